@@ -1,0 +1,632 @@
+//! Settings: `config/sheriff.toml`, then `SHERIFF__SECTION__KEY` environment variables, read once.
+//!
+//! Every other module receives the parts of [`Settings`] it needs; nothing else reads the
+//! environment. Secrets are never accepted from the TOML file: they come from an environment
+//! variable or from a file named by a `*_file` setting (a mounted Kubernetes secret, say), and
+//! they print as `[redacted]` in `Debug`, `Display` and serialized output.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use figment::Figment;
+use figment::providers::{Format, Serialized, Toml};
+use serde::{Deserialize, Serialize, Serializer};
+
+/// The file read when `--config` is not given.
+pub const DEFAULT_CONFIG_PATH: &str = "config/sheriff.toml";
+
+/// The environment prefix: `SHERIFF__DATABASE__URL` sets `[database] url`.
+pub const ENV_PREFIX: &str = "SHERIFF__";
+
+/// A secret value. Its `Debug`, `Display` and `Serialize` never show the content.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The only way to read the value: call it where the secret is used, never to log it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str("[redacted]")
+    }
+}
+
+/// Everything sheriff can be told, one section per external system or pipeline stage.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Settings {
+    pub database: DatabaseSettings,
+    pub server: ServerSettings,
+    pub log: LogSettings,
+    pub ingest: IngestSettings,
+    pub gcs: GcsSettings,
+    pub slack: SlackSettings,
+    pub jira: JiraSettings,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DatabaseSettings {
+    /// `sqlite://PATH` (created on first use) or `postgres://USER@HOST:PORT/DB`.
+    pub url: DatabaseUrl,
+    /// Upper bound of pooled connections.
+    pub max_connections: u32,
+    /// Seconds to wait for a free connection before a query fails.
+    pub acquire_timeout_secs: u64,
+    /// PostgreSQL password, when it is not in the URL. Environment or file only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password: Option<Secret>,
+    /// A file holding the PostgreSQL password (its first line is used).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password_file: Option<PathBuf>,
+}
+
+impl Default for DatabaseSettings {
+    fn default() -> Self {
+        Self {
+            url: DatabaseUrl::from_str("sqlite://sheriff.db").expect("the default URL is valid"),
+            max_connections: 8,
+            acquire_timeout_secs: 10,
+            password: None,
+            password_file: None,
+        }
+    }
+}
+
+/// A validated database URL: the scheme picks the engine.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DatabaseUrl {
+    raw: String,
+    engine: Engine,
+}
+
+/// The two storage engines sheriff supports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Engine {
+    Sqlite,
+    Postgres,
+}
+
+impl DatabaseUrl {
+    pub fn engine(&self) -> Engine {
+        self.engine
+    }
+
+    /// The URL as given, password included: only for opening the connection.
+    pub fn expose(&self) -> &str {
+        &self.raw
+    }
+
+    /// The URL with any password replaced, safe to print and log.
+    pub fn redacted(&self) -> String {
+        redact_url_password(&self.raw)
+    }
+}
+
+fn redact_url_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, host)) => match userinfo.split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:[redacted]@{host}{tail}"),
+            None => url.to_string(),
+        },
+        None => url.to_string(),
+    }
+}
+
+impl FromStr for DatabaseUrl {
+    type Err = String;
+
+    fn from_str(raw: &str) -> Result<Self, String> {
+        let raw = raw.trim();
+        let engine = if let Some(path) = raw.strip_prefix("sqlite:") {
+            let path = path.trim_start_matches("//");
+            let path = path.split('?').next().unwrap_or_default();
+            if path.is_empty() {
+                return Err("a sqlite URL needs a file path, e.g. sqlite://sheriff.db".into());
+            }
+            Engine::Sqlite
+        } else if let Some(rest) =
+            raw.strip_prefix("postgres://").or_else(|| raw.strip_prefix("postgresql://"))
+        {
+            let host = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+            if host.is_empty() || host.starts_with('/') {
+                return Err("a postgres URL needs a host, e.g. postgres://sheriff@db:5432/sheriff".into());
+            }
+            Engine::Postgres
+        } else {
+            return Err(format!(
+                "`{}` is not a database URL sheriff supports: use sqlite://PATH or postgres://USER@HOST/DB",
+                redact_url_password(raw)
+            ));
+        };
+        Ok(Self { raw: raw.to_string(), engine })
+    }
+}
+
+impl fmt::Debug for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl fmt::Display for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl Serialize for DatabaseUrl {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.redacted())
+    }
+}
+
+impl<'de> Deserialize<'de> for DatabaseUrl {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let raw = String::deserialize(deserializer)?;
+        raw.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerSettings {
+    /// Address `sheriff serve` listens on.
+    pub listen: String,
+    /// Largest request body accepted, in bytes (Slack requests are small; pushed runs are not).
+    pub max_body_bytes: usize,
+}
+
+impl Default for ServerSettings {
+    fn default() -> Self {
+        Self { listen: "127.0.0.1:8080".into(), max_body_bytes: 32 * 1024 * 1024 }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogSettings {
+    /// `text` for people, `json` for log collectors.
+    pub format: LogFormat,
+    /// A tracing filter used when `RUST_LOG` is not set.
+    pub level: String,
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        Self { format: LogFormat::Text, level: "info".into() }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IngestSettings {
+    /// Interval files (e2e-events, e2e-timelines) larger than this are skipped with a logged reason.
+    pub max_interval_file_bytes: u64,
+    /// Any other artifact larger than this is rejected as malformed.
+    pub max_file_bytes: u64,
+    /// Runs read in parallel.
+    pub concurrency: usize,
+}
+
+impl Default for IngestSettings {
+    fn default() -> Self {
+        Self { max_interval_file_bytes: 64 * 1024 * 1024, max_file_bytes: 8 * 1024 * 1024, concurrency: 8 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GcsSettings {
+    /// Base URL of the GCS JSON API; tests point it at a local fake.
+    pub api_url: String,
+    /// Parallel downloads.
+    pub concurrency: usize,
+    /// Seconds before one request times out.
+    pub timeout_secs: u64,
+    /// Attempts for a request answered 429 or 5xx.
+    pub max_attempts: u32,
+    /// OAuth access token for a private bucket. Environment or file only; public buckets need none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+    /// A file holding the access token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
+}
+
+impl Default for GcsSettings {
+    fn default() -> Self {
+        Self {
+            api_url: "https://storage.googleapis.com".into(),
+            concurrency: 16,
+            timeout_secs: 60,
+            max_attempts: 5,
+            token: None,
+            token_file: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SlackSettings {
+    /// Base URL of the Slack Web API; tests point it at a local fake.
+    pub api_url: String,
+    /// Channel id (or name) for summaries when no routing rule matches.
+    pub channel: String,
+    /// Bot token (`xoxb-…`). Environment or file only. Without one, messages go to the console.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bot_token: Option<Secret>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bot_token_file: Option<PathBuf>,
+    /// Signing secret that verifies requests from Slack. Environment or file only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signing_secret: Option<Secret>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signing_secret_file: Option<PathBuf>,
+}
+
+impl Default for SlackSettings {
+    fn default() -> Self {
+        Self {
+            api_url: "https://slack.com/api".into(),
+            channel: String::new(),
+            bot_token: None,
+            bot_token_file: None,
+            signing_secret: None,
+            signing_secret_file: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct JiraSettings {
+    /// Base URL of the Jira instance, e.g. `https://issues.example.com`. Empty: Jira is off.
+    pub url: String,
+    /// Project key issues are filed in.
+    pub project: String,
+    /// User (email on Jira Cloud) for basic authentication; empty means bearer-token auth.
+    pub user: String,
+    /// API token or personal access token. Environment or file only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
+}
+
+/// The settings that hold secrets, as `(section, key)`; each has a `KEY_file` companion.
+const SECRET_KEYS: &[(&str, &str)] = &[
+    ("database", "password"),
+    ("gcs", "token"),
+    ("slack", "bot_token"),
+    ("slack", "signing_secret"),
+    ("jira", "token"),
+];
+
+/// Why the configuration could not be loaded. The message names the key at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("config file {path} is not valid TOML: {message}")]
+    Syntax { path: PathBuf, message: String },
+    #[error(
+        "`{section}.{key}` is a secret and may not be written in {path}; set {ENV_PREFIX}{upper_section}__{upper_key} or `{section}.{key}_file` instead",
+        upper_section = section.to_uppercase(),
+        upper_key = key.to_uppercase()
+    )]
+    SecretInFile { path: PathBuf, section: String, key: String },
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+    #[error("cannot read secret file for `{key}` at {path}: {source}")]
+    SecretFile { key: String, path: PathBuf, source: std::io::Error },
+}
+
+impl Settings {
+    /// Reads `path` (when it exists, or always when `explicit`), then the process environment.
+    pub fn load(path: Option<&Path>) -> Result<Self, ConfigError> {
+        let vars: Vec<(String, String)> = std::env::vars().collect();
+        Self::load_from(path, &vars)
+    }
+
+    /// Like [`Settings::load`] with an explicit environment, so tests do not touch the process's.
+    pub fn load_from(path: Option<&Path>, env: &[(String, String)]) -> Result<Self, ConfigError> {
+        let (file, required) = match path {
+            Some(p) => (p.to_path_buf(), true),
+            None => (PathBuf::from(DEFAULT_CONFIG_PATH), false),
+        };
+        let mut figment = Figment::from(Serialized::defaults(Settings::default()));
+        if required || file.exists() {
+            let text = std::fs::read_to_string(&file)
+                .map_err(|source| ConfigError::Read { path: file.clone(), source })?;
+            check_no_secrets_in_file(&file, &text)?;
+            figment = figment.merge(Toml::string(&text));
+        }
+        let env_pairs: Vec<(String, String)> =
+            env.iter().filter(|(k, _)| k.starts_with(ENV_PREFIX)).cloned().collect();
+        let env_keys: Vec<String> = env_pairs.iter().map(|(k, _)| k.clone()).collect();
+        figment = figment.merge(env_provider(env_pairs));
+        let mut settings: Settings = figment.extract().map_err(|e| {
+            ConfigError::Invalid(
+                e.into_iter()
+                    .map(|e| describe_figment_error(&e, &file, &env_keys))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            )
+        })?;
+        settings.resolve_secret_files()?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    fn resolve_secret_files(&mut self) -> Result<(), ConfigError> {
+        fn resolve(key: &str, value: &mut Option<Secret>, file: &Option<PathBuf>) -> Result<(), ConfigError> {
+            if value.is_some() {
+                return Ok(());
+            }
+            if let Some(path) = file {
+                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::SecretFile {
+                    key: key.into(),
+                    path: path.clone(),
+                    source,
+                })?;
+                let first = text.lines().next().unwrap_or_default().trim().to_string();
+                if !first.is_empty() {
+                    *value = Some(Secret(first));
+                }
+            }
+            Ok(())
+        }
+        resolve("database.password", &mut self.database.password, &self.database.password_file)?;
+        resolve("gcs.token", &mut self.gcs.token, &self.gcs.token_file)?;
+        resolve("slack.bot_token", &mut self.slack.bot_token, &self.slack.bot_token_file)?;
+        resolve("slack.signing_secret", &mut self.slack.signing_secret, &self.slack.signing_secret_file)?;
+        resolve("jira.token", &mut self.jira.token, &self.jira.token_file)?;
+        Ok(())
+    }
+
+    /// Checks values that types alone cannot.
+    fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |key: &str, why: &str| Err(ConfigError::Invalid(format!("`{key}`: {why}")));
+        if self.database.max_connections == 0 {
+            return invalid("database.max_connections", "must be at least 1");
+        }
+        if self.server.listen.parse::<std::net::SocketAddr>().is_err() {
+            return invalid("server.listen", "must be an address like 127.0.0.1:8080");
+        }
+        if self.ingest.concurrency == 0 {
+            return invalid("ingest.concurrency", "must be at least 1");
+        }
+        if self.gcs.concurrency == 0 {
+            return invalid("gcs.concurrency", "must be at least 1");
+        }
+        for (key, url) in [("gcs.api_url", &self.gcs.api_url), ("slack.api_url", &self.slack.api_url)] {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return invalid(key, "must be an http:// or https:// URL");
+            }
+        }
+        let jira_url_ok = self.jira.url.is_empty()
+            || self.jira.url.starts_with("http://")
+            || self.jira.url.starts_with("https://");
+        if !jira_url_ok {
+            return invalid("jira.url", "must be an http:// or https:// URL");
+        }
+        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
+            return invalid("log.level", &format!("not a tracing filter: {e}"));
+        }
+        Ok(())
+    }
+
+    /// The effective configuration as TOML, every secret shown as `[redacted]`.
+    pub fn to_redacted_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render settings: {e}\n"))
+    }
+}
+
+/// `SHERIFF__SLACK__BOT_TOKEN=x` becomes `slack.bot_token = "x"`. A value that reads as a TOML
+/// number or boolean is passed as one (the target type decides), except for secrets, which are
+/// always strings, so a token that looks like a number stays a token.
+fn env_provider(pairs: Vec<(String, String)>) -> Serialized<toml::Table> {
+    let mut root = toml::Table::new();
+    for (key, raw) in pairs {
+        let path: Vec<String> = key[ENV_PREFIX.len()..].split("__").map(|p| p.to_lowercase()).collect();
+        let is_secret = path.len() == 2 && SECRET_KEYS.iter().any(|(s, k)| path[0] == *s && path[1] == *k);
+        let value = if is_secret { toml::Value::String(raw) } else { scalar_from_env(&raw) };
+        let mut table = &mut root;
+        for (i, part) in path.iter().enumerate() {
+            if i + 1 == path.len() {
+                table.insert(part.clone(), value.clone());
+            } else {
+                let entry =
+                    table.entry(part.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+                if !entry.is_table() {
+                    *entry = toml::Value::Table(toml::Table::new());
+                }
+                table = entry.as_table_mut().expect("just made a table");
+            }
+        }
+    }
+    Serialized::defaults(root)
+}
+
+/// `a = 1` parses as a TOML document, not a scalar; try the value on its own line.
+fn scalar_from_env(raw: &str) -> toml::Value {
+    match format!("v = {raw}").parse::<toml::Table>() {
+        Ok(mut t) => match t.remove("v") {
+            Some(v @ (toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_))) => v,
+            _ => toml::Value::String(raw.to_string()),
+        },
+        Err(_) => toml::Value::String(raw.to_string()),
+    }
+}
+
+/// `database.url: <what is wrong> (from SHERIFF__DATABASE__URL)`: the key, the problem and
+/// where the bad value came from.
+fn describe_figment_error(e: &figment::Error, file: &Path, env_keys: &[String]) -> String {
+    let key = e.path.join(".");
+    let var = format!("{ENV_PREFIX}{}", e.path.join("__").to_uppercase());
+    let origin = if e.path.is_empty() {
+        String::new()
+    } else if env_keys.contains(&var) {
+        format!(" (from {var})")
+    } else {
+        format!(" (from {})", file.display())
+    };
+    if key.is_empty() { e.kind.to_string() } else { format!("`{key}`: {}{origin}", e.kind) }
+}
+
+fn check_no_secrets_in_file(path: &Path, text: &str) -> Result<(), ConfigError> {
+    let value: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError::Syntax {
+        path: path.to_path_buf(),
+        message: e.message().to_string(),
+    })?;
+    for (section, key) in SECRET_KEYS {
+        let present = value.get(*section).and_then(|s| s.as_table()).is_some_and(|t| t.contains_key(*key));
+        if present {
+            return Err(ConfigError::SecretInFile {
+                path: path.to_path_buf(),
+                section: (*section).into(),
+                key: (*key).into(),
+            });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect()
+    }
+
+    fn write(text: &str) -> tempfile::NamedTempFile {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), text).unwrap();
+        f
+    }
+
+    #[test]
+    fn defaults_use_a_sqlite_file() {
+        let s = Settings::load_from(Some(write("").path()), &[]).unwrap();
+        assert_eq!(s.database.url.engine(), Engine::Sqlite);
+        assert_eq!(s.server.listen, "127.0.0.1:8080");
+    }
+
+    #[test]
+    fn environment_overrides_the_file() {
+        let f = write("[server]\nlisten = \"127.0.0.1:9000\"\n");
+        let s = Settings::load_from(
+            Some(f.path()),
+            &env(&[
+                ("SHERIFF__SERVER__LISTEN", "0.0.0.0:8081"),
+                ("SHERIFF__DATABASE__URL", "postgres://sheriff@db:5432/sheriff"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.server.listen, "0.0.0.0:8081");
+        assert_eq!(s.database.url.engine(), Engine::Postgres);
+    }
+
+    #[test]
+    fn an_unknown_key_is_an_error_naming_it() {
+        let err = Settings::load_from(Some(write("[database]\nurll = \"x\"\n").path()), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("urll"), "{err}");
+        let err =
+            Settings::load_from(None, &env(&[("SHERIFF__SLACK__CHANEL", "x")])).unwrap_err().to_string();
+        assert!(err.contains("chanel"), "{err}");
+    }
+
+    #[test]
+    fn an_invalid_database_url_is_an_error_naming_the_key() {
+        let err = Settings::load_from(None, &env(&[("SHERIFF__DATABASE__URL", "mysql://x/y")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("database.url"), "{err}");
+        assert!(err.contains("mysql://x/y"), "{err}");
+    }
+
+    #[test]
+    fn a_secret_in_the_file_is_refused() {
+        let err = Settings::load_from(Some(write("[slack]\nbot_token = \"xoxb-1\"\n").path()), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("slack.bot_token"), "{err}");
+        assert!(!err.contains("xoxb-1"), "{err}");
+    }
+
+    #[test]
+    fn secrets_never_print() {
+        let secret_file = write("from-a-file\n");
+        let s = Settings::load_from(
+            None,
+            &env(&[
+                ("SHERIFF__SLACK__BOT_TOKEN", "xoxb-very-secret"),
+                ("SHERIFF__JIRA__TOKEN", "12345"),
+                ("SHERIFF__SLACK__SIGNING_SECRET_FILE", secret_file.path().to_str().unwrap()),
+                ("SHERIFF__DATABASE__URL", "postgres://u:hunter2@db/sheriff"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.slack.bot_token.as_ref().unwrap().expose(), "xoxb-very-secret");
+        assert_eq!(s.jira.token.as_ref().unwrap().expose(), "12345");
+        assert_eq!(s.slack.signing_secret.as_ref().unwrap().expose(), "from-a-file");
+        let shown = format!("{}\n{:?}", s.to_redacted_toml(), s);
+        for secret in ["xoxb-very-secret", "12345", "from-a-file", "hunter2"] {
+            assert!(!shown.contains(secret), "{secret} leaked:\n{shown}");
+        }
+        assert!(shown.contains("[redacted]"));
+    }
+
+    #[test]
+    fn a_bad_value_names_its_key() {
+        let err = Settings::load_from(None, &env(&[("SHERIFF__DATABASE__MAX_CONNECTIONS", "lots")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("database.max_connections"), "{err}");
+        let err = Settings::load_from(None, &env(&[("SHERIFF__SERVER__LISTEN", "nowhere")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("server.listen"), "{err}");
+    }
+}

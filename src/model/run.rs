@@ -1,0 +1,73 @@
+//! A job run, its disruption samples, and the intervals kept as evidence.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::Dimensions;
+
+/// One execution of a CI job, identified by its job name and Prow build id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobRun {
+    pub job_name: String,
+    pub build_id: String,
+    /// GCS bucket the artifacts live in (`test-platform-results`, …).
+    pub bucket: String,
+    /// Path of the run folder inside the bucket, e.g. `logs/<job>/<build-id>`.
+    pub path: String,
+    /// The human link: `https://prow.ci.openshift.org/view/gs/<bucket>/<path>`.
+    pub url: String,
+    /// `periodic`, `presubmit`, `postsubmit` or `batch`.
+    pub job_type: String,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    /// `success`, `failure`, `aborted`, `error`, …
+    pub state: String,
+    pub dimensions: Dimensions,
+}
+
+impl JobRun {
+    pub fn prow_url(bucket: &str, path: &str) -> String {
+        format!("https://prow.ci.openshift.org/view/gs/{bucket}/{path}")
+    }
+}
+
+/// One (run, backend) pair: the run's total disruption of that backend in whole seconds.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Sample {
+    /// The full backend name, e.g. `image-registry-new-connections`.
+    pub backend: String,
+    /// `new`, `reused`, or empty when the writer did not say.
+    pub connection: String,
+    pub seconds: i64,
+}
+
+/// One disruption outage of a backend, from an interval file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outage {
+    pub backend: String,
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+}
+
+/// A ClusterOperator condition that was bad for a while (a zero-length span is an instant).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConditionSpan {
+    pub operator: String,
+    /// `Available`, `Degraded` or `Progressing`.
+    pub condition: String,
+    /// `True` or `False`.
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+}
+
+/// Everything stored for one run, as ingest produces it and the store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub run: JobRun,
+    pub samples: Vec<Sample>,
+    pub outages: Vec<Outage>,
+    pub conditions: Vec<ConditionSpan>,
+}

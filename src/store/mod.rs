@@ -1,0 +1,206 @@
+//! Database access: SQLite (the default, one file) or PostgreSQL, chosen by the URL.
+//!
+//! Both engines run the same SQL: `$N` placeholders, BIGINT Unix seconds for time, TEXT for
+//! everything else. The pool is an enum of the two native sqlx pools rather than `AnyPool`, so
+//! each engine keeps its own fast row decoding; [`with_pool!`] runs one body of generic code on
+//! whichever pool is live. One file per table; SQL lives only here.
+
+pub mod cells;
+pub mod ingest_log;
+pub mod runs;
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{PgPool, SqlitePool};
+
+use crate::config::{DatabaseSettings, Engine};
+
+/// Runs `$body` with `$pool` bound to the live native pool (`&SqlitePool` or `&PgPool`), and
+/// optionally `$dialect` bound to that engine's [`Dialect`].
+macro_rules! with_pool {
+    ($store:expr, $pool:ident => $body:expr) => {
+        match &$store.pool {
+            $crate::store::Pool::Sqlite($pool) => $body,
+            $crate::store::Pool::Postgres($pool) => $body,
+        }
+    };
+    ($store:expr, $pool:ident, $dialect:ident => $body:expr) => {
+        match &$store.pool {
+            $crate::store::Pool::Sqlite($pool) => {
+                let $dialect = $crate::store::Dialect::SQLITE;
+                $body
+            }
+            $crate::store::Pool::Postgres($pool) => {
+                let $dialect = $crate::store::Dialect::POSTGRES;
+                $body
+            }
+        }
+    };
+}
+
+/// The few places where the two engines need different words.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Dialect {
+    /// Starts a transaction that will write. SQLite takes the write lock up front, so a
+    /// transaction that reads first cannot fail with SQLITE_BUSY when it later writes.
+    pub begin_write: &'static str,
+    pub is_postgres: bool,
+}
+
+impl Dialect {
+    pub const SQLITE: Dialect = Dialect { begin_write: "BEGIN IMMEDIATE", is_postgres: false };
+    pub const POSTGRES: Dialect = Dialect { begin_write: "BEGIN", is_postgres: true };
+}
+pub(crate) use with_pool;
+
+#[derive(Clone)]
+pub(crate) enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// The database, with small caches of the id tables that ingest touches on every run.
+pub struct Store {
+    pub(crate) pool: Pool,
+    /// backend name → id; backends are few and never change id.
+    backend_ids: Mutex<HashMap<String, i64>>,
+    /// dimensions → variant id; likewise.
+    variant_ids: Mutex<HashMap<crate::model::Dimensions, i64>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("engine", &self.engine()).finish()
+    }
+}
+
+/// What `migrate` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MigrationReport {
+    /// Versions applied by this call (empty when the schema was already current).
+    pub applied: Vec<i64>,
+    /// The newest version now in the database.
+    pub current: i64,
+}
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
+
+impl Store {
+    /// Opens the database (creating a SQLite file and its folder on first use). Does not migrate.
+    pub async fn connect(settings: &DatabaseSettings) -> Result<Store> {
+        let acquire = Duration::from_secs(settings.acquire_timeout_secs);
+        let pool = match settings.url.engine() {
+            Engine::Sqlite => {
+                let options = SqliteConnectOptions::from_str(settings.url.expose())
+                    .with_context(|| format!("invalid sqlite URL {}", settings.url))?
+                    .create_if_missing(true)
+                    .journal_mode(SqliteJournalMode::Wal)
+                    .synchronous(SqliteSynchronous::Normal)
+                    .busy_timeout(Duration::from_secs(30))
+                    .foreign_keys(true);
+                if let Some(parent) = options.get_filename().parent()
+                    && !parent.as_os_str().is_empty()
+                {
+                    std::fs::create_dir_all(parent).with_context(|| {
+                        format!("cannot create the folder of the SQLite file {}", parent.display())
+                    })?;
+                }
+                let pool = SqlitePoolOptions::new()
+                    .max_connections(settings.max_connections)
+                    .acquire_timeout(acquire)
+                    .connect_with(options)
+                    .await
+                    .with_context(|| format!("cannot open SQLite database {}", settings.url))?;
+                Pool::Sqlite(pool)
+            }
+            Engine::Postgres => {
+                let mut options = PgConnectOptions::from_str(settings.url.expose())
+                    .with_context(|| format!("invalid postgres URL {}", settings.url))?;
+                if let Some(password) = &settings.password {
+                    options = options.password(password.expose());
+                }
+                let pool = PgPoolOptions::new()
+                    .max_connections(settings.max_connections)
+                    .acquire_timeout(acquire)
+                    .connect_with(options)
+                    .await
+                    .with_context(|| format!("cannot connect to PostgreSQL at {}", settings.url))?;
+                Pool::Postgres(pool)
+            }
+        };
+        Ok(Store { pool, backend_ids: Mutex::new(HashMap::new()), variant_ids: Mutex::new(HashMap::new()) })
+    }
+
+    /// Connects and brings the schema up to date: what every command does at start.
+    pub async fn open(settings: &DatabaseSettings) -> Result<Store> {
+        let store = Store::connect(settings).await?;
+        store.migrate().await?;
+        Ok(store)
+    }
+
+    pub fn engine(&self) -> Engine {
+        match self.pool {
+            Pool::Sqlite(_) => Engine::Sqlite,
+            Pool::Postgres(_) => Engine::Postgres,
+        }
+    }
+
+    /// Applies the embedded migrations not yet in the database; a second call applies none.
+    pub async fn migrate(&self) -> Result<MigrationReport> {
+        let before = self.applied_versions().await?;
+        match &self.pool {
+            Pool::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await,
+            Pool::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await,
+        }
+        .context("applying database migrations")?;
+        let after = self.applied_versions().await?;
+        let applied = after.iter().copied().filter(|v| !before.contains(v)).collect();
+        Ok(MigrationReport { applied, current: after.iter().copied().max().unwrap_or(0) })
+    }
+
+    async fn applied_versions(&self) -> Result<Vec<i64>> {
+        let exists: bool = with_pool!(self, pool => {
+            let sql = match self.engine() {
+                Engine::Sqlite => "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
+                Engine::Postgres => "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = '_sqlx_migrations' AND table_schema = current_schema()",
+            };
+            sqlx::query_scalar::<_, i64>(sql).fetch_one(pool).await? > 0
+        });
+        if !exists {
+            return Ok(Vec::new());
+        }
+        let versions = with_pool!(self, pool => {
+            sqlx::query_scalar::<_, i64>("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
+                .fetch_all(pool)
+                .await?
+        });
+        Ok(versions)
+    }
+
+    /// Cheap liveness check of the database, for `/readyz`.
+    pub async fn ping(&self) -> Result<()> {
+        with_pool!(self, pool => { sqlx::query("SELECT 1").execute(pool).await?; });
+        Ok(())
+    }
+
+    /// Closes every pooled connection (SQLite then checkpoints its WAL).
+    pub async fn close(&self) {
+        with_pool!(self, pool => pool.close().await);
+    }
+}
+
+/// Unix seconds of a time, the only form time takes in the database.
+pub(crate) fn to_secs(t: chrono::DateTime<chrono::Utc>) -> i64 {
+    t.timestamp()
+}
+
+pub(crate) fn from_secs(s: i64) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::from_timestamp(s, 0).unwrap_or_default()
+}
