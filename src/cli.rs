@@ -8,7 +8,10 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::{Parser, Subcommand, ValueEnum};
 
+use chrono::{DateTime, Utc};
+
 use crate::config::Settings;
+use crate::ingest::{IngestOptions, IngestSummary, Source};
 use crate::store::Store;
 
 #[derive(Debug, Parser)]
@@ -30,6 +33,32 @@ pub enum Command {
     },
     /// Apply database migrations (also done automatically by every other command).
     Migrate,
+    /// Read finished job runs from a bucket tree (a local folder or gs://BUCKET/PREFIX) and store them.
+    Ingest {
+        /// A local folder in the bucket layout (the bucket root, a logs/<job> folder or one run
+        /// folder), or gs://BUCKET/PREFIX.
+        source: String,
+        /// Only runs that started on or after this date (YYYY-MM-DD) or time (RFC 3339).
+        #[arg(long, value_parser = parse_since)]
+        since: Option<DateTime<Utc>>,
+        /// Only jobs whose name matches this regular expression.
+        #[arg(long, value_name = "REGEX")]
+        job: Option<regex::Regex>,
+        /// Re-read runs already stored and replace them.
+        #[arg(long)]
+        force: bool,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+}
+
+fn parse_since(text: &str) -> Result<DateTime<Utc>, String> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    chrono::NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .map(|d| d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc())
+        .map_err(|_| format!("`{text}` is neither a date (YYYY-MM-DD) nor an RFC 3339 time"))
 }
 
 #[derive(Debug, Subcommand)]
@@ -105,6 +134,35 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
             }
             store.close().await;
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Ingest { source, since, job, force, format } => {
+            let source = Source::parse(&source, &settings.gcs)?;
+            let store = Store::open(&settings.database).await?;
+            let options = IngestOptions { since, job, force, progress: format == Format::Text };
+            let summary = crate::ingest::ingest(&store, &settings.ingest, &source, &options).await;
+            store.close().await;
+            print_ingest_summary(&summary?, format);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn print_ingest_summary(summary: &IngestSummary, format: Format) {
+    match format {
+        Format::Json => println!("{}", serde_json::to_string(summary).unwrap_or_default()),
+        Format::Text => {
+            println!("ingested {}, skipped {}, failed {}", summary.ingested, summary.skipped, summary.failed);
+            let shown = 10;
+            for e in summary.errors.iter().take(shown) {
+                let file = if e.file.is_empty() { String::new() } else { format!(" {}", e.file) };
+                println!("  {} {}{}: {}", e.severity, e.run, file, e.error);
+            }
+            if summary.errors.len() > shown {
+                println!(
+                    "  … and {} more (sheriff ingest --format json lists them all)",
+                    summary.errors.len() - shown
+                );
+            }
         }
     }
 }

@@ -21,8 +21,10 @@
 
 pub mod cli;
 pub mod config;
+pub mod ingest;
 pub mod model;
 pub mod store;
+pub mod synth;
 pub mod telemetry;
 
 /// Installs ring as the process's one rustls crypto provider. Every entry point (the binary,

@@ -1,6 +1,8 @@
 //! Shared by the integration tests: a fresh database per test on SQLite and PostgreSQL.
 #![allow(dead_code)]
 
+pub mod gcs;
+
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 

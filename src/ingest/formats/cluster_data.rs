@@ -1,0 +1,99 @@
+//! `cluster-data_*.json`: the cluster's dimensions as the test suite saw them.
+
+use serde::Deserialize;
+
+/// The fields sheriff uses; anything else in the file (`ClusterVersionHistory`, `os`, …) is ignored.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct ClusterData {
+    #[serde(rename = "Release")]
+    pub release: String,
+    #[serde(rename = "FromRelease")]
+    pub from_release: String,
+    #[serde(rename = "Platform")]
+    pub platform: String,
+    #[serde(rename = "Architecture")]
+    pub architecture: String,
+    #[serde(rename = "Network")]
+    pub network: String,
+    #[serde(rename = "Topology")]
+    pub topology: String,
+    #[serde(rename = "NetworkStack")]
+    pub network_stack: String,
+    #[serde(rename = "MasterNodesUpdated")]
+    pub master_nodes_updated: String,
+}
+
+pub fn parse_cluster_data(bytes: &[u8]) -> Result<ClusterData, String> {
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|e| format!("not a cluster-data file: {e}"))?;
+    let object = value.as_object().ok_or("not a cluster-data file: expected a JSON object")?;
+    if !object.contains_key("Release") && !object.contains_key("Platform") {
+        return Err("unknown schema: neither `Release` nor `Platform` present".into());
+    }
+    serde_json::from_value(value).map_err(|e| format!("cluster-data field of the wrong type: {e}"))
+}
+
+/// Several files of one run (one per test phase) become one: the first non-empty value of
+/// each field wins, and `MasterNodesUpdated` is `Y` when any file says `Y`.
+pub fn merge(files: &[ClusterData]) -> ClusterData {
+    let mut out = ClusterData::default();
+    for f in files {
+        for (dst, src) in [
+            (&mut out.release, &f.release),
+            (&mut out.from_release, &f.from_release),
+            (&mut out.platform, &f.platform),
+            (&mut out.architecture, &f.architecture),
+            (&mut out.network, &f.network),
+            (&mut out.topology, &f.topology),
+            (&mut out.network_stack, &f.network_stack),
+        ] {
+            if dst.is_empty() && !src.is_empty() {
+                dst.clone_from(src);
+            }
+        }
+        if f.master_nodes_updated.eq_ignore_ascii_case("y") {
+            out.master_nodes_updated = "Y".into();
+        } else if out.master_nodes_updated.is_empty() && f.master_nodes_updated.eq_ignore_ascii_case("n") {
+            out.master_nodes_updated = "N".into();
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_flat_object_and_ignores_the_rest() {
+        let json =
+            br#"{"Release": "4.14", "FromRelease": "4.13", "Platform": "metal", "Architecture": "amd64",
+            "Network": "ovn", "Topology": "ha", "NetworkStack": "IPv4", "CloudRegion": "", "CloudZone": "",
+            "ClusterVersionHistory": ["4.13.0", "4.14.0"], "MasterNodesUpdated": "N", "os": "rhcos"}"#;
+        let d = parse_cluster_data(json).unwrap();
+        assert_eq!(d.platform, "metal");
+        assert_eq!(d.network_stack, "IPv4");
+        assert_eq!(d.master_nodes_updated, "N");
+    }
+
+    #[test]
+    fn master_nodes_updated_is_y_if_any_file_says_y() {
+        let a =
+            ClusterData { release: "4.14".into(), master_nodes_updated: "N".into(), ..Default::default() };
+        let b =
+            ClusterData { platform: "aws".into(), master_nodes_updated: "Y".into(), ..Default::default() };
+        let m = merge(&[a, b]);
+        assert_eq!(
+            (m.release.as_str(), m.platform.as_str(), m.master_nodes_updated.as_str()),
+            ("4.14", "aws", "Y")
+        );
+    }
+
+    #[test]
+    fn wrong_types_and_schemas_are_errors() {
+        assert!(parse_cluster_data(br#"{"Release": 4.14}"#).unwrap_err().contains("wrong type"));
+        assert!(parse_cluster_data(br#"[1, 2]"#).unwrap_err().contains("JSON object"));
+        assert!(parse_cluster_data(br#"{"foo": 1}"#).unwrap_err().contains("unknown schema"));
+    }
+}

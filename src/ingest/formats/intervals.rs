@@ -1,0 +1,512 @@
+//! Interval files (`e2e-events_*.json`, `e2e-timelines_*.json`) in all three schema generations.
+//!
+//! Only two kinds of interval are kept: disruption outages and bad ClusterOperator conditions.
+//! Files can be tens of MB, so items are read one at a time with borrowed raw fields; an item
+//! of any other kind is skipped without decoding its locator or message. A key that appears
+//! twice in an item (the transitional writers put `locator` in once as a string and once as an
+//! object) takes its last value, as a JSON object would.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+
+use crate::model::{ConditionSpan, Outage};
+
+/// What an interval file yields.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IntervalEvidence {
+    pub outages: Vec<Outage>,
+    pub conditions: Vec<ConditionSpan>,
+    /// Items read, of every kind.
+    pub items: usize,
+}
+
+pub fn parse_intervals(bytes: &[u8]) -> Result<IntervalEvidence, String> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let mut collector = Collector::default();
+    de.deserialize_map(FileVisitor { collector: &mut collector })
+        .map_err(|e| format!("not an interval file: {e}"))?;
+    de.end().map_err(|e| format!("trailing data after the interval file: {e}"))?;
+    if !collector.saw_items {
+        return Err("unknown schema: no `items` array".into());
+    }
+    Ok(collector.finish())
+}
+
+#[derive(Default)]
+struct Collector {
+    saw_items: bool,
+    items: usize,
+    outages: Vec<(String, DateTime<Utc>, Option<DateTime<Utc>>)>,
+    conditions: Vec<(ConditionSpan, bool)>,
+    /// The latest time the file mentions: the end of an interval still open (`"to": null`).
+    latest: Option<DateTime<Utc>>,
+}
+
+impl Collector {
+    fn finish(self) -> IntervalEvidence {
+        let end = self.latest.unwrap_or_default();
+        let outages = self
+            .outages
+            .into_iter()
+            .map(|(backend, from, to)| Outage { backend, from, to: to.unwrap_or(end.max(from)) })
+            .collect();
+        let conditions = self
+            .conditions
+            .into_iter()
+            .map(|(mut c, open)| {
+                if open {
+                    c.to = end.max(c.from);
+                }
+                c
+            })
+            .collect();
+        IntervalEvidence { outages, conditions, items: self.items }
+    }
+
+    fn see(&mut self, t: DateTime<Utc>) {
+        if self.latest.is_none_or(|l| t > l) {
+            self.latest = Some(t);
+        }
+    }
+
+    fn take(&mut self, item: Item<'_>) -> Result<(), String> {
+        self.items += 1;
+        let from = parse_time(item.from).map_err(|e| format!("item {}: from {e}", self.items))?;
+        let to = parse_time(item.to).map_err(|e| format!("item {}: to {e}", self.items))?;
+        if let Some(t) = from {
+            self.see(t);
+        }
+        if let Some(t) = to {
+            self.see(t);
+        }
+        let source = item.source.or(item.temp_source).map(raw_str).unwrap_or_default();
+        let candidate = match source.as_str() {
+            "Disruption" | "OperatorState" | "ClusterOperatorMonitor" => true,
+            "" => {
+                let raw = item.locator.map(RawValue::get).unwrap_or_default();
+                raw.contains("backend-disruption-name") || raw.contains("clusteroperator")
+            }
+            _ => false,
+        };
+        if !candidate {
+            return Ok(());
+        }
+        let Some(from) = from else { return Ok(()) };
+        // Structured forms win over the string forms they duplicate.
+        let locator = parse_locator(item.temp_locator.or(item.locator));
+        let mut message = parse_message(item.temp_message.or(item.message));
+        if item.temp_message.is_some()
+            && let Some(string_form) = item.message.filter(|m| m.get().starts_with('"'))
+        {
+            // The string message may carry annotations the structured one lacks.
+            for (k, v) in parse_message(Some(string_form)).annotations {
+                message.annotations.entry(k).or_insert(v);
+            }
+        }
+        let level = item.level.map(raw_str).unwrap_or_default();
+        let reason = if message.reason.is_empty() {
+            message.annotations.get("reason").cloned().unwrap_or_default()
+        } else {
+            message.reason.clone()
+        };
+        if let Some(backend) = locator.keys.get("backend-disruption-name") {
+            if level == "Error" && (reason == "DisruptionBegan" || reason.is_empty()) {
+                self.outages.push((backend.clone(), from, to));
+            }
+            return Ok(());
+        }
+        if let Some(operator) = locator.keys.get("clusteroperator") {
+            let condition = message.annotations.get("condition").cloned().unwrap_or_default();
+            let status = message.annotations.get("status").cloned().unwrap_or_default();
+            let bad = match condition.as_str() {
+                "Available" => !status.is_empty() && status != "True",
+                "Degraded" | "Progressing" => status == "True",
+                _ => false,
+            };
+            if bad {
+                let span = ConditionSpan {
+                    operator: operator.clone(),
+                    condition,
+                    status,
+                    reason,
+                    message: message.human,
+                    from,
+                    to: to.unwrap_or(from),
+                };
+                self.conditions.push((span, to.is_none()));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn parse_time(raw: Option<&RawValue>) -> Result<Option<DateTime<Utc>>, String> {
+    let Some(raw) = raw else { return Ok(None) };
+    if raw.get() == "null" {
+        return Ok(None);
+    }
+    let text = raw_str(raw);
+    DateTime::parse_from_rfc3339(&text)
+        .map(|t| Some(t.with_timezone(&Utc)))
+        .map_err(|e| format!("`{text}` is not an RFC 3339 time: {e}"))
+}
+
+/// The value of a raw JSON string (or the raw text of anything else).
+fn raw_str(raw: &RawValue) -> String {
+    let text = raw.get();
+    if text.starts_with('"') {
+        if !text.contains('\\') {
+            return text[1..text.len() - 1].to_string();
+        }
+        return serde_json::from_str::<String>(text).unwrap_or_default();
+    }
+    if text == "null" { String::new() } else { text.to_string() }
+}
+
+#[derive(Default)]
+struct Locator {
+    keys: BTreeMap<String, String>,
+}
+
+#[derive(Default)]
+struct Message {
+    reason: String,
+    human: String,
+    annotations: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct StructuredLocator {
+    keys: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct StructuredMessage {
+    reason: String,
+    #[serde(rename = "humanMessage")]
+    human_message: String,
+    annotations: BTreeMap<String, serde_json::Value>,
+}
+
+fn value_text(v: serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
+
+fn parse_locator(raw: Option<&RawValue>) -> Locator {
+    let Some(raw) = raw else { return Locator::default() };
+    if raw.get().starts_with('{') {
+        let s: StructuredLocator = serde_json::from_str(raw.get()).unwrap_or_default();
+        return Locator { keys: s.keys.into_iter().map(|(k, v)| (k, value_text(v))).collect() };
+    }
+    let (keys, _) = key_value_prefix(&raw_str(raw));
+    Locator { keys }
+}
+
+fn parse_message(raw: Option<&RawValue>) -> Message {
+    let Some(raw) = raw else { return Message::default() };
+    if raw.get().starts_with('{') {
+        let s: StructuredMessage = serde_json::from_str(raw.get()).unwrap_or_default();
+        return Message {
+            reason: s.reason,
+            human: s.human_message,
+            annotations: s.annotations.into_iter().map(|(k, v)| (k, value_text(v))).collect(),
+        };
+    }
+    let (annotations, human) = key_value_prefix(&raw_str(raw));
+    Message { reason: annotations.get("reason").cloned().unwrap_or_default(), human, annotations }
+}
+
+/// `key/value key/value free text…` → the pairs and the free text. A token is a pair when its
+/// key is a plain word; the first token that is not one starts the free text.
+fn key_value_prefix(text: &str) -> (BTreeMap<String, String>, String) {
+    let mut keys = BTreeMap::new();
+    let mut rest = text.trim_start();
+    while !rest.is_empty() {
+        let token_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let token = &rest[..token_end];
+        let Some((k, v)) = token.split_once('/') else { break };
+        if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.') {
+            break;
+        }
+        keys.insert(k.to_string(), v.to_string());
+        rest = rest[token_end..].trim_start();
+    }
+    (keys, rest.trim().to_string())
+}
+
+/// One item's fields, borrowed from the file.
+#[derive(Default, Clone, Copy)]
+struct Item<'a> {
+    level: Option<&'a RawValue>,
+    source: Option<&'a RawValue>,
+    temp_source: Option<&'a RawValue>,
+    locator: Option<&'a RawValue>,
+    message: Option<&'a RawValue>,
+    temp_locator: Option<&'a RawValue>,
+    temp_message: Option<&'a RawValue>,
+    from: Option<&'a RawValue>,
+    to: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+#[serde(field_identifier)]
+enum Field {
+    #[serde(rename = "level")]
+    Level,
+    #[serde(rename = "source")]
+    Source,
+    #[serde(rename = "tempSource")]
+    TempSource,
+    #[serde(rename = "locator")]
+    Locator,
+    #[serde(rename = "message")]
+    Message,
+    #[serde(rename = "tempStructuredLocator")]
+    TempLocator,
+    #[serde(rename = "tempStructuredMessage")]
+    TempMessage,
+    #[serde(rename = "from")]
+    From,
+    #[serde(rename = "to")]
+    To,
+    #[serde(other)]
+    Other,
+}
+
+struct ItemVisitor;
+
+impl<'de> Visitor<'de> for ItemVisitor {
+    type Value = Item<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an interval object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Item<'de>, A::Error> {
+        let mut item = Item::default();
+        while let Some(field) = map.next_key::<Field>()? {
+            let slot = match field {
+                Field::Level => &mut item.level,
+                Field::Source => &mut item.source,
+                Field::TempSource => &mut item.temp_source,
+                Field::Locator => &mut item.locator,
+                Field::Message => &mut item.message,
+                Field::TempLocator => &mut item.temp_locator,
+                Field::TempMessage => &mut item.temp_message,
+                Field::From => &mut item.from,
+                Field::To => &mut item.to,
+                Field::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+            };
+            *slot = Some(map.next_value::<&'de RawValue>()?); // last occurrence wins
+        }
+        Ok(item)
+    }
+}
+
+struct ItemsVisitor<'c> {
+    collector: &'c mut Collector,
+}
+
+impl<'de> Visitor<'de> for ItemsVisitor<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array of intervals")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(item) = seq.next_element_seed(ItemSeed)? {
+            if let Err(e) = self.collector.take(item) {
+                return Err(de::Error::custom(e));
+            }
+        }
+        Ok(())
+    }
+}
+
+struct ItemSeed;
+
+impl<'de> de::DeserializeSeed<'de> for ItemSeed {
+    type Value = Item<'de>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Item<'de>, D::Error> {
+        d.deserialize_map(ItemVisitor)
+    }
+}
+
+struct ItemsSeed<'c> {
+    collector: &'c mut Collector,
+}
+
+impl<'de> de::DeserializeSeed<'de> for ItemsSeed<'_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(ItemsVisitor { collector: self.collector })
+    }
+}
+
+struct FileVisitor<'c> {
+    collector: &'c mut Collector,
+}
+
+impl<'de> Visitor<'de> for FileVisitor<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object with an `items` array")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if key == "items" {
+                self.collector.saw_items = true;
+                map.next_value_seed(ItemsSeed { collector: &mut *self.collector })?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> Vec<u8> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures").join(name);
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    #[test]
+    fn the_current_schema_fixture_parses() {
+        let ev = parse_intervals(&fixture("origin_etcdlog_test_intervals.json")).unwrap();
+        assert!(ev.items > 0);
+        assert!(ev.outages.is_empty() && ev.conditions.is_empty()); // etcd log intervals only
+    }
+
+    #[test]
+    fn duplicate_keys_take_the_last_value() {
+        let ev = parse_intervals(&fixture("origin_timelineserializer_render_test_01_skip_e2e.json")).unwrap();
+        assert_eq!(ev.items, 2);
+    }
+
+    const STRING_ERA: &str = r#"{"items": [
+      {"level": "Error", "locator": "backend-disruption-name/image-registry-new-connections connection/new disruption/openshift-tests route/openshift-image-registry/test-disruption-new",
+       "message": "reason/DisruptionBegan user-agent/openshift-external-backend-sampler-new stopped responding to GET requests over new connections: error running request: 503 Service Unavailable",
+       "from": "2023-05-01T10:00:00Z", "to": "2023-05-01T10:00:31Z"},
+      {"level": "Warning", "locator": "backend-disruption-name/image-registry-new-connections connection/new disruption/openshift-tests",
+       "message": "reason/DisruptionSamplerOutageBegan the sampler itself stopped", "from": "2023-05-01T10:05:00Z", "to": "2023-05-01T10:05:09Z"},
+      {"level": "Error", "locator": "clusteroperator/image-registry",
+       "message": "condition/Available reason/NoReplicasAvailable status/False The deployment does not have available replicas",
+       "from": "2023-05-01T09:59:50Z", "to": "2023-05-01T10:00:40Z"},
+      {"level": "Warning", "locator": "clusteroperator/network", "message": "condition/Progressing reason/Deploying status/True Deployment is rolling out",
+       "from": "2023-05-01T09:50:00Z", "to": null},
+      {"level": "Info", "locator": "clusteroperator/dns", "message": "condition/Available status/True reason/AsExpected fine",
+       "from": "2023-05-01T09:50:00Z", "to": "2023-05-01T09:51:00Z"},
+      {"level": "Info", "locator": "ns/e2e pod/x", "message": "reason/Created", "from": "2023-05-01T10:20:00Z", "to": "2023-05-01T10:20:00Z"}
+    ]}"#;
+
+    #[test]
+    fn string_era_outages_and_conditions() {
+        let ev = parse_intervals(STRING_ERA.as_bytes()).unwrap();
+        assert_eq!(ev.items, 6);
+        assert_eq!(ev.outages.len(), 1, "the sampler's own outage is not counted");
+        assert_eq!(ev.outages[0].backend, "image-registry-new-connections");
+        assert_eq!((ev.outages[0].to - ev.outages[0].from).num_seconds(), 31);
+        assert_eq!(ev.conditions.len(), 2);
+        let registry = &ev.conditions[0];
+        assert_eq!(
+            (
+                registry.operator.as_str(),
+                registry.condition.as_str(),
+                registry.status.as_str(),
+                registry.reason.as_str()
+            ),
+            ("image-registry", "Available", "False", "NoReplicasAvailable")
+        );
+        assert_eq!(registry.message, "The deployment does not have available replicas");
+        // `to: null` runs to the last time the file mentions.
+        assert_eq!(ev.conditions[1].to.to_rfc3339(), "2023-05-01T10:20:00+00:00");
+    }
+
+    #[test]
+    fn transitional_and_structured_eras_agree_with_the_string_era() {
+        let transitional = r#"{"items": [
+          {"level": "Error", "display": true, "source": "Disruption",
+           "locator": "backend-disruption-name/image-registry-new-connections connection/new",
+           "locator": {"type": "Disruption", "keys": {"backend-disruption-name": "image-registry-new-connections", "connection": "new", "disruption": "openshift-tests"}},
+           "message": "reason/DisruptionBegan stopped responding",
+           "tempStructuredLocator": {"type": "Disruption", "keys": {"backend-disruption-name": "image-registry-new-connections", "connection": "new"}},
+           "tempStructuredMessage": {"reason": "DisruptionBegan", "cause": "", "humanMessage": "stopped responding", "annotations": {"reason": "DisruptionBegan"}},
+           "tempSource": "Disruption",
+           "from": "2023-05-01T10:00:00Z", "to": "2023-05-01T10:00:31Z"},
+          {"level": "Error", "locator": "clusteroperator/image-registry",
+           "message": "condition/Available reason/NoReplicasAvailable status/False The deployment does not have available replicas",
+           "tempStructuredLocator": {"type": "ClusterOperator", "keys": {"clusteroperator": "image-registry"}},
+           "tempStructuredMessage": {"reason": "NoReplicasAvailable", "cause": "", "humanMessage": "The deployment does not have available replicas",
+             "annotations": {"condition": "Available", "status": "False", "reason": "NoReplicasAvailable"}},
+           "tempSource": "OperatorState", "from": "2023-05-01T09:59:50Z", "to": "2023-05-01T10:00:40Z"}
+        ]}"#;
+        let structured = r#"{"items": [
+          {"level": "Error", "source": "Disruption", "display": true,
+           "locator": {"type": "Disruption", "keys": {"backend-disruption-name": "image-registry-new-connections", "connection": "new", "disruption": "openshift-tests"}},
+           "message": {"reason": "DisruptionBegan", "cause": "", "humanMessage": "stopped responding", "annotations": {}},
+           "from": "2023-05-01T10:00:00Z", "to": "2023-05-01T10:00:31Z"},
+          {"level": "Error", "source": "OperatorState", "display": true,
+           "locator": {"type": "ClusterOperator", "keys": {"clusteroperator": "image-registry"}},
+           "message": {"reason": "NoReplicasAvailable", "cause": "", "humanMessage": "The deployment does not have available replicas",
+             "annotations": {"condition": "Available", "status": "False", "reason": "NoReplicasAvailable"}},
+           "from": "2023-05-01T09:59:50Z", "to": "2023-05-01T10:00:40Z"},
+          {"level": "Error", "source": "ClusterOperatorMonitor", "display": false,
+           "locator": {"type": "ClusterOperator", "keys": {"clusteroperator": "image-registry"}},
+           "message": {"reason": "NoReplicasAvailable", "humanMessage": "The deployment does not have available replicas",
+             "annotations": {"condition": "Available", "status": "False", "reason": "NoReplicasAvailable"}},
+           "from": "2023-05-01T09:59:50Z", "to": "2023-05-01T09:59:50Z"},
+          {"level": "Info", "source": "EtcdLog", "locator": {"type": "Container", "keys": {"clusteroperator": "decoy"}},
+           "message": {"reason": "", "humanMessage": "x", "annotations": {}}, "from": "2023-05-01T10:00:00Z", "to": "2023-05-01T10:00:01Z"}
+        ]}"#;
+        let s = parse_intervals(STRING_ERA.as_bytes()).unwrap();
+        for text in [transitional, structured] {
+            let ev = parse_intervals(text.as_bytes()).unwrap();
+            assert_eq!(ev.outages, s.outages);
+            assert_eq!(ev.conditions[0], s.conditions[0]);
+        }
+        let ev = parse_intervals(structured.as_bytes()).unwrap();
+        assert_eq!(ev.conditions.len(), 2, "span and instant, the decoy skipped");
+        assert_eq!(ev.conditions[1].from, ev.conditions[1].to);
+    }
+
+    #[test]
+    fn broken_files_are_errors() {
+        assert!(
+            parse_intervals(b"{\"items\": [{\"level\": \"Error\"")
+                .unwrap_err()
+                .contains("not an interval file")
+        );
+        assert!(parse_intervals(b"{\"BackendDisruptions\": {}}").unwrap_err().contains("unknown schema"));
+        assert!(parse_intervals(b"[]").is_err());
+        assert!(parse_intervals(b"").is_err());
+        assert!(
+            parse_intervals(b"{\"items\": [{\"source\": \"Disruption\", \"from\": \"yesterday\"}]}")
+                .unwrap_err()
+                .contains("RFC 3339")
+        );
+        assert!(parse_intervals(b"{\"items\": {}}").is_err());
+        assert!(parse_intervals(b"{\"items\": []} x").unwrap_err().contains("trailing"));
+    }
+}

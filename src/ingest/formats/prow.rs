@@ -1,0 +1,189 @@
+//! Prow's `prowjob.json`, `started.json` and `finished.json`.
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+
+/// What sheriff takes from `prowjob.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProwJob {
+    pub job: String,
+    pub job_type: String,
+    pub bucket: String,
+    pub state: String,
+    pub url: String,
+    pub build_id: String,
+    pub start_time: Option<DateTime<Utc>>,
+    pub completion_time: Option<DateTime<Utc>>,
+    /// `release.openshift.io/tag` and `release.openshift.io/from-tag`, when set.
+    pub release_tag: String,
+    pub from_tag: String,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawProwJob {
+    metadata: RawMeta,
+    spec: RawSpec,
+    status: RawStatus,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawMeta {
+    annotations: std::collections::BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawSpec {
+    job: String,
+    #[serde(rename = "type")]
+    job_type: String,
+    decoration_config: Option<RawDecoration>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawDecoration {
+    gcs_configuration: Option<RawGcs>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawGcs {
+    bucket: String,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawStatus {
+    state: String,
+    url: String,
+    build_id: String,
+    #[serde(rename = "startTime")]
+    start_time: Option<String>,
+    #[serde(rename = "completionTime")]
+    completion_time: Option<String>,
+}
+
+pub fn parse_prowjob(bytes: &[u8]) -> Result<ProwJob, String> {
+    let raw: RawProwJob = serde_json::from_slice(bytes).map_err(|e| format!("not a prowjob.json: {e}"))?;
+    if raw.spec.job.is_empty() {
+        return Err("unknown schema: no spec.job".into());
+    }
+    let time = |t: Option<String>, field: &str| -> Result<Option<DateTime<Utc>>, String> {
+        match t.filter(|s| !s.is_empty()) {
+            None => Ok(None),
+            Some(s) => DateTime::parse_from_rfc3339(&s)
+                .map(|d| Some(d.with_timezone(&Utc)))
+                .map_err(|e| format!("{field} `{s}` is not an RFC 3339 time: {e}")),
+        }
+    };
+    let annotation =
+        |k: &str| raw.metadata.annotations.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    Ok(ProwJob {
+        release_tag: annotation("release.openshift.io/tag"),
+        from_tag: annotation("release.openshift.io/from-tag"),
+        job: raw.spec.job,
+        job_type: raw.spec.job_type,
+        bucket: raw
+            .spec
+            .decoration_config
+            .and_then(|d| d.gcs_configuration)
+            .map(|g| g.bucket)
+            .unwrap_or_default(),
+        state: raw.status.state,
+        url: raw.status.url,
+        build_id: raw.status.build_id,
+        start_time: time(raw.status.start_time, "status.startTime")?,
+        completion_time: time(raw.status.completion_time, "status.completionTime")?,
+    })
+}
+
+/// `started.json`: when the job started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Started {
+    pub timestamp: DateTime<Utc>,
+}
+
+/// `finished.json`: when and how the job ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    pub timestamp: Option<DateTime<Utc>>,
+    pub passed: Option<bool>,
+    /// `SUCCESS`, `FAILURE`, `ABORTED`, … as written.
+    pub result: String,
+}
+
+#[derive(Deserialize)]
+struct RawStarted {
+    timestamp: serde_json::Value,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawFinished {
+    timestamp: Option<serde_json::Value>,
+    passed: Option<bool>,
+    result: Option<String>,
+}
+
+fn epoch(v: &serde_json::Value, field: &str) -> Result<DateTime<Utc>, String> {
+    let secs = match v {
+        serde_json::Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
+        serde_json::Value::String(s) => s.trim().parse::<i64>().ok(),
+        _ => None,
+    }
+    .ok_or_else(|| format!("{field} is not epoch seconds: {v}"))?;
+    DateTime::from_timestamp(secs, 0).ok_or_else(|| format!("{field} {secs} is out of range"))
+}
+
+pub fn parse_started(bytes: &[u8]) -> Result<Started, String> {
+    let raw: RawStarted = serde_json::from_slice(bytes).map_err(|e| format!("not a started.json: {e}"))?;
+    Ok(Started { timestamp: epoch(&raw.timestamp, "timestamp")? })
+}
+
+pub fn parse_finished(bytes: &[u8]) -> Result<Finished, String> {
+    let raw: RawFinished = serde_json::from_slice(bytes).map_err(|e| format!("not a finished.json: {e}"))?;
+    Ok(Finished {
+        timestamp: raw.timestamp.as_ref().map(|t| epoch(t, "timestamp")).transpose()?,
+        passed: raw.passed,
+        result: raw.result.unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prowjob_fields_and_annotations() {
+        let json = br#"{"kind": "ProwJob", "metadata": {"annotations": {"release.openshift.io/tag": "4.14.0-0.nightly-2023-09-01-000000",
+            "prow.k8s.io/job": "x"}},
+          "spec": {"type": "periodic", "job": "periodic-ci-openshift-release-master-nightly-4.14-e2e-metal-ipi-upgrade-ovn-ipv6",
+            "decoration_config": {"gcs_configuration": {"bucket": "test-platform-results", "path_strategy": "single"}}},
+          "status": {"startTime": "2023-09-01T10:00:00Z", "completionTime": "2023-09-01T13:01:02Z", "state": "success",
+            "url": "https://prow.ci.openshift.org/view/gs/test-platform-results/logs/x/1", "build_id": "1697412112345678848"}}"#;
+        let p = parse_prowjob(json).unwrap();
+        assert_eq!(p.job_type, "periodic");
+        assert_eq!(p.bucket, "test-platform-results");
+        assert_eq!(p.state, "success");
+        assert_eq!(p.build_id, "1697412112345678848");
+        assert_eq!(p.release_tag, "4.14.0-0.nightly-2023-09-01-000000");
+        assert_eq!(p.completion_time.unwrap().to_rfc3339(), "2023-09-01T13:01:02+00:00");
+    }
+
+    #[test]
+    fn started_and_finished() {
+        assert_eq!(parse_started(br#"{"timestamp": 1693562400}"#).unwrap().timestamp.timestamp(), 1693562400);
+        let f = parse_finished(br#"{"timestamp": 1693573262, "passed": false, "result": "FAILURE", "metadata": {"work-namespace": "ci-op-x"}}"#).unwrap();
+        assert_eq!((f.passed, f.result.as_str()), (Some(false), "FAILURE"));
+        assert!(parse_started(br#"{"timestamp": "soon"}"#).unwrap_err().contains("timestamp"));
+        assert!(parse_prowjob(br#"{"spec": {}}"#).unwrap_err().contains("spec.job"));
+        assert!(
+            parse_prowjob(br#"{"spec": {"job": "j"}, "status": {"startTime": "yesterday"}}"#)
+                .unwrap_err()
+                .contains("startTime")
+        );
+    }
+}

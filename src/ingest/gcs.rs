@@ -1,0 +1,221 @@
+//! Google Cloud Storage over its JSON API: list objects by prefix, download what sheriff reads.
+//!
+//! The base URL is a setting, so tests point it at a local fake. Requests answered 429 or 5xx,
+//! and connection failures, are retried with exponential backoff and jitter, honouring
+//! `Retry-After`.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde::Deserialize;
+
+use crate::config::{GcsSettings, Secret};
+
+/// A small client for the two calls sheriff needs.
+#[derive(Clone)]
+pub struct GcsClient {
+    http: reqwest::Client,
+    api_url: String,
+    token: Option<Secret>,
+    max_attempts: u32,
+}
+
+/// One object of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Object {
+    pub name: String,
+    pub size: u64,
+}
+
+/// One level of a listing: objects directly under the prefix and, with a delimiter, the
+/// "folders" below it.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    pub objects: Vec<Object>,
+    pub prefixes: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct ListPage {
+    #[serde(default)]
+    items: Vec<RawObject>,
+    #[serde(default)]
+    prefixes: Vec<String>,
+    #[serde(rename = "nextPageToken")]
+    next_page_token: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct RawObject {
+    name: String,
+    /// The JSON API sends sizes as strings (uint64 in JSON).
+    #[serde(default)]
+    size: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    error: ErrorDetail,
+}
+
+#[derive(Deserialize)]
+struct ErrorDetail {
+    #[serde(default)]
+    message: String,
+}
+
+impl GcsClient {
+    pub fn new(settings: &GcsSettings) -> Result<GcsClient> {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(settings.timeout_secs))
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(concat!("sheriff/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .context("building the GCS HTTP client")?;
+        Ok(GcsClient {
+            http,
+            api_url: settings.api_url.trim_end_matches('/').to_string(),
+            token: settings.token.clone(),
+            max_attempts: settings.max_attempts.max(1),
+        })
+    }
+
+    /// Every object under `prefix` (all pages). With `delimiter = Some("/")`, one folder level.
+    pub async fn list_objects(&self, bucket: &str, prefix: &str, delimiter: Option<&str>) -> Result<Listing> {
+        let mut listing = Listing::default();
+        let mut page_token: Option<String> = None;
+        loop {
+            let mut url = reqwest::Url::parse(&format!("{}/storage/v1/b/", self.api_url))
+                .with_context(|| format!("invalid GCS API URL {}", self.api_url))?;
+            url.path_segments_mut()
+                .map_err(|_| anyhow!("GCS API URL cannot take a path"))?
+                .pop_if_empty()
+                .extend([bucket, "o"]);
+            {
+                let mut q = url.query_pairs_mut();
+                q.append_pair("prefix", prefix);
+                q.append_pair("maxResults", "1000");
+                q.append_pair("fields", "items(name,size),prefixes,nextPageToken");
+                if let Some(d) = delimiter {
+                    q.append_pair("delimiter", d);
+                }
+                if let Some(t) = &page_token {
+                    q.append_pair("pageToken", t);
+                }
+            }
+            let body = self.get(url).await.with_context(|| format!("listing gs://{bucket}/{prefix}"))?;
+            let page: ListPage = serde_json::from_slice(&body)
+                .with_context(|| format!("listing gs://{bucket}/{prefix}: unexpected response"))?;
+            for o in page.items {
+                let size = match &o.size {
+                    Some(serde_json::Value::String(s)) => s.parse().unwrap_or(0),
+                    Some(serde_json::Value::Number(n)) => n.as_u64().unwrap_or(0),
+                    _ => 0,
+                };
+                listing.objects.push(Object { name: o.name, size });
+            }
+            listing.prefixes.extend(page.prefixes);
+            match page.next_page_token.filter(|t| !t.is_empty()) {
+                Some(t) => page_token = Some(t),
+                None => break,
+            }
+        }
+        Ok(listing)
+    }
+
+    /// The content of one object.
+    pub async fn download(&self, bucket: &str, name: &str) -> Result<Vec<u8>> {
+        let mut url = reqwest::Url::parse(&format!("{}/storage/v1/b/", self.api_url))
+            .with_context(|| format!("invalid GCS API URL {}", self.api_url))?;
+        url.path_segments_mut()
+            .map_err(|_| anyhow!("GCS API URL cannot take a path"))?
+            .pop_if_empty()
+            .extend([bucket, "o", name]);
+        url.query_pairs_mut().append_pair("alt", "media");
+        self.get(url).await.with_context(|| format!("downloading gs://{bucket}/{name}"))
+    }
+
+    async fn get(&self, url: reqwest::Url) -> Result<Vec<u8>> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut request = self.http.get(url.clone());
+            if let Some(token) = &self.token {
+                request = request.bearer_auth(token.expose());
+            }
+            let (error, retry_after): (anyhow::Error, Option<Duration>) = match request.send().await {
+                Ok(response) => {
+                    let status = response.status();
+                    let retry_after = response
+                        .headers()
+                        .get(reqwest::header::RETRY_AFTER)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                        .map(Duration::from_secs);
+                    if status.is_success() {
+                        return Ok(response.bytes().await.context("reading the response body")?.to_vec());
+                    }
+                    let body = response.text().await.unwrap_or_default();
+                    let message = serde_json::from_str::<ErrorBody>(&body)
+                        .map(|e| e.error.message)
+                        .unwrap_or_else(|_| body.chars().take(200).collect());
+                    let error = anyhow!("GCS answered {status}: {message}");
+                    if status.as_u16() == 429 || status.is_server_error() {
+                        (error, retry_after)
+                    } else {
+                        return Err(error);
+                    }
+                }
+                Err(e) => (anyhow!(e).context("request to GCS failed"), None),
+            };
+            if attempt >= self.max_attempts {
+                bail!("{error:#} (gave up after {attempt} attempts)");
+            }
+            let wait =
+                retry_after.map(|d| d.min(Duration::from_secs(60))).unwrap_or_else(|| backoff(attempt));
+            tracing::debug!(%url, attempt, wait_ms = wait.as_millis() as u64, "retrying GCS request: {error:#}");
+            tokio::time::sleep(wait).await;
+        }
+    }
+}
+
+/// Exponential backoff from 200 ms, capped at 10 s, with up to 50 % jitter.
+pub fn backoff(attempt: u32) -> Duration {
+    let base = 200u64.saturating_mul(1 << attempt.min(10).saturating_sub(1)).min(10_000);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let jitter = base / 2 * u64::from(nanos % 1000) / 1000;
+    Duration::from_millis(base + jitter)
+}
+
+/// `gs://bucket/prefix` → (bucket, prefix).
+pub fn parse_gs_url(source: &str) -> Option<(String, String)> {
+    let rest = source.strip_prefix("gs://")?;
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    (!bucket.is_empty()).then(|| (bucket.to_string(), prefix.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gs_urls() {
+        assert_eq!(
+            parse_gs_url("gs://test-platform-results/logs/job"),
+            Some(("test-platform-results".into(), "logs/job".into()))
+        );
+        assert_eq!(parse_gs_url("gs://bucket"), Some(("bucket".into(), String::new())));
+        assert_eq!(parse_gs_url("gs:///x"), None);
+        assert_eq!(parse_gs_url("/data"), None);
+    }
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        assert!(backoff(1) >= Duration::from_millis(200) && backoff(1) < Duration::from_millis(301));
+        assert!(backoff(3) >= Duration::from_millis(800));
+        assert!(backoff(30) <= Duration::from_millis(15_000));
+    }
+}

@@ -1,0 +1,469 @@
+//! Ingest: find finished job runs in a source, parse their artifacts, store each run once.
+//!
+//! Sources: a local directory in the bucket layout ([`local`]), a GCS bucket over the JSON API
+//! ([`gcs`]), or files pushed over HTTP (the server's `/api/v1/runs`, which calls
+//! [`ingest_pushed_run`]). Runs are read and parsed concurrently and written one at a time;
+//! a bad file becomes one ingest-log entry naming the run, the file and what was wrong, and
+//! the rest of the batch goes on.
+
+pub mod formats;
+pub mod gcs;
+pub mod layout;
+pub mod local;
+pub mod run;
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use chrono::{DateTime, Utc};
+use futures::StreamExt;
+use serde::Serialize;
+
+use self::gcs::GcsClient;
+use self::layout::{Classified, FileKind, classify};
+use self::run::{Assembly, FileProblem, RunFile, RunFiles};
+use crate::config::{GcsSettings, IngestSettings};
+use crate::store::Store;
+use crate::store::ingest_log::IngestLogEntry;
+use crate::store::runs::WriteOutcome;
+
+/// A run folder found in a source, with the files under it.
+#[derive(Debug, Clone)]
+pub struct RunListing {
+    pub bucket: String,
+    /// The run folder relative to the bucket root.
+    pub path: String,
+    pub files: Vec<ListedFile>,
+}
+
+/// A file of a run: its path relative to the run folder, its size, and where to read it
+/// (a local path or an object name).
+#[derive(Debug, Clone)]
+pub struct ListedFile {
+    pub name: String,
+    pub size: u64,
+    pub key: String,
+}
+
+/// Where runs come from.
+#[derive(Clone)]
+pub enum Source {
+    Local(PathBuf),
+    Gcs { client: GcsClient, bucket: String, prefix: String },
+}
+
+impl Source {
+    /// `gs://bucket/prefix` or a local directory.
+    pub fn parse(spec: &str, gcs: &GcsSettings) -> Result<Source> {
+        if spec.starts_with("gs://") {
+            let Some((bucket, prefix)) = gcs::parse_gs_url(spec) else {
+                bail!("`{spec}` is not a gs://BUCKET/PREFIX URL");
+            };
+            return Ok(Source::Gcs { client: GcsClient::new(gcs)?, bucket, prefix });
+        }
+        let path = PathBuf::from(spec);
+        if !path.is_dir() {
+            bail!("`{spec}` is neither a gs:// URL nor a directory");
+        }
+        Ok(Source::Local(path))
+    }
+
+    async fn discover(
+        &self,
+        keep_job: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+        concurrency: usize,
+    ) -> Result<Vec<RunListing>> {
+        match self {
+            Source::Local(dir) => {
+                let dir = dir.clone();
+                tokio::task::spawn_blocking(move || local::discover(&dir, &*keep_job))
+                    .await?
+                    .with_context(|| "walking the source directory")
+            }
+            Source::Gcs { client, bucket, prefix } => {
+                discover_gcs(client, bucket, prefix, keep_job, concurrency).await
+            }
+        }
+    }
+
+    async fn read(&self, file: &ListedFile, max_bytes: u64) -> Result<Vec<u8>, String> {
+        match self {
+            Source::Local(_) => {
+                let file = file.clone();
+                tokio::task::spawn_blocking(move || local::read(&file, max_bytes))
+                    .await
+                    .unwrap_or_else(|e| Err(format!("read task failed: {e}")))
+            }
+            Source::Gcs { client, bucket, .. } => {
+                if file.size > max_bytes {
+                    return Err(format!(
+                        "{} bytes, larger than the {max_bytes}-byte limit; skipped",
+                        file.size
+                    ));
+                }
+                client.download(bucket, &file.key).await.map_err(|e| format!("{e:#}"))
+            }
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            Source::Local(p) => p.display().to_string(),
+            Source::Gcs { bucket, prefix, .. } => format!("gs://{bucket}/{prefix}"),
+        }
+    }
+}
+
+/// Walks a bucket one folder level at a time (a `/` delimiter), so a run's artifacts are only
+/// listed once the run is found, and a job filtered out is never listed below its folder.
+async fn discover_gcs(
+    client: &GcsClient,
+    bucket: &str,
+    prefix: &str,
+    keep_job: Arc<dyn Fn(&str) -> bool + Send + Sync>,
+    concurrency: usize,
+) -> Result<Vec<RunListing>> {
+    let start =
+        if prefix.is_empty() || prefix.ends_with('/') { prefix.to_string() } else { format!("{prefix}/") };
+    let mut frontier = vec![start];
+    let mut run_prefixes = Vec::new();
+    while !frontier.is_empty() {
+        let levels: Vec<Result<(String, gcs::Listing)>> = futures::stream::iter(frontier.drain(..))
+            .map(|p| async move { client.list_objects(bucket, &p, Some("/")).await.map(|l| (p, l)) })
+            .buffer_unordered(concurrency)
+            .collect()
+            .await;
+        for level in levels {
+            let (p, listing) = level?;
+            if listing.objects.iter().any(|o| layout::is_run_marker(layout::basename(&o.name))) {
+                let (job, _) = layout::job_and_build(p.trim_end_matches('/'));
+                if keep_job(&job) {
+                    run_prefixes.push(p);
+                }
+                continue;
+            }
+            for sub in listing.prefixes {
+                // `logs/<job>/`: skip jobs the filter drops without listing their runs.
+                let parts: Vec<&str> = sub.trim_end_matches('/').rsplit('/').collect();
+                if parts.len() >= 2 && parts[1] == "logs" && !keep_job(parts[0]) {
+                    continue;
+                }
+                frontier.push(sub);
+            }
+        }
+    }
+    let listings: Vec<Result<RunListing>> = futures::stream::iter(run_prefixes)
+        .map(|p| async move {
+            let listing = client.list_objects(bucket, &p, None).await?;
+            let files = listing
+                .objects
+                .into_iter()
+                .filter(|o| o.name.len() > p.len())
+                .map(|o| ListedFile { name: o.name[p.len()..].to_string(), size: o.size, key: o.name })
+                .collect();
+            Ok(RunListing { bucket: bucket.to_string(), path: p.trim_end_matches('/').to_string(), files })
+        })
+        .buffer_unordered(concurrency)
+        .collect()
+        .await;
+    let mut runs = listings.into_iter().collect::<Result<Vec<_>>>()?;
+    runs.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(runs)
+}
+
+/// How `sheriff ingest` was asked to run.
+#[derive(Clone, Default)]
+pub struct IngestOptions {
+    /// Only runs that started at or after this time.
+    pub since: Option<DateTime<Utc>>,
+    /// Only jobs whose name matches.
+    pub job: Option<regex::Regex>,
+    /// Re-read and replace runs already stored.
+    pub force: bool,
+    /// Draw a progress bar (on a terminal) instead of periodic log lines.
+    pub progress: bool,
+}
+
+/// The closing summary, also the JSON output of `sheriff ingest --format json` (DESIGN §5).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct IngestSummary {
+    pub ingested: u64,
+    pub skipped: u64,
+    pub failed: u64,
+    pub errors: Vec<IngestError>,
+}
+
+/// One problem: the run, the file (empty for the run as a whole), what was wrong, and whether
+/// the run was stored anyway (`warning`) or not (`failed`).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct IngestError {
+    pub run: String,
+    pub file: String,
+    pub error: String,
+    pub severity: &'static str,
+}
+
+/// What reading one run produced, before it is written.
+enum RunOutcome {
+    Ready { record: Box<crate::model::RunRecord>, warnings: Vec<FileProblem>, path: String },
+    Skipped { path: String, why: &'static str },
+    Failed { path: String, job: String, build: String, problems: Vec<FileProblem> },
+}
+
+/// Ingests every finished run in `source` that is not stored yet (or every one with `force`).
+pub async fn ingest(
+    store: &Store,
+    settings: &IngestSettings,
+    source: &Source,
+    options: &IngestOptions,
+) -> Result<IngestSummary> {
+    let started = Instant::now();
+    let job_filter = options.job.clone();
+    let keep_job: Arc<dyn Fn(&str) -> bool + Send + Sync> =
+        Arc::new(move |job: &str| job_filter.as_ref().is_none_or(|re| re.is_match(job)));
+    let listings = source.discover(keep_job, settings.concurrency).await?;
+    let source_name = source.describe();
+    tracing::info!(source = %source_name, runs = listings.len(), "found run folders");
+
+    let progress = (options.progress && std::io::stderr().is_terminal()).then(|| {
+        let bar = indicatif::ProgressBar::new(listings.len() as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} runs  {per_sec}  eta {eta}  {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let total = listings.len();
+    let mut summary = IngestSummary::default();
+    let mut log = Vec::new();
+    let mut last_report = Instant::now();
+    let mut done = 0usize;
+
+    let mut outcomes = futures::stream::iter(listings)
+        .map(|listing| read_run(store, settings, source, options, listing))
+        .buffer_unordered(settings.concurrency);
+    while let Some(outcome) = outcomes.next().await {
+        done += 1;
+        record_outcome(store, &source_name, options.force, outcome, &mut summary, &mut log).await;
+        if log.len() >= 500 {
+            flush_log(store, &mut log).await;
+        }
+        if let Some(bar) = &progress {
+            bar.set_position(done as u64);
+            bar.set_message(format!("{} new, {} failed", summary.ingested, summary.failed));
+        } else if last_report.elapsed() >= Duration::from_secs(5) {
+            last_report = Instant::now();
+            tracing::info!(
+                done,
+                total,
+                ingested = summary.ingested,
+                skipped = summary.skipped,
+                failed = summary.failed,
+                "ingest progress"
+            );
+        }
+    }
+    flush_log(store, &mut log).await;
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
+    tracing::info!(
+        source = %source_name,
+        ingested = summary.ingested,
+        skipped = summary.skipped,
+        failed = summary.failed,
+        seconds = started.elapsed().as_secs_f64(),
+        "ingest finished"
+    );
+    Ok(summary)
+}
+
+async fn flush_log(store: &Store, log: &mut Vec<IngestLogEntry>) {
+    if let Err(e) = store.log_ingest(log).await {
+        tracing::error!("cannot write the ingest log: {e:#}");
+    }
+    log.clear();
+}
+
+async fn record_outcome(
+    store: &Store,
+    source: &str,
+    force: bool,
+    outcome: RunOutcome,
+    summary: &mut IngestSummary,
+    log: &mut Vec<IngestLogEntry>,
+) {
+    let entry = |path: &str, job: &str, build: &str, file: &str, outcome: &str, error: &str| IngestLogEntry {
+        logged_at: Utc::now(),
+        source: source.to_string(),
+        run_path: path.to_string(),
+        job_name: job.to_string(),
+        build_id: build.to_string(),
+        file: file.to_string(),
+        outcome: outcome.to_string(),
+        error: error.to_string(),
+    };
+    match outcome {
+        RunOutcome::Skipped { path, why } => {
+            tracing::debug!(run = %path, "skipped: {why}");
+            summary.skipped += 1;
+        }
+        RunOutcome::Failed { path, job, build, problems } => {
+            summary.failed += 1;
+            for p in &problems {
+                tracing::warn!(run = %path, file = %p.file, "run not ingested: {}", p.error);
+                summary.errors.push(IngestError {
+                    run: path.clone(),
+                    file: p.file.clone(),
+                    error: p.error.clone(),
+                    severity: "failed",
+                });
+                log.push(entry(&path, &job, &build, &p.file, "failed", &p.error));
+            }
+        }
+        RunOutcome::Ready { record, warnings, path } => {
+            let (job, build) = (record.run.job_name.clone(), record.run.build_id.clone());
+            match store.write_run(&record, force).await {
+                Ok(WriteOutcome::AlreadyStored) => summary.skipped += 1,
+                Ok(WriteOutcome::Inserted | WriteOutcome::Replaced) => {
+                    summary.ingested += 1;
+                    log.push(entry(&path, &job, &build, "", "ingested", ""));
+                    for w in warnings {
+                        tracing::warn!(run = %path, file = %w.file, "{}", w.error);
+                        log.push(entry(&path, &job, &build, &w.file, "warning", &w.error));
+                        summary.errors.push(IngestError {
+                            run: path.clone(),
+                            file: w.file,
+                            error: w.error,
+                            severity: "warning",
+                        });
+                    }
+                }
+                Err(e) => {
+                    let error = format!("storing the run failed: {e:#}");
+                    tracing::error!(run = %path, "{error}");
+                    summary.failed += 1;
+                    log.push(entry(&path, &job, &build, "", "failed", &error));
+                    summary.errors.push(IngestError {
+                        run: path,
+                        file: String::new(),
+                        error,
+                        severity: "failed",
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Reads what sheriff needs of one run, unless it is stored already or still running.
+async fn read_run(
+    store: &Store,
+    settings: &IngestSettings,
+    source: &Source,
+    options: &IngestOptions,
+    listing: RunListing,
+) -> RunOutcome {
+    let (job, build) = layout::job_and_build(&listing.path);
+    let path = listing.path.clone();
+    if !options.force {
+        match store.has_run(&job, &build).await {
+            Ok(true) => return RunOutcome::Skipped { path, why: "already stored" },
+            Ok(false) => {}
+            Err(e) => {
+                return RunOutcome::Failed {
+                    path,
+                    job,
+                    build,
+                    problems: vec![FileProblem { file: String::new(), error: format!("{e:#}") }],
+                };
+            }
+        }
+    }
+    if !listing.files.iter().any(|f| f.name == "finished.json") {
+        return RunOutcome::Skipped { path, why: "still running (no finished.json)" };
+    }
+    let mut files = Vec::new();
+    for f in &listing.files {
+        let max = match classify(&f.name) {
+            Classified::Read(FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline) => {
+                settings.max_interval_file_bytes
+            }
+            Classified::Read(_) => settings.max_file_bytes,
+            Classified::Odd(_) => {
+                files.push(RunFile { name: f.name.clone(), content: Ok(Vec::new()) });
+                continue;
+            }
+            Classified::Ignore => continue,
+        };
+        if !wanted(&listing, f) {
+            continue;
+        }
+        files.push(RunFile { name: f.name.clone(), content: source.read(f, max).await });
+    }
+    let run_files = RunFiles { bucket: listing.bucket.clone(), path: path.clone(), files };
+    let assembly = tokio::task::spawn_blocking(move || run::assemble(&run_files)).await;
+    match assembly {
+        Ok(Assembly::Ready { record, warnings }) => {
+            if options.since.is_some_and(|since| record.run.started_at < since) {
+                return RunOutcome::Skipped { path, why: "started before --since" };
+            }
+            RunOutcome::Ready { record, warnings, path }
+        }
+        Ok(Assembly::StillRunning) => RunOutcome::Skipped { path, why: "still running (no finished.json)" },
+        Ok(Assembly::Failed { problems }) => RunOutcome::Failed { path, job, build, problems },
+        Err(e) => RunOutcome::Failed {
+            path,
+            job,
+            build,
+            problems: vec![FileProblem { file: String::new(), error: format!("parsing panicked: {e}") }],
+        },
+    }
+}
+
+/// Interval files are read only in the preferred form (e2e-events, else the `everything`
+/// timeline, else the other timelines), since each is a view of the same intervals.
+fn wanted(listing: &RunListing, file: &ListedFile) -> bool {
+    let kind_of = |f: &ListedFile| match classify(&f.name) {
+        Classified::Read(k) => Some(k),
+        _ => None,
+    };
+    match kind_of(file) {
+        Some(FileKind::TimelineEverything) => {
+            !listing.files.iter().any(|f| kind_of(f) == Some(FileKind::Events))
+        }
+        Some(FileKind::Timeline) => !listing
+            .files
+            .iter()
+            .any(|f| matches!(kind_of(f), Some(FileKind::Events | FileKind::TimelineEverything))),
+        Some(_) => true,
+        None => false,
+    }
+}
+
+/// The push API's entry: one run's files, sent by a CI system, parsed and stored like any other.
+pub async fn ingest_pushed_run(store: &Store, run: RunFiles, force: bool) -> Result<IngestSummary> {
+    let mut summary = IngestSummary::default();
+    let mut log = Vec::new();
+    let (job, build) = layout::job_and_build(&run.path);
+    let path = run.path.clone();
+    let outcome = match tokio::task::spawn_blocking(move || run::assemble(&run)).await? {
+        Assembly::Ready { record, warnings } => RunOutcome::Ready { record, warnings, path },
+        Assembly::StillRunning => RunOutcome::Failed {
+            path,
+            job,
+            build,
+            problems: vec![FileProblem {
+                file: "finished.json".into(),
+                error: "missing: push a run once it has finished".into(),
+            }],
+        },
+        Assembly::Failed { problems } => RunOutcome::Failed { path, job, build, problems },
+    };
+    record_outcome(store, "push", force, outcome, &mut summary, &mut log).await;
+    flush_log(store, &mut log).await;
+    Ok(summary)
+}

@@ -1,0 +1,422 @@
+//! One run's files in, one [`RunRecord`] out: the pure heart of ingest.
+
+use chrono::{DateTime, Utc};
+
+use super::formats::{cluster_data, disruption, intervals, job_name, prow};
+use super::layout::{Classified, FileKind, classify};
+use crate::model::{Dimensions, JobRun, RunRecord, Sample};
+
+/// A run folder and the files read from it.
+#[derive(Debug, Clone, Default)]
+pub struct RunFiles {
+    /// Bucket the folder was found in; `prowjob.json`'s bucket wins when present.
+    pub bucket: String,
+    /// The run folder relative to the bucket root, e.g. `logs/<job>/<build>`.
+    pub path: String,
+    pub files: Vec<RunFile>,
+}
+
+/// One file of a run: its path relative to the run folder and its content, or why it could
+/// not be read (too large, a read error).
+#[derive(Debug, Clone)]
+pub struct RunFile {
+    pub name: String,
+    pub content: Result<Vec<u8>, String>,
+}
+
+/// A problem with one file (or, with an empty `file`, with the run as a whole).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileProblem {
+    pub file: String,
+    pub error: String,
+}
+
+/// What became of a run.
+#[derive(Debug, Clone)]
+pub enum Assembly {
+    /// Ready to store; `warnings` name files that were skipped or only partly usable.
+    Ready { record: Box<RunRecord>, warnings: Vec<FileProblem> },
+    /// No `finished.json` yet: the job is still running; take it on a later ingest.
+    StillRunning,
+    /// Not storable; the first problem is the reason.
+    Failed { problems: Vec<FileProblem> },
+}
+
+fn problem(file: &str, error: impl Into<String>) -> FileProblem {
+    FileProblem { file: file.to_string(), error: error.into() }
+}
+
+/// Builds the record of one finished run from its files.
+pub fn assemble(run: &RunFiles) -> Assembly {
+    let mut warnings = Vec::new();
+    let mut failures = Vec::new();
+    let mut prowjob = None;
+    let mut started = None;
+    let mut finished = None;
+    let mut finished_present = false;
+    let mut disruption_files = Vec::new();
+    let mut cluster_files = Vec::new();
+    let mut interval_files: Vec<(&RunFile, FileKind)> = Vec::new();
+
+    for f in &run.files {
+        let kind = match classify(&f.name) {
+            Classified::Read(kind) => kind,
+            Classified::Odd(why) => {
+                warnings.push(problem(&f.name, why));
+                continue;
+            }
+            Classified::Ignore => continue,
+        };
+        if kind == FileKind::Finished {
+            finished_present = true;
+        }
+        let bytes = match &f.content {
+            Ok(b) => b,
+            Err(e) => {
+                let p = problem(&f.name, e.clone());
+                if kind == FileKind::Disruption {
+                    failures.push(p)
+                } else {
+                    warnings.push(p)
+                }
+                continue;
+            }
+        };
+        if bytes.is_empty() {
+            let p = problem(&f.name, "empty file");
+            if kind == FileKind::Disruption {
+                failures.push(p)
+            } else {
+                warnings.push(p)
+            }
+            continue;
+        }
+        match kind {
+            FileKind::ProwJob => match prow::parse_prowjob(bytes) {
+                Ok(p) => prowjob = Some(p),
+                Err(e) => warnings.push(problem(&f.name, e)),
+            },
+            FileKind::Started => match prow::parse_started(bytes) {
+                Ok(s) => started = Some(s),
+                Err(e) => warnings.push(problem(&f.name, e)),
+            },
+            FileKind::Finished => match prow::parse_finished(bytes) {
+                Ok(s) => finished = Some(s),
+                Err(e) => warnings.push(problem(&f.name, e)),
+            },
+            FileKind::Disruption => match disruption::parse_backend_disruption(bytes) {
+                Ok(d) => disruption_files.push(d),
+                // A run with one unreadable phase would understate its disruption: not stored.
+                Err(e) => failures.push(problem(&f.name, e)),
+            },
+            FileKind::ClusterData => match cluster_data::parse_cluster_data(bytes) {
+                Ok(c) => cluster_files.push(c),
+                Err(e) => warnings.push(problem(&f.name, format!("{e}; dimensions taken from the job name"))),
+            },
+            FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline => {
+                interval_files.push((f, kind))
+            }
+        }
+    }
+
+    if !finished_present {
+        return Assembly::StillRunning;
+    }
+    let (path_job, path_build) = super::layout::job_and_build(&run.path);
+    let job_name = prowjob.as_ref().map(|p| p.job.clone()).filter(|j| !j.is_empty()).unwrap_or(path_job);
+    let build_id =
+        prowjob.as_ref().map(|p| p.build_id.clone()).filter(|b| !b.is_empty()).unwrap_or(path_build);
+    if job_name.is_empty() || build_id.is_empty() {
+        failures.insert(
+            0,
+            problem("", "cannot tell the job name and build id (no prowjob.json and no <job>/<build> path)"),
+        );
+    }
+    let started_at: Option<DateTime<Utc>> =
+        started.as_ref().map(|s| s.timestamp).or_else(|| prowjob.as_ref().and_then(|p| p.start_time));
+    if started_at.is_none() {
+        failures.insert(
+            0,
+            problem(
+                "started.json",
+                "no start time: started.json is missing or unreadable and prowjob.json has none",
+            ),
+        );
+    }
+    if !failures.is_empty() {
+        failures.extend(warnings);
+        return Assembly::Failed { problems: failures };
+    }
+    let started_at = started_at.unwrap_or_default();
+    let finished_at = finished
+        .as_ref()
+        .and_then(|f| f.timestamp)
+        .or_else(|| prowjob.as_ref().and_then(|p| p.completion_time));
+    let state = prowjob
+        .as_ref()
+        .map(|p| p.state.to_ascii_lowercase())
+        .filter(|s| !s.is_empty())
+        .or_else(|| finished.as_ref().map(|f| f.result.to_ascii_lowercase()).filter(|s| !s.is_empty()))
+        .or_else(|| {
+            finished
+                .as_ref()
+                .and_then(|f| f.passed)
+                .map(|p| if p { "success" } else { "failure" }.to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    let bucket = prowjob
+        .as_ref()
+        .map(|p| p.bucket.clone())
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| if run.bucket.is_empty() { "local".into() } else { run.bucket.clone() });
+    let url = prowjob
+        .as_ref()
+        .map(|p| p.url.clone())
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| JobRun::prow_url(&bucket, &run.path));
+    let dimensions = dimensions(&job_name, &cluster_files, prowjob.as_ref());
+
+    if disruption_files.is_empty() {
+        warnings.push(problem("", "no backend-disruption_*.json files: the run has no disruption data and is stored without samples"));
+    }
+    let samples = disruption::per_run_seconds(disruption_files.iter().map(Vec::as_slice))
+        .into_iter()
+        .map(|(backend, connection, seconds)| Sample { backend, connection, seconds })
+        .collect();
+
+    // e2e-events holds every interval; the timelines are views of the same intervals.
+    let preferred = [FileKind::Events, FileKind::TimelineEverything, FileKind::Timeline]
+        .into_iter()
+        .find(|k| interval_files.iter().any(|(_, kind)| kind == k));
+    let mut outages = Vec::new();
+    let mut conditions = Vec::new();
+    for (f, kind) in &interval_files {
+        if Some(*kind) != preferred {
+            continue;
+        }
+        let Ok(bytes) = &f.content else { continue };
+        match intervals::parse_intervals(bytes) {
+            Ok(ev) => {
+                outages.extend(ev.outages);
+                conditions.extend(ev.conditions);
+            }
+            Err(e) => warnings.push(problem(&f.name, format!("{e}; its evidence is not used"))),
+        }
+    }
+    outages.sort_by(|a, b| (a.from, &a.backend, a.to).cmp(&(b.from, &b.backend, b.to)));
+    outages.dedup();
+    conditions.sort_by(|a, b| {
+        (a.from, &a.operator, &a.condition, a.to, &a.reason).cmp(&(
+            b.from,
+            &b.operator,
+            &b.condition,
+            b.to,
+            &b.reason,
+        ))
+    });
+    conditions.dedup();
+
+    let record = RunRecord {
+        run: JobRun {
+            job_name,
+            build_id,
+            bucket,
+            path: run.path.clone(),
+            url,
+            job_type: prowjob.as_ref().map(|p| p.job_type.clone()).filter(|t| !t.is_empty()).unwrap_or_else(
+                || {
+                    if run.path.starts_with("pr-logs/") { "presubmit".into() } else { "periodic".into() }
+                },
+            ),
+            started_at,
+            finished_at,
+            state,
+            dimensions,
+        },
+        samples,
+        outages,
+        conditions,
+    };
+    Assembly::Ready { record: Box::new(record), warnings }
+}
+
+/// The run's dimensions: cluster-data first, the job name for whatever it leaves out.
+fn dimensions(
+    job: &str,
+    cluster_files: &[cluster_data::ClusterData],
+    prowjob: Option<&prow::ProwJob>,
+) -> Dimensions {
+    let from_name = job_name::dimensions_from_job_name(job);
+    let cd = cluster_data::merge(cluster_files);
+    let lower = |s: &str| s.trim().to_ascii_lowercase();
+    let release_of = |s: &str| job_name::parse_release(s).map(|(a, b)| format!("{a}.{b}"));
+    let release = release_of(&cd.release)
+        .or_else(|| prowjob.and_then(|p| release_of(&p.release_tag)))
+        .unwrap_or_else(|| from_name.release.clone());
+    let is_upgrade_job = from_name.upgrade_type != "none";
+    let from_release = if cluster_files.is_empty() {
+        from_name.from_release.clone()
+    } else {
+        release_of(&cd.from_release)
+            .or_else(|| prowjob.and_then(|p| release_of(&p.from_tag)))
+            .unwrap_or_default()
+    };
+    let upgrade_type = if from_name.upgrade_type == "micro-downgrade" {
+        "micro-downgrade".to_string()
+    } else if from_release.is_empty() {
+        if is_upgrade_job && cluster_files.is_empty() {
+            from_name.upgrade_type.clone()
+        } else {
+            "none".into()
+        }
+    } else {
+        match (job_name::parse_release(&from_release), job_name::parse_release(&release)) {
+            (Some(f), Some(t)) => job_name::upgrade_type(f, t).into(),
+            _ => from_name.upgrade_type.clone(),
+        }
+    };
+    let or = |v: String, fallback: &str| if v.is_empty() { fallback.to_string() } else { v };
+    let stack = match lower(&cd.network_stack).as_str() {
+        "" => from_name.network_stack.clone(),
+        s => s.to_string(),
+    };
+    Dimensions {
+        release,
+        from_release,
+        upgrade_type,
+        platform: or(lower(&cd.platform), &from_name.platform),
+        architecture: or(lower(&cd.architecture), &from_name.architecture),
+        network: or(lower(&cd.network), &from_name.network),
+        network_stack: stack,
+        topology: or(lower(&cd.topology), &from_name.topology),
+        master_nodes_updated: cd.master_nodes_updated,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const JOB: &str = "periodic-ci-openshift-release-master-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-sdn-bm-upgrade";
+
+    fn file(name: &str, text: &str) -> RunFile {
+        RunFile { name: name.into(), content: Ok(text.as_bytes().to_vec()) }
+    }
+
+    fn junit(name: &str) -> String {
+        format!("artifacts/e2e-metal-ipi-sdn-bm-upgrade/baremetalds-e2e-test/artifacts/junit/{name}")
+    }
+
+    fn run(files: Vec<RunFile>) -> RunFiles {
+        RunFiles {
+            bucket: "test-platform-results".into(),
+            path: format!("logs/{JOB}/1700000000000000001"),
+            files,
+        }
+    }
+
+    fn base_files() -> Vec<RunFile> {
+        vec![
+            file("started.json", r#"{"timestamp": 1700000000}"#),
+            file("finished.json", r#"{"timestamp": 1700007200, "passed": true, "result": "SUCCESS"}"#),
+            file(
+                &junit("backend-disruption_20231114-220000.json"),
+                r#"{"BackendDisruptions": {"image-registry-new-connections": {"Name": "image-registry-new-connections", "ConnectionType": "New", "DisruptedDuration": "12.2s"}}}"#,
+            ),
+            file(
+                &junit("backend-disruption_20231114-230000.json"),
+                r#"{"BackendDisruptions": {"image-registry-new-connections": {"Name": "image-registry-new-connections", "ConnectionType": "New", "DisruptedDuration": "19s"}}}"#,
+            ),
+        ]
+    }
+
+    #[test]
+    fn a_run_without_cluster_data_takes_its_dimensions_from_the_job_name() {
+        let Assembly::Ready { record, warnings } = assemble(&run(base_files())) else { panic!("not ready") };
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(record.run.job_name, JOB);
+        assert_eq!(record.run.build_id, "1700000000000000001");
+        assert_eq!(record.run.state, "success");
+        assert_eq!(
+            record.samples,
+            vec![Sample {
+                backend: "image-registry-new-connections".into(),
+                connection: "new".into(),
+                seconds: 32
+            }]
+        );
+        let d = &record.run.dimensions;
+        assert_eq!(
+            (d.release.as_str(), d.from_release.as_str(), d.upgrade_type.as_str()),
+            ("4.14", "4.13", "minor")
+        );
+        assert_eq!(
+            (d.platform.as_str(), d.network.as_str(), d.network_stack.as_str()),
+            ("metal", "sdn", "ipv4")
+        );
+        assert_eq!(
+            record.run.url,
+            format!(
+                "https://prow.ci.openshift.org/view/gs/test-platform-results/logs/{JOB}/1700000000000000001"
+            )
+        );
+    }
+
+    #[test]
+    fn cluster_data_wins_and_the_name_fills_the_gaps() {
+        let mut files = base_files();
+        files.push(file(
+            &junit("cluster-data_20231114-220000.json"),
+            r#"{"Release": "4.14", "FromRelease": "4.14", "Platform": "metal", "Architecture": "amd64", "Network": "ovn",
+                "Topology": "ha", "NetworkStack": "", "MasterNodesUpdated": "N"}"#,
+        ));
+        files.push(file(
+            &junit("cluster-data_20231114-230000.json"),
+            r#"{"Release": "4.14", "Platform": "metal", "MasterNodesUpdated": "Y"}"#,
+        ));
+        let Assembly::Ready { record, .. } = assemble(&run(files)) else { panic!("not ready") };
+        let d = &record.run.dimensions;
+        assert_eq!(
+            (d.upgrade_type.as_str(), d.network.as_str(), d.network_stack.as_str()),
+            ("micro", "ovn", "ipv4")
+        );
+        assert_eq!(d.master_nodes_updated, "Y");
+    }
+
+    #[test]
+    fn a_run_without_finished_json_is_still_running() {
+        let files = base_files().into_iter().filter(|f| f.name != "finished.json").collect();
+        assert!(matches!(assemble(&run(files)), Assembly::StillRunning));
+    }
+
+    #[test]
+    fn a_broken_disruption_file_fails_the_run_naming_the_file() {
+        let mut files = base_files();
+        files[2].content = Ok(b"{\"BackendDisruptions\": {\"x\"".to_vec());
+        let Assembly::Failed { problems } = assemble(&run(files)) else { panic!("stored a partial run") };
+        assert!(problems[0].file.ends_with("backend-disruption_20231114-220000.json"), "{problems:?}");
+    }
+
+    #[test]
+    fn broken_side_files_are_warnings_and_the_run_still_lands() {
+        let mut files = base_files();
+        files.push(file(&junit("cluster-data_20231114-220000.json"), "\u{0}\u{1}binary"));
+        files.push(file(&junit("e2e-events_20231114-220000.json"), "{\"items\": [{"));
+        files.push(file("prowjob.json", "[]"));
+        files.push(RunFile {
+            name: junit("e2e-events_20231114-230000.json"),
+            content: Err("larger than 1 bytes".into()),
+        });
+        let Assembly::Ready { record, warnings } = assemble(&run(files)) else { panic!("not ready") };
+        assert_eq!(record.samples[0].seconds, 32);
+        assert_eq!(warnings.len(), 4, "{warnings:?}");
+    }
+
+    #[test]
+    fn a_run_without_disruption_files_is_stored_without_samples_and_said_so() {
+        let files = base_files().into_iter().take(2).collect();
+        let Assembly::Ready { record, warnings } = assemble(&run(files)) else { panic!("not ready") };
+        assert!(record.samples.is_empty());
+        assert!(warnings[0].error.contains("no backend-disruption"));
+    }
+}

@@ -1,0 +1,574 @@
+//! The files of one synthetic run, written in the format generation its release used.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::{JobSpec, Rng, Scenario, TruthRun};
+use crate::ingest::formats::job_name::parse_release;
+use crate::model::Dimensions;
+
+/// The interval-file schema generation of a release (DESIGN §3.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Era {
+    /// ≤ 4.13: string locators and messages; no cluster-data file.
+    Strings,
+    /// 4.14: strings plus `tempStructured*`, and `locator` written twice.
+    Transitional,
+    /// 4.15+: structured locators and messages.
+    Structured,
+}
+
+/// Everything decided about one run before its files are written.
+pub(super) struct RunPlan<'a> {
+    job: &'a JobSpec,
+    dims: Dimensions,
+    build_id: String,
+    started: DateTime<Utc>,
+    era: Era,
+    seconds: BTreeMap<String, i64>,
+    regressed_condition: Option<(String, String, String, String, String)>,
+    /// The backends the planted regression hit (a name prefix).
+    regressed_prefix: String,
+    regressed: bool,
+}
+
+pub(super) struct Written {
+    pub truth: TruthRun,
+    pub interval_bytes: u64,
+    pub files: u64,
+}
+
+fn baseline_seconds(backend: &str, dims: &Dimensions, rng: &mut Rng) -> i64 {
+    let upgrade = dims.upgrade_type != "none";
+    let api = [
+        "kube-api",
+        "cache-kube-api",
+        "openshift-api",
+        "cache-openshift-api",
+        "oauth-api",
+        "cache-oauth-api",
+    ]
+    .iter()
+    .any(|f| backend.starts_with(&format!("{f}-")));
+    if api && dims.topology == "single" {
+        // A single-node cluster loses its API while its one control-plane node reboots.
+        return rng.between(150, 320);
+    }
+    let (p, lo, hi) = if backend.starts_with("image-registry-") {
+        (if dims.platform == "metal" { 0.2 } else { 0.12 }, 1, 4)
+    } else if backend.starts_with("ingress-to-") {
+        (0.1, 1, 3)
+    } else if api {
+        (if upgrade { 0.15 } else { 0.05 }, 1, 5)
+    } else if backend.starts_with("service-load-balancer") {
+        (0.2, 1, 6)
+    } else if backend.contains("network-liveness") {
+        (0.03, 1, 10)
+    } else {
+        (0.3, 1, 8)
+    };
+    if rng.chance(0.005) {
+        return rng.between(15, 90); // the heavy tail every backend has
+    }
+    if rng.chance(p) { rng.between(lo, hi) } else { 0 }
+}
+
+impl<'a> RunPlan<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        scenario: &Scenario,
+        job: &'a JobSpec,
+        name_dims: &Dimensions,
+        nth: usize,
+        day_index: u32,
+        started: DateTime<Utc>,
+        build_id: String,
+        rng: &mut Rng,
+    ) -> RunPlan<'a> {
+        let release = parse_release(&name_dims.release).unwrap_or((4, 14));
+        let era = if release <= (4, 13) {
+            Era::Strings
+        } else if release == (4, 14) {
+            Era::Transitional
+        } else {
+            Era::Structured
+        };
+        let mut dims = name_dims.clone();
+        if era != Era::Strings {
+            // What cluster-data will say.
+            dims.master_nodes_updated = if dims.upgrade_type == "none" { "N".into() } else { "Y".into() };
+        }
+        let mut seconds = BTreeMap::new();
+        for b in &scenario.backends {
+            seconds.insert(b.clone(), baseline_seconds(b, &dims, rng));
+        }
+        let mut regressed = false;
+        let mut regressed_condition = None;
+        let mut regressed_prefix = String::new();
+        for p in &scenario.planted {
+            let applies = day_index >= p.from_day && p.matches.iter().all(|(d, v)| dims.get(*d) == v);
+            if applies && rng.chance(p.share) {
+                regressed = true;
+                let base = rng.between(p.seconds.0, p.seconds.1);
+                for (b, s) in seconds.iter_mut() {
+                    if b.starts_with(&p.backend_prefix) {
+                        let jitter = if b.contains("-reused-") { rng.between(-3, 0) } else { 0 };
+                        *s = (base + jitter).max(1);
+                    }
+                }
+                regressed_condition.clone_from(&p.condition);
+                regressed_prefix.clone_from(&p.backend_prefix);
+            }
+        }
+        for o in &scenario.outliers {
+            if o.job == job.name && o.nth == nth {
+                seconds.insert(o.backend.clone(), o.seconds);
+            }
+        }
+        RunPlan {
+            job,
+            dims,
+            build_id,
+            started,
+            era,
+            seconds,
+            regressed_condition,
+            regressed_prefix,
+            regressed,
+        }
+    }
+}
+
+/// Go's `time.Duration.String()` for a non-negative number of seconds.
+fn go_duration(secs: f64) -> String {
+    if secs == 0.0 {
+        return "0s".into();
+    }
+    if secs < 1.0 {
+        return format!("{}ms", (secs * 1000.0).round() as i64);
+    }
+    let whole_minutes = (secs / 60.0).floor() as i64;
+    let rest = secs - whole_minutes as f64 * 60.0;
+    let s = format!("{rest:.1}").trim_end_matches(".0").to_string();
+    if whole_minutes >= 60 {
+        format!("{}h{}m{}s", whole_minutes / 60, whole_minutes % 60, s)
+    } else if whole_minutes > 0 {
+        format!("{whole_minutes}m{s}s")
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// A whole number of seconds written as a fractional duration whose ceiling is that number.
+fn phase_duration(whole: i64) -> String {
+    if whole == 0 { "0s".into() } else { go_duration(whole as f64 - 0.3) }
+}
+
+fn stamp(t: DateTime<Utc>) -> String {
+    t.format("%Y%m%d-%H%M%S").to_string()
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+/// One interval, before it is written in an era's form.
+struct Interval {
+    level: &'static str,
+    source: &'static str,
+    locator_type: &'static str,
+    keys: Vec<(&'static str, String)>,
+    reason: String,
+    message: String,
+    annotations: Vec<(&'static str, String)>,
+    from: DateTime<Utc>,
+    to: Option<DateTime<Utc>>,
+}
+
+fn write_interval(out: &mut String, era: Era, i: &Interval) {
+    let locator_string = i.keys.iter().map(|(k, v)| format!("{k}/{v}")).collect::<Vec<_>>().join(" ");
+    let mut message_string: Vec<String> = i.annotations.iter().map(|(k, v)| format!("{k}/{v}")).collect();
+    if !i.message.is_empty() {
+        message_string.push(i.message.clone());
+    }
+    let message_string = message_string.join(" ");
+    let keys_json = i
+        .keys
+        .iter()
+        .map(|(k, v)| format!("{}: {}", json_str(k), json_str(v)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let annotations_json = i
+        .annotations
+        .iter()
+        .map(|(k, v)| format!("{}: {}", json_str(k), json_str(v)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let locator_obj = format!("{{\"type\": {}, \"keys\": {{{keys_json}}}}}", json_str(i.locator_type));
+    let message_obj = format!(
+        "{{\"reason\": {}, \"cause\": \"\", \"humanMessage\": {}, \"annotations\": {{{annotations_json}}}}}",
+        json_str(&i.reason),
+        json_str(&i.message)
+    );
+    let to = i.to.map_or_else(|| "null".to_string(), |t| json_str(&rfc3339(t)));
+    let from = json_str(&rfc3339(i.from));
+    match era {
+        Era::Strings => {
+            let _ = write!(
+                out,
+                "{{\"level\": {}, \"locator\": {}, \"message\": {}, \"from\": {from}, \"to\": {to}}}",
+                json_str(i.level),
+                json_str(&locator_string),
+                json_str(&message_string)
+            );
+        }
+        Era::Transitional => {
+            let _ = write!(
+                out,
+                "{{\"level\": {}, \"display\": true, \"source\": {src}, \"locator\": {}, \"locator\": {locator_obj}, \"message\": {}, \
+                 \"tempStructuredLocator\": {locator_obj}, \"tempStructuredMessage\": {message_obj}, \"tempSource\": {src}, \
+                 \"from\": {from}, \"to\": {to}}}",
+                json_str(i.level),
+                json_str(&locator_string),
+                json_str(&message_string),
+                src = json_str(i.source),
+            );
+        }
+        Era::Structured => {
+            let _ = write!(
+                out,
+                "{{\"level\": {}, \"source\": {}, \"display\": true, \"locator\": {locator_obj}, \"message\": {message_obj}, \
+                 \"from\": {from}, \"to\": {to}}}",
+                json_str(i.level),
+                json_str(i.source)
+            );
+        }
+    }
+}
+
+const OPERATORS: [&str; 8] =
+    ["authentication", "console", "dns", "etcd", "image-registry", "ingress", "kube-apiserver", "network"];
+
+fn intervals(
+    scenario: &Scenario,
+    plan: &RunPlan<'_>,
+    upgrade_start: DateTime<Utc>,
+    rng: &mut Rng,
+) -> Vec<Interval> {
+    let mut items = Vec::new();
+    let upgrade = plan.dims.upgrade_type != "none";
+    // Every operator progresses during an upgrade: noise that correlates with everything.
+    if upgrade {
+        for op in OPERATORS {
+            let from = upgrade_start + Duration::seconds(rng.between(0, 600));
+            let to = from + Duration::seconds(rng.between(300, 1500));
+            items.push(operator_interval(
+                op,
+                "Progressing",
+                "True",
+                "Upgrading",
+                &format!("Working towards {}", plan.dims.release),
+                from,
+                Some(to),
+            ));
+        }
+    }
+    if rng.chance(0.1) {
+        let op = OPERATORS[rng.below(OPERATORS.len() as u64) as usize];
+        let from = upgrade_start + Duration::seconds(rng.between(0, 2400));
+        items.push(operator_interval(
+            op,
+            "Degraded",
+            "True",
+            "SyncError",
+            "a transient sync error",
+            from,
+            Some(from + Duration::seconds(rng.between(30, 300))),
+        ));
+    }
+    let window_start = upgrade_start + Duration::seconds(600);
+    for (backend, &secs) in &plan.seconds {
+        if secs == 0 {
+            continue;
+        }
+        let connection = if backend.contains("-reused-") { "reused" } else { "new" };
+        let from = window_start + Duration::seconds(rng.between(0, 1800));
+        let to = from + Duration::seconds(secs);
+        items.push(Interval {
+            level: "Error",
+            source: "Disruption",
+            locator_type: "Disruption",
+            keys: vec![
+                ("backend-disruption-name", backend.clone()),
+                ("connection", connection.to_string()),
+                ("disruption", "openshift-tests".into()),
+            ],
+            reason: "DisruptionBegan".into(),
+            message: format!("{backend} stopped responding to GET requests over {connection} connections: 503 Service Unavailable"),
+            annotations: vec![("reason", "DisruptionBegan".into())],
+            from,
+            to: Some(to),
+        });
+        if plan.regressed
+            && backend.starts_with(&plan.regressed_prefix)
+            && let Some((op, cond, status, reason, message)) = &plan.regressed_condition
+        {
+            items.push(operator_interval(
+                op,
+                cond,
+                status,
+                reason,
+                message,
+                from - Duration::seconds(10),
+                Some(to + Duration::seconds(10)),
+            ));
+        }
+    }
+    if rng.chance(0.05) {
+        let from = window_start + Duration::seconds(rng.between(0, 1800));
+        items.push(Interval {
+            level: "Warning",
+            source: "Disruption",
+            locator_type: "Disruption",
+            keys: vec![
+                ("backend-disruption-name", "kube-api-new-connections".into()),
+                ("connection", "new".into()),
+            ],
+            reason: "DisruptionSamplerOutageBegan".into(),
+            message: "the disruption sampler itself stopped responding".into(),
+            annotations: vec![("reason", "DisruptionSamplerOutageBegan".into())],
+            from,
+            to: Some(from + Duration::seconds(5)),
+        });
+    }
+    for n in 0..scenario.noise_intervals {
+        let from = plan.started + Duration::seconds(rng.between(0, 7000));
+        items.push(Interval {
+            level: "Info",
+            source: "PodState",
+            locator_type: "Pod",
+            keys: vec![
+                ("namespace", format!("e2e-test-{}", n % 17)),
+                ("pod", format!("pod-{n}-{}", rng.below(100_000))),
+                ("uid", format!("{:016x}", rng.next_u64())),
+            ],
+            reason: "Created".into(),
+            message: "pod lifecycle event".into(),
+            annotations: vec![
+                ("constructed", "pod-lifecycle-constructor".into()),
+                ("reason", "Created".into()),
+            ],
+            from,
+            to: Some(from + Duration::seconds(rng.between(0, 60))),
+        });
+    }
+    items.sort_by_key(|i| i.from);
+    items
+}
+
+fn operator_interval(
+    op: &str,
+    cond: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+    from: DateTime<Utc>,
+    to: Option<DateTime<Utc>>,
+) -> Interval {
+    let level = if cond == "Progressing" { "Warning" } else { "Error" };
+    Interval {
+        level,
+        source: "OperatorState",
+        locator_type: "ClusterOperator",
+        keys: vec![("clusteroperator", op.to_string())],
+        reason: reason.to_string(),
+        message: message.to_string(),
+        annotations: vec![
+            ("condition", cond.to_string()),
+            ("reason", reason.to_string()),
+            ("status", status.to_string()),
+        ],
+        from,
+        to,
+    }
+}
+
+fn interval_file(era: Era, items: &[Interval]) -> String {
+    let mut out = String::with_capacity(items.len() * 400 + 16);
+    out.push_str("{\"items\": [\n");
+    for (n, i) in items.iter().enumerate() {
+        if n > 0 {
+            out.push_str(",\n");
+        }
+        write_interval(&mut out, era, i);
+    }
+    out.push_str("\n]}\n");
+    out
+}
+
+fn write(path: &Path, text: &str, files: &mut u64) -> std::io::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    *files += 1;
+    std::fs::write(path, text)
+}
+
+pub(super) fn write_run(
+    scenario: &Scenario,
+    plan: &RunPlan<'_>,
+    root: &Path,
+    rng: &mut Rng,
+) -> std::io::Result<Written> {
+    let job = &plan.job.name;
+    let path = format!("logs/{job}/{}", plan.build_id);
+    let dir = root.join(&scenario.bucket).join(&path);
+    let mut files = 0;
+    let duration = Duration::seconds(rng.between(5400, 9000));
+    let finished = plan.started + duration;
+    let passed = rng.chance(0.85);
+    let target = job.rsplit_once("-e2e-").map_or("e2e", |(_, t)| t);
+    let target = format!("e2e-{target}");
+    let step = if plan.dims.platform == "metal" { "baremetalds-e2e-test" } else { "openshift-e2e-test" };
+    let junit = dir.join("artifacts").join(&target).join(step).join("artifacts/junit");
+    let url = format!("https://prow.ci.openshift.org/view/gs/{}/{path}", scenario.bucket);
+    let prowjob = serde_json::json!({
+        "kind": "ProwJob",
+        "apiVersion": "prow.k8s.io/v1",
+        "metadata": {"name": format!("{:x}", rng.next_u64()), "annotations": {
+            "prow.k8s.io/job": job,
+            "release.openshift.io/tag": format!("{}.0-0.nightly-{}", plan.dims.release, plan.started.format("%Y-%m-%d-%H%M%S")),
+        }},
+        "spec": {"type": "periodic", "agent": "kubernetes", "cluster": "build05", "job": job,
+            "decoration_config": {"gcs_configuration": {"bucket": scenario.bucket, "path_strategy": "single",
+                "default_org": "openshift", "default_repo": "origin"}}},
+        "status": {"startTime": rfc3339(plan.started), "completionTime": rfc3339(finished),
+            "state": if passed { "success" } else { "failure" }, "url": url, "build_id": plan.build_id},
+    });
+    write(
+        &dir.join("prowjob.json"),
+        &serde_json::to_string_pretty(&prowjob).unwrap_or_default(),
+        &mut files,
+    )?;
+    write(
+        &dir.join("started.json"),
+        &format!("{{\"timestamp\": {}, \"repos\": {{}}}}", plan.started.timestamp()),
+        &mut files,
+    )?;
+    write(
+        &dir.join("finished.json"),
+        &format!(
+            "{{\"timestamp\": {}, \"passed\": {passed}, \"result\": \"{}\", \"revision\": \"master\", \"metadata\": {{\"work-namespace\": \"ci-op-{:x}\"}}}}",
+            finished.timestamp(),
+            if passed { "SUCCESS" } else { "FAILURE" },
+            rng.below(1 << 20)
+        ),
+        &mut files,
+    )?;
+    write(&dir.join("build-log.txt"), "INFO[2023-11-14T22:00:00Z] Running step e2e\n", &mut files)?;
+
+    let upgrade = plan.dims.upgrade_type != "none";
+    let phases: Vec<DateTime<Utc>> = if upgrade {
+        vec![plan.started + Duration::seconds(1800), plan.started + Duration::seconds(5400)]
+    } else {
+        vec![plan.started + Duration::seconds(1800)]
+    };
+    // Split every backend's seconds over the phases: most in the first (the upgrade).
+    let mut split: Vec<BTreeMap<&str, i64>> = vec![BTreeMap::new(); phases.len()];
+    for (b, &s) in &plan.seconds {
+        let second = if phases.len() > 1 && s > 0 { rng.between(0, s.min(2)) } else { 0 };
+        split[0].insert(b, s - second);
+        if phases.len() > 1 {
+            split[1].insert(b, second);
+        }
+    }
+    let mut interval_bytes = 0;
+    for (n, phase_start) in phases.iter().enumerate() {
+        let ts = stamp(*phase_start);
+        let mut body = String::from("{\"BackendDisruptions\": {\n");
+        for (i, (b, s)) in split[n].iter().enumerate() {
+            if i > 0 {
+                body.push_str(",\n");
+            }
+            let connection = if b.contains("-reused-") { "Reused" } else { "New" };
+            let short = b.trim_end_matches("-new-connections").trim_end_matches("-reused-connections");
+            let d = phase_duration(*s);
+            if plan.era == Era::Strings {
+                let _ = write!(
+                    body,
+                    "  {k}: {{\"Name\": {k}, \"BackendName\": {}, \"ConnectionType\": \"{connection}\", \"DisruptedDuration\": \"{d}\", \"DisruptionMessages\": null}}",
+                    json_str(short),
+                    k = json_str(b)
+                );
+            } else {
+                let _ = write!(
+                    body,
+                    "  {k}: {{\"Name\": {k}, \"BackendName\": {k}, \"ConnectionType\": \"{connection}\", \"DisruptedDuration\": \"{d}\", \
+                     \"DisruptionMessages\": {}, \"LoadBalancerType\": \"external\", \"Protocol\": \"http1\", \"TargetAPI\": \"\"}}",
+                    if *s > 0 { "[\"stopped responding\"]" } else { "null" },
+                    k = json_str(b)
+                );
+            }
+        }
+        body.push_str("\n}}\n");
+        write(&junit.join(format!("backend-disruption_{ts}.json")), &body, &mut files)?;
+        if plan.era != Era::Strings {
+            let mut cd = serde_json::json!({
+                "Release": plan.dims.release,
+                "FromRelease": plan.dims.from_release,
+                "Platform": plan.dims.platform,
+                "Architecture": plan.dims.architecture,
+                "Network": plan.dims.network,
+                "Topology": plan.dims.topology,
+                "NetworkStack": "IPv4",
+                "CloudRegion": "us-east-1",
+                "CloudZone": "us-east-1a",
+                "ClusterVersionHistory": [plan.dims.from_release, plan.dims.release],
+                "MasterNodesUpdated": if n == 0 { plan.dims.master_nodes_updated.as_str() } else { "N" },
+            });
+            if plan.era == Era::Structured {
+                cd["os"] = serde_json::json!("rhcos");
+            }
+            write(&junit.join(format!("cluster-data_{ts}.json")), &cd.to_string(), &mut files)?;
+        }
+        let items = if n == 0 { intervals(scenario, plan, *phase_start, rng) } else { Vec::new() };
+        let events = interval_file(plan.era, &items);
+        interval_bytes += events.len() as u64;
+        write(&junit.join(format!("e2e-events_{ts}.json")), &events, &mut files)?;
+        if scenario.write_timelines {
+            write(&junit.join(format!("e2e-timelines_everything_{ts}.json")), &events, &mut files)?;
+        }
+    }
+    let truth = TruthRun {
+        job: job.clone(),
+        build_id: plan.build_id.clone(),
+        path,
+        started_at: plan.started,
+        finished: true,
+        dimensions: plan.dims.clone(),
+        seconds: plan.seconds.clone(),
+        regressed: plan.regressed,
+    };
+    Ok(Written { truth, interval_bytes, files })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ingest::formats::duration::parse_go_duration;
+
+    #[test]
+    fn phase_durations_round_up_to_the_whole_seconds() {
+        for whole in [0, 1, 2, 31, 59, 60, 61, 125, 3601] {
+            let d = phase_duration(whole);
+            assert_eq!(parse_go_duration(&d).unwrap().ceil() as i64, whole, "{d}");
+        }
+    }
+}

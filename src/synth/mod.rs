@@ -1,0 +1,244 @@
+//! Synthetic CI data: a deterministic generator of bucket trees in the real artifact formats.
+//!
+//! `sheriff demo`, the integration tests and the benchmarks all use it. Given a seed it writes
+//! the same files every time, and returns the truth (every run's dimensions and per-backend
+//! seconds) so a test can check what ingest and evaluation made of them. Disruption is mostly
+//! zeros with a heavy tail, as in real CI; regressions can be planted on chosen cells.
+
+mod artifacts;
+mod rng;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+
+pub use rng::Rng;
+
+use crate::ingest::formats::job_name::dimensions_from_job_name;
+use crate::model::Dimensions;
+
+/// A CI job and how often it runs.
+#[derive(Debug, Clone)]
+pub struct JobSpec {
+    pub name: String,
+    pub runs_per_day: f64,
+    /// Stop after this many runs in all (a job that barely ran).
+    pub max_runs: Option<usize>,
+}
+
+impl JobSpec {
+    pub fn new(name: &str, runs_per_day: f64) -> JobSpec {
+        JobSpec { name: name.to_string(), runs_per_day, max_runs: None }
+    }
+}
+
+/// A regression planted on matching runs from `from_day` on.
+#[derive(Debug, Clone)]
+pub struct Planted {
+    /// Backends whose name starts with this (e.g. `image-registry-`).
+    pub backend_prefix: String,
+    /// Dimension values a run must have (`platform` → `metal`, …); empty matches every run.
+    pub matches: Vec<(crate::model::Dimension, String)>,
+    pub from_day: u32,
+    /// Share of matching runs that are hit.
+    pub share: f64,
+    /// Seconds of disruption of a hit run, uniform in this range.
+    pub seconds: (i64, i64),
+    /// The ClusterOperator condition that goes bad during the outage, if any:
+    /// (operator, condition, status, reason, message).
+    pub condition: Option<(String, String, String, String, String)>,
+}
+
+/// One run with an outlying value: `seconds` on `backend` in the `nth` run of `job`.
+#[derive(Debug, Clone)]
+pub struct Outlier {
+    pub job: String,
+    pub nth: usize,
+    pub backend: String,
+    pub seconds: i64,
+}
+
+/// Everything the generator is told.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    pub seed: u64,
+    pub bucket: String,
+    /// Midnight UTC of the first day.
+    pub start: DateTime<Utc>,
+    pub days: u32,
+    pub jobs: Vec<JobSpec>,
+    pub backends: Vec<String>,
+    pub planted: Vec<Planted>,
+    pub outliers: Vec<Outlier>,
+    /// Unrelated intervals per interval file (pod lifecycle, e2e tests, …), for realistic size.
+    pub noise_intervals: usize,
+    /// Also write `e2e-timelines_*` files beside `e2e-events_*`, as the CI does.
+    pub write_timelines: bool,
+    /// Jobs still running at the end (no finished.json) — one per job when set.
+    pub leave_last_run_running: bool,
+}
+
+/// What was written for one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TruthRun {
+    pub job: String,
+    pub build_id: String,
+    pub path: String,
+    pub started_at: DateTime<Utc>,
+    pub finished: bool,
+    pub dimensions: Dimensions,
+    /// backend → per-run seconds (sum of ceil over the phase files).
+    pub seconds: BTreeMap<String, i64>,
+    /// Whether a planted regression hit this run.
+    pub regressed: bool,
+}
+
+/// What the generator wrote.
+#[derive(Debug, Clone, Default)]
+pub struct Truth {
+    pub runs: Vec<TruthRun>,
+    /// Bytes of interval files written.
+    pub interval_bytes: u64,
+    pub files: u64,
+}
+
+impl Truth {
+    pub fn finished_runs(&self) -> impl Iterator<Item = &TruthRun> {
+        self.runs.iter().filter(|r| r.finished)
+    }
+}
+
+/// The backends OpenShift upgrade jobs monitor (a representative set).
+pub fn standard_backends() -> Vec<String> {
+    let families = [
+        "image-registry",
+        "ingress-to-console",
+        "ingress-to-oauth-server",
+        "kube-api",
+        "cache-kube-api",
+        "openshift-api",
+        "cache-openshift-api",
+        "oauth-api",
+        "cache-oauth-api",
+        "service-load-balancer-with-pdb",
+        "ci-cluster-network-liveness",
+        "host-to-service",
+    ];
+    families
+        .iter()
+        .flat_map(|f| [format!("{f}-new-connections"), format!("{f}-reused-connections")])
+        .collect()
+}
+
+/// Upgrade jobs across platforms, networks and upgrade types, around release 4.14.
+pub fn standard_jobs() -> Vec<JobSpec> {
+    let p = "periodic-ci-openshift-release-master";
+    vec![
+        JobSpec::new(&format!("{p}-ci-4.14-e2e-aws-ovn-upgrade"), 8.0),
+        JobSpec::new(&format!("{p}-ci-4.14-upgrade-from-stable-4.13-e2e-aws-ovn-upgrade"), 6.0),
+        JobSpec::new(&format!("{p}-ci-4.14-upgrade-from-stable-4.13-e2e-aws-sdn-upgrade"), 3.0),
+        JobSpec::new(&format!("{p}-ci-4.14-e2e-gcp-ovn-upgrade"), 5.0),
+        JobSpec::new(&format!("{p}-ci-4.14-upgrade-from-stable-4.13-e2e-gcp-ovn-upgrade"), 3.0),
+        JobSpec::new(&format!("{p}-ci-4.14-e2e-azure-ovn-upgrade"), 4.0),
+        JobSpec::new(&format!("{p}-ci-4.14-upgrade-from-stable-4.13-e2e-azure-sdn-upgrade"), 2.0),
+        JobSpec::new(&format!("{p}-nightly-4.14-e2e-vsphere-ovn-upgrade"), 2.0),
+        JobSpec::new(&format!("{p}-nightly-4.14-e2e-metal-ipi-ovn-upgrade"), 1.0),
+        JobSpec::new(&format!("{p}-nightly-4.14-e2e-metal-ipi-sdn-upgrade"), 1.0),
+        JobSpec::new(&format!("{p}-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-ovn-upgrade"), 1.0),
+        JobSpec::new(&format!("{p}-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-sdn-bm-upgrade"), 1.0),
+        JobSpec::new(&format!("{p}-nightly-4.14-e2e-aws-ovn-upgrade-single-node"), 1.0),
+        JobSpec::new(&format!("{p}-ci-4.15-e2e-aws-ovn-upgrade"), 4.0),
+        JobSpec::new(&format!("{p}-ci-4.13-e2e-aws-sdn-upgrade"), 2.0),
+    ]
+}
+
+/// The case of DESIGN §1: image-registry on metal 4.14, both networks, micro and minor, in the
+/// last week of the month, with the operator reporting no replicas.
+pub fn metal_registry_regression(from_day: u32) -> Planted {
+    use crate::model::Dimension;
+    Planted {
+        backend_prefix: "image-registry-".into(),
+        matches: vec![(Dimension::Platform, "metal".into()), (Dimension::Release, "4.14".into())],
+        from_day,
+        share: 0.9,
+        seconds: (12, 45),
+        condition: Some((
+            "image-registry".into(),
+            "Available".into(),
+            "False".into(),
+            "NoReplicasAvailable".into(),
+            "The deployment does not have available replicas".into(),
+        )),
+    }
+}
+
+impl Scenario {
+    /// A month of the standard jobs ending at `end` (exclusive, midnight UTC), nothing planted.
+    pub fn month(seed: u64, end: DateTime<Utc>) -> Scenario {
+        Scenario {
+            seed,
+            bucket: "test-platform-results".into(),
+            start: end - Duration::days(28),
+            days: 28,
+            jobs: standard_jobs(),
+            backends: standard_backends(),
+            planted: Vec::new(),
+            outliers: Vec::new(),
+            noise_intervals: 20,
+            write_timelines: false,
+            leave_last_run_running: false,
+        }
+    }
+
+    /// The scenario of `sheriff demo`: a month with the metal registry regression in its last week.
+    pub fn demo(end: DateTime<Utc>) -> Scenario {
+        let mut s = Scenario::month(20231114, end);
+        s.planted.push(metal_registry_regression(21));
+        s
+    }
+}
+
+/// Midnight UTC of a date, for scenarios.
+pub fn day(y: i32, m: u32, d: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(y, m, d, 0, 0, 0).single().expect("a valid date")
+}
+
+/// Writes the scenario's bucket tree under `root` and returns what it wrote.
+pub fn write_tree(scenario: &Scenario, root: &Path) -> std::io::Result<Truth> {
+    let mut rng = Rng::new(scenario.seed);
+    let mut truth = Truth::default();
+    let mut build_counter: u64 = 0;
+    for job in &scenario.jobs {
+        let dims = dimensions_from_job_name(&job.name);
+        let mut job_runs = 0usize;
+        let mut expected = 0.0f64;
+        for day_index in 0..scenario.days {
+            expected += job.runs_per_day;
+            while (job_runs as f64) < expected.floor() && job.max_runs.is_none_or(|m| job_runs < m) {
+                let offset = rng.below(86_000) as i64;
+                let started =
+                    scenario.start + Duration::days(i64::from(day_index)) + Duration::seconds(offset);
+                build_counter += 1;
+                let build_id =
+                    format!("{}", 1_700_000_000_000_000_000u64 + build_counter * 7919 + scenario.seed % 1000);
+                let nth = job_runs;
+                job_runs += 1;
+                let run = artifacts::RunPlan::new(
+                    scenario, job, &dims, nth, day_index, started, build_id, &mut rng,
+                );
+                let written = artifacts::write_run(scenario, &run, root, &mut rng)?;
+                truth.interval_bytes += written.interval_bytes;
+                truth.files += written.files;
+                truth.runs.push(written.truth);
+            }
+        }
+        if scenario.leave_last_run_running
+            && let Some(last) = truth.runs.iter_mut().rev().find(|r| r.job == job.name)
+        {
+            std::fs::remove_file(root.join(&scenario.bucket).join(&last.path).join("finished.json"))?;
+            last.finished = false;
+        }
+    }
+    Ok(truth)
+}
