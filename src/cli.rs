@@ -4,8 +4,9 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 
 use chrono::{DateTime, Utc};
@@ -49,6 +50,84 @@ pub enum Command {
         force: bool,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+    },
+    /// Run one evaluation cycle: which groups regressed.
+    Evaluate {
+        /// Evaluate as of this time (RFC 3339); default now.
+        #[arg(long, value_parser = parse_time)]
+        at: Option<DateTime<Utc>>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Evaluate and print, but record nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Manage the CI suite's historical thresholds.
+    Thresholds {
+        #[command(subcommand)]
+        action: ThresholdsAction,
+    },
+    /// The quick start: generate a month of CI data with a planted regression, ingest it into a
+    /// fresh SQLite file, evaluate, and show what sheriff finds. No network, no service.
+    Demo {
+        /// Folder for the generated data and the demo database.
+        #[arg(long, default_value = "demo")]
+        dir: PathBuf,
+    },
+    /// Serve the HTTP API (push ingest, health) until ctrl-c or SIGTERM.
+    Serve,
+    /// Measure sheriff on generated data (use a release build).
+    Bench {
+        #[command(subcommand)]
+        what: BenchCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ThresholdsAction {
+    /// Replace the historical table with a query_results.json (any of its schema generations).
+    Import { file: PathBuf },
+}
+
+fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| format!("`{text}` is not an RFC 3339 time (e.g. 2026-11-29T00:00:00Z): {e}"))
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Ingest throughput from a generated local tree: runs/s and MB/s of interval files.
+    Ingest {
+        /// Runs to generate.
+        #[arg(long, default_value_t = 2000)]
+        runs: usize,
+        /// Unrelated intervals per events file (their bulk is what makes interval files big).
+        #[arg(long, default_value_t = 1000)]
+        noise: usize,
+        /// Database to ingest into (an empty one); default a fresh SQLite file.
+        #[arg(long)]
+        database_url: Option<String>,
+        /// Keep the generated tree in this folder.
+        #[arg(long)]
+        keep: Option<PathBuf>,
+    },
+    /// One evaluation cycle over about a million samples, on SQLite and (with
+    /// --postgres-url) PostgreSQL, against PostgreSQL's percentile_cont.
+    Evaluate {
+        #[arg(long, default_value_t = 35_000)]
+        runs: usize,
+        /// Distinct combinations of dimensions (jobs).
+        #[arg(long, default_value_t = 384)]
+        variants: usize,
+        #[arg(long, default_value_t = 30)]
+        backends: usize,
+        /// Timed cycles per engine; the best is reported.
+        #[arg(long, default_value_t = 3)]
+        repeat: usize,
+        /// An empty PostgreSQL database to load and measure as well.
+        #[arg(long)]
+        postgres_url: Option<String>,
     },
 }
 
@@ -144,7 +223,91 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
             print_ingest_summary(&summary?, format);
             Ok(ExitCode::SUCCESS)
         }
+        Command::Serve => serve(settings).await,
+        Command::Evaluate { at, format, dry_run } => {
+            let store = Store::open(&settings.database).await?;
+            let options = crate::cycle::CycleOptions { at: at.unwrap_or_else(Utc::now), dry_run };
+            let report = crate::cycle::run_cycle(&store, &settings.evaluate, options).await;
+            store.close().await;
+            let report = report?;
+            match format {
+                Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+                Format::Text => print!("{}", crate::cycle::render_text(&report)),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Thresholds { action: ThresholdsAction::Import { file } } => {
+            let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+            let rows = crate::ingest::formats::query_results::parse_query_results(&bytes)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+            let store = Store::open(&settings.database).await?;
+            store.import_thresholds(&rows, &file.display().to_string()).await?;
+            store.close().await;
+            let generation = if rows.iter().any(|r| r.p50.is_some()) {
+                "current (P50/P75/P95/P99, MasterNodesUpdated)"
+            } else if rows.iter().any(|r| r.job_runs.is_some()) {
+                "4.13 (JobRuns, P95/P99)"
+            } else {
+                "oldest (P95/P99 only)"
+            };
+            println!("imported {} rows from {} (schema: {generation})", rows.len(), file.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Demo { dir } => {
+            let mut stdout = std::io::stdout();
+            crate::demo::run(&dir, &settings, &mut stdout).await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench { what: BenchCommand::Ingest { runs, noise, database_url, keep } } => {
+            let result = crate::bench::ingest(runs, noise, database_url.as_deref(), keep).await?;
+            println!(
+                "ingest: {} runs, {:.1} MB of interval files, in {:.2} s on {}: {:.0} runs/s, {:.1} MB/s (generating took {:.1} s)",
+                result.runs,
+                result.interval_mb,
+                result.ingest_seconds,
+                result.engine,
+                result.runs_per_second,
+                result.interval_mb_per_second,
+                result.generate_seconds
+            );
+            println!("{}", serde_json::to_string(&result).unwrap_or_default());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench {
+            what: BenchCommand::Evaluate { runs, variants, backends, repeat, postgres_url },
+        } => {
+            let r = crate::bench::evaluate(runs, variants, backends, repeat, postgres_url.as_deref()).await?;
+            println!(
+                "evaluate: {} runs, {} samples, {} cells with runs, {} groups judged, {} regression(s) found",
+                r.runs, r.samples, r.cells, r.groups, r.regressions
+            );
+            for (engine, s) in &r.load_seconds {
+                println!("  load into {engine}: {s:.1} s");
+            }
+            for (engine, s) in &r.cycle_seconds {
+                println!("  one evaluation cycle on {engine}: {s:.3} s (best of {repeat})");
+            }
+            if let Some(pg) = r.postgres_percentile_cont_seconds {
+                println!("  PostgreSQL percentile_cont GROUP BY over the raw samples: {pg:.3} s");
+                for (engine, s) in &r.cycle_seconds {
+                    println!("  ratio percentile_cont / sheriff on {engine}: {:.1}x", pg / s);
+                }
+            }
+            println!("{}", serde_json::to_string(&r).unwrap_or_default());
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+async fn serve(settings: Settings) -> Result<ExitCode> {
+    let store = Arc::new(Store::open(&settings.database).await?);
+    let listener = tokio::net::TcpListener::bind(&settings.server.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", settings.server.listen))?;
+    let state = crate::server::AppState { store: store.clone(), settings: Arc::new(settings) };
+    crate::server::serve(listener, state, crate::server::shutdown_signal()).await?;
+    store.close().await;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn print_ingest_summary(summary: &IngestSummary, format: Format) {

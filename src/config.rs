@@ -64,6 +64,163 @@ pub struct Settings {
     pub gcs: GcsSettings,
     pub slack: SlackSettings,
     pub jira: JiraSettings,
+    pub evaluate: EvaluateSettings,
+    pub schedule: ScheduleSettings,
+}
+
+/// How evaluation decides what regressed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EvaluateSettings {
+    /// Days in the current window, ending at the evaluation time.
+    pub window_days: u32,
+    /// Days in the baseline window just before the current one.
+    pub baseline_days: u32,
+    /// Fewer runs than this in a group: "insufficient data", never healthy or regressed.
+    pub min_job_runs: u64,
+    /// Percentiles checked against thresholds (all four are computed and shown).
+    pub percentiles: Vec<crate::model::Percentile>,
+    /// A regression must exceed its threshold by at least this many seconds …
+    pub min_effect_seconds: f64,
+    /// … and by at least this factor: allowed = max(T + seconds, T × ratio).
+    pub min_effect_ratio: f64,
+    /// Benjamini–Hochberg false discovery rate across all groups tested in one cycle.
+    pub false_discovery_rate: f64,
+    /// A regressed group is resolved after this many evaluations in a row at or below its threshold.
+    pub clear_after: u32,
+    /// Historical-table rows with fewer job runs are ignored.
+    pub historical_min_runs: u64,
+    /// Backends whose name contains any of these are not evaluated (the CI aggregator's list).
+    pub exclude: Vec<String>,
+    /// Worst and typical sample runs listed per regression.
+    pub sample_worst: usize,
+    pub sample_typical: usize,
+    /// Configured limits, the most specific source of thresholds.
+    pub limits: Vec<LimitRule>,
+}
+
+impl Default for EvaluateSettings {
+    fn default() -> Self {
+        Self {
+            window_days: 7,
+            baseline_days: 21,
+            min_job_runs: 10,
+            percentiles: vec![crate::model::Percentile::P50, crate::model::Percentile::P95],
+            min_effect_seconds: 5.0,
+            min_effect_ratio: 1.5,
+            false_discovery_rate: 0.05,
+            clear_after: 2,
+            historical_min_runs: 30,
+            exclude: [
+                "-network-liveness",
+                "host-to-service",
+                "host-to-host",
+                "host-to-pod",
+                "pod-to-host",
+                "pod-to-pod",
+                "pod-to-service",
+                "-localhost-",
+                "-internal-lb-",
+                "kube-api-http1-external-lb",
+                "kube-api-http2-external-lb",
+                "openshift-api-http2-external-lb",
+            ]
+            .iter()
+            .map(|s| (*s).to_string())
+            .collect(),
+            sample_worst: 3,
+            sample_typical: 2,
+            limits: Vec::new(),
+        }
+    }
+}
+
+/// One configured limit: `backend` (a glob) and any dimension values, one percentile, seconds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitRule {
+    pub backend: String,
+    pub percentile: crate::model::Percentile,
+    pub seconds: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_release: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upgrade_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub architecture: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_stack: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<String>,
+}
+
+impl LimitRule {
+    /// The dimension values the rule requires.
+    pub fn dimensions(&self) -> Vec<(crate::model::Dimension, String)> {
+        use crate::model::Dimension as D;
+        [
+            (D::Release, &self.release),
+            (D::FromRelease, &self.from_release),
+            (D::UpgradeType, &self.upgrade_type),
+            (D::Platform, &self.platform),
+            (D::Architecture, &self.architecture),
+            (D::Network, &self.network),
+            (D::NetworkStack, &self.network_stack),
+            (D::Topology, &self.topology),
+        ]
+        .into_iter()
+        .filter_map(|(d, v)| v.clone().map(|v| (d, v)))
+        .collect()
+    }
+
+    pub fn set(&mut self, d: crate::model::Dimension, value: &str) {
+        use crate::model::Dimension as D;
+        let slot = match d {
+            D::Release => &mut self.release,
+            D::FromRelease => &mut self.from_release,
+            D::UpgradeType => &mut self.upgrade_type,
+            D::Platform => &mut self.platform,
+            D::Architecture => &mut self.architecture,
+            D::Network => &mut self.network,
+            D::NetworkStack => &mut self.network_stack,
+            D::Topology => &mut self.topology,
+            D::MasterNodesUpdated => return,
+        };
+        *slot = Some(value.to_string());
+    }
+
+    /// `image-registry-* platform=metal P50 ≤ 5s`
+    pub fn describe(&self) -> String {
+        let mut s = self.backend.clone();
+        for (d, v) in self.dimensions() {
+            s.push_str(&format!(" {d}={v}"));
+        }
+        format!("{s} {} ≤ {}s", self.percentile, self.seconds)
+    }
+}
+
+/// When scheduled work runs. Cron expressions are standard 5-field Unix cron
+/// (`minute hour day-of-month month day-of-week`, Sunday = 0 or 7, names allowed), read in
+/// `timezone`; a 6-field expression takes seconds first.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScheduleSettings {
+    /// Evaluation cycles. Default: every 6 hours, on the hour.
+    pub evaluate: String,
+    /// IANA time zone the expressions are read in (daylight saving handled).
+    pub timezone: String,
+}
+
+impl Default for ScheduleSettings {
+    fn default() -> Self {
+        Self { evaluate: "0 */6 * * *".into(), timezone: "UTC".into() }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -243,11 +400,23 @@ pub struct IngestSettings {
     pub max_file_bytes: u64,
     /// Runs read in parallel.
     pub concurrency: usize,
+    /// Bearer token that `POST /api/v1/runs` requires. Environment or file only; without one
+    /// the push API is off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub push_token: Option<Secret>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub push_token_file: Option<PathBuf>,
 }
 
 impl Default for IngestSettings {
     fn default() -> Self {
-        Self { max_interval_file_bytes: 64 * 1024 * 1024, max_file_bytes: 8 * 1024 * 1024, concurrency: 8 }
+        Self {
+            max_interval_file_bytes: 64 * 1024 * 1024,
+            max_file_bytes: 8 * 1024 * 1024,
+            concurrency: 8,
+            push_token: None,
+            push_token_file: None,
+        }
     }
 }
 
@@ -335,6 +504,7 @@ pub struct JiraSettings {
 const SECRET_KEYS: &[(&str, &str)] = &[
     ("database", "password"),
     ("gcs", "token"),
+    ("ingest", "push_token"),
     ("slack", "bot_token"),
     ("slack", "signing_secret"),
     ("jira", "token"),
@@ -416,6 +586,7 @@ impl Settings {
         }
         resolve("database.password", &mut self.database.password, &self.database.password_file)?;
         resolve("gcs.token", &mut self.gcs.token, &self.gcs.token_file)?;
+        resolve("ingest.push_token", &mut self.ingest.push_token, &self.ingest.push_token_file)?;
         resolve("slack.bot_token", &mut self.slack.bot_token, &self.slack.bot_token_file)?;
         resolve("slack.signing_secret", &mut self.slack.signing_secret, &self.slack.signing_secret_file)?;
         resolve("jira.token", &mut self.jira.token, &self.jira.token_file)?;
@@ -447,6 +618,29 @@ impl Settings {
             || self.jira.url.starts_with("https://");
         if !jira_url_ok {
             return invalid("jira.url", "must be an http:// or https:// URL");
+        }
+        let e = &self.evaluate;
+        if e.window_days == 0 || e.baseline_days == 0 {
+            return invalid("evaluate.window_days", "windows must be at least one day");
+        }
+        if !(e.false_discovery_rate > 0.0 && e.false_discovery_rate < 1.0) {
+            return invalid("evaluate.false_discovery_rate", "must be between 0 and 1");
+        }
+        if e.min_effect_ratio < 1.0 || e.min_effect_seconds < 0.0 {
+            return invalid(
+                "evaluate.min_effect_ratio",
+                "the ratio must be at least 1 and the seconds not negative",
+            );
+        }
+        if e.percentiles.is_empty() {
+            return invalid("evaluate.percentiles", "name at least one of P50, P75, P95, P99");
+        }
+        if e.min_job_runs == 0 {
+            return invalid("evaluate.min_job_runs", "must be at least 1");
+        }
+        if let Err(why) = crate::schedule::Schedule::parse(&self.schedule.evaluate, &self.schedule.timezone) {
+            let key = if why.contains("time zone") { "schedule.timezone" } else { "schedule.evaluate" };
+            return invalid(key, &why);
         }
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
             return invalid("log.level", &format!("not a tracing filter: {e}"));

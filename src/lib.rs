@@ -19,10 +19,17 @@
 //! The domain ([`model`]) is pure; the modules that do I/O never import each other, and the
 //! CLI ([`cli`]) is where they meet.
 
+pub mod attribute;
+pub mod bench;
 pub mod cli;
 pub mod config;
+pub mod cycle;
+pub mod demo;
+pub mod evaluate;
 pub mod ingest;
 pub mod model;
+pub mod schedule;
+pub mod server;
 pub mod store;
 pub mod synth;
 pub mod telemetry;

@@ -26,7 +26,12 @@ fn generate(days: u32, leave_running: bool) -> (tempfile::TempDir, Truth) {
 }
 
 fn settings() -> IngestSettings {
-    IngestSettings { max_file_bytes: 1_000_000, max_interval_file_bytes: 1_000_000, concurrency: 4 }
+    IngestSettings {
+        max_file_bytes: 1_000_000,
+        max_interval_file_bytes: 1_000_000,
+        concurrency: 4,
+        ..Default::default()
+    }
 }
 
 async fn ingest_dir(store: &Store, dir: &Path) -> IngestSummary {

@@ -6,6 +6,7 @@
 //! whichever pool is live. One file per table; SQL lives only here.
 
 pub mod cells;
+pub mod evaluations;
 pub mod ingest_log;
 pub mod runs;
 

@@ -41,13 +41,142 @@ const SELECT_CONDITIONS: &str = "SELECT operator, condition, status, reason, mes
 /// Rows per multi-row INSERT: far below both engines' bound-parameter limits.
 const BATCH: usize = 500;
 
+/// Writes one prepared run inside an open transaction; `None` when it was already stored.
+macro_rules! write_prepared {
+    ($tx:ident, $dialect:ident, $prepared:expr, $force:expr, $now:expr) => {{
+        let prepared: &PreparedRun<'_> = $prepared;
+        let (force, now) = ($force, $now);
+        let record = prepared.record;
+        let run = &record.run;
+        let d = &run.dimensions;
+        let (variant_id, backend_ids, outage_backends) = (prepared.variant_id, &prepared.backend_ids, &prepared.outage_backends);
+        let dialect = $dialect;
+        let existing: Option<i64> = sqlx::query_scalar(SELECT_RUN_ID)
+            .bind(&run.job_name)
+            .bind(&run.build_id)
+            .fetch_optional(&mut *$tx)
+            .await?;
+        let outcome = match existing {
+            Some(_) if !force => None,
+            Some(old_id) => {
+                super::cells::forget_run!($tx, dialect, old_id);
+                sqlx::query("DELETE FROM job_runs WHERE id = $1").bind(old_id).execute(&mut *$tx).await?;
+                Some(WriteOutcome::Replaced)
+            }
+            None => Some(WriteOutcome::Inserted),
+        };
+        if outcome.is_some() {
+            let run_id: i64 = sqlx::query_scalar(INSERT_RUN)
+                .bind(&run.job_name)
+                .bind(&run.build_id)
+                .bind(&run.bucket)
+                .bind(&run.path)
+                .bind(&run.url)
+                .bind(&run.job_type)
+                .bind(to_secs(run.started_at))
+                .bind(run.finished_at.map(to_secs))
+                .bind(&run.state)
+                .bind(variant_id)
+                .bind(&d.release)
+                .bind(&d.from_release)
+                .bind(&d.upgrade_type)
+                .bind(&d.platform)
+                .bind(&d.architecture)
+                .bind(&d.network)
+                .bind(&d.network_stack)
+                .bind(&d.topology)
+                .bind(&d.master_nodes_updated)
+                .bind(now)
+                .fetch_one(&mut *$tx)
+                .await?;
+            let rows: Vec<(i64, &Sample)> = backend_ids.iter().copied().zip(&record.samples).collect();
+            for chunk in rows.chunks(BATCH) {
+                let mut q = sqlx::QueryBuilder::new("INSERT INTO samples (run_id, backend_id, connection, seconds) ");
+                q.push_values(chunk, |mut b, (backend_id, s)| {
+                    b.push_bind(run_id).push_bind(*backend_id).push_bind(&s.connection).push_bind(s.seconds);
+                });
+                q.build().execute(&mut *$tx).await?;
+            }
+            let rows: Vec<(i64, &Outage)> = outage_backends.iter().copied().zip(&record.outages).collect();
+            for chunk in rows.chunks(BATCH) {
+                let mut q = sqlx::QueryBuilder::new("INSERT INTO outages (run_id, backend_id, from_at, to_at) ");
+                q.push_values(chunk, |mut b, (backend_id, o)| {
+                    b.push_bind(run_id).push_bind(*backend_id).push_bind(to_secs(o.from)).push_bind(to_secs(o.to));
+                });
+                q.build().execute(&mut *$tx).await?;
+            }
+            for chunk in record.conditions.chunks(BATCH) {
+                let mut q = sqlx::QueryBuilder::new(
+                    "INSERT INTO condition_spans (run_id, operator, condition, status, reason, message, from_at, to_at) ",
+                );
+                q.push_values(chunk, |mut b, c| {
+                    b.push_bind(run_id)
+                        .push_bind(&c.operator)
+                        .push_bind(&c.condition)
+                        .push_bind(&c.status)
+                        .push_bind(&c.reason)
+                        .push_bind(&c.message)
+                        .push_bind(to_secs(c.from))
+                        .push_bind(to_secs(c.to));
+                });
+                q.build().execute(&mut *$tx).await?;
+            }
+            let day = to_secs(run.started_at).div_euclid(86_400);
+            let cells: Vec<(i64, i64)> = backend_ids.iter().copied().zip(record.samples.iter().map(|s| s.seconds)).collect();
+            super::cells::add_samples!($tx, dialect, day, variant_id, &cells);
+        }
+        outcome
+    }};
+}
+
+/// A run with its backend and variant ids resolved (outside the write transaction).
+pub(crate) struct PreparedRun<'a> {
+    record: &'a RunRecord,
+    variant_id: i64,
+    backend_ids: Vec<i64>,
+    outage_backends: Vec<i64>,
+}
+
 impl Store {
     /// Stores a run with its samples and intervals in one transaction. A run already stored
     /// (same job name and build id) is left alone unless `force`, which replaces it; either
     /// way the per-day cell histograms stay exact.
     pub async fn write_run(&self, record: &RunRecord, force: bool) -> Result<WriteOutcome> {
-        let run = &record.run;
-        let variant_id = self.variant_id(&run.dimensions).await?;
+        let prepared = self.prepare(record).await?;
+        let now = chrono::Utc::now().timestamp();
+        let outcome = with_pool!(self, pool, dialect => {
+            let mut tx = pool.begin_with(dialect.begin_write).await?;
+            let outcome = write_prepared!(tx, dialect, &prepared, force, now);
+            if outcome.is_some() {
+                tx.commit().await?;
+            }
+            outcome
+        });
+        Ok(outcome.unwrap_or(WriteOutcome::AlreadyStored))
+    }
+
+    /// Stores many runs in one transaction (bulk loads: benchmarks, backfills). Same rules
+    /// as [`Store::write_run`].
+    pub async fn write_runs(&self, records: &[RunRecord], force: bool) -> Result<Vec<WriteOutcome>> {
+        let mut prepared = Vec::with_capacity(records.len());
+        for r in records {
+            prepared.push(self.prepare(r).await?);
+        }
+        let now = chrono::Utc::now().timestamp();
+        let outcomes = with_pool!(self, pool, dialect => {
+            let mut tx = pool.begin_with(dialect.begin_write).await?;
+            let mut outcomes = Vec::with_capacity(prepared.len());
+            for p in &prepared {
+                outcomes.push(write_prepared!(tx, dialect, p, force, now).unwrap_or(WriteOutcome::AlreadyStored));
+            }
+            tx.commit().await?;
+            outcomes
+        });
+        Ok(outcomes)
+    }
+
+    async fn prepare<'a>(&self, record: &'a RunRecord) -> Result<PreparedRun<'a>> {
+        let variant_id = self.variant_id(&record.run.dimensions).await?;
         let mut backend_ids = Vec::with_capacity(record.samples.len());
         for s in &record.samples {
             backend_ids.push(self.backend_id(&s.backend).await?);
@@ -56,88 +185,7 @@ impl Store {
         for o in &record.outages {
             outage_backends.push(self.backend_id(&o.backend).await?);
         }
-        let d = &run.dimensions;
-        let now = chrono::Utc::now().timestamp();
-        let outcome = with_pool!(self, pool, dialect => {
-            let mut tx = pool.begin_with(dialect.begin_write).await?;
-            let existing: Option<i64> = sqlx::query_scalar(SELECT_RUN_ID)
-                .bind(&run.job_name)
-                .bind(&run.build_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-            let outcome = match existing {
-                Some(_) if !force => None,
-                Some(old_id) => {
-                    super::cells::forget_run!(tx, dialect, old_id);
-                    sqlx::query("DELETE FROM job_runs WHERE id = $1").bind(old_id).execute(&mut *tx).await?;
-                    Some(WriteOutcome::Replaced)
-                }
-                None => Some(WriteOutcome::Inserted),
-            };
-            if outcome.is_some() {
-                let run_id: i64 = sqlx::query_scalar(INSERT_RUN)
-                    .bind(&run.job_name)
-                    .bind(&run.build_id)
-                    .bind(&run.bucket)
-                    .bind(&run.path)
-                    .bind(&run.url)
-                    .bind(&run.job_type)
-                    .bind(to_secs(run.started_at))
-                    .bind(run.finished_at.map(to_secs))
-                    .bind(&run.state)
-                    .bind(variant_id)
-                    .bind(&d.release)
-                    .bind(&d.from_release)
-                    .bind(&d.upgrade_type)
-                    .bind(&d.platform)
-                    .bind(&d.architecture)
-                    .bind(&d.network)
-                    .bind(&d.network_stack)
-                    .bind(&d.topology)
-                    .bind(&d.master_nodes_updated)
-                    .bind(now)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                let rows: Vec<(i64, &Sample)> = backend_ids.iter().copied().zip(&record.samples).collect();
-                for chunk in rows.chunks(BATCH) {
-                    let mut q = sqlx::QueryBuilder::new("INSERT INTO samples (run_id, backend_id, connection, seconds) ");
-                    q.push_values(chunk, |mut b, (backend_id, s)| {
-                        b.push_bind(run_id).push_bind(*backend_id).push_bind(&s.connection).push_bind(s.seconds);
-                    });
-                    q.build().execute(&mut *tx).await?;
-                }
-                let rows: Vec<(i64, &Outage)> = outage_backends.iter().copied().zip(&record.outages).collect();
-                for chunk in rows.chunks(BATCH) {
-                    let mut q = sqlx::QueryBuilder::new("INSERT INTO outages (run_id, backend_id, from_at, to_at) ");
-                    q.push_values(chunk, |mut b, (backend_id, o)| {
-                        b.push_bind(run_id).push_bind(*backend_id).push_bind(to_secs(o.from)).push_bind(to_secs(o.to));
-                    });
-                    q.build().execute(&mut *tx).await?;
-                }
-                for chunk in record.conditions.chunks(BATCH) {
-                    let mut q = sqlx::QueryBuilder::new(
-                        "INSERT INTO condition_spans (run_id, operator, condition, status, reason, message, from_at, to_at) ",
-                    );
-                    q.push_values(chunk, |mut b, c| {
-                        b.push_bind(run_id)
-                            .push_bind(&c.operator)
-                            .push_bind(&c.condition)
-                            .push_bind(&c.status)
-                            .push_bind(&c.reason)
-                            .push_bind(&c.message)
-                            .push_bind(to_secs(c.from))
-                            .push_bind(to_secs(c.to));
-                    });
-                    q.build().execute(&mut *tx).await?;
-                }
-                let day = to_secs(run.started_at).div_euclid(86_400);
-                let cells: Vec<(i64, i64)> = backend_ids.iter().copied().zip(record.samples.iter().map(|s| s.seconds)).collect();
-                super::cells::add_samples!(tx, dialect, day, variant_id, &cells);
-                tx.commit().await?;
-            }
-            outcome
-        });
-        Ok(outcome.unwrap_or(WriteOutcome::AlreadyStored))
+        Ok(PreparedRun { record, variant_id, backend_ids, outage_backends })
     }
 
     /// Whether a run is stored (ingest uses it to skip runs before reading their files).

@@ -142,6 +142,38 @@ impl<'a> RunPlan<'a> {
     }
 }
 
+impl RunPlan<'_> {
+    /// The record ingest would make of this run's files.
+    pub(super) fn record(&self, bucket: &str) -> crate::model::RunRecord {
+        let path = format!("logs/{}/{}", self.job.name, self.build_id);
+        crate::model::RunRecord {
+            run: crate::model::JobRun {
+                job_name: self.job.name.clone(),
+                build_id: self.build_id.clone(),
+                bucket: bucket.to_string(),
+                url: crate::model::JobRun::prow_url(bucket, &path),
+                path,
+                job_type: "periodic".into(),
+                started_at: self.started,
+                finished_at: Some(self.started + Duration::seconds(7200)),
+                state: "success".into(),
+                dimensions: self.dims.clone(),
+            },
+            samples: self
+                .seconds
+                .iter()
+                .map(|(b, s)| crate::model::Sample {
+                    backend: b.clone(),
+                    connection: if b.contains("-reused-") { "reused".into() } else { "new".into() },
+                    seconds: *s,
+                })
+                .collect(),
+            outages: Vec::new(),
+            conditions: Vec::new(),
+        }
+    }
+}
+
 /// Go's `time.Duration.String()` for a non-negative number of seconds.
 fn go_duration(secs: f64) -> String {
     if secs == 0.0 {

@@ -25,11 +25,13 @@ pub struct JobSpec {
     pub runs_per_day: f64,
     /// Stop after this many runs in all (a job that barely ran).
     pub max_runs: Option<usize>,
+    /// The first day (0-based) the job runs.
+    pub from_day: u32,
 }
 
 impl JobSpec {
     pub fn new(name: &str, runs_per_day: f64) -> JobSpec {
-        JobSpec { name: name.to_string(), runs_per_day, max_runs: None }
+        JobSpec { name: name.to_string(), runs_per_day, max_runs: None, from_day: 0 }
     }
 }
 
@@ -213,7 +215,7 @@ pub fn write_tree(scenario: &Scenario, root: &Path) -> std::io::Result<Truth> {
         let dims = dimensions_from_job_name(&job.name);
         let mut job_runs = 0usize;
         let mut expected = 0.0f64;
-        for day_index in 0..scenario.days {
+        for day_index in job.from_day..scenario.days {
             expected += job.runs_per_day;
             while (job_runs as f64) < expected.floor() && job.max_runs.is_none_or(|m| job_runs < m) {
                 let offset = rng.below(86_000) as i64;
@@ -241,4 +243,93 @@ pub fn write_tree(scenario: &Scenario, root: &Path) -> std::io::Result<Truth> {
         }
     }
     Ok(truth)
+}
+
+/// Many jobs across platforms, networks, upgrade types, releases, architectures and
+/// topologies (`variants` of them), `runs` runs in all over `days` days, and `backends`
+/// backends: the shape of a month of OpenShift CI, for benchmarks.
+pub fn large(runs: usize, variants: usize, backends: usize, days: u32, end: DateTime<Utc>) -> Scenario {
+    let mut jobs = Vec::new();
+    let platforms = ["aws", "gcp", "azure", "metal", "vsphere", "openstack", "ovirt", "nutanix"];
+    'outer: for release in ["4.16", "4.15", "4.14", "4.13"] {
+        let prev = crate::evaluate::thresholds::previous_release(release).unwrap_or_default();
+        for platform in platforms {
+            for network in ["ovn", "sdn"] {
+                for upgrade in ["micro", "minor", "none"] {
+                    for arch in ["", "-arm64"] {
+                        for topology in ["", "-single-node"] {
+                            let name = match upgrade {
+                                "micro" => format!(
+                                    "periodic-ci-openshift-release-master-ci-{release}-e2e-{platform}-{network}-upgrade{arch}{topology}"
+                                ),
+                                "minor" => format!(
+                                    "periodic-ci-openshift-release-master-ci-{release}-upgrade-from-stable-{prev}-e2e-{platform}-{network}-upgrade{arch}{topology}"
+                                ),
+                                _ => format!(
+                                    "periodic-ci-openshift-release-master-ci-{release}-e2e-{platform}-{network}{arch}{topology}"
+                                ),
+                            };
+                            jobs.push(JobSpec::new(&name, 0.0));
+                            if jobs.len() >= variants {
+                                break 'outer;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let per_job = runs as f64 / jobs.len() as f64 / f64::from(days);
+    for j in &mut jobs {
+        j.runs_per_day = per_job;
+    }
+    let mut names = standard_backends();
+    let mut extra = 0;
+    while names.len() < backends {
+        names.push(format!("extra-backend-{extra}-new-connections"));
+        names.push(format!("extra-backend-{extra}-reused-connections"));
+        extra += 1;
+    }
+    names.truncate(backends);
+    Scenario {
+        seed: 1_000_000,
+        bucket: "test-platform-results".into(),
+        start: end - Duration::days(i64::from(days)),
+        days,
+        jobs,
+        backends: names,
+        planted: vec![metal_registry_regression(days.saturating_sub(7))],
+        outliers: Vec::new(),
+        noise_intervals: 0,
+        write_timelines: false,
+        leave_last_run_running: false,
+    }
+}
+
+/// The scenario's runs as records, without writing files (for bulk loads and benchmarks).
+pub fn run_records(scenario: &Scenario) -> Vec<crate::model::RunRecord> {
+    let mut rng = Rng::new(scenario.seed);
+    let mut out = Vec::new();
+    let mut build_counter: u64 = 0;
+    for job in &scenario.jobs {
+        let dims = dimensions_from_job_name(&job.name);
+        let mut job_runs = 0usize;
+        let mut expected = 0.0f64;
+        for day_index in job.from_day..scenario.days {
+            expected += job.runs_per_day;
+            while (job_runs as f64) < expected.floor() && job.max_runs.is_none_or(|m| job_runs < m) {
+                let started = scenario.start
+                    + Duration::days(i64::from(day_index))
+                    + Duration::seconds(rng.below(86_000) as i64);
+                build_counter += 1;
+                let build_id = format!("{}", 1_800_000_000_000_000_000u64 + build_counter);
+                let plan = artifacts::RunPlan::new(
+                    scenario, job, &dims, job_runs, day_index, started, build_id, &mut rng,
+                );
+                job_runs += 1;
+                out.push(plan.record(&scenario.bucket));
+            }
+        }
+    }
+    out
 }

@@ -1,0 +1,3 @@
+//! Attribution: whom a regression belongs to. Pure.
+
+pub mod components;

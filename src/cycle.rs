@@ -1,0 +1,568 @@
+//! One evaluation cycle: read the windows from the store, evaluate, describe the regressions,
+//! record the outcome. This is where the store and the pure evaluator meet.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use anyhow::Result;
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+use crate::attribute::components::ComponentTable;
+use crate::config::EvaluateSettings;
+use crate::evaluate::thresholds::HistoricalTable;
+use crate::evaluate::{self, EvalInput, GroupResult, GroupStatus};
+use crate::model::{Dimension, Percentile, backend_family, fingerprint};
+use crate::store::Store;
+use crate::store::evaluations::CycleRecord;
+
+/// `[from, to)`.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub struct Window {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+}
+
+impl Window {
+    fn secs(self) -> (i64, i64) {
+        (self.from.timestamp(), self.to.timestamp())
+    }
+}
+
+/// The outcome of one cycle: the JSON of `sheriff evaluate --format json` (DESIGN §5).
+#[derive(Debug, Clone, Serialize)]
+pub struct CycleReport {
+    pub evaluated_at: DateTime<Utc>,
+    pub window: Window,
+    pub baseline: Window,
+    /// Cells (backend × every dimension) with runs in the window.
+    pub cells_evaluated: usize,
+    /// Groups of every level with enough runs to judge.
+    pub groups_evaluated: usize,
+    pub tests: usize,
+    pub regressions: Vec<RegressionReport>,
+    /// Variants whose runs no group keeping their platform could judge.
+    pub insufficient_data: Vec<InsufficientReport>,
+    pub dry_run: bool,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PercentilePair {
+    pub now: Option<f64>,
+    pub baseline: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Attribution {
+    pub component: String,
+    pub platform: Option<String>,
+    /// The platform's own component, a second owner of a platform-specific regression.
+    pub platform_component: Option<String>,
+    pub summary: String,
+    pub evidence: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct SampleJob {
+    pub url: String,
+    pub job: String,
+    pub build_id: String,
+    pub seconds: i64,
+    /// `worst` or `typical`.
+    pub kind: &'static str,
+}
+
+/// One regression: the groups of one backend family with one scope.
+#[derive(Debug, Clone, Serialize)]
+pub struct RegressionReport {
+    pub fingerprint: String,
+    /// Set when the regression covers one backend.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    pub backends: Vec<String>,
+    pub family: String,
+    pub component: String,
+    pub release: String,
+    /// Dimension → value; a dimension left out covers all its values.
+    pub scope: BTreeMap<String, String>,
+    /// Dimensions the regression does not depend on (merged over).
+    pub not_specific_to: Vec<String>,
+    pub percentile: Percentile,
+    pub observed_seconds: f64,
+    pub threshold_seconds: f64,
+    pub threshold_source: String,
+    /// The threshold plus the minimum effect: what had to be exceeded.
+    pub allowed_seconds: f64,
+    pub baseline_seconds: Option<f64>,
+    pub job_runs: u64,
+    pub baseline_runs: u64,
+    pub p_value: f64,
+    pub q_value: f64,
+    pub percentiles: BTreeMap<Percentile, PercentilePair>,
+    pub attribution: Attribution,
+    pub sample_jobs: Vec<SampleJob>,
+    /// `new`, `ongoing` or `resolved`.
+    pub status: &'static str,
+    pub since: Option<DateTime<Utc>>,
+    pub groups: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct InsufficientReport {
+    pub scope: BTreeMap<String, String>,
+    pub job_runs: u64,
+    pub jobs: Vec<String>,
+}
+
+/// How a cycle is run.
+#[derive(Debug, Clone, Copy)]
+pub struct CycleOptions {
+    pub at: DateTime<Utc>,
+    /// Evaluate and report, but record nothing.
+    pub dry_run: bool,
+}
+
+/// Runs one evaluation cycle at `options.at`.
+pub async fn run_cycle(
+    store: &Store,
+    settings: &EvaluateSettings,
+    options: CycleOptions,
+) -> Result<CycleReport> {
+    let started = Instant::now();
+    let started_at = Utc::now().timestamp();
+    let result = evaluate_at(store, settings, options).await;
+    let seconds = started.elapsed().as_secs_f64();
+    match result {
+        Ok((mut report, states)) => {
+            report.seconds = seconds;
+            if !options.dry_run {
+                let record = CycleRecord {
+                    started_at,
+                    finished_at: Utc::now().timestamp(),
+                    evaluated_at: options.at.timestamp(),
+                    groups: report.groups_evaluated as i64,
+                    regressions: report.regressions.iter().filter(|r| r.status != "resolved").count() as i64,
+                    outcome: "ok".into(),
+                    error: String::new(),
+                };
+                store.finish_cycle(&states, &record).await?;
+            }
+            tracing::info!(
+                evaluated_at = %options.at,
+                groups = report.groups_evaluated,
+                regressions = report.regressions.len(),
+                seconds,
+                dry_run = options.dry_run,
+                "evaluation cycle finished"
+            );
+            Ok(report)
+        }
+        Err(e) => {
+            if !options.dry_run {
+                let record = CycleRecord {
+                    started_at,
+                    finished_at: Utc::now().timestamp(),
+                    evaluated_at: options.at.timestamp(),
+                    outcome: "failed".into(),
+                    error: format!("{e:#}"),
+                    ..Default::default()
+                };
+                if let Err(log_error) = store.record_failed_cycle(&record).await {
+                    tracing::error!("cannot record the failed cycle: {log_error:#}");
+                }
+            }
+            Err(e)
+        }
+    }
+}
+
+type States = Vec<(String, evaluate::GroupState)>;
+
+async fn evaluate_at(
+    store: &Store,
+    settings: &EvaluateSettings,
+    options: CycleOptions,
+) -> Result<(CycleReport, States)> {
+    let at = options.at;
+    let window = Window { from: at - Duration::days(i64::from(settings.window_days)), to: at };
+    let baseline =
+        Window { from: window.from - Duration::days(i64::from(settings.baseline_days)), to: window.from };
+    let data = store.window_data(window.secs(), baseline.secs()).await?;
+    let prior = store.group_states().await?;
+    let historical = HistoricalTable::new(store.historical_thresholds().await?, settings.historical_min_runs);
+    let input = EvalInput {
+        backends: &data.backends,
+        variants: &data.variants,
+        cells: &data.cells,
+        prior: &prior,
+        now: at.timestamp(),
+    };
+    let evaluation = evaluate::evaluate(&input, settings, &historical);
+
+    // States to keep: every regressed (or recovering) group, and earlier ones not seen now.
+    let mut states: Vec<(String, evaluate::GroupState)> = Vec::new();
+    let mut seen = HashSet::new();
+    for g in &evaluation.groups {
+        let label = g.key.label();
+        if g.state.regressed || g.state.clean_streak > 0 {
+            states.push((label.clone(), g.state.clone()));
+        }
+        seen.insert(label);
+    }
+    for (label, state) in &prior {
+        if !seen.contains(label) && state.regressed {
+            states.push((label.clone(), state.clone()));
+        }
+    }
+
+    let components = ComponentTable::default();
+    let mut regressions = Vec::new();
+    let mut clusters: BTreeMap<(String, BTreeMap<Dimension, String>), Vec<&GroupResult>> = BTreeMap::new();
+    for g in evaluation
+        .groups
+        .iter()
+        .filter(|g| g.reported && matches!(g.status, GroupStatus::Regressed | GroupStatus::Resolved))
+    {
+        clusters
+            .entry((backend_family(&g.key.backend).to_string(), g.key.fixed.clone()))
+            .or_default()
+            .push(g);
+    }
+    for ((family, fixed), groups) in clusters {
+        regressions
+            .push(describe(store, settings, &components, &data, window, &family, &fixed, &groups).await?);
+    }
+    regressions.sort_by(|a, b| {
+        (a.status == "resolved", &a.family, &a.release).cmp(&(b.status == "resolved", &b.family, &b.release))
+    });
+
+    let insufficient_data = insufficient(store, &data, &evaluation.groups, window).await?;
+    let report = CycleReport {
+        evaluated_at: at,
+        window,
+        baseline,
+        cells_evaluated: data.cells.iter().filter(|c| !c.current.is_empty()).count(),
+        groups_evaluated: evaluation
+            .groups
+            .iter()
+            .filter(|g| g.status != GroupStatus::InsufficientData)
+            .count(),
+        tests: evaluation.tests,
+        regressions,
+        insufficient_data,
+        dry_run: options.dry_run,
+        seconds: 0.0,
+    };
+    Ok((report, states))
+}
+
+fn round(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+fn secs(x: f64) -> String {
+    if (x - x.round()).abs() < 0.05 { format!("{}s", x.round()) } else { format!("{x:.1}s") }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn describe(
+    store: &Store,
+    settings: &EvaluateSettings,
+    components: &ComponentTable,
+    data: &crate::store::evaluations::WindowData,
+    window: Window,
+    family: &str,
+    fixed: &BTreeMap<Dimension, String>,
+    groups: &[&GroupResult],
+) -> Result<RegressionReport> {
+    let lead = groups
+        .iter()
+        .min_by(|a, b| {
+            let p = |g: &GroupResult| g.leading_check().map_or(1.0, |c| c.p_value);
+            p(a).total_cmp(&p(b)).then(a.key.backend.cmp(&b.key.backend))
+        })
+        .copied()
+        .expect("a cluster has a group");
+    let check = lead.leading_check().cloned();
+    let mut backends: Vec<String> = groups.iter().map(|g| g.key.backend.clone()).collect();
+    backends.sort();
+    backends.dedup();
+    let release = fixed.get(&Dimension::Release).cloned().unwrap_or_default();
+    let scope: BTreeMap<String, String> =
+        fixed.iter().map(|(d, v)| (d.as_str().to_string(), v.clone())).collect();
+    let not_specific_to: Vec<String> =
+        Dimension::ALL.iter().filter(|d| !fixed.contains_key(d)).map(|d| d.as_str().to_string()).collect();
+    let platform = fixed.get(&Dimension::Platform).cloned();
+    let component = components.component(&lead.key.backend);
+    let status = if groups.iter().all(|g| g.status == GroupStatus::Resolved) {
+        "resolved"
+    } else if groups.iter().any(|g| g.is_new) {
+        "new"
+    } else {
+        "ongoing"
+    };
+    let (percentile, observed, threshold, allowed, source, p_value, q_value) = match &check {
+        Some(c) => (
+            c.percentile,
+            c.observed,
+            c.threshold.seconds,
+            c.allowed,
+            c.threshold.source.describe(),
+            c.p_value,
+            c.q_value,
+        ),
+        None => (Percentile::P50, 0.0, 0.0, 0.0, String::new(), 1.0, 1.0),
+    };
+    let pi = Percentile::ALL.iter().position(|p| *p == percentile).unwrap_or(0);
+    let percentiles = Percentile::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (*p, PercentilePair { now: lead.current[i].map(round), baseline: lead.baseline[i].map(round) })
+        })
+        .collect();
+
+    // Sample jobs: the worst runs and a few typical ones of the leading group.
+    let mut variant_ids: Vec<i64> =
+        lead.cells.iter().map(|&c| data.variant_ids[data.cells[c].variant]).collect();
+    variant_ids.sort_unstable();
+    variant_ids.dedup();
+    let rows = store.group_samples(&lead.key.backend, &variant_ids, window.secs()).await?;
+    let mut sample_jobs: Vec<SampleJob> = rows
+        .iter()
+        .filter(|r| r.3 > 0)
+        .take(settings.sample_worst)
+        .map(|r| SampleJob {
+            url: r.2.clone(),
+            job: r.0.clone(),
+            build_id: r.1.clone(),
+            seconds: r.3,
+            kind: "worst",
+        })
+        .collect();
+    if !rows.is_empty() {
+        let median = rows.len() / 2;
+        let start = median.saturating_sub(settings.sample_typical / 2);
+        for r in rows.iter().skip(start).take(settings.sample_typical) {
+            if !sample_jobs.iter().any(|s| s.build_id == r.1) {
+                sample_jobs.push(SampleJob {
+                    url: r.2.clone(),
+                    job: r.0.clone(),
+                    build_id: r.1.clone(),
+                    seconds: r.3,
+                    kind: "typical",
+                });
+            }
+        }
+    }
+
+    let where_ = match &platform {
+        Some(p) => format!("{p} {release}"),
+        None => format!("{release} on every platform"),
+    };
+    let merged: Vec<&str> = [Dimension::Network, Dimension::UpgradeType]
+        .iter()
+        .filter(|d| !fixed.contains_key(d))
+        .map(|d| if *d == Dimension::Network { "every network" } else { "every upgrade type" })
+        .collect();
+    let verb = if status == "resolved" { "recovered" } else { "regressed" };
+    let mut summary = format!("{family} disruption {verb} on {where_}");
+    if !merged.is_empty() {
+        summary.push_str(&format!(" ({})", merged.join(", ")));
+    }
+    summary.push_str(&format!(
+        ": {percentile} {} (threshold {}) over {} runs",
+        secs(observed),
+        secs(threshold),
+        lead.runs
+    ));
+    let mut evidence = vec![
+        format!(
+            "{percentile} is {} against a threshold of {} from the {source}; a regression needs more than {}",
+            secs(observed),
+            secs(threshold),
+            secs(allowed)
+        ),
+        format!(
+            "one-sided test p = {p_value:.2e}, false-discovery-adjusted q = {q_value:.2e}, over {} runs",
+            lead.runs
+        ),
+    ];
+    if let Some(b) = lead.baseline[pi] {
+        evidence.push(format!(
+            "{percentile} in the baseline window was {} over {} runs",
+            secs(b),
+            lead.baseline_runs
+        ));
+    }
+    if backends.len() > 1 {
+        evidence.push(format!("both connection types regressed: {}", backends.join(", ")));
+    }
+    if let Some(p) = platform.as_deref().and_then(|p| components.platform_component(p)) {
+        evidence.push(format!("platform-specific: {p} is a second owner"));
+    }
+    Ok(RegressionReport {
+        fingerprint: fingerprint(family, &release, fixed),
+        backend: (backends.len() == 1).then(|| backends[0].clone()),
+        backends,
+        family: family.to_string(),
+        component: component.clone(),
+        release,
+        scope,
+        not_specific_to,
+        percentile,
+        observed_seconds: round(observed),
+        threshold_seconds: round(threshold),
+        threshold_source: source,
+        allowed_seconds: round(allowed),
+        baseline_seconds: lead.baseline[pi].map(round),
+        job_runs: lead.runs,
+        baseline_runs: lead.baseline_runs,
+        p_value,
+        q_value,
+        percentiles,
+        attribution: Attribution {
+            component,
+            platform_component: platform
+                .as_deref()
+                .and_then(|p| components.platform_component(p))
+                .map(str::to_string),
+            platform,
+            summary,
+            evidence,
+        },
+        sample_jobs,
+        status,
+        since: lead.state.since.and_then(|s| DateTime::from_timestamp(s, 0)),
+        groups: groups.iter().map(|g| g.key.label()).collect(),
+    })
+}
+
+/// Variants with runs in the window that no group keeping their platform could judge.
+async fn insufficient(
+    store: &Store,
+    data: &crate::store::evaluations::WindowData,
+    groups: &[GroupResult],
+    window: Window,
+) -> Result<Vec<InsufficientReport>> {
+    let mut judged: HashSet<usize> = HashSet::new();
+    for g in groups.iter().filter(|g| g.level <= 3 && g.status != GroupStatus::InsufficientData) {
+        judged.extend(g.cells.iter().copied());
+    }
+    let mut by_variant: HashMap<usize, (u64, bool)> = HashMap::new();
+    for g in groups.iter().filter(|g| g.level == 0) {
+        for &c in &g.cells {
+            let cell = &data.cells[c];
+            if cell.current.is_empty() {
+                continue;
+            }
+            let e = by_variant.entry(cell.variant).or_insert((0, false));
+            e.0 = e.0.max(cell.current.count());
+            e.1 |= judged.contains(&c);
+        }
+    }
+    let mut out = Vec::new();
+    let mut list: Vec<_> = by_variant.into_iter().filter(|(_, (_, judged))| !judged).collect();
+    list.sort_by_key(|(v, (runs, _))| (std::cmp::Reverse(*runs), *v));
+    for (v, (runs, _)) in list.into_iter().take(50) {
+        let dims = &data.variants[v];
+        let scope =
+            Dimension::ALL.iter().map(|d| (d.as_str().to_string(), dims.get(*d).to_string())).collect();
+        let jobs = store
+            .jobs_of_variants(&[data.variant_ids[v]], window.secs())
+            .await?
+            .into_iter()
+            .map(|(j, _)| j)
+            .collect();
+        out.push(InsufficientReport { scope, job_runs: runs, jobs });
+    }
+    Ok(out)
+}
+
+/// The readable form of a report.
+pub fn render_text(report: &CycleReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "evaluated at {} — window {} → {}, baseline from {}",
+        report.evaluated_at.format("%Y-%m-%d %H:%M UTC"),
+        report.window.from.format("%Y-%m-%d %H:%M"),
+        report.window.to.format("%Y-%m-%d %H:%M"),
+        report.baseline.from.format("%Y-%m-%d %H:%M"),
+    );
+    let _ = writeln!(
+        s,
+        "{} cells with runs, {} groups judged, {} tests{}",
+        report.cells_evaluated,
+        report.groups_evaluated,
+        report.tests,
+        if report.dry_run { " (dry run: nothing recorded)" } else { "" }
+    );
+    let active: Vec<&RegressionReport> =
+        report.regressions.iter().filter(|r| r.status != "resolved").collect();
+    if active.is_empty() {
+        let _ = writeln!(s, "\nno regressions");
+    } else {
+        let _ = writeln!(s, "\n{} regression(s):", active.len());
+        let _ = writeln!(
+            s,
+            "  {:<8} {:<22} {:<7} {:<24} {:>5} {:>9} {:>9} {:>9}  scope",
+            "status", "family", "release", "component", "runs", "pct", "now", "threshold"
+        );
+        for r in &active {
+            let scope: Vec<String> = r
+                .scope
+                .iter()
+                .filter(|(k, _)| k.as_str() != "release")
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            let _ = writeln!(
+                s,
+                "  {:<8} {:<22} {:<7} {:<24} {:>5} {:>9} {:>9} {:>9}  {}",
+                r.status,
+                r.family,
+                r.release,
+                r.component,
+                r.job_runs,
+                r.percentile.to_string(),
+                secs(r.observed_seconds),
+                secs(r.threshold_seconds),
+                scope.join(" ")
+            );
+        }
+        for r in &active {
+            let _ = writeln!(s, "\n  {} [{}]", r.attribution.summary, r.fingerprint);
+            for e in &r.attribution.evidence {
+                let _ = writeln!(s, "    - {e}");
+            }
+            let _ = writeln!(s, "    percentiles now / baseline:");
+            for (p, pair) in &r.percentiles {
+                let show = |v: Option<f64>| v.map_or("-".to_string(), secs);
+                let _ = writeln!(s, "      {p}: {} / {}", show(pair.now), show(pair.baseline));
+            }
+            for j in &r.sample_jobs {
+                let _ = writeln!(s, "    {:<7} {:>4}s  {}", j.kind, j.seconds, j.url);
+            }
+        }
+    }
+    let resolved: Vec<&RegressionReport> =
+        report.regressions.iter().filter(|r| r.status == "resolved").collect();
+    if !resolved.is_empty() {
+        let _ = writeln!(s, "\nresolved:");
+        for r in resolved {
+            let _ = writeln!(s, "  {} [{}]", r.attribution.summary, r.fingerprint);
+        }
+    }
+    if !report.insufficient_data.is_empty() {
+        let _ = writeln!(
+            s,
+            "\ninsufficient data (fewer runs than the minimum, even with networks and upgrade types merged):"
+        );
+        for i in report.insufficient_data.iter().take(10) {
+            let _ = writeln!(s, "  {} runs  {}", i.job_runs, i.jobs.join(", "));
+        }
+    }
+    s
+}

@@ -1,0 +1,93 @@
+//! `sheriff demo`: the quick-start main job, with no network and no service. It generates a
+//! realistic month of CI data (several platforms, networks and upgrade types) with the case of
+//! DESIGN §1 planted in its last week, ingests it into a fresh SQLite file, evaluates, and
+//! prints what sheriff found.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use chrono::{Duration, Utc};
+
+use crate::config::{DatabaseSettings, DatabaseUrl, Settings};
+use crate::cycle::{CycleOptions, CycleReport};
+use crate::ingest::{IngestOptions, Source};
+use crate::store::Store;
+use crate::synth::{self, Scenario};
+
+/// What the demo did, for the caller to print or check.
+#[derive(Debug)]
+pub struct DemoOutcome {
+    pub folder: PathBuf,
+    pub runs: u64,
+    pub report: CycleReport,
+}
+
+/// Runs the demo in `folder` (created; a previous demo database there is replaced).
+pub async fn run(folder: &Path, settings: &Settings, out: &mut impl std::io::Write) -> Result<DemoOutcome> {
+    let started = Instant::now();
+    std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
+    let tree = folder.join("bucket");
+    if tree.exists() {
+        std::fs::remove_dir_all(&tree).with_context(|| format!("clearing {}", tree.display()))?;
+    }
+    let end = Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
+    let scenario = Scenario::demo(end);
+    let truth = synth::write_tree(&scenario, &tree)?;
+    writeln!(
+        out,
+        "generated {} job runs of {} jobs over {} days ({} → {}) in {}",
+        truth.runs.len(),
+        scenario.jobs.len(),
+        scenario.days,
+        scenario.start.format("%Y-%m-%d"),
+        (end - Duration::days(1)).format("%Y-%m-%d"),
+        tree.display()
+    )?;
+    writeln!(
+        out,
+        "planted: image-registry disruption on metal 4.14 (both networks, micro and minor) in the last week"
+    )?;
+
+    let db_path = folder.join("sheriff.db");
+    for suffix in ["", "-wal", "-shm"] {
+        let p = PathBuf::from(format!("{}{suffix}", db_path.display()));
+        if p.exists() {
+            std::fs::remove_file(&p)
+                .with_context(|| format!("removing the previous demo database {}", p.display()))?;
+        }
+    }
+    let db = DatabaseSettings {
+        url: format!("sqlite://{}", db_path.display()).parse::<DatabaseUrl>().map_err(anyhow::Error::msg)?,
+        ..Default::default()
+    };
+    let store = Store::open(&db).await?;
+    let summary = crate::ingest::ingest(
+        &store,
+        &settings.ingest,
+        &Source::Local(tree.clone()),
+        &IngestOptions::default(),
+    )
+    .await?;
+    writeln!(
+        out,
+        "ingested {} runs into {} ({} skipped, {} failed)",
+        summary.ingested,
+        db_path.display(),
+        summary.skipped,
+        summary.failed
+    )?;
+    let report =
+        crate::cycle::run_cycle(&store, &settings.evaluate, CycleOptions { at: end, dry_run: false }).await?;
+    store.close().await;
+    writeln!(out)?;
+    write!(out, "{}", crate::cycle::render_text(&report))?;
+    writeln!(
+        out,
+        "\ndemo finished in {:.1} s; explore it with: SHERIFF__DATABASE__URL=sqlite://{} sheriff evaluate --at {}",
+        started.elapsed().as_secs_f64(),
+        db_path.display(),
+        end.to_rfc3339()
+    )?;
+    Ok(DemoOutcome { folder: folder.to_path_buf(), runs: summary.ingested, report })
+}

@@ -1,0 +1,451 @@
+//! Evaluation: which groups of runs regressed, decided from exact histograms. Pure.
+//!
+//! Groups are evaluated at several levels: every cell (backend × every dimension), and coarser
+//! groups that merge networks, upgrade types, network stacks, from-releases and the
+//! master-nodes flag — never topologies or architectures (DESIGN §4). Metal cells often have
+//! fewer runs than the minimum on their own; together they are decisive.
+//!
+//! For each group with at least `min_job_runs` runs in the window and each checked percentile
+//! with a threshold, a regression needs (1) the observed percentile above
+//! `allowed = max(T + min_effect_seconds, T × min_effect_ratio)` and (2) a test that survives
+//! Benjamini–Hochberg at `false_discovery_rate` across every test of the cycle (see [`stats`]).
+//! Overlapping regressed groups are then explained away in order of strength: a group whose
+//! regression disappears once the cells of a stronger regressed group are taken out is not
+//! reported on its own. Groups already regressed keep priority, so an incident's scope is
+//! stable from one cycle to the next.
+
+pub mod stats;
+pub mod thresholds;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use self::thresholds::HistoricalTable;
+use crate::config::EvaluateSettings;
+use crate::model::{Dimension, Dimensions, GroupKey, Histogram, Percentile, Threshold, ThresholdSource};
+
+/// The dimensions each level of groups keeps; the first level is the cell itself.
+pub const LEVELS: [&[Dimension]; 5] = [
+    &Dimension::ALL,
+    &[
+        Dimension::Release,
+        Dimension::Platform,
+        Dimension::Architecture,
+        Dimension::Topology,
+        Dimension::Network,
+    ],
+    &[
+        Dimension::Release,
+        Dimension::Platform,
+        Dimension::Architecture,
+        Dimension::Topology,
+        Dimension::UpgradeType,
+    ],
+    &[Dimension::Release, Dimension::Platform, Dimension::Architecture, Dimension::Topology],
+    &[Dimension::Release, Dimension::Network, Dimension::Architecture, Dimension::Topology],
+];
+
+/// One cell's runs: the current window and the baseline window before it.
+#[derive(Debug, Clone)]
+pub struct CellHistograms {
+    pub backend: usize,
+    pub variant: usize,
+    pub current: Histogram,
+    pub baseline: Histogram,
+}
+
+/// What a group was at the end of the previous cycle.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupState {
+    pub regressed: bool,
+    /// Evaluations in a row at or below the threshold while regressed.
+    pub clean_streak: u32,
+    /// Unix seconds when the group became regressed.
+    pub since: Option<i64>,
+}
+
+/// Everything an evaluation reads.
+pub struct EvalInput<'a> {
+    pub backends: &'a [String],
+    pub variants: &'a [Dimensions],
+    pub cells: &'a [CellHistograms],
+    /// Previous states by group label.
+    pub prior: &'a HashMap<String, GroupState>,
+    /// Unix seconds of the evaluation, recorded as `since` of new regressions.
+    pub now: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GroupStatus {
+    Regressed,
+    Resolved,
+    Healthy,
+    InsufficientData,
+    /// Enough runs but nothing to compare with (no limit, no history, no baseline).
+    NoReference,
+}
+
+/// One percentile of one group against its threshold.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub percentile: Percentile,
+    pub observed: f64,
+    pub threshold: Threshold,
+    pub allowed: f64,
+    pub p_value: f64,
+    pub q_value: f64,
+    pub exceeds: bool,
+    pub discovery: bool,
+}
+
+/// The verdict on one group.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupResult {
+    pub key: GroupKey,
+    pub level: usize,
+    pub runs: u64,
+    pub baseline_runs: u64,
+    /// P50, P75, P95, P99 of the current window.
+    pub current: [Option<f64>; 4],
+    pub baseline: [Option<f64>; 4],
+    pub checks: Vec<Check>,
+    pub status: GroupStatus,
+    /// Regressed this cycle and not before.
+    pub is_new: bool,
+    /// Reported on its own (not explained away by a stronger regressed group).
+    pub reported: bool,
+    pub state: GroupState,
+    /// Indices into the input cells.
+    #[serde(skip)]
+    pub cells: Vec<usize>,
+}
+
+impl GroupResult {
+    /// The check that makes the case: the most significant one that exceeds, else the first.
+    pub fn leading_check(&self) -> Option<&Check> {
+        self.checks
+            .iter()
+            .filter(|c| c.exceeds)
+            .min_by(|a, b| a.p_value.total_cmp(&b.p_value))
+            .or_else(|| self.checks.iter().find(|c| c.observed > c.threshold.seconds))
+            .or(self.checks.first())
+    }
+}
+
+/// The cycle's verdicts.
+#[derive(Debug, Clone, Default)]
+pub struct Evaluation {
+    pub groups: Vec<GroupResult>,
+    pub tests: usize,
+}
+
+fn percentiles(h: &Histogram) -> [Option<f64>; 4] {
+    Percentile::ALL.map(|p| h.percentile(p.fraction()))
+}
+
+struct Draft {
+    key: GroupKey,
+    level: usize,
+    current: Histogram,
+    baseline: Histogram,
+    cells: Vec<usize>,
+}
+
+/// The reference a check compares with: a threshold and, for history-based thresholds, the
+/// distribution it came from.
+struct Reference {
+    threshold: Threshold,
+    against: Option<Histogram>,
+}
+
+fn reference(
+    draft: &Draft,
+    percentile: Percentile,
+    settings: &EvaluateSettings,
+    historical: &HistoricalTable,
+    cell_dims: &[&Dimensions],
+    previous: Option<&Draft>,
+) -> Option<Reference> {
+    if let Some(t) = thresholds::configured(&settings.limits, &draft.key, percentile) {
+        return Some(Reference { threshold: t, against: None });
+    }
+    if let Some(t) = historical.threshold(&draft.key.backend, cell_dims, percentile) {
+        return Some(Reference { threshold: t, against: None });
+    }
+    let q = percentile.fraction();
+    if draft.baseline.count() >= settings.min_job_runs {
+        let seconds = draft.baseline.percentile(q)?;
+        let source = ThresholdSource::Baseline { runs: draft.baseline.count() };
+        return Some(Reference {
+            threshold: Threshold { percentile, seconds, source },
+            against: Some(draft.baseline.clone()),
+        });
+    }
+    let prev = previous.filter(|p| p.current.count() >= settings.min_job_runs)?;
+    let release = prev.key.get(Dimension::Release).unwrap_or_default().to_string();
+    let seconds = prev.current.percentile(q)?;
+    let source = ThresholdSource::PreviousRelease { release, runs: prev.current.count() };
+    Some(Reference {
+        threshold: Threshold { percentile, seconds, source },
+        against: Some(prev.current.clone()),
+    })
+}
+
+fn allowed(threshold: f64, settings: &EvaluateSettings) -> f64 {
+    (threshold + settings.min_effect_seconds).max(threshold * settings.min_effect_ratio)
+}
+
+fn test(current: &Histogram, percentile: Percentile, threshold: f64, against: Option<&Histogram>) -> f64 {
+    match against {
+        Some(reference) => stats::two_part_greater(current, reference).p,
+        None => stats::quantile_exceeds(current, percentile.fraction(), threshold),
+    }
+}
+
+/// Evaluates every group of the input.
+pub fn evaluate(
+    input: &EvalInput<'_>,
+    settings: &EvaluateSettings,
+    historical: &HistoricalTable,
+) -> Evaluation {
+    let excluded: Vec<bool> = input
+        .backends
+        .iter()
+        .map(|b| settings.exclude.iter().any(|x| !x.is_empty() && b.contains(x.as_str())))
+        .collect();
+
+    // Group ids per level: variant → interned coarse key, so cells group by integers.
+    let mut coarse_of: Vec<Vec<usize>> = Vec::with_capacity(LEVELS.len());
+    let mut coarse_values: Vec<Vec<Vec<String>>> = Vec::with_capacity(LEVELS.len());
+    for dims in LEVELS {
+        let mut intern: HashMap<Vec<String>, usize> = HashMap::new();
+        let mut values = Vec::new();
+        let ids = input
+            .variants
+            .iter()
+            .map(|v| {
+                let key: Vec<String> = dims.iter().map(|d| v.get(*d).to_string()).collect();
+                *intern.entry(key.clone()).or_insert_with(|| {
+                    values.push(key);
+                    values.len() - 1
+                })
+            })
+            .collect();
+        coarse_of.push(ids);
+        coarse_values.push(values);
+    }
+    let mut index: HashMap<(usize, usize, usize), usize> = HashMap::new();
+    let mut drafts: Vec<Draft> = Vec::new();
+    for (ci, cell) in input.cells.iter().enumerate() {
+        if excluded[cell.backend] || (cell.current.is_empty() && cell.baseline.is_empty()) {
+            continue;
+        }
+        for (level, dims) in LEVELS.iter().enumerate() {
+            let coarse = coarse_of[level][cell.variant];
+            let gi = *index.entry((cell.backend, level, coarse)).or_insert_with(|| {
+                let fixed = dims.iter().copied().zip(coarse_values[level][coarse].iter().cloned()).collect();
+                drafts.push(Draft {
+                    key: GroupKey { backend: input.backends[cell.backend].clone(), fixed },
+                    level,
+                    current: Histogram::new(),
+                    baseline: Histogram::new(),
+                    cells: Vec::new(),
+                });
+                drafts.len() - 1
+            });
+            let d = &mut drafts[gi];
+            d.current.merge(&cell.current);
+            d.baseline.merge(&cell.baseline);
+            d.cells.push(ci);
+        }
+    }
+    let by_key: HashMap<&GroupKey, usize> = drafts.iter().enumerate().map(|(i, d)| (&d.key, i)).collect();
+
+    // Checks for every group with enough runs.
+    let mut checks: Vec<Vec<(Check, Option<Histogram>)>> = Vec::with_capacity(drafts.len());
+    let mut p_values = Vec::new();
+    for d in &drafts {
+        let mut group_checks = Vec::new();
+        if d.current.count() >= settings.min_job_runs {
+            let cell_dims: Vec<&Dimensions> = d
+                .cells
+                .iter()
+                .filter(|&&c| !input.cells[c].current.is_empty())
+                .map(|&c| &input.variants[input.cells[c].variant])
+                .collect();
+            let previous =
+                thresholds::previous_release_key(&d.key).and_then(|k| by_key.get(&k)).map(|&i| &drafts[i]);
+            for &p in &settings.percentiles {
+                let Some(r) = reference(d, p, settings, historical, &cell_dims, previous) else { continue };
+                let observed = d.current.percentile(p.fraction()).unwrap_or(0.0);
+                let allowed = allowed(r.threshold.seconds, settings);
+                let p_value = test(&d.current, p, r.threshold.seconds, r.against.as_ref());
+                p_values.push(p_value);
+                group_checks.push((
+                    Check {
+                        percentile: p,
+                        observed,
+                        threshold: r.threshold,
+                        allowed,
+                        p_value,
+                        q_value: 1.0,
+                        exceeds: observed > allowed,
+                        discovery: false,
+                    },
+                    r.against,
+                ));
+            }
+        }
+        checks.push(group_checks);
+    }
+    let discoveries = stats::benjamini_hochberg(&p_values, settings.false_discovery_rate);
+    let q_values = stats::bh_adjusted(&p_values);
+    let cutoff =
+        p_values.iter().zip(&discoveries).filter(|(_, d)| **d).map(|(p, _)| *p).fold(0.0f64, f64::max);
+    let mut k = 0;
+    for group_checks in &mut checks {
+        for (c, _) in group_checks.iter_mut() {
+            c.discovery = discoveries[k];
+            c.q_value = q_values[k];
+            k += 1;
+        }
+    }
+
+    // Candidates: regressed now, or regressed before and still above the threshold.
+    let mut results: Vec<GroupResult> = Vec::with_capacity(drafts.len());
+    for (d, group_checks) in drafts.iter().zip(&checks) {
+        let prior = input.prior.get(&d.key.label()).cloned().unwrap_or_default();
+        let enough = d.current.count() >= settings.min_job_runs;
+        let regressed_now = group_checks.iter().any(|(c, _)| c.exceeds && c.discovery);
+        let above = group_checks.iter().any(|(c, _)| c.observed > c.threshold.seconds);
+        let status = if !enough {
+            GroupStatus::InsufficientData
+        } else if group_checks.is_empty() {
+            GroupStatus::NoReference
+        } else if regressed_now || (prior.regressed && above) {
+            GroupStatus::Regressed
+        } else {
+            GroupStatus::Healthy
+        };
+        results.push(GroupResult {
+            key: d.key.clone(),
+            level: d.level,
+            runs: d.current.count(),
+            baseline_runs: d.baseline.count(),
+            current: percentiles(&d.current),
+            baseline: percentiles(&d.baseline),
+            checks: group_checks.iter().map(|(c, _)| c.clone()).collect(),
+            status,
+            is_new: false,
+            reported: false,
+            state: prior,
+            cells: d.cells.clone(),
+        });
+    }
+
+    // Explain away, strongest first; groups regressed before go first.
+    let mut order: Vec<usize> =
+        (0..results.len()).filter(|&i| results[i].status == GroupStatus::Regressed).collect();
+    let strength = |r: &GroupResult| r.leading_check().map_or(1.0, |c| c.p_value);
+    order.sort_by(|&a, &b| {
+        let (ra, rb) = (&results[a], &results[b]);
+        rb.state
+            .regressed
+            .cmp(&ra.state.regressed)
+            .then(strength(ra).total_cmp(&strength(rb)))
+            .then(rb.runs.cmp(&ra.runs))
+            .then(ra.level.cmp(&rb.level))
+            .then(ra.key.cmp(&rb.key))
+    });
+    let mut covered: HashSet<usize> = HashSet::new();
+    for gi in order {
+        let r = &results[gi];
+        let remaining: Vec<usize> = r.cells.iter().copied().filter(|c| !covered.contains(c)).collect();
+        let keep = if r.state.regressed || remaining.len() == r.cells.len() {
+            true
+        } else if remaining.is_empty() {
+            false
+        } else {
+            let mut current = Histogram::new();
+            let mut baseline = Histogram::new();
+            for &c in &remaining {
+                current.merge(&input.cells[c].current);
+                baseline.merge(&input.cells[c].baseline);
+            }
+            current.count() >= settings.min_job_runs
+                && checks[gi].iter().any(|(c, against)| {
+                    let observed = current.percentile(c.percentile.fraction()).unwrap_or(0.0);
+                    let against = match (&c.threshold.source, against) {
+                        (ThresholdSource::Baseline { .. }, Some(_))
+                            if baseline.count() >= settings.min_job_runs =>
+                        {
+                            Some(&baseline)
+                        }
+                        (ThresholdSource::Baseline { .. }, Some(_)) => None,
+                        (_, a) => a.as_ref(),
+                    };
+                    c.exceeds
+                        && observed > c.allowed
+                        && test(&current, c.percentile, c.threshold.seconds, against) <= cutoff
+                })
+        };
+        if keep {
+            covered.extend(results[gi].cells.iter().copied());
+            results[gi].reported = true;
+        } else {
+            // Explained by a stronger group: not a regression of its own.
+            results[gi].status = GroupStatus::Healthy;
+        }
+    }
+
+    // Hysteresis and new states.
+    for r in &mut results {
+        let prior = r.state.clone();
+        match r.status {
+            GroupStatus::InsufficientData | GroupStatus::NoReference => {}
+            GroupStatus::Regressed => {
+                let regressed_now = r.checks.iter().any(|c| c.exceeds && c.discovery);
+                r.is_new = !prior.regressed;
+                r.state = GroupState {
+                    regressed: true,
+                    clean_streak: if regressed_now
+                        || r.checks.iter().any(|c| c.observed > c.threshold.seconds)
+                    {
+                        0
+                    } else {
+                        prior.clean_streak
+                    },
+                    since: prior.since.or(Some(input.now)),
+                };
+            }
+            GroupStatus::Healthy | GroupStatus::Resolved => {
+                if prior.regressed {
+                    let streak = prior.clean_streak + 1;
+                    if streak >= settings.clear_after {
+                        r.status = GroupStatus::Resolved;
+                        r.reported = true;
+                        r.state = GroupState::default();
+                    } else {
+                        // Not clearly back yet: still regressed until enough clean evaluations.
+                        r.status = GroupStatus::Regressed;
+                        r.reported = true;
+                        r.state = GroupState { regressed: true, clean_streak: streak, since: prior.since };
+                    }
+                } else {
+                    r.state = GroupState::default();
+                }
+            }
+        }
+    }
+    Evaluation { groups: results, tests: p_values.len() }
+}
+
+/// The scope of a group as reported: every dimension it fixes.
+pub fn scope_of(key: &GroupKey) -> BTreeMap<Dimension, String> {
+    key.fixed.clone()
+}
+
+#[cfg(test)]
+mod tests;

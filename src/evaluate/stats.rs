@@ -1,0 +1,282 @@
+//! Statistics for zero-inflated, heavy-tailed data, computed exactly from histograms.
+//!
+//! Against a baseline window the question is "is the current window worse?", asked in two
+//! parts as suits data that are mostly zeros: did more runs see any disruption (Fisher's exact
+//! test on the share), and were the disrupted runs hit harder (a Mann–Whitney rank test on the
+//! non-zero values, tie-corrected)? The two one-sided p-values are combined conservatively
+//! (Bonferroni: twice the smaller). Against a fixed threshold the question is "is the true
+//! q-quantile above T?": with k of n runs above T, p = P(Binomial(n, 1−q) ≥ k), exact.
+//! Across a cycle, Benjamini–Hochberg keeps the false discovery rate at the configured level.
+
+use crate::model::Histogram;
+
+/// `erfc(x)` with fractional error below 1.2e-7 (Chebyshev fit, Numerical Recipes `erfcc`).
+pub fn erfc(x: f64) -> f64 {
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let r = t
+        * (-z * z - 1.265_512_23
+            + t * (1.000_023_68
+                + t * (0.374_091_96
+                    + t * (0.096_784_18
+                        + t * (-0.186_288_06
+                            + t * (0.278_868_07
+                                + t * (-1.135_203_98
+                                    + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+            .exp();
+    if x >= 0.0 { r } else { 2.0 - r }
+}
+
+/// P(Z > z) for a standard normal Z.
+pub fn normal_sf(z: f64) -> f64 {
+    0.5 * erfc(z / std::f64::consts::SQRT_2)
+}
+
+/// ln Γ(x) for x > 0 (Lanczos, g = 7, n = 9).
+pub fn ln_gamma(x: f64) -> f64 {
+    const G: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        return (std::f64::consts::PI / (std::f64::consts::PI * x).sin()).ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut a = G[0];
+    let t = x + 7.5;
+    for (i, g) in G.iter().enumerate().skip(1) {
+        a += g / (x + i as f64);
+    }
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+fn ln_choose(n: u64, k: u64) -> f64 {
+    ln_gamma(n as f64 + 1.0) - ln_gamma(k as f64 + 1.0) - ln_gamma((n - k) as f64 + 1.0)
+}
+
+/// One-sided Fisher exact test: the p-value that sample 1 (x1 of n1) has a higher share than
+/// sample 2 (x2 of n2). Hypergeometric upper tail P(X ≥ x1).
+pub fn fisher_greater(x1: u64, n1: u64, x2: u64, n2: u64) -> f64 {
+    let (n, k) = (n1 + n2, x1 + x2);
+    if n1 == 0 || n2 == 0 || k == 0 {
+        return 1.0;
+    }
+    let denominator = ln_choose(n, n1);
+    let hi = k.min(n1);
+    let lo = x1.max(k.saturating_sub(n2));
+    let mut p = 0.0;
+    for x in lo..=hi {
+        p += (ln_choose(k, x) + ln_choose(n - k, n1 - x) - denominator).exp();
+    }
+    p.clamp(0.0, 1.0)
+}
+
+/// One-sided Mann–Whitney U test (normal approximation with tie and continuity corrections):
+/// the p-value that values of `a` tend to be larger than values of `b`.
+pub fn mann_whitney_greater(a: &Histogram, b: &Histogram) -> f64 {
+    let (na, nb) = (a.count() as f64, b.count() as f64);
+    if na == 0.0 || nb == 0.0 {
+        return 1.0;
+    }
+    let mut all = a.clone();
+    all.merge(b);
+    let n = na + nb;
+    // Average rank of each distinct value, and the tie correction term.
+    let mut rank_sum_a = 0.0;
+    let mut ties = 0.0;
+    let mut below = 0.0;
+    let (mut ia, bins_a) = (0, a.bins());
+    for &(value, count) in all.bins() {
+        let t = count as f64;
+        let average_rank = below + (t + 1.0) / 2.0;
+        while ia < bins_a.len() && bins_a[ia].0 < value {
+            ia += 1;
+        }
+        if ia < bins_a.len() && bins_a[ia].0 == value {
+            rank_sum_a += average_rank * bins_a[ia].1 as f64;
+        }
+        ties += t * t * t - t;
+        below += t;
+    }
+    let u = rank_sum_a - na * (na + 1.0) / 2.0;
+    let mean = na * nb / 2.0;
+    let variance = na * nb / 12.0 * ((n + 1.0) - ties / (n * (n - 1.0)).max(1.0));
+    if variance <= 0.0 {
+        return 1.0;
+    }
+    normal_sf((u - mean - 0.5) / variance.sqrt())
+}
+
+/// P(X ≥ k) for X ~ Binomial(n, p).
+pub fn binomial_sf(k: u64, n: u64, p: f64) -> f64 {
+    if k == 0 {
+        return 1.0;
+    }
+    if k > n || p <= 0.0 {
+        return 0.0;
+    }
+    if p >= 1.0 {
+        return 1.0;
+    }
+    let (lp, lq) = (p.ln(), (1.0 - p).ln());
+    let mut sum = 0.0;
+    for x in k..=n {
+        sum += (ln_choose(n, x) + x as f64 * lp + (n - x) as f64 * lq).exp();
+    }
+    sum.clamp(0.0, 1.0)
+}
+
+/// The two-part test of `current` against `baseline` (see the module comment).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TwoPart {
+    /// Fisher: more runs disrupted.
+    pub share_p: f64,
+    /// Mann–Whitney on the disrupted runs: harder hit.
+    pub rank_p: f64,
+    /// min(1, 2 · min(share_p, rank_p)).
+    pub p: f64,
+}
+
+pub fn two_part_greater(current: &Histogram, baseline: &Histogram) -> TwoPart {
+    let share_p =
+        fisher_greater(current.disrupted(), current.count(), baseline.disrupted(), baseline.count());
+    let nonzero = |h: &Histogram| {
+        let mut out = Histogram::new();
+        for &(v, c) in h.bins() {
+            if v > 0 {
+                out.add(v, c);
+            }
+        }
+        out
+    };
+    let (cur, base) = (nonzero(current), nonzero(baseline));
+    let rank_p = if cur.count() >= 3 && base.count() >= 3 { mann_whitney_greater(&cur, &base) } else { 1.0 };
+    TwoPart { share_p, rank_p, p: (2.0 * share_p.min(rank_p)).min(1.0) }
+}
+
+/// The exact quantile test: p-value that the true `q`-quantile exceeds `threshold`.
+pub fn quantile_exceeds(h: &Histogram, q: f64, threshold: f64) -> f64 {
+    let above: u64 = h.bins().iter().filter(|b| b.0 as f64 > threshold).map(|b| b.1).sum();
+    binomial_sf(above, h.count(), 1.0 - q)
+}
+
+/// Benjamini–Hochberg at level `q`: which of `p_values` are discoveries.
+pub fn benjamini_hochberg(p_values: &[f64], q: f64) -> Vec<bool> {
+    let m = p_values.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| p_values[a].total_cmp(&p_values[b]));
+    let mut cutoff = None;
+    for (rank, &i) in order.iter().enumerate() {
+        if p_values[i] <= q * (rank + 1) as f64 / m as f64 {
+            cutoff = Some(rank);
+        }
+    }
+    let mut out = vec![false; m];
+    if let Some(c) = cutoff {
+        for &i in &order[..=c] {
+            out[i] = true;
+        }
+    }
+    out
+}
+
+/// Benjamini–Hochberg adjusted p-values (q-values), for reporting.
+pub fn bh_adjusted(p_values: &[f64]) -> Vec<f64> {
+    let m = p_values.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&a, &b| p_values[b].total_cmp(&p_values[a]));
+    let mut out = vec![1.0; m];
+    let mut running = 1.0f64;
+    for (k, &i) in order.iter().enumerate() {
+        let rank = m - k;
+        running = running.min(p_values[i] * m as f64 / rank as f64);
+        out[i] = running.min(1.0);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn close(a: f64, b: f64, tol: f64) -> bool {
+        (a - b).abs() <= tol
+    }
+
+    #[test]
+    fn normal_tail_and_gamma() {
+        assert!(close(normal_sf(1.959_964), 0.025, 1e-6));
+        assert!(close(normal_sf(0.0), 0.5, 1e-7));
+        assert!(close(normal_sf(-1.644_854), 0.95, 1e-6));
+        assert!(close(ln_gamma(5.0), 24f64.ln(), 1e-10));
+        assert!(close(ln_gamma(0.5), std::f64::consts::PI.sqrt().ln(), 1e-10));
+    }
+
+    #[test]
+    fn fisher_matches_the_tea_tasting_example() {
+        // Fisher's lady tasting tea: 3 of 4 right vs 1 of 4 → one-sided p = 17/70.
+        assert!(close(fisher_greater(3, 4, 1, 4), 17.0 / 70.0, 1e-9));
+        assert!(close(fisher_greater(4, 4, 0, 4), 1.0 / 70.0, 1e-9));
+        assert_eq!(fisher_greater(0, 10, 0, 10), 1.0);
+    }
+
+    #[test]
+    fn mann_whitney_agrees_with_a_hand_computation() {
+        // a = {4,5,6}, b = {1,2,3}: U = 9, mean 4.5, var 5.25 → z = (9-4.5-0.5)/√5.25.
+        let p = mann_whitney_greater(&Histogram::from_values([4, 5, 6]), &Histogram::from_values([1, 2, 3]));
+        assert!(close(p, normal_sf(4.0 / 5.25f64.sqrt()), 1e-9));
+        // Identical samples: no evidence.
+        let same = Histogram::from_values([1, 2, 2, 3, 9]);
+        assert!(mann_whitney_greater(&same, &same) > 0.5);
+        // All ties: no variance, no evidence.
+        assert_eq!(
+            mann_whitney_greater(&Histogram::from_values([0, 0]), &Histogram::from_values([0, 0, 0])),
+            1.0
+        );
+    }
+
+    #[test]
+    fn binomial_tail() {
+        // P(X ≥ 8), X ~ Bin(10, 0.5) = 56/1024.
+        assert!(close(binomial_sf(8, 10, 0.5), 56.0 / 1024.0, 1e-12));
+        assert_eq!(binomial_sf(0, 10, 0.3), 1.0);
+        assert_eq!(binomial_sf(11, 10, 0.3), 0.0);
+    }
+
+    #[test]
+    fn benjamini_hochberg_on_a_textbook_list() {
+        let p = [0.01, 0.04, 0.03, 0.005, 0.2];
+        // Sorted: .005 .01 .03 .04 .2 vs q·k/m = .01 .02 .03 .04 .05 → the first four pass.
+        assert_eq!(benjamini_hochberg(&p, 0.05), vec![true, true, true, true, false]);
+        assert_eq!(benjamini_hochberg(&[0.5, 0.9], 0.05), vec![false, false]);
+        let adj = bh_adjusted(&p);
+        assert!(close(adj[3], 0.025, 1e-12) && close(adj[4], 0.2, 1e-12));
+    }
+
+    #[test]
+    fn a_planted_shift_is_found_and_no_shift_is_not() {
+        let baseline = Histogram::from_values((0..84).map(|i| if i % 5 == 0 { 1 + i % 4 } else { 0 }));
+        let regressed = Histogram::from_values((0..28).map(|i| if i % 10 == 0 { 0 } else { 12 + i }));
+        assert!(two_part_greater(&regressed, &baseline).p < 1e-6);
+        let same = Histogram::from_values((0..28).map(|i| if i % 5 == 0 { 1 + i % 4 } else { 0 }));
+        assert!(two_part_greater(&same, &baseline).p > 0.3);
+        // A lone outlier is not a shift.
+        let mut outlier = same.clone();
+        outlier.add(3000, 1);
+        assert!(two_part_greater(&outlier, &baseline).p > 0.05);
+    }
+
+    #[test]
+    fn the_quantile_test_asks_whether_the_true_percentile_is_above_the_threshold() {
+        let h = Histogram::from_values([30, 31, 25, 40, 0, 28, 33, 35, 29, 27]);
+        assert!(quantile_exceeds(&h, 0.5, 5.0) < 0.02); // 9 of 10 above: P(Bin(10,.5) ≥ 9)
+        assert!(quantile_exceeds(&h, 0.5, 50.0) > 0.99);
+    }
+}

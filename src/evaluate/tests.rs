@@ -1,0 +1,270 @@
+//! Unit tests of evaluation on constructed histograms.
+
+use super::*;
+use crate::config::LimitRule;
+use crate::synth::Rng;
+
+fn dims(platform: &str, network: &str, upgrade: &str) -> Dimensions {
+    Dimensions {
+        release: "4.14".into(),
+        from_release: if upgrade == "minor" { "4.13".into() } else { "4.14".into() },
+        upgrade_type: upgrade.into(),
+        platform: platform.into(),
+        architecture: "amd64".into(),
+        network: network.into(),
+        network_stack: "ipv4".into(),
+        topology: "ha".into(),
+        master_nodes_updated: "Y".into(),
+    }
+}
+
+/// Mostly zeros, some small values: what a healthy backend looks like.
+fn healthy(rng: &mut Rng, n: usize) -> Histogram {
+    Histogram::from_values((0..n).map(|_| if rng.chance(0.15) { rng.between(1, 4) } else { 0 }))
+}
+
+fn regressed(rng: &mut Rng, n: usize) -> Histogram {
+    Histogram::from_values((0..n).map(|_| if rng.chance(0.9) { rng.between(12, 45) } else { 0 }))
+}
+
+struct World {
+    backends: Vec<String>,
+    variants: Vec<Dimensions>,
+    cells: Vec<CellHistograms>,
+}
+
+impl World {
+    fn new(backends: &[&str]) -> World {
+        World {
+            backends: backends.iter().map(|b| b.to_string()).collect(),
+            variants: Vec::new(),
+            cells: Vec::new(),
+        }
+    }
+
+    fn variant(&mut self, d: Dimensions) -> usize {
+        self.variants.push(d);
+        self.variants.len() - 1
+    }
+
+    fn cell(&mut self, backend: usize, variant: usize, current: Histogram, baseline: Histogram) {
+        self.cells.push(CellHistograms { backend, variant, current, baseline });
+    }
+
+    fn run(&self, prior: &HashMap<String, GroupState>, settings: &EvaluateSettings) -> Evaluation {
+        let input = EvalInput {
+            backends: &self.backends,
+            variants: &self.variants,
+            cells: &self.cells,
+            prior,
+            now: 1_700_000_000,
+        };
+        evaluate(&input, settings, &HistoricalTable::default())
+    }
+}
+
+fn reported(e: &Evaluation) -> Vec<&GroupResult> {
+    e.groups.iter().filter(|g| g.reported && g.status == GroupStatus::Regressed).collect()
+}
+
+/// The case of DESIGN §1: metal registry regressed on both networks, micro and minor; each metal
+/// cell has only 7 runs a week; the console on the same runs is fine; aws is fine.
+fn metal_world(seed: u64) -> World {
+    let mut rng = Rng::new(seed);
+    let mut w = World::new(&["image-registry-new-connections", "ingress-to-console-new-connections"]);
+    for net in ["ovn", "sdn"] {
+        for up in ["micro", "minor"] {
+            let v = w.variant(dims("metal", net, up));
+            let (cur, base) = (regressed(&mut rng, 7), healthy(&mut rng, 21));
+            w.cell(0, v, cur, base);
+            let (cur, base) = (healthy(&mut rng, 7), healthy(&mut rng, 21));
+            w.cell(1, v, cur, base);
+            let v = w.variant(dims("aws", net, up));
+            for b in 0..2 {
+                let (cur, base) = (healthy(&mut rng, 40), healthy(&mut rng, 120));
+                w.cell(b, v, cur, base);
+            }
+        }
+    }
+    w
+}
+
+#[test]
+fn a_planted_metal_registry_regression_is_found_with_its_scope() {
+    let w = metal_world(1);
+    let e = w.run(&HashMap::new(), &EvaluateSettings::default());
+    let found = reported(&e);
+    assert_eq!(found.len(), 1, "{:#?}", found.iter().map(|g| g.key.label()).collect::<Vec<_>>());
+    let g = found[0];
+    assert_eq!(g.key.backend, "image-registry-new-connections");
+    assert_eq!(g.key.get(Dimension::Platform), Some("metal"));
+    assert_eq!(g.key.get(Dimension::Network), None, "not network-specific");
+    assert_eq!(g.key.get(Dimension::UpgradeType), None, "not upgrade-specific");
+    assert!(g.is_new);
+    let c = g.leading_check().unwrap();
+    assert!(c.observed > c.allowed && c.p_value < 1e-4, "{c:?}");
+    assert!(matches!(c.threshold.source, ThresholdSource::Baseline { .. }));
+    // The metal cells alone are below the minimum: insufficient data, not healthy.
+    assert!(
+        e.groups
+            .iter()
+            .filter(|g| g.level == 0 && g.key.get(Dimension::Platform) == Some("metal"))
+            .all(|g| g.status == GroupStatus::InsufficientData)
+    );
+}
+
+#[test]
+fn pure_noise_across_a_thousand_groups_raises_no_regression() {
+    let mut rng = Rng::new(20261129);
+    let mut w = World::new(&["kube-api-new-connections"]);
+    for i in 0..1000 {
+        let v = w.variant(dims(&format!("platform{i}"), "ovn", "micro"));
+        let n = 10 + rng.below(40) as usize;
+        let (cur, base) = (healthy(&mut rng, n), healthy(&mut rng, 3 * n));
+        w.cell(0, v, cur, base);
+    }
+    let e = w.run(&HashMap::new(), &EvaluateSettings::default());
+    assert!(e.tests >= 2000, "{} tests", e.tests);
+    let false_alarms = reported(&e).len();
+    assert_eq!(false_alarms, 0, "pure noise raised {false_alarms} regressions");
+}
+
+#[test]
+fn with_real_shifts_among_noise_the_false_discovery_rate_holds() {
+    let mut rng = Rng::new(7);
+    let mut w = World::new(&["kube-api-new-connections"]);
+    for i in 0..1000 {
+        let v = w.variant(dims(&format!("null{i}"), "ovn", "micro"));
+        let (cur, base) = (healthy(&mut rng, 30), healthy(&mut rng, 90));
+        w.cell(0, v, cur, base);
+    }
+    for i in 0..20 {
+        let v = w.variant(dims(&format!("shifted{i}"), "ovn", "micro"));
+        let (cur, base) = (regressed(&mut rng, 30), healthy(&mut rng, 90));
+        w.cell(0, v, cur, base);
+    }
+    let e = w.run(&HashMap::new(), &EvaluateSettings::default());
+    let found: HashSet<String> =
+        reported(&e).iter().filter_map(|g| g.key.get(Dimension::Platform).map(str::to_string)).collect();
+    let true_found = found.iter().filter(|p| p.starts_with("shifted")).count();
+    let false_found = found.len() - true_found;
+    assert_eq!(true_found, 20);
+    assert!(false_found as f64 <= 0.05 * found.len() as f64 + 1.0, "{false_found} false of {}", found.len());
+}
+
+#[test]
+fn a_lone_huge_outlier_raises_nothing() {
+    let mut rng = Rng::new(3);
+    let mut w = World::new(&["image-registry-new-connections"]);
+    let v = w.variant(dims("vsphere", "ovn", "micro"));
+    let mut cur = healthy(&mut rng, 14);
+    cur.add(3000, 1);
+    let base = healthy(&mut rng, 42);
+    w.cell(0, v, cur, base);
+    let e = w.run(&HashMap::new(), &EvaluateSettings::default());
+    assert!(reported(&e).is_empty());
+    // The P95 is far above its threshold; the test says it is one run, not a shift.
+    let g = &e.groups[0];
+    let p95 = g.checks.iter().find(|c| c.percentile == Percentile::P95).unwrap();
+    assert!(p95.exceeds && !p95.discovery, "{p95:?}");
+}
+
+#[test]
+fn too_few_runs_is_insufficient_data_never_healthy_or_regressed() {
+    let mut rng = Rng::new(4);
+    let mut w = World::new(&["image-registry-new-connections"]);
+    let v = w.variant(dims("metal", "ovn", "micro"));
+    let (cur, base) = (regressed(&mut rng, 4), healthy(&mut rng, 30));
+    w.cell(0, v, cur, base);
+    let e = w.run(&HashMap::new(), &EvaluateSettings::default());
+    assert!(e.groups.iter().all(|g| g.status == GroupStatus::InsufficientData));
+    // A regressed group that falls to insufficient data keeps its state.
+    let prior: HashMap<String, GroupState> = e
+        .groups
+        .iter()
+        .map(|g| (g.key.label(), GroupState { regressed: true, clean_streak: 0, since: Some(1) }))
+        .collect();
+    let e = w.run(&prior, &EvaluateSettings::default());
+    assert!(e.groups.iter().all(|g| g.status == GroupStatus::InsufficientData && g.state.regressed));
+}
+
+#[test]
+fn hysteresis_keeps_a_group_regressed_until_it_is_clearly_back() {
+    let settings = EvaluateSettings::default();
+    let mut w = metal_world(1);
+    let first = w.run(&HashMap::new(), &settings);
+    let key = reported(&first)[0].key.label();
+    let state = |e: &Evaluation| e.groups.iter().find(|g| g.key.label() == key).unwrap().clone();
+    let mut prior: HashMap<String, GroupState> =
+        first.groups.iter().map(|g| (g.key.label(), g.state.clone())).collect();
+
+    // Back to healthy: one clean evaluation is not enough, the second resolves.
+    let mut rng = Rng::new(99);
+    for c in &mut w.cells {
+        if c.backend == 0 && w.variants[c.variant].platform == "metal" {
+            c.current = Histogram::from_values((0..7).map(|_| if rng.chance(0.1) { 1 } else { 0 }));
+        }
+    }
+    let second = w.run(&prior, &settings);
+    let g = state(&second);
+    assert_eq!((g.status, g.state.clean_streak, g.is_new), (GroupStatus::Regressed, 1, false));
+    prior = second.groups.iter().map(|g| (g.key.label(), g.state.clone())).collect();
+    let third = w.run(&prior, &settings);
+    assert_eq!(state(&third).status, GroupStatus::Resolved);
+    assert!(!state(&third).state.regressed);
+}
+
+#[test]
+fn a_configured_limit_wins_and_is_named() {
+    let mut settings = EvaluateSettings::default();
+    settings.limits.push(LimitRule {
+        backend: "image-registry-*".into(),
+        platform: Some("metal".into()),
+        percentile: Percentile::P50,
+        seconds: 5.0,
+        ..Default::default()
+    });
+    let w = metal_world(2);
+    let e = w.run(&HashMap::new(), &settings);
+    let g = reported(&e)[0];
+    let p50 = g.checks.iter().find(|c| c.percentile == Percentile::P50).unwrap();
+    assert_eq!(p50.threshold.seconds, 5.0);
+    assert!(
+        matches!(&p50.threshold.source, ThresholdSource::Configured { rule } if rule.contains("platform=metal"))
+    );
+    // Without a configured limit P50 comes from the baseline.
+    let e = w.run(&HashMap::new(), &EvaluateSettings::default());
+    let g = reported(&e)[0];
+    assert!(matches!(g.checks[0].threshold.source, ThresholdSource::Baseline { .. }));
+}
+
+#[test]
+fn a_new_group_is_compared_with_the_previous_release() {
+    let mut rng = Rng::new(5);
+    let mut w = World::new(&["image-registry-new-connections"]);
+    let mut old = dims("aws", "ovn", "micro");
+    old.release = "4.13".into();
+    old.from_release = "4.13".into();
+    let v_old = w.variant(old);
+    let (cur, base) = (healthy(&mut rng, 60), healthy(&mut rng, 180));
+    w.cell(0, v_old, cur, base);
+    let v_new = w.variant(dims("aws", "ovn", "micro"));
+    let cur = regressed(&mut rng, 30);
+    w.cell(0, v_new, cur, Histogram::new());
+    let e = w.run(&HashMap::new(), &EvaluateSettings::default());
+    let g =
+        reported(&e).into_iter().find(|g| g.key.get(Dimension::Release) == Some("4.14")).expect("regressed");
+    assert!(
+        matches!(&g.checks[0].threshold.source, ThresholdSource::PreviousRelease { release, .. } if release == "4.13")
+    );
+}
+
+#[test]
+fn excluded_backends_are_not_evaluated() {
+    let mut rng = Rng::new(6);
+    let mut w = World::new(&["ci-cluster-network-liveness-new-connections"]);
+    let v = w.variant(dims("aws", "ovn", "micro"));
+    let (cur, base) = (regressed(&mut rng, 40), healthy(&mut rng, 120));
+    w.cell(0, v, cur, base);
+    assert!(w.run(&HashMap::new(), &EvaluateSettings::default()).groups.is_empty());
+}

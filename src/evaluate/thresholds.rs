@@ -1,0 +1,247 @@
+//! Thresholds from the three sources, most specific first: configured limits, the CI suite's
+//! historical table, and sheriff's own history (a baseline window, or the previous release).
+
+use std::collections::HashMap;
+
+use crate::config::LimitRule;
+use crate::ingest::formats::query_results::HistoricalRow;
+use crate::model::{Dimension, Dimensions, GroupKey, Percentile, Threshold, ThresholdSource};
+
+/// `*` matches any run of characters; everything else literally.
+pub fn glob_match(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    if parts.len() == 1 {
+        return pattern == text;
+    }
+    let (first, last) = (parts[0], parts[parts.len() - 1]);
+    if !text.starts_with(first)
+        || !text[first.len()..].ends_with(last)
+        || text.len() < first.len() + last.len()
+    {
+        return false;
+    }
+    let mut rest = &text[first.len()..text.len() - last.len()];
+    for part in &parts[1..parts.len() - 1] {
+        match rest.find(part) {
+            Some(i) => rest = &rest[i + part.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+/// The configured limit for a group and percentile: among rules whose backend glob matches and
+/// whose every dimension the group fixes to the same value, the most specific.
+pub fn configured(rules: &[LimitRule], group: &GroupKey, percentile: Percentile) -> Option<Threshold> {
+    rules
+        .iter()
+        .filter(|r| r.percentile == percentile && glob_match(&r.backend, &group.backend))
+        .filter(|r| r.dimensions().iter().all(|(d, v)| group.get(*d) == Some(v.as_str())))
+        .max_by_key(|r| (r.dimensions().len(), r.backend.replace('*', "").len()))
+        .map(|r| Threshold {
+            percentile,
+            seconds: r.seconds,
+            source: ThresholdSource::Configured { rule: r.describe() },
+        })
+}
+
+/// The table's key (DESIGN §3.7): backend, release, from-release, platform, architecture,
+/// network, topology.
+type RowKey = (String, String, String, String, String, String, String);
+
+/// The CI suite's table, indexed by its key.
+#[derive(Debug, Default, Clone)]
+pub struct HistoricalTable {
+    rows: HashMap<RowKey, Vec<HistoricalRow>>,
+    /// Rows with fewer runs are not trusted (the suite itself wants 100 for its per-run rule).
+    pub min_runs: u64,
+}
+
+impl HistoricalTable {
+    pub fn new(rows: Vec<HistoricalRow>, min_runs: u64) -> HistoricalTable {
+        let mut map: HashMap<_, Vec<HistoricalRow>> = HashMap::new();
+        for r in rows {
+            let key = (
+                r.backend.clone(),
+                r.release.clone(),
+                r.from_release.clone(),
+                r.platform.clone(),
+                r.architecture.clone(),
+                r.network.clone(),
+                r.topology.clone(),
+            );
+            map.entry(key).or_default().push(r);
+        }
+        HistoricalTable { rows: map, min_runs }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The row of one cell, if the table has a trusted one.
+    fn row(&self, backend: &str, d: &Dimensions) -> Option<&HistoricalRow> {
+        let key = (
+            backend.to_string(),
+            d.release.clone(),
+            d.from_release.clone(),
+            d.platform.clone(),
+            d.architecture.clone(),
+            d.network.clone(),
+            d.topology.clone(),
+        );
+        let rows = self.rows.get(&key)?;
+        let trusted = |r: &&HistoricalRow| r.job_runs.is_none_or(|n| n >= self.min_runs);
+        rows.iter()
+            .filter(trusted)
+            .find(|r| !r.master_nodes_updated.is_empty() && r.master_nodes_updated == d.master_nodes_updated)
+            .or_else(|| rows.iter().filter(trusted).find(|r| r.master_nodes_updated.is_empty()))
+            .or_else(|| rows.iter().filter(trusted).max_by_key(|r| r.job_runs.unwrap_or(0)))
+    }
+
+    /// A group's historical threshold: the largest of its cells' values, when every cell with
+    /// runs has a trusted row carrying that percentile; otherwise none.
+    pub fn threshold(
+        &self,
+        backend: &str,
+        cells: &[&Dimensions],
+        percentile: Percentile,
+    ) -> Option<Threshold> {
+        if self.rows.is_empty() || cells.is_empty() {
+            return None;
+        }
+        let mut worst: Option<(f64, Option<u64>)> = None;
+        for d in cells {
+            let row = self.row(backend, d)?;
+            let value = match percentile {
+                Percentile::P50 => row.p50,
+                Percentile::P75 => row.p75,
+                Percentile::P95 => row.p95,
+                Percentile::P99 => row.p99,
+            }?;
+            if worst.is_none_or(|w| value > w.0) {
+                worst = Some((value, row.job_runs));
+            }
+        }
+        worst.map(|(seconds, job_runs)| Threshold {
+            percentile,
+            seconds,
+            source: ThresholdSource::Historical { job_runs },
+        })
+    }
+}
+
+/// The release before `release` (4.14 → 4.13), for groups too new to have a baseline.
+pub fn previous_release(release: &str) -> Option<String> {
+    let (major, minor) = release.split_once('.')?;
+    let minor: u32 = minor.parse().ok()?;
+    (minor > 0).then(|| format!("{major}.{}", minor - 1))
+}
+
+/// The same group one release earlier (`from_release` shifted too when the group fixes it).
+pub fn previous_release_key(group: &GroupKey) -> Option<GroupKey> {
+    let release = group.get(Dimension::Release)?;
+    let mut key = group.clone();
+    key.fixed.insert(Dimension::Release, previous_release(release)?);
+    if let Some(from) = group.get(Dimension::FromRelease).filter(|f| !f.is_empty()) {
+        key.fixed.insert(Dimension::FromRelease, previous_release(from)?);
+    }
+    Some(key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rule(backend: &str, dims: &[(&str, &str)], p: Percentile, seconds: f64) -> LimitRule {
+        let mut r = LimitRule { backend: backend.into(), percentile: p, seconds, ..Default::default() };
+        for (d, v) in dims {
+            r.set(Dimension::parse(d).unwrap(), v);
+        }
+        r
+    }
+
+    fn metal_group() -> GroupKey {
+        let d = Dimensions {
+            release: "4.14".into(),
+            platform: "metal".into(),
+            architecture: "amd64".into(),
+            topology: "ha".into(),
+            ..Default::default()
+        };
+        GroupKey::keeping(
+            "image-registry-new-connections",
+            &d,
+            &[Dimension::Release, Dimension::Platform, Dimension::Architecture, Dimension::Topology],
+        )
+    }
+
+    #[test]
+    fn globs() {
+        assert!(glob_match("image-registry-*", "image-registry-new-connections"));
+        assert!(glob_match("*-new-connections", "kube-api-new-connections"));
+        assert!(glob_match("*api*", "cache-kube-api-new-connections"));
+        assert!(!glob_match("image-registry-*", "ingress-to-console-new-connections"));
+        assert!(glob_match("exact", "exact") && !glob_match("exact", "exactly"));
+    }
+
+    #[test]
+    fn the_most_specific_configured_limit_wins() {
+        let rules = vec![
+            rule("*", &[], Percentile::P50, 30.0),
+            rule("image-registry-*", &[("platform", "metal")], Percentile::P50, 5.0),
+            rule("image-registry-*", &[("platform", "aws")], Percentile::P50, 2.0),
+            rule("image-registry-*", &[("network", "ovn")], Percentile::P50, 1.0),
+        ];
+        let t = configured(&rules, &metal_group(), Percentile::P50).unwrap();
+        assert_eq!(t.seconds, 5.0);
+        assert!(
+            matches!(t.source, ThresholdSource::Configured { ref rule } if rule.contains("platform=metal"))
+        );
+        assert!(configured(&rules, &metal_group(), Percentile::P95).is_none());
+    }
+
+    #[test]
+    fn historical_rows_match_cells_and_a_group_takes_the_worst_cell() {
+        let row = |net: &str, p50: f64, runs: u64| HistoricalRow {
+            backend: "image-registry-new-connections".into(),
+            release: "4.14".into(),
+            from_release: "4.13".into(),
+            platform: "metal".into(),
+            architecture: "amd64".into(),
+            network: net.into(),
+            topology: "ha".into(),
+            master_nodes_updated: "Y".into(),
+            job_runs: Some(runs),
+            p50: Some(p50),
+            p75: None,
+            p95: Some(p50 * 3.0),
+            p99: Some(p50 * 4.0),
+        };
+        let table = HistoricalTable::new(vec![row("ovn", 2.0, 40), row("sdn", 4.0, 35)], 30);
+        let cell = |net: &str| Dimensions {
+            release: "4.14".into(),
+            from_release: "4.13".into(),
+            upgrade_type: "minor".into(),
+            platform: "metal".into(),
+            architecture: "amd64".into(),
+            network: net.into(),
+            network_stack: "ipv4".into(),
+            topology: "ha".into(),
+            master_nodes_updated: "Y".into(),
+        };
+        let (ovn, sdn) = (cell("ovn"), cell("sdn"));
+        let t = table.threshold("image-registry-new-connections", &[&ovn, &sdn], Percentile::P50).unwrap();
+        assert_eq!(t.seconds, 4.0);
+        assert!(table.threshold("image-registry-new-connections", &[&ovn, &sdn], Percentile::P75).is_none());
+        let untrusted = HistoricalTable::new(vec![row("ovn", 2.0, 10)], 30);
+        assert!(untrusted.threshold("image-registry-new-connections", &[&ovn], Percentile::P50).is_none());
+    }
+
+    #[test]
+    fn previous_release_of_a_group() {
+        let key = previous_release_key(&metal_group()).unwrap();
+        assert_eq!(key.get(Dimension::Release), Some("4.13"));
+        assert_eq!(previous_release("4.0"), None);
+    }
+}

@@ -1,0 +1,205 @@
+//! What evaluation talks about: percentiles, groups of cells, thresholds, regressions.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Dimension, Dimensions};
+
+/// The percentiles sheriff computes for every group.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Percentile {
+    #[default]
+    P50,
+    P75,
+    P95,
+    P99,
+}
+
+impl Percentile {
+    pub const ALL: [Percentile; 4] = [Percentile::P50, Percentile::P75, Percentile::P95, Percentile::P99];
+
+    /// As a fraction: P95 → 0.95.
+    pub fn fraction(self) -> f64 {
+        match self {
+            Percentile::P50 => 0.50,
+            Percentile::P75 => 0.75,
+            Percentile::P95 => 0.95,
+            Percentile::P99 => 0.99,
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Percentile> {
+        match text.trim().to_ascii_uppercase().as_str() {
+            "P50" => Some(Percentile::P50),
+            "P75" => Some(Percentile::P75),
+            "P95" => Some(Percentile::P95),
+            "P99" => Some(Percentile::P99),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Percentile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self:?}")
+    }
+}
+
+/// A group of cells: one backend and the dimension values every cell of the group shares.
+/// A dimension not listed is merged over (every value of it is in the group).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct GroupKey {
+    pub backend: String,
+    pub fixed: BTreeMap<Dimension, String>,
+}
+
+impl GroupKey {
+    /// The group of one cell (every dimension fixed).
+    pub fn cell(backend: &str, dims: &Dimensions) -> GroupKey {
+        GroupKey {
+            backend: backend.to_string(),
+            fixed: Dimension::ALL.iter().map(|d| (*d, dims.get(*d).to_string())).collect(),
+        }
+    }
+
+    /// The coarser group of a cell that keeps only `dims`.
+    pub fn keeping(backend: &str, cell: &Dimensions, dims: &[Dimension]) -> GroupKey {
+        GroupKey {
+            backend: backend.to_string(),
+            fixed: dims.iter().map(|d| (*d, cell.get(*d).to_string())).collect(),
+        }
+    }
+
+    pub fn get(&self, d: Dimension) -> Option<&str> {
+        self.fixed.get(&d).map(String::as_str)
+    }
+
+    pub fn is_cell(&self) -> bool {
+        self.fixed.len() == Dimension::ALL.len()
+    }
+
+    /// Whether a cell belongs to this group.
+    pub fn contains(&self, backend: &str, dims: &Dimensions) -> bool {
+        self.backend == backend && self.fixed.iter().all(|(d, v)| dims.get(*d) == v)
+    }
+
+    /// `image-registry-new-connections release=4.14 platform=metal …`: stable, readable, unique.
+    pub fn label(&self) -> String {
+        let mut s = self.backend.clone();
+        for (d, v) in &self.fixed {
+            s.push(' ');
+            s.push_str(d.as_str());
+            s.push('=');
+            s.push_str(if v.is_empty() { "\"\"" } else { v });
+        }
+        s
+    }
+}
+
+impl fmt::Display for GroupKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.label())
+    }
+}
+
+/// Where a threshold came from, most specific first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ThresholdSource {
+    /// A limit in the configuration (`[[evaluate.limits]]`), described by its rule.
+    Configured { rule: String },
+    /// The CI suite's historical table (`sheriff thresholds import`).
+    Historical { job_runs: Option<u64> },
+    /// The same group in the baseline window before the current one.
+    Baseline { runs: u64 },
+    /// The group is new: the previous release's same group.
+    PreviousRelease { release: String, runs: u64 },
+}
+
+impl ThresholdSource {
+    pub fn describe(&self) -> String {
+        match self {
+            ThresholdSource::Configured { rule } => format!("configured limit ({rule})"),
+            ThresholdSource::Historical { job_runs: Some(n) } => format!("historical table ({n} runs)"),
+            ThresholdSource::Historical { job_runs: None } => "historical table".into(),
+            ThresholdSource::Baseline { runs } => format!("baseline window ({runs} runs)"),
+            ThresholdSource::PreviousRelease { release, runs } => {
+                format!("previous release {release} ({runs} runs)")
+            }
+        }
+    }
+}
+
+/// The allowed value of one percentile for one group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Threshold {
+    pub percentile: Percentile,
+    pub seconds: f64,
+    pub source: ThresholdSource,
+}
+
+/// The family of a backend: `image-registry-new-connections` → `image-registry`. The new- and
+/// reused-connection backends of one family are one problem.
+pub fn backend_family(backend: &str) -> &str {
+    backend
+        .strip_suffix("-new-connections")
+        .or_else(|| backend.strip_suffix("-reused-connections"))
+        .unwrap_or(backend)
+}
+
+/// A stable, documented fingerprint of a problem: the first 16 hex digits of
+/// SHA-256(`family` `\n` `release` `\n` `dimension=value` lines of the scope, sorted). The same
+/// scope in the next cycle gives the same fingerprint; any other scope gives another.
+pub fn fingerprint(family: &str, release: &str, scope: &BTreeMap<Dimension, String>) -> String {
+    use sha2::Digest;
+    let mut text = format!("{family}\n{release}\n");
+    for (d, v) in scope {
+        text.push_str(d.as_str());
+        text.push('=');
+        text.push_str(v);
+        text.push('\n');
+    }
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    format!("sheriff-{}", hex::encode(&digest[..8]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprints_are_stable_and_distinct() {
+        let scope: BTreeMap<_, _> = [(Dimension::Platform, "metal".to_string())].into();
+        let a = fingerprint("image-registry", "4.14", &scope);
+        assert_eq!(a, fingerprint("image-registry", "4.14", &scope.clone()));
+        assert_eq!(a, "sheriff-".to_string() + &a[8..]);
+        assert_eq!(a.len(), 8 + 16);
+        let other: BTreeMap<_, _> = [(Dimension::Platform, "aws".to_string())].into();
+        assert_ne!(a, fingerprint("image-registry", "4.14", &other));
+        assert_ne!(a, fingerprint("image-registry", "4.15", &scope));
+        assert_ne!(a, fingerprint("ingress-to-console", "4.14", &scope));
+    }
+
+    #[test]
+    fn families_join_new_and_reused_connections() {
+        assert_eq!(backend_family("image-registry-new-connections"), "image-registry");
+        assert_eq!(backend_family("image-registry-reused-connections"), "image-registry");
+        assert_eq!(backend_family("odd-backend"), "odd-backend");
+    }
+
+    #[test]
+    fn groups_contain_their_cells() {
+        let dims = Dimensions { platform: "metal".into(), network: "ovn".into(), ..Default::default() };
+        let g = GroupKey::keeping("b", &dims, &[Dimension::Platform]);
+        assert!(g.contains("b", &dims));
+        assert!(!g.contains("c", &dims));
+        assert!(g.contains(
+            "b",
+            &Dimensions { platform: "metal".into(), network: "sdn".into(), ..Default::default() }
+        ));
+        assert!(GroupKey::cell("b", &dims).is_cell());
+        assert_eq!(g.label(), "b platform=metal");
+    }
+}

@@ -1,0 +1,406 @@
+//! What evaluation reads and writes: window histograms, group states, cycles, and the imported
+//! historical thresholds.
+
+use std::collections::HashMap;
+
+use anyhow::Result;
+
+use super::{Store, with_pool};
+use crate::evaluate::{CellHistograms, GroupState};
+use crate::ingest::formats::query_results::HistoricalRow;
+use crate::model::{Dimensions, Histogram};
+
+const DAY: i64 = 86_400;
+
+/// Every cell's histograms for a current and a baseline window, with the names they index.
+#[derive(Debug, Default)]
+pub struct WindowData {
+    pub backends: Vec<String>,
+    pub variants: Vec<Dimensions>,
+    /// Database id of each variant, parallel to `variants`.
+    pub variant_ids: Vec<i64>,
+    pub cells: Vec<CellHistograms>,
+}
+
+/// `[from, to)` in Unix seconds, split into whole UTC days and the partial days at its edges.
+fn split(from: i64, to: i64) -> (std::ops::Range<i64>, Vec<(i64, i64)>) {
+    let first_full = (from + DAY - 1).div_euclid(DAY);
+    let last_full_end = to.div_euclid(DAY);
+    if first_full >= last_full_end {
+        return (0..0, vec![(from, to)]);
+    }
+    let mut edges = Vec::new();
+    if from < first_full * DAY {
+        edges.push((from, first_full * DAY));
+    }
+    if last_full_end * DAY < to {
+        edges.push((last_full_end * DAY, to));
+    }
+    (first_full..last_full_end, edges)
+}
+
+impl Store {
+    /// The histograms of every cell in `current` and `baseline` (Unix-second ranges). Whole
+    /// days come from `cell_days`; the partial days at the edges from the samples themselves.
+    pub async fn window_data(&self, current: (i64, i64), baseline: (i64, i64)) -> Result<WindowData> {
+        let backends: Vec<(i64, String)> = with_pool!(self, pool => {
+            sqlx::query_as("SELECT id, name FROM backends ORDER BY id").fetch_all(pool).await?
+        });
+        let variants: Vec<VariantRow> = with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT id, release, from_release, upgrade_type, platform, architecture, network, network_stack, \
+                 topology, master_nodes_updated FROM variants ORDER BY id",
+            )
+            .fetch_all(pool)
+            .await?
+        });
+        let backend_index: HashMap<i64, usize> =
+            backends.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect();
+        let variant_index: HashMap<i64, usize> =
+            variants.iter().enumerate().map(|(i, v)| (v.id, i)).collect();
+        let mut data = WindowData {
+            backends: backends.into_iter().map(|(_, n)| n).collect(),
+            variant_ids: variants.iter().map(|v| v.id).collect(),
+            variants: variants
+                .into_iter()
+                .map(|v| Dimensions {
+                    release: v.release,
+                    from_release: v.from_release,
+                    upgrade_type: v.upgrade_type,
+                    platform: v.platform,
+                    architecture: v.architecture,
+                    network: v.network,
+                    network_stack: v.network_stack,
+                    topology: v.topology,
+                    master_nodes_updated: v.master_nodes_updated,
+                })
+                .collect(),
+            cells: Vec::new(),
+        };
+        let mut cells: HashMap<(usize, usize), (Histogram, Histogram)> = HashMap::new();
+        for (window, is_current) in [(current, true), (baseline, false)] {
+            let (days, edges) = split(window.0, window.1);
+            if !days.is_empty() {
+                let rows: Vec<(i64, i64, String)> = with_pool!(self, pool => {
+                    sqlx::query_as("SELECT backend_id, variant_id, hist FROM cell_days WHERE day >= $1 AND day < $2")
+                        .bind(days.start)
+                        .bind(days.end)
+                        .fetch_all(pool)
+                        .await?
+                });
+                for (backend_id, variant_id, hist) in rows {
+                    let (Some(&b), Some(&v)) =
+                        (backend_index.get(&backend_id), variant_index.get(&variant_id))
+                    else {
+                        continue;
+                    };
+                    let entry = cells.entry((b, v)).or_default();
+                    let h = Histogram::decode(&hist)?;
+                    if is_current { entry.0.merge(&h) } else { entry.1.merge(&h) }
+                }
+            }
+            for (from, to) in edges {
+                let rows: Vec<(i64, i64, i64)> = with_pool!(self, pool => {
+                    sqlx::query_as(
+                        "SELECT s.backend_id, r.variant_id, s.seconds FROM job_runs r JOIN samples s ON s.run_id = r.id \
+                         WHERE r.started_at >= $1 AND r.started_at < $2",
+                    )
+                    .bind(from)
+                    .bind(to)
+                    .fetch_all(pool)
+                    .await?
+                });
+                for (backend_id, variant_id, seconds) in rows {
+                    let (Some(&b), Some(&v)) =
+                        (backend_index.get(&backend_id), variant_index.get(&variant_id))
+                    else {
+                        continue;
+                    };
+                    let entry = cells.entry((b, v)).or_default();
+                    if is_current { entry.0.add(seconds, 1) } else { entry.1.add(seconds, 1) }
+                }
+            }
+        }
+        let mut list: Vec<_> = cells.into_iter().collect();
+        list.sort_by_key(|(k, _)| *k);
+        data.cells = list
+            .into_iter()
+            .map(|((backend, variant), (current, baseline))| CellHistograms {
+                backend,
+                variant,
+                current,
+                baseline,
+            })
+            .collect();
+        Ok(data)
+    }
+
+    /// One backend's runs in a window among some variants: (job, build id, URL, seconds, started).
+    pub async fn group_samples(
+        &self,
+        backend: &str,
+        variant_ids: &[i64],
+        window: (i64, i64),
+    ) -> Result<Vec<(String, String, String, i64, i64)>> {
+        if variant_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = with_pool!(self, pool => {
+            let mut q = sqlx::QueryBuilder::new(
+                "SELECT r.job_name, r.build_id, r.url, s.seconds, r.started_at FROM samples s \
+                 JOIN job_runs r ON r.id = s.run_id JOIN backends b ON b.id = s.backend_id WHERE b.name = ",
+            );
+            q.push_bind(backend);
+            q.push(" AND r.started_at >= ").push_bind(window.0);
+            q.push(" AND r.started_at < ").push_bind(window.1);
+            q.push(" AND r.variant_id IN (");
+            let mut list = q.separated(", ");
+            for id in variant_ids {
+                list.push_bind(*id);
+            }
+            q.push(") ORDER BY s.seconds DESC, r.started_at DESC");
+            q.build_query_as::<(String, String, String, i64, i64)>().fetch_all(pool).await?
+        });
+        Ok(rows)
+    }
+
+    /// Job names that ran in some variants during a window.
+    pub async fn jobs_of_variants(
+        &self,
+        variant_ids: &[i64],
+        window: (i64, i64),
+    ) -> Result<Vec<(String, i64)>> {
+        if variant_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = with_pool!(self, pool => {
+            let mut q = sqlx::QueryBuilder::new("SELECT job_name, COUNT(*) FROM job_runs WHERE started_at >= ");
+            q.push_bind(window.0).push(" AND started_at < ").push_bind(window.1).push(" AND variant_id IN (");
+            let mut list = q.separated(", ");
+            for id in variant_ids {
+                list.push_bind(*id);
+            }
+            q.push(") GROUP BY job_name ORDER BY job_name");
+            q.build_query_as::<(String, i64)>().fetch_all(pool).await?
+        });
+        Ok(rows)
+    }
+
+    pub async fn group_states(&self) -> Result<HashMap<String, GroupState>> {
+        let rows: Vec<(String, i64, i64, Option<i64>)> = with_pool!(self, pool => {
+            sqlx::query_as("SELECT group_label, regressed, clean_streak, since FROM group_states").fetch_all(pool).await?
+        });
+        Ok(rows
+            .into_iter()
+            .map(|(label, regressed, streak, since)| {
+                (label, GroupState { regressed: regressed != 0, clean_streak: streak as u32, since })
+            })
+            .collect())
+    }
+
+    /// Replaces the stored group states and records the cycle, in one transaction.
+    pub async fn finish_cycle(&self, states: &[(String, GroupState)], cycle: &CycleRecord) -> Result<i64> {
+        let now = chrono::Utc::now().timestamp();
+        let id = with_pool!(self, pool, dialect => {
+            let mut tx = pool.begin_with(dialect.begin_write).await?;
+            sqlx::query("DELETE FROM group_states").execute(&mut *tx).await?;
+            for chunk in states.chunks(500) {
+                let mut q = sqlx::QueryBuilder::new("INSERT INTO group_states (group_label, regressed, clean_streak, since, updated_at) ");
+                q.push_values(chunk, |mut b, (label, s)| {
+                    b.push_bind(label).push_bind(i64::from(s.regressed)).push_bind(i64::from(s.clean_streak)).push_bind(s.since).push_bind(now);
+                });
+                q.build().execute(&mut *tx).await?;
+            }
+            let id: i64 = sqlx::query_scalar(
+                "INSERT INTO eval_cycles (started_at, finished_at, evaluated_at, groups, regressions, outcome, error) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+            )
+            .bind(cycle.started_at)
+            .bind(cycle.finished_at)
+            .bind(cycle.evaluated_at)
+            .bind(cycle.groups)
+            .bind(cycle.regressions)
+            .bind(&cycle.outcome)
+            .bind(&cycle.error)
+            .fetch_one(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            id
+        });
+        Ok(id)
+    }
+
+    /// Records a cycle that failed before it could finish.
+    pub async fn record_failed_cycle(&self, cycle: &CycleRecord) -> Result<()> {
+        with_pool!(self, pool => {
+            sqlx::query(
+                "INSERT INTO eval_cycles (started_at, finished_at, evaluated_at, groups, regressions, outcome, error) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(cycle.started_at)
+            .bind(cycle.finished_at)
+            .bind(cycle.evaluated_at)
+            .bind(cycle.groups)
+            .bind(cycle.regressions)
+            .bind(&cycle.outcome)
+            .bind(&cycle.error)
+            .execute(pool)
+            .await?;
+        });
+        Ok(())
+    }
+
+    pub async fn count_cycles(&self) -> Result<i64> {
+        Ok(with_pool!(self, pool => {
+            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM eval_cycles").fetch_one(pool).await?
+        }))
+    }
+
+    /// Replaces the historical table with `rows`.
+    pub async fn import_thresholds(&self, rows: &[HistoricalRow], source_file: &str) -> Result<()> {
+        let now = chrono::Utc::now().timestamp();
+        with_pool!(self, pool, dialect => {
+            let mut tx = pool.begin_with(dialect.begin_write).await?;
+            sqlx::query("DELETE FROM historical_thresholds").execute(&mut *tx).await?;
+            for chunk in rows.chunks(200) {
+                let mut q = sqlx::QueryBuilder::new(
+                    "INSERT INTO historical_thresholds (backend, release, from_release, platform, architecture, network, \
+                     topology, master_nodes_updated, job_runs, p50, p75, p95, p99, source_file, imported_at) ",
+                );
+                q.push_values(chunk, |mut b, r| {
+                    b.push_bind(&r.backend)
+                        .push_bind(&r.release)
+                        .push_bind(&r.from_release)
+                        .push_bind(&r.platform)
+                        .push_bind(&r.architecture)
+                        .push_bind(&r.network)
+                        .push_bind(&r.topology)
+                        .push_bind(&r.master_nodes_updated)
+                        .push_bind(r.job_runs.map(|n| n as i64))
+                        .push_bind(r.p50)
+                        .push_bind(r.p75)
+                        .push_bind(r.p95)
+                        .push_bind(r.p99)
+                        .push_bind(source_file)
+                        .push_bind(now);
+                });
+                q.build().execute(&mut *tx).await?;
+            }
+            tx.commit().await?;
+        });
+        Ok(())
+    }
+
+    pub async fn historical_thresholds(&self) -> Result<Vec<HistoricalRow>> {
+        type Row = (
+            String,
+            String,
+            String,
+            String,
+            String,
+            String,
+            String,
+            String,
+            Option<i64>,
+            Option<f64>,
+            Option<f64>,
+            Option<f64>,
+            Option<f64>,
+        );
+        let rows: Vec<Row> = with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT backend, release, from_release, platform, architecture, network, topology, master_nodes_updated, \
+                 job_runs, p50, p75, p95, p99 FROM historical_thresholds",
+            )
+            .fetch_all(pool)
+            .await?
+        });
+        Ok(rows
+            .into_iter()
+            .map(|r| HistoricalRow {
+                backend: r.0,
+                release: r.1,
+                from_release: r.2,
+                platform: r.3,
+                architecture: r.4,
+                network: r.5,
+                topology: r.6,
+                master_nodes_updated: r.7,
+                job_runs: r.8.map(|n| n as u64),
+                p50: r.9,
+                p75: r.10,
+                p95: r.11,
+                p99: r.12,
+            })
+            .collect())
+    }
+}
+
+/// One cycle as recorded.
+#[derive(Debug, Clone, Default)]
+pub struct CycleRecord {
+    pub started_at: i64,
+    pub finished_at: i64,
+    pub evaluated_at: i64,
+    pub groups: i64,
+    pub regressions: i64,
+    /// `ok` or `failed`.
+    pub outcome: String,
+    pub error: String,
+}
+
+impl Store {
+    /// The straightforward way, for comparison in `sheriff bench evaluate`: exact percentiles of
+    /// every cell in both windows with PostgreSQL's `percentile_cont … GROUP BY` over the raw
+    /// samples. Returns the number of (cell, window) rows. PostgreSQL only.
+    pub async fn reference_percentiles_query(
+        &self,
+        baseline_from: i64,
+        window_from: i64,
+        to: i64,
+    ) -> Result<usize> {
+        let super::Pool::Postgres(pool) = &self.pool else {
+            anyhow::bail!("the reference query is PostgreSQL's percentile_cont");
+        };
+        let rows: Vec<(i64, i64, bool, Vec<f64>)> = sqlx::query_as(
+            "SELECT s.backend_id, r.variant_id, r.started_at >= $2 AS current, \
+             percentile_cont(ARRAY[0.5, 0.75, 0.95, 0.99]::float8[]) WITHIN GROUP (ORDER BY s.seconds) \
+             FROM samples s JOIN job_runs r ON r.id = s.run_id \
+             WHERE r.started_at >= $1 AND r.started_at < $3 GROUP BY 1, 2, 3",
+        )
+        .bind(baseline_from)
+        .bind(window_from)
+        .bind(to)
+        .fetch_all(pool)
+        .await?;
+        Ok(rows.len())
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct VariantRow {
+    id: i64,
+    release: String,
+    from_release: String,
+    upgrade_type: String,
+    platform: String,
+    architecture: String,
+    network: String,
+    network_stack: String,
+    topology: String,
+    master_nodes_updated: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split;
+
+    #[test]
+    fn windows_split_into_whole_days_and_edges() {
+        let d = 86_400;
+        assert_eq!(split(0, 7 * d), (0..7, vec![]));
+        assert_eq!(split(d / 2, 3 * d + 10), (1..3, vec![(d / 2, d), (3 * d, 3 * d + 10)]));
+        assert_eq!(split(10, 20), (0..0, vec![(10, 20)]));
+        assert_eq!(split(d + 5, 2 * d - 5), (0..0, vec![(d + 5, 2 * d - 5)]));
+    }
+}

@@ -1,0 +1,124 @@
+//! Evaluation end to end: a generated month with the case of DESIGN §1 planted, ingested,
+//! then `sheriff evaluate --format json` as a script would run it.
+
+mod common;
+
+use std::process::Command;
+
+use sheriff::config::{EvaluateSettings, IngestSettings};
+use sheriff::cycle::{CycleOptions, run_cycle};
+use sheriff::ingest::{IngestOptions, Source, ingest};
+use sheriff::synth::{self, JobSpec, Outlier, Scenario};
+
+const OVIRT_JOB: &str = "periodic-ci-openshift-release-master-nightly-4.14-e2e-ovirt-ovn-upgrade";
+const VSPHERE_JOB: &str = "periodic-ci-openshift-release-master-nightly-4.14-e2e-vsphere-ovn-upgrade";
+
+fn end() -> chrono::DateTime<chrono::Utc> {
+    synth::day(2026, 11, 29)
+}
+
+/// The demo month, plus a huge outlier on vsphere and a job that ran only 4 times.
+fn scenario() -> Scenario {
+    let mut s = Scenario::demo(end());
+    s.outliers.push(Outlier {
+        job: VSPHERE_JOB.into(),
+        nth: 50,
+        backend: "image-registry-new-connections".into(),
+        seconds: 4000,
+    });
+    s.jobs.push(JobSpec { max_runs: Some(4), from_day: 22, ..JobSpec::new(OVIRT_JOB, 1.0) });
+    s
+}
+
+async fn load(db: &common::TestDb) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let truth = synth::write_tree(&scenario(), dir.path()).unwrap();
+    let vsphere_runs = truth.runs.iter().filter(|r| r.job == VSPHERE_JOB).count();
+    assert!(vsphere_runs > 50, "the outlier run exists ({vsphere_runs} vsphere runs)");
+    let outlier = truth.runs.iter().filter(|r| r.job == VSPHERE_JOB).nth(50).unwrap();
+    assert!(outlier.started_at >= end() - chrono::Duration::days(7), "the outlier is in the current window");
+    let summary = ingest(
+        &db.store,
+        &IngestSettings::default(),
+        &Source::Local(dir.path().to_path_buf()),
+        &IngestOptions::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(summary.failed, 0);
+    dir
+}
+
+fn evaluate_json(db: &common::TestDb, extra: &[&str]) -> serde_json::Value {
+    let workdir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_sheriff"))
+        .args(["evaluate", "--format", "json", "--at", "2026-11-29T00:00:00Z"])
+        .args(extra)
+        .env("SHERIFF__DATABASE__URL", db.url())
+        .env("RUST_LOG", "warn")
+        .current_dir(workdir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+on_both_engines! {
+    async fn the_metal_registry_regression_is_reported_and_nothing_else(db) {
+        let _tree = load(&db).await;
+        let report = evaluate_json(&db, &[]);
+        for key in ["evaluated_at", "window", "cells_evaluated", "regressions"] {
+            assert!(report.get(key).is_some(), "missing {key}: {report}");
+        }
+        assert_eq!(report["window"]["to"], "2026-11-29T00:00:00Z");
+        let regressions = report["regressions"].as_array().unwrap();
+        assert_eq!(regressions.len(), 1, "{}", serde_json::to_string_pretty(regressions).unwrap());
+        let r = &regressions[0];
+        assert_eq!(r["family"], "image-registry");
+        assert_eq!(r["component"], "Image Registry");
+        assert_eq!(r["release"], "4.14");
+        assert_eq!(r["scope"]["platform"], "metal");
+        assert!(r["scope"].get("network").is_none(), "both networks: {}", r["scope"]);
+        assert!(r["scope"].get("upgrade_type").is_none(), "micro and minor: {}", r["scope"]);
+        let backends: Vec<&str> = r["backends"].as_array().unwrap().iter().map(|b| b.as_str().unwrap()).collect();
+        assert_eq!(backends, ["image-registry-new-connections", "image-registry-reused-connections"]);
+        assert_eq!(r["status"], "new");
+        assert!(r["observed_seconds"].as_f64().unwrap() > r["threshold_seconds"].as_f64().unwrap() + 5.0);
+        assert!(r["job_runs"].as_u64().unwrap() >= 20);
+        for key in ["fingerprint", "percentile", "attribution", "sample_jobs"] {
+            assert!(r.get(key).is_some(), "missing {key}");
+        }
+        let samples = r["sample_jobs"].as_array().unwrap();
+        assert!(samples.len() >= 3);
+        for s in samples {
+            assert!(s["url"].as_str().unwrap().starts_with("https://prow.ci.openshift.org/view/gs/test-platform-results/logs/"));
+            assert!(s["job"].as_str().unwrap().contains("metal"));
+            assert!(s["seconds"].as_i64().is_some() && s["build_id"].as_str().is_some());
+        }
+        // Not the console on the same runs, and nothing from the vsphere outlier.
+        assert!(!report.to_string().contains("\"family\":\"ingress-to-console\""));
+        // The job with 4 runs is insufficient data.
+        let insufficient = report["insufficient_data"].as_array().unwrap();
+        let ovirt = insufficient.iter().find(|i| i["jobs"].as_array().unwrap().iter().any(|j| j == OVIRT_JOB)).expect("ovirt listed");
+        assert_eq!(ovirt["job_runs"], 4);
+        assert_eq!(ovirt["scope"]["platform"], "ovirt");
+    }
+
+    async fn cycles_are_recorded_the_regression_stays_the_same_and_dry_runs_record_nothing(db) {
+        let _tree = load(&db).await;
+        let settings = EvaluateSettings::default();
+        let at = end();
+        // Evaluated a week earlier, before the regression started, nothing is found.
+        let before = run_cycle(&db.store, &settings, CycleOptions { at: at - chrono::Duration::days(8), dry_run: true }).await.unwrap();
+        assert!(before.regressions.is_empty(), "{:#?}", before.regressions);
+        let dry = run_cycle(&db.store, &settings, CycleOptions { at, dry_run: true }).await.unwrap();
+        assert_eq!(db.store.count_cycles().await.unwrap(), 0);
+        let first = run_cycle(&db.store, &settings, CycleOptions { at, dry_run: false }).await.unwrap();
+        let second = run_cycle(&db.store, &settings, CycleOptions { at, dry_run: false }).await.unwrap();
+        assert_eq!(db.store.count_cycles().await.unwrap(), 2);
+        assert_eq!(dry.regressions[0].fingerprint, first.regressions[0].fingerprint);
+        assert_eq!(first.regressions[0].fingerprint, second.regressions[0].fingerprint);
+        assert_eq!((first.regressions[0].status, second.regressions[0].status), ("new", "ongoing"));
+    }
+}

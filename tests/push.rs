@@ -1,0 +1,116 @@
+//! `POST /api/v1/runs` through the router, without a socket.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use sheriff::config::{Secret, Settings};
+use sheriff::server::{AppState, router};
+use sheriff::synth::{self, Scenario};
+use tower::ServiceExt;
+
+const TOKEN: &str = "push-token-for-tests";
+
+fn state(db: &common::TestDb, token: Option<&str>, max_body: usize) -> AppState {
+    let mut settings = Settings::default();
+    settings.ingest.push_token = token.map(Secret::new);
+    settings.server.max_body_bytes = max_body;
+    // The router holds the store by Arc; tests keep their own handle through a second open.
+    AppState {
+        store: Arc::new(futures_block(sheriff::store::Store::open(&db.settings)).unwrap()),
+        settings: Arc::new(settings),
+    }
+}
+
+fn futures_block<F: std::future::Future>(f: F) -> F::Output {
+    tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(f))
+}
+
+/// One generated run's files, as a push body.
+fn pushed_run() -> (serde_json::Value, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Scenario::month(7, synth::day(2026, 11, 1));
+    s.days = 1;
+    s.jobs.truncate(1);
+    let truth = synth::write_tree(&s, dir.path()).unwrap();
+    let run = &truth.runs[0];
+    let root = dir.path().join(&s.bucket).join(&run.path);
+    let mut files = BTreeMap::new();
+    let mut stack = vec![root.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.path().is_dir() {
+                stack.push(e.path());
+            } else {
+                let name = e.path().strip_prefix(&root).unwrap().to_string_lossy().into_owned();
+                files.insert(name, serde_json::Value::String(std::fs::read_to_string(e.path()).unwrap()));
+            }
+        }
+    }
+    let body = serde_json::json!({"bucket": s.bucket, "path": run.path, "files": files});
+    (body, run.job.clone(), run.build_id.clone())
+}
+
+fn request(token: Option<&str>, body: String) -> Request<Body> {
+    let mut r = Request::post("/api/v1/runs").header("content-type", "application/json");
+    if let Some(t) = token {
+        r = r.header("authorization", format!("Bearer {t}"));
+    }
+    r.body(Body::from(body)).unwrap()
+}
+
+async fn call(state: AppState, req: Request<Body>) -> (StatusCode, serde_json::Value) {
+    let response = router(state).oneshot(req).await.unwrap();
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await.unwrap();
+    (status, serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null))
+}
+
+on_both_engines! {
+    async fn a_pushed_run_is_stored_once(db) {
+        let (body, job, build) = pushed_run();
+        let st = state(&db, Some(TOKEN), 32 << 20);
+        let (status, answer) = call(st.clone(), request(Some(TOKEN), body.to_string())).await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+        assert!(db.store.has_run(&job, &build).await.unwrap());
+        let (status, answer) = call(st, request(Some(TOKEN), body.to_string())).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+        assert_eq!(answer["outcome"], "already stored");
+        assert_eq!(db.store.count_runs().await.unwrap(), 1);
+    }
+
+    async fn a_wrong_or_missing_token_is_refused_and_stores_nothing(db) {
+        let (body, _, _) = pushed_run();
+        let st = state(&db, Some(TOKEN), 32 << 20);
+        for token in [None, Some("wrong"), Some("")] {
+            let (status, _) = call(st.clone(), request(token, body.to_string())).await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED);
+        }
+        let (status, answer) = call(state(&db, None, 32 << 20), request(Some(TOKEN), body.to_string())).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{answer}");
+        assert_eq!(db.store.count_runs().await.unwrap(), 0);
+    }
+
+    async fn a_broken_run_is_refused_naming_the_file(db) {
+        let (mut body, job, build) = pushed_run();
+        let name = body["files"].as_object().unwrap().keys().find(|k| k.contains("backend-disruption")).unwrap().clone();
+        body["files"][&name] = serde_json::json!("{\"BackendDisruptions\": {");
+        let (status, answer) = call(state(&db, Some(TOKEN), 32 << 20), request(Some(TOKEN), body.to_string())).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+        assert!(answer["errors"][0]["file"].as_str().unwrap().contains("backend-disruption"), "{answer}");
+        assert!(!db.store.has_run(&job, &build).await.unwrap());
+    }
+
+    async fn malformed_and_oversized_bodies_are_refused(db) {
+        let (status, _) = call(state(&db, Some(TOKEN), 32 << 20), request(Some(TOKEN), "{\"path\": ".into())).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        let (status, _) = call(state(&db, Some(TOKEN), 32 << 20), request(Some(TOKEN), r#"{"path": "../../etc", "files": {}}"#.into())).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        let (body, _, _) = pushed_run();
+        let (status, _) = call(state(&db, Some(TOKEN), 1024), request(Some(TOKEN), body.to_string())).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    }
+}
