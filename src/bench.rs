@@ -107,12 +107,14 @@ pub async fn evaluate(
     backends: usize,
     repeat: usize,
     postgres_url: Option<&str>,
+    sqlite_path: Option<&std::path::Path>,
 ) -> Result<EvaluateBench> {
     let end = synth::day(2026, 11, 29);
     let scenario = synth::large(runs, variants, backends, 28, end);
     let records = synth::run_records(&scenario);
     let tmp = tempfile::tempdir()?;
-    let mut stores = vec![("sqlite".to_string(), bench_store(None, tmp.path()).await?)];
+    let sqlite_url = sqlite_path.map(|p| format!("sqlite://{}", p.display()));
+    let mut stores = vec![("sqlite".to_string(), bench_store(sqlite_url.as_deref(), tmp.path()).await?)];
     if let Some(url) = postgres_url {
         stores.push(("postgres".to_string(), bench_store(Some(url), tmp.path()).await?));
     }
@@ -129,12 +131,19 @@ pub async fn evaluate(
         regressions: 0,
     };
     for (engine, store) in &stores {
-        anyhow::ensure!(store.count_runs().await? == 0, "the {engine} database is not empty");
-        let started = Instant::now();
-        for chunk in records.chunks(1000) {
-            store.write_runs(chunk, false).await?;
+        let stored = store.count_runs().await? as usize;
+        if stored != records.len() {
+            // A kept SQLite file already loaded with the same data is measured as it is.
+            anyhow::ensure!(
+                stored == 0,
+                "the {engine} database holds {stored} runs, neither none nor this benchmark's"
+            );
+            let started = Instant::now();
+            for chunk in records.chunks(1000) {
+                store.write_runs(chunk, false).await?;
+            }
+            out.load_seconds.push((engine.clone(), started.elapsed().as_secs_f64()));
         }
-        out.load_seconds.push((engine.clone(), started.elapsed().as_secs_f64()));
         out.samples = store.count_samples().await?;
         let mut best = f64::MAX;
         for _ in 0..repeat.max(1) {

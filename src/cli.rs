@@ -128,6 +128,9 @@ pub enum BenchCommand {
         /// An empty PostgreSQL database to load and measure as well.
         #[arg(long)]
         postgres_url: Option<String>,
+        /// Keep the SQLite database in this file (reused when it already holds the data).
+        #[arg(long)]
+        sqlite: Option<PathBuf>,
     },
 }
 
@@ -274,9 +277,17 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench {
-            what: BenchCommand::Evaluate { runs, variants, backends, repeat, postgres_url },
+            what: BenchCommand::Evaluate { runs, variants, backends, repeat, postgres_url, sqlite },
         } => {
-            let r = crate::bench::evaluate(runs, variants, backends, repeat, postgres_url.as_deref()).await?;
+            let r = crate::bench::evaluate(
+                runs,
+                variants,
+                backends,
+                repeat,
+                postgres_url.as_deref(),
+                sqlite.as_deref(),
+            )
+            .await?;
             println!(
                 "evaluate: {} runs, {} samples, {} cells with runs, {} groups judged, {} regression(s) found",
                 r.runs, r.samples, r.cells, r.groups, r.regressions

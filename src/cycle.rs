@@ -189,9 +189,16 @@ async fn evaluate_at(
     let window = Window { from: at - Duration::days(i64::from(settings.window_days)), to: at };
     let baseline =
         Window { from: window.from - Duration::days(i64::from(settings.baseline_days)), to: window.from };
+    let phase = Instant::now();
     let data = store.window_data(window.secs(), baseline.secs()).await?;
     let prior = store.group_states().await?;
     let historical = HistoricalTable::new(store.historical_thresholds().await?, settings.historical_min_runs);
+    tracing::debug!(
+        seconds = phase.elapsed().as_secs_f64(),
+        cells = data.cells.len(),
+        "cycle: read the windows"
+    );
+    let phase = Instant::now();
     let input = EvalInput {
         backends: &data.backends,
         variants: &data.variants,
@@ -200,6 +207,12 @@ async fn evaluate_at(
         now: at.timestamp(),
     };
     let evaluation = evaluate::evaluate(&input, settings, &historical);
+    tracing::debug!(
+        seconds = phase.elapsed().as_secs_f64(),
+        groups = evaluation.groups.len(),
+        "cycle: evaluated"
+    );
+    let phase = Instant::now();
 
     // States to keep: every regressed (or recovering) group, and earlier ones not seen now.
     let mut states: Vec<(String, evaluate::GroupState)> = Vec::new();
@@ -239,6 +252,7 @@ async fn evaluate_at(
     });
 
     let insufficient_data = insufficient(store, &data, &evaluation.groups, window).await?;
+    tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: described the regressions");
     let report = CycleReport {
         evaluated_at: at,
         window,

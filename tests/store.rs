@@ -127,3 +127,50 @@ on_both_engines! {
         assert_eq!(db.store.recent_ingest_log(None, 10).await.unwrap().len(), 2);
     }
 }
+
+/// Runs spread over days at odd hours, each with one backend sample of known seconds.
+fn spread_records() -> Vec<RunRecord> {
+    let base = Utc.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap();
+    (0..60)
+        .map(|i: i64| {
+            let mut r = sample_record(&format!("18000000000000{i:05}"), 0);
+            r.run.started_at = base + chrono::Duration::minutes(i * 557);
+            r.run.dimensions.network = if i % 2 == 0 { "ovn".into() } else { "sdn".into() };
+            r.samples = vec![Sample {
+                backend: "kube-api-new-connections".into(),
+                connection: "new".into(),
+                seconds: i % 7,
+            }];
+            r.outages.clear();
+            r.conditions.clear();
+            r
+        })
+        .collect()
+}
+
+on_both_engines! {
+    async fn window_histograms_are_exact_for_windows_that_do_not_start_at_midnight(db) {
+        let records = spread_records();
+        db.store.write_runs(&records, false).await.unwrap();
+        let t = |h: u32, m: u32| Utc.with_ymd_and_hms(2026, 11, 10, h, m, 0).unwrap().timestamp();
+        let current = (t(7, 13), t(7, 13) + 5 * 86_400 + 3_600);
+        let baseline = (current.0 - 6 * 86_400 - 17, current.0);
+        let data = db.store.window_data(current, baseline).await.unwrap();
+        for (window, pick) in [(current, true), (baseline, false)] {
+            for network in ["ovn", "sdn"] {
+                let mut expected: Vec<i64> = records
+                    .iter()
+                    .filter(|r| r.run.dimensions.network == network)
+                    .filter(|r| (window.0..window.1).contains(&r.run.started_at.timestamp()))
+                    .map(|r| r.samples[0].seconds)
+                    .collect();
+                expected.sort_unstable();
+                let cell = data.cells.iter().find(|c| {
+                    data.backends[c.backend] == "kube-api-new-connections" && data.variants[c.variant].network == network
+                });
+                let got = cell.map(|c| if pick { c.current.clone() } else { c.baseline.clone() }).unwrap_or_default();
+                assert_eq!(got, sheriff::model::Histogram::from_values(expected), "{network} current={pick}");
+            }
+        }
+    }
+}

@@ -59,14 +59,17 @@ CREATE TABLE samples (
 
 -- Exact histogram of per-run seconds for one cell on one UTC day (day = started_at / 86400),
 -- kept at ingest so an evaluation cycle reads one row per cell-day instead of every sample.
--- hist: space-separated `seconds:runs` pairs in ascending order of seconds.
+-- runs: every run of the cell that day; hist: space-separated `seconds:runs` pairs of the
+-- runs with disruption, ascending (the zeros are `runs` minus their counts, so a day without
+-- disruption, the common case, stores an empty string). Keyed by cell first, so an evaluation
+-- aggregates each cell's days without sorting.
 CREATE TABLE cell_days (
-    day        BIGINT NOT NULL,
     backend_id BIGINT NOT NULL REFERENCES backends (id),
     variant_id BIGINT NOT NULL REFERENCES variants (id),
+    day        BIGINT NOT NULL,
     runs       BIGINT NOT NULL,
     hist       TEXT NOT NULL,
-    PRIMARY KEY (day, backend_id, variant_id)
+    PRIMARY KEY (backend_id, variant_id, day)
 );
 
 -- What happened to each file (or run) an ingest looked at, good or bad.

@@ -155,19 +155,19 @@ struct Draft {
 
 /// The reference a check compares with: a threshold and, for history-based thresholds, the
 /// distribution it came from.
-struct Reference {
+struct Reference<'a> {
     threshold: Threshold,
-    against: Option<Histogram>,
+    against: Option<&'a Histogram>,
 }
 
-fn reference(
-    draft: &Draft,
+fn reference<'a>(
+    draft: &'a Draft,
     percentile: Percentile,
     settings: &EvaluateSettings,
     historical: &HistoricalTable,
     cell_dims: &[&Dimensions],
-    previous: Option<&Draft>,
-) -> Option<Reference> {
+    previous: Option<&'a Draft>,
+) -> Option<Reference<'a>> {
     if let Some(t) = thresholds::configured(&settings.limits, &draft.key, percentile) {
         return Some(Reference { threshold: t, against: None });
     }
@@ -180,17 +180,14 @@ fn reference(
         let source = ThresholdSource::Baseline { runs: draft.baseline.count() };
         return Some(Reference {
             threshold: Threshold { percentile, seconds, source },
-            against: Some(draft.baseline.clone()),
+            against: Some(&draft.baseline),
         });
     }
     let prev = previous.filter(|p| p.current.count() >= settings.min_job_runs)?;
     let release = prev.key.get(Dimension::Release).unwrap_or_default().to_string();
     let seconds = prev.current.percentile(q)?;
     let source = ThresholdSource::PreviousRelease { release, runs: prev.current.count() };
-    Some(Reference {
-        threshold: Threshold { percentile, seconds, source },
-        against: Some(prev.current.clone()),
-    })
+    Some(Reference { threshold: Threshold { percentile, seconds, source }, against: Some(&prev.current) })
 }
 
 fn allowed(threshold: f64, settings: &EvaluateSettings) -> f64 {
@@ -210,6 +207,7 @@ pub fn evaluate(
     settings: &EvaluateSettings,
     historical: &HistoricalTable,
 ) -> Evaluation {
+    let t0 = std::time::Instant::now();
     let excluded: Vec<bool> = input
         .backends
         .iter()
@@ -236,70 +234,109 @@ pub fn evaluate(
         coarse_of.push(ids);
         coarse_values.push(values);
     }
-    let mut index: HashMap<(usize, usize, usize), usize> = HashMap::new();
-    let mut drafts: Vec<Draft> = Vec::new();
-    for (ci, cell) in input.cells.iter().enumerate() {
-        if excluded[cell.backend] || (cell.current.is_empty() && cell.baseline.is_empty()) {
-            continue;
-        }
-        for (level, dims) in LEVELS.iter().enumerate() {
-            let coarse = coarse_of[level][cell.variant];
-            let gi = *index.entry((cell.backend, level, coarse)).or_insert_with(|| {
-                let fixed = dims.iter().copied().zip(coarse_values[level][coarse].iter().cloned()).collect();
-                drafts.push(Draft {
-                    key: GroupKey { backend: input.backends[cell.backend].clone(), fixed },
-                    level,
-                    current: Histogram::new(),
-                    baseline: Histogram::new(),
-                    cells: Vec::new(),
+    // Groups never span backends: build them on every core, a share of the backends each.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    let build = |share: usize| -> Vec<Draft> {
+        let mut index: HashMap<(usize, usize, usize), usize> = HashMap::new();
+        let mut drafts: Vec<Draft> = Vec::new();
+        for (ci, cell) in input.cells.iter().enumerate() {
+            if cell.backend % threads != share
+                || excluded[cell.backend]
+                || (cell.current.is_empty() && cell.baseline.is_empty())
+            {
+                continue;
+            }
+            for (level, dims) in LEVELS.iter().enumerate() {
+                let coarse = coarse_of[level][cell.variant];
+                let gi = *index.entry((cell.backend, level, coarse)).or_insert_with(|| {
+                    let fixed =
+                        dims.iter().copied().zip(coarse_values[level][coarse].iter().cloned()).collect();
+                    drafts.push(Draft {
+                        key: GroupKey { backend: input.backends[cell.backend].clone(), fixed },
+                        level,
+                        current: Histogram::new(),
+                        baseline: Histogram::new(),
+                        cells: Vec::new(),
+                    });
+                    drafts.len() - 1
                 });
-                drafts.len() - 1
-            });
-            let d = &mut drafts[gi];
-            d.current.merge(&cell.current);
-            d.baseline.merge(&cell.baseline);
-            d.cells.push(ci);
-        }
-    }
-    let by_key: HashMap<&GroupKey, usize> = drafts.iter().enumerate().map(|(i, d)| (&d.key, i)).collect();
-
-    // Checks for every group with enough runs.
-    let mut checks: Vec<Vec<(Check, Option<Histogram>)>> = Vec::with_capacity(drafts.len());
-    let mut p_values = Vec::new();
-    for d in &drafts {
-        let mut group_checks = Vec::new();
-        if d.current.count() >= settings.min_job_runs {
-            let cell_dims: Vec<&Dimensions> = d
-                .cells
-                .iter()
-                .filter(|&&c| !input.cells[c].current.is_empty())
-                .map(|&c| &input.variants[input.cells[c].variant])
-                .collect();
-            let previous =
-                thresholds::previous_release_key(&d.key).and_then(|k| by_key.get(&k)).map(|&i| &drafts[i]);
-            for &p in &settings.percentiles {
-                let Some(r) = reference(d, p, settings, historical, &cell_dims, previous) else { continue };
-                let observed = d.current.percentile(p.fraction()).unwrap_or(0.0);
-                let allowed = allowed(r.threshold.seconds, settings);
-                let p_value = test(&d.current, p, r.threshold.seconds, r.against.as_ref());
-                p_values.push(p_value);
-                group_checks.push((
-                    Check {
-                        percentile: p,
-                        observed,
-                        threshold: r.threshold,
-                        allowed,
-                        p_value,
-                        q_value: 1.0,
-                        exceeds: observed > allowed,
-                        discovery: false,
-                    },
-                    r.against,
-                ));
+                let d = &mut drafts[gi];
+                d.current.merge(&cell.current);
+                d.baseline.merge(&cell.baseline);
+                d.cells.push(ci);
             }
         }
-        checks.push(group_checks);
-    }
+        drafts
+    };
+    let drafts: Vec<Draft> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads).map(|share| scope.spawn(move || build(share))).collect();
+        handles.into_iter().flat_map(|h| h.join().expect("a grouping thread panicked")).collect()
+    });
+    let by_key: HashMap<&GroupKey, usize> = drafts.iter().enumerate().map(|(i, d)| (&d.key, i)).collect();
+    tracing::debug!(seconds = t0.elapsed().as_secs_f64(), groups = drafts.len(), "evaluate: grouped");
+    let t0 = std::time::Instant::now();
+
+    // Checks for every group with enough runs, on every core.
+    let check_group = |i: usize| -> Vec<(Check, Option<&Histogram>)> {
+        let d = &drafts[i];
+        let mut group_checks = Vec::new();
+        if d.current.count() < settings.min_job_runs {
+            return group_checks;
+        }
+        let cell_dims: Vec<&Dimensions> = d
+            .cells
+            .iter()
+            .filter(|&&c| !input.cells[c].current.is_empty())
+            .map(|&c| &input.variants[input.cells[c].variant])
+            .collect();
+        let previous =
+            thresholds::previous_release_key(&d.key).and_then(|k| by_key.get(&k)).map(|&i| &drafts[i]);
+        // The two-part test depends only on the two distributions: run it once per reference.
+        let mut two_part: Option<(*const Histogram, f64)> = None;
+        for &p in &settings.percentiles {
+            let Some(r) = reference(d, p, settings, historical, &cell_dims, previous) else { continue };
+            let observed = d.current.percentile(p.fraction()).unwrap_or(0.0);
+            let allowed = allowed(r.threshold.seconds, settings);
+            let p_value = match r.against {
+                Some(against) => match two_part {
+                    Some((seen, p)) if std::ptr::eq(seen, against) => p,
+                    _ => {
+                        let p = stats::two_part_greater(&d.current, against).p;
+                        two_part = Some((against as *const Histogram, p));
+                        p
+                    }
+                },
+                None => stats::quantile_exceeds(&d.current, p.fraction(), r.threshold.seconds),
+            };
+            group_checks.push((
+                Check {
+                    percentile: p,
+                    observed,
+                    threshold: r.threshold,
+                    allowed,
+                    p_value,
+                    q_value: 1.0,
+                    exceeds: observed > allowed,
+                    discovery: false,
+                },
+                r.against,
+            ));
+        }
+        group_checks
+    };
+    let chunk = drafts.len().div_ceil(threads).max(1);
+    let total = drafts.len();
+    let mut checks: Vec<Vec<(Check, Option<&Histogram>)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..total)
+            .step_by(chunk)
+            .map(|start| {
+                let check_group = &check_group;
+                scope.spawn(move || (start..(start + chunk).min(total)).map(check_group).collect::<Vec<_>>())
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("a check thread panicked")).collect()
+    });
+    let p_values: Vec<f64> = checks.iter().flatten().map(|(c, _)| c.p_value).collect();
     let discoveries = stats::benjamini_hochberg(&p_values, settings.false_discovery_rate);
     let q_values = stats::bh_adjusted(&p_values);
     let cutoff =
@@ -314,9 +351,11 @@ pub fn evaluate(
     }
 
     // Candidates: regressed now, or regressed before and still above the threshold.
+    let prior_by_key: HashMap<GroupKey, &GroupState> =
+        input.prior.iter().filter_map(|(label, s)| GroupKey::parse_label(label).map(|k| (k, s))).collect();
     let mut results: Vec<GroupResult> = Vec::with_capacity(drafts.len());
     for (d, group_checks) in drafts.iter().zip(&checks) {
-        let prior = input.prior.get(&d.key.label()).cloned().unwrap_or_default();
+        let prior = prior_by_key.get(&d.key).map(|s| (*s).clone()).unwrap_or_default();
         let enough = d.current.count() >= settings.min_job_runs;
         let regressed_now = group_checks.iter().any(|(c, _)| c.exceeds && c.discovery);
         let above = group_checks.iter().any(|(c, _)| c.observed > c.threshold.seconds);
@@ -345,6 +384,8 @@ pub fn evaluate(
         });
     }
 
+    tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: verdicts");
+    let t0 = std::time::Instant::now();
     // Explain away, strongest first; groups regressed before go first.
     let mut order: Vec<usize> =
         (0..results.len()).filter(|&i| results[i].status == GroupStatus::Regressed).collect();
@@ -384,7 +425,7 @@ pub fn evaluate(
                             Some(&baseline)
                         }
                         (ThresholdSource::Baseline { .. }, Some(_)) => None,
-                        (_, a) => a.as_ref(),
+                        (_, a) => *a,
                     };
                     c.exceeds
                         && observed > c.allowed
@@ -439,6 +480,7 @@ pub fn evaluate(
             }
         }
     }
+    tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: explained away and hysteresis");
     Evaluation { groups: results, tests: p_values.len() }
 }
 

@@ -68,12 +68,22 @@ pub fn fisher_greater(x1: u64, n1: u64, x2: u64, n2: u64) -> f64 {
     if n1 == 0 || n2 == 0 || k == 0 {
         return 1.0;
     }
-    let denominator = ln_choose(n, n1);
     let hi = k.min(n1);
     let lo = x1.max(k.saturating_sub(n2));
-    let mut p = 0.0;
-    for x in lo..=hi {
-        p += (ln_choose(k, x) + ln_choose(n - k, n1 - x) - denominator).exp();
+    if lo > hi {
+        return 0.0;
+    }
+    // The first term from log-factorials, the rest by the ratio of consecutive terms:
+    // P(x+1)/P(x) = (k − x)(n1 − x) / ((x + 1)(n − k − n1 + x + 1)).
+    let mut term = (ln_choose(k, lo) + ln_choose(n - k, n1 - lo) - ln_choose(n, n1)).exp();
+    let mut p = term;
+    for x in lo..hi {
+        let (xf, kf, n1f, nf) = (x as f64, k as f64, n1 as f64, n as f64);
+        term *= (kf - xf) * (n1f - xf) / ((xf + 1.0) * (nf - kf - n1f + xf + 1.0));
+        p += term;
+        if term < p * 1e-17 {
+            break;
+        }
     }
     p.clamp(0.0, 1.0)
 }
@@ -81,27 +91,41 @@ pub fn fisher_greater(x1: u64, n1: u64, x2: u64, n2: u64) -> f64 {
 /// One-sided Mann–Whitney U test (normal approximation with tie and continuity corrections):
 /// the p-value that values of `a` tend to be larger than values of `b`.
 pub fn mann_whitney_greater(a: &Histogram, b: &Histogram) -> f64 {
-    let (na, nb) = (a.count() as f64, b.count() as f64);
+    mann_whitney_bins(a.bins(), b.bins())
+}
+
+/// [`mann_whitney_greater`] on sorted `(value, count)` bins, without allocating.
+fn mann_whitney_bins(a: &[(i64, u64)], b: &[(i64, u64)]) -> f64 {
+    let na: f64 = a.iter().map(|x| x.1 as f64).sum();
+    let nb: f64 = b.iter().map(|x| x.1 as f64).sum();
     if na == 0.0 || nb == 0.0 {
         return 1.0;
     }
-    let mut all = a.clone();
-    all.merge(b);
     let n = na + nb;
-    // Average rank of each distinct value, and the tie correction term.
-    let mut rank_sum_a = 0.0;
-    let mut ties = 0.0;
-    let mut below = 0.0;
-    let (mut ia, bins_a) = (0, a.bins());
-    for &(value, count) in all.bins() {
-        let t = count as f64;
-        let average_rank = below + (t + 1.0) / 2.0;
-        while ia < bins_a.len() && bins_a[ia].0 < value {
-            ia += 1;
-        }
-        if ia < bins_a.len() && bins_a[ia].0 == value {
-            rank_sum_a += average_rank * bins_a[ia].1 as f64;
-        }
+    // Walk both in value order: average rank of each distinct value, and the tie term.
+    let (mut i, mut j) = (0, 0);
+    let (mut rank_sum_a, mut ties, mut below) = (0.0, 0.0, 0.0);
+    while i < a.len() || j < b.len() {
+        let value = match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) => x.0.min(y.0),
+            (Some(x), None) => x.0,
+            (None, Some(y)) => y.0,
+            (None, None) => break,
+        };
+        let ca = if a.get(i).is_some_and(|x| x.0 == value) {
+            i += 1;
+            a[i - 1].1 as f64
+        } else {
+            0.0
+        };
+        let cb = if b.get(j).is_some_and(|y| y.0 == value) {
+            j += 1;
+            b[j - 1].1 as f64
+        } else {
+            0.0
+        };
+        let t = ca + cb;
+        rank_sum_a += (below + (t + 1.0) / 2.0) * ca;
         ties += t * t * t - t;
         below += t;
     }
@@ -125,10 +149,16 @@ pub fn binomial_sf(k: u64, n: u64, p: f64) -> f64 {
     if p >= 1.0 {
         return 1.0;
     }
-    let (lp, lq) = (p.ln(), (1.0 - p).ln());
-    let mut sum = 0.0;
-    for x in k..=n {
-        sum += (ln_choose(n, x) + x as f64 * lp + (n - x) as f64 * lq).exp();
+    // The first term from log-factorials, the rest by P(x+1)/P(x) = (n − x)/(x + 1) · p/(1 − p).
+    let odds = p / (1.0 - p);
+    let mut term = (ln_choose(n, k) + k as f64 * p.ln() + (n - k) as f64 * (1.0 - p).ln()).exp();
+    let mut sum = term;
+    for x in k..n {
+        term *= (n - x) as f64 / (x + 1) as f64 * odds;
+        sum += term;
+        if term < sum * 1e-17 && (x as f64) > n as f64 * p {
+            break;
+        }
     }
     sum.clamp(0.0, 1.0)
 }
@@ -147,17 +177,9 @@ pub struct TwoPart {
 pub fn two_part_greater(current: &Histogram, baseline: &Histogram) -> TwoPart {
     let share_p =
         fisher_greater(current.disrupted(), current.count(), baseline.disrupted(), baseline.count());
-    let nonzero = |h: &Histogram| {
-        let mut out = Histogram::new();
-        for &(v, c) in h.bins() {
-            if v > 0 {
-                out.add(v, c);
-            }
-        }
-        out
-    };
-    let (cur, base) = (nonzero(current), nonzero(baseline));
-    let rank_p = if cur.count() >= 3 && base.count() >= 3 { mann_whitney_greater(&cur, &base) } else { 1.0 };
+    let (cur, base) = (current.nonzero_bins(), baseline.nonzero_bins());
+    let count = |bins: &[(i64, u64)]| bins.iter().map(|b| b.1).sum::<u64>();
+    let rank_p = if count(cur) >= 3 && count(base) >= 3 { mann_whitney_bins(cur, base) } else { 1.0 };
     TwoPart { share_p, rank_p, p: (2.0 * share_p.min(rank_p)).min(1.0) }
 }
 
@@ -240,6 +262,31 @@ mod tests {
             mann_whitney_greater(&Histogram::from_values([0, 0]), &Histogram::from_values([0, 0, 0])),
             1.0
         );
+    }
+
+    #[test]
+    fn the_iterative_tails_match_the_direct_sums() {
+        let direct_fisher = |x1: u64, n1: u64, x2: u64, n2: u64| {
+            let (n, k) = (n1 + n2, x1 + x2);
+            (x1.max(k.saturating_sub(n2))..=k.min(n1))
+                .map(|x| (ln_choose(k, x) + ln_choose(n - k, n1 - x) - ln_choose(n, n1)).exp())
+                .sum::<f64>()
+        };
+        for (x1, n1, x2, n2) in
+            [(25, 28, 17, 84), (3, 70, 30, 210), (10, 30, 9, 90), (0, 5, 3, 9), (60, 60, 0, 200)]
+        {
+            let (a, b) = (fisher_greater(x1, n1, x2, n2), direct_fisher(x1, n1, x2, n2).min(1.0));
+            assert!((a - b).abs() <= 1e-12 + 1e-9 * b, "fisher({x1},{n1},{x2},{n2}): {a} vs {b}");
+        }
+        let direct_binomial = |k: u64, n: u64, p: f64| {
+            (k..=n)
+                .map(|x| (ln_choose(n, x) + x as f64 * p.ln() + (n - x) as f64 * (1.0 - p).ln()).exp())
+                .sum::<f64>()
+        };
+        for (k, n, p) in [(9, 10, 0.5), (20, 28, 0.05), (3, 200, 0.01), (150, 300, 0.5)] {
+            let (a, b) = (binomial_sf(k, n, p), direct_binomial(k, n, p).min(1.0));
+            assert!((a - b).abs() <= 1e-12 + 1e-9 * b, "binomial({k},{n},{p}): {a} vs {b}");
+        }
     }
 
     #[test]

@@ -98,6 +98,21 @@ impl GroupKey {
     }
 }
 
+impl GroupKey {
+    /// Reads a label written by [`GroupKey::label`] back.
+    pub fn parse_label(label: &str) -> Option<GroupKey> {
+        let mut parts = label.split(' ');
+        let backend = parts.next()?.to_string();
+        let mut fixed = BTreeMap::new();
+        for part in parts {
+            let (d, v) = part.split_once('=')?;
+            let v = if v == "\"\"" { "" } else { v };
+            fixed.insert(Dimension::parse(d)?, v.to_string());
+        }
+        Some(GroupKey { backend, fixed })
+    }
+}
+
 impl fmt::Display for GroupKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.label())
@@ -201,5 +216,7 @@ mod tests {
         ));
         assert!(GroupKey::cell("b", &dims).is_cell());
         assert_eq!(g.label(), "b platform=metal");
+        let cell = GroupKey::cell("b", &dims);
+        assert_eq!(GroupKey::parse_label(&cell.label()), Some(cell));
     }
 }

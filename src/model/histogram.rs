@@ -63,6 +63,14 @@ impl Histogram {
             self.bins.clone_from(&other.bins);
             return;
         }
+        // Disruption histograms are small and mostly share their values (zero above all):
+        // adding in place avoids an allocation per merge.
+        if other.bins.len() <= 8 {
+            for &(v, c) in &other.bins {
+                self.add(v, c);
+            }
+            return;
+        }
         let mut out = Vec::with_capacity(self.bins.len() + other.bins.len());
         let (mut i, mut j) = (0, 0);
         while i < self.bins.len() && j < other.bins.len() {
@@ -95,6 +103,12 @@ impl Histogram {
 
     pub fn is_empty(&self) -> bool {
         self.bins.is_empty()
+    }
+
+    /// The bins with more than zero seconds: a suffix, since values are never negative.
+    pub fn nonzero_bins(&self) -> &[(i64, u64)] {
+        let first = self.bins.partition_point(|b| b.0 <= 0);
+        &self.bins[first..]
     }
 
     /// Runs with any disruption at all (more than zero seconds).
@@ -174,6 +188,47 @@ impl Histogram {
     }
 }
 
+impl Histogram {
+    /// The stored form without the zeros (`runs` counts them): most cell-days have no
+    /// disruption at all, and an empty string costs a database nothing to aggregate.
+    pub fn encode_nonzero(&self) -> String {
+        let nonzero = Histogram { bins: self.bins.iter().copied().filter(|b| b.0 != 0).collect() };
+        nonzero.encode()
+    }
+
+    /// Adds the zeros implied by a total run count to a histogram of the non-zero values.
+    pub fn with_zeros(mut self, total_runs: u64) -> Histogram {
+        let nonzero: u64 = self.bins.iter().filter(|b| b.0 != 0).map(|b| b.1).sum();
+        let zeros = total_runs.saturating_sub(nonzero);
+        self.bins.retain(|b| b.0 != 0);
+        self.add(0, zeros);
+        self
+    }
+
+    /// Reads several stored histograms joined by spaces (as SQL's `group_concat` or
+    /// `string_agg` returns them): pairs in any order, counts of a value added up.
+    pub fn decode_concatenated(text: &str) -> Result<Histogram, HistogramError> {
+        let err = |why| HistogramError { text: text.chars().take(80).collect(), why };
+        let mut pairs: Vec<(i64, u64)> = Vec::new();
+        for pair in text.split_ascii_whitespace() {
+            let (v, c) = pair.split_once(':').ok_or_else(|| err("a pair without `:`"))?;
+            let v: i64 = v.parse().map_err(|_| err("seconds are not an integer"))?;
+            let c: u64 = c.parse().map_err(|_| err("a count is not an integer"))?;
+            pairs.push((v, c));
+        }
+        pairs.sort_unstable_by_key(|p| p.0);
+        let mut bins: Vec<(i64, u64)> = Vec::with_capacity(pairs.len());
+        for (v, c) in pairs {
+            match bins.last_mut() {
+                Some(last) if last.0 == v => last.1 += c,
+                _ if c > 0 => bins.push((v, c)),
+                _ => {}
+            }
+        }
+        Ok(Histogram { bins })
+    }
+}
+
 impl fmt::Display for Histogram {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.encode())
@@ -243,6 +298,21 @@ mod tests {
         assert_eq!(a.bins(), &[(0, 3), (3, 1)]);
         assert_eq!(a.count(), 4);
         assert_eq!(a.disrupted(), 1);
+    }
+
+    #[test]
+    fn zeros_are_stored_as_a_count() {
+        let h = Histogram::from_values([0, 0, 0, 7, 0, 31]);
+        assert_eq!(h.encode_nonzero(), "7:1 31:1");
+        assert_eq!(Histogram::decode(&h.encode_nonzero()).unwrap().with_zeros(6), h);
+        assert_eq!(Histogram::decode("").unwrap().with_zeros(3), Histogram::from_values([0, 0, 0]));
+    }
+
+    #[test]
+    fn concatenated_histograms_add_up() {
+        let h = Histogram::decode_concatenated("0:2 12:1 0:3 5:1 12:2  45:1").unwrap();
+        assert_eq!(h.bins(), &[(0, 5), (5, 1), (12, 3), (45, 1)]);
+        assert!(Histogram::decode_concatenated("1:x").is_err());
     }
 
     #[test]

@@ -9,11 +9,6 @@ use std::collections::HashMap;
 
 use crate::model::Histogram;
 
-pub(crate) const SELECT_VARIANT_DAY: &str =
-    "SELECT backend_id, runs, hist FROM cell_days WHERE day = $1 AND variant_id = $2 ORDER BY backend_id";
-pub(crate) const SELECT_VARIANT_DAY_FOR_UPDATE: &str = "SELECT backend_id, runs, hist FROM cell_days \
-    WHERE day = $1 AND variant_id = $2 ORDER BY backend_id FOR UPDATE";
-
 /// Adds one run's `(backend_id, seconds)` pairs to the histograms of `day` × `variant_id`.
 macro_rules! add_samples {
     ($tx:expr, $dialect:expr, $day:expr, $variant_id:expr, $cells:expr) => {{
@@ -67,15 +62,19 @@ macro_rules! apply_change {
             q.push_values(cells, |mut b, (backend_id, _)| {
                 b.push_bind(day).push_bind(*backend_id).push_bind(variant_id).push_bind(0i64).push_bind("");
             });
-            q.push(" ON CONFLICT (day, backend_id, variant_id) DO NOTHING");
+            q.push(" ON CONFLICT (backend_id, variant_id, day) DO NOTHING");
             q.build().execute(&mut *$tx).await?;
-            let sql = if $dialect.is_postgres {
-                $crate::store::cells::SELECT_VARIANT_DAY_FOR_UPDATE
-            } else {
-                $crate::store::cells::SELECT_VARIANT_DAY
-            };
-            let rows: Vec<(i64, i64, String)> =
-                sqlx::query_as(sql).bind(day).bind(variant_id).fetch_all(&mut *$tx).await?;
+            let mut q = sqlx::QueryBuilder::new("SELECT backend_id, runs, hist FROM cell_days WHERE variant_id = ");
+            q.push_bind(variant_id).push(" AND day = ").push_bind(day).push(" AND backend_id IN (");
+            let mut list = q.separated(", ");
+            for (backend_id, _) in cells {
+                list.push_bind(*backend_id);
+            }
+            q.push(") ORDER BY backend_id");
+            if $dialect.is_postgres {
+                q.push(" FOR UPDATE");
+            }
+            let rows: Vec<(i64, i64, String)> = q.build_query_as().fetch_all(&mut *$tx).await?;
             let updated = $crate::store::cells::updated_histograms(rows, cells, $change)?;
             let mut q = sqlx::QueryBuilder::new("INSERT INTO cell_days (day, backend_id, variant_id, runs, hist) ");
             q.push_values(&updated, |mut b, (backend_id, hist)| {
@@ -83,9 +82,9 @@ macro_rules! apply_change {
                     .push_bind(*backend_id)
                     .push_bind(variant_id)
                     .push_bind(hist.count() as i64)
-                    .push_bind(hist.encode());
+                    .push_bind(hist.encode_nonzero());
             });
-            q.push(" ON CONFLICT (day, backend_id, variant_id) DO UPDATE SET runs = excluded.runs, hist = excluded.hist");
+            q.push(" ON CONFLICT (backend_id, variant_id, day) DO UPDATE SET runs = excluded.runs, hist = excluded.hist");
             q.build().execute(&mut *$tx).await?;
         }
     }};
@@ -99,8 +98,8 @@ pub(crate) fn updated_histograms(
     change: impl Fn(&mut Histogram, i64),
 ) -> anyhow::Result<Vec<(i64, Histogram)>> {
     let mut current: HashMap<i64, Histogram> = HashMap::with_capacity(rows.len());
-    for (backend_id, _runs, hist) in rows {
-        current.insert(backend_id, Histogram::decode(&hist)?);
+    for (backend_id, runs, hist) in rows {
+        current.insert(backend_id, Histogram::decode(&hist)?.with_zeros(runs as u64));
     }
     let mut touched: Vec<(i64, Histogram)> = Vec::with_capacity(cells.len());
     for &(backend_id, seconds) in cells {
@@ -123,9 +122,9 @@ impl super::Store {
         backend: &str,
         days: std::ops::Range<i64>,
     ) -> anyhow::Result<Histogram> {
-        let rows: Vec<(String,)> = super::with_pool!(self, pool => {
+        let rows: Vec<(i64, String)> = super::with_pool!(self, pool => {
             sqlx::query_as(
-                "SELECT c.hist FROM cell_days c JOIN backends b ON b.id = c.backend_id \
+                "SELECT c.runs, c.hist FROM cell_days c JOIN backends b ON b.id = c.backend_id \
                  WHERE b.name = $1 AND c.day >= $2 AND c.day < $3",
             )
             .bind(backend)
@@ -135,8 +134,8 @@ impl super::Store {
             .await?
         });
         let mut total = Histogram::new();
-        for (hist,) in rows {
-            total.merge(&Histogram::decode(&hist)?);
+        for (runs, hist) in rows {
+            total.merge(&Histogram::decode(&hist)?.with_zeros(runs as u64));
         }
         Ok(total)
     }

@@ -12,6 +12,29 @@ use crate::model::{Dimensions, Histogram};
 
 const DAY: i64 = 86_400;
 
+/// backend id, variant id, then runs and non-zero histograms of the baseline and current days.
+type WholeDaysRow = (i64, i64, Option<i64>, Option<String>, Option<i64>, Option<String>);
+
+/// Each cell's whole-day histograms of the baseline ($1..$2) and current ($3..$4) days, joined
+/// into one string per window, for backends $5..$6. The table is keyed by backend first, so a
+/// cycle reads it in parallel ranges, one connection each, in key order: no sort.
+const WHOLE_DAYS_SQLITE: &str = "SELECT backend_id, variant_id, \
+    SUM(runs) FILTER (WHERE day >= $1 AND day < $2), \
+    group_concat(hist, ' ') FILTER (WHERE day >= $1 AND day < $2 AND hist <> ''), \
+    SUM(runs) FILTER (WHERE day >= $3 AND day < $4), \
+    group_concat(hist, ' ') FILTER (WHERE day >= $3 AND day < $4 AND hist <> '') \
+    FROM cell_days WHERE backend_id >= $5 AND backend_id < $6 \
+    AND ((day >= $1 AND day < $2) OR (day >= $3 AND day < $4)) \
+    GROUP BY backend_id, variant_id";
+const WHOLE_DAYS_POSTGRES: &str = "SELECT backend_id, variant_id, \
+    SUM(runs) FILTER (WHERE day >= $1 AND day < $2)::BIGINT, \
+    string_agg(hist, ' ') FILTER (WHERE day >= $1 AND day < $2 AND hist <> ''), \
+    SUM(runs) FILTER (WHERE day >= $3 AND day < $4)::BIGINT, \
+    string_agg(hist, ' ') FILTER (WHERE day >= $3 AND day < $4 AND hist <> '') \
+    FROM cell_days WHERE backend_id >= $5 AND backend_id < $6 \
+    AND ((day >= $1 AND day < $2) OR (day >= $3 AND day < $4)) \
+    GROUP BY backend_id, variant_id";
+
 /// Every cell's histograms for a current and a baseline window, with the names they index.
 #[derive(Debug, Default)]
 pub struct WindowData {
@@ -78,47 +101,113 @@ impl Store {
             cells: Vec::new(),
         };
         let mut cells: HashMap<(usize, usize), (Histogram, Histogram)> = HashMap::new();
-        for (window, is_current) in [(current, true), (baseline, false)] {
-            let (days, edges) = split(window.0, window.1);
-            if !days.is_empty() {
-                let rows: Vec<(i64, i64, String)> = with_pool!(self, pool => {
-                    sqlx::query_as("SELECT backend_id, variant_id, hist FROM cell_days WHERE day >= $1 AND day < $2")
-                        .bind(days.start)
-                        .bind(days.end)
-                        .fetch_all(pool)
-                        .await?
-                });
-                for (backend_id, variant_id, hist) in rows {
-                    let (Some(&b), Some(&v)) =
-                        (backend_index.get(&backend_id), variant_index.get(&variant_id))
-                    else {
-                        continue;
-                    };
-                    let entry = cells.entry((b, v)).or_default();
-                    let h = Histogram::decode(&hist)?;
-                    if is_current { entry.0.merge(&h) } else { entry.1.merge(&h) }
-                }
-            }
-            for (from, to) in edges {
-                let rows: Vec<(i64, i64, i64)> = with_pool!(self, pool => {
-                    sqlx::query_as(
-                        "SELECT s.backend_id, r.variant_id, s.seconds FROM job_runs r JOIN samples s ON s.run_id = r.id \
-                         WHERE r.started_at >= $1 AND r.started_at < $2",
-                    )
+        let (current_days, current_edges) = split(current.0, current.1);
+        let (baseline_days, baseline_edges) = split(baseline.0, baseline.1);
+        // An empty range must not match (and must not mark baseline days as current).
+        let nothing = i64::MAX..i64::MAX;
+        let current_days = if current_days.is_empty() { nothing.clone() } else { current_days };
+        let baseline_days = if baseline_days.is_empty() { nothing } else { baseline_days };
+        // Whole days: the database joins each cell's day histograms into one string per cell
+        // and window, so a month of 11,000 cells is 11,000 rows rather than 300,000.
+        let started = std::time::Instant::now();
+        let parts = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+        let ids: Vec<i64> = backend_index.keys().copied().collect();
+        let (lo, hi) = (ids.iter().min().copied().unwrap_or(0), ids.iter().max().copied().unwrap_or(0) + 1);
+        let step = ((hi - lo) as usize).div_ceil(parts).max(1) as i64;
+        let ranges: Vec<(i64, i64)> = (0..parts as i64)
+            .map(|i| (lo + i * step, (lo + (i + 1) * step).min(hi)))
+            .filter(|r| r.0 < r.1)
+            .collect();
+        let queries = ranges.iter().map(|&(from, to)| async move {
+            let rows: Vec<WholeDaysRow> = with_pool!(self, pool, dialect => {
+                let sql = if dialect.is_postgres { WHOLE_DAYS_POSTGRES } else { WHOLE_DAYS_SQLITE };
+                sqlx::query_as(sql)
+                    .bind(baseline_days.start)
+                    .bind(baseline_days.end)
+                    .bind(current_days.start)
+                    .bind(current_days.end)
                     .bind(from)
                     .bind(to)
                     .fetch_all(pool)
                     .await?
-                });
-                for (backend_id, variant_id, seconds) in rows {
-                    let (Some(&b), Some(&v)) =
-                        (backend_index.get(&backend_id), variant_index.get(&variant_id))
-                    else {
-                        continue;
-                    };
-                    let entry = cells.entry((b, v)).or_default();
-                    if is_current { entry.0.add(seconds, 1) } else { entry.1.add(seconds, 1) }
-                }
+            });
+            anyhow::Ok(rows)
+        });
+        let fetched = futures::future::try_join_all(queries).await?;
+        tracing::debug!(parts = fetched.len(), seconds = started.elapsed().as_secs_f64(), "window query");
+        // Decoding is the other half of the work: one thread per part.
+        type Decoded = Vec<((usize, usize), (Histogram, Histogram))>;
+        let decoded: Vec<Result<Decoded>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = fetched
+                .into_iter()
+                .map(|rows| {
+                    let (backend_index, variant_index) = (&backend_index, &variant_index);
+                    scope.spawn(move || -> Result<Decoded> {
+                        let mut out = Vec::with_capacity(rows.len());
+                        for (
+                            backend_id,
+                            variant_id,
+                            baseline_runs,
+                            baseline_hist,
+                            current_runs,
+                            current_hist,
+                        ) in rows
+                        {
+                            let (Some(&b), Some(&v)) =
+                                (backend_index.get(&backend_id), variant_index.get(&variant_id))
+                            else {
+                                continue;
+                            };
+                            let decode = |runs: Option<i64>, hist: Option<String>| -> Result<Histogram> {
+                                let nonzero = match hist {
+                                    Some(h) => Histogram::decode_concatenated(&h)?,
+                                    None => Histogram::new(),
+                                };
+                                Ok(nonzero.with_zeros(runs.unwrap_or(0).max(0) as u64))
+                            };
+                            let current = decode(current_runs, current_hist)?;
+                            let baseline = decode(baseline_runs, baseline_hist)?;
+                            out.push(((b, v), (current, baseline)));
+                        }
+                        Ok(out)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a decoding thread panicked"))))
+                .collect()
+        });
+        for part in decoded {
+            for (key, (current, baseline)) in part? {
+                let entry = cells.entry(key).or_default();
+                entry.0.merge(&current);
+                entry.1.merge(&baseline);
+            }
+        }
+        // Partial days at the windows' edges: the samples themselves.
+        let edges = current_edges
+            .into_iter()
+            .map(|e| (e, true))
+            .chain(baseline_edges.into_iter().map(|e| (e, false)));
+        for ((from, to), is_current) in edges {
+            let rows: Vec<(i64, i64, i64)> = with_pool!(self, pool => {
+                sqlx::query_as(
+                    "SELECT s.backend_id, r.variant_id, s.seconds FROM job_runs r JOIN samples s ON s.run_id = r.id \
+                     WHERE r.started_at >= $1 AND r.started_at < $2",
+                )
+                .bind(from)
+                .bind(to)
+                .fetch_all(pool)
+                .await?
+            });
+            for (backend_id, variant_id, seconds) in rows {
+                let (Some(&b), Some(&v)) = (backend_index.get(&backend_id), variant_index.get(&variant_id))
+                else {
+                    continue;
+                };
+                let entry = cells.entry((b, v)).or_default();
+                if is_current { entry.0.add(seconds, 1) } else { entry.1.add(seconds, 1) }
             }
         }
         let mut list: Vec<_> = cells.into_iter().collect();

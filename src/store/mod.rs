@@ -105,7 +105,10 @@ impl Store {
                     .journal_mode(SqliteJournalMode::Wal)
                     .synchronous(SqliteSynchronous::Normal)
                     .busy_timeout(Duration::from_secs(30))
-                    .foreign_keys(true);
+                    .foreign_keys(true)
+                    // 32 MiB of page cache and in-memory temporary tables: aggregations stay in RAM.
+                    .pragma("cache_size", "-32768")
+                    .pragma("temp_store", "memory");
                 if let Some(parent) = options.get_filename().parent()
                     && !parent.as_os_str().is_empty()
                 {

@@ -251,7 +251,7 @@ pub fn write_tree(scenario: &Scenario, root: &Path) -> std::io::Result<Truth> {
 pub fn large(runs: usize, variants: usize, backends: usize, days: u32, end: DateTime<Utc>) -> Scenario {
     let mut jobs = Vec::new();
     let platforms = ["aws", "gcp", "azure", "metal", "vsphere", "openstack", "ovirt", "nutanix"];
-    'outer: for release in ["4.16", "4.15", "4.14", "4.13"] {
+    'outer: for release in ["4.14", "4.15", "4.16", "4.13"] {
         let prev = crate::evaluate::thresholds::previous_release(release).unwrap_or_default();
         for platform in platforms {
             for network in ["ovn", "sdn"] {
