@@ -118,7 +118,7 @@ pub async fn evaluate(
     if let Some(url) = postgres_url {
         stores.push(("postgres".to_string(), bench_store(Some(url), tmp.path()).await?));
     }
-    let settings = crate::config::EvaluateSettings::default();
+    let settings = crate::config::Settings::default();
     let options = crate::cycle::CycleOptions { at: end, dry_run: true };
     let mut out = EvaluateBench {
         runs: records.len(),
@@ -142,6 +142,7 @@ pub async fn evaluate(
             for chunk in records.chunks(1000) {
                 store.write_runs(chunk, false).await?;
             }
+            store.checkpoint().await?;
             out.load_seconds.push((engine.clone(), started.elapsed().as_secs_f64()));
         }
         out.samples = store.count_samples().await?;

@@ -230,7 +230,7 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
         Command::Evaluate { at, format, dry_run } => {
             let store = Store::open(&settings.database).await?;
             let options = crate::cycle::CycleOptions { at: at.unwrap_or_else(Utc::now), dry_run };
-            let report = crate::cycle::run_cycle(&store, &settings.evaluate, options).await;
+            let report = crate::cycle::run_cycle(&store, &settings, options).await;
             store.close().await;
             let report = report?;
             match format {

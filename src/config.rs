@@ -65,7 +65,89 @@ pub struct Settings {
     pub slack: SlackSettings,
     pub jira: JiraSettings,
     pub evaluate: EvaluateSettings,
+    pub attribute: AttributeSettings,
     pub schedule: ScheduleSettings,
+}
+
+/// Whom a regression belongs to.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AttributeSettings {
+    /// A platform-specific regression names two owners, the backend's component and the
+    /// platform's; `backend` files against the first and mentions the second, `platform` the
+    /// other way round.
+    pub file_against: FileAgainst,
+    /// The control backend of a regressed backend: the first rule whose glob matches.
+    /// `{connection}` becomes `new` or `reused`, after the regressed backend.
+    pub controls: Vec<ControlRule>,
+    /// Backend → Jira component and ClusterOperator. Empty: the defaults of DESIGN §3.8.
+    pub components: Vec<ComponentSetting>,
+    /// Platform → the platform's own component (ci-test-mapping's variant ownership).
+    pub platform_components: std::collections::BTreeMap<String, String>,
+    /// Regressed and healthy sample runs read for interval evidence.
+    pub evidence_runs: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileAgainst {
+    #[default]
+    Backend,
+    Platform,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlRule {
+    pub backend: String,
+    pub control: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ComponentSetting {
+    pub backends: Vec<String>,
+    pub component: String,
+    #[serde(default)]
+    pub operator: String,
+}
+
+impl Default for AttributeSettings {
+    fn default() -> Self {
+        Self {
+            file_against: FileAgainst::Backend,
+            controls: vec![
+                // The console route is the control of everything except itself.
+                ControlRule {
+                    backend: "ingress-to-console-*".into(),
+                    control: "kube-api-{connection}-connections".into(),
+                },
+                ControlRule {
+                    backend: "*".into(),
+                    control: "ingress-to-console-{connection}-connections".into(),
+                },
+            ],
+            components: Vec::new(),
+            platform_components: [
+                ("metal".to_string(), "Bare Metal Hardware Provisioning".to_string()),
+                ("vsphere".to_string(), "Cloud Compute / vSphere Provider".to_string()),
+            ]
+            .into(),
+            evidence_runs: 10,
+        }
+    }
+}
+
+impl AttributeSettings {
+    /// The control backend of `backend`, if any rule names one other than itself.
+    pub fn control_for(&self, backend: &str) -> Option<String> {
+        let connection = if backend.ends_with("-reused-connections") { "reused" } else { "new" };
+        self.controls
+            .iter()
+            .find(|r| crate::evaluate::thresholds::glob_match(&r.backend, backend))
+            .map(|r| r.control.replace("{connection}", connection))
+            .filter(|c| c != backend)
+    }
 }
 
 /// How evaluation decides what regressed.
@@ -810,6 +892,30 @@ mod tests {
             assert!(!shown.contains(secret), "{secret} leaked:\n{shown}");
         }
         assert!(shown.contains("[redacted]"));
+    }
+
+    #[test]
+    fn control_backends_follow_the_connection_type_and_never_control_themselves() {
+        let a = AttributeSettings::default();
+        assert_eq!(
+            a.control_for("image-registry-new-connections").as_deref(),
+            Some("ingress-to-console-new-connections")
+        );
+        assert_eq!(
+            a.control_for("image-registry-reused-connections").as_deref(),
+            Some("ingress-to-console-reused-connections")
+        );
+        assert_eq!(
+            a.control_for("ingress-to-console-new-connections").as_deref(),
+            Some("kube-api-new-connections")
+        );
+        let s = Settings::load_from(
+            Some(write("[attribute]\nfile_against = \"platform\"\n[[attribute.controls]]\nbackend = \"*\"\ncontrol = \"ingress-to-console-new-connections\"\n").path()),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(s.attribute.file_against, FileAgainst::Platform);
+        assert_eq!(s.attribute.control_for("ingress-to-console-new-connections"), None);
     }
 
     #[test]

@@ -77,8 +77,7 @@ pub async fn run(folder: &Path, settings: &Settings, out: &mut impl std::io::Wri
         summary.skipped,
         summary.failed
     )?;
-    let report =
-        crate::cycle::run_cycle(&store, &settings.evaluate, CycleOptions { at: end, dry_run: false }).await?;
+    let report = crate::cycle::run_cycle(&store, settings, CycleOptions { at: end, dry_run: false }).await?;
     store.close().await;
     writeln!(out)?;
     write!(out, "{}", crate::cycle::render_text(&report))?;

@@ -86,3 +86,74 @@ fn config_check_never_prints_a_secret() {
         assert!(shown.contains("[redacted]"), "{shown}");
     }
 }
+
+fn fixture(name: &str) -> String {
+    format!("{}/../shared/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn thresholds_import_reads_every_generation_of_the_historical_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("t.db").display());
+    for (file, rows, schema) in [
+        ("origin_query_results_era4.12_legacy_excerpt.json", 12, "oldest"),
+        ("origin_query_results_era4.13_jobruns_excerpt.json", 35, "4.13"),
+        ("origin_query_results_era4.15-4.16_full_schema_excerpt.json", 58, "current"),
+    ] {
+        let out = sheriff(&["thresholds", "import", &fixture(file)], &[("SHERIFF__DATABASE__URL", &url)]);
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(text(&out).contains(&format!("imported {rows} rows")), "{}", text(&out));
+        assert!(text(&out).contains(schema), "{}", text(&out));
+    }
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, r#"[{"BackendName": "x", "Release": "4.14", "P95": "lots", "P99": "1"}]"#).unwrap();
+    let out = sheriff(&["thresholds", "import", bad.to_str().unwrap()], &[("SHERIFF__DATABASE__URL", &url)]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("row 0: P95"), "{}", text(&out));
+}
+
+#[test]
+fn ingest_prints_the_json_contract_and_honours_job_and_since() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut scenario = sheriff::synth::Scenario::month(5, sheriff::synth::day(2026, 11, 10));
+    scenario.days = 4;
+    scenario.start = sheriff::synth::day(2026, 11, 6);
+    let truth = sheriff::synth::write_tree(&scenario, dir.path()).unwrap();
+    let url = format!("sqlite://{}", dir.path().join("i.db").display());
+    let tree = dir.path().join(&scenario.bucket);
+    let env = [("SHERIFF__DATABASE__URL", url.as_str())];
+
+    let metal = truth.runs.iter().filter(|r| r.job.contains("-metal-")).count() as u64;
+    let out = sheriff(&["ingest", tree.to_str().unwrap(), "--job=-metal-", "--format", "json"], &env);
+    assert!(out.status.success(), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["ingested"], metal);
+    assert_eq!((json["skipped"].as_u64(), json["failed"].as_u64()), (Some(0), Some(0)));
+    assert!(json["errors"].as_array().unwrap().is_empty());
+
+    let recent = truth
+        .runs
+        .iter()
+        .filter(|r| !r.job.contains("-metal-") && r.started_at >= sheriff::synth::day(2026, 11, 8))
+        .count() as u64;
+    let out = sheriff(&["ingest", tree.to_str().unwrap(), "--since", "2026-11-08", "--format", "json"], &env);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["ingested"], recent, "{json}");
+
+    let out = sheriff(&["ingest", "/no/such/folder"], &env);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("neither a gs:// URL nor a directory"), "{}", text(&out));
+}
+
+#[test]
+fn the_demo_finds_the_planted_regression_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = sheriff(&["demo", "--dir", dir.path().to_str().unwrap()], &[]);
+    assert!(out.status.success(), "{}", text(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("1 regression(s):"), "{shown}");
+    assert!(shown.contains("image-registry disruption regressed on metal 4.14"), "{shown}");
+    assert!(shown.contains("image-registry Available=False (NoReplicasAvailable)"), "{shown}");
+    assert!(shown.contains("Image Registry"), "{shown}");
+    assert!(dir.path().join("sheriff.db").exists());
+}

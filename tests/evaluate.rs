@@ -5,7 +5,7 @@ mod common;
 
 use std::process::Command;
 
-use sheriff::config::{EvaluateSettings, IngestSettings};
+use sheriff::config::{IngestSettings, Settings};
 use sheriff::cycle::{CycleOptions, run_cycle};
 use sheriff::ingest::{IngestOptions, Source, ingest};
 use sheriff::synth::{self, JobSpec, Outlier, Scenario};
@@ -96,6 +96,26 @@ on_both_engines! {
             assert!(s["job"].as_str().unwrap().contains("metal"));
             assert!(s["seconds"].as_i64().is_some() && s["build_id"].as_str().is_some());
         }
+        // Attribution (DESIGN §1, done by sheriff).
+        let a = &r["attribution"];
+        assert_eq!(a["component"], "Image Registry");
+        assert_eq!(a["platform"], "metal");
+        assert_eq!(a["platform_component"], "Bare Metal Hardware Provisioning");
+        assert_eq!(r["not_specific_to"].as_array().unwrap().iter().filter(|d| *d == "network" || *d == "upgrade_type").count(), 2);
+        let independence = a["independence"].to_string();
+        assert!(independence.contains("not specific to a network plugin: ovn and sdn both regressed"), "{independence}");
+        assert!(independence.contains("not specific to an upgrade type"), "{independence}");
+        assert_eq!(a["control"]["backend"], "ingress-to-console-new-connections");
+        assert_eq!(a["control"]["healthy"], true);
+        let top = &a["conditions"][0];
+        assert_eq!((top["operator"].as_str(), top["condition"].as_str(), top["status"].as_str()), (Some("image-registry"), Some("Available"), Some("False")));
+        assert_eq!(top["reason"], "NoReplicasAvailable");
+        assert_eq!(top["message"], "The deployment does not have available replicas");
+        assert!(top["covered_share"].as_f64().unwrap() > 0.9, "{top}");
+        assert!(top["runs_with"].as_u64().unwrap() >= 8 && top["healthy_with"].as_u64().unwrap() <= 1, "{top}");
+        assert!(a["evidence"].to_string().contains("image-registry Available=False (NoReplicasAvailable): The deployment does not have available replicas — covers"));
+        assert!(a["summary"].as_str().unwrap().contains("metal 4.14"));
+        assert_eq!(a["confidence"], "high");
         // Not the console on the same runs, and nothing from the vsphere outlier.
         assert!(!report.to_string().contains("\"family\":\"ingress-to-console\""));
         // The job with 4 runs is insufficient data.
@@ -107,7 +127,7 @@ on_both_engines! {
 
     async fn cycles_are_recorded_the_regression_stays_the_same_and_dry_runs_record_nothing(db) {
         let _tree = load(&db).await;
-        let settings = EvaluateSettings::default();
+        let settings = Settings::default();
         let at = end();
         // Evaluated a week earlier, before the regression started, nothing is found.
         let before = run_cycle(&db.store, &settings, CycleOptions { at: at - chrono::Duration::days(8), dry_run: true }).await.unwrap();
@@ -120,5 +140,47 @@ on_both_engines! {
         assert_eq!(dry.regressions[0].fingerprint, first.regressions[0].fingerprint);
         assert_eq!(first.regressions[0].fingerprint, second.regressions[0].fingerprint);
         assert_eq!((first.regressions[0].status, second.regressions[0].status), ("new", "ongoing"));
+    }
+}
+
+/// An ovn-only console regression on every platform.
+fn ovn_console_scenario() -> Scenario {
+    use sheriff::model::Dimension;
+    let mut s = Scenario::month(77, end());
+    s.planted.push(synth::Planted {
+        backend_prefix: "ingress-to-console-".into(),
+        matches: vec![(Dimension::Network, "ovn".into()), (Dimension::Release, "4.14".into())],
+        from_day: 21,
+        share: 0.85,
+        seconds: (15, 60),
+        condition: Some((
+            "ingress".into(),
+            "Degraded".into(),
+            "True".into(),
+            "IngressControllerUnavailable".into(),
+            "One or more router pods are not available".into(),
+        )),
+    });
+    s
+}
+
+on_both_engines! {
+    async fn an_ovn_only_console_regression_on_every_platform_belongs_to_the_router(db) {
+        let dir = tempfile::tempdir().unwrap();
+        synth::write_tree(&ovn_console_scenario(), dir.path()).unwrap();
+        ingest(&db.store, &IngestSettings::default(), &Source::Local(dir.path().to_path_buf()), &IngestOptions::default()).await.unwrap();
+        let report = evaluate_json(&db, &[]);
+        let regressions = report["regressions"].as_array().unwrap();
+        let console: Vec<&serde_json::Value> = regressions.iter().filter(|r| r["family"] == "ingress-to-console").collect();
+        assert_eq!(console.len(), 1, "{}", serde_json::to_string_pretty(regressions).unwrap());
+        let r = console[0];
+        assert_eq!(r["component"], "Networking / router");
+        assert_eq!(r["scope"]["network"], "ovn");
+        assert!(r["scope"].get("platform").is_none(), "every platform: {}", r["scope"]);
+        assert!(r["attribution"]["platform"].is_null());
+        assert!(r["attribution"]["independence"].to_string().contains("not specific to a platform"), "{}", r["attribution"]);
+        assert_eq!(r["attribution"]["conditions"][0]["operator"], "ingress");
+        // Nothing else regressed.
+        assert_eq!(regressions.len(), 1, "{}", serde_json::to_string_pretty(regressions).unwrap());
     }
 }

@@ -50,6 +50,24 @@ impl Default for ComponentTable {
 }
 
 impl ComponentTable {
+    /// The table the settings describe: their rows, or the defaults when they give none.
+    pub fn from_settings(settings: &crate::config::AttributeSettings) -> ComponentTable {
+        let mut table = ComponentTable::default();
+        if !settings.components.is_empty() {
+            table.rules = settings
+                .components
+                .iter()
+                .map(|c| ComponentRule {
+                    backends: c.backends.clone(),
+                    component: c.component.clone(),
+                    operator: c.operator.clone(),
+                })
+                .collect();
+        }
+        table.platforms = settings.platform_components.iter().map(|(p, c)| (p.clone(), c.clone())).collect();
+        table
+    }
+
     pub fn for_backend(&self, backend: &str) -> Option<&ComponentRule> {
         self.rules.iter().find(|r| r.backends.iter().any(|g| glob_match(g, backend)))
     }

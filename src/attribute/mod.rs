@@ -1,3 +1,5 @@
 //! Attribution: whom a regression belongs to. Pure.
 
 pub mod components;
+pub mod evidence;
+pub mod scope;

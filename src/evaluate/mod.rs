@@ -116,6 +116,8 @@ pub struct GroupResult {
     pub is_new: bool,
     /// Reported on its own (not explained away by a stronger regressed group).
     pub reported: bool,
+    /// Its own test regressed this cycle (before explaining away): evidence about its values.
+    pub significant: bool,
     pub state: GroupState,
     /// Indices into the input cells.
     #[serde(skip)]
@@ -379,6 +381,7 @@ pub fn evaluate(
             status,
             is_new: false,
             reported: false,
+            significant: regressed_now,
             state: prior,
             cells: d.cells.clone(),
         });

@@ -268,3 +268,31 @@ fn excluded_backends_are_not_evaluated() {
     w.cell(0, v, cur, base);
     assert!(w.run(&HashMap::new(), &EvaluateSettings::default()).groups.is_empty());
 }
+
+#[test]
+fn two_unrelated_regressions_of_one_backend_are_reported_apart() {
+    let mut w = metal_world(8);
+    let mut rng = Rng::new(9);
+    let v = w.variant(dims("azure", "sdn", "minor"));
+    let (cur, base) = (regressed(&mut rng, 40), healthy(&mut rng, 120));
+    w.cell(0, v, cur, base);
+    let v = w.variant(dims("azure", "ovn", "minor"));
+    let (cur, base) = (healthy(&mut rng, 40), healthy(&mut rng, 120));
+    w.cell(0, v, cur, base);
+    let e = w.run(&HashMap::new(), &EvaluateSettings::default());
+    let mut platforms: Vec<&str> =
+        reported(&e).iter().filter_map(|g| g.key.get(Dimension::Platform)).collect();
+    platforms.sort_unstable();
+    assert_eq!(
+        platforms,
+        ["azure", "metal"],
+        "{:#?}",
+        reported(&e).iter().map(|g| g.key.label()).collect::<Vec<_>>()
+    );
+    let azure = reported(&e).into_iter().find(|g| g.key.get(Dimension::Platform) == Some("azure")).unwrap();
+    assert!(
+        azure.key.get(Dimension::Network) == Some("sdn") || azure.cells.len() == 1,
+        "{}",
+        azure.key.label()
+    );
+}

@@ -267,6 +267,11 @@ pub async fn ingest(
         }
     }
     flush_log(store, &mut log).await;
+    if summary.ingested > 100
+        && let Err(e) = store.checkpoint().await
+    {
+        tracing::warn!("cannot checkpoint the database after the ingest: {e:#}");
+    }
     if let Some(bar) = progress {
         bar.finish_and_clear();
     }

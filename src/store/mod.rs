@@ -194,6 +194,16 @@ impl Store {
         Ok(())
     }
 
+    /// After a large batch of writes: folds SQLite's write-ahead log back into the database so
+    /// reads stop paying for it (SQLite's own checkpoints only keep up in steady state).
+    /// Nothing to do on PostgreSQL.
+    pub async fn checkpoint(&self) -> Result<()> {
+        if let Pool::Sqlite(pool) = &self.pool {
+            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(pool).await?;
+        }
+        Ok(())
+    }
+
     /// Closes every pooled connection (SQLite then checkpoints its WAL).
     pub async fn close(&self) {
         with_pool!(self, pool => pool.close().await);

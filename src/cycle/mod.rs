@@ -1,5 +1,7 @@
-//! One evaluation cycle: read the windows from the store, evaluate, describe the regressions,
-//! record the outcome. This is where the store and the pure evaluator meet.
+//! One evaluation cycle: read the windows from the store, evaluate, attribute and describe the
+//! regressions, record the outcome. This is where the store and the pure evaluator meet.
+
+mod describe;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
@@ -10,10 +12,11 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use crate::attribute::components::ComponentTable;
-use crate::config::EvaluateSettings;
+use crate::attribute::scope::ScopeFinding;
+use crate::config::{AttributeSettings, EvaluateSettings, Settings};
 use crate::evaluate::thresholds::HistoricalTable;
 use crate::evaluate::{self, EvalInput, GroupResult, GroupStatus};
-use crate::model::{Dimension, Percentile, backend_family, fingerprint};
+use crate::model::{Dimension, Percentile, backend_family};
 use crate::store::Store;
 use crate::store::evaluations::CycleRecord;
 
@@ -54,13 +57,32 @@ pub struct PercentilePair {
     pub baseline: Option<f64>,
 }
 
+/// Whom a regression belongs to, and why.
 #[derive(Debug, Clone, Serialize)]
 pub struct Attribution {
+    /// The component it is filed against.
     pub component: String,
+    /// The platform, when the regression is specific to one.
     pub platform: Option<String>,
     /// The platform's own component, a second owner of a platform-specific regression.
     pub platform_component: Option<String>,
+    /// Every owner: the backend's component, then the platform's.
+    pub owners: Vec<String>,
+    pub file_against: crate::config::FileAgainst,
+    /// The scope in words: "metal 4.14", "4.14, every platform, network=ovn".
+    pub scope: String,
+    /// A short plain-language account.
     pub summary: String,
+    /// What it does not depend on: "not specific to a network plugin: ovn and sdn both regressed".
+    pub independence: Vec<String>,
+    /// `dimension=value` whose own runs were too few to tell.
+    pub thin_evidence: Vec<String>,
+    /// The control backend on the same runs.
+    pub control: Option<describe::ControlEvidence>,
+    /// Operator conditions that covered the outages, strongest first.
+    pub conditions: Vec<crate::attribute::evidence::ConditionEvidence>,
+    /// `high`, `medium` or `low`.
+    pub confidence: &'static str,
     pub evidence: Vec<String>,
 }
 
@@ -72,6 +94,8 @@ pub struct SampleJob {
     pub seconds: i64,
     /// `worst` or `typical`.
     pub kind: &'static str,
+    /// A CI-liveness backend was disrupted in this run too: the CI's trouble, not the product's.
+    pub ci_infrastructure_trouble: bool,
 }
 
 /// One regression: the groups of one backend family with one scope.
@@ -85,8 +109,8 @@ pub struct RegressionReport {
     pub family: String,
     pub component: String,
     pub release: String,
-    /// Dimension → value; a dimension left out covers all its values.
-    pub scope: BTreeMap<String, String>,
+    /// Dimension → value (or values); a dimension left out covers all its values.
+    pub scope: BTreeMap<String, serde_json::Value>,
     /// Dimensions the regression does not depend on (merged over).
     pub not_specific_to: Vec<String>,
     pub percentile: Percentile,
@@ -125,14 +149,10 @@ pub struct CycleOptions {
 }
 
 /// Runs one evaluation cycle at `options.at`.
-pub async fn run_cycle(
-    store: &Store,
-    settings: &EvaluateSettings,
-    options: CycleOptions,
-) -> Result<CycleReport> {
+pub async fn run_cycle(store: &Store, settings: &Settings, options: CycleOptions) -> Result<CycleReport> {
     let started = Instant::now();
     let started_at = Utc::now().timestamp();
-    let result = evaluate_at(store, settings, options).await;
+    let result = evaluate_at(store, &settings.evaluate, &settings.attribute, options).await;
     let seconds = started.elapsed().as_secs_f64();
     match result {
         Ok((mut report, states)) => {
@@ -180,9 +200,13 @@ pub async fn run_cycle(
 
 type States = Vec<(String, evaluate::GroupState)>;
 
+/// A regression's identity within a cycle: the backend family and its found scope.
+type ClusterKey = (String, BTreeMap<Dimension, String>);
+
 async fn evaluate_at(
     store: &Store,
     settings: &EvaluateSettings,
+    attribute: &AttributeSettings,
     options: CycleOptions,
 ) -> Result<(CycleReport, States)> {
     let at = options.at;
@@ -230,22 +254,49 @@ async fn evaluate_at(
         }
     }
 
-    let components = ComponentTable::default();
-    let mut regressions = Vec::new();
-    let mut clusters: BTreeMap<(String, BTreeMap<Dimension, String>), Vec<&GroupResult>> = BTreeMap::new();
-    for g in evaluation
+    // Attribution: each reported group's scope; groups of one family with one scope are one
+    // regression (new and reused connections, or the same problem seen at two levels).
+    let components = ComponentTable::from_settings(attribute);
+    let index = describe::Index::new(&evaluation, &data);
+    let reported: Vec<&GroupResult> = evaluation
         .groups
         .iter()
         .filter(|g| g.reported && matches!(g.status, GroupStatus::Regressed | GroupStatus::Resolved))
-    {
+        .collect();
+    let mut clusters: BTreeMap<ClusterKey, (ScopeFinding, Vec<&GroupResult>)> = BTreeMap::new();
+    for g in &reported {
+        let others: std::collections::BTreeSet<usize> = reported
+            .iter()
+            .filter(|o| o.key.backend == g.key.backend && o.key != g.key)
+            .flat_map(|o| o.cells.iter().copied())
+            .filter(|c| !g.cells.contains(c))
+            .collect();
+        let (finding, context) = describe::scope_for(&index, g, &others, settings);
+        let key = describe::scope_key(&context, &finding);
         clusters
-            .entry((backend_family(&g.key.backend).to_string(), g.key.fixed.clone()))
-            .or_default()
+            .entry((backend_family(&g.key.backend).to_string(), key))
+            .or_insert_with(|| (finding, Vec::new()))
+            .1
             .push(g);
     }
-    for ((family, fixed), groups) in clusters {
-        regressions
-            .push(describe(store, settings, &components, &data, window, &family, &fixed, &groups).await?);
+    let mut regressions = Vec::new();
+    for ((family, scope_map), (finding, groups)) in &clusters {
+        regressions.push(
+            describe::describe(
+                store,
+                settings,
+                attribute,
+                &components,
+                &index,
+                window,
+                baseline,
+                family,
+                scope_map,
+                finding,
+                groups,
+            )
+            .await?,
+        );
     }
     regressions.sort_by(|a, b| {
         (a.status == "resolved", &a.family, &a.release).cmp(&(b.status == "resolved", &b.family, &b.release))
@@ -272,186 +323,8 @@ async fn evaluate_at(
     Ok((report, states))
 }
 
-fn round(x: f64) -> f64 {
-    (x * 100.0).round() / 100.0
-}
-
 fn secs(x: f64) -> String {
     if (x - x.round()).abs() < 0.05 { format!("{}s", x.round()) } else { format!("{x:.1}s") }
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn describe(
-    store: &Store,
-    settings: &EvaluateSettings,
-    components: &ComponentTable,
-    data: &crate::store::evaluations::WindowData,
-    window: Window,
-    family: &str,
-    fixed: &BTreeMap<Dimension, String>,
-    groups: &[&GroupResult],
-) -> Result<RegressionReport> {
-    let lead = groups
-        .iter()
-        .min_by(|a, b| {
-            let p = |g: &GroupResult| g.leading_check().map_or(1.0, |c| c.p_value);
-            p(a).total_cmp(&p(b)).then(a.key.backend.cmp(&b.key.backend))
-        })
-        .copied()
-        .expect("a cluster has a group");
-    let check = lead.leading_check().cloned();
-    let mut backends: Vec<String> = groups.iter().map(|g| g.key.backend.clone()).collect();
-    backends.sort();
-    backends.dedup();
-    let release = fixed.get(&Dimension::Release).cloned().unwrap_or_default();
-    let scope: BTreeMap<String, String> =
-        fixed.iter().map(|(d, v)| (d.as_str().to_string(), v.clone())).collect();
-    let not_specific_to: Vec<String> =
-        Dimension::ALL.iter().filter(|d| !fixed.contains_key(d)).map(|d| d.as_str().to_string()).collect();
-    let platform = fixed.get(&Dimension::Platform).cloned();
-    let component = components.component(&lead.key.backend);
-    let status = if groups.iter().all(|g| g.status == GroupStatus::Resolved) {
-        "resolved"
-    } else if groups.iter().any(|g| g.is_new) {
-        "new"
-    } else {
-        "ongoing"
-    };
-    let (percentile, observed, threshold, allowed, source, p_value, q_value) = match &check {
-        Some(c) => (
-            c.percentile,
-            c.observed,
-            c.threshold.seconds,
-            c.allowed,
-            c.threshold.source.describe(),
-            c.p_value,
-            c.q_value,
-        ),
-        None => (Percentile::P50, 0.0, 0.0, 0.0, String::new(), 1.0, 1.0),
-    };
-    let pi = Percentile::ALL.iter().position(|p| *p == percentile).unwrap_or(0);
-    let percentiles = Percentile::ALL
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            (*p, PercentilePair { now: lead.current[i].map(round), baseline: lead.baseline[i].map(round) })
-        })
-        .collect();
-
-    // Sample jobs: the worst runs and a few typical ones of the leading group.
-    let mut variant_ids: Vec<i64> =
-        lead.cells.iter().map(|&c| data.variant_ids[data.cells[c].variant]).collect();
-    variant_ids.sort_unstable();
-    variant_ids.dedup();
-    let rows = store.group_samples(&lead.key.backend, &variant_ids, window.secs()).await?;
-    let mut sample_jobs: Vec<SampleJob> = rows
-        .iter()
-        .filter(|r| r.3 > 0)
-        .take(settings.sample_worst)
-        .map(|r| SampleJob {
-            url: r.2.clone(),
-            job: r.0.clone(),
-            build_id: r.1.clone(),
-            seconds: r.3,
-            kind: "worst",
-        })
-        .collect();
-    if !rows.is_empty() {
-        let median = rows.len() / 2;
-        let start = median.saturating_sub(settings.sample_typical / 2);
-        for r in rows.iter().skip(start).take(settings.sample_typical) {
-            if !sample_jobs.iter().any(|s| s.build_id == r.1) {
-                sample_jobs.push(SampleJob {
-                    url: r.2.clone(),
-                    job: r.0.clone(),
-                    build_id: r.1.clone(),
-                    seconds: r.3,
-                    kind: "typical",
-                });
-            }
-        }
-    }
-
-    let where_ = match &platform {
-        Some(p) => format!("{p} {release}"),
-        None => format!("{release} on every platform"),
-    };
-    let merged: Vec<&str> = [Dimension::Network, Dimension::UpgradeType]
-        .iter()
-        .filter(|d| !fixed.contains_key(d))
-        .map(|d| if *d == Dimension::Network { "every network" } else { "every upgrade type" })
-        .collect();
-    let verb = if status == "resolved" { "recovered" } else { "regressed" };
-    let mut summary = format!("{family} disruption {verb} on {where_}");
-    if !merged.is_empty() {
-        summary.push_str(&format!(" ({})", merged.join(", ")));
-    }
-    summary.push_str(&format!(
-        ": {percentile} {} (threshold {}) over {} runs",
-        secs(observed),
-        secs(threshold),
-        lead.runs
-    ));
-    let mut evidence = vec![
-        format!(
-            "{percentile} is {} against a threshold of {} from the {source}; a regression needs more than {}",
-            secs(observed),
-            secs(threshold),
-            secs(allowed)
-        ),
-        format!(
-            "one-sided test p = {p_value:.2e}, false-discovery-adjusted q = {q_value:.2e}, over {} runs",
-            lead.runs
-        ),
-    ];
-    if let Some(b) = lead.baseline[pi] {
-        evidence.push(format!(
-            "{percentile} in the baseline window was {} over {} runs",
-            secs(b),
-            lead.baseline_runs
-        ));
-    }
-    if backends.len() > 1 {
-        evidence.push(format!("both connection types regressed: {}", backends.join(", ")));
-    }
-    if let Some(p) = platform.as_deref().and_then(|p| components.platform_component(p)) {
-        evidence.push(format!("platform-specific: {p} is a second owner"));
-    }
-    Ok(RegressionReport {
-        fingerprint: fingerprint(family, &release, fixed),
-        backend: (backends.len() == 1).then(|| backends[0].clone()),
-        backends,
-        family: family.to_string(),
-        component: component.clone(),
-        release,
-        scope,
-        not_specific_to,
-        percentile,
-        observed_seconds: round(observed),
-        threshold_seconds: round(threshold),
-        threshold_source: source,
-        allowed_seconds: round(allowed),
-        baseline_seconds: lead.baseline[pi].map(round),
-        job_runs: lead.runs,
-        baseline_runs: lead.baseline_runs,
-        p_value,
-        q_value,
-        percentiles,
-        attribution: Attribution {
-            component,
-            platform_component: platform
-                .as_deref()
-                .and_then(|p| components.platform_component(p))
-                .map(str::to_string),
-            platform,
-            summary,
-            evidence,
-        },
-        sample_jobs,
-        status,
-        since: lead.state.since.and_then(|s| DateTime::from_timestamp(s, 0)),
-        groups: groups.iter().map(|g| g.key.label()).collect(),
-    })
 }
 
 /// Variants with runs in the window that no group keeping their platform could judge.
@@ -530,7 +403,7 @@ pub fn render_text(report: &CycleReport) -> String {
                 .scope
                 .iter()
                 .filter(|(k, _)| k.as_str() != "release")
-                .map(|(k, v)| format!("{k}={v}"))
+                .map(|(k, v)| format!("{k}={}", v.as_str().map_or_else(|| v.to_string(), str::to_string)))
                 .collect();
             let _ = writeln!(
                 s,
@@ -547,7 +420,12 @@ pub fn render_text(report: &CycleReport) -> String {
             );
         }
         for r in &active {
-            let _ = writeln!(s, "\n  {} [{}]", r.attribution.summary, r.fingerprint);
+            let _ = writeln!(
+                s,
+                "\n  [{}] {} — confidence {}",
+                r.fingerprint, r.attribution.scope, r.attribution.confidence
+            );
+            let _ = writeln!(s, "  {}", r.attribution.summary);
             for e in &r.attribution.evidence {
                 let _ = writeln!(s, "    - {e}");
             }
@@ -557,7 +435,8 @@ pub fn render_text(report: &CycleReport) -> String {
                 let _ = writeln!(s, "      {p}: {} / {}", show(pair.now), show(pair.baseline));
             }
             for j in &r.sample_jobs {
-                let _ = writeln!(s, "    {:<7} {:>4}s  {}", j.kind, j.seconds, j.url);
+                let ci = if j.ci_infrastructure_trouble { "  (CI liveness lost too)" } else { "" };
+                let _ = writeln!(s, "    {:<7} {:>4}s  {}{ci}", j.kind, j.seconds, j.url);
             }
         }
     }
