@@ -248,32 +248,20 @@ pub(super) async fn describe(
     variant_ids.sort_unstable();
     variant_ids.dedup();
     let rows = store.group_samples(&lead.key.backend, &variant_ids, window_secs(window)).await?;
-    let mut sample_jobs: Vec<SampleJob> = rows
-        .iter()
-        .filter(|r| r.3 > 0)
-        .take(settings.sample_worst)
-        .map(|r| SampleJob {
-            url: r.2.clone(),
-            job: r.0.clone(),
-            build_id: r.1.clone(),
-            seconds: r.3,
-            kind: "worst",
-            ci_infrastructure_trouble: false,
-        })
-        .collect();
-    if !rows.is_empty() {
-        let start = (rows.len() / 2).saturating_sub(settings.sample_typical / 2);
-        for r in rows.iter().skip(start).take(settings.sample_typical) {
-            if !sample_jobs.iter().any(|s| s.build_id == r.1) {
-                sample_jobs.push(SampleJob {
-                    url: r.2.clone(),
-                    job: r.0.clone(),
-                    build_id: r.1.clone(),
-                    seconds: r.3,
-                    kind: "typical",
-                    ci_infrastructure_trouble: false,
-                });
-            }
+    let sample = |r: &(String, String, String, i64, i64), kind| SampleJob {
+        url: r.2.clone(),
+        job: r.0.clone(),
+        build_id: r.1.clone(),
+        seconds: r.3,
+        kind,
+        ci_infrastructure_trouble: false,
+    };
+    let mut sample_jobs: Vec<SampleJob> =
+        rows.iter().filter(|r| r.3 > 0).take(settings.sample_worst).map(|r| sample(r, "worst")).collect();
+    let start = (rows.len() / 2).saturating_sub(settings.sample_typical / 2);
+    for r in rows.iter().skip(start).take(settings.sample_typical) {
+        if !sample_jobs.iter().any(|s| s.build_id == r.1) {
+            sample_jobs.push(sample(r, "typical"));
         }
     }
     let disrupted: Vec<&(String, String, String, i64, i64)> =

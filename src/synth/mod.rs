@@ -206,10 +206,22 @@ pub fn day(y: i32, m: u32, d: u32) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(y, m, d, 0, 0, 0).single().expect("a valid date")
 }
 
-/// Writes the scenario's bucket tree under `root` and returns what it wrote.
-pub fn write_tree(scenario: &Scenario, root: &Path) -> std::io::Result<Truth> {
-    let mut rng = Rng::new(scenario.seed);
-    let mut truth = Truth::default();
+/// Visits every run of the scenario in order: its job, the job's dimensions, its index within
+/// the job, its day, its start and its build id (from a running counter).
+fn for_each_run(
+    scenario: &Scenario,
+    rng: &mut Rng,
+    build_id: impl Fn(u64) -> String,
+    mut visit: impl FnMut(
+        &JobSpec,
+        &Dimensions,
+        usize,
+        u32,
+        DateTime<Utc>,
+        String,
+        &mut Rng,
+    ) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let mut build_counter: u64 = 0;
     for job in &scenario.jobs {
         let dims = dimensions_from_job_name(&job.name);
@@ -222,24 +234,34 @@ pub fn write_tree(scenario: &Scenario, root: &Path) -> std::io::Result<Truth> {
                 let started =
                     scenario.start + Duration::days(i64::from(day_index)) + Duration::seconds(offset);
                 build_counter += 1;
-                let build_id =
-                    format!("{}", 1_700_000_000_000_000_000u64 + build_counter * 7919 + scenario.seed % 1000);
-                let nth = job_runs;
+                visit(job, &dims, job_runs, day_index, started, build_id(build_counter), rng)?;
                 job_runs += 1;
-                let run = artifacts::RunPlan::new(
-                    scenario, job, &dims, nth, day_index, started, build_id, &mut rng,
-                );
-                let written = artifacts::write_run(scenario, &run, root, &mut rng)?;
-                truth.interval_bytes += written.interval_bytes;
-                truth.files += written.files;
-                truth.runs.push(written.truth);
             }
         }
-        if scenario.leave_last_run_running
-            && let Some(last) = truth.runs.iter_mut().rev().find(|r| r.job == job.name)
-        {
-            std::fs::remove_file(root.join(&scenario.bucket).join(&last.path).join("finished.json"))?;
-            last.finished = false;
+    }
+    Ok(())
+}
+
+/// Writes the scenario's bucket tree under `root` and returns what it wrote.
+pub fn write_tree(scenario: &Scenario, root: &Path) -> std::io::Result<Truth> {
+    let mut rng = Rng::new(scenario.seed);
+    let mut truth = Truth::default();
+    let seed = scenario.seed;
+    let build_id = |n: u64| format!("{}", 1_700_000_000_000_000_000u64 + n * 7919 + seed % 1000);
+    for_each_run(scenario, &mut rng, build_id, |job, dims, nth, day_index, started, build_id, rng| {
+        let run = artifacts::RunPlan::new(scenario, job, dims, nth, day_index, started, build_id, rng);
+        let written = artifacts::write_run(scenario, &run, root, rng)?;
+        truth.interval_bytes += written.interval_bytes;
+        truth.files += written.files;
+        truth.runs.push(written.truth);
+        Ok(())
+    })?;
+    if scenario.leave_last_run_running {
+        for job in &scenario.jobs {
+            if let Some(last) = truth.runs.iter_mut().rev().find(|r| r.job == job.name) {
+                std::fs::remove_file(root.join(&scenario.bucket).join(&last.path).join("finished.json"))?;
+                last.finished = false;
+            }
         }
     }
     Ok(truth)
@@ -310,26 +332,13 @@ pub fn large(runs: usize, variants: usize, backends: usize, days: u32, end: Date
 pub fn run_records(scenario: &Scenario) -> Vec<crate::model::RunRecord> {
     let mut rng = Rng::new(scenario.seed);
     let mut out = Vec::new();
-    let mut build_counter: u64 = 0;
-    for job in &scenario.jobs {
-        let dims = dimensions_from_job_name(&job.name);
-        let mut job_runs = 0usize;
-        let mut expected = 0.0f64;
-        for day_index in job.from_day..scenario.days {
-            expected += job.runs_per_day;
-            while (job_runs as f64) < expected.floor() && job.max_runs.is_none_or(|m| job_runs < m) {
-                let started = scenario.start
-                    + Duration::days(i64::from(day_index))
-                    + Duration::seconds(rng.below(86_000) as i64);
-                build_counter += 1;
-                let build_id = format!("{}", 1_800_000_000_000_000_000u64 + build_counter);
-                let plan = artifacts::RunPlan::new(
-                    scenario, job, &dims, job_runs, day_index, started, build_id, &mut rng,
-                );
-                job_runs += 1;
-                out.push(plan.record(&scenario.bucket));
-            }
-        }
-    }
+    let build_id = |n: u64| format!("{}", 1_800_000_000_000_000_000u64 + n);
+    let visited =
+        for_each_run(scenario, &mut rng, build_id, |job, dims, nth, day_index, started, build_id, rng| {
+            let plan = artifacts::RunPlan::new(scenario, job, dims, nth, day_index, started, build_id, rng);
+            out.push(plan.record(&scenario.bucket));
+            Ok(())
+        });
+    debug_assert!(visited.is_ok(), "building records does no I/O");
     out
 }
