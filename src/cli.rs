@@ -76,6 +76,12 @@ pub enum Command {
     },
     /// Serve the HTTP API (push ingest, health) until ctrl-c or SIGTERM.
     Serve,
+    /// Exit 0 when `sheriff serve` answers /healthz (for container health checks).
+    Healthcheck {
+        /// Base URL to probe; default http://<server.listen>.
+        #[arg(long)]
+        url: Option<String>,
+    },
     /// Measure sheriff on generated data (use a release build).
     Bench {
         #[command(subcommand)]
@@ -227,6 +233,24 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve => serve(settings).await,
+        Command::Healthcheck { url } => {
+            let base = url.unwrap_or_else(|| {
+                format!("http://{}", settings.server.listen.replace("0.0.0.0", "127.0.0.1"))
+            });
+            let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(3)).build()?;
+            let response = client.get(format!("{}/healthz", base.trim_end_matches('/'))).send().await;
+            match response {
+                Ok(r) if r.status().is_success() => Ok(ExitCode::SUCCESS),
+                Ok(r) => {
+                    eprintln!("sheriff: {base}/healthz answered {}", r.status());
+                    Ok(ExitCode::FAILURE)
+                }
+                Err(e) => {
+                    eprintln!("sheriff: {base}/healthz: {e}");
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
         Command::Evaluate { at, format, dry_run } => {
             let store = Store::open(&settings.database).await?;
             let options = crate::cycle::CycleOptions { at: at.unwrap_or_else(Utc::now), dry_run };

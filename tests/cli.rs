@@ -157,3 +157,33 @@ fn the_demo_finds_the_planted_regression_and_nothing_else() {
     assert!(shown.contains("Image Registry"), "{shown}");
     assert!(dir.path().join("sheriff.db").exists());
 }
+
+#[test]
+fn healthcheck_succeeds_against_a_running_server_and_fails_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("127.0.0.1:{port}");
+    let url = format!("sqlite://{}", dir.path().join("h.db").display());
+    let env = [("SHERIFF__DATABASE__URL", url.as_str()), ("SHERIFF__SERVER__LISTEN", listen.as_str())];
+    let down = sheriff(&["healthcheck"], &env);
+    assert!(!down.status.success());
+    let mut server = Command::new(env!("CARGO_BIN_EXE_sheriff"))
+        .arg("serve")
+        .env("SHERIFF__DATABASE__URL", &url)
+        .env("SHERIFF__SERVER__LISTEN", &listen)
+        .env("RUST_LOG", "warn")
+        .current_dir(dir.path())
+        .spawn()
+        .unwrap();
+    let mut healthy = false;
+    for _ in 0..100 {
+        if sheriff(&["healthcheck"], &env).status.success() {
+            healthy = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(healthy, "sheriff serve never answered /healthz on {listen}");
+}
