@@ -36,7 +36,7 @@ pub enum Command {
     Migrate,
     /// Read finished job runs from a bucket tree (a local folder or gs://BUCKET/PREFIX) and store them.
     Ingest {
-        /// A local folder in the bucket layout (the bucket root, a logs/<job> folder or one run
+        /// A local folder in the bucket layout (the bucket root, a `logs/<job>` folder or one run
         /// folder), or gs://BUCKET/PREFIX.
         source: String,
         /// Only runs that started on or after this date (YYYY-MM-DD) or time (RFC 3339).

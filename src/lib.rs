@@ -8,16 +8,21 @@
 //!    sample of whole seconds per backend, and its outages and operator condition spans.
 //! 2. **store** ([`store`]) writes the run once (SQLite or PostgreSQL) and, in the same
 //!    transaction, adds its samples to the exact per-day histogram of each cell.
-//! 3. **evaluate** reads a window of those histograms, computes P50/P75/P95/P99 per cell and
-//!    coarser groups, and decides against thresholds which groups regressed.
-//! 4. **attribute** finds the smallest scope that explains a backend's regressed groups and
-//!    the components and operator conditions behind it.
-//! 5. **incidents** turn attributed regressions into one record each, and write every Slack
-//!    and Jira side effect to an outbox in the same transaction.
-//! 6. **notify** delivers the outbox exactly once: Slack messages, Jira issues and comments.
+//! 3. **evaluate** ([`evaluate`], pure) takes a window of those histograms, computes
+//!    P50/P75/P95/P99 per cell and coarser groups, and decides against thresholds which groups
+//!    regressed, with statistics suited to zero-inflated data and hysteresis between cycles.
+//! 4. **attribute** ([`attribute`], pure) finds the smallest scope that explains a backend's
+//!    regressed groups, the components behind it, and the operator conditions that covered the
+//!    outages of the sample runs.
+//! 5. **a cycle** ([`cycle`]) is where store, evaluator and attribution meet: it reads the
+//!    windows, evaluates, describes each regression with its evidence, and records the cycle.
+//!    `sheriff evaluate` prints it; `sheriff demo` runs the whole pipeline on generated data
+//!    ([`synth`]).
+//! 6. **incidents and notify** (to come) turn regressions into one record each and deliver
+//!    Slack messages and Jira issues through a durable outbox, exactly once.
 //!
-//! The domain ([`model`]) is pure; the modules that do I/O never import each other, and the
-//! CLI ([`cli`]) is where they meet.
+//! The domain ([`model`]) is pure; the modules that do I/O ([`ingest`], [`store`], [`server`])
+//! never import each other, and the CLI ([`cli`]) and the cycle are where they meet.
 
 pub mod attribute;
 pub mod bench;

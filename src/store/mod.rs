@@ -2,7 +2,7 @@
 //!
 //! Both engines run the same SQL: `$N` placeholders, BIGINT Unix seconds for time, TEXT for
 //! everything else. The pool is an enum of the two native sqlx pools rather than `AnyPool`, so
-//! each engine keeps its own fast row decoding; [`with_pool!`] runs one body of generic code on
+//! each engine keeps its own fast row decoding; `with_pool!` runs one body of generic code on
 //! whichever pool is live. One file per table; SQL lives only here.
 
 pub mod cells;
