@@ -391,6 +391,15 @@ async fn read_run(
     if !listing.files.iter().any(|f| f.name == "finished.json") {
         return RunOutcome::Skipped { path, why: "still running (no finished.json)" };
     }
+    // With --since, a run that started earlier is skipped before its artifacts are read.
+    if let Some(since) = options.since
+        && let Some(started) = listing.files.iter().find(|f| f.name == "started.json")
+        && let Ok(bytes) = source.read(started, settings.max_file_bytes).await
+        && let Ok(s) = formats::prow::parse_started(&bytes)
+        && s.timestamp < since
+    {
+        return RunOutcome::Skipped { path, why: "started before --since" };
+    }
     let mut files = Vec::new();
     for f in &listing.files {
         let max = match classify(&f.name) {
