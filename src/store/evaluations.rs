@@ -62,6 +62,27 @@ fn split(from: i64, to: i64) -> (std::ops::Range<i64>, Vec<(i64, i64)>) {
     (first_full..last_full_end, edges)
 }
 
+const INSERT_CYCLE: &str = "INSERT INTO eval_cycles \
+    (started_at, finished_at, evaluated_at, groups, regressions, outcome, error) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id";
+
+/// Inserts a [`CycleRecord`] through any executor (a pool or an open transaction); its id.
+macro_rules! insert_cycle {
+    ($executor:expr, $cycle:expr) => {{
+        let c: &CycleRecord = $cycle;
+        sqlx::query_scalar::<_, i64>(INSERT_CYCLE)
+            .bind(c.started_at)
+            .bind(c.finished_at)
+            .bind(c.evaluated_at)
+            .bind(c.groups)
+            .bind(c.regressions)
+            .bind(&c.outcome)
+            .bind(&c.error)
+            .fetch_one($executor)
+            .await?
+    }};
+}
+
 impl Store {
     /// The histograms of every cell in `current` and `baseline` (Unix-second ranges). Whole
     /// days come from `cell_days`; the partial days at the edges from the samples themselves.
@@ -300,19 +321,7 @@ impl Store {
                 });
                 q.build().execute(&mut *tx).await?;
             }
-            let id: i64 = sqlx::query_scalar(
-                "INSERT INTO eval_cycles (started_at, finished_at, evaluated_at, groups, regressions, outcome, error) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
-            )
-            .bind(cycle.started_at)
-            .bind(cycle.finished_at)
-            .bind(cycle.evaluated_at)
-            .bind(cycle.groups)
-            .bind(cycle.regressions)
-            .bind(&cycle.outcome)
-            .bind(&cycle.error)
-            .fetch_one(&mut *tx)
-            .await?;
+            let id = insert_cycle!(&mut *tx, cycle);
             tx.commit().await?;
             id
         });
@@ -322,19 +331,7 @@ impl Store {
     /// Records a cycle that failed before it could finish.
     pub async fn record_failed_cycle(&self, cycle: &CycleRecord) -> Result<()> {
         with_pool!(self, pool => {
-            sqlx::query(
-                "INSERT INTO eval_cycles (started_at, finished_at, evaluated_at, groups, regressions, outcome, error) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            )
-            .bind(cycle.started_at)
-            .bind(cycle.finished_at)
-            .bind(cycle.evaluated_at)
-            .bind(cycle.groups)
-            .bind(cycle.regressions)
-            .bind(&cycle.outcome)
-            .bind(&cycle.error)
-            .execute(pool)
-            .await?;
+            insert_cycle!(pool, cycle);
         });
         Ok(())
     }
