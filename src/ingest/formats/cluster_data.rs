@@ -6,21 +6,21 @@ use serde::Deserialize;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
 pub struct ClusterData {
-    #[serde(rename = "Release")]
+    #[serde(rename = "Release", deserialize_with = "super::null_as_empty")]
     pub release: String,
-    #[serde(rename = "FromRelease")]
+    #[serde(rename = "FromRelease", deserialize_with = "super::null_as_empty")]
     pub from_release: String,
-    #[serde(rename = "Platform")]
+    #[serde(rename = "Platform", deserialize_with = "super::null_as_empty")]
     pub platform: String,
-    #[serde(rename = "Architecture")]
+    #[serde(rename = "Architecture", deserialize_with = "super::null_as_empty")]
     pub architecture: String,
-    #[serde(rename = "Network")]
+    #[serde(rename = "Network", deserialize_with = "super::null_as_empty")]
     pub network: String,
-    #[serde(rename = "Topology")]
+    #[serde(rename = "Topology", deserialize_with = "super::null_as_empty")]
     pub topology: String,
-    #[serde(rename = "NetworkStack")]
+    #[serde(rename = "NetworkStack", deserialize_with = "super::null_as_empty")]
     pub network_stack: String,
-    #[serde(rename = "MasterNodesUpdated")]
+    #[serde(rename = "MasterNodesUpdated", deserialize_with = "super::null_as_empty")]
     pub master_nodes_updated: String,
 }
 
@@ -75,6 +75,18 @@ mod tests {
         assert_eq!(d.platform, "metal");
         assert_eq!(d.network_stack, "IPv4");
         assert_eq!(d.master_nodes_updated, "N");
+    }
+
+    #[test]
+    fn null_fields_read_as_empty() {
+        let d = parse_cluster_data(
+            br#"{"Release": "4.15", "FromRelease": null, "Platform": "aws", "MasterNodesUpdated": null}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (d.release.as_str(), d.from_release.as_str(), d.master_nodes_updated.as_str()),
+            ("4.15", "", "")
+        );
     }
 
     #[test]

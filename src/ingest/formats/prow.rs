@@ -36,8 +36,9 @@ struct RawMeta {
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct RawSpec {
+    #[serde(deserialize_with = "super::null_as_empty")]
     job: String,
-    #[serde(rename = "type")]
+    #[serde(rename = "type", deserialize_with = "super::null_as_empty")]
     job_type: String,
     decoration_config: Option<RawDecoration>,
 }
@@ -51,14 +52,18 @@ struct RawDecoration {
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct RawGcs {
+    #[serde(deserialize_with = "super::null_as_empty")]
     bucket: String,
 }
 
 #[derive(Deserialize, Default)]
 #[serde(default)]
 struct RawStatus {
+    #[serde(deserialize_with = "super::null_as_empty")]
     state: String,
+    #[serde(deserialize_with = "super::null_as_empty")]
     url: String,
+    #[serde(deserialize_with = "super::null_as_empty")]
     build_id: String,
     #[serde(rename = "startTime")]
     start_time: Option<String>,
@@ -171,6 +176,16 @@ mod tests {
         assert_eq!(p.build_id, "1697412112345678848");
         assert_eq!(p.release_tag, "4.14.0-0.nightly-2023-09-01-000000");
         assert_eq!(p.completion_time.unwrap().to_rfc3339(), "2023-09-01T13:01:02+00:00");
+    }
+
+    #[test]
+    fn a_pending_prowjob_with_null_fields_still_parses() {
+        let p = parse_prowjob(br#"{"spec": {"job": "j", "type": null}, "status": {"state": "pending", "url": null, "build_id": null, "startTime": null}}"#).unwrap();
+        assert_eq!(
+            (p.job.as_str(), p.job_type.as_str(), p.url.as_str(), p.build_id.as_str()),
+            ("j", "", "", "")
+        );
+        assert_eq!(p.start_time, None);
     }
 
     #[test]
