@@ -57,6 +57,9 @@ pub fn assemble(run: &RunFiles) -> Assembly {
     let mut disruption_files = Vec::new();
     let mut cluster_files = Vec::new();
     let mut interval_files: Vec<(&RunFile, FileKind)> = Vec::new();
+    // A phase's disruption file is named by its timestamp; a copy of it in another folder (a
+    // gather step copying junit/) is the same phase and must not be counted twice.
+    let mut disruption_names = std::collections::HashSet::new();
 
     for f in &run.files {
         let kind = match classify(&f.name) {
@@ -69,6 +72,10 @@ pub fn assemble(run: &RunFiles) -> Assembly {
         };
         if kind == FileKind::Finished {
             finished_present = true;
+        }
+        if kind == FileKind::Disruption && !disruption_names.insert(super::layout::basename(&f.name)) {
+            tracing::debug!(run = %run.path, file = %f.name, "a copy of a disruption file already read; not counted again");
+            continue;
         }
         let bytes = match &f.content {
             Ok(b) => b,
@@ -381,6 +388,18 @@ mod tests {
             ("micro", "ovn", "ipv4")
         );
         assert_eq!(d.master_nodes_updated, "Y");
+    }
+
+    #[test]
+    fn a_copy_of_a_phase_file_in_another_folder_is_counted_once() {
+        let mut files = base_files();
+        let copy = RunFile {
+            name: "artifacts/junit/backend-disruption_20231114-220000.json".into(),
+            content: files[2].content.clone(),
+        };
+        files.push(copy);
+        let Assembly::Ready { record, .. } = assemble(&run(files)) else { panic!("not ready") };
+        assert_eq!(record.samples[0].seconds, 32);
     }
 
     #[test]
