@@ -8,7 +8,7 @@ use anyhow::Result;
 use chrono::DateTime;
 use serde::Serialize;
 
-use super::{Attribution, PercentilePair, RegressionReport, SampleJob, Window};
+use super::{Attribution, PercentilePair, RegressionReport, SampleJob, Window, secs};
 use crate::attribute::components::ComponentTable;
 use crate::attribute::evidence::{self, ConditionEvidence, RunIntervals};
 use crate::attribute::scope::{self, CellEvidence, ScopeFinding, ValueEvidence, Verdict};
@@ -134,10 +134,6 @@ pub struct ControlEvidence {
     pub baseline: Option<f64>,
     pub runs: u64,
     pub healthy: bool,
-}
-
-fn secs(x: f64) -> String {
-    if (x - x.round()).abs() < 0.05 { format!("{}s", x.round()) } else { format!("{x:.1}s") }
 }
 
 fn round(x: f64) -> f64 {

@@ -323,6 +323,7 @@ async fn evaluate_at(
     Ok((report, states))
 }
 
+/// `29s`, or `36.2s` when not whole.
 fn secs(x: f64) -> String {
     if (x - x.round()).abs() < 0.05 { format!("{}s", x.round()) } else { format!("{x:.1}s") }
 }

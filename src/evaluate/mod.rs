@@ -17,7 +17,7 @@
 pub mod stats;
 pub mod thresholds;
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -387,7 +387,7 @@ pub fn evaluate(
         });
     }
 
-    tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: verdicts");
+    tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: tested and judged");
     let t0 = std::time::Instant::now();
     // Explain away, strongest first; groups regressed before go first.
     let mut order: Vec<usize> =
@@ -485,11 +485,6 @@ pub fn evaluate(
     }
     tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: explained away and hysteresis");
     Evaluation { groups: results, tests: p_values.len() }
-}
-
-/// The scope of a group as reported: every dimension it fixes.
-pub fn scope_of(key: &GroupKey) -> BTreeMap<Dimension, String> {
-    key.fixed.clone()
 }
 
 #[cfg(test)]

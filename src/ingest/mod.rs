@@ -400,10 +400,14 @@ async fn read_run(
     {
         return RunOutcome::Skipped { path, why: "started before --since" };
     }
+    let intervals = preferred_interval_kind(&listing);
     let mut files = Vec::new();
     for f in &listing.files {
         let max = match classify(&f.name) {
-            Classified::Read(FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline) => {
+            Classified::Read(k @ (FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline)) => {
+                if Some(k) != intervals {
+                    continue;
+                }
                 settings.max_interval_file_bytes
             }
             Classified::Read(_) => settings.max_file_bytes,
@@ -413,9 +417,6 @@ async fn read_run(
             }
             Classified::Ignore => continue,
         };
-        if !wanted(&listing, f) {
-            continue;
-        }
         files.push(RunFile { name: f.name.clone(), content: source.read(f, max).await });
     }
     let run_files = RunFiles { bucket: listing.bucket.clone(), path: path.clone(), files };
@@ -438,24 +439,20 @@ async fn read_run(
     }
 }
 
-/// Interval files are read only in the preferred form (e2e-events, else the `everything`
-/// timeline, else the other timelines), since each is a view of the same intervals.
-fn wanted(listing: &RunListing, file: &ListedFile) -> bool {
-    let kind_of = |f: &ListedFile| match classify(&f.name) {
-        Classified::Read(k) => Some(k),
-        _ => None,
-    };
-    match kind_of(file) {
-        Some(FileKind::TimelineEverything) => {
-            !listing.files.iter().any(|f| kind_of(f) == Some(FileKind::Events))
-        }
-        Some(FileKind::Timeline) => !listing
-            .files
-            .iter()
-            .any(|f| matches!(kind_of(f), Some(FileKind::Events | FileKind::TimelineEverything))),
-        Some(_) => true,
-        None => false,
-    }
+/// The one view of the intervals a run is read in: e2e-events (every interval), else the
+/// `everything` timeline, else the other timelines — each is a view of the same intervals.
+fn preferred_interval_kind(listing: &RunListing) -> Option<FileKind> {
+    let kinds: Vec<FileKind> = listing
+        .files
+        .iter()
+        .filter_map(|f| match classify(&f.name) {
+            Classified::Read(k) => Some(k),
+            _ => None,
+        })
+        .collect();
+    [FileKind::Events, FileKind::TimelineEverything, FileKind::Timeline]
+        .into_iter()
+        .find(|k| kinds.contains(k))
 }
 
 /// The push API's entry: one run's files, sent by a CI system, parsed and stored like any other.

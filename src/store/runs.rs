@@ -279,11 +279,12 @@ impl Store {
             return Ok(*id);
         }
         let id: i64 = with_pool!(self, pool => {
-            sqlx::query("INSERT INTO backends (name) VALUES ($1) ON CONFLICT (name) DO NOTHING")
-                .bind(name)
-                .execute(pool)
-                .await?;
-            sqlx::query_scalar("SELECT id FROM backends WHERE name = $1").bind(name).fetch_one(pool).await?
+            sqlx::query_scalar(
+                "INSERT INTO backends (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET name = excluded.name RETURNING id",
+            )
+            .bind(name)
+            .fetch_one(pool)
+            .await?
         });
         self.backend_ids.lock().expect("cache lock").insert(name.to_string(), id);
         Ok(id)
@@ -295,26 +296,13 @@ impl Store {
             return Ok(*id);
         }
         let id: i64 = with_pool!(self, pool => {
-            sqlx::query(
+            // One statement gets or creates the id; the no-op update makes RETURNING answer
+            // for an existing row too (SQLite and PostgreSQL alike).
+            sqlx::query_scalar(
                 "INSERT INTO variants (release, from_release, upgrade_type, platform, architecture, network, \
                  network_stack, topology, master_nodes_updated) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) \
-                 ON CONFLICT DO NOTHING",
-            )
-            .bind(&d.release)
-            .bind(&d.from_release)
-            .bind(&d.upgrade_type)
-            .bind(&d.platform)
-            .bind(&d.architecture)
-            .bind(&d.network)
-            .bind(&d.network_stack)
-            .bind(&d.topology)
-            .bind(&d.master_nodes_updated)
-            .execute(pool)
-            .await?;
-            sqlx::query_scalar(
-                "SELECT id FROM variants WHERE release = $1 AND from_release = $2 AND upgrade_type = $3 \
-                 AND platform = $4 AND architecture = $5 AND network = $6 AND network_stack = $7 \
-                 AND topology = $8 AND master_nodes_updated = $9",
+                 ON CONFLICT (release, from_release, upgrade_type, platform, architecture, network, network_stack, \
+                 topology, master_nodes_updated) DO UPDATE SET release = excluded.release RETURNING id",
             )
             .bind(&d.release)
             .bind(&d.from_release)
@@ -327,7 +315,7 @@ impl Store {
             .bind(&d.master_nodes_updated)
             .fetch_one(pool)
             .await
-            .context("reading back a variant id")?
+            .context("getting a variant id")?
         });
         self.variant_ids.lock().expect("cache lock").insert(d.clone(), id);
         Ok(id)
