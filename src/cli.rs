@@ -62,6 +62,29 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Incidents: list, show, resolve, silence, unsilence, acknowledge.
+    Incidents {
+        #[command(subcommand)]
+        action: IncidentsAction,
+    },
+    /// Open incidents, silences and the outbox (pending, retrying, dead) at a glance.
+    Status {
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// The outbox of Slack and Jira side effects.
+    Outbox {
+        #[command(subcommand)]
+        action: OutboxAction,
+    },
+    /// Answer a query as the slash command does: `sheriff query image-registry-new-connections
+    /// release=4.14 platform=metal window=7d`.
+    Query {
+        #[arg(required = true, num_args = 1.., value_name = "TEXT")]
+        words: Vec<String>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// Manage the CI suite's historical thresholds.
     Thresholds {
         #[command(subcommand)]
@@ -87,6 +110,65 @@ pub enum Command {
         #[command(subcommand)]
         what: BenchCommand,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IncidentsAction {
+    /// Every incident (or those in one state), newest first.
+    List {
+        /// new, ongoing, stale, resolved, reopened, or open (all but resolved).
+        #[arg(long)]
+        state: Option<String>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// One incident with its attribution, evidence and history.
+    Show {
+        /// Its number (12 or #12) or fingerprint.
+        incident: String,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Resolve an incident by hand; Slack and Jira are told.
+    Resolve {
+        incident: String,
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+    /// Hold notifications of an incident, or of a matcher such as
+    /// `backend=image-registry-* platform=metal`, for a while.
+    Silence {
+        #[arg(required = true, num_args = 1.., value_name = "INCIDENT|KEY=VALUE")]
+        target: Vec<String>,
+        /// How long: 90m, 24h, 7d, 2w.
+        #[arg(long = "for", value_name = "DURATION")]
+        duration: String,
+        #[arg(long)]
+        reason: String,
+    },
+    /// End silences: a silence number, or an incident's silences.
+    Unsilence { reference: String },
+    /// Acknowledge an incident.
+    Ack { incident: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OutboxAction {
+    /// Entries in a state: pending, dead or done.
+    List {
+        #[arg(long, default_value = "dead")]
+        state: String,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+    /// Put dead-lettered entries back in the queue: one by number, or all of them.
+    Retry {
+        id: Option<i64>,
+        #[arg(long, conflicts_with = "id")]
+        all: bool,
+    },
+    /// Deliver what is due now (what `sheriff serve` does continuously).
+    Deliver,
 }
 
 #[derive(Debug, Subcommand)]
@@ -252,14 +334,55 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
             }
         }
         Command::Evaluate { at, format, dry_run } => {
-            let store = Store::open(&settings.database).await?;
+            let store = Arc::new(Store::open(&settings.database).await?);
             let options = crate::cycle::CycleOptions { at: at.unwrap_or_else(Utc::now), dry_run };
             let report = crate::cycle::run_cycle(&store, &settings, options).await;
+            let mut report = match report {
+                Ok(r) => r,
+                Err(e) => {
+                    store.close().await;
+                    return Err(e);
+                }
+            };
+            if !dry_run {
+                report.delivery = Some(crate::ops::deliver_for_a_while(store.clone(), &settings).await?);
+            }
             store.close().await;
-            let report = report?;
             match format {
                 Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
                 Format::Text => print!("{}", crate::cycle::render_text(&report)),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Incidents { action } => incidents(action, &settings).await,
+        Command::Status { format } => {
+            let store = Store::open(&settings.database).await?;
+            let status = crate::ops::status(&store, Utc::now().timestamp()).await;
+            store.close().await;
+            let status = status?;
+            match format {
+                Format::Json => println!("{}", serde_json::to_string_pretty(&status)?),
+                Format::Text => print!("{}", crate::ops::render_status(&status)),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Outbox { action } => outbox(action, &settings).await,
+        Command::Query { words, format } => {
+            let command = crate::notify::slack::command::parse(&format!("query {}", words.join(" ")))
+                .map_err(anyhow::Error::msg)?;
+            let crate::notify::slack::command::Command::Query(q) = command else {
+                anyhow::bail!("not a query");
+            };
+            let store = Store::open(&settings.database).await?;
+            let answer = crate::query::answer(&store, &settings, &q, Utc::now().timestamp()).await;
+            store.close().await;
+            let answer = answer?;
+            match format {
+                Format::Json => println!("{}", serde_json::to_string_pretty(&answer)?),
+                Format::Text => {
+                    let (title, table) = crate::query::render(&answer);
+                    println!("{title}\n{table}");
+                }
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -332,6 +455,161 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Who a command-line action is recorded as.
+fn cli_actor() -> String {
+    format!("cli:{}", std::env::var("USER").unwrap_or_else(|_| "unknown".into()))
+}
+
+async fn incidents(action: IncidentsAction, settings: &Settings) -> Result<ExitCode> {
+    let store = Store::open(&settings.database).await?;
+    let result = incidents_on(&store, action, settings).await;
+    store.close().await;
+    result
+}
+
+async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Settings) -> Result<ExitCode> {
+    use crate::incidents::State;
+    let policy = crate::incidents::plan::Policy::from_settings(settings);
+    match action {
+        IncidentsAction::List { state, format } => {
+            let wanted = match state.as_deref() {
+                None => None,
+                Some("open") => Some(None),
+                Some(s) => Some(Some(State::parse(s).with_context(|| {
+                    format!("unknown state `{s}`: new, ongoing, stale, resolved, reopened or open")
+                })?)),
+            };
+            let mut list: Vec<_> = store
+                .incidents()
+                .await?
+                .into_iter()
+                .filter(|i| match wanted {
+                    None => true,
+                    Some(None) => i.state.is_open(),
+                    Some(Some(s)) => i.state == s,
+                })
+                .collect();
+            list.sort_by_key(|i| std::cmp::Reverse(i.opened_at));
+            match format {
+                Format::Json => {
+                    let rows: Vec<serde_json::Value> = list.iter().map(incident_json).collect();
+                    println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "incidents": rows }))?);
+                }
+                Format::Text if list.is_empty() => println!("no incidents"),
+                Format::Text => list.iter().for_each(|i| println!("{}", crate::ops::incident_line(i))),
+            }
+        }
+        IncidentsAction::Show { incident, format } => {
+            let e = crate::ops::explain(store, &incident)
+                .await?
+                .with_context(|| format!("no incident {incident}"))?;
+            match format {
+                Format::Json => {
+                    let mut v = incident_json(&e.incident);
+                    v["events"] = serde_json::to_value(&e.events)?;
+                    v["report"] = e.incident.snapshot.report.clone();
+                    println!("{}", serde_json::to_string_pretty(&v)?);
+                }
+                Format::Text => print!("{}", crate::ops::render_explain(&e)),
+            }
+        }
+        IncidentsAction::Resolve { incident, reason } => {
+            let i = store.resolve_incident(&incident, &cli_actor(), &reason, &policy).await?;
+            println!("resolved #{} ({})", i.id, i.fingerprint);
+        }
+        IncidentsAction::Silence { target, duration, reason } => {
+            let words: Vec<&str> = target.iter().map(String::as_str).collect();
+            let target = crate::incidents::silence::Target::parse(&words).map_err(anyhow::Error::msg)?;
+            let secs = crate::incidents::parse_span(&duration)
+                .with_context(|| format!("`--for {duration}`: use a duration like 90m, 24h, 7d or 2w"))?;
+            let expires = Utc::now().timestamp() + secs;
+            let id = store.add_silence(&target, expires, &reason, &cli_actor()).await?;
+            println!("silence #{id}: {} for {duration}", target.describe());
+        }
+        IncidentsAction::Unsilence { reference } => {
+            let n = store.remove_silences(&reference, &cli_actor()).await?;
+            if n == 0 {
+                anyhow::bail!("no active silence matches {reference}");
+            }
+            println!("ended {n} silence(s)");
+        }
+        IncidentsAction::Ack { incident } => {
+            let i = store.ack_incident(&incident, &cli_actor()).await?;
+            println!("acknowledged #{} ({})", i.id, i.fingerprint);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// An incident in the `sheriff incidents list --format json` contract (DESIGN §5).
+pub fn incident_json(i: &crate::incidents::Incident) -> serde_json::Value {
+    let s = &i.snapshot;
+    let time = |t: i64| DateTime::from_timestamp(t, 0).map(|t| t.to_rfc3339());
+    serde_json::json!({
+        "id": i.id,
+        "fingerprint": i.fingerprint,
+        "state": i.state,
+        "family": s.family,
+        "backends": s.backends,
+        "component": s.component,
+        "release": s.release,
+        "scope": s.scope,
+        "percentile": s.percentile,
+        "observed_seconds": s.observed_seconds,
+        "threshold_seconds": s.threshold_seconds,
+        "summary": s.summary,
+        "opened_at": time(i.opened_at),
+        "updated_at": time(i.updated_at),
+        "resolved_at": i.resolved_at.and_then(time),
+        "acked_by": i.acked_by,
+        "slack_channel": i.slack_channel,
+        "slack_ts": i.slack_ts,
+        "jira_key": i.jira_key,
+    })
+}
+
+async fn outbox(action: OutboxAction, settings: &Settings) -> Result<ExitCode> {
+    let store = Arc::new(Store::open(&settings.database).await?);
+    let result: Result<()> = async {
+        match action {
+            OutboxAction::List { state, format } => {
+                let entries = store.outbox_entries(&state, 500).await?;
+                match format {
+                    Format::Json => println!("{}", serde_json::to_string_pretty(&entries)?),
+                    Format::Text => {
+                        for e in &entries {
+                            println!(
+                                "#{} {} {} attempts={} {}",
+                                e.id,
+                                e.kind,
+                                e.idempotency_key,
+                                e.attempts,
+                                e.last_error.as_deref().unwrap_or("")
+                            );
+                        }
+                        println!("{} {state} entr(ies)", entries.len());
+                    }
+                }
+            }
+            OutboxAction::Retry { id, all } => {
+                if id.is_none() && !all {
+                    anyhow::bail!("name an entry number, or --all");
+                }
+                let n = store.retry_outbox(id, Utc::now().timestamp()).await?;
+                println!("{n} entr(ies) queued again");
+            }
+            OutboxAction::Deliver => {
+                let r = crate::ops::deliver_for_a_while(store.clone(), settings).await?;
+                println!("delivered {}, retrying {}, dead {}", r.delivered, r.retrying, r.dead);
+            }
+        }
+        Ok(())
+    }
+    .await;
+    store.close().await;
+    result.map(|()| ExitCode::SUCCESS)
 }
 
 async fn serve(settings: Settings) -> Result<ExitCode> {

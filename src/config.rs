@@ -67,6 +67,7 @@ pub struct Settings {
     pub evaluate: EvaluateSettings,
     pub attribute: AttributeSettings,
     pub schedule: ScheduleSettings,
+    pub outbox: OutboxSettings,
 }
 
 /// Whom a regression belongs to.
@@ -442,11 +443,14 @@ pub struct ServerSettings {
     pub listen: String,
     /// Largest request body accepted, in bytes (Slack requests are small; pushed runs are not).
     pub max_body_bytes: usize,
+    /// sheriff's own address as people reach it (e.g. `https://sheriff.example.com`), for
+    /// "full view" links in Slack and Jira; empty: no links.
+    pub public_url: String,
 }
 
 impl Default for ServerSettings {
     fn default() -> Self {
-        Self { listen: "127.0.0.1:8080".into(), max_body_bytes: 32 * 1024 * 1024 }
+        Self { listen: "127.0.0.1:8080".into(), max_body_bytes: 32 * 1024 * 1024, public_url: String::new() }
     }
 }
 
@@ -539,8 +543,20 @@ impl Default for GcsSettings {
 pub struct SlackSettings {
     /// Base URL of the Slack Web API; tests point it at a local fake.
     pub api_url: String,
-    /// Channel id (or name) for summaries when no routing rule matches.
+    /// Channel id (or name) for summaries and incidents when no routing rule matches.
     pub channel: String,
+    /// Incidents (and their summary lines) go to the first route that matches.
+    pub routes: Vec<SlackRoute>,
+    /// The slash command's name, as configured in the Slack app.
+    pub command: String,
+    /// Slack user ids (`U…`) allowed to silence, acknowledge, file and evaluate.
+    pub authorized_users: Vec<String>,
+    /// Slack user-group handles or ids (`S…`) whose members are allowed too. Slack sends no
+    /// group membership with a request, so sheriff asks `usergroups.users.list`.
+    pub authorized_groups: Vec<String>,
+    /// Messages to one channel at most this often (Slack allows about one a second).
+    pub min_post_interval_ms: u64,
+    pub timeout_secs: u64,
     /// Bot token (`xoxb-…`). Environment or file only. Without one, messages go to the console.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bot_token: Option<Secret>,
@@ -551,6 +567,11 @@ pub struct SlackSettings {
     pub signing_secret: Option<Secret>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signing_secret_file: Option<PathBuf>,
+    /// The previous signing secret, accepted too while a rotation is under way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signing_secret_previous: Option<Secret>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signing_secret_previous_file: Option<PathBuf>,
 }
 
 impl Default for SlackSettings {
@@ -558,21 +579,57 @@ impl Default for SlackSettings {
         Self {
             api_url: "https://slack.com/api".into(),
             channel: String::new(),
+            routes: Vec::new(),
+            command: "/sheriff".into(),
+            authorized_users: Vec::new(),
+            authorized_groups: Vec::new(),
+            min_post_interval_ms: 1_000,
+            timeout_secs: 10,
             bot_token: None,
             bot_token_file: None,
             signing_secret: None,
             signing_secret_file: None,
+            signing_secret_previous: None,
+            signing_secret_previous_file: None,
         }
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// Sends matching incidents to a channel. Every field given must match (globs allowed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlackRoute {
+    pub channel: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub component: Option<String>,
+    /// Matches incidents specific to one platform.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+}
+
+/// Which Jira REST API to speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum JiraApi {
+    /// REST v2, wiki-markup text: Jira Server and Data Center.
+    #[default]
+    V2,
+    /// REST v3, Atlassian Document Format: Jira Cloud.
+    V3,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct JiraSettings {
     /// Base URL of the Jira instance, e.g. `https://issues.example.com`. Empty: Jira is off.
     pub url: String,
+    /// `v2` (Server/Data Center, wiki markup) or `v3` (Cloud, Atlassian Document Format).
+    pub api: JiraApi,
     /// Project key issues are filed in.
     pub project: String,
+    pub issue_type: String,
     /// User (email on Jira Cloud) for basic authentication; empty means bearer-token auth.
     pub user: String,
     /// API token or personal access token. Environment or file only.
@@ -580,6 +637,90 @@ pub struct JiraSettings {
     pub token: Option<Secret>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_file: Option<PathBuf>,
+    /// Labels on every issue, besides the incident's fingerprint.
+    pub labels: Vec<String>,
+    /// Set the issue's component to the incident's component (the project must know it).
+    pub set_component: bool,
+    /// Set "affects version" to the release, when the project has such a version.
+    pub affects_version_prefix: Option<String>,
+    /// Severity band (`<2x`, `2-5x`, `5-10x`, `>=10x`) → priority name; unlisted: no priority.
+    pub priorities: std::collections::BTreeMap<String, String>,
+    /// New issues per evaluation cycle, at most; the rest wait and are reported in Slack.
+    pub max_created_per_cycle: usize,
+    /// A recurrence within this many days of the issue's resolution reopens it; later, a new
+    /// issue (linked to the old one) is filed.
+    pub reopen_window_days: u32,
+    /// Transition applied on resolution (e.g. "Done"); empty: comment only.
+    pub resolve_transition: String,
+    /// Transition that reopens (e.g. "Reopen"); empty: comment only.
+    pub reopen_transition: String,
+    /// Resolutions that mean "leave it": such an issue is never reopened.
+    pub never_reopen: Vec<String>,
+    /// After a Won't Fix, file a new linked issue on recurrence (otherwise stay silent in Jira).
+    pub file_after_never_reopen: bool,
+    pub timeout_secs: u64,
+}
+
+impl Default for JiraSettings {
+    fn default() -> Self {
+        Self {
+            url: String::new(),
+            api: JiraApi::V2,
+            project: String::new(),
+            issue_type: "Bug".into(),
+            user: String::new(),
+            token: None,
+            token_file: None,
+            labels: vec!["sheriff".into()],
+            set_component: true,
+            affects_version_prefix: None,
+            priorities: std::collections::BTreeMap::new(),
+            max_created_per_cycle: 3,
+            reopen_window_days: 14,
+            resolve_transition: String::new(),
+            reopen_transition: String::new(),
+            never_reopen: vec!["Won't Fix".into(), "Not a Bug".into(), "Won't Do".into()],
+            file_after_never_reopen: false,
+            timeout_secs: 30,
+        }
+    }
+}
+
+impl JiraSettings {
+    /// Jira is used when a URL and a project are configured.
+    pub fn enabled(&self) -> bool {
+        !self.url.is_empty() && !self.project.is_empty()
+    }
+}
+
+/// Delivery of side effects (Slack, Jira).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OutboxSettings {
+    /// Attempts before an entry is dead-lettered (`sheriff status` shows it; `sheriff outbox
+    /// retry` revives it).
+    pub max_attempts: u32,
+    /// Exponential backoff between attempts, with full jitter, capped; a `Retry-After` wins.
+    pub backoff_base_secs: u64,
+    pub backoff_max_secs: u64,
+    /// How long a worker holds an entry it is delivering; a worker that dies releases it when
+    /// this runs out.
+    pub lease_secs: u64,
+    /// `sheriff evaluate` delivers for at most this long before it exits; the rest waits for the
+    /// next run or for `sheriff serve`.
+    pub evaluate_timeout_secs: u64,
+}
+
+impl Default for OutboxSettings {
+    fn default() -> Self {
+        Self {
+            max_attempts: 8,
+            backoff_base_secs: 5,
+            backoff_max_secs: 900,
+            lease_secs: 120,
+            evaluate_timeout_secs: 60,
+        }
+    }
 }
 
 /// The settings that hold secrets, as `(section, key)`; each has a `KEY_file` companion.
@@ -589,6 +730,7 @@ const SECRET_KEYS: &[(&str, &str)] = &[
     ("ingest", "push_token"),
     ("slack", "bot_token"),
     ("slack", "signing_secret"),
+    ("slack", "signing_secret_previous"),
     ("jira", "token"),
 ];
 
@@ -671,6 +813,8 @@ impl Settings {
         resolve("ingest.push_token", &mut self.ingest.push_token, &self.ingest.push_token_file)?;
         resolve("slack.bot_token", &mut self.slack.bot_token, &self.slack.bot_token_file)?;
         resolve("slack.signing_secret", &mut self.slack.signing_secret, &self.slack.signing_secret_file)?;
+        let previous = &mut self.slack.signing_secret_previous;
+        resolve("slack.signing_secret_previous", previous, &self.slack.signing_secret_previous_file)?;
         resolve("jira.token", &mut self.jira.token, &self.jira.token_file)?;
         Ok(())
     }
@@ -700,6 +844,20 @@ impl Settings {
             || self.jira.url.starts_with("https://");
         if !jira_url_ok {
             return invalid("jira.url", "must be an http:// or https:// URL");
+        }
+        if !self.jira.url.is_empty() && self.jira.project.is_empty() {
+            return invalid("jira.project", "a project key is needed when jira.url is set");
+        }
+        for band in self.jira.priorities.keys() {
+            if !["<2x", "2-5x", "5-10x", ">=10x"].contains(&band.as_str()) {
+                return invalid("jira.priorities", "keys are the severity bands <2x, 2-5x, 5-10x, >=10x");
+            }
+        }
+        if self.outbox.max_attempts == 0 || self.outbox.lease_secs == 0 {
+            return invalid("outbox.max_attempts", "attempts and lease must be at least 1");
+        }
+        if self.slack.routes.iter().any(|r| r.channel.is_empty()) {
+            return invalid("slack.routes", "every route needs a channel");
         }
         let e = &self.evaluate;
         if e.window_days == 0 || e.baseline_days == 0 {

@@ -77,10 +77,26 @@ pub async fn run(folder: &Path, settings: &Settings, out: &mut impl std::io::Wri
         summary.skipped,
         summary.failed
     )?;
-    let report = crate::cycle::run_cycle(&store, settings, CycleOptions { at: end, dry_run: false }).await?;
-    store.close().await;
+    // The demo never reaches out: Slack messages go to the console, Jira issues are shown.
+    let mut local = settings.clone();
+    local.slack.bot_token = None;
+    local.jira.url.clear();
+    let store = std::sync::Arc::new(store);
+    let report = crate::cycle::run_cycle(&store, &local, CycleOptions { at: end, dry_run: false }).await?;
     writeln!(out)?;
     write!(out, "{}", crate::cycle::render_text(&report))?;
+    writeln!(out, "\n── Slack (no bot token configured: the messages are shown on stderr, not posted) ──")?;
+    let delivery = crate::ops::deliver_for_a_while(store.clone(), &local).await?;
+    writeln!(out, "{} Slack message(s) rendered", delivery.delivered)?;
+    for incident in store.incidents().await?.iter().filter(|i| i.state.is_open()) {
+        let doc = crate::notify::jira::render::description(incident, &local.server.public_url);
+        writeln!(out, "\n── the Jira issue sheriff would file (configure [jira] to file it) ──")?;
+        writeln!(out, "summary: {}", crate::notify::jira::render::summary(incident))?;
+        writeln!(out, "labels: sheriff, {}", incident.fingerprint)?;
+        writeln!(out, "component: {}\n", incident.snapshot.component)?;
+        writeln!(out, "{}", crate::notify::jira::render::to_wiki(&doc))?;
+    }
+    store.close().await;
     writeln!(
         out,
         "\ndemo finished in {:.1} s; explore it with: SHERIFF__DATABASE__URL=sqlite://{} sheriff evaluate --at {}",

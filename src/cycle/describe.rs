@@ -472,6 +472,7 @@ pub(super) async fn describe(
         status,
         since: lead.state.since.and_then(|s| DateTime::from_timestamp(s, 0)),
         groups: groups.iter().map(|g| g.key.label()).collect(),
+        weekly: Vec::new(),
     })
 }
 

@@ -49,6 +49,46 @@ pub struct CycleReport {
     pub insufficient_data: Vec<InsufficientReport>,
     pub dry_run: bool,
     pub seconds: f64,
+    /// What the cycle did to incidents (all zero on a dry run).
+    pub incidents: IncidentCounts,
+    /// What the outbox delivery after the cycle did (`sheriff evaluate` without `--dry-run`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<crate::notify::DrainReport>,
+}
+
+/// Incident changes a cycle recorded.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct IncidentCounts {
+    pub opened: usize,
+    pub changed: usize,
+    pub resolved: usize,
+    pub stale: usize,
+    /// Changes whose notifications a silence held.
+    pub silenced: usize,
+    /// Side effects queued in the outbox.
+    pub notifications: usize,
+    /// Incidents over the per-cycle Jira cap, filed later.
+    pub not_filed: usize,
+}
+
+impl IncidentCounts {
+    fn of(plan: &crate::incidents::plan::Plan) -> IncidentCounts {
+        use crate::incidents::plan::Action;
+        let mut c = IncidentCounts { not_filed: plan.not_filed.len(), ..Default::default() };
+        for step in &plan.steps {
+            match &step.action {
+                Action::Open { .. } => c.opened += 1,
+                Action::Update { changes, .. } if !changes.is_empty() => c.changed += 1,
+                Action::Resolve { .. } => c.resolved += 1,
+                Action::Stale { .. } => c.stale += 1,
+                _ => {}
+            }
+            c.silenced += usize::from(step.silenced_by.is_some());
+            c.notifications += step.effects.len();
+        }
+        c.notifications += plan.summaries.len();
+        c
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -131,6 +171,9 @@ pub struct RegressionReport {
     pub status: &'static str,
     pub since: Option<DateTime<Utc>>,
     pub groups: Vec<String>,
+    /// The regression's percentile week by week (the last eight weeks, oldest first), for
+    /// the sparkline in messages.
+    pub weekly: Vec<Option<f64>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -167,7 +210,24 @@ pub async fn run_cycle(store: &Store, settings: &Settings, options: CycleOptions
                     outcome: "ok".into(),
                     error: String::new(),
                 };
-                store.finish_cycle(&states, &record).await?;
+                let policy = crate::incidents::plan::Policy::from_settings(settings);
+                let now = options.at.timestamp();
+                let regressions = &report.regressions;
+                let planner =
+                    move |incidents: &[crate::incidents::Incident],
+                          silences: &[crate::incidents::silence::Silence],
+                          delivered: &crate::incidents::plan::Delivered| {
+                        crate::incidents::plan::plan(
+                            now,
+                            regressions,
+                            incidents,
+                            silences,
+                            delivered,
+                            &policy,
+                        )
+                    };
+                let (_, plan) = store.finish_cycle(&states, &record, &planner).await?;
+                report.incidents = IncidentCounts::of(&plan);
             }
             tracing::info!(
                 evaluated_at = %options.at,
@@ -298,6 +358,9 @@ async fn evaluate_at(
             .await?,
         );
     }
+    for r in &mut regressions {
+        r.weekly = weekly_trend(store, settings, r, at).await?;
+    }
     regressions.sort_by(|a, b| {
         (a.status == "resolved", &a.family, &a.release).cmp(&(b.status == "resolved", &b.family, &b.release))
     });
@@ -319,8 +382,30 @@ async fn evaluate_at(
         insufficient_data,
         dry_run: options.dry_run,
         seconds: 0.0,
+        incidents: IncidentCounts::default(),
+        delivery: None,
     };
     Ok((report, states))
+}
+
+/// The regression's percentile by week over its first backend and single-valued scope.
+async fn weekly_trend(
+    store: &Store,
+    settings: &EvaluateSettings,
+    r: &RegressionReport,
+    at: DateTime<Utc>,
+) -> Result<Vec<Option<f64>>> {
+    let Some(backend) = r.backends.first() else { return Ok(Vec::new()) };
+    let filters =
+        r.scope.iter().filter_map(|(d, v)| Some((Dimension::parse(d)?, v.as_str()?.to_string()))).collect();
+    let q = crate::notify::slack::command::Query {
+        backend: backend.clone(),
+        filters,
+        window_days: i64::from(settings.window_days),
+    };
+    let partial = Settings { evaluate: settings.clone(), ..Default::default() };
+    let a = crate::query::answer(store, &partial, &q, at.timestamp()).await?;
+    Ok(if matches!(r.percentile, Percentile::P50 | Percentile::P75) { a.weekly_p50 } else { a.weekly_p95 })
 }
 
 /// `29s`, or `36.2s` when not whole.
@@ -448,6 +533,27 @@ pub fn render_text(report: &CycleReport) -> String {
         for r in resolved {
             let _ = writeln!(s, "  {} [{}]", r.attribution.summary, r.fingerprint);
         }
+    }
+    let c = &report.incidents;
+    if !report.dry_run {
+        let _ = writeln!(
+            s,
+            "\nincidents: {} opened, {} changed, {} resolved, {} stale, {} held by silences; {} notification(s) queued{}",
+            c.opened,
+            c.changed,
+            c.resolved,
+            c.stale,
+            c.silenced,
+            c.notifications,
+            if c.not_filed > 0 {
+                format!(", {} not filed in Jira (cap)", c.not_filed)
+            } else {
+                String::new()
+            }
+        );
+    }
+    if let Some(d) = &report.delivery {
+        let _ = writeln!(s, "delivered {}, retrying {}, dead {}", d.delivered, d.retrying, d.dead);
     }
     if !report.insufficient_data.is_empty() {
         let _ = writeln!(

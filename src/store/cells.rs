@@ -140,3 +140,82 @@ impl super::Store {
         Ok(total)
     }
 }
+
+/// One UTC day of one backend in one variant: day number, variant id, runs, non-zero histogram.
+type DayRow = (i64, i64, i64, String);
+
+/// A variant's id and its nine dimensions, in `Dimension::ALL` order.
+type VariantTuple = (i64, String, String, String, String, String, String, String, String, String);
+
+impl super::Store {
+    /// Every variant and its id.
+    pub async fn variants(&self) -> anyhow::Result<Vec<(i64, crate::model::Dimensions)>> {
+        let rows: Vec<VariantTuple> = super::with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT id, release, from_release, upgrade_type, platform, architecture, network, network_stack, \
+                 topology, master_nodes_updated FROM variants ORDER BY id",
+            )
+            .fetch_all(pool)
+            .await?
+        });
+        Ok(rows
+            .into_iter()
+            .map(
+                |(
+                    id,
+                    release,
+                    from_release,
+                    upgrade_type,
+                    platform,
+                    architecture,
+                    network,
+                    network_stack,
+                    topology,
+                    mnu,
+                )| {
+                    (
+                        id,
+                        crate::model::Dimensions {
+                            release,
+                            from_release,
+                            upgrade_type,
+                            platform,
+                            architecture,
+                            network,
+                            network_stack,
+                            topology,
+                            master_nodes_updated: mnu,
+                        },
+                    )
+                },
+            )
+            .collect())
+    }
+
+    /// Per UTC day in `days`, the merged histogram of `backend` over the variants in `variants`.
+    pub async fn daily_histograms(
+        &self,
+        backend: &str,
+        variants: &std::collections::HashSet<i64>,
+        days: std::ops::Range<i64>,
+    ) -> anyhow::Result<std::collections::BTreeMap<i64, Histogram>> {
+        let rows: Vec<DayRow> = super::with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT c.day, c.variant_id, c.runs, c.hist FROM cell_days c JOIN backends b ON b.id = c.backend_id \
+                 WHERE b.name = $1 AND c.day >= $2 AND c.day < $3",
+            )
+            .bind(backend)
+            .bind(days.start)
+            .bind(days.end)
+            .fetch_all(pool)
+            .await?
+        });
+        let mut out: std::collections::BTreeMap<i64, Histogram> = std::collections::BTreeMap::new();
+        for (day, variant, runs, hist) in rows {
+            if variants.contains(&variant) {
+                out.entry(day).or_default().merge(&Histogram::decode(&hist)?.with_zeros(runs as u64));
+            }
+        }
+        Ok(out)
+    }
+}

@@ -62,15 +62,15 @@ fn split(from: i64, to: i64) -> (std::ops::Range<i64>, Vec<(i64, i64)>) {
     (first_full..last_full_end, edges)
 }
 
-const INSERT_CYCLE: &str = "INSERT INTO eval_cycles \
+pub(crate) const INSERT_CYCLE: &str = "INSERT INTO eval_cycles \
     (started_at, finished_at, evaluated_at, groups, regressions, outcome, error) \
     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id";
 
 /// Inserts a [`CycleRecord`] through any executor (a pool or an open transaction); its id.
 macro_rules! insert_cycle {
     ($executor:expr, $cycle:expr) => {{
-        let c: &CycleRecord = $cycle;
-        sqlx::query_scalar::<_, i64>(INSERT_CYCLE)
+        let c: &$crate::store::evaluations::CycleRecord = $cycle;
+        sqlx::query_scalar::<_, i64>($crate::store::evaluations::INSERT_CYCLE)
             .bind(c.started_at)
             .bind(c.finished_at)
             .bind(c.evaluated_at)
@@ -82,6 +82,30 @@ macro_rules! insert_cycle {
             .await?
     }};
 }
+
+/// Replaces the stored group states and records the cycle, in an open transaction; its id.
+macro_rules! write_cycle {
+    ($tx:expr, $states:expr, $cycle:expr) => {{
+        let states: &[(String, $crate::evaluate::GroupState)] = $states;
+        let cycle: &$crate::store::evaluations::CycleRecord = $cycle;
+        sqlx::query("DELETE FROM group_states").execute(&mut **$tx).await?;
+        for chunk in states.chunks(500) {
+            let mut q = sqlx::QueryBuilder::new(
+                "INSERT INTO group_states (group_label, regressed, clean_streak, since, updated_at) ",
+            );
+            q.push_values(chunk, |mut b, (label, s)| {
+                b.push_bind(label)
+                    .push_bind(i64::from(s.regressed))
+                    .push_bind(i64::from(s.clean_streak))
+                    .push_bind(s.since)
+                    .push_bind(cycle.finished_at);
+            });
+            q.build().execute(&mut **$tx).await?;
+        }
+        $crate::store::evaluations::insert_cycle!(&mut **$tx, cycle)
+    }};
+}
+pub(crate) use {insert_cycle, write_cycle};
 
 impl Store {
     /// The histograms of every cell in `current` and `baseline` (Unix-second ranges). Whole
@@ -306,26 +330,6 @@ impl Store {
                 (label, GroupState { regressed: regressed != 0, clean_streak: streak as u32, since })
             })
             .collect())
-    }
-
-    /// Replaces the stored group states and records the cycle, in one transaction.
-    pub async fn finish_cycle(&self, states: &[(String, GroupState)], cycle: &CycleRecord) -> Result<i64> {
-        let now = chrono::Utc::now().timestamp();
-        let id = with_pool!(self, pool, dialect => {
-            let mut tx = pool.begin_with(dialect.begin_write).await?;
-            sqlx::query("DELETE FROM group_states").execute(&mut *tx).await?;
-            for chunk in states.chunks(500) {
-                let mut q = sqlx::QueryBuilder::new("INSERT INTO group_states (group_label, regressed, clean_streak, since, updated_at) ");
-                q.push_values(chunk, |mut b, (label, s)| {
-                    b.push_bind(label).push_bind(i64::from(s.regressed)).push_bind(i64::from(s.clean_streak)).push_bind(s.since).push_bind(now);
-                });
-                q.build().execute(&mut *tx).await?;
-            }
-            let id = insert_cycle!(&mut *tx, cycle);
-            tx.commit().await?;
-            id
-        });
-        Ok(id)
     }
 
     /// Records a cycle that failed before it could finish.

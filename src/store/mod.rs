@@ -7,7 +7,9 @@
 
 pub mod cells;
 pub mod evaluations;
+pub mod incidents;
 pub mod ingest_log;
+pub mod outbox;
 pub mod runs;
 
 use std::collections::HashMap;

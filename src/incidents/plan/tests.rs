@@ -1,0 +1,273 @@
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::cycle::{Attribution, RegressionReport};
+use crate::model::{Dimension, Percentile, fingerprint};
+
+fn report(scope: &[(&str, &str)], observed: f64, status: &'static str) -> RegressionReport {
+    let dims: BTreeMap<Dimension, String> = scope
+        .iter()
+        .filter(|(d, _)| *d != "release")
+        .map(|(d, v)| (Dimension::parse(d).unwrap(), v.to_string()))
+        .collect();
+    let mut json_scope: BTreeMap<String, serde_json::Value> = BTreeMap::new();
+    json_scope.insert("release".into(), "4.14".into());
+    for (d, v) in scope {
+        let values: Vec<&str> = v.split(',').collect();
+        json_scope.insert(
+            d.to_string(),
+            if values.len() == 1 { v.to_string().into() } else { serde_json::json!(values) },
+        );
+    }
+    RegressionReport {
+        fingerprint: fingerprint("image-registry", "4.14", &dims),
+        backend: None,
+        backends: vec!["image-registry-new-connections".into()],
+        family: "image-registry".into(),
+        component: "Image Registry".into(),
+        release: "4.14".into(),
+        scope: json_scope,
+        not_specific_to: vec![],
+        percentile: Percentile::P50,
+        observed_seconds: observed,
+        threshold_seconds: 4.0,
+        threshold_source: "configured".into(),
+        allowed_seconds: 6.0,
+        baseline_seconds: Some(2.0),
+        job_runs: 40,
+        baseline_runs: 120,
+        p_value: 0.0001,
+        q_value: 0.001,
+        percentiles: BTreeMap::new(),
+        attribution: Attribution {
+            component: "Image Registry".into(),
+            platform: Some("metal".into()),
+            platform_component: None,
+            owners: vec!["Image Registry".into()],
+            file_against: crate::config::FileAgainst::Backend,
+            scope: "metal 4.14".into(),
+            summary: "image-registry regressed on metal 4.14".into(),
+            independence: vec![],
+            thin_evidence: vec![],
+            control: None,
+            conditions: vec![],
+            confidence: "high",
+            evidence: vec![],
+        },
+        sample_jobs: vec![],
+        status,
+        since: None,
+        groups: vec![],
+        weekly: vec![],
+    }
+}
+
+fn policy() -> Policy {
+    Policy {
+        routes: vec![crate::config::SlackRoute {
+            channel: "#metal".into(),
+            component: None,
+            platform: Some("metal".into()),
+            backend: None,
+        }],
+        default_channel: "#disruption".into(),
+        jira: true,
+        jira_cap: 3,
+        jira_comment_interval_secs: 86_400,
+        reopen_window_secs: 14 * 86_400,
+    }
+}
+
+/// Applies a plan the way the store does, enough to feed the next cycle.
+fn apply(now: i64, plan: &Plan, incidents: &mut Vec<Incident>, delivered: &mut Delivered) {
+    for step in &plan.steps {
+        let id = match &step.action {
+            Action::Open { fingerprint, snapshot } => {
+                let id = incidents.len() as i64 + 1;
+                let mut i = super::probe_incident(None, &step.action, snapshot);
+                i.id = id;
+                i.fingerprint = fingerprint.clone();
+                i.opened_at = now;
+                incidents.push(i);
+                id
+            }
+            Action::Update { id, state, snapshot, .. } => {
+                let i = incidents.iter_mut().find(|i| i.id == *id).unwrap();
+                i.state = *state;
+                i.snapshot = snapshot.clone();
+                *id
+            }
+            Action::Resolve { id, .. } => {
+                let i = incidents.iter_mut().find(|i| i.id == *id).unwrap();
+                i.state = State::Resolved;
+                i.resolved_at = Some(now);
+                *id
+            }
+            Action::Stale { id } => {
+                incidents.iter_mut().find(|i| i.id == *id).unwrap().state = State::Stale;
+                *id
+            }
+            Action::Catch { id } => *id,
+        };
+        for e in &step.effects {
+            match e {
+                Effect::SlackPost { .. } => {
+                    delivered.slack_posted.insert(id);
+                }
+                Effect::JiraCreate => {
+                    delivered.jira_filed.insert(id);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn kinds(plan: &Plan) -> Vec<&'static str> {
+    plan.steps.iter().flat_map(|s| s.effects.iter().map(Effect::kind)).collect()
+}
+
+#[test]
+fn the_same_regression_five_times_is_one_incident_with_one_set_of_effects() {
+    let (mut incidents, mut delivered) = (Vec::new(), Delivered::default());
+    let r = report(&[("platform", "metal")], 31.0, "new");
+    let first = plan(1000, std::slice::from_ref(&r), &incidents, &[], &delivered, &policy());
+    assert_eq!(kinds(&first), ["slack_post", "jira_create"]);
+    assert!(matches!(&first.steps[0].effects[0], Effect::SlackPost { channel } if channel == "#metal"));
+    assert_eq!(first.summaries.len(), 1);
+    apply(1000, &first, &mut incidents, &mut delivered);
+    let ongoing = report(&[("platform", "metal")], 33.0, "ongoing");
+    for cycle in 1..5 {
+        let p =
+            plan(1000 + cycle * 3600, std::slice::from_ref(&ongoing), &incidents, &[], &delivered, &policy());
+        assert!(kinds(&p).is_empty(), "cycle {cycle}: {:?}", kinds(&p));
+        assert!(p.summaries.is_empty());
+        apply(1000 + cycle * 3600, &p, &mut incidents, &mut delivered);
+    }
+    assert_eq!(incidents.len(), 1);
+    assert_eq!(incidents[0].state, State::Ongoing);
+}
+
+#[test]
+fn a_grown_scope_is_the_same_incident_and_a_material_change() {
+    let (mut incidents, mut delivered) = (Vec::new(), Delivered::default());
+    let p = plan(
+        0,
+        &[report(&[("platform", "metal"), ("network", "ovn")], 31.0, "new")],
+        &incidents,
+        &[],
+        &delivered,
+        &policy(),
+    );
+    apply(0, &p, &mut incidents, &mut delivered);
+    let grown = report(&[("platform", "metal")], 31.0, "new");
+    assert_ne!(grown.fingerprint, incidents[0].fingerprint);
+    let p = plan(3600, &[grown], &incidents, &[], &delivered, &policy());
+    assert!(
+        matches!(&p.steps[0].action, Action::Update { id: 1, changes, .. } if matches!(changes[0], Change::ScopeGrew { .. }))
+    );
+    assert_eq!(kinds(&p), ["slack_update", "slack_reply", "jira_comment"]);
+    apply(3600, &p, &mut incidents, &mut delivered);
+    assert_eq!(incidents.len(), 1);
+    // another unrelated scope is another incident
+    let aws = report(&[("platform", "aws")], 31.0, "new");
+    let p = plan(
+        7200,
+        &[report(&[("platform", "metal")], 31.0, "ongoing"), aws],
+        &incidents,
+        &[],
+        &delivered,
+        &policy(),
+    );
+    assert!(matches!(p.steps[1].action, Action::Open { .. }));
+}
+
+#[test]
+fn a_data_gap_is_stale_not_resolved_and_a_resolution_resolves_once() {
+    let (mut incidents, mut delivered) = (Vec::new(), Delivered::default());
+    let p = plan(0, &[report(&[("platform", "metal")], 31.0, "new")], &incidents, &[], &delivered, &policy());
+    apply(0, &p, &mut incidents, &mut delivered);
+    let gap = plan(3600, &[], &incidents, &[], &delivered, &policy());
+    assert!(matches!(gap.steps[0].action, Action::Stale { id: 1 }));
+    assert_eq!(kinds(&gap), ["slack_update"]);
+    apply(3600, &gap, &mut incidents, &mut delivered);
+    assert_eq!(incidents[0].state, State::Stale);
+    let still = plan(7200, &[], &incidents, &[], &delivered, &policy());
+    assert!(kinds(&still).is_empty(), "a second empty cycle says nothing more");
+    let back = plan(
+        9000,
+        &[report(&[("platform", "metal")], 31.0, "ongoing")],
+        &incidents,
+        &[],
+        &delivered,
+        &policy(),
+    );
+    assert!(
+        matches!(&back.steps[0].action, Action::Update { state: State::Ongoing, changes, .. } if changes == &[Change::Returned])
+    );
+    apply(9000, &back, &mut incidents, &mut delivered);
+    let cleared = report(&[("platform", "metal")], 1.0, "resolved");
+    let done = plan(10_000, std::slice::from_ref(&cleared), &incidents, &[], &delivered, &policy());
+    assert_eq!(kinds(&done), ["slack_update", "slack_reply", "jira_resolve"]);
+    apply(10_000, &done, &mut incidents, &mut delivered);
+    assert_eq!(incidents[0].state, State::Resolved);
+    let again = plan(11_000, &[cleared], &incidents, &[], &delivered, &policy());
+    assert!(again.steps.is_empty(), "a resolved incident resolves once");
+    // recurrence within the window reopens it
+    let back = plan(
+        12_000,
+        &[report(&[("platform", "metal")], 31.0, "new")],
+        &incidents,
+        &[],
+        &delivered,
+        &policy(),
+    );
+    assert!(matches!(&back.steps[0].action, Action::Update { id: 1, state: State::Reopened, .. }));
+    assert_eq!(kinds(&back), ["slack_update", "slack_reply", "jira_reopen"]);
+}
+
+#[test]
+fn silences_hold_notifications_until_they_end() {
+    let (mut incidents, mut delivered) = (Vec::new(), Delivered::default());
+    let silence = Silence {
+        id: 9,
+        fingerprint: None,
+        backend: Some("image-registry*".into()),
+        dimensions: [("platform".to_string(), "metal".to_string())].into(),
+        reason: "known metal outage".into(),
+        created_by: "U1".into(),
+        created_at: 0,
+        expires_at: 5000,
+        removed_at: None,
+    };
+    let r = report(&[("platform", "metal")], 31.0, "new");
+    let p =
+        plan(0, std::slice::from_ref(&r), &incidents, std::slice::from_ref(&silence), &delivered, &policy());
+    assert_eq!(p.steps[0].silenced_by, Some(9));
+    assert!(kinds(&p).is_empty() && p.summaries.is_empty());
+    apply(0, &p, &mut incidents, &mut delivered);
+    let after = plan(
+        6000,
+        &[report(&[("platform", "metal")], 31.0, "ongoing")],
+        &incidents,
+        &[silence],
+        &delivered,
+        &policy(),
+    );
+    assert_eq!(kinds(&after), ["slack_post", "jira_create"], "owed notifications follow the silence's end");
+}
+
+#[test]
+fn the_jira_cap_defers_the_rest_and_says_so() {
+    let (incidents, delivered) = (Vec::new(), Delivered::default());
+    let platforms = ["aws", "gcp", "azure", "metal", "vsphere"];
+    let reports: Vec<_> = platforms.iter().map(|p| report(&[("platform", p)], 31.0, "new")).collect();
+    let p = plan(0, &reports, &incidents, &[], &delivered, &policy());
+    assert_eq!(kinds(&p).iter().filter(|k| **k == "jira_create").count(), 3);
+    assert_eq!(p.not_filed.len(), 2);
+    let default = p.summaries.iter().find_map(|s| match s {
+        Effect::SlackSummary { channel, lines } if channel == "#disruption" => Some(lines.clone()),
+        _ => None,
+    });
+    assert!(default.unwrap().last().unwrap().contains("not filed in Jira"));
+}

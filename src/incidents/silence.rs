@@ -1,0 +1,207 @@
+//! Silences: hold an incident's notifications for a while, with a reason.
+//!
+//! A silence names one incident (by fingerprint or number) or a matcher: a backend glob and
+//! dimension values (`backend=image-registry-* platform=metal release=4.14`). A matcher's
+//! dimension matches an incident only when every value of the incident's scope in that
+//! dimension matches: silencing `platform=metal` does not silence a problem of every platform.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::Incident;
+use crate::evaluate::thresholds::glob_match;
+use crate::model::Dimension;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Silence {
+    pub id: i64,
+    pub fingerprint: Option<String>,
+    pub backend: Option<String>,
+    pub dimensions: BTreeMap<String, String>,
+    pub reason: String,
+    pub created_by: String,
+    pub created_at: i64,
+    pub expires_at: i64,
+    pub removed_at: Option<i64>,
+}
+
+/// What a new silence targets.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Target {
+    pub fingerprint: Option<String>,
+    pub backend: Option<String>,
+    pub dimensions: BTreeMap<String, String>,
+}
+
+impl Target {
+    /// `sheriff-0123…` (an incident), or `key=value` words with keys `backend` and the
+    /// dimensions of DESIGN §2.
+    pub fn parse(words: &[&str]) -> Result<Target, String> {
+        let mut t = Target::default();
+        if let [one] = words
+            && !one.contains('=')
+        {
+            t.fingerprint = Some(one.to_string());
+            return Ok(t);
+        }
+        if words.is_empty() {
+            return Err(
+                "name an incident or a matcher such as `backend=image-registry-* platform=metal`".into()
+            );
+        }
+        for w in words {
+            let Some((k, v)) = w.split_once('=') else {
+                return Err(format!("`{w}` is not key=value"));
+            };
+            if v.is_empty() {
+                return Err(format!("`{k}=` needs a value"));
+            }
+            if k == "backend" {
+                t.backend = Some(v.to_string());
+            } else if Dimension::parse(k).is_some() {
+                t.dimensions.insert(k.to_string(), v.to_string());
+            } else {
+                let names: Vec<&str> = Dimension::ALL.iter().map(|d| d.as_str()).collect();
+                return Err(format!("unknown key `{k}`: use backend or one of {}", names.join(", ")));
+            }
+        }
+        Ok(t)
+    }
+
+    pub fn describe(&self) -> String {
+        if let Some(f) = &self.fingerprint {
+            return f.clone();
+        }
+        let mut parts = Vec::new();
+        if let Some(b) = &self.backend {
+            parts.push(format!("backend={b}"));
+        }
+        parts.extend(self.dimensions.iter().map(|(k, v)| format!("{k}={v}")));
+        parts.join(" ")
+    }
+}
+
+impl Silence {
+    pub fn is_active(&self, now: i64) -> bool {
+        self.removed_at.is_none() && now < self.expires_at
+    }
+
+    pub fn target(&self) -> Target {
+        Target {
+            fingerprint: self.fingerprint.clone(),
+            backend: self.backend.clone(),
+            dimensions: self.dimensions.clone(),
+        }
+    }
+
+    /// Whether it holds `incident`'s notifications at `now`.
+    pub fn matches(&self, incident: &Incident, now: i64) -> bool {
+        if !self.is_active(now) {
+            return false;
+        }
+        if let Some(f) = &self.fingerprint {
+            return *f == incident.fingerprint
+                || *f == format!("#{}", incident.id)
+                || *f == incident.id.to_string();
+        }
+        let s = &incident.snapshot;
+        if let Some(glob) = &self.backend
+            && !(glob_match(glob, &s.family) || s.backends.iter().any(|b| glob_match(glob, b)))
+        {
+            return false;
+        }
+        self.dimensions.iter().all(|(d, pattern)| {
+            let values: Vec<&str> = if d == "release" {
+                vec![s.release.as_str()]
+            } else {
+                s.scope.get(d).map(|v| v.iter().map(String::as_str).collect()).unwrap_or_default()
+            };
+            !values.is_empty() && values.iter().all(|v| glob_match(pattern, v))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::incidents::{Scope, Snapshot, State};
+
+    fn incident(scope: Scope) -> Incident {
+        Incident {
+            id: 7,
+            fingerprint: "sheriff-00000000000000aa".into(),
+            state: State::Ongoing,
+            snapshot: Snapshot {
+                family: "image-registry".into(),
+                release: "4.14".into(),
+                backends: vec!["image-registry-new-connections".into()],
+                component: "Image Registry".into(),
+                scope,
+                percentile: "P50".into(),
+                observed_seconds: 31.0,
+                threshold_seconds: 4.0,
+                tier: String::new(),
+                evidence: String::new(),
+                summary: String::new(),
+                report: serde_json::Value::Null,
+            },
+            revision: 0,
+            opened_at: 0,
+            updated_at: 0,
+            last_seen_at: 0,
+            resolved_at: None,
+            acked_by: None,
+            acked_at: None,
+            slack_channel: None,
+            slack_ts: None,
+            jira_key: None,
+            jira_generation: 0,
+            jira_commented_at: None,
+        }
+    }
+
+    fn silence(target: Target, expires_at: i64) -> Silence {
+        Silence {
+            id: 1,
+            fingerprint: target.fingerprint,
+            backend: target.backend,
+            dimensions: target.dimensions,
+            reason: "known".into(),
+            created_by: "U1".into(),
+            created_at: 0,
+            expires_at,
+            removed_at: None,
+        }
+    }
+
+    #[test]
+    fn matchers_and_expiry() {
+        let metal: Scope = [("platform".to_string(), vec!["metal".to_string()])].into();
+        let every: Scope = Scope::new();
+        let m = silence(Target::parse(&["backend=image-registry-*", "platform=metal"]).unwrap(), 100);
+        assert!(m.matches(&incident(metal.clone()), 50));
+        assert!(!m.matches(&incident(metal.clone()), 100), "expired at its expiry time");
+        assert!(
+            !m.matches(&incident(every.clone()), 50),
+            "an every-platform problem is not silenced by platform=metal"
+        );
+        let release = silence(Target::parse(&["release=4.1*"]).unwrap(), 100);
+        assert!(release.matches(&incident(every.clone()), 50));
+        let other = silence(Target::parse(&["backend=kube-api-*"]).unwrap(), 100);
+        assert!(!other.matches(&incident(metal.clone()), 50));
+        let one = silence(Target::parse(&["sheriff-00000000000000aa"]).unwrap(), 100);
+        assert!(one.matches(&incident(every), 50));
+        let mut removed = one.clone();
+        removed.removed_at = Some(10);
+        assert!(!removed.matches(&incident(metal), 50));
+    }
+
+    #[test]
+    fn bad_matchers_are_explained() {
+        assert!(Target::parse(&[]).unwrap_err().contains("name an incident"));
+        assert!(Target::parse(&["colour=red"]).unwrap_err().contains("unknown key `colour`"));
+        assert!(Target::parse(&["platform="]).unwrap_err().contains("needs a value"));
+        assert!(Target::parse(&["platform=metal", "junk"]).unwrap_err().contains("not key=value"));
+    }
+}

@@ -1,0 +1,304 @@
+//! Jira text: one document model, written as wiki markup (REST v2) or as Atlassian Document
+//! Format (REST v3).
+
+use serde_json::{Value, json};
+
+use crate::config::JiraApi;
+use crate::incidents::{Incident, describe_scope};
+
+/// A piece of running text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inline {
+    Text(String),
+    Code(String),
+    Link { text: String, url: String },
+}
+
+/// A block of a document.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Node {
+    Heading(String),
+    Para(Vec<Inline>),
+    Bullets(Vec<Vec<Inline>>),
+    Table { header: Vec<String>, rows: Vec<Vec<String>> },
+}
+
+fn text(s: impl Into<String>) -> Inline {
+    Inline::Text(s.into())
+}
+
+/// Wiki markup (Jira Server / Data Center).
+pub fn to_wiki(doc: &[Node]) -> String {
+    fn esc(s: &str) -> String {
+        let mut out = String::with_capacity(s.len());
+        for c in s.chars() {
+            if matches!(c, '[' | ']' | '{' | '}' | '|' | '*' | '_' | '^' | '~' | '+') {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out
+    }
+    fn inline(parts: &[Inline]) -> String {
+        parts
+            .iter()
+            .map(|p| match p {
+                Inline::Text(t) => esc(t),
+                Inline::Code(t) => format!("{{{{{}}}}}", esc(t)),
+                Inline::Link { text, url } => format!("[{}|{}]", esc(text), url.replace('|', "%7C")),
+            })
+            .collect()
+    }
+    let mut out = Vec::new();
+    for n in doc {
+        match n {
+            Node::Heading(t) => out.push(format!("h3. {}", esc(t))),
+            Node::Para(p) => out.push(inline(p)),
+            Node::Bullets(items) => {
+                out.push(items.iter().map(|i| format!("* {}", inline(i))).collect::<Vec<_>>().join("\n"))
+            }
+            Node::Table { header, rows } => {
+                let mut t = format!("||{}||", header.iter().map(|h| esc(h)).collect::<Vec<_>>().join("||"));
+                for r in rows {
+                    t.push_str(&format!("\n|{}|", r.iter().map(|c| esc(c)).collect::<Vec<_>>().join("|")));
+                }
+                out.push(t);
+            }
+        }
+    }
+    out.join("\n\n")
+}
+
+/// Atlassian Document Format (Jira Cloud).
+pub fn to_adf(doc: &[Node]) -> Value {
+    fn inline(parts: &[Inline]) -> Vec<Value> {
+        parts
+            .iter()
+            .filter(|p| !matches!(p, Inline::Text(t) | Inline::Code(t) if t.is_empty()))
+            .map(|p| match p {
+                Inline::Text(t) => json!({ "type": "text", "text": t }),
+                Inline::Code(t) => json!({ "type": "text", "text": t, "marks": [{ "type": "code" }] }),
+                Inline::Link { text, url } => {
+                    json!({ "type": "text", "text": if text.is_empty() { url } else { text }, "marks": [{ "type": "link", "attrs": { "href": url } }] })
+                }
+            })
+            .collect()
+    }
+    fn para(parts: &[Inline]) -> Value {
+        json!({ "type": "paragraph", "content": inline(parts) })
+    }
+    fn cell(kind: &str, t: &str) -> Value {
+        json!({ "type": kind, "content": [para(&[text(t)])] })
+    }
+    let content: Vec<Value> = doc
+        .iter()
+        .map(|n| match n {
+            Node::Heading(t) => json!({ "type": "heading", "attrs": { "level": 3 }, "content": inline(&[text(t.as_str())]) }),
+            Node::Para(p) => para(p),
+            Node::Bullets(items) => json!({
+                "type": "bulletList",
+                "content": items.iter().map(|i| json!({ "type": "listItem", "content": [para(i)] })).collect::<Vec<_>>(),
+            }),
+            Node::Table { header, rows } => {
+                let mut trs = vec![json!({ "type": "tableRow", "content": header.iter().map(|h| cell("tableHeader", h)).collect::<Vec<_>>() })];
+                trs.extend(rows.iter().map(|r| json!({ "type": "tableRow", "content": r.iter().map(|c| cell("tableCell", c)).collect::<Vec<_>>() })));
+                json!({ "type": "table", "content": trs })
+            }
+        })
+        .collect();
+    json!({ "version": 1, "type": "doc", "content": content })
+}
+
+/// A field value in the API's format.
+pub fn render(api: JiraApi, doc: &[Node]) -> Value {
+    match api {
+        JiraApi::V2 => Value::String(to_wiki(doc)),
+        JiraApi::V3 => to_adf(doc),
+    }
+}
+
+fn secs(x: Option<f64>) -> String {
+    match x {
+        None => "-".into(),
+        Some(x) if (x - x.round()).abs() < 0.05 => format!("{}s", x.round()),
+        Some(x) => format!("{x:.1}s"),
+    }
+}
+
+/// `image-registry disruption regressed on metal 4.14: P50 31s (threshold 4s)`, at most 255
+/// characters.
+pub fn summary(i: &Incident) -> String {
+    let s = &i.snapshot;
+    let platform = s.scope.get("platform").map(|v| format!("{} ", v.join("/"))).unwrap_or_default();
+    let text = format!(
+        "{} disruption regressed on {platform}{}: {} {} (threshold {})",
+        s.family,
+        s.release,
+        s.percentile,
+        secs(Some(s.observed_seconds)),
+        secs(Some(s.threshold_seconds))
+    );
+    crate::notify::slack::blocks::truncate(&text, 255)
+}
+
+/// The issue description: attribution, the percentile table, scope and independence,
+/// conditions, sample jobs, the way back to sheriff.
+pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
+    let s = &i.snapshot;
+    let r = &s.report;
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array().into_iter().flatten().filter_map(|x| x.as_str().map(str::to_string)).collect()
+    };
+    let mut doc = vec![Node::Para(vec![text(s.summary.clone())])];
+    doc.push(Node::Heading("Percentiles".into()));
+    let mut rows = Vec::new();
+    if let Some(ps) = r["percentiles"].as_object() {
+        for (p, pair) in ps {
+            let threshold = if *p == s.percentile { secs(Some(s.threshold_seconds)) } else { "-".into() };
+            rows.push(vec![
+                p.clone(),
+                secs(pair["now"].as_f64()),
+                threshold,
+                secs(pair["baseline"].as_f64()),
+            ]);
+        }
+    }
+    if rows.is_empty() {
+        rows.push(vec![
+            s.percentile.clone(),
+            secs(Some(s.observed_seconds)),
+            secs(Some(s.threshold_seconds)),
+            "-".into(),
+        ]);
+    }
+    doc.push(Node::Table {
+        header: vec!["percentile".into(), "now".into(), "threshold".into(), "baseline".into()],
+        rows,
+    });
+    doc.push(Node::Heading("Scope".into()));
+    let mut scope = vec![vec![text(format!("{} {}", s.release, describe_scope(&s.scope)))]];
+    scope.extend(strings(&r["attribution"]["independence"]).into_iter().map(|t| vec![text(t)]));
+    doc.push(Node::Bullets(scope));
+    let conditions: Vec<Vec<Inline>> = r["attribution"]["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .take(5)
+        .map(|c| {
+            vec![
+                Inline::Code(format!(
+                    "{} {}={}",
+                    c["operator"].as_str().unwrap_or_default(),
+                    c["condition"].as_str().unwrap_or_default(),
+                    c["status"].as_str().unwrap_or_default()
+                )),
+                text(format!(
+                    " {} — in {} of {} regressed runs",
+                    c["reason"].as_str().unwrap_or_default(),
+                    c["runs_with"].as_u64().unwrap_or_default(),
+                    c["runs"].as_u64().unwrap_or_default()
+                )),
+            ]
+        })
+        .collect();
+    if !conditions.is_empty() {
+        doc.push(Node::Heading("Correlated ClusterOperator conditions".into()));
+        doc.push(Node::Bullets(conditions));
+    }
+    let evidence: Vec<Vec<Inline>> =
+        strings(&r["attribution"]["evidence"]).into_iter().take(10).map(|e| vec![text(e)]).collect();
+    if !evidence.is_empty() {
+        doc.push(Node::Heading("Evidence".into()));
+        doc.push(Node::Bullets(evidence));
+    }
+    let jobs: Vec<Vec<Inline>> = r["sample_jobs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .take(10)
+        .map(|j| {
+            let url = j["url"].as_str().unwrap_or_default().to_string();
+            vec![
+                Inline::Link {
+                    text: format!(
+                        "{} #{}",
+                        j["job"].as_str().unwrap_or("run"),
+                        j["build_id"].as_str().unwrap_or_default()
+                    ),
+                    url,
+                },
+                text(format!(
+                    " — {}s ({})",
+                    j["seconds"].as_i64().unwrap_or_default(),
+                    j["kind"].as_str().unwrap_or_default()
+                )),
+            ]
+        })
+        .collect();
+    if !jobs.is_empty() {
+        doc.push(Node::Heading("Sample job runs".into()));
+        doc.push(Node::Bullets(jobs));
+    }
+    let mut back = vec![text("Filed by sheriff for incident "), Inline::Code(i.fingerprint.clone())];
+    if !public_url.is_empty() {
+        back.push(text(" — "));
+        back.push(Inline::Link {
+            text: "full view".into(),
+            url: format!("{}/incidents/{}", public_url.trim_end_matches('/'), i.id),
+        });
+    }
+    doc.push(Node::Para(back));
+    doc
+}
+
+/// A comment on a change.
+pub fn comment(i: &Incident, change: &str) -> Vec<Node> {
+    let s = &i.snapshot;
+    vec![
+        Node::Para(vec![text(format!("sheriff: {change}"))]),
+        Node::Para(vec![text(format!(
+            "Now {} {} against a threshold of {}; scope {} {}.",
+            s.percentile,
+            secs(Some(s.observed_seconds)),
+            secs(Some(s.threshold_seconds)),
+            s.release,
+            describe_scope(&s.scope)
+        ))]),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wiki_escapes_and_formats() {
+        let doc = vec![
+            Node::Heading("Scope".into()),
+            Node::Para(vec![
+                text("a [b] |c|"),
+                Inline::Code("x".into()),
+                Inline::Link { text: "job".into(), url: "https://x/y".into() },
+            ]),
+            Node::Table {
+                header: vec!["p".into(), "now".into()],
+                rows: vec![vec!["P50".into(), "31s".into()]],
+            },
+            Node::Bullets(vec![vec![text("one")]]),
+        ];
+        assert_eq!(
+            to_wiki(&doc),
+            "h3. Scope\n\na \\[b\\] \\|c\\|{{x}}[job|https://x/y]\n\n||p||now||\n|P50|31s|\n\n* one"
+        );
+        let adf = to_adf(&doc);
+        assert_eq!(adf["type"], "doc");
+        assert_eq!(adf["content"][2]["type"], "table");
+        assert_eq!(adf["content"][1]["content"][2]["marks"][0]["attrs"]["href"], "https://x/y");
+    }
+
+    #[test]
+    fn empty_text_is_never_an_adf_node() {
+        let adf = to_adf(&[Node::Para(vec![text(""), text("x")])]);
+        assert_eq!(adf["content"][0]["content"].as_array().unwrap().len(), 1);
+    }
+}

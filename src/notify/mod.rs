@@ -1,0 +1,283 @@
+//! Delivering the outbox: Slack and Jira side effects, exactly once at the remote side.
+//!
+//! A [`Worker`] claims one entry at a time under a lease (counting the attempt first), delivers
+//! it, and records the result; on failure it retries with exponential backoff and jitter,
+//! honouring `Retry-After`, and dead-letters the entry after `outbox.max_attempts` or at once
+//! when the remote side refuses it for good. A delivery that may already have reached the remote
+//! side (a retry, or a worker that died between the remote's answer and the local commit) looks
+//! before it acts: a Slack post is found again by the idempotency key in its message metadata, a
+//! Jira issue by the fingerprint label, a Jira comment by its comment property.
+
+pub mod jira;
+pub mod slack;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use anyhow::Result;
+
+use crate::config::OutboxSettings;
+use crate::store::Store;
+use crate::store::outbox::{DeliveryResult, OutboxEntry};
+
+/// Why a delivery failed, and whether to try again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeliveryError {
+    pub message: String,
+    /// False when retrying cannot help (a refused request, a missing channel).
+    pub transient: bool,
+    /// The remote side's `Retry-After`.
+    pub retry_after: Option<Duration>,
+}
+
+impl DeliveryError {
+    pub fn transient(message: impl Into<String>) -> Self {
+        Self { message: message.into(), transient: true, retry_after: None }
+    }
+    pub fn permanent(message: impl Into<String>) -> Self {
+        Self { message: message.into(), transient: false, retry_after: None }
+    }
+}
+
+impl std::fmt::Display for DeliveryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Wall-clock seconds, with an offset tests can move forward instead of sleeping.
+#[derive(Debug, Clone, Default)]
+pub struct Clock(Arc<AtomicI64>);
+
+impl Clock {
+    pub fn now(&self) -> i64 {
+        chrono::Utc::now().timestamp() + self.0.load(Ordering::Relaxed)
+    }
+    pub fn advance(&self, secs: i64) {
+        self.0.fetch_add(secs, Ordering::Relaxed);
+    }
+}
+
+/// Points where a test may stop a worker as if its process died.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillPoint {
+    /// The entry is claimed; nothing sent.
+    Claimed,
+    /// The remote side accepted; the local commit has not happened.
+    Accepted,
+}
+
+pub type FaultHook = Arc<dyn Fn(KillPoint, &OutboxEntry) -> bool + Send + Sync>;
+
+/// Where side effects go.
+pub struct Sinks {
+    pub slack: slack::SlackSink,
+    /// None when Jira is not configured.
+    pub jira: Option<jira::JiraClient>,
+}
+
+impl Sinks {
+    pub fn from_settings(settings: &crate::config::Settings) -> Result<Sinks> {
+        Ok(Sinks {
+            slack: slack::SlackSink::from_settings(settings)?,
+            jira: if settings.jira.enabled() {
+                Some(jira::JiraClient::new(&settings.jira)?.with_public_url(&settings.server.public_url))
+            } else {
+                None
+            },
+        })
+    }
+
+    async fn deliver(&self, store: &Store, entry: &OutboxEntry) -> Result<DeliveryResult, DeliveryError> {
+        let payload: serde_json::Value = serde_json::from_str(&entry.payload)
+            .map_err(|e| DeliveryError::permanent(format!("unreadable payload: {e}")))?;
+        let incident = match entry.incident_id {
+            Some(id) => Some(
+                store
+                    .find_incident(&id.to_string())
+                    .await
+                    .map_err(|e| DeliveryError::transient(format!("{e:#}")))?
+                    .ok_or_else(|| DeliveryError::permanent(format!("incident {id} is gone")))?,
+            ),
+            None => None,
+        };
+        if entry.kind.starts_with("slack") {
+            return self.slack.deliver(store, entry, incident.as_ref(), &payload).await;
+        }
+        let (Some(jira), Some(incident)) = (&self.jira, incident.as_ref()) else {
+            return Err(DeliveryError::permanent("Jira is not configured; the entry cannot be delivered"));
+        };
+        jira.deliver(entry, incident, &payload).await
+    }
+}
+
+/// How one step of the worker went.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StepOutcome {
+    Delivered(i64),
+    Retrying(i64),
+    Dead(i64),
+    /// Stopped by a [`FaultHook`] as if the process had died.
+    Killed(i64),
+    /// Nothing due.
+    Idle,
+}
+
+/// Delivers outbox entries. Several workers (in several replicas) may run at once.
+pub struct Worker {
+    pub store: Arc<Store>,
+    pub sinks: Arc<Sinks>,
+    pub settings: OutboxSettings,
+    pub id: String,
+    pub clock: Clock,
+    pub faults: Option<FaultHook>,
+}
+
+/// What a [`Worker::drain`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DrainReport {
+    pub delivered: usize,
+    pub retrying: usize,
+    pub dead: usize,
+}
+
+impl Worker {
+    pub fn new(store: Arc<Store>, sinks: Arc<Sinks>, settings: OutboxSettings) -> Worker {
+        let id = format!("{}-{}", hostname(), uuid_ish());
+        Worker { store, sinks, settings, id, clock: Clock::default(), faults: None }
+    }
+
+    fn killed(&self, point: KillPoint, entry: &OutboxEntry) -> bool {
+        self.faults.as_ref().is_some_and(|f| f(point, entry))
+    }
+
+    /// Claims and delivers one entry.
+    pub async fn step(&self) -> Result<StepOutcome> {
+        let now = self.clock.now();
+        let Some(entry) = self.store.claim_outbox(&self.id, now, self.settings.lease_secs as i64).await?
+        else {
+            return Ok(StepOutcome::Idle);
+        };
+        if self.killed(KillPoint::Claimed, &entry) {
+            return Ok(StepOutcome::Killed(entry.id));
+        }
+        let started = std::time::Instant::now();
+        let result = self.sinks.deliver(&self.store, &entry).await;
+        let sink = if entry.kind.starts_with("slack") { "slack" } else { "jira" };
+        let outcome = match &result {
+            Ok(_) => "ok",
+            Err(e) if e.transient => "retry",
+            Err(_) => "failed",
+        };
+        metrics::histogram!("sheriff_delivery_seconds", "sink" => sink, "outcome" => outcome)
+            .record(started.elapsed().as_secs_f64());
+        metrics::counter!("sheriff_deliveries_total", "sink" => sink, "outcome" => outcome).increment(1);
+        match result {
+            Ok(done) => {
+                if self.killed(KillPoint::Accepted, &entry) {
+                    return Ok(StepOutcome::Killed(entry.id));
+                }
+                if !self.store.complete_outbox(&entry, &self.id, self.clock.now(), &done).await? {
+                    tracing::warn!(entry = entry.id, key = %entry.idempotency_key, "delivered after the lease ran out");
+                }
+                tracing::info!(entry = entry.id, kind = %entry.kind, key = %entry.idempotency_key, "delivered");
+                Ok(StepOutcome::Delivered(entry.id))
+            }
+            Err(e) => {
+                let last = entry.attempts >= i64::from(self.settings.max_attempts);
+                if !e.transient || last {
+                    tracing::error!(entry = entry.id, kind = %entry.kind, attempts = entry.attempts, "dead letter: {e}");
+                    self.store.fail_outbox(&entry, &self.id, &e.message, None).await?;
+                    return Ok(StepOutcome::Dead(entry.id));
+                }
+                let delay = self.backoff(&entry, e.retry_after);
+                tracing::warn!(entry = entry.id, kind = %entry.kind, attempts = entry.attempts, retry_in = delay, "{e}");
+                self.store.fail_outbox(&entry, &self.id, &e.message, Some(self.clock.now() + delay)).await?;
+                Ok(StepOutcome::Retrying(entry.id))
+            }
+        }
+    }
+
+    /// Seconds before the next attempt: `Retry-After` when given, else exponential with jitter
+    /// (between half and all of `base × 2^(attempts-1)`, capped).
+    fn backoff(&self, entry: &OutboxEntry, retry_after: Option<Duration>) -> i64 {
+        if let Some(d) = retry_after {
+            return d.as_secs().max(1) as i64;
+        }
+        let exp = (entry.attempts - 1).clamp(0, 20) as u32;
+        let ceiling = self
+            .settings
+            .backoff_base_secs
+            .saturating_mul(1 << exp)
+            .min(self.settings.backoff_max_secs)
+            .max(1);
+        let mut rng =
+            crate::synth::Rng::new(entry.id as u64 ^ (entry.attempts as u64).rotate_left(32) ^ nanos());
+        (ceiling / 2 + rng.below(ceiling / 2 + 1)) as i64
+    }
+
+    /// Delivers what is due until nothing is, or until `deadline`.
+    pub async fn drain(&self, deadline: tokio::time::Instant) -> Result<DrainReport> {
+        let mut report = DrainReport::default();
+        while tokio::time::Instant::now() < deadline {
+            match tokio::time::timeout_at(deadline, self.step()).await {
+                Err(_) => break,
+                Ok(step) => match step? {
+                    StepOutcome::Delivered(_) => report.delivered += 1,
+                    StepOutcome::Retrying(_) => report.retrying += 1,
+                    StepOutcome::Dead(_) => report.dead += 1,
+                    StepOutcome::Killed(_) | StepOutcome::Idle => break,
+                },
+            }
+        }
+        Ok(report)
+    }
+
+    /// Delivers until `shutdown` resolves: a delivery under way finishes, the rest waits in the
+    /// outbox.
+    pub async fn run(&self, shutdown: tokio::sync::watch::Receiver<bool>) {
+        let mut shutdown = shutdown;
+        loop {
+            if *shutdown.borrow() {
+                return;
+            }
+            let wait = match self.step().await {
+                Ok(StepOutcome::Idle) => match self.store.next_outbox_due().await {
+                    Ok(Some(due)) => (due - self.clock.now()).clamp(1, 5),
+                    Ok(None) => 5,
+                    Err(_) => 5,
+                },
+                Ok(_) => continue,
+                Err(e) => {
+                    tracing::error!("outbox worker: {e:#}");
+                    5
+                }
+            };
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(wait as u64)) => {}
+                _ = shutdown.changed() => {}
+            }
+        }
+    }
+}
+
+fn nanos() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()))
+}
+
+/// A name for this process: host and a random suffix.
+fn uuid_ish() -> String {
+    let mut rng = crate::synth::Rng::new(nanos() ^ u64::from(std::process::id()).rotate_left(17));
+    format!("{:08x}", rng.below(u64::from(u32::MAX)))
+}
+
+pub(crate) fn hostname() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok().map(|s| s.trim().to_string()))
+        .unwrap_or_else(|| "sheriff".into())
+}

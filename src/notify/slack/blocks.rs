@@ -1,0 +1,450 @@
+//! Block Kit messages, kept within Slack's limits: 50 blocks a message, 3,000 characters a
+//! section text, 10 fields of 2,000 characters a section, 150 characters a header, 10 elements
+//! a context block, 75 characters a button label. What does not fit is cut with "…" and a link
+//! to the full view.
+
+use serde_json::{Value, json};
+
+use super::Message;
+use crate::incidents::{Event, Incident, State, describe_scope};
+
+pub const MAX_BLOCKS: usize = 50;
+pub const MAX_SECTION_TEXT: usize = 3000;
+pub const MAX_FIELDS: usize = 10;
+pub const MAX_FIELD_TEXT: usize = 2000;
+pub const MAX_HEADER_TEXT: usize = 150;
+pub const MAX_CONTEXT_ELEMENTS: usize = 10;
+pub const MAX_BUTTON_TEXT: usize = 75;
+/// Slack truncates longer notification text; keep well under it.
+pub const MAX_MESSAGE_TEXT: usize = 3000;
+
+/// Links sheriff puts in messages.
+#[derive(Debug, Clone, Default)]
+pub struct Links {
+    /// sheriff's own address, for the full view; empty: no link.
+    pub public_url: String,
+    /// Jira's base URL, for issue links.
+    pub jira_url: String,
+}
+
+impl Links {
+    pub fn incident(&self, id: i64) -> Option<String> {
+        (!self.public_url.is_empty())
+            .then(|| format!("{}/incidents/{id}", self.public_url.trim_end_matches('/')))
+    }
+    pub fn jira(&self, key: &str) -> String {
+        if self.jira_url.is_empty() {
+            key.to_string()
+        } else {
+            format!("<{}/browse/{key}|{key}>", self.jira_url.trim_end_matches('/'))
+        }
+    }
+}
+
+/// Cuts `s` to at most `max` characters, ending in "…" when cut.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Escapes the three characters Slack's mrkdwn treats as control characters.
+pub fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+pub fn section(text: &str) -> Value {
+    json!({ "type": "section", "text": { "type": "mrkdwn", "text": truncate(text, MAX_SECTION_TEXT) } })
+}
+
+pub fn header(text: &str) -> Value {
+    json!({ "type": "header", "text": { "type": "plain_text", "text": truncate(text, MAX_HEADER_TEXT), "emoji": true } })
+}
+
+pub fn fields(pairs: &[(&str, String)]) -> Value {
+    let fields: Vec<Value> = pairs
+        .iter()
+        .take(MAX_FIELDS)
+        .map(|(k, v)| json!({ "type": "mrkdwn", "text": truncate(&format!("*{k}*\n{v}"), MAX_FIELD_TEXT) }))
+        .collect();
+    json!({ "type": "section", "fields": fields })
+}
+
+pub fn context(items: &[String]) -> Value {
+    let elements: Vec<Value> = items
+        .iter()
+        .take(MAX_CONTEXT_ELEMENTS)
+        .map(|t| json!({ "type": "mrkdwn", "text": truncate(t, MAX_SECTION_TEXT) }))
+        .collect();
+    json!({ "type": "context", "elements": elements })
+}
+
+fn button(label: &str, action_id: &str, value: &str, style: Option<&str>) -> Value {
+    let mut b = json!({
+        "type": "button",
+        "text": { "type": "plain_text", "text": truncate(label, MAX_BUTTON_TEXT), "emoji": true },
+        "action_id": action_id,
+        "value": value,
+    });
+    if let Some(s) = style {
+        b["style"] = json!(s);
+    }
+    b
+}
+
+/// Joins lines into section texts of at most 3,000 characters each, at most `max_sections`;
+/// what is left is counted in a last line.
+pub fn sections_of_lines(lines: &[String], max_sections: usize, more_link: Option<&str>) -> Vec<Value> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut used = 0;
+    for (n, line) in lines.iter().enumerate() {
+        let line = truncate(line, MAX_SECTION_TEXT - 100);
+        if current.len() + line.len() + 1 > MAX_SECTION_TEXT - 100 {
+            if out.len() + 1 == max_sections {
+                break;
+            }
+            out.push(section(&current));
+            current.clear();
+        }
+        if !current.is_empty() {
+            current.push('\n');
+        }
+        current.push_str(&line);
+        used = n + 1;
+    }
+    if used < lines.len() {
+        let more = match more_link {
+            Some(l) => format!("\n… and {} more: <{l}|full view>", lines.len() - used),
+            None => format!("\n… and {} more (`sheriff incidents list` has them all)", lines.len() - used),
+        };
+        current.push_str(&more);
+    }
+    if !current.is_empty() {
+        out.push(section(&current));
+    }
+    out
+}
+
+fn state_emoji(state: State) -> &'static str {
+    match state {
+        State::New | State::Reopened => ":rotating_light:",
+        State::Ongoing => ":warning:",
+        State::Stale => ":grey_question:",
+        State::Resolved => ":white_check_mark:",
+    }
+}
+
+/// `▁▂▅█`: one character a value (none: a space).
+pub fn sparkline(values: &[Option<f64>]) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let max = values.iter().flatten().copied().fold(0.0_f64, f64::max);
+    values
+        .iter()
+        .map(|v| match v {
+            None => ' ',
+            Some(_) if max <= 0.0 => BARS[0],
+            Some(x) => BARS[((x / max) * 7.0).round().clamp(0.0, 7.0) as usize],
+        })
+        .collect()
+}
+
+fn secs(x: Option<f64>) -> String {
+    match x {
+        None => "-".into(),
+        Some(x) if (x - x.round()).abs() < 0.05 => format!("{}s", x.round()),
+        Some(x) => format!("{x:.1}s"),
+    }
+}
+
+/// The incident's parent message, edited in place as it changes.
+pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Message {
+    let s = &i.snapshot;
+    let r = &s.report;
+    let scope = describe_scope(&s.scope);
+    let title = format!(
+        "{} {} disruption {}: {} {}",
+        state_emoji(i.state),
+        s.family,
+        if i.state == State::Resolved { "recovered" } else { "regressed" },
+        s.release,
+        scope
+    );
+    let mut blocks = vec![header(&title)];
+    blocks.push(section(&escape(&s.summary)));
+    let since = chrono::DateTime::from_timestamp(i.opened_at, 0)
+        .map_or(String::new(), |t| t.format("%Y-%m-%d %H:%M UTC").to_string());
+    let mut f = vec![
+        ("State", format!("{} (opened {since})", i.state)),
+        ("Component", escape(&s.component)),
+        ("Scope", escape(&format!("{} {scope}", s.release))),
+        (
+            "Now",
+            format!(
+                "{} {} (threshold {})",
+                s.percentile,
+                secs(Some(s.observed_seconds)),
+                secs(Some(s.threshold_seconds))
+            ),
+        ),
+        ("Jira", i.jira_key.as_deref().map_or("not filed".into(), |k| links.jira(k))),
+    ];
+    if let Some(by) = &i.acked_by {
+        f.push(("Acknowledged", format!("<@{by}>")));
+    }
+    if let Some(c) = r["attribution"]["confidence"].as_str() {
+        f.push(("Confidence", c.to_string()));
+    }
+    blocks.push(fields(&f));
+
+    // percentiles now / threshold / baseline, and the weekly sparkline
+    let mut table = String::from("```\n      now     threshold  baseline\n");
+    if let Some(ps) = r["percentiles"].as_object() {
+        for (p, pair) in ps {
+            let threshold = if *p == s.percentile { secs(Some(s.threshold_seconds)) } else { "-".into() };
+            table.push_str(&format!(
+                "{p:<5} {:<7} {:<10} {}\n",
+                secs(pair["now"].as_f64()),
+                threshold,
+                secs(pair["baseline"].as_f64())
+            ));
+        }
+    }
+    if let Some(weeks) = r["weekly"].as_array() {
+        let values: Vec<Option<f64>> = weeks.iter().map(Value::as_f64).collect();
+        table.push_str(&format!("{} by week: {}\n", s.percentile, sparkline(&values)));
+    }
+    table.push_str("```");
+    blocks.push(section(&table));
+
+    let evidence: Vec<String> = r["attribution"]["evidence"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.as_str().map(|e| format!("• {}", escape(e))))
+        .collect();
+    if !evidence.is_empty() {
+        blocks.extend(sections_of_lines(&evidence, 2, links.incident(i.id).as_deref()));
+    }
+    let groups: Vec<String> = r["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|g| g.as_str().map(|g| format!("`{}`", escape(g))))
+        .collect();
+    if groups.len() > 1 {
+        let mut lines = vec![format!("*Affected groups ({})*", groups.len())];
+        lines.extend(groups);
+        blocks.extend(sections_of_lines(&lines, 2, links.incident(i.id).as_deref()));
+    }
+    let jobs: Vec<String> = r["sample_jobs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|j| {
+            format!(
+                "<{}|{} #{}> {}s",
+                j["url"].as_str().unwrap_or_default(),
+                escape(j["kind"].as_str().unwrap_or("run")),
+                escape(j["build_id"].as_str().unwrap_or_default()),
+                j["seconds"].as_i64().unwrap_or_default()
+            )
+        })
+        .collect();
+    if !jobs.is_empty() {
+        blocks.push(context(&jobs));
+    }
+    if i.state.is_open() {
+        let id = i.id.to_string();
+        blocks.push(json!({
+            "type": "actions",
+            "block_id": format!("incident-{}", i.id),
+            "elements": [
+                button("Acknowledge", "ack", &id, Some("primary")),
+                button("Silence 24 h", "silence_24h", &id, None),
+                button("File Jira now", "file_jira", &id, None),
+                button("Not a regression", "not_a_regression", &id, Some("danger")),
+            ],
+        }));
+    }
+    let mut footer = vec![format!("#{} · {}", i.id, i.fingerprint)];
+    if let Some(last) = events.iter().rev().find(|e| e.actor != "sheriff") {
+        footer.push(escape(&format!("last action: {} by {}", last.kind, last.actor)));
+    }
+    if let Some(link) = links.incident(i.id) {
+        footer.push(format!("<{link}|full view>"));
+    }
+    blocks.push(context(&footer));
+    blocks.truncate(MAX_BLOCKS);
+    Message {
+        text: truncate(&format!("{title} — {}", s.summary), MAX_MESSAGE_TEXT),
+        blocks: Value::Array(blocks),
+    }
+}
+
+/// A thread reply on a material change.
+pub fn reply_message(i: &Incident, change: &str) -> Message {
+    let text = format!(
+        "{} {}: {} ({} now {})",
+        state_emoji(i.state),
+        i.snapshot.family,
+        change,
+        i.snapshot.percentile,
+        secs(Some(i.snapshot.observed_seconds))
+    );
+    Message { text: truncate(&text, MAX_MESSAGE_TEXT), blocks: json!([section(&escape(&text))]) }
+}
+
+/// A cycle's summary for one channel.
+pub fn summary_message(lines: &[String], links: &Links) -> Message {
+    let title = format!("sheriff: {} incident change(s)", lines.len());
+    let mut blocks = vec![header(&title)];
+    let full = (!links.public_url.is_empty())
+        .then(|| format!("{}/incidents", links.public_url.trim_end_matches('/')));
+    let escaped: Vec<String> = lines.iter().map(|l| escape(l)).collect();
+    blocks.extend(sections_of_lines(&escaped, MAX_BLOCKS - 1, full.as_deref()));
+    Message {
+        text: truncate(&format!("{title}: {}", lines.join("; ")), MAX_MESSAGE_TEXT),
+        blocks: Value::Array(blocks),
+    }
+}
+
+/// The text a console shows for a message: each block's text, in order.
+pub fn to_text(m: &Message) -> String {
+    let mut out = Vec::new();
+    for b in m.blocks.as_array().into_iter().flatten() {
+        if let Some(t) = b["text"]["text"].as_str() {
+            out.push(t.to_string());
+        }
+        for f in
+            b["fields"].as_array().into_iter().flatten().chain(b["elements"].as_array().into_iter().flatten())
+        {
+            if let Some(t) = f["text"].as_str() {
+                out.push(t.replace('\n', ": "));
+            } else if let Some(t) = f["text"]["text"].as_str() {
+                out.push(format!("[{t}]"));
+            }
+        }
+    }
+    out.join("\n")
+}
+
+/// Checks a message against the limits above; the first breach found.
+pub fn check_limits(m: &Message) -> Result<(), String> {
+    let blocks = m.blocks.as_array().ok_or("blocks is not an array")?;
+    if blocks.len() > MAX_BLOCKS {
+        return Err(format!("{} blocks", blocks.len()));
+    }
+    if m.text.chars().count() > MAX_MESSAGE_TEXT {
+        return Err("notification text too long".into());
+    }
+    for b in blocks {
+        let kind = b["type"].as_str().unwrap_or_default();
+        let text_len = b["text"]["text"].as_str().map_or(0, |t| t.chars().count());
+        match kind {
+            "header" if text_len > MAX_HEADER_TEXT => return Err("header too long".into()),
+            "section" if text_len > MAX_SECTION_TEXT => return Err("section text too long".into()),
+            _ => {}
+        }
+        if let Some(f) = b["fields"].as_array() {
+            if f.len() > MAX_FIELDS {
+                return Err("too many fields".into());
+            }
+            if f.iter().any(|x| x["text"].as_str().map_or(0, |t| t.chars().count()) > MAX_FIELD_TEXT) {
+                return Err("field too long".into());
+            }
+        }
+        if kind == "context" && b["elements"].as_array().map_or(0, Vec::len) > MAX_CONTEXT_ELEMENTS {
+            return Err("too many context elements".into());
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::incidents::{Scope, Snapshot};
+
+    pub(crate) fn big_incident(cells: usize) -> Incident {
+        let groups: Vec<String> = (0..cells)
+            .map(|n| format!("image-registry-new-connections|4.14|platform=metal|network=ovn|upgrade_type=micro|variant={n}"))
+            .collect();
+        let jobs: Vec<Value> = (0..25)
+            .map(|n| json!({"url": format!("https://prow.ci.openshift.org/view/gs/b/logs/job/{n}"), "job": "job", "build_id": n.to_string(), "seconds": 40, "kind": "worst"}))
+            .collect();
+        let evidence: Vec<String> =
+            (0..60).map(|n| format!("evidence line {n} <with> & {}", "x".repeat(200))).collect();
+        let report = json!({
+            "percentiles": {"P50": {"now": 31.0, "baseline": 2.0}, "P95": {"now": 80.0, "baseline": 9.0}},
+            "weekly": [2.0, 3.0, null, 30.0, 31.0],
+            "attribution": {"confidence": "high", "evidence": evidence},
+            "groups": groups,
+            "sample_jobs": jobs,
+        });
+        Incident {
+            id: 12,
+            fingerprint: "sheriff-0123456789abcdef".into(),
+            state: State::New,
+            snapshot: Snapshot {
+                family: "image-registry".into(),
+                release: "4.14".into(),
+                backends: vec!["image-registry-new-connections".into()],
+                component: "Image Registry".into(),
+                scope: Scope::from([("platform".to_string(), vec!["metal".to_string()])]),
+                percentile: "P50".into(),
+                observed_seconds: 31.0,
+                threshold_seconds: 4.0,
+                tier: "P50 5-10x".into(),
+                evidence: String::new(),
+                summary: "x".repeat(5000),
+                report,
+            },
+            revision: 1,
+            opened_at: 1_700_000_000,
+            updated_at: 0,
+            last_seen_at: 0,
+            resolved_at: None,
+            acked_by: Some("U123".into()),
+            acked_at: None,
+            slack_channel: None,
+            slack_ts: None,
+            jira_key: Some("OCPBUGS-1".into()),
+            jira_generation: 0,
+            jira_commented_at: None,
+        }
+    }
+
+    #[test]
+    fn an_incident_with_200_cells_stays_within_the_limits() {
+        let links = Links {
+            public_url: "https://sheriff.example.com".into(),
+            jira_url: "https://issues.example.com".into(),
+        };
+        let m = incident_message(&big_incident(200), &[], &links);
+        check_limits(&m).unwrap();
+        let text = serde_json::to_string(&m.blocks).unwrap();
+        assert!(text.contains("more: <https://sheriff.example.com/incidents/12|full view>"));
+        assert!(text.contains("&lt;with&gt; &amp;"));
+        let summary = summary_message(
+            &(0..500).map(|n| format!("line {n} {}", "y".repeat(80))).collect::<Vec<_>>(),
+            &links,
+        );
+        check_limits(&summary).unwrap();
+    }
+
+    #[test]
+    fn sparklines_scale_to_the_largest_value() {
+        assert_eq!(sparkline(&[Some(0.0), Some(7.0), None, Some(3.5)]), "▁█ ▅");
+        assert_eq!(sparkline(&[Some(0.0), Some(0.0)]), "▁▁");
+    }
+
+    #[test]
+    fn truncation_keeps_characters_whole() {
+        assert_eq!(truncate("ééééé", 3), "éé…");
+        assert_eq!(truncate("abc", 3), "abc");
+    }
+}

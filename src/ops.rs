@@ -1,0 +1,175 @@
+//! What people ask of sheriff, shared by the command line and the slash command: the status
+//! board, an incident's explanation, delivering the outbox after a cycle.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::config::Settings;
+use crate::incidents::silence::Silence;
+use crate::incidents::{Event, Incident, describe_scope};
+use crate::notify::{DrainReport, Sinks, Worker};
+use crate::store::Store;
+use crate::store::outbox::{OutboxCounts, OutboxEntry};
+
+/// `sheriff status`: open incidents (newest first), silences, the outbox.
+#[derive(Debug, Serialize)]
+pub struct Status {
+    pub incidents: Vec<Incident>,
+    pub silences: Vec<Silence>,
+    pub outbox: OutboxCounts,
+    pub dead: Vec<OutboxEntry>,
+}
+
+pub async fn status(store: &Store, now: i64) -> Result<Status> {
+    let mut incidents: Vec<Incident> =
+        store.incidents().await?.into_iter().filter(|i| i.state.is_open()).collect();
+    incidents.sort_by_key(|i| std::cmp::Reverse(i.opened_at));
+    Ok(Status {
+        incidents,
+        silences: store.silences(now).await?,
+        outbox: store.outbox_counts(now).await?,
+        dead: store.outbox_entries("dead", 20).await?,
+    })
+}
+
+fn when(t: i64) -> String {
+    chrono::DateTime::from_timestamp(t, 0)
+        .map_or_else(|| t.to_string(), |t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+}
+
+fn secs(x: f64) -> String {
+    if (x - x.round()).abs() < 0.05 { format!("{}s", x.round()) } else { format!("{x:.1}s") }
+}
+
+/// One line per incident.
+pub fn incident_line(i: &Incident) -> String {
+    let s = &i.snapshot;
+    let mut line = format!(
+        "#{} {:<8} {} {} {} — {} {} (threshold {}) — {}",
+        i.id,
+        i.state.as_str(),
+        s.family,
+        s.release,
+        describe_scope(&s.scope),
+        s.percentile,
+        secs(s.observed_seconds),
+        secs(s.threshold_seconds),
+        s.component
+    );
+    if let Some(k) = &i.jira_key {
+        let _ = write!(line, " [{k}]");
+    }
+    if let Some(by) = &i.acked_by {
+        let _ = write!(line, " (acked by {by})");
+    }
+    line
+}
+
+pub fn render_status(s: &Status) -> String {
+    let mut out = String::new();
+    if s.incidents.is_empty() {
+        out.push_str("no open incidents\n");
+    } else {
+        let _ = writeln!(out, "{} open incident(s), newest first:", s.incidents.len());
+        for i in &s.incidents {
+            let _ = writeln!(out, "  {}", incident_line(i));
+        }
+    }
+    if !s.silences.is_empty() {
+        let _ = writeln!(out, "silences:");
+        for x in &s.silences {
+            let _ = writeln!(
+                out,
+                "  #{} {} until {} by {}: {}",
+                x.id,
+                x.target().describe(),
+                when(x.expires_at),
+                x.created_by,
+                x.reason
+            );
+        }
+    }
+    let o = &s.outbox;
+    let _ = writeln!(
+        out,
+        "outbox: {} pending ({} retrying{}), {} dead, {} delivered",
+        o.pending,
+        o.retrying,
+        o.oldest_pending_age_secs.map_or(String::new(), |a| format!(", oldest {a}s old")),
+        o.dead,
+        o.done
+    );
+    for d in &s.dead {
+        let _ = writeln!(
+            out,
+            "  dead #{} {} after {} attempts: {} (sheriff outbox retry {})",
+            d.id,
+            d.kind,
+            d.attempts,
+            d.last_error.as_deref().unwrap_or("-"),
+            d.id
+        );
+    }
+    out
+}
+
+/// An incident with its history.
+#[derive(Debug, Serialize)]
+pub struct Explain {
+    pub incident: Incident,
+    pub events: Vec<Event>,
+}
+
+pub async fn explain(store: &Store, reference: &str) -> Result<Option<Explain>> {
+    let Some(incident) = store.find_incident(reference).await? else { return Ok(None) };
+    let events = store.incident_events(incident.id).await?;
+    Ok(Some(Explain { incident, events }))
+}
+
+pub fn render_explain(e: &Explain) -> String {
+    let i = &e.incident;
+    let s = &i.snapshot;
+    let r = &s.report;
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", incident_line(i));
+    let _ = writeln!(
+        out,
+        "fingerprint {} · opened {} · updated {}",
+        i.fingerprint,
+        when(i.opened_at),
+        when(i.updated_at)
+    );
+    let _ = writeln!(out, "{}", s.summary);
+    for line in r["attribution"]["evidence"].as_array().into_iter().flatten().filter_map(|v| v.as_str()) {
+        let _ = writeln!(out, "  - {line}");
+    }
+    for j in r["sample_jobs"].as_array().into_iter().flatten().take(6) {
+        let _ = writeln!(
+            out,
+            "  {} {}s {}",
+            j["kind"].as_str().unwrap_or(""),
+            j["seconds"],
+            j["url"].as_str().unwrap_or("")
+        );
+    }
+    if let Some(ts) = &i.slack_ts {
+        let _ = writeln!(out, "Slack: {} {ts}", i.slack_channel.as_deref().unwrap_or(""));
+    }
+    let _ = writeln!(out, "history:");
+    for ev in &e.events {
+        let _ = writeln!(out, "  {} {:<10} {:<12} {}", when(ev.at), ev.actor, ev.kind, ev.detail);
+    }
+    out
+}
+
+/// Delivers what the outbox holds for up to `settings.outbox.evaluate_timeout_secs`.
+pub async fn deliver_for_a_while(store: Arc<Store>, settings: &Settings) -> Result<DrainReport> {
+    let sinks = Arc::new(Sinks::from_settings(settings)?);
+    let worker = Worker::new(store, sinks, settings.outbox.clone());
+    let deadline =
+        tokio::time::Instant::now() + std::time::Duration::from_secs(settings.outbox.evaluate_timeout_secs);
+    worker.drain(deadline).await
+}

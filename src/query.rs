@@ -1,0 +1,137 @@
+//! `query <backend> [filters]`: one backend's disruption over a window, against its threshold
+//! and baseline, with a weekly trend. Answers `sheriff query` and the slash command from the
+//! per-day histograms, so a million samples cost a few thousand rows.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+
+use anyhow::Result;
+use serde::Serialize;
+
+use crate::config::Settings;
+use crate::model::{Dimension, GroupKey, Histogram, Percentile};
+use crate::notify::slack::blocks::sparkline;
+use crate::notify::slack::command::Query;
+use crate::store::Store;
+
+const DAY: i64 = 86_400;
+const WEEKS: i64 = 8;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct QueryAnswer {
+    pub backend: String,
+    pub filters: BTreeMap<String, String>,
+    pub window_days: i64,
+    /// Variants the filters select.
+    pub variants: usize,
+    pub runs: u64,
+    pub disrupted_runs: u64,
+    pub percentiles: BTreeMap<Percentile, Option<f64>>,
+    pub baseline_runs: u64,
+    pub baseline: BTreeMap<Percentile, Option<f64>>,
+    /// The configured limit for the percentiles that have one.
+    pub thresholds: BTreeMap<Percentile, f64>,
+    /// P50 of each of the last weeks, oldest first (None: no runs).
+    pub weekly_p50: Vec<Option<f64>>,
+    pub weekly_p95: Vec<Option<f64>>,
+}
+
+/// Answers `q` as of `now` (Unix seconds).
+pub async fn answer(store: &Store, settings: &Settings, q: &Query, now: i64) -> Result<QueryAnswer> {
+    let variants: HashSet<i64> = store
+        .variants()
+        .await?
+        .into_iter()
+        .filter(|(_, d)| {
+            q.filters.iter().all(|(dim, v)| crate::evaluate::thresholds::glob_match(v, d.get(*dim)))
+        })
+        .map(|(id, _)| id)
+        .collect();
+    let today = now.div_euclid(DAY) + 1;
+    let window = q.window_days;
+    let first = today - (WEEKS * 7).max(window + i64::from(settings.evaluate.baseline_days));
+    let days = store.daily_histograms(&q.backend, &variants, first..today).await?;
+    let merge = |range: std::ops::Range<i64>| {
+        let mut h = Histogram::new();
+        for (_, d) in days.range(range) {
+            h.merge(d);
+        }
+        h
+    };
+    let current = merge(today - window..today);
+    let base = merge(today - window - i64::from(settings.evaluate.baseline_days)..today - window);
+    let pct = |h: &Histogram| Percentile::ALL.iter().map(|p| (*p, h.percentile(p.fraction()))).collect();
+    let key = GroupKey { backend: q.backend.clone(), fixed: q.filters.clone() };
+    let thresholds = Percentile::ALL
+        .iter()
+        .filter_map(|p| {
+            crate::evaluate::thresholds::configured(&settings.evaluate.limits, &key, *p)
+                .map(|t| (*p, t.seconds))
+        })
+        .collect();
+    let weekly = |p: Percentile| {
+        (0..WEEKS)
+            .rev()
+            .map(|w| {
+                let end = today - w * 7;
+                merge(end - 7..end).percentile(p.fraction())
+            })
+            .collect()
+    };
+    Ok(QueryAnswer {
+        backend: q.backend.clone(),
+        filters: q.filters.iter().map(|(d, v)| (d.as_str().to_string(), v.clone())).collect(),
+        window_days: window,
+        variants: variants.len(),
+        runs: current.count(),
+        disrupted_runs: current.disrupted(),
+        percentiles: pct(&current),
+        baseline_runs: base.count(),
+        baseline: pct(&base),
+        thresholds,
+        weekly_p50: weekly(Percentile::P50),
+        weekly_p95: weekly(Percentile::P95),
+    })
+}
+
+fn secs(x: Option<f64>) -> String {
+    match x {
+        None => "-".into(),
+        Some(x) if (x - x.round()).abs() < 0.05 => format!("{}s", x.round()),
+        Some(x) => format!("{x:.1}s"),
+    }
+}
+
+/// The answer as a few lines of text (monospace-friendly; Slack puts the table in a code block).
+pub fn render(a: &QueryAnswer) -> (String, String) {
+    let filters: Vec<String> = a.filters.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let title = format!(
+        "{} {} — last {} days: {} runs ({} disrupted){}",
+        a.backend,
+        if filters.is_empty() { "(every variant)".to_string() } else { filters.join(" ") },
+        a.window_days,
+        a.runs,
+        a.disrupted_runs,
+        if a.variants == 0 { " — no variant matches these filters".to_string() } else { String::new() }
+    );
+    let mut table = String::from("      now      threshold  baseline\n");
+    for p in Percentile::ALL {
+        let _ = writeln!(
+            table,
+            "{:<5} {:<8} {:<10} {}",
+            p.to_string(),
+            secs(a.percentiles[&p]),
+            a.thresholds.get(&p).map_or("-".into(), |t| secs(Some(*t))),
+            secs(a.baseline[&p])
+        );
+    }
+    let _ = writeln!(table, "baseline: {} runs", a.baseline_runs);
+    let _ = writeln!(table, "P50 by week: {}", sparkline(&a.weekly_p50));
+    let _ = write!(table, "P95 by week: {}", sparkline(&a.weekly_p95));
+    (title, table)
+}
+
+/// Dimension names for the filter keys, for messages.
+pub fn dimension_names() -> Vec<&'static str> {
+    Dimension::ALL.iter().map(|d| d.as_str()).collect()
+}
