@@ -556,7 +556,8 @@ pub struct SlackSettings {
     pub authorized_groups: Vec<String>,
     /// Messages to one channel at most this often (Slack allows about one a second).
     pub min_post_interval_ms: u64,
-    pub timeout_secs: u64,
+    /// Seconds a Web API call may take (fractions allowed).
+    pub timeout_secs: f64,
     /// Bot token (`xoxb-…`). Environment or file only. Without one, messages go to the console.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bot_token: Option<Secret>,
@@ -584,7 +585,7 @@ impl Default for SlackSettings {
             authorized_users: Vec::new(),
             authorized_groups: Vec::new(),
             min_post_interval_ms: 1_000,
-            timeout_secs: 10,
+            timeout_secs: 10.0,
             bot_token: None,
             bot_token_file: None,
             signing_secret: None,
@@ -658,7 +659,8 @@ pub struct JiraSettings {
     pub never_reopen: Vec<String>,
     /// After a Won't Fix, file a new linked issue on recurrence (otherwise stay silent in Jira).
     pub file_after_never_reopen: bool,
-    pub timeout_secs: u64,
+    /// Seconds a request may take (fractions allowed).
+    pub timeout_secs: f64,
 }
 
 impl Default for JiraSettings {
@@ -681,7 +683,7 @@ impl Default for JiraSettings {
             reopen_transition: String::new(),
             never_reopen: vec!["Won't Fix".into(), "Not a Bug".into(), "Won't Do".into()],
             file_after_never_reopen: false,
-            timeout_secs: 30,
+            timeout_secs: 30.0,
         }
     }
 }

@@ -151,6 +151,7 @@ fn ovn_console_scenario() -> Scenario {
         backend_prefix: "ingress-to-console-".into(),
         matches: vec![(Dimension::Network, "ovn".into()), (Dimension::Release, "4.14".into())],
         from_day: 21,
+        until_day: None,
         share: 0.85,
         seconds: (15, 60),
         condition: Some((

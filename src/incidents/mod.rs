@@ -256,7 +256,9 @@ pub fn material_changes(old: &Snapshot, new: &Snapshot) -> Vec<Change> {
             Change::ScopeMoved { from, to }
         });
     }
-    if old.tier != new.tier {
+    // A value back under its threshold is recovery under way (the groups' hysteresis): the
+    // resolution will say so; a tier change is material only while it is still over.
+    if old.tier != new.tier && new.observed_seconds > new.threshold_seconds {
         out.push(Change::TierChanged { from: old.tier.clone(), to: new.tier.clone() });
     }
     if !new.evidence.is_empty() && old.evidence != new.evidence {
@@ -379,6 +381,9 @@ mod tests {
         assert!(matches!(shrank.as_slice(), [Change::ScopeShrank { .. }]), "{shrank:?}");
         let worse = material_changes(&a, &snap(metal_ovn.clone(), 45.0, "image-registry Available=False"));
         assert_eq!(worse, vec![Change::TierChanged { from: "P50 5-10x".into(), to: "P50 >=10x".into() }]);
+        let recovering =
+            material_changes(&a, &snap(metal_ovn.clone(), 1.0, "image-registry Available=False"));
+        assert!(recovering.is_empty(), "back under the threshold, still within hysteresis: {recovering:?}");
         let evidence = material_changes(&a, &snap(metal_ovn, 21.0, "machine-config Degraded=True"));
         assert!(matches!(evidence.as_slice(), [Change::EvidenceChanged { .. }]));
         assert!(!evidence[0].for_jira());

@@ -189,6 +189,8 @@ macro_rules! enqueue {
 macro_rules! apply_plan {
     ($tx:expr, $now:expr, $cycle:expr, $actor:expr, $plan:expr, $incidents:expr) => {{
         let now: i64 = $now;
+        // Outbox entries are due by the wall clock, whatever time the cycle evaluated.
+        let queued_at = chrono::Utc::now().timestamp();
         let plan: &Plan = $plan;
         let incidents: &[Incident] = $incidents;
         for step in &plan.steps {
@@ -285,7 +287,7 @@ macro_rules! apply_plan {
             }
             for effect in &step.effects {
                 let entry = NewEntry::for_incident(effect, id, revision, generation);
-                enqueue!(&mut *$tx, now, &entry);
+                enqueue!(&mut *$tx, queued_at, &entry);
                 if matches!(effect, Effect::JiraComment { .. }) {
                     sqlx::query("UPDATE incidents SET jira_commented_at = $2 WHERE id = $1")
                         .bind(id)
@@ -296,7 +298,7 @@ macro_rules! apply_plan {
             }
         }
         for summary in &plan.summaries {
-            enqueue!(&mut *$tx, now, &NewEntry::summary(summary, $cycle));
+            enqueue!(&mut *$tx, queued_at, &NewEntry::summary(summary, $cycle));
         }
     }};
 }

@@ -109,7 +109,9 @@ impl<'a> RunPlan<'a> {
         let mut regressed_condition = None;
         let mut regressed_prefix = String::new();
         for p in &scenario.planted {
-            let applies = day_index >= p.from_day && p.matches.iter().all(|(d, v)| dims.get(*d) == v);
+            let applies = day_index >= p.from_day
+                && p.until_day.is_none_or(|u| day_index < u)
+                && p.matches.iter().all(|(d, v)| dims.get(*d) == v);
             if applies && rng.chance(p.share) {
                 regressed = true;
                 let base = rng.between(p.seconds.0, p.seconds.1);

@@ -43,6 +43,8 @@ pub struct Planted {
     /// Dimension values a run must have (`platform` → `metal`, …); empty matches every run.
     pub matches: Vec<(crate::model::Dimension, String)>,
     pub from_day: u32,
+    /// The first day it no longer applies (the fix landed); None: to the end.
+    pub until_day: Option<u32>,
     /// Share of matching runs that are hit.
     pub share: f64,
     /// Seconds of disruption of a hit run, uniform in this range.
@@ -163,6 +165,7 @@ pub fn metal_registry_regression(from_day: u32) -> Planted {
         backend_prefix: "image-registry-".into(),
         matches: vec![(Dimension::Platform, "metal".into()), (Dimension::Release, "4.14".into())],
         from_day,
+        until_day: None,
         share: 0.9,
         seconds: (12, 45),
         condition: Some((

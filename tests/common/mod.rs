@@ -1,7 +1,10 @@
 //! Shared by the integration tests: a fresh database per test on SQLite and PostgreSQL.
 #![allow(dead_code)]
 
+pub mod faults;
 pub mod gcs;
+pub mod jira;
+pub mod slack;
 
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};

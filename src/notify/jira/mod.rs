@@ -36,7 +36,7 @@ pub struct JiraClient {
 impl JiraClient {
     pub fn new(settings: &JiraSettings) -> Result<JiraClient> {
         let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(settings.timeout_secs.max(1)))
+            .timeout(Duration::from_secs_f64(settings.timeout_secs.max(0.05)))
             .user_agent(concat!("sheriff/", env!("CARGO_PKG_VERSION")))
             .build()
             .context("building the Jira client")?;

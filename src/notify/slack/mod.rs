@@ -160,7 +160,7 @@ impl SlackClient {
     pub fn new(s: &SlackSettings) -> Result<SlackClient> {
         let token = s.bot_token.clone().context("slack.bot_token is not set")?;
         let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(s.timeout_secs.max(1)))
+            .timeout(Duration::from_secs_f64(s.timeout_secs.max(0.05)))
             .user_agent(concat!("sheriff/", env!("CARGO_PKG_VERSION")))
             .build()?;
         Ok(SlackClient {

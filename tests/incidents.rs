@@ -1,0 +1,322 @@
+//! Incidents and the outbox end to end, against the fake Slack and Jira: repeated cycles make
+//! one incident and one set of side effects; a resolution resolves once; a recurrence reopens;
+//! and a fault-injection run of 200 seeded schedules (errors, 429s, timeouts, broken
+//! connections, workers killed between the remote's answer and the local commit) ends with every
+//! side effect delivered exactly once.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::faults::Faults;
+use common::jira::FakeJira;
+use common::slack::FakeSlack;
+use sheriff::config::{JiraApi, Secret, Settings};
+use sheriff::cycle::{CycleOptions, run_cycle};
+use sheriff::incidents::plan::{self, Action, Policy, Step};
+use sheriff::incidents::{Change, Scope, Snapshot};
+use sheriff::ingest::{IngestOptions, Source, ingest};
+use sheriff::notify::{Clock, KillPoint, Sinks, StepOutcome, Worker};
+use sheriff::store::Store;
+use sheriff::store::evaluations::CycleRecord;
+use sheriff::synth::{self, Scenario};
+
+fn settings(slack: &FakeSlack, jira: &FakeJira, api: JiraApi) -> Settings {
+    let mut s = Settings::default();
+    s.slack.api_url = slack.api_url();
+    s.slack.bot_token = Some(Secret::new(common::slack::TOKEN));
+    s.slack.channel = "C0DISRUPT".into();
+    s.slack.min_post_interval_ms = 0;
+    s.slack.timeout_secs = 0.3;
+    s.jira.url = jira.url.clone();
+    s.jira.api = api;
+    s.jira.project = "OCPBUGS".into();
+    s.jira.token = Some(Secret::new(common::jira::TOKEN));
+    s.jira.resolve_transition = "Done".into();
+    s.jira.reopen_transition = "Reopen".into();
+    s.jira.timeout_secs = 0.3;
+    s.server.public_url = "https://sheriff.example.com".into();
+    s.outbox.evaluate_timeout_secs = 30;
+    s
+}
+
+/// 42 days: the metal registry regression in days 21–27, clean 28–34, back from day 35.
+fn recurring() -> (Scenario, chrono::DateTime<chrono::Utc>) {
+    let end = synth::day(2026, 11, 29);
+    let mut s = Scenario::month(7, end);
+    s.start = end - chrono::Duration::days(42);
+    s.days = 42;
+    let mut first = synth::metal_registry_regression(21);
+    first.until_day = Some(28);
+    s.planted.push(first);
+    s.planted.push(synth::metal_registry_regression(35));
+    (s, end)
+}
+
+fn s_start_plus(end: chrono::DateTime<chrono::Utc>, days: i64) -> chrono::DateTime<chrono::Utc> {
+    end - chrono::Duration::days(42) + chrono::Duration::days(days)
+}
+
+async fn cycle(
+    store: &Arc<Store>,
+    settings: &Settings,
+    at: chrono::DateTime<chrono::Utc>,
+) -> sheriff::cycle::CycleReport {
+    let report = run_cycle(store, settings, CycleOptions { at, dry_run: false }).await.unwrap();
+    let drained = sheriff::ops::deliver_for_a_while(store.clone(), settings).await.unwrap();
+    assert_eq!(drained.dead, 0, "nothing dead-lettered");
+    report
+}
+
+on_both_engines! {
+    async fn repeated_cycles_make_one_incident_resolutions_resolve_once_and_recurrences_reopen(db) {
+        let (scenario, end) = recurring();
+        let dir = tempfile::tempdir().unwrap();
+        synth::write_tree(&scenario, dir.path()).unwrap();
+        let summary = ingest(&db.store, &Default::default(), &Source::Local(dir.path().into()), &IngestOptions::default()).await.unwrap();
+        assert_eq!(summary.failed, 0);
+        let slack = FakeSlack::start(&format!("incidents-lifecycle-{:?}", db.store.engine()), Faults::none()).await;
+        let jira = FakeJira::start(&format!("incidents-lifecycle-{:?}", db.store.engine()), Faults::none()).await;
+        let settings = settings(&slack, &jira, JiraApi::V3);
+        let store = Arc::new(Store::open(&db.settings).await.unwrap());
+
+        // five cycles over the same regressed week: one incident, one post, one issue
+        let regressed = s_start_plus(end, 28);
+        for n in 0..5 {
+            let r = cycle(&store, &settings, regressed).await;
+            assert_eq!(r.regressions.len(), 1, "cycle {n}");
+        }
+        let incidents = store.incidents().await.unwrap();
+        assert_eq!(incidents.len(), 1);
+        let incident = &incidents[0];
+        assert_eq!(incident.state.as_str(), "ongoing");
+        assert!(incident.slack_ts.is_some());
+        assert_eq!(incident.jira_key.as_deref(), Some("OCPBUGS-1"));
+        let messages = slack.messages();
+        let parents: Vec<_> = messages.iter().filter(|m| m.key.as_deref() == Some(&format!("slack_post:{}", incident.id))).collect();
+        assert_eq!(parents.len(), 1);
+        assert_eq!(messages.iter().filter(|m| m.thread_ts.is_some()).count(), 0, "no replies without a change");
+        assert_eq!(messages.len(), 2, "the parent and one summary: {messages:#?}");
+        assert_eq!(jira.issues().len(), 1);
+        assert!(jira.issues()[0].comments.is_empty());
+        let issue = &jira.issues()[0];
+        assert!(issue.labels.contains(&incident.fingerprint));
+        assert!(issue.fields["summary"].as_str().unwrap().starts_with("image-registry disruption regressed on metal 4.14: P50"));
+        assert_eq!(issue.fields["components"][0]["name"], "Image Registry");
+
+        // the clean week: resolved after `clear_after` clean cycles, once
+        let clean = s_start_plus(end, 35);
+        for _ in 0..4 {
+            cycle(&store, &settings, clean).await;
+        }
+        let incident = store.find_incident("1").await.unwrap().unwrap();
+        assert_eq!(incident.state.as_str(), "resolved");
+        let replies: Vec<_> = slack.messages().into_iter().filter(|m| m.thread_ts.is_some()).collect();
+        assert_eq!(replies.len(), 1, "{replies:#?}");
+        assert!(replies[0].text.contains("resolved"));
+        let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).unwrap();
+        assert!(parent.edits >= 1, "the parent was edited to show the resolution");
+        assert!(parent.text.contains("recovered"), "{}", parent.text);
+        let issue = &jira.issues()[0];
+        assert_eq!(issue.comments.len(), 1, "one resolution comment");
+        assert_eq!(issue.transitions, vec!["Done".to_string()]);
+
+        // it comes back: the incident reopens, Jira reopens the issue it resolved
+        let back = s_start_plus(end, 42);
+        cycle(&store, &settings, back).await;
+        cycle(&store, &settings, back).await;
+        let incidents = store.incidents().await.unwrap();
+        assert_eq!(incidents.len(), 1, "a recurrence is the same incident");
+        assert!(matches!(incidents[0].state.as_str(), "reopened" | "ongoing"));
+        let issue = &jira.issues()[0];
+        assert_eq!(jira.issues().len(), 1);
+        assert_eq!(issue.transitions, vec!["Done".to_string(), "Reopen".to_string()]);
+        assert_eq!(issue.comments.len(), 2);
+        let events = store.incident_events(1).await.unwrap();
+        let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+        assert!(kinds.starts_with(&["opened"]) && kinds.contains(&"resolved") && kinds.contains(&"reopened"), "{kinds:?}");
+
+        // the JSON contract of `sheriff incidents list`
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_sheriff"))
+            .args(["incidents", "list", "--format", "json"])
+            .env("SHERIFF__DATABASE__URL", db.url())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let first = &list["incidents"][0];
+        for key in ["fingerprint", "state", "backends", "component", "scope", "opened_at", "updated_at", "slack_ts", "jira_key"] {
+            assert!(first.get(key).is_some(), "missing {key}: {first}");
+        }
+        assert_eq!(first["jira_key"], "OCPBUGS-1");
+    }
+}
+
+// ---- driving the outbox directly -------------------------------------------------------------
+
+fn snapshot(family: &str, platform: &str, observed: f64) -> Snapshot {
+    let scope: Scope = [("platform".to_string(), vec![platform.to_string()])].into();
+    Snapshot {
+        family: family.into(),
+        release: "4.14".into(),
+        backends: vec![format!("{family}-new-connections")],
+        component: "Image Registry".into(),
+        scope,
+        percentile: "P50".into(),
+        observed_seconds: observed,
+        threshold_seconds: 4.0,
+        tier: sheriff::incidents::tier("P50", observed, 4.0),
+        evidence: String::new(),
+        summary: format!("{family} regressed on {platform} 4.14"),
+        report: serde_json::json!({
+            "percentiles": { "P50": { "now": observed, "baseline": 1.0 } },
+            "attribution": { "evidence": ["one", "two"], "independence": ["not specific to a network plugin"] },
+            "sample_jobs": [{ "url": "https://prow.example/view/1", "job": "job-a", "build_id": "1", "seconds": 40, "kind": "worst" }],
+            "groups": ["g1", "g2"],
+            "weekly": [1.0, 2.0, 30.0],
+        }),
+    }
+}
+
+fn policy() -> Policy {
+    Policy {
+        routes: vec![],
+        default_channel: "C0DISRUPT".into(),
+        jira: true,
+        jira_cap: 10,
+        jira_comment_interval_secs: 86_400,
+        reopen_window_secs: 14 * 86_400,
+    }
+}
+
+/// Records a hand-made set of steps the way a cycle does.
+async fn apply(store: &Store, steps: Vec<Step>) -> plan::Plan {
+    let now = chrono::Utc::now().timestamp();
+    let record = CycleRecord {
+        started_at: now,
+        finished_at: now,
+        evaluated_at: now,
+        outcome: "ok".into(),
+        ..Default::default()
+    };
+    let steps = std::sync::Mutex::new(Some(steps));
+    let planner =
+        |incidents: &[sheriff::incidents::Incident], silences: &[_], delivered: &plan::Delivered| {
+            let steps = steps.lock().unwrap().take().unwrap_or_default();
+            plan::with_effects(now, steps, incidents, silences, delivered, &policy())
+        };
+    store.finish_cycle(&[], &record, &planner).await.unwrap().1
+}
+
+fn step(action: Action) -> Step {
+    Step { action, effects: vec![], silenced_by: None }
+}
+
+/// Delivers everything, killing and restarting workers as `kill` decides, moving the clock
+/// instead of sleeping through backoffs and leases.
+async fn drain_with_kills(
+    store: &Arc<Store>,
+    sinks: &Arc<Sinks>,
+    settings: &Settings,
+    clock: &Clock,
+    kill: &Faults,
+) {
+    let new_worker = || {
+        let mut w = Worker::new(store.clone(), sinks.clone(), settings.outbox.clone());
+        w.clock = clock.clone();
+        let kill = kill.clone();
+        w.faults =
+            Some(Arc::new(move |_point: KillPoint, _e: &_| kill.next() != common::faults::Fault::None));
+        w
+    };
+    let mut worker = new_worker();
+    for _ in 0..20_000 {
+        match worker.step().await.unwrap() {
+            StepOutcome::Killed(_) => {
+                clock.advance(settings.outbox.lease_secs as i64 + 1);
+                worker = new_worker();
+            }
+            StepOutcome::Dead(id) => panic!("entry {id} was dead-lettered"),
+            StepOutcome::Idle => match store.next_outbox_due().await.unwrap() {
+                Some(due) => clock.advance((due - clock.now()).max(1)),
+                None => return,
+            },
+            _ => {}
+        }
+    }
+    panic!("the outbox did not drain");
+}
+
+on_both_engines! {
+    async fn two_hundred_fault_schedules_deliver_every_effect_exactly_once(db) {
+        let store = Arc::new(Store::open(&db.settings).await.unwrap());
+        let clock = Clock::default();
+        let engine = format!("{:?}", db.store.engine());
+        let mut totals = (0usize, 0usize);
+        for seed in 0..200u64 {
+            let slack = FakeSlack::start(&format!("faults-{engine}"), Faults::seeded(seed, 0.2)).await;
+            let jira = FakeJira::start(&format!("faults-{engine}"), Faults::seeded(seed + 10_000, 0.2)).await;
+            let mut settings = settings(&slack, &jira, if seed % 2 == 0 { JiraApi::V2 } else { JiraApi::V3 });
+            settings.outbox.max_attempts = 1_000;
+            settings.slack.timeout_secs = 0.1;
+            settings.jira.timeout_secs = 0.1;
+            let sinks = Arc::new(Sinks::from_settings(&settings).unwrap());
+            let kill = Faults::seeded(seed + 20_000, 0.15);
+            let families = [format!("fam{seed}a"), format!("fam{seed}b")];
+
+            // opened
+            let opened = apply(&store, families.iter().map(|f| step(Action::Open {
+                fingerprint: format!("sheriff-{f}"),
+                snapshot: snapshot(f, "metal", 21.0),
+            })).collect()).await;
+            assert_eq!(opened.steps.len(), 2);
+            drain_with_kills(&store, &sinks, &settings, &clock, &kill).await;
+            let mut ids = Vec::new();
+            for f in &families {
+                ids.push(store.find_incident(&format!("sheriff-{f}")).await.unwrap().unwrap().id);
+            }
+            // a material change
+            apply(&store, ids.iter().zip(&families).map(|(id, f)| step(Action::Update {
+                id: *id,
+                state: sheriff::incidents::State::Ongoing,
+                snapshot: snapshot(f, "metal", 45.0),
+                changes: vec![Change::TierChanged { from: "P50 5-10x".into(), to: "P50 >=10x".into() }],
+            })).collect()).await;
+            drain_with_kills(&store, &sinks, &settings, &clock, &kill).await;
+            // resolved
+            apply(&store, ids.iter().map(|id| step(Action::Resolve { id: *id, snapshot: None })).collect()).await;
+            drain_with_kills(&store, &sinks, &settings, &clock, &kill).await;
+
+            // every effect exactly once at the remote side
+            let by_key = slack.count_by_key();
+            for id in &ids {
+                for key in [format!("slack_post:{id}"), format!("slack_reply:{id}:2"), format!("slack_reply:{id}:3")] {
+                    assert_eq!(by_key.get(&key), Some(&1), "seed {seed}: {key} in {by_key:?}");
+                }
+            }
+            let summaries = by_key.keys().filter(|k| k.starts_with("slack_summary:")).count();
+            assert_eq!(summaries, 3, "seed {seed}: {by_key:?}");
+            assert!(by_key.values().all(|n| *n == 1), "seed {seed}: duplicates {by_key:?}");
+            let issues = jira.issues();
+            assert_eq!(issues.len(), 2, "seed {seed}: one issue per incident");
+            for (issue, id) in issues.iter().zip(&ids) {
+                let keys: Vec<String> = issue.comments.iter().map(|c| c["properties"][0]["value"]["idempotency_key"].as_str().unwrap().to_string()).collect();
+                let mut unique = keys.clone();
+                unique.sort();
+                unique.dedup();
+                assert_eq!(keys.len(), unique.len(), "seed {seed}: duplicate comments {keys:?}");
+                assert_eq!(keys.len(), 2, "seed {seed}: a change and a resolution on {} ({id}): {keys:?}", issue.key);
+                assert_eq!(issue.transitions, vec!["Done".to_string()], "seed {seed}");
+            }
+            for id in &ids {
+                let i = store.find_incident(&id.to_string()).await.unwrap().unwrap();
+                assert!(i.slack_ts.is_some() && i.jira_key.is_some(), "seed {seed}: results written back");
+            }
+            totals.0 += slack.messages().len();
+            totals.1 += issues.len();
+        }
+        let counts = store.outbox_counts(clock.now()).await.unwrap();
+        assert_eq!((counts.pending, counts.dead), (0, 0));
+        eprintln!("{engine}: 200 schedules, {} Slack messages, {} Jira issues, {} entries delivered", totals.0, totals.1, counts.done);
+    }
+}
