@@ -614,12 +614,30 @@ async fn outbox(action: OutboxAction, settings: &Settings) -> Result<ExitCode> {
 
 async fn serve(settings: Settings) -> Result<ExitCode> {
     let store = Arc::new(Store::open(&settings.database).await?);
+    let id = crate::service::replica_id();
+    crate::service::claim_sqlite(&store, &id).await?;
     let listener = tokio::net::TcpListener::bind(&settings.server.listen)
         .await
         .with_context(|| format!("cannot listen on {}", settings.server.listen))?;
-    let state = crate::server::AppState { store: store.clone(), settings: Arc::new(settings) };
-    crate::server::serve(listener, state, crate::server::shutdown_signal()).await?;
+    let settings = Arc::new(settings);
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let background = tokio::spawn(crate::service::run(store.clone(), settings.clone(), id, stopped.clone()));
+    let state = crate::server::AppState::new(store.clone(), settings);
+    let mut http_stop = stopped.clone();
+    let shutdown = async move {
+        let _ = http_stop.wait_for(|s| *s).await;
+    };
+    let server = tokio::spawn(crate::server::serve(listener, state, shutdown));
+    crate::server::shutdown_signal().await;
+    let _ = stop.send(true);
+    let _ = server.await;
+    match background.await {
+        Ok(Err(e)) => tracing::error!("background work: {e:#}"),
+        Err(e) => tracing::error!("background work: {e}"),
+        Ok(Ok(())) => {}
+    }
     store.close().await;
+    tracing::info!("stopped");
     Ok(ExitCode::SUCCESS)
 }
 

@@ -298,11 +298,30 @@ pub struct ScheduleSettings {
     pub evaluate: String,
     /// IANA time zone the expressions are read in (daylight saving handled).
     pub timezone: String,
+    /// Sources `sheriff serve` ingests on their own schedules, taking only new runs.
+    pub ingest: Vec<IngestSchedule>,
+}
+
+/// One source polled by `sheriff serve`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IngestSchedule {
+    /// A local folder or `gs://bucket/prefix`, as for `sheriff ingest`.
+    pub source: String,
+    /// Cron expression (read in `schedule.timezone`).
+    pub cron: String,
+    /// Only runs that started within this many days (default 14), so a poll stays cheap.
+    #[serde(default = "default_ingest_days")]
+    pub since_days: u32,
+}
+
+fn default_ingest_days() -> u32 {
+    14
 }
 
 impl Default for ScheduleSettings {
     fn default() -> Self {
-        Self { evaluate: "0 */6 * * *".into(), timezone: "UTC".into() }
+        Self { evaluate: "0 */6 * * *".into(), timezone: "UTC".into(), ingest: Vec::new() }
     }
 }
 
@@ -883,6 +902,11 @@ impl Settings {
         if let Err(why) = crate::schedule::Schedule::parse(&self.schedule.evaluate, &self.schedule.timezone) {
             let key = if why.contains("time zone") { "schedule.timezone" } else { "schedule.evaluate" };
             return invalid(key, &why);
+        }
+        for i in &self.schedule.ingest {
+            if let Err(why) = crate::schedule::Schedule::parse(&i.cron, &self.schedule.timezone) {
+                return invalid("schedule.ingest.cron", &format!("{}: {why}", i.source));
+            }
         }
         if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
             return invalid("log.level", &format!("not a tracing filter: {e}"));

@@ -39,6 +39,7 @@ pub mod ops;
 pub mod query;
 pub mod schedule;
 pub mod server;
+pub mod service;
 pub mod store;
 pub mod synth;
 pub mod telemetry;

@@ -19,10 +19,10 @@ fn state(db: &common::TestDb, token: Option<&str>, max_body: usize) -> AppState 
     settings.ingest.push_token = token.map(Secret::new);
     settings.server.max_body_bytes = max_body;
     // The router holds the store by Arc; tests keep their own handle through a second open.
-    AppState {
-        store: Arc::new(futures_block(sheriff::store::Store::open(&db.settings)).unwrap()),
-        settings: Arc::new(settings),
-    }
+    AppState::new(
+        Arc::new(futures_block(sheriff::store::Store::open(&db.settings)).unwrap()),
+        Arc::new(settings),
+    )
 }
 
 fn futures_block<F: std::future::Future>(f: F) -> F::Output {

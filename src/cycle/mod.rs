@@ -197,6 +197,14 @@ pub async fn run_cycle(store: &Store, settings: &Settings, options: CycleOptions
     let started_at = Utc::now().timestamp();
     let result = evaluate_at(store, &settings.evaluate, &settings.attribute, options).await;
     let seconds = started.elapsed().as_secs_f64();
+    let outcome = if result.is_ok() { "ok" } else { "failed" };
+    metrics::histogram!("sheriff_cycle_seconds", "outcome" => outcome).record(seconds);
+    metrics::counter!("sheriff_cycles_total", "outcome" => outcome).increment(1);
+    if let Ok((r, _)) = &result {
+        metrics::gauge!("sheriff_groups_evaluated").set(r.groups_evaluated as f64);
+        metrics::gauge!("sheriff_regressions")
+            .set(r.regressions.iter().filter(|x| x.status != "resolved").count() as f64);
+    }
     match result {
         Ok((mut report, states)) => {
             report.seconds = seconds;

@@ -3,6 +3,7 @@
 
 mod error;
 mod push;
+mod slack;
 
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use anyhow::{Context, Result};
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::StatusCode;
-use axum::response::IntoResponse;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 pub use error::ApiError;
@@ -23,6 +24,23 @@ use crate::store::Store;
 pub struct AppState {
     pub store: Arc<Store>,
     pub settings: Arc<Settings>,
+    /// The process's Prometheus recorder, rendered by `/metrics`.
+    pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+}
+
+impl AppState {
+    pub fn new(store: Arc<Store>, settings: Arc<Settings>) -> AppState {
+        AppState { store, settings, metrics: metrics_handle() }
+    }
+}
+
+/// Installs the Prometheus recorder once per process.
+pub fn metrics_handle() -> Option<metrics_exporter_prometheus::PrometheusHandle> {
+    static HANDLE: std::sync::OnceLock<Option<metrics_exporter_prometheus::PrometheusHandle>> =
+        std::sync::OnceLock::new();
+    HANDLE
+        .get_or_init(|| metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder().ok())
+        .clone()
 }
 
 /// Every route sheriff serves.
@@ -30,6 +48,9 @@ pub fn router(state: AppState) -> Router {
     let body_limit = state.settings.server.max_body_bytes;
     Router::new()
         .route("/api/v1/runs", post(push::push_run))
+        .route("/slack/commands", post(slack::commands))
+        .route("/slack/interactions", post(slack::interactions))
+        .route("/metrics", get(metrics_text))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .layer(DefaultBodyLimit::max(body_limit))
@@ -49,6 +70,33 @@ async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
             tracing::warn!("not ready: {e:#}");
             (StatusCode::SERVICE_UNAVAILABLE, "database unavailable".to_string())
         }
+    }
+}
+
+/// Prometheus text: counters and histograms as recorded, gauges read from the store now.
+async fn metrics_text(State(state): State<AppState>) -> Response {
+    let now = chrono::Utc::now().timestamp();
+    if let Ok(o) = state.store.outbox_counts(now).await {
+        metrics::gauge!("sheriff_outbox_entries", "state" => "pending").set(o.pending as f64);
+        metrics::gauge!("sheriff_outbox_entries", "state" => "retrying").set(o.retrying as f64);
+        metrics::gauge!("sheriff_outbox_entries", "state" => "dead").set(o.dead as f64);
+        metrics::gauge!("sheriff_outbox_oldest_pending_seconds")
+            .set(o.oldest_pending_age_secs.unwrap_or(0) as f64);
+    }
+    if let Ok(incidents) = state.store.incidents().await {
+        for s in crate::incidents::State::ALL {
+            let n = incidents.iter().filter(|i| i.state == s).count();
+            metrics::gauge!("sheriff_incidents", "state" => s.as_str()).set(n as f64);
+        }
+    }
+    if let Ok(newest) = state.store.newest_run_per_job().await {
+        for (job, started) in newest {
+            metrics::gauge!("sheriff_data_age_seconds", "job" => job).set((now - started).max(0) as f64);
+        }
+    }
+    match &state.metrics {
+        Some(h) => ([("content-type", "text/plain; version=0.0.4")], h.render()).into_response(),
+        None => (StatusCode::SERVICE_UNAVAILABLE, "metrics recorder not installed\n").into_response(),
     }
 }
 

@@ -260,6 +260,13 @@ impl Store {
     }
 
     /// Number of stored runs.
+    /// The start of each job's newest stored run (data freshness).
+    pub async fn newest_run_per_job(&self) -> Result<Vec<(String, i64)>> {
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as("SELECT job_name, MAX(started_at) FROM job_runs GROUP BY job_name").fetch_all(pool).await?
+        }))
+    }
+
     pub async fn count_runs(&self) -> Result<i64> {
         Ok(with_pool!(self, pool => {
             sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM job_runs").fetch_one(pool).await?

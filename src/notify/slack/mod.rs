@@ -320,6 +320,13 @@ impl SlackClient {
         Ok(None)
     }
 
+    /// Opens a modal dialog (`views.open`) for an interaction's `trigger_id`.
+    pub async fn open_view(&self, trigger_id: &str, view: &Value) -> Result<(), DeliveryError> {
+        let url = format!("{}/views.open", self.api_url);
+        let body = json!({ "trigger_id": trigger_id, "view": view });
+        self.call("views.open", self.http.post(url).json(&body)).await.map(|_| ())
+    }
+
     /// Members of a user group (`usergroups.users.list`).
     pub async fn group_members(&self, group: &str) -> Result<Vec<String>, DeliveryError> {
         let url = format!("{}/usergroups.users.list", self.api_url);

@@ -1,0 +1,160 @@
+//! `sheriff serve`'s background work: scheduled evaluation cycles and ingests, and the outbox
+//! worker, in the same process as the HTTP server.
+//!
+//! Several replicas may run on one PostgreSQL database. Each scheduled tick is claimed through a
+//! lease named after the job and the tick (`evaluate@1764374400`), taken by one replica and never
+//! released, so exactly one replica runs each tick; a replica that dies mid-cycle holds that
+//! tick only, and the next tick is anyone's. Outbox entries are claimed one at a time under a
+//! lease (`FOR UPDATE SKIP LOCKED` on PostgreSQL). SQLite serves one replica: a second `serve` on
+//! the same file refuses to start and says why.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use chrono::Utc;
+use tokio::sync::watch;
+
+use crate::config::{Engine, Settings};
+use crate::ingest::{IngestOptions, Source};
+use crate::notify::{Sinks, Worker};
+use crate::schedule::Schedule;
+use crate::store::Store;
+
+/// How long a tick's lease is held (longer than any cycle).
+const TICK_LEASE_SECS: i64 = 3_600;
+const SQLITE_LEASE: &str = "sqlite-replica";
+const SQLITE_LEASE_SECS: i64 = 30;
+
+/// This replica's name in leases and logs.
+pub fn replica_id() -> String {
+    format!("{}-{}", crate::notify::hostname(), std::process::id())
+}
+
+/// On SQLite, claims the single-replica lease or explains why not.
+pub async fn claim_sqlite(store: &Store, id: &str) -> Result<()> {
+    if store.engine() != Engine::Sqlite {
+        return Ok(());
+    }
+    if !store.take_lease(SQLITE_LEASE, id, Utc::now().timestamp(), SQLITE_LEASE_SECS).await? {
+        bail!(
+            "another `sheriff serve` is running on this SQLite database; SQLite supports one replica \
+             (use PostgreSQL, SHERIFF__DATABASE__URL=postgres://…, for several)"
+        );
+    }
+    Ok(())
+}
+
+/// Runs the scheduler and the outbox worker until `shutdown` turns true; in-flight work finishes
+/// (or stays in the outbox).
+pub async fn run(
+    store: Arc<Store>,
+    settings: Arc<Settings>,
+    id: String,
+    shutdown: watch::Receiver<bool>,
+) -> Result<()> {
+    let sinks = Arc::new(Sinks::from_settings(&settings)?);
+    let mut worker = Worker::new(store.clone(), sinks, settings.outbox.clone());
+    worker.id = id.clone();
+    let mut tasks = tokio::task::JoinSet::new();
+    {
+        let shutdown = shutdown.clone();
+        tasks.spawn(async move { worker.run(shutdown).await });
+    }
+    let evaluate = Schedule::parse(&settings.schedule.evaluate, &settings.schedule.timezone)
+        .map_err(anyhow::Error::msg)?;
+    {
+        let (store, settings, id, shutdown) = (store.clone(), settings.clone(), id.clone(), shutdown.clone());
+        tasks.spawn(async move {
+            on_schedule(&evaluate, "evaluate", &store, &id, shutdown, || async {
+                let options = crate::cycle::CycleOptions { at: Utc::now(), dry_run: false };
+                crate::cycle::run_cycle(&store, &settings, options).await.map(|_| ())
+            })
+            .await;
+        });
+    }
+    for job in settings.schedule.ingest.clone() {
+        let schedule = Schedule::parse(&job.cron, &settings.schedule.timezone).map_err(anyhow::Error::msg)?;
+        let source = Source::parse(&job.source, &settings.gcs)?;
+        let (store, settings, id, shutdown) = (store.clone(), settings.clone(), id.clone(), shutdown.clone());
+        tasks.spawn(async move {
+            let name = format!("ingest:{}", job.source);
+            on_schedule(&schedule, &name, &store, &id, shutdown, || async {
+                let since = Utc::now() - chrono::Duration::days(i64::from(job.since_days));
+                let options = IngestOptions { since: Some(since), ..Default::default() };
+                let summary = crate::ingest::ingest(&store, &settings.ingest, &source, &options).await?;
+                metrics::counter!("sheriff_ingest_runs_total", "outcome" => "ingested")
+                    .increment(summary.ingested as u64);
+                metrics::counter!("sheriff_ingest_runs_total", "outcome" => "failed")
+                    .increment(summary.failed as u64);
+                Ok(())
+            })
+            .await;
+        });
+    }
+    if store.engine() == Engine::Sqlite {
+        let (store, id, mut shutdown) = (store.clone(), id.clone(), shutdown.clone());
+        tasks.spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(10)) => {}
+                    _ = shutdown.changed() => break,
+                }
+                if let Err(e) =
+                    store.take_lease(SQLITE_LEASE, &id, Utc::now().timestamp(), SQLITE_LEASE_SECS).await
+                {
+                    tracing::warn!("cannot renew the SQLite replica lease: {e:#}");
+                }
+            }
+            let _ = store.release_lease(SQLITE_LEASE, &id).await;
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+    Ok(())
+}
+
+/// Runs `job` at each tick of `schedule` that this replica wins, until shutdown.
+async fn on_schedule<F, Fut>(
+    schedule: &Schedule,
+    name: &str,
+    store: &Store,
+    id: &str,
+    mut shutdown: watch::Receiver<bool>,
+    job: F,
+) where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<()>>,
+{
+    loop {
+        let Some(next) = schedule.next_after(Utc::now()) else { return };
+        let wait = (next - Utc::now()).to_std().unwrap_or_default();
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = shutdown.changed() => return,
+        }
+        let lease = format!("{name}@{}", next.timestamp());
+        match store.take_lease(&lease, id, Utc::now().timestamp(), TICK_LEASE_SECS).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::debug!(job = name, tick = %next, "another replica has this tick");
+                continue;
+            }
+            Err(e) => {
+                tracing::error!(job = name, "cannot take the tick's lease: {e:#}");
+                continue;
+            }
+        }
+        let started = std::time::Instant::now();
+        let outcome = match job().await {
+            Ok(()) => "ok",
+            Err(e) => {
+                tracing::error!(job = name, "scheduled job failed: {e:#}");
+                "failed"
+            }
+        };
+        let kind = if name.starts_with("ingest") { "ingest" } else { "evaluate" };
+        metrics::histogram!("sheriff_job_seconds", "job" => kind, "outcome" => outcome)
+            .record(started.elapsed().as_secs_f64());
+        metrics::counter!("sheriff_jobs_total", "job" => kind, "outcome" => outcome).increment(1);
+    }
+}
