@@ -320,3 +320,60 @@ on_both_engines! {
         eprintln!("{engine}: 200 schedules, {} Slack messages, {} Jira issues, {} entries delivered", totals.0, totals.1, counts.done);
     }
 }
+
+on_both_engines! {
+    async fn jira_never_reopens_wont_fix_and_refusals_are_dead_letters(db) {
+        let store = Arc::new(Store::open(&db.settings).await.unwrap());
+        let slack = FakeSlack::start(&format!("wontfix-{:?}", db.store.engine()), Faults::none()).await;
+        let jira = FakeJira::start(&format!("wontfix-{:?}", db.store.engine()), Faults::none()).await;
+        let settings = settings(&slack, &jira, JiraApi::V3);
+        let sinks = Arc::new(Sinks::from_settings(&settings).unwrap());
+        let clock = Clock::default();
+        let none = Faults::none();
+        apply(&store, vec![step(Action::Open { fingerprint: "sheriff-wontfix".into(), snapshot: snapshot("wf", "metal", 21.0) })]).await;
+        drain_with_kills(&store, &sinks, &settings, &clock, &none).await;
+        let id = store.find_incident("sheriff-wontfix").await.unwrap().unwrap().id;
+        apply(&store, vec![step(Action::Resolve { id, snapshot: None })]).await;
+        drain_with_kills(&store, &sinks, &settings, &clock, &none).await;
+        jira.close("OCPBUGS-1", "Won't Fix", 1);
+        let before = jira.issues()[0].clone();
+        apply(&store, vec![step(Action::Update {
+            id,
+            state: sheriff::incidents::State::Reopened,
+            snapshot: snapshot("wf", "metal", 21.0),
+            changes: vec![Change::Reopened],
+        })]).await;
+        drain_with_kills(&store, &sinks, &settings, &clock, &none).await;
+        let after = jira.issues();
+        assert_eq!(after.len(), 1, "no new issue after Won't Fix");
+        assert_eq!(after[0].transitions, before.transitions, "never reopened");
+        assert_eq!(after[0].comments.len(), before.comments.len(), "left alone");
+
+        // 401, 403 and 404 are refusals: dead letters at once, shown by status, retried by hand
+        for status in [401u16, 403, 404] {
+            jira.fail_next(&[status]);
+            apply(&store, vec![step(Action::Update {
+                id,
+                state: sheriff::incidents::State::Reopened,
+                snapshot: snapshot("wf", "metal", 21.0),
+                changes: vec![Change::Reopened],
+            })]).await;
+            let mut worker = Worker::new(store.clone(), sinks.clone(), settings.outbox.clone());
+            worker.clock = clock.clone();
+            let mut dead = 0;
+            for _ in 0..20 {
+                match worker.step().await.unwrap() {
+                    StepOutcome::Dead(_) => dead += 1,
+                    StepOutcome::Idle => break,
+                    _ => {}
+                }
+            }
+            assert_eq!(dead, 1, "HTTP {status} dead-letters its entry");
+            let entry = store.outbox_entries("dead", 10).await.unwrap().pop().unwrap();
+            assert!(entry.last_error.unwrap().contains(&format!("HTTP {status}")));
+            assert_eq!(store.retry_outbox(Some(entry.id), clock.now()).await.unwrap(), 1);
+            drain_with_kills(&store, &sinks, &settings, &clock, &none).await;
+        }
+        assert_eq!(store.outbox_counts(clock.now()).await.unwrap().dead, 0);
+    }
+}
