@@ -374,7 +374,7 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
                 anyhow::bail!("not a query");
             };
             let store = Store::open(&settings.database).await?;
-            let answer = crate::query::answer(&store, &settings, &q, Utc::now().timestamp()).await;
+            let answer = crate::query::answer(&store, &settings.evaluate, &q, Utc::now().timestamp()).await;
             store.close().await;
             let answer = answer?;
             match format {

@@ -31,6 +31,7 @@ pub mod config;
 pub mod cycle;
 pub mod demo;
 pub mod evaluate;
+pub mod http;
 pub mod incidents;
 pub mod ingest;
 pub mod model;

@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::config::Settings;
 use crate::incidents::silence::Silence;
 use crate::incidents::{Event, Incident, describe_scope};
+use crate::model::secs;
 use crate::notify::{DrainReport, Sinks, Worker};
 use crate::store::Store;
 use crate::store::outbox::{OutboxCounts, OutboxEntry};
@@ -38,10 +39,6 @@ pub async fn status(store: &Store, now: i64) -> Result<Status> {
 fn when(t: i64) -> String {
     chrono::DateTime::from_timestamp(t, 0)
         .map_or_else(|| t.to_string(), |t| t.format("%Y-%m-%d %H:%M UTC").to_string())
-}
-
-fn secs(x: f64) -> String {
-    if (x - x.round()).abs() < 0.05 { format!("{}s", x.round()) } else { format!("{x:.1}s") }
 }
 
 /// One line per incident.

@@ -8,8 +8,8 @@ use std::fmt::Write as _;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::config::Settings;
-use crate::model::{Dimension, GroupKey, Histogram, Percentile};
+use crate::config::EvaluateSettings;
+use crate::model::{Dimension, GroupKey, Histogram, Percentile, secs, secs_or_dash};
 use crate::notify::slack::blocks::sparkline;
 use crate::notify::slack::command::Query;
 use crate::store::Store;
@@ -37,7 +37,7 @@ pub struct QueryAnswer {
 }
 
 /// Answers `q` as of `now` (Unix seconds).
-pub async fn answer(store: &Store, settings: &Settings, q: &Query, now: i64) -> Result<QueryAnswer> {
+pub async fn answer(store: &Store, settings: &EvaluateSettings, q: &Query, now: i64) -> Result<QueryAnswer> {
     let variants: HashSet<i64> = store
         .variants()
         .await?
@@ -49,7 +49,7 @@ pub async fn answer(store: &Store, settings: &Settings, q: &Query, now: i64) -> 
         .collect();
     let today = now.div_euclid(DAY) + 1;
     let window = q.window_days;
-    let first = today - (WEEKS * 7).max(window + i64::from(settings.evaluate.baseline_days));
+    let first = today - (WEEKS * 7).max(window + i64::from(settings.baseline_days));
     let days = store.daily_histograms(&q.backend, &variants, first..today).await?;
     let merge = |range: std::ops::Range<i64>| {
         let mut h = Histogram::new();
@@ -59,14 +59,13 @@ pub async fn answer(store: &Store, settings: &Settings, q: &Query, now: i64) -> 
         h
     };
     let current = merge(today - window..today);
-    let base = merge(today - window - i64::from(settings.evaluate.baseline_days)..today - window);
+    let base = merge(today - window - i64::from(settings.baseline_days)..today - window);
     let pct = |h: &Histogram| Percentile::ALL.iter().map(|p| (*p, h.percentile(p.fraction()))).collect();
     let key = GroupKey { backend: q.backend.clone(), fixed: q.filters.clone() };
     let thresholds = Percentile::ALL
         .iter()
         .filter_map(|p| {
-            crate::evaluate::thresholds::configured(&settings.evaluate.limits, &key, *p)
-                .map(|t| (*p, t.seconds))
+            crate::evaluate::thresholds::configured(&settings.limits, &key, *p).map(|t| (*p, t.seconds))
         })
         .collect();
     let weekly = |p: Percentile| {
@@ -94,14 +93,6 @@ pub async fn answer(store: &Store, settings: &Settings, q: &Query, now: i64) -> 
     })
 }
 
-fn secs(x: Option<f64>) -> String {
-    match x {
-        None => "-".into(),
-        Some(x) if (x - x.round()).abs() < 0.05 => format!("{}s", x.round()),
-        Some(x) => format!("{x:.1}s"),
-    }
-}
-
 /// The answer as a few lines of text (monospace-friendly; Slack puts the table in a code block).
 pub fn render(a: &QueryAnswer) -> (String, String) {
     let filters: Vec<String> = a.filters.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -120,9 +111,9 @@ pub fn render(a: &QueryAnswer) -> (String, String) {
             table,
             "{:<5} {:<8} {:<10} {}",
             p.to_string(),
-            secs(a.percentiles[&p]),
-            a.thresholds.get(&p).map_or("-".into(), |t| secs(Some(*t))),
-            secs(a.baseline[&p])
+            secs_or_dash(a.percentiles[&p]),
+            a.thresholds.get(&p).map_or("-".into(), |t| secs(*t)),
+            secs_or_dash(a.baseline[&p])
         );
     }
     let _ = writeln!(table, "baseline: {} runs", a.baseline_runs);

@@ -27,7 +27,6 @@ CREATE TABLE incidents (
     slack_channel     TEXT,
     slack_ts          TEXT,
     jira_key          TEXT,
-    jira_generation   BIGINT NOT NULL DEFAULT 0,
     jira_commented_at BIGINT
 );
 CREATE INDEX incidents_family ON incidents (family, release, state);

@@ -8,12 +8,13 @@ use anyhow::Result;
 use chrono::DateTime;
 use serde::Serialize;
 
-use super::{Attribution, PercentilePair, RegressionReport, SampleJob, Window, secs};
+use super::{Attribution, PercentilePair, RegressionReport, SampleJob, Window};
 use crate::attribute::components::ComponentTable;
 use crate::attribute::evidence::{self, ConditionEvidence, RunIntervals};
 use crate::attribute::scope::{self, CellEvidence, ScopeFinding, ValueEvidence, Verdict};
 use crate::config::{AttributeSettings, EvaluateSettings, FileAgainst};
 use crate::evaluate::{Evaluation, GroupResult, GroupStatus};
+use crate::model::secs;
 use crate::model::{Dimension, GroupKey, Percentile, fingerprint};
 use crate::store::Store;
 use crate::store::evaluations::WindowData;

@@ -16,7 +16,7 @@ use crate::attribute::scope::ScopeFinding;
 use crate::config::{AttributeSettings, EvaluateSettings, Settings};
 use crate::evaluate::thresholds::HistoricalTable;
 use crate::evaluate::{self, EvalInput, GroupResult, GroupStatus};
-use crate::model::{Dimension, Percentile, backend_family};
+use crate::model::{Dimension, Percentile, backend_family, secs, secs_or_dash};
 use crate::store::Store;
 use crate::store::evaluations::CycleRecord;
 
@@ -411,14 +411,8 @@ async fn weekly_trend(
         filters,
         window_days: i64::from(settings.window_days),
     };
-    let partial = Settings { evaluate: settings.clone(), ..Default::default() };
-    let a = crate::query::answer(store, &partial, &q, at.timestamp()).await?;
+    let a = crate::query::answer(store, settings, &q, at.timestamp()).await?;
     Ok(if matches!(r.percentile, Percentile::P50 | Percentile::P75) { a.weekly_p50 } else { a.weekly_p95 })
-}
-
-/// `29s`, or `36.2s` when not whole.
-fn secs(x: f64) -> String {
-    if (x - x.round()).abs() < 0.05 { format!("{}s", x.round()) } else { format!("{x:.1}s") }
 }
 
 /// Variants with runs in the window that no group keeping their platform could judge.
@@ -525,8 +519,8 @@ pub fn render_text(report: &CycleReport) -> String {
             }
             let _ = writeln!(s, "    percentiles now / baseline:");
             for (p, pair) in &r.percentiles {
-                let show = |v: Option<f64>| v.map_or("-".to_string(), secs);
-                let _ = writeln!(s, "      {p}: {} / {}", show(pair.now), show(pair.baseline));
+                let _ =
+                    writeln!(s, "      {p}: {} / {}", secs_or_dash(pair.now), secs_or_dash(pair.baseline));
             }
             for j in &r.sample_jobs {
                 let ci = if j.ci_infrastructure_trouble { "  (CI liveness lost too)" } else { "" };

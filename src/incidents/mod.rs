@@ -285,10 +285,30 @@ pub struct Incident {
     pub slack_channel: Option<String>,
     pub slack_ts: Option<String>,
     pub jira_key: Option<String>,
-    /// Bumped when a new Jira issue is to be filed for this incident (recurrence after the
-    /// old one was closed for good).
-    pub jira_generation: i64,
     pub jira_commented_at: Option<i64>,
+}
+
+impl Incident {
+    /// A new incident, as first recorded.
+    pub fn new(id: i64, fingerprint: &str, snapshot: Snapshot) -> Incident {
+        Incident {
+            id,
+            fingerprint: fingerprint.to_string(),
+            state: State::New,
+            snapshot,
+            revision: 0,
+            opened_at: 0,
+            updated_at: 0,
+            last_seen_at: 0,
+            resolved_at: None,
+            acked_by: None,
+            acked_at: None,
+            slack_channel: None,
+            slack_ts: None,
+            jira_key: None,
+            jira_commented_at: None,
+        }
+    }
 }
 
 /// Who did something to an incident and when.

@@ -150,7 +150,7 @@ pub struct Step {
 pub struct Delivered {
     /// Incidents with a parent Slack message posted or queued.
     pub slack_posted: HashSet<i64>,
-    /// Incidents with a Jira issue created or queued for their current generation.
+    /// Incidents with a Jira issue created or queued.
     pub jira_filed: HashSet<i64>,
 }
 
@@ -290,8 +290,12 @@ pub fn with_effects(
                 }
             }
         };
-        let probe = probe_incident(existing, &step.action, &snapshot);
-        if let Some(s) = silences.iter().find(|s| s.matches(&probe, now)) {
+        let fingerprint = match (&step.action, existing) {
+            (Action::Open { fingerprint, .. }, _) => fingerprint.as_str(),
+            (_, Some(i)) => i.fingerprint.as_str(),
+            (_, None) => "",
+        };
+        if let Some(s) = silences.iter().find(|s| s.holds(fingerprint, &snapshot, now)) {
             step.silenced_by = Some(s.id);
             continue;
         }
@@ -371,33 +375,6 @@ pub fn with_effects(
         summaries.push(Effect::SlackSummary { channel, lines });
     }
     Plan { steps, summaries, not_filed }
-}
-
-/// The incident as it will be after `action`, for matching silences.
-fn probe_incident(existing: Option<&Incident>, action: &Action, snapshot: &Snapshot) -> Incident {
-    let mut i = existing.cloned().unwrap_or_else(|| Incident {
-        id: 0,
-        fingerprint: match action {
-            Action::Open { fingerprint, .. } => fingerprint.clone(),
-            _ => String::new(),
-        },
-        state: State::New,
-        snapshot: snapshot.clone(),
-        revision: 0,
-        opened_at: 0,
-        updated_at: 0,
-        last_seen_at: 0,
-        resolved_at: None,
-        acked_by: None,
-        acked_at: None,
-        slack_channel: None,
-        slack_ts: None,
-        jira_key: None,
-        jira_generation: 0,
-        jira_commented_at: None,
-    });
-    i.snapshot = snapshot.clone();
-    i
 }
 
 /// The outbox entry's JSON for an effect.

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::Incident;
+use super::{Incident, Snapshot};
 use crate::evaluate::thresholds::glob_match;
 use crate::model::Dimension;
 
@@ -97,15 +97,18 @@ impl Silence {
 
     /// Whether it holds `incident`'s notifications at `now`.
     pub fn matches(&self, incident: &Incident, now: i64) -> bool {
+        self.holds(&incident.fingerprint, &incident.snapshot, now)
+    }
+
+    /// Whether it holds the notifications of the incident `fingerprint` with snapshot `s`
+    /// (also one not stored yet).
+    pub fn holds(&self, fingerprint: &str, s: &Snapshot, now: i64) -> bool {
         if !self.is_active(now) {
             return false;
         }
         if let Some(f) = &self.fingerprint {
-            return *f == incident.fingerprint
-                || *f == format!("#{}", incident.id)
-                || *f == incident.id.to_string();
+            return f == fingerprint;
         }
-        let s = &incident.snapshot;
         if let Some(glob) = &self.backend
             && !(glob_match(glob, &s.family) || s.backends.iter().any(|b| glob_match(glob, b)))
         {
@@ -125,40 +128,24 @@ impl Silence {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::incidents::{Scope, Snapshot, State};
+    use crate::incidents::Scope;
 
     fn incident(scope: Scope) -> Incident {
-        Incident {
-            id: 7,
-            fingerprint: "sheriff-00000000000000aa".into(),
-            state: State::Ongoing,
-            snapshot: Snapshot {
-                family: "image-registry".into(),
-                release: "4.14".into(),
-                backends: vec!["image-registry-new-connections".into()],
-                component: "Image Registry".into(),
-                scope,
-                percentile: "P50".into(),
-                observed_seconds: 31.0,
-                threshold_seconds: 4.0,
-                tier: String::new(),
-                evidence: String::new(),
-                summary: String::new(),
-                report: serde_json::Value::Null,
-            },
-            revision: 0,
-            opened_at: 0,
-            updated_at: 0,
-            last_seen_at: 0,
-            resolved_at: None,
-            acked_by: None,
-            acked_at: None,
-            slack_channel: None,
-            slack_ts: None,
-            jira_key: None,
-            jira_generation: 0,
-            jira_commented_at: None,
-        }
+        let snapshot = Snapshot {
+            family: "image-registry".into(),
+            release: "4.14".into(),
+            backends: vec!["image-registry-new-connections".into()],
+            component: "Image Registry".into(),
+            scope,
+            percentile: "P50".into(),
+            observed_seconds: 31.0,
+            threshold_seconds: 4.0,
+            tier: String::new(),
+            evidence: String::new(),
+            summary: String::new(),
+            report: serde_json::Value::Null,
+        };
+        Incident::new(7, "sheriff-00000000000000aa", snapshot)
     }
 
     fn silence(target: Target, expires_at: i64) -> Silence {

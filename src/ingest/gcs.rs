@@ -66,10 +66,8 @@ struct ErrorDetail {
 
 impl GcsClient {
     pub fn new(settings: &GcsSettings) -> Result<GcsClient> {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(settings.timeout_secs))
+        let http = crate::http::client_builder(Duration::from_secs(settings.timeout_secs))
             .connect_timeout(Duration::from_secs(10))
-            .user_agent(concat!("sheriff/", env!("CARGO_PKG_VERSION")))
             .build()
             .context("building the GCS HTTP client")?;
         Ok(GcsClient {
@@ -146,12 +144,7 @@ impl GcsClient {
             let (error, retry_after): (anyhow::Error, Option<Duration>) = match request.send().await {
                 Ok(response) => {
                     let status = response.status();
-                    let retry_after = response
-                        .headers()
-                        .get(reqwest::header::RETRY_AFTER)
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.trim().parse::<u64>().ok())
-                        .map(Duration::from_secs);
+                    let retry_after = crate::http::retry_after(response.headers());
                     if status.is_success() {
                         return Ok(response.bytes().await.context("reading the response body")?.to_vec());
                     }

@@ -9,3 +9,13 @@ pub use dimensions::{Dimension, Dimensions};
 pub use evaluation::{GroupKey, Percentile, Threshold, ThresholdSource, backend_family, fingerprint};
 pub use histogram::Histogram;
 pub use run::{ConditionSpan, JobRun, Outage, RunRecord, Sample};
+
+/// `29s`, or `36.2s` when not whole: how sheriff writes a number of seconds everywhere.
+pub fn secs(x: f64) -> String {
+    if (x - x.round()).abs() < 0.05 { format!("{}s", x.round()) } else { format!("{x:.1}s") }
+}
+
+/// [`secs`], or `-` when there is no value.
+pub fn secs_or_dash(x: Option<f64>) -> String {
+    x.map_or_else(|| "-".into(), secs)
+}

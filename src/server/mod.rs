@@ -26,11 +26,23 @@ pub struct AppState {
     pub settings: Arc<Settings>,
     /// The process's Prometheus recorder, rendered by `/metrics`.
     pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
+    /// The Slack Web API, when a bot token is configured (user groups, dialogs).
+    pub slack: Option<Arc<crate::notify::slack::SlackClient>>,
+    /// For answers through Slack's `response_url`.
+    pub http: reqwest::Client,
 }
 
 impl AppState {
     pub fn new(store: Arc<Store>, settings: Arc<Settings>) -> AppState {
-        AppState { store, settings, metrics: metrics_handle() }
+        let slack = settings.slack.bot_token.as_ref().and_then(|_| {
+            crate::notify::slack::SlackClient::new(&settings.slack)
+                .map_err(|e| tracing::error!("cannot build the Slack client: {e:#}"))
+                .ok()
+                .map(Arc::new)
+        });
+        let http =
+            crate::http::client_builder(std::time::Duration::from_secs(10)).build().unwrap_or_default();
+        AppState { store, settings, metrics: metrics_handle(), slack, http }
     }
 }
 

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::AppState;
 use crate::incidents::silence::Target;
 use crate::notify::slack::command::{self, Command, HELP};
-use crate::notify::slack::{Message, SlackClient, blocks, verify};
+use crate::notify::slack::{Message, blocks, verify};
 
 /// How long a request may work before it answers "working on it" and goes on in the background.
 const QUICK: Duration = Duration::from_millis(2500);
@@ -60,10 +60,9 @@ async fn authorized(state: &AppState, user: &str) -> bool {
     if s.authorized_users.iter().any(|u| u == user) {
         return true;
     }
-    if s.authorized_groups.is_empty() || s.bot_token.is_none() {
+    let Some(client) = state.slack.as_ref().filter(|_| !s.authorized_groups.is_empty()) else {
         return false;
-    }
-    let Ok(client) = SlackClient::new(s) else { return false };
+    };
     for g in &s.authorized_groups {
         match client.group_members(g).await {
             Ok(members) if members.iter().any(|m| m == user) => return true,
@@ -82,18 +81,18 @@ fn refusal(user: &str) -> Message {
 }
 
 /// Sends `m` to the `response_url` (when there is one).
-async fn respond_later(url: &str, m: &Message) {
+async fn respond_later(http: &reqwest::Client, url: &str, m: &Message) {
     if url.is_empty() {
         return;
     }
-    let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap_or_default();
-    if let Err(e) = crate::notify::slack::respond(&http, url, m, false).await {
+    if let Err(e) = crate::notify::slack::respond(http, url, m, false).await {
         tracing::warn!("cannot answer through response_url: {e}");
     }
 }
 
 /// Runs `work`; its answer when quick, else "working on it" now and the answer later.
 async fn within_slack_time(
+    http: reqwest::Client,
     response_url: String,
     work: impl std::future::Future<Output = Message> + Send + 'static,
 ) -> Response {
@@ -102,7 +101,7 @@ async fn within_slack_time(
     tokio::spawn(async move {
         let m = work.await;
         if let Err(m) = tx.send(m) {
-            respond_later(&url, &m).await;
+            respond_later(&http, &url, &m).await;
         }
     });
     match tokio::time::timeout(QUICK, rx).await {
@@ -137,12 +136,15 @@ pub async fn commands(State(state): State<AppState>, headers: HeaderMap, body: B
             let url = form.response_url.clone();
             tokio::spawn(async move {
                 let m = evaluate_now(&state, &user).await;
-                respond_later(&url, &m).await;
+                respond_later(&state.http, &url, &m).await;
             });
             ephemeral(&text_message("Evaluating now; the result follows here."))
         }
         other => {
-            within_slack_time(form.response_url.clone(), async move { run(&state, other, &user).await }).await
+            within_slack_time(state.http.clone(), form.response_url.clone(), async move {
+                run(&state, other, &user).await
+            })
+            .await
         }
     }
 }
@@ -194,7 +196,7 @@ async fn run_inner(state: &AppState, c: Command, user: &str) -> anyhow::Result<M
             }
         }
         Command::Query(q) => {
-            let a = crate::query::answer(store, &state.settings, &q, now).await?;
+            let a = crate::query::answer(store, &state.settings.evaluate, &q, now).await?;
             let (title, table) = crate::query::render(&a);
             Message {
                 text: title.clone(),
@@ -263,7 +265,7 @@ pub async fn interactions(State(state): State<AppState>, headers: HeaderMap, bod
             let incident = action["value"].as_str().unwrap_or_default().to_string();
             metrics::counter!("sheriff_slack_actions_total", "action" => id.clone()).increment(1);
             if !authorized(&state, &user).await {
-                respond_later(&response_url, &refusal(&user)).await;
+                respond_later(&state.http, &response_url, &refusal(&user)).await;
                 return StatusCode::OK.into_response();
             }
             let trigger = payload["trigger_id"].as_str().unwrap_or_default().to_string();
@@ -271,7 +273,7 @@ pub async fn interactions(State(state): State<AppState>, headers: HeaderMap, bod
                 Ok(m) => m,
                 Err(e) => text_message(&format!("{e:#}")),
             };
-            respond_later(&response_url, &m).await;
+            respond_later(&state.http, &response_url, &m).await;
             StatusCode::OK.into_response()
         }
         Some("view_submission") if payload["view"]["callback_id"] == "not_a_regression" => {
@@ -328,8 +330,7 @@ async fn button(
             }
         }
         "not_a_regression" => {
-            let s = &state.settings.slack;
-            let Ok(client) = SlackClient::new(s) else {
+            let Some(client) = &state.slack else {
                 return Ok(text_message(
                     "Slack's API is not configured; use `sheriff incidents resolve --reason`.",
                 ));

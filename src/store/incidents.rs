@@ -11,7 +11,7 @@ use crate::incidents::{Event, Incident, Snapshot, State};
 macro_rules! incident_columns {
     () => {
         "id, fingerprint, state, snapshot, revision, opened_at, updated_at, last_seen_at, \
-         resolved_at, acked_by, acked_at, slack_channel, slack_ts, jira_key, jira_generation, jira_commented_at"
+         resolved_at, acked_by, acked_at, slack_channel, slack_ts, jira_key, jira_commented_at"
     };
 }
 
@@ -31,7 +31,6 @@ struct IncidentRow {
     slack_channel: Option<String>,
     slack_ts: Option<String>,
     jira_key: Option<String>,
-    jira_generation: i64,
     jira_commented_at: Option<i64>,
 }
 
@@ -55,7 +54,6 @@ impl IncidentRow {
             slack_channel: self.slack_channel,
             slack_ts: self.slack_ts,
             jira_key: self.jira_key,
-            jira_generation: self.jira_generation,
             jira_commented_at: self.jira_commented_at,
         })
     }
@@ -125,25 +123,19 @@ macro_rules! load_silences {
 /// What the outbox already holds for incidents: parent posts and Jira creations.
 macro_rules! load_delivered {
     ($executor:expr, $incidents:expr) => {{
-        let rows: Vec<(Option<i64>, String, String)> = sqlx::query_as(
-            "SELECT incident_id, kind, idempotency_key FROM outbox WHERE kind IN ('slack_post', 'jira_create')",
+        let rows: Vec<(Option<i64>, String)> = sqlx::query_as(
+            "SELECT incident_id, kind FROM outbox WHERE kind IN ('slack_post', 'jira_create')",
         )
         .fetch_all($executor)
         .await?;
         let incidents: &[Incident] = $incidents;
         let mut d = Delivered::default();
-        for i in incidents {
-            if i.slack_ts.is_some() {
-                d.slack_posted.insert(i.id);
-            }
-        }
-        for (id, kind, key) in rows {
+        d.slack_posted.extend(incidents.iter().filter(|i| i.slack_ts.is_some()).map(|i| i.id));
+        for (id, kind) in rows {
             let Some(id) = id else { continue };
             if kind == "slack_post" {
                 d.slack_posted.insert(id);
-            } else if let Some(i) = incidents.iter().find(|i| i.id == id)
-                && key == jira_create_key(id, i.jira_generation)
-            {
+            } else {
                 d.jira_filed.insert(id);
             }
         }
@@ -185,6 +177,26 @@ macro_rules! enqueue {
     }};
 }
 
+/// Binds a snapshot's columns, `family` to `snapshot`, in table order.
+macro_rules! bind_snapshot {
+    ($query:expr, $snapshot:expr) => {{
+        let s: &Snapshot = $snapshot;
+        $query
+            .bind(&s.family)
+            .bind(&s.release)
+            .bind(serde_json::to_string(&s.backends)?)
+            .bind(&s.component)
+            .bind(serde_json::to_string(&s.scope)?)
+            .bind(&s.percentile)
+            .bind(s.observed_seconds)
+            .bind(s.threshold_seconds)
+            .bind(&s.tier)
+            .bind(&s.evidence)
+            .bind(&s.summary)
+            .bind(serde_json::to_string(s)?)
+    }};
+}
+
 /// Writes the steps of a plan (and their outbox entries) inside an open transaction `$tx`.
 macro_rules! apply_plan {
     ($tx:expr, $now:expr, $cycle:expr, $actor:expr, $plan:expr, $incidents:expr) => {{
@@ -194,66 +206,36 @@ macro_rules! apply_plan {
         let plan: &Plan = $plan;
         let incidents: &[Incident] = $incidents;
         for step in &plan.steps {
-            let (id, revision, generation) = match &step.action {
+            let (id, revision) = match &step.action {
                 Action::Open { fingerprint, snapshot } => {
-                    let id: i64 = sqlx::query_scalar(
+                    let insert = sqlx::query_scalar(
                         "INSERT INTO incidents (fingerprint, family, release, backends, component, scope, state, \
                          percentile, observed_seconds, threshold_seconds, tier, evidence, summary, snapshot, revision, \
                          opened_at, updated_at, last_seen_at) \
                          VALUES ($1, $2, $3, $4, $5, $6, 'new', $7, $8, $9, $10, $11, $12, $13, 1, $14, $14, $14) RETURNING id",
                     )
-                    .bind(fingerprint)
-                    .bind(&snapshot.family)
-                    .bind(&snapshot.release)
-                    .bind(serde_json::to_string(&snapshot.backends)?)
-                    .bind(&snapshot.component)
-                    .bind(serde_json::to_string(&snapshot.scope)?)
-                    .bind(&snapshot.percentile)
-                    .bind(snapshot.observed_seconds)
-                    .bind(snapshot.threshold_seconds)
-                    .bind(&snapshot.tier)
-                    .bind(&snapshot.evidence)
-                    .bind(&snapshot.summary)
-                    .bind(serde_json::to_string(snapshot)?)
-                    .bind(now)
-                    .fetch_one(&mut *$tx)
-                    .await?;
+                    .bind(fingerprint);
+                    let id: i64 = bind_snapshot!(insert, snapshot).bind(now).fetch_one(&mut *$tx).await?;
                     insert_event!(&mut *$tx, id, now, $actor, "opened", snapshot.summary.clone());
-                    (id, 1, 0)
+                    (id, 1)
                 }
                 Action::Update { id, state, snapshot, changes } => {
                     let old = incidents.iter().find(|i| i.id == *id).context("planned an unknown incident")?;
                     let revision = old.revision + i64::from(!changes.is_empty());
-                    let generation = old.jira_generation;
-                    sqlx::query(
+                    let update = sqlx::query(
                         "UPDATE incidents SET state = $2, family = $3, release = $4, backends = $5, component = $6, \
                          scope = $7, percentile = $8, observed_seconds = $9, threshold_seconds = $10, tier = $11, \
                          evidence = $12, summary = $13, snapshot = $14, revision = $15, updated_at = $16, \
                          last_seen_at = $16, resolved_at = NULL WHERE id = $1",
                     )
                     .bind(id)
-                    .bind(state.as_str())
-                    .bind(&snapshot.family)
-                    .bind(&snapshot.release)
-                    .bind(serde_json::to_string(&snapshot.backends)?)
-                    .bind(&snapshot.component)
-                    .bind(serde_json::to_string(&snapshot.scope)?)
-                    .bind(&snapshot.percentile)
-                    .bind(snapshot.observed_seconds)
-                    .bind(snapshot.threshold_seconds)
-                    .bind(&snapshot.tier)
-                    .bind(&snapshot.evidence)
-                    .bind(&snapshot.summary)
-                    .bind(serde_json::to_string(snapshot)?)
-                    .bind(revision)
-                    .bind(now)
-                    .execute(&mut *$tx)
-                    .await?;
+                    .bind(state.as_str());
+                    bind_snapshot!(update, snapshot).bind(revision).bind(now).execute(&mut *$tx).await?;
                     for c in changes {
                         let kind = serde_json::to_value(c)?["kind"].as_str().unwrap_or("changed").to_string();
                         insert_event!(&mut *$tx, *id, now, $actor, kind, c.describe());
                     }
-                    (*id, revision, generation)
+                    (*id, revision)
                 }
                 Action::Resolve { id, .. } | Action::Stale { id } => {
                     let old = incidents.iter().find(|i| i.id == *id).context("planned an unknown incident")?;
@@ -273,11 +255,11 @@ macro_rules! apply_plan {
                     .execute(&mut *$tx)
                     .await?;
                     insert_event!(&mut *$tx, *id, now, $actor, kind, detail);
-                    (*id, old.revision + 1, old.jira_generation)
+                    (*id, old.revision + 1)
                 }
                 Action::Catch { id } => {
                     let old = incidents.iter().find(|i| i.id == *id).context("planned an unknown incident")?;
-                    (*id, old.revision, old.jira_generation)
+                    (*id, old.revision)
                 }
             };
             if let Some(silence) = step.silenced_by
@@ -286,7 +268,7 @@ macro_rules! apply_plan {
                 insert_event!(&mut *$tx, id, now, $actor, "held", format!("notifications held by silence #{silence}"));
             }
             for effect in &step.effects {
-                let entry = NewEntry::for_incident(effect, id, revision, generation);
+                let entry = NewEntry::for_incident(effect, id, revision);
                 enqueue!(&mut *$tx, queued_at, &entry);
                 if matches!(effect, Effect::JiraComment { .. }) {
                     sqlx::query("UPDATE incidents SET jira_commented_at = $2 WHERE id = $1")
@@ -312,16 +294,12 @@ struct NewEntry {
     payload: serde_json::Value,
 }
 
-pub(crate) fn jira_create_key(incident: i64, generation: i64) -> String {
-    format!("jira_create:{incident}:{generation}")
-}
-
 impl NewEntry {
-    fn for_incident(effect: &Effect, id: i64, revision: i64, generation: i64) -> NewEntry {
+    fn for_incident(effect: &Effect, id: i64, revision: i64) -> NewEntry {
         let kind = effect.kind();
         let key = match effect {
             Effect::SlackPost { .. } => format!("slack_post:{id}"),
-            Effect::JiraCreate => jira_create_key(id, generation),
+            Effect::JiraCreate => format!("jira_create:{id}"),
             _ => format!("{kind}:{id}:{revision}"),
         };
         let lane = if effect.is_jira() { format!("jira:{id}") } else { format!("slack:{id}") };
@@ -498,7 +476,7 @@ impl Store {
         let now = chrono::Utc::now().timestamp();
         with_pool!(self, pool, dialect => {
             let mut tx = pool.begin_with(dialect.begin_write).await?;
-            let entry = NewEntry::for_incident(&Effect::JiraCreate, incident.id, incident.revision, incident.jira_generation);
+            let entry = NewEntry::for_incident(&Effect::JiraCreate, incident.id, incident.revision);
             enqueue!(&mut *tx, now, &entry);
             insert_event!(&mut *tx, incident.id, now, actor, "file_jira", format!("{actor} asked for a Jira issue"));
             tx.commit().await?;

@@ -84,9 +84,7 @@ fn apply(now: i64, plan: &Plan, incidents: &mut Vec<Incident>, delivered: &mut D
         let id = match &step.action {
             Action::Open { fingerprint, snapshot } => {
                 let id = incidents.len() as i64 + 1;
-                let mut i = super::probe_incident(None, &step.action, snapshot);
-                i.id = id;
-                i.fingerprint = fingerprint.clone();
+                let mut i = Incident::new(id, fingerprint, snapshot.clone());
                 i.opened_at = now;
                 incidents.push(i);
                 id

@@ -35,9 +35,7 @@ pub struct JiraClient {
 
 impl JiraClient {
     pub fn new(settings: &JiraSettings) -> Result<JiraClient> {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs_f64(settings.timeout_secs.max(0.05)))
-            .user_agent(concat!("sheriff/", env!("CARGO_PKG_VERSION")))
+        let http = crate::http::client_builder(Duration::from_secs_f64(settings.timeout_secs.max(0.05)))
             .build()
             .context("building the Jira client")?;
         Ok(JiraClient {
@@ -79,12 +77,7 @@ impl JiraClient {
             .record(started.elapsed().as_secs_f64());
         let response = response.map_err(|e| DeliveryError::transient(format!("Jira {what}: {e}")))?;
         let status = response.status();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let retry_after = crate::http::retry_after(response.headers());
         let body =
             response.text().await.map_err(|e| DeliveryError::transient(format!("Jira {what}: {e}")))?;
         if status.is_success() {
@@ -124,10 +117,6 @@ impl JiraClient {
         })
     }
 
-    fn fingerprint_label(i: &Incident) -> String {
-        i.fingerprint.clone()
-    }
-
     /// Issues carrying `label`, newest first; open ones only when `open_only`.
     pub async fn search(&self, label: &str, open_only: bool) -> Result<Vec<IssueStatus>, DeliveryError> {
         let mut jql =
@@ -163,13 +152,13 @@ impl JiraClient {
 
     /// Creates the incident's issue unless an open one with its label exists; the key.
     pub async fn file(&self, i: &Incident, link_to: Option<&str>) -> Result<String, DeliveryError> {
-        if let Some(found) = self.search(&Self::fingerprint_label(i), true).await?.into_iter().next() {
+        if let Some(found) = self.search(&i.fingerprint, true).await?.into_iter().next() {
             tracing::info!(key = %found.key, fingerprint = %i.fingerprint, "Jira issue already exists");
             return Ok(found.key);
         }
         let s = &i.snapshot;
         let mut labels = self.settings.labels.clone();
-        labels.push(Self::fingerprint_label(i));
+        labels.push(i.fingerprint.clone());
         let mut fields = json!({
             "project": { "key": self.settings.project },
             "issuetype": { "name": self.settings.issue_type },

@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::config::JiraApi;
 use crate::incidents::{Incident, describe_scope};
+use crate::model::{secs, secs_or_dash};
 
 /// A piece of running text.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,14 +118,6 @@ pub fn render(api: JiraApi, doc: &[Node]) -> Value {
     }
 }
 
-fn secs(x: Option<f64>) -> String {
-    match x {
-        None => "-".into(),
-        Some(x) if (x - x.round()).abs() < 0.05 => format!("{}s", x.round()),
-        Some(x) => format!("{x:.1}s"),
-    }
-}
-
 /// `image-registry disruption regressed on metal 4.14: P50 31s (threshold 4s)`, at most 255
 /// characters.
 pub fn summary(i: &Incident) -> String {
@@ -135,8 +128,8 @@ pub fn summary(i: &Incident) -> String {
         s.family,
         s.release,
         s.percentile,
-        secs(Some(s.observed_seconds)),
-        secs(Some(s.threshold_seconds))
+        secs(s.observed_seconds),
+        secs(s.threshold_seconds)
     );
     crate::notify::slack::blocks::truncate(&text, 255)
 }
@@ -154,20 +147,20 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
     let mut rows = Vec::new();
     if let Some(ps) = r["percentiles"].as_object() {
         for (p, pair) in ps {
-            let threshold = if *p == s.percentile { secs(Some(s.threshold_seconds)) } else { "-".into() };
+            let threshold = if *p == s.percentile { secs(s.threshold_seconds) } else { "-".into() };
             rows.push(vec![
                 p.clone(),
-                secs(pair["now"].as_f64()),
+                secs_or_dash(pair["now"].as_f64()),
                 threshold,
-                secs(pair["baseline"].as_f64()),
+                secs_or_dash(pair["baseline"].as_f64()),
             ]);
         }
     }
     if rows.is_empty() {
         rows.push(vec![
             s.percentile.clone(),
-            secs(Some(s.observed_seconds)),
-            secs(Some(s.threshold_seconds)),
+            secs(s.observed_seconds),
+            secs(s.threshold_seconds),
             "-".into(),
         ]);
     }
@@ -259,8 +252,8 @@ pub fn comment(i: &Incident, change: &str) -> Vec<Node> {
         Node::Para(vec![text(format!(
             "Now {} {} against a threshold of {}; scope {} {}.",
             s.percentile,
-            secs(Some(s.observed_seconds)),
-            secs(Some(s.threshold_seconds)),
+            secs(s.observed_seconds),
+            secs(s.threshold_seconds),
             s.release,
             describe_scope(&s.scope)
         ))]),

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::Message;
 use crate::incidents::{Event, Incident, State, describe_scope};
+use crate::model::{secs, secs_or_dash};
 
 pub const MAX_BLOCKS: usize = 50;
 pub const MAX_SECTION_TEXT: usize = 3000;
@@ -152,14 +153,6 @@ pub fn sparkline(values: &[Option<f64>]) -> String {
         .collect()
 }
 
-fn secs(x: Option<f64>) -> String {
-    match x {
-        None => "-".into(),
-        Some(x) if (x - x.round()).abs() < 0.05 => format!("{}s", x.round()),
-        Some(x) => format!("{x:.1}s"),
-    }
-}
-
 /// The incident's parent message, edited in place as it changes.
 pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Message {
     let s = &i.snapshot;
@@ -186,8 +179,8 @@ pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Messag
             format!(
                 "{} {} (threshold {})",
                 s.percentile,
-                secs(Some(s.observed_seconds)),
-                secs(Some(s.threshold_seconds))
+                secs(s.observed_seconds),
+                secs(s.threshold_seconds)
             ),
         ),
         ("Jira", i.jira_key.as_deref().map_or("not filed".into(), |k| links.jira(k))),
@@ -204,12 +197,12 @@ pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Messag
     let mut table = String::from("```\n      now     threshold  baseline\n");
     if let Some(ps) = r["percentiles"].as_object() {
         for (p, pair) in ps {
-            let threshold = if *p == s.percentile { secs(Some(s.threshold_seconds)) } else { "-".into() };
+            let threshold = if *p == s.percentile { secs(s.threshold_seconds) } else { "-".into() };
             table.push_str(&format!(
                 "{p:<5} {:<7} {:<10} {}\n",
-                secs(pair["now"].as_f64()),
+                secs_or_dash(pair["now"].as_f64()),
                 threshold,
-                secs(pair["baseline"].as_f64())
+                secs_or_dash(pair["baseline"].as_f64())
             ));
         }
     }
@@ -293,7 +286,7 @@ pub fn reply_message(i: &Incident, change: &str) -> Message {
         i.snapshot.family,
         change,
         i.snapshot.percentile,
-        secs(Some(i.snapshot.observed_seconds))
+        secs(i.snapshot.observed_seconds)
     );
     Message { text: truncate(&text, MAX_MESSAGE_TEXT), blocks: json!([section(&escape(&text))]) }
 }
@@ -385,37 +378,26 @@ mod tests {
             "groups": groups,
             "sample_jobs": jobs,
         });
-        Incident {
-            id: 12,
-            fingerprint: "sheriff-0123456789abcdef".into(),
-            state: State::New,
-            snapshot: Snapshot {
-                family: "image-registry".into(),
-                release: "4.14".into(),
-                backends: vec!["image-registry-new-connections".into()],
-                component: "Image Registry".into(),
-                scope: Scope::from([("platform".to_string(), vec!["metal".to_string()])]),
-                percentile: "P50".into(),
-                observed_seconds: 31.0,
-                threshold_seconds: 4.0,
-                tier: "P50 5-10x".into(),
-                evidence: String::new(),
-                summary: "x".repeat(5000),
-                report,
-            },
-            revision: 1,
-            opened_at: 1_700_000_000,
-            updated_at: 0,
-            last_seen_at: 0,
-            resolved_at: None,
-            acked_by: Some("U123".into()),
-            acked_at: None,
-            slack_channel: None,
-            slack_ts: None,
-            jira_key: Some("OCPBUGS-1".into()),
-            jira_generation: 0,
-            jira_commented_at: None,
-        }
+        let snapshot = Snapshot {
+            family: "image-registry".into(),
+            release: "4.14".into(),
+            backends: vec!["image-registry-new-connections".into()],
+            component: "Image Registry".into(),
+            scope: Scope::from([("platform".to_string(), vec!["metal".to_string()])]),
+            percentile: "P50".into(),
+            observed_seconds: 31.0,
+            threshold_seconds: 4.0,
+            tier: "P50 5-10x".into(),
+            evidence: String::new(),
+            summary: "x".repeat(5000),
+            report,
+        };
+        let mut i = Incident::new(12, "sheriff-0123456789abcdef", snapshot);
+        i.revision = 1;
+        i.opened_at = 1_700_000_000;
+        i.acked_by = Some("U123".into());
+        i.jira_key = Some("OCPBUGS-1".into());
+        i
     }
 
     #[test]

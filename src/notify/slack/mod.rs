@@ -63,13 +63,12 @@ impl SlackSink {
         let key = entry.idempotency_key.as_str();
         let retried = entry.attempts > 1;
         let text_of = |v: &Value| v["text"].as_str().unwrap_or_default().to_string();
-        let events = match incident {
-            Some(i) => {
-                store.incident_events(i.id).await.map_err(|e| DeliveryError::transient(format!("{e:#}")))?
-            }
-            None => Vec::new(),
+        // The parent message shows the last action, so it needs the incident's history.
+        let parent = async |i: &Incident| -> Result<Message, DeliveryError> {
+            let events =
+                store.incident_events(i.id).await.map_err(|e| DeliveryError::transient(format!("{e:#}")))?;
+            Ok(blocks::incident_message(i, &events, &self.links))
         };
-        let parent = |i: &Incident| blocks::incident_message(i, &events, &self.links);
         fn need(i: Option<&Incident>) -> Result<&Incident, DeliveryError> {
             i.ok_or_else(|| DeliveryError::permanent("the entry names no incident"))
         }
@@ -81,12 +80,12 @@ impl SlackSink {
             "slack_post" => {
                 let i = need(incident)?;
                 let channel = payload["channel"].as_str().unwrap_or_default().to_string();
-                self.post(&channel, None, &parent(i), key, retried, entry.created_at).await
+                self.post(&channel, None, &parent(i).await?, key, retried, entry.created_at).await
             }
             "slack_update" => {
                 let i = need(incident)?;
                 let (channel, ts) = thread(i)?;
-                self.update(&channel, &ts, &parent(i)).await?;
+                self.update(&channel, &ts, &parent(i).await?).await?;
                 Ok(DeliveryResult::Done { note: format!("edited {ts}") })
             }
             "slack_reply" => {
@@ -159,10 +158,7 @@ pub struct SlackClient {
 impl SlackClient {
     pub fn new(s: &SlackSettings) -> Result<SlackClient> {
         let token = s.bot_token.clone().context("slack.bot_token is not set")?;
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs_f64(s.timeout_secs.max(0.05)))
-            .user_agent(concat!("sheriff/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+        let http = crate::http::client_builder(Duration::from_secs_f64(s.timeout_secs.max(0.05))).build()?;
         Ok(SlackClient {
             http,
             api_url: s.api_url.trim_end_matches('/').to_string(),
@@ -197,12 +193,7 @@ impl SlackClient {
             .record(started.elapsed().as_secs_f64());
         let response = response.map_err(|e| DeliveryError::transient(format!("Slack {method}: {e}")))?;
         let status = response.status();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
+        let retry_after = crate::http::retry_after(response.headers());
         let body =
             response.text().await.map_err(|e| DeliveryError::transient(format!("Slack {method}: {e}")))?;
         if status.as_u16() == 429 {
