@@ -38,19 +38,22 @@ pub struct QueryAnswer {
 
 /// Answers `q` as of `now` (Unix seconds).
 pub async fn answer(store: &Store, settings: &EvaluateSettings, q: &Query, now: i64) -> Result<QueryAnswer> {
+    let t0 = std::time::Instant::now();
     let variants: HashSet<i64> = store
         .variants()
         .await?
-        .into_iter()
+        .iter()
         .filter(|(_, d)| {
             q.filters.iter().all(|(dim, v)| crate::evaluate::thresholds::glob_match(v, d.get(*dim)))
         })
-        .map(|(id, _)| id)
+        .map(|(id, _)| *id)
         .collect();
     let today = now.div_euclid(DAY) + 1;
     let window = q.window_days;
     let first = today - (WEEKS * 7).max(window + i64::from(settings.baseline_days));
+    let t1 = t0.elapsed();
     let days = store.daily_histograms(&q.backend, &variants, first..today).await?;
+    let t2 = t0.elapsed();
     let merge = |range: std::ops::Range<i64>| {
         let mut h = Histogram::new();
         for (_, d) in days.range(range) {
@@ -77,6 +80,9 @@ pub async fn answer(store: &Store, settings: &EvaluateSettings, q: &Query, now: 
             })
             .collect()
     };
+    if std::env::var("QT").is_ok() {
+        eprintln!("variants {t1:?} days {t2:?} all {:?}", t0.elapsed());
+    }
     Ok(QueryAnswer {
         backend: q.backend.clone(),
         filters: q.filters.iter().map(|(d, v)| (d.as_str().to_string(), v.clone())).collect(),

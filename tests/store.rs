@@ -174,3 +174,39 @@ on_both_engines! {
         }
     }
 }
+
+/// Per day, one backend over every variant, as `query` asks.
+async fn days_of_every_variant(
+    store: &sheriff::store::Store,
+    backend: &str,
+    days: std::ops::Range<i64>,
+) -> std::sync::Arc<std::collections::BTreeMap<i64, sheriff::model::Histogram>> {
+    let ids = store.variants().await.unwrap().iter().map(|(id, _)| *id).collect();
+    store.daily_histograms(backend, &ids, days).await.unwrap()
+}
+
+on_both_engines! {
+    async fn query_days_follow_every_write_whichever_process_made_it(db) {
+        let day = Utc.with_ymd_and_hms(2026, 11, 20, 0, 0, 0).unwrap().timestamp() / 86_400;
+        let backend = "image-registry-new-connections";
+        db.store.write_run(&sample_record("1790000000000000101", 40), false).await.unwrap();
+        let first = days_of_every_variant(&db.store, backend, day - 3..day + 3).await;
+        assert_eq!(first[&day], sheriff::model::Histogram::from_values([40]));
+        assert_eq!(days_of_every_variant(&db.store, backend, day - 3..day + 3).await, first, "asked again, the same answer");
+
+        // another process (a second replica, or an ingest command) writes a run and replaces one
+        let other = sheriff::store::Store::open(&db.settings).await.unwrap();
+        other.write_run(&sample_record("1790000000000000102", 7), false).await.unwrap();
+        assert_eq!(days_of_every_variant(&db.store, backend, day - 3..day + 3).await[&day], sheriff::model::Histogram::from_values([7, 40]));
+        other.write_run(&sample_record("1790000000000000102", 0), true).await.unwrap();
+        assert_eq!(days_of_every_variant(&db.store, backend, day - 3..day + 3).await[&day], sheriff::model::Histogram::from_values([0, 40]));
+        // a run already stored changes nothing, and the answer stays
+        other.write_run(&sample_record("1790000000000000101", 99), false).await.unwrap();
+        assert_eq!(days_of_every_variant(&db.store, backend, day - 3..day + 3).await[&day], sheriff::model::Histogram::from_values([0, 40]));
+        other.close().await;
+
+        // no variant selected: nothing, without asking the database
+        let none = db.store.daily_histograms(backend, &Default::default(), day - 3..day + 3).await.unwrap();
+        assert!(none.is_empty());
+    }
+}

@@ -141,28 +141,95 @@ impl super::Store {
     }
 }
 
-/// One UTC day of one backend in one variant: day number, variant id, runs, non-zero histogram.
-type DayRow = (i64, i64, i64, String);
+/// One UTC day of one backend over the chosen variants: day number, runs, the non-zero
+/// histograms joined by spaces.
+type DayRow = (i64, i64, Option<String>);
+
+/// Per day, one backend's histograms over a set of variants (a JSON array of ids), joined in
+/// the database so that a query reads one row per day whatever the number of variants.
+const DAYS_SQLITE: &str = "SELECT day, SUM(runs), group_concat(hist, ' ') FILTER (WHERE hist <> '') \
+    FROM cell_days WHERE backend_id = (SELECT id FROM backends WHERE name = $1) \
+    AND variant_id IN (SELECT value FROM json_each($4)) AND day >= $2 AND day < $3 GROUP BY day";
+const DAYS_POSTGRES: &str = "SELECT day, SUM(runs)::BIGINT, string_agg(hist, ' ') FILTER (WHERE hist <> '') \
+    FROM cell_days WHERE backend_id = (SELECT id FROM backends WHERE name = $1) \
+    AND variant_id IN (SELECT value::BIGINT FROM json_array_elements_text($4::json)) \
+    AND day >= $2 AND day < $3 GROUP BY day";
+
+/// What a query's per-day histograms depend on, besides the stored data.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub(crate) struct DaysKey {
+    backend: String,
+    variants: Vec<i64>,
+    days: (i64, i64),
+}
+
+type Days = std::sync::Arc<std::collections::BTreeMap<i64, Histogram>>;
+
+/// Recent per-day answers, valid for one `data_version`; bounded, emptied when full. Each key
+/// has one slot, so a question asked by many at once after a change is read once.
+#[derive(Debug, Default)]
+pub(crate) struct DayCache {
+    version: i64,
+    entries: HashMap<DaysKey, std::sync::Arc<tokio::sync::OnceCell<Days>>>,
+}
+
+impl DayCache {
+    const MAX_ENTRIES: usize = 512;
+
+    /// The slot for `key` at `version`; a fresh one (not kept) for a reader behind the times.
+    fn slot(&mut self, version: i64, key: &DaysKey) -> std::sync::Arc<tokio::sync::OnceCell<Days>> {
+        if version < self.version {
+            return Default::default();
+        }
+        if version > self.version
+            || (self.entries.len() >= Self::MAX_ENTRIES && !self.entries.contains_key(key))
+        {
+            self.entries.clear();
+            self.version = version;
+        }
+        self.entries.entry(key.clone()).or_default().clone()
+    }
+}
 
 /// A variant's id and its nine dimensions, in `Dimension::ALL` order.
 type VariantTuple = (i64, String, String, String, String, String, String, String, String, String);
 
 impl super::Store {
-    /// Every variant and its id.
-    pub async fn variants(&self) -> anyhow::Result<Vec<(i64, crate::model::Dimensions)>> {
+    /// Every variant and its id, oldest first. Variants are only ever added, so the list is
+    /// kept in memory and only the ones added since (by any process) are read.
+    pub async fn variants(&self) -> anyhow::Result<std::sync::Arc<Vec<(i64, crate::model::Dimensions)>>> {
+        let newest: i64 = super::with_pool!(self, pool => {
+            sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) FROM variants").fetch_one(pool).await?
+        });
+        let known = self.variant_list.lock().expect("cache lock").clone();
+        if known.last().is_some_and(|v| v.0 == newest) || (known.is_empty() && newest == 0) {
+            return Ok(known);
+        }
+        let after = known.last().map_or(i64::MIN, |v| v.0);
         let rows: Vec<VariantTuple> = super::with_pool!(self, pool => {
             sqlx::query_as(
                 "SELECT id, release, from_release, upgrade_type, platform, architecture, network, network_stack, \
-                 topology, master_nodes_updated FROM variants ORDER BY id",
+                 topology, master_nodes_updated FROM variants WHERE id > $1 ORDER BY id",
             )
+            .bind(after)
             .fetch_all(pool)
             .await?
         });
-        Ok(rows
-            .into_iter()
-            .map(
-                |(
-                    id,
+        let mut list = (*known).clone();
+        list.extend(rows.into_iter().map(
+            |(
+                id,
+                release,
+                from_release,
+                upgrade_type,
+                platform,
+                architecture,
+                network,
+                network_stack,
+                topology,
+                mnu,
+            )| {
+                let d = crate::model::Dimensions {
                     release,
                     from_release,
                     upgrade_type,
@@ -171,51 +238,57 @@ impl super::Store {
                     network,
                     network_stack,
                     topology,
-                    mnu,
-                )| {
-                    (
-                        id,
-                        crate::model::Dimensions {
-                            release,
-                            from_release,
-                            upgrade_type,
-                            platform,
-                            architecture,
-                            network,
-                            network_stack,
-                            topology,
-                            master_nodes_updated: mnu,
-                        },
-                    )
-                },
-            )
-            .collect())
+                    master_nodes_updated: mnu,
+                };
+                (id, d)
+            },
+        ));
+        let list = std::sync::Arc::new(list);
+        let mut cache = self.variant_list.lock().expect("cache lock");
+        if cache.len() < list.len() {
+            *cache = list.clone();
+        }
+        Ok(list)
     }
 
     /// Per UTC day in `days`, the merged histogram of `backend` over the variants in `variants`.
+    /// Answers are kept in memory until any process changes the stored runs (`data_version`),
+    /// so repeated questions between two ingests cost one small read.
     pub async fn daily_histograms(
         &self,
         backend: &str,
         variants: &std::collections::HashSet<i64>,
         days: std::ops::Range<i64>,
-    ) -> anyhow::Result<std::collections::BTreeMap<i64, Histogram>> {
-        let rows: Vec<DayRow> = super::with_pool!(self, pool => {
-            sqlx::query_as(
-                "SELECT c.day, c.variant_id, c.runs, c.hist FROM cell_days c JOIN backends b ON b.id = c.backend_id \
-                 WHERE b.name = $1 AND c.day >= $2 AND c.day < $3",
-            )
-            .bind(backend)
-            .bind(days.start)
-            .bind(days.end)
-            .fetch_all(pool)
-            .await?
-        });
-        let mut out: std::collections::BTreeMap<i64, Histogram> = std::collections::BTreeMap::new();
-        for (day, variant, runs, hist) in rows {
-            if variants.contains(&variant) {
-                out.entry(day).or_default().merge(&Histogram::decode(&hist)?.with_zeros(runs as u64));
-            }
+    ) -> anyhow::Result<Days> {
+        if variants.is_empty() {
+            return Ok(Default::default());
         }
-        Ok(out)
+        let version: i64 = super::with_pool!(self, pool => {
+            sqlx::query_scalar("SELECT version FROM data_version WHERE id = 1").fetch_one(pool).await?
+        });
+        let mut ids: Vec<i64> = variants.iter().copied().collect();
+        ids.sort_unstable();
+        let key = DaysKey { backend: backend.to_string(), variants: ids, days: (days.start, days.end) };
+        let slot = self.day_cache.lock().expect("cache lock").slot(version, &key);
+        slot.get_or_try_init(|| self.read_days(&key)).await.cloned()
+    }
+
+    async fn read_days(&self, key: &DaysKey) -> anyhow::Result<Days> {
+        let ids = serde_json::to_string(&key.variants)?;
+        let rows: Vec<DayRow> = super::with_pool!(self, pool, dialect => {
+            sqlx::query_as(if dialect.is_postgres { DAYS_POSTGRES } else { DAYS_SQLITE })
+                .bind(&key.backend)
+                .bind(key.days.0)
+                .bind(key.days.1)
+                .bind(&ids)
+                .fetch_all(pool)
+                .await?
+        });
+        let mut out = std::collections::BTreeMap::new();
+        for (day, runs, hist) in rows {
+            let h = Histogram::decode_concatenated(hist.as_deref().unwrap_or_default())?;
+            out.insert(day, h.with_zeros(runs as u64));
+        }
+        Ok(std::sync::Arc::new(out))
     }
 }

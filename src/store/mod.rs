@@ -75,6 +75,10 @@ pub struct Store {
     backend_ids: Mutex<HashMap<String, i64>>,
     /// dimensions → variant id; likewise.
     variant_ids: Mutex<HashMap<crate::model::Dimensions, i64>>,
+    /// Every variant by id, for queries; only ever grows.
+    variant_list: Mutex<std::sync::Arc<Vec<(i64, crate::model::Dimensions)>>>,
+    /// Per-day histograms of recent queries, valid for one data version.
+    day_cache: Mutex<cells::DayCache>,
 }
 
 impl std::fmt::Debug for Store {
@@ -141,7 +145,13 @@ impl Store {
                 Pool::Postgres(pool)
             }
         };
-        Ok(Store { pool, backend_ids: Mutex::new(HashMap::new()), variant_ids: Mutex::new(HashMap::new()) })
+        Ok(Store {
+            pool,
+            backend_ids: Mutex::new(HashMap::new()),
+            variant_ids: Mutex::new(HashMap::new()),
+            variant_list: Mutex::default(),
+            day_cache: Mutex::default(),
+        })
     }
 
     /// Connects and brings the schema up to date: what every command does at start.

@@ -38,6 +38,9 @@ const SELECT_OUTAGES: &str = "SELECT b.name, o.from_at, o.to_at FROM outages o \
 const SELECT_CONDITIONS: &str = "SELECT operator, condition, status, reason, message, from_at, to_at \
     FROM condition_spans WHERE run_id = $1 ORDER BY from_at, operator, condition, to_at";
 
+/// Run last in a transaction that changed runs, so the row is locked only until the commit.
+const BUMP_DATA_VERSION: &str = "UPDATE data_version SET version = version + 1 WHERE id = 1";
+
 /// Rows per multi-row INSERT: far below both engines' bound-parameter limits.
 const BATCH: usize = 500;
 
@@ -148,6 +151,7 @@ impl Store {
             let mut tx = pool.begin_with(dialect.begin_write).await?;
             let outcome = write_prepared!(tx, dialect, &prepared, force, now);
             if outcome.is_some() {
+                sqlx::query(BUMP_DATA_VERSION).execute(&mut *tx).await?;
                 tx.commit().await?;
             }
             outcome
@@ -168,6 +172,9 @@ impl Store {
             let mut outcomes = Vec::with_capacity(prepared.len());
             for p in &prepared {
                 outcomes.push(write_prepared!(tx, dialect, p, force, now).unwrap_or(WriteOutcome::AlreadyStored));
+            }
+            if outcomes.iter().any(|o| *o != WriteOutcome::AlreadyStored) {
+                sqlx::query(BUMP_DATA_VERSION).execute(&mut *tx).await?;
             }
             tx.commit().await?;
             outcomes
