@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use chrono::Utc;
 
 use crate::config::{DatabaseSettings, DatabaseUrl, IngestSettings};
 use crate::ingest::{IngestOptions, Source};
@@ -83,6 +84,22 @@ pub async fn ingest(
     })
 }
 
+/// Loads `records` into an empty store, returning how long it took; a store that already holds
+/// exactly that many runs (a kept SQLite file) is used as it is (None).
+async fn load(store: &Store, records: &[crate::model::RunRecord]) -> Result<Option<f64>> {
+    let stored = store.count_runs().await? as usize;
+    if stored == records.len() {
+        return Ok(None);
+    }
+    anyhow::ensure!(stored == 0, "the database holds {stored} runs, neither none nor this benchmark's");
+    let started = Instant::now();
+    for chunk in records.chunks(1000) {
+        store.write_runs(chunk, false).await?;
+    }
+    store.checkpoint().await?;
+    Ok(Some(started.elapsed().as_secs_f64()))
+}
+
 /// What `bench evaluate` measured, per engine.
 #[derive(Debug, serde::Serialize)]
 pub struct EvaluateBench {
@@ -131,19 +148,8 @@ pub async fn evaluate(
         regressions: 0,
     };
     for (engine, store) in &stores {
-        let stored = store.count_runs().await? as usize;
-        if stored != records.len() {
-            // A kept SQLite file already loaded with the same data is measured as it is.
-            anyhow::ensure!(
-                stored == 0,
-                "the {engine} database holds {stored} runs, neither none nor this benchmark's"
-            );
-            let started = Instant::now();
-            for chunk in records.chunks(1000) {
-                store.write_runs(chunk, false).await?;
-            }
-            store.checkpoint().await?;
-            out.load_seconds.push((engine.clone(), started.elapsed().as_secs_f64()));
+        if let Some(seconds) = load(store, &records).await? {
+            out.load_seconds.push((engine.clone(), seconds));
         }
         out.samples = store.count_samples().await?;
         let mut best = f64::MAX;
@@ -172,4 +178,232 @@ pub async fn evaluate(
         s.close().await;
     }
     Ok(out)
+}
+
+/// Latency figures of a set of timed calls, in milliseconds.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Latency {
+    pub count: usize,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+impl Latency {
+    fn of(mut seconds: Vec<f64>) -> Latency {
+        seconds.sort_by(f64::total_cmp);
+        let at = |q: f64| {
+            if seconds.is_empty() {
+                return 0.0;
+            }
+            let i = ((seconds.len() as f64 * q).ceil() as usize).clamp(1, seconds.len()) - 1;
+            seconds[i] * 1000.0
+        };
+        Latency { count: seconds.len(), p50_ms: at(0.5), p99_ms: at(0.99), max_ms: at(1.0) }
+    }
+}
+
+/// What `bench query` measured.
+#[derive(Debug, serde::Serialize)]
+pub struct QueryBench {
+    pub engine: String,
+    pub runs: usize,
+    pub samples: i64,
+    pub load_seconds: Option<f64>,
+    /// `query::answer` called directly, one at a time: each query's first answer (read from
+    /// the database), then the repeated ones (from the per-day cache).
+    pub direct_cold: Latency,
+    pub direct_warm: Latency,
+    /// Signed `POST /slack/commands` over HTTP on 127.0.0.1, `concurrency` clients at once,
+    /// while evaluation cycles run back to back.
+    pub http: Latency,
+    pub concurrency: usize,
+    pub errors: usize,
+    pub cycles_during_load: usize,
+    /// Runs written during the load (each one invalidates the query cache).
+    pub writes_during_load: usize,
+    pub requests_per_second: f64,
+}
+
+/// The queries the benchmark asks: every filter shape the slash command takes, over the
+/// scenario's backends.
+fn bench_queries(backends: &[String]) -> Vec<String> {
+    let shapes = [
+        "",
+        " platform=metal",
+        " release=4.14 platform=aws network=ovn",
+        " upgrade=micro topology=ha window=14d",
+        " arch=amd64 window=28d",
+        " platform=gcp network=sdn upgrade=minor",
+    ];
+    backends.iter().enumerate().map(|(n, b)| format!("query {b}{}", shapes[n % shapes.len()])).collect()
+}
+
+/// Loads about `runs × backends` samples ending today, then measures `/sheriff query`: direct
+/// calls first, then `requests` signed HTTP requests from `concurrency` clients while
+/// evaluation cycles (recording incidents, delivering nothing) run back to back and a new run
+/// is written every `write_every_ms`.
+pub async fn query(
+    runs: usize,
+    variants: usize,
+    backends: usize,
+    requests: usize,
+    concurrency: usize,
+    write_every_ms: u64,
+    database_url: Option<&str>,
+) -> Result<QueryBench> {
+    use std::sync::Arc;
+    let today = Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
+    let scenario = synth::large(runs, variants, backends, 28, today);
+    let records = synth::run_records(&scenario);
+    let tmp = tempfile::tempdir()?;
+    let store = Arc::new(bench_store(database_url, tmp.path()).await?);
+    let load_seconds = load(&store, &records).await?;
+    let samples = store.count_samples().await?;
+    let engine = format!("{:?}", store.engine()).to_lowercase();
+
+    const SECRET: &str = "sheriff-bench-signing-secret";
+    let mut settings = crate::config::Settings::default();
+    settings.slack.signing_secret = Some(crate::config::Secret::new(SECRET));
+    let settings = Arc::new(settings);
+    let texts = bench_queries(&scenario.backends);
+
+    // The first pass over the (distinct) queries reads the database; the next ones are
+    // answered from the per-day cache, until data changes.
+    let mut timings = Vec::new();
+    let mut cold = Vec::new();
+    for (n, text) in texts.iter().cycle().take(texts.len() * 5).enumerate() {
+        if n == texts.len() {
+            cold = std::mem::take(&mut timings);
+        }
+        let Ok(crate::notify::slack::command::Command::Query(q)) = crate::notify::slack::command::parse(text)
+        else {
+            anyhow::bail!("the benchmark's query `{text}` does not parse");
+        };
+        let started = Instant::now();
+        crate::query::answer(&store, &settings.evaluate, &q, Utc::now().timestamp()).await?;
+        timings.push(started.elapsed().as_secs_f64());
+    }
+    let (direct_cold, direct_warm) = (Latency::of(cold), Latency::of(timings));
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let url = format!("http://{}/slack/commands", listener.local_addr()?);
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let state = crate::server::AppState::new(store.clone(), settings.clone());
+    let server = tokio::spawn(crate::server::serve(listener, state, async move {
+        let mut stopped = stopped;
+        let _ = stopped.wait_for(|s| *s).await;
+    }));
+    let cycles = {
+        let (store, settings, mut stop) = (store.clone(), settings.clone(), stop.subscribe());
+        tokio::spawn(async move {
+            let mut n = 0;
+            while !*stop.borrow_and_update() {
+                let options = crate::cycle::CycleOptions { at: Utc::now(), dry_run: false };
+                if let Err(e) = crate::cycle::run_cycle(&store, &settings, options).await {
+                    tracing::error!("a cycle during the load failed: {e:#}");
+                }
+                n += 1;
+            }
+            n
+        })
+    };
+    // New runs arrive meanwhile, as pushes and scheduled ingests do, and each empties the cache.
+    let writes = {
+        let (store, mut stop) = (store.clone(), stop.subscribe());
+        let mut fresh: Vec<crate::model::RunRecord> = records.iter().rev().take(2_000).cloned().collect();
+        tokio::spawn(async move {
+            let mut n = 0;
+            while !*stop.borrow_and_update() && n < fresh.len() {
+                fresh[n].run.build_id.push_str("-pushed");
+                if let Err(e) = store.write_run(&fresh[n], false).await {
+                    tracing::error!("a write during the load failed: {e:#}");
+                }
+                n += 1;
+                tokio::select! {
+                    _ = tokio::time::sleep(std::time::Duration::from_millis(write_every_ms)) => {}
+                    _ = stop.changed() => {}
+                }
+            }
+            n
+        })
+    };
+    let client = crate::http::client_builder(std::time::Duration::from_secs(10))
+        .pool_max_idle_per_host(concurrency)
+        .build()?;
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let texts = Arc::new(texts);
+    let started = Instant::now();
+    let mut clients = tokio::task::JoinSet::new();
+    for _ in 0..concurrency.max(1) {
+        let (client, url, next, texts) = (client.clone(), url.clone(), next.clone(), texts.clone());
+        clients.spawn(async move {
+            let mut timings = Vec::new();
+            let mut errors = 0;
+            loop {
+                let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if n >= requests {
+                    break;
+                }
+                let text = &texts[n % texts.len()];
+                let body = serde_urlencoded::to_string([
+                    ("command", "/sheriff"),
+                    ("user_id", "UBENCH"),
+                    ("text", text.as_str()),
+                    ("response_url", ""),
+                ])
+                .unwrap_or_default();
+                let ts = Utc::now().timestamp();
+                let signature = crate::notify::slack::verify::sign(SECRET, ts, body.as_bytes());
+                let sent = Instant::now();
+                let answer = client
+                    .post(&url)
+                    .header("content-type", "application/x-www-form-urlencoded")
+                    .header("x-slack-request-timestamp", ts.to_string())
+                    .header("x-slack-signature", signature)
+                    .body(body)
+                    .send()
+                    .await;
+                let ok = match answer {
+                    Ok(r) if r.status().is_success() => r
+                        .json::<serde_json::Value>()
+                        .await
+                        .is_ok_and(|v| v["text"].as_str().is_some_and(|t| t.contains("runs ("))),
+                    _ => false,
+                };
+                timings.push(sent.elapsed().as_secs_f64());
+                if !ok {
+                    errors += 1;
+                }
+            }
+            (timings, errors)
+        });
+    }
+    let mut timings = Vec::with_capacity(requests);
+    let mut errors = 0;
+    while let Some(done) = clients.join_next().await {
+        let (t, e) = done?;
+        timings.extend(t);
+        errors += e;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let _ = stop.send(true);
+    let cycles_during_load = cycles.await?;
+    let writes_during_load = writes.await?;
+    server.await??;
+    store.close().await;
+    Ok(QueryBench {
+        engine,
+        runs: records.len(),
+        samples,
+        load_seconds,
+        direct_cold,
+        direct_warm,
+        http: Latency::of(timings),
+        writes_during_load,
+        concurrency,
+        errors,
+        cycles_during_load,
+        requests_per_second: requests as f64 / elapsed,
+    })
 }

@@ -220,6 +220,28 @@ pub enum BenchCommand {
         #[arg(long)]
         sqlite: Option<PathBuf>,
     },
+    /// `/sheriff query` over about a million samples: direct answers, then signed HTTP requests
+    /// from concurrent clients on 127.0.0.1 while evaluation cycles run; p50/p99 and errors.
+    Query {
+        #[arg(long, default_value_t = 35_000)]
+        runs: usize,
+        #[arg(long, default_value_t = 384)]
+        variants: usize,
+        #[arg(long, default_value_t = 30)]
+        backends: usize,
+        /// HTTP requests in all.
+        #[arg(long, default_value_t = 5_000)]
+        requests: usize,
+        /// Clients sending at once.
+        #[arg(long, default_value_t = 50)]
+        concurrency: usize,
+        /// A new run is written this often during the load (each write empties the query cache).
+        #[arg(long, default_value_t = 1000)]
+        write_every_ms: u64,
+        /// Database to load and query (an empty one); default a fresh SQLite file.
+        #[arg(long)]
+        database_url: Option<String>,
+    },
 }
 
 fn parse_since(text: &str) -> Result<DateTime<Utc>, String> {
@@ -453,6 +475,48 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
             }
             println!("{}", serde_json::to_string(&r).unwrap_or_default());
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench {
+            what:
+                BenchCommand::Query {
+                    runs,
+                    variants,
+                    backends,
+                    requests,
+                    concurrency,
+                    write_every_ms,
+                    database_url,
+                },
+        } => {
+            let r = crate::bench::query(
+                runs,
+                variants,
+                backends,
+                requests,
+                concurrency,
+                write_every_ms,
+                database_url.as_deref(),
+            )
+            .await?;
+            println!("query: {} runs, {} samples on {}", r.runs, r.samples, r.engine);
+            if let Some(s) = r.load_seconds {
+                println!("  load: {s:.1} s");
+            }
+            let show = |name: &str, l: &crate::bench::Latency| {
+                println!(
+                    "  {name}: {} answers, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+                    l.count, l.p50_ms, l.p99_ms, l.max_ms
+                );
+            };
+            show("direct, first asked", &r.direct_cold);
+            show("direct, asked again", &r.direct_warm);
+            show(&format!("HTTP, {} clients", r.concurrency), &r.http);
+            println!(
+                "  {:.0} requests/s, {} error(s); meanwhile {} evaluation cycle(s) ran and {} run(s) were written",
+                r.requests_per_second, r.errors, r.cycles_during_load, r.writes_during_load
+            );
+            println!("{}", serde_json::to_string(&r).unwrap_or_default());
+            Ok(if r.errors == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
     }
 }

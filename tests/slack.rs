@@ -17,6 +17,10 @@ use tower::ServiceExt;
 const SECRET: &str = "signing-secret-for-tests";
 
 fn state(db: &common::TestDb, slack: &FakeSlack) -> AppState {
+    state_with(db, slack, |_| {})
+}
+
+fn state_with(db: &common::TestDb, slack: &FakeSlack, tweak: impl FnOnce(&mut Settings)) -> AppState {
     let mut s = Settings::default();
     s.slack.signing_secret = Some(Secret::new(SECRET));
     s.slack.signing_secret_previous = Some(Secret::new("the-old-secret"));
@@ -24,6 +28,7 @@ fn state(db: &common::TestDb, slack: &FakeSlack) -> AppState {
     s.slack.api_url = slack.api_url();
     s.slack.authorized_users = vec!["UOPS".into()];
     s.slack.authorized_groups = vec!["SOPS".into()];
+    tweak(&mut s);
     let store = tokio::task::block_in_place(|| {
         tokio::runtime::Handle::current().block_on(sheriff::store::Store::open(&db.settings))
     })
@@ -58,6 +63,41 @@ async fn send(
         serde_json::from_slice(&bytes)
             .unwrap_or(serde_json::Value::String(String::from_utf8_lossy(&bytes).into())),
     )
+}
+
+/// A signed interaction (`payload=<json>`) from `user`; its HTTP status and answer.
+async fn interaction(state: &AppState, payload: serde_json::Value) -> (StatusCode, serde_json::Value) {
+    send(state, "/slack/interactions", &form(&[("payload", &payload.to_string())]), Some(SECRET), 0).await
+}
+
+fn click(slack: &FakeSlack, user: &str, action: &str, incident: i64) -> serde_json::Value {
+    serde_json::json!({
+        "type": "block_actions",
+        "user": { "id": user },
+        "trigger_id": "T123.456",
+        "response_url": format!("{}/response/{user}-{action}", slack.url),
+        "actions": [{ "action_id": action, "value": incident.to_string(), "type": "button" }]
+    })
+}
+
+/// An incident made the way sheriff makes them: the metal registry regression ingested and one
+/// cycle run (with Jira off, so that "File Jira now" has something to do).
+async fn one_incident(db: &common::TestDb) -> sheriff::incidents::Incident {
+    use sheriff::synth;
+    let end = synth::day(2026, 11, 29);
+    let mut scenario = synth::Scenario::month(7, end);
+    scenario.planted.push(synth::metal_registry_regression(21));
+    let dir = tempfile::tempdir().unwrap();
+    synth::write_tree(&scenario, dir.path()).unwrap();
+    let source = sheriff::ingest::Source::Local(dir.path().into());
+    let summary =
+        sheriff::ingest::ingest(&db.store, &Default::default(), &source, &Default::default()).await.unwrap();
+    assert_eq!(summary.failed, 0);
+    let options = sheriff::cycle::CycleOptions { at: end, dry_run: false };
+    sheriff::cycle::run_cycle(&db.store, &Settings::default(), options).await.unwrap();
+    let incidents = db.store.incidents().await.unwrap();
+    assert_eq!(incidents.len(), 1, "{incidents:#?}");
+    incidents.into_iter().next().unwrap()
 }
 
 async fn command(state: &AppState, user: &str, text: &str, response_url: &str) -> serde_json::Value {
@@ -133,5 +173,82 @@ on_both_engines! {
             let value = line.rsplit(' ').next().unwrap();
             assert!(value.parse::<f64>().is_ok(), "not a sample line: {line}");
         }
+    }
+
+    async fn buttons_act_for_operators_and_every_action_is_recorded(db) {
+        let slack = FakeSlack::start(&format!("slack-buttons-{:?}", db.store.engine()), Faults::none()).await;
+        let incident = one_incident(&db).await;
+        let state = state_with(&db, &slack, |s| {
+            s.jira.url = "http://127.0.0.1:9".into();
+            s.jira.project = "OCPBUGS".into();
+            s.jira.token = Some(Secret::new("jira-token"));
+        });
+        let id = incident.id;
+
+        // someone not configured: a polite refusal through response_url, nothing changes
+        let (status, _) = interaction(&state, click(&slack, "UANY", "ack", id)).await;
+        assert_eq!(status, StatusCode::OK);
+        let answers = slack.responses();
+        assert!(answers[0]["text"].as_str().unwrap().starts_with("Sorry <@UANY>"), "{answers:?}");
+        assert!(state.store.find_incident("1").await.unwrap().unwrap().acked_by.is_none());
+
+        interaction(&state, click(&slack, "UOPS", "ack", id)).await;
+        let acked = state.store.find_incident("1").await.unwrap().unwrap();
+        assert_eq!(acked.acked_by.as_deref(), Some("slack:UOPS"));
+        assert!(slack.responses()[1]["text"].as_str().unwrap().contains("acknowledged by <@UOPS>"));
+
+        interaction(&state, click(&slack, "UOPS", "silence_24h", id)).await;
+        let silences = state.store.silences(chrono::Utc::now().timestamp()).await.unwrap();
+        assert_eq!(silences.len(), 1);
+        assert_eq!(silences[0].fingerprint.as_deref(), Some(incident.fingerprint.as_str()));
+        let left = silences[0].expires_at - chrono::Utc::now().timestamp();
+        assert!((86_300..=86_400).contains(&left), "{left}");
+
+        interaction(&state, click(&slack, "UOPS", "file_jira", id)).await;
+        let pending = state.store.outbox_entries("pending", 100).await.unwrap();
+        assert!(pending.iter().any(|e| e.idempotency_key == format!("jira_create:{id}")), "{pending:#?}");
+        // a second click does not file twice
+        interaction(&state, click(&slack, "UOPS", "file_jira", id)).await;
+        let again = state.store.outbox_entries("pending", 100).await.unwrap();
+        assert_eq!(again.iter().filter(|e| e.kind == "jira_create").count(), 1);
+
+        // "Not a regression" opens a dialog; its submission needs a reason
+        interaction(&state, click(&slack, "UOPS", "not_a_regression", id)).await;
+        let views = slack.views();
+        assert_eq!(views.len(), 1);
+        assert_eq!(views[0]["trigger_id"], "T123.456");
+        assert_eq!(views[0]["view"]["callback_id"], "not_a_regression");
+        let submission = |user: &str, reason: &str| serde_json::json!({
+            "type": "view_submission",
+            "user": { "id": user },
+            "view": {
+                "callback_id": "not_a_regression",
+                "private_metadata": id.to_string(),
+                "state": { "values": { "reason": { "reason": { "type": "plain_text_input", "value": reason } } } }
+            }
+        });
+        let (_, empty) = interaction(&state, submission("UOPS", "  ")).await;
+        assert_eq!(empty["response_action"], "errors", "{empty}");
+        let (_, stranger) = interaction(&state, submission("UANY", "flaky")).await;
+        assert_eq!(stranger["response_action"], "errors", "{stranger}");
+        assert!(state.store.find_incident("1").await.unwrap().unwrap().state.is_open());
+        let (_, done) = interaction(&state, submission("UOPS", "the metal lab was being rewired")).await;
+        assert_eq!(done["response_action"], "clear", "{done}");
+        let resolved = state.store.find_incident("1").await.unwrap().unwrap();
+        assert_eq!(resolved.state.as_str(), "resolved");
+        let silences = state.store.silences(chrono::Utc::now().timestamp()).await.unwrap();
+        assert!(silences.iter().any(|s| s.reason.contains("the metal lab was being rewired")
+            && s.expires_at > chrono::Utc::now().timestamp() + 29 * 86_400));
+
+        // who did what, when: in the events and in `explain`
+        let events = state.store.incident_events(id).await.unwrap();
+        let kinds: Vec<(&str, &str)> = events.iter().map(|e| (e.actor.as_str(), e.kind.as_str())).collect();
+        for expected in [("slack:UOPS", "ack"), ("slack:UOPS", "silenced"), ("slack:UOPS", "file_jira"), ("slack:UOPS", "not_a_regression")] {
+            assert!(kinds.contains(&expected), "{expected:?} missing from {kinds:?}");
+        }
+        assert!(!kinds.iter().any(|(a, _)| *a == "slack:UANY"), "{kinds:?}");
+        let explain = command(&state, "UANY", "explain 1", "").await;
+        let text = explain["blocks"].to_string();
+        assert!(text.contains("not_a_regression") && text.contains("slack:UOPS"), "{text}");
     }
 }
