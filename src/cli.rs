@@ -694,11 +694,18 @@ async fn serve(settings: Settings) -> Result<ExitCode> {
     let server = tokio::spawn(crate::server::serve(listener, state, shutdown));
     crate::server::shutdown_signal().await;
     let _ = stop.send(true);
-    let _ = server.await;
-    match background.await {
-        Ok(Err(e)) => tracing::error!("background work: {e:#}"),
-        Err(e) => tracing::error!("background work: {e}"),
-        Ok(Ok(())) => {}
+    // Requests in flight and background work get a grace period, then the process goes.
+    let grace = crate::service::SHUTDOWN_GRACE + std::time::Duration::from_secs(1);
+    let (server, background) =
+        tokio::join!(tokio::time::timeout(grace, server), tokio::time::timeout(grace, background));
+    if server.is_err() {
+        tracing::warn!("stopping with HTTP requests still in flight");
+    }
+    match background {
+        Ok(Ok(Err(e))) => tracing::error!("background work: {e:#}"),
+        Ok(Err(e)) => tracing::error!("background work: {e}"),
+        Err(_) => tracing::warn!("stopping with background work still running"),
+        Ok(Ok(Ok(()))) => {}
     }
     store.close().await;
     tracing::info!("stopped");

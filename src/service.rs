@@ -23,6 +23,9 @@ use crate::store::Store;
 
 /// How long a tick's lease is held (longer than any cycle).
 const TICK_LEASE_SECS: i64 = 3_600;
+/// After a stop is asked for, how long work in progress may go on before it is dropped (a
+/// dropped cycle writes nothing; a dropped delivery is retried once its lease lapses).
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(7);
 const SQLITE_LEASE: &str = "sqlite-replica";
 const SQLITE_LEASE_SECS: i64 = 30;
 
@@ -83,10 +86,7 @@ pub async fn run(
                 let since = Utc::now() - chrono::Duration::days(i64::from(job.since_days));
                 let options = IngestOptions { since: Some(since), ..Default::default() };
                 let summary = crate::ingest::ingest(&store, &settings.ingest, &source, &options).await?;
-                metrics::counter!("sheriff_ingest_runs_total", "outcome" => "ingested")
-                    .increment(summary.ingested as u64);
-                metrics::counter!("sheriff_ingest_runs_total", "outcome" => "failed")
-                    .increment(summary.failed as u64);
+                summary.count("schedule");
                 Ok(())
             })
             .await;
@@ -97,8 +97,9 @@ pub async fn run(
         tasks.spawn(async move {
             loop {
                 tokio::select! {
+                    biased;
+                    () = stopping(&mut shutdown) => break,
                     _ = tokio::time::sleep(Duration::from_secs(10)) => {}
-                    _ = shutdown.changed() => break,
                 }
                 if let Err(e) =
                     store.take_lease(SQLITE_LEASE, &id, Utc::now().timestamp(), SQLITE_LEASE_SECS).await
@@ -111,6 +112,27 @@ pub async fn run(
     }
     while tasks.join_next().await.is_some() {}
     Ok(())
+}
+
+/// Resolves once a stop is asked for (at once if it already was).
+pub async fn stopping(shutdown: &mut watch::Receiver<bool>) {
+    // An error means the sender is gone, which is a stop too.
+    drop(shutdown.wait_for(|stop| *stop).await);
+}
+
+/// Runs `work` to its end, unless `shutdown` turns true first: then it gets `SHUTDOWN_GRACE`
+/// more and is dropped (None) if still not done.
+pub async fn finish_or_abandon<T>(
+    work: impl std::future::Future<Output = T>,
+    shutdown: &mut watch::Receiver<bool>,
+) -> Option<T> {
+    tokio::pin!(work);
+    tokio::select! {
+        done = &mut work => Some(done),
+        () = stopping(shutdown) => {
+            tokio::time::timeout(SHUTDOWN_GRACE, work).await.ok()
+        }
+    }
 }
 
 /// Runs `job` at each tick of `schedule` that this replica wins, until shutdown.
@@ -129,8 +151,9 @@ async fn on_schedule<F, Fut>(
         let Some(next) = schedule.next_after(Utc::now()) else { return };
         let wait = (next - Utc::now()).to_std().unwrap_or_default();
         tokio::select! {
+            biased;
+            () = stopping(&mut shutdown) => return,
             _ = tokio::time::sleep(wait) => {}
-            _ = shutdown.changed() => return,
         }
         let lease = format!("{name}@{}", next.timestamp());
         match store.take_lease(&lease, id, Utc::now().timestamp(), TICK_LEASE_SECS).await {
@@ -145,16 +168,52 @@ async fn on_schedule<F, Fut>(
             }
         }
         let started = std::time::Instant::now();
-        let outcome = match job().await {
-            Ok(()) => "ok",
-            Err(e) => {
+        let outcome = match finish_or_abandon(job(), &mut shutdown).await {
+            Some(Ok(())) => "ok",
+            Some(Err(e)) => {
                 tracing::error!(job = name, "scheduled job failed: {e:#}");
                 "failed"
+            }
+            None => {
+                tracing::warn!(job = name, tick = %next, "stopping: the job did not finish in time and wrote nothing");
+                "abandoned"
             }
         };
         let kind = if name.starts_with("ingest") { "ingest" } else { "evaluate" };
         metrics::histogram!("sheriff_job_seconds", "job" => kind, "outcome" => outcome)
             .record(started.elapsed().as_secs_f64());
         metrics::counter!("sheriff_jobs_total", "job" => kind, "outcome" => outcome).increment(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn work_finishes_unless_a_stop_outlasts_the_grace() {
+        let (stop, mut shutdown) = watch::channel(false);
+        assert_eq!(finish_or_abandon(async { 7 }, &mut shutdown).await, Some(7));
+        stop.send(true).unwrap();
+        // a stop asked for: work shorter than the grace still finishes…
+        let short = tokio::time::sleep(SHUTDOWN_GRACE / 2);
+        assert_eq!(
+            finish_or_abandon(
+                async {
+                    short.await;
+                    1
+                },
+                &mut shutdown
+            )
+            .await,
+            Some(1)
+        );
+        // …and work that would outlast it is dropped when the grace is over
+        let started = tokio::time::Instant::now();
+        let endless = std::future::pending::<()>();
+        assert_eq!(finish_or_abandon(endless, &mut shutdown).await, None);
+        assert_eq!(started.elapsed(), SHUTDOWN_GRACE);
+        // and `stopping` answers at once once a stop was asked for
+        tokio::time::timeout(Duration::from_millis(1), stopping(&mut shutdown)).await.unwrap();
     }
 }

@@ -196,6 +196,16 @@ pub struct IngestSummary {
     pub errors: Vec<IngestError>,
 }
 
+impl IngestSummary {
+    /// Adds the runs to `sheriff_ingest_runs_total{via, outcome}` (ingested, skipped, failed).
+    pub fn count(&self, via: &'static str) {
+        for (outcome, n) in [("ingested", self.ingested), ("skipped", self.skipped), ("failed", self.failed)]
+        {
+            metrics::counter!("sheriff_ingest_runs_total", "via" => via, "outcome" => outcome).increment(n);
+        }
+    }
+}
+
 /// One problem: the run, the file (empty for the run as a whole), what was wrong, and whether
 /// the run was stored anyway (`warning`) or not (`failed`).
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

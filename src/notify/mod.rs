@@ -242,7 +242,11 @@ impl Worker {
             if *shutdown.borrow() {
                 return;
             }
-            let wait = match self.step().await {
+            let Some(stepped) = crate::service::finish_or_abandon(self.step(), &mut shutdown).await else {
+                tracing::warn!("stopping with a delivery in flight; it is retried once its lease lapses");
+                return;
+            };
+            let wait = match stepped {
                 Ok(StepOutcome::Idle) => match self.store.next_outbox_due().await {
                     Ok(Some(due)) => (due - self.clock.now()).clamp(1, 5),
                     Ok(None) => 5,
@@ -255,8 +259,9 @@ impl Worker {
                 }
             };
             tokio::select! {
+                biased;
+                () = crate::service::stopping(&mut shutdown) => return,
                 _ = tokio::time::sleep(Duration::from_secs(wait as u64)) => {}
-                _ = shutdown.changed() => {}
             }
         }
     }

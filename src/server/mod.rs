@@ -15,6 +15,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 pub use error::ApiError;
+use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
 
 use crate::config::Settings;
 use crate::store::Store;
@@ -68,6 +70,41 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(body_limit))
         .with_state(state)
+        .layer(
+            tower::ServiceBuilder::new()
+                .layer(SetRequestIdLayer::x_request_id(RequestIds::default()))
+                .layer(TraceLayer::new_for_http().make_span_with(request_span).on_response(
+                    |response: &Response, latency: std::time::Duration, _: &tracing::Span| {
+                        tracing::info!(
+                            status = response.status().as_u16(),
+                            ms = latency.as_millis() as u64,
+                            "answered"
+                        );
+                    },
+                ))
+                .layer(PropagateRequestIdLayer::x_request_id()),
+        )
+}
+
+/// Request ids: the caller's `x-request-id` when it sends one, else this process's name and a
+/// counter; sent back in the answer and carried by every log line of the request.
+#[derive(Clone, Default)]
+struct RequestIds {
+    next: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl MakeRequestId for RequestIds {
+    fn make_request_id<B>(&mut self, _: &axum::http::Request<B>) -> Option<RequestId> {
+        static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+        let prefix = PREFIX.get_or_init(crate::service::replica_id);
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        axum::http::HeaderValue::from_str(&format!("{prefix}-{n}")).ok().map(RequestId::new)
+    }
+}
+
+fn request_span<B>(request: &axum::http::Request<B>) -> tracing::Span {
+    let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    tracing::info_span!("request", request_id = %id, method = %request.method(), path = %request.uri().path())
 }
 
 async fn healthz() -> &'static str {
@@ -76,11 +113,16 @@ async fn healthz() -> &'static str {
 
 /// Ready when the database answers.
 async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
-    match state.store.ping().await {
-        Ok(()) => (StatusCode::OK, "ready".to_string()),
-        Err(e) => {
+    let ping = tokio::time::timeout(std::time::Duration::from_secs(2), state.store.ping()).await;
+    match ping {
+        Ok(Ok(())) => (StatusCode::OK, "ready\n"),
+        Ok(Err(e)) => {
             tracing::warn!("not ready: {e:#}");
-            (StatusCode::SERVICE_UNAVAILABLE, "database unavailable".to_string())
+            (StatusCode::SERVICE_UNAVAILABLE, "database unavailable\n")
+        }
+        Err(_) => {
+            tracing::warn!("not ready: the database did not answer within 2 s");
+            (StatusCode::SERVICE_UNAVAILABLE, "database unavailable\n")
         }
     }
 }

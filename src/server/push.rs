@@ -69,6 +69,7 @@ pub async fn push_run(
         .collect();
     let run = RunFiles { bucket: pushed.bucket, path: path.clone(), files };
     let summary = crate::ingest::ingest_pushed_run(&state.store, run, pushed.force).await?;
+    summary.count("push");
     let (status, outcome) = if summary.ingested > 0 {
         (StatusCode::CREATED, "ingested")
     } else if summary.failed > 0 {

@@ -4,6 +4,7 @@
 pub mod faults;
 pub mod gcs;
 pub mod jira;
+pub mod proxy;
 pub mod slack;
 
 use std::str::FromStr;

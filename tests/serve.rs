@@ -1,0 +1,448 @@
+//! `sheriff serve` run as operators run it: real processes on one database, a schedule that
+//! fires every second, and the fake Slack and Jira. Two replicas on PostgreSQL evaluate each
+//! tick once and deliver each side effect once, also when the one running a cycle is killed;
+//! SIGTERM during a cycle stops the process within 10 s and loses nothing; a second replica on
+//! one SQLite file refuses to start; `/readyz` fails while the database is down; `/metrics`
+//! and request ids in the structured logs.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use common::faults::Faults;
+use common::jira::FakeJira;
+use common::slack::FakeSlack;
+use sheriff::store::Store;
+use sheriff::synth;
+
+/// One `sheriff serve` process, its port and its log (JSON lines).
+struct Replica {
+    name: String,
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+impl Replica {
+    fn start(name: &str, dir: &Path, env: &[(String, String)]) -> Replica {
+        let port = free_port();
+        let log = dir.join(format!("{name}.log"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_sheriff"));
+        for (k, _) in std::env::vars() {
+            if k.starts_with("SHERIFF__") {
+                cmd.env_remove(k);
+            }
+        }
+        // An empty folder: the repository's config/sheriff.toml is not read.
+        cmd.arg("serve")
+            .current_dir(dir)
+            .env("RUST_LOG", "info,sqlx=warn")
+            .env("SHERIFF__LOG__FORMAT", "json")
+            .env("HOSTNAME", name)
+            .env("SHERIFF__SERVER__LISTEN", format!("127.0.0.1:{port}"))
+            .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap());
+        let child = cmd.spawn().expect("start sheriff serve");
+        Replica { name: name.into(), child, port, log }
+    }
+
+    /// Its name in leases: host and process id.
+    fn holder(&self) -> String {
+        format!("{}-{}", self.name, self.child.id())
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    async fn wait_healthy(&mut self) {
+        let client = reqwest::Client::new();
+        let started = Instant::now();
+        loop {
+            if let Ok(r) = client.get(self.url("/healthz")).send().await
+                && r.status().is_success()
+            {
+                return;
+            }
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("{} exited ({status}) before serving:\n{}", self.name, self.log_text());
+            }
+            assert!(started.elapsed() < Duration::from_secs(60), "{} never became healthy", self.name);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn signal(&self, signal: &str) {
+        let ok = Command::new("kill").args(["-s", signal, &self.child.id().to_string()]).status().unwrap();
+        assert!(ok.success());
+    }
+
+    /// Waits for the process to end, at most `limit`.
+    async fn wait_exit(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let started = Instant::now();
+        while started.elapsed() < limit {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        None
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Settings for a replica: the database, a tick every second, the fakes.
+fn service_env(url: &str, slack: &FakeSlack, jira: &FakeJira) -> Vec<(String, String)> {
+    [
+        ("SHERIFF__DATABASE__URL", url.to_string()),
+        ("SHERIFF__SCHEDULE__EVALUATE", "* * * * * *".into()),
+        ("SHERIFF__SLACK__API_URL", slack.api_url()),
+        ("SHERIFF__SLACK__BOT_TOKEN", common::slack::TOKEN.into()),
+        ("SHERIFF__SLACK__CHANNEL", "C0DISRUPT".into()),
+        ("SHERIFF__SLACK__MIN_POST_INTERVAL_MS", "0".into()),
+        ("SHERIFF__SLACK__SIGNING_SECRET", "serve-test-signing-secret".into()),
+        ("SHERIFF__JIRA__URL", jira.url.clone()),
+        ("SHERIFF__JIRA__TOKEN", common::jira::TOKEN.into()),
+        ("SHERIFF__JIRA__PROJECT", "OCPBUGS".into()),
+        ("SHERIFF__OUTBOX__LEASE_SECS", "3".into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// A month of runs ending today with the metal registry regression in its last week.
+async fn load_regression(store: &Store) {
+    let today = chrono::Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
+    let mut scenario = synth::Scenario::month(11, today + chrono::Duration::days(1));
+    scenario.planted.push(synth::metal_registry_regression(21));
+    for chunk in synth::run_records(&scenario).chunks(500) {
+        store.write_runs(chunk, false).await.unwrap();
+    }
+}
+
+/// What the replicas left in the database: ticks claimed (and by whom) and cycles recorded.
+enum Raw {
+    Postgres(sqlx::PgPool),
+    Sqlite(sqlx::SqlitePool),
+}
+
+const TICKS: &str = "SELECT name, holder FROM leases WHERE name LIKE 'evaluate@%'";
+const CYCLES: &str = "SELECT evaluated_at FROM eval_cycles";
+
+impl Raw {
+    async fn connect(url: &str) -> Raw {
+        if url.starts_with("postgres") {
+            Raw::Postgres(sqlx::PgPool::connect(url).await.unwrap())
+        } else {
+            Raw::Sqlite(sqlx::SqlitePool::connect(url).await.unwrap())
+        }
+    }
+
+    /// Tick (Unix seconds) → the replica that claimed it.
+    async fn ticks(&self) -> BTreeMap<i64, String> {
+        let rows: Vec<(String, String)> = match self {
+            Raw::Postgres(p) => sqlx::query_as(TICKS).fetch_all(p).await.unwrap(),
+            Raw::Sqlite(p) => sqlx::query_as(TICKS).fetch_all(p).await.unwrap(),
+        };
+        rows.into_iter().map(|(name, holder)| (name["evaluate@".len()..].parse().unwrap(), holder)).collect()
+    }
+
+    async fn cycles(&self) -> Vec<i64> {
+        match self {
+            Raw::Postgres(p) => sqlx::query_scalar(CYCLES).fetch_all(p).await.unwrap(),
+            Raw::Sqlite(p) => sqlx::query_scalar(CYCLES).fetch_all(p).await.unwrap(),
+        }
+    }
+
+    /// The tick being evaluated now and who has it: claimed, with no cycle recorded at or after it.
+    async fn cycle_in_progress(&self) -> Option<(i64, String)> {
+        let (tick, holder) = self.ticks().await.into_iter().next_back()?;
+        let done = self.cycles().await.iter().any(|&at| at >= tick);
+        (!done).then_some((tick, holder))
+    }
+
+    /// Each recorded cycle under the tick it ran for (the latest claimed tick at or before it).
+    async fn cycles_by_tick(&self) -> BTreeMap<i64, usize> {
+        let ticks = self.ticks().await;
+        let mut by_tick = BTreeMap::new();
+        for at in self.cycles().await {
+            let tick = *ticks.range(..=at).next_back().expect("a cycle without a claimed tick").0;
+            *by_tick.entry(tick).or_default() += 1;
+        }
+        by_tick
+    }
+}
+
+/// Waits for `condition`, at most `limit`.
+async fn wait_until<F, Fut>(limit: Duration, what: &str, mut condition: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let started = Instant::now();
+    while !condition().await {
+        assert!(started.elapsed() < limit, "gave up waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// Scrapes `/metrics` and parses every sample line into name{labels} → value.
+async fn scrape(replica: &Replica) -> BTreeMap<String, f64> {
+    let text = reqwest::get(replica.url("/metrics")).await.unwrap().text().await.unwrap();
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let (series, value) = l.rsplit_once(' ').unwrap_or_else(|| panic!("not a sample line: {l}"));
+            (series.to_string(), value.parse::<f64>().unwrap_or_else(|_| panic!("not a number: {l}")))
+        })
+        .collect()
+}
+
+/// Slack messages by metadata key and Jira issues: each side effect exactly once.
+fn assert_delivered_once(slack: &FakeSlack, jira: &FakeJira, incidents: usize) {
+    let by_key = slack.count_by_key();
+    assert!(!by_key.is_empty(), "nothing was posted");
+    for (key, n) in &by_key {
+        assert_eq!(*n, 1, "Slack message {key} posted {n} times");
+    }
+    assert_eq!(jira.issues().len(), incidents, "one Jira issue per incident");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_evaluate_each_tick_once_and_carry_on_when_the_leader_dies() {
+    let Some(db) = common::TestDb::postgres().await else {
+        eprintln!("skipped: {} is not set", common::POSTGRES_ENV);
+        return;
+    };
+    load_regression(&db.store).await;
+    let slack = FakeSlack::start("serve-replicas", Faults::none()).await;
+    let jira = FakeJira::start("serve-replicas", Faults::none()).await;
+    let env = service_env(&db.url(), &slack, &jira);
+    let dir = tempfile::tempdir().unwrap();
+    let mut replicas =
+        [Replica::start("replica-a", dir.path(), &env), Replica::start("replica-b", dir.path(), &env)];
+    for r in &mut replicas {
+        r.wait_healthy().await;
+    }
+    let raw = Raw::connect(&db.url()).await;
+
+    // a few cycles with both, then the one evaluating is killed in the middle of its cycle
+    wait_until(Duration::from_secs(120), "5 cycles", || async { raw.cycles().await.len() >= 5 }).await;
+    let started = Instant::now();
+    let (killed_tick, leader) = loop {
+        if let Some(found) = raw.cycle_in_progress().await {
+            break found;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "no cycle in progress seen");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let dead = replicas.iter().position(|r| r.holder() == leader).expect("the leader is one of ours");
+    replicas[dead].signal("KILL");
+    replicas[dead].wait_exit(Duration::from_secs(10)).await.expect("killed");
+    let survivor = 1 - dead;
+
+    // the survivor takes every later tick: 20 cycles in all
+    wait_until(Duration::from_secs(180), "20 cycles", || async { raw.cycles().await.len() >= 20 }).await;
+    // and delivers what the dead one left (its claims lapse after the lease)
+    wait_until(Duration::from_secs(60), "Slack and Jira delivery", || async {
+        let o = db.store.outbox_counts(chrono::Utc::now().timestamp()).await.unwrap();
+        o.pending == 0 && !jira.issues().is_empty()
+    })
+    .await;
+    let metrics = scrape(&replicas[survivor]).await;
+    replicas[survivor].signal("TERM");
+    let status = replicas[survivor].wait_exit(Duration::from_secs(10)).await.expect("stops within 10 s");
+    assert!(status.success(), "{status}");
+
+    let ticks = raw.ticks().await;
+    let by_tick = raw.cycles_by_tick().await;
+    assert!(by_tick.values().sum::<usize>() >= 20);
+    for (tick, n) in &by_tick {
+        assert_eq!(*n, 1, "tick {tick} was evaluated {n} times");
+    }
+    let holders: BTreeSet<&String> = ticks.values().collect();
+    assert_eq!(holders.len(), 2, "both replicas took ticks: {ticks:?}");
+    let last = *ticks.keys().next_back().unwrap();
+    for (tick, holder) in &ticks {
+        if *tick > killed_tick {
+            assert_eq!(holder, &replicas[survivor].holder(), "tick {tick} after the kill");
+        }
+        // a claimed tick without a cycle: the killed one, or the one running when the survivor stopped
+        if !by_tick.contains_key(tick) {
+            assert!(
+                *tick == killed_tick || *tick == last,
+                "tick {tick} claimed by {holder} was never evaluated"
+            );
+        }
+    }
+    let ticks_after_kill = ticks.keys().filter(|t| **t > killed_tick).count();
+    eprintln!(
+        "{} ticks claimed, {} cycles; {} killed during tick {killed_tick}; {ticks_after_kill} ticks after",
+        ticks.len(),
+        by_tick.values().sum::<usize>(),
+        replicas[dead].holder()
+    );
+    eprintln!("{ticks:?}");
+    assert!(ticks_after_kill >= 5, "the survivor carried on: {ticks_after_kill} ticks");
+
+    let incidents = db.store.incidents().await.unwrap();
+    assert!(!incidents.is_empty());
+    assert_delivered_once(&slack, &jira, incidents.len());
+    assert_eq!(db.store.outbox_counts(chrono::Utc::now().timestamp()).await.unwrap().dead, 0);
+
+    // what operators scrape: cycles, groups, incidents, outbox, Slack and Jira calls, freshness
+    for name in [
+        "sheriff_cycles_total{",
+        "sheriff_cycle_seconds_count",
+        "sheriff_groups_evaluated",
+        "sheriff_jobs_total{job=\"evaluate\"",
+        "sheriff_incidents{state=\"new\"}",
+        "sheriff_outbox_entries{state=\"dead\"}",
+        "sheriff_outbox_oldest_pending_seconds",
+        "sheriff_data_age_seconds{job=",
+    ] {
+        assert!(metrics.keys().any(|k| k.starts_with(name)), "{name} missing from {:#?}", metrics.keys());
+    }
+    for name in ["sheriff_slack_request_seconds", "sheriff_jira_request_seconds"] {
+        assert!(
+            metrics.keys().any(|k| k.starts_with(name) && k.contains("status=\"200\"")),
+            "{name}: {:#?}",
+            metrics.keys()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_during_a_cycle_stops_within_ten_seconds_and_loses_nothing() {
+    let db = common::TestDb::sqlite().await;
+    load_regression(&db.store).await;
+    let slack = FakeSlack::start("serve-sigterm", Faults::none()).await;
+    let jira = FakeJira::start("serve-sigterm", Faults::none()).await;
+    let env = service_env(&db.url(), &slack, &jira);
+    let dir = tempfile::tempdir().unwrap();
+    let raw = Raw::connect(&db.url()).await;
+
+    let mut first = Replica::start("replica-a", dir.path(), &env);
+    first.wait_healthy().await;
+    wait_until(Duration::from_secs(60), "a cycle in progress", || async {
+        raw.cycle_in_progress().await.is_some()
+    })
+    .await;
+    let asked = Instant::now();
+    first.signal("TERM");
+    let status = first.wait_exit(Duration::from_secs(10)).await.expect("stopped within 10 s");
+    assert!(status.success(), "{status}\n{}", first.log_text());
+    eprintln!("stopped {:?} after SIGTERM", asked.elapsed());
+    let log = first.log_text();
+    assert!(log.contains("shutting down") && log.contains("stopped"), "{log}");
+
+    // nothing lost: whatever the cycles recorded is delivered by the next start, once
+    let by_tick = raw.cycles_by_tick().await;
+    assert!(by_tick.values().all(|n| *n == 1), "{by_tick:?}");
+    let mut second = Replica::start("replica-b", dir.path(), &env);
+    second.wait_healthy().await;
+    wait_until(Duration::from_secs(60), "delivery after the restart", || async {
+        let o = db.store.outbox_counts(chrono::Utc::now().timestamp()).await.unwrap();
+        o.pending == 0 && !db.store.incidents().await.unwrap().is_empty() && !jira.issues().is_empty()
+    })
+    .await;
+    second.signal("TERM");
+    second.wait_exit(Duration::from_secs(10)).await.expect("stopped within 10 s");
+    let incidents = db.store.incidents().await.unwrap();
+    assert_delivered_once(&slack, &jira, incidents.len());
+    assert_eq!(db.store.outbox_counts(chrono::Utc::now().timestamp()).await.unwrap().dead, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_replica_on_one_sqlite_file_refuses_to_start_and_says_why() {
+    let db = common::TestDb::sqlite().await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = vec![("SHERIFF__DATABASE__URL".to_string(), db.url())];
+    let mut first = Replica::start("replica-a", dir.path(), &env);
+    first.wait_healthy().await;
+    let mut second = Replica::start("replica-b", dir.path(), &env);
+    let status = second.wait_exit(Duration::from_secs(30)).await.expect("the second one exits");
+    assert!(!status.success());
+    let log = second.log_text();
+    assert!(log.contains("another `sheriff serve` is running on this SQLite database"), "{log}");
+    assert!(log.contains("PostgreSQL"), "{log}");
+    // the first one is unharmed, and answers with request ids carried into its logs
+    let answer = reqwest::Client::new()
+        .get(first.url("/readyz"))
+        .header("x-request-id", "probe-42")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.headers()["x-request-id"], "probe-42");
+    let own = reqwest::get(first.url("/healthz")).await.unwrap();
+    let id = own.headers()["x-request-id"].to_str().unwrap().to_string();
+    assert!(id.starts_with("replica-a-"), "{id}");
+    first.signal("TERM");
+    first.wait_exit(Duration::from_secs(10)).await.expect("stopped");
+    let lines: Vec<serde_json::Value> =
+        first.log_text().lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert!(lines.iter().any(|l| l["span"]["request_id"] == "probe-42" && l["status"] == 200), "{lines:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_fails_while_the_database_is_down_and_recovers() {
+    use axum::body::Body;
+    use tower::ServiceExt;
+    let Some(db) = common::TestDb::postgres().await else {
+        eprintln!("skipped: {} is not set", common::POSTGRES_ENV);
+        return;
+    };
+    // the same database, reached through a proxy the test can take down
+    let mut url = reqwest::Url::parse(&db.url()).unwrap();
+    let target = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432));
+    let target = tokio::net::lookup_host(target).await.unwrap().next().unwrap();
+    let proxy = common::proxy::Proxy::start(target).await;
+    url.set_host(Some("127.0.0.1")).unwrap();
+    url.set_port(Some(proxy.port)).unwrap();
+    let mut settings = db.settings.clone();
+    settings.url = url.as_str().parse().unwrap();
+    settings.acquire_timeout_secs = 1;
+    let store = std::sync::Arc::new(Store::open(&settings).await.unwrap());
+    let state =
+        sheriff::server::AppState::new(store, std::sync::Arc::new(sheriff::config::Settings::default()));
+    let ready = || async {
+        let r = sheriff::server::router(state.clone())
+            .oneshot(axum::http::Request::get("/readyz").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        (r.status().as_u16(), r.headers().contains_key("x-request-id"))
+    };
+    assert_eq!(ready().await, (200, true));
+    proxy.down();
+    let started = Instant::now();
+    assert_eq!(ready().await.0, 503);
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert_eq!(ready().await.0, 503, "still down");
+    let health = sheriff::server::router(state.clone())
+        .oneshot(axum::http::Request::get("/healthz").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200, "alive, only not ready");
+    proxy.up();
+    wait_until(Duration::from_secs(10), "ready again", || async { ready().await.0 == 200 }).await;
+}
