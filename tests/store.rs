@@ -200,6 +200,14 @@ on_both_engines! {
         assert_eq!(days_of_every_variant(&db.store, backend, day - 3..day + 3).await[&day], sheriff::model::Histogram::from_values([7, 40]));
         other.write_run(&sample_record("1790000000000000102", 0), true).await.unwrap();
         assert_eq!(days_of_every_variant(&db.store, backend, day - 3..day + 3).await[&day], sheriff::model::Histogram::from_values([0, 40]));
+        // a run on an earlier day: that day is re-read, the others kept
+        let mut earlier = sample_record("1790000000000000103", 12);
+        earlier.run.started_at -= chrono::Duration::days(2);
+        other.write_run(&earlier, false).await.unwrap();
+        let days = days_of_every_variant(&db.store, backend, day - 3..day + 3).await;
+        assert_eq!(days[&(day - 2)], sheriff::model::Histogram::from_values([12]));
+        assert_eq!(days[&day], sheriff::model::Histogram::from_values([0, 40]));
+        assert_eq!(days.len(), 2);
         // a run already stored changes nothing, and the answer stays
         other.write_run(&sample_record("1790000000000000101", 99), false).await.unwrap();
         assert_eq!(days_of_every_variant(&db.store, backend, day - 3..day + 3).await[&day], sheriff::model::Histogram::from_values([0, 40]));

@@ -166,28 +166,41 @@ pub(crate) struct DaysKey {
 type Days = std::sync::Arc<std::collections::BTreeMap<i64, Histogram>>;
 
 /// Recent per-day answers, valid for one `data_version`; bounded, emptied when full. Each key
-/// has one slot, so a question asked by many at once after a change is read once.
+/// has one slot, so a question asked by many at once after a change is read once. The answers
+/// of the version before are kept too, so that a change re-reads only the days it touched.
 #[derive(Debug, Default)]
 pub(crate) struct DayCache {
     version: i64,
     entries: HashMap<DaysKey, std::sync::Arc<tokio::sync::OnceCell<Days>>>,
+    previous_version: i64,
+    previous: HashMap<DaysKey, Days>,
 }
 
 impl DayCache {
     const MAX_ENTRIES: usize = 512;
 
-    /// The slot for `key` at `version`; a fresh one (not kept) for a reader behind the times.
-    fn slot(&mut self, version: i64, key: &DaysKey) -> std::sync::Arc<tokio::sync::OnceCell<Days>> {
+    /// The slot for `key` at `version` (a fresh one, not kept, for a reader behind the times),
+    /// and the answer for `key` at an older version when there is one.
+    fn slot(
+        &mut self,
+        version: i64,
+        key: &DaysKey,
+    ) -> (std::sync::Arc<tokio::sync::OnceCell<Days>>, Option<(i64, Days)>) {
         if version < self.version {
-            return Default::default();
+            return (Default::default(), None);
         }
-        if version > self.version
-            || (self.entries.len() >= Self::MAX_ENTRIES && !self.entries.contains_key(key))
-        {
-            self.entries.clear();
+        if version > self.version {
+            self.previous =
+                self.entries.drain().filter_map(|(k, slot)| slot.get().cloned().map(|d| (k, d))).collect();
+            self.previous_version = self.version;
             self.version = version;
         }
-        self.entries.entry(key.clone()).or_default().clone()
+        if self.entries.len() >= Self::MAX_ENTRIES && !self.entries.contains_key(key) {
+            self.entries.clear();
+            self.previous.clear();
+        }
+        let older = self.previous.get(key).map(|d| (self.previous_version, d.clone()));
+        (self.entries.entry(key.clone()).or_default().clone(), older)
     }
 }
 
@@ -269,16 +282,44 @@ impl super::Store {
         let mut ids: Vec<i64> = variants.iter().copied().collect();
         ids.sort_unstable();
         let key = DaysKey { backend: backend.to_string(), variants: ids, days: (days.start, days.end) };
-        let slot = self.day_cache.lock().expect("cache lock").slot(version, &key);
-        slot.get_or_try_init(|| self.read_days(&key)).await.cloned()
+        let (slot, older) = self.day_cache.lock().expect("cache lock").slot(version, &key);
+        slot.get_or_try_init(|| self.refresh_days(&key, version, older)).await.cloned()
     }
 
-    async fn read_days(&self, key: &DaysKey) -> anyhow::Result<Days> {
+    /// `key`'s days at `version`: from an older answer and the days changed since when the
+    /// changes are all on record, else all read afresh.
+    async fn refresh_days(
+        &self,
+        key: &DaysKey,
+        version: i64,
+        older: Option<(i64, Days)>,
+    ) -> anyhow::Result<Days> {
+        let Some((since, older)) = older else { return self.read_days(key, key.days.0).await };
+        let (first_day, changes): (Option<i64>, i64) = super::with_pool!(self, pool => {
+            sqlx::query_as("SELECT MIN(first_day), COUNT(*) FROM data_changes WHERE version > $1 AND version <= $2")
+                .bind(since)
+                .bind(version)
+                .fetch_one(pool)
+                .await?
+        });
+        let Some(first_day) = first_day.filter(|_| changes == version - since) else {
+            return self.read_days(key, key.days.0).await;
+        };
+        let from = first_day.max(key.days.0);
+        let fresh = self.read_days(key, from).await?;
+        let mut days: std::collections::BTreeMap<i64, Histogram> =
+            older.range(..from).map(|(d, h)| (*d, h.clone())).collect();
+        days.extend(fresh.iter().map(|(d, h)| (*d, h.clone())));
+        Ok(std::sync::Arc::new(days))
+    }
+
+    /// Reads `key`'s days from `from` on.
+    async fn read_days(&self, key: &DaysKey, from: i64) -> anyhow::Result<Days> {
         let ids = serde_json::to_string(&key.variants)?;
         let rows: Vec<DayRow> = super::with_pool!(self, pool, dialect => {
             sqlx::query_as(if dialect.is_postgres { DAYS_POSTGRES } else { DAYS_SQLITE })
                 .bind(&key.backend)
-                .bind(key.days.0)
+                .bind(from.max(key.days.0))
                 .bind(key.days.1)
                 .bind(&ids)
                 .fetch_all(pool)

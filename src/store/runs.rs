@@ -38,8 +38,42 @@ const SELECT_OUTAGES: &str = "SELECT b.name, o.from_at, o.to_at FROM outages o \
 const SELECT_CONDITIONS: &str = "SELECT operator, condition, status, reason, message, from_at, to_at \
     FROM condition_spans WHERE run_id = $1 ORDER BY from_at, operator, condition, to_at";
 
-/// Run last in a transaction that changed runs, so the row is locked only until the commit.
-const BUMP_DATA_VERSION: &str = "UPDATE data_version SET version = version + 1 WHERE id = 1";
+/// Changes kept in `data_changes`; a reader further behind than this re-reads everything.
+const KEPT_CHANGES: i64 = 100_000;
+
+/// Bumps `data_version` and records the first day whose cells changed. Run last in a
+/// transaction that changed runs, so that the counter row is locked only until the commit (and
+/// versions commit in order).
+macro_rules! note_change {
+    ($tx:expr, $first_day:expr) => {{
+        let version: i64 = sqlx::query_scalar(
+            "UPDATE data_version SET version = version + 1 WHERE id = 1 RETURNING version",
+        )
+        .fetch_one(&mut *$tx)
+        .await?;
+        sqlx::query("INSERT INTO data_changes (version, first_day) VALUES ($1, $2)")
+            .bind(version)
+            .bind($first_day)
+            .execute(&mut *$tx)
+            .await?;
+        if version % 1_000 == 0 {
+            sqlx::query("DELETE FROM data_changes WHERE version <= $1")
+                .bind(version - KEPT_CHANGES)
+                .execute(&mut *$tx)
+                .await?;
+        }
+    }};
+}
+
+/// The first day whose cells a write changed: the run's day; anything for a replaced run
+/// (its old day is not known here).
+fn first_changed_day(record: &RunRecord, outcome: WriteOutcome) -> Option<i64> {
+    match outcome {
+        WriteOutcome::AlreadyStored => None,
+        WriteOutcome::Inserted => Some(record.run.started_at.timestamp().div_euclid(86_400)),
+        WriteOutcome::Replaced => Some(i64::MIN),
+    }
+}
 
 /// Rows per multi-row INSERT: far below both engines' bound-parameter limits.
 const BATCH: usize = 500;
@@ -150,8 +184,8 @@ impl Store {
         let outcome = with_pool!(self, pool, dialect => {
             let mut tx = pool.begin_with(dialect.begin_write).await?;
             let outcome = write_prepared!(tx, dialect, &prepared, force, now);
-            if outcome.is_some() {
-                sqlx::query(BUMP_DATA_VERSION).execute(&mut *tx).await?;
+            if let Some(first_day) = outcome.and_then(|o| first_changed_day(record, o)) {
+                note_change!(tx, first_day);
                 tx.commit().await?;
             }
             outcome
@@ -173,8 +207,8 @@ impl Store {
             for p in &prepared {
                 outcomes.push(write_prepared!(tx, dialect, p, force, now).unwrap_or(WriteOutcome::AlreadyStored));
             }
-            if outcomes.iter().any(|o| *o != WriteOutcome::AlreadyStored) {
-                sqlx::query(BUMP_DATA_VERSION).execute(&mut *tx).await?;
+            if let Some(first_day) = records.iter().zip(&outcomes).filter_map(|(r, o)| first_changed_day(r, *o)).min() {
+                note_change!(tx, first_day);
             }
             tx.commit().await?;
             outcomes
