@@ -247,6 +247,16 @@ async fn two_replicas_evaluate_each_tick_once_and_carry_on_when_the_leader_dies(
 
     // a few cycles with both, then the one evaluating is killed in the middle of its cycle
     wait_until(Duration::from_secs(120), "5 cycles", || async { raw.cycles().await.len() >= 5 }).await;
+    // the first side effects are out; whichever replica sent them counted the calls
+    wait_until(Duration::from_secs(60), "the first deliveries", || async {
+        let o = db.store.outbox_counts(chrono::Utc::now().timestamp()).await.unwrap();
+        o.pending == 0 && !jira.issues().is_empty()
+    })
+    .await;
+    let mut calls = BTreeSet::new();
+    for r in &replicas {
+        calls.extend(scrape(r).await.into_keys());
+    }
     let started = Instant::now();
     let (killed_tick, leader) = loop {
         if let Some(found) = raw.cycle_in_progress().await {
@@ -322,11 +332,11 @@ async fn two_replicas_evaluate_each_tick_once_and_carry_on_when_the_leader_dies(
     ] {
         assert!(metrics.keys().any(|k| k.starts_with(name)), "{name} missing from {:#?}", metrics.keys());
     }
+    calls.extend(metrics.into_keys());
     for name in ["sheriff_slack_request_seconds", "sheriff_jira_request_seconds"] {
         assert!(
-            metrics.keys().any(|k| k.starts_with(name) && k.contains("status=\"200\"")),
-            "{name}: {:#?}",
-            metrics.keys()
+            calls.iter().any(|k| k.starts_with(name) && k.contains("status=\"200\"")),
+            "{name}: {calls:#?}"
         );
     }
 }
@@ -445,4 +455,53 @@ async fn readyz_fails_while_the_database_is_down_and_recovers() {
     assert_eq!(health.status(), 200, "alive, only not ready");
     proxy.up();
     wait_until(Duration::from_secs(10), "ready again", || async { ready().await.0 == 200 }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduled_ingest_takes_only_new_runs_on_its_own_schedule() {
+    let db = common::TestDb::sqlite().await;
+    let tree = tempfile::tempdir().unwrap();
+    let today = chrono::Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
+    let scenario = |seed: u64| {
+        let mut s = synth::Scenario::month(seed, today + chrono::Duration::days(1));
+        s.days = 2;
+        s.start = today - chrono::Duration::days(1);
+        s
+    };
+    let first = synth::write_tree(&scenario(21), tree.path()).unwrap().runs.len() as i64;
+    // the service reads config/sheriff.toml from its working folder
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("config")).unwrap();
+    let config = format!(
+        "[schedule]\nevaluate = \"0 0 1 1 *\"\n\n[[schedule.ingest]]\nsource = {:?}\ncron = \"* * * * * *\"\n",
+        tree.path().display().to_string()
+    );
+    std::fs::write(dir.path().join("config/sheriff.toml"), config).unwrap();
+    let mut replica =
+        Replica::start("replica-a", dir.path(), &[("SHERIFF__DATABASE__URL".to_string(), db.url())]);
+    replica.wait_healthy().await;
+    wait_until(Duration::from_secs(60), "the first runs", || async {
+        db.store.count_runs().await.unwrap() == first
+    })
+    .await;
+    // runs that appear later are taken on a later tick; the ones already stored are skipped
+    let second = synth::write_tree(&scenario(22), tree.path()).unwrap().runs.len() as i64;
+    wait_until(Duration::from_secs(60), "the new runs", || async {
+        db.store.count_runs().await.unwrap() == first + second
+    })
+    .await;
+    let metrics = scrape(&replica).await;
+    let count = |outcome: &str| {
+        metrics
+            .iter()
+            .filter(|(k, _)| k.starts_with("sheriff_ingest_runs_total") && k.contains("via=\"schedule\""))
+            .filter(|(k, _)| k.contains(&format!("outcome=\"{outcome}\"")))
+            .map(|(_, v)| *v)
+            .sum::<f64>()
+    };
+    assert_eq!(count("ingested"), (first + second) as f64, "{metrics:#?}");
+    assert!(count("skipped") >= first as f64, "{metrics:#?}");
+    assert_eq!(count("failed"), 0.0);
+    replica.signal("TERM");
+    replica.wait_exit(Duration::from_secs(10)).await.expect("stopped within 10 s");
 }
