@@ -211,6 +211,14 @@ on_both_engines! {
         // a run already stored changes nothing, and the answer stays
         other.write_run(&sample_record("1790000000000000101", 99), false).await.unwrap();
         assert_eq!(days_of_every_variant(&db.store, backend, day - 3..day + 3).await[&day], sheriff::model::Histogram::from_values([0, 40]));
+        // a variant another process added is seen
+        let before = db.store.variants().await.unwrap().len();
+        let mut aws = sample_record("1790000000000000104", 3);
+        aws.run.dimensions.platform = "aws".into();
+        other.write_run(&aws, false).await.unwrap();
+        let variants = db.store.variants().await.unwrap();
+        assert_eq!(variants.len(), before + 1);
+        assert!(variants.iter().any(|(_, d)| d.platform == "aws"));
         other.close().await;
 
         // no variant selected: nothing, without asking the database

@@ -208,41 +208,30 @@ impl DayCache {
 type VariantTuple = (i64, String, String, String, String, String, String, String, String, String);
 
 impl super::Store {
-    /// Every variant and its id, oldest first. Variants are only ever added, so the list is
-    /// kept in memory and only the ones added since (by any process) are read.
+    /// Every variant and its id, by id. Variants are only ever added, so the list is kept in
+    /// memory and read again only when the table's count or newest id moved (by any process;
+    /// the count catches an id that committed after a higher one).
     pub async fn variants(&self) -> anyhow::Result<std::sync::Arc<Vec<(i64, crate::model::Dimensions)>>> {
-        let newest: i64 = super::with_pool!(self, pool => {
-            sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) FROM variants").fetch_one(pool).await?
+        let (count, newest): (i64, i64) = super::with_pool!(self, pool => {
+            sqlx::query_as("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM variants").fetch_one(pool).await?
         });
         let known = self.variant_list.lock().expect("cache lock").clone();
-        if known.last().is_some_and(|v| v.0 == newest) || (known.is_empty() && newest == 0) {
+        if known.len() as i64 == count && known.last().map_or(0, |v| v.0) == newest {
             return Ok(known);
         }
-        let after = known.last().map_or(i64::MIN, |v| v.0);
         let rows: Vec<VariantTuple> = super::with_pool!(self, pool => {
             sqlx::query_as(
                 "SELECT id, release, from_release, upgrade_type, platform, architecture, network, network_stack, \
-                 topology, master_nodes_updated FROM variants WHERE id > $1 ORDER BY id",
+                 topology, master_nodes_updated FROM variants ORDER BY id",
             )
-            .bind(after)
             .fetch_all(pool)
             .await?
         });
-        let mut list = (*known).clone();
-        list.extend(rows.into_iter().map(
-            |(
-                id,
-                release,
-                from_release,
-                upgrade_type,
-                platform,
-                architecture,
-                network,
-                network_stack,
-                topology,
-                mnu,
-            )| {
-                let d = crate::model::Dimensions {
+        let list: Vec<(i64, crate::model::Dimensions)> = rows
+            .into_iter()
+            .map(
+                |(
+                    id,
                     release,
                     from_release,
                     upgrade_type,
@@ -251,11 +240,23 @@ impl super::Store {
                     network,
                     network_stack,
                     topology,
-                    master_nodes_updated: mnu,
-                };
-                (id, d)
-            },
-        ));
+                    mnu,
+                )| {
+                    let d = crate::model::Dimensions {
+                        release,
+                        from_release,
+                        upgrade_type,
+                        platform,
+                        architecture,
+                        network,
+                        network_stack,
+                        topology,
+                        master_nodes_updated: mnu,
+                    };
+                    (id, d)
+                },
+            )
+            .collect();
         let list = std::sync::Arc::new(list);
         let mut cache = self.variant_list.lock().expect("cache lock");
         if cache.len() < list.len() {
