@@ -377,3 +377,53 @@ on_both_engines! {
         assert_eq!(store.outbox_counts(clock.now()).await.unwrap().dead, 0);
     }
 }
+
+on_both_engines! {
+    async fn a_rate_limited_post_waits_for_retry_after_then_posts_once(db) {
+        let end = synth::day(2026, 11, 29);
+        let mut scenario = Scenario::month(7, end);
+        scenario.planted.push(synth::metal_registry_regression(21));
+        for chunk in synth::run_records(&scenario).chunks(500) {
+            db.store.write_runs(chunk, false).await.unwrap();
+        }
+        let slack = FakeSlack::start(&format!("rate-limited-{:?}", db.store.engine()), Faults::none()).await;
+        let jira = FakeJira::start("rate-limited", Faults::none()).await;
+        let mut settings = settings(&slack, &jira, JiraApi::V3);
+        settings.jira.url.clear();
+        // exponential backoff would wait minutes; Slack's Retry-After (7 s) must win
+        settings.outbox.backoff_base_secs = 600;
+        let store = Arc::new(Store::open(&db.settings).await.unwrap());
+        run_cycle(&store, &settings, CycleOptions { at: end, dry_run: false }).await.unwrap();
+        let sinks = Arc::new(Sinks::from_settings(&settings).unwrap());
+        let mut worker = Worker::new(store.clone(), sinks, settings.outbox.clone());
+        let clock = Clock::default();
+        worker.clock = clock.clone();
+
+        slack.rate_limit_next(1, 7);
+        let StepOutcome::Retrying(id) = worker.step().await.unwrap() else { panic!("the 429 was not a retry") };
+        let entry = store.outbox_entries("pending", 100).await.unwrap().into_iter().find(|e| e.id == id).unwrap();
+        assert_eq!(entry.next_attempt_at - clock.now(), 7, "Retry-After: 7 decides the wait");
+        assert!(entry.last_error.as_deref().unwrap_or_default().contains("rate limited"), "{entry:?}");
+        assert!(slack.messages().is_empty());
+        // not before its time (the summary waits behind it in its own lane, or goes; the post does not)
+        while let StepOutcome::Delivered(other) = worker.step().await.unwrap() {
+            assert_ne!(other, id);
+        }
+        clock.advance(6);
+        assert_eq!(worker.step().await.unwrap(), StepOutcome::Idle, "a second early");
+        clock.advance(1);
+        loop {
+            match worker.step().await.unwrap() {
+                StepOutcome::Idle => break,
+                StepOutcome::Delivered(_) => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        let done = store.outbox_entries("done", 100).await.unwrap().into_iter().find(|e| e.id == id).unwrap();
+        assert_eq!(done.attempts, 2);
+        for (key, n) in slack.count_by_key() {
+            assert_eq!(n, 1, "{key}");
+        }
+        assert!(slack.count_by_key().keys().any(|k| k.starts_with("slack_post:")));
+    }
+}

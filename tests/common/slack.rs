@@ -39,6 +39,7 @@ struct Inner {
     views: Vec<Value>,
     groups: HashMap<String, Vec<String>>,
     rate_limit_next: u32,
+    retry_after: u64,
 }
 
 #[derive(Clone)]
@@ -98,9 +99,11 @@ impl FakeSlack {
         self.inner.lock().unwrap().groups.insert(group.into(), users.iter().map(|u| u.to_string()).collect());
     }
 
-    /// The next `n` requests get 429 with `Retry-After: 1`.
-    pub fn rate_limit_next(&self, n: u32) {
-        self.inner.lock().unwrap().rate_limit_next = n;
+    /// The next `n` requests get 429 with `Retry-After: <secs>`.
+    pub fn rate_limit_next(&self, n: u32, secs: u64) {
+        let mut inner = self.inner.lock().unwrap();
+        inner.rate_limit_next = n;
+        inner.retry_after = secs;
     }
 
     /// Messages per metadata key, to find duplicates.
@@ -129,10 +132,8 @@ fn gate(fake: &Fake, headers: &HeaderMap) -> (super::faults::Fault, Option<Respo
         let mut inner = fake.inner.lock().unwrap();
         if inner.rate_limit_next > 0 {
             inner.rate_limit_next -= 1;
-            return (
-                super::faults::Fault::RateLimited(1),
-                refuse(super::faults::Fault::RateLimited(1), "{\"ok\":false,\"error\":\"ratelimited\"}"),
-            );
+            let fault = super::faults::Fault::RateLimited(inner.retry_after);
+            return (fault, refuse(fault, "{\"ok\":false,\"error\":\"ratelimited\"}"));
         }
     }
     let fault = fake.faults.next();
