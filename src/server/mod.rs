@@ -102,8 +102,18 @@ impl MakeRequestId for RequestIds {
     }
 }
 
+/// The request's span; a caller's id is logged only as far as it is a plain token (at most 64
+/// letters, digits, `-`, `_`, `.`, `:`), so a header cannot forge log lines.
 fn request_span<B>(request: &axum::http::Request<B>) -> tracing::Span {
-    let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let id: String = request
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':'))
+        .take(64)
+        .collect();
     tracing::info_span!("request", request_id = %id, method = %request.method(), path = %request.uri().path())
 }
 
