@@ -381,11 +381,7 @@ on_both_engines! {
 on_both_engines! {
     async fn a_rate_limited_post_waits_for_retry_after_then_posts_once(db) {
         let end = synth::day(2026, 11, 29);
-        let mut scenario = Scenario::month(7, end);
-        scenario.planted.push(synth::metal_registry_regression(21));
-        for chunk in synth::run_records(&scenario).chunks(500) {
-            db.store.write_runs(chunk, false).await.unwrap();
-        }
+        common::load_metal_regression(&db.store, 7, end).await;
         let slack = FakeSlack::start(&format!("rate-limited-{:?}", db.store.engine()), Faults::none()).await;
         let jira = FakeJira::start("rate-limited", Faults::none()).await;
         let mut settings = settings(&slack, &jira, JiraApi::V3);

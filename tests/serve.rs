@@ -132,11 +132,7 @@ fn service_env(url: &str, slack: &FakeSlack, jira: &FakeJira) -> Vec<(String, St
 /// A month of runs ending today with the metal registry regression in its last week.
 async fn load_regression(store: &Store) {
     let today = chrono::Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
-    let mut scenario = synth::Scenario::month(11, today + chrono::Duration::days(1));
-    scenario.planted.push(synth::metal_registry_regression(21));
-    for chunk in synth::run_records(&scenario).chunks(500) {
-        store.write_runs(chunk, false).await.unwrap();
-    }
+    common::load_metal_regression(store, 11, today + chrono::Duration::days(1)).await;
 }
 
 /// What the replicas left in the database: ticks claimed (and by whom) and cycles recorded.

@@ -80,19 +80,11 @@ fn click(slack: &FakeSlack, user: &str, action: &str, incident: i64) -> serde_js
     })
 }
 
-/// An incident made the way sheriff makes them: the metal registry regression ingested and one
-/// cycle run (with Jira off, so that "File Jira now" has something to do).
+/// An incident made the way sheriff makes them: a month with the metal registry regression and
+/// one cycle (with Jira off, so that "File Jira now" has something to do).
 async fn one_incident(db: &common::TestDb) -> sheriff::incidents::Incident {
-    use sheriff::synth;
-    let end = synth::day(2026, 11, 29);
-    let mut scenario = synth::Scenario::month(7, end);
-    scenario.planted.push(synth::metal_registry_regression(21));
-    let dir = tempfile::tempdir().unwrap();
-    synth::write_tree(&scenario, dir.path()).unwrap();
-    let source = sheriff::ingest::Source::Local(dir.path().into());
-    let summary =
-        sheriff::ingest::ingest(&db.store, &Default::default(), &source, &Default::default()).await.unwrap();
-    assert_eq!(summary.failed, 0);
+    let end = sheriff::synth::day(2026, 11, 29);
+    common::load_metal_regression(&db.store, 7, end).await;
     let options = sheriff::cycle::CycleOptions { at: end, dry_run: false };
     sheriff::cycle::run_cycle(&db.store, &Settings::default(), options).await.unwrap();
     let incidents = db.store.incidents().await.unwrap();

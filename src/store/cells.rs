@@ -204,8 +204,20 @@ impl DayCache {
     }
 }
 
-/// A variant's id and its nine dimensions, in `Dimension::ALL` order.
-type VariantTuple = (i64, String, String, String, String, String, String, String, String, String);
+/// A row of `variants`.
+#[derive(sqlx::FromRow)]
+struct VariantRow {
+    id: i64,
+    release: String,
+    from_release: String,
+    upgrade_type: String,
+    platform: String,
+    architecture: String,
+    network: String,
+    network_stack: String,
+    topology: String,
+    master_nodes_updated: String,
+}
 
 impl super::Store {
     /// Every variant and its id, by id. Variants are only ever added, so the list is kept in
@@ -219,7 +231,7 @@ impl super::Store {
         if known.len() as i64 == count && known.last().map_or(0, |v| v.0) == newest {
             return Ok(known);
         }
-        let rows: Vec<VariantTuple> = super::with_pool!(self, pool => {
+        let rows: Vec<VariantRow> = super::with_pool!(self, pool => {
             sqlx::query_as(
                 "SELECT id, release, from_release, upgrade_type, platform, architecture, network, network_stack, \
                  topology, master_nodes_updated FROM variants ORDER BY id",
@@ -229,33 +241,20 @@ impl super::Store {
         });
         let list: Vec<(i64, crate::model::Dimensions)> = rows
             .into_iter()
-            .map(
-                |(
-                    id,
-                    release,
-                    from_release,
-                    upgrade_type,
-                    platform,
-                    architecture,
-                    network,
-                    network_stack,
-                    topology,
-                    mnu,
-                )| {
-                    let d = crate::model::Dimensions {
-                        release,
-                        from_release,
-                        upgrade_type,
-                        platform,
-                        architecture,
-                        network,
-                        network_stack,
-                        topology,
-                        master_nodes_updated: mnu,
-                    };
-                    (id, d)
-                },
-            )
+            .map(|v| {
+                let d = crate::model::Dimensions {
+                    release: v.release,
+                    from_release: v.from_release,
+                    upgrade_type: v.upgrade_type,
+                    platform: v.platform,
+                    architecture: v.architecture,
+                    network: v.network,
+                    network_stack: v.network_stack,
+                    topology: v.topology,
+                    master_nodes_updated: v.master_nodes_updated,
+                };
+                (v.id, d)
+            })
             .collect();
         let list = std::sync::Arc::new(list);
         let mut cache = self.variant_list.lock().expect("cache lock");

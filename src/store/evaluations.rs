@@ -114,35 +114,15 @@ impl Store {
         let backends: Vec<(i64, String)> = with_pool!(self, pool => {
             sqlx::query_as("SELECT id, name FROM backends ORDER BY id").fetch_all(pool).await?
         });
-        let variants: Vec<VariantRow> = with_pool!(self, pool => {
-            sqlx::query_as(
-                "SELECT id, release, from_release, upgrade_type, platform, architecture, network, network_stack, \
-                 topology, master_nodes_updated FROM variants ORDER BY id",
-            )
-            .fetch_all(pool)
-            .await?
-        });
+        let variants = self.variants().await?;
         let backend_index: HashMap<i64, usize> =
             backends.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect();
         let variant_index: HashMap<i64, usize> =
-            variants.iter().enumerate().map(|(i, v)| (v.id, i)).collect();
+            variants.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect();
         let mut data = WindowData {
             backends: backends.into_iter().map(|(_, n)| n).collect(),
-            variant_ids: variants.iter().map(|v| v.id).collect(),
-            variants: variants
-                .into_iter()
-                .map(|v| Dimensions {
-                    release: v.release,
-                    from_release: v.from_release,
-                    upgrade_type: v.upgrade_type,
-                    platform: v.platform,
-                    architecture: v.architecture,
-                    network: v.network,
-                    network_stack: v.network_stack,
-                    topology: v.topology,
-                    master_nodes_updated: v.master_nodes_updated,
-                })
-                .collect(),
+            variant_ids: variants.iter().map(|(id, _)| *id).collect(),
+            variants: variants.iter().map(|(_, d)| d.clone()).collect(),
             cells: Vec::new(),
         };
         let mut cells: HashMap<(usize, usize), (Histogram, Histogram)> = HashMap::new();
@@ -465,20 +445,6 @@ impl Store {
         .await?;
         Ok(rows.len())
     }
-}
-
-#[derive(sqlx::FromRow)]
-struct VariantRow {
-    id: i64,
-    release: String,
-    from_release: String,
-    upgrade_type: String,
-    platform: String,
-    architecture: String,
-    network: String,
-    network_stack: String,
-    topology: String,
-    master_nodes_updated: String,
 }
 
 #[cfg(test)]

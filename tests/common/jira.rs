@@ -107,6 +107,11 @@ fn jira_error(status: StatusCode, message: &str) -> Response {
     (status, axum::Json(json!({ "errorMessages": [message], "errors": {} }))).into_response()
 }
 
+/// Jira's 404 for an issue key it does not know (or will not show).
+fn no_such_issue() -> Response {
+    jira_error(StatusCode::NOT_FOUND, "Issue does not exist or you do not have permission to see it.")
+}
+
 fn gate(fake: &Fake, headers: &HeaderMap, what: &str) -> (super::faults::Fault, Option<Response>) {
     let mut inner = fake.inner.lock().unwrap();
     *inner.requests.entry(what.to_string()).or_default() += 1;
@@ -282,10 +287,7 @@ async fn issue(
         find(&mut inner, &key).map(|i| issue_json(i))
     };
     let Some(body) = body else {
-        return jira_error(
-            StatusCode::NOT_FOUND,
-            "Issue does not exist or you do not have permission to see it.",
-        );
+        return no_such_issue();
     };
     spoil(fault, axum::Json(body).into_response()).await
 }
@@ -302,10 +304,7 @@ async fn comments(
     }
     let mut inner = fake.inner.lock().unwrap();
     let Some(i) = find(&mut inner, &key) else {
-        return jira_error(
-            StatusCode::NOT_FOUND,
-            "Issue does not exist or you do not have permission to see it.",
-        );
+        return no_such_issue();
     };
     let start: usize = q.get("startAt").and_then(|s| s.parse().ok()).unwrap_or(0);
     let expand = q.get("expand").is_some_and(|e| e.contains("properties"));
@@ -354,10 +353,7 @@ async fn add_comment(
     let id = {
         let mut inner = fake.inner.lock().unwrap();
         let Some(i) = find(&mut inner, &key) else {
-            return jira_error(
-                StatusCode::NOT_FOUND,
-                "Issue does not exist or you do not have permission to see it.",
-            );
+            return no_such_issue();
         };
         let id = format!("{}{}", i.key.len(), i.comments.len() + 1);
         i.comments.push(json!({ "id": id, "body": body["body"], "properties": body["properties"] }));
@@ -377,10 +373,7 @@ async fn transitions(
     }
     let mut inner = fake.inner.lock().unwrap();
     let Some(i) = find(&mut inner, &key) else {
-        return jira_error(
-            StatusCode::NOT_FOUND,
-            "Issue does not exist or you do not have permission to see it.",
-        );
+        return no_such_issue();
     };
     let list = if i.done {
         json!([{ "id": "3", "name": "Reopen", "to": { "statusCategory": { "key": "new" } } }])
@@ -404,10 +397,7 @@ async fn transition(
     {
         let mut inner = fake.inner.lock().unwrap();
         let Some(i) = find(&mut inner, &key) else {
-            return jira_error(
-                StatusCode::NOT_FOUND,
-                "Issue does not exist or you do not have permission to see it.",
-            );
+            return no_such_issue();
         };
         match body["transition"]["id"].as_str() {
             Some("2") if !i.done => {

@@ -90,6 +90,16 @@ impl Drop for TestDb {
     }
 }
 
+/// Stores a month of generated runs ending at `end`, with the metal image-registry regression in
+/// its last week, written as a bulk load writes them (ingest has tests of its own).
+pub async fn load_metal_regression(store: &Store, seed: u64, end: chrono::DateTime<chrono::Utc>) {
+    let mut scenario = sheriff::synth::Scenario::month(seed, end);
+    scenario.planted.push(sheriff::synth::metal_registry_regression(21));
+    for chunk in sheriff::synth::run_records(&scenario).chunks(500) {
+        store.write_runs(chunk, false).await.unwrap();
+    }
+}
+
 /// The same server URL with another database name.
 pub fn replace_database(url: &str, database: &str) -> String {
     let (base, query) = match url.split_once('?') {
