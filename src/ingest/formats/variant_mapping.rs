@@ -27,7 +27,7 @@ mod tests {
     #[test]
     fn the_fixture_maps_metal_and_vsphere() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/fixtures/ci-test-mapping_variant_mapping.json");
+            .join("tests/fixtures/ci-test-mapping_variant_mapping.json");
         let rows = parse_variant_mapping(&std::fs::read(path).unwrap()).unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(
