@@ -1,7 +1,7 @@
 //! Evaluation end to end: a generated month with the case of DESIGN §1 planted, ingested,
 //! then `sheriff evaluate --format json` as a script would run it.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

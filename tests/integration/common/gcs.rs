@@ -30,7 +30,6 @@ struct Fake {
 /// A running fake; dropped with the test's runtime.
 pub struct FakeGcs {
     pub url: String,
-    requests: Arc<AtomicU64>,
     failures: Arc<AtomicU64>,
     downloads: Arc<AtomicU64>,
 }
@@ -44,8 +43,7 @@ impl FakeGcs {
             failures: Arc::default(),
             downloads: Arc::default(),
         };
-        let (requests, failures, downloads) =
-            (fake.requests.clone(), fake.failures.clone(), fake.downloads.clone());
+        let (failures, downloads) = (fake.failures.clone(), fake.downloads.clone());
         let app = Router::new()
             .route("/storage/v1/b/{bucket}/o", get(list))
             .route("/storage/v1/b/{bucket}/o/{*object}", get(media))
@@ -53,12 +51,9 @@ impl FakeGcs {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        FakeGcs { url, requests, failures, downloads }
+        FakeGcs { url, failures, downloads }
     }
 
-    pub fn requests(&self) -> u64 {
-        self.requests.load(Ordering::Relaxed)
-    }
     pub fn injected_failures(&self) -> u64 {
         self.failures.load(Ordering::Relaxed)
     }

@@ -1,5 +1,5 @@
 //! Shared by the integration tests: a fresh database per test on SQLite and PostgreSQL.
-#![allow(dead_code)]
+
 
 pub mod faults;
 pub mod gcs;

@@ -1,6 +1,6 @@
 //! `POST /api/v1/runs` through the router, without a socket.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -52,7 +52,6 @@ struct Fake {
 pub struct FakeSlack {
     pub url: String,
     inner: Arc<Mutex<Inner>>,
-    pub faults: Faults,
 }
 
 impl FakeSlack {
@@ -76,7 +75,7 @@ impl FakeSlack {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        FakeSlack { url, inner, faults }
+        FakeSlack { url, inner }
     }
 
     pub fn api_url(&self) -> String {

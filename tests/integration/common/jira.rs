@@ -50,7 +50,6 @@ struct Fake {
 pub struct FakeJira {
     pub url: String,
     inner: Arc<Mutex<Inner>>,
-    pub faults: Faults,
 }
 
 impl FakeJira {
@@ -73,15 +72,11 @@ impl FakeJira {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        FakeJira { url, inner, faults }
+        FakeJira { url, inner }
     }
 
     pub fn issues(&self) -> Vec<Issue> {
         self.inner.lock().unwrap().issues.clone()
-    }
-
-    pub fn requests(&self, what: &str) -> usize {
-        self.inner.lock().unwrap().requests.get(what).copied().unwrap_or(0)
     }
 
     /// Closes an issue as a person would: status Done with `resolution`, resolved `days_ago`.

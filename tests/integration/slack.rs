@@ -1,7 +1,7 @@
 //! The Slack endpoints through the router (no socket): signatures, authorization, the slash
 //! command and the buttons; and `/metrics`.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

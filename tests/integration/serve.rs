@@ -5,7 +5,7 @@
 //! one SQLite file refuses to start; `/readyz` fails while the database is down; `/metrics`
 //! and request ids in the structured logs.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! connections, workers killed between the remote's answer and the local commit) ends with every
 //! side effect delivered exactly once.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

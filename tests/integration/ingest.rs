@@ -1,6 +1,6 @@
 //! Ingest end to end: generated bucket trees, the GCS JSON API, and a corpus of broken files.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

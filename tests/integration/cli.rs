@@ -1,6 +1,5 @@
 //! The `sheriff` binary end to end: `migrate` and `config check`.
 
-mod common;
 
 use std::process::{Command, Output};
 

@@ -26,12 +26,6 @@ pub enum Fault {
     ResetAfter,
 }
 
-impl Fault {
-    pub fn handles(self) -> bool {
-        matches!(self, Fault::None | Fault::TimeoutAfter | Fault::ResetAfter)
-    }
-}
-
 /// Decides faults; `rate` is the share of requests that get one.
 #[derive(Clone)]
 pub struct Faults {
@@ -45,10 +39,6 @@ impl Faults {
 
     pub fn seeded(seed: u64, rate: f64) -> Faults {
         Faults { inner: Arc::new(Mutex::new((sheriff::synth::Rng::new(seed), rate))) }
-    }
-
-    pub fn set_rate(&self, rate: f64) {
-        self.inner.lock().unwrap().1 = rate;
     }
 
     pub fn next(&self) -> Fault {

@@ -1,0 +1,15 @@
+//! sheriff's integration tests, in one binary so the fakes and the library are compiled and
+//! linked once: each module starts what it needs (a fresh database on SQLite and PostgreSQL,
+//! the fake GCS, Slack and Jira under `common/`, or the `sheriff` binary itself).
+
+#[macro_use]
+mod common;
+
+mod cli;
+mod evaluate;
+mod incidents;
+mod ingest;
+mod push;
+mod serve;
+mod slack;
+mod store;
