@@ -573,7 +573,7 @@ async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Setting
                 Format::Json => {
                     let mut v = incident_json(&e.incident);
                     v["events"] = serde_json::to_value(&e.events)?;
-                    v["report"] = e.incident.snapshot.report.clone();
+                    v["report"] = serde_json::to_value(&e.incident.snapshot.report)?;
                     println!("{}", serde_json::to_string_pretty(&v)?);
                 }
                 Format::Text => print!("{}", crate::ops::render_explain(&e)),
@@ -586,7 +586,7 @@ async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Setting
         IncidentsAction::Silence { target, duration, reason } => {
             let words: Vec<&str> = target.iter().map(String::as_str).collect();
             let target = crate::incidents::silence::Target::parse(&words).map_err(anyhow::Error::msg)?;
-            let secs = crate::incidents::parse_span(&duration)
+            let secs = crate::model::parse_span(&duration)
                 .with_context(|| format!("`--for {duration}`: use a duration like 90m, 24h, 7d or 2w"))?;
             let expires = Utc::now().timestamp() + secs;
             let id = store.add_silence(&target, expires, &reason, &cli_actor()).await?;

@@ -89,13 +89,7 @@ pub struct AttributeSettings {
     pub evidence_runs: usize,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FileAgainst {
-    #[default]
-    Backend,
-    Platform,
-}
+pub use crate::model::FileAgainst;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -136,18 +130,6 @@ impl Default for AttributeSettings {
             .into(),
             evidence_runs: 10,
         }
-    }
-}
-
-impl AttributeSettings {
-    /// The control backend of `backend`, if any rule names one other than itself.
-    pub fn control_for(&self, backend: &str) -> Option<String> {
-        let connection = if backend.ends_with("-reused-connections") { "reused" } else { "new" };
-        self.controls
-            .iter()
-            .find(|r| crate::evaluate::thresholds::glob_match(&r.backend, backend))
-            .map(|r| r.control.replace("{connection}", connection))
-            .filter(|c| c != backend)
     }
 }
 
@@ -1082,15 +1064,18 @@ mod tests {
     fn control_backends_follow_the_connection_type_and_never_control_themselves() {
         let a = AttributeSettings::default();
         assert_eq!(
-            a.control_for("image-registry-new-connections").as_deref(),
+            crate::attribute::components::control_for(&a.controls, "image-registry-new-connections")
+                .as_deref(),
             Some("ingress-to-console-new-connections")
         );
         assert_eq!(
-            a.control_for("image-registry-reused-connections").as_deref(),
+            crate::attribute::components::control_for(&a.controls, "image-registry-reused-connections")
+                .as_deref(),
             Some("ingress-to-console-reused-connections")
         );
         assert_eq!(
-            a.control_for("ingress-to-console-new-connections").as_deref(),
+            crate::attribute::components::control_for(&a.controls, "ingress-to-console-new-connections")
+                .as_deref(),
             Some("kube-api-new-connections")
         );
         let s = Settings::load_from(
@@ -1099,7 +1084,13 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.attribute.file_against, FileAgainst::Platform);
-        assert_eq!(s.attribute.control_for("ingress-to-console-new-connections"), None);
+        assert_eq!(
+            crate::attribute::components::control_for(
+                &s.attribute.controls,
+                "ingress-to-console-new-connections"
+            ),
+            None
+        );
     }
 
     #[test]

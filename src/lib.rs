@@ -38,6 +38,7 @@ pub mod model;
 pub mod notify;
 pub mod ops;
 pub mod query;
+pub mod render;
 pub mod schedule;
 pub mod server;
 pub mod service;

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::config::Settings;
 use crate::incidents::silence::Silence;
-use crate::incidents::{Event, Incident, describe_scope};
+use crate::incidents::{Event, Incident};
 use crate::model::secs;
 use crate::notify::{DrainReport, Sinks, Worker};
 use crate::store::Store;
@@ -36,10 +36,7 @@ pub async fn status(store: &Store, now: i64) -> Result<Status> {
     })
 }
 
-fn when(t: i64) -> String {
-    chrono::DateTime::from_timestamp(t, 0)
-        .map_or_else(|| t.to_string(), |t| t.format("%Y-%m-%d %H:%M UTC").to_string())
-}
+use crate::render::time as when;
 
 /// One line per incident.
 pub fn incident_line(i: &Incident) -> String {
@@ -50,7 +47,7 @@ pub fn incident_line(i: &Incident) -> String {
         i.state.as_str(),
         s.family,
         s.release,
-        describe_scope(&s.scope),
+        s.scope.describe(),
         s.percentile,
         secs(s.observed_seconds),
         secs(s.threshold_seconds),
@@ -140,17 +137,11 @@ pub fn render_explain(e: &Explain) -> String {
         when(i.updated_at)
     );
     let _ = writeln!(out, "{}", s.summary);
-    for line in r["attribution"]["evidence"].as_array().into_iter().flatten().filter_map(|v| v.as_str()) {
+    for line in &r.attribution.evidence {
         let _ = writeln!(out, "  - {line}");
     }
-    for j in r["sample_jobs"].as_array().into_iter().flatten().take(6) {
-        let _ = writeln!(
-            out,
-            "  {} {}s {}",
-            j["kind"].as_str().unwrap_or(""),
-            j["seconds"],
-            j["url"].as_str().unwrap_or("")
-        );
+    for j in r.sample_jobs.iter().take(6) {
+        let _ = writeln!(out, "  {} {}s {}", j.kind, j.seconds, j.url);
     }
     if let Some(ts) = &i.slack_ts {
         let _ = writeln!(out, "Slack: {} {ts}", i.slack_channel.as_deref().unwrap_or(""));

@@ -9,10 +9,17 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::config::EvaluateSettings;
-use crate::model::{Dimension, GroupKey, Histogram, Percentile, secs, secs_or_dash};
-use crate::notify::slack::blocks::sparkline;
-use crate::notify::slack::command::Query;
+use crate::model::{Dimension, GroupKey, Histogram, Percentile, glob_match, secs, secs_or_dash};
+use crate::render::sparkline;
 use crate::store::Store;
+
+/// A question about one backend: which variants (dimension globs) over how many days.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query {
+    pub backend: String,
+    pub filters: BTreeMap<Dimension, String>,
+    pub window_days: i64,
+}
 
 const DAY: i64 = 86_400;
 const WEEKS: i64 = 8;
@@ -38,22 +45,17 @@ pub struct QueryAnswer {
 
 /// Answers `q` as of `now` (Unix seconds).
 pub async fn answer(store: &Store, settings: &EvaluateSettings, q: &Query, now: i64) -> Result<QueryAnswer> {
-    let t0 = std::time::Instant::now();
     let variants: HashSet<i64> = store
         .variants()
         .await?
         .iter()
-        .filter(|(_, d)| {
-            q.filters.iter().all(|(dim, v)| crate::evaluate::thresholds::glob_match(v, d.get(*dim)))
-        })
+        .filter(|(_, d)| q.filters.iter().all(|(dim, v)| glob_match(v, d.get(*dim))))
         .map(|(id, _)| *id)
         .collect();
     let today = now.div_euclid(DAY) + 1;
     let window = q.window_days;
     let first = today - (WEEKS * 7).max(window + i64::from(settings.baseline_days));
-    let t1 = t0.elapsed();
     let days = store.daily_histograms(&q.backend, &variants, first..today).await?;
-    let t2 = t0.elapsed();
     let merge = |range: std::ops::Range<i64>| {
         let mut h = Histogram::new();
         for (_, d) in days.range(range) {
@@ -80,9 +82,6 @@ pub async fn answer(store: &Store, settings: &EvaluateSettings, q: &Query, now: 
             })
             .collect()
     };
-    if std::env::var("QT").is_ok() {
-        eprintln!("variants {t1:?} days {t2:?} all {:?}", t0.elapsed());
-    }
     Ok(QueryAnswer {
         backend: q.backend.clone(),
         filters: q.filters.iter().map(|(d, v)| (d.as_str().to_string(), v.clone())).collect(),
@@ -126,9 +125,4 @@ pub fn render(a: &QueryAnswer) -> (String, String) {
     let _ = writeln!(table, "P50 by week: {}", sparkline(&a.weekly_p50));
     let _ = write!(table, "P95 by week: {}", sparkline(&a.weekly_p95));
     (title, table)
-}
-
-/// Dimension names for the filter keys, for messages.
-pub fn dimension_names() -> Vec<&'static str> {
-    Dimension::ALL.iter().map(|d| d.as_str()).collect()
 }

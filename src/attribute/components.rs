@@ -1,6 +1,6 @@
 //! Backend → Jira component and ClusterOperator, and platform → component (DESIGN §3.8).
 
-use crate::evaluate::thresholds::glob_match;
+use crate::model::glob_match;
 
 /// One row of the backend table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +47,17 @@ impl Default for ComponentTable {
             ],
         }
     }
+}
+
+/// The control backend of `backend`: the first rule whose glob matches, unless it names the
+/// backend itself. `{connection}` becomes `new` or `reused`, after the regressed backend.
+pub fn control_for(rules: &[crate::config::ControlRule], backend: &str) -> Option<String> {
+    let connection = if backend.ends_with("-reused-connections") { "reused" } else { "new" };
+    rules
+        .iter()
+        .find(|r| glob_match(&r.backend, backend))
+        .map(|r| r.control.replace("{connection}", connection))
+        .filter(|c| c != backend)
 }
 
 impl ComponentTable {

@@ -8,8 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
+pub use crate::model::ConditionEvidence;
 use crate::model::{ConditionSpan, Outage};
 
 /// The intervals of one sample run that matter: the outages of the regression's backends and
@@ -18,49 +17,6 @@ use crate::model::{ConditionSpan, Outage};
 pub struct RunIntervals {
     pub outages: Vec<Outage>,
     pub conditions: Vec<ConditionSpan>,
-}
-
-/// One condition's case, ranked.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct ConditionEvidence {
-    pub operator: String,
-    pub condition: String,
-    pub status: String,
-    /// The most common reason and message while it overlapped outages.
-    pub reason: String,
-    pub message: String,
-    /// Share of all outage seconds (of the regressed runs) its spans cover.
-    pub covered_share: f64,
-    /// Regressed runs where it overlapped an outage, of `runs`.
-    pub runs_with: usize,
-    pub runs: usize,
-    /// Healthy runs where it appears at all, of `healthy_runs`.
-    pub healthy_with: usize,
-    pub healthy_runs: usize,
-    pub score: f64,
-}
-
-impl ConditionEvidence {
-    /// `image-registry Available=False (NoReplicasAvailable): The deployment … — covers 94% of
-    /// outage seconds in 9 of 10 sample runs (seen in 0 of 10 healthy runs)`
-    pub fn quote(&self) -> String {
-        let reason = if self.reason.is_empty() { String::new() } else { format!(" ({})", self.reason) };
-        let message = if self.message.is_empty() { String::new() } else { format!(": {}", self.message) };
-        let healthy = if self.healthy_runs == 0 {
-            String::new()
-        } else {
-            format!(" (seen in {} of {} healthy runs)", self.healthy_with, self.healthy_runs)
-        };
-        format!(
-            "{} {}={}{reason}{message} — covers {:.0}% of outage seconds in {} of {} sample runs{healthy}",
-            self.operator,
-            self.condition,
-            self.status,
-            self.covered_share * 100.0,
-            self.runs_with,
-            self.runs
-        )
-    }
 }
 
 type Key = (String, String, String);

@@ -6,16 +6,17 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use anyhow::Result;
 use chrono::DateTime;
-use serde::Serialize;
 
 use super::{Attribution, PercentilePair, RegressionReport, SampleJob, Window};
-use crate::attribute::components::ComponentTable;
+use crate::attribute::components::{ComponentTable, control_for};
 use crate::attribute::evidence::{self, ConditionEvidence, RunIntervals};
 use crate::attribute::scope::{self, CellEvidence, ScopeFinding, ValueEvidence, Verdict};
 use crate::config::{AttributeSettings, EvaluateSettings, FileAgainst};
 use crate::evaluate::{Evaluation, GroupResult, GroupStatus};
 use crate::model::secs;
-use crate::model::{Dimension, GroupKey, Percentile, fingerprint};
+use crate::model::{
+    Confidence, ControlEvidence, Dimension, GroupKey, Percentile, SampleKind, Scope, Status, fingerprint,
+};
 use crate::store::Store;
 use crate::store::evaluations::WindowData;
 
@@ -114,27 +115,13 @@ pub(super) fn scope_for(
     (finding, context)
 }
 
-/// The scope as a map, multi-valued constraints joined by commas (for fingerprints).
-pub(super) fn scope_key(
-    context: &BTreeMap<Dimension, String>,
-    finding: &ScopeFinding,
-) -> BTreeMap<Dimension, String> {
-    let mut out = context.clone();
+/// The scope: the context dimensions and the finding's constraints.
+pub(super) fn scope_key(context: &BTreeMap<Dimension, String>, finding: &ScopeFinding) -> Scope {
+    let mut out: Scope = context.iter().map(|(d, v)| (*d, [v.clone()].into())).collect();
     for (d, values) in &finding.constraints {
-        out.insert(*d, values.iter().cloned().collect::<Vec<_>>().join(","));
+        out.set(*d, values.iter().cloned());
     }
     out
-}
-
-/// The control backend's verdict on the same cells.
-#[derive(Debug, Clone, Serialize)]
-pub struct ControlEvidence {
-    pub backend: String,
-    pub percentile: Percentile,
-    pub now: Option<f64>,
-    pub baseline: Option<f64>,
-    pub runs: u64,
-    pub healthy: bool,
 }
 
 fn round(x: f64) -> f64 {
@@ -152,7 +139,7 @@ pub(super) async fn describe(
     window: Window,
     baseline_window: Window,
     family: &str,
-    scope_map: &BTreeMap<Dimension, String>,
+    scope_map: &Scope,
     finding: &ScopeFinding,
     groups: &[&GroupResult],
 ) -> Result<RegressionReport> {
@@ -165,18 +152,18 @@ pub(super) async fn describe(
     let mut backends: Vec<String> = groups.iter().map(|g| g.key.backend.clone()).collect();
     backends.sort();
     backends.dedup();
-    let release = scope_map.get(&Dimension::Release).cloned().unwrap_or_default();
+    let release = scope_map.single(Dimension::Release).unwrap_or_default().to_string();
     let platform = finding
         .constraints
         .get(&Dimension::Platform)
         .filter(|v| v.len() == 1)
         .and_then(|v| v.iter().next().cloned());
     let status = if groups.iter().all(|g| g.status == GroupStatus::Resolved) {
-        "resolved"
+        Status::Resolved
     } else if groups.iter().any(|g| g.is_new) {
-        "new"
+        Status::New
     } else {
-        "ongoing"
+        Status::Ongoing
     };
     let (percentile, observed, threshold, allowed, source, p_value, q_value) = match &check {
         Some(c) => (
@@ -226,7 +213,7 @@ pub(super) async fn describe(
     }
 
     // The control backend on the same cells.
-    let control = attribute.control_for(&lead.key.backend).and_then(|name| {
+    let control = control_for(&attribute.controls, &lead.key.backend).and_then(|name| {
         let mut key = lead.key.clone();
         key.backend.clone_from(&name);
         index.group(&key).map(|g| ControlEvidence {
@@ -253,12 +240,16 @@ pub(super) async fn describe(
         kind,
         ci_infrastructure_trouble: false,
     };
-    let mut sample_jobs: Vec<SampleJob> =
-        rows.iter().filter(|r| r.3 > 0).take(settings.sample_worst).map(|r| sample(r, "worst")).collect();
+    let mut sample_jobs: Vec<SampleJob> = rows
+        .iter()
+        .filter(|r| r.3 > 0)
+        .take(settings.sample_worst)
+        .map(|r| sample(r, SampleKind::Worst))
+        .collect();
     let start = (rows.len() / 2).saturating_sub(settings.sample_typical / 2);
     for r in rows.iter().skip(start).take(settings.sample_typical) {
         if !sample_jobs.iter().any(|s| s.build_id == r.1) {
-            sample_jobs.push(sample(r, "typical"));
+            sample_jobs.push(sample(r, SampleKind::Typical));
         }
     }
     let disrupted: Vec<&(String, String, String, i64, i64)> =
@@ -302,7 +293,7 @@ pub(super) async fn describe(
 
     // Words.
     let scope_words = describe_scope(finding, platform.as_deref(), &release);
-    let verb = if status == "resolved" { "recovered" } else { "regressed" };
+    let verb = if status.is_active() { "regressed" } else { "recovered" };
     let mut summary = format!(
         "{family} disruption {verb} on {scope_words}: {percentile} {} against {} over {} runs.",
         secs(observed),
@@ -403,36 +394,23 @@ pub(super) async fn describe(
         && (conditions.first().is_some_and(|c| c.covered_share >= 0.5)
             || control.as_ref().is_some_and(|c| c.healthy))
     {
-        "high"
+        Confidence::High
     } else if p_value < 1e-3 && finding.separates {
-        "medium"
+        Confidence::Medium
     } else {
-        "low"
+        Confidence::Low
     };
 
-    let scope_json: BTreeMap<String, serde_json::Value> = scope_map
-        .iter()
-        .map(|(d, v)| {
-            let value = if v.contains(',') {
-                serde_json::Value::Array(
-                    v.split(',').map(|x| serde_json::Value::String(x.to_string())).collect(),
-                )
-            } else {
-                serde_json::Value::String(v.clone())
-            };
-            (d.as_str().to_string(), value)
-        })
-        .collect();
     let not_specific_to: Vec<String> =
         finding.spans.iter().filter(|(_, v)| v.len() > 1).map(|(d, _)| d.as_str().to_string()).collect();
     Ok(RegressionReport {
-        fingerprint: fingerprint(family, &release, scope_map),
+        fingerprint: fingerprint(family, &release, &scope_map.joined()),
         backend: (backends.len() == 1).then(|| backends[0].clone()),
         backends,
         family: family.to_string(),
         component: component.clone(),
         release,
-        scope: scope_json,
+        scope: scope_map.clone(),
         not_specific_to,
         percentile,
         observed_seconds: round(observed),

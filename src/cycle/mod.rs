@@ -16,7 +16,8 @@ use crate::attribute::scope::ScopeFinding;
 use crate::config::{AttributeSettings, EvaluateSettings, Settings};
 use crate::evaluate::thresholds::HistoricalTable;
 use crate::evaluate::{self, EvalInput, GroupResult, GroupStatus};
-use crate::model::{Dimension, Percentile, backend_family, secs, secs_or_dash};
+pub use crate::model::{Attribution, PercentilePair, RegressionReport, SampleJob};
+use crate::model::{Dimension, Percentile, Scope, backend_family, secs, secs_or_dash};
 use crate::store::Store;
 use crate::store::evaluations::CycleRecord;
 
@@ -92,93 +93,8 @@ impl IncidentCounts {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct PercentilePair {
-    pub now: Option<f64>,
-    pub baseline: Option<f64>,
-}
-
-/// Whom a regression belongs to, and why.
-#[derive(Debug, Clone, Serialize)]
-pub struct Attribution {
-    /// The component it is filed against.
-    pub component: String,
-    /// The platform, when the regression is specific to one.
-    pub platform: Option<String>,
-    /// The platform's own component, a second owner of a platform-specific regression.
-    pub platform_component: Option<String>,
-    /// Every owner: the backend's component, then the platform's.
-    pub owners: Vec<String>,
-    pub file_against: crate::config::FileAgainst,
-    /// The scope in words: "metal 4.14", "4.14, every platform, network=ovn".
-    pub scope: String,
-    /// A short plain-language account.
-    pub summary: String,
-    /// What it does not depend on: "not specific to a network plugin: ovn and sdn both regressed".
-    pub independence: Vec<String>,
-    /// `dimension=value` whose own runs were too few to tell.
-    pub thin_evidence: Vec<String>,
-    /// The control backend on the same runs.
-    pub control: Option<describe::ControlEvidence>,
-    /// Operator conditions that covered the outages, strongest first.
-    pub conditions: Vec<crate::attribute::evidence::ConditionEvidence>,
-    /// `high`, `medium` or `low`.
-    pub confidence: &'static str,
-    pub evidence: Vec<String>,
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct SampleJob {
-    pub url: String,
-    pub job: String,
-    pub build_id: String,
-    pub seconds: i64,
-    /// `worst` or `typical`.
-    pub kind: &'static str,
-    /// A CI-liveness backend was disrupted in this run too: the CI's trouble, not the product's.
-    pub ci_infrastructure_trouble: bool,
-}
-
-/// One regression: the groups of one backend family with one scope.
-#[derive(Debug, Clone, Serialize)]
-pub struct RegressionReport {
-    pub fingerprint: String,
-    /// Set when the regression covers one backend.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub backend: Option<String>,
-    pub backends: Vec<String>,
-    pub family: String,
-    pub component: String,
-    pub release: String,
-    /// Dimension → value (or values); a dimension left out covers all its values.
-    pub scope: BTreeMap<String, serde_json::Value>,
-    /// Dimensions the regression does not depend on (merged over).
-    pub not_specific_to: Vec<String>,
-    pub percentile: Percentile,
-    pub observed_seconds: f64,
-    pub threshold_seconds: f64,
-    pub threshold_source: String,
-    /// The threshold plus the minimum effect: what had to be exceeded.
-    pub allowed_seconds: f64,
-    pub baseline_seconds: Option<f64>,
-    pub job_runs: u64,
-    pub baseline_runs: u64,
-    pub p_value: f64,
-    pub q_value: f64,
-    pub percentiles: BTreeMap<Percentile, PercentilePair>,
-    pub attribution: Attribution,
-    pub sample_jobs: Vec<SampleJob>,
-    /// `new`, `ongoing` or `resolved`.
-    pub status: &'static str,
-    pub since: Option<DateTime<Utc>>,
-    pub groups: Vec<String>,
-    /// The regression's percentile week by week (the last eight weeks, oldest first), for
-    /// the sparkline in messages.
-    pub weekly: Vec<Option<f64>>,
-}
-
-#[derive(Debug, Clone, Serialize)]
 pub struct InsufficientReport {
-    pub scope: BTreeMap<String, String>,
+    pub scope: Scope,
     pub job_runs: u64,
     pub jobs: Vec<String>,
 }
@@ -203,7 +119,7 @@ pub async fn run_cycle(store: &Store, settings: &Settings, options: CycleOptions
     if let Ok((r, _)) = &result {
         metrics::gauge!("sheriff_groups_evaluated").set(r.groups_evaluated as f64);
         metrics::gauge!("sheriff_regressions")
-            .set(r.regressions.iter().filter(|x| x.status != "resolved").count() as f64);
+            .set(r.regressions.iter().filter(|x| x.status.is_active()).count() as f64);
     }
     match result {
         Ok((mut report, states)) => {
@@ -214,7 +130,7 @@ pub async fn run_cycle(store: &Store, settings: &Settings, options: CycleOptions
                     finished_at: Utc::now().timestamp(),
                     evaluated_at: options.at.timestamp(),
                     groups: report.groups_evaluated as i64,
-                    regressions: report.regressions.iter().filter(|r| r.status != "resolved").count() as i64,
+                    regressions: report.regressions.iter().filter(|r| r.status.is_active()).count() as i64,
                     outcome: "ok".into(),
                     error: String::new(),
                 };
@@ -269,7 +185,7 @@ pub async fn run_cycle(store: &Store, settings: &Settings, options: CycleOptions
 type States = Vec<(String, evaluate::GroupState)>;
 
 /// A regression's identity within a cycle: the backend family and its found scope.
-type ClusterKey = (String, BTreeMap<Dimension, String>);
+type ClusterKey = (String, Scope);
 
 async fn evaluate_at(
     store: &Store,
@@ -370,7 +286,7 @@ async fn evaluate_at(
         r.weekly = weekly_trend(store, settings, r, at).await?;
     }
     regressions.sort_by(|a, b| {
-        (a.status == "resolved", &a.family, &a.release).cmp(&(b.status == "resolved", &b.family, &b.release))
+        (!a.status.is_active(), &a.family, &a.release).cmp(&(!b.status.is_active(), &b.family, &b.release))
     });
 
     let insufficient_data = insufficient(store, &data, &evaluation.groups, window).await?;
@@ -404,8 +320,12 @@ async fn weekly_trend(
     at: DateTime<Utc>,
 ) -> Result<Vec<Option<f64>>> {
     let Some(backend) = r.backends.first() else { return Ok(Vec::new()) };
-    let filters =
-        r.scope.iter().filter_map(|(d, v)| Some((Dimension::parse(d)?, v.as_str()?.to_string()))).collect();
+    let filters = r
+        .scope
+        .iter()
+        .filter(|(_, v)| v.len() == 1)
+        .filter_map(|(d, v)| Some((d, v.iter().next()?.clone())))
+        .collect();
     let q = crate::notify::slack::command::Query {
         backend: backend.clone(),
         filters,
@@ -443,8 +363,7 @@ async fn insufficient(
     list.sort_by_key(|(v, (runs, _))| (std::cmp::Reverse(*runs), *v));
     for (v, (runs, _)) in list.into_iter().take(50) {
         let dims = &data.variants[v];
-        let scope =
-            Dimension::ALL.iter().map(|d| (d.as_str().to_string(), dims.get(*d).to_string())).collect();
+        let scope = Scope::of_cell(dims);
         let jobs = store
             .jobs_of_variants(&[data.variant_ids[v]], window.secs())
             .await?
@@ -475,8 +394,7 @@ pub fn render_text(report: &CycleReport) -> String {
         report.tests,
         if report.dry_run { " (dry run: nothing recorded)" } else { "" }
     );
-    let active: Vec<&RegressionReport> =
-        report.regressions.iter().filter(|r| r.status != "resolved").collect();
+    let active: Vec<&RegressionReport> = report.regressions.iter().filter(|r| r.status.is_active()).collect();
     if active.is_empty() {
         let _ = writeln!(s, "\nno regressions");
     } else {
@@ -490,8 +408,8 @@ pub fn render_text(report: &CycleReport) -> String {
             let scope: Vec<String> = r
                 .scope
                 .iter()
-                .filter(|(k, _)| k.as_str() != "release")
-                .map(|(k, v)| format!("{k}={}", v.as_str().map_or_else(|| v.to_string(), str::to_string)))
+                .filter(|(d, _)| *d != Dimension::Release)
+                .map(|(d, v)| format!("{d}={}", v.iter().cloned().collect::<Vec<_>>().join(",")))
                 .collect();
             let _ = writeln!(
                 s,
@@ -529,7 +447,7 @@ pub fn render_text(report: &CycleReport) -> String {
         }
     }
     let resolved: Vec<&RegressionReport> =
-        report.regressions.iter().filter(|r| r.status == "resolved").collect();
+        report.regressions.iter().filter(|r| !r.status.is_active()).collect();
     if !resolved.is_empty() {
         let _ = writeln!(s, "\nresolved:");
         for r in resolved {

@@ -4,31 +4,9 @@
 use std::collections::HashMap;
 
 use crate::config::LimitRule;
-use crate::ingest::formats::query_results::HistoricalRow;
-use crate::model::{Dimension, Dimensions, GroupKey, Percentile, Threshold, ThresholdSource};
-
-/// `*` matches any run of characters; everything else literally.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    if parts.len() == 1 {
-        return pattern == text;
-    }
-    let (first, last) = (parts[0], parts[parts.len() - 1]);
-    if !text.starts_with(first)
-        || !text[first.len()..].ends_with(last)
-        || text.len() < first.len() + last.len()
-    {
-        return false;
-    }
-    let mut rest = &text[first.len()..text.len() - last.len()];
-    for part in &parts[1..parts.len() - 1] {
-        match rest.find(part) {
-            Some(i) => rest = &rest[i + part.len()..],
-            None => return false,
-        }
-    }
-    true
-}
+use crate::model::{
+    Dimension, Dimensions, GroupKey, HistoricalRow, Percentile, Threshold, ThresholdSource, glob_match,
+};
 
 /// The configured limit for a group and percentile: among rules whose backend glob matches and
 /// whose every dimension the group fixes to the same value, the most specific.
@@ -174,15 +152,6 @@ mod tests {
             &d,
             &[Dimension::Release, Dimension::Platform, Dimension::Architecture, Dimension::Topology],
         )
-    }
-
-    #[test]
-    fn globs() {
-        assert!(glob_match("image-registry-*", "image-registry-new-connections"));
-        assert!(glob_match("*-new-connections", "kube-api-new-connections"));
-        assert!(glob_match("*api*", "cache-kube-api-new-connections"));
-        assert!(!glob_match("image-registry-*", "ingress-to-console-new-connections"));
-        assert!(glob_match("exact", "exact") && !glob_match("exact", "exactly"));
     }
 
     #[test]

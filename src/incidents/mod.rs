@@ -18,15 +18,11 @@
 pub mod plan;
 pub mod silence;
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::cycle::RegressionReport;
-
-/// Dimension → the values affected; a dimension left out covers all its values.
-pub type Scope = BTreeMap<String, Vec<String>>;
+use crate::model::{Percentile, RegressionReport, Scope};
 
 /// Where an incident is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
@@ -74,8 +70,9 @@ pub struct Snapshot {
     pub release: String,
     pub backends: Vec<String>,
     pub component: String,
+    #[serde(with = "crate::model::scope::lists")]
     pub scope: Scope,
-    pub percentile: String,
+    pub percentile: Percentile,
     pub observed_seconds: f64,
     pub threshold_seconds: f64,
     /// See [`tier`].
@@ -84,7 +81,7 @@ pub struct Snapshot {
     pub evidence: String,
     pub summary: String,
     /// The whole regression report, for rendering messages and `explain`.
-    pub report: serde_json::Value,
+    pub report: RegressionReport,
 }
 
 impl Snapshot {
@@ -94,62 +91,22 @@ impl Snapshot {
             release: r.release.clone(),
             backends: r.backends.clone(),
             component: r.component.clone(),
-            scope: scope_of(&r.scope),
-            percentile: r.percentile.to_string(),
+            scope: r.scope.clone(),
+            percentile: r.percentile,
             observed_seconds: r.observed_seconds,
             threshold_seconds: r.threshold_seconds,
-            tier: tier(&r.percentile.to_string(), r.observed_seconds, r.threshold_seconds),
-            evidence: r
-                .attribution
-                .conditions
-                .first()
-                .map(|c| format!("{} {}={}", c.operator, c.condition, c.status))
-                .unwrap_or_default(),
+            tier: tier(r.percentile, r.observed_seconds, r.threshold_seconds),
+            evidence: r.top_condition(),
             summary: r.attribution.summary.clone(),
-            report: serde_json::to_value(r).unwrap_or_default(),
+            report: r.clone(),
         }
     }
-}
-
-/// A report's scope (`"metal"` or `["ovn","sdn"]` per dimension) as a [`Scope`].
-pub fn scope_of(scope: &BTreeMap<String, serde_json::Value>) -> Scope {
-    scope
-        .iter()
-        .filter_map(|(k, v)| {
-            let values: Vec<String> = match v {
-                serde_json::Value::String(s) => vec![s.clone()],
-                serde_json::Value::Array(a) => {
-                    a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect()
-                }
-                _ => return None,
-            };
-            let mut values = values;
-            values.sort();
-            values.dedup();
-            Some((k.clone(), values))
-        })
-        .collect()
-}
-
-/// Two scopes overlap when, in every dimension both name, they share a value.
-pub fn scopes_overlap(a: &Scope, b: &Scope) -> bool {
-    a.iter().all(|(d, va)| b.get(d).is_none_or(|vb| va.iter().any(|x| vb.contains(x))))
-}
-
-/// `platform=metal network=ovn,sdn` (release left out: it is said separately).
-pub fn describe_scope(scope: &Scope) -> String {
-    let parts: Vec<String> = scope
-        .iter()
-        .filter(|(d, _)| d.as_str() != "release")
-        .map(|(d, v)| format!("{d}={}", v.join(",")))
-        .collect();
-    if parts.is_empty() { "every variant".into() } else { parts.join(" ") }
 }
 
 /// The severity tier: the percentile and how far over its threshold it is, in bands of
 /// `<2x`, `2-5x`, `5-10x` and `>=10x`. A move between tiers is a material change; wandering
 /// within one is not.
-pub fn tier(percentile: &str, observed: f64, threshold: f64) -> String {
+pub fn tier(percentile: Percentile, observed: f64, threshold: f64) -> String {
     let ratio = if threshold > 0.0 {
         observed / threshold
     } else if observed > 0.0 {
@@ -237,20 +194,15 @@ impl Change {
     }
 }
 
-/// `a` covers `b`: every value `b` affects, `a` affects too.
-fn covers(a: &Scope, b: &Scope) -> bool {
-    a.iter().all(|(d, va)| b.get(d).is_some_and(|vb| vb.iter().all(|x| va.contains(x))))
-}
-
 /// The material differences between what an incident knew and the cycle's regression. An
 /// observed value moving within its tier, or the same evidence again, is not one.
 pub fn material_changes(old: &Snapshot, new: &Snapshot) -> Vec<Change> {
     let mut out = Vec::new();
     if old.scope != new.scope {
-        let (from, to) = (describe_scope(&old.scope), describe_scope(&new.scope));
-        out.push(if covers(&new.scope, &old.scope) {
+        let (from, to) = (old.scope.describe(), new.scope.describe());
+        out.push(if new.scope.covers(&old.scope) {
             Change::ScopeGrew { from, to }
-        } else if covers(&old.scope, &new.scope) {
+        } else if old.scope.covers(&new.scope) {
             Change::ScopeShrank { from, to }
         } else {
             Change::ScopeMoved { from, to }
@@ -320,68 +272,31 @@ pub struct Event {
     pub detail: String,
 }
 
-/// `90s`, `15m`, `24h`, `7d`, `2w` → seconds.
-pub fn parse_span(text: &str) -> Option<i64> {
-    let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit())?;
-    let (n, unit) = text.split_at(split);
-    let n: i64 = n.parse().ok()?;
-    let unit = match unit {
-        "s" => 1,
-        "m" | "min" => 60,
-        "h" => 3_600,
-        "d" => 86_400,
-        "w" => 604_800,
-        _ => return None,
-    };
-    (n > 0).then(|| n.checked_mul(unit)).flatten()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn scope(pairs: &[(&str, &[&str])]) -> Scope {
-        pairs.iter().map(|(d, v)| (d.to_string(), v.iter().map(|s| s.to_string()).collect())).collect()
+        let mut s = Scope::new();
+        for (d, v) in pairs {
+            s.set(crate::model::Dimension::parse(d).unwrap(), v.iter().copied());
+        }
+        s
     }
 
     fn snap(scope: Scope, observed: f64, evidence: &str) -> Snapshot {
-        Snapshot {
-            family: "image-registry".into(),
-            release: "4.14".into(),
-            backends: vec!["image-registry-new-connections".into()],
-            component: "Image Registry".into(),
-            scope,
-            percentile: "P50".into(),
-            observed_seconds: observed,
-            threshold_seconds: 4.0,
-            tier: tier("P50", observed, 4.0),
-            evidence: evidence.into(),
-            summary: String::new(),
-            report: serde_json::Value::Null,
-        }
-    }
-
-    #[test]
-    fn overlap_treats_a_missing_dimension_as_all_values() {
-        let metal = scope(&[("release", &["4.14"]), ("platform", &["metal"])]);
-        let metal_ovn = scope(&[("release", &["4.14"]), ("platform", &["metal"]), ("network", &["ovn"])]);
-        let aws = scope(&[("release", &["4.14"]), ("platform", &["aws"])]);
-        let metal_or_aws = scope(&[("platform", &["aws", "metal"])]);
-        assert!(scopes_overlap(&metal, &metal_ovn));
-        assert!(scopes_overlap(&metal_ovn, &metal));
-        assert!(!scopes_overlap(&metal, &aws));
-        assert!(scopes_overlap(&metal_or_aws, &aws));
-        assert!(scopes_overlap(&Scope::new(), &aws));
+        let mut s = Snapshot::from_report(&crate::synth::example_report(scope, observed, 4.0));
+        s.evidence = evidence.into();
+        s
     }
 
     #[test]
     fn tiers_band_the_ratio_to_the_threshold() {
-        assert_eq!(tier("P50", 5.0, 4.0), "P50 <2x");
-        assert_eq!(tier("P50", 8.0, 4.0), "P50 2-5x");
-        assert_eq!(tier("P50", 31.0, 4.0), "P50 5-10x");
-        assert_eq!(tier("P95", 45.0, 4.0), "P95 >=10x");
-        assert_eq!(tier("P50", 3.0, 0.0), "P50 >=10x");
+        assert_eq!(tier(Percentile::P50, 5.0, 4.0), "P50 <2x");
+        assert_eq!(tier(Percentile::P50, 8.0, 4.0), "P50 2-5x");
+        assert_eq!(tier(Percentile::P50, 31.0, 4.0), "P50 5-10x");
+        assert_eq!(tier(Percentile::P95, 45.0, 4.0), "P95 >=10x");
+        assert_eq!(tier(Percentile::P50, 3.0, 0.0), "P50 >=10x");
     }
 
     #[test]
@@ -410,13 +325,22 @@ mod tests {
     }
 
     #[test]
-    fn spans() {
-        assert_eq!(parse_span("24h"), Some(86_400));
-        assert_eq!(parse_span("7d"), Some(604_800));
-        assert_eq!(parse_span("90m"), Some(5_400));
-        assert_eq!(parse_span("2w"), Some(1_209_600));
-        assert_eq!(parse_span("0h"), None);
-        assert_eq!(parse_span("h"), None);
-        assert_eq!(parse_span("3y"), None);
+    fn a_snapshot_stored_before_the_report_was_typed_still_loads() {
+        let path =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/incident_snapshot_v1.json");
+        let text = std::fs::read_to_string(path).unwrap();
+        let s: Snapshot = serde_json::from_str(&text).unwrap();
+        assert_eq!(s.percentile, Percentile::P50);
+        assert_eq!(s.scope.single(crate::model::Dimension::Platform), Some("metal"));
+        let r = &s.report;
+        assert_eq!(r.status, crate::model::Status::New);
+        assert_eq!(r.attribution.confidence, crate::model::Confidence::High);
+        assert_eq!(r.attribution.conditions[0].reason, "NoReplicasAvailable");
+        assert_eq!(r.sample_jobs[0].kind, crate::model::SampleKind::Worst);
+        assert_eq!(r.scope, s.scope);
+        // Written again, it says the same: every stored field survives, with the same values.
+        let old: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let new = serde_json::to_value(&s).unwrap();
+        assert_eq!(new, old);
     }
 }

@@ -10,9 +10,9 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::silence::Silence;
-use super::{Change, Incident, Snapshot, State, describe_scope, material_changes, scopes_overlap};
-use crate::cycle::RegressionReport;
-use crate::evaluate::thresholds::glob_match;
+use super::{Change, Incident, Snapshot, State, material_changes};
+use crate::model::glob_match;
+use crate::model::{Dimension, RegressionReport};
 
 /// Where and how notifications go; from [`crate::config::Settings`].
 #[derive(Debug, Clone)]
@@ -44,7 +44,7 @@ impl Policy {
     }
 
     pub fn channel_for(&self, s: &Snapshot) -> String {
-        let platform = s.scope.get("platform").filter(|v| v.len() == 1).map(|v| v[0].as_str());
+        let platform = s.scope.single(Dimension::Platform);
         self.routes
             .iter()
             .find(|r| {
@@ -174,8 +174,8 @@ pub fn plan(
 ) -> Plan {
     let mut used: HashSet<i64> = HashSet::new();
     let mut steps: Vec<Step> = Vec::new();
-    let active: Vec<&RegressionReport> = regressions.iter().filter(|r| r.status != "resolved").collect();
-    let resolved: Vec<&RegressionReport> = regressions.iter().filter(|r| r.status == "resolved").collect();
+    let active: Vec<&RegressionReport> = regressions.iter().filter(|r| r.status.is_active()).collect();
+    let resolved: Vec<&RegressionReport> = regressions.iter().filter(|r| !r.status.is_active()).collect();
 
     // Exact fingerprints first, so an overlap never steals an incident from its own regression.
     let mut matched: Vec<Option<&Incident>> = active
@@ -198,7 +198,7 @@ pub fn plan(
                 .iter()
                 .filter(|i| !used.contains(&i.id) && i.state.is_open() == open)
                 .filter(|i| i.snapshot.family == r.family && i.snapshot.release == r.release)
-                .filter(|i| scopes_overlap(&i.snapshot.scope, &snapshot.scope))
+                .filter(|i| i.snapshot.scope.overlaps(&snapshot.scope))
                 .filter(|i| open || i.resolved_at.is_some_and(|t| now - t <= policy.reopen_window_secs))
                 .max_by_key(|i| i.updated_at)
         };
@@ -243,7 +243,7 @@ pub fn plan(
                     .iter()
                     .filter(|i| i.state.is_open() && !used.contains(&i.id))
                     .filter(|i| i.snapshot.family == r.family && i.snapshot.release == r.release)
-                    .find(|i| scopes_overlap(&i.snapshot.scope, &snapshot.scope))
+                    .find(|i| i.snapshot.scope.overlaps(&snapshot.scope))
             });
         if let Some(i) = hit {
             used.insert(i.id);
@@ -304,7 +304,7 @@ pub fn with_effects(
         let filed = id.is_some_and(|id| delivered.jira_filed.contains(&id));
         let channel =
             existing.and_then(|i| i.slack_channel.clone()).unwrap_or_else(|| policy.channel_for(&snapshot));
-        let label = format!("{} {} ({})", snapshot.family, snapshot.release, describe_scope(&snapshot.scope));
+        let label = format!("{} {} ({})", snapshot.family, snapshot.release, snapshot.scope.describe());
         let open = !matches!(step.action, Action::Resolve { .. });
         let mut effects = Vec::new();
         if !posted && open {

@@ -4,21 +4,25 @@
 //! dimension values (`backend=image-registry-* platform=metal release=4.14`). A matcher's
 //! dimension matches an incident only when every value of the incident's scope in that
 //! dimension matches: silencing `platform=metal` does not silence a problem of every platform.
+//! Dimension keys are kept by their canonical names, whichever short form was typed
+//! (`upgrade=` is `upgrade_type`).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use super::{Incident, Snapshot};
-use crate::evaluate::thresholds::glob_match;
-use crate::model::Dimension;
+use crate::model::{Dimension, glob_match};
+
+/// A matcher's dimension patterns (globs), by dimension.
+pub type Patterns = BTreeMap<Dimension, String>;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Silence {
     pub id: i64,
     pub fingerprint: Option<String>,
     pub backend: Option<String>,
-    pub dimensions: BTreeMap<String, String>,
+    pub dimensions: Patterns,
     pub reason: String,
     pub created_by: String,
     pub created_at: i64,
@@ -31,7 +35,7 @@ pub struct Silence {
 pub struct Target {
     pub fingerprint: Option<String>,
     pub backend: Option<String>,
-    pub dimensions: BTreeMap<String, String>,
+    pub dimensions: Patterns,
 }
 
 impl Target {
@@ -57,10 +61,10 @@ impl Target {
             if v.is_empty() {
                 return Err(format!("`{k}=` needs a value"));
             }
-            if k == "backend" {
+            if k.eq_ignore_ascii_case("backend") {
                 t.backend = Some(v.to_string());
-            } else if Dimension::parse(k).is_some() {
-                t.dimensions.insert(k.to_string(), v.to_string());
+            } else if let Some(d) = Dimension::parse(k) {
+                t.dimensions.insert(d, v.to_string());
             } else {
                 let names: Vec<&str> = Dimension::ALL.iter().map(|d| d.as_str()).collect();
                 return Err(format!("unknown key `{k}`: use backend or one of {}", names.join(", ")));
@@ -115,10 +119,10 @@ impl Silence {
             return false;
         }
         self.dimensions.iter().all(|(d, pattern)| {
-            let values: Vec<&str> = if d == "release" {
+            let values: Vec<&str> = if *d == Dimension::Release {
                 vec![s.release.as_str()]
             } else {
-                s.scope.get(d).map(|v| v.iter().map(String::as_str).collect()).unwrap_or_default()
+                s.scope.get(*d).map(|v| v.iter().map(String::as_str).collect()).unwrap_or_default()
             };
             !values.is_empty() && values.iter().all(|v| glob_match(pattern, v))
         })
@@ -128,23 +132,10 @@ impl Silence {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::incidents::Scope;
+    use crate::model::Scope;
 
     fn incident(scope: Scope) -> Incident {
-        let snapshot = Snapshot {
-            family: "image-registry".into(),
-            release: "4.14".into(),
-            backends: vec!["image-registry-new-connections".into()],
-            component: "Image Registry".into(),
-            scope,
-            percentile: "P50".into(),
-            observed_seconds: 31.0,
-            threshold_seconds: 4.0,
-            tier: String::new(),
-            evidence: String::new(),
-            summary: String::new(),
-            report: serde_json::Value::Null,
-        };
+        let snapshot = Snapshot::from_report(&crate::synth::example_report(scope, 31.0, 4.0));
         Incident::new(7, "sheriff-00000000000000aa", snapshot)
     }
 
@@ -164,7 +155,7 @@ mod tests {
 
     #[test]
     fn matchers_and_expiry() {
-        let metal: Scope = [("platform".to_string(), vec!["metal".to_string()])].into();
+        let metal = Scope::from([(Dimension::Platform, "metal")]);
         let every: Scope = Scope::new();
         let m = silence(Target::parse(&["backend=image-registry-*", "platform=metal"]).unwrap(), 100);
         assert!(m.matches(&incident(metal.clone()), 50));
@@ -182,6 +173,19 @@ mod tests {
         let mut removed = one.clone();
         removed.removed_at = Some(10);
         assert!(!removed.matches(&incident(metal), 50));
+    }
+
+    #[test]
+    fn short_and_upper_case_dimension_names_match_like_the_canonical_ones() {
+        let mut micro = Scope::from([(Dimension::Platform, "metal")]);
+        micro.set(Dimension::UpgradeType, ["micro"]);
+        for typed in ["upgrade=micro", "UPGRADE_TYPE=micro", "Upgrade=micro", "upgrade_type=micro"] {
+            let t = Target::parse(&["backend=image-registry-*", typed]).unwrap();
+            assert_eq!(t.dimensions.keys().collect::<Vec<_>>(), [&Dimension::UpgradeType], "{typed}");
+            assert!(silence(t, 100).matches(&incident(micro.clone()), 50), "{typed}");
+        }
+        let t = Target::parse(&["arch=amd64", "stack=ipv4", "from=4.13"]).unwrap();
+        assert_eq!(t.describe(), "from_release=4.13 architecture=amd64 network_stack=ipv4");
     }
 
     #[test]

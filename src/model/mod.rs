@@ -2,13 +2,26 @@
 
 pub mod dimensions;
 pub mod evaluation;
+pub mod glob;
 pub mod histogram;
+pub mod historical;
+pub mod regression;
 pub mod run;
+pub mod scope;
+pub mod span;
 
 pub use dimensions::{Dimension, Dimensions};
 pub use evaluation::{GroupKey, Percentile, Threshold, ThresholdSource, backend_family, fingerprint};
+pub use glob::glob_match;
 pub use histogram::Histogram;
+pub use historical::HistoricalRow;
+pub use regression::{
+    Attribution, ConditionEvidence, Confidence, ControlEvidence, FileAgainst, PercentilePair,
+    RegressionReport, SampleJob, SampleKind, Status,
+};
 pub use run::{ConditionSpan, JobRun, Outage, RunRecord, Sample};
+pub use scope::Scope;
+pub use span::parse_span;
 
 /// `29s`, or `36.2s` when not whole: how sheriff writes a number of seconds everywhere.
 pub fn secs(x: f64) -> String {

@@ -154,7 +154,7 @@ async fn evaluate_now(state: &AppState, user: &str) -> Message {
     tracing::info!(user, "evaluation cycle asked for from Slack");
     match crate::cycle::run_cycle(&state.store, &state.settings, options).await {
         Ok(r) => {
-            let active = r.regressions.iter().filter(|x| x.status != "resolved").count();
+            let active = r.regressions.iter().filter(|x| x.status.is_active()).count();
             let c = &r.incidents;
             text_message(&format!(
                 "Cycle done: {} groups judged, {active} regression(s); incidents {} opened, {} changed, {} resolved.",

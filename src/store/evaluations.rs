@@ -7,8 +7,7 @@ use anyhow::Result;
 
 use super::{Store, with_pool};
 use crate::evaluate::{CellHistograms, GroupState};
-use crate::ingest::formats::query_results::HistoricalRow;
-use crate::model::{Dimensions, Histogram};
+use crate::model::{Dimensions, Histogram, HistoricalRow};
 
 const DAY: i64 = 86_400;
 

@@ -72,19 +72,38 @@ struct SilenceRow {
     removed_at: Option<i64>,
 }
 
-impl From<SilenceRow> for Silence {
-    fn from(r: SilenceRow) -> Silence {
-        Silence {
+impl SilenceRow {
+    /// The silence, or None (logged) when its dimensions cannot be read: an unreadable matcher
+    /// holds nothing, rather than everything of its backend. Keys written in a short form
+    /// (`upgrade`) by earlier versions read as their dimension.
+    fn into_silence(self) -> Option<Silence> {
+        let r = self;
+        let raw: std::collections::BTreeMap<String, String> = match serde_json::from_str(&r.dimensions) {
+            Ok(raw) => raw,
+            Err(e) => {
+                tracing::warn!(silence = r.id, "silence has unreadable dimensions, ignored: {e}");
+                return None;
+            }
+        };
+        let mut dimensions = crate::incidents::silence::Patterns::new();
+        for (k, v) in raw {
+            let Some(d) = crate::model::Dimension::parse(&k) else {
+                tracing::warn!(silence = r.id, key = %k, "silence names an unknown dimension, ignored");
+                return None;
+            };
+            dimensions.insert(d, v);
+        }
+        Some(Silence {
             id: r.id,
             fingerprint: r.fingerprint,
             backend: r.backend,
-            dimensions: serde_json::from_str(&r.dimensions).unwrap_or_default(),
+            dimensions,
             reason: r.reason,
             created_by: r.created_by,
             created_at: r.created_at,
             expires_at: r.expires_at,
             removed_at: r.removed_at,
-        }
+        })
     }
 }
 
@@ -116,7 +135,7 @@ macro_rules! load_silences {
         .bind($now)
         .fetch_all($executor)
         .await?;
-        rows.into_iter().map(Silence::from).collect::<Vec<_>>()
+        rows.into_iter().filter_map(SilenceRow::into_silence).collect::<Vec<_>>()
     }};
 }
 
@@ -186,8 +205,8 @@ macro_rules! bind_snapshot {
             .bind(&s.release)
             .bind(serde_json::to_string(&s.backends)?)
             .bind(&s.component)
-            .bind(serde_json::to_string(&s.scope)?)
-            .bind(&s.percentile)
+            .bind(serde_json::to_value(s)?["scope"].to_string())
+            .bind(s.percentile.to_string())
             .bind(s.observed_seconds)
             .bind(s.threshold_seconds)
             .bind(&s.tier)

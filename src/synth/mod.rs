@@ -345,3 +345,76 @@ pub fn run_records(scenario: &Scenario) -> Vec<crate::model::RunRecord> {
     debug_assert!(visited.is_ok(), "building records does no I/O");
     out
 }
+
+/// A complete regression report of image-registry on `scope`, as a cycle would write it: for
+/// tests of what reads reports (incidents, messages, pages) without running a cycle.
+pub fn example_report(
+    scope: crate::model::Scope,
+    observed: f64,
+    threshold: f64,
+) -> crate::model::RegressionReport {
+    use crate::model::{
+        Attribution, Confidence, Dimension, FileAgainst, Percentile, PercentilePair, RegressionReport,
+        SampleJob, SampleKind, Status, fingerprint,
+    };
+    let release = scope.single(Dimension::Release).unwrap_or("4.14").to_string();
+    let platform = scope.single(Dimension::Platform).map(str::to_string);
+    let words = format!("{} {release}", platform.as_deref().unwrap_or("every platform"));
+    let summary = format!(
+        "image-registry disruption regressed on {words}: P50 {} against {} over 28 runs.",
+        crate::model::secs(observed),
+        crate::model::secs(threshold)
+    );
+    let job = "periodic-ci-openshift-release-master-nightly-4.14-e2e-metal-ipi-ovn-upgrade";
+    RegressionReport {
+        fingerprint: fingerprint("image-registry", &release, &scope.joined()),
+        backend: None,
+        backends: vec!["image-registry-new-connections".into(), "image-registry-reused-connections".into()],
+        family: "image-registry".into(),
+        component: "Image Registry".into(),
+        release,
+        scope,
+        not_specific_to: vec!["network".into(), "upgrade_type".into()],
+        percentile: Percentile::P50,
+        observed_seconds: observed,
+        threshold_seconds: threshold,
+        threshold_source: "baseline window (84 runs)".into(),
+        allowed_seconds: (threshold + 5.0).max(threshold * 1.5),
+        baseline_seconds: Some(threshold),
+        job_runs: 28,
+        baseline_runs: 84,
+        p_value: 1e-9,
+        q_value: 1e-7,
+        percentiles: Percentile::ALL
+            .iter()
+            .map(|p| (*p, PercentilePair { now: Some(observed), baseline: Some(threshold) }))
+            .collect(),
+        attribution: Attribution {
+            component: "Image Registry".into(),
+            platform,
+            platform_component: None,
+            owners: vec!["Image Registry".into()],
+            file_against: FileAgainst::Backend,
+            scope: words,
+            summary,
+            independence: vec!["not specific to a network plugin: ovn and sdn both regressed".into()],
+            thin_evidence: Vec::new(),
+            control: None,
+            conditions: Vec::new(),
+            confidence: Confidence::High,
+            evidence: vec![format!("P50 is {} against a threshold of {}", observed, threshold)],
+        },
+        sample_jobs: vec![SampleJob {
+            url: format!("https://prow.ci.openshift.org/view/gs/test-platform-results/logs/{job}/1"),
+            job: job.into(),
+            build_id: "1".into(),
+            seconds: observed as i64,
+            kind: SampleKind::Worst,
+            ci_infrastructure_trouble: false,
+        }],
+        status: Status::New,
+        since: None,
+        groups: vec!["image-registry-new-connections release=4.14 platform=metal".into()],
+        weekly: vec![Some(threshold), Some(observed)],
+    }
+}

@@ -1,6 +1,5 @@
 //! The `sheriff` binary end to end: `migrate` and `config check`.
 
-
 use std::process::{Command, Output};
 
 fn sheriff(args: &[&str], env: &[(&str, &str)]) -> Output {

@@ -139,7 +139,10 @@ on_both_engines! {
         assert_eq!(db.store.count_cycles().await.unwrap(), 2);
         assert_eq!(dry.regressions[0].fingerprint, first.regressions[0].fingerprint);
         assert_eq!(first.regressions[0].fingerprint, second.regressions[0].fingerprint);
-        assert_eq!((first.regressions[0].status, second.regressions[0].status), ("new", "ongoing"));
+        assert_eq!(
+            (first.regressions[0].status, second.regressions[0].status),
+            (sheriff::model::Status::New, sheriff::model::Status::Ongoing)
+        );
     }
 }
 

@@ -14,8 +14,9 @@ use common::slack::FakeSlack;
 use sheriff::config::{JiraApi, Secret, Settings};
 use sheriff::cycle::{CycleOptions, run_cycle};
 use sheriff::incidents::plan::{self, Action, Policy, Step};
-use sheriff::incidents::{Change, Scope, Snapshot};
+use sheriff::incidents::{Change, Snapshot};
 use sheriff::ingest::{IngestOptions, Source, ingest};
+use sheriff::model::{Dimension, Scope};
 use sheriff::notify::{Clock, KillPoint, Sinks, StepOutcome, Worker};
 use sheriff::store::Store;
 use sheriff::store::evaluations::CycleRecord;
@@ -155,27 +156,15 @@ on_both_engines! {
 // ---- driving the outbox directly -------------------------------------------------------------
 
 fn snapshot(family: &str, platform: &str, observed: f64) -> Snapshot {
-    let scope: Scope = [("platform".to_string(), vec![platform.to_string()])].into();
-    Snapshot {
-        family: family.into(),
-        release: "4.14".into(),
-        backends: vec![format!("{family}-new-connections")],
-        component: "Image Registry".into(),
-        scope,
-        percentile: "P50".into(),
-        observed_seconds: observed,
-        threshold_seconds: 4.0,
-        tier: sheriff::incidents::tier("P50", observed, 4.0),
-        evidence: String::new(),
-        summary: format!("{family} regressed on {platform} 4.14"),
-        report: serde_json::json!({
-            "percentiles": { "P50": { "now": observed, "baseline": 1.0 } },
-            "attribution": { "evidence": ["one", "two"], "independence": ["not specific to a network plugin"] },
-            "sample_jobs": [{ "url": "https://prow.example/view/1", "job": "job-a", "build_id": "1", "seconds": 40, "kind": "worst" }],
-            "groups": ["g1", "g2"],
-            "weekly": [1.0, 2.0, 30.0],
-        }),
-    }
+    let scope = Scope::from([(Dimension::Platform, platform)]);
+    let mut r = synth::example_report(scope, observed, 4.0);
+    r.family = family.into();
+    r.backends = vec![format!("{family}-new-connections")];
+    r.attribution.summary = format!("{family} regressed on {platform} 4.14");
+    r.attribution.evidence = vec!["one".into(), "two".into()];
+    r.groups = vec!["g1".into(), "g2".into()];
+    r.weekly = vec![Some(1.0), Some(2.0), Some(30.0)];
+    Snapshot::from_report(&r)
 }
 
 fn policy() -> Policy {

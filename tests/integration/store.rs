@@ -1,6 +1,5 @@
 //! The store on both engines: migrations, and runs written and read back exactly once.
 
-
 use chrono::{TimeZone, Utc};
 use sheriff::model::{ConditionSpan, Dimensions, JobRun, Outage, RunRecord, Sample};
 use sheriff::store::runs::WriteOutcome;

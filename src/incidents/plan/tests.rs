@@ -1,65 +1,20 @@
-use std::collections::BTreeMap;
-
 use super::*;
-use crate::cycle::{Attribution, RegressionReport};
-use crate::model::{Dimension, Percentile, fingerprint};
+use crate::model::{Dimension, Scope, Status};
 
 fn report(scope: &[(&str, &str)], observed: f64, status: &'static str) -> RegressionReport {
-    let dims: BTreeMap<Dimension, String> = scope
-        .iter()
-        .filter(|(d, _)| *d != "release")
-        .map(|(d, v)| (Dimension::parse(d).unwrap(), v.to_string()))
-        .collect();
-    let mut json_scope: BTreeMap<String, serde_json::Value> = BTreeMap::new();
-    json_scope.insert("release".into(), "4.14".into());
+    let mut s = Scope::from([(Dimension::Release, "4.14")]);
     for (d, v) in scope {
-        let values: Vec<&str> = v.split(',').collect();
-        json_scope.insert(
-            d.to_string(),
-            if values.len() == 1 { v.to_string().into() } else { serde_json::json!(values) },
-        );
+        s.set(Dimension::parse(d).unwrap(), v.split(','));
     }
-    RegressionReport {
-        fingerprint: fingerprint("image-registry", "4.14", &dims),
-        backend: None,
-        backends: vec!["image-registry-new-connections".into()],
-        family: "image-registry".into(),
-        component: "Image Registry".into(),
-        release: "4.14".into(),
-        scope: json_scope,
-        not_specific_to: vec![],
-        percentile: Percentile::P50,
-        observed_seconds: observed,
-        threshold_seconds: 4.0,
-        threshold_source: "configured".into(),
-        allowed_seconds: 6.0,
-        baseline_seconds: Some(2.0),
-        job_runs: 40,
-        baseline_runs: 120,
-        p_value: 0.0001,
-        q_value: 0.001,
-        percentiles: BTreeMap::new(),
-        attribution: Attribution {
-            component: "Image Registry".into(),
-            platform: Some("metal".into()),
-            platform_component: None,
-            owners: vec!["Image Registry".into()],
-            file_against: crate::config::FileAgainst::Backend,
-            scope: "metal 4.14".into(),
-            summary: "image-registry regressed on metal 4.14".into(),
-            independence: vec![],
-            thin_evidence: vec![],
-            control: None,
-            conditions: vec![],
-            confidence: "high",
-            evidence: vec![],
-        },
-        sample_jobs: vec![],
-        status,
-        since: None,
-        groups: vec![],
-        weekly: vec![],
-    }
+    let mut r = crate::synth::example_report(s, observed, 4.0);
+    r.backends = vec!["image-registry-new-connections".into()];
+    r.attribution.summary = "image-registry regressed on metal 4.14".into();
+    r.status = match status {
+        "new" => Status::New,
+        "ongoing" => Status::Ongoing,
+        _ => Status::Resolved,
+    };
+    r
 }
 
 fn policy() -> Policy {
@@ -231,7 +186,7 @@ fn silences_hold_notifications_until_they_end() {
         id: 9,
         fingerprint: None,
         backend: Some("image-registry*".into()),
-        dimensions: [("platform".to_string(), "metal".to_string())].into(),
+        dimensions: [(Dimension::Platform, "metal".to_string())].into(),
         reason: "known metal outage".into(),
         created_by: "U1".into(),
         created_at: 0,

@@ -4,8 +4,9 @@
 use serde_json::{Value, json};
 
 use crate::config::JiraApi;
-use crate::incidents::{Incident, describe_scope};
-use crate::model::{secs, secs_or_dash};
+use crate::incidents::Incident;
+use crate::model::{Dimension, secs};
+use crate::render::{percentile_table, truncate};
 
 /// A piece of running text.
 #[derive(Debug, Clone, PartialEq)]
@@ -122,7 +123,11 @@ pub fn render(api: JiraApi, doc: &[Node]) -> Value {
 /// characters.
 pub fn summary(i: &Incident) -> String {
     let s = &i.snapshot;
-    let platform = s.scope.get("platform").map(|v| format!("{} ", v.join("/"))).unwrap_or_default();
+    let platform = s
+        .scope
+        .get(Dimension::Platform)
+        .map(|v| format!("{} ", v.iter().cloned().collect::<Vec<_>>().join("/")))
+        .unwrap_or_default();
     let text = format!(
         "{} disruption regressed on {platform}{}: {} {} (threshold {})",
         s.family,
@@ -131,7 +136,7 @@ pub fn summary(i: &Incident) -> String {
         secs(s.observed_seconds),
         secs(s.threshold_seconds)
     );
-    crate::notify::slack::blocks::truncate(&text, 255)
+    truncate(&text, 255)
 }
 
 /// The issue description: attribution, the percentile table, scope and independence,
@@ -139,58 +144,29 @@ pub fn summary(i: &Incident) -> String {
 pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
     let s = &i.snapshot;
     let r = &s.report;
-    let strings = |v: &Value| -> Vec<String> {
-        v.as_array().into_iter().flatten().filter_map(|x| x.as_str().map(str::to_string)).collect()
-    };
     let mut doc = vec![Node::Para(vec![text(s.summary.clone())])];
     doc.push(Node::Heading("Percentiles".into()));
-    let mut rows = Vec::new();
-    if let Some(ps) = r["percentiles"].as_object() {
-        for (p, pair) in ps {
-            let threshold = if *p == s.percentile { secs(s.threshold_seconds) } else { "-".into() };
-            rows.push(vec![
-                p.clone(),
-                secs_or_dash(pair["now"].as_f64()),
-                threshold,
-                secs_or_dash(pair["baseline"].as_f64()),
-            ]);
-        }
-    }
-    if rows.is_empty() {
-        rows.push(vec![
-            s.percentile.clone(),
-            secs(s.observed_seconds),
-            secs(s.threshold_seconds),
-            "-".into(),
-        ]);
-    }
+    let rows = percentile_table(r)
+        .into_iter()
+        .map(|row| vec![row.percentile, row.now, row.threshold, row.baseline])
+        .collect();
     doc.push(Node::Table {
         header: vec!["percentile".into(), "now".into(), "threshold".into(), "baseline".into()],
         rows,
     });
     doc.push(Node::Heading("Scope".into()));
-    let mut scope = vec![vec![text(format!("{} {}", s.release, describe_scope(&s.scope)))]];
-    scope.extend(strings(&r["attribution"]["independence"]).into_iter().map(|t| vec![text(t)]));
+    let mut scope = vec![vec![text(format!("{} {}", s.release, s.scope.describe()))]];
+    scope.extend(r.attribution.independence.iter().map(|t| vec![text(t.clone())]));
     doc.push(Node::Bullets(scope));
-    let conditions: Vec<Vec<Inline>> = r["attribution"]["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let conditions: Vec<Vec<Inline>> = r
+        .attribution
+        .conditions
+        .iter()
         .take(5)
         .map(|c| {
             vec![
-                Inline::Code(format!(
-                    "{} {}={}",
-                    c["operator"].as_str().unwrap_or_default(),
-                    c["condition"].as_str().unwrap_or_default(),
-                    c["status"].as_str().unwrap_or_default()
-                )),
-                text(format!(
-                    " {} — in {} of {} regressed runs",
-                    c["reason"].as_str().unwrap_or_default(),
-                    c["runs_with"].as_u64().unwrap_or_default(),
-                    c["runs"].as_u64().unwrap_or_default()
-                )),
+                Inline::Code(c.label()),
+                text(format!(" {} — in {} of {} regressed runs", c.reason, c.runs_with, c.runs)),
             ]
         })
         .collect();
@@ -199,32 +175,19 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
         doc.push(Node::Bullets(conditions));
     }
     let evidence: Vec<Vec<Inline>> =
-        strings(&r["attribution"]["evidence"]).into_iter().take(10).map(|e| vec![text(e)]).collect();
+        r.attribution.evidence.iter().take(10).map(|e| vec![text(e.clone())]).collect();
     if !evidence.is_empty() {
         doc.push(Node::Heading("Evidence".into()));
         doc.push(Node::Bullets(evidence));
     }
-    let jobs: Vec<Vec<Inline>> = r["sample_jobs"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let jobs: Vec<Vec<Inline>> = r
+        .sample_jobs
+        .iter()
         .take(10)
         .map(|j| {
-            let url = j["url"].as_str().unwrap_or_default().to_string();
             vec![
-                Inline::Link {
-                    text: format!(
-                        "{} #{}",
-                        j["job"].as_str().unwrap_or("run"),
-                        j["build_id"].as_str().unwrap_or_default()
-                    ),
-                    url,
-                },
-                text(format!(
-                    " — {}s ({})",
-                    j["seconds"].as_i64().unwrap_or_default(),
-                    j["kind"].as_str().unwrap_or_default()
-                )),
+                Inline::Link { text: format!("{} #{}", j.job, j.build_id), url: j.url.clone() },
+                text(format!(" — {}s ({})", j.seconds, j.kind)),
             ]
         })
         .collect();
@@ -255,7 +218,7 @@ pub fn comment(i: &Incident, change: &str) -> Vec<Node> {
             secs(s.observed_seconds),
             secs(s.threshold_seconds),
             s.release,
-            describe_scope(&s.scope)
+            s.scope.describe()
         ))]),
     ]
 }

@@ -6,8 +6,10 @@
 use serde_json::{Value, json};
 
 use super::Message;
-use crate::incidents::{Event, Incident, State, describe_scope};
-use crate::model::{secs, secs_or_dash};
+use crate::incidents::{Event, Incident, State};
+use crate::model::secs;
+pub use crate::render::truncate;
+use crate::render::{percentile_text, weekly_line};
 
 pub const MAX_BLOCKS: usize = 50;
 pub const MAX_SECTION_TEXT: usize = 3000;
@@ -40,16 +42,6 @@ impl Links {
             format!("<{}/browse/{key}|{key}>", self.jira_url.trim_end_matches('/'))
         }
     }
-}
-
-/// Cuts `s` to at most `max` characters, ending in "…" when cut.
-pub fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 /// Escapes the three characters Slack's mrkdwn treats as control characters.
@@ -139,25 +131,11 @@ fn state_emoji(state: State) -> &'static str {
     }
 }
 
-/// `▁▂▅█`: one character a value (none: a space).
-pub fn sparkline(values: &[Option<f64>]) -> String {
-    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
-    let max = values.iter().flatten().copied().fold(0.0_f64, f64::max);
-    values
-        .iter()
-        .map(|v| match v {
-            None => ' ',
-            Some(_) if max <= 0.0 => BARS[0],
-            Some(x) => BARS[((x / max) * 7.0).round().clamp(0.0, 7.0) as usize],
-        })
-        .collect()
-}
-
 /// The incident's parent message, edited in place as it changes.
 pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Message {
     let s = &i.snapshot;
     let r = &s.report;
-    let scope = describe_scope(&s.scope);
+    let scope = s.scope.describe();
     let title = format!(
         "{} {} disruption {}: {} {}",
         state_emoji(i.state),
@@ -168,8 +146,7 @@ pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Messag
     );
     let mut blocks = vec![header(&title)];
     blocks.push(section(&escape(&s.summary)));
-    let since = chrono::DateTime::from_timestamp(i.opened_at, 0)
-        .map_or(String::new(), |t| t.format("%Y-%m-%d %H:%M UTC").to_string());
+    let since = crate::render::time(i.opened_at);
     let mut f = vec![
         ("State", format!("{} (opened {since})", i.state)),
         ("Component", escape(&s.component)),
@@ -188,64 +165,32 @@ pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Messag
     if let Some(by) = &i.acked_by {
         f.push(("Acknowledged", format!("<@{by}>")));
     }
-    if let Some(c) = r["attribution"]["confidence"].as_str() {
-        f.push(("Confidence", c.to_string()));
-    }
+    f.push(("Confidence", r.attribution.confidence.to_string()));
     blocks.push(fields(&f));
 
-    // percentiles now / threshold / baseline, and the weekly sparkline
-    let mut table = String::from("```\n      now     threshold  baseline\n");
-    if let Some(ps) = r["percentiles"].as_object() {
-        for (p, pair) in ps {
-            let threshold = if *p == s.percentile { secs(s.threshold_seconds) } else { "-".into() };
-            table.push_str(&format!(
-                "{p:<5} {:<7} {:<10} {}\n",
-                secs_or_dash(pair["now"].as_f64()),
-                threshold,
-                secs_or_dash(pair["baseline"].as_f64())
-            ));
-        }
-    }
-    if let Some(weeks) = r["weekly"].as_array() {
-        let values: Vec<Option<f64>> = weeks.iter().map(Value::as_f64).collect();
-        table.push_str(&format!("{} by week: {}\n", s.percentile, sparkline(&values)));
+    // percentiles now / threshold / reference, and the weekly sparkline
+    let mut table = format!("```\n{}", percentile_text(r));
+    if let Some(line) = weekly_line(r) {
+        table.push_str(&line);
+        table.push('\n');
     }
     table.push_str("```");
     blocks.push(section(&table));
 
-    let evidence: Vec<String> = r["attribution"]["evidence"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.as_str().map(|e| format!("• {}", escape(e))))
-        .collect();
+    let evidence: Vec<String> = r.attribution.evidence.iter().map(|e| format!("• {}", escape(e))).collect();
     if !evidence.is_empty() {
         blocks.extend(sections_of_lines(&evidence, 2, links.incident(i.id).as_deref()));
     }
-    let groups: Vec<String> = r["groups"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|g| g.as_str().map(|g| format!("`{}`", escape(g))))
-        .collect();
+    let groups: Vec<String> = r.groups.iter().map(|g| format!("`{}`", escape(g))).collect();
     if groups.len() > 1 {
         let mut lines = vec![format!("*Affected groups ({})*", groups.len())];
         lines.extend(groups);
         blocks.extend(sections_of_lines(&lines, 2, links.incident(i.id).as_deref()));
     }
-    let jobs: Vec<String> = r["sample_jobs"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|j| {
-            format!(
-                "<{}|{} #{}> {}s",
-                j["url"].as_str().unwrap_or_default(),
-                escape(j["kind"].as_str().unwrap_or("run")),
-                escape(j["build_id"].as_str().unwrap_or_default()),
-                j["seconds"].as_i64().unwrap_or_default()
-            )
-        })
+    let jobs: Vec<String> = r
+        .sample_jobs
+        .iter()
+        .map(|j| format!("<{}|{} #{}> {}s", escape(&j.url), j.kind, escape(&j.build_id), j.seconds))
         .collect();
     if !jobs.is_empty() {
         blocks.push(context(&jobs));
@@ -360,39 +305,31 @@ pub fn check_limits(m: &Message) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::incidents::{Scope, Snapshot};
 
     pub(crate) fn big_incident(cells: usize) -> Incident {
-        let groups: Vec<String> = (0..cells)
-            .map(|n| format!("image-registry-new-connections|4.14|platform=metal|network=ovn|upgrade_type=micro|variant={n}"))
+        use crate::model::{Dimension, SampleJob, SampleKind, Scope};
+        let mut r = crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 31.0, 4.0);
+        r.groups = (0..cells)
+            .map(|n| {
+                format!("image-registry-new-connections release=4.14 platform=metal network=ovn variant={n}")
+            })
             .collect();
-        let jobs: Vec<Value> = (0..25)
-            .map(|n| json!({"url": format!("https://prow.ci.openshift.org/view/gs/b/logs/job/{n}"), "job": "job", "build_id": n.to_string(), "seconds": 40, "kind": "worst"}))
+        r.sample_jobs = (0..25)
+            .map(|n| SampleJob {
+                url: format!("https://prow.ci.openshift.org/view/gs/b/logs/job/{n}"),
+                job: "job".into(),
+                build_id: n.to_string(),
+                seconds: 40,
+                kind: SampleKind::Worst,
+                ci_infrastructure_trouble: false,
+            })
             .collect();
-        let evidence: Vec<String> =
+        r.attribution.evidence =
             (0..60).map(|n| format!("evidence line {n} <with> & {}", "x".repeat(200))).collect();
-        let report = json!({
-            "percentiles": {"P50": {"now": 31.0, "baseline": 2.0}, "P95": {"now": 80.0, "baseline": 9.0}},
-            "weekly": [2.0, 3.0, null, 30.0, 31.0],
-            "attribution": {"confidence": "high", "evidence": evidence},
-            "groups": groups,
-            "sample_jobs": jobs,
-        });
-        let snapshot = Snapshot {
-            family: "image-registry".into(),
-            release: "4.14".into(),
-            backends: vec!["image-registry-new-connections".into()],
-            component: "Image Registry".into(),
-            scope: Scope::from([("platform".to_string(), vec!["metal".to_string()])]),
-            percentile: "P50".into(),
-            observed_seconds: 31.0,
-            threshold_seconds: 4.0,
-            tier: "P50 5-10x".into(),
-            evidence: String::new(),
-            summary: "x".repeat(5000),
-            report,
-        };
-        let mut i = Incident::new(12, "sheriff-0123456789abcdef", snapshot);
+        r.attribution.summary = "x".repeat(5000);
+        r.weekly = vec![Some(2.0), Some(3.0), None, Some(30.0), Some(31.0)];
+        let mut i =
+            Incident::new(12, "sheriff-0123456789abcdef", crate::incidents::Snapshot::from_report(&r));
         i.revision = 1;
         i.opened_at = 1_700_000_000;
         i.acked_by = Some("U123".into());
@@ -416,17 +353,5 @@ mod tests {
             &links,
         );
         check_limits(&summary).unwrap();
-    }
-
-    #[test]
-    fn sparklines_scale_to_the_largest_value() {
-        assert_eq!(sparkline(&[Some(0.0), Some(7.0), None, Some(3.5)]), "▁█ ▅");
-        assert_eq!(sparkline(&[Some(0.0), Some(0.0)]), "▁▁");
-    }
-
-    #[test]
-    fn truncation_keeps_characters_whole() {
-        assert_eq!(truncate("ééééé", 3), "éé…");
-        assert_eq!(truncate("abc", 3), "abc");
     }
 }

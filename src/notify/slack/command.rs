@@ -13,16 +13,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::incidents::parse_span;
 use crate::incidents::silence::Target;
-use crate::model::Dimension;
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct Query {
-    pub backend: String,
-    pub filters: BTreeMap<Dimension, String>,
-    pub window_days: i64,
-}
+use crate::model::{Dimension, parse_span};
+pub use crate::query::Query;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {

@@ -1,6 +1,5 @@
 //! Shared by the integration tests: a fresh database per test on SQLite and PostgreSQL.
 
-
 pub mod faults;
 pub mod gcs;
 pub mod jira;

@@ -1,0 +1,255 @@
+//! The regression report: what one cycle says about one regression, the unit every later stage
+//! reads. Incidents keep the latest one (`Snapshot.report`), Slack, Jira, the pages and
+//! `incidents show` render it, and `evaluate --format json` prints it (DESIGN §5's contract).
+//!
+//! Stored reports stay readable: field names and the spelling of every value are part of the
+//! format, and fields added later carry `#[serde(default)]`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::{Percentile, Scope};
+
+/// Where a regression is in this cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Regressed this cycle and not before.
+    New,
+    Ongoing,
+    /// Back within its reference: the incident resolves.
+    Resolved,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::New => "new",
+            Status::Ongoing => "ongoing",
+            Status::Resolved => "resolved",
+        }
+    }
+
+    pub fn is_active(self) -> bool {
+        self != Status::Resolved
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How sure the attribution is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    High,
+    Medium,
+    Low,
+}
+
+impl Confidence {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confidence::High => "high",
+            Confidence::Medium => "medium",
+            Confidence::Low => "low",
+        }
+    }
+}
+
+impl fmt::Display for Confidence {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a sample run is listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SampleKind {
+    /// Among the most disrupted runs of the regression.
+    Worst,
+    /// A run from the middle of the regression's distribution.
+    Typical,
+}
+
+impl SampleKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SampleKind::Worst => "worst",
+            SampleKind::Typical => "typical",
+        }
+    }
+}
+
+impl fmt::Display for SampleKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which of a platform-specific regression's two owners it is filed against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FileAgainst {
+    /// The backend's component (Image Registry), naming the platform's as a second owner.
+    #[default]
+    Backend,
+    /// The platform's component (Bare Metal Hardware Provisioning).
+    Platform,
+}
+
+/// One percentile now and in the reference.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PercentilePair {
+    pub now: Option<f64>,
+    pub baseline: Option<f64>,
+}
+
+/// The control backend's verdict on the same runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ControlEvidence {
+    pub backend: String,
+    pub percentile: Percentile,
+    pub now: Option<f64>,
+    pub baseline: Option<f64>,
+    pub runs: u64,
+    pub healthy: bool,
+}
+
+/// One ClusterOperator condition's case for being behind the outages, ranked by `score`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ConditionEvidence {
+    pub operator: String,
+    pub condition: String,
+    pub status: String,
+    /// The most common reason and message while it overlapped outages.
+    pub reason: String,
+    pub message: String,
+    /// Share of all outage seconds (of the regressed runs) its spans cover.
+    pub covered_share: f64,
+    /// Regressed runs where it overlapped an outage, of `runs`.
+    pub runs_with: usize,
+    pub runs: usize,
+    /// Healthy runs where it appears at all, of `healthy_runs`.
+    pub healthy_with: usize,
+    pub healthy_runs: usize,
+    pub score: f64,
+}
+
+impl ConditionEvidence {
+    /// `image-registry Available=False`
+    pub fn label(&self) -> String {
+        format!("{} {}={}", self.operator, self.condition, self.status)
+    }
+
+    /// `image-registry Available=False (NoReplicasAvailable): The deployment … — covers 94% of
+    /// outage seconds in 9 of 10 sample runs (seen in 0 of 10 healthy runs)`
+    pub fn quote(&self) -> String {
+        let reason = if self.reason.is_empty() { String::new() } else { format!(" ({})", self.reason) };
+        let message = if self.message.is_empty() { String::new() } else { format!(": {}", self.message) };
+        let healthy = if self.healthy_runs == 0 {
+            String::new()
+        } else {
+            format!(" (seen in {} of {} healthy runs)", self.healthy_with, self.healthy_runs)
+        };
+        format!(
+            "{}{reason}{message} — covers {:.0}% of outage seconds in {} of {} sample runs{healthy}",
+            self.label(),
+            self.covered_share * 100.0,
+            self.runs_with,
+            self.runs
+        )
+    }
+}
+
+/// Whom a regression belongs to, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attribution {
+    /// The component it is filed against.
+    pub component: String,
+    /// The platform, when the regression is specific to one.
+    pub platform: Option<String>,
+    /// The platform's own component, a second owner of a platform-specific regression.
+    pub platform_component: Option<String>,
+    /// Every owner: the backend's component, then the platform's.
+    pub owners: Vec<String>,
+    pub file_against: FileAgainst,
+    /// The scope in words: "metal 4.14", "4.14, every platform, network=ovn".
+    pub scope: String,
+    /// A short plain-language account.
+    pub summary: String,
+    /// What it does not depend on: "not specific to a network plugin: ovn and sdn both regressed".
+    pub independence: Vec<String>,
+    /// `dimension=value` whose own runs were too few to tell.
+    pub thin_evidence: Vec<String>,
+    /// The control backend on the same runs.
+    pub control: Option<ControlEvidence>,
+    /// Operator conditions that covered the outages, strongest first.
+    pub conditions: Vec<ConditionEvidence>,
+    pub confidence: Confidence,
+    pub evidence: Vec<String>,
+}
+
+/// A run worth opening, with its link.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SampleJob {
+    pub url: String,
+    pub job: String,
+    pub build_id: String,
+    pub seconds: i64,
+    pub kind: SampleKind,
+    /// A CI-liveness backend was disrupted in this run too: the CI's trouble, not the product's.
+    pub ci_infrastructure_trouble: bool,
+}
+
+/// One regression: the groups of one backend family with one scope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegressionReport {
+    pub fingerprint: String,
+    /// Set when the regression covers one backend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
+    pub backends: Vec<String>,
+    pub family: String,
+    pub component: String,
+    pub release: String,
+    /// Dimension → value (or values); a dimension left out covers all its values.
+    pub scope: Scope,
+    /// Dimensions the regression does not depend on (merged over).
+    pub not_specific_to: Vec<String>,
+    pub percentile: Percentile,
+    pub observed_seconds: f64,
+    pub threshold_seconds: f64,
+    pub threshold_source: String,
+    /// The threshold plus the minimum effect: what had to be exceeded.
+    pub allowed_seconds: f64,
+    pub baseline_seconds: Option<f64>,
+    pub job_runs: u64,
+    pub baseline_runs: u64,
+    pub p_value: f64,
+    pub q_value: f64,
+    pub percentiles: BTreeMap<Percentile, PercentilePair>,
+    pub attribution: Attribution,
+    pub sample_jobs: Vec<SampleJob>,
+    pub status: Status,
+    pub since: Option<DateTime<Utc>>,
+    pub groups: Vec<String>,
+    /// The regression's percentile week by week (the last eight weeks, oldest first), for
+    /// the sparkline in messages.
+    #[serde(default)]
+    pub weekly: Vec<Option<f64>>,
+}
+
+impl RegressionReport {
+    /// The strongest correlated condition, `operator Condition=Status`, or empty.
+    pub fn top_condition(&self) -> String {
+        self.attribution.conditions.first().map(ConditionEvidence::label).unwrap_or_default()
+    }
+}

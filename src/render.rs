@@ -1,0 +1,112 @@
+//! Text pieces every output shares (the terminal, Slack, Jira, the pages): cutting text to a
+//! limit, times, sparklines and the percentile table of a report. Pure.
+
+use crate::model::{RegressionReport, secs, secs_or_dash};
+
+/// Cuts `s` to at most `max` characters, ending in "…" when cut.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// `2026-11-29 06:00 UTC` for Unix seconds (the number itself when out of range).
+pub fn time(t: i64) -> String {
+    chrono::DateTime::from_timestamp(t, 0)
+        .map_or_else(|| t.to_string(), |t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+}
+
+/// `▁▂▅█`: one character a value (none: a space), scaled to the largest.
+pub fn sparkline(values: &[Option<f64>]) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let max = values.iter().flatten().copied().fold(0.0_f64, f64::max);
+    values
+        .iter()
+        .map(|v| match v {
+            None => ' ',
+            Some(_) if max <= 0.0 => BARS[0],
+            Some(x) => BARS[((x / max) * 7.0).round().clamp(0.0, 7.0) as usize],
+        })
+        .collect()
+}
+
+/// One row of the percentile table: the percentile, now, the threshold (for the percentile the
+/// regression is judged on) and the reference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PercentileRow {
+    pub percentile: String,
+    pub now: String,
+    pub threshold: String,
+    pub baseline: String,
+}
+
+/// The table of a report's percentiles, P50 first.
+pub fn percentile_table(r: &RegressionReport) -> Vec<PercentileRow> {
+    let mut rows: Vec<PercentileRow> = r
+        .percentiles
+        .iter()
+        .map(|(p, pair)| PercentileRow {
+            percentile: p.to_string(),
+            now: secs_or_dash(pair.now),
+            threshold: if *p == r.percentile { secs(r.threshold_seconds) } else { "-".into() },
+            baseline: secs_or_dash(pair.baseline),
+        })
+        .collect();
+    if rows.is_empty() {
+        rows.push(PercentileRow {
+            percentile: r.percentile.to_string(),
+            now: secs(r.observed_seconds),
+            threshold: secs(r.threshold_seconds),
+            baseline: "-".into(),
+        });
+    }
+    rows
+}
+
+/// The percentile table in monospace, with a header line.
+pub fn percentile_text(r: &RegressionReport) -> String {
+    let mut out = String::from("      now      threshold  reference\n");
+    for row in percentile_table(r) {
+        out.push_str(&format!(
+            "{:<5} {:<8} {:<10} {}\n",
+            row.percentile, row.now, row.threshold, row.baseline
+        ));
+    }
+    out
+}
+
+/// `P50 by week: ▁▁▂█` for the report's percentile, when it has a trend.
+pub fn weekly_line(r: &RegressionReport) -> Option<String> {
+    (!r.weekly.is_empty()).then(|| format!("{} by week: {}", r.percentile, sparkline(&r.weekly)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparklines_scale_to_the_largest_value() {
+        assert_eq!(sparkline(&[Some(0.0), Some(7.0), None, Some(3.5)]), "▁█ ▅");
+        assert_eq!(sparkline(&[Some(0.0), Some(0.0)]), "▁▁");
+    }
+
+    #[test]
+    fn truncation_keeps_characters_whole() {
+        assert_eq!(truncate("ééééé", 3), "éé…");
+        assert_eq!(truncate("abc", 3), "abc");
+    }
+
+    #[test]
+    fn the_table_marks_the_threshold_of_the_judged_percentile() {
+        let r = crate::synth::example_report(crate::model::Scope::new(), 31.0, 4.0);
+        let rows = percentile_table(&r);
+        assert_eq!(rows.len(), 4);
+        assert_eq!((rows[0].percentile.as_str(), rows[0].threshold.as_str()), ("P50", "4s"));
+        assert_eq!(rows[2].threshold, "-");
+        assert!(percentile_text(&r).starts_with("      now"));
+        assert_eq!(time(0), "1970-01-01 00:00 UTC");
+    }
+}
