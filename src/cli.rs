@@ -535,7 +535,7 @@ async fn incidents(action: IncidentsAction, settings: &Settings) -> Result<ExitC
 
 async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Settings) -> Result<ExitCode> {
     use crate::incidents::State;
-    let policy = crate::incidents::plan::Policy::from_settings(settings);
+    let now = Utc::now().timestamp();
     match action {
         IncidentsAction::List { state, format } => {
             let wanted = match state.as_deref() {
@@ -580,7 +580,7 @@ async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Setting
             }
         }
         IncidentsAction::Resolve { incident, reason } => {
-            let i = store.resolve_incident(&incident, &cli_actor(), &reason, &policy).await?;
+            let i = crate::actions::resolve(store, settings, &incident, &reason, &cli_actor(), now).await?;
             println!("resolved #{} ({})", i.id, i.fingerprint);
         }
         IncidentsAction::Silence { target, duration, reason } => {
@@ -588,20 +588,17 @@ async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Setting
             let target = crate::incidents::silence::Target::parse(&words).map_err(anyhow::Error::msg)?;
             let secs = crate::model::parse_span(&duration)
                 .with_context(|| format!("`--for {duration}`: use a duration like 90m, 24h, 7d or 2w"))?;
-            let expires = Utc::now().timestamp() + secs;
-            let id = store.add_silence(&target, expires, &reason, &cli_actor()).await?;
+            let id = crate::actions::silence(store, &target, secs, &reason, &cli_actor(), now).await?;
             println!("silence #{id}: {} for {duration}", target.describe());
         }
         IncidentsAction::Unsilence { reference } => {
-            let n = store.remove_silences(&reference, &cli_actor()).await?;
-            if n == 0 {
-                anyhow::bail!("no active silence matches {reference}");
-            }
+            let n = crate::actions::unsilence(store, &reference, &cli_actor(), now).await?;
             println!("ended {n} silence(s)");
         }
         IncidentsAction::Ack { incident } => {
-            let i = store.ack_incident(&incident, &cli_actor()).await?;
-            println!("acknowledged #{} ({})", i.id, i.fingerprint);
+            let (i, fresh) = crate::actions::acknowledge(store, &incident, &cli_actor(), now).await?;
+            let already = if fresh { "" } else { " (already)" };
+            println!("acknowledged #{} ({}){already}", i.id, i.fingerprint);
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -678,24 +675,25 @@ async fn outbox(action: OutboxAction, settings: &Settings) -> Result<ExitCode> {
 
 async fn serve(settings: Settings) -> Result<ExitCode> {
     let store = Arc::new(Store::open(&settings.database).await?);
-    let id = crate::service::replica_id();
-    crate::service::claim_sqlite(&store, &id).await?;
+    let id = crate::process::replica_id();
+    crate::scheduler::claim_sqlite(&store, &id).await?;
     let listener = tokio::net::TcpListener::bind(&settings.server.listen)
         .await
         .with_context(|| format!("cannot listen on {}", settings.server.listen))?;
     let settings = Arc::new(settings);
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let background = tokio::spawn(crate::service::run(store.clone(), settings.clone(), id, stopped.clone()));
+    let background =
+        tokio::spawn(crate::scheduler::run(store.clone(), settings.clone(), id, stopped.clone()));
     let state = crate::server::AppState::new(store.clone(), settings);
     let mut http_stop = stopped.clone();
     let shutdown = async move {
         let _ = http_stop.wait_for(|s| *s).await;
     };
     let server = tokio::spawn(crate::server::serve(listener, state, shutdown));
-    crate::server::shutdown_signal().await;
+    crate::shutdown::signal().await;
     let _ = stop.send(true);
     // Requests in flight and background work get a grace period, then the process goes.
-    let grace = crate::service::SHUTDOWN_GRACE + std::time::Duration::from_secs(1);
+    let grace = crate::shutdown::SHUTDOWN_GRACE + std::time::Duration::from_secs(1);
     let (server, background) =
         tokio::join!(tokio::time::timeout(grace, server), tokio::time::timeout(grace, background));
     if server.is_err() {

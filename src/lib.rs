@@ -24,6 +24,7 @@
 //! The domain ([`model`]) is pure; the modules that do I/O ([`ingest`], [`store`], [`server`])
 //! never import each other, and the CLI ([`cli`]) and the cycle are where they meet.
 
+pub mod actions;
 pub mod attribute;
 pub mod bench;
 pub mod cli;
@@ -37,11 +38,13 @@ pub mod ingest;
 pub mod model;
 pub mod notify;
 pub mod ops;
+pub mod process;
 pub mod query;
 pub mod render;
 pub mod schedule;
+pub mod scheduler;
 pub mod server;
-pub mod service;
+pub mod shutdown;
 pub mod store;
 pub mod synth;
 pub mod telemetry;

@@ -54,7 +54,7 @@ pub struct CycleReport {
     pub incidents: IncidentCounts,
     /// What the outbox delivery after the cycle did (`sheriff evaluate` without `--dry-run`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub delivery: Option<crate::notify::DrainReport>,
+    pub delivery: Option<crate::store::outbox::DrainReport>,
 }
 
 /// Incident changes a cycle recorded.
@@ -137,20 +137,10 @@ pub async fn run_cycle(store: &Store, settings: &Settings, options: CycleOptions
                 let policy = crate::incidents::plan::Policy::from_settings(settings);
                 let now = options.at.timestamp();
                 let regressions = &report.regressions;
-                let planner =
-                    move |incidents: &[crate::incidents::Incident],
-                          silences: &[crate::incidents::silence::Silence],
-                          delivered: &crate::incidents::plan::Delivered| {
-                        crate::incidents::plan::plan(
-                            now,
-                            regressions,
-                            incidents,
-                            silences,
-                            delivered,
-                            &policy,
-                        )
-                    };
-                let (_, plan) = store.finish_cycle(&states, &record, &planner).await?;
+                let planner = |known: &crate::incidents::plan::Known| {
+                    crate::incidents::plan::plan(now, regressions, known, &policy)
+                };
+                let (_, plan) = store.finish_cycle(&states, &record, planner).await?;
                 report.incidents = IncidentCounts::of(&plan);
             }
             tracing::info!(

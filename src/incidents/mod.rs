@@ -15,6 +15,7 @@
 //! that no regression of the cycle matches, resolved or not, is `stale`: its groups had no
 //! verdict (too few runs, no runs at all), and a data gap is not a fix.
 
+pub mod manual;
 pub mod plan;
 pub mod silence;
 
@@ -161,6 +162,21 @@ pub enum Change {
 }
 
 impl Change {
+    /// Its name in the incident's history (`scope_grew`, `resolved`, …).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Change::ScopeGrew { .. } => "scope_grew",
+            Change::ScopeShrank { .. } => "scope_shrank",
+            Change::ScopeMoved { .. } => "scope_moved",
+            Change::TierChanged { .. } => "tier_changed",
+            Change::EvidenceChanged { .. } => "evidence_changed",
+            Change::Resolved => "resolved",
+            Change::Reopened => "reopened",
+            Change::Stale => "stale",
+            Change::Returned => "returned",
+        }
+    }
+
     /// One line for a thread reply or a comment.
     pub fn describe(&self) -> String {
         match self {

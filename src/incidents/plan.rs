@@ -3,13 +3,14 @@
 //! [`plan`] is pure: it takes the incidents and silences as stored and the cycle's regressions,
 //! and returns [`Step`]s. The store applies them, with their outbox entries, in the transaction
 //! that records the cycle, so a change and the notifications it causes are never separated.
+//! What people do to incidents is planned the same way ([`super::manual`]): only a plan
+//! produces effects.
 
 use std::collections::{BTreeMap, HashSet};
 
-use serde::Serialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
-use super::silence::Silence;
+use super::silence::{Silence, Target};
 use super::{Change, Incident, Snapshot, State, material_changes};
 use crate::model::glob_match;
 use crate::model::{Dimension, RegressionReport};
@@ -58,8 +59,9 @@ impl Policy {
     }
 }
 
-/// One side effect to put in the outbox.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// One side effect to put in the outbox. Its JSON (tagged by `kind`) is the outbox entry's
+/// payload, read back by the worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Effect {
     /// The incident's parent message.
@@ -75,7 +77,7 @@ pub enum Effect {
     /// A cycle's summary in one channel.
     SlackSummary {
         channel: String,
-        lines: Vec<String>,
+        lines: Vec<SummaryLine>,
     },
     JiraCreate,
     JiraComment {
@@ -105,8 +107,76 @@ impl Effect {
         }
     }
 
-    pub fn is_jira(&self) -> bool {
-        self.kind().starts_with("jira")
+    /// Where it is delivered.
+    pub fn sink(&self) -> Sink {
+        match self {
+            Effect::SlackPost { .. }
+            | Effect::SlackUpdate
+            | Effect::SlackReply { .. }
+            | Effect::SlackSummary { .. } => Sink::Slack,
+            Effect::JiraCreate
+            | Effect::JiraComment { .. }
+            | Effect::JiraResolve { .. }
+            | Effect::JiraReopen { .. } => Sink::Jira,
+        }
+    }
+
+    /// The payload stored with the entry.
+    pub fn payload(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+
+    /// The effect of a stored entry. Payloads written before they carried their `kind` read
+    /// by the entry's own `kind` column.
+    pub fn from_entry(kind: &str, payload: &str) -> Result<Effect, String> {
+        let mut value: serde_json::Value =
+            serde_json::from_str(payload).map_err(|e| format!("unreadable payload: {e}"))?;
+        match value.as_object_mut() {
+            Some(fields) => {
+                fields.insert("kind".into(), kind.into());
+            }
+            None => return Err("the payload is not an object".into()),
+        }
+        serde_json::from_value(value).map_err(|e| format!("not a {kind} payload: {e}"))
+    }
+}
+
+/// The systems effects go to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sink {
+    Slack,
+    Jira,
+}
+
+impl Sink {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sink::Slack => "slack",
+            Sink::Jira => "jira",
+        }
+    }
+}
+
+/// How an incident came to be resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    /// Its groups are back within their reference (a cycle saw it).
+    Recovered,
+    /// A person resolved it, for a reason.
+    ByHand { reason: String },
+    /// A person said it is not a regression.
+    NotARegression { reason: String },
+}
+
+impl Resolution {
+    /// The line for the history, the thread and the Jira comment.
+    pub fn describe(&self) -> String {
+        match self {
+            Resolution::Recovered => Change::Resolved.describe(),
+            Resolution::ByHand { reason } if reason.is_empty() => "resolved by hand".into(),
+            Resolution::ByHand { reason } => format!("resolved by hand: {reason}"),
+            Resolution::NotARegression { reason } => format!("resolved as not a regression: {reason}"),
+        }
     }
 }
 
@@ -127,14 +197,57 @@ pub enum Action {
     Resolve {
         id: i64,
         snapshot: Option<Snapshot>,
+        how: Resolution,
     },
     Stale {
         id: i64,
     },
     /// Unchanged, but a notification it is owed (a silence ended, or the Jira cap deferred it).
-    Catch {
+    CatchUp {
         id: i64,
     },
+    /// A person acknowledged it; the parent message says who.
+    Acknowledge {
+        id: i64,
+        by: String,
+    },
+    /// A person asked for its Jira issue now, whatever the cap.
+    FileJira {
+        id: i64,
+    },
+    /// Only a line in its history (a person's reason, say).
+    Note {
+        id: i64,
+        kind: String,
+        detail: String,
+    },
+}
+
+impl Action {
+    /// The incident it acts on; None for one not stored yet.
+    pub fn incident(&self) -> Option<i64> {
+        match self {
+            Action::Open { .. } => None,
+            Action::Update { id, .. }
+            | Action::Resolve { id, .. }
+            | Action::Stale { id }
+            | Action::CatchUp { id }
+            | Action::Acknowledge { id, .. }
+            | Action::FileJira { id }
+            | Action::Note { id, .. } => Some(*id),
+        }
+    }
+}
+
+/// A silence to create.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewSilence {
+    /// An incident's fingerprint, or a matcher.
+    pub target: Target,
+    pub expires_at: i64,
+    pub reason: String,
+    /// The incident whose history records it, when it targets one.
+    pub incident: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -161,17 +274,23 @@ pub struct Plan {
     pub summaries: Vec<Effect>,
     /// Incidents that should have had a Jira issue this cycle but were over the cap.
     pub not_filed: Vec<String>,
+    /// Silences to create, and silences (by number) to end.
+    pub silences: Vec<NewSilence>,
+    pub unsilence: Vec<i64>,
+}
+
+/// What a plan is made from: the incidents, active silences and queued effects, as stored at
+/// the start of the transaction that applies it.
+#[derive(Debug, Clone, Default)]
+pub struct Known {
+    pub incidents: Vec<Incident>,
+    pub silences: Vec<Silence>,
+    pub delivered: Delivered,
 }
 
 /// Matches the cycle's regressions to `incidents` at `now`.
-pub fn plan(
-    now: i64,
-    regressions: &[RegressionReport],
-    incidents: &[Incident],
-    silences: &[Silence],
-    delivered: &Delivered,
-    policy: &Policy,
-) -> Plan {
+pub fn plan(now: i64, regressions: &[RegressionReport], known: &Known, policy: &Policy) -> Plan {
+    let incidents = &known.incidents;
     let mut used: HashSet<i64> = HashSet::new();
     let mut steps: Vec<Step> = Vec::new();
     let active: Vec<&RegressionReport> = regressions.iter().filter(|r| r.status.is_active()).collect();
@@ -248,7 +367,7 @@ pub fn plan(
         if let Some(i) = hit {
             used.insert(i.id);
             steps.push(Step {
-                action: Action::Resolve { id: i.id, snapshot: Some(snapshot) },
+                action: Action::Resolve { id: i.id, snapshot: Some(snapshot), how: Resolution::Recovered },
                 effects: Vec::new(),
                 silenced_by: None,
             });
@@ -257,14 +376,101 @@ pub fn plan(
 
     for i in incidents.iter().filter(|i| !used.contains(&i.id) && i.state.is_open()) {
         let action =
-            if i.state == State::Stale { Action::Catch { id: i.id } } else { Action::Stale { id: i.id } };
+            if i.state == State::Stale { Action::CatchUp { id: i.id } } else { Action::Stale { id: i.id } };
         steps.push(Step { action, effects: Vec::new(), silenced_by: None });
     }
 
-    with_effects(now, steps, incidents, silences, delivered, policy)
+    with_effects(now, steps, incidents, &known.silences, &known.delivered, policy)
 }
 
-/// Decides each step's side effects: silences, the Jira cap and comment rate, catch-up posts.
+/// What happened to an incident, as a cycle's summary lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Happened {
+    New,
+    Changed,
+    Reopened,
+    Resolved,
+    /// Incidents over the Jira cap, filed in a later cycle.
+    NotFiled,
+}
+
+/// One line of a cycle's summary. Lines stored before they were structured read as text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum SummaryLine {
+    Line { what: Happened, text: String },
+    Text(String),
+}
+
+impl SummaryLine {
+    fn new(what: Happened, text: String) -> SummaryLine {
+        SummaryLine::Line { what, text }
+    }
+}
+
+/// The incident a step is about, as stored (None for a new one), and the snapshot it will have.
+fn subject<'a>(step: &Step, by_id: &BTreeMap<i64, &'a Incident>) -> Option<(Option<&'a Incident>, Snapshot)> {
+    match &step.action {
+        Action::Open { snapshot, .. } => Some((None, snapshot.clone())),
+        Action::Update { id, snapshot, .. } | Action::Resolve { id, snapshot: Some(snapshot), .. } => {
+            Some((by_id.get(id).copied(), snapshot.clone()))
+        }
+        other => {
+            let i = by_id.get(&other.incident()?)?;
+            Some((Some(*i), i.snapshot.clone()))
+        }
+    }
+}
+
+/// What one incident's cycle step tells Slack and Jira, given what was delivered before.
+struct Telling<'a> {
+    now: i64,
+    policy: &'a Policy,
+    existing: Option<&'a Incident>,
+    posted: bool,
+    /// A Jira issue exists or is queued.
+    filed: bool,
+    /// This step files the issue.
+    filing: bool,
+}
+
+impl Telling<'_> {
+    fn changed(&self, changes: &[Change], effects: &mut Vec<Effect>) -> (Happened, String) {
+        let text = changes.iter().map(Change::describe).collect::<Vec<_>>().join("; ");
+        if self.posted {
+            effects.push(Effect::SlackUpdate);
+            effects.push(Effect::SlackReply { text: text.clone() });
+        }
+        let reopened = changes.contains(&Change::Reopened);
+        let commented_recently = self
+            .existing
+            .and_then(|i| i.jira_commented_at)
+            .is_some_and(|t| self.now - t < self.policy.jira_comment_interval_secs);
+        if self.policy.jira && self.filed && !self.filing {
+            if reopened {
+                effects.push(Effect::JiraReopen { text: text.clone() });
+            } else if changes.iter().any(Change::for_jira) && !commented_recently {
+                effects.push(Effect::JiraComment { text: text.clone() });
+            }
+        }
+        (if reopened { Happened::Reopened } else { Happened::Changed }, text)
+    }
+
+    fn resolved(&self, how: &Resolution, effects: &mut Vec<Effect>) {
+        let text = how.describe();
+        if self.posted {
+            effects.push(Effect::SlackUpdate);
+            effects.push(Effect::SlackReply { text: text.clone() });
+        }
+        if self.policy.jira && (self.filed || self.filing) {
+            effects.push(Effect::JiraResolve { text });
+        }
+    }
+}
+
+/// Decides each cycle step's side effects: silences, the Jira cap and comment rate, catch-up
+/// posts, and the per-channel summaries. People's steps (acknowledge, file, note) carry theirs.
 pub fn with_effects(
     now: i64,
     mut steps: Vec<Step>,
@@ -276,20 +482,12 @@ pub fn with_effects(
     let by_id: BTreeMap<i64, &Incident> = incidents.iter().map(|i| (i.id, i)).collect();
     let mut created = 0usize;
     let mut not_filed = Vec::new();
-    let mut lines: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut lines: BTreeMap<String, Vec<SummaryLine>> = BTreeMap::new();
     for step in &mut steps {
-        let (existing, snapshot) = match &step.action {
-            Action::Open { snapshot, .. } => (None, snapshot.clone()),
-            Action::Update { id, snapshot, .. } | Action::Resolve { id, snapshot: Some(snapshot) } => {
-                (by_id.get(id).copied(), snapshot.clone())
-            }
-            Action::Resolve { id, snapshot: None } | Action::Stale { id } | Action::Catch { id } => {
-                match by_id.get(id) {
-                    Some(i) => (Some(*i), i.snapshot.clone()),
-                    None => continue,
-                }
-            }
-        };
+        if matches!(step.action, Action::Acknowledge { .. } | Action::FileJira { .. } | Action::Note { .. }) {
+            continue;
+        }
+        let Some((existing, snapshot)) = subject(step, &by_id) else { continue };
         let fingerprint = match (&step.action, existing) {
             (Action::Open { fingerprint, .. }, _) => fingerprint.as_str(),
             (_, Some(i)) => i.fingerprint.as_str(),
@@ -300,94 +498,67 @@ pub fn with_effects(
             continue;
         }
         let id = existing.map(|i| i.id);
-        let posted = id.is_some_and(|id| delivered.slack_posted.contains(&id));
-        let filed = id.is_some_and(|id| delivered.jira_filed.contains(&id));
+        let mut t = Telling {
+            now,
+            policy,
+            existing,
+            posted: id.is_some_and(|id| delivered.slack_posted.contains(&id)),
+            filed: id.is_some_and(|id| delivered.jira_filed.contains(&id)),
+            filing: false,
+        };
         let channel =
             existing.and_then(|i| i.slack_channel.clone()).unwrap_or_else(|| policy.channel_for(&snapshot));
         let label = format!("{} {} ({})", snapshot.family, snapshot.release, snapshot.scope.describe());
         let open = !matches!(step.action, Action::Resolve { .. });
         let mut effects = Vec::new();
-        if !posted && open {
+        if !t.posted && open {
             effects.push(Effect::SlackPost { channel: channel.clone() });
         }
-        let mut file_now = false;
-        if policy.jira && !filed && open {
+        if policy.jira && !t.filed && open {
             if created < policy.jira_cap {
                 created += 1;
-                file_now = true;
+                t.filing = true;
                 effects.push(Effect::JiraCreate);
             } else {
                 not_filed.push(label.clone());
             }
         }
-        let jira_known = filed || file_now;
-        match &step.action {
-            Action::Open { .. } => {
-                lines
-                    .entry(channel)
-                    .or_default()
-                    .push(format!(":rotating_light: new: {label} — {}", snapshot.summary));
-            }
+        let line = match &step.action {
+            Action::Open { .. } => Some((Happened::New, format!("{label} — {}", snapshot.summary))),
             Action::Update { changes, .. } if !changes.is_empty() => {
-                let text = changes.iter().map(Change::describe).collect::<Vec<_>>().join("; ");
-                if posted {
-                    effects.push(Effect::SlackUpdate);
-                    effects.push(Effect::SlackReply { text: text.clone() });
-                }
-                let reopened = changes.contains(&Change::Reopened);
-                let commented_recently = existing
-                    .and_then(|i| i.jira_commented_at)
-                    .is_some_and(|t| now - t < policy.jira_comment_interval_secs);
-                if policy.jira && filed && !file_now {
-                    if reopened {
-                        effects.push(Effect::JiraReopen { text: text.clone() });
-                    } else if changes.iter().any(Change::for_jira) && !commented_recently {
-                        effects.push(Effect::JiraComment { text: text.clone() });
-                    }
-                }
-                let emoji = if reopened { ":repeat:" } else { ":arrows_counterclockwise:" };
-                lines.entry(channel).or_default().push(format!("{emoji} changed: {label} — {text}"));
+                let (what, text) = t.changed(changes, &mut effects);
+                Some((what, format!("{label} — {text}")))
             }
-            Action::Resolve { .. } => {
-                if posted {
-                    effects.push(Effect::SlackUpdate);
-                    effects.push(Effect::SlackReply { text: Change::Resolved.describe() });
-                }
-                if policy.jira && jira_known {
-                    effects.push(Effect::JiraResolve { text: Change::Resolved.describe() });
-                }
-                lines.entry(channel).or_default().push(format!(":white_check_mark: resolved: {label}"));
+            Action::Resolve { how, .. } => {
+                t.resolved(how, &mut effects);
+                Some((Happened::Resolved, label))
             }
-            Action::Stale { .. } if posted => effects.push(Effect::SlackUpdate),
-            _ => {}
+            Action::Stale { .. } if t.posted => {
+                effects.push(Effect::SlackUpdate);
+                None
+            }
+            _ => None,
+        };
+        if let Some((what, text)) = line {
+            lines.entry(channel).or_default().push(SummaryLine::new(what, text));
         }
         step.effects = effects;
     }
     let mut summaries: Vec<Effect> = Vec::new();
     for (channel, mut lines) in lines {
         if channel == policy.default_channel && !not_filed.is_empty() {
-            lines.push(format!(
-                ":no_entry: not filed in Jira this cycle (at most {} new issues a cycle): {}",
-                policy.jira_cap,
-                not_filed.join("; ")
+            lines.push(SummaryLine::new(
+                Happened::NotFiled,
+                format!(
+                    "not filed in Jira this cycle (at most {} new issues a cycle): {}",
+                    policy.jira_cap,
+                    not_filed.join("; ")
+                ),
             ));
         }
         summaries.push(Effect::SlackSummary { channel, lines });
     }
-    Plan { steps, summaries, not_filed }
-}
-
-/// The outbox entry's JSON for an effect.
-pub fn payload(effect: &Effect) -> serde_json::Value {
-    match effect {
-        Effect::SlackPost { channel } => json!({ "channel": channel }),
-        Effect::SlackSummary { channel, lines } => json!({ "channel": channel, "lines": lines }),
-        Effect::SlackReply { text }
-        | Effect::JiraComment { text }
-        | Effect::JiraResolve { text }
-        | Effect::JiraReopen { text } => json!({ "text": text }),
-        Effect::SlackUpdate | Effect::JiraCreate => json!({}),
-    }
+    Plan { steps, summaries, not_filed, ..Plan::default() }
 }
 
 #[cfg(test)]

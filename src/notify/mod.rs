@@ -18,7 +18,9 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::config::OutboxSettings;
+use crate::incidents::plan::{Effect, Sink};
 use crate::store::Store;
+pub use crate::store::outbox::DrainReport;
 use crate::store::outbox::{DeliveryResult, OutboxEntry};
 
 /// Why a delivery failed, and whether to try again.
@@ -90,8 +92,7 @@ impl Sinks {
     }
 
     async fn deliver(&self, store: &Store, entry: &OutboxEntry) -> Result<DeliveryResult, DeliveryError> {
-        let payload: serde_json::Value = serde_json::from_str(&entry.payload)
-            .map_err(|e| DeliveryError::permanent(format!("unreadable payload: {e}")))?;
+        let effect = Effect::from_entry(&entry.kind, &entry.payload).map_err(DeliveryError::permanent)?;
         let incident = match entry.incident_id {
             Some(id) => Some(
                 store
@@ -102,13 +103,13 @@ impl Sinks {
             ),
             None => None,
         };
-        if entry.kind.starts_with("slack") {
-            return self.slack.deliver(store, entry, incident.as_ref(), &payload).await;
+        if effect.sink() == Sink::Slack {
+            return self.slack.deliver(store, entry, incident.as_ref(), &effect).await;
         }
         let (Some(jira), Some(incident)) = (&self.jira, incident.as_ref()) else {
             return Err(DeliveryError::permanent("Jira is not configured; the entry cannot be delivered"));
         };
-        jira.deliver(entry, incident, &payload).await
+        jira.deliver(entry, incident, &effect).await
     }
 }
 
@@ -134,17 +135,9 @@ pub struct Worker {
     pub faults: Option<FaultHook>,
 }
 
-/// What a [`Worker::drain`] did.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct DrainReport {
-    pub delivered: usize,
-    pub retrying: usize,
-    pub dead: usize,
-}
-
 impl Worker {
     pub fn new(store: Arc<Store>, sinks: Arc<Sinks>, settings: OutboxSettings) -> Worker {
-        let id = format!("{}-{}", hostname(), uuid_ish());
+        let id = format!("{}-{}", crate::process::hostname(), crate::process::random_suffix());
         Worker { store, sinks, settings, id, clock: Clock::default(), faults: None }
     }
 
@@ -164,7 +157,7 @@ impl Worker {
         }
         let started = std::time::Instant::now();
         let result = self.sinks.deliver(&self.store, &entry).await;
-        let sink = if entry.kind.starts_with("slack") { "slack" } else { "jira" };
+        let sink = if entry.kind.starts_with("jira") { "jira" } else { "slack" };
         let outcome = match &result {
             Ok(_) => "ok",
             Err(e) if e.transient => "retry",
@@ -212,9 +205,7 @@ impl Worker {
             .saturating_mul(1 << exp)
             .min(self.settings.backoff_max_secs)
             .max(1);
-        let mut rng =
-            crate::synth::Rng::new(entry.id as u64 ^ (entry.attempts as u64).rotate_left(32) ^ nanos());
-        (ceiling / 2 + rng.below(ceiling / 2 + 1)) as i64
+        (ceiling / 2 + fastrand::u64(..=ceiling / 2)) as i64
     }
 
     /// Delivers what is due until nothing is, or until `deadline`.
@@ -242,7 +233,7 @@ impl Worker {
             if *shutdown.borrow() {
                 return;
             }
-            let Some(stepped) = crate::service::finish_or_abandon(self.step(), &mut shutdown).await else {
+            let Some(stepped) = crate::shutdown::finish_or_abandon(self.step(), &mut shutdown).await else {
                 tracing::warn!("stopping with a delivery in flight; it is retried once its lease lapses");
                 return;
             };
@@ -260,29 +251,9 @@ impl Worker {
             };
             tokio::select! {
                 biased;
-                () = crate::service::stopping(&mut shutdown) => return,
+                () = crate::shutdown::stopping(&mut shutdown) => return,
                 _ = tokio::time::sleep(Duration::from_secs(wait as u64)) => {}
             }
         }
     }
-}
-
-fn nanos() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::from(d.subsec_nanos()))
-}
-
-/// A name for this process: host and a random suffix.
-fn uuid_ish() -> String {
-    let mut rng = crate::synth::Rng::new(nanos() ^ u64::from(std::process::id()).rotate_left(17));
-    format!("{:08x}", rng.below(u64::from(u32::MAX)))
-}
-
-pub(crate) fn hostname() -> String {
-    std::env::var("HOSTNAME")
-        .ok()
-        .filter(|h| !h.is_empty())
-        .or_else(|| std::fs::read_to_string("/etc/hostname").ok().map(|s| s.trim().to_string()))
-        .unwrap_or_else(|| "sheriff".into())
 }

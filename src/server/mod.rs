@@ -96,7 +96,7 @@ struct RequestIds {
 impl MakeRequestId for RequestIds {
     fn make_request_id<B>(&mut self, _: &axum::http::Request<B>) -> Option<RequestId> {
         static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-        let prefix = PREFIX.get_or_init(crate::service::replica_id);
+        let prefix = PREFIX.get_or_init(crate::process::replica_id);
         let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         axum::http::HeaderValue::from_str(&format!("{prefix}-{n}")).ok().map(RequestId::new)
     }
@@ -173,27 +173,4 @@ pub async fn serve(
     let addr = listener.local_addr().context("reading the listening address")?;
     tracing::info!(%addr, "sheriff is listening");
     axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await.context("serving HTTP")
-}
-
-/// Resolves on ctrl-c or SIGTERM.
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
-    }
-    tracing::info!("shutting down");
 }

@@ -15,6 +15,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::AppState;
+use crate::actions::ActionError;
+use crate::incidents::manual::Refusal;
 use crate::incidents::silence::Target;
 use crate::notify::slack::command::{self, Command, HELP};
 use crate::notify::slack::{Message, blocks, verify};
@@ -161,7 +163,7 @@ async fn evaluate_now(state: &AppState, user: &str) -> Message {
                 r.groups_evaluated, c.opened, c.changed, c.resolved
             ))
         }
-        Err(e) => text_message(&format!("The cycle failed: {e:#}")),
+        Err(e) => text_message(&crate::actions::ActionError::Internal(e).for_people()),
     }
 }
 
@@ -169,32 +171,46 @@ async fn evaluate_now(state: &AppState, user: &str) -> Message {
 async fn run(state: &AppState, c: Command, user: &str) -> Message {
     match run_inner(state, c, user).await {
         Ok(m) => m,
-        Err(e) => text_message(&format!("{e:#}")),
+        Err(e) => text_message(&e.for_people()),
     }
 }
 
-async fn run_inner(state: &AppState, c: Command, user: &str) -> anyhow::Result<Message> {
+fn status_message(s: &crate::ops::Status) -> Message {
+    let mut lines = vec![format!("*{} open incident(s)*, newest first", s.incidents.len())];
+    lines.extend(s.incidents.iter().map(|i| format!("• {}", blocks::escape(&crate::ops::incident_line(i)))));
+    lines.push(format!(
+        "silences: {} · outbox: {} pending, {} dead",
+        s.silences.len(),
+        s.outbox.pending,
+        s.outbox.dead
+    ));
+    Message { text: lines[0].clone(), blocks: Value::Array(blocks::sections_of_lines(&lines, 10, None)) }
+}
+
+fn lines_message(text: &str) -> Message {
+    let lines: Vec<String> = text.lines().map(blocks::escape).collect();
+    Message {
+        text: lines.first().cloned().unwrap_or_default(),
+        blocks: Value::Array(blocks::sections_of_lines(&lines, 10, None)),
+    }
+}
+
+/// `30m`, `24h`, `3d`: a silence's length as people read it.
+fn span_words(seconds: i64) -> String {
+    match seconds {
+        s if s % 86_400 == 0 => format!("{}d", s / 86_400),
+        s if s % 3_600 == 0 => format!("{}h", s / 3_600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+async fn run_inner(state: &AppState, c: Command, user: &str) -> Result<Message, ActionError> {
     let store = &state.store;
     let now = chrono::Utc::now().timestamp();
     let actor = format!("slack:{user}");
     Ok(match c {
-        Command::Status => {
-            let s = crate::ops::status(store, now).await?;
-            let mut lines = vec![format!("*{} open incident(s)*, newest first", s.incidents.len())];
-            lines.extend(
-                s.incidents.iter().map(|i| format!("• {}", blocks::escape(&crate::ops::incident_line(i)))),
-            );
-            lines.push(format!(
-                "silences: {} · outbox: {} pending, {} dead",
-                s.silences.len(),
-                s.outbox.pending,
-                s.outbox.dead
-            ));
-            Message {
-                text: lines[0].clone(),
-                blocks: Value::Array(blocks::sections_of_lines(&lines, 10, None)),
-            }
-        }
+        Command::Status => status_message(&crate::ops::status(store, now).await?),
         Command::Query(q) => {
             let a = crate::query::answer(store, &state.settings.evaluate, &q, now).await?;
             let (title, table) = crate::query::render(&a);
@@ -208,38 +224,39 @@ async fn run_inner(state: &AppState, c: Command, user: &str) -> anyhow::Result<M
         }
         Command::Explain(reference) => match crate::ops::explain(store, &reference).await? {
             None => text_message(&format!("No incident {reference}. `status` lists the open ones.")),
-            Some(e) => {
-                let text = crate::ops::render_explain(&e);
-                let lines: Vec<String> = text.lines().map(blocks::escape).collect();
-                Message {
-                    text: lines.first().cloned().unwrap_or_default(),
-                    blocks: Value::Array(blocks::sections_of_lines(&lines, 10, None)),
-                }
-            }
+            Some(e) => lines_message(&crate::ops::render_explain(&e)),
         },
         Command::Silence { target, seconds, reason } => {
             let reason = if reason.is_empty() { "silenced from Slack".to_string() } else { reason };
-            let id = store.add_silence(&target, now + seconds, &reason, &actor).await?;
+            let id = crate::actions::silence(store, &target, seconds, &reason, &actor, now).await?;
             text_message(&format!(
-                "Silence #{id}: {} for {}h by <@{user}>: {reason}",
+                "Silence #{id}: {} for {} by <@{user}>: {reason}",
                 target.describe(),
-                seconds / 3600
+                span_words(seconds)
             ))
         }
         Command::Unsilence(reference) => {
-            let n = store.remove_silences(&reference, &actor).await?;
-            text_message(&if n == 0 {
-                format!("No active silence matches {reference}.")
-            } else {
-                format!("Ended {n} silence(s).")
-            })
+            let n = crate::actions::unsilence(store, &reference, &actor, now).await?;
+            text_message(&format!("Ended {n} silence(s)."))
         }
-        Command::Ack(reference) => {
-            let i = store.ack_incident(&reference, &actor).await?;
-            text_message(&format!("Incident #{} acknowledged by <@{user}>.", i.id))
-        }
+        Command::Ack(reference) => acknowledged(store, &reference, &actor, user, now).await?,
         Command::Help | Command::Evaluate => text_message(HELP),
     })
+}
+
+async fn acknowledged(
+    store: &crate::store::Store,
+    reference: &str,
+    actor: &str,
+    user: &str,
+    now: i64,
+) -> Result<Message, ActionError> {
+    let (i, fresh) = crate::actions::acknowledge(store, reference, actor, now).await?;
+    Ok(text_message(&if fresh {
+        format!("Incident #{} acknowledged by <@{user}>.", i.id)
+    } else {
+        format!("Incident #{} was already acknowledged by <@{user}>.", i.id)
+    }))
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -248,100 +265,199 @@ struct InteractionForm {
     payload: String,
 }
 
+/// The parts of an interaction payload sheriff reads; Slack sends much more, and the rest is
+/// left alone (slack-morphism's models require every field Slack sends, so a payload missing
+/// one that sheriff does not need would be refused).
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct Payload {
+    #[serde(rename = "type")]
+    kind: String,
+    user: PayloadUser,
+    response_url: String,
+    trigger_id: String,
+    actions: Vec<PayloadAction>,
+    view: PayloadView,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct PayloadUser {
+    id: String,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct PayloadAction {
+    action_id: String,
+    value: String,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct PayloadView {
+    callback_id: String,
+    private_metadata: String,
+    state: serde_json::Value,
+}
+
+/// The buttons of an incident's parent message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Button {
+    Acknowledge,
+    Silence24h,
+    FileJira,
+    NotARegression,
+    Unknown(String),
+}
+
+impl Button {
+    fn parse(action_id: &str) -> Button {
+        match action_id {
+            "ack" => Button::Acknowledge,
+            "silence_24h" => Button::Silence24h,
+            "file_jira" => Button::FileJira,
+            "not_a_regression" => Button::NotARegression,
+            other => Button::Unknown(other.chars().take(64).collect()),
+        }
+    }
+
+    /// Its name in metrics: one of a few, whatever a request says.
+    fn label(&self) -> &'static str {
+        match self {
+            Button::Acknowledge => "ack",
+            Button::Silence24h => "silence_24h",
+            Button::FileJira => "file_jira",
+            Button::NotARegression => "not_a_regression",
+            Button::Unknown(_) => "unknown",
+        }
+    }
+}
+
+/// A verified interaction, normalised.
+enum Interaction {
+    Pressed { button: Button, incident: String, trigger: String },
+    NotARegressionSubmitted { incident: String, reason: String },
+    Ignored,
+}
+
+impl Payload {
+    fn interaction(&self) -> Interaction {
+        match self.kind.as_str() {
+            "block_actions" => match self.actions.first() {
+                Some(a) => Interaction::Pressed {
+                    button: Button::parse(&a.action_id),
+                    incident: a.value.clone(),
+                    trigger: self.trigger_id.clone(),
+                },
+                None => Interaction::Ignored,
+            },
+            "view_submission" if self.view.callback_id == "not_a_regression" => {
+                let reason =
+                    self.view.state["values"]["reason"]["reason"]["value"].as_str().unwrap_or_default();
+                Interaction::NotARegressionSubmitted {
+                    incident: self.view.private_metadata.clone(),
+                    reason: reason.trim().to_string(),
+                }
+            }
+            _ => Interaction::Ignored,
+        }
+    }
+}
+
+fn dialog_error(reason: &str) -> Response {
+    axum::Json(json!({ "response_action": "errors", "errors": { "reason": reason } })).into_response()
+}
+
 pub async fn interactions(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     if let Some(r) = refused(&state, &headers, &body) {
         return r;
     }
     let form: InteractionForm = serde_urlencoded::from_bytes(&body).unwrap_or_default();
-    let Ok(payload) = serde_json::from_str::<Value>(&form.payload) else {
-        return (StatusCode::BAD_REQUEST, "the payload field is not JSON\n").into_response();
+    let Ok(payload) = serde_json::from_str::<Payload>(&form.payload) else {
+        return (StatusCode::BAD_REQUEST, "the payload field is not an interaction payload\n")
+            .into_response();
     };
-    let user = payload["user"]["id"].as_str().unwrap_or_default().to_string();
-    let response_url = payload["response_url"].as_str().unwrap_or_default().to_string();
-    match payload["type"].as_str() {
-        Some("block_actions") => {
-            let action = &payload["actions"][0];
-            let id = action["action_id"].as_str().unwrap_or_default().to_string();
-            let incident = action["value"].as_str().unwrap_or_default().to_string();
-            metrics::counter!("sheriff_slack_actions_total", "action" => id.clone()).increment(1);
-            if !authorized(&state, &user).await {
-                respond_later(&state.http, &response_url, &refusal(&user)).await;
-                return StatusCode::OK.into_response();
-            }
-            let trigger = payload["trigger_id"].as_str().unwrap_or_default().to_string();
-            let m = match button(&state, &id, &incident, &user, &trigger).await {
-                Ok(m) => m,
-                Err(e) => text_message(&format!("{e:#}")),
+    let user = payload.user.id.clone();
+    match payload.interaction() {
+        Interaction::Pressed { button, incident, trigger } => {
+            metrics::counter!("sheriff_slack_actions_total", "action" => button.label()).increment(1);
+            let m = if authorized(&state, &user).await {
+                pressed(&state, &button, &incident, &user, &trigger)
+                    .await
+                    .unwrap_or_else(|e| text_message(&e.for_people()))
+            } else {
+                refusal(&user)
             };
-            respond_later(&state.http, &response_url, &m).await;
+            respond_later(&state.http, &payload.response_url, &m).await;
             StatusCode::OK.into_response()
         }
-        Some("view_submission") if payload["view"]["callback_id"] == "not_a_regression" => {
+        Interaction::NotARegressionSubmitted { incident, reason } => {
             if !authorized(&state, &user).await {
-                return axum::Json(json!({ "response_action": "errors", "errors": { "reason": "You are not allowed to change incidents." } })).into_response();
+                return dialog_error("You are not allowed to change incidents.");
             }
-            let incident = payload["view"]["private_metadata"].as_str().unwrap_or_default().to_string();
-            let reason = payload["view"]["state"]["values"]["reason"]["reason"]["value"]
-                .as_str()
-                .unwrap_or_default()
-                .trim()
-                .to_string();
-            if reason.is_empty() {
-                return axum::Json(json!({ "response_action": "errors", "errors": { "reason": "Say why it is not a regression." } })).into_response();
-            }
-            match not_a_regression(&state, &incident, &user, &reason).await {
-                Ok(()) => axum::Json(json!({ "response_action": "clear" })).into_response(),
-                Err(e) => axum::Json(
-                    json!({ "response_action": "errors", "errors": { "reason": format!("{e:#}") } }),
-                )
-                .into_response(),
+            let now = chrono::Utc::now().timestamp();
+            let actor = format!("slack:{user}");
+            match crate::actions::not_a_regression(
+                &state.store,
+                &state.settings,
+                &incident,
+                &reason,
+                &actor,
+                now,
+            )
+            .await
+            {
+                Ok(_) => axum::Json(json!({ "response_action": "clear" })).into_response(),
+                Err(e) => dialog_error(&e.for_people()),
             }
         }
-        _ => StatusCode::OK.into_response(),
+        Interaction::Ignored => StatusCode::OK.into_response(),
     }
 }
 
-async fn button(
+async fn pressed(
     state: &AppState,
-    action: &str,
+    button: &Button,
     incident: &str,
     user: &str,
     trigger: &str,
-) -> anyhow::Result<Message> {
+) -> Result<Message, ActionError> {
     let store = &state.store;
     let actor = format!("slack:{user}");
     let now = chrono::Utc::now().timestamp();
-    Ok(match action {
-        "ack" => {
-            let i = store.ack_incident(incident, &actor).await?;
-            text_message(&format!("Incident #{} acknowledged by <@{user}>.", i.id))
-        }
-        "silence_24h" => {
+    Ok(match button {
+        Button::Acknowledge => acknowledged(store, incident, &actor, user, now).await?,
+        Button::Silence24h => {
             let target = Target { fingerprint: Some(incident.to_string()), ..Default::default() };
-            let id = store.add_silence(&target, now + 86_400, "silenced for 24 h from Slack", &actor).await?;
-            text_message(&format!("Silence #{id}: incident #{incident} for 24 h by <@{user}>."))
+            let id =
+                crate::actions::silence(store, &target, 86_400, "silenced for 24 h from Slack", &actor, now)
+                    .await?;
+            text_message(&format!(
+                "Silence #{id}: incident #{} for 24 h by <@{user}>.",
+                blocks::escape(incident)
+            ))
         }
-        "file_jira" => {
-            if !state.settings.jira.enabled() {
-                text_message("Jira is not configured for sheriff.")
-            } else {
-                let i = store.file_now(incident, &actor).await?;
-                text_message(&format!("Filing a Jira issue for #{} now.", i.id))
-            }
+        Button::FileJira => {
+            let i = crate::actions::file_now(store, &state.settings, incident, &actor, now).await?;
+            text_message(&format!("Filing a Jira issue for #{} now.", i.id))
         }
-        "not_a_regression" => {
+        Button::NotARegression => {
             let Some(client) = &state.slack else {
                 return Ok(text_message(
                     "Slack's API is not configured; use `sheriff incidents resolve --reason`.",
                 ));
             };
+            let Some(i) = store.find_incident(incident).await? else {
+                return Err(Refusal::NotFound(format!("no incident {incident}")).into());
+            };
             client
-                .open_view(trigger, &not_a_regression_view(incident))
+                .open_view(trigger, &not_a_regression_view(&i.id.to_string()))
                 .await
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
+                .map_err(|e| ActionError::Internal(anyhow::anyhow!("opening the dialog: {e}")))?;
             text_message("Tell sheriff why in the dialog.")
         }
-        other => text_message(&format!("Unknown action `{other}`.")),
+        Button::Unknown(other) => text_message(&format!("Unknown action `{}`.", blocks::escape(other))),
     })
 }
 
@@ -364,23 +480,4 @@ pub fn not_a_regression_view(incident: &str) -> Value {
             }
         ]
     })
-}
-
-/// Resolves the incident with the reason and silences it for 30 days.
-async fn not_a_regression(state: &AppState, incident: &str, user: &str, reason: &str) -> anyhow::Result<()> {
-    let actor = format!("slack:{user}");
-    let policy = crate::incidents::plan::Policy::from_settings(&state.settings);
-    let i = state
-        .store
-        .find_incident(incident)
-        .await?
-        .ok_or_else(|| anyhow::anyhow!("no incident {incident}"))?;
-    state.store.record_action(i.id, &actor, "not_a_regression", reason).await?;
-    if i.state.is_open() {
-        state.store.resolve_incident(&i.id.to_string(), &actor, "", &policy).await?;
-    }
-    let target = Target { fingerprint: Some(i.fingerprint.clone()), ..Default::default() };
-    let expires = chrono::Utc::now().timestamp() + 30 * 86_400;
-    state.store.add_silence(&target, expires, &format!("not a regression: {reason}"), &actor).await?;
-    Ok(())
 }

@@ -7,89 +7,81 @@
 
 use std::collections::HashMap;
 
+use anyhow::Result;
+
+use super::{Conn, sql};
 use crate::model::Histogram;
 
 /// Adds one run's `(backend_id, seconds)` pairs to the histograms of `day` × `variant_id`.
-macro_rules! add_samples {
-    ($tx:expr, $dialect:expr, $day:expr, $variant_id:expr, $cells:expr) => {{
-        let mut cells: Vec<(i64, i64)> = $cells.to_vec();
-        cells.sort_unstable();
-        $crate::store::cells::apply_change!(
-            $tx,
-            $dialect,
-            $day,
-            $variant_id,
-            &cells,
-            |h: &mut $crate::model::Histogram, secs: i64| h.add(secs, 1)
-        );
-    }};
+pub(crate) async fn add_samples(
+    c: &mut Conn<'_>,
+    day: i64,
+    variant_id: i64,
+    cells: &[(i64, i64)],
+) -> Result<()> {
+    let mut cells = cells.to_vec();
+    cells.sort_unstable();
+    apply_change(c, day, variant_id, &cells, |h, secs| h.add(secs, 1)).await
 }
-pub(crate) use add_samples;
 
 /// Removes a stored run's samples from the histograms (before the run is replaced).
-macro_rules! forget_run {
-    ($tx:expr, $dialect:expr, $run_id:expr) => {{
-        let rows: Vec<(i64, i64, i64, i64)> = sqlx::query_as(
-            "SELECT s.backend_id, s.seconds, r.variant_id, r.started_at FROM samples s \
-             JOIN job_runs r ON r.id = s.run_id WHERE s.run_id = $1 ORDER BY s.backend_id",
+pub(crate) async fn forget_run(c: &mut Conn<'_>, run_id: i64) -> Result<()> {
+    let rows: Vec<(i64, i64, i64, i64)> = c
+        .fetch_all(
+            sql("SELECT s.backend_id, s.seconds, r.variant_id, r.started_at FROM samples s \
+                 JOIN job_runs r ON r.id = s.run_id WHERE s.run_id = $1 ORDER BY s.backend_id")
+            .bind(run_id),
         )
-        .bind($run_id)
-        .fetch_all(&mut *$tx)
         .await?;
-        if let Some(&(_, _, variant_id, started_at)) = rows.first() {
-            let cells: Vec<(i64, i64)> = rows.iter().map(|r| (r.0, r.1)).collect();
-            let day = started_at.div_euclid(86_400);
-            $crate::store::cells::apply_change!(
-                $tx,
-                $dialect,
-                day,
-                variant_id,
-                &cells,
-                |h: &mut $crate::model::Histogram, secs: i64| h.remove(secs, 1)
-            );
-        }
-    }};
+    if let Some(&(_, _, variant_id, started_at)) = rows.first() {
+        let cells: Vec<(i64, i64)> = rows.iter().map(|r| (r.0, r.1)).collect();
+        apply_change(c, started_at.div_euclid(86_400), variant_id, &cells, |h, secs| h.remove(secs, 1))
+            .await?;
+    }
+    Ok(())
 }
-pub(crate) use forget_run;
 
 /// Read-modify-write of the histograms of one variant-day, locked on PostgreSQL.
-macro_rules! apply_change {
-    ($tx:expr, $dialect:expr, $day:expr, $variant_id:expr, $cells:expr, $change:expr) => {{
-        let cells: &[(i64, i64)] = $cells;
-        let (day, variant_id): (i64, i64) = ($day, $variant_id);
-        if !cells.is_empty() {
-            let mut q = sqlx::QueryBuilder::new("INSERT INTO cell_days (day, backend_id, variant_id, runs, hist) ");
-            q.push_values(cells, |mut b, (backend_id, _)| {
-                b.push_bind(day).push_bind(*backend_id).push_bind(variant_id).push_bind(0i64).push_bind("");
-            });
-            q.push(" ON CONFLICT (backend_id, variant_id, day) DO NOTHING");
-            q.build().execute(&mut *$tx).await?;
-            let mut q = sqlx::QueryBuilder::new("SELECT backend_id, runs, hist FROM cell_days WHERE variant_id = ");
-            q.push_bind(variant_id).push(" AND day = ").push_bind(day).push(" AND backend_id IN (");
-            let mut list = q.separated(", ");
-            for (backend_id, _) in cells {
-                list.push_bind(*backend_id);
-            }
-            q.push(") ORDER BY backend_id");
-            if $dialect.is_postgres {
-                q.push(" FOR UPDATE");
-            }
-            let rows: Vec<(i64, i64, String)> = q.build_query_as().fetch_all(&mut *$tx).await?;
-            let updated = $crate::store::cells::updated_histograms(rows, cells, $change)?;
-            let mut q = sqlx::QueryBuilder::new("INSERT INTO cell_days (day, backend_id, variant_id, runs, hist) ");
-            q.push_values(&updated, |mut b, (backend_id, hist)| {
-                b.push_bind(day)
-                    .push_bind(*backend_id)
-                    .push_bind(variant_id)
-                    .push_bind(hist.count() as i64)
-                    .push_bind(hist.encode_nonzero());
-            });
-            q.push(" ON CONFLICT (backend_id, variant_id, day) DO UPDATE SET runs = excluded.runs, hist = excluded.hist");
-            q.build().execute(&mut *$tx).await?;
-        }
-    }};
+async fn apply_change(
+    c: &mut Conn<'_>,
+    day: i64,
+    variant_id: i64,
+    cells: &[(i64, i64)],
+    change: impl Fn(&mut Histogram, i64),
+) -> Result<()> {
+    if cells.is_empty() {
+        return Ok(());
+    }
+    c.execute(
+        sql("INSERT INTO cell_days (day, backend_id, variant_id, runs, hist)")
+            .values(cells, |(backend_id, _)| {
+                vec![day.into(), (*backend_id).into(), variant_id.into(), 0i64.into(), "".into()]
+            })
+            .push(" ON CONFLICT (backend_id, variant_id, day) DO NOTHING"),
+    )
+    .await?;
+    let mut q = sql(
+        "SELECT backend_id, runs, hist FROM cell_days WHERE variant_id = $1 AND day = $2 AND backend_id IN (",
+    )
+    .bind(variant_id)
+    .bind(day)
+    .list(cells.iter().map(|(b, _)| *b))
+    .push(") ORDER BY backend_id");
+    if c.is_postgres() {
+        q = q.push(" FOR UPDATE");
+    }
+    let rows: Vec<(i64, i64, String)> = c.fetch_all(q).await?;
+    let updated = updated_histograms(rows, cells, change)?;
+    c.execute(
+        sql("INSERT INTO cell_days (day, backend_id, variant_id, runs, hist)")
+            .values(&updated, |(backend_id, hist)| {
+                vec![day.into(), (*backend_id).into(), variant_id.into(), (hist.count() as i64).into(), hist.encode_nonzero().into()]
+            })
+            .push(" ON CONFLICT (backend_id, variant_id, day) DO UPDATE SET runs = excluded.runs, hist = excluded.hist"),
+    )
+    .await?;
+    Ok(())
 }
-pub(crate) use apply_change;
 
 /// The new histograms of the touched backends, from the stored rows and the change.
 pub(crate) fn updated_histograms(
@@ -122,17 +114,15 @@ impl super::Store {
         backend: &str,
         days: std::ops::Range<i64>,
     ) -> anyhow::Result<Histogram> {
-        let rows: Vec<(i64, String)> = super::with_pool!(self, pool => {
-            sqlx::query_as(
-                "SELECT c.runs, c.hist FROM cell_days c JOIN backends b ON b.id = c.backend_id \
-                 WHERE b.name = $1 AND c.day >= $2 AND c.day < $3",
+        let rows: Vec<(i64, String)> = self
+            .fetch_all(
+                sql("SELECT c.runs, c.hist FROM cell_days c JOIN backends b ON b.id = c.backend_id \
+                     WHERE b.name = $1 AND c.day >= $2 AND c.day < $3")
+                .bind(backend)
+                .bind(days.start)
+                .bind(days.end),
             )
-            .bind(backend)
-            .bind(days.start)
-            .bind(days.end)
-            .fetch_all(pool)
-            .await?
-        });
+            .await?;
         let mut total = Histogram::new();
         for (runs, hist) in rows {
             total.merge(&Histogram::decode(&hist)?.with_zeros(runs as u64));
@@ -224,21 +214,18 @@ impl super::Store {
     /// memory and read again only when the table's count or newest id moved (by any process;
     /// the count catches an id that committed after a higher one).
     pub async fn variants(&self) -> anyhow::Result<std::sync::Arc<Vec<(i64, crate::model::Dimensions)>>> {
-        let (count, newest): (i64, i64) = super::with_pool!(self, pool => {
-            sqlx::query_as("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM variants").fetch_one(pool).await?
-        });
+        let (count, newest): (i64, i64) =
+            self.fetch_one(sql("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM variants")).await?;
         let known = self.variant_list.lock().expect("cache lock").clone();
         if known.len() as i64 == count && known.last().map_or(0, |v| v.0) == newest {
             return Ok(known);
         }
-        let rows: Vec<VariantRow> = super::with_pool!(self, pool => {
-            sqlx::query_as(
-                "SELECT id, release, from_release, upgrade_type, platform, architecture, network, network_stack, \
-                 topology, master_nodes_updated FROM variants ORDER BY id",
-            )
-            .fetch_all(pool)
-            .await?
-        });
+        let rows: Vec<VariantRow> = self
+            .fetch_all(sql(
+                "SELECT id, release, from_release, upgrade_type, platform, architecture, network, \
+                 network_stack, topology, master_nodes_updated FROM variants ORDER BY id",
+            ))
+            .await?;
         let list: Vec<(i64, crate::model::Dimensions)> = rows
             .into_iter()
             .map(|v| {
@@ -276,9 +263,7 @@ impl super::Store {
         if variants.is_empty() {
             return Ok(Default::default());
         }
-        let version: i64 = super::with_pool!(self, pool => {
-            sqlx::query_scalar("SELECT version FROM data_version WHERE id = 1").fetch_one(pool).await?
-        });
+        let version: i64 = self.scalar(sql("SELECT version FROM data_version WHERE id = 1")).await?;
         let mut ids: Vec<i64> = variants.iter().copied().collect();
         ids.sort_unstable();
         let key = DaysKey { backend: backend.to_string(), variants: ids, days: (days.start, days.end) };
@@ -295,13 +280,13 @@ impl super::Store {
         older: Option<(i64, Days)>,
     ) -> anyhow::Result<Days> {
         let Some((since, older)) = older else { return self.read_days(key, key.days.0).await };
-        let (first_day, changes): (Option<i64>, i64) = super::with_pool!(self, pool => {
-            sqlx::query_as("SELECT MIN(first_day), COUNT(*) FROM data_changes WHERE version > $1 AND version <= $2")
-                .bind(since)
-                .bind(version)
-                .fetch_one(pool)
-                .await?
-        });
+        let (first_day, changes): (Option<i64>, i64) = self
+            .fetch_one(
+                sql("SELECT MIN(first_day), COUNT(*) FROM data_changes WHERE version > $1 AND version <= $2")
+                    .bind(since)
+                    .bind(version),
+            )
+            .await?;
         let Some(first_day) = first_day.filter(|_| changes == version - since) else {
             return self.read_days(key, key.days.0).await;
         };
@@ -316,15 +301,10 @@ impl super::Store {
     /// Reads `key`'s days from `from` on.
     async fn read_days(&self, key: &DaysKey, from: i64) -> anyhow::Result<Days> {
         let ids = serde_json::to_string(&key.variants)?;
-        let rows: Vec<DayRow> = super::with_pool!(self, pool, dialect => {
-            sqlx::query_as(if dialect.is_postgres { DAYS_POSTGRES } else { DAYS_SQLITE })
-                .bind(&key.backend)
-                .bind(from.max(key.days.0))
-                .bind(key.days.1)
-                .bind(&ids)
-                .fetch_all(pool)
-                .await?
-        });
+        let text = if self.engine() == crate::config::Engine::Postgres { DAYS_POSTGRES } else { DAYS_SQLITE };
+        let rows: Vec<DayRow> = self
+            .fetch_all(sql(text).bind(&key.backend).bind(from.max(key.days.0)).bind(key.days.1).bind(ids))
+            .await?;
         let mut out = std::collections::BTreeMap::new();
         for (day, runs, hist) in rows {
             let h = Histogram::decode_concatenated(hist.as_deref().unwrap_or_default())?;

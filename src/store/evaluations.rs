@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 
-use super::{Store, with_pool};
+use super::{Conn, Store, sql};
 use crate::evaluate::{CellHistograms, GroupState};
 use crate::model::{Dimensions, Histogram, HistoricalRow};
 
@@ -61,58 +61,58 @@ fn split(from: i64, to: i64) -> (std::ops::Range<i64>, Vec<(i64, i64)>) {
     (first_full..last_full_end, edges)
 }
 
-pub(crate) const INSERT_CYCLE: &str = "INSERT INTO eval_cycles \
+const INSERT_CYCLE: &str = "INSERT INTO eval_cycles \
     (started_at, finished_at, evaluated_at, groups, regressions, outcome, error) \
     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id";
 
-/// Inserts a [`CycleRecord`] through any executor (a pool or an open transaction); its id.
-macro_rules! insert_cycle {
-    ($executor:expr, $cycle:expr) => {{
-        let c: &$crate::store::evaluations::CycleRecord = $cycle;
-        sqlx::query_scalar::<_, i64>($crate::store::evaluations::INSERT_CYCLE)
-            .bind(c.started_at)
-            .bind(c.finished_at)
-            .bind(c.evaluated_at)
-            .bind(c.groups)
-            .bind(c.regressions)
-            .bind(&c.outcome)
-            .bind(&c.error)
-            .fetch_one($executor)
-            .await?
-    }};
+/// Inserts a [`CycleRecord`]; its id.
+pub(crate) async fn insert_cycle(c: &mut Conn<'_>, cycle: &CycleRecord) -> Result<i64> {
+    c.scalar(
+        sql(INSERT_CYCLE)
+            .bind(cycle.started_at)
+            .bind(cycle.finished_at)
+            .bind(cycle.evaluated_at)
+            .bind(cycle.groups)
+            .bind(cycle.regressions)
+            .bind(&cycle.outcome)
+            .bind(&cycle.error),
+    )
+    .await
 }
 
 /// Replaces the stored group states and records the cycle, in an open transaction; its id.
-macro_rules! write_cycle {
-    ($tx:expr, $states:expr, $cycle:expr) => {{
-        let states: &[(String, $crate::evaluate::GroupState)] = $states;
-        let cycle: &$crate::store::evaluations::CycleRecord = $cycle;
-        sqlx::query("DELETE FROM group_states").execute(&mut **$tx).await?;
-        for chunk in states.chunks(500) {
-            let mut q = sqlx::QueryBuilder::new(
-                "INSERT INTO group_states (group_label, regressed, clean_streak, since, updated_at) ",
-            );
-            q.push_values(chunk, |mut b, (label, s)| {
-                b.push_bind(label)
-                    .push_bind(i64::from(s.regressed))
-                    .push_bind(i64::from(s.clean_streak))
-                    .push_bind(s.since)
-                    .push_bind(cycle.finished_at);
-            });
-            q.build().execute(&mut **$tx).await?;
-        }
-        $crate::store::evaluations::insert_cycle!(&mut **$tx, cycle)
-    }};
+pub(crate) async fn write_cycle(
+    c: &mut Conn<'_>,
+    states: &[(String, GroupState)],
+    cycle: &CycleRecord,
+) -> Result<i64> {
+    c.execute(sql("DELETE FROM group_states")).await?;
+    for chunk in states.chunks(500) {
+        c.execute(
+            sql("INSERT INTO group_states (group_label, regressed, clean_streak, since, updated_at)").values(
+                chunk,
+                |(label, s)| {
+                    vec![
+                        label.into(),
+                        s.regressed.into(),
+                        i64::from(s.clean_streak).into(),
+                        s.since.into(),
+                        cycle.finished_at.into(),
+                    ]
+                },
+            ),
+        )
+        .await?;
+    }
+    insert_cycle(c, cycle).await
 }
-pub(crate) use {insert_cycle, write_cycle};
 
 impl Store {
     /// The histograms of every cell in `current` and `baseline` (Unix-second ranges). Whole
     /// days come from `cell_days`; the partial days at the edges from the samples themselves.
     pub async fn window_data(&self, current: (i64, i64), baseline: (i64, i64)) -> Result<WindowData> {
-        let backends: Vec<(i64, String)> = with_pool!(self, pool => {
-            sqlx::query_as("SELECT id, name FROM backends ORDER BY id").fetch_all(pool).await?
-        });
+        let backends: Vec<(i64, String)> =
+            self.fetch_all(sql("SELECT id, name FROM backends ORDER BY id")).await?;
         let variants = self.variants().await?;
         let backend_index: HashMap<i64, usize> =
             backends.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect();
@@ -142,20 +142,20 @@ impl Store {
             .map(|i| (lo + i * step, (lo + (i + 1) * step).min(hi)))
             .filter(|r| r.0 < r.1)
             .collect();
-        let queries = ranges.iter().map(|&(from, to)| async move {
-            let rows: Vec<WholeDaysRow> = with_pool!(self, pool, dialect => {
-                let sql = if dialect.is_postgres { WHOLE_DAYS_POSTGRES } else { WHOLE_DAYS_SQLITE };
-                sqlx::query_as(sql)
-                    .bind(baseline_days.start)
-                    .bind(baseline_days.end)
-                    .bind(current_days.start)
-                    .bind(current_days.end)
-                    .bind(from)
-                    .bind(to)
-                    .fetch_all(pool)
-                    .await?
-            });
-            anyhow::Ok(rows)
+        let text = if self.engine() == crate::config::Engine::Postgres {
+            WHOLE_DAYS_POSTGRES
+        } else {
+            WHOLE_DAYS_SQLITE
+        };
+        let queries = ranges.iter().map(|&(from, to)| {
+            let q = sql(text)
+                .bind(baseline_days.start)
+                .bind(baseline_days.end)
+                .bind(current_days.start)
+                .bind(current_days.end)
+                .bind(from)
+                .bind(to);
+            self.fetch_all::<WholeDaysRow>(q)
         });
         let fetched = futures::future::try_join_all(queries).await?;
         tracing::debug!(parts = fetched.len(), seconds = started.elapsed().as_secs_f64(), "window query");
@@ -215,16 +215,14 @@ impl Store {
             .map(|e| (e, true))
             .chain(baseline_edges.into_iter().map(|e| (e, false)));
         for ((from, to), is_current) in edges {
-            let rows: Vec<(i64, i64, i64)> = with_pool!(self, pool => {
-                sqlx::query_as(
-                    "SELECT s.backend_id, r.variant_id, s.seconds FROM job_runs r JOIN samples s ON s.run_id = r.id \
-                     WHERE r.started_at >= $1 AND r.started_at < $2",
+            let rows: Vec<(i64, i64, i64)> = self
+                .fetch_all(
+                    sql("SELECT s.backend_id, r.variant_id, s.seconds FROM job_runs r JOIN samples s ON s.run_id = r.id \
+                         WHERE r.started_at >= $1 AND r.started_at < $2")
+                    .bind(from)
+                    .bind(to),
                 )
-                .bind(from)
-                .bind(to)
-                .fetch_all(pool)
-                .await?
-            });
+                .await?;
             for (backend_id, variant_id, seconds) in rows {
                 let (Some(&b), Some(&v)) = (backend_index.get(&backend_id), variant_index.get(&variant_id))
                 else {
@@ -258,23 +256,15 @@ impl Store {
         if variant_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let rows = with_pool!(self, pool => {
-            let mut q = sqlx::QueryBuilder::new(
-                "SELECT r.job_name, r.build_id, r.url, s.seconds, r.started_at FROM samples s \
-                 JOIN job_runs r ON r.id = s.run_id JOIN backends b ON b.id = s.backend_id WHERE b.name = ",
-            );
-            q.push_bind(backend);
-            q.push(" AND r.started_at >= ").push_bind(window.0);
-            q.push(" AND r.started_at < ").push_bind(window.1);
-            q.push(" AND r.variant_id IN (");
-            let mut list = q.separated(", ");
-            for id in variant_ids {
-                list.push_bind(*id);
-            }
-            q.push(") ORDER BY s.seconds DESC, r.started_at DESC");
-            q.build_query_as::<(String, String, String, i64, i64)>().fetch_all(pool).await?
-        });
-        Ok(rows)
+        let q = sql("SELECT r.job_name, r.build_id, r.url, s.seconds, r.started_at FROM samples s \
+                 JOIN job_runs r ON r.id = s.run_id JOIN backends b ON b.id = s.backend_id WHERE b.name = $1 \
+                 AND r.started_at >= $2 AND r.started_at < $3 AND r.variant_id IN (")
+        .bind(backend)
+        .bind(window.0)
+        .bind(window.1)
+        .list(variant_ids.iter().copied())
+        .push(") ORDER BY s.seconds DESC, r.started_at DESC");
+        self.fetch_all(q).await
     }
 
     /// Job names that ran in some variants during a window.
@@ -286,23 +276,19 @@ impl Store {
         if variant_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let rows = with_pool!(self, pool => {
-            let mut q = sqlx::QueryBuilder::new("SELECT job_name, COUNT(*) FROM job_runs WHERE started_at >= ");
-            q.push_bind(window.0).push(" AND started_at < ").push_bind(window.1).push(" AND variant_id IN (");
-            let mut list = q.separated(", ");
-            for id in variant_ids {
-                list.push_bind(*id);
-            }
-            q.push(") GROUP BY job_name ORDER BY job_name");
-            q.build_query_as::<(String, i64)>().fetch_all(pool).await?
-        });
-        Ok(rows)
+        let q = sql("SELECT job_name, COUNT(*) FROM job_runs WHERE started_at >= $1 AND started_at < $2 \
+                 AND variant_id IN (")
+        .bind(window.0)
+        .bind(window.1)
+        .list(variant_ids.iter().copied())
+        .push(") GROUP BY job_name ORDER BY job_name");
+        self.fetch_all(q).await
     }
 
     pub async fn group_states(&self) -> Result<HashMap<String, GroupState>> {
-        let rows: Vec<(String, i64, i64, Option<i64>)> = with_pool!(self, pool => {
-            sqlx::query_as("SELECT group_label, regressed, clean_streak, since FROM group_states").fetch_all(pool).await?
-        });
+        let rows: Vec<(String, i64, i64, Option<i64>)> = self
+            .fetch_all(sql("SELECT group_label, regressed, clean_streak, since FROM group_states"))
+            .await?;
         Ok(rows
             .into_iter()
             .map(|(label, regressed, streak, since)| {
@@ -313,95 +299,92 @@ impl Store {
 
     /// Records a cycle that failed before it could finish.
     pub async fn record_failed_cycle(&self, cycle: &CycleRecord) -> Result<()> {
-        with_pool!(self, pool => {
-            insert_cycle!(pool, cycle);
-        });
-        Ok(())
+        insert_cycle(&mut self.acquire().await?.conn(), cycle).await.map(|_| ())
     }
 
     pub async fn count_cycles(&self) -> Result<i64> {
-        Ok(with_pool!(self, pool => {
-            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM eval_cycles").fetch_one(pool).await?
-        }))
+        self.scalar(sql("SELECT COUNT(*) FROM eval_cycles")).await
     }
 
     /// Replaces the historical table with `rows`.
     pub async fn import_thresholds(&self, rows: &[HistoricalRow], source_file: &str) -> Result<()> {
         let now = chrono::Utc::now().timestamp();
-        with_pool!(self, pool, dialect => {
-            let mut tx = pool.begin_with(dialect.begin_write).await?;
-            sqlx::query("DELETE FROM historical_thresholds").execute(&mut *tx).await?;
-            for chunk in rows.chunks(200) {
-                let mut q = sqlx::QueryBuilder::new(
-                    "INSERT INTO historical_thresholds (backend, release, from_release, platform, architecture, network, \
-                     topology, master_nodes_updated, job_runs, p50, p75, p95, p99, source_file, imported_at) ",
-                );
-                q.push_values(chunk, |mut b, r| {
-                    b.push_bind(&r.backend)
-                        .push_bind(&r.release)
-                        .push_bind(&r.from_release)
-                        .push_bind(&r.platform)
-                        .push_bind(&r.architecture)
-                        .push_bind(&r.network)
-                        .push_bind(&r.topology)
-                        .push_bind(&r.master_nodes_updated)
-                        .push_bind(r.job_runs.map(|n| n as i64))
-                        .push_bind(r.p50)
-                        .push_bind(r.p75)
-                        .push_bind(r.p95)
-                        .push_bind(r.p99)
-                        .push_bind(source_file)
-                        .push_bind(now);
-                });
-                q.build().execute(&mut *tx).await?;
-            }
-            tx.commit().await?;
-        });
-        Ok(())
+        let mut tx = self.begin_write().await?;
+        let mut c = tx.conn();
+        c.execute(sql("DELETE FROM historical_thresholds")).await?;
+        for chunk in rows.chunks(200) {
+            let q = sql("INSERT INTO historical_thresholds (backend, release, from_release, platform, architecture, \
+                     network, topology, master_nodes_updated, job_runs, p50, p75, p95, p99, source_file, imported_at)")
+            .values(chunk, |r| {
+                vec![
+                    (&r.backend).into(),
+                    (&r.release).into(),
+                    (&r.from_release).into(),
+                    (&r.platform).into(),
+                    (&r.architecture).into(),
+                    (&r.network).into(),
+                    (&r.topology).into(),
+                    (&r.master_nodes_updated).into(),
+                    r.job_runs.map(|n| n as i64).into(),
+                    r.p50.into(),
+                    r.p75.into(),
+                    r.p95.into(),
+                    r.p99.into(),
+                    source_file.into(),
+                    now.into(),
+                ]
+            });
+            c.execute(q).await?;
+        }
+        tx.commit().await
     }
 
     pub async fn historical_thresholds(&self) -> Result<Vec<HistoricalRow>> {
-        type Row = (
-            String,
-            String,
-            String,
-            String,
-            String,
-            String,
-            String,
-            String,
-            Option<i64>,
-            Option<f64>,
-            Option<f64>,
-            Option<f64>,
-            Option<f64>,
-        );
-        let rows: Vec<Row> = with_pool!(self, pool => {
-            sqlx::query_as(
-                "SELECT backend, release, from_release, platform, architecture, network, topology, master_nodes_updated, \
-                 job_runs, p50, p75, p95, p99 FROM historical_thresholds",
-            )
-            .fetch_all(pool)
-            .await?
-        });
-        Ok(rows
-            .into_iter()
-            .map(|r| HistoricalRow {
-                backend: r.0,
-                release: r.1,
-                from_release: r.2,
-                platform: r.3,
-                architecture: r.4,
-                network: r.5,
-                topology: r.6,
-                master_nodes_updated: r.7,
-                job_runs: r.8.map(|n| n as u64),
-                p50: r.9,
-                p75: r.10,
-                p95: r.11,
-                p99: r.12,
-            })
-            .collect())
+        let rows: Vec<HistoricalRowRead> = self
+            .fetch_all(sql(
+                "SELECT backend, release, from_release, platform, architecture, network, topology, \
+                 master_nodes_updated, job_runs, p50, p75, p95, p99 FROM historical_thresholds",
+            ))
+            .await?;
+        Ok(rows.into_iter().map(HistoricalRowRead::into_row).collect())
+    }
+}
+
+/// A row of `historical_thresholds`.
+#[derive(sqlx::FromRow)]
+struct HistoricalRowRead {
+    backend: String,
+    release: String,
+    from_release: String,
+    platform: String,
+    architecture: String,
+    network: String,
+    topology: String,
+    master_nodes_updated: String,
+    job_runs: Option<i64>,
+    p50: Option<f64>,
+    p75: Option<f64>,
+    p95: Option<f64>,
+    p99: Option<f64>,
+}
+
+impl HistoricalRowRead {
+    fn into_row(self) -> HistoricalRow {
+        HistoricalRow {
+            backend: self.backend,
+            release: self.release,
+            from_release: self.from_release,
+            platform: self.platform,
+            architecture: self.architecture,
+            network: self.network,
+            topology: self.topology,
+            master_nodes_updated: self.master_nodes_updated,
+            job_runs: self.job_runs.map(|n| n as u64),
+            p50: self.p50,
+            p75: self.p75,
+            p95: self.p95,
+            p99: self.p99,
+        }
     }
 }
 
@@ -431,6 +414,7 @@ impl Store {
         let super::Pool::Postgres(pool) = &self.pool else {
             anyhow::bail!("the reference query is PostgreSQL's percentile_cont");
         };
+        // PostgreSQL only, and its float8[] is not a type the shared statements bind or read.
         let rows: Vec<(i64, i64, bool, Vec<f64>)> = sqlx::query_as(
             "SELECT s.backend_id, r.variant_id, r.started_at >= $2 AS current, \
              percentile_cont(ARRAY[0.5, 0.75, 0.95, 0.99]::float8[]) WITHIN GROUP (ORDER BY s.seconds) \

@@ -1,19 +1,20 @@
-//! Incidents, their history, silences; and applying a cycle's plan with its outbox entries in
-//! one transaction.
+//! Incidents, their history, silences; and applying a plan (a cycle's, or a person's) with its
+//! outbox entries in one transaction. The store decides nothing here: the plan says what
+//! changes and what is sent, and this file writes it.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
-use super::{Store, with_pool};
-use crate::incidents::plan::{self, Action, Delivered, Effect, Plan, Step};
-use crate::incidents::silence::{Silence, Target};
-use crate::incidents::{Event, Incident, Snapshot, State};
+use super::{Arg, Conn, Store, sql};
+use crate::incidents::manual::Refusal;
+use crate::incidents::plan::{Action, Delivered, Effect, Known, NewSilence, Plan, Step};
+use crate::incidents::silence::{Patterns, Silence};
+use crate::incidents::{Change, Event, Incident, Snapshot, State};
 
-macro_rules! incident_columns {
-    () => {
-        "id, fingerprint, state, snapshot, revision, opened_at, updated_at, last_seen_at, \
-         resolved_at, acked_by, acked_at, slack_channel, slack_ts, jira_key, jira_commented_at"
-    };
-}
+const INCIDENT_COLUMNS: &str = "id, fingerprint, state, snapshot, revision, opened_at, updated_at, \
+    last_seen_at, resolved_at, acked_by, acked_at, slack_channel, slack_ts, jira_key, jira_commented_at";
+
+const SILENCE_COLUMNS: &str =
+    "id, fingerprint, backend, dimensions, reason, created_by, created_at, expires_at, removed_at";
 
 #[derive(sqlx::FromRow)]
 struct IncidentRow {
@@ -77,231 +78,100 @@ impl SilenceRow {
     /// holds nothing, rather than everything of its backend. Keys written in a short form
     /// (`upgrade`) by earlier versions read as their dimension.
     fn into_silence(self) -> Option<Silence> {
-        let r = self;
-        let raw: std::collections::BTreeMap<String, String> = match serde_json::from_str(&r.dimensions) {
+        let raw: std::collections::BTreeMap<String, String> = match serde_json::from_str(&self.dimensions) {
             Ok(raw) => raw,
             Err(e) => {
-                tracing::warn!(silence = r.id, "silence has unreadable dimensions, ignored: {e}");
+                tracing::warn!(silence = self.id, "silence has unreadable dimensions, ignored: {e}");
                 return None;
             }
         };
-        let mut dimensions = crate::incidents::silence::Patterns::new();
+        let mut dimensions = Patterns::new();
         for (k, v) in raw {
             let Some(d) = crate::model::Dimension::parse(&k) else {
-                tracing::warn!(silence = r.id, key = %k, "silence names an unknown dimension, ignored");
+                tracing::warn!(silence = self.id, key = %k, "silence names an unknown dimension, ignored");
                 return None;
             };
             dimensions.insert(d, v);
         }
         Some(Silence {
-            id: r.id,
-            fingerprint: r.fingerprint,
-            backend: r.backend,
+            id: self.id,
+            fingerprint: self.fingerprint,
+            backend: self.backend,
             dimensions,
-            reason: r.reason,
-            created_by: r.created_by,
-            created_at: r.created_at,
-            expires_at: r.expires_at,
-            removed_at: r.removed_at,
+            reason: self.reason,
+            created_by: self.created_by,
+            created_at: self.created_at,
+            expires_at: self.expires_at,
+            removed_at: self.removed_at,
         })
     }
 }
 
-macro_rules! silence_columns {
-    () => {
-        "id, fingerprint, backend, dimensions, reason, created_by, created_at, expires_at, removed_at"
-    };
-}
-
-/// Every incident, through any executor.
-macro_rules! load_incidents {
-    ($executor:expr) => {{
-        let rows: Vec<IncidentRow> =
-            sqlx::query_as(concat!("SELECT ", incident_columns!(), " FROM incidents ORDER BY id"))
-                .fetch_all($executor)
-                .await?;
-        rows.into_iter().map(IncidentRow::into_incident).collect::<Result<Vec<_>>>()?
-    }};
-}
-
-/// Silences not removed and not expired at `$now`.
-macro_rules! load_silences {
-    ($executor:expr, $now:expr) => {{
-        let rows: Vec<SilenceRow> = sqlx::query_as(concat!(
-            "SELECT ",
-            silence_columns!(),
-            " FROM silences WHERE removed_at IS NULL AND expires_at > $1 ORDER BY id"
-        ))
-        .bind($now)
-        .fetch_all($executor)
+async fn load_incidents(c: &mut Conn<'_>) -> Result<Vec<Incident>> {
+    let rows: Vec<IncidentRow> = c
+        .fetch_all(super::Sql::built(format!("SELECT {INCIDENT_COLUMNS} FROM incidents ORDER BY id")))
         .await?;
-        rows.into_iter().filter_map(SilenceRow::into_silence).collect::<Vec<_>>()
-    }};
+    rows.into_iter().map(IncidentRow::into_incident).collect()
+}
+
+/// Silences not removed and not expired at `now`.
+async fn load_silences(c: &mut Conn<'_>, now: i64) -> Result<Vec<Silence>> {
+    let q = super::Sql::built(format!(
+        "SELECT {SILENCE_COLUMNS} FROM silences WHERE removed_at IS NULL AND expires_at > $1 ORDER BY id"
+    ))
+    .bind(now);
+    let rows: Vec<SilenceRow> = c.fetch_all(q).await?;
+    Ok(rows.into_iter().filter_map(SilenceRow::into_silence).collect())
 }
 
 /// What the outbox already holds for incidents: parent posts and Jira creations.
-macro_rules! load_delivered {
-    ($executor:expr, $incidents:expr) => {{
-        let rows: Vec<(Option<i64>, String)> = sqlx::query_as(
-            "SELECT incident_id, kind FROM outbox WHERE kind IN ('slack_post', 'jira_create')",
-        )
-        .fetch_all($executor)
+async fn load_delivered(c: &mut Conn<'_>, incidents: &[Incident]) -> Result<Delivered> {
+    let rows: Vec<(Option<i64>, String)> = c
+        .fetch_all(sql("SELECT incident_id, kind FROM outbox WHERE kind IN ('slack_post', 'jira_create')"))
         .await?;
-        let incidents: &[Incident] = $incidents;
-        let mut d = Delivered::default();
-        d.slack_posted.extend(incidents.iter().filter(|i| i.slack_ts.is_some()).map(|i| i.id));
-        for (id, kind) in rows {
-            let Some(id) = id else { continue };
-            if kind == "slack_post" {
-                d.slack_posted.insert(id);
-            } else {
-                d.jira_filed.insert(id);
-            }
+    let mut d = Delivered::default();
+    d.slack_posted.extend(incidents.iter().filter(|i| i.slack_ts.is_some()).map(|i| i.id));
+    for (id, kind) in rows {
+        let Some(id) = id else { continue };
+        if kind == "slack_post" {
+            d.slack_posted.insert(id);
+        } else {
+            d.jira_filed.insert(id);
         }
-        d
-    }};
+    }
+    Ok(d)
 }
 
-macro_rules! insert_event {
-    ($executor:expr, $incident:expr, $at:expr, $actor:expr, $kind:expr, $detail:expr) => {{
-        sqlx::query(
-            "INSERT INTO incident_events (incident_id, at, actor, kind, detail) VALUES ($1, $2, $3, $4, $5)",
-        )
-        .bind($incident)
-        .bind($at)
-        .bind($actor)
-        .bind($kind)
-        .bind($detail)
-        .execute($executor)
-        .await?;
-    }};
+/// Everything a plan is made from, read inside the transaction that applies it. On
+/// PostgreSQL the transaction first takes the incidents' lock, so two plans (two replicas'
+/// cycles, a cycle and a button) are made and applied one after the other, as SQLite's write
+/// lock does by itself.
+async fn load_known(c: &mut Conn<'_>, now: i64) -> Result<Known> {
+    if c.is_postgres() {
+        c.execute(sql("SELECT pg_advisory_xact_lock(7400713305)")).await?;
+    }
+    let incidents = load_incidents(c).await?;
+    let silences = load_silences(c, now).await?;
+    let delivered = load_delivered(c, &incidents).await?;
+    Ok(Known { incidents, silences, delivered })
 }
 
-/// Queues an effect unless an entry with the same idempotency key exists.
-macro_rules! enqueue {
-    ($executor:expr, $now:expr, $entry:expr) => {{
-        let e: &NewEntry = $entry;
-        sqlx::query(
-            "INSERT INTO outbox (idempotency_key, lane, kind, incident_id, payload, state, next_attempt_at, created_at) \
-             VALUES ($1, $2, $3, $4, $5, 'pending', $6, $6) ON CONFLICT (idempotency_key) DO NOTHING",
-        )
-        .bind(&e.key)
-        .bind(&e.lane)
-        .bind(e.kind)
-        .bind(e.incident_id)
-        .bind(e.payload.to_string())
-        .bind($now)
-        .execute($executor)
-        .await?;
-    }};
-}
-
-/// Binds a snapshot's columns, `family` to `snapshot`, in table order.
-macro_rules! bind_snapshot {
-    ($query:expr, $snapshot:expr) => {{
-        let s: &Snapshot = $snapshot;
-        $query
-            .bind(&s.family)
-            .bind(&s.release)
-            .bind(serde_json::to_string(&s.backends)?)
-            .bind(&s.component)
-            .bind(serde_json::to_value(s)?["scope"].to_string())
-            .bind(s.percentile.to_string())
-            .bind(s.observed_seconds)
-            .bind(s.threshold_seconds)
-            .bind(&s.tier)
-            .bind(&s.evidence)
-            .bind(&s.summary)
-            .bind(serde_json::to_string(s)?)
-    }};
-}
-
-/// Writes the steps of a plan (and their outbox entries) inside an open transaction `$tx`.
-macro_rules! apply_plan {
-    ($tx:expr, $now:expr, $cycle:expr, $actor:expr, $plan:expr, $incidents:expr) => {{
-        let now: i64 = $now;
-        // Outbox entries are due by the wall clock, whatever time the cycle evaluated.
-        let queued_at = chrono::Utc::now().timestamp();
-        let plan: &Plan = $plan;
-        let incidents: &[Incident] = $incidents;
-        for step in &plan.steps {
-            let (id, revision) = match &step.action {
-                Action::Open { fingerprint, snapshot } => {
-                    let insert = sqlx::query_scalar(
-                        "INSERT INTO incidents (fingerprint, family, release, backends, component, scope, state, \
-                         percentile, observed_seconds, threshold_seconds, tier, evidence, summary, snapshot, revision, \
-                         opened_at, updated_at, last_seen_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6, 'new', $7, $8, $9, $10, $11, $12, $13, 1, $14, $14, $14) RETURNING id",
-                    )
-                    .bind(fingerprint);
-                    let id: i64 = bind_snapshot!(insert, snapshot).bind(now).fetch_one(&mut *$tx).await?;
-                    insert_event!(&mut *$tx, id, now, $actor, "opened", snapshot.summary.clone());
-                    (id, 1)
-                }
-                Action::Update { id, state, snapshot, changes } => {
-                    let old = incidents.iter().find(|i| i.id == *id).context("planned an unknown incident")?;
-                    let revision = old.revision + i64::from(!changes.is_empty());
-                    let update = sqlx::query(
-                        "UPDATE incidents SET state = $2, family = $3, release = $4, backends = $5, component = $6, \
-                         scope = $7, percentile = $8, observed_seconds = $9, threshold_seconds = $10, tier = $11, \
-                         evidence = $12, summary = $13, snapshot = $14, revision = $15, updated_at = $16, \
-                         last_seen_at = $16, resolved_at = NULL WHERE id = $1",
-                    )
-                    .bind(id)
-                    .bind(state.as_str());
-                    bind_snapshot!(update, snapshot).bind(revision).bind(now).execute(&mut *$tx).await?;
-                    for c in changes {
-                        let kind = serde_json::to_value(c)?["kind"].as_str().unwrap_or("changed").to_string();
-                        insert_event!(&mut *$tx, *id, now, $actor, kind, c.describe());
-                    }
-                    (*id, revision)
-                }
-                Action::Resolve { id, .. } | Action::Stale { id } => {
-                    let old = incidents.iter().find(|i| i.id == *id).context("planned an unknown incident")?;
-                    let (state, kind, detail) = match &step.action {
-                        Action::Resolve { .. } => ("resolved", "resolved", crate::incidents::Change::Resolved.describe()),
-                        _ => ("stale", "stale", crate::incidents::Change::Stale.describe()),
-                    };
-                    let resolved_at = (state == "resolved").then_some(now);
-                    sqlx::query(
-                        "UPDATE incidents SET state = $2, revision = revision + 1, updated_at = $3, resolved_at = $4 \
-                         WHERE id = $1",
-                    )
-                    .bind(id)
-                    .bind(state)
-                    .bind(now)
-                    .bind(resolved_at)
-                    .execute(&mut *$tx)
-                    .await?;
-                    insert_event!(&mut *$tx, *id, now, $actor, kind, detail);
-                    (*id, old.revision + 1)
-                }
-                Action::Catch { id } => {
-                    let old = incidents.iter().find(|i| i.id == *id).context("planned an unknown incident")?;
-                    (*id, old.revision)
-                }
-            };
-            if let Some(silence) = step.silenced_by
-                && !matches!(step.action, Action::Catch { .. })
-            {
-                insert_event!(&mut *$tx, id, now, $actor, "held", format!("notifications held by silence #{silence}"));
-            }
-            for effect in &step.effects {
-                let entry = NewEntry::for_incident(effect, id, revision);
-                enqueue!(&mut *$tx, queued_at, &entry);
-                if matches!(effect, Effect::JiraComment { .. }) {
-                    sqlx::query("UPDATE incidents SET jira_commented_at = $2 WHERE id = $1")
-                        .bind(id)
-                        .bind(now)
-                        .execute(&mut *$tx)
-                        .await?;
-                }
-            }
-        }
-        for summary in &plan.summaries {
-            enqueue!(&mut *$tx, queued_at, &NewEntry::summary(summary, $cycle));
-        }
-    }};
+async fn insert_event(
+    c: &mut Conn<'_>,
+    incident: i64,
+    at: i64,
+    actor: &str,
+    kind: &str,
+    detail: &str,
+) -> Result<()> {
+    let q =
+        sql("INSERT INTO incident_events (incident_id, at, actor, kind, detail) VALUES ($1, $2, $3, $4, $5)")
+            .bind(incident)
+            .bind(at)
+            .bind(actor)
+            .bind(kind)
+            .bind(detail);
+    c.execute(q).await.map(|_| ())
 }
 
 /// An outbox row to insert.
@@ -321,8 +191,13 @@ impl NewEntry {
             Effect::JiraCreate => format!("jira_create:{id}"),
             _ => format!("{kind}:{id}:{revision}"),
         };
-        let lane = if effect.is_jira() { format!("jira:{id}") } else { format!("slack:{id}") };
-        NewEntry { key, lane, kind, incident_id: Some(id), payload: plan::payload(effect) }
+        NewEntry {
+            key,
+            lane: format!("{}:{id}", effect.sink().as_str()),
+            kind,
+            incident_id: Some(id),
+            payload: effect.payload(),
+        }
     }
 
     fn summary(effect: &Effect, cycle: &str) -> NewEntry {
@@ -335,13 +210,223 @@ impl NewEntry {
             lane: format!("summary:{channel}"),
             kind: effect.kind(),
             incident_id: None,
-            payload: plan::payload(effect),
+            payload: effect.payload(),
         }
     }
 }
 
-/// Decides a plan from the incidents, silences and outbox as they are in the transaction.
-pub type Planner<'a> = &'a (dyn Fn(&[Incident], &[Silence], &Delivered) -> Plan + Send + Sync);
+/// Queues an effect unless an entry with the same idempotency key exists.
+async fn enqueue(c: &mut Conn<'_>, queued_at: i64, e: &NewEntry) -> Result<()> {
+    let q = sql("INSERT INTO outbox (idempotency_key, lane, kind, incident_id, payload, state, next_attempt_at, \
+             created_at) VALUES ($1, $2, $3, $4, $5, 'pending', $6, $6) ON CONFLICT (idempotency_key) DO NOTHING")
+    .bind(&e.key)
+    .bind(&e.lane)
+    .bind(e.kind)
+    .bind(e.incident_id)
+    .bind(e.payload.to_string())
+    .bind(queued_at);
+    c.execute(q).await.map(|_| ())
+}
+
+/// A snapshot's columns, `family` to `snapshot`, in table order.
+fn snapshot_args(s: &Snapshot) -> Result<Vec<Arg>> {
+    let whole = serde_json::to_value(s)?;
+    Ok(vec![
+        (&s.family).into(),
+        (&s.release).into(),
+        serde_json::to_string(&s.backends)?.into(),
+        (&s.component).into(),
+        whole["scope"].to_string().into(),
+        s.percentile.to_string().into(),
+        s.observed_seconds.into(),
+        s.threshold_seconds.into(),
+        (&s.tier).into(),
+        (&s.evidence).into(),
+        (&s.summary).into(),
+        whole.to_string().into(),
+    ])
+}
+
+fn bind_all(mut q: super::Sql, args: Vec<Arg>) -> super::Sql {
+    for a in args {
+        q = q.bind(a);
+    }
+    q
+}
+
+/// What applying one step needs besides the step.
+struct Applying<'a> {
+    now: i64,
+    actor: &'a str,
+    incidents: &'a [Incident],
+}
+
+impl Applying<'_> {
+    fn stored(&self, id: i64) -> Result<&Incident> {
+        self.incidents.iter().find(|i| i.id == id).context("planned an unknown incident")
+    }
+
+    /// Writes one step's change and history; the incident's id and new revision.
+    async fn step(&self, c: &mut Conn<'_>, action: &Action) -> Result<(i64, i64)> {
+        let (now, actor) = (self.now, self.actor);
+        match action {
+            Action::Open { fingerprint, snapshot } => {
+                let q = sql("INSERT INTO incidents (fingerprint, family, release, backends, component, scope, state, \
+                         percentile, observed_seconds, threshold_seconds, tier, evidence, summary, snapshot, revision, \
+                         opened_at, updated_at, last_seen_at) \
+                         VALUES ($1, $2, $3, $4, $5, $6, 'new', $7, $8, $9, $10, $11, $12, $13, 1, $14, $14, $14) \
+                         RETURNING id")
+                .bind(fingerprint);
+                let id: i64 = c.scalar(bind_all(q, snapshot_args(snapshot)?).bind(now)).await?;
+                insert_event(c, id, now, actor, "opened", &snapshot.summary).await?;
+                Ok((id, 1))
+            }
+            Action::Update { id, state, snapshot, changes } => {
+                let revision = self.stored(*id)?.revision + i64::from(!changes.is_empty());
+                let q = sql("UPDATE incidents SET state = $2, family = $3, release = $4, backends = $5, component = $6, \
+                         scope = $7, percentile = $8, observed_seconds = $9, threshold_seconds = $10, tier = $11, \
+                         evidence = $12, summary = $13, snapshot = $14, revision = $15, updated_at = $16, \
+                         last_seen_at = $16, resolved_at = NULL WHERE id = $1")
+                .bind(*id)
+                .bind(state.as_str());
+                c.execute(bind_all(q, snapshot_args(snapshot)?).bind(revision).bind(now)).await?;
+                for change in changes {
+                    insert_event(c, *id, now, actor, change.kind(), &change.describe()).await?;
+                }
+                Ok((*id, revision))
+            }
+            Action::Resolve { id, how, .. } => {
+                self.set_state(c, *id, State::Resolved, Some(now)).await?;
+                insert_event(c, *id, now, actor, "resolved", &how.describe()).await?;
+                Ok((*id, self.stored(*id)?.revision + 1))
+            }
+            Action::Stale { id } => {
+                self.set_state(c, *id, State::Stale, None).await?;
+                insert_event(c, *id, now, actor, "stale", &Change::Stale.describe()).await?;
+                Ok((*id, self.stored(*id)?.revision + 1))
+            }
+            Action::CatchUp { id } => Ok((*id, self.stored(*id)?.revision)),
+            Action::Acknowledge { id, by } => {
+                let q = sql("UPDATE incidents SET acked_by = $2, acked_at = $3, revision = revision + 1 WHERE id = $1")
+                    .bind(*id)
+                    .bind(by)
+                    .bind(now);
+                c.execute(q).await?;
+                insert_event(c, *id, now, actor, "ack", &format!("acknowledged by {by}")).await?;
+                Ok((*id, self.stored(*id)?.revision + 1))
+            }
+            Action::FileJira { id } => {
+                insert_event(c, *id, now, actor, "file_jira", &format!("{actor} asked for a Jira issue"))
+                    .await?;
+                Ok((*id, self.stored(*id)?.revision))
+            }
+            Action::Note { id, kind, detail } => {
+                insert_event(c, *id, now, actor, kind, detail).await?;
+                Ok((*id, self.stored(*id)?.revision))
+            }
+        }
+    }
+
+    async fn set_state(
+        &self,
+        c: &mut Conn<'_>,
+        id: i64,
+        state: State,
+        resolved_at: Option<i64>,
+    ) -> Result<()> {
+        let q = sql(
+            "UPDATE incidents SET state = $2, revision = revision + 1, updated_at = $3, resolved_at = $4 \
+                 WHERE id = $1",
+        )
+        .bind(id)
+        .bind(state.as_str())
+        .bind(self.now)
+        .bind(resolved_at);
+        c.execute(q).await.map(|_| ())
+    }
+
+    /// One step: its change, then its outbox entries.
+    async fn apply(&self, c: &mut Conn<'_>, step: &Step, queued_at: i64) -> Result<()> {
+        let (id, revision) = self.step(c, &step.action).await?;
+        if let Some(silence) = step.silenced_by
+            && !matches!(step.action, Action::CatchUp { .. })
+        {
+            let detail = format!("notifications held by silence #{silence}");
+            insert_event(c, id, self.now, self.actor, "held", &detail).await?;
+        }
+        for effect in &step.effects {
+            enqueue(c, queued_at, &NewEntry::for_incident(effect, id, revision)).await?;
+            if matches!(effect, Effect::JiraComment { .. }) {
+                c.execute(
+                    sql("UPDATE incidents SET jira_commented_at = $2 WHERE id = $1").bind(id).bind(self.now),
+                )
+                .await?;
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn insert_silence(c: &mut Conn<'_>, now: i64, actor: &str, s: &NewSilence) -> Result<i64> {
+    let q = sql(
+        "INSERT INTO silences (fingerprint, backend, dimensions, reason, created_by, created_at, expires_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
+    )
+    .bind(&s.target.fingerprint)
+    .bind(&s.target.backend)
+    .bind(serde_json::to_string(&s.target.dimensions)?)
+    .bind(&s.reason)
+    .bind(actor)
+    .bind(now)
+    .bind(s.expires_at);
+    let id: i64 = c.scalar(q).await?;
+    if let Some(incident) = s.incident {
+        let detail =
+            format!("silenced until {} (silence #{id}): {}", crate::render::time(s.expires_at), s.reason);
+        insert_event(c, incident, now, actor, "silenced", &detail).await?;
+    }
+    Ok(id)
+}
+
+/// What applying a plan made that the caller needs: the new silences' numbers.
+#[derive(Debug, Clone, Default)]
+pub struct Applied {
+    pub silences: Vec<i64>,
+}
+
+/// Writes a plan (its steps with their outbox entries, summaries, silences) inside an open
+/// transaction. `cycle` names the summaries' idempotency keys.
+async fn apply_plan(
+    c: &mut Conn<'_>,
+    now: i64,
+    cycle: &str,
+    actor: &str,
+    plan: &Plan,
+    known: &Known,
+) -> Result<Applied> {
+    // Outbox entries are due by the wall clock, whatever time the cycle evaluated.
+    let queued_at = chrono::Utc::now().timestamp();
+    let applying = Applying { now, actor, incidents: &known.incidents };
+    for step in &plan.steps {
+        applying.apply(c, step, queued_at).await?;
+    }
+    for summary in &plan.summaries {
+        enqueue(c, queued_at, &NewEntry::summary(summary, cycle)).await?;
+    }
+    let mut applied = Applied::default();
+    for s in &plan.silences {
+        applied.silences.push(insert_silence(c, now, actor, s).await?);
+    }
+    for id in &plan.unsilence {
+        let q =
+            sql("UPDATE silences SET removed_at = $2, removed_by = $3 WHERE id = $1 AND removed_at IS NULL")
+                .bind(*id)
+                .bind(now)
+                .bind(actor);
+        c.execute(q).await?;
+    }
+    Ok(applied)
+}
 
 impl Store {
     /// Replaces the stored group states, records the cycle, and applies the incident plan with
@@ -350,228 +435,71 @@ impl Store {
         &self,
         states: &[(String, crate::evaluate::GroupState)],
         cycle: &super::evaluations::CycleRecord,
-        planner: Planner<'_>,
+        planner: impl FnOnce(&Known) -> Plan,
     ) -> Result<(i64, Plan)> {
         let now = cycle.evaluated_at;
-        Ok(with_pool!(self, pool, dialect => {
-            let mut tx = pool.begin_with(dialect.begin_write).await?;
-            let cycle_id = super::evaluations::write_cycle!(&mut tx, states, cycle);
-            let incidents = load_incidents!(&mut *tx);
-            let silences = load_silences!(&mut *tx, now);
-            let delivered = load_delivered!(&mut *tx, &incidents);
-            let plan = planner(&incidents, &silences, &delivered);
-            apply_plan!(tx, now, &cycle_id.to_string(), "sheriff", &plan, &incidents);
-            tx.commit().await?;
-            (cycle_id, plan)
-        }))
+        let mut tx = self.begin_write().await?;
+        let mut c = tx.conn();
+        let cycle_id = super::evaluations::write_cycle(&mut c, states, cycle).await?;
+        let known = load_known(&mut c, now).await?;
+        let plan = planner(&known);
+        apply_plan(&mut c, now, &cycle_id.to_string(), "sheriff", &plan, &known).await?;
+        tx.commit().await?;
+        Ok((cycle_id, plan))
     }
 
-    /// Applies a plan that a person caused (resolve, ack …), attributed to `actor`.
-    async fn apply_manual(
+    /// Applies a plan a person asked for, attributed to `actor`, made from the state inside
+    /// the transaction; a refusal changes nothing. Returns only after the commit.
+    pub async fn apply_manual<T>(
         &self,
         now: i64,
         actor: &str,
-        planner: impl Fn(&[Incident], &[Silence], &Delivered) -> Result<Plan>,
-    ) -> Result<Plan> {
-        Ok(with_pool!(self, pool, dialect => {
-            let mut tx = pool.begin_with(dialect.begin_write).await?;
-            let incidents = load_incidents!(&mut *tx);
-            let silences = load_silences!(&mut *tx, now);
-            let delivered = load_delivered!(&mut *tx, &incidents);
-            let plan = planner(&incidents, &silences, &delivered)?;
-            apply_plan!(tx, now, &format!("manual-{now}-{actor}"), actor, &plan, &incidents);
-            tx.commit().await?;
-            plan
-        }))
+        planner: impl FnOnce(&Known) -> Result<(Plan, T), Refusal>,
+    ) -> Result<Result<(Applied, T), Refusal>> {
+        let mut tx = self.begin_write().await?;
+        let mut c = tx.conn();
+        let known = load_known(&mut c, now).await?;
+        let (plan, extra) = match planner(&known) {
+            Ok(planned) => planned,
+            Err(refusal) => {
+                tx.rollback().await?;
+                return Ok(Err(refusal));
+            }
+        };
+        let applied = apply_plan(&mut c, now, &format!("manual-{now}-{actor}"), actor, &plan, &known).await?;
+        tx.commit().await?;
+        Ok(Ok((applied, extra)))
     }
 
     pub async fn incidents(&self) -> Result<Vec<Incident>> {
-        Ok(with_pool!(self, pool => { load_incidents!(pool) }))
+        load_incidents(&mut self.acquire().await?.conn()).await
     }
 
     /// An incident by number (`12`, `#12`) or fingerprint.
     pub async fn find_incident(&self, reference: &str) -> Result<Option<Incident>> {
         let r = reference.trim().trim_start_matches('#');
         let id: i64 = r.parse().unwrap_or(-1);
-        let rows: Vec<IncidentRow> = with_pool!(self, pool => {
-            sqlx::query_as(concat!("SELECT ", incident_columns!(), " FROM incidents WHERE id = $1 OR fingerprint = $2"))
-                .bind(id)
-                .bind(r)
-                .fetch_all(pool)
-                .await?
-        });
+        let q = super::Sql::built(format!(
+            "SELECT {INCIDENT_COLUMNS} FROM incidents WHERE id = $1 OR fingerprint = $2"
+        ))
+        .bind(id)
+        .bind(r);
+        let rows: Vec<IncidentRow> = self.fetch_all(q).await?;
         rows.into_iter().next().map(IncidentRow::into_incident).transpose()
     }
 
     pub async fn incident_events(&self, incident: i64) -> Result<Vec<Event>> {
-        let rows: Vec<(i64, String, String, String)> = with_pool!(self, pool => {
-            sqlx::query_as("SELECT at, actor, kind, detail FROM incident_events WHERE incident_id = $1 ORDER BY id")
-                .bind(incident)
-                .fetch_all(pool)
-                .await?
-        });
-        Ok(rows.into_iter().map(|(at, actor, kind, detail)| Event { at, actor, kind, detail }).collect())
-    }
-
-    /// Resolves an incident by hand; Slack and Jira hear of it like any resolution.
-    pub async fn resolve_incident(
-        &self,
-        reference: &str,
-        actor: &str,
-        reason: &str,
-        policy: &plan::Policy,
-    ) -> Result<Incident> {
-        let incident =
-            self.find_incident(reference).await?.with_context(|| format!("no incident {reference}"))?;
-        if !incident.state.is_open() {
-            bail!("incident #{} is already resolved", incident.id);
-        }
-        let now = chrono::Utc::now().timestamp();
-        let id = incident.id;
-        self.apply_manual(now, actor, |incidents, silences, delivered| {
-            let step = Step {
-                action: Action::Resolve { id, snapshot: None },
-                effects: Vec::new(),
-                silenced_by: None,
-            };
-            Ok(plan::with_effects(now, vec![step], incidents, silences, delivered, policy))
-        })
-        .await?;
-        if !reason.is_empty() {
-            self.record_action(id, actor, "note", reason).await?;
-        }
-        self.find_incident(&id.to_string()).await?.context("the incident vanished")
-    }
-
-    /// Records that `actor` did something to an incident (`ack`, `not_a_regression`, …).
-    pub async fn record_action(&self, incident: i64, actor: &str, kind: &str, detail: &str) -> Result<()> {
-        let now = chrono::Utc::now().timestamp();
-        with_pool!(self, pool => {
-            insert_event!(pool, incident, now, actor, kind, detail);
-        });
-        Ok(())
-    }
-
-    /// Acknowledges an incident; its Slack message is edited to say who.
-    pub async fn ack_incident(&self, reference: &str, actor: &str) -> Result<Incident> {
-        let incident =
-            self.find_incident(reference).await?.with_context(|| format!("no incident {reference}"))?;
-        let now = chrono::Utc::now().timestamp();
-        with_pool!(self, pool, dialect => {
-            let mut tx = pool.begin_with(dialect.begin_write).await?;
-            sqlx::query("UPDATE incidents SET acked_by = $2, acked_at = $3 WHERE id = $1")
-                .bind(incident.id)
-                .bind(actor)
-                .bind(now)
-                .execute(&mut *tx)
-                .await?;
-            insert_event!(&mut *tx, incident.id, now, actor, "ack", format!("acknowledged by {actor}"));
-            if incident.slack_ts.is_some() || incident.slack_channel.is_some() {
-                let entry = NewEntry {
-                    key: format!("slack_update:{}:ack:{now}:{actor}", incident.id),
-                    lane: format!("slack:{}", incident.id),
-                    kind: "slack_update",
-                    incident_id: Some(incident.id),
-                    payload: serde_json::json!({}),
-                };
-                enqueue!(&mut *tx, now, &entry);
-            }
-            tx.commit().await?;
-        });
-        self.find_incident(&incident.id.to_string()).await?.context("the incident vanished")
-    }
-
-    /// Files a Jira issue for an incident now, ignoring the per-cycle cap.
-    pub async fn file_now(&self, reference: &str, actor: &str) -> Result<Incident> {
-        let incident =
-            self.find_incident(reference).await?.with_context(|| format!("no incident {reference}"))?;
-        if incident.jira_key.is_some() {
-            bail!(
-                "incident #{} already has {}",
-                incident.id,
-                incident.jira_key.as_deref().unwrap_or_default()
-            );
-        }
-        let now = chrono::Utc::now().timestamp();
-        with_pool!(self, pool, dialect => {
-            let mut tx = pool.begin_with(dialect.begin_write).await?;
-            let entry = NewEntry::for_incident(&Effect::JiraCreate, incident.id, incident.revision);
-            enqueue!(&mut *tx, now, &entry);
-            insert_event!(&mut *tx, incident.id, now, actor, "file_jira", format!("{actor} asked for a Jira issue"));
-            tx.commit().await?;
-        });
-        Ok(incident)
-    }
-
-    pub async fn add_silence(
-        &self,
-        target: &Target,
-        expires_at: i64,
-        reason: &str,
-        actor: &str,
-    ) -> Result<i64> {
-        let now = chrono::Utc::now().timestamp();
-        let mut target = target.clone();
-        if let Some(reference) = &target.fingerprint {
-            let incident =
-                self.find_incident(reference).await?.with_context(|| format!("no incident {reference}"))?;
-            target.fingerprint = Some(incident.fingerprint.clone());
-            self.record_action(
-                incident.id,
-                actor,
-                "silenced",
-                &format!("silenced until {expires_at}: {reason}"),
+        let rows: Vec<(i64, String, String, String)> = self
+            .fetch_all(
+                sql("SELECT at, actor, kind, detail FROM incident_events WHERE incident_id = $1 ORDER BY id")
+                    .bind(incident),
             )
             .await?;
-        }
-        Ok(with_pool!(self, pool => {
-            sqlx::query_scalar::<_, i64>(
-                "INSERT INTO silences (fingerprint, backend, dimensions, reason, created_by, created_at, expires_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
-            )
-            .bind(&target.fingerprint)
-            .bind(&target.backend)
-            .bind(serde_json::to_string(&target.dimensions)?)
-            .bind(reason)
-            .bind(actor)
-            .bind(now)
-            .bind(expires_at)
-            .fetch_one(pool)
-            .await?
-        }))
-    }
-
-    /// Ends silences: by number, or every active one targeting an incident or matcher.
-    pub async fn remove_silences(&self, reference: &str, actor: &str) -> Result<usize> {
-        let now = chrono::Utc::now().timestamp();
-        let active = self.silences(now).await?;
-        let incident = self.find_incident(reference).await.ok().flatten();
-        let wanted: Vec<i64> = active
-            .iter()
-            .filter(|s| {
-                s.id.to_string() == reference.trim_start_matches('#')
-                    || incident
-                        .as_ref()
-                        .is_some_and(|i| s.fingerprint.as_deref() == Some(i.fingerprint.as_str()))
-                    || s.target().describe() == reference
-            })
-            .map(|s| s.id)
-            .collect();
-        for id in &wanted {
-            with_pool!(self, pool => {
-                sqlx::query("UPDATE silences SET removed_at = $2, removed_by = $3 WHERE id = $1")
-                    .bind(id)
-                    .bind(now)
-                    .bind(actor)
-                    .execute(pool)
-                    .await?;
-            });
-        }
-        Ok(wanted.len())
+        Ok(rows.into_iter().map(|(at, actor, kind, detail)| Event { at, actor, kind, detail }).collect())
     }
 
     /// Active silences at `now`.
     pub async fn silences(&self, now: i64) -> Result<Vec<Silence>> {
-        Ok(with_pool!(self, pool => { load_silences!(pool, now) }))
+        load_silences(&mut self.acquire().await?.conn(), now).await
     }
 }

@@ -3,7 +3,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{Store, from_secs, with_pool};
+use super::{Store, from_secs, sql};
 
 /// One line of the ingest log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -27,39 +27,37 @@ impl Store {
         if entries.is_empty() {
             return Ok(());
         }
-        with_pool!(self, pool => {
-            for chunk in entries.chunks(500) {
-                let mut q = sqlx::QueryBuilder::new(
-                    "INSERT INTO ingest_log (logged_at, source, run_path, job_name, build_id, file, outcome, error) ",
-                );
-                q.push_values(chunk, |mut b, e| {
-                    b.push_bind(e.logged_at.timestamp())
-                        .push_bind(&e.source)
-                        .push_bind(&e.run_path)
-                        .push_bind(&e.job_name)
-                        .push_bind(&e.build_id)
-                        .push_bind(&e.file)
-                        .push_bind(&e.outcome)
-                        .push_bind(&e.error);
+        let mut pooled = self.acquire().await?;
+        let mut c = pooled.conn();
+        for chunk in entries.chunks(500) {
+            let q = sql("INSERT INTO ingest_log (logged_at, source, run_path, job_name, build_id, file, outcome, error)")
+                .values(chunk, |e| {
+                    vec![
+                        e.logged_at.timestamp().into(),
+                        (&e.source).into(),
+                        (&e.run_path).into(),
+                        (&e.job_name).into(),
+                        (&e.build_id).into(),
+                        (&e.file).into(),
+                        (&e.outcome).into(),
+                        (&e.error).into(),
+                    ]
                 });
-                q.build().execute(pool).await?;
-            }
-        });
+            c.execute(q).await?;
+        }
         Ok(())
     }
 
     /// The newest log entries, newest first; `outcome` filters when given.
     pub async fn recent_ingest_log(&self, outcome: Option<&str>, limit: i64) -> Result<Vec<IngestLogEntry>> {
-        let rows: Vec<LogRow> = with_pool!(self, pool => {
-            sqlx::query_as(
-                "SELECT logged_at, source, run_path, job_name, build_id, file, outcome, error FROM ingest_log \
-                 WHERE ($1 = '' OR outcome = $1) ORDER BY id DESC LIMIT $2",
+        let rows: Vec<LogRow> = self
+            .fetch_all(
+                sql("SELECT logged_at, source, run_path, job_name, build_id, file, outcome, error FROM ingest_log \
+                     WHERE ($1 = '' OR outcome = $1) ORDER BY id DESC LIMIT $2")
+                .bind(outcome.unwrap_or(""))
+                .bind(limit),
             )
-            .bind(outcome.unwrap_or(""))
-            .bind(limit)
-            .fetch_all(pool)
-            .await?
-        });
+            .await?;
         Ok(rows
             .into_iter()
             .map(|r| IngestLogEntry {

@@ -2,8 +2,11 @@
 //!
 //! Both engines run the same SQL: `$N` placeholders, BIGINT Unix seconds for time, TEXT for
 //! everything else. The pool is an enum of the two native sqlx pools rather than `AnyPool`, so
-//! each engine keeps its own fast row decoding; `with_pool!` runs one body of generic code on
-//! whichever pool is live. One file per table; SQL lives only here.
+//! each engine keeps its own fast row decoding; [`db`] runs one statement on whichever is live.
+//! One file per table; SQL lives only here. The store applies what it is told (a run, a plan,
+//! an outbox result) and decides nothing about incidents.
+
+mod db;
 
 pub mod cells;
 pub mod evaluations;
@@ -20,47 +23,10 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{PgPool, SqlitePool};
+use sqlx::{Connection, PgPool, SqlitePool};
 
+pub(crate) use self::db::{Arg, Conn, Pooled, Row, Sql, Tx, sql};
 use crate::config::{DatabaseSettings, Engine};
-
-/// Runs `$body` with `$pool` bound to the live native pool (`&SqlitePool` or `&PgPool`), and
-/// optionally `$dialect` bound to that engine's [`Dialect`].
-macro_rules! with_pool {
-    ($store:expr, $pool:ident => $body:expr) => {
-        match &$store.pool {
-            $crate::store::Pool::Sqlite($pool) => $body,
-            $crate::store::Pool::Postgres($pool) => $body,
-        }
-    };
-    ($store:expr, $pool:ident, $dialect:ident => $body:expr) => {
-        match &$store.pool {
-            $crate::store::Pool::Sqlite($pool) => {
-                let $dialect = $crate::store::Dialect::SQLITE;
-                $body
-            }
-            $crate::store::Pool::Postgres($pool) => {
-                let $dialect = $crate::store::Dialect::POSTGRES;
-                $body
-            }
-        }
-    };
-}
-
-/// The few places where the two engines need different words.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Dialect {
-    /// Starts a transaction that will write. SQLite takes the write lock up front, so a
-    /// transaction that reads first cannot fail with SQLITE_BUSY when it later writes.
-    pub begin_write: &'static str,
-    pub is_postgres: bool,
-}
-
-impl Dialect {
-    pub const SQLITE: Dialect = Dialect { begin_write: "BEGIN IMMEDIATE", is_postgres: false };
-    pub const POSTGRES: Dialect = Dialect { begin_write: "BEGIN", is_postgres: true };
-}
-pub(crate) use with_pool;
 
 #[derive(Clone)]
 pub(crate) enum Pool {
@@ -125,6 +91,17 @@ impl Store {
                 let pool = SqlitePoolOptions::new()
                     .max_connections(settings.max_connections)
                     .acquire_timeout(acquire)
+                    // After a disk-full or I/O error SQLite rolls a transaction back by itself,
+                    // the driver's own ROLLBACK then fails, and the connection would go on
+                    // believing it is inside a transaction, failing every later one. A queued
+                    // rollback runs before the ping; one still "in a transaction" after it is
+                    // closed instead of reused.
+                    .before_acquire(|conn, _| {
+                        Box::pin(async move {
+                            conn.ping().await?;
+                            Ok(!conn.is_in_transaction())
+                        })
+                    })
                     .connect_with(options)
                     .await
                     .with_context(|| format!("cannot open SQLite database {}", settings.url))?;
@@ -182,43 +159,84 @@ impl Store {
     }
 
     async fn applied_versions(&self) -> Result<Vec<i64>> {
-        let exists: bool = with_pool!(self, pool => {
-            let sql = match self.engine() {
-                Engine::Sqlite => "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
-                Engine::Postgres => "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = '_sqlx_migrations' AND table_schema = current_schema()",
-            };
-            sqlx::query_scalar::<_, i64>(sql).fetch_one(pool).await? > 0
-        });
-        if !exists {
+        let exists: i64 = self
+            .scalar(sql(if self.engine() == Engine::Postgres {
+                "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = '_sqlx_migrations' \
+                 AND table_schema = current_schema()"
+            } else {
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'"
+            }))
+            .await?;
+        if exists == 0 {
             return Ok(Vec::new());
         }
-        let versions = with_pool!(self, pool => {
-            sqlx::query_scalar::<_, i64>("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version")
-                .fetch_all(pool)
-                .await?
-        });
-        Ok(versions)
+        let rows: Vec<(i64,)> = self
+            .fetch_all(sql("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version"))
+            .await?;
+        Ok(rows.into_iter().map(|r| r.0).collect())
     }
 
     /// Cheap liveness check of the database, for `/readyz`.
     pub async fn ping(&self) -> Result<()> {
-        with_pool!(self, pool => { sqlx::query("SELECT 1").execute(pool).await?; });
-        Ok(())
+        self.execute(sql("SELECT 1")).await.map(|_| ())
     }
 
     /// After a large batch of writes: folds SQLite's write-ahead log back into the database so
     /// reads stop paying for it (SQLite's own checkpoints only keep up in steady state).
     /// Nothing to do on PostgreSQL.
     pub async fn checkpoint(&self) -> Result<()> {
-        if let Pool::Sqlite(pool) = &self.pool {
-            sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(pool).await?;
+        if self.engine() == Engine::Sqlite {
+            self.execute(sql("PRAGMA wal_checkpoint(TRUNCATE)")).await?;
         }
         Ok(())
     }
 
     /// Closes every pooled connection (SQLite then checkpoints its WAL).
     pub async fn close(&self) {
-        with_pool!(self, pool => pool.close().await);
+        match &self.pool {
+            Pool::Sqlite(p) => p.close().await,
+            Pool::Postgres(p) => p.close().await,
+        }
+    }
+
+    /// A connection from the pool, for a few statements outside a transaction.
+    pub(crate) async fn acquire(&self) -> Result<Pooled> {
+        Ok(match &self.pool {
+            Pool::Sqlite(p) => Pooled::Sqlite(p.acquire().await.context("no database connection")?),
+            Pool::Postgres(p) => Pooled::Postgres(p.acquire().await.context("no database connection")?),
+        })
+    }
+
+    /// Starts a transaction that will write. SQLite takes the write lock up front, so a
+    /// transaction that reads first cannot fail with SQLITE_BUSY when it later writes.
+    pub(crate) async fn begin_write(&self) -> Result<Tx> {
+        Ok(match &self.pool {
+            Pool::Sqlite(p) => Tx::Sqlite(p.begin_with("BEGIN IMMEDIATE").await?),
+            Pool::Postgres(p) => Tx::Postgres(p.begin().await?),
+        })
+    }
+
+    pub(crate) async fn execute(&self, q: Sql) -> Result<u64> {
+        self.acquire().await?.conn().execute(q).await
+    }
+
+    pub(crate) async fn fetch_all<R: Row>(&self, q: Sql) -> Result<Vec<R>> {
+        self.acquire().await?.conn().fetch_all(q).await
+    }
+
+    pub(crate) async fn fetch_optional<R: Row>(&self, q: Sql) -> Result<Option<R>> {
+        self.acquire().await?.conn().fetch_optional(q).await
+    }
+
+    pub(crate) async fn fetch_one<R: Row>(&self, q: Sql) -> Result<R> {
+        self.acquire().await?.conn().fetch_one(q).await
+    }
+
+    pub(crate) async fn scalar<T>(&self, q: Sql) -> Result<T>
+    where
+        (T,): Row,
+    {
+        self.acquire().await?.conn().scalar(q).await
     }
 }
 

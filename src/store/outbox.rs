@@ -4,7 +4,7 @@
 use anyhow::Result;
 use serde::Serialize;
 
-use super::{Store, with_pool};
+use super::{Sql, Store, sql};
 
 /// An entry a worker has claimed.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -24,26 +24,19 @@ pub struct OutboxEntry {
     pub delivered_at: Option<i64>,
 }
 
-macro_rules! entry_columns {
-    () => {
-        "id, idempotency_key, lane, kind, incident_id, payload, state, attempts, next_attempt_at, last_error, \
-         created_at, delivered_at"
-    };
-}
+const ENTRY_COLUMNS: &str = "id, idempotency_key, lane, kind, incident_id, payload, state, attempts, \
+    next_attempt_at, last_error, created_at, delivered_at";
 
-/// Claims the first due entry of its lane; `$1` worker, `$2` lease end, `$3` now.
-macro_rules! claim_sql {
-    ($lock:literal) => {
-        concat!(
-            "UPDATE outbox SET attempts = attempts + 1, locked_by = $1, locked_until = $2 \
-             WHERE id = (SELECT o.id FROM outbox o WHERE o.state = 'pending' AND o.next_attempt_at <= $3 \
-             AND o.locked_until <= $3 AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.lane = o.lane \
-             AND p.id < o.id AND p.state = 'pending') ORDER BY o.id LIMIT 1",
-            $lock,
-            ") AND state = 'pending' RETURNING ",
-            entry_columns!()
-        )
-    };
+/// Claims the first due entry of its lane; `$1` worker, `$2` lease end, `$3` now. PostgreSQL
+/// skips rows another worker has locked.
+fn claim_sql(postgres: bool) -> Sql {
+    Sql::built(format!(
+        "UPDATE outbox SET attempts = attempts + 1, locked_by = $1, locked_until = $2 \
+         WHERE id = (SELECT o.id FROM outbox o WHERE o.state = 'pending' AND o.next_attempt_at <= $3 \
+         AND o.locked_until <= $3 AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.lane = o.lane \
+         AND p.id < o.id AND p.state = 'pending') ORDER BY o.id LIMIT 1{}) AND state = 'pending' RETURNING {ENTRY_COLUMNS}",
+        if postgres { " FOR UPDATE SKIP LOCKED" } else { "" }
+    ))
 }
 
 /// What a delivery left to remember.
@@ -53,6 +46,14 @@ pub enum DeliveryResult {
     SlackPosted { channel: String, ts: String },
     JiraFiled { key: String },
     Done { note: String },
+}
+
+/// What a worker's drain (`notify::Worker::drain`) did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DrainReport {
+    pub delivered: usize,
+    pub retrying: usize,
+    pub dead: usize,
 }
 
 /// Outbox depth for `sheriff status` and the metrics.
@@ -72,16 +73,11 @@ impl Store {
     /// held by a live lease, and first in its lane. Counts the attempt before anything is sent,
     /// so a worker that dies mid-delivery leaves a trace that the next one sees.
     pub async fn claim_outbox(&self, worker: &str, now: i64, lease_secs: i64) -> Result<Option<OutboxEntry>> {
-        let row: Option<OutboxEntry> = with_pool!(self, pool, dialect => {
-            let sql = if dialect.is_postgres { claim_sql!(" FOR UPDATE SKIP LOCKED") } else { claim_sql!("") };
-            sqlx::query_as(sql)
+        let q = claim_sql(self.engine() == crate::config::Engine::Postgres)
             .bind(worker)
             .bind(now + lease_secs)
-            .bind(now)
-            .fetch_optional(pool)
-            .await?
-        });
-        Ok(row)
+            .bind(now);
+        self.fetch_optional(q).await
     }
 
     /// Marks a claimed entry delivered and writes what the delivery learned (the Slack `ts`, the
@@ -93,43 +89,35 @@ impl Store {
         now: i64,
         result: &DeliveryResult,
     ) -> Result<bool> {
-        let done = with_pool!(self, pool, dialect => {
-            let mut tx = pool.begin_with(dialect.begin_write).await?;
-            let updated = sqlx::query(
-                "UPDATE outbox SET state = 'done', delivered_at = $3, result = $4, locked_until = 0, last_error = NULL \
-                 WHERE id = $1 AND locked_by = $2 AND state = 'pending'",
-            )
-            .bind(entry.id)
-            .bind(worker)
-            .bind(now)
-            .bind(serde_json::to_string(result)?)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if let Some(incident) = entry.incident_id {
-                match result {
-                    DeliveryResult::SlackPosted { channel, ts } if entry.kind == "slack_post" => {
-                        sqlx::query("UPDATE incidents SET slack_channel = $2, slack_ts = $3 WHERE id = $1")
-                            .bind(incident)
-                            .bind(channel)
-                            .bind(ts)
-                            .execute(&mut *tx)
-                            .await?;
-                    }
-                    DeliveryResult::JiraFiled { key } => {
-                        sqlx::query("UPDATE incidents SET jira_key = $2 WHERE id = $1")
-                            .bind(incident)
-                            .bind(key)
-                            .execute(&mut *tx)
-                            .await?;
-                    }
-                    _ => {}
+        let mut tx = self.begin_write().await?;
+        let mut c = tx.conn();
+        let q = sql("UPDATE outbox SET state = 'done', delivered_at = $3, result = $4, locked_until = 0, \
+                 last_error = NULL WHERE id = $1 AND locked_by = $2 AND state = 'pending'")
+        .bind(entry.id)
+        .bind(worker)
+        .bind(now)
+        .bind(serde_json::to_string(result)?);
+        let updated = c.execute(q).await?;
+        if let Some(incident) = entry.incident_id {
+            match result {
+                DeliveryResult::SlackPosted { channel, ts } if entry.kind == "slack_post" => {
+                    let q = sql("UPDATE incidents SET slack_channel = $2, slack_ts = $3 WHERE id = $1")
+                        .bind(incident)
+                        .bind(channel)
+                        .bind(ts);
+                    c.execute(q).await?;
                 }
+                DeliveryResult::JiraFiled { key } => {
+                    c.execute(
+                        sql("UPDATE incidents SET jira_key = $2 WHERE id = $1").bind(incident).bind(key),
+                    )
+                    .await?;
+                }
+                _ => {}
             }
-            tx.commit().await?;
-            updated == 1
-        });
-        Ok(done)
+        }
+        tx.commit().await?;
+        Ok(updated == 1)
     }
 
     /// Records a failed attempt: retry at `retry_at`, or dead-letter it (`retry_at` = None).
@@ -144,46 +132,39 @@ impl Store {
             Some(t) => ("pending", t),
             None => ("dead", entry.next_attempt_at),
         };
-        with_pool!(self, pool => {
-            sqlx::query(
-                "UPDATE outbox SET state = $3, next_attempt_at = $4, last_error = $5, locked_until = 0 \
-                 WHERE id = $1 AND locked_by = $2 AND state = 'pending'",
-            )
-            .bind(entry.id)
-            .bind(worker)
-            .bind(state)
-            .bind(next)
-            .bind(error)
-            .execute(pool)
-            .await?;
-        });
-        Ok(())
+        let q = sql("UPDATE outbox SET state = $3, next_attempt_at = $4, last_error = $5, locked_until = 0 \
+                 WHERE id = $1 AND locked_by = $2 AND state = 'pending'")
+        .bind(entry.id)
+        .bind(worker)
+        .bind(state)
+        .bind(next)
+        .bind(error);
+        self.execute(q).await.map(|_| ())
     }
 
     /// Puts dead entries back in the queue (one by number, or all with `None`); how many.
     pub async fn retry_outbox(&self, id: Option<i64>, now: i64) -> Result<u64> {
-        Ok(with_pool!(self, pool => {
-            sqlx::query(
+        let q = match id {
+            Some(id) => sql(
                 "UPDATE outbox SET state = 'pending', attempts = 0, next_attempt_at = $2, locked_until = 0 \
-                 WHERE state = 'dead' AND ($1 IS NULL OR id = $1)",
+                     WHERE state = 'dead' AND id = $1",
             )
-            .bind(id)
-            .bind(now)
-            .execute(pool)
-            .await?
-            .rows_affected()
-        }))
+            .bind(id),
+            None => sql(
+                "UPDATE outbox SET state = 'pending', attempts = 0, next_attempt_at = $1, locked_until = 0 \
+                     WHERE state = 'dead'",
+            ),
+        };
+        self.execute(q.bind(now)).await
     }
 
     pub async fn outbox_counts(&self, now: i64) -> Result<OutboxCounts> {
-        let rows: Vec<(String, i64, i64, Option<i64>)> = with_pool!(self, pool => {
-            sqlx::query_as(
-                "SELECT state, COUNT(*), COALESCE(SUM(CASE WHEN attempts > 0 THEN 1 ELSE 0 END), 0), MIN(created_at) \
-                 FROM outbox GROUP BY state",
-            )
-            .fetch_all(pool)
-            .await?
-        });
+        let rows: Vec<(String, i64, i64, Option<i64>)> = self
+            .fetch_all(sql(
+                "SELECT state, COUNT(*), COALESCE(SUM(CASE WHEN attempts > 0 THEN 1 ELSE 0 END), 0), \
+                 MIN(created_at) FROM outbox GROUP BY state",
+            ))
+            .await?;
         let mut c = OutboxCounts::default();
         for (state, n, retried, oldest) in rows {
             match state.as_str() {
@@ -202,52 +183,40 @@ impl Store {
 
     /// Entries in `state` (`pending`, `dead`, `done`), oldest first, at most `limit`.
     pub async fn outbox_entries(&self, state: &str, limit: i64) -> Result<Vec<OutboxEntry>> {
-        Ok(with_pool!(self, pool => {
-            sqlx::query_as(concat!("SELECT ", entry_columns!(), " FROM outbox WHERE state = $1 ORDER BY id LIMIT $2"))
+        let q =
+            Sql::built(format!("SELECT {ENTRY_COLUMNS} FROM outbox WHERE state = $1 ORDER BY id LIMIT $2"))
                 .bind(state)
-                .bind(limit)
-                .fetch_all(pool)
-                .await?
-        }))
+                .bind(limit);
+        self.fetch_all(q).await
     }
 
     /// When the next pending entry falls due, if any is waiting.
     pub async fn next_outbox_due(&self) -> Result<Option<i64>> {
-        Ok(with_pool!(self, pool => {
-            sqlx::query_scalar::<_, Option<i64>>(
-                "SELECT MIN(CASE WHEN locked_until > next_attempt_at THEN locked_until ELSE next_attempt_at END) \
+        self.scalar(sql(
+            "SELECT MIN(CASE WHEN locked_until > next_attempt_at THEN locked_until ELSE next_attempt_at END) \
                  FROM outbox WHERE state = 'pending'",
-            )
-            .fetch_one(pool)
-            .await?
-        }))
+        ))
+        .await
     }
 
     /// Takes or renews the lease `name` for `holder` until `now + secs`; false if another holder
     /// has it. One replica runs each scheduled job this way, on either engine.
     pub async fn take_lease(&self, name: &str, holder: &str, now: i64, secs: i64) -> Result<bool> {
-        let taken = with_pool!(self, pool => {
-            sqlx::query(
-                "INSERT INTO leases (name, holder, expires_at) VALUES ($1, $2, $3) \
+        let q = sql("INSERT INTO leases (name, holder, expires_at) VALUES ($1, $2, $3) \
                  ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at \
-                 WHERE leases.holder = excluded.holder OR leases.expires_at <= $4",
-            )
-            .bind(name)
-            .bind(holder)
-            .bind(now + secs)
-            .bind(now)
-            .execute(pool)
-            .await?
-            .rows_affected()
-        });
+                 WHERE leases.holder = excluded.holder OR leases.expires_at <= $4")
+        .bind(name)
+        .bind(holder)
+        .bind(now + secs)
+        .bind(now);
+        let taken = self.execute(q).await?;
         Ok(taken == 1)
     }
 
     /// Gives a lease up early (a clean shutdown), so another replica need not wait it out.
     pub async fn release_lease(&self, name: &str, holder: &str) -> Result<()> {
-        with_pool!(self, pool => {
-            sqlx::query("DELETE FROM leases WHERE name = $1 AND holder = $2").bind(name).bind(holder).execute(pool).await?;
-        });
-        Ok(())
+        self.execute(sql("DELETE FROM leases WHERE name = $1 AND holder = $2").bind(name).bind(holder))
+            .await
+            .map(|_| ())
     }
 }

@@ -188,13 +188,9 @@ async fn apply(store: &Store, steps: Vec<Step>) -> plan::Plan {
         outcome: "ok".into(),
         ..Default::default()
     };
-    let steps = std::sync::Mutex::new(Some(steps));
     let planner =
-        |incidents: &[sheriff::incidents::Incident], silences: &[_], delivered: &plan::Delivered| {
-            let steps = steps.lock().unwrap().take().unwrap_or_default();
-            plan::with_effects(now, steps, incidents, silences, delivered, &policy())
-        };
-    store.finish_cycle(&[], &record, &planner).await.unwrap().1
+        |k: &plan::Known| plan::with_effects(now, steps, &k.incidents, &k.silences, &k.delivered, &policy());
+    store.finish_cycle(&[], &record, planner).await.unwrap().1
 }
 
 fn step(action: Action) -> Step {
@@ -273,7 +269,7 @@ on_both_engines! {
             })).collect()).await;
             drain_with_kills(&store, &sinks, &settings, &clock, &kill).await;
             // resolved
-            apply(&store, ids.iter().map(|id| step(Action::Resolve { id: *id, snapshot: None })).collect()).await;
+            apply(&store, ids.iter().map(|id| step(Action::Resolve { id: *id, snapshot: None, how: plan::Resolution::Recovered })).collect()).await;
             drain_with_kills(&store, &sinks, &settings, &clock, &kill).await;
 
             // every effect exactly once at the remote side
@@ -322,7 +318,7 @@ on_both_engines! {
         apply(&store, vec![step(Action::Open { fingerprint: "sheriff-wontfix".into(), snapshot: snapshot("wf", "metal", 21.0) })]).await;
         drain_with_kills(&store, &sinks, &settings, &clock, &none).await;
         let id = store.find_incident("sheriff-wontfix").await.unwrap().unwrap().id;
-        apply(&store, vec![step(Action::Resolve { id, snapshot: None })]).await;
+        apply(&store, vec![step(Action::Resolve { id, snapshot: None, how: plan::Resolution::Recovered })]).await;
         drain_with_kills(&store, &sinks, &settings, &clock, &none).await;
         jira.close("OCPBUGS-1", "Won't Fix", 1);
         let before = jira.issues()[0].clone();

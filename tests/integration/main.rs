@@ -5,6 +5,7 @@
 #[macro_use]
 mod common;
 
+mod architecture;
 mod cli;
 mod evaluate;
 mod incidents;

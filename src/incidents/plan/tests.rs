@@ -17,6 +17,20 @@ fn report(scope: &[(&str, &str)], observed: f64, status: &'static str) -> Regres
     r
 }
 
+/// The planner over incidents, silences and deliveries as the store would hand them over.
+fn plan_with(
+    now: i64,
+    regressions: &[RegressionReport],
+    incidents: &[Incident],
+    silences: &[Silence],
+    delivered: &Delivered,
+    policy: &Policy,
+) -> Plan {
+    let known =
+        Known { incidents: incidents.to_vec(), silences: silences.to_vec(), delivered: delivered.clone() };
+    plan(now, regressions, &known, policy)
+}
+
 fn policy() -> Policy {
     Policy {
         routes: vec![crate::config::SlackRoute {
@@ -60,7 +74,8 @@ fn apply(now: i64, plan: &Plan, incidents: &mut Vec<Incident>, delivered: &mut D
                 incidents.iter_mut().find(|i| i.id == *id).unwrap().state = State::Stale;
                 *id
             }
-            Action::Catch { id } => *id,
+            Action::CatchUp { id } => *id,
+            other => other.incident().unwrap(),
         };
         for e in &step.effects {
             match e {
@@ -84,15 +99,21 @@ fn kinds(plan: &Plan) -> Vec<&'static str> {
 fn the_same_regression_five_times_is_one_incident_with_one_set_of_effects() {
     let (mut incidents, mut delivered) = (Vec::new(), Delivered::default());
     let r = report(&[("platform", "metal")], 31.0, "new");
-    let first = plan(1000, std::slice::from_ref(&r), &incidents, &[], &delivered, &policy());
+    let first = plan_with(1000, std::slice::from_ref(&r), &incidents, &[], &delivered, &policy());
     assert_eq!(kinds(&first), ["slack_post", "jira_create"]);
     assert!(matches!(&first.steps[0].effects[0], Effect::SlackPost { channel } if channel == "#metal"));
     assert_eq!(first.summaries.len(), 1);
     apply(1000, &first, &mut incidents, &mut delivered);
     let ongoing = report(&[("platform", "metal")], 33.0, "ongoing");
     for cycle in 1..5 {
-        let p =
-            plan(1000 + cycle * 3600, std::slice::from_ref(&ongoing), &incidents, &[], &delivered, &policy());
+        let p = plan_with(
+            1000 + cycle * 3600,
+            std::slice::from_ref(&ongoing),
+            &incidents,
+            &[],
+            &delivered,
+            &policy(),
+        );
         assert!(kinds(&p).is_empty(), "cycle {cycle}: {:?}", kinds(&p));
         assert!(p.summaries.is_empty());
         apply(1000 + cycle * 3600, &p, &mut incidents, &mut delivered);
@@ -104,7 +125,7 @@ fn the_same_regression_five_times_is_one_incident_with_one_set_of_effects() {
 #[test]
 fn a_grown_scope_is_the_same_incident_and_a_material_change() {
     let (mut incidents, mut delivered) = (Vec::new(), Delivered::default());
-    let p = plan(
+    let p = plan_with(
         0,
         &[report(&[("platform", "metal"), ("network", "ovn")], 31.0, "new")],
         &incidents,
@@ -115,7 +136,7 @@ fn a_grown_scope_is_the_same_incident_and_a_material_change() {
     apply(0, &p, &mut incidents, &mut delivered);
     let grown = report(&[("platform", "metal")], 31.0, "new");
     assert_ne!(grown.fingerprint, incidents[0].fingerprint);
-    let p = plan(3600, &[grown], &incidents, &[], &delivered, &policy());
+    let p = plan_with(3600, &[grown], &incidents, &[], &delivered, &policy());
     assert!(
         matches!(&p.steps[0].action, Action::Update { id: 1, changes, .. } if matches!(changes[0], Change::ScopeGrew { .. }))
     );
@@ -124,7 +145,7 @@ fn a_grown_scope_is_the_same_incident_and_a_material_change() {
     assert_eq!(incidents.len(), 1);
     // another unrelated scope is another incident
     let aws = report(&[("platform", "aws")], 31.0, "new");
-    let p = plan(
+    let p = plan_with(
         7200,
         &[report(&[("platform", "metal")], 31.0, "ongoing"), aws],
         &incidents,
@@ -138,16 +159,23 @@ fn a_grown_scope_is_the_same_incident_and_a_material_change() {
 #[test]
 fn a_data_gap_is_stale_not_resolved_and_a_resolution_resolves_once() {
     let (mut incidents, mut delivered) = (Vec::new(), Delivered::default());
-    let p = plan(0, &[report(&[("platform", "metal")], 31.0, "new")], &incidents, &[], &delivered, &policy());
+    let p = plan_with(
+        0,
+        &[report(&[("platform", "metal")], 31.0, "new")],
+        &incidents,
+        &[],
+        &delivered,
+        &policy(),
+    );
     apply(0, &p, &mut incidents, &mut delivered);
-    let gap = plan(3600, &[], &incidents, &[], &delivered, &policy());
+    let gap = plan_with(3600, &[], &incidents, &[], &delivered, &policy());
     assert!(matches!(gap.steps[0].action, Action::Stale { id: 1 }));
     assert_eq!(kinds(&gap), ["slack_update"]);
     apply(3600, &gap, &mut incidents, &mut delivered);
     assert_eq!(incidents[0].state, State::Stale);
-    let still = plan(7200, &[], &incidents, &[], &delivered, &policy());
+    let still = plan_with(7200, &[], &incidents, &[], &delivered, &policy());
     assert!(kinds(&still).is_empty(), "a second empty cycle says nothing more");
-    let back = plan(
+    let back = plan_with(
         9000,
         &[report(&[("platform", "metal")], 31.0, "ongoing")],
         &incidents,
@@ -160,14 +188,14 @@ fn a_data_gap_is_stale_not_resolved_and_a_resolution_resolves_once() {
     );
     apply(9000, &back, &mut incidents, &mut delivered);
     let cleared = report(&[("platform", "metal")], 1.0, "resolved");
-    let done = plan(10_000, std::slice::from_ref(&cleared), &incidents, &[], &delivered, &policy());
+    let done = plan_with(10_000, std::slice::from_ref(&cleared), &incidents, &[], &delivered, &policy());
     assert_eq!(kinds(&done), ["slack_update", "slack_reply", "jira_resolve"]);
     apply(10_000, &done, &mut incidents, &mut delivered);
     assert_eq!(incidents[0].state, State::Resolved);
-    let again = plan(11_000, &[cleared], &incidents, &[], &delivered, &policy());
+    let again = plan_with(11_000, &[cleared], &incidents, &[], &delivered, &policy());
     assert!(again.steps.is_empty(), "a resolved incident resolves once");
     // recurrence within the window reopens it
-    let back = plan(
+    let back = plan_with(
         12_000,
         &[report(&[("platform", "metal")], 31.0, "new")],
         &incidents,
@@ -194,12 +222,18 @@ fn silences_hold_notifications_until_they_end() {
         removed_at: None,
     };
     let r = report(&[("platform", "metal")], 31.0, "new");
-    let p =
-        plan(0, std::slice::from_ref(&r), &incidents, std::slice::from_ref(&silence), &delivered, &policy());
+    let p = plan_with(
+        0,
+        std::slice::from_ref(&r),
+        &incidents,
+        std::slice::from_ref(&silence),
+        &delivered,
+        &policy(),
+    );
     assert_eq!(p.steps[0].silenced_by, Some(9));
     assert!(kinds(&p).is_empty() && p.summaries.is_empty());
     apply(0, &p, &mut incidents, &mut delivered);
-    let after = plan(
+    let after = plan_with(
         6000,
         &[report(&[("platform", "metal")], 31.0, "ongoing")],
         &incidents,
@@ -215,12 +249,15 @@ fn the_jira_cap_defers_the_rest_and_says_so() {
     let (incidents, delivered) = (Vec::new(), Delivered::default());
     let platforms = ["aws", "gcp", "azure", "metal", "vsphere"];
     let reports: Vec<_> = platforms.iter().map(|p| report(&[("platform", p)], 31.0, "new")).collect();
-    let p = plan(0, &reports, &incidents, &[], &delivered, &policy());
+    let p = plan_with(0, &reports, &incidents, &[], &delivered, &policy());
     assert_eq!(kinds(&p).iter().filter(|k| **k == "jira_create").count(), 3);
     assert_eq!(p.not_filed.len(), 2);
     let default = p.summaries.iter().find_map(|s| match s {
         Effect::SlackSummary { channel, lines } if channel == "#disruption" => Some(lines.clone()),
         _ => None,
     });
-    assert!(default.unwrap().last().unwrap().contains("not filed in Jira"));
+    assert!(matches!(
+        default.unwrap().last().unwrap(),
+        SummaryLine::Line { what: Happened::NotFiled, text } if text.contains("not filed in Jira")
+    ));
 }

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use super::DeliveryError;
 use crate::config::{JiraApi, JiraSettings, Secret};
 use crate::incidents::Incident;
+use crate::incidents::plan::Effect;
 use crate::store::outbox::{DeliveryResult, OutboxEntry};
 
 /// An issue as sheriff needs to know it.
@@ -274,28 +275,27 @@ impl JiraClient {
         &self,
         entry: &OutboxEntry,
         i: &Incident,
-        payload: &Value,
+        effect: &Effect,
     ) -> Result<DeliveryResult, DeliveryError> {
-        let text = payload["text"].as_str().unwrap_or_default();
         let idem = entry.idempotency_key.as_str();
         let retried = entry.attempts > 1;
         let key =
             || i.jira_key.clone().ok_or_else(|| DeliveryError::permanent("the incident has no Jira issue"));
-        match entry.kind.as_str() {
-            "jira_create" => Ok(DeliveryResult::JiraFiled { key: self.file(i, None).await? }),
-            "jira_comment" => {
+        match effect {
+            Effect::JiraCreate => Ok(DeliveryResult::JiraFiled { key: self.file(i, None).await? }),
+            Effect::JiraComment { text } => {
                 let key = key()?;
                 self.comment(&key, &render::comment(i, text), idem, retried).await?;
                 Ok(DeliveryResult::Done { note: format!("commented on {key}") })
             }
-            "jira_resolve" => {
+            Effect::JiraResolve { text } => {
                 let key = key()?;
                 self.comment(&key, &render::comment(i, text), idem, retried).await?;
                 self.transition(&key, &self.settings.resolve_transition).await?;
                 Ok(DeliveryResult::Done { note: format!("resolved {key}") })
             }
-            "jira_reopen" => self.reopen(i, &key()?, text, idem, retried).await,
-            other => Err(DeliveryError::permanent(format!("unknown Jira effect {other}"))),
+            Effect::JiraReopen { text } => self.reopen(i, &key()?, text, idem, retried).await,
+            other => Err(DeliveryError::permanent(format!("{} is not a Jira effect", other.kind()))),
         }
     }
 

@@ -6,6 +6,7 @@
 use serde_json::{Value, json};
 
 use super::Message;
+use crate::incidents::plan::{Happened, SummaryLine};
 use crate::incidents::{Event, Incident, State};
 use crate::model::secs;
 pub use crate::render::truncate;
@@ -236,16 +237,34 @@ pub fn reply_message(i: &Incident, change: &str) -> Message {
     Message { text: truncate(&text, MAX_MESSAGE_TEXT), blocks: json!([section(&escape(&text))]) }
 }
 
+/// A cycle's summary line as Slack shows it, with the emoji of what happened.
+fn summary_line(line: &SummaryLine) -> String {
+    match line {
+        SummaryLine::Text(t) => t.clone(),
+        SummaryLine::Line { what, text } => {
+            let (emoji, word) = match what {
+                Happened::New => (":rotating_light:", "new: "),
+                Happened::Changed => (":arrows_counterclockwise:", "changed: "),
+                Happened::Reopened => (":repeat:", "changed: "),
+                Happened::Resolved => (":white_check_mark:", "resolved: "),
+                Happened::NotFiled => (":no_entry:", ""),
+            };
+            format!("{emoji} {word}{text}")
+        }
+    }
+}
+
 /// A cycle's summary for one channel.
-pub fn summary_message(lines: &[String], links: &Links) -> Message {
+pub fn summary_message(lines: &[SummaryLine], links: &Links) -> Message {
     let title = format!("sheriff: {} incident change(s)", lines.len());
     let mut blocks = vec![header(&title)];
     let full = (!links.public_url.is_empty())
         .then(|| format!("{}/incidents", links.public_url.trim_end_matches('/')));
-    let escaped: Vec<String> = lines.iter().map(|l| escape(l)).collect();
+    let shown: Vec<String> = lines.iter().map(summary_line).collect();
+    let escaped: Vec<String> = shown.iter().map(|l| escape(l)).collect();
     blocks.extend(sections_of_lines(&escaped, MAX_BLOCKS - 1, full.as_deref()));
     Message {
-        text: truncate(&format!("{title}: {}", lines.join("; ")), MAX_MESSAGE_TEXT),
+        text: truncate(&format!("{title}: {}", shown.join("; ")), MAX_MESSAGE_TEXT),
         blocks: Value::Array(blocks),
     }
 }
@@ -348,10 +367,13 @@ mod tests {
         let text = serde_json::to_string(&m.blocks).unwrap();
         assert!(text.contains("more: <https://sheriff.example.com/incidents/12|full view>"));
         assert!(text.contains("&lt;with&gt; &amp;"));
-        let summary = summary_message(
-            &(0..500).map(|n| format!("line {n} {}", "y".repeat(80))).collect::<Vec<_>>(),
-            &links,
-        );
+        let lines: Vec<SummaryLine> = (0..500)
+            .map(|n| SummaryLine::Line {
+                what: Happened::Changed,
+                text: format!("line {n} {}", "y".repeat(80)),
+            })
+            .collect();
+        let summary = summary_message(&lines, &links);
         check_limits(&summary).unwrap();
     }
 }

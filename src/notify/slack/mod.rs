@@ -20,6 +20,7 @@ use tokio::sync::Mutex;
 use super::DeliveryError;
 use crate::config::SlackSettings;
 use crate::incidents::Incident;
+use crate::incidents::plan::Effect;
 use crate::store::Store;
 use crate::store::outbox::{DeliveryResult, OutboxEntry};
 
@@ -58,11 +59,10 @@ impl SlackSink {
         store: &Store,
         entry: &OutboxEntry,
         incident: Option<&Incident>,
-        payload: &Value,
+        effect: &Effect,
     ) -> Result<DeliveryResult, DeliveryError> {
         let key = entry.idempotency_key.as_str();
         let retried = entry.attempts > 1;
-        let text_of = |v: &Value| v["text"].as_str().unwrap_or_default().to_string();
         // The parent message shows the last action, so it needs the incident's history.
         let parent = async |i: &Incident| -> Result<Message, DeliveryError> {
             let events =
@@ -76,31 +76,28 @@ impl SlackSink {
             (Some(c), Some(ts)) => Ok((c.clone(), ts.clone())),
             _ => Err(DeliveryError::permanent("the incident's parent message was never posted")),
         };
-        match entry.kind.as_str() {
-            "slack_post" => {
+        match effect {
+            Effect::SlackPost { channel } => {
                 let i = need(incident)?;
-                let channel = payload["channel"].as_str().unwrap_or_default().to_string();
-                self.post(&channel, None, &parent(i).await?, key, retried, entry.created_at).await
+                self.post(channel, None, &parent(i).await?, key, retried, entry.created_at).await
             }
-            "slack_update" => {
+            Effect::SlackUpdate => {
                 let i = need(incident)?;
                 let (channel, ts) = thread(i)?;
                 self.update(&channel, &ts, &parent(i).await?).await?;
                 Ok(DeliveryResult::Done { note: format!("edited {ts}") })
             }
-            "slack_reply" => {
+            Effect::SlackReply { text } => {
                 let i = need(incident)?;
                 let (channel, ts) = thread(i)?;
-                let message = blocks::reply_message(i, &text_of(payload));
+                let message = blocks::reply_message(i, text);
                 self.post(&channel, Some(&ts), &message, key, retried, entry.created_at).await
             }
-            "slack_summary" => {
-                let channel = payload["channel"].as_str().unwrap_or_default().to_string();
-                let lines: Vec<String> = serde_json::from_value(payload["lines"].clone()).unwrap_or_default();
-                let message = blocks::summary_message(&lines, &self.links);
-                self.post(&channel, None, &message, key, retried, entry.created_at).await
+            Effect::SlackSummary { channel, lines } => {
+                let message = blocks::summary_message(lines, &self.links);
+                self.post(channel, None, &message, key, retried, entry.created_at).await
             }
-            other => Err(DeliveryError::permanent(format!("unknown Slack effect {other}"))),
+            other => Err(DeliveryError::permanent(format!("{} is not a Slack effect", other.kind()))),
         }
     }
 

@@ -19,20 +19,13 @@ use crate::config::{Engine, Settings};
 use crate::ingest::{IngestOptions, Source};
 use crate::notify::{Sinks, Worker};
 use crate::schedule::Schedule;
+use crate::shutdown::{finish_or_abandon, stopping};
 use crate::store::Store;
 
 /// How long a tick's lease is held (longer than any cycle).
 const TICK_LEASE_SECS: i64 = 3_600;
-/// After a stop is asked for, how long work in progress may go on before it is dropped (a
-/// dropped cycle writes nothing; a dropped delivery is retried once its lease lapses).
-pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(7);
 const SQLITE_LEASE: &str = "sqlite-replica";
 const SQLITE_LEASE_SECS: i64 = 30;
-
-/// This replica's name in leases and logs.
-pub fn replica_id() -> String {
-    format!("{}-{}", crate::notify::hostname(), std::process::id())
-}
 
 /// On SQLite, claims the single-replica lease or explains why not.
 pub async fn claim_sqlite(store: &Store, id: &str) -> Result<()> {
@@ -114,27 +107,6 @@ pub async fn run(
     Ok(())
 }
 
-/// Resolves once a stop is asked for (at once if it already was).
-pub async fn stopping(shutdown: &mut watch::Receiver<bool>) {
-    // An error means the sender is gone, which is a stop too.
-    drop(shutdown.wait_for(|stop| *stop).await);
-}
-
-/// Runs `work` to its end, unless `shutdown` turns true first: then it gets `SHUTDOWN_GRACE`
-/// more and is dropped (None) if still not done.
-pub async fn finish_or_abandon<T>(
-    work: impl std::future::Future<Output = T>,
-    shutdown: &mut watch::Receiver<bool>,
-) -> Option<T> {
-    tokio::pin!(work);
-    tokio::select! {
-        done = &mut work => Some(done),
-        () = stopping(shutdown) => {
-            tokio::time::timeout(SHUTDOWN_GRACE, work).await.ok()
-        }
-    }
-}
-
 /// Runs `job` at each tick of `schedule` that this replica wins, until shutdown.
 async fn on_schedule<F, Fut>(
     schedule: &Schedule,
@@ -183,37 +155,5 @@ async fn on_schedule<F, Fut>(
         metrics::histogram!("sheriff_job_seconds", "job" => kind, "outcome" => outcome)
             .record(started.elapsed().as_secs_f64());
         metrics::counter!("sheriff_jobs_total", "job" => kind, "outcome" => outcome).increment(1);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test(start_paused = true)]
-    async fn work_finishes_unless_a_stop_outlasts_the_grace() {
-        let (stop, mut shutdown) = watch::channel(false);
-        assert_eq!(finish_or_abandon(async { 7 }, &mut shutdown).await, Some(7));
-        stop.send(true).unwrap();
-        // a stop asked for: work shorter than the grace still finishes…
-        let short = tokio::time::sleep(SHUTDOWN_GRACE / 2);
-        assert_eq!(
-            finish_or_abandon(
-                async {
-                    short.await;
-                    1
-                },
-                &mut shutdown
-            )
-            .await,
-            Some(1)
-        );
-        // …and work that would outlast it is dropped when the grace is over
-        let started = tokio::time::Instant::now();
-        let endless = std::future::pending::<()>();
-        assert_eq!(finish_or_abandon(endless, &mut shutdown).await, None);
-        assert_eq!(started.elapsed(), SHUTDOWN_GRACE);
-        // and `stopping` answers at once once a stop was asked for
-        tokio::time::timeout(Duration::from_millis(1), stopping(&mut shutdown)).await.unwrap();
     }
 }

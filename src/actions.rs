@@ -1,0 +1,161 @@
+//! What people do to incidents, from the command line or Slack: acknowledge, silence and
+//! unsilence, resolve, "not a regression", file Jira now. Each is planned by
+//! [`crate::incidents::manual`] from the state inside one transaction and applied by the store;
+//! the answer is given only after the commit.
+
+use std::fmt;
+
+use crate::config::Settings;
+use crate::incidents::Incident;
+use crate::incidents::manual::{self, Refusal};
+use crate::incidents::plan::{Policy, Resolution};
+use crate::incidents::silence::Target;
+use crate::store::Store;
+
+/// Why an action did not happen.
+#[derive(Debug)]
+pub enum ActionError {
+    /// The request cannot be carried out as asked: said plainly to the person.
+    Refused(Refusal),
+    /// sheriff's own trouble (the database, say): logged in full, answered generically.
+    Internal(anyhow::Error),
+}
+
+impl ActionError {
+    /// What the person who asked is told. Internal errors are logged with a reference the
+    /// answer names, and their text never reaches the answer.
+    pub fn for_people(&self) -> String {
+        match self {
+            ActionError::Refused(r) => r.to_string(),
+            ActionError::Internal(e) => {
+                let reference = crate::process::random_suffix();
+                tracing::error!(reference, "an action failed: {e:#}");
+                format!(
+                    "Something went wrong on sheriff's side; nothing was changed (reference {reference})."
+                )
+            }
+        }
+    }
+}
+
+impl fmt::Display for ActionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ActionError::Refused(r) => write!(f, "{r}"),
+            ActionError::Internal(e) => write!(f, "{e:#}"),
+        }
+    }
+}
+
+impl std::error::Error for ActionError {}
+
+impl From<anyhow::Error> for ActionError {
+    fn from(e: anyhow::Error) -> ActionError {
+        ActionError::Internal(e)
+    }
+}
+
+impl From<Refusal> for ActionError {
+    fn from(r: Refusal) -> ActionError {
+        ActionError::Refused(r)
+    }
+}
+
+/// The incident as it is after an action.
+async fn reread(store: &Store, id: i64) -> Result<Incident, ActionError> {
+    store
+        .find_incident(&id.to_string())
+        .await?
+        .ok_or_else(|| Refusal::NotFound(format!("no incident {id}")).into())
+}
+
+/// The id of the incident a reference names, as stored now.
+async fn id_of(store: &Store, reference: &str) -> Result<i64, ActionError> {
+    match store.find_incident(reference).await? {
+        Some(i) => Ok(i.id),
+        None => Err(Refusal::NotFound(format!("no incident {reference}")).into()),
+    }
+}
+
+/// Acknowledges an incident; the bool says whether this person had not already.
+pub async fn acknowledge(
+    store: &Store,
+    reference: &str,
+    actor: &str,
+    now: i64,
+) -> Result<(Incident, bool), ActionError> {
+    let (_, fresh) = store.apply_manual(now, actor, |k| manual::acknowledge(k, reference, actor)).await??;
+    Ok((reread(store, id_of(store, reference).await?).await?, fresh))
+}
+
+/// Silences an incident or a matcher for `seconds`; the silence's number (an equal one made
+/// moments ago by the same person is that one).
+pub async fn silence(
+    store: &Store,
+    target: &Target,
+    seconds: i64,
+    reason: &str,
+    actor: &str,
+    now: i64,
+) -> Result<i64, ActionError> {
+    let (applied, same) =
+        store.apply_manual(now, actor, |k| manual::silence(k, target, seconds, reason, actor, now)).await??;
+    same.or(applied.silences.first().copied())
+        .ok_or_else(|| ActionError::Internal(anyhow::anyhow!("the silence was not recorded")))
+}
+
+/// Ends silences by number, of an incident, or of a matcher; how many.
+pub async fn unsilence(store: &Store, reference: &str, actor: &str, now: i64) -> Result<usize, ActionError> {
+    let (_, n) = store
+        .apply_manual(now, actor, |k| {
+            let plan = manual::unsilence(k, reference)?;
+            let n = plan.unsilence.len();
+            Ok((plan, n))
+        })
+        .await??;
+    Ok(n)
+}
+
+/// Resolves an incident by hand, with a reason.
+pub async fn resolve(
+    store: &Store,
+    settings: &Settings,
+    reference: &str,
+    reason: &str,
+    actor: &str,
+    now: i64,
+) -> Result<Incident, ActionError> {
+    let policy = Policy::from_settings(settings);
+    let how = Resolution::ByHand { reason: reason.to_string() };
+    store.apply_manual(now, actor, |k| Ok((manual::resolve(k, reference, how, &policy, now)?, ()))).await??;
+    reread(store, id_of(store, reference).await?).await
+}
+
+/// "Not a regression": resolved with the reason and silenced for 30 days.
+pub async fn not_a_regression(
+    store: &Store,
+    settings: &Settings,
+    reference: &str,
+    reason: &str,
+    actor: &str,
+    now: i64,
+) -> Result<Incident, ActionError> {
+    let policy = Policy::from_settings(settings);
+    store
+        .apply_manual(now, actor, |k| Ok((manual::not_a_regression(k, reference, reason, &policy, now)?, ())))
+        .await??;
+    reread(store, id_of(store, reference).await?).await
+}
+
+/// Files the incident's Jira issue now, ignoring the per-cycle cap.
+pub async fn file_now(
+    store: &Store,
+    settings: &Settings,
+    reference: &str,
+    actor: &str,
+    now: i64,
+) -> Result<Incident, ActionError> {
+    let enabled = settings.jira.enabled();
+    store.apply_manual(now, actor, |k| Ok((manual::file_now(k, reference, enabled)?, ()))).await??;
+    reread(store, id_of(store, reference).await?).await
+}

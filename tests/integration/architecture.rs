@@ -1,0 +1,422 @@
+//! The shape of `src/`, checked: the top-level modules form a DAG (no module imports, directly
+//! or through others, one that imports it back), no function runs over 80 lines without a
+//! comment saying why, and no `too_many_arguments` allowance is left. Test code (`#[cfg(test)]`
+//! items and `tests.rs` files) is left out, as the rules are about the product.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Longest function body allowed without a `Long:` comment giving the reason.
+const MAX_FUNCTION_LINES: usize = 80;
+
+/// One `.rs` file of the crate, with its test code and comments blanked out.
+struct Source {
+    file: PathBuf,
+    /// The module path of the file: `src/cycle/describe.rs` → `["cycle", "describe"]`.
+    module: Vec<String>,
+    /// Lines with comments, string contents and test items replaced by spaces.
+    code: Vec<String>,
+    /// The original lines, for comments and messages.
+    raw: Vec<String>,
+}
+
+fn sources() -> Vec<Source> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    collect(&root, &mut files);
+    files.sort();
+    files
+        .into_iter()
+        .filter_map(|file| {
+            let relative = file.strip_prefix(&root).ok()?.to_path_buf();
+            let mut module: Vec<String> =
+                relative.iter().map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string()).collect();
+            if module.last().is_some_and(|m| m == "mod") {
+                module.pop();
+            }
+            if module == ["main"] || module.last().is_some_and(|m| m == "tests") {
+                return None; // the binary's entry, and test modules kept in their own files
+            }
+            if module == ["lib"] {
+                module.clear();
+            }
+            let text = std::fs::read_to_string(&file).ok()?;
+            let raw: Vec<String> = text.lines().map(str::to_string).collect();
+            let code = blank_tests(&blank_comments_and_strings(&raw));
+            Some(Source { file: relative, module, code, raw })
+        })
+        .collect()
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// Comments, string literals and char literals become spaces, so braces and paths inside them
+/// do not count. Good enough for this code base (raw strings hold no quotes or braces).
+fn blank_comments_and_strings(lines: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(lines.len());
+    let mut in_block = false;
+    let mut in_string = false;
+    for line in lines {
+        let chars: Vec<char> = line.chars().collect();
+        let mut kept = String::with_capacity(chars.len());
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            let next = chars.get(i + 1).copied();
+            if in_block {
+                if c == '*' && next == Some('/') {
+                    in_block = false;
+                    kept.push_str("  ");
+                    i += 2;
+                } else {
+                    kept.push(' ');
+                    i += 1;
+                }
+            } else if in_string {
+                if c == '\\' {
+                    kept.push_str("  ");
+                    i += 2;
+                } else {
+                    if c == '"' {
+                        in_string = false;
+                    }
+                    kept.push(' ');
+                    i += 1;
+                }
+            } else if c == '/' && next == Some('/') {
+                break;
+            } else if c == '/' && next == Some('*') {
+                in_block = true;
+                kept.push_str("  ");
+                i += 2;
+            } else if c == '"' {
+                in_string = true;
+                kept.push(' ');
+                i += 1;
+            } else if c == '\'' && chars.get(i + 2) == Some(&'\'') {
+                kept.push_str("   "); // 'x'
+                i += 3;
+            } else if c == '\'' && next == Some('\\') {
+                let end = chars[i + 2..].iter().position(|&x| x == '\'').map_or(chars.len(), |p| i + 3 + p);
+                kept.extend(std::iter::repeat_n(' ', end - i));
+                i = end;
+            } else {
+                kept.push(c);
+                i += 1;
+            }
+        }
+        out.push(kept);
+    }
+    out
+}
+
+/// Items under `#[cfg(test)]` become blank lines.
+fn blank_tests(lines: &[String]) -> Vec<String> {
+    let mut out = lines.to_vec();
+    let mut i = 0;
+    while i < out.len() {
+        if out[i].trim() == "#[cfg(test)]" {
+            let end = item_end(&out, i + 1);
+            for line in &mut out[i..=end] {
+                line.clear();
+            }
+            i = end + 1;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The last line of the item starting at `start`: its `;` or its matching `}`.
+fn item_end(lines: &[String], start: usize) -> usize {
+    let mut depth = 0i32;
+    let mut opened = false;
+    for (i, line) in lines.iter().enumerate().skip(start) {
+        for c in line.chars() {
+            match c {
+                '{' => {
+                    depth += 1;
+                    opened = true;
+                }
+                '}' => depth -= 1,
+                ';' if !opened && depth == 0 => return i,
+                _ => {}
+            }
+        }
+        if opened && depth <= 0 {
+            return i;
+        }
+    }
+    lines.len() - 1
+}
+
+/// The top-level modules a file refers to, each with the line that does.
+fn references(source: &Source, top_level: &BTreeSet<String>) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    for (n, line) in source.code.iter().enumerate() {
+        let mut rest = line.as_str();
+        while let Some(at) = find_path_start(rest) {
+            let tail = &rest[at..];
+            let (head, after) = tail.split_once("::").unwrap_or((tail, ""));
+            let mut base: Vec<String> = match head {
+                "crate" => Vec::new(),
+                "self" => source.module.clone(),
+                _ => source.module[..source.module.len().saturating_sub(1)].to_vec(), // super
+            };
+            let mut after = after;
+            while let Some(more) = after.strip_prefix("super::") {
+                base.pop();
+                after = more;
+            }
+            let names: Vec<String> = if base.is_empty() {
+                if let Some(group) = after.strip_prefix('{') {
+                    group_heads(group, &source.code[n + 1..])
+                } else {
+                    vec![ident(after)]
+                }
+            } else {
+                vec![base[0].clone()]
+            };
+            for name in names {
+                if top_level.contains(&name) && source.module.first() != Some(&name) {
+                    out.push((name, n + 1));
+                }
+            }
+            rest = &rest[at + head.len()..];
+        }
+    }
+    out
+}
+
+/// Where the next `crate::`, `super::` or `self::` path starts.
+fn find_path_start(text: &str) -> Option<usize> {
+    ["crate::", "super::", "self::"]
+        .iter()
+        .filter_map(|p| {
+            text.match_indices(p)
+                .find(|(i, _)| {
+                    *i == 0 || !text[..*i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$')
+                })
+                .map(|(i, _)| i)
+        })
+        .min()
+}
+
+fn ident(text: &str) -> String {
+    text.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
+}
+
+/// The first name of each entry of a `use crate::{a::b, c}` group (which may span lines).
+fn group_heads(first: &str, later: &[String]) -> Vec<String> {
+    // Enough of the following lines for any group; parsing stops at the group's own `}`.
+    let mut text = first.to_string();
+    for line in later.iter().take(40) {
+        text.push(' ');
+        text.push_str(line);
+    }
+    let mut heads = Vec::new();
+    let mut depth = 0;
+    let mut expecting = true;
+    for (i, c) in text.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => expecting = true,
+            c if expecting && (c.is_alphanumeric() || c == '_') => {
+                heads.push(ident(&text[i..]));
+                expecting = false;
+            }
+            _ => {}
+        }
+    }
+    heads
+}
+
+/// Strongly connected components with more than one module (Tarjan).
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    struct Tarjan<'a> {
+        graph: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on_stack: BTreeSet<&'a str>,
+        out: Vec<Vec<String>>,
+    }
+    impl<'a> Tarjan<'a> {
+        fn visit(&mut self, v: &'a str) {
+            let n = self.index.len();
+            self.index.insert(v, n);
+            self.low.insert(v, n);
+            self.stack.push(v);
+            self.on_stack.insert(v);
+            for w in self.graph.get(v).into_iter().flatten() {
+                if !self.index.contains_key(w.as_str()) {
+                    self.visit(w);
+                    let low = self.low[v].min(self.low[w.as_str()]);
+                    self.low.insert(v, low);
+                } else if self.on_stack.contains(w.as_str()) {
+                    let low = self.low[v].min(self.index[w.as_str()]);
+                    self.low.insert(v, low);
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let mut component = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    self.on_stack.remove(w);
+                    component.push(w.to_string());
+                    if w == v {
+                        break;
+                    }
+                }
+                if component.len() > 1 {
+                    component.sort();
+                    self.out.push(component);
+                }
+            }
+        }
+    }
+    let mut t = Tarjan {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        out: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !t.index.contains_key(v.as_str()) {
+            t.visit(v);
+        }
+    }
+    t.out
+}
+
+#[test]
+fn the_top_level_modules_form_a_dag() {
+    let sources = sources();
+    let top_level: BTreeSet<String> = sources.iter().filter_map(|s| s.module.first().cloned()).collect();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut evidence: BTreeMap<(String, String), String> = BTreeMap::new();
+    for s in &sources {
+        let Some(from) = s.module.first() else { continue };
+        for (to, line) in references(s, &top_level) {
+            graph.entry(from.clone()).or_default().insert(to.clone());
+            evidence.entry((from.clone(), to)).or_insert_with(|| format!("src/{}:{line}", s.file.display()));
+        }
+    }
+    let found = cycles(&graph);
+    let mut report = String::new();
+    for component in &found {
+        report.push_str(&format!("\nmodules importing each other: {}\n", component.join(", ")));
+        for from in component {
+            for to in graph.get(from).into_iter().flatten().filter(|t| component.contains(t)) {
+                report.push_str(&format!("  {from} -> {to}  ({})\n", evidence[&(from.clone(), to.clone())]));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{report}");
+    // The checker sees the imports it should: the cycle imports the evaluator.
+    assert!(graph.get("cycle").is_some_and(|t| t.contains("evaluate")), "{graph:?}");
+}
+
+#[test]
+fn the_checker_finds_a_cycle_and_reads_use_groups() {
+    let graph: BTreeMap<String, BTreeSet<String>> = [
+        ("a".to_string(), ["b".to_string()].into()),
+        ("b".to_string(), ["c".to_string()].into()),
+        ("c".to_string(), ["a".to_string()].into()),
+        ("d".to_string(), ["a".to_string()].into()),
+    ]
+    .into();
+    assert_eq!(cycles(&graph), vec![vec!["a".to_string(), "b".into(), "c".into()]]);
+    let code = vec!["use crate::{model::{Dimension, Scope}, store::Store,".to_string(), " evaluate};".into()];
+    let s = Source { file: "x.rs".into(), module: vec!["x".into()], code: code.clone(), raw: code };
+    let top: BTreeSet<String> = ["model", "store", "evaluate", "x"].iter().map(|s| s.to_string()).collect();
+    let names: BTreeSet<String> = references(&s, &top).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["evaluate", "model", "store"].iter().map(|s| s.to_string()).collect());
+    let tested = blank_tests(&[
+        "fn a() {}".into(),
+        "#[cfg(test)]".into(),
+        "mod tests {".into(),
+        "  use crate::store;".into(),
+        "}".into(),
+    ]);
+    assert!(tested[3].is_empty());
+}
+
+#[test]
+#[ignore = "until the long functions are split (next commits)"]
+fn no_function_is_longer_than_80_lines_without_a_reason() {
+    let mut long = Vec::new();
+    for s in sources() {
+        for (i, line) in s.code.iter().enumerate() {
+            let t = line.trim_start();
+            let is_fn = [
+                "fn ",
+                "pub fn ",
+                "async fn ",
+                "pub async fn ",
+                "pub(crate) fn ",
+                "pub(crate) async fn ",
+                "pub(super) fn ",
+                "pub(super) async fn ",
+                "const fn ",
+                "pub const fn ",
+            ]
+            .iter()
+            .any(|p| t.starts_with(p));
+            if !is_fn {
+                continue;
+            }
+            let end = item_end(&s.code, i);
+            let lines = end - i + 1;
+            if lines <= MAX_FUNCTION_LINES {
+                continue;
+            }
+            let explained = s.raw[..i]
+                .iter()
+                .rev()
+                .take_while(|l| {
+                    let l = l.trim_start();
+                    l.starts_with("//") || l.starts_with("#[")
+                })
+                .any(|l| l.contains("Long:"));
+            if !explained {
+                long.push(format!("src/{}:{} {} lines: {}", s.file.display(), i + 1, lines, t.trim()));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FUNCTION_LINES} lines without a `Long:` comment:\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+#[ignore = "until the long functions are split (next commits)"]
+fn no_too_many_arguments_allowance_is_left() {
+    let allowed: Vec<String> = sources()
+        .iter()
+        .flat_map(|s| {
+            s.raw
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.contains("too_many_arguments"))
+                .map(|(n, _)| format!("src/{}:{}", s.file.display(), n + 1))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(allowed.is_empty(), "{allowed:?}");
+}
