@@ -243,52 +243,40 @@ fn bench_queries(backends: &[String]) -> Vec<String> {
     backends.iter().enumerate().map(|(n, b)| format!("query {b}{}", shapes[n % shapes.len()])).collect()
 }
 
+/// The data and load of `bench query`.
+#[derive(Debug, Clone)]
+pub struct QueryShape {
+    pub runs: usize,
+    pub variants: usize,
+    pub backends: usize,
+    /// HTTP requests in all, from `concurrency` clients at once.
+    pub requests: usize,
+    pub concurrency: usize,
+    /// A new run is written this often during the load.
+    pub write_every_ms: u64,
+}
+
+const BENCH_SECRET: &str = "sheriff-bench-signing-secret";
+
 /// Loads about `runs × backends` samples ending today, then measures `/sheriff query`: direct
 /// calls first, then `requests` signed HTTP requests from `concurrency` clients while
 /// evaluation cycles (recording incidents, delivering nothing) run back to back and a new run
 /// is written every `write_every_ms`.
-pub async fn query(
-    runs: usize,
-    variants: usize,
-    backends: usize,
-    requests: usize,
-    concurrency: usize,
-    write_every_ms: u64,
-    database_url: Option<&str>,
-) -> Result<QueryBench> {
+pub async fn query(shape: &QueryShape, database_url: Option<&str>) -> Result<QueryBench> {
     use std::sync::Arc;
     let today = Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
-    let scenario = synth::large(runs, variants, backends, 28, today);
+    let scenario = synth::large(shape.runs, shape.variants, shape.backends, 28, today);
     let records = synth::run_records(&scenario);
     let tmp = tempfile::tempdir()?;
     let store = Arc::new(bench_store(database_url, tmp.path()).await?);
     let load_seconds = load(&store, &records).await?;
     let samples = store.count_samples().await?;
     let engine = format!("{:?}", store.engine()).to_lowercase();
-
-    const SECRET: &str = "sheriff-bench-signing-secret";
     let mut settings = crate::config::Settings::default();
-    settings.slack.signing_secret = Some(crate::config::Secret::new(SECRET));
+    settings.slack.signing_secret = Some(crate::config::Secret::new(BENCH_SECRET));
     let settings = Arc::new(settings);
     let texts = bench_queries(&scenario.backends);
-
-    // The first pass over the (distinct) queries reads the database; the next ones are
-    // answered from the per-day cache, until data changes.
-    let mut timings = Vec::new();
-    let mut cold = Vec::new();
-    for (n, text) in texts.iter().cycle().take(texts.len() * 5).enumerate() {
-        if n == texts.len() {
-            cold = std::mem::take(&mut timings);
-        }
-        let Ok(crate::notify::slack::command::Command::Query(q)) = crate::notify::slack::command::parse(text)
-        else {
-            anyhow::bail!("the benchmark's query `{text}` does not parse");
-        };
-        let started = Instant::now();
-        crate::query::answer(&store, &settings.evaluate, &q, Utc::now().timestamp()).await?;
-        timings.push(started.elapsed().as_secs_f64());
-    }
-    let (direct_cold, direct_warm) = (Latency::of(cold), Latency::of(timings));
+    let (direct_cold, direct_warm) = direct_answers(&store, &settings, &texts).await?;
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/slack/commands", listener.local_addr()?);
@@ -298,98 +286,11 @@ pub async fn query(
         let mut stopped = stopped;
         let _ = stopped.wait_for(|s| *s).await;
     }));
-    let cycles = {
-        let (store, settings, mut stop) = (store.clone(), settings.clone(), stop.subscribe());
-        tokio::spawn(async move {
-            let mut n = 0;
-            while !*stop.borrow_and_update() {
-                let options = crate::cycle::CycleOptions { at: Utc::now(), dry_run: false };
-                if let Err(e) = crate::cycle::run_cycle(&store, &settings, options).await {
-                    tracing::error!("a cycle during the load failed: {e:#}");
-                }
-                n += 1;
-            }
-            n
-        })
-    };
-    // New runs arrive meanwhile, as pushes and scheduled ingests do, and each empties the cache.
-    let writes = {
-        let (store, mut stop) = (store.clone(), stop.subscribe());
-        let mut fresh: Vec<crate::model::RunRecord> = records.iter().rev().take(2_000).cloned().collect();
-        tokio::spawn(async move {
-            let mut n = 0;
-            while !*stop.borrow_and_update() && n < fresh.len() {
-                fresh[n].run.build_id.push_str("-pushed");
-                if let Err(e) = store.write_run(&fresh[n], false).await {
-                    tracing::error!("a write during the load failed: {e:#}");
-                }
-                n += 1;
-                tokio::select! {
-                    _ = tokio::time::sleep(std::time::Duration::from_millis(write_every_ms)) => {}
-                    _ = stop.changed() => {}
-                }
-            }
-            n
-        })
-    };
-    let client = crate::http::client_builder(std::time::Duration::from_secs(10))
-        .pool_max_idle_per_host(concurrency)
-        .build()?;
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let texts = Arc::new(texts);
+    let cycles = tokio::spawn(cycles_until(store.clone(), settings.clone(), stop.subscribe()));
+    let fresh: Vec<crate::model::RunRecord> = records.iter().rev().take(2_000).cloned().collect();
+    let writes = tokio::spawn(writes_until(store.clone(), fresh, shape.write_every_ms, stop.subscribe()));
     let started = Instant::now();
-    let mut clients = tokio::task::JoinSet::new();
-    for _ in 0..concurrency.max(1) {
-        let (client, url, next, texts) = (client.clone(), url.clone(), next.clone(), texts.clone());
-        clients.spawn(async move {
-            let mut timings = Vec::new();
-            let mut errors = 0;
-            loop {
-                let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                if n >= requests {
-                    break;
-                }
-                let text = &texts[n % texts.len()];
-                let body = serde_urlencoded::to_string([
-                    ("command", "/sheriff"),
-                    ("user_id", "UBENCH"),
-                    ("text", text.as_str()),
-                    ("response_url", ""),
-                ])
-                .unwrap_or_default();
-                let ts = Utc::now().timestamp();
-                let signature = crate::notify::slack::verify::sign(SECRET, ts, body.as_bytes());
-                let sent = Instant::now();
-                let answer = client
-                    .post(&url)
-                    .header("content-type", "application/x-www-form-urlencoded")
-                    .header("x-slack-request-timestamp", ts.to_string())
-                    .header("x-slack-signature", signature)
-                    .body(body)
-                    .send()
-                    .await;
-                let ok = match answer {
-                    Ok(r) if r.status().is_success() => r
-                        .json::<serde_json::Value>()
-                        .await
-                        .is_ok_and(|v| v["text"].as_str().is_some_and(|t| t.contains("runs ("))),
-                    _ => false,
-                };
-                timings.push(sent.elapsed().as_secs_f64());
-                if !ok {
-                    errors += 1;
-                }
-            }
-            (timings, errors)
-        });
-    }
-    let mut timings = Vec::with_capacity(requests);
-    let mut errors = 0;
-    while let Some(done) = clients.join_next().await {
-        let (t, e) = done?;
-        timings.extend(t);
-        errors += e;
-    }
+    let (timings, errors) = http_load(&url, texts, shape.requests, shape.concurrency).await?;
     let elapsed = started.elapsed().as_secs_f64();
     let _ = stop.send(true);
     let cycles_during_load = cycles.await?;
@@ -405,9 +306,144 @@ pub async fn query(
         direct_warm,
         http: Latency::of(timings),
         writes_during_load,
-        concurrency,
+        concurrency: shape.concurrency,
         errors,
         cycles_during_load,
-        requests_per_second: requests as f64 / elapsed,
+        requests_per_second: shape.requests as f64 / elapsed,
     })
+}
+
+/// `query::answer` one at a time: the first pass over the distinct queries reads the database,
+/// the next ones come from the per-day cache.
+async fn direct_answers(
+    store: &crate::store::Store,
+    settings: &crate::config::Settings,
+    texts: &[String],
+) -> Result<(Latency, Latency)> {
+    let mut timings = Vec::new();
+    let mut cold = Vec::new();
+    for (n, text) in texts.iter().cycle().take(texts.len() * 5).enumerate() {
+        if n == texts.len() {
+            cold = std::mem::take(&mut timings);
+        }
+        let Ok(crate::notify::slack::command::Command::Query(q)) = crate::notify::slack::command::parse(text)
+        else {
+            anyhow::bail!("the benchmark's query `{text}` does not parse");
+        };
+        let started = Instant::now();
+        crate::query::answer(store, &settings.evaluate, &q, Utc::now().timestamp()).await?;
+        timings.push(started.elapsed().as_secs_f64());
+    }
+    Ok((Latency::of(cold), Latency::of(timings)))
+}
+
+/// Evaluation cycles back to back until `stop`; how many ran.
+async fn cycles_until(
+    store: std::sync::Arc<crate::store::Store>,
+    settings: std::sync::Arc<crate::config::Settings>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> usize {
+    let mut n = 0;
+    while !*stop.borrow_and_update() {
+        let options = crate::cycle::CycleOptions { at: Utc::now(), dry_run: false };
+        if let Err(e) = crate::cycle::run_cycle(&store, &settings, options).await {
+            tracing::error!("a cycle during the load failed: {e:#}");
+        }
+        n += 1;
+    }
+    n
+}
+
+/// New runs arriving every `every_ms`, as pushes and scheduled ingests do (each empties the
+/// query cache), until `stop`; how many were written.
+async fn writes_until(
+    store: std::sync::Arc<crate::store::Store>,
+    mut fresh: Vec<crate::model::RunRecord>,
+    every_ms: u64,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> usize {
+    let mut n = 0;
+    while !*stop.borrow_and_update() && n < fresh.len() {
+        fresh[n].run.build_id.push_str("-pushed");
+        if let Err(e) = store.write_run(&fresh[n], false).await {
+            tracing::error!("a write during the load failed: {e:#}");
+        }
+        n += 1;
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_millis(every_ms)) => {}
+            _ = stop.changed() => {}
+        }
+    }
+    n
+}
+
+/// `requests` signed slash commands from `concurrency` clients; each answer's time, and the
+/// number of failed or wrong answers.
+async fn http_load(
+    url: &str,
+    texts: Vec<String>,
+    requests: usize,
+    concurrency: usize,
+) -> Result<(Vec<f64>, usize)> {
+    use std::sync::Arc;
+    let client = crate::http::client_builder(std::time::Duration::from_secs(10))
+        .pool_max_idle_per_host(concurrency)
+        .build()?;
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let texts = Arc::new(texts);
+    let mut clients = tokio::task::JoinSet::new();
+    for _ in 0..concurrency.max(1) {
+        let (client, url, next, texts) = (client.clone(), url.to_string(), next.clone(), texts.clone());
+        clients.spawn(async move {
+            let mut timings = Vec::new();
+            let mut errors = 0;
+            loop {
+                let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if n >= requests {
+                    break;
+                }
+                let sent = Instant::now();
+                let ok = signed_query(&client, &url, &texts[n % texts.len()]).await;
+                timings.push(sent.elapsed().as_secs_f64());
+                errors += usize::from(!ok);
+            }
+            (timings, errors)
+        });
+    }
+    let mut timings = Vec::with_capacity(requests);
+    let mut errors = 0;
+    while let Some(done) = clients.join_next().await {
+        let (t, e) = done?;
+        timings.extend(t);
+        errors += e;
+    }
+    Ok((timings, errors))
+}
+
+/// One signed `POST /slack/commands`; whether it answered the query.
+async fn signed_query(client: &reqwest::Client, url: &str, text: &str) -> bool {
+    let body = serde_urlencoded::to_string([
+        ("command", "/sheriff"),
+        ("user_id", "UBENCH"),
+        ("text", text),
+        ("response_url", ""),
+    ])
+    .unwrap_or_default();
+    let ts = Utc::now().timestamp();
+    let signature = crate::notify::slack::verify::sign(BENCH_SECRET, ts, body.as_bytes());
+    let answer = client
+        .post(url)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("x-slack-request-timestamp", ts.to_string())
+        .header("x-slack-signature", signature)
+        .body(body)
+        .send()
+        .await;
+    match answer {
+        Ok(r) if r.status().is_success() => r
+            .json::<serde_json::Value>()
+            .await
+            .is_ok_and(|v| v["text"].as_str().is_some_and(|t| t.contains("runs ("))),
+        _ => false,
+    }
 }

@@ -307,81 +307,27 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
             config_check(&settings, format);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Migrate => {
-            let store = Store::connect(&settings.database).await?;
-            let report = store.migrate().await?;
-            if report.applied.is_empty() {
-                println!(
-                    "{}: schema already at version {}; nothing to apply",
-                    settings.database.url, report.current
-                );
-            } else {
-                println!(
-                    "{}: applied {} migration(s) {:?}; schema at version {}",
-                    settings.database.url,
-                    report.applied.len(),
-                    report.applied,
-                    report.current
-                );
-            }
-            store.close().await;
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Migrate => migrate(&settings).await,
         Command::Ingest { source, since, job, force, format } => {
             let source = Source::parse(&source, &settings.gcs)?;
-            let store = Store::open(&settings.database).await?;
             let options = IngestOptions { since, job, force, progress: format == Format::Text };
-            let summary = crate::ingest::ingest(&store, &settings.ingest, &source, &options).await;
-            store.close().await;
-            print_ingest_summary(&summary?, format);
+            let summary = with_store(&settings, async |store| {
+                crate::ingest::ingest(store, &settings.ingest, &source, &options).await
+            })
+            .await?;
+            print_ingest_summary(&summary, format);
             Ok(ExitCode::SUCCESS)
         }
         Command::Serve => serve(settings).await,
-        Command::Healthcheck { url } => {
-            let base = url.unwrap_or_else(|| {
-                format!("http://{}", settings.server.listen.replace("0.0.0.0", "127.0.0.1"))
-            });
-            let client = reqwest::Client::builder().timeout(std::time::Duration::from_secs(3)).build()?;
-            let response = client.get(format!("{}/healthz", base.trim_end_matches('/'))).send().await;
-            match response {
-                Ok(r) if r.status().is_success() => Ok(ExitCode::SUCCESS),
-                Ok(r) => {
-                    eprintln!("sheriff: {base}/healthz answered {}", r.status());
-                    Ok(ExitCode::FAILURE)
-                }
-                Err(e) => {
-                    eprintln!("sheriff: {base}/healthz: {e}");
-                    Ok(ExitCode::FAILURE)
-                }
-            }
+        Command::Healthcheck { url } => healthcheck(&settings, url).await,
+        Command::Evaluate { at, format, dry_run } => evaluate(&settings, at, format, dry_run).await,
+        Command::Incidents { action } => {
+            with_store(&settings, async |store| incidents_on(store, action, &settings).await).await
         }
-        Command::Evaluate { at, format, dry_run } => {
-            let store = Arc::new(Store::open(&settings.database).await?);
-            let options = crate::cycle::CycleOptions { at: at.unwrap_or_else(Utc::now), dry_run };
-            let report = crate::cycle::run_cycle(&store, &settings, options).await;
-            let mut report = match report {
-                Ok(r) => r,
-                Err(e) => {
-                    store.close().await;
-                    return Err(e);
-                }
-            };
-            if !dry_run {
-                report.delivery = Some(crate::ops::deliver_for_a_while(store.clone(), &settings).await?);
-            }
-            store.close().await;
-            match format {
-                Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-                Format::Text => print!("{}", crate::cycle::render_text(&report)),
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Command::Incidents { action } => incidents(action, &settings).await,
         Command::Status { format } => {
-            let store = Store::open(&settings.database).await?;
-            let status = crate::ops::status(&store, Utc::now().timestamp()).await;
-            store.close().await;
-            let status = status?;
+            let status =
+                with_store(&settings, async |store| crate::ops::status(store, Utc::now().timestamp()).await)
+                    .await?;
             match format {
                 Format::Json => println!("{}", serde_json::to_string_pretty(&status)?),
                 Format::Text => print!("{}", crate::ops::render_status(&status)),
@@ -389,48 +335,128 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Outbox { action } => outbox(action, &settings).await,
-        Command::Query { words, format } => {
-            let command = crate::notify::slack::command::parse(&format!("query {}", words.join(" ")))
-                .map_err(anyhow::Error::msg)?;
-            let crate::notify::slack::command::Command::Query(q) = command else {
-                anyhow::bail!("not a query");
-            };
-            let store = Store::open(&settings.database).await?;
-            let answer = crate::query::answer(&store, &settings.evaluate, &q, Utc::now().timestamp()).await;
-            store.close().await;
-            let answer = answer?;
-            match format {
-                Format::Json => println!("{}", serde_json::to_string_pretty(&answer)?),
-                Format::Text => {
-                    let (title, table) = crate::query::render(&answer);
-                    println!("{title}\n{table}");
-                }
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Query { words, format } => query(&settings, &words, format).await,
         Command::Thresholds { action: ThresholdsAction::Import { file } } => {
-            let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-            let rows = crate::ingest::formats::query_results::parse_query_results(&bytes)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-            let store = Store::open(&settings.database).await?;
-            store.import_thresholds(&rows, &file.display().to_string()).await?;
-            store.close().await;
-            let generation = if rows.iter().any(|r| r.p50.is_some()) {
-                "current (P50/P75/P95/P99, MasterNodesUpdated)"
-            } else if rows.iter().any(|r| r.job_runs.is_some()) {
-                "4.13 (JobRuns, P95/P99)"
-            } else {
-                "oldest (P95/P99 only)"
-            };
-            println!("imported {} rows from {} (schema: {generation})", rows.len(), file.display());
-            Ok(ExitCode::SUCCESS)
+            import_thresholds(&settings, &file).await
         }
         Command::Demo { dir } => {
             let mut stdout = std::io::stdout();
             crate::demo::run(&dir, &settings, &mut stdout).await?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { what: BenchCommand::Ingest { runs, noise, database_url, keep } } => {
+        Command::Bench { what } => bench(what).await,
+    }
+}
+
+/// Opens the database for one command, runs `work` and closes it whatever happened.
+async fn with_store<T>(settings: &Settings, work: impl AsyncFnOnce(&Store) -> Result<T>) -> Result<T> {
+    let store = Store::open(&settings.database).await?;
+    let result = work(&store).await;
+    store.close().await;
+    result
+}
+
+async fn migrate(settings: &Settings) -> Result<ExitCode> {
+    let store = Store::connect(&settings.database).await?;
+    let report = store.migrate().await;
+    store.close().await;
+    let report = report?;
+    if report.applied.is_empty() {
+        println!("{}: schema already at version {}; nothing to apply", settings.database.url, report.current);
+    } else {
+        println!(
+            "{}: applied {} migration(s) {:?}; schema at version {}",
+            settings.database.url,
+            report.applied.len(),
+            report.applied,
+            report.current
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn healthcheck(settings: &Settings, url: Option<String>) -> Result<ExitCode> {
+    let base =
+        url.unwrap_or_else(|| format!("http://{}", settings.server.listen.replace("0.0.0.0", "127.0.0.1")));
+    let client = crate::http::client_builder(std::time::Duration::from_secs(3)).build()?;
+    match client.get(format!("{}/healthz", base.trim_end_matches('/'))).send().await {
+        Ok(r) if r.status().is_success() => Ok(ExitCode::SUCCESS),
+        Ok(r) => {
+            eprintln!("sheriff: {base}/healthz answered {}", r.status());
+            Ok(ExitCode::FAILURE)
+        }
+        Err(e) => {
+            eprintln!("sheriff: {base}/healthz: {e}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+async fn evaluate(
+    settings: &Settings,
+    at: Option<DateTime<Utc>>,
+    format: Format,
+    dry_run: bool,
+) -> Result<ExitCode> {
+    let store = Arc::new(Store::open(&settings.database).await?);
+    let options = crate::cycle::CycleOptions { at: at.unwrap_or_else(Utc::now), dry_run };
+    let report = async {
+        let mut report = crate::cycle::run_cycle(&store, settings, options).await?;
+        if !dry_run {
+            report.delivery = Some(crate::ops::deliver_for_a_while(store.clone(), settings).await?);
+        }
+        anyhow::Ok(report)
+    }
+    .await;
+    store.close().await;
+    let report = report?;
+    match format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Format::Text => print!("{}", crate::cycle::render_text(&report)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn query(settings: &Settings, words: &[String], format: Format) -> Result<ExitCode> {
+    let command = crate::notify::slack::command::parse(&format!("query {}", words.join(" ")))
+        .map_err(anyhow::Error::msg)?;
+    let crate::notify::slack::command::Command::Query(q) = command else {
+        anyhow::bail!("not a query");
+    };
+    let answer = with_store(settings, async |store| {
+        crate::query::answer(store, &settings.evaluate, &q, Utc::now().timestamp()).await
+    })
+    .await?;
+    match format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&answer)?),
+        Format::Text => {
+            let (title, table) = crate::query::render(&answer);
+            println!("{title}\n{table}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn import_thresholds(settings: &Settings, file: &std::path::Path) -> Result<ExitCode> {
+    let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let rows = crate::ingest::formats::query_results::parse_query_results(&bytes)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+    with_store(settings, async |store| store.import_thresholds(&rows, &file.display().to_string()).await)
+        .await?;
+    let generation = if rows.iter().any(|r| r.p50.is_some()) {
+        "current (P50/P75/P95/P99, MasterNodesUpdated)"
+    } else if rows.iter().any(|r| r.job_runs.is_some()) {
+        "4.13 (JobRuns, P95/P99)"
+    } else {
+        "oldest (P95/P99 only)"
+    };
+    println!("imported {} rows from {} (schema: {generation})", rows.len(), file.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn bench(what: BenchCommand) -> Result<ExitCode> {
+    match what {
+        BenchCommand::Ingest { runs, noise, database_url, keep } => {
             let result = crate::bench::ingest(runs, noise, database_url.as_deref(), keep).await?;
             println!(
                 "ingest: {} runs, {:.1} MB of interval files, in {:.2} s on {}: {:.0} runs/s, {:.1} MB/s (generating took {:.1} s)",
@@ -445,9 +471,7 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
             println!("{}", serde_json::to_string(&result).unwrap_or_default());
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench {
-            what: BenchCommand::Evaluate { runs, variants, backends, repeat, postgres_url, sqlite },
-        } => {
+        BenchCommand::Evaluate { runs, variants, backends, repeat, postgres_url, sqlite } => {
             let r = crate::bench::evaluate(
                 runs,
                 variants,
@@ -457,80 +481,71 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
                 sqlite.as_deref(),
             )
             .await?;
-            println!(
-                "evaluate: {} runs, {} samples, {} cells with runs, {} groups judged, {} regression(s) found",
-                r.runs, r.samples, r.cells, r.groups, r.regressions
-            );
-            for (engine, s) in &r.load_seconds {
-                println!("  load into {engine}: {s:.1} s");
-            }
-            for (engine, s) in &r.cycle_seconds {
-                println!("  one evaluation cycle on {engine}: {s:.3} s (best of {repeat})");
-            }
-            if let Some(pg) = r.postgres_percentile_cont_seconds {
-                println!("  PostgreSQL percentile_cont GROUP BY over the raw samples: {pg:.3} s");
-                for (engine, s) in &r.cycle_seconds {
-                    println!("  ratio percentile_cont / sheriff on {engine}: {:.1}x", pg / s);
-                }
-            }
-            println!("{}", serde_json::to_string(&r).unwrap_or_default());
+            print_evaluate_bench(&r, repeat);
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench {
-            what:
-                BenchCommand::Query {
-                    runs,
-                    variants,
-                    backends,
-                    requests,
-                    concurrency,
-                    write_every_ms,
-                    database_url,
-                },
+        BenchCommand::Query {
+            runs,
+            variants,
+            backends,
+            requests,
+            concurrency,
+            write_every_ms,
+            database_url,
         } => {
-            let r = crate::bench::query(
-                runs,
-                variants,
-                backends,
-                requests,
-                concurrency,
-                write_every_ms,
-                database_url.as_deref(),
-            )
-            .await?;
-            println!("query: {} runs, {} samples on {}", r.runs, r.samples, r.engine);
-            if let Some(s) = r.load_seconds {
-                println!("  load: {s:.1} s");
-            }
-            let show = |name: &str, l: &crate::bench::Latency| {
-                println!(
-                    "  {name}: {} answers, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
-                    l.count, l.p50_ms, l.p99_ms, l.max_ms
-                );
-            };
-            show("direct, first asked", &r.direct_cold);
-            show("direct, asked again", &r.direct_warm);
-            show(&format!("HTTP, {} clients", r.concurrency), &r.http);
-            println!(
-                "  {:.0} requests/s, {} error(s); meanwhile {} evaluation cycle(s) ran and {} run(s) were written",
-                r.requests_per_second, r.errors, r.cycles_during_load, r.writes_during_load
-            );
-            println!("{}", serde_json::to_string(&r).unwrap_or_default());
+            let shape =
+                crate::bench::QueryShape { runs, variants, backends, requests, concurrency, write_every_ms };
+            let r = crate::bench::query(&shape, database_url.as_deref()).await?;
+            print_query_bench(&r);
             Ok(if r.errors == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
     }
 }
 
+fn print_evaluate_bench(r: &crate::bench::EvaluateBench, repeat: usize) {
+    println!(
+        "evaluate: {} runs, {} samples, {} cells with runs, {} groups judged, {} regression(s) found",
+        r.runs, r.samples, r.cells, r.groups, r.regressions
+    );
+    for (engine, s) in &r.load_seconds {
+        println!("  load into {engine}: {s:.1} s");
+    }
+    for (engine, s) in &r.cycle_seconds {
+        println!("  one evaluation cycle on {engine}: {s:.3} s (best of {repeat})");
+    }
+    if let Some(pg) = r.postgres_percentile_cont_seconds {
+        println!("  PostgreSQL percentile_cont GROUP BY over the raw samples: {pg:.3} s");
+        for (engine, s) in &r.cycle_seconds {
+            println!("  ratio percentile_cont / sheriff on {engine}: {:.1}x", pg / s);
+        }
+    }
+    println!("{}", serde_json::to_string(r).unwrap_or_default());
+}
+
+fn print_query_bench(r: &crate::bench::QueryBench) {
+    println!("query: {} runs, {} samples on {}", r.runs, r.samples, r.engine);
+    if let Some(s) = r.load_seconds {
+        println!("  load: {s:.1} s");
+    }
+    let show = |name: &str, l: &crate::bench::Latency| {
+        println!(
+            "  {name}: {} answers, p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+            l.count, l.p50_ms, l.p99_ms, l.max_ms
+        );
+    };
+    show("direct, first asked", &r.direct_cold);
+    show("direct, asked again", &r.direct_warm);
+    show(&format!("HTTP, {} clients", r.concurrency), &r.http);
+    println!(
+        "  {:.0} requests/s, {} error(s); meanwhile {} evaluation cycle(s) ran and {} run(s) were written",
+        r.requests_per_second, r.errors, r.cycles_during_load, r.writes_during_load
+    );
+    println!("{}", serde_json::to_string(r).unwrap_or_default());
+}
+
 /// Who a command-line action is recorded as.
 fn cli_actor() -> String {
     format!("cli:{}", std::env::var("USER").unwrap_or_else(|_| "unknown".into()))
-}
-
-async fn incidents(action: IncidentsAction, settings: &Settings) -> Result<ExitCode> {
-    let store = Store::open(&settings.database).await?;
-    let result = incidents_on(&store, action, settings).await;
-    store.close().await;
-    result
 }
 
 async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Settings) -> Result<ExitCode> {
@@ -604,7 +619,7 @@ async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Setting
     Ok(ExitCode::SUCCESS)
 }
 
-/// An incident in the `sheriff incidents list --format json` contract (DESIGN §5).
+/// An incident in the `sheriff incidents list --format json` contract (the README documents them).
 pub fn incident_json(i: &crate::incidents::Incident) -> serde_json::Value {
     let s = &i.snapshot;
     let time = |t: i64| DateTime::from_timestamp(t, 0).map(|t| t.to_rfc3339());
@@ -674,39 +689,8 @@ async fn outbox(action: OutboxAction, settings: &Settings) -> Result<ExitCode> {
 }
 
 async fn serve(settings: Settings) -> Result<ExitCode> {
-    let store = Arc::new(Store::open(&settings.database).await?);
-    let id = crate::process::replica_id();
-    crate::scheduler::claim_sqlite(&store, &id).await?;
-    let listener = tokio::net::TcpListener::bind(&settings.server.listen)
-        .await
-        .with_context(|| format!("cannot listen on {}", settings.server.listen))?;
-    let settings = Arc::new(settings);
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let background =
-        tokio::spawn(crate::scheduler::run(store.clone(), settings.clone(), id, stopped.clone()));
-    let state = crate::server::AppState::new(store.clone(), settings);
-    let mut http_stop = stopped.clone();
-    let shutdown = async move {
-        let _ = http_stop.wait_for(|s| *s).await;
-    };
-    let server = tokio::spawn(crate::server::serve(listener, state, shutdown));
-    crate::shutdown::signal().await;
-    let _ = stop.send(true);
-    // Requests in flight and background work get a grace period, then the process goes.
-    let grace = crate::shutdown::SHUTDOWN_GRACE + std::time::Duration::from_secs(1);
-    let (server, background) =
-        tokio::join!(tokio::time::timeout(grace, server), tokio::time::timeout(grace, background));
-    if server.is_err() {
-        tracing::warn!("stopping with HTTP requests still in flight");
-    }
-    match background {
-        Ok(Ok(Err(e))) => tracing::error!("background work: {e:#}"),
-        Ok(Err(e)) => tracing::error!("background work: {e}"),
-        Err(_) => tracing::warn!("stopping with background work still running"),
-        Ok(Ok(Ok(()))) => {}
-    }
-    store.close().await;
-    tracing::info!("stopped");
+    let app = crate::app::App::build(settings).await?;
+    app.run_until_stopped(crate::shutdown::signal()).await?;
     Ok(ExitCode::SUCCESS)
 }
 

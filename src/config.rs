@@ -82,7 +82,7 @@ pub struct AttributeSettings {
     /// The control backend of a regressed backend: the first rule whose glob matches.
     /// `{connection}` becomes `new` or `reused`, after the regressed backend.
     pub controls: Vec<ControlRule>,
-    /// Backend → Jira component and ClusterOperator. Empty: the defaults of DESIGN §3.8.
+    /// Backend → Jira component and ClusterOperator. Empty: the CI's own defaults.
     pub components: Vec<ComponentSetting>,
     /// Platform → the platform's own component (ci-test-mapping's variant ownership).
     pub platform_components: std::collections::BTreeMap<String, String>,

@@ -1,6 +1,6 @@
 //! `sheriff demo`: the quick-start main job, with no network and no service. It generates a
 //! realistic month of CI data (several platforms, networks and upgrade types) with the case of
-//! DESIGN §1 planted in its last week, ingests it into a fresh SQLite file, evaluates, and
+//! the case that started sheriff planted in its last week, ingests it into a fresh SQLite file, evaluates, and
 //! prints what sheriff found.
 
 use std::path::{Path, PathBuf};
@@ -26,41 +26,9 @@ pub struct DemoOutcome {
 /// Runs the demo in `folder` (created; a previous demo database there is replaced).
 pub async fn run(folder: &Path, settings: &Settings, out: &mut impl std::io::Write) -> Result<DemoOutcome> {
     let started = Instant::now();
-    std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
-    let tree = folder.join("bucket");
-    if tree.exists() {
-        std::fs::remove_dir_all(&tree).with_context(|| format!("clearing {}", tree.display()))?;
-    }
     let end = Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
-    let scenario = Scenario::demo(end);
-    let truth = synth::write_tree(&scenario, &tree)?;
-    writeln!(
-        out,
-        "generated {} job runs of {} jobs over {} days ({} → {}) in {}",
-        truth.runs.len(),
-        scenario.jobs.len(),
-        scenario.days,
-        scenario.start.format("%Y-%m-%d"),
-        (end - Duration::days(1)).format("%Y-%m-%d"),
-        tree.display()
-    )?;
-    writeln!(
-        out,
-        "planted: image-registry disruption on metal 4.14 (both networks, micro and minor) in the last week"
-    )?;
-
-    let db_path = folder.join("sheriff.db");
-    for suffix in ["", "-wal", "-shm"] {
-        let p = PathBuf::from(format!("{}{suffix}", db_path.display()));
-        if p.exists() {
-            std::fs::remove_file(&p)
-                .with_context(|| format!("removing the previous demo database {}", p.display()))?;
-        }
-    }
-    let db = DatabaseSettings {
-        url: format!("sqlite://{}", db_path.display()).parse::<DatabaseUrl>().map_err(anyhow::Error::msg)?,
-        ..Default::default()
-    };
+    let tree = generate(folder, end, out)?;
+    let (db_path, db) = fresh_database(folder)?;
     let store = Store::open(&db).await?;
     let summary = crate::ingest::ingest(
         &store,
@@ -88,14 +56,7 @@ pub async fn run(folder: &Path, settings: &Settings, out: &mut impl std::io::Wri
     writeln!(out, "\n── Slack (no bot token configured: the messages are shown on stderr, not posted) ──")?;
     let delivery = crate::ops::deliver_for_a_while(store.clone(), &local).await?;
     writeln!(out, "{} Slack message(s) rendered", delivery.delivered)?;
-    for incident in store.incidents().await?.iter().filter(|i| i.state.is_open()) {
-        let doc = crate::notify::jira::render::description(incident, &local.server.public_url);
-        writeln!(out, "\n── the Jira issue sheriff would file (configure [jira] to file it) ──")?;
-        writeln!(out, "summary: {}", crate::notify::jira::render::summary(incident))?;
-        writeln!(out, "labels: sheriff, {}", incident.fingerprint)?;
-        writeln!(out, "component: {}\n", incident.snapshot.component)?;
-        writeln!(out, "{}", crate::notify::jira::render::to_wiki(&doc))?;
-    }
+    show_jira_issues(&store, &local, out).await?;
     store.close().await;
     writeln!(
         out,
@@ -105,4 +66,57 @@ pub async fn run(folder: &Path, settings: &Settings, out: &mut impl std::io::Wri
         end.to_rfc3339()
     )?;
     Ok(DemoOutcome { folder: folder.to_path_buf(), runs: summary.ingested, report })
+}
+
+/// Writes the demo month into `folder/bucket` (replacing an earlier one); the tree's path.
+fn generate(folder: &Path, end: chrono::DateTime<Utc>, out: &mut impl std::io::Write) -> Result<PathBuf> {
+    std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
+    let tree = folder.join("bucket");
+    if tree.exists() {
+        std::fs::remove_dir_all(&tree).with_context(|| format!("clearing {}", tree.display()))?;
+    }
+    let scenario = Scenario::demo(end);
+    let truth = synth::write_tree(&scenario, &tree)?;
+    writeln!(
+        out,
+        "generated {} job runs of {} jobs over {} days ({} → {}) in {}",
+        truth.runs.len(),
+        scenario.jobs.len(),
+        scenario.days,
+        scenario.start.format("%Y-%m-%d"),
+        (end - Duration::days(1)).format("%Y-%m-%d"),
+        tree.display()
+    )?;
+    writeln!(
+        out,
+        "planted: image-registry disruption on metal 4.14 (both networks, micro and minor) in the last week"
+    )?;
+    Ok(tree)
+}
+
+/// `folder/sheriff.db`, an earlier demo's database removed first.
+fn fresh_database(folder: &Path) -> Result<(PathBuf, DatabaseSettings)> {
+    let db_path = folder.join("sheriff.db");
+    for suffix in ["", "-wal", "-shm"] {
+        let p = PathBuf::from(format!("{}{suffix}", db_path.display()));
+        if p.exists() {
+            std::fs::remove_file(&p)
+                .with_context(|| format!("removing the previous demo database {}", p.display()))?;
+        }
+    }
+    let url = format!("sqlite://{}", db_path.display()).parse::<DatabaseUrl>().map_err(anyhow::Error::msg)?;
+    Ok((db_path, DatabaseSettings { url, ..Default::default() }))
+}
+
+/// The Jira issue sheriff would file for each open incident.
+async fn show_jira_issues(store: &Store, settings: &Settings, out: &mut impl std::io::Write) -> Result<()> {
+    for incident in store.incidents().await?.iter().filter(|i| i.state.is_open()) {
+        let doc = crate::notify::jira::render::description(incident, &settings.server.public_url);
+        writeln!(out, "\n── the Jira issue sheriff would file (configure [jira] to file it) ──")?;
+        writeln!(out, "summary: {}", crate::notify::jira::render::summary(incident))?;
+        writeln!(out, "labels: sheriff, {}", incident.fingerprint)?;
+        writeln!(out, "component: {}\n", incident.snapshot.component)?;
+        writeln!(out, "{}", crate::notify::jira::render::to_wiki(&doc))?;
+    }
+    Ok(())
 }

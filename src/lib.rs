@@ -8,23 +8,31 @@
 //!    sample of whole seconds per backend, and its outages and operator condition spans.
 //! 2. **store** ([`store`]) writes the run once (SQLite or PostgreSQL) and, in the same
 //!    transaction, adds its samples to the exact per-day histogram of each cell.
-//! 3. **evaluate** ([`evaluate`], pure) takes a window of those histograms, computes
-//!    P50/P75/P95/P99 per cell and coarser groups, and decides against thresholds which groups
-//!    regressed, with statistics suited to zero-inflated data and hysteresis between cycles.
-//! 4. **attribute** ([`attribute`], pure) finds the smallest scope that explains a backend's
-//!    regressed groups, the components behind it, and the operator conditions that covered the
-//!    outages of the sample runs.
-//! 5. **a cycle** ([`cycle`]) is where store, evaluator and attribution meet: it reads the
-//!    windows, evaluates, describes each regression with its evidence, and records the cycle.
-//!    `sheriff evaluate` prints it; `sheriff demo` runs the whole pipeline on generated data
-//!    ([`synth`]).
-//! 6. **incidents and notify** (to come) turn regressions into one record each and deliver
-//!    Slack messages and Jira issues through a durable outbox, exactly once.
+//! 3. **a cycle** ([`cycle`]) reads the windows' histograms; **evaluate** ([`evaluate`], pure)
+//!    computes P50–P99 per cell and coarser groups and decides against thresholds which regressed;
+//!    **attribute** ([`attribute`], pure) finds the smallest scope that explains a backend's
+//!    regressed groups, its owners and the operator conditions behind the outages, and says it
+//!    in words. The result is a [`model::RegressionReport`] per regression.
+//! 4. **incidents** ([`incidents`], pure) match the reports to the incidents already known and
+//!    plan what changes and what to tell; people's actions ([`actions`]: acknowledge, silence,
+//!    resolve, …) are planned the same way. The store applies a plan and its outbox entries in
+//!    one transaction.
+//! 5. **notify** ([`notify`]) delivers the outbox to Slack and Jira, exactly once at the remote
+//!    side; [`render`] holds the text pieces every output shares.
+//! 6. **serve** ([`app`]) puts the HTTP edge ([`server`]: Slack commands and buttons, push
+//!    ingest, health, metrics), the [`scheduler`] and the outbox worker together;
+//!    [`shutdown`] stops them in one place.
 //!
-//! The domain ([`model`]) is pure; the modules that do I/O ([`ingest`], [`store`], [`server`])
-//! never import each other, and the CLI ([`cli`]) and the cycle are where they meet.
+//! The layers import downwards only, and `tests/integration/architecture.rs` checks that the
+//! top-level modules form a DAG: [`model`] imports nothing of the crate; [`evaluate`],
+//! [`attribute`] and [`incidents`] import only the model and plain settings; the adapters
+//! ([`store`], [`ingest`], [`notify`], [`server`]) import the domain; the application
+//! ([`cycle`], [`query`], [`ops`], [`actions`], [`scheduler`]) and the entry points ([`app`],
+//! [`cli`], [`demo`], [`bench`]) sit on top. [`synth`] generates realistic CI data for the demo,
+//! the tests and the benchmarks.
 
 pub mod actions;
+pub mod app;
 pub mod attribute;
 pub mod bench;
 pub mod cli;

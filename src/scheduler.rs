@@ -1,5 +1,5 @@
-//! `sheriff serve`'s background work: scheduled evaluation cycles and ingests, and the outbox
-//! worker, in the same process as the HTTP server.
+//! `sheriff serve`'s scheduled work: evaluation cycles and ingests, beside the HTTP server and
+//! the outbox worker ([`crate::app`] puts them together).
 //!
 //! Several replicas may run on one PostgreSQL database. Each scheduled tick is claimed through a
 //! lease named after the job and the tick (`evaluate@1764374400`), taken by one replica and never
@@ -17,7 +17,6 @@ use tokio::sync::watch;
 
 use crate::config::{Engine, Settings};
 use crate::ingest::{IngestOptions, Source};
-use crate::notify::{Sinks, Worker};
 use crate::schedule::Schedule;
 use crate::shutdown::{finish_or_abandon, stopping};
 use crate::store::Store;
@@ -41,70 +40,91 @@ pub async fn claim_sqlite(store: &Store, id: &str) -> Result<()> {
     Ok(())
 }
 
-/// Runs the scheduler and the outbox worker until `shutdown` turns true; in-flight work finishes
-/// (or stays in the outbox).
-pub async fn run(
+/// One scheduled ingest, its source read and checked at build time.
+struct IngestJob {
+    name: String,
+    schedule: Schedule,
+    source: Source,
+    since_days: u32,
+}
+
+/// The schedules of one replica, checked when built: every cron expression and source parses.
+pub struct Scheduler {
     store: Arc<Store>,
     settings: Arc<Settings>,
+    /// This replica's name in tick leases.
     id: String,
-    shutdown: watch::Receiver<bool>,
-) -> Result<()> {
-    let sinks = Arc::new(Sinks::from_settings(&settings)?);
-    let mut worker = Worker::new(store.clone(), sinks, settings.outbox.clone());
-    worker.id = id.clone();
-    let mut tasks = tokio::task::JoinSet::new();
-    {
-        let shutdown = shutdown.clone();
-        tasks.spawn(async move { worker.run(shutdown).await });
+    evaluate: Schedule,
+    ingests: Vec<IngestJob>,
+}
+
+impl Scheduler {
+    pub fn new(store: Arc<Store>, settings: Arc<Settings>, id: String) -> Result<Scheduler> {
+        let zone = &settings.schedule.timezone;
+        let evaluate = Schedule::parse(&settings.schedule.evaluate, zone).map_err(anyhow::Error::msg)?;
+        let mut ingests = Vec::new();
+        for job in &settings.schedule.ingest {
+            ingests.push(IngestJob {
+                name: format!("ingest:{}", job.source),
+                schedule: Schedule::parse(&job.cron, zone).map_err(anyhow::Error::msg)?,
+                source: Source::parse(&job.source, &settings.gcs)?,
+                since_days: job.since_days,
+            });
+        }
+        Ok(Scheduler { store, settings, id, evaluate, ingests })
     }
-    let evaluate = Schedule::parse(&settings.schedule.evaluate, &settings.schedule.timezone)
-        .map_err(anyhow::Error::msg)?;
-    {
-        let (store, settings, id, shutdown) = (store.clone(), settings.clone(), id.clone(), shutdown.clone());
-        tasks.spawn(async move {
-            on_schedule(&evaluate, "evaluate", &store, &id, shutdown, || async {
-                let options = crate::cycle::CycleOptions { at: Utc::now(), dry_run: false };
-                crate::cycle::run_cycle(&store, &settings, options).await.map(|_| ())
-            })
-            .await;
-        });
+
+    /// Runs every schedule (and, on SQLite, keeps the single-replica lease) until `shutdown`
+    /// turns true; a job in progress gets the grace period.
+    pub async fn run(self, shutdown: watch::Receiver<bool>) {
+        let mut tasks = tokio::task::JoinSet::new();
+        {
+            let (store, settings, id, shutdown) =
+                (self.store.clone(), self.settings.clone(), self.id.clone(), shutdown.clone());
+            let evaluate = self.evaluate;
+            tasks.spawn(async move {
+                on_schedule(&evaluate, "evaluate", &store, &id, shutdown, || async {
+                    let options = crate::cycle::CycleOptions { at: Utc::now(), dry_run: false };
+                    crate::cycle::run_cycle(&store, &settings, options).await.map(|_| ())
+                })
+                .await;
+            });
+        }
+        for job in self.ingests {
+            let (store, settings, id, shutdown) =
+                (self.store.clone(), self.settings.clone(), self.id.clone(), shutdown.clone());
+            tasks.spawn(async move {
+                on_schedule(&job.schedule, &job.name, &store, &id, shutdown, || async {
+                    let since = Utc::now() - chrono::Duration::days(i64::from(job.since_days));
+                    let options = IngestOptions { since: Some(since), ..Default::default() };
+                    let summary =
+                        crate::ingest::ingest(&store, &settings.ingest, &job.source, &options).await?;
+                    summary.count("schedule");
+                    Ok(())
+                })
+                .await;
+            });
+        }
+        if self.store.engine() == Engine::Sqlite {
+            tasks.spawn(keep_sqlite_lease(self.store.clone(), self.id.clone(), shutdown.clone()));
+        }
+        while tasks.join_next().await.is_some() {}
     }
-    for job in settings.schedule.ingest.clone() {
-        let schedule = Schedule::parse(&job.cron, &settings.schedule.timezone).map_err(anyhow::Error::msg)?;
-        let source = Source::parse(&job.source, &settings.gcs)?;
-        let (store, settings, id, shutdown) = (store.clone(), settings.clone(), id.clone(), shutdown.clone());
-        tasks.spawn(async move {
-            let name = format!("ingest:{}", job.source);
-            on_schedule(&schedule, &name, &store, &id, shutdown, || async {
-                let since = Utc::now() - chrono::Duration::days(i64::from(job.since_days));
-                let options = IngestOptions { since: Some(since), ..Default::default() };
-                let summary = crate::ingest::ingest(&store, &settings.ingest, &source, &options).await?;
-                summary.count("schedule");
-                Ok(())
-            })
-            .await;
-        });
+}
+
+/// Renews the single-replica lease every 10 s until shutdown, then gives it up.
+async fn keep_sqlite_lease(store: Arc<Store>, id: String, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            biased;
+            () = stopping(&mut shutdown) => break,
+            _ = tokio::time::sleep(Duration::from_secs(10)) => {}
+        }
+        if let Err(e) = store.take_lease(SQLITE_LEASE, &id, Utc::now().timestamp(), SQLITE_LEASE_SECS).await {
+            tracing::warn!("cannot renew the SQLite replica lease: {e:#}");
+        }
     }
-    if store.engine() == Engine::Sqlite {
-        let (store, id, mut shutdown) = (store.clone(), id.clone(), shutdown.clone());
-        tasks.spawn(async move {
-            loop {
-                tokio::select! {
-                    biased;
-                    () = stopping(&mut shutdown) => break,
-                    _ = tokio::time::sleep(Duration::from_secs(10)) => {}
-                }
-                if let Err(e) =
-                    store.take_lease(SQLITE_LEASE, &id, Utc::now().timestamp(), SQLITE_LEASE_SECS).await
-                {
-                    tracing::warn!("cannot renew the SQLite replica lease: {e:#}");
-                }
-            }
-            let _ = store.release_lease(SQLITE_LEASE, &id).await;
-        });
-    }
-    while tasks.join_next().await.is_some() {}
-    Ok(())
+    let _ = store.release_lease(SQLITE_LEASE, &id).await;
 }
 
 /// Runs `job` at each tick of `schedule` that this replica wins, until shutdown.

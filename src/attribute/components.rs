@@ -1,4 +1,4 @@
-//! Backend → Jira component and ClusterOperator, and platform → component (DESIGN §3.8).
+//! Backend → Jira component and ClusterOperator, and platform → component.
 
 use crate::model::glob_match;
 
@@ -12,7 +12,7 @@ pub struct ComponentRule {
     pub operator: String,
 }
 
-/// The component tables, shipped with the defaults of DESIGN §3.8.
+/// The component tables, shipped with the CI's own defaults.
 #[derive(Debug, Clone)]
 pub struct ComponentTable {
     pub rules: Vec<ComponentRule>,

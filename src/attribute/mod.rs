@@ -1,5 +1,6 @@
 //! Attribution: whom a regression belongs to. Pure.
 
 pub mod components;
+pub mod describe;
 pub mod evidence;
 pub mod scope;

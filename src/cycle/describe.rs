@@ -9,13 +9,13 @@ use chrono::DateTime;
 
 use super::{Attribution, PercentilePair, RegressionReport, SampleJob, Window};
 use crate::attribute::components::{ComponentTable, control_for};
+use crate::attribute::describe::{self as words, Facts, Owners};
 use crate::attribute::evidence::{self, ConditionEvidence, RunIntervals};
 use crate::attribute::scope::{self, CellEvidence, ScopeFinding, ValueEvidence, Verdict};
 use crate::config::{AttributeSettings, EvaluateSettings, FileAgainst};
-use crate::evaluate::{Evaluation, GroupResult, GroupStatus};
-use crate::model::secs;
+use crate::evaluate::{Check, Evaluation, GroupResult, GroupStatus};
 use crate::model::{
-    Confidence, ControlEvidence, Dimension, GroupKey, Percentile, SampleKind, Scope, Status, fingerprint,
+    ControlEvidence, Dimension, GroupKey, Percentile, SampleKind, Scope, Status, fingerprint,
 };
 use crate::store::Store;
 use crate::store::evaluations::WindowData;
@@ -44,7 +44,7 @@ impl<'a> Index<'a> {
         Index { evaluation, data, by_key, groups_of_cell }
     }
 
-    fn group(&self, key: &GroupKey) -> Option<&'a GroupResult> {
+    pub fn group(&self, key: &GroupKey) -> Option<&'a GroupResult> {
         self.by_key.get(key).map(|&i| &self.evaluation.groups[i])
     }
 
@@ -128,69 +128,193 @@ fn round(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
-/// Everything one regression says.
-#[allow(clippy::too_many_arguments)]
-pub(super) async fn describe(
-    store: &Store,
-    settings: &EvaluateSettings,
-    attribute: &AttributeSettings,
-    components: &ComponentTable,
-    index: &Index<'_>,
-    window: Window,
-    baseline_window: Window,
-    family: &str,
-    scope_map: &Scope,
-    finding: &ScopeFinding,
-    groups: &[&GroupResult],
-) -> Result<RegressionReport> {
+/// What a cycle's descriptions share.
+pub(super) struct Context<'a> {
+    pub store: &'a Store,
+    pub settings: &'a EvaluateSettings,
+    pub attribute: &'a AttributeSettings,
+    pub components: &'a ComponentTable,
+    pub index: &'a Index<'a>,
+    pub window: Window,
+    pub baseline: Window,
+}
+
+/// The groups of one backend family with one scope: one regression.
+pub(super) struct Cluster<'a> {
+    pub family: &'a str,
+    pub scope: &'a Scope,
+    pub finding: &'a ScopeFinding,
+    pub groups: &'a [&'a GroupResult],
+}
+
+/// A sample run as the store lists it.
+type SampleRow = (String, String, String, i64, i64);
+
+/// What the runs themselves say: sample jobs, and the interval evidence of the disrupted ones
+/// against healthy ones.
+struct RunEvidence {
+    sample_jobs: Vec<SampleJob>,
+    conditions: Vec<ConditionEvidence>,
+    /// Disrupted runs read, and how many of them also lost CI network liveness.
+    liveness_trouble: (usize, usize),
+}
+
+/// The group that makes a cluster's case (the most significant), its leading check, and the
+/// cluster's backends.
+fn lead_of<'a>(cluster: &Cluster<'a>) -> (&'a GroupResult, Option<Check>, Vec<String>) {
     let p = |g: &GroupResult| g.leading_check().map_or(1.0, |c| c.p_value);
-    let lead = *groups
+    let lead = *cluster
+        .groups
         .iter()
         .min_by(|a, b| p(a).total_cmp(&p(b)).then(a.key.backend.cmp(&b.key.backend)))
         .expect("a cluster has a group");
-    let check = lead.leading_check().cloned();
-    let mut backends: Vec<String> = groups.iter().map(|g| g.key.backend.clone()).collect();
+    let mut backends: Vec<String> = cluster.groups.iter().map(|g| g.key.backend.clone()).collect();
     backends.sort();
     backends.dedup();
-    let release = scope_map.single(Dimension::Release).unwrap_or_default().to_string();
-    let platform = finding
+    (lead, lead.leading_check().cloned(), backends)
+}
+
+fn status_of(cluster: &Cluster<'_>) -> Status {
+    if cluster.groups.iter().all(|g| g.status == GroupStatus::Resolved) {
+        Status::Resolved
+    } else if cluster.groups.iter().any(|g| g.is_new) {
+        Status::New
+    } else {
+        Status::Ongoing
+    }
+}
+
+/// Everything one regression says.
+pub(super) async fn describe(cx: &Context<'_>, cluster: &Cluster<'_>) -> Result<RegressionReport> {
+    let (lead, check, backends) = lead_of(cluster);
+    let release = cluster.scope.single(Dimension::Release).unwrap_or_default().to_string();
+    let platform = cluster
+        .finding
         .constraints
         .get(&Dimension::Platform)
         .filter(|v| v.len() == 1)
         .and_then(|v| v.iter().next().cloned());
-    let status = if groups.iter().all(|g| g.status == GroupStatus::Resolved) {
-        Status::Resolved
-    } else if groups.iter().any(|g| g.is_new) {
-        Status::New
-    } else {
-        Status::Ongoing
-    };
-    let (percentile, observed, threshold, allowed, source, p_value, q_value) = match &check {
-        Some(c) => (
-            c.percentile,
-            c.observed,
-            c.threshold.seconds,
-            c.allowed,
-            c.threshold.source.describe(),
-            c.p_value,
-            c.q_value,
-        ),
-        None => (Percentile::P50, 0.0, 0.0, 0.0, String::new(), 1.0, 1.0),
-    };
+    let status = status_of(cluster);
+    let percentile = check.as_ref().map_or(Percentile::P50, |c| c.percentile);
     let pi = Percentile::ALL.iter().position(|x| *x == percentile).unwrap_or(0);
+    let owners = owners(cx, &lead.key.backend, platform.as_deref());
+    let (independence, thin) = independence(cx, lead, cluster.finding);
+    let control = control(cx, lead, percentile, pi);
+    let runs = run_evidence(cx, lead, &backends).await?;
+    let scope_words = describe_scope(cluster.finding, platform.as_deref(), &release);
+    let source = check.as_ref().map(|c| c.threshold.source.describe()).unwrap_or_default();
+    let facts = Facts {
+        family: cluster.family,
+        scope_words: &scope_words,
+        regressed: status.is_active(),
+        percentile,
+        observed: check.as_ref().map_or(0.0, |c| c.observed),
+        threshold: check.as_ref().map_or(0.0, |c| c.threshold.seconds),
+        allowed: check.as_ref().map_or(0.0, |c| c.allowed),
+        source: &source,
+        p_value: check.as_ref().map_or(1.0, |c| c.p_value),
+        q_value: check.as_ref().map_or(1.0, |c| c.q_value),
+        runs: lead.runs,
+        reference: lead.baseline[pi].map(|b| (b, lead.baseline_runs)),
+        independence: &independence,
+        thin: thin.len(),
+        separates: cluster.finding.separates,
+        backends: &backends,
+        control: control.as_ref(),
+        conditions: &runs.conditions,
+        liveness_trouble: runs.liveness_trouble,
+        owners: &owners,
+    };
+    let attribution = Attribution {
+        component: owners.component.clone(),
+        platform,
+        platform_component: owners.platform_component.clone(),
+        owners: std::iter::once(owners.backend_component.clone())
+            .chain(owners.platform_component.clone())
+            .collect(),
+        file_against: owners.file_against,
+        scope: scope_words.clone(),
+        summary: words::summary(&facts),
+        independence: independence.clone(),
+        thin_evidence: thin.clone(),
+        control: control.clone(),
+        conditions: runs.conditions.clone(),
+        confidence: words::confidence(&facts),
+        evidence: words::evidence(&facts),
+    };
+    Ok(report(cluster, lead, &facts, attribution, runs.sample_jobs, status, release))
+}
 
-    // Owners.
-    let backend_component = components.component(&lead.key.backend);
-    let platform_component =
-        platform.as_deref().and_then(|p| components.platform_component(p)).map(str::to_string);
-    let component = match (attribute.file_against, &platform_component) {
+/// The report of a described cluster.
+fn report(
+    cluster: &Cluster<'_>,
+    lead: &GroupResult,
+    facts: &Facts<'_>,
+    attribution: Attribution,
+    sample_jobs: Vec<SampleJob>,
+    status: Status,
+    release: String,
+) -> RegressionReport {
+    let pi = Percentile::ALL.iter().position(|x| *x == facts.percentile).unwrap_or(0);
+    let backends = facts.backends.to_vec();
+    RegressionReport {
+        fingerprint: fingerprint(cluster.family, &release, &cluster.scope.joined()),
+        backend: (backends.len() == 1).then(|| backends[0].clone()),
+        family: cluster.family.to_string(),
+        component: attribution.component.clone(),
+        release,
+        scope: cluster.scope.clone(),
+        not_specific_to: cluster
+            .finding
+            .spans
+            .iter()
+            .filter(|(_, v)| v.len() > 1)
+            .map(|(d, _)| d.as_str().to_string())
+            .collect(),
+        percentile: facts.percentile,
+        observed_seconds: round(facts.observed),
+        threshold_seconds: round(facts.threshold),
+        threshold_source: facts.source.to_string(),
+        allowed_seconds: round(facts.allowed),
+        baseline_seconds: lead.baseline[pi].map(round),
+        job_runs: lead.runs,
+        baseline_runs: lead.baseline_runs,
+        p_value: facts.p_value,
+        q_value: facts.q_value,
+        percentiles: Percentile::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                (
+                    *p,
+                    PercentilePair { now: lead.current[i].map(round), baseline: lead.baseline[i].map(round) },
+                )
+            })
+            .collect(),
+        attribution,
+        sample_jobs,
+        status,
+        since: lead.state.since.and_then(|s| DateTime::from_timestamp(s, 0)),
+        groups: cluster.groups.iter().map(|g| g.key.label()).collect(),
+        weekly: Vec::new(),
+        backends,
+    }
+}
+
+/// The backend's component and, for a platform-specific regression, the platform's.
+fn owners(cx: &Context<'_>, backend: &str, platform: Option<&str>) -> Owners {
+    let backend_component = cx.components.component(backend);
+    let platform_component = platform.and_then(|p| cx.components.platform_component(p)).map(str::to_string);
+    let component = match (cx.attribute.file_against, &platform_component) {
         (FileAgainst::Platform, Some(pc)) => pc.clone(),
         _ => backend_component.clone(),
     };
-    let mut owners = vec![backend_component.clone()];
-    owners.extend(platform_component.clone());
+    Owners { component, backend_component, platform_component, file_against: cx.attribute.file_against }
+}
 
-    // What it does not depend on, value by value.
+/// What it does not depend on, value by value from the finer groups, and the values whose own
+/// runs were too few to tell.
+fn independence(cx: &Context<'_>, lead: &GroupResult, finding: &ScopeFinding) -> (Vec<String>, Vec<String>) {
     let mut independence = Vec::new();
     let mut thin = Vec::new();
     for d in [Dimension::Platform, Dimension::Network, Dimension::UpgradeType] {
@@ -199,9 +323,9 @@ pub(super) async fn describe(
         for v in values {
             let mut key = lead.key.clone();
             key.fixed.insert(d, v.clone());
-            let e = match index.group(&key) {
+            let e = match cx.index.group(&key) {
                 Some(g) if g.significant => ValueEvidence::Regressed,
-                Some(g) if g.runs >= settings.min_job_runs => ValueEvidence::Healthy,
+                Some(g) if g.runs >= cx.settings.min_job_runs => ValueEvidence::Healthy,
                 _ => ValueEvidence::Thin,
             };
             if e == ValueEvidence::Thin {
@@ -211,28 +335,39 @@ pub(super) async fn describe(
         }
         independence.extend(scope::describe_independence(d, &evidence));
     }
+    (independence, thin)
+}
 
-    // The control backend on the same cells.
-    let control = control_for(&attribute.controls, &lead.key.backend).and_then(|name| {
-        let mut key = lead.key.clone();
-        key.backend.clone_from(&name);
-        index.group(&key).map(|g| ControlEvidence {
-            backend: name,
-            percentile,
-            now: g.current[pi].map(round),
-            baseline: g.baseline[pi].map(round),
-            runs: g.runs,
-            healthy: !g.significant && g.status != GroupStatus::Regressed,
-        })
-    });
+/// The control backend on the same cells.
+fn control(
+    cx: &Context<'_>,
+    lead: &GroupResult,
+    percentile: Percentile,
+    pi: usize,
+) -> Option<ControlEvidence> {
+    let name = control_for(&cx.attribute.controls, &lead.key.backend)?;
+    let mut key = lead.key.clone();
+    key.backend.clone_from(&name);
+    cx.index.group(&key).map(|g| ControlEvidence {
+        backend: name,
+        percentile,
+        now: g.current[pi].map(round),
+        baseline: g.baseline[pi].map(round),
+        runs: g.runs,
+        healthy: !g.significant && g.status != GroupStatus::Regressed,
+    })
+}
 
-    // Sample jobs and the runs read for interval evidence.
+/// Sample jobs of the lead group, and the interval evidence of its disrupted runs against
+/// healthy runs of the same cells in the baseline window.
+async fn run_evidence(cx: &Context<'_>, lead: &GroupResult, backends: &[String]) -> Result<RunEvidence> {
+    let (settings, data) = (cx.settings, cx.index.data);
     let mut variant_ids: Vec<i64> =
-        lead.cells.iter().map(|&c| index.data.variant_ids[index.data.cells[c].variant]).collect();
+        lead.cells.iter().map(|&c| data.variant_ids[data.cells[c].variant]).collect();
     variant_ids.sort_unstable();
     variant_ids.dedup();
-    let rows = store.group_samples(&lead.key.backend, &variant_ids, window_secs(window)).await?;
-    let sample = |r: &(String, String, String, i64, i64), kind| SampleJob {
+    let rows = cx.store.group_samples(&lead.key.backend, &variant_ids, cx.window.secs()).await?;
+    let sample = |r: &SampleRow, kind| SampleJob {
         url: r.2.clone(),
         job: r.0.clone(),
         build_id: r.1.clone(),
@@ -252,211 +387,35 @@ pub(super) async fn describe(
             sample_jobs.push(sample(r, SampleKind::Typical));
         }
     }
-    let disrupted: Vec<&(String, String, String, i64, i64)> =
-        rows.iter().filter(|r| r.3 > 0).take(attribute.evidence_runs).collect();
-    let healthy_rows =
-        store.group_samples(&lead.key.backend, &variant_ids, window_secs(baseline_window)).await?;
-    let healthy_runs: Vec<&(String, String, String, i64, i64)> =
-        healthy_rows.iter().rev().take(attribute.evidence_runs).collect();
-    let family_backends: BTreeSet<&str> = backends.iter().map(String::as_str).collect();
-    let mut regressed_intervals = Vec::new();
-    let mut liveness_trouble = BTreeSet::new();
+    let disrupted: Vec<&SampleRow> =
+        rows.iter().filter(|r| r.3 > 0).take(cx.attribute.evidence_runs).collect();
+    let healthy_rows = cx.store.group_samples(&lead.key.backend, &variant_ids, cx.baseline.secs()).await?;
+    let healthy_runs: Vec<&SampleRow> = healthy_rows.iter().rev().take(cx.attribute.evidence_runs).collect();
+    let family: BTreeSet<&str> = backends.iter().map(String::as_str).collect();
+    let mut regressed = Vec::new();
+    let mut liveness = BTreeSet::new();
     for r in &disrupted {
-        if let Some(record) = store.run(&r.0, &r.1).await? {
+        if let Some(record) = cx.store.run(&r.0, &r.1).await? {
             if record.samples.iter().any(|s| s.backend.contains("-network-liveness") && s.seconds > 0) {
-                liveness_trouble.insert(r.1.clone());
+                liveness.insert(r.1.clone());
             }
-            regressed_intervals.push(RunIntervals {
-                outages: record
-                    .outages
-                    .into_iter()
-                    .filter(|o| family_backends.contains(o.backend.as_str()))
-                    .collect(),
-                conditions: record.conditions,
-            });
+            let outages =
+                record.outages.into_iter().filter(|o| family.contains(o.backend.as_str())).collect();
+            regressed.push(RunIntervals { outages, conditions: record.conditions });
         }
     }
-    let mut healthy_intervals = Vec::new();
+    let mut healthy = Vec::new();
     for r in &healthy_runs {
-        if let Some(record) = store.run(&r.0, &r.1).await? {
-            healthy_intervals.push(RunIntervals { outages: Vec::new(), conditions: record.conditions });
+        if let Some(record) = cx.store.run(&r.0, &r.1).await? {
+            healthy.push(RunIntervals { outages: Vec::new(), conditions: record.conditions });
         }
     }
     for s in &mut sample_jobs {
-        s.ci_infrastructure_trouble = liveness_trouble.contains(&s.build_id);
+        s.ci_infrastructure_trouble = liveness.contains(&s.build_id);
     }
-    let conditions: Vec<ConditionEvidence> = evidence::correlate(&regressed_intervals, &healthy_intervals)
-        .into_iter()
-        .filter(|e| e.score > 0.0)
-        .take(3)
-        .collect();
-
-    // Words.
-    let scope_words = describe_scope(finding, platform.as_deref(), &release);
-    let verb = if status.is_active() { "regressed" } else { "recovered" };
-    let mut summary = format!(
-        "{family} disruption {verb} on {scope_words}: {percentile} {} against {} over {} runs.",
-        secs(observed),
-        secs(threshold),
-        lead.runs
-    );
-    if !independence.is_empty() {
-        summary.push_str(&format!(" It is {}.", independence.join("; ")));
-    }
-    if let Some(c) = &control {
-        if c.healthy {
-            summary.push_str(&format!(
-                " The control {} stayed at {} {} on the same kind of runs, so the clusters as a whole were reachable.",
-                c.backend,
-                percentile,
-                c.now.map_or("-".to_string(), secs)
-            ));
-        } else {
-            summary.push_str(&format!(
-                " The control {} regressed as well: this looks wider than {family}.",
-                c.backend
-            ));
-        }
-    }
-    if let Some(top) = conditions.first() {
-        summary.push_str(&format!(
-            " In {} of {} sample runs the outage overlapped {} {}={}{}, covering {:.0}% of the outage seconds.",
-            top.runs_with,
-            top.runs,
-            top.operator,
-            top.condition,
-            top.status,
-            if top.reason.is_empty() { String::new() } else { format!(" ({})", top.reason) },
-            top.covered_share * 100.0
-        ));
-    }
-    summary.push_str(&format!(" File against {component}"));
-    match (&platform_component, attribute.file_against) {
-        (Some(pc), FileAgainst::Backend) => {
-            summary.push_str(&format!("; {pc} is named as the platform's owner."))
-        }
-        (Some(_), FileAgainst::Platform) => {
-            summary.push_str(&format!("; {backend_component} is named as the backend's owner."))
-        }
-        (None, _) => summary.push('.'),
-    }
-
-    let mut evidence = vec![
-        format!(
-            "{percentile} is {} against a threshold of {} from the {source}; a regression needs more than {}",
-            secs(observed),
-            secs(threshold),
-            secs(allowed)
-        ),
-        format!(
-            "one-sided test p = {p_value:.2e}, false-discovery-adjusted q = {q_value:.2e}, over {} runs",
-            lead.runs
-        ),
-    ];
-    if let Some(b) = lead.baseline[pi] {
-        evidence.push(format!(
-            "{percentile} in the baseline window was {} over {} runs",
-            secs(b),
-            lead.baseline_runs
-        ));
-    }
-    evidence.extend(independence.iter().cloned());
-    if !finding.separates {
-        evidence.push("no description in dimension values separates it from every healthy cell: the scope is as narrow as the data allow".into());
-    }
-    if backends.len() > 1 {
-        evidence.push(format!("new and reused connections regressed together: {}", backends.join(", ")));
-    }
-    if let Some(c) = &control {
-        evidence.push(format!(
-            "control {}: {percentile} {} (baseline {}) over {} runs — {}",
-            c.backend,
-            c.now.map_or("-".into(), secs),
-            c.baseline.map_or("-".into(), secs),
-            c.runs,
-            if c.healthy { "healthy" } else { "regressed too" }
-        ));
-    }
-    evidence.extend(conditions.iter().map(ConditionEvidence::quote));
-    if !liveness_trouble.is_empty() {
-        evidence.push(format!(
-            "{} of {} sample runs also lost CI network liveness: CI-infrastructure trouble in those runs",
-            liveness_trouble.len(),
-            disrupted.len()
-        ));
-    }
-    if let Some(pc) = &platform_component {
-        evidence.push(format!("platform-specific: owners {backend_component} (backend) and {pc} (platform)"));
-    }
-    let confidence = if p_value < 1e-6
-        && finding.separates
-        && thin.is_empty()
-        && (conditions.first().is_some_and(|c| c.covered_share >= 0.5)
-            || control.as_ref().is_some_and(|c| c.healthy))
-    {
-        Confidence::High
-    } else if p_value < 1e-3 && finding.separates {
-        Confidence::Medium
-    } else {
-        Confidence::Low
-    };
-
-    let not_specific_to: Vec<String> =
-        finding.spans.iter().filter(|(_, v)| v.len() > 1).map(|(d, _)| d.as_str().to_string()).collect();
-    Ok(RegressionReport {
-        fingerprint: fingerprint(family, &release, &scope_map.joined()),
-        backend: (backends.len() == 1).then(|| backends[0].clone()),
-        backends,
-        family: family.to_string(),
-        component: component.clone(),
-        release,
-        scope: scope_map.clone(),
-        not_specific_to,
-        percentile,
-        observed_seconds: round(observed),
-        threshold_seconds: round(threshold),
-        threshold_source: source,
-        allowed_seconds: round(allowed),
-        baseline_seconds: lead.baseline[pi].map(round),
-        job_runs: lead.runs,
-        baseline_runs: lead.baseline_runs,
-        p_value,
-        q_value,
-        percentiles: Percentile::ALL
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                (
-                    *p,
-                    PercentilePair { now: lead.current[i].map(round), baseline: lead.baseline[i].map(round) },
-                )
-            })
-            .collect(),
-        attribution: Attribution {
-            component,
-            platform,
-            platform_component,
-            owners,
-            file_against: attribute.file_against,
-            scope: scope_words,
-            summary,
-            independence,
-            thin_evidence: thin,
-            control,
-            conditions,
-            confidence,
-            evidence,
-        },
-        sample_jobs,
-        status,
-        since: lead.state.since.and_then(|s| DateTime::from_timestamp(s, 0)),
-        groups: groups.iter().map(|g| g.key.label()).collect(),
-        weekly: Vec::new(),
-    })
-}
-
-fn window_secs(w: Window) -> (i64, i64) {
-    (w.from.timestamp(), w.to.timestamp())
+    let conditions =
+        evidence::correlate(&regressed, &healthy).into_iter().filter(|e| e.score > 0.0).take(3).collect();
+    Ok(RunEvidence { sample_jobs, conditions, liveness_trouble: (liveness.len(), disrupted.len()) })
 }
 
 /// "metal 4.14", "4.14 on every platform, network=ovn", …

@@ -29,12 +29,13 @@ pub struct Window {
 }
 
 impl Window {
-    fn secs(self) -> (i64, i64) {
+    /// `[from, to)` in Unix seconds.
+    pub fn secs(self) -> (i64, i64) {
         (self.from.timestamp(), self.to.timestamp())
     }
 }
 
-/// The outcome of one cycle: the JSON of `sheriff evaluate --format json` (DESIGN §5).
+/// The outcome of one cycle: the JSON of `sheriff evaluate --format json` (the README documents them).
 #[derive(Debug, Clone, Serialize)]
 pub struct CycleReport {
     pub evaluated_at: DateTime<Utc>,
@@ -211,66 +212,22 @@ async fn evaluate_at(
         "cycle: evaluated"
     );
     let phase = Instant::now();
-
-    // States to keep: every regressed (or recovering) group, and earlier ones not seen now.
-    let mut states: Vec<(String, evaluate::GroupState)> = Vec::new();
-    let mut seen = HashSet::new();
-    for g in &evaluation.groups {
-        let label = g.key.label();
-        if g.state.regressed || g.state.clean_streak > 0 {
-            states.push((label.clone(), g.state.clone()));
-        }
-        seen.insert(label);
-    }
-    for (label, state) in &prior {
-        if !seen.contains(label) && state.regressed {
-            states.push((label.clone(), state.clone()));
-        }
-    }
-
-    // Attribution: each reported group's scope; groups of one family with one scope are one
-    // regression (new and reused connections, or the same problem seen at two levels).
+    let states = states_to_keep(&evaluation, &prior);
     let components = ComponentTable::from_settings(attribute);
     let index = describe::Index::new(&evaluation, &data);
-    let reported: Vec<&GroupResult> = evaluation
-        .groups
-        .iter()
-        .filter(|g| g.reported && matches!(g.status, GroupStatus::Regressed | GroupStatus::Resolved))
-        .collect();
-    let mut clusters: BTreeMap<ClusterKey, (ScopeFinding, Vec<&GroupResult>)> = BTreeMap::new();
-    for g in &reported {
-        let others: std::collections::BTreeSet<usize> = reported
-            .iter()
-            .filter(|o| o.key.backend == g.key.backend && o.key != g.key)
-            .flat_map(|o| o.cells.iter().copied())
-            .filter(|c| !g.cells.contains(c))
-            .collect();
-        let (finding, context) = describe::scope_for(&index, g, &others, settings);
-        let key = describe::scope_key(&context, &finding);
-        clusters
-            .entry((backend_family(&g.key.backend).to_string(), key))
-            .or_insert_with(|| (finding, Vec::new()))
-            .1
-            .push(g);
-    }
+    let cx = describe::Context {
+        store,
+        settings,
+        attribute,
+        components: &components,
+        index: &index,
+        window,
+        baseline,
+    };
     let mut regressions = Vec::new();
-    for ((family, scope_map), (finding, groups)) in &clusters {
-        regressions.push(
-            describe::describe(
-                store,
-                settings,
-                attribute,
-                &components,
-                &index,
-                window,
-                baseline,
-                family,
-                scope_map,
-                finding,
-                groups,
-            )
-            .await?,
-        );
+    for ((family, scope), (finding, groups)) in &clusters(&index, &evaluation, settings) {
+        let cluster = describe::Cluster { family, scope, finding, groups };
+        regressions.push(describe::describe(&cx, &cluster).await?);
     }
     for r in &mut regressions {
         r.weekly = weekly_trend(store, settings, r, at).await?;
@@ -278,7 +235,6 @@ async fn evaluate_at(
     regressions.sort_by(|a, b| {
         (!a.status.is_active(), &a.family, &a.release).cmp(&(!b.status.is_active(), &b.family, &b.release))
     });
-
     let insufficient_data = insufficient(store, &data, &evaluation.groups, window).await?;
     tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: described the regressions");
     let report = CycleReport {
@@ -300,6 +256,60 @@ async fn evaluate_at(
         delivery: None,
     };
     Ok((report, states))
+}
+
+/// States to keep: every regressed (or recovering) group, and earlier ones not seen now.
+fn states_to_keep(
+    evaluation: &evaluate::Evaluation,
+    prior: &HashMap<String, evaluate::GroupState>,
+) -> States {
+    let mut states = Vec::new();
+    let mut seen = HashSet::new();
+    for g in &evaluation.groups {
+        let label = g.key.label();
+        if g.state.regressed || g.state.clean_streak > 0 {
+            states.push((label.clone(), g.state.clone()));
+        }
+        seen.insert(label);
+    }
+    for (label, state) in prior {
+        if !seen.contains(label) && state.regressed {
+            states.push((label.clone(), state.clone()));
+        }
+    }
+    states
+}
+
+/// The reported groups, each with its found scope, grouped into regressions: groups of one
+/// family with one scope are one (new and reused connections, or one problem seen at two
+/// levels).
+fn clusters<'a>(
+    index: &describe::Index<'a>,
+    evaluation: &'a evaluate::Evaluation,
+    settings: &EvaluateSettings,
+) -> BTreeMap<ClusterKey, (ScopeFinding, Vec<&'a GroupResult>)> {
+    let reported: Vec<&GroupResult> = evaluation
+        .groups
+        .iter()
+        .filter(|g| g.reported && matches!(g.status, GroupStatus::Regressed | GroupStatus::Resolved))
+        .collect();
+    let mut clusters: BTreeMap<ClusterKey, (ScopeFinding, Vec<&GroupResult>)> = BTreeMap::new();
+    for g in &reported {
+        let others: std::collections::BTreeSet<usize> = reported
+            .iter()
+            .filter(|o| o.key.backend == g.key.backend && o.key != g.key)
+            .flat_map(|o| o.cells.iter().copied())
+            .filter(|c| !g.cells.contains(c))
+            .collect();
+        let (finding, context) = describe::scope_for(index, g, &others, settings);
+        let key = describe::scope_key(&context, &finding);
+        clusters
+            .entry((backend_family(&g.key.backend).to_string(), key))
+            .or_insert_with(|| (finding, Vec::new()))
+            .1
+            .push(g);
+    }
+    clusters
 }
 
 /// The regression's percentile by week over its first backend and single-valued scope.
@@ -388,52 +398,9 @@ pub fn render_text(report: &CycleReport) -> String {
     if active.is_empty() {
         let _ = writeln!(s, "\nno regressions");
     } else {
-        let _ = writeln!(s, "\n{} regression(s):", active.len());
-        let _ = writeln!(
-            s,
-            "  {:<8} {:<22} {:<7} {:<24} {:>5} {:>9} {:>9} {:>9}  scope",
-            "status", "family", "release", "component", "runs", "pct", "now", "threshold"
-        );
+        render_table(&mut s, &active);
         for r in &active {
-            let scope: Vec<String> = r
-                .scope
-                .iter()
-                .filter(|(d, _)| *d != Dimension::Release)
-                .map(|(d, v)| format!("{d}={}", v.iter().cloned().collect::<Vec<_>>().join(",")))
-                .collect();
-            let _ = writeln!(
-                s,
-                "  {:<8} {:<22} {:<7} {:<24} {:>5} {:>9} {:>9} {:>9}  {}",
-                r.status,
-                r.family,
-                r.release,
-                r.component,
-                r.job_runs,
-                r.percentile.to_string(),
-                secs(r.observed_seconds),
-                secs(r.threshold_seconds),
-                scope.join(" ")
-            );
-        }
-        for r in &active {
-            let _ = writeln!(
-                s,
-                "\n  [{}] {} — confidence {}",
-                r.fingerprint, r.attribution.scope, r.attribution.confidence
-            );
-            let _ = writeln!(s, "  {}", r.attribution.summary);
-            for e in &r.attribution.evidence {
-                let _ = writeln!(s, "    - {e}");
-            }
-            let _ = writeln!(s, "    percentiles now / baseline:");
-            for (p, pair) in &r.percentiles {
-                let _ =
-                    writeln!(s, "      {p}: {} / {}", secs_or_dash(pair.now), secs_or_dash(pair.baseline));
-            }
-            for j in &r.sample_jobs {
-                let ci = if j.ci_infrastructure_trouble { "  (CI liveness lost too)" } else { "" };
-                let _ = writeln!(s, "    {:<7} {:>4}s  {}{ci}", j.kind, j.seconds, j.url);
-            }
+            render_regression(&mut s, r);
         }
     }
     let resolved: Vec<&RegressionReport> =
@@ -444,6 +411,64 @@ pub fn render_text(report: &CycleReport) -> String {
             let _ = writeln!(s, "  {} [{}]", r.attribution.summary, r.fingerprint);
         }
     }
+    render_outcome(&mut s, report);
+    s
+}
+
+/// One line per active regression.
+fn render_table(s: &mut String, active: &[&RegressionReport]) {
+    let _ = writeln!(s, "\n{} regression(s):", active.len());
+    let _ = writeln!(
+        s,
+        "  {:<8} {:<22} {:<7} {:<24} {:>5} {:>9} {:>9} {:>9}  scope",
+        "status", "family", "release", "component", "runs", "pct", "now", "threshold"
+    );
+    for r in active {
+        let scope: Vec<String> = r
+            .scope
+            .iter()
+            .filter(|(d, _)| *d != Dimension::Release)
+            .map(|(d, v)| format!("{d}={}", v.iter().cloned().collect::<Vec<_>>().join(",")))
+            .collect();
+        let _ = writeln!(
+            s,
+            "  {:<8} {:<22} {:<7} {:<24} {:>5} {:>9} {:>9} {:>9}  {}",
+            r.status,
+            r.family,
+            r.release,
+            r.component,
+            r.job_runs,
+            r.percentile.to_string(),
+            secs(r.observed_seconds),
+            secs(r.threshold_seconds),
+            scope.join(" ")
+        );
+    }
+}
+
+/// One regression's account: summary, evidence, percentiles, sample jobs.
+fn render_regression(s: &mut String, r: &RegressionReport) {
+    let _ = writeln!(
+        s,
+        "\n  [{}] {} — confidence {}",
+        r.fingerprint, r.attribution.scope, r.attribution.confidence
+    );
+    let _ = writeln!(s, "  {}", r.attribution.summary);
+    for e in &r.attribution.evidence {
+        let _ = writeln!(s, "    - {e}");
+    }
+    let _ = writeln!(s, "    percentiles now / baseline:");
+    for (p, pair) in &r.percentiles {
+        let _ = writeln!(s, "      {p}: {} / {}", secs_or_dash(pair.now), secs_or_dash(pair.baseline));
+    }
+    for j in &r.sample_jobs {
+        let ci = if j.ci_infrastructure_trouble { "  (CI liveness lost too)" } else { "" };
+        let _ = writeln!(s, "    {:<7} {:>4}s  {}{ci}", j.kind.as_str(), j.seconds, j.url);
+    }
+}
+
+/// What the cycle did to incidents and the outbox, and what it could not judge.
+fn render_outcome(s: &mut String, report: &CycleReport) {
     let c = &report.incidents;
     if !report.dry_run {
         let _ = writeln!(
@@ -474,5 +499,4 @@ pub fn render_text(report: &CycleReport) -> String {
             let _ = writeln!(s, "  {} runs  {}", i.job_runs, i.jobs.join(", "));
         }
     }
-    s
 }

@@ -2,7 +2,7 @@
 //!
 //! Groups are evaluated at several levels: every cell (backend × every dimension), and coarser
 //! groups that merge networks, upgrade types, network stacks, from-releases and the
-//! master-nodes flag — never topologies or architectures (DESIGN §4). Metal cells often have
+//! master-nodes flag — never topologies or architectures. Metal cells often have
 //! fewer runs than the minimum on their own; together they are decisive.
 //!
 //! For each group with at least `min_job_runs` runs in the window and each checked percentile
@@ -203,27 +203,46 @@ fn test(current: &Histogram, percentile: Percentile, threshold: f64, against: Op
     }
 }
 
-/// Evaluates every group of the input.
+/// A check with the reference distribution it was tested against (none for fixed thresholds).
+type Checked<'a> = (Check, Option<&'a Histogram>);
+
+/// Evaluates every group of the input: group the cells, check every group with enough runs,
+/// adjust for the number of tests, judge, explain weaker overlaps away, apply hysteresis.
 pub fn evaluate(
     input: &EvalInput<'_>,
     settings: &EvaluateSettings,
     historical: &HistoricalTable,
 ) -> Evaluation {
     let t0 = std::time::Instant::now();
-    let excluded: Vec<bool> = input
-        .backends
-        .iter()
-        .map(|b| settings.exclude.iter().any(|x| !x.is_empty() && b.contains(x.as_str())))
-        .collect();
+    let drafts = group(input, settings);
+    tracing::debug!(seconds = t0.elapsed().as_secs_f64(), groups = drafts.len(), "evaluate: grouped");
+    let t0 = std::time::Instant::now();
+    let mut checks = check_all(&drafts, input, settings, historical);
+    let (tests, cutoff) = adjust_for_multiple_tests(&mut checks, settings);
+    let mut results = judge(&drafts, &checks, input, settings);
+    tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: tested and judged");
+    let t0 = std::time::Instant::now();
+    explain_away(&mut results, &checks, input, settings, cutoff);
+    for r in &mut results {
+        apply_hysteresis(r, settings, input.now);
+    }
+    tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: explained away and hysteresis");
+    Evaluation { groups: results, tests }
+}
 
-    // Group ids per level: variant → interned coarse key, so cells group by integers.
+/// Threads for the CPU-bound phases: the machine's cores, at most 8.
+fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8)
+}
+
+/// Per level, each variant's coarse group (interned) and the values every coarse group keeps.
+fn coarse_groups(variants: &[Dimensions]) -> (Vec<Vec<usize>>, Vec<Vec<Vec<String>>>) {
     let mut coarse_of: Vec<Vec<usize>> = Vec::with_capacity(LEVELS.len());
     let mut coarse_values: Vec<Vec<Vec<String>>> = Vec::with_capacity(LEVELS.len());
     for dims in LEVELS {
         let mut intern: HashMap<Vec<String>, usize> = HashMap::new();
         let mut values = Vec::new();
-        let ids = input
-            .variants
+        let ids = variants
             .iter()
             .map(|v| {
                 let key: Vec<String> = dims.iter().map(|d| v.get(*d).to_string()).collect();
@@ -236,8 +255,19 @@ pub fn evaluate(
         coarse_of.push(ids);
         coarse_values.push(values);
     }
-    // Groups never span backends: build them on every core, a share of the backends each.
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    (coarse_of, coarse_values)
+}
+
+/// Every group of every level, with the cells' histograms merged. Groups never span backends,
+/// so they are built on every core, a share of the backends each.
+fn group(input: &EvalInput<'_>, settings: &EvaluateSettings) -> Vec<Draft> {
+    let excluded: Vec<bool> = input
+        .backends
+        .iter()
+        .map(|b| settings.exclude.iter().any(|x| !x.is_empty() && b.contains(x.as_str())))
+        .collect();
+    let (coarse_of, coarse_values) = coarse_groups(input.variants);
+    let threads = threads();
     let build = |share: usize| -> Vec<Draft> {
         let mut index: HashMap<(usize, usize, usize), usize> = HashMap::new();
         let mut drafts: Vec<Draft> = Vec::new();
@@ -270,126 +300,196 @@ pub fn evaluate(
         }
         drafts
     };
-    let drafts: Vec<Draft> = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads).map(|share| scope.spawn(move || build(share))).collect();
         handles.into_iter().flat_map(|h| h.join().expect("a grouping thread panicked")).collect()
-    });
-    let by_key: HashMap<&GroupKey, usize> = drafts.iter().enumerate().map(|(i, d)| (&d.key, i)).collect();
-    tracing::debug!(seconds = t0.elapsed().as_secs_f64(), groups = drafts.len(), "evaluate: grouped");
-    let t0 = std::time::Instant::now();
+    })
+}
 
-    // Checks for every group with enough runs, on every core.
-    let check_group = |i: usize| -> Vec<(Check, Option<&Histogram>)> {
-        let d = &drafts[i];
-        let mut group_checks = Vec::new();
-        if d.current.count() < settings.min_job_runs {
-            return group_checks;
-        }
-        let cell_dims: Vec<&Dimensions> = d
-            .cells
-            .iter()
-            .filter(|&&c| !input.cells[c].current.is_empty())
-            .map(|&c| &input.variants[input.cells[c].variant])
-            .collect();
-        let previous =
-            thresholds::previous_release_key(&d.key).and_then(|k| by_key.get(&k)).map(|&i| &drafts[i]);
-        // The two-part test depends only on the two distributions: run it once per reference.
-        let mut two_part: Option<(*const Histogram, f64)> = None;
-        for &p in &settings.percentiles {
-            let Some(r) = reference(d, p, settings, historical, &cell_dims, previous) else { continue };
-            let observed = d.current.percentile(p.fraction()).unwrap_or(0.0);
-            let allowed = allowed(r.threshold.seconds, settings);
-            let p_value = match r.against {
-                Some(against) => match two_part {
-                    Some((seen, p)) if std::ptr::eq(seen, against) => p,
-                    _ => {
-                        let p = stats::two_part_greater(&d.current, against).p;
-                        two_part = Some((against as *const Histogram, p));
-                        p
-                    }
-                },
-                None => stats::quantile_exceeds(&d.current, p.fraction(), r.threshold.seconds),
-            };
-            group_checks.push((
-                Check {
-                    percentile: p,
-                    observed,
-                    threshold: r.threshold,
-                    allowed,
-                    p_value,
-                    q_value: 1.0,
-                    exceeds: observed > allowed,
-                    discovery: false,
-                },
-                r.against,
-            ));
-        }
-        group_checks
+/// The checks of one group with enough runs: one per checked percentile with a reference.
+fn check_group<'a>(
+    d: &'a Draft,
+    previous: Option<&'a Draft>,
+    input: &EvalInput<'_>,
+    settings: &EvaluateSettings,
+    historical: &HistoricalTable,
+) -> Vec<Checked<'a>> {
+    let mut group_checks = Vec::new();
+    if d.current.count() < settings.min_job_runs {
+        return group_checks;
+    }
+    let cell_dims: Vec<&Dimensions> = d
+        .cells
+        .iter()
+        .filter(|&&c| !input.cells[c].current.is_empty())
+        .map(|&c| &input.variants[input.cells[c].variant])
+        .collect();
+    // The two-part test depends only on the two distributions: run it once per reference.
+    let mut two_part: Option<(*const Histogram, f64)> = None;
+    for &p in &settings.percentiles {
+        let Some(r) = reference(d, p, settings, historical, &cell_dims, previous) else { continue };
+        let observed = d.current.percentile(p.fraction()).unwrap_or(0.0);
+        let allowed = allowed(r.threshold.seconds, settings);
+        let p_value = match r.against {
+            Some(against) => match two_part {
+                Some((seen, p)) if std::ptr::eq(seen, against) => p,
+                _ => {
+                    let p = stats::two_part_greater(&d.current, against).p;
+                    two_part = Some((against as *const Histogram, p));
+                    p
+                }
+            },
+            None => stats::quantile_exceeds(&d.current, p.fraction(), r.threshold.seconds),
+        };
+        let check = Check {
+            percentile: p,
+            observed,
+            threshold: r.threshold,
+            allowed,
+            p_value,
+            q_value: 1.0,
+            exceeds: observed > allowed,
+            discovery: false,
+        };
+        group_checks.push((check, r.against));
+    }
+    group_checks
+}
+
+/// The checks of every group, on every core.
+fn check_all<'a>(
+    drafts: &'a [Draft],
+    input: &EvalInput<'_>,
+    settings: &EvaluateSettings,
+    historical: &HistoricalTable,
+) -> Vec<Vec<Checked<'a>>> {
+    let by_key: HashMap<&GroupKey, usize> = drafts.iter().enumerate().map(|(i, d)| (&d.key, i)).collect();
+    let one = |i: usize| {
+        let previous = thresholds::previous_release_key(&drafts[i].key)
+            .and_then(|k| by_key.get(&k))
+            .map(|&i| &drafts[i]);
+        check_group(&drafts[i], previous, input, settings, historical)
     };
+    let threads = threads();
     let chunk = drafts.len().div_ceil(threads).max(1);
     let total = drafts.len();
-    let mut checks: Vec<Vec<(Check, Option<&Histogram>)>> = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let handles: Vec<_> = (0..total)
             .step_by(chunk)
             .map(|start| {
-                let check_group = &check_group;
-                scope.spawn(move || (start..(start + chunk).min(total)).map(check_group).collect::<Vec<_>>())
+                let one = &one;
+                scope.spawn(move || (start..(start + chunk).min(total)).map(one).collect::<Vec<_>>())
             })
             .collect();
         handles.into_iter().flat_map(|h| h.join().expect("a check thread panicked")).collect()
-    });
+    })
+}
+
+/// Benjamini–Hochberg across every test of the cycle: marks the discoveries, sets the
+/// q-values; the number of tests and the largest p-value that is a discovery.
+fn adjust_for_multiple_tests(checks: &mut [Vec<Checked<'_>>], settings: &EvaluateSettings) -> (usize, f64) {
     let p_values: Vec<f64> = checks.iter().flatten().map(|(c, _)| c.p_value).collect();
     let discoveries = stats::benjamini_hochberg(&p_values, settings.false_discovery_rate);
     let q_values = stats::bh_adjusted(&p_values);
     let cutoff =
         p_values.iter().zip(&discoveries).filter(|(_, d)| **d).map(|(p, _)| *p).fold(0.0f64, f64::max);
     let mut k = 0;
-    for group_checks in &mut checks {
+    for group_checks in checks.iter_mut() {
         for (c, _) in group_checks.iter_mut() {
             c.discovery = discoveries[k];
             c.q_value = q_values[k];
             k += 1;
         }
     }
+    (p_values.len(), cutoff)
+}
 
-    // Candidates: regressed now, or regressed before and still above the threshold.
+/// Each group's status: regressed now, or regressed before and still above the threshold.
+fn judge(
+    drafts: &[Draft],
+    checks: &[Vec<Checked<'_>>],
+    input: &EvalInput<'_>,
+    settings: &EvaluateSettings,
+) -> Vec<GroupResult> {
     let prior_by_key: HashMap<GroupKey, &GroupState> =
         input.prior.iter().filter_map(|(label, s)| GroupKey::parse_label(label).map(|k| (k, s))).collect();
-    let mut results: Vec<GroupResult> = Vec::with_capacity(drafts.len());
-    for (d, group_checks) in drafts.iter().zip(&checks) {
-        let prior = prior_by_key.get(&d.key).map(|s| (*s).clone()).unwrap_or_default();
-        let enough = d.current.count() >= settings.min_job_runs;
-        let regressed_now = group_checks.iter().any(|(c, _)| c.exceeds && c.discovery);
-        let above = group_checks.iter().any(|(c, _)| c.observed > c.threshold.seconds);
-        let status = if !enough {
-            GroupStatus::InsufficientData
-        } else if group_checks.is_empty() {
-            GroupStatus::NoReference
-        } else if regressed_now || (prior.regressed && above) {
-            GroupStatus::Regressed
-        } else {
-            GroupStatus::Healthy
-        };
-        results.push(GroupResult {
-            key: d.key.clone(),
-            level: d.level,
-            runs: d.current.count(),
-            baseline_runs: d.baseline.count(),
-            current: percentiles(&d.current),
-            baseline: percentiles(&d.baseline),
-            checks: group_checks.iter().map(|(c, _)| c.clone()).collect(),
-            status,
-            is_new: false,
-            reported: false,
-            significant: regressed_now,
-            state: prior,
-            cells: d.cells.clone(),
-        });
-    }
+    drafts
+        .iter()
+        .zip(checks)
+        .map(|(d, group_checks)| {
+            let prior = prior_by_key.get(&d.key).map(|s| (*s).clone()).unwrap_or_default();
+            let enough = d.current.count() >= settings.min_job_runs;
+            let regressed_now = group_checks.iter().any(|(c, _)| c.exceeds && c.discovery);
+            let above = group_checks.iter().any(|(c, _)| c.observed > c.threshold.seconds);
+            let status = if !enough {
+                GroupStatus::InsufficientData
+            } else if group_checks.is_empty() {
+                GroupStatus::NoReference
+            } else if regressed_now || (prior.regressed && above) {
+                GroupStatus::Regressed
+            } else {
+                GroupStatus::Healthy
+            };
+            GroupResult {
+                key: d.key.clone(),
+                level: d.level,
+                runs: d.current.count(),
+                baseline_runs: d.baseline.count(),
+                current: percentiles(&d.current),
+                baseline: percentiles(&d.baseline),
+                checks: group_checks.iter().map(|(c, _)| c.clone()).collect(),
+                status,
+                is_new: false,
+                reported: false,
+                significant: regressed_now,
+                state: prior,
+                cells: d.cells.clone(),
+            }
+        })
+        .collect()
+}
 
-    tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: tested and judged");
-    let t0 = std::time::Instant::now();
-    // Explain away, strongest first; groups regressed before go first.
+/// Whether a group's regression survives once the cells of stronger regressed groups are
+/// taken out: the rest still has enough runs, exceeds, and passes the cycle's cutoff.
+fn holds_without(
+    remaining: &[usize],
+    checks: &[Checked<'_>],
+    input: &EvalInput<'_>,
+    settings: &EvaluateSettings,
+    cutoff: f64,
+) -> bool {
+    let mut current = Histogram::new();
+    let mut baseline = Histogram::new();
+    for &c in remaining {
+        current.merge(&input.cells[c].current);
+        baseline.merge(&input.cells[c].baseline);
+    }
+    current.count() >= settings.min_job_runs
+        && checks.iter().any(|(c, against)| {
+            let observed = current.percentile(c.percentile.fraction()).unwrap_or(0.0);
+            let against = match (&c.threshold.source, against) {
+                (ThresholdSource::Baseline { .. }, Some(_)) if baseline.count() >= settings.min_job_runs => {
+                    Some(&baseline)
+                }
+                (ThresholdSource::Baseline { .. }, Some(_)) => None,
+                (_, a) => *a,
+            };
+            c.exceeds
+                && observed > c.allowed
+                && test(&current, c.percentile, c.threshold.seconds, against) <= cutoff
+        })
+}
+
+/// Explains overlapping regressed groups away, strongest first (groups regressed before go
+/// first): a group whose regression disappears without a stronger group's cells is not
+/// reported on its own.
+fn explain_away(
+    results: &mut [GroupResult],
+    checks: &[Vec<Checked<'_>>],
+    input: &EvalInput<'_>,
+    settings: &EvaluateSettings,
+    cutoff: f64,
+) {
     let mut order: Vec<usize> =
         (0..results.len()).filter(|&i| results[i].status == GroupStatus::Regressed).collect();
     let strength = |r: &GroupResult| r.leading_check().map_or(1.0, |c| c.p_value);
@@ -412,28 +512,7 @@ pub fn evaluate(
         } else if remaining.is_empty() {
             false
         } else {
-            let mut current = Histogram::new();
-            let mut baseline = Histogram::new();
-            for &c in &remaining {
-                current.merge(&input.cells[c].current);
-                baseline.merge(&input.cells[c].baseline);
-            }
-            current.count() >= settings.min_job_runs
-                && checks[gi].iter().any(|(c, against)| {
-                    let observed = current.percentile(c.percentile.fraction()).unwrap_or(0.0);
-                    let against = match (&c.threshold.source, against) {
-                        (ThresholdSource::Baseline { .. }, Some(_))
-                            if baseline.count() >= settings.min_job_runs =>
-                        {
-                            Some(&baseline)
-                        }
-                        (ThresholdSource::Baseline { .. }, Some(_)) => None,
-                        (_, a) => *a,
-                    };
-                    c.exceeds
-                        && observed > c.allowed
-                        && test(&current, c.percentile, c.threshold.seconds, against) <= cutoff
-                })
+            holds_without(&remaining, &checks[gi], input, settings, cutoff)
         };
         if keep {
             covered.extend(results[gi].cells.iter().copied());
@@ -443,48 +522,41 @@ pub fn evaluate(
             results[gi].status = GroupStatus::Healthy;
         }
     }
+}
 
-    // Hysteresis and new states.
-    for r in &mut results {
-        let prior = r.state.clone();
-        match r.status {
-            GroupStatus::InsufficientData | GroupStatus::NoReference => {}
-            GroupStatus::Regressed => {
-                let regressed_now = r.checks.iter().any(|c| c.exceeds && c.discovery);
-                r.is_new = !prior.regressed;
-                r.state = GroupState {
-                    regressed: true,
-                    clean_streak: if regressed_now
-                        || r.checks.iter().any(|c| c.observed > c.threshold.seconds)
-                    {
-                        0
-                    } else {
-                        prior.clean_streak
-                    },
-                    since: prior.since.or(Some(input.now)),
-                };
+/// A group regressed before stays regressed until `clear_after` evaluations in a row at or
+/// below its threshold; its new state.
+fn apply_hysteresis(r: &mut GroupResult, settings: &EvaluateSettings, now: i64) {
+    let prior = r.state.clone();
+    match r.status {
+        GroupStatus::InsufficientData | GroupStatus::NoReference => {}
+        GroupStatus::Regressed => {
+            let regressed_now = r.checks.iter().any(|c| c.exceeds && c.discovery);
+            let above = r.checks.iter().any(|c| c.observed > c.threshold.seconds);
+            r.is_new = !prior.regressed;
+            r.state = GroupState {
+                regressed: true,
+                clean_streak: if regressed_now || above { 0 } else { prior.clean_streak },
+                since: prior.since.or(Some(now)),
+            };
+        }
+        GroupStatus::Healthy | GroupStatus::Resolved => {
+            if !prior.regressed {
+                r.state = GroupState::default();
+                return;
             }
-            GroupStatus::Healthy | GroupStatus::Resolved => {
-                if prior.regressed {
-                    let streak = prior.clean_streak + 1;
-                    if streak >= settings.clear_after {
-                        r.status = GroupStatus::Resolved;
-                        r.reported = true;
-                        r.state = GroupState::default();
-                    } else {
-                        // Not clearly back yet: still regressed until enough clean evaluations.
-                        r.status = GroupStatus::Regressed;
-                        r.reported = true;
-                        r.state = GroupState { regressed: true, clean_streak: streak, since: prior.since };
-                    }
-                } else {
-                    r.state = GroupState::default();
-                }
+            let streak = prior.clean_streak + 1;
+            r.reported = true;
+            if streak >= settings.clear_after {
+                r.status = GroupStatus::Resolved;
+                r.state = GroupState::default();
+            } else {
+                // Not clearly back yet: still regressed until enough clean evaluations.
+                r.status = GroupStatus::Regressed;
+                r.state = GroupState { regressed: true, clean_streak: streak, since: prior.since };
             }
         }
     }
-    tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: explained away and hysteresis");
-    Evaluation { groups: results, tests: p_values.len() }
 }
 
 #[cfg(test)]

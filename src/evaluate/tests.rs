@@ -67,7 +67,7 @@ fn reported(e: &Evaluation) -> Vec<&GroupResult> {
     e.groups.iter().filter(|g| g.reported && g.status == GroupStatus::Regressed).collect()
 }
 
-/// The case of DESIGN §1: metal registry regressed on both networks, micro and minor; each metal
+/// The case that started sheriff: metal registry regressed on both networks, micro and minor; each metal
 /// cell has only 7 runs a week; the console on the same runs is fine; aws is fine.
 fn metal_world(seed: u64) -> World {
     let mut rng = Rng::new(seed);

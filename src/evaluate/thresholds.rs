@@ -23,7 +23,7 @@ pub fn configured(rules: &[LimitRule], group: &GroupKey, percentile: Percentile)
         })
 }
 
-/// The table's key (DESIGN §3.7): backend, release, from-release, platform, architecture,
+/// The table's key : backend, release, from-release, platform, architecture,
 /// network, topology.
 type RowKey = (String, String, String, String, String, String, String);
 

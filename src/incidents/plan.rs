@@ -292,11 +292,39 @@ pub struct Known {
 pub fn plan(now: i64, regressions: &[RegressionReport], known: &Known, policy: &Policy) -> Plan {
     let incidents = &known.incidents;
     let mut used: HashSet<i64> = HashSet::new();
-    let mut steps: Vec<Step> = Vec::new();
     let active: Vec<&RegressionReport> = regressions.iter().filter(|r| r.status.is_active()).collect();
     let resolved: Vec<&RegressionReport> = regressions.iter().filter(|r| !r.status.is_active()).collect();
+    let matched = match_active(now, &active, incidents, policy, &mut used);
+    let mut steps: Vec<Step> = active.iter().zip(matched).map(|(r, slot)| seen_again(r, slot)).collect();
+    for r in resolved {
+        if let Some(i) = match_resolved(r, incidents, &used) {
+            used.insert(i.id);
+            let action = Action::Resolve {
+                id: i.id,
+                snapshot: Some(Snapshot::from_report(r)),
+                how: Resolution::Recovered,
+            };
+            steps.push(Step { action, effects: Vec::new(), silenced_by: None });
+        }
+    }
+    for i in incidents.iter().filter(|i| !used.contains(&i.id) && i.state.is_open()) {
+        let action =
+            if i.state == State::Stale { Action::CatchUp { id: i.id } } else { Action::Stale { id: i.id } };
+        steps.push(Step { action, effects: Vec::new(), silenced_by: None });
+    }
+    with_effects(now, steps, incidents, &known.silences, &known.delivered, policy)
+}
 
-    // Exact fingerprints first, so an overlap never steals an incident from its own regression.
+/// The incident each active regression belongs to: its fingerprint's first, so an overlap never
+/// steals an incident from its own regression; then an open incident of the same family and
+/// release whose scope overlaps; then one resolved within the reopen window.
+fn match_active<'a>(
+    now: i64,
+    active: &[&RegressionReport],
+    incidents: &'a [Incident],
+    policy: &Policy,
+    used: &mut HashSet<i64>,
+) -> Vec<Option<&'a Incident>> {
     let mut matched: Vec<Option<&Incident>> = active
         .iter()
         .map(|r| {
@@ -311,13 +339,12 @@ pub fn plan(now: i64, regressions: &[RegressionReport], known: &Known, policy: &
         if slot.is_some() {
             continue;
         }
-        let snapshot = Snapshot::from_report(r);
         let candidate = |open: bool| {
             incidents
                 .iter()
                 .filter(|i| !used.contains(&i.id) && i.state.is_open() == open)
                 .filter(|i| i.snapshot.family == r.family && i.snapshot.release == r.release)
-                .filter(|i| i.snapshot.scope.overlaps(&snapshot.scope))
+                .filter(|i| i.snapshot.scope.overlaps(&r.scope))
                 .filter(|i| open || i.resolved_at.is_some_and(|t| now - t <= policy.reopen_window_secs))
                 .max_by_key(|i| i.updated_at)
         };
@@ -326,61 +353,47 @@ pub fn plan(now: i64, regressions: &[RegressionReport], known: &Known, policy: &
             used.insert(i.id);
         }
     }
+    matched
+}
 
-    for (r, slot) in active.iter().zip(matched) {
-        let snapshot = Snapshot::from_report(r);
-        let action = match slot {
-            None => Action::Open { fingerprint: r.fingerprint.clone(), snapshot },
-            Some(i) => {
-                let mut changes = Vec::new();
-                let state = match i.state {
-                    State::Resolved => {
-                        changes.push(Change::Reopened);
-                        State::Reopened
-                    }
-                    State::Stale => {
-                        changes.push(Change::Returned);
-                        State::Ongoing
-                    }
-                    _ => State::Ongoing,
-                };
-                changes.extend(material_changes(&i.snapshot, &snapshot));
-                Action::Update { id: i.id, state, snapshot, changes }
-            }
-        };
-        steps.push(Step { action, effects: Vec::new(), silenced_by: None });
-    }
-
-    for r in resolved {
-        let snapshot = Snapshot::from_report(r);
-        let hit = incidents
-            .iter()
-            .filter(|i| i.state.is_open() && !used.contains(&i.id))
-            .find(|i| i.fingerprint == r.fingerprint)
-            .or_else(|| {
-                incidents
-                    .iter()
-                    .filter(|i| i.state.is_open() && !used.contains(&i.id))
-                    .filter(|i| i.snapshot.family == r.family && i.snapshot.release == r.release)
-                    .find(|i| i.snapshot.scope.overlaps(&snapshot.scope))
-            });
-        if let Some(i) = hit {
-            used.insert(i.id);
-            steps.push(Step {
-                action: Action::Resolve { id: i.id, snapshot: Some(snapshot), how: Resolution::Recovered },
-                effects: Vec::new(),
-                silenced_by: None,
-            });
+/// A regression seen: a new incident, or its incident updated (reopened after a resolution,
+/// back after a data gap) with the material changes.
+fn seen_again(r: &RegressionReport, incident: Option<&Incident>) -> Step {
+    let snapshot = Snapshot::from_report(r);
+    let action = match incident {
+        None => Action::Open { fingerprint: r.fingerprint.clone(), snapshot },
+        Some(i) => {
+            let mut changes = Vec::new();
+            let state = match i.state {
+                State::Resolved => {
+                    changes.push(Change::Reopened);
+                    State::Reopened
+                }
+                State::Stale => {
+                    changes.push(Change::Returned);
+                    State::Ongoing
+                }
+                _ => State::Ongoing,
+            };
+            changes.extend(material_changes(&i.snapshot, &snapshot));
+            Action::Update { id: i.id, state, snapshot, changes }
         }
-    }
+    };
+    Step { action, effects: Vec::new(), silenced_by: None }
+}
 
-    for i in incidents.iter().filter(|i| !used.contains(&i.id) && i.state.is_open()) {
-        let action =
-            if i.state == State::Stale { Action::CatchUp { id: i.id } } else { Action::Stale { id: i.id } };
-        steps.push(Step { action, effects: Vec::new(), silenced_by: None });
-    }
-
-    with_effects(now, steps, incidents, &known.silences, &known.delivered, policy)
+/// The open incident a recovered regression resolves.
+fn match_resolved<'a>(
+    r: &RegressionReport,
+    incidents: &'a [Incident],
+    used: &HashSet<i64>,
+) -> Option<&'a Incident> {
+    let open = || incidents.iter().filter(|i| i.state.is_open() && !used.contains(&i.id));
+    open().find(|i| i.fingerprint == r.fingerprint).or_else(|| {
+        open()
+            .filter(|i| i.snapshot.family == r.family && i.snapshot.release == r.release)
+            .find(|i| i.snapshot.scope.overlaps(&r.scope))
+    })
 }
 
 /// What happened to an incident, as a cycle's summary lists it.
@@ -469,58 +482,58 @@ impl Telling<'_> {
     }
 }
 
-/// Decides each cycle step's side effects: silences, the Jira cap and comment rate, catch-up
-/// posts, and the per-channel summaries. People's steps (acknowledge, file, note) carry theirs.
-pub fn with_effects(
+/// A step's effects and its summary line, if it has one; the Jira cap is counted in `created`.
+struct Effects<'a> {
     now: i64,
-    mut steps: Vec<Step>,
-    incidents: &[Incident],
-    silences: &[Silence],
-    delivered: &Delivered,
-    policy: &Policy,
-) -> Plan {
-    let by_id: BTreeMap<i64, &Incident> = incidents.iter().map(|i| (i.id, i)).collect();
-    let mut created = 0usize;
-    let mut not_filed = Vec::new();
-    let mut lines: BTreeMap<String, Vec<SummaryLine>> = BTreeMap::new();
-    for step in &mut steps {
+    by_id: BTreeMap<i64, &'a Incident>,
+    silences: &'a [Silence],
+    delivered: &'a Delivered,
+    policy: &'a Policy,
+    created: usize,
+    not_filed: Vec<String>,
+}
+
+impl Effects<'_> {
+    /// Sets a cycle step's effects (or the silence holding them); its channel and summary line.
+    fn decide(&mut self, step: &mut Step) -> Option<(String, SummaryLine)> {
         if matches!(step.action, Action::Acknowledge { .. } | Action::FileJira { .. } | Action::Note { .. }) {
-            continue;
+            return None; // people's steps carry their effects
         }
-        let Some((existing, snapshot)) = subject(step, &by_id) else { continue };
+        let (existing, snapshot) = subject(step, &self.by_id)?;
         let fingerprint = match (&step.action, existing) {
             (Action::Open { fingerprint, .. }, _) => fingerprint.as_str(),
             (_, Some(i)) => i.fingerprint.as_str(),
             (_, None) => "",
         };
-        if let Some(s) = silences.iter().find(|s| s.holds(fingerprint, &snapshot, now)) {
+        if let Some(s) = self.silences.iter().find(|s| s.holds(fingerprint, &snapshot, self.now)) {
             step.silenced_by = Some(s.id);
-            continue;
+            return None;
         }
         let id = existing.map(|i| i.id);
         let mut t = Telling {
-            now,
-            policy,
+            now: self.now,
+            policy: self.policy,
             existing,
-            posted: id.is_some_and(|id| delivered.slack_posted.contains(&id)),
-            filed: id.is_some_and(|id| delivered.jira_filed.contains(&id)),
+            posted: id.is_some_and(|id| self.delivered.slack_posted.contains(&id)),
+            filed: id.is_some_and(|id| self.delivered.jira_filed.contains(&id)),
             filing: false,
         };
-        let channel =
-            existing.and_then(|i| i.slack_channel.clone()).unwrap_or_else(|| policy.channel_for(&snapshot));
+        let channel = existing
+            .and_then(|i| i.slack_channel.clone())
+            .unwrap_or_else(|| self.policy.channel_for(&snapshot));
         let label = format!("{} {} ({})", snapshot.family, snapshot.release, snapshot.scope.describe());
         let open = !matches!(step.action, Action::Resolve { .. });
         let mut effects = Vec::new();
         if !t.posted && open {
             effects.push(Effect::SlackPost { channel: channel.clone() });
         }
-        if policy.jira && !t.filed && open {
-            if created < policy.jira_cap {
-                created += 1;
+        if self.policy.jira && !t.filed && open {
+            if self.created < self.policy.jira_cap {
+                self.created += 1;
                 t.filing = true;
                 effects.push(Effect::JiraCreate);
             } else {
-                not_filed.push(label.clone());
+                self.not_filed.push(label.clone());
             }
         }
         let line = match &step.action {
@@ -539,22 +552,39 @@ pub fn with_effects(
             }
             _ => None,
         };
-        if let Some((what, text)) = line {
-            lines.entry(channel).or_default().push(SummaryLine::new(what, text));
-        }
         step.effects = effects;
+        line.map(|(what, text)| (channel, SummaryLine::new(what, text)))
     }
+}
+
+/// Decides each cycle step's side effects: silences, the Jira cap and comment rate, catch-up
+/// posts, and the per-channel summaries. People's steps (acknowledge, file, note) carry theirs.
+pub fn with_effects(
+    now: i64,
+    mut steps: Vec<Step>,
+    incidents: &[Incident],
+    silences: &[Silence],
+    delivered: &Delivered,
+    policy: &Policy,
+) -> Plan {
+    let by_id = incidents.iter().map(|i| (i.id, i)).collect();
+    let mut e = Effects { now, by_id, silences, delivered, policy, created: 0, not_filed: Vec::new() };
+    let mut lines: BTreeMap<String, Vec<SummaryLine>> = BTreeMap::new();
+    for step in &mut steps {
+        if let Some((channel, line)) = e.decide(step) {
+            lines.entry(channel).or_default().push(line);
+        }
+    }
+    let not_filed = e.not_filed;
     let mut summaries: Vec<Effect> = Vec::new();
     for (channel, mut lines) in lines {
         if channel == policy.default_channel && !not_filed.is_empty() {
-            lines.push(SummaryLine::new(
-                Happened::NotFiled,
-                format!(
-                    "not filed in Jira this cycle (at most {} new issues a cycle): {}",
-                    policy.jira_cap,
-                    not_filed.join("; ")
-                ),
-            ));
+            let text = format!(
+                "not filed in Jira this cycle (at most {} new issues a cycle): {}",
+                policy.jira_cap,
+                not_filed.join("; ")
+            );
+            lines.push(SummaryLine::new(Happened::NotFiled, text));
         }
         summaries.push(Effect::SlackSummary { channel, lines });
     }

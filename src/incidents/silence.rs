@@ -40,7 +40,7 @@ pub struct Target {
 
 impl Target {
     /// `sheriff-0123…` (an incident), or `key=value` words with keys `backend` and the
-    /// dimensions of DESIGN §2.
+    /// dimensions (`release`, `platform`, … or their short forms).
     pub fn parse(words: &[&str]) -> Result<Target, String> {
         let mut t = Target::default();
         if let [one] = words

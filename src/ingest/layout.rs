@@ -1,4 +1,4 @@
-//! The bucket layout (DESIGN §3.1): which folders are runs, which files sheriff reads.
+//! The bucket layout: which folders are runs, which files sheriff reads.
 
 /// The files sheriff reads, recognised by name as the CI's own tools do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -187,7 +187,7 @@ pub struct IngestOptions {
     pub progress: bool,
 }
 
-/// The closing summary, also the JSON output of `sheriff ingest --format json` (DESIGN §5).
+/// The closing summary, also the JSON output of `sheriff ingest --format json` (the README documents them).
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct IngestSummary {
     pub ingested: u64,

@@ -46,158 +46,184 @@ fn problem(file: &str, error: impl Into<String>) -> FileProblem {
     FileProblem { file: file.to_string(), error: error.into() }
 }
 
-/// Builds the record of one finished run from its files.
-pub fn assemble(run: &RunFiles) -> Assembly {
-    let mut warnings = Vec::new();
-    let mut failures = Vec::new();
-    let mut prowjob = None;
-    let mut started = None;
-    let mut finished = None;
-    let mut finished_present = false;
-    let mut disruption_files = Vec::new();
-    let mut cluster_files = Vec::new();
-    let mut interval_files: Vec<(&RunFile, FileKind)> = Vec::new();
+/// A run's files, each read by its parser, and what went wrong on the way.
+#[derive(Default)]
+struct Parsed<'a> {
+    prowjob: Option<prow::ProwJob>,
+    started: Option<prow::Started>,
+    finished: Option<prow::Finished>,
+    finished_present: bool,
+    disruption_files: Vec<Vec<disruption::BackendDisruption>>,
+    cluster_files: Vec<cluster_data::ClusterData>,
+    interval_files: Vec<(&'a RunFile, FileKind)>,
+    warnings: Vec<FileProblem>,
+    /// Problems that keep the run from being stored.
+    failures: Vec<FileProblem>,
+}
+
+impl<'a> Parsed<'a> {
+    /// A file that could not be used: fatal for a disruption file (a partial sum would
+    /// understate the run), a warning for anything else.
+    fn unusable(&mut self, kind: FileKind, p: FileProblem) {
+        if kind == FileKind::Disruption { self.failures.push(p) } else { self.warnings.push(p) }
+    }
+
+    fn parse(&mut self, f: &'a RunFile, kind: FileKind, bytes: &[u8]) {
+        match kind {
+            FileKind::ProwJob => match prow::parse_prowjob(bytes) {
+                Ok(p) => self.prowjob = Some(p),
+                Err(e) => self.warnings.push(problem(&f.name, e)),
+            },
+            FileKind::Started => match prow::parse_started(bytes) {
+                Ok(s) => self.started = Some(s),
+                Err(e) => self.warnings.push(problem(&f.name, e)),
+            },
+            FileKind::Finished => match prow::parse_finished(bytes) {
+                Ok(s) => self.finished = Some(s),
+                Err(e) => self.warnings.push(problem(&f.name, e)),
+            },
+            FileKind::Disruption => match disruption::parse_backend_disruption(bytes) {
+                Ok(d) => self.disruption_files.push(d),
+                Err(e) => self.failures.push(problem(&f.name, e)),
+            },
+            FileKind::ClusterData => match cluster_data::parse_cluster_data(bytes) {
+                Ok(c) => self.cluster_files.push(c),
+                Err(e) => {
+                    self.warnings.push(problem(&f.name, format!("{e}; dimensions taken from the job name")))
+                }
+            },
+            FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline => {
+                self.interval_files.push((f, kind))
+            }
+        }
+    }
+}
+
+/// Reads every file of the run that sheriff uses.
+fn parse_files(run: &RunFiles) -> Parsed<'_> {
+    let mut parsed = Parsed::default();
     // A phase's disruption file is named by its timestamp; a copy of it in another folder (a
     // gather step copying junit/) is the same phase and must not be counted twice.
     let mut disruption_names = std::collections::HashSet::new();
-
     for f in &run.files {
         let kind = match classify(&f.name) {
             Classified::Read(kind) => kind,
             Classified::Odd(why) => {
-                warnings.push(problem(&f.name, why));
+                parsed.warnings.push(problem(&f.name, why));
                 continue;
             }
             Classified::Ignore => continue,
         };
-        if kind == FileKind::Finished {
-            finished_present = true;
-        }
+        parsed.finished_present |= kind == FileKind::Finished;
         if kind == FileKind::Disruption && !disruption_names.insert(super::layout::basename(&f.name)) {
             tracing::debug!(run = %run.path, file = %f.name, "a copy of a disruption file already read; not counted again");
             continue;
         }
-        let bytes = match &f.content {
-            Ok(b) => b,
-            Err(e) => {
-                let p = problem(&f.name, e.clone());
-                if kind == FileKind::Disruption {
-                    failures.push(p)
-                } else {
-                    warnings.push(p)
-                }
-                continue;
-            }
-        };
-        if bytes.is_empty() {
-            let p = problem(&f.name, "empty file");
-            if kind == FileKind::Disruption {
-                failures.push(p)
-            } else {
-                warnings.push(p)
-            }
-            continue;
-        }
-        match kind {
-            FileKind::ProwJob => match prow::parse_prowjob(bytes) {
-                Ok(p) => prowjob = Some(p),
-                Err(e) => warnings.push(problem(&f.name, e)),
-            },
-            FileKind::Started => match prow::parse_started(bytes) {
-                Ok(s) => started = Some(s),
-                Err(e) => warnings.push(problem(&f.name, e)),
-            },
-            FileKind::Finished => match prow::parse_finished(bytes) {
-                Ok(s) => finished = Some(s),
-                Err(e) => warnings.push(problem(&f.name, e)),
-            },
-            FileKind::Disruption => match disruption::parse_backend_disruption(bytes) {
-                Ok(d) => disruption_files.push(d),
-                // A run with one unreadable phase would understate its disruption: not stored.
-                Err(e) => failures.push(problem(&f.name, e)),
-            },
-            FileKind::ClusterData => match cluster_data::parse_cluster_data(bytes) {
-                Ok(c) => cluster_files.push(c),
-                Err(e) => warnings.push(problem(&f.name, format!("{e}; dimensions taken from the job name"))),
-            },
-            FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline => {
-                interval_files.push((f, kind))
-            }
+        match &f.content {
+            Err(e) => parsed.unusable(kind, problem(&f.name, e.clone())),
+            Ok(bytes) if bytes.is_empty() => parsed.unusable(kind, problem(&f.name, "empty file")),
+            Ok(bytes) => parsed.parse(f, kind, bytes),
         }
     }
+    parsed
+}
 
-    if !finished_present {
+/// Builds the record of one finished run from its files.
+pub fn assemble(run: &RunFiles) -> Assembly {
+    let mut parsed = parse_files(run);
+    if !parsed.finished_present {
         return Assembly::StillRunning;
     }
+    let prowjob = parsed.prowjob.as_ref();
     let (path_job, path_build) = super::layout::job_and_build(&run.path);
-    let job_name = prowjob.as_ref().map(|p| p.job.clone()).filter(|j| !j.is_empty()).unwrap_or(path_job);
-    let build_id =
-        prowjob.as_ref().map(|p| p.build_id.clone()).filter(|b| !b.is_empty()).unwrap_or(path_build);
+    let job_name = prowjob.map(|p| p.job.clone()).filter(|j| !j.is_empty()).unwrap_or(path_job);
+    let build_id = prowjob.map(|p| p.build_id.clone()).filter(|b| !b.is_empty()).unwrap_or(path_build);
     if job_name.is_empty() || build_id.is_empty() {
-        failures.insert(
-            0,
-            problem("", "cannot tell the job name and build id (no prowjob.json and no <job>/<build> path)"),
-        );
+        let why = "cannot tell the job name and build id (no prowjob.json and no <job>/<build> path)";
+        parsed.failures.insert(0, problem("", why));
     }
     let started_at: Option<DateTime<Utc>> =
-        started.as_ref().map(|s| s.timestamp).or_else(|| prowjob.as_ref().and_then(|p| p.start_time));
+        parsed.started.as_ref().map(|s| s.timestamp).or_else(|| prowjob.and_then(|p| p.start_time));
     if started_at.is_none() {
-        failures.insert(
-            0,
-            problem(
-                "started.json",
-                "no start time: started.json is missing or unreadable and prowjob.json has none",
-            ),
-        );
+        let why = "no start time: started.json is missing or unreadable and prowjob.json has none";
+        parsed.failures.insert(0, problem("started.json", why));
     }
-    if !failures.is_empty() {
-        failures.extend(warnings);
-        return Assembly::Failed { problems: failures };
+    if !parsed.failures.is_empty() {
+        let mut problems = std::mem::take(&mut parsed.failures);
+        problems.extend(parsed.warnings);
+        return Assembly::Failed { problems };
     }
-    let started_at = started_at.unwrap_or_default();
-    let finished_at = finished
-        .as_ref()
-        .and_then(|f| f.timestamp)
-        .or_else(|| prowjob.as_ref().and_then(|p| p.completion_time));
+    let job = job_run(run, &parsed, job_name, build_id, started_at.unwrap_or_default());
+    if parsed.disruption_files.is_empty() {
+        let why = "no backend-disruption_*.json files: the run has no disruption data and is stored without samples";
+        parsed.warnings.push(problem("", why));
+    }
+    let samples = disruption::per_run_seconds(parsed.disruption_files.iter().map(Vec::as_slice))
+        .into_iter()
+        .map(|(backend, connection, seconds)| Sample { backend, connection, seconds })
+        .collect();
+    let (outages, conditions) = interval_evidence(&parsed.interval_files, &mut parsed.warnings);
+    let record = RunRecord { run: job, samples, outages, conditions };
+    Assembly::Ready { record: Box::new(record), warnings: parsed.warnings }
+}
+
+/// The run's identity, times, state, link and dimensions.
+fn job_run(
+    run: &RunFiles,
+    parsed: &Parsed<'_>,
+    job_name: String,
+    build_id: String,
+    started_at: DateTime<Utc>,
+) -> JobRun {
+    let prowjob = parsed.prowjob.as_ref();
+    let finished = parsed.finished.as_ref();
+    let finished_at = finished.and_then(|f| f.timestamp).or_else(|| prowjob.and_then(|p| p.completion_time));
     let state = prowjob
-        .as_ref()
         .map(|p| p.state.to_ascii_lowercase())
         .filter(|s| !s.is_empty())
-        .or_else(|| finished.as_ref().map(|f| f.result.to_ascii_lowercase()).filter(|s| !s.is_empty()))
+        .or_else(|| finished.map(|f| f.result.to_ascii_lowercase()).filter(|s| !s.is_empty()))
         .or_else(|| {
-            finished
-                .as_ref()
-                .and_then(|f| f.passed)
-                .map(|p| if p { "success" } else { "failure" }.to_string())
+            finished.and_then(|f| f.passed).map(|p| if p { "success" } else { "failure" }.to_string())
         })
         .unwrap_or_else(|| "unknown".into());
     let bucket = prowjob
-        .as_ref()
         .map(|p| p.bucket.clone())
         .filter(|b| !b.is_empty())
         .unwrap_or_else(|| if run.bucket.is_empty() { "local".into() } else { run.bucket.clone() });
     let url = prowjob
-        .as_ref()
         .map(|p| p.url.clone())
         .filter(|u| !u.is_empty())
         .unwrap_or_else(|| JobRun::prow_url(&bucket, &run.path));
-    let dimensions = dimensions(&job_name, &cluster_files, prowjob.as_ref());
-
-    if disruption_files.is_empty() {
-        warnings.push(problem("", "no backend-disruption_*.json files: the run has no disruption data and is stored without samples"));
+    let job_type = prowjob.map(|p| p.job_type.clone()).filter(|t| !t.is_empty()).unwrap_or_else(|| {
+        if run.path.starts_with("pr-logs/") { "presubmit".into() } else { "periodic".into() }
+    });
+    let dimensions = dimensions(&job_name, &parsed.cluster_files, prowjob);
+    JobRun {
+        job_name,
+        build_id,
+        bucket,
+        path: run.path.clone(),
+        url,
+        job_type,
+        started_at,
+        finished_at,
+        state,
+        dimensions,
     }
-    let samples = disruption::per_run_seconds(disruption_files.iter().map(Vec::as_slice))
-        .into_iter()
-        .map(|(backend, connection, seconds)| Sample { backend, connection, seconds })
-        .collect();
+}
 
-    // e2e-events holds every interval; the timelines are views of the same intervals.
+/// Outages and bad conditions from one view of the intervals: e2e-events holds every
+/// interval; the timelines are views of the same ones.
+fn interval_evidence(
+    files: &[(&RunFile, FileKind)],
+    warnings: &mut Vec<FileProblem>,
+) -> (Vec<crate::model::Outage>, Vec<crate::model::ConditionSpan>) {
     let preferred = [FileKind::Events, FileKind::TimelineEverything, FileKind::Timeline]
         .into_iter()
-        .find(|k| interval_files.iter().any(|(_, kind)| kind == k));
+        .find(|k| files.iter().any(|(_, kind)| kind == k));
     let mut outages = Vec::new();
     let mut conditions = Vec::new();
-    for (f, kind) in &interval_files {
+    for (f, kind) in files {
         if Some(*kind) != preferred {
             continue;
         }
@@ -222,29 +248,7 @@ pub fn assemble(run: &RunFiles) -> Assembly {
         ))
     });
     conditions.dedup();
-
-    let record = RunRecord {
-        run: JobRun {
-            job_name,
-            build_id,
-            bucket,
-            path: run.path.clone(),
-            url,
-            job_type: prowjob.as_ref().map(|p| p.job_type.clone()).filter(|t| !t.is_empty()).unwrap_or_else(
-                || {
-                    if run.path.starts_with("pr-logs/") { "presubmit".into() } else { "periodic".into() }
-                },
-            ),
-            started_at,
-            finished_at,
-            state,
-            dimensions,
-        },
-        samples,
-        outages,
-        conditions,
-    };
-    Assembly::Ready { record: Box::new(record), warnings }
+    (outages, conditions)
 }
 
 /// The run's dimensions: cluster-data first, the job name for whatever it leaves out.

@@ -1,4 +1,4 @@
-//! The dimensions a job run is described by (DESIGN §2), and their names in JSON and filters.
+//! The dimensions a job run is described by (the README's words), and their names in JSON and filters.
 
 use std::fmt;
 
@@ -24,7 +24,7 @@ pub struct Dimensions {
     pub master_nodes_updated: String,
 }
 
-/// The name of a dimension, as used in scopes, filters and JSON (DESIGN §5).
+/// The name of a dimension, as used in scopes, filters and JSON (the README documents them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Dimension {

@@ -1,6 +1,6 @@
 //! The regression report: what one cycle says about one regression, the unit every later stage
 //! reads. Incidents keep the latest one (`Snapshot.report`), Slack, Jira, the pages and
-//! `incidents show` render it, and `evaluate --format json` prints it (DESIGN §5's contract).
+//! `incidents show` render it, and `evaluate --format json` prints it (the contract the README documents).
 //!
 //! Stored reports stay readable: field names and the spelling of every value are part of the
 //! format, and fields added later carry `#[serde(default)]`.

@@ -2,7 +2,7 @@
 //! left out covers every value of it ("not specific to a network plugin").
 //!
 //! One type for every place a scope is kept or matched. It is written two ways in JSON: the
-//! report's compact form (`{"platform": "metal", "network": ["ovn", "sdn"]}`, DESIGN's
+//! report's compact form (`{"platform": "metal", "network": ["ovn", "sdn"]}`, the
 //! `evaluate --format json` contract) by default, and lists only (`{"platform": ["metal"]}`,
 //! the form incidents have always been stored in) through [`lists`]. Both forms read back.
 

@@ -34,6 +34,38 @@ const WHOLE_DAYS_POSTGRES: &str = "SELECT backend_id, variant_id, \
     AND ((day >= $1 AND day < $2) OR (day >= $3 AND day < $4)) \
     GROUP BY backend_id, variant_id";
 
+/// Database ids → positions in [`WindowData`]'s lists.
+struct Indexes {
+    backends: HashMap<i64, usize>,
+    variants: HashMap<i64, usize>,
+}
+
+impl Indexes {
+    fn cell(&self, backend_id: i64, variant_id: i64) -> Option<(usize, usize)> {
+        Some((*self.backends.get(&backend_id)?, *self.variants.get(&variant_id)?))
+    }
+}
+
+/// Cells with their current and baseline histograms.
+type Decoded = Vec<((usize, usize), (Histogram, Histogram))>;
+
+/// Decodes the rows of one part of the whole-days query.
+fn decode(index: &Indexes, rows: Vec<WholeDaysRow>) -> Result<Decoded> {
+    let histogram = |runs: Option<i64>, hist: Option<String>| -> Result<Histogram> {
+        let nonzero = match hist {
+            Some(h) => Histogram::decode_concatenated(&h)?,
+            None => Histogram::new(),
+        };
+        Ok(nonzero.with_zeros(runs.unwrap_or(0).max(0) as u64))
+    };
+    let mut out = Vec::with_capacity(rows.len());
+    for (backend_id, variant_id, baseline_runs, baseline_hist, current_runs, current_hist) in rows {
+        let Some(key) = index.cell(backend_id, variant_id) else { continue };
+        out.push((key, (histogram(current_runs, current_hist)?, histogram(baseline_runs, baseline_hist)?)));
+    }
+    Ok(out)
+}
+
 /// Every cell's histograms for a current and a baseline window, with the names they index.
 #[derive(Debug, Default)]
 pub struct WindowData {
@@ -114,101 +146,13 @@ impl Store {
         let backends: Vec<(i64, String)> =
             self.fetch_all(sql("SELECT id, name FROM backends ORDER BY id")).await?;
         let variants = self.variants().await?;
-        let backend_index: HashMap<i64, usize> =
-            backends.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect();
-        let variant_index: HashMap<i64, usize> =
-            variants.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect();
-        let mut data = WindowData {
-            backends: backends.into_iter().map(|(_, n)| n).collect(),
-            variant_ids: variants.iter().map(|(id, _)| *id).collect(),
-            variants: variants.iter().map(|(_, d)| d.clone()).collect(),
-            cells: Vec::new(),
+        let index = Indexes {
+            backends: backends.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect(),
+            variants: variants.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect(),
         };
-        let mut cells: HashMap<(usize, usize), (Histogram, Histogram)> = HashMap::new();
         let (current_days, current_edges) = split(current.0, current.1);
         let (baseline_days, baseline_edges) = split(baseline.0, baseline.1);
-        // An empty range must not match (and must not mark baseline days as current).
-        let nothing = i64::MAX..i64::MAX;
-        let current_days = if current_days.is_empty() { nothing.clone() } else { current_days };
-        let baseline_days = if baseline_days.is_empty() { nothing } else { baseline_days };
-        // Whole days: the database joins each cell's day histograms into one string per cell
-        // and window, so a month of 11,000 cells is 11,000 rows rather than 300,000.
-        let started = std::time::Instant::now();
-        let parts = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
-        let ids: Vec<i64> = backend_index.keys().copied().collect();
-        let (lo, hi) = (ids.iter().min().copied().unwrap_or(0), ids.iter().max().copied().unwrap_or(0) + 1);
-        let step = ((hi - lo) as usize).div_ceil(parts).max(1) as i64;
-        let ranges: Vec<(i64, i64)> = (0..parts as i64)
-            .map(|i| (lo + i * step, (lo + (i + 1) * step).min(hi)))
-            .filter(|r| r.0 < r.1)
-            .collect();
-        let text = if self.engine() == crate::config::Engine::Postgres {
-            WHOLE_DAYS_POSTGRES
-        } else {
-            WHOLE_DAYS_SQLITE
-        };
-        let queries = ranges.iter().map(|&(from, to)| {
-            let q = sql(text)
-                .bind(baseline_days.start)
-                .bind(baseline_days.end)
-                .bind(current_days.start)
-                .bind(current_days.end)
-                .bind(from)
-                .bind(to);
-            self.fetch_all::<WholeDaysRow>(q)
-        });
-        let fetched = futures::future::try_join_all(queries).await?;
-        tracing::debug!(parts = fetched.len(), seconds = started.elapsed().as_secs_f64(), "window query");
-        // Decoding is the other half of the work: one thread per part.
-        type Decoded = Vec<((usize, usize), (Histogram, Histogram))>;
-        let decoded: Vec<Result<Decoded>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = fetched
-                .into_iter()
-                .map(|rows| {
-                    let (backend_index, variant_index) = (&backend_index, &variant_index);
-                    scope.spawn(move || -> Result<Decoded> {
-                        let mut out = Vec::with_capacity(rows.len());
-                        for (
-                            backend_id,
-                            variant_id,
-                            baseline_runs,
-                            baseline_hist,
-                            current_runs,
-                            current_hist,
-                        ) in rows
-                        {
-                            let (Some(&b), Some(&v)) =
-                                (backend_index.get(&backend_id), variant_index.get(&variant_id))
-                            else {
-                                continue;
-                            };
-                            let decode = |runs: Option<i64>, hist: Option<String>| -> Result<Histogram> {
-                                let nonzero = match hist {
-                                    Some(h) => Histogram::decode_concatenated(&h)?,
-                                    None => Histogram::new(),
-                                };
-                                Ok(nonzero.with_zeros(runs.unwrap_or(0).max(0) as u64))
-                            };
-                            let current = decode(current_runs, current_hist)?;
-                            let baseline = decode(baseline_runs, baseline_hist)?;
-                            out.push(((b, v), (current, baseline)));
-                        }
-                        Ok(out)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a decoding thread panicked"))))
-                .collect()
-        });
-        for part in decoded {
-            for (key, (current, baseline)) in part? {
-                let entry = cells.entry(key).or_default();
-                entry.0.merge(&current);
-                entry.1.merge(&baseline);
-            }
-        }
+        let mut cells = self.whole_days(&index, current_days, baseline_days).await?;
         // Partial days at the windows' edges: the samples themselves.
         let edges = current_edges
             .into_iter()
@@ -224,26 +168,84 @@ impl Store {
                 )
                 .await?;
             for (backend_id, variant_id, seconds) in rows {
-                let (Some(&b), Some(&v)) = (backend_index.get(&backend_id), variant_index.get(&variant_id))
-                else {
-                    continue;
-                };
-                let entry = cells.entry((b, v)).or_default();
+                let Some(key) = index.cell(backend_id, variant_id) else { continue };
+                let entry = cells.entry(key).or_default();
                 if is_current { entry.0.add(seconds, 1) } else { entry.1.add(seconds, 1) }
             }
         }
         let mut list: Vec<_> = cells.into_iter().collect();
         list.sort_by_key(|(k, _)| *k);
-        data.cells = list
-            .into_iter()
-            .map(|((backend, variant), (current, baseline))| CellHistograms {
-                backend,
-                variant,
-                current,
-                baseline,
-            })
-            .collect();
-        Ok(data)
+        Ok(WindowData {
+            backends: backends.into_iter().map(|(_, n)| n).collect(),
+            variant_ids: variants.iter().map(|(id, _)| *id).collect(),
+            variants: variants.iter().map(|(_, d)| d.clone()).collect(),
+            cells: list
+                .into_iter()
+                .map(|((backend, variant), (current, baseline))| CellHistograms {
+                    backend,
+                    variant,
+                    current,
+                    baseline,
+                })
+                .collect(),
+        })
+    }
+
+    /// Each cell's whole-day histograms of both windows. The database joins a cell's day
+    /// histograms into one string per window, so a month of 11,000 cells is 11,000 rows rather
+    /// than 300,000; the table is read in parallel ranges of backends and decoded on every core.
+    async fn whole_days(
+        &self,
+        index: &Indexes,
+        current_days: std::ops::Range<i64>,
+        baseline_days: std::ops::Range<i64>,
+    ) -> Result<HashMap<(usize, usize), (Histogram, Histogram)>> {
+        // An empty range must not match (and must not mark baseline days as current).
+        let nothing = i64::MAX..i64::MAX;
+        let current_days = if current_days.is_empty() { nothing.clone() } else { current_days };
+        let baseline_days = if baseline_days.is_empty() { nothing } else { baseline_days };
+        let started = std::time::Instant::now();
+        let parts = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+        let ids: Vec<i64> = index.backends.keys().copied().collect();
+        let (lo, hi) = (ids.iter().min().copied().unwrap_or(0), ids.iter().max().copied().unwrap_or(0) + 1);
+        let step = ((hi - lo) as usize).div_ceil(parts).max(1) as i64;
+        let text = if self.engine() == crate::config::Engine::Postgres {
+            WHOLE_DAYS_POSTGRES
+        } else {
+            WHOLE_DAYS_SQLITE
+        };
+        let queries = (0..parts as i64)
+            .map(|i| (lo + i * step, (lo + (i + 1) * step).min(hi)))
+            .filter(|r| r.0 < r.1)
+            .map(|(from, to)| {
+                let q = sql(text)
+                    .bind(baseline_days.start)
+                    .bind(baseline_days.end)
+                    .bind(current_days.start)
+                    .bind(current_days.end)
+                    .bind(from)
+                    .bind(to);
+                self.fetch_all::<WholeDaysRow>(q)
+            });
+        let fetched = futures::future::try_join_all(queries).await?;
+        tracing::debug!(parts = fetched.len(), seconds = started.elapsed().as_secs_f64(), "window query");
+        let decoded: Vec<Result<Decoded>> = std::thread::scope(|scope| {
+            let handles: Vec<_> =
+                fetched.into_iter().map(|rows| scope.spawn(move || decode(index, rows))).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a decoding thread panicked"))))
+                .collect()
+        });
+        let mut cells: HashMap<(usize, usize), (Histogram, Histogram)> = HashMap::new();
+        for part in decoded {
+            for (key, (current, baseline)) in part? {
+                let entry = cells.entry(key).or_default();
+                entry.0.merge(&current);
+                entry.1.merge(&baseline);
+            }
+        }
+        Ok(cells)
     }
 
     /// One backend's runs in a window among some variants: (job, build id, URL, seconds, started).

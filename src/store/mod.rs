@@ -2,7 +2,7 @@
 //!
 //! Both engines run the same SQL: `$N` placeholders, BIGINT Unix seconds for time, TEXT for
 //! everything else. The pool is an enum of the two native sqlx pools rather than `AnyPool`, so
-//! each engine keeps its own fast row decoding; [`db`] runs one statement on whichever is live.
+//! each engine keeps its own fast row decoding; `db.rs` runs one statement on whichever is live.
 //! One file per table; SQL lives only here. The store applies what it is told (a run, a plan,
 //! an outbox result) and decides nothing about incidents.
 

@@ -6,11 +6,11 @@ use std::path::Path;
 
 use chrono::{DateTime, Duration, Utc};
 
-use super::{JobSpec, Rng, Scenario, TruthRun};
+use super::{JobSpec, Rng, RunSlot, Scenario, TruthRun};
 use crate::ingest::formats::job_name::parse_release;
 use crate::model::Dimensions;
 
-/// The interval-file schema generation of a release (DESIGN §3.6).
+/// The interval-file schema generation of a release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Era {
     /// ≤ 4.13: string locators and messages; no cluster-data file.
@@ -77,17 +77,8 @@ fn baseline_seconds(backend: &str, dims: &Dimensions, rng: &mut Rng) -> i64 {
 }
 
 impl<'a> RunPlan<'a> {
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
-        scenario: &Scenario,
-        job: &'a JobSpec,
-        name_dims: &Dimensions,
-        nth: usize,
-        day_index: u32,
-        started: DateTime<Utc>,
-        build_id: String,
-        rng: &mut Rng,
-    ) -> RunPlan<'a> {
+    pub(super) fn new(scenario: &Scenario, slot: RunSlot<'a>, rng: &mut Rng) -> RunPlan<'a> {
+        let RunSlot { job, dims: name_dims, nth, day_index, started, build_id } = slot;
         let release = parse_release(&name_dims.release).unwrap_or((4, 14));
         let era = if release <= (4, 13) {
             Era::Strings
@@ -296,73 +287,11 @@ fn intervals(
     upgrade_start: DateTime<Utc>,
     rng: &mut Rng,
 ) -> Vec<Interval> {
-    let mut items = Vec::new();
-    let upgrade = plan.dims.upgrade_type != "none";
-    // Every operator progresses during an upgrade: noise that correlates with everything.
-    if upgrade {
-        for op in OPERATORS {
-            let from = upgrade_start + Duration::seconds(rng.between(0, 600));
-            let to = from + Duration::seconds(rng.between(300, 1500));
-            items.push(operator_interval(
-                op,
-                "Progressing",
-                "True",
-                "Upgrading",
-                &format!("Working towards {}", plan.dims.release),
-                from,
-                Some(to),
-            ));
-        }
-    }
-    if rng.chance(0.1) {
-        let op = OPERATORS[rng.below(OPERATORS.len() as u64) as usize];
-        let from = upgrade_start + Duration::seconds(rng.between(0, 2400));
-        items.push(operator_interval(
-            op,
-            "Degraded",
-            "True",
-            "SyncError",
-            "a transient sync error",
-            from,
-            Some(from + Duration::seconds(rng.between(30, 300))),
-        ));
-    }
+    let mut items = operator_noise(plan, upgrade_start, rng);
     let window_start = upgrade_start + Duration::seconds(600);
     for (backend, &secs) in &plan.seconds {
-        if secs == 0 {
-            continue;
-        }
-        let connection = if backend.contains("-reused-") { "reused" } else { "new" };
-        let from = window_start + Duration::seconds(rng.between(0, 1800));
-        let to = from + Duration::seconds(secs);
-        items.push(Interval {
-            level: "Error",
-            source: "Disruption",
-            locator_type: "Disruption",
-            keys: vec![
-                ("backend-disruption-name", backend.clone()),
-                ("connection", connection.to_string()),
-                ("disruption", "openshift-tests".into()),
-            ],
-            reason: "DisruptionBegan".into(),
-            message: format!("{backend} stopped responding to GET requests over {connection} connections: 503 Service Unavailable"),
-            annotations: vec![("reason", "DisruptionBegan".into())],
-            from,
-            to: Some(to),
-        });
-        if plan.regressed
-            && backend.starts_with(&plan.regressed_prefix)
-            && let Some((op, cond, status, reason, message)) = &plan.regressed_condition
-        {
-            items.push(operator_interval(
-                op,
-                cond,
-                status,
-                reason,
-                message,
-                from - Duration::seconds(10),
-                Some(to + Duration::seconds(10)),
-            ));
+        if secs > 0 {
+            items.extend(outage(plan, backend, secs, window_start, rng));
         }
     }
     if rng.chance(0.05) {
@@ -382,29 +311,96 @@ fn intervals(
             to: Some(from + Duration::seconds(5)),
         });
     }
-    for n in 0..scenario.noise_intervals {
-        let from = plan.started + Duration::seconds(rng.between(0, 7000));
-        items.push(Interval {
-            level: "Info",
-            source: "PodState",
-            locator_type: "Pod",
-            keys: vec![
-                ("namespace", format!("e2e-test-{}", n % 17)),
-                ("pod", format!("pod-{n}-{}", rng.below(100_000))),
-                ("uid", format!("{:016x}", rng.next_u64())),
-            ],
-            reason: "Created".into(),
-            message: "pod lifecycle event".into(),
-            annotations: vec![
-                ("constructed", "pod-lifecycle-constructor".into()),
-                ("reason", "Created".into()),
-            ],
-            from,
-            to: Some(from + Duration::seconds(rng.between(0, 60))),
-        });
-    }
+    items.extend((0..scenario.noise_intervals).map(|n| pod_noise(plan, n, rng)));
     items.sort_by_key(|i| i.from);
     items
+}
+
+/// Every operator progresses during an upgrade (noise that correlates with everything), and
+/// now and then one is briefly degraded.
+fn operator_noise(plan: &RunPlan<'_>, upgrade_start: DateTime<Utc>, rng: &mut Rng) -> Vec<Interval> {
+    let mut items = Vec::new();
+    if plan.dims.upgrade_type != "none" {
+        for op in OPERATORS {
+            let from = upgrade_start + Duration::seconds(rng.between(0, 600));
+            let to = from + Duration::seconds(rng.between(300, 1500));
+            let message = format!("Working towards {}", plan.dims.release);
+            items.push(operator_interval(op, "Progressing", "True", "Upgrading", &message, from, Some(to)));
+        }
+    }
+    if rng.chance(0.1) {
+        let op = OPERATORS[rng.below(OPERATORS.len() as u64) as usize];
+        let from = upgrade_start + Duration::seconds(rng.between(0, 2400));
+        let to = from + Duration::seconds(rng.between(30, 300));
+        items.push(operator_interval(
+            op,
+            "Degraded",
+            "True",
+            "SyncError",
+            "a transient sync error",
+            from,
+            Some(to),
+        ));
+    }
+    items
+}
+
+/// One backend's outage of `secs`, and the planted condition around it in a regressed run.
+fn outage(
+    plan: &RunPlan<'_>,
+    backend: &str,
+    secs: i64,
+    window_start: DateTime<Utc>,
+    rng: &mut Rng,
+) -> Vec<Interval> {
+    let connection = if backend.contains("-reused-") { "reused" } else { "new" };
+    let from = window_start + Duration::seconds(rng.between(0, 1800));
+    let to = from + Duration::seconds(secs);
+    let mut items = vec![Interval {
+        level: "Error",
+        source: "Disruption",
+        locator_type: "Disruption",
+        keys: vec![
+            ("backend-disruption-name", backend.to_string()),
+            ("connection", connection.to_string()),
+            ("disruption", "openshift-tests".into()),
+        ],
+        reason: "DisruptionBegan".into(),
+        message: format!(
+            "{backend} stopped responding to GET requests over {connection} connections: 503 Service Unavailable"
+        ),
+        annotations: vec![("reason", "DisruptionBegan".into())],
+        from,
+        to: Some(to),
+    }];
+    if plan.regressed
+        && backend.starts_with(&plan.regressed_prefix)
+        && let Some((op, cond, status, reason, message)) = &plan.regressed_condition
+    {
+        let (from, to) = (from - Duration::seconds(10), Some(to + Duration::seconds(10)));
+        items.push(operator_interval(op, cond, status, reason, message, from, to));
+    }
+    items
+}
+
+/// An unrelated pod-lifecycle interval: what makes real interval files big.
+fn pod_noise(plan: &RunPlan<'_>, n: usize, rng: &mut Rng) -> Interval {
+    let from = plan.started + Duration::seconds(rng.between(0, 7000));
+    Interval {
+        level: "Info",
+        source: "PodState",
+        locator_type: "Pod",
+        keys: vec![
+            ("namespace", format!("e2e-test-{}", n % 17)),
+            ("pod", format!("pod-{n}-{}", rng.below(100_000))),
+            ("uid", format!("{:016x}", rng.next_u64())),
+        ],
+        reason: "Created".into(),
+        message: "pod lifecycle event".into(),
+        annotations: vec![("constructed", "pod-lifecycle-constructor".into()), ("reason", "Created".into())],
+        from,
+        to: Some(from + Duration::seconds(rng.between(0, 60))),
+    }
 }
 
 fn operator_interval(
@@ -455,23 +451,19 @@ fn write(path: &Path, text: &str, files: &mut u64) -> std::io::Result<()> {
     std::fs::write(path, text)
 }
 
-pub(super) fn write_run(
+/// Writes `prowjob.json`, `started.json`, `finished.json` and a build log.
+fn write_prow_files(
     scenario: &Scenario,
     plan: &RunPlan<'_>,
-    root: &Path,
+    dir: &Path,
+    path: &str,
+    files: &mut u64,
     rng: &mut Rng,
-) -> std::io::Result<Written> {
+) -> std::io::Result<()> {
     let job = &plan.job.name;
-    let path = format!("logs/{job}/{}", plan.build_id);
-    let dir = root.join(&scenario.bucket).join(&path);
-    let mut files = 0;
     let duration = Duration::seconds(rng.between(5400, 9000));
     let finished = plan.started + duration;
     let passed = rng.chance(0.85);
-    let target = job.rsplit_once("-e2e-").map_or("e2e", |(_, t)| t);
-    let target = format!("e2e-{target}");
-    let step = if plan.dims.platform == "metal" { "baremetalds-e2e-test" } else { "openshift-e2e-test" };
-    let junit = dir.join("artifacts").join(&target).join(step).join("artifacts/junit");
     let url = format!("https://prow.ci.openshift.org/view/gs/{}/{path}", scenario.bucket);
     let prowjob = serde_json::json!({
         "kind": "ProwJob",
@@ -486,30 +478,86 @@ pub(super) fn write_run(
         "status": {"startTime": rfc3339(plan.started), "completionTime": rfc3339(finished),
             "state": if passed { "success" } else { "failure" }, "url": url, "build_id": plan.build_id},
     });
-    write(
-        &dir.join("prowjob.json"),
-        &serde_json::to_string_pretty(&prowjob).unwrap_or_default(),
-        &mut files,
-    )?;
-    write(
-        &dir.join("started.json"),
-        &format!("{{\"timestamp\": {}, \"repos\": {{}}}}", plan.started.timestamp()),
-        &mut files,
-    )?;
-    write(
-        &dir.join("finished.json"),
-        &format!(
-            "{{\"timestamp\": {}, \"passed\": {passed}, \"result\": \"{}\", \"revision\": \"master\", \"metadata\": {{\"work-namespace\": \"ci-op-{:x}\"}}}}",
-            finished.timestamp(),
-            if passed { "SUCCESS" } else { "FAILURE" },
-            rng.below(1 << 20)
-        ),
-        &mut files,
-    )?;
-    write(&dir.join("build-log.txt"), "INFO[2023-11-14T22:00:00Z] Running step e2e\n", &mut files)?;
+    write(&dir.join("prowjob.json"), &serde_json::to_string_pretty(&prowjob).unwrap_or_default(), files)?;
+    let started = format!("{{\"timestamp\": {}, \"repos\": {{}}}}", plan.started.timestamp());
+    write(&dir.join("started.json"), &started, files)?;
+    let finished_json = format!(
+        "{{\"timestamp\": {}, \"passed\": {passed}, \"result\": \"{}\", \"revision\": \"master\", \"metadata\": {{\"work-namespace\": \"ci-op-{:x}\"}}}}",
+        finished.timestamp(),
+        if passed { "SUCCESS" } else { "FAILURE" },
+        rng.below(1 << 20)
+    );
+    write(&dir.join("finished.json"), &finished_json, files)?;
+    write(&dir.join("build-log.txt"), "INFO[2023-11-14T22:00:00Z] Running step e2e\n", files)
+}
 
-    let upgrade = plan.dims.upgrade_type != "none";
-    let phases: Vec<DateTime<Utc>> = if upgrade {
+/// One phase's `backend-disruption_*.json`, in the writer generation of the run's release.
+fn disruption_file(era: Era, seconds: &BTreeMap<&str, i64>) -> String {
+    let mut body = String::from("{\"BackendDisruptions\": {\n");
+    for (i, (b, s)) in seconds.iter().enumerate() {
+        if i > 0 {
+            body.push_str(",\n");
+        }
+        let connection = if b.contains("-reused-") { "Reused" } else { "New" };
+        let short = b.trim_end_matches("-new-connections").trim_end_matches("-reused-connections");
+        let d = phase_duration(*s);
+        if era == Era::Strings {
+            let _ = write!(
+                body,
+                "  {k}: {{\"Name\": {k}, \"BackendName\": {}, \"ConnectionType\": \"{connection}\", \"DisruptedDuration\": \"{d}\", \"DisruptionMessages\": null}}",
+                json_str(short),
+                k = json_str(b)
+            );
+        } else {
+            let _ = write!(
+                body,
+                "  {k}: {{\"Name\": {k}, \"BackendName\": {k}, \"ConnectionType\": \"{connection}\", \"DisruptedDuration\": \"{d}\", \
+                 \"DisruptionMessages\": {}, \"LoadBalancerType\": \"external\", \"Protocol\": \"http1\", \"TargetAPI\": \"\"}}",
+                if *s > 0 { "[\"stopped responding\"]" } else { "null" },
+                k = json_str(b)
+            );
+        }
+    }
+    body.push_str("\n}}\n");
+    body
+}
+
+/// One phase's `cluster-data_*.json` (the first phase updates the control plane).
+fn cluster_data_file(plan: &RunPlan<'_>, first_phase: bool) -> String {
+    let mut cd = serde_json::json!({
+        "Release": plan.dims.release,
+        "FromRelease": plan.dims.from_release,
+        "Platform": plan.dims.platform,
+        "Architecture": plan.dims.architecture,
+        "Network": plan.dims.network,
+        "Topology": plan.dims.topology,
+        "NetworkStack": "IPv4",
+        "CloudRegion": "us-east-1",
+        "CloudZone": "us-east-1a",
+        "ClusterVersionHistory": [plan.dims.from_release, plan.dims.release],
+        "MasterNodesUpdated": if first_phase { plan.dims.master_nodes_updated.as_str() } else { "N" },
+    });
+    if plan.era == Era::Structured {
+        cd["os"] = serde_json::json!("rhcos");
+    }
+    cd.to_string()
+}
+
+pub(super) fn write_run(
+    scenario: &Scenario,
+    plan: &RunPlan<'_>,
+    root: &Path,
+    rng: &mut Rng,
+) -> std::io::Result<Written> {
+    let job = &plan.job.name;
+    let path = format!("logs/{job}/{}", plan.build_id);
+    let dir = root.join(&scenario.bucket).join(&path);
+    let mut files = 0;
+    write_prow_files(scenario, plan, &dir, &path, &mut files, rng)?;
+    let target = format!("e2e-{}", job.rsplit_once("-e2e-").map_or("e2e", |(_, t)| t));
+    let step = if plan.dims.platform == "metal" { "baremetalds-e2e-test" } else { "openshift-e2e-test" };
+    let junit = dir.join("artifacts").join(&target).join(step).join("artifacts/junit");
+    let phases: Vec<DateTime<Utc>> = if plan.dims.upgrade_type != "none" {
         vec![plan.started + Duration::seconds(1800), plan.started + Duration::seconds(5400)]
     } else {
         vec![plan.started + Duration::seconds(1800)]
@@ -526,51 +574,17 @@ pub(super) fn write_run(
     let mut interval_bytes = 0;
     for (n, phase_start) in phases.iter().enumerate() {
         let ts = stamp(*phase_start);
-        let mut body = String::from("{\"BackendDisruptions\": {\n");
-        for (i, (b, s)) in split[n].iter().enumerate() {
-            if i > 0 {
-                body.push_str(",\n");
-            }
-            let connection = if b.contains("-reused-") { "Reused" } else { "New" };
-            let short = b.trim_end_matches("-new-connections").trim_end_matches("-reused-connections");
-            let d = phase_duration(*s);
-            if plan.era == Era::Strings {
-                let _ = write!(
-                    body,
-                    "  {k}: {{\"Name\": {k}, \"BackendName\": {}, \"ConnectionType\": \"{connection}\", \"DisruptedDuration\": \"{d}\", \"DisruptionMessages\": null}}",
-                    json_str(short),
-                    k = json_str(b)
-                );
-            } else {
-                let _ = write!(
-                    body,
-                    "  {k}: {{\"Name\": {k}, \"BackendName\": {k}, \"ConnectionType\": \"{connection}\", \"DisruptedDuration\": \"{d}\", \
-                     \"DisruptionMessages\": {}, \"LoadBalancerType\": \"external\", \"Protocol\": \"http1\", \"TargetAPI\": \"\"}}",
-                    if *s > 0 { "[\"stopped responding\"]" } else { "null" },
-                    k = json_str(b)
-                );
-            }
-        }
-        body.push_str("\n}}\n");
-        write(&junit.join(format!("backend-disruption_{ts}.json")), &body, &mut files)?;
+        write(
+            &junit.join(format!("backend-disruption_{ts}.json")),
+            &disruption_file(plan.era, &split[n]),
+            &mut files,
+        )?;
         if plan.era != Era::Strings {
-            let mut cd = serde_json::json!({
-                "Release": plan.dims.release,
-                "FromRelease": plan.dims.from_release,
-                "Platform": plan.dims.platform,
-                "Architecture": plan.dims.architecture,
-                "Network": plan.dims.network,
-                "Topology": plan.dims.topology,
-                "NetworkStack": "IPv4",
-                "CloudRegion": "us-east-1",
-                "CloudZone": "us-east-1a",
-                "ClusterVersionHistory": [plan.dims.from_release, plan.dims.release],
-                "MasterNodesUpdated": if n == 0 { plan.dims.master_nodes_updated.as_str() } else { "N" },
-            });
-            if plan.era == Era::Structured {
-                cd["os"] = serde_json::json!("rhcos");
-            }
-            write(&junit.join(format!("cluster-data_{ts}.json")), &cd.to_string(), &mut files)?;
+            write(
+                &junit.join(format!("cluster-data_{ts}.json")),
+                &cluster_data_file(plan, n == 0),
+                &mut files,
+            )?;
         }
         let items = if n == 0 { intervals(scenario, plan, *phase_start, rng) } else { Vec::new() };
         let events = interval_file(plan.era, &items);

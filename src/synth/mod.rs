@@ -157,7 +157,7 @@ pub fn standard_jobs() -> Vec<JobSpec> {
     ]
 }
 
-/// The case of DESIGN §1: image-registry on metal 4.14, both networks, micro and minor, in the
+/// The case that started sheriff: image-registry on metal 4.14, both networks, micro and minor, in the
 /// last week of the month, with the operator reporting no replicas.
 pub fn metal_registry_regression(from_day: u32) -> Planted {
     use crate::model::Dimension;
@@ -209,21 +209,23 @@ pub fn day(y: i32, m: u32, d: u32) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(y, m, d, 0, 0, 0).single().expect("a valid date")
 }
 
-/// Visits every run of the scenario in order: its job, the job's dimensions, its index within
-/// the job, its day, its start and its build id (from a running counter).
+/// Where one run falls: its job, the job's dimensions, its index within the job, its day, its
+/// start and its build id.
+pub(crate) struct RunSlot<'a> {
+    pub job: &'a JobSpec,
+    pub dims: &'a Dimensions,
+    pub nth: usize,
+    pub day_index: u32,
+    pub started: DateTime<Utc>,
+    pub build_id: String,
+}
+
+/// Visits every run of the scenario in order, build ids from a running counter.
 fn for_each_run(
     scenario: &Scenario,
     rng: &mut Rng,
     build_id: impl Fn(u64) -> String,
-    mut visit: impl FnMut(
-        &JobSpec,
-        &Dimensions,
-        usize,
-        u32,
-        DateTime<Utc>,
-        String,
-        &mut Rng,
-    ) -> std::io::Result<()>,
+    mut visit: impl FnMut(RunSlot<'_>, &mut Rng) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let mut build_counter: u64 = 0;
     for job in &scenario.jobs {
@@ -237,7 +239,15 @@ fn for_each_run(
                 let started =
                     scenario.start + Duration::days(i64::from(day_index)) + Duration::seconds(offset);
                 build_counter += 1;
-                visit(job, &dims, job_runs, day_index, started, build_id(build_counter), rng)?;
+                let slot = RunSlot {
+                    job,
+                    dims: &dims,
+                    nth: job_runs,
+                    day_index,
+                    started,
+                    build_id: build_id(build_counter),
+                };
+                visit(slot, rng)?;
                 job_runs += 1;
             }
         }
@@ -251,8 +261,8 @@ pub fn write_tree(scenario: &Scenario, root: &Path) -> std::io::Result<Truth> {
     let mut truth = Truth::default();
     let seed = scenario.seed;
     let build_id = |n: u64| format!("{}", 1_700_000_000_000_000_000u64 + n * 7919 + seed % 1000);
-    for_each_run(scenario, &mut rng, build_id, |job, dims, nth, day_index, started, build_id, rng| {
-        let run = artifacts::RunPlan::new(scenario, job, dims, nth, day_index, started, build_id, rng);
+    for_each_run(scenario, &mut rng, build_id, |slot, rng| {
+        let run = artifacts::RunPlan::new(scenario, slot, rng);
         let written = artifacts::write_run(scenario, &run, root, rng)?;
         truth.interval_bytes += written.interval_bytes;
         truth.files += written.files;
@@ -336,12 +346,10 @@ pub fn run_records(scenario: &Scenario) -> Vec<crate::model::RunRecord> {
     let mut rng = Rng::new(scenario.seed);
     let mut out = Vec::new();
     let build_id = |n: u64| format!("{}", 1_800_000_000_000_000_000u64 + n);
-    let visited =
-        for_each_run(scenario, &mut rng, build_id, |job, dims, nth, day_index, started, build_id, rng| {
-            let plan = artifacts::RunPlan::new(scenario, job, dims, nth, day_index, started, build_id, rng);
-            out.push(plan.record(&scenario.bucket));
-            Ok(())
-        });
+    let visited = for_each_run(scenario, &mut rng, build_id, |slot, rng| {
+        out.push(artifacts::RunPlan::new(scenario, slot, rng).record(&scenario.bucket));
+        Ok(())
+    });
     debug_assert!(visited.is_ok(), "building records does no I/O");
     out
 }

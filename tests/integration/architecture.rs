@@ -356,7 +356,6 @@ fn the_checker_finds_a_cycle_and_reads_use_groups() {
 }
 
 #[test]
-#[ignore = "until the long functions are split (next commits)"]
 fn no_function_is_longer_than_80_lines_without_a_reason() {
     let mut long = Vec::new();
     for s in sources() {
@@ -405,7 +404,6 @@ fn no_function_is_longer_than_80_lines_without_a_reason() {
 }
 
 #[test]
-#[ignore = "until the long functions are split (next commits)"]
 fn no_too_many_arguments_allowance_is_left() {
     let allowed: Vec<String> = sources()
         .iter()

@@ -1,4 +1,4 @@
-//! Dimensions read from a job name (DESIGN §3.4), as the CI analysis tooling derives them.
+//! Dimensions read from a job name, as the CI analysis tooling derives them.
 //! Used when a run has no cluster-data file, and to fill what cluster-data leaves out.
 
 use crate::model::Dimensions;
@@ -35,7 +35,7 @@ fn version(v: (u32, u32)) -> String {
     format!("{}.{}", v.0, v.1)
 }
 
-/// The upgrade type between two releases (DESIGN §3.4).
+/// The upgrade type between two releases.
 pub fn upgrade_type(from: (u32, u32), to: (u32, u32)) -> &'static str {
     if from == to {
         "micro"
@@ -56,25 +56,57 @@ pub fn parse_release(text: &str) -> Option<(u32, u32)> {
 /// Every dimension the name tells; `master_nodes_updated` stays empty (names never say).
 pub fn dimensions_from_job_name(job: &str) -> Dimensions {
     let name = job.to_ascii_lowercase();
-    let has = |s: &str| name.contains(s);
     let releases = releases_in(&name);
     let highest = releases.iter().copied().max();
     let lowest = releases.iter().copied().min();
     let mut d = Dimensions { release: highest.map(version).unwrap_or_default(), ..Default::default() };
-    if has("-upgrade") {
-        if has("-upgrade-out-of-change") {
-            d.upgrade_type = "micro-downgrade".into();
-            d.from_release = d.release.clone();
-        } else if let (Some(lo), Some(hi)) = (lowest, highest) {
-            d.upgrade_type = upgrade_type(lo, hi).into();
-            d.from_release = version(lo);
-        } else {
-            d.upgrade_type = "micro".into();
-        }
-    } else {
-        d.upgrade_type = "none".into();
+    (d.upgrade_type, d.from_release) = upgrade(&name, lowest, highest, &d.release);
+    d.platform = platform(&name);
+    d.network = network(&name, highest).into();
+    d.network_stack = first_match(&name, &[("-dualstack", "dual"), ("-ipv6", "ipv6")], "ipv4").into();
+    d.topology = topology(&name).into();
+    d.architecture = first_match(
+        &name,
+        &[
+            ("-arm64", "arm64"),
+            ("-arm", "arm64"),
+            ("-ppc64le", "ppc64le"),
+            ("-s390x", "s390x"),
+            ("-multi", "multi"),
+            ("-heterogeneous", "multi"),
+        ],
+        "amd64",
+    )
+    .into();
+    d
+}
+
+/// The value of the first needle found in `name`, else `otherwise`.
+fn first_match(name: &str, rules: &[(&str, &'static str)], otherwise: &'static str) -> &'static str {
+    rules.iter().find(|(needle, _)| name.contains(needle)).map_or(otherwise, |(_, v)| v)
+}
+
+/// The upgrade type and the release upgraded from.
+fn upgrade(
+    name: &str,
+    lowest: Option<(u32, u32)>,
+    highest: Option<(u32, u32)>,
+    release: &str,
+) -> (String, String) {
+    if !name.contains("-upgrade") {
+        return ("none".into(), String::new());
     }
-    d.platform = [
+    if name.contains("-upgrade-out-of-change") {
+        return ("micro-downgrade".into(), release.to_string());
+    }
+    match (lowest, highest) {
+        (Some(lo), Some(hi)) => (upgrade_type(lo, hi).into(), version(lo)),
+        _ => ("micro".into(), String::new()),
+    }
+}
+
+fn platform(name: &str) -> String {
+    let rules = [
         ("-aws", "aws"),
         ("-azure", "azure"),
         ("-gcp", "gcp"),
@@ -87,53 +119,22 @@ pub fn dimensions_from_job_name(job: &str) -> Dimensions {
         ("-alibaba", "alibaba"),
         ("-rosa", "aws"),
         ("-aks", "azure"),
-    ]
-    .iter()
-    .find(|(needle, _)| has(needle))
-    .map(|(_, p)| (*p).to_string())
-    .unwrap_or_default();
-    d.network = if has("-ovn") {
-        "ovn".into()
-    } else if has("-sdn") {
-        "sdn".into()
-    } else if has("-cilium") {
-        "cilium".into()
-    } else if highest.is_some_and(|r| r >= (4, 12)) {
-        "ovn".into()
-    } else {
-        "sdn".into()
-    };
-    d.network_stack = if has("-dualstack") {
-        "dual"
-    } else if has("-ipv6") {
-        "ipv6"
-    } else {
-        "ipv4"
-    }
-    .into();
-    d.topology = if has("-sno-") || name.ends_with("-sno") || has("-single-node") {
+    ];
+    first_match(name, &rules, "").to_string()
+}
+
+/// The network plugin named, else OVN from 4.12 on and SDN before.
+fn network(name: &str, highest: Option<(u32, u32)>) -> &'static str {
+    let default = if highest.is_some_and(|r| r >= (4, 12)) { "ovn" } else { "sdn" };
+    first_match(name, &[("-ovn", "ovn"), ("-sdn", "sdn"), ("-cilium", "cilium")], default)
+}
+
+fn topology(name: &str) -> &'static str {
+    if name.contains("-sno-") || name.ends_with("-sno") || name.contains("-single-node") {
         "single"
-    } else if has("-hypershift") || has("-hcp") {
-        "external"
-    } else if has("-compact") {
-        "compact"
     } else {
-        "ha"
+        first_match(name, &[("-hypershift", "external"), ("-hcp", "external"), ("-compact", "compact")], "ha")
     }
-    .into();
-    d.architecture = if has("-arm64") || has("-arm") {
-        "arm64"
-    } else if has("-ppc64le") {
-        "ppc64le"
-    } else if has("-s390x") {
-        "s390x"
-    } else if has("-multi") || has("-heterogeneous") {
-        "multi"
-    } else {
-        "amd64"
-    }
-    .into();
-    d
 }
 
 #[cfg(test)]

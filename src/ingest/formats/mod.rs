@@ -1,4 +1,4 @@
-//! One parser per artifact format (DESIGN §3). Pure: bytes in, typed values or a message out.
+//! One parser per artifact format. Pure: bytes in, typed values or a message out.
 
 pub mod cluster_data;
 pub mod disruption;

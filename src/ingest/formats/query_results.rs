@@ -1,4 +1,4 @@
-//! The CI test suite's historical disruption table, `query_results.json` (DESIGN §3.7), in all
+//! The CI test suite's historical disruption table, `query_results.json` , in all
 //! three schema generations: oldest (P95/P99 only, no JobRuns), 4.13 (JobRuns), and current
 //! (P50/P75 and MasterNodesUpdated added). Percentiles are strings, often with float noise.
 

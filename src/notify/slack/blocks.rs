@@ -132,26 +132,14 @@ fn state_emoji(state: State) -> &'static str {
     }
 }
 
-/// The incident's parent message, edited in place as it changes.
-pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Message {
+/// The fields of the parent message.
+fn incident_fields(i: &Incident, links: &Links) -> Value {
     let s = &i.snapshot;
-    let r = &s.report;
-    let scope = s.scope.describe();
-    let title = format!(
-        "{} {} disruption {}: {} {}",
-        state_emoji(i.state),
-        s.family,
-        if i.state == State::Resolved { "recovered" } else { "regressed" },
-        s.release,
-        scope
-    );
-    let mut blocks = vec![header(&title)];
-    blocks.push(section(&escape(&s.summary)));
     let since = crate::render::time(i.opened_at);
     let mut f = vec![
         ("State", format!("{} (opened {since})", i.state)),
         ("Component", escape(&s.component)),
-        ("Scope", escape(&format!("{} {scope}", s.release))),
+        ("Scope", escape(&format!("{} {}", s.release, s.scope.describe()))),
         (
             "Now",
             format!(
@@ -166,9 +154,38 @@ pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Messag
     if let Some(by) = &i.acked_by {
         f.push(("Acknowledged", format!("<@{by}>")));
     }
-    f.push(("Confidence", r.attribution.confidence.to_string()));
-    blocks.push(fields(&f));
+    f.push(("Confidence", s.report.attribution.confidence.to_string()));
+    fields(&f)
+}
 
+/// The buttons of an open incident.
+fn incident_buttons(i: &Incident) -> Value {
+    let id = i.id.to_string();
+    json!({
+        "type": "actions",
+        "block_id": format!("incident-{}", i.id),
+        "elements": [
+            button("Acknowledge", "ack", &id, Some("primary")),
+            button("Silence 24 h", "silence_24h", &id, None),
+            button("File Jira now", "file_jira", &id, None),
+            button("Not a regression", "not_a_regression", &id, Some("danger")),
+        ],
+    })
+}
+
+/// The incident's parent message, edited in place as it changes.
+pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Message {
+    let s = &i.snapshot;
+    let r = &s.report;
+    let title = format!(
+        "{} {} disruption {}: {} {}",
+        state_emoji(i.state),
+        s.family,
+        if i.state == State::Resolved { "recovered" } else { "regressed" },
+        s.release,
+        s.scope.describe()
+    );
+    let mut blocks = vec![header(&title), section(&escape(&s.summary)), incident_fields(i, links)];
     // percentiles now / threshold / reference, and the weekly sparkline
     let mut table = format!("```\n{}", percentile_text(r));
     if let Some(line) = weekly_line(r) {
@@ -177,7 +194,6 @@ pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Messag
     }
     table.push_str("```");
     blocks.push(section(&table));
-
     let evidence: Vec<String> = r.attribution.evidence.iter().map(|e| format!("• {}", escape(e))).collect();
     if !evidence.is_empty() {
         blocks.extend(sections_of_lines(&evidence, 2, links.incident(i.id).as_deref()));
@@ -197,17 +213,7 @@ pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Messag
         blocks.push(context(&jobs));
     }
     if i.state.is_open() {
-        let id = i.id.to_string();
-        blocks.push(json!({
-            "type": "actions",
-            "block_id": format!("incident-{}", i.id),
-            "elements": [
-                button("Acknowledge", "ack", &id, Some("primary")),
-                button("Silence 24 h", "silence_24h", &id, None),
-                button("File Jira now", "file_jira", &id, None),
-                button("Not a regression", "not_a_regression", &id, Some("danger")),
-            ],
-        }));
+        blocks.push(incident_buttons(i));
     }
     let mut footer = vec![format!("#{} · {}", i.id, i.fingerprint)];
     if let Some(last) = events.iter().rev().find(|e| e.actor != "sheriff") {

@@ -1,5 +1,6 @@
 //! Shared by the integration tests: a fresh database per test on SQLite and PostgreSQL.
 
+pub mod app;
 pub mod faults;
 pub mod gcs;
 pub mod jira;

@@ -1,0 +1,234 @@
+//! A regression in words: the summary a person reads first, the evidence lines behind it, and
+//! how confident the attribution is. Pure: the cycle gathers the facts, this says them.
+
+use crate::model::{ConditionEvidence, Confidence, ControlEvidence, FileAgainst, Percentile, secs};
+
+/// Whom it belongs to.
+#[derive(Debug, Clone)]
+pub struct Owners {
+    /// The component it is filed against.
+    pub component: String,
+    /// The backend's own component.
+    pub backend_component: String,
+    /// The platform's component, for a regression specific to one platform.
+    pub platform_component: Option<String>,
+    pub file_against: FileAgainst,
+}
+
+/// Everything the words are made of.
+#[derive(Debug, Clone)]
+pub struct Facts<'a> {
+    pub family: &'a str,
+    /// "metal 4.14", "4.14, every platform, network=ovn".
+    pub scope_words: &'a str,
+    /// Still regressed (or back).
+    pub regressed: bool,
+    pub percentile: Percentile,
+    pub observed: f64,
+    pub threshold: f64,
+    pub allowed: f64,
+    /// Where the threshold came from, in words.
+    pub source: &'a str,
+    pub p_value: f64,
+    pub q_value: f64,
+    pub runs: u64,
+    /// The percentile in the reference, and the reference's runs.
+    pub reference: Option<(f64, u64)>,
+    pub independence: &'a [String],
+    /// Values with too few runs of their own.
+    pub thin: usize,
+    /// The scope separates the regressed cells from every healthy one.
+    pub separates: bool,
+    pub backends: &'a [String],
+    pub control: Option<&'a ControlEvidence>,
+    pub conditions: &'a [ConditionEvidence],
+    /// Sample runs that also lost CI network liveness, of those read.
+    pub liveness_trouble: (usize, usize),
+    pub owners: &'a Owners,
+}
+
+/// The plain-language account: what, where, how much, what it does not depend on, the control,
+/// the condition behind it, whom to file against.
+pub fn summary(f: &Facts<'_>) -> String {
+    let verb = if f.regressed { "regressed" } else { "recovered" };
+    let mut s = format!(
+        "{} disruption {verb} on {}: {} {} against {} over {} runs.",
+        f.family,
+        f.scope_words,
+        f.percentile,
+        secs(f.observed),
+        secs(f.threshold),
+        f.runs
+    );
+    if !f.independence.is_empty() {
+        s.push_str(&format!(" It is {}.", f.independence.join("; ")));
+    }
+    if let Some(c) = f.control {
+        if c.healthy {
+            s.push_str(&format!(
+                " The control {} stayed at {} {} on the same kind of runs, so the clusters as a whole were reachable.",
+                c.backend,
+                f.percentile,
+                c.now.map_or("-".to_string(), secs)
+            ));
+        } else {
+            s.push_str(&format!(
+                " The control {} regressed as well: this looks wider than {}.",
+                c.backend, f.family
+            ));
+        }
+    }
+    if let Some(top) = f.conditions.first() {
+        s.push_str(&format!(
+            " In {} of {} sample runs the outage overlapped {} {}={}{}, covering {:.0}% of the outage seconds.",
+            top.runs_with,
+            top.runs,
+            top.operator,
+            top.condition,
+            top.status,
+            if top.reason.is_empty() { String::new() } else { format!(" ({})", top.reason) },
+            top.covered_share * 100.0
+        ));
+    }
+    let o = f.owners;
+    s.push_str(&format!(" File against {}", o.component));
+    match (&o.platform_component, o.file_against) {
+        (Some(pc), FileAgainst::Backend) => s.push_str(&format!("; {pc} is named as the platform's owner.")),
+        (Some(_), FileAgainst::Platform) => {
+            s.push_str(&format!("; {} is named as the backend's owner.", o.backend_component))
+        }
+        (None, _) => s.push('.'),
+    }
+    s
+}
+
+/// The evidence, one line a fact, strongest first.
+pub fn evidence(f: &Facts<'_>) -> Vec<String> {
+    let p = f.percentile;
+    let mut lines = vec![
+        format!(
+            "{p} is {} against a threshold of {} from the {}; a regression needs more than {}",
+            secs(f.observed),
+            secs(f.threshold),
+            f.source,
+            secs(f.allowed)
+        ),
+        format!(
+            "one-sided test p = {:.2e}, false-discovery-adjusted q = {:.2e}, over {} runs",
+            f.p_value, f.q_value, f.runs
+        ),
+    ];
+    if let Some((value, runs)) = f.reference {
+        lines.push(format!("{p} in the baseline window was {} over {runs} runs", secs(value)));
+    }
+    lines.extend(f.independence.iter().cloned());
+    if !f.separates {
+        lines.push(
+            "no description in dimension values separates it from every healthy cell: the scope is as narrow as the data allow"
+                .into(),
+        );
+    }
+    if f.backends.len() > 1 {
+        lines.push(format!("new and reused connections regressed together: {}", f.backends.join(", ")));
+    }
+    if let Some(c) = f.control {
+        lines.push(format!(
+            "control {}: {p} {} (baseline {}) over {} runs — {}",
+            c.backend,
+            c.now.map_or("-".into(), secs),
+            c.baseline.map_or("-".into(), secs),
+            c.runs,
+            if c.healthy { "healthy" } else { "regressed too" }
+        ));
+    }
+    lines.extend(f.conditions.iter().map(ConditionEvidence::quote));
+    let (troubled, read) = f.liveness_trouble;
+    if troubled > 0 {
+        lines.push(format!(
+            "{troubled} of {read} sample runs also lost CI network liveness: CI-infrastructure trouble in those runs"
+        ));
+    }
+    if let Some(pc) = &f.owners.platform_component {
+        lines.push(format!(
+            "platform-specific: owners {} (backend) and {pc} (platform)",
+            f.owners.backend_component
+        ));
+    }
+    lines
+}
+
+/// High when the test is decisive, the scope separates, no value is thin, and either the
+/// outages have an operator condition behind them or the control stayed healthy.
+pub fn confidence(f: &Facts<'_>) -> Confidence {
+    let explained =
+        f.conditions.first().is_some_and(|c| c.covered_share >= 0.5) || f.control.is_some_and(|c| c.healthy);
+    if f.p_value < 1e-6 && f.separates && f.thin == 0 && explained {
+        Confidence::High
+    } else if f.p_value < 1e-3 && f.separates {
+        Confidence::Medium
+    } else {
+        Confidence::Low
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_words_of_a_platform_specific_regression() {
+        let owners = Owners {
+            component: "Image Registry".into(),
+            backend_component: "Image Registry".into(),
+            platform_component: Some("Bare Metal Hardware Provisioning".into()),
+            file_against: FileAgainst::Backend,
+        };
+        let control = ControlEvidence {
+            backend: "ingress-to-console-new-connections".into(),
+            percentile: Percentile::P50,
+            now: Some(0.0),
+            baseline: Some(0.0),
+            runs: 28,
+            healthy: true,
+        };
+        let independence = vec!["not specific to a network plugin: ovn and sdn both regressed".to_string()];
+        let backends =
+            vec!["image-registry-new-connections".to_string(), "image-registry-reused-connections".into()];
+        let f = Facts {
+            family: "image-registry",
+            scope_words: "metal 4.14",
+            regressed: true,
+            percentile: Percentile::P50,
+            observed: 29.0,
+            threshold: 0.0,
+            allowed: 5.0,
+            source: "baseline window (84 runs)",
+            p_value: 1e-9,
+            q_value: 1e-7,
+            runs: 28,
+            reference: Some((0.0, 84)),
+            independence: &independence,
+            thin: 0,
+            separates: true,
+            backends: &backends,
+            control: Some(&control),
+            conditions: &[],
+            liveness_trouble: (0, 10),
+            owners: &owners,
+        };
+        let s = summary(&f);
+        assert!(
+            s.starts_with(
+                "image-registry disruption regressed on metal 4.14: P50 29s against 0s over 28 runs."
+            ),
+            "{s}"
+        );
+        assert!(s.contains("Bare Metal Hardware Provisioning is named as the platform's owner."), "{s}");
+        let e = evidence(&f);
+        assert!(e[0].contains("a regression needs more than 5s"));
+        assert!(e.iter().any(|l| l.starts_with("new and reused connections regressed together")));
+        assert_eq!(confidence(&f), Confidence::High, "a healthy control explains it");
+        assert_eq!(confidence(&Facts { p_value: 1e-4, ..f.clone() }), Confidence::Medium);
+        assert_eq!(confidence(&Facts { separates: false, ..f }), Confidence::Low);
+    }
+}
