@@ -853,7 +853,7 @@ impl Settings {
             return invalid("jira.project", "a project key is needed when jira.url is set");
         }
         for band in self.jira.priorities.keys() {
-            if !["<2x", "2-5x", "5-10x", ">=10x"].contains(&band.as_str()) {
+            if !crate::model::regression::SEVERITY_BANDS.contains(&band.as_str()) {
                 return invalid("jira.priorities", "keys are the severity bands <2x, 2-5x, 5-10x, >=10x");
             }
         }

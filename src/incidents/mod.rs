@@ -115,14 +115,15 @@ pub fn tier(percentile: Percentile, observed: f64, threshold: f64) -> String {
     } else {
         0.0
     };
+    let [under_2, under_5, under_10, over] = crate::model::regression::SEVERITY_BANDS;
     let band = if ratio < 2.0 {
-        "<2x"
+        under_2
     } else if ratio < 5.0 {
-        "2-5x"
+        under_5
     } else if ratio < 10.0 {
-        "5-10x"
+        under_10
     } else {
-        ">=10x"
+        over
     };
     format!("{percentile} {band}")
 }

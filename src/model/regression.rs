@@ -13,6 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{Percentile, Scope};
 
+/// The severity bands of a regression: how far over its threshold it is (see
+/// `incidents::tier`). Jira priorities are configured by these names.
+pub const SEVERITY_BANDS: [&str; 4] = ["<2x", "2-5x", "5-10x", ">=10x"];
+
 /// Where a regression is in this cycle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
