@@ -62,6 +62,28 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Replay evaluation cycles over the stored runs and tell what sheriff would have said: each
+    /// incident's opening, onset, scope history, resolution and notifications. Writes nothing
+    /// to the live incidents, silences or outbox.
+    Backtest {
+        /// The first cycle's time (RFC 3339 or YYYY-MM-DD).
+        #[arg(long, value_parser = parse_since)]
+        from: DateTime<Utc>,
+        /// The end, exclusive (RFC 3339 or YYYY-MM-DD).
+        #[arg(long, value_parser = parse_since)]
+        to: DateTime<Utc>,
+        /// A cycle every so long (90m, 6h, 1d); default the schedule's cron.
+        #[arg(long, conflicts_with = "cron")]
+        every: Option<String>,
+        /// A cron expression for the cycles (read in schedule.timezone).
+        #[arg(long)]
+        cron: Option<String>,
+        /// A second configuration to replay too; the difference is printed.
+        #[arg(long, value_name = "FILE")]
+        against: Option<PathBuf>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// Incidents: list, show, resolve, silence, unsilence, acknowledge.
     Incidents {
         #[command(subcommand)]
@@ -321,6 +343,10 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
         Command::Serve => serve(settings).await,
         Command::Healthcheck { url } => healthcheck(&settings, url).await,
         Command::Evaluate { at, format, dry_run } => evaluate(&settings, at, format, dry_run).await,
+        Command::Backtest { from, to, every, cron, against, format } => {
+            backtest(&settings, (from, to), every.as_deref(), cron.as_deref(), against.as_deref(), format)
+                .await
+        }
         Command::Incidents { action } => {
             with_store(&settings, async |store| incidents_on(store, action, &settings).await).await
         }
@@ -413,6 +439,76 @@ async fn evaluate(
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
         Format::Text => print!("{}", crate::cycle::render_text(&report)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn backtest(
+    settings: &Settings,
+    (from, to): (DateTime<Utc>, DateTime<Utc>),
+    every: Option<&str>,
+    cron: Option<&str>,
+    against: Option<&std::path::Path>,
+    format: Format,
+) -> Result<ExitCode> {
+    use crate::backtest::Cadence;
+    let cadence = match (every, cron) {
+        (Some(e), _) => Cadence::Every(
+            crate::model::parse_span(e)
+                .with_context(|| format!("`--every {e}`: use a span like 90m, 6h or 1d"))?,
+        ),
+        (None, c) => {
+            let expression = c.unwrap_or(&settings.schedule.evaluate);
+            Cadence::Cron(Box::new(
+                crate::schedule::Schedule::parse(expression, &settings.schedule.timezone)
+                    .map_err(|e| anyhow::anyhow!("`{expression}`: {e}"))?,
+            ))
+        }
+    };
+    let other = against.map(|p| Settings::load(Some(p)).map_err(|e| anyhow::anyhow!("{e}"))).transpose()?;
+    let store = Arc::new(Store::open(&settings.database).await?);
+    let result = async {
+        let a = crate::backtest::backtest(store.clone(), settings, from, to, &cadence).await?;
+        let b = match &other {
+            Some(o) => Some(crate::backtest::backtest(store.clone(), o, from, to, &cadence).await?),
+            None => None,
+        };
+        anyhow::Ok((a, b))
+    }
+    .await;
+    store.close().await;
+    let (a, b) = result?;
+    let difference = b.as_ref().map(|b| crate::backtest::compare(&a, b));
+    match format {
+        Format::Json => {
+            let mut v = serde_json::to_value(&a)?;
+            if let (Some(b), Some(d)) = (&b, &difference) {
+                v["against"] = serde_json::to_value(b)?;
+                v["difference"] = serde_json::to_value(d)?;
+            }
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        Format::Text => {
+            print!("{}", crate::backtest::render_text(&a));
+            if let (Some(b), Some(d)) = (&b, &difference) {
+                println!("\n── against the other configuration ──");
+                print!("{}", crate::backtest::render_text(b));
+                println!(
+                    "\nonly in the first: {}",
+                    if d.only_in_a.is_empty() { "-".into() } else { d.only_in_a.join("; ") }
+                );
+                println!(
+                    "only in the second: {}",
+                    if d.only_in_b.is_empty() { "-".into() } else { d.only_in_b.join("; ") }
+                );
+                for t in &d.different_timing {
+                    println!(
+                        "timing differs: {}: opened {} / {}, resolved {:?} / {:?}",
+                        t.incident, t.opened.0, t.opened.1, t.resolved.0, t.resolved.1
+                    );
+                }
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

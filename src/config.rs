@@ -156,6 +156,15 @@ pub struct EvaluateSettings {
     pub clear_after: u32,
     /// Historical-table rows with fewer job runs are ignored.
     pub historical_min_runs: u64,
+    /// A release whose first run is younger than this is judged against the previous
+    /// release's same group: its own few days of history may already hold a regression.
+    pub min_history_days: u32,
+    /// Runs after a candidate fix point that must be back at the reference before an incident
+    /// resolves early (before its window has emptied of regressed runs).
+    pub recovery_min_runs: usize,
+    /// How far back an incident's reference may reach: the days before its onset are its
+    /// reference however long it lasts, up to this many days before the cycle.
+    pub reference_lookback_days: u32,
     /// Backends whose name contains any of these are not evaluated (the CI aggregator's list).
     pub exclude: Vec<String>,
     /// Worst and typical sample runs listed per regression.
@@ -177,6 +186,9 @@ impl Default for EvaluateSettings {
             false_discovery_rate: 0.05,
             clear_after: 2,
             historical_min_runs: 30,
+            min_history_days: 14,
+            recovery_min_runs: 10,
+            reference_lookback_days: 180,
             exclude: [
                 "-network-liveness",
                 "host-to-service",

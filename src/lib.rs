@@ -34,6 +34,7 @@
 pub mod actions;
 pub mod app;
 pub mod attribute;
+pub mod backtest;
 pub mod bench;
 pub mod cli;
 pub mod config;

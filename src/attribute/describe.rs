@@ -102,6 +102,26 @@ pub fn summary(f: &Facts<'_>) -> String {
     s
 }
 
+/// A summary again with today's numbers: its first sentence said anew, the rest kept.
+pub fn restated(
+    summary: &str,
+    family: &str,
+    percentile: Percentile,
+    observed: f64,
+    threshold: f64,
+    runs: u64,
+    regressed: bool,
+) -> String {
+    let verb = if regressed { "regressed" } else { "recovered" };
+    let scope = summary.split_once(" on ").and_then(|(_, r)| r.split_once(": ")).map_or("", |(s, _)| s);
+    let rest = summary.split_once(" runs.").map_or("", |(_, r)| r);
+    format!(
+        "{family} disruption {verb} on {scope}: {percentile} {} against {} over {runs} runs.{rest}",
+        secs(observed),
+        secs(threshold)
+    )
+}
+
 /// The evidence, one line a fact, strongest first.
 pub fn evidence(f: &Facts<'_>) -> Vec<String> {
     let p = f.percentile;
@@ -229,6 +249,13 @@ mod tests {
         assert!(e.iter().any(|l| l.starts_with("new and reused connections regressed together")));
         assert_eq!(confidence(&f), Confidence::High, "a healthy control explains it");
         assert_eq!(confidence(&Facts { p_value: 1e-4, ..f.clone() }), Confidence::Medium);
-        assert_eq!(confidence(&Facts { separates: false, ..f }), Confidence::Low);
+        assert_eq!(confidence(&Facts { separates: false, ..f.clone() }), Confidence::Low);
+        let again = restated(&s, "image-registry", Percentile::P50, 31.0, 0.0, 40, true);
+        assert!(
+            again.starts_with(
+                "image-registry disruption regressed on metal 4.14: P50 31s against 0s over 40 runs. It is"
+            ),
+            "{again}"
+        );
     }
 }

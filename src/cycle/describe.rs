@@ -7,17 +7,19 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use anyhow::Result;
 use chrono::DateTime;
 
+use super::scoped::{Judging, ScopeStats};
+use super::source::{CellRun, RunSource};
 use super::{Attribution, PercentilePair, RegressionReport, SampleJob, Window};
 use crate::attribute::components::{ComponentTable, control_for};
 use crate::attribute::describe::{self as words, Facts, Owners};
 use crate::attribute::evidence::{self, ConditionEvidence, RunIntervals};
 use crate::attribute::scope::{self, CellEvidence, ScopeFinding, ValueEvidence, Verdict};
 use crate::config::{AttributeSettings, EvaluateSettings, FileAgainst};
+use crate::evaluate::changepoint::{self, Run};
 use crate::evaluate::{Check, Evaluation, GroupResult, GroupStatus};
 use crate::model::{
-    ControlEvidence, Dimension, GroupKey, Percentile, SampleKind, Scope, Status, fingerprint,
+    ControlEvidence, Dimension, GroupKey, Onset, Percentile, SampleKind, Scope, Status, fingerprint,
 };
-use crate::store::Store;
 use crate::store::evaluations::WindowData;
 
 /// The context dimensions every group of one cluster shares: never merged over.
@@ -129,26 +131,34 @@ fn round(x: f64) -> f64 {
 }
 
 /// What a cycle's descriptions share.
-pub(super) struct Context<'a> {
-    pub store: &'a Store,
+pub(super) struct Context<'a, S> {
+    pub source: &'a S,
     pub settings: &'a EvaluateSettings,
     pub attribute: &'a AttributeSettings,
     pub components: &'a ComponentTable,
     pub index: &'a Index<'a>,
+    pub judging: &'a Judging<'a>,
     pub window: Window,
     pub baseline: Window,
+    /// The cycle's time: what it sees was finished by then.
+    pub now: i64,
+    /// Runs read for interval evidence this cycle (a detection and its incident read the same).
+    pub records: std::sync::Mutex<HashMap<(String, String), Option<crate::model::RunRecord>>>,
 }
 
-/// The groups of one backend family with one scope: one regression.
+/// The groups of one backend family in one release whose scopes overlap: one regression.
 pub(super) struct Cluster<'a> {
-    pub family: &'a str,
-    pub scope: &'a Scope,
-    pub finding: &'a ScopeFinding,
-    pub groups: &'a [&'a GroupResult],
+    pub family: String,
+    pub scope: Scope,
+    pub finding: ScopeFinding,
+    pub groups: Vec<&'a GroupResult>,
 }
 
-/// A sample run as the store lists it.
-type SampleRow = (String, String, String, i64, i64);
+/// A described regression: its report and the numbers over its scope.
+pub(super) struct Described {
+    pub report: RegressionReport,
+    pub stats: ScopeStats,
+}
 
 /// What the runs themselves say: sample jobs, and the interval evidence of the disrupted ones
 /// against healthy ones.
@@ -184,125 +194,367 @@ fn status_of(cluster: &Cluster<'_>) -> Status {
     }
 }
 
-/// Everything one regression says.
-pub(super) async fn describe(cx: &Context<'_>, cluster: &Cluster<'_>) -> Result<RegressionReport> {
-    let (lead, check, backends) = lead_of(cluster);
-    let release = cluster.scope.single(Dimension::Release).unwrap_or_default().to_string();
-    let platform = cluster
-        .finding
-        .constraints
-        .get(&Dimension::Platform)
-        .filter(|v| v.len() == 1)
-        .and_then(|v| v.iter().next().cloned());
-    let status = status_of(cluster);
-    let percentile = check.as_ref().map_or(Percentile::P50, |c| c.percentile);
-    let pi = Percentile::ALL.iter().position(|x| *x == percentile).unwrap_or(0);
-    let owners = owners(cx, &lead.key.backend, platform.as_deref());
-    let (independence, thin) = independence(cx, lead, cluster.finding);
-    let control = control(cx, lead, percentile, pi);
-    let runs = run_evidence(cx, lead, &backends).await?;
-    let scope_words = describe_scope(cluster.finding, platform.as_deref(), &release);
-    let source = check.as_ref().map(|c| c.threshold.source.describe()).unwrap_or_default();
-    let facts = Facts {
-        family: cluster.family,
-        scope_words: &scope_words,
-        regressed: status.is_active(),
-        percentile,
-        observed: check.as_ref().map_or(0.0, |c| c.observed),
-        threshold: check.as_ref().map_or(0.0, |c| c.threshold.seconds),
-        allowed: check.as_ref().map_or(0.0, |c| c.allowed),
-        source: &source,
-        p_value: check.as_ref().map_or(1.0, |c| c.p_value),
-        q_value: check.as_ref().map_or(1.0, |c| c.q_value),
-        runs: lead.runs,
-        reference: lead.baseline[pi].map(|b| (b, lead.baseline_runs)),
-        independence: &independence,
-        thin: thin.len(),
-        separates: cluster.finding.separates,
-        backends: &backends,
-        control: control.as_ref(),
-        conditions: &runs.conditions,
-        liveness_trouble: runs.liveness_trouble,
-        owners: &owners,
-    };
-    let attribution = Attribution {
-        component: owners.component.clone(),
-        platform,
-        platform_component: owners.platform_component.clone(),
-        owners: std::iter::once(owners.backend_component.clone())
-            .chain(owners.platform_component.clone())
-            .collect(),
-        file_against: owners.file_against,
-        scope: scope_words.clone(),
-        summary: words::summary(&facts),
-        independence: independence.clone(),
-        thin_evidence: thin.clone(),
-        control: control.clone(),
-        conditions: runs.conditions.clone(),
-        confidence: words::confidence(&facts),
-        evidence: words::evidence(&facts),
-    };
-    Ok(report(cluster, lead, &facts, attribution, runs.sample_jobs, status, release))
+/// The scope of a group itself: every dimension it keeps.
+fn group_scope(key: &GroupKey) -> Scope {
+    key.fixed.iter().map(|(d, v)| (*d, [v.clone()].into())).collect()
 }
 
-/// The report of a described cluster.
-fn report(
-    cluster: &Cluster<'_>,
-    lead: &GroupResult,
-    facts: &Facts<'_>,
-    attribution: Attribution,
-    sample_jobs: Vec<SampleJob>,
-    status: Status,
-    release: String,
-) -> RegressionReport {
-    let pi = Percentile::ALL.iter().position(|x| *x == facts.percentile).unwrap_or(0);
-    let backends = facts.backends.to_vec();
-    RegressionReport {
-        fingerprint: fingerprint(cluster.family, &release, &cluster.scope.joined()),
-        backend: (backends.len() == 1).then(|| backends[0].clone()),
-        family: cluster.family.to_string(),
-        component: attribution.component.clone(),
-        release,
-        scope: cluster.scope.clone(),
-        not_specific_to: cluster
-            .finding
-            .spans
+/// The variant ids inside a scope.
+pub(super) fn variants_in(data: &WindowData, scope: &Scope) -> Vec<i64> {
+    data.variants
+        .iter()
+        .zip(&data.variant_ids)
+        .filter(|(d, _)| scope.contains(d))
+        .map(|(_, id)| *id)
+        .collect()
+}
+
+/// When a series of runs (by start) turned worse: the most likely change point and its
+/// interval; the series' start when it was regressed from its first run on.
+pub(super) fn onset_of(runs: &[CellRun]) -> Option<Onset> {
+    let series: Vec<Run> = runs.iter().map(|r| Run { at: r.started, seconds: r.seconds }).collect();
+    let first = series.first()?.at;
+    match changepoint::most_likely_change(&series, 3, 3) {
+        Some(c) if c.worse_after => {
+            let (at, earliest, latest) = c.times(&series);
+            Onset::from_secs(at, earliest, latest)
+        }
+        _ => Onset::from_secs(first, first, first),
+    }
+}
+
+impl<S: RunSource> Context<'_, S> {
+    /// The numbers over a cluster's scope; when the found scope does not carry the regression
+    /// on its own runs (a finer scope than the data allow), the lead group's own scope; None
+    /// when neither does.
+    fn judged_scope(
+        &self,
+        cluster: &Cluster<'_>,
+        lead: &GroupResult,
+        percentile: Percentile,
+    ) -> Option<(Scope, ScopeStats, bool)> {
+        let (settings, cutoff) = (self.settings, self.index.evaluation.cutoff);
+        let backend = &lead.key.backend;
+        if let Some(s) =
+            self.judging.stats(backend, &cluster.scope, percentile).filter(|s| s.holds(settings, cutoff))
+        {
+            return Some((cluster.scope.clone(), s, false));
+        }
+        let own = group_scope(&lead.key);
+        let s = self.judging.stats(backend, &own, percentile).filter(|s| s.holds(settings, cutoff))?;
+        Some((own, s, true))
+    }
+
+    /// One run with its intervals, read once a cycle.
+    async fn record(&self, job: &str, build_id: &str) -> Result<Option<crate::model::RunRecord>> {
+        let key = (job.to_string(), build_id.to_string());
+        if let Some(r) = self.records.lock().expect("cache lock").get(&key) {
+            return Ok(r.clone());
+        }
+        let r = self.source.run(job, build_id).await?;
+        self.records.lock().expect("cache lock").insert(key, r.clone());
+        Ok(r)
+    }
+
+    /// The runs of `backend` in `scope` from `from` to the cycle, by start.
+    pub async fn runs_of(&self, backend: &str, scope: &Scope, from: i64) -> Result<Vec<CellRun>> {
+        self.runs_of_many(&[backend.to_string()], scope, from).await
+    }
+
+    /// The runs of some backends in `scope` from `from` to the cycle, by start.
+    pub async fn runs_of_many(&self, backends: &[String], scope: &Scope, from: i64) -> Result<Vec<CellRun>> {
+        let variants = variants_in(self.index.data, scope);
+        self.source.cell_runs(backends, &variants, (from, self.now), self.now).await
+    }
+
+    /// Everything one regression says, or None when its numbers do not hold over any scope
+    /// they can be told for. `search_from` is where its onset may be looked for.
+    pub async fn describe(&self, cluster: &Cluster<'_>, search_from: i64) -> Result<Option<Described>> {
+        let (lead, check, backends) = lead_of(cluster);
+        let Some(check) = check else { return Ok(None) };
+        let Some((scope, mut stats, narrowed)) = self.judged_scope(cluster, lead, check.percentile) else {
+            return Ok(None);
+        };
+        // The cycle's adjustment for many tests, carried over to the scope's own test.
+        if check.p_value > 0.0 {
+            stats.check.q_value = (stats.check.p_value * check.q_value / check.p_value).min(1.0);
+        }
+        stats.check.discovery = true;
+        let runs =
+            self.runs_of(&lead.key.backend, &scope, search_from.max(self.baseline.from.timestamp())).await?;
+        let onset = onset_of(&runs);
+        let finding = if narrowed { finding_of(&scope) } else { cluster.finding.clone() };
+        let (independence, thin) =
+            if narrowed { (Vec::new(), Vec::new()) } else { independence(self, lead, &finding) };
+        let evidence = self.run_evidence(&runs, onset, &backends).await?;
+        let groups: Vec<String> = cluster.groups.iter().map(|g| g.key.label()).collect();
+        let facts = FactsOf {
+            family: &cluster.family,
+            scope: &scope,
+            finding: &finding,
+            stats: &stats,
+            backends: &backends,
+            groups: &groups,
+        };
+        let report = self.report(&facts, lead, (independence, thin), evidence, status_of(cluster), onset);
+        Ok(Some(Described { report, stats }))
+    }
+
+    /// A report from the facts gathered.
+    fn report(
+        &self,
+        f: &FactsOf<'_>,
+        lead: &GroupResult,
+        found: (Vec<String>, Vec<String>),
+        evidence: RunEvidence,
+        status: Status,
+        onset: Option<Onset>,
+    ) -> RegressionReport {
+        let release = f.scope.single(Dimension::Release).unwrap_or_default().to_string();
+        let attribution = self.attribution(f, lead, found, &evidence, status);
+        let mut r = RegressionReport {
+            fingerprint: fingerprint(f.family, &release, &f.scope.joined()),
+            backend: (f.backends.len() == 1).then(|| f.backends[0].clone()),
+            backends: f.backends.to_vec(),
+            family: f.family.to_string(),
+            component: attribution.component.clone(),
+            release,
+            scope: f.scope.clone(),
+            not_specific_to: f
+                .finding
+                .spans
+                .iter()
+                .filter(|(_, v)| v.len() > 1)
+                .map(|(d, _)| d.as_str().to_string())
+                .collect(),
+            percentile: f.stats.check.percentile,
+            observed_seconds: 0.0,
+            threshold_seconds: 0.0,
+            threshold_source: String::new(),
+            allowed_seconds: 0.0,
+            baseline_seconds: None,
+            job_runs: 0,
+            baseline_runs: 0,
+            p_value: 1.0,
+            q_value: 1.0,
+            percentiles: BTreeMap::new(),
+            attribution,
+            sample_jobs: evidence.sample_jobs,
+            status,
+            since: lead.state.since.and_then(|s| DateTime::from_timestamp(s, 0)),
+            groups: f.groups.to_vec(),
+            weekly: Vec::new(),
+            onset,
+            recovered_at: None,
+        };
+        set_numbers(&mut r, f.stats);
+        r
+    }
+
+    /// Whom it belongs to and why, in words.
+    fn attribution(
+        &self,
+        f: &FactsOf<'_>,
+        lead: &GroupResult,
+        (independence, thin): (Vec<String>, Vec<String>),
+        evidence: &RunEvidence,
+        status: Status,
+    ) -> Attribution {
+        let release = f.scope.single(Dimension::Release).unwrap_or_default().to_string();
+        let platform = f.scope.single(Dimension::Platform).map(str::to_string);
+        let owners = owners(self, &f.stats.backend, platform.as_deref());
+        let percentile = f.stats.check.percentile;
+        let pi = Percentile::ALL.iter().position(|x| *x == percentile).unwrap_or(0);
+        let control = control(self, lead, percentile, pi);
+        let scope_words = describe_scope(f.finding, platform.as_deref(), &release);
+        let source = f.stats.check.threshold.source.describe();
+        let c = &f.stats.check;
+        let facts = Facts {
+            family: f.family,
+            scope_words: &scope_words,
+            regressed: status.is_active(),
+            percentile,
+            observed: c.observed,
+            threshold: c.threshold.seconds,
+            allowed: c.allowed,
+            source: &source,
+            p_value: c.p_value,
+            q_value: c.q_value,
+            runs: f.stats.runs,
+            reference: f.stats.reference[pi].map(|b| (b, f.stats.reference_runs)),
+            independence: &independence,
+            thin: thin.len(),
+            separates: f.finding.separates,
+            backends: f.backends,
+            control: control.as_ref(),
+            conditions: &evidence.conditions,
+            liveness_trouble: evidence.liveness_trouble,
+            owners: &owners,
+        };
+        Attribution {
+            component: owners.component.clone(),
+            platform,
+            platform_component: owners.platform_component.clone(),
+            owners: std::iter::once(owners.backend_component.clone())
+                .chain(owners.platform_component.clone())
+                .collect(),
+            file_against: owners.file_against,
+            scope: scope_words.clone(),
+            summary: words::summary(&facts),
+            independence: independence.clone(),
+            thin_evidence: thin,
+            control: control.clone(),
+            conditions: evidence.conditions.clone(),
+            confidence: words::confidence(&facts),
+            evidence: words::evidence(&facts),
+        }
+    }
+
+    /// Sample jobs from the regression's own runs (in the window, after its onset), and the
+    /// interval evidence of the disrupted ones against healthy runs from before the onset.
+    async fn run_evidence(
+        &self,
+        runs: &[CellRun],
+        onset: Option<Onset>,
+        backends: &[String],
+    ) -> Result<RunEvidence> {
+        let (settings, window_from) = (self.settings, self.window.from.timestamp());
+        let after = onset.map_or(window_from, |o| o.at.timestamp());
+        let before = onset.map_or(window_from, |o| o.earliest.timestamp());
+        let mut mine: Vec<&CellRun> = runs.iter().filter(|r| r.started >= window_from.max(after)).collect();
+        mine.sort_by(|a, b| b.seconds.cmp(&a.seconds).then(b.started.cmp(&a.started)));
+        let sample = |r: &CellRun, kind| SampleJob {
+            url: r.url.clone(),
+            job: r.job.clone(),
+            build_id: r.build_id.clone(),
+            seconds: r.seconds,
+            kind,
+            ci_infrastructure_trouble: false,
+        };
+        let mut sample_jobs: Vec<SampleJob> = mine
             .iter()
-            .filter(|(_, v)| v.len() > 1)
-            .map(|(d, _)| d.as_str().to_string())
-            .collect(),
-        percentile: facts.percentile,
-        observed_seconds: round(facts.observed),
-        threshold_seconds: round(facts.threshold),
-        threshold_source: facts.source.to_string(),
-        allowed_seconds: round(facts.allowed),
-        baseline_seconds: lead.baseline[pi].map(round),
-        job_runs: lead.runs,
-        baseline_runs: lead.baseline_runs,
-        p_value: facts.p_value,
-        q_value: facts.q_value,
-        percentiles: Percentile::ALL
+            .filter(|r| r.seconds > 0)
+            .take(settings.sample_worst)
+            .map(|r| sample(r, SampleKind::Worst))
+            .collect();
+        let start = (mine.len() / 2).saturating_sub(settings.sample_typical / 2);
+        for r in mine.iter().skip(start).take(settings.sample_typical) {
+            if !sample_jobs.iter().any(|s| s.build_id == r.build_id) {
+                sample_jobs.push(sample(r, SampleKind::Typical));
+            }
+        }
+        let disrupted: Vec<&&CellRun> =
+            mine.iter().filter(|r| r.seconds > 0).take(self.attribute.evidence_runs).collect();
+        let healthy: Vec<&CellRun> =
+            runs.iter().rev().filter(|r| r.started < before).take(self.attribute.evidence_runs).collect();
+        let family: BTreeSet<&str> = backends.iter().map(String::as_str).collect();
+        let mut regressed = Vec::new();
+        let mut liveness = BTreeSet::new();
+        for r in &disrupted {
+            if let Some(record) = self.record(&r.job, &r.build_id).await? {
+                if record.samples.iter().any(|s| s.backend.contains("-network-liveness") && s.seconds > 0) {
+                    liveness.insert(r.build_id.clone());
+                }
+                let outages =
+                    record.outages.into_iter().filter(|o| family.contains(o.backend.as_str())).collect();
+                regressed.push(RunIntervals { outages, conditions: record.conditions });
+            }
+        }
+        let mut healthy_intervals = Vec::new();
+        for r in &healthy {
+            if let Some(record) = self.record(&r.job, &r.build_id).await? {
+                healthy_intervals.push(RunIntervals { outages: Vec::new(), conditions: record.conditions });
+            }
+        }
+        for s in &mut sample_jobs {
+            s.ci_infrastructure_trouble = liveness.contains(&s.build_id);
+        }
+        let conditions = evidence::correlate(&regressed, &healthy_intervals)
+            .into_iter()
+            .filter(|e| e.score > 0.0)
+            .take(3)
+            .collect();
+        Ok(RunEvidence { sample_jobs, conditions, liveness_trouble: (liveness.len(), disrupted.len()) })
+    }
+
+    /// An incident's report brought up to date without a fresh detection: the numbers over its
+    /// scope now, its onset, samples from its own runs; the attribution it had.
+    pub async fn refreshed(
+        &self,
+        old: &RegressionReport,
+        stats: &ScopeStats,
+        runs: &[CellRun],
+        onset: Option<Onset>,
+        status: Status,
+    ) -> Result<RegressionReport> {
+        let mut r = old.clone();
+        set_numbers(&mut r, stats);
+        r.status = status;
+        r.onset = onset;
+        let evidence = self.run_evidence(runs, onset, &r.backends).await?;
+        r.sample_jobs = evidence.sample_jobs;
+        let c = &stats.check;
+        r.attribution.summary = words::restated(
+            &r.attribution.summary,
+            &r.family,
+            c.percentile,
+            c.observed,
+            c.threshold.seconds,
+            stats.runs,
+            status.is_active(),
+        );
+        Ok(r)
+    }
+}
+
+/// What a report is made of besides the context.
+struct FactsOf<'a> {
+    family: &'a str,
+    scope: &'a Scope,
+    finding: &'a ScopeFinding,
+    stats: &'a ScopeStats,
+    backends: &'a [String],
+    groups: &'a [String],
+}
+
+/// A report's numbers: those of its scope's runs.
+fn set_numbers(r: &mut RegressionReport, stats: &ScopeStats) {
+    let c = &stats.check;
+    let pi = Percentile::ALL.iter().position(|x| *x == c.percentile).unwrap_or(0);
+    r.percentile = c.percentile;
+    r.observed_seconds = round(c.observed);
+    r.threshold_seconds = round(c.threshold.seconds);
+    r.threshold_source = c.threshold.source.describe();
+    r.allowed_seconds = round(c.allowed);
+    r.baseline_seconds = stats.reference[pi].map(round);
+    r.job_runs = stats.runs;
+    r.baseline_runs = stats.reference_runs;
+    r.p_value = c.p_value;
+    r.q_value = c.q_value;
+    r.percentiles = Percentile::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            (*p, PercentilePair { now: stats.current[i].map(round), baseline: stats.reference[i].map(round) })
+        })
+        .collect();
+}
+
+/// A finding that says exactly a scope: its constraints, nothing known of the rest.
+fn finding_of(scope: &Scope) -> ScopeFinding {
+    ScopeFinding {
+        constraints: scope
             .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                (
-                    *p,
-                    PercentilePair { now: lead.current[i].map(round), baseline: lead.baseline[i].map(round) },
-                )
-            })
+            .filter(|(d, _)| !CONTEXT.contains(d))
+            .map(|(d, v)| (d, v.clone()))
             .collect(),
-        attribution,
-        sample_jobs,
-        status,
-        since: lead.state.since.and_then(|s| DateTime::from_timestamp(s, 0)),
-        groups: cluster.groups.iter().map(|g| g.key.label()).collect(),
-        weekly: Vec::new(),
-        backends,
+        spans: BTreeMap::new(),
+        separates: true,
     }
 }
 
 /// The backend's component and, for a platform-specific regression, the platform's.
-fn owners(cx: &Context<'_>, backend: &str, platform: Option<&str>) -> Owners {
+fn owners<S>(cx: &Context<'_, S>, backend: &str, platform: Option<&str>) -> Owners {
     let backend_component = cx.components.component(backend);
     let platform_component = platform.and_then(|p| cx.components.platform_component(p)).map(str::to_string);
     let component = match (cx.attribute.file_against, &platform_component) {
@@ -314,7 +566,11 @@ fn owners(cx: &Context<'_>, backend: &str, platform: Option<&str>) -> Owners {
 
 /// What it does not depend on, value by value from the finer groups, and the values whose own
 /// runs were too few to tell.
-fn independence(cx: &Context<'_>, lead: &GroupResult, finding: &ScopeFinding) -> (Vec<String>, Vec<String>) {
+fn independence<S>(
+    cx: &Context<'_, S>,
+    lead: &GroupResult,
+    finding: &ScopeFinding,
+) -> (Vec<String>, Vec<String>) {
     let mut independence = Vec::new();
     let mut thin = Vec::new();
     for d in [Dimension::Platform, Dimension::Network, Dimension::UpgradeType] {
@@ -339,8 +595,8 @@ fn independence(cx: &Context<'_>, lead: &GroupResult, finding: &ScopeFinding) ->
 }
 
 /// The control backend on the same cells.
-fn control(
-    cx: &Context<'_>,
+fn control<S>(
+    cx: &Context<'_, S>,
     lead: &GroupResult,
     percentile: Percentile,
     pi: usize,
@@ -356,66 +612,6 @@ fn control(
         runs: g.runs,
         healthy: !g.significant && g.status != GroupStatus::Regressed,
     })
-}
-
-/// Sample jobs of the lead group, and the interval evidence of its disrupted runs against
-/// healthy runs of the same cells in the baseline window.
-async fn run_evidence(cx: &Context<'_>, lead: &GroupResult, backends: &[String]) -> Result<RunEvidence> {
-    let (settings, data) = (cx.settings, cx.index.data);
-    let mut variant_ids: Vec<i64> =
-        lead.cells.iter().map(|&c| data.variant_ids[data.cells[c].variant]).collect();
-    variant_ids.sort_unstable();
-    variant_ids.dedup();
-    let rows = cx.store.group_samples(&lead.key.backend, &variant_ids, cx.window.secs()).await?;
-    let sample = |r: &SampleRow, kind| SampleJob {
-        url: r.2.clone(),
-        job: r.0.clone(),
-        build_id: r.1.clone(),
-        seconds: r.3,
-        kind,
-        ci_infrastructure_trouble: false,
-    };
-    let mut sample_jobs: Vec<SampleJob> = rows
-        .iter()
-        .filter(|r| r.3 > 0)
-        .take(settings.sample_worst)
-        .map(|r| sample(r, SampleKind::Worst))
-        .collect();
-    let start = (rows.len() / 2).saturating_sub(settings.sample_typical / 2);
-    for r in rows.iter().skip(start).take(settings.sample_typical) {
-        if !sample_jobs.iter().any(|s| s.build_id == r.1) {
-            sample_jobs.push(sample(r, SampleKind::Typical));
-        }
-    }
-    let disrupted: Vec<&SampleRow> =
-        rows.iter().filter(|r| r.3 > 0).take(cx.attribute.evidence_runs).collect();
-    let healthy_rows = cx.store.group_samples(&lead.key.backend, &variant_ids, cx.baseline.secs()).await?;
-    let healthy_runs: Vec<&SampleRow> = healthy_rows.iter().rev().take(cx.attribute.evidence_runs).collect();
-    let family: BTreeSet<&str> = backends.iter().map(String::as_str).collect();
-    let mut regressed = Vec::new();
-    let mut liveness = BTreeSet::new();
-    for r in &disrupted {
-        if let Some(record) = cx.store.run(&r.0, &r.1).await? {
-            if record.samples.iter().any(|s| s.backend.contains("-network-liveness") && s.seconds > 0) {
-                liveness.insert(r.1.clone());
-            }
-            let outages =
-                record.outages.into_iter().filter(|o| family.contains(o.backend.as_str())).collect();
-            regressed.push(RunIntervals { outages, conditions: record.conditions });
-        }
-    }
-    let mut healthy = Vec::new();
-    for r in &healthy_runs {
-        if let Some(record) = cx.store.run(&r.0, &r.1).await? {
-            healthy.push(RunIntervals { outages: Vec::new(), conditions: record.conditions });
-        }
-    }
-    for s in &mut sample_jobs {
-        s.ci_infrastructure_trouble = liveness.contains(&s.build_id);
-    }
-    let conditions =
-        evidence::correlate(&regressed, &healthy).into_iter().filter(|e| e.score > 0.0).take(3).collect();
-    Ok(RunEvidence { sample_jobs, conditions, liveness_trouble: (liveness.len(), disrupted.len()) })
 }
 
 /// "metal 4.14", "4.14 on every platform, network=ovn", …

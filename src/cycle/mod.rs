@@ -2,6 +2,11 @@
 //! regressions, record the outcome. This is where the store and the pure evaluator meet.
 
 mod describe;
+mod episodes;
+mod follow;
+pub mod replay;
+mod scoped;
+pub mod source;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
@@ -13,13 +18,16 @@ use serde::Serialize;
 
 use crate::attribute::components::ComponentTable;
 use crate::attribute::scope::ScopeFinding;
-use crate::config::{AttributeSettings, EvaluateSettings, Settings};
+use crate::config::{EvaluateSettings, Settings};
 use crate::evaluate::thresholds::HistoricalTable;
 use crate::evaluate::{self, EvalInput, GroupResult, GroupStatus};
+use crate::incidents::Incident;
+use crate::incidents::plan::{self, Known, Policy};
 pub use crate::model::{Attribution, PercentilePair, RegressionReport, SampleJob};
-use crate::model::{Dimension, Percentile, Scope, backend_family, secs, secs_or_dash};
+use crate::model::{Dimension, Scope, backend_family, secs, secs_or_dash};
 use crate::store::Store;
 use crate::store::evaluations::CycleRecord;
+use source::RunSource;
 
 /// `[from, to)`.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
@@ -108,134 +116,181 @@ pub struct CycleOptions {
     pub dry_run: bool,
 }
 
-/// Runs one evaluation cycle at `options.at`.
+/// Runs one evaluation cycle at `options.at` on the store's runs, recording into it.
 pub async fn run_cycle(store: &Store, settings: &Settings, options: CycleOptions) -> Result<CycleReport> {
+    let policy = Policy::from_settings(settings);
+    run_cycle_on(store, store, settings, &policy, options).await
+}
+
+/// One cycle reading runs from `source` and recording its outcome (group states, incidents,
+/// the outbox) into `state`: the same store, except in a backtest, which replays into a store
+/// of its own.
+pub async fn run_cycle_on<S: RunSource>(
+    source: &S,
+    state: &Store,
+    settings: &Settings,
+    policy: &Policy,
+    options: CycleOptions,
+) -> Result<CycleReport> {
     let started = Instant::now();
     let started_at = Utc::now().timestamp();
-    let result = evaluate_at(store, &settings.evaluate, &settings.attribute, options).await;
+    // Boxed: the evaluation's state machine is large and callers hold it across awaits.
+    let result = Box::pin(evaluate_at(source, state, settings, options)).await;
     let seconds = started.elapsed().as_secs_f64();
     let outcome = if result.is_ok() { "ok" } else { "failed" };
     metrics::histogram!("sheriff_cycle_seconds", "outcome" => outcome).record(seconds);
     metrics::counter!("sheriff_cycles_total", "outcome" => outcome).increment(1);
-    if let Ok((r, _)) = &result {
-        metrics::gauge!("sheriff_groups_evaluated").set(r.groups_evaluated as f64);
-        metrics::gauge!("sheriff_regressions")
-            .set(r.regressions.iter().filter(|x| x.status.is_active()).count() as f64);
-    }
-    match result {
-        Ok((mut report, states)) => {
-            report.seconds = seconds;
-            if !options.dry_run {
-                let record = CycleRecord {
-                    started_at,
-                    finished_at: Utc::now().timestamp(),
-                    evaluated_at: options.at.timestamp(),
-                    groups: report.groups_evaluated as i64,
-                    regressions: report.regressions.iter().filter(|r| r.status.is_active()).count() as i64,
-                    outcome: "ok".into(),
-                    error: String::new(),
-                };
-                let policy = crate::incidents::plan::Policy::from_settings(settings);
-                let now = options.at.timestamp();
-                let regressions = &report.regressions;
-                let planner = |known: &crate::incidents::plan::Known| {
-                    crate::incidents::plan::plan(now, regressions, known, &policy)
-                };
-                let (_, plan) = store.finish_cycle(&states, &record, planner).await?;
-                report.incidents = IncidentCounts::of(&plan);
-            }
-            tracing::info!(
-                evaluated_at = %options.at,
-                groups = report.groups_evaluated,
-                regressions = report.regressions.len(),
-                seconds,
-                dry_run = options.dry_run,
-                "evaluation cycle finished"
-            );
-            Ok(report)
-        }
+    let mut record = CycleRecord {
+        started_at,
+        finished_at: Utc::now().timestamp(),
+        evaluated_at: options.at.timestamp(),
+        outcome: outcome.into(),
+        ..Default::default()
+    };
+    let evaluated = match result {
+        Ok(e) => e,
         Err(e) => {
-            if !options.dry_run {
-                let record = CycleRecord {
-                    started_at,
-                    finished_at: Utc::now().timestamp(),
-                    evaluated_at: options.at.timestamp(),
-                    outcome: "failed".into(),
-                    error: format!("{e:#}"),
-                    ..Default::default()
-                };
-                if let Err(log_error) = store.record_failed_cycle(&record).await {
-                    tracing::error!("cannot record the failed cycle: {log_error:#}");
-                }
+            record.error = format!("{e:#}");
+            if !options.dry_run
+                && let Err(log_error) = state.record_failed_cycle(&record).await
+            {
+                tracing::error!("cannot record the failed cycle: {log_error:#}");
             }
-            Err(e)
+            return Err(e);
         }
+    };
+    let Evaluated { mut report, states, merges } = evaluated;
+    let active = report.regressions.iter().filter(|x| x.status.is_active()).count();
+    metrics::gauge!("sheriff_groups_evaluated").set(report.groups_evaluated as f64);
+    metrics::gauge!("sheriff_regressions").set(active as f64);
+    report.seconds = seconds;
+    if !options.dry_run {
+        record.groups = report.groups_evaluated as i64;
+        record.regressions = active as i64;
+        let now = options.at.timestamp();
+        let regressions = &report.regressions;
+        let planner = |known: &Known| plan::plan(now, regressions, &merges, known, policy);
+        let (_, plan) = state.finish_cycle(&states, &record, planner).await?;
+        report.incidents = IncidentCounts::of(&plan);
     }
+    tracing::info!(
+        evaluated_at = %options.at,
+        groups = report.groups_evaluated,
+        regressions = report.regressions.len(),
+        seconds,
+        dry_run = options.dry_run,
+        "evaluation cycle finished"
+    );
+    Ok(report)
 }
 
 type States = Vec<(String, evaluate::GroupState)>;
 
-/// A regression's identity within a cycle: the backend family and its found scope.
-type ClusterKey = (String, Scope);
+/// What a cycle concluded, before it is recorded.
+struct Evaluated {
+    report: CycleReport,
+    states: States,
+    /// Open incidents found to be one problem: (the younger, the older it merges into).
+    merges: Vec<(i64, i64)>,
+}
 
-async fn evaluate_at(
-    store: &Store,
-    settings: &EvaluateSettings,
-    attribute: &AttributeSettings,
-    options: CycleOptions,
-) -> Result<(CycleReport, States)> {
-    let at = options.at;
-    let window = Window { from: at - Duration::days(i64::from(settings.window_days)), to: at };
-    let baseline =
-        Window { from: window.from - Duration::days(i64::from(settings.baseline_days)), to: window.from };
+const DAY: i64 = 86_400;
+
+/// The label an incident's own state (its clean streak) is kept under among the group states.
+fn incident_label(id: i64) -> String {
+    format!("incident:{id}")
+}
+
+/// What a cycle reads before it judges: the windows (episodes masked), the incidents and
+/// group states it continues, the historical table and the releases too young for a baseline.
+struct Inputs {
+    data: crate::store::evaluations::WindowData,
+    incidents: Vec<Incident>,
+    prior: HashMap<String, evaluate::GroupState>,
+    historical: HistoricalTable,
+    young: HashSet<String>,
+}
+
+async fn read_inputs<S: RunSource>(
+    source: &S,
+    state: &Store,
+    es: &EvaluateSettings,
+    window: Window,
+    baseline: Window,
+    now: i64,
+) -> Result<Inputs> {
     let phase = Instant::now();
-    let data = store.window_data(window.secs(), baseline.secs()).await?;
-    let prior = store.group_states().await?;
-    let historical = HistoricalTable::new(store.historical_thresholds().await?, settings.historical_min_runs);
+    let incidents = state.incidents().await?;
+    let mut data = source.windows(window.secs(), baseline.secs(), now).await?;
+    let masks = episodes::masks(&incidents, now, i64::from(es.window_days + es.baseline_days) * DAY);
+    let oldest = now - i64::from(es.reference_lookback_days) * DAY;
+    episodes::apply(source, &mut data, &masks, window, i64::from(es.baseline_days) * DAY, oldest, now)
+        .await?;
+    let prior = state.group_states().await?;
+    let historical = HistoricalTable::new(source.historical().await?, es.historical_min_runs);
+    let young: HashSet<String> = source
+        .first_seen(now)
+        .await?
+        .into_iter()
+        .filter(|(_, first)| *first > now - i64::from(es.min_history_days) * DAY)
+        .map(|(release, _)| release)
+        .collect();
     tracing::debug!(
         seconds = phase.elapsed().as_secs_f64(),
         cells = data.cells.len(),
         "cycle: read the windows"
     );
+    Ok(Inputs { data, incidents, prior, historical, young })
+}
+
+async fn evaluate_at<S: RunSource>(
+    source: &S,
+    state: &Store,
+    settings: &Settings,
+    options: CycleOptions,
+) -> Result<Evaluated> {
+    let es = &settings.evaluate;
+    let at = options.at;
+    let now = at.timestamp();
+    let window = Window { from: at - Duration::days(i64::from(es.window_days)), to: at };
+    let baseline =
+        Window { from: window.from - Duration::days(i64::from(es.baseline_days)), to: window.from };
+    let Inputs { data, incidents, prior, historical, young } =
+        read_inputs(source, state, es, window, baseline, now).await?;
     let phase = Instant::now();
     let input = EvalInput {
         backends: &data.backends,
         variants: &data.variants,
         cells: &data.cells,
         prior: &prior,
-        now: at.timestamp(),
+        now,
+        young: &young,
     };
-    let evaluation = evaluate::evaluate(&input, settings, &historical);
+    let evaluation = evaluate::evaluate(&input, es, &historical);
     tracing::debug!(
         seconds = phase.elapsed().as_secs_f64(),
         groups = evaluation.groups.len(),
         "cycle: evaluated"
     );
     let phase = Instant::now();
-    let states = states_to_keep(&evaluation, &prior);
-    let components = ComponentTable::from_settings(attribute);
+    let mut states = states_to_keep(&evaluation, &prior);
+    let components = ComponentTable::from_settings(&settings.attribute);
     let index = describe::Index::new(&evaluation, &data);
+    let judging = scoped::Judging { data: &data, settings: es, historical: &historical, young: &young };
     let cx = describe::Context {
-        store,
-        settings,
-        attribute,
+        source,
+        settings: es,
+        attribute: &settings.attribute,
         components: &components,
         index: &index,
+        judging: &judging,
         window,
         baseline,
+        now,
+        records: Default::default(),
     };
-    let mut regressions = Vec::new();
-    for ((family, scope), (finding, groups)) in &clusters(&index, &evaluation, settings) {
-        let cluster = describe::Cluster { family, scope, finding, groups };
-        regressions.push(describe::describe(&cx, &cluster).await?);
-    }
-    for r in &mut regressions {
-        r.weekly = weekly_trend(store, settings, r, at).await?;
-    }
-    regressions.sort_by(|a, b| {
-        (!a.status.is_active(), &a.family, &a.release).cmp(&(!b.status.is_active(), &b.family, &b.release))
-    });
-    let insufficient_data = insufficient(store, &data, &evaluation.groups, window).await?;
+    let (regressions, merges) = regressions_of(&cx, &evaluation, &incidents, &prior, &mut states).await?;
+    let insufficient_data = insufficient(source, &data, &evaluation.groups, window).await?;
     tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: described the regressions");
     let report = CycleReport {
         evaluated_at: at,
@@ -255,7 +310,113 @@ async fn evaluate_at(
         incidents: IncidentCounts::default(),
         delivery: None,
     };
-    Ok((report, states))
+    Ok(Evaluated { report, states, merges })
+}
+
+/// The cycle's regressions, in report order (active first), and the merges it found: every
+/// cluster described, then matched against the open incidents it continues.
+async fn regressions_of<S: RunSource>(
+    cx: &describe::Context<'_, S>,
+    evaluation: &evaluate::Evaluation,
+    incidents: &[Incident],
+    prior: &HashMap<String, evaluate::GroupState>,
+    states: &mut States,
+) -> Result<(Vec<RegressionReport>, Vec<(i64, i64)>)> {
+    let mut detections = Vec::new();
+    for cluster in &clusters(cx.index, evaluation, cx.settings) {
+        if let Some(d) = cx.describe(cluster, search_from(cluster, incidents, cx)).await? {
+            detections.push(d);
+        }
+    }
+    let (mut regressions, merges) = follow_all(cx, incidents, detections, prior, states).await?;
+    for r in &mut regressions {
+        r.weekly = cx.source.weekly(r, i64::from(cx.settings.window_days), cx.now).await?;
+    }
+    regressions.sort_by(|a, b| {
+        (!a.status.is_active(), &a.family, &a.release).cmp(&(!b.status.is_active(), &b.family, &b.release))
+    });
+    Ok((regressions, merges))
+}
+
+/// Where a detection's onset may be: the windows' span, but after the last recovery of a
+/// resolved incident it would reopen (a recurrence has an onset of its own).
+fn search_from<S>(
+    cluster: &describe::Cluster<'_>,
+    incidents: &[Incident],
+    cx: &describe::Context<'_, S>,
+) -> i64 {
+    let release = cluster.scope.single(Dimension::Release).unwrap_or_default();
+    let default = cx.baseline.from.timestamp();
+    incidents
+        .iter()
+        .filter(|i| {
+            !i.state.is_open() && i.snapshot.family == cluster.family && i.snapshot.release == release
+        })
+        .filter(|i| i.snapshot.scope.overlaps(&cluster.scope))
+        .filter_map(|i| i.episodes.last()?.recovered_at.map(|t| t.timestamp()))
+        .fold(default, i64::max)
+}
+
+/// Follows every open incident, oldest first, each taking the cycle's detections that are it;
+/// the rest are new (or recurring) regressions. Open incidents whose scopes now overlap are one
+/// problem: the younger merges into the older.
+async fn follow_all<S: RunSource>(
+    cx: &describe::Context<'_, S>,
+    incidents: &[Incident],
+    detections: Vec<describe::Described>,
+    prior: &HashMap<String, evaluate::GroupState>,
+    states: &mut States,
+) -> Result<(Vec<RegressionReport>, Vec<(i64, i64)>)> {
+    let mut open: Vec<&Incident> =
+        incidents.iter().filter(|i| i.state.is_open() && i.merged_into.is_none()).collect();
+    open.sort_by_key(|i| (i.opened_at, i.id));
+    let mut taken = vec![false; detections.len()];
+    let mut reports: Vec<(Option<&Incident>, RegressionReport)> = Vec::new();
+    for i in &open {
+        let ks: Vec<usize> = (0..detections.len())
+            .filter(|&k| !taken[k] && follow::belongs(i, &detections[k].report))
+            .collect();
+        for &k in &ks {
+            taken[k] = true;
+        }
+        let mine: Vec<&describe::Described> = ks.iter().map(|&k| &detections[k]).collect();
+        let label = incident_label(i.id);
+        let streak = prior.get(&label).map_or(0, |s| s.clean_streak);
+        let followed = cx.follow(i, &mine, streak).await?;
+        if !matches!(followed.verdict, follow::Verdict::Recovered { .. }) {
+            states.push((
+                label,
+                evaluate::GroupState { regressed: true, clean_streak: followed.clean_streak, since: None },
+            ));
+        }
+        if let Some(r) = followed.report {
+            reports.push((Some(*i), r));
+        }
+    }
+    let merges = merges_of(&reports);
+    reports.retain(|(i, _)| i.is_none_or(|i| !merges.iter().any(|(from, _)| *from == i.id)));
+    let mut out: Vec<RegressionReport> = reports.into_iter().map(|(_, r)| r).collect();
+    out.extend(detections.into_iter().zip(taken).filter(|(_, t)| !t).map(|(d, _)| d.report));
+    Ok((out, merges))
+}
+
+/// Open incidents whose reports now overlap (same family and release): each younger one
+/// merges into the oldest it overlaps.
+fn merges_of(reports: &[(Option<&Incident>, RegressionReport)]) -> Vec<(i64, i64)> {
+    let mut merges = Vec::new();
+    for (k, (young, r)) in reports.iter().enumerate() {
+        let Some(young) = young else { continue };
+        let older = reports[..k].iter().find(|(i, o)| {
+            i.is_some_and(|i| !merges.iter().any(|(from, _)| *from == i.id))
+                && o.family == r.family
+                && o.release == r.release
+                && o.scope.overlaps(&r.scope)
+        });
+        if let Some((Some(old), _)) = older {
+            merges.push((young.id, old.id));
+        }
+    }
+    merges
 }
 
 /// States to keep: every regressed (or recovering) group, and earlier ones not seen now.
@@ -273,27 +434,30 @@ fn states_to_keep(
         seen.insert(label);
     }
     for (label, state) in prior {
-        if !seen.contains(label) && state.regressed {
+        if !seen.contains(label) && state.regressed && !label.starts_with("incident:") {
             states.push((label.clone(), state.clone()));
         }
     }
     states
 }
 
+/// A regression's identity within a cycle: the backend family and its found scope.
+type ClusterKey = (String, Scope);
+
 /// The reported groups, each with its found scope, grouped into regressions: groups of one
-/// family with one scope are one (new and reused connections, or one problem seen at two
-/// levels).
+/// family whose scopes overlap in one release are one (new and reused connections, one problem
+/// seen at two levels, or a scope the groups see from two sides).
 fn clusters<'a>(
     index: &describe::Index<'a>,
     evaluation: &'a evaluate::Evaluation,
     settings: &EvaluateSettings,
-) -> BTreeMap<ClusterKey, (ScopeFinding, Vec<&'a GroupResult>)> {
+) -> Vec<describe::Cluster<'a>> {
     let reported: Vec<&GroupResult> = evaluation
         .groups
         .iter()
         .filter(|g| g.reported && matches!(g.status, GroupStatus::Regressed | GroupStatus::Resolved))
         .collect();
-    let mut clusters: BTreeMap<ClusterKey, (ScopeFinding, Vec<&GroupResult>)> = BTreeMap::new();
+    let mut by_scope: BTreeMap<ClusterKey, (ScopeFinding, Vec<&GroupResult>)> = BTreeMap::new();
     for g in &reported {
         let others: std::collections::BTreeSet<usize> = reported
             .iter()
@@ -303,41 +467,44 @@ fn clusters<'a>(
             .collect();
         let (finding, context) = describe::scope_for(index, g, &others, settings);
         let key = describe::scope_key(&context, &finding);
-        clusters
+        by_scope
             .entry((backend_family(&g.key.backend).to_string(), key))
             .or_insert_with(|| (finding, Vec::new()))
             .1
             .push(g);
     }
-    clusters
-}
-
-/// The regression's percentile by week over its first backend and single-valued scope.
-async fn weekly_trend(
-    store: &Store,
-    settings: &EvaluateSettings,
-    r: &RegressionReport,
-    at: DateTime<Utc>,
-) -> Result<Vec<Option<f64>>> {
-    let Some(backend) = r.backends.first() else { return Ok(Vec::new()) };
-    let filters = r
-        .scope
-        .iter()
-        .filter(|(_, v)| v.len() == 1)
-        .filter_map(|(d, v)| Some((d, v.iter().next()?.clone())))
-        .collect();
-    let q = crate::notify::slack::command::Query {
-        backend: backend.clone(),
-        filters,
-        window_days: i64::from(settings.window_days),
-    };
-    let a = crate::query::answer(store, settings, &q, at.timestamp()).await?;
-    Ok(if matches!(r.percentile, Percentile::P50 | Percentile::P75) { a.weekly_p50 } else { a.weekly_p95 })
+    let mut merged: Vec<describe::Cluster<'a>> = Vec::new();
+    for ((family, scope), (finding, groups)) in by_scope {
+        let release = scope.single(Dimension::Release).map(str::to_string);
+        let same = merged.iter().position(|c| {
+            c.family == family
+                && c.scope.single(Dimension::Release).map(str::to_string) == release
+                && c.scope.overlaps(&scope)
+        });
+        match same {
+            Some(k) => {
+                let c = &mut merged[k];
+                c.scope = c.scope.union(&scope);
+                let kept = c.scope.clone();
+                c.finding.constraints.retain(|d, _| kept.get(*d).is_some());
+                for (d, values) in c.finding.constraints.iter_mut() {
+                    values.extend(scope.get(*d).into_iter().flatten().cloned());
+                }
+                for (d, values) in finding.spans {
+                    c.finding.spans.entry(d).or_default().extend(values);
+                }
+                c.finding.separates &= finding.separates;
+                c.groups.extend(groups);
+            }
+            None => merged.push(describe::Cluster { family, scope, finding, groups }),
+        }
+    }
+    merged
 }
 
 /// Variants with runs in the window that no group keeping their platform could judge.
-async fn insufficient(
-    store: &Store,
+async fn insufficient<S: RunSource>(
+    store: &S,
     data: &crate::store::evaluations::WindowData,
     groups: &[GroupResult],
     window: Window,

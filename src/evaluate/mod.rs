@@ -14,6 +14,7 @@
 //! reported on its own. Groups already regressed keep priority, so an incident's scope is
 //! stable from one cycle to the next.
 
+pub mod changepoint;
 pub mod stats;
 pub mod thresholds;
 
@@ -74,6 +75,8 @@ pub struct EvalInput<'a> {
     pub prior: &'a HashMap<String, GroupState>,
     /// Unix seconds of the evaluation, recorded as `since` of new regressions.
     pub now: i64,
+    /// Releases younger than `min_history_days` at `now`: judged against the previous release.
+    pub young: &'a HashSet<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -141,6 +144,8 @@ impl GroupResult {
 pub struct Evaluation {
     pub groups: Vec<GroupResult>,
     pub tests: usize,
+    /// The largest p-value that is a discovery this cycle (Benjamini–Hochberg).
+    pub cutoff: f64,
 }
 
 fn percentiles(h: &Histogram) -> [Option<f64>; 4] {
@@ -157,39 +162,66 @@ struct Draft {
 
 /// The reference a check compares with: a threshold and, for history-based thresholds, the
 /// distribution it came from.
-struct Reference<'a> {
-    threshold: Threshold,
-    against: Option<&'a Histogram>,
+#[derive(Debug, Clone)]
+pub struct Reference<'a> {
+    pub threshold: Threshold,
+    pub against: Option<&'a Histogram>,
 }
 
-fn reference<'a>(
-    draft: &'a Draft,
+/// What a group (or a regression's scope) can be judged against.
+#[derive(Debug, Clone, Copy)]
+pub struct Candidates<'a, 'c> {
+    pub key: &'c GroupKey,
+    /// Its own runs before the window (an incident's runs left out).
+    pub baseline: &'a Histogram,
+    /// The same group one release earlier: that release, and its runs.
+    pub previous: Option<(&'a str, &'a Histogram)>,
+    /// The dimensions of its cells with runs (for the historical table).
+    pub cell_dims: &'c [&'c Dimensions],
+    /// Its release is younger than `min_history_days`: its own history is no reference yet.
+    pub young: bool,
+}
+
+/// The reference of one percentile, most specific source first: a configured limit, the CI
+/// suite's historical table, then sheriff's own history — the group's baseline, or the
+/// previous release's same group when the release is young or the baseline too thin.
+pub fn reference<'a>(
+    c: &Candidates<'a, '_>,
     percentile: Percentile,
     settings: &EvaluateSettings,
     historical: &HistoricalTable,
-    cell_dims: &[&Dimensions],
-    previous: Option<&'a Draft>,
 ) -> Option<Reference<'a>> {
-    if let Some(t) = thresholds::configured(&settings.limits, &draft.key, percentile) {
+    if let Some(t) = thresholds::configured(&settings.limits, c.key, percentile) {
         return Some(Reference { threshold: t, against: None });
     }
-    if let Some(t) = historical.threshold(&draft.key.backend, cell_dims, percentile) {
+    if let Some(t) = historical.threshold(&c.key.backend, c.cell_dims, percentile) {
         return Some(Reference { threshold: t, against: None });
     }
     let q = percentile.fraction();
-    if draft.baseline.count() >= settings.min_job_runs {
-        let seconds = draft.baseline.percentile(q)?;
-        let source = ThresholdSource::Baseline { runs: draft.baseline.count() };
+    let previous = c.previous.filter(|(_, h)| h.count() >= settings.min_job_runs).and_then(|(release, h)| {
+        let source = ThresholdSource::PreviousRelease { release: release.to_string(), runs: h.count() };
+        Some(Reference {
+            threshold: Threshold { percentile, seconds: h.percentile(q)?, source },
+            against: Some(h),
+        })
+    });
+    if c.young && previous.is_some() {
+        return previous;
+    }
+    if c.baseline.count() >= settings.min_job_runs {
+        let seconds = c.baseline.percentile(q)?;
+        let source = ThresholdSource::Baseline { runs: c.baseline.count() };
         return Some(Reference {
             threshold: Threshold { percentile, seconds, source },
-            against: Some(&draft.baseline),
+            against: Some(c.baseline),
         });
     }
-    let prev = previous.filter(|p| p.current.count() >= settings.min_job_runs)?;
-    let release = prev.key.get(Dimension::Release).unwrap_or_default().to_string();
-    let seconds = prev.current.percentile(q)?;
-    let source = ThresholdSource::PreviousRelease { release, runs: prev.current.count() };
-    Some(Reference { threshold: Threshold { percentile, seconds, source }, against: Some(&prev.current) })
+    previous
+}
+
+/// What a regression has to exceed: the threshold plus the minimum effect.
+pub fn allowed_over(threshold: f64, settings: &EvaluateSettings) -> f64 {
+    allowed(threshold, settings)
 }
 
 fn allowed(threshold: f64, settings: &EvaluateSettings) -> f64 {
@@ -227,7 +259,7 @@ pub fn evaluate(
         apply_hysteresis(r, settings, input.now);
     }
     tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: explained away and hysteresis");
-    Evaluation { groups: results, tests }
+    Evaluation { groups: results, tests, cutoff }
 }
 
 /// Threads for the CPU-bound phases: the machine's cores, at most 8.
@@ -309,7 +341,7 @@ fn group(input: &EvalInput<'_>, settings: &EvaluateSettings) -> Vec<Draft> {
 /// The checks of one group with enough runs: one per checked percentile with a reference.
 fn check_group<'a>(
     d: &'a Draft,
-    previous: Option<&'a Draft>,
+    previous: Option<(&'a str, &'a Histogram)>,
     input: &EvalInput<'_>,
     settings: &EvaluateSettings,
     historical: &HistoricalTable,
@@ -324,10 +356,13 @@ fn check_group<'a>(
         .filter(|&&c| !input.cells[c].current.is_empty())
         .map(|&c| &input.variants[input.cells[c].variant])
         .collect();
+    let young = d.key.get(Dimension::Release).is_some_and(|r| input.young.contains(r));
+    let candidates =
+        Candidates { key: &d.key, baseline: &d.baseline, previous, cell_dims: &cell_dims, young };
     // The two-part test depends only on the two distributions: run it once per reference.
     let mut two_part: Option<(*const Histogram, f64)> = None;
     for &p in &settings.percentiles {
-        let Some(r) = reference(d, p, settings, historical, &cell_dims, previous) else { continue };
+        let Some(r) = reference(&candidates, p, settings, historical) else { continue };
         let observed = d.current.percentile(p.fraction()).unwrap_or(0.0);
         let allowed = allowed(r.threshold.seconds, settings);
         let p_value = match r.against {
@@ -356,6 +391,12 @@ fn check_group<'a>(
     group_checks
 }
 
+/// The previous release's runs a group is compared with: its baseline (where known regressions
+/// are left out) when it has enough runs, else its current window.
+fn previous_runs<'a>(p: &'a Draft, settings: &EvaluateSettings) -> &'a Histogram {
+    if p.baseline.count() >= settings.min_job_runs { &p.baseline } else { &p.current }
+}
+
 /// The checks of every group, on every core.
 fn check_all<'a>(
     drafts: &'a [Draft],
@@ -367,7 +408,8 @@ fn check_all<'a>(
     let one = |i: usize| {
         let previous = thresholds::previous_release_key(&drafts[i].key)
             .and_then(|k| by_key.get(&k))
-            .map(|&i| &drafts[i]);
+            .map(|&i| &drafts[i])
+            .map(|p| (p.key.get(Dimension::Release).unwrap_or_default(), previous_runs(p, settings)));
         check_group(&drafts[i], previous, input, settings, historical)
     };
     let threads = threads();

@@ -58,6 +58,7 @@ impl World {
             cells: &self.cells,
             prior,
             now: 1_700_000_000,
+            young: &std::collections::HashSet::new(),
         };
         evaluate(&input, settings, &HistoricalTable::default())
     }

@@ -95,7 +95,7 @@ pub fn resolve(
         return Err(Refusal::Conflict(format!("incident #{} is already resolved", i.id)));
     }
     let step = Step {
-        action: Action::Resolve { id: i.id, snapshot: None, how },
+        action: Action::Resolve { id: i.id, snapshot: None, how, episodes: None },
         effects: Vec::new(),
         silenced_by: None,
     };

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::silence::{Silence, Target};
 use super::{Change, Incident, Snapshot, State, material_changes};
 use crate::model::glob_match;
-use crate::model::{Dimension, RegressionReport};
+use crate::model::{Dimension, Episode, RegressionReport};
 
 /// Where and how notifications go; from [`crate::config::Settings`].
 #[derive(Debug, Clone)]
@@ -166,6 +166,8 @@ pub enum Resolution {
     ByHand { reason: String },
     /// A person said it is not a regression.
     NotARegression { reason: String },
+    /// The same problem as an older incident, which carries on.
+    Merged { into: i64 },
 }
 
 impl Resolution {
@@ -176,6 +178,7 @@ impl Resolution {
             Resolution::ByHand { reason } if reason.is_empty() => "resolved by hand".into(),
             Resolution::ByHand { reason } => format!("resolved by hand: {reason}"),
             Resolution::NotARegression { reason } => format!("resolved as not a regression: {reason}"),
+            Resolution::Merged { into } => format!("merged into #{into}: the same problem, followed there"),
         }
     }
 }
@@ -186,6 +189,7 @@ pub enum Action {
     Open {
         fingerprint: String,
         snapshot: Snapshot,
+        episodes: Vec<Episode>,
     },
     /// Seen again: a new snapshot, a state, and the material changes (empty: record only).
     Update {
@@ -193,11 +197,14 @@ pub enum Action {
         state: State,
         snapshot: Snapshot,
         changes: Vec<Change>,
+        episodes: Vec<Episode>,
     },
     Resolve {
         id: i64,
         snapshot: Option<Snapshot>,
         how: Resolution,
+        /// The episodes with the last one's recovery, when a cycle saw it.
+        episodes: Option<Vec<Episode>>,
     },
     Stale {
         id: i64,
@@ -289,13 +296,29 @@ pub struct Known {
 }
 
 /// Matches the cycle's regressions to `incidents` at `now`.
-pub fn plan(now: i64, regressions: &[RegressionReport], known: &Known, policy: &Policy) -> Plan {
+pub fn plan(
+    now: i64,
+    regressions: &[RegressionReport],
+    merges: &[(i64, i64)],
+    known: &Known,
+    policy: &Policy,
+) -> Plan {
     let incidents = &known.incidents;
     let mut used: HashSet<i64> = HashSet::new();
+    let mut steps: Vec<Step> = Vec::new();
+    for &(id, into) in merges {
+        if incidents.iter().any(|i| i.id == id && i.state.is_open()) && incidents.iter().any(|i| i.id == into)
+        {
+            used.insert(id);
+            let action =
+                Action::Resolve { id, snapshot: None, how: Resolution::Merged { into }, episodes: None };
+            steps.push(Step { action, effects: Vec::new(), silenced_by: None });
+        }
+    }
     let active: Vec<&RegressionReport> = regressions.iter().filter(|r| r.status.is_active()).collect();
     let resolved: Vec<&RegressionReport> = regressions.iter().filter(|r| !r.status.is_active()).collect();
     let matched = match_active(now, &active, incidents, policy, &mut used);
-    let mut steps: Vec<Step> = active.iter().zip(matched).map(|(r, slot)| seen_again(r, slot)).collect();
+    steps.extend(active.iter().zip(matched).map(|(r, slot)| seen_again(r, slot)));
     for r in resolved {
         if let Some(i) = match_resolved(r, incidents, &used) {
             used.insert(i.id);
@@ -303,6 +326,7 @@ pub fn plan(now: i64, regressions: &[RegressionReport], known: &Known, policy: &
                 id: i.id,
                 snapshot: Some(Snapshot::from_report(r)),
                 how: Resolution::Recovered,
+                episodes: Some(episodes_after(Some(i), r, false)),
             };
             steps.push(Step { action, effects: Vec::new(), silenced_by: None });
         }
@@ -361,7 +385,11 @@ fn match_active<'a>(
 fn seen_again(r: &RegressionReport, incident: Option<&Incident>) -> Step {
     let snapshot = Snapshot::from_report(r);
     let action = match incident {
-        None => Action::Open { fingerprint: r.fingerprint.clone(), snapshot },
+        None => Action::Open {
+            fingerprint: r.fingerprint.clone(),
+            snapshot,
+            episodes: episodes_after(None, r, false),
+        },
         Some(i) => {
             let mut changes = Vec::new();
             let state = match i.state {
@@ -376,10 +404,27 @@ fn seen_again(r: &RegressionReport, incident: Option<&Incident>) -> Step {
                 _ => State::Ongoing,
             };
             changes.extend(material_changes(&i.snapshot, &snapshot));
-            Action::Update { id: i.id, state, snapshot, changes }
+            let episodes = episodes_after(Some(i), r, state == State::Reopened);
+            Action::Update { id: i.id, state, snapshot, changes, episodes }
         }
     };
     Step { action, effects: Vec::new(), silenced_by: None }
+}
+
+/// An incident's episodes once a report is taken in: a new episode for a new or reopened
+/// incident, the current one's onset refined otherwise, and its recovery when the report has one.
+fn episodes_after(incident: Option<&Incident>, r: &RegressionReport, reopened: bool) -> Vec<Episode> {
+    let mut episodes = incident.map(|i| i.episodes.clone()).unwrap_or_default();
+    if let Some(onset) = r.onset {
+        match episodes.last_mut() {
+            Some(last) if !reopened && last.recovered_at.is_none() => last.onset = onset,
+            _ => episodes.push(Episode { onset, recovered_at: None }),
+        }
+    }
+    if let (Some(at), Some(last)) = (r.recovered_at, episodes.last_mut()) {
+        last.recovered_at = Some(at);
+    }
+    episodes
 }
 
 /// The open incident a recovered regression resolves.

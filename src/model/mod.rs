@@ -16,7 +16,7 @@ pub use glob::glob_match;
 pub use histogram::Histogram;
 pub use historical::HistoricalRow;
 pub use regression::{
-    Attribution, ConditionEvidence, Confidence, ControlEvidence, FileAgainst, PercentilePair,
+    Attribution, ConditionEvidence, Confidence, ControlEvidence, Episode, FileAgainst, Onset, PercentilePair,
     RegressionReport, SampleJob, SampleKind, Status,
 };
 pub use run::{ConditionSpan, JobRun, Outage, RunRecord, Sample};

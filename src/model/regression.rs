@@ -109,6 +109,46 @@ pub enum FileAgainst {
     Platform,
 }
 
+/// When a regression began: the most likely time (the first run after the change) and an
+/// interval that holds the change with high probability (from the last run before the earliest
+/// candidate to the latest candidate).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Onset {
+    pub at: DateTime<Utc>,
+    pub earliest: DateTime<Utc>,
+    pub latest: DateTime<Utc>,
+}
+
+impl Onset {
+    /// From Unix seconds; None when one is out of range.
+    pub fn from_secs(at: i64, earliest: i64, latest: i64) -> Option<Onset> {
+        Some(Onset {
+            at: DateTime::from_timestamp(at, 0)?,
+            earliest: DateTime::from_timestamp(earliest, 0)?,
+            latest: DateTime::from_timestamp(latest, 0)?,
+        })
+    }
+
+    /// "Aug 4 10:00, between Aug 4 04:00 and Aug 4 16:00" (UTC).
+    pub fn describe(&self) -> String {
+        let t = |d: &DateTime<Utc>| d.format("%b %-d %H:%M").to_string();
+        if self.earliest == self.latest {
+            format!("{} UTC", t(&self.at))
+        } else {
+            format!("{} UTC, between {} and {}", t(&self.at), t(&self.earliest), t(&self.latest))
+        }
+    }
+}
+
+/// One spell of an incident's regression: its onset and, once it is over, when it recovered
+/// (the first run back at the reference).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Episode {
+    pub onset: Onset,
+    #[serde(default)]
+    pub recovered_at: Option<DateTime<Utc>>,
+}
+
 /// One percentile now and in the reference.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct PercentilePair {
@@ -249,6 +289,12 @@ pub struct RegressionReport {
     /// the sparkline in messages.
     #[serde(default)]
     pub weekly: Vec<Option<f64>>,
+    /// When it began (the change point of its scope's runs).
+    #[serde(default)]
+    pub onset: Option<Onset>,
+    /// When it recovered, for a resolved regression (the first run back at the reference).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovered_at: Option<DateTime<Utc>>,
 }
 
 impl RegressionReport {

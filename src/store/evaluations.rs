@@ -141,8 +141,15 @@ pub(crate) async fn write_cycle(
 
 impl Store {
     /// The histograms of every cell in `current` and `baseline` (Unix-second ranges). Whole
-    /// days come from `cell_days`; the partial days at the edges from the samples themselves.
-    pub async fn window_data(&self, current: (i64, i64), baseline: (i64, i64)) -> Result<WindowData> {
+    /// days come from `cell_days`; the partial days at the edges from the samples themselves,
+    /// counting only runs finished by `visible_at` (whole days are taken as they are stored: a
+    /// replay of the past is exact to the day, as `sheriff backtest`'s own source is to the run).
+    pub async fn window_data(
+        &self,
+        current: (i64, i64),
+        baseline: (i64, i64),
+        visible_at: i64,
+    ) -> Result<WindowData> {
         let backends: Vec<(i64, String)> =
             self.fetch_all(sql("SELECT id, name FROM backends ORDER BY id")).await?;
         let variants = self.variants().await?;
@@ -162,9 +169,10 @@ impl Store {
             let rows: Vec<(i64, i64, i64)> = self
                 .fetch_all(
                     sql("SELECT s.backend_id, r.variant_id, s.seconds FROM job_runs r JOIN samples s ON s.run_id = r.id \
-                         WHERE r.started_at >= $1 AND r.started_at < $2")
+                         WHERE r.started_at >= $1 AND r.started_at < $2 AND COALESCE(r.finished_at, r.started_at) <= $3")
                     .bind(from)
-                    .bind(to),
+                    .bind(to)
+                    .bind(visible_at),
                 )
                 .await?;
             for (backend_id, variant_id, seconds) in rows {
@@ -267,6 +275,50 @@ impl Store {
         .list(variant_ids.iter().copied())
         .push(") ORDER BY s.seconds DESC, r.started_at DESC");
         self.fetch_all(q).await
+    }
+
+    /// The runs of some backends in some variants that started in `range` and finished by
+    /// `visible_at`, by start time: (backend, variant id, started, seconds, job, build id, URL).
+    pub async fn cell_runs(
+        &self,
+        backends: &[String],
+        variant_ids: &[i64],
+        range: (i64, i64),
+        visible_at: i64,
+    ) -> Result<Vec<(String, i64, i64, i64, String, String, String)>> {
+        if backends.is_empty() || variant_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let q = sql("SELECT b.name, r.variant_id, r.started_at, s.seconds, r.job_name, r.build_id, r.url \
+                 FROM samples s JOIN job_runs r ON r.id = s.run_id JOIN backends b ON b.id = s.backend_id \
+                 WHERE r.started_at >= $1 AND r.started_at < $2 AND COALESCE(r.finished_at, r.started_at) <= $3 \
+                 AND b.name IN (")
+        .bind(range.0)
+        .bind(range.1)
+        .bind(visible_at)
+        .list(backends.iter().map(String::as_str))
+        .push(") AND r.variant_id IN (")
+        .list(variant_ids.iter().copied())
+        .push(") ORDER BY r.started_at, r.id, b.name");
+        self.fetch_all(q).await
+    }
+
+    /// Each release's first run started by `visible_at` (Unix seconds). Read per variant, which
+    /// the (variant, start) index answers without a scan.
+    pub async fn release_first_seen(&self, visible_at: i64) -> Result<HashMap<String, i64>> {
+        let rows: Vec<(i64, i64)> = self
+            .fetch_all(sql("SELECT variant_id, MIN(started_at) FROM job_runs GROUP BY variant_id"))
+            .await?;
+        let variants = self.variants().await?;
+        let release: HashMap<i64, &str> = variants.iter().map(|(id, d)| (*id, d.release.as_str())).collect();
+        let mut first: HashMap<String, i64> = HashMap::new();
+        for (variant, started) in rows.into_iter().filter(|(_, s)| *s <= visible_at) {
+            if let Some(r) = release.get(&variant) {
+                let e = first.entry((*r).to_string()).or_insert(started);
+                *e = (*e).min(started);
+            }
+        }
+        Ok(first)
     }
 
     /// Job names that ran in some variants during a window.

@@ -11,7 +11,8 @@ use crate::incidents::silence::{Patterns, Silence};
 use crate::incidents::{Change, Event, Incident, Snapshot, State};
 
 const INCIDENT_COLUMNS: &str = "id, fingerprint, state, snapshot, revision, opened_at, updated_at, \
-    last_seen_at, resolved_at, acked_by, acked_at, slack_channel, slack_ts, jira_key, jira_commented_at";
+    last_seen_at, resolved_at, acked_by, acked_at, slack_channel, slack_ts, jira_key, jira_commented_at, episodes, \
+    merged_into";
 
 const SILENCE_COLUMNS: &str =
     "id, fingerprint, backend, dimensions, reason, created_by, created_at, expires_at, removed_at";
@@ -33,6 +34,8 @@ struct IncidentRow {
     slack_ts: Option<String>,
     jira_key: Option<String>,
     jira_commented_at: Option<i64>,
+    episodes: String,
+    merged_into: Option<i64>,
 }
 
 impl IncidentRow {
@@ -56,6 +59,9 @@ impl IncidentRow {
             slack_ts: self.slack_ts,
             jira_key: self.jira_key,
             jira_commented_at: self.jira_commented_at,
+            episodes: serde_json::from_str(&self.episodes)
+                .with_context(|| format!("incident {} has unreadable episodes", self.id))?,
+            merged_into: self.merged_into,
         })
     }
 }
@@ -270,35 +276,39 @@ impl Applying<'_> {
     async fn step(&self, c: &mut Conn<'_>, action: &Action) -> Result<(i64, i64)> {
         let (now, actor) = (self.now, self.actor);
         match action {
-            Action::Open { fingerprint, snapshot } => {
+            Action::Open { fingerprint, snapshot, episodes } => {
                 let q = sql("INSERT INTO incidents (fingerprint, family, release, backends, component, scope, state, \
                          percentile, observed_seconds, threshold_seconds, tier, evidence, summary, snapshot, revision, \
-                         opened_at, updated_at, last_seen_at) \
-                         VALUES ($1, $2, $3, $4, $5, $6, 'new', $7, $8, $9, $10, $11, $12, $13, 1, $14, $14, $14) \
+                         opened_at, updated_at, last_seen_at, episodes) \
+                         VALUES ($1, $2, $3, $4, $5, $6, 'new', $7, $8, $9, $10, $11, $12, $13, 1, $14, $14, $14, $15) \
                          RETURNING id")
                 .bind(fingerprint);
-                let id: i64 = c.scalar(bind_all(q, snapshot_args(snapshot)?).bind(now)).await?;
+                let q =
+                    bind_all(q, snapshot_args(snapshot)?).bind(now).bind(serde_json::to_string(episodes)?);
+                let id: i64 = c.scalar(q).await?;
                 insert_event(c, id, now, actor, "opened", &snapshot.summary).await?;
                 Ok((id, 1))
             }
-            Action::Update { id, state, snapshot, changes } => {
+            Action::Update { id, state, snapshot, changes, episodes } => {
                 let revision = self.stored(*id)?.revision + i64::from(!changes.is_empty());
                 let q = sql("UPDATE incidents SET state = $2, family = $3, release = $4, backends = $5, component = $6, \
                          scope = $7, percentile = $8, observed_seconds = $9, threshold_seconds = $10, tier = $11, \
                          evidence = $12, summary = $13, snapshot = $14, revision = $15, updated_at = $16, \
-                         last_seen_at = $16, resolved_at = NULL WHERE id = $1")
+                         last_seen_at = $16, resolved_at = NULL, episodes = $17 WHERE id = $1")
                 .bind(*id)
                 .bind(state.as_str());
-                c.execute(bind_all(q, snapshot_args(snapshot)?).bind(revision).bind(now)).await?;
+                let q = bind_all(q, snapshot_args(snapshot)?)
+                    .bind(revision)
+                    .bind(now)
+                    .bind(serde_json::to_string(episodes)?);
+                c.execute(q).await?;
                 for change in changes {
                     insert_event(c, *id, now, actor, change.kind(), &change.describe()).await?;
                 }
                 Ok((*id, revision))
             }
-            Action::Resolve { id, how, .. } => {
-                self.set_state(c, *id, State::Resolved, Some(now)).await?;
-                insert_event(c, *id, now, actor, "resolved", &how.describe()).await?;
-                Ok((*id, self.stored(*id)?.revision + 1))
+            Action::Resolve { id, how, episodes, snapshot } => {
+                self.resolve(c, *id, how, episodes.as_deref(), snapshot.as_ref()).await
             }
             Action::Stale { id } => {
                 self.set_state(c, *id, State::Stale, None).await?;
@@ -325,6 +335,39 @@ impl Applying<'_> {
                 Ok((*id, self.stored(*id)?.revision))
             }
         }
+    }
+
+    async fn resolve(
+        &self,
+        c: &mut Conn<'_>,
+        id: i64,
+        how: &crate::incidents::plan::Resolution,
+        episodes: Option<&[crate::model::Episode]>,
+        snapshot: Option<&Snapshot>,
+    ) -> Result<(i64, i64)> {
+        let now = self.now;
+        self.set_state(c, id, State::Resolved, Some(now)).await?;
+        if let Some(episodes) = episodes {
+            let q = sql("UPDATE incidents SET episodes = $2 WHERE id = $1")
+                .bind(id)
+                .bind(serde_json::to_string(episodes)?);
+            c.execute(q).await?;
+        }
+        if let Some(snapshot) = snapshot {
+            let q =
+                sql("UPDATE incidents SET snapshot = $2, summary = $3, observed_seconds = $4 WHERE id = $1")
+                    .bind(id)
+                    .bind(serde_json::to_string(snapshot)?)
+                    .bind(&snapshot.summary)
+                    .bind(snapshot.observed_seconds);
+            c.execute(q).await?;
+        }
+        if let crate::incidents::plan::Resolution::Merged { into } = how {
+            c.execute(sql("UPDATE incidents SET merged_into = $2 WHERE id = $1").bind(id).bind(*into))
+                .await?;
+        }
+        insert_event(c, id, now, self.actor, "resolved", &how.describe()).await?;
+        Ok((id, self.stored(id)?.revision + 1))
     }
 
     async fn set_state(

@@ -287,6 +287,39 @@ impl Store {
         self.scalar(sql("SELECT COUNT(*) FROM samples")).await
     }
 
+    /// Every backend, every run that started in `[from, to)`, and their samples: what a
+    /// backtest holds in memory. (backend id, name); (run id, job, build id, URL, started,
+    /// finished, variant id); (run id, backend id, seconds).
+    #[allow(clippy::type_complexity)]
+    pub async fn replay_rows(
+        &self,
+        from: i64,
+        to: i64,
+    ) -> Result<(
+        Vec<(i64, String)>,
+        Vec<(i64, String, String, String, i64, Option<i64>, i64)>,
+        Vec<(i64, i64, i64)>,
+    )> {
+        let backends = self.fetch_all(sql("SELECT id, name FROM backends ORDER BY id")).await?;
+        let runs = self
+            .fetch_all(
+                sql("SELECT id, job_name, build_id, url, started_at, finished_at, variant_id FROM job_runs \
+                     WHERE started_at >= $1 AND started_at < $2 ORDER BY started_at, id")
+                .bind(from)
+                .bind(to),
+            )
+            .await?;
+        let samples = self
+            .fetch_all(
+                sql("SELECT s.run_id, s.backend_id, s.seconds FROM samples s JOIN job_runs r ON r.id = s.run_id \
+                     WHERE r.started_at >= $1 AND r.started_at < $2")
+                .bind(from)
+                .bind(to),
+            )
+            .await?;
+        Ok((backends, runs, samples))
+    }
+
     /// The id of a backend name, created on first sight.
     pub(crate) async fn backend_id(&self, name: &str) -> Result<i64> {
         if let Some(id) = self.backend_ids.lock().expect("cache lock").get(name) {

@@ -424,5 +424,7 @@ pub fn example_report(
         since: None,
         groups: vec!["image-registry-new-connections release=4.14 platform=metal".into()],
         weekly: vec![Some(threshold), Some(observed)],
+        onset: None,
+        recovered_at: None,
     }
 }

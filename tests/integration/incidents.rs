@@ -253,6 +253,7 @@ on_both_engines! {
             let opened = apply(&store, families.iter().map(|f| step(Action::Open {
                 fingerprint: format!("sheriff-{f}"),
                 snapshot: snapshot(f, "metal", 21.0),
+                episodes: vec![],
             })).collect()).await;
             assert_eq!(opened.steps.len(), 2);
             drain_with_kills(&store, &sinks, &settings, &clock, &kill).await;
@@ -266,10 +267,11 @@ on_both_engines! {
                 state: sheriff::incidents::State::Ongoing,
                 snapshot: snapshot(f, "metal", 45.0),
                 changes: vec![Change::TierChanged { from: "P50 5-10x".into(), to: "P50 >=10x".into() }],
+                episodes: vec![],
             })).collect()).await;
             drain_with_kills(&store, &sinks, &settings, &clock, &kill).await;
             // resolved
-            apply(&store, ids.iter().map(|id| step(Action::Resolve { id: *id, snapshot: None, how: plan::Resolution::Recovered })).collect()).await;
+            apply(&store, ids.iter().map(|id| step(Action::Resolve { id: *id, snapshot: None, how: plan::Resolution::Recovered, episodes: None })).collect()).await;
             drain_with_kills(&store, &sinks, &settings, &clock, &kill).await;
 
             // every effect exactly once at the remote side
@@ -315,10 +317,10 @@ on_both_engines! {
         let sinks = Arc::new(Sinks::from_settings(&settings).unwrap());
         let clock = Clock::default();
         let none = Faults::none();
-        apply(&store, vec![step(Action::Open { fingerprint: "sheriff-wontfix".into(), snapshot: snapshot("wf", "metal", 21.0) })]).await;
+        apply(&store, vec![step(Action::Open { fingerprint: "sheriff-wontfix".into(), snapshot: snapshot("wf", "metal", 21.0), episodes: vec![] })]).await;
         drain_with_kills(&store, &sinks, &settings, &clock, &none).await;
         let id = store.find_incident("sheriff-wontfix").await.unwrap().unwrap().id;
-        apply(&store, vec![step(Action::Resolve { id, snapshot: None, how: plan::Resolution::Recovered })]).await;
+        apply(&store, vec![step(Action::Resolve { id, snapshot: None, how: plan::Resolution::Recovered, episodes: None })]).await;
         drain_with_kills(&store, &sinks, &settings, &clock, &none).await;
         jira.close("OCPBUGS-1", "Won't Fix", 1);
         let before = jira.issues()[0].clone();
@@ -327,6 +329,7 @@ on_both_engines! {
             state: sheriff::incidents::State::Reopened,
             snapshot: snapshot("wf", "metal", 21.0),
             changes: vec![Change::Reopened],
+            episodes: vec![],
         })]).await;
         drain_with_kills(&store, &sinks, &settings, &clock, &none).await;
         let after = jira.issues();
@@ -342,6 +345,7 @@ on_both_engines! {
                 state: sheriff::incidents::State::Reopened,
                 snapshot: snapshot("wf", "metal", 21.0),
                 changes: vec![Change::Reopened],
+                episodes: vec![],
             })]).await;
             let mut worker = Worker::new(store.clone(), sinks.clone(), settings.outbox.clone());
             worker.clock = clock.clone();

@@ -28,7 +28,7 @@ fn plan_with(
 ) -> Plan {
     let known =
         Known { incidents: incidents.to_vec(), silences: silences.to_vec(), delivered: delivered.clone() };
-    plan(now, regressions, &known, policy)
+    plan(now, regressions, &[], &known, policy)
 }
 
 fn policy() -> Policy {
@@ -51,7 +51,7 @@ fn policy() -> Policy {
 fn apply(now: i64, plan: &Plan, incidents: &mut Vec<Incident>, delivered: &mut Delivered) {
     for step in &plan.steps {
         let id = match &step.action {
-            Action::Open { fingerprint, snapshot } => {
+            Action::Open { fingerprint, snapshot, .. } => {
                 let id = incidents.len() as i64 + 1;
                 let mut i = Incident::new(id, fingerprint, snapshot.clone());
                 i.opened_at = now;

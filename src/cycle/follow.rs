@@ -1,0 +1,199 @@
+//! Following an open incident from cycle to cycle: its numbers over its scope against the
+//! reference before its onset, and the verdict — still regressed, stale (too few runs to tell:
+//! a data gap is not a fix), or recovered.
+//!
+//! Recovery is seen the way an onset is: a change point in the incident's runs after its onset,
+//! a change for the better with at least `recovery_min_runs` runs after it, those runs within
+//! what the reference allows and not worse than the reference. It does not wait for the window
+//! to empty of regressed runs. Without such a change the incident resolves only after
+//! `clear_after` cycles in a row whose window is back within the reference.
+
+use anyhow::Result;
+
+use super::describe::{Context, Described, onset_of};
+use super::scoped::ScopeStats;
+use super::source::{CellRun, RunSource};
+use crate::evaluate::changepoint::{self, Run};
+use crate::evaluate::stats;
+use crate::incidents::Incident;
+use crate::model::{Histogram, Onset, Percentile, RegressionReport, Scope, Status, backend_family};
+
+/// How long after an incident opens its onset is still refined as runs arrive.
+const REFINE_ONSET_SECS: i64 = 2 * 86_400;
+
+/// What became of an open incident this cycle.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Verdict {
+    /// Too few runs in its scope this cycle to judge.
+    Stale,
+    /// Back at the reference since `at` (the first run after the fix point).
+    Recovered { at: i64 },
+    /// Still regressed, or not yet clearly back.
+    Ongoing,
+}
+
+/// An open incident, followed.
+pub(super) struct Followed {
+    pub verdict: Verdict,
+    /// Its report this cycle (none when stale).
+    pub report: Option<RegressionReport>,
+    /// Cycles in a row its window was back within the reference (the slow way to resolve).
+    pub clean_streak: u32,
+}
+
+/// The detections that are this incident: same family and release, overlapping scope.
+pub(super) fn belongs(incident: &Incident, r: &RegressionReport) -> bool {
+    incident.snapshot.family == r.family
+        && incident.snapshot.release == r.release
+        && incident.snapshot.scope.overlaps(&r.scope)
+}
+
+/// The first run from which the series stays back at or under `allowed`, or None.
+fn back_since(runs: &[CellRun], allowed: f64) -> Option<i64> {
+    let last_bad = runs.iter().rposition(|r| r.seconds as f64 > allowed);
+    match last_bad {
+        Some(i) => runs.get(i + 1).map(|r| r.started),
+        None => runs.first().map(|r| r.started),
+    }
+}
+
+/// A recovered report's "now" is the runs since the recovery: what they say, not the window's.
+fn since_recovery(report: &mut RegressionReport, runs: &[CellRun], at: i64) {
+    let mut post = Histogram::new();
+    for r in runs.iter().filter(|r| r.started >= at) {
+        post.add(r.seconds, 1);
+    }
+    if post.is_empty() {
+        return;
+    }
+    let round = |x: f64| (x * 100.0).round() / 100.0;
+    for (p, pair) in report.percentiles.iter_mut() {
+        pair.now = post.percentile(p.fraction()).map(round);
+    }
+    report.observed_seconds = round(post.percentile(report.percentile.fraction()).unwrap_or(0.0));
+    report.job_runs = post.count();
+    report.attribution.summary = crate::attribute::describe::restated(
+        &report.attribution.summary,
+        &report.family,
+        report.percentile,
+        report.observed_seconds,
+        report.threshold_seconds,
+        report.job_runs,
+        false,
+    );
+}
+
+impl<S: RunSource> Context<'_, S> {
+    /// The numbers of each of the incident's backends over `scope`; the worst backend's (the
+    /// largest ratio of observed to allowed).
+    fn worst_stats(&self, backends: &[String], scope: &Scope, percentile: Percentile) -> Option<ScopeStats> {
+        backends.iter().filter_map(|b| self.judging.stats(b, scope, percentile)).max_by(|a, b| {
+            let ratio = |s: &ScopeStats| s.check.observed / s.check.allowed.max(1.0);
+            ratio(a).total_cmp(&ratio(b)).then(b.backend.cmp(&a.backend))
+        })
+    }
+
+    /// An early recovery: a change for the better after the onset, with enough runs after it
+    /// that are within what the reference allows and not worse than it.
+    fn recovery(&self, runs: &[CellRun], onset: Option<Onset>, stats: &ScopeStats) -> Option<i64> {
+        let after = onset.map_or(i64::MIN, |o| o.at.timestamp());
+        let since: Vec<&CellRun> = runs.iter().filter(|r| r.started >= after).collect();
+        let series: Vec<Run> = since.iter().map(|r| Run { at: r.started, seconds: r.seconds }).collect();
+        let needed = self.settings.recovery_min_runs.max(3);
+        let change = changepoint::most_likely_change(&series, 3, needed)?;
+        if !change.is_real(changepoint::SCAN_THRESHOLD) || change.worse_after {
+            return None;
+        }
+        // Dated late in its interval: every run before it stays out of the windows from now on,
+        // and none of the regression's own may be left in.
+        let mut post = Histogram::new();
+        for r in &since[change.index..] {
+            post.add(r.seconds, 1);
+        }
+        let p = stats.check.percentile;
+        let within = post.percentile(p.fraction()).is_some_and(|v| v <= stats.check.allowed);
+        let not_worse = stats.reference_histogram.as_ref().is_none_or(|reference| {
+            stats::two_part_greater(&post, reference).p > self.settings.false_discovery_rate
+        });
+        (post.count() as usize >= needed && within && not_worse).then_some(change.times(&series).2)
+    }
+
+    /// Follows one open incident, with the detections of this cycle that are it (their scopes
+    /// together are its scope now).
+    pub async fn follow(
+        &self,
+        incident: &Incident,
+        detections: &[&Described],
+        prior_streak: u32,
+    ) -> Result<Followed> {
+        let strongest =
+            detections.iter().min_by(|a, b| a.stats.check.p_value.total_cmp(&b.stats.check.p_value));
+        let scope = detections
+            .iter()
+            .map(|d| d.report.scope.clone())
+            .reduce(|a, b| a.union(&b))
+            .unwrap_or_else(|| incident.snapshot.scope.clone());
+        let mut backends: Vec<String> = incident.snapshot.backends.clone();
+        backends.extend(detections.iter().flat_map(|d| d.report.backends.iter().cloned()));
+        backends.retain(|b| backend_family(b) == incident.snapshot.family);
+        backends.sort();
+        backends.dedup();
+        let percentile = strongest.map_or(incident.snapshot.percentile, |d| d.stats.check.percentile);
+        let stale = Followed { verdict: Verdict::Stale, report: None, clean_streak: prior_streak };
+        let Some(stats) = self.worst_stats(&backends, &scope, percentile) else { return Ok(stale) };
+        if stats.runs < self.settings.min_job_runs {
+            return Ok(stale);
+        }
+        let from = incident.onset().map_or(self.window.from.timestamp(), |o| {
+            o.earliest.timestamp().min(self.window.from.timestamp())
+        }) - i64::from(self.settings.baseline_days) * 86_400;
+        let all = self.runs_of_many(&backends, &scope, from).await?;
+        let runs: Vec<CellRun> = all.iter().filter(|r| r.backend == stats.backend).cloned().collect();
+        let onset = self.refined_onset(incident, &backends, &all);
+        let regressed_now = stats.check.exceeds && stats.check.p_value <= self.settings.false_discovery_rate;
+        let clean_streak = if regressed_now { 0 } else { prior_streak + 1 };
+        let verdict = match self.recovery(&runs, onset, &stats) {
+            Some(at) => Verdict::Recovered { at },
+            None if clean_streak >= self.settings.clear_after => Verdict::Recovered {
+                at: back_since(&runs, stats.check.allowed).unwrap_or(self.window.from.timestamp()),
+            },
+            None => Verdict::Ongoing,
+        };
+        let status =
+            if matches!(verdict, Verdict::Recovered { .. }) { Status::Resolved } else { Status::Ongoing };
+        let base = strongest.map_or(&incident.snapshot.report, |d| &d.report);
+        let mut report = self.refreshed(base, &stats, &runs, onset, status).await?;
+        report.scope = scope;
+        report.fingerprint.clone_from(&incident.fingerprint);
+        report.backends = backends;
+        report.backend = (report.backends.len() == 1).then(|| report.backends[0].clone());
+        if let Verdict::Recovered { at } = verdict {
+            report.recovered_at = chrono::DateTime::from_timestamp(at, 0);
+            since_recovery(&mut report, &runs, at);
+        }
+        Ok(Followed { verdict, report: Some(report), clean_streak })
+    }
+
+    /// The incident's onset; while it is young, refined as runs arrive: the earliest of its
+    /// backends' (the problem began when the first of them turned worse), after any earlier
+    /// episode.
+    fn refined_onset(&self, incident: &Incident, backends: &[String], all: &[CellRun]) -> Option<Onset> {
+        let onset_now = incident.onset();
+        if self.now - incident.opened_at > REFINE_ONSET_SECS {
+            return onset_now;
+        }
+        let since =
+            incident.opened_at - i64::from(self.settings.window_days + self.settings.baseline_days) * 86_400;
+        let previous = incident.episodes.iter().rev().nth(1).and_then(|e| e.recovered_at);
+        let since = since.max(previous.map_or(i64::MIN, |t| t.timestamp()));
+        backends
+            .iter()
+            .filter_map(|b| {
+                let recent: Vec<CellRun> =
+                    all.iter().filter(|r| &r.backend == b && r.started >= since).cloned().collect();
+                onset_of(&recent)
+            })
+            .min_by_key(|o| o.at)
+            .or(onset_now)
+    }
+}

@@ -1,0 +1,138 @@
+//! A regression's numbers over exactly its scope: the cells the scope names, their runs in the
+//! window and in the reference, the percentile against its threshold, and the test. Whatever a
+//! report says of a regression's runs, percentiles and samples is of this one set of runs.
+
+use crate::config::EvaluateSettings;
+use crate::evaluate::thresholds::{HistoricalTable, previous_release};
+use crate::evaluate::{Candidates, Check, allowed_over, reference, stats};
+use crate::model::{Dimension, Dimensions, GroupKey, Histogram, Percentile, Scope};
+use crate::store::evaluations::WindowData;
+
+/// The cells of `backend` inside `scope` with runs in either window (indices into the cells).
+pub(super) fn cells_in(data: &WindowData, backend: &str, scope: &Scope) -> Vec<usize> {
+    data.cells
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| data.backends[c.backend] == backend && scope.contains(&data.variants[c.variant]))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The same scope one release earlier (the from-release shifted too when the scope names one).
+pub(super) fn previous_scope(scope: &Scope) -> Option<(String, Scope)> {
+    let release = previous_release(scope.single(Dimension::Release)?)?;
+    let mut out = scope.clone();
+    out.set(Dimension::Release, [release.clone()]);
+    if let Some(from) = scope.single(Dimension::FromRelease).filter(|f| !f.is_empty()) {
+        out.set(Dimension::FromRelease, [previous_release(from)?]);
+    }
+    Some((release, out))
+}
+
+/// A regression's numbers over its scope.
+#[derive(Debug, Clone)]
+pub(super) struct ScopeStats {
+    pub backend: String,
+    pub runs: u64,
+    pub reference_runs: u64,
+    /// P50, P75, P95, P99 now and in the reference.
+    pub current: [Option<f64>; 4],
+    pub reference: [Option<f64>; 4],
+    /// The judged percentile against its threshold, and the test (q-value from the cycle's
+    /// adjustment, see [`ScopeStats::holds`]).
+    pub check: Check,
+    /// The reference distribution, when the threshold came from history.
+    pub reference_histogram: Option<Histogram>,
+}
+
+impl ScopeStats {
+    /// Enough runs, above what is allowed, and significant at the cycle's cutoff.
+    pub fn holds(&self, settings: &EvaluateSettings, cutoff: f64) -> bool {
+        self.runs >= settings.min_job_runs && self.check.exceeds && self.check.p_value <= cutoff
+    }
+}
+
+fn percentiles(h: &Histogram) -> [Option<f64>; 4] {
+    Percentile::ALL.map(|p| h.percentile(p.fraction()))
+}
+
+/// What judging a scope needs from the cycle.
+pub(super) struct Judging<'a> {
+    pub data: &'a WindowData,
+    pub settings: &'a EvaluateSettings,
+    pub historical: &'a HistoricalTable,
+    pub young: &'a std::collections::HashSet<String>,
+}
+
+impl Judging<'_> {
+    /// The numbers of `backend` over `scope` for `percentile`; None when the scope has no runs or
+    /// nothing to compare with.
+    pub fn stats(&self, backend: &str, scope: &Scope, percentile: Percentile) -> Option<ScopeStats> {
+        let (data, settings) = (self.data, self.settings);
+        let cells = cells_in(data, backend, scope);
+        let (mut current, mut baseline) = (Histogram::new(), Histogram::new());
+        for &c in &cells {
+            current.merge(&data.cells[c].current);
+            baseline.merge(&data.cells[c].baseline);
+        }
+        if current.is_empty() {
+            return None;
+        }
+        let previous = previous_scope(scope).map(|(release, s)| {
+            let (mut base, mut cur) = (Histogram::new(), Histogram::new());
+            for c in cells_in(data, backend, &s) {
+                base.merge(&data.cells[c].baseline);
+                cur.merge(&data.cells[c].current);
+            }
+            (release, if base.count() >= settings.min_job_runs { base } else { cur })
+        });
+        let cell_dims: Vec<&Dimensions> = cells
+            .iter()
+            .filter(|&&c| !data.cells[c].current.is_empty())
+            .map(|&c| &data.variants[data.cells[c].variant])
+            .collect();
+        let key = GroupKey {
+            backend: backend.to_string(),
+            fixed: scope
+                .iter()
+                .filter(|(_, v)| v.len() == 1)
+                .filter_map(|(d, v)| Some((d, v.iter().next()?.clone())))
+                .collect(),
+        };
+        let young = scope.single(Dimension::Release).is_some_and(|r| self.young.contains(r));
+        let candidates = Candidates {
+            key: &key,
+            baseline: &baseline,
+            previous: previous.as_ref().map(|(r, h)| (r.as_str(), h)),
+            cell_dims: &cell_dims,
+            young,
+        };
+        let r = reference(&candidates, percentile, settings, self.historical)?;
+        let observed = current.percentile(percentile.fraction()).unwrap_or(0.0);
+        let allowed = allowed_over(r.threshold.seconds, settings);
+        let p_value = match r.against {
+            Some(against) => stats::two_part_greater(&current, against).p,
+            None => stats::quantile_exceeds(&current, percentile.fraction(), r.threshold.seconds),
+        };
+        let reference_histogram = r.against.cloned();
+        let check = Check {
+            percentile,
+            observed,
+            threshold: r.threshold,
+            allowed,
+            p_value,
+            q_value: p_value,
+            exceeds: observed > allowed,
+            discovery: false,
+        };
+        Some(ScopeStats {
+            backend: backend.to_string(),
+            runs: current.count(),
+            reference_runs: reference_histogram.as_ref().map_or(0, Histogram::count),
+            current: percentiles(&current),
+            reference: reference_histogram.as_ref().map_or([None; 4], percentiles),
+            check,
+            reference_histogram,
+        })
+    }
+}

@@ -1,0 +1,144 @@
+//! What a cycle reads of the stored runs, as they were at the cycle's time: the windows'
+//! histograms, the runs of a few cells one by one, a run's interval evidence, the historical
+//! table, and when each release was first seen.
+//!
+//! Two sources implement it: the store itself (a live cycle, or `evaluate --at` in the past),
+//! and a replay held in memory ([`super::replay`]), which `sheriff backtest` moves through
+//! time, showing each cycle only the runs that had finished by then.
+
+use std::collections::HashMap;
+use std::future::Future;
+
+use anyhow::Result;
+
+use crate::model::{HistoricalRow, Percentile, RegressionReport, RunRecord};
+use crate::store::Store;
+use crate::store::evaluations::WindowData;
+
+/// One run of one cell, as a series point and a link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellRun {
+    pub backend: String,
+    pub variant_id: i64,
+    pub started: i64,
+    pub seconds: i64,
+    pub job: String,
+    pub build_id: String,
+    pub url: String,
+}
+
+/// The stored runs as a cycle at `visible_at` may see them.
+pub trait RunSource: Sync {
+    /// Every cell's histograms of the two windows (`[from, to)` Unix seconds).
+    fn windows(
+        &self,
+        current: (i64, i64),
+        baseline: (i64, i64),
+        visible_at: i64,
+    ) -> impl Future<Output = Result<WindowData>> + Send;
+
+    /// The runs of `backends` in the variants `variant_ids` that started in `range`, by start.
+    fn cell_runs(
+        &self,
+        backends: &[String],
+        variant_ids: &[i64],
+        range: (i64, i64),
+        visible_at: i64,
+    ) -> impl Future<Output = Result<Vec<CellRun>>> + Send;
+
+    /// One run with its samples and intervals.
+    fn run(&self, job: &str, build_id: &str) -> impl Future<Output = Result<Option<RunRecord>>> + Send;
+
+    /// The CI suite's historical table.
+    fn historical(&self) -> impl Future<Output = Result<Vec<HistoricalRow>>> + Send;
+
+    /// Each release's first run (Unix seconds).
+    fn first_seen(&self, visible_at: i64) -> impl Future<Output = Result<HashMap<String, i64>>> + Send;
+
+    /// A report's percentile week by week over its first backend and single-valued scope, the
+    /// last eight weeks to `at`, oldest first.
+    fn weekly(
+        &self,
+        report: &RegressionReport,
+        window_days: i64,
+        at: i64,
+    ) -> impl Future<Output = Result<Vec<Option<f64>>>> + Send;
+
+    /// Job names that ran in some variants during a window, with their runs.
+    fn jobs_of_variants(
+        &self,
+        variant_ids: &[i64],
+        window: (i64, i64),
+    ) -> impl Future<Output = Result<Vec<(String, i64)>>> + Send;
+}
+
+impl RunSource for Store {
+    async fn windows(
+        &self,
+        current: (i64, i64),
+        baseline: (i64, i64),
+        visible_at: i64,
+    ) -> Result<WindowData> {
+        self.window_data(current, baseline, visible_at).await
+    }
+
+    async fn cell_runs(
+        &self,
+        backends: &[String],
+        variant_ids: &[i64],
+        range: (i64, i64),
+        visible_at: i64,
+    ) -> Result<Vec<CellRun>> {
+        let rows = self.cell_runs(backends, variant_ids, range, visible_at).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(backend, variant_id, started, seconds, job, build_id, url)| CellRun {
+                backend,
+                variant_id,
+                started,
+                seconds,
+                job,
+                build_id,
+                url,
+            })
+            .collect())
+    }
+
+    async fn run(&self, job: &str, build_id: &str) -> Result<Option<RunRecord>> {
+        Store::run(self, job, build_id).await
+    }
+
+    async fn historical(&self) -> Result<Vec<HistoricalRow>> {
+        self.historical_thresholds().await
+    }
+
+    async fn first_seen(&self, visible_at: i64) -> Result<HashMap<String, i64>> {
+        self.release_first_seen(visible_at).await
+    }
+
+    async fn jobs_of_variants(&self, variant_ids: &[i64], window: (i64, i64)) -> Result<Vec<(String, i64)>> {
+        Store::jobs_of_variants(self, variant_ids, window).await
+    }
+
+    async fn weekly(&self, report: &RegressionReport, window_days: i64, at: i64) -> Result<Vec<Option<f64>>> {
+        let Some(q) = weekly_query(report, window_days) else { return Ok(Vec::new()) };
+        let a = crate::query::answer(self, &crate::config::EvaluateSettings::default(), &q, at).await?;
+        Ok(if matches!(report.percentile, Percentile::P50 | Percentile::P75) {
+            a.weekly_p50
+        } else {
+            a.weekly_p95
+        })
+    }
+}
+
+/// The question behind a report's weekly trend: its first backend, its single-valued scope.
+pub(super) fn weekly_query(report: &RegressionReport, window_days: i64) -> Option<crate::query::Query> {
+    let backend = report.backends.first()?;
+    let filters = report
+        .scope
+        .iter()
+        .filter(|(_, v)| v.len() == 1)
+        .filter_map(|(d, v)| Some((d, v.iter().next()?.clone())))
+        .collect();
+    Some(crate::query::Query { backend: backend.clone(), filters, window_days })
+}
