@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::config::{DatabaseSettings, DatabaseUrl, Settings};
 use crate::cycle::replay::Replay;
-use crate::cycle::{CycleOptions, run_cycle_on};
+use crate::cycle::{CycleOptions, Window, run_cycle_on};
 use crate::incidents::plan::Policy;
 use crate::model::{Onset, Scope};
 use crate::schedule::Schedule;
@@ -134,7 +134,7 @@ pub async fn backtest(
     let started = Instant::now();
     let es = &settings.evaluate;
     let reach = i64::from(es.window_days + es.baseline_days).max(i64::from(es.reference_lookback_days)) * DAY;
-    let replay = Replay::load(store, from.timestamp() - reach, to.timestamp()).await?;
+    let replay = Arc::new(Replay::load(store, from.timestamp() - reach, to.timestamp()).await?);
     let scratch_dir = tempfile::tempdir().context("a folder for the backtest's own store")?;
     let url = format!("sqlite://{}", scratch_dir.path().join("backtest.db").display());
     let scratch = Store::open(&DatabaseSettings {
@@ -146,8 +146,12 @@ pub async fn backtest(
     let mut policy = Policy::from_settings(settings);
     policy.jira = true;
     let times = cadence.times(from, to);
-    for at in &times {
-        run_cycle_on(&replay, &scratch, settings, &policy, CycleOptions { at: *at, dry_run: false })
+    for (k, at) in times.iter().enumerate() {
+        if let Some(next) = times.get(k + 1) {
+            let (window, baseline) = Window::of_cycle(*next, es);
+            replay.prefetch(window.secs(), baseline.secs(), next.timestamp());
+        }
+        run_cycle_on(&*replay, &scratch, settings, &policy, CycleOptions { at: *at, dry_run: false })
             .await
             .with_context(|| format!("the cycle at {at}"))?;
     }
@@ -262,8 +266,9 @@ fn label(s: &Story) -> String {
 
 /// Matches the incidents of two backtests by family, release and overlapping scope.
 pub fn compare(a: &Backtest, b: &Backtest) -> Difference {
-    let same =
-        |x: &Story, y: &Story| x.family == y.family && x.release == y.release && x.scope.overlaps(&y.scope);
+    let same = |x: &Story, y: &Story| {
+        x.family == y.family && x.release == y.release && x.scope.same_problem(&y.scope)
+    };
     let mut d = Difference::default();
     let mut matched_b = vec![false; b.incidents.len()];
     for x in &a.incidents {

@@ -447,3 +447,85 @@ async fn signed_query(client: &reqwest::Client, url: &str, text: &str) -> bool {
         _ => false,
     }
 }
+
+/// What `bench backtest` measured.
+#[derive(Debug, serde::Serialize)]
+pub struct BacktestBench {
+    pub runs: usize,
+    pub samples: usize,
+    /// Days of stored runs (the replayed span and the baseline before it).
+    pub stored_days: u32,
+    pub replayed_days: u32,
+    pub cycles: usize,
+    pub load_seconds: Option<f64>,
+    /// The whole backtest: reading the runs into memory, every cycle, the report.
+    pub backtest_seconds: f64,
+    pub ms_per_cycle: f64,
+    pub incidents: usize,
+    /// The peer: the same kind of cycle reading the database (as `evaluate` does), timed over
+    /// `peer_cycles` of the backtest's ticks.
+    pub peer_cycles: usize,
+    pub peer_ms_per_cycle: f64,
+}
+
+/// Stores `replayed_days` plus a baseline's worth of generated runs at `runs_per_28_days` (the
+/// evaluation benchmark's density), with a regression that is fixed and one that is not; then
+/// times `sheriff backtest` at four cycles a day over the replayed days, and the same cycles
+/// read from the database for `peer_cycles` of its ticks.
+pub async fn backtest(
+    runs_per_28_days: usize,
+    replayed_days: u32,
+    peer_cycles: usize,
+    sqlite_path: Option<&std::path::Path>,
+) -> Result<BacktestBench> {
+    let settings = crate::config::Settings::default();
+    let lead = settings.evaluate.window_days + settings.evaluate.baseline_days;
+    let stored_days = replayed_days + lead;
+    let end = synth::day(2026, 11, 29);
+    let runs = runs_per_28_days * stored_days as usize / 28;
+    let mut scenario = synth::large(runs, 384, 30, stored_days, end);
+    let mut fixed = synth::metal_registry_regression(lead + replayed_days / 4);
+    fixed.until_day = Some(lead + replayed_days / 2);
+    let mut ongoing = synth::metal_registry_regression(lead + replayed_days * 3 / 4);
+    ongoing.matches[1].1 = "4.15".into();
+    scenario.planted = vec![fixed, ongoing];
+    let records = synth::run_records(&scenario);
+    let tmp = tempfile::tempdir()?;
+    let sqlite_url = sqlite_path.map(|p| format!("sqlite://{}", p.display()));
+    let store = std::sync::Arc::new(bench_store(sqlite_url.as_deref(), tmp.path()).await?);
+    let load_seconds = load(&store, &records).await?;
+    drop(records);
+    let from = end - chrono::Duration::days(i64::from(replayed_days));
+    let cadence = crate::backtest::Cadence::Every(6 * 3600);
+    let started = Instant::now();
+    let result = crate::backtest::backtest(store.clone(), &settings, from, end, &cadence).await?;
+    let backtest_seconds = started.elapsed().as_secs_f64();
+    let ticks = cadence.times(from, end);
+    let step = (ticks.len() / peer_cycles.max(1)).max(1);
+    std::fs::create_dir_all(tmp.path().join("peer"))?;
+    let scratch = bench_store(None, &tmp.path().join("peer")).await?;
+    let policy = crate::incidents::plan::Policy::from_settings(&settings);
+    let started = Instant::now();
+    let mut timed: u32 = 0;
+    for at in ticks.iter().step_by(step).take(peer_cycles.max(1)) {
+        let options = crate::cycle::CycleOptions { at: *at, dry_run: true };
+        crate::cycle::run_cycle_on(&*store, &scratch, &settings, &policy, options).await?;
+        timed += 1;
+    }
+    let peer_ms_per_cycle = started.elapsed().as_secs_f64() * 1000.0 / f64::from(timed);
+    scratch.close().await;
+    store.close().await;
+    Ok(BacktestBench {
+        runs: result.runs,
+        samples: result.samples,
+        stored_days,
+        replayed_days,
+        cycles: result.cycles,
+        load_seconds,
+        backtest_seconds,
+        ms_per_cycle: backtest_seconds * 1000.0 / result.cycles.max(1) as f64,
+        incidents: result.incidents.len(),
+        peer_cycles: timed as usize,
+        peer_ms_per_cycle,
+    })
+}

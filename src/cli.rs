@@ -242,6 +242,21 @@ pub enum BenchCommand {
         #[arg(long)]
         sqlite: Option<PathBuf>,
     },
+    /// `sheriff backtest` over generated months at the evaluation benchmark's density: 90 days
+    /// at 4 cycles a day, against the same cycles reading the database.
+    Backtest {
+        /// Runs per 28 days (35,000 runs × 30 backends is about a million samples).
+        #[arg(long, default_value_t = 35_000)]
+        runs_per_28_days: usize,
+        #[arg(long, default_value_t = 90)]
+        days: u32,
+        /// Cycles timed reading the database, spread over the backtest's ticks.
+        #[arg(long, default_value_t = 8)]
+        peer_cycles: usize,
+        /// Keep the SQLite database in this file (reused when it already holds the data).
+        #[arg(long)]
+        sqlite: Option<PathBuf>,
+    },
     /// `/sheriff query` over about a million samples: direct answers, then signed HTTP requests
     /// from concurrent clients on 127.0.0.1 while evaluation cycles run; p50/p99 and errors.
     Query {
@@ -580,6 +595,28 @@ async fn bench(what: BenchCommand) -> Result<ExitCode> {
             print_evaluate_bench(&r, repeat);
             Ok(ExitCode::SUCCESS)
         }
+        BenchCommand::Backtest { runs_per_28_days, days, peer_cycles, sqlite } => {
+            let r = crate::bench::backtest(runs_per_28_days, days, peer_cycles, sqlite.as_deref()).await?;
+            println!(
+                "backtest: {} runs, {} samples over {} days; {} cycles over the last {} days",
+                r.runs, r.samples, r.stored_days, r.cycles, r.replayed_days
+            );
+            if let Some(s) = r.load_seconds {
+                println!("  load into sqlite: {s:.1} s");
+            }
+            println!(
+                "  backtest: {:.1} s in all, {:.1} ms a cycle, {} incident(s)",
+                r.backtest_seconds, r.ms_per_cycle, r.incidents
+            );
+            println!(
+                "  the same cycles reading the database: {:.1} ms a cycle (over {}), {:.1}x the backtest's",
+                r.peer_ms_per_cycle,
+                r.peer_cycles,
+                r.peer_ms_per_cycle / r.ms_per_cycle
+            );
+            println!("{}", serde_json::to_string(&r).unwrap_or_default());
+            Ok(ExitCode::SUCCESS)
+        }
         BenchCommand::Query {
             runs,
             variants,
@@ -739,6 +776,9 @@ pub fn incident_json(i: &crate::incidents::Incident) -> serde_json::Value {
         "slack_channel": i.slack_channel,
         "slack_ts": i.slack_ts,
         "jira_key": i.jira_key,
+        "onset": i.onset().or(s.report.onset),
+        "episodes": i.episodes,
+        "merged_into": i.merged_into,
     })
 }
 

@@ -28,7 +28,7 @@
 //! [`attribute`] and [`incidents`] import only the model and plain settings; the adapters
 //! ([`store`], [`ingest`], [`notify`], [`server`]) import the domain; the application
 //! ([`cycle`], [`query`], [`ops`], [`actions`], [`scheduler`]) and the entry points ([`app`],
-//! [`cli`], [`demo`], [`bench`]) sit on top. [`synth`] generates realistic CI data for the demo,
+//! [`cli`], [`demo`], [`bench`](mod@bench)) sit on top. [`synth`] generates realistic CI data for the demo,
 //! the tests and the benchmarks.
 
 pub mod actions;

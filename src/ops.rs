@@ -137,6 +137,15 @@ pub fn render_explain(e: &Explain) -> String {
         when(i.updated_at)
     );
     let _ = writeln!(out, "{}", s.summary);
+    for (n, ep) in i.episodes.iter().enumerate() {
+        let recovered = ep
+            .recovered_at
+            .map_or("still regressed".into(), |t| format!("recovered {}", when(t.timestamp())));
+        let _ = writeln!(out, "episode {}: began {}; {recovered}", n + 1, crate::render::onset(&ep.onset));
+    }
+    if let Some(into) = i.merged_into {
+        let _ = writeln!(out, "merged into #{into}");
+    }
     for line in &r.attribution.evidence {
         let _ = writeln!(out, "  - {line}");
     }

@@ -19,6 +19,25 @@ pub fn time(t: i64) -> String {
         .map_or_else(|| t.to_string(), |t| t.format("%Y-%m-%d %H:%M UTC").to_string())
 }
 
+/// "since Aug 4 14:00 UTC, between Aug 4 06:00 and 20:00": when a regression began, with
+/// the interval its change point holds the true onset in.
+pub fn onset(o: &crate::model::Onset) -> String {
+    let day = |t: chrono::DateTime<chrono::Utc>| t.format("%b %-d").to_string();
+    let clock = |t: chrono::DateTime<chrono::Utc>| t.format("%H:%M").to_string();
+    let latest = if day(o.latest) == day(o.earliest) {
+        clock(o.latest)
+    } else {
+        format!("{} {}", day(o.latest), clock(o.latest))
+    };
+    format!(
+        "since {} {} UTC, between {} {} and {latest}",
+        day(o.at),
+        clock(o.at),
+        day(o.earliest),
+        clock(o.earliest)
+    )
+}
+
 /// `▁▂▅█`: one character a value (none: a space), scaled to the largest.
 pub fn sparkline(values: &[Option<f64>]) -> String {
     const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -108,5 +127,14 @@ mod tests {
         assert_eq!(rows[2].threshold, "-");
         assert!(percentile_text(&r).starts_with("      now"));
         assert_eq!(time(0), "1970-01-01 00:00 UTC");
+    }
+
+    #[test]
+    fn an_onset_reads_as_a_day_and_an_interval() {
+        let at = 1_754_316_000; // 2025-08-04 14:00 UTC
+        let o = crate::model::Onset::from_secs(at, at - 8 * 3600, at + 6 * 3600).unwrap();
+        assert_eq!(onset(&o), "since Aug 4 14:00 UTC, between Aug 4 06:00 and 20:00");
+        let o = crate::model::Onset::from_secs(at, at - 8 * 3600, at + 16 * 3600).unwrap();
+        assert_eq!(onset(&o), "since Aug 4 14:00 UTC, between Aug 4 06:00 and Aug 5 06:00");
     }
 }

@@ -118,6 +118,11 @@ pub fn describe_independence(d: Dimension, evidence: &BTreeMap<String, ValueEvid
             .collect()
     };
     let (regressed, thin) = (named(ValueEvidence::Regressed), named(ValueEvidence::Thin));
+    // No value regressed, or was too thin to tell, on its own: the pooled runs are the only
+    // evidence, and there is nothing to say about the dimension.
+    if regressed.is_empty() && thin.is_empty() {
+        return None;
+    }
     let list = |v: &[&str]| match v.len() {
         0 => String::new(),
         1 => v[0].to_string(),
@@ -270,5 +275,9 @@ mod tests {
             describe_independence(Dimension::Network, &[("ovn".into(), ValueEvidence::Regressed)].into())
                 .is_none()
         );
+        // healthy one by one, regressed only pooled: nothing to say, and no empty list
+        let pooled: BTreeMap<String, ValueEvidence> =
+            [("micro".into(), ValueEvidence::Healthy), ("minor".into(), ValueEvidence::Healthy)].into();
+        assert_eq!(describe_independence(Dimension::UpgradeType, &pooled), None);
     }
 }

@@ -29,25 +29,44 @@ const CONTEXT: [Dimension; 3] = [Dimension::Release, Dimension::Architecture, Di
 pub(super) struct Index<'a> {
     pub evaluation: &'a Evaluation,
     pub data: &'a WindowData,
-    by_key: HashMap<&'a GroupKey, usize>,
+    by_key: foldhash::HashMap<&'a GroupKey, usize>,
     /// Groups containing each cell.
-    groups_of_cell: Vec<Vec<usize>>,
+    /// (in one flat list: cell `c`'s are `groups[starts[c]..starts[c + 1]]`).
+    groups_of_cell: (Vec<usize>, Vec<usize>),
 }
 
 impl<'a> Index<'a> {
     pub fn new(evaluation: &'a Evaluation, data: &'a WindowData) -> Index<'a> {
         let by_key = evaluation.groups.iter().enumerate().map(|(i, g)| (&g.key, i)).collect();
-        let mut groups_of_cell = vec![Vec::new(); data.cells.len()];
-        for (gi, g) in evaluation.groups.iter().enumerate() {
+        let mut starts = vec![0; data.cells.len() + 1];
+        for g in &evaluation.groups {
             for &c in &g.cells {
-                groups_of_cell[c].push(gi);
+                starts[c + 1] += 1;
             }
         }
+        for c in 0..data.cells.len() {
+            starts[c + 1] += starts[c];
+        }
+        let mut groups = vec![0; starts[data.cells.len()]];
+        let mut next = starts.clone();
+        for (gi, g) in evaluation.groups.iter().enumerate() {
+            for &c in &g.cells {
+                groups[next[c]] = gi;
+                next[c] += 1;
+            }
+        }
+        let groups_of_cell = (starts, groups);
         Index { evaluation, data, by_key, groups_of_cell }
     }
 
     pub fn group(&self, key: &GroupKey) -> Option<&'a GroupResult> {
         self.by_key.get(key).map(|&i| &self.evaluation.groups[i])
+    }
+
+    /// The groups containing a cell.
+    fn groups_of(&self, cell: usize) -> impl Iterator<Item = &'a GroupResult> + '_ {
+        let (starts, groups) = &self.groups_of_cell;
+        groups[starts[cell]..starts[cell + 1]].iter().map(|&gi| &self.evaluation.groups[gi])
     }
 
     fn enough(&self, g: &GroupResult, settings: &EvaluateSettings) -> bool {
@@ -57,7 +76,7 @@ impl<'a> Index<'a> {
     /// Whether a cell is healthy on evidence of its own: its cell, or a platform-keeping group
     /// around it, had enough runs and did not regress — and holds none of `regressed` cells.
     fn healthy(&self, cell: usize, regressed: &BTreeSet<usize>, settings: &EvaluateSettings) -> bool {
-        self.groups_of_cell[cell].iter().map(|&gi| &self.evaluation.groups[gi]).any(|g| {
+        self.groups_of(cell).any(|g| {
             g.level <= 3
                 && self.enough(g, settings)
                 && !g.significant
@@ -85,14 +104,13 @@ pub(super) fn scope_for(
         }
         let verdict = if mine.contains(&c) {
             // A finer group inside this one that stayed healthy on its own says otherwise.
-            let healthy_inside =
-                index.groups_of_cell[c].iter().map(|&gi| &index.evaluation.groups[gi]).any(|f| {
-                    f.level <= 2
-                        && f.level > 0
-                        && index.enough(f, settings)
-                        && !f.significant
-                        && f.cells.iter().all(|x| mine.contains(x))
-                });
+            let healthy_inside = index.groups_of(c).any(|f| {
+                f.level <= 2
+                    && f.level > 0
+                    && index.enough(f, settings)
+                    && !f.significant
+                    && f.cells.iter().all(|x| mine.contains(x))
+            });
             if healthy_inside { Verdict::Healthy } else { Verdict::Regressed }
         } else if other_regressed.contains(&c) {
             Verdict::Unknown
@@ -424,9 +442,9 @@ impl<S: RunSource> Context<'_, S> {
         let mut mine: Vec<&CellRun> = runs.iter().filter(|r| r.started >= window_from.max(after)).collect();
         mine.sort_by(|a, b| b.seconds.cmp(&a.seconds).then(b.started.cmp(&a.started)));
         let sample = |r: &CellRun, kind| SampleJob {
-            url: r.url.clone(),
-            job: r.job.clone(),
-            build_id: r.build_id.clone(),
+            url: r.url.to_string(),
+            job: r.job.to_string(),
+            build_id: r.build_id.to_string(),
             seconds: r.seconds,
             kind,
             ci_infrastructure_trouble: false,
@@ -439,7 +457,7 @@ impl<S: RunSource> Context<'_, S> {
             .collect();
         let start = (mine.len() / 2).saturating_sub(settings.sample_typical / 2);
         for r in mine.iter().skip(start).take(settings.sample_typical) {
-            if !sample_jobs.iter().any(|s| s.build_id == r.build_id) {
+            if !sample_jobs.iter().any(|s| *s.build_id == *r.build_id) {
                 sample_jobs.push(sample(r, SampleKind::Typical));
             }
         }
@@ -467,7 +485,7 @@ impl<S: RunSource> Context<'_, S> {
             }
         }
         for s in &mut sample_jobs {
-            s.ci_infrastructure_trouble = liveness.contains(&s.build_id);
+            s.ci_infrastructure_trouble = liveness.contains(s.build_id.as_str());
         }
         let conditions = evidence::correlate(&regressed, &healthy_intervals)
             .into_iter()

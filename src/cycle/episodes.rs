@@ -153,7 +153,7 @@ pub(super) async fn apply(
     let runs = source.cell_runs(&backends, &variant_ids, (start, window.to.timestamp()), visible_at).await?;
     let mut covered: CoveredRuns = HashMap::new();
     for r in runs {
-        covered.entry((r.backend.clone(), r.variant_id)).or_default().push(r);
+        covered.entry((r.backend.to_string(), r.variant_id)).or_default().push(r);
     }
     rebuild(data, &periods_of, &covered);
     Ok(covered)

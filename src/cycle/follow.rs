@@ -45,7 +45,7 @@ pub(super) struct Followed {
 pub(super) fn belongs(incident: &Incident, r: &RegressionReport) -> bool {
     incident.snapshot.family == r.family
         && incident.snapshot.release == r.release
-        && incident.snapshot.scope.overlaps(&r.scope)
+        && incident.snapshot.scope.same_problem(&r.scope)
 }
 
 /// The first run from which the series stays back at or under `allowed`, or None.
@@ -84,13 +84,28 @@ fn since_recovery(report: &mut RegressionReport, runs: &[CellRun], at: i64) {
 }
 
 impl<S: RunSource> Context<'_, S> {
-    /// The numbers of each of the incident's backends over `scope`; the worst backend's (the
-    /// largest ratio of observed to allowed).
-    fn worst_stats(&self, backends: &[String], scope: &Scope, percentile: Percentile) -> Option<ScopeStats> {
-        backends.iter().filter_map(|b| self.judging.stats(b, scope, percentile)).max_by(|a, b| {
-            let ratio = |s: &ScopeStats| s.check.observed / s.check.allowed.max(1.0);
-            ratio(a).total_cmp(&ratio(b)).then(b.backend.cmp(&a.backend))
-        })
+    /// The numbers of each of the incident's backends over `scope` at each of `percentiles`;
+    /// the worst (a significant excess before any other, then the largest ratio of observed to
+    /// allowed). Judging the whole scope at only the percentile a narrower detection chose
+    /// would call half a platform's runs at P50 "back".
+    fn worst_stats(
+        &self,
+        backends: &[String],
+        scope: &Scope,
+        percentiles: &[Percentile],
+    ) -> Option<ScopeStats> {
+        let fdr = self.settings.false_discovery_rate;
+        let key = |s: &ScopeStats| {
+            let significant = s.check.exceeds && s.check.p_value <= fdr;
+            (significant, s.check.observed / s.check.allowed.max(1.0))
+        };
+        backends
+            .iter()
+            .flat_map(|b| percentiles.iter().filter_map(move |p| self.judging.stats(b, scope, *p)))
+            .max_by(|a, b| {
+                let (ka, kb) = (key(a), key(b));
+                ka.0.cmp(&kb.0).then(ka.1.total_cmp(&kb.1)).then(b.backend.cmp(&a.backend))
+            })
     }
 
     /// An early recovery: a change for the better after the onset, with enough runs after it
@@ -119,7 +134,7 @@ impl<S: RunSource> Context<'_, S> {
     }
 
     /// Follows one open incident, with the detections of this cycle that are it (their scopes
-    /// together are its scope now).
+    /// and its own together are its scope now).
     pub async fn follow(
         &self,
         incident: &Incident,
@@ -128,19 +143,24 @@ impl<S: RunSource> Context<'_, S> {
     ) -> Result<Followed> {
         let strongest =
             detections.iter().min_by(|a, b| a.stats.check.p_value.total_cmp(&b.stats.check.p_value));
+        // While open, the scope only grows: a cycle that judges part of it is no news.
         let scope = detections
             .iter()
-            .map(|d| d.report.scope.clone())
-            .reduce(|a, b| a.union(&b))
-            .unwrap_or_else(|| incident.snapshot.scope.clone());
+            .fold(incident.snapshot.scope.clone(), |a, d| {
+                a.joined_over(&d.report.scope, &self.index.data.variants)
+            })
+            .simplified(&self.index.data.variants);
         let mut backends: Vec<String> = incident.snapshot.backends.clone();
         backends.extend(detections.iter().flat_map(|d| d.report.backends.iter().cloned()));
         backends.retain(|b| backend_family(b) == incident.snapshot.family);
         backends.sort();
         backends.dedup();
-        let percentile = strongest.map_or(incident.snapshot.percentile, |d| d.stats.check.percentile);
+        let mut percentiles = vec![incident.snapshot.percentile];
+        percentiles.extend(detections.iter().map(|d| d.stats.check.percentile));
+        percentiles.sort();
+        percentiles.dedup();
         let stale = Followed { verdict: Verdict::Stale, report: None, clean_streak: prior_streak };
-        let Some(stats) = self.worst_stats(&backends, &scope, percentile) else { return Ok(stale) };
+        let Some(stats) = self.worst_stats(&backends, &scope, &percentiles) else { return Ok(stale) };
         if stats.runs < self.settings.min_job_runs {
             return Ok(stale);
         }
@@ -148,7 +168,7 @@ impl<S: RunSource> Context<'_, S> {
             o.earliest.timestamp().min(self.window.from.timestamp())
         }) - i64::from(self.settings.baseline_days) * 86_400;
         let all = self.runs_of_many(&backends, &scope, from).await?;
-        let runs: Vec<CellRun> = all.iter().filter(|r| r.backend == stats.backend).cloned().collect();
+        let runs: Vec<CellRun> = all.iter().filter(|r| *r.backend == *stats.backend).cloned().collect();
         let onset = self.refined_onset(incident, &backends, &all);
         let regressed_now = stats.check.exceeds && stats.check.p_value <= self.settings.false_discovery_rate;
         let clean_streak = if regressed_now { 0 } else { prior_streak + 1 };
@@ -190,7 +210,7 @@ impl<S: RunSource> Context<'_, S> {
             .iter()
             .filter_map(|b| {
                 let recent: Vec<CellRun> =
-                    all.iter().filter(|r| &r.backend == b && r.started >= since).cloned().collect();
+                    all.iter().filter(|r| *r.backend == **b && r.started >= since).cloned().collect();
                 onset_of(&recent)
             })
             .min_by_key(|o| o.at)

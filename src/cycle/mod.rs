@@ -37,6 +37,14 @@ pub struct Window {
 }
 
 impl Window {
+    /// A cycle's current window and the baseline before it, at `at`.
+    pub fn of_cycle(at: DateTime<Utc>, es: &EvaluateSettings) -> (Window, Window) {
+        let window = Window { from: at - Duration::days(i64::from(es.window_days)), to: at };
+        let baseline =
+            Window { from: window.from - Duration::days(i64::from(es.baseline_days)), to: window.from };
+        (window, baseline)
+    }
+
     /// `[from, to)` in Unix seconds.
     pub fn secs(self) -> (i64, i64) {
         (self.from.timestamp(), self.to.timestamp())
@@ -222,6 +230,7 @@ async fn read_inputs<S: RunSource>(
     let phase = Instant::now();
     let incidents = state.incidents().await?;
     let mut data = source.windows(window.secs(), baseline.secs(), now).await?;
+    tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: the windows' histograms");
     let masks = episodes::masks(&incidents, now, i64::from(es.window_days + es.baseline_days) * DAY);
     let oldest = now - i64::from(es.reference_lookback_days) * DAY;
     episodes::apply(source, &mut data, &masks, window, i64::from(es.baseline_days) * DAY, oldest, now)
@@ -252,9 +261,7 @@ async fn evaluate_at<S: RunSource>(
     let es = &settings.evaluate;
     let at = options.at;
     let now = at.timestamp();
-    let window = Window { from: at - Duration::days(i64::from(es.window_days)), to: at };
-    let baseline =
-        Window { from: window.from - Duration::days(i64::from(es.baseline_days)), to: window.from };
+    let (window, baseline) = Window::of_cycle(at, es);
     let Inputs { data, incidents, prior, historical, young } =
         read_inputs(source, state, es, window, baseline, now).await?;
     let phase = Instant::now();
@@ -322,16 +329,25 @@ async fn regressions_of<S: RunSource>(
     prior: &HashMap<String, evaluate::GroupState>,
     states: &mut States,
 ) -> Result<(Vec<RegressionReport>, Vec<(i64, i64)>)> {
+    let phase = Instant::now();
     let mut detections = Vec::new();
-    for cluster in &clusters(cx.index, evaluation, cx.settings) {
+    let clusters = clusters(cx.index, evaluation, cx.settings);
+    tracing::debug!(seconds = phase.elapsed().as_secs_f64(), clusters = clusters.len(), "cycle: clustered");
+    let phase = Instant::now();
+    for cluster in &clusters {
         if let Some(d) = cx.describe(cluster, search_from(cluster, incidents, cx)).await? {
             detections.push(d);
         }
     }
+    tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: described the clusters");
+    let phase = Instant::now();
     let (mut regressions, merges) = follow_all(cx, incidents, detections, prior, states).await?;
+    tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: followed the open incidents");
+    let phase = Instant::now();
     for r in &mut regressions {
         r.weekly = cx.source.weekly(r, i64::from(cx.settings.window_days), cx.now).await?;
     }
+    tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: weekly series");
     regressions.sort_by(|a, b| {
         (!a.status.is_active(), &a.family, &a.release).cmp(&(!b.status.is_active(), &b.family, &b.release))
     });
@@ -352,7 +368,7 @@ fn search_from<S>(
         .filter(|i| {
             !i.state.is_open() && i.snapshot.family == cluster.family && i.snapshot.release == release
         })
-        .filter(|i| i.snapshot.scope.overlaps(&cluster.scope))
+        .filter(|i| i.snapshot.scope.same_problem(&cluster.scope))
         .filter_map(|i| i.episodes.last()?.recovered_at.map(|t| t.timestamp()))
         .fold(default, i64::max)
 }
@@ -410,7 +426,7 @@ fn merges_of(reports: &[(Option<&Incident>, RegressionReport)]) -> Vec<(i64, i64
             i.is_some_and(|i| !merges.iter().any(|(from, _)| *from == i.id))
                 && o.family == r.family
                 && o.release == r.release
-                && o.scope.overlaps(&r.scope)
+                && o.scope.same_problem(&r.scope)
         });
         if let Some((Some(old), _)) = older {
             merges.push((young.id, old.id));
@@ -425,16 +441,15 @@ fn states_to_keep(
     prior: &HashMap<String, evaluate::GroupState>,
 ) -> States {
     let mut states = Vec::new();
-    let mut seen = HashSet::new();
-    for g in &evaluation.groups {
-        let label = g.key.label();
-        if g.state.regressed || g.state.clean_streak > 0 {
-            states.push((label.clone(), g.state.clone()));
-        }
-        seen.insert(label);
+    for g in evaluation.groups.iter().filter(|g| g.state.regressed || g.state.clean_streak > 0) {
+        states.push((g.key.label(), g.state.clone()));
     }
+    let seen: foldhash::HashSet<&crate::model::GroupKey> = evaluation.groups.iter().map(|g| &g.key).collect();
     for (label, state) in prior {
-        if !seen.contains(label) && state.regressed && !label.starts_with("incident:") {
+        if !state.regressed || label.starts_with("incident:") {
+            continue;
+        }
+        if crate::model::GroupKey::parse_label(label).is_none_or(|k| !seen.contains(&k)) {
             states.push((label.clone(), state.clone()));
         }
     }
@@ -479,12 +494,12 @@ fn clusters<'a>(
         let same = merged.iter().position(|c| {
             c.family == family
                 && c.scope.single(Dimension::Release).map(str::to_string) == release
-                && c.scope.overlaps(&scope)
+                && c.scope.same_problem(&scope)
         });
         match same {
             Some(k) => {
                 let c = &mut merged[k];
-                c.scope = c.scope.union(&scope);
+                c.scope = c.scope.joined_over(&scope, &index.data.variants);
                 let kept = c.scope.clone();
                 c.finding.constraints.retain(|d, _| kept.get(*d).is_some());
                 for (d, values) in c.finding.constraints.iter_mut() {
@@ -498,6 +513,9 @@ fn clusters<'a>(
             }
             None => merged.push(describe::Cluster { family, scope, finding, groups }),
         }
+    }
+    for c in &mut merged {
+        c.scope = c.scope.simplified(&index.data.variants);
     }
     merged
 }

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use super::source::{CellRun, RunSource, weekly_query};
 use crate::evaluate::CellHistograms;
@@ -22,9 +22,9 @@ const DAY: i64 = 86_400;
 /// A run as the replay knows it.
 #[derive(Debug, Clone)]
 struct RunMeta {
-    job: String,
-    build_id: String,
-    url: String,
+    job: Arc<str>,
+    build_id: Arc<str>,
+    url: Arc<str>,
     started: i64,
     finished: i64,
     variant: usize,
@@ -46,6 +46,21 @@ struct Day {
     finished_by: i64,
 }
 
+/// Several days of one cell merged: replayed cycles a few hours apart share them.
+#[derive(Debug, Clone, Default)]
+struct WholeDays {
+    histogram: Histogram,
+    finished_by: i64,
+}
+
+/// Day numbers `[first, end)`.
+type DaySpan = (i64, i64);
+
+/// The UTC days wholly inside `[from, to)`.
+fn whole_days_of(from: i64, to: i64) -> DaySpan {
+    ((from + DAY - 1).div_euclid(DAY), to.div_euclid(DAY))
+}
+
 #[derive(Debug, Clone, Default)]
 struct Series {
     points: Vec<Point>,
@@ -53,27 +68,56 @@ struct Series {
 }
 
 impl Series {
-    /// The histogram of the runs started in `[from, to)` and finished by `visible_at`.
-    fn histogram(&self, from: i64, to: i64, visible_at: i64) -> Histogram {
+    /// The histogram of the runs started in `[from, to)` and finished by `visible_at`; `whole`
+    /// is [`Series::whole_days`] of the span's whole days, when the caller has it.
+    fn histogram(&self, from: i64, to: i64, visible_at: i64, whole: Option<&WholeDays>) -> Histogram {
         let mut h = Histogram::new();
         if from >= to {
             return h;
         }
-        let (first_whole, end_whole) = ((from + DAY - 1).div_euclid(DAY), to.div_euclid(DAY));
+        let (first_whole, end_whole) = whole_days_of(from, to);
         if first_whole >= end_whole {
             self.add_points(&mut h, (from, to), visible_at);
             return h;
         }
         self.add_points(&mut h, (from, first_whole * DAY), visible_at);
         self.add_points(&mut h, (end_whole * DAY, to), visible_at);
-        for (day, d) in self.days.range(first_whole..end_whole) {
-            if d.finished_by <= visible_at {
-                h.merge(&d.histogram);
-            } else {
-                self.add_points(&mut h, (day * DAY, (day + 1) * DAY), visible_at);
+        match whole {
+            Some(w) if w.finished_by <= visible_at => h.merge(&w.histogram),
+            _ => {
+                for (day, d) in self.days.range(first_whole..end_whole) {
+                    if d.finished_by <= visible_at {
+                        h.merge(&d.histogram);
+                    } else {
+                        self.add_points(&mut h, (day * DAY, (day + 1) * DAY), visible_at);
+                    }
+                }
             }
         }
         h
+    }
+
+    /// [`Series::whole_days`] of `(first, end)` from those of the day before.
+    fn slid(&self, before: &WholeDays, (first, end): DaySpan) -> WholeDays {
+        let mut w = before.clone();
+        if let Some(out) = self.days.get(&(first - 1)) {
+            w.histogram.subtract(&out.histogram);
+        }
+        if let Some(new) = self.days.get(&(end - 1)) {
+            w.histogram.merge(&new.histogram);
+        }
+        w.finished_by = self.days.range(first..end).map(|(_, d)| d.finished_by).max().unwrap_or(0);
+        w
+    }
+
+    /// The days `[first, end)` merged, and when their last run finished.
+    fn whole_days(&self, (first, end): DaySpan) -> WholeDays {
+        let mut w = WholeDays::default();
+        for d in self.days.range(first..end).map(|(_, d)| d) {
+            w.histogram.merge(&d.histogram);
+            w.finished_by = w.finished_by.max(d.finished_by);
+        }
+        w
     }
 
     /// Adds the runs started in `range` and finished by `visible_at`.
@@ -87,6 +131,16 @@ impl Series {
     }
 }
 
+/// `backend:seconds` pairs as the store joins a run's samples.
+fn parse_pairs(text: &str) -> Result<Vec<(i64, i64)>> {
+    text.split_ascii_whitespace()
+        .map(|pair| {
+            let (b, s) = pair.split_once(':').with_context(|| format!("a sample `{pair}` without `:`"))?;
+            Ok((b.parse()?, s.parse()?))
+        })
+        .collect()
+}
+
 /// The runs of a span of time, in memory.
 pub struct Replay {
     store: Arc<Store>,
@@ -95,6 +149,32 @@ pub struct Replay {
     runs: Vec<RunMeta>,
     cells: BTreeMap<(usize, usize), Series>,
     historical: Vec<HistoricalRow>,
+    whole_days: std::sync::Mutex<Vec<(DaySpan, Arc<Vec<WholeDays>>)>>,
+    /// Per release, its runs' (finish, earliest start of the runs finished by then), by finish.
+    first_starts: HashMap<String, Vec<(i64, i64)>>,
+    /// Each variant's runs (positions in `runs`), by start.
+    runs_of_variant: Vec<Vec<u32>>,
+    /// The windows of the next cycle, being computed.
+    prefetched: std::sync::Mutex<Vec<(WindowKey, std::thread::JoinHandle<WindowData>)>>,
+}
+
+/// The spans and time a cycle's windows are for.
+type WindowKey = ((i64, i64), (i64, i64), i64);
+
+fn first_starts(runs: &[RunMeta], variants: &[(i64, Dimensions)]) -> HashMap<String, Vec<(i64, i64)>> {
+    let mut by_release: HashMap<String, Vec<(i64, i64)>> = HashMap::new();
+    for r in runs {
+        by_release.entry(variants[r.variant].1.release.clone()).or_default().push((r.finished, r.started));
+    }
+    for list in by_release.values_mut() {
+        list.sort_unstable();
+        let mut earliest = i64::MAX;
+        for (_, started) in list.iter_mut() {
+            earliest = earliest.min(*started);
+            *started = earliest;
+        }
+    }
+    by_release
 }
 
 impl Replay {
@@ -112,31 +192,36 @@ impl Replay {
             let Some(&variant) = variant_index.get(&variant_id) else { continue };
             run_index.insert(id, runs.len() as u32);
             runs.push(RunMeta {
-                job,
-                build_id,
-                url,
+                job: job.into(),
+                build_id: build_id.into(),
+                url: url.into(),
                 started,
                 finished: finished.unwrap_or(started),
                 variant,
             });
         }
         let mut cells: BTreeMap<(usize, usize), Series> = BTreeMap::new();
-        for (run_id, backend_id, seconds) in sample_rows {
-            let (Some(&run), Some(&backend)) = (run_index.get(&run_id), backend_index.get(&backend_id))
-            else {
-                continue;
-            };
+        for (run_id, pairs) in sample_rows {
+            let Some(&run) = run_index.get(&run_id) else { continue };
             let meta = &runs[run as usize];
-            let series = cells.entry((backend, meta.variant)).or_default();
-            series.points.push(Point { started: meta.started, finished: meta.finished, seconds, run });
-            let day = series.days.entry(meta.started.div_euclid(DAY)).or_default();
-            day.histogram.add(seconds, 1);
-            day.finished_by = day.finished_by.max(meta.finished);
+            for (backend_id, seconds) in parse_pairs(&pairs)? {
+                let Some(&backend) = backend_index.get(&backend_id) else { continue };
+                let series = cells.entry((backend, meta.variant)).or_default();
+                series.points.push(Point { started: meta.started, finished: meta.finished, seconds, run });
+                let day = series.days.entry(meta.started.div_euclid(DAY)).or_default();
+                day.histogram.add(seconds, 1);
+                day.finished_by = day.finished_by.max(meta.finished);
+            }
         }
         for s in cells.values_mut() {
             s.points.sort_by_key(|p| (p.started, p.run));
         }
         let historical = store.historical_thresholds().await?;
+        let first_starts = first_starts(&runs, &variants);
+        let mut runs_of_variant = vec![Vec::new(); variants.len()];
+        for (i, r) in runs.iter().enumerate() {
+            runs_of_variant[r.variant].push(i as u32); // the runs are read in start order
+        }
         Ok(Replay {
             store,
             backends: backend_rows.into_iter().map(|(_, n)| n).collect(),
@@ -144,7 +229,65 @@ impl Replay {
             runs,
             cells,
             historical,
+            whole_days: Default::default(),
+            first_starts,
+            runs_of_variant,
+            prefetched: Default::default(),
         })
+    }
+
+    /// Each cell's whole days of `span`, merged once for every cycle of the day that needs
+    /// them (in cell order); the spans last asked for are kept, and a span a day later is
+    /// slid from its day before.
+    fn whole(&self, span: (i64, i64)) -> Arc<Vec<WholeDays>> {
+        let days = whole_days_of(span.0, span.1);
+        let mut cache = self.whole_days.lock().expect("whole-days cache lock");
+        if let Some((_, w)) = cache.iter().find(|(d, _)| *d == days) {
+            return w.clone();
+        }
+        // A day later than one held: one day out, one day in.
+        let merged: Arc<Vec<WholeDays>> = match cache.iter().find(|(d, _)| *d == (days.0 - 1, days.1 - 1)) {
+            Some((_, before)) => {
+                Arc::new(self.cells.values().zip(before.iter()).map(|(s, w)| s.slid(w, days)).collect())
+            }
+            None => Arc::new(self.cells.values().map(|s| s.whole_days(days)).collect()),
+        };
+        if cache.len() >= 4 {
+            cache.remove(0);
+        }
+        cache.push((days, merged.clone()));
+        merged
+    }
+
+    /// Every cell's histograms of the two windows, as a cycle at `visible_at` sees them.
+    fn window_data(&self, current: (i64, i64), baseline: (i64, i64), visible_at: i64) -> WindowData {
+        let (wc, wb) = (self.whole(current), self.whole(baseline));
+        let mut cells = Vec::new();
+        for (k, (&(backend, variant), s)) in self.cells.iter().enumerate() {
+            let c = s.histogram(current.0, current.1, visible_at, wc.get(k));
+            let b = s.histogram(baseline.0, baseline.1, visible_at, wb.get(k));
+            if !c.is_empty() || !b.is_empty() {
+                cells.push(CellHistograms { backend, variant, current: c, baseline: b });
+            }
+        }
+        WindowData {
+            backends: self.backends.clone(),
+            variants: self.variants.iter().map(|(_, d)| d.clone()).collect(),
+            variant_ids: self.variants.iter().map(|(id, _)| *id).collect(),
+            cells,
+        }
+    }
+
+    /// Starts computing the windows of a coming cycle on a thread of its own, so that they are
+    /// ready when it asks (the cycle before it runs meanwhile).
+    pub fn prefetch(self: &Arc<Self>, current: (i64, i64), baseline: (i64, i64), visible_at: i64) {
+        let me = self.clone();
+        let handle = std::thread::spawn(move || me.window_data(current, baseline, visible_at));
+        let mut pending = self.prefetched.lock().expect("prefetch lock");
+        if pending.len() >= 2 {
+            pending.remove(0); // never asked for: its thread finishes on its own
+        }
+        pending.push(((current, baseline, visible_at), handle));
     }
 
     /// Runs held.
@@ -165,20 +308,15 @@ impl RunSource for Replay {
         baseline: (i64, i64),
         visible_at: i64,
     ) -> Result<WindowData> {
-        let mut cells = Vec::new();
-        for (&(backend, variant), s) in &self.cells {
-            let c = s.histogram(current.0, current.1, visible_at);
-            let b = s.histogram(baseline.0, baseline.1, visible_at);
-            if !c.is_empty() || !b.is_empty() {
-                cells.push(CellHistograms { backend, variant, current: c, baseline: b });
-            }
+        let ready = {
+            let mut pending = self.prefetched.lock().expect("prefetch lock");
+            let at = pending.iter().position(|(key, _)| *key == (current, baseline, visible_at));
+            at.map(|i| pending.remove(i).1)
+        };
+        match ready {
+            Some(handle) => handle.join().map_err(|_| anyhow::anyhow!("computing the windows panicked")),
+            None => Ok(self.window_data(current, baseline, visible_at)),
         }
-        Ok(WindowData {
-            backends: self.backends.clone(),
-            variants: self.variants.iter().map(|(_, d)| d.clone()).collect(),
-            variant_ids: self.variants.iter().map(|(id, _)| *id).collect(),
-            cells,
-        })
     }
 
     async fn cell_runs(
@@ -193,6 +331,7 @@ impl RunSource for Replay {
             if !backends.contains(&self.backends[b]) || !variant_ids.contains(&self.variants[v].0) {
                 continue;
             }
+            let backend: Arc<str> = self.backends[b].as_str().into();
             let start = s.points.partition_point(|p| p.started < range.0);
             for p in s.points[start..].iter().take_while(|p| p.started < range.1) {
                 if p.finished > visible_at {
@@ -200,7 +339,7 @@ impl RunSource for Replay {
                 }
                 let meta = &self.runs[p.run as usize];
                 out.push(CellRun {
-                    backend: self.backends[b].clone(),
+                    backend: backend.clone(),
                     variant_id: self.variants[v].0,
                     started: p.started,
                     seconds: p.seconds,
@@ -225,19 +364,23 @@ impl RunSource for Replay {
     }
 
     async fn first_seen(&self, visible_at: i64) -> Result<HashMap<String, i64>> {
-        let mut first: HashMap<String, i64> = HashMap::new();
-        for r in self.runs.iter().filter(|r| r.finished <= visible_at) {
-            let e = first.entry(self.variants[r.variant].1.release.clone()).or_insert(r.started);
-            *e = (*e).min(r.started);
+        let mut first = HashMap::new();
+        for (release, by_finish) in &self.first_starts {
+            let n = by_finish.partition_point(|(finished, _)| *finished <= visible_at);
+            if let Some((_, started)) = n.checked_sub(1).map(|i| by_finish[i]) {
+                first.insert(release.clone(), started);
+            }
         }
         Ok(first)
     }
 
     async fn jobs_of_variants(&self, variant_ids: &[i64], window: (i64, i64)) -> Result<Vec<(String, i64)>> {
         let mut jobs: BTreeMap<String, i64> = BTreeMap::new();
-        for r in self.runs.iter().filter(|r| r.started >= window.0 && r.started < window.1) {
-            if variant_ids.contains(&self.variants[r.variant].0) {
-                *jobs.entry(r.job.clone()).or_default() += 1;
+        for (v, _) in self.variants.iter().enumerate().filter(|(_, (id, _))| variant_ids.contains(id)) {
+            let runs = &self.runs_of_variant[v];
+            let start = runs.partition_point(|&r| self.runs[r as usize].started < window.0);
+            for &r in runs[start..].iter().take_while(|&&r| self.runs[r as usize].started < window.1) {
+                *jobs.entry(self.runs[r as usize].job.to_string()).or_default() += 1;
             }
         }
         Ok(jobs.into_iter().collect())
@@ -262,7 +405,7 @@ impl RunSource for Replay {
                 let end = (today - w * 7) * DAY;
                 let mut h = Histogram::new();
                 for s in &series {
-                    h.merge(&s.histogram(end - 7 * DAY, end, at));
+                    h.merge(&s.histogram(end - 7 * DAY, end, at, None));
                 }
                 h.percentile(p)
             })

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::Arc;
 
 use anyhow::Result;
 
@@ -18,13 +19,13 @@ use crate::store::evaluations::WindowData;
 /// One run of one cell, as a series point and a link.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CellRun {
-    pub backend: String,
+    pub backend: Arc<str>,
     pub variant_id: i64,
     pub started: i64,
     pub seconds: i64,
-    pub job: String,
-    pub build_id: String,
-    pub url: String,
+    pub job: Arc<str>,
+    pub build_id: Arc<str>,
+    pub url: Arc<str>,
 }
 
 /// The stored runs as a cycle at `visible_at` may see them.
@@ -93,13 +94,13 @@ impl RunSource for Store {
         Ok(rows
             .into_iter()
             .map(|(backend, variant_id, started, seconds, job, build_id, url)| CellRun {
-                backend,
+                backend: backend.into(),
                 variant_id,
                 started,
                 seconds,
-                job,
-                build_id,
-                url,
+                job: job.into(),
+                build_id: build_id.into(),
+                url: url.into(),
             })
             .collect())
     }

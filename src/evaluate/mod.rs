@@ -20,6 +20,9 @@ pub mod thresholds;
 
 use std::collections::{HashMap, HashSet};
 
+// Maps keyed by groups, built every cycle over tens of thousands of keys: a fast hash.
+use foldhash::{HashMap as FastMap, HashMapExt as _, HashSet as FastSet};
+
 use serde::{Deserialize, Serialize};
 
 use self::thresholds::HistoricalTable;
@@ -160,6 +163,27 @@ struct Draft {
     cells: Vec<usize>,
 }
 
+/// A group's identity and cells, apart from its [`Windows`]: the results take these over
+/// while the checks still hold on to the windows.
+struct Meta {
+    key: GroupKey,
+    level: usize,
+    cells: Vec<usize>,
+}
+
+/// A group's two windows.
+struct Windows {
+    current: Histogram,
+    baseline: Histogram,
+}
+
+impl Draft {
+    fn split(self) -> (Meta, Windows) {
+        let Draft { key, level, current, baseline, cells } = self;
+        (Meta { key, level, cells }, Windows { current, baseline })
+    }
+}
+
 /// The reference a check compares with: a threshold and, for history-based thresholds, the
 /// distribution it came from.
 #[derive(Debug, Clone)]
@@ -175,7 +199,7 @@ pub struct Candidates<'a, 'c> {
     /// Its own runs before the window (an incident's runs left out).
     pub baseline: &'a Histogram,
     /// The same group one release earlier: that release, and its runs.
-    pub previous: Option<(&'a str, &'a Histogram)>,
+    pub previous: Option<(&'c str, &'a Histogram)>,
     /// The dimensions of its cells with runs (for the historical table).
     pub cell_dims: &'c [&'c Dimensions],
     /// Its release is younger than `min_history_days`: its own history is no reference yet.
@@ -246,12 +270,14 @@ pub fn evaluate(
     historical: &HistoricalTable,
 ) -> Evaluation {
     let t0 = std::time::Instant::now();
-    let drafts = group(input, settings);
-    tracing::debug!(seconds = t0.elapsed().as_secs_f64(), groups = drafts.len(), "evaluate: grouped");
+    let (metas, windows): (Vec<Meta>, Vec<Windows>) =
+        group(input, settings).into_iter().map(Draft::split).unzip();
+    tracing::debug!(seconds = t0.elapsed().as_secs_f64(), groups = metas.len(), "evaluate: grouped");
     let t0 = std::time::Instant::now();
-    let mut checks = check_all(&drafts, input, settings, historical);
+    let mut checks = check_all(&metas, &windows, input, settings, historical);
+    tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: tested");
     let (tests, cutoff) = adjust_for_multiple_tests(&mut checks, settings);
-    let mut results = judge(&drafts, &checks, input, settings);
+    let mut results = judge(metas, &windows, &checks, input, settings);
     tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: tested and judged");
     let t0 = std::time::Instant::now();
     explain_away(&mut results, &checks, input, settings, cutoff);
@@ -272,7 +298,7 @@ fn coarse_groups(variants: &[Dimensions]) -> (Vec<Vec<usize>>, Vec<Vec<Vec<Strin
     let mut coarse_of: Vec<Vec<usize>> = Vec::with_capacity(LEVELS.len());
     let mut coarse_values: Vec<Vec<Vec<String>>> = Vec::with_capacity(LEVELS.len());
     for dims in LEVELS {
-        let mut intern: HashMap<Vec<String>, usize> = HashMap::new();
+        let mut intern: FastMap<Vec<String>, usize> = FastMap::new();
         let mut values = Vec::new();
         let ids = variants
             .iter()
@@ -300,8 +326,14 @@ fn group(input: &EvalInput<'_>, settings: &EvaluateSettings) -> Vec<Draft> {
         .collect();
     let (coarse_of, coarse_values) = coarse_groups(input.variants);
     let threads = threads();
+    // Each (backend, level, coarse group) has a slot: the position of its draft, once made.
+    let mut offsets = vec![0; LEVELS.len() + 1];
+    for level in 0..LEVELS.len() {
+        offsets[level + 1] = offsets[level] + coarse_values[level].len();
+    }
+    let per_backend = offsets[LEVELS.len()];
     let build = |share: usize| -> Vec<Draft> {
-        let mut index: HashMap<(usize, usize, usize), usize> = HashMap::new();
+        let mut index: Vec<usize> = vec![usize::MAX; per_backend * input.backends.len()];
         let mut drafts: Vec<Draft> = Vec::new();
         for (ci, cell) in input.cells.iter().enumerate() {
             if cell.backend % threads != share
@@ -312,7 +344,8 @@ fn group(input: &EvalInput<'_>, settings: &EvaluateSettings) -> Vec<Draft> {
             }
             for (level, dims) in LEVELS.iter().enumerate() {
                 let coarse = coarse_of[level][cell.variant];
-                let gi = *index.entry((cell.backend, level, coarse)).or_insert_with(|| {
+                let slot = cell.backend * per_backend + offsets[level] + coarse;
+                if index[slot] == usize::MAX {
                     let fixed =
                         dims.iter().copied().zip(coarse_values[level][coarse].iter().cloned()).collect();
                     drafts.push(Draft {
@@ -322,8 +355,9 @@ fn group(input: &EvalInput<'_>, settings: &EvaluateSettings) -> Vec<Draft> {
                         baseline: Histogram::new(),
                         cells: Vec::new(),
                     });
-                    drafts.len() - 1
-                });
+                    index[slot] = drafts.len() - 1;
+                }
+                let gi = index[slot];
                 let d = &mut drafts[gi];
                 d.current.merge(&cell.current);
                 d.baseline.merge(&cell.baseline);
@@ -340,14 +374,15 @@ fn group(input: &EvalInput<'_>, settings: &EvaluateSettings) -> Vec<Draft> {
 
 /// The checks of one group with enough runs: one per checked percentile with a reference.
 fn check_group<'a>(
-    d: &'a Draft,
-    previous: Option<(&'a str, &'a Histogram)>,
+    d: &Meta,
+    w: &'a Windows,
+    previous: Option<(&str, &'a Histogram)>,
     input: &EvalInput<'_>,
     settings: &EvaluateSettings,
     historical: &HistoricalTable,
 ) -> Vec<Checked<'a>> {
     let mut group_checks = Vec::new();
-    if d.current.count() < settings.min_job_runs {
+    if w.current.count() < settings.min_job_runs {
         return group_checks;
     }
     let cell_dims: Vec<&Dimensions> = d
@@ -358,23 +393,23 @@ fn check_group<'a>(
         .collect();
     let young = d.key.get(Dimension::Release).is_some_and(|r| input.young.contains(r));
     let candidates =
-        Candidates { key: &d.key, baseline: &d.baseline, previous, cell_dims: &cell_dims, young };
+        Candidates { key: &d.key, baseline: &w.baseline, previous, cell_dims: &cell_dims, young };
     // The two-part test depends only on the two distributions: run it once per reference.
     let mut two_part: Option<(*const Histogram, f64)> = None;
     for &p in &settings.percentiles {
         let Some(r) = reference(&candidates, p, settings, historical) else { continue };
-        let observed = d.current.percentile(p.fraction()).unwrap_or(0.0);
+        let observed = w.current.percentile(p.fraction()).unwrap_or(0.0);
         let allowed = allowed(r.threshold.seconds, settings);
         let p_value = match r.against {
             Some(against) => match two_part {
                 Some((seen, p)) if std::ptr::eq(seen, against) => p,
                 _ => {
-                    let p = stats::two_part_greater(&d.current, against).p;
+                    let p = stats::two_part_greater(&w.current, against).p;
                     two_part = Some((against as *const Histogram, p));
                     p
                 }
             },
-            None => stats::quantile_exceeds(&d.current, p.fraction(), r.threshold.seconds),
+            None => stats::quantile_exceeds(&w.current, p.fraction(), r.threshold.seconds),
         };
         let check = Check {
             percentile: p,
@@ -393,28 +428,32 @@ fn check_group<'a>(
 
 /// The previous release's runs a group is compared with: its baseline (where known regressions
 /// are left out) when it has enough runs, else its current window.
-fn previous_runs<'a>(p: &'a Draft, settings: &EvaluateSettings) -> &'a Histogram {
+fn previous_runs<'a>(p: &'a Windows, settings: &EvaluateSettings) -> &'a Histogram {
     if p.baseline.count() >= settings.min_job_runs { &p.baseline } else { &p.current }
 }
 
 /// The checks of every group, on every core.
 fn check_all<'a>(
-    drafts: &'a [Draft],
+    metas: &[Meta],
+    windows: &'a [Windows],
     input: &EvalInput<'_>,
     settings: &EvaluateSettings,
     historical: &HistoricalTable,
 ) -> Vec<Vec<Checked<'a>>> {
-    let by_key: HashMap<&GroupKey, usize> = drafts.iter().enumerate().map(|(i, d)| (&d.key, i)).collect();
+    let by_key: FastMap<&GroupKey, usize> = metas.iter().enumerate().map(|(i, d)| (&d.key, i)).collect();
     let one = |i: usize| {
-        let previous = thresholds::previous_release_key(&drafts[i].key)
-            .and_then(|k| by_key.get(&k))
-            .map(|&i| &drafts[i])
-            .map(|p| (p.key.get(Dimension::Release).unwrap_or_default(), previous_runs(p, settings)));
-        check_group(&drafts[i], previous, input, settings, historical)
+        let previous =
+            thresholds::previous_release_key(&metas[i].key).and_then(|k| by_key.get(&k)).map(|&p| {
+                (
+                    metas[p].key.get(Dimension::Release).unwrap_or_default(),
+                    previous_runs(&windows[p], settings),
+                )
+            });
+        check_group(&metas[i], &windows[i], previous, input, settings, historical)
     };
     let threads = threads();
-    let chunk = drafts.len().div_ceil(threads).max(1);
-    let total = drafts.len();
+    let chunk = metas.len().div_ceil(threads).max(1);
+    let total = metas.len();
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..total)
             .step_by(chunk)
@@ -431,8 +470,10 @@ fn check_all<'a>(
 /// q-values; the number of tests and the largest p-value that is a discovery.
 fn adjust_for_multiple_tests(checks: &mut [Vec<Checked<'_>>], settings: &EvaluateSettings) -> (usize, f64) {
     let p_values: Vec<f64> = checks.iter().flatten().map(|(c, _)| c.p_value).collect();
-    let discoveries = stats::benjamini_hochberg(&p_values, settings.false_discovery_rate);
+    // A test is a Benjamini–Hochberg discovery exactly when its adjusted p-value is within the
+    // rate: one sort serves both.
     let q_values = stats::bh_adjusted(&p_values);
+    let discoveries: Vec<bool> = q_values.iter().map(|q| *q <= settings.false_discovery_rate).collect();
     let cutoff =
         p_values.iter().zip(&discoveries).filter(|(_, d)| **d).map(|(p, _)| *p).fold(0.0f64, f64::max);
     let mut k = 0;
@@ -448,47 +489,72 @@ fn adjust_for_multiple_tests(checks: &mut [Vec<Checked<'_>>], settings: &Evaluat
 
 /// Each group's status: regressed now, or regressed before and still above the threshold.
 fn judge(
-    drafts: &[Draft],
+    metas: Vec<Meta>,
+    windows: &[Windows],
     checks: &[Vec<Checked<'_>>],
     input: &EvalInput<'_>,
     settings: &EvaluateSettings,
 ) -> Vec<GroupResult> {
-    let prior_by_key: HashMap<GroupKey, &GroupState> =
+    let prior_by_key: FastMap<GroupKey, &GroupState> =
         input.prior.iter().filter_map(|(label, s)| GroupKey::parse_label(label).map(|k| (k, s))).collect();
-    drafts
-        .iter()
-        .zip(checks)
-        .map(|(d, group_checks)| {
-            let prior = prior_by_key.get(&d.key).map(|s| (*s).clone()).unwrap_or_default();
-            let enough = d.current.count() >= settings.min_job_runs;
-            let regressed_now = group_checks.iter().any(|(c, _)| c.exceeds && c.discovery);
-            let above = group_checks.iter().any(|(c, _)| c.observed > c.threshold.seconds);
-            let status = if !enough {
-                GroupStatus::InsufficientData
-            } else if group_checks.is_empty() {
-                GroupStatus::NoReference
-            } else if regressed_now || (prior.regressed && above) {
-                GroupStatus::Regressed
-            } else {
-                GroupStatus::Healthy
-            };
-            GroupResult {
-                key: d.key.clone(),
-                level: d.level,
-                runs: d.current.count(),
-                baseline_runs: d.baseline.count(),
-                current: percentiles(&d.current),
-                baseline: percentiles(&d.baseline),
-                checks: group_checks.iter().map(|(c, _)| c.clone()).collect(),
-                status,
-                is_new: false,
-                reported: false,
-                significant: regressed_now,
-                state: prior,
-                cells: d.cells.clone(),
-            }
-        })
-        .collect()
+    let one = |d: Meta, w: &Windows, group_checks: &[Checked<'_>]| {
+        let prior = prior_by_key.get(&d.key).map(|s| (*s).clone()).unwrap_or_default();
+        let enough = w.current.count() >= settings.min_job_runs;
+        let regressed_now = group_checks.iter().any(|(c, _)| c.exceeds && c.discovery);
+        let above = group_checks.iter().any(|(c, _)| c.observed > c.threshold.seconds);
+        let status = if !enough {
+            GroupStatus::InsufficientData
+        } else if group_checks.is_empty() {
+            GroupStatus::NoReference
+        } else if regressed_now || (prior.regressed && above) {
+            GroupStatus::Regressed
+        } else {
+            GroupStatus::Healthy
+        };
+        GroupResult {
+            key: d.key,
+            level: d.level,
+            runs: w.current.count(),
+            baseline_runs: w.baseline.count(),
+            current: percentiles(&w.current),
+            baseline: percentiles(&w.baseline),
+            checks: group_checks.iter().map(|(c, _)| c.clone()).collect(),
+            status,
+            is_new: false,
+            reported: false,
+            significant: regressed_now,
+            state: prior,
+            cells: d.cells,
+        }
+    };
+    // On every core, a share of the groups each (the results take the keys and cells over).
+    let chunk = metas.len().div_ceil(threads()).max(1);
+    let mut shares = Vec::new();
+    let mut rest = metas;
+    while rest.len() > chunk {
+        let tail = rest.split_off(chunk);
+        shares.push(rest);
+        rest = tail;
+    }
+    shares.push(rest);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = shares
+            .into_iter()
+            .enumerate()
+            .map(|(k, share)| {
+                let one = &one;
+                scope.spawn(move || {
+                    let start = k * chunk;
+                    share
+                        .into_iter()
+                        .enumerate()
+                        .map(|(j, d)| one(d, &windows[start + j], &checks[start + j]))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("a judging thread panicked")).collect()
+    })
 }
 
 /// Whether a group's regression survives once the cells of stronger regressed groups are
@@ -545,7 +611,7 @@ fn explain_away(
             .then(ra.level.cmp(&rb.level))
             .then(ra.key.cmp(&rb.key))
     });
-    let mut covered: HashSet<usize> = HashSet::new();
+    let mut covered: FastSet<usize> = FastSet::default();
     for gi in order {
         let r = &results[gi];
         let remaining: Vec<usize> = r.cells.iter().copied().filter(|c| !covered.contains(c)).collect();

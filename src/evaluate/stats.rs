@@ -213,7 +213,7 @@ pub fn benjamini_hochberg(p_values: &[f64], q: f64) -> Vec<bool> {
 pub fn bh_adjusted(p_values: &[f64]) -> Vec<f64> {
     let m = p_values.len();
     let mut order: Vec<usize> = (0..m).collect();
-    order.sort_by(|&a, &b| p_values[b].total_cmp(&p_values[a]));
+    order.sort_unstable_by(|&a, &b| p_values[b].total_cmp(&p_values[a]));
     let mut out = vec![1.0; m];
     let mut running = 1.0f64;
     for (k, &i) in order.iter().enumerate() {
@@ -303,6 +303,16 @@ mod tests {
         // Sorted: .005 .01 .03 .04 .2 vs q·k/m = .01 .02 .03 .04 .05 → the first four pass.
         assert_eq!(benjamini_hochberg(&p, 0.05), vec![true, true, true, true, false]);
         assert_eq!(benjamini_hochberg(&[0.5, 0.9], 0.05), vec![false, false]);
+        let mut rng = fastrand::Rng::with_seed(3);
+        for _ in 0..200 {
+            let ps: Vec<f64> = (0..rng.usize(1..300)).map(|_| rng.f64().powi(4)).collect();
+            let by_q: Vec<bool> = bh_adjusted(&ps).iter().map(|q| *q <= 0.05).collect();
+            assert_eq!(
+                benjamini_hochberg(&ps, 0.05),
+                by_q,
+                "a discovery is an adjusted p-value within the rate"
+            );
+        }
         let adj = bh_adjusted(&p);
         assert!(close(adj[3], 0.025, 1e-12) && close(adj[4], 0.2, 1e-12));
     }

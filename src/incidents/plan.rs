@@ -368,7 +368,7 @@ fn match_active<'a>(
                 .iter()
                 .filter(|i| !used.contains(&i.id) && i.state.is_open() == open)
                 .filter(|i| i.snapshot.family == r.family && i.snapshot.release == r.release)
-                .filter(|i| i.snapshot.scope.overlaps(&r.scope))
+                .filter(|i| i.snapshot.scope.same_problem(&r.scope))
                 .filter(|i| open || i.resolved_at.is_some_and(|t| now - t <= policy.reopen_window_secs))
                 .max_by_key(|i| i.updated_at)
         };
@@ -437,7 +437,7 @@ fn match_resolved<'a>(
     open().find(|i| i.fingerprint == r.fingerprint).or_else(|| {
         open()
             .filter(|i| i.snapshot.family == r.family && i.snapshot.release == r.release)
-            .find(|i| i.snapshot.scope.overlaps(&r.scope))
+            .find(|i| i.snapshot.scope.same_problem(&r.scope))
     })
 }
 

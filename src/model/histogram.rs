@@ -59,41 +59,54 @@ impl Histogram {
     }
 
     pub fn merge(&mut self, other: &Histogram) {
+        if other.bins.is_empty() {
+            return;
+        }
         if self.bins.is_empty() {
             self.bins.clone_from(&other.bins);
             return;
         }
-        // Disruption histograms are small and mostly share their values (zero above all):
-        // adding in place avoids an allocation per merge.
-        if other.bins.len() <= 8 {
-            for &(v, c) in &other.bins {
-                self.add(v, c);
+        // In place: count the values `other` adds, grow once, then merge from the back.
+        let (a, b) = (&self.bins, &other.bins);
+        let (mut i, mut added) = (0, 0);
+        for &(v, _) in b {
+            while i < a.len() && a[i].0 < v {
+                i += 1;
             }
-            return;
-        }
-        let mut out = Vec::with_capacity(self.bins.len() + other.bins.len());
-        let (mut i, mut j) = (0, 0);
-        while i < self.bins.len() && j < other.bins.len() {
-            let (a, b) = (self.bins[i], other.bins[j]);
-            match a.0.cmp(&b.0) {
-                std::cmp::Ordering::Less => {
-                    out.push(a);
-                    i += 1;
-                }
-                std::cmp::Ordering::Greater => {
-                    out.push(b);
-                    j += 1;
-                }
-                std::cmp::Ordering::Equal => {
-                    out.push((a.0, a.1 + b.1));
-                    i += 1;
-                    j += 1;
-                }
+            if i < a.len() && a[i].0 == v {
+                i += 1;
+            } else {
+                added += 1;
             }
         }
-        out.extend_from_slice(&self.bins[i..]);
-        out.extend_from_slice(&other.bins[j..]);
-        self.bins = out;
+        let old = self.bins.len();
+        self.bins.resize(old + added, (0, 0));
+        let (mut i, mut j, mut k) = (old, b.len(), old + added);
+        while j > 0 {
+            let theirs = b[j - 1];
+            k -= 1;
+            if i > 0 && self.bins[i - 1].0 > theirs.0 {
+                self.bins[k] = self.bins[i - 1];
+                i -= 1;
+            } else if i > 0 && self.bins[i - 1].0 == theirs.0 {
+                self.bins[k] = (theirs.0, self.bins[i - 1].1 + theirs.1);
+                i -= 1;
+                j -= 1;
+            } else {
+                self.bins[k] = theirs;
+                j -= 1;
+            }
+        }
+    }
+
+    /// Takes away the runs of `other` (a histogram merged into this one before).
+    pub fn subtract(&mut self, other: &Histogram) {
+        for &(v, c) in &other.bins {
+            if let Ok(i) = self.bins.binary_search_by_key(&v, |b| b.0) {
+                self.bins[i].1 = self.bins[i].1.saturating_sub(c);
+            }
+        }
+        self.bins.retain(|b| b.1 > 0);
     }
 
     /// Number of runs.
@@ -298,6 +311,20 @@ mod tests {
         assert_eq!(a.bins(), &[(0, 3), (3, 1)]);
         assert_eq!(a.count(), 4);
         assert_eq!(a.disrupted(), 1);
+    }
+
+    #[test]
+    fn merging_equals_counting_the_values_together() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        for _ in 0..2000 {
+            let xs: Vec<i64> = (0..rng.usize(0..30)).map(|_| rng.i64(0..40)).collect();
+            let ys: Vec<i64> = (0..rng.usize(0..30)).map(|_| rng.i64(0..40)).collect();
+            let mut merged = Histogram::from_values(xs.iter().copied());
+            merged.merge(&Histogram::from_values(ys.iter().copied()));
+            assert_eq!(merged, Histogram::from_values(xs.iter().chain(&ys).copied()), "{xs:?} + {ys:?}");
+            merged.subtract(&Histogram::from_values(ys.iter().copied()));
+            assert_eq!(merged, Histogram::from_values(xs.iter().copied()), "{xs:?} + {ys:?} - {ys:?}");
+        }
     }
 
     #[test]

@@ -16,6 +16,9 @@ use super::{Dimension, Dimensions};
 #[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Scope(BTreeMap<Dimension, BTreeSet<String>>);
 
+/// The dimensions one problem may span although groups never do.
+const SPANNED: [Dimension; 2] = [Dimension::Architecture, Dimension::Topology];
+
 impl Scope {
     pub fn new() -> Scope {
         Scope::default()
@@ -55,6 +58,67 @@ impl Scope {
     /// Two scopes overlap when, in every dimension both limit, they share a value.
     pub fn overlaps(&self, other: &Scope) -> bool {
         self.0.iter().all(|(d, a)| other.0.get(d).is_none_or(|b| a.iter().any(|x| b.contains(x))))
+    }
+
+    /// Whether two scopes are one problem's: they overlap apart from the architecture and the
+    /// topology. Statistics never pool across those (a single-node cluster is disrupted in its
+    /// own way), but one broken component shows on every architecture and topology at once.
+    pub fn same_problem(&self, other: &Scope) -> bool {
+        self.0
+            .iter()
+            .filter(|(d, _)| !SPANNED.contains(d))
+            .all(|(d, a)| other.0.get(d).is_none_or(|b| a.iter().any(|x| b.contains(x))))
+    }
+
+    /// The scope without limits that say nothing: a dimension listing every value its release
+    /// has among `variants` (`upgrade_type=micro,minor,none`), and an architecture or topology
+    /// that leaves no variant of the rest of the scope out (`architecture=amd64` when every
+    /// metal variant is amd64). The release always stays.
+    pub fn simplified(&self, variants: &[Dimensions]) -> Scope {
+        let mut out = self.clone();
+        let release = self.get(Dimension::Release);
+        let of_release: Vec<&Dimensions> =
+            variants.iter().filter(|v| release.is_none_or(|r| r.contains(&v.release))).collect();
+        if of_release.is_empty() {
+            return out;
+        }
+        for d in Dimension::ALL.into_iter().filter(|d| *d != Dimension::Release) {
+            if let Some(values) = out.get(d)
+                && of_release.iter().all(|v| values.contains(v.get(d)))
+            {
+                out.remove(d);
+            }
+        }
+        for d in SPANNED {
+            if out.get(d).is_none() {
+                continue;
+            }
+            let mut without = out.clone();
+            without.remove(d);
+            if of_release.iter().filter(|v| without.contains(v)).all(|v| out.contains(v)) {
+                out = without;
+            }
+        }
+        out
+    }
+
+    /// The same variants of `variants`, named in every dimension: each dimension lists the
+    /// values the covered variants have. Two scopes are joined this way, since `upgrade_type=minor`
+    /// and `platform=metal` may be the same runs although neither limits the other's dimension.
+    /// A scope covering none of `variants` stays as it is.
+    pub fn explicit(&self, variants: &[Dimensions]) -> Scope {
+        let mut out = Scope::new();
+        for v in variants.iter().filter(|v| self.contains(v)) {
+            for d in Dimension::ALL {
+                out.0.entry(d).or_default().insert(v.get(d).to_string());
+            }
+        }
+        if out.is_empty() { self.clone() } else { out }
+    }
+
+    /// The smallest scope covering the variants of both, as simple as `variants` allow.
+    pub fn joined_over(&self, other: &Scope, variants: &[Dimensions]) -> Scope {
+        self.explicit(variants).union(&other.explicit(variants)).simplified(variants)
     }
 
     /// Every value `other` covers, this scope covers too.
@@ -193,6 +257,70 @@ mod tests {
         assert!(metal().covers(&metal_ovn) && !metal_ovn.covers(&metal()));
         assert_eq!(metal_ovn.union(&metal()), metal());
         assert_eq!(metal().union(&aws).get(Dimension::Platform).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn one_problem_spans_architectures_and_topologies_and_their_limits_go_when_they_cover_all() {
+        let mut amd = metal();
+        amd.set(Dimension::Architecture, ["amd64"]);
+        amd.set(Dimension::Topology, ["ha"]);
+        let mut arm = metal();
+        arm.set(Dimension::Architecture, ["arm64"]);
+        arm.set(Dimension::Topology, ["single"]);
+        assert!(!amd.overlaps(&arm) && amd.same_problem(&arm));
+        let mut aws = arm.clone();
+        aws.set(Dimension::Platform, ["aws"]);
+        assert!(!amd.same_problem(&aws), "another platform is another problem");
+        let cell = |platform: &str, arch: &str, topology: &str| Dimensions {
+            release: "4.14".into(),
+            platform: platform.into(),
+            architecture: arch.into(),
+            topology: topology.into(),
+            ..Default::default()
+        };
+        let variants = [
+            cell("metal", "amd64", "ha"),
+            cell("metal", "arm64", "single"),
+            cell("metal", "arm64", "ha"),
+            cell("aws", "arm64", "ha"),
+        ];
+        // every architecture and topology metal has: both limits go
+        assert_eq!(amd.union(&arm).simplified(&variants).describe(), "platform=metal");
+        // arm64 on metal is both topologies: that limit goes, the architecture stays
+        let mut arm_ha = arm.clone();
+        arm_ha.set(Dimension::Topology, ["ha"]);
+        assert_eq!(arm.union(&arm_ha).simplified(&variants).describe(), "platform=metal architecture=arm64");
+        // a limit that leaves out a real cell stays (metal amd64 is only ever HA here)
+        assert_eq!(amd.simplified(&variants).describe(), "platform=metal architecture=amd64");
+    }
+
+    #[test]
+    fn two_scopes_naming_different_dimensions_of_the_same_runs_join_to_those_runs() {
+        let cell = |platform: &str, upgrade: &str, network: &str| Dimensions {
+            release: "4.14".into(),
+            platform: platform.into(),
+            upgrade_type: upgrade.into(),
+            network: network.into(),
+            ..Default::default()
+        };
+        // only metal runs minor upgrades here
+        let variants = [
+            cell("metal", "minor", "ovn"),
+            cell("metal", "micro", "sdn"),
+            cell("aws", "micro", "ovn"),
+            cell("gcp", "micro", "ovn"),
+        ];
+        let minor = Scope::from([(Dimension::Release, "4.14"), (Dimension::UpgradeType, "minor")]);
+        assert_eq!(
+            metal().union(&minor),
+            Scope::from([(Dimension::Release, "4.14")]),
+            "the naive union loses it"
+        );
+        assert_eq!(metal().joined_over(&minor, &variants).describe(), "platform=metal");
+        let aws = Scope::from([(Dimension::Release, "4.14"), (Dimension::Platform, "aws")]);
+        assert_eq!(metal().joined_over(&aws, &variants).describe(), "platform=aws,metal");
+        // nothing known of the variants: the scope as it was
+        assert_eq!(metal().explicit(&[]), metal());
     }
 
     #[test]

@@ -180,7 +180,9 @@ on_both_engines! {
             assert!(!["resolved", "stale", "returned", "reopened"].contains(&kind), "{:?}", kinds(events));
         }
         let onset = i.episodes[0].onset;
-        assert!(onset.earliest.timestamp() <= onset_day && onset_day <= onset.latest.timestamp() + DAY, "{onset:?}");
+        assert!(onset.earliest.timestamp() <= onset_day && onset_day <= onset.latest.timestamp(), "{onset:?}");
+        let shown = sheriff::cli::incident_json(i);
+        assert_eq!(shown["onset"]["at"], serde_json::to_value(onset.at).unwrap(), "{shown}");
         assert!(told.samples_before_onset.is_empty(), "{:#?}", told.samples_before_onset);
         // the reference stayed before the onset: still regressed against 0s at the end
         assert!(i.snapshot.report.threshold_seconds < 5.0, "{}", i.snapshot.report.threshold_source);
@@ -228,7 +230,11 @@ on_both_engines! {
         assert!(i.state.is_open());
         assert!(i.snapshot.scope.get(Dimension::Network).is_none_or(|v| v.len() == 2), "all of metal now: {}", i.snapshot.scope);
         let grew = told.replies.iter().filter(|r| r.contains("scope grew")).count();
-        assert_eq!(grew, 1, "{:#?}", told.replies);
+        // the ovn half alone may already lift all of metal's P95: then it opens as metal and
+        // never needs to grow; either way it never shrinks back
+        assert!(grew <= 1, "{:#?}", told.replies);
+        assert!(!kinds(events).contains(&"scope_shrank"), "{:?}", kinds(events));
+        assert!(!events[0].detail.contains(":  "), "a list left empty: {}", events[0].detail);
         assert!(!kinds(events).contains(&"stale") && !kinds(events).contains(&"resolved"), "{:?}", kinds(events));
         assert!(told.samples_before_onset.is_empty(), "{:#?}", told.samples_before_onset);
         same_story(&told, &backtest_of(&db, &s, 21).await);

@@ -261,3 +261,38 @@ fn the_jira_cap_defers_the_rest_and_says_so() {
         SummaryLine::Line { what: Happened::NotFiled, text } if text.contains("not filed in Jira")
     ));
 }
+
+#[test]
+fn two_open_incidents_that_are_one_problem_merge_into_the_older_with_one_reply() {
+    let (mut incidents, mut delivered) = (Vec::new(), Delivered::default());
+    let narrow = report(&[("platform", "metal"), ("network", "sdn")], 31.0, "new");
+    let other = report(&[("platform", "metal"), ("network", "ovn")], 31.0, "new");
+    let p = plan_with(0, &[narrow, other], &incidents, &[], &delivered, &policy());
+    apply(0, &p, &mut incidents, &mut delivered);
+    assert_eq!(incidents.len(), 2);
+    // the cycle found them one problem: #2 merges into #1, which carries the whole of metal
+    let whole = report(&[("platform", "metal")], 31.0, "ongoing");
+    let known = Known { incidents: incidents.clone(), silences: Vec::new(), delivered: delivered.clone() };
+    let p = plan(3600, &[whole], &[(2, 1)], &known, &policy());
+    let merged: Vec<&Step> = p.steps.iter().filter(|s| s.action.incident() == Some(2)).collect();
+    assert_eq!(merged.len(), 1, "{:?}", p.steps);
+    assert!(matches!(merged[0].action, Action::Resolve { how: Resolution::Merged { into: 1 }, .. }));
+    let replies: Vec<&str> = merged[0]
+        .effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::SlackReply { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(replies, ["merged into #1: the same problem, followed there"]);
+    assert!(merged[0].effects.iter().any(|e| matches!(e, Effect::JiraResolve { .. })));
+    let survivor: Vec<&Step> = p.steps.iter().filter(|s| s.action.incident() == Some(1)).collect();
+    assert!(matches!(survivor[0].action, Action::Update { .. }), "the older one follows the whole scope");
+    // a repeat of the merge changes nothing more
+    apply(3600, &p, &mut incidents, &mut delivered);
+    let known = Known { incidents: incidents.clone(), silences: Vec::new(), delivered };
+    let again =
+        plan(7200, &[report(&[("platform", "metal")], 31.0, "ongoing")], &[(2, 1)], &known, &policy());
+    assert!(again.steps.iter().all(|s| s.action.incident() != Some(2)), "{:?}", again.steps);
+}

@@ -145,6 +145,9 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
     let s = &i.snapshot;
     let r = &s.report;
     let mut doc = vec![Node::Para(vec![text(s.summary.clone())])];
+    if let Some(onset) = i.onset().or(r.onset) {
+        doc.push(Node::Para(vec![text(format!("Regressed {}.", crate::render::onset(&onset)))]));
+    }
     doc.push(Node::Heading("Percentiles".into()));
     let rows = percentile_table(r)
         .into_iter()

@@ -139,6 +139,7 @@ fn incident_fields(i: &Incident, links: &Links) -> Value {
     let mut f = vec![
         ("State", format!("{} (opened {since})", i.state)),
         ("Component", escape(&s.component)),
+        ("Regressed", i.onset().or(s.report.onset).map_or("not known".into(), |o| crate::render::onset(&o))),
         ("Scope", escape(&format!("{} {}", s.release, s.scope.describe()))),
         (
             "Now",
@@ -381,5 +382,20 @@ mod tests {
             .collect();
         let summary = summary_message(&lines, &links);
         check_limits(&summary).unwrap();
+    }
+
+    #[test]
+    fn the_parent_and_the_jira_description_say_when_it_began() {
+        let links = Links { public_url: String::new(), jira_url: String::new() };
+        let mut i = big_incident(1);
+        assert!(
+            serde_json::to_string(&incident_message(&i, &[], &links).blocks).unwrap().contains("not known")
+        );
+        let onset = crate::model::Onset::from_secs(1_754_316_000, 1_754_290_000, 1_754_330_000).unwrap();
+        i.episodes = vec![crate::model::Episode { onset, recovered_at: None }];
+        let blocks = serde_json::to_string(&incident_message(&i, &[], &links).blocks).unwrap();
+        assert!(blocks.contains("since Aug 4 14:00 UTC, between Aug 4 06:46 and 17:53"));
+        let wiki = crate::notify::jira::render::to_wiki(&crate::notify::jira::render::description(&i, ""));
+        assert!(wiki.contains("Regressed since Aug 4 14:00 UTC"), "{wiki}");
     }
 }
