@@ -44,7 +44,7 @@ impl App {
     /// `server.listen` and builds the parts. Every setting a part needs is checked here, so a
     /// bad one stops the start rather than a later tick.
     pub async fn build(settings: Settings) -> Result<App> {
-        let store = Arc::new(Store::open(&settings.database).await?);
+        let store = Arc::new(Store::open_configured(&settings).await?);
         let replica = replica_name();
         crate::scheduler::claim_sqlite(&store, &replica).await?;
         let listener = TcpListener::bind(&settings.server.listen)

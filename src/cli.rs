@@ -391,7 +391,7 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
 
 /// Opens the database for one command, runs `work` and closes it whatever happened.
 async fn with_store<T>(settings: &Settings, work: impl AsyncFnOnce(&Store) -> Result<T>) -> Result<T> {
-    let store = Store::open(&settings.database).await?;
+    let store = Store::open_configured(settings).await?;
     let result = work(&store).await;
     store.close().await;
     result
@@ -439,7 +439,7 @@ async fn evaluate(
     format: Format,
     dry_run: bool,
 ) -> Result<ExitCode> {
-    let store = Arc::new(Store::open(&settings.database).await?);
+    let store = Arc::new(Store::open_configured(settings).await?);
     let options = crate::cycle::CycleOptions { at: at.unwrap_or_else(Utc::now), dry_run };
     let report = async {
         let mut report = crate::cycle::run_cycle(&store, settings, options).await?;
@@ -481,7 +481,7 @@ async fn backtest(
         }
     };
     let other = against.map(|p| Settings::load(Some(p)).map_err(|e| anyhow::anyhow!("{e}"))).transpose()?;
-    let store = Arc::new(Store::open(&settings.database).await?);
+    let store = Arc::new(Store::open_configured(settings).await?);
     let result = async {
         let a = crate::backtest::backtest(store.clone(), settings, from, to, &cadence).await?;
         let b = match &other {
@@ -783,7 +783,7 @@ pub fn incident_json(i: &crate::incidents::Incident) -> serde_json::Value {
 }
 
 async fn outbox(action: OutboxAction, settings: &Settings) -> Result<ExitCode> {
-    let store = Arc::new(Store::open(&settings.database).await?);
+    let store = Arc::new(Store::open_configured(settings).await?);
     let result: Result<()> = async {
         match action {
             OutboxAction::List { state, format } => {

@@ -172,6 +172,11 @@ pub struct EvaluateSettings {
     pub sample_typical: usize,
     /// Configured limits, the most specific source of thresholds.
     pub limits: Vec<LimitRule>,
+    /// A percentile regresses only with at least this many runs above the allowed level (and
+    /// as many as its rank implies): 2 wild runs never carry a P95.
+    pub min_support_runs: u64,
+    /// Which runs had CI-infrastructure trouble (left out of evaluation).
+    pub ci_trouble: crate::model::TroubleRules,
 }
 
 impl Default for EvaluateSettings {
@@ -209,6 +214,8 @@ impl Default for EvaluateSettings {
             sample_worst: 3,
             sample_typical: 2,
             limits: Vec::new(),
+            min_support_runs: 3,
+            ci_trouble: crate::model::TroubleRules::default(),
         }
     }
 }

@@ -30,6 +30,7 @@ pub async fn run(folder: &Path, settings: &Settings, out: &mut impl std::io::Wri
     let tree = generate(folder, end, out)?;
     let (db_path, db) = fresh_database(folder)?;
     let store = Store::open(&db).await?;
+    store.apply_trouble_rules(&settings.evaluate.ci_trouble).await?;
     let summary = crate::ingest::ingest(
         &store,
         &settings.ingest,

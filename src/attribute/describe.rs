@@ -44,6 +44,8 @@ pub struct Facts<'a> {
     pub conditions: &'a [ConditionEvidence],
     /// Sample runs that also lost CI network liveness, of those read.
     pub liveness_trouble: (usize, usize),
+    /// Runs of the scope left out for CI-infrastructure trouble (not among `runs`).
+    pub left_out: u64,
     pub owners: &'a Owners,
 }
 
@@ -162,6 +164,13 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
         ));
     }
     lines.extend(f.conditions.iter().map(ConditionEvidence::quote));
+    if f.left_out > 0 {
+        lines.push(format!(
+            "{} of {} runs left out: CI network trouble (CI network liveness lost)",
+            f.left_out,
+            f.runs + f.left_out
+        ));
+    }
     let (troubled, read) = f.liveness_trouble;
     if troubled > 0 {
         lines.push(format!(
@@ -234,6 +243,7 @@ mod tests {
             control: Some(&control),
             conditions: &[],
             liveness_trouble: (0, 10),
+            left_out: 3,
             owners: &owners,
         };
         let s = summary(&f);
@@ -247,6 +257,10 @@ mod tests {
         let e = evidence(&f);
         assert!(e[0].contains("a regression needs more than 5s"));
         assert!(e.iter().any(|l| l.starts_with("new and reused connections regressed together")));
+        assert!(
+            e.iter().any(|l| l == "3 of 31 runs left out: CI network trouble (CI network liveness lost)"),
+            "{e:?}"
+        );
         assert_eq!(confidence(&f), Confidence::High, "a healthy control explains it");
         assert_eq!(confidence(&Facts { p_value: 1e-4, ..f.clone() }), Confidence::Medium);
         assert_eq!(confidence(&Facts { separates: false, ..f.clone() }), Confidence::Low);

@@ -352,6 +352,7 @@ impl<S: RunSource> Context<'_, S> {
             allowed_seconds: 0.0,
             baseline_seconds: None,
             job_runs: 0,
+            ci_troubled_runs: 0,
             baseline_runs: 0,
             p_value: 1.0,
             q_value: 1.0,
@@ -407,6 +408,7 @@ impl<S: RunSource> Context<'_, S> {
             control: control.as_ref(),
             conditions: &evidence.conditions,
             liveness_trouble: evidence.liveness_trouble,
+            left_out: f.stats.troubled,
             owners: &owners,
         };
         Attribution {
@@ -470,7 +472,11 @@ impl<S: RunSource> Context<'_, S> {
         let mut liveness = BTreeSet::new();
         for r in &disrupted {
             if let Some(record) = self.record(&r.job, &r.build_id).await? {
-                if record.samples.iter().any(|s| s.backend.contains("-network-liveness") && s.seconds > 0) {
+                let troubled = self
+                    .settings
+                    .ci_trouble
+                    .classify(record.samples.iter().map(|s| (s.backend.as_str(), s.seconds)));
+                if troubled.is_some() {
                     liveness.insert(r.build_id.clone());
                 }
                 let outages =
@@ -546,6 +552,7 @@ fn set_numbers(r: &mut RegressionReport, stats: &ScopeStats) {
     r.allowed_seconds = round(c.allowed);
     r.baseline_seconds = stats.reference[pi].map(round);
     r.job_runs = stats.runs;
+    r.ci_troubled_runs = stats.troubled;
     r.baseline_runs = stats.reference_runs;
     r.p_value = c.p_value;
     r.q_value = c.q_value;

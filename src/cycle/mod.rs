@@ -65,6 +65,9 @@ pub struct CycleReport {
     pub regressions: Vec<RegressionReport>,
     /// Variants whose runs no group keeping their platform could judge.
     pub insufficient_data: Vec<InsufficientReport>,
+    /// Platforms where CI-infrastructure trouble hit an unusual share of the window's runs: the
+    /// CI's problem, said apart, never a regression of a backend.
+    pub ci_trouble: Vec<CiTroubleReport>,
     pub dry_run: bool,
     pub seconds: f64,
     /// What the cycle did to incidents (all zero on a dry run).
@@ -107,6 +110,51 @@ impl IncidentCounts {
         c.notifications += plan.summaries.len();
         c
     }
+}
+
+/// A platform whose runs CI-infrastructure trouble hit unusually often.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CiTroubleReport {
+    pub scope: Scope,
+    /// Runs of the window left out for CI trouble, and all its runs.
+    pub troubled_runs: u64,
+    pub job_runs: u64,
+}
+
+/// A platform's CI trouble is unusual from this many troubled runs, making at least this share
+/// of its runs and this many times the share of the window as a whole.
+const CI_TROUBLE_RUNS: u64 = 3;
+const CI_TROUBLE_SHARE: f64 = 0.05;
+const CI_TROUBLE_OVER_USUAL: f64 = 3.0;
+
+/// Each release × platform × architecture of the window whose share of CI-troubled runs is
+/// unusual (a clean run counted once, by its variant's busiest backend).
+fn ci_trouble_of(data: &crate::store::evaluations::WindowData) -> Vec<CiTroubleReport> {
+    let mut clean = vec![0u64; data.variants.len()];
+    for c in &data.cells {
+        clean[c.variant] = clean[c.variant].max(c.current.count());
+    }
+    let mut by: BTreeMap<(&str, &str, &str), (u64, u64)> = BTreeMap::new();
+    for (v, d) in data.variants.iter().enumerate() {
+        let e = by.entry((&d.release, &d.platform, &d.architecture)).or_default();
+        e.0 += data.troubled[v];
+        e.1 += data.troubled[v] + clean[v];
+    }
+    let (troubled, runs) = by.values().fold((0, 0), |(t, r), (a, b)| (t + a, r + b));
+    let usual = troubled as f64 / runs.max(1) as f64;
+    by.into_iter()
+        .filter(|(_, (t, r))| {
+            let share = *t as f64 / (*r).max(1) as f64;
+            *t >= CI_TROUBLE_RUNS && share >= CI_TROUBLE_SHARE && share >= CI_TROUBLE_OVER_USUAL * usual
+        })
+        .map(|((release, platform, architecture), (t, r))| {
+            let mut scope = Scope::new();
+            scope.set(Dimension::Release, [release]);
+            scope.set(Dimension::Platform, [platform]);
+            scope.set(Dimension::Architecture, [architecture]);
+            CiTroubleReport { scope, troubled_runs: t, job_runs: r }
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -312,6 +360,7 @@ async fn evaluate_at<S: RunSource>(
         tests: evaluation.tests,
         regressions,
         insufficient_data,
+        ci_trouble: ci_trouble_of(&data),
         dry_run: options.dry_run,
         seconds: 0.0,
         incidents: IncidentCounts::default(),
@@ -674,6 +723,13 @@ fn render_outcome(s: &mut String, report: &CycleReport) {
     }
     if let Some(d) = &report.delivery {
         let _ = writeln!(s, "delivered {}, retrying {}, dead {}", d.delivered, d.retrying, d.dead);
+    }
+    if !report.ci_trouble.is_empty() {
+        let _ = writeln!(s, "\nCI-infrastructure trouble (left out of evaluation, not a regression):");
+        for t in report.ci_trouble.iter().take(10) {
+            let release = t.scope.single(Dimension::Release).unwrap_or_default();
+            let _ = writeln!(s, "  {} of {} runs  {release} {}", t.troubled_runs, t.job_runs, t.scope);
+        }
     }
     if !report.insufficient_data.is_empty() {
         let _ = writeln!(

@@ -30,6 +30,14 @@ struct RunMeta {
     variant: usize,
 }
 
+/// A CI-troubled run: counted as left out, never in a histogram.
+#[derive(Debug, Clone, Copy)]
+struct Troubled {
+    started: i64,
+    finished: i64,
+    variant: usize,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Point {
     started: i64,
@@ -154,6 +162,8 @@ pub struct Replay {
     first_starts: HashMap<String, Vec<(i64, i64)>>,
     /// Each variant's runs (positions in `runs`), by start.
     runs_of_variant: Vec<Vec<u32>>,
+    /// The CI-troubled runs, by start.
+    troubled: Vec<Troubled>,
     /// The windows of the next cycle, being computed.
     prefetched: std::sync::Mutex<Vec<(WindowKey, std::thread::JoinHandle<WindowData>)>>,
 }
@@ -188,8 +198,12 @@ impl Replay {
             backend_rows.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect();
         let mut run_index: HashMap<i64, u32> = HashMap::with_capacity(run_rows.len());
         let mut runs = Vec::with_capacity(run_rows.len());
-        for (id, job, build_id, url, started, finished, variant_id) in run_rows {
+        let mut troubled = Vec::new();
+        for (id, job, build_id, url, started, finished, variant_id, ci_trouble) in run_rows {
             let Some(&variant) = variant_index.get(&variant_id) else { continue };
+            if ci_trouble != 0 {
+                troubled.push(Troubled { started, finished: finished.unwrap_or(started), variant });
+            }
             run_index.insert(id, runs.len() as u32);
             runs.push(RunMeta {
                 job: job.into(),
@@ -232,6 +246,7 @@ impl Replay {
             whole_days: Default::default(),
             first_starts,
             runs_of_variant,
+            troubled,
             prefetched: Default::default(),
         })
     }
@@ -270,7 +285,15 @@ impl Replay {
                 cells.push(CellHistograms { backend, variant, current: c, baseline: b });
             }
         }
+        let mut troubled = vec![0; self.variants.len()];
+        let first = self.troubled.partition_point(|t| t.started < current.0);
+        for t in self.troubled[first..].iter().take_while(|t| t.started < current.1) {
+            if t.finished <= visible_at {
+                troubled[t.variant] += 1;
+            }
+        }
         WindowData {
+            troubled,
             backends: self.backends.clone(),
             variants: self.variants.iter().map(|(_, d)| d.clone()).collect(),
             variant_ids: self.variants.iter().map(|(id, _)| *id).collect(),

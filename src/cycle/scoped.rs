@@ -4,7 +4,7 @@
 
 use crate::config::EvaluateSettings;
 use crate::evaluate::thresholds::{HistoricalTable, previous_release};
-use crate::evaluate::{Candidates, Check, allowed_over, reference, stats};
+use crate::evaluate::{Candidates, Check, allowed_over, reference, stats, supported};
 use crate::model::{Dimension, Dimensions, GroupKey, Histogram, Percentile, Scope};
 use crate::store::evaluations::WindowData;
 
@@ -34,6 +34,8 @@ pub(super) fn previous_scope(scope: &Scope) -> Option<(String, Scope)> {
 pub(super) struct ScopeStats {
     pub backend: String,
     pub runs: u64,
+    /// Runs of the scope in the window left out for CI-infrastructure trouble.
+    pub troubled: u64,
     pub reference_runs: u64,
     /// P50, P75, P95, P99 now and in the reference.
     pub current: [Option<f64>; 4],
@@ -122,12 +124,19 @@ impl Judging<'_> {
             allowed,
             p_value,
             q_value: p_value,
-            exceeds: observed > allowed,
+            exceeds: observed > allowed && supported(&current, percentile.fraction(), allowed, settings),
             discovery: false,
         };
         Some(ScopeStats {
             backend: backend.to_string(),
             runs: current.count(),
+            troubled: data
+                .variants
+                .iter()
+                .zip(&data.troubled)
+                .filter(|(v, _)| scope.contains(v))
+                .map(|(_, n)| *n)
+                .sum(),
             reference_runs: reference_histogram.as_ref().map_or(0, Histogram::count),
             current: percentiles(&current),
             reference: reference_histogram.as_ref().map_or([None; 4], percentiles),

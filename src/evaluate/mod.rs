@@ -243,6 +243,16 @@ pub fn reference<'a>(
     previous
 }
 
+/// Whether enough runs carry a percentile above `allowed`: at least `min_support_runs` of them
+/// beyond it, and at least as many as the percentile's rank implies (`n·(1 − p)`, rounded up).
+/// A P95 of 32 runs resting on two wild ones is not a regression; a P50 above the bar always
+/// has half its runs there.
+pub fn supported(current: &Histogram, fraction: f64, allowed: f64, settings: &EvaluateSettings) -> bool {
+    let above: u64 = current.nonzero_bins().iter().filter(|(s, _)| *s as f64 > allowed).map(|(_, n)| n).sum();
+    let rank = (current.count() as f64 * (1.0 - fraction)).ceil() as u64;
+    above >= settings.min_support_runs.max(rank)
+}
+
 /// What a regression has to exceed: the threshold plus the minimum effect.
 pub fn allowed_over(threshold: f64, settings: &EvaluateSettings) -> f64 {
     allowed(threshold, settings)
@@ -418,7 +428,7 @@ fn check_group<'a>(
             allowed,
             p_value,
             q_value: 1.0,
-            exceeds: observed > allowed,
+            exceeds: observed > allowed && supported(&w.current, p.fraction(), allowed, settings),
             discovery: false,
         };
         group_checks.push((check, r.against));
@@ -584,6 +594,7 @@ fn holds_without(
             };
             c.exceeds
                 && observed > c.allowed
+                && supported(&current, c.percentile.fraction(), c.allowed, settings)
                 && test(&current, c.percentile, c.threshold.seconds, against) <= cutoff
         })
 }

@@ -164,10 +164,44 @@ fn a_lone_huge_outlier_raises_nothing() {
     w.cell(0, v, cur, base);
     let e = w.run(&HashMap::new(), &EvaluateSettings::default());
     assert!(reported(&e).is_empty());
-    // The P95 is far above its threshold; the test says it is one run, not a shift.
+    // The P95 is far above its threshold, but one run cannot carry it (nor does the test
+    // call it a shift).
     let g = &e.groups[0];
     let p95 = g.checks.iter().find(|c| c.percentile == Percentile::P95).unwrap();
-    assert!(p95.exceeds && !p95.discovery, "{p95:?}");
+    assert!(p95.observed > p95.allowed && !p95.exceeds && !p95.discovery, "{p95:?}");
+}
+
+/// `n` runs without disruption, then `wild` runs of `seconds` each.
+fn zeros_and(n: u64, wild: u64, seconds: i64) -> Histogram {
+    let mut h = Histogram::new();
+    h.add(0, n - wild);
+    if wild > 0 {
+        h.add(seconds, wild);
+    }
+    h
+}
+
+#[test]
+fn an_upper_percentile_resting_on_two_runs_is_no_regression_but_eight_of_thirty_is() {
+    let mut w = World::new(&["image-registry-new-connections"]);
+    let v = w.variant(dims("aws", "ovn", "micro"));
+    // 2 of 32 runs at 38-40s: the P95 is ~38s against 0s, carried by two runs
+    w.cell(0, v, zeros_and(32, 2, 39), zeros_and(120, 1, 2));
+    let e = w.run(&HashMap::new(), &EvaluateSettings::default());
+    assert!(reported(&e).is_empty(), "{:#?}", reported(&e).iter().map(|g| g.key.label()).collect::<Vec<_>>());
+    let p95 = e.groups[0].checks.iter().find(|c| c.percentile == Percentile::P95).unwrap();
+    assert!(p95.observed > p95.allowed && !p95.exceeds, "{p95:?}");
+
+    // 8 of 30 runs at 30s: a P95-only regression (the P50 stays at 0) that stands
+    let mut w = World::new(&["image-registry-new-connections"]);
+    let v = w.variant(dims("aws", "ovn", "micro"));
+    w.cell(0, v, zeros_and(30, 8, 30), zeros_and(120, 1, 2));
+    let e = w.run(&HashMap::new(), &EvaluateSettings::default());
+    let found = reported(&e);
+    assert_eq!(found.len(), 1);
+    let c = found[0].leading_check().unwrap();
+    assert_eq!(c.percentile, Percentile::P95);
+    assert_eq!(found[0].current[0], Some(0.0), "P50 unmoved");
 }
 
 #[test]

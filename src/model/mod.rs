@@ -9,6 +9,7 @@ pub mod regression;
 pub mod run;
 pub mod scope;
 pub mod span;
+pub mod trouble;
 
 pub use dimensions::{Dimension, Dimensions};
 pub use evaluation::{GroupKey, Percentile, Threshold, ThresholdSource, backend_family, fingerprint};
@@ -22,6 +23,7 @@ pub use regression::{
 pub use run::{ConditionSpan, JobRun, Outage, RunRecord, Sample};
 pub use scope::Scope;
 pub use span::parse_span;
+pub use trouble::TroubleRules;
 
 /// `29s`, or `36.2s` when not whole: how sheriff writes a number of seconds everywhere.
 pub fn secs(x: f64) -> String {

@@ -276,6 +276,9 @@ pub struct RegressionReport {
     pub allowed_seconds: f64,
     pub baseline_seconds: Option<f64>,
     pub job_runs: u64,
+    /// Runs of the scope in the window left out for CI-infrastructure trouble.
+    #[serde(default)]
+    pub ci_troubled_runs: u64,
     pub baseline_runs: u64,
     pub p_value: f64,
     pub q_value: f64,

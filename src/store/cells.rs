@@ -24,12 +24,26 @@ pub(crate) async fn add_samples(
     apply_change(c, day, variant_id, &cells, |h, secs| h.add(secs, 1)).await
 }
 
-/// Removes a stored run's samples from the histograms (before the run is replaced).
+/// Takes one run's `(backend_id, seconds)` pairs out of the histograms of `day` × `variant_id`.
+pub(crate) async fn remove_samples(
+    c: &mut Conn<'_>,
+    day: i64,
+    variant_id: i64,
+    cells: &[(i64, i64)],
+) -> Result<()> {
+    let mut cells = cells.to_vec();
+    cells.sort_unstable();
+    apply_change(c, day, variant_id, &cells, |h, secs| h.remove(secs, 1)).await
+}
+
+/// Removes a stored run's samples from the histograms (before the run is replaced); a
+/// CI-troubled run was never in them.
 pub(crate) async fn forget_run(c: &mut Conn<'_>, run_id: i64) -> Result<()> {
     let rows: Vec<(i64, i64, i64, i64)> = c
         .fetch_all(
             sql("SELECT s.backend_id, s.seconds, r.variant_id, r.started_at FROM samples s \
-                 JOIN job_runs r ON r.id = s.run_id WHERE s.run_id = $1 ORDER BY s.backend_id")
+                 JOIN job_runs r ON r.id = s.run_id WHERE s.run_id = $1 AND r.ci_trouble IS NULL \
+                 ORDER BY s.backend_id")
             .bind(run_id),
         )
         .await?;

@@ -74,6 +74,8 @@ pub struct WindowData {
     /// Database id of each variant, parallel to `variants`.
     pub variant_ids: Vec<i64>,
     pub cells: Vec<CellHistograms>,
+    /// CI-troubled runs of each variant in the current window, left out of `cells`.
+    pub troubled: Vec<u64>,
 }
 
 /// `[from, to)` in Unix seconds, split into whole UTC days and the partial days at its edges.
@@ -169,7 +171,8 @@ impl Store {
             let rows: Vec<(i64, i64, i64)> = self
                 .fetch_all(
                     sql("SELECT s.backend_id, r.variant_id, s.seconds FROM job_runs r JOIN samples s ON s.run_id = r.id \
-                         WHERE r.started_at >= $1 AND r.started_at < $2 AND COALESCE(r.finished_at, r.started_at) <= $3")
+                         WHERE r.started_at >= $1 AND r.started_at < $2 AND COALESCE(r.finished_at, r.started_at) <= $3 \
+                         AND r.ci_trouble IS NULL")
                     .bind(from)
                     .bind(to)
                     .bind(visible_at),
@@ -183,7 +186,23 @@ impl Store {
         }
         let mut list: Vec<_> = cells.into_iter().collect();
         list.sort_by_key(|(k, _)| *k);
+        let mut troubled = vec![0; variants.len()];
+        let counts: Vec<(i64, i64)> = self
+            .fetch_all(
+                sql("SELECT variant_id, COUNT(*) FROM job_runs WHERE started_at >= $1 AND started_at < $2 \
+                     AND COALESCE(finished_at, started_at) <= $3 AND ci_trouble IS NOT NULL GROUP BY variant_id")
+                .bind(current.0)
+                .bind(current.1)
+                .bind(visible_at),
+            )
+            .await?;
+        for (variant_id, n) in counts {
+            if let Some(&v) = index.variants.get(&variant_id) {
+                troubled[v] = n as u64;
+            }
+        }
         Ok(WindowData {
+            troubled,
             backends: backends.into_iter().map(|(_, n)| n).collect(),
             variant_ids: variants.iter().map(|(id, _)| *id).collect(),
             variants: variants.iter().map(|(_, d)| d.clone()).collect(),
@@ -268,7 +287,7 @@ impl Store {
         }
         let q = sql("SELECT r.job_name, r.build_id, r.url, s.seconds, r.started_at FROM samples s \
                  JOIN job_runs r ON r.id = s.run_id JOIN backends b ON b.id = s.backend_id WHERE b.name = $1 \
-                 AND r.started_at >= $2 AND r.started_at < $3 AND r.variant_id IN (")
+                 AND r.started_at >= $2 AND r.started_at < $3 AND r.ci_trouble IS NULL AND r.variant_id IN (")
         .bind(backend)
         .bind(window.0)
         .bind(window.1)
@@ -292,7 +311,7 @@ impl Store {
         let q = sql("SELECT b.name, r.variant_id, r.started_at, s.seconds, r.job_name, r.build_id, r.url \
                  FROM samples s JOIN job_runs r ON r.id = s.run_id JOIN backends b ON b.id = s.backend_id \
                  WHERE r.started_at >= $1 AND r.started_at < $2 AND COALESCE(r.finished_at, r.started_at) <= $3 \
-                 AND b.name IN (")
+                 AND r.ci_trouble IS NULL AND b.name IN (")
         .bind(range.0)
         .bind(range.1)
         .bind(visible_at)

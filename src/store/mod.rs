@@ -14,6 +14,7 @@ pub mod incidents;
 pub mod ingest_log;
 pub mod outbox;
 pub mod runs;
+pub mod trouble;
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -45,6 +46,9 @@ pub struct Store {
     variant_list: Mutex<std::sync::Arc<Vec<(i64, crate::model::Dimensions)>>>,
     /// Per-day histograms of recent queries, valid for one data version.
     day_cache: Mutex<cells::DayCache>,
+    /// The rules new runs are classified with (those the database was classified with, until
+    /// [`Store::apply_trouble_rules`]).
+    trouble: Mutex<crate::model::TroubleRules>,
 }
 
 impl std::fmt::Debug for Store {
@@ -128,6 +132,7 @@ impl Store {
             variant_ids: Mutex::new(HashMap::new()),
             variant_list: Mutex::default(),
             day_cache: Mutex::default(),
+            trouble: Mutex::default(),
         })
     }
 
@@ -135,6 +140,17 @@ impl Store {
     pub async fn open(settings: &DatabaseSettings) -> Result<Store> {
         let store = Store::connect(settings).await?;
         store.migrate().await?;
+        if let Some(rules) = store.stored_trouble_rules().await? {
+            *store.trouble.lock().expect("rules lock") = rules;
+        }
+        Ok(store)
+    }
+
+    /// Opens the database as sheriff's configuration wants it: migrated, and its runs classified
+    /// by the configured CI-trouble rules (reclassified when they changed).
+    pub async fn open_configured(settings: &crate::config::Settings) -> Result<Store> {
+        let store = Store::open(&settings.database).await?;
+        store.apply_trouble_rules(&settings.evaluate.ci_trouble).await?;
         Ok(store)
     }
 

@@ -20,8 +20,8 @@ const SELECT_RUN_ID: &str = "SELECT id FROM job_runs WHERE job_name = $1 AND bui
 
 const INSERT_RUN: &str = "INSERT INTO job_runs (job_name, build_id, bucket, path, url, job_type, \
     started_at, finished_at, state, variant_id, release, from_release, upgrade_type, platform, \
-    architecture, network, network_stack, topology, master_nodes_updated, ingested_at) \
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20) \
+    architecture, network, network_stack, topology, master_nodes_updated, ingested_at, ci_trouble) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) \
     RETURNING id";
 
 const SELECT_RUN: &str = "SELECT id, job_name, build_id, bucket, path, url, job_type, started_at, \
@@ -43,7 +43,7 @@ const KEPT_CHANGES: i64 = 100_000;
 /// Bumps `data_version` and records the first day whose cells changed. Run last in a
 /// transaction that changed runs, so that the counter row is locked only until the commit (and
 /// versions commit in order).
-async fn note_change(c: &mut Conn<'_>, first_day: i64) -> Result<()> {
+pub(super) async fn note_change(c: &mut Conn<'_>, first_day: i64) -> Result<()> {
     let version: i64 =
         c.scalar(sql("UPDATE data_version SET version = version + 1 WHERE id = 1 RETURNING version")).await?;
     c.execute(
@@ -88,8 +88,11 @@ async fn write_prepared(
         }
         None => WriteOutcome::Inserted,
     };
-    let run_id = insert_run(c, run, prepared.variant_id, now).await?;
+    let run_id = insert_run(c, prepared, now).await?;
     insert_details(c, run_id, prepared).await?;
+    if prepared.ci_trouble.is_some() {
+        return Ok(Some(outcome)); // kept, but out of every histogram
+    }
     let day = to_secs(run.started_at).div_euclid(86_400);
     let cells: Vec<(i64, i64)> =
         prepared.backend_ids.iter().copied().zip(prepared.record.samples.iter().map(|s| s.seconds)).collect();
@@ -97,7 +100,8 @@ async fn write_prepared(
     Ok(Some(outcome))
 }
 
-async fn insert_run(c: &mut Conn<'_>, run: &JobRun, variant_id: i64, now: i64) -> Result<i64> {
+async fn insert_run(c: &mut Conn<'_>, prepared: &PreparedRun<'_>, now: i64) -> Result<i64> {
+    let (run, variant_id) = (&prepared.record.run, prepared.variant_id);
     let d = &run.dimensions;
     c.scalar(
         sql(INSERT_RUN)
@@ -120,7 +124,8 @@ async fn insert_run(c: &mut Conn<'_>, run: &JobRun, variant_id: i64, now: i64) -
             .bind(&d.network_stack)
             .bind(&d.topology)
             .bind(&d.master_nodes_updated)
-            .bind(now),
+            .bind(now)
+            .bind(&prepared.ci_trouble),
     )
     .await
 }
@@ -169,6 +174,8 @@ pub(crate) struct PreparedRun<'a> {
     variant_id: i64,
     backend_ids: Vec<i64>,
     outage_backends: Vec<i64>,
+    /// Why the run had CI-infrastructure trouble, if it had.
+    ci_trouble: Option<String>,
 }
 
 impl Store {
@@ -224,7 +231,9 @@ impl Store {
         for o in &record.outages {
             outage_backends.push(self.backend_id(&o.backend).await?);
         }
-        Ok(PreparedRun { record, variant_id, backend_ids, outage_backends })
+        let ci_trouble =
+            self.trouble_rules().classify(record.samples.iter().map(|s| (s.backend.as_str(), s.seconds)));
+        Ok(PreparedRun { record, variant_id, backend_ids, outage_backends, ci_trouble })
     }
 
     /// Whether a run is stored (ingest uses it to skip runs before reading their files).
@@ -289,7 +298,7 @@ impl Store {
 
     /// Every backend, every run that started in `[from, to)`, and their samples: what a
     /// backtest holds in memory. (backend id, name); (run id, job, build id, URL, started,
-    /// finished, variant id); (run id, backend id, seconds).
+    /// finished, variant id, 1 when CI-troubled); (run id, `backend:seconds` pairs of the clean runs).
     #[allow(clippy::type_complexity)]
     pub async fn replay_rows(
         &self,
@@ -297,14 +306,14 @@ impl Store {
         to: i64,
     ) -> Result<(
         Vec<(i64, String)>,
-        Vec<(i64, String, String, String, i64, Option<i64>, i64)>,
+        Vec<(i64, String, String, String, i64, Option<i64>, i64, i64)>,
         Vec<(i64, String)>,
     )> {
         let backends = self.fetch_all(sql("SELECT id, name FROM backends ORDER BY id")).await?;
         let runs = self
             .fetch_all(
-                sql("SELECT id, job_name, build_id, url, started_at, finished_at, variant_id FROM job_runs \
-                     WHERE started_at >= $1 AND started_at < $2 ORDER BY started_at, id")
+                sql("SELECT id, job_name, build_id, url, started_at, finished_at, variant_id, \
+                     CAST(CASE WHEN ci_trouble IS NULL THEN 0 ELSE 1 END AS BIGINT) FROM job_runs WHERE started_at >= $1 AND started_at < $2 ORDER BY started_at, id")
                 .bind(from)
                 .bind(to),
             )
@@ -319,7 +328,7 @@ impl Store {
             .fetch_all(
                 Sql::built(format!(
                     "SELECT s.run_id, {pairs} FROM samples s JOIN job_runs r ON r.id = s.run_id \
-                     WHERE r.started_at >= $1 AND r.started_at < $2 GROUP BY s.run_id"
+                     WHERE r.started_at >= $1 AND r.started_at < $2 AND r.ci_trouble IS NULL GROUP BY s.run_id"
                 ))
                 .bind(from)
                 .bind(to),

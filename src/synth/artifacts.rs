@@ -33,6 +33,7 @@ pub(super) struct RunPlan<'a> {
     /// The backends the planted regression hit (a name prefix).
     regressed_prefix: String,
     regressed: bool,
+    ci_troubled: bool,
 }
 
 pub(super) struct Written {
@@ -121,6 +122,7 @@ impl<'a> RunPlan<'a> {
                 seconds.insert(o.backend.clone(), o.seconds);
             }
         }
+        let ci_troubled = ci_trouble(scenario, &dims, started, &build_id, &mut seconds);
         RunPlan {
             job,
             dims,
@@ -131,11 +133,66 @@ impl<'a> RunPlan<'a> {
             regressed_condition,
             regressed_prefix,
             regressed,
+            ci_troubled,
         }
     }
 }
 
+/// CI-infrastructure trouble in one run, drawn apart from the run's own numbers (so a scenario
+/// without trouble generates exactly what it always did): the liveness probe and most backends
+/// down together, for about as long as each other.
+fn ci_trouble(
+    scenario: &Scenario,
+    dims: &Dimensions,
+    started: DateTime<Utc>,
+    build_id: &str,
+    seconds: &mut BTreeMap<String, i64>,
+) -> bool {
+    let in_spell = scenario.trouble_spells.iter().any(|t| {
+        started >= t.from
+            && started < t.from + chrono::Duration::hours(t.hours)
+            && t.matches.iter().all(|(d, v)| dims.get(*d) == v)
+    });
+    if !in_spell && scenario.ci_trouble_share <= 0.0 {
+        return false;
+    }
+    let hash = build_id
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let mut rng = Rng::new(scenario.seed ^ hash ^ 0x5ca1_ab1e);
+    if !in_spell && !rng.chance(scenario.ci_trouble_share) {
+        return false;
+    }
+    let base = rng.between(20, 150);
+    for (b, s) in seconds.iter_mut() {
+        if b.contains("network-liveness") || rng.chance(0.85) {
+            *s = (*s).max((base + rng.between(-10, 10)).max(1));
+        }
+    }
+    true
+}
+
 impl RunPlan<'_> {
+    /// Where the run's files go in the bucket.
+    fn path(&self) -> String {
+        format!("logs/{}/{}", self.job.name, self.build_id)
+    }
+
+    /// What was generated for this run.
+    pub(super) fn truth(&self) -> TruthRun {
+        TruthRun {
+            job: self.job.name.clone(),
+            build_id: self.build_id.clone(),
+            path: self.path(),
+            started_at: self.started,
+            finished: true,
+            dimensions: self.dims.clone(),
+            seconds: self.seconds.clone(),
+            regressed: self.regressed,
+            ci_troubled: self.ci_troubled,
+        }
+    }
+
     /// The record ingest would make of this run's files.
     pub(super) fn record(&self, bucket: &str) -> crate::model::RunRecord {
         let path = format!("logs/{}/{}", self.job.name, self.build_id);
@@ -550,7 +607,7 @@ pub(super) fn write_run(
     rng: &mut Rng,
 ) -> std::io::Result<Written> {
     let job = &plan.job.name;
-    let path = format!("logs/{job}/{}", plan.build_id);
+    let path = plan.path();
     let dir = root.join(&scenario.bucket).join(&path);
     let mut files = 0;
     write_prow_files(scenario, plan, &dir, &path, &mut files, rng)?;
@@ -594,17 +651,7 @@ pub(super) fn write_run(
             write(&junit.join(format!("e2e-timelines_everything_{ts}.json")), &events, &mut files)?;
         }
     }
-    let truth = TruthRun {
-        job: job.clone(),
-        build_id: plan.build_id.clone(),
-        path,
-        started_at: plan.started,
-        finished: true,
-        dimensions: plan.dims.clone(),
-        seconds: plan.seconds.clone(),
-        regressed: plan.regressed,
-    };
-    Ok(Written { truth, interval_bytes, files })
+    Ok(Written { truth: plan.truth(), interval_bytes, files })
 }
 
 #[cfg(test)]

@@ -63,6 +63,16 @@ pub struct Outlier {
     pub seconds: i64,
 }
 
+/// A spell of CI-infrastructure trouble: runs starting in `[from, from + hours)` with these
+/// dimension values (every run when empty) lose the CI's network-liveness probe and most
+/// backends together.
+#[derive(Debug, Clone)]
+pub struct TroubleSpell {
+    pub from: DateTime<Utc>,
+    pub hours: i64,
+    pub matches: Vec<(crate::model::Dimension, String)>,
+}
+
 /// Everything the generator is told.
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -81,6 +91,10 @@ pub struct Scenario {
     pub write_timelines: bool,
     /// Jobs still running at the end (no finished.json) — one per job when set.
     pub leave_last_run_running: bool,
+    /// Share of all runs hit by CI-infrastructure trouble at random.
+    pub ci_trouble_share: f64,
+    /// Spells of CI-infrastructure trouble.
+    pub trouble_spells: Vec<TroubleSpell>,
 }
 
 /// What was written for one run.
@@ -96,6 +110,8 @@ pub struct TruthRun {
     pub seconds: BTreeMap<String, i64>,
     /// Whether a planted regression hit this run.
     pub regressed: bool,
+    /// Whether CI-infrastructure trouble hit this run.
+    pub ci_troubled: bool,
 }
 
 /// What the generator wrote.
@@ -193,6 +209,8 @@ impl Scenario {
             noise_intervals: 20,
             write_timelines: false,
             leave_last_run_running: false,
+            ci_trouble_share: 0.0,
+            trouble_spells: Vec::new(),
         }
     }
 
@@ -338,6 +356,8 @@ pub fn large(runs: usize, variants: usize, backends: usize, days: u32, end: Date
         noise_intervals: 0,
         write_timelines: false,
         leave_last_run_running: false,
+        ci_trouble_share: 0.0,
+        trouble_spells: Vec::new(),
     }
 }
 
@@ -351,6 +371,19 @@ pub fn run_records(scenario: &Scenario) -> Vec<crate::model::RunRecord> {
         Ok(())
     });
     debug_assert!(visited.is_ok(), "building records does no I/O");
+    out
+}
+
+/// The truth of [`run_records`]' runs, in the same order.
+pub fn truth_of(scenario: &Scenario) -> Vec<TruthRun> {
+    let mut rng = Rng::new(scenario.seed);
+    let mut out = Vec::new();
+    let build_id = |n: u64| format!("{}", 1_800_000_000_000_000_000u64 + n);
+    let visited = for_each_run(scenario, &mut rng, build_id, |slot, rng| {
+        out.push(artifacts::RunPlan::new(scenario, slot, rng).truth());
+        Ok(())
+    });
+    debug_assert!(visited.is_ok(), "building the truth does no I/O");
     out
 }
 
@@ -390,6 +423,7 @@ pub fn example_report(
         allowed_seconds: (threshold + 5.0).max(threshold * 1.5),
         baseline_seconds: Some(threshold),
         job_runs: 28,
+        ci_troubled_runs: 0,
         baseline_runs: 84,
         p_value: 1e-9,
         q_value: 1e-7,

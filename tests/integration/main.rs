@@ -12,6 +12,7 @@ mod history;
 mod incidents;
 mod ingest;
 mod push;
+mod quality;
 mod serve;
 mod slack;
 mod store;
