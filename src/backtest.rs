@@ -205,7 +205,7 @@ async fn stories(scratch: &Store) -> Result<Vec<Story>> {
             scope: i.snapshot.scope.clone(),
             opened_at: time(i.opened_at),
             resolved_at: if i.state.is_open() { None } else { i.resolved_at.map(time) },
-            onset: i.episodes.first().map(|e| e.onset),
+            onset: i.episodes.first().map(|e| e.onset.clone()),
             states,
             notifications: by_incident.remove(&i.id).unwrap_or_default(),
         });
@@ -217,7 +217,7 @@ fn summarize(incidents: &[Story], from: DateTime<Utc>, to: DateTime<Utc>) -> Sum
     let weeks = ((to - from).num_seconds() as f64 / (7 * DAY) as f64).max(1e-9);
     let mut lags: Vec<f64> = incidents
         .iter()
-        .filter_map(|s| Some((s.opened_at - s.onset?.at).num_seconds() as f64 / 3_600.0))
+        .filter_map(|s| Some((s.opened_at - s.onset.as_ref()?.at).num_seconds() as f64 / 3_600.0))
         .collect();
     lags.sort_by(f64::total_cmp);
     let median = (!lags.is_empty()).then(|| {
@@ -305,7 +305,7 @@ pub fn render_text(b: &Backtest) -> String {
         b.seconds
     );
     for i in &b.incidents {
-        let onset = i.onset.map_or("-".to_string(), |o| o.describe());
+        let onset = i.onset.as_ref().map_or("-".to_string(), |o| o.describe());
         let resolved = i
             .resolved_at
             .map_or("still open".to_string(), |t| format!("resolved {}", t.format("%Y-%m-%d %H:%M")));

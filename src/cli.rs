@@ -776,9 +776,11 @@ pub fn incident_json(i: &crate::incidents::Incident) -> serde_json::Value {
         "slack_channel": i.slack_channel,
         "slack_ts": i.slack_ts,
         "jira_key": i.jira_key,
-        "onset": i.onset().or(s.report.onset),
+        "onset": i.onset().or_else(|| s.report.onset.clone()),
         "episodes": i.episodes,
         "merged_into": i.merged_into,
+        "suspect_changes": s.report.suspect_changes,
+        "changes_pending": s.report.changes_pending,
     })
 }
 

@@ -50,6 +50,9 @@ pub async fn run(folder: &Path, settings: &Settings, out: &mut impl std::io::Wri
     let mut local = settings.clone();
     local.slack.bot_token = None;
     local.jira.url.clear();
+    // The payloads' changelogs come from a release controller of the demo's own, on loopback.
+    let releases = serve_changelogs(demo_scenario(end)).await?;
+    local.release_controller.urls = [("amd64".to_string(), releases)].into();
     let store = std::sync::Arc::new(store);
     let report = crate::cycle::run_cycle(&store, &local, CycleOptions { at: end, dry_run: false }).await?;
     writeln!(out)?;
@@ -76,7 +79,7 @@ fn generate(folder: &Path, end: chrono::DateTime<Utc>, out: &mut impl std::io::W
     if tree.exists() {
         std::fs::remove_dir_all(&tree).with_context(|| format!("clearing {}", tree.display()))?;
     }
-    let scenario = Scenario::demo(end);
+    let scenario = demo_scenario(end);
     let truth = synth::write_tree(&scenario, &tree)?;
     writeln!(
         out,
@@ -93,6 +96,45 @@ fn generate(folder: &Path, end: chrono::DateTime<Utc>, out: &mut impl std::io::W
         "planted: image-registry disruption on metal 4.14 (both networks, micro and minor) in the last week"
     )?;
     Ok(tree)
+}
+
+/// The demo month, its runs testing nightly payloads built every 4 hours.
+fn demo_scenario(end: chrono::DateTime<Utc>) -> Scenario {
+    let mut s = Scenario::demo(end);
+    s.payload_every_hours = 4;
+    s
+}
+
+/// Serves the scenario's changelogs as a release controller answers `/changelog?format=json`,
+/// on a loopback port for as long as the process runs; its base URL.
+async fn serve_changelogs(scenario: Scenario) -> Result<String> {
+    use axum::extract::Query;
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let scenario = std::sync::Arc::new(scenario);
+    let app = axum::Router::new().route(
+        "/changelog",
+        axum::routing::get(move |Query(q): Query<std::collections::HashMap<String, String>>| {
+            let scenario = scenario.clone();
+            async move {
+                let (from, to) =
+                    (q.get("from").cloned().unwrap_or_default(), q.get("to").cloned().unwrap_or_default());
+                match synth::release_changelog(&scenario, &from, &to) {
+                    Ok(body) => axum::Json(body).into_response(),
+                    Err(reason) => (StatusCode::BAD_REQUEST, reason).into_response(),
+                }
+            }
+        }),
+    );
+    let listener =
+        tokio::net::TcpListener::bind("127.0.0.1:0").await.context("a loopback port for the demo")?;
+    let url = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::warn!("the demo's release controller stopped: {e}");
+        }
+    });
+    Ok(url)
 }
 
 /// `folder/sheriff.db`, an earlier demo's database removed first.

@@ -49,6 +49,7 @@ pub mod notify;
 pub mod ops;
 pub mod process;
 pub mod query;
+pub mod releases;
 pub mod render;
 pub mod schedule;
 pub mod scheduler;

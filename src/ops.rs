@@ -149,6 +149,18 @@ pub fn render_explain(e: &Explain) -> String {
     for line in &r.attribution.evidence {
         let _ = writeln!(out, "  - {line}");
     }
+    if let Some(words) = r.onset.as_ref().and_then(|o| o.payload_words()) {
+        let _ = writeln!(out, "payloads: {words}");
+        if let Some(o) = &r.onset {
+            let _ = writeln!(out, "  window: {}", o.payloads.join(" → "));
+        }
+    }
+    if r.changes_pending {
+        let _ = writeln!(out, "suspect changes: not read yet (the release controller did not answer)");
+    }
+    for c in &r.suspect_changes {
+        let _ = writeln!(out, "  suspect: {} {}", crate::render::suspect(c), c.url);
+    }
     for j in r.sample_jobs.iter().take(6) {
         let _ = writeln!(out, "  {} {}s {}", j.kind, j.seconds, j.url);
     }

@@ -21,6 +21,15 @@ pub fn time(t: i64) -> String {
 
 /// "since Aug 4 14:00 UTC, between Aug 4 06:00 and 20:00": when a regression began, with
 /// the interval its change point holds the true onset in.
+/// Suspect changes shown in Slack and Jira; `incidents show` lists them all.
+pub const SUSPECTS_SHOWN: usize = 3;
+
+/// `openshift/image-registry#912 Scale the registry down…` (no link: each output adds its own).
+pub fn suspect(s: &crate::model::SuspectChange) -> String {
+    let star = if s.component_match { " (component's repository)" } else { "" };
+    format!("{}#{} {}{star}", s.repository, s.number, truncate(&s.title, 80))
+}
+
 pub fn onset(o: &crate::model::Onset) -> String {
     let day = |t: chrono::DateTime<chrono::Utc>| t.format("%b %-d").to_string();
     let clock = |t: chrono::DateTime<chrono::Utc>| t.format("%H:%M").to_string();
@@ -29,13 +38,17 @@ pub fn onset(o: &crate::model::Onset) -> String {
     } else {
         format!("{} {}", day(o.latest), clock(o.latest))
     };
-    format!(
+    let when = format!(
         "since {} {} UTC, between {} {} and {latest}",
         day(o.at),
         clock(o.at),
         day(o.earliest),
         clock(o.earliest)
-    )
+    );
+    match o.payload_words() {
+        Some(words) => format!("{when}; {words}"),
+        None => when,
+    }
 }
 
 /// `▁▂▅█`: one character a value (none: a space), scaled to the largest.
@@ -134,7 +147,14 @@ mod tests {
         let at = 1_754_316_000; // 2025-08-04 14:00 UTC
         let o = crate::model::Onset::from_secs(at, at - 8 * 3600, at + 6 * 3600).unwrap();
         assert_eq!(onset(&o), "since Aug 4 14:00 UTC, between Aug 4 06:00 and 20:00");
-        let o = crate::model::Onset::from_secs(at, at - 8 * 3600, at + 16 * 3600).unwrap();
+        let mut o = crate::model::Onset::from_secs(at, at - 8 * 3600, at + 16 * 3600).unwrap();
         assert_eq!(onset(&o), "since Aug 4 14:00 UTC, between Aug 4 06:00 and Aug 5 06:00");
+        o.last_good_payload = Some("4.14.0-0.nightly-2025-08-04-040000".into());
+        o.first_bad_payload = Some("4.14.0-0.nightly-2025-08-04-120000".into());
+        assert_eq!(
+            onset(&o),
+            "since Aug 4 14:00 UTC, between Aug 4 06:00 and Aug 5 06:00; began between \
+             4.14.0-0.nightly-2025-08-04-040000 (last good) and 4.14.0-0.nightly-2025-08-04-120000 (first bad)"
+        );
     }
 }

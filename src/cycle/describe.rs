@@ -242,6 +242,38 @@ pub(super) fn onset_of(runs: &[CellRun]) -> Option<Onset> {
 }
 
 impl<S: RunSource> Context<'_, S> {
+    /// The onset with its payload window: the same runs read on payload order, and every payload
+    /// of the release from the last good to the first bad.
+    pub(super) async fn with_payloads(
+        &self,
+        onset: Option<Onset>,
+        runs: &[CellRun],
+        release: &str,
+    ) -> Result<Option<Onset>> {
+        let Some(mut onset) = onset else { return Ok(None) };
+        let tested: Vec<changepoint::Tested<'_>> = runs
+            .iter()
+            .filter_map(|r| {
+                Some(changepoint::Tested {
+                    payload: &r.payload,
+                    built: r.payload_at?,
+                    started: r.started,
+                    seconds: r.seconds,
+                })
+            })
+            .collect();
+        if let Some((good, bad)) = changepoint::payload_change(&tested) {
+            let from = good.as_ref().map_or(bad.1, |g| g.1);
+            onset.payloads = self.source.payloads_between(release, from, bad.1).await?;
+            if onset.payloads.is_empty() {
+                onset.payloads = good.iter().map(|g| g.0.clone()).chain([bad.0.clone()]).collect();
+            }
+            onset.last_good_payload = good.map(|g| g.0);
+            onset.first_bad_payload = Some(bad.0);
+        }
+        Ok(Some(onset))
+    }
+
     /// The numbers over a cluster's scope; when the found scope does not carry the regression
     /// on its own runs (a finer scope than the data allow), the lead group's own scope; None
     /// when neither does.
@@ -300,11 +332,12 @@ impl<S: RunSource> Context<'_, S> {
         stats.check.discovery = true;
         let runs =
             self.runs_of(&lead.key.backend, &scope, search_from.max(self.baseline.from.timestamp())).await?;
-        let onset = onset_of(&runs);
+        let release = scope.single(Dimension::Release).unwrap_or_default().to_string();
+        let onset = self.with_payloads(onset_of(&runs), &runs, &release).await?;
         let finding = if narrowed { finding_of(&scope) } else { cluster.finding.clone() };
         let (independence, thin) =
             if narrowed { (Vec::new(), Vec::new()) } else { independence(self, lead, &finding) };
-        let evidence = self.run_evidence(&runs, onset, &backends).await?;
+        let evidence = self.run_evidence(&runs, onset.as_ref(), &backends).await?;
         let groups: Vec<String> = cluster.groups.iter().map(|g| g.key.label()).collect();
         let facts = FactsOf {
             family: &cluster.family,
@@ -353,6 +386,8 @@ impl<S: RunSource> Context<'_, S> {
             baseline_seconds: None,
             job_runs: 0,
             ci_troubled_runs: 0,
+            suspect_changes: Vec::new(),
+            changes_pending: false,
             baseline_runs: 0,
             p_value: 1.0,
             q_value: 1.0,
@@ -435,7 +470,7 @@ impl<S: RunSource> Context<'_, S> {
     async fn run_evidence(
         &self,
         runs: &[CellRun],
-        onset: Option<Onset>,
+        onset: Option<&Onset>,
         backends: &[String],
     ) -> Result<RunEvidence> {
         let (settings, window_from) = (self.settings, self.window.from.timestamp());
@@ -514,8 +549,8 @@ impl<S: RunSource> Context<'_, S> {
         let mut r = old.clone();
         set_numbers(&mut r, stats);
         r.status = status;
+        let evidence = self.run_evidence(runs, onset.as_ref(), &r.backends).await?;
         r.onset = onset;
-        let evidence = self.run_evidence(runs, onset, &r.backends).await?;
         r.sample_jobs = evidence.sample_jobs;
         let c = &stats.check;
         r.attribution.summary = words::restated(

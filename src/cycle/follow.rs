@@ -110,7 +110,7 @@ impl<S: RunSource> Context<'_, S> {
 
     /// An early recovery: a change for the better after the onset, with enough runs after it
     /// that are within what the reference allows and not worse than it.
-    fn recovery(&self, runs: &[CellRun], onset: Option<Onset>, stats: &ScopeStats) -> Option<i64> {
+    fn recovery(&self, runs: &[CellRun], onset: Option<&Onset>, stats: &ScopeStats) -> Option<i64> {
         let after = onset.map_or(i64::MIN, |o| o.at.timestamp());
         let since: Vec<&CellRun> = runs.iter().filter(|r| r.started >= after).collect();
         let series: Vec<Run> = since.iter().map(|r| Run { at: r.started, seconds: r.seconds }).collect();
@@ -170,9 +170,10 @@ impl<S: RunSource> Context<'_, S> {
         let all = self.runs_of_many(&backends, &scope, from).await?;
         let runs: Vec<CellRun> = all.iter().filter(|r| *r.backend == *stats.backend).cloned().collect();
         let onset = self.refined_onset(incident, &backends, &all);
+        let onset = self.with_payloads(onset, &runs, &incident.snapshot.report.release).await?;
         let regressed_now = stats.check.exceeds && stats.check.p_value <= self.settings.false_discovery_rate;
         let clean_streak = if regressed_now { 0 } else { prior_streak + 1 };
-        let verdict = match self.recovery(&runs, onset, &stats) {
+        let verdict = match self.recovery(&runs, onset.as_ref(), &stats) {
             Some(at) => Verdict::Recovered { at },
             None if clean_streak >= self.settings.clear_after => Verdict::Recovered {
                 at: back_since(&runs, stats.check.allowed).unwrap_or(self.window.from.timestamp()),

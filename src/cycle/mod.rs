@@ -216,6 +216,13 @@ pub async fn run_cycle_on<S: RunSource>(
         }
     };
     let Evaluated { mut report, states, merges } = evaluated;
+    crate::releases::attach_changes(
+        state,
+        &settings.release_controller,
+        &mut report.regressions,
+        options.dry_run,
+    )
+    .await;
     let active = report.regressions.iter().filter(|x| x.status.is_active()).count();
     metrics::gauge!("sheriff_groups_evaluated").set(report.groups_evaluated as f64);
     metrics::gauge!("sheriff_regressions").set(active as f64);
@@ -698,6 +705,15 @@ fn render_regression(s: &mut String, r: &RegressionReport) {
     for j in &r.sample_jobs {
         let ci = if j.ci_infrastructure_trouble { "  (CI liveness lost too)" } else { "" };
         let _ = writeln!(s, "    {:<7} {:>4}s  {}{ci}", j.kind.as_str(), j.seconds, j.url);
+    }
+    if let Some(o) = &r.onset {
+        let _ = writeln!(s, "    regressed {}", crate::render::onset(o));
+    }
+    for c in r.suspect_changes.iter().take(crate::render::SUSPECTS_SHOWN) {
+        let _ = writeln!(s, "    suspect change: {}  {}", crate::render::suspect(c), c.url);
+    }
+    if r.changes_pending {
+        let _ = writeln!(s, "    suspect changes: not read yet (the release controller did not answer)");
     }
 }
 

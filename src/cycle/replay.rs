@@ -28,6 +28,8 @@ struct RunMeta {
     started: i64,
     finished: i64,
     variant: usize,
+    payload: Arc<str>,
+    payload_at: Option<i64>,
 }
 
 /// A CI-troubled run: counted as left out, never in a histogram.
@@ -199,7 +201,7 @@ impl Replay {
         let mut run_index: HashMap<i64, u32> = HashMap::with_capacity(run_rows.len());
         let mut runs = Vec::with_capacity(run_rows.len());
         let mut troubled = Vec::new();
-        for (id, job, build_id, url, started, finished, variant_id, ci_trouble) in run_rows {
+        for (id, job, build_id, url, started, finished, variant_id, ci_trouble, payload) in run_rows {
             let Some(&variant) = variant_index.get(&variant_id) else { continue };
             if ci_trouble != 0 {
                 troubled.push(Troubled { started, finished: finished.unwrap_or(started), variant });
@@ -212,6 +214,8 @@ impl Replay {
                 started,
                 finished: finished.unwrap_or(started),
                 variant,
+                payload_at: crate::model::payload_time(&payload).map(|t| t.timestamp()),
+                payload: payload.into(),
             });
         }
         let mut cells: BTreeMap<(usize, usize), Series> = BTreeMap::new();
@@ -368,6 +372,8 @@ impl RunSource for Replay {
                     seconds: p.seconds,
                     job: meta.job.clone(),
                     build_id: meta.build_id.clone(),
+                    payload: meta.payload.clone(),
+                    payload_at: meta.payload_at,
                     url: meta.url.clone(),
                 });
             }
@@ -395,6 +401,19 @@ impl RunSource for Replay {
             }
         }
         Ok(first)
+    }
+
+    async fn payloads_between(&self, release: &str, from: i64, to: i64) -> Result<Vec<String>> {
+        let mut seen: Vec<(i64, &str)> = self
+            .runs
+            .iter()
+            .filter(|r| r.payload_at.is_some_and(|t| t >= from && t <= to))
+            .filter(|r| self.variants[r.variant].1.release == release)
+            .map(|r| (r.payload_at.unwrap_or_default(), &*r.payload))
+            .collect();
+        seen.sort_unstable();
+        seen.dedup();
+        Ok(seen.into_iter().map(|(_, p)| p.to_string()).collect())
     }
 
     async fn jobs_of_variants(&self, variant_ids: &[i64], window: (i64, i64)) -> Result<Vec<(String, i64)>> {

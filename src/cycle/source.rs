@@ -26,6 +26,9 @@ pub struct CellRun {
     pub job: Arc<str>,
     pub build_id: Arc<str>,
     pub url: Arc<str>,
+    /// The payload it tested (empty when unknown), and when that payload was built.
+    pub payload: Arc<str>,
+    pub payload_at: Option<i64>,
 }
 
 /// The stored runs as a cycle at `visible_at` may see them.
@@ -65,6 +68,15 @@ pub trait RunSource: Sync {
         at: i64,
     ) -> impl Future<Output = Result<Vec<Option<f64>>>> + Send;
 
+    /// The payloads of a release built in `[from, to]` (Unix seconds) that some run tested, in
+    /// build order.
+    fn payloads_between(
+        &self,
+        release: &str,
+        from: i64,
+        to: i64,
+    ) -> impl Future<Output = Result<Vec<String>>> + Send;
+
     /// Job names that ran in some variants during a window, with their runs.
     fn jobs_of_variants(
         &self,
@@ -93,7 +105,7 @@ impl RunSource for Store {
         let rows = self.cell_runs(backends, variant_ids, range, visible_at).await?;
         Ok(rows
             .into_iter()
-            .map(|(backend, variant_id, started, seconds, job, build_id, url)| CellRun {
+            .map(|(backend, variant_id, started, seconds, job, build_id, url, payload)| CellRun {
                 backend: backend.into(),
                 variant_id,
                 started,
@@ -101,6 +113,8 @@ impl RunSource for Store {
                 job: job.into(),
                 build_id: build_id.into(),
                 url: url.into(),
+                payload_at: crate::model::payload_time(&payload).map(|t| t.timestamp()),
+                payload: payload.into(),
             })
             .collect())
     }
@@ -119,6 +133,10 @@ impl RunSource for Store {
 
     async fn jobs_of_variants(&self, variant_ids: &[i64], window: (i64, i64)) -> Result<Vec<(String, i64)>> {
         Store::jobs_of_variants(self, variant_ids, window).await
+    }
+
+    async fn payloads_between(&self, release: &str, from: i64, to: i64) -> Result<Vec<String>> {
+        Store::payloads_between(self, release, from, to).await
     }
 
     async fn weekly(&self, report: &RegressionReport, window_days: i64, at: i64) -> Result<Vec<Option<f64>>> {

@@ -194,3 +194,83 @@ mod tests {
         assert!(most_likely_change(&runs[..5], 3, 3).is_none(), "too short");
     }
 }
+
+/// A payload and when it was built.
+pub type Built = (String, i64);
+
+/// One run on the payload order: the payload it tested, when that payload was built, when the
+/// run started, and its disruption.
+#[derive(Debug, Clone, Copy)]
+pub struct Tested<'a> {
+    pub payload: &'a str,
+    pub built: i64,
+    pub started: i64,
+    pub seconds: i64,
+}
+
+/// A change read on payload order: runs ordered by the build time of the payload they tested
+/// (then by start), the most likely change of that series, worse after it. The first bad
+/// payload is that of the first run after the change (a payload whose runs straddle the change
+/// is the first bad one: some of its runs were spared); the last good is the newest payload
+/// tested before it. None when too few runs name a payload, or nothing got worse.
+pub fn payload_change(runs: &[Tested<'_>]) -> Option<(Option<Built>, Built)> {
+    let mut order: Vec<&Tested<'_>> = runs.iter().filter(|r| !r.payload.is_empty()).collect();
+    order.sort_by(|a, b| (a.built, a.started, a.payload).cmp(&(b.built, b.started, b.payload)));
+    let series: Vec<Run> = order.iter().map(|r| Run { at: r.built, seconds: r.seconds }).collect();
+    let change = most_likely_change(&series, 3, 3).filter(|c| c.worse_after)?;
+    let bad = order[change.index];
+    let good = order[..change.index].iter().rev().find(|r| r.built < bad.built);
+    Some((good.map(|g| (g.payload.to_string(), g.built)), (bad.payload.to_string(), bad.built)))
+}
+
+#[cfg(test)]
+mod payload_tests {
+    use super::*;
+
+    fn tag(n: i64) -> String {
+        format!("4.14.0-0.nightly-2026-11-{:02}-{:02}0000", 1 + n / 6, (n % 6) * 4)
+    }
+
+    #[test]
+    fn the_change_lands_on_the_payload_that_shipped_it_whatever_the_run_order() {
+        // payloads every 4 hours, 3 runs each, each run taking up a payload up to 8 hours late;
+        // payload 20 shipped the regression (one of its runs spared)
+        let tags: Vec<String> = (0..40).map(tag).collect();
+        let mut runs = Vec::new();
+        for (n, t) in tags.iter().enumerate() {
+            let n = n as i64;
+            for k in 0..3i64 {
+                let bad = n >= 20 && !(n == 20 && k == 0);
+                let seconds = if bad {
+                    20 + k * 7
+                } else if (n + k) % 9 == 0 {
+                    2
+                } else {
+                    0
+                };
+                // started late and out of payload order: later payloads' runs interleave
+                runs.push(Tested {
+                    payload: t,
+                    built: n * 14_400,
+                    started: n * 14_400 + (2 - k) * 14_400,
+                    seconds,
+                });
+            }
+        }
+        let (good, bad) = payload_change(&runs).expect("a change");
+        assert_eq!(bad.0, tags[20]);
+        assert_eq!(good.unwrap().0, tags[19]);
+    }
+
+    #[test]
+    fn unknown_payloads_and_no_change_give_nothing() {
+        let runs: Vec<Tested<'_>> = (0..30)
+            .map(|n| Tested { payload: "", built: n, started: n, seconds: if n > 15 { 30 } else { 0 } })
+            .collect();
+        assert_eq!(payload_change(&runs), None);
+        let t = tag(1);
+        let flat: Vec<Tested<'_>> =
+            (0..30).map(|n| Tested { payload: &t, built: n, started: n, seconds: 0 }).collect();
+        assert_eq!(payload_change(&flat), None);
+    }
+}

@@ -264,7 +264,7 @@ pub struct Incident {
 impl Incident {
     /// The current episode's onset, if known.
     pub fn onset(&self) -> Option<crate::model::Onset> {
-        self.episodes.last().map(|e| e.onset)
+        self.episodes.last().map(|e| e.onset.clone())
     }
 
     /// A new incident, as first recorded.

@@ -415,7 +415,7 @@ fn seen_again(r: &RegressionReport, incident: Option<&Incident>) -> Step {
 /// incident, the current one's onset refined otherwise, and its recovery when the report has one.
 fn episodes_after(incident: Option<&Incident>, r: &RegressionReport, reopened: bool) -> Vec<Episode> {
     let mut episodes = incident.map(|i| i.episodes.clone()).unwrap_or_default();
-    if let Some(onset) = r.onset {
+    if let Some(onset) = r.onset.clone() {
         match episodes.last_mut() {
             Some(last) if !reopened && last.recovered_at.is_none() => last.onset = onset,
             _ => episodes.push(Episode { onset, recovered_at: None }),

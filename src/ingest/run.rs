@@ -198,7 +198,10 @@ fn job_run(
         if run.path.starts_with("pr-logs/") { "presubmit".into() } else { "periodic".into() }
     });
     let dimensions = dimensions(&job_name, &parsed.cluster_files, prowjob);
+    let (payload, from_payload) = payloads(parsed, prowjob);
     JobRun {
+        payload,
+        from_payload,
         job_name,
         build_id,
         bucket,
@@ -210,6 +213,20 @@ fn job_run(
         state,
         dimensions,
     }
+}
+
+/// The payload a run tested and the one it upgraded from: `prowjob.json`'s release annotations,
+/// else the tag of `RELEASE_IMAGE_LATEST` in its env, else cluster-data's current version.
+fn payloads(parsed: &Parsed<'_>, prowjob: Option<&prow::ProwJob>) -> (String, String) {
+    let history = cluster_data::merge(&parsed.cluster_files).cluster_version_history;
+    let payload = prowjob
+        .map(|p| p.release_tag.clone())
+        .filter(|t| !t.is_empty())
+        .or_else(|| prowjob.map(|p| p.env_release_tag.clone()).filter(|t| !t.is_empty()))
+        .or_else(|| history.first().cloned())
+        .unwrap_or_default();
+    let from = prowjob.map(|p| p.from_tag.clone()).unwrap_or_default();
+    (payload, from)
 }
 
 /// Outages and bad conditions from one view of the intervals: e2e-events holds every
@@ -371,6 +388,51 @@ mod tests {
                 "https://prow.ci.openshift.org/view/gs/test-platform-results/logs/{JOB}/1700000000000000001"
             )
         );
+    }
+
+    fn prowjob(annotations: &str, env: &str) -> RunFile {
+        file(
+            "prowjob.json",
+            &format!(
+                r#"{{"metadata": {{"annotations": {{{annotations}}}}},
+                    "spec": {{"job": "{JOB}", "type": "periodic",
+                              "pod_spec": {{"containers": [{{"env": [{env}]}}]}}}},
+                    "status": {{"state": "success", "build_id": "1700000000000000001"}}}}"#
+            ),
+        )
+    }
+
+    fn payload_of(files: Vec<RunFile>) -> (String, String) {
+        let Assembly::Ready { record, .. } = assemble(&run(files)) else { panic!("not ready") };
+        (record.run.payload, record.run.from_payload)
+    }
+
+    #[test]
+    fn the_payload_comes_from_the_annotation_else_the_env_else_cluster_data() {
+        let cluster = file(
+            &junit("cluster-data_20231114-220000.json"),
+            r#"{"Release": "4.14", "Platform": "metal", "ClusterVersionHistory": ["4.14.0-0.nightly-2023-11-14-090000", "4.13.21"]}"#,
+        );
+        let env = r#"{"name": "RELEASE_IMAGE_LATEST", "value": "registry.ci.openshift.org/ocp/release:4.14.0-0.nightly-2023-11-14-080000"}"#;
+        let annotated = r#""release.openshift.io/tag": "4.14.0-0.nightly-2023-11-14-070000", "release.openshift.io/from-tag": "4.13.21""#;
+        let mut files = base_files();
+        files.extend([prowjob(annotated, env), cluster.clone()]);
+        assert_eq!(payload_of(files), ("4.14.0-0.nightly-2023-11-14-070000".into(), "4.13.21".into()));
+        let mut files = base_files();
+        files.extend([prowjob("", env), cluster.clone()]);
+        assert_eq!(payload_of(files).0, "4.14.0-0.nightly-2023-11-14-080000");
+        let mut files = base_files();
+        files.extend([
+            prowjob("", r#"{"name": "RELEASE_IMAGE_LATEST", "value": "quay.io/x/release@sha256:abc"}"#),
+            cluster,
+        ]);
+        assert_eq!(payload_of(files).0, "4.14.0-0.nightly-2023-11-14-090000", "a digest names no tag");
+        assert_eq!(payload_of(base_files()), (String::new(), String::new()), "no payload: still a run");
+        assert_eq!(
+            crate::model::payload_time("4.14.0-0.nightly-2023-11-14-070000").map(|t| t.to_rfc3339()),
+            Some("2023-11-14T07:00:00+00:00".into())
+        );
+        assert_eq!(crate::model::payload_time("4.14.3"), None);
     }
 
     #[test]

@@ -18,9 +18,9 @@ pub use histogram::Histogram;
 pub use historical::HistoricalRow;
 pub use regression::{
     Attribution, ConditionEvidence, Confidence, ControlEvidence, Episode, FileAgainst, Onset, PercentilePair,
-    RegressionReport, SampleJob, SampleKind, Status,
+    RegressionReport, SampleJob, SampleKind, Status, SuspectChange,
 };
-pub use run::{ConditionSpan, JobRun, Outage, RunRecord, Sample};
+pub use run::{ConditionSpan, JobRun, Outage, RunRecord, Sample, payload_time};
 pub use scope::Scope;
 pub use span::parse_span;
 pub use trouble::TroubleRules;

@@ -111,12 +111,20 @@ pub enum FileAgainst {
 
 /// When a regression began: the most likely time (the first run after the change) and an
 /// interval that holds the change with high probability (from the last run before the earliest
-/// candidate to the latest candidate).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// candidate to the latest candidate). With payloads known, the same change read on the
+/// payload order: the last payload whose runs were good, the first whose runs were bad, and
+/// every payload of the release between them (empty when the payloads are unknown).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Onset {
     pub at: DateTime<Utc>,
     pub earliest: DateTime<Utc>,
     pub latest: DateTime<Utc>,
+    #[serde(default)]
+    pub last_good_payload: Option<String>,
+    #[serde(default)]
+    pub first_bad_payload: Option<String>,
+    #[serde(default)]
+    pub payloads: Vec<String>,
 }
 
 impl Onset {
@@ -126,7 +134,22 @@ impl Onset {
             at: DateTime::from_timestamp(at, 0)?,
             earliest: DateTime::from_timestamp(earliest, 0)?,
             latest: DateTime::from_timestamp(latest, 0)?,
+            last_good_payload: None,
+            first_bad_payload: None,
+            payloads: Vec::new(),
         })
+    }
+
+    /// "began between 4.14.0-0.nightly-…-040000 (last good) and …-120000 (first bad)", when
+    /// the payloads are known.
+    pub fn payload_words(&self) -> Option<String> {
+        match (&self.last_good_payload, &self.first_bad_payload) {
+            (Some(good), Some(bad)) => {
+                Some(format!("began between {good} (last good) and {bad} (first bad)"))
+            }
+            (None, Some(bad)) => Some(format!("began with {bad} (first bad) or before it")),
+            _ => None,
+        }
     }
 
     /// "Aug 4 10:00, between Aug 4 04:00 and Aug 4 16:00" (UTC).
@@ -140,9 +163,21 @@ impl Onset {
     }
 }
 
+/// A pull request that entered between a regression's last good and first bad payloads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SuspectChange {
+    /// `openshift/cluster-image-registry-operator`.
+    pub repository: String,
+    pub number: u64,
+    pub url: String,
+    pub title: String,
+    /// Its repository belongs to the attributed component (or the platform's): ranked first.
+    pub component_match: bool,
+}
+
 /// One spell of an incident's regression: its onset and, once it is over, when it recovered
 /// (the first run back at the reference).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Episode {
     pub onset: Onset,
     #[serde(default)]
@@ -298,6 +333,12 @@ pub struct RegressionReport {
     /// When it recovered, for a resolved regression (the first run back at the reference).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovered_at: Option<DateTime<Utc>>,
+    /// The pull requests between the last good and first bad payloads, the component's first.
+    #[serde(default)]
+    pub suspect_changes: Vec<SuspectChange>,
+    /// The changes could not be read yet (release controller unreachable): a later cycle tries.
+    #[serde(default)]
+    pub changes_pending: bool,
 }
 
 impl RegressionReport {

@@ -23,6 +23,22 @@ pub struct JobRun {
     /// `success`, `failure`, `aborted`, `error`, …
     pub state: String,
     pub dimensions: Dimensions,
+    /// The release payload tested, or upgraded to (`4.14.0-0.nightly-2023-09-01-123456`);
+    /// empty when the run does not say.
+    #[serde(default)]
+    pub payload: String,
+    /// The payload an upgrade started from, when known.
+    #[serde(default)]
+    pub from_payload: String,
+}
+
+/// When a payload was built, from its tag: nightly and CI tags end in their creation time
+/// (`4.14.0-0.nightly-2023-09-01-123456` was built 2023-09-01 12:34:56 UTC). Other tags (a
+/// z-stream `4.14.3`) carry none.
+pub fn payload_time(tag: &str) -> Option<DateTime<Utc>> {
+    let tail = tag.get(tag.len().checked_sub(17)?..)?;
+    let naive = chrono::NaiveDateTime::parse_from_str(tail, "%Y-%m-%d-%H%M%S").ok()?;
+    tag[..tag.len() - 17].ends_with('-').then(|| naive.and_utc())
 }
 
 impl JobRun {

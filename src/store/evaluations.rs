@@ -304,11 +304,11 @@ impl Store {
         variant_ids: &[i64],
         range: (i64, i64),
         visible_at: i64,
-    ) -> Result<Vec<(String, i64, i64, i64, String, String, String)>> {
+    ) -> Result<Vec<(String, i64, i64, i64, String, String, String, String)>> {
         if backends.is_empty() || variant_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let q = sql("SELECT b.name, r.variant_id, r.started_at, s.seconds, r.job_name, r.build_id, r.url \
+        let q = sql("SELECT b.name, r.variant_id, r.started_at, s.seconds, r.job_name, r.build_id, r.url, r.payload \
                  FROM samples s JOIN job_runs r ON r.id = s.run_id JOIN backends b ON b.id = s.backend_id \
                  WHERE r.started_at >= $1 AND r.started_at < $2 AND COALESCE(r.finished_at, r.started_at) <= $3 \
                  AND r.ci_trouble IS NULL AND b.name IN (")

@@ -20,13 +20,16 @@ const SELECT_RUN_ID: &str = "SELECT id FROM job_runs WHERE job_name = $1 AND bui
 
 const INSERT_RUN: &str = "INSERT INTO job_runs (job_name, build_id, bucket, path, url, job_type, \
     started_at, finished_at, state, variant_id, release, from_release, upgrade_type, platform, \
-    architecture, network, network_stack, topology, master_nodes_updated, ingested_at, ci_trouble) \
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21) \
+    architecture, network, network_stack, topology, master_nodes_updated, ingested_at, ci_trouble, \
+    payload, payload_at, from_payload) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, \
+    $22, $23, $24) \
     RETURNING id";
 
 const SELECT_RUN: &str = "SELECT id, job_name, build_id, bucket, path, url, job_type, started_at, \
     finished_at, state, release, from_release, upgrade_type, platform, architecture, network, \
-    network_stack, topology, master_nodes_updated FROM job_runs WHERE job_name = $1 AND build_id = $2";
+    network_stack, topology, master_nodes_updated, payload, from_payload FROM job_runs \
+    WHERE job_name = $1 AND build_id = $2";
 
 const SELECT_SAMPLES: &str = "SELECT b.name, s.connection, s.seconds FROM samples s \
     JOIN backends b ON b.id = s.backend_id WHERE s.run_id = $1 ORDER BY b.name";
@@ -125,7 +128,10 @@ async fn insert_run(c: &mut Conn<'_>, prepared: &PreparedRun<'_>, now: i64) -> R
             .bind(&d.topology)
             .bind(&d.master_nodes_updated)
             .bind(now)
-            .bind(&prepared.ci_trouble),
+            .bind(&prepared.ci_trouble)
+            .bind(&run.payload)
+            .bind(crate::model::payload_time(&run.payload).map(to_secs))
+            .bind(&run.from_payload),
     )
     .await
 }
@@ -286,6 +292,48 @@ impl Store {
         self.fetch_all(sql("SELECT job_name, MAX(started_at) FROM job_runs GROUP BY job_name")).await
     }
 
+    /// The payloads of a release built in `[from, to]` that some run tested, in build order.
+    pub async fn payloads_between(&self, release: &str, from: i64, to: i64) -> Result<Vec<String>> {
+        let rows: Vec<(String, i64)> = self
+            .fetch_all(
+                sql("SELECT DISTINCT payload, payload_at FROM job_runs WHERE release = $1 \
+                     AND payload_at >= $2 AND payload_at <= $3 ORDER BY payload_at, payload")
+                .bind(release)
+                .bind(from)
+                .bind(to),
+            )
+            .await?;
+        Ok(rows.into_iter().map(|(p, _)| p).collect())
+    }
+
+    /// A kept changelog between two payloads.
+    pub async fn changelog(&self, architecture: &str, from: &str, to: &str) -> Result<Option<String>> {
+        let row: Option<(String,)> = self
+            .fetch_optional(
+                sql("SELECT body FROM changelogs WHERE architecture = $1 AND from_tag = $2 AND to_tag = $3")
+                    .bind(architecture)
+                    .bind(from)
+                    .bind(to),
+            )
+            .await?;
+        Ok(row.map(|(b,)| b))
+    }
+
+    /// Keeps a changelog between two payloads (they never change).
+    pub async fn keep_changelog(&self, architecture: &str, from: &str, to: &str, body: &str) -> Result<()> {
+        self.execute(
+            sql("INSERT INTO changelogs (architecture, from_tag, to_tag, body, fetched_at) VALUES ($1, $2, $3, $4, $5) \
+                 ON CONFLICT (architecture, from_tag, to_tag) DO NOTHING")
+            .bind(architecture)
+            .bind(from)
+            .bind(to)
+            .bind(body)
+            .bind(chrono::Utc::now().timestamp()),
+        )
+        .await?;
+        Ok(())
+    }
+
     /// Number of stored runs.
     pub async fn count_runs(&self) -> Result<i64> {
         self.scalar(sql("SELECT COUNT(*) FROM job_runs")).await
@@ -306,14 +354,14 @@ impl Store {
         to: i64,
     ) -> Result<(
         Vec<(i64, String)>,
-        Vec<(i64, String, String, String, i64, Option<i64>, i64, i64)>,
+        Vec<(i64, String, String, String, i64, Option<i64>, i64, i64, String)>,
         Vec<(i64, String)>,
     )> {
         let backends = self.fetch_all(sql("SELECT id, name FROM backends ORDER BY id")).await?;
         let runs = self
             .fetch_all(
                 sql("SELECT id, job_name, build_id, url, started_at, finished_at, variant_id, \
-                     CAST(CASE WHEN ci_trouble IS NULL THEN 0 ELSE 1 END AS BIGINT) FROM job_runs WHERE started_at >= $1 AND started_at < $2 ORDER BY started_at, id")
+                     CAST(CASE WHEN ci_trouble IS NULL THEN 0 ELSE 1 END AS BIGINT), payload FROM job_runs WHERE started_at >= $1 AND started_at < $2 ORDER BY started_at, id")
                 .bind(from)
                 .bind(to),
             )
@@ -401,6 +449,8 @@ struct RunRow {
     network_stack: String,
     topology: String,
     master_nodes_updated: String,
+    payload: String,
+    from_payload: String,
 }
 
 impl RunRow {
@@ -426,6 +476,8 @@ impl RunRow {
                 topology: self.topology,
                 master_nodes_updated: self.master_nodes_updated,
             },
+            payload: self.payload,
+            from_payload: self.from_payload,
         }
     }
 }

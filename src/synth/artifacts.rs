@@ -34,6 +34,7 @@ pub(super) struct RunPlan<'a> {
     regressed_prefix: String,
     regressed: bool,
     ci_troubled: bool,
+    payload: String,
 }
 
 pub(super) struct Written {
@@ -100,9 +101,18 @@ impl<'a> RunPlan<'a> {
         let mut regressed = false;
         let mut regressed_condition = None;
         let mut regressed_prefix = String::new();
+        let payload = payload_of(scenario, &dims, started, &build_id);
+        // With payloads built on a schedule, a regression ships in a payload: it hits the runs of
+        // that payload and later ones, whenever they ran.
+        let change_day = match crate::model::payload_time(&payload) {
+            Some(at) if scenario.payload_every_hours > 0 => {
+                (at - scenario.start).num_seconds().div_euclid(86_400).max(0) as u32
+            }
+            _ => day_index,
+        };
         for p in &scenario.planted {
-            let applies = day_index >= p.from_day
-                && p.until_day.is_none_or(|u| day_index < u)
+            let applies = change_day >= p.from_day
+                && p.until_day.is_none_or(|u| change_day < u)
                 && p.matches.iter().all(|(d, v)| dims.get(*d) == v);
             if applies && rng.chance(p.share) {
                 regressed = true;
@@ -134,8 +144,26 @@ impl<'a> RunPlan<'a> {
             regressed_prefix,
             regressed,
             ci_troubled,
+            payload,
         }
     }
+}
+
+/// The payload a run tests: with `payload_every_hours`, one of the nightlies built on that
+/// schedule, taken up a while after it was built (the newest at the run's start less 0–2
+/// periods); without, a tag of the run's own start (every run its own payload).
+fn payload_of(scenario: &Scenario, dims: &Dimensions, started: DateTime<Utc>, build_id: &str) -> String {
+    let step = scenario.payload_every_hours * 3_600;
+    let at = if step > 0 {
+        let hash =
+            build_id.bytes().fold(0x84222325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        let lag = Rng::new(scenario.seed ^ hash ^ 0xba5e).between(0, 2 * step);
+        let t = started.timestamp() - lag;
+        DateTime::from_timestamp(t - t.rem_euclid(step), 0).unwrap_or(started)
+    } else {
+        started
+    };
+    format!("{}.0-0.nightly-{}", dims.release, at.format("%Y-%m-%d-%H%M%S"))
 }
 
 /// CI-infrastructure trouble in one run, drawn apart from the run's own numbers (so a scenario
@@ -190,6 +218,7 @@ impl RunPlan<'_> {
             seconds: self.seconds.clone(),
             regressed: self.regressed,
             ci_troubled: self.ci_troubled,
+            payload: self.payload.clone(),
         }
     }
 
@@ -208,6 +237,8 @@ impl RunPlan<'_> {
                 finished_at: Some(self.started + Duration::seconds(7200)),
                 state: "success".into(),
                 dimensions: self.dims.clone(),
+                payload: self.payload.clone(),
+                from_payload: String::new(),
             },
             samples: self
                 .seconds
@@ -527,7 +558,7 @@ fn write_prow_files(
         "apiVersion": "prow.k8s.io/v1",
         "metadata": {"name": format!("{:x}", rng.next_u64()), "annotations": {
             "prow.k8s.io/job": job,
-            "release.openshift.io/tag": format!("{}.0-0.nightly-{}", plan.dims.release, plan.started.format("%Y-%m-%d-%H%M%S")),
+            "release.openshift.io/tag": plan.payload,
         }},
         "spec": {"type": "periodic", "agent": "kubernetes", "cluster": "build05", "job": job,
             "decoration_config": {"gcs_configuration": {"bucket": scenario.bucket, "path_strategy": "single",

@@ -95,6 +95,9 @@ pub struct Scenario {
     pub ci_trouble_share: f64,
     /// Spells of CI-infrastructure trouble.
     pub trouble_spells: Vec<TroubleSpell>,
+    /// Nightly payloads are built every so many hours (0: every run tests a payload of its own
+    /// start). With a schedule, a planted regression ships in the first payload of its day.
+    pub payload_every_hours: i64,
 }
 
 /// What was written for one run.
@@ -112,6 +115,8 @@ pub struct TruthRun {
     pub regressed: bool,
     /// Whether CI-infrastructure trouble hit this run.
     pub ci_troubled: bool,
+    /// The payload it tested.
+    pub payload: String,
 }
 
 /// What the generator wrote.
@@ -211,6 +216,7 @@ impl Scenario {
             leave_last_run_running: false,
             ci_trouble_share: 0.0,
             trouble_spells: Vec::new(),
+            payload_every_hours: 0,
         }
     }
 
@@ -358,6 +364,7 @@ pub fn large(runs: usize, variants: usize, backends: usize, days: u32, end: Date
         leave_last_run_running: false,
         ci_trouble_share: 0.0,
         trouble_spells: Vec::new(),
+        payload_every_hours: 0,
     }
 }
 
@@ -424,6 +431,8 @@ pub fn example_report(
         baseline_seconds: Some(threshold),
         job_runs: 28,
         ci_troubled_runs: 0,
+        suspect_changes: Vec::new(),
+        changes_pending: false,
         baseline_runs: 84,
         p_value: 1e-9,
         q_value: 1e-7,
@@ -461,4 +470,73 @@ pub fn example_report(
         onset: None,
         recovered_at: None,
     }
+}
+
+/// The pull request that ships a scenario's first planted regression, in its changelog.
+pub const CULPRIT_PR: u64 = 9120;
+
+/// Repositories whose pull requests fill a generated changelog around the culprit.
+const OTHER_REPOSITORIES: [&str; 8] = [
+    "openshift/cluster-monitoring-operator",
+    "openshift/console",
+    "openshift/ovn-kubernetes",
+    "openshift/cluster-version-operator",
+    "openshift/oc",
+    "openshift/cluster-storage-operator",
+    "openshift/installer",
+    "openshift/origin",
+];
+
+/// The nightly payloads of a release the scenario builds (with `payload_every_hours`), oldest first.
+pub fn payload_tags(scenario: &Scenario, release: &str) -> Vec<(String, DateTime<Utc>)> {
+    let step = scenario.payload_every_hours;
+    if step <= 0 {
+        return Vec::new();
+    }
+    let mut t = scenario.start - Duration::hours(2 * step);
+    let mut out = Vec::new();
+    while t < scenario.start + Duration::days(i64::from(scenario.days)) {
+        out.push((format!("{release}.0-0.nightly-{}", t.format("%Y-%m-%d-%H%M%S")), t));
+        t += Duration::hours(step);
+    }
+    out
+}
+
+/// The changelog between two of the scenario's payloads, as the release controller's
+/// `/changelog?format=json` answers: one to three unrelated pull requests per payload, and in
+/// the payload that shipped the first planted regression the culprit, in
+/// openshift/cluster-image-registry-operator. `Err` names a tag the scenario never built.
+pub fn release_changelog(scenario: &Scenario, from: &str, to: &str) -> Result<serde_json::Value, String> {
+    let release = to.split('.').take(2).collect::<Vec<_>>().join(".");
+    let tags = payload_tags(scenario, &release);
+    let index =
+        |t: &str| tags.iter().position(|(x, _)| x == t).ok_or_else(|| format!("could not find tag: {t}"));
+    let (a, b) = (index(from)?, index(to)?);
+    let culprit = scenario.planted.first().map(|p| scenario.start + Duration::days(i64::from(p.from_day)));
+    let mut images: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
+    for (n, (tag, built)) in tags.iter().enumerate().take(b + 1).skip(a + 1) {
+        let mut rng = Rng::new(scenario.seed ^ (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        for _ in 0..rng.between(1, 3) {
+            let repo = OTHER_REPOSITORIES[rng.below(OTHER_REPOSITORIES.len() as u64) as usize];
+            let number = 1000 + rng.below(9000);
+            images.entry(repo.to_string()).or_default().push(serde_json::json!({
+                "subject": format!("Routine change {number} in {tag}"), "pullID": number,
+                "pullURL": format!("https://github.com/{repo}/pull/{number}"), "commitID": format!("{:040x}", rng.next_u64())}));
+        }
+        if culprit.is_some_and(|c| *built == c) {
+            let repo = "openshift/cluster-image-registry-operator";
+            images.entry(repo.to_string()).or_default().push(serde_json::json!({
+                "subject": "Scale the registry to zero replicas while nodes drain", "pullID": CULPRIT_PR,
+                "pullURL": format!("https://github.com/{repo}/pull/{CULPRIT_PR}"), "commitID": "c0ffee"}));
+        }
+    }
+    let updated: Vec<serde_json::Value> = images
+        .into_iter()
+        .map(|(repo, commits)| {
+            let name = repo.rsplit('/').next().unwrap_or_default().to_string();
+            serde_json::json!({"name": name, "path": format!("https://github.com/{repo}"), "commits": commits})
+        })
+        .collect();
+    let info = |i: usize| serde_json::json!({"name": tags[i].0, "created": tags[i].1.to_rfc3339(), "digest": "sha256:0"});
+    Ok(serde_json::json!({"from": info(a), "to": info(b), "components": [], "updatedImages": updated}))
 }

@@ -94,7 +94,7 @@ async fn replay(store: &Store, s: &Scenario, from: u32) -> Told {
     while t < end() {
         let report = run_cycle(store, &settings, CycleOptions { at: t, dry_run: false }).await.unwrap();
         for r in report.regressions.iter().filter(|r| r.status.is_active()) {
-            let Some(onset) = r.onset else { continue };
+            let Some(onset) = &r.onset else { continue };
             for j in &r.sample_jobs {
                 let started = starts[&j.build_id];
                 if started < onset.at {
@@ -161,7 +161,7 @@ fn same_story(told: &Told, b: &Backtest) {
         assert_eq!(story.opened_at.timestamp(), i.opened_at, "{}", i.fingerprint);
         let resolved = if i.state.is_open() { None } else { i.resolved_at };
         assert_eq!(story.resolved_at.map(|t| t.timestamp()), resolved, "{}", i.fingerprint);
-        assert_eq!(story.onset, i.episodes.first().map(|e| e.onset), "{}", i.fingerprint);
+        assert_eq!(story.onset, i.episodes.first().map(|e| e.onset.clone()), "{}", i.fingerprint);
     }
 }
 
@@ -179,7 +179,7 @@ on_both_engines! {
         for kind in kinds(events) {
             assert!(!["resolved", "stale", "returned", "reopened"].contains(&kind), "{:?}", kinds(events));
         }
-        let onset = i.episodes[0].onset;
+        let onset = i.episodes[0].onset.clone();
         assert!(onset.earliest.timestamp() <= onset_day && onset_day <= onset.latest.timestamp(), "{onset:?}");
         let shown = sheriff::cli::incident_json(i);
         assert_eq!(shown["onset"]["at"], serde_json::to_value(onset.at).unwrap(), "{shown}");
@@ -203,7 +203,7 @@ on_both_engines! {
         assert!(resolved <= fix_day + 3 * DAY, "resolved {} days after the fix", (resolved - fix_day) as f64 / DAY as f64);
         assert_eq!(kinds(events).iter().filter(|k| **k == "resolved").count(), 1, "{:?}", kinds(events));
         assert!(!kinds(events).contains(&"stale"), "{:?}", kinds(events));
-        let onset = i.episodes[0].onset;
+        let onset = i.episodes[0].onset.clone();
         assert!(onset.earliest.timestamp() <= onset_day && onset_day <= onset.latest.timestamp(), "{onset:?}");
         // the recovery is dated within hours of the fix: a run the regression happened to spare
         // just before it is, to any method, already back

@@ -11,6 +11,7 @@ mod evaluate;
 mod history;
 mod incidents;
 mod ingest;
+mod payloads;
 mod push;
 mod quality;
 mod serve;

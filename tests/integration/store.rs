@@ -30,6 +30,8 @@ fn sample_record(build_id: &str, registry_seconds: i64) -> RunRecord {
                 topology: "ha".into(),
                 master_nodes_updated: "Y".into(),
             },
+            payload: "4.14.0-0.nightly-2023-09-01-120000".into(),
+            from_payload: "4.13.12".into(),
         },
         samples: vec![
             Sample {

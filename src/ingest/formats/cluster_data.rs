@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-/// The fields sheriff uses; anything else in the file (`ClusterVersionHistory`, `os`, …) is ignored.
+/// The fields sheriff uses; anything else in the file (`os`, …) is ignored.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
 pub struct ClusterData {
@@ -22,6 +22,17 @@ pub struct ClusterData {
     pub network_stack: String,
     #[serde(rename = "MasterNodesUpdated", deserialize_with = "super::null_as_empty")]
     pub master_nodes_updated: String,
+    /// The versions the cluster ran, the current one first (a payload tag for CI builds).
+    #[serde(rename = "ClusterVersionHistory", deserialize_with = "versions")]
+    pub cluster_version_history: Vec<String>,
+}
+
+/// `ClusterVersionHistory`: a list of version strings; null, or anything else, is none.
+fn versions<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(v.as_array()
+        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        .unwrap_or_default())
 }
 
 pub fn parse_cluster_data(bytes: &[u8]) -> Result<ClusterData, String> {
@@ -51,6 +62,9 @@ pub fn merge(files: &[ClusterData]) -> ClusterData {
             if dst.is_empty() && !src.is_empty() {
                 dst.clone_from(src);
             }
+        }
+        if out.cluster_version_history.is_empty() {
+            out.cluster_version_history.clone_from(&f.cluster_version_history);
         }
         if f.master_nodes_updated.eq_ignore_ascii_case("y") {
             out.master_nodes_updated = "Y".into();

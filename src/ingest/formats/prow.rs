@@ -17,6 +17,8 @@ pub struct ProwJob {
     /// `release.openshift.io/tag` and `release.openshift.io/from-tag`, when set.
     pub release_tag: String,
     pub from_tag: String,
+    /// The tag of `RELEASE_IMAGE_LATEST` in the job's container env, when it names one.
+    pub env_release_tag: String,
 }
 
 #[derive(Deserialize, Default)]
@@ -41,6 +43,36 @@ struct RawSpec {
     #[serde(rename = "type", deserialize_with = "super::null_as_empty")]
     job_type: String,
     decoration_config: Option<RawDecoration>,
+    pod_spec: Option<RawPodSpec>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawPodSpec {
+    containers: Vec<RawContainer>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawContainer {
+    env: Vec<RawEnv>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct RawEnv {
+    #[serde(deserialize_with = "super::null_as_empty")]
+    name: String,
+    #[serde(deserialize_with = "super::null_as_empty")]
+    value: String,
+}
+
+/// The tag of a release image pull spec (`registry.ci.openshift.org/ocp/release:4.14.0-0.nightly-…`),
+/// when it has one that looks like a version; a digest (`@sha256:…`) names no tag.
+pub fn tag_of_pull_spec(spec: &str) -> Option<&str> {
+    let (repo, tag) = spec.rsplit_once(':')?;
+    (!repo.ends_with("@sha256") && tag.starts_with(|c: char| c.is_ascii_digit()) && !tag.contains('/'))
+        .then_some(tag)
 }
 
 #[derive(Deserialize, Default)]
@@ -86,7 +118,18 @@ pub fn parse_prowjob(bytes: &[u8]) -> Result<ProwJob, String> {
     };
     let annotation =
         |k: &str| raw.metadata.annotations.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
+    let env_release_tag = raw
+        .spec
+        .pod_spec
+        .iter()
+        .flat_map(|p| &p.containers)
+        .flat_map(|c| &c.env)
+        .find(|e| e.name == "RELEASE_IMAGE_LATEST")
+        .and_then(|e| tag_of_pull_spec(&e.value))
+        .unwrap_or_default()
+        .to_string();
     Ok(ProwJob {
+        env_release_tag,
         release_tag: annotation("release.openshift.io/tag"),
         from_tag: annotation("release.openshift.io/from-tag"),
         job: raw.spec.job,

@@ -139,13 +139,32 @@ pub fn summary(i: &Incident) -> String {
     truncate(&text, 255)
 }
 
+/// The top suspect changes of the payload window, with links.
+fn suspect_changes(r: &crate::model::RegressionReport, doc: &mut Vec<Node>) {
+    let suspects: Vec<Vec<Inline>> = r
+        .suspect_changes
+        .iter()
+        .take(crate::render::SUSPECTS_SHOWN)
+        .map(|c| vec![Inline::Link { text: crate::render::suspect(c), url: c.url.clone() }])
+        .collect();
+    if suspects.is_empty() {
+        return;
+    }
+    doc.push(Node::Heading("Suspect changes".into()));
+    let window = r.onset.as_ref().and_then(|o| o.payload_words()).unwrap_or_default();
+    doc.push(Node::Para(vec![text(format!(
+        "Pull requests that entered in the payload window ({window}), the component's repositories first:"
+    ))]));
+    doc.push(Node::Bullets(suspects));
+}
+
 /// The issue description: attribution, the percentile table, scope and independence,
 /// conditions, sample jobs, the way back to sheriff.
 pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
     let s = &i.snapshot;
     let r = &s.report;
     let mut doc = vec![Node::Para(vec![text(s.summary.clone())])];
-    if let Some(onset) = i.onset().or(r.onset) {
+    if let Some(onset) = i.onset().or_else(|| r.onset.clone()) {
         doc.push(Node::Para(vec![text(format!("Regressed {}.", crate::render::onset(&onset)))]));
     }
     doc.push(Node::Heading("Percentiles".into()));
@@ -198,6 +217,7 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
         doc.push(Node::Heading("Sample job runs".into()));
         doc.push(Node::Bullets(jobs));
     }
+    suspect_changes(r, &mut doc);
     let mut back = vec![text("Filed by sheriff for incident "), Inline::Code(i.fingerprint.clone())];
     if !public_url.is_empty() {
         back.push(text(" — "));

@@ -139,7 +139,12 @@ fn incident_fields(i: &Incident, links: &Links) -> Value {
     let mut f = vec![
         ("State", format!("{} (opened {since})", i.state)),
         ("Component", escape(&s.component)),
-        ("Regressed", i.onset().or(s.report.onset).map_or("not known".into(), |o| crate::render::onset(&o))),
+        (
+            "Regressed",
+            i.onset()
+                .or_else(|| s.report.onset.clone())
+                .map_or("not known".into(), |o| crate::render::onset(&o)),
+        ),
         ("Scope", escape(&format!("{} {}", s.release, s.scope.describe()))),
         (
             "Now",
@@ -156,6 +161,23 @@ fn incident_fields(i: &Incident, links: &Links) -> Value {
         f.push(("Acknowledged", format!("<@{by}>")));
     }
     f.push(("Confidence", s.report.attribution.confidence.to_string()));
+    if !s.report.suspect_changes.is_empty() {
+        let list: Vec<String> = s
+            .report
+            .suspect_changes
+            .iter()
+            .take(crate::render::SUSPECTS_SHOWN)
+            .map(|c| {
+                let words = escape(&crate::render::suspect(c));
+                // a link only to a plain https URL: it comes from the changelog
+                let plain = c.url.starts_with("https://") && !c.url.contains(['|', '<', '>', ' ', '\n']);
+                if plain { format!("<{}|{words}>", c.url) } else { words }
+            })
+            .collect();
+        f.push(("Suspect changes", list.join("\n")));
+    } else if s.report.changes_pending {
+        f.push(("Suspect changes", "not read yet (release controller unreachable)".into()));
+    }
     fields(&f)
 }
 
@@ -397,5 +419,38 @@ mod tests {
         assert!(blocks.contains("since Aug 4 14:00 UTC, between Aug 4 06:46 and 17:53"));
         let wiki = crate::notify::jira::render::to_wiki(&crate::notify::jira::render::description(&i, ""));
         assert!(wiki.contains("Regressed since Aug 4 14:00 UTC"), "{wiki}");
+    }
+
+    #[test]
+    fn the_payload_window_and_the_suspect_changes_are_shown_with_links() {
+        let links = Links { public_url: String::new(), jira_url: String::new() };
+        let mut i = big_incident(1);
+        let mut onset = crate::model::Onset::from_secs(1_754_316_000, 1_754_290_000, 1_754_330_000).unwrap();
+        onset.last_good_payload = Some("4.14.0-0.nightly-2025-08-04-040000".into());
+        onset.first_bad_payload = Some("4.14.0-0.nightly-2025-08-04-080000".into());
+        i.episodes = vec![crate::model::Episode { onset: onset.clone(), recovered_at: None }];
+        i.snapshot.report.onset = Some(onset);
+        let change = |repo: &str, n: u64, url: &str, m: bool| crate::model::SuspectChange {
+            repository: repo.into(),
+            number: n,
+            url: url.into(),
+            title: "Scale <down> & drain".into(),
+            component_match: m,
+        };
+        i.snapshot.report.suspect_changes = vec![
+            change(
+                "openshift/cluster-image-registry-operator",
+                912,
+                "https://github.com/openshift/cluster-image-registry-operator/pull/912",
+                true,
+            ),
+            change("openshift/console", 7, "javascript:alert(1)|x", false),
+        ];
+        let blocks = serde_json::to_string(&incident_message(&i, &[], &links).blocks).unwrap();
+        assert!(blocks.contains("began between 4.14.0-0.nightly-2025-08-04-040000 (last good)"), "{blocks}");
+        assert!(blocks.contains("<https://github.com/openshift/cluster-image-registry-operator/pull/912|openshift/cluster-image-registry-operator#912 Scale &lt;down&gt; &amp; drain"), "{blocks}");
+        assert!(!blocks.contains("javascript:"), "only plain https links: {blocks}");
+        let wiki = crate::notify::jira::render::to_wiki(&crate::notify::jira::render::description(&i, ""));
+        assert!(wiki.contains("h3. Suspect changes") && wiki.contains("pull/912"), "{wiki}");
     }
 }

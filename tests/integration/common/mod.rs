@@ -5,6 +5,7 @@ pub mod faults;
 pub mod gcs;
 pub mod jira;
 pub mod proxy;
+pub mod release_controller;
 pub mod slack;
 
 use std::str::FromStr;
