@@ -103,15 +103,18 @@ pub(super) fn scope_for(
             continue;
         }
         let verdict = if mine.contains(&c) {
-            // A finer group inside this one that stayed healthy on its own says otherwise.
-            let healthy_inside = index.groups_of(c).any(|f| {
+            // A finer group inside this one that stayed healthy on its own says otherwise, unless
+            // another finer group holding the cell regressed (a healthy group that merges the
+            // cell with healthy ones says nothing of the cell).
+            let finer = |f: &&GroupResult| {
                 f.level <= 2
                     && f.level > 0
                     && index.enough(f, settings)
-                    && !f.significant
                     && f.cells.iter().all(|x| mine.contains(x))
-            });
-            if healthy_inside { Verdict::Healthy } else { Verdict::Regressed }
+            };
+            let healthy_inside = index.groups_of(c).filter(finer).any(|f| !f.significant);
+            let regressed_inside = index.groups_of(c).filter(finer).any(|f| f.significant);
+            if healthy_inside && !regressed_inside { Verdict::Healthy } else { Verdict::Regressed }
         } else if other_regressed.contains(&c) {
             Verdict::Unknown
         } else if index.healthy(c, &mine, settings) {

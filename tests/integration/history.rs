@@ -230,9 +230,7 @@ on_both_engines! {
         assert!(i.state.is_open());
         assert!(i.snapshot.scope.get(Dimension::Network).is_none_or(|v| v.len() == 2), "all of metal now: {}", i.snapshot.scope);
         let grew = told.replies.iter().filter(|r| r.contains("scope grew")).count();
-        // the ovn half alone may already lift all of metal's P95: then it opens as metal and
-        // never needs to grow; either way it never shrinks back
-        assert!(grew <= 1, "{:#?}", told.replies);
+        assert_eq!(grew, 1, "{:#?}", told.replies);
         assert!(!kinds(events).contains(&"scope_shrank"), "{:?}", kinds(events));
         assert!(!events[0].detail.contains(":  "), "a list left empty: {}", events[0].detail);
         assert!(!kinds(events).contains(&"stale") && !kinds(events).contains(&"resolved"), "{:?}", kinds(events));
