@@ -353,7 +353,9 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
             })
             .await?;
             print_ingest_summary(&summary, format);
-            Ok(ExitCode::SUCCESS)
+            // 2: some runs could not be stored for sheriff's own reasons (a retry may store them);
+            // runs refused for bad files are reported, not an exit status.
+            Ok(if summary.storage_failed > 0 { ExitCode::from(2) } else { ExitCode::SUCCESS })
         }
         Command::Serve => serve(settings).await,
         Command::Healthcheck { url } => healthcheck(&settings, url).await,

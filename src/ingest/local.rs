@@ -8,11 +8,20 @@ use super::{ListedFile, RunListing};
 /// Finds the run folders under `dir`, with every file of each (relative to the run folder).
 /// Runs whose job name does not pass `keep_job` are not walked.
 pub fn discover(dir: &Path, keep_job: &dyn Fn(&str) -> bool) -> std::io::Result<Vec<RunListing>> {
-    let dir = dir.canonicalize()?;
+    let dir = dir.canonicalize().map_err(|e| named(dir, &e))?;
     let mut runs = Vec::new();
-    walk(&dir, keep_job, &mut runs)?;
+    walk(&dir, keep_job, &mut runs, 0).map_err(|e| named(&dir, &e))?;
     runs.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(runs)
+}
+
+/// Folders nested deeper than this under the source are not walked (a bucket run folder is a
+/// few levels down; artifacts a dozen more).
+const MAX_DEPTH: usize = 48;
+
+/// An I/O error that names its path.
+fn named(path: &Path, e: &std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
 /// The bucket root of a run folder: the parent of its nearest `logs` or `pr-logs` ancestor.
@@ -25,7 +34,16 @@ fn bucket_root(run_dir: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
-fn walk(dir: &Path, keep_job: &dyn Fn(&str) -> bool, runs: &mut Vec<RunListing>) -> std::io::Result<()> {
+/// Walks `dir` for run folders. Only the source folder itself failing is an error: a folder
+/// below it that cannot be read (or lies deeper than [`MAX_DEPTH`]) is skipped with a warning
+/// naming it, and a run whose files cannot all be listed is left for a later ingest rather
+/// than stored without some of them.
+fn walk(
+    dir: &Path,
+    keep_job: &dyn Fn(&str) -> bool,
+    runs: &mut Vec<RunListing>,
+    depth: usize,
+) -> std::io::Result<()> {
     let mut subdirs = Vec::new();
     let mut is_run = false;
     for entry in std::fs::read_dir(dir)? {
@@ -59,25 +77,41 @@ fn walk(dir: &Path, keep_job: &dyn Fn(&str) -> bool, runs: &mut Vec<RunListing>)
             return Ok(());
         }
         let mut files = Vec::new();
-        collect_files(dir, dir, &mut files)?;
-        files.sort_by(|a, b| a.name.cmp(&b.name));
-        runs.push(RunListing { bucket, path, files });
+        match collect_files(dir, dir, &mut files, depth) {
+            Ok(()) => {
+                files.sort_by(|a, b| a.name.cmp(&b.name));
+                runs.push(RunListing { bucket, path, files });
+            }
+            Err(e) => tracing::warn!(run = %path, "run skipped, its files cannot all be listed: {e}"),
+        }
         return Ok(());
     }
     subdirs.sort();
     for sub in subdirs {
-        walk(&sub, keep_job, runs)?;
+        if depth + 1 > MAX_DEPTH {
+            tracing::warn!(folder = %sub.display(), "folder skipped: nested more than {MAX_DEPTH} levels deep");
+            continue;
+        }
+        if let Err(e) = walk(&sub, keep_job, runs, depth + 1) {
+            tracing::warn!(folder = %sub.display(), "folder skipped: {e}");
+        }
     }
     Ok(())
 }
 
-fn collect_files(run_dir: &Path, dir: &Path, out: &mut Vec<ListedFile>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let kind = entry.file_type()?;
+fn collect_files(run_dir: &Path, dir: &Path, out: &mut Vec<ListedFile>, depth: usize) -> std::io::Result<()> {
+    if depth > MAX_DEPTH {
+        return Err(std::io::Error::other(format!(
+            "{}: nested more than {MAX_DEPTH} levels deep",
+            dir.display()
+        )));
+    }
+    for entry in std::fs::read_dir(dir).map_err(|e| named(dir, &e))? {
+        let entry = entry.map_err(|e| named(dir, &e))?;
+        let kind = entry.file_type().map_err(|e| named(&entry.path(), &e))?;
         let path = entry.path();
         if kind.is_dir() {
-            collect_files(run_dir, &path, out)?;
+            collect_files(run_dir, &path, out, depth + 1)?;
         } else if kind.is_file() {
             let name = path.strip_prefix(run_dir).unwrap_or(&path).to_string_lossy().replace('\\', "/");
             out.push(ListedFile {

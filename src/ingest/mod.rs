@@ -193,6 +193,9 @@ pub struct IngestSummary {
     pub ingested: u64,
     pub skipped: u64,
     pub failed: u64,
+    /// Of `failed`, the runs sheriff could not store for reasons of its own (the database):
+    /// their files may be fine, and a retry should store them.
+    pub storage_failed: u64,
     pub errors: Vec<IngestError>,
 }
 
@@ -361,6 +364,7 @@ async fn record_outcome(
                     let error = format!("storing the run failed: {e:#}");
                     tracing::error!(run = %path, "{error}");
                     summary.failed += 1;
+                    summary.storage_failed += 1;
                     log.push(entry(&path, &job, &build, "", "failed", &error));
                     summary.errors.push(IngestError {
                         run: path,

@@ -30,9 +30,9 @@ pub struct PushedRun {
 
 pub async fn push_run(
     State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Result<Json<PushedRun>, axum::extract::rejection::JsonRejection>,
+    request: axum::extract::Request,
 ) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
+    let headers: &HeaderMap = request.headers();
     let Some(expected) = &state.settings.ingest.push_token else {
         return Err(ApiError::user(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -47,8 +47,17 @@ pub async fn push_run(
     if !bool::from(given.as_bytes().ct_eq(expected.expose().as_bytes())) {
         return Err(ApiError::user(StatusCode::UNAUTHORIZED, "missing or wrong bearer token"));
     }
-    let Json(pushed) =
-        body.map_err(|e| ApiError::user(e.status(), format!("bad body: {}", e.body_text())))?;
+    // The body is read and parsed only once the token holds: an unauthenticated sender costs
+    // nothing but the headers.
+    let limit = state.settings.server.max_body_bytes;
+    let bytes = axum::body::to_bytes(request.into_body(), limit).await.map_err(|e| {
+        ApiError::user(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the body is over {limit} bytes or broken: {e}"),
+        )
+    })?;
+    let pushed: PushedRun = serde_json::from_slice(&bytes)
+        .map_err(|e| ApiError::user(StatusCode::BAD_REQUEST, format!("bad body: {e}")))?;
     let path = pushed.path.trim_matches('/').to_string();
     if path.is_empty() || path.split('/').any(|p| p == ".." || p.is_empty()) {
         return Err(ApiError::user(
@@ -72,6 +81,9 @@ pub async fn push_run(
     summary.count("push");
     let (status, outcome) = if summary.ingested > 0 {
         (StatusCode::CREATED, "ingested")
+    } else if summary.storage_failed > 0 {
+        // sheriff's own storage failed, not the file: retryable
+        (StatusCode::SERVICE_UNAVAILABLE, "not stored, try again")
     } else if summary.failed > 0 {
         (StatusCode::UNPROCESSABLE_ENTITY, "failed")
     } else {

@@ -339,3 +339,31 @@ fn broken_corpus(bucket: &Path, truth: &Truth) -> Vec<Case> {
     add("still running", Expect::Skipped, &|d| std::fs::remove_file(d.join("finished.json")).unwrap());
     cases
 }
+
+/// A folder nested too deep, in the tree or inside one run, costs that folder or that run, not
+/// the ingest: the rest is stored, and the skipped run is stored by a later ingest once fixed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_folder_too_deep_skips_itself_not_the_whole_ingest() {
+    let db = common::TestDb::sqlite().await;
+    let (dir, truth) = generate(1, false);
+    let deep = |from: PathBuf| {
+        let mut p = from;
+        for _ in 0..60 {
+            p.push("d");
+        }
+        std::fs::create_dir_all(&p).unwrap();
+        std::fs::write(p.join("prowjob.json"), "{}").unwrap();
+    };
+    deep(dir.path().join(BUCKET).join("logs"));
+    let victim = truth.finished_runs().next().unwrap();
+    let run_dir = dir.path().join(BUCKET).join(&victim.path);
+    deep(run_dir.join("artifacts"));
+    let summary = ingest_dir(&db.store, dir.path()).await;
+    let finished = truth.finished_runs().count() as u64;
+    assert_eq!(summary.ingested, finished - 1, "{summary:?}");
+    assert!(!db.store.has_run(&victim.job, &victim.build_id).await.unwrap());
+    std::fs::remove_dir_all(run_dir.join("artifacts").join("d")).unwrap();
+    let again = ingest_dir(&db.store, dir.path()).await;
+    assert_eq!(again.ingested, 1, "{again:?}");
+    assert!(db.store.has_run(&victim.job, &victim.build_id).await.unwrap());
+}

@@ -89,6 +89,11 @@ on_both_engines! {
             let (status, _) = call(st.clone(), request(token, body.to_string())).await;
             assert_eq!(status, StatusCode::UNAUTHORIZED);
         }
+        // the token is checked before the body is read: a huge or broken body without it is
+        // refused as unauthenticated, never parsed
+        let junk = format!("{{\"path\": \"logs/j/1\", \"files\": {{\"x\": [{}0]}}", "0,".repeat(100_000));
+        let (status, _) = call(st.clone(), request(Some("wrong"), junk)).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
         let (status, answer) = call(state(&db, None, 32 << 20), request(Some(TOKEN), body.to_string())).await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{answer}");
         assert_eq!(db.store.count_runs().await.unwrap(), 0);
@@ -113,4 +118,47 @@ on_both_engines! {
         let (status, _) = call(state(&db, Some(TOKEN), 1024), request(Some(TOKEN), body.to_string())).await;
         assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
     }
+}
+
+/// A write the database refuses (an injected I/O error): the pusher is told to retry (503),
+/// not that its file is bad (422); `sheriff ingest` exits 2 for the same cause.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storage_failure_is_retryable_not_a_bad_file() {
+    let db = common::TestDb::sqlite().await;
+    let pool = sqlx::SqlitePool::connect(db.url().as_str()).await.unwrap();
+    sqlx::query(
+        "CREATE TRIGGER injected_fault BEFORE INSERT ON job_runs BEGIN SELECT RAISE(ABORT, 'disk I/O error (injected)'); END",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let (body, job, build) = pushed_run();
+    let (status, answer) =
+        call(state(&db, Some(TOKEN), 32 << 20), request(Some(TOKEN), body.to_string())).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{answer}");
+    assert!(answer["errors"][0]["error"].as_str().unwrap().contains("storing the run failed"), "{answer}");
+    assert!(!db.store.has_run(&job, &build).await.unwrap());
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Scenario::month(5, synth::day(2026, 11, 29));
+    s.days = 1;
+    s.noise_intervals = 0;
+    synth::write_tree(&s, dir.path()).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sheriff"))
+        .args(["ingest", dir.path().to_str().unwrap(), "--format", "json"])
+        .env("SHERIFF__DATABASE__URL", db.url())
+        .env("RUST_LOG", "off")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(summary["storage_failed"].as_u64().unwrap() > 0, "{summary}");
+    sqlx::query("DROP TRIGGER injected_fault").execute(&pool).await.unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sheriff"))
+        .args(["ingest", dir.path().to_str().unwrap(), "--format", "json"])
+        .env("SHERIFF__DATABASE__URL", db.url())
+        .env("RUST_LOG", "off")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "the retry stores them");
 }
