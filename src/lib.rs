@@ -50,6 +50,15 @@ pub mod ops;
 pub mod process;
 pub mod query;
 pub mod releases;
+
+/// A file of `tests/fixtures`, for the unit tests. The folder is the package cargo is testing
+/// now (its run-time `CARGO_MANIFEST_DIR`), not the one a cached test binary was built in.
+#[cfg(test)]
+pub(crate) fn test_fixture(name: &str) -> std::path::PathBuf {
+    let root = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")), std::path::PathBuf::from);
+    root.join("tests/fixtures").join(name)
+}
 pub mod render;
 pub mod schedule;
 pub mod scheduler;

@@ -354,8 +354,7 @@ mod tests {
 
     #[test]
     fn a_snapshot_stored_before_the_report_was_typed_still_loads() {
-        let path =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/incident_snapshot_v1.json");
+        let path = crate::test_fixture("incident_snapshot_v1.json");
         let text = std::fs::read_to_string(path).unwrap();
         let s: Snapshot = serde_json::from_str(&text).unwrap();
         assert_eq!(s.percentile, Percentile::P50);

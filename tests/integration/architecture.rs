@@ -21,7 +21,7 @@ struct Source {
 }
 
 fn sources() -> Vec<Source> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let root = crate::common::manifest_dir().join("src");
     let mut files = Vec::new();
     collect(&root, &mut files);
     files.sort();

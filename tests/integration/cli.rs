@@ -86,7 +86,7 @@ fn config_check_never_prints_a_secret() {
 }
 
 fn fixture(name: &str) -> String {
-    format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
+    format!("{}/tests/fixtures/{name}", crate::common::manifest_dir().display())
 }
 
 #[test]

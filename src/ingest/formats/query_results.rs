@@ -84,8 +84,7 @@ mod tests {
     use super::*;
 
     fn fixture(name: &str) -> Vec<u8> {
-        std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name))
-            .unwrap()
+        std::fs::read(crate::test_fixture(name)).unwrap()
     }
 
     #[test]

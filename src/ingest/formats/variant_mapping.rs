@@ -26,8 +26,7 @@ mod tests {
 
     #[test]
     fn the_fixture_maps_metal_and_vsphere() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/ci-test-mapping_variant_mapping.json");
+        let path = crate::test_fixture("ci-test-mapping_variant_mapping.json");
         let rows = parse_variant_mapping(&std::fs::read(path).unwrap()).unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(

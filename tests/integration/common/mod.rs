@@ -115,6 +115,13 @@ pub fn replace_database(url: &str, database: &str) -> String {
     format!("{base}/{database}{query}")
 }
 
+/// The package cargo is testing now: its run-time `CARGO_MANIFEST_DIR`, not the folder a
+/// cached test binary was built in (CI builds clones at two paths with one build cache).
+pub fn manifest_dir() -> std::path::PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")), std::path::PathBuf::from)
+}
+
 /// Defines each test twice, as `<name>::sqlite` and `<name>::postgres`, with `$db` a fresh
 /// [`TestDb`]. The PostgreSQL twin returns early (and says so) when no server is configured.
 #[macro_export]
