@@ -72,8 +72,13 @@ pub fn parse_backend_disruption(bytes: &[u8]) -> Result<Vec<BackendDisruption>, 
     Ok(out)
 }
 
+/// The most disruption one backend can have in one run: a day. A job runs for hours; a value
+/// beyond this is a broken or hostile file, and is stored as this rather than wrapping.
+pub const MAX_RUN_SECONDS: i64 = 86_400;
+
 /// The per-run value of each backend: the sum over the run's files of ceil(seconds), the same
-/// number the CI data warehouse stores.
+/// number the CI data warehouse stores, each file's value and the sum held within
+/// `0..=MAX_RUN_SECONDS`.
 pub fn per_run_seconds<'a>(
     files: impl IntoIterator<Item = &'a [BackendDisruption]>,
 ) -> Vec<(String, String, i64)> {
@@ -81,7 +86,9 @@ pub fn per_run_seconds<'a>(
     for file in files {
         for d in file {
             let entry = totals.entry(d.backend.clone()).or_insert_with(|| (d.connection.clone(), 0));
-            entry.1 += d.seconds.ceil() as i64;
+            // `as` saturates a float (NaN is 0); the sum cannot wrap below the cap
+            let seconds = (d.seconds.ceil() as i64).clamp(0, MAX_RUN_SECONDS);
+            entry.1 = (entry.1 + seconds).min(MAX_RUN_SECONDS);
             if entry.0.is_empty() {
                 entry.0.clone_from(&d.connection);
             }
@@ -93,6 +100,15 @@ pub fn per_run_seconds<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absurd_durations_are_held_at_a_day_and_never_wrap() {
+        let huge = BackendDisruption { backend: "b".into(), connection: "new".into(), seconds: 3.6e25 };
+        let negative = BackendDisruption { backend: "c".into(), connection: "new".into(), seconds: -5.0 };
+        let files = [vec![huge.clone(), negative.clone()], vec![huge]];
+        let sums = per_run_seconds(files.iter().map(Vec::as_slice));
+        assert_eq!(sums, vec![("b".into(), "new".into(), MAX_RUN_SECONDS), ("c".into(), "new".into(), 0)]);
+    }
 
     #[test]
     fn current_writer_keys_on_the_map_key_and_name() {
