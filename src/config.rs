@@ -480,15 +480,30 @@ fn redact_url_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_string();
     };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    match authority.rsplit_once('@') {
+    let (before_query, query) = match rest.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (rest, None),
+    };
+    // The password may hold `/` or `@`: the user information ends at the last `@`.
+    let mut out = match before_query.rsplit_once('@') {
         Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _password)) => format!("{scheme}://{user}:[redacted]@{host}{tail}"),
-            None => url.to_string(),
+            Some((user, _password)) => format!("{scheme}://{user}:[redacted]@{host}"),
+            None => format!("{scheme}://{userinfo}@{host}"),
         },
-        None => url.to_string(),
+        None => format!("{scheme}://{before_query}"),
+    };
+    if let Some(query) = query {
+        let params: Vec<String> = query
+            .split('&')
+            .map(|p| match p.split_once('=') {
+                Some((k, _)) if k.to_ascii_lowercase().contains("password") => format!("{k}=[redacted]"),
+                _ => p.to_string(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&params.join("&"));
     }
+    out
 }
 
 impl FromStr for DatabaseUrl {
@@ -861,8 +876,22 @@ pub enum ConfigError {
     SecretInFile { path: PathBuf, section: String, key: String },
     #[error("invalid configuration: {0}")]
     Invalid(String),
-    #[error("cannot read secret file for `{key}` at {path}: {source}")]
+    #[error("cannot read secret file for `{key}` at {}: {source}", shown_path(path))]
     SecretFile { key: String, path: PathBuf, source: std::io::Error },
+}
+
+/// A secret file's path as errors show it: a value with no `/` is no path but most likely the
+/// secret itself, put in the `_FILE` variable by mistake, and is not echoed.
+fn shown_path(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    if text.contains('/') {
+        text.into_owned()
+    } else {
+        format!(
+            "a value of {} characters that is not a path (is the secret itself in the _FILE variable?)",
+            text.chars().count()
+        )
+    }
 }
 
 impl Settings {
@@ -1212,5 +1241,33 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("server.listen"), "{err}");
+    }
+
+    #[test]
+    fn passwords_in_any_part_of_a_database_url_are_redacted() {
+        for (url, leak) in [
+            ("postgres://u:s3cr3t@h:5432/db", "s3cr3t"),
+            ("postgres://u@127.0.0.1:1/db?password=LEAK&sslmode=disable", "LEAK"),
+            ("postgres://sheriff:s3cr3t/pw@h/db", "s3cr3t/pw"),
+            ("postgres://sheriff:p@ss@h/db", "p@ss"),
+        ] {
+            let shown = redact_url_password(url);
+            assert!(!shown.contains(leak), "{url} shows {shown}");
+            assert!(shown.contains("[redacted]"), "{shown}");
+        }
+        assert_eq!(
+            redact_url_password("postgres://u@h/db?sslmode=disable"),
+            "postgres://u@h/db?sslmode=disable"
+        );
+        assert_eq!(redact_url_password("sqlite://sheriff.db"), "sqlite://sheriff.db");
+    }
+
+    #[test]
+    fn a_secret_put_in_a_file_variable_is_not_echoed() {
+        let err = Settings::load_from(None, &env(&[("SHERIFF__SLACK__BOT_TOKEN_FILE", "xoxb-oops-1234")]))
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains("xoxb-oops-1234"), "{err}");
+        assert!(err.contains("slack.bot_token"), "{err}");
     }
 }
