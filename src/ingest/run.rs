@@ -197,8 +197,9 @@ fn job_run(
     let job_type = prowjob.map(|p| p.job_type.clone()).filter(|t| !t.is_empty()).unwrap_or_else(|| {
         if run.path.starts_with("pr-logs/") { "presubmit".into() } else { "periodic".into() }
     });
-    let dimensions = dimensions(&job_name, &parsed.cluster_files, prowjob);
-    let (payload, from_payload) = payloads(parsed, prowjob);
+    let cluster = cluster_data::merge(&parsed.cluster_files);
+    let dimensions = dimensions(&job_name, &cluster, !parsed.cluster_files.is_empty(), prowjob);
+    let (payload, from_payload) = payloads(&cluster, prowjob);
     JobRun {
         payload,
         from_payload,
@@ -217,13 +218,12 @@ fn job_run(
 
 /// The payload a run tested and the one it upgraded from: `prowjob.json`'s release annotations,
 /// else the tag of `RELEASE_IMAGE_LATEST` in its env, else cluster-data's current version.
-fn payloads(parsed: &Parsed<'_>, prowjob: Option<&prow::ProwJob>) -> (String, String) {
-    let history = cluster_data::merge(&parsed.cluster_files).cluster_version_history;
+fn payloads(cluster: &cluster_data::ClusterData, prowjob: Option<&prow::ProwJob>) -> (String, String) {
     let payload = prowjob
         .map(|p| p.release_tag.clone())
         .filter(|t| !t.is_empty())
         .or_else(|| prowjob.map(|p| p.env_release_tag.clone()).filter(|t| !t.is_empty()))
-        .or_else(|| history.first().cloned())
+        .or_else(|| cluster.cluster_version_history.first().cloned())
         .unwrap_or_default();
     let from = prowjob.map(|p| p.from_tag.clone()).unwrap_or_default();
     (payload, from)
@@ -271,18 +271,18 @@ fn interval_evidence(
 /// The run's dimensions: cluster-data first, the job name for whatever it leaves out.
 fn dimensions(
     job: &str,
-    cluster_files: &[cluster_data::ClusterData],
+    cd: &cluster_data::ClusterData,
+    has_cluster_data: bool,
     prowjob: Option<&prow::ProwJob>,
 ) -> Dimensions {
     let from_name = job_name::dimensions_from_job_name(job);
-    let cd = cluster_data::merge(cluster_files);
     let lower = |s: &str| s.trim().to_ascii_lowercase();
     let release_of = |s: &str| job_name::parse_release(s).map(|(a, b)| format!("{a}.{b}"));
     let release = release_of(&cd.release)
         .or_else(|| prowjob.and_then(|p| release_of(&p.release_tag)))
         .unwrap_or_else(|| from_name.release.clone());
     let is_upgrade_job = from_name.upgrade_type != "none";
-    let from_release = if cluster_files.is_empty() {
+    let from_release = if !has_cluster_data {
         from_name.from_release.clone()
     } else {
         release_of(&cd.from_release)
@@ -292,11 +292,7 @@ fn dimensions(
     let upgrade_type = if from_name.upgrade_type == "micro-downgrade" {
         "micro-downgrade".to_string()
     } else if from_release.is_empty() {
-        if is_upgrade_job && cluster_files.is_empty() {
-            from_name.upgrade_type.clone()
-        } else {
-            "none".into()
-        }
+        if is_upgrade_job && !has_cluster_data { from_name.upgrade_type.clone() } else { "none".into() }
     } else {
         match (job_name::parse_release(&from_release), job_name::parse_release(&release)) {
             (Some(f), Some(t)) => job_name::upgrade_type(f, t).into(),
@@ -317,7 +313,7 @@ fn dimensions(
         network: or(lower(&cd.network), &from_name.network),
         network_stack: stack,
         topology: or(lower(&cd.topology), &from_name.topology),
-        master_nodes_updated: cd.master_nodes_updated,
+        master_nodes_updated: cd.master_nodes_updated.clone(),
     }
 }
 

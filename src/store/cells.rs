@@ -12,28 +12,22 @@ use anyhow::Result;
 use super::{Conn, sql};
 use crate::model::Histogram;
 
-/// Adds one run's `(backend_id, seconds)` pairs to the histograms of `day` × `variant_id`.
-pub(crate) async fn add_samples(
+/// Adds one run's `(backend_id, seconds)` pairs to the histograms of `day` × `variant_id`
+/// (`add`), or takes them out.
+pub(crate) async fn change_samples(
     c: &mut Conn<'_>,
     day: i64,
     variant_id: i64,
     cells: &[(i64, i64)],
+    add: bool,
 ) -> Result<()> {
     let mut cells = cells.to_vec();
     cells.sort_unstable();
-    apply_change(c, day, variant_id, &cells, |h, secs| h.add(secs, 1)).await
-}
-
-/// Takes one run's `(backend_id, seconds)` pairs out of the histograms of `day` × `variant_id`.
-pub(crate) async fn remove_samples(
-    c: &mut Conn<'_>,
-    day: i64,
-    variant_id: i64,
-    cells: &[(i64, i64)],
-) -> Result<()> {
-    let mut cells = cells.to_vec();
-    cells.sort_unstable();
-    apply_change(c, day, variant_id, &cells, |h, secs| h.remove(secs, 1)).await
+    if add {
+        apply_change(c, day, variant_id, &cells, |h, secs| h.add(secs, 1)).await
+    } else {
+        apply_change(c, day, variant_id, &cells, |h, secs| h.remove(secs, 1)).await
+    }
 }
 
 /// Removes a stored run's samples from the histograms (before the run is replaced); a
@@ -49,8 +43,7 @@ pub(crate) async fn forget_run(c: &mut Conn<'_>, run_id: i64) -> Result<()> {
         .await?;
     if let Some(&(_, _, variant_id, started_at)) = rows.first() {
         let cells: Vec<(i64, i64)> = rows.iter().map(|r| (r.0, r.1)).collect();
-        apply_change(c, started_at.div_euclid(86_400), variant_id, &cells, |h, secs| h.remove(secs, 1))
-            .await?;
+        change_samples(c, started_at.div_euclid(86_400), variant_id, &cells, false).await?;
     }
     Ok(())
 }

@@ -9,6 +9,7 @@
 mod db;
 
 pub mod cells;
+pub mod changelogs;
 pub mod evaluations;
 pub mod incidents;
 pub mod ingest_log;

@@ -99,7 +99,7 @@ async fn write_prepared(
     let day = to_secs(run.started_at).div_euclid(86_400);
     let cells: Vec<(i64, i64)> =
         prepared.backend_ids.iter().copied().zip(prepared.record.samples.iter().map(|s| s.seconds)).collect();
-    super::cells::add_samples(c, day, prepared.variant_id, &cells).await?;
+    super::cells::change_samples(c, day, prepared.variant_id, &cells, true).await?;
     Ok(Some(outcome))
 }
 
@@ -237,8 +237,11 @@ impl Store {
         for o in &record.outages {
             outage_backends.push(self.backend_id(&o.backend).await?);
         }
-        let ci_trouble =
-            self.trouble_rules().classify(record.samples.iter().map(|s| (s.backend.as_str(), s.seconds)));
+        let ci_trouble = self
+            .trouble
+            .lock()
+            .expect("rules lock")
+            .classify(record.samples.iter().map(|s| (s.backend.as_str(), s.seconds)));
         Ok(PreparedRun { record, variant_id, backend_ids, outage_backends, ci_trouble })
     }
 
@@ -304,34 +307,6 @@ impl Store {
             )
             .await?;
         Ok(rows.into_iter().map(|(p, _)| p).collect())
-    }
-
-    /// A kept changelog between two payloads.
-    pub async fn changelog(&self, architecture: &str, from: &str, to: &str) -> Result<Option<String>> {
-        let row: Option<(String,)> = self
-            .fetch_optional(
-                sql("SELECT body FROM changelogs WHERE architecture = $1 AND from_tag = $2 AND to_tag = $3")
-                    .bind(architecture)
-                    .bind(from)
-                    .bind(to),
-            )
-            .await?;
-        Ok(row.map(|(b,)| b))
-    }
-
-    /// Keeps a changelog between two payloads (they never change).
-    pub async fn keep_changelog(&self, architecture: &str, from: &str, to: &str, body: &str) -> Result<()> {
-        self.execute(
-            sql("INSERT INTO changelogs (architecture, from_tag, to_tag, body, fetched_at) VALUES ($1, $2, $3, $4, $5) \
-                 ON CONFLICT (architecture, from_tag, to_tag) DO NOTHING")
-            .bind(architecture)
-            .bind(from)
-            .bind(to)
-            .bind(body)
-            .bind(chrono::Utc::now().timestamp()),
-        )
-        .await?;
-        Ok(())
     }
 
     /// Number of stored runs.

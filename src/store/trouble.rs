@@ -8,7 +8,7 @@
 use anyhow::{Context, Result};
 
 use super::runs::note_change;
-use super::{Conn, Store, sql};
+use super::{Store, sql};
 use crate::model::TroubleRules;
 
 /// Runs reclassified per transaction.
@@ -19,11 +19,6 @@ const BATCH: i64 = 2_000;
 type RunSamples = (i64, i64, i64, Option<String>, Vec<(i64, String, i64)>);
 
 impl Store {
-    /// The rules runs are classified with now.
-    pub fn trouble_rules(&self) -> TroubleRules {
-        self.trouble.lock().expect("rules lock").clone()
-    }
-
     /// The rules the database was last classified with, if any (read at open).
     pub(super) async fn stored_trouble_rules(&self) -> Result<Option<TroubleRules>> {
         let row: Option<(String,)> =
@@ -105,7 +100,10 @@ impl Store {
             }
             c.execute(sql("UPDATE job_runs SET ci_trouble = $1 WHERE id = $2").bind(&new).bind(*id)).await?;
             if old.is_none() != new.is_none() {
-                move_run(&mut c, *variant_id, *started, samples, new.is_none()).await?;
+                // into the histograms when it became clean, out of them when it became troubled
+                let cells: Vec<(i64, i64)> = samples.iter().map(|(b, _, s)| (*b, *s)).collect();
+                let day = started.div_euclid(86_400);
+                super::cells::change_samples(&mut c, day, *variant_id, &cells, new.is_none()).await?;
                 first_day = first_day.min(started.div_euclid(86_400));
             }
             changed += 1;
@@ -115,22 +113,5 @@ impl Store {
         }
         tx.commit().await?;
         Ok(changed)
-    }
-}
-
-/// Puts a run's samples into the histograms (`clean`) or takes them out.
-async fn move_run(
-    c: &mut Conn<'_>,
-    variant_id: i64,
-    started: i64,
-    samples: &[(i64, String, i64)],
-    clean: bool,
-) -> Result<()> {
-    let cells: Vec<(i64, i64)> = samples.iter().map(|(b, _, s)| (*b, *s)).collect();
-    let day = started.div_euclid(86_400);
-    if clean {
-        super::cells::add_samples(c, day, variant_id, &cells).await
-    } else {
-        super::cells::remove_samples(c, day, variant_id, &cells).await
     }
 }

@@ -144,21 +144,18 @@ async fn a_storage_failure_is_retryable_not_a_bad_file() {
     s.days = 1;
     s.noise_intervals = 0;
     synth::write_tree(&s, dir.path()).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sheriff"))
-        .args(["ingest", dir.path().to_str().unwrap(), "--format", "json"])
-        .env("SHERIFF__DATABASE__URL", db.url())
-        .env("RUST_LOG", "off")
-        .output()
-        .unwrap();
+    let ingest = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_sheriff"))
+            .args(["ingest", dir.path().to_str().unwrap(), "--format", "json"])
+            .env("SHERIFF__DATABASE__URL", db.url())
+            .env("RUST_LOG", "off")
+            .output()
+            .unwrap()
+    };
+    let out = ingest();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(summary["storage_failed"].as_u64().unwrap() > 0, "{summary}");
     sqlx::query("DROP TRIGGER injected_fault").execute(&pool).await.unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sheriff"))
-        .args(["ingest", dir.path().to_str().unwrap(), "--format", "json"])
-        .env("SHERIFF__DATABASE__URL", db.url())
-        .env("RUST_LOG", "off")
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "the retry stores them");
+    assert_eq!(ingest().status.code(), Some(0), "the retry stores them");
 }
