@@ -147,6 +147,18 @@ pub async fn not_a_regression(
     reread(store, id_of(store, reference).await?).await
 }
 
+/// Accepts a level for an incident (see [`manual::accept`]); the incident as it is after.
+pub async fn accept(
+    store: &Store,
+    reference: &str,
+    a: &manual::Accept,
+    actor: &str,
+    now: i64,
+) -> Result<Incident, ActionError> {
+    store.apply_manual(now, actor, |k| Ok((manual::accept(k, reference, a, actor, now)?, ()))).await??;
+    reread(store, id_of(store, reference).await?).await
+}
+
 /// Files the incident's Jira issue now, ignoring the per-cycle cap.
 pub async fn file_now(
     store: &Store,

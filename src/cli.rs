@@ -172,6 +172,23 @@ pub enum IncidentsAction {
     Unsilence { reference: String },
     /// Acknowledge an incident.
     Ack { incident: String },
+    /// Accept a level on purpose: the incident stays quiet while its level is within it (plus
+    /// the minimum effect) and re-alerts above it. The reference is not raised.
+    Accept {
+        incident: String,
+        /// The accepted level, e.g. "P50<=20s".
+        #[arg(long)]
+        level: String,
+        /// When it lapses: a date (2026-12-15), a time (RFC 3339) or a span (14d); a reminder
+        /// goes to the thread 2 days before.
+        #[arg(long)]
+        until: Option<String>,
+        #[arg(long)]
+        reason: String,
+        /// The Jira issue that records the decision, if any.
+        #[arg(long)]
+        jira: Option<String>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -745,6 +762,13 @@ async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Setting
             let n = crate::actions::unsilence(store, &reference, &cli_actor(), now).await?;
             println!("ended {n} silence(s)");
         }
+        IncidentsAction::Accept { incident, level, until, reason, jira } => {
+            let until = until.map(|u| crate::incidents::manual::parse_until(&u, now)).transpose()?;
+            let a = crate::incidents::manual::Accept { level, until, reason, jira_key: jira };
+            let i = crate::actions::accept(store, &incident, &a, &cli_actor(), now).await?;
+            let told = i.allowance.as_ref().map_or_else(String::new, crate::model::Allowance::describe);
+            println!("#{}: {told}", i.id);
+        }
         IncidentsAction::Ack { incident } => {
             let (i, fresh) = crate::actions::acknowledge(store, &incident, &cli_actor(), now).await?;
             let already = if fresh { "" } else { " (already)" };
@@ -783,6 +807,10 @@ pub fn incident_json(i: &crate::incidents::Incident) -> serde_json::Value {
         "merged_into": i.merged_into,
         "suspect_changes": s.report.suspect_changes,
         "changes_pending": s.report.changes_pending,
+        "resolution": i.resolution,
+        "fix": i.fix,
+        "verification": s.report.verification,
+        "allowance": i.allowance,
     })
 }
 

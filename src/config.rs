@@ -251,6 +251,9 @@ pub struct EvaluateSettings {
     /// Runs after a candidate fix point that must be back at the reference before an incident
     /// resolves early (before its window has emptied of regressed runs).
     pub recovery_min_runs: usize,
+    /// Runs in an incident's scope after its claimed fix that a verdict (fixed, failed fix)
+    /// needs; fewer is "inconclusive", naming how many more.
+    pub fix_min_runs: u64,
     /// How far back an incident's reference may reach: the days before its onset are its
     /// reference however long it lasts, up to this many days before the cycle.
     pub reference_lookback_days: u32,
@@ -282,6 +285,7 @@ impl Default for EvaluateSettings {
             historical_min_runs: 30,
             min_history_days: 14,
             recovery_min_runs: 10,
+            fix_min_runs: 10,
             reference_lookback_days: 180,
             exclude: [
                 "-network-liveness",
@@ -786,6 +790,15 @@ pub struct JiraSettings {
     pub file_after_never_reopen: bool,
     /// Seconds a request may take (fractions allowed).
     pub timeout_secs: f64,
+    /// Statuses that claim a fix (any case). A done status claims one only with a resolution
+    /// of `fix_resolutions`.
+    pub fix_statuses: Vec<String>,
+    pub fix_resolutions: Vec<String>,
+    /// The issue field that lists linked pull requests (Red Hat's "Git Pull Request"); empty:
+    /// remote links only.
+    pub pull_request_field: String,
+    /// Transition applied after a failed fix (e.g. "ASSIGNED"); empty: comment only.
+    pub failed_fix_transition: String,
 }
 
 impl Default for JiraSettings {
@@ -809,6 +822,10 @@ impl Default for JiraSettings {
             never_reopen: vec!["Won't Fix".into(), "Not a Bug".into(), "Won't Do".into()],
             file_after_never_reopen: false,
             timeout_secs: 30.0,
+            fix_statuses: vec!["MODIFIED".into(), "ON_QA".into(), "Verified".into()],
+            fix_resolutions: vec!["Done".into(), "Fixed".into(), "Done-Errata".into()],
+            pull_request_field: "customfield_12310220".into(),
+            failed_fix_transition: String::new(),
         }
     }
 }

@@ -67,6 +67,7 @@ pub mod shutdown;
 pub mod store;
 pub mod synth;
 pub mod telemetry;
+pub mod verify;
 
 /// Installs ring as the process's one rustls crypto provider. Every entry point (the binary,
 /// each test binary) calls it before any TLS client is built.

@@ -20,6 +20,8 @@ use crate::store::outbox::{OutboxCounts, OutboxEntry};
 pub struct Status {
     pub incidents: Vec<Incident>,
     pub silences: Vec<Silence>,
+    /// Accepted levels of open incidents: (incident, level).
+    pub allowances: Vec<(i64, crate::model::Allowance)>,
     pub outbox: OutboxCounts,
     pub dead: Vec<OutboxEntry>,
 }
@@ -28,7 +30,9 @@ pub async fn status(store: &Store, now: i64) -> Result<Status> {
     let mut incidents: Vec<Incident> =
         store.incidents().await?.into_iter().filter(|i| i.state.is_open()).collect();
     incidents.sort_by_key(|i| std::cmp::Reverse(i.opened_at));
+    let allowances = incidents.iter().filter_map(|i| Some((i.id, i.allowance.clone()?))).collect();
     Ok(Status {
+        allowances,
         incidents,
         silences: store.silences(now).await?,
         outbox: store.outbox_counts(now).await?,
@@ -59,6 +63,13 @@ pub fn incident_line(i: &Incident) -> String {
     if let Some(by) = &i.acked_by {
         let _ = write!(line, " (acked by {by})");
     }
+    if let Some(c) = &i.fix {
+        let last = c.verdicts.last().map_or("verdict pending", |v| v.verdict.as_str());
+        let _ = write!(line, " (fix claimed in {}: {last})", c.key);
+    }
+    if let Some(r) = &i.resolution {
+        let _ = write!(line, " ({})", r.replace('_', " "));
+    }
     line
 }
 
@@ -84,6 +95,14 @@ pub fn render_status(s: &Status) -> String {
                 x.created_by,
                 x.reason
             );
+        }
+    }
+    if !s.allowances.is_empty() {
+        let _ = writeln!(out, "accepted levels:");
+        for (id, a) in &s.allowances {
+            let above = if a.above { " — the level is above it now" } else { "" };
+            let jira = a.jira_key.as_deref().map_or(String::new(), |k| format!(" [{k}]"));
+            let _ = writeln!(out, "  #{id} {}{jira}{above}", a.describe());
         }
     }
     let o = &s.outbox;
@@ -145,6 +164,15 @@ pub fn render_explain(e: &Explain) -> String {
     }
     if let Some(into) = i.merged_into {
         let _ = writeln!(out, "merged into #{into}");
+    }
+    if let Some(c) = &i.fix {
+        let _ = writeln!(out, "fix claimed {}: {}", when(c.claimed_at), c.describe());
+        for v in &c.verdicts {
+            let _ = writeln!(out, "  verdict {}: {}", when(v.at), v.text);
+        }
+    }
+    if let Some(a) = &i.allowance {
+        let _ = writeln!(out, "{}", a.describe());
     }
     for line in &r.attribution.evidence {
         let _ = writeln!(out, "  - {line}");

@@ -128,6 +128,80 @@ impl ReleaseController {
     }
 }
 
+/// How far before a claim the payloads holding its pull requests are looked for (a pull
+/// request merges before its issue moves), and how many changelogs one lookup reads at most.
+const FIX_LOOKBACK_SECS: i64 = 7 * 86_400;
+const FIX_CHANGELOGS: usize = 120;
+
+/// Where a claimed fix's pull requests first shipped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FixPayload {
+    /// The first payload holding every one of them, and its build time.
+    In { payload: String, built: i64 },
+    /// Not in any payload a run has tested yet (or no pull request to look for): why.
+    NotYet(String),
+}
+
+impl ReleaseController {
+    /// The changelog between two payloads, kept in the store once read.
+    async fn kept_changelog(
+        &self,
+        store: &Store,
+        base: &str,
+        arch: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<String> {
+        if let Some(body) = store.changelog(arch, from, to).await? {
+            return Ok(body);
+        }
+        let body = self.changelog(base, from, to).await?;
+        store.keep_changelog(arch, from, to, &body).await?;
+        Ok(body)
+    }
+}
+
+/// The first payload of `release` that holds every pull request of `pulls`, walking the
+/// payloads runs tested from a week before `claimed_at`, one changelog between neighbours at a
+/// time (each kept, so a later lookup reads none again). `Err` when the release controller
+/// cannot be asked (not configured for `arch`) or does not answer: a later cycle tries again.
+pub async fn fix_payload(
+    store: &Store,
+    settings: &ReleaseControllerSettings,
+    release: &str,
+    arch: &str,
+    pulls: &[String],
+    claimed_at: i64,
+    now: i64,
+) -> Result<FixPayload> {
+    if pulls.is_empty() {
+        return Ok(FixPayload::NotYet("no pull request is linked to the issue".into()));
+    }
+    let base = settings.urls.get(arch).with_context(|| format!("no release controller for {arch}"))?;
+    let client = ReleaseController::new(settings)?;
+    let payloads = store.payloads_built(release, claimed_at - FIX_LOOKBACK_SECS, now).await?;
+    let mut missing: Vec<&String> = pulls.iter().collect();
+    let mut last = None;
+    for pair in payloads.windows(2).take(FIX_CHANGELOGS) {
+        let (from, to) = (&pair[0], &pair[1]);
+        let body = client.kept_changelog(store, base, arch, &from.0, &to.0).await?;
+        let shipped = suspects(&body, &[])?;
+        missing.retain(|url| !shipped.iter().any(|c| c.url.eq_ignore_ascii_case(url)));
+        if missing.is_empty() {
+            last = Some(to.clone());
+            break;
+        }
+    }
+    Ok(match last {
+        Some((payload, built)) => FixPayload::In { payload, built },
+        None => FixPayload::NotYet(format!(
+            "the fix is in no payload yet ({} of {} pull requests not shipped in {release})",
+            missing.len(),
+            pulls.len()
+        )),
+    })
+}
+
 /// The repositories that rank first for a report: its component's, then its platform's.
 fn favoured<'a>(settings: &'a ReleaseControllerSettings, report: &RegressionReport) -> Vec<&'a str> {
     let owners = [Some(report.component.as_str()), report.attribution.platform_component.as_deref()];

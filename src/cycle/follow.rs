@@ -16,7 +16,10 @@ use super::source::{CellRun, RunSource};
 use crate::evaluate::changepoint::{self, Run};
 use crate::evaluate::stats;
 use crate::incidents::Incident;
-use crate::model::{Histogram, Onset, Percentile, RegressionReport, Scope, Status, backend_family};
+use crate::model::{
+    FixClaim, FixVerdict, Histogram, Onset, Percentile, RegressionReport, Scope, Status, Verification,
+    backend_family,
+};
 
 /// How long after an incident opens its onset is still refined as runs arrive.
 const REFINE_ONSET_SECS: i64 = 2 * 86_400;
@@ -81,6 +84,17 @@ fn since_recovery(report: &mut RegressionReport, runs: &[CellRun], at: i64) {
         report.job_runs,
         false,
     );
+}
+
+/// An incident with a claimed fix at a known fix point resolves only by its verdict: fixed
+/// resolves it from the fix point, anything else keeps it open (a fix claimed is verified, not
+/// assumed). A claim still in no payload leaves recovery as it is: no longer observed.
+fn with_verdict_of_fix(verdict: Verdict, claim: Option<&FixClaim>, v: Option<&Verification>) -> Verdict {
+    match (claim.and_then(FixClaim::fix_point), v) {
+        (Some(point), Some(v)) if v.verdict == FixVerdict::Fixed => Verdict::Recovered { at: point },
+        (Some(_), Some(_)) if matches!(verdict, Verdict::Recovered { .. }) => Verdict::Ongoing,
+        _ => verdict,
+    }
 }
 
 impl<S: RunSource> Context<'_, S> {
@@ -180,6 +194,8 @@ impl<S: RunSource> Context<'_, S> {
             },
             None => Verdict::Ongoing,
         };
+        let verification = incident.fix.as_ref().map(|c| self.verify(c, &runs, &stats, onset.as_ref()));
+        let verdict = with_verdict_of_fix(verdict, incident.fix.as_ref(), verification.as_ref());
         let status =
             if matches!(verdict, Verdict::Recovered { .. }) { Status::Resolved } else { Status::Ongoing };
         let base = strongest.map_or(&incident.snapshot.report, |d| &d.report);
@@ -192,6 +208,7 @@ impl<S: RunSource> Context<'_, S> {
             report.recovered_at = chrono::DateTime::from_timestamp(at, 0);
             since_recovery(&mut report, &runs, at);
         }
+        report.verification = verification;
         Ok(Followed { verdict, report: Some(report), clean_streak })
     }
 

@@ -7,6 +7,7 @@ mod follow;
 pub mod replay;
 mod scoped;
 pub mod source;
+mod verify;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
@@ -86,6 +87,8 @@ pub struct IncidentCounts {
     pub stale: usize,
     /// Changes whose notifications a silence held.
     pub silenced: usize,
+    /// Incidents whose notifications an accepted level held.
+    pub accepted: usize,
     /// Side effects queued in the outbox.
     pub notifications: usize,
     /// Incidents over the per-cycle Jira cap, filed later.
@@ -95,7 +98,11 @@ pub struct IncidentCounts {
 impl IncidentCounts {
     fn of(plan: &crate::incidents::plan::Plan) -> IncidentCounts {
         use crate::incidents::plan::Action;
-        let mut c = IncidentCounts { not_filed: plan.not_filed.len(), ..Default::default() };
+        let mut c = IncidentCounts {
+            not_filed: plan.not_filed.len(),
+            accepted: plan.accepted.len(),
+            ..Default::default()
+        };
         for step in &plan.steps {
             match &step.action {
                 Action::Open { .. } => c.opened += 1,
@@ -175,6 +182,13 @@ pub struct CycleOptions {
 /// Runs one evaluation cycle at `options.at` on the store's runs, recording into it.
 pub async fn run_cycle(store: &Store, settings: &Settings, options: CycleOptions) -> Result<CycleReport> {
     let policy = Policy::from_settings(settings);
+    if !options.dry_run && settings.jira.enabled() {
+        // What Jira says of claimed fixes, before the cycle judges them; Jira being away
+        // leaves the claims as they were.
+        if let Err(e) = crate::verify::watch(store, settings, options.at.timestamp()).await {
+            tracing::warn!("reading the incidents' Jira issues: {e:#}");
+        }
+    }
     run_cycle_on(store, store, settings, &policy, options).await
 }
 

@@ -148,6 +148,96 @@ pub fn not_a_regression(
     Ok(plan)
 }
 
+/// The longest an accepted level lasts.
+pub const MAX_ALLOWANCE_SECS: i64 = 180 * 86_400;
+
+/// When an accepted level ends: a date (`2026-12-15`, the day's start in UTC), a time
+/// (RFC 3339) or a span from now (`14d`).
+pub fn parse_until(text: &str, now: i64) -> Result<i64, Refusal> {
+    let t = text.trim();
+    if let Some(span) = crate::model::parse_span(t) {
+        return now.checked_add(span).ok_or_else(|| Refusal::BadInput("that duration is too long".into()));
+    }
+    if let Ok(d) = chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d") {
+        return Ok(d.and_hms_opt(0, 0, 0).map_or(0, |d| d.and_utc().timestamp()));
+    }
+    chrono::DateTime::parse_from_rfc3339(t).map(|d| d.timestamp()).map_err(|_| {
+        Refusal::BadInput(format!(
+            "--until {:?}: use a date (2026-12-15), a time (2026-12-15T12:00:00Z) or a span (14d)",
+            t.chars().take(40).collect::<String>()
+        ))
+    })
+}
+
+/// What a person accepts: a level, until when, why, and the Jira issue that says so.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Accept {
+    pub level: String,
+    pub until: Option<i64>,
+    pub reason: String,
+    pub jira_key: Option<String>,
+}
+
+/// Accepts a level for an open incident: it stays quiet while its level is within it plus the
+/// minimum effect (the reference is not raised). The thread and the Jira issue hear of it. The
+/// same level, reason and end asked again by the same person changes nothing.
+pub fn accept(known: &Known, reference: &str, a: &Accept, actor: &str, now: i64) -> Result<Plan, Refusal> {
+    use crate::model::Allowance;
+    if a.reason.trim().is_empty() {
+        return Err(Refusal::BadInput("Say why this level is accepted (--reason).".into()));
+    }
+    let (percentile, seconds) = Allowance::parse_level(&a.level).map_err(Refusal::BadInput)?;
+    if let Some(until) = a.until {
+        if until <= now {
+            return Err(Refusal::BadInput("an accepted level ends in the future (--until)".into()));
+        }
+        if until - now > MAX_ALLOWANCE_SECS {
+            return Err(Refusal::BadInput("an accepted level lasts at most 180 days".into()));
+        }
+    }
+    let i = find(&known.incidents, reference)?;
+    if !i.state.is_open() {
+        return Err(Refusal::Conflict(format!("incident #{} is resolved; nothing to accept", i.id)));
+    }
+    let allowance = Allowance {
+        percentile,
+        seconds,
+        until: a.until,
+        reason: a.reason.trim().chars().take(500).collect(),
+        by: actor.to_string(),
+        jira_key: a.jira_key.clone().filter(|k| !k.trim().is_empty()),
+        created_at: now,
+        reminded: false,
+        above: false,
+    };
+    let same = i.allowance.as_ref().is_some_and(|old| {
+        (old.percentile, old.seconds, old.until, &old.reason, &old.by)
+            == (percentile, seconds, a.until, &allowance.reason, &allowance.by)
+    });
+    if same {
+        return Ok(Plan::default());
+    }
+    let text = format!(
+        "{}; sheriff stays quiet while it holds, and says so if the level goes above it",
+        allowance.describe()
+    );
+    let mut effects = Vec::new();
+    if known.delivered.slack_posted.contains(&i.id) {
+        effects.push(Effect::SlackUpdate);
+        effects.push(Effect::SlackReply { text: text.clone() });
+    }
+    if known.delivered.jira_filed.contains(&i.id) {
+        effects.push(Effect::JiraComment { text: text.clone() });
+    }
+    let mut plan = single(Action::Note { id: i.id, kind: "accepted".into(), detail: text }, effects);
+    plan.allowances.push(super::plan::AllowanceChange {
+        incident: i.id,
+        allowance: Some(allowance),
+        event: None,
+    });
+    Ok(plan)
+}
+
 /// A new silence of an incident or a matcher, for `seconds` (at most 90 days). The silence's
 /// id comes from the store; an equal one made by the same person in the last minutes is
 /// returned instead of a second (the `Ok(Some(id))` case).
@@ -233,6 +323,8 @@ mod tests {
             jira_cap: 3,
             jira_comment_interval_secs: 86_400,
             reopen_window_secs: 0,
+            failed_fix_transition: String::new(),
+            min_effect_seconds: 5.0,
         }
     }
 

@@ -160,6 +160,11 @@ pub enum Change {
     Stale,
     /// Data again after a gap, still regressed.
     Returned,
+    /// A verdict on the claimed fix (told once per claim and verdict).
+    Verdict {
+        verdict: crate::model::FixVerdict,
+        text: String,
+    },
 }
 
 impl Change {
@@ -175,6 +180,12 @@ impl Change {
             Change::Reopened => "reopened",
             Change::Stale => "stale",
             Change::Returned => "returned",
+            Change::Verdict { verdict, .. } => match verdict {
+                crate::model::FixVerdict::Fixed => "verdict_fixed",
+                crate::model::FixVerdict::FailedFix => "verdict_failed_fix",
+                crate::model::FixVerdict::PartiallyFixed => "verdict_partially_fixed",
+                crate::model::FixVerdict::Inconclusive => "verdict_inconclusive",
+            },
         }
     }
 
@@ -189,10 +200,13 @@ impl Change {
                 let from = if from.is_empty() { "none" } else { from };
                 format!("strongest evidence changed: {from} → {to}")
             }
-            Change::Resolved => "resolved: back within its threshold".into(),
+            Change::Resolved => {
+                "recovered: no longer observed; no fix was verified (back within its reference)".into()
+            }
             Change::Reopened => "regressed again after it was resolved".into(),
             Change::Stale => "stale: not enough runs this cycle to judge (a data gap is not a fix)".into(),
             Change::Returned => "runs again after a data gap; still regressed".into(),
+            Change::Verdict { text, .. } => text.clone(),
         }
     }
 
@@ -207,6 +221,7 @@ impl Change {
                 | Change::TierChanged { .. }
                 | Change::Resolved
                 | Change::Reopened
+                | Change::Verdict { .. }
         )
     }
 }
@@ -259,6 +274,13 @@ pub struct Incident {
     pub episodes: Vec<crate::model::Episode>,
     /// The incident this one was merged into (one problem seen twice).
     pub merged_into: Option<i64>,
+    /// How it was resolved last: `recovered` (no longer observed, no fix verified), `fixed`
+    /// (a claimed fix verified), `by_hand`, `not_a_regression` or `merged`.
+    pub resolution: Option<String>,
+    /// The fix claimed on its Jira issue, with the verdicts told.
+    pub fix: Option<crate::model::FixClaim>,
+    /// A level people accepted on purpose.
+    pub allowance: Option<crate::model::Allowance>,
 }
 
 impl Incident {
@@ -287,6 +309,9 @@ impl Incident {
             jira_commented_at: None,
             episodes: Vec::new(),
             merged_into: None,
+            resolution: None,
+            fix: None,
+            allowance: None,
         }
     }
 }

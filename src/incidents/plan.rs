@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::silence::{Silence, Target};
 use super::{Change, Incident, Snapshot, State, material_changes};
 use crate::model::glob_match;
-use crate::model::{Dimension, Episode, RegressionReport};
+use crate::model::{Allowance, Dimension, Episode, FixVerdict, RegressionReport};
 
 /// Where and how notifications go; from [`crate::config::Settings`].
 #[derive(Debug, Clone)]
@@ -30,6 +30,10 @@ pub struct Policy {
     /// A resolved incident whose scope a new regression overlaps within this many seconds is
     /// reopened rather than a new one opened.
     pub reopen_window_secs: i64,
+    /// Jira transition after a failed fix; empty: comment only.
+    pub failed_fix_transition: String,
+    /// An accepted level mutes an incident while its level is within it plus this.
+    pub min_effect_seconds: f64,
 }
 
 impl Policy {
@@ -41,6 +45,8 @@ impl Policy {
             jira_cap: s.jira.max_created_per_cycle,
             jira_comment_interval_secs: 86_400,
             reopen_window_secs: i64::from(s.jira.reopen_window_days) * 86_400,
+            failed_fix_transition: s.jira.failed_fix_transition.clone(),
+            min_effect_seconds: s.evaluate.min_effect_seconds,
         }
     }
 
@@ -91,6 +97,10 @@ pub enum Effect {
     JiraReopen {
         text: String,
     },
+    /// Move the issue by the named transition (after a failed fix), unless it is not offered.
+    JiraTransition {
+        name: String,
+    },
 }
 
 impl Effect {
@@ -104,6 +114,7 @@ impl Effect {
             Effect::JiraComment { .. } => "jira_comment",
             Effect::JiraResolve { .. } => "jira_resolve",
             Effect::JiraReopen { .. } => "jira_reopen",
+            Effect::JiraTransition { .. } => "jira_transition",
         }
     }
 
@@ -117,7 +128,8 @@ impl Effect {
             Effect::JiraCreate
             | Effect::JiraComment { .. }
             | Effect::JiraResolve { .. }
-            | Effect::JiraReopen { .. } => Sink::Jira,
+            | Effect::JiraReopen { .. }
+            | Effect::JiraTransition { .. } => Sink::Jira,
         }
     }
 
@@ -160,8 +172,11 @@ impl Sink {
 /// How an incident came to be resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Resolution {
-    /// Its groups are back within their reference (a cycle saw it).
+    /// Its groups are back within their reference (a cycle saw it), and no claimed fix was
+    /// verified: no longer observed, which is not "fixed".
     Recovered,
+    /// A claimed fix verified on the runs after it (the verdict's line).
+    Fixed { text: String },
     /// A person resolved it, for a reason.
     ByHand { reason: String },
     /// A person said it is not a regression.
@@ -175,10 +190,24 @@ impl Resolution {
     pub fn describe(&self) -> String {
         match self {
             Resolution::Recovered => Change::Resolved.describe(),
+            Resolution::Fixed { text } => text.clone(),
             Resolution::ByHand { reason } if reason.is_empty() => "resolved by hand".into(),
             Resolution::ByHand { reason } => format!("resolved by hand: {reason}"),
             Resolution::NotARegression { reason } => format!("resolved as not a regression: {reason}"),
             Resolution::Merged { into } => format!("merged into #{into}: the same problem, followed there"),
+        }
+    }
+}
+
+impl Resolution {
+    /// Its name in the incident's `resolution`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Resolution::Recovered => "recovered",
+            Resolution::Fixed { .. } => "fixed",
+            Resolution::ByHand { .. } => "by_hand",
+            Resolution::NotARegression { .. } => "not_a_regression",
+            Resolution::Merged { .. } => "merged",
         }
     }
 }
@@ -284,6 +313,19 @@ pub struct Plan {
     /// Silences to create, and silences (by number) to end.
     pub silences: Vec<NewSilence>,
     pub unsilence: Vec<i64>,
+    /// Accepted levels to set, change or end, by incident.
+    pub allowances: Vec<AllowanceChange>,
+    /// Incidents whose notifications an accepted level held this cycle.
+    pub accepted: Vec<i64>,
+}
+
+/// An incident's accepted level as it is to be stored (None: ended), with the line its history
+/// records, if any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AllowanceChange {
+    pub incident: i64,
+    pub allowance: Option<crate::model::Allowance>,
+    pub event: Option<(String, String)>,
 }
 
 /// What a plan is made from: the incidents, active silences and queued effects, as stored at
@@ -322,10 +364,14 @@ pub fn plan(
     for r in resolved {
         if let Some(i) = match_resolved(r, incidents, &used) {
             used.insert(i.id);
+            let how = match &r.verification {
+                Some(v) if v.verdict == FixVerdict::Fixed => Resolution::Fixed { text: v.describe() },
+                _ => Resolution::Recovered,
+            };
             let action = Action::Resolve {
                 id: i.id,
                 snapshot: Some(Snapshot::from_report(r)),
-                how: Resolution::Recovered,
+                how,
                 episodes: Some(episodes_after(Some(i), r, false)),
             };
             steps.push(Step { action, effects: Vec::new(), silenced_by: None });
@@ -404,11 +450,21 @@ fn seen_again(r: &RegressionReport, incident: Option<&Incident>) -> Step {
                 _ => State::Ongoing,
             };
             changes.extend(material_changes(&i.snapshot, &snapshot));
+            changes.extend(verdict_change(i, r));
             let episodes = episodes_after(Some(i), r, state == State::Reopened);
             Action::Update { id: i.id, state, snapshot, changes, episodes }
         }
     };
     Step { action, effects: Vec::new(), silenced_by: None }
+}
+
+/// A verdict on the incident's claimed fix not told yet for this claim (fixed resolves, and is
+/// told by the resolution).
+fn verdict_change(i: &Incident, r: &RegressionReport) -> Option<Change> {
+    let v = r.verification.as_ref()?;
+    let claim = i.fix.as_ref().filter(|c| c.key == v.key)?;
+    (v.verdict != FixVerdict::Fixed && !claim.told(v.verdict))
+        .then(|| Change::Verdict { verdict: v.verdict, text: v.describe() })
 }
 
 /// An incident's episodes once a report is taken in: a new episode for a new or reopened
@@ -501,15 +557,23 @@ impl Telling<'_> {
             effects.push(Effect::SlackReply { text: text.clone() });
         }
         let reopened = changes.contains(&Change::Reopened);
-        let commented_recently = self
-            .existing
-            .and_then(|i| i.jira_commented_at)
-            .is_some_and(|t| self.now - t < self.policy.jira_comment_interval_secs);
+        let verdict = changes.iter().find_map(|c| match c {
+            Change::Verdict { verdict, .. } => Some(*verdict),
+            _ => None,
+        });
+        let commented_recently = verdict.is_none()
+            && self
+                .existing
+                .and_then(|i| i.jira_commented_at)
+                .is_some_and(|t| self.now - t < self.policy.jira_comment_interval_secs);
         if self.policy.jira && self.filed && !self.filing {
             if reopened {
                 effects.push(Effect::JiraReopen { text: text.clone() });
             } else if changes.iter().any(Change::for_jira) && !commented_recently {
                 effects.push(Effect::JiraComment { text: text.clone() });
+            }
+            if verdict == Some(FixVerdict::FailedFix) && !self.policy.failed_fix_transition.is_empty() {
+                effects.push(Effect::JiraTransition { name: self.policy.failed_fix_transition.clone() });
             }
         }
         (if reopened { Happened::Reopened } else { Happened::Changed }, text)
@@ -536,9 +600,111 @@ struct Effects<'a> {
     policy: &'a Policy,
     created: usize,
     not_filed: Vec<String>,
+    allowances: Vec<AllowanceChange>,
+    accepted: Vec<i64>,
+}
+
+/// Adds `text` to a step's thread reply (one reply per step), posting one when there is none,
+/// with the parent edited.
+fn add_reply(effects: &mut Vec<Effect>, text: &str) {
+    for e in effects.iter_mut() {
+        if let Effect::SlackReply { text: t } = e {
+            t.push_str("; ");
+            t.push_str(text);
+            return;
+        }
+    }
+    if !effects.contains(&Effect::SlackUpdate) {
+        effects.push(Effect::SlackUpdate);
+    }
+    effects.push(Effect::SlackReply { text: text.to_string() });
+}
+
+/// Adds `text` to a step's Jira comment (one per step), commenting when there is none.
+fn add_comment(effects: &mut Vec<Effect>, text: &str) {
+    for e in effects.iter_mut() {
+        if let Effect::JiraComment { text: t } = e {
+            t.push_str("; ");
+            t.push_str(text);
+            return;
+        }
+    }
+    effects.push(Effect::JiraComment { text: text.to_string() });
 }
 
 impl Effects<'_> {
+    /// An accepted level's part in a step: it holds the step's notifications while the level
+    /// is within it plus the minimum effect; once above, people hear so once, naming it; 2 days
+    /// before it lapses a reminder goes to the thread; lapsed or on resolution, it ends. True
+    /// when it held the step.
+    fn accepted_level(&mut self, step: &mut Step, i: &Incident, a: &Allowance, snapshot: &Snapshot) -> bool {
+        let resolving = matches!(step.action, Action::Resolve { .. });
+        if !a.active(self.now) || resolving {
+            let why = if resolving { "ended with the incident's resolution" } else { "lapsed" };
+            self.allowances.push(AllowanceChange {
+                incident: i.id,
+                allowance: None,
+                event: Some(("allowance_ended".into(), format!("{} {why}", a.describe()))),
+            });
+            return false;
+        }
+        let level = match step.action {
+            Action::Update { .. } => snapshot.report.percentiles.get(&a.percentile).and_then(|p| p.now),
+            _ => None,
+        };
+        let above = level.filter(|v| *v > a.seconds + self.policy.min_effect_seconds);
+        let mut next = a.clone();
+        let mut told = Vec::new();
+        if let Some(v) = above
+            && !a.above
+        {
+            told.push(format!(
+                "{} is {} now: above the {}",
+                a.percentile,
+                crate::model::secs(v),
+                a.describe()
+            ));
+        }
+        next.above = above.is_some() || (a.above && level.is_none());
+        let reminder_due =
+            a.until.is_some_and(|u| self.now >= u - crate::model::fix::ALLOWANCE_REMINDER_SECS);
+        let remind = reminder_due && !a.reminded;
+        let held = above.is_none();
+        if held {
+            step.effects.clear();
+            self.accepted.push(i.id);
+        }
+        let posted = self.delivered.slack_posted.contains(&i.id);
+        let filed = self.delivered.jira_filed.contains(&i.id);
+        if let Some(text) = told.first() {
+            if posted {
+                add_reply(&mut step.effects, text);
+            }
+            if self.policy.jira && filed {
+                add_comment(&mut step.effects, text);
+            }
+        }
+        next.reminded |= remind;
+        if remind && posted {
+            let until = crate::render::time(a.until.unwrap_or_default());
+            add_reply(
+                &mut step.effects,
+                &format!(
+                    "reminder: the {} lapses on {until}; to keep it, `sheriff incidents accept {} --level \"{}<={}s\" --until …`",
+                    a.describe(),
+                    i.id,
+                    a.percentile,
+                    a.seconds
+                ),
+            );
+        }
+        if next != *a {
+            let event = (!told.is_empty()).then(|| ("above_accepted".to_string(), told.join("; ")));
+            self.allowances.push(AllowanceChange { incident: i.id, allowance: Some(next), event });
+        }
+        held
+    }
+
     /// Sets a cycle step's effects (or the silence holding them); its channel and summary line.
     fn decide(&mut self, step: &mut Step) -> Option<(String, SummaryLine)> {
         if matches!(step.action, Action::Acknowledge { .. } | Action::FileJira { .. } | Action::Note { .. }) {
@@ -581,7 +747,7 @@ impl Effects<'_> {
                 self.not_filed.push(label.clone());
             }
         }
-        let line = match &step.action {
+        let mut line = match &step.action {
             Action::Open { .. } => Some((Happened::New, format!("{label} — {}", snapshot.summary))),
             Action::Update { changes, .. } if !changes.is_empty() => {
                 let (what, text) = t.changed(changes, &mut effects);
@@ -598,6 +764,11 @@ impl Effects<'_> {
             _ => None,
         };
         step.effects = effects;
+        if let Some((i, a)) = existing.and_then(|i| Some((i, i.allowance.as_ref()?)))
+            && self.accepted_level(step, i, a, &snapshot)
+        {
+            line = None;
+        }
         line.map(|(what, text)| (channel, SummaryLine::new(what, text)))
     }
 }
@@ -613,14 +784,24 @@ pub fn with_effects(
     policy: &Policy,
 ) -> Plan {
     let by_id = incidents.iter().map(|i| (i.id, i)).collect();
-    let mut e = Effects { now, by_id, silences, delivered, policy, created: 0, not_filed: Vec::new() };
+    let mut e = Effects {
+        now,
+        by_id,
+        silences,
+        delivered,
+        policy,
+        created: 0,
+        not_filed: Vec::new(),
+        allowances: Vec::new(),
+        accepted: Vec::new(),
+    };
     let mut lines: BTreeMap<String, Vec<SummaryLine>> = BTreeMap::new();
     for step in &mut steps {
         if let Some((channel, line)) = e.decide(step) {
             lines.entry(channel).or_default().push(line);
         }
     }
-    let not_filed = e.not_filed;
+    let (not_filed, allowances, accepted) = (e.not_filed, e.allowances, e.accepted);
     let mut summaries: Vec<Effect> = Vec::new();
     for (channel, mut lines) in lines {
         if channel == policy.default_channel && !not_filed.is_empty() {
@@ -633,7 +814,7 @@ pub fn with_effects(
         }
         summaries.push(Effect::SlackSummary { channel, lines });
     }
-    Plan { steps, summaries, not_filed, ..Plan::default() }
+    Plan { steps, summaries, not_filed, allowances, accepted, ..Plan::default() }
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 pub mod dimensions;
 pub mod evaluation;
+pub mod fix;
 pub mod glob;
 pub mod histogram;
 pub mod historical;
@@ -13,6 +14,7 @@ pub mod trouble;
 
 pub use dimensions::{Dimension, Dimensions};
 pub use evaluation::{GroupKey, Percentile, Threshold, ThresholdSource, backend_family, fingerprint};
+pub use fix::{Allowance, FixClaim, FixVerdict, PartVerdict, ToldVerdict, Verification};
 pub use glob::glob_match;
 pub use histogram::Histogram;
 pub use historical::HistoricalRow;

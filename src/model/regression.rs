@@ -339,6 +339,9 @@ pub struct RegressionReport {
     /// The changes could not be read yet (release controller unreachable): a later cycle tries.
     #[serde(default)]
     pub changes_pending: bool,
+    /// What the runs after the incident's claimed fix say, when a fix was claimed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verification: Option<super::Verification>,
 }
 
 impl RegressionReport {

@@ -308,6 +308,7 @@ enum Button {
     Silence24h,
     FileJira,
     NotARegression,
+    AcceptLevel,
     Unknown(String),
 }
 
@@ -318,6 +319,7 @@ impl Button {
             "silence_24h" => Button::Silence24h,
             "file_jira" => Button::FileJira,
             "not_a_regression" => Button::NotARegression,
+            "accept_level" => Button::AcceptLevel,
             other => Button::Unknown(other.chars().take(64).collect()),
         }
     }
@@ -329,6 +331,7 @@ impl Button {
             Button::Silence24h => "silence_24h",
             Button::FileJira => "file_jira",
             Button::NotARegression => "not_a_regression",
+            Button::AcceptLevel => "accept_level",
             Button::Unknown(_) => "unknown",
         }
     }
@@ -338,6 +341,7 @@ impl Button {
 enum Interaction {
     Pressed { button: Button, incident: String, trigger: String },
     NotARegressionSubmitted { incident: String, reason: String },
+    AcceptSubmitted { incident: String, level: String, until: String, reason: String },
     Ignored,
 }
 
@@ -360,8 +364,57 @@ impl Payload {
                     reason: reason.trim().to_string(),
                 }
             }
+            "view_submission" if self.view.callback_id == "accept_level" => {
+                let value = |block: &str| {
+                    self.view.state["values"][block][block]["value"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .trim()
+                        .to_string()
+                };
+                Interaction::AcceptSubmitted {
+                    incident: self.view.private_metadata.clone(),
+                    level: value("level"),
+                    until: value("until"),
+                    reason: value("reason"),
+                }
+            }
             _ => Interaction::Ignored,
         }
+    }
+}
+
+/// An "Accept level" dialog's answer: the allowance recorded, or the field to correct.
+async fn accept_submitted(
+    state: &AppState,
+    user: &str,
+    incident: &str,
+    level: String,
+    until: &str,
+    reason: String,
+) -> Response {
+    let errors = |block: &str, text: &str| {
+        axum::Json(json!({ "response_action": "errors", "errors": { block: text } })).into_response()
+    };
+    if !authorized(state, user).await {
+        return errors("reason", "You are not allowed to change incidents.");
+    }
+    let now = chrono::Utc::now().timestamp();
+    let until = if until.is_empty() {
+        None
+    } else {
+        match crate::incidents::manual::parse_until(until, now) {
+            Ok(t) => Some(t),
+            Err(e) => return errors("until", &e.to_string()),
+        }
+    };
+    if let Err(e) = crate::model::Allowance::parse_level(&level) {
+        return errors("level", &e);
+    }
+    let a = crate::incidents::manual::Accept { level, until, reason, jira_key: None };
+    match crate::actions::accept(&state.store, incident, &a, &format!("slack:{user}"), now).await {
+        Ok(_) => axum::Json(json!({ "response_action": "clear" })).into_response(),
+        Err(e) => errors("reason", &e.for_people()),
     }
 }
 
@@ -412,6 +465,9 @@ pub async fn interactions(State(state): State<AppState>, headers: HeaderMap, bod
                 Err(e) => dialog_error(&e.for_people()),
             }
         }
+        Interaction::AcceptSubmitted { incident, level, until, reason } => {
+            accept_submitted(&state, &user, &incident, level, &until, reason).await
+        }
         Interaction::Ignored => StatusCode::OK.into_response(),
     }
 }
@@ -457,7 +513,57 @@ async fn pressed(
                 .map_err(|e| ActionError::Internal(anyhow::anyhow!("opening the dialog: {e}")))?;
             text_message("Tell sheriff why in the dialog.")
         }
+        Button::AcceptLevel => {
+            let Some(client) = &state.slack else {
+                return Ok(text_message(
+                    "Slack's API is not configured; use `sheriff incidents accept --level`.",
+                ));
+            };
+            let Some(i) = store.find_incident(incident).await? else {
+                return Err(Refusal::NotFound(format!("no incident {incident}")).into());
+            };
+            client
+                .open_view(trigger, &accept_level_view(&i))
+                .await
+                .map_err(|e| ActionError::Internal(anyhow::anyhow!("opening the dialog: {e}")))?;
+            text_message("Set the accepted level in the dialog.")
+        }
         Button::Unknown(other) => text_message(&format!("Unknown action `{}`.", blocks::escape(other))),
+    })
+}
+
+/// The dialog that asks which level to accept, until when and why.
+pub fn accept_level_view(i: &crate::incidents::Incident) -> Value {
+    let s = &i.snapshot;
+    let now = s.report.percentiles.get(&s.percentile).and_then(|p| p.now).unwrap_or(s.observed_seconds);
+    let input = |block: &str, label: &str, hint: &str, optional: bool, multiline: bool| {
+        json!({
+            "type": "input",
+            "block_id": block,
+            "optional": optional,
+            "label": { "type": "plain_text", "text": label },
+            "hint": { "type": "plain_text", "text": hint },
+            "element": { "type": "plain_text_input", "action_id": block, "multiline": multiline }
+        })
+    };
+    json!({
+        "type": "modal",
+        "callback_id": "accept_level",
+        "private_metadata": i.id.to_string(),
+        "title": { "type": "plain_text", "text": "Accept a level" },
+        "submit": { "type": "plain_text", "text": "Accept" },
+        "close": { "type": "plain_text", "text": "Cancel" },
+        "blocks": [
+            blocks::section(&format!(
+                "Incident #{} is at {} {} now. sheriff stays quiet while it stays within the level you accept, and says so once it goes above. The reference is not raised.",
+                i.id,
+                s.percentile,
+                crate::model::secs(now)
+            )),
+            input("level", "Accepted level", "e.g. P50<=20s", false, false),
+            input("until", "Until", "a date (2026-12-15) or a span (14d); empty: no end", true, false),
+            input("reason", "Why?", "the decision, and where it was made", false, true)
+        ]
     })
 }
 

@@ -12,7 +12,7 @@ use crate::incidents::{Change, Event, Incident, Snapshot, State};
 
 const INCIDENT_COLUMNS: &str = "id, fingerprint, state, snapshot, revision, opened_at, updated_at, \
     last_seen_at, resolved_at, acked_by, acked_at, slack_channel, slack_ts, jira_key, jira_commented_at, episodes, \
-    merged_into";
+    merged_into, resolution, fix, allowance";
 
 const SILENCE_COLUMNS: &str =
     "id, fingerprint, backend, dimensions, reason, created_by, created_at, expires_at, removed_at";
@@ -36,6 +36,9 @@ struct IncidentRow {
     jira_commented_at: Option<i64>,
     episodes: String,
     merged_into: Option<i64>,
+    resolution: Option<String>,
+    fix: Option<String>,
+    allowance: Option<String>,
 }
 
 impl IncidentRow {
@@ -62,8 +65,20 @@ impl IncidentRow {
             episodes: serde_json::from_str(&self.episodes)
                 .with_context(|| format!("incident {} has unreadable episodes", self.id))?,
             merged_into: self.merged_into,
+            resolution: self.resolution,
+            fix: json_column(self.fix.as_deref(), self.id, "fix claim"),
+            allowance: json_column(self.allowance.as_deref(), self.id, "accepted level"),
         })
     }
+}
+
+/// A JSON column's value; an unreadable one is logged and read as none, so one bad value never
+/// hides an incident.
+fn json_column<T: serde::de::DeserializeOwned>(text: Option<&str>, id: i64, what: &str) -> Option<T> {
+    let text = text.filter(|t| !t.is_empty())?;
+    serde_json::from_str(text)
+        .map_err(|e| tracing::warn!(incident = id, "unreadable {what}, ignored: {e}"))
+        .ok()
 }
 
 #[derive(sqlx::FromRow)]
@@ -294,7 +309,7 @@ impl Applying<'_> {
                 let q = sql("UPDATE incidents SET state = $2, family = $3, release = $4, backends = $5, component = $6, \
                          scope = $7, percentile = $8, observed_seconds = $9, threshold_seconds = $10, tier = $11, \
                          evidence = $12, summary = $13, snapshot = $14, revision = $15, updated_at = $16, \
-                         last_seen_at = $16, resolved_at = NULL, episodes = $17 WHERE id = $1")
+                         last_seen_at = $16, resolved_at = NULL, resolution = NULL, episodes = $17 WHERE id = $1")
                 .bind(*id)
                 .bind(state.as_str());
                 let q = bind_all(q, snapshot_args(snapshot)?)
@@ -304,6 +319,9 @@ impl Applying<'_> {
                 c.execute(q).await?;
                 for change in changes {
                     insert_event(c, *id, now, actor, change.kind(), &change.describe()).await?;
+                    if let Change::Verdict { verdict, text } = change {
+                        self.record_verdict(c, *id, *verdict, text).await?;
+                    }
                 }
                 Ok((*id, revision))
             }
@@ -366,8 +384,28 @@ impl Applying<'_> {
             c.execute(sql("UPDATE incidents SET merged_into = $2 WHERE id = $1").bind(id).bind(*into))
                 .await?;
         }
+        c.execute(sql("UPDATE incidents SET resolution = $2 WHERE id = $1").bind(id).bind(how.kind()))
+            .await?;
+        if let crate::incidents::plan::Resolution::Fixed { text } = how {
+            self.record_verdict(c, id, crate::model::FixVerdict::Fixed, text).await?;
+        }
         insert_event(c, id, now, self.actor, "resolved", &how.describe()).await?;
         Ok((id, self.stored(id)?.revision + 1))
+    }
+
+    /// Keeps a verdict told with the incident's fix claim, so it is told once.
+    async fn record_verdict(
+        &self,
+        c: &mut Conn<'_>,
+        id: i64,
+        verdict: crate::model::FixVerdict,
+        text: &str,
+    ) -> Result<()> {
+        let Some(mut claim) = self.stored(id)?.fix.clone() else { return Ok(()) };
+        claim.verdicts.push(crate::model::ToldVerdict { verdict, at: self.now, text: text.to_string() });
+        let q =
+            sql("UPDATE incidents SET fix = $2 WHERE id = $1").bind(id).bind(serde_json::to_string(&claim)?);
+        c.execute(q).await.map(|_| ())
     }
 
     async fn set_state(
@@ -390,7 +428,12 @@ impl Applying<'_> {
 
     /// One step: its change, then its outbox entries.
     async fn apply(&self, c: &mut Conn<'_>, step: &Step, queued_at: i64) -> Result<()> {
-        let (id, revision) = self.step(c, &step.action).await?;
+        let (id, mut revision) = self.step(c, &step.action).await?;
+        if !step.effects.is_empty() && self.incidents.iter().any(|i| i.id == id && i.revision == revision) {
+            // Effects are keyed by revision: a step that tells something has one of its own.
+            c.execute(sql("UPDATE incidents SET revision = revision + 1 WHERE id = $1").bind(id)).await?;
+            revision += 1;
+        }
         if let Some(silence) = step.silenced_by
             && !matches!(step.action, Action::CatchUp { .. })
         {
@@ -459,6 +502,14 @@ async fn apply_plan(
     let mut applied = Applied::default();
     for s in &plan.silences {
         applied.silences.push(insert_silence(c, now, actor, s).await?);
+    }
+    for a in &plan.allowances {
+        let value = a.allowance.as_ref().map(serde_json::to_string).transpose()?;
+        c.execute(sql("UPDATE incidents SET allowance = $2 WHERE id = $1").bind(a.incident).bind(value))
+            .await?;
+        if let Some((kind, detail)) = &a.event {
+            insert_event(c, a.incident, now, actor, kind, detail).await?;
+        }
     }
     for id in &plan.unsilence {
         let q =
@@ -539,6 +590,23 @@ impl Store {
             )
             .await?;
         Ok(rows.into_iter().map(|(at, actor, kind, detail)| Event { at, actor, kind, detail }).collect())
+    }
+
+    /// Records an incident's fix claim as the Jira watch found it (None: withdrawn), with the
+    /// line of its history, in one transaction.
+    pub async fn record_fix(
+        &self,
+        incident: i64,
+        claim: Option<&crate::model::FixClaim>,
+        now: i64,
+        event: (&str, String),
+    ) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        let mut c = tx.conn();
+        let value = claim.map(serde_json::to_string).transpose()?;
+        c.execute(sql("UPDATE incidents SET fix = $2 WHERE id = $1").bind(incident).bind(value)).await?;
+        insert_event(&mut c, incident, now, "jira", event.0, &event.1).await?;
+        tx.commit().await
     }
 
     /// Active silences at `now`.

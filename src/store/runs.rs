@@ -297,16 +297,19 @@ impl Store {
 
     /// The payloads of a release built in `[from, to]` that some run tested, in build order.
     pub async fn payloads_between(&self, release: &str, from: i64, to: i64) -> Result<Vec<String>> {
-        let rows: Vec<(String, i64)> = self
-            .fetch_all(
-                sql("SELECT DISTINCT payload, payload_at FROM job_runs WHERE release = $1 \
+        Ok(self.payloads_built(release, from, to).await?.into_iter().map(|(p, _)| p).collect())
+    }
+
+    /// [`Store::payloads_between`] with each payload's build time.
+    pub async fn payloads_built(&self, release: &str, from: i64, to: i64) -> Result<Vec<(String, i64)>> {
+        self.fetch_all(
+            sql("SELECT DISTINCT payload, payload_at FROM job_runs WHERE release = $1 \
                      AND payload_at >= $2 AND payload_at <= $3 ORDER BY payload_at, payload")
-                .bind(release)
-                .bind(from)
-                .bind(to),
-            )
-            .await?;
-        Ok(rows.into_iter().map(|(p, _)| p).collect())
+            .bind(release)
+            .bind(from)
+            .bind(to),
+        )
+        .await
     }
 
     /// Number of stored runs.

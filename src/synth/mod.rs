@@ -433,6 +433,7 @@ pub fn example_report(
         ci_troubled_runs: 0,
         suspect_changes: Vec::new(),
         changes_pending: false,
+        verification: None,
         baseline_runs: 84,
         p_value: 1e-9,
         q_value: 1e-7,
@@ -474,6 +475,9 @@ pub fn example_report(
 
 /// The pull request that ships a scenario's first planted regression, in its changelog.
 pub const CULPRIT_PR: u64 = 9120;
+/// The pull request that fixes it (shipped in the first payload of the planted regression's
+/// `until_day`).
+pub const FIX_PR: u64 = 9180;
 
 /// Repositories whose pull requests fill a generated changelog around the culprit.
 const OTHER_REPOSITORIES: [&str; 8] = [
@@ -513,6 +517,8 @@ pub fn release_changelog(scenario: &Scenario, from: &str, to: &str) -> Result<se
         |t: &str| tags.iter().position(|(x, _)| x == t).ok_or_else(|| format!("could not find tag: {t}"));
     let (a, b) = (index(from)?, index(to)?);
     let culprit = scenario.planted.first().map(|p| scenario.start + Duration::days(i64::from(p.from_day)));
+    let fix =
+        scenario.planted.first().and_then(|p| Some(scenario.start + Duration::days(i64::from(p.until_day?))));
     let mut images: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
     for (n, (tag, built)) in tags.iter().enumerate().take(b + 1).skip(a + 1) {
         let mut rng = Rng::new(scenario.seed ^ (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
@@ -528,6 +534,12 @@ pub fn release_changelog(scenario: &Scenario, from: &str, to: &str) -> Result<se
             images.entry(repo.to_string()).or_default().push(serde_json::json!({
                 "subject": "Scale the registry to zero replicas while nodes drain", "pullID": CULPRIT_PR,
                 "pullURL": format!("https://github.com/{repo}/pull/{CULPRIT_PR}"), "commitID": "c0ffee"}));
+        }
+        if fix.is_some_and(|f| *built == f) {
+            let repo = "openshift/cluster-image-registry-operator";
+            images.entry(repo.to_string()).or_default().push(serde_json::json!({
+                "subject": "Keep a registry replica running while nodes drain", "pullID": FIX_PR,
+                "pullURL": format!("https://github.com/{repo}/pull/{FIX_PR}"), "commitID": "f1xed"}));
         }
     }
     let updated: Vec<serde_json::Value> = images

@@ -114,10 +114,11 @@ on_both_engines! {
         assert_eq!(incident.state.as_str(), "resolved");
         let replies: Vec<_> = slack.messages().into_iter().filter(|m| m.thread_ts.is_some()).collect();
         assert_eq!(replies.len(), 1, "{replies:#?}");
-        assert!(replies[0].text.contains("resolved"));
+        assert!(replies[0].text.contains("no longer observed; no fix was verified"), "{}", replies[0].text);
         let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).unwrap();
         assert!(parent.edits >= 1, "the parent was edited to show the resolution");
-        assert!(parent.text.contains("recovered"), "{}", parent.text);
+        assert!(parent.text.contains("no longer observed"), "{}", parent.text);
+        assert!(!parent.text.contains("fixed") && !replies[0].text.contains("fixed"));
         let issue = &jira.issues()[0];
         assert_eq!(issue.comments.len(), 1, "one resolution comment");
         assert_eq!(issue.transitions, vec!["Done".to_string()]);
@@ -175,6 +176,8 @@ fn policy() -> Policy {
         jira_cap: 10,
         jira_comment_interval_secs: 86_400,
         reopen_window_secs: 14 * 86_400,
+        failed_fix_transition: String::new(),
+        min_effect_seconds: 5.0,
     }
 }
 

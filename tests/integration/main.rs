@@ -8,6 +8,7 @@ mod common;
 mod architecture;
 mod cli;
 mod evaluate;
+mod fixes;
 mod history;
 mod incidents;
 mod ingest;

@@ -243,4 +243,47 @@ on_both_engines! {
         let text = explain["blocks"].to_string();
         assert!(text.contains("not_a_regression") && text.contains("slack:UOPS"), "{text}");
     }
+
+    async fn the_accept_level_button_opens_a_dialog_and_its_answer_records_the_level(db) {
+        let slack = FakeSlack::start(&format!("slack-accept-{:?}", db.store.engine()), Faults::none()).await;
+        let incident = one_incident(&db).await;
+        let state = state(&db, &slack);
+        let id = incident.id;
+        interaction(&state, click(&slack, "UOPS", "accept_level", id)).await;
+        let views = slack.views();
+        assert_eq!(views[0]["view"]["callback_id"], "accept_level");
+        let submission = |user: &str, level: &str, until: &str, reason: &str| serde_json::json!({
+            "type": "view_submission",
+            "user": { "id": user },
+            "view": {
+                "callback_id": "accept_level",
+                "private_metadata": id.to_string(),
+                "state": { "values": {
+                    "level": { "level": { "type": "plain_text_input", "value": level } },
+                    "until": { "until": { "type": "plain_text_input", "value": until } },
+                    "reason": { "reason": { "type": "plain_text_input", "value": reason } }
+                } }
+            }
+        });
+        // each bad field is named in the dialog, and nothing is stored
+        let (_, level) = interaction(&state, submission("UOPS", "P50 about 20", "14d", "known")).await;
+        assert_eq!((level["response_action"].as_str(), level["errors"]["level"].is_string()), (Some("errors"), true), "{level}");
+        let (_, until) = interaction(&state, submission("UOPS", "P50<=20s", "next tuesday", "known")).await;
+        assert!(until["errors"]["until"].is_string(), "{until}");
+        let (_, reason) = interaction(&state, submission("UOPS", "P50<=20s", "", " ")).await;
+        assert!(reason["errors"]["reason"].is_string(), "{reason}");
+        let (_, stranger) = interaction(&state, submission("UANY", "P50<=20s", "14d", "known")).await;
+        assert_eq!(stranger["response_action"], "errors");
+        assert!(state.store.find_incident("1").await.unwrap().unwrap().allowance.is_none());
+        let (_, done) = interaction(&state, submission("UOPS", "P50<=20s", "14d", "the registry drains on purpose")).await;
+        assert_eq!(done["response_action"], "clear", "{done}");
+        let a = state.store.find_incident("1").await.unwrap().unwrap().allowance.unwrap();
+        assert_eq!((a.seconds, a.by.as_str()), (20.0, "slack:UOPS"));
+        let left = a.until.unwrap() - chrono::Utc::now().timestamp();
+        assert!((14 * 86_400 - 60..=14 * 86_400).contains(&left), "{left}");
+        let events = state.store.incident_events(id).await.unwrap();
+        assert!(events.iter().any(|e| e.kind == "accepted" && e.actor == "slack:UOPS"), "{events:#?}");
+        let status = sheriff::ops::status(&state.store, chrono::Utc::now().timestamp()).await.unwrap();
+        assert!(sheriff::ops::render_status(&status).contains("accepted levels:\n  #1 accepted level P50 ≤ 20s"));
+    }
 }

@@ -44,6 +44,8 @@ fn policy() -> Policy {
         jira_cap: 3,
         jira_comment_interval_secs: 86_400,
         reopen_window_secs: 14 * 86_400,
+        failed_fix_transition: String::new(),
+        min_effect_seconds: 5.0,
     }
 }
 
@@ -295,4 +297,143 @@ fn two_open_incidents_that_are_one_problem_merge_into_the_older_with_one_reply()
     let again =
         plan(7200, &[report(&[("platform", "metal")], 31.0, "ongoing")], &[(2, 1)], &known, &policy());
     assert!(again.steps.iter().all(|s| s.action.incident() != Some(2)), "{:?}", again.steps);
+}
+
+/// An open, posted and filed incident of `report`'s scope, with a fix claim.
+fn followed(r: &RegressionReport) -> (Vec<Incident>, Delivered) {
+    let mut i = Incident::new(1, &r.fingerprint, Snapshot::from_report(r));
+    i.state = State::Ongoing;
+    i.fix = Some(crate::model::FixClaim {
+        key: "OCPBUGS-7".into(),
+        status: "ON_QA".into(),
+        resolution: None,
+        claimed_at: 500,
+        pull_requests: vec![],
+        payload: None,
+        payload_at: None,
+        pending: None,
+        verdicts: vec![],
+    });
+    let mut d = Delivered::default();
+    d.slack_posted.insert(1);
+    d.jira_filed.insert(1);
+    (vec![i], d)
+}
+
+fn verification(verdict: crate::model::FixVerdict) -> crate::model::Verification {
+    crate::model::Verification {
+        verdict,
+        key: "OCPBUGS-7".into(),
+        since: Some(500),
+        payload: None,
+        runs: 4,
+        needed: 6,
+        percentile: crate::model::Percentile::P50,
+        observed: Some(20.0),
+        allowed: 9.0,
+        reference: Some(2.0),
+        parts: vec![],
+        reason: "4 of the 10 runs a verdict needs since the fix; 6 more needed".into(),
+    }
+}
+
+#[test]
+fn a_verdict_is_told_once_per_claim_in_the_thread_and_jira_and_fixed_resolves() {
+    use crate::model::FixVerdict;
+    let mut r = report(&[("platform", "metal")], 20.0, "ongoing");
+    let (mut incidents, delivered) = followed(&r);
+    r.verification = Some(verification(FixVerdict::Inconclusive));
+    let p = plan_with(1000, std::slice::from_ref(&r), &incidents, &[], &delivered, &policy());
+    assert_eq!(kinds(&p), ["slack_update", "slack_reply", "jira_comment"], "told, whatever the comment rate");
+    let Action::Update { changes, .. } = &p.steps[0].action else { panic!() };
+    assert!(matches!(changes.as_slice(), [Change::Verdict { verdict: FixVerdict::Inconclusive, .. }]));
+    // told: the store keeps it with the claim, and the next cycle says nothing
+    let told = crate::model::ToldVerdict { verdict: FixVerdict::Inconclusive, at: 1000, text: String::new() };
+    incidents[0].fix.as_mut().unwrap().verdicts.push(told);
+    incidents[0].jira_commented_at = Some(1000);
+    let again = plan_with(2000, std::slice::from_ref(&r), &incidents, &[], &delivered, &policy());
+    assert!(kinds(&again).is_empty(), "{:?}", kinds(&again));
+    // a failed fix is told, and moves the issue when a transition is configured
+    r.verification = Some(verification(FixVerdict::FailedFix));
+    let mut moving = policy();
+    moving.failed_fix_transition = "ASSIGNED".into();
+    let failed = plan_with(3000, std::slice::from_ref(&r), &incidents, &[], &delivered, &moving);
+    assert_eq!(kinds(&failed), ["slack_update", "slack_reply", "jira_comment", "jira_transition"]);
+    // fixed resolves as fixed, in the resolution's own words
+    let mut back = report(&[("platform", "metal")], 1.0, "resolved");
+    back.verification = Some(verification(FixVerdict::Fixed));
+    let fixed = plan_with(4000, std::slice::from_ref(&back), &incidents, &[], &delivered, &policy());
+    let Action::Resolve { how, .. } = &fixed.steps[0].action else { panic!("{:?}", fixed.steps) };
+    assert_eq!(how.kind(), "fixed");
+    assert!(how.describe().starts_with("fix verified for OCPBUGS-7: fixed"));
+    // recovered with no claim is not "fixed"
+    incidents[0].fix = None;
+    back.verification = None;
+    let recovered = plan_with(4000, std::slice::from_ref(&back), &incidents, &[], &delivered, &policy());
+    let Action::Resolve { how, .. } = &recovered.steps[0].action else { panic!() };
+    assert_eq!(how.kind(), "recovered");
+    assert!(!how.describe().contains("fixed") && how.describe().contains("no fix was verified"));
+}
+
+#[test]
+fn an_accepted_level_holds_within_re_alerts_once_above_reminds_once_and_lapses() {
+    use crate::model::{Allowance, Percentile};
+    const DAY: i64 = 86_400;
+    let at = |seconds: f64| {
+        let mut r = report(&[("platform", "metal")], seconds, "ongoing");
+        r.percentiles.get_mut(&Percentile::P50).unwrap().now = Some(seconds);
+        r.percentiles.get_mut(&Percentile::P95).unwrap().now = Some(seconds * 1.5);
+        r
+    };
+    let (mut incidents, delivered) = followed(&at(20.0));
+    incidents[0].fix = None;
+    incidents[0].allowance = Some(Allowance {
+        percentile: Percentile::P50,
+        seconds: 25.0,
+        until: Some(10 * DAY),
+        reason: "known".into(),
+        by: "cli:me".into(),
+        jira_key: None,
+        created_at: 0,
+        reminded: false,
+        above: false,
+    });
+    // within the level plus the minimum effect, even at a higher tier: held
+    for seconds in [20.0, 29.0, 45.0 / 1.5] {
+        let p = plan_with(DAY, &[at(seconds)], &incidents, &[], &delivered, &policy());
+        assert!(kinds(&p).is_empty() && p.summaries.is_empty(), "{seconds}: {:?}", kinds(&p));
+        assert_eq!(p.accepted, vec![1]);
+    }
+    // above: one reply and one comment naming the level, then the usual
+    let above = plan_with(2 * DAY, &[at(40.0)], &incidents, &[], &delivered, &policy());
+    let replies: Vec<&Effect> =
+        above.steps[0].effects.iter().filter(|e| matches!(e, Effect::SlackReply { .. })).collect();
+    assert_eq!(replies.len(), 1);
+    assert!(
+        matches!(replies[0], Effect::SlackReply { text } if text.contains("above the accepted level P50 ≤ 25s"))
+    );
+    assert!(
+        above.steps[0]
+            .effects
+            .iter()
+            .any(|e| matches!(e, Effect::JiraComment { text } if text.contains("accepted level")))
+    );
+    let next = above.allowances[0].allowance.clone().unwrap();
+    assert!(next.above);
+    incidents[0].allowance = Some(next);
+    let still = plan_with(2 * DAY + 3600, &[at(41.0)], &incidents, &[], &delivered, &policy());
+    assert!(still.allowances.is_empty() && still.accepted.is_empty(), "told once, then as usual");
+    // back within: quiet again; 2 days before the end, one reminder
+    let within = plan_with(3 * DAY, &[at(20.0)], &incidents, &[], &delivered, &policy());
+    incidents[0].allowance = within.allowances[0].allowance.clone();
+    assert!(!incidents[0].allowance.as_ref().unwrap().above);
+    let remind = plan_with(8 * DAY + 60, &[at(20.0)], &incidents, &[], &delivered, &policy());
+    assert_eq!(kinds(&remind), ["slack_update", "slack_reply"]);
+    incidents[0].allowance = remind.allowances[0].allowance.clone();
+    let after = plan_with(9 * DAY, &[at(20.0)], &incidents, &[], &delivered, &policy());
+    assert!(kinds(&after).is_empty(), "reminded once");
+    // lapsed: it ends, and the incident speaks for itself again
+    let lapsed = plan_with(10 * DAY, &[at(20.0)], &incidents, &[], &delivered, &policy());
+    assert_eq!(lapsed.allowances[0].allowance, None);
+    assert!(lapsed.accepted.is_empty());
 }

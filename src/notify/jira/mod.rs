@@ -295,6 +295,11 @@ impl JiraClient {
                 Ok(DeliveryResult::Done { note: format!("resolved {key}") })
             }
             Effect::JiraReopen { text } => self.reopen(i, &key()?, text, idem, retried).await,
+            Effect::JiraTransition { name } => {
+                let key = key()?;
+                self.transition(&key, name).await?;
+                Ok(DeliveryResult::Done { note: format!("{key}: transition {name} asked") })
+            }
             other => Err(DeliveryError::permanent(format!("{} is not a Jira effect", other.kind()))),
         }
     }
@@ -339,6 +344,191 @@ impl JiraClient {
     }
 }
 
+/// An issue as the fix watch reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WatchedIssue {
+    pub key: String,
+    pub status: String,
+    pub done: bool,
+    pub resolution: Option<String>,
+    /// When it last entered its current status, from its changelog.
+    pub status_since: Option<i64>,
+    /// Pull request URLs in the configured pull-request field.
+    pub pull_requests: Vec<String>,
+}
+
+/// Issue keys asked in one search, at most.
+const KEYS_PER_SEARCH: usize = 50;
+
+/// GitHub pull request URLs in a text or a list (the pull-request field holds one or several,
+/// separated by spaces, commas or new lines), normalised to `https://github.com/o/r/pull/N`.
+pub fn pull_request_urls(v: &Value) -> Vec<String> {
+    let mut texts = Vec::new();
+    match v {
+        Value::String(s) => texts.push(s.as_str()),
+        Value::Array(items) => texts.extend(items.iter().filter_map(Value::as_str)),
+        _ => {}
+    }
+    let mut out: Vec<String> = texts
+        .iter()
+        .flat_map(|t| t.split(|c: char| c.is_whitespace() || c == ',' || c == ';'))
+        .filter_map(normalise_pull_url)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `https://github.com/o/r/pull/N` of a pull request URL (a trailing path, query or fragment
+/// dropped), or None.
+pub fn normalise_pull_url(text: &str) -> Option<String> {
+    let rest = text
+        .trim()
+        .strip_prefix("https://github.com/")
+        .or_else(|| text.trim().strip_prefix("http://github.com/"))?;
+    let mut parts = rest.split(['/', '?', '#']);
+    let (owner, repo, pull, number) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let valid = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    (valid(owner) && valid(repo) && pull == "pull" && number.parse::<u64>().is_ok())
+        .then(|| format!("https://github.com/{owner}/{repo}/pull/{number}"))
+}
+
+/// When the issue last entered `status`, from an expanded changelog.
+fn entered_status(v: &Value, status: &str) -> Option<i64> {
+    v["changelog"]["histories"]
+        .as_array()?
+        .iter()
+        .filter(|h| {
+            h["items"].as_array().into_iter().flatten().any(|item| {
+                item["field"] == "status"
+                    && item["toString"].as_str().is_some_and(|s| s.eq_ignore_ascii_case(status))
+            })
+        })
+        .filter_map(|h| parse_time(h["created"].as_str()?))
+        .map(|t| t.timestamp())
+        .max()
+}
+
+fn parse_time(t: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    chrono::DateTime::parse_from_str(t, "%Y-%m-%dT%H:%M:%S%.f%z")
+        .or_else(|_| chrono::DateTime::parse_from_rfc3339(t))
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
+}
+
+impl JiraClient {
+    /// The issues `keys` name, read with as few JQL searches as the page size allows (v2
+    /// `startAt`/`total`, v3 `nextPageToken`), each with its status, resolution, changelog and
+    /// pull-request field. Keys Jira does not know are left out.
+    pub async fn watch(&self, keys: &[String]) -> Result<Vec<WatchedIssue>, DeliveryError> {
+        let valid: Vec<&String> = keys.iter().filter(|k| crate::notify::jira::is_issue_key(k)).collect();
+        let mut out = Vec::new();
+        for chunk in valid.chunks(KEYS_PER_SEARCH) {
+            let list: Vec<&str> = chunk.iter().map(|k| k.as_str()).collect();
+            let jql = format!("key in ({}) ORDER BY key ASC", list.join(", "));
+            let mut fields = "status,resolution,resolutiondate".to_string();
+            if !self.settings.pull_request_field.is_empty() {
+                fields.push(',');
+                fields.push_str(&self.settings.pull_request_field);
+            }
+            let (mut start, mut token): (u64, Option<String>) = (0, None);
+            loop {
+                let answer = self.search_page(&jql, &fields, start, token.as_deref()).await?;
+                let issues = answer["issues"].as_array().cloned().unwrap_or_default();
+                out.extend(issues.iter().map(|v| self.watched(v)));
+                start += issues.len() as u64;
+                token = answer["nextPageToken"].as_str().map(str::to_string);
+                let more = match self.settings.api {
+                    JiraApi::V2 => !issues.is_empty() && start < answer["total"].as_u64().unwrap_or(0),
+                    JiraApi::V3 => token.is_some() && answer["isLast"] != Value::Bool(true),
+                };
+                if !more {
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    async fn search_page(
+        &self,
+        jql: &str,
+        fields: &str,
+        start: u64,
+        token: Option<&str>,
+    ) -> Result<Value, DeliveryError> {
+        let mut query: Vec<(&str, String)> = vec![
+            ("jql", jql.to_string()),
+            ("fields", fields.to_string()),
+            ("expand", "changelog".into()),
+            ("maxResults", KEYS_PER_SEARCH.to_string()),
+        ];
+        let path = match self.settings.api {
+            JiraApi::V2 => {
+                // An issue deleted or moved since would fail the whole search otherwise.
+                query.push(("validateQuery", "warn".into()));
+                query.push(("startAt", start.to_string()));
+                "search"
+            }
+            JiraApi::V3 => {
+                if let Some(t) = token {
+                    query.push(("nextPageToken", t.to_string()));
+                }
+                "search/jql"
+            }
+        };
+        self.call("search", self.http.get(format!("{}/{path}", self.api())).query(&query)).await
+    }
+
+    fn watched(&self, v: &Value) -> WatchedIssue {
+        let f = &v["fields"];
+        let status = f["status"]["name"].as_str().unwrap_or_default().to_string();
+        let pull_requests = if self.settings.pull_request_field.is_empty() {
+            Vec::new()
+        } else {
+            pull_request_urls(&f[self.settings.pull_request_field.as_str()])
+        };
+        WatchedIssue {
+            key: v["key"].as_str().unwrap_or_default().to_string(),
+            status_since: entered_status(v, &status),
+            status,
+            done: f["status"]["statusCategory"]["key"] == "done",
+            resolution: f["resolution"]["name"].as_str().map(str::to_string),
+            pull_requests,
+        }
+    }
+
+    /// The pull requests an issue's remote links point at.
+    pub async fn linked_pull_requests(&self, key: &str) -> Result<Vec<String>, DeliveryError> {
+        if !is_issue_key(key) {
+            return Ok(Vec::new());
+        }
+        let answer = self
+            .call("remote links", self.http.get(format!("{}/issue/{key}/remotelink", self.api())))
+            .await?;
+        let mut out: Vec<String> = answer
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|l| normalise_pull_url(l["object"]["url"].as_str()?))
+            .collect();
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+}
+
+/// `PROJ-123`: what a key looks like, and all sheriff puts in a JQL list or a path.
+pub fn is_issue_key(key: &str) -> bool {
+    let Some((project, number)) = key.split_once('-') else { return false };
+    !project.is_empty()
+        && project.len() <= 64
+        && project.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        && !number.is_empty()
+        && number.len() <= 12
+        && number.chars().all(|c| c.is_ascii_digit())
+}
+
 fn issue_status(v: &Value) -> IssueStatus {
     let f = &v["fields"];
     IssueStatus {
@@ -351,5 +541,56 @@ fn issue_status(v: &Value) -> IssueStatus {
                 .ok()
                 .map(|t| t.with_timezone(&chrono::Utc))
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pull_request_urls_are_read_from_the_field_in_the_forms_it_takes() {
+        let one =
+            Value::String("https://github.com/openshift/cluster-image-registry-operator/pull/918".into());
+        assert_eq!(
+            pull_request_urls(&one),
+            vec!["https://github.com/openshift/cluster-image-registry-operator/pull/918"]
+        );
+        let several = Value::String(
+            "https://github.com/openshift/a/pull/2, https://github.com/openshift/b/pull/3/files\nnot a url"
+                .into(),
+        );
+        assert_eq!(
+            pull_request_urls(&several),
+            vec!["https://github.com/openshift/a/pull/2", "https://github.com/openshift/b/pull/3"]
+        );
+        let list =
+            serde_json::json!(["https://github.com/o/r/pull/1#top", "https://github.com/o/r/issues/4", 7]);
+        assert_eq!(pull_request_urls(&list), vec!["https://github.com/o/r/pull/1"]);
+        assert!(pull_request_urls(&Value::Null).is_empty());
+        assert_eq!(normalise_pull_url("https://github.com/o/r/pull/x"), None);
+        assert_eq!(normalise_pull_url("https://github.com/o r/x/pull/1"), None);
+    }
+
+    #[test]
+    fn only_plain_issue_keys_reach_a_query_or_a_path() {
+        assert!(is_issue_key("OCPBUGS-123"));
+        assert!(is_issue_key("TRT2-1"));
+        for bad in ["OCPBUGS", "ocpbugs-1", "OCPBUGS-", "A-1) OR (1=1", "A-1/../2", "-1"] {
+            assert!(!is_issue_key(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_time_a_status_was_entered_comes_from_the_changelog() {
+        let v = serde_json::json!({"changelog": {"histories": [
+            {"created": "2026-10-01T10:00:00.000+0000", "items": [{"field": "status", "toString": "MODIFIED"}]},
+            {"created": "2026-10-02T10:00:00.000+0000", "items": [{"field": "assignee", "toString": "ON_QA"}]},
+            {"created": "2026-10-03T10:00:00.000+0000", "items": [{"field": "status", "toString": "ON_QA"}]}
+        ]}});
+        assert_eq!(entered_status(&v, "on_qa"), Some(1_791_021_600));
+        assert_eq!(entered_status(&v, "MODIFIED"), Some(1_790_848_800));
+        assert_eq!(entered_status(&v, "Verified"), None);
+        assert_eq!(entered_status(&serde_json::json!({}), "ON_QA"), None);
     }
 }

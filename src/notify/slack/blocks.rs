@@ -132,12 +132,34 @@ fn state_emoji(state: State) -> &'static str {
     }
 }
 
+/// The state field: the state, how it was resolved, the fix claimed and its last verdict, the
+/// accepted level.
+fn state_text(i: &Incident, since: &str) -> String {
+    let mut s = match i.resolution.as_deref() {
+        Some("recovered") if i.state == State::Resolved => {
+            format!("resolved: no longer observed, no fix verified (opened {since})")
+        }
+        Some(how) if i.state == State::Resolved => {
+            format!("resolved: {} (opened {since})", how.replace('_', " "))
+        }
+        _ => format!("{} (opened {since})", i.state),
+    };
+    if let Some(c) = &i.fix {
+        let last = c.verdicts.last().map_or("verdict pending", |v| v.verdict.as_str());
+        s.push_str(&format!("\nFix claimed: {} {} ({last})", escape(&c.key), escape(&c.status)));
+    }
+    if let Some(a) = &i.allowance {
+        s.push_str(&format!("\nAccepted: {}", escape(&a.level())));
+    }
+    s
+}
+
 /// The fields of the parent message.
 fn incident_fields(i: &Incident, links: &Links) -> Value {
     let s = &i.snapshot;
     let since = crate::render::time(i.opened_at);
     let mut f = vec![
-        ("State", format!("{} (opened {since})", i.state)),
+        ("State", state_text(i, &since)),
         ("Component", escape(&s.component)),
         (
             "Regressed",
@@ -191,6 +213,7 @@ fn incident_buttons(i: &Incident) -> Value {
             button("Acknowledge", "ack", &id, Some("primary")),
             button("Silence 24 h", "silence_24h", &id, None),
             button("File Jira now", "file_jira", &id, None),
+            button("Accept level", "accept_level", &id, None),
             button("Not a regression", "not_a_regression", &id, Some("danger")),
         ],
     })
@@ -204,7 +227,11 @@ pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Messag
         "{} {} disruption {}: {} {}",
         state_emoji(i.state),
         s.family,
-        if i.state == State::Resolved { "recovered" } else { "regressed" },
+        match (i.state, i.resolution.as_deref()) {
+            (State::Resolved, Some("fixed")) => "fixed",
+            (State::Resolved, _) => "no longer observed",
+            _ => "regressed",
+        },
         s.release,
         s.scope.describe()
     );

@@ -18,6 +18,11 @@ use super::faults::{Faults, refuse, spoil};
 
 pub const TOKEN: &str = "jira-test-token";
 
+type DateTime = chrono::DateTime<chrono::Utc>;
+
+/// Issues a `key in (…)` search answers per page: small, so paging is exercised.
+const KEY_PAGE: usize = 3;
+
 #[derive(Debug, Clone)]
 pub struct Issue {
     pub key: String,
@@ -30,6 +35,10 @@ pub struct Issue {
     pub comments: Vec<Value>,
     pub links: Vec<String>,
     pub transitions: Vec<String>,
+    /// Status changes, as the changelog lists them (`expand=changelog`).
+    pub histories: Vec<Value>,
+    /// Remote links (`/remotelink`), as Jira lists them.
+    pub remote_links: Vec<Value>,
 }
 
 #[derive(Default)]
@@ -67,6 +76,7 @@ impl FakeJira {
             .route("/rest/api/{v}/issue/{key}", get(issue))
             .route("/rest/api/{v}/issue/{key}/comment", get(comments).post(add_comment))
             .route("/rest/api/{v}/issue/{key}/transitions", get(transitions).post(transition))
+            .route("/rest/api/{v}/issue/{key}/remotelink", get(remote_links))
             .route("/rest/api/{v}/issueLink", post(link))
             .with_state(fake);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -91,6 +101,51 @@ impl FakeJira {
                 .format("%Y-%m-%dT%H:%M:%S%.3f%z")
                 .to_string(),
         );
+    }
+
+    /// Moves an issue to `status` at `at` as a person or a bot would (Red Hat's workflow:
+    /// NEW, ASSIGNED, POST, MODIFIED, ON_QA, Verified, Closed), recording it in the changelog;
+    /// Closed takes `resolution`.
+    pub fn set_status(&self, key: &str, status: &str, resolution: Option<&str>, at: DateTime) {
+        let mut inner = self.inner.lock().unwrap();
+        let i = inner.issues.iter_mut().find(|i| i.key == key).unwrap();
+        let created = at.format("%Y-%m-%dT%H:%M:%S%.3f%z").to_string();
+        i.histories.push(json!({
+            "id": format!("{}", i.histories.len() + 100),
+            "created": created,
+            "items": [{ "field": "status", "fieldtype": "jira", "fromString": i.status, "toString": status }]
+        }));
+        i.status = status.into();
+        i.done = status.eq_ignore_ascii_case("Closed");
+        i.resolution = resolution.filter(|_| i.done).map(str::to_string);
+        i.resolved_at = i.done.then_some(created);
+    }
+
+    /// Links a pull request to an issue, as the CI's Jira plugin does (a remote link).
+    pub fn link_pull_request(&self, key: &str, url: &str) {
+        let mut inner = self.inner.lock().unwrap();
+        let i = inner.issues.iter_mut().find(|i| i.key == key).unwrap();
+        let n = i.remote_links.len() + 10_000;
+        i.remote_links.push(json!({
+            "id": n,
+            "self": format!("http://jira.example/rest/api/2/issue/{key}/remotelink/{n}"),
+            "globalId": url,
+            "application": { "type": "com.github", "name": "GitHub" },
+            "relationship": "links to",
+            "object": { "url": url, "title": format!("GitHub Pull Request {url}"), "icon": {}, "status": { "resolved": false, "icon": {} } }
+        }));
+    }
+
+    /// Sets a field (say the "Git Pull Request" custom field) as an API client would.
+    pub fn set_field(&self, key: &str, field: &str, value: Value) {
+        let mut inner = self.inner.lock().unwrap();
+        let i = inner.issues.iter_mut().find(|i| i.key == key).unwrap();
+        i.fields[field] = value;
+    }
+
+    /// Requests the fake answered, by what they asked (`search`, `remote links`, …).
+    pub fn requests(&self, what: &str) -> usize {
+        self.inner.lock().unwrap().requests.get(what).copied().unwrap_or(0)
     }
 
     pub fn fail_next(&self, statuses: &[u16]) {
@@ -163,22 +218,103 @@ fn record(fake: &Fake, body: &Value) {
 }
 
 fn issue_json(i: &Issue) -> Value {
-    json!({
-        "id": i.key.trim_start_matches("OCPBUGS-"),
-        "key": i.key,
-        "fields": {
-            "summary": i.fields["summary"],
-            "labels": i.labels,
-            "status": { "name": i.status, "statusCategory": { "key": if i.done { "done" } else { "new" } } },
-            "resolution": i.resolution.as_ref().map(|r| json!({ "name": r })),
-            "resolutiondate": i.resolved_at,
+    let category = if i.done {
+        "done"
+    } else if ["New", "NEW", "Reopened"].contains(&i.status.as_str()) {
+        "new"
+    } else {
+        "indeterminate"
+    };
+    let mut fields = json!({
+        "summary": i.fields["summary"],
+        "labels": i.labels,
+        "status": { "name": i.status, "statusCategory": { "key": category } },
+        "resolution": i.resolution.as_ref().map(|r| json!({ "name": r })),
+        "resolutiondate": i.resolved_at,
+    });
+    for (k, v) in i.fields.as_object().into_iter().flatten().filter(|(k, _)| k.starts_with("customfield_")) {
+        fields[k.as_str()] = v.clone();
+    }
+    json!({ "id": i.key.trim_start_matches("OCPBUGS-"), "key": i.key, "fields": fields })
+}
+
+/// An issue as a search lists it, with its changelog when asked.
+fn listed(i: &Issue, changelog: bool) -> Value {
+    let mut v = issue_json(i);
+    if changelog {
+        v["changelog"] = json!({ "startAt": 0, "maxResults": i.histories.len(), "total": i.histories.len(), "histories": i.histories });
+    }
+    v
+}
+
+/// `key in (A-1, B-2)`: the keys, or None when the JQL is not such a query.
+fn keys_of(jql: &str) -> Option<Vec<String>> {
+    let rest = jql.split("key in (").nth(1)?;
+    let list = rest.split(')').next()?;
+    Some(list.split(',').map(|k| k.trim().trim_matches('"').to_string()).filter(|k| !k.is_empty()).collect())
+}
+
+/// A `key in (…)` search: v2 pages by `startAt` and refuses unknown keys unless
+/// `validateQuery=warn`; v3 (`/search/jql`) pages by `nextPageToken` and leaves them out.
+fn key_search(fake: &Fake, v3: bool, keys: &[String], q: &HashMap<String, String>) -> Response {
+    let inner = fake.inner.lock().unwrap();
+    let unknown: Vec<&String> = keys.iter().filter(|k| !inner.issues.iter().any(|i| &i.key == *k)).collect();
+    let warn = q.get("validateQuery").is_some_and(|v| v == "warn");
+    if !v3
+        && !warn
+        && let Some(k) = unknown.first()
+    {
+        return jira_error(
+            StatusCode::BAD_REQUEST,
+            &format!("An issue with key '{k}' does not exist for field 'key'."),
+        );
+    }
+    let changelog = q.get("expand").is_some_and(|e| e.contains("changelog"));
+    let mut found: Vec<&Issue> = inner.issues.iter().filter(|i| keys.contains(&i.key)).collect();
+    found.sort_by(|a, b| a.key.cmp(&b.key));
+    let start: usize = if v3 {
+        q.get("nextPageToken").and_then(|t| t.strip_prefix("page-")).and_then(|t| t.parse().ok()).unwrap_or(0)
+    } else {
+        q.get("startAt").and_then(|s| s.parse().ok()).unwrap_or(0)
+    };
+    let page: Vec<Value> = found.iter().skip(start).take(KEY_PAGE).map(|i| listed(i, changelog)).collect();
+    let next = start + page.len();
+    let body = if v3 {
+        let mut b = json!({ "issues": page, "isLast": next >= found.len() });
+        if next < found.len() {
+            b["nextPageToken"] = json!(format!("page-{next}"));
         }
-    })
+        b
+    } else {
+        let warnings: Vec<String> = unknown
+            .iter()
+            .map(|k| format!("An issue with key '{k}' does not exist for field 'key'."))
+            .collect();
+        json!({ "issues": page, "total": found.len(), "startAt": start, "maxResults": KEY_PAGE, "warningMessages": warnings })
+    };
+    axum::Json(body).into_response()
+}
+
+async fn remote_links(
+    State(fake): State<Fake>,
+    headers: HeaderMap,
+    Path((_v, key)): Path<(String, String)>,
+) -> Response {
+    let (_, stop) = gate(&fake, &headers, "remote links");
+    if let Some(r) = stop {
+        return r;
+    }
+    let mut inner = fake.inner.lock().unwrap();
+    let Some(i) = find(&mut inner, &key) else {
+        return no_such_issue();
+    };
+    axum::Json(Value::Array(i.remote_links.clone())).into_response()
 }
 
 async fn search(
     State(fake): State<Fake>,
     headers: HeaderMap,
+    uri: axum::http::Uri,
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let (fault, stop) = gate(&fake, &headers, "search");
@@ -186,6 +322,9 @@ async fn search(
         return r;
     }
     let jql = q.get("jql").cloned().unwrap_or_default();
+    if let Some(keys) = keys_of(&jql) {
+        return spoil(fault, key_search(&fake, uri.path().ends_with("/jql"), &keys, &q)).await;
+    }
     let Some(label) = jql.split("labels = \"").nth(1).and_then(|s| s.split('"').next()) else {
         return jira_error(StatusCode::BAD_REQUEST, "Error in the JQL Query");
     };
@@ -254,6 +393,8 @@ async fn create(
             comments: Vec::new(),
             links: Vec::new(),
             transitions: Vec::new(),
+            histories: Vec::new(),
+            remote_links: Vec::new(),
         });
         key
     };

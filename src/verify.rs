@@ -1,0 +1,151 @@
+//! Watching the fixes people claim: each live cycle reads the Jira issue of every open
+//! incident (one JQL search per 50 keys), and records a [`FixClaim`] for those in a status
+//! that claims a fix (`[jira] fix_statuses`, or a done status with a resolution of
+//! `fix_resolutions`): when it was claimed, the linked pull requests (remote links and the
+//! pull-request field) and, with the release controller, the first payload holding them all.
+//! The cycle then judges the runs after that fix point ([`crate::cycle`]); this module only
+//! gathers what Jira and the release controller say.
+//!
+//! An issue that leaves the claiming statuses withdraws its claim. A claim's verdicts are kept
+//! while the claim is the same one (same time, same pull requests, same fix payload); a new
+//! claim is judged afresh.
+
+use anyhow::Result;
+
+use crate::config::Settings;
+use crate::incidents::Incident;
+use crate::model::{Dimension, FixClaim};
+use crate::notify::jira::{JiraClient, WatchedIssue};
+use crate::releases::{FixPayload, fix_payload};
+use crate::store::Store;
+
+/// What one watch found.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Watched {
+    /// Issues read.
+    pub issues: usize,
+    /// Claims recorded or changed, and claims withdrawn.
+    pub claimed: usize,
+    pub withdrawn: usize,
+}
+
+/// Whether an issue's status claims a fix.
+pub fn claims_fix(settings: &crate::config::JiraSettings, issue: &WatchedIssue) -> bool {
+    let named = |list: &[String], s: &str| list.iter().any(|x| x.eq_ignore_ascii_case(s));
+    if issue.done {
+        return issue.resolution.as_deref().is_some_and(|r| named(&settings.fix_resolutions, r));
+    }
+    named(&settings.fix_statuses, &issue.status)
+}
+
+/// Reads the Jira issues of the open incidents and records what changed in their claims.
+/// Jira or the release controller failing is logged and changes nothing: the next cycle asks
+/// again.
+pub async fn watch(store: &Store, settings: &Settings, now: i64) -> Result<Watched> {
+    let open: Vec<Incident> = store
+        .incidents()
+        .await?
+        .into_iter()
+        .filter(|i| i.state.is_open() && i.merged_into.is_none() && i.jira_key.is_some())
+        .collect();
+    if open.is_empty() || !settings.jira.enabled() {
+        return Ok(Watched::default());
+    }
+    let client = JiraClient::new(&settings.jira)?;
+    let keys: Vec<String> = open.iter().filter_map(|i| i.jira_key.clone()).collect();
+    let issues = client.watch(&keys).await.map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let mut watched = Watched { issues: issues.len(), ..Watched::default() };
+    for i in &open {
+        let Some(issue) = issues.iter().find(|x| Some(&x.key) == i.jira_key.as_ref()) else { continue };
+        let claim = if claims_fix(&settings.jira, issue) {
+            Some(claim_of(store, settings, &client, i, issue, now).await?)
+        } else {
+            None
+        };
+        let changed = match (&i.fix, &claim) {
+            (None, None) => false,
+            (Some(old), Some(new)) => !old.same_claim(new) || old.status != new.status,
+            _ => true,
+        };
+        if !changed {
+            continue;
+        }
+        let claim = claim.map(|mut c| {
+            if let Some(old) = i.fix.as_ref().filter(|old| old.same_claim(&c)) {
+                c.verdicts = old.verdicts.clone();
+            }
+            c
+        });
+        let event = match &claim {
+            Some(c) => {
+                watched.claimed += 1;
+                ("fix_claimed", c.describe())
+            }
+            None => {
+                watched.withdrawn += 1;
+                ("fix_withdrawn", format!("{} moved to {}: no fix claimed any more", issue.key, issue.status))
+            }
+        };
+        store.record_fix(i.id, claim.as_ref(), now, event).await?;
+    }
+    Ok(watched)
+}
+
+/// The claim an issue makes now: the claim time kept while it stays claimed, the pull requests
+/// linked to it, the fix payload when the release controller can place them.
+async fn claim_of(
+    store: &Store,
+    settings: &Settings,
+    client: &JiraClient,
+    i: &Incident,
+    issue: &WatchedIssue,
+    now: i64,
+) -> Result<FixClaim> {
+    let mut pulls = issue.pull_requests.clone();
+    match client.linked_pull_requests(&issue.key).await {
+        Ok(linked) => pulls.extend(linked),
+        Err(e) => tracing::warn!(key = %issue.key, "remote links not read: {}", e.message),
+    }
+    pulls.sort();
+    pulls.dedup();
+    let claimed_at =
+        i.fix.as_ref().map_or_else(|| issue.status_since.unwrap_or(now).min(now), |c| c.claimed_at);
+    let mut claim = FixClaim {
+        key: issue.key.clone(),
+        status: issue.status.clone(),
+        resolution: issue.resolution.clone(),
+        claimed_at,
+        pull_requests: pulls,
+        payload: None,
+        payload_at: None,
+        pending: None,
+        verdicts: Vec::new(),
+    };
+    if settings.release_controller.urls.is_empty() {
+        return Ok(claim);
+    }
+    // A payload found once stays the fix payload while the pull requests stay the same.
+    if let Some(old) =
+        i.fix.as_ref().filter(|o| o.pull_requests == claim.pull_requests && o.payload.is_some())
+    {
+        claim.payload.clone_from(&old.payload);
+        claim.payload_at = old.payload_at;
+        return Ok(claim);
+    }
+    let s = &i.snapshot;
+    let arch = s.scope.single(Dimension::Architecture).unwrap_or("amd64");
+    let rc = &settings.release_controller;
+    match fix_payload(store, rc, &s.release, arch, &claim.pull_requests, claimed_at, now).await {
+        Ok(FixPayload::In { payload, built }) => {
+            claim.payload = Some(payload);
+            claim.payload_at = Some(built);
+        }
+        Ok(FixPayload::NotYet(why)) => claim.pending = Some(why),
+        Err(e) => {
+            tracing::warn!(key = %issue.key, "fix payload not known yet: {e:#}");
+            claim.pending =
+                Some("the release controller did not answer; the fix payload is not known yet".into());
+        }
+    }
+    Ok(claim)
+}
