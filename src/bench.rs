@@ -529,3 +529,94 @@ pub async fn backtest(
         peer_ms_per_cycle,
     })
 }
+
+/// What `bench page` measured: the server time of the pages over the evaluation benchmark's
+/// data, through the router (no socket), in milliseconds.
+#[derive(Debug, serde::Serialize)]
+pub struct PageBench {
+    pub runs: usize,
+    pub samples: i64,
+    pub incident: i64,
+    pub charts: usize,
+    /// The incident page: the first request (cold caches), then the rest.
+    pub incident_first_ms: f64,
+    pub incident_page: Latency,
+    pub index: Latency,
+    pub incident_json: Latency,
+}
+
+/// Loads the evaluation benchmark's month (about a million samples) into SQLite, records one
+/// cycle so its regressions become incidents, then times `GET /incidents/{id}` (the first
+/// incident with the most charts), `GET /` and `GET /api/v1/incidents/{id}`, `repeat` times each.
+pub async fn page(
+    runs: usize,
+    variants: usize,
+    backends: usize,
+    repeat: usize,
+    sqlite_path: Option<&std::path::Path>,
+) -> Result<PageBench> {
+    use tower::ServiceExt as _;
+    let end = synth::day(2026, 11, 29);
+    let scenario = synth::large(runs, variants, backends, 28, end);
+    let records = synth::run_records(&scenario);
+    let tmp = tempfile::tempdir()?;
+    let sqlite_url = sqlite_path.map(|p| format!("sqlite://{}", p.display()));
+    let store = std::sync::Arc::new(bench_store(sqlite_url.as_deref(), tmp.path()).await?);
+    load(&store, &records).await?;
+    let mut settings = crate::config::Settings::default();
+    settings.slack.channel = "#bench".into();
+    if store.incidents().await?.is_empty() {
+        crate::cycle::run_cycle(&store, &settings, crate::cycle::CycleOptions { at: end, dry_run: false })
+            .await?;
+    }
+    let incident = store
+        .incidents()
+        .await?
+        .iter()
+        .max_by_key(|i| i.snapshot.report.not_specific_to.len())
+        .map(|i| i.id)
+        .context("the benchmark's data raised no incident")?;
+    let state = crate::server::AppState::new(store.clone(), std::sync::Arc::new(settings));
+    let time = |path: String| {
+        let state = state.clone();
+        async move {
+            let started = Instant::now();
+            let request = axum::http::Request::get(path.as_str()).body(axum::body::Body::empty())?;
+            let response = crate::server::router(state).oneshot(request).await?;
+            anyhow::ensure!(response.status() == 200, "{path} answered {}", response.status());
+            let body = axum::body::to_bytes(response.into_body(), 64 << 20).await?;
+            Ok::<_, anyhow::Error>((started.elapsed().as_secs_f64(), body.len()))
+        }
+    };
+    let (first, _) = time(format!("/incidents/{incident}")).await?;
+    let measure = async |path: String| -> Result<Latency> {
+        let mut seconds = Vec::new();
+        for _ in 0..repeat.max(1) {
+            seconds.push(time(path.clone()).await?.0);
+        }
+        Ok(Latency::of(seconds))
+    };
+    let page = measure(format!("/incidents/{incident}")).await?;
+    let index = measure("/".into()).await?;
+    let json = measure(format!("/api/v1/incidents/{incident}")).await?;
+    let (_, bytes) = time(format!("/api/v1/incidents/{incident}")).await?;
+    let charts = {
+        let request = axum::http::Request::get(format!("/api/v1/incidents/{incident}"))
+            .body(axum::body::Body::empty())?;
+        let response = crate::server::router(state.clone()).oneshot(request).await?;
+        let body = axum::body::to_bytes(response.into_body(), 64 << 20).await?;
+        serde_json::from_slice::<serde_json::Value>(&body)?["charts"].as_array().map_or(0, Vec::len)
+    };
+    tracing::debug!(bytes, "incident JSON");
+    let samples = store.count_samples().await?;
+    Ok(PageBench {
+        runs: records.len(),
+        samples,
+        incident,
+        charts,
+        incident_first_ms: first * 1000.0,
+        incident_page: page,
+        index,
+        incident_json: json,
+    })
+}

@@ -118,6 +118,9 @@ pub enum Command {
         /// Folder for the generated data and the demo database.
         #[arg(long, default_value = "demo")]
         dir: PathBuf,
+        /// Then serve the pages on the demo's data (at `server.listen`) until ctrl-c.
+        #[arg(long)]
+        serve: bool,
     },
     /// Serve the HTTP API (push ingest, health) until ctrl-c or SIGTERM.
     Serve,
@@ -255,6 +258,21 @@ pub enum BenchCommand {
         /// An empty PostgreSQL database to load and measure as well.
         #[arg(long)]
         postgres_url: Option<String>,
+        /// Keep the SQLite database in this file (reused when it already holds the data).
+        #[arg(long)]
+        sqlite: Option<PathBuf>,
+    },
+    /// The pages' server time over the evaluation benchmark's data (about a million samples):
+    /// an incident page (first and repeated), `/` and the incident's JSON.
+    Page {
+        #[arg(long, default_value_t = 35_000)]
+        runs: usize,
+        #[arg(long, default_value_t = 384)]
+        variants: usize,
+        #[arg(long, default_value_t = 30)]
+        backends: usize,
+        #[arg(long, default_value_t = 20)]
+        repeat: usize,
         /// Keep the SQLite database in this file (reused when it already holds the data).
         #[arg(long)]
         sqlite: Option<PathBuf>,
@@ -399,9 +417,16 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
         Command::Thresholds { action: ThresholdsAction::Import { file } } => {
             import_thresholds(&settings, &file).await
         }
-        Command::Demo { dir } => {
+        Command::Demo { dir, serve } => {
             let mut stdout = std::io::stdout();
+            let mut settings = settings;
+            if serve && settings.server.public_url.is_empty() {
+                settings.server.public_url = format!("http://{}", settings.server.listen);
+            }
             crate::demo::run(&dir, &settings, &mut stdout).await?;
+            if serve {
+                crate::demo::serve(&dir, &settings, crate::shutdown::signal()).await?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         Command::Bench { what } => bench(what).await,
@@ -614,6 +639,11 @@ async fn bench(what: BenchCommand) -> Result<ExitCode> {
             print_evaluate_bench(&r, repeat);
             Ok(ExitCode::SUCCESS)
         }
+        BenchCommand::Page { runs, variants, backends, repeat, sqlite } => {
+            let r = crate::bench::page(runs, variants, backends, repeat, sqlite.as_deref()).await?;
+            print_page_bench(&r);
+            Ok(ExitCode::SUCCESS)
+        }
         BenchCommand::Backtest { runs_per_28_days, days, peer_cycles, sqlite } => {
             let r = crate::bench::backtest(runs_per_28_days, days, peer_cycles, sqlite.as_deref()).await?;
             println!(
@@ -652,6 +682,22 @@ async fn bench(what: BenchCommand) -> Result<ExitCode> {
             Ok(if r.errors == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
     }
+}
+
+fn print_page_bench(r: &crate::bench::PageBench) {
+    println!(
+        "page: {} samples; /incidents/{} ({} charts): first {:.1} ms, then p50 {:.1} ms, p99 {:.1} ms over {}; / p50 {:.1} ms; JSON p50 {:.1} ms",
+        r.samples,
+        r.incident,
+        r.charts,
+        r.incident_first_ms,
+        r.incident_page.p50_ms,
+        r.incident_page.p99_ms,
+        r.incident_page.count,
+        r.index.p50_ms,
+        r.incident_json.p50_ms
+    );
+    println!("{}", serde_json::to_string(r).unwrap_or_default());
 }
 
 fn print_evaluate_bench(r: &crate::bench::EvaluateBench, repeat: usize) {
@@ -778,41 +824,7 @@ async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Setting
     Ok(ExitCode::SUCCESS)
 }
 
-/// An incident in the `sheriff incidents list --format json` contract (the README documents them).
-pub fn incident_json(i: &crate::incidents::Incident) -> serde_json::Value {
-    let s = &i.snapshot;
-    let time = |t: i64| DateTime::from_timestamp(t, 0).map(|t| t.to_rfc3339());
-    serde_json::json!({
-        "id": i.id,
-        "fingerprint": i.fingerprint,
-        "state": i.state,
-        "family": s.family,
-        "backends": s.backends,
-        "component": s.component,
-        "release": s.release,
-        "scope": s.scope,
-        "percentile": s.percentile,
-        "observed_seconds": s.observed_seconds,
-        "threshold_seconds": s.threshold_seconds,
-        "summary": s.summary,
-        "opened_at": time(i.opened_at),
-        "updated_at": time(i.updated_at),
-        "resolved_at": i.resolved_at.and_then(time),
-        "acked_by": i.acked_by,
-        "slack_channel": i.slack_channel,
-        "slack_ts": i.slack_ts,
-        "jira_key": i.jira_key,
-        "onset": i.onset().or_else(|| s.report.onset.clone()),
-        "episodes": i.episodes,
-        "merged_into": i.merged_into,
-        "suspect_changes": s.report.suspect_changes,
-        "changes_pending": s.report.changes_pending,
-        "resolution": i.resolution,
-        "fix": i.fix,
-        "verification": s.report.verification,
-        "allowance": i.allowance,
-    })
-}
+pub use crate::ops::incident_json;
 
 async fn outbox(action: OutboxAction, settings: &Settings) -> Result<ExitCode> {
     let store = Arc::new(Store::open_configured(settings).await?);

@@ -575,11 +575,24 @@ pub struct ServerSettings {
     /// sheriff's own address as people reach it (e.g. `https://sheriff.example.com`), for
     /// "full view" links in Slack and Jira; empty: no links.
     pub public_url: String,
+    /// When set, the pages and their JSON (`/`, `/incidents/…`, `/explore`, `GET /api/v1/…`)
+    /// require it, as a bearer token or as the password of basic auth. Environment or file
+    /// only; without it the pages are open (run them behind an authenticating proxy).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pages_token: Option<Secret>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pages_token_file: Option<PathBuf>,
 }
 
 impl Default for ServerSettings {
     fn default() -> Self {
-        Self { listen: "127.0.0.1:8080".into(), max_body_bytes: 32 * 1024 * 1024, public_url: String::new() }
+        Self {
+            listen: "127.0.0.1:8080".into(),
+            max_body_bytes: 32 * 1024 * 1024,
+            public_url: String::new(),
+            pages_token: None,
+            pages_token_file: None,
+        }
     }
 }
 
@@ -674,6 +687,9 @@ pub struct SlackSettings {
     pub api_url: String,
     /// Channel id (or name) for summaries and incidents when no routing rule matches.
     pub channel: String,
+    /// The workspace's address (`https://example.slack.com`), for links to incident threads on
+    /// the pages; empty: the links open the channel.
+    pub workspace_url: String,
     /// Incidents (and their summary lines) go to the first route that matches.
     pub routes: Vec<SlackRoute>,
     /// The slash command's name, as configured in the Slack app.
@@ -709,6 +725,7 @@ impl Default for SlackSettings {
         Self {
             api_url: "https://slack.com/api".into(),
             channel: String::new(),
+            workspace_url: String::new(),
             routes: Vec::new(),
             command: "/sheriff".into(),
             authorized_users: Vec::new(),
@@ -872,6 +889,7 @@ const SECRET_KEYS: &[(&str, &str)] = &[
     ("database", "password"),
     ("gcs", "token"),
     ("ingest", "push_token"),
+    ("server", "pages_token"),
     ("slack", "bot_token"),
     ("slack", "signing_secret"),
     ("slack", "signing_secret_previous"),
@@ -969,6 +987,7 @@ impl Settings {
         resolve("database.password", &mut self.database.password, &self.database.password_file)?;
         resolve("gcs.token", &mut self.gcs.token, &self.gcs.token_file)?;
         resolve("ingest.push_token", &mut self.ingest.push_token, &self.ingest.push_token_file)?;
+        resolve("server.pages_token", &mut self.server.pages_token, &self.server.pages_token_file)?;
         resolve("slack.bot_token", &mut self.slack.bot_token, &self.slack.bot_token_file)?;
         resolve("slack.signing_secret", &mut self.slack.signing_secret, &self.slack.signing_secret_file)?;
         let previous = &mut self.slack.signing_secret_previous;

@@ -72,6 +72,29 @@ pub async fn run(folder: &Path, settings: &Settings, out: &mut impl std::io::Wri
     Ok(DemoOutcome { folder: folder.to_path_buf(), runs: summary.ingested, report })
 }
 
+/// Serves the pages (and the rest of the HTTP edge, with Slack and Jira off) on the demo's
+/// database in `folder` at `server.listen`, until `shutdown`.
+pub async fn serve(
+    folder: &Path,
+    settings: &Settings,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let db_path = folder.join("sheriff.db");
+    let url = format!("sqlite://{}", db_path.display()).parse::<DatabaseUrl>().map_err(anyhow::Error::msg)?;
+    let store = std::sync::Arc::new(Store::open(&DatabaseSettings { url, ..Default::default() }).await?);
+    let mut local = settings.clone();
+    local.slack.bot_token = None;
+    local.jira.url.clear();
+    let listener = tokio::net::TcpListener::bind(&local.server.listen)
+        .await
+        .with_context(|| format!("cannot listen on {}", local.server.listen))?;
+    println!("\nthe pages: http://{}/ (ctrl-c stops)", listener.local_addr()?);
+    let state = crate::server::AppState::new(store.clone(), std::sync::Arc::new(local));
+    crate::server::serve(listener, state, shutdown).await?;
+    store.close().await;
+    Ok(())
+}
+
 /// Writes the demo month into `folder/bucket` (replacing an earlier one); the tree's path.
 fn generate(folder: &Path, end: chrono::DateTime<Utc>, out: &mut impl std::io::Write) -> Result<PathBuf> {
     std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;

@@ -62,6 +62,7 @@ pub(crate) fn test_fixture(name: &str) -> std::path::PathBuf {
 pub mod render;
 pub mod schedule;
 pub mod scheduler;
+pub mod series;
 pub mod server;
 pub mod shutdown;
 pub mod store;

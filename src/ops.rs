@@ -40,6 +40,42 @@ pub async fn status(store: &Store, now: i64) -> Result<Status> {
     })
 }
 
+/// An incident in the `sheriff incidents list --format json` contract (the README documents them).
+pub fn incident_json(i: &crate::incidents::Incident) -> serde_json::Value {
+    let s = &i.snapshot;
+    let time = |t: i64| chrono::DateTime::from_timestamp(t, 0).map(|t| t.to_rfc3339());
+    serde_json::json!({
+        "id": i.id,
+        "fingerprint": i.fingerprint,
+        "state": i.state,
+        "family": s.family,
+        "backends": s.backends,
+        "component": s.component,
+        "release": s.release,
+        "scope": s.scope,
+        "percentile": s.percentile,
+        "observed_seconds": s.observed_seconds,
+        "threshold_seconds": s.threshold_seconds,
+        "summary": s.summary,
+        "opened_at": time(i.opened_at),
+        "updated_at": time(i.updated_at),
+        "resolved_at": i.resolved_at.and_then(time),
+        "acked_by": i.acked_by,
+        "slack_channel": i.slack_channel,
+        "slack_ts": i.slack_ts,
+        "jira_key": i.jira_key,
+        "onset": i.onset().or_else(|| s.report.onset.clone()),
+        "episodes": i.episodes,
+        "merged_into": i.merged_into,
+        "suspect_changes": s.report.suspect_changes,
+        "changes_pending": s.report.changes_pending,
+        "resolution": i.resolution,
+        "fix": i.fix,
+        "verification": s.report.verification,
+        "allowance": i.allowance,
+    })
+}
+
 use crate::render::time as when;
 
 /// One line per incident.

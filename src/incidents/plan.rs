@@ -76,6 +76,9 @@ pub enum Effect {
     },
     /// Edit the parent in place to show the incident as it now is.
     SlackUpdate,
+    /// The first thread reply, once per incident: the evidence, percentiles, groups and sample
+    /// runs the concise parent leaves out.
+    SlackDetails,
     /// A reply in the incident's thread.
     SlackReply {
         text: String,
@@ -108,6 +111,7 @@ impl Effect {
         match self {
             Effect::SlackPost { .. } => "slack_post",
             Effect::SlackUpdate => "slack_update",
+            Effect::SlackDetails => "slack_details",
             Effect::SlackReply { .. } => "slack_reply",
             Effect::SlackSummary { .. } => "slack_summary",
             Effect::JiraCreate => "jira_create",
@@ -123,6 +127,7 @@ impl Effect {
         match self {
             Effect::SlackPost { .. }
             | Effect::SlackUpdate
+            | Effect::SlackDetails
             | Effect::SlackReply { .. }
             | Effect::SlackSummary { .. } => Sink::Slack,
             Effect::JiraCreate
@@ -737,6 +742,7 @@ impl Effects<'_> {
         let mut effects = Vec::new();
         if !t.posted && open {
             effects.push(Effect::SlackPost { channel: channel.clone() });
+            effects.push(Effect::SlackDetails);
         }
         if self.policy.jira && !t.filed && open {
             if self.created < self.policy.jira_cap {

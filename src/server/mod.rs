@@ -2,6 +2,7 @@
 //! without a socket (`tower::ServiceExt::oneshot`) or serve it on port 0.
 
 mod error;
+pub mod pages;
 mod push;
 mod slack;
 
@@ -53,14 +54,79 @@ pub fn metrics_handle() -> Option<metrics_exporter_prometheus::PrometheusHandle>
     static HANDLE: std::sync::OnceLock<Option<metrics_exporter_prometheus::PrometheusHandle>> =
         std::sync::OnceLock::new();
     HANDLE
-        .get_or_init(|| metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder().ok())
+        .get_or_init(|| {
+            let handle = metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder().ok();
+            describe_metrics();
+            handle
+        })
         .clone()
+}
+
+/// The HELP text and unit of every metric sheriff records (Prometheus' conventions: counters
+/// end in `_total`, durations are seconds).
+fn describe_metrics() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counter!("sheriff_cycles_total", "Evaluation cycles run, by outcome (ok, failed).");
+    describe_counter!("sheriff_deliveries_total", "Outbox deliveries attempted, by sink and outcome.");
+    describe_counter!(
+        "sheriff_ingest_runs_total",
+        "Job runs seen by ingest, by way in (local, gcs, push) and outcome."
+    );
+    describe_counter!("sheriff_jobs_total", "Scheduled jobs run, by job and outcome.");
+    describe_counter!("sheriff_slack_actions_total", "Slack button presses, by action.");
+    describe_counter!("sheriff_slack_commands_total", "Slash commands received.");
+    describe_counter!(
+        "sheriff_slack_requests_refused_total",
+        "Slack requests refused before any work (bad or stale signature)."
+    );
+    describe_gauge!(
+        "sheriff_data_age_seconds",
+        Unit::Seconds,
+        "Seconds since the newest stored run of each job started."
+    );
+    describe_gauge!("sheriff_groups_evaluated", "Groups with enough runs to judge in the last cycle.");
+    describe_gauge!("sheriff_incidents", "Incidents, by state.");
+    describe_gauge!("sheriff_outbox_entries", "Outbox entries, by state (pending, retrying, dead).");
+    describe_gauge!(
+        "sheriff_outbox_oldest_pending_seconds",
+        Unit::Seconds,
+        "Age of the oldest pending outbox entry, 0 when none is pending."
+    );
+    describe_gauge!("sheriff_regressions", "Active regressions found by the last cycle.");
+    describe_histogram!("sheriff_cycle_seconds", Unit::Seconds, "Duration of evaluation cycles, by outcome.");
+    describe_histogram!(
+        "sheriff_delivery_seconds",
+        Unit::Seconds,
+        "Duration of outbox deliveries, by sink and outcome."
+    );
+    describe_histogram!(
+        "sheriff_jira_request_seconds",
+        Unit::Seconds,
+        "Duration of Jira REST calls, by call and status."
+    );
+    describe_histogram!("sheriff_job_seconds", Unit::Seconds, "Duration of scheduled jobs, by job.");
+    describe_histogram!(
+        "sheriff_slack_request_seconds",
+        Unit::Seconds,
+        "Duration of Slack Web API calls, by method and status."
+    );
 }
 
 /// Every route sheriff serves.
 pub fn router(state: AppState) -> Router {
     let body_limit = state.settings.server.max_body_bytes;
+    let pages = Router::new()
+        .route("/", get(pages::index))
+        .route("/incidents", get(pages::index))
+        .route("/incidents/{id}", get(pages::incident))
+        .route("/explore", get(pages::explore))
+        .route("/api/v1/incidents", get(pages::index_json))
+        .route("/api/v1/incidents/{id}", get(pages::incident_json))
+        .route("/api/v1/series", get(pages::series_json))
+        .route_layer(axum::middleware::from_fn_with_state(state.clone(), pages::require_token))
+        .route_layer(axum::middleware::from_fn(pages::secure_headers));
     Router::new()
+        .merge(pages)
         .route("/api/v1/runs", post(push::push_run))
         .route("/slack/commands", post(slack::commands))
         .route("/slack/interactions", post(slack::interactions))
@@ -121,11 +187,29 @@ async fn healthz() -> &'static str {
     "ok"
 }
 
-/// Ready when the database answers.
+/// A replica whose writes failed for storage reasons stays unready at least this long, and
+/// until a write (its own or a probe) succeeds.
+const UNREADY_AFTER_WRITE_FAILURE_SECS: i64 = 30;
+
+/// Ready when the database answers and takes writes.
 async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     let ping = tokio::time::timeout(std::time::Duration::from_secs(2), state.store.ping()).await;
     match ping {
-        Ok(Ok(())) => (StatusCode::OK, "ready\n"),
+        Ok(Ok(())) => match state.store.writes_failing_since() {
+            None => (StatusCode::OK, "ready\n"),
+            Some(since) => {
+                let now = chrono::Utc::now().timestamp();
+                let probe = if now - since >= UNREADY_AFTER_WRITE_FAILURE_SECS {
+                    tokio::time::timeout(std::time::Duration::from_secs(2), state.store.probe_write()).await
+                } else {
+                    Ok(Err(anyhow::anyhow!("writes failed {}s ago", now - since)))
+                };
+                match probe {
+                    Ok(Ok(())) => (StatusCode::OK, "ready\n"),
+                    _ => (StatusCode::SERVICE_UNAVAILABLE, "database writes failing\n"),
+                }
+            }
+        },
         Ok(Err(e)) => {
             tracing::warn!("not ready: {e:#}");
             (StatusCode::SERVICE_UNAVAILABLE, "database unavailable\n")

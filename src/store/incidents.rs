@@ -209,6 +209,7 @@ impl NewEntry {
         let kind = effect.kind();
         let key = match effect {
             Effect::SlackPost { .. } => format!("slack_post:{id}"),
+            Effect::SlackDetails => format!("slack_details:{id}"),
             Effect::JiraCreate => format!("jira_create:{id}"),
             _ => format!("{kind}:{id}:{revision}"),
         };
@@ -531,15 +532,19 @@ impl Store {
         cycle: &super::evaluations::CycleRecord,
         planner: impl FnOnce(&Known) -> Plan,
     ) -> Result<(i64, Plan)> {
-        let now = cycle.evaluated_at;
-        let mut tx = self.begin_write().await?;
-        let mut c = tx.conn();
-        let cycle_id = super::evaluations::write_cycle(&mut c, states, cycle).await?;
-        let known = load_known(&mut c, now).await?;
-        let plan = planner(&known);
-        apply_plan(&mut c, now, &cycle_id.to_string(), "sheriff", &plan, &known).await?;
-        tx.commit().await?;
-        Ok((cycle_id, plan))
+        let result: Result<(i64, Plan)> = async {
+            let now = cycle.evaluated_at;
+            let mut tx = self.begin_write().await?;
+            let mut c = tx.conn();
+            let cycle_id = super::evaluations::write_cycle(&mut c, states, cycle).await?;
+            let known = load_known(&mut c, now).await?;
+            let plan = planner(&known);
+            apply_plan(&mut c, now, &cycle_id.to_string(), "sheriff", &plan, &known).await?;
+            tx.commit().await?;
+            Ok((cycle_id, plan))
+        }
+        .await;
+        self.tracked(result)
     }
 
     /// Applies a plan a person asked for, attributed to `actor`, made from the state inside
@@ -550,19 +555,24 @@ impl Store {
         actor: &str,
         planner: impl FnOnce(&Known) -> Result<(Plan, T), Refusal>,
     ) -> Result<Result<(Applied, T), Refusal>> {
-        let mut tx = self.begin_write().await?;
-        let mut c = tx.conn();
-        let known = load_known(&mut c, now).await?;
-        let (plan, extra) = match planner(&known) {
-            Ok(planned) => planned,
-            Err(refusal) => {
-                tx.rollback().await?;
-                return Ok(Err(refusal));
-            }
-        };
-        let applied = apply_plan(&mut c, now, &format!("manual-{now}-{actor}"), actor, &plan, &known).await?;
-        tx.commit().await?;
-        Ok(Ok((applied, extra)))
+        let result: Result<Result<(Applied, T), Refusal>> = async {
+            let mut tx = self.begin_write().await?;
+            let mut c = tx.conn();
+            let known = load_known(&mut c, now).await?;
+            let (plan, extra) = match planner(&known) {
+                Ok(planned) => planned,
+                Err(refusal) => {
+                    tx.rollback().await?;
+                    return Ok(Err(refusal));
+                }
+            };
+            let applied =
+                apply_plan(&mut c, now, &format!("manual-{now}-{actor}"), actor, &plan, &known).await?;
+            tx.commit().await?;
+            Ok(Ok((applied, extra)))
+        }
+        .await;
+        self.tracked(result)
     }
 
     pub async fn incidents(&self) -> Result<Vec<Incident>> {
@@ -601,12 +611,16 @@ impl Store {
         now: i64,
         event: (&str, String),
     ) -> Result<()> {
-        let mut tx = self.begin_write().await?;
-        let mut c = tx.conn();
-        let value = claim.map(serde_json::to_string).transpose()?;
-        c.execute(sql("UPDATE incidents SET fix = $2 WHERE id = $1").bind(incident).bind(value)).await?;
-        insert_event(&mut c, incident, now, "jira", event.0, &event.1).await?;
-        tx.commit().await
+        let result: Result<()> = async {
+            let mut tx = self.begin_write().await?;
+            let mut c = tx.conn();
+            let value = claim.map(serde_json::to_string).transpose()?;
+            c.execute(sql("UPDATE incidents SET fix = $2 WHERE id = $1").bind(incident).bind(value)).await?;
+            insert_event(&mut c, incident, now, "jira", event.0, &event.1).await?;
+            tx.commit().await
+        }
+        .await;
+        self.tracked(result)
     }
 
     /// Active silences at `now`.

@@ -50,6 +50,30 @@ pub struct Store {
     /// The rules new runs are classified with (those the database was classified with, until
     /// [`Store::apply_trouble_rules`]).
     trouble: Mutex<crate::model::TroubleRules>,
+    /// Since when writes fail for storage reasons (disk full, I/O, read-only, connection
+    /// lost); None while they work. `/readyz` reads it.
+    write_failing_since: Mutex<Option<i64>>,
+}
+
+/// Whether an error is the storage's own trouble (the disk, the file, the connection), not a
+/// bad statement or bad data: SQLite's FULL, IOERR, READONLY, CANTOPEN, CORRUPT, NOTADB,
+/// PROTOCOL; PostgreSQL's classes 08 (connection), 53 (resources: disk full), 57 (operator
+/// intervention), 58 (system: I/O); or the connection or pool itself failing.
+pub fn is_storage_error(e: &anyhow::Error) -> bool {
+    e.chain().filter_map(|c| c.downcast_ref::<sqlx::Error>()).any(|e| match e {
+        sqlx::Error::Database(db) => {
+            let code = db.code().unwrap_or_default();
+            match code.parse::<i64>() {
+                Ok(n) => matches!(n & 0xff, 8 | 10 | 11 | 13 | 14 | 15 | 26),
+                Err(_) => ["08", "53", "57", "58"].iter().any(|class| code.starts_with(class)),
+            }
+        }
+        sqlx::Error::Io(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        _ => false,
+    })
 }
 
 impl std::fmt::Debug for Store {
@@ -134,6 +158,7 @@ impl Store {
             variant_list: Mutex::default(),
             day_cache: Mutex::default(),
             trouble: Mutex::default(),
+            write_failing_since: Mutex::default(),
         })
     }
 
@@ -222,6 +247,47 @@ impl Store {
             Pool::Sqlite(p) => Pooled::Sqlite(p.acquire().await.context("no database connection")?),
             Pool::Postgres(p) => Pooled::Postgres(p.acquire().await.context("no database connection")?),
         })
+    }
+
+    /// Notes how a write ended: a storage failure marks writes as failing (from its time on,
+    /// until a write succeeds); any success clears it. The result is passed on unchanged.
+    pub(crate) fn tracked<T>(&self, result: Result<T>) -> Result<T> {
+        let mut failing = self.write_failing_since.lock().expect("health lock");
+        match &result {
+            Ok(_) => *failing = None,
+            Err(e) if is_storage_error(e) => {
+                if failing.is_none() {
+                    tracing::error!("database writes are failing: {e:#}");
+                }
+                failing.get_or_insert(chrono::Utc::now().timestamp());
+            }
+            Err(_) => {}
+        }
+        result
+    }
+
+    /// Since when writes have been failing for storage reasons, if they are.
+    pub fn writes_failing_since(&self) -> Option<i64> {
+        *self.write_failing_since.lock().expect("health lock")
+    }
+
+    /// Tries a small write (a probe row, written and removed in one transaction); a success
+    /// clears the failing mark.
+    pub async fn probe_write(&self) -> Result<()> {
+        let probe = async {
+            let mut tx = self.begin_write().await?;
+            let mut c = tx.conn();
+            let now = chrono::Utc::now().timestamp();
+            c.execute(
+                sql("INSERT INTO leases (name, holder, expires_at) VALUES ('readyz-probe', 'readyz', $1) \
+                 ON CONFLICT (name) DO UPDATE SET expires_at = $1")
+                .bind(now),
+            )
+            .await?;
+            c.execute(sql("DELETE FROM leases WHERE name = 'readyz-probe'")).await?;
+            tx.commit().await
+        };
+        self.tracked(probe.await)
     }
 
     /// Starts a transaction that will write. SQLite takes the write lock up front, so a

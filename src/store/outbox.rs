@@ -73,11 +73,15 @@ impl Store {
     /// held by a live lease, and first in its lane. Counts the attempt before anything is sent,
     /// so a worker that dies mid-delivery leaves a trace that the next one sees.
     pub async fn claim_outbox(&self, worker: &str, now: i64, lease_secs: i64) -> Result<Option<OutboxEntry>> {
-        let q = claim_sql(self.engine() == crate::config::Engine::Postgres)
-            .bind(worker)
-            .bind(now + lease_secs)
-            .bind(now);
-        self.fetch_optional(q).await
+        let result: Result<Option<OutboxEntry>> = async {
+            let q = claim_sql(self.engine() == crate::config::Engine::Postgres)
+                .bind(worker)
+                .bind(now + lease_secs)
+                .bind(now);
+            self.fetch_optional(q).await
+        }
+        .await;
+        self.tracked(result)
     }
 
     /// Marks a claimed entry delivered and writes what the delivery learned (the Slack `ts`, the
@@ -89,35 +93,40 @@ impl Store {
         now: i64,
         result: &DeliveryResult,
     ) -> Result<bool> {
-        let mut tx = self.begin_write().await?;
-        let mut c = tx.conn();
-        let q = sql("UPDATE outbox SET state = 'done', delivered_at = $3, result = $4, locked_until = 0, \
-                 last_error = NULL WHERE id = $1 AND locked_by = $2 AND state = 'pending'")
-        .bind(entry.id)
-        .bind(worker)
-        .bind(now)
-        .bind(serde_json::to_string(result)?);
-        let updated = c.execute(q).await?;
-        if let Some(incident) = entry.incident_id {
-            match result {
-                DeliveryResult::SlackPosted { channel, ts } if entry.kind == "slack_post" => {
-                    let q = sql("UPDATE incidents SET slack_channel = $2, slack_ts = $3 WHERE id = $1")
-                        .bind(incident)
-                        .bind(channel)
-                        .bind(ts);
-                    c.execute(q).await?;
+        let result: Result<bool> = async {
+            let mut tx = self.begin_write().await?;
+            let mut c = tx.conn();
+            let q =
+                sql("UPDATE outbox SET state = 'done', delivered_at = $3, result = $4, locked_until = 0, \
+                     last_error = NULL WHERE id = $1 AND locked_by = $2 AND state = 'pending'")
+                .bind(entry.id)
+                .bind(worker)
+                .bind(now)
+                .bind(serde_json::to_string(result)?);
+            let updated = c.execute(q).await?;
+            if let Some(incident) = entry.incident_id {
+                match result {
+                    DeliveryResult::SlackPosted { channel, ts } if entry.kind == "slack_post" => {
+                        let q = sql("UPDATE incidents SET slack_channel = $2, slack_ts = $3 WHERE id = $1")
+                            .bind(incident)
+                            .bind(channel)
+                            .bind(ts);
+                        c.execute(q).await?;
+                    }
+                    DeliveryResult::JiraFiled { key } => {
+                        c.execute(
+                            sql("UPDATE incidents SET jira_key = $2 WHERE id = $1").bind(incident).bind(key),
+                        )
+                        .await?;
+                    }
+                    _ => {}
                 }
-                DeliveryResult::JiraFiled { key } => {
-                    c.execute(
-                        sql("UPDATE incidents SET jira_key = $2 WHERE id = $1").bind(incident).bind(key),
-                    )
-                    .await?;
-                }
-                _ => {}
             }
+            tx.commit().await?;
+            Ok(updated == 1)
         }
-        tx.commit().await?;
-        Ok(updated == 1)
+        .await;
+        self.tracked(result)
     }
 
     /// Records a failed attempt: retry at `retry_at`, or dead-letter it (`retry_at` = None).

@@ -206,25 +206,31 @@ impl Store {
     /// Stores many runs in one transaction (bulk loads: benchmarks, backfills). Same rules
     /// as [`Store::write_run`].
     pub async fn write_runs(&self, records: &[RunRecord], force: bool) -> Result<Vec<WriteOutcome>> {
-        let mut prepared = Vec::with_capacity(records.len());
-        for r in records {
-            prepared.push(self.prepare(r).await?);
+        let result: Result<Vec<WriteOutcome>> = async {
+            let mut prepared = Vec::with_capacity(records.len());
+            for r in records {
+                prepared.push(self.prepare(r).await?);
+            }
+            let now = chrono::Utc::now().timestamp();
+            let mut tx = self.begin_write().await?;
+            let mut outcomes = Vec::with_capacity(prepared.len());
+            for p in &prepared {
+                outcomes.push(
+                    write_prepared(&mut tx.conn(), p, force, now)
+                        .await?
+                        .unwrap_or(WriteOutcome::AlreadyStored),
+                );
+            }
+            if let Some(first_day) =
+                records.iter().zip(&outcomes).filter_map(|(r, o)| first_changed_day(r, *o)).min()
+            {
+                note_change(&mut tx.conn(), first_day).await?;
+            }
+            tx.commit().await?;
+            Ok(outcomes)
         }
-        let now = chrono::Utc::now().timestamp();
-        let mut tx = self.begin_write().await?;
-        let mut outcomes = Vec::with_capacity(prepared.len());
-        for p in &prepared {
-            outcomes.push(
-                write_prepared(&mut tx.conn(), p, force, now).await?.unwrap_or(WriteOutcome::AlreadyStored),
-            );
-        }
-        if let Some(first_day) =
-            records.iter().zip(&outcomes).filter_map(|(r, o)| first_changed_day(r, *o)).min()
-        {
-            note_change(&mut tx.conn(), first_day).await?;
-        }
-        tx.commit().await?;
-        Ok(outcomes)
+        .await;
+        self.tracked(result)
     }
 
     async fn prepare<'a>(&self, record: &'a RunRecord) -> Result<PreparedRun<'a>> {
@@ -368,14 +374,23 @@ impl Store {
         if let Some(id) = self.backend_ids.lock().expect("cache lock").get(name) {
             return Ok(*id);
         }
-        let id: i64 = self
-            .scalar(
+        let id = self
+            .committed_id(
                 sql("INSERT INTO backends (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET name = excluded.name \
                      RETURNING id")
                 .bind(name),
             )
             .await?;
         self.backend_ids.lock().expect("cache lock").insert(name.to_string(), id);
+        Ok(id)
+    }
+
+    /// The id a get-or-create statement returns, once its transaction has committed: an id
+    /// whose row a failed commit (a full disk) never stored must not be cached.
+    async fn committed_id(&self, q: Sql) -> Result<i64> {
+        let mut tx = self.begin_write().await?;
+        let id: i64 = tx.conn().scalar(q).await?;
+        tx.commit().await?;
         Ok(id)
     }
 
@@ -399,7 +414,7 @@ impl Store {
         .bind(&d.network_stack)
         .bind(&d.topology)
         .bind(&d.master_nodes_updated);
-        let id: i64 = self.scalar(q).await.context("getting a variant id")?;
+        let id = self.committed_id(q).await.context("getting a variant id")?;
         self.variant_ids.lock().expect("cache lock").insert(d.clone(), id);
         Ok(id)
     }

@@ -96,8 +96,11 @@ on_both_engines! {
         let messages = slack.messages();
         let parents: Vec<_> = messages.iter().filter(|m| m.key.as_deref() == Some(&format!("slack_post:{}", incident.id))).collect();
         assert_eq!(parents.len(), 1);
-        assert_eq!(messages.iter().filter(|m| m.thread_ts.is_some()).count(), 0, "no replies without a change");
-        assert_eq!(messages.len(), 2, "the parent and one summary: {messages:#?}");
+        let replies: Vec<_> = messages.iter().filter(|m| m.thread_ts.is_some()).collect();
+        assert_eq!(replies.len(), 1, "only the details, no replies without a change: {replies:#?}");
+        assert_eq!(replies[0].key.as_deref(), Some(format!("slack_details:{}", incident.id).as_str()));
+        assert!(replies[0].text.starts_with("image-registry 4.14: "), "{}", replies[0].text);
+        assert_eq!(messages.len(), 3, "the parent, its details and one summary: {messages:#?}");
         assert_eq!(jira.issues().len(), 1);
         assert!(jira.issues()[0].comments.is_empty());
         let issue = &jira.issues()[0];
@@ -112,7 +115,11 @@ on_both_engines! {
         }
         let incident = store.find_incident("1").await.unwrap().unwrap();
         assert_eq!(incident.state.as_str(), "resolved");
-        let replies: Vec<_> = slack.messages().into_iter().filter(|m| m.thread_ts.is_some()).collect();
+        let replies: Vec<_> = slack
+            .messages()
+            .into_iter()
+            .filter(|m| m.thread_ts.is_some() && !m.key.as_deref().is_some_and(|k| k.starts_with("slack_details:")))
+            .collect();
         assert_eq!(replies.len(), 1, "{replies:#?}");
         assert!(replies[0].text.contains("no longer observed; no fix was verified"), "{}", replies[0].text);
         let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).unwrap();

@@ -102,7 +102,7 @@ fn the_same_regression_five_times_is_one_incident_with_one_set_of_effects() {
     let (mut incidents, mut delivered) = (Vec::new(), Delivered::default());
     let r = report(&[("platform", "metal")], 31.0, "new");
     let first = plan_with(1000, std::slice::from_ref(&r), &incidents, &[], &delivered, &policy());
-    assert_eq!(kinds(&first), ["slack_post", "jira_create"]);
+    assert_eq!(kinds(&first), ["slack_post", "slack_details", "jira_create"]);
     assert!(matches!(&first.steps[0].effects[0], Effect::SlackPost { channel } if channel == "#metal"));
     assert_eq!(first.summaries.len(), 1);
     apply(1000, &first, &mut incidents, &mut delivered);
@@ -243,7 +243,11 @@ fn silences_hold_notifications_until_they_end() {
         &delivered,
         &policy(),
     );
-    assert_eq!(kinds(&after), ["slack_post", "jira_create"], "owed notifications follow the silence's end");
+    assert_eq!(
+        kinds(&after),
+        ["slack_post", "slack_details", "jira_create"],
+        "owed notifications follow the silence's end"
+    );
 }
 
 #[test]

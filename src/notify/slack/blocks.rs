@@ -154,35 +154,43 @@ fn state_text(i: &Incident, since: &str) -> String {
     s
 }
 
-/// The fields of the parent message.
+/// The five fields of the parent message: state, scope, now against the reference, onset, Jira.
 fn incident_fields(i: &Incident, links: &Links) -> Value {
     let s = &i.snapshot;
     let since = crate::render::time(i.opened_at);
-    let mut f = vec![
-        ("State", state_text(i, &since)),
-        ("Component", escape(&s.component)),
+    let mut state = state_text(i, &since);
+    if let Some(by) = &i.acked_by {
+        state.push_str(&format!("\nAcknowledged by <@{by}>"));
+    }
+    let pair = s.report.percentiles.get(&s.percentile);
+    let now = pair.and_then(|p| p.now).unwrap_or(s.observed_seconds);
+    let f = vec![
+        ("State", state),
+        ("Scope", escape(&format!("{} {} · {}", s.release, s.scope.describe(), s.component))),
+        (
+            "Now / reference",
+            format!(
+                "{} {} / {} (threshold {})",
+                s.percentile,
+                secs(now),
+                crate::model::secs_or_dash(pair.and_then(|p| p.baseline)),
+                secs(s.threshold_seconds)
+            ),
+        ),
         (
             "Regressed",
             i.onset()
                 .or_else(|| s.report.onset.clone())
                 .map_or("not known".into(), |o| crate::render::onset(&o)),
         ),
-        ("Scope", escape(&format!("{} {}", s.release, s.scope.describe()))),
-        (
-            "Now",
-            format!(
-                "{} {} (threshold {})",
-                s.percentile,
-                secs(s.observed_seconds),
-                secs(s.threshold_seconds)
-            ),
-        ),
         ("Jira", i.jira_key.as_deref().map_or("not filed".into(), |k| links.jira(k))),
     ];
-    if let Some(by) = &i.acked_by {
-        f.push(("Acknowledged", format!("<@{by}>")));
-    }
-    f.push(("Confidence", s.report.attribution.confidence.to_string()));
+    fields(&f)
+}
+
+/// What the details reply adds about the changes between the payloads.
+fn suspects_field(i: &Incident) -> Option<String> {
+    let s = &i.snapshot;
     if !s.report.suspect_changes.is_empty() {
         let list: Vec<String> = s
             .report
@@ -196,11 +204,12 @@ fn incident_fields(i: &Incident, links: &Links) -> Value {
                 if plain { format!("<{}|{words}>", c.url) } else { words }
             })
             .collect();
-        f.push(("Suspect changes", list.join("\n")));
+        Some(list.join("\n"))
     } else if s.report.changes_pending {
-        f.push(("Suspect changes", "not read yet (release controller unreachable)".into()));
+        Some("not read yet (release controller unreachable)".into())
+    } else {
+        None
     }
-    fields(&f)
 }
 
 /// The buttons of an open incident.
@@ -222,7 +231,6 @@ fn incident_buttons(i: &Incident) -> Value {
 /// The incident's parent message, edited in place as it changes.
 pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Message {
     let s = &i.snapshot;
-    let r = &s.report;
     let title = format!(
         "{} {} disruption {}: {} {}",
         state_emoji(i.state),
@@ -235,7 +243,32 @@ pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Messag
         s.release,
         s.scope.describe()
     );
-    let mut blocks = vec![header(&title), section(&escape(&s.summary)), incident_fields(i, links)];
+    let mut blocks = vec![header(&title), incident_fields(i, links)];
+    if i.state.is_open() {
+        blocks.push(incident_buttons(i));
+    }
+    let mut footer = Vec::new();
+    if let Some(link) = links.incident(i.id) {
+        footer.push(format!("*<{link}|Full view>*"));
+    }
+    footer.push(format!("#{} · {}", i.id, i.fingerprint));
+    if let Some(last) = events.iter().rev().find(|e| e.actor != "sheriff") {
+        footer.push(escape(&format!("last action: {} by {}", last.kind, last.actor)));
+    }
+    blocks.push(context(&footer));
+    Message {
+        text: truncate(&format!("{title} — {}", s.summary), MAX_MESSAGE_TEXT),
+        blocks: Value::Array(blocks),
+    }
+}
+
+/// The first reply in an incident's thread: the account, the percentiles and the weekly trend,
+/// the evidence, the groups, the suspect changes and the sample runs.
+pub fn details_message(i: &Incident, links: &Links) -> Message {
+    let s = &i.snapshot;
+    let r = &s.report;
+    let full = links.incident(i.id);
+    let mut blocks = vec![section(&escape(&s.summary))];
     // percentiles now / threshold / reference, and the weekly sparkline
     let mut table = format!("```\n{}", percentile_text(r));
     if let Some(line) = weekly_line(r) {
@@ -246,14 +279,20 @@ pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Messag
     blocks.push(section(&table));
     let evidence: Vec<String> = r.attribution.evidence.iter().map(|e| format!("• {}", escape(e))).collect();
     if !evidence.is_empty() {
-        blocks.extend(sections_of_lines(&evidence, 2, links.incident(i.id).as_deref()));
+        blocks.extend(sections_of_lines(&evidence, 2, full.as_deref()));
     }
     let groups: Vec<String> = r.groups.iter().map(|g| format!("`{}`", escape(g))).collect();
     if groups.len() > 1 {
         let mut lines = vec![format!("*Affected groups ({})*", groups.len())];
         lines.extend(groups);
-        blocks.extend(sections_of_lines(&lines, 2, links.incident(i.id).as_deref()));
+        blocks.extend(sections_of_lines(&lines, 2, full.as_deref()));
     }
+    let mut f =
+        vec![("Component", escape(&s.component)), ("Confidence", r.attribution.confidence.to_string())];
+    if let Some(list) = suspects_field(i) {
+        f.push(("Suspect changes", list));
+    }
+    blocks.push(fields(&f));
     let jobs: Vec<String> = r
         .sample_jobs
         .iter()
@@ -262,20 +301,9 @@ pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Messag
     if !jobs.is_empty() {
         blocks.push(context(&jobs));
     }
-    if i.state.is_open() {
-        blocks.push(incident_buttons(i));
-    }
-    let mut footer = vec![format!("#{} · {}", i.id, i.fingerprint)];
-    if let Some(last) = events.iter().rev().find(|e| e.actor != "sheriff") {
-        footer.push(escape(&format!("last action: {} by {}", last.kind, last.actor)));
-    }
-    if let Some(link) = links.incident(i.id) {
-        footer.push(format!("<{link}|full view>"));
-    }
-    blocks.push(context(&footer));
     blocks.truncate(MAX_BLOCKS);
     Message {
-        text: truncate(&format!("{title} — {}", s.summary), MAX_MESSAGE_TEXT),
+        text: truncate(&format!("{} {}: {}", s.family, s.release, s.summary), MAX_MESSAGE_TEXT),
         blocks: Value::Array(blocks),
     }
 }
@@ -418,9 +446,21 @@ mod tests {
             public_url: "https://sheriff.example.com".into(),
             jira_url: "https://issues.example.com".into(),
         };
-        let m = incident_message(&big_incident(200), &[], &links);
+        let i = big_incident(200);
+        let m = incident_message(&i, &[], &links);
         check_limits(&m).unwrap();
-        let text = serde_json::to_string(&m.blocks).unwrap();
+        // the parent is concise: a headline, five fields, the buttons, the link to the page
+        let blocks = m.blocks.as_array().unwrap();
+        let kinds: Vec<&str> = blocks.iter().map(|b| b["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["header", "section", "actions", "context"]);
+        assert_eq!(blocks[1]["fields"].as_array().unwrap().len(), 5);
+        let parent = serde_json::to_string(&m.blocks).unwrap();
+        assert!(parent.contains("<https://sheriff.example.com/incidents/12|Full view>"), "{parent}");
+        assert!(!parent.contains("evidence line"), "the evidence goes to the thread");
+        // the first thread reply carries the detail, within the limits too
+        let d = details_message(&i, &links);
+        check_limits(&d).unwrap();
+        let text = serde_json::to_string(&d.blocks).unwrap();
         assert!(text.contains("more: <https://sheriff.example.com/incidents/12|full view>"));
         assert!(text.contains("&lt;with&gt; &amp;"));
         let lines: Vec<SummaryLine> = (0..500)
@@ -475,6 +515,7 @@ mod tests {
         ];
         let blocks = serde_json::to_string(&incident_message(&i, &[], &links).blocks).unwrap();
         assert!(blocks.contains("began between 4.14.0-0.nightly-2025-08-04-040000 (last good)"), "{blocks}");
+        let blocks = serde_json::to_string(&details_message(&i, &links).blocks).unwrap();
         assert!(blocks.contains("<https://github.com/openshift/cluster-image-registry-operator/pull/912|openshift/cluster-image-registry-operator#912 Scale &lt;down&gt; &amp; drain"), "{blocks}");
         assert!(!blocks.contains("javascript:"), "only plain https links: {blocks}");
         let wiki = crate::notify::jira::render::to_wiki(&crate::notify::jira::render::description(&i, ""));

@@ -91,7 +91,8 @@ pub fn parse(text: &str) -> Result<Command, String> {
     }
 }
 
-fn parse_query(words: &[&str]) -> Result<Query, String> {
+/// `BACKEND [key=value…]`, the words of `query`.
+pub fn parse_query(words: &[&str]) -> Result<Query, String> {
     let Some((backend, filters)) = words.split_first() else {
         return Err(
             "`query` needs a backend, e.g. `query image-registry-new-connections platform=metal`".into()

@@ -87,6 +87,12 @@ impl SlackSink {
                 self.update(&channel, &ts, &parent(i).await?).await?;
                 Ok(DeliveryResult::Done { note: format!("edited {ts}") })
             }
+            Effect::SlackDetails => {
+                let i = need(incident)?;
+                let (channel, ts) = thread(i)?;
+                let message = blocks::details_message(i, &self.links);
+                self.post(&channel, Some(&ts), &message, key, retried, entry.created_at).await
+            }
             Effect::SlackReply { text } => {
                 let i = need(incident)?;
                 let (channel, ts) = thread(i)?;

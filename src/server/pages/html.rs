@@ -1,0 +1,277 @@
+//! The pages, as maud templates: every value is escaped unless a template says otherwise, and
+//! none does. One small stylesheet inline, no script, no outside request; readable on a phone.
+
+use maud::{DOCTYPE, Markup, PreEscaped, html};
+
+use super::chart::{self, Chart};
+use super::{ChartData, IncidentRow, IndexFilter};
+use crate::incidents::{Event, Incident};
+use crate::model::{secs, secs_or_dash};
+use crate::render::time as when;
+
+const STYLE: &str = r#"
+:root { color-scheme: light; --fg: #1d1d1f; --muted: #5f6368; --line: #d9dce1; --bad: #c5221f; --ok: #188038; --warn: #b06000; }
+* { box-sizing: border-box; }
+body { margin: 0; font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); background: #fafafa; }
+header { background: #24292f; color: #fff; padding: .6rem 1rem; display: flex; gap: 1.2rem; align-items: baseline; flex-wrap: wrap; }
+header a { color: #fff; text-decoration: none; } header .brand { font-weight: 700; }
+main { max-width: 1100px; margin: 0 auto; padding: 1rem; }
+h1 { font-size: 1.35rem; margin: .2rem 0 .6rem; } h2 { font-size: 1.1rem; margin: 1.6rem 0 .5rem; }
+table { border-collapse: collapse; width: 100%; background: #fff; } th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+th { font-weight: 600; color: var(--muted); font-size: .85rem; }
+.scroll { overflow-x: auto; }
+.state { font-weight: 600; } .state.new, .state.reopened { color: var(--bad); } .state.ongoing { color: var(--warn); } .state.resolved { color: var(--ok); } .state.stale { color: var(--muted); }
+.muted { color: var(--muted); } .fields { display: grid; grid-template-columns: max-content 1fr; gap: .2rem 1rem; background: #fff; padding: .6rem .8rem; border: 1px solid var(--line); }
+.fields dt { color: var(--muted); } .fields dd { margin: 0; }
+form.filters { display: flex; gap: .6rem; flex-wrap: wrap; margin: .4rem 0 .8rem; } form.filters label { font-size: .85rem; color: var(--muted); }
+input, select, button { font: inherit; padding: .2rem .4rem; }
+.chart { width: 100%; height: auto; background: #fff; border: 1px solid var(--line); }
+.chart .grid { stroke: #eceef1; } .chart .tick { font-size: 11px; fill: var(--muted); }
+.chart .reference { fill: #e8f0fe; } .chart .window { fill: #e6f4ea; } .chart .onset { fill: #fce8e6; } .chart .onset-at { stroke: var(--bad); stroke-width: 1.5; }
+.chart .series { fill: none; stroke-width: 2; } .chart .p50 { stroke: #1a73e8; } .chart .p95 { stroke: #9334e6; stroke-width: 1.3; }
+.chart .control { stroke: #5f6368; stroke-dasharray: 5 4; stroke-width: 1.5; } .chart .disrupted rect { fill: #fbbc04; opacity: .35; }
+.chart .fix { stroke: var(--ok); stroke-width: 2; stroke-dasharray: 2 3; } .chart .accepted { stroke: var(--warn); stroke-dasharray: 8 4; }
+.legend { font-size: .85rem; color: var(--muted); } .key::before { content: ""; display: inline-block; width: .9em; height: .9em; margin-right: .25em; vertical-align: -.1em; }
+.key.p50::before { background: #1a73e8; } .key.p95::before { background: #9334e6; } .key.disrupted::before { background: #fbbc0488; } .key.control::before { border-top: 2px dashed #5f6368; }
+.key.reference::before { background: #e8f0fe; } .key.window::before { background: #e6f4ea; } .key.onset::before { background: #fce8e6; } .key.fix::before { border-top: 2px dotted #188038; } .key.accepted::before { border-top: 2px dashed #b06000; }
+figure { margin: 0; } figcaption { margin-top: .2rem; } h3 { font-size: 1rem; margin: .4rem 0; }
+.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(320px, 1fr)); gap: 1rem; }
+code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .88em; }
+@media (max-width: 640px) { main { padding: .6rem; } th, td { padding: .3rem; font-size: .9rem; } .fields { grid-template-columns: 1fr; } }
+"#;
+
+/// Every page: the header, the title, the body.
+pub fn layout(title: &str, body: &Markup) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) " — sheriff" }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                header {
+                    a class="brand" href="/" { "sheriff" }
+                    a href="/" { "Incidents" }
+                    a href="/explore" { "Explore" }
+                }
+                main { (*body) }
+            }
+        }
+    }
+}
+
+fn state_cell(i: &Incident) -> Markup {
+    let how = i.resolution.as_deref().filter(|_| !i.state.is_open()).map(|r| r.replace('_', " "));
+    html! {
+        span class=(format!("state {}", i.state.as_str())) { (i.state.as_str()) }
+        @if let Some(how) = how { " " span class="muted" { "(" (how) ")" } }
+    }
+}
+
+/// "P50 31s / reference 2s".
+pub fn now_vs_reference(i: &Incident) -> String {
+    let s = &i.snapshot;
+    let pair = s.report.percentiles.get(&s.percentile);
+    let now = pair.and_then(|p| p.now).unwrap_or(s.observed_seconds);
+    let reference = pair.and_then(|p| p.baseline);
+    format!("{} {} / reference {}", s.percentile, secs(now), secs_or_dash(reference))
+}
+
+fn age(seconds: i64) -> String {
+    let h = seconds.max(0) / 3600;
+    if h >= 48 { format!("{}d", h / 24) } else { format!("{h}h") }
+}
+
+fn links(row: &IncidentRow) -> Markup {
+    html! {
+        @if let (Some(key), Some(url)) = (&row.incident.jira_key, &row.jira_url) { a href=(url) { (key) } " " }
+        @if let Some(url) = &row.slack_url { a href=(url) { "thread" } }
+    }
+}
+
+fn select(name: &str, label: &str, options: &[String], chosen: Option<&str>) -> Markup {
+    html! {
+        label { (label) " "
+            select name=(name) {
+                option value="" selected[chosen.is_none()] { "any" }
+                @for o in options { option value=(o) selected[chosen == Some(o.as_str())] { (o) } }
+            }
+        }
+    }
+}
+
+/// `/`: open incidents, then recently resolved ones, with filters.
+pub fn index(
+    rows: &[IncidentRow],
+    filter: &IndexFilter,
+    components: &[String],
+    releases: &[String],
+    now: i64,
+) -> Markup {
+    let (open, resolved): (Vec<&IncidentRow>, Vec<&IncidentRow>) =
+        rows.iter().partition(|r| r.incident.state.is_open());
+    let states = ["open", "resolved", "all"].map(String::from);
+    let table = |list: &[&IncidentRow]| {
+        html! {
+            div class="scroll" { table {
+                thead { tr { th { "#" } th { "state" } th { "component" } th { "backend" } th { "scope" } th { "onset" } th { "age" } th { "now / reference" } th { "links" } } }
+                tbody {
+                    @for r in list {
+                        @let i = &r.incident;
+                        tr {
+                            td { a href=(format!("/incidents/{}", i.id)) { "#" (i.id) } }
+                            td { (state_cell(i)) }
+                            td { (i.snapshot.component) }
+                            td { (i.snapshot.family) " " (i.snapshot.release) }
+                            td { (i.snapshot.scope.describe()) }
+                            td { (i.onset().map_or_else(|| "not known".to_string(), |o| crate::render::onset(&o))) }
+                            td { (age(now - i.opened_at)) }
+                            td class="mono" { (now_vs_reference(i)) }
+                            td { (links(r)) }
+                        }
+                    }
+                }
+            } }
+        }
+    };
+    layout(
+        "Incidents",
+        &html! {
+            h1 { "Disruption incidents" }
+            form class="filters" method="get" action="/" {
+                (select("component", "component", components, filter.component.as_deref()))
+                (select("release", "release", releases, filter.release.as_deref()))
+                (select("state", "state", &states, filter.state.as_deref()))
+                button type="submit" { "Filter" }
+            }
+            h2 { "Open (" (open.len()) ")" }
+            @if open.is_empty() { p class="muted" { "No open incidents." } } @else { (table(&open)) }
+            h2 { "Resolved in the last 14 days (" (resolved.len()) ")" }
+            @if resolved.is_empty() { p class="muted" { "None." } } @else { (table(&resolved)) }
+            p class="muted" { "JSON: " a href="/api/v1/incidents" { "/api/v1/incidents" } }
+        },
+    )
+}
+
+fn chart_block(c: &ChartData) -> Markup {
+    let chart = Chart { title: &c.title, series: &c.series, control: c.control.as_ref(), marks: &c.marks };
+    html! {
+        figure {
+            (chart::svg(&chart))
+            figcaption { (chart::legend(&chart)) }
+        }
+    }
+}
+
+fn history(events: &[Event]) -> Markup {
+    html! {
+        div class="scroll" { table {
+            thead { tr { th { "when" } th { "who" } th { "what" } th { "detail" } } }
+            tbody { @for e in events.iter().rev() { tr { td class="mono" { (when(e.at)) } td { (e.actor) } td { (e.kind) } td { (e.detail) } } } }
+        } }
+    }
+}
+
+/// `/incidents/{id}`: the headline, the attribution in words, the charts, the evidence.
+pub fn incident(row: &IncidentRow, events: &[Event], charts: &[ChartData]) -> Markup {
+    let i = &row.incident;
+    let s = &i.snapshot;
+    let r = &s.report;
+    let (main_chart, parts) = charts.split_first().map_or((None, &[][..]), |(a, b)| (Some(a), b));
+    layout(
+        &format!("#{} {}", i.id, s.family),
+        &html! {
+            h1 { "#" (i.id) " " (crate::notify::jira::render::summary(i)) }
+            p { (s.summary) }
+            dl class="fields" {
+                dt { "state" } dd { (state_cell(i)) }
+                dt { "component" } dd {
+                    (s.component)
+                    @if let Some(p) = &r.attribution.platform_component { " (platform: " (p) ")" }
+                }
+                @if !r.attribution.independence.is_empty() { dt { "independent of" } dd { (r.attribution.independence.join("; ")) } }
+                dt { "scope" } dd { (s.release) " " (s.scope.describe()) }
+                dt { "now / reference" } dd class="mono" { (now_vs_reference(i)) }
+                dt { "regressed" } dd { (i.onset().map_or_else(|| "not known".to_string(), |o| crate::render::onset(&o))) }
+                @if let Some(w) = r.onset.as_ref().and_then(|o| o.payload_words()) { dt { "payloads" } dd { (w) } }
+                @if let Some(c) = &i.fix { dt { "fix" } dd { (c.describe()) @for v in &c.verdicts { br; (v.text) } } }
+                @if let Some(a) = &i.allowance { dt { "accepted" } dd { (a.describe()) } }
+                @if row.jira_url.is_some() || row.slack_url.is_some() { dt { "links" } dd { (links(row)) } }
+            }
+            h2 { "Trend, last 8 weeks" }
+            @if let Some(c) = main_chart { (chart_block(c)) }
+            @if !parts.is_empty() {
+                h2 { "Not specific to " (r.not_specific_to.join(", ")) }
+                div class="charts" { @for c in parts { div { h3 { (c.title) } (chart_block(c)) } } }
+            }
+            h2 { "Attribution" }
+            ul { @for e in &r.attribution.evidence { li { (e) } } }
+            @if !r.attribution.conditions.is_empty() {
+                h2 { "Correlated conditions" }
+                div class="scroll" { table {
+                    thead { tr { th { "operator" } th { "condition" } th { "reason" } th { "message" } th { "runs" } } }
+                    tbody { @for c in &r.attribution.conditions { tr {
+                        td { (c.operator) } td { (c.label()) } td { (c.reason) } td { (c.message) } td { (c.runs_with) " of " (c.runs) }
+                    } } }
+                } }
+            }
+            @if !r.suspect_changes.is_empty() {
+                h2 { "Suspect changes" }
+                ul { @for c in &r.suspect_changes { li { a href=(c.url) { (c.repository) "#" (c.number) } " " (c.title) } } }
+            }
+            h2 { "Sample runs" }
+            div class="scroll" { table {
+                thead { tr { th { "kind" } th { "seconds" } th { "job" } th { "run" } } }
+                tbody { @for j in &r.sample_jobs { tr {
+                    td { (j.kind.as_str()) } td class="mono" { (j.seconds) "s" } td { (j.job) }
+                    td { a class="sample" href=(j.url) { (j.build_id) } }
+                } } }
+            } }
+            h2 { "History" }
+            (history(events))
+            p class="muted" { "JSON: " a href=(format!("/api/v1/incidents/{}", i.id)) { "/api/v1/incidents/" (i.id) } }
+        },
+    )
+}
+
+/// `/explore`: the `query` answer as a page, with the chart.
+pub fn explore(
+    form: &[(String, String)],
+    answer: Option<&crate::query::QueryAnswer>,
+    chart: Option<&ChartData>,
+    error: Option<&str>,
+) -> Markup {
+    let value = |k: &str| form.iter().find(|(f, _)| f == k).map_or("", |(_, v)| v.as_str());
+    layout(
+        "Explore",
+        &html! {
+            h1 { "Explore a backend" }
+            form class="filters" method="get" action="/explore" {
+                @for (k, hint) in [("backend", "image-registry-new-connections"), ("release", "4.14"), ("platform", "metal"), ("network", "ovn"), ("upgrade", "micro"), ("topology", "ha"), ("arch", "amd64"), ("window", "7d")] {
+                    label { (k) " " input name=(k) value=(value(k)) placeholder=(hint) size="14"; }
+                }
+                button type="submit" { "Show" }
+            }
+            @if let Some(e) = error { p class="state new" { (e) } }
+            @if let Some(a) = answer {
+                p { (a.backend) ": " (a.runs) " runs in the last " (a.window_days) " days over " (a.variants) " variants, " (a.disrupted_runs) " disrupted; reference " (a.baseline_runs) " runs." }
+                div class="scroll" { table {
+                    thead { tr { th { "percentile" } th { "now" } th { "reference" } th { "limit" } } }
+                    tbody { @for (p, v) in &a.percentiles { tr {
+                        td { (p) } td class="mono" { (secs_or_dash(*v)) } td class="mono" { (secs_or_dash(a.baseline.get(p).copied().flatten())) }
+                        td class="mono" { (secs_or_dash(a.thresholds.get(p).copied())) }
+                    } } }
+                } }
+            }
+            @if let Some(c) = chart { h2 { "Last 8 weeks" } (chart_block(c)) }
+        },
+    )
+}
+
+/// A page for a request sheriff cannot answer: the status and a plain reason.
+pub fn problem(title: &str, reason: &str) -> Markup {
+    layout(title, &html! { h1 { (title) } p { (reason) } p { a href="/" { "All incidents" } } })
+}

@@ -1,0 +1,192 @@
+//! The pages and their JSON twins through the router (no socket), on a generated month with the
+//! metal image-registry regression: status and content type of every route, 404 for an unknown
+//! incident, the chart with its series and marks, the sample links, the token when one is set,
+//! and an interval message that tries to be HTML, escaped on every page.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{Request, StatusCode};
+use sheriff::config::{Secret, Settings};
+use sheriff::cycle::{CycleOptions, run_cycle};
+use sheriff::server::{AppState, router};
+use sheriff::synth::{self, Scenario};
+use tower::ServiceExt;
+
+use crate::common;
+
+const HOSTILE: &str = "<img src=x onerror=alert(1)></script><script>alert(2)</script>";
+
+fn today() -> chrono::DateTime<chrono::Utc> {
+    chrono::Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc()
+}
+
+/// The demo month ending today, its regression's condition message hostile.
+fn scenario() -> Scenario {
+    let mut s = Scenario::demo(today());
+    s.payload_every_hours = 4;
+    if let Some((_, _, _, _, message)) = s.planted[0].condition.as_mut() {
+        *message = format!("replicas gone {HOSTILE}");
+    }
+    s
+}
+
+/// The month written as a bucket tree and ingested, then one cycle: incident #1.
+async fn world(db: &common::TestDb, tweak: impl FnOnce(&mut Settings)) -> AppState {
+    let dir = tempfile::tempdir().unwrap();
+    synth::write_tree(&scenario(), dir.path()).unwrap();
+    let mut settings = Settings::default();
+    settings.jira.url = "https://issues.example.com".into();
+    settings.slack.workspace_url = "https://example.slack.com".into();
+    tweak(&mut settings);
+    let source = sheriff::ingest::Source::Local(dir.path().to_path_buf());
+    sheriff::ingest::ingest(&db.store, &settings.ingest, &source, &Default::default()).await.unwrap();
+    run_cycle(&db.store, &settings, CycleOptions { at: today(), dry_run: false }).await.unwrap();
+    let store = sheriff::store::Store::open(&db.settings).await.unwrap();
+    AppState::new(Arc::new(store), Arc::new(settings))
+}
+
+async fn get(state: &AppState, path: &str, auth: Option<&str>) -> (StatusCode, String, String) {
+    let mut req = Request::get(path);
+    if let Some(a) = auth {
+        req = req.header("authorization", a);
+    }
+    let response = router(state.clone()).oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
+    let status = response.status();
+    let kind =
+        response.headers().get("content-type").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
+    let body = axum::body::to_bytes(response.into_body(), 8 << 20).await.unwrap();
+    (status, kind, String::from_utf8(body.to_vec()).unwrap())
+}
+
+on_both_engines! {
+    async fn every_page_and_json_route_answers_with_its_type_and_an_unknown_incident_is_404(db) {
+        let state = world(&db, |_| {}).await;
+        for (path, status, kind) in [
+            ("/", 200, "text/html"),
+            ("/?state=all&component=Image+Registry&release=4.14", 200, "text/html"),
+            ("/incidents/1", 200, "text/html"),
+            ("/incidents/999", 404, "text/html"),
+            ("/incidents/not-a-number", 404, "text/html"),
+            ("/explore", 200, "text/html"),
+            ("/explore?backend=image-registry-new-connections&release=4.14&platform=metal", 200, "text/html"),
+            ("/explore?backend=image-registry-new-connections&colour=blue", 400, "text/html"),
+            ("/api/v1/incidents", 200, "application/json"),
+            ("/api/v1/incidents/1", 200, "application/json"),
+            ("/api/v1/incidents/999", 404, "application/json"),
+            ("/api/v1/series?backend=image-registry-new-connections&platform=metal", 200, "application/json"),
+            ("/api/v1/series", 400, "application/json"),
+        ] {
+            let (got, content, body) = get(&state, path, None).await;
+            assert_eq!(got.as_u16(), status, "{path}: {body}");
+            assert!(content.starts_with(kind), "{path}: {content}");
+        }
+        let (_, _, index) = get(&state, "/", None).await;
+        assert!(index.contains("href=\"/incidents/1\""), "the open incident is listed");
+        assert!(index.contains("Image Registry") && index.contains("platform=metal"));
+        let (_, _, filtered) = get(&state, "/?component=Networking", None).await;
+        assert!(!filtered.contains("href=\"/incidents/1\""), "the filter leaves it out");
+
+        let (_, _, page) = get(&state, "/incidents/1", None).await;
+        assert!(page.contains("<svg class=\"chart\""), "a chart");
+        for mark in ["class=\"series p50\" d=\"M", "class=\"series p95\" d=\"M", "class=\"series disrupted\"", "class=\"onset\"", "class=\"onset-at\"", "class=\"reference\"", "class=\"window\"", "class=\"series control\""] {
+            assert!(page.contains(mark), "{mark} missing");
+        }
+        assert!(page.matches("class=\"sample\" href=\"https://prow.ci.openshift.org/view/gs/").count() >= 3, "sample runs link to Prow");
+        assert!(page.contains("network=ovn") && page.contains("network=sdn"), "a chart per network it is not specific to");
+        assert!(page.contains("https://issues.example.com/browse/") || !page.contains("OCPBUGS"));
+
+        let (_, _, json) = get(&state, "/api/v1/incidents/1", None).await;
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let days = v["charts"][0]["series"]["days"].as_array().unwrap();
+        assert_eq!(days.len(), 56, "8 weeks of days");
+        let runs: u64 = days.iter().map(|d| d["runs"].as_u64().unwrap()).sum();
+        assert!(runs > 100, "{runs} runs charted");
+        assert!(v["charts"][0]["marks"]["onset"].is_array());
+        assert_eq!(v["events"][0]["kind"], "opened");
+        let (_, _, series) = get(&state, "/api/v1/series?backend=image-registry-new-connections&platform=metal&window=14d", None).await;
+        let s: serde_json::Value = serde_json::from_str(&series).unwrap();
+        assert_eq!(s["answer"]["window_days"], 14);
+        assert!(s["chart"]["series"]["days"].as_array().unwrap().len() == 56);
+    }
+
+    async fn an_interval_message_that_tries_to_be_html_is_escaped_on_every_page(db) {
+        let state = world(&db, |_| {}).await;
+        let (_, _, page) = get(&state, "/incidents/1", None).await;
+        assert!(page.contains("replicas gone &lt;img src=x onerror=alert(1)&gt;&lt;/script&gt;"), "the message is shown, escaped");
+        for path in ["/", "/incidents/1", "/explore?backend=image-registry-new-connections", "/?state=all"] {
+            let (_, _, body) = get(&state, path, None).await;
+            assert!(!body.contains("<img src=x"), "{path} carries the raw tag");
+            assert!(!body.contains("<script"), "{path} carries a script");
+            assert_eq!(body.matches("</script>").count(), 0, "{path}");
+        }
+        // the JSON twin carries it as data, served as JSON that no browser may sniff as HTML
+        let response = router(state.clone()).oneshot(Request::get("/api/v1/incidents/1").body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(response.headers()["x-content-type-options"], "nosniff");
+        assert!(response.headers()["content-security-policy"].to_str().unwrap().starts_with("default-src 'none'"));
+    }
+
+    async fn with_a_pages_token_the_pages_ask_for_it_and_health_stays_open(db) {
+        let state = world(&db, |s| s.server.pages_token = Some(Secret::new("pages-secret"))).await;
+        let (status, _, body) = get(&state, "/incidents/1", None).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+        assert!(!body.contains("pages-secret"));
+        let response = router(state.clone()).oneshot(Request::get("/").body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(response.headers()["www-authenticate"], "Basic realm=\"sheriff\"");
+        assert_eq!(get(&state, "/api/v1/incidents", Some("Bearer wrong")).await.0, StatusCode::UNAUTHORIZED);
+        assert_eq!(get(&state, "/api/v1/incidents", Some("Bearer pages-secret")).await.0, StatusCode::OK);
+        // basic auth, any user: "triage:pages-secret"
+        assert_eq!(get(&state, "/", Some("Basic dHJpYWdlOnBhZ2VzLXNlY3JldA==")).await.0, StatusCode::OK);
+        assert_eq!(get(&state, "/", Some("Basic dHJpYWdlOndyb25n")).await.0, StatusCode::UNAUTHORIZED);
+        assert_eq!(get(&state, "/healthz", None).await.0, StatusCode::OK);
+    }
+}
+
+/// A port nothing listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+on_both_engines! {
+    async fn the_slack_parent_and_the_jira_description_link_to_pages_that_answer_on_a_running_serve(db) {
+        use crate::common::{faults::Faults, jira::FakeJira, slack::FakeSlack};
+        let engine = format!("links-{:?}", db.store.engine());
+        let (slack, jira) = (FakeSlack::start(&engine, Faults::none()).await, FakeJira::start(&engine, Faults::none()).await);
+        let port = free_port();
+        let mut s = Settings { database: db.settings.clone(), ..Settings::default() };
+        s.server.listen = format!("127.0.0.1:{port}");
+        s.server.public_url = format!("http://127.0.0.1:{port}");
+        s.slack.api_url = slack.api_url();
+        s.slack.bot_token = Some(Secret::new(common::slack::TOKEN));
+        s.slack.channel = "C0DISRUPT".into();
+        s.slack.min_post_interval_ms = 0;
+        s.jira.url = jira.url.clone();
+        s.jira.project = "OCPBUGS".into();
+        s.jira.token = Some(Secret::new(common::jira::TOKEN));
+        for chunk in synth::run_records(&scenario()).chunks(1_000) {
+            db.store.write_runs(chunk, false).await.unwrap();
+        }
+        sheriff::init_crypto();
+        let app = sheriff::app::App::build(s.clone()).await.unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let running = tokio::spawn(app.run_until_stopped(async move { let _ = stopped.await; }));
+        let store = Arc::new(sheriff::store::Store::open(&db.settings).await.unwrap());
+        run_cycle(&store, &s, CycleOptions { at: today(), dry_run: false }).await.unwrap();
+        sheriff::ops::deliver_for_a_while(store.clone(), &s).await.unwrap();
+        let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).expect("posted");
+        let blocks = parent.blocks.to_string();
+        let page = format!("http://127.0.0.1:{port}/incidents/1");
+        assert!(blocks.contains(&format!("<{page}|Full view>")), "{blocks}");
+        let description = jira.issues()[0].fields["description"].to_string();
+        assert!(description.contains(&page), "{description}");
+        let http = reqwest::Client::new();
+        for url in [page.clone(), format!("http://127.0.0.1:{port}/")] {
+            let r = http.get(&url).send().await.unwrap();
+            assert_eq!(r.status(), 200, "{url}");
+            assert!(r.headers()["content-type"].to_str().unwrap().starts_with("text/html"));
+            assert!(r.text().await.unwrap().contains("<svg class=\"chart\"") || url.ends_with('/'));
+        }
+        let _ = stop.send(());
+        running.await.unwrap().unwrap();
+    }
+}
