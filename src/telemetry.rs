@@ -1,4 +1,10 @@
 //! Logging with tracing: readable text by default, JSON by setting; `RUST_LOG` wins over both.
+//!
+//! In text, one event is one line, whatever it carries: control characters that arrive in
+//! artifact names, run paths or error texts (a newline in a file name, say) are written
+//! escaped, so nothing from outside can forge a log line. JSON escapes them by itself.
+
+use std::io::Write;
 
 use tracing_subscriber::EnvFilter;
 
@@ -10,9 +16,66 @@ pub fn init(settings: &LogSettings) {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(&settings.level))
         .unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
     let _ = match settings.format {
-        LogFormat::Text => builder.with_target(false).try_init(),
-        LogFormat::Json => builder.json().flatten_event(true).with_current_span(true).try_init(),
+        LogFormat::Text => builder.with_writer(|| OneLine(std::io::stderr())).with_target(false).try_init(),
+        LogFormat::Json => {
+            builder.with_writer(std::io::stderr).json().flatten_event(true).with_current_span(true).try_init()
+        }
     };
+}
+
+/// `text` as one line: control characters other than the final newline written as escapes
+/// (`\n`, `\r`, `\t`, `\u{…}`), and the bidirectional overrides too.
+pub fn one_line(text: &str) -> String {
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    let mut out = String::with_capacity(body.len() + 1);
+    for c in body.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control()
+                || ('\u{202a}'..='\u{202e}').contains(&c)
+                || ('\u{2066}'..='\u{2069}').contains(&c) =>
+            {
+                out.push_str(&c.escape_unicode().to_string())
+            }
+            c => out.push(c),
+        }
+    }
+    if body.len() < text.len() {
+        out.push('\n');
+    }
+    out
+}
+
+/// A writer that writes each formatted event as [`one_line`]. The formatter hands it one whole
+/// event per write.
+struct OneLine<W: Write>(W);
+
+impl<W: Write> Write for OneLine<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        self.0.write_all(one_line(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_event_stays_one_line_whatever_it_carries() {
+        let forged =
+            "WARN run not ingested file=backend-disruption_a\n2026-12-01T00:00:00Z  INFO sheriff: FORGED\n";
+        let line = super::one_line(forged);
+        assert_eq!(line.matches('\n').count(), 1);
+        assert!(line.ends_with("FORGED\n") && line.contains("_a\\n2026"), "{line}");
+        assert_eq!(super::one_line("tab\there\u{1b}[31m\u{202e}x\n"), "tab\\there\\u{1b}[31m\\u{202e}x\n");
+        assert_eq!(super::one_line("plain"), "plain");
+    }
 }

@@ -42,6 +42,9 @@ pub enum Assembly {
     Failed { problems: Vec<FileProblem> },
 }
 
+/// How far ahead of this machine's clock a run's times may be (clocks disagree a little).
+const MAX_CLOCK_SKEW_SECS: i64 = 86_400;
+
 fn problem(file: &str, error: impl Into<String>) -> FileProblem {
     FileProblem { file: file.to_string(), error: error.into() }
 }
@@ -148,12 +151,30 @@ pub fn assemble(run: &RunFiles) -> Assembly {
         let why = "no start time: started.json is missing or unreadable and prowjob.json has none";
         parsed.failures.insert(0, problem("started.json", why));
     }
+    let latest = Utc::now() + chrono::Duration::seconds(MAX_CLOCK_SKEW_SECS);
+    if let Some(t) = started_at.filter(|t| *t > latest) {
+        let why = format!(
+            "timestamp: the start time {} is in the future (more than a day from now); a run is stored once it has happened",
+            t.to_rfc3339()
+        );
+        parsed.failures.insert(0, problem("started.json", why));
+    }
     if !parsed.failures.is_empty() {
         let mut problems = std::mem::take(&mut parsed.failures);
         problems.extend(parsed.warnings);
         return Assembly::Failed { problems };
     }
-    let job = job_run(run, &parsed, job_name, build_id, started_at.unwrap_or_default());
+    let mut job = job_run(run, &parsed, job_name, build_id, started_at.unwrap_or_default());
+    if let Some(f) = job.finished_at.filter(|f| *f < job.started_at || *f > latest) {
+        let why = format!(
+            "timestamp: finished at {}, {} it started ({}); taken as finished when it started",
+            f.to_rfc3339(),
+            if f < job.started_at { "before" } else { "more than a day after now, long after" },
+            job.started_at.to_rfc3339()
+        );
+        parsed.warnings.push(problem("finished.json", why));
+        job.finished_at = Some(job.started_at);
+    }
     if parsed.disruption_files.is_empty() {
         let why = "no backend-disruption_*.json files: the run has no disruption data and is stored without samples";
         parsed.warnings.push(problem("", why));
@@ -462,6 +483,28 @@ mod tests {
         files.push(copy);
         let Assembly::Ready { record, .. } = assemble(&run(files)) else { panic!("not ready") };
         assert_eq!(record.samples[0].seconds, 32);
+    }
+
+    #[test]
+    fn a_run_dated_in_the_future_is_refused_and_one_finished_before_it_started_is_clamped() {
+        let mut files = base_files();
+        files[0] = file("started.json", r#"{"timestamp": 253402300800}"#);
+        let Assembly::Failed { problems } = assemble(&run(files)) else {
+            panic!("stored a run from the future")
+        };
+        assert_eq!(problems[0].file, "started.json");
+        assert!(
+            problems[0].error.contains("10000-01-01") && problems[0].error.contains("future"),
+            "{problems:?}"
+        );
+        let mut files = base_files();
+        files[1] = file("finished.json", r#"{"timestamp": 1699990000, "passed": true}"#);
+        let Assembly::Ready { record, warnings } = assemble(&run(files)) else { panic!("refused") };
+        assert_eq!(record.run.finished_at, Some(record.run.started_at));
+        assert!(
+            warnings.iter().any(|w| w.file == "finished.json" && w.error.contains("before it started")),
+            "{warnings:?}"
+        );
     }
 
     #[test]

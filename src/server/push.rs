@@ -17,6 +17,51 @@ use subtle::ConstantTimeEq;
 use super::{ApiError, AppState};
 use crate::ingest::run::{RunFile, RunFiles};
 
+/// Segments of a run path, at most (real ones have 3 for periodics, 6 for presubmits).
+const MAX_PATH_SEGMENTS: usize = 12;
+/// Bytes of a job name or any path segment, at most (Prow's job names stay well under this).
+const MAX_SEGMENT_BYTES: usize = 256;
+/// Bytes of a file name inside a run, at most.
+const MAX_FILE_NAME_BYTES: usize = 1024;
+
+/// Characters with no place in a name that becomes a job name, a log field or a metric label:
+/// control characters and the bidirectional overrides.
+fn bad_char(c: char) -> bool {
+    c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c) || ('\u{2066}'..='\u{2069}').contains(&c)
+}
+
+/// What is wrong with a pushed run path, if anything.
+pub fn run_path_problem(path: &str) -> Result<(), String> {
+    let segments: Vec<&str> = path.split('/').collect();
+    if path.is_empty() || segments.iter().any(|s| s.is_empty() || *s == "." || *s == "..") {
+        return Err("no empty, `.` or `..` segments".into());
+    }
+    if segments.len() < 2 || segments.len() > MAX_PATH_SEGMENTS {
+        return Err(format!("2 to {MAX_PATH_SEGMENTS} segments, not {}", segments.len()));
+    }
+    if let Some(s) = segments.iter().find(|s| s.len() > MAX_SEGMENT_BYTES) {
+        return Err(format!("a segment of {} bytes is over {MAX_SEGMENT_BYTES}", s.len()));
+    }
+    if path.chars().any(bad_char) {
+        return Err("no control characters or bidirectional overrides".into());
+    }
+    Ok(())
+}
+
+/// What is wrong with a pushed file's name, if anything.
+pub fn file_name_problem(name: &str) -> Result<(), String> {
+    if name.is_empty() || name.len() > MAX_FILE_NAME_BYTES {
+        return Err(format!("1 to {MAX_FILE_NAME_BYTES} bytes"));
+    }
+    if name.split('/').any(|s| s == "..") || name.starts_with('/') {
+        return Err("a relative name inside the run, without `..`".into());
+    }
+    if name.chars().any(bad_char) {
+        return Err("no control characters or bidirectional overrides".into());
+    }
+    Ok(())
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PushedRun {
@@ -42,7 +87,7 @@ pub async fn push_run(
     let given = headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(crate::http::bearer_token)
         .unwrap_or_default();
     if !bool::from(given.as_bytes().ct_eq(expected.expose().as_bytes())) {
         return Err(ApiError::user(StatusCode::UNAUTHORIZED, "missing or wrong bearer token"));
@@ -59,11 +104,15 @@ pub async fn push_run(
     let pushed: PushedRun = serde_json::from_slice(&bytes)
         .map_err(|e| ApiError::user(StatusCode::BAD_REQUEST, format!("bad body: {e}")))?;
     let path = pushed.path.trim_matches('/').to_string();
-    if path.is_empty() || path.split('/').any(|p| p == ".." || p.is_empty()) {
+    if let Err(why) = run_path_problem(&path) {
         return Err(ApiError::user(
             StatusCode::BAD_REQUEST,
-            "`path` must be the run folder, e.g. logs/<job>/<build>",
+            format!("`path` must be the run folder, e.g. logs/<job>/<build>: {why}"),
         ));
+    }
+    if let Some((name, why)) = pushed.files.keys().find_map(|n| file_name_problem(n).err().map(|w| (n, w))) {
+        let shown: String = name.chars().take(80).flat_map(char::escape_default).collect();
+        return Err(ApiError::user(StatusCode::BAD_REQUEST, format!("file name {shown:?}: {why}")));
     }
     let files = pushed
         .files
@@ -90,4 +139,33 @@ pub async fn push_run(
         (StatusCode::OK, "already stored")
     };
     Ok((status, Json(serde_json::json!({ "run": path, "outcome": outcome, "errors": summary.errors }))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_paths_and_file_names_are_plain_or_refused() {
+        assert!(run_path_problem("logs/periodic-ci-x-e2e-aws-ovn-upgrade/1700000000000000001").is_ok());
+        assert!(run_path_problem("pr-logs/pull/openshift_origin/28000/pull-ci-x/1700").is_ok());
+        for bad in [
+            "",
+            "passwd",
+            "logs/./job/1",
+            "logs/../job/1",
+            "logs//1",
+            "logs/job\0evil/1",
+            "logs/job\nINFO forged/1",
+            "logs/\u{202e}boj/1",
+        ] {
+            assert!(run_path_problem(bad).is_err(), "{bad:?}");
+        }
+        assert!(run_path_problem(&format!("logs/{}/1", "j".repeat(300))).is_err());
+        assert!(run_path_problem(&vec!["a"; 13].join("/")).is_err());
+        assert!(file_name_problem("artifacts/e2e/junit/backend-disruption_1.json").is_ok());
+        for bad in ["", "/etc/passwd", "a/../../b", "x\ny", &"f".repeat(2000)] {
+            assert!(file_name_problem(bad).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -202,8 +202,56 @@ where
 }
 
 /// Scrapes `/metrics` and parses every sample line into name{labels} → value.
+/// Checks the exposition against Prometheus' conventions: `promtool check metrics` when it is
+/// installed (CI installs it) reports nothing, and in any case every family has its HELP and
+/// TYPE and every counter ends in `_total`.
+fn check_conventions(text: &str) {
+    let mut families: BTreeMap<String, (bool, Option<String>)> = BTreeMap::new();
+    for line in text.lines() {
+        let mut words = line.splitn(4, ' ');
+        match (words.next(), words.next(), words.next(), words.next()) {
+            (Some("#"), Some("HELP"), Some(name), Some(help)) if !help.trim().is_empty() => {
+                families.entry(name.into()).or_default().0 = true;
+            }
+            (Some("#"), Some("TYPE"), Some(name), Some(kind)) => {
+                families.entry(name.into()).or_default().1 = Some(kind.to_string());
+            }
+            _ => {}
+        }
+    }
+    for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+        let name = line.split(['{', ' ']).next().unwrap();
+        let family = ["_count", "_sum", "_bucket"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s))
+            .filter(|f| families.contains_key(*f))
+            .unwrap_or(name);
+        let (help, kind) = families.get(family).unwrap_or_else(|| panic!("{family} has no HELP or TYPE"));
+        assert!(*help, "{family} has no HELP text");
+        assert!(kind.is_some(), "{family} has no TYPE");
+        if kind.as_deref() == Some("counter") {
+            assert!(family.ends_with("_total"), "counter {family} does not end in _total");
+        }
+    }
+    if let Ok(mut child) = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    {
+        use std::io::Write as _;
+        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        let said =
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && said.trim().is_empty(), "promtool check metrics: {said}");
+    }
+}
+
 async fn scrape(url: &str) -> BTreeMap<String, f64> {
     let text = reqwest::get(url).await.unwrap().text().await.unwrap();
+    check_conventions(&text);
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| {
