@@ -582,6 +582,12 @@ pub struct ServerSettings {
     pub pages_token: Option<Secret>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pages_token_file: Option<PathBuf>,
+    /// A request's head must arrive within this many seconds.
+    pub header_timeout_secs: u64,
+    /// A connection with no traffic for this many seconds is closed.
+    pub idle_timeout_secs: u64,
+    /// A request, its body included, is answered within this many seconds, else 408.
+    pub request_timeout_secs: u64,
 }
 
 impl Default for ServerSettings {
@@ -592,6 +598,9 @@ impl Default for ServerSettings {
             public_url: String::new(),
             pages_token: None,
             pages_token_file: None,
+            header_timeout_secs: 10,
+            idle_timeout_secs: 75,
+            request_timeout_secs: 60,
         }
     }
 }

@@ -118,6 +118,7 @@ fn collect_files(run_dir: &Path, dir: &Path, out: &mut Vec<ListedFile>, depth: u
                 name,
                 size: entry.metadata()?.len(),
                 key: path.to_string_lossy().into_owned(),
+                local: Some(path.clone()),
             });
         }
     }
@@ -129,5 +130,24 @@ pub fn read(file: &ListedFile, max_bytes: u64) -> Result<Vec<u8>, String> {
     if file.size > max_bytes {
         return Err(format!("{} bytes, larger than the {max_bytes}-byte limit; skipped", file.size));
     }
-    std::fs::read(&file.key).map_err(|e| format!("cannot read: {e}"))
+    let path = file.local.clone().unwrap_or_else(|| PathBuf::from(&file.key));
+    std::fs::read(path).map_err(|e| format!("cannot read: {e}"))
+}
+
+#[cfg(test)]
+mod non_utf8_tests {
+    use super::*;
+
+    #[test]
+    fn a_file_whose_name_is_not_utf8_is_still_read() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let name = std::ffi::OsStr::from_bytes(b"backend-disruption_\xff\xfe-233813.json");
+        std::fs::write(dir.path().join(name), b"{\"BackendDisruptions\": {}}").unwrap();
+        let mut files = Vec::new();
+        collect_files(dir.path(), dir.path(), &mut files, 0).unwrap();
+        assert_eq!(files.len(), 1);
+        assert!(files[0].name.starts_with("backend-disruption_"), "{}", files[0].name);
+        assert_eq!(read(&files[0], 1 << 20).unwrap(), b"{\"BackendDisruptions\": {}}");
+    }
 }

@@ -46,6 +46,8 @@ pub struct ListedFile {
     pub name: String,
     pub size: u64,
     pub key: String,
+    /// The file on disk, for a local tree: its name may not be UTF-8, which `key` only shows.
+    pub local: Option<PathBuf>,
 }
 
 /// Where runs come from.
@@ -162,7 +164,12 @@ async fn discover_gcs(
                 .objects
                 .into_iter()
                 .filter(|o| o.name.len() > p.len())
-                .map(|o| ListedFile { name: o.name[p.len()..].to_string(), size: o.size, key: o.name })
+                .map(|o| ListedFile {
+                    name: o.name[p.len()..].to_string(),
+                    size: o.size,
+                    key: o.name,
+                    local: None,
+                })
                 .collect();
             Ok(RunListing { bucket: bucket.to_string(), path: p.trim_end_matches('/').to_string(), files })
         })
@@ -196,6 +203,9 @@ pub struct IngestSummary {
     /// Of `failed`, the runs sheriff could not store for reasons of its own (the database):
     /// their files may be fine, and a retry should store them.
     pub storage_failed: u64,
+    /// Of `skipped`, the runs already stored with other content (kept as stored; `--force`
+    /// replaces them).
+    pub conflicts: u64,
     pub errors: Vec<IngestError>,
 }
 
@@ -306,6 +316,50 @@ async fn flush_log(store: &Store, log: &mut Vec<IngestLogEntry>) {
     log.clear();
 }
 
+/// A run already stored with other content: counted, warned and added to the summary; the
+/// line for the ingest log.
+async fn conflict(
+    store: &Store,
+    record: &crate::model::RunRecord,
+    path: &str,
+    summary: &mut IngestSummary,
+) -> Option<String> {
+    let why = differs(store, record).await?;
+    let error =
+        format!("already stored with other content ({why}); the stored run is kept, force replaces it");
+    tracing::warn!(run = %path, "{error}");
+    summary.conflicts += 1;
+    let e =
+        IngestError { run: path.to_string(), file: String::new(), error: error.clone(), severity: "warning" };
+    summary.errors.push(e);
+    Some(error)
+}
+
+/// How a run differs from the one stored under its name, if it does: its start or its
+/// per-backend seconds.
+async fn differs(store: &Store, record: &crate::model::RunRecord) -> Option<String> {
+    let stored = store.run(&record.run.job_name, &record.run.build_id).await.ok()??;
+    if stored.run.started_at != record.run.started_at {
+        return Some(format!(
+            "started {} here, {} stored",
+            record.run.started_at.to_rfc3339(),
+            stored.run.started_at.to_rfc3339()
+        ));
+    }
+    let seconds = |r: &crate::model::RunRecord| -> std::collections::BTreeMap<String, i64> {
+        r.samples.iter().map(|s| (s.backend.clone(), s.seconds)).collect()
+    };
+    let (new, old) = (seconds(record), seconds(&stored));
+    let changed = new
+        .keys()
+        .chain(old.keys())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .filter(|b| new.get(*b) != old.get(*b))
+        .count();
+    (changed > 0).then(|| format!("{changed} backend(s) with other seconds"))
+}
+
 async fn record_outcome(
     store: &Store,
     source: &str,
@@ -345,7 +399,12 @@ async fn record_outcome(
         RunOutcome::Ready { record, warnings, path } => {
             let (job, build) = (record.run.job_name.clone(), record.run.build_id.clone());
             match store.write_run(&record, force).await {
-                Ok(WriteOutcome::AlreadyStored) => summary.skipped += 1,
+                Ok(WriteOutcome::AlreadyStored) => {
+                    summary.skipped += 1;
+                    if let Some(error) = conflict(store, &record, &path, summary).await {
+                        log.push(entry(&path, &job, &build, "", "conflict", &error));
+                    }
+                }
                 Ok(WriteOutcome::Inserted | WriteOutcome::Replaced) => {
                     summary.ingested += 1;
                     log.push(entry(&path, &job, &build, "", "ingested", ""));

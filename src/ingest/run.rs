@@ -42,6 +42,9 @@ pub enum Assembly {
     Failed { problems: Vec<FileProblem> },
 }
 
+/// Backends one run may carry, at most.
+const MAX_BACKENDS_PER_RUN: usize = 2_000;
+
 /// How far ahead of this machine's clock a run's times may be (clocks disagree a little).
 const MAX_CLOCK_SKEW_SECS: i64 = 86_400;
 
@@ -179,10 +182,17 @@ pub fn assemble(run: &RunFiles) -> Assembly {
         let why = "no backend-disruption_*.json files: the run has no disruption data and is stored without samples";
         parsed.warnings.push(problem("", why));
     }
-    let samples = disruption::per_run_seconds(parsed.disruption_files.iter().map(Vec::as_slice))
+    let samples: Vec<Sample> = disruption::per_run_seconds(parsed.disruption_files.iter().map(Vec::as_slice))
         .into_iter()
         .map(|(backend, connection, seconds)| Sample { backend, connection, seconds })
         .collect();
+    if samples.len() > MAX_BACKENDS_PER_RUN {
+        let why = format!(
+            "{} backends in the disruption files, more than the {MAX_BACKENDS_PER_RUN} a run can hold (real runs have a few dozen)",
+            samples.len()
+        );
+        return Assembly::Failed { problems: vec![problem("", why)] };
+    }
     let (outages, conditions) = interval_evidence(&parsed.interval_files, &mut parsed.warnings);
     let record = RunRecord { run: job, samples, outages, conditions };
     Assembly::Ready { record: Box::new(record), warnings: parsed.warnings }

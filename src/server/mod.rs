@@ -1,6 +1,7 @@
 //! The HTTP edge: one router for every endpoint, built from shared state so a test can call it
 //! without a socket (`tower::ServiceExt::oneshot`) or serve it on port 0.
 
+mod conn;
 mod error;
 pub mod pages;
 mod push;
@@ -115,6 +116,7 @@ fn describe_metrics() {
 /// Every route sheriff serves.
 pub fn router(state: AppState) -> Router {
     let body_limit = state.settings.server.max_body_bytes;
+    let request_timeout = std::time::Duration::from_secs(state.settings.server.request_timeout_secs.max(1));
     let pages = Router::new()
         .route("/", get(pages::index))
         .route("/incidents", get(pages::index))
@@ -134,6 +136,12 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .layer(DefaultBodyLimit::max(body_limit))
+        // A request and its body are answered within the limit, or get 408: a body sent a byte
+        // at a time holds nothing for long.
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            request_timeout,
+        ))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(body_limit))
         .with_state(state)
         .layer(
@@ -256,5 +264,11 @@ pub async fn serve(
 ) -> Result<()> {
     let addr = listener.local_addr().context("reading the listening address")?;
     tracing::info!(%addr, "sheriff is listening");
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown).await.context("serving HTTP")
+    let s = &state.settings.server;
+    let limits = conn::Limits {
+        header: std::time::Duration::from_secs(s.header_timeout_secs.max(1)),
+        idle: std::time::Duration::from_secs(s.idle_timeout_secs.max(1)),
+    };
+    conn::serve(listener, router(state), limits, shutdown, crate::shutdown::SHUTDOWN_GRACE).await;
+    Ok(())
 }

@@ -135,6 +135,9 @@ pub async fn push_run(
         (StatusCode::SERVICE_UNAVAILABLE, "not stored, try again")
     } else if summary.failed > 0 {
         (StatusCode::UNPROCESSABLE_ENTITY, "failed")
+    } else if summary.conflicts > 0 {
+        // stored before with other content: nothing changed, and the sender is told why
+        (StatusCode::CONFLICT, "already stored with other content; send force: true to replace it")
     } else {
         (StatusCode::OK, "already stored")
     };

@@ -82,6 +82,27 @@ on_both_engines! {
         assert_eq!(db.store.count_runs().await.unwrap(), 1);
     }
 
+    async fn a_conflicting_re_push_is_refused_with_409_and_the_stored_run_kept(db) {
+        let (mut body, job, build) = pushed_run();
+        let st = state(&db, Some(TOKEN), 32 << 20);
+        assert_eq!(call(st.clone(), request(Some(TOKEN), body.to_string())).await.0, StatusCode::CREATED);
+        let before = db.store.run(&job, &build).await.unwrap().unwrap();
+        let name = body["files"].as_object().unwrap().keys().find(|k| k.contains("backend-disruption")).unwrap().clone();
+        body["files"][&name] = serde_json::json!({"BackendDisruptions": {"image-registry-new-connections": {"Name": "image-registry-new-connections", "ConnectionType": "New", "DisruptedDuration": "777s"}}});
+        let (status, answer) = call(st.clone(), request(Some(TOKEN), body.to_string())).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{answer}");
+        assert!(answer["errors"][0]["error"].as_str().unwrap().contains("already stored with other content"), "{answer}");
+        assert_eq!(db.store.run(&job, &build).await.unwrap().unwrap().samples, before.samples, "kept as stored");
+        let log = db.store.recent_ingest_log(Some("conflict"), 10).await.unwrap();
+        assert_eq!(log.len(), 1, "the conflict is in the ingest log");
+        // with force it replaces; the lower-case bearer scheme is the same token
+        body["force"] = serde_json::json!(true);
+        let req = Request::post("/api/v1/runs").header("content-type", "application/json").header("authorization", format!("bearer {TOKEN}")).body(Body::from(body.to_string())).unwrap();
+        let (status, answer) = call(st, req).await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+        assert!(db.store.run(&job, &build).await.unwrap().unwrap().samples.iter().any(|s| s.seconds == 777));
+    }
+
     async fn a_wrong_or_missing_token_is_refused_and_stores_nothing(db) {
         let (body, _, _) = pushed_run();
         let st = state(&db, Some(TOKEN), 32 << 20);

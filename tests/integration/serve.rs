@@ -552,3 +552,62 @@ async fn scheduled_ingest_takes_only_new_runs_on_its_own_schedule() {
     let took = app.stop().await;
     assert!(took < Duration::from_secs(10), "{took:?}");
 }
+
+/// Reads from `stream` until the server closes it or `limit` passes; what it said and whether
+/// it closed.
+async fn until_closed(stream: &mut tokio::net::TcpStream, limit: Duration) -> (String, bool) {
+    use tokio::io::AsyncReadExt as _;
+    let mut said = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+            Err(_) => return (String::from_utf8_lossy(&said).into(), false),
+            Ok(Ok(0)) | Ok(Err(_)) => return (String::from_utf8_lossy(&said).into(), true),
+            Ok(Ok(n)) => said.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_or_silent_clients_are_cut_off_by_the_header_idle_and_request_limits() {
+    use tokio::io::AsyncWriteExt as _;
+    let db = common::TestDb::sqlite().await;
+    let mut settings = sheriff::config::Settings { database: db.settings.clone(), ..Default::default() };
+    settings.server.header_timeout_secs = 1;
+    settings.server.idle_timeout_secs = 2;
+    settings.server.request_timeout_secs = 1;
+    let app = common::app::spawn_app(settings).await;
+    let started = Instant::now();
+    // a head that never ends
+    let mut head = tokio::net::TcpStream::connect(app.address).await.unwrap();
+    head.write_all(b"POST /slack/commands HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+    // a head sent a byte every half second
+    let mut trickle = tokio::net::TcpStream::connect(app.address).await.unwrap();
+    let dribble = tokio::spawn(async move {
+        for b in b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n" {
+            if trickle.write_all(&[*b]).await.is_err() {
+                return (true, Instant::now());
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        (false, Instant::now())
+    });
+    // a connection that says nothing at all
+    let mut silent = tokio::net::TcpStream::connect(app.address).await.unwrap();
+    // a body that never comes
+    let mut body = tokio::net::TcpStream::connect(app.address).await.unwrap();
+    body.write_all(b"POST /slack/commands HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 1000\r\n\r\ntext=he").await.unwrap();
+
+    let (_, closed) = until_closed(&mut head, Duration::from_secs(5)).await;
+    assert!(closed, "an unfinished head is cut off");
+    let (answer, _) = until_closed(&mut body, Duration::from_secs(6)).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "a body that never comes gets 408: {answer:?}");
+    let (_, closed) = until_closed(&mut silent, Duration::from_secs(6)).await;
+    assert!(closed, "a silent connection is closed");
+    let (cut, at) = dribble.await.unwrap();
+    assert!(cut && at - started < Duration::from_secs(8), "a trickled head is cut off, not served");
+    // and a normal client is served as ever
+    assert_eq!(reqwest::get(app.url("/healthz")).await.unwrap().status(), 200);
+    app.stop().await;
+}
