@@ -1134,7 +1134,16 @@ fn describe_figment_error(e: &figment::Error, file: &Path, env_keys: &[String]) 
     } else {
         format!(" (from {})", file.display())
     };
-    if key.is_empty() { e.kind.to_string() } else { format!("`{key}`: {}{origin}", e.kind) }
+    // The value itself is never repeated: it may be a secret put in the wrong place.
+    let kind = match &e.kind {
+        figment::error::Kind::InvalidType(_, expected) => {
+            format!("a value of the wrong type, expected {expected}")
+        }
+        figment::error::Kind::InvalidValue(_, expected) => format!("an invalid value, expected {expected}"),
+        figment::error::Kind::Unsupported(_) => "a value of a type settings cannot hold".to_string(),
+        other => other.to_string(),
+    };
+    if key.is_empty() { kind } else { format!("`{key}`: {kind}{origin}") }
 }
 
 fn check_no_secrets_in_file(path: &Path, text: &str) -> Result<(), ConfigError> {
@@ -1167,6 +1176,15 @@ mod tests {
         let f = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(f.path(), text).unwrap();
         f
+    }
+
+    #[test]
+    fn a_secret_given_as_a_whole_section_is_not_echoed() {
+        let e = Settings::load_from(Some(write("").path()), &env(&[("SHERIFF__SLACK", "xoxb-123-secret")]))
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("xoxb-123-secret"), "{e}");
+        assert!(e.contains("slack") && e.contains("SHERIFF__SLACK"), "{e}");
     }
 
     #[test]

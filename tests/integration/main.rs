@@ -9,6 +9,7 @@ mod architecture;
 mod cli;
 mod evaluate;
 mod fixes;
+mod fuzz;
 mod history;
 mod incidents;
 mod ingest;
