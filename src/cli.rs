@@ -225,6 +225,19 @@ fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
         .map_err(|e| format!("`{text}` is not an RFC 3339 time (e.g. 2026-11-29T00:00:00Z): {e}"))
 }
 
+/// The generated month a benchmark measures: about a million samples by default.
+#[derive(Debug, clap::Args)]
+pub struct BenchData {
+    /// Runs to generate over 28 days.
+    #[arg(long, default_value_t = 35_000)]
+    pub runs: usize,
+    /// Distinct combinations of dimensions (jobs).
+    #[arg(long, default_value_t = 384)]
+    pub variants: usize,
+    #[arg(long, default_value_t = 30)]
+    pub backends: usize,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum BenchCommand {
     /// Ingest throughput from a generated local tree: runs/s and MB/s of interval files.
@@ -245,13 +258,8 @@ pub enum BenchCommand {
     /// One evaluation cycle over about a million samples, on SQLite and (with
     /// --postgres-url) PostgreSQL, against PostgreSQL's percentile_cont.
     Evaluate {
-        #[arg(long, default_value_t = 35_000)]
-        runs: usize,
-        /// Distinct combinations of dimensions (jobs).
-        #[arg(long, default_value_t = 384)]
-        variants: usize,
-        #[arg(long, default_value_t = 30)]
-        backends: usize,
+        #[command(flatten)]
+        data: BenchData,
         /// Timed cycles per engine; the best is reported.
         #[arg(long, default_value_t = 3)]
         repeat: usize,
@@ -265,12 +273,8 @@ pub enum BenchCommand {
     /// The pages' server time over the evaluation benchmark's data (about a million samples):
     /// an incident page (first and repeated), `/` and the incident's JSON.
     Page {
-        #[arg(long, default_value_t = 35_000)]
-        runs: usize,
-        #[arg(long, default_value_t = 384)]
-        variants: usize,
-        #[arg(long, default_value_t = 30)]
-        backends: usize,
+        #[command(flatten)]
+        data: BenchData,
         #[arg(long, default_value_t = 20)]
         repeat: usize,
         /// Keep the SQLite database in this file (reused when it already holds the data).
@@ -295,12 +299,8 @@ pub enum BenchCommand {
     /// `/sheriff query` over about a million samples: direct answers, then signed HTTP requests
     /// from concurrent clients on 127.0.0.1 while evaluation cycles run; p50/p99 and errors.
     Query {
-        #[arg(long, default_value_t = 35_000)]
-        runs: usize,
-        #[arg(long, default_value_t = 384)]
-        variants: usize,
-        #[arg(long, default_value_t = 30)]
-        backends: usize,
+        #[command(flatten)]
+        data: BenchData,
         /// HTTP requests in all.
         #[arg(long, default_value_t = 5_000)]
         requests: usize,
@@ -626,11 +626,11 @@ async fn bench(what: BenchCommand) -> Result<ExitCode> {
             println!("{}", serde_json::to_string(&result).unwrap_or_default());
             Ok(ExitCode::SUCCESS)
         }
-        BenchCommand::Evaluate { runs, variants, backends, repeat, postgres_url, sqlite } => {
+        BenchCommand::Evaluate { data, repeat, postgres_url, sqlite } => {
             let r = crate::bench::evaluate(
-                runs,
-                variants,
-                backends,
+                data.runs,
+                data.variants,
+                data.backends,
                 repeat,
                 postgres_url.as_deref(),
                 sqlite.as_deref(),
@@ -639,8 +639,9 @@ async fn bench(what: BenchCommand) -> Result<ExitCode> {
             print_evaluate_bench(&r, repeat);
             Ok(ExitCode::SUCCESS)
         }
-        BenchCommand::Page { runs, variants, backends, repeat, sqlite } => {
-            let r = crate::bench::page(runs, variants, backends, repeat, sqlite.as_deref()).await?;
+        BenchCommand::Page { data, repeat, sqlite } => {
+            let r = crate::bench::page(data.runs, data.variants, data.backends, repeat, sqlite.as_deref())
+                .await?;
             print_page_bench(&r);
             Ok(ExitCode::SUCCESS)
         }
@@ -666,15 +667,8 @@ async fn bench(what: BenchCommand) -> Result<ExitCode> {
             println!("{}", serde_json::to_string(&r).unwrap_or_default());
             Ok(ExitCode::SUCCESS)
         }
-        BenchCommand::Query {
-            runs,
-            variants,
-            backends,
-            requests,
-            concurrency,
-            write_every_ms,
-            database_url,
-        } => {
+        BenchCommand::Query { data, requests, concurrency, write_every_ms, database_url } => {
+            let BenchData { runs, variants, backends } = data;
             let shape =
                 crate::bench::QueryShape { runs, variants, backends, requests, concurrency, write_every_ms };
             let r = crate::bench::query(&shape, database_url.as_deref()).await?;

@@ -79,9 +79,8 @@ pub async fn serve(
     settings: &Settings,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let db_path = folder.join("sheriff.db");
-    let url = format!("sqlite://{}", db_path.display()).parse::<DatabaseUrl>().map_err(anyhow::Error::msg)?;
-    let store = std::sync::Arc::new(Store::open(&DatabaseSettings { url, ..Default::default() }).await?);
+    let (_, db) = demo_database(folder)?;
+    let store = std::sync::Arc::new(Store::open(&db).await?);
     let mut local = settings.clone();
     local.slack.bot_token = None;
     local.jira.url.clear();
@@ -162,7 +161,7 @@ async fn serve_changelogs(scenario: Scenario) -> Result<String> {
 
 /// `folder/sheriff.db`, an earlier demo's database removed first.
 fn fresh_database(folder: &Path) -> Result<(PathBuf, DatabaseSettings)> {
-    let db_path = folder.join("sheriff.db");
+    let (db_path, db) = demo_database(folder)?;
     for suffix in ["", "-wal", "-shm"] {
         let p = PathBuf::from(format!("{}{suffix}", db_path.display()));
         if p.exists() {
@@ -170,6 +169,12 @@ fn fresh_database(folder: &Path) -> Result<(PathBuf, DatabaseSettings)> {
                 .with_context(|| format!("removing the previous demo database {}", p.display()))?;
         }
     }
+    Ok((db_path, db))
+}
+
+/// `folder/sheriff.db` and the settings that open it.
+fn demo_database(folder: &Path) -> Result<(PathBuf, DatabaseSettings)> {
+    let db_path = folder.join("sheriff.db");
     let url = format!("sqlite://{}", db_path.display()).parse::<DatabaseUrl>().map_err(anyhow::Error::msg)?;
     Ok((db_path, DatabaseSettings { url, ..Default::default() }))
 }

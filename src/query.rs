@@ -43,15 +43,20 @@ pub struct QueryAnswer {
     pub weekly_p95: Vec<Option<f64>>,
 }
 
-/// Answers `q` as of `now` (Unix seconds).
-pub async fn answer(store: &Store, settings: &EvaluateSettings, q: &Query, now: i64) -> Result<QueryAnswer> {
-    let variants: HashSet<i64> = store
+/// The variants a question's filters select (dimension globs).
+pub async fn variants_of(store: &Store, q: &Query) -> Result<HashSet<i64>> {
+    Ok(store
         .variants()
         .await?
         .iter()
         .filter(|(_, d)| q.filters.iter().all(|(dim, v)| glob_match(v, d.get(*dim))))
         .map(|(id, _)| *id)
-        .collect();
+        .collect())
+}
+
+/// Answers `q` as of `now` (Unix seconds).
+pub async fn answer(store: &Store, settings: &EvaluateSettings, q: &Query, now: i64) -> Result<QueryAnswer> {
+    let variants = variants_of(store, q).await?;
     let today = now.div_euclid(DAY) + 1;
     let window = q.window_days;
     let first = today - (WEEKS * 7).max(window + i64::from(settings.baseline_days));

@@ -13,10 +13,15 @@ pub fn truncate(s: &str, max: usize) -> String {
     out
 }
 
+/// Characters that must not pass into a log line, a job name or a metric label as they are:
+/// control characters and the bidirectional overrides and isolates.
+pub fn is_hostile_char(c: char) -> bool {
+    c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c) || ('\u{2066}'..='\u{2069}').contains(&c)
+}
+
 /// `2026-11-29 06:00 UTC` for Unix seconds (the number itself when out of range).
 pub fn time(t: i64) -> String {
-    chrono::DateTime::from_timestamp(t, 0)
-        .map_or_else(|| t.to_string(), |t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+    crate::model::utc_minute(t)
 }
 
 /// "since Aug 4 14:00 UTC, between Aug 4 06:00 and 20:00": when a regression began, with

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::model::{Dimensions, Histogram};
+use crate::model::Histogram;
 use crate::store::Store;
 
 const DAY: i64 = 86_400;
@@ -37,11 +37,6 @@ impl Series {
     pub fn runs(&self) -> u64 {
         self.days.iter().map(|d| d.runs).sum()
     }
-}
-
-/// The ids of the variants `keep` selects.
-pub async fn variants_where(store: &Store, keep: impl Fn(&Dimensions) -> bool) -> Result<HashSet<i64>> {
-    Ok(store.variants().await?.iter().filter(|(_, d)| keep(d)).map(|(id, _)| *id).collect())
 }
 
 /// `backend` over `variants`, one point per UTC day of the `days` days up to `now`'s day.

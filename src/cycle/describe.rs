@@ -422,7 +422,7 @@ impl<S: RunSource> Context<'_, S> {
         let platform = f.scope.single(Dimension::Platform).map(str::to_string);
         let owners = owners(self, &f.stats.backend, platform.as_deref());
         let percentile = f.stats.check.percentile;
-        let pi = Percentile::ALL.iter().position(|x| *x == percentile).unwrap_or(0);
+        let pi = percentile.index();
         let control = control(self, lead, percentile, pi);
         let scope_words = describe_scope(f.finding, platform.as_deref(), &release);
         let source = f.stats.check.threshold.source.describe();
@@ -583,7 +583,7 @@ struct FactsOf<'a> {
 /// A report's numbers: those of its scope's runs.
 fn set_numbers(r: &mut RegressionReport, stats: &ScopeStats) {
     let c = &stats.check;
-    let pi = Percentile::ALL.iter().position(|x| *x == c.percentile).unwrap_or(0);
+    let pi = c.percentile.index();
     r.percentile = c.percentile;
     r.observed_seconds = round(c.observed);
     r.threshold_seconds = round(c.threshold.seconds);

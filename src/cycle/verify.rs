@@ -92,7 +92,7 @@ impl<S: RunSource> Context<'_, S> {
             percentile: stats.check.percentile,
             observed: None,
             allowed: stats.check.allowed,
-            reference: stats.reference[percentile_index(stats.check.percentile)],
+            reference: stats.reference[stats.check.percentile.index()],
             parts: Vec::new(),
             reason: String::new(),
         };
@@ -167,8 +167,4 @@ impl<S: RunSource> Context<'_, S> {
         }
         None
     }
-}
-
-fn percentile_index(p: crate::model::Percentile) -> usize {
-    crate::model::Percentile::ALL.iter().position(|x| *x == p).unwrap_or(0)
 }

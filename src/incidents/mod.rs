@@ -86,6 +86,13 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
+    /// Its judged percentile now (the observed value when the report has none) and in the
+    /// reference.
+    pub fn now_and_reference(&self) -> (f64, Option<f64>) {
+        let pair = self.report.percentiles.get(&self.percentile);
+        (pair.and_then(|p| p.now).unwrap_or(self.observed_seconds), pair.and_then(|p| p.baseline))
+    }
+
     pub fn from_report(r: &RegressionReport) -> Snapshot {
         Snapshot {
             family: r.family.clone(),

@@ -659,17 +659,10 @@ impl Effects<'_> {
         };
         let above = level.filter(|v| *v > a.seconds + self.policy.min_effect_seconds);
         let mut next = a.clone();
-        let mut told = Vec::new();
-        if let Some(v) = above
-            && !a.above
-        {
-            told.push(format!(
-                "{} is {} now: above the {}",
-                a.percentile,
-                crate::model::secs(v),
-                a.describe()
-            ));
-        }
+        // Once, when it first goes above.
+        let told = above.filter(|_| !a.above).map(|v| {
+            format!("{} is {} now: above the {}", a.percentile, crate::model::secs(v), a.describe())
+        });
         next.above = above.is_some() || (a.above && level.is_none());
         let reminder_due =
             a.until.is_some_and(|u| self.now >= u - crate::model::fix::ALLOWANCE_REMINDER_SECS);
@@ -681,7 +674,7 @@ impl Effects<'_> {
         }
         let posted = self.delivered.slack_posted.contains(&i.id);
         let filed = self.delivered.jira_filed.contains(&i.id);
-        if let Some(text) = told.first() {
+        if let Some(text) = &told {
             if posted {
                 add_reply(&mut step.effects, text);
             }
@@ -704,7 +697,7 @@ impl Effects<'_> {
             );
         }
         if next != *a {
-            let event = (!told.is_empty()).then(|| ("above_accepted".to_string(), told.join("; ")));
+            let event = told.map(|t| ("above_accepted".to_string(), t));
             self.allowances.push(AllowanceChange { incident: i.id, allowance: Some(next), event });
         }
         held

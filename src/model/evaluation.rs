@@ -20,6 +20,11 @@ pub enum Percentile {
 impl Percentile {
     pub const ALL: [Percentile; 4] = [Percentile::P50, Percentile::P75, Percentile::P95, Percentile::P99];
 
+    /// Its place in [`Percentile::ALL`], for arrays of the four.
+    pub fn index(self) -> usize {
+        Percentile::ALL.iter().position(|x| *x == self).unwrap_or(0)
+    }
+
     /// As a fraction: P95 → 0.95.
     pub fn fraction(self) -> f64 {
         match self {

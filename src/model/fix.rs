@@ -166,7 +166,7 @@ impl Verification {
     pub fn describe(&self) -> String {
         let since = match (&self.payload, self.since) {
             (Some(p), _) => format!("since payload {p}"),
-            (None, Some(t)) => format!("since the fix was claimed ({})", short_time(t)),
+            (None, Some(t)) => format!("since the fix was claimed ({})", super::utc_minute(t)),
             (None, None) => String::new(),
         };
         let level = format!(
@@ -190,12 +190,6 @@ impl Verification {
             FixVerdict::Inconclusive => format!("fix for {} inconclusive so far: {}", self.key, self.reason),
         }
     }
-}
-
-/// `2026-11-03 14:00 UTC`.
-fn short_time(t: i64) -> String {
-    chrono::DateTime::from_timestamp(t, 0)
-        .map_or_else(|| t.to_string(), |d| d.format("%Y-%m-%d %H:%M UTC").to_string())
 }
 
 /// A level people accepted on purpose.
@@ -254,7 +248,7 @@ impl Allowance {
 
     /// "accepted level P50 ≤ 25s (until …, by …: reason)".
     pub fn describe(&self) -> String {
-        let until = self.until.map_or_else(String::new, |u| format!("until {}, ", short_time(u)));
+        let until = self.until.map_or_else(String::new, |u| format!("until {}, ", super::utc_minute(u)));
         format!("accepted level {} ({until}set by {}: {})", self.level(), self.by, self.reason)
     }
 }

@@ -24,12 +24,6 @@ const MAX_SEGMENT_BYTES: usize = 256;
 /// Bytes of a file name inside a run, at most.
 const MAX_FILE_NAME_BYTES: usize = 1024;
 
-/// Characters with no place in a name that becomes a job name, a log field or a metric label:
-/// control characters and the bidirectional overrides.
-fn bad_char(c: char) -> bool {
-    c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c) || ('\u{2066}'..='\u{2069}').contains(&c)
-}
-
 /// What is wrong with a pushed run path, if anything.
 pub fn run_path_problem(path: &str) -> Result<(), String> {
     let segments: Vec<&str> = path.split('/').collect();
@@ -42,7 +36,7 @@ pub fn run_path_problem(path: &str) -> Result<(), String> {
     if let Some(s) = segments.iter().find(|s| s.len() > MAX_SEGMENT_BYTES) {
         return Err(format!("a segment of {} bytes is over {MAX_SEGMENT_BYTES}", s.len()));
     }
-    if path.chars().any(bad_char) {
+    if path.chars().any(crate::render::is_hostile_char) {
         return Err("no control characters or bidirectional overrides".into());
     }
     Ok(())
@@ -56,7 +50,7 @@ pub fn file_name_problem(name: &str) -> Result<(), String> {
     if name.split('/').any(|s| s == "..") || name.starts_with('/') {
         return Err("a relative name inside the run, without `..`".into());
     }
-    if name.chars().any(bad_char) {
+    if name.chars().any(crate::render::is_hostile_char) {
         return Err("no control characters or bidirectional overrides".into());
     }
     Ok(())

@@ -535,7 +535,7 @@ async fn pressed(
 /// The dialog that asks which level to accept, until when and why.
 pub fn accept_level_view(i: &crate::incidents::Incident) -> Value {
     let s = &i.snapshot;
-    let now = s.report.percentiles.get(&s.percentile).and_then(|p| p.now).unwrap_or(s.observed_seconds);
+    let (now, _) = s.now_and_reference();
     let input = |block: &str, label: &str, hint: &str, optional: bool, multiline: bool| {
         json!({
             "type": "input",

@@ -162,8 +162,7 @@ fn incident_fields(i: &Incident, links: &Links) -> Value {
     if let Some(by) = &i.acked_by {
         state.push_str(&format!("\nAcknowledged by <@{by}>"));
     }
-    let pair = s.report.percentiles.get(&s.percentile);
-    let now = pair.and_then(|p| p.now).unwrap_or(s.observed_seconds);
+    let (now, reference) = s.now_and_reference();
     let f = vec![
         ("State", state),
         ("Scope", escape(&format!("{} {} · {}", s.release, s.scope.describe(), s.component))),
@@ -173,7 +172,7 @@ fn incident_fields(i: &Incident, links: &Links) -> Value {
                 "{} {} / {} (threshold {})",
                 s.percentile,
                 secs(now),
-                crate::model::secs_or_dash(pair.and_then(|p| p.baseline)),
+                crate::model::secs_or_dash(reference),
                 secs(s.threshold_seconds)
             ),
         ),

@@ -74,9 +74,7 @@ fn state_cell(i: &Incident) -> Markup {
 /// "P50 31s / reference 2s".
 pub fn now_vs_reference(i: &Incident) -> String {
     let s = &i.snapshot;
-    let pair = s.report.percentiles.get(&s.percentile);
-    let now = pair.and_then(|p| p.now).unwrap_or(s.observed_seconds);
-    let reference = pair.and_then(|p| p.baseline);
+    let (now, reference) = s.now_and_reference();
     format!("{} {} / reference {}", s.percentile, secs(now), secs_or_dash(reference))
 }
 

@@ -367,10 +367,7 @@ async fn explored(
         Err(e) => return Ok(Err(e)),
     };
     let answer = crate::query::answer(&state.store, &state.settings.evaluate, &q, now).await?;
-    let ids = series::variants_where(&state.store, |d| {
-        q.filters.iter().all(|(dim, v)| crate::model::glob_match(v, d.get(*dim)))
-    })
-    .await?;
+    let ids = crate::query::variants_of(&state.store, &q).await?;
     let label: Vec<String> = q.filters.iter().map(|(d, v)| format!("{d}={v}")).collect();
     let series = series::daily(&state.store, &q.backend, &label.join(" "), &ids, CHART_DAYS, now).await?;
     let window = q.window_days * DAY;
