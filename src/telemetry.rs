@@ -25,22 +25,33 @@ pub fn init(settings: &LogSettings) {
     };
 }
 
+/// The length of a colour sequence (`ESC [ 1;32 m`) at the start of `s`, if one is there:
+/// the formatter's own colours on a terminal, which can change no more than colour.
+fn colour_len(s: &str) -> Option<usize> {
+    let rest = s.strip_prefix("\u{1b}[")?;
+    let digits = rest.bytes().take_while(|b| b.is_ascii_digit() || *b == b';').count();
+    (rest.as_bytes().get(digits) == Some(&b'm')).then_some(2 + digits + 1)
+}
+
 /// `text` as one line: control characters other than the final newline written as escapes
-/// (`\n`, `\r`, `\t`, `\u{…}`), and the bidirectional overrides too.
+/// (`\n`, `\r`, `\t`, `\u{…}`), and the bidirectional overrides too; colour sequences kept.
 pub fn one_line(text: &str) -> String {
     let body = text.strip_suffix('\n').unwrap_or(text);
     let mut out = String::with_capacity(body.len() + 1);
-    for c in body.chars() {
+    let mut chars = body.char_indices();
+    while let Some((at, c)) = chars.next() {
+        if let Some(n) = colour_len(&body[at..]) {
+            out.push_str(&body[at..at + n]);
+            for _ in 1..n {
+                chars.next();
+            }
+            continue;
+        }
         match c {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
-            c if c.is_control()
-                || ('\u{202a}'..='\u{202e}').contains(&c)
-                || ('\u{2066}'..='\u{2069}').contains(&c) =>
-            {
-                out.push_str(&c.escape_unicode().to_string())
-            }
+            c if crate::render::is_hostile_char(c) => out.push_str(&c.escape_unicode().to_string()),
             c => out.push(c),
         }
     }
@@ -75,7 +86,15 @@ mod tests {
         let line = super::one_line(forged);
         assert_eq!(line.matches('\n').count(), 1);
         assert!(line.ends_with("FORGED\n") && line.contains("_a\\n2026"), "{line}");
-        assert_eq!(super::one_line("tab\there\u{1b}[31m\u{202e}x\n"), "tab\\there\\u{1b}[31m\\u{202e}x\n");
+        assert_eq!(
+            super::one_line("tab\there\u{1b}]0;title\u{7}\u{202e}x\n"),
+            "tab\\there\\u{1b}]0;title\\u{7}\\u{202e}x\n"
+        );
+        // the formatter's own colours stay colours
+        assert_eq!(
+            super::one_line("\u{1b}[2mtime\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m x\n"),
+            "\u{1b}[2mtime\u{1b}[0m \u{1b}[32m INFO\u{1b}[0m x\n"
+        );
         assert_eq!(super::one_line("plain"), "plain");
     }
 }
