@@ -174,7 +174,7 @@ async fn insert_details(c: &mut Conn<'_>, run_id: i64, prepared: &PreparedRun<'_
     Ok(())
 }
 
-/// A run with its backend and variant ids resolved (outside the write transaction).
+/// A run with its backend and variant ids resolved (inside the write transaction).
 pub(crate) struct PreparedRun<'a> {
     record: &'a RunRecord,
     variant_id: i64,
@@ -189,15 +189,18 @@ impl Store {
     /// (same job name and build id) is left alone unless `force`, which replaces it; either
     /// way the per-day cell histograms stay exact.
     pub async fn write_run(&self, record: &RunRecord, force: bool) -> Result<WriteOutcome> {
-        let prepared = self.prepare(record).await?;
         let now = chrono::Utc::now().timestamp();
         let mut tx = self.begin_write().await?;
+        let mut minted = Minted::default();
+        let prepared = self.prepare(&mut tx.conn(), record, &mut minted).await?;
         let outcome = write_prepared(&mut tx.conn(), &prepared, force, now).await?;
         match outcome.and_then(|o| first_changed_day(record, o)) {
             Some(first_day) => {
                 note_change(&mut tx.conn(), first_day).await?;
                 tx.commit().await?;
+                self.learn(minted);
             }
+            // Nothing changed, so the ids this write minted are not needed (and not kept).
             None => tx.rollback().await?,
         }
         Ok(outcome.unwrap_or(WriteOutcome::AlreadyStored))
@@ -207,16 +210,14 @@ impl Store {
     /// as [`Store::write_run`].
     pub async fn write_runs(&self, records: &[RunRecord], force: bool) -> Result<Vec<WriteOutcome>> {
         let result: Result<Vec<WriteOutcome>> = async {
-            let mut prepared = Vec::with_capacity(records.len());
-            for r in records {
-                prepared.push(self.prepare(r).await?);
-            }
             let now = chrono::Utc::now().timestamp();
             let mut tx = self.begin_write().await?;
-            let mut outcomes = Vec::with_capacity(prepared.len());
-            for p in &prepared {
+            let mut minted = Minted::default();
+            let mut outcomes = Vec::with_capacity(records.len());
+            for r in records {
+                let p = self.prepare(&mut tx.conn(), r, &mut minted).await?;
                 outcomes.push(
-                    write_prepared(&mut tx.conn(), p, force, now)
+                    write_prepared(&mut tx.conn(), &p, force, now)
                         .await?
                         .unwrap_or(WriteOutcome::AlreadyStored),
                 );
@@ -227,28 +228,47 @@ impl Store {
                 note_change(&mut tx.conn(), first_day).await?;
             }
             tx.commit().await?;
+            self.learn(minted);
             Ok(outcomes)
         }
         .await;
         self.tracked(result)
     }
 
-    async fn prepare<'a>(&self, record: &'a RunRecord) -> Result<PreparedRun<'a>> {
-        let variant_id = self.variant_id(&record.run.dimensions).await?;
-        let mut backend_ids = Vec::with_capacity(record.samples.len());
-        for s in &record.samples {
-            backend_ids.push(self.backend_id(&s.backend).await?);
+    /// Resolves a run's variant and backend ids inside the write transaction `c`, so that a
+    /// write that fails leaves no rows of its own behind. New names are created in sorted
+    /// order (two writers creating the same names never wait on each other crosswise).
+    async fn prepare<'a>(
+        &self,
+        c: &mut Conn<'_>,
+        record: &'a RunRecord,
+        minted: &mut Minted,
+    ) -> Result<PreparedRun<'a>> {
+        let variant_id = self.variant_id(c, &record.run.dimensions, minted).await?;
+        let names: std::collections::BTreeSet<&str> = record
+            .samples
+            .iter()
+            .map(|s| s.backend.as_str())
+            .chain(record.outages.iter().map(|o| o.backend.as_str()))
+            .collect();
+        let mut ids = std::collections::HashMap::with_capacity(names.len());
+        for name in names {
+            ids.insert(name, self.backend_id(c, name, minted).await?);
         }
-        let mut outage_backends = Vec::with_capacity(record.outages.len());
-        for o in &record.outages {
-            outage_backends.push(self.backend_id(&o.backend).await?);
-        }
+        let backend_ids = record.samples.iter().map(|s| ids[s.backend.as_str()]).collect();
+        let outage_backends = record.outages.iter().map(|o| ids[o.backend.as_str()]).collect();
         let ci_trouble = self
             .trouble
             .lock()
             .expect("rules lock")
             .classify(record.samples.iter().map(|s| (s.backend.as_str(), s.seconds)));
         Ok(PreparedRun { record, variant_id, backend_ids, outage_backends, ci_trouble })
+    }
+
+    /// Caches the ids a committed write created.
+    fn learn(&self, minted: Minted) {
+        self.backend_ids.lock().expect("cache lock").extend(minted.backends);
+        self.variant_ids.lock().expect("cache lock").extend(minted.variants);
     }
 
     /// Whether a run is stored (ingest uses it to skip runs before reading their files).
@@ -369,34 +389,31 @@ impl Store {
         Ok((backends, runs, samples))
     }
 
-    /// The id of a backend name, created on first sight.
-    pub(crate) async fn backend_id(&self, name: &str) -> Result<i64> {
+    /// The id of a backend name, created on first sight inside the write transaction `c`.
+    async fn backend_id(&self, c: &mut Conn<'_>, name: &str, minted: &mut Minted) -> Result<i64> {
         if let Some(id) = self.backend_ids.lock().expect("cache lock").get(name) {
             return Ok(*id);
         }
-        let id = self
-            .committed_id(
+        if let Some(id) = minted.backends.get(name) {
+            return Ok(*id);
+        }
+        let id = c
+            .scalar(
                 sql("INSERT INTO backends (name) VALUES ($1) ON CONFLICT (name) DO UPDATE SET name = excluded.name \
                      RETURNING id")
                 .bind(name),
             )
             .await?;
-        self.backend_ids.lock().expect("cache lock").insert(name.to_string(), id);
+        minted.backends.insert(name.to_string(), id);
         Ok(id)
     }
 
-    /// The id a get-or-create statement returns, once its transaction has committed: an id
-    /// whose row a failed commit (a full disk) never stored must not be cached.
-    async fn committed_id(&self, q: Sql) -> Result<i64> {
-        let mut tx = self.begin_write().await?;
-        let id: i64 = tx.conn().scalar(q).await?;
-        tx.commit().await?;
-        Ok(id)
-    }
-
-    /// The id of a combination of dimensions, created on first sight.
-    pub(crate) async fn variant_id(&self, d: &Dimensions) -> Result<i64> {
+    /// The id of a combination of dimensions, created on first sight inside `c`.
+    async fn variant_id(&self, c: &mut Conn<'_>, d: &Dimensions, minted: &mut Minted) -> Result<i64> {
         if let Some(id) = self.variant_ids.lock().expect("cache lock").get(d) {
+            return Ok(*id);
+        }
+        if let Some(id) = minted.variants.get(d) {
             return Ok(*id);
         }
         // One statement gets or creates the id; the no-op update makes RETURNING answer for an
@@ -414,10 +431,18 @@ impl Store {
         .bind(&d.network_stack)
         .bind(&d.topology)
         .bind(&d.master_nodes_updated);
-        let id = self.committed_id(q).await.context("getting a variant id")?;
-        self.variant_ids.lock().expect("cache lock").insert(d.clone(), id);
+        let id = c.scalar(q).await.context("getting a variant id")?;
+        minted.variants.insert(d.clone(), id);
         Ok(id)
     }
+}
+
+/// Ids a write transaction created, cached only once it has committed: an id whose row a
+/// failed or rolled-back write never stored must not be remembered.
+#[derive(Default)]
+pub(crate) struct Minted {
+    backends: std::collections::HashMap<String, i64>,
+    variants: std::collections::HashMap<Dimensions, i64>,
 }
 
 /// A row of `job_runs`, as [`SELECT_RUN`] reads it.

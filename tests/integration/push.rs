@@ -142,7 +142,8 @@ on_both_engines! {
 }
 
 /// A write the database refuses (an injected I/O error): the pusher is told to retry (503),
-/// not that its file is bad (422); `sheriff ingest` exits 2 for the same cause.
+/// not that its file is bad (422), and nothing of the write is left behind; `sheriff ingest`
+/// exits 2 for the same cause.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_storage_failure_is_retryable_not_a_bad_file() {
     let db = common::TestDb::sqlite().await;
@@ -159,6 +160,14 @@ async fn a_storage_failure_is_retryable_not_a_bad_file() {
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{answer}");
     assert!(answer["errors"][0]["error"].as_str().unwrap().contains("storing the run failed"), "{answer}");
     assert!(!db.store.has_run(&job, &build).await.unwrap());
+    // The failed write leaves none of its backend or variant rows behind (D13).
+    for table in ["backends", "variants"] {
+        let rows: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(rows, 0, "{table} rows left by a failed write");
+    }
 
     let dir = tempfile::tempdir().unwrap();
     let mut s = Scenario::month(5, synth::day(2026, 11, 29));
