@@ -29,6 +29,10 @@ pub struct QueryAnswer {
     pub backend: String,
     pub filters: BTreeMap<String, String>,
     pub window_days: i64,
+    /// Whether any stored run has recorded this backend.
+    pub known_backend: bool,
+    /// When it is not known, the stored backends whose names are nearest (at most three).
+    pub similar: Vec<String>,
     /// Variants the filters select.
     pub variants: usize,
     pub runs: u64,
@@ -87,7 +91,11 @@ pub async fn answer(store: &Store, settings: &EvaluateSettings, q: &Query, now: 
             })
             .collect()
     };
+    let names = store.backend_names().await?;
+    let known_backend = names.binary_search(&q.backend).is_ok();
     Ok(QueryAnswer {
+        similar: if known_backend { Vec::new() } else { similar(&q.backend, &names) },
+        known_backend,
         backend: q.backend.clone(),
         filters: q.filters.iter().map(|(d, v)| (d.as_str().to_string(), v.clone())).collect(),
         window_days: window,
@@ -103,6 +111,23 @@ pub async fn answer(store: &Store, settings: &EvaluateSettings, q: &Query, now: 
     })
 }
 
+/// Up to three of `names` nearest `asked`: those that contain it or share its longest prefix,
+/// case aside (a typo late in a long name, a name given without its `-connections` end).
+fn similar(asked: &str, names: &[String]) -> Vec<String> {
+    let asked = asked.to_lowercase();
+    let mut scored: Vec<(usize, &String)> = names
+        .iter()
+        .filter_map(|n| {
+            let lower = n.to_lowercase();
+            let prefix = lower.chars().zip(asked.chars()).take_while(|(a, b)| a == b).count();
+            let score = if lower.contains(&asked) && asked.len() >= 3 { asked.len() + 100 } else { prefix };
+            (score >= 4).then_some((score, n))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    scored.into_iter().take(3).map(|(_, n)| n.clone()).collect()
+}
+
 /// The answer as a few lines of text (monospace-friendly; Slack puts the table in a code block).
 pub fn render(a: &QueryAnswer) -> (String, String) {
     let filters: Vec<String> = a.filters.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -113,7 +138,18 @@ pub fn render(a: &QueryAnswer) -> (String, String) {
         a.window_days,
         a.runs,
         a.disrupted_runs,
-        if a.variants == 0 { " — no variant matches these filters".to_string() } else { String::new() }
+        if !a.known_backend {
+            let hint = if a.similar.is_empty() {
+                String::new()
+            } else {
+                format!("; did you mean {}?", a.similar.join(", "))
+            };
+            format!(" — unknown backend: no stored run has recorded it{hint}")
+        } else if a.variants == 0 {
+            " — no variant matches these filters".to_string()
+        } else {
+            String::new()
+        }
     );
     let mut table = String::from("      now      threshold  baseline\n");
     for p in Percentile::ALL {
@@ -130,4 +166,29 @@ pub fn render(a: &QueryAnswer) -> (String, String) {
     let _ = writeln!(table, "P50 by week: {}", sparkline(&a.weekly_p50));
     let _ = write!(table, "P95 by week: {}", sparkline(&a.weekly_p95));
     (title, table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_misspelled_backend_is_pointed_at_the_nearest_names() {
+        let names: Vec<String> = [
+            "image-registry-new-connections",
+            "image-registry-reused-connections",
+            "ingress-to-console-new-connections",
+            "kube-api-new-connections",
+        ]
+        .map(String::from)
+        .to_vec();
+        assert_eq!(
+            similar("image-registry-new-connection", &names),
+            ["image-registry-new-connections", "image-registry-reused-connections"]
+        );
+        assert_eq!(similar("Kube-API", &names), ["kube-api-new-connections"]);
+        assert_eq!(similar("console", &names), ["ingress-to-console-new-connections"]);
+        assert!(similar("*", &names).is_empty());
+        assert!(similar("zzz", &names).is_empty());
+    }
 }

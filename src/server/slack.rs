@@ -42,7 +42,9 @@ fn refused(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Option<Respons
         .err()?;
     tracing::warn!("refused a Slack request: {e}");
     metrics::counter!("sheriff_slack_requests_refused_total").increment(1);
-    Some((StatusCode::UNAUTHORIZED, format!("{e}\n")).into_response())
+    let status =
+        if e == verify::VerifyError::NotText { StatusCode::BAD_REQUEST } else { StatusCode::UNAUTHORIZED };
+    Some((status, format!("{e}\n")).into_response())
 }
 
 fn ephemeral(m: &Message) -> Response {
@@ -217,7 +219,7 @@ async fn run_inner(state: &AppState, c: Command, user: &str) -> Result<Message, 
             Message {
                 text: title.clone(),
                 blocks: json!([
-                    blocks::section(&format!("*{}*", blocks::escape(&title))),
+                    blocks::plain_section(&title),
                     blocks::section(&format!("```\n{table}\n```"))
                 ]),
             }
@@ -231,7 +233,7 @@ async fn run_inner(state: &AppState, c: Command, user: &str) -> Result<Message, 
             let id = crate::actions::silence(store, &target, seconds, &reason, &actor, now).await?;
             text_message(&format!(
                 "Silence #{id}: {} for {} by <@{user}>: {reason}",
-                target.describe(),
+                blocks::code(&target.describe()),
                 span_words(seconds)
             ))
         }

@@ -217,6 +217,12 @@ struct VariantRow {
 }
 
 impl super::Store {
+    /// Every backend name any stored run has recorded, sorted.
+    pub async fn backend_names(&self) -> anyhow::Result<Vec<String>> {
+        let rows: Vec<(String,)> = self.fetch_all(sql("SELECT name FROM backends ORDER BY name")).await?;
+        Ok(rows.into_iter().map(|(n,)| n).collect())
+    }
+
     /// Every variant and its id, by id. Variants are only ever added, so the list is kept in
     /// memory and read again only when the table's count or newest id moved (by any process;
     /// the count catches an id that committed after a higher one).

@@ -47,15 +47,25 @@ async fn send(
     secret: Option<&str>,
     age: i64,
 ) -> (StatusCode, serde_json::Value) {
+    send_bytes(state, path, body.as_bytes(), secret, age).await
+}
+
+/// [`send`] for bodies that need not be text.
+async fn send_bytes(
+    state: &AppState,
+    path: &str,
+    body: &[u8],
+    secret: Option<&str>,
+    age: i64,
+) -> (StatusCode, serde_json::Value) {
     let ts = chrono::Utc::now().timestamp() - age;
     let mut req = Request::post(path).header("content-type", "application/x-www-form-urlencoded");
     if let Some(secret) = secret {
         req = req
             .header("x-slack-request-timestamp", ts.to_string())
-            .header("x-slack-signature", sign(secret, ts, body.as_bytes()));
+            .header("x-slack-signature", sign(secret, ts, body));
     }
-    let response =
-        router(state.clone()).oneshot(req.body(Body::from(body.to_string())).unwrap()).await.unwrap();
+    let response = router(state.clone()).oneshot(req.body(Body::from(body.to_vec())).unwrap()).await.unwrap();
     let status = response.status();
     let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await.unwrap();
     (
@@ -112,6 +122,13 @@ on_both_engines! {
             assert_eq!(status, StatusCode::UNAUTHORIZED);
         }
         assert!(state.store.silences(chrono::Utc::now().timestamp()).await.unwrap().is_empty(), "nothing changed");
+        // A correctly signed body that is not UTF-8 is told so (400), not called forged.
+        let raw = b"command=%2Fsheriff&user_id=UOPS&text=\xff\xfe";
+        let (status, answer) = send_bytes(&state, "/slack/commands", raw, Some(SECRET), 0).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+        assert!(answer.as_str().unwrap().contains("not UTF-8"), "{answer}");
+        let (status, _) = send_bytes(&state, "/slack/commands", raw, Some("wrong-secret"), 0).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
         // the previous secret still works during a rotation
         let (status, _) = send(&state, "/slack/commands", &form(&[("user_id", "U1"), ("text", "help")]), Some("the-old-secret"), 0).await;
         assert_eq!(status, StatusCode::OK);
@@ -127,8 +144,18 @@ on_both_engines! {
         assert!(unknown["text"].as_str().unwrap().contains("unknown command `frobnicate`"));
         let bad = command(&state, "UANY", "query x colour=red", "").await;
         assert!(bad["text"].as_str().unwrap().contains("unknown filter `colour`"));
+        common::load_metal_regression(&state.store, 3, chrono::Utc::now()).await;
         let query = command(&state, "UANY", "query image-registry-new-connections platform=metal window=7d", "").await;
-        assert!(query["text"].as_str().unwrap().contains("image-registry-new-connections platform=metal"), "{query}");
+        let text = query["text"].as_str().unwrap();
+        assert!(text.contains("image-registry-new-connections platform=metal") && !text.contains("unknown"), "{query}");
+        // A misspelled backend is called unknown, with the nearest names; a glob is shown as typed.
+        let typo = command(&state, "UANY", "query image-registry-new-connection", "").await;
+        assert!(typo["text"].as_str().unwrap().contains("unknown backend: no stored run has recorded it; did you mean image-registry-new-connections"), "{typo}");
+        let star = command(&state, "UANY", "query * platform=*-metal", "").await;
+        assert_eq!(star["blocks"][0]["text"]["type"], "plain_text", "{star}");
+        assert!(star["blocks"][0]["text"]["text"].as_str().unwrap().starts_with("* platform=*-metal — last 7 days"), "{star}");
+        let extra = command(&state, "UOPS", "evaluate now please", "").await;
+        assert!(extra["text"].as_str().unwrap().contains("`evaluate` takes nothing after it"), "{extra}");
 
         let refused = command(&state, "UANY", "silence backend=image-registry-* platform=metal 24h noisy", "").await;
         assert!(refused["text"].as_str().unwrap().starts_with("Sorry <@UANY>"), "{refused}");
@@ -148,7 +175,7 @@ on_both_engines! {
         // every shape answered above passes Slack's own block models (recorded for the CI check)
         let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../sheriff-recorded/slack");
         std::fs::create_dir_all(&dir).unwrap();
-        let lines: Vec<String> = [help, unknown, bad, query, refused, ok, status].iter().map(|v| v.to_string()).collect();
+        let lines: Vec<String> = [help, unknown, bad, query, typo, star, refused, ok, status].iter().map(|v| v.to_string()).collect();
         std::fs::write(dir.join(format!("slash-answers-{:?}.jsonl", db.store.engine())), lines.join("\n")).unwrap();
     }
 

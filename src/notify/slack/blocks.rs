@@ -54,6 +54,18 @@ pub fn section(text: &str) -> Value {
     json!({ "type": "section", "text": { "type": "mrkdwn", "text": truncate(text, MAX_SECTION_TEXT) } })
 }
 
+/// A section shown exactly as written: for text made of what a person typed (globs such as
+/// `*`, which mrkdwn would read as bold).
+pub fn plain_section(text: &str) -> Value {
+    json!({ "type": "section", "text": { "type": "plain_text", "text": truncate(text, MAX_SECTION_TEXT), "emoji": false } })
+}
+
+/// A typed value inside mrkdwn as inline code, where `*`, `_` and `~` mean nothing. The
+/// text it goes into is escaped as a whole ([`escape`]).
+pub fn code(s: &str) -> String {
+    format!("`{}`", s.replace('`', "'"))
+}
+
 pub fn header(text: &str) -> Value {
     json!({ "type": "header", "text": { "type": "plain_text", "text": truncate(text, MAX_HEADER_TEXT), "emoji": true } })
 }

@@ -70,6 +70,9 @@ pub fn parse(text: &str) -> Result<Command, String> {
     };
     match verb.to_ascii_lowercase().as_str() {
         "help" | "?" => Ok(Command::Help),
+        "status" | "list" | "evaluate" if !rest.is_empty() => {
+            Err(format!("`{verb}` takes nothing after it; `{verb} {}` is not a command", rest.join(" ")))
+        }
         "status" | "list" => Ok(Command::Status),
         "evaluate" => Ok(Command::Evaluate),
         "explain" | "show" => one("an incident (its number or fingerprint)").map(Command::Explain),
@@ -168,6 +171,10 @@ mod tests {
         assert!(parse("silence 12 365d").unwrap_err().contains("at most 90d"));
         assert!(parse("ack").unwrap_err().contains("needs an incident"));
         assert!(parse("ack 1 2").unwrap_err().contains("takes just"));
+        // Extra words are a mistake to point out, not to ignore (`evaluate now please`).
+        assert!(parse("evaluate now please").unwrap_err().contains("`evaluate` takes nothing after it"));
+        assert!(parse("status open").unwrap_err().contains("takes nothing"));
+        assert_eq!(parse("  EVALUATE  "), Ok(Command::Evaluate));
     }
 
     #[test]

@@ -9,7 +9,7 @@ use slack_morphism::signature_verifier::SlackEventSignatureVerifier;
 
 use crate::config::Secret;
 
-/// Why a request was refused. Every variant answers 401.
+/// Why a request was refused. Every variant answers 401 but [`VerifyError::NotText`] (400).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum VerifyError {
     #[error("no signing secret is configured")]
@@ -18,6 +18,9 @@ pub enum VerifyError {
     Missing,
     #[error("the signature does not match or the timestamp is more than five minutes off")]
     Invalid,
+    /// Correctly signed, but the body is not UTF-8 text, which no Slack request is.
+    #[error("the request is signed correctly but its body is not UTF-8 text")]
+    NotText,
 }
 
 /// Checks `signature` and `timestamp` over `body` with each of `secrets` in turn.
@@ -33,13 +36,37 @@ pub fn verify(
     let (Some(signature), Some(timestamp)) = (signature, timestamp) else {
         return Err(VerifyError::Missing);
     };
-    let body = std::str::from_utf8(body).map_err(|_| VerifyError::Invalid)?;
+    let Ok(body) = std::str::from_utf8(body) else {
+        return Err(if signed_bytes(secrets, signature, timestamp, body) {
+            VerifyError::NotText
+        } else {
+            VerifyError::Invalid
+        });
+    };
     let ok = secrets.iter().any(|s| {
         SlackEventSignatureVerifier::new(&SlackSigningSecret(s.expose().to_string()))
             .verify(signature, body, timestamp)
             .is_ok()
     });
     if ok { Ok(()) } else { Err(VerifyError::Invalid) }
+}
+
+/// The same check over bytes that are not text (slack-morphism's verifier takes text), to tell
+/// a signed body that is not UTF-8 from a forgery: the HMAC compared in constant time, the
+/// timestamp plain digits within five minutes.
+fn signed_bytes(secrets: &[&Secret], signature: &str, timestamp: &str, body: &[u8]) -> bool {
+    use hmac::{Hmac, KeyInit, Mac};
+    let fresh = timestamp.bytes().all(|b| b.is_ascii_digit())
+        && timestamp.parse::<i64>().is_ok_and(|t| (chrono::Utc::now().timestamp() - t).abs() <= 300);
+    let Some(Ok(expected)) = signature.strip_prefix("v0=").map(hex::decode) else { return false };
+    fresh
+        && secrets.iter().any(|s| {
+            let mut mac =
+                Hmac::<sha2::Sha256>::new_from_slice(s.expose().as_bytes()).expect("HMAC takes any key");
+            mac.update(format!("v0:{timestamp}:").as_bytes());
+            mac.update(body);
+            mac.verify_slice(&expected).is_ok()
+        })
 }
 
 /// The headers a Slack request carries for `body` at `timestamp`: what Slack sends, and what
@@ -77,5 +104,12 @@ mod tests {
         assert_eq!(verify(&[&current], Some(&stale_sig), Some(&stale), body), Err(VerifyError::Invalid));
         assert_eq!(verify(&[&current], None, Some(&ts), body), Err(VerifyError::Missing));
         assert_eq!(verify(&[], Some(&sig), Some(&ts), body), Err(VerifyError::NotConfigured));
+        // Raw bytes that are not UTF-8: signed, it is said plainly; forged or stale, refused.
+        let bytes = b"token=x&text=\xff\xfe";
+        let signed = sign("new-secret", now, bytes);
+        assert_eq!(verify(&[&current], Some(&signed), Some(&ts), bytes), Err(VerifyError::NotText));
+        assert_eq!(verify(&[&current], Some(&sig), Some(&ts), bytes), Err(VerifyError::Invalid));
+        let stale_bytes = sign("new-secret", now - 301, bytes);
+        assert_eq!(verify(&[&current], Some(&stale_bytes), Some(&stale), bytes), Err(VerifyError::Invalid));
     }
 }
