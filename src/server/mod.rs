@@ -4,8 +4,8 @@
 mod conn;
 mod error;
 pub mod pages;
-mod push;
-mod slack;
+pub mod push;
+pub mod slack;
 
 use std::sync::Arc;
 

@@ -67,6 +67,31 @@ pub struct PushedRun {
     force: bool,
 }
 
+/// A push body as the run's files and its `force` flag, or why it is refused (400): not the
+/// JSON object documented, a `path` that is not a run folder, a file name that is not plain.
+pub fn decode(bytes: &[u8]) -> Result<(RunFiles, bool), String> {
+    let pushed: PushedRun = serde_json::from_slice(bytes).map_err(|e| format!("bad body: {e}"))?;
+    let path = pushed.path.trim_matches('/').to_string();
+    run_path_problem(&path)
+        .map_err(|why| format!("`path` must be the run folder, e.g. logs/<job>/<build>: {why}"))?;
+    if let Some((name, why)) = pushed.files.keys().find_map(|n| file_name_problem(n).err().map(|w| (n, w))) {
+        let shown: String = name.chars().take(80).flat_map(char::escape_default).collect();
+        return Err(format!("file name {shown:?}: {why}"));
+    }
+    let files = pushed
+        .files
+        .into_iter()
+        .map(|(name, value)| {
+            let content = match value {
+                serde_json::Value::String(text) => text.into_bytes(),
+                other => other.to_string().into_bytes(),
+            };
+            RunFile { name, content: Ok(content) }
+        })
+        .collect();
+    Ok((RunFiles { bucket: pushed.bucket, path, files }, pushed.force))
+}
+
 pub async fn push_run(
     State(state): State<AppState>,
     request: axum::extract::Request,
@@ -95,32 +120,9 @@ pub async fn push_run(
             format!("the body is over {limit} bytes or broken: {e}"),
         )
     })?;
-    let pushed: PushedRun = serde_json::from_slice(&bytes)
-        .map_err(|e| ApiError::user(StatusCode::BAD_REQUEST, format!("bad body: {e}")))?;
-    let path = pushed.path.trim_matches('/').to_string();
-    if let Err(why) = run_path_problem(&path) {
-        return Err(ApiError::user(
-            StatusCode::BAD_REQUEST,
-            format!("`path` must be the run folder, e.g. logs/<job>/<build>: {why}"),
-        ));
-    }
-    if let Some((name, why)) = pushed.files.keys().find_map(|n| file_name_problem(n).err().map(|w| (n, w))) {
-        let shown: String = name.chars().take(80).flat_map(char::escape_default).collect();
-        return Err(ApiError::user(StatusCode::BAD_REQUEST, format!("file name {shown:?}: {why}")));
-    }
-    let files = pushed
-        .files
-        .into_iter()
-        .map(|(name, value)| {
-            let content = match value {
-                serde_json::Value::String(text) => text.into_bytes(),
-                other => other.to_string().into_bytes(),
-            };
-            RunFile { name, content: Ok(content) }
-        })
-        .collect();
-    let run = RunFiles { bucket: pushed.bucket, path: path.clone(), files };
-    let summary = crate::ingest::ingest_pushed_run(&state.store, run, pushed.force).await?;
+    let (run, force) = decode(&bytes).map_err(|why| ApiError::user(StatusCode::BAD_REQUEST, why))?;
+    let path = run.path.clone();
+    let summary = crate::ingest::ingest_pushed_run(&state.store, run, force).await?;
     summary.count("push");
     let (status, outcome) = if summary.ingested > 0 {
         (StatusCode::CREATED, "ingested")

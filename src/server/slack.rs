@@ -305,7 +305,7 @@ struct PayloadView {
 
 /// The buttons of an incident's parent message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Button {
+pub enum Button {
     Acknowledge,
     Silence24h,
     FileJira,
@@ -340,7 +340,8 @@ impl Button {
 }
 
 /// A verified interaction, normalised.
-enum Interaction {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Interaction {
     Pressed { button: Button, incident: String, trigger: String },
     NotARegressionSubmitted { incident: String, reason: String },
     AcceptSubmitted { incident: String, level: String, until: String, reason: String },
@@ -424,17 +425,37 @@ fn dialog_error(reason: &str) -> Response {
     axum::Json(json!({ "response_action": "errors", "errors": { "reason": reason } })).into_response()
 }
 
+/// An interaction request's body as who did what, and where the answer goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decoded {
+    pub user: String,
+    pub response_url: String,
+    pub interaction: Interaction,
+}
+
+/// Decodes an interaction request's form (`payload=<json>`); Err when the payload field is
+/// not an interaction payload (answered 400). Anything else unexpected decodes to
+/// [`Interaction::Ignored`] or a button sheriff does not know.
+pub fn decode_interaction(body: &[u8]) -> Result<Decoded, &'static str> {
+    let form: InteractionForm = serde_urlencoded::from_bytes(body).unwrap_or_default();
+    let payload = serde_json::from_str::<Payload>(&form.payload)
+        .map_err(|_| "the payload field is not JSON of an interaction")?;
+    Ok(Decoded {
+        interaction: payload.interaction(),
+        user: payload.user.id,
+        response_url: payload.response_url,
+    })
+}
+
 pub async fn interactions(State(state): State<AppState>, headers: HeaderMap, body: Bytes) -> Response {
     if let Some(r) = refused(&state, &headers, &body) {
         return r;
     }
-    let form: InteractionForm = serde_urlencoded::from_bytes(&body).unwrap_or_default();
-    let Ok(payload) = serde_json::from_str::<Payload>(&form.payload) else {
+    let Ok(Decoded { user, response_url, interaction }) = decode_interaction(&body) else {
         return (StatusCode::BAD_REQUEST, "the payload field is not an interaction payload\n")
             .into_response();
     };
-    let user = payload.user.id.clone();
-    match payload.interaction() {
+    match interaction {
         Interaction::Pressed { button, incident, trigger } => {
             metrics::counter!("sheriff_slack_actions_total", "action" => button.label()).increment(1);
             let m = if authorized(&state, &user).await {
@@ -444,7 +465,7 @@ pub async fn interactions(State(state): State<AppState>, headers: HeaderMap, bod
             } else {
                 refusal(&user)
             };
-            respond_later(&state.http, &payload.response_url, &m).await;
+            respond_later(&state.http, &response_url, &m).await;
             StatusCode::OK.into_response()
         }
         Interaction::NotARegressionSubmitted { incident, reason } => {

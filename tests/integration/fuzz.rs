@@ -44,6 +44,20 @@ fn targets() -> Vec<Target> {
             Ok(())
         }),
         ("slash command", |b| sheriff::notify::slack::command::parse(&text(b)).map(|_| ())),
+        ("interaction payload", |b| {
+            sheriff::server::slack::decode_interaction(b).map(|_| ()).map_err(String::from)
+        }),
+        ("push body", |b| {
+            let (run, _force) = sheriff::server::push::decode(b)?;
+            match sheriff::ingest::run::assemble(&run) {
+                sheriff::ingest::run::Assembly::Failed { problems } => {
+                    let p = problems.first().ok_or("a failed run without a problem")?;
+                    assert!(!p.file.is_empty() && !p.error.is_empty(), "a problem that names nothing: {p:?}");
+                    Err(format!("{}: {}", p.file, p.error))
+                }
+                _ => Ok(()),
+            }
+        }),
         ("config value", |b| {
             let value = text(b).replace('\0', "");
             let env = vec![
@@ -72,6 +86,10 @@ fn seeds() -> Vec<Vec<u8>> {
     s.noise_intervals = 5;
     sheriff::synth::write_tree(&s, dir.path()).unwrap();
     let mut stack = vec![dir.path().to_path_buf()];
+    let mut run_folders: std::collections::BTreeMap<
+        std::path::PathBuf,
+        serde_json::Map<String, serde_json::Value>,
+    > = Default::default();
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).unwrap().flatten() {
             let p = e.path();
@@ -80,9 +98,36 @@ fn seeds() -> Vec<Vec<u8>> {
             } else if let Ok(bytes) = std::fs::read(&p)
                 && bytes.len() < 256 * 1024
             {
+                // The run folder is the one holding prowjob.json or artifacts/: a push body
+                // carries its files by path within it.
+                let run = p.ancestors().find(|a| a.join("finished.json").exists()).map(|a| a.to_path_buf());
+                if let Some(run) = run {
+                    let name = p.strip_prefix(&run).unwrap().to_string_lossy().into_owned();
+                    run_folders.entry(run).or_default().insert(name, String::from_utf8_lossy(&bytes).into());
+                }
                 out.push(bytes);
             }
         }
+    }
+    // Push bodies of the generated runs, and interaction payloads as Slack sends them.
+    for (run, files) in run_folders.into_iter().take(3) {
+        let path = run.strip_prefix(dir.path()).unwrap().to_string_lossy().into_owned();
+        out.push(
+            serde_json::json!({ "path": path, "files": files, "force": false }).to_string().into_bytes(),
+        );
+    }
+    let button = serde_json::json!({
+        "type": "block_actions", "user": { "id": "UOPS" }, "trigger_id": "123.456.abc",
+        "response_url": "http://127.0.0.1:9/respond", "actions": [{ "action_id": "ack", "value": "sheriff-00ff" }]
+    });
+    let dialog = serde_json::json!({
+        "type": "view_submission", "user": { "id": "UOPS" },
+        "view": { "callback_id": "accept_level", "private_metadata": "7", "state": { "values": {
+            "level": { "level": { "value": "P50 20s" } }, "until": { "until": { "value": "2026-12-31" } },
+            "reason": { "reason": { "value": "known" } } } } }
+    });
+    for payload in [button, dialog] {
+        out.push(serde_urlencoded::to_string([("payload", payload.to_string())]).unwrap().into_bytes());
     }
     out.push(b"12.5s".to_vec());
     out.push(b"status".to_vec());
@@ -248,4 +293,21 @@ fn fuzz_every_parser_for_the_long_pass() {
     for (t, n) in targets.iter().zip(&counts) {
         eprintln!("fuzz: {:<20} {n} inputs, no panic", t.0);
     }
+}
+
+/// The structured seeds are what they claim to be, so their mutations start from real shapes:
+/// a generated run's push body assembles into a run, the payloads decode to what was pressed.
+#[test]
+fn the_push_and_interaction_seeds_are_real() {
+    use sheriff::ingest::run::{Assembly, assemble};
+    use sheriff::server::slack::{Interaction, decode_interaction};
+    let seeds = seeds_cached();
+    let pushes: Vec<_> = seeds.iter().filter_map(|s| sheriff::server::push::decode(s).ok()).collect();
+    assert!(!pushes.is_empty());
+    for (run, _) in &pushes {
+        assert!(matches!(assemble(run), Assembly::Ready { .. }), "{}", run.path);
+    }
+    let decoded: Vec<_> = seeds.iter().filter_map(|s| decode_interaction(s).ok()).collect();
+    assert!(decoded.iter().any(|d| matches!(d.interaction, Interaction::Pressed { .. })));
+    assert!(decoded.iter().any(|d| matches!(d.interaction, Interaction::AcceptSubmitted { .. })));
 }
