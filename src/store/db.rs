@@ -265,32 +265,45 @@ impl Pooled {
 }
 
 /// A transaction. Dropped without [`Tx::commit`], it rolls back.
-pub(crate) enum Tx {
+pub(crate) enum TxInner {
     Sqlite(sqlx::Transaction<'static, Sqlite>),
     Postgres(sqlx::Transaction<'static, Postgres>),
 }
 
+/// A write transaction. `fail_commit` is set only by an injected storage fault (tests): the
+/// commit then rolls back and fails as a full disk would.
+pub(crate) struct Tx {
+    pub(crate) inner: TxInner,
+    pub(crate) fail_commit: bool,
+}
+
 impl Tx {
     pub fn conn(&mut self) -> Conn<'_> {
-        match self {
-            Tx::Sqlite(t) => Conn::Sqlite(t),
-            Tx::Postgres(t) => Conn::Postgres(t),
+        match &mut self.inner {
+            TxInner::Sqlite(t) => Conn::Sqlite(t),
+            TxInner::Postgres(t) => Conn::Postgres(t),
         }
     }
 
     pub async fn commit(self) -> Result<()> {
-        match self {
-            Tx::Sqlite(t) => t.commit().await?,
-            Tx::Postgres(t) => t.commit().await?,
+        if self.fail_commit {
+            self.rollback().await?;
+            return Err(
+                sqlx::Error::Io(std::io::Error::other("database or disk is full (injected fault)")).into()
+            );
+        }
+        match self.inner {
+            TxInner::Sqlite(t) => t.commit().await?,
+            TxInner::Postgres(t) => t.commit().await?,
         }
         Ok(())
     }
 
     /// Ends the transaction without keeping anything (what dropping it does, but waited for).
     pub async fn rollback(self) -> Result<()> {
-        match self {
-            Tx::Sqlite(t) => t.rollback().await?,
-            Tx::Postgres(t) => t.rollback().await?,
+        match self.inner {
+            TxInner::Sqlite(t) => t.rollback().await?,
+            TxInner::Postgres(t) => t.rollback().await?,
         }
         Ok(())
     }

@@ -53,7 +53,12 @@ pub struct Store {
     /// Since when writes fail for storage reasons (disk full, I/O, read-only, connection
     /// lost); None while they work. `/readyz` reads it.
     write_failing_since: Mutex<Option<i64>>,
+    /// Injected storage faults (tests only; see [`Store::inject_write_faults`]).
+    write_faults: Mutex<Option<WriteFaultHook>>,
 }
+
+/// Says, for each write transaction, whether its commit fails.
+pub type WriteFaultHook = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// Whether an error is the storage's own trouble (the disk, the file, the connection), not a
 /// bad statement or bad data: SQLite's FULL, IOERR, READONLY, CANTOPEN, CORRUPT, NOTADB,
@@ -159,6 +164,7 @@ impl Store {
             day_cache: Mutex::default(),
             trouble: Mutex::default(),
             write_failing_since: Mutex::default(),
+            write_faults: Mutex::default(),
         })
     }
 
@@ -293,10 +299,20 @@ impl Store {
     /// Starts a transaction that will write. SQLite takes the write lock up front, so a
     /// transaction that reads first cannot fail with SQLITE_BUSY when it later writes.
     pub(crate) async fn begin_write(&self) -> Result<Tx> {
-        Ok(match &self.pool {
-            Pool::Sqlite(p) => Tx::Sqlite(p.begin_with("BEGIN IMMEDIATE").await?),
-            Pool::Postgres(p) => Tx::Postgres(p.begin().await?),
-        })
+        let inner = match &self.pool {
+            Pool::Sqlite(p) => db::TxInner::Sqlite(p.begin_with("BEGIN IMMEDIATE").await?),
+            Pool::Postgres(p) => db::TxInner::Postgres(p.begin().await?),
+        };
+        let hook = self.write_faults.lock().expect("hook lock").clone();
+        Ok(Tx { inner, fail_commit: hook.is_some_and(|fails| fails()) })
+    }
+
+    /// Makes write transactions fail at their commit whenever `hook` says so, as a full disk
+    /// would: for tests of what sheriff does when storage fails (a cycle, a delivery, a
+    /// silence). None (the default) turns it off.
+    #[doc(hidden)]
+    pub fn inject_write_faults(&self, hook: Option<WriteFaultHook>) {
+        *self.write_faults.lock().expect("hook lock") = hook;
     }
 
     pub(crate) async fn execute(&self, q: Sql) -> Result<u64> {

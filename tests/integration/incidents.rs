@@ -1,8 +1,9 @@
 //! Incidents and the outbox end to end, against the fake Slack and Jira: repeated cycles make
 //! one incident and one set of side effects; a resolution resolves once; a recurrence reopens;
-//! and a fault-injection run of 200 seeded schedules (errors, 429s, timeouts, broken
-//! connections, workers killed between the remote's answer and the local commit) ends with every
-//! side effect delivered exactly once.
+//! and a fault-injection run of 200 seeded schedules (1,000 in the long pass: errors, 429s,
+//! timeouts, broken connections, workers killed between the remote's answer and the local
+//! commit, commits that fail as a full disk would) ends with every side effect delivered
+//! exactly once and every acknowledged silence stored.
 
 use crate::common;
 
@@ -188,19 +189,54 @@ fn policy() -> Policy {
     }
 }
 
-/// Records a hand-made set of steps the way a cycle does.
+/// Records a hand-made set of steps the way a cycle does; a cycle whose commit failed for
+/// storage reasons is run again, as the next scheduled one would be.
 async fn apply(store: &Store, steps: Vec<Step>) -> plan::Plan {
-    let now = chrono::Utc::now().timestamp();
-    let record = CycleRecord {
-        started_at: now,
-        finished_at: now,
-        evaluated_at: now,
-        outcome: "ok".into(),
-        ..Default::default()
-    };
-    let planner =
-        |k: &plan::Known| plan::with_effects(now, steps, &k.incidents, &k.silences, &k.delivered, &policy());
-    store.finish_cycle(&[], &record, planner).await.unwrap().1
+    loop {
+        let now = chrono::Utc::now().timestamp();
+        let record = CycleRecord {
+            started_at: now,
+            finished_at: now,
+            evaluated_at: now,
+            outcome: "ok".into(),
+            ..Default::default()
+        };
+        let steps = steps.clone();
+        let planner = |k: &plan::Known| {
+            plan::with_effects(now, steps, &k.incidents, &k.silences, &k.delivered, &policy())
+        };
+        match store.finish_cycle(&[], &record, planner).await {
+            Ok((_, plan)) => return plan,
+            Err(e) => assert!(sheriff::store::is_storage_error(&e), "{e:#}"),
+        }
+    }
+}
+
+/// Commits that fail as a full disk would, at `rate`, never twice in a row ("a write that
+/// fails once, then succeeds").
+fn storage_faults(seed: u64, rate: f64) -> sheriff::store::WriteFaultHook {
+    let state = std::sync::Mutex::new((synth::Rng::new(seed), false));
+    Arc::new(move || {
+        let mut s = state.lock().unwrap();
+        let fail = !s.1 && s.0.chance(rate);
+        s.1 = fail;
+        fail
+    })
+}
+
+/// A silence asked for by a person until it is acknowledged (an error is told, and the person
+/// asks again); its number.
+async fn silence_until_acknowledged(store: &Store, target: &str, now: i64) -> i64 {
+    let target = sheriff::incidents::silence::Target::parse(&[target]).unwrap();
+    loop {
+        match sheriff::actions::silence(store, &target, 3_600, "fault schedule", "cli:ops", now).await {
+            Ok(id) => return id,
+            Err(sheriff::actions::ActionError::Internal(e)) => {
+                assert!(sheriff::store::is_storage_error(&e), "{e:#}")
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
 }
 
 fn step(action: Action) -> Step {
@@ -226,7 +262,14 @@ async fn drain_with_kills(
     };
     let mut worker = new_worker();
     for _ in 0..20_000 {
-        match worker.step().await.unwrap() {
+        let stepped = match worker.step().await {
+            Ok(s) => s,
+            // The store failed (an injected full disk): the worker tries again, and an entry
+            // it had claimed comes back once its lease lapses.
+            Err(e) if sheriff::store::is_storage_error(&e) => StepOutcome::Killed(0),
+            Err(e) => panic!("{e:#}"),
+        };
+        match stepped {
             StepOutcome::Killed(_) => {
                 clock.advance(settings.outbox.lease_secs as i64 + 1);
                 worker = new_worker();
@@ -244,78 +287,166 @@ async fn drain_with_kills(
 
 on_both_engines! {
     async fn two_hundred_fault_schedules_deliver_every_effect_exactly_once(db) {
-        let store = Arc::new(Store::open(&db.settings).await.unwrap());
-        let clock = Clock::default();
-        let engine = format!("{:?}", db.store.engine());
-        let mut totals = (0usize, 0usize);
-        for seed in 0..200u64 {
-            let slack = FakeSlack::start(&format!("faults-{engine}"), Faults::seeded(seed, 0.2)).await;
-            let jira = FakeJira::start(&format!("faults-{engine}"), Faults::seeded(seed + 10_000, 0.2)).await;
-            let mut settings = settings(&slack, &jira, if seed % 2 == 0 { JiraApi::V2 } else { JiraApi::V3 });
-            settings.outbox.max_attempts = 1_000;
-            settings.slack.timeout_secs = 0.1;
-            settings.jira.timeout_secs = 0.1;
-            let sinks = Arc::new(Sinks::from_settings(&settings).unwrap());
-            let kill = Faults::seeded(seed + 20_000, 0.15);
-            let families = [format!("fam{seed}a"), format!("fam{seed}b")];
-
-            // opened
-            let opened = apply(&store, families.iter().map(|f| step(Action::Open {
-                fingerprint: format!("sheriff-{f}"),
-                snapshot: snapshot(f, "metal", 21.0),
-                episodes: vec![],
-            })).collect()).await;
-            assert_eq!(opened.steps.len(), 2);
-            drain_with_kills(&store, &sinks, &settings, &clock, &kill).await;
-            let mut ids = Vec::new();
-            for f in &families {
-                ids.push(store.find_incident(&format!("sheriff-{f}")).await.unwrap().unwrap().id);
-            }
-            // a material change
-            apply(&store, ids.iter().zip(&families).map(|(id, f)| step(Action::Update {
-                id: *id,
-                state: sheriff::incidents::State::Ongoing,
-                snapshot: snapshot(f, "metal", 45.0),
-                changes: vec![Change::TierChanged { from: "P50 5-10x".into(), to: "P50 >=10x".into() }],
-                episodes: vec![],
-            })).collect()).await;
-            drain_with_kills(&store, &sinks, &settings, &clock, &kill).await;
-            // resolved
-            apply(&store, ids.iter().map(|id| step(Action::Resolve { id: *id, snapshot: None, how: plan::Resolution::Recovered, episodes: None })).collect()).await;
-            drain_with_kills(&store, &sinks, &settings, &clock, &kill).await;
-
-            // every effect exactly once at the remote side
-            let by_key = slack.count_by_key();
-            for id in &ids {
-                for key in [format!("slack_post:{id}"), format!("slack_reply:{id}:2"), format!("slack_reply:{id}:3")] {
-                    assert_eq!(by_key.get(&key), Some(&1), "seed {seed}: {key} in {by_key:?}");
-                }
-            }
-            let summaries = by_key.keys().filter(|k| k.starts_with("slack_summary:")).count();
-            assert_eq!(summaries, 3, "seed {seed}: {by_key:?}");
-            assert!(by_key.values().all(|n| *n == 1), "seed {seed}: duplicates {by_key:?}");
-            let issues = jira.issues();
-            assert_eq!(issues.len(), 2, "seed {seed}: one issue per incident");
-            for (issue, id) in issues.iter().zip(&ids) {
-                let keys: Vec<String> = issue.comments.iter().map(|c| c["properties"][0]["value"]["idempotency_key"].as_str().unwrap().to_string()).collect();
-                let mut unique = keys.clone();
-                unique.sort();
-                unique.dedup();
-                assert_eq!(keys.len(), unique.len(), "seed {seed}: duplicate comments {keys:?}");
-                assert_eq!(keys.len(), 2, "seed {seed}: a change and a resolution on {} ({id}): {keys:?}", issue.key);
-                assert_eq!(issue.transitions, vec!["Done".to_string()], "seed {seed}");
-            }
-            for id in &ids {
-                let i = store.find_incident(&id.to_string()).await.unwrap().unwrap();
-                assert!(i.slack_ts.is_some() && i.jira_key.is_some(), "seed {seed}: results written back");
-            }
-            totals.0 += slack.messages().len();
-            totals.1 += issues.len();
-        }
-        let counts = store.outbox_counts(clock.now()).await.unwrap();
-        assert_eq!((counts.pending, counts.dead), (0, 0));
-        eprintln!("{engine}: 200 schedules, {} Slack messages, {} Jira issues, {} entries delivered", totals.0, totals.1, counts.done);
+        fault_schedules(&db, 200).await;
     }
+}
+
+/// The long pass: 1,000 schedules on each engine (`cargo test --release -- --ignored fuzz`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the long pass: cargo test --release -- --ignored fuzz"]
+async fn fuzz_a_thousand_fault_schedules_on_sqlite() {
+    fault_schedules(&common::TestDb::sqlite().await, 1_000).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the long pass: cargo test --release -- --ignored fuzz"]
+async fn fuzz_a_thousand_fault_schedules_on_postgres() {
+    let Some(db) = common::TestDb::postgres().await else {
+        panic!("the long pass needs PostgreSQL: set {}", common::POSTGRES_ENV);
+    };
+    fault_schedules(&db, 1_000).await;
+}
+
+/// `schedules` seeded schedules, each: two incidents opened, changed and resolved, and a
+/// silence asked for, while Slack and Jira fail (errors, 429s, timeouts, broken connections),
+/// workers die between the remote's answer and the local commit, and commits fail once as a
+/// full disk would. Every side effect lands exactly once; every acknowledged silence is stored
+/// once.
+async fn fault_schedules(db: &common::TestDb, schedules: u64) {
+    let store = Arc::new(Store::open(&db.settings).await.unwrap());
+    let clock = Clock::default();
+    let engine = format!("{:?}", db.store.engine());
+    let mut totals = (0usize, 0usize, 0usize);
+    for seed in 0..schedules {
+        let slack = FakeSlack::start(&format!("faults-{engine}"), Faults::seeded(seed, 0.2)).await;
+        let jira = FakeJira::start(&format!("faults-{engine}"), Faults::seeded(seed + 10_000, 0.2)).await;
+        let mut settings = settings(&slack, &jira, if seed % 2 == 0 { JiraApi::V2 } else { JiraApi::V3 });
+        settings.outbox.max_attempts = 1_000;
+        settings.slack.timeout_secs = 0.1;
+        settings.jira.timeout_secs = 0.1;
+        let sinks = Arc::new(Sinks::from_settings(&settings).unwrap());
+        let kill = Faults::seeded(seed + 20_000, 0.15);
+        store.inject_write_faults(Some(storage_faults(seed + 30_000, 0.1)));
+        let families = [format!("fam{seed}a"), format!("fam{seed}b")];
+
+        // opened
+        let opened = apply(
+            &store,
+            families
+                .iter()
+                .map(|f| {
+                    step(Action::Open {
+                        fingerprint: format!("sheriff-{f}"),
+                        snapshot: snapshot(f, "metal", 21.0),
+                        episodes: vec![],
+                    })
+                })
+                .collect(),
+        )
+        .await;
+        assert_eq!(opened.steps.len(), 2);
+        drain_with_kills(&store, &sinks, &settings, &clock, &kill).await;
+        // a silence of something else, acknowledged only once stored
+        let silenced_at = clock.now();
+        let silence =
+            silence_until_acknowledged(&store, &format!("backend=nothing-{seed}-*"), silenced_at).await;
+        let mut ids = Vec::new();
+        for f in &families {
+            ids.push(store.find_incident(&format!("sheriff-{f}")).await.unwrap().unwrap().id);
+        }
+        // a material change
+        apply(
+            &store,
+            ids.iter()
+                .zip(&families)
+                .map(|(id, f)| {
+                    step(Action::Update {
+                        id: *id,
+                        state: sheriff::incidents::State::Ongoing,
+                        snapshot: snapshot(f, "metal", 45.0),
+                        changes: vec![Change::TierChanged {
+                            from: "P50 5-10x".into(),
+                            to: "P50 >=10x".into(),
+                        }],
+                        episodes: vec![],
+                    })
+                })
+                .collect(),
+        )
+        .await;
+        drain_with_kills(&store, &sinks, &settings, &clock, &kill).await;
+        // resolved
+        apply(
+            &store,
+            ids.iter()
+                .map(|id| {
+                    step(Action::Resolve {
+                        id: *id,
+                        snapshot: None,
+                        how: plan::Resolution::Recovered,
+                        episodes: None,
+                    })
+                })
+                .collect(),
+        )
+        .await;
+        drain_with_kills(&store, &sinks, &settings, &clock, &kill).await;
+        store.inject_write_faults(None);
+        let silences = store.silences(silenced_at).await.unwrap();
+        let this: Vec<_> =
+            silences.iter().filter(|s| s.backend.as_deref() == Some(&format!("nothing-{seed}-*"))).collect();
+        assert_eq!(
+            this.iter().map(|s| s.id).collect::<Vec<_>>(),
+            vec![silence],
+            "seed {seed}: the acknowledged silence, once"
+        );
+
+        // every effect exactly once at the remote side
+        let by_key = slack.count_by_key();
+        for id in &ids {
+            for key in
+                [format!("slack_post:{id}"), format!("slack_reply:{id}:2"), format!("slack_reply:{id}:3")]
+            {
+                assert_eq!(by_key.get(&key), Some(&1), "seed {seed}: {key} in {by_key:?}");
+            }
+        }
+        let summaries = by_key.keys().filter(|k| k.starts_with("slack_summary:")).count();
+        assert_eq!(summaries, 3, "seed {seed}: {by_key:?}");
+        assert!(by_key.values().all(|n| *n == 1), "seed {seed}: duplicates {by_key:?}");
+        let issues = jira.issues();
+        assert_eq!(issues.len(), 2, "seed {seed}: one issue per incident");
+        for (issue, id) in issues.iter().zip(&ids) {
+            let keys: Vec<String> = issue
+                .comments
+                .iter()
+                .map(|c| c["properties"][0]["value"]["idempotency_key"].as_str().unwrap().to_string())
+                .collect();
+            let mut unique = keys.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(keys.len(), unique.len(), "seed {seed}: duplicate comments {keys:?}");
+            assert_eq!(
+                keys.len(),
+                2,
+                "seed {seed}: a change and a resolution on {} ({id}): {keys:?}",
+                issue.key
+            );
+            assert_eq!(issue.transitions, vec!["Done".to_string()], "seed {seed}");
+        }
+        for id in &ids {
+            let i = store.find_incident(&id.to_string()).await.unwrap().unwrap();
+            assert!(i.slack_ts.is_some() && i.jira_key.is_some(), "seed {seed}: results written back");
+        }
+        totals.0 += slack.messages().len();
+        totals.1 += issues.len();
+        totals.2 += 1;
+    }
+    let counts = store.outbox_counts(clock.now()).await.unwrap();
+    assert_eq!((counts.pending, counts.dead), (0, 0));
+    eprintln!(
+        "{engine}: {} schedules, {} Slack messages, {} Jira issues, {} entries delivered, {} silences acknowledged and stored",
+        totals.2, totals.0, totals.1, counts.done, totals.2
+    );
 }
 
 on_both_engines! {
