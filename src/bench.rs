@@ -104,44 +104,70 @@ async fn load(store: &Store, records: &[crate::model::RunRecord]) -> Result<Opti
     Ok(Some(started.elapsed().as_secs_f64()))
 }
 
-/// What `bench evaluate` measured, per engine.
+/// What `bench evaluate` measured at one history length, per engine.
 #[derive(Debug, serde::Serialize)]
 pub struct EvaluateBench {
+    /// Days of stored history.
+    pub days: u32,
     pub runs: usize,
     pub samples: i64,
     pub cells: usize,
     pub groups: usize,
     pub load_seconds: Vec<(String, f64)>,
-    /// Best of the repetitions, per engine: one full cycle (dry run).
+    /// Best of the repetitions, per engine: one full cycle (dry run), in-process.
     pub cycle_seconds: Vec<(String, f64)>,
     /// PostgreSQL `percentile_cont … GROUP BY` over the raw samples, best of the repetitions.
     pub postgres_percentile_cont_seconds: Option<f64>,
+    /// DuckDB's `quantile_cont` over the same raw samples, per cell and window (query time
+    /// only, best of the repetitions), or why it could not be measured.
+    pub duckdb_seconds: Result<f64, String>,
     pub regressions: usize,
 }
 
-/// Loads `runs` generated runs (about `runs × backends` samples over `days` days) into a fresh
-/// SQLite file and, when `postgres_url` is given, into that (empty) PostgreSQL database; then
-/// times full evaluation cycles on each and PostgreSQL's own percentile query.
-pub async fn evaluate(
-    runs: usize,
-    variants: usize,
-    backends: usize,
-    repeat: usize,
-    postgres_url: Option<&str>,
-    sqlite_path: Option<&std::path::Path>,
-) -> Result<EvaluateBench> {
+/// What one `bench evaluate` run's history lengths gave.
+pub struct EvaluateShape<'a> {
+    /// Runs per 28 days, kept for every length (the same runs per day).
+    pub runs_per_28_days: usize,
+    pub variants: usize,
+    pub backends: usize,
+    pub repeat: usize,
+    /// Also measured on this (empty) PostgreSQL database, at the first length only.
+    pub postgres_url: Option<&'a str>,
+    /// Keep each length's SQLite database as `<this>-<days>d.db` (reused when it holds the data).
+    pub sqlite: Option<&'a std::path::Path>,
+    /// Compare with DuckDB (needs `python3` with `duckdb`; skipped with a note otherwise).
+    pub duckdb: bool,
+}
+
+/// Evaluates at each history length in `days`, with the same runs per day; see [`evaluate_at`].
+pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<EvaluateBench>> {
+    let mut out = Vec::new();
+    for (i, d) in days.iter().enumerate() {
+        out.push(evaluate_at(shape, *d, i == 0).await?);
+    }
+    Ok(out)
+}
+
+/// Loads `days` of generated runs at the shape's density into a fresh SQLite file (and, when
+/// `with_postgres`, the PostgreSQL database given), then times full evaluation cycles on each,
+/// PostgreSQL's own percentile query and DuckDB's over the same samples.
+async fn evaluate_at(shape: &EvaluateShape<'_>, days: u32, with_postgres: bool) -> Result<EvaluateBench> {
     let end = synth::day(2026, 11, 29);
-    let scenario = synth::large(runs, variants, backends, 28, end);
+    let runs = shape.runs_per_28_days * days as usize / 28;
+    let scenario = synth::large(runs, shape.variants, shape.backends, days, end);
     let records = synth::run_records(&scenario);
     let tmp = tempfile::tempdir()?;
-    let sqlite_url = sqlite_path.map(|p| format!("sqlite://{}", p.display()));
+    let sqlite_url = shape.sqlite.map(|p| format!("sqlite://{}-{days}d.db", p.display()));
     let mut stores = vec![("sqlite".to_string(), bench_store(sqlite_url.as_deref(), tmp.path()).await?)];
-    if let Some(url) = postgres_url {
+    if let Some(url) = shape.postgres_url.filter(|_| with_postgres) {
         stores.push(("postgres".to_string(), bench_store(Some(url), tmp.path()).await?));
     }
     let settings = crate::config::Settings::default();
     let options = crate::cycle::CycleOptions { at: end, dry_run: true };
+    let window_from = (end - chrono::Duration::days(7)).timestamp();
+    let baseline_from = (end - chrono::Duration::days(28)).timestamp();
     let mut out = EvaluateBench {
+        days,
         runs: records.len(),
         samples: 0,
         cells: 0,
@@ -149,6 +175,7 @@ pub async fn evaluate(
         load_seconds: Vec::new(),
         cycle_seconds: Vec::new(),
         postgres_percentile_cont_seconds: None,
+        duckdb_seconds: Err("not asked for (--duckdb)".into()),
         regressions: 0,
     };
     for (engine, store) in &stores {
@@ -157,7 +184,7 @@ pub async fn evaluate(
         }
         out.samples = store.count_samples().await?;
         let mut best = f64::MAX;
-        for _ in 0..repeat.max(1) {
+        for _ in 0..shape.repeat.max(1) {
             let started = Instant::now();
             let report = crate::cycle::run_cycle(store, &settings, options).await?;
             best = best.min(started.elapsed().as_secs_f64());
@@ -167,10 +194,8 @@ pub async fn evaluate(
         }
         out.cycle_seconds.push((engine.clone(), best));
         if engine == "postgres" {
-            let window_from = (end - chrono::Duration::days(7)).timestamp();
-            let baseline_from = (end - chrono::Duration::days(28)).timestamp();
             let mut best = f64::MAX;
-            for _ in 0..repeat.max(1) {
+            for _ in 0..shape.repeat.max(1) {
                 let started = Instant::now();
                 store.reference_percentiles_query(baseline_from, window_from, end.timestamp()).await?;
                 best = best.min(started.elapsed().as_secs_f64());
@@ -181,7 +206,71 @@ pub async fn evaluate(
     for (_, s) in stores {
         s.close().await;
     }
+    if shape.duckdb {
+        out.duckdb_seconds = duckdb_quantiles(
+            &records,
+            tmp.path(),
+            (baseline_from, window_from, end.timestamp()),
+            shape.repeat,
+        );
+    }
     Ok(out)
+}
+
+/// DuckDB's `quantile_cont` over every sample of `records`, exported to CSV: per cell and
+/// window (the baseline `[w.0, w.1)` and the current `[w.1, w.2)`), as PostgreSQL's reference
+/// query groups them; on 2 threads; the best query time of `repeat` (the CSV's loading into
+/// DuckDB is not timed).
+fn duckdb_quantiles(
+    records: &[crate::model::RunRecord],
+    dir: &std::path::Path,
+    w: (i64, i64, i64),
+    repeat: usize,
+) -> Result<f64, String> {
+    use std::io::Write as _;
+    let csv = dir.join("samples.csv");
+    let write = || -> std::io::Result<()> {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&csv)?);
+        writeln!(f, "backend,variant,started_at,seconds")?;
+        for r in records {
+            let started = r.run.started_at.timestamp();
+            let variant = &r.run.job_name;
+            for s in &r.samples {
+                writeln!(f, "{},{variant},{started},{}", s.backend, s.seconds)?;
+            }
+        }
+        f.flush()
+    };
+    write().map_err(|e| format!("writing {}: {e}", csv.display()))?;
+    let script = format!(
+        "import duckdb, time\n\
+         c = duckdb.connect()\n\
+         c.execute(\"SET threads = 2\")\n\
+         c.execute(\"CREATE TABLE s AS SELECT * FROM read_csv('{csv}', header = true)\")\n\
+         best = 1e9\n\
+         for _ in range({repeat}):\n\
+         \x20   t = time.perf_counter()\n\
+         \x20   c.execute(\"SELECT backend, variant, started_at >= {current} AS current, \
+         quantile_cont(seconds, [0.5, 0.75, 0.95, 0.99]) FROM s WHERE started_at >= {from} AND started_at < {to} \
+         GROUP BY ALL\").fetchall()\n\
+         \x20   best = min(best, time.perf_counter() - t)\n\
+         print(best)\n",
+        csv = csv.display(),
+        repeat = repeat.max(1),
+        from = w.0,
+        current = w.1,
+        to = w.2,
+    );
+    let output = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .output()
+        .map_err(|e| format!("python3 could not be run ({e}); DuckDB is `pip install duckdb`"))?;
+    if !output.status.success() {
+        let err = String::from_utf8_lossy(&output.stderr);
+        let last = err.lines().last().unwrap_or_default().to_string();
+        return Err(format!("DuckDB did not run ({last}); it is `pip install duckdb`"));
+    }
+    String::from_utf8_lossy(&output.stdout).trim().parse::<f64>().map_err(|e| format!("DuckDB's answer: {e}"))
 }
 
 /// Latency figures of a set of timed calls, in milliseconds.

@@ -256,17 +256,24 @@ pub enum BenchCommand {
         keep: Option<PathBuf>,
     },
     /// One evaluation cycle over about a million samples, on SQLite and (with
-    /// --postgres-url) PostgreSQL, against PostgreSQL's percentile_cont.
+    /// --postgres-url) PostgreSQL, against PostgreSQL's percentile_cont and (with --duckdb)
+    /// DuckDB's quantile_cont; at each --days of history with the same runs per day.
     Evaluate {
         #[command(flatten)]
         data: BenchData,
+        /// Days of stored history, repeatable (`--days 28 --days 120`); --runs is per 28 days.
+        #[arg(long, default_values_t = [28])]
+        days: Vec<u32>,
+        /// Also time DuckDB's quantile_cont over the same samples (needs `pip install duckdb`).
+        #[arg(long)]
+        duckdb: bool,
         /// Timed cycles per engine; the best is reported.
         #[arg(long, default_value_t = 3)]
         repeat: usize,
-        /// An empty PostgreSQL database to load and measure as well.
+        /// An empty PostgreSQL database to load and measure as well (at the first --days).
         #[arg(long)]
         postgres_url: Option<String>,
-        /// Keep the SQLite database in this file (reused when it already holds the data).
+        /// Keep the SQLite databases as `<this>-<days>d.db` (reused when they hold the data).
         #[arg(long)]
         sqlite: Option<PathBuf>,
     },
@@ -626,17 +633,21 @@ async fn bench(what: BenchCommand) -> Result<ExitCode> {
             println!("{}", serde_json::to_string(&result).unwrap_or_default());
             Ok(ExitCode::SUCCESS)
         }
-        BenchCommand::Evaluate { data, repeat, postgres_url, sqlite } => {
-            let r = crate::bench::evaluate(
-                data.runs,
-                data.variants,
-                data.backends,
+        BenchCommand::Evaluate { data, days, duckdb, repeat, postgres_url, sqlite } => {
+            let shape = crate::bench::EvaluateShape {
+                runs_per_28_days: data.runs,
+                variants: data.variants,
+                backends: data.backends,
                 repeat,
-                postgres_url.as_deref(),
-                sqlite.as_deref(),
-            )
-            .await?;
-            print_evaluate_bench(&r, repeat);
+                postgres_url: postgres_url.as_deref(),
+                sqlite: sqlite.as_deref(),
+                duckdb,
+            };
+            let points = crate::bench::evaluate(&shape, &days).await?;
+            for r in &points {
+                print_evaluate_bench(r, repeat);
+            }
+            print_history_ratio(&points);
             Ok(ExitCode::SUCCESS)
         }
         BenchCommand::Page { data, repeat, sqlite } => {
@@ -696,8 +707,8 @@ fn print_page_bench(r: &crate::bench::PageBench) {
 
 fn print_evaluate_bench(r: &crate::bench::EvaluateBench, repeat: usize) {
     println!(
-        "evaluate: {} runs, {} samples, {} cells with runs, {} groups judged, {} regression(s) found",
-        r.runs, r.samples, r.cells, r.groups, r.regressions
+        "evaluate, {} days of history: {} runs, {} samples, {} cells with runs, {} groups judged, {} regression(s) found",
+        r.days, r.runs, r.samples, r.cells, r.groups, r.regressions
     );
     for (engine, s) in &r.load_seconds {
         println!("  load into {engine}: {s:.1} s");
@@ -711,7 +722,37 @@ fn print_evaluate_bench(r: &crate::bench::EvaluateBench, repeat: usize) {
             println!("  ratio percentile_cont / sheriff on {engine}: {:.1}x", pg / s);
         }
     }
+    match &r.duckdb_seconds {
+        Ok(d) => {
+            println!("  DuckDB quantile_cont over the raw samples (2 threads, query only): {d:.3} s");
+            for (engine, s) in &r.cycle_seconds {
+                println!("  ratio DuckDB / sheriff on {engine}: {:.1}x", d / s);
+            }
+        }
+        Err(why) => println!("  DuckDB: {why}"),
+    }
     println!("{}", serde_json::to_string(r).unwrap_or_default());
+}
+
+/// How a cycle's cost grew with history: each length's SQLite cycle against the first's.
+fn print_history_ratio(points: &[crate::bench::EvaluateBench]) {
+    let sqlite = |r: &crate::bench::EvaluateBench| {
+        r.cycle_seconds.iter().find(|(e, _)| e == "sqlite").map(|(_, s)| *s)
+    };
+    let Some((first, base)) = points.first().and_then(|p| Some((p, sqlite(p)?))) else { return };
+    for p in &points[1..] {
+        if let Some(s) = sqlite(p) {
+            println!(
+                "history: {} days ({} samples) against {} days ({} samples) on SQLite: {:.2}x the cycle time for {:.1}x the history",
+                p.days,
+                p.samples,
+                first.days,
+                first.samples,
+                s / base,
+                p.samples as f64 / first.samples.max(1) as f64
+            );
+        }
+    }
 }
 
 fn print_query_bench(r: &crate::bench::QueryBench) {

@@ -180,7 +180,7 @@ pub fn assemble(run: &RunFiles) -> Assembly {
     }
     if parsed.disruption_files.is_empty() {
         let why = "no backend-disruption_*.json files: the run has no disruption data and is stored without samples";
-        parsed.warnings.push(problem("", why));
+        parsed.warnings.push(problem("backend-disruption_*.json", why));
     }
     let samples: Vec<Sample> = disruption::per_run_seconds(parsed.disruption_files.iter().map(Vec::as_slice))
         .into_iter()
@@ -191,7 +191,7 @@ pub fn assemble(run: &RunFiles) -> Assembly {
             "{} backends in the disruption files, more than the {MAX_BACKENDS_PER_RUN} a run can hold (real runs have a few dozen)",
             samples.len()
         );
-        return Assembly::Failed { problems: vec![problem("", why)] };
+        return Assembly::Failed { problems: vec![problem("backend-disruption_*.json", why)] };
     }
     let (outages, conditions) = interval_evidence(&parsed.interval_files, &mut parsed.warnings);
     let record = RunRecord { run: job, samples, outages, conditions };

@@ -15,22 +15,28 @@ const DAY: i64 = 86_400;
 type WholeDaysRow = (i64, i64, Option<i64>, Option<String>, Option<i64>, Option<String>);
 
 /// Each cell's whole-day histograms of the baseline ($1..$2) and current ($3..$4) days, joined
-/// into one string per window, for backends $5..$6. The table is keyed by backend first, so a
-/// cycle reads it in parallel ranges, one connection each, in key order: no sort.
-const WHOLE_DAYS_SQLITE: &str = "SELECT backend_id, variant_id, \
-    SUM(runs) FILTER (WHERE day >= $1 AND day < $2), \
-    group_concat(hist, ' ') FILTER (WHERE day >= $1 AND day < $2 AND hist <> ''), \
-    SUM(runs) FILTER (WHERE day >= $3 AND day < $4), \
-    group_concat(hist, ' ') FILTER (WHERE day >= $3 AND day < $4 AND hist <> '') \
-    FROM cell_days WHERE backend_id >= $5 AND backend_id < $6 \
-    AND ((day >= $1 AND day < $2) OR (day >= $3 AND day < $4)) \
-    GROUP BY backend_id, variant_id";
+/// into one string per window, for backends $5..$6; $7..$8 spans both windows. Each cell is
+/// looked up by its key (backend, variant, first needed day), so a cycle reads its windows'
+/// days and nothing older, however long the history; and reads them in key order: no sort
+/// (`EXPLAIN QUERY PLAN`: `SEARCH d USING PRIMARY KEY (backend_id=? AND variant_id=? AND
+/// day>? AND day<?)`). The table is read in parallel ranges of backends, one connection each.
+const WHOLE_DAYS_SQLITE: &str = "SELECT b.id, v.id, \
+    SUM(d.runs) FILTER (WHERE d.day >= $1 AND d.day < $2), \
+    group_concat(d.hist, ' ') FILTER (WHERE d.day >= $1 AND d.day < $2 AND d.hist <> ''), \
+    SUM(d.runs) FILTER (WHERE d.day >= $3 AND d.day < $4), \
+    group_concat(d.hist, ' ') FILTER (WHERE d.day >= $3 AND d.day < $4 AND d.hist <> '') \
+    FROM backends b CROSS JOIN variants v CROSS JOIN cell_days d \
+    WHERE b.id >= $5 AND b.id < $6 AND d.backend_id = b.id AND d.variant_id = v.id \
+    AND d.day >= $7 AND d.day < $8 AND ((d.day >= $1 AND d.day < $2) OR (d.day >= $3 AND d.day < $4)) \
+    GROUP BY b.id, v.id";
+/// PostgreSQL reads the windows' days through its index on `day` (migration 0010) and
+/// aggregates by hash: its planner would not keep a per-cell lookup.
 const WHOLE_DAYS_POSTGRES: &str = "SELECT backend_id, variant_id, \
     SUM(runs) FILTER (WHERE day >= $1 AND day < $2)::BIGINT, \
     string_agg(hist, ' ') FILTER (WHERE day >= $1 AND day < $2 AND hist <> ''), \
     SUM(runs) FILTER (WHERE day >= $3 AND day < $4)::BIGINT, \
     string_agg(hist, ' ') FILTER (WHERE day >= $3 AND day < $4 AND hist <> '') \
-    FROM cell_days WHERE backend_id >= $5 AND backend_id < $6 \
+    FROM cell_days WHERE backend_id >= $5 AND backend_id < $6 AND day >= $7 AND day < $8 \
     AND ((day >= $1 AND day < $2) OR (day >= $3 AND day < $4)) \
     GROUP BY backend_id, variant_id";
 
@@ -251,7 +257,9 @@ impl Store {
                     .bind(current_days.start)
                     .bind(current_days.end)
                     .bind(from)
-                    .bind(to);
+                    .bind(to)
+                    .bind(baseline_days.start.min(current_days.start))
+                    .bind(baseline_days.end.max(current_days.end));
                 self.fetch_all::<WholeDaysRow>(q)
             });
         let fetched = futures::future::try_join_all(queries).await?;
@@ -325,13 +333,17 @@ impl Store {
     /// Each release's first run started by `visible_at` (Unix seconds). Read per variant, which
     /// the (variant, start) index answers without a scan.
     pub async fn release_first_seen(&self, visible_at: i64) -> Result<HashMap<String, i64>> {
-        let rows: Vec<(i64, i64)> = self
-            .fetch_all(sql("SELECT variant_id, MIN(started_at) FROM job_runs GROUP BY variant_id"))
+        // One index probe per variant (a GROUP BY would read every stored run's index entry).
+        let rows: Vec<(i64, Option<i64>)> = self
+            .fetch_all(sql(
+                "SELECT v.id, (SELECT MIN(r.started_at) FROM job_runs r WHERE r.variant_id = v.id) FROM variants v",
+            ))
             .await?;
+        let rows = rows.into_iter().filter_map(|(v, s)| Some((v, s?)));
         let variants = self.variants().await?;
         let release: HashMap<i64, &str> = variants.iter().map(|(id, d)| (*id, d.release.as_str())).collect();
         let mut first: HashMap<String, i64> = HashMap::new();
-        for (variant, started) in rows.into_iter().filter(|(_, s)| *s <= visible_at) {
+        for (variant, started) in rows.filter(|(_, s)| *s <= visible_at) {
             if let Some(r) = release.get(&variant) {
                 let e = first.entry((*r).to_string()).or_insert(started);
                 *e = (*e).min(started);
@@ -514,5 +526,29 @@ mod tests {
         assert_eq!(split(d / 2, 3 * d + 10), (1..3, vec![(d / 2, d), (3 * d, 3 * d + 10)]));
         assert_eq!(split(10, 20), (0..0, vec![(10, 20)]));
         assert_eq!(split(d + 5, 2 * d - 5), (0..0, vec![(d + 5, 2 * d - 5)]));
+    }
+
+    /// SQLite reads a cycle's windows by key, starting at the first needed day of each cell:
+    /// no scan of the older days and no sort, so a cycle costs what its windows hold.
+    #[tokio::test]
+    async fn the_window_query_seeks_each_cell_from_its_first_needed_day() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = crate::config::DatabaseSettings {
+            url: format!("sqlite://{}", dir.path().join("plan.db").display()).parse().unwrap(),
+            ..Default::default()
+        };
+        let store = crate::store::Store::open(&settings).await.unwrap();
+        let plan: Vec<(i64, i64, i64, String)> = store
+            .fetch_all(crate::store::Sql::built(format!("EXPLAIN QUERY PLAN {}", super::WHOLE_DAYS_SQLITE)))
+            .await
+            .unwrap();
+        let steps: Vec<&str> = plan.iter().map(|r| r.3.as_str()).collect();
+        assert!(
+            steps.iter().any(|s| s.starts_with(
+                "SEARCH d USING PRIMARY KEY (backend_id=? AND variant_id=? AND day>? AND day<?)"
+            )),
+            "{steps:?}"
+        );
+        assert!(!steps.iter().any(|s| s.contains("TEMP B-TREE") || s.starts_with("SCAN d")), "{steps:?}");
     }
 }
