@@ -84,6 +84,16 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Delete what `[retention]` no longer keeps: runs and their samples older than
+    /// retention.samples_days, interval evidence older than retention.intervals_days (the
+    /// sample runs of open incidents stay). `serve` does it daily.
+    Prune {
+        /// Count what would go, delete nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// Incidents: list, show, resolve, silence, unsilence, acknowledge.
     Incidents {
         #[command(subcommand)]
@@ -405,6 +415,27 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
         Command::Backtest { from, to, every, cron, against, format } => {
             backtest(&settings, (from, to), every.as_deref(), cron.as_deref(), against.as_deref(), format)
                 .await
+        }
+        Command::Prune { dry_run, format } => {
+            let now = Utc::now().timestamp();
+            let r =
+                with_store(&settings, async |store| crate::ops::prune(store, &settings, now, dry_run).await)
+                    .await?;
+            match format {
+                Format::Json => println!("{}", serde_json::to_string_pretty(&r)?),
+                Format::Text => println!(
+                    "{} {} runs ({} samples) and {} day histograms older than {} days; interval evidence of {} runs older than {} days; kept {} old runs that open incidents name",
+                    if dry_run { "would delete" } else { "deleted" },
+                    r.runs,
+                    r.samples,
+                    r.cell_days,
+                    settings.retention.samples_days,
+                    r.interval_runs,
+                    settings.retention.intervals_days,
+                    r.kept_for_incidents
+                ),
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Incidents { action } => {
             with_store(&settings, async |store| incidents_on(store, action, &settings).await).await

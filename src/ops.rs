@@ -246,3 +246,29 @@ pub async fn deliver_for_a_while(store: Arc<Store>, settings: &Settings) -> Resu
         tokio::time::Instant::now() + std::time::Duration::from_secs(settings.outbox.evaluate_timeout_secs);
     worker.drain(deadline).await
 }
+
+/// Prunes what `[retention]` no longer keeps, as of `now` (Unix seconds): `sheriff prune` and
+/// `serve`'s daily job.
+pub async fn prune(
+    store: &Store,
+    settings: &Settings,
+    now: i64,
+    dry_run: bool,
+) -> Result<crate::store::retention::PruneReport> {
+    let r = &settings.retention;
+    let cutoffs = crate::store::retention::Cutoffs::new(now, r, &settings.evaluate);
+    let started = std::time::Instant::now();
+    let report = store.prune(cutoffs, dry_run).await?;
+    tracing::info!(
+        runs = report.runs,
+        samples = report.samples,
+        cell_days = report.cell_days,
+        interval_runs = report.interval_runs,
+        kept_for_incidents = report.kept_for_incidents,
+        batches = report.batches,
+        dry_run,
+        seconds = started.elapsed().as_secs_f64(),
+        "pruned"
+    );
+    Ok(report)
+}

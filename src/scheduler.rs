@@ -55,6 +55,7 @@ pub struct Scheduler {
     /// This replica's name in tick leases.
     id: String,
     evaluate: Schedule,
+    prune: Schedule,
     ingests: Vec<IngestJob>,
 }
 
@@ -71,7 +72,8 @@ impl Scheduler {
                 since_days: job.since_days,
             });
         }
-        Ok(Scheduler { store, settings, id, evaluate, ingests })
+        let prune = Schedule::parse(&settings.retention.schedule, zone).map_err(anyhow::Error::msg)?;
+        Ok(Scheduler { store, settings, id, evaluate, prune, ingests })
     }
 
     /// Runs every schedule (and, on SQLite, keeps the single-replica lease) until `shutdown`
@@ -86,6 +88,19 @@ impl Scheduler {
                 on_schedule(&evaluate, "evaluate", &store, &id, shutdown, || async {
                     let options = crate::cycle::CycleOptions { at: Utc::now(), dry_run: false };
                     crate::cycle::run_cycle(&store, &settings, options).await.map(|_| ())
+                })
+                .await;
+            });
+        }
+        {
+            let (store, settings, id, shutdown) =
+                (self.store.clone(), self.settings.clone(), self.id.clone(), shutdown.clone());
+            let prune = self.prune;
+            tasks.spawn(async move {
+                on_schedule(&prune, "prune", &store, &id, shutdown, || async {
+                    Box::pin(crate::ops::prune(&store, &settings, Utc::now().timestamp(), false))
+                        .await
+                        .map(|_| ())
                 })
                 .await;
             });
@@ -171,7 +186,11 @@ async fn on_schedule<F, Fut>(
                 "abandoned"
             }
         };
-        let kind = if name.starts_with("ingest") { "ingest" } else { "evaluate" };
+        let kind = match name {
+            n if n.starts_with("ingest") => "ingest",
+            "prune" => "prune",
+            _ => "evaluate",
+        };
         metrics::histogram!("sheriff_job_seconds", "job" => kind, "outcome" => outcome)
             .record(started.elapsed().as_secs_f64());
         metrics::counter!("sheriff_jobs_total", "job" => kind, "outcome" => outcome).increment(1);

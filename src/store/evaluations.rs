@@ -331,12 +331,14 @@ impl Store {
     }
 
     /// Each release's first run started by `visible_at` (Unix seconds). Read per variant, which
-    /// the (variant, start) index answers without a scan.
+    /// the (variant, start) index answers without a scan; a variant whose first runs were pruned
+    /// keeps the time recorded then (`variant_first_seen`).
     pub async fn release_first_seen(&self, visible_at: i64) -> Result<HashMap<String, i64>> {
         // One index probe per variant (a GROUP BY would read every stored run's index entry).
         let rows: Vec<(i64, Option<i64>)> = self
             .fetch_all(sql(
-                "SELECT v.id, (SELECT MIN(r.started_at) FROM job_runs r WHERE r.variant_id = v.id) FROM variants v",
+                "SELECT v.id, COALESCE((SELECT started_at FROM variant_first_seen f WHERE f.variant_id = v.id), \
+                 (SELECT MIN(r.started_at) FROM job_runs r WHERE r.variant_id = v.id)) FROM variants v",
             ))
             .await?;
         let rows = rows.into_iter().filter_map(|(v, s)| Some((v, s?)));

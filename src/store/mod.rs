@@ -14,6 +14,7 @@ pub mod evaluations;
 pub mod incidents;
 pub mod ingest_log;
 pub mod outbox;
+pub mod retention;
 pub mod runs;
 pub mod trouble;
 
@@ -109,6 +110,9 @@ impl Store {
                     .with_context(|| format!("invalid sqlite URL {}", settings.url))?
                     .create_if_missing(true)
                     .journal_mode(SqliteJournalMode::Wal)
+                    // Pruning frees pages that `PRAGMA incremental_vacuum` hands back (takes
+                    // effect on databases created with it; an older one needs one VACUUM).
+                    .auto_vacuum(sqlx::sqlite::SqliteAutoVacuum::Incremental)
                     .synchronous(SqliteSynchronous::Normal)
                     .busy_timeout(Duration::from_secs(30))
                     .foreign_keys(true)

@@ -17,6 +17,7 @@ mod pages;
 mod payloads;
 mod push;
 mod quality;
+mod retention;
 mod serve;
 mod slack;
 mod storage_faults;
