@@ -139,7 +139,8 @@ pub struct EvaluateShape<'a> {
     pub duckdb: bool,
 }
 
-/// Evaluates at each history length in `days`, with the same runs per day; see [`evaluate_at`].
+/// Evaluates at each history length in `days`, with the same runs per day: loads each into a
+/// fresh SQLite file (and PostgreSQL at the first), then times cycles and the peers.
 pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<EvaluateBench>> {
     let mut out = Vec::new();
     for (i, d) in days.iter().enumerate() {
