@@ -26,6 +26,8 @@ pub struct Cutoffs {
     pub reference_lookback: i64,
     /// Incidents resolved within this many seconds still shape references (their episodes).
     pub horizon: i64,
+    /// The time the cutoffs are taken at (Unix seconds).
+    pub now: i64,
 }
 
 impl Cutoffs {
@@ -43,6 +45,7 @@ impl Cutoffs {
             batch: r.batch_runs.max(1),
             reference_lookback: i64::from(e.reference_lookback_days) * DAY,
             horizon: i64::from(e.window_days + e.baseline_days) * DAY,
+            now,
         }
     }
 }
@@ -68,7 +71,11 @@ impl Store {
         if !dry_run {
             self.remember_first_seen().await?;
         }
-        let old_runs = self.runs_before(cutoffs.runs_before_day * DAY, &keep, &mut report).await?;
+        // Runs that started before the cutoff, oldest first, but those incidents need.
+        let q = sql("SELECT id FROM job_runs WHERE started_at < $1 ORDER BY started_at, id")
+            .bind(cutoffs.runs_before_day * DAY);
+        let (old_runs, kept) = self.unkept(q, &keep).await?;
+        report.kept_for_incidents = kept;
         for batch in old_runs.chunks(cutoffs.batch) {
             report.samples += self.count_in("samples", batch).await?;
             if !dry_run {
@@ -85,9 +92,7 @@ impl Store {
         if !dry_run && old_days > 0 {
             self.delete_old_days(cutoff_day, cutoffs.batch).await?;
         }
-        let mut ignored = PruneReport::default();
-        let evidence =
-            self.runs_with_intervals_before(cutoffs.intervals_before_day * DAY, &keep, &mut ignored).await?;
+        let evidence = self.runs_with_intervals_before(cutoffs.intervals_before_day * DAY, &keep).await?;
         for batch in evidence.chunks(cutoffs.batch) {
             if !dry_run {
                 self.delete_intervals(batch).await?;
@@ -135,17 +140,13 @@ impl Store {
         let variants = self.variants().await?;
         for i in self.incidents().await? {
             let live = i.state != State::Resolved
-                || i.resolved_at.is_some_and(|t| t >= chrono::Utc::now().timestamp() - cutoffs.horizon);
+                || i.resolved_at.is_some_and(|t| t >= cutoffs.now - cutoffs.horizon);
             if !live || i.merged_into.is_some() {
                 continue;
             }
             for s in &i.snapshot.report.sample_jobs {
                 let id: Option<(i64,)> = self
-                    .fetch_optional(
-                        sql("SELECT id FROM job_runs WHERE job_name = $1 AND build_id = $2")
-                            .bind(&s.job)
-                            .bind(&s.build_id),
-                    )
+                    .fetch_optional(sql(super::runs::SELECT_RUN_ID).bind(&s.job).bind(&s.build_id))
                     .await?;
                 keep.extend(id.map(|(id,)| id));
             }
@@ -167,43 +168,21 @@ impl Store {
         Ok(keep)
     }
 
-    /// Runs that started before `before` (Unix seconds), oldest first, but those in `keep`.
-    async fn runs_before(
-        &self,
-        before: i64,
-        keep: &HashSet<i64>,
-        report: &mut PruneReport,
-    ) -> Result<Vec<i64>> {
-        let ids: Vec<(i64,)> = self
-            .fetch_all(
-                sql("SELECT id FROM job_runs WHERE started_at < $1 ORDER BY started_at, id").bind(before),
-            )
-            .await?;
+    /// The run ids `q` selects, less those in `keep`; and how many were kept.
+    async fn unkept(&self, q: super::Sql, keep: &HashSet<i64>) -> Result<(Vec<i64>, u64)> {
+        let ids: Vec<(i64,)> = self.fetch_all(q).await?;
         let (kept, gone): (Vec<i64>, Vec<i64>) =
             ids.into_iter().map(|(id,)| id).partition(|id| keep.contains(id));
-        report.kept_for_incidents = kept.len() as u64;
-        Ok(gone)
+        Ok((gone, kept.len() as u64))
     }
 
     /// Runs that started before `before` and still hold interval evidence, but those in `keep`.
-    async fn runs_with_intervals_before(
-        &self,
-        before: i64,
-        keep: &HashSet<i64>,
-        report: &mut PruneReport,
-    ) -> Result<Vec<i64>> {
-        let ids: Vec<(i64,)> = self
-            .fetch_all(
-                sql("SELECT r.id FROM job_runs r WHERE r.started_at < $1 AND (\
+    async fn runs_with_intervals_before(&self, before: i64, keep: &HashSet<i64>) -> Result<Vec<i64>> {
+        let q = sql("SELECT r.id FROM job_runs r WHERE r.started_at < $1 AND (\
                      EXISTS (SELECT 1 FROM outages o WHERE o.run_id = r.id) OR \
                      EXISTS (SELECT 1 FROM condition_spans c WHERE c.run_id = r.id)) ORDER BY r.started_at, r.id")
-                .bind(before),
-            )
-            .await?;
-        let (kept, gone): (Vec<i64>, Vec<i64>) =
-            ids.into_iter().map(|(id,)| id).partition(|id| keep.contains(id));
-        report.kept_for_incidents = kept.len() as u64;
-        Ok(gone)
+        .bind(before);
+        Ok(self.unkept(q, keep).await?.0)
     }
 
     async fn count_in(&self, table: &str, runs: &[i64]) -> Result<u64> {

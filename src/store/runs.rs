@@ -16,7 +16,7 @@ pub enum WriteOutcome {
     Replaced,
 }
 
-const SELECT_RUN_ID: &str = "SELECT id FROM job_runs WHERE job_name = $1 AND build_id = $2";
+pub(super) const SELECT_RUN_ID: &str = "SELECT id FROM job_runs WHERE job_name = $1 AND build_id = $2";
 
 const INSERT_RUN: &str = "INSERT INTO job_runs (job_name, build_id, bucket, path, url, job_type, \
     started_at, finished_at, state, variant_id, release, from_release, upgrade_type, platform, \
