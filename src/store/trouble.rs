@@ -45,8 +45,13 @@ impl Store {
         let fingerprint = rules.fingerprint();
         let mut tx = self.begin_write().await?;
         let mut c = tx.conn();
-        c.execute(sql("DELETE FROM classification")).await?;
-        c.execute(sql("INSERT INTO classification (id, rules) VALUES (1, $1)").bind(&fingerprint)).await?;
+        // an upsert, so replicas opening a fresh database together do not collide on the row
+        c.execute(
+            sql("INSERT INTO classification (id, rules) VALUES (1, $1) \
+                 ON CONFLICT (id) DO UPDATE SET rules = excluded.rules")
+            .bind(&fingerprint),
+        )
+        .await?;
         tx.commit().await?;
         if changed > 0 {
             tracing::info!(runs = changed, "runs reclassified for CI-infrastructure trouble");
@@ -98,7 +103,21 @@ impl Store {
             if new == *old {
                 continue;
             }
-            c.execute(sql("UPDATE job_runs SET ci_trouble = $1 WHERE id = $2").bind(&new).bind(*id)).await?;
+            // Only if nobody reclassified it meanwhile (another replica opening the same
+            // database with the same new rules): the histograms move once, not twice.
+            let moved = c
+                .execute(
+                    sql("UPDATE job_runs SET ci_trouble = $1 WHERE id = $2 \
+                         AND (ci_trouble = $3 OR (ci_trouble IS NULL AND $4 = 1))")
+                    .bind(&new)
+                    .bind(*id)
+                    .bind(old)
+                    .bind(old.is_none()),
+                )
+                .await?;
+            if moved == 0 {
+                continue;
+            }
             if old.is_none() != new.is_none() {
                 // into the histograms when it became clean, out of them when it became troubled
                 let cells: Vec<(i64, i64)> = samples.iter().map(|(b, _, s)| (*b, *s)).collect();

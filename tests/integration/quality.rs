@@ -134,6 +134,27 @@ on_both_engines! {
     }
 }
 
+on_both_engines! {
+    async fn replicas_changing_the_rules_together_move_each_run_once(db) {
+        // Two processes open one database with new rules at the same moment (replicas
+        // restarted with a new configuration): each run changes class once, the histograms
+        // move once, and neither start fails on the stored fingerprint.
+        let s = world(9);
+        let troubled = load(&db.store, &s).await;
+        let before = cycle(&db.store).await;
+        let r = before.regressions.iter().find(|r| r.status.is_active()).expect("the planted regression");
+        let off = TroubleRules { liveness: vec!["nothing-matches".into()], ..TroubleRules::default() };
+        let (a, b) = (Store::open(&db.settings).await.unwrap(), Store::open(&db.settings).await.unwrap());
+        let (moved_a, moved_b) = tokio::join!(a.apply_trouble_rules(&off), b.apply_trouble_rules(&off));
+        let moved = moved_a.unwrap() + moved_b.unwrap();
+        assert_eq!(moved as usize, troubled.values().filter(|t| t.0).count(), "each troubled run moved once");
+        let after = cycle(&a).await;
+        let same = after.regressions.iter().find(|u| u.fingerprint == r.fingerprint).expect("still found");
+        assert_eq!(same.job_runs, r.job_runs + r.ci_troubled_runs, "the histograms counted each run once");
+        assert_eq!(b.apply_trouble_rules(&off).await.unwrap(), 0, "both see the rules applied");
+    }
+}
+
 /// Ten seeds of the same world: the planted regression every time, and nothing else.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_seeds_of_a_troubled_month_raise_no_false_regression() {
