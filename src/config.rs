@@ -653,6 +653,10 @@ impl Default for LogSettings {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct IngestSettings {
+    /// When interval files are read: `auto` (on demand for `gs://` sources, at ingest for
+    /// local trees), `eager` (at ingest) or `on_demand` (only where a file is, at ingest; its
+    /// content when attribution uses the run). Pushed runs are always read at ingest.
+    pub intervals: IntervalsMode,
     /// Interval files (e2e-events, e2e-timelines) larger than this are skipped with a logged reason.
     pub max_interval_file_bytes: u64,
     /// Any other artifact larger than this is rejected as malformed.
@@ -667,9 +671,31 @@ pub struct IngestSettings {
     pub push_token_file: Option<PathBuf>,
 }
 
+/// When a run's interval files are read: see [`IngestSettings::intervals`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IntervalsMode {
+    #[default]
+    Auto,
+    Eager,
+    OnDemand,
+}
+
+impl IntervalsMode {
+    /// Whether a source's interval files are left to be fetched on demand.
+    pub fn on_demand(self, gcs_source: bool) -> bool {
+        match self {
+            IntervalsMode::Auto => gcs_source,
+            IntervalsMode::Eager => false,
+            IntervalsMode::OnDemand => true,
+        }
+    }
+}
+
 impl Default for IngestSettings {
     fn default() -> Self {
         Self {
+            intervals: IntervalsMode::Auto,
             max_interval_file_bytes: 64 * 1024 * 1024,
             max_file_bytes: 8 * 1024 * 1024,
             concurrency: 8,

@@ -44,6 +44,8 @@ pub struct Facts<'a> {
     pub conditions: &'a [ConditionEvidence],
     /// Sample runs that also lost CI network liveness, of those read.
     pub liveness_trouble: (usize, usize),
+    /// Runs whose interval evidence is not fetched yet, of those the conditions were read from.
+    pub evidence_pending: (usize, usize),
     /// Runs of the scope left out for CI-infrastructure trouble (not among `runs`).
     pub left_out: u64,
     pub owners: &'a Owners,
@@ -81,16 +83,7 @@ pub fn summary(f: &Facts<'_>) -> String {
         }
     }
     if let Some(top) = f.conditions.first() {
-        s.push_str(&format!(
-            " In {} of {} sample runs the outage overlapped {} {}={}{}, covering {:.0}% of the outage seconds.",
-            top.runs_with,
-            top.runs,
-            top.operator,
-            top.condition,
-            top.status,
-            if top.reason.is_empty() { String::new() } else { format!(" ({})", top.reason) },
-            top.covered_share * 100.0
-        ));
+        s.push_str(&condition_sentence(top));
     }
     let o = f.owners;
     s.push_str(&format!(" File against {}", o.component));
@@ -103,6 +96,69 @@ pub fn summary(f: &Facts<'_>) -> String {
     }
     s
 }
+
+/// The summary's sentence on the condition behind the outages.
+fn condition_sentence(top: &ConditionEvidence) -> String {
+    format!(
+        " In {} of {} sample runs the outage overlapped {} {}={}{}, covering {:.0}% of the outage seconds.",
+        top.runs_with,
+        top.runs,
+        top.operator,
+        top.condition,
+        top.status,
+        if top.reason.is_empty() { String::new() } else { format!(" ({})", top.reason) },
+        top.covered_share * 100.0
+    )
+}
+
+/// How the evidence line on pending interval evidence starts.
+const PENDING: &str = "interval evidence pending for ";
+
+fn pending_line((pending, read): (usize, usize)) -> String {
+    format!(
+        "{PENDING}{pending} of {read} runs: their interval files could not be fetched yet; a later cycle fills it in"
+    )
+}
+
+/// An attribution made while some of its runs' interval evidence was pending, brought up to
+/// date with the conditions read now: the summary's condition sentence, the condition and
+/// pending evidence lines, and the confidence (which the conditions may raise).
+pub fn with_conditions(
+    a: &mut crate::model::Attribution,
+    conditions: Vec<ConditionEvidence>,
+    pending: (usize, usize),
+    p_value: f64,
+) {
+    let old: Vec<String> = a.conditions.iter().map(ConditionEvidence::quote).collect();
+    let first = a.evidence.iter().position(|l| old.contains(l) || l.starts_with(PENDING));
+    a.evidence.retain(|l| !old.contains(l) && !l.starts_with(PENDING));
+    let at = first.unwrap_or_else(|| {
+        a.evidence.iter().position(|l| l.starts_with("platform-specific:")).unwrap_or(a.evidence.len())
+    });
+    let mut lines: Vec<String> = conditions.iter().map(ConditionEvidence::quote).collect();
+    if pending.0 > 0 {
+        lines.push(pending_line(pending));
+    }
+    a.evidence.splice(at..at, lines);
+    if let Some(old_top) = a.conditions.first() {
+        a.summary = a.summary.replacen(&condition_sentence(old_top), "", 1);
+    }
+    if let Some(top) = conditions.first() {
+        let at = a.summary.find(" File against").unwrap_or(a.summary.len());
+        a.summary.insert_str(at, &condition_sentence(top));
+    }
+    let explained = conditions.first().is_some_and(|c| c.covered_share >= 0.5)
+        || a.control.as_ref().is_some_and(|c| c.healthy);
+    let separates = !a.evidence.iter().any(|l| l.starts_with(NOT_SEPARATED));
+    if p_value < 1e-6 && separates && a.thin_evidence.is_empty() && explained {
+        a.confidence = Confidence::High;
+    }
+    a.conditions = conditions;
+    a.evidence_pending = pending.0;
+}
+
+/// How the evidence line of a scope that separates nothing starts.
+const NOT_SEPARATED: &str = "no description in dimension values separates";
 
 /// A summary again with today's numbers: its first sentence said anew, the rest kept.
 pub fn restated(
@@ -145,10 +201,9 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
     }
     lines.extend(f.independence.iter().cloned());
     if !f.separates {
-        lines.push(
-            "no description in dimension values separates it from every healthy cell: the scope is as narrow as the data allow"
-                .into(),
-        );
+        lines.push(format!(
+            "{NOT_SEPARATED} it from every healthy cell: the scope is as narrow as the data allow"
+        ));
     }
     if f.backends.len() > 1 {
         lines.push(format!("new and reused connections regressed together: {}", f.backends.join(", ")));
@@ -164,6 +219,9 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
         ));
     }
     lines.extend(f.conditions.iter().map(ConditionEvidence::quote));
+    if f.evidence_pending.0 > 0 {
+        lines.push(pending_line(f.evidence_pending));
+    }
     if f.left_out > 0 {
         lines.push(format!(
             "{} of {} runs left out: CI network trouble (CI network liveness lost)",
@@ -243,6 +301,7 @@ mod tests {
             control: Some(&control),
             conditions: &[],
             liveness_trouble: (0, 10),
+            evidence_pending: (0, 20),
             left_out: 3,
             owners: &owners,
         };
@@ -271,5 +330,86 @@ mod tests {
             ),
             "{again}"
         );
+    }
+
+    #[test]
+    fn pending_evidence_is_said_then_filled_in_where_it_belongs() {
+        let owners = Owners {
+            component: "Image Registry".into(),
+            backend_component: "Image Registry".into(),
+            platform_component: Some("Bare Metal Hardware Provisioning".into()),
+            file_against: FileAgainst::Backend,
+        };
+        let backends = vec!["image-registry-new-connections".to_string()];
+        let f = Facts {
+            family: "image-registry",
+            scope_words: "metal 4.14",
+            regressed: true,
+            percentile: Percentile::P50,
+            observed: 29.0,
+            threshold: 0.0,
+            allowed: 5.0,
+            source: "baseline window (84 runs)",
+            p_value: 1e-9,
+            q_value: 1e-7,
+            runs: 28,
+            reference: Some((0.0, 84)),
+            independence: &[],
+            thin: 0,
+            separates: true,
+            backends: &backends,
+            control: None,
+            conditions: &[],
+            liveness_trouble: (0, 10),
+            evidence_pending: (7, 20),
+            left_out: 0,
+            owners: &owners,
+        };
+        let lines = evidence(&f);
+        let pending = "interval evidence pending for 7 of 20 runs: their interval files could not be fetched yet; a later cycle fills it in";
+        assert!(lines.iter().any(|l| l == pending), "{lines:?}");
+        assert_eq!(confidence(&f), Confidence::Medium, "nothing explains it yet");
+        let mut a = crate::model::Attribution {
+            component: owners.component.clone(),
+            platform: Some("metal".into()),
+            platform_component: owners.platform_component.clone(),
+            owners: vec![owners.component.clone()],
+            file_against: FileAgainst::Backend,
+            scope: "metal 4.14".into(),
+            summary: summary(&f),
+            independence: Vec::new(),
+            thin_evidence: Vec::new(),
+            control: None,
+            conditions: Vec::new(),
+            confidence: confidence(&f),
+            evidence: lines.clone(),
+            evidence_pending: 7,
+        };
+        let found = ConditionEvidence {
+            operator: "image-registry".into(),
+            condition: "Available".into(),
+            status: "False".into(),
+            reason: "NoReplicasAvailable".into(),
+            message: "The deployment does not have available replicas".into(),
+            covered_share: 0.94,
+            runs_with: 9,
+            runs: 10,
+            healthy_with: 0,
+            healthy_runs: 10,
+            score: 0.9,
+        };
+        with_conditions(&mut a, vec![found.clone()], (0, 20), 1e-9);
+        assert_eq!(a.evidence_pending, 0);
+        assert!(!a.evidence.iter().any(|l| l.starts_with(PENDING)), "{:?}", a.evidence);
+        let at = lines.iter().position(|l| l == pending).unwrap();
+        assert_eq!(a.evidence[at], found.quote(), "in the pending line's place");
+        assert_eq!(a.evidence.len(), lines.len());
+        assert!(a.summary.contains("overlapped image-registry Available=False (NoReplicasAvailable)"));
+        assert!(a.summary.ends_with("is named as the platform's owner."), "{}", a.summary);
+        assert_eq!(a.confidence, Confidence::High, "the condition explains it");
+        // the same words as if the condition had been known at once
+        let known = Facts { conditions: std::slice::from_ref(&found), evidence_pending: (0, 20), ..f };
+        assert_eq!(a.summary, summary(&known));
+        assert_eq!(a.evidence, evidence(&known));
     }
 }

@@ -3,6 +3,7 @@
 //! of sample runs. The pure reasoning is in `attribute`; this file fetches what it needs.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use anyhow::Result;
 use chrono::DateTime;
@@ -165,6 +166,8 @@ pub(super) struct Context<'a, S> {
     pub now: i64,
     /// Runs read for interval evidence this cycle (a detection and its incident read the same).
     pub records: std::sync::Mutex<HashMap<(String, String), Option<crate::model::RunRecord>>>,
+    /// Fetches the interval files of runs ingested with on-demand evidence.
+    pub evidence: &'a crate::ingest::evidence::EvidenceFetcher<'a>,
 }
 
 /// The groups of one backend family in one release whose scopes overlap: one regression.
@@ -188,6 +191,18 @@ struct RunEvidence {
     conditions: Vec<ConditionEvidence>,
     /// Disrupted runs read, and how many of them also lost CI network liveness.
     liveness_trouble: (usize, usize),
+    /// Runs whose interval files could not be fetched yet, of the disrupted and healthy read.
+    pending: (usize, usize),
+}
+
+/// What [`Context::intervals_of`] read.
+struct ReadIntervals {
+    regressed: Vec<RunIntervals>,
+    healthy: Vec<RunIntervals>,
+    /// Build ids of the disrupted runs that lost CI network liveness.
+    liveness: BTreeSet<Arc<str>>,
+    /// Runs whose interval files could not be fetched yet, of those read.
+    pending: (usize, usize),
 }
 
 /// The group that makes a cluster's case (the most significant), its leading check, and the
@@ -304,7 +319,11 @@ impl<S: RunSource> Context<'_, S> {
         if let Some(r) = self.records.lock().expect("cache lock").get(&key) {
             return Ok(r.clone());
         }
-        let r = self.source.run(job, build_id).await?;
+        let mut r = self.source.run(job, build_id).await?;
+        if let Some(record) = r.as_mut() {
+            // on-demand evidence: fetched now, or left pending (tried once a cycle)
+            self.evidence.fill(record).await;
+        }
         self.records.lock().expect("cache lock").insert(key, r.clone());
         Ok(r)
     }
@@ -447,6 +466,7 @@ impl<S: RunSource> Context<'_, S> {
             control: control.as_ref(),
             conditions: &evidence.conditions,
             liveness_trouble: evidence.liveness_trouble,
+            evidence_pending: evidence.pending,
             left_out: f.stats.troubled,
             owners: &owners,
         };
@@ -466,6 +486,7 @@ impl<S: RunSource> Context<'_, S> {
             conditions: evidence.conditions.clone(),
             confidence: words::confidence(&facts),
             evidence: words::evidence(&facts),
+            evidence_pending: evidence.pending.0,
         }
     }
 
@@ -506,11 +527,39 @@ impl<S: RunSource> Context<'_, S> {
             mine.iter().filter(|r| r.seconds > 0).take(self.attribute.evidence_runs).collect();
         let healthy: Vec<&CellRun> =
             runs.iter().rev().filter(|r| r.started < before).take(self.attribute.evidence_runs).collect();
+        let read = self.intervals_of(&disrupted, &healthy, backends).await?;
+        for s in &mut sample_jobs {
+            s.ci_infrastructure_trouble = read.liveness.contains(s.build_id.as_str());
+        }
+        let conditions = evidence::correlate(&read.regressed, &read.healthy)
+            .into_iter()
+            .filter(|e| e.score > 0.0)
+            .take(3)
+            .collect();
+        Ok(RunEvidence {
+            sample_jobs,
+            conditions,
+            liveness_trouble: (read.liveness.len(), disrupted.len()),
+            pending: read.pending,
+        })
+    }
+
+    /// The intervals of the disrupted runs (the family's outages) and of the healthy ones (their
+    /// conditions); which disrupted runs lost CI network liveness; and how many runs' interval
+    /// files could not be fetched yet (left out of both, rather than counted as having none).
+    async fn intervals_of(
+        &self,
+        disrupted: &[&&CellRun],
+        healthy: &[&CellRun],
+        backends: &[String],
+    ) -> Result<ReadIntervals> {
         let family: BTreeSet<&str> = backends.iter().map(String::as_str).collect();
         let mut regressed = Vec::new();
         let mut liveness = BTreeSet::new();
-        for r in &disrupted {
+        let mut pending = (0, 0);
+        for r in disrupted {
             if let Some(record) = self.record(&r.job, &r.build_id).await? {
+                pending.1 += 1;
                 let troubled = self
                     .settings
                     .ci_trouble
@@ -518,26 +567,27 @@ impl<S: RunSource> Context<'_, S> {
                 if troubled.is_some() {
                     liveness.insert(r.build_id.clone());
                 }
+                if !record.interval_files.is_empty() {
+                    pending.0 += 1;
+                    continue;
+                }
                 let outages =
                     record.outages.into_iter().filter(|o| family.contains(o.backend.as_str())).collect();
                 regressed.push(RunIntervals { outages, conditions: record.conditions });
             }
         }
         let mut healthy_intervals = Vec::new();
-        for r in &healthy {
+        for r in healthy {
             if let Some(record) = self.record(&r.job, &r.build_id).await? {
+                pending.1 += 1;
+                if !record.interval_files.is_empty() {
+                    pending.0 += 1;
+                    continue;
+                }
                 healthy_intervals.push(RunIntervals { outages: Vec::new(), conditions: record.conditions });
             }
         }
-        for s in &mut sample_jobs {
-            s.ci_infrastructure_trouble = liveness.contains(s.build_id.as_str());
-        }
-        let conditions = evidence::correlate(&regressed, &healthy_intervals)
-            .into_iter()
-            .filter(|e| e.score > 0.0)
-            .take(3)
-            .collect();
-        Ok(RunEvidence { sample_jobs, conditions, liveness_trouble: (liveness.len(), disrupted.len()) })
+        Ok(ReadIntervals { regressed, healthy: healthy_intervals, liveness, pending })
     }
 
     /// An incident's report brought up to date without a fresh detection: the numbers over its
@@ -555,6 +605,15 @@ impl<S: RunSource> Context<'_, S> {
         r.status = status;
         let evidence = self.run_evidence(runs, onset.as_ref(), &r.backends).await?;
         r.onset = onset;
+        if r.attribution.evidence_pending > 0 {
+            // detected while some interval files could not be fetched: filled in as they come
+            words::with_conditions(
+                &mut r.attribution,
+                evidence.conditions,
+                evidence.pending,
+                stats.check.p_value,
+            );
+        }
         r.sample_jobs = evidence.sample_jobs;
         let c = &stats.check;
         r.attribution.summary = words::restated(

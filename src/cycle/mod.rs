@@ -353,6 +353,7 @@ async fn evaluate_at<S: RunSource>(
     let components = ComponentTable::from_settings(&settings.attribute);
     let index = describe::Index::new(&evaluation, &data);
     let judging = scoped::Judging { data: &data, settings: es, historical: &historical, young: &young };
+    let fetcher = crate::ingest::evidence::EvidenceFetcher::new(state, settings, !options.dry_run);
     let cx = describe::Context {
         source,
         settings: es,
@@ -364,6 +365,7 @@ async fn evaluate_at<S: RunSource>(
         baseline,
         now,
         records: Default::default(),
+        evidence: &fetcher,
     };
     let (regressions, merges) = regressions_of(&cx, &evaluation, &incidents, &prior, &mut states).await?;
     let insufficient_data = insufficient(source, &data, &evaluation.groups, window).await?;

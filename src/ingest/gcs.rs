@@ -53,6 +53,30 @@ struct RawObject {
     size: Option<serde_json::Value>,
 }
 
+/// An answer GCS gave with an error status, and its message.
+#[derive(Debug)]
+pub struct GcsError {
+    pub status: u16,
+    pub message: String,
+}
+
+impl std::fmt::Display for GcsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let reason = reqwest::StatusCode::from_u16(self.status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or_default();
+        write!(f, "GCS answered {} {reason}: {}", self.status, self.message)
+    }
+}
+
+impl std::error::Error for GcsError {}
+
+/// Whether an error says the object is not there (404, 410): a retry will not find it.
+pub fn is_gone(error: &anyhow::Error) -> bool {
+    error.chain().any(|e| e.downcast_ref::<GcsError>().is_some_and(|g| matches!(g.status, 404 | 410)))
+}
+
 #[derive(Deserialize)]
 struct ErrorBody {
     error: ErrorDetail,
@@ -152,7 +176,7 @@ impl GcsClient {
                     let message = serde_json::from_str::<ErrorBody>(&body)
                         .map(|e| e.error.message)
                         .unwrap_or_else(|_| body.chars().take(200).collect());
-                    let error = anyhow!("GCS answered {status}: {message}");
+                    let error = anyhow::Error::new(GcsError { status: status.as_u16(), message });
                     if status.as_u16() == 429 || status.is_server_error() {
                         (error, retry_after)
                     } else {

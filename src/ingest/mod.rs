@@ -6,6 +6,7 @@
 //! a bad file becomes one ingest-log entry naming the run, the file and what was wrong, and
 //! the rest of the batch goes on.
 
+pub mod evidence;
 pub mod formats;
 pub mod gcs;
 pub mod layout;
@@ -108,6 +109,15 @@ impl Source {
                 }
                 client.download(bucket, &file.key).await.map_err(|e| format!("{e:#}"))
             }
+        }
+    }
+
+    /// Where a file is, for fetching it later: `gs://bucket/object`, or a local path (`None`
+    /// for a path that is not UTF-8, which is then read at once).
+    fn location(&self, file: &ListedFile) -> Option<String> {
+        match self {
+            Source::Local(_) => file.local.as_ref()?.to_str().map(str::to_string),
+            Source::Gcs { bucket, .. } => Some(format!("gs://{bucket}/{}", file.key)),
         }
     }
 
@@ -473,12 +483,51 @@ async fn read_run(
     {
         return RunOutcome::Skipped { path, why: "started before --since" };
     }
-    let intervals = preferred_interval_kind(&listing);
+    let (files, left) = read_files(settings, source, &listing).await;
+    let run_files = RunFiles { bucket: listing.bucket.clone(), path: path.clone(), files };
+    let assembly = tokio::task::spawn_blocking(move || run::assemble(&run_files)).await;
+    match assembly {
+        Ok(Assembly::Ready { mut record, warnings }) => {
+            if options.since.is_some_and(|since| record.run.started_at < since) {
+                return RunOutcome::Skipped { path, why: "started before --since" };
+            }
+            record.interval_files = left;
+            RunOutcome::Ready { record, warnings, path }
+        }
+        Ok(Assembly::StillRunning) => RunOutcome::Skipped { path, why: "still running (no finished.json)" },
+        Ok(Assembly::Failed { problems }) => RunOutcome::Failed { path, job, build, problems },
+        Err(e) => RunOutcome::Failed {
+            path,
+            job,
+            build,
+            problems: vec![FileProblem { file: String::new(), error: format!("parsing panicked: {e}") }],
+        },
+    }
+}
+
+/// The files of a run that ingest reads (the interval files of one view only), and, on
+/// demand, the interval files left where they are.
+async fn read_files(
+    settings: &IngestSettings,
+    source: &Source,
+    listing: &RunListing,
+) -> (Vec<RunFile>, Vec<crate::model::IntervalFile>) {
+    let intervals = preferred_interval_kind(listing);
+    let on_demand = settings.intervals.on_demand(matches!(source, Source::Gcs { .. }));
     let mut files = Vec::new();
+    let mut left = Vec::new();
     for f in &listing.files {
         let max = match classify(&f.name) {
             Classified::Read(k @ (FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline)) => {
                 if Some(k) != intervals {
+                    continue;
+                }
+                // on demand, only where it is; one too large is refused now, as when read
+                if on_demand
+                    && f.size <= settings.max_interval_file_bytes
+                    && let Some(location) = source.location(f)
+                {
+                    left.push(crate::model::IntervalFile { location, size: f.size });
                     continue;
                 }
                 settings.max_interval_file_bytes
@@ -492,24 +541,7 @@ async fn read_run(
         };
         files.push(RunFile { name: f.name.clone(), content: source.read(f, max).await });
     }
-    let run_files = RunFiles { bucket: listing.bucket.clone(), path: path.clone(), files };
-    let assembly = tokio::task::spawn_blocking(move || run::assemble(&run_files)).await;
-    match assembly {
-        Ok(Assembly::Ready { record, warnings }) => {
-            if options.since.is_some_and(|since| record.run.started_at < since) {
-                return RunOutcome::Skipped { path, why: "started before --since" };
-            }
-            RunOutcome::Ready { record, warnings, path }
-        }
-        Ok(Assembly::StillRunning) => RunOutcome::Skipped { path, why: "still running (no finished.json)" },
-        Ok(Assembly::Failed { problems }) => RunOutcome::Failed { path, job, build, problems },
-        Err(e) => RunOutcome::Failed {
-            path,
-            job,
-            build,
-            problems: vec![FileProblem { file: String::new(), error: format!("parsing panicked: {e}") }],
-        },
-    }
+    (files, left)
 }
 
 /// The one view of the intervals a run is read in: e2e-events (every interval), else the

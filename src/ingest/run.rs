@@ -194,7 +194,7 @@ pub fn assemble(run: &RunFiles) -> Assembly {
         return Assembly::Failed { problems: vec![problem("backend-disruption_*.json", why)] };
     }
     let (outages, conditions) = interval_evidence(&parsed.interval_files, &mut parsed.warnings);
-    let record = RunRecord { run: job, samples, outages, conditions };
+    let record = RunRecord { run: job, samples, outages, conditions, interval_files: Vec::new() };
     Assembly::Ready { record: Box::new(record), warnings: parsed.warnings }
 }
 
@@ -269,19 +269,28 @@ fn interval_evidence(
     let preferred = [FileKind::Events, FileKind::TimelineEverything, FileKind::Timeline]
         .into_iter()
         .find(|k| files.iter().any(|(_, kind)| kind == k));
+    let read = files
+        .iter()
+        .filter(|(_, kind)| Some(*kind) == preferred)
+        .filter_map(|(f, _)| f.content.as_ref().ok().map(|bytes| (f.name.as_str(), bytes.as_slice())));
+    parse_interval_files(read, warnings)
+}
+
+/// The outages and condition spans of a run's interval files (views of one kind), sorted and
+/// without duplicates; a file that does not parse is a warning naming it, and is not used.
+pub fn parse_interval_files<'a>(
+    files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+    warnings: &mut Vec<FileProblem>,
+) -> (Vec<crate::model::Outage>, Vec<crate::model::ConditionSpan>) {
     let mut outages = Vec::new();
     let mut conditions = Vec::new();
-    for (f, kind) in files {
-        if Some(*kind) != preferred {
-            continue;
-        }
-        let Ok(bytes) = &f.content else { continue };
+    for (name, bytes) in files {
         match intervals::parse_intervals(bytes) {
             Ok(ev) => {
                 outages.extend(ev.outages);
                 conditions.extend(ev.conditions);
             }
-            Err(e) => warnings.push(problem(&f.name, format!("{e}; its evidence is not used"))),
+            Err(e) => warnings.push(problem(name, format!("{e}; its evidence is not used"))),
         }
     }
     outages.sort_by(|a, b| (a.from, &a.backend, a.to).cmp(&(b.from, &b.backend, b.to)));

@@ -274,6 +274,14 @@ pub struct Attribution {
     pub conditions: Vec<ConditionEvidence>,
     pub confidence: Confidence,
     pub evidence: Vec<String>,
+    /// Runs whose interval evidence could not be fetched yet (on-demand evidence): the
+    /// conditions are filled in by a later cycle.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub evidence_pending: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// A run worth opening, with its link.

@@ -86,4 +86,16 @@ pub struct RunRecord {
     pub samples: Vec<Sample>,
     pub outages: Vec<Outage>,
     pub conditions: Vec<ConditionSpan>,
+    /// Interval files not read yet (on-demand evidence): while any is listed, `outages` and
+    /// `conditions` are not known; attribution fetches them when it uses the run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub interval_files: Vec<IntervalFile>,
+}
+
+/// An interval file left where it is at ingest: `gs://bucket/object` or a local path, and its
+/// size in bytes as listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IntervalFile {
+    pub location: String,
+    pub size: u64,
 }

@@ -70,6 +70,15 @@ fn describe_metrics() {
     describe_counter!("sheriff_cycles_total", "Evaluation cycles run, by outcome (ok, failed).");
     describe_counter!("sheriff_deliveries_total", "Outbox deliveries attempted, by sink and outcome.");
     describe_counter!(
+        "sheriff_evidence_bytes_total",
+        Unit::Bytes,
+        "Bytes of interval files fetched on demand for attribution."
+    );
+    describe_counter!(
+        "sheriff_evidence_fetches_total",
+        "Runs whose interval files attribution fetched on demand, by outcome (fetched, pending)."
+    );
+    describe_counter!(
         "sheriff_ingest_runs_total",
         "Job runs seen by ingest, by way in (local, gcs, push) and outcome."
     );

@@ -13,6 +13,7 @@ pub mod changelogs;
 pub mod evaluations;
 pub mod incidents;
 pub mod ingest_log;
+pub mod intervals;
 pub mod outbox;
 pub mod retention;
 pub mod runs;

@@ -176,11 +176,13 @@ impl Store {
         Ok((gone, kept.len() as u64))
     }
 
-    /// Runs that started before `before` and still hold interval evidence, but those in `keep`.
+    /// Runs that started before `before` and still hold interval evidence (or the place of
+    /// files not fetched yet), but those in `keep`.
     async fn runs_with_intervals_before(&self, before: i64, keep: &HashSet<i64>) -> Result<Vec<i64>> {
         let q = sql("SELECT r.id FROM job_runs r WHERE r.started_at < $1 AND (\
                      EXISTS (SELECT 1 FROM outages o WHERE o.run_id = r.id) OR \
-                     EXISTS (SELECT 1 FROM condition_spans c WHERE c.run_id = r.id)) ORDER BY r.started_at, r.id")
+                     EXISTS (SELECT 1 FROM condition_spans c WHERE c.run_id = r.id) OR \
+                     EXISTS (SELECT 1 FROM interval_files f WHERE f.run_id = r.id)) ORDER BY r.started_at, r.id")
         .bind(before);
         Ok(self.unkept(q, keep).await?.0)
     }
@@ -235,7 +237,8 @@ impl Store {
     async fn delete_intervals(&self, runs: &[i64]) -> Result<()> {
         let result: Result<()> = async {
             let mut tx = self.begin_write().await?;
-            for table in ["outages", "condition_spans"] {
+            // the files not fetched yet go too: old runs' evidence is not fetched any more
+            for table in ["outages", "condition_spans", "interval_files"] {
                 let q = super::Sql::built(format!("DELETE FROM {table} WHERE run_id IN ("))
                     .list(runs.iter().copied())
                     .push(")");

@@ -1,9 +1,10 @@
-//! `job_runs`, `samples`, `outages`, `condition_spans`: writing a run once and reading it back.
+//! `job_runs`, `samples`, `outages`, `condition_spans`, `interval_files`: writing a run once,
+//! reading it back, and filling in its intervals when they were left to be fetched.
 
 use anyhow::{Context, Result};
 
 use super::{Conn, Sql, Store, from_secs, sql, to_secs};
-use crate::model::{ConditionSpan, Dimensions, JobRun, Outage, RunRecord, Sample};
+use crate::model::{ConditionSpan, Dimensions, IntervalFile, JobRun, Outage, RunRecord, Sample};
 
 /// What `write_run` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +40,9 @@ const SELECT_OUTAGES: &str = "SELECT b.name, o.from_at, o.to_at FROM outages o \
 
 const SELECT_CONDITIONS: &str = "SELECT operator, condition, status, reason, message, from_at, to_at \
     FROM condition_spans WHERE run_id = $1 ORDER BY from_at, operator, condition, to_at";
+
+const SELECT_INTERVAL_FILES: &str =
+    "SELECT location, size FROM interval_files WHERE run_id = $1 ORDER BY location";
 
 /// Changes kept in `data_changes`; a reader further behind than this re-reads everything.
 const KEPT_CHANGES: i64 = 100_000;
@@ -148,14 +152,32 @@ async fn insert_details(c: &mut Conn<'_>, run_id: i64, prepared: &PreparedRun<'_
         )
         .await?;
     }
-    let rows: Vec<(i64, &Outage)> = prepared.outage_backends.iter().copied().zip(&record.outages).collect();
+    insert_intervals(c, run_id, &prepared.outage_backends, &record.outages, &record.conditions).await?;
+    for chunk in record.interval_files.chunks(BATCH) {
+        c.execute(sql("INSERT INTO interval_files (run_id, location, size)").values(chunk, |f| {
+            vec![run_id.into(), (&f.location).into(), (f.size.min(i64::MAX as u64) as i64).into()]
+        }))
+        .await?;
+    }
+    Ok(())
+}
+
+/// A run's outages (with their backends' ids) and condition spans.
+pub(super) async fn insert_intervals(
+    c: &mut Conn<'_>,
+    run_id: i64,
+    outage_backends: &[i64],
+    outages: &[Outage],
+    conditions: &[ConditionSpan],
+) -> Result<()> {
+    let rows: Vec<(i64, &Outage)> = outage_backends.iter().copied().zip(outages).collect();
     for chunk in rows.chunks(BATCH) {
         c.execute(sql("INSERT INTO outages (run_id, backend_id, from_at, to_at)").values(chunk, |(b, o)| {
             vec![run_id.into(), (*b).into(), to_secs(o.from).into(), to_secs(o.to).into()]
         }))
         .await?;
     }
-    for chunk in record.conditions.chunks(BATCH) {
+    for chunk in conditions.chunks(BATCH) {
         let q = sql("INSERT INTO condition_spans (run_id, operator, condition, status, reason, message, from_at, to_at)")
             .values(chunk, |s| {
                 vec![
@@ -266,7 +288,7 @@ impl Store {
     }
 
     /// Caches the ids a committed write created.
-    fn learn(&self, minted: Minted) {
+    pub(super) fn learn(&self, minted: Minted) {
         self.backend_ids.lock().expect("cache lock").extend(minted.backends);
         self.variant_ids.lock().expect("cache lock").extend(minted.variants);
     }
@@ -313,7 +335,13 @@ impl Store {
                 to: from_secs(to),
             })
             .collect();
-        Ok(Some(RunRecord { run: row.into_run(), samples, outages, conditions }))
+        let interval_files = c
+            .fetch_all::<(String, i64)>(sql(SELECT_INTERVAL_FILES).bind(id))
+            .await?
+            .into_iter()
+            .map(|(location, size)| IntervalFile { location, size: size.max(0) as u64 })
+            .collect();
+        Ok(Some(RunRecord { run: row.into_run(), samples, outages, conditions, interval_files }))
     }
 
     /// The start of each job's newest stored run (data freshness).
@@ -390,7 +418,7 @@ impl Store {
     }
 
     /// The id of a backend name, created on first sight inside the write transaction `c`.
-    async fn backend_id(&self, c: &mut Conn<'_>, name: &str, minted: &mut Minted) -> Result<i64> {
+    pub(super) async fn backend_id(&self, c: &mut Conn<'_>, name: &str, minted: &mut Minted) -> Result<i64> {
         if let Some(id) = self.backend_ids.lock().expect("cache lock").get(name) {
             return Ok(*id);
         }

@@ -251,6 +251,7 @@ impl RunPlan<'_> {
                 .collect(),
             outages: Vec::new(),
             conditions: Vec::new(),
+            interval_files: Vec::new(),
         }
     }
 }

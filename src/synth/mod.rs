@@ -455,6 +455,7 @@ pub fn example_report(
             conditions: Vec::new(),
             confidence: Confidence::High,
             evidence: vec![format!("P50 is {} against a threshold of {}", observed, threshold)],
+            evidence_pending: 0,
         },
         sample_jobs: vec![SampleJob {
             url: format!("https://prow.ci.openshift.org/view/gs/test-platform-results/logs/{job}/1"),

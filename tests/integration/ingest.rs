@@ -5,7 +5,7 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use sheriff::config::{GcsSettings, IngestSettings};
+use sheriff::config::{GcsSettings, IngestSettings, IntervalsMode};
 use sheriff::ingest::gcs::GcsClient;
 use sheriff::ingest::{IngestOptions, IngestSummary, Source, ingest};
 use sheriff::store::Store;
@@ -25,8 +25,10 @@ fn generate(days: u32, leave_running: bool) -> (tempfile::TempDir, Truth) {
     (dir, truth)
 }
 
+/// Interval files read at ingest, from GCS too (`evidence.rs` tests them on demand).
 fn settings() -> IngestSettings {
     IngestSettings {
+        intervals: IntervalsMode::Eager,
         max_file_bytes: 1_000_000,
         max_interval_file_bytes: 1_000_000,
         concurrency: 4,

@@ -8,6 +8,7 @@ mod common;
 mod architecture;
 mod cli;
 mod evaluate;
+mod evidence;
 mod fixes;
 mod fuzz;
 mod history;

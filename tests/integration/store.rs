@@ -64,6 +64,7 @@ fn sample_record(build_id: &str, registry_seconds: i64) -> RunRecord {
             from: started + chrono::Duration::seconds(1790),
             to: started + chrono::Duration::seconds(1850),
         }],
+        interval_files: Vec::new(),
     }
 }
 

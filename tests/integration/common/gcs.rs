@@ -17,6 +17,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+/// A bucket's objects by name, with their sizes.
+type Objects = BTreeMap<String, u64>;
+
 #[derive(Clone)]
 struct Fake {
     root: PathBuf,
@@ -25,6 +28,10 @@ struct Fake {
     requests: Arc<AtomicU64>,
     failures: Arc<AtomicU64>,
     downloads: Arc<AtomicU64>,
+    /// Every object downloaded, and its size, in order.
+    downloaded: Arc<std::sync::Mutex<Vec<(String, u64)>>>,
+    /// Each bucket's objects, walked once: the tree is fixed once the fake has started.
+    listed: Arc<std::sync::Mutex<HashMap<String, Arc<Objects>>>>,
 }
 
 /// A running fake; dropped with the test's runtime.
@@ -32,6 +39,7 @@ pub struct FakeGcs {
     pub url: String,
     failures: Arc<AtomicU64>,
     downloads: Arc<AtomicU64>,
+    downloaded: Arc<std::sync::Mutex<Vec<(String, u64)>>>,
 }
 
 impl FakeGcs {
@@ -42,8 +50,11 @@ impl FakeGcs {
             requests: Arc::default(),
             failures: Arc::default(),
             downloads: Arc::default(),
+            downloaded: Arc::default(),
+            listed: Arc::default(),
         };
-        let (failures, downloads) = (fake.failures.clone(), fake.downloads.clone());
+        let (failures, downloads, downloaded) =
+            (fake.failures.clone(), fake.downloads.clone(), fake.downloaded.clone());
         let app = Router::new()
             .route("/storage/v1/b/{bucket}/o", get(list))
             .route("/storage/v1/b/{bucket}/o/{*object}", get(media))
@@ -51,7 +62,12 @@ impl FakeGcs {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        FakeGcs { url, failures, downloads }
+        FakeGcs { url, failures, downloads, downloaded }
+    }
+
+    /// The objects downloaded so far (name, bytes), in order.
+    pub fn downloaded(&self) -> Vec<(String, u64)> {
+        self.downloaded.lock().unwrap().clone()
     }
 
     pub fn injected_failures(&self) -> u64 {
@@ -87,7 +103,12 @@ impl Fake {
         }
     }
 
-    fn objects(&self, bucket: &str) -> BTreeMap<String, u64> {
+    fn objects(&self, bucket: &str) -> Arc<BTreeMap<String, u64>> {
+        let mut listed = self.listed.lock().unwrap();
+        listed.entry(bucket.to_string()).or_insert_with(|| Arc::new(self.walk(bucket))).clone()
+    }
+
+    fn walk(&self, bucket: &str) -> BTreeMap<String, u64> {
         let mut out = BTreeMap::new();
         let base = self.root.join(bucket);
         let mut stack = vec![base.clone()];
@@ -178,6 +199,7 @@ async fn media(
     match std::fs::read(fake.root.join(&bucket).join(&object)) {
         Ok(bytes) => {
             fake.downloads.fetch_add(1, Ordering::Relaxed);
+            fake.downloaded.lock().unwrap().push((object.clone(), bytes.len() as u64));
             (StatusCode::OK, [("content-type", "application/octet-stream")], bytes).into_response()
         }
         Err(_) => error(StatusCode::NOT_FOUND, &format!("No such object: {bucket}/{object}")),

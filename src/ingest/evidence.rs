@@ -1,0 +1,191 @@
+//! Interval evidence on demand. A run ingested with `ingest.intervals = "on_demand"` (the
+//! default for `gs://` sources) has only the places of its interval files stored; attribution
+//! fetches the files of the runs it uses (a regression's disrupted runs and the healthy ones
+//! it compares with), parses them as ingest would, and stores what they hold, so each file is
+//! fetched once. A file that cannot be fetched for now (the bucket unreachable) leaves the run
+//! pending, and a later cycle tries again; one that is gone or does not parse leaves the run
+//! without interval evidence, as at ingest, with the reason in the ingest log.
+
+use std::time::Duration;
+
+use tokio::sync::OnceCell;
+
+use super::gcs::{self, GcsClient};
+use super::run::{FileProblem, parse_interval_files};
+use crate::config::Settings;
+use crate::model::{IntervalFile, RunRecord};
+use crate::store::Store;
+use crate::store::ingest_log::IngestLogEntry;
+
+/// Fetches the interval files of the runs a cycle uses.
+pub struct EvidenceFetcher<'a> {
+    store: &'a Store,
+    gcs: crate::config::GcsSettings,
+    client: OnceCell<GcsClient>,
+    max_bytes: u64,
+    /// Whether what is fetched is stored (not by a dry run, which records nothing).
+    keep: bool,
+    /// Why the first fetch that may pass failed: the rest wait for the next cycle rather than
+    /// each retrying an unreachable bucket.
+    down: std::sync::Mutex<Option<String>>,
+}
+
+/// What became of a run's pending interval files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fetched {
+    /// The record holds the run's intervals now.
+    Filled,
+    /// Not now, and why (a later cycle tries again).
+    Pending(String),
+}
+
+/// Why one file was not read.
+enum Miss {
+    /// It may be there later: the bucket did not answer, or answered 5xx/429.
+    Later(String),
+    /// It will not be: gone, or too large.
+    Never(String),
+}
+
+impl<'a> EvidenceFetcher<'a> {
+    pub fn new(store: &'a Store, settings: &Settings, keep: bool) -> EvidenceFetcher<'a> {
+        EvidenceFetcher {
+            store,
+            gcs: settings.gcs.clone(),
+            client: OnceCell::new(),
+            max_bytes: settings.ingest.max_interval_file_bytes,
+            keep,
+            down: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Fills in `record`'s intervals from its pending files (nothing to do when it has none).
+    pub async fn fill(&self, record: &mut RunRecord) -> Fetched {
+        if record.interval_files.is_empty() {
+            return Fetched::Filled;
+        }
+        if let Some(why) = self.down.lock().expect("down lock").clone() {
+            metrics::counter!("sheriff_evidence_fetches_total", "outcome" => "pending").increment(1);
+            return Fetched::Pending(why);
+        }
+        let (job, build) = (record.run.job_name.clone(), record.run.build_id.clone());
+        let mut read = Vec::new();
+        let mut problems = Vec::new();
+        for file in &record.interval_files {
+            match self.fetch(file).await {
+                Ok(bytes) => {
+                    metrics::counter!("sheriff_evidence_bytes_total").increment(bytes.len() as u64);
+                    read.push((file.location.clone(), bytes));
+                }
+                Err(Miss::Never(why)) => {
+                    problems.push(FileProblem { file: file.location.clone(), error: why })
+                }
+                Err(Miss::Later(why)) => {
+                    metrics::counter!("sheriff_evidence_fetches_total", "outcome" => "pending").increment(1);
+                    tracing::warn!(run = %record.run.path, file = %file.location, "interval evidence pending: {why}");
+                    if self.keep
+                        && let Err(e) = self.store.interval_fetch_failed(&job, &build, &why).await
+                    {
+                        tracing::warn!("cannot note the failed fetch: {e:#}");
+                    }
+                    self.down.lock().expect("down lock").get_or_insert(why.clone());
+                    return Fetched::Pending(why);
+                }
+            }
+        }
+        let files = read.iter().map(|(name, bytes)| (name.as_str(), bytes.as_slice()));
+        let (outages, conditions) = parse_interval_files(files, &mut problems);
+        metrics::counter!("sheriff_evidence_fetches_total", "outcome" => "fetched").increment(1);
+        if self.keep {
+            self.keep_filled(record, &outages, &conditions, &problems).await;
+        }
+        record.outages = outages;
+        record.conditions = conditions;
+        record.interval_files.clear();
+        Fetched::Filled
+    }
+
+    /// Stores a run's fetched intervals, and logs the files that could not be used.
+    async fn keep_filled(
+        &self,
+        record: &RunRecord,
+        outages: &[crate::model::Outage],
+        conditions: &[crate::model::ConditionSpan],
+        problems: &[FileProblem],
+    ) {
+        let run = &record.run;
+        if let Err(e) = self.store.fill_intervals(&run.job_name, &run.build_id, outages, conditions).await {
+            // used by this cycle all the same; the next one fetches them again
+            tracing::warn!(run = %run.path, "cannot store the fetched interval evidence: {e:#}");
+            return;
+        }
+        let entries: Vec<IngestLogEntry> = problems
+            .iter()
+            .map(|p| {
+                tracing::warn!(run = %run.path, file = %p.file, "{}", p.error);
+                IngestLogEntry {
+                    logged_at: chrono::Utc::now(),
+                    source: "evidence".into(),
+                    run_path: run.path.clone(),
+                    job_name: run.job_name.clone(),
+                    build_id: run.build_id.clone(),
+                    file: p.file.clone(),
+                    outcome: "warning".into(),
+                    error: p.error.clone(),
+                }
+            })
+            .collect();
+        if let Err(e) = self.store.log_ingest(&entries).await {
+            tracing::warn!("cannot write the ingest log: {e:#}");
+        }
+    }
+
+    async fn fetch(&self, file: &IntervalFile) -> Result<Vec<u8>, Miss> {
+        if file.size > self.max_bytes {
+            let why = format!("{} bytes, larger than the {}-byte limit; skipped", file.size, self.max_bytes);
+            return Err(Miss::Never(why));
+        }
+        let Some((bucket, object)) = gcs::parse_gs_url(&file.location) else {
+            return read_local(&file.location, self.max_bytes).await;
+        };
+        let client = self
+            .client
+            .get_or_try_init(|| async { GcsClient::new(&self.gcs) })
+            .await
+            .map_err(|e| Miss::Later(format!("{e:#}")))?;
+        match client.download(&bucket, &object).await {
+            Ok(bytes) if bytes.len() as u64 > self.max_bytes => Err(Miss::Never(format!(
+                "{} bytes, larger than the {}-byte limit; skipped",
+                bytes.len(),
+                self.max_bytes
+            ))),
+            Ok(bytes) => Ok(bytes),
+            Err(e) if gcs::is_gone(&e) => Err(Miss::Never(format!("{e:#}"))),
+            Err(e) => Err(Miss::Later(format!("{e:#}"))),
+        }
+    }
+}
+
+/// A local interval file: gone is for good, any other error may pass.
+async fn read_local(path: &str, max_bytes: u64) -> Result<Vec<u8>, Miss> {
+    let path = std::path::PathBuf::from(path);
+    let read = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<u8>> {
+        let size = std::fs::metadata(&path)?.len();
+        if size > max_bytes {
+            return Err(std::io::Error::new(std::io::ErrorKind::FileTooLarge, format!("{size} bytes")));
+        }
+        std::fs::read(&path)
+    });
+    match tokio::time::timeout(Duration::from_secs(60), read).await {
+        Ok(Ok(Ok(bytes))) => Ok(bytes),
+        Ok(Ok(Err(e))) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(Miss::Never(format!("cannot read: {e}")))
+        }
+        Ok(Ok(Err(e))) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+            Err(Miss::Never(format!("{e}, larger than the {max_bytes}-byte limit; skipped")))
+        }
+        Ok(Ok(Err(e))) => Err(Miss::Later(format!("cannot read: {e}"))),
+        Ok(Err(e)) => Err(Miss::Later(format!("read task failed: {e}"))),
+        Err(_) => Err(Miss::Later("reading took over a minute".into())),
+    }
+}
