@@ -171,3 +171,60 @@ on_both_engines! {
         assert_eq!(incidents[0].snapshot.evidence, "image-registry Available=False", "the incident's evidence too");
     }
 }
+
+/// The bytes a run costs on demand and eagerly, with interval files of realistic size (over
+/// 10 MB each): `cargo test --release --test integration -- --ignored measure_bytes --nocapture`.
+/// A month of the 4.14 metal and vsphere jobs, the metal registry regression in its last week.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: writes about 2 GB of interval files"]
+async fn measure_bytes_fetched_per_run_with_ten_megabyte_interval_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut scenario = Scenario::demo(end());
+    scenario
+        .jobs
+        .retain(|j| j.name.contains("4.14") && (j.name.contains("metal") || j.name.contains("vsphere")));
+    scenario.noise_intervals = 25_000;
+    let truth = synth::write_tree(&scenario, dir.path()).unwrap();
+    let runs = truth.finished_runs().count() as u64;
+    let fake = common::gcs::FakeGcs::start(dir.path(), 0).await;
+    let mut settings = settings(&fake.url);
+    settings.ingest.max_interval_file_bytes = 64 << 20;
+
+    let eager = common::TestDb::sqlite().await;
+    let mut eager_settings = settings.clone();
+    eager_settings.ingest.intervals = IntervalsMode::Eager;
+    let started = std::time::Instant::now();
+    assert_eq!(ingest_gcs(&eager.store, &eager_settings).await, runs);
+    let eager_seconds = started.elapsed().as_secs_f64();
+    let read_eagerly: Vec<(String, u64)> = fake.downloaded();
+    let smallest =
+        read_eagerly.iter().filter(|(o, b)| is_interval_file(o) && *b > 1_000).map(|(_, b)| *b).min();
+    assert!(smallest.unwrap() >= 10 << 20, "interval files of {smallest:?} bytes");
+    let eager_report = cycle(&eager.store, &eager_settings).await;
+
+    let db = common::TestDb::sqlite().await;
+    let mark = fake.downloaded().len();
+    let started = std::time::Instant::now();
+    assert_eq!(ingest_gcs(&db.store, &settings).await, runs);
+    let on_demand_seconds = started.elapsed().as_secs_f64();
+    let report = cycle(&db.store, &settings).await;
+    assert_eq!(top(planted(&report)), top(planted(&eager_report)));
+    let read_on_demand: Vec<(String, u64)> = fake.downloaded()[mark..].to_vec();
+    let (fetched, at_ingest): (Vec<(String, u64)>, Vec<(String, u64)>) =
+        read_on_demand.iter().cloned().partition(|(o, _)| is_interval_file(o));
+    let fetched_runs: BTreeSet<String> =
+        read_on_demand.iter().filter(|(o, _)| is_interval_file(o)).map(|(o, _)| run_of(o)).collect();
+    let bytes = |files: &[(String, u64)]| files.iter().map(|(_, b)| b).sum::<u64>();
+    println!(
+        "{runs} runs, interval files of {} MB and more: eager {} bytes per run (ingest {eager_seconds:.1} s); \
+         on demand {} bytes per run in all: {} at ingest (ingest {on_demand_seconds:.1} s), and {} bytes for the \
+         {} runs whose interval files attribution fetched",
+        smallest.unwrap() >> 20,
+        bytes(&read_eagerly) / runs,
+        bytes(&read_on_demand) / runs,
+        bytes(&at_ingest) / runs,
+        bytes(&fetched),
+        fetched_runs.len()
+    );
+    assert!(bytes(&read_on_demand) * 4 < bytes(&read_eagerly));
+}
