@@ -247,6 +247,7 @@ fn duckdb_quantiles(
         "import duckdb, time\n\
          c = duckdb.connect()\n\
          c.execute(\"SET threads = 2\")\n\
+         c.execute(\"SET enable_progress_bar = false\")\n\
          c.execute(\"CREATE TABLE s AS SELECT * FROM read_csv('{csv}', header = true)\")\n\
          best = 1e9\n\
          for _ in range({repeat}):\n\
@@ -271,7 +272,10 @@ fn duckdb_quantiles(
         let last = err.lines().last().unwrap_or_default().to_string();
         return Err(format!("DuckDB did not run ({last}); it is `pip install duckdb`"));
     }
-    String::from_utf8_lossy(&output.stdout).trim().parse::<f64>().map_err(|e| format!("DuckDB's answer: {e}"))
+    // the timing is the last line (a large read may print progress before it)
+    let out = String::from_utf8_lossy(&output.stdout);
+    let last = out.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim();
+    last.parse::<f64>().map_err(|e| format!("DuckDB's answer `{}`: {e}", last.chars().take(200).collect::<String>()))
 }
 
 /// Latency figures of a set of timed calls, in milliseconds.
