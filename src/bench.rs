@@ -275,7 +275,8 @@ fn duckdb_quantiles(
     // the timing is the last line (a large read may print progress before it)
     let out = String::from_utf8_lossy(&output.stdout);
     let last = out.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim();
-    last.parse::<f64>().map_err(|e| format!("DuckDB's answer `{}`: {e}", last.chars().take(200).collect::<String>()))
+    last.parse::<f64>()
+        .map_err(|e| format!("DuckDB's answer `{}`: {e}", last.chars().take(200).collect::<String>()))
 }
 
 /// Latency figures of a set of timed calls, in milliseconds.

@@ -353,7 +353,9 @@ async fn evaluate_at<S: RunSource>(
     let components = ComponentTable::from_settings(&settings.attribute);
     let index = describe::Index::new(&evaluation, &data);
     let judging = scoped::Judging { data: &data, settings: es, historical: &historical, young: &young };
-    let fetcher = crate::ingest::evidence::EvidenceFetcher::new(state, settings, !options.dry_run);
+    // kept where the runs are (a backtest's state is a scratch store)
+    let fetcher =
+        crate::ingest::evidence::EvidenceFetcher::new(source.runs_store(), settings, !options.dry_run);
     let cx = describe::Context {
         source,
         settings: es,

@@ -329,6 +329,10 @@ impl Replay {
 }
 
 impl RunSource for Replay {
+    fn runs_store(&self) -> &Store {
+        &self.store
+    }
+
     async fn windows(
         &self,
         current: (i64, i64),

@@ -53,6 +53,9 @@ pub trait RunSource: Sync {
     /// One run with its samples and intervals.
     fn run(&self, job: &str, build_id: &str) -> impl Future<Output = Result<Option<RunRecord>>> + Send;
 
+    /// The store the runs live in, where interval evidence fetched on demand is kept.
+    fn runs_store(&self) -> &Store;
+
     /// The CI suite's historical table.
     fn historical(&self) -> impl Future<Output = Result<Vec<HistoricalRow>>> + Send;
 
@@ -86,6 +89,10 @@ pub trait RunSource: Sync {
 }
 
 impl RunSource for Store {
+    fn runs_store(&self) -> &Store {
+        self
+    }
+
     async fn windows(
         &self,
         current: (i64, i64),
