@@ -24,6 +24,9 @@ pub struct Status {
     pub allowances: Vec<(i64, crate::model::Allowance)>,
     pub outbox: OutboxCounts,
     pub dead: Vec<OutboxEntry>,
+    /// Runs whose interval files (on-demand evidence) are not fetched yet, and of them those
+    /// a fetch failed for.
+    pub evidence_pending: (u64, u64),
 }
 
 pub async fn status(store: &Store, now: i64) -> Result<Status> {
@@ -37,6 +40,7 @@ pub async fn status(store: &Store, now: i64) -> Result<Status> {
         silences: store.silences(now).await?,
         outbox: store.outbox_counts(now).await?,
         dead: store.outbox_entries("dead", 20).await?,
+        evidence_pending: store.pending_interval_runs().await?,
     })
 }
 
@@ -140,6 +144,15 @@ pub fn render_status(s: &Status) -> String {
             let jira = a.jira_key.as_deref().map_or(String::new(), |k| format!(" [{k}]"));
             let _ = writeln!(out, "  #{id} {}{jira}{above}", a.describe());
         }
+    }
+    let (pending, failed) = s.evidence_pending;
+    if failed > 0 {
+        // only worth a line when fetching has failed: unfetched runs are the normal state
+        let _ = writeln!(
+            out,
+            "interval evidence: {failed} run(s) whose files could not be fetched yet (of {pending} not fetched); \
+             a later cycle tries again"
+        );
     }
     let o = &s.outbox;
     let _ = writeln!(
