@@ -147,10 +147,11 @@ pub fn with_conditions(
         let at = a.summary.find(" File against").unwrap_or(a.summary.len());
         a.summary.insert_str(at, &condition_sentence(top));
     }
-    let explained = conditions.first().is_some_and(|c| c.covered_share >= 0.5)
-        || a.control.as_ref().is_some_and(|c| c.healthy);
+    // the conditions may raise it (never lower it: the rest of the case is as it was)
     let separates = !a.evidence.iter().any(|l| l.starts_with(NOT_SEPARATED));
-    if p_value < 1e-6 && separates && a.thin_evidence.is_empty() && explained {
+    let now =
+        confidence_of(p_value, separates, a.thin_evidence.len(), explained(&conditions, a.control.as_ref()));
+    if now == Confidence::High {
         a.confidence = Confidence::High;
     }
     a.conditions = conditions;
@@ -247,11 +248,19 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
 /// High when the test is decisive, the scope separates, no value is thin, and either the
 /// outages have an operator condition behind them or the control stayed healthy.
 pub fn confidence(f: &Facts<'_>) -> Confidence {
-    let explained =
-        f.conditions.first().is_some_and(|c| c.covered_share >= 0.5) || f.control.is_some_and(|c| c.healthy);
-    if f.p_value < 1e-6 && f.separates && f.thin == 0 && explained {
+    confidence_of(f.p_value, f.separates, f.thin, explained(f.conditions, f.control))
+}
+
+/// Whether something explains the outages: an operator condition covering most of them, or a
+/// healthy control.
+fn explained(conditions: &[ConditionEvidence], control: Option<&ControlEvidence>) -> bool {
+    conditions.first().is_some_and(|c| c.covered_share >= 0.5) || control.is_some_and(|c| c.healthy)
+}
+
+fn confidence_of(p_value: f64, separates: bool, thin: usize, explained: bool) -> Confidence {
+    if p_value < 1e-6 && separates && thin == 0 && explained {
         Confidence::High
-    } else if f.p_value < 1e-3 && f.separates {
+    } else if p_value < 1e-3 && separates {
         Confidence::Medium
     } else {
         Confidence::Low
@@ -262,26 +271,19 @@ pub fn confidence(f: &Facts<'_>) -> Confidence {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_words_of_a_platform_specific_regression() {
-        let owners = Owners {
+    fn metal_owners() -> Owners {
+        Owners {
             component: "Image Registry".into(),
             backend_component: "Image Registry".into(),
             platform_component: Some("Bare Metal Hardware Provisioning".into()),
             file_against: FileAgainst::Backend,
-        };
-        let control = ControlEvidence {
-            backend: "ingress-to-console-new-connections".into(),
-            percentile: Percentile::P50,
-            now: Some(0.0),
-            baseline: Some(0.0),
-            runs: 28,
-            healthy: true,
-        };
-        let independence = vec!["not specific to a network plugin: ovn and sdn both regressed".to_string()];
-        let backends =
-            vec!["image-registry-new-connections".to_string(), "image-registry-reused-connections".into()];
-        let f = Facts {
+        }
+    }
+
+    /// The metal 4.14 registry regression: decisive, separating, nothing thin, no control and
+    /// no conditions yet, 3 runs left out for CI trouble.
+    fn metal_facts<'a>(owners: &'a Owners, backends: &'a [String]) -> Facts<'a> {
+        Facts {
             family: "image-registry",
             scope_words: "metal 4.14",
             regressed: true,
@@ -294,17 +296,35 @@ mod tests {
             q_value: 1e-7,
             runs: 28,
             reference: Some((0.0, 84)),
-            independence: &independence,
+            independence: &[],
             thin: 0,
             separates: true,
-            backends: &backends,
-            control: Some(&control),
+            backends,
+            control: None,
             conditions: &[],
             liveness_trouble: (0, 10),
             evidence_pending: (0, 20),
             left_out: 3,
-            owners: &owners,
+            owners,
+        }
+    }
+
+    #[test]
+    fn the_words_of_a_platform_specific_regression() {
+        let owners = metal_owners();
+        let control = ControlEvidence {
+            backend: "ingress-to-console-new-connections".into(),
+            percentile: Percentile::P50,
+            now: Some(0.0),
+            baseline: Some(0.0),
+            runs: 28,
+            healthy: true,
         };
+        let independence = vec!["not specific to a network plugin: ovn and sdn both regressed".to_string()];
+        let backends =
+            vec!["image-registry-new-connections".to_string(), "image-registry-reused-connections".into()];
+        let f =
+            Facts { independence: &independence, control: Some(&control), ..metal_facts(&owners, &backends) };
         let s = summary(&f);
         assert!(
             s.starts_with(
@@ -334,37 +354,9 @@ mod tests {
 
     #[test]
     fn pending_evidence_is_said_then_filled_in_where_it_belongs() {
-        let owners = Owners {
-            component: "Image Registry".into(),
-            backend_component: "Image Registry".into(),
-            platform_component: Some("Bare Metal Hardware Provisioning".into()),
-            file_against: FileAgainst::Backend,
-        };
+        let owners = metal_owners();
         let backends = vec!["image-registry-new-connections".to_string()];
-        let f = Facts {
-            family: "image-registry",
-            scope_words: "metal 4.14",
-            regressed: true,
-            percentile: Percentile::P50,
-            observed: 29.0,
-            threshold: 0.0,
-            allowed: 5.0,
-            source: "baseline window (84 runs)",
-            p_value: 1e-9,
-            q_value: 1e-7,
-            runs: 28,
-            reference: Some((0.0, 84)),
-            independence: &[],
-            thin: 0,
-            separates: true,
-            backends: &backends,
-            control: None,
-            conditions: &[],
-            liveness_trouble: (0, 10),
-            evidence_pending: (7, 20),
-            left_out: 0,
-            owners: &owners,
-        };
+        let f = Facts { evidence_pending: (7, 20), left_out: 0, ..metal_facts(&owners, &backends) };
         let lines = evidence(&f);
         let pending = "interval evidence pending for 7 of 20 runs: their interval files could not be fetched yet; a later cycle fills it in";
         assert!(lines.iter().any(|l| l == pending), "{lines:?}");

@@ -30,15 +30,6 @@ pub struct EvidenceFetcher<'a> {
     down: std::sync::Mutex<Option<String>>,
 }
 
-/// What became of a run's pending interval files.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Fetched {
-    /// The record holds the run's intervals now.
-    Filled,
-    /// Not now, and why (a later cycle tries again).
-    Pending(String),
-}
-
 /// Why one file was not read.
 enum Miss {
     /// It may be there later: the bucket did not answer, or answered 5xx/429.
@@ -60,13 +51,14 @@ impl<'a> EvidenceFetcher<'a> {
     }
 
     /// Fills in `record`'s intervals from its pending files (nothing to do when it has none).
-    pub async fn fill(&self, record: &mut RunRecord) -> Fetched {
+    /// When they cannot be fetched now, the record keeps its `interval_files`: still pending.
+    pub async fn fill(&self, record: &mut RunRecord) {
         if record.interval_files.is_empty() {
-            return Fetched::Filled;
+            return;
         }
-        if let Some(why) = self.down.lock().expect("down lock").clone() {
+        if self.down.lock().expect("down lock").is_some() {
             metrics::counter!("sheriff_evidence_fetches_total", "outcome" => "pending").increment(1);
-            return Fetched::Pending(why);
+            return;
         }
         let (job, build) = (record.run.job_name.clone(), record.run.build_id.clone());
         let mut read = Vec::new();
@@ -88,8 +80,8 @@ impl<'a> EvidenceFetcher<'a> {
                     {
                         tracing::warn!("cannot note the failed fetch: {e:#}");
                     }
-                    self.down.lock().expect("down lock").get_or_insert(why.clone());
-                    return Fetched::Pending(why);
+                    self.down.lock().expect("down lock").get_or_insert(why);
+                    return;
                 }
             }
         }
@@ -102,7 +94,6 @@ impl<'a> EvidenceFetcher<'a> {
         record.outages = outages;
         record.conditions = conditions;
         record.interval_files.clear();
-        Fetched::Filled
     }
 
     /// Stores a run's fetched intervals, and logs the files that could not be used.
@@ -142,47 +133,54 @@ impl<'a> EvidenceFetcher<'a> {
 
     async fn fetch(&self, file: &IntervalFile) -> Result<Vec<u8>, Miss> {
         if file.size > self.max_bytes {
-            let why = format!("{} bytes, larger than the {}-byte limit; skipped", file.size, self.max_bytes);
-            return Err(Miss::Never(why));
+            return Err(Miss::Never(super::too_large(file.size, self.max_bytes)));
         }
-        let Some((bucket, object)) = gcs::parse_gs_url(&file.location) else {
-            return read_local(&file.location, self.max_bytes).await;
+        let bytes = match gcs::parse_gs_url(&file.location) {
+            Some((bucket, object)) => {
+                let client = self
+                    .client
+                    .get_or_try_init(|| async { GcsClient::new(&self.gcs) })
+                    .await
+                    .map_err(|e| Miss::Later(format!("{e:#}")))?;
+                client.download(&bucket, &object).await.map_err(|e| {
+                    if gcs::is_gone(&e) {
+                        Miss::Never(format!("{e:#}"))
+                    } else {
+                        Miss::Later(format!("{e:#}"))
+                    }
+                })?
+            }
+            None => read_local(&file.location, self.max_bytes).await?,
         };
-        let client = self
-            .client
-            .get_or_try_init(|| async { GcsClient::new(&self.gcs) })
-            .await
-            .map_err(|e| Miss::Later(format!("{e:#}")))?;
-        match client.download(&bucket, &object).await {
-            Ok(bytes) if bytes.len() as u64 > self.max_bytes => Err(Miss::Never(format!(
-                "{} bytes, larger than the {}-byte limit; skipped",
-                bytes.len(),
-                self.max_bytes
-            ))),
-            Ok(bytes) => Ok(bytes),
-            Err(e) if gcs::is_gone(&e) => Err(Miss::Never(format!("{e:#}"))),
-            Err(e) => Err(Miss::Later(format!("{e:#}"))),
+        // it may have grown since it was listed
+        if bytes.len() as u64 > self.max_bytes {
+            return Err(Miss::Never(super::too_large(bytes.len() as u64, self.max_bytes)));
         }
+        Ok(bytes)
     }
 }
 
-/// A local interval file: gone is for good, any other error may pass.
+/// A local interval file, read no further than one byte past `max_bytes` (the caller refuses a
+/// longer one): too large or gone is for good, any other error may pass.
 async fn read_local(path: &str, max_bytes: u64) -> Result<Vec<u8>, Miss> {
+    use std::io::Read as _;
     let path = std::path::PathBuf::from(path);
-    let read = tokio::task::spawn_blocking(move || -> std::io::Result<Vec<u8>> {
-        let size = std::fs::metadata(&path)?.len();
+    // Ok(Err(size)): larger than the limit, not read
+    let read = tokio::task::spawn_blocking(move || -> std::io::Result<Result<Vec<u8>, u64>> {
+        let file = std::fs::File::open(&path)?;
+        let size = file.metadata()?.len();
         if size > max_bytes {
-            return Err(std::io::Error::new(std::io::ErrorKind::FileTooLarge, format!("{size} bytes")));
+            return Ok(Err(size));
         }
-        std::fs::read(&path)
+        let mut bytes = Vec::new();
+        file.take(max_bytes.saturating_add(1)).read_to_end(&mut bytes)?;
+        Ok(Ok(bytes))
     });
     match tokio::time::timeout(Duration::from_secs(60), read).await {
-        Ok(Ok(Ok(bytes))) => Ok(bytes),
+        Ok(Ok(Ok(Ok(bytes)))) => Ok(bytes),
+        Ok(Ok(Ok(Err(size)))) => Err(Miss::Never(super::too_large(size, max_bytes))),
         Ok(Ok(Err(e))) if e.kind() == std::io::ErrorKind::NotFound => {
             Err(Miss::Never(format!("cannot read: {e}")))
-        }
-        Ok(Ok(Err(e))) if e.kind() == std::io::ErrorKind::FileTooLarge => {
-            Err(Miss::Never(format!("{e}, larger than the {max_bytes}-byte limit; skipped")))
         }
         Ok(Ok(Err(e))) => Err(Miss::Later(format!("cannot read: {e}"))),
         Ok(Err(e)) => Err(Miss::Later(format!("read task failed: {e}"))),

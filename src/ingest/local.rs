@@ -128,7 +128,7 @@ fn collect_files(run_dir: &Path, dir: &Path, out: &mut Vec<ListedFile>, depth: u
 /// Reads a file, refusing one over `max_bytes`.
 pub fn read(file: &ListedFile, max_bytes: u64) -> Result<Vec<u8>, String> {
     if file.size > max_bytes {
-        return Err(format!("{} bytes, larger than the {max_bytes}-byte limit; skipped", file.size));
+        return Err(super::too_large(file.size, max_bytes));
     }
     let path = file.local.clone().unwrap_or_else(|| PathBuf::from(&file.key));
     std::fs::read(path).map_err(|e| format!("cannot read: {e}"))

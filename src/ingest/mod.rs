@@ -102,10 +102,7 @@ impl Source {
             }
             Source::Gcs { client, bucket, .. } => {
                 if file.size > max_bytes {
-                    return Err(format!(
-                        "{} bytes, larger than the {max_bytes}-byte limit; skipped",
-                        file.size
-                    ));
+                    return Err(too_large(file.size, max_bytes));
                 }
                 client.download(bucket, &file.key).await.map_err(|e| format!("{e:#}"))
             }
@@ -127,6 +124,11 @@ impl Source {
             Source::Gcs { bucket, prefix, .. } => format!("gs://{bucket}/{prefix}"),
         }
     }
+}
+
+/// Why a file over its size limit was not read.
+pub(crate) fn too_large(size: u64, max_bytes: u64) -> String {
+    format!("{size} bytes, larger than the {max_bytes}-byte limit; skipped")
 }
 
 /// Walks a bucket one folder level at a time (a `/` delimiter), so a run's artifacts are only
