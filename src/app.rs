@@ -45,6 +45,7 @@ impl App {
     /// bad one stops the start rather than a later tick.
     pub async fn build(settings: Settings) -> Result<App> {
         let store = Arc::new(Store::open_configured(&settings).await?);
+        store.keep_windows_in_memory();
         let replica = replica_name();
         crate::scheduler::claim_sqlite(&store, &replica).await?;
         let listener = TcpListener::bind(&settings.server.listen)

@@ -116,12 +116,36 @@ pub struct EvaluateBench {
     pub load_seconds: Vec<(String, f64)>,
     /// Best of the repetitions, per engine: one full cycle (dry run), in-process.
     pub cycle_seconds: Vec<(String, f64)>,
+    /// Per engine, cycles with the windows kept in memory, as `serve` runs them.
+    pub kept_in_memory: Vec<(String, KeptCycles)>,
     /// PostgreSQL `percentile_cont … GROUP BY` over the raw samples, best of the repetitions.
     pub postgres_percentile_cont_seconds: Option<f64>,
     /// DuckDB's `quantile_cont` over the same raw samples, per cell and window (query time
     /// only, best of the repetitions), or why it could not be measured.
     pub duckdb_seconds: Result<f64, String>,
     pub regressions: usize,
+}
+
+/// Cycles with the windows kept in memory between them (`serve`), in seconds.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct KeptCycles {
+    /// The first cycle, which reads every day of the windows.
+    pub first: f64,
+    /// Best of the repetitions with nothing changed since the cycle before.
+    pub warm: f64,
+    /// The cycle after the runs of the last two hours arrived again as new runs (new build ids):
+    /// it reads the days they changed again.
+    pub after_new_runs: f64,
+    pub new_runs: usize,
+    /// How much the process's resident memory grew over the first cycle (what the cache holds,
+    /// roughly; Linux only).
+    pub resident_growth_bytes: Option<u64>,
+}
+
+/// The process's resident memory (Linux: `/proc/self/statm`, assuming 4 KiB pages).
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    Some(statm.split_whitespace().nth(1)?.parse::<u64>().ok()? * 4096)
 }
 
 /// What one `bench evaluate` run's history lengths gave.
@@ -175,6 +199,7 @@ async fn evaluate_at(shape: &EvaluateShape<'_>, days: u32, with_postgres: bool) 
         groups: 0,
         load_seconds: Vec::new(),
         cycle_seconds: Vec::new(),
+        kept_in_memory: Vec::new(),
         postgres_percentile_cont_seconds: None,
         duckdb_seconds: Err("not asked for (--duckdb)".into()),
         regressions: 0,
@@ -194,6 +219,8 @@ async fn evaluate_at(shape: &EvaluateShape<'_>, days: u32, with_postgres: bool) 
             out.regressions = report.regressions.len();
         }
         out.cycle_seconds.push((engine.clone(), best));
+        let kept = kept_cycles(store, &settings, options, &records, shape.repeat).await?;
+        out.kept_in_memory.push((engine.clone(), kept));
         if engine == "postgres" {
             let mut best = f64::MAX;
             for _ in 0..shape.repeat.max(1) {
@@ -216,6 +243,44 @@ async fn evaluate_at(shape: &EvaluateShape<'_>, days: u32, with_postgres: bool) 
         );
     }
     Ok(out)
+}
+
+/// Times cycles on `store` with its windows kept in memory: the first, the best warm one, and
+/// one after new runs arrived (copies of the last two hours' runs under new build ids).
+async fn kept_cycles(
+    store: &Store,
+    settings: &crate::config::Settings,
+    options: crate::cycle::CycleOptions,
+    records: &[crate::model::RunRecord],
+    repeat: usize,
+) -> Result<KeptCycles> {
+    store.keep_windows_in_memory();
+    let timed = || async {
+        let started = Instant::now();
+        crate::cycle::run_cycle(store, settings, options).await?;
+        anyhow::Ok(started.elapsed().as_secs_f64())
+    };
+    let before = resident_bytes();
+    let mut kept = KeptCycles { first: timed().await?, warm: f64::MAX, ..Default::default() };
+    kept.resident_growth_bytes = before.zip(resident_bytes()).map(|(b, a)| a.saturating_sub(b));
+    for _ in 0..repeat.max(1) {
+        kept.warm = kept.warm.min(timed().await?);
+    }
+    let stamp = chrono::Utc::now().timestamp_micros();
+    let recent = options.at - chrono::Duration::hours(2);
+    let new_runs: Vec<crate::model::RunRecord> = records
+        .iter()
+        .filter(|r| r.run.started_at >= recent)
+        .map(|r| {
+            let mut r = r.clone();
+            r.run.build_id = format!("{}{stamp}", r.run.build_id);
+            r
+        })
+        .collect();
+    store.write_runs(&new_runs, false).await?;
+    kept.new_runs = new_runs.len();
+    kept.after_new_runs = timed().await?;
+    Ok(kept)
 }
 
 /// DuckDB's `quantile_cont` over every sample of `records`, exported to CSV: per cell and

@@ -747,6 +747,16 @@ fn print_evaluate_bench(r: &crate::bench::EvaluateBench, repeat: usize) {
     for (engine, s) in &r.cycle_seconds {
         println!("  one evaluation cycle on {engine}: {s:.3} s (best of {repeat})");
     }
+    for (engine, k) in &r.kept_in_memory {
+        println!(
+            "  windows kept in memory on {engine} (as serve runs): first cycle {:.3} s, then {:.3} s (best of {repeat}), {:.3} s after {} new runs; resident memory +{:.0} MB over the first",
+            k.first,
+            k.warm,
+            k.after_new_runs,
+            k.new_runs,
+            k.resident_growth_bytes.unwrap_or(0) as f64 / 1e6
+        );
+    }
     if let Some(pg) = r.postgres_percentile_cont_seconds {
         println!("  PostgreSQL percentile_cont GROUP BY over the raw samples: {pg:.3} s");
         for (engine, s) in &r.cycle_seconds {

@@ -51,7 +51,7 @@ pub const LEVELS: [&[Dimension]; 5] = [
 ];
 
 /// One cell's runs: the current window and the baseline window before it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CellHistograms {
     pub backend: usize,
     pub variant: usize,

@@ -293,14 +293,7 @@ impl super::Store {
         older: Option<(i64, Days)>,
     ) -> anyhow::Result<Days> {
         let Some((since, older)) = older else { return self.read_days(key, key.days.0).await };
-        let (first_day, changes): (Option<i64>, i64) = self
-            .fetch_one(
-                sql("SELECT MIN(first_day), COUNT(*) FROM data_changes WHERE version > $1 AND version <= $2")
-                    .bind(since)
-                    .bind(version),
-            )
-            .await?;
-        let Some(first_day) = first_day.filter(|_| changes == version - since) else {
+        let Some(first_day) = self.first_change_between(since, version).await? else {
             return self.read_days(key, key.days.0).await;
         };
         let from = first_day.max(key.days.0);

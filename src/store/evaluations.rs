@@ -73,7 +73,7 @@ fn decode(index: &Indexes, rows: Vec<WholeDaysRow>) -> Result<Decoded> {
 }
 
 /// Every cell's histograms for a current and a baseline window, with the names they index.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 pub struct WindowData {
     pub backends: Vec<String>,
     pub variants: Vec<Dimensions>,
@@ -167,29 +167,25 @@ impl Store {
         };
         let (current_days, current_edges) = split(current.0, current.1);
         let (baseline_days, baseline_edges) = split(baseline.0, baseline.1);
-        let mut cells = self.whole_days(&index, current_days, baseline_days).await?;
         // Partial days at the windows' edges: the samples themselves.
-        let edges = current_edges
+        let edges: Vec<((i64, i64), bool)> = current_edges
             .into_iter()
             .map(|e| (e, true))
-            .chain(baseline_edges.into_iter().map(|e| (e, false)));
-        for ((from, to), is_current) in edges {
-            let rows: Vec<(i64, i64, i64)> = self
-                .fetch_all(
-                    sql("SELECT s.backend_id, r.variant_id, s.seconds FROM job_runs r JOIN samples s ON s.run_id = r.id \
-                         WHERE r.started_at >= $1 AND r.started_at < $2 AND COALESCE(r.finished_at, r.started_at) <= $3 \
-                         AND r.ci_trouble IS NULL")
-                    .bind(from)
-                    .bind(to)
-                    .bind(visible_at),
-                )
-                .await?;
-            for (backend_id, variant_id, seconds) in rows {
-                let Some(key) = index.cell(backend_id, variant_id) else { continue };
-                let entry = cells.entry(key).or_default();
-                if is_current { entry.0.add(seconds, 1) } else { entry.1.add(seconds, 1) }
+            .chain(baseline_edges.into_iter().map(|e| (e, false)))
+            .collect();
+        let cells = match self.window_cache() {
+            Some(cache) => {
+                let want = super::windows::WindowDays {
+                    current: current_days,
+                    baseline: baseline_days,
+                    edges,
+                    visible_at,
+                };
+                let by_id = self.cached_windows(&cache, &want).await?;
+                by_id.into_iter().filter_map(|((b, v), h)| Some((index.cell(b, v)?, h))).collect()
             }
-        }
+            None => self.read_windows(&index, current_days, baseline_days, &edges, visible_at).await?,
+        };
         let mut list: Vec<_> = cells.into_iter().collect();
         list.sort_by_key(|(k, _)| *k);
         let mut troubled = vec![0; variants.len()];
@@ -222,6 +218,37 @@ impl Store {
                 })
                 .collect(),
         })
+    }
+
+    /// The windows' histograms from the database: the whole days from `cell_days`, the edges
+    /// from their samples.
+    async fn read_windows(
+        &self,
+        index: &Indexes,
+        current_days: std::ops::Range<i64>,
+        baseline_days: std::ops::Range<i64>,
+        edges: &[((i64, i64), bool)],
+        visible_at: i64,
+    ) -> Result<HashMap<(usize, usize), (Histogram, Histogram)>> {
+        let mut cells = self.whole_days(index, current_days, baseline_days).await?;
+        for &((from, to), is_current) in edges {
+            let rows: Vec<(i64, i64, i64)> = self
+                .fetch_all(
+                    sql("SELECT s.backend_id, r.variant_id, s.seconds FROM job_runs r JOIN samples s ON s.run_id = r.id \
+                         WHERE r.started_at >= $1 AND r.started_at < $2 AND COALESCE(r.finished_at, r.started_at) <= $3 \
+                         AND r.ci_trouble IS NULL")
+                    .bind(from)
+                    .bind(to)
+                    .bind(visible_at),
+                )
+                .await?;
+            for (backend_id, variant_id, seconds) in rows {
+                let Some(key) = index.cell(backend_id, variant_id) else { continue };
+                let entry = cells.entry(key).or_default();
+                if is_current { entry.0.add(seconds, 1) } else { entry.1.add(seconds, 1) }
+            }
+        }
+        Ok(cells)
     }
 
     /// Each cell's whole-day histograms of both windows. The database joins a cell's day

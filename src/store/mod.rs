@@ -18,6 +18,7 @@ pub mod outbox;
 pub mod retention;
 pub mod runs;
 pub mod trouble;
+pub mod windows;
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -49,6 +50,8 @@ pub struct Store {
     variant_list: Mutex<std::sync::Arc<Vec<(i64, crate::model::Dimensions)>>>,
     /// Per-day histograms of recent queries, valid for one data version.
     day_cache: Mutex<cells::DayCache>,
+    /// The windows' day histograms between cycles, when kept ([`Store::keep_windows_in_memory`]).
+    window_cache: Mutex<Option<std::sync::Arc<tokio::sync::Mutex<windows::WindowCache>>>>,
     /// The rules new runs are classified with (those the database was classified with, until
     /// [`Store::apply_trouble_rules`]).
     trouble: Mutex<crate::model::TroubleRules>,
@@ -167,6 +170,7 @@ impl Store {
             variant_ids: Mutex::new(HashMap::new()),
             variant_list: Mutex::default(),
             day_cache: Mutex::default(),
+            window_cache: Mutex::default(),
             trouble: Mutex::default(),
             write_failing_since: Mutex::default(),
             write_faults: Mutex::default(),

@@ -23,3 +23,4 @@ mod serve;
 mod slack;
 mod storage_faults;
 mod store;
+mod windows;

@@ -1,0 +1,120 @@
+//! The windows `sheriff serve` keeps in memory between cycles hold exactly what the database
+//! holds: a generated six weeks walked every 5 hours (so the windows' edges fall mid-day), with
+//! runs arriving as they finish (late ones land in the day before), forced re-ingests of older
+//! runs, new CI-trouble rules and pruning into the baseline, written now through the caching
+//! store and now through another one on the same database (as a second replica or `sheriff
+//! ingest` would). At every step the cached windows equal those read afresh, and a step that
+//! changed nothing reads no day again.
+
+use std::collections::HashSet;
+
+use chrono::Duration;
+use sheriff::config::{EvaluateSettings, RetentionSettings};
+use sheriff::model::{RunRecord, TroubleRules};
+use sheriff::store::Store;
+use sheriff::store::retention::Cutoffs;
+use sheriff::synth::{self, Scenario};
+
+const DAY: i64 = 86_400;
+
+fn visible(r: &RunRecord) -> i64 {
+    r.run.finished_at.unwrap_or(r.run.started_at).timestamp()
+}
+
+/// Windows of a cycle at `t`: the week before it and the three weeks before that.
+fn windows(t: i64) -> ((i64, i64), (i64, i64)) {
+    ((t - 7 * DAY, t), (t - 28 * DAY, t - 7 * DAY))
+}
+
+on_both_engines! {
+    async fn windows_kept_in_memory_match_the_database_through_weeks_of_changes(db) {
+        let end = synth::day(2026, 11, 29);
+        let mut scenario = Scenario::month(5, end);
+        scenario.days = 42;
+        scenario.start = end - Duration::days(42);
+        scenario.planted.push(synth::metal_registry_regression(30));
+        let mut records = synth::run_records(&scenario);
+        records.sort_by_key(visible);
+        let cached = Store::open(&db.settings).await.unwrap();
+        cached.keep_windows_in_memory();
+        let first = (scenario.start + Duration::days(21)).timestamp();
+        let mut next = records.partition_point(|r| visible(r) <= first);
+        for chunk in records[..next].chunks(500) {
+            db.store.write_runs(chunk, false).await.unwrap();
+        }
+        let settings = EvaluateSettings::default();
+        let strict = TroubleRules { liveness_allowance_seconds: 0, ..TroubleRules::default() };
+        let (mut t, mut step, mut compared) = (first, 0, 0);
+        let mut replaced = HashSet::new();
+        while t < end.timestamp() {
+            t += 5 * 3600;
+            step += 1;
+            let writer = if step % 2 == 0 { &cached } else { &db.store };
+            let due = records[next..].partition_point(|r| visible(r) <= t);
+            writer.write_runs(&records[next..next + due], false).await.unwrap();
+            next += due;
+            match step % 9 {
+                // An older run (three days back) re-ingested with other numbers.
+                3 => {
+                    let old = records[..next]
+                        .iter()
+                        .rev()
+                        .find(|r| visible(r) < t - 3 * DAY && !replaced.contains(&r.run.build_id))
+                        .cloned();
+                    if let Some(mut r) = old {
+                        replaced.insert(r.run.build_id.clone());
+                        for s in &mut r.samples {
+                            s.seconds += 17;
+                        }
+                        writer.write_runs(&[r], true).await.unwrap();
+                    }
+                }
+                // New CI-trouble rules: runs move in and out of the histograms.
+                5 => {
+                    let rules = if step % 2 == 0 { strict.clone() } else { TroubleRules::default() };
+                    writer.apply_trouble_rules(&rules).await.unwrap();
+                }
+                // Pruning into the baseline, in small batches.
+                7 => {
+                    let retention = RetentionSettings { samples_days: 24, batch_runs: 50, ..Default::default() };
+                    writer.prune(Cutoffs::new(t, &retention, &settings), false).await.unwrap();
+                }
+                _ => {}
+            }
+            let (current, baseline) = windows(t);
+            let fresh = db.store.window_data(current, baseline, t).await.unwrap();
+            let kept = cached.window_data(current, baseline, t).await.unwrap();
+            assert!(!fresh.cells.is_empty());
+            assert_eq!(fresh, kept, "step {step}, at {t}: the cached windows differ from the database");
+            compared += 1;
+            // Nothing changed: the same windows again read no day.
+            let read = cached.window_days_read();
+            assert_eq!(cached.window_data(current, baseline, t).await.unwrap(), fresh);
+            assert_eq!(cached.window_days_read(), read, "step {step}: days read again with nothing changed");
+        }
+        let written = records.partition_point(|r| visible(r) <= t);
+        assert!(compared > 90 && next == written, "{compared} steps, {next} of {written} runs");
+    }
+}
+
+/// `sheriff serve`'s store keeps its windows: a cycle reads its days once, the next none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_keeps_the_windows_in_memory_between_cycles() {
+    let db = crate::common::TestDb::sqlite().await;
+    let end = synth::day(2026, 11, 29);
+    crate::common::load_metal_regression(&db.store, 3, end).await;
+    let mut settings = sheriff::config::Settings { database: db.settings.clone(), ..Default::default() };
+    settings.server.listen = "127.0.0.1:0".into();
+    let app = sheriff::app::App::build(settings).await.unwrap();
+    let options = sheriff::cycle::CycleOptions { at: end, dry_run: true };
+    let first = sheriff::cycle::run_cycle(&app.store, &app.settings, options).await.unwrap();
+    let read = app.store.window_days_read();
+    assert!(read >= 28, "the first cycle read {read} days");
+    let second = sheriff::cycle::run_cycle(&app.store, &app.settings, options).await.unwrap();
+    assert_eq!(app.store.window_days_read(), read, "the second cycle read days again");
+    assert_eq!(first.regressions.len(), 1);
+    assert_eq!(
+        (first.cells_evaluated, first.groups_evaluated, &first.regressions[0].fingerprint),
+        (second.cells_evaluated, second.groups_evaluated, &second.regressions[0].fingerprint)
+    );
+}
