@@ -769,6 +769,9 @@ fn print_evaluate_bench(r: &crate::bench::EvaluateBench, repeat: usize) {
             for (engine, s) in &r.cycle_seconds {
                 println!("  ratio DuckDB / sheriff on {engine}: {:.1}x", d / s);
             }
+            for (engine, k) in &r.kept_in_memory {
+                println!("  ratio DuckDB / sheriff on {engine}, windows kept in memory: {:.1}x", d / k.warm);
+            }
         }
         Err(why) => println!("  DuckDB: {why}"),
     }
