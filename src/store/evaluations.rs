@@ -152,6 +152,8 @@ impl Store {
     /// days come from `cell_days`; the partial days at the edges from the samples themselves,
     /// counting only runs finished by `visible_at` (whole days are taken as they are stored: a
     /// replay of the past is exact to the day, as `sheriff backtest`'s own source is to the run).
+    /// With the windows kept in memory ([`Store::keep_windows_in_memory`]), both come from there,
+    /// read again only where the stored runs changed.
     pub async fn window_data(
         &self,
         current: (i64, i64),

@@ -54,9 +54,9 @@ type Day = Arc<Vec<(CellId, Histogram)>>;
 
 /// One cell's whole days of both windows, and how many day rows it has there.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct CellSum {
-    pub current: Histogram,
-    pub baseline: Histogram,
+struct CellSum {
+    current: Histogram,
+    baseline: Histogram,
     rows: u32,
 }
 
@@ -152,7 +152,8 @@ impl Store {
         }
     }
 
-    /// Days the windows kept in memory have read from the database so far (0 when not kept).
+    /// Days the windows kept in memory have read from the database so far (0 when not kept, or
+    /// while a cycle is reading them).
     pub fn window_days_read(&self) -> u64 {
         self.window_cache().map_or(0, |c| c.try_lock().map_or(0, |c| c.days_read))
     }
@@ -250,10 +251,12 @@ impl Store {
             for (day, variant_id, cells) in rows {
                 let list = by_day.entry(day).or_default();
                 for cell in cells.split('|') {
-                    let (backend_id, runs, hist) = match cell.splitn(3, '/').collect::<Vec<_>>()[..] {
-                        [b, r, h] => (number(b, cell)?, number(r, cell)?, h),
-                        _ => anyhow::bail!("malformed day row `{cell}` of variant {variant_id}, day {day}"),
+                    let Some((b, (r, hist))) =
+                        cell.split_once('/').and_then(|(b, rest)| Some((b, rest.split_once('/')?)))
+                    else {
+                        anyhow::bail!("malformed day row `{cell}` of variant {variant_id}, day {day}")
                     };
+                    let (backend_id, runs) = (number(b, cell)?, number(r, cell)?);
                     let h = Histogram::decode(hist)?.with_zeros(runs.max(0) as u64);
                     list.push(((backend_id, variant_id), h));
                 }
@@ -263,9 +266,7 @@ impl Store {
         }
         Ok(out)
     }
-}
 
-impl Store {
     /// The samples of one UTC day's runs (CI-troubled ones aside).
     async fn read_day_samples(&self, day: i64) -> Result<Vec<EdgeSample>> {
         let text =
@@ -275,12 +276,10 @@ impl Store {
         let mut out = Vec::new();
         for (variant_id, samples) in rows {
             for s in samples.split('|') {
-                match s.split('/').map(|n| number(n, s)).collect::<Result<Vec<i64>>>()?[..] {
-                    [backend_id, started, visible, seconds] => {
-                        out.push((backend_id, variant_id, started, visible, seconds));
-                    }
-                    _ => anyhow::bail!("malformed sample `{s}` of variant {variant_id}, day {day}"),
-                }
+                let Some([backend_id, started, visible, seconds]) = four_numbers(s) else {
+                    anyhow::bail!("malformed sample `{s}` of variant {variant_id}, day {day}")
+                };
+                out.push((backend_id, variant_id, started, visible, seconds));
             }
         }
         Ok(out)
@@ -290,6 +289,13 @@ impl Store {
 /// An integer of a joined row.
 fn number(text: &str, within: &str) -> Result<i64> {
     text.parse().map_err(|_| anyhow::anyhow!("`{text}` is not a number in `{within}`"))
+}
+
+/// `a/b/c/d`, four integers and nothing more.
+fn four_numbers(text: &str) -> Option<[i64; 4]> {
+    let mut fields = text.split('/').map(|n| n.parse::<i64>().ok());
+    let numbers = [fields.next()??, fields.next()??, fields.next()??, fields.next()??];
+    fields.next().is_none().then_some(numbers)
 }
 
 /// The windows' histograms of every cell: the sums of the whole days, and the edge samples.
