@@ -246,7 +246,8 @@ async fn evaluate_at(shape: &EvaluateShape<'_>, days: u32, with_postgres: bool) 
 }
 
 /// Times cycles on `store` with its windows kept in memory: the first, the best warm one, and
-/// one after new runs arrived (copies of the last two hours' runs under new build ids).
+/// one after new runs arrived (copies of the last two hours' runs under new build ids, taken
+/// away again afterwards, so a kept file holds what was loaded).
 async fn kept_cycles(
     store: &Store,
     settings: &crate::config::Settings,
@@ -280,6 +281,9 @@ async fn kept_cycles(
     store.write_runs(&new_runs, false).await?;
     kept.new_runs = new_runs.len();
     kept.after_new_runs = timed().await?;
+    let added: Vec<(String, String)> =
+        new_runs.iter().map(|r| (r.run.job_name.clone(), r.run.build_id.clone())).collect();
+    store.remove_runs(&added).await?;
     Ok(kept)
 }
 

@@ -300,6 +300,36 @@ impl Store {
         Ok(id.is_some())
     }
 
+    /// Deletes stored runs, taking their samples out of the day histograms first, in one
+    /// transaction (`sheriff bench` takes away the runs it added, so a kept file stays as loaded).
+    pub(crate) async fn remove_runs(&self, runs: &[(String, String)]) -> Result<()> {
+        let result: Result<()> = async {
+            let mut tx = self.begin_write().await?;
+            let mut first_day = None::<i64>;
+            for (job, build) in runs {
+                let row: Option<(i64, i64)> = tx
+                    .conn()
+                    .fetch_optional(
+                        sql("SELECT id, started_at FROM job_runs WHERE job_name = $1 AND build_id = $2")
+                            .bind(job)
+                            .bind(build),
+                    )
+                    .await?;
+                let Some((id, started)) = row else { continue };
+                super::cells::forget_run(&mut tx.conn(), id).await?;
+                tx.conn().execute(sql("DELETE FROM job_runs WHERE id = $1").bind(id)).await?;
+                let day = started.div_euclid(86_400);
+                first_day = Some(first_day.map_or(day, |d| d.min(day)));
+            }
+            if let Some(day) = first_day {
+                note_change(&mut tx.conn(), day).await?;
+            }
+            tx.commit().await
+        }
+        .await;
+        self.tracked(result)
+    }
+
     /// Reads a stored run back with its samples and intervals.
     pub async fn run(&self, job_name: &str, build_id: &str) -> Result<Option<RunRecord>> {
         let mut pooled = self.acquire().await?;
@@ -525,5 +555,41 @@ impl RunRow {
             payload: self.payload,
             from_payload: self.from_payload,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Runs added and removed again leave the samples and the (kept) windows as they were.
+    #[tokio::test]
+    async fn removed_runs_leave_the_histograms_as_they_were() {
+        let dir = tempfile::tempdir().unwrap();
+        let settings = crate::config::DatabaseSettings {
+            url: format!("sqlite://{}", dir.path().join("remove.db").display()).parse().unwrap(),
+            ..Default::default()
+        };
+        let store = crate::store::Store::open(&settings).await.unwrap();
+        store.keep_windows_in_memory();
+        let end = crate::synth::day(2026, 11, 29);
+        let records = crate::synth::run_records(&crate::synth::Scenario::month(7, end));
+        store.write_runs(&records, false).await.unwrap();
+        let t = end.timestamp() - 5 * 3600;
+        let windows = ((t - 7 * 86_400, t), (t - 28 * 86_400, t - 7 * 86_400));
+        let before = store.window_data(windows.0, windows.1, t).await.unwrap();
+        let samples = store.count_samples().await.unwrap();
+        let copies: Vec<_> = records[records.len() - 40..]
+            .iter()
+            .cloned()
+            .map(|mut r| {
+                r.run.build_id.push_str("-copy");
+                r
+            })
+            .collect();
+        store.write_runs(&copies, false).await.unwrap();
+        assert_ne!(store.window_data(windows.0, windows.1, t).await.unwrap(), before);
+        let ids: Vec<_> = copies.iter().map(|r| (r.run.job_name.clone(), r.run.build_id.clone())).collect();
+        store.remove_runs(&ids).await.unwrap();
+        assert_eq!(store.count_samples().await.unwrap(), samples);
+        assert_eq!(store.window_data(windows.0, windows.1, t).await.unwrap(), before);
     }
 }
