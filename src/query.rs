@@ -49,22 +49,26 @@ pub struct QueryAnswer {
 
 /// The variants a question's filters select (dimension globs).
 pub async fn variants_of(store: &Store, q: &Query) -> Result<HashSet<i64>> {
-    Ok(store
-        .variants()
-        .await?
+    Ok(selected(&store.variants().await?, q))
+}
+
+fn selected(variants: &[(i64, crate::model::Dimensions)], q: &Query) -> HashSet<i64> {
+    variants
         .iter()
         .filter(|(_, d)| q.filters.iter().all(|(dim, v)| glob_match(v, d.get(*dim))))
         .map(|(id, _)| *id)
-        .collect())
+        .collect()
 }
 
-/// Answers `q` as of `now` (Unix seconds).
+/// Answers `q` as of `now` (Unix seconds). Between two writes this reads only the data
+/// version: the variants, the backend names and the days are kept for it.
 pub async fn answer(store: &Store, settings: &EvaluateSettings, q: &Query, now: i64) -> Result<QueryAnswer> {
-    let variants = variants_of(store, q).await?;
+    let catalog = store.catalog().await?;
+    let variants = selected(&catalog.variants, q);
     let today = now.div_euclid(DAY) + 1;
     let window = q.window_days;
     let first = today - (WEEKS * 7).max(window + i64::from(settings.baseline_days));
-    let days = store.daily_histograms(&q.backend, &variants, first..today).await?;
+    let days = store.daily_histograms_at(catalog.version, &q.backend, &variants, first..today).await?;
     let merge = |range: std::ops::Range<i64>| {
         let mut h = Histogram::new();
         for (_, d) in days.range(range) {
@@ -91,10 +95,10 @@ pub async fn answer(store: &Store, settings: &EvaluateSettings, q: &Query, now: 
             })
             .collect()
     };
-    let names = store.backend_names().await?;
+    let names = &catalog.backend_names;
     let known_backend = names.binary_search(&q.backend).is_ok();
     Ok(QueryAnswer {
-        similar: if known_backend { Vec::new() } else { similar(&q.backend, &names) },
+        similar: if known_backend { Vec::new() } else { similar(&q.backend, names) },
         known_backend,
         backend: q.backend.clone(),
         filters: q.filters.iter().map(|(d, v)| (d.as_str().to_string(), v.clone())).collect(),

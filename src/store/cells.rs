@@ -171,6 +171,59 @@ pub(crate) struct DayCache {
     entries: HashMap<DaysKey, std::sync::Arc<tokio::sync::OnceCell<Days>>>,
     previous_version: i64,
     previous: HashMap<DaysKey, Days>,
+    /// What changed from the previous version to this one: read once for every answer brought
+    /// up to date (all of them at once, after a write).
+    changes: std::sync::Arc<tokio::sync::OnceCell<Changes>>,
+}
+
+/// The answer for a key at an older version, and what changed since.
+type Older = (i64, Days, std::sync::Arc<tokio::sync::OnceCell<Changes>>);
+
+/// Days from the first changed one that are read for every cell at once; an answer that needs
+/// later days (or a change further back) reads its own.
+const SHARED_DAYS: i64 = 3;
+
+/// What changed between two versions: the first day changed (None: not all on record), and the
+/// rows of every cell for the [`SHARED_DAYS`] from it, by backend name and day: each
+/// variant's runs and non-zero histogram as stored.
+#[derive(Debug, Default)]
+pub(crate) struct Changes {
+    first_day: Option<i64>,
+    rows: HashMap<(String, i64), Vec<StoredCell>>,
+}
+
+/// One variant's row of a backend's day: its id, runs and non-zero histogram as stored.
+type StoredCell = (i64, i64, String);
+
+impl Changes {
+    /// `key`'s days from `from` on, from the shared rows, as [`super::Store::read_days`] reads
+    /// them: a day with no row of the key's variants is absent.
+    fn days_of(&self, key: &DaysKey, from: i64) -> Result<std::collections::BTreeMap<i64, Histogram>> {
+        let mut out = std::collections::BTreeMap::new();
+        for day in from.max(key.days.0)..key.days.1 {
+            let Some(rows) = self.rows.get(&(key.backend.clone(), day)) else { continue };
+            let mut runs = 0;
+            let mut joined = String::new();
+            let mut any = false;
+            for (variant, n, hist) in rows {
+                if key.variants.binary_search(variant).is_err() {
+                    continue;
+                }
+                any = true;
+                runs += n;
+                if !hist.is_empty() {
+                    if !joined.is_empty() {
+                        joined.push(' ');
+                    }
+                    joined.push_str(hist);
+                }
+            }
+            if any {
+                out.insert(day, Histogram::decode_concatenated(&joined)?.with_zeros(runs as u64));
+            }
+        }
+        Ok(out)
+    }
 }
 
 impl DayCache {
@@ -182,7 +235,7 @@ impl DayCache {
         &mut self,
         version: i64,
         key: &DaysKey,
-    ) -> (std::sync::Arc<tokio::sync::OnceCell<Days>>, Option<(i64, Days)>) {
+    ) -> (std::sync::Arc<tokio::sync::OnceCell<Days>>, Option<Older>) {
         if version < self.version {
             return (Default::default(), None);
         }
@@ -191,14 +244,25 @@ impl DayCache {
                 self.entries.drain().filter_map(|(k, slot)| slot.get().cloned().map(|d| (k, d))).collect();
             self.previous_version = self.version;
             self.version = version;
+            self.changes = Default::default();
         }
         if self.entries.len() >= Self::MAX_ENTRIES && !self.entries.contains_key(key) {
             self.entries.clear();
             self.previous.clear();
         }
-        let older = self.previous.get(key).map(|d| (self.previous_version, d.clone()));
+        let older = self.previous.get(key).map(|d| (self.previous_version, d.clone(), self.changes.clone()));
         (self.entries.entry(key.clone()).or_default().clone(), older)
     }
+}
+
+/// What a question reads besides its days, as of one data version: every variant and every
+/// backend name. Both only grow, and only in a write that bumps the version, so a question
+/// asked again between two writes reads nothing but the version.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    pub version: i64,
+    pub variants: std::sync::Arc<Vec<(i64, crate::model::Dimensions)>>,
+    pub backend_names: std::sync::Arc<Vec<String>>,
 }
 
 /// A row of `variants`.
@@ -264,6 +328,30 @@ impl super::Store {
         Ok(list)
     }
 
+    /// The version of the stored runs, bumped by every write that changes them (in any process).
+    pub async fn data_version(&self) -> anyhow::Result<i64> {
+        self.scalar(sql("SELECT version FROM data_version WHERE id = 1")).await
+    }
+
+    /// The variants and backend names at the current data version: one small read when the
+    /// version has not moved since the last call.
+    pub async fn catalog(&self) -> anyhow::Result<Catalog> {
+        let version = self.data_version().await?;
+        let known = self.catalog.lock().expect("cache lock").clone();
+        if let Some(c) = known.filter(|c| c.version == version) {
+            return Ok(c);
+        }
+        // Read after the version: they hold at least what it counts.
+        let variants = self.variants().await?;
+        let backend_names = std::sync::Arc::new(self.backend_names().await?);
+        let c = Catalog { version, variants, backend_names };
+        let mut cache = self.catalog.lock().expect("cache lock");
+        if cache.as_ref().is_none_or(|k| k.version < version) {
+            *cache = Some(c.clone());
+        }
+        Ok(c)
+    }
+
     /// Per UTC day in `days`, the merged histogram of `backend` over the variants in `variants`.
     /// Answers are kept in memory until any process changes the stored runs (`data_version`),
     /// so repeated questions between two ingests cost one small read.
@@ -273,10 +361,21 @@ impl super::Store {
         variants: &std::collections::HashSet<i64>,
         days: std::ops::Range<i64>,
     ) -> anyhow::Result<Days> {
+        let version = self.data_version().await?;
+        self.daily_histograms_at(version, backend, variants, days).await
+    }
+
+    /// [`Store::daily_histograms`] at `version`, read by the caller (from [`Store::catalog`]).
+    pub async fn daily_histograms_at(
+        &self,
+        version: i64,
+        backend: &str,
+        variants: &std::collections::HashSet<i64>,
+        days: std::ops::Range<i64>,
+    ) -> anyhow::Result<Days> {
         if variants.is_empty() {
             return Ok(Default::default());
         }
-        let version: i64 = self.scalar(sql("SELECT version FROM data_version WHERE id = 1")).await?;
         let mut ids: Vec<i64> = variants.iter().copied().collect();
         ids.sort_unstable();
         let key = DaysKey { backend: backend.to_string(), variants: ids, days: (days.start, days.end) };
@@ -286,22 +385,43 @@ impl super::Store {
 
     /// `key`'s days at `version`: from an older answer and the days changed since when the
     /// changes are all on record, else all read afresh.
-    async fn refresh_days(
-        &self,
-        key: &DaysKey,
-        version: i64,
-        older: Option<(i64, Days)>,
-    ) -> anyhow::Result<Days> {
-        let Some((since, older)) = older else { return self.read_days(key, key.days.0).await };
-        let Some(first_day) = self.first_change_between(since, version).await? else {
+    async fn refresh_days(&self, key: &DaysKey, version: i64, older: Option<Older>) -> anyhow::Result<Days> {
+        let Some((since, older, changes)) = older else { return self.read_days(key, key.days.0).await };
+        let changes = changes.get_or_try_init(|| self.changes_between(since, version)).await?;
+        let Some(first_day) = changes.first_day else {
             return self.read_days(key, key.days.0).await;
         };
         let from = first_day.max(key.days.0);
-        let fresh = self.read_days(key, from).await?;
+        let fresh = if key.days.1 <= first_day.saturating_add(SHARED_DAYS) {
+            std::sync::Arc::new(changes.days_of(key, from)?)
+        } else {
+            self.read_days(key, from).await?
+        };
         let mut days: std::collections::BTreeMap<i64, Histogram> =
             older.range(..from).map(|(d, h)| (*d, h.clone())).collect();
         days.extend(fresh.iter().map(|(d, h)| (*d, h.clone())));
         Ok(std::sync::Arc::new(days))
+    }
+
+    /// What changed from `since` to `version`: the first day, and every cell's rows of the
+    /// [`SHARED_DAYS`] from it.
+    async fn changes_between(&self, since: i64, version: i64) -> anyhow::Result<Changes> {
+        let Some(first_day) = self.first_change_between(since, version).await? else {
+            return Ok(Changes::default());
+        };
+        let rows: Vec<(String, i64, i64, i64, String)> = self
+            .fetch_all(
+                sql("SELECT b.name, c.day, c.variant_id, c.runs, c.hist FROM cell_days c \
+                     JOIN backends b ON b.id = c.backend_id WHERE c.day >= $1 AND c.day < $2")
+                .bind(first_day)
+                .bind(first_day.saturating_add(SHARED_DAYS)),
+            )
+            .await?;
+        let mut changes = Changes { first_day: Some(first_day), rows: HashMap::new() };
+        for (backend, day, variant, runs, hist) in rows {
+            changes.rows.entry((backend, day)).or_default().push((variant, runs, hist));
+        }
+        Ok(changes)
     }
 
     /// Reads `key`'s days from `from` on.

@@ -48,6 +48,8 @@ pub struct Store {
     variant_ids: Mutex<HashMap<crate::model::Dimensions, i64>>,
     /// Every variant by id, for queries; only ever grows.
     variant_list: Mutex<std::sync::Arc<Vec<(i64, crate::model::Dimensions)>>>,
+    /// The variants and backend names as of one data version, for questions.
+    catalog: Mutex<Option<cells::Catalog>>,
     /// Per-day histograms of recent queries, valid for one data version.
     day_cache: Mutex<cells::DayCache>,
     /// The windows' day histograms between cycles, when kept ([`Store::keep_windows_in_memory`]).
@@ -169,6 +171,7 @@ impl Store {
             backend_ids: Mutex::new(HashMap::new()),
             variant_ids: Mutex::new(HashMap::new()),
             variant_list: Mutex::default(),
+            catalog: Mutex::default(),
             day_cache: Mutex::default(),
             window_cache: Mutex::default(),
             trouble: Mutex::default(),

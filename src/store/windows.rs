@@ -184,7 +184,7 @@ impl Store {
     ) -> Result<CellWindows> {
         let mut cache = cache.lock().await;
         // The version before the rows: what is read is at least as new as the version kept.
-        let version: i64 = self.scalar(sql("SELECT version FROM data_version WHERE id = 1")).await?;
+        let version = self.data_version().await?;
         match cache.version {
             Some(v) if v == version => {}
             Some(v) => {

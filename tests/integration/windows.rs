@@ -4,7 +4,8 @@
 //! runs, new CI-trouble rules and pruning into the baseline, written now through the caching
 //! store and now through another one on the same database (as a second replica or `sheriff
 //! ingest` would). At every step the cached windows equal those read afresh, and a step that
-//! changed nothing reads no day again.
+//! changed nothing reads no day again; so do the per-day answers `/sheriff query` reads, kept
+//! from one step to the next and brought up to date from what changed.
 
 use std::collections::HashSet;
 
@@ -87,6 +88,7 @@ on_both_engines! {
             assert!(!fresh.cells.is_empty());
             assert_eq!(fresh, kept, "step {step}, at {t}: the cached windows differ from the database");
             compared += 1;
+            assert_query_days_match(&cached, &db.settings, t, step).await;
             // Nothing changed: the same windows again read no day.
             let read = cached.window_days_read();
             assert_eq!(cached.window_data(current, baseline, t).await.unwrap(), fresh);
@@ -95,6 +97,33 @@ on_both_engines! {
         let written = records.partition_point(|r| visible(r) <= t);
         assert!(compared > 90 && next == written, "{compared} steps, {next} of {written} runs");
     }
+}
+
+/// The per-day answers of a few questions (every variant, metal only, one release) over the
+/// last eight weeks, from `kept` (answers kept since the step before) and from a new store.
+async fn assert_query_days_match(
+    kept: &Store,
+    settings: &sheriff::config::DatabaseSettings,
+    t: i64,
+    step: usize,
+) {
+    let fresh = Store::connect(settings).await.unwrap();
+    let variants = fresh.variants().await.unwrap();
+    let every: HashSet<i64> = variants.iter().map(|(id, _)| *id).collect();
+    let metal: HashSet<i64> =
+        variants.iter().filter(|(_, d)| d.platform == "metal").map(|(id, _)| *id).collect();
+    let release: HashSet<i64> =
+        variants.iter().filter(|(_, d)| d.release == "4.14").map(|(id, _)| *id).collect();
+    let days = t / DAY - 56..t / DAY + 1;
+    for backend in ["image-registry-new-connections", "kube-api-reused-connections"] {
+        for chosen in [&every, &metal, &release] {
+            let want = fresh.daily_histograms(backend, chosen, days.clone()).await.unwrap();
+            let got = kept.daily_histograms(backend, chosen, days.clone()).await.unwrap();
+            assert!(!want.is_empty() || chosen.is_empty(), "step {step}: {backend} has no days");
+            assert_eq!(got, want, "step {step}: the kept answers for {backend} differ from the database");
+        }
+    }
+    fresh.close().await;
 }
 
 /// `sheriff serve`'s store keeps its windows: a cycle reads its days once, the next none.
