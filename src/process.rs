@@ -1,4 +1,5 @@
-//! Who this process is: its host name, its replica id in leases and logs, and random ids.
+//! Who this process is: its host name, its replica id in leases and logs, and random ids; and
+//! how its background threads are scheduled.
 
 /// The host's name (`HOSTNAME`, else `/etc/hostname`, else `sheriff`).
 pub fn hostname() -> String {
@@ -17,4 +18,90 @@ pub fn replica_id() -> String {
 /// Eight hex digits, random: tells apart workers of one process, or finds a log line.
 pub fn random_suffix() -> String {
     format!("{:08x}", fastrand::u32(..))
+}
+
+/// How much nicer than the rest of the process a background thread runs.
+const BACKGROUND_NICENESS: i32 = 10;
+
+/// Lowers the calling thread's scheduling priority by [`BACKGROUND_NICENESS`] (at most to 19;
+/// threads it starts inherit it), so that on a busy machine answers to people come before a
+/// cycle's number crunching. Linux only; elsewhere, and when the system refuses, nothing changes.
+pub fn lower_thread_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        let thread = Some(rustix::thread::gettid());
+        let lowered = rustix::process::getpriority_process(thread).and_then(|now| {
+            rustix::process::setpriority_process(thread, (now + BACKGROUND_NICENESS).min(19))
+        });
+        if let Err(e) = lowered {
+            tracing::debug!("cannot lower a background thread's priority: {e}");
+        }
+    }
+}
+
+/// Runs CPU-bound `work` on a thread of its own at a lower priority ([`lower_thread_priority`]),
+/// and, on a multi-threaded runtime, off the runtime's workers, which go on serving requests
+/// meanwhile. A panic in `work` carries on in the caller.
+pub fn in_background<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+    let run = || {
+        std::thread::scope(|scope| {
+            let worker = scope.spawn(|| {
+                lower_thread_priority();
+                work()
+            });
+            worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        })
+    };
+    let flavor = tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor());
+    if matches!(flavor, Ok(tokio::runtime::RuntimeFlavor::MultiThread)) {
+        tokio::task::block_in_place(run)
+    } else {
+        run()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn background_work_returns_its_value_and_runs_nicer_than_its_caller() {
+        #[cfg(target_os = "linux")]
+        let mine = rustix::process::getpriority_process(Some(rustix::thread::gettid())).unwrap();
+        let (value, niceness) = in_background(|| {
+            #[cfg(target_os = "linux")]
+            let n = rustix::process::getpriority_process(Some(rustix::thread::gettid())).unwrap();
+            #[cfg(not(target_os = "linux"))]
+            let n = 0;
+            (6 * 7, n)
+        });
+        assert_eq!(value, 42);
+        #[cfg(target_os = "linux")]
+        {
+            assert_eq!(niceness, (mine + BACKGROUND_NICENESS).min(19));
+            let after = rustix::process::getpriority_process(Some(rustix::thread::gettid())).unwrap();
+            assert_eq!(after, mine, "the caller's own priority is left alone");
+        }
+        let _ = niceness;
+    }
+
+    #[test]
+    fn a_panic_in_background_work_reaches_the_caller() {
+        let caught = std::panic::catch_unwind(|| in_background(|| panic!("background trouble")));
+        assert!(caught.is_err());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn on_a_multi_threaded_runtime_other_tasks_run_while_background_work_does() {
+        // On the runtime's only worker, background work waits for a task spawned just before
+        // it: it would time out if it held the worker the task needs.
+        let waiting = tokio::spawn(async {
+            let (tx, rx) = std::sync::mpsc::channel::<()>();
+            let other = tokio::spawn(async move { tx.send(()).unwrap() });
+            let heard = in_background(move || rx.recv_timeout(std::time::Duration::from_secs(5)));
+            other.await.unwrap();
+            heard
+        });
+        assert!(waiting.await.unwrap().is_ok(), "the other task never ran");
+    }
 }

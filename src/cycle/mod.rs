@@ -342,7 +342,8 @@ async fn evaluate_at<S: RunSource>(
         now,
         young: &young,
     };
-    let evaluation = evaluate::evaluate(&input, es, &historical);
+    // On a thread of its own, nicer than the requests `serve` answers meanwhile.
+    let evaluation = crate::process::in_background(|| evaluate::evaluate(&input, es, &historical));
     tracing::debug!(
         seconds = phase.elapsed().as_secs_f64(),
         groups = evaluation.groups.len(),
