@@ -387,6 +387,9 @@ pub struct QueryBench {
     pub http: Latency,
     pub concurrency: usize,
     pub errors: usize,
+    /// The cycle before the load, which read the windows into memory (as `serve`'s first does).
+    pub first_cycle_seconds: f64,
+    /// Cycles during the load, each reading only what changed since the one before.
     pub cycles_during_load: usize,
     /// Runs written during the load (each one invalidates the query cache).
     pub writes_during_load: usize,
@@ -424,8 +427,9 @@ const BENCH_SECRET: &str = "sheriff-bench-signing-secret";
 
 /// Loads about `runs × backends` samples ending today, then measures `/sheriff query`: direct
 /// calls first, then `requests` signed HTTP requests from `concurrency` clients while
-/// evaluation cycles (recording incidents, delivering nothing) run back to back and a new run
-/// is written every `write_every_ms`.
+/// evaluation cycles (recording incidents, delivering nothing) run back to back, as `serve`
+/// runs them after its first (windows kept in memory), and a new run is written every
+/// `write_every_ms`.
 pub async fn query(shape: &QueryShape, database_url: Option<&str>) -> Result<QueryBench> {
     use std::sync::Arc;
     let today = Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
@@ -441,10 +445,16 @@ pub async fn query(shape: &QueryShape, database_url: Option<&str>) -> Result<Que
     let settings = Arc::new(settings);
     let texts = bench_queries(&scenario.backends);
     let (direct_cold, direct_warm) = direct_answers(&store, &settings, &texts).await?;
-
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/slack/commands", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::watch::channel(false);
+    // The cycles run as `serve` runs them, their windows kept in memory between cycles.
+    store.keep_windows_in_memory();
+    // `serve`'s first cycle reads every day of the windows; the load runs beside the ones after.
+    let first = Instant::now();
+    crate::cycle::run_cycle(&store, &settings, crate::cycle::CycleOptions { at: Utc::now(), dry_run: false })
+        .await?;
+    let first_cycle_seconds = first.elapsed().as_secs_f64();
     let state = crate::server::AppState::new(store.clone(), settings.clone());
     let server = tokio::spawn(crate::server::serve(listener, state, async move {
         let mut stopped = stopped;
@@ -472,6 +482,7 @@ pub async fn query(shape: &QueryShape, database_url: Option<&str>) -> Result<Que
         writes_during_load,
         concurrency: shape.concurrency,
         errors,
+        first_cycle_seconds,
         cycles_during_load,
         requests_per_second: shape.requests as f64 / elapsed,
     })

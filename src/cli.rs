@@ -814,8 +814,9 @@ fn print_query_bench(r: &crate::bench::QueryBench) {
     show("direct, asked again", &r.direct_warm);
     show(&format!("HTTP, {} clients", r.concurrency), &r.http);
     println!(
-        "  {:.0} requests/s, {} error(s); meanwhile {} evaluation cycle(s) ran and {} run(s) were written",
-        r.requests_per_second, r.errors, r.cycles_during_load, r.writes_during_load
+        "  {:.0} requests/s, {} error(s); meanwhile {} evaluation cycle(s) ran (after a first one of {:.2} s \
+         before the load, which read the windows into memory) and {} run(s) were written",
+        r.requests_per_second, r.errors, r.cycles_during_load, r.first_cycle_seconds, r.writes_during_load
     );
     println!("{}", serde_json::to_string(r).unwrap_or_default());
 }
