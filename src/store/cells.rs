@@ -174,21 +174,35 @@ pub(crate) struct DayCache {
     /// What changed from the previous version to this one: read once for every answer brought
     /// up to date (all of them at once, after a write).
     changes: std::sync::Arc<tokio::sync::OnceCell<Changes>>,
+    /// Whether the answers to bring up to date are many enough to read every cell's changed
+    /// days at once ([`SHARED_FROM_ANSWERS`]).
+    share_rows: bool,
 }
 
 /// The answer for a key at an older version, and what changed since.
-type Older = (i64, Days, std::sync::Arc<tokio::sync::OnceCell<Changes>>);
+struct Older {
+    version: i64,
+    days: Days,
+    changes: std::sync::Arc<tokio::sync::OnceCell<Changes>>,
+    share_rows: bool,
+}
 
 /// Days from the first changed one that are read for every cell at once; an answer that needs
 /// later days (or a change further back) reads its own.
 const SHARED_DAYS: i64 = 3;
 
-/// What changed between two versions: the first day changed (None: not all on record), and the
-/// rows of every cell for the [`SHARED_DAYS`] from it, by backend name and day: each
-/// variant's runs and non-zero histogram as stored.
+/// From how many answers kept at the version before the changed days are read for every cell
+/// at once (one statement over the days) rather than for each answer (one per backend): a
+/// cycle's few series read their own, the many answers of a busy channel share one read.
+const SHARED_FROM_ANSWERS: usize = 8;
+
+/// What changed between two versions: the first day changed (None: not all on record), and,
+/// when read, the rows of every cell for the [`SHARED_DAYS`] from it, by backend name and day:
+/// each variant's runs and non-zero histogram as stored.
 #[derive(Debug, Default)]
 pub(crate) struct Changes {
     first_day: Option<i64>,
+    rows_read: bool,
     rows: HashMap<(String, i64), Vec<StoredCell>>,
 }
 
@@ -245,12 +259,18 @@ impl DayCache {
             self.previous_version = self.version;
             self.version = version;
             self.changes = Default::default();
+            self.share_rows = self.previous.len() >= SHARED_FROM_ANSWERS;
         }
         if self.entries.len() >= Self::MAX_ENTRIES && !self.entries.contains_key(key) {
             self.entries.clear();
             self.previous.clear();
         }
-        let older = self.previous.get(key).map(|d| (self.previous_version, d.clone(), self.changes.clone()));
+        let older = self.previous.get(key).map(|d| Older {
+            version: self.previous_version,
+            days: d.clone(),
+            changes: self.changes.clone(),
+            share_rows: self.share_rows,
+        });
         (self.entries.entry(key.clone()).or_default().clone(), older)
     }
 }
@@ -386,13 +406,15 @@ impl super::Store {
     /// `key`'s days at `version`: from an older answer and the days changed since when the
     /// changes are all on record, else all read afresh.
     async fn refresh_days(&self, key: &DaysKey, version: i64, older: Option<Older>) -> anyhow::Result<Days> {
-        let Some((since, older, changes)) = older else { return self.read_days(key, key.days.0).await };
-        let changes = changes.get_or_try_init(|| self.changes_between(since, version)).await?;
+        let Some(Older { version: since, days: older, changes, share_rows }) = older else {
+            return self.read_days(key, key.days.0).await;
+        };
+        let changes = changes.get_or_try_init(|| self.changes_between(since, version, share_rows)).await?;
         let Some(first_day) = changes.first_day else {
             return self.read_days(key, key.days.0).await;
         };
         let from = first_day.max(key.days.0);
-        let fresh = if key.days.1 <= first_day.saturating_add(SHARED_DAYS) {
+        let fresh = if changes.rows_read && key.days.1 <= first_day.saturating_add(SHARED_DAYS) {
             std::sync::Arc::new(changes.days_of(key, from)?)
         } else {
             self.read_days(key, from).await?
@@ -403,11 +425,12 @@ impl super::Store {
         Ok(std::sync::Arc::new(days))
     }
 
-    /// What changed from `since` to `version`: the first day, and every cell's rows of the
-    /// [`SHARED_DAYS`] from it.
-    async fn changes_between(&self, since: i64, version: i64) -> anyhow::Result<Changes> {
-        let Some(first_day) = self.first_change_between(since, version).await? else {
-            return Ok(Changes::default());
+    /// What changed from `since` to `version`: the first day, and (`share_rows`) every cell's
+    /// rows of the [`SHARED_DAYS`] from it.
+    async fn changes_between(&self, since: i64, version: i64, share_rows: bool) -> anyhow::Result<Changes> {
+        let first_day = self.first_change_between(since, version).await?;
+        let Some(first_day) = first_day.filter(|_| share_rows) else {
+            return Ok(Changes { first_day, ..Changes::default() });
         };
         let rows: Vec<(String, i64, i64, i64, String)> = self
             .fetch_all(
@@ -417,7 +440,7 @@ impl super::Store {
                 .bind(first_day.saturating_add(SHARED_DAYS)),
             )
             .await?;
-        let mut changes = Changes { first_day: Some(first_day), rows: HashMap::new() };
+        let mut changes = Changes { first_day: Some(first_day), rows_read: true, rows: HashMap::new() };
         for (backend, day, variant, runs, hist) in rows {
             changes.rows.entry((backend, day)).or_default().push((variant, runs, hist));
         }
