@@ -23,7 +23,7 @@ pub fn random_suffix() -> String {
 /// How much nicer than the rest of the process a background thread runs.
 const BACKGROUND_NICENESS: i32 = 10;
 
-/// Lowers the calling thread's scheduling priority by [`BACKGROUND_NICENESS`] (at most to 19;
+/// Lowers the calling thread's scheduling priority by 10 (nice, at most to 19;
 /// threads it starts inherit it), so that on a busy machine answers to people come before a
 /// cycle's number crunching. Linux only; elsewhere, and when the system refuses, nothing changes.
 pub fn lower_thread_priority() {

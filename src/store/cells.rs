@@ -386,7 +386,7 @@ impl super::Store {
         self.daily_histograms_at(version, backend, variants, days).await
     }
 
-    /// [`Store::daily_histograms`] at `version`, read by the caller (from [`Store::catalog`]).
+    /// [`super::Store::daily_histograms`] at `version`, read by the caller (from [`super::Store::catalog`]).
     pub async fn daily_histograms_at(
         &self,
         version: i64,
