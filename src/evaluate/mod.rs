@@ -161,6 +161,8 @@ struct Draft {
     current: Histogram,
     baseline: Histogram,
     cells: Vec<usize>,
+    /// The same group one release earlier, when it has runs: its position among the drafts.
+    previous: Option<usize>,
 }
 
 /// A group's identity and cells, apart from its [`Windows`]: the results take these over
@@ -169,6 +171,7 @@ struct Meta {
     key: GroupKey,
     level: usize,
     cells: Vec<usize>,
+    previous: Option<usize>,
 }
 
 /// A group's two windows.
@@ -179,8 +182,8 @@ struct Windows {
 
 impl Draft {
     fn split(self) -> (Meta, Windows) {
-        let Draft { key, level, current, baseline, cells } = self;
-        (Meta { key, level, cells }, Windows { current, baseline })
+        let Draft { key, level, current, baseline, cells, previous } = self;
+        (Meta { key, level, cells, previous }, Windows { current, baseline })
     }
 }
 
@@ -303,8 +306,48 @@ fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8)
 }
 
+/// Per level, each variant's coarse group (interned), the values every coarse group keeps, and
+/// each coarse group's previous-release group when one is among them (what
+/// [`thresholds::previous_release_key`] gives its groups).
+struct Coarse {
+    of: Vec<Vec<usize>>,
+    values: Vec<Vec<Vec<String>>>,
+    previous: Vec<Vec<Option<usize>>>,
+}
+
+/// The coarse group one release earlier: the release (and a fixed, non-empty from-release) one
+/// back, the other values the same.
+fn previous_values(dims: &[Dimension], values: &[String]) -> Option<Vec<String>> {
+    let mut out = values.to_vec();
+    for (d, v) in dims.iter().zip(out.iter_mut()) {
+        match d {
+            Dimension::Release => *v = thresholds::previous_release(v)?,
+            Dimension::FromRelease if !v.is_empty() => *v = thresholds::previous_release(v)?,
+            _ => {}
+        }
+    }
+    Some(out)
+}
+
+fn coarse_groups(variants: &[Dimensions]) -> Coarse {
+    let (of, values) = coarse_ids(variants);
+    let previous = LEVELS
+        .iter()
+        .zip(&values)
+        .map(|(dims, level_values)| {
+            let id: FastMap<&[String], usize> =
+                level_values.iter().enumerate().map(|(i, v)| (v.as_slice(), i)).collect();
+            level_values
+                .iter()
+                .map(|v| previous_values(dims, v).and_then(|p| id.get(p.as_slice()).copied()))
+                .collect()
+        })
+        .collect();
+    Coarse { of, values, previous }
+}
+
 /// Per level, each variant's coarse group (interned) and the values every coarse group keeps.
-fn coarse_groups(variants: &[Dimensions]) -> (Vec<Vec<usize>>, Vec<Vec<Vec<String>>>) {
+fn coarse_ids(variants: &[Dimensions]) -> (Vec<Vec<usize>>, Vec<Vec<Vec<String>>>) {
     let mut coarse_of: Vec<Vec<usize>> = Vec::with_capacity(LEVELS.len());
     let mut coarse_values: Vec<Vec<Vec<String>>> = Vec::with_capacity(LEVELS.len());
     for dims in LEVELS {
@@ -334,7 +377,8 @@ fn group(input: &EvalInput<'_>, settings: &EvaluateSettings) -> Vec<Draft> {
         .iter()
         .map(|b| settings.exclude.iter().any(|x| !x.is_empty() && b.contains(x.as_str())))
         .collect();
-    let (coarse_of, coarse_values) = coarse_groups(input.variants);
+    let coarse = coarse_groups(input.variants);
+    let (coarse_of, coarse_values) = (&coarse.of, &coarse.values);
     let threads = threads();
     // Each (backend, level, coarse group) has a slot: the position of its draft, once made.
     let mut offsets = vec![0; LEVELS.len() + 1];
@@ -353,17 +397,20 @@ fn group(input: &EvalInput<'_>, settings: &EvaluateSettings) -> Vec<Draft> {
                 continue;
             }
             for (level, dims) in LEVELS.iter().enumerate() {
-                let coarse = coarse_of[level][cell.variant];
-                let slot = cell.backend * per_backend + offsets[level] + coarse;
+                let coarse_id = coarse_of[level][cell.variant];
+                let slot = cell.backend * per_backend + offsets[level] + coarse_id;
                 if index[slot] == usize::MAX {
                     let fixed =
-                        dims.iter().copied().zip(coarse_values[level][coarse].iter().cloned()).collect();
+                        dims.iter().copied().zip(coarse_values[level][coarse_id].iter().cloned()).collect();
                     drafts.push(Draft {
                         key: GroupKey { backend: input.backends[cell.backend].clone(), fixed },
                         level,
                         current: Histogram::new(),
                         baseline: Histogram::new(),
                         cells: Vec::new(),
+                        // its slot for now: its draft may come later
+                        previous: coarse.previous[level][coarse_id]
+                            .map(|p| cell.backend * per_backend + offsets[level] + p),
                     });
                     index[slot] = drafts.len() - 1;
                 }
@@ -374,11 +421,25 @@ fn group(input: &EvalInput<'_>, settings: &EvaluateSettings) -> Vec<Draft> {
                 d.cells.push(ci);
             }
         }
+        for d in &mut drafts {
+            d.previous = d.previous.map(|slot| index[slot]).filter(|&i| i != usize::MAX);
+        }
         drafts
     };
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads).map(|share| scope.spawn(move || build(share))).collect();
-        handles.into_iter().flat_map(|h| h.join().expect("a grouping thread panicked")).collect()
+        // A group and its previous release's share a backend, so a share: positions move by
+        // the shares before.
+        let mut all: Vec<Draft> = Vec::new();
+        for h in handles {
+            let mut share = h.join().expect("a grouping thread panicked");
+            let before = all.len();
+            for p in share.iter_mut().filter_map(|d| d.previous.as_mut()) {
+                *p += before;
+            }
+            all.append(&mut share);
+        }
+        all
     })
 }
 
@@ -450,15 +511,10 @@ fn check_all<'a>(
     settings: &EvaluateSettings,
     historical: &HistoricalTable,
 ) -> Vec<Vec<Checked<'a>>> {
-    let by_key: FastMap<&GroupKey, usize> = metas.iter().enumerate().map(|(i, d)| (&d.key, i)).collect();
     let one = |i: usize| {
-        let previous =
-            thresholds::previous_release_key(&metas[i].key).and_then(|k| by_key.get(&k)).map(|&p| {
-                (
-                    metas[p].key.get(Dimension::Release).unwrap_or_default(),
-                    previous_runs(&windows[p], settings),
-                )
-            });
+        let previous = metas[i].previous.map(|p| {
+            (metas[p].key.get(Dimension::Release).unwrap_or_default(), previous_runs(&windows[p], settings))
+        });
         check_group(&metas[i], &windows[i], previous, input, settings, historical)
     };
     let threads = threads();

@@ -331,3 +331,53 @@ fn two_unrelated_regressions_of_one_backend_are_reported_apart() {
         azure.key.label()
     );
 }
+
+/// Every group's link to its previous release's group (found by position while grouping) is
+/// the group [`thresholds::previous_release_key`] names, over a generated mix of releases,
+/// from-releases, platforms and networks on several backends, some cells empty.
+#[test]
+fn each_group_is_linked_to_the_group_its_previous_release_key_names() {
+    let mut rng = Rng::new(11);
+    let mut w = World::new(&["image-registry-new-connections", "kube-api-reused-connections", "oauth-api"]);
+    for release in ["4.12", "4.13", "4.14", "4.15", "5.0"] {
+        for platform in ["aws", "metal", "gcp"] {
+            for network in ["ovn", "sdn"] {
+                for upgrade in ["micro", "minor"] {
+                    let mut d = dims(platform, network, upgrade);
+                    d.release = release.into();
+                    d.from_release = match upgrade {
+                        "minor" => crate::evaluate::thresholds::previous_release(release).unwrap_or_default(),
+                        _ => release.into(),
+                    };
+                    if rng.chance(0.2) {
+                        d.from_release = String::new();
+                    }
+                    let v = w.variant(d);
+                    for b in 0..3 {
+                        if rng.chance(0.7) {
+                            let (cur, base) = (healthy(&mut rng, 5), healthy(&mut rng, 5));
+                            w.cell(b, v, cur, base);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let input = EvalInput {
+        backends: &w.backends,
+        variants: &w.variants,
+        cells: &w.cells,
+        prior: &HashMap::new(),
+        now: 1_700_000_000,
+        young: &std::collections::HashSet::new(),
+    };
+    let drafts = group(&input, &EvaluateSettings::default());
+    let by_key: HashMap<&GroupKey, usize> = drafts.iter().enumerate().map(|(i, d)| (&d.key, i)).collect();
+    let mut linked = 0;
+    for d in &drafts {
+        let named = thresholds::previous_release_key(&d.key).and_then(|k| by_key.get(&k).copied());
+        assert_eq!(d.previous, named, "{}", d.key.label());
+        linked += usize::from(named.is_some());
+    }
+    assert!(linked > drafts.len() / 3 && linked < drafts.len(), "{linked} of {} linked", drafts.len());
+}
