@@ -329,6 +329,7 @@ fn previous_values(dims: &[Dimension], values: &[String]) -> Option<Vec<String>>
     Some(out)
 }
 
+/// The coarse groups of `variants` at every level, linked to their previous release's.
 fn coarse_groups(variants: &[Dimensions]) -> Coarse {
     let (of, values) = coarse_ids(variants);
     let previous = LEVELS

@@ -198,47 +198,50 @@ const SHARED_DAYS: i64 = 3;
 const SHARED_FROM_ANSWERS: usize = 8;
 
 /// What changed between two versions: the first day changed (None: not all on record), and,
-/// when read, the rows of every cell for the [`SHARED_DAYS`] from it, by backend name and day:
-/// each variant's runs and non-zero histogram as stored.
+/// when read, the rows of every cell for the [`SHARED_DAYS`] from it.
 #[derive(Debug, Default)]
 pub(crate) struct Changes {
     first_day: Option<i64>,
-    rows_read: bool,
-    rows: HashMap<(String, i64), Vec<StoredCell>>,
+    rows: Option<SharedRows>,
 }
 
 /// One variant's row of a backend's day: its id, runs and non-zero histogram as stored.
 type StoredCell = (i64, i64, String);
 
-impl Changes {
-    /// `key`'s days from `from` on, from the shared rows, as [`super::Store::read_days`] reads
-    /// them: a day with no row of the key's variants is absent.
-    fn days_of(&self, key: &DaysKey, from: i64) -> Result<std::collections::BTreeMap<i64, Histogram>> {
-        let mut out = std::collections::BTreeMap::new();
-        for day in from.max(key.days.0)..key.days.1 {
-            let Some(rows) = self.rows.get(&(key.backend.clone(), day)) else { continue };
-            let mut runs = 0;
-            let mut joined = String::new();
-            let mut any = false;
-            for (variant, n, hist) in rows {
-                if key.variants.binary_search(variant).is_err() {
-                    continue;
-                }
-                any = true;
-                runs += n;
-                if !hist.is_empty() {
-                    if !joined.is_empty() {
-                        joined.push(' ');
-                    }
-                    joined.push_str(hist);
-                }
+/// Every cell's rows of some days, by backend name, then day.
+type SharedRows = HashMap<String, std::collections::BTreeMap<i64, Vec<StoredCell>>>;
+
+/// `key`'s days from `from` on, from the shared rows, as [`super::Store::read_days`] reads them:
+/// a day with no row of the key's variants is absent.
+fn shared_days_of(
+    rows: &SharedRows,
+    key: &DaysKey,
+    from: i64,
+) -> Result<std::collections::BTreeMap<i64, Histogram>> {
+    let mut out = std::collections::BTreeMap::new();
+    let Some(days) = rows.get(key.backend.as_str()) else { return Ok(out) };
+    for (&day, rows) in days.range(from.max(key.days.0)..key.days.1) {
+        let mut runs = 0;
+        let mut joined = String::new();
+        let mut any = false;
+        for (variant, n, hist) in rows {
+            if key.variants.binary_search(variant).is_err() {
+                continue;
             }
-            if any {
-                out.insert(day, Histogram::decode_concatenated(&joined)?.with_zeros(runs as u64));
+            any = true;
+            runs += n;
+            if !hist.is_empty() {
+                if !joined.is_empty() {
+                    joined.push(' ');
+                }
+                joined.push_str(hist);
             }
         }
-        Ok(out)
+        if any {
+            out.insert(day, Histogram::decode_concatenated(&joined)?.with_zeros(runs as u64));
+        }
     }
+    Ok(out)
 }
 
 impl DayCache {
@@ -410,29 +413,29 @@ impl super::Store {
         let Some(Older { version: since, days: older, changes, share_rows }) = older else {
             return self.read_days(key, key.days.0).await;
         };
-        // SQLite reads a backend's days in-process at little cost; PostgreSQL's per-answer
-        // statement probes the key once per variant, and one statement for all is cheaper.
-        let share_rows = share_rows && self.engine() == crate::config::Engine::Postgres;
         let changes = changes.get_or_try_init(|| self.changes_between(since, version, share_rows)).await?;
         let Some(first_day) = changes.first_day else {
             return self.read_days(key, key.days.0).await;
         };
         let from = first_day.max(key.days.0);
-        let fresh = if changes.rows_read && key.days.1 <= first_day.saturating_add(SHARED_DAYS) {
-            std::sync::Arc::new(changes.days_of(key, from)?)
-        } else {
-            self.read_days(key, from).await?
-        };
         let mut days: std::collections::BTreeMap<i64, Histogram> =
             older.range(..from).map(|(d, h)| (*d, h.clone())).collect();
-        days.extend(fresh.iter().map(|(d, h)| (*d, h.clone())));
+        match &changes.rows {
+            Some(rows) if key.days.1 <= first_day.saturating_add(SHARED_DAYS) => {
+                days.extend(shared_days_of(rows, key, from)?);
+            }
+            _ => days.extend(self.read_days(key, from).await?.iter().map(|(d, h)| (*d, h.clone()))),
+        }
         Ok(std::sync::Arc::new(days))
     }
 
-    /// What changed from `since` to `version`: the first day, and (`share_rows`) every cell's
-    /// rows of the [`SHARED_DAYS`] from it.
+    /// What changed from `since` to `version`: the first day, and (`share_rows`, on PostgreSQL)
+    /// every cell's rows of the [`SHARED_DAYS`] from it. SQLite reads a backend's days
+    /// in-process at little cost; PostgreSQL's per-answer statement probes the key once per
+    /// variant, and one statement for all is cheaper.
     async fn changes_between(&self, since: i64, version: i64, share_rows: bool) -> anyhow::Result<Changes> {
         let first_day = self.first_change_between(since, version).await?;
+        let share_rows = share_rows && self.engine() == crate::config::Engine::Postgres;
         let Some(first_day) = first_day.filter(|_| share_rows) else {
             return Ok(Changes { first_day, ..Changes::default() });
         };
@@ -444,11 +447,11 @@ impl super::Store {
                 .bind(first_day.saturating_add(SHARED_DAYS)),
             )
             .await?;
-        let mut changes = Changes { first_day: Some(first_day), rows_read: true, rows: HashMap::new() };
+        let mut by_backend: SharedRows = HashMap::new();
         for (backend, day, variant, runs, hist) in rows {
-            changes.rows.entry((backend, day)).or_default().push((variant, runs, hist));
+            by_backend.entry(backend).or_default().entry(day).or_default().push((variant, runs, hist));
         }
-        Ok(changes)
+        Ok(Changes { first_day: Some(first_day), rows: Some(by_backend) })
     }
 
     /// Reads `key`'s days from `from` on.
