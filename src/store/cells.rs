@@ -31,8 +31,8 @@ pub(crate) async fn change_samples(
 }
 
 /// Removes a stored run's samples from the histograms (before the run is replaced); a
-/// CI-troubled run was never in them.
-pub(crate) async fn forget_run(c: &mut Conn<'_>, run_id: i64) -> Result<()> {
+/// CI-troubled run was never in them. The variant-day changed, if any.
+pub(crate) async fn forget_run(c: &mut Conn<'_>, run_id: i64) -> Result<Option<(i64, i64)>> {
     let rows: Vec<(i64, i64, i64, i64)> = c
         .fetch_all(
             sql("SELECT s.backend_id, s.seconds, r.variant_id, r.started_at FROM samples s \
@@ -41,11 +41,11 @@ pub(crate) async fn forget_run(c: &mut Conn<'_>, run_id: i64) -> Result<()> {
             .bind(run_id),
         )
         .await?;
-    if let Some(&(_, _, variant_id, started_at)) = rows.first() {
-        let cells: Vec<(i64, i64)> = rows.iter().map(|r| (r.0, r.1)).collect();
-        change_samples(c, started_at.div_euclid(86_400), variant_id, &cells, false).await?;
-    }
-    Ok(())
+    let Some(&(_, _, variant_id, started_at)) = rows.first() else { return Ok(None) };
+    let cells: Vec<(i64, i64)> = rows.iter().map(|r| (r.0, r.1)).collect();
+    let day = started_at.div_euclid(86_400);
+    change_samples(c, day, variant_id, &cells, false).await?;
+    Ok(Some((variant_id, day)))
 }
 
 /// Read-modify-write of the histograms of one variant-day, locked on PostgreSQL.
@@ -174,9 +174,11 @@ pub(crate) struct DayCache {
     /// What changed from the previous version to this one: read once for every answer brought
     /// up to date (all of them at once, after a write).
     changes: std::sync::Arc<tokio::sync::OnceCell<Changes>>,
-    /// Whether the answers to bring up to date are many enough to read every cell's changed
+    /// Whether the answers to bring up to date are many enough to read every cell's recent
     /// days at once ([`SHARED_FROM_ANSWERS`]).
     share_rows: bool,
+    /// The newest every-cell rows of recent days, brought up to date from change to change.
+    rows: Option<std::sync::Arc<RecentRows>>,
 }
 
 /// The answer for a key at an older version, and what changed since.
@@ -185,46 +187,110 @@ struct Older {
     days: Days,
     changes: std::sync::Arc<tokio::sync::OnceCell<Changes>>,
     share_rows: bool,
+    rows: Option<std::sync::Arc<RecentRows>>,
 }
 
-/// Days from the first changed one that are read for every cell at once; an answer that needs
-/// later days (or a change further back) reads its own.
+/// Recent days whose rows are read for every cell at once: the newest changed day and the ones
+/// before it. An answer that needs other days reads its own.
 const SHARED_DAYS: i64 = 3;
 
-/// From how many answers kept at the version before the changed days are read for every cell
-/// at once (one statement over the days) rather than for each answer (one per backend): a
-/// cycle's few series read their own, the many answers of a busy channel share one read (on
-/// PostgreSQL; measured with `bench query`, SQLite's own reads cost less than one for all).
+/// From how many answers kept at the version before every cell's recent days are read at once
+/// (one statement over the days) rather than for each answer (one per backend): a cycle's few
+/// series read their own, the many answers of a busy channel share one read (on PostgreSQL;
+/// measured with `bench query`, SQLite's own reads cost less than one for all). Once read, the
+/// rows are kept and each later change re-reads only the variant-days it lists.
 const SHARED_FROM_ANSWERS: usize = 8;
 
-/// What changed between two versions: the first day changed (None: not all on record), and,
-/// when read, the rows of every cell for the [`SHARED_DAYS`] from it.
+/// Changes further apart than this are not read one by one: a reader that far behind re-reads
+/// every day from the first one changed.
+const LISTED_VERSIONS: i64 = 256;
+
+/// What changed between two versions: the first day changed (None: not all on record), the
+/// variant-days changed when every change listed them, and every cell's rows of recent days at
+/// the newer version when they are kept.
 #[derive(Debug, Default)]
 pub(crate) struct Changes {
     first_day: Option<i64>,
-    rows: Option<SharedRows>,
+    cells: Option<Vec<(i64, i64)>>,
+    rows: Option<std::sync::Arc<RecentRows>>,
 }
 
 /// One variant's row of a backend's day: its id, runs and non-zero histogram as stored.
-type StoredCell = (i64, i64, String);
+type StoredCell = (i64, i64, std::sync::Arc<str>);
 
-/// Every cell's rows of some days, by backend name, then day.
-type SharedRows = HashMap<String, std::collections::BTreeMap<i64, Vec<StoredCell>>>;
+/// Every cell's rows of some days, by backend name, then day; each day's rows by variant id.
+type SharedRows = HashMap<String, std::collections::BTreeMap<i64, std::sync::Arc<Vec<StoredCell>>>>;
 
-/// `key`'s days from `from` on, from the shared rows, as [`super::Store::read_days`] reads them:
-/// a day with no row of the key's variants is absent.
-fn shared_days_of(
-    rows: &SharedRows,
-    key: &DaysKey,
-    from: i64,
-) -> Result<std::collections::BTreeMap<i64, Histogram>> {
-    let mut out = std::collections::BTreeMap::new();
-    let Some(days) = rows.get(key.backend.as_str()) else { return Ok(out) };
-    for (&day, rows) in days.range(from.max(key.days.0)..key.days.1) {
+/// Every cell's rows of the days in `days`, as of `version` (or newer, cell by cell).
+#[derive(Debug)]
+pub(crate) struct RecentRows {
+    version: i64,
+    days: (i64, i64),
+    by_backend: SharedRows,
+}
+
+impl RecentRows {
+    fn from_rows(version: i64, days: (i64, i64), rows: Vec<(String, i64, i64, i64, String)>) -> RecentRows {
+        let mut by_day: HashMap<String, std::collections::BTreeMap<i64, Vec<StoredCell>>> = HashMap::new();
+        for (backend, day, variant, runs, hist) in rows {
+            by_day.entry(backend).or_default().entry(day).or_default().push((variant, runs, hist.into()));
+        }
+        let by_backend = by_day
+            .into_iter()
+            .map(|(b, days)| {
+                let days = days
+                    .into_iter()
+                    .map(|(d, mut rows)| {
+                        rows.sort_unstable_by_key(|r| r.0);
+                        (d, std::sync::Arc::new(rows))
+                    })
+                    .collect();
+                (b, days)
+            })
+            .collect();
+        RecentRows { version, days, by_backend }
+    }
+
+    /// These rows at `version`, with the variant-days `cells` replaced by `fresh` (every row
+    /// now stored for them, read after `version`).
+    fn patched(
+        &self,
+        version: i64,
+        cells: &[(i64, i64)],
+        fresh: Vec<(String, i64, i64, i64, String)>,
+    ) -> RecentRows {
+        let mut by_backend = self.by_backend.clone();
+        for days in by_backend.values_mut() {
+            for (day, rows) in days.iter_mut() {
+                let gone = |v: i64| cells.binary_search(&(v, *day)).is_ok();
+                if rows.iter().any(|r| gone(r.0)) {
+                    std::sync::Arc::make_mut(rows).retain(|r| !gone(r.0));
+                }
+            }
+        }
+        for (backend, day, variant, runs, hist) in fresh {
+            let rows =
+                std::sync::Arc::make_mut(by_backend.entry(backend).or_default().entry(day).or_default());
+            let at = rows.partition_point(|r| r.0 < variant);
+            rows.insert(at, (variant, runs, hist.into()));
+        }
+        RecentRows { version, days: self.days, by_backend }
+    }
+
+    fn holds(&self, day: i64) -> bool {
+        (self.days.0..self.days.1).contains(&day)
+    }
+
+    /// `key`'s histogram of `day` (held here), as [`super::Store::read_days`] reads it: None when
+    /// no row of the key's variants is stored for it.
+    fn day_of(&self, key: &DaysKey, day: i64) -> Result<Option<Histogram>> {
+        let Some(rows) = self.by_backend.get(key.backend.as_str()).and_then(|d| d.get(&day)) else {
+            return Ok(None);
+        };
         let mut runs = 0;
         let mut joined = String::new();
         let mut any = false;
-        for (variant, n, hist) in rows {
+        for (variant, n, hist) in rows.iter() {
             if key.variants.binary_search(variant).is_err() {
                 continue;
             }
@@ -237,11 +303,36 @@ fn shared_days_of(
                 joined.push_str(hist);
             }
         }
-        if any {
-            out.insert(day, Histogram::decode_concatenated(&joined)?.with_zeros(runs as u64));
+        if !any {
+            return Ok(None);
+        }
+        Ok(Some(Histogram::decode_concatenated(&joined)?.with_zeros(runs as u64)))
+    }
+}
+
+/// One recorded change: its version, first day and the variant-days it listed.
+type LoggedChange = (i64, i64, Option<Vec<(i64, i64)>>);
+
+/// The first day and the variant-days (sorted, when all listed) of the changes in `log` after
+/// `since`, when all of them up to `version` are there.
+fn summary(log: &[LoggedChange], since: i64, version: i64) -> (Option<i64>, Option<Vec<(i64, i64)>>) {
+    let after: Vec<&LoggedChange> = log.iter().filter(|c| c.0 > since && c.0 <= version).collect();
+    if after.len() as i64 != version - since {
+        return (None, None);
+    }
+    let first_day = after.iter().map(|c| c.1).min();
+    let mut cells = Some(Vec::new());
+    for c in &after {
+        match (&mut cells, &c.2) {
+            (Some(all), Some(listed)) => all.extend_from_slice(listed),
+            _ => cells = None,
         }
     }
-    Ok(out)
+    if let Some(all) = &mut cells {
+        all.sort_unstable();
+        all.dedup();
+    }
+    (first_day, cells)
 }
 
 impl DayCache {
@@ -274,8 +365,16 @@ impl DayCache {
             days: d.clone(),
             changes: self.changes.clone(),
             share_rows: self.share_rows,
+            rows: self.rows.clone(),
         });
         (self.entries.entry(key.clone()).or_default().clone(), older)
+    }
+
+    /// Keeps `rows` when they are newer than the ones kept.
+    fn keep_rows(&mut self, rows: &std::sync::Arc<RecentRows>) {
+        if self.rows.as_ref().is_none_or(|r| r.version < rows.version) {
+            self.rows = Some(rows.clone());
+        }
     }
 }
 
@@ -407,65 +506,249 @@ impl super::Store {
         slot.get_or_try_init(|| self.refresh_days(&key, version, older)).await.cloned()
     }
 
-    /// `key`'s days at `version`: from an older answer and the days changed since when the
-    /// changes are all on record, else all read afresh.
+    /// `key`'s days at `version`: the older answer when no change since touched its variants,
+    /// else the older answer with the touched days read again (from the kept recent rows when
+    /// they hold them); all read afresh when the changes are not on record.
     async fn refresh_days(&self, key: &DaysKey, version: i64, older: Option<Older>) -> anyhow::Result<Days> {
-        let Some(Older { version: since, days: older, changes, share_rows }) = older else {
-            return self.read_days(key, key.days.0).await;
+        let Some(Older { version: since, days: older, changes, share_rows, rows }) = older else {
+            return self.read_days(key, key.days.0, key.days.1).await;
         };
-        let changes = changes.get_or_try_init(|| self.changes_between(since, version, share_rows)).await?;
-        let Some(first_day) = changes.first_day else {
-            return self.read_days(key, key.days.0).await;
+        let changes =
+            changes.get_or_try_init(|| self.changes_between(since, version, share_rows, rows)).await?;
+        if let Some(rows) = &changes.rows {
+            self.day_cache.lock().expect("cache lock").keep_rows(rows);
+        }
+        let touched: std::collections::BTreeSet<i64> = match (&changes.cells, changes.first_day) {
+            (Some(cells), _) => cells
+                .iter()
+                .filter(|(v, d)| {
+                    key.variants.binary_search(v).is_ok() && (key.days.0..key.days.1).contains(d)
+                })
+                .map(|&(_, d)| d)
+                .collect(),
+            // Not listed: every day from the first changed on.
+            (None, Some(first_day)) => (first_day.max(key.days.0)..key.days.1).collect(),
+            (None, None) => return self.read_days(key, key.days.0, key.days.1).await,
         };
-        let from = first_day.max(key.days.0);
+        let (Some(&low), Some(&high)) = (touched.first(), touched.last()) else { return Ok(older) };
         let mut days: std::collections::BTreeMap<i64, Histogram> =
-            older.range(..from).map(|(d, h)| (*d, h.clone())).collect();
+            older.iter().filter(|(d, _)| !(low..=high).contains(*d)).map(|(d, h)| (*d, h.clone())).collect();
         match &changes.rows {
-            Some(rows) if key.days.1 <= first_day.saturating_add(SHARED_DAYS) => {
-                days.extend(shared_days_of(rows, key, from)?);
+            Some(rows) if rows.holds(low) && rows.holds(high) => {
+                for day in low..=high {
+                    if let Some(h) = rows.day_of(key, day)? {
+                        days.insert(day, h);
+                    }
+                }
             }
-            _ => days.extend(self.read_days(key, from).await?.iter().map(|(d, h)| (*d, h.clone()))),
+            _ => days.extend(self.read_days(key, low, high + 1).await?.iter().map(|(d, h)| (*d, h.clone()))),
         }
         Ok(std::sync::Arc::new(days))
     }
 
-    /// What changed from `since` to `version`: the first day, and (`share_rows`, on PostgreSQL)
-    /// every cell's rows of the [`SHARED_DAYS`] from it. SQLite reads a backend's days
+    /// What changed from `since` to `version`, and every cell's recent rows at `version` when
+    /// kept: `rows` (kept before) brought up to date by re-reading the variant-days listed since,
+    /// or (`share_rows`, on PostgreSQL) every cell's rows of the [`SHARED_DAYS`] to the newest
+    /// changed day read afresh when those do not hold it. SQLite reads a backend's days
     /// in-process at little cost; PostgreSQL's per-answer statement probes the key once per
     /// variant, and one statement for all is cheaper.
-    async fn changes_between(&self, since: i64, version: i64, share_rows: bool) -> anyhow::Result<Changes> {
-        let first_day = self.first_change_between(since, version).await?;
-        let share_rows = share_rows && self.engine() == crate::config::Engine::Postgres;
-        let Some(first_day) = first_day.filter(|_| share_rows) else {
-            return Ok(Changes { first_day, ..Changes::default() });
+    async fn changes_between(
+        &self,
+        since: i64,
+        version: i64,
+        share_rows: bool,
+        rows: Option<std::sync::Arc<RecentRows>>,
+    ) -> anyhow::Result<Changes> {
+        let rows = rows.filter(|r| r.version <= version && version - r.version <= LISTED_VERSIONS);
+        let from = rows.as_ref().map_or(since, |r| r.version.min(since));
+        let log = if version - from <= LISTED_VERSIONS {
+            self.change_log(from, version).await?
+        } else {
+            Vec::new()
         };
-        let rows: Vec<(String, i64, i64, i64, String)> = self
-            .fetch_all(
-                sql("SELECT b.name, c.day, c.variant_id, c.runs, c.hist FROM cell_days c \
-                     JOIN backends b ON b.id = c.backend_id WHERE c.day >= $1 AND c.day < $2")
-                .bind(first_day)
-                .bind(first_day.saturating_add(SHARED_DAYS)),
-            )
-            .await?;
-        let mut by_backend: SharedRows = HashMap::new();
-        for (backend, day, variant, runs, hist) in rows {
-            by_backend.entry(backend).or_default().entry(day).or_default().push((variant, runs, hist));
+        let (first_day, cells) = match summary(&log, since, version) {
+            (None, _) => (self.first_change_between(since, version).await?, None),
+            listed => listed,
+        };
+        let mut kept = match rows {
+            Some(r) if r.version == version => Some(r),
+            Some(r) => match summary(&log, r.version, version).1 {
+                Some(listed) => {
+                    let listed: Vec<(i64, i64)> = listed.into_iter().filter(|c| r.holds(c.1)).collect();
+                    let fresh = self.read_cells(&listed).await?;
+                    Some(std::sync::Arc::new(r.patched(version, &listed, fresh)))
+                }
+                None => None,
+            },
+            None => None,
+        };
+        // The span to hold: to the newest day changed, or from the first when not listed. Kept
+        // rows move only to a newer day: a late run's older day is read by the answers it
+        // touches (moving back and forth would read every cell at each turn).
+        let span = match (&cells, first_day) {
+            (Some(listed), _) => listed.iter().map(|c| c.1).max().map(|d| (d + 1 - SHARED_DAYS, d + 1)),
+            (None, first) => first.map(|d| (d, d.saturating_add(SHARED_DAYS))),
+        };
+        let share_rows = share_rows && self.engine() == crate::config::Engine::Postgres;
+        if let Some(span) = span.filter(|s| share_rows && kept.as_ref().is_none_or(|r| s.1 > r.days.1)) {
+            let rows: Vec<(String, i64, i64, i64, String)> = self
+                .fetch_all(
+                    sql("SELECT b.name, c.day, c.variant_id, c.runs, c.hist FROM cell_days c \
+                         JOIN backends b ON b.id = c.backend_id WHERE c.day >= $1 AND c.day < $2")
+                    .bind(span.0)
+                    .bind(span.1),
+                )
+                .await?;
+            kept = Some(std::sync::Arc::new(RecentRows::from_rows(version, span, rows)));
         }
-        Ok(Changes { first_day: Some(first_day), rows: Some(by_backend) })
+        Ok(Changes { first_day, cells, rows: kept })
     }
 
-    /// Reads `key`'s days from `from` on.
-    async fn read_days(&self, key: &DaysKey, from: i64) -> anyhow::Result<Days> {
+    /// The changes recorded after `since` up to `version`, oldest first.
+    async fn change_log(&self, since: i64, version: i64) -> anyhow::Result<Vec<LoggedChange>> {
+        let rows: Vec<(i64, i64, Option<String>)> = self
+            .fetch_all(
+                sql(
+                    "SELECT version, first_day, cells FROM data_changes WHERE version > $1 AND version <= $2 \
+                     ORDER BY version",
+                )
+                .bind(since)
+                .bind(version),
+            )
+            .await?;
+        rows.into_iter()
+            .map(|(v, first_day, cells)| {
+                let cells = cells.map(|c| serde_json::from_str(&c)).transpose()?;
+                Ok((v, first_day, cells))
+            })
+            .collect()
+    }
+
+    /// Every backend's row of the variant-days `cells`, as stored now.
+    async fn read_cells(&self, cells: &[(i64, i64)]) -> anyhow::Result<Vec<(String, i64, i64, i64, String)>> {
+        if cells.is_empty() {
+            return Ok(Vec::new());
+        }
+        // One key probe per backend and pair (the planner, left to itself, scans a whole day).
+        let q = if self.engine() == crate::config::Engine::Postgres {
+            let variants: Vec<i64> = cells.iter().map(|c| c.0).collect();
+            let days: Vec<i64> = cells.iter().map(|c| c.1).collect();
+            sql("SELECT b.name, p.day, p.variant_id, c.runs, c.hist \
+                 FROM unnest(CAST($1 AS BIGINT[]), CAST($2 AS BIGINT[])) AS p (variant_id, day) \
+                 CROSS JOIN backends b CROSS JOIN LATERAL (SELECT runs, hist FROM cell_days c \
+                 WHERE c.backend_id = b.id AND c.variant_id = p.variant_id AND c.day = p.day OFFSET 0) c")
+            .bind(pg_array(&variants))
+            .bind(pg_array(&days))
+        } else {
+            sql("SELECT b.name, c.day, c.variant_id, c.runs, c.hist FROM json_each($1) p \
+                 CROSS JOIN backends b CROSS JOIN cell_days c WHERE c.backend_id = b.id \
+                 AND c.variant_id = json_extract(p.value, '$[0]') AND c.day = json_extract(p.value, '$[1]')")
+            .bind(serde_json::to_string(cells)?)
+        };
+        let rows: Vec<(String, i64, i64, i64, String)> = self.fetch_all(q).await?;
+        Ok(rows)
+    }
+
+    /// Reads `key`'s days in `from..until` (within its own).
+    async fn read_days(&self, key: &DaysKey, from: i64, until: i64) -> anyhow::Result<Days> {
         let ids = serde_json::to_string(&key.variants)?;
         let text = if self.engine() == crate::config::Engine::Postgres { DAYS_POSTGRES } else { DAYS_SQLITE };
-        let rows: Vec<DayRow> = self
-            .fetch_all(sql(text).bind(&key.backend).bind(from.max(key.days.0)).bind(key.days.1).bind(ids))
-            .await?;
+        let (from, until) = (from.max(key.days.0), until.min(key.days.1));
+        let rows: Vec<DayRow> =
+            self.fetch_all(sql(text).bind(&key.backend).bind(from).bind(until).bind(ids)).await?;
         let mut out = std::collections::BTreeMap::new();
         for (day, runs, hist) in rows {
             let h = Histogram::decode_concatenated(hist.as_deref().unwrap_or_default())?;
             out.insert(day, h.with_zeros(runs as u64));
         }
         Ok(std::sync::Arc::new(out))
+    }
+}
+
+/// `values` as a PostgreSQL array literal, for `CAST($n AS BIGINT[])`.
+fn pg_array(values: &[i64]) -> String {
+    let items: Vec<String> = values.iter().map(i64::to_string).collect();
+    format!("{{{}}}", items.join(","))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(backend: &str, day: i64, variant: i64, runs: i64, hist: &str) -> (String, i64, i64, i64, String) {
+        (backend.to_string(), day, variant, runs, hist.to_string())
+    }
+
+    fn key(backend: &str, variants: &[i64]) -> DaysKey {
+        DaysKey { backend: backend.to_string(), variants: variants.to_vec(), days: (0, 100) }
+    }
+
+    #[test]
+    fn a_summary_lists_cells_only_when_every_change_did_and_all_are_on_record() {
+        let log: Vec<LoggedChange> = vec![
+            (4, 10, Some(vec![(1, 10)])),
+            (5, 12, Some(vec![(2, 12), (1, 13), (1, 10)])),
+            (6, 9, None),
+            (7, 11, Some(vec![(3, 11)])),
+        ];
+        assert_eq!(summary(&log, 3, 5), (Some(10), Some(vec![(1, 10), (1, 13), (2, 12)])), "sorted, once each");
+        assert_eq!(summary(&log, 4, 5), (Some(12), Some(vec![(1, 10), (1, 13), (2, 12)])));
+        assert_eq!(summary(&log, 5, 7), (Some(9), None), "a change that listed none");
+        assert_eq!(summary(&log, 6, 7), (Some(11), Some(vec![(3, 11)])));
+        assert_eq!(summary(&log, 2, 5), (None, None), "version 3 is not on record");
+        assert_eq!(summary(&log, 3, 8), (None, None), "version 8 is not on record");
+    }
+
+    #[test]
+    fn patched_rows_replace_the_listed_variant_days_in_every_backend_and_keep_the_rest() {
+        let kept = RecentRows::from_rows(
+            1,
+            (10, 13),
+            vec![
+                row("api", 11, 2, 3, "5:1"),
+                row("api", 11, 1, 2, ""),
+                row("api", 12, 1, 1, "7:1"),
+                row("console", 11, 1, 4, "2:2"),
+                row("console", 11, 3, 1, ""),
+            ],
+        );
+        assert!(kept.holds(10) && kept.holds(12) && !kept.holds(13) && !kept.holds(9));
+        let api = key("api", &[1, 2]);
+        assert_eq!(kept.day_of(&api, 11).unwrap(), Some(Histogram::decode("5:1").unwrap().with_zeros(5)));
+        assert_eq!(kept.day_of(&key("api", &[3]), 11).unwrap(), None, "no row of the key's variants");
+
+        // Variant 1 of day 11 changed: the api row is rewritten, the console row went away (a
+        // row not read back is gone), a new backend has one; day 12 is untouched.
+        let patched =
+            kept.patched(2, &[(1, 11)], vec![row("api", 11, 1, 3, "9:1"), row("etcd", 11, 1, 1, "")]);
+        assert_eq!(patched.version, 2);
+        let api_11 = &patched.by_backend["api"][&11];
+        assert_eq!(
+            api_11.iter().map(|r| (r.0, r.1, r.2.to_string())).collect::<Vec<_>>(),
+            vec![(1, 3, "9:1".to_string()), (2, 3, "5:1".to_string())],
+            "sorted by variant"
+        );
+        assert_eq!(
+            patched.day_of(&api, 11).unwrap(),
+            Some(Histogram::decode("5:1 9:1").unwrap().with_zeros(6))
+        );
+        assert_eq!(patched.day_of(&api, 12).unwrap(), kept.day_of(&api, 12).unwrap());
+        assert_eq!(patched.day_of(&key("console", &[1]), 11).unwrap(), None);
+        assert_eq!(
+            patched.day_of(&key("console", &[1, 3]), 11).unwrap(),
+            Some(Histogram::new().with_zeros(1))
+        );
+        assert_eq!(patched.day_of(&key("etcd", &[1]), 11).unwrap(), Some(Histogram::new().with_zeros(1)));
+        // The rows kept before are left as they were (answers at the older version use them).
+        assert_eq!(
+            kept.day_of(&key("console", &[1]), 11).unwrap(),
+            Some(Histogram::decode("2:2").unwrap().with_zeros(4))
+        );
+    }
+
+    #[test]
+    fn a_postgres_array_literal_lists_the_values() {
+        assert_eq!(pg_array(&[3, -1, 20]), "{3,-1,20}");
+        assert_eq!(pg_array(&[]), "{}");
     }
 }

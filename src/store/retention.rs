@@ -203,7 +203,7 @@ impl Store {
             tx.conn()
                 .execute(sql("DELETE FROM job_runs WHERE id IN (").list(runs.iter().copied()).push(")"))
                 .await?;
-            super::runs::note_change(&mut tx.conn(), i64::MIN).await?;
+            super::runs::note_change(&mut tx.conn(), i64::MIN, None).await?;
             tx.commit().await
         }
         .await;
@@ -221,7 +221,7 @@ impl Store {
                 .bind(batch as i64);
                 let n = tx.conn().execute(q).await?;
                 if n > 0 {
-                    super::runs::note_change(&mut tx.conn(), i64::MIN).await?;
+                    super::runs::note_change(&mut tx.conn(), i64::MIN, None).await?;
                 }
                 tx.commit().await?;
                 Ok(n)

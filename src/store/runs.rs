@@ -47,14 +47,32 @@ const SELECT_INTERVAL_FILES: &str =
 /// Changes kept in `data_changes`; a reader further behind than this re-reads everything.
 const KEPT_CHANGES: i64 = 100_000;
 
-/// Bumps `data_version` and records the first day whose cells changed. Run last in a
-/// transaction that changed runs, so that the counter row is locked only until the commit (and
-/// versions commit in order).
-pub(super) async fn note_change(c: &mut Conn<'_>, first_day: i64) -> Result<()> {
+/// The variant-days whose `cell_days` rows a write changed (each for every backend).
+pub(super) type ChangedCells = std::collections::BTreeSet<(i64, i64)>;
+
+/// A change listing more variant-days than this records none (readers re-read from its first
+/// day, as they would for most of them anyway): bulk loads touch thousands.
+const LISTED_CELLS: usize = 4_096;
+
+/// Bumps `data_version` and records the first day whose cells changed and, when known, which
+/// variant-days (`cells`). Run last in a transaction that changed runs, so that the counter row
+/// is locked only until the commit (and versions commit in order).
+pub(super) async fn note_change(
+    c: &mut Conn<'_>,
+    first_day: i64,
+    cells: Option<&ChangedCells>,
+) -> Result<()> {
     let version: i64 =
         c.scalar(sql("UPDATE data_version SET version = version + 1 WHERE id = 1 RETURNING version")).await?;
+    let listed = match cells {
+        Some(cells) if cells.len() <= LISTED_CELLS => Some(serde_json::to_string(cells)?),
+        _ => None,
+    };
     c.execute(
-        sql("INSERT INTO data_changes (version, first_day) VALUES ($1, $2)").bind(version).bind(first_day),
+        sql("INSERT INTO data_changes (version, first_day, cells) VALUES ($1, $2, $3)")
+            .bind(version)
+            .bind(first_day)
+            .bind(listed),
     )
     .await?;
     if version % 1_000 == 0 {
@@ -76,12 +94,14 @@ fn first_changed_day(record: &RunRecord, outcome: WriteOutcome) -> Option<i64> {
 /// Rows per multi-row INSERT: far below both engines' bound-parameter limits.
 const BATCH: usize = 500;
 
-/// Writes one prepared run inside an open transaction; `None` when it was already stored.
+/// Writes one prepared run inside an open transaction; `None` when it was already stored. The
+/// variant-days whose cells it changed go into `changed`.
 async fn write_prepared(
     c: &mut Conn<'_>,
     prepared: &PreparedRun<'_>,
     force: bool,
     now: i64,
+    changed: &mut ChangedCells,
 ) -> Result<Option<WriteOutcome>> {
     let run = &prepared.record.run;
     let existing: Option<(i64,)> =
@@ -89,7 +109,7 @@ async fn write_prepared(
     let outcome = match existing {
         Some(_) if !force => return Ok(None),
         Some((old_id,)) => {
-            super::cells::forget_run(c, old_id).await?;
+            changed.extend(super::cells::forget_run(c, old_id).await?);
             c.execute(sql("DELETE FROM job_runs WHERE id = $1").bind(old_id)).await?;
             WriteOutcome::Replaced
         }
@@ -104,6 +124,9 @@ async fn write_prepared(
     let cells: Vec<(i64, i64)> =
         prepared.backend_ids.iter().copied().zip(prepared.record.samples.iter().map(|s| s.seconds)).collect();
     super::cells::change_samples(c, day, prepared.variant_id, &cells, true).await?;
+    if !cells.is_empty() {
+        changed.insert((prepared.variant_id, day));
+    }
     Ok(Some(outcome))
 }
 
@@ -215,10 +238,11 @@ impl Store {
         let mut tx = self.begin_write().await?;
         let mut minted = Minted::default();
         let prepared = self.prepare(&mut tx.conn(), record, &mut minted).await?;
-        let outcome = write_prepared(&mut tx.conn(), &prepared, force, now).await?;
+        let mut changed = ChangedCells::new();
+        let outcome = write_prepared(&mut tx.conn(), &prepared, force, now, &mut changed).await?;
         match outcome.and_then(|o| first_changed_day(record, o)) {
             Some(first_day) => {
-                note_change(&mut tx.conn(), first_day).await?;
+                note_change(&mut tx.conn(), first_day, Some(&changed)).await?;
                 tx.commit().await?;
                 self.learn(minted);
             }
@@ -236,10 +260,11 @@ impl Store {
             let mut tx = self.begin_write().await?;
             let mut minted = Minted::default();
             let mut outcomes = Vec::with_capacity(records.len());
+            let mut changed = ChangedCells::new();
             for r in records {
                 let p = self.prepare(&mut tx.conn(), r, &mut minted).await?;
                 outcomes.push(
-                    write_prepared(&mut tx.conn(), &p, force, now)
+                    write_prepared(&mut tx.conn(), &p, force, now, &mut changed)
                         .await?
                         .unwrap_or(WriteOutcome::AlreadyStored),
                 );
@@ -247,7 +272,7 @@ impl Store {
             if let Some(first_day) =
                 records.iter().zip(&outcomes).filter_map(|(r, o)| first_changed_day(r, *o)).min()
             {
-                note_change(&mut tx.conn(), first_day).await?;
+                note_change(&mut tx.conn(), first_day, Some(&changed)).await?;
             }
             tx.commit().await?;
             self.learn(minted);
@@ -306,6 +331,7 @@ impl Store {
         let result: Result<()> = async {
             let mut tx = self.begin_write().await?;
             let mut first_day = None::<i64>;
+            let mut changed = ChangedCells::new();
             for (job, build) in runs {
                 let row: Option<(i64, i64)> = tx
                     .conn()
@@ -316,13 +342,13 @@ impl Store {
                     )
                     .await?;
                 let Some((id, started)) = row else { continue };
-                super::cells::forget_run(&mut tx.conn(), id).await?;
+                changed.extend(super::cells::forget_run(&mut tx.conn(), id).await?);
                 tx.conn().execute(sql("DELETE FROM job_runs WHERE id = $1").bind(id)).await?;
                 let day = started.div_euclid(86_400);
                 first_day = Some(first_day.map_or(day, |d| d.min(day)));
             }
             if let Some(day) = first_day {
-                note_change(&mut tx.conn(), day).await?;
+                note_change(&mut tx.conn(), day, Some(&changed)).await?;
             }
             tx.commit().await
         }
