@@ -691,7 +691,11 @@ mod tests {
             (6, 9, None),
             (7, 11, Some(vec![(3, 11)])),
         ];
-        assert_eq!(summary(&log, 3, 5), (Some(10), Some(vec![(1, 10), (1, 13), (2, 12)])), "sorted, once each");
+        assert_eq!(
+            summary(&log, 3, 5),
+            (Some(10), Some(vec![(1, 10), (1, 13), (2, 12)])),
+            "sorted, once each"
+        );
         assert_eq!(summary(&log, 4, 5), (Some(12), Some(vec![(1, 10), (1, 13), (2, 12)])));
         assert_eq!(summary(&log, 5, 7), (Some(9), None), "a change that listed none");
         assert_eq!(summary(&log, 6, 7), (Some(11), Some(vec![(3, 11)])));
