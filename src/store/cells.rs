@@ -12,15 +12,23 @@ use anyhow::Result;
 use super::{Conn, sql};
 use crate::model::Histogram;
 
+/// The variant-days whose `cell_days` rows a write changed (each for every backend), recorded
+/// with its version (`data_changes.cells`) so that readers re-read only those.
+pub(crate) type ChangedCells = std::collections::BTreeSet<(i64, i64)>;
+
 /// Adds one run's `(backend_id, seconds)` pairs to the histograms of `day` × `variant_id`
-/// (`add`), or takes them out.
+/// (`add`), or takes them out; the variant-day goes into `changed`.
 pub(crate) async fn change_samples(
     c: &mut Conn<'_>,
     day: i64,
     variant_id: i64,
     cells: &[(i64, i64)],
     add: bool,
+    changed: &mut ChangedCells,
 ) -> Result<()> {
+    if !cells.is_empty() {
+        changed.insert((variant_id, day));
+    }
     let mut cells = cells.to_vec();
     cells.sort_unstable();
     if add {
@@ -31,8 +39,8 @@ pub(crate) async fn change_samples(
 }
 
 /// Removes a stored run's samples from the histograms (before the run is replaced); a
-/// CI-troubled run was never in them. The variant-day changed, if any.
-pub(crate) async fn forget_run(c: &mut Conn<'_>, run_id: i64) -> Result<Option<(i64, i64)>> {
+/// CI-troubled run was never in them.
+pub(crate) async fn forget_run(c: &mut Conn<'_>, run_id: i64, changed: &mut ChangedCells) -> Result<()> {
     let rows: Vec<(i64, i64, i64, i64)> = c
         .fetch_all(
             sql("SELECT s.backend_id, s.seconds, r.variant_id, r.started_at FROM samples s \
@@ -41,11 +49,11 @@ pub(crate) async fn forget_run(c: &mut Conn<'_>, run_id: i64) -> Result<Option<(
             .bind(run_id),
         )
         .await?;
-    let Some(&(_, _, variant_id, started_at)) = rows.first() else { return Ok(None) };
-    let cells: Vec<(i64, i64)> = rows.iter().map(|r| (r.0, r.1)).collect();
-    let day = started_at.div_euclid(86_400);
-    change_samples(c, day, variant_id, &cells, false).await?;
-    Ok(Some((variant_id, day)))
+    if let Some(&(_, _, variant_id, started_at)) = rows.first() {
+        let cells: Vec<(i64, i64)> = rows.iter().map(|r| (r.0, r.1)).collect();
+        change_samples(c, started_at.div_euclid(86_400), variant_id, &cells, false, changed).await?;
+    }
+    Ok(())
 }
 
 /// Read-modify-write of the histograms of one variant-day, locked on PostgreSQL.
@@ -515,22 +523,23 @@ impl super::Store {
         };
         let changes =
             changes.get_or_try_init(|| self.changes_between(since, version, share_rows, rows)).await?;
-        if let Some(rows) = &changes.rows {
-            self.day_cache.lock().expect("cache lock").keep_rows(rows);
-        }
-        let touched: std::collections::BTreeSet<i64> = match (&changes.cells, changes.first_day) {
+        // The first and last of the key's days touched.
+        let touched = match (&changes.cells, changes.first_day) {
             (Some(cells), _) => cells
                 .iter()
                 .filter(|(v, d)| {
                     key.variants.binary_search(v).is_ok() && (key.days.0..key.days.1).contains(d)
                 })
-                .map(|&(_, d)| d)
-                .collect(),
+                .fold(None, |span: Option<(i64, i64)>, &(_, d)| {
+                    Some(span.map_or((d, d), |(low, high)| (low.min(d), high.max(d))))
+                }),
             // Not listed: every day from the first changed on.
-            (None, Some(first_day)) => (first_day.max(key.days.0)..key.days.1).collect(),
+            (None, Some(first_day)) => {
+                Some((first_day.max(key.days.0), key.days.1 - 1)).filter(|(low, high)| low <= high)
+            }
             (None, None) => return self.read_days(key, key.days.0, key.days.1).await,
         };
-        let (Some(&low), Some(&high)) = (touched.first(), touched.last()) else { return Ok(older) };
+        let Some((low, high)) = touched else { return Ok(older) };
         let mut days: std::collections::BTreeMap<i64, Histogram> =
             older.iter().filter(|(d, _)| !(low..=high).contains(*d)).map(|(d, h)| (*d, h.clone())).collect();
         match &changes.rows {
@@ -549,7 +558,8 @@ impl super::Store {
     /// What changed from `since` to `version`, and every cell's recent rows at `version` when
     /// kept: `rows` (kept before) brought up to date by re-reading the variant-days listed since,
     /// or (`share_rows`, on PostgreSQL) every cell's rows of the [`SHARED_DAYS`] to the newest
-    /// changed day read afresh when those do not hold it. SQLite reads a backend's days
+    /// changed day read afresh when those do not hold it; the day cache keeps them for the next
+    /// change. SQLite reads a backend's days
     /// in-process at little cost; PostgreSQL's per-answer statement probes the key once per
     /// variant, and one statement for all is cheaper.
     async fn changes_between(
@@ -561,14 +571,12 @@ impl super::Store {
     ) -> anyhow::Result<Changes> {
         let rows = rows.filter(|r| r.version <= version && version - r.version <= LISTED_VERSIONS);
         let from = rows.as_ref().map_or(since, |r| r.version.min(since));
-        let log = if version - from <= LISTED_VERSIONS {
-            self.change_log(from, version).await?
+        let (log, (first_day, cells)) = if version - from <= LISTED_VERSIONS {
+            let log = self.change_log(from, version).await?;
+            let changed = summary(&log, since, version);
+            (log, changed)
         } else {
-            Vec::new()
-        };
-        let (first_day, cells) = match summary(&log, since, version) {
-            (None, _) => (self.first_change_between(since, version).await?, None),
-            listed => listed,
+            (Vec::new(), (self.first_change_between(since, version).await?, None))
         };
         let mut kept = match rows {
             Some(r) if r.version == version => Some(r),
@@ -600,6 +608,9 @@ impl super::Store {
                 )
                 .await?;
             kept = Some(std::sync::Arc::new(RecentRows::from_rows(version, span, rows)));
+        }
+        if let Some(rows) = &kept {
+            self.day_cache.lock().expect("cache lock").keep_rows(rows);
         }
         Ok(Changes { first_day, cells, rows: kept })
     }

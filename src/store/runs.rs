@@ -3,6 +3,7 @@
 
 use anyhow::{Context, Result};
 
+use super::cells::ChangedCells;
 use super::{Conn, Sql, Store, from_secs, sql, to_secs};
 use crate::model::{ConditionSpan, Dimensions, IntervalFile, JobRun, Outage, RunRecord, Sample};
 
@@ -46,9 +47,6 @@ const SELECT_INTERVAL_FILES: &str =
 
 /// Changes kept in `data_changes`; a reader further behind than this re-reads everything.
 const KEPT_CHANGES: i64 = 100_000;
-
-/// The variant-days whose `cell_days` rows a write changed (each for every backend).
-pub(super) type ChangedCells = std::collections::BTreeSet<(i64, i64)>;
 
 /// A change listing more variant-days than this records none (readers re-read from its first
 /// day, as they would for most of them anyway): bulk loads touch thousands.
@@ -109,7 +107,7 @@ async fn write_prepared(
     let outcome = match existing {
         Some(_) if !force => return Ok(None),
         Some((old_id,)) => {
-            changed.extend(super::cells::forget_run(c, old_id).await?);
+            super::cells::forget_run(c, old_id, changed).await?;
             c.execute(sql("DELETE FROM job_runs WHERE id = $1").bind(old_id)).await?;
             WriteOutcome::Replaced
         }
@@ -123,10 +121,7 @@ async fn write_prepared(
     let day = to_secs(run.started_at).div_euclid(86_400);
     let cells: Vec<(i64, i64)> =
         prepared.backend_ids.iter().copied().zip(prepared.record.samples.iter().map(|s| s.seconds)).collect();
-    super::cells::change_samples(c, day, prepared.variant_id, &cells, true).await?;
-    if !cells.is_empty() {
-        changed.insert((prepared.variant_id, day));
-    }
+    super::cells::change_samples(c, day, prepared.variant_id, &cells, true, changed).await?;
     Ok(Some(outcome))
 }
 
@@ -342,7 +337,7 @@ impl Store {
                     )
                     .await?;
                 let Some((id, started)) = row else { continue };
-                changed.extend(super::cells::forget_run(&mut tx.conn(), id).await?);
+                super::cells::forget_run(&mut tx.conn(), id, &mut changed).await?;
                 tx.conn().execute(sql("DELETE FROM job_runs WHERE id = $1").bind(id)).await?;
                 let day = started.div_euclid(86_400);
                 first_day = Some(first_day.map_or(day, |d| d.min(day)));

@@ -98,7 +98,7 @@ impl Store {
         let mut c = tx.conn();
         let mut changed = 0;
         let mut first_day = i64::MAX;
-        let mut cells_changed = super::runs::ChangedCells::new();
+        let mut cells_changed = super::cells::ChangedCells::new();
         for (id, variant_id, started, old, samples) in runs {
             let new = rules.classify(samples.iter().map(|(_, b, s)| (b.as_str(), *s)));
             if new == *old {
@@ -123,9 +123,16 @@ impl Store {
                 // into the histograms when it became clean, out of them when it became troubled
                 let cells: Vec<(i64, i64)> = samples.iter().map(|(b, _, s)| (*b, *s)).collect();
                 let day = started.div_euclid(86_400);
-                super::cells::change_samples(&mut c, day, *variant_id, &cells, new.is_none()).await?;
+                super::cells::change_samples(
+                    &mut c,
+                    day,
+                    *variant_id,
+                    &cells,
+                    new.is_none(),
+                    &mut cells_changed,
+                )
+                .await?;
                 first_day = first_day.min(day);
-                cells_changed.insert((*variant_id, day));
             }
             changed += 1;
         }
