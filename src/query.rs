@@ -9,7 +9,9 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::config::EvaluateSettings;
-use crate::model::{Dimension, GroupKey, Histogram, Percentile, glob_match, secs, secs_or_dash};
+use crate::model::{
+    Dimension, GroupKey, Histogram, Percentile, glob_match, percentiles_of, secs, secs_or_dash,
+};
 use crate::render::sparkline;
 use crate::store::Store;
 
@@ -78,8 +80,11 @@ pub async fn answer(store: &Store, settings: &EvaluateSettings, q: &Query, now: 
     };
     let current = merge(today - window..today);
     let base = merge(today - window - i64::from(settings.baseline_days)..today - window);
-    let pct = |h: &Histogram| Percentile::ALL.iter().map(|p| (*p, h.percentile(p.fraction()))).collect();
-    let key = GroupKey { backend: q.backend.clone(), fixed: q.filters.clone() };
+    let pct = |h: &Histogram| Percentile::ALL.into_iter().zip(percentiles_of(h)).collect();
+    let key = GroupKey {
+        backend: q.backend.as_str().into(),
+        fixed: q.filters.iter().map(|(d, v)| (*d, v.as_str())).collect(),
+    };
     let thresholds = Percentile::ALL
         .iter()
         .filter_map(|p| {

@@ -131,7 +131,7 @@ pub(super) fn scope_for(
             .fixed
             .iter()
             .filter(|(d, _)| !CONTEXT.contains(d))
-            .map(|(d, v)| (*d, [v.clone()].into()))
+            .map(|(d, v)| (d, [v.to_string()].into()))
             .collect(),
         spans: BTreeMap::new(),
         separates: false,
@@ -214,7 +214,7 @@ fn lead_of<'a>(cluster: &Cluster<'a>) -> (&'a GroupResult, Option<Check>, Vec<St
         .iter()
         .min_by(|a, b| p(a).total_cmp(&p(b)).then(a.key.backend.cmp(&b.key.backend)))
         .expect("a cluster has a group");
-    let mut backends: Vec<String> = cluster.groups.iter().map(|g| g.key.backend.clone()).collect();
+    let mut backends: Vec<String> = cluster.groups.iter().map(|g| g.key.backend.to_string()).collect();
     backends.sort();
     backends.dedup();
     (lead, lead.leading_check().cloned(), backends)
@@ -232,7 +232,7 @@ fn status_of(cluster: &Cluster<'_>) -> Status {
 
 /// The scope of a group itself: every dimension it keeps.
 fn group_scope(key: &GroupKey) -> Scope {
-    key.fixed.iter().map(|(d, v)| (*d, [v.clone()].into())).collect()
+    key.fixed.iter().map(|(d, v)| (d, [v.to_string()].into())).collect()
 }
 
 /// The variant ids inside a scope.
@@ -701,7 +701,7 @@ fn independence<S>(
         let mut evidence = BTreeMap::new();
         for v in values {
             let mut key = lead.key.clone();
-            key.fixed.insert(d, v.clone());
+            key.fixed.insert(d, v.as_str());
             let e = match cx.index.group(&key) {
                 Some(g) if g.significant => ValueEvidence::Regressed,
                 Some(g) if g.runs >= cx.settings.min_job_runs => ValueEvidence::Healthy,
@@ -726,7 +726,7 @@ fn control<S>(
 ) -> Option<ControlEvidence> {
     let name = control_for(&cx.attribute.controls, &lead.key.backend)?;
     let mut key = lead.key.clone();
-    key.backend.clone_from(&name);
+    key.backend = name.as_str().into();
     cx.index.group(&key).map(|g| ControlEvidence {
         backend: name,
         percentile,

@@ -602,24 +602,31 @@ async fn insufficient<S: RunSource>(
     groups: &[GroupResult],
     window: Window,
 ) -> Result<Vec<InsufficientReport>> {
-    let mut judged: HashSet<usize> = HashSet::new();
+    let mut judged = vec![false; data.cells.len()];
     for g in groups.iter().filter(|g| g.level <= 3 && g.status != GroupStatus::InsufficientData) {
-        judged.extend(g.cells.iter().copied());
+        for &c in &g.cells {
+            judged[c] = true;
+        }
     }
-    let mut by_variant: HashMap<usize, (u64, bool)> = HashMap::new();
+    // Per variant with runs: its busiest cell's runs, and whether any of its cells was judged.
+    let mut by_variant: Vec<Option<(u64, bool)>> = vec![None; data.variants.len()];
     for g in groups.iter().filter(|g| g.level == 0) {
         for &c in &g.cells {
             let cell = &data.cells[c];
             if cell.current.is_empty() {
                 continue;
             }
-            let e = by_variant.entry(cell.variant).or_insert((0, false));
+            let e = by_variant[cell.variant].get_or_insert((0, false));
             e.0 = e.0.max(cell.current.count());
-            e.1 |= judged.contains(&c);
+            e.1 |= judged[c];
         }
     }
     let mut out = Vec::new();
-    let mut list: Vec<_> = by_variant.into_iter().filter(|(_, (_, judged))| !judged).collect();
+    let mut list: Vec<_> = by_variant
+        .into_iter()
+        .enumerate()
+        .filter_map(|(v, e)| e.filter(|(_, judged)| !judged).map(|e| (v, e)))
+        .collect();
     list.sort_by_key(|(v, (runs, _))| (std::cmp::Reverse(*runs), *v));
     for (v, (runs, _)) in list.into_iter().take(50) {
         let dims = &data.variants[v];

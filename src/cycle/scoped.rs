@@ -5,7 +5,7 @@
 use crate::config::EvaluateSettings;
 use crate::evaluate::thresholds::{HistoricalTable, previous_release};
 use crate::evaluate::{Candidates, Check, allowed_over, reference, stats, supported};
-use crate::model::{Dimension, Dimensions, GroupKey, Histogram, Percentile, Scope};
+use crate::model::{Dimension, Dimensions, GroupKey, Histogram, Percentile, Scope, percentiles_of};
 use crate::store::evaluations::WindowData;
 
 /// The cells of `backend` inside `scope` with runs in either window (indices into the cells).
@@ -54,10 +54,6 @@ impl ScopeStats {
     }
 }
 
-fn percentiles(h: &Histogram) -> [Option<f64>; 4] {
-    Percentile::ALL.map(|p| h.percentile(p.fraction()))
-}
-
 /// What judging a scope needs from the cycle.
 pub(super) struct Judging<'a> {
     pub data: &'a WindowData,
@@ -94,7 +90,7 @@ impl Judging<'_> {
             .map(|&c| &data.variants[data.cells[c].variant])
             .collect();
         let key = GroupKey {
-            backend: backend.to_string(),
+            backend: backend.into(),
             fixed: scope
                 .iter()
                 .filter(|(_, v)| v.len() == 1)
@@ -138,8 +134,8 @@ impl Judging<'_> {
                 .map(|(_, n)| *n)
                 .sum(),
             reference_runs: reference_histogram.as_ref().map_or(0, Histogram::count),
-            current: percentiles(&current),
-            reference: reference_histogram.as_ref().map_or([None; 4], percentiles),
+            current: percentiles_of(&current),
+            reference: reference_histogram.as_ref().map_or([None; 4], percentiles_of),
             check,
             reference_histogram,
         })

@@ -18,7 +18,9 @@ pub mod changepoint;
 pub mod stats;
 pub mod thresholds;
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 // Maps keyed by groups, built every cycle over tens of thousands of keys: a fast hash.
 use foldhash::{HashMap as FastMap, HashMapExt as _, HashSet as FastSet};
@@ -27,7 +29,9 @@ use serde::{Deserialize, Serialize};
 
 use self::thresholds::HistoricalTable;
 use crate::config::EvaluateSettings;
-use crate::model::{Dimension, Dimensions, GroupKey, Histogram, Percentile, Threshold, ThresholdSource};
+use crate::model::{
+    Dimension, Dimensions, Fixed, GroupKey, Histogram, Percentile, Threshold, ThresholdSource, percentiles_of,
+};
 
 /// The dimensions each level of groups keeps; the first level is the cell itself.
 pub const LEVELS: [&[Dimension]; 5] = [
@@ -151,15 +155,11 @@ pub struct Evaluation {
     pub cutoff: f64,
 }
 
-fn percentiles(h: &Histogram) -> [Option<f64>; 4] {
-    Percentile::ALL.map(|p| h.percentile(p.fraction()))
-}
-
-struct Draft {
+struct Draft<'a> {
     key: GroupKey,
     level: usize,
-    current: Histogram,
-    baseline: Histogram,
+    current: Cow<'a, Histogram>,
+    baseline: Cow<'a, Histogram>,
     cells: Vec<usize>,
     /// The same group one release earlier, when it has runs: its position among the drafts.
     previous: Option<usize>,
@@ -174,14 +174,14 @@ struct Meta {
     previous: Option<usize>,
 }
 
-/// A group's two windows.
-struct Windows {
-    current: Histogram,
-    baseline: Histogram,
+/// A group's two windows: a cell's own (a group of one cell borrows them), or its cells' merged.
+struct Windows<'a> {
+    current: Cow<'a, Histogram>,
+    baseline: Cow<'a, Histogram>,
 }
 
-impl Draft {
-    fn split(self) -> (Meta, Windows) {
+impl<'a> Draft<'a> {
+    fn split(self) -> (Meta, Windows<'a>) {
         let Draft { key, level, current, baseline, cells, previous } = self;
         (Meta { key, level, cells, previous }, Windows { current, baseline })
     }
@@ -311,55 +311,47 @@ fn threads() -> usize {
 /// [`thresholds::previous_release_key`] gives its groups).
 struct Coarse {
     of: Vec<Vec<usize>>,
-    values: Vec<Vec<Vec<String>>>,
+    values: Vec<Vec<Fixed>>,
     previous: Vec<Vec<Option<usize>>>,
-}
-
-/// The coarse group one release earlier: the release (and a fixed, non-empty from-release) one
-/// back, the other values the same.
-fn previous_values(dims: &[Dimension], values: &[String]) -> Option<Vec<String>> {
-    let mut out = values.to_vec();
-    for (d, v) in dims.iter().zip(out.iter_mut()) {
-        match d {
-            Dimension::Release => *v = thresholds::previous_release(v)?,
-            Dimension::FromRelease if !v.is_empty() => *v = thresholds::previous_release(v)?,
-            _ => {}
-        }
-    }
-    Some(out)
 }
 
 /// The coarse groups of `variants` at every level, linked to their previous release's.
 fn coarse_groups(variants: &[Dimensions]) -> Coarse {
     let (of, values) = coarse_ids(variants);
-    let previous = LEVELS
+    let previous = values
         .iter()
-        .zip(&values)
-        .map(|(dims, level_values)| {
-            let id: FastMap<&[String], usize> =
-                level_values.iter().enumerate().map(|(i, v)| (v.as_slice(), i)).collect();
+        .map(|level_values| {
+            let id: FastMap<&Fixed, usize> = level_values.iter().enumerate().map(|(i, v)| (v, i)).collect();
             level_values
                 .iter()
-                .map(|v| previous_values(dims, v).and_then(|p| id.get(p.as_slice()).copied()))
+                .map(|v| thresholds::previous_release_values(v).and_then(|p| id.get(&p).copied()))
                 .collect()
         })
         .collect();
     Coarse { of, values, previous }
 }
 
-/// Per level, each variant's coarse group (interned) and the values every coarse group keeps.
-fn coarse_ids(variants: &[Dimensions]) -> (Vec<Vec<usize>>, Vec<Vec<Vec<String>>>) {
+/// Per level, each variant's coarse group (interned) and the values every coarse group keeps,
+/// each distinct value one shared string.
+fn coarse_ids(variants: &[Dimensions]) -> (Vec<Vec<usize>>, Vec<Vec<Fixed>>) {
+    let mut strings: FastMap<&str, Arc<str>> = FastMap::new();
     let mut coarse_of: Vec<Vec<usize>> = Vec::with_capacity(LEVELS.len());
-    let mut coarse_values: Vec<Vec<Vec<String>>> = Vec::with_capacity(LEVELS.len());
+    let mut coarse_values: Vec<Vec<Fixed>> = Vec::with_capacity(LEVELS.len());
     for dims in LEVELS {
-        let mut intern: FastMap<Vec<String>, usize> = FastMap::new();
+        let mut intern: FastMap<Fixed, usize> = FastMap::new();
         let mut values = Vec::new();
         let ids = variants
             .iter()
             .map(|v| {
-                let key: Vec<String> = dims.iter().map(|d| v.get(*d).to_string()).collect();
-                *intern.entry(key.clone()).or_insert_with(|| {
-                    values.push(key);
+                let key: Fixed = dims
+                    .iter()
+                    .map(|d| {
+                        let text = v.get(*d);
+                        (*d, strings.entry(text).or_insert_with(|| text.into()).clone())
+                    })
+                    .collect();
+                *intern.entry(key).or_insert_with_key(|key| {
+                    values.push(key.clone());
                     values.len() - 1
                 })
             })
@@ -370,60 +362,76 @@ fn coarse_ids(variants: &[Dimensions]) -> (Vec<Vec<usize>>, Vec<Vec<Vec<String>>
     (coarse_of, coarse_values)
 }
 
-/// Every group of every level, with the cells' histograms merged. Groups never span backends,
-/// so they are built on every core, a share of the backends each.
-fn group(input: &EvalInput<'_>, settings: &EvaluateSettings) -> Vec<Draft> {
+/// Every group of every level, with the cells' histograms merged (a group of one cell borrows
+/// its cell's). Groups never span backends, so they are built on every core, a share of the
+/// backends each.
+fn group<'a>(input: &EvalInput<'a>, settings: &EvaluateSettings) -> Vec<Draft<'a>> {
     let excluded: Vec<bool> = input
         .backends
         .iter()
         .map(|b| settings.exclude.iter().any(|x| !x.is_empty() && b.contains(x.as_str())))
         .collect();
+    let backends: Vec<Arc<str>> = input.backends.iter().map(|b| Arc::from(b.as_str())).collect();
     let coarse = coarse_groups(input.variants);
-    let (coarse_of, coarse_values) = (&coarse.of, &coarse.values);
     let threads = threads();
     // Each (backend, level, coarse group) has a slot: the position of its draft, once made.
     let mut offsets = vec![0; LEVELS.len() + 1];
     for level in 0..LEVELS.len() {
-        offsets[level + 1] = offsets[level] + coarse_values[level].len();
+        offsets[level + 1] = offsets[level] + coarse.values[level].len();
     }
     let per_backend = offsets[LEVELS.len()];
-    let build = |share: usize| -> Vec<Draft> {
-        let mut index: Vec<usize> = vec![usize::MAX; per_backend * input.backends.len()];
-        let mut drafts: Vec<Draft> = Vec::new();
-        for (ci, cell) in input.cells.iter().enumerate() {
-            if cell.backend % threads != share
-                || excluded[cell.backend]
-                || (cell.current.is_empty() && cell.baseline.is_empty())
-            {
-                continue;
-            }
-            for (level, dims) in LEVELS.iter().enumerate() {
-                let coarse_id = coarse_of[level][cell.variant];
-                let slot = cell.backend * per_backend + offsets[level] + coarse_id;
-                if index[slot] == usize::MAX {
-                    let fixed =
-                        dims.iter().copied().zip(coarse_values[level][coarse_id].iter().cloned()).collect();
-                    drafts.push(Draft {
-                        key: GroupKey { backend: input.backends[cell.backend].clone(), fixed },
-                        level,
-                        current: Histogram::new(),
-                        baseline: Histogram::new(),
-                        cells: Vec::new(),
-                        // its slot for now: its draft may come later
-                        previous: coarse.previous[level][coarse_id]
-                            .map(|p| cell.backend * per_backend + offsets[level] + p),
-                    });
-                    index[slot] = drafts.len() - 1;
-                }
-                let gi = index[slot];
-                let d = &mut drafts[gi];
-                d.current.merge(&cell.current);
-                d.baseline.merge(&cell.baseline);
-                d.cells.push(ci);
+    let slots = per_backend * input.backends.len();
+    let slot = |cell: &CellHistograms, level: usize, coarse_id: usize| {
+        cell.backend * per_backend + offsets[level] + coarse_id
+    };
+    let cells: &'a [CellHistograms] = input.cells;
+    let build = |share: usize| -> Vec<Draft<'a>> {
+        let mine = || {
+            cells.iter().enumerate().filter(|(_, cell)| {
+                cell.backend % threads == share
+                    && !excluded[cell.backend]
+                    && !(cell.current.is_empty() && cell.baseline.is_empty())
+            })
+        };
+        // The cells of each slot, counted first so that each group's list is made once.
+        let mut sizes: Vec<usize> = vec![0; slots];
+        for (_, cell) in mine() {
+            for level in 0..LEVELS.len() {
+                sizes[slot(cell, level, coarse.of[level][cell.variant])] += 1;
             }
         }
+        let mut index: Vec<usize> = vec![usize::MAX; slots];
+        let mut drafts: Vec<Draft<'a>> = Vec::new();
+        for (ci, cell) in mine() {
+            for level in 0..LEVELS.len() {
+                let coarse_id = coarse.of[level][cell.variant];
+                let at = slot(cell, level, coarse_id);
+                if index[at] == usize::MAX {
+                    index[at] = drafts.len();
+                    drafts.push(Draft {
+                        key: GroupKey {
+                            backend: backends[cell.backend].clone(),
+                            fixed: coarse.values[level][coarse_id].clone(),
+                        },
+                        level,
+                        current: Cow::Borrowed(&cell.current),
+                        baseline: Cow::Borrowed(&cell.baseline),
+                        cells: Vec::with_capacity(sizes[at]),
+                        // its slot for now: its draft may come later
+                        previous: coarse.previous[level][coarse_id].map(|p| slot(cell, level, p)),
+                    });
+                }
+                drafts[index[at]].cells.push(ci);
+            }
+        }
+        let mut scratch = Vec::new();
         for d in &mut drafts {
-            d.previous = d.previous.map(|slot| index[slot]).filter(|&i| i != usize::MAX);
+            d.previous = d.previous.map(|at| index[at]).filter(|&i| i != usize::MAX);
+            if d.cells.len() > 1 {
+                let current = Histogram::sum_of(d.cells.iter().map(|&c| &cells[c].current), &mut scratch);
+                let baseline = Histogram::sum_of(d.cells.iter().map(|&c| &cells[c].baseline), &mut scratch);
+                (d.current, d.baseline) = (Cow::Owned(current), Cow::Owned(baseline));
+            }
         }
         drafts
     };
@@ -431,7 +439,7 @@ fn group(input: &EvalInput<'_>, settings: &EvaluateSettings) -> Vec<Draft> {
         let handles: Vec<_> = (0..threads).map(|share| scope.spawn(move || build(share))).collect();
         // A group and its previous release's share a backend, so a share: positions move by
         // the shares before.
-        let mut all: Vec<Draft> = Vec::new();
+        let mut all: Vec<Draft<'a>> = Vec::new();
         for h in handles {
             let mut share = h.join().expect("a grouping thread panicked");
             let before = all.len();
@@ -447,7 +455,7 @@ fn group(input: &EvalInput<'_>, settings: &EvaluateSettings) -> Vec<Draft> {
 /// The checks of one group with enough runs: one per checked percentile with a reference.
 fn check_group<'a>(
     d: &Meta,
-    w: &'a Windows,
+    w: &'a Windows<'_>,
     previous: Option<(&str, &'a Histogram)>,
     input: &EvalInput<'_>,
     settings: &EvaluateSettings,
@@ -500,14 +508,14 @@ fn check_group<'a>(
 
 /// The previous release's runs a group is compared with: its baseline (where known regressions
 /// are left out) when it has enough runs, else its current window.
-fn previous_runs<'a>(p: &'a Windows, settings: &EvaluateSettings) -> &'a Histogram {
+fn previous_runs<'a>(p: &'a Windows<'_>, settings: &EvaluateSettings) -> &'a Histogram {
     if p.baseline.count() >= settings.min_job_runs { &p.baseline } else { &p.current }
 }
 
 /// The checks of every group, on every core.
 fn check_all<'a>(
     metas: &[Meta],
-    windows: &'a [Windows],
+    windows: &'a [Windows<'_>],
     input: &EvalInput<'_>,
     settings: &EvaluateSettings,
     historical: &HistoricalTable,
@@ -557,7 +565,7 @@ fn adjust_for_multiple_tests(checks: &mut [Vec<Checked<'_>>], settings: &Evaluat
 /// Each group's status: regressed now, or regressed before and still above the threshold.
 fn judge(
     metas: Vec<Meta>,
-    windows: &[Windows],
+    windows: &[Windows<'_>],
     checks: &[Vec<Checked<'_>>],
     input: &EvalInput<'_>,
     settings: &EvaluateSettings,
@@ -583,8 +591,8 @@ fn judge(
             level: d.level,
             runs: w.current.count(),
             baseline_runs: w.baseline.count(),
-            current: percentiles(&w.current),
-            baseline: percentiles(&w.baseline),
+            current: percentiles_of(&w.current),
+            baseline: percentiles_of(&w.baseline),
             checks: group_checks.iter().map(|(c, _)| c.clone()).collect(),
             status,
             is_new: false,

@@ -97,7 +97,7 @@ fn a_planted_metal_registry_regression_is_found_with_its_scope() {
     let found = reported(&e);
     assert_eq!(found.len(), 1, "{:#?}", found.iter().map(|g| g.key.label()).collect::<Vec<_>>());
     let g = found[0];
-    assert_eq!(g.key.backend, "image-registry-new-connections");
+    assert_eq!(&*g.key.backend, "image-registry-new-connections");
     assert_eq!(g.key.get(Dimension::Platform), Some("metal"));
     assert_eq!(g.key.get(Dimension::Network), None, "not network-specific");
     assert_eq!(g.key.get(Dimension::UpgradeType), None, "not upgrade-specific");

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use crate::config::LimitRule;
 use crate::model::{
-    Dimension, Dimensions, GroupKey, HistoricalRow, Percentile, Threshold, ThresholdSource, glob_match,
+    Dimension, Dimensions, Fixed, GroupKey, HistoricalRow, Percentile, Threshold, ThresholdSource, glob_match,
 };
 
 /// The configured limit for a group and percentile: among rules whose backend glob matches and
@@ -118,13 +118,19 @@ pub fn previous_release(release: &str) -> Option<String> {
 
 /// The same group one release earlier (`from_release` shifted too when the group fixes it).
 pub fn previous_release_key(group: &GroupKey) -> Option<GroupKey> {
-    let release = group.get(Dimension::Release)?;
-    let mut key = group.clone();
-    key.fixed.insert(Dimension::Release, previous_release(release)?);
-    if let Some(from) = group.get(Dimension::FromRelease).filter(|f| !f.is_empty()) {
-        key.fixed.insert(Dimension::FromRelease, previous_release(from)?);
+    Some(GroupKey { backend: group.backend.clone(), fixed: previous_release_values(&group.fixed)? })
+}
+
+/// The values of a group one release earlier: the release (and a fixed, non-empty
+/// from-release) one back, the other values the same.
+pub fn previous_release_values(fixed: &Fixed) -> Option<Fixed> {
+    let release = fixed.get(Dimension::Release)?;
+    let mut out = fixed.clone();
+    out.insert(Dimension::Release, previous_release(release)?);
+    if let Some(from) = fixed.get(Dimension::FromRelease).filter(|f| !f.is_empty()) {
+        out.insert(Dimension::FromRelease, previous_release(from)?);
     }
-    Some(key)
+    Some(out)
 }
 
 #[cfg(test)]

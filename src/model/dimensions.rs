@@ -52,6 +52,11 @@ impl Dimension {
         Dimension::MasterNodesUpdated,
     ];
 
+    /// Its place in [`Dimension::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Dimension::Release => "release",

@@ -13,7 +13,9 @@ pub mod span;
 pub mod trouble;
 
 pub use dimensions::{Dimension, Dimensions};
-pub use evaluation::{GroupKey, Percentile, Threshold, ThresholdSource, backend_family, fingerprint};
+pub use evaluation::{
+    Fixed, GroupKey, Percentile, Threshold, ThresholdSource, backend_family, fingerprint, percentiles_of,
+};
 pub use fix::{Allowance, FixClaim, FixVerdict, PartVerdict, ToldVerdict, Verification};
 pub use glob::glob_match;
 pub use histogram::Histogram;
