@@ -313,19 +313,34 @@ impl<S: RunSource> Context<'_, S> {
         Some((own, s, true))
     }
 
-    /// One run with its intervals, read once a cycle.
-    async fn record(&self, job: &str, build_id: &str) -> Result<Option<crate::model::RunRecord>> {
-        let key = (job.to_string(), build_id.to_string());
-        if let Some(r) = self.records.lock().expect("cache lock").get(&key) {
-            return Ok(r.clone());
+    /// Runs with their intervals (None for one no longer stored), each read once a cycle: those
+    /// not read yet are read together.
+    async fn records(&self, runs: &[&CellRun]) -> Result<Vec<Option<crate::model::RunRecord>>> {
+        let key = |r: &CellRun| (r.job.to_string(), r.build_id.to_string());
+        let missing: Vec<(&str, &str)> = {
+            let cache = self.records.lock().expect("cache lock");
+            let mut seen = std::collections::HashSet::new();
+            runs.iter()
+                .filter(|r| !cache.contains_key(&key(r)) && seen.insert(key(r)))
+                .map(|r| (&*r.job, &*r.build_id))
+                .collect()
+        };
+        if !missing.is_empty() {
+            let mut read: HashMap<(String, String), crate::model::RunRecord> = HashMap::new();
+            for mut record in self.source.runs(&missing).await? {
+                // on-demand evidence: fetched now, or left pending (tried once a cycle)
+                self.evidence.fill(&mut record).await;
+                read.insert((record.run.job_name.clone(), record.run.build_id.clone()), record);
+            }
+            let mut cache = self.records.lock().expect("cache lock");
+            for (job, build) in missing {
+                let k = (job.to_string(), build.to_string());
+                let record = read.remove(&k);
+                cache.insert(k, record);
+            }
         }
-        let mut r = self.source.run(job, build_id).await?;
-        if let Some(record) = r.as_mut() {
-            // on-demand evidence: fetched now, or left pending (tried once a cycle)
-            self.evidence.fill(record).await;
-        }
-        self.records.lock().expect("cache lock").insert(key, r.clone());
-        Ok(r)
+        let cache = self.records.lock().expect("cache lock");
+        Ok(runs.iter().map(|r| cache.get(&key(r)).cloned().flatten()).collect())
     }
 
     /// The runs of `backend` in `scope` from `from` to the cycle, by start.
@@ -557,8 +572,10 @@ impl<S: RunSource> Context<'_, S> {
         let mut regressed = Vec::new();
         let mut liveness = BTreeSet::new();
         let mut pending = (0, 0);
+        let wanted: Vec<&CellRun> = disrupted.iter().map(|r| **r).chain(healthy.iter().copied()).collect();
+        let mut records = self.records(&wanted).await?.into_iter();
         for r in disrupted {
-            if let Some(record) = self.record(&r.job, &r.build_id).await? {
+            if let Some(record) = records.next().flatten() {
                 pending.1 += 1;
                 let troubled = self
                     .settings
@@ -577,15 +594,13 @@ impl<S: RunSource> Context<'_, S> {
             }
         }
         let mut healthy_intervals = Vec::new();
-        for r in healthy {
-            if let Some(record) = self.record(&r.job, &r.build_id).await? {
-                pending.1 += 1;
-                if !record.interval_files.is_empty() {
-                    pending.0 += 1;
-                    continue;
-                }
-                healthy_intervals.push(RunIntervals { outages: Vec::new(), conditions: record.conditions });
+        for record in records.flatten() {
+            pending.1 += 1;
+            if !record.interval_files.is_empty() {
+                pending.0 += 1;
+                continue;
             }
+            healthy_intervals.push(RunIntervals { outages: Vec::new(), conditions: record.conditions });
         }
         Ok(ReadIntervals { regressed, healthy: healthy_intervals, liveness, pending })
     }

@@ -388,8 +388,8 @@ impl RunSource for Replay {
         Ok(out)
     }
 
-    async fn run(&self, job: &str, build_id: &str) -> Result<Option<RunRecord>> {
-        self.store.run(job, build_id).await
+    async fn runs(&self, keys: &[(&str, &str)]) -> Result<Vec<RunRecord>> {
+        self.store.runs(keys).await
     }
 
     async fn historical(&self) -> Result<Vec<HistoricalRow>> {

@@ -50,8 +50,9 @@ pub trait RunSource: Sync {
         visible_at: i64,
     ) -> impl Future<Output = Result<Vec<CellRun>>> + Send;
 
-    /// One run with its samples and intervals.
-    fn run(&self, job: &str, build_id: &str) -> impl Future<Output = Result<Option<RunRecord>>> + Send;
+    /// The stored runs among `keys` (job, build id), with their samples and intervals, in no
+    /// particular order.
+    fn runs(&self, keys: &[(&str, &str)]) -> impl Future<Output = Result<Vec<RunRecord>>> + Send;
 
     /// The store the runs live in, where interval evidence fetched on demand is kept.
     fn runs_store(&self) -> &Store;
@@ -126,8 +127,8 @@ impl RunSource for Store {
             .collect())
     }
 
-    async fn run(&self, job: &str, build_id: &str) -> Result<Option<RunRecord>> {
-        Store::run(self, job, build_id).await
+    async fn runs(&self, keys: &[(&str, &str)]) -> Result<Vec<RunRecord>> {
+        Store::runs(self, keys).await
     }
 
     async fn historical(&self) -> Result<Vec<HistoricalRow>> {

@@ -225,15 +225,18 @@ pub fn reference<'a>(
         return Some(Reference { threshold: t, against: None });
     }
     let q = percentile.fraction();
-    let previous = c.previous.filter(|(_, h)| h.count() >= settings.min_job_runs).and_then(|(release, h)| {
+    let previous = || {
+        let (release, h) = c.previous.filter(|(_, h)| h.count() >= settings.min_job_runs)?;
         let source = ThresholdSource::PreviousRelease { release: release.to_string(), runs: h.count() };
         Some(Reference {
             threshold: Threshold { percentile, seconds: h.percentile(q)?, source },
             against: Some(h),
         })
-    });
-    if c.young && previous.is_some() {
-        return previous;
+    };
+    if c.young
+        && let Some(p) = previous()
+    {
+        return Some(p);
     }
     if c.baseline.count() >= settings.min_job_runs {
         let seconds = c.baseline.percentile(q)?;
@@ -243,7 +246,7 @@ pub fn reference<'a>(
             against: Some(c.baseline),
         });
     }
-    previous
+    previous()
 }
 
 /// Whether enough runs carry a percentile above `allowed`: at least `min_support_runs` of them
@@ -272,9 +275,6 @@ fn test(current: &Histogram, percentile: Percentile, threshold: f64, against: Op
     }
 }
 
-/// A check with the reference distribution it was tested against (none for fixed thresholds).
-type Checked<'a> = (Check, Option<&'a Histogram>);
-
 /// Evaluates every group of the input: group the cells, check every group with enough runs,
 /// adjust for the number of tests, judge, explain weaker overlaps away, apply hysteresis.
 pub fn evaluate(
@@ -288,12 +288,14 @@ pub fn evaluate(
     tracing::debug!(seconds = t0.elapsed().as_secs_f64(), groups = metas.len(), "evaluate: grouped");
     let t0 = std::time::Instant::now();
     let mut checks = check_all(&metas, &windows, input, settings, historical);
+    let previous: Vec<Option<usize>> = metas.iter().map(|m| m.previous).collect();
     tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: tested");
     let (tests, cutoff) = adjust_for_multiple_tests(&mut checks, settings);
-    let mut results = judge(metas, &windows, &checks, input, settings);
+    let mut results = judge(metas, &windows, checks, input, settings);
     tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: tested and judged");
     let t0 = std::time::Instant::now();
-    explain_away(&mut results, &checks, input, settings, cutoff);
+    let previous_runs = |gi: usize| previous[gi].map(|p| previous_runs(&windows[p], settings));
+    explain_away(&mut results, previous_runs, input, settings, cutoff);
     for r in &mut results {
         apply_hysteresis(r, settings, input.now);
     }
@@ -362,63 +364,83 @@ fn coarse_ids(variants: &[Dimensions]) -> (Vec<Vec<usize>>, Vec<Vec<Fixed>>) {
     (coarse_of, coarse_values)
 }
 
-/// Every group of every level, with the cells' histograms merged (a group of one cell borrows
-/// its cell's). Groups never span backends, so they are built on every core, a share of the
-/// backends each.
-fn group<'a>(input: &EvalInput<'a>, settings: &EvaluateSettings) -> Vec<Draft<'a>> {
-    let excluded: Vec<bool> = input
-        .backends
-        .iter()
-        .map(|b| settings.exclude.iter().any(|x| !x.is_empty() && b.contains(x.as_str())))
-        .collect();
-    let backends: Vec<Arc<str>> = input.backends.iter().map(|b| Arc::from(b.as_str())).collect();
-    let coarse = coarse_groups(input.variants);
-    let threads = threads();
-    // Each (backend, level, coarse group) has a slot: the position of its draft, once made.
-    let mut offsets = vec![0; LEVELS.len() + 1];
-    for level in 0..LEVELS.len() {
-        offsets[level + 1] = offsets[level] + coarse.values[level].len();
+/// What building the groups of a share of the backends needs: each (backend, level, coarse
+/// group) has a slot, the position of its draft once made.
+struct Slots<'i> {
+    coarse: Coarse,
+    /// Where each level's slots start within a backend's.
+    offsets: Vec<usize>,
+    per_backend: usize,
+    backends: Vec<Arc<str>>,
+    excluded: Vec<bool>,
+    threads: usize,
+    cells: &'i [CellHistograms],
+}
+
+impl<'i> Slots<'i> {
+    fn new(input: &EvalInput<'i>, settings: &EvaluateSettings) -> Slots<'i> {
+        let coarse = coarse_groups(input.variants);
+        let mut offsets = vec![0; LEVELS.len() + 1];
+        for level in 0..LEVELS.len() {
+            offsets[level + 1] = offsets[level] + coarse.values[level].len();
+        }
+        Slots {
+            per_backend: offsets[LEVELS.len()],
+            offsets,
+            coarse,
+            backends: input.backends.iter().map(|b| Arc::from(b.as_str())).collect(),
+            excluded: input
+                .backends
+                .iter()
+                .map(|b| settings.exclude.iter().any(|x| !x.is_empty() && b.contains(x.as_str())))
+                .collect(),
+            threads: threads(),
+            cells: input.cells,
+        }
     }
-    let per_backend = offsets[LEVELS.len()];
-    let slots = per_backend * input.backends.len();
-    let slot = |cell: &CellHistograms, level: usize, coarse_id: usize| {
-        cell.backend * per_backend + offsets[level] + coarse_id
-    };
-    let cells: &'a [CellHistograms] = input.cells;
-    let build = |share: usize| -> Vec<Draft<'a>> {
-        let mine = || {
-            cells.iter().enumerate().filter(|(_, cell)| {
-                cell.backend % threads == share
-                    && !excluded[cell.backend]
-                    && !(cell.current.is_empty() && cell.baseline.is_empty())
-            })
-        };
+
+    fn slot(&self, cell: &CellHistograms, level: usize, coarse_id: usize) -> usize {
+        cell.backend * self.per_backend + self.offsets[level] + coarse_id
+    }
+
+    /// The cells one share groups: those of its backends, with runs, not excluded.
+    fn cells_of(&self, share: usize) -> impl Iterator<Item = (usize, &'i CellHistograms)> + '_ {
+        self.cells.iter().enumerate().filter(move |(_, cell)| {
+            cell.backend % self.threads == share
+                && !self.excluded[cell.backend]
+                && !(cell.current.is_empty() && cell.baseline.is_empty())
+        })
+    }
+
+    /// The groups of one share of the backends, in the order their first cells come.
+    fn share(&self, share: usize) -> Vec<Draft<'i>> {
+        let slots = self.per_backend * self.backends.len();
         // The cells of each slot, counted first so that each group's list is made once.
         let mut sizes: Vec<usize> = vec![0; slots];
-        for (_, cell) in mine() {
+        for (_, cell) in self.cells_of(share) {
             for level in 0..LEVELS.len() {
-                sizes[slot(cell, level, coarse.of[level][cell.variant])] += 1;
+                sizes[self.slot(cell, level, self.coarse.of[level][cell.variant])] += 1;
             }
         }
         let mut index: Vec<usize> = vec![usize::MAX; slots];
-        let mut drafts: Vec<Draft<'a>> = Vec::new();
-        for (ci, cell) in mine() {
+        let mut drafts: Vec<Draft<'i>> = Vec::new();
+        for (ci, cell) in self.cells_of(share) {
             for level in 0..LEVELS.len() {
-                let coarse_id = coarse.of[level][cell.variant];
-                let at = slot(cell, level, coarse_id);
+                let coarse_id = self.coarse.of[level][cell.variant];
+                let at = self.slot(cell, level, coarse_id);
                 if index[at] == usize::MAX {
                     index[at] = drafts.len();
                     drafts.push(Draft {
                         key: GroupKey {
-                            backend: backends[cell.backend].clone(),
-                            fixed: coarse.values[level][coarse_id].clone(),
+                            backend: self.backends[cell.backend].clone(),
+                            fixed: self.coarse.values[level][coarse_id].clone(),
                         },
                         level,
                         current: Cow::Borrowed(&cell.current),
                         baseline: Cow::Borrowed(&cell.baseline),
                         cells: Vec::with_capacity(sizes[at]),
                         // its slot for now: its draft may come later
-                        previous: coarse.previous[level][coarse_id].map(|p| slot(cell, level, p)),
+                        previous: self.coarse.previous[level][coarse_id].map(|p| self.slot(cell, level, p)),
                     });
                 }
                 drafts[index[at]].cells.push(ci);
@@ -428,15 +450,25 @@ fn group<'a>(input: &EvalInput<'a>, settings: &EvaluateSettings) -> Vec<Draft<'a
         for d in &mut drafts {
             d.previous = d.previous.map(|at| index[at]).filter(|&i| i != usize::MAX);
             if d.cells.len() > 1 {
-                let current = Histogram::sum_of(d.cells.iter().map(|&c| &cells[c].current), &mut scratch);
-                let baseline = Histogram::sum_of(d.cells.iter().map(|&c| &cells[c].baseline), &mut scratch);
+                let mut of = |window: fn(&CellHistograms) -> &Histogram| {
+                    Histogram::sum_of(d.cells.iter().map(|&c| window(&self.cells[c])), &mut scratch)
+                };
+                let (current, baseline) = (of(|c| &c.current), of(|c| &c.baseline));
                 (d.current, d.baseline) = (Cow::Owned(current), Cow::Owned(baseline));
             }
         }
         drafts
-    };
+    }
+}
+
+/// Every group of every level, with the cells' histograms merged (a group of one cell borrows
+/// its cell's). Groups never span backends, so they are built on every core, a share of the
+/// backends each.
+fn group<'a>(input: &EvalInput<'a>, settings: &EvaluateSettings) -> Vec<Draft<'a>> {
+    let slots = &Slots::new(input, settings);
     std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads).map(|share| scope.spawn(move || build(share))).collect();
+        let handles: Vec<_> =
+            (0..slots.threads).map(|share| scope.spawn(move || slots.share(share))).collect();
         // A group and its previous release's share a backend, so a share: positions move by
         // the shares before.
         let mut all: Vec<Draft<'a>> = Vec::new();
@@ -453,24 +485,28 @@ fn group<'a>(input: &EvalInput<'a>, settings: &EvaluateSettings) -> Vec<Draft<'a
 }
 
 /// The checks of one group with enough runs: one per checked percentile with a reference.
-fn check_group<'a>(
+fn check_group(
     d: &Meta,
-    w: &'a Windows<'_>,
-    previous: Option<(&str, &'a Histogram)>,
+    w: &Windows<'_>,
+    previous: Option<(&str, &Histogram)>,
     input: &EvalInput<'_>,
     settings: &EvaluateSettings,
     historical: &HistoricalTable,
-) -> Vec<Checked<'a>> {
-    let mut group_checks = Vec::new();
+) -> Vec<Check> {
     if w.current.count() < settings.min_job_runs {
-        return group_checks;
+        return Vec::new();
     }
-    let cell_dims: Vec<&Dimensions> = d
-        .cells
-        .iter()
-        .filter(|&&c| !input.cells[c].current.is_empty())
-        .map(|&c| &input.variants[input.cells[c].variant])
-        .collect();
+    let mut group_checks = Vec::with_capacity(settings.percentiles.len());
+    // Only the historical table reads them; most installations have none.
+    let cell_dims: Vec<&Dimensions> = if historical.is_empty() {
+        Vec::new()
+    } else {
+        d.cells
+            .iter()
+            .filter(|&&c| !input.cells[c].current.is_empty())
+            .map(|&c| &input.variants[input.cells[c].variant])
+            .collect()
+    };
     let young = d.key.get(Dimension::Release).is_some_and(|r| input.young.contains(r));
     let candidates =
         Candidates { key: &d.key, baseline: &w.baseline, previous, cell_dims: &cell_dims, young };
@@ -501,7 +537,7 @@ fn check_group<'a>(
             exceeds: observed > allowed && supported(&w.current, p.fraction(), allowed, settings),
             discovery: false,
         };
-        group_checks.push((check, r.against));
+        group_checks.push(check);
     }
     group_checks
 }
@@ -513,13 +549,13 @@ fn previous_runs<'a>(p: &'a Windows<'_>, settings: &EvaluateSettings) -> &'a His
 }
 
 /// The checks of every group, on every core.
-fn check_all<'a>(
+fn check_all(
     metas: &[Meta],
-    windows: &'a [Windows<'_>],
+    windows: &[Windows<'_>],
     input: &EvalInput<'_>,
     settings: &EvaluateSettings,
     historical: &HistoricalTable,
-) -> Vec<Vec<Checked<'a>>> {
+) -> Vec<Vec<Check>> {
     let one = |i: usize| {
         let previous = metas[i].previous.map(|p| {
             (metas[p].key.get(Dimension::Release).unwrap_or_default(), previous_runs(&windows[p], settings))
@@ -543,8 +579,8 @@ fn check_all<'a>(
 
 /// Benjamini–Hochberg across every test of the cycle: marks the discoveries, sets the
 /// q-values; the number of tests and the largest p-value that is a discovery.
-fn adjust_for_multiple_tests(checks: &mut [Vec<Checked<'_>>], settings: &EvaluateSettings) -> (usize, f64) {
-    let p_values: Vec<f64> = checks.iter().flatten().map(|(c, _)| c.p_value).collect();
+fn adjust_for_multiple_tests(checks: &mut [Vec<Check>], settings: &EvaluateSettings) -> (usize, f64) {
+    let p_values: Vec<f64> = checks.iter().flatten().map(|c| c.p_value).collect();
     // A test is a Benjamini–Hochberg discovery exactly when its adjusted p-value is within the
     // rate: one sort serves both.
     let q_values = stats::bh_adjusted(&p_values);
@@ -553,7 +589,7 @@ fn adjust_for_multiple_tests(checks: &mut [Vec<Checked<'_>>], settings: &Evaluat
         p_values.iter().zip(&discoveries).filter(|(_, d)| **d).map(|(p, _)| *p).fold(0.0f64, f64::max);
     let mut k = 0;
     for group_checks in checks.iter_mut() {
-        for (c, _) in group_checks.iter_mut() {
+        for c in group_checks.iter_mut() {
             c.discovery = discoveries[k];
             c.q_value = q_values[k];
             k += 1;
@@ -566,20 +602,20 @@ fn adjust_for_multiple_tests(checks: &mut [Vec<Checked<'_>>], settings: &Evaluat
 fn judge(
     metas: Vec<Meta>,
     windows: &[Windows<'_>],
-    checks: &[Vec<Checked<'_>>],
+    checks: Vec<Vec<Check>>,
     input: &EvalInput<'_>,
     settings: &EvaluateSettings,
 ) -> Vec<GroupResult> {
     let prior_by_key: FastMap<GroupKey, &GroupState> =
         input.prior.iter().filter_map(|(label, s)| GroupKey::parse_label(label).map(|k| (k, s))).collect();
-    let one = |d: Meta, w: &Windows, group_checks: &[Checked<'_>]| {
+    let one = |d: Meta, w: &Windows, checks: Vec<Check>| {
         let prior = prior_by_key.get(&d.key).map(|s| (*s).clone()).unwrap_or_default();
         let enough = w.current.count() >= settings.min_job_runs;
-        let regressed_now = group_checks.iter().any(|(c, _)| c.exceeds && c.discovery);
-        let above = group_checks.iter().any(|(c, _)| c.observed > c.threshold.seconds);
+        let regressed_now = checks.iter().any(|c| c.exceeds && c.discovery);
+        let above = checks.iter().any(|c| c.observed > c.threshold.seconds);
         let status = if !enough {
             GroupStatus::InsufficientData
-        } else if group_checks.is_empty() {
+        } else if checks.is_empty() {
             GroupStatus::NoReference
         } else if regressed_now || (prior.regressed && above) {
             GroupStatus::Regressed
@@ -593,7 +629,7 @@ fn judge(
             baseline_runs: w.baseline.count(),
             current: percentiles_of(&w.current),
             baseline: percentiles_of(&w.baseline),
-            checks: group_checks.iter().map(|(c, _)| c.clone()).collect(),
+            checks,
             status,
             is_new: false,
             reported: false,
@@ -602,10 +638,10 @@ fn judge(
             cells: d.cells,
         }
     };
-    // On every core, a share of the groups each (the results take the keys and cells over).
+    // On every core, a share of the groups each (the results take the keys, cells and checks over).
     let chunk = metas.len().div_ceil(threads()).max(1);
     let mut shares = Vec::new();
-    let mut rest = metas;
+    let mut rest: Vec<(Meta, Vec<Check>)> = metas.into_iter().zip(checks).collect();
     while rest.len() > chunk {
         let tail = rest.split_off(chunk);
         shares.push(rest);
@@ -623,7 +659,7 @@ fn judge(
                     share
                         .into_iter()
                         .enumerate()
-                        .map(|(j, d)| one(d, &windows[start + j], &checks[start + j]))
+                        .map(|(j, (d, checks))| one(d, &windows[start + j], checks))
                         .collect::<Vec<_>>()
                 })
             })
@@ -636,7 +672,8 @@ fn judge(
 /// taken out: the rest still has enough runs, exceeds, and passes the cycle's cutoff.
 fn holds_without(
     remaining: &[usize],
-    checks: &[Checked<'_>],
+    checks: &[Check],
+    previous_runs: Option<&Histogram>,
     input: &EvalInput<'_>,
     settings: &EvaluateSettings,
     cutoff: f64,
@@ -648,14 +685,15 @@ fn holds_without(
         baseline.merge(&input.cells[c].baseline);
     }
     current.count() >= settings.min_job_runs
-        && checks.iter().any(|(c, against)| {
+        && checks.iter().any(|c| {
             let observed = current.percentile(c.percentile.fraction()).unwrap_or(0.0);
-            let against = match (&c.threshold.source, against) {
-                (ThresholdSource::Baseline { .. }, Some(_)) if baseline.count() >= settings.min_job_runs => {
-                    Some(&baseline)
+            // the distribution the check was tested against, without the stronger groups' cells
+            let against = match &c.threshold.source {
+                ThresholdSource::Baseline { .. } => {
+                    (baseline.count() >= settings.min_job_runs).then_some(&baseline)
                 }
-                (ThresholdSource::Baseline { .. }, Some(_)) => None,
-                (_, a) => *a,
+                ThresholdSource::PreviousRelease { .. } => previous_runs,
+                ThresholdSource::Configured { .. } | ThresholdSource::Historical { .. } => None,
             };
             c.exceeds
                 && observed > c.allowed
@@ -667,9 +705,9 @@ fn holds_without(
 /// Explains overlapping regressed groups away, strongest first (groups regressed before go
 /// first): a group whose regression disappears without a stronger group's cells is not
 /// reported on its own.
-fn explain_away(
+fn explain_away<'w>(
     results: &mut [GroupResult],
-    checks: &[Vec<Checked<'_>>],
+    previous_runs: impl Fn(usize) -> Option<&'w Histogram>,
     input: &EvalInput<'_>,
     settings: &EvaluateSettings,
     cutoff: f64,
@@ -696,7 +734,7 @@ fn explain_away(
         } else if remaining.is_empty() {
             false
         } else {
-            holds_without(&remaining, &checks[gi], input, settings, cutoff)
+            holds_without(&remaining, &r.checks, previous_runs(gi), input, settings, cutoff)
         };
         if keep {
             covered.extend(results[gi].cells.iter().copied());

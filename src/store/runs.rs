@@ -28,22 +28,27 @@ const INSERT_RUN: &str = "INSERT INTO job_runs (job_name, build_id, bucket, path
     $22, $23, $24) \
     RETURNING id";
 
-const SELECT_RUN: &str = "SELECT id, job_name, build_id, bucket, path, url, job_type, started_at, \
+/// Runs by key: ` OR `-joined `(job_name, build_id) = ($k, $k+1)` follow, one index probe each
+/// on both engines.
+const SELECT_RUNS: &str = "SELECT id, job_name, build_id, bucket, path, url, job_type, started_at, \
     finished_at, state, release, from_release, upgrade_type, platform, architecture, network, \
-    network_stack, topology, master_nodes_updated, payload, from_payload FROM job_runs \
-    WHERE job_name = $1 AND build_id = $2";
+    network_stack, topology, master_nodes_updated, payload, from_payload FROM job_runs WHERE ";
 
-const SELECT_SAMPLES: &str = "SELECT b.name, s.connection, s.seconds FROM samples s \
-    JOIN backends b ON b.id = s.backend_id WHERE s.run_id = $1 ORDER BY b.name";
+// What each run holds, for a list of run ids that follows: `…)` then the order.
+const SELECT_SAMPLES: &str = "SELECT s.run_id, b.name, s.connection, s.seconds FROM samples s \
+    JOIN backends b ON b.id = s.backend_id WHERE s.run_id IN (";
+const SAMPLES_ORDER: &str = ") ORDER BY s.run_id, b.name";
+const SELECT_OUTAGES: &str = "SELECT o.run_id, b.name, o.from_at, o.to_at FROM outages o \
+    JOIN backends b ON b.id = o.backend_id WHERE o.run_id IN (";
+const OUTAGES_ORDER: &str = ") ORDER BY o.run_id, o.from_at, b.name, o.to_at";
+const SELECT_CONDITIONS: &str = "SELECT run_id, operator, condition, status, reason, message, from_at, to_at \
+    FROM condition_spans WHERE run_id IN (";
+const CONDITIONS_ORDER: &str = ") ORDER BY run_id, from_at, operator, condition, to_at";
+const SELECT_INTERVAL_FILES: &str = "SELECT run_id, location, size FROM interval_files WHERE run_id IN (";
+const INTERVAL_FILES_ORDER: &str = ") ORDER BY run_id, location";
 
-const SELECT_OUTAGES: &str = "SELECT b.name, o.from_at, o.to_at FROM outages o \
-    JOIN backends b ON b.id = o.backend_id WHERE o.run_id = $1 ORDER BY o.from_at, b.name, o.to_at";
-
-const SELECT_CONDITIONS: &str = "SELECT operator, condition, status, reason, message, from_at, to_at \
-    FROM condition_spans WHERE run_id = $1 ORDER BY from_at, operator, condition, to_at";
-
-const SELECT_INTERVAL_FILES: &str =
-    "SELECT location, size FROM interval_files WHERE run_id = $1 ORDER BY location";
+/// Runs read by one set of statements: a bound on their placeholders.
+const RUNS_PER_READ: usize = 200;
 
 /// Changes kept in `data_changes`; a reader further behind than this re-reads everything.
 const KEPT_CHANGES: i64 = 100_000;
@@ -353,46 +358,37 @@ impl Store {
 
     /// Reads a stored run back with its samples and intervals.
     pub async fn run(&self, job_name: &str, build_id: &str) -> Result<Option<RunRecord>> {
+        Ok(self.runs(&[(job_name, build_id)]).await?.pop())
+    }
+
+    /// The stored runs among `keys` (job, build id), each with its samples and intervals, in
+    /// no particular order: a few statements for all of them, not a few for each.
+    pub async fn runs(&self, keys: &[(&str, &str)]) -> Result<Vec<RunRecord>> {
         let mut pooled = self.acquire().await?;
         let mut c = pooled.conn();
-        let Some(row) = c.fetch_optional::<RunRow>(sql(SELECT_RUN).bind(job_name).bind(build_id)).await?
-        else {
-            return Ok(None);
-        };
-        let id = row.id;
-        let samples = c
-            .fetch_all::<(String, String, i64)>(sql(SELECT_SAMPLES).bind(id))
-            .await?
-            .into_iter()
-            .map(|(backend, connection, seconds)| Sample { backend, connection, seconds })
-            .collect();
-        let outages = c
-            .fetch_all::<(String, i64, i64)>(sql(SELECT_OUTAGES).bind(id))
-            .await?
-            .into_iter()
-            .map(|(backend, from, to)| Outage { backend, from: from_secs(from), to: from_secs(to) })
-            .collect();
-        let conditions = c
-            .fetch_all::<(String, String, String, String, String, i64, i64)>(sql(SELECT_CONDITIONS).bind(id))
-            .await?
-            .into_iter()
-            .map(|(operator, condition, status, reason, message, from, to)| ConditionSpan {
-                operator,
-                condition,
-                status,
-                reason,
-                message,
-                from: from_secs(from),
-                to: from_secs(to),
-            })
-            .collect();
-        let interval_files = c
-            .fetch_all::<(String, i64)>(sql(SELECT_INTERVAL_FILES).bind(id))
-            .await?
-            .into_iter()
-            .map(|(location, size)| IntervalFile { location, size: size.max(0) as u64 })
-            .collect();
-        Ok(Some(RunRecord { run: row.into_run(), samples, outages, conditions, interval_files }))
+        let mut out = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(RUNS_PER_READ) {
+            let mut q = sql(SELECT_RUNS);
+            for (i, (job, build)) in chunk.iter().enumerate() {
+                q = q.push(if i == 0 { "(job_name, build_id) = (" } else { " OR (job_name, build_id) = (" });
+                q = q.list([*job, *build]).push(")");
+            }
+            let rows = c.fetch_all::<RunRow>(q).await?;
+            let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+            let mut records: Vec<RunRecord> = rows
+                .into_iter()
+                .map(|row| RunRecord {
+                    run: row.into_run(),
+                    samples: Vec::new(),
+                    outages: Vec::new(),
+                    conditions: Vec::new(),
+                    interval_files: Vec::new(),
+                })
+                .collect();
+            read_run_contents(&mut c, &ids, &mut records).await?;
+            out.append(&mut records);
+        }
+        Ok(out)
     }
 
     /// The start of each job's newest stored run (data freshness).
@@ -524,7 +520,49 @@ pub(crate) struct Minted {
     variants: std::collections::HashMap<Dimensions, i64>,
 }
 
-/// A row of `job_runs`, as [`SELECT_RUN`] reads it.
+/// Samples, outages, conditions and interval files of the runs `ids` (`records` in the same
+/// order), each list in the order a run is written with.
+async fn read_run_contents(c: &mut Conn<'_>, ids: &[i64], records: &mut [RunRecord]) -> Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let at: std::collections::HashMap<i64, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    let of = |id: i64| at.get(&id).copied().context("a row of a run not asked for");
+    let listed = |text: &'static str, order: &str| sql(text).list(ids.iter().copied()).push(order);
+    for (id, backend, connection, seconds) in
+        c.fetch_all::<(i64, String, String, i64)>(listed(SELECT_SAMPLES, SAMPLES_ORDER)).await?
+    {
+        records[of(id)?].samples.push(Sample { backend, connection, seconds });
+    }
+    for (id, backend, from, to) in
+        c.fetch_all::<(i64, String, i64, i64)>(listed(SELECT_OUTAGES, OUTAGES_ORDER)).await?
+    {
+        records[of(id)?].outages.push(Outage { backend, from: from_secs(from), to: from_secs(to) });
+    }
+    type ConditionRow = (i64, String, String, String, String, String, i64, i64);
+    for (id, operator, condition, status, reason, message, from, to) in
+        c.fetch_all::<ConditionRow>(listed(SELECT_CONDITIONS, CONDITIONS_ORDER)).await?
+    {
+        let span = ConditionSpan {
+            operator,
+            condition,
+            status,
+            reason,
+            message,
+            from: from_secs(from),
+            to: from_secs(to),
+        };
+        records[of(id)?].conditions.push(span);
+    }
+    for (id, location, size) in
+        c.fetch_all::<(i64, String, i64)>(listed(SELECT_INTERVAL_FILES, INTERVAL_FILES_ORDER)).await?
+    {
+        records[of(id)?].interval_files.push(IntervalFile { location, size: size.max(0) as u64 });
+    }
+    Ok(())
+}
+
+/// A row of `job_runs`, as [`SELECT_RUNS`] reads it.
 #[derive(sqlx::FromRow)]
 struct RunRow {
     id: i64,

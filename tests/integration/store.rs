@@ -86,6 +86,34 @@ on_both_engines! {
         assert!(db.store.run(&record.run.job_name, "nope").await.unwrap().is_none());
     }
 
+    async fn runs_read_together_are_each_as_read_alone(db) {
+        // several runs, one of another job, with differing intervals; a key twice, one unknown
+        let mut records: Vec<RunRecord> =
+            (0..5).map(|i| sample_record(&format!("17900000000000001{i:02}"), 10 + i)).collect();
+        records[1].run.job_name = "periodic-ci-openshift-release-master-ci-4.14-e2e-aws-ovn-upgrade".into();
+        records[2].outages.clear();
+        let progressing = ConditionSpan { reason: "Progressing".into(), ..records[3].conditions[0].clone() };
+        records[3].conditions.push(progressing);
+        for r in &records {
+            db.store.write_run(r, false).await.unwrap();
+        }
+        let mut keys: Vec<(&str, &str)> =
+            records.iter().map(|r| (r.run.job_name.as_str(), r.run.build_id.as_str())).collect();
+        keys.push(("no-such-job", "1"));
+        keys.push((&records[1].run.job_name, "17900000000000001xx"));
+        let mut together = db.store.runs(&keys).await.unwrap();
+        together.sort_by(|a, b| a.run.build_id.cmp(&b.run.build_id));
+        assert_eq!(together.len(), records.len(), "the unknown keys read nothing");
+        for (back, r) in together.iter().zip(&records) {
+            let alone = db.store.run(&r.run.job_name, &r.run.build_id).await.unwrap().unwrap();
+            assert_eq!(back, &alone);
+            let mut expected = r.clone();
+            expected.samples.sort();
+            assert_eq!(back, &expected);
+        }
+        assert!(db.store.runs(&[]).await.unwrap().is_empty());
+    }
+
     async fn writing_the_same_run_twice_stores_it_once(db) {
         let record = sample_record("1790000000000000002", 12);
         assert_eq!(db.store.write_run(&record, false).await.unwrap(), WriteOutcome::Inserted);
