@@ -30,7 +30,8 @@ const CONTEXT: [Dimension; 3] = [Dimension::Release, Dimension::Architecture, Di
 pub(super) struct Index<'a> {
     pub evaluation: &'a Evaluation,
     pub data: &'a WindowData,
-    by_key: foldhash::HashMap<&'a GroupKey, usize>,
+    /// Made at the first lookup: a cycle with nothing to describe makes none.
+    by_key: std::sync::OnceLock<foldhash::HashMap<&'a GroupKey, usize>>,
     /// Groups containing each cell.
     /// (in one flat list: cell `c`'s are `groups[starts[c]..starts[c + 1]]`).
     groups_of_cell: (Vec<usize>, Vec<usize>),
@@ -38,7 +39,6 @@ pub(super) struct Index<'a> {
 
 impl<'a> Index<'a> {
     pub fn new(evaluation: &'a Evaluation, data: &'a WindowData) -> Index<'a> {
-        let by_key = evaluation.groups.iter().enumerate().map(|(i, g)| (&g.key, i)).collect();
         let mut starts = vec![0; data.cells.len() + 1];
         for g in &evaluation.groups {
             for &c in &g.cells {
@@ -57,11 +57,15 @@ impl<'a> Index<'a> {
             }
         }
         let groups_of_cell = (starts, groups);
-        Index { evaluation, data, by_key, groups_of_cell }
+        Index { evaluation, data, by_key: std::sync::OnceLock::new(), groups_of_cell }
     }
 
     pub fn group(&self, key: &GroupKey) -> Option<&'a GroupResult> {
-        self.by_key.get(key).map(|&i| &self.evaluation.groups[i])
+        let evaluation = self.evaluation;
+        let by_key = self
+            .by_key
+            .get_or_init(|| evaluation.groups.iter().enumerate().map(|(i, g)| (&g.key, i)).collect());
+        by_key.get(key).map(|&i| &evaluation.groups[i])
     }
 
     /// The groups containing a cell.

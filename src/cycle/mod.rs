@@ -350,9 +350,9 @@ async fn evaluate_at<S: RunSource>(
         "cycle: evaluated"
     );
     let phase = Instant::now();
-    let mut states = states_to_keep(&evaluation, &prior);
     let components = ComponentTable::from_settings(&settings.attribute);
     let index = describe::Index::new(&evaluation, &data);
+    let mut states = states_to_keep(&index, &prior);
     let judging = scoped::Judging { data: &data, settings: es, historical: &historical, young: &young };
     // kept where the runs are (a backtest's state is a scratch store)
     let fetcher =
@@ -511,20 +511,16 @@ fn merges_of(reports: &[(Option<&Incident>, RegressionReport)]) -> Vec<(i64, i64
 }
 
 /// States to keep: every regressed (or recovering) group, and earlier ones not seen now.
-fn states_to_keep(
-    evaluation: &evaluate::Evaluation,
-    prior: &HashMap<String, evaluate::GroupState>,
-) -> States {
+fn states_to_keep(index: &describe::Index<'_>, prior: &HashMap<String, evaluate::GroupState>) -> States {
     let mut states = Vec::new();
-    for g in evaluation.groups.iter().filter(|g| g.state.regressed || g.state.clean_streak > 0) {
+    for g in index.evaluation.groups.iter().filter(|g| g.state.regressed || g.state.clean_streak > 0) {
         states.push((g.key.label(), g.state.clone()));
     }
-    let seen: foldhash::HashSet<&crate::model::GroupKey> = evaluation.groups.iter().map(|g| &g.key).collect();
     for (label, state) in prior {
         if !state.regressed || label.starts_with("incident:") {
             continue;
         }
-        if crate::model::GroupKey::parse_label(label).is_none_or(|k| !seen.contains(&k)) {
+        if crate::model::GroupKey::parse_label(label).is_none_or(|k| index.group(&k).is_none()) {
             states.push((label.clone(), state.clone()));
         }
     }
@@ -538,7 +534,7 @@ type ClusterKey = (String, Scope);
 /// family whose scopes overlap in one release are one (new and reused connections, one problem
 /// seen at two levels, or a scope the groups see from two sides).
 fn clusters<'a>(
-    index: &describe::Index<'a>,
+    index: &describe::Index<'_>,
     evaluation: &'a evaluate::Evaluation,
     settings: &EvaluateSettings,
 ) -> Vec<describe::Cluster<'a>> {

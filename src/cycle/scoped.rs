@@ -98,9 +98,11 @@ impl Judging<'_> {
                 .collect(),
         };
         let young = scope.single(Dimension::Release).is_some_and(|r| self.young.contains(r));
+        let baseline_percentiles = percentiles_of(&baseline);
         let candidates = Candidates {
             key: &key,
             baseline: &baseline,
+            baseline_percentiles: &baseline_percentiles,
             previous: previous.as_ref().map(|(r, h)| (r.as_str(), h)),
             cell_dims: &cell_dims,
             young,

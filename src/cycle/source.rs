@@ -8,28 +8,13 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::Arc;
 
 use anyhow::Result;
 
+pub use crate::model::CellRun;
 use crate::model::{HistoricalRow, Percentile, RegressionReport, RunRecord};
 use crate::store::Store;
 use crate::store::evaluations::WindowData;
-
-/// One run of one cell, as a series point and a link.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CellRun {
-    pub backend: Arc<str>,
-    pub variant_id: i64,
-    pub started: i64,
-    pub seconds: i64,
-    pub job: Arc<str>,
-    pub build_id: Arc<str>,
-    pub url: Arc<str>,
-    /// The payload it tested (empty when unknown), and when that payload was built.
-    pub payload: Arc<str>,
-    pub payload_at: Option<i64>,
-}
 
 /// The stored runs as a cycle at `visible_at` may see them.
 pub trait RunSource: Sync {
@@ -110,21 +95,7 @@ impl RunSource for Store {
         range: (i64, i64),
         visible_at: i64,
     ) -> Result<Vec<CellRun>> {
-        let rows = self.cell_runs(backends, variant_ids, range, visible_at).await?;
-        Ok(rows
-            .into_iter()
-            .map(|(backend, variant_id, started, seconds, job, build_id, url, payload)| CellRun {
-                backend: backend.into(),
-                variant_id,
-                started,
-                seconds,
-                job: job.into(),
-                build_id: build_id.into(),
-                url: url.into(),
-                payload_at: crate::model::payload_time(&payload).map(|t| t.timestamp()),
-                payload: payload.into(),
-            })
-            .collect())
+        Store::cell_runs(self, backends, variant_ids, range, visible_at).await
     }
 
     async fn runs(&self, keys: &[(&str, &str)]) -> Result<Vec<RunRecord>> {

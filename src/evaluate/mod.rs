@@ -155,22 +155,13 @@ pub struct Evaluation {
     pub cutoff: f64,
 }
 
-struct Draft<'a> {
-    key: GroupKey,
-    level: usize,
-    current: Cow<'a, Histogram>,
-    baseline: Cow<'a, Histogram>,
-    cells: Vec<usize>,
-    /// The same group one release earlier, when it has runs: its position among the drafts.
-    previous: Option<usize>,
-}
-
 /// A group's identity and cells, apart from its [`Windows`]: the results take these over
 /// while the checks still hold on to the windows.
 struct Meta {
     key: GroupKey,
     level: usize,
     cells: Vec<usize>,
+    /// The same group one release earlier, when it has runs: its position among the groups.
     previous: Option<usize>,
 }
 
@@ -178,13 +169,8 @@ struct Meta {
 struct Windows<'a> {
     current: Cow<'a, Histogram>,
     baseline: Cow<'a, Histogram>,
-}
-
-impl<'a> Draft<'a> {
-    fn split(self) -> (Meta, Windows<'a>) {
-        let Draft { key, level, current, baseline, cells, previous } = self;
-        (Meta { key, level, cells, previous }, Windows { current, baseline })
-    }
+    /// P50, P75, P95 and P99 of the current window, then of the baseline.
+    percentiles: [[Option<f64>; 4]; 2],
 }
 
 /// The reference a check compares with: a threshold and, for history-based thresholds, the
@@ -199,8 +185,9 @@ pub struct Reference<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct Candidates<'a, 'c> {
     pub key: &'c GroupKey,
-    /// Its own runs before the window (an incident's runs left out).
+    /// Its own runs before the window (an incident's runs left out), and their percentiles.
     pub baseline: &'a Histogram,
+    pub baseline_percentiles: &'c [Option<f64>; 4],
     /// The same group one release earlier: that release, and its runs.
     pub previous: Option<(&'c str, &'a Histogram)>,
     /// The dimensions of its cells with runs (for the historical table).
@@ -239,7 +226,7 @@ pub fn reference<'a>(
         return Some(p);
     }
     if c.baseline.count() >= settings.min_job_runs {
-        let seconds = c.baseline.percentile(q)?;
+        let seconds = c.baseline_percentiles[percentile.index()]?;
         let source = ThresholdSource::Baseline { runs: c.baseline.count() };
         return Some(Reference {
             threshold: Threshold { percentile, seconds, source },
@@ -283,18 +270,16 @@ pub fn evaluate(
     historical: &HistoricalTable,
 ) -> Evaluation {
     let t0 = std::time::Instant::now();
-    let (metas, windows): (Vec<Meta>, Vec<Windows>) =
-        group(input, settings).into_iter().map(Draft::split).unzip();
+    let (mut metas, windows) = group(input, settings);
     tracing::debug!(seconds = t0.elapsed().as_secs_f64(), groups = metas.len(), "evaluate: grouped");
     let t0 = std::time::Instant::now();
     let mut checks = check_all(&metas, &windows, input, settings, historical);
-    let previous: Vec<Option<usize>> = metas.iter().map(|m| m.previous).collect();
     tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: tested");
     let (tests, cutoff) = adjust_for_multiple_tests(&mut checks, settings);
-    let mut results = judge(metas, &windows, checks, input, settings);
+    let mut results = judge(&mut metas, &windows, &mut checks, input, settings);
     tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: tested and judged");
     let t0 = std::time::Instant::now();
-    let previous_runs = |gi: usize| previous[gi].map(|p| previous_runs(&windows[p], settings));
+    let previous_runs = |gi: usize| metas[gi].previous.map(|p| previous_runs(&windows[p], settings));
     explain_away(&mut results, previous_runs, input, settings, cutoff);
     for r in &mut results {
         apply_hysteresis(r, settings, input.now);
@@ -413,7 +398,7 @@ impl<'i> Slots<'i> {
     }
 
     /// The groups of one share of the backends, in the order their first cells come.
-    fn share(&self, share: usize) -> Vec<Draft<'i>> {
+    fn share(&self, share: usize) -> (Vec<Meta>, Vec<Windows<'i>>) {
         let slots = self.per_backend * self.backends.len();
         // The cells of each slot, counted first so that each group's list is made once.
         let mut sizes: Vec<usize> = vec![0; slots];
@@ -422,65 +407,75 @@ impl<'i> Slots<'i> {
                 sizes[self.slot(cell, level, self.coarse.of[level][cell.variant])] += 1;
             }
         }
+        let groups = sizes.iter().filter(|n| **n > 0).count();
         let mut index: Vec<usize> = vec![usize::MAX; slots];
-        let mut drafts: Vec<Draft<'i>> = Vec::new();
+        let (mut metas, mut windows) = (Vec::with_capacity(groups), Vec::with_capacity(groups));
         for (ci, cell) in self.cells_of(share) {
             for level in 0..LEVELS.len() {
                 let coarse_id = self.coarse.of[level][cell.variant];
                 let at = self.slot(cell, level, coarse_id);
                 if index[at] == usize::MAX {
-                    index[at] = drafts.len();
-                    drafts.push(Draft {
+                    index[at] = metas.len();
+                    metas.push(Meta {
                         key: GroupKey {
                             backend: self.backends[cell.backend].clone(),
                             fixed: self.coarse.values[level][coarse_id].clone(),
                         },
                         level,
-                        current: Cow::Borrowed(&cell.current),
-                        baseline: Cow::Borrowed(&cell.baseline),
                         cells: Vec::with_capacity(sizes[at]),
-                        // its slot for now: its draft may come later
+                        // its slot for now: its group may come later
                         previous: self.coarse.previous[level][coarse_id].map(|p| self.slot(cell, level, p)),
                     });
+                    windows.push(Windows {
+                        current: Cow::Borrowed(&cell.current),
+                        baseline: Cow::Borrowed(&cell.baseline),
+                        percentiles: [[None; 4]; 2],
+                    });
                 }
-                drafts[index[at]].cells.push(ci);
+                metas[index[at]].cells.push(ci);
             }
         }
         let mut scratch = Vec::new();
-        for d in &mut drafts {
-            d.previous = d.previous.map(|at| index[at]).filter(|&i| i != usize::MAX);
-            if d.cells.len() > 1 {
+        for (m, w) in metas.iter_mut().zip(&mut windows) {
+            m.previous = m.previous.map(|at| index[at]).filter(|&i| i != usize::MAX);
+            if m.cells.len() > 1 {
                 let mut of = |window: fn(&CellHistograms) -> &Histogram| {
-                    Histogram::sum_of(d.cells.iter().map(|&c| window(&self.cells[c])), &mut scratch)
+                    Histogram::sum_of(m.cells.iter().map(|&c| window(&self.cells[c])), &mut scratch)
                 };
                 let (current, baseline) = (of(|c| &c.current), of(|c| &c.baseline));
-                (d.current, d.baseline) = (Cow::Owned(current), Cow::Owned(baseline));
+                (w.current, w.baseline) = (Cow::Owned(current), Cow::Owned(baseline));
             }
+            w.percentiles = [percentiles_of(&w.current), percentiles_of(&w.baseline)];
         }
-        drafts
+        (metas, windows)
     }
 }
 
 /// Every group of every level, with the cells' histograms merged (a group of one cell borrows
 /// its cell's). Groups never span backends, so they are built on every core, a share of the
 /// backends each.
-fn group<'a>(input: &EvalInput<'a>, settings: &EvaluateSettings) -> Vec<Draft<'a>> {
+fn group<'a>(input: &EvalInput<'a>, settings: &EvaluateSettings) -> (Vec<Meta>, Vec<Windows<'a>>) {
     let slots = &Slots::new(input, settings);
     std::thread::scope(|scope| {
         let handles: Vec<_> =
             (0..slots.threads).map(|share| scope.spawn(move || slots.share(share))).collect();
         // A group and its previous release's share a backend, so a share: positions move by
         // the shares before.
-        let mut all: Vec<Draft<'a>> = Vec::new();
+        let (mut metas, mut windows) = (Vec::new(), Vec::new());
         for h in handles {
-            let mut share = h.join().expect("a grouping thread panicked");
-            let before = all.len();
-            for p in share.iter_mut().filter_map(|d| d.previous.as_mut()) {
+            let (mut share, mut share_windows) = h.join().expect("a grouping thread panicked");
+            let before = metas.len();
+            for p in share.iter_mut().filter_map(|m| m.previous.as_mut()) {
                 *p += before;
             }
-            all.append(&mut share);
+            if before == 0 {
+                (metas, windows) = (share, share_windows);
+            } else {
+                metas.append(&mut share);
+                windows.append(&mut share_windows);
+            }
         }
-        all
+        (metas, windows)
     })
 }
 
@@ -508,13 +503,19 @@ fn check_group(
             .collect()
     };
     let young = d.key.get(Dimension::Release).is_some_and(|r| input.young.contains(r));
-    let candidates =
-        Candidates { key: &d.key, baseline: &w.baseline, previous, cell_dims: &cell_dims, young };
+    let candidates = Candidates {
+        key: &d.key,
+        baseline: &w.baseline,
+        baseline_percentiles: &w.percentiles[1],
+        previous,
+        cell_dims: &cell_dims,
+        young,
+    };
     // The two-part test depends only on the two distributions: run it once per reference.
     let mut two_part: Option<(*const Histogram, f64)> = None;
     for &p in &settings.percentiles {
         let Some(r) = reference(&candidates, p, settings, historical) else { continue };
-        let observed = w.current.percentile(p.fraction()).unwrap_or(0.0);
+        let observed = w.percentiles[0][p.index()].unwrap_or(0.0);
         let allowed = allowed(r.threshold.seconds, settings);
         let p_value = match r.against {
             Some(against) => match two_part {
@@ -573,7 +574,11 @@ fn check_all(
                 scope.spawn(move || (start..(start + chunk).min(total)).map(one).collect::<Vec<_>>())
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().expect("a check thread panicked")).collect()
+        let mut all = Vec::with_capacity(total);
+        for h in handles {
+            all.extend(h.join().expect("a check thread panicked"));
+        }
+        all
     })
 }
 
@@ -598,17 +603,18 @@ fn adjust_for_multiple_tests(checks: &mut [Vec<Check>], settings: &EvaluateSetti
     (p_values.len(), cutoff)
 }
 
-/// Each group's status: regressed now, or regressed before and still above the threshold.
+/// Each group's status: regressed now, or regressed before and still above the threshold. The
+/// results take the groups' cells and checks over.
 fn judge(
-    metas: Vec<Meta>,
+    metas: &mut [Meta],
     windows: &[Windows<'_>],
-    checks: Vec<Vec<Check>>,
+    checks: &mut [Vec<Check>],
     input: &EvalInput<'_>,
     settings: &EvaluateSettings,
 ) -> Vec<GroupResult> {
     let prior_by_key: FastMap<GroupKey, &GroupState> =
         input.prior.iter().filter_map(|(label, s)| GroupKey::parse_label(label).map(|k| (k, s))).collect();
-    let one = |d: Meta, w: &Windows, checks: Vec<Check>| {
+    let one = |d: &mut Meta, w: &Windows, checks: Vec<Check>| {
         let prior = prior_by_key.get(&d.key).map(|s| (*s).clone()).unwrap_or_default();
         let enough = w.current.count() >= settings.min_job_runs;
         let regressed_now = checks.iter().any(|c| c.exceeds && c.discovery);
@@ -623,48 +629,46 @@ fn judge(
             GroupStatus::Healthy
         };
         GroupResult {
-            key: d.key,
+            key: d.key.clone(),
             level: d.level,
             runs: w.current.count(),
             baseline_runs: w.baseline.count(),
-            current: percentiles_of(&w.current),
-            baseline: percentiles_of(&w.baseline),
+            current: w.percentiles[0],
+            baseline: w.percentiles[1],
             checks,
             status,
             is_new: false,
             reported: false,
             significant: regressed_now,
             state: prior,
-            cells: d.cells,
+            cells: std::mem::take(&mut d.cells),
         }
     };
-    // On every core, a share of the groups each (the results take the keys, cells and checks over).
-    let chunk = metas.len().div_ceil(threads()).max(1);
-    let mut shares = Vec::new();
-    let mut rest: Vec<(Meta, Vec<Check>)> = metas.into_iter().zip(checks).collect();
-    while rest.len() > chunk {
-        let tail = rest.split_off(chunk);
-        shares.push(rest);
-        rest = tail;
-    }
-    shares.push(rest);
+    // On every core, a share of the groups each.
+    let total = metas.len();
+    let chunk = total.div_ceil(threads()).max(1);
     std::thread::scope(|scope| {
-        let handles: Vec<_> = shares
-            .into_iter()
-            .enumerate()
-            .map(|(k, share)| {
+        let handles: Vec<_> = metas
+            .chunks_mut(chunk)
+            .zip(checks.chunks_mut(chunk))
+            .zip(windows.chunks(chunk))
+            .map(|((metas, checks), windows)| {
                 let one = &one;
                 scope.spawn(move || {
-                    let start = k * chunk;
-                    share
-                        .into_iter()
-                        .enumerate()
-                        .map(|(j, (d, checks))| one(d, &windows[start + j], checks))
+                    metas
+                        .iter_mut()
+                        .zip(checks)
+                        .zip(windows)
+                        .map(|((d, checks), w)| one(d, w, std::mem::take(checks)))
                         .collect::<Vec<_>>()
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().expect("a judging thread panicked")).collect()
+        let mut all = Vec::with_capacity(total);
+        for h in handles {
+            all.extend(h.join().expect("a judging thread panicked"));
+        }
+        all
     })
 }
 

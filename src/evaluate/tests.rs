@@ -371,7 +371,7 @@ fn each_group_is_linked_to_the_group_its_previous_release_key_names() {
         now: 1_700_000_000,
         young: &std::collections::HashSet::new(),
     };
-    let drafts = group(&input, &EvaluateSettings::default());
+    let (drafts, _) = group(&input, &EvaluateSettings::default());
     let by_key: HashMap<&GroupKey, usize> = drafts.iter().enumerate().map(|(i, d)| (&d.key, i)).collect();
     let mut linked = 0;
     for d in &drafts {

@@ -61,17 +61,18 @@ impl fmt::Display for Percentile {
 /// A group of cells: one backend and the dimension values every cell of the group shares.
 /// A dimension not listed is merged over (every value of it is in the group).
 ///
-/// A cycle makes some 20,000 keys from a few hundred distinct strings, so the strings are
-/// shared, not copied: a key is built and dropped without touching the allocator.
+/// A cycle makes some 20,000 keys from a few hundred distinct sets of values, so the values
+/// are shared, not copied: a key is two pointers, built and dropped without the allocator.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct GroupKey {
     pub backend: Arc<str>,
     pub fixed: Fixed,
 }
 
-/// The dimension values a group keeps: at most one per dimension, in dimension order.
+/// The dimension values a group keeps: at most one per dimension, in dimension order. Shared
+/// by every group that keeps the same values (a change copies them first).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
-pub struct Fixed([Option<Arc<str>>; Dimension::ALL.len()]);
+pub struct Fixed(Arc<[Option<Arc<str>>; Dimension::ALL.len()]>);
 
 impl Fixed {
     pub fn get(&self, d: Dimension) -> Option<&str> {
@@ -79,12 +80,12 @@ impl Fixed {
     }
 
     pub fn insert(&mut self, d: Dimension, value: impl Into<Arc<str>>) {
-        self.0[d.index()] = Some(value.into());
+        Arc::make_mut(&mut self.0)[d.index()] = Some(value.into());
     }
 
     /// The kept dimensions and their values, in dimension order.
     pub fn iter(&self) -> impl Iterator<Item = (Dimension, &str)> {
-        Dimension::ALL.into_iter().zip(&self.0).filter_map(|(d, v)| Some((d, v.as_deref()?)))
+        Dimension::ALL.into_iter().zip(self.0.iter()).filter_map(|(d, v)| Some((d, v.as_deref()?)))
     }
 
     pub fn len(&self) -> usize {

@@ -224,9 +224,11 @@ impl Histogram {
         };
         for (slot, p) in out.iter_mut().zip(fractions) {
             let h = (n - 1) as f64 * p.clamp(0.0, 1.0);
-            let lo = h.floor();
-            let lower = at(lo as u64);
-            *slot = Some(if h == lo { lower } else { lower + (h - lo) * (at(lo as u64 + 1) - lower) });
+            // ⌊h⌋: h is never negative, so truncating is flooring (and needs no call into libm)
+            let rank = h as u64;
+            let lo = rank as f64;
+            let lower = at(rank);
+            *slot = Some(if h == lo { lower } else { lower + (h - lo) * (at(rank + 1) - lower) });
         }
         out
     }

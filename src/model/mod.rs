@@ -24,7 +24,7 @@ pub use regression::{
     Attribution, ConditionEvidence, Confidence, ControlEvidence, Episode, FileAgainst, Onset, PercentilePair,
     RegressionReport, SampleJob, SampleKind, Status, SuspectChange,
 };
-pub use run::{ConditionSpan, IntervalFile, JobRun, Outage, RunRecord, Sample, payload_time};
+pub use run::{CellRun, ConditionSpan, IntervalFile, JobRun, Outage, RunRecord, Sample, payload_time};
 pub use scope::Scope;
 pub use span::parse_span;
 pub use trouble::TroubleRules;

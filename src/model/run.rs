@@ -1,5 +1,7 @@
 //! A job run, its disruption samples, and the intervals kept as evidence.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -98,4 +100,19 @@ pub struct RunRecord {
 pub struct IntervalFile {
     pub location: String,
     pub size: u64,
+}
+
+/// One run of one cell, as a series point and a link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellRun {
+    pub backend: Arc<str>,
+    pub variant_id: i64,
+    pub started: i64,
+    pub seconds: i64,
+    pub job: Arc<str>,
+    pub build_id: Arc<str>,
+    pub url: Arc<str>,
+    /// The payload it tested (empty when unknown), and when that payload was built.
+    pub payload: Arc<str>,
+    pub payload_at: Option<i64>,
 }

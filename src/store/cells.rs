@@ -615,6 +615,18 @@ impl super::Store {
         Ok(Changes { first_day, cells, rows: kept })
     }
 
+    /// The first day and the variant-days (sorted, when every change listed them) changed after
+    /// `since` up to `version`; the first day is None when some of those changes are not on
+    /// record.
+    pub(crate) async fn changes_listed(
+        &self,
+        since: i64,
+        version: i64,
+    ) -> anyhow::Result<(Option<i64>, Option<Vec<(i64, i64)>>)> {
+        let log = self.change_log(since, version).await?;
+        Ok(summary(&log, since, version))
+    }
+
     /// The changes recorded after `since` up to `version`, oldest first.
     async fn change_log(&self, since: i64, version: i64) -> anyhow::Result<Vec<LoggedChange>> {
         let rows: Vec<(i64, i64, Option<String>)> = self

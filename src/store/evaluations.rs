@@ -42,8 +42,8 @@ const WHOLE_DAYS_POSTGRES: &str = "SELECT backend_id, variant_id, \
 
 /// Database ids → positions in [`WindowData`]'s lists.
 struct Indexes {
-    backends: HashMap<i64, usize>,
-    variants: HashMap<i64, usize>,
+    backends: foldhash::HashMap<i64, usize>,
+    variants: foldhash::HashMap<i64, usize>,
 }
 
 impl Indexes {
@@ -175,7 +175,7 @@ impl Store {
             .map(|e| (e, true))
             .chain(baseline_edges.into_iter().map(|e| (e, false)))
             .collect();
-        let cells = match self.window_cache() {
+        let mut list: Vec<((usize, usize), (Histogram, Histogram))> = match self.window_cache() {
             Some(cache) => {
                 let want = super::windows::WindowDays {
                     current: current_days,
@@ -186,10 +186,14 @@ impl Store {
                 let by_id = self.cached_windows(&cache, &want).await?;
                 by_id.into_iter().filter_map(|((b, v), h)| Some((index.cell(b, v)?, h))).collect()
             }
-            None => self.read_windows(&index, current_days, baseline_days, &edges, visible_at).await?,
+            None => {
+                let cells =
+                    self.read_windows(&index, current_days, baseline_days, &edges, visible_at).await?;
+                cells.into_iter().collect()
+            }
         };
-        let mut list: Vec<_> = cells.into_iter().collect();
-        list.sort_by_key(|(k, _)| *k);
+        // each cell once: no order among equals to keep
+        list.sort_unstable_by_key(|(k, _)| *k);
         let mut troubled = vec![0; variants.len()];
         let counts: Vec<(i64, i64)> = self
             .fetch_all(
@@ -330,32 +334,6 @@ impl Store {
         .bind(window.1)
         .list(variant_ids.iter().copied())
         .push(") ORDER BY s.seconds DESC, r.started_at DESC");
-        self.fetch_all(q).await
-    }
-
-    /// The runs of some backends in some variants that started in `range` and finished by
-    /// `visible_at`, by start time: (backend, variant id, started, seconds, job, build id, URL).
-    pub async fn cell_runs(
-        &self,
-        backends: &[String],
-        variant_ids: &[i64],
-        range: (i64, i64),
-        visible_at: i64,
-    ) -> Result<Vec<(String, i64, i64, i64, String, String, String, String)>> {
-        if backends.is_empty() || variant_ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let q = sql("SELECT b.name, r.variant_id, r.started_at, s.seconds, r.job_name, r.build_id, r.url, r.payload \
-                 FROM samples s JOIN job_runs r ON r.id = s.run_id JOIN backends b ON b.id = s.backend_id \
-                 WHERE r.started_at >= $1 AND r.started_at < $2 AND COALESCE(r.finished_at, r.started_at) <= $3 \
-                 AND r.ci_trouble IS NULL AND b.name IN (")
-        .bind(range.0)
-        .bind(range.1)
-        .bind(visible_at)
-        .list(backends.iter().map(String::as_str))
-        .push(") AND r.variant_id IN (")
-        .list(variant_ids.iter().copied())
-        .push(") ORDER BY r.started_at, r.id, b.name");
         self.fetch_all(q).await
     }
 

@@ -17,6 +17,7 @@ pub mod intervals;
 pub mod outbox;
 pub mod retention;
 pub mod runs;
+pub mod scope_runs;
 pub mod trouble;
 pub mod windows;
 
@@ -54,6 +55,8 @@ pub struct Store {
     day_cache: Mutex<cells::DayCache>,
     /// The windows' day histograms between cycles, when kept ([`Store::keep_windows_in_memory`]).
     window_cache: Mutex<Option<std::sync::Arc<tokio::sync::Mutex<windows::WindowCache>>>>,
+    /// The runs of the scopes cycles describe, kept along with the windows.
+    scope_runs: Mutex<Option<std::sync::Arc<Mutex<scope_runs::ScopeRunsCache>>>>,
     /// The rules new runs are classified with (those the database was classified with, until
     /// [`Store::apply_trouble_rules`]).
     trouble: Mutex<crate::model::TroubleRules>,
@@ -174,6 +177,7 @@ impl Store {
             catalog: Mutex::default(),
             day_cache: Mutex::default(),
             window_cache: Mutex::default(),
+            scope_runs: Mutex::default(),
             trouble: Mutex::default(),
             write_failing_since: Mutex::default(),
             write_faults: Mutex::default(),

@@ -9,11 +9,13 @@
 //! of the sums and put back, so a late run costs one day's rows. The partial days at the
 //! windows' edges come from that day's samples, read once per version of the day.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
 use anyhow::Result;
+// Keyed by cell, tens of thousands of entries, looked up at every change: a fast hash.
+use foldhash::HashMap as FastMap;
 
 use super::{Store, sql};
 use crate::model::Histogram;
@@ -65,12 +67,12 @@ struct CellSum {
 struct Sums {
     current: Range<i64>,
     baseline: Range<i64>,
-    cells: HashMap<CellId, CellSum>,
+    cells: FastMap<CellId, CellSum>,
 }
 
 impl Sums {
     fn new(current: Range<i64>, baseline: Range<i64>, days: &BTreeMap<i64, Day>) -> Sums {
-        let mut sums = Sums { current, baseline, cells: HashMap::new() };
+        let mut sums = Sums { current, baseline, cells: FastMap::default() };
         for (d, cells) in days {
             sums.change(*d, cells, true);
         }
@@ -126,7 +128,7 @@ pub(crate) struct WindowDays {
 }
 
 /// Per cell, the two windows' histograms, as read from the cache.
-pub(crate) type CellWindows = HashMap<CellId, (Histogram, Histogram)>;
+pub(crate) type CellWindows = Vec<(CellId, (Histogram, Histogram))>;
 
 impl WindowCache {
     /// Forgets what changed from `first` on (everything when `None`).
@@ -143,13 +145,15 @@ impl WindowCache {
 }
 
 impl Store {
-    /// Keeps the windows' day histograms in memory between cycles (what `sheriff serve` does):
-    /// a cycle then reads only the days changed since the last one.
+    /// Keeps the windows' day histograms in memory between cycles (what `sheriff serve` does),
+    /// and the runs of the scopes the cycles describe: a cycle then reads only what changed
+    /// since the last one.
     pub fn keep_windows_in_memory(&self) {
         let mut cache = self.window_cache.lock().expect("cache lock");
         if cache.is_none() {
             *cache = Some(Arc::new(tokio::sync::Mutex::new(WindowCache::default())));
         }
+        self.scope_runs.lock().expect("cache lock").get_or_insert_with(Default::default);
     }
 
     /// Days the windows kept in memory have read from the database so far (0 when not kept, or
@@ -300,19 +304,22 @@ fn four_numbers(text: &str) -> Option<[i64; 4]> {
 
 /// The windows' histograms of every cell: the sums of the whole days, and the edge samples.
 fn windows_of(cache: &WindowCache, want: &WindowDays) -> CellWindows {
-    let mut out: CellWindows = cache
-        .sums
-        .iter()
-        .flat_map(|s| s.cells.iter())
-        .map(|(id, s)| (*id, (s.current.clone(), s.baseline.clone())))
-        .collect();
+    let sums = cache.sums.iter().flat_map(|s| s.cells.iter());
+    let mut out: CellWindows = Vec::with_capacity(sums.clone().count());
+    out.extend(sums.map(|(id, s)| (*id, (s.current.clone(), s.baseline.clone()))));
+    let mut at: Option<FastMap<CellId, usize>> = None;
     for &((from, to), is_current) in &want.edges {
         let Some(samples) = cache.edges.get(&from.div_euclid(DAY)) else { continue };
         for &(backend_id, variant_id, started, visible, seconds) in samples.iter() {
             if started < from || started >= to || visible > want.visible_at {
                 continue;
             }
-            let entry = out.entry((backend_id, variant_id)).or_default();
+            let at = at.get_or_insert_with(|| out.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect());
+            let i = *at.entry((backend_id, variant_id)).or_insert_with(|| {
+                out.push(((backend_id, variant_id), Default::default()));
+                out.len() - 1
+            });
+            let entry = &mut out[i].1;
             if is_current { entry.0.add(seconds, 1) } else { entry.1.add(seconds, 1) }
         }
     }
