@@ -2,12 +2,14 @@
 //! cycle reads from the database only what changed since the one before.
 //!
 //! Exact whichever process writes: every transaction that changes stored runs bumps
-//! `data_version` last and records the first day it changed (`data_changes`, see `runs.rs`).
-//! A cycle reads the version first, drops the days from the first changed one on, and reads
-//! them again; when the changes since its version are not all on record, it reads everything.
-//! The whole days of both windows are kept summed per cell, and a day read again is taken out
-//! of the sums and put back, so a late run costs one day's rows. The partial days at the
-//! windows' edges come from that day's samples, read once per version of the day.
+//! `data_version` last and records the first day it changed and, mostly, the variant-days it
+//! changed (`data_changes`, see `runs.rs`). A cycle reads the version first; when the changes
+//! since list their variant-days it drops those cells and reads them again, else it drops the
+//! days from the first changed one on and reads them again; when the changes since its version
+//! are not all on record, it reads everything. The whole days of both windows are kept summed
+//! per cell, and cells read again are taken out of the sums and put back, so new runs cost the
+//! rows of their variants' days. The partial days at the windows' edges come from that day's
+//! samples, read once per version of the day.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -33,6 +35,19 @@ const DAYS_SQLITE: &str = "SELECT d.day, d.variant_id, \
 const DAYS_POSTGRES: &str = "SELECT day, variant_id, \
     string_agg(backend_id || '/' || runs || '/' || hist, '|') \
     FROM cell_days WHERE day >= $1 AND day < $2 GROUP BY day, variant_id";
+/// The same rows of one day for some variants only: the day, then the variants' list follows.
+const VARIANT_DAYS_SQLITE: &str = "SELECT d.day, d.variant_id, \
+    group_concat(d.backend_id || '/' || d.runs || '/' || d.hist, '|') \
+    FROM backends b CROSS JOIN variants v CROSS JOIN cell_days d \
+    WHERE d.backend_id = b.id AND d.variant_id = v.id AND d.day = $1 AND v.id IN (";
+const VARIANT_DAYS_POSTGRES: &str = "SELECT day, variant_id, \
+    string_agg(backend_id || '/' || runs || '/' || hist, '|') \
+    FROM cell_days WHERE day = $1 AND variant_id IN (";
+const VARIANT_DAYS_END: &str = ") GROUP BY 1, 2";
+
+/// Changes further apart than this are not read one by one: a cache that far behind re-reads
+/// every day from the first changed.
+const LISTED_VERSIONS: i64 = 256;
 
 /// A day's samples of runs not left out for CI trouble, one row per variant:
 /// `backend/started/visible/seconds|…` (visible: finished, else started).
@@ -110,7 +125,7 @@ impl Sums {
 #[derive(Debug, Default)]
 pub(crate) struct WindowCache {
     version: Option<i64>,
-    /// Days (whole or edge) read from the database so far.
+    /// Days (whole, edge, or some variants of one) read from the database so far.
     days_read: u64,
     days: BTreeMap<i64, Day>,
     sums: Option<Sums>,
@@ -131,6 +146,30 @@ pub(crate) struct WindowDays {
 pub(crate) type CellWindows = Vec<(CellId, (Histogram, Histogram))>;
 
 impl WindowCache {
+    /// Forgets the listed variant-days (`(variant, day)`): their cells go out of the days and
+    /// the sums, and edge days touched go. The days kept that lost cells, with the variants to
+    /// read again.
+    fn forget_cells(&mut self, cells: &[(i64, i64)]) -> BTreeMap<i64, Vec<i64>> {
+        let mut by_day: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+        for &(variant, day) in cells {
+            by_day.entry(day).or_default().push(variant);
+        }
+        by_day.retain(|day, variants| {
+            self.edges.remove(day);
+            let Some(kept) = self.days.get_mut(day) else { return false };
+            variants.sort_unstable();
+            variants.dedup();
+            let (gone, stay): (Vec<_>, Vec<_>) =
+                Arc::make_mut(kept).drain(..).partition(|((_, v), _)| variants.binary_search(v).is_ok());
+            if let Some(sums) = self.sums.as_mut() {
+                sums.change(*day, &gone, false);
+            }
+            *kept = Arc::new(stay);
+            true
+        });
+        by_day
+    }
+
     /// Forgets what changed from `first` on (everything when `None`).
     fn forget_from(&mut self, first: Option<i64>) {
         let first = first.unwrap_or(i64::MIN);
@@ -189,8 +228,14 @@ impl Store {
         let mut cache = cache.lock().await;
         // The version before the rows: what is read is at least as new as the version kept.
         let version = self.data_version().await?;
+        // Days kept but for some variants, whose rows are read again.
+        let mut partial = BTreeMap::new();
         match cache.version {
             Some(v) if v == version => {}
+            Some(v) if version - v <= LISTED_VERSIONS => match self.changes_listed(v, version).await? {
+                (_, Some(cells)) => partial = cache.forget_cells(&cells),
+                (first, None) => cache.forget_from(first),
+            },
             Some(v) => {
                 let first = self.first_change_between(v, version).await?;
                 cache.forget_from(first);
@@ -216,6 +261,19 @@ impl Store {
                 sums.change(day, &cells, true);
             }
             cache.days.insert(day, cells);
+        }
+        for (day, variants) in partial {
+            if !cache.days.contains_key(&day) {
+                continue;
+            }
+            let fresh = self.read_variant_day(day, &variants).await?;
+            cache.days_read += 1;
+            if let Some(sums) = cache.sums.as_mut() {
+                sums.change(day, &fresh, true);
+            }
+            if let Some(kept) = cache.days.get_mut(&day) {
+                Arc::make_mut(kept).extend(fresh);
+            }
         }
         if cache.sums.is_none() {
             cache.sums = Some(Sums::new(want.current.clone(), want.baseline.clone(), &cache.days));
@@ -253,20 +311,26 @@ impl Store {
             let mut by_day: BTreeMap<i64, Vec<(CellId, Histogram)>> =
                 (d..end).map(|d| (d, Vec::new())).collect();
             for (day, variant_id, cells) in rows {
-                let list = by_day.entry(day).or_default();
-                for cell in cells.split('|') {
-                    let Some((b, (r, hist))) =
-                        cell.split_once('/').and_then(|(b, rest)| Some((b, rest.split_once('/')?)))
-                    else {
-                        anyhow::bail!("malformed day row `{cell}` of variant {variant_id}, day {day}")
-                    };
-                    let (backend_id, runs) = (number(b, cell)?, number(r, cell)?);
-                    let h = Histogram::decode(hist)?.with_zeros(runs.max(0) as u64);
-                    list.push(((backend_id, variant_id), h));
-                }
+                decode_day_row(day, variant_id, &cells, by_day.entry(day).or_default())?;
             }
             out.extend(by_day.into_iter().map(|(d, cells)| (d, Arc::new(cells))));
             d = end;
+        }
+        Ok(out)
+    }
+
+    /// The cells of some variants on one day, read from `cell_days`.
+    async fn read_variant_day(&self, day: i64, variants: &[i64]) -> Result<Vec<(CellId, Histogram)>> {
+        let text = if self.engine() == crate::config::Engine::Postgres {
+            VARIANT_DAYS_POSTGRES
+        } else {
+            VARIANT_DAYS_SQLITE
+        };
+        let q = sql(text).bind(day).list(variants.iter().copied()).push(VARIANT_DAYS_END);
+        let rows: Vec<(i64, i64, String)> = self.fetch_all(q).await?;
+        let mut out = Vec::new();
+        for (day, variant_id, cells) in rows {
+            decode_day_row(day, variant_id, &cells, &mut out)?;
         }
         Ok(out)
     }
@@ -288,6 +352,21 @@ impl Store {
         }
         Ok(out)
     }
+}
+
+/// One joined row of a variant's day (`backend/runs/histogram|…`) into its cells.
+fn decode_day_row(day: i64, variant_id: i64, cells: &str, out: &mut Vec<(CellId, Histogram)>) -> Result<()> {
+    for cell in cells.split('|') {
+        let Some((b, (r, hist))) =
+            cell.split_once('/').and_then(|(b, rest)| Some((b, rest.split_once('/')?)))
+        else {
+            anyhow::bail!("malformed day row `{cell}` of variant {variant_id}, day {day}")
+        };
+        let (backend_id, runs) = (number(b, cell)?, number(r, cell)?);
+        let h = Histogram::decode(hist)?.with_zeros(runs.max(0) as u64);
+        out.push(((backend_id, variant_id), h));
+    }
+    Ok(())
 }
 
 /// An integer of a joined row.
