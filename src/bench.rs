@@ -116,6 +116,9 @@ pub struct EvaluateBench {
     pub load_seconds: Vec<(String, f64)>,
     /// Best of the repetitions, per engine: one full cycle (dry run), in-process.
     pub cycle_seconds: Vec<(String, f64)>,
+    /// Every repetition's cycle, per engine, in order: the lengths are timed in turn, so the
+    /// k-th of each length ran back to back with the others' k-th.
+    pub cycle_rounds: Vec<(String, Vec<f64>)>,
     /// Per engine, cycles with the windows kept in memory, as `serve` runs them.
     pub kept_in_memory: Vec<(String, KeptCycles)>,
     /// PostgreSQL `percentile_cont … GROUP BY` over the raw samples, best of the repetitions.
@@ -127,12 +130,14 @@ pub struct EvaluateBench {
 }
 
 /// Cycles with the windows kept in memory between them (`serve`), in seconds.
-#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct KeptCycles {
     /// The first cycle, which reads every day of the windows.
     pub first: f64,
     /// Best of the repetitions with nothing changed since the cycle before.
     pub warm: f64,
+    /// Every one of those repetitions, in order.
+    pub warm_rounds: Vec<f64>,
     /// The cycle after the runs of the last two hours arrived again as new runs (new build ids):
     /// it reads the days they changed again.
     pub after_new_runs: f64,
@@ -164,112 +169,91 @@ pub struct EvaluateShape<'a> {
 }
 
 /// Evaluates at each history length in `days`, with the same runs per day: loads each into a
-/// fresh SQLite file (and PostgreSQL at the first), then times cycles and the peers.
+/// fresh SQLite file (and PostgreSQL at the first), then times cycles and the peers. The lengths
+/// are timed in turn, cycle by cycle, so that a slow spell of the machine falls on all of them
+/// alike and their ratio stays put.
 pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<EvaluateBench>> {
-    let mut out = Vec::new();
+    let mut points = Vec::new();
     for (i, d) in days.iter().enumerate() {
-        out.push(evaluate_at(shape, *d, i == 0).await?);
-    }
-    Ok(out)
-}
-
-/// Loads `days` of generated runs at the shape's density into a fresh SQLite file (and, when
-/// `with_postgres`, the PostgreSQL database given), then times full evaluation cycles on each,
-/// PostgreSQL's own percentile query and DuckDB's over the same samples.
-async fn evaluate_at(shape: &EvaluateShape<'_>, days: u32, with_postgres: bool) -> Result<EvaluateBench> {
-    let end = synth::day(2026, 11, 29);
-    let runs = shape.runs_per_28_days * days as usize / 28;
-    let scenario = synth::large(runs, shape.variants, shape.backends, days, end);
-    let records = synth::run_records(&scenario);
-    let tmp = tempfile::tempdir()?;
-    let sqlite_url = shape.sqlite.map(|p| format!("sqlite://{}-{days}d.db", p.display()));
-    let mut stores = vec![("sqlite".to_string(), bench_store(sqlite_url.as_deref(), tmp.path()).await?)];
-    if let Some(url) = shape.postgres_url.filter(|_| with_postgres) {
-        stores.push(("postgres".to_string(), bench_store(Some(url), tmp.path()).await?));
+        points.push(Point::load(shape, *d, i == 0).await?);
     }
     let settings = crate::config::Settings::default();
-    let options = crate::cycle::CycleOptions { at: end, dry_run: true };
-    let window_from = (end - chrono::Duration::days(7)).timestamp();
-    let baseline_from = (end - chrono::Duration::days(28)).timestamp();
-    let mut out = EvaluateBench {
-        days,
-        runs: records.len(),
-        samples: 0,
-        cells: 0,
-        groups: 0,
-        load_seconds: Vec::new(),
-        cycle_seconds: Vec::new(),
-        kept_in_memory: Vec::new(),
-        postgres_percentile_cont_seconds: None,
-        duckdb_seconds: Err("not asked for (--duckdb)".into()),
-        regressions: 0,
-    };
-    for (engine, store) in &stores {
-        if let Some(seconds) = load(store, &records).await? {
-            out.load_seconds.push((engine.clone(), seconds));
-        }
-        out.samples = store.count_samples().await?;
-        let mut best = f64::MAX;
-        for _ in 0..shape.repeat.max(1) {
-            let started = Instant::now();
-            let report = crate::cycle::run_cycle(store, &settings, options).await?;
-            best = best.min(started.elapsed().as_secs_f64());
-            out.cells = report.cells_evaluated;
-            out.groups = report.groups_evaluated;
-            out.regressions = report.regressions.len();
-        }
-        out.cycle_seconds.push((engine.clone(), best));
-        let kept = kept_cycles(store, &settings, options, &records, shape.repeat).await?;
-        out.kept_in_memory.push((engine.clone(), kept));
-        if engine == "postgres" {
-            let mut best = f64::MAX;
-            for _ in 0..shape.repeat.max(1) {
-                let started = Instant::now();
-                store.reference_percentiles_query(baseline_from, window_from, end.timestamp()).await?;
-                best = best.min(started.elapsed().as_secs_f64());
+    let options = crate::cycle::CycleOptions { at: bench_end(), dry_run: true };
+    // Plain cycles, reading the windows from the database.
+    for _ in 0..shape.repeat.max(1) {
+        for p in &mut points {
+            for (k, (_, store)) in p.stores.iter().enumerate() {
+                let (seconds, report) = timed_cycle(store, &settings, options).await?;
+                p.out.cycle_seconds[k].1 = p.out.cycle_seconds[k].1.min(seconds);
+                p.out.cycle_rounds[k].1.push(seconds);
+                p.out.cells = report.cells_evaluated;
+                p.out.groups = report.groups_evaluated;
+                p.out.regressions = report.regressions.len();
             }
-            out.postgres_percentile_cont_seconds = Some(best);
         }
     }
-    for (_, s) in stores {
-        s.close().await;
+    // As `serve` runs them: the windows kept in memory from the first cycle on.
+    for p in &mut points {
+        for (k, (_, store)) in p.stores.iter().enumerate() {
+            store.keep_windows_in_memory();
+            let before = resident_bytes();
+            let kept = &mut p.out.kept_in_memory[k].1;
+            kept.first = timed_cycle(store, &settings, options).await?.0;
+            kept.resident_growth_bytes = before.zip(resident_bytes()).map(|(b, a)| a.saturating_sub(b));
+        }
     }
-    if shape.duckdb {
-        out.duckdb_seconds = duckdb_quantiles(
-            &records,
-            tmp.path(),
-            (baseline_from, window_from, end.timestamp()),
-            shape.repeat,
-        );
+    for _ in 0..shape.repeat.max(1) {
+        for p in &mut points {
+            for (k, (_, store)) in p.stores.iter().enumerate() {
+                let kept = &mut p.out.kept_in_memory[k].1;
+                let seconds = timed_cycle(store, &settings, options).await?.0;
+                kept.warm = kept.warm.min(seconds);
+                kept.warm_rounds.push(seconds);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for mut p in points {
+        for (k, (_, store)) in p.stores.iter().enumerate() {
+            let kept = &mut p.out.kept_in_memory[k].1;
+            let new_runs = recent_runs_again(&p.records, options.at);
+            store.write_runs(&new_runs, false).await?;
+            kept.new_runs = new_runs.len();
+            kept.after_new_runs = timed_cycle(store, &settings, options).await?.0;
+            let added: Vec<(String, String)> =
+                new_runs.iter().map(|r| (r.run.job_name.clone(), r.run.build_id.clone())).collect();
+            store.remove_runs(&added).await?;
+        }
+        out.push(p.peers(shape).await?);
     }
     Ok(out)
 }
 
-/// Times cycles on `store` with its windows kept in memory: the first, the best warm one, and
-/// one after new runs arrived (copies of the last two hours' runs under new build ids, taken
-/// away again afterwards, so a kept file holds what was loaded).
-async fn kept_cycles(
+/// One cycle on `store` (a dry run), timed.
+async fn timed_cycle(
     store: &Store,
     settings: &crate::config::Settings,
     options: crate::cycle::CycleOptions,
+) -> Result<(f64, crate::cycle::CycleReport)> {
+    let started = Instant::now();
+    let report = crate::cycle::run_cycle(store, settings, options).await?;
+    Ok((started.elapsed().as_secs_f64(), report))
+}
+
+/// The day every `bench evaluate` history ends.
+fn bench_end() -> chrono::DateTime<chrono::Utc> {
+    synth::day(2026, 11, 29)
+}
+
+/// The runs of the two hours before `at` again, under new build ids: runs arriving, for the
+/// cycle after them (taken away again afterwards, so a kept file holds what was loaded).
+fn recent_runs_again(
     records: &[crate::model::RunRecord],
-    repeat: usize,
-) -> Result<KeptCycles> {
-    store.keep_windows_in_memory();
-    let timed = || async {
-        let started = Instant::now();
-        crate::cycle::run_cycle(store, settings, options).await?;
-        anyhow::Ok(started.elapsed().as_secs_f64())
-    };
-    let before = resident_bytes();
-    let mut kept = KeptCycles { first: timed().await?, warm: f64::MAX, ..Default::default() };
-    kept.resident_growth_bytes = before.zip(resident_bytes()).map(|(b, a)| a.saturating_sub(b));
-    for _ in 0..repeat.max(1) {
-        kept.warm = kept.warm.min(timed().await?);
-    }
+    at: chrono::DateTime<chrono::Utc>,
+) -> Vec<crate::model::RunRecord> {
     let stamp = chrono::Utc::now().timestamp_micros();
-    let recent = options.at - chrono::Duration::hours(2);
-    let new_runs: Vec<crate::model::RunRecord> = records
+    let recent = at - chrono::Duration::hours(2);
+    records
         .iter()
         .filter(|r| r.run.started_at >= recent)
         .map(|r| {
@@ -277,14 +261,85 @@ async fn kept_cycles(
             r.run.build_id = format!("{}{stamp}", r.run.build_id);
             r
         })
-        .collect();
-    store.write_runs(&new_runs, false).await?;
-    kept.new_runs = new_runs.len();
-    kept.after_new_runs = timed().await?;
-    let added: Vec<(String, String)> =
-        new_runs.iter().map(|r| (r.run.job_name.clone(), r.run.build_id.clone())).collect();
-    store.remove_runs(&added).await?;
-    Ok(kept)
+        .collect()
+}
+
+/// One history length: its generated runs, its stores (loaded), and what was measured of it.
+struct Point {
+    records: Vec<crate::model::RunRecord>,
+    stores: Vec<(String, Store)>,
+    /// Holds the SQLite file unless `--sqlite` keeps it, and DuckDB's CSV.
+    tmp: tempfile::TempDir,
+    out: EvaluateBench,
+}
+
+impl Point {
+    /// Generates `days` of runs at the shape's density and loads them into a fresh SQLite file
+    /// (or the kept one) and, when `with_postgres`, the PostgreSQL database given.
+    async fn load(shape: &EvaluateShape<'_>, days: u32, with_postgres: bool) -> Result<Point> {
+        let runs = shape.runs_per_28_days * days as usize / 28;
+        let scenario = synth::large(runs, shape.variants, shape.backends, days, bench_end());
+        let records = synth::run_records(&scenario);
+        let tmp = tempfile::tempdir()?;
+        let sqlite_url = shape.sqlite.map(|p| format!("sqlite://{}-{days}d.db", p.display()));
+        let mut stores = vec![("sqlite".to_string(), bench_store(sqlite_url.as_deref(), tmp.path()).await?)];
+        if let Some(url) = shape.postgres_url.filter(|_| with_postgres) {
+            stores.push(("postgres".to_string(), bench_store(Some(url), tmp.path()).await?));
+        }
+        let mut out = EvaluateBench {
+            days,
+            runs: records.len(),
+            samples: 0,
+            cells: 0,
+            groups: 0,
+            load_seconds: Vec::new(),
+            cycle_seconds: stores.iter().map(|(e, _)| (e.clone(), f64::MAX)).collect(),
+            cycle_rounds: stores.iter().map(|(e, _)| (e.clone(), Vec::new())).collect(),
+            kept_in_memory: stores
+                .iter()
+                .map(|(e, _)| (e.clone(), KeptCycles { warm: f64::MAX, ..Default::default() }))
+                .collect(),
+            postgres_percentile_cont_seconds: None,
+            duckdb_seconds: Err("not asked for (--duckdb)".into()),
+            regressions: 0,
+        };
+        for (engine, store) in &stores {
+            if let Some(seconds) = load(store, &records).await? {
+                out.load_seconds.push((engine.clone(), seconds));
+            }
+            out.samples = store.count_samples().await?;
+        }
+        Ok(Point { records, stores, tmp, out })
+    }
+
+    /// PostgreSQL's own percentile query and DuckDB's over the same samples; the stores closed.
+    async fn peers(self, shape: &EvaluateShape<'_>) -> Result<EvaluateBench> {
+        let Point { records, stores, tmp, mut out } = self;
+        let end = bench_end();
+        let window_from = (end - chrono::Duration::days(7)).timestamp();
+        let baseline_from = (end - chrono::Duration::days(28)).timestamp();
+        for (engine, store) in stores {
+            if engine == "postgres" {
+                let mut best = f64::MAX;
+                for _ in 0..shape.repeat.max(1) {
+                    let started = Instant::now();
+                    store.reference_percentiles_query(baseline_from, window_from, end.timestamp()).await?;
+                    best = best.min(started.elapsed().as_secs_f64());
+                }
+                out.postgres_percentile_cont_seconds = Some(best);
+            }
+            store.close().await;
+        }
+        if shape.duckdb {
+            out.duckdb_seconds = duckdb_quantiles(
+                &records,
+                tmp.path(),
+                (baseline_from, window_from, end.timestamp()),
+                shape.repeat,
+            );
+        }
+        Ok(out)
+    }
 }
 
 /// DuckDB's `quantile_cont` over every sample of `records`, exported to CSV: per cell and

@@ -778,25 +778,48 @@ fn print_evaluate_bench(r: &crate::bench::EvaluateBench, repeat: usize) {
     println!("{}", serde_json::to_string(r).unwrap_or_default());
 }
 
-/// How a cycle's cost grew with history: each length's SQLite cycle against the first's.
+/// How a cycle's cost grew with history: each length's SQLite cycles against the first's, best
+/// against best, and the median of the rounds' ratios (each round times the lengths back to
+/// back, so a slow spell of the machine falls on both sides of a ratio).
 fn print_history_ratio(points: &[crate::bench::EvaluateBench]) {
-    let sqlite = |r: &crate::bench::EvaluateBench| {
-        r.cycle_seconds.iter().find(|(e, _)| e == "sqlite").map(|(_, s)| *s)
+    let plain = |r: &crate::bench::EvaluateBench| {
+        let best = r.cycle_seconds.iter().find(|(e, _)| e == "sqlite")?.1;
+        Some((best, r.cycle_rounds.iter().find(|(e, _)| e == "sqlite")?.1.clone()))
     };
-    let Some((first, base)) = points.first().and_then(|p| Some((p, sqlite(p)?))) else { return };
+    let warm = |r: &crate::bench::EvaluateBench| {
+        let k = &r.kept_in_memory.iter().find(|(e, _)| e == "sqlite")?.1;
+        Some((k.warm, k.warm_rounds.clone()))
+    };
+    let Some(first) = points.first() else { return };
     for p in &points[1..] {
-        if let Some(s) = sqlite(p) {
-            println!(
-                "history: {} days ({} samples) against {} days ({} samples) on SQLite: {:.2}x the cycle time for {:.1}x the history",
-                p.days,
-                p.samples,
-                first.days,
-                first.samples,
-                s / base,
-                p.samples as f64 / first.samples.max(1) as f64
-            );
+        let mut parts = Vec::new();
+        for (what, of) in [("plain cycle", &plain as &dyn Fn(_) -> _), ("serve's warm cycle", &warm)] {
+            if let (Some((best0, rounds0)), Some((best, rounds))) = (of(first), of(p)) {
+                parts.push(format!(
+                    "{what} {:.2}x best against best, {:.2}x the median of {} rounds",
+                    best / best0,
+                    median_ratio(&rounds, &rounds0),
+                    rounds.len().min(rounds0.len())
+                ));
+            }
         }
+        println!(
+            "history: {} days ({} samples) against {} days ({} samples) on SQLite, {:.1}x the history: {}",
+            p.days,
+            p.samples,
+            first.days,
+            first.samples,
+            p.samples as f64 / first.samples.max(1) as f64,
+            parts.join("; ")
+        );
     }
+}
+
+/// The median of `a[k] / b[k]`.
+fn median_ratio(a: &[f64], b: &[f64]) -> f64 {
+    let mut ratios: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
+    ratios.sort_by(f64::total_cmp);
+    ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 fn print_query_bench(r: &crate::bench::QueryBench) {
