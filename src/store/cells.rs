@@ -396,6 +396,18 @@ pub struct Catalog {
     pub backend_names: std::sync::Arc<Vec<String>>,
 }
 
+/// Reads of the data version that many questions share: a question waits for a read that
+/// started after it was asked (so it sees every write committed before), and every question
+/// waiting when a read starts takes its answer. Under load this is one statement per round
+/// trip instead of one per question (on PostgreSQL a round trip to the server each).
+#[derive(Debug, Default)]
+pub(crate) struct VersionReads {
+    /// How many reads have started.
+    started: std::sync::atomic::AtomicU64,
+    /// The last read: its place in that count and the version it read. Held while reading.
+    last: tokio::sync::Mutex<(u64, i64)>,
+}
+
 /// A row of `variants`.
 #[derive(sqlx::FromRow)]
 struct VariantRow {
@@ -464,10 +476,31 @@ impl super::Store {
         self.scalar(sql("SELECT version FROM data_version WHERE id = 1")).await
     }
 
-    /// The variants and backend names at the current data version: one small read when the
-    /// version has not moved since the last call.
-    pub async fn catalog(&self) -> anyhow::Result<Catalog> {
+    /// The data version for a question: read after it was asked, the read shared with the
+    /// questions asked at once ([`VersionReads`]).
+    pub async fn data_version_shared(&self) -> anyhow::Result<i64> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let reads = &self.version_reads;
+        let asked = reads.started.load(SeqCst);
+        let mut last = reads.last.lock().await;
+        if last.0 > asked {
+            return Ok(last.1);
+        }
+        let place = reads.started.fetch_add(1, SeqCst) + 1;
         let version = self.data_version().await?;
+        *last = (place, version);
+        Ok(version)
+    }
+
+    /// How many reads of the data version questions have made ([`super::Store::data_version_shared`]).
+    pub fn version_reads_started(&self) -> u64 {
+        self.version_reads.started.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The variants and backend names at the current data version: one small read (shared by
+    /// the questions asked at once) when the version has not moved since the last call.
+    pub async fn catalog(&self) -> anyhow::Result<Catalog> {
+        let version = self.data_version_shared().await?;
         let known = self.catalog.lock().expect("cache lock").clone();
         if let Some(c) = known.filter(|c| c.version == version) {
             return Ok(c);
@@ -492,7 +525,7 @@ impl super::Store {
         variants: &std::collections::HashSet<i64>,
         days: std::ops::Range<i64>,
     ) -> anyhow::Result<Days> {
-        let version = self.data_version().await?;
+        let version = self.data_version_shared().await?;
         self.daily_histograms_at(version, backend, variants, days).await
     }
 

@@ -51,6 +51,8 @@ pub struct Store {
     variant_list: Mutex<std::sync::Arc<Vec<(i64, crate::model::Dimensions)>>>,
     /// The variants and backend names as of one data version, for questions.
     catalog: Mutex<Option<cells::Catalog>>,
+    /// Questions' reads of the data version, shared by those asked at once.
+    version_reads: cells::VersionReads,
     /// Per-day histograms of recent queries, valid for one data version.
     day_cache: Mutex<cells::DayCache>,
     /// The windows' day histograms between cycles, when kept ([`Store::keep_windows_in_memory`]).
@@ -175,6 +177,7 @@ impl Store {
             variant_ids: Mutex::new(HashMap::new()),
             variant_list: Mutex::default(),
             catalog: Mutex::default(),
+            version_reads: Default::default(),
             day_cache: Mutex::default(),
             window_cache: Mutex::default(),
             scope_runs: Mutex::default(),

@@ -255,3 +255,23 @@ on_both_engines! {
         assert!(none.is_empty());
     }
 }
+
+on_both_engines! {
+    async fn questions_asked_at_once_share_a_version_read_and_each_sees_the_writes_before_it(db) {
+        db.store.write_run(&sample_record("1790000000000000201", 40), false).await.unwrap();
+        let before = db.store.version_reads_started();
+        let asked = futures::future::join_all((0..50).map(|_| db.store.data_version_shared())).await;
+        let reads = db.store.version_reads_started() - before;
+        assert!(reads <= 2, "50 questions asked at once read the version {reads} times");
+        let version = db.store.data_version().await.unwrap();
+        assert!(asked.iter().all(|v| *v.as_ref().unwrap() == version));
+
+        // a write committed before a question, by another process, is seen by it
+        let other = sheriff::store::Store::open(&db.settings).await.unwrap();
+        other.write_run(&sample_record("1790000000000000202", 7), false).await.unwrap();
+        let written = other.data_version().await.unwrap();
+        assert!(written > version);
+        assert_eq!(db.store.data_version_shared().await.unwrap(), written);
+        other.close().await;
+    }
+}
