@@ -477,7 +477,7 @@ impl super::Store {
     }
 
     /// The data version for a question: read after it was asked, the read shared with the
-    /// questions asked at once ([`VersionReads`]).
+    /// questions asked at once.
     pub async fn data_version_shared(&self) -> anyhow::Result<i64> {
         use std::sync::atomic::Ordering::SeqCst;
         let reads = &self.version_reads;
