@@ -468,12 +468,8 @@ fn group<'a>(input: &EvalInput<'a>, settings: &EvaluateSettings) -> (Vec<Meta>, 
             for p in share.iter_mut().filter_map(|m| m.previous.as_mut()) {
                 *p += before;
             }
-            if before == 0 {
-                (metas, windows) = (share, share_windows);
-            } else {
-                metas.append(&mut share);
-                windows.append(&mut share_windows);
-            }
+            metas.append(&mut share);
+            windows.append(&mut share_windows);
         }
         (metas, windows)
     })

@@ -650,12 +650,15 @@ impl super::Store {
 
     /// The first day and the variant-days (sorted, when every change listed them) changed after
     /// `since` up to `version`; the first day is None when some of those changes are not on
-    /// record.
+    /// record. Changes more than [`LISTED_VERSIONS`] apart give the first day alone.
     pub(crate) async fn changes_listed(
         &self,
         since: i64,
         version: i64,
     ) -> anyhow::Result<(Option<i64>, Option<Vec<(i64, i64)>>)> {
+        if version - since > LISTED_VERSIONS {
+            return Ok((self.first_change_between(since, version).await?, None));
+        }
         let log = self.change_log(since, version).await?;
         Ok(summary(&log, since, version))
     }

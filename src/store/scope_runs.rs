@@ -21,10 +21,6 @@ const DAY: i64 = 86_400;
 /// Scopes kept at most; the least recently asked goes first.
 const KEPT_SCOPES: usize = 32;
 
-/// Changes further apart than this are not read one by one: a scope kept that far behind is
-/// read again whole.
-const LISTED_VERSIONS: i64 = 256;
-
 /// One row: the run's id and when it became visible (finished, else started), and the run.
 type KeptRun = (i64, i64, CellRun);
 
@@ -93,11 +89,7 @@ impl Store {
         let old = cache.lock().expect("cache lock").kept.remove(&key);
         let (kept, read) = match old {
             Some(old) => self.bring_up_to_date(&key, old, version, range).await?,
-            None => {
-                let rows = self.read_cell_runs(&key.backends, &key.variants, range, None).await?;
-                let read = rows.len() as u64;
-                (Kept { version, from: range.0, to: range.1, rows, used: 0 }, read)
-            }
+            None => self.read_scope(&key, version, range).await?,
         };
         let answer = kept
             .rows
@@ -139,11 +131,7 @@ impl Store {
     ) -> Result<(Kept, u64)> {
         let mut read = 0;
         if kept.version != version {
-            let (first_day, cells) = if version - kept.version <= LISTED_VERSIONS {
-                self.changes_listed(kept.version, version).await?
-            } else {
-                (self.first_change_between(kept.version, version).await?, None)
-            };
+            let (first_day, cells) = self.changes_listed(kept.version, version).await?;
             // The span of start times to read again, and the variants to read it for.
             let again: Option<((i64, i64), Vec<i64>)> = match (cells, first_day) {
                 (Some(cells), _) => {
@@ -160,11 +148,7 @@ impl Store {
                     Some(((first * DAY, i64::MAX), key.variants.clone()))
                 }
                 // Not on record (or pruned: everything may have changed): all of it again.
-                _ => {
-                    let rows = self.read_cell_runs(&key.backends, &key.variants, range, None).await?;
-                    let read = rows.len() as u64;
-                    return Ok((Kept { version, from: range.0, to: range.1, rows, used: 0 }, read));
-                }
+                _ => return self.read_scope(key, version, range).await,
             };
             if let Some(((low, high), variants)) = again {
                 let (low, high) = (low.max(kept.from), high.min(kept.to));
@@ -198,6 +182,13 @@ impl Store {
         kept.from = kept.from.max(range.0);
         by_start(&mut kept.rows);
         Ok((kept, read))
+    }
+
+    /// A scope's runs started in `range` read whole, as of `version`; and how many rows.
+    async fn read_scope(&self, key: &ScopeKey, version: i64, range: (i64, i64)) -> Result<(Kept, u64)> {
+        let rows = self.read_cell_runs(&key.backends, &key.variants, range, None).await?;
+        let read = rows.len() as u64;
+        Ok((Kept { version, from: range.0, to: range.1, rows, used: 0 }, read))
     }
 
     /// The runs of `backends` in `variants` started in `range` (and finished by `visible_at`,

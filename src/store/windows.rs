@@ -45,10 +45,6 @@ const VARIANT_DAYS_POSTGRES: &str = "SELECT day, variant_id, \
     FROM cell_days WHERE day = $1 AND variant_id IN (";
 const VARIANT_DAYS_END: &str = ") GROUP BY 1, 2";
 
-/// Changes further apart than this are not read one by one: a cache that far behind re-reads
-/// every day from the first changed.
-const LISTED_VERSIONS: i64 = 256;
-
 /// A day's samples of runs not left out for CI trouble, one row per variant:
 /// `backend/started/visible/seconds|…` (visible: finished, else started).
 const SAMPLES_SQLITE: &str = "SELECT r.variant_id, group_concat(s.backend_id || '/' || r.started_at || '/' \
@@ -232,14 +228,10 @@ impl Store {
         let mut partial = BTreeMap::new();
         match cache.version {
             Some(v) if v == version => {}
-            Some(v) if version - v <= LISTED_VERSIONS => match self.changes_listed(v, version).await? {
+            Some(v) => match self.changes_listed(v, version).await? {
                 (_, Some(cells)) => partial = cache.forget_cells(&cells),
                 (first, None) => cache.forget_from(first),
             },
-            Some(v) => {
-                let first = self.first_change_between(v, version).await?;
-                cache.forget_from(first);
-            }
             None => cache.forget_from(None),
         }
         // Only the days asked for are kept.
@@ -384,7 +376,7 @@ fn four_numbers(text: &str) -> Option<[i64; 4]> {
 /// The windows' histograms of every cell: the sums of the whole days, and the edge samples.
 fn windows_of(cache: &WindowCache, want: &WindowDays) -> CellWindows {
     let sums = cache.sums.iter().flat_map(|s| s.cells.iter());
-    let mut out: CellWindows = Vec::with_capacity(sums.clone().count());
+    let mut out: CellWindows = Vec::with_capacity(cache.sums.as_ref().map_or(0, |s| s.cells.len()));
     out.extend(sums.map(|(id, s)| (*id, (s.current.clone(), s.baseline.clone()))));
     let mut at: Option<FastMap<CellId, usize>> = None;
     for &((from, to), is_current) in &want.edges {
