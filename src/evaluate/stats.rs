@@ -197,6 +197,87 @@ pub fn two_part_greater(current: &Histogram, baseline: &Histogram) -> TwoPart {
     TwoPart { share_p, rank_p, p: (2.0 * share_p.min(rank_p)).min(1.0) }
 }
 
+/// One stratum of a stratified comparison: `x1` of `n1` runs of the window and `x2` of `n2`
+/// runs of the reference above the level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stratum {
+    pub x1: u64,
+    pub n1: u64,
+    pub x2: u64,
+    pub n2: u64,
+}
+
+/// Above this many possible totals the exact stratified test gives way to its normal
+/// approximation (Cochran–Mantel–Haenszel), which is close there and costs nothing.
+const EXACT_SUPPORT: u64 = 400;
+
+/// The stratified exceedance test: the p-value that, within strata (cells), more of the
+/// window's runs are above the level than of the reference's. Each stratum compares a cell
+/// with its own reference, so a change of which cells a group holds, or of how often each ran,
+/// is never evidence; strata with runs on one side only say nothing and are left out.
+/// Conditional on each stratum's margins the count above is hypergeometric; the total's exact
+/// distribution is their convolution (one stratum: Fisher's exact test). Beyond
+/// [`EXACT_SUPPORT`] possible totals, the Cochran–Mantel–Haenszel normal approximation with a
+/// continuity correction.
+pub fn stratified_greater(strata: &[Stratum]) -> f64 {
+    let informative: Vec<&Stratum> =
+        strata.iter().filter(|s| s.n1 > 0 && s.n2 > 0 && s.x1 + s.x2 > 0).collect();
+    let observed: u64 = informative.iter().map(|s| s.x1).sum();
+    if observed == 0 {
+        return 1.0;
+    }
+    if let [one] = informative.as_slice() {
+        return fisher_greater(one.x1, one.n1, one.x2, one.n2);
+    }
+    let bounds = |s: &Stratum| {
+        let k = s.x1 + s.x2;
+        (k.saturating_sub(s.n2), k.min(s.n1))
+    };
+    let support: u64 = informative.iter().map(|s| bounds(s).1 - bounds(s).0).sum();
+    if support > EXACT_SUPPORT {
+        return cmh_greater(&informative, observed);
+    }
+    let base: u64 = informative.iter().map(|s| bounds(s).0).sum();
+    if observed < base {
+        return 1.0;
+    }
+    // pmf of (total − base), one stratum convolved in at a time
+    let mut total = vec![1.0f64];
+    for s in &informative {
+        let (lo, hi) = bounds(s);
+        let (n, k) = (s.n1 + s.n2, s.x1 + s.x2);
+        let pmf: Vec<f64> = (lo..=hi)
+            .map(|x| (ln_choose(k, x) + ln_choose(n - k, s.n1 - x) - ln_choose(n, s.n1)).exp())
+            .collect();
+        let mut next = vec![0.0; total.len() + pmf.len() - 1];
+        for (i, a) in total.iter().enumerate() {
+            for (j, b) in pmf.iter().enumerate() {
+                next[i + j] += a * b;
+            }
+        }
+        total = next;
+    }
+    let from = usize::try_from(observed - base).unwrap_or(usize::MAX);
+    total.iter().skip(from).sum::<f64>().clamp(0.0, 1.0)
+}
+
+/// The Cochran–Mantel–Haenszel one-sided test, with a continuity correction.
+fn cmh_greater(strata: &[&Stratum], observed: u64) -> f64 {
+    let (mut mean, mut variance) = (0.0, 0.0);
+    for s in strata {
+        let (n1, n2, k) = (s.n1 as f64, s.n2 as f64, (s.x1 + s.x2) as f64);
+        let n = n1 + n2;
+        mean += n1 * k / n;
+        if n > 1.0 {
+            variance += n1 * n2 * k * (n - k) / (n * n * (n - 1.0));
+        }
+    }
+    if variance <= 0.0 {
+        return if observed as f64 > mean { 0.0 } else { 1.0 };
+    }
+    normal_sf((observed as f64 - mean - 0.5) / variance.sqrt())
+}
+
 /// The exact quantile test: p-value that the true `q`-quantile exceeds `threshold`.
 pub fn quantile_exceeds(h: &Histogram, q: f64, threshold: f64) -> f64 {
     let above: u64 = h.bins().iter().filter(|b| b.0 as f64 > threshold).map(|b| b.1).sum();
@@ -349,6 +430,66 @@ mod tests {
         let mut outlier = same.clone();
         outlier.add(3000, 1);
         assert!(two_part_greater(&outlier, &baseline).p > 0.05);
+    }
+
+    fn stratum(x1: u64, n1: u64, x2: u64, n2: u64) -> Stratum {
+        Stratum { x1, n1, x2, n2 }
+    }
+
+    #[test]
+    fn one_stratum_is_fishers_test_and_one_sided_strata_say_nothing() {
+        assert_eq!(stratified_greater(&[stratum(3, 4, 1, 4)]), fisher_greater(3, 4, 1, 4));
+        // a cell with runs only in the window (a new job) adds nothing, however high
+        let with_new = [stratum(3, 4, 1, 4), stratum(5, 5, 0, 0), stratum(0, 0, 4, 9)];
+        assert_eq!(stratified_greater(&with_new), fisher_greater(3, 4, 1, 4));
+        assert_eq!(stratified_greater(&[stratum(0, 10, 3, 30)]), 1.0);
+        assert_eq!(stratified_greater(&[]), 1.0);
+    }
+
+    #[test]
+    fn the_exact_stratified_test_matches_a_brute_force_sum() {
+        // two strata: enumerate every pair of counts with the product of hypergeometrics
+        let strata = [stratum(4, 10, 2, 30), stratum(2, 6, 1, 20)];
+        let hyper = |s: &Stratum, x: u64| {
+            let (n, k) = (s.n1 + s.n2, s.x1 + s.x2);
+            (ln_choose(k, x) + ln_choose(n - k, s.n1 - x) - ln_choose(n, s.n1)).exp()
+        };
+        let mut brute = 0.0;
+        for a in 0..=6u64 {
+            for b in 0..=3u64 {
+                if a + b >= 6 {
+                    brute += hyper(&strata[0], a) * hyper(&strata[1], b);
+                }
+            }
+        }
+        assert!(close(stratified_greater(&strata), brute, 1e-12));
+    }
+
+    #[test]
+    fn a_shift_of_weight_between_cells_is_not_a_regression_but_a_shift_within_them_is() {
+        // a noisy cell (30% above the level) and a quiet one (1%); the window runs the noisy
+        // cell far more often: pooled, the share above the level quadruples
+        let shifted = [stratum(9, 30, 6, 20), stratum(0, 5, 1, 100)];
+        let pooled = fisher_greater(9, 35, 7, 120);
+        assert!(pooled < 0.01, "pooled the shift looks significant: {pooled}");
+        assert!(stratified_greater(&shifted) > 0.3, "{}", stratified_greater(&shifted));
+        // the same cells, each worse than its own reference
+        let worse = [stratum(25, 30, 6, 20), stratum(4, 5, 1, 100)];
+        assert!(stratified_greater(&worse) < 1e-6);
+    }
+
+    #[test]
+    fn many_strata_use_the_normal_approximation_and_agree_with_the_exact_sum() {
+        let strata: Vec<Stratum> = (0..60).map(|i| stratum(6 + i % 3, 20, 4, 60)).collect();
+        let p = stratified_greater(&strata);
+        assert!(p < 1e-6, "{p}");
+        // where the exact sum is still used, the approximation is close to it (away from the
+        // far tail, where only the order of magnitude matters)
+        let mild: Vec<Stratum> = (0..8).map(|i| stratum(2 + i % 2, 20, 4, 60)).collect();
+        let exact = stratified_greater(&mild);
+        let observed = mild.iter().map(|s| s.x1).sum();
+        let approx = cmh_greater(&mild.iter().collect::<Vec<_>>(), observed);
+        assert!((0.001..0.2).contains(&exact) && (exact - approx).abs() < 0.02, "{exact} vs {approx}");
     }
 
     #[test]

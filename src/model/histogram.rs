@@ -180,6 +180,12 @@ impl Histogram {
         &self.bins[first..]
     }
 
+    /// Runs above `level` seconds.
+    pub fn count_above(&self, level: f64) -> u64 {
+        let first = self.bins.partition_point(|b| b.0 as f64 <= level);
+        self.bins[first..].iter().map(|b| b.1).sum()
+    }
+
     /// Runs with any disruption at all (more than zero seconds).
     pub fn disrupted(&self) -> u64 {
         self.bins.iter().filter(|b| b.0 > 0).map(|b| b.1).sum()
