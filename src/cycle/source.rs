@@ -66,6 +66,15 @@ pub trait RunSource: Sync {
         to: i64,
     ) -> impl Future<Output = Result<Vec<String>>> + Send;
 
+    /// The CI network probes broken for the jobs with runs in `window` (each run's class was
+    /// worked out with its job's broken probes when it was stored).
+    fn broken_probes(
+        &self,
+        window: (i64, i64),
+    ) -> impl Future<Output = Result<Vec<crate::model::BrokenProbe>>> + Send {
+        self.runs_store().broken_probes_in(window)
+    }
+
     /// Job names that ran in some variants during a window, with their runs.
     fn jobs_of_variants(
         &self,

@@ -2,6 +2,7 @@
 
 pub mod dimensions;
 pub mod evaluation;
+pub mod findings;
 pub mod fix;
 pub mod glob;
 pub mod histogram;
@@ -16,6 +17,7 @@ pub use dimensions::{Dimension, Dimensions};
 pub use evaluation::{
     Fixed, GroupKey, Percentile, Threshold, ThresholdSource, backend_family, fingerprint, percentiles_of,
 };
+pub use findings::{BrokenProbe, DataQuality, NewJob};
 pub use fix::{Allowance, FixClaim, FixVerdict, PartVerdict, ToldVerdict, Verification};
 pub use glob::glob_match;
 pub use histogram::Histogram;
@@ -27,7 +29,7 @@ pub use regression::{
 pub use run::{CellRun, ConditionSpan, IntervalFile, JobRun, Outage, RunRecord, Sample, payload_time};
 pub use scope::Scope;
 pub use span::parse_span;
-pub use trouble::TroubleRules;
+pub use trouble::{ProbeHealth, TroubleRules};
 
 /// `29s`, or `36.2s` when not whole: how sheriff writes a number of seconds everywhere.
 pub fn secs(x: f64) -> String {

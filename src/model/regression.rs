@@ -293,6 +293,9 @@ pub struct SampleJob {
     pub seconds: i64,
     pub kind: SampleKind,
     /// A CI-liveness backend was disrupted in this run too: the CI's trouble, not the product's.
+    /// Runs judged CI-troubled are never samples now (their class is worked out once, when
+    /// stored, against their job's own normal); reports kept from before still say so.
+    #[serde(default)]
     pub ci_infrastructure_trouble: bool,
 }
 

@@ -153,6 +153,16 @@ impl Scope {
         if parts.is_empty() { "every variant".into() } else { parts.join(" ") }
     }
 
+    /// Its release, platform and architecture in words, values only: `4.15 metal amd64`.
+    pub fn values_in_words(&self) -> String {
+        [Dimension::Release, Dimension::Platform, Dimension::Architecture]
+            .iter()
+            .filter_map(|d| self.get(*d))
+            .map(|v| v.iter().cloned().collect::<Vec<_>>().join("|"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// Every dimension of one cell, each limited to its value.
     pub fn of_cell(dims: &Dimensions) -> Scope {
         Scope(Dimension::ALL.iter().map(|d| (*d, [dims.get(*d).to_string()].into())).collect())

@@ -6,6 +6,12 @@
 //! same way: a run where such a backend was down beyond a small allowance is CI-troubled, and
 //! evaluation leaves it out of every percentile, test and reference of product backends.
 //!
+//! A probe is evidence only against its own normal. Some probes cannot reach their target from
+//! some clusters at all: origin's own table has metal rows where `gcp-network-liveness-*` is
+//! down for thousands of seconds at the median. A probe down in most of a job's runs says
+//! nothing about any one of them; it is **broken for that job** ([`ProbeHealth`]), reported
+//! once as a data-quality finding, and never used to leave that job's runs out.
+//!
 //! A second rule, off by default, also calls a run troubled when nearly every backend family
 //! was disrupted in it. It is off because a real product regression of the cluster network
 //! disrupts every backend too; only the liveness probe tells the two apart.
@@ -30,6 +36,16 @@ pub struct TroubleRules {
     pub all_backends_share: f64,
     /// … and the run has at least this many families.
     pub all_backends_min_families: usize,
+    /// A probe down beyond the allowance in more than this share of a job's recent runs is
+    /// broken for that job: its normal is "down", and it says nothing about any one run.
+    pub broken_share: f64,
+    /// … judged on at least this many of the job's runs …
+    pub broken_min_runs: u64,
+    /// … down on at least this many distinct days (a day or two of CI trouble hitting a sparse
+    /// job is trouble, not a broken probe) …
+    pub broken_min_days: u64,
+    /// … over the days up to this many before the job's newest run.
+    pub broken_horizon_days: i64,
 }
 
 impl Default for TroubleRules {
@@ -39,18 +55,46 @@ impl Default for TroubleRules {
             liveness_allowance_seconds: 10,
             all_backends_share: 0.0,
             all_backends_min_families: 6,
+            broken_share: 0.5,
+            broken_min_runs: 5,
+            broken_min_days: 3,
+            broken_horizon_days: 28,
         }
     }
+}
+
+/// How a liveness probe behaved over a job's recent runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProbeHealth {
+    /// Runs that reported the probe.
+    pub runs: u64,
+    /// … of which it was down beyond the allowance.
+    pub down: u64,
+    /// Distinct days with such a run.
+    pub down_days: u64,
 }
 
 impl TroubleRules {
     /// Why a run with these `(backend, seconds)` samples is CI-troubled, or `None` when it is
     /// not: the rule that applied and the numbers that made it apply.
     pub fn classify<'a>(&self, samples: impl IntoIterator<Item = (&'a str, i64)>) -> Option<String> {
+        self.classify_with(samples, |_| false)
+    }
+
+    /// [`TroubleRules::classify`] for a job whose probes named by `broken` are broken: those
+    /// say nothing about its runs.
+    pub fn classify_with<'a>(
+        &self,
+        samples: impl IntoIterator<Item = (&'a str, i64)>,
+        broken: impl Fn(&str) -> bool,
+    ) -> Option<String> {
         let mut worst_liveness: Option<(&str, i64)> = None;
         let mut families: BTreeMap<&str, bool> = BTreeMap::new();
         for (backend, seconds) in samples {
             if self.is_liveness(backend) {
+                if broken(backend) {
+                    continue;
+                }
                 if worst_liveness.is_none_or(|(_, s)| seconds > s) {
                     worst_liveness = Some((backend, seconds));
                 }
@@ -69,6 +113,19 @@ impl TroubleRules {
             && families.len() >= self.all_backends_min_families
             && share >= self.all_backends_share)
             .then(|| format!("nearly every backend disrupted: {disrupted} of {} families", families.len()))
+    }
+
+    /// Whether a probe's seconds in one run are beyond the allowance.
+    pub fn is_down(&self, seconds: i64) -> bool {
+        seconds > self.liveness_allowance_seconds
+    }
+
+    /// Whether a probe with this record over a job's recent runs is broken for the job: down
+    /// in most of them, on several days.
+    pub fn is_broken(&self, h: ProbeHealth) -> bool {
+        h.runs >= self.broken_min_runs
+            && h.down as f64 > self.broken_share * h.runs as f64
+            && h.down_days >= self.broken_min_days
     }
 
     /// Whether a backend is one of the CI's own network probes.
@@ -101,6 +158,33 @@ mod tests {
         assert_eq!(rules.classify(run(0, &[])), None);
         assert!(rules.is_liveness("build-farm-network-liveness-reused-connections"));
         assert!(!rules.is_liveness("image-registry-new-connections"));
+    }
+
+    #[test]
+    fn a_broken_probe_says_nothing_and_a_working_one_still_does() {
+        let rules = TroubleRules::default();
+        let samples =
+            [("gcp-network-liveness-new-connections", 4_210), ("image-registry-new-connections", 30)];
+        assert!(rules.classify(samples).is_some(), "on its own, a probe down for the whole run is trouble");
+        let broken = |b: &str| b.starts_with("gcp-network-liveness");
+        assert_eq!(rules.classify_with(samples, broken), None, "a probe that is always down says nothing");
+        let both = [samples[0], ("ci-cluster-network-liveness-new-connections", 45)];
+        assert_eq!(
+            rules.classify_with(both, broken).unwrap(),
+            "CI network liveness lost: ci-cluster-network-liveness-new-connections 45s",
+            "another probe of the same run still counts"
+        );
+    }
+
+    #[test]
+    fn a_probe_is_broken_when_down_in_most_runs_on_several_days() {
+        let rules = TroubleRules::default();
+        let h = |runs, down, down_days| ProbeHealth { runs, down, down_days };
+        assert!(rules.is_broken(h(30, 26, 20)));
+        assert!(!rules.is_broken(h(30, 3, 1)), "a CI-trouble day");
+        assert!(!rules.is_broken(h(6, 5, 2)), "a sparse job hit by two days of trouble");
+        assert!(!rules.is_broken(h(4, 4, 4)), "too few runs to tell");
+        assert!(!rules.is_broken(h(30, 15, 10)), "half is not most");
     }
 
     #[test]

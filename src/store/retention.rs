@@ -92,6 +92,10 @@ impl Store {
         if !dry_run && old_days > 0 {
             self.delete_old_days(cutoff_day, cutoffs.batch).await?;
         }
+        if !dry_run {
+            // a job's probes are judged on its recent days only: older counts say nothing
+            self.execute(sql("DELETE FROM probe_days WHERE day < $1").bind(cutoff_day)).await?;
+        }
         let evidence = self.runs_with_intervals_before(cutoffs.intervals_before_day * DAY, &keep).await?;
         for batch in evidence.chunks(cutoffs.batch) {
             if !dry_run {

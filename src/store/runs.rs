@@ -5,7 +5,9 @@ use anyhow::{Context, Result};
 
 use super::cells::ChangedCells;
 use super::{Conn, Sql, Store, from_secs, sql, to_secs};
-use crate::model::{ConditionSpan, Dimensions, IntervalFile, JobRun, Outage, RunRecord, Sample};
+use crate::model::{
+    ConditionSpan, Dimensions, IntervalFile, JobRun, Outage, RunRecord, Sample, TroubleRules,
+};
 
 /// What `write_run` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,12 +86,14 @@ pub(super) async fn note_change(
     Ok(())
 }
 
-/// The first day whose cells a write changed: the run's day; anything for a replaced run
-/// (its old day is not known here).
-fn first_changed_day(record: &RunRecord, outcome: WriteOutcome) -> Option<i64> {
+/// The first day whose cells a write changed: the run's day, or an earlier one of its job's
+/// runs reclassified with it (`changed`); anything for a replaced run (its old day is not
+/// known here).
+fn first_changed_day(record: &RunRecord, outcome: WriteOutcome, changed: &ChangedCells) -> Option<i64> {
+    let earliest = changed.iter().map(|(_, day)| *day).min().unwrap_or(i64::MAX);
     match outcome {
         WriteOutcome::AlreadyStored => None,
-        WriteOutcome::Inserted => Some(record.run.started_at.timestamp().div_euclid(86_400)),
+        WriteOutcome::Inserted => Some(record.run.started_at.timestamp().div_euclid(86_400).min(earliest)),
         WriteOutcome::Replaced => Some(i64::MIN),
     }
 }
@@ -98,12 +102,15 @@ fn first_changed_day(record: &RunRecord, outcome: WriteOutcome) -> Option<i64> {
 const BATCH: usize = 500;
 
 /// Writes one prepared run inside an open transaction; `None` when it was already stored. The
-/// variant-days whose cells it changed go into `changed`.
+/// run is classified here, after its probes are counted into its job's days (its job's broken
+/// probes, and so the class of its job's other runs, may change with it). The variant-days
+/// whose cells it changed go into `changed`.
 async fn write_prepared(
     c: &mut Conn<'_>,
-    prepared: &PreparedRun<'_>,
+    prepared: &mut PreparedRun<'_>,
     force: bool,
     now: i64,
+    rules: &TroubleRules,
     changed: &mut ChangedCells,
 ) -> Result<Option<WriteOutcome>> {
     let run = &prepared.record.run;
@@ -113,17 +120,38 @@ async fn write_prepared(
         Some(_) if !force => return Ok(None),
         Some((old_id,)) => {
             super::cells::forget_run(c, old_id, changed).await?;
+            super::probes::forget_probes(c, old_id, rules).await?;
             c.execute(sql("DELETE FROM job_runs WHERE id = $1").bind(old_id)).await?;
             WriteOutcome::Replaced
         }
         None => WriteOutcome::Inserted,
     };
+    let day = to_secs(run.started_at).div_euclid(86_400);
+    let named = || {
+        prepared
+            .backend_ids
+            .iter()
+            .zip(&prepared.record.samples)
+            .map(|(id, s)| (*id, s.backend.as_str(), s.seconds))
+    };
+    let probes = super::probes::probes_of(rules, named());
+    let broken = if probes.is_empty() && outcome == WriteOutcome::Inserted {
+        std::collections::BTreeSet::new()
+    } else {
+        super::probes::count_probes(c, &run.job_name, day, &probes, rules, true).await?;
+        super::probes::refresh_job(c, &run.job_name, rules, changed).await?
+    };
+    let ignored: std::collections::BTreeSet<&str> =
+        named().filter(|(id, ..)| broken.contains(id)).map(|(_, name, _)| name).collect();
+    prepared.ci_trouble = rules
+        .classify_with(prepared.record.samples.iter().map(|s| (s.backend.as_str(), s.seconds)), |b| {
+            ignored.contains(b)
+        });
     let run_id = insert_run(c, prepared, now).await?;
     insert_details(c, run_id, prepared).await?;
     if prepared.ci_trouble.is_some() {
         return Ok(Some(outcome)); // kept, but out of every histogram
     }
-    let day = to_secs(run.started_at).div_euclid(86_400);
     let cells: Vec<(i64, i64)> =
         prepared.backend_ids.iter().copied().zip(prepared.record.samples.iter().map(|s| s.seconds)).collect();
     super::cells::change_samples(c, day, prepared.variant_id, &cells, true, changed).await?;
@@ -225,7 +253,7 @@ pub(crate) struct PreparedRun<'a> {
     variant_id: i64,
     backend_ids: Vec<i64>,
     outage_backends: Vec<i64>,
-    /// Why the run had CI-infrastructure trouble, if it had.
+    /// Why the run had CI-infrastructure trouble, if it had (classified as it is written).
     ci_trouble: Option<String>,
 }
 
@@ -235,12 +263,13 @@ impl Store {
     /// way the per-day cell histograms stay exact.
     pub async fn write_run(&self, record: &RunRecord, force: bool) -> Result<WriteOutcome> {
         let now = chrono::Utc::now().timestamp();
+        let rules = self.trouble_rules();
         let mut tx = self.begin_write().await?;
         let mut minted = Minted::default();
-        let prepared = self.prepare(&mut tx.conn(), record, &mut minted).await?;
+        let mut prepared = self.prepare(&mut tx.conn(), record, &mut minted).await?;
         let mut changed = ChangedCells::new();
-        let outcome = write_prepared(&mut tx.conn(), &prepared, force, now, &mut changed).await?;
-        match outcome.and_then(|o| first_changed_day(record, o)) {
+        let outcome = write_prepared(&mut tx.conn(), &mut prepared, force, now, &rules, &mut changed).await?;
+        match outcome.and_then(|o| first_changed_day(record, o, &changed)) {
             Some(first_day) => {
                 note_change(&mut tx.conn(), first_day, Some(&changed)).await?;
                 tx.commit().await?;
@@ -257,20 +286,21 @@ impl Store {
     pub async fn write_runs(&self, records: &[RunRecord], force: bool) -> Result<Vec<WriteOutcome>> {
         let result: Result<Vec<WriteOutcome>> = async {
             let now = chrono::Utc::now().timestamp();
+            let rules = self.trouble_rules();
             let mut tx = self.begin_write().await?;
             let mut minted = Minted::default();
             let mut outcomes = Vec::with_capacity(records.len());
             let mut changed = ChangedCells::new();
             for r in records {
-                let p = self.prepare(&mut tx.conn(), r, &mut minted).await?;
+                let mut p = self.prepare(&mut tx.conn(), r, &mut minted).await?;
                 outcomes.push(
-                    write_prepared(&mut tx.conn(), &p, force, now, &mut changed)
+                    write_prepared(&mut tx.conn(), &mut p, force, now, &rules, &mut changed)
                         .await?
                         .unwrap_or(WriteOutcome::AlreadyStored),
                 );
             }
             if let Some(first_day) =
-                records.iter().zip(&outcomes).filter_map(|(r, o)| first_changed_day(r, *o)).min()
+                records.iter().zip(&outcomes).filter_map(|(r, o)| first_changed_day(r, *o, &changed)).min()
             {
                 note_change(&mut tx.conn(), first_day, Some(&changed)).await?;
             }
@@ -304,12 +334,7 @@ impl Store {
         }
         let backend_ids = record.samples.iter().map(|s| ids[s.backend.as_str()]).collect();
         let outage_backends = record.outages.iter().map(|o| ids[o.backend.as_str()]).collect();
-        let ci_trouble = self
-            .trouble
-            .lock()
-            .expect("rules lock")
-            .classify(record.samples.iter().map(|s| (s.backend.as_str(), s.seconds)));
-        Ok(PreparedRun { record, variant_id, backend_ids, outage_backends, ci_trouble })
+        Ok(PreparedRun { record, variant_id, backend_ids, outage_backends, ci_trouble: None })
     }
 
     /// Caches the ids a committed write created.
@@ -329,6 +354,7 @@ impl Store {
     /// transaction (`sheriff bench` takes away the runs it added, so a kept file stays as loaded).
     pub(crate) async fn remove_runs(&self, runs: &[(String, String)]) -> Result<()> {
         let result: Result<()> = async {
+            let rules = self.trouble_rules();
             let mut tx = self.begin_write().await?;
             let mut first_day = None::<i64>;
             let mut changed = ChangedCells::new();
@@ -343,11 +369,16 @@ impl Store {
                     .await?;
                 let Some((id, started)) = row else { continue };
                 super::cells::forget_run(&mut tx.conn(), id, &mut changed).await?;
+                let job = super::probes::forget_probes(&mut tx.conn(), id, &rules).await?;
                 tx.conn().execute(sql("DELETE FROM job_runs WHERE id = $1").bind(id)).await?;
+                if let Some(job) = job {
+                    super::probes::refresh_job(&mut tx.conn(), &job, &rules, &mut changed).await?;
+                }
                 let day = started.div_euclid(86_400);
                 first_day = Some(first_day.map_or(day, |d| d.min(day)));
             }
-            if let Some(day) = first_day {
+            let reclassified = changed.iter().map(|(_, day)| *day).min();
+            if let Some(day) = first_day.into_iter().chain(reclassified).min() {
                 note_change(&mut tx.conn(), day, Some(&changed)).await?;
             }
             tx.commit().await

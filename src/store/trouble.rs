@@ -5,8 +5,11 @@
 //! class changed into or out of the histograms; a batch is one transaction, so a crash part way
 //! leaves every run consistent and the next start finishes the job.
 
+use std::collections::BTreeSet;
+
 use anyhow::{Context, Result};
 
+use super::probes::{self, StoredRun};
 use super::runs::note_change;
 use super::{Store, sql};
 use crate::model::TroubleRules;
@@ -14,11 +17,12 @@ use crate::model::TroubleRules;
 /// Runs reclassified per transaction.
 const BATCH: i64 = 2_000;
 
-/// One stored run's samples, for reclassifying: id, variant, start, class, `(backend id,
-/// backend, seconds)`.
-type RunSamples = (i64, i64, i64, Option<String>, Vec<(i64, String, i64)>);
-
 impl Store {
+    /// The rules runs are classified with now.
+    pub(super) fn trouble_rules(&self) -> TroubleRules {
+        self.trouble.lock().expect("rules lock").clone()
+    }
+
     /// The rules the database was last classified with, if any (read at open).
     pub(super) async fn stored_trouble_rules(&self) -> Result<Option<TroubleRules>> {
         let row: Option<(String,)> =
@@ -28,18 +32,28 @@ impl Store {
     }
 
     /// Classifies runs with `rules` from now on, and reclassifies the stored ones when the
-    /// database was classified otherwise (or never). Returns how many runs changed class.
+    /// database was classified otherwise (or never): every job's probes are counted again, its
+    /// broken ones worked out, and every run classified with them. Returns how many runs changed
+    /// class.
     pub async fn apply_trouble_rules(&self, rules: &TroubleRules) -> Result<u64> {
         *self.trouble.lock().expect("rules lock") = rules.clone();
         if self.stored_trouble_rules().await?.as_ref() == Some(rules) {
             return Ok(0);
         }
+        let broken = {
+            let mut tx = self.begin_write().await?;
+            let broken = probes::rebuild(&mut tx.conn(), rules).await?;
+            tx.commit().await?;
+            broken
+        };
+        let none = BTreeSet::new();
         let mut changed = 0;
         let mut after = i64::MIN;
         loop {
             let runs = self.runs_to_classify(after).await?;
-            let Some(last) = runs.last().map(|r| r.0) else { break };
-            changed += self.reclassify(&runs, rules).await?;
+            let Some(last) = runs.last().map(|r| r.id) else { break };
+            let class_of = |r: &StoredRun| probes::classify(rules, r, broken.get(&r.job).unwrap_or(&none));
+            changed += self.reclassify(&runs, class_of).await?;
             after = last;
         }
         let fingerprint = rules.fingerprint();
@@ -60,84 +74,31 @@ impl Store {
     }
 
     /// The next batch of runs after id `after`, with their samples.
-    async fn runs_to_classify(&self, after: i64) -> Result<Vec<RunSamples>> {
-        let runs: Vec<(i64, i64, i64, Option<String>)> = self
+    async fn runs_to_classify(&self, after: i64) -> Result<Vec<StoredRun>> {
+        let mut pooled = self.acquire().await?;
+        let mut c = pooled.conn();
+        let runs: Vec<(i64, String, i64, i64, Option<String>)> = c
             .fetch_all(
-                sql("SELECT id, variant_id, started_at, ci_trouble FROM job_runs WHERE id > $1 ORDER BY id LIMIT $2")
-                    .bind(after)
-                    .bind(BATCH),
+                sql("SELECT id, job_name, variant_id, started_at, ci_trouble FROM job_runs \
+                     WHERE id > $1 ORDER BY id LIMIT $2")
+                .bind(after)
+                .bind(BATCH),
             )
             .await?;
-        let (Some(first), Some(last)) = (runs.first(), runs.last()) else { return Ok(Vec::new()) };
-        let samples: Vec<(i64, i64, String, i64)> = self
-            .fetch_all(
-                sql("SELECT s.run_id, s.backend_id, b.name, s.seconds FROM samples s \
-                     JOIN backends b ON b.id = s.backend_id WHERE s.run_id >= $1 AND s.run_id <= $2 \
-                     ORDER BY s.run_id, s.backend_id")
-                .bind(first.0)
-                .bind(last.0),
-            )
-            .await?;
-        let mut out: Vec<RunSamples> =
-            runs.into_iter().map(|(i, v, s, t)| (i, v, s, t, Vec::new())).collect();
-        let mut k = 0;
-        for (run_id, backend_id, name, seconds) in samples {
-            while k < out.len() && out[k].0 < run_id {
-                k += 1;
-            }
-            if k < out.len() && out[k].0 == run_id {
-                out[k].4.push((backend_id, name, seconds));
-            }
-        }
-        Ok(out)
+        probes::with_samples(&mut c, runs).await
     }
 
     /// Reclassifies one batch in one transaction; the runs whose class changed.
-    async fn reclassify(&self, runs: &[RunSamples], rules: &TroubleRules) -> Result<u64> {
+    async fn reclassify(
+        &self,
+        runs: &[StoredRun],
+        class_of: impl Fn(&StoredRun) -> Option<String>,
+    ) -> Result<u64> {
         let mut tx = self.begin_write().await?;
-        let mut c = tx.conn();
-        let mut changed = 0;
-        let mut first_day = i64::MAX;
         let mut cells_changed = super::cells::ChangedCells::new();
-        for (id, variant_id, started, old, samples) in runs {
-            let new = rules.classify(samples.iter().map(|(_, b, s)| (b.as_str(), *s)));
-            if new == *old {
-                continue;
-            }
-            // Only if nobody reclassified it meanwhile (another replica opening the same
-            // database with the same new rules): the histograms move once, not twice.
-            let moved = c
-                .execute(
-                    sql("UPDATE job_runs SET ci_trouble = $1 WHERE id = $2 \
-                         AND (ci_trouble = $3 OR (ci_trouble IS NULL AND $4 = 1))")
-                    .bind(&new)
-                    .bind(*id)
-                    .bind(old)
-                    .bind(old.is_none()),
-                )
-                .await?;
-            if moved == 0 {
-                continue;
-            }
-            if old.is_none() != new.is_none() {
-                // into the histograms when it became clean, out of them when it became troubled
-                let cells: Vec<(i64, i64)> = samples.iter().map(|(b, _, s)| (*b, *s)).collect();
-                let day = started.div_euclid(86_400);
-                super::cells::change_samples(
-                    &mut c,
-                    day,
-                    *variant_id,
-                    &cells,
-                    new.is_none(),
-                    &mut cells_changed,
-                )
-                .await?;
-                first_day = first_day.min(day);
-            }
-            changed += 1;
-        }
-        if first_day < i64::MAX {
-            note_change(&mut c, first_day, Some(&cells_changed)).await?;
+        let changed = probes::reclassify_on(&mut tx.conn(), runs, class_of, &mut cells_changed).await?;
+        if let Some(first_day) = cells_changed.iter().map(|(_, day)| *day).min() {
+            note_change(&mut tx.conn(), first_day, Some(&cells_changed)).await?;
         }
         tx.commit().await?;
         Ok(changed)
