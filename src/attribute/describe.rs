@@ -42,8 +42,6 @@ pub struct Facts<'a> {
     pub backends: &'a [String],
     pub control: Option<&'a ControlEvidence>,
     pub conditions: &'a [ConditionEvidence],
-    /// Sample runs that also lost CI network liveness, of those read.
-    pub liveness_trouble: (usize, usize),
     /// Runs whose interval evidence is not fetched yet, of those the conditions were read from.
     pub evidence_pending: (usize, usize),
     /// Runs of the scope left out for CI-infrastructure trouble (not among `runs`).
@@ -230,12 +228,6 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
             f.runs + f.left_out
         ));
     }
-    let (troubled, read) = f.liveness_trouble;
-    if troubled > 0 {
-        lines.push(format!(
-            "{troubled} of {read} sample runs also lost CI network liveness: CI-infrastructure trouble in those runs"
-        ));
-    }
     if let Some(pc) = &f.owners.platform_component {
         lines.push(format!(
             "platform-specific: owners {} (backend) and {pc} (platform)",
@@ -302,7 +294,6 @@ mod tests {
             backends,
             control: None,
             conditions: &[],
-            liveness_trouble: (0, 10),
             evidence_pending: (0, 20),
             left_out: 3,
             owners,

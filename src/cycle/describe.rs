@@ -3,7 +3,6 @@
 //! of sample runs. The pure reasoning is in `attribute`; this file fetches what it needs.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
 
 use anyhow::Result;
 use chrono::DateTime;
@@ -193,8 +192,6 @@ pub(super) struct Described {
 struct RunEvidence {
     sample_jobs: Vec<SampleJob>,
     conditions: Vec<ConditionEvidence>,
-    /// Disrupted runs read, and how many of them also lost CI network liveness.
-    liveness_trouble: (usize, usize),
     /// Runs whose interval files could not be fetched yet, of the disrupted and healthy read.
     pending: (usize, usize),
 }
@@ -203,8 +200,6 @@ struct RunEvidence {
 struct ReadIntervals {
     regressed: Vec<RunIntervals>,
     healthy: Vec<RunIntervals>,
-    /// Build ids of the disrupted runs that lost CI network liveness.
-    liveness: BTreeSet<Arc<str>>,
     /// Runs whose interval files could not be fetched yet, of those read.
     pending: (usize, usize),
 }
@@ -484,7 +479,6 @@ impl<S: RunSource> Context<'_, S> {
             backends: f.backends,
             control: control.as_ref(),
             conditions: &evidence.conditions,
-            liveness_trouble: evidence.liveness_trouble,
             evidence_pending: evidence.pending,
             left_out: f.stats.troubled,
             owners: &owners,
@@ -547,24 +541,16 @@ impl<S: RunSource> Context<'_, S> {
         let healthy: Vec<&CellRun> =
             runs.iter().rev().filter(|r| r.started < before).take(self.attribute.evidence_runs).collect();
         let read = self.intervals_of(&disrupted, &healthy, backends).await?;
-        for s in &mut sample_jobs {
-            s.ci_infrastructure_trouble = read.liveness.contains(s.build_id.as_str());
-        }
         let conditions = evidence::correlate(&read.regressed, &read.healthy)
             .into_iter()
             .filter(|e| e.score > 0.0)
             .take(3)
             .collect();
-        Ok(RunEvidence {
-            sample_jobs,
-            conditions,
-            liveness_trouble: (read.liveness.len(), disrupted.len()),
-            pending: read.pending,
-        })
+        Ok(RunEvidence { sample_jobs, conditions, pending: read.pending })
     }
 
     /// The intervals of the disrupted runs (the family's outages) and of the healthy ones (their
-    /// conditions); which disrupted runs lost CI network liveness; and how many runs' interval
+    /// conditions); and how many runs' interval
     /// files could not be fetched yet (left out of both, rather than counted as having none).
     async fn intervals_of(
         &self,
@@ -574,20 +560,12 @@ impl<S: RunSource> Context<'_, S> {
     ) -> Result<ReadIntervals> {
         let family: BTreeSet<&str> = backends.iter().map(String::as_str).collect();
         let mut regressed = Vec::new();
-        let mut liveness = BTreeSet::new();
         let mut pending = (0, 0);
         let wanted: Vec<&CellRun> = disrupted.iter().map(|r| **r).chain(healthy.iter().copied()).collect();
         let mut records = self.records(&wanted).await?.into_iter();
-        for r in disrupted {
+        for _ in disrupted {
             if let Some(record) = records.next().flatten() {
                 pending.1 += 1;
-                let troubled = self
-                    .settings
-                    .ci_trouble
-                    .classify(record.samples.iter().map(|s| (s.backend.as_str(), s.seconds)));
-                if troubled.is_some() {
-                    liveness.insert(r.build_id.clone());
-                }
                 if !record.interval_files.is_empty() {
                     pending.0 += 1;
                     continue;
@@ -606,7 +584,7 @@ impl<S: RunSource> Context<'_, S> {
             }
             healthy_intervals.push(RunIntervals { outages: Vec::new(), conditions: record.conditions });
         }
-        Ok(ReadIntervals { regressed, healthy: healthy_intervals, liveness, pending })
+        Ok(ReadIntervals { regressed, healthy: healthy_intervals, pending })
     }
 
     /// An incident's report brought up to date without a fresh detection: the numbers over its

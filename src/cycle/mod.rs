@@ -69,6 +69,8 @@ pub struct CycleReport {
     /// Platforms where CI-infrastructure trouble hit an unusual share of the window's runs: the
     /// CI's problem, said apart, never a regression of a backend.
     pub ci_trouble: Vec<CiTroubleReport>,
+    /// What the cycle saw in the data that is not a regression: probes broken on some jobs.
+    pub data_quality: crate::model::DataQuality,
     pub dry_run: bool,
     pub seconds: f64,
     /// What the cycle did to incidents (all zero on a dry run).
@@ -387,6 +389,10 @@ async fn evaluate_at<S: RunSource>(
         regressions,
         insufficient_data,
         ci_trouble: ci_trouble_of(&data),
+        data_quality: crate::model::DataQuality {
+            broken_probes: source.broken_probes(window.secs()).await?,
+            new_jobs: Vec::new(),
+        },
         dry_run: options.dry_run,
         seconds: 0.0,
         incidents: IncidentCounts::default(),
@@ -767,6 +773,15 @@ fn render_outcome(s: &mut String, report: &CycleReport) {
         for t in report.ci_trouble.iter().take(10) {
             let release = t.scope.single(Dimension::Release).unwrap_or_default();
             let _ = writeln!(s, "  {} of {} runs  {release} {}", t.troubled_runs, t.job_runs, t.scope);
+        }
+    }
+    if !report.data_quality.is_empty() {
+        let _ = writeln!(s, "\ndata quality (not regressions):");
+        for p in report.data_quality.broken_probes.iter().take(10) {
+            let _ = writeln!(s, "  {}", p.summary());
+        }
+        for j in report.data_quality.new_jobs.iter().take(10) {
+            let _ = writeln!(s, "  {}", j.summary());
         }
     }
     if !report.insufficient_data.is_empty() {

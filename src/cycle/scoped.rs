@@ -4,8 +4,10 @@
 
 use crate::config::EvaluateSettings;
 use crate::evaluate::thresholds::{HistoricalTable, previous_release};
-use crate::evaluate::{Candidates, Check, allowed_over, reference, stats, supported};
-use crate::model::{Dimension, Dimensions, GroupKey, Histogram, Percentile, Scope, percentiles_of};
+use crate::evaluate::{Candidates, Check, Common, judge_check, reference};
+use crate::model::{
+    Dimension, Dimensions, GroupKey, Histogram, Percentile, Scope, ThresholdSource, percentiles_of,
+};
 use crate::store::evaluations::WindowData;
 
 /// The cells of `backend` inside `scope` with runs in either window (indices into the cells).
@@ -98,36 +100,28 @@ impl Judging<'_> {
                 .collect(),
         };
         let young = scope.single(Dimension::Release).is_some_and(|r| self.young.contains(r));
-        let baseline_percentiles = percentiles_of(&baseline);
+        let whole = [percentiles_of(&current), percentiles_of(&baseline)];
+        let common = Common::of(&cells, &data.cells, &current, &baseline, whole);
         let candidates = Candidates {
             key: &key,
-            baseline: &baseline,
-            baseline_percentiles: &baseline_percentiles,
+            baseline: &common.baseline,
+            baseline_percentiles: &common.percentiles[1],
             previous: previous.as_ref().map(|(r, h)| (r.as_str(), h)),
             cell_dims: &cell_dims,
             young,
         };
         let r = reference(&candidates, percentile, settings, self.historical)?;
-        let observed = current.percentile(percentile.fraction()).unwrap_or(0.0);
-        let allowed = allowed_over(r.threshold.seconds, settings);
-        let p_value = match r.against {
-            Some(against) => stats::two_part_greater(&current, against).p,
-            None => stats::quantile_exceeds(&current, percentile.fraction(), r.threshold.seconds),
-        };
         let reference_histogram = r.against.cloned();
-        let check = Check {
-            percentile,
-            observed,
-            threshold: r.threshold,
-            allowed,
-            p_value,
-            q_value: p_value,
-            exceeds: observed > allowed && supported(&current, percentile.fraction(), allowed, settings),
-            discovery: false,
-        };
+        let own_baseline = matches!(r.threshold.source, ThresholdSource::Baseline { .. });
+        let previous_runs = previous.as_ref().map(|(_, h)| h);
+        let mut check =
+            judge_check(&common, (&current, &whole[0]), percentile, r, previous_runs, &data.cells, settings);
+        check.q_value = check.p_value;
+        // the numbers are those of the runs judged: the common cells' against a baseline
+        let judged = if own_baseline { &*common.current } else { &current };
         Some(ScopeStats {
             backend: backend.to_string(),
-            runs: current.count(),
+            runs: judged.count(),
             troubled: data
                 .variants
                 .iter()
@@ -136,7 +130,7 @@ impl Judging<'_> {
                 .map(|(_, n)| *n)
                 .sum(),
             reference_runs: reference_histogram.as_ref().map_or(0, Histogram::count),
-            current: percentiles_of(&current),
+            current: percentiles_of(judged),
             reference: reference_histogram.as_ref().map_or([None; 4], percentiles_of),
             check,
             reference_histogram,

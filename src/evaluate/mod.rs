@@ -255,10 +255,88 @@ fn allowed(threshold: f64, settings: &EvaluateSettings) -> f64 {
     (threshold + settings.min_effect_seconds).max(threshold * settings.min_effect_ratio)
 }
 
-fn test(current: &Histogram, percentile: Percentile, threshold: f64, against: Option<&Histogram>) -> f64 {
-    match against {
-        Some(reference) => stats::two_part_greater(current, reference).p,
-        None => stats::quantile_exceeds(current, percentile.fraction(), threshold),
+/// The p-value that `cells` are worse than their reference at `allowed`: against a baseline,
+/// the stratified exceedance test over the cells with runs in both windows (each cell against
+/// its own reference, see [`stats::stratified_greater`]); against the previous release's runs,
+/// Fisher's exact test of the share above `allowed`; against a fixed threshold, the exact
+/// quantile test.
+fn test<'c>(
+    cells: impl Iterator<Item = &'c CellHistograms>,
+    current: &Histogram,
+    check: (Percentile, f64, f64),
+    source: &ThresholdSource,
+    previous: Option<&Histogram>,
+) -> f64 {
+    let (percentile, threshold, allowed) = check;
+    match source {
+        ThresholdSource::Baseline { .. } => exceedance_test(cells, allowed),
+        ThresholdSource::PreviousRelease { .. } => previous.map_or(1.0, |p| {
+            stats::fisher_greater(
+                current.count_above(allowed),
+                current.count(),
+                p.count_above(allowed),
+                p.count(),
+            )
+        }),
+        ThresholdSource::Configured { .. } | ThresholdSource::Historical { .. } => {
+            stats::quantile_exceeds(current, percentile.fraction(), threshold)
+        }
+    }
+}
+
+/// Whether more of the cells' window runs are above `level` than of their baseline runs, each
+/// cell against its own: a cell that joined or left the group (a new job, a stopped one) or ran
+/// more or less often than before is no evidence (see [`stats::stratified_greater`]).
+pub fn exceedance_test<'c>(cells: impl Iterator<Item = &'c CellHistograms>, level: f64) -> f64 {
+    let strata: Vec<stats::Stratum> = cells
+        .map(|c| stats::Stratum {
+            x1: c.current.count_above(level),
+            n1: c.current.count(),
+            x2: c.baseline.count_above(level),
+            n2: c.baseline.count(),
+        })
+        .collect();
+    stats::stratified_greater(&strata)
+}
+
+/// A group's windows over the cells with runs in both: what a baseline reference compares.
+/// Borrowed from the group when every cell has both (most groups).
+pub struct Common<'a> {
+    pub current: Cow<'a, Histogram>,
+    pub baseline: Cow<'a, Histogram>,
+    /// P50–P99 of each, in that order.
+    pub percentiles: [[Option<f64>; 4]; 2],
+    /// The cells with runs in both windows.
+    pub cells: Vec<usize>,
+}
+
+impl<'a> Common<'a> {
+    /// The common part of a group of `cells` whose merged windows are `current` and `baseline`.
+    pub fn of(
+        cells: &[usize],
+        all: &[CellHistograms],
+        current: &'a Histogram,
+        baseline: &'a Histogram,
+        percentiles: [[Option<f64>; 4]; 2],
+    ) -> Common<'a> {
+        let both: Vec<usize> = cells
+            .iter()
+            .copied()
+            .filter(|&c| !all[c].current.is_empty() && !all[c].baseline.is_empty())
+            .collect();
+        if both.len() == cells.len() {
+            return Common {
+                current: Cow::Borrowed(current),
+                baseline: Cow::Borrowed(baseline),
+                percentiles,
+                cells: both,
+            };
+        }
+        let mut scratch = Vec::new();
+        let current = Histogram::sum_of(both.iter().map(|&c| &all[c].current), &mut scratch);
+        let baseline = Histogram::sum_of(both.iter().map(|&c| &all[c].baseline), &mut scratch);
+        let percentiles = [percentiles_of(&current), percentiles_of(&baseline)];
+        Common { current: Cow::Owned(current), baseline: Cow::Owned(baseline), percentiles, cells: both }
     }
 }
 
@@ -475,7 +553,9 @@ fn group<'a>(input: &EvalInput<'a>, settings: &EvaluateSettings) -> (Vec<Meta>, 
     })
 }
 
-/// The checks of one group with enough runs: one per checked percentile with a reference.
+/// The checks of one group with enough runs: one per checked percentile with a reference. A
+/// check against the group's own baseline judges the cells with runs in both windows: a change
+/// of membership is never a regression.
 fn check_group(
     d: &Meta,
     w: &Windows<'_>,
@@ -499,44 +579,60 @@ fn check_group(
             .collect()
     };
     let young = d.key.get(Dimension::Release).is_some_and(|r| input.young.contains(r));
+    let common = Common::of(&d.cells, input.cells, &w.current, &w.baseline, w.percentiles);
     let candidates = Candidates {
         key: &d.key,
-        baseline: &w.baseline,
-        baseline_percentiles: &w.percentiles[1],
+        baseline: &common.baseline,
+        baseline_percentiles: &common.percentiles[1],
         previous,
         cell_dims: &cell_dims,
         young,
     };
-    // The two-part test depends only on the two distributions: run it once per reference.
-    let mut two_part: Option<(*const Histogram, f64)> = None;
     for &p in &settings.percentiles {
         let Some(r) = reference(&candidates, p, settings, historical) else { continue };
-        let observed = w.percentiles[0][p.index()].unwrap_or(0.0);
-        let allowed = allowed(r.threshold.seconds, settings);
-        let p_value = match r.against {
-            Some(against) => match two_part {
-                Some((seen, p)) if std::ptr::eq(seen, against) => p,
-                _ => {
-                    let p = stats::two_part_greater(&w.current, against).p;
-                    two_part = Some((against as *const Histogram, p));
-                    p
-                }
-            },
-            None => stats::quantile_exceeds(&w.current, p.fraction(), r.threshold.seconds),
-        };
-        let check = Check {
-            percentile: p,
-            observed,
-            threshold: r.threshold,
-            allowed,
-            p_value,
-            q_value: 1.0,
-            exceeds: observed > allowed && supported(&w.current, p.fraction(), allowed, settings),
-            discovery: false,
-        };
-        group_checks.push(check);
+        let whole = (&*w.current, &w.percentiles[0]);
+        group_checks.push(judge_check(&common, whole, p, r, previous.map(|p| p.1), input.cells, settings));
     }
     group_checks
+}
+
+/// One percentile of a group (or a scope) against its reference: the common cells' runs
+/// against a baseline, all of them (`whole`: their window and its percentiles) otherwise.
+pub fn judge_check(
+    common: &Common<'_>,
+    whole: (&Histogram, &[Option<f64>; 4]),
+    p: Percentile,
+    r: Reference<'_>,
+    previous: Option<&Histogram>,
+    cells: &[CellHistograms],
+    settings: &EvaluateSettings,
+) -> Check {
+    let own_baseline = matches!(r.threshold.source, ThresholdSource::Baseline { .. });
+    let (current, observed) = if own_baseline {
+        (&*common.current, common.percentiles[0][p.index()])
+    } else {
+        (whole.0, whole.1[p.index()])
+    };
+    let observed = observed.unwrap_or(0.0);
+    let allowed = allowed(r.threshold.seconds, settings);
+    let exceeds = observed > allowed && supported(current, p.fraction(), allowed, settings);
+    // a test only where it can matter: most groups are far within what is allowed
+    let p_value = if exceeds {
+        let strata = common.cells.iter().map(|&c| &cells[c]);
+        test(strata, current, (p, r.threshold.seconds, allowed), &r.threshold.source, previous)
+    } else {
+        1.0
+    };
+    Check {
+        percentile: p,
+        observed,
+        threshold: r.threshold,
+        allowed,
+        p_value,
+        q_value: 1.0,
+        exceeds,
+        discovery: false,
+    }
 }
 
 /// The previous release's runs a group is compared with: its baseline (where known regressions
@@ -684,21 +780,22 @@ fn holds_without(
         current.merge(&input.cells[c].current);
         baseline.merge(&input.cells[c].baseline);
     }
+    let percentiles = [percentiles_of(&current), percentiles_of(&baseline)];
+    let common = Common::of(remaining, input.cells, &current, &baseline, percentiles);
     current.count() >= settings.min_job_runs
         && checks.iter().any(|c| {
-            let observed = current.percentile(c.percentile.fraction()).unwrap_or(0.0);
-            // the distribution the check was tested against, without the stronger groups' cells
-            let against = match &c.threshold.source {
-                ThresholdSource::Baseline { .. } => {
-                    (baseline.count() >= settings.min_job_runs).then_some(&baseline)
-                }
-                ThresholdSource::PreviousRelease { .. } => previous_runs,
-                ThresholdSource::Configured { .. } | ThresholdSource::Historical { .. } => None,
-            };
+            let own_baseline = matches!(c.threshold.source, ThresholdSource::Baseline { .. });
+            if own_baseline && common.baseline.count() < settings.min_job_runs {
+                return false;
+            }
+            let judged = if own_baseline { &*common.current } else { &current };
+            let observed = judged.percentile(c.percentile.fraction()).unwrap_or(0.0);
+            let cells = common.cells.iter().map(|&k| &input.cells[k]);
+            let check = (c.percentile, c.threshold.seconds, c.allowed);
             c.exceeds
                 && observed > c.allowed
-                && supported(&current, c.percentile.fraction(), c.allowed, settings)
-                && test(&current, c.percentile, c.threshold.seconds, against) <= cutoff
+                && supported(judged, c.percentile.fraction(), c.allowed, settings)
+                && test(cells, judged, check, &c.threshold.source, previous_runs) <= cutoff
         })
 }
 
@@ -714,12 +811,17 @@ fn explain_away<'w>(
 ) {
     let mut order: Vec<usize> =
         (0..results.len()).filter(|&i| results[i].status == GroupStatus::Regressed).collect();
+    // Groups that hold a healthy part of their own come after those that do not: pooling a
+    // regression with healthy cells can make a test more significant than the regression's
+    // own, but never a better explanation of it.
+    let mixed = mixed_groups(results, &order, settings);
     let strength = |r: &GroupResult| r.leading_check().map_or(1.0, |c| c.p_value);
     order.sort_by(|&a, &b| {
         let (ra, rb) = (&results[a], &results[b]);
         rb.state
             .regressed
             .cmp(&ra.state.regressed)
+            .then(mixed.contains(&a).cmp(&mixed.contains(&b)))
             .then(strength(ra).total_cmp(&strength(rb)))
             .then(rb.runs.cmp(&ra.runs))
             .then(ra.level.cmp(&rb.level))
@@ -744,6 +846,38 @@ fn explain_away<'w>(
             results[gi].status = GroupStatus::Healthy;
         }
     }
+}
+
+/// The regressed groups (of `regressed`) holding a healthy group of their own: a smaller group
+/// within their cells with enough runs whose every percentile stayed within what is allowed.
+fn mixed_groups(results: &[GroupResult], regressed: &[usize], settings: &EvaluateSettings) -> FastSet<usize> {
+    let mut out = FastSet::default();
+    if regressed.is_empty() {
+        return out;
+    }
+    let mut groups_of_cell: FastMap<usize, Vec<usize>> = FastMap::new();
+    for (gi, g) in results.iter().enumerate() {
+        let healthy = g.runs >= settings.min_job_runs
+            && !g.checks.is_empty()
+            && g.checks.iter().all(|c| c.observed <= c.allowed);
+        if healthy {
+            for &c in &g.cells {
+                groups_of_cell.entry(c).or_default().push(gi);
+            }
+        }
+    }
+    for &gi in regressed {
+        let g = &results[gi];
+        let cells: FastSet<usize> = g.cells.iter().copied().collect();
+        let holds_healthy = g.cells.iter().filter_map(|c| groups_of_cell.get(c)).flatten().any(|&fi| {
+            let f = &results[fi];
+            fi != gi && f.cells.len() < g.cells.len() && f.cells.iter().all(|c| cells.contains(c))
+        });
+        if holds_healthy {
+            out.insert(gi);
+        }
+    }
+    out
 }
 
 /// A group regressed before stays regressed until `clear_after` evaluations in a row at or
