@@ -149,7 +149,8 @@ pub async fn backtest(
     for (k, at) in times.iter().enumerate() {
         if let Some(next) = times.get(k + 1) {
             let (window, baseline) = Window::of_cycle(*next, es);
-            replay.prefetch(window.secs(), baseline.secs(), next.timestamp());
+            let recent = Window::recent_starts(*next, es);
+            replay.prefetch(window.secs(), baseline.secs(), recent, next.timestamp());
         }
         run_cycle_on(&*replay, &scratch, settings, &policy, CycleOptions { at: *at, dry_run: false })
             .await

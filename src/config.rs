@@ -255,6 +255,14 @@ pub struct EvaluateSettings {
     pub baseline_days: u32,
     /// Fewer runs than this in a group: "insufficient data", never healthy or regressed.
     pub min_job_runs: u64,
+    /// Besides the window, each group is also judged on its runs of the last so many days
+    /// (each a span ending at the evaluation time) against the same reference: a regression
+    /// that began inside the window is seen once its own runs carry it, not once it fills the
+    /// window. Empty: the window alone.
+    pub recent_days: Vec<u32>,
+    /// A recent span is judged from this many runs (its test, adjusted with every other of the
+    /// cycle, decides; fewer runs need an overwhelming effect).
+    pub min_recent_runs: u64,
     /// Percentiles checked against thresholds (all four are computed and shown).
     pub percentiles: Vec<crate::model::Percentile>,
     /// A regression must exceed its threshold by at least this many seconds …
@@ -293,12 +301,31 @@ pub struct EvaluateSettings {
     pub ci_trouble: crate::model::TroubleRules,
 }
 
+impl EvaluateSettings {
+    /// The recent spans: each at least a day, shorter than the window, judged from one run on.
+    fn validate_recent(&self) -> Result<(), ConfigError> {
+        let invalid = |key: &str, why: &str| Err(ConfigError::Invalid(format!("`{key}`: {why}")));
+        if self.recent_days.iter().any(|d| *d == 0 || *d >= self.window_days) {
+            return invalid(
+                "evaluate.recent_days",
+                "each recent span is at least one day and shorter than the window",
+            );
+        }
+        if self.min_recent_runs == 0 {
+            return invalid("evaluate.min_recent_runs", "must be at least 1");
+        }
+        Ok(())
+    }
+}
+
 impl Default for EvaluateSettings {
     fn default() -> Self {
         Self {
             window_days: 7,
             baseline_days: 21,
             min_job_runs: 10,
+            recent_days: vec![1, 2, 3],
+            min_recent_runs: 6,
             percentiles: vec![crate::model::Percentile::P50, crate::model::Percentile::P95],
             min_effect_seconds: 5.0,
             min_effect_ratio: 1.5,
@@ -1120,6 +1147,7 @@ impl Settings {
         if e.window_days == 0 || e.baseline_days == 0 {
             return invalid("evaluate.window_days", "windows must be at least one day");
         }
+        e.validate_recent()?;
         if !(e.false_discovery_rate > 0.0 && e.false_discovery_rate < 1.0) {
             return invalid("evaluate.false_discovery_rate", "must be between 0 and 1");
         }

@@ -32,6 +32,9 @@ pub struct Facts<'a> {
     pub p_value: f64,
     pub q_value: f64,
     pub runs: u64,
+    /// The runs judged are those of the last so many days (a regression that began inside the
+    /// window), not the whole window's.
+    pub span_days: Option<u32>,
     /// The percentile in the reference, and the reference's runs.
     pub reference: Option<(f64, u64)>,
     pub independence: &'a [String],
@@ -195,6 +198,10 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
             f.p_value, f.q_value, f.runs
         ),
     ];
+    if let Some(days) = f.span_days {
+        let days = if days == 1 { "day".to_string() } else { format!("{days} days") };
+        lines.push(format!("judged on the runs of the last {days}: it began inside the window"));
+    }
     if let Some((value, runs)) = f.reference {
         lines.push(format!("{p} in the baseline window was {} over {runs} runs", secs(value)));
     }
@@ -287,6 +294,7 @@ mod tests {
             p_value: 1e-9,
             q_value: 1e-7,
             runs: 28,
+            span_days: None,
             reference: Some((0.0, 84)),
             independence: &[],
             thin: 0,

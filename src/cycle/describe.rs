@@ -18,7 +18,7 @@ use crate::config::{AttributeSettings, EvaluateSettings, FileAgainst};
 use crate::evaluate::changepoint::{self, Run};
 use crate::evaluate::{Check, Evaluation, GroupResult, GroupStatus};
 use crate::model::{
-    ControlEvidence, Dimension, GroupKey, Onset, Percentile, SampleKind, Scope, Status, fingerprint,
+    ControlEvidence, Dimension, GroupKey, Onset, Percentile, SampleKind, Scope, Span, Status, fingerprint,
 };
 use crate::store::evaluations::WindowData;
 
@@ -279,14 +279,17 @@ impl<S: RunSource> Context<'_, S> {
                 })
             })
             .collect();
-        if let Some((good, bad)) = changepoint::payload_change(&tested) {
-            let from = good.as_ref().map_or(bad.1, |g| g.1);
-            onset.payloads = self.source.payloads_between(release, from, bad.1).await?;
+        if let Some(w) = changepoint::payload_change(&tested) {
+            let from = w.last_good.as_ref().map_or(w.first_bad.1, |g| g.1);
+            // every payload of the release built in the window, and which of them this scope ran
+            onset.payloads = self.source.payloads_between(release, from, w.first_bad.1).await?;
             if onset.payloads.is_empty() {
-                onset.payloads = good.iter().map(|g| g.0.clone()).chain([bad.0.clone()]).collect();
+                onset.payloads.clone_from(&w.tested);
             }
-            onset.last_good_payload = good.map(|g| g.0);
-            onset.first_bad_payload = Some(bad.0);
+            onset.untested_payloads =
+                onset.payloads.iter().filter(|p| !w.tested.contains(p)).cloned().collect();
+            onset.last_good_payload = w.last_good.map(|g| g.0);
+            onset.first_bad_payload = Some(w.first_bad.0);
         }
         Ok(Some(onset))
     }
@@ -298,17 +301,19 @@ impl<S: RunSource> Context<'_, S> {
         &self,
         cluster: &Cluster<'_>,
         lead: &GroupResult,
-        percentile: Percentile,
+        (percentile, span): (Percentile, Span),
     ) -> Option<(Scope, ScopeStats, bool)> {
-        let (settings, cutoff) = (self.settings, self.index.evaluation.cutoff);
+        let (settings, cutoff) = (self.settings, lead.cutoff);
         let backend = &lead.key.backend;
-        if let Some(s) =
-            self.judging.stats(backend, &cluster.scope, percentile).filter(|s| s.holds(settings, cutoff))
+        if let Some(s) = self
+            .judging
+            .stats(backend, &cluster.scope, percentile, span)
+            .filter(|s| s.holds(settings, cutoff))
         {
             return Some((cluster.scope.clone(), s, false));
         }
         let own = group_scope(&lead.key);
-        let s = self.judging.stats(backend, &own, percentile).filter(|s| s.holds(settings, cutoff))?;
+        let s = self.judging.stats(backend, &own, percentile, span).filter(|s| s.holds(settings, cutoff))?;
         Some((own, s, true))
     }
 
@@ -358,7 +363,9 @@ impl<S: RunSource> Context<'_, S> {
     pub async fn describe(&self, cluster: &Cluster<'_>, search_from: i64) -> Result<Option<Described>> {
         let (lead, check, backends) = lead_of(cluster);
         let Some(check) = check else { return Ok(None) };
-        let Some((scope, mut stats, narrowed)) = self.judged_scope(cluster, lead, check.percentile) else {
+        let Some((scope, mut stats, narrowed)) =
+            self.judged_scope(cluster, lead, (check.percentile, check.span))
+        else {
             return Ok(None);
         };
         // The cycle's adjustment for many tests, carried over to the scope's own test.
@@ -421,6 +428,7 @@ impl<S: RunSource> Context<'_, S> {
             allowed_seconds: 0.0,
             baseline_seconds: None,
             job_runs: 0,
+            span_days: None,
             ci_troubled_runs: 0,
             suspect_changes: Vec::new(),
             changes_pending: false,
@@ -472,6 +480,7 @@ impl<S: RunSource> Context<'_, S> {
             p_value: c.p_value,
             q_value: c.q_value,
             runs: f.stats.runs,
+            span_days: f.stats.check.span.days(),
             reference: f.stats.reference[pi].map(|b| (b, f.stats.reference_runs)),
             independence: &independence,
             thin: thin.len(),
@@ -647,6 +656,7 @@ fn set_numbers(r: &mut RegressionReport, stats: &ScopeStats) {
     r.allowed_seconds = round(c.allowed);
     r.baseline_seconds = stats.reference[pi].map(round);
     r.job_runs = stats.runs;
+    r.span_days = c.span.days();
     r.ci_troubled_runs = stats.troubled;
     r.baseline_runs = stats.reference_runs;
     r.p_value = c.p_value;

@@ -125,15 +125,18 @@ pub(super) type CoveredRuns = HashMap<(String, i64), Vec<CellRun>>;
 
 /// Rebuilds the windows of every cell an episode covers, adding covered cells that had runs
 /// only before the usual windows; the covered cells' runs, for the incidents' series.
+/// `reference` is how long a baseline is and how far back it may reach (seconds, Unix
+/// seconds); `recent` the recent spans' starts.
 pub(super) async fn apply(
     source: &impl RunSource,
     data: &mut WindowData,
     masks: &[Mask],
     window: Window,
-    baseline_secs: i64,
-    oldest: i64,
+    reference: (i64, i64),
+    recent: &[i64],
     visible_at: i64,
 ) -> Result<CoveredRuns> {
+    let (baseline_secs, oldest) = reference;
     let mut periods_of: BTreeMap<(usize, usize), Periods> = BTreeMap::new();
     let (mut backends, mut variant_ids) = (BTreeSet::new(), BTreeSet::new());
     for (b, backend) in data.backends.iter().enumerate() {
@@ -155,12 +158,17 @@ pub(super) async fn apply(
     for r in runs {
         covered.entry((r.backend.to_string(), r.variant_id)).or_default().push(r);
     }
-    rebuild(data, &periods_of, &covered);
+    rebuild(data, &periods_of, &covered, recent);
     Ok(covered)
 }
 
 /// Replaces (or adds) each covered cell's histograms with its runs in its periods.
-fn rebuild(data: &mut WindowData, periods_of: &BTreeMap<(usize, usize), Periods>, covered: &CoveredRuns) {
+fn rebuild(
+    data: &mut WindowData,
+    periods_of: &BTreeMap<(usize, usize), Periods>,
+    covered: &CoveredRuns,
+    recent: &[i64],
+) {
     let position: HashMap<(usize, usize), usize> =
         data.cells.iter().enumerate().map(|(i, c)| ((c.backend, c.variant), i)).collect();
     let inside = |t: i64, ps: &[(i64, i64)]| ps.iter().any(|&(a, b)| a <= t && t < b);
@@ -168,9 +176,15 @@ fn rebuild(data: &mut WindowData, periods_of: &BTreeMap<(usize, usize), Periods>
         let runs =
             covered.get(&(data.backends[b].clone(), data.variant_ids[v])).map(Vec::as_slice).unwrap_or(&[]);
         let (mut current, mut baseline) = (Histogram::new(), Histogram::new());
+        let mut spans = vec![Histogram::new(); recent.len()];
         for r in runs {
             if inside(r.started, &p.current) {
                 current.add(r.seconds, 1);
+                for (k, start) in recent.iter().enumerate() {
+                    if r.started >= *start {
+                        spans[k].add(r.seconds, 1);
+                    }
+                }
             } else if inside(r.started, &p.baseline) {
                 baseline.add(r.seconds, 1);
             }
@@ -179,9 +193,10 @@ fn rebuild(data: &mut WindowData, periods_of: &BTreeMap<(usize, usize), Periods>
             Some(&i) => {
                 data.cells[i].current = current;
                 data.cells[i].baseline = baseline;
+                data.cells[i].recent = spans;
             }
             None if !current.is_empty() || !baseline.is_empty() => {
-                data.cells.push(CellHistograms { backend: b, variant: v, current, baseline });
+                data.cells.push(CellHistograms { backend: b, variant: v, current, baseline, recent: spans });
             }
             None => {}
         }

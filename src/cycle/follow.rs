@@ -17,7 +17,7 @@ use crate::evaluate::changepoint::{self, Run};
 use crate::evaluate::stats;
 use crate::incidents::Incident;
 use crate::model::{
-    FixClaim, FixVerdict, Histogram, Onset, Percentile, RegressionReport, Scope, Status, Verification,
+    FixClaim, FixVerdict, Histogram, Onset, Percentile, RegressionReport, Scope, Span, Status, Verification,
     backend_family,
 };
 
@@ -98,28 +98,47 @@ fn with_verdict_of_fix(verdict: Verdict, claim: Option<&FixClaim>, v: Option<&Ve
 }
 
 impl<S: RunSource> Context<'_, S> {
-    /// The numbers of each of the incident's backends over `scope` at each of `percentiles`;
-    /// the worst (a significant excess before any other, then the largest ratio of observed to
-    /// allowed). Judging the whole scope at only the percentile a narrower detection chose
-    /// would call half a platform's runs at P50 "back".
+    /// The numbers of each of the incident's backends over `scope` at each of `percentiles`,
+    /// over the runs of one span: the longest whose runs all came after the onset (`onset`,
+    /// Unix seconds), else the shortest with enough runs — the incident's level now, the same
+    /// span from cycle to cycle. Of those the worst (a significant excess before any other,
+    /// then the largest ratio of observed to allowed): judging the whole scope at only the
+    /// percentile a narrower detection chose would call half a platform's runs at P50 "back".
+    /// Also whether any span still shows the regression.
     fn worst_stats(
         &self,
         backends: &[String],
         scope: &Scope,
         percentiles: &[Percentile],
-    ) -> Option<ScopeStats> {
+        onset: Option<i64>,
+    ) -> Option<(ScopeStats, bool)> {
         let fdr = self.settings.false_discovery_rate;
-        let key = |s: &ScopeStats| {
-            let significant = s.check.exceeds && s.check.p_value <= fdr;
-            (significant, s.check.observed / s.check.allowed.max(1.0))
-        };
-        backends
+        let significant = |s: &ScopeStats| s.check.exceeds && s.check.p_value <= fdr;
+        let all: Vec<ScopeStats> = backends
             .iter()
-            .flat_map(|b| percentiles.iter().filter_map(move |p| self.judging.stats(b, scope, *p)))
-            .max_by(|a, b| {
-                let (ka, kb) = (key(a), key(b));
-                ka.0.cmp(&kb.0).then(ka.1.total_cmp(&kb.1)).then(b.backend.cmp(&a.backend))
-            })
+            .flat_map(|b| percentiles.iter().map(move |p| (b, *p)))
+            .flat_map(|(b, p)| crate::evaluate::spans(self.settings).map(move |span| (b, p, span)))
+            .filter_map(|(b, p, span)| self.judging.stats(b, scope, p, span))
+            .filter(|s| s.enough(self.settings))
+            .collect();
+        let regressed_now = all.iter().any(significant);
+        let start = |span: Span| match span {
+            Span::Window => self.window.from.timestamp(),
+            Span::Recent { days, .. } => self.now - i64::from(days) * 86_400,
+        };
+        let available: Vec<Span> = crate::evaluate::spans(self.settings)
+            .filter(|span| all.iter().any(|s| s.check.span == *span))
+            .collect();
+        let after_onset = available.iter().copied().filter(|span| onset.is_none_or(|o| start(*span) >= o));
+        let chosen = after_onset
+            .min_by_key(|span| start(*span))
+            .or_else(|| available.iter().copied().max_by_key(|span| start(*span)))?;
+        let key = |s: &ScopeStats| (significant(s), s.check.observed / s.check.allowed.max(1.0));
+        let stats = all.into_iter().filter(|s| s.check.span == chosen).max_by(|a, b| {
+            let (ka, kb) = (key(a), key(b));
+            ka.0.cmp(&kb.0).then(ka.1.total_cmp(&kb.1)).then(b.backend.cmp(&a.backend))
+        })?;
+        Some((stats, regressed_now))
     }
 
     /// An early recovery: a change for the better after the onset, with enough runs after it
@@ -174,8 +193,11 @@ impl<S: RunSource> Context<'_, S> {
         percentiles.sort();
         percentiles.dedup();
         let stale = Followed { verdict: Verdict::Stale, report: None, clean_streak: prior_streak };
-        let Some(stats) = self.worst_stats(&backends, &scope, &percentiles) else { return Ok(stale) };
-        if stats.runs < self.settings.min_job_runs {
+        let onset_at = incident.onset().map(|o| o.at.timestamp());
+        let Some((stats, regressed_now)) = self.worst_stats(&backends, &scope, &percentiles, onset_at) else {
+            return Ok(stale);
+        };
+        if !stats.enough(self.settings) {
             return Ok(stale);
         }
         let from = incident.onset().map_or(self.window.from.timestamp(), |o| {
@@ -185,7 +207,6 @@ impl<S: RunSource> Context<'_, S> {
         let runs: Vec<CellRun> = all.iter().filter(|r| *r.backend == *stats.backend).cloned().collect();
         let onset = self.refined_onset(incident, &backends, &all);
         let onset = self.with_payloads(onset, &runs, &incident.snapshot.report.release).await?;
-        let regressed_now = stats.check.exceeds && stats.check.p_value <= self.settings.false_discovery_rate;
         let clean_streak = if regressed_now { 0 } else { prior_streak + 1 };
         let verdict = match self.recovery(&runs, onset.as_ref(), &stats) {
             Some(at) => Verdict::Recovered { at },

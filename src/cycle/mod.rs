@@ -46,6 +46,12 @@ impl Window {
         (window, baseline)
     }
 
+    /// The starts of a cycle's recent spans at `at` (each ends at `at`), one per
+    /// `recent_days`.
+    pub fn recent_starts(at: DateTime<Utc>, es: &EvaluateSettings) -> Vec<i64> {
+        es.recent_days.iter().map(|d| at.timestamp() - i64::from(*d) * 86_400).collect()
+    }
+
     /// `[from, to)` in Unix seconds.
     pub fn secs(self) -> (i64, i64) {
         (self.from.timestamp(), self.to.timestamp())
@@ -300,12 +306,13 @@ async fn read_inputs<S: RunSource>(
 ) -> Result<Inputs> {
     let phase = Instant::now();
     let incidents = state.incidents().await?;
-    let mut data = source.windows(window.secs(), baseline.secs(), now).await?;
+    let recent = Window::recent_starts(window.to, es);
+    let mut data = source.windows(window.secs(), baseline.secs(), &recent, now).await?;
     tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: the windows' histograms");
     let masks = episodes::masks(&incidents, now, i64::from(es.window_days + es.baseline_days) * DAY);
     let oldest = now - i64::from(es.reference_lookback_days) * DAY;
-    episodes::apply(source, &mut data, &masks, window, i64::from(es.baseline_days) * DAY, oldest, now)
-        .await?;
+    let reference = (i64::from(es.baseline_days) * DAY, oldest);
+    episodes::apply(source, &mut data, &masks, window, reference, &recent, now).await?;
     let prior = state.group_states().await?;
     let historical = HistoricalTable::new(source.historical().await?, es.historical_min_runs);
     let young: HashSet<String> = source

@@ -170,8 +170,9 @@ pub struct Replay {
     prefetched: std::sync::Mutex<Vec<(WindowKey, std::thread::JoinHandle<WindowData>)>>,
 }
 
-/// The spans and time a cycle's windows are for.
-type WindowKey = ((i64, i64), (i64, i64), i64);
+/// The spans and time a cycle's windows are for: current, baseline, the recent spans' starts,
+/// visible by.
+type WindowKey = ((i64, i64), (i64, i64), Vec<i64>, i64);
 
 fn first_starts(runs: &[RunMeta], variants: &[(i64, Dimensions)]) -> HashMap<String, Vec<(i64, i64)>> {
     let mut by_release: HashMap<String, Vec<(i64, i64)>> = HashMap::new();
@@ -278,15 +279,19 @@ impl Replay {
         merged
     }
 
-    /// Every cell's histograms of the two windows, as a cycle at `visible_at` sees them.
-    fn window_data(&self, current: (i64, i64), baseline: (i64, i64), visible_at: i64) -> WindowData {
+    /// Every cell's histograms of the two windows and the recent spans, as a cycle at
+    /// `visible_at` sees them.
+    fn window_data(&self, key: &WindowKey) -> WindowData {
+        let (current, baseline, recent, visible_at) = (key.0, key.1, &key.2, key.3);
         let (wc, wb) = (self.whole(current), self.whole(baseline));
         let mut cells = Vec::new();
         for (k, (&(backend, variant), s)) in self.cells.iter().enumerate() {
             let c = s.histogram(current.0, current.1, visible_at, wc.get(k));
             let b = s.histogram(baseline.0, baseline.1, visible_at, wb.get(k));
             if !c.is_empty() || !b.is_empty() {
-                cells.push(CellHistograms { backend, variant, current: c, baseline: b });
+                let recent =
+                    recent.iter().map(|from| s.histogram(*from, current.1, visible_at, None)).collect();
+                cells.push(CellHistograms { backend, variant, current: c, baseline: b, recent });
             }
         }
         let mut troubled = vec![0; self.variants.len()];
@@ -307,14 +312,22 @@ impl Replay {
 
     /// Starts computing the windows of a coming cycle on a thread of its own, so that they are
     /// ready when it asks (the cycle before it runs meanwhile).
-    pub fn prefetch(self: &Arc<Self>, current: (i64, i64), baseline: (i64, i64), visible_at: i64) {
+    pub fn prefetch(
+        self: &Arc<Self>,
+        current: (i64, i64),
+        baseline: (i64, i64),
+        recent: Vec<i64>,
+        visible_at: i64,
+    ) {
         let me = self.clone();
-        let handle = std::thread::spawn(move || me.window_data(current, baseline, visible_at));
+        let key: WindowKey = (current, baseline, recent, visible_at);
+        let asked = key.clone();
+        let handle = std::thread::spawn(move || me.window_data(&asked));
         let mut pending = self.prefetched.lock().expect("prefetch lock");
         if pending.len() >= 2 {
             pending.remove(0); // never asked for: its thread finishes on its own
         }
-        pending.push(((current, baseline, visible_at), handle));
+        pending.push((key, handle));
     }
 
     /// Runs held.
@@ -337,16 +350,18 @@ impl RunSource for Replay {
         &self,
         current: (i64, i64),
         baseline: (i64, i64),
+        recent: &[i64],
         visible_at: i64,
     ) -> Result<WindowData> {
+        let key: WindowKey = (current, baseline, recent.to_vec(), visible_at);
         let ready = {
             let mut pending = self.prefetched.lock().expect("prefetch lock");
-            let at = pending.iter().position(|(key, _)| *key == (current, baseline, visible_at));
+            let at = pending.iter().position(|(k, _)| *k == key);
             at.map(|i| pending.remove(i).1)
         };
         match ready {
             Some(handle) => handle.join().map_err(|_| anyhow::anyhow!("computing the windows panicked")),
-            None => Ok(self.window_data(current, baseline, visible_at)),
+            None => Ok(self.window_data(&key)),
         }
     }
 

@@ -4,9 +4,9 @@
 
 use crate::config::EvaluateSettings;
 use crate::evaluate::thresholds::{HistoricalTable, previous_release};
-use crate::evaluate::{Candidates, Check, Common, judge_check, reference};
+use crate::evaluate::{Candidates, Check, Common, judge_check, reference, runs_of};
 use crate::model::{
-    Dimension, Dimensions, GroupKey, Histogram, Percentile, Scope, ThresholdSource, percentiles_of,
+    Dimension, Dimensions, GroupKey, Histogram, Percentile, Scope, Span, ThresholdSource, percentiles_of,
 };
 use crate::store::evaluations::WindowData;
 
@@ -50,9 +50,16 @@ pub(super) struct ScopeStats {
 }
 
 impl ScopeStats {
+    /// Enough runs to judge: the window's minimum, or a recent span's.
+    pub fn enough(&self, settings: &EvaluateSettings) -> bool {
+        let least =
+            if self.check.span == Span::Window { settings.min_job_runs } else { settings.min_recent_runs };
+        self.runs >= least
+    }
+
     /// Enough runs, above what is allowed, and significant at the cycle's cutoff.
     pub fn holds(&self, settings: &EvaluateSettings, cutoff: f64) -> bool {
-        self.runs >= settings.min_job_runs && self.check.exceeds && self.check.p_value <= cutoff
+        self.enough(settings) && self.check.exceeds && self.check.p_value <= cutoff
     }
 }
 
@@ -64,44 +71,63 @@ pub(super) struct Judging<'a> {
     pub young: &'a std::collections::HashSet<String>,
 }
 
+/// The group key a scope's single-valued dimensions make.
+fn key_of(backend: &str, scope: &Scope) -> GroupKey {
+    GroupKey {
+        backend: backend.into(),
+        fixed: scope
+            .iter()
+            .filter(|(_, v)| v.len() == 1)
+            .filter_map(|(d, v)| Some((d, v.iter().next()?.clone())))
+            .collect(),
+    }
+}
+
 impl Judging<'_> {
-    /// The numbers of `backend` over `scope` for `percentile`; None when the scope has no runs or
-    /// nothing to compare with.
-    pub fn stats(&self, backend: &str, scope: &Scope, percentile: Percentile) -> Option<ScopeStats> {
-        let (data, settings) = (self.data, self.settings);
-        let cells = cells_in(data, backend, scope);
-        let (mut current, mut baseline) = (Histogram::new(), Histogram::new());
-        for &c in &cells {
-            current.merge(&data.cells[c].current);
-            baseline.merge(&data.cells[c].baseline);
-        }
-        if current.is_empty() {
-            return None;
-        }
-        let previous = previous_scope(scope).map(|(release, s)| {
+    /// The same scope's runs one release earlier: its baseline when it has enough runs, else
+    /// its window.
+    fn previous_runs(&self, backend: &str, scope: &Scope) -> Option<(String, Histogram)> {
+        let data = self.data;
+        previous_scope(scope).map(|(release, s)| {
             let (mut base, mut cur) = (Histogram::new(), Histogram::new());
             for c in cells_in(data, backend, &s) {
                 base.merge(&data.cells[c].baseline);
                 cur.merge(&data.cells[c].current);
             }
-            (release, if base.count() >= settings.min_job_runs { base } else { cur })
-        });
+            (release, if base.count() >= self.settings.min_job_runs { base } else { cur })
+        })
+    }
+
+    /// The numbers of `backend` over `scope` for `percentile`, over the runs of `span`; None
+    /// when the scope has too few runs there or nothing to compare with.
+    pub fn stats(
+        &self,
+        backend: &str,
+        scope: &Scope,
+        percentile: Percentile,
+        span: Span,
+    ) -> Option<ScopeStats> {
+        let (data, settings) = (self.data, self.settings);
+        let cells = cells_in(data, backend, scope);
+        let (mut current, mut baseline) = (Histogram::new(), Histogram::new());
+        for &c in &cells {
+            current.merge(runs_of(span, &data.cells[c]));
+            baseline.merge(&data.cells[c].baseline);
+        }
+        let least = if span == Span::Window { 1 } else { settings.min_recent_runs };
+        if current.is_empty() || current.count() < least {
+            return None;
+        }
+        let previous = self.previous_runs(backend, scope);
         let cell_dims: Vec<&Dimensions> = cells
             .iter()
             .filter(|&&c| !data.cells[c].current.is_empty())
             .map(|&c| &data.variants[data.cells[c].variant])
             .collect();
-        let key = GroupKey {
-            backend: backend.into(),
-            fixed: scope
-                .iter()
-                .filter(|(_, v)| v.len() == 1)
-                .filter_map(|(d, v)| Some((d, v.iter().next()?.clone())))
-                .collect(),
-        };
+        let key = key_of(backend, scope);
         let young = scope.single(Dimension::Release).is_some_and(|r| self.young.contains(r));
         let whole = [percentiles_of(&current), percentiles_of(&baseline)];
-        let common = Common::of(&cells, &data.cells, &current, &baseline, whole);
+        let common = Common::of(&cells, &data.cells, span, (&current, &baseline), whole);
         let candidates = Candidates {
             key: &key,
             baseline: &common.baseline,
@@ -114,8 +140,15 @@ impl Judging<'_> {
         let reference_histogram = r.against.cloned();
         let own_baseline = matches!(r.threshold.source, ThresholdSource::Baseline { .. });
         let previous_runs = previous.as_ref().map(|(_, h)| h);
-        let mut check =
-            judge_check(&common, (&current, &whole[0]), percentile, r, previous_runs, &data.cells, settings);
+        let mut check = judge_check(
+            &common,
+            (&current, &whole[0]),
+            (span, percentile),
+            r,
+            previous_runs,
+            &data.cells,
+            settings,
+        );
         check.q_value = check.p_value;
         // the numbers are those of the runs judged: the common cells' against a baseline
         let judged = if own_baseline { &*common.current } else { &current };

@@ -18,11 +18,13 @@ use crate::store::evaluations::WindowData;
 
 /// The stored runs as a cycle at `visible_at` may see them.
 pub trait RunSource: Sync {
-    /// Every cell's histograms of the two windows (`[from, to)` Unix seconds).
+    /// Every cell's histograms of the two windows (`[from, to)` Unix seconds), and of the
+    /// recent spans from each start of `recent` to the current window's end.
     fn windows(
         &self,
         current: (i64, i64),
         baseline: (i64, i64),
+        recent: &[i64],
         visible_at: i64,
     ) -> impl Future<Output = Result<WindowData>> + Send;
 
@@ -92,9 +94,10 @@ impl RunSource for Store {
         &self,
         current: (i64, i64),
         baseline: (i64, i64),
+        recent: &[i64],
         visible_at: i64,
     ) -> Result<WindowData> {
-        self.window_data(current, baseline, visible_at).await
+        self.window_data(current, baseline, recent, visible_at).await
     }
 
     async fn cell_runs(

@@ -208,19 +208,47 @@ pub struct Tested<'a> {
     pub seconds: i64,
 }
 
+/// Where a change lies on the payload order: the window from the last payload surely before
+/// it to the first surely after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PayloadWindow {
+    /// The newest payload tested by a run before every plausible change point; None when the
+    /// series starts bad.
+    pub last_good: Option<Built>,
+    /// The payload of the run at the latest plausible change point: every plausible first bad
+    /// payload is at or before it.
+    pub first_bad: Built,
+    /// The payloads the runs tested from the last good to the first bad, in build order.
+    pub tested: Vec<String>,
+}
+
 /// A change read on payload order: runs ordered by the build time of the payload they tested
-/// (then by start), the most likely change of that series, worse after it. The first bad
-/// payload is that of the first run after the change (a payload whose runs straddle the change
-/// is the first bad one: some of its runs were spared); the last good is the newest payload
-/// tested before it. None when too few runs name a payload, or nothing got worse.
-pub fn payload_change(runs: &[Tested<'_>]) -> Option<(Option<Built>, Built)> {
+/// (then by start), the most likely change of that series, worse after it, and the interval
+/// that holds its position with about 99% probability ([`INTERVAL_CHI2`]). The window runs from
+/// the payload of the last run before the interval (stepping back past a payload whose runs
+/// fall on both sides) to the payload of the run at its end: it holds the true first bad
+/// payload whenever the interval holds the change, and narrows to one step only when the runs
+/// pin it there. None when too few runs name a payload, or nothing got worse.
+pub fn payload_change(runs: &[Tested<'_>]) -> Option<PayloadWindow> {
     let mut order: Vec<&Tested<'_>> = runs.iter().filter(|r| !r.payload.is_empty()).collect();
     order.sort_by(|a, b| (a.built, a.started, a.payload).cmp(&(b.built, b.started, b.payload)));
     let series: Vec<Run> = order.iter().map(|r| Run { at: r.built, seconds: r.seconds }).collect();
     let change = most_likely_change(&series, 3, 3).filter(|c| c.worse_after)?;
-    let bad = order[change.index];
-    let good = order[..change.index].iter().rev().find(|r| r.built < bad.built);
-    Some((good.map(|g| (g.payload.to_string(), g.built)), (bad.payload.to_string(), bad.built)))
+    let earliest_bad = order[change.first];
+    let bad = order[change.last.max(change.index)];
+    let good = order[..change.first].iter().rev().find(|r| r.built < earliest_bad.built);
+    let from = good.map_or(earliest_bad.built, |g| g.built);
+    let mut tested: Vec<String> = Vec::new();
+    for r in order.iter().filter(|r| r.built >= from && r.built <= bad.built) {
+        if tested.last().is_none_or(|t| t != r.payload) {
+            tested.push(r.payload.to_string());
+        }
+    }
+    Some(PayloadWindow {
+        last_good: good.map(|g| (g.payload.to_string(), g.built)),
+        first_bad: (bad.payload.to_string(), bad.built),
+        tested,
+    })
 }
 
 #[cfg(test)]
@@ -257,9 +285,44 @@ mod payload_tests {
                 });
             }
         }
-        let (good, bad) = payload_change(&runs).expect("a change");
-        assert_eq!(bad.0, tags[20]);
-        assert_eq!(good.unwrap().0, tags[19]);
+        let w = payload_change(&runs).expect("a change");
+        assert_eq!(w.first_bad.0, tags[20], "pinned to one step: {w:?}");
+        assert_eq!(w.last_good.unwrap().0, tags[19]);
+        assert_eq!(w.tested, vec![tags[19].clone(), tags[20].clone()]);
+    }
+
+    #[test]
+    fn a_payload_the_scope_never_tested_stays_inside_the_window() {
+        // payloads every 8 hours, 2 runs each; payload 20 ships the regression but the scope
+        // never tests it; one run of payload 19 reads 7 s against 0-5 s of noise
+        let tags: Vec<String> = (0..40).map(tag).collect();
+        let mut runs = Vec::new();
+        for (n, t) in tags.iter().enumerate() {
+            let n = n as i64;
+            if n == 20 {
+                continue;
+            }
+            for k in 0..2i64 {
+                let seconds = if n > 20 {
+                    if (n + k) % 7 == 0 { 0 } else { 12 + (n * 5 + k * 11) % 33 }
+                } else if n == 19 && k == 1 {
+                    7
+                } else {
+                    (n + k) % 6
+                };
+                runs.push(Tested {
+                    payload: t,
+                    built: n * 28_800,
+                    started: n * 28_800 + 3_600 * (k + 1),
+                    seconds,
+                });
+            }
+        }
+        let w = payload_change(&runs).expect("a change");
+        let built = |t: &str| tags.iter().position(|x| x == t).unwrap();
+        let (good, bad) = (built(&w.last_good.clone().unwrap().0), built(&w.first_bad.0));
+        assert!(good < 20 && bad >= 21, "the window {good}..{bad} holds payload 20: {w:?}");
+        assert!(!w.tested.contains(&tags[20]), "the scope never ran it");
     }
 
     #[test]

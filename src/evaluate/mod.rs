@@ -30,7 +30,8 @@ use serde::{Deserialize, Serialize};
 use self::thresholds::HistoricalTable;
 use crate::config::EvaluateSettings;
 use crate::model::{
-    Dimension, Dimensions, Fixed, GroupKey, Histogram, Percentile, Threshold, ThresholdSource, percentiles_of,
+    Dimension, Dimensions, Fixed, GroupKey, Histogram, Percentile, Span, Threshold, ThresholdSource,
+    percentiles_of,
 };
 
 /// The dimensions each level of groups keeps; the first level is the cell itself.
@@ -54,13 +55,15 @@ pub const LEVELS: [&[Dimension]; 5] = [
     &[Dimension::Release, Dimension::Network, Dimension::Architecture, Dimension::Topology],
 ];
 
-/// One cell's runs: the current window and the baseline window before it.
+/// One cell's runs: the current window and the baseline window before it, and the recent
+/// spans (`EvaluateSettings::recent_days`, each ending with the window; empty when none).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellHistograms {
     pub backend: usize,
     pub variant: usize,
     pub current: Histogram,
     pub baseline: Histogram,
+    pub recent: Vec<Histogram>,
 }
 
 /// What a group was at the end of the previous cycle.
@@ -100,6 +103,8 @@ pub enum GroupStatus {
 /// One percentile of one group against its threshold.
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
+    /// The runs judged: the window's, or a recent span's.
+    pub span: Span,
     pub percentile: Percentile,
     pub observed: f64,
     pub threshold: Threshold,
@@ -108,6 +113,24 @@ pub struct Check {
     pub q_value: f64,
     pub exceeds: bool,
     pub discovery: bool,
+}
+
+/// A cell without runs in a span.
+static EMPTY: Histogram = Histogram::new();
+
+/// A cell's runs of a span.
+pub fn runs_of(span: Span, cell: &CellHistograms) -> &Histogram {
+    match span {
+        Span::Window => &cell.current,
+        Span::Recent { index, .. } => cell.recent.get(index).unwrap_or(&EMPTY),
+    }
+}
+
+/// The spans a cycle judges: the window, then each recent span.
+pub fn spans(settings: &EvaluateSettings) -> impl Iterator<Item = Span> + '_ {
+    std::iter::once(Span::Window).chain(
+        settings.recent_days.iter().enumerate().map(|(index, days)| Span::Recent { index, days: *days }),
+    )
 }
 
 /// The verdict on one group.
@@ -129,6 +152,9 @@ pub struct GroupResult {
     /// Its own test regressed this cycle (before explaining away): evidence about its values.
     pub significant: bool,
     pub state: GroupState,
+    /// The largest p-value that is a discovery in its family (its backend family and release)
+    /// this cycle, 0 when none is: what a narrower or wider judgement of its runs must reach.
+    pub cutoff: f64,
     /// Indices into the input cells.
     #[serde(skip)]
     pub cells: Vec<usize>,
@@ -151,8 +177,6 @@ impl GroupResult {
 pub struct Evaluation {
     pub groups: Vec<GroupResult>,
     pub tests: usize,
-    /// The largest p-value that is a discovery this cycle (Benjamini–Hochberg).
-    pub cutoff: f64,
 }
 
 /// A group's identity and cells, apart from its [`Windows`]: the results take these over
@@ -171,6 +195,8 @@ struct Windows<'a> {
     baseline: Cow<'a, Histogram>,
     /// P50, P75, P95 and P99 of the current window, then of the baseline.
     percentiles: [[Option<f64>; 4]; 2],
+    /// The recent spans, merged like the window.
+    recent: Vec<Cow<'a, Histogram>>,
 }
 
 /// The reference a check compares with: a threshold and, for history-based thresholds, the
@@ -263,13 +289,13 @@ fn allowed(threshold: f64, settings: &EvaluateSettings) -> f64 {
 fn test<'c>(
     cells: impl Iterator<Item = &'c CellHistograms>,
     current: &Histogram,
-    check: (Percentile, f64, f64),
+    check: (Span, Percentile, f64, f64),
     source: &ThresholdSource,
     previous: Option<&Histogram>,
 ) -> f64 {
-    let (percentile, threshold, allowed) = check;
+    let (span, percentile, threshold, allowed) = check;
     match source {
-        ThresholdSource::Baseline { .. } => exceedance_test(cells, allowed),
+        ThresholdSource::Baseline { .. } => exceedance_test(cells, span, allowed),
         ThresholdSource::PreviousRelease { .. } => previous.map_or(1.0, |p| {
             stats::fisher_greater(
                 current.count_above(allowed),
@@ -287,11 +313,11 @@ fn test<'c>(
 /// Whether more of the cells' window runs are above `level` than of their baseline runs, each
 /// cell against its own: a cell that joined or left the group (a new job, a stopped one) or ran
 /// more or less often than before is no evidence (see [`stats::stratified_greater`]).
-pub fn exceedance_test<'c>(cells: impl Iterator<Item = &'c CellHistograms>, level: f64) -> f64 {
+pub fn exceedance_test<'c>(cells: impl Iterator<Item = &'c CellHistograms>, span: Span, level: f64) -> f64 {
     let strata: Vec<stats::Stratum> = cells
         .map(|c| stats::Stratum {
-            x1: c.current.count_above(level),
-            n1: c.current.count(),
+            x1: runs_of(span, c).count_above(level),
+            n1: runs_of(span, c).count(),
             x2: c.baseline.count_above(level),
             n2: c.baseline.count(),
         })
@@ -311,18 +337,19 @@ pub struct Common<'a> {
 }
 
 impl<'a> Common<'a> {
-    /// The common part of a group of `cells` whose merged windows are `current` and `baseline`.
+    /// The common part of a group of `cells` whose merged runs of `span` are `current` and
+    /// whose merged baseline is `baseline`.
     pub fn of(
         cells: &[usize],
         all: &[CellHistograms],
-        current: &'a Histogram,
-        baseline: &'a Histogram,
+        span: Span,
+        (current, baseline): (&'a Histogram, &'a Histogram),
         percentiles: [[Option<f64>; 4]; 2],
     ) -> Common<'a> {
         let both: Vec<usize> = cells
             .iter()
             .copied()
-            .filter(|&c| !all[c].current.is_empty() && !all[c].baseline.is_empty())
+            .filter(|&c| !runs_of(span, &all[c]).is_empty() && !all[c].baseline.is_empty())
             .collect();
         if both.len() == cells.len() {
             return Common {
@@ -333,7 +360,7 @@ impl<'a> Common<'a> {
             };
         }
         let mut scratch = Vec::new();
-        let current = Histogram::sum_of(both.iter().map(|&c| &all[c].current), &mut scratch);
+        let current = Histogram::sum_of(both.iter().map(|&c| runs_of(span, &all[c])), &mut scratch);
         let baseline = Histogram::sum_of(both.iter().map(|&c| &all[c].baseline), &mut scratch);
         let percentiles = [percentiles_of(&current), percentiles_of(&baseline)];
         Common { current: Cow::Owned(current), baseline: Cow::Owned(baseline), percentiles, cells: both }
@@ -353,17 +380,20 @@ pub fn evaluate(
     let t0 = std::time::Instant::now();
     let mut checks = check_all(&metas, &windows, input, settings, historical);
     tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: tested");
-    let (tests, cutoff) = adjust_for_multiple_tests(&mut checks, settings);
+    let (tests, cutoffs) = adjust_for_multiple_tests(&mut checks, &metas, settings);
     let mut results = judge(&mut metas, &windows, &mut checks, input, settings);
+    for (r, cutoff) in results.iter_mut().zip(cutoffs) {
+        r.cutoff = cutoff;
+    }
     tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: tested and judged");
     let t0 = std::time::Instant::now();
     let previous_runs = |gi: usize| metas[gi].previous.map(|p| previous_runs(&windows[p], settings));
-    explain_away(&mut results, previous_runs, input, settings, cutoff);
+    explain_away(&mut results, previous_runs, input, settings);
     for r in &mut results {
         apply_hysteresis(r, settings, input.now);
     }
     tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: explained away and hysteresis");
-    Evaluation { groups: results, tests, cutoff }
+    Evaluation { groups: results, tests }
 }
 
 /// Threads for the CPU-bound phases: the machine's cores, at most 8.
@@ -508,6 +538,7 @@ impl<'i> Slots<'i> {
                         current: Cow::Borrowed(&cell.current),
                         baseline: Cow::Borrowed(&cell.baseline),
                         percentiles: [[None; 4]; 2],
+                        recent: cell.recent.iter().map(Cow::Borrowed).collect(),
                     });
                 }
                 metas[index[at]].cells.push(ci);
@@ -522,6 +553,10 @@ impl<'i> Slots<'i> {
                 };
                 let (current, baseline) = (of(|c| &c.current), of(|c| &c.baseline));
                 (w.current, w.baseline) = (Cow::Owned(current), Cow::Owned(baseline));
+                for (k, span) in w.recent.iter_mut().enumerate() {
+                    let cells = m.cells.iter().filter_map(|&c| self.cells[c].recent.get(k));
+                    *span = Cow::Owned(Histogram::sum_of(cells, &mut scratch));
+                }
             }
             w.percentiles = [percentiles_of(&w.current), percentiles_of(&w.baseline)];
         }
@@ -553,9 +588,10 @@ fn group<'a>(input: &EvalInput<'a>, settings: &EvaluateSettings) -> (Vec<Meta>, 
     })
 }
 
-/// The checks of one group with enough runs: one per checked percentile with a reference. A
-/// check against the group's own baseline judges the cells with runs in both windows: a change
-/// of membership is never a regression.
+/// The checks of one group with enough runs: one per checked percentile with a reference, for
+/// the window and for each recent span with enough runs of its own. A check against the
+/// group's own baseline judges the cells with runs in both: a change of membership is never a
+/// regression.
 fn check_group(
     d: &Meta,
     w: &Windows<'_>,
@@ -567,7 +603,6 @@ fn check_group(
     if w.current.count() < settings.min_job_runs {
         return Vec::new();
     }
-    let mut group_checks = Vec::with_capacity(settings.percentiles.len());
     // Only the historical table reads them; most installations have none.
     let cell_dims: Vec<&Dimensions> = if historical.is_empty() {
         Vec::new()
@@ -578,22 +613,89 @@ fn check_group(
             .map(|&c| &input.variants[input.cells[c].variant])
             .collect()
     };
-    let young = d.key.get(Dimension::Release).is_some_and(|r| input.young.contains(r));
-    let common = Common::of(&d.cells, input.cells, &w.current, &w.baseline, w.percentiles);
-    let candidates = Candidates {
-        key: &d.key,
-        baseline: &common.baseline,
-        baseline_percentiles: &common.percentiles[1],
+    let group = GroupChecks {
+        meta: d,
+        windows: w,
         previous,
         cell_dims: &cell_dims,
-        young,
+        young: d.key.get(Dimension::Release).is_some_and(|r| input.young.contains(r)),
+        input,
+        settings,
+        historical,
     };
-    for &p in &settings.percentiles {
-        let Some(r) = reference(&candidates, p, settings, historical) else { continue };
-        let whole = (&*w.current, &w.percentiles[0]);
-        group_checks.push(judge_check(&common, whole, p, r, previous.map(|p| p.1), input.cells, settings));
+    let mut checks = group.of_span(Span::Window, &[]);
+    let window = checks.clone();
+    for span in spans(settings).skip(1) {
+        checks.extend(group.of_span(span, &window));
     }
-    group_checks
+    checks
+}
+
+/// What checking one group's spans needs.
+struct GroupChecks<'g, 'a> {
+    meta: &'g Meta,
+    windows: &'g Windows<'a>,
+    previous: Option<(&'g str, &'g Histogram)>,
+    cell_dims: &'g [&'g Dimensions],
+    young: bool,
+    input: &'g EvalInput<'a>,
+    settings: &'g EvaluateSettings,
+    historical: &'g HistoricalTable,
+}
+
+impl GroupChecks<'_, '_> {
+    /// The checks of one span. A recent span is tested only where its percentile is above the
+    /// window's threshold (`window`, the window's checks): elsewhere it cannot regress, and most
+    /// groups are there. Such a check still counts, untested, among the cycle's tests.
+    fn of_span(&self, span: Span, window: &[Check]) -> Vec<Check> {
+        let (w, settings) = (self.windows, self.settings);
+        let runs = match span {
+            Span::Window => &*w.current,
+            Span::Recent { index, .. } => match w.recent.get(index) {
+                Some(h) if h.count() >= settings.min_recent_runs => h,
+                _ => return Vec::new(),
+            },
+        };
+        let whole = if span == Span::Window { w.percentiles[0] } else { percentiles_of(runs) };
+        let mut out = Vec::with_capacity(settings.percentiles.len());
+        let mut tested = Vec::with_capacity(settings.percentiles.len());
+        for &p in &settings.percentiles {
+            let observed = whole[p.index()].unwrap_or(0.0);
+            match window.iter().find(|c| c.percentile == p) {
+                Some(c) if observed <= c.threshold.seconds => out.push(Check {
+                    span,
+                    observed,
+                    p_value: 1.0,
+                    q_value: 1.0,
+                    exceeds: false,
+                    discovery: false,
+                    ..c.clone()
+                }),
+                None if span != Span::Window => {}
+                _ => tested.push(p),
+            }
+        }
+        if tested.is_empty() {
+            return out;
+        }
+        let cells = self.input.cells;
+        let common =
+            Common::of(&self.meta.cells, cells, span, (runs, &w.baseline), [whole, w.percentiles[1]]);
+        let candidates = Candidates {
+            key: &self.meta.key,
+            baseline: &common.baseline,
+            baseline_percentiles: &common.percentiles[1],
+            previous: self.previous,
+            cell_dims: self.cell_dims,
+            young: self.young,
+        };
+        let previous = self.previous.map(|p| p.1);
+        out.extend(tested.into_iter().filter_map(|p| {
+            let r = reference(&candidates, p, settings, self.historical)?;
+            Some(judge_check(&common, (runs, &whole), (span, p), r, previous, cells, settings))
+        }));
+        out
+    }
 }
 
 /// One percentile of a group (or a scope) against its reference: the common cells' runs
@@ -601,7 +703,7 @@ fn check_group(
 pub fn judge_check(
     common: &Common<'_>,
     whole: (&Histogram, &[Option<f64>; 4]),
-    p: Percentile,
+    (span, p): (Span, Percentile),
     r: Reference<'_>,
     previous: Option<&Histogram>,
     cells: &[CellHistograms],
@@ -619,11 +721,12 @@ pub fn judge_check(
     // a test only where it can matter: most groups are far within what is allowed
     let p_value = if exceeds {
         let strata = common.cells.iter().map(|&c| &cells[c]);
-        test(strata, current, (p, r.threshold.seconds, allowed), &r.threshold.source, previous)
+        test(strata, current, (span, p, r.threshold.seconds, allowed), &r.threshold.source, previous)
     } else {
         1.0
     };
     Check {
+        span,
         percentile: p,
         observed,
         threshold: r.threshold,
@@ -674,25 +777,57 @@ fn check_all(
     })
 }
 
-/// Benjamini–Hochberg across every test of the cycle: marks the discoveries, sets the
-/// q-values; the number of tests and the largest p-value that is a discovery.
-fn adjust_for_multiple_tests(checks: &mut [Vec<Check>], settings: &EvaluateSettings) -> (usize, f64) {
-    let p_values: Vec<f64> = checks.iter().flatten().map(|c| c.p_value).collect();
-    // A test is a Benjamini–Hochberg discovery exactly when its adjusted p-value is within the
-    // rate: one sort serves both.
-    let q_values = stats::bh_adjusted(&p_values);
-    let discoveries: Vec<bool> = q_values.iter().map(|q| *q <= settings.false_discovery_rate).collect();
-    let cutoff =
-        p_values.iter().zip(&discoveries).filter(|(_, d)| **d).map(|(p, _)| *p).fold(0.0f64, f64::max);
-    let mut k = 0;
-    for group_checks in checks.iter_mut() {
+/// The false discovery rate across every test of the cycle, in two stages (Benjamini and
+/// Bogomolov's selective procedure): the tests fall into families, one per backend family and
+/// release; a family is selected when its Simes combination passes Benjamini–Hochberg among
+/// the families, and within each of the `R` selected of `M` families the tests pass
+/// Benjamini–Hochberg at `rate × R / M`. One regression makes many discoveries (each level, each
+/// span, each percentile, new and reused connections); in a single stage they would lower the
+/// bar for every other backend's tests, here they lower it only within their own family.
+/// Marks the discoveries and sets the q-values (a discovery has one within the rate); the
+/// number of tests, and each group's family cutoff (its largest discovered p-value).
+fn adjust_for_multiple_tests(
+    checks: &mut [Vec<Check>],
+    metas: &[Meta],
+    settings: &EvaluateSettings,
+) -> (usize, Vec<f64>) {
+    let mut family_of: FastMap<(&str, Option<&str>), usize> = FastMap::new();
+    let group_family: Vec<usize> = metas
+        .iter()
+        .map(|m| {
+            let key = (crate::model::backend_family(&m.key.backend), m.key.get(Dimension::Release));
+            let next = family_of.len();
+            *family_of.entry(key).or_insert(next)
+        })
+        .collect();
+    let families = family_of.len();
+    let mut p_of: Vec<Vec<f64>> = vec![Vec::new(); families];
+    for (gi, group_checks) in checks.iter().enumerate() {
+        p_of[group_family[gi]].extend(group_checks.iter().map(|c| c.p_value));
+    }
+    let simes: Vec<f64> = p_of.iter().map(|ps| stats::simes(ps)).collect();
+    let selected = stats::bh_adjusted(&simes);
+    let rate = settings.false_discovery_rate;
+    let chosen = selected.iter().filter(|q| **q <= rate).count().max(1);
+    // within-family adjusted p-values, scaled so that a discovery has one within the rate
+    let scale = families as f64 / chosen as f64;
+    let within: Vec<Vec<f64>> = p_of.iter().map(|ps| stats::bh_adjusted(ps)).collect();
+    let mut next = vec![0usize; families];
+    let mut cutoffs = vec![0.0f64; families];
+    for (gi, group_checks) in checks.iter_mut().enumerate() {
+        let f = group_family[gi];
         for c in group_checks.iter_mut() {
-            c.discovery = discoveries[k];
-            c.q_value = q_values[k];
-            k += 1;
+            let q = (within[f][next[f]] * scale).min(1.0);
+            next[f] += 1;
+            c.q_value = q;
+            c.discovery = selected[f] <= rate && q <= rate;
+            if c.discovery {
+                cutoffs[f] = cutoffs[f].max(c.p_value);
+            }
         }
     }
-    (p_values.len(), cutoff)
+    let tests = p_of.iter().map(Vec::len).sum();
+    (tests, group_family.into_iter().map(|f| cutoffs[f]).collect())
 }
 
 /// Each group's status: regressed now, or regressed before and still above the threshold. The
@@ -733,6 +868,7 @@ fn judge(
             reported: false,
             significant: regressed_now,
             state: prior,
+            cutoff: 0.0,
             cells: std::mem::take(&mut d.cells),
         }
     };
@@ -774,26 +910,32 @@ fn holds_without(
     settings: &EvaluateSettings,
     cutoff: f64,
 ) -> bool {
-    let mut current = Histogram::new();
-    let mut baseline = Histogram::new();
+    let mut window = Histogram::new();
     for &c in remaining {
-        current.merge(&input.cells[c].current);
-        baseline.merge(&input.cells[c].baseline);
+        window.merge(&input.cells[c].current);
     }
-    let percentiles = [percentiles_of(&current), percentiles_of(&baseline)];
-    let common = Common::of(remaining, input.cells, &current, &baseline, percentiles);
-    current.count() >= settings.min_job_runs
-        && checks.iter().any(|c| {
+    window.count() >= settings.min_job_runs
+        && checks.iter().filter(|c| c.exceeds).any(|c| {
+            let (mut current, mut baseline) = (Histogram::new(), Histogram::new());
+            for &k in remaining {
+                current.merge(runs_of(c.span, &input.cells[k]));
+                baseline.merge(&input.cells[k].baseline);
+            }
+            let percentiles = [percentiles_of(&current), percentiles_of(&baseline)];
+            let common = Common::of(remaining, input.cells, c.span, (&current, &baseline), percentiles);
+            let least = if c.span == Span::Window { settings.min_job_runs } else { settings.min_recent_runs };
             let own_baseline = matches!(c.threshold.source, ThresholdSource::Baseline { .. });
             if own_baseline && common.baseline.count() < settings.min_job_runs {
                 return false;
             }
             let judged = if own_baseline { &*common.current } else { &current };
+            if judged.count() < least {
+                return false;
+            }
             let observed = judged.percentile(c.percentile.fraction()).unwrap_or(0.0);
             let cells = common.cells.iter().map(|&k| &input.cells[k]);
-            let check = (c.percentile, c.threshold.seconds, c.allowed);
-            c.exceeds
-                && observed > c.allowed
+            let check = (c.span, c.percentile, c.threshold.seconds, c.allowed);
+            observed > c.allowed
                 && supported(judged, c.percentile.fraction(), c.allowed, settings)
                 && test(cells, judged, check, &c.threshold.source, previous_runs) <= cutoff
         })
@@ -807,7 +949,6 @@ fn explain_away<'w>(
     previous_runs: impl Fn(usize) -> Option<&'w Histogram>,
     input: &EvalInput<'_>,
     settings: &EvaluateSettings,
-    cutoff: f64,
 ) {
     let mut order: Vec<usize> =
         (0..results.len()).filter(|&i| results[i].status == GroupStatus::Regressed).collect();
@@ -836,7 +977,7 @@ fn explain_away<'w>(
         } else if remaining.is_empty() {
             false
         } else {
-            holds_without(&remaining, &r.checks, previous_runs(gi), input, settings, cutoff)
+            holds_without(&remaining, &r.checks, previous_runs(gi), input, settings, r.cutoff)
         };
         if keep {
             covered.extend(results[gi].cells.iter().copied());

@@ -304,6 +304,15 @@ pub fn benjamini_hochberg(p_values: &[f64], q: f64) -> Vec<bool> {
     out
 }
 
+/// Simes' combination of p-values: the p-value of "none of these hypotheses is false",
+/// `min over i of n·p₍ᵢ₎ / i` (valid under independence and positive dependence). 1 for none.
+pub fn simes(p_values: &[f64]) -> f64 {
+    let mut sorted: Vec<f64> = p_values.to_vec();
+    sorted.sort_unstable_by(f64::total_cmp);
+    let n = sorted.len() as f64;
+    sorted.iter().enumerate().map(|(i, p)| n * p / (i + 1) as f64).fold(1.0f64, f64::min)
+}
+
 /// Benjamini–Hochberg adjusted p-values (q-values), for reporting.
 pub fn bh_adjusted(p_values: &[f64]) -> Vec<f64> {
     let m = p_values.len();
@@ -417,6 +426,14 @@ mod tests {
         }
         let adj = bh_adjusted(&p);
         assert!(close(adj[3], 0.025, 1e-12) && close(adj[4], 0.2, 1e-12));
+    }
+
+    #[test]
+    fn simes_combines_a_family_of_p_values() {
+        assert_eq!(simes(&[]), 1.0);
+        assert!(close(simes(&[0.01, 0.5, 0.9]), 0.03, 1e-12));
+        // two small ones among four: 4 × 0.02 / 2
+        assert!(close(simes(&[0.02, 0.9, 0.015, 0.7]), 0.04, 1e-12));
     }
 
     #[test]

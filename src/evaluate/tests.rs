@@ -48,7 +48,7 @@ impl World {
     }
 
     fn cell(&mut self, backend: usize, variant: usize, current: Histogram, baseline: Histogram) {
-        self.cells.push(CellHistograms { backend, variant, current, baseline });
+        self.cells.push(CellHistograms { backend, variant, current, baseline, recent: Vec::new() });
     }
 
     fn run(&self, prior: &HashMap<String, GroupState>, settings: &EvaluateSettings) -> Evaluation {

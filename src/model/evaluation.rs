@@ -292,3 +292,26 @@ mod tests {
         assert_eq!(GroupKey::parse_label(&cell.label()), Some(cell));
     }
 }
+
+/// Which of a group's runs a check judges: the current window, or the runs of the last `days`
+/// days (the recent span at `index` of the cycle's list).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Span {
+    #[default]
+    Window,
+    Recent {
+        index: usize,
+        days: u32,
+    },
+}
+
+impl Span {
+    /// The days of a recent span; None for the window.
+    pub fn days(self) -> Option<u32> {
+        match self {
+            Span::Window => None,
+            Span::Recent { days, .. } => Some(days),
+        }
+    }
+}

@@ -26,8 +26,8 @@ pub struct HistogramError {
 const DENSE_VALUES: usize = 1 << 16;
 
 impl Histogram {
-    pub fn new() -> Self {
-        Self::default()
+    pub const fn new() -> Self {
+        Histogram { bins: Vec::new(), count: 0 }
     }
 
     pub fn from_values(values: impl IntoIterator<Item = i64>) -> Self {

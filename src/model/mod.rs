@@ -15,7 +15,8 @@ pub mod trouble;
 
 pub use dimensions::{Dimension, Dimensions};
 pub use evaluation::{
-    Fixed, GroupKey, Percentile, Threshold, ThresholdSource, backend_family, fingerprint, percentiles_of,
+    Fixed, GroupKey, Percentile, Span, Threshold, ThresholdSource, backend_family, fingerprint,
+    percentiles_of,
 };
 pub use findings::{BrokenProbe, DataQuality, NewJob};
 pub use fix::{Allowance, FixClaim, FixVerdict, PartVerdict, ToldVerdict, Verification};

@@ -123,8 +123,12 @@ pub struct Onset {
     pub last_good_payload: Option<String>,
     #[serde(default)]
     pub first_bad_payload: Option<String>,
+    /// Every payload of the release built from the last good to the first bad, in build order.
     #[serde(default)]
     pub payloads: Vec<String>,
+    /// Those of `payloads` no run of the scope tested: the change may be in any of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub untested_payloads: Vec<String>,
 }
 
 impl Onset {
@@ -137,19 +141,27 @@ impl Onset {
             last_good_payload: None,
             first_bad_payload: None,
             payloads: Vec::new(),
+            untested_payloads: Vec::new(),
         })
     }
 
     /// "began between 4.14.0-0.nightly-…-040000 (last good) and …-120000 (first bad)", when
-    /// the payloads are known.
+    /// the payloads are known, and why the window is as wide as it is.
     pub fn payload_words(&self) -> Option<String> {
-        match (&self.last_good_payload, &self.first_bad_payload) {
-            (Some(good), Some(bad)) => {
-                Some(format!("began between {good} (last good) and {bad} (first bad)"))
-            }
-            (None, Some(bad)) => Some(format!("began with {bad} (first bad) or before it")),
-            _ => None,
+        let mut words = match (&self.last_good_payload, &self.first_bad_payload) {
+            (Some(good), Some(bad)) => format!("began between {good} (last good) and {bad} (first bad)"),
+            (None, Some(bad)) => format!("began with {bad} (first bad) or before it"),
+            _ => return None,
+        };
+        let n = self.payloads.len();
+        if n > 2 {
+            let ran = n - self.untested_payloads.len().min(n);
+            words.push_str(&format!(
+                "; the scope ran {ran} of the {n} payloads from the last good to the first bad, so the change is in one of the {} after the last good",
+                n - 1
+            ));
         }
+        Some(words)
     }
 
     /// "Aug 4 10:00, between Aug 4 04:00 and Aug 4 16:00" (UTC).
@@ -322,6 +334,10 @@ pub struct RegressionReport {
     pub allowed_seconds: f64,
     pub baseline_seconds: Option<f64>,
     pub job_runs: u64,
+    /// The numbers are those of the runs of the last so many days (a regression that began
+    /// inside the window); null: of the whole window.
+    #[serde(default)]
+    pub span_days: Option<u32>,
     /// Runs of the scope in the window left out for CI-infrastructure trouble.
     #[serde(default)]
     pub ci_troubled_runs: u64,

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 
+use super::windows::CellWindow;
 use super::{Conn, Store, sql};
 use crate::evaluate::{CellHistograms, GroupState};
 use crate::model::{Dimensions, Histogram, HistoricalRow};
@@ -154,10 +155,14 @@ impl Store {
     /// replay of the past is exact to the day, as `sheriff backtest`'s own source is to the run).
     /// With the windows kept in memory ([`Store::keep_windows_in_memory`]), both come from there,
     /// read again only where the stored runs changed.
+    ///
+    /// Each start of `recent` is a span `[start, current.1)` whose runs each cell also counts
+    /// apart, from the samples themselves (the last few days).
     pub async fn window_data(
         &self,
         current: (i64, i64),
         baseline: (i64, i64),
+        recent: &[i64],
         visible_at: i64,
     ) -> Result<WindowData> {
         let backends: Vec<(i64, String)> =
@@ -175,20 +180,23 @@ impl Store {
             .map(|e| (e, true))
             .chain(baseline_edges.into_iter().map(|e| (e, false)))
             .collect();
-        let mut list: Vec<((usize, usize), (Histogram, Histogram))> = match self.window_cache() {
+        let mut list: Vec<((usize, usize), CellWindow)> = match self.window_cache() {
             Some(cache) => {
                 let want = super::windows::WindowDays {
                     current: current_days,
                     baseline: baseline_days,
                     edges,
+                    recent: recent.to_vec(),
+                    recent_to: current.1,
                     visible_at,
                 };
                 let by_id = self.cached_windows(&cache, &want).await?;
                 by_id.into_iter().filter_map(|((b, v), h)| Some((index.cell(b, v)?, h))).collect()
             }
             None => {
-                let cells =
+                let mut cells =
                     self.read_windows(&index, current_days, baseline_days, &edges, visible_at).await?;
+                self.read_recent(&index, &mut cells, recent, current.1, visible_at).await?;
                 cells.into_iter().collect()
             }
         };
@@ -216,11 +224,12 @@ impl Store {
             variants: variants.iter().map(|(_, d)| d.clone()).collect(),
             cells: list
                 .into_iter()
-                .map(|((backend, variant), (current, baseline))| CellHistograms {
+                .map(|((backend, variant), w)| CellHistograms {
                     backend,
                     variant,
-                    current,
-                    baseline,
+                    current: w.current,
+                    baseline: w.baseline,
+                    recent: w.recent,
                 })
                 .collect(),
         })
@@ -235,8 +244,12 @@ impl Store {
         baseline_days: std::ops::Range<i64>,
         edges: &[((i64, i64), bool)],
         visible_at: i64,
-    ) -> Result<HashMap<(usize, usize), (Histogram, Histogram)>> {
-        let mut cells = self.whole_days(index, current_days, baseline_days).await?;
+    ) -> Result<HashMap<(usize, usize), CellWindow>> {
+        let whole = self.whole_days(index, current_days, baseline_days).await?;
+        let mut cells: HashMap<(usize, usize), CellWindow> = whole
+            .into_iter()
+            .map(|(k, (current, baseline))| (k, CellWindow { current, baseline, recent: Vec::new() }))
+            .collect();
         for &((from, to), is_current) in edges {
             let rows: Vec<(i64, i64, i64)> = self
                 .fetch_all(
@@ -251,10 +264,49 @@ impl Store {
             for (backend_id, variant_id, seconds) in rows {
                 let Some(key) = index.cell(backend_id, variant_id) else { continue };
                 let entry = cells.entry(key).or_default();
-                if is_current { entry.0.add(seconds, 1) } else { entry.1.add(seconds, 1) }
+                if is_current { entry.current.add(seconds, 1) } else { entry.baseline.add(seconds, 1) }
             }
         }
         Ok(cells)
+    }
+
+    /// Each cell's runs of the recent spans `[start, to)` (one per start of `recent`), from the
+    /// samples of the runs started since the first.
+    async fn read_recent(
+        &self,
+        index: &Indexes,
+        cells: &mut HashMap<(usize, usize), CellWindow>,
+        recent: &[i64],
+        to: i64,
+        visible_at: i64,
+    ) -> Result<()> {
+        for cell in cells.values_mut() {
+            cell.recent = vec![Histogram::new(); recent.len()];
+        }
+        let Some(&first) = recent.iter().min() else { return Ok(()) };
+        let rows: Vec<(i64, i64, i64, i64)> = self
+            .fetch_all(
+                sql("SELECT s.backend_id, r.variant_id, r.started_at, s.seconds FROM job_runs r \
+                     JOIN samples s ON s.run_id = r.id WHERE r.started_at >= $1 AND r.started_at < $2 \
+                     AND COALESCE(r.finished_at, r.started_at) <= $3 AND r.ci_trouble IS NULL")
+                .bind(first)
+                .bind(to)
+                .bind(visible_at),
+            )
+            .await?;
+        for (backend_id, variant_id, started, seconds) in rows {
+            let Some(key) = index.cell(backend_id, variant_id) else { continue };
+            let cell = cells.entry(key).or_insert_with(|| CellWindow {
+                recent: vec![Histogram::new(); recent.len()],
+                ..Default::default()
+            });
+            for (k, start) in recent.iter().enumerate() {
+                if started >= *start {
+                    cell.recent[k].add(seconds, 1);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Each cell's whole-day histograms of both windows. The database joins a cell's day

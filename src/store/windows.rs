@@ -130,16 +130,40 @@ pub(crate) struct WindowCache {
 
 /// What a cycle asks of the cache: the whole days of each window and the partial days at their
 /// edges (`[from, to)` Unix seconds, each within one day), counting edge runs visible by
-/// `visible_at`.
+/// `visible_at`; and the recent spans `[start, recent_to)` for each of `recent`, from their
+/// days' samples.
 pub(crate) struct WindowDays {
     pub current: Range<i64>,
     pub baseline: Range<i64>,
     pub edges: Vec<((i64, i64), bool)>,
+    pub recent: Vec<i64>,
+    pub recent_to: i64,
     pub visible_at: i64,
 }
 
-/// Per cell, the two windows' histograms, as read from the cache.
-pub(crate) type CellWindows = Vec<(CellId, (Histogram, Histogram))>;
+impl WindowDays {
+    /// The days whose samples the edges and the recent spans need.
+    fn sample_days(&self) -> Vec<i64> {
+        let mut days: Vec<i64> = self.edges.iter().map(|((from, _), _)| from.div_euclid(DAY)).collect();
+        if let Some(first) = self.recent.iter().min() {
+            days.extend(first.div_euclid(DAY)..=(self.recent_to - 1).div_euclid(DAY));
+        }
+        days.sort_unstable();
+        days.dedup();
+        days
+    }
+}
+
+/// One cell's histograms: the current window, the baseline, and each recent span.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct CellWindow {
+    pub current: Histogram,
+    pub baseline: Histogram,
+    pub recent: Vec<Histogram>,
+}
+
+/// Per cell, its windows' histograms, as read from the cache.
+pub(crate) type CellWindows = Vec<(CellId, CellWindow)>;
 
 impl WindowCache {
     /// Forgets the listed variant-days (`(variant, day)`): their cells go out of the days and
@@ -240,7 +264,7 @@ impl Store {
         let lo = asked.clone().map(|r| r.start).min().unwrap_or(0);
         let hi = asked.map(|r| r.end).max().unwrap_or(0);
         cache.days.retain(|d, _| (lo..hi).contains(d));
-        let edge_days: Vec<i64> = want.edges.iter().map(|((from, _), _)| from.div_euclid(DAY)).collect();
+        let edge_days = want.sample_days();
         cache.edges.retain(|d, _| edge_days.contains(d));
         let sums_fit =
             cache.sums.as_ref().is_some_and(|s| s.current == want.current && s.baseline == want.baseline);
@@ -373,25 +397,49 @@ fn four_numbers(text: &str) -> Option<[i64; 4]> {
     fields.next().is_none().then_some(numbers)
 }
 
-/// The windows' histograms of every cell: the sums of the whole days, and the edge samples.
+/// The windows' histograms of every cell: the sums of the whole days, and the edge samples;
+/// the recent spans from their days' samples.
 fn windows_of(cache: &WindowCache, want: &WindowDays) -> CellWindows {
     let sums = cache.sums.iter().flat_map(|s| s.cells.iter());
     let mut out: CellWindows = Vec::with_capacity(cache.sums.as_ref().map_or(0, |s| s.cells.len()));
-    out.extend(sums.map(|(id, s)| (*id, (s.current.clone(), s.baseline.clone()))));
+    let spans = want.recent.len();
+    out.extend(sums.map(|(id, s)| {
+        let recent = vec![Histogram::new(); spans];
+        (*id, CellWindow { current: s.current.clone(), baseline: s.baseline.clone(), recent })
+    }));
     let mut at: Option<FastMap<CellId, usize>> = None;
+    let mut slot = |out: &mut CellWindows, id: CellId| -> usize {
+        let at = at.get_or_insert_with(|| out.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect());
+        *at.entry(id).or_insert_with(|| {
+            out.push((id, CellWindow { recent: vec![Histogram::new(); spans], ..Default::default() }));
+            out.len() - 1
+        })
+    };
     for &((from, to), is_current) in &want.edges {
         let Some(samples) = cache.edges.get(&from.div_euclid(DAY)) else { continue };
         for &(backend_id, variant_id, started, visible, seconds) in samples.iter() {
             if started < from || started >= to || visible > want.visible_at {
                 continue;
             }
-            let at = at.get_or_insert_with(|| out.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect());
-            let i = *at.entry((backend_id, variant_id)).or_insert_with(|| {
-                out.push(((backend_id, variant_id), Default::default()));
-                out.len() - 1
-            });
+            let i = slot(&mut out, (backend_id, variant_id));
             let entry = &mut out[i].1;
-            if is_current { entry.0.add(seconds, 1) } else { entry.1.add(seconds, 1) }
+            if is_current { entry.current.add(seconds, 1) } else { entry.baseline.add(seconds, 1) }
+        }
+    }
+    let Some(&first) = want.recent.iter().min() else { return out };
+    for day in first.div_euclid(DAY)..=(want.recent_to - 1).div_euclid(DAY) {
+        let Some(samples) = cache.edges.get(&day) else { continue };
+        for &(backend_id, variant_id, started, visible, seconds) in samples.iter() {
+            if started < first || started >= want.recent_to || visible > want.visible_at {
+                continue;
+            }
+            let i = slot(&mut out, (backend_id, variant_id));
+            let entry = &mut out[i].1;
+            for (k, start) in want.recent.iter().enumerate() {
+                if started >= *start {
+                    entry.recent[k].add(seconds, 1);
+                }
+            }
         }
     }
     out

@@ -430,6 +430,7 @@ pub fn example_report(
         allowed_seconds: (threshold + 5.0).max(threshold * 1.5),
         baseline_seconds: Some(threshold),
         job_runs: 28,
+        span_days: None,
         ci_troubled_runs: 0,
         suspect_changes: Vec::new(),
         changes_pending: false,

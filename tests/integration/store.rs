@@ -184,7 +184,7 @@ on_both_engines! {
         let t = |h: u32, m: u32| Utc.with_ymd_and_hms(2026, 11, 10, h, m, 0).unwrap().timestamp();
         let current = (t(7, 13), t(7, 13) + 5 * 86_400 + 3_600);
         let baseline = (current.0 - 6 * 86_400 - 17, current.0);
-        let data = db.store.window_data(current, baseline, i64::MAX).await.unwrap();
+        let data = db.store.window_data(current, baseline, &[], i64::MAX).await.unwrap();
         for (window, pick) in [(current, true), (baseline, false)] {
             for network in ["ovn", "sdn"] {
                 let mut expected: Vec<i64> = records

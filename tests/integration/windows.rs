@@ -23,6 +23,11 @@ fn visible(r: &RunRecord) -> i64 {
 }
 
 /// Windows of a cycle at `t`: the week before it and the three weeks before that.
+/// The recent spans a cycle at `t` counts apart: its last 1, 2 and 3 days.
+fn recent(t: i64) -> Vec<i64> {
+    (1..=3).map(|d| t - d * 86_400).collect()
+}
+
 fn windows(t: i64) -> ((i64, i64), (i64, i64)) {
     ((t - 7 * DAY, t), (t - 28 * DAY, t - 7 * DAY))
 }
@@ -83,8 +88,8 @@ on_both_engines! {
                 _ => {}
             }
             let (current, baseline) = windows(t);
-            let fresh = db.store.window_data(current, baseline, t).await.unwrap();
-            let kept = cached.window_data(current, baseline, t).await.unwrap();
+            let fresh = db.store.window_data(current, baseline, &recent(t), t).await.unwrap();
+            let kept = cached.window_data(current, baseline, &recent(t), t).await.unwrap();
             assert!(!fresh.cells.is_empty());
             assert_eq!(fresh, kept, "step {step}, at {t}: the cached windows differ from the database");
             compared += 1;
@@ -92,7 +97,7 @@ on_both_engines! {
             assert_scope_runs_match(&cached, &db.store, t, step).await;
             // Nothing changed: the same windows again read no day.
             let read = cached.window_days_read();
-            assert_eq!(cached.window_data(current, baseline, t).await.unwrap(), fresh);
+            assert_eq!(cached.window_data(current, baseline, &recent(t), t).await.unwrap(), fresh);
             assert_eq!(cached.window_days_read(), read, "step {step}: days read again with nothing changed");
         }
         let written = records.partition_point(|r| visible(r) <= t);
