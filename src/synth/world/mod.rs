@@ -29,7 +29,7 @@
 //! spells hit the CI's liveness probe and most backends together, one job starts late and one
 //! stops early, and each release has a stream of nightlies every 3–6 hours of which every run
 //! tests the newest (sometimes an older one). A run is generated in one place
-//! ([`runs::Generator::run`]) so that later kinds of evidence (interval timelines) can be added
+//! (`runs.rs`, `Generator::run`) so that later kinds of evidence (interval timelines) can be added
 //! per run.
 
 pub mod jobs;
