@@ -128,6 +128,19 @@ pub async fn backtest(
     to: DateTime<Utc>,
     cadence: &Cadence,
 ) -> Result<Backtest> {
+    backtest_observed(store, settings, from, to, cadence, &mut |_| {}).await
+}
+
+/// [`backtest`], handing each replayed cycle's report to `observe` as it finishes (the quality
+/// scorecard judges every cycle's regressions, not only the incidents they leave).
+pub async fn backtest_observed(
+    store: Arc<Store>,
+    settings: &Settings,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    cadence: &Cadence,
+    observe: &mut (dyn FnMut(&crate::cycle::CycleReport) + Send),
+) -> Result<Backtest> {
     if from >= to {
         bail!("--from must be before --to");
     }
@@ -152,9 +165,11 @@ pub async fn backtest(
             let recent = Window::recent_starts(*next, es);
             replay.prefetch(window.secs(), baseline.secs(), recent, next.timestamp());
         }
-        run_cycle_on(&*replay, &scratch, settings, &policy, CycleOptions { at: *at, dry_run: false })
-            .await
-            .with_context(|| format!("the cycle at {at}"))?;
+        let report =
+            run_cycle_on(&*replay, &scratch, settings, &policy, CycleOptions { at: *at, dry_run: false })
+                .await
+                .with_context(|| format!("the cycle at {at}"))?;
+        observe(&report);
     }
     let incidents = stories(&scratch).await?;
     scratch.close().await;

@@ -131,6 +131,10 @@ pub enum Command {
         /// Then serve the pages on the demo's data (at `server.listen`) until ctrl-c.
         #[arg(long)]
         serve: bool,
+        /// Use a world calibrated from origin's real disruption table instead of the demo month,
+        /// holding these failure classes (default seed_case), e.g. `--world seed_case ci_infra`.
+        #[arg(long, value_name = "CLASS", num_args = 0.., value_parser = parse_class)]
+        world: Option<Vec<crate::synth::world::Class>>,
     },
     /// Serve the HTTP API (push ingest, health) until ctrl-c or SIGTERM.
     Serve,
@@ -313,6 +317,24 @@ pub enum BenchCommand {
         #[arg(long)]
         sqlite: Option<PathBuf>,
     },
+    /// Detection quality on worlds calibrated from origin's real disruption table: precision and
+    /// false regressions, recall with exact scope, detection and recovery latency, sample
+    /// purity and the onset payload window, per failure class and overall, with sheriff's
+    /// default settings. `--check` exits 1 when below the floors.
+    Quality {
+        /// Worlds to build and replay (seed i holds mix i of the selected classes).
+        #[arg(long, default_value_t = 20)]
+        seeds: usize,
+        /// A failure class to include, repeatable (default all): seed_case, new_job, heavy_tail,
+        /// ci_infra, narrow_scope, quiet, onset_fix, growing, untested_onset.
+        #[arg(long = "scenario", value_name = "NAME", value_parser = parse_class)]
+        scenarios: Vec<crate::synth::world::Class>,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Exit 1 when the scorecard is below the floors.
+        #[arg(long)]
+        check: bool,
+    },
     /// `/sheriff query` over about a million samples: direct answers, then signed HTTP requests
     /// from concurrent clients on 127.0.0.1 while evaluation cycles run; p50/p99 and errors.
     Query {
@@ -331,6 +353,13 @@ pub enum BenchCommand {
         #[arg(long)]
         database_url: Option<String>,
     },
+}
+
+fn parse_class(text: &str) -> Result<crate::synth::world::Class, String> {
+    crate::synth::world::Class::parse(text).ok_or_else(|| {
+        let names: Vec<&str> = crate::synth::world::Class::ALL.iter().map(|c| c.as_str()).collect();
+        format!("`{text}` is not a failure class; one of: {}", names.join(", "))
+    })
 }
 
 fn parse_since(text: &str) -> Result<DateTime<Utc>, String> {
@@ -455,13 +484,13 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
         Command::Thresholds { action: ThresholdsAction::Import { file } } => {
             import_thresholds(&settings, &file).await
         }
-        Command::Demo { dir, serve } => {
+        Command::Demo { dir, serve, world } => {
             let mut stdout = std::io::stdout();
             let mut settings = settings;
             if serve && settings.server.public_url.is_empty() {
                 settings.server.public_url = format!("http://{}", settings.server.listen);
             }
-            crate::demo::run(&dir, &settings, &mut stdout).await?;
+            crate::demo::run(&dir, &settings, world.as_deref(), &mut stdout).await?;
             if serve {
                 crate::demo::serve(&dir, &settings, crate::shutdown::signal()).await?;
             }
@@ -709,6 +738,9 @@ async fn bench(what: BenchCommand) -> Result<ExitCode> {
             println!("{}", serde_json::to_string(&r).unwrap_or_default());
             Ok(ExitCode::SUCCESS)
         }
+        BenchCommand::Quality { seeds, scenarios, format, check } => {
+            quality(seeds, scenarios, format, check).await
+        }
         BenchCommand::Query { data, requests, concurrency, write_every_ms, database_url } => {
             let BenchData { runs, variants, backends } = data;
             let shape =
@@ -718,6 +750,22 @@ async fn bench(what: BenchCommand) -> Result<ExitCode> {
             Ok(if r.errors == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
     }
+}
+
+/// `sheriff bench quality`: the scorecard, and with `check` exit 1 below the floors.
+async fn quality(
+    seeds: usize,
+    classes: Vec<crate::synth::world::Class>,
+    format: Format,
+    check: bool,
+) -> Result<ExitCode> {
+    let options = crate::bench::quality::QualityOptions { seeds, classes };
+    let card = crate::bench::quality::quality(&options).await?;
+    match format {
+        Format::Text => print!("{}", crate::bench::quality::render_text(&card)),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&card)?),
+    }
+    Ok(if check && !card.below_floors.is_empty() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 fn print_page_bench(r: &crate::bench::PageBench) {

@@ -13,6 +13,7 @@ use crate::config::{DatabaseSettings, DatabaseUrl, Settings};
 use crate::cycle::{CycleOptions, CycleReport};
 use crate::ingest::{IngestOptions, Source};
 use crate::store::Store;
+use crate::synth::world::{Class, Table, WorldSpec, build};
 use crate::synth::{self, Scenario};
 
 /// What the demo did, for the caller to print or check.
@@ -23,14 +24,29 @@ pub struct DemoOutcome {
     pub report: CycleReport,
 }
 
-/// Runs the demo in `folder` (created; a previous demo database there is replaced).
-pub async fn run(folder: &Path, settings: &Settings, out: &mut impl std::io::Write) -> Result<DemoOutcome> {
+/// Runs the demo in `folder` (created; a previous demo database there is replaced): on the
+/// demo month, or with `world` on a world calibrated from origin's real disruption table holding
+/// those failure classes (the seed case when none is named), whose table is imported as the
+/// historical thresholds, as a deployment would.
+pub async fn run(
+    folder: &Path,
+    settings: &Settings,
+    world: Option<&[Class]>,
+    out: &mut impl std::io::Write,
+) -> Result<DemoOutcome> {
     let started = Instant::now();
     let end = Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
-    let tree = generate(folder, end, out)?;
+    let tree = match world {
+        None => generate(folder, end, out)?,
+        Some(classes) => generate_world(folder, end, classes, out)?,
+    };
     let (db_path, db) = fresh_database(folder)?;
     let store = Store::open(&db).await?;
     store.apply_trouble_rules(&settings.evaluate.ci_trouble).await?;
+    if world.is_some() {
+        let table = Table::embedded().map_err(anyhow::Error::msg)?;
+        store.import_thresholds(table.rows(), "data/origin/query_results_upgrades.json").await?;
+    }
     let summary = crate::ingest::ingest(
         &store,
         &settings.ingest,
@@ -117,6 +133,46 @@ fn generate(folder: &Path, end: chrono::DateTime<Utc>, out: &mut impl std::io::W
         out,
         "planted: image-registry disruption on metal 4.14 (both networks, micro and minor) in the last week"
     )?;
+    Ok(tree)
+}
+
+/// Writes a calibrated world of `classes` (the seed case when empty) into `folder/bucket`.
+fn generate_world(
+    folder: &Path,
+    end: chrono::DateTime<Utc>,
+    classes: &[Class],
+    out: &mut impl std::io::Write,
+) -> Result<PathBuf> {
+    std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
+    let tree = folder.join("bucket");
+    if tree.exists() {
+        std::fs::remove_dir_all(&tree).with_context(|| format!("clearing {}", tree.display()))?;
+    }
+    let classes = if classes.is_empty() { vec![Class::SeedCase] } else { classes.to_vec() };
+    let world = build(&WorldSpec::new(20231114, end, classes)).map_err(anyhow::Error::msg)?;
+    world.write_tree(&tree)?;
+    writeln!(
+        out,
+        "generated {} job runs of {} jobs over {} days, calibrated from origin's disruption table, in {}",
+        world.records.len(),
+        world.jobs.len(),
+        world.spec.days,
+        tree.display()
+    )?;
+    for p in &world.plants {
+        let scope: Vec<String> = p.parts.iter().map(|part| part.scope.describe()).collect();
+        writeln!(
+            out,
+            "planted: {} {} on {} ({})",
+            p.family,
+            p.release,
+            scope.join(", then "),
+            p.class.as_str()
+        )?;
+    }
+    for d in &world.decoys {
+        writeln!(out, "decoy ({}): {}", d.class.as_str(), d.what)?;
+    }
     Ok(tree)
 }
 

@@ -35,6 +35,8 @@ pub(super) struct RunPlan<'a> {
     regressed: bool,
     ci_troubled: bool,
     payload: String,
+    /// The cluster never came up: no disruption, cluster-data or interval files, a failed job.
+    install_failed: bool,
 }
 
 pub(super) struct Written {
@@ -145,6 +147,41 @@ impl<'a> RunPlan<'a> {
             regressed,
             ci_troubled,
             payload,
+            install_failed: false,
+        }
+    }
+
+    /// The plan of a run generated elsewhere (the calibrated world), to write its files: its
+    /// seconds are the record's; a regressed run names the backends' prefix, and an image
+    /// registry regression brings its operator condition with it.
+    pub(super) fn from_record(
+        job: &'a JobSpec,
+        record: &crate::model::RunRecord,
+        regressed_prefix: Option<&str>,
+        ci_troubled: bool,
+    ) -> RunPlan<'a> {
+        let release = parse_release(&record.run.dimensions.release).unwrap_or((4, 14));
+        let era = if release <= (4, 13) {
+            Era::Strings
+        } else if release == (4, 14) {
+            Era::Transitional
+        } else {
+            Era::Structured
+        };
+        let registry = regressed_prefix.is_some_and(|p| p.starts_with("image-registry"));
+        RunPlan {
+            job,
+            dims: record.run.dimensions.clone(),
+            build_id: record.run.build_id.clone(),
+            started: record.run.started_at,
+            era,
+            seconds: record.samples.iter().map(|s| (s.backend.clone(), s.seconds)).collect(),
+            regressed_condition: registry.then(|| super::metal_registry_regression(0).condition).flatten(),
+            regressed_prefix: regressed_prefix.unwrap_or_default().to_string(),
+            regressed: regressed_prefix.is_some(),
+            ci_troubled,
+            payload: record.run.payload.clone(),
+            install_failed: record.samples.is_empty(),
         }
     }
 }
@@ -552,7 +589,7 @@ fn write_prow_files(
     let job = &plan.job.name;
     let duration = Duration::seconds(rng.between(5400, 9000));
     let finished = plan.started + duration;
-    let passed = rng.chance(0.85);
+    let passed = rng.chance(0.85) && !plan.install_failed;
     let url = format!("https://prow.ci.openshift.org/view/gs/{}/{path}", scenario.bucket);
     let prowjob = serde_json::json!({
         "kind": "ProwJob",
@@ -620,7 +657,11 @@ fn cluster_data_file(plan: &RunPlan<'_>, first_phase: bool) -> String {
         "Architecture": plan.dims.architecture,
         "Network": plan.dims.network,
         "Topology": plan.dims.topology,
-        "NetworkStack": "IPv4",
+        "NetworkStack": match plan.dims.network_stack.as_str() {
+            "ipv6" => "IPv6",
+            "dual" => "Dual",
+            _ => "IPv4",
+        },
         "CloudRegion": "us-east-1",
         "CloudZone": "us-east-1a",
         "ClusterVersionHistory": [plan.dims.from_release, plan.dims.release],
@@ -643,6 +684,9 @@ pub(super) fn write_run(
     let dir = root.join(&scenario.bucket).join(&path);
     let mut files = 0;
     write_prow_files(scenario, plan, &dir, &path, &mut files, rng)?;
+    if plan.install_failed {
+        return Ok(Written { truth: plan.truth(), interval_bytes: 0, files });
+    }
     let target = format!("e2e-{}", job.rsplit_once("-e2e-").map_or("e2e", |(_, t)| t));
     let step = if plan.dims.platform == "metal" { "baremetalds-e2e-test" } else { "openshift-e2e-test" };
     let junit = dir.join("artifacts").join(&target).join(step).join("artifacts/junit");

@@ -7,6 +7,7 @@
 
 mod artifacts;
 mod rng;
+pub mod world;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -24,3 +24,4 @@ mod slack;
 mod storage_faults;
 mod store;
 mod windows;
+mod world;

@@ -1,5 +1,8 @@
 //! `sheriff bench`: repeatable measurements of the figures the issues name, on generated data.
-//! Run them on an optimised build: `cargo run --release -- bench ingest`.
+//! Run them on an optimised build: `cargo run --release -- bench ingest`. [`quality`] scores
+//! what sheriff reports against a calibrated world's truth.
+
+pub mod quality;
 
 use std::path::PathBuf;
 use std::time::Instant;

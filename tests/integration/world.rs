@@ -1,0 +1,62 @@
+//! The calibrated world written as a bucket tree, in the real artifact formats, ingests back
+//! into the world's own records: the scorecard's fast path (records straight into the store)
+//! and the demo's (files through ingest) see the same runs.
+
+use std::collections::BTreeMap;
+
+use sheriff::config::{IngestSettings, IntervalsMode};
+use sheriff::ingest::{IngestOptions, Source, ingest};
+use sheriff::synth::world::{Class, WorldSpec, build};
+
+on_both_engines! {
+    async fn a_world_written_as_a_tree_ingests_into_its_own_records(db) {
+        let mut spec = WorldSpec::new(5, sheriff::synth::day(2026, 11, 29), vec![Class::SeedCase, Class::CiInfra]);
+        spec.days = 8;
+        spec.scale = 0.1;
+        spec.density = 6.0;
+        let world = build(&spec).unwrap();
+        assert!((100..600).contains(&world.records.len()), "{}", world.records.len());
+        let dir = tempfile::tempdir().unwrap();
+        world.write_tree(dir.path()).unwrap();
+        let settings = IngestSettings { intervals: IntervalsMode::Eager, ..Default::default() };
+        let summary = ingest(&db.store, &settings, &Source::Local(dir.path().to_path_buf()), &IngestOptions::default())
+            .await
+            .unwrap();
+        assert_eq!((summary.ingested as usize, summary.failed), (world.records.len(), 0), "{:?}", summary.errors.first());
+        for want in &world.records {
+            let got = db.store.run(&want.run.job_name, &want.run.build_id).await.unwrap().unwrap();
+            assert_eq!(got.run.dimensions, want.run.dimensions, "{}", want.run.job_name);
+            assert_eq!(got.run.payload, want.run.payload);
+            let seconds = |r: &sheriff::model::RunRecord| -> BTreeMap<String, i64> {
+                r.samples.iter().map(|s| (s.backend.clone(), s.seconds)).collect()
+            };
+            assert_eq!(seconds(&got), seconds(want), "{} {}", want.run.job_name, want.run.build_id);
+        }
+        // the planted runs carry the registry's operator condition in their intervals
+        let hit = world.truth.iter().find(|t| t.plant.is_some()).unwrap();
+        let run = db.store.run(&hit.job, &hit.build_id).await.unwrap().unwrap();
+        assert!(run.conditions.iter().any(|c| c.reason == "NoReplicasAvailable"), "{:?}", run.conditions);
+    }
+}
+
+/// The scorecard end to end on one small mix: a world built, stored, replayed cycle by cycle and
+/// scored (what detection reached is not asserted here; `sheriff bench quality --check` does).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_scorecard_replays_a_world_and_scores_its_plants_and_decoys() {
+    use sheriff::bench::quality::{QualityOptions, quality, render_text};
+    let options = QualityOptions { seeds: 1, classes: vec![Class::NarrowScope, Class::NewJob] };
+    let card = quality(&options).await.unwrap();
+    assert_eq!((card.seeds, card.worlds.len()), (1, 1));
+    assert!(card.runs > 1_000, "{}", card.runs);
+    let world = &card.worlds[0];
+    assert_eq!(world.classes, vec![Class::NarrowScope, Class::NewJob]);
+    assert_eq!(world.plants.len(), 1);
+    assert_eq!(world.plants[0].planted_scope, "upgrade_type=minor platform=azure");
+    assert!(world.plants[0].runs_per_day > 3.0);
+    let rows: Vec<&str> = card.classes.iter().filter_map(|r| r.class.map(|c| c.as_str())).collect();
+    assert_eq!(rows, vec!["new_job", "narrow_scope"]);
+    assert_eq!(card.overall.planted, 1);
+    assert_eq!(card.matched + card.overall.false_regressions, card.reported);
+    let text = render_text(&card);
+    assert!(text.contains("narrow_scope") && text.contains("overall"), "{text}");
+}
