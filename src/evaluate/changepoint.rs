@@ -107,6 +107,17 @@ fn prefix_sums(runs: &[Run]) -> Vec<Sums> {
 /// The most likely single change in `runs` (ordered by time) with at least `before` runs
 /// before it and `after` after it; None when the series is too short.
 pub fn most_likely_change(runs: &[Run], before: usize, after: usize) -> Option<Change> {
+    change_between(runs, before, after, |_| true)
+}
+
+/// [`most_likely_change`] with the change allowed only before the runs `k` for which
+/// `allowed(k)` holds (a change of payload lies between two payloads, never among one's runs).
+fn change_between(
+    runs: &[Run],
+    before: usize,
+    after: usize,
+    allowed: impl Fn(usize) -> bool,
+) -> Option<Change> {
     let n = runs.len();
     let (before, after) = (before.max(1), after.max(1));
     if n < before + after {
@@ -116,7 +127,8 @@ pub fn most_likely_change(runs: &[Run], before: usize, after: usize) -> Option<C
     let whole = sums[n];
     let null = whole.log_likelihood();
     let split = |k: usize| sums[k].log_likelihood() + whole.minus(sums[k]).log_likelihood();
-    let candidates: Vec<(usize, f64)> = (before..=n - after).map(|k| (k, split(k))).collect();
+    let candidates: Vec<(usize, f64)> =
+        (before..=n - after).filter(|&k| allowed(k)).map(|k| (k, split(k))).collect();
     let &(index, best) = candidates.iter().max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))?;
     let near: Vec<usize> =
         candidates.iter().filter(|(_, l)| best - l <= INTERVAL_CHI2 / 2.0).map(|(k, _)| *k).collect();
@@ -233,7 +245,8 @@ pub fn payload_change(runs: &[Tested<'_>]) -> Option<PayloadWindow> {
     let mut order: Vec<&Tested<'_>> = runs.iter().filter(|r| !r.payload.is_empty()).collect();
     order.sort_by(|a, b| (a.built, a.started, a.payload).cmp(&(b.built, b.started, b.payload)));
     let series: Vec<Run> = order.iter().map(|r| Run { at: r.built, seconds: r.seconds }).collect();
-    let change = most_likely_change(&series, 3, 3).filter(|c| c.worse_after)?;
+    let boundary = |k: usize| order[k - 1].built != order[k].built;
+    let change = change_between(&series, 3, 3, boundary).filter(|c| c.worse_after)?;
     let earliest_bad = order[change.first];
     let bad = order[change.last.max(change.index)];
     let good = order[..change.first].iter().rev().find(|r| r.built < earliest_bad.built);

@@ -262,6 +262,10 @@ pub(super) async fn rebuild(
     c: &mut Conn<'_>,
     rules: &TroubleRules,
 ) -> Result<std::collections::HashMap<String, BTreeSet<i64>>> {
+    if c.is_postgres() {
+        // replicas opening together, and runs written meanwhile, wait for one rebuild to commit
+        c.execute(sql("LOCK TABLE probe_days, broken_probes IN EXCLUSIVE MODE")).await?;
+    }
     c.execute(sql("DELETE FROM broken_probes")).await?;
     c.execute(sql("DELETE FROM probe_days")).await?;
     let backends: Vec<(i64, String)> = c.fetch_all(sql("SELECT id, name FROM backends")).await?;

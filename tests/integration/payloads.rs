@@ -52,7 +52,8 @@ async fn onset_of(store: &Store) -> Onset {
     r.onset.clone().expect("an onset")
 }
 
-/// Whether a window is right: it holds P, its last good is older than P, at most 3 payloads.
+/// Whether a window is right: it holds P, its last good is older than P, and the scope tested
+/// at most 3 of its payloads (those it never ran are listed too, marked so).
 fn right(onset: &Onset, p: &str) -> Result<(), String> {
     let built = |t: &str| payload_time(t).map(|d| d.timestamp());
     let good = onset.last_good_payload.as_deref().ok_or("no last good payload")?;
@@ -62,8 +63,10 @@ fn right(onset: &Onset, p: &str) -> Result<(), String> {
     if !onset.payloads.iter().any(|x| x == p) {
         return Err(format!("{p} not in {:?}", onset.payloads));
     }
-    if onset.payloads.len() > 3 {
-        return Err(format!("{} payloads: {:?}", onset.payloads.len(), onset.payloads));
+    let tested: Vec<&String> =
+        onset.payloads.iter().filter(|x| !onset.untested_payloads.contains(x)).collect();
+    if tested.len() > 3 {
+        return Err(format!("{} tested payloads: {tested:?}", tested.len()));
     }
     Ok(())
 }
@@ -80,7 +83,7 @@ on_both_engines! {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn in_nine_of_ten_seeds_the_window_is_right_and_at_most_three_payloads() {
+async fn in_nine_of_ten_seeds_the_window_is_right_and_spans_at_most_three_tested_payloads() {
     let mut wrong = Vec::new();
     for seed in 200..210 {
         let db = crate::common::TestDb::sqlite().await;
