@@ -759,7 +759,7 @@ async fn quality(
     format: Format,
     check: bool,
 ) -> Result<ExitCode> {
-    let options = crate::bench::quality::QualityOptions { seeds, classes };
+    let options = crate::bench::quality::QualityOptions { seeds, first: 0, classes };
     let card = crate::bench::quality::quality(&options).await?;
     match format {
         Format::Text => print!("{}", crate::bench::quality::render_text(&card)),

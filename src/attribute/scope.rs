@@ -45,6 +45,23 @@ pub struct ScopeFinding {
     pub separates: bool,
 }
 
+impl ScopeFinding {
+    /// The finding once the scope was narrowed to `scope`: a dimension the scope now limits is
+    /// a constraint with its values, no longer one the regression spans.
+    pub fn narrowed_to(&self, scope: &crate::model::Scope) -> ScopeFinding {
+        let mut out = self.clone();
+        for (d, values) in scope.iter() {
+            let spanned = self.spans.get(&d).is_some_and(|s| s.len() > values.len());
+            let tighter = self.constraints.get(&d).is_some_and(|c| c.len() > values.len());
+            if spanned || tighter {
+                out.spans.remove(&d);
+                out.constraints.insert(d, values.clone());
+            }
+        }
+        out
+    }
+}
+
 fn satisfies(d: &Dimensions, constraints: &[(Dimension, &BTreeSet<String>)]) -> bool {
     constraints.iter().all(|(dim, values)| values.contains(d.get(*dim)))
 }

@@ -305,16 +305,15 @@ impl<S: RunSource> Context<'_, S> {
     ) -> Option<(Scope, ScopeStats, bool)> {
         let (settings, cutoff) = (self.settings, lead.cutoff);
         let backend = &lead.key.backend;
-        if let Some(s) = self
-            .judging
-            .stats(backend, &cluster.scope, percentile, span)
-            .filter(|s| s.holds(settings, cutoff))
-        {
-            return Some((cluster.scope.clone(), s, false));
+        let holds = |s: &ScopeStats| s.holds(settings, cutoff);
+        if let Some(s) = self.judging.stats(backend, &cluster.scope, percentile, span).filter(holds) {
+            let (scope, s) = self.judging.without_healthy_parts(backend, (cluster.scope.clone(), s), holds);
+            return Some((scope, s, false));
         }
         let own = group_scope(&lead.key);
-        let s = self.judging.stats(backend, &own, percentile, span).filter(|s| s.holds(settings, cutoff))?;
-        Some((own, s, true))
+        let s = self.judging.stats(backend, &own, percentile, span).filter(holds)?;
+        let (scope, s) = self.judging.without_healthy_parts(backend, (own, s), holds);
+        Some((scope, s, true))
     }
 
     /// Runs with their intervals (None for one no longer stored), each read once a cycle: those
@@ -377,7 +376,7 @@ impl<S: RunSource> Context<'_, S> {
             self.runs_of(&lead.key.backend, &scope, search_from.max(self.baseline.from.timestamp())).await?;
         let release = scope.single(Dimension::Release).unwrap_or_default().to_string();
         let onset = self.with_payloads(onset_of(&runs), &runs, &release).await?;
-        let finding = if narrowed { finding_of(&scope) } else { cluster.finding.clone() };
+        let finding = if narrowed { finding_of(&scope) } else { cluster.finding.narrowed_to(&scope) };
         let (independence, thin) =
             if narrowed { (Vec::new(), Vec::new()) } else { independence(self, lead, &finding) };
         let evidence = self.run_evidence(&runs, onset.as_ref(), &backends).await?;

@@ -176,7 +176,8 @@ impl<S: RunSource> Context<'_, S> {
     ) -> Result<Followed> {
         let strongest =
             detections.iter().min_by(|a, b| a.stats.check.p_value.total_cmp(&b.stats.check.p_value));
-        // While open, the scope only grows: a cycle that judges part of it is no news.
+        // A cycle that judges part of the scope is no news: the scope is joined with it (and
+        // narrows below only where the scope's own runs show a part healthy).
         let scope = detections
             .iter()
             .fold(incident.snapshot.scope.clone(), |a, d| {
@@ -196,6 +197,15 @@ impl<S: RunSource> Context<'_, S> {
         let onset_at = incident.onset().map(|o| o.at.timestamp());
         let Some((stats, regressed_now)) = self.worst_stats(&backends, &scope, &percentiles, onset_at) else {
             return Ok(stale);
+        };
+        let (scope, (stats, regressed_now)) = match self.narrowed(scope.clone(), stats.clone(), detections) {
+            Some(narrow) if narrow != scope => {
+                let Some(found) = self.worst_stats(&backends, &narrow, &percentiles, onset_at) else {
+                    return Ok(stale);
+                };
+                (narrow, found)
+            }
+            _ => (scope, (stats, regressed_now)),
         };
         if !stats.enough(self.settings) {
             return Ok(stale);
@@ -231,6 +241,27 @@ impl<S: RunSource> Context<'_, S> {
         }
         report.verification = verification;
         Ok(Followed { verdict, report: Some(report), clean_streak })
+    }
+
+    /// The incident's scope without the parts its own runs now show healthy (see
+    /// [`super::scoped::Judging::without_healthy_parts`]), joined again with this cycle's
+    /// detections: a first detection wider than the numbers narrows as runs arrive, and a
+    /// scope that grows keeps what is detected now. None when the scope's numbers do not hold.
+    fn narrowed(&self, scope: Scope, stats: ScopeStats, detections: &[&Described]) -> Option<Scope> {
+        let fdr = self.settings.false_discovery_rate;
+        let holds = |s: &ScopeStats| s.enough(self.settings) && s.check.exceeds && s.check.p_value <= fdr;
+        if !holds(&stats) {
+            return None;
+        }
+        let backend = stats.backend.clone();
+        let (narrow, _) = self.judging.without_healthy_parts(&backend, (scope, stats), holds);
+        let variants = &self.index.data.variants;
+        Some(
+            detections
+                .iter()
+                .fold(narrow, |a, d| a.joined_over(&d.report.scope, variants))
+                .simplified(variants),
+        )
     }
 
     /// The incident's onset; while it is young, refined as runs arrive: the earliest of its

@@ -170,3 +170,88 @@ impl Judging<'_> {
         })
     }
 }
+
+impl Judging<'_> {
+    /// `scope` without the parts that stayed within what they allow on runs of their own: a
+    /// value of a dimension whose runs in the scope are enough to judge, with the judged
+    /// percentile at or below its allowed level, leaves the scope, as long as what remains
+    /// still `holds`. This is how a person reads "kube-api regressed on azure" against "micro
+    /// upgrades on azure: P50 2 s over 40 runs": the groups found the regression, the parts'
+    /// own runs say where it is not. The stats of the scope returned, or None when nothing left.
+    pub fn without_healthy_parts(
+        &self,
+        backend: &str,
+        (scope, stats): (Scope, ScopeStats),
+        holds: impl Fn(&ScopeStats) -> bool,
+    ) -> (Scope, ScopeStats) {
+        let (percentile, span) = (stats.check.percentile, stats.check.span);
+        let (mut scope, mut stats) = (scope, stats);
+        'again: loop {
+            for d in Dimension::ALL.into_iter().filter(|d| *d != Dimension::Release) {
+                let values = self.values_with_runs(backend, &scope, d, span);
+                if values.len() < 2 {
+                    continue;
+                }
+                for v in &values {
+                    let mut part = scope.clone();
+                    part.set(d, [v.clone()]);
+                    let mut rest = scope.clone();
+                    rest.set(d, values.iter().filter(|x| *x != v).cloned());
+                    let Some(r) = self.stats(backend, &rest, percentile, span).filter(&holds) else {
+                        continue;
+                    };
+                    let healthy = self
+                        .stats(backend, &part, percentile, span)
+                        .is_some_and(|p| p.enough(self.settings) && p.check.observed <= p.check.allowed);
+                    if healthy || self.spared(backend, (&part, &rest), span, &r) {
+                        (scope, stats) = (rest, r);
+                        continue 'again;
+                    }
+                }
+            }
+            return (scope, stats);
+        }
+    }
+
+    /// Whether a part too thin to judge on its own was spared what the rest of the scope shows:
+    /// its runs' percentile within the rest's allowed level, and its runs above that level
+    /// fewer than the rest's, significantly (one-sided Fisher at the false discovery rate) —
+    /// six clean runs of a sparse job beside a platform disrupted in most runs.
+    fn spared(&self, backend: &str, (part, rest): (&Scope, &Scope), span: Span, r: &ScopeStats) -> bool {
+        let (p, q) = (self.runs_in(backend, part, span), self.runs_in(backend, rest, span));
+        let allowed = r.check.allowed;
+        let within = p.percentile(r.check.percentile.fraction()).is_some_and(|x| x <= allowed);
+        let fewer = crate::evaluate::stats::fisher_greater(
+            q.count_above(allowed),
+            q.count(),
+            p.count_above(allowed),
+            p.count(),
+        );
+        within && fewer <= self.settings.false_discovery_rate
+    }
+
+    /// The runs of `backend` in `scope` over `span`, every cell's together.
+    fn runs_in(&self, backend: &str, scope: &Scope, span: Span) -> Histogram {
+        let mut out = Histogram::new();
+        for c in cells_in(self.data, backend, scope) {
+            out.merge(runs_of(span, &self.data.cells[c]));
+        }
+        out
+    }
+
+    /// The values of `d` among the cells of `backend` in `scope` with runs in `span`.
+    fn values_with_runs(
+        &self,
+        backend: &str,
+        scope: &Scope,
+        d: Dimension,
+        span: Span,
+    ) -> std::collections::BTreeSet<String> {
+        let data = self.data;
+        cells_in(data, backend, scope)
+            .into_iter()
+            .filter(|&c| !runs_of(span, &data.cells[c]).is_empty())
+            .map(|c| data.variants[data.cells[c].variant].get(d).to_string())
+            .collect()
+    }
+}

@@ -44,7 +44,7 @@ on_both_engines! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scorecard_replays_a_world_and_scores_its_plants_and_decoys() {
     use sheriff::bench::quality::{QualityOptions, quality, render_text};
-    let options = QualityOptions { seeds: 1, classes: vec![Class::NarrowScope, Class::NewJob] };
+    let options = QualityOptions { seeds: 1, first: 0, classes: vec![Class::NarrowScope, Class::NewJob] };
     let card = quality(&options).await.unwrap();
     assert_eq!((card.seeds, card.worlds.len()), (1, 1));
     assert!(card.runs > 1_000, "{}", card.runs);
@@ -59,4 +59,36 @@ async fn the_scorecard_replays_a_world_and_scores_its_plants_and_decoys() {
     assert_eq!(card.matched + card.overall.false_regressions, card.reported);
     let text = render_text(&card);
     assert!(text.contains("narrow_scope") && text.contains("overall"), "{text}");
+}
+
+/// A regression on part of a platform (minor upgrades on azure), and one on a platform beside a
+/// sparse job of another that a coarser group pools with it: each is reported over exactly the
+/// variants it hit, the parts whose own runs stayed within what they allow (or were spared what
+/// the rest shows) left out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_regression_is_scoped_to_the_parts_its_runs_show() {
+    use sheriff::bench::quality::{QualityOptions, quality};
+    // worlds 0 and 5 of the full mix: with the rule off, kube-api over azure ipv4 (minor and
+    // micro) and image-registry over aws and metal
+    let mut worlds = Vec::new();
+    for first in [0, 5] {
+        let options = QualityOptions { seeds: 1, first, classes: Vec::new() };
+        worlds.extend(quality(&options).await.unwrap().worlds);
+    }
+    let card = sheriff::bench::quality::scorecard(worlds, 2, 0, 0.0);
+    let plants: Vec<_> = card.worlds.iter().flat_map(|w| w.plants.iter().map(move |p| (w.seed, p))).collect();
+    assert!(plants.len() >= 3, "{plants:#?}");
+    for (seed, p) in
+        plants.into_iter().filter(|(_, p)| matches!(p.class, Class::NarrowScope | Class::UntestedOnset))
+    {
+        assert!(
+            p.detected && p.exact_scope,
+            "seed {seed}: {} planted over {} reported as {:?} ({} variants hit, {} reported)",
+            p.class.as_str(),
+            p.planted_scope,
+            p.reported_scope,
+            p.affected_variants,
+            p.reported_variants
+        );
+    }
 }

@@ -66,6 +66,8 @@ const DENSE_RUNS_PER_DAY: f64 = 9.0;
 #[derive(Debug, Clone)]
 pub struct QualityOptions {
     pub seeds: usize,
+    /// The first world's index: worlds `first..first + seeds` are built (seed `1000 + i`).
+    pub first: usize,
     /// The failure classes (all when empty).
     pub classes: Vec<Class>,
 }
@@ -128,7 +130,7 @@ pub async fn quality(options: &QualityOptions) -> Result<Scorecard> {
     let settings = Settings::default();
     let mut worlds = Vec::new();
     let mut runs = 0;
-    for i in 0..options.seeds {
+    for i in options.first..options.first + options.seeds {
         let (classes, density) = mixes[i % mixes.len()].clone();
         let mut spec = WorldSpec::new(1000 + i as u64, world_end(), classes);
         spec.density = density;
