@@ -325,6 +325,9 @@ pub enum BenchCommand {
         /// Worlds to build and replay (seed i holds mix i of the selected classes).
         #[arg(long, default_value_t = 20)]
         seeds: usize,
+        /// The first world's index: worlds first..first+seeds (seed 1000 + i), to replay one again.
+        #[arg(long, default_value_t = 0)]
+        first: usize,
         /// A failure class to include, repeatable (default all): seed_case, new_job, heavy_tail,
         /// ci_infra, narrow_scope, quiet, onset_fix, growing, untested_onset.
         #[arg(long = "scenario", value_name = "NAME", value_parser = parse_class)]
@@ -738,8 +741,9 @@ async fn bench(what: BenchCommand) -> Result<ExitCode> {
             println!("{}", serde_json::to_string(&r).unwrap_or_default());
             Ok(ExitCode::SUCCESS)
         }
-        BenchCommand::Quality { seeds, scenarios, format, check } => {
-            quality(seeds, scenarios, format, check).await
+        BenchCommand::Quality { seeds, first, scenarios, format, check } => {
+            let options = crate::bench::quality::QualityOptions { seeds, first, classes: scenarios };
+            quality(&options, format, check).await
         }
         BenchCommand::Query { data, requests, concurrency, write_every_ms, database_url } => {
             let BenchData { runs, variants, backends } = data;
@@ -754,13 +758,11 @@ async fn bench(what: BenchCommand) -> Result<ExitCode> {
 
 /// `sheriff bench quality`: the scorecard, and with `check` exit 1 below the floors.
 async fn quality(
-    seeds: usize,
-    classes: Vec<crate::synth::world::Class>,
+    options: &crate::bench::quality::QualityOptions,
     format: Format,
     check: bool,
 ) -> Result<ExitCode> {
-    let options = crate::bench::quality::QualityOptions { seeds, first: 0, classes };
-    let card = crate::bench::quality::quality(&options).await?;
+    let card = crate::bench::quality::quality(options).await?;
     match format {
         Format::Text => print!("{}", crate::bench::quality::render_text(&card)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&card)?),

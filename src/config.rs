@@ -333,7 +333,7 @@ impl Default for EvaluateSettings {
             clear_after: 2,
             historical_min_runs: 30,
             min_history_days: 14,
-            recovery_min_runs: 10,
+            recovery_min_runs: 6,
             fix_min_runs: 10,
             reference_lookback_days: 180,
             exclude: [

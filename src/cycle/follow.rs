@@ -149,7 +149,10 @@ impl<S: RunSource> Context<'_, S> {
         let series: Vec<Run> = since.iter().map(|r| Run { at: r.started, seconds: r.seconds }).collect();
         let needed = self.settings.recovery_min_runs.max(3);
         let change = changepoint::most_likely_change(&series, 3, needed)?;
-        if !change.is_real(changepoint::SCAN_THRESHOLD) || change.worse_after {
+        if change.worse_after
+            || !(change.is_real(changepoint::SCAN_THRESHOLD)
+                || self.fewer_after(&series, change.index, stats))
+        {
             return None;
         }
         // Dated late in its interval: every run before it stays out of the windows from now on,
@@ -164,6 +167,20 @@ impl<S: RunSource> Context<'_, S> {
             stats::two_part_greater(&post, reference).p > self.settings.false_discovery_rate
         });
         (post.count() as usize >= needed && within && not_worse).then_some(change.times(&series).2)
+    }
+
+    /// Whether the runs after `index` exceed what is allowed significantly less often than the
+    /// regressed runs before it: one-sided Fisher, Bonferroni-adjusted for the positions the
+    /// change could have taken, at the false discovery rate. Six clean runs after a stretch
+    /// disrupted in most runs are a recovery; six after a stretch disrupted in half are not.
+    /// The scan threshold, calibrated for finding a change anywhere in a long quiet series,
+    /// asks for more runs than a return from a known regressed level needs.
+    fn fewer_after(&self, series: &[Run], index: usize, stats: &ScopeStats) -> bool {
+        let allowed = stats.check.allowed;
+        let above = |runs: &[Run]| runs.iter().filter(|r| r.seconds as f64 > allowed).count() as u64;
+        let (before, after) = series.split_at(index);
+        let p = stats::fisher_greater(above(before), before.len() as u64, above(after), after.len() as u64);
+        p * series.len() as f64 <= self.settings.false_discovery_rate
     }
 
     /// Follows one open incident, with the detections of this cycle that are it (their scopes

@@ -92,3 +92,28 @@ async fn a_regression_is_scoped_to_the_parts_its_runs_show() {
         );
     }
 }
+
+/// A payload fixes a regression with no fix claimed: at 6 runs a day in the scope the incident
+/// resolves within a day and a half of the fixing payload, once its runs since are clearly
+/// fewer above the allowed level than the regressed runs before them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fixing_payload_resolves_within_a_day_and_a_half_at_six_runs_a_day() {
+    use sheriff::bench::quality::{QualityOptions, quality};
+    let options = QualityOptions { seeds: 2, first: 0, classes: vec![Class::OnsetFix] };
+    let card = quality(&options).await.unwrap();
+    let fixed: Vec<_> = card
+        .worlds
+        .iter()
+        .flat_map(|w| w.plants.iter().map(move |p| (w.seed, p)))
+        .filter(|(_, p)| p.fixed)
+        .collect();
+    assert!(fixed.iter().any(|(_, p)| p.runs_per_day < 9.0), "a sparse scope among {fixed:#?}");
+    for (seed, p) in fixed {
+        let days = p.recovery_days.unwrap_or(f64::INFINITY);
+        assert!(
+            days <= 1.5,
+            "seed {seed}: {:.1} runs a day resolved {days:.2} days after the fix",
+            p.runs_per_day
+        );
+    }
+}
