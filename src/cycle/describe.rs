@@ -379,7 +379,7 @@ impl<S: RunSource> Context<'_, S> {
         let finding = if narrowed { finding_of(&scope) } else { cluster.finding.narrowed_to(&scope) };
         let (independence, thin) =
             if narrowed { (Vec::new(), Vec::new()) } else { independence(self, lead, &finding) };
-        let evidence = self.run_evidence(&runs, onset.as_ref(), &backends).await?;
+        let evidence = self.run_evidence(&runs, onset.as_ref(), &backends, stats.check.allowed).await?;
         let groups: Vec<String> = cluster.groups.iter().map(|g| g.key.label()).collect();
         let facts = FactsOf {
             family: &cluster.family,
@@ -518,6 +518,7 @@ impl<S: RunSource> Context<'_, S> {
         runs: &[CellRun],
         onset: Option<&Onset>,
         backends: &[String],
+        allowed: f64,
     ) -> Result<RunEvidence> {
         let (settings, window_from) = (self.settings, self.window.from.timestamp());
         let after = onset.map_or(window_from, |o| o.at.timestamp());
@@ -538,8 +539,11 @@ impl<S: RunSource> Context<'_, S> {
             .take(settings.sample_worst)
             .map(|r| sample(r, SampleKind::Worst))
             .collect();
-        let start = (mine.len() / 2).saturating_sub(settings.sample_typical / 2);
-        for r in mine.iter().skip(start).take(settings.sample_typical) {
+        // typical of the regression: the middle of the runs above the allowed level (a run the
+        // regression spared is no example of it)
+        let above: Vec<&&CellRun> = mine.iter().filter(|r| r.seconds as f64 > allowed).collect();
+        let start = (above.len() / 2).saturating_sub(settings.sample_typical / 2);
+        for r in above.into_iter().skip(start).take(settings.sample_typical) {
             if !sample_jobs.iter().any(|s| *s.build_id == *r.build_id) {
                 sample_jobs.push(sample(r, SampleKind::Typical));
             }
@@ -608,7 +612,7 @@ impl<S: RunSource> Context<'_, S> {
         let mut r = old.clone();
         set_numbers(&mut r, stats);
         r.status = status;
-        let evidence = self.run_evidence(runs, onset.as_ref(), &r.backends).await?;
+        let evidence = self.run_evidence(runs, onset.as_ref(), &r.backends, stats.check.allowed).await?;
         r.onset = onset;
         if r.attribution.evidence_pending > 0 {
             // detected while some interval files could not be fetched: filled in as they come

@@ -117,3 +117,30 @@ async fn a_fixing_payload_resolves_within_a_day_and_a_half_at_six_runs_a_day() {
         );
     }
 }
+
+/// Every run a report shows as an example of the regression (its worst and its typical runs)
+/// is one the regression hit: never a run it spared, nor one from before its onset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_sample_run_is_one_the_regression_hit() {
+    use sheriff::bench::quality::{QualityOptions, quality};
+    let mut worlds = Vec::new();
+    for first in [13, 16] {
+        let options = QualityOptions { seeds: 1, first, classes: Vec::new() };
+        worlds.extend(quality(&options).await.unwrap().worlds);
+    }
+    for w in &worlds {
+        for p in &w.plants {
+            assert!(p.samples > 0, "seed {}: {} lists no sample", w.seed, p.class.as_str());
+            assert_eq!(
+                p.pure_samples,
+                p.samples,
+                "seed {}: {} over {}: {} of {} samples were hit by it",
+                w.seed,
+                p.class.as_str(),
+                p.planted_scope,
+                p.pure_samples,
+                p.samples
+            );
+        }
+    }
+}
