@@ -34,6 +34,18 @@ impl Secret {
     pub fn expose(&self) -> &str {
         &self.0
     }
+
+    /// Whether a credential a request carried is this secret, compared in constant time. No
+    /// credential, or an empty one, never matches, not even an empty secret: a missing header
+    /// must not pass for a token.
+    pub fn matches(&self, given: Option<&str>) -> bool {
+        match given {
+            Some(g) if !g.is_empty() && !self.0.is_empty() => {
+                bool::from(subtle::ConstantTimeEq::ct_eq(g.as_bytes(), self.0.as_bytes()))
+            }
+            _ => false,
+        }
+    }
 }
 
 impl fmt::Debug for Secret {
@@ -997,13 +1009,25 @@ pub enum ConfigError {
     Invalid(String),
     #[error("cannot read secret file for `{key}` at {}: {source}", shown_path(path))]
     SecretFile { key: String, path: PathBuf, source: std::io::Error },
+    /// An empty secret is a deployment accident (a missing Secret key, an unset `${VAR}` in a
+    /// template), never a wish for no secret: it would let an empty credential in.
+    #[error(
+        "`{key}` is set but empty; give the secret, or unset {ENV_PREFIX}{var} to do without it",
+        var = key.replace('.', "__").to_uppercase()
+    )]
+    EmptySecret { key: String },
+    #[error("`{key}_file` names a file whose first line is empty; the secret must be on its first line")]
+    EmptySecretFile { key: String },
 }
 
-/// A secret file's path as errors show it: a value with no `/` is no path but most likely the
-/// secret itself, put in the `_FILE` variable by mistake, and is not echoed.
+/// A secret file's path as errors show it. A value whose folder does not exist is most likely
+/// the secret itself, put in the `_FILE` variable by mistake (base64 tokens hold `/`), and is
+/// not echoed; neither is one right under `/`, which a token starting with `/` would look like.
 fn shown_path(path: &Path) -> String {
     let text = path.to_string_lossy();
-    if text.contains('/') {
+    let in_a_real_folder =
+        path.parent().is_some_and(|p| !p.as_os_str().is_empty() && p != Path::new("/") && p.is_dir());
+    if in_a_real_folder {
         text.into_owned()
     } else {
         format!(
@@ -1052,7 +1076,10 @@ impl Settings {
 
     fn resolve_secret_files(&mut self) -> Result<(), ConfigError> {
         fn resolve(key: &str, value: &mut Option<Secret>, file: &Option<PathBuf>) -> Result<(), ConfigError> {
-            if value.is_some() {
+            if let Some(v) = value {
+                if v.0.trim().is_empty() {
+                    return Err(ConfigError::EmptySecret { key: key.into() });
+                }
                 return Ok(());
             }
             if let Some(path) = file {
@@ -1062,9 +1089,10 @@ impl Settings {
                     source,
                 })?;
                 let first = text.lines().next().unwrap_or_default().trim().to_string();
-                if !first.is_empty() {
-                    *value = Some(Secret(first));
+                if first.is_empty() {
+                    return Err(ConfigError::EmptySecretFile { key: key.into() });
                 }
+                *value = Some(Secret(first));
             }
             Ok(())
         }
@@ -1431,5 +1459,74 @@ mod tests {
             .to_string();
         assert!(!err.contains("xoxb-oops-1234"), "{err}");
         assert!(err.contains("slack.bot_token"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_or_empty_credential_never_matches_a_secret() {
+        let empty = Secret::new("");
+        assert!(!empty.matches(None));
+        assert!(!empty.matches(Some("")));
+        let token = Secret::new("tok");
+        assert!(!token.matches(None));
+        assert!(!token.matches(Some("")));
+        assert!(!token.matches(Some("to")));
+        assert!(token.matches(Some("tok")));
+    }
+
+    #[test]
+    fn a_base64_token_with_slashes_put_in_a_file_variable_is_not_echoed() {
+        for token in ["LEAK3/Zm9vYmFy+/==", "/Zm9vYmFyYmF6", "./Zm9v/YmFy"] {
+            let err = Settings::load_from(None, &env(&[("SHERIFF__JIRA__TOKEN_FILE", token)]))
+                .unwrap_err()
+                .to_string();
+            assert!(!err.contains(token), "{err}");
+            assert!(err.contains("jira.token"), "{err}");
+        }
+        // a real path in a real folder is still shown, so a typo can be found
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("tokn");
+        let err =
+            Settings::load_from(None, &env(&[("SHERIFF__JIRA__TOKEN_FILE", missing.to_str().unwrap())]))
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains(missing.to_str().unwrap()), "{err}");
+    }
+
+    #[test]
+    fn an_empty_secret_is_an_error_naming_its_key() {
+        for (var, key) in [
+            ("SHERIFF__INGEST__PUSH_TOKEN", "ingest.push_token"),
+            ("SHERIFF__SERVER__PAGES_TOKEN", "server.pages_token"),
+            ("SHERIFF__SLACK__SIGNING_SECRET", "slack.signing_secret"),
+            ("SHERIFF__DATABASE__PASSWORD", "database.password"),
+        ] {
+            for value in ["", "  "] {
+                let err = Settings::load_from(None, &env(&[(var, value)])).unwrap_err();
+                assert!(matches!(err, ConfigError::EmptySecret { .. }), "{var}={value:?}: {err}");
+                let text = err.to_string();
+                assert!(text.contains(key) && text.contains(var), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_empty_secret_file_or_one_with_a_blank_first_line_is_an_error_naming_its_key() {
+        for content in ["", "\n", "   \nthe-token\n"] {
+            let file = write(content);
+            let err = Settings::load_from(
+                None,
+                &env(&[("SHERIFF__SERVER__PAGES_TOKEN_FILE", file.path().to_str().unwrap())]),
+            )
+            .unwrap_err();
+            assert!(matches!(err, ConfigError::EmptySecretFile { .. }), "{content:?}: {err}");
+            assert!(err.to_string().contains("server.pages_token_file"), "{err}");
+        }
+        let file = write("the-token\n");
+        let s = Settings::load_from(
+            None,
+            &env(&[("SHERIFF__SERVER__PAGES_TOKEN_FILE", file.path().to_str().unwrap())]),
+        )
+        .unwrap();
+        assert_eq!(s.server.pages_token.unwrap().expose(), "the-token");
     }
 }

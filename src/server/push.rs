@@ -12,7 +12,6 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
-use subtle::ConstantTimeEq;
 
 use super::{ApiError, AppState};
 use crate::ingest::run::{RunFile, RunFiles};
@@ -106,9 +105,8 @@ pub async fn push_run(
     let given = headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(crate::http::bearer_token)
-        .unwrap_or_default();
-    if !bool::from(given.as_bytes().ct_eq(expected.expose().as_bytes())) {
+        .and_then(crate::http::bearer_token);
+    if !expected.matches(given) {
         return Err(ApiError::user(StatusCode::UNAUTHORIZED, "missing or wrong bearer token"));
     }
     // The body is read and parsed only once the token holds: an unauthenticated sender costs

@@ -189,4 +189,13 @@ on_both_engines! {
         let _ = stop.send(());
         running.await.unwrap().unwrap();
     }
+
+    async fn an_empty_pages_token_opens_nothing_to_an_empty_password(db) {
+        // loading refuses an empty token; this holds even for settings built in code
+        let state = world(&db, |s| s.server.pages_token = Some(Secret::new(""))).await;
+        assert_eq!(get(&state, "/", None).await.0, StatusCode::UNAUTHORIZED);
+        // basic "x:" (an empty password) and an empty bearer
+        assert_eq!(get(&state, "/", Some("Basic eDo=")).await.0, StatusCode::UNAUTHORIZED);
+        assert_eq!(get(&state, "/", Some("Bearer ")).await.0, StatusCode::UNAUTHORIZED);
+    }
 }

@@ -120,6 +120,17 @@ on_both_engines! {
         assert_eq!(db.store.count_runs().await.unwrap(), 0);
     }
 
+    async fn an_empty_configured_token_is_never_satisfied_by_a_missing_header(db) {
+        // loading refuses an empty token; this holds even for settings built in code
+        let (body, _, _) = pushed_run();
+        let st = state(&db, Some(""), 32 << 20);
+        for token in [None, Some("")] {
+            let (status, _) = call(st.clone(), request(token, body.to_string())).await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED);
+        }
+        assert_eq!(db.store.count_runs().await.unwrap(), 0);
+    }
+
     async fn a_broken_run_is_refused_naming_the_file(db) {
         let (mut body, job, build) = pushed_run();
         let name = body["files"].as_object().unwrap().keys().find(|k| k.contains("backend-disruption")).unwrap().clone();
