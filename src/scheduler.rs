@@ -115,6 +115,13 @@ impl Scheduler {
                     let summary =
                         crate::ingest::ingest(&store, &settings.ingest, &job.source, &options).await?;
                     summary.count("schedule");
+                    // runs sheriff could not store make the job a failure, as they make
+                    // `sheriff ingest` exit 2; the next tick stores them
+                    anyhow::ensure!(
+                        summary.storage_failed == 0,
+                        "{} run(s) could not be stored (sheriff's own storage failed)",
+                        summary.storage_failed
+                    );
                     Ok(())
                 })
                 .await;

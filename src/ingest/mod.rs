@@ -222,10 +222,16 @@ pub struct IngestSummary {
 }
 
 impl IngestSummary {
-    /// Adds the runs to `sheriff_ingest_runs_total{via, outcome}` (ingested, skipped, failed).
+    /// Adds the runs to `sheriff_ingest_runs_total{via, outcome}`: ingested, skipped, failed
+    /// (a bad file) and storage_failed (sheriff's own storage; a retry stores them).
     pub fn count(&self, via: &'static str) {
-        for (outcome, n) in [("ingested", self.ingested), ("skipped", self.skipped), ("failed", self.failed)]
-        {
+        let bad_files = self.failed.saturating_sub(self.storage_failed);
+        for (outcome, n) in [
+            ("ingested", self.ingested),
+            ("skipped", self.skipped),
+            ("failed", bad_files),
+            ("storage_failed", self.storage_failed),
+        ] {
             metrics::counter!("sheriff_ingest_runs_total", "via" => via, "outcome" => outcome).increment(n);
         }
     }
@@ -243,9 +249,29 @@ pub struct IngestError {
 
 /// What reading one run produced, before it is written.
 enum RunOutcome {
-    Ready { record: Box<crate::model::RunRecord>, warnings: Vec<FileProblem>, path: String },
-    Skipped { path: String, why: &'static str },
-    Failed { path: String, job: String, build: String, problems: Vec<FileProblem> },
+    Ready {
+        record: Box<crate::model::RunRecord>,
+        warnings: Vec<FileProblem>,
+        path: String,
+    },
+    Skipped {
+        path: String,
+        why: &'static str,
+    },
+    Failed {
+        path: String,
+        job: String,
+        build: String,
+        problems: Vec<FileProblem>,
+    },
+    /// sheriff's own storage failed before the run was read (asking whether it is stored): the
+    /// files may be fine, and a later ingest takes the run.
+    StorageFailed {
+        path: String,
+        job: String,
+        build: String,
+        error: String,
+    },
 }
 
 /// Ingests every finished run in `source` that is not stored yet (or every one with `force`).
@@ -408,6 +434,9 @@ async fn record_outcome(
                 log.push(entry(&path, &job, &build, &p.file, "failed", &p.error));
             }
         }
+        RunOutcome::StorageFailed { path, job, build, error } => {
+            storage_failed(summary, log, entry(&path, &job, &build, "", "failed", &error), &path, error);
+        }
         RunOutcome::Ready { record, warnings, path } => {
             let (job, build) = (record.run.job_name.clone(), record.run.build_id.clone());
             match store.write_run(&record, force).await {
@@ -449,6 +478,27 @@ async fn record_outcome(
     }
 }
 
+/// A run sheriff could not store for a reason of its own: counted under `storage_failed`
+/// (ingest exits 2, a push answers 503), logged, and named in the summary.
+fn storage_failed(
+    summary: &mut IngestSummary,
+    log: &mut Vec<IngestLogEntry>,
+    entry: IngestLogEntry,
+    path: &str,
+    error: String,
+) {
+    tracing::error!(run = %path, "{error}");
+    summary.failed += 1;
+    summary.storage_failed += 1;
+    log.push(entry);
+    summary.errors.push(IngestError {
+        run: path.to_string(),
+        file: String::new(),
+        error,
+        severity: "failed",
+    });
+}
+
 /// Reads what sheriff needs of one run, unless it is stored already or still running.
 async fn read_run(
     store: &Store,
@@ -464,12 +514,8 @@ async fn read_run(
             Ok(true) => return RunOutcome::Skipped { path, why: "already stored" },
             Ok(false) => {}
             Err(e) => {
-                return RunOutcome::Failed {
-                    path,
-                    job,
-                    build,
-                    problems: vec![FileProblem { file: String::new(), error: format!("{e:#}") }],
-                };
+                let error = format!("cannot tell whether the run is stored already: {e:#}");
+                return RunOutcome::StorageFailed { path, job, build, error };
             }
         }
     }

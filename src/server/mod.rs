@@ -80,7 +80,7 @@ fn describe_metrics() {
     );
     describe_counter!(
         "sheriff_ingest_runs_total",
-        "Job runs seen by ingest, by way in (local, gcs, push) and outcome."
+        "Job runs seen by ingest, by way in (local, gcs, push) and outcome (ingested, skipped, failed: a bad file, storage_failed: sheriff's own storage)."
     );
     describe_counter!("sheriff_jobs_total", "Scheduled jobs run, by job and outcome.");
     describe_counter!("sheriff_slack_actions_total", "Slack button presses, by action.");

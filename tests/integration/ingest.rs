@@ -92,6 +92,21 @@ on_both_engines! {
         assert_eq!(db.store.count_runs().await.unwrap() as u64, finished);
     }
 
+    async fn a_storage_failure_asking_whether_a_run_is_stored_counts_as_storage_failed(db) {
+        let (dir, truth) = generate(1, false);
+        // a store whose connections are gone, as after the database was lost: "already
+        // stored?" fails for every run before any file is read
+        let lost = Store::open(&db.settings).await.unwrap();
+        lost.close().await;
+        let s = ingest_dir(&lost, dir.path()).await;
+        let runs = truth.finished_runs().count() as u64;
+        assert_eq!((s.ingested, s.failed, s.storage_failed), (0, runs, runs), "{:?}", s.errors);
+        assert!(s.errors.iter().all(|e| e.error.contains("whether the run is stored")), "{:?}", s.errors);
+        // a later ingest stores them
+        let again = ingest_dir(&db.store, dir.path()).await;
+        assert_eq!((again.ingested, again.storage_failed), (runs, 0));
+    }
+
     async fn one_job_folder_or_one_run_folder_is_a_source_too(db) {
         let (dir, truth) = generate(2, false);
         let job = &truth.runs[0].job;
