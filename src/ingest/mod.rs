@@ -460,18 +460,24 @@ async fn record_outcome(
                         });
                     }
                 }
+                Err(e) if crate::store::is_refused_value(&e) => {
+                    // the same content fails every time: a bad run, not one to retry
+                    let error = format!("the database refused a value of the run: {e:#}");
+                    tracing::warn!(run = %path, "run not ingested: {error}");
+                    summary.failed += 1;
+                    log.push(entry(&path, &job, &build, "", "failed", &error));
+                    let e = IngestError { run: path, file: String::new(), error, severity: "failed" };
+                    summary.errors.push(e);
+                }
                 Err(e) => {
                     let error = format!("storing the run failed: {e:#}");
-                    tracing::error!(run = %path, "{error}");
-                    summary.failed += 1;
-                    summary.storage_failed += 1;
-                    log.push(entry(&path, &job, &build, "", "failed", &error));
-                    summary.errors.push(IngestError {
-                        run: path,
-                        file: String::new(),
+                    storage_failed(
+                        summary,
+                        log,
+                        entry(&path, &job, &build, "", "failed", &error),
+                        &path,
                         error,
-                        severity: "failed",
-                    });
+                    );
                 }
             }
         }

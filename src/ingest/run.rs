@@ -75,6 +75,11 @@ impl<'a> Parsed<'a> {
     }
 
     fn parse(&mut self, f: &'a RunFile, kind: FileKind, bytes: &[u8]) {
+        let intervals = matches!(kind, FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline);
+        // interval files are checked where they are parsed, on demand too
+        if !intervals && let Some(why) = super::formats::refused_text(bytes) {
+            return self.unusable(kind, problem(&f.name, why));
+        }
         match kind {
             FileKind::ProwJob => match prow::parse_prowjob(bytes) {
                 Ok(p) => self.prowjob = Some(p),
@@ -285,6 +290,10 @@ pub fn parse_interval_files<'a>(
     let mut outages = Vec::new();
     let mut conditions = Vec::new();
     for (name, bytes) in files {
+        if let Some(why) = super::formats::refused_text(bytes) {
+            warnings.push(problem(name, format!("{why}; its evidence is not used")));
+            continue;
+        }
         match intervals::parse_intervals(bytes) {
             Ok(ev) => {
                 outages.extend(ev.outages);
@@ -523,6 +532,25 @@ mod tests {
         assert!(
             warnings.iter().any(|w| w.file == "finished.json" && w.error.contains("before it started")),
             "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn a_nul_in_a_side_file_is_a_warning_naming_it_and_in_a_disruption_file_fails_the_run() {
+        let mut files = base_files();
+        files.push(file("prowjob.json", &format!(r#"{{"spec": {{"job": "{JOB}\u0000"}}}}"#)));
+        let Assembly::Ready { record, warnings } = assemble(&run(files)) else { panic!("not ready") };
+        assert_eq!(record.run.job_name, JOB);
+        assert!(warnings.iter().any(|w| w.file == "prowjob.json" && w.error.contains("NUL")), "{warnings:?}");
+        let mut files = base_files();
+        files.push(file(
+            &junit("backend-disruption_x.json"),
+            r#"{"BackendDisruptions": {"a\u0000b": {"DisruptedDuration": "1s"}}}"#,
+        ));
+        let Assembly::Failed { problems } = assemble(&run(files)) else { panic!("stored") };
+        assert!(
+            problems[0].file.ends_with("backend-disruption_x.json") && problems[0].error.contains("NUL"),
+            "{problems:?}"
         );
     }
 
