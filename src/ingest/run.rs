@@ -226,9 +226,10 @@ fn job_run(
         .map(|p| p.bucket.clone())
         .filter(|b| !b.is_empty())
         .unwrap_or_else(|| if run.bucket.is_empty() { "local".into() } else { run.bucket.clone() });
+    // the artifact's link only when it is a plain web address: it is shown as "the Prow run"
     let url = prowjob
-        .map(|p| p.url.clone())
-        .filter(|u| !u.is_empty())
+        .and_then(|p| crate::render::web_link(&p.url))
+        .map(str::to_string)
         .unwrap_or_else(|| JobRun::prow_url(&bucket, &run.path));
     let job_type = prowjob.map(|p| p.job_type.clone()).filter(|t| !t.is_empty()).unwrap_or_else(|| {
         if run.path.starts_with("pr-logs/") { "presubmit".into() } else { "periodic".into() }
@@ -533,6 +534,27 @@ mod tests {
             warnings.iter().any(|w| w.file == "finished.json" && w.error.contains("before it started")),
             "{warnings:?}"
         );
+    }
+
+    #[test]
+    fn a_prow_link_that_is_no_web_address_is_replaced_by_the_run_s_own() {
+        for (given, kept) in [("javascript:alert('url')//x", false), ("https://prow.example/view/1", true)] {
+            let mut files = base_files();
+            files.push(file(
+                "prowjob.json",
+                &format!(r#"{{"spec": {{"job": "{JOB}"}}, "status": {{"build_id": "1700000000000000001", "url": "{given}"}}}}"#),
+            ));
+            let Assembly::Ready { record, .. } = assemble(&run(files)) else { panic!("not ready") };
+            if kept {
+                assert_eq!(record.run.url, given);
+            } else {
+                assert!(
+                    record.run.url.starts_with("https://prow.ci.openshift.org/view/gs/"),
+                    "{}",
+                    record.run.url
+                );
+            }
+        }
     }
 
     #[test]
