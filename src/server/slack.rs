@@ -230,11 +230,14 @@ async fn run_inner(state: &AppState, c: Command, user: &str) -> Result<Message, 
         },
         Command::Silence { target, seconds, reason } => {
             let reason = if reason.is_empty() { "silenced from Slack".to_string() } else { reason };
-            let id = crate::actions::silence(store, &target, seconds, &reason, &actor, now).await?;
+            let made = crate::actions::silence(store, &target, seconds, &reason, &actor, now).await?;
             text_message(&format!(
-                "Silence #{id}: {} for {} by <@{user}>: {reason}",
+                "Silence #{}: {} for {} by <@{user}>: {}{}",
+                made.id,
                 blocks::code(&target.describe()),
-                span_words(seconds)
+                span_words(seconds),
+                blocks::escape(&reason),
+                made.holds_words()
             ))
         }
         Command::Unsilence(reference) => {
@@ -509,11 +512,12 @@ async fn pressed(
         Button::Acknowledge => acknowledged(store, incident, &actor, user, now).await?,
         Button::Silence24h => {
             let target = Target { fingerprint: Some(incident.to_string()), ..Default::default() };
-            let id =
+            let made =
                 crate::actions::silence(store, &target, 86_400, "silenced for 24 h from Slack", &actor, now)
                     .await?;
             text_message(&format!(
-                "Silence #{id}: incident #{} for 24 h by <@{user}>.",
+                "Silence #{}: incident #{} for 24 h by <@{user}>.",
+                made.id,
                 blocks::escape(incident)
             ))
         }

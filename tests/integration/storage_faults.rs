@@ -113,7 +113,8 @@ async fn a_full_disk_fails_writes_plainly_and_once_it_has_space_every_write_work
         store.write_runs(chunk, false).await.expect("writes work again once there is space");
     }
     assert_eq!(ready(&state).await, 200, "ready again");
-    let id = sheriff::actions::silence(&store, &target, 3600, "disk fine", "cli:me", now + 1).await.unwrap();
+    let id =
+        sheriff::actions::silence(&store, &target, 3600, "disk fine", "cli:me", now + 1).await.unwrap().id;
     let kept = store.silences(now + 2).await.unwrap();
     assert_eq!(
         kept.iter().map(|s| s.id).collect::<Vec<_>>(),
