@@ -631,8 +631,13 @@ impl<'de> Deserialize<'de> for DatabaseUrl {
 pub struct ServerSettings {
     /// Address `sheriff serve` listens on.
     pub listen: String,
-    /// Largest request body accepted, in bytes (Slack requests are small; pushed runs are not).
+    /// Largest pushed run (`POST /api/v1/runs`) accepted, in bytes.
     pub max_body_bytes: usize,
+    /// Largest Slack request (`/slack/commands`, `/slack/interactions`) accepted, in bytes. Its
+    /// signature can only be checked once the body is read, so it is kept small: real ones are
+    /// a few KB, a modal submission a few tens. Larger ones are refused (413) before any is read
+    /// when they say their length. Other routes take no body worth speaking of (64 KiB).
+    pub slack_max_body_bytes: usize,
     /// sheriff's own address as people reach it (e.g. `https://sheriff.example.com`), for
     /// "full view" links in Slack and Jira; empty: no links.
     pub public_url: String,
@@ -656,6 +661,7 @@ impl Default for ServerSettings {
         Self {
             listen: "127.0.0.1:8080".into(),
             max_body_bytes: 32 * 1024 * 1024,
+            slack_max_body_bytes: 256 * 1024,
             public_url: String::new(),
             pages_token: None,
             pages_token_file: None,
@@ -1137,10 +1143,11 @@ impl Settings {
         const DAY: u64 = 86_400;
         const YEARS: u64 = 36_500;
         let (e, r, o) = (&self.evaluate, &self.retention, &self.outbox);
-        let whole: [(&str, u64, u64, u64); 36] = [
+        let whole: [(&str, u64, u64, u64); 37] = [
             ("database.max_connections", self.database.max_connections.into(), 1, 10_000),
             ("database.acquire_timeout_secs", self.database.acquire_timeout_secs, 1, 3_600),
             ("server.max_body_bytes", self.server.max_body_bytes as u64, 1, 1 << 30),
+            ("server.slack_max_body_bytes", self.server.slack_max_body_bytes as u64, 1_024, 16 << 20),
             ("server.header_timeout_secs", self.server.header_timeout_secs, 1, DAY),
             ("server.idle_timeout_secs", self.server.idle_timeout_secs, 1, DAY),
             ("server.request_timeout_secs", self.server.request_timeout_secs, 1, DAY),
