@@ -26,18 +26,33 @@ const TICK_LEASE_SECS: i64 = 3_600;
 const SQLITE_LEASE: &str = "sqlite-replica";
 const SQLITE_LEASE_SECS: i64 = 30;
 
-/// On SQLite, claims the single-replica lease or explains why not.
+/// On SQLite, claims the single-replica lease or explains why not. A lease whose holder was a
+/// process of this host that is gone (killed, out of memory) is taken over at once: the lease
+/// names its holder's host and process id.
 pub async fn claim_sqlite(store: &Store, id: &str) -> Result<()> {
     if store.engine() != Engine::Sqlite {
         return Ok(());
     }
-    if !store.take_lease(SQLITE_LEASE, id, Utc::now().timestamp(), SQLITE_LEASE_SECS).await? {
-        bail!(
-            "another `sheriff serve` is running on this SQLite database; SQLite supports one replica \
-             (use PostgreSQL, SHERIFF__DATABASE__URL=postgres://…, for several)"
-        );
+    let now = Utc::now().timestamp();
+    if store.take_lease(SQLITE_LEASE, id, now, SQLITE_LEASE_SECS).await? {
+        return Ok(());
     }
-    Ok(())
+    let Some((holder, expires_at)) = store.lease_holder(SQLITE_LEASE).await? else {
+        bail!("cannot take the SQLite replica lease, and no one holds it; try again");
+    };
+    let gone = crate::process::local_replica_pid(&holder).filter(|pid| !crate::process::is_running(*pid));
+    if let Some(pid) = gone
+        && store.take_lease_over(SQLITE_LEASE, &holder, id, now, SQLITE_LEASE_SECS).await?
+    {
+        tracing::warn!(holder = %holder, "took the SQLite replica lease over from process {pid} of this host, which is gone");
+        return Ok(());
+    }
+    bail!(
+        "another `sheriff serve` is running on this SQLite database ({holder}); SQLite supports one replica \
+         (use PostgreSQL, SHERIFF__DATABASE__URL=postgres://…, for several). If that process is gone, \
+         its lease lapses in {} s",
+        (expires_at - now).max(0)
+    );
 }
 
 /// One scheduled ingest, its source read and checked at build time.

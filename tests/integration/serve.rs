@@ -611,3 +611,32 @@ async fn slow_or_silent_clients_are_cut_off_by_the_header_idle_and_request_limit
     assert_eq!(reqwest::get(app.url("/healthz")).await.unwrap().status(), 200);
     app.stop().await;
 }
+
+/// A `serve` killed (SIGKILL, out of memory) leaves its SQLite lease behind; a restart on the
+/// same host sees that the lease's process is gone and takes over at once, while a live
+/// holder is named, with when its lease lapses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_takes_over_the_sqlite_lease_of_a_dead_process_of_this_host_at_once() {
+    let db = common::TestDb::sqlite().await;
+    let now = chrono::Utc::now().timestamp();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let killed = format!("{}-{dead}", sheriff::process::hostname());
+    assert!(db.store.take_lease("sqlite-replica", &killed, now, 30).await.unwrap());
+    sheriff::scheduler::claim_sqlite(&db.store, "the-restart")
+        .await
+        .expect("takes over from the dead process");
+    assert_eq!(db.store.lease_holder("sqlite-replica").await.unwrap().unwrap().0, "the-restart");
+
+    // a holder that may be alive (another host) is waited for, and named
+    db.store.release_lease("sqlite-replica", "the-restart").await.unwrap();
+    assert!(db.store.take_lease("sqlite-replica", "another-host-1", now, 30).await.unwrap());
+    let why = format!("{:#}", sheriff::scheduler::claim_sqlite(&db.store, "the-restart").await.unwrap_err());
+    assert!(why.contains("another-host-1") && why.contains("lapses in"), "{why}");
+    // and so is a live process of this host (this one)
+    let me = sheriff::process::replica_id();
+    db.store.release_lease("sqlite-replica", "another-host-1").await.unwrap();
+    assert!(db.store.take_lease("sqlite-replica", &me, now, 30).await.unwrap());
+    assert!(sheriff::scheduler::claim_sqlite(&db.store, "the-restart").await.is_err());
+}
