@@ -38,6 +38,9 @@ pub struct RunListing {
     /// The run folder relative to the bucket root.
     pub path: String,
     pub files: Vec<ListedFile>,
+    /// Why its files cannot all be listed (an unreadable folder): the run is not read, and the
+    /// summary and the ingest log say why, so a later ingest can take it once it can be.
+    pub unlisted: Option<String>,
 }
 
 /// A file of a run: its path relative to the run folder, its size, and where to read it
@@ -183,7 +186,12 @@ async fn discover_gcs(
                     local: None,
                 })
                 .collect();
-            Ok(RunListing { bucket: bucket.to_string(), path: p.trim_end_matches('/').to_string(), files })
+            Ok(RunListing {
+                bucket: bucket.to_string(),
+                path: p.trim_end_matches('/').to_string(),
+                files,
+                unlisted: None,
+            })
         })
         .buffer_unordered(concurrency)
         .collect()
@@ -524,6 +532,15 @@ async fn read_run(
                 return RunOutcome::StorageFailed { path, job, build, error };
             }
         }
+    }
+    if let Some(why) = listing.unlisted {
+        let error = format!("its files cannot all be listed, so it is not read: {why}");
+        return RunOutcome::Failed {
+            path,
+            job,
+            build,
+            problems: vec![FileProblem { file: String::new(), error }],
+        };
     }
     if !listing.files.iter().any(|f| f.name == "finished.json") {
         return RunOutcome::Skipped { path, why: "still running (no finished.json)" };
