@@ -145,6 +145,7 @@ impl Scheduler {
         if self.store.engine() == Engine::Sqlite {
             tasks.spawn(keep_sqlite_lease(self.store.clone(), self.id.clone(), shutdown.clone()));
         }
+        tasks.spawn(record_unrecorded_cycles(self.store.clone(), shutdown.clone()));
         while tasks.join_next().await.is_some() {}
     }
 }
@@ -162,6 +163,34 @@ async fn keep_sqlite_lease(store: Arc<Store>, id: String, mut shutdown: watch::R
         }
     }
     let _ = store.release_lease(SQLITE_LEASE, &id).await;
+}
+
+/// Every 10 s, records the failed cycles and skipped ticks kept while the database was down,
+/// once it takes writes again.
+async fn record_unrecorded_cycles(store: Arc<Store>, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            biased;
+            () = stopping(&mut shutdown) => return,
+            _ = tokio::time::sleep(Duration::from_secs(10)) => {}
+        }
+        match store.record_unrecorded_cycles().await {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::info!(cycles = n, "recorded the cycles that failed while the database was down")
+            }
+            Err(e) => tracing::debug!("cannot record the cycles that failed yet: {e:#}"),
+        }
+    }
+}
+
+/// The job a schedule's name stands for, in metrics.
+fn job_kind(name: &str) -> &'static str {
+    match name {
+        n if n.starts_with("ingest") => "ingest",
+        "prune" => "prune",
+        _ => "evaluate",
+    }
 }
 
 /// Runs `job` at each tick of `schedule` that this replica wins, until shutdown.
@@ -192,10 +221,25 @@ async fn on_schedule<F, Fut>(
                 continue;
             }
             Err(e) => {
-                tracing::error!(job = name, "cannot take the tick's lease: {e:#}");
+                // the tick is skipped: counted, logged, and for a cycle recorded as failed once
+                // the database takes writes again
+                tracing::error!(job = name, tick = %next, "tick skipped: cannot take its lease: {e:#}");
+                metrics::counter!("sheriff_ticks_skipped_total", "job" => job_kind(name)).increment(1);
+                if job_kind(name) == "evaluate" {
+                    let now = Utc::now().timestamp();
+                    store.keep_unrecorded_cycle(crate::store::evaluations::CycleRecord {
+                        started_at: now,
+                        finished_at: now,
+                        evaluated_at: next.timestamp(),
+                        outcome: "failed".into(),
+                        error: format!("tick skipped: cannot take its lease: {e:#}"),
+                        ..Default::default()
+                    });
+                }
                 continue;
             }
         }
+
         let started = std::time::Instant::now();
         let outcome = match finish_or_abandon(job(), &mut shutdown).await {
             Some(Ok(())) => "ok",
@@ -208,11 +252,7 @@ async fn on_schedule<F, Fut>(
                 "abandoned"
             }
         };
-        let kind = match name {
-            n if n.starts_with("ingest") => "ingest",
-            "prune" => "prune",
-            _ => "evaluate",
-        };
+        let kind = job_kind(name);
         metrics::histogram!("sheriff_job_seconds", "job" => kind, "outcome" => outcome)
             .record(started.elapsed().as_secs_f64());
         metrics::counter!("sheriff_jobs_total", "job" => kind, "outcome" => outcome).increment(1);

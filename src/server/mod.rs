@@ -83,6 +83,10 @@ fn describe_metrics() {
         "Job runs seen by ingest, by way in (local, gcs, push) and outcome (ingested, skipped, failed: a bad file, storage_failed: sheriff's own storage)."
     );
     describe_counter!("sheriff_jobs_total", "Scheduled jobs run, by job and outcome.");
+    describe_counter!(
+        "sheriff_ticks_skipped_total",
+        "Scheduled ticks skipped because their lease could not be taken (the database failing), by job."
+    );
     describe_counter!("sheriff_slack_actions_total", "Slack button presses, by action.");
     describe_counter!("sheriff_slack_commands_total", "Slash commands received.");
     describe_counter!(

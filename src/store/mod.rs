@@ -68,6 +68,9 @@ pub struct Store {
     write_failing_since: Mutex<Option<i64>>,
     /// Injected storage faults (tests only; see [`Store::inject_write_faults`]).
     write_faults: Mutex<Option<WriteFaultHook>>,
+    /// Failed cycles and skipped ticks that could not be recorded in `eval_cycles` when they
+    /// happened (the database was down): recorded once it takes writes again, oldest first.
+    unrecorded_cycles: Mutex<Vec<evaluations::CycleRecord>>,
 }
 
 /// Says, for each write transaction, whether its commit fails.
@@ -218,6 +221,7 @@ impl Store {
             trouble: Mutex::default(),
             write_failing_since: Mutex::default(),
             write_faults: Mutex::default(),
+            unrecorded_cycles: Mutex::default(),
         })
     }
 
