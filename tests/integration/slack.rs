@@ -259,6 +259,18 @@ on_both_engines! {
         assert!(silences.iter().any(|s| s.reason.contains("the metal lab was being rewired")
             && s.expires_at > chrono::Utc::now().timestamp() + 29 * 86_400));
 
+        // resolved now: its buttons and dialogs act no more, and say so
+        let silenced = state.store.silences(chrono::Utc::now().timestamp()).await.unwrap().len();
+        for action in ["ack", "silence_24h", "file_jira"] {
+            interaction(&state, click(&slack, "UOPS", action, id)).await;
+            let answer = slack.responses().last().unwrap()["text"].as_str().unwrap().to_string();
+            assert!(answer.contains("is resolved"), "{action}: {answer}");
+        }
+        assert_eq!(state.store.silences(chrono::Utc::now().timestamp()).await.unwrap().len(), silenced);
+        let (_, again) = interaction(&state, submission("UOPS", "still not one")).await;
+        assert_eq!(again["response_action"], "errors", "{again}");
+        assert_eq!(state.store.incident_events(id).await.unwrap().iter().filter(|e| e.kind == "not_a_regression").count(), 1);
+
         // who did what, when: in the events and in `explain`
         let events = state.store.incident_events(id).await.unwrap();
         let kinds: Vec<(&str, &str)> = events.iter().map(|e| (e.actor.as_str(), e.kind.as_str())).collect();
