@@ -14,9 +14,16 @@ pub fn truncate(s: &str, max: usize) -> String {
 }
 
 /// Characters that must not pass into a log line, a job name or a metric label as they are:
-/// control characters and the bidirectional overrides and isolates.
+/// control characters, the bidirectional overrides and isolates, the line and paragraph
+/// separators, and characters that look like nothing or like a plain space (zero-width ones,
+/// the no-break space, the soft hyphen, the byte-order mark).
 pub fn is_hostile_char(c: char) -> bool {
-    c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c) || ('\u{2066}'..='\u{2069}').contains(&c)
+    c.is_control()
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
+        || ('\u{200b}'..='\u{200f}').contains(&c)
+        || ('\u{2060}'..='\u{2064}').contains(&c)
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{00a0}' | '\u{00ad}' | '\u{feff}')
 }
 
 /// A URL that may become a link in any output: `http://` or `https://` with a host, and no
