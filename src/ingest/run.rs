@@ -48,6 +48,10 @@ const MAX_BACKENDS_PER_RUN: usize = 2_000;
 /// How far ahead of this machine's clock a run's times may be (clocks disagree a little).
 const MAX_CLOCK_SKEW_SECS: i64 = 86_400;
 
+/// The earliest start a run may have: 2000-01-01 UTC, long before any CI system sheriff reads
+/// (a start in the year −1199 is a broken file, not history).
+const EARLIEST_START_SECS: i64 = 946_684_800;
+
 fn problem(file: &str, error: impl Into<String>) -> FileProblem {
     FileProblem { file: file.to_string(), error: error.into() }
 }
@@ -165,6 +169,10 @@ pub fn assemble(run: &RunFiles) -> Assembly {
             "timestamp: the start time {} is in the future (more than a day from now); a run is stored once it has happened",
             t.to_rfc3339()
         );
+        parsed.failures.insert(0, problem("started.json", why));
+    }
+    if let Some(t) = started_at.filter(|t| t.timestamp() < EARLIEST_START_SECS) {
+        let why = format!("timestamp: the start time {} is before the year 2000", t.to_rfc3339());
         parsed.failures.insert(0, problem("started.json", why));
     }
     if !parsed.failures.is_empty() {
@@ -526,6 +534,13 @@ mod tests {
             problems[0].error.contains("10000-01-01") && problems[0].error.contains("future"),
             "{problems:?}"
         );
+        let mut files = base_files();
+        files[0] = file("started.json", r#"{"timestamp": -99999999999}"#);
+        let Assembly::Failed { problems } = assemble(&run(files)) else {
+            panic!("stored a run of the year -1199")
+        };
+        assert_eq!(problems[0].file, "started.json");
+        assert!(problems[0].error.contains("before the year 2000"), "{problems:?}");
         let mut files = base_files();
         files[1] = file("finished.json", r#"{"timestamp": 1699990000, "passed": true}"#);
         let Assembly::Ready { record, warnings } = assemble(&run(files)) else { panic!("refused") };
