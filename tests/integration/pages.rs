@@ -173,6 +173,16 @@ on_both_engines! {
         assert_eq!(get(&state, "/healthz", None).await.0, StatusCode::OK);
     }
 
+    async fn a_misspelt_backend_on_explore_is_called_unknown_with_the_nearest_names(db) {
+        let state = world(&db, |_| {}).await;
+        let (status, _, page) = get(&state, "/explore?backend=image-registry-new-connectionz", None).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(page.contains("Unknown backend image-registry-new-connectionz"), "{page}");
+        assert!(page.contains("Did you mean image-registry-new-connections"), "{page}");
+        let (_, _, known) = get(&state, "/explore?backend=image-registry-new-connections", None).await;
+        assert!(!known.contains("Unknown backend"));
+    }
+
     async fn an_empty_pages_token_opens_nothing_to_an_empty_password(db) {
         // loading refuses an empty token; this holds even for settings built in code
         let state = world(&db, |s| s.server.pages_token = Some(Secret::new(""))).await;

@@ -259,6 +259,12 @@ pub fn explore(
                 button type="submit" { "Show" }
             }
             @if let Some(e) = error { p class="state new" { (e) } }
+            @if let Some(a) = answer.filter(|a| !a.known_backend) {
+                p class="state new" {
+                    "Unknown backend " (a.backend) ": no stored run has recorded it."
+                    @if !a.similar.is_empty() { " Did you mean " (a.similar.join(", ")) "?" }
+                }
+            }
             @if let Some(a) = answer {
                 p { (a.backend) ": " (a.runs) " runs in the last " (a.window_days) " days over " (a.variants) " variants, " (a.disrupted_runs) " disrupted; reference " (a.baseline_runs) " runs." }
                 div class="scroll" { table {
