@@ -654,6 +654,12 @@ pub struct ServerSettings {
     pub idle_timeout_secs: u64,
     /// A request, its body included, is answered within this many seconds, else 408.
     pub request_timeout_secs: u64,
+    /// No connection lives longer than this many seconds (HTTP/2 ones too): it is asked to
+    /// close, and closed once its request in progress is answered.
+    pub max_connection_secs: u64,
+    /// Connections open at once, at most; the next waits in the listen queue. Well below the
+    /// process's file limit, so the database's connections and health checks always have room.
+    pub max_connections: usize,
 }
 
 impl Default for ServerSettings {
@@ -668,6 +674,8 @@ impl Default for ServerSettings {
             header_timeout_secs: 10,
             idle_timeout_secs: 75,
             request_timeout_secs: 60,
+            max_connection_secs: 3_600,
+            max_connections: 1_024,
         }
     }
 }
@@ -1143,7 +1151,7 @@ impl Settings {
         const DAY: u64 = 86_400;
         const YEARS: u64 = 36_500;
         let (e, r, o) = (&self.evaluate, &self.retention, &self.outbox);
-        let whole: [(&str, u64, u64, u64); 37] = [
+        let whole: [(&str, u64, u64, u64); 39] = [
             ("database.max_connections", self.database.max_connections.into(), 1, 10_000),
             ("database.acquire_timeout_secs", self.database.acquire_timeout_secs, 1, 3_600),
             ("server.max_body_bytes", self.server.max_body_bytes as u64, 1, 1 << 30),
@@ -1151,6 +1159,8 @@ impl Settings {
             ("server.header_timeout_secs", self.server.header_timeout_secs, 1, DAY),
             ("server.idle_timeout_secs", self.server.idle_timeout_secs, 1, DAY),
             ("server.request_timeout_secs", self.server.request_timeout_secs, 1, DAY),
+            ("server.max_connection_secs", self.server.max_connection_secs, 1, 7 * DAY),
+            ("server.max_connections", self.server.max_connections as u64, 1, 100_000),
             ("ingest.max_interval_file_bytes", self.ingest.max_interval_file_bytes, 1, 1 << 32),
             ("ingest.max_file_bytes", self.ingest.max_file_bytes, 1, 1 << 32),
             ("ingest.concurrency", self.ingest.concurrency as u64, 1, 1_024),

@@ -297,6 +297,8 @@ pub async fn serve(
     let limits = conn::Limits {
         header: std::time::Duration::from_secs(s.header_timeout_secs.max(1)),
         idle: std::time::Duration::from_secs(s.idle_timeout_secs.max(1)),
+        max_age: std::time::Duration::from_secs(s.max_connection_secs.max(1)),
+        max_connections: s.max_connections.max(1),
     };
     conn::serve(listener, router(state), limits, shutdown, crate::shutdown::SHUTDOWN_GRACE).await;
     Ok(())
