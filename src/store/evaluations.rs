@@ -456,7 +456,7 @@ impl Store {
     }
 
     /// Keeps a failed cycle or a skipped tick that cannot be recorded now (the newest
-    /// [`MAX_UNRECORDED_CYCLES`]).
+    /// `MAX_UNRECORDED_CYCLES`).
     pub fn keep_unrecorded_cycle(&self, cycle: CycleRecord) {
         let mut kept = self.unrecorded_cycles.lock().expect("unrecorded cycles lock");
         if kept.len() >= MAX_UNRECORDED_CYCLES {
