@@ -88,8 +88,29 @@ pub async fn acknowledge(
     Ok((reread(store, id_of(store, reference).await?).await?, fresh))
 }
 
+/// A silence made (or found made moments ago).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SilenceMade {
+    /// The silence's number.
+    pub id: i64,
+    /// The open incidents it holds now, by number; empty when it matches none (yet).
+    pub holds: Vec<i64>,
+}
+
+impl SilenceMade {
+    /// `; it holds #3 and #5` or a warning that it holds no open incident.
+    pub fn holds_words(&self) -> String {
+        if self.holds.is_empty() {
+            return "; it matches no open incident now (it holds any that opens matching it before it ends)"
+                .into();
+        }
+        let ids: Vec<String> = self.holds.iter().map(|id| format!("#{id}")).collect();
+        format!("; it holds incident {}", ids.join(", "))
+    }
+}
+
 /// Silences an incident or a matcher for `seconds`; the silence's number (an equal one made
-/// moments ago by the same person is that one).
+/// moments ago by the same person is that one) and the open incidents it holds.
 pub async fn silence(
     store: &Store,
     target: &Target,
@@ -97,11 +118,17 @@ pub async fn silence(
     reason: &str,
     actor: &str,
     now: i64,
-) -> Result<i64, ActionError> {
-    let (applied, same) =
-        store.apply_manual(now, actor, |k| manual::silence(k, target, seconds, reason, actor, now)).await??;
-    same.or(applied.silences.first().copied())
-        .ok_or_else(|| ActionError::Internal(anyhow::anyhow!("the silence was not recorded")))
+) -> Result<SilenceMade, ActionError> {
+    let (applied, (same, holds)) = store
+        .apply_manual(now, actor, |k| {
+            let holds = manual::open_incidents_held(k, target);
+            manual::silence(k, target, seconds, reason, actor, now).map(|(plan, same)| (plan, (same, holds)))
+        })
+        .await??;
+    let id = same
+        .or(applied.silences.first().copied())
+        .ok_or_else(|| ActionError::Internal(anyhow::anyhow!("the silence was not recorded")))?;
+    Ok(SilenceMade { id, holds })
 }
 
 /// Ends silences by number, of an incident, or of a matcher; how many.

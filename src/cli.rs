@@ -954,8 +954,8 @@ async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Setting
             let target = crate::incidents::silence::Target::parse(&words).map_err(anyhow::Error::msg)?;
             let secs = crate::model::parse_span(&duration)
                 .with_context(|| format!("`--for {duration}`: use a duration like 90m, 24h, 7d or 2w"))?;
-            let id = crate::actions::silence(store, &target, secs, &reason, &cli_actor(), now).await?;
-            println!("silence #{id}: {} for {duration}", target.describe());
+            let made = crate::actions::silence(store, &target, secs, &reason, &cli_actor(), now).await?;
+            println!("silence #{}: {} for {duration}{}", made.id, target.describe(), made.holds_words());
         }
         IncidentsAction::Unsilence { reference } => {
             let n = crate::actions::unsilence(store, &reference, &cli_actor(), now).await?;

@@ -34,6 +34,18 @@ impl Secret {
     pub fn expose(&self) -> &str {
         &self.0
     }
+
+    /// Whether a credential a request carried is this secret, compared in constant time. No
+    /// credential, or an empty one, never matches, not even an empty secret: a missing header
+    /// must not pass for a token.
+    pub fn matches(&self, given: Option<&str>) -> bool {
+        match given {
+            Some(g) if !g.is_empty() && !self.0.is_empty() => {
+                bool::from(subtle::ConstantTimeEq::ct_eq(g.as_bytes(), self.0.as_bytes()))
+            }
+            _ => false,
+        }
+    }
 }
 
 impl fmt::Debug for Secret {
@@ -619,8 +631,13 @@ impl<'de> Deserialize<'de> for DatabaseUrl {
 pub struct ServerSettings {
     /// Address `sheriff serve` listens on.
     pub listen: String,
-    /// Largest request body accepted, in bytes (Slack requests are small; pushed runs are not).
+    /// Largest pushed run (`POST /api/v1/runs`) accepted, in bytes.
     pub max_body_bytes: usize,
+    /// Largest Slack request (`/slack/commands`, `/slack/interactions`) accepted, in bytes. Its
+    /// signature can only be checked once the body is read, so it is kept small: real ones are
+    /// a few KB, a modal submission a few tens. Larger ones are refused (413) before any is read
+    /// when they say their length. Other routes take no body worth speaking of (64 KiB).
+    pub slack_max_body_bytes: usize,
     /// sheriff's own address as people reach it (e.g. `https://sheriff.example.com`), for
     /// "full view" links in Slack and Jira; empty: no links.
     pub public_url: String,
@@ -637,6 +654,12 @@ pub struct ServerSettings {
     pub idle_timeout_secs: u64,
     /// A request, its body included, is answered within this many seconds, else 408.
     pub request_timeout_secs: u64,
+    /// No connection lives longer than this many seconds (HTTP/2 ones too): it is asked to
+    /// close, and closed once its request in progress is answered.
+    pub max_connection_secs: u64,
+    /// Connections open at once, at most; the next waits in the listen queue. Well below the
+    /// process's file limit, so the database's connections and health checks always have room.
+    pub max_connections: usize,
 }
 
 impl Default for ServerSettings {
@@ -644,12 +667,15 @@ impl Default for ServerSettings {
         Self {
             listen: "127.0.0.1:8080".into(),
             max_body_bytes: 32 * 1024 * 1024,
+            slack_max_body_bytes: 256 * 1024,
             public_url: String::new(),
             pages_token: None,
             pages_token_file: None,
             header_timeout_secs: 10,
             idle_timeout_secs: 75,
             request_timeout_secs: 60,
+            max_connection_secs: 3_600,
+            max_connections: 1_024,
         }
     }
 }
@@ -997,13 +1023,25 @@ pub enum ConfigError {
     Invalid(String),
     #[error("cannot read secret file for `{key}` at {}: {source}", shown_path(path))]
     SecretFile { key: String, path: PathBuf, source: std::io::Error },
+    /// An empty secret is a deployment accident (a missing Secret key, an unset `${VAR}` in a
+    /// template), never a wish for no secret: it would let an empty credential in.
+    #[error(
+        "`{key}` is set but empty; give the secret, or unset {ENV_PREFIX}{var} to do without it",
+        var = key.replace('.', "__").to_uppercase()
+    )]
+    EmptySecret { key: String },
+    #[error("`{key}_file` names a file whose first line is empty; the secret must be on its first line")]
+    EmptySecretFile { key: String },
 }
 
-/// A secret file's path as errors show it: a value with no `/` is no path but most likely the
-/// secret itself, put in the `_FILE` variable by mistake, and is not echoed.
+/// A secret file's path as errors show it. A value whose folder does not exist is most likely
+/// the secret itself, put in the `_FILE` variable by mistake (base64 tokens hold `/`), and is
+/// not echoed; neither is one right under `/`, which a token starting with `/` would look like.
 fn shown_path(path: &Path) -> String {
     let text = path.to_string_lossy();
-    if text.contains('/') {
+    let in_a_real_folder =
+        path.parent().is_some_and(|p| !p.as_os_str().is_empty() && p != Path::new("/") && p.is_dir());
+    if in_a_real_folder {
         text.into_owned()
     } else {
         format!(
@@ -1052,7 +1090,10 @@ impl Settings {
 
     fn resolve_secret_files(&mut self) -> Result<(), ConfigError> {
         fn resolve(key: &str, value: &mut Option<Secret>, file: &Option<PathBuf>) -> Result<(), ConfigError> {
-            if value.is_some() {
+            if let Some(v) = value {
+                if v.0.trim().is_empty() {
+                    return Err(ConfigError::EmptySecret { key: key.into() });
+                }
                 return Ok(());
             }
             if let Some(path) = file {
@@ -1062,9 +1103,10 @@ impl Settings {
                     source,
                 })?;
                 let first = text.lines().next().unwrap_or_default().trim().to_string();
-                if !first.is_empty() {
-                    *value = Some(Secret(first));
+                if first.is_empty() {
+                    return Err(ConfigError::EmptySecretFile { key: key.into() });
                 }
+                *value = Some(Secret(first));
             }
             Ok(())
         }
@@ -1084,7 +1126,7 @@ impl Settings {
     fn validate_retention(&self) -> Result<(), ConfigError> {
         let invalid = |key: &str, why: &str| Err(ConfigError::Invalid(format!("`{key}`: {why}")));
         let r = &self.retention;
-        let windows = self.evaluate.window_days + self.evaluate.baseline_days;
+        let windows = self.evaluate.window_days.saturating_add(self.evaluate.baseline_days);
         if r.samples_days < windows.max(28) {
             return invalid(
                 "retention.samples_days",
@@ -1103,8 +1145,117 @@ impl Settings {
         Ok(())
     }
 
+    /// Every number within a range sheriff works with: a value that passes here never makes
+    /// a date, a timer or an allocation overflow later.
+    fn validate_ranges(&self) -> Result<(), ConfigError> {
+        const DAY: u64 = 86_400;
+        const YEARS: u64 = 36_500;
+        let (e, r, o) = (&self.evaluate, &self.retention, &self.outbox);
+        let whole: [(&str, u64, u64, u64); 39] = [
+            ("database.max_connections", self.database.max_connections.into(), 1, 10_000),
+            ("database.acquire_timeout_secs", self.database.acquire_timeout_secs, 1, 3_600),
+            ("server.max_body_bytes", self.server.max_body_bytes as u64, 1, 1 << 30),
+            ("server.slack_max_body_bytes", self.server.slack_max_body_bytes as u64, 1_024, 16 << 20),
+            ("server.header_timeout_secs", self.server.header_timeout_secs, 1, DAY),
+            ("server.idle_timeout_secs", self.server.idle_timeout_secs, 1, DAY),
+            ("server.request_timeout_secs", self.server.request_timeout_secs, 1, DAY),
+            ("server.max_connection_secs", self.server.max_connection_secs, 1, 7 * DAY),
+            ("server.max_connections", self.server.max_connections as u64, 1, 100_000),
+            ("ingest.max_interval_file_bytes", self.ingest.max_interval_file_bytes, 1, 1 << 32),
+            ("ingest.max_file_bytes", self.ingest.max_file_bytes, 1, 1 << 32),
+            ("ingest.concurrency", self.ingest.concurrency as u64, 1, 1_024),
+            ("gcs.concurrency", self.gcs.concurrency as u64, 1, 1_024),
+            ("gcs.timeout_secs", self.gcs.timeout_secs, 1, 3_600),
+            ("gcs.max_attempts", self.gcs.max_attempts.into(), 1, 100),
+            ("slack.min_post_interval_ms", self.slack.min_post_interval_ms, 0, 600_000),
+            ("jira.max_created_per_cycle", self.jira.max_created_per_cycle as u64, 0, 10_000),
+            ("jira.reopen_window_days", self.jira.reopen_window_days.into(), 0, YEARS),
+            ("release_controller.timeout_secs", self.release_controller.timeout_secs, 1, 3_600),
+            ("attribute.evidence_runs", self.attribute.evidence_runs as u64, 0, 1_000),
+            ("evaluate.window_days", e.window_days.into(), 1, 366),
+            ("evaluate.baseline_days", e.baseline_days.into(), 1, 3_660),
+            ("evaluate.min_job_runs", e.min_job_runs, 1, 1_000_000),
+            ("evaluate.min_recent_runs", e.min_recent_runs, 1, 1_000_000),
+            ("evaluate.clear_after", e.clear_after.into(), 0, 10_000),
+            ("evaluate.historical_min_runs", e.historical_min_runs, 0, 1_000_000),
+            ("evaluate.min_history_days", e.min_history_days.into(), 0, 3_660),
+            ("evaluate.recovery_min_runs", e.recovery_min_runs as u64, 0, 1_000_000),
+            ("evaluate.fix_min_runs", e.fix_min_runs, 0, 1_000_000),
+            ("evaluate.reference_lookback_days", e.reference_lookback_days.into(), 0, 3_660),
+            ("evaluate.sample_worst", e.sample_worst as u64, 0, 1_000),
+            ("evaluate.sample_typical", e.sample_typical as u64, 0, 1_000),
+            ("evaluate.min_support_runs", e.min_support_runs, 0, 1_000_000),
+            ("retention.samples_days", r.samples_days.into(), 1, YEARS),
+            ("outbox.max_attempts", o.max_attempts.into(), 1, 1_000),
+            ("outbox.backoff_base_secs", o.backoff_base_secs, 0, DAY),
+            ("outbox.backoff_max_secs", o.backoff_max_secs, 0, 7 * DAY),
+            ("outbox.lease_secs", o.lease_secs, 1, DAY),
+            ("outbox.evaluate_timeout_secs", o.evaluate_timeout_secs, 1, DAY),
+        ];
+        for (key, value, min, max) in whole {
+            if !(min..=max).contains(&value) {
+                return Err(ConfigError::Invalid(format!("`{key}`: must be between {min} and {max}")));
+            }
+        }
+        let seconds: [(&str, f64, f64, f64); 4] = [
+            ("slack.timeout_secs", self.slack.timeout_secs, 0.01, 600.0),
+            ("jira.timeout_secs", self.jira.timeout_secs, 0.01, 600.0),
+            ("evaluate.min_effect_seconds", e.min_effect_seconds, 0.0, 86_400.0),
+            ("evaluate.min_effect_ratio", e.min_effect_ratio, 1.0, 1_000.0),
+        ];
+        for (key, value, min, max) in seconds {
+            // NaN is in no range
+            if !(min..=max).contains(&value) {
+                return Err(ConfigError::Invalid(format!("`{key}`: must be between {min} and {max}")));
+            }
+        }
+        if let Some(d) = self.schedule.ingest.iter().find(|i| u64::from(i.since_days) > YEARS) {
+            return Err(ConfigError::Invalid(format!(
+                "`schedule.ingest.since_days`: {}: must be at most {YEARS}",
+                d.source
+            )));
+        }
+        Ok(())
+    }
+
+    /// The URLs sheriff links to or calls: http(s) with a host; https where a credential is
+    /// sent, except to this machine (a local proxy or a test's fake).
+    fn validate_urls(&self) -> Result<(), ConfigError> {
+        let credentials = |s: &Option<Secret>| s.is_some();
+        let urls: Vec<(String, &str, bool)> = [
+            ("gcs.api_url".to_string(), self.gcs.api_url.as_str(), credentials(&self.gcs.token)),
+            ("slack.api_url".to_string(), self.slack.api_url.as_str(), credentials(&self.slack.bot_token)),
+            ("jira.url".to_string(), self.jira.url.as_str(), credentials(&self.jira.token)),
+            ("server.public_url".to_string(), self.server.public_url.as_str(), false),
+            ("slack.workspace_url".to_string(), self.slack.workspace_url.as_str(), false),
+        ]
+        .into_iter()
+        .chain(
+            self.release_controller
+                .urls
+                .iter()
+                .map(|(arch, url)| (format!("release_controller.urls.{arch}"), url.as_str(), false)),
+        )
+        .collect();
+        let optional = ["jira.url", "server.public_url", "slack.workspace_url"];
+        for (key, url, secret) in urls {
+            if url.is_empty() && optional.contains(&key.as_str()) {
+                continue;
+            }
+            if let Err(why) = check_url(url, secret) {
+                return Err(ConfigError::Invalid(format!("`{key}`: {why}")));
+            }
+        }
+        Ok(())
+    }
+
     fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |key: &str, why: &str| Err(ConfigError::Invalid(format!("`{key}`: {why}")));
+        if let Err(why) = crate::schedule::Schedule::parse("0 0 * * *", &self.schedule.timezone) {
+            return invalid("schedule.timezone", &why);
+        }
+        self.validate_ranges()?;
+        self.validate_urls()?;
         if self.database.max_connections == 0 {
             return invalid("database.max_connections", "must be at least 1");
         }
@@ -1116,17 +1267,6 @@ impl Settings {
         }
         if self.gcs.concurrency == 0 {
             return invalid("gcs.concurrency", "must be at least 1");
-        }
-        for (key, url) in [("gcs.api_url", &self.gcs.api_url), ("slack.api_url", &self.slack.api_url)] {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return invalid(key, "must be an http:// or https:// URL");
-            }
-        }
-        let jira_url_ok = self.jira.url.is_empty()
-            || self.jira.url.starts_with("http://")
-            || self.jira.url.starts_with("https://");
-        if !jira_url_ok {
-            return invalid("jira.url", "must be an http:// or https:// URL");
         }
         if !self.jira.url.is_empty() && self.jira.project.is_empty() {
             return invalid("jira.project", "a project key is needed when jira.url is set");
@@ -1182,6 +1322,34 @@ impl Settings {
     pub fn to_redacted_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render settings: {e}\n"))
     }
+}
+
+/// Whether `url` is an http(s) URL with a host; with `credentials` (a token travels to it),
+/// https, or http to this machine only.
+fn check_url(url: &str, credentials: bool) -> Result<(), String> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err("must be an http:// or https:// URL".into());
+    };
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return Err("must be an http:// or https:// URL".into());
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if let Some(bracketed) = host_port.strip_prefix('[') {
+        bracketed.split(']').next().unwrap_or_default()
+    } else {
+        host_port.split(':').next().unwrap_or_default()
+    };
+    if host.is_empty() || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err("must be an http:// or https:// URL with a host".into());
+    }
+    let local = host.eq_ignore_ascii_case("localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if credentials && scheme == "http" && !local {
+        return Err("must be https:// (a credential is sent to it), or http:// to this machine".into());
+    }
+    Ok(())
 }
 
 /// `SHERIFF__SLACK__BOT_TOKEN=x` becomes `slack.bot_token = "x"`. A value that reads as a TOML
@@ -1431,5 +1599,124 @@ mod tests {
             .to_string();
         assert!(!err.contains("xoxb-oops-1234"), "{err}");
         assert!(err.contains("slack.bot_token"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_or_empty_credential_never_matches_a_secret() {
+        let empty = Secret::new("");
+        assert!(!empty.matches(None));
+        assert!(!empty.matches(Some("")));
+        let token = Secret::new("tok");
+        assert!(!token.matches(None));
+        assert!(!token.matches(Some("")));
+        assert!(!token.matches(Some("to")));
+        assert!(token.matches(Some("tok")));
+    }
+
+    #[test]
+    fn a_base64_token_with_slashes_put_in_a_file_variable_is_not_echoed() {
+        for token in ["LEAK3/Zm9vYmFy+/==", "/Zm9vYmFyYmF6", "./Zm9v/YmFy"] {
+            let err = Settings::load_from(None, &env(&[("SHERIFF__JIRA__TOKEN_FILE", token)]))
+                .unwrap_err()
+                .to_string();
+            assert!(!err.contains(token), "{err}");
+            assert!(err.contains("jira.token"), "{err}");
+        }
+        // a real path in a real folder is still shown, so a typo can be found
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("tokn");
+        let err =
+            Settings::load_from(None, &env(&[("SHERIFF__JIRA__TOKEN_FILE", missing.to_str().unwrap())]))
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains(missing.to_str().unwrap()), "{err}");
+    }
+
+    #[test]
+    fn an_empty_secret_is_an_error_naming_its_key() {
+        for (var, key) in [
+            ("SHERIFF__INGEST__PUSH_TOKEN", "ingest.push_token"),
+            ("SHERIFF__SERVER__PAGES_TOKEN", "server.pages_token"),
+            ("SHERIFF__SLACK__SIGNING_SECRET", "slack.signing_secret"),
+            ("SHERIFF__DATABASE__PASSWORD", "database.password"),
+        ] {
+            for value in ["", "  "] {
+                let err = Settings::load_from(None, &env(&[(var, value)])).unwrap_err();
+                assert!(matches!(err, ConfigError::EmptySecret { .. }), "{var}={value:?}: {err}");
+                let text = err.to_string();
+                assert!(text.contains(key) && text.contains(var), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_empty_secret_file_or_one_with_a_blank_first_line_is_an_error_naming_its_key() {
+        for content in ["", "\n", "   \nthe-token\n"] {
+            let file = write(content);
+            let err = Settings::load_from(
+                None,
+                &env(&[("SHERIFF__SERVER__PAGES_TOKEN_FILE", file.path().to_str().unwrap())]),
+            )
+            .unwrap_err();
+            assert!(matches!(err, ConfigError::EmptySecretFile { .. }), "{content:?}: {err}");
+            assert!(err.to_string().contains("server.pages_token_file"), "{err}");
+        }
+        let file = write("the-token\n");
+        let s = Settings::load_from(
+            None,
+            &env(&[("SHERIFF__SERVER__PAGES_TOKEN_FILE", file.path().to_str().unwrap())]),
+        )
+        .unwrap();
+        assert_eq!(s.server.pages_token.unwrap().expose(), "the-token");
+    }
+
+    #[test]
+    fn numbers_that_would_overflow_a_date_or_a_timer_are_refused_naming_their_key() {
+        for (var, value, key) in [
+            ("SHERIFF__EVALUATE__WINDOW_DAYS", "4294967295", "evaluate.window_days"),
+            ("SHERIFF__EVALUATE__BASELINE_DAYS", "4294967295", "evaluate.baseline_days"),
+            ("SHERIFF__SERVER__IDLE_TIMEOUT_SECS", "9223372036854775807", "server.idle_timeout_secs"),
+            ("SHERIFF__SERVER__HEADER_TIMEOUT_SECS", "9223372036854775807", "server.header_timeout_secs"),
+            ("SHERIFF__SLACK__TIMEOUT_SECS", "inf", "slack.timeout_secs"),
+            ("SHERIFF__SLACK__TIMEOUT_SECS", "nan", "slack.timeout_secs"),
+            ("SHERIFF__JIRA__TIMEOUT_SECS", "-5", "jira.timeout_secs"),
+            ("SHERIFF__OUTBOX__LEASE_SECS", "9223372036854775807", "outbox.lease_secs"),
+        ] {
+            let err = Settings::load_from(None, &env(&[(var, value)])).unwrap_err().to_string();
+            assert!(err.contains(key), "{var}={value}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_bad_time_zone_is_reported_under_its_own_key() {
+        let err = Settings::load_from(None, &env(&[("SHERIFF__SCHEDULE__TIMEZONE", "Mars/Olympus")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`schedule.timezone`"), "{err}");
+    }
+
+    #[test]
+    fn urls_are_http_with_a_host_and_https_where_a_credential_goes() {
+        for (var, value, key) in [
+            ("SHERIFF__SLACK__API_URL", "http://", "slack.api_url"),
+            ("SHERIFF__SERVER__PUBLIC_URL", "javascript:alert(1)", "server.public_url"),
+            ("SHERIFF__SLACK__WORKSPACE_URL", "javascript:alert(1)", "slack.workspace_url"),
+            ("SHERIFF__RELEASE_CONTROLLER__URLS__AMD64", "ftp://x", "release_controller.urls.amd64"),
+        ] {
+            let err = Settings::load_from(None, &env(&[(var, value)])).unwrap_err().to_string();
+            assert!(err.contains(key), "{var}={value}: {err}");
+        }
+        let with_token = |url: &str| {
+            Settings::load_from(
+                None,
+                &env(&[("SHERIFF__SLACK__API_URL", url), ("SHERIFF__SLACK__BOT_TOKEN", "xoxb-1")]),
+            )
+        };
+        assert!(with_token("http://slack.example.com/api").unwrap_err().to_string().contains("https"));
+        with_token("https://slack.example.com/api").unwrap();
+        with_token("http://127.0.0.1:9000/api").unwrap();
+        with_token("http://localhost:9000/api").unwrap();
+        // without a credential, plain http is fine (a proxy inside the cluster)
+        Settings::load_from(None, &env(&[("SHERIFF__SLACK__API_URL", "http://slack-proxy/api")])).unwrap();
     }
 }

@@ -15,6 +15,20 @@ pub fn replica_id() -> String {
     format!("{}-{}", hostname(), std::process::id())
 }
 
+/// The process id of a replica of this host, from its id (`<host>-<pid>` or `<host>-<pid>-<n>`);
+/// None for a replica of another host.
+pub fn local_replica_pid(replica: &str) -> Option<u32> {
+    let rest = replica.strip_prefix(&hostname())?.strip_prefix('-')?;
+    rest.split('-').next()?.parse().ok()
+}
+
+/// Whether a process with this id runs on this host. Where that cannot be told (no `/proc`),
+/// it is taken to run: the caller then waits rather than take over from a live process.
+pub fn is_running(pid: u32) -> bool {
+    let proc = std::path::Path::new("/proc");
+    !proc.is_dir() || proc.join(pid.to_string()).exists()
+}
+
 /// Eight hex digits, random: tells apart workers of one process, or finds a log line.
 pub fn random_suffix() -> String {
     format!("{:08x}", fastrand::u32(..))

@@ -69,10 +69,10 @@ pub fn suspects(body: &str, favoured: &[&str]) -> Result<Vec<SuspectChange>> {
         let repository = if image.path.is_empty() { image.name.clone() } else { repository_of(&image.path) };
         let rank = favoured.iter().position(|f| f.eq_ignore_ascii_case(&repository));
         for c in image.commits.iter().filter(|c| c.pull_id > 0) {
-            let url = if c.pull_url.is_empty() {
-                format!("https://github.com/{repository}/pull/{}", c.pull_id)
-            } else {
-                c.pull_url.clone()
+            // the changelog's link only when it is a plain web address
+            let url = match crate::render::web_link(&c.pull_url) {
+                Some(u) => u.to_string(),
+                None => format!("https://github.com/{repository}/pull/{}", c.pull_id),
             };
             if ranked.iter().any(|(_, s)| s.url == url) {
                 continue; // one PR in several images of one repository
@@ -285,5 +285,16 @@ mod tests {
         assert_eq!((list[1].number, list[1].component_match), (2001, false));
         assert!(suspects("<html>", &[]).is_err());
         assert_eq!(repository_of("https://github.com/openshift/image-registry/"), "openshift/image-registry");
+    }
+
+    #[test]
+    fn a_pull_request_url_that_is_no_web_address_becomes_the_repository_s_own() {
+        let body = BODY.replace(
+            "https://github.com/openshift/cluster-monitoring-operator/pull/2001",
+            "javascript:alert(document.domain)//https://github.com/x",
+        );
+        let list = suspects(&body, &[]).unwrap();
+        let pr = list.iter().find(|s| s.number == 2001).unwrap();
+        assert_eq!(pr.url, "https://github.com/openshift/cluster-monitoring-operator/pull/2001");
     }
 }

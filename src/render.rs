@@ -14,9 +14,38 @@ pub fn truncate(s: &str, max: usize) -> String {
 }
 
 /// Characters that must not pass into a log line, a job name or a metric label as they are:
-/// control characters and the bidirectional overrides and isolates.
+/// control characters, the bidirectional overrides and isolates, the line and paragraph
+/// separators, and characters that look like nothing or like a plain space (zero-width ones,
+/// the no-break space, the soft hyphen, the byte-order mark).
 pub fn is_hostile_char(c: char) -> bool {
-    c.is_control() || ('\u{202a}'..='\u{202e}').contains(&c) || ('\u{2066}'..='\u{2069}').contains(&c)
+    c.is_control()
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
+        || ('\u{200b}'..='\u{200f}').contains(&c)
+        || ('\u{2060}'..='\u{2064}').contains(&c)
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{00a0}' | '\u{00ad}' | '\u{feff}')
+}
+
+/// A URL that may become a link in any output: `http://` or `https://` with a host, and no
+/// whitespace, control character, quote, angle bracket or backslash. URLs come from artifacts
+/// and changelogs, which are hostile (`javascript:…`); None: show the text without a link.
+/// Each output still escapes what its own markup gives meaning to ([`link_target`]).
+pub fn web_link(url: &str) -> Option<&str> {
+    let rest = ["https://", "http://"].iter().find_map(|scheme| {
+        let head = url.get(..scheme.len())?;
+        head.eq_ignore_ascii_case(scheme).then(|| &url[scheme.len()..])
+    })?;
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let odd =
+        |c: char| c.is_whitespace() || is_hostile_char(c) || matches!(c, '"' | '\'' | '<' | '>' | '\\' | '`');
+    (!host.is_empty() && !url.chars().any(odd)).then_some(url)
+}
+
+/// A checked URL as the target of a markup link whose syntax ends at `|`, `[` or `]` (Slack's
+/// `<url|text>`, Jira wiki's `[text|url]`): those characters percent-encoded, which a browser
+/// reads as the same address.
+pub fn link_target(url: &str) -> String {
+    url.replace('|', "%7C").replace('[', "%5B").replace(']', "%5D")
 }
 
 /// `2026-11-29 06:00 UTC` for Unix seconds (the number itself when out of range).
@@ -123,6 +152,31 @@ pub fn weekly_line(r: &RegressionReport) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_plain_http_and_https_urls_become_links() {
+        for good in
+            ["https://prow.ci.openshift.org/view/gs/b/1", "HTTP://x.example/a?b=c#d", "https://h/a|b]c"]
+        {
+            assert_eq!(web_link(good), Some(good), "{good}");
+        }
+        for bad in [
+            "javascript:alert('url')//https://x",
+            "JavaScript:alert(1)",
+            "data:text/html,x",
+            "//evil.example/x",
+            "https://",
+            "https:///path",
+            "https://x/a b",
+            "https://x/\"><script>",
+            "https://x/\u{202e}",
+            "ftp://x/y",
+            "",
+        ] {
+            assert_eq!(web_link(bad), None, "{bad}");
+        }
+        assert_eq!(link_target("https://h/a|b]c[d"), "https://h/a%7Cb%5Dc%5Bd");
+    }
 
     #[test]
     fn sparklines_scale_to_the_largest_value() {

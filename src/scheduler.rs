@@ -26,18 +26,33 @@ const TICK_LEASE_SECS: i64 = 3_600;
 const SQLITE_LEASE: &str = "sqlite-replica";
 const SQLITE_LEASE_SECS: i64 = 30;
 
-/// On SQLite, claims the single-replica lease or explains why not.
+/// On SQLite, claims the single-replica lease or explains why not. A lease whose holder was a
+/// process of this host that is gone (killed, out of memory) is taken over at once: the lease
+/// names its holder's host and process id.
 pub async fn claim_sqlite(store: &Store, id: &str) -> Result<()> {
     if store.engine() != Engine::Sqlite {
         return Ok(());
     }
-    if !store.take_lease(SQLITE_LEASE, id, Utc::now().timestamp(), SQLITE_LEASE_SECS).await? {
-        bail!(
-            "another `sheriff serve` is running on this SQLite database; SQLite supports one replica \
-             (use PostgreSQL, SHERIFF__DATABASE__URL=postgres://…, for several)"
-        );
+    let now = Utc::now().timestamp();
+    if store.take_lease(SQLITE_LEASE, id, now, SQLITE_LEASE_SECS).await? {
+        return Ok(());
     }
-    Ok(())
+    let Some((holder, expires_at)) = store.lease_holder(SQLITE_LEASE).await? else {
+        bail!("cannot take the SQLite replica lease, and no one holds it; try again");
+    };
+    let gone = crate::process::local_replica_pid(&holder).filter(|pid| !crate::process::is_running(*pid));
+    if let Some(pid) = gone
+        && store.take_lease_over(SQLITE_LEASE, &holder, id, now, SQLITE_LEASE_SECS).await?
+    {
+        tracing::warn!(holder = %holder, "took the SQLite replica lease over from process {pid} of this host, which is gone");
+        return Ok(());
+    }
+    bail!(
+        "another `sheriff serve` is running on this SQLite database ({holder}); SQLite supports one replica \
+         (use PostgreSQL, SHERIFF__DATABASE__URL=postgres://…, for several). If that process is gone, \
+         its lease lapses in {} s",
+        (expires_at - now).max(0)
+    );
 }
 
 /// One scheduled ingest, its source read and checked at build time.
@@ -115,6 +130,13 @@ impl Scheduler {
                     let summary =
                         crate::ingest::ingest(&store, &settings.ingest, &job.source, &options).await?;
                     summary.count("schedule");
+                    // runs sheriff could not store make the job a failure, as they make
+                    // `sheriff ingest` exit 2; the next tick stores them
+                    anyhow::ensure!(
+                        summary.storage_failed == 0,
+                        "{} run(s) could not be stored (sheriff's own storage failed)",
+                        summary.storage_failed
+                    );
                     Ok(())
                 })
                 .await;
@@ -123,6 +145,7 @@ impl Scheduler {
         if self.store.engine() == Engine::Sqlite {
             tasks.spawn(keep_sqlite_lease(self.store.clone(), self.id.clone(), shutdown.clone()));
         }
+        tasks.spawn(record_unrecorded_cycles(self.store.clone(), shutdown.clone()));
         while tasks.join_next().await.is_some() {}
     }
 }
@@ -140,6 +163,34 @@ async fn keep_sqlite_lease(store: Arc<Store>, id: String, mut shutdown: watch::R
         }
     }
     let _ = store.release_lease(SQLITE_LEASE, &id).await;
+}
+
+/// Every 10 s, records the failed cycles and skipped ticks kept while the database was down,
+/// once it takes writes again.
+async fn record_unrecorded_cycles(store: Arc<Store>, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            biased;
+            () = stopping(&mut shutdown) => return,
+            _ = tokio::time::sleep(Duration::from_secs(10)) => {}
+        }
+        match store.record_unrecorded_cycles().await {
+            Ok(0) => {}
+            Ok(n) => {
+                tracing::info!(cycles = n, "recorded the cycles that failed while the database was down")
+            }
+            Err(e) => tracing::debug!("cannot record the cycles that failed yet: {e:#}"),
+        }
+    }
+}
+
+/// The job a schedule's name stands for, in metrics.
+fn job_kind(name: &str) -> &'static str {
+    match name {
+        n if n.starts_with("ingest") => "ingest",
+        "prune" => "prune",
+        _ => "evaluate",
+    }
 }
 
 /// Runs `job` at each tick of `schedule` that this replica wins, until shutdown.
@@ -170,10 +221,25 @@ async fn on_schedule<F, Fut>(
                 continue;
             }
             Err(e) => {
-                tracing::error!(job = name, "cannot take the tick's lease: {e:#}");
+                // the tick is skipped: counted, logged, and for a cycle recorded as failed once
+                // the database takes writes again
+                tracing::error!(job = name, tick = %next, "tick skipped: cannot take its lease: {e:#}");
+                metrics::counter!("sheriff_ticks_skipped_total", "job" => job_kind(name)).increment(1);
+                if job_kind(name) == "evaluate" {
+                    let now = Utc::now().timestamp();
+                    store.keep_unrecorded_cycle(crate::store::evaluations::CycleRecord {
+                        started_at: now,
+                        finished_at: now,
+                        evaluated_at: next.timestamp(),
+                        outcome: "failed".into(),
+                        error: format!("tick skipped: cannot take its lease: {e:#}"),
+                        ..Default::default()
+                    });
+                }
                 continue;
             }
         }
+
         let started = std::time::Instant::now();
         let outcome = match finish_or_abandon(job(), &mut shutdown).await {
             Some(Ok(())) => "ok",
@@ -186,11 +252,7 @@ async fn on_schedule<F, Fut>(
                 "abandoned"
             }
         };
-        let kind = match name {
-            n if n.starts_with("ingest") => "ingest",
-            "prune" => "prune",
-            _ => "evaluate",
-        };
+        let kind = job_kind(name);
         metrics::histogram!("sheriff_job_seconds", "job" => kind, "outcome" => outcome)
             .record(started.elapsed().as_secs_f64());
         metrics::counter!("sheriff_jobs_total", "job" => kind, "outcome" => outcome).increment(1);

@@ -281,6 +281,23 @@ pub fn silence(
     Ok((plan, None))
 }
 
+/// The open incidents a silence of `target` would hold now, by number: a person is told when a
+/// new silence holds none.
+pub fn open_incidents_held(known: &Known, target: &Target) -> Vec<i64> {
+    let mut target = target.clone();
+    if let Some(reference) = &target.fingerprint
+        && let Ok(i) = find(&known.incidents, reference)
+    {
+        target.fingerprint = Some(i.fingerprint.clone());
+    }
+    known
+        .incidents
+        .iter()
+        .filter(|i| i.state.is_open() && target.names(&i.fingerprint, &i.snapshot))
+        .map(|i| i.id)
+        .collect()
+}
+
 /// Ends silences: by number, every active one of an incident, or the one a matcher describes.
 pub fn unsilence(known: &Known, reference: &str) -> Result<Plan, Refusal> {
     let incident = find(&known.incidents, reference).ok();

@@ -3,7 +3,10 @@
 //! A silence names one incident (by fingerprint or number) or a matcher: a backend glob and
 //! dimension values (`backend=image-registry-* platform=metal release=4.14`). A matcher's
 //! dimension matches an incident only when every value of the incident's scope in that
-//! dimension matches: silencing `platform=metal` does not silence a problem of every platform.
+//! dimension matches, or, where its scope does not name the dimension, when every one of its
+//! affected groups has a matching value there: silencing `platform=metal` does not silence a
+//! problem of every platform, and `arch=amd64` holds a metal incident all of whose groups are
+//! amd64 although its scope says nothing of the architecture.
 //! Dimension keys are kept by their canonical names, whichever short form was typed
 //! (`upgrade=` is `upgrade_type`).
 
@@ -12,7 +15,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::{Incident, Snapshot};
-use crate::model::{Dimension, glob_match};
+use crate::model::{Dimension, GroupKey, glob_match};
 
 /// A matcher's dimension patterns (globs), by dimension.
 pub type Patterns = BTreeMap<Dimension, String>;
@@ -73,6 +76,33 @@ impl Target {
         Ok(t)
     }
 
+    /// Whether it names the incident `fingerprint` with snapshot `s` (also one not stored yet).
+    pub fn names(&self, fingerprint: &str, s: &Snapshot) -> bool {
+        if let Some(f) = &self.fingerprint {
+            return f == fingerprint;
+        }
+        if let Some(glob) = &self.backend
+            && !(glob_match(glob, &s.family) || s.backends.iter().any(|b| glob_match(glob, b)))
+        {
+            return false;
+        }
+        let groups: Option<Vec<GroupKey>> =
+            s.report.groups.iter().map(|g| GroupKey::parse_label(g)).collect();
+        let groups = groups.filter(|g| !g.is_empty()).unwrap_or_default();
+        self.dimensions.iter().all(|(d, pattern)| {
+            let values: Vec<&str> = if *d == Dimension::Release {
+                vec![s.release.as_str()]
+            } else {
+                s.scope.get(*d).map(|v| v.iter().map(String::as_str).collect()).unwrap_or_default()
+            };
+            let in_scope = !values.is_empty() && values.iter().all(|v| glob_match(pattern, v));
+            // every affected group fixes the dimension to a matching value
+            let in_groups = !groups.is_empty()
+                && groups.iter().all(|g| g.fixed.get(*d).is_some_and(|v| glob_match(pattern, v)));
+            in_scope || in_groups
+        })
+    }
+
     pub fn describe(&self) -> String {
         if let Some(f) = &self.fingerprint {
             return f.clone();
@@ -107,25 +137,7 @@ impl Silence {
     /// Whether it holds the notifications of the incident `fingerprint` with snapshot `s`
     /// (also one not stored yet).
     pub fn holds(&self, fingerprint: &str, s: &Snapshot, now: i64) -> bool {
-        if !self.is_active(now) {
-            return false;
-        }
-        if let Some(f) = &self.fingerprint {
-            return f == fingerprint;
-        }
-        if let Some(glob) = &self.backend
-            && !(glob_match(glob, &s.family) || s.backends.iter().any(|b| glob_match(glob, b)))
-        {
-            return false;
-        }
-        self.dimensions.iter().all(|(d, pattern)| {
-            let values: Vec<&str> = if *d == Dimension::Release {
-                vec![s.release.as_str()]
-            } else {
-                s.scope.get(*d).map(|v| v.iter().map(String::as_str).collect()).unwrap_or_default()
-            };
-            !values.is_empty() && values.iter().all(|v| glob_match(pattern, v))
-        })
+        self.is_active(now) && self.target().names(fingerprint, s)
     }
 }
 
@@ -135,7 +147,15 @@ mod tests {
     use crate::model::Scope;
 
     fn incident(scope: Scope) -> Incident {
-        let snapshot = Snapshot::from_report(&crate::synth::example_report(scope, 31.0, 4.0));
+        let every_platform = scope.get(Dimension::Platform).is_none();
+        let mut snapshot = Snapshot::from_report(&crate::synth::example_report(scope, 31.0, 4.0));
+        if every_platform {
+            // an every-platform problem's groups are of several platforms
+            snapshot.report.groups = ["metal", "aws"]
+                .iter()
+                .map(|p| format!("image-registry-new-connections release=4.14 platform={p}"))
+                .collect();
+        }
         Incident::new(7, "sheriff-00000000000000aa", snapshot)
     }
 
@@ -186,6 +206,30 @@ mod tests {
         }
         let t = Target::parse(&["arch=amd64", "stack=ipv4", "from=4.13"]).unwrap();
         assert_eq!(t.describe(), "from_release=4.13 architecture=amd64 network_stack=ipv4");
+    }
+
+    #[test]
+    fn a_dimension_the_scope_does_not_name_matches_when_every_affected_group_has_it() {
+        let metal = Scope::from([(Dimension::Platform, "metal")]);
+        let mut i = incident(metal);
+        i.snapshot.report.groups = vec![
+            "image-registry-new-connections release=4.14 platform=metal architecture=amd64 network=ovn"
+                .into(),
+            "image-registry-new-connections release=4.14 platform=metal architecture=amd64".into(),
+        ];
+        let words = ["backend=image-registry-*", "platform=metal", "arch=amd64"];
+        assert!(silence(Target::parse(&words).unwrap(), 100).matches(&i, 50));
+        let arm = ["backend=image-registry-*", "arch=arm64"];
+        assert!(!silence(Target::parse(&arm).unwrap(), 100).matches(&i, 50));
+        // one group of another architecture, or one that does not fix it: not every group matches
+        i.snapshot
+            .report
+            .groups
+            .push("image-registry-new-connections release=4.14 platform=metal architecture=arm64".into());
+        assert!(!silence(Target::parse(&words).unwrap(), 100).matches(&i, 50));
+        i.snapshot.report.groups.pop();
+        i.snapshot.report.groups.push("image-registry-new-connections release=4.14 platform=metal".into());
+        assert!(!silence(Target::parse(&words).unwrap(), 100).matches(&i, 50));
     }
 
     #[test]

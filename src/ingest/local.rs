@@ -80,9 +80,12 @@ fn walk(
         match collect_files(dir, dir, &mut files, depth) {
             Ok(()) => {
                 files.sort_by(|a, b| a.name.cmp(&b.name));
-                runs.push(RunListing { bucket, path, files });
+                runs.push(RunListing { bucket, path, files, unlisted: None });
             }
-            Err(e) => tracing::warn!(run = %path, "run skipped, its files cannot all be listed: {e}"),
+            // reported with the run, in the summary and the ingest log
+            Err(e) => {
+                runs.push(RunListing { bucket, path, files: Vec::new(), unlisted: Some(e.to_string()) })
+            }
         }
         return Ok(());
     }

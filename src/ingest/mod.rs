@@ -38,6 +38,9 @@ pub struct RunListing {
     /// The run folder relative to the bucket root.
     pub path: String,
     pub files: Vec<ListedFile>,
+    /// Why its files cannot all be listed (an unreadable folder): the run is not read, and the
+    /// summary and the ingest log say why, so a later ingest can take it once it can be.
+    pub unlisted: Option<String>,
 }
 
 /// A file of a run: its path relative to the run folder, its size, and where to read it
@@ -183,7 +186,12 @@ async fn discover_gcs(
                     local: None,
                 })
                 .collect();
-            Ok(RunListing { bucket: bucket.to_string(), path: p.trim_end_matches('/').to_string(), files })
+            Ok(RunListing {
+                bucket: bucket.to_string(),
+                path: p.trim_end_matches('/').to_string(),
+                files,
+                unlisted: None,
+            })
         })
         .buffer_unordered(concurrency)
         .collect()
@@ -222,10 +230,16 @@ pub struct IngestSummary {
 }
 
 impl IngestSummary {
-    /// Adds the runs to `sheriff_ingest_runs_total{via, outcome}` (ingested, skipped, failed).
+    /// Adds the runs to `sheriff_ingest_runs_total{via, outcome}`: ingested, skipped, failed
+    /// (a bad file) and storage_failed (sheriff's own storage; a retry stores them).
     pub fn count(&self, via: &'static str) {
-        for (outcome, n) in [("ingested", self.ingested), ("skipped", self.skipped), ("failed", self.failed)]
-        {
+        let bad_files = self.failed.saturating_sub(self.storage_failed);
+        for (outcome, n) in [
+            ("ingested", self.ingested),
+            ("skipped", self.skipped),
+            ("failed", bad_files),
+            ("storage_failed", self.storage_failed),
+        ] {
             metrics::counter!("sheriff_ingest_runs_total", "via" => via, "outcome" => outcome).increment(n);
         }
     }
@@ -243,9 +257,29 @@ pub struct IngestError {
 
 /// What reading one run produced, before it is written.
 enum RunOutcome {
-    Ready { record: Box<crate::model::RunRecord>, warnings: Vec<FileProblem>, path: String },
-    Skipped { path: String, why: &'static str },
-    Failed { path: String, job: String, build: String, problems: Vec<FileProblem> },
+    Ready {
+        record: Box<crate::model::RunRecord>,
+        warnings: Vec<FileProblem>,
+        path: String,
+    },
+    Skipped {
+        path: String,
+        why: &'static str,
+    },
+    Failed {
+        path: String,
+        job: String,
+        build: String,
+        problems: Vec<FileProblem>,
+    },
+    /// sheriff's own storage failed before the run was read (asking whether it is stored): the
+    /// files may be fine, and a later ingest takes the run.
+    StorageFailed {
+        path: String,
+        job: String,
+        build: String,
+        error: String,
+    },
 }
 
 /// Ingests every finished run in `source` that is not stored yet (or every one with `force`).
@@ -408,6 +442,9 @@ async fn record_outcome(
                 log.push(entry(&path, &job, &build, &p.file, "failed", &p.error));
             }
         }
+        RunOutcome::StorageFailed { path, job, build, error } => {
+            storage_failed(summary, log, entry(&path, &job, &build, "", "failed", &error), &path, error);
+        }
         RunOutcome::Ready { record, warnings, path } => {
             let (job, build) = (record.run.job_name.clone(), record.run.build_id.clone());
             match store.write_run(&record, force).await {
@@ -431,22 +468,49 @@ async fn record_outcome(
                         });
                     }
                 }
+                Err(e) if crate::store::is_refused_value(&e) => {
+                    // the same content fails every time: a bad run, not one to retry
+                    let error = format!("the database refused a value of the run: {e:#}");
+                    tracing::warn!(run = %path, "run not ingested: {error}");
+                    summary.failed += 1;
+                    log.push(entry(&path, &job, &build, "", "failed", &error));
+                    let e = IngestError { run: path, file: String::new(), error, severity: "failed" };
+                    summary.errors.push(e);
+                }
                 Err(e) => {
                     let error = format!("storing the run failed: {e:#}");
-                    tracing::error!(run = %path, "{error}");
-                    summary.failed += 1;
-                    summary.storage_failed += 1;
-                    log.push(entry(&path, &job, &build, "", "failed", &error));
-                    summary.errors.push(IngestError {
-                        run: path,
-                        file: String::new(),
+                    storage_failed(
+                        summary,
+                        log,
+                        entry(&path, &job, &build, "", "failed", &error),
+                        &path,
                         error,
-                        severity: "failed",
-                    });
+                    );
                 }
             }
         }
     }
+}
+
+/// A run sheriff could not store for a reason of its own: counted under `storage_failed`
+/// (ingest exits 2, a push answers 503), logged, and named in the summary.
+fn storage_failed(
+    summary: &mut IngestSummary,
+    log: &mut Vec<IngestLogEntry>,
+    entry: IngestLogEntry,
+    path: &str,
+    error: String,
+) {
+    tracing::error!(run = %path, "{error}");
+    summary.failed += 1;
+    summary.storage_failed += 1;
+    log.push(entry);
+    summary.errors.push(IngestError {
+        run: path.to_string(),
+        file: String::new(),
+        error,
+        severity: "failed",
+    });
 }
 
 /// Reads what sheriff needs of one run, unless it is stored already or still running.
@@ -464,14 +528,19 @@ async fn read_run(
             Ok(true) => return RunOutcome::Skipped { path, why: "already stored" },
             Ok(false) => {}
             Err(e) => {
-                return RunOutcome::Failed {
-                    path,
-                    job,
-                    build,
-                    problems: vec![FileProblem { file: String::new(), error: format!("{e:#}") }],
-                };
+                let error = format!("cannot tell whether the run is stored already: {e:#}");
+                return RunOutcome::StorageFailed { path, job, build, error };
             }
         }
+    }
+    if let Some(why) = listing.unlisted {
+        let error = format!("its files cannot all be listed, so it is not read: {why}");
+        return RunOutcome::Failed {
+            path,
+            job,
+            build,
+            problems: vec![FileProblem { file: String::new(), error }],
+        };
     }
     if !listing.files.iter().any(|f| f.name == "finished.json") {
         return RunOutcome::Skipped { path, why: "still running (no finished.json)" };

@@ -48,6 +48,10 @@ const MAX_BACKENDS_PER_RUN: usize = 2_000;
 /// How far ahead of this machine's clock a run's times may be (clocks disagree a little).
 const MAX_CLOCK_SKEW_SECS: i64 = 86_400;
 
+/// The earliest start a run may have: 2000-01-01 UTC, long before any CI system sheriff reads
+/// (a start in the year −1199 is a broken file, not history).
+const EARLIEST_START_SECS: i64 = 946_684_800;
+
 fn problem(file: &str, error: impl Into<String>) -> FileProblem {
     FileProblem { file: file.to_string(), error: error.into() }
 }
@@ -75,6 +79,11 @@ impl<'a> Parsed<'a> {
     }
 
     fn parse(&mut self, f: &'a RunFile, kind: FileKind, bytes: &[u8]) {
+        let intervals = matches!(kind, FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline);
+        // interval files are checked where they are parsed, on demand too
+        if !intervals && let Some(why) = super::formats::refused_text(bytes) {
+            return self.unusable(kind, problem(&f.name, why));
+        }
         match kind {
             FileKind::ProwJob => match prow::parse_prowjob(bytes) {
                 Ok(p) => self.prowjob = Some(p),
@@ -162,6 +171,10 @@ pub fn assemble(run: &RunFiles) -> Assembly {
         );
         parsed.failures.insert(0, problem("started.json", why));
     }
+    if let Some(t) = started_at.filter(|t| t.timestamp() < EARLIEST_START_SECS) {
+        let why = format!("timestamp: the start time {} is before the year 2000", t.to_rfc3339());
+        parsed.failures.insert(0, problem("started.json", why));
+    }
     if !parsed.failures.is_empty() {
         let mut problems = std::mem::take(&mut parsed.failures);
         problems.extend(parsed.warnings);
@@ -221,9 +234,10 @@ fn job_run(
         .map(|p| p.bucket.clone())
         .filter(|b| !b.is_empty())
         .unwrap_or_else(|| if run.bucket.is_empty() { "local".into() } else { run.bucket.clone() });
+    // the artifact's link only when it is a plain web address: it is shown as "the Prow run"
     let url = prowjob
-        .map(|p| p.url.clone())
-        .filter(|u| !u.is_empty())
+        .and_then(|p| crate::render::web_link(&p.url))
+        .map(str::to_string)
         .unwrap_or_else(|| JobRun::prow_url(&bucket, &run.path));
     let job_type = prowjob.map(|p| p.job_type.clone()).filter(|t| !t.is_empty()).unwrap_or_else(|| {
         if run.path.starts_with("pr-logs/") { "presubmit".into() } else { "periodic".into() }
@@ -285,6 +299,10 @@ pub fn parse_interval_files<'a>(
     let mut outages = Vec::new();
     let mut conditions = Vec::new();
     for (name, bytes) in files {
+        if let Some(why) = super::formats::refused_text(bytes) {
+            warnings.push(problem(name, format!("{why}; its evidence is not used")));
+            continue;
+        }
         match intervals::parse_intervals(bytes) {
             Ok(ev) => {
                 outages.extend(ev.outages);
@@ -517,12 +535,59 @@ mod tests {
             "{problems:?}"
         );
         let mut files = base_files();
+        files[0] = file("started.json", r#"{"timestamp": -99999999999}"#);
+        let Assembly::Failed { problems } = assemble(&run(files)) else {
+            panic!("stored a run of the year -1199")
+        };
+        assert_eq!(problems[0].file, "started.json");
+        assert!(problems[0].error.contains("before the year 2000"), "{problems:?}");
+        let mut files = base_files();
         files[1] = file("finished.json", r#"{"timestamp": 1699990000, "passed": true}"#);
         let Assembly::Ready { record, warnings } = assemble(&run(files)) else { panic!("refused") };
         assert_eq!(record.run.finished_at, Some(record.run.started_at));
         assert!(
             warnings.iter().any(|w| w.file == "finished.json" && w.error.contains("before it started")),
             "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn a_prow_link_that_is_no_web_address_is_replaced_by_the_run_s_own() {
+        for (given, kept) in [("javascript:alert('url')//x", false), ("https://prow.example/view/1", true)] {
+            let mut files = base_files();
+            files.push(file(
+                "prowjob.json",
+                &format!(r#"{{"spec": {{"job": "{JOB}"}}, "status": {{"build_id": "1700000000000000001", "url": "{given}"}}}}"#),
+            ));
+            let Assembly::Ready { record, .. } = assemble(&run(files)) else { panic!("not ready") };
+            if kept {
+                assert_eq!(record.run.url, given);
+            } else {
+                assert!(
+                    record.run.url.starts_with("https://prow.ci.openshift.org/view/gs/"),
+                    "{}",
+                    record.run.url
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_nul_in_a_side_file_is_a_warning_naming_it_and_in_a_disruption_file_fails_the_run() {
+        let mut files = base_files();
+        files.push(file("prowjob.json", &format!(r#"{{"spec": {{"job": "{JOB}\u0000"}}}}"#)));
+        let Assembly::Ready { record, warnings } = assemble(&run(files)) else { panic!("not ready") };
+        assert_eq!(record.run.job_name, JOB);
+        assert!(warnings.iter().any(|w| w.file == "prowjob.json" && w.error.contains("NUL")), "{warnings:?}");
+        let mut files = base_files();
+        files.push(file(
+            &junit("backend-disruption_x.json"),
+            r#"{"BackendDisruptions": {"a\u0000b": {"DisruptedDuration": "1s"}}}"#,
+        ));
+        let Assembly::Failed { problems } = assemble(&run(files)) else { panic!("stored") };
+        assert!(
+            problems[0].file.ends_with("backend-disruption_x.json") && problems[0].error.contains("NUL"),
+            "{problems:?}"
         );
     }
 

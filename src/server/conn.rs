@@ -1,11 +1,16 @@
 //! Serving connections with time limits, so that a slow or silent client cannot hold a
-//! connection (or thousands of them) open: the request head must arrive within
-//! `server.header_timeout_secs`, a connection with no traffic either way for
-//! `server.idle_timeout_secs` is closed, and a request (its body included) is answered within
-//! `server.request_timeout_secs` or gets 408. On shutdown, connections finish their request in
+//! connection (or thousands of them) open: the first byte and then the request head must
+//! arrive within `server.header_timeout_secs`, a connection with no traffic either way for
+//! `server.idle_timeout_secs` is closed, and so is one (HTTP/1 or HTTP/2) with no request in
+//! progress for that long, however busily it answers pings; no connection lives longer than
+//! `server.max_connection_secs`; a request (its body included) is answered within
+//! `server.request_timeout_secs` or gets 408; and at most `server.max_connections` are open at
+//! once (the next waits in the listen queue). On shutdown, connections finish their request in
 //! progress and close.
 
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -15,23 +20,37 @@ use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tower::ServiceExt as _;
 
-/// The time limits of connections.
+/// The limits of connections.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
+    /// The first byte, then the request head, must arrive within this.
     pub header: Duration,
+    /// No traffic, or no request in progress, for this long closes a connection.
     pub idle: Duration,
+    /// No connection lives longer (it is asked to close, then closed after the grace).
+    pub max_age: Duration,
+    /// Connections open at once, at most.
+    pub max_connections: usize,
 }
 
-/// A stream that fails once nothing has moved either way for `idle`.
+/// A stream that fails once nothing has moved either way for `idle`, or when the client has
+/// not sent its first byte within `first_byte`.
 pub struct IdleTimeout<S> {
     inner: S,
     idle: Duration,
     deadline: Pin<Box<tokio::time::Sleep>>,
+    /// Until the client's first byte: a connection that says nothing is not kept for `idle`.
+    first_byte: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl<S> IdleTimeout<S> {
-    pub fn new(inner: S, idle: Duration) -> IdleTimeout<S> {
-        IdleTimeout { inner, idle, deadline: Box::pin(tokio::time::sleep(idle)) }
+    pub fn new(inner: S, idle: Duration, first_byte: Duration) -> IdleTimeout<S> {
+        IdleTimeout {
+            inner,
+            idle,
+            deadline: Box::pin(tokio::time::sleep(idle)),
+            first_byte: Some(Box::pin(tokio::time::sleep(first_byte))),
+        }
     }
 
     fn moved(&mut self) {
@@ -40,7 +59,8 @@ impl<S> IdleTimeout<S> {
     }
 
     fn expired(&mut self, cx: &mut Context<'_>) -> bool {
-        self.deadline.as_mut().poll(cx).is_ready()
+        let silent = self.first_byte.as_mut().is_some_and(|d| d.as_mut().poll(cx).is_ready());
+        silent || self.deadline.as_mut().poll(cx).is_ready()
     }
 }
 
@@ -58,6 +78,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for IdleTimeout<S> {
         match Pin::new(&mut self.inner).poll_read(cx, buf) {
             Poll::Ready(Ok(())) => {
                 if buf.filled().len() > before {
+                    self.first_byte = None;
                     self.moved();
                 }
                 Poll::Ready(Ok(()))
@@ -94,6 +115,31 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for IdleTimeout<S> {
     }
 }
 
+/// Requests in progress on one connection, and since when none is.
+#[derive(Default)]
+struct Activity {
+    in_progress: AtomicUsize,
+    quiet_since: std::sync::Mutex<Option<tokio::time::Instant>>,
+}
+
+impl Activity {
+    fn started(&self) {
+        self.in_progress.fetch_add(1, Ordering::SeqCst);
+    }
+
+    fn ended(&self) {
+        if self.in_progress.fetch_sub(1, Ordering::SeqCst) == 1 {
+            *self.quiet_since.lock().expect("activity lock") = Some(tokio::time::Instant::now());
+        }
+    }
+
+    /// Whether no request has been in progress for `idle`.
+    fn idle_for(&self, idle: Duration, opened: tokio::time::Instant) -> bool {
+        let since = self.quiet_since.lock().expect("activity lock").unwrap_or(opened);
+        self.in_progress.load(Ordering::SeqCst) == 0 && since.elapsed() >= idle
+    }
+}
+
 /// Accepts and serves connections with `router` until `shutdown`, then lets open ones finish
 /// (up to `grace`).
 pub async fn serve(
@@ -106,9 +152,15 @@ pub async fn serve(
     let mut builder = Builder::new(TokioExecutor::new());
     builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header).keep_alive(true);
     builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(limits.idle / 2));
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let (stopping, stop) = tokio::sync::watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
+        // at the cap, the next connection waits in the listen queue
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot.expect("never closed"),
+            () = &mut shutdown => break,
+        };
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
@@ -122,22 +174,58 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let io = TokioIo::new(IdleTimeout::new(stream, limits.idle));
-        let service = TowerToHyperService::new(
-            router
-                .clone()
-                .map_request(|r: axum::http::Request<hyper::body::Incoming>| r.map(axum::body::Body::new)),
-        );
+        let io = TokioIo::new(IdleTimeout::new(stream, limits.idle, limits.header));
+        let activity = Arc::new(Activity::default());
+        let counted = activity.clone();
+        let router = router.clone();
+        let service = TowerToHyperService::new(tower::service_fn(
+            move |r: axum::http::Request<hyper::body::Incoming>| {
+                let (router, counted) = (router.clone(), counted.clone());
+                async move {
+                    counted.started();
+                    let answer = router.oneshot(r.map(axum::body::Body::new)).await;
+                    counted.ended();
+                    answer
+                }
+            },
+        ));
         let conn = builder.serve_connection_with_upgrades(io, service).into_owned();
-        let conn = graceful.watch(conn);
+        let mut stop = stop.clone();
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!("connection ended: {e}");
+            let _slot = slot;
+            let opened = tokio::time::Instant::now();
+            let mut conn = std::pin::pin!(conn);
+            let mut check = tokio::time::interval((limits.idle / 4).max(Duration::from_millis(100)));
+            let why = loop {
+                tokio::select! {
+                    ended = conn.as_mut() => {
+                        if let Err(e) = ended {
+                            tracing::debug!("connection ended: {e}");
+                        }
+                        return;
+                    }
+                    _ = stop.wait_for(|s| *s) => break "shutting down",
+                    _ = check.tick() => {
+                        if opened.elapsed() >= limits.max_age {
+                            break "it is older than server.max_connection_secs";
+                        }
+                        if activity.idle_for(limits.idle, opened) {
+                            break "no request for server.idle_timeout_secs";
+                        }
+                    }
+                }
+            };
+            tracing::debug!("closing a connection: {why}");
+            conn.as_mut().graceful_shutdown();
+            if tokio::time::timeout(grace, conn).await.is_err() {
+                tracing::debug!("a connection did not close within the grace; dropped");
             }
         });
     }
     drop(listener);
-    if tokio::time::timeout(grace, graceful.shutdown()).await.is_err() {
+    let _ = stopping.send(true);
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+    if tokio::time::timeout(grace, slots.acquire_many(all)).await.is_err() {
         tracing::warn!("stopping with HTTP connections still open");
     }
 }

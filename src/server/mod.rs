@@ -80,9 +80,13 @@ fn describe_metrics() {
     );
     describe_counter!(
         "sheriff_ingest_runs_total",
-        "Job runs seen by ingest, by way in (local, gcs, push) and outcome."
+        "Job runs seen by ingest, by way in (local, gcs, push) and outcome (ingested, skipped, failed: a bad file, storage_failed: sheriff's own storage)."
     );
     describe_counter!("sheriff_jobs_total", "Scheduled jobs run, by job and outcome.");
+    describe_counter!(
+        "sheriff_ticks_skipped_total",
+        "Scheduled ticks skipped because their lease could not be taken (the database failing), by job."
+    );
     describe_counter!("sheriff_slack_actions_total", "Slack button presses, by action.");
     describe_counter!("sheriff_slack_commands_total", "Slash commands received.");
     describe_counter!(
@@ -122,9 +126,21 @@ fn describe_metrics() {
     );
 }
 
+/// The largest body of a route that takes none worth speaking of (the pages, health, metrics).
+const SMALL_BODY_BYTES: usize = 64 * 1024;
+
+/// A body limit for some routes: a body that says it is longer is refused (413) before any of
+/// it is read, one that does not is cut off there, and extractors buffer no more.
+fn body_limit<S: Clone + Send + Sync + 'static>(routes: Router<S>, bytes: usize) -> Router<S> {
+    routes
+        .route_layer(DefaultBodyLimit::max(bytes))
+        .route_layer(tower_http::limit::RequestBodyLimitLayer::new(bytes))
+}
+
 /// Every route sheriff serves.
 pub fn router(state: AppState) -> Router {
-    let body_limit = state.settings.server.max_body_bytes;
+    let body_limit_push = state.settings.server.max_body_bytes;
+    let body_limit_slack = state.settings.server.slack_max_body_bytes;
     let request_timeout = std::time::Duration::from_secs(state.settings.server.request_timeout_secs.max(1));
     let pages = Router::new()
         .route("/", get(pages::index))
@@ -136,22 +152,26 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/series", get(pages::series_json))
         .route_layer(axum::middleware::from_fn_with_state(state.clone(), pages::require_token))
         .route_layer(axum::middleware::from_fn(pages::secure_headers));
-    Router::new()
+    let small = Router::new()
         .merge(pages)
-        .route("/api/v1/runs", post(push::push_run))
-        .route("/slack/commands", post(slack::commands))
-        .route("/slack/interactions", post(slack::interactions))
         .route("/metrics", get(metrics_text))
         .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .layer(DefaultBodyLimit::max(body_limit))
+        .route("/readyz", get(readyz));
+    // Slack's signature is checked once the body is read: the body is kept small
+    let slack = Router::new()
+        .route("/slack/commands", post(slack::commands))
+        .route("/slack/interactions", post(slack::interactions));
+    let push = Router::new().route("/api/v1/runs", post(push::push_run));
+    Router::new()
+        .merge(body_limit(small, SMALL_BODY_BYTES))
+        .merge(body_limit(slack, body_limit_slack))
+        .merge(body_limit(push, body_limit_push))
         // A request and its body are answered within the limit, or get 408: a body sent a byte
         // at a time holds nothing for long.
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             request_timeout,
         ))
-        .layer(tower_http::limit::RequestBodyLimitLayer::new(body_limit))
         .with_state(state)
         .layer(
             tower::ServiceBuilder::new()
@@ -277,6 +297,8 @@ pub async fn serve(
     let limits = conn::Limits {
         header: std::time::Duration::from_secs(s.header_timeout_secs.max(1)),
         idle: std::time::Duration::from_secs(s.idle_timeout_secs.max(1)),
+        max_age: std::time::Duration::from_secs(s.max_connection_secs.max(1)),
+        max_connections: s.max_connections.max(1),
     };
     conn::serve(listener, router(state), limits, shutdown, crate::shutdown::SHUTDOWN_GRACE).await;
     Ok(())

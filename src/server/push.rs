@@ -12,7 +12,6 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
-use subtle::ConstantTimeEq;
 
 use super::{ApiError, AppState};
 use crate::ingest::run::{RunFile, RunFiles};
@@ -37,7 +36,9 @@ pub fn run_path_problem(path: &str) -> Result<(), String> {
         return Err(format!("a segment of {} bytes is over {MAX_SEGMENT_BYTES}", s.len()));
     }
     if path.chars().any(crate::render::is_hostile_char) {
-        return Err("no control characters or bidirectional overrides".into());
+        return Err(
+            "no control characters, bidirectional overrides, line separators or invisible characters".into(),
+        );
     }
     Ok(())
 }
@@ -51,7 +52,9 @@ pub fn file_name_problem(name: &str) -> Result<(), String> {
         return Err("a relative name inside the run, without `..`".into());
     }
     if name.chars().any(crate::render::is_hostile_char) {
-        return Err("no control characters or bidirectional overrides".into());
+        return Err(
+            "no control characters, bidirectional overrides, line separators or invisible characters".into(),
+        );
     }
     Ok(())
 }
@@ -106,9 +109,8 @@ pub async fn push_run(
     let given = headers
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(crate::http::bearer_token)
-        .unwrap_or_default();
-    if !bool::from(given.as_bytes().ct_eq(expected.expose().as_bytes())) {
+        .and_then(crate::http::bearer_token);
+    if !expected.matches(given) {
         return Err(ApiError::user(StatusCode::UNAUTHORIZED, "missing or wrong bearer token"));
     }
     // The body is read and parsed only once the token holds: an unauthenticated sender costs
@@ -157,13 +159,16 @@ mod tests {
             "logs/job\0evil/1",
             "logs/job\nINFO forged/1",
             "logs/\u{202e}boj/1",
+            "logs/job\u{2028}INFO forged/1",
+            "logs/job\u{a0}x/1",
+            "logs/jo\u{200b}b/1",
         ] {
             assert!(run_path_problem(bad).is_err(), "{bad:?}");
         }
         assert!(run_path_problem(&format!("logs/{}/1", "j".repeat(300))).is_err());
         assert!(run_path_problem(&vec!["a"; 13].join("/")).is_err());
         assert!(file_name_problem("artifacts/e2e/junit/backend-disruption_1.json").is_ok());
-        for bad in ["", "/etc/passwd", "a/../../b", "x\ny", &"f".repeat(2000)] {
+        for bad in ["", "/etc/passwd", "a/../../b", "x\ny", "x\u{2028}y", "x\u{feff}y", &"f".repeat(2000)] {
             assert!(file_name_problem(bad).is_err(), "{bad:?}");
         }
     }

@@ -230,11 +230,14 @@ async fn run_inner(state: &AppState, c: Command, user: &str) -> Result<Message, 
         },
         Command::Silence { target, seconds, reason } => {
             let reason = if reason.is_empty() { "silenced from Slack".to_string() } else { reason };
-            let id = crate::actions::silence(store, &target, seconds, &reason, &actor, now).await?;
+            let made = crate::actions::silence(store, &target, seconds, &reason, &actor, now).await?;
             text_message(&format!(
-                "Silence #{id}: {} for {} by <@{user}>: {reason}",
+                "Silence #{}: {} for {} by <@{user}>: {}{}",
+                made.id,
                 blocks::code(&target.describe()),
-                span_words(seconds)
+                span_words(seconds),
+                blocks::escape(&reason),
+                made.holds_words()
             ))
         }
         Command::Unsilence(reference) => {
@@ -402,6 +405,13 @@ async fn accept_submitted(
     if !authorized(state, user).await {
         return errors("reason", "You are not allowed to change incidents.");
     }
+    match resolved(&state.store, incident).await {
+        Ok(None) => {}
+        Ok(Some(id)) => {
+            return errors("reason", &format!("Incident #{id} is resolved already; nothing was changed."));
+        }
+        Err(e) => return errors("reason", &e.for_people()),
+    }
     let now = chrono::Utc::now().timestamp();
     let until = if until.is_empty() {
         None
@@ -472,6 +482,15 @@ pub async fn interactions(State(state): State<AppState>, headers: HeaderMap, bod
             if !authorized(&state, &user).await {
                 return dialog_error("You are not allowed to change incidents.");
             }
+            match resolved(&state.store, &incident).await {
+                Ok(None) => {}
+                Ok(Some(id)) => {
+                    return dialog_error(&format!(
+                        "Incident #{id} is resolved already; nothing was changed."
+                    ));
+                }
+                Err(e) => return dialog_error(&e.for_people()),
+            }
             let now = chrono::Utc::now().timestamp();
             let actor = format!("slack:{user}");
             match crate::actions::not_a_regression(
@@ -495,6 +514,12 @@ pub async fn interactions(State(state): State<AppState>, headers: HeaderMap, bod
     }
 }
 
+/// The number of the incident `reference` names when it is resolved: the buttons and dialogs
+/// of its message act no more.
+async fn resolved(store: &crate::store::Store, reference: &str) -> Result<Option<i64>, ActionError> {
+    Ok(store.find_incident(reference).await?.filter(|i| !i.state.is_open()).map(|i| i.id))
+}
+
 async fn pressed(
     state: &AppState,
     button: &Button,
@@ -505,15 +530,23 @@ async fn pressed(
     let store = &state.store;
     let actor = format!("slack:{user}");
     let now = chrono::Utc::now().timestamp();
+    if !matches!(button, Button::Unknown(_))
+        && let Some(id) = resolved(store, incident).await?
+    {
+        return Ok(text_message(&format!(
+            "Incident #{id} is resolved; its buttons no longer act. Nothing was changed."
+        )));
+    }
     Ok(match button {
         Button::Acknowledge => acknowledged(store, incident, &actor, user, now).await?,
         Button::Silence24h => {
             let target = Target { fingerprint: Some(incident.to_string()), ..Default::default() };
-            let id =
+            let made =
                 crate::actions::silence(store, &target, 86_400, "silenced for 24 h from Slack", &actor, now)
                     .await?;
             text_message(&format!(
-                "Silence #{id}: incident #{} for 24 h by <@{user}>.",
+                "Silence #{}: incident #{} for 24 h by <@{user}>.",
+                made.id,
                 blocks::escape(incident)
             ))
         }

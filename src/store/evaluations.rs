@@ -443,9 +443,48 @@ impl Store {
             .collect())
     }
 
-    /// Records a cycle that failed before it could finish.
+    /// Records a cycle that failed before it could finish. When that fails too (the database
+    /// is down), the record is kept and written by [`Store::record_unrecorded_cycles`] once the
+    /// database takes writes again.
     pub async fn record_failed_cycle(&self, cycle: &CycleRecord) -> Result<()> {
-        insert_cycle(&mut self.acquire().await?.conn(), cycle).await.map(|_| ())
+        let written = async { insert_cycle(&mut self.acquire().await?.conn(), cycle).await }.await;
+        if let Err(e) = written {
+            self.keep_unrecorded_cycle(cycle.clone());
+            return Err(e.context("kept, to be recorded once the database takes writes again"));
+        }
+        Ok(())
+    }
+
+    /// Keeps a failed cycle or a skipped tick that cannot be recorded now (the newest
+    /// `MAX_UNRECORDED_CYCLES`).
+    pub fn keep_unrecorded_cycle(&self, cycle: CycleRecord) {
+        let mut kept = self.unrecorded_cycles.lock().expect("unrecorded cycles lock");
+        if kept.len() >= MAX_UNRECORDED_CYCLES {
+            tracing::warn!(
+                "more than {MAX_UNRECORDED_CYCLES} cycles wait to be recorded; the oldest is dropped"
+            );
+            kept.remove(0);
+        }
+        kept.push(cycle);
+    }
+
+    /// Records the failed cycles and skipped ticks kept while the database was down, oldest
+    /// first; how many. Those it cannot record yet are kept for the next call.
+    pub async fn record_unrecorded_cycles(&self) -> Result<usize> {
+        let waiting = std::mem::take(&mut *self.unrecorded_cycles.lock().expect("unrecorded cycles lock"));
+        let mut written = 0;
+        for (n, cycle) in waiting.iter().enumerate() {
+            let result = async { insert_cycle(&mut self.acquire().await?.conn(), cycle).await }.await;
+            if let Err(e) = result {
+                let mut kept = self.unrecorded_cycles.lock().expect("unrecorded cycles lock");
+                let newer = std::mem::take(&mut *kept);
+                kept.extend(waiting[n..].iter().cloned());
+                kept.extend(newer);
+                return Err(e);
+            }
+            written += 1;
+        }
+        Ok(written)
     }
 
     pub async fn count_cycles(&self) -> Result<i64> {
@@ -533,6 +572,9 @@ impl HistoricalRowRead {
         }
     }
 }
+
+/// Failed cycles kept in memory at most while the database is down.
+const MAX_UNRECORDED_CYCLES: usize = 1_000;
 
 /// One cycle as recorded.
 #[derive(Debug, Clone, Default)]

@@ -544,6 +544,17 @@ impl Store {
             Ok((cycle_id, plan))
         }
         .await;
+        if let Err(e) = &result {
+            // the cycle's own record went with the transaction: it is kept as failed instead
+            let failed = super::evaluations::CycleRecord {
+                outcome: "failed".into(),
+                error: format!("storing the cycle failed: {e:#}"),
+                ..cycle.clone()
+            };
+            if let Err(e) = self.record_failed_cycle(&failed).await {
+                tracing::error!("cannot record the failed cycle: {e:#}");
+            }
+        }
         self.tracked(result)
     }
 

@@ -68,29 +68,65 @@ pub struct Store {
     write_failing_since: Mutex<Option<i64>>,
     /// Injected storage faults (tests only; see [`Store::inject_write_faults`]).
     write_faults: Mutex<Option<WriteFaultHook>>,
+    /// Failed cycles and skipped ticks that could not be recorded in `eval_cycles` when they
+    /// happened (the database was down): recorded once it takes writes again, oldest first.
+    unrecorded_cycles: Mutex<Vec<evaluations::CycleRecord>>,
 }
 
 /// Says, for each write transaction, whether its commit fails.
 pub type WriteFaultHook = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
 
+/// A database error's code: SQLite's primary result code, or PostgreSQL's SQLSTATE (told apart
+/// by the error's type: SQLSTATEs such as `08006` or `53100` read as numbers too).
+enum ErrorCode {
+    Sqlite(i64),
+    Postgres(String),
+}
+
+fn error_codes(e: &anyhow::Error) -> impl Iterator<Item = ErrorCode> + '_ {
+    e.chain().filter_map(|c| c.downcast_ref::<sqlx::Error>()).filter_map(|e| match e {
+        sqlx::Error::Database(db) => {
+            let code = db.code().unwrap_or_default().into_owned();
+            if db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>().is_some() {
+                Some(ErrorCode::Postgres(code))
+            } else {
+                code.parse::<i64>().ok().map(|n| ErrorCode::Sqlite(n & 0xff))
+            }
+        }
+        _ => None,
+    })
+}
+
 /// Whether an error is the storage's own trouble (the disk, the file, the connection), not a
 /// bad statement or bad data: SQLite's FULL, IOERR, READONLY, CANTOPEN, CORRUPT, NOTADB,
 /// PROTOCOL; PostgreSQL's classes 08 (connection), 53 (resources: disk full), 57 (operator
-/// intervention), 58 (system: I/O); or the connection or pool itself failing.
+/// intervention), 58 (system: I/O); or the connection or pool itself failing (a connection
+/// cut mid-handshake answers with a protocol error).
 pub fn is_storage_error(e: &anyhow::Error) -> bool {
-    e.chain().filter_map(|c| c.downcast_ref::<sqlx::Error>()).any(|e| match e {
-        sqlx::Error::Database(db) => {
-            let code = db.code().unwrap_or_default();
-            match code.parse::<i64>() {
-                Ok(n) => matches!(n & 0xff, 8 | 10 | 11 | 13 | 14 | 15 | 26),
-                Err(_) => ["08", "53", "57", "58"].iter().any(|class| code.starts_with(class)),
-            }
-        }
-        sqlx::Error::Io(_)
-        | sqlx::Error::PoolTimedOut
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::WorkerCrashed => true,
-        _ => false,
+    let connection = e.chain().filter_map(|c| c.downcast_ref::<sqlx::Error>()).any(|e| {
+        matches!(
+            e,
+            sqlx::Error::Io(_)
+                | sqlx::Error::Protocol(_)
+                | sqlx::Error::PoolTimedOut
+                | sqlx::Error::PoolClosed
+                | sqlx::Error::WorkerCrashed
+        )
+    });
+    connection
+        || error_codes(e).any(|code| match code {
+            ErrorCode::Sqlite(n) => matches!(n, 8 | 10 | 11 | 13 | 14 | 15 | 26),
+            ErrorCode::Postgres(c) => ["08", "53", "57", "58"].iter().any(|class| c.starts_with(class)),
+        })
+}
+
+/// Whether the database refused a value as such (PostgreSQL's class 22, data exception: a NUL
+/// in text, a number out of range; SQLite's TOOBIG): the same value fails every time, so it is
+/// the data's fault, never one a retry gets past.
+pub fn is_refused_value(e: &anyhow::Error) -> bool {
+    error_codes(e).any(|code| match code {
+        ErrorCode::Sqlite(n) => n == 18,
+        ErrorCode::Postgres(c) => c.starts_with("22"),
     })
 }
 
@@ -185,6 +221,7 @@ impl Store {
             trouble: Mutex::default(),
             write_failing_since: Mutex::default(),
             write_faults: Mutex::default(),
+            unrecorded_cycles: Mutex::default(),
         })
     }
 

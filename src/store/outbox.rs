@@ -222,6 +222,29 @@ impl Store {
         Ok(taken == 1)
     }
 
+    /// Who holds the lease `name` and until when, if anyone ever took it.
+    pub async fn lease_holder(&self, name: &str) -> Result<Option<(String, i64)>> {
+        self.fetch_optional(sql("SELECT holder, expires_at FROM leases WHERE name = $1").bind(name)).await
+    }
+
+    /// Takes the lease `name` over from `from`, a holder known to be gone, until `now + secs`;
+    /// false if someone else took it meanwhile.
+    pub async fn take_lease_over(
+        &self,
+        name: &str,
+        from: &str,
+        holder: &str,
+        now: i64,
+        secs: i64,
+    ) -> Result<bool> {
+        let q = sql("UPDATE leases SET holder = $1, expires_at = $2 WHERE name = $3 AND holder = $4")
+            .bind(holder)
+            .bind(now + secs)
+            .bind(name)
+            .bind(from);
+        Ok(self.execute(q).await? == 1)
+    }
+
     /// Gives a lease up early (a clean shutdown), so another replica need not wait it out.
     pub async fn release_lease(&self, name: &str, holder: &str) -> Result<()> {
         self.execute(sql("DELETE FROM leases WHERE name = $1 AND holder = $2").bind(name).bind(holder))

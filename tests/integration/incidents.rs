@@ -230,7 +230,7 @@ async fn silence_until_acknowledged(store: &Store, target: &str, now: i64) -> i6
     let target = sheriff::incidents::silence::Target::parse(&[target]).unwrap();
     loop {
         match sheriff::actions::silence(store, &target, 3_600, "fault schedule", "cli:ops", now).await {
-            Ok(id) => return id,
+            Ok(made) => return made.id,
             Err(sheriff::actions::ActionError::Internal(e)) => {
                 assert!(sheriff::store::is_storage_error(&e), "{e:#}")
             }
@@ -553,5 +553,30 @@ on_both_engines! {
             assert_eq!(n, 1, "{key}");
         }
         assert!(slack.count_by_key().keys().any(|k| k.starts_with("slack_post:")));
+    }
+}
+
+on_both_engines! {
+    async fn a_silence_on_a_dimension_every_affected_group_shares_holds_and_one_matching_nothing_says_so(db) {
+        let end = synth::day(2026, 11, 29);
+        common::load_metal_regression(&db.store, 7, end).await;
+        let settings = Settings { database: db.settings.clone(), ..Settings::default() };
+        let store = Arc::new(Store::open(&db.settings).await.unwrap());
+        run_cycle(&store, &settings, CycleOptions { at: end, dry_run: false }).await.unwrap();
+        let incidents = store.incidents().await.unwrap();
+        let metal = incidents.iter().find(|i| i.snapshot.family == "image-registry").expect("the metal incident");
+        assert!(metal.snapshot.scope.get(Dimension::Architecture).is_none(), "its scope does not name the architecture");
+        let now = chrono::Utc::now().timestamp();
+        let words = ["backend=image-registry-*", "platform=metal", "arch=amd64"];
+        let target = sheriff::incidents::silence::Target::parse(&words).unwrap();
+        let made = sheriff::actions::silence(&store, &target, 7_200, "known", "cli:me", now).await.unwrap();
+        assert_eq!(made.holds, vec![metal.id]);
+        let silence = store.silences(now).await.unwrap().into_iter().find(|s| s.id == made.id).unwrap();
+        assert!(silence.matches(metal, now), "the stored silence holds it");
+
+        let target = sheriff::incidents::silence::Target::parse(&["backend=image-registry-*", "platform=vsphere"]).unwrap();
+        let made = sheriff::actions::silence(&store, &target, 7_200, "known", "cli:me", now).await.unwrap();
+        assert!(made.holds.is_empty());
+        assert!(made.holds_words().contains("matches no open incident"), "{}", made.holds_words());
     }
 }

@@ -92,6 +92,41 @@ on_both_engines! {
         assert_eq!(db.store.count_runs().await.unwrap() as u64, finished);
     }
 
+    async fn a_storage_failure_asking_whether_a_run_is_stored_counts_as_storage_failed(db) {
+        let (dir, truth) = generate(1, false);
+        // a store whose connections are gone, as after the database was lost: "already
+        // stored?" fails for every run before any file is read
+        let lost = Store::open(&db.settings).await.unwrap();
+        lost.close().await;
+        let s = ingest_dir(&lost, dir.path()).await;
+        let runs = truth.finished_runs().count() as u64;
+        assert_eq!((s.ingested, s.failed, s.storage_failed), (0, runs, runs), "{:?}", s.errors);
+        assert!(s.errors.iter().all(|e| e.error.contains("whether the run is stored")), "{:?}", s.errors);
+        // a later ingest stores them
+        let again = ingest_dir(&db.store, dir.path()).await;
+        assert_eq!((again.ingested, again.storage_failed), (runs, 0));
+    }
+
+    async fn a_run_whose_files_cannot_all_be_listed_is_named_in_the_summary_and_the_ingest_log(db) {
+        let (dir, truth) = generate(1, false);
+        // a folder nested too deep inside one run: its files cannot all be listed (as with an
+        // unreadable folder, which root, running the tests, could still read)
+        let run = &truth.runs[0];
+        let mut deep = dir.path().join(BUCKET).join(&run.path).join("artifacts");
+        for n in 0..60 {
+            deep.push(format!("d{n}"));
+        }
+        std::fs::create_dir_all(&deep).unwrap();
+        let s = ingest_dir(&db.store, dir.path()).await;
+        let runs = truth.finished_runs().count() as u64;
+        assert_eq!((s.ingested, s.failed, s.storage_failed), (runs - 1, 1, 0), "{:?}", s.errors);
+        assert_eq!(s.errors.len(), 1, "{:?}", s.errors);
+        assert_eq!(s.errors[0].run, run.path);
+        assert!(s.errors[0].error.contains("cannot all be listed"), "{:?}", s.errors);
+        let log = db.store.recent_ingest_log(Some("failed"), 10).await.unwrap();
+        assert!(log.iter().any(|e| e.run_path == run.path && e.error.contains("cannot all be listed")), "{log:?}");
+    }
+
     async fn one_job_folder_or_one_run_folder_is_a_source_too(db) {
         let (dir, truth) = generate(2, false);
         let job = &truth.runs[0].job;

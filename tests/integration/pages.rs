@@ -33,8 +33,18 @@ fn scenario() -> Scenario {
 
 /// The month written as a bucket tree and ingested, then one cycle: incident #1.
 async fn world(db: &common::TestDb, tweak: impl FnOnce(&mut Settings)) -> AppState {
+    world_from_tree(db, tweak, |_| {}).await
+}
+
+/// [`world`], with the written tree changed by `tree` before it is ingested.
+async fn world_from_tree(
+    db: &common::TestDb,
+    tweak: impl FnOnce(&mut Settings),
+    tree: impl FnOnce(&std::path::Path),
+) -> AppState {
     let dir = tempfile::tempdir().unwrap();
     synth::write_tree(&scenario(), dir.path()).unwrap();
+    tree(dir.path());
     let mut settings = Settings::default();
     settings.jira.url = "https://issues.example.com".into();
     settings.slack.workspace_url = "https://example.slack.com".into();
@@ -126,6 +136,28 @@ on_both_engines! {
         assert!(response.headers()["content-security-policy"].to_str().unwrap().starts_with("default-src 'none'"));
     }
 
+    async fn a_prow_link_that_is_no_web_address_never_becomes_a_link(db) {
+        let state = world_from_tree(&db, |_| {}, |root| {
+            let mut stack = vec![root.to_path_buf()];
+            while let Some(d) = stack.pop() {
+                for e in std::fs::read_dir(&d).unwrap().flatten() {
+                    let p = e.path();
+                    if p.is_dir() {
+                        stack.push(p);
+                    } else if p.file_name().is_some_and(|n| n == "prowjob.json") {
+                        let text = std::fs::read_to_string(&p).unwrap();
+                        std::fs::write(&p, text.replace("https://prow.ci.openshift.org", "javascript:alert('url')//prow")).unwrap();
+                    }
+                }
+            }
+        })
+        .await;
+        let (status, _, page) = get(&state, "/incidents/1", None).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(page.contains("class=\"sample\""), "the sample runs are still links");
+        assert!(!page.contains("javascript:"), "a javascript: link on the page");
+    }
+
     async fn with_a_pages_token_the_pages_ask_for_it_and_health_stays_open(db) {
         let state = world(&db, |s| s.server.pages_token = Some(Secret::new("pages-secret"))).await;
         let (status, _, body) = get(&state, "/incidents/1", None).await;
@@ -139,6 +171,25 @@ on_both_engines! {
         assert_eq!(get(&state, "/", Some("Basic dHJpYWdlOnBhZ2VzLXNlY3JldA==")).await.0, StatusCode::OK);
         assert_eq!(get(&state, "/", Some("Basic dHJpYWdlOndyb25n")).await.0, StatusCode::UNAUTHORIZED);
         assert_eq!(get(&state, "/healthz", None).await.0, StatusCode::OK);
+    }
+
+    async fn a_misspelt_backend_on_explore_is_called_unknown_with_the_nearest_names(db) {
+        let state = world(&db, |_| {}).await;
+        let (status, _, page) = get(&state, "/explore?backend=image-registry-new-connectionz", None).await;
+        assert_eq!(status, StatusCode::OK);
+        assert!(page.contains("Unknown backend image-registry-new-connectionz"), "{page}");
+        assert!(page.contains("Did you mean image-registry-new-connections"), "{page}");
+        let (_, _, known) = get(&state, "/explore?backend=image-registry-new-connections", None).await;
+        assert!(!known.contains("Unknown backend"));
+    }
+
+    async fn an_empty_pages_token_opens_nothing_to_an_empty_password(db) {
+        // loading refuses an empty token; this holds even for settings built in code
+        let state = world(&db, |s| s.server.pages_token = Some(Secret::new(""))).await;
+        assert_eq!(get(&state, "/", None).await.0, StatusCode::UNAUTHORIZED);
+        // basic "x:" (an empty password) and an empty bearer
+        assert_eq!(get(&state, "/", Some("Basic eDo=")).await.0, StatusCode::UNAUTHORIZED);
+        assert_eq!(get(&state, "/", Some("Bearer ")).await.0, StatusCode::UNAUTHORIZED);
     }
 }
 

@@ -120,6 +120,17 @@ on_both_engines! {
         assert_eq!(db.store.count_runs().await.unwrap(), 0);
     }
 
+    async fn an_empty_configured_token_is_never_satisfied_by_a_missing_header(db) {
+        // loading refuses an empty token; this holds even for settings built in code
+        let (body, _, _) = pushed_run();
+        let st = state(&db, Some(""), 32 << 20);
+        for token in [None, Some("")] {
+            let (status, _) = call(st.clone(), request(token, body.to_string())).await;
+            assert_eq!(status, StatusCode::UNAUTHORIZED);
+        }
+        assert_eq!(db.store.count_runs().await.unwrap(), 0);
+    }
+
     async fn a_broken_run_is_refused_naming_the_file(db) {
         let (mut body, job, build) = pushed_run();
         let name = body["files"].as_object().unwrap().keys().find(|k| k.contains("backend-disruption")).unwrap().clone();
@@ -128,6 +139,34 @@ on_both_engines! {
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
         assert!(answer["errors"][0]["file"].as_str().unwrap().contains("backend-disruption"), "{answer}");
         assert!(!db.store.has_run(&job, &build).await.unwrap());
+    }
+
+    async fn a_nul_character_in_artifact_text_is_refused_alike_on_both_engines_naming_the_file(db) {
+        // in a backend name: the disruption file is refused (422, do not retry as is), twice alike
+        let (mut body, job, build) = pushed_run();
+        let name = body["files"].as_object().unwrap().keys().find(|k| k.contains("backend-disruption")).unwrap().clone();
+        body["files"][&name] = serde_json::json!(r#"{"BackendDisruptions": {"nul\u0000be-new-connections": {"DisruptedDuration": "3s"}}}"#);
+        for _ in 0..2 {
+            let (status, answer) = call(state(&db, Some(TOKEN), 32 << 20), request(Some(TOKEN), body.to_string())).await;
+            assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+            assert_eq!(answer["errors"][0]["file"].as_str().unwrap(), name, "{answer}");
+            assert!(answer["errors"][0]["error"].as_str().unwrap().contains("NUL"), "{answer}");
+        }
+        assert!(!db.store.has_run(&job, &build).await.unwrap());
+
+        // in prowjob.json (job name, payload tag): the run is stored without that file, which
+        // a warning names; the job name comes from the run's path
+        let (mut body, job, build) = pushed_run();
+        let prowjob = body["files"].as_object().unwrap().keys().find(|k| k.ends_with("prowjob.json")).cloned();
+        let prowjob = prowjob.unwrap_or_else(|| "prowjob.json".to_string());
+        body["files"][&prowjob] = serde_json::json!(format!(
+            r#"{{"spec": {{"job": "{job}\u0000x"}}, "metadata": {{"annotations": {{"release.openshift.io/tag": "4.14.0\u0000"}}}}, "status": {{"build_id": "{build}"}}}}"#
+        ));
+        let (status, answer) = call(state(&db, Some(TOKEN), 32 << 20), request(Some(TOKEN), body.to_string())).await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+        assert!(answer.to_string().contains(&prowjob) && answer.to_string().contains("NUL"), "{answer}");
+        let stored = db.store.run(&job, &build).await.unwrap().unwrap();
+        assert!(!stored.run.job_name.contains('\0') && !stored.run.payload.contains('\0'));
     }
 
     async fn malformed_and_oversized_bodies_are_refused(db) {
@@ -188,4 +227,28 @@ async fn a_storage_failure_is_retryable_not_a_bad_file() {
     assert!(summary["storage_failed"].as_u64().unwrap() > 0, "{summary}");
     sqlx::query("DROP TRIGGER injected_fault").execute(&pool).await.unwrap();
     assert_eq!(ingest().status.code(), Some(0), "the retry stores them");
+}
+
+/// A value the database refuses as such (PostgreSQL's data exceptions, class 22) fails the
+/// same way every time: the pusher is told its run is refused (422), not to retry (503).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_value_the_database_refuses_is_a_refused_run_not_a_retry() {
+    let Some(db) = common::TestDb::postgres().await else {
+        eprintln!("skipped: {} is not set", common::POSTGRES_ENV);
+        return;
+    };
+    let pool = sqlx::PgPool::connect(db.url().as_str()).await.unwrap();
+    for statement in [
+        "CREATE FUNCTION refuse_run() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'invalid byte sequence (injected)' USING ERRCODE = '22021'; END $$ LANGUAGE plpgsql",
+        "CREATE TRIGGER refuse_run BEFORE INSERT ON job_runs FOR EACH ROW EXECUTE FUNCTION refuse_run()",
+    ] {
+        sqlx::query(statement).execute(&pool).await.unwrap();
+    }
+    let (body, job, build) = pushed_run();
+    let (status, answer) =
+        call(state(&db, Some(TOKEN), 32 << 20), request(Some(TOKEN), body.to_string())).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+    assert!(answer["errors"][0]["error"].as_str().unwrap().contains("refused a value"), "{answer}");
+    assert!(!db.store.has_run(&job, &build).await.unwrap());
+    pool.close().await;
 }

@@ -611,3 +611,88 @@ async fn slow_or_silent_clients_are_cut_off_by_the_header_idle_and_request_limit
     assert_eq!(reqwest::get(app.url("/healthz")).await.unwrap().status(), 200);
     app.stop().await;
 }
+
+/// A `serve` killed (SIGKILL, out of memory) leaves its SQLite lease behind; a restart on the
+/// same host sees that the lease's process is gone and takes over at once, while a live
+/// holder is named, with when its lease lapses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_takes_over_the_sqlite_lease_of_a_dead_process_of_this_host_at_once() {
+    let db = common::TestDb::sqlite().await;
+    let now = chrono::Utc::now().timestamp();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let killed = format!("{}-{dead}", sheriff::process::hostname());
+    assert!(db.store.take_lease("sqlite-replica", &killed, now, 30).await.unwrap());
+    sheriff::scheduler::claim_sqlite(&db.store, "the-restart")
+        .await
+        .expect("takes over from the dead process");
+    assert_eq!(db.store.lease_holder("sqlite-replica").await.unwrap().unwrap().0, "the-restart");
+
+    // a holder that may be alive (another host) is waited for, and named
+    db.store.release_lease("sqlite-replica", "the-restart").await.unwrap();
+    assert!(db.store.take_lease("sqlite-replica", "another-host-1", now, 30).await.unwrap());
+    let why = format!("{:#}", sheriff::scheduler::claim_sqlite(&db.store, "the-restart").await.unwrap_err());
+    assert!(why.contains("another-host-1") && why.contains("lapses in"), "{why}");
+    // and so is a live process of this host (this one)
+    let me = sheriff::process::replica_id();
+    db.store.release_lease("sqlite-replica", "another-host-1").await.unwrap();
+    assert!(db.store.take_lease("sqlite-replica", &me, now, 30).await.unwrap());
+    assert!(sheriff::scheduler::claim_sqlite(&db.store, "the-restart").await.is_err());
+}
+
+/// A connection that says nothing is closed once the head's time is up, an HTTP/2 connection
+/// with no request is closed once idle however busily it answers pings, and no more than
+/// `server.max_connections` are open at once: the next waits until one closes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_and_idle_http2_connections_are_closed_and_connections_are_capped() {
+    let db = common::TestDb::sqlite().await;
+    let mut settings = sheriff::config::Settings { database: db.settings.clone(), ..Default::default() };
+    settings.server.header_timeout_secs = 1;
+    settings.server.idle_timeout_secs = 3;
+    settings.server.max_connections = 2;
+    let app = common::app::spawn_app(settings).await;
+
+    // silent: closed at the head's limit, not the idle one
+    let started = Instant::now();
+    let mut silent = tokio::net::TcpStream::connect(app.address).await.unwrap();
+    let (_, closed) = until_closed(&mut silent, Duration::from_secs(5)).await;
+    assert!(
+        closed && started.elapsed() < Duration::from_millis(2_500),
+        "closed after {:?}",
+        started.elapsed()
+    );
+
+    // HTTP/2 with prior knowledge, one request, then none: the client answers every ping
+    let stream = tokio::net::TcpStream::connect(app.address).await.unwrap();
+    let (mut sender, conn) = hyper::client::conn::http2::handshake::<_, _, axum::body::Body>(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .unwrap();
+    let driven = tokio::spawn(conn);
+    let answer = sender
+        .send_request(axum::http::Request::get(app.url("/healthz")).body(axum::body::Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let started = Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(10), driven).await;
+    assert!(ended.is_ok(), "an idle HTTP/2 connection is closed");
+    assert!(started.elapsed() < Duration::from_secs(6), "closed after {:?}", started.elapsed());
+
+    // two silent connections take both slots: a third is served once the first byte's time
+    // frees one
+    let _a = tokio::net::TcpStream::connect(app.address).await.unwrap();
+    let _b = tokio::net::TcpStream::connect(app.address).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
+    assert_eq!(reqwest::get(app.url("/healthz")).await.unwrap().status(), 200);
+    assert!(
+        started.elapsed() >= Duration::from_millis(500),
+        "served at once, past the cap: {:?}",
+        started.elapsed()
+    );
+    app.stop().await;
+}

@@ -259,6 +259,18 @@ on_both_engines! {
         assert!(silences.iter().any(|s| s.reason.contains("the metal lab was being rewired")
             && s.expires_at > chrono::Utc::now().timestamp() + 29 * 86_400));
 
+        // resolved now: its buttons and dialogs act no more, and say so
+        let silenced = state.store.silences(chrono::Utc::now().timestamp()).await.unwrap().len();
+        for action in ["ack", "silence_24h", "file_jira"] {
+            interaction(&state, click(&slack, "UOPS", action, id)).await;
+            let answer = slack.responses().last().unwrap()["text"].as_str().unwrap().to_string();
+            assert!(answer.contains("is resolved"), "{action}: {answer}");
+        }
+        assert_eq!(state.store.silences(chrono::Utc::now().timestamp()).await.unwrap().len(), silenced);
+        let (_, again) = interaction(&state, submission("UOPS", "still not one")).await;
+        assert_eq!(again["response_action"], "errors", "{again}");
+        assert_eq!(state.store.incident_events(id).await.unwrap().iter().filter(|e| e.kind == "not_a_regression").count(), 1);
+
         // who did what, when: in the events and in `explain`
         let events = state.store.incident_events(id).await.unwrap();
         let kinds: Vec<(&str, &str)> = events.iter().map(|e| (e.actor.as_str(), e.kind.as_str())).collect();
@@ -313,4 +325,33 @@ on_both_engines! {
         let status = sheriff::ops::status(&state.store, chrono::Utc::now().timestamp()).await.unwrap();
         assert!(sheriff::ops::render_status(&status).contains("accepted levels:\n  #1 accepted level P50 ≤ 20s"));
     }
+}
+
+/// Slack's signature can only be checked once the body is read, so the Slack routes read no
+/// more than `server.slack_max_body_bytes`: one that says it is longer is refused at once, one
+/// that is longer is cut off there; pushed runs keep their own, larger limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slack_body_over_its_limit_is_refused_before_it_is_read() {
+    let db = common::TestDb::sqlite().await;
+    let slack = FakeSlack::start("slack-body-limit", Faults::none()).await;
+    let state = state(&db, &slack);
+    let limit = state.settings.server.slack_max_body_bytes;
+    assert!(limit < 1 << 20, "a few hundred KB at most");
+    for path in ["/slack/commands", "/slack/interactions"] {
+        let big = vec![b'a'; limit + 1];
+        let (status, _) = send_bytes(&state, path, &big, None, 0).await;
+        assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{path}");
+        // a body that only says it is 30 MB is refused on its word, before anything is read
+        let req = Request::post(path)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("content-length", (30 << 20).to_string())
+            .body(Body::from("a=b"))
+            .unwrap();
+        let response = router(state.clone()).oneshot(req).await.unwrap();
+        assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE, "{path}");
+    }
+    // a real-sized signed command still works
+    let (status, _) =
+        send(&state, "/slack/commands", &form(&[("user_id", "U1"), ("text", "help")]), Some(SECRET), 0).await;
+    assert_eq!(status, StatusCode::OK);
 }

@@ -113,7 +113,8 @@ async fn a_full_disk_fails_writes_plainly_and_once_it_has_space_every_write_work
         store.write_runs(chunk, false).await.expect("writes work again once there is space");
     }
     assert_eq!(ready(&state).await, 200, "ready again");
-    let id = sheriff::actions::silence(&store, &target, 3600, "disk fine", "cli:me", now + 1).await.unwrap();
+    let id =
+        sheriff::actions::silence(&store, &target, 3600, "disk fine", "cli:me", now + 1).await.unwrap().id;
     let kept = store.silences(now + 2).await.unwrap();
     assert_eq!(
         kept.iter().map(|s| s.id).collect::<Vec<_>>(),
@@ -125,4 +126,42 @@ async fn a_full_disk_fails_writes_plainly_and_once_it_has_space_every_write_work
     assert!(outcomes.iter().any(|o| matches!(o, sheriff::store::runs::WriteOutcome::Inserted)));
     assert_eq!(store.count_runs().await.unwrap() as usize, records.len());
     store.close().await;
+}
+
+/// Runs one statement on the test database, whichever engine it is.
+async fn run_sql(db: &crate::common::TestDb, statement: &str) {
+    match db.store.engine() {
+        sheriff::config::Engine::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(db.url().as_str()).await.unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(statement.to_string())).execute(&pool).await.unwrap();
+            pool.close().await;
+        }
+        sheriff::config::Engine::Postgres => {
+            let pool = sqlx::PgPool::connect(db.url().as_str()).await.unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(statement.to_string())).execute(&pool).await.unwrap();
+            pool.close().await;
+        }
+    }
+}
+
+on_both_engines! {
+    async fn a_failed_cycle_that_cannot_be_recorded_is_recorded_once_the_database_takes_writes_again(db) {
+        use sheriff::store::evaluations::CycleRecord;
+        let failed = CycleRecord {
+            started_at: 1_700_000_000,
+            finished_at: 1_700_000_001,
+            evaluated_at: 1_700_000_000,
+            outcome: "failed".into(),
+            error: "the database went away".into(),
+            ..Default::default()
+        };
+        // the cycles' table cannot be written (as with the database down)
+        run_sql(&db, "ALTER TABLE eval_cycles RENAME TO eval_cycles_away").await;
+        assert!(db.store.record_failed_cycle(&failed).await.is_err());
+        assert!(db.store.record_unrecorded_cycles().await.is_err(), "still cannot write");
+        run_sql(&db, "ALTER TABLE eval_cycles_away RENAME TO eval_cycles").await;
+        assert_eq!(db.store.record_unrecorded_cycles().await.unwrap(), 1, "recorded once writes work");
+        assert_eq!(db.store.record_unrecorded_cycles().await.unwrap(), 0, "and only once");
+        assert_eq!(db.store.count_cycles().await.unwrap(), 1);
+    }
 }

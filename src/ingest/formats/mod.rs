@@ -14,3 +14,27 @@ pub(crate) fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<St
     use serde::Deserialize;
     Option::<String>::deserialize(d).map(Option::unwrap_or_default)
 }
+
+/// Why a JSON file's text cannot be stored: it holds a NUL character (`\u0000`). PostgreSQL's
+/// text refuses NUL where SQLite keeps it, so sheriff refuses it on both engines alike, naming
+/// the file, instead of a storage error a retry can never get past.
+pub fn refused_text(bytes: &[u8]) -> Option<&'static str> {
+    let escaped_nul = memchr::memmem::find_iter(bytes, b"u0000").any(|at| {
+        // a `\u0000` escape, not the text `\\u0000` (an escaped backslash, then "u0000")
+        bytes[..at].iter().rev().take_while(|b| **b == b'\\').count() % 2 == 1
+    });
+    escaped_nul.then_some("holds a NUL character (\\u0000) in its text, which sheriff does not store")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_nul_escape_is_refused_and_an_escaped_backslash_before_u0000_is_not() {
+        assert!(super::refused_text(br#"{"a": "x\u0000y"}"#).is_some());
+        assert!(super::refused_text(br#"{"a\u0000": 1}"#).is_some());
+        assert!(super::refused_text(br#"{"a": "\\\u0000"}"#).is_some());
+        assert!(super::refused_text(br#"{"a": "\\u0000"}"#).is_none());
+        assert!(super::refused_text(br#"{"a": "u0000"}"#).is_none());
+        assert!(super::refused_text(b"").is_none());
+    }
+}

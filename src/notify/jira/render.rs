@@ -47,7 +47,10 @@ pub fn to_wiki(doc: &[Node]) -> String {
             .map(|p| match p {
                 Inline::Text(t) => esc(t),
                 Inline::Code(t) => format!("{{{{{}}}}}", esc(t)),
-                Inline::Link { text, url } => format!("[{}|{}]", esc(text), url.replace('|', "%7C")),
+                Inline::Link { text, url } => match crate::render::web_link(url) {
+                    Some(url) => format!("[{}|{}]", esc(text), crate::render::link_target(url)),
+                    None => esc(text),
+                },
             })
             .collect()
     }
@@ -80,9 +83,10 @@ pub fn to_adf(doc: &[Node]) -> Value {
             .map(|p| match p {
                 Inline::Text(t) => json!({ "type": "text", "text": t }),
                 Inline::Code(t) => json!({ "type": "text", "text": t, "marks": [{ "type": "code" }] }),
-                Inline::Link { text, url } => {
-                    json!({ "type": "text", "text": if text.is_empty() { url } else { text }, "marks": [{ "type": "link", "attrs": { "href": url } }] })
-                }
+                Inline::Link { text, url } => match crate::render::web_link(url) {
+                    Some(url) => json!({ "type": "text", "text": if text.is_empty() { url } else { text }, "marks": [{ "type": "link", "attrs": { "href": url } }] }),
+                    None => json!({ "type": "text", "text": if text.is_empty() { url } else { text } }),
+                },
             })
             .collect()
     }
@@ -273,6 +277,19 @@ mod tests {
         assert_eq!(adf["type"], "doc");
         assert_eq!(adf["content"][2]["type"], "table");
         assert_eq!(adf["content"][1]["content"][2]["marks"][0]["attrs"]["href"], "https://x/y");
+    }
+
+    #[test]
+    fn a_link_to_anything_but_a_web_address_is_text_and_a_bracket_cannot_end_a_wiki_link() {
+        let doc = vec![Node::Para(vec![
+            Inline::Link { text: "run".into(), url: "javascript:alert('url')//https://x".into() },
+            text(" "),
+            Inline::Link { text: "pr".into(), url: "https://x/a]*bold*[b|c".into() },
+        ])];
+        assert_eq!(to_wiki(&doc), "run [pr|https://x/a%5D*bold*%5Bb%7Cc]");
+        let adf = to_adf(&doc);
+        assert!(adf["content"][0]["content"][0].get("marks").is_none(), "{adf}");
+        assert_eq!(adf["content"][0]["content"][2]["marks"][0]["attrs"]["href"], "https://x/a]*bold*[b|c");
     }
 
     #[test]

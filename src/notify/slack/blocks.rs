@@ -210,9 +210,11 @@ fn suspects_field(i: &Incident) -> Option<String> {
             .take(crate::render::SUSPECTS_SHOWN)
             .map(|c| {
                 let words = escape(&crate::render::suspect(c));
-                // a link only to a plain https URL: it comes from the changelog
-                let plain = c.url.starts_with("https://") && !c.url.contains(['|', '<', '>', ' ', '\n']);
-                if plain { format!("<{}|{words}>", c.url) } else { words }
+                // a link only to a plain web address: it comes from the changelog
+                match crate::render::web_link(&c.url) {
+                    Some(url) => format!("<{}|{words}>", escape(&crate::render::link_target(url))),
+                    None => words,
+                }
             })
             .collect();
         Some(list.join("\n"))
@@ -307,7 +309,13 @@ pub fn details_message(i: &Incident, links: &Links) -> Message {
     let jobs: Vec<String> = r
         .sample_jobs
         .iter()
-        .map(|j| format!("<{}|{} #{}> {}s", escape(&j.url), j.kind, escape(&j.build_id), j.seconds))
+        .map(|j| {
+            let words = format!("{} #{}", j.kind, escape(&j.build_id));
+            match crate::render::web_link(&j.url) {
+                Some(url) => format!("<{}|{words}> {}s", escape(&crate::render::link_target(url)), j.seconds),
+                None => format!("{words} {}s", j.seconds),
+            }
+        })
         .collect();
     if !jobs.is_empty() {
         blocks.push(context(&jobs));
@@ -482,6 +490,18 @@ mod tests {
             .collect();
         let summary = summary_message(&lines, &links);
         check_limits(&summary).unwrap();
+    }
+
+    #[test]
+    fn a_sample_run_link_that_is_no_web_address_is_shown_as_text() {
+        let links = Links { public_url: String::new(), jira_url: String::new() };
+        let mut i = big_incident(1);
+        i.snapshot.report.sample_jobs[0].url = "javascript:alert('url')//x".into();
+        i.snapshot.report.sample_jobs[1].url = "https://prow.example/a|b".into();
+        let text = serde_json::to_string(&details_message(&i, &links).blocks).unwrap();
+        assert!(!text.contains("javascript:"), "{text}");
+        assert!(text.contains("worst #0"), "the run is still named: {text}");
+        assert!(text.contains("<https://prow.example/a%7Cb|worst #1>"), "a `|` would end the URL: {text}");
     }
 
     #[test]

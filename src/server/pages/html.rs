@@ -8,6 +8,7 @@ use super::{ChartData, IncidentRow, IndexFilter};
 use crate::incidents::{Event, Incident};
 use crate::model::{secs, secs_or_dash};
 use crate::render::time as when;
+use crate::render::web_link;
 
 const STYLE: &str = r#"
 :root { color-scheme: light; --fg: #1d1d1f; --muted: #5f6368; --line: #d9dce1; --bad: #c5221f; --ok: #188038; --warn: #b06000; }
@@ -85,8 +86,8 @@ fn age(seconds: i64) -> String {
 
 fn links(row: &IncidentRow) -> Markup {
     html! {
-        @if let (Some(key), Some(url)) = (&row.incident.jira_key, &row.jira_url) { a href=(url) { (key) } " " }
-        @if let Some(url) = &row.slack_url { a href=(url) { "thread" } }
+        @if let (Some(key), Some(url)) = (&row.incident.jira_key, row.jira_url.as_deref().and_then(web_link)) { a href=(url) { (key) } " " }
+        @if let Some(url) = row.slack_url.as_deref().and_then(web_link) { a href=(url) { "thread" } }
     }
 }
 
@@ -218,14 +219,18 @@ pub fn incident(row: &IncidentRow, events: &[Event], charts: &[ChartData]) -> Ma
             }
             @if !r.suspect_changes.is_empty() {
                 h2 { "Suspect changes" }
-                ul { @for c in &r.suspect_changes { li { a href=(c.url) { (c.repository) "#" (c.number) } " " (c.title) } } }
+                ul { @for c in &r.suspect_changes { li {
+                    @if let Some(url) = web_link(&c.url) { a href=(url) { (c.repository) "#" (c.number) } }
+                    @else { (c.repository) "#" (c.number) }
+                    " " (c.title)
+                } } }
             }
             h2 { "Sample runs" }
             div class="scroll" { table {
                 thead { tr { th { "kind" } th { "seconds" } th { "job" } th { "run" } } }
                 tbody { @for j in &r.sample_jobs { tr {
                     td { (j.kind.as_str()) } td class="mono" { (j.seconds) "s" } td { (j.job) }
-                    td { a class="sample" href=(j.url) { (j.build_id) } }
+                    td { @if let Some(url) = web_link(&j.url) { a class="sample" href=(url) { (j.build_id) } } @else { (j.build_id) } }
                 } } }
             } }
             h2 { "History" }
@@ -254,6 +259,12 @@ pub fn explore(
                 button type="submit" { "Show" }
             }
             @if let Some(e) = error { p class="state new" { (e) } }
+            @if let Some(a) = answer.filter(|a| !a.known_backend) {
+                p class="state new" {
+                    "Unknown backend " (a.backend) ": no stored run has recorded it."
+                    @if !a.similar.is_empty() { " Did you mean " (a.similar.join(", ")) "?" }
+                }
+            }
             @if let Some(a) = answer {
                 p { (a.backend) ": " (a.runs) " runs in the last " (a.window_days) " days over " (a.variants) " variants, " (a.disrupted_runs) " disrupted; reference " (a.baseline_runs) " runs." }
                 div class="scroll" { table {
