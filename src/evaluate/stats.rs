@@ -217,7 +217,7 @@ const EXACT_SUPPORT: u64 = 400;
 /// is never evidence; strata with runs on one side only say nothing and are left out.
 /// Conditional on each stratum's margins the count above is hypergeometric; the total's exact
 /// distribution is their convolution (one stratum: Fisher's exact test). Beyond
-/// [`EXACT_SUPPORT`] possible totals, the Cochran–Mantel–Haenszel normal approximation with a
+/// `EXACT_SUPPORT` (400) possible totals, the Cochran–Mantel–Haenszel normal approximation with a
 /// continuity correction.
 pub fn stratified_greater(strata: &[Stratum]) -> f64 {
     let informative: Vec<&Stratum> =
