@@ -457,16 +457,8 @@ async fn record_outcome(
                 Ok(WriteOutcome::Inserted | WriteOutcome::Replaced) => {
                     summary.ingested += 1;
                     log.push(entry(&path, &job, &build, "", "ingested", ""));
-                    for w in warnings {
-                        tracing::warn!(run = %path, file = %w.file, "{}", w.error);
-                        log.push(entry(&path, &job, &build, &w.file, "warning", &w.error));
-                        summary.errors.push(IngestError {
-                            run: path.clone(),
-                            file: w.file,
-                            error: w.error,
-                            severity: "warning",
-                        });
-                    }
+                    let logged = |file: &str, error: &str| entry(&path, &job, &build, file, "warning", error);
+                    record_warnings(warnings, &path, summary, log, logged);
                 }
                 Err(e) if crate::store::is_refused_value(&e) => {
                     // the same content fails every time: a bad run, not one to retry
@@ -489,6 +481,26 @@ async fn record_outcome(
                 }
             }
         }
+    }
+}
+
+/// The warnings of a stored run: logged, in the ingest log and in the summary.
+fn record_warnings(
+    warnings: Vec<FileProblem>,
+    path: &str,
+    summary: &mut IngestSummary,
+    log: &mut Vec<IngestLogEntry>,
+    logged: impl Fn(&str, &str) -> IngestLogEntry,
+) {
+    for w in warnings {
+        tracing::warn!(run = %path, file = %w.file, "{}", w.error);
+        log.push(logged(&w.file, &w.error));
+        summary.errors.push(IngestError {
+            run: path.to_string(),
+            file: w.file,
+            error: w.error,
+            severity: "warning",
+        });
     }
 }
 

@@ -140,6 +140,32 @@ impl Activity {
     }
 }
 
+/// The next connection with its slot; at the cap it waits in the listen queue. None once
+/// `shutdown` resolves.
+async fn accept_next(
+    listener: &tokio::net::TcpListener,
+    slots: &Arc<tokio::sync::Semaphore>,
+    shutdown: &mut std::pin::Pin<&mut (impl std::future::Future<Output = ()> + Send)>,
+) -> Option<(tokio::sync::OwnedSemaphorePermit, tokio::net::TcpStream)> {
+    let slot = tokio::select! {
+        slot = slots.clone().acquire_owned() => slot.expect("never closed"),
+        () = shutdown.as_mut() => return None,
+    };
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => return Some((slot, stream)),
+                Err(e) => {
+                    // Out of file descriptors, say: wait a little rather than spin.
+                    tracing::warn!("accepting a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            () = shutdown.as_mut() => return None,
+        }
+    }
+}
+
 /// Accepts and serves connections with `router` until `shutdown`, then lets open ones finish
 /// (up to `grace`).
 pub async fn serve(
@@ -155,24 +181,7 @@ pub async fn serve(
     let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
     let (stopping, stop) = tokio::sync::watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        // at the cap, the next connection waits in the listen queue
-        let slot = tokio::select! {
-            slot = slots.clone().acquire_owned() => slot.expect("never closed"),
-            () = &mut shutdown => break,
-        };
-        let (stream, _) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(pair) => pair,
-                Err(e) => {
-                    // Out of file descriptors, say: wait a little rather than spin.
-                    tracing::warn!("accepting a connection: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
+    while let Some((slot, stream)) = accept_next(&listener, &slots, &mut shutdown).await {
         let _ = stream.set_nodelay(true);
         let io = TokioIo::new(IdleTimeout::new(stream, limits.idle, limits.header));
         let activity = Arc::new(Activity::default());
