@@ -211,6 +211,9 @@ pub struct AttributeSettings {
     pub platform_components: std::collections::BTreeMap<String, String>,
     /// Regressed and healthy sample runs read for interval evidence.
     pub evidence_runs: usize,
+    /// Platform → the CI harness that sets up its test clusters, filed against when the
+    /// mechanism shows the cause is the test environment (a single replica, say).
+    pub harnesses: std::collections::BTreeMap<String, String>,
 }
 
 pub use crate::model::FileAgainst;
@@ -253,8 +256,19 @@ impl Default for AttributeSettings {
             ]
             .into(),
             evidence_runs: 10,
+            harnesses: default_harnesses(),
         }
     }
+}
+
+/// Metal clusters come from dev-scripts; the cloud platforms from their step-registry steps.
+fn default_harnesses() -> std::collections::BTreeMap<String, String> {
+    let mut m: std::collections::BTreeMap<String, String> =
+        [("metal".to_string(), "openshift-metal3/dev-scripts".to_string())].into();
+    for p in ["aws", "azure", "gcp", "vsphere", "openstack", "ovirt", "nutanix"] {
+        m.insert(p.to_string(), format!("openshift/release ci-operator/step-registry/ipi/conf/{p}"));
+    }
+    m
 }
 
 /// How evaluation decides what regressed.

@@ -93,9 +93,18 @@ pub fn summary(f: &Facts<'_>) -> String {
         (Some(_), FileAgainst::Platform) => {
             s.push_str(&format!("; {} is named as the backend's owner.", o.backend_component))
         }
-        (None, _) => s.push('.'),
+        (Some(_), FileAgainst::TestEnvironment) | (None, _) => s.push('.'),
     }
     s
+}
+
+/// The summary's sentence on whom to file a cause in the test environment against.
+pub fn harness_sentence(a: &crate::model::Attribution) -> String {
+    format!(
+        "The cause is how the CI cluster is set up, not the product: file against the CI harness {}, and consult {} rather than blame it.",
+        a.harness.as_deref().unwrap_or("of the platform"),
+        a.component
+    )
 }
 
 /// The summary's sentence on the condition behind the outages.
@@ -375,6 +384,8 @@ mod tests {
             confidence: confidence(&f),
             evidence: lines.clone(),
             evidence_pending: 7,
+            mechanism: None,
+            harness: None,
         };
         let found = ConditionEvidence {
             operator: "image-registry".into(),

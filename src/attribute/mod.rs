@@ -3,4 +3,5 @@
 pub mod components;
 pub mod describe;
 pub mod evidence;
+pub mod mechanism;
 pub mod scope;

@@ -13,12 +13,14 @@ use super::{Attribution, PercentilePair, RegressionReport, SampleJob, Window};
 use crate::attribute::components::{ComponentTable, control_for};
 use crate::attribute::describe::{self as words, Facts, Owners};
 use crate::attribute::evidence::{self, ConditionEvidence, RunIntervals};
+use crate::attribute::mechanism::{self, RunTimeline};
 use crate::attribute::scope::{self, CellEvidence, ScopeFinding, ValueEvidence, Verdict};
 use crate::config::{AttributeSettings, EvaluateSettings, FileAgainst};
 use crate::evaluate::changepoint::{self, Run};
 use crate::evaluate::{Check, Evaluation, GroupResult, GroupStatus};
 use crate::model::{
-    ControlEvidence, Dimension, GroupKey, Onset, Percentile, SampleKind, Scope, Span, Status, fingerprint,
+    ControlEvidence, Dimension, GroupKey, Mechanism, Onset, Percentile, SampleKind, Scope, Span, SpanKind,
+    Status, fingerprint,
 };
 use crate::store::evaluations::WindowData;
 
@@ -192,6 +194,8 @@ pub(super) struct Described {
 struct RunEvidence {
     sample_jobs: Vec<SampleJob>,
     conditions: Vec<ConditionEvidence>,
+    /// How the outages come about, when the runs hold timelines.
+    mechanism: Option<Mechanism>,
     /// Runs whose interval files could not be fetched yet, of the disrupted and healthy read.
     pending: (usize, usize),
 }
@@ -200,6 +204,8 @@ struct RunEvidence {
 struct ReadIntervals {
     regressed: Vec<RunIntervals>,
     healthy: Vec<RunIntervals>,
+    /// The same runs' timelines.
+    timelines: (Vec<RunTimeline>, Vec<RunTimeline>),
     /// Runs whose interval files could not be fetched yet, of those read.
     pending: (usize, usize),
 }
@@ -491,7 +497,7 @@ impl<S: RunSource> Context<'_, S> {
             left_out: f.stats.troubled,
             owners: &owners,
         };
-        Attribution {
+        let mut a = Attribution {
             component: owners.component.clone(),
             platform,
             platform_component: owners.platform_component.clone(),
@@ -508,7 +514,11 @@ impl<S: RunSource> Context<'_, S> {
             confidence: words::confidence(&facts),
             evidence: words::evidence(&facts),
             evidence_pending: evidence.pending.0,
-        }
+            mechanism: None,
+            harness: None,
+        };
+        with_mechanism(&mut a, evidence.mechanism.clone(), &self.attribute.harnesses);
+        a
     }
 
     /// Sample jobs from the regression's own runs (in the window, after its onset), and the
@@ -558,7 +568,31 @@ impl<S: RunSource> Context<'_, S> {
             .filter(|e| e.score > 0.0)
             .take(3)
             .collect();
-        Ok(RunEvidence { sample_jobs, conditions, pending: read.pending })
+        let mechanism = self.mechanism_of(backends, &read.timelines);
+        Ok(RunEvidence { sample_jobs, conditions, mechanism, pending: read.pending })
+    }
+
+    /// The mechanism the timelines show, when any run read has one.
+    fn mechanism_of(
+        &self,
+        backends: &[String],
+        (regressed, healthy): &(Vec<RunTimeline>, Vec<RunTimeline>),
+    ) -> Option<Mechanism> {
+        if regressed.iter().all(|r| r.spans.is_empty()) {
+            return None;
+        }
+        let family = backends.first().map_or("", |b| crate::model::backend_family(b));
+        let probes: Vec<String> = regressed
+            .iter()
+            .chain(healthy)
+            .flat_map(|r| &r.spans)
+            .filter(|s| s.kind == SpanKind::Outage && s.subject.contains("network-liveness"))
+            .map(|s| s.subject.clone())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let case = mechanism::Case { family, backends, probes: &probes, regressed, healthy };
+        Some(mechanism::explain(&case))
     }
 
     /// The intervals of the disrupted runs (the family's outages) and of the healthy ones (their
@@ -572,6 +606,7 @@ impl<S: RunSource> Context<'_, S> {
     ) -> Result<ReadIntervals> {
         let family: BTreeSet<&str> = backends.iter().map(String::as_str).collect();
         let mut regressed = Vec::new();
+        let mut timelines = (Vec::new(), Vec::new());
         let mut pending = (0, 0);
         let wanted: Vec<&CellRun> = disrupted.iter().map(|r| **r).chain(healthy.iter().copied()).collect();
         let mut records = self.records(&wanted).await?.into_iter();
@@ -585,6 +620,8 @@ impl<S: RunSource> Context<'_, S> {
                 let outages =
                     record.outages.into_iter().filter(|o| family.contains(o.backend.as_str())).collect();
                 regressed.push(RunIntervals { outages, conditions: record.conditions });
+                let run = format!("{}/{}", record.run.job_name, record.run.build_id);
+                timelines.0.push(RunTimeline { run, spans: record.timeline });
             }
         }
         let mut healthy_intervals = Vec::new();
@@ -595,8 +632,10 @@ impl<S: RunSource> Context<'_, S> {
                 continue;
             }
             healthy_intervals.push(RunIntervals { outages: Vec::new(), conditions: record.conditions });
+            let run = format!("{}/{}", record.run.job_name, record.run.build_id);
+            timelines.1.push(RunTimeline { run, spans: record.timeline });
         }
-        Ok(ReadIntervals { regressed, healthy: healthy_intervals, pending })
+        Ok(ReadIntervals { regressed, healthy: healthy_intervals, timelines, pending })
     }
 
     /// An incident's report brought up to date without a fresh detection: the numbers over its
@@ -624,6 +663,9 @@ impl<S: RunSource> Context<'_, S> {
             );
         }
         r.sample_jobs = evidence.sample_jobs;
+        if evidence.mechanism.is_some() {
+            with_mechanism(&mut r.attribution, evidence.mechanism, &self.attribute.harnesses);
+        }
         let c = &stats.check;
         r.attribution.summary = words::restated(
             &r.attribution.summary,
@@ -635,6 +677,42 @@ impl<S: RunSource> Context<'_, S> {
             status.is_active(),
         );
         Ok(r)
+    }
+}
+
+/// Sets the attribution's mechanism, and files a cause in the test environment against the
+/// platform's harness, naming the product's component to consult. The summary gains the
+/// mechanism's sentence (once).
+fn with_mechanism(
+    a: &mut Attribution,
+    mechanism: Option<Mechanism>,
+    harnesses: &std::collections::BTreeMap<String, String>,
+) {
+    let Some(m) = mechanism else { return };
+    if let Some(old) = &a.mechanism {
+        a.summary = a.summary.replace(&format!(" {}", old.summary), "");
+        a.summary = a.summary.replace(&format!(" {}", words::harness_sentence(a)), "");
+    }
+    let harness = a.platform.as_ref().and_then(|p| harnesses.get(p)).filter(|_| m.kind.is_test_environment());
+    if let Some(h) = harness {
+        a.file_against = FileAgainst::TestEnvironment;
+        a.harness = Some(h.clone());
+    } else if a.file_against == FileAgainst::TestEnvironment {
+        a.file_against = FileAgainst::Backend;
+        a.harness = None;
+    }
+    a.summary.push(' ');
+    a.summary.push_str(&m.summary);
+    a.mechanism = Some(m);
+    if a.harness.is_some() {
+        // the harness is who to file against now, not the product's component
+        if let Some(at) = a.summary.find(" File against ") {
+            let end = a.summary[at + 1..].find(". ").map_or(a.summary.len(), |e| at + 1 + e + 1);
+            a.summary.replace_range(at..end.min(a.summary.len()), "");
+        }
+        let sentence = words::harness_sentence(a);
+        a.summary.push(' ');
+        a.summary.push_str(&sentence);
     }
 }
 

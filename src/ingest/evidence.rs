@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::sync::OnceCell;
 
 use super::gcs::{self, GcsClient};
-use super::run::{FileProblem, parse_interval_files};
+use super::run::{FileProblem, RunIntervals, parse_interval_files};
 use crate::config::Settings;
 use crate::model::{IntervalFile, RunRecord};
 use crate::store::Store;
@@ -86,26 +86,31 @@ impl<'a> EvidenceFetcher<'a> {
             }
         }
         let files = read.iter().map(|(name, bytes)| (name.as_str(), bytes.as_slice()));
-        let (outages, conditions) = parse_interval_files(files, &mut problems);
+        let parsed = parse_interval_files(files, &mut problems);
         metrics::counter!("sheriff_evidence_fetches_total", "outcome" => "fetched").increment(1);
         if self.keep {
-            self.keep_filled(record, &outages, &conditions, &problems).await;
+            self.keep_filled(record, &parsed, &problems).await;
         }
-        record.outages = outages;
-        record.conditions = conditions;
+        record.outages = parsed.outages;
+        record.conditions = parsed.conditions;
+        record.timeline = parsed.timeline;
         record.interval_files.clear();
     }
 
     /// Stores a run's fetched intervals, and logs the files that could not be used.
-    async fn keep_filled(
-        &self,
-        record: &RunRecord,
-        outages: &[crate::model::Outage],
-        conditions: &[crate::model::ConditionSpan],
-        problems: &[FileProblem],
-    ) {
+    async fn keep_filled(&self, record: &RunRecord, parsed: &RunIntervals, problems: &[FileProblem]) {
         let run = &record.run;
-        if let Err(e) = self.store.fill_intervals(&run.job_name, &run.build_id, outages, conditions).await {
+        if let Err(e) = self
+            .store
+            .fill_intervals(
+                &run.job_name,
+                &run.build_id,
+                &parsed.outages,
+                &parsed.conditions,
+                &parsed.timeline,
+            )
+            .await
+        {
             // used by this cycle all the same; the next one fetches them again
             tracing::warn!(run = %run.path, "cannot store the fetched interval evidence: {e:#}");
             return;

@@ -206,8 +206,15 @@ pub fn assemble(run: &RunFiles) -> Assembly {
         );
         return Assembly::Failed { problems: vec![problem("backend-disruption_*.json", why)] };
     }
-    let (outages, conditions) = interval_evidence(&parsed.interval_files, &mut parsed.warnings);
-    let record = RunRecord { run: job, samples, outages, conditions, interval_files: Vec::new() };
+    let read = interval_evidence(&parsed.interval_files, &mut parsed.warnings);
+    let record = RunRecord {
+        run: job,
+        samples,
+        outages: read.outages,
+        conditions: read.conditions,
+        interval_files: Vec::new(),
+        timeline: read.timeline,
+    };
     Assembly::Ready { record: Box::new(record), warnings: parsed.warnings }
 }
 
@@ -276,10 +283,7 @@ fn payloads(cluster: &cluster_data::ClusterData, prowjob: Option<&prow::ProwJob>
 
 /// Outages and bad conditions from one view of the intervals: e2e-events holds every
 /// interval; the timelines are views of the same ones.
-fn interval_evidence(
-    files: &[(&RunFile, FileKind)],
-    warnings: &mut Vec<FileProblem>,
-) -> (Vec<crate::model::Outage>, Vec<crate::model::ConditionSpan>) {
+fn interval_evidence(files: &[(&RunFile, FileKind)], warnings: &mut Vec<FileProblem>) -> RunIntervals {
     let preferred = [FileKind::Events, FileKind::TimelineEverything, FileKind::Timeline]
         .into_iter()
         .find(|k| files.iter().any(|(_, kind)| kind == k));
@@ -290,14 +294,23 @@ fn interval_evidence(
     parse_interval_files(read, warnings)
 }
 
-/// The outages and condition spans of a run's interval files (views of one kind), sorted and
-/// without duplicates; a file that does not parse is a warning naming it, and is not used.
+/// What a run's interval files hold, merged over its files.
+#[derive(Debug, Default)]
+pub struct RunIntervals {
+    pub outages: Vec<crate::model::Outage>,
+    pub conditions: Vec<crate::model::ConditionSpan>,
+    pub timeline: Vec<crate::model::TimelineSpan>,
+}
+
+/// The outages, condition spans and timeline of a run's interval files (views of one kind),
+/// sorted and without duplicates; a file that does not parse is a warning naming it, and is
+/// not used. A timeline span names the file and item it came from (the first, when two files
+/// hold it).
 pub fn parse_interval_files<'a>(
     files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
     warnings: &mut Vec<FileProblem>,
-) -> (Vec<crate::model::Outage>, Vec<crate::model::ConditionSpan>) {
-    let mut outages = Vec::new();
-    let mut conditions = Vec::new();
+) -> RunIntervals {
+    let mut out = RunIntervals::default();
     for (name, bytes) in files {
         if let Some(why) = super::formats::refused_text(bytes) {
             warnings.push(problem(name, format!("{why}; its evidence is not used")));
@@ -305,15 +318,19 @@ pub fn parse_interval_files<'a>(
         }
         match intervals::parse_intervals(bytes) {
             Ok(ev) => {
-                outages.extend(ev.outages);
-                conditions.extend(ev.conditions);
+                out.outages.extend(ev.outages);
+                out.conditions.extend(ev.conditions);
+                out.timeline.extend(ev.timeline.into_iter().map(|mut t| {
+                    t.at.file = name.to_string();
+                    t
+                }));
             }
             Err(e) => warnings.push(problem(name, format!("{e}; its evidence is not used"))),
         }
     }
-    outages.sort_by(|a, b| (a.from, &a.backend, a.to).cmp(&(b.from, &b.backend, b.to)));
-    outages.dedup();
-    conditions.sort_by(|a, b| {
+    out.outages.sort_by(|a, b| (a.from, &a.backend, a.to).cmp(&(b.from, &b.backend, b.to)));
+    out.outages.dedup();
+    out.conditions.sort_by(|a, b| {
         (a.from, &a.operator, &a.condition, a.to, &a.reason).cmp(&(
             b.from,
             &b.operator,
@@ -322,8 +339,12 @@ pub fn parse_interval_files<'a>(
             &b.reason,
         ))
     });
-    conditions.dedup();
-    (outages, conditions)
+    out.conditions.dedup();
+    out.timeline.sort_by(|a, b| (a.from, a.kind, &a.subject, a.to).cmp(&(b.from, b.kind, &b.subject, b.to)));
+    out.timeline.dedup_by(|b, a| {
+        (a.from, a.kind, &a.subject, a.to, &a.node) == (b.from, b.kind, &b.subject, b.to, &b.node)
+    });
+    out
 }
 
 /// The run's dimensions: cluster-data first, the job name for whatever it leaves out.

@@ -24,10 +24,14 @@ pub use glob::glob_match;
 pub use histogram::Histogram;
 pub use historical::HistoricalRow;
 pub use regression::{
-    Attribution, ConditionEvidence, Confidence, ControlEvidence, Episode, FileAgainst, Onset, PercentilePair,
-    RegressionReport, SampleJob, SampleKind, Status, SuspectChange,
+    Attribution, ConditionEvidence, Confidence, ControlEvidence, Episode, FileAgainst, Mechanism,
+    MechanismClaim, MechanismKind, Onset, PercentilePair, RegressionReport, SampleJob, SampleKind, Status,
+    SuspectChange, UnknownBecause,
 };
-pub use run::{CellRun, ConditionSpan, IntervalFile, JobRun, Outage, RunRecord, Sample, payload_time};
+pub use run::{
+    CellRun, ConditionSpan, IntervalFile, IntervalRef, JobRun, Outage, RunRecord, Sample, SpanKind,
+    TimelineSpan, payload_time,
+};
 pub use scope::Scope;
 pub use span::parse_span;
 pub use trouble::{ProbeHealth, TroubleRules};

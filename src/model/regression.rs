@@ -107,6 +107,104 @@ pub enum FileAgainst {
     Backend,
     /// The platform's component (Bare Metal Hardware Provisioning).
     Platform,
+    /// The CI harness that sets up the test clusters (the mechanism shows the cause is how the
+    /// cluster is set up: one replica, storage that cannot be shared); the product component
+    /// is named to consult, not to blame. Chosen by attribution, never by configuration.
+    #[serde(rename = "test_environment")]
+    TestEnvironment,
+}
+
+/// How a regression's outages come about, as the runs' own timelines show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MechanismKind {
+    /// The only ready replica was evicted by its node's drain; the outage ended when the
+    /// replacement became ready.
+    SingleReplicaDrained,
+    /// Every ready replica sat on one node, and that node was drained or went down.
+    ReplicasOnOneNode,
+    /// The outage began as a node's load balancer took the VIP.
+    VipMoved,
+    /// The outage began as etcd elected a new leader.
+    EtcdLeaderChange,
+    /// The CI's own network probe was down at the same time.
+    CiNetwork,
+    /// Nothing in the timelines explains the outages well enough.
+    #[default]
+    Unknown,
+}
+
+impl MechanismKind {
+    pub const CANDIDATES: [MechanismKind; 5] = [
+        MechanismKind::SingleReplicaDrained,
+        MechanismKind::ReplicasOnOneNode,
+        MechanismKind::VipMoved,
+        MechanismKind::EtcdLeaderChange,
+        MechanismKind::CiNetwork,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MechanismKind::SingleReplicaDrained => "single_replica_drained",
+            MechanismKind::ReplicasOnOneNode => "replicas_on_one_node",
+            MechanismKind::VipMoved => "vip_moved",
+            MechanismKind::EtcdLeaderChange => "etcd_leader_change",
+            MechanismKind::CiNetwork => "ci_network",
+            MechanismKind::Unknown => "unknown",
+        }
+    }
+
+    /// Whether the cause is how the CI cluster is set up rather than the product.
+    pub fn is_test_environment(self) -> bool {
+        matches!(self, MechanismKind::SingleReplicaDrained | MechanismKind::ReplicasOnOneNode)
+    }
+}
+
+/// Why a mechanism is `unknown`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnknownBecause {
+    /// The sample runs hold no pod intervals of the backend's namespace: the replica-based
+    /// mechanisms could not be judged.
+    NoPodIntervals,
+    /// No candidate explained enough of the outages, or healthy runs showed it as often.
+    WeakLift,
+    /// No sample run had a timeline to read.
+    NoTimelines,
+}
+
+/// One statement of a mechanism about one run, and the intervals that show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MechanismClaim {
+    /// The run (`job/build id`).
+    pub run: String,
+    pub text: String,
+    pub intervals: Vec<super::IntervalRef>,
+}
+
+/// The mechanism behind a regression's outages (`attribution.mechanism`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Mechanism {
+    pub kind: MechanismKind,
+    /// One sentence.
+    pub summary: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unknown_because: Option<UnknownBecause>,
+    /// Sample runs whose outages it explains, of those examined.
+    pub runs_explained: usize,
+    pub runs_examined: usize,
+    /// Healthy runs of the same jobs it would explain, of those examined.
+    pub healthy_explained: usize,
+    pub healthy_examined: usize,
+    /// The backend's ready replicas when its nodes were drained (the median over runs), in the
+    /// regressed and in the healthy runs; None without pod intervals.
+    pub replicas_regressed: Option<f64>,
+    pub replicas_healthy: Option<f64>,
+    /// What each explained run shows, with the intervals (file and item) behind each clause.
+    pub claims: Vec<MechanismClaim>,
+    /// The other candidates' runs explained, best first: (kind, runs).
+    #[serde(default)]
+    pub others: Vec<(MechanismKind, usize)>,
 }
 
 /// When a regression began: the most likely time (the first run after the change) and an
@@ -290,6 +388,12 @@ pub struct Attribution {
     /// conditions are filled in by a later cycle.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub evidence_pending: usize,
+    /// How the outages come about, from the sample runs' timelines (None before any was read).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mechanism: Option<Mechanism>,
+    /// The repository of the CI harness to file against when the cause is the test environment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness: Option<String>,
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -92,6 +92,75 @@ pub struct RunRecord {
     /// `conditions` are not known; attribution fetches them when it uses the run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub interval_files: Vec<IntervalFile>,
+    /// What happened around the outages: node drains and reboots, the watched namespaces' pods
+    /// while ready, VIP moves, etcd leader changes, and the outages themselves, each with the
+    /// interval it came from.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<TimelineSpan>,
+}
+
+/// Which kind of happening a [`TimelineSpan`] records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpanKind {
+    /// A backend's outage; `subject` is the backend.
+    Outage,
+    /// A node being drained (`subject` the node).
+    NodeDrain,
+    /// A node updating its OS, rebooting or not ready (`subject` the node).
+    NodeDown,
+    /// A pod of a watched namespace while ready: `subject` is `namespace/pod`, `node` where it ran.
+    PodReady,
+    /// A node's load balancer taking a VIP (`subject` the VIP, `node` the node taking it).
+    VipMoved,
+    /// etcd electing a new leader (`node` the new leader).
+    EtcdLeaderChange,
+}
+
+impl SpanKind {
+    pub const ALL: [SpanKind; 6] = [
+        SpanKind::Outage,
+        SpanKind::NodeDrain,
+        SpanKind::NodeDown,
+        SpanKind::PodReady,
+        SpanKind::VipMoved,
+        SpanKind::EtcdLeaderChange,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SpanKind::Outage => "outage",
+            SpanKind::NodeDrain => "node_drain",
+            SpanKind::NodeDown => "node_down",
+            SpanKind::PodReady => "pod_ready",
+            SpanKind::VipMoved => "vip_moved",
+            SpanKind::EtcdLeaderChange => "etcd_leader_change",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<SpanKind> {
+        SpanKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// Where an interval is: the file it was read from and its index in the file's `items`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct IntervalRef {
+    pub file: String,
+    pub item: u32,
+}
+
+/// One happening of a run's timeline (an instant when `from == to`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimelineSpan {
+    pub kind: SpanKind,
+    pub subject: String,
+    /// The node it happened on, where that is known (a pod's node, the node taking a VIP).
+    #[serde(default)]
+    pub node: String,
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub at: IntervalRef,
 }
 
 /// An interval file left where it is at ingest: `gs://bucket/object` or a local path, and its

@@ -3,9 +3,9 @@
 
 use anyhow::Result;
 
-use super::runs::{Minted, SELECT_RUN_ID, insert_intervals};
+use super::runs::{Intervals, Minted, SELECT_RUN_ID, insert_intervals};
 use super::{Store, sql};
-use crate::model::{ConditionSpan, Outage};
+use crate::model::{ConditionSpan, Outage, TimelineSpan};
 
 impl Store {
     /// Stores a run's intervals fetched on demand and forgets where its files were, in one
@@ -17,6 +17,7 @@ impl Store {
         build_id: &str,
         outages: &[Outage],
         conditions: &[ConditionSpan],
+        timeline: &[TimelineSpan],
     ) -> Result<bool> {
         let result: Result<bool> = async {
             let mut tx = self.begin_write().await?;
@@ -36,7 +37,7 @@ impl Store {
             for o in outages {
                 backends.push(self.backend_id(&mut c, &o.backend, &mut minted).await?);
             }
-            insert_intervals(&mut c, run_id, &backends, outages, conditions).await?;
+            insert_intervals(&mut c, run_id, &backends, Intervals { outages, conditions, timeline }).await?;
             tx.commit().await?;
             self.learn(minted);
             Ok(true)

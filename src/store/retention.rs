@@ -186,6 +186,7 @@ impl Store {
         let q = sql("SELECT r.id FROM job_runs r WHERE r.started_at < $1 AND (\
                      EXISTS (SELECT 1 FROM outages o WHERE o.run_id = r.id) OR \
                      EXISTS (SELECT 1 FROM condition_spans c WHERE c.run_id = r.id) OR \
+                     EXISTS (SELECT 1 FROM timeline_spans t WHERE t.run_id = r.id) OR \
                      EXISTS (SELECT 1 FROM interval_files f WHERE f.run_id = r.id)) ORDER BY r.started_at, r.id")
         .bind(before);
         Ok(self.unkept(q, keep).await?.0)
@@ -242,7 +243,7 @@ impl Store {
         let result: Result<()> = async {
             let mut tx = self.begin_write().await?;
             // the files not fetched yet go too: old runs' evidence is not fetched any more
-            for table in ["outages", "condition_spans", "interval_files"] {
+            for table in ["outages", "condition_spans", "timeline_spans", "interval_files"] {
                 let q = super::Sql::built(format!("DELETE FROM {table} WHERE run_id IN ("))
                     .list(runs.iter().copied())
                     .push(")");

@@ -6,7 +6,8 @@ use anyhow::{Context, Result};
 use super::cells::ChangedCells;
 use super::{Conn, Sql, Store, from_secs, sql, to_secs};
 use crate::model::{
-    ConditionSpan, Dimensions, IntervalFile, JobRun, Outage, RunRecord, Sample, TroubleRules,
+    ConditionSpan, Dimensions, IntervalFile, IntervalRef, JobRun, Outage, RunRecord, Sample, SpanKind,
+    TimelineSpan, TroubleRules,
 };
 
 /// What `write_run` did.
@@ -46,6 +47,9 @@ const OUTAGES_ORDER: &str = ") ORDER BY o.run_id, o.from_at, b.name, o.to_at";
 const SELECT_CONDITIONS: &str = "SELECT run_id, operator, condition, status, reason, message, from_at, to_at \
     FROM condition_spans WHERE run_id IN (";
 const CONDITIONS_ORDER: &str = ") ORDER BY run_id, from_at, operator, condition, to_at";
+const SELECT_TIMELINE: &str = "SELECT run_id, kind, subject, node, from_at, to_at, file, item \
+    FROM timeline_spans WHERE run_id IN (";
+const TIMELINE_ORDER: &str = ") ORDER BY run_id, from_at, kind, subject, to_at";
 const SELECT_INTERVAL_FILES: &str = "SELECT run_id, location, size FROM interval_files WHERE run_id IN (";
 const INTERVAL_FILES_ORDER: &str = ") ORDER BY run_id, location";
 
@@ -203,7 +207,9 @@ async fn insert_details(c: &mut Conn<'_>, run_id: i64, prepared: &PreparedRun<'_
         )
         .await?;
     }
-    insert_intervals(c, run_id, &prepared.outage_backends, &record.outages, &record.conditions).await?;
+    let intervals =
+        Intervals { outages: &record.outages, conditions: &record.conditions, timeline: &record.timeline };
+    insert_intervals(c, run_id, &prepared.outage_backends, intervals).await?;
     for chunk in record.interval_files.chunks(BATCH) {
         c.execute(sql("INSERT INTO interval_files (run_id, location, size)").values(chunk, |f| {
             vec![run_id.into(), (&f.location).into(), (f.size.min(i64::MAX as u64) as i64).into()]
@@ -213,14 +219,21 @@ async fn insert_details(c: &mut Conn<'_>, run_id: i64, prepared: &PreparedRun<'_
     Ok(())
 }
 
-/// A run's outages (with their backends' ids) and condition spans.
+/// What a run's interval files gave, to be written.
+pub(super) struct Intervals<'a> {
+    pub outages: &'a [Outage],
+    pub conditions: &'a [ConditionSpan],
+    pub timeline: &'a [TimelineSpan],
+}
+
+/// A run's outages (with their backends' ids), condition spans and timeline.
 pub(super) async fn insert_intervals(
     c: &mut Conn<'_>,
     run_id: i64,
     outage_backends: &[i64],
-    outages: &[Outage],
-    conditions: &[ConditionSpan],
+    intervals: Intervals<'_>,
 ) -> Result<()> {
+    let Intervals { outages, conditions, timeline } = intervals;
     let rows: Vec<(i64, &Outage)> = outage_backends.iter().copied().zip(outages).collect();
     for chunk in rows.chunks(BATCH) {
         c.execute(sql("INSERT INTO outages (run_id, backend_id, from_at, to_at)").values(chunk, |(b, o)| {
@@ -240,6 +253,22 @@ pub(super) async fn insert_intervals(
                     (&s.message).into(),
                     to_secs(s.from).into(),
                     to_secs(s.to).into(),
+                ]
+            });
+        c.execute(q).await?;
+    }
+    for chunk in timeline.chunks(BATCH) {
+        let q = sql("INSERT INTO timeline_spans (run_id, kind, subject, node, from_at, to_at, file, item)")
+            .values(chunk, |t| {
+                vec![
+                    run_id.into(),
+                    t.kind.as_str().into(),
+                    (&t.subject).into(),
+                    (&t.node).into(),
+                    to_secs(t.from).into(),
+                    to_secs(t.to).into(),
+                    (&t.at.file).into(),
+                    i64::from(t.at.item).into(),
                 ]
             });
         c.execute(q).await?;
@@ -414,6 +443,7 @@ impl Store {
                     outages: Vec::new(),
                     conditions: Vec::new(),
                     interval_files: Vec::new(),
+                    timeline: Vec::new(),
                 })
                 .collect();
             read_run_contents(&mut c, &ids, &mut records).await?;
@@ -584,6 +614,15 @@ async fn read_run_contents(c: &mut Conn<'_>, ids: &[i64], records: &mut [RunReco
             to: from_secs(to),
         };
         records[of(id)?].conditions.push(span);
+    }
+    type TimelineRow = (i64, String, String, String, i64, i64, String, i64);
+    for (id, kind, subject, node, from, to, file, item) in
+        c.fetch_all::<TimelineRow>(listed(SELECT_TIMELINE, TIMELINE_ORDER)).await?
+    {
+        let Some(kind) = SpanKind::parse(&kind) else { continue };
+        let at = IntervalRef { file, item: item.clamp(0, i64::from(u32::MAX)) as u32 };
+        let span = TimelineSpan { kind, subject, node, from: from_secs(from), to: from_secs(to), at };
+        records[of(id)?].timeline.push(span);
     }
     for (id, location, size) in
         c.fetch_all::<(i64, String, i64)>(listed(SELECT_INTERVAL_FILES, INTERVAL_FILES_ORDER)).await?

@@ -6,9 +6,9 @@ use std::path::Path;
 
 use chrono::{DateTime, Duration, Utc};
 
-use super::{JobSpec, Rng, RunSlot, Scenario, TruthRun};
+use super::{JobSpec, Rng, RunSlot, Scenario, TruthRun, timeline};
 use crate::ingest::formats::job_name::parse_release;
-use crate::model::Dimensions;
+use crate::model::{Dimensions, MechanismKind};
 
 /// The interval-file schema generation of a release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +37,10 @@ pub(super) struct RunPlan<'a> {
     payload: String,
     /// The cluster never came up: no disruption, cluster-data or interval files, a failed job.
     install_failed: bool,
+    /// How the planted regression's outages come about, in a regressed run.
+    mechanism: Option<MechanismKind>,
+    /// Whether its interval files hold the watched namespaces' pods.
+    pub pod_intervals: bool,
 }
 
 pub(super) struct Written {
@@ -103,6 +107,7 @@ impl<'a> RunPlan<'a> {
         let mut regressed = false;
         let mut regressed_condition = None;
         let mut regressed_prefix = String::new();
+        let mut mechanism = None;
         let payload = payload_of(scenario, &dims, started, &build_id);
         // With payloads built on a schedule, a regression ships in a payload: it hits the runs of
         // that payload and later ones, whenever they ran.
@@ -127,6 +132,11 @@ impl<'a> RunPlan<'a> {
                 }
                 regressed_condition.clone_from(&p.condition);
                 regressed_prefix.clone_from(&p.backend_prefix);
+                mechanism = Some(if p.backend_prefix.starts_with("image-registry") {
+                    MechanismKind::SingleReplicaDrained
+                } else {
+                    MechanismKind::Unknown
+                });
             }
         }
         for o in &scenario.outliers {
@@ -148,18 +158,21 @@ impl<'a> RunPlan<'a> {
             ci_troubled,
             payload,
             install_failed: false,
+            mechanism,
+            pod_intervals: true,
         }
     }
 
     /// The plan of a run generated elsewhere (the calibrated world), to write its files: its
-    /// seconds are the record's; a regressed run names the backends' prefix, and an image
-    /// registry regression brings its operator condition with it.
+    /// seconds are the record's; a regressed run names the backends' prefix and the mechanism
+    /// of its outages, and an image registry regression brings its operator condition with it.
     pub(super) fn from_record(
         job: &'a JobSpec,
         record: &crate::model::RunRecord,
-        regressed_prefix: Option<&str>,
+        regressed: Option<(&str, MechanismKind)>,
         ci_troubled: bool,
     ) -> RunPlan<'a> {
+        let regressed_prefix = regressed.map(|(p, _)| p);
         let release = parse_release(&record.run.dimensions.release).unwrap_or((4, 14));
         let era = if release <= (4, 13) {
             Era::Strings
@@ -182,6 +195,8 @@ impl<'a> RunPlan<'a> {
             ci_troubled,
             payload: record.run.payload.clone(),
             install_failed: record.samples.is_empty(),
+            mechanism: regressed.map(|(_, m)| m),
+            pod_intervals: true,
         }
     }
 }
@@ -289,6 +304,7 @@ impl RunPlan<'_> {
             outages: Vec::new(),
             conditions: Vec::new(),
             interval_files: Vec::new(),
+            timeline: Vec::new(),
         }
     }
 }
@@ -331,16 +347,16 @@ fn json_str(s: &str) -> String {
 }
 
 /// One interval, before it is written in an era's form.
-struct Interval {
-    level: &'static str,
-    source: &'static str,
-    locator_type: &'static str,
-    keys: Vec<(&'static str, String)>,
-    reason: String,
-    message: String,
-    annotations: Vec<(&'static str, String)>,
-    from: DateTime<Utc>,
-    to: Option<DateTime<Utc>>,
+pub(super) struct Interval {
+    pub level: &'static str,
+    pub source: &'static str,
+    pub locator_type: &'static str,
+    pub keys: Vec<(&'static str, String)>,
+    pub reason: String,
+    pub message: String,
+    pub annotations: Vec<(&'static str, String)>,
+    pub from: DateTime<Utc>,
+    pub to: Option<DateTime<Utc>>,
 }
 
 fn write_interval(out: &mut String, era: Era, i: &Interval) {
@@ -415,11 +431,50 @@ fn intervals(
 ) -> Vec<Interval> {
     let mut items = operator_noise(plan, upgrade_start, rng);
     let window_start = upgrade_start + Duration::seconds(600);
+    let family = |b: &str| {
+        plan.regressed && !plan.regressed_prefix.is_empty() && b.starts_with(&plan.regressed_prefix)
+    };
+    let family_seconds = plan.seconds.iter().filter(|(b, _)| family(b)).map(|(_, s)| *s).max().unwrap_or(0);
+    let probe = plan
+        .seconds
+        .keys()
+        .find(|b| b.contains("network-liveness"))
+        .map_or("ci-cluster-network-liveness-new-connections", String::as_str);
+    let setting = timeline::Setting {
+        started: plan.started,
+        upgrade_start,
+        upgrading: plan.dims.upgrade_type != "none",
+        on_prem: matches!(plan.dims.platform.as_str(), "metal" | "vsphere" | "openstack"),
+        pods: plan.pod_intervals,
+        mechanism: plan.mechanism.filter(|_| plan.regressed),
+        family_seconds,
+        probe,
+    };
+    let cluster = timeline::timeline(&setting, rng);
     for (backend, &secs) in &plan.seconds {
-        if secs > 0 {
-            items.extend(outage(plan, backend, secs, window_start, rng));
+        if secs <= 0 {
+            continue;
+        }
+        if family(backend) && !cluster.outages.is_empty() {
+            // the family's outages where the mechanism put them, its seconds in proportion
+            let mut left = secs;
+            for (k, (from, len)) in cluster.outages.iter().enumerate() {
+                let share = if k + 1 == cluster.outages.len() {
+                    left
+                } else {
+                    (len * secs / family_seconds.max(1)).clamp(1, left.max(1))
+                };
+                left -= share;
+                if share > 0 {
+                    items.extend(outage_at(plan, backend, *from, share));
+                }
+            }
+        } else {
+            let from = window_start + Duration::seconds(rng.between(0, 1800));
+            items.extend(outage_at(plan, backend, from, secs));
         }
     }
+    items.extend(cluster.items);
     if rng.chance(0.05) {
         let from = window_start + Duration::seconds(rng.between(0, 1800));
         items.push(Interval {
@@ -471,16 +526,10 @@ fn operator_noise(plan: &RunPlan<'_>, upgrade_start: DateTime<Utc>, rng: &mut Rn
     items
 }
 
-/// One backend's outage of `secs`, and the planted condition around it in a regressed run.
-fn outage(
-    plan: &RunPlan<'_>,
-    backend: &str,
-    secs: i64,
-    window_start: DateTime<Utc>,
-    rng: &mut Rng,
-) -> Vec<Interval> {
+/// One backend's outage of `secs` from `from`, and the planted condition around it in a
+/// regressed run.
+fn outage_at(plan: &RunPlan<'_>, backend: &str, from: DateTime<Utc>, secs: i64) -> Vec<Interval> {
     let connection = if backend.contains("-reused-") { "reused" } else { "new" };
-    let from = window_start + Duration::seconds(rng.between(0, 1800));
     let to = from + Duration::seconds(secs);
     let mut items = vec![Interval {
         level: "Error",

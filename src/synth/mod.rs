@@ -7,6 +7,7 @@
 
 mod artifacts;
 mod rng;
+mod timeline;
 pub mod world;
 
 use std::collections::BTreeMap;
@@ -458,6 +459,8 @@ pub fn example_report(
             confidence: Confidence::High,
             evidence: vec![format!("P50 is {} against a threshold of {}", observed, threshold)],
             evidence_pending: 0,
+            mechanism: None,
+            harness: None,
         },
         sample_jobs: vec![SampleJob {
             url: format!("https://prow.ci.openshift.org/view/gs/test-platform-results/logs/{job}/1"),

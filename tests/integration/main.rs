@@ -14,6 +14,7 @@ mod fuzz;
 mod history;
 mod incidents;
 mod ingest;
+mod mechanism;
 mod pages;
 mod payloads;
 mod push;

@@ -65,6 +65,7 @@ fn sample_record(build_id: &str, registry_seconds: i64) -> RunRecord {
             to: started + chrono::Duration::seconds(1850),
         }],
         interval_files: Vec::new(),
+        timeline: Vec::new(),
     }
 }
 

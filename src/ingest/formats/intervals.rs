@@ -1,7 +1,8 @@
 //! Interval files (`e2e-events_*.json`, `e2e-timelines_*.json`) in all three schema generations.
 //!
-//! Only two kinds of interval are kept: disruption outages and bad ClusterOperator conditions.
-//! Files can be tens of MB, so items are read one at a time with borrowed raw fields; an item
+//! Kept: disruption outages, bad ClusterOperator conditions, and the timeline that explains
+//! outages (node drains and reboots, the ready pods of the watched namespaces, VIP moves, etcd
+//! leader changes; each with its item's index, see [`Watch`]). Files can be tens of MB, so items are read one at a time with borrowed raw fields; an item
 //! of any other kind is skipped without decoding its locator or message. A key that appears
 //! twice in an item (the transitional writers put `locator` in once as a string and once as an
 //! object) takes its last value, as a JSON object would.
@@ -14,20 +15,50 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::model::{ConditionSpan, Outage};
+use crate::model::{ConditionSpan, IntervalRef, Outage, SpanKind, TimelineSpan};
 
 /// What an interval file yields.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IntervalEvidence {
     pub outages: Vec<Outage>,
     pub conditions: Vec<ConditionSpan>,
+    /// The timeline around the outages; `at.file` is empty until the caller names the file.
+    pub timeline: Vec<TimelineSpan>,
     /// Items read, of every kind.
     pub items: usize,
 }
 
+/// The namespaces whose pods' readiness is kept (the backends sheriff watches run there).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Watch {
+    pub namespaces: Vec<String>,
+}
+
+impl Default for Watch {
+    fn default() -> Watch {
+        Watch { namespaces: DEFAULT_NAMESPACES.iter().map(|s| s.to_string()).collect() }
+    }
+}
+
+/// The image registry, console, ingress, API servers and oauth.
+pub const DEFAULT_NAMESPACES: [&str; 7] = [
+    "openshift-image-registry",
+    "openshift-console",
+    "openshift-ingress",
+    "openshift-kube-apiserver",
+    "openshift-apiserver",
+    "openshift-oauth-apiserver",
+    "openshift-authentication",
+];
+
 pub fn parse_intervals(bytes: &[u8]) -> Result<IntervalEvidence, String> {
+    parse_intervals_watching(bytes, &Watch::default())
+}
+
+/// [`parse_intervals`], keeping the pods of `watch`'s namespaces.
+pub fn parse_intervals_watching(bytes: &[u8], watch: &Watch) -> Result<IntervalEvidence, String> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let mut collector = Collector::default();
+    let mut collector = Collector { namespaces: watch.namespaces.clone(), ..Collector::default() };
     de.deserialize_map(FileVisitor { collector: &mut collector })
         .map_err(|e| format!("not an interval file: {e}"))?;
     de.end().map_err(|e| format!("trailing data after the interval file: {e}"))?;
@@ -45,6 +76,9 @@ struct Collector {
     conditions: Vec<(ConditionSpan, bool)>,
     /// The latest time the file mentions: the end of an interval still open (`"to": null`).
     latest: Option<DateTime<Utc>>,
+    namespaces: Vec<String>,
+    /// Timeline spans, open ones (`"to": null`) flagged.
+    timeline: Vec<(TimelineSpan, bool)>,
 }
 
 impl Collector {
@@ -65,7 +99,30 @@ impl Collector {
                 c
             })
             .collect();
-        IntervalEvidence { outages, conditions, items: self.items }
+        let timeline = self
+            .timeline
+            .into_iter()
+            .map(|(mut t, open)| {
+                if open {
+                    t.to = end.max(t.from);
+                }
+                t
+            })
+            .collect();
+        IntervalEvidence { outages, conditions, timeline, items: self.items }
+    }
+
+    fn keep(
+        &mut self,
+        kind: SpanKind,
+        subject: String,
+        node: String,
+        from: DateTime<Utc>,
+        to: Option<DateTime<Utc>>,
+    ) {
+        let at = IntervalRef { file: String::new(), item: (self.items - 1) as u32 };
+        let span = TimelineSpan { kind, subject, node, from, to: to.unwrap_or(from), at };
+        self.timeline.push((span, to.is_none()));
     }
 
     fn see(&mut self, t: DateTime<Utc>) {
@@ -86,12 +143,27 @@ impl Collector {
         }
         let source = item.source.or(item.temp_source).map(raw_str).unwrap_or_default();
         let candidate = match source.as_str() {
-            "Disruption" | "OperatorState" | "ClusterOperatorMonitor" => true,
-            "" => {
-                let raw = item.locator.map(RawValue::get).unwrap_or_default();
-                raw.contains("backend-disruption-name") || raw.contains("clusteroperator")
+            "Disruption"
+            | "OperatorState"
+            | "ClusterOperatorMonitor"
+            | "NodeState"
+            | "EtcdLeadership"
+            | "OnPremKeepalivedMonitor" => true,
+            "PodState" => {
+                let raw = item.locator.or(item.temp_locator).map(RawValue::get).unwrap_or_default();
+                self.namespaces.iter().any(|ns| raw.contains(ns.as_str()))
             }
-            _ => false,
+            _ => {
+                let raw = item.locator.map(RawValue::get).unwrap_or_default();
+                let message = item.message.map(RawValue::get).unwrap_or_default();
+                raw.contains("backend-disruption-name")
+                    || raw.contains("clusteroperator")
+                    || message.contains("node-lifecycle-constructor")
+                    || (message.contains("pod-lifecycle-constructor")
+                        && self.namespaces.iter().any(|ns| raw.contains(ns.as_str())))
+                    || message.contains("OnPremLBTookVIP")
+                    || message.contains("prev-leader")
+            }
         };
         if !candidate {
             return Ok(());
@@ -117,9 +189,68 @@ impl Collector {
         if let Some(backend) = locator.keys.get("backend-disruption-name") {
             if level == "Error" && (reason == "DisruptionBegan" || reason.is_empty()) {
                 self.outages.push((backend.clone(), from, to));
+                self.keep(SpanKind::Outage, backend.clone(), String::new(), from, to);
             }
             return Ok(());
         }
+        if locator.keys.contains_key("clusteroperator") {
+            self.take_condition(&locator, message, reason, from, to);
+        } else {
+            self.take_timeline(&locator, &message, &reason, from, to);
+        }
+        Ok(())
+    }
+
+    /// A node's phase, a watched pod while ready, a VIP taken, an etcd leader elected.
+    fn take_timeline(
+        &mut self,
+        locator: &Locator,
+        message: &Message,
+        reason: &str,
+        from: DateTime<Utc>,
+        to: Option<DateTime<Utc>>,
+    ) {
+        let key =
+            |k: &str| locator.keys.get(k).or_else(|| message.annotations.get(k)).cloned().unwrap_or_default();
+        let namespace = locator.keys.get("namespace").or_else(|| locator.keys.get("ns"));
+        if reason == "OnPremLBTookVIP" {
+            let vip = message.annotations.get("vip").cloned().unwrap_or_else(|| key("onprem-keepalived"));
+            self.keep(SpanKind::VipMoved, vip, key("node"), from, to);
+        } else if let Some(leader) = message.annotations.get("leader").filter(|l| !l.is_empty()) {
+            if message.annotations.get("prev-leader").is_none_or(|p| p != leader) {
+                self.keep(SpanKind::EtcdLeaderChange, key("etcd-member"), leader.clone(), from, to);
+            }
+        } else if let (Some(ns), Some(pod)) = (namespace, locator.keys.get("pod")) {
+            let ready =
+                if locator.keys.contains_key("container") { reason == "Ready" } else { reason == "PodReady" };
+            if ready && self.namespaces.iter().any(|n| n == ns) {
+                self.keep(SpanKind::PodReady, format!("{ns}/{pod}"), key("node"), from, to);
+            }
+        } else if let Some(node) = locator.keys.get("node") {
+            let phase = message.annotations.get("phase").map(String::as_str).unwrap_or_default();
+            let kind = match (reason, phase) {
+                (_, "Drain") => Some(SpanKind::NodeDrain),
+                (_, "OperatingSystemUpdate" | "Reboot") => Some(SpanKind::NodeDown),
+                ("NotReady" | "Unreachable" | "UnexpectedNotReady" | "UnexpectedUnreachable", _) => {
+                    Some(SpanKind::NodeDown)
+                }
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                self.keep(kind, node.clone(), node.clone(), from, to);
+            }
+        }
+    }
+
+    /// A ClusterOperator condition, kept when it is bad.
+    fn take_condition(
+        &mut self,
+        locator: &Locator,
+        message: Message,
+        reason: String,
+        from: DateTime<Utc>,
+        to: Option<DateTime<Utc>>,
+    ) {
         if let Some(operator) = locator.keys.get("clusteroperator") {
             let condition = message.annotations.get("condition").cloned().unwrap_or_default();
             let status = message.annotations.get("status").cloned().unwrap_or_default();
@@ -141,7 +272,6 @@ impl Collector {
                 self.conditions.push((span, to.is_none()));
             }
         }
-        Ok(())
     }
 }
 

@@ -48,7 +48,7 @@ pub use payloads::Payload;
 pub use scenarios::{Class, Decoy, Part, Plant, Spell, mixes};
 pub use table::Table;
 
-use crate::model::{Dimensions, RunRecord};
+use crate::model::{Dimensions, MechanismKind, RunRecord};
 use crate::synth::Rng;
 
 /// The bucket the world's runs live in.
@@ -66,13 +66,27 @@ pub struct WorldSpec {
     pub density: f64,
     /// Runs per table JobRun: a job runs `JobRuns / 30 × scale` times a day.
     pub scale: f64,
+    /// The mechanism behind every plant's outages (None: each family's own, see
+    /// [`Plant::mechanism`]).
+    pub mechanism: Option<MechanismKind>,
+    /// Whether the interval files hold the watched namespaces' pods.
+    pub pod_intervals: bool,
 }
 
 impl WorldSpec {
     /// 28 days ending at `end`, metal scopes with a planted regression at 12 runs a day, the
     /// other jobs at half the table's rates.
     pub fn new(seed: u64, end: DateTime<Utc>, classes: Vec<Class>) -> WorldSpec {
-        WorldSpec { seed, end, days: 28, classes, density: 12.0, scale: 0.5 }
+        WorldSpec {
+            seed,
+            end,
+            days: 28,
+            classes,
+            density: 12.0,
+            scale: 0.5,
+            mechanism: None,
+            pod_intervals: true,
+        }
     }
 
     pub fn start(&self) -> DateTime<Utc> {

@@ -252,5 +252,6 @@ fn record(
         outages: Vec::new(),
         conditions: Vec::new(),
         interval_files: Vec::new(),
+        timeline: Vec::new(),
     }
 }

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::WorldSpec;
 use super::payloads::{Payload, first_from};
-use crate::model::{Dimension, Scope};
+use crate::model::{Dimension, MechanismKind, Scope};
 use crate::synth::Rng;
 
 /// A failure class: one named scenario of the world.
@@ -124,6 +124,8 @@ pub struct Plant {
     pub density: f64,
     /// The first run of the scope that tested the fix or a later payload (filled in).
     pub fix_first_run: Option<DateTime<Utc>>,
+    /// How its outages come about in the runs' timelines.
+    pub mechanism: MechanismKind,
 }
 
 impl Plant {
@@ -253,6 +255,11 @@ fn plant(
         skip_onset: class == Class::UntestedOnset,
         density: if class == Class::NarrowScope { 0.0 } else { spec.density },
         fix_first_run: None,
+        mechanism: spec.mechanism.unwrap_or(if family == "image-registry" {
+            MechanismKind::SingleReplicaDrained
+        } else {
+            MechanismKind::EtcdLeaderChange
+        }),
     })
 }
 
@@ -385,6 +392,7 @@ mod tests {
             skip_onset: false,
             density: 12.0,
             fix_first_run: None,
+            mechanism: MechanismKind::SingleReplicaDrained,
         };
         assert_eq!(plant.hit_share(0, 9), 0.0);
         assert_eq!(plant.hit_share(0, 10), 0.85);

@@ -18,9 +18,10 @@ pub(super) fn write(world: &World, root: &Path) -> std::io::Result<u64> {
     let mut files = 0;
     for (record, truth) in world.records.iter().zip(&world.truth) {
         let Some(job) = specs.iter().find(|j| j.name == record.run.job_name) else { continue };
-        let prefix =
-            truth.plant.and_then(|id| world.plants.iter().find(|p| p.id == id)).map(|p| p.family.clone());
-        let plan = RunPlan::from_record(job, record, prefix.as_deref(), truth.ci_trouble.is_some());
+        let plant = truth.plant.and_then(|id| world.plants.iter().find(|p| p.id == id));
+        let regressed = plant.map(|p| (p.family.as_str(), p.mechanism));
+        let mut plan = RunPlan::from_record(job, record, regressed, truth.ci_trouble.is_some());
+        plan.pod_intervals = world.spec.pod_intervals;
         files += artifacts::write_run(&scenario, &plan, root, &mut rng)?.files;
     }
     Ok(files)
