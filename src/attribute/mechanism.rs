@@ -94,13 +94,16 @@ struct Reading<'r> {
 impl<'r> Reading<'r> {
     fn new(run: &'r RunTimeline, case: &Case<'_>) -> Reading<'r> {
         let ns = namespace_of(case.family).map(|n| format!("{n}/"));
-        let pods = run
+        let mut pods: Vec<&TimelineSpan> = run
             .spans
             .iter()
             .filter(|s| {
                 s.kind == SpanKind::PodReady && ns.as_deref().is_some_and(|n| s.subject.starts_with(n))
             })
             .collect();
+        // a pod's containers each say when they were ready: one span per pod and stretch
+        pods.sort_by(|a, b| (&a.subject, a.from).cmp(&(&b.subject, b.from)));
+        pods.dedup_by(|b, a| a.subject == b.subject && b.from <= a.to && b.to <= a.to);
         let mut outages: Vec<&TimelineSpan> = run
             .spans
             .iter()

@@ -79,6 +79,9 @@ struct Collector {
     namespaces: Vec<String>,
     /// Timeline spans, open ones (`"to": null`) flagged.
     timeline: Vec<(TimelineSpan, bool)>,
+    /// The node of each watched pod, from whichever of its intervals names it (origin puts it on
+    /// the pod's `Scheduled` interval, not on its containers' readiness).
+    pod_nodes: BTreeMap<String, String>,
 }
 
 impl Collector {
@@ -99,12 +102,19 @@ impl Collector {
                 c
             })
             .collect();
+        let pod_nodes = self.pod_nodes;
         let timeline = self
             .timeline
             .into_iter()
             .map(|(mut t, open)| {
                 if open {
                     t.to = end.max(t.from);
+                }
+                if t.kind == SpanKind::PodReady
+                    && t.node.is_empty()
+                    && let Some(node) = pod_nodes.get(&t.subject)
+                {
+                    t.node.clone_from(node);
                 }
                 t
             })
@@ -221,10 +231,18 @@ impl Collector {
                 self.keep(SpanKind::EtcdLeaderChange, key("etcd-member"), leader.clone(), from, to);
             }
         } else if let (Some(ns), Some(pod)) = (namespace, locator.keys.get("pod")) {
+            if !self.namespaces.iter().any(|n| n == ns) {
+                return;
+            }
+            let subject = format!("{ns}/{pod}");
+            let node = key("node");
+            if !node.is_empty() {
+                self.pod_nodes.insert(subject.clone(), node.clone());
+            }
             let ready =
                 if locator.keys.contains_key("container") { reason == "Ready" } else { reason == "PodReady" };
-            if ready && self.namespaces.iter().any(|n| n == ns) {
-                self.keep(SpanKind::PodReady, format!("{ns}/{pod}"), key("node"), from, to);
+            if ready {
+                self.keep(SpanKind::PodReady, subject, node, from, to);
             }
         } else if let Some(node) = locator.keys.get("node") {
             let phase = message.annotations.get("phase").map(String::as_str).unwrap_or_default();
@@ -638,5 +656,54 @@ mod tests {
         );
         assert!(parse_intervals(b"{\"items\": {}}").is_err());
         assert!(parse_intervals(b"{\"items\": []} x").unwrap_err().contains("trailing"));
+    }
+
+    /// origin's pod-lifecycle constructor: the node on the pod's `Scheduled` interval, readiness
+    /// on the container's; a node's drain as a `NodeUpdate` phase; an etcd leader and a VIP; a
+    /// pod of a namespace nobody watches left out. The legacy string form reads the same.
+    #[test]
+    fn the_timeline_keeps_drains_ready_pods_leaders_and_vips_with_their_items() {
+        let structured = r#"{"items": [
+          {"level": "Info", "source": "PodState", "locator": {"type": "Pod", "keys": {"namespace": "openshift-image-registry", "pod": "image-registry-1", "uid": "u"}},
+           "message": {"reason": "Scheduled", "annotations": {"constructed": "pod-lifecycle-constructor", "node": "worker-1", "reason": "Scheduled"}}, "from": "2026-11-20T10:00:00Z", "to": "2026-11-20T10:00:00Z"},
+          {"level": "Info", "source": "PodState", "locator": {"type": "Container", "keys": {"namespace": "openshift-image-registry", "pod": "image-registry-1", "uid": "u", "container": "registry"}},
+           "message": {"reason": "Ready", "annotations": {"constructed": "pod-lifecycle-constructor", "reason": "Ready"}}, "from": "2026-11-20T10:00:30Z", "to": "2026-11-20T10:30:00Z"},
+          {"level": "Info", "source": "PodState", "locator": {"type": "Container", "keys": {"namespace": "e2e-test-1", "pod": "p", "uid": "u2", "container": "c"}},
+           "message": {"reason": "Ready", "annotations": {"constructed": "pod-lifecycle-constructor", "reason": "Ready"}}, "from": "2026-11-20T10:00:30Z", "to": "2026-11-20T10:30:00Z"},
+          {"level": "Info", "source": "NodeState", "locator": {"type": "Node", "keys": {"node": "worker-1"}},
+           "message": {"reason": "NodeUpdate", "annotations": {"constructed": "node-lifecycle-constructor", "phase": "Drain", "reason": "NodeUpdate", "roles": "worker"}}, "from": "2026-11-20T10:29:58Z", "to": "2026-11-20T10:31:00Z"},
+          {"level": "Info", "source": "EtcdLeadership", "locator": {"type": "EtcdServer", "keys": {"etcd-member": "master-1"}},
+           "message": {"reason": "LeaderElected", "annotations": {"leader": "master-1", "prev-leader": "master-0", "term": "7"}}, "from": "2026-11-20T10:10:00Z", "to": null},
+          {"level": "Info", "source": "OnPremKeepalivedMonitor", "locator": {"type": "Node", "keys": {"node": "master-2", "onprem-keepalived": "api"}},
+           "message": {"reason": "OnPremLBTookVIP", "annotations": {"reason": "OnPremLBTookVIP", "vip": "192.168.111.5"}}, "from": "2026-11-20T10:20:00Z", "to": "2026-11-20T10:20:00Z"}
+        ]}"#;
+        let ev = parse_intervals(structured.as_bytes()).unwrap();
+        let got: Vec<(SpanKind, &str, &str, u32)> =
+            ev.timeline.iter().map(|t| (t.kind, t.subject.as_str(), t.node.as_str(), t.at.item)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (SpanKind::PodReady, "openshift-image-registry/image-registry-1", "worker-1", 1),
+                (SpanKind::NodeDrain, "worker-1", "worker-1", 3),
+                (SpanKind::EtcdLeaderChange, "master-1", "master-1", 4),
+                (SpanKind::VipMoved, "192.168.111.5", "master-2", 5),
+            ]
+        );
+        // the open leader interval ends where the file does
+        assert_eq!(ev.timeline[2].to, ev.timeline[1].to);
+        let legacy = r#"{"items": [
+          {"level": "Info", "locator": "ns/openshift-image-registry pod/image-registry-1 node/worker-1", "message": "constructed/pod-lifecycle-constructor reason/PodReady ready", "from": "2026-11-20T10:00:30Z", "to": "2026-11-20T10:30:00Z"},
+          {"level": "Info", "locator": "node/worker-1", "message": "constructed/node-lifecycle-constructor phase/Drain reason/NodeUpdate roles/worker drained", "from": "2026-11-20T10:29:58Z", "to": "2026-11-20T10:31:00Z"}
+        ]}"#;
+        let ev = parse_intervals(legacy.as_bytes()).unwrap();
+        let got: Vec<(SpanKind, &str, &str)> =
+            ev.timeline.iter().map(|t| (t.kind, t.subject.as_str(), t.node.as_str())).collect();
+        assert_eq!(
+            got,
+            vec![
+                (SpanKind::PodReady, "openshift-image-registry/image-registry-1", "worker-1"),
+                (SpanKind::NodeDrain, "worker-1", "worker-1"),
+            ]
+        );
     }
 }
