@@ -363,22 +363,28 @@ pub fn explain(case: &Case<'_>) -> Mechanism {
     };
     if !accepted {
         let with_pods = regressed.iter().filter(|r| !r.pods.is_empty()).count();
-        m.unknown_because = Some(if examined == 0 {
+        let because = if examined == 0 {
             UnknownBecause::NoTimelines
         } else if with_pods * 2 < examined {
             UnknownBecause::NoPodIntervals
         } else {
             UnknownBecause::WeakLift
-        });
-        m.others.insert(0, (kind, explained));
-        m.others.retain(|(_, n)| *n > 0);
-        m.kind = MechanismKind::Unknown;
-        m.runs_explained = 0;
-        m.healthy_explained = 0;
-        m.claims.clear();
+        };
+        unknown(&mut m, because);
     }
     m.summary = summary(&m, case.family);
     m
+}
+
+/// `m` turned `unknown`: its best candidate kept among the others, its claims dropped.
+fn unknown(m: &mut Mechanism, because: UnknownBecause) {
+    m.unknown_because = Some(because);
+    m.others.insert(0, (m.kind, m.runs_explained));
+    m.others.retain(|(_, n)| *n > 0);
+    m.kind = MechanismKind::Unknown;
+    m.runs_explained = 0;
+    m.healthy_explained = 0;
+    m.claims.clear();
 }
 
 /// The mechanism in one sentence.

@@ -450,6 +450,7 @@ impl<S: RunSource> Context<'_, S> {
             weekly: Vec::new(),
             onset,
             recovered_at: None,
+            no_data_since: None,
         };
         set_numbers(&mut r, f.stats);
         r

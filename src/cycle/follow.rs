@@ -210,6 +210,9 @@ impl<S: RunSource> Context<'_, S> {
         percentiles.extend(detections.iter().map(|d| d.stats.check.percentile));
         percentiles.sort();
         percentiles.dedup();
+        if let Some(gone) = self.vanished(incident, &backends, &scope, prior_streak).await? {
+            return Ok(gone);
+        }
         let stale = Followed { verdict: Verdict::Stale, report: None, clean_streak: prior_streak };
         let onset_at = incident.onset().map(|o| o.at.timestamp());
         let Some((stats, regressed_now)) = self.worst_stats(&backends, &scope, &percentiles, onset_at) else {
@@ -258,6 +261,49 @@ impl<S: RunSource> Context<'_, S> {
         }
         report.verification = verification;
         Ok(Followed { verdict, report: Some(report), clean_streak })
+    }
+
+    /// An incident whose scope's runs go on (its control backend reports them) while the last
+    /// `recovery_min_runs` or more of them no longer report its backends: its last report, open, saying since
+    /// when there is no data. None when the runs themselves stopped (a data gap: stale).
+    async fn vanished(
+        &self,
+        incident: &Incident,
+        backends: &[String],
+        scope: &Scope,
+        prior_streak: u32,
+    ) -> Result<Option<Followed>> {
+        let from = self.window.from.timestamp() - i64::from(self.settings.baseline_days) * 86_400;
+        let mine = self.runs_of_many(backends, scope, from).await?;
+        let Some(last) = mine.iter().map(|r| r.started).max() else { return Ok(None) };
+        let controls: Vec<String> = backends
+            .iter()
+            .filter_map(|b| crate::attribute::components::control_for(&self.attribute.controls, b))
+            .filter(|c| !backends.contains(c))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        // runs of the jobs that reported the backends before: a job that never did says nothing
+        let jobs: std::collections::BTreeSet<&str> = mine.iter().map(|r| &*r.job).collect();
+        let since: Vec<CellRun> = self.runs_of_many(&controls, scope, last + 1).await?;
+        let runs: std::collections::BTreeSet<(&str, &str)> =
+            since.iter().filter(|r| jobs.contains(&*r.job)).map(|r| (&*r.job, &*r.build_id)).collect();
+        if runs.len() < self.settings.recovery_min_runs {
+            return Ok(None);
+        }
+        let mut r = incident.snapshot.report.clone();
+        let at = chrono::DateTime::from_timestamp(last, 0);
+        if r.no_data_since.is_none() {
+            let when = at.map_or_else(String::new, |t| t.format("%b %-d %H:%M UTC").to_string());
+            r.attribution.summary.push_str(&format!(
+                " No data since {when}: the {} runs of the scope since then no longer report {}; that is not a recovery.",
+                runs.len(),
+                r.family
+            ));
+        }
+        r.no_data_since = at;
+        r.status = Status::Ongoing;
+        Ok(Some(Followed { verdict: Verdict::Ongoing, report: Some(r), clean_streak: prior_streak }))
     }
 
     /// The incident's scope without the parts its own runs now show healthy (see

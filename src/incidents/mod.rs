@@ -167,6 +167,10 @@ pub enum Change {
     Stale,
     /// Data again after a gap, still regressed.
     Returned,
+    /// The scope's runs go on but no longer report its backends.
+    NoData {
+        since: String,
+    },
     /// A verdict on the claimed fix (told once per claim and verdict).
     Verdict {
         verdict: crate::model::FixVerdict,
@@ -187,6 +191,7 @@ impl Change {
             Change::Reopened => "reopened",
             Change::Stale => "stale",
             Change::Returned => "returned",
+            Change::NoData { .. } => "no_data",
             Change::Verdict { verdict, .. } => match verdict {
                 crate::model::FixVerdict::Fixed => "verdict_fixed",
                 crate::model::FixVerdict::FailedFix => "verdict_failed_fix",
@@ -213,6 +218,9 @@ impl Change {
             Change::Reopened => "regressed again after it was resolved".into(),
             Change::Stale => "stale: not enough runs this cycle to judge (a data gap is not a fix)".into(),
             Change::Returned => "runs again after a data gap; still regressed".into(),
+            Change::NoData { since } => format!(
+                "no data since {since}: the scope's runs go on but no longer report this backend; that is not a recovery, so the incident stays open"
+            ),
             Change::Verdict { text, .. } => text.clone(),
         }
     }
@@ -228,6 +236,7 @@ impl Change {
                 | Change::TierChanged { .. }
                 | Change::Resolved
                 | Change::Reopened
+                | Change::NoData { .. }
                 | Change::Verdict { .. }
         )
     }
@@ -254,6 +263,9 @@ pub fn material_changes(old: &Snapshot, new: &Snapshot) -> Vec<Change> {
     }
     if !new.evidence.is_empty() && old.evidence != new.evidence {
         out.push(Change::EvidenceChanged { from: old.evidence.clone(), to: new.evidence.clone() });
+    }
+    if let (None, Some(since)) = (old.report.no_data_since, new.report.no_data_since) {
+        out.push(Change::NoData { since: since.format("%b %-d %H:%M UTC").to_string() });
     }
     out
 }

@@ -464,6 +464,10 @@ pub struct RegressionReport {
     /// When it recovered, for a resolved regression (the first run back at the reference).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovered_at: Option<DateTime<Utc>>,
+    /// The last run of its scope that reported its backends, when the scope's runs since no
+    /// longer do (origin skips a monitor it cannot judge): not a recovery, nor a data gap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_data_since: Option<DateTime<Utc>>,
     /// The pull requests between the last good and first bad payloads, the component's first.
     #[serde(default)]
     pub suspect_changes: Vec<SuspectChange>,

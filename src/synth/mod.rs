@@ -476,6 +476,7 @@ pub fn example_report(
         weekly: vec![Some(threshold), Some(observed)],
         onset: None,
         recovered_at: None,
+        no_data_since: None,
     }
 }
 

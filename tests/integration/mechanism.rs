@@ -126,3 +126,49 @@ async fn other_planted_mechanisms_rank_first() {
     let hits = right.iter().filter(|r| r.2).count();
     assert!(hits * 10 >= right.len() * 8, "{right:#?}");
 }
+
+/// Origin stops judging a monitor it cannot judge (the registry on single-replica clusters):
+/// the scope's runs go on without the backend. The incident says since when there is no data,
+/// and neither resolves nor goes stale.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scope_whose_backend_vanishes_says_no_data_since_and_stays_open() {
+    let db = crate::common::TestDb::sqlite().await;
+    let mut spec = spec(5, Class::SeedCase);
+    // the other platforms dense enough to be told healthy: the scope is metal's
+    spec.scale = 0.25;
+    let mut world = build(&spec).unwrap();
+    let cut = spec.end - chrono::Duration::days(3);
+    let mut dropped = 0;
+    for rec in &mut world.records {
+        let d = &rec.run.dimensions;
+        if rec.run.started_at >= cut && d.platform == "metal" && d.release == "4.15" {
+            let before = rec.samples.len();
+            rec.samples.retain(|s| !s.backend.starts_with("image-registry"));
+            dropped += usize::from(rec.samples.len() < before);
+        }
+    }
+    assert!(dropped > 20, "{dropped}");
+    let settings = Settings::default();
+    db.store.apply_trouble_rules(&settings.evaluate.ci_trouble).await.unwrap();
+    db.store.import_thresholds(Table::embedded().unwrap().rows(), "query_results.json").await.unwrap();
+    for chunk in world.records.chunks(1000) {
+        db.store.write_runs(chunk, false).await.unwrap();
+    }
+    let first = run_cycle(&db.store, &settings, CycleOptions { at: cut, dry_run: false }).await.unwrap();
+    assert!(first.regressions.iter().any(|r| r.family == "image-registry"), "{:#?}", first.regressions);
+    for day in 1..=3 {
+        let at = cut + chrono::Duration::days(day);
+        run_cycle(&db.store, &settings, CycleOptions { at, dry_run: false }).await.unwrap();
+    }
+    let incidents = db.store.incidents().await.unwrap();
+    let i = incidents.iter().find(|i| i.snapshot.family == "image-registry").unwrap();
+    assert_eq!(i.state, sheriff::incidents::State::Ongoing, "{:?}", i.snapshot.summary);
+    let since = i.snapshot.report.no_data_since.expect("no data since");
+    assert!(since < cut && since > cut - chrono::Duration::days(1), "{since}");
+    assert!(
+        i.snapshot.summary.contains("No data since")
+            || i.snapshot.report.attribution.summary.contains("No data since")
+    );
+    let events = db.store.incident_events(i.id).await.unwrap();
+    assert!(events.iter().any(|e| format!("{e:?}").contains("no_data")), "{events:#?}");
+}
