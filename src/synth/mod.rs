@@ -398,6 +398,7 @@ pub fn truth_of(scenario: &Scenario) -> Vec<TruthRun> {
 
 /// A complete regression report of image-registry on `scope`, as a cycle would write it: for
 /// tests of what reads reports (incidents, messages, pages) without running a cycle.
+// Long: one literal that sets every field of a report, so a new field cannot be missed
 pub fn example_report(
     scope: crate::model::Scope,
     observed: f64,
