@@ -98,6 +98,30 @@ pub fn summary(f: &Facts<'_>) -> String {
     s
 }
 
+/// The summary's sentence on the platforms that stayed healthy: "aws, gcp and azure 4.15 kept
+/// image-registry at P50 0s over 120 runs of the same payloads."
+pub fn contrast_sentence(
+    contrast: &[crate::model::PlatformContrast],
+    family: &str,
+    release: &str,
+    percentile: crate::model::Percentile,
+) -> String {
+    let names: Vec<&str> = contrast.iter().map(|c| c.platform.as_str()).collect();
+    let names = match names.as_slice() {
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+        [] => String::new(),
+    };
+    let worst = contrast.iter().map(|c| c.seconds).fold(0.0, f64::max);
+    let runs: usize = contrast.iter().map(|c| c.runs).sum();
+    let of =
+        if contrast.iter().all(|c| c.same_payloads) { "of the same payloads" } else { "over the same days" };
+    format!(
+        "Not the release as a whole: {names} {release} kept {family} at {percentile} {} or less over {runs} runs {of}.",
+        crate::model::secs(worst)
+    )
+}
+
 /// The summary's sentence on whom to file a cause in the test environment against.
 pub fn harness_sentence(a: &crate::model::Attribution) -> String {
     format!(
@@ -386,6 +410,7 @@ mod tests {
             evidence_pending: 7,
             mechanism: None,
             harness: None,
+            contrast: Vec::new(),
         };
         let found = ConditionEvidence {
             operator: "image-registry".into(),

@@ -395,8 +395,74 @@ impl<S: RunSource> Context<'_, S> {
             backends: &backends,
             groups: &groups,
         };
-        let report = self.report(&facts, lead, (independence, thin), evidence, status_of(cluster), onset);
+        let judged = (stats.check.percentile, stats.check.allowed);
+        let contrast = self.contrast(&lead.key.backend, &scope, &runs, onset.as_ref(), judged).await?;
+        let mut report = self.report(&facts, lead, (independence, thin), evidence, status_of(cluster), onset);
+        if !contrast.is_empty() {
+            let sentence =
+                words::contrast_sentence(&contrast, &report.family, &report.release, stats.check.percentile);
+            report.attribution.summary.push(' ');
+            report.attribution.summary.push_str(&sentence);
+            report.attribution.contrast = contrast;
+        }
         Ok(Some(Described { report, stats }))
+    }
+
+    /// For a platform-specific regression: the release's other platforms whose runs of the
+    /// same payloads as the regressed runs since the onset (else of the same days) stayed
+    /// within what is allowed, at least 5 runs each.
+    async fn contrast(
+        &self,
+        backend: &str,
+        scope: &Scope,
+        mine: &[CellRun],
+        onset: Option<&Onset>,
+        (percentile, allowed): (Percentile, f64),
+    ) -> Result<Vec<crate::model::PlatformContrast>> {
+        let Some(platform) = scope.single(Dimension::Platform) else { return Ok(Vec::new()) };
+        let after = onset.map_or(self.window.from.timestamp(), |o| o.at.timestamp());
+        let payloads: BTreeSet<&str> = mine
+            .iter()
+            .filter(|r| r.started >= after && !r.payload.is_empty())
+            .map(|r| &*r.payload)
+            .collect();
+        let mut others = scope.clone();
+        others.remove(Dimension::Platform);
+        let runs = self.runs_of_many(&[backend.to_string()], &others, after).await?;
+        let data = self.index.data;
+        let platform_of: HashMap<i64, &str> =
+            data.variant_ids.iter().zip(&data.variants).map(|(id, d)| (*id, d.platform.as_str())).collect();
+        let mut by: BTreeMap<&str, (Vec<i64>, Vec<i64>)> = BTreeMap::new();
+        for r in &runs {
+            let Some(p) = platform_of.get(&r.variant_id).copied().filter(|p| *p != platform) else {
+                continue;
+            };
+            let slot = by.entry(p).or_default();
+            slot.1.push(r.seconds);
+            if payloads.contains(&*r.payload) {
+                slot.0.push(r.seconds);
+            }
+        }
+        let percentile = |xs: &[i64]| {
+            let mut h = crate::model::Histogram::new();
+            for x in xs {
+                h.add(*x, 1);
+            }
+            h.percentile(percentile.fraction()).unwrap_or(0.0)
+        };
+        Ok(by
+            .into_iter()
+            .filter_map(|(p, (same, all))| {
+                let (xs, same_payloads) = if same.len() >= 5 { (same, true) } else { (all, false) };
+                let seconds = percentile(&xs);
+                (xs.len() >= 5 && seconds <= allowed).then(|| crate::model::PlatformContrast {
+                    platform: p.to_string(),
+                    seconds,
+                    runs: xs.len(),
+                    same_payloads,
+                })
+            })
+            .collect())
     }
 
     /// A report from the facts gathered.
@@ -517,6 +583,7 @@ impl<S: RunSource> Context<'_, S> {
             evidence_pending: evidence.pending.0,
             mechanism: None,
             harness: None,
+            contrast: Vec::new(),
         };
         with_mechanism(&mut a, evidence.mechanism.clone(), &self.attribute.harnesses);
         a

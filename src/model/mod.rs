@@ -25,8 +25,8 @@ pub use histogram::Histogram;
 pub use historical::HistoricalRow;
 pub use regression::{
     Attribution, ConditionEvidence, Confidence, ControlEvidence, Episode, FileAgainst, Mechanism,
-    MechanismClaim, MechanismKind, Onset, PercentilePair, RegressionReport, SampleJob, SampleKind, Status,
-    SuspectChange, UnknownBecause,
+    MechanismClaim, MechanismKind, Onset, PercentilePair, PlatformContrast, RegressionReport, SampleJob,
+    SampleKind, Status, SuspectChange, UnknownBecause,
 };
 pub use run::{
     CellRun, ConditionSpan, IntervalFile, IntervalRef, JobRun, Outage, RunRecord, Sample, SpanKind,

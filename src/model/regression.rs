@@ -394,6 +394,21 @@ pub struct Attribution {
     /// The repository of the CI harness to file against when the cause is the test environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness: Option<String>,
+    /// The other platforms of the release that stayed healthy over the same payloads (or the
+    /// same days), for a platform-specific regression.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contrast: Vec<PlatformContrast>,
+}
+
+/// One platform that did not regress: its judged percentile over its runs of the same
+/// payloads as the regressed runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlatformContrast {
+    pub platform: String,
+    pub seconds: f64,
+    pub runs: usize,
+    /// Whether the runs are of the regressed runs' payloads (else of the same days).
+    pub same_payloads: bool,
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -462,6 +462,7 @@ pub fn example_report(
             evidence_pending: 0,
             mechanism: None,
             harness: None,
+            contrast: Vec::new(),
         },
         sample_jobs: vec![SampleJob {
             url: format!("https://prow.ci.openshift.org/view/gs/test-platform-results/logs/{job}/1"),
