@@ -51,6 +51,9 @@ impl App {
         let listener = TcpListener::bind(&settings.server.listen)
             .await
             .with_context(|| format!("cannot listen on {}", settings.server.listen))?;
+        if settings.slack.bot_token.is_some() {
+            warn_of_console_threads(&store).await?;
+        }
         let settings = Arc::new(settings);
         let sinks = Arc::new(Sinks::from_settings(&settings)?);
         let mut worker = Worker::new(store.clone(), sinks, settings.outbox.clone());
@@ -114,6 +117,30 @@ impl App {
         tracing::info!("stopped");
         Ok(())
     }
+}
+
+/// Warns when open incidents were announced on the console only (a `sheriff demo` database, or
+/// one served without a bot token before): with Slack on now, their threads do not exist, so
+/// edits of them cannot be delivered, while Jira would still be told.
+async fn warn_of_console_threads(store: &Store) -> Result<()> {
+    // the thread id the Slack sink records for a message it only showed (notify::slack)
+    let console_only = |ts: &str| ts.starts_with("console-");
+    let incidents = store.incidents().await?;
+    let stranded: Vec<i64> = incidents
+        .iter()
+        .filter(|i| i.state.is_open() && i.slack_ts.as_deref().is_some_and(console_only))
+        .map(|i| i.id)
+        .collect();
+    if !stranded.is_empty() {
+        tracing::warn!(
+            incidents = stranded.len(),
+            "{} open incident(s) ({}) were announced on the console only, never in Slack (a demo's \
+             database?); their Slack threads do not exist. Go live on a fresh database",
+            stranded.len(),
+            stranded.iter().map(|id| format!("#{id}")).collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok(())
 }
 
 /// What `serve` announces at start ([`App::start_report`]).

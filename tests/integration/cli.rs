@@ -239,6 +239,18 @@ fn the_demo_finds_the_planted_regression_and_nothing_else() {
     assert!(shown.contains("sheriff.db is console-only"), "{shown}");
     assert!(shown.contains("To go live") && shown.contains("sheriff serve --cycle-now"), "{shown}");
     assert!(shown.contains("sheriff ingest gs://test-platform-results/logs"), "{shown}");
+    // served with Slack on, its console-only incident is pointed out
+    let demo_db = format!("sqlite://{}", dir.path().join("sheriff.db").display());
+    let slack = [
+        ("SHERIFF__DATABASE__URL", demo_db.as_str()),
+        ("SHERIFF__SLACK__BOT_TOKEN", "xoxb-demo-never-used"),
+        ("SHERIFF__SLACK__API_URL", "http://127.0.0.1:9/api"),
+        ("SHERIFF__SLACK__CHANNEL", "C0DISRUPT"),
+        ("SHERIFF__SLACK__SIGNING_SECRET", "demo-signing"),
+    ];
+    let log = serve_log(&[], &slack);
+    assert!(log.contains("1 open incident(s) (#1) were announced on the console only"), "{log}");
+    assert!(!serve_log(&[], &slack[1..]).contains("console only"));
     assert!(shown.contains("1 regression(s):"), "{shown}");
     assert!(shown.contains("image-registry disruption regressed on metal 4.14"), "{shown}");
     assert!(shown.contains("image-registry Available=False (NoReplicasAvailable)"), "{shown}");
