@@ -136,12 +136,15 @@ pub enum Command {
         #[arg(long, value_name = "CLASS", num_args = 0.., value_parser = parse_class)]
         world: Option<Vec<crate::synth::world::Class>>,
     },
-    /// Run as a service until ctrl-c or SIGTERM: the pages and the HTTP API (Slack's slash
-    /// command and buttons, push ingest, health, metrics) at server.listen; evaluation cycles on
-    /// schedule.evaluate (default every 6 hours), the ingests of schedule.ingest and daily
-    /// pruning; and the outbox worker that posts to Slack and files in Jira. At start it logs its
-    /// schedules with their next ticks and which integrations are on; it refuses to start with a
-    /// half-configured Slack or Jira (see `config check`).
+    /// Run as a service until ctrl-c or SIGTERM: the pages, the HTTP API, the scheduled cycles
+    /// and ingests, and the delivery to Slack and Jira.
+    ///
+    /// The pages and the HTTP API (Slack's slash command and buttons, push ingest, health,
+    /// metrics) at server.listen; evaluation cycles on schedule.evaluate (default every 6
+    /// hours), the ingests of schedule.ingest and daily pruning; and the outbox worker that
+    /// posts to Slack and files in Jira. At start it logs its schedules with their next ticks
+    /// and which integrations are on; it refuses to start with a half-configured Slack or Jira
+    /// (see `config check`).
     Serve {
         /// Also run an evaluation cycle at start, rather than first at the next scheduled tick.
         #[arg(long)]
