@@ -205,10 +205,11 @@ impl Scheduler {
 }
 
 /// The cycle `serve --cycle-now` runs at start, under a lease so that replicas started
-/// together (a rollout) run one between them.
+/// together (a rollout) run one between them. It is named apart from the ticks' leases
+/// (`evaluate@<tick>`): a tick that comes while it runs is still taken.
 async fn cycle_at_start(store: &Store, settings: &Settings, id: &str, mut shutdown: watch::Receiver<bool>) {
     let now = Utc::now();
-    match store.take_lease("evaluate@start", id, now.timestamp(), START_LEASE_SECS).await {
+    match store.take_lease("start-cycle", id, now.timestamp(), START_LEASE_SECS).await {
         Ok(true) => {}
         Ok(false) => {
             tracing::info!("no cycle at start: another replica started one in the last {START_LEASE_SECS} s");
