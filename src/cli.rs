@@ -136,8 +136,20 @@ pub enum Command {
         #[arg(long, value_name = "CLASS", num_args = 0.., value_parser = parse_class)]
         world: Option<Vec<crate::synth::world::Class>>,
     },
-    /// Serve the HTTP API (push ingest, health) until ctrl-c or SIGTERM.
-    Serve,
+    /// Run as a service until ctrl-c or SIGTERM: the pages, the HTTP API, the scheduled cycles
+    /// and ingests, and the delivery to Slack and Jira.
+    ///
+    /// The pages and the HTTP API (Slack's slash command and buttons, push ingest, health,
+    /// metrics) at server.listen; evaluation cycles on schedule.evaluate (default every 6
+    /// hours), the ingests of schedule.ingest and daily pruning; and the outbox worker that
+    /// posts to Slack and files in Jira. At start it logs its schedules with their next ticks
+    /// and which integrations are on; it refuses to start with a half-configured Slack or Jira
+    /// (see `config check`).
+    Serve {
+        /// Also run an evaluation cycle at start, rather than first at the next scheduled tick.
+        #[arg(long)]
+        cycle_now: bool,
+    },
     /// Exit 0 when `sheriff serve` answers /healthz (for container health checks).
     Healthcheck {
         /// Base URL to probe; default http://<server.listen>.
@@ -424,10 +436,7 @@ pub fn main() -> ExitCode {
 /// Runs one command with loaded settings.
 pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
     match command {
-        Command::Config { action: ConfigAction::Check { format } } => {
-            config_check(&settings, format);
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Config { action: ConfigAction::Check { format } } => Ok(config_check(&settings, format)),
         Command::Migrate => migrate(&settings).await,
         Command::Ingest { source, since, job, force, format } => {
             let source = Source::parse(&source, &settings.gcs)?;
@@ -441,7 +450,7 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
             // runs refused for bad files are reported, not an exit status.
             Ok(if summary.storage_failed > 0 { ExitCode::from(2) } else { ExitCode::SUCCESS })
         }
-        Command::Serve => serve(settings).await,
+        Command::Serve { cycle_now } => serve(settings, cycle_now).await,
         Command::Healthcheck { url } => healthcheck(&settings, url).await,
         Command::Evaluate { at, format, dry_run } => evaluate(&settings, at, format, dry_run).await,
         Command::Backtest { from, to, every, cron, against, format } => {
@@ -1021,8 +1030,16 @@ async fn outbox(action: OutboxAction, settings: &Settings) -> Result<ExitCode> {
     result.map(|()| ExitCode::SUCCESS)
 }
 
-async fn serve(settings: Settings) -> Result<ExitCode> {
-    let app = crate::app::App::build(settings).await?;
+async fn serve(settings: Settings, cycle_now: bool) -> Result<ExitCode> {
+    let missing = settings.half_configured();
+    if !missing.is_empty() {
+        eprint!("{}", incomplete(&missing));
+        return Ok(ExitCode::from(EXIT_CONFIG));
+    }
+    let mut app = crate::app::App::build(settings).await?;
+    if cycle_now {
+        app.scheduler.cycle_at_start();
+    }
     app.run_until_stopped(crate::shutdown::signal()).await?;
     Ok(ExitCode::SUCCESS)
 }
@@ -1047,7 +1064,16 @@ fn print_ingest_summary(summary: &IngestSummary, format: Format) {
     }
 }
 
-fn config_check(settings: &Settings, format: Format) {
+/// Prints the effective settings, or what a half-configured Slack or Jira is missing (exit 2).
+fn config_check(settings: &Settings, format: Format) -> ExitCode {
+    let missing = settings.half_configured();
+    if !missing.is_empty() {
+        match format {
+            Format::Text => eprint!("{}", incomplete(&missing)),
+            Format::Json => println!("{}", serde_json::json!({ "valid": false, "missing": missing })),
+        }
+        return ExitCode::from(EXIT_CONFIG);
+    }
     match format {
         Format::Text => {
             println!("# configuration is valid; effective settings (secrets redacted):");
@@ -1058,4 +1084,15 @@ fn config_check(settings: &Settings, format: Format) {
             println!("{value}");
         }
     }
+    ExitCode::SUCCESS
+}
+
+/// `sheriff: the configuration is incomplete:` and one line per missing setting.
+fn incomplete(missing: &[String]) -> String {
+    let mut text = String::from("sheriff: the configuration is incomplete:\n");
+    for m in missing {
+        text.push_str(&format!("  - {m}\n"));
+    }
+    text.push_str("configure Slack (or Jira) fully, or leave it out entirely to run without it\n");
+    text
 }

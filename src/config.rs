@@ -1332,6 +1332,57 @@ impl Settings {
         Ok(())
     }
 
+    /// What is missing for Slack and Jira to work, when either is half configured: one line
+    /// per setting to add, naming it. Nothing configured is fine (messages go to the console,
+    /// no issues are filed), and so is everything; between the two, `config check` and `serve`
+    /// refuse, rather than post nowhere or refuse every slash command without a word.
+    pub fn half_configured(&self) -> Vec<String> {
+        let (slack, jira) = (&self.slack, &self.jira);
+        let mut missing = Vec::new();
+        let mut need = |key: &str, how: &str, because: &str| {
+            missing.push(format!("`{key}` is missing ({how}): {because}"));
+        };
+        let token = slack.bot_token.is_some();
+        let channel = !slack.channel.is_empty() || !slack.routes.is_empty();
+        let signing = slack.signing_secret.is_some();
+        if token && slack.channel.is_empty() {
+            need(
+                "slack.channel",
+                "SHERIFF__SLACK__CHANNEL",
+                "a Slack bot token is set, but no channel to post incidents to",
+            );
+        }
+        if !token && (channel || signing) {
+            let given = if channel { "a Slack channel" } else { "a Slack signing secret" };
+            need(
+                "slack.bot_token",
+                "SHERIFF__SLACK__BOT_TOKEN or slack.bot_token_file",
+                &format!("{given} is set, but without a bot token nothing is posted"),
+            );
+        }
+        if token && !signing {
+            need(
+                "slack.signing_secret",
+                "SHERIFF__SLACK__SIGNING_SECRET or slack.signing_secret_file",
+                "a Slack bot token is set, and `serve` answers the slash command and buttons, \
+                 but refuses every request it cannot verify",
+            );
+        }
+        let url = !jira.url.is_empty();
+        if !url && (!jira.project.is_empty() || jira.token.is_some()) {
+            let given = if jira.token.is_some() { "a Jira token" } else { "a Jira project" };
+            need("jira.url", "SHERIFF__JIRA__URL", &format!("{given} is set, but no Jira to file in"));
+        }
+        if url && jira.token.is_none() {
+            need(
+                "jira.token",
+                "SHERIFF__JIRA__TOKEN or jira.token_file",
+                "jira.url is set, but without a token no issue can be filed",
+            );
+        }
+        missing
+    }
+
     /// The effective configuration as TOML, every secret shown as `[redacted]`.
     pub fn to_redacted_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render settings: {e}\n"))
@@ -1368,13 +1419,20 @@ fn check_url(url: &str, credentials: bool) -> Result<(), String> {
 
 /// `SHERIFF__SLACK__BOT_TOKEN=x` becomes `slack.bot_token = "x"`. A value that reads as a TOML
 /// number or boolean is passed as one (the target type decides), except for secrets, which are
-/// always strings, so a token that looks like a number stays a token.
+/// always strings, so a token that looks like a number stays a token. A list setting takes
+/// comma-separated values (see [`list_from_env`]).
 fn env_provider(pairs: Vec<(String, String)>) -> Serialized<toml::Table> {
+    // Which keys are lists, and of what, is read off the defaults: every list setting has one.
+    let defaults = toml::Table::try_from(Settings::default()).unwrap_or_default();
     let mut root = toml::Table::new();
     for (key, raw) in pairs {
         let path: Vec<String> = key[ENV_PREFIX.len()..].split("__").map(|p| p.to_lowercase()).collect();
         let is_secret = path.len() == 2 && SECRET_KEYS.iter().any(|(s, k)| path[0] == *s && path[1] == *k);
-        let value = if is_secret { toml::Value::String(raw) } else { scalar_from_env(&raw) };
+        let value = match default_at(&defaults, &path) {
+            _ if is_secret => toml::Value::String(raw),
+            Some(toml::Value::Array(items)) => list_from_env(&raw, items.first()),
+            _ => scalar_from_env(&raw),
+        };
         let mut table = &mut root;
         for (i, part) in path.iter().enumerate() {
             if i + 1 == path.len() {
@@ -1392,6 +1450,39 @@ fn env_provider(pairs: Vec<(String, String)>) -> Serialized<toml::Table> {
     Serialized::defaults(root)
 }
 
+/// The default value at `path` (`["slack", "authorized_users"]`), if the defaults have one.
+fn default_at<'a>(defaults: &'a toml::Table, path: &[String]) -> Option<&'a toml::Value> {
+    let (last, parents) = path.split_last()?;
+    let mut table = defaults;
+    for part in parents {
+        table = table.get(part)?.as_table()?;
+    }
+    table.get(last)
+}
+
+/// A list setting from the environment: `U01,U02` (comma-separated, each value trimmed, empty
+/// ones dropped, so an empty variable is an empty list), or a TOML array (`[{ channel = "C1",
+/// platform = "metal" }]`) for a list of tables such as `slack.routes`. Values are strings
+/// unless the default list holds numbers (`evaluate.recent_days = 1,2,3`).
+fn list_from_env(raw: &str, default_item: Option<&toml::Value>) -> toml::Value {
+    if raw.trim_start().starts_with('[')
+        && let Ok(mut t) = format!("v = {raw}").parse::<toml::Table>()
+        && let Some(array @ toml::Value::Array(_)) = t.remove("v")
+    {
+        return array;
+    }
+    let numeric = matches!(
+        default_item,
+        Some(toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_))
+    );
+    let items = raw.split(',').map(str::trim).filter(|v| !v.is_empty());
+    toml::Value::Array(
+        items
+            .map(|v| if numeric { scalar_from_env(v) } else { toml::Value::String(v.to_string()) })
+            .collect(),
+    )
+}
+
 /// `a = 1` parses as a TOML document, not a scalar; try the value on its own line.
 fn scalar_from_env(raw: &str) -> toml::Value {
     match format!("v = {raw}").parse::<toml::Table>() {
@@ -1407,10 +1498,14 @@ fn scalar_from_env(raw: &str) -> toml::Value {
 /// where the bad value came from.
 fn describe_figment_error(e: &figment::Error, file: &Path, env_keys: &[String]) -> String {
     let key = e.path.join(".");
-    let var = format!("{ENV_PREFIX}{}", e.path.join("__").to_uppercase());
+    // A list's element (`evaluate.recent_days.1`) came from the variable of the whole list.
+    let var = (1..=e.path.len())
+        .rev()
+        .map(|n| format!("{ENV_PREFIX}{}", e.path[..n].join("__").to_uppercase()))
+        .find(|var| env_keys.contains(var));
     let origin = if e.path.is_empty() {
         String::new()
-    } else if env_keys.contains(&var) {
+    } else if let Some(var) = var {
         format!(" (from {var})")
     } else {
         format!(" (from {})", file.display())
@@ -1466,6 +1561,80 @@ mod tests {
             .to_string();
         assert!(!e.contains("xoxb-123-secret"), "{e}");
         assert!(e.contains("slack") && e.contains("SHERIFF__SLACK"), "{e}");
+    }
+
+    #[test]
+    fn list_settings_are_read_from_the_environment_comma_separated() {
+        let s = Settings::load_from(
+            None,
+            &env(&[
+                ("SHERIFF__SLACK__AUTHORIZED_USERS", "U01ALICE, U02BOB,,"),
+                ("SHERIFF__SLACK__AUTHORIZED_GROUPS", "S0RELEASE"),
+                ("SHERIFF__JIRA__FIX_STATUSES", "MODIFIED,ON_QA"),
+                ("SHERIFF__JIRA__LABELS", ""),
+                ("SHERIFF__EVALUATE__RECENT_DAYS", "1, 3"),
+                ("SHERIFF__EVALUATE__PERCENTILES", "P50,P99"),
+                ("SHERIFF__EVALUATE__CI_TROUBLE__LIVENESS", "*-liveness-*"),
+                ("SHERIFF__SLACK__ROUTES", r#"[{ channel = "C0METAL", platform = "metal" }]"#),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(s.slack.authorized_users, ["U01ALICE", "U02BOB"]);
+        assert_eq!(s.slack.authorized_groups, ["S0RELEASE"]);
+        assert_eq!(s.jira.fix_statuses, ["MODIFIED", "ON_QA"]);
+        assert!(s.jira.labels.is_empty());
+        assert_eq!(s.evaluate.recent_days, [1, 3]);
+        assert_eq!(s.evaluate.percentiles, [crate::model::Percentile::P50, crate::model::Percentile::P99]);
+        assert_eq!(s.evaluate.ci_trouble.liveness, ["*-liveness-*"]);
+        assert_eq!(s.slack.routes.len(), 1);
+        assert_eq!(
+            (s.slack.routes[0].channel.as_str(), s.slack.routes[0].platform.as_deref()),
+            ("C0METAL", Some("metal"))
+        );
+        // a user id that reads as a number stays a string
+        let s = Settings::load_from(None, &env(&[("SHERIFF__JIRA__NEVER_REOPEN", "42,Won't Fix")])).unwrap();
+        assert_eq!(s.jira.never_reopen, ["42", "Won't Fix"]);
+        // a bad element is named with its variable
+        let err = Settings::load_from(None, &env(&[("SHERIFF__EVALUATE__RECENT_DAYS", "1,two")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("evaluate.recent_days") && err.contains("SHERIFF__EVALUATE__RECENT_DAYS"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn half_configured_slack_or_jira_names_the_missing_setting() {
+        let missing =
+            |pairs: &[(&str, &str)]| Settings::load_from(None, &env(pairs)).unwrap().half_configured();
+        let token = ("SHERIFF__SLACK__BOT_TOKEN", "xoxb-1");
+        let channel = ("SHERIFF__SLACK__CHANNEL", "C0DISRUPT");
+        let signing = ("SHERIFF__SLACK__SIGNING_SECRET", "s3cret");
+        let jira_url = ("SHERIFF__JIRA__URL", "https://issues.example.com");
+        let project = ("SHERIFF__JIRA__PROJECT", "OCPBUGS");
+        let jira_token = ("SHERIFF__JIRA__TOKEN", "t0ken");
+        assert!(missing(&[]).is_empty());
+        assert!(missing(&[token, channel, signing, jira_url, project, jira_token]).is_empty());
+        for (given, key) in [
+            (vec![token, signing], "`slack.channel`"),
+            (vec![channel], "`slack.bot_token`"),
+            (vec![signing], "`slack.bot_token`"),
+            (vec![token, channel], "`slack.signing_secret`"),
+            (vec![project], "`jira.url`"),
+            (vec![jira_token], "`jira.url`"),
+            (vec![jira_url, project], "`jira.token`"),
+        ] {
+            let found = missing(&given);
+            assert_eq!(found.len(), 1, "{given:?}: {found:?}");
+            assert!(found[0].contains(key), "{given:?}: {found:?}");
+        }
+        // a route is a channel too, but the default channel is still needed for the rest
+        let routes = ("SHERIFF__SLACK__ROUTES", r#"[{ channel = "C0METAL", platform = "metal" }]"#);
+        assert!(missing(&[routes])[0].contains("`slack.bot_token`"));
+        assert!(missing(&[routes, token, signing])[0].contains("`slack.channel`"));
+        let shown = missing(&[token]).join("\n");
+        assert!(!shown.contains("xoxb-1"), "{shown}");
     }
 
     #[test]

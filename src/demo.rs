@@ -73,10 +73,10 @@ pub async fn run(
     let report = crate::cycle::run_cycle(&store, &local, CycleOptions { at: end, dry_run: false }).await?;
     writeln!(out)?;
     write!(out, "{}", crate::cycle::render_text(&report))?;
-    writeln!(out, "\n── Slack (no bot token configured: the messages are shown on stderr, not posted) ──")?;
+    writeln!(out, "\n── Slack ({}) ──", slack_heading(settings))?;
     let delivery = crate::ops::deliver_for_a_while(store.clone(), &local).await?;
     writeln!(out, "{} Slack message(s) rendered", delivery.delivered)?;
-    show_jira_issues(&store, &local, out).await?;
+    show_jira_issues(&store, &local, settings.jira.enabled(), out).await?;
     store.close().await;
     writeln!(
         out,
@@ -85,6 +85,7 @@ pub async fn run(
         db_path.display(),
         end.to_rfc3339()
     )?;
+    write!(out, "{}", going_live(&db_path, end))?;
     Ok(DemoOutcome { folder: folder.to_path_buf(), runs: summary.ingested, report })
 }
 
@@ -235,11 +236,46 @@ fn demo_database(folder: &Path) -> Result<(PathBuf, DatabaseSettings)> {
     Ok((db_path, DatabaseSettings { url, ..Default::default() }))
 }
 
+/// What the demo's Slack heading says: the demo never posts, whatever is configured.
+fn slack_heading(settings: &Settings) -> &'static str {
+    if settings.slack.bot_token.is_some() {
+        "a bot token is configured, but the demo never posts: the messages are shown on stderr"
+    } else {
+        "no bot token configured: the messages are shown on stderr, not posted"
+    }
+}
+
+/// The end of the demo: its database is console-only, and how to go live from here.
+fn going_live(db_path: &Path, end: chrono::DateTime<Utc>) -> String {
+    let since = (end - Duration::days(14)).format("%Y-%m-%d");
+    format!(
+        "\n{db} is console-only: its incidents were announced on this console, never in Slack, and no \
+         Jira issue was filed, so do not run `sheriff serve` on it with Slack or Jira configured.\n\
+         To go live, start from a fresh database (README, \"Going live\"):\n  \
+         1. in config/sheriff.toml set [slack] channel, and [jira] url and project\n  \
+         2. in the environment set SHERIFF__SLACK__BOT_TOKEN, SHERIFF__SLACK__SIGNING_SECRET and SHERIFF__JIRA__TOKEN\n  \
+         3. sheriff config check\n  \
+         4. sheriff ingest gs://test-platform-results/logs --job '^periodic-ci-openshift-release-master-.*-upgrade' --since {since}\n  \
+         5. sheriff serve --cycle-now\n",
+        db = db_path.display()
+    )
+}
+
 /// The Jira issue sheriff would file for each open incident.
-async fn show_jira_issues(store: &Store, settings: &Settings, out: &mut impl std::io::Write) -> Result<()> {
+async fn show_jira_issues(
+    store: &Store,
+    settings: &Settings,
+    jira_configured: bool,
+    out: &mut impl std::io::Write,
+) -> Result<()> {
+    let heading = if jira_configured {
+        "the Jira issue sheriff would file (Jira is configured, but the demo never files)"
+    } else {
+        "the Jira issue sheriff would file (configure [jira] to file it)"
+    };
     for incident in store.incidents().await?.iter().filter(|i| i.state.is_open()) {
         let doc = crate::notify::jira::render::description(incident, &settings.server.public_url);
-        writeln!(out, "\n── the Jira issue sheriff would file (configure [jira] to file it) ──")?;
+        writeln!(out, "\n── {heading} ──")?;
         writeln!(out, "summary: {}", crate::notify::jira::render::summary(incident))?;
         writeln!(out, "labels: sheriff, {}", incident.fingerprint)?;
         writeln!(out, "component: {}\n", incident.snapshot.component)?;

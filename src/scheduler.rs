@@ -72,7 +72,46 @@ pub struct Scheduler {
     evaluate: Schedule,
     prune: Schedule,
     ingests: Vec<IngestJob>,
+    /// Run a cycle at start too (`serve --cycle-now`): a new deployment speaks up at once, not
+    /// at the first tick, up to six hours later with the default schedule.
+    cycle_at_start: bool,
 }
+
+/// One scheduled job as `serve` announces it at start.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Planned {
+    /// `evaluate`, `prune` or `ingest:<source>`.
+    pub job: String,
+    pub cron: String,
+    /// The expression in words, e.g. "At minute 0 past every 6th hour".
+    pub in_words: String,
+    /// The first tick after the start; None for an expression that never fires again.
+    pub next: Option<chrono::DateTime<Utc>>,
+}
+
+/// Every job `serve` schedules with its cron expression and its first tick after `now`:
+/// evaluation, each ingest, pruning.
+pub fn plan(settings: &Settings, now: chrono::DateTime<Utc>) -> Result<Vec<Planned>, String> {
+    let zone = &settings.schedule.timezone;
+    let planned = |job: &str, cron: &str| -> Result<Planned, String> {
+        let schedule = Schedule::parse(cron, zone)?;
+        Ok(Planned {
+            job: job.to_string(),
+            cron: cron.to_string(),
+            in_words: schedule.describe(),
+            next: schedule.next_after(now),
+        })
+    };
+    let mut plan = vec![planned("evaluate", &settings.schedule.evaluate)?];
+    for i in &settings.schedule.ingest {
+        plan.push(planned(&format!("ingest:{}", i.source), &i.cron)?);
+    }
+    plan.push(planned("prune", &settings.retention.schedule)?);
+    Ok(plan)
+}
+
+/// How long the start cycle's lease is held: replicas started together run one start cycle.
+const START_LEASE_SECS: i64 = 300;
 
 impl Scheduler {
     pub fn new(store: Arc<Store>, settings: Arc<Settings>, id: String) -> Result<Scheduler> {
@@ -88,13 +127,28 @@ impl Scheduler {
             });
         }
         let prune = Schedule::parse(&settings.retention.schedule, zone).map_err(anyhow::Error::msg)?;
-        Ok(Scheduler { store, settings, id, evaluate, prune, ingests })
+        Ok(Scheduler { store, settings, id, evaluate, prune, ingests, cycle_at_start: false })
+    }
+
+    /// Runs an evaluation cycle as soon as it starts, besides its schedule.
+    pub fn cycle_at_start(&mut self) {
+        self.cycle_at_start = true;
+    }
+
+    /// Whether a cycle runs at start.
+    pub fn cycles_at_start(&self) -> bool {
+        self.cycle_at_start
     }
 
     /// Runs every schedule (and, on SQLite, keeps the single-replica lease) until `shutdown`
     /// turns true; a job in progress gets the grace period.
     pub async fn run(self, shutdown: watch::Receiver<bool>) {
         let mut tasks = tokio::task::JoinSet::new();
+        if self.cycle_at_start {
+            let (store, settings, id, shutdown) =
+                (self.store.clone(), self.settings.clone(), self.id.clone(), shutdown.clone());
+            tasks.spawn(async move { cycle_at_start(&store, &settings, &id, shutdown).await });
+        }
         {
             let (store, settings, id, shutdown) =
                 (self.store.clone(), self.settings.clone(), self.id.clone(), shutdown.clone());
@@ -148,6 +202,44 @@ impl Scheduler {
         tasks.spawn(record_unrecorded_cycles(self.store.clone(), shutdown.clone()));
         while tasks.join_next().await.is_some() {}
     }
+}
+
+/// The cycle `serve --cycle-now` runs at start, under a lease so that replicas started
+/// together (a rollout) run one between them. It is named apart from the ticks' leases
+/// (`evaluate@<tick>`): a tick that comes while it runs is still taken.
+async fn cycle_at_start(store: &Store, settings: &Settings, id: &str, mut shutdown: watch::Receiver<bool>) {
+    let now = Utc::now();
+    match store.take_lease("start-cycle", id, now.timestamp(), START_LEASE_SECS).await {
+        Ok(true) => {}
+        Ok(false) => {
+            tracing::info!("no cycle at start: another replica started one in the last {START_LEASE_SECS} s");
+            return;
+        }
+        Err(e) => {
+            tracing::error!("no cycle at start: cannot take its lease: {e:#}");
+            return;
+        }
+    }
+    tracing::info!("running a first cycle at start (--cycle-now)");
+    let started = std::time::Instant::now();
+    let options = crate::cycle::CycleOptions { at: now, dry_run: false };
+    let outcome =
+        match finish_or_abandon(crate::cycle::run_cycle(store, settings, options), &mut shutdown).await {
+            Some(Ok(report)) => {
+                tracing::info!(
+                    regressions = report.regressions.len(),
+                    seconds = started.elapsed().as_secs_f64(),
+                    "the cycle at start finished"
+                );
+                "ok"
+            }
+            Some(Err(e)) => {
+                tracing::error!(job = "evaluate", "the cycle at start failed: {e:#}");
+                "failed"
+            }
+            None => "abandoned",
+        };
+    metrics::counter!("sheriff_jobs_total", "job" => "evaluate", "outcome" => outcome).increment(1);
 }
 
 /// Renews the single-replica lease every 10 s until shutdown, then gives it up.
@@ -256,5 +348,45 @@ async fn on_schedule<F, Fut>(
         metrics::histogram!("sheriff_job_seconds", "job" => kind, "outcome" => outcome)
             .record(started.elapsed().as_secs_f64());
         metrics::counter!("sheriff_jobs_total", "job" => kind, "outcome" => outcome).increment(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn the_plan_names_every_job_with_its_next_tick_from_a_fixed_instant() {
+        let mut settings = Settings::default();
+        settings.schedule.ingest.push(crate::config::IngestSchedule {
+            source: "gs://test-platform-results/logs".into(),
+            // every hour at minute 20
+            cron: "20 * * * *".into(),
+            since_days: 2,
+        });
+        let now = Utc.with_ymd_and_hms(2026, 12, 3, 16, 40, 5).unwrap();
+        let plan = plan(&settings, now).unwrap();
+        let ticks: Vec<(&str, &str, Option<String>)> =
+            plan.iter().map(|p| (p.job.as_str(), p.cron.as_str(), p.next.map(|t| t.to_rfc3339()))).collect();
+        assert_eq!(
+            ticks,
+            [
+                // the default: every 6 hours on the hour
+                ("evaluate", "0 */6 * * *", Some("2026-12-03T18:00:00+00:00".to_string())),
+                (
+                    "ingest:gs://test-platform-results/logs",
+                    "20 * * * *",
+                    Some("2026-12-03T17:20:00+00:00".into())
+                ),
+                // daily at 03:30
+                ("prune", "30 3 * * *", Some("2026-12-04T03:30:00+00:00".into())),
+            ]
+        );
+        assert!(plan[0].in_words.contains('6'), "{}", plan[0].in_words);
+        settings.schedule.timezone = "Europe/Berlin".into();
+        let berlin = super::plan(&settings, now).unwrap();
+        // 18:00 in Berlin is 17:00 UTC
+        assert_eq!(berlin[0].next.unwrap().to_rfc3339(), "2026-12-03T17:00:00+00:00");
     }
 }

@@ -1,10 +1,11 @@
-//! Logging with tracing: readable text by default, JSON by setting; `RUST_LOG` wins over both.
+//! Logging with tracing: readable text by default (coloured only on a terminal), JSON by
+//! setting; `RUST_LOG` wins over both.
 //!
 //! In text, one event is one line, whatever it carries: control characters that arrive in
 //! artifact names, run paths or error texts (a newline in a file name, say) are written
 //! escaped, so nothing from outside can forge a log line. JSON escapes them by itself.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 use tracing_subscriber::EnvFilter;
 
@@ -17,10 +18,16 @@ pub fn init(settings: &LogSettings) {
         .or_else(|_| EnvFilter::try_new(&settings.level))
         .unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    // Colours only for a person at a terminal: a redirected log (a file, a pipe, a collector)
+    // gets plain text.
+    let colour = std::io::stderr().is_terminal();
     let _ = match settings.format {
-        LogFormat::Text => builder.with_writer(|| OneLine(std::io::stderr())).with_target(false).try_init(),
+        LogFormat::Text => {
+            builder.with_writer(|| OneLine(std::io::stderr())).with_ansi(colour).with_target(false).try_init()
+        }
         LogFormat::Json => {
-            builder.with_writer(std::io::stderr).json().flatten_event(true).with_current_span(true).try_init()
+            let json = builder.with_writer(std::io::stderr).with_ansi(false).json();
+            json.flatten_event(true).with_current_span(true).try_init()
         }
     };
 }

@@ -1,4 +1,5 @@
-//! The `sheriff` binary end to end: `migrate` and `config check`.
+//! The `sheriff` binary end to end: `migrate`, `config check`, `demo`, `healthcheck`, and what
+//! `serve` says at start.
 
 use std::process::{Command, Output};
 
@@ -73,8 +74,14 @@ fn config_check_never_prints_a_secret() {
         ("SHERIFF__DATABASE__PASSWORD", "db-password-value"),
         ("SHERIFF__DATABASE__URL", "postgres://sheriff:url-password-value@db:5432/sheriff"),
     ];
+    // Slack and Jira whole, so the settings are valid and printed
+    let complete = [
+        ("SHERIFF__SLACK__CHANNEL", "C0DISRUPT"),
+        ("SHERIFF__JIRA__URL", "https://issues.example.com"),
+        ("SHERIFF__JIRA__PROJECT", "OCPBUGS"),
+    ];
     for format in ["text", "json"] {
-        let out = sheriff(&["config", "check", "--format", format], &secrets);
+        let out = sheriff(&["config", "check", "--format", format], &[&secrets[..], &complete].concat());
         assert!(out.status.success(), "{}", text(&out));
         let shown = text(&out);
         for (_, secret) in secrets {
@@ -83,6 +90,76 @@ fn config_check_never_prints_a_secret() {
         }
         assert!(shown.contains("[redacted]"), "{shown}");
     }
+}
+
+#[test]
+fn list_settings_come_from_the_environment_comma_separated() {
+    let out = sheriff(
+        &["config", "check", "--format", "json"],
+        &[
+            ("SHERIFF__SLACK__AUTHORIZED_USERS", "U01ALICE,U02BOB"),
+            ("SHERIFF__SLACK__AUTHORIZED_GROUPS", " S0RELEASE "),
+            ("SHERIFF__JIRA__FIX_STATUSES", "MODIFIED, ON_QA,Verified"),
+            ("SHERIFF__JIRA__LABELS", "sheriff,disruption"),
+            ("SHERIFF__EVALUATE__RECENT_DAYS", "2,4"),
+            ("SHERIFF__EVALUATE__EXCLUDE", ""),
+            ("SHERIFF__SLACK__ROUTES", r#"[{ channel = "C0METAL", platform = "metal" }]"#),
+            ("SHERIFF__SLACK__CHANNEL", "C0DISRUPT"),
+            ("SHERIFF__SLACK__BOT_TOKEN", "xoxb-lists"),
+            ("SHERIFF__SLACK__SIGNING_SECRET", "lists-secret"),
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = &v["settings"];
+    assert_eq!(s["slack"]["authorized_users"], serde_json::json!(["U01ALICE", "U02BOB"]));
+    assert_eq!(s["slack"]["authorized_groups"], serde_json::json!(["S0RELEASE"]));
+    assert_eq!(s["jira"]["fix_statuses"], serde_json::json!(["MODIFIED", "ON_QA", "Verified"]));
+    assert_eq!(s["jira"]["labels"], serde_json::json!(["sheriff", "disruption"]));
+    assert_eq!(s["evaluate"]["recent_days"], serde_json::json!([2, 4]));
+    assert_eq!(s["evaluate"]["exclude"], serde_json::json!([]));
+    assert_eq!(s["slack"]["routes"], serde_json::json!([{ "channel": "C0METAL", "platform": "metal" }]));
+    // a list element of the wrong kind names the setting and its variable
+    let bad = sheriff(&["config", "check"], &[("SHERIFF__EVALUATE__RECENT_DAYS", "1,two")]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(text(&bad).contains("evaluate.recent_days"), "{}", text(&bad));
+}
+
+#[test]
+fn config_check_refuses_a_half_configured_slack_or_jira_naming_what_is_missing() {
+    let token = ("SHERIFF__SLACK__BOT_TOKEN", "xoxb-half-configured");
+    let channel = ("SHERIFF__SLACK__CHANNEL", "C0DISRUPT");
+    let signing = ("SHERIFF__SLACK__SIGNING_SECRET", "half-configured-signing");
+    let jira_url = ("SHERIFF__JIRA__URL", "https://issues.example.com");
+    let project = ("SHERIFF__JIRA__PROJECT", "OCPBUGS");
+    let jira_token = ("SHERIFF__JIRA__TOKEN", "half-configured-jira");
+    for (env, missing) in [
+        (vec![token, signing], "slack.channel"),
+        (vec![channel], "slack.bot_token"),
+        (vec![token, channel], "slack.signing_secret"),
+        (vec![jira_url, project], "jira.token"),
+        (vec![project, jira_token], "jira.url"),
+    ] {
+        let out = sheriff(&["config", "check"], &env);
+        let shown = text(&out);
+        assert_eq!(out.status.code(), Some(2), "{env:?}: {shown}");
+        assert!(shown.contains(&format!("`{missing}` is missing")), "{env:?}: {shown}");
+        for secret in ["xoxb-half-configured", "half-configured-signing", "half-configured-jira"] {
+            assert!(!shown.contains(secret), "{secret} leaked: {shown}");
+        }
+        let json = sheriff(&["config", "check", "--format", "json"], &env);
+        assert_eq!(json.status.code(), Some(2));
+        let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+        assert_eq!(v["valid"], false);
+        assert!(v["missing"][0].as_str().unwrap().contains(missing), "{v}");
+        // and `serve` does not start on it
+        let serve =
+            sheriff(&["serve"], &[env.as_slice(), &[("SHERIFF__SERVER__LISTEN", "127.0.0.1:0")]].concat());
+        assert_eq!(serve.status.code(), Some(2), "{env:?}: {}", text(&serve));
+        assert!(text(&serve).contains(missing), "{}", text(&serve));
+    }
+    let whole = sheriff(&["config", "check"], &[token, channel, signing, jira_url, project, jira_token]);
+    assert!(whole.status.success(), "{}", text(&whole));
 }
 
 fn fixture(name: &str) -> String {
@@ -146,9 +223,34 @@ fn ingest_prints_the_json_contract_and_honours_job_and_since() {
 #[test]
 fn the_demo_finds_the_planted_regression_and_nothing_else() {
     let dir = tempfile::tempdir().unwrap();
-    let out = sheriff(&["demo", "--dir", dir.path().to_str().unwrap()], &[]);
+    // Slack configured: the demo still posts nothing, and says so truly
+    let out = sheriff(
+        &["demo", "--dir", dir.path().to_str().unwrap()],
+        &[
+            ("SHERIFF__SLACK__BOT_TOKEN", "xoxb-demo-never-used"),
+            ("SHERIFF__SLACK__API_URL", "http://127.0.0.1:9/api"),
+            ("SHERIFF__SLACK__CHANNEL", "C0DISRUPT"),
+        ],
+    );
     assert!(out.status.success(), "{}", text(&out));
     let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(!shown.contains("no bot token configured"), "{shown}");
+    assert!(shown.contains("a bot token is configured, but the demo never posts"), "{shown}");
+    assert!(shown.contains("sheriff.db is console-only"), "{shown}");
+    assert!(shown.contains("To go live") && shown.contains("sheriff serve --cycle-now"), "{shown}");
+    assert!(shown.contains("sheriff ingest gs://test-platform-results/logs"), "{shown}");
+    // served with Slack on, its console-only incident is pointed out
+    let demo_db = format!("sqlite://{}", dir.path().join("sheriff.db").display());
+    let slack = [
+        ("SHERIFF__DATABASE__URL", demo_db.as_str()),
+        ("SHERIFF__SLACK__BOT_TOKEN", "xoxb-demo-never-used"),
+        ("SHERIFF__SLACK__API_URL", "http://127.0.0.1:9/api"),
+        ("SHERIFF__SLACK__CHANNEL", "C0DISRUPT"),
+        ("SHERIFF__SLACK__SIGNING_SECRET", "demo-signing"),
+    ];
+    let log = serve_log(&[], &slack);
+    assert!(log.contains("1 open incident(s) (#1) were announced on the console only"), "{log}");
+    assert!(!serve_log(&[], &slack[1..]).contains("console only"));
     assert!(shown.contains("1 regression(s):"), "{shown}");
     assert!(shown.contains("image-registry disruption regressed on metal 4.14"), "{shown}");
     assert!(shown.contains("image-registry Available=False (NoReplicasAvailable)"), "{shown}");
@@ -184,4 +286,90 @@ fn healthcheck_succeeds_against_a_running_server_and_fails_without_one() {
     let _ = server.kill();
     let _ = server.wait();
     assert!(healthy, "sheriff serve never answered /healthz on {listen}");
+}
+
+/// `sheriff serve` in an empty folder on a fresh SQLite file, its stderr a pipe; the log it
+/// wrote once it answered /healthz, then it is stopped.
+fn serve_log(args: &[&str], env: &[(&str, &str)]) -> String {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let listen = format!("127.0.0.1:{port}");
+    let url = format!("sqlite://{}", dir.path().join("s.db").display());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_sheriff"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("SHERIFF__") {
+            cmd.env_remove(k);
+        }
+    }
+    let mut server = cmd
+        .arg("serve")
+        .args(args)
+        .env("SHERIFF__DATABASE__URL", &url)
+        .env("SHERIFF__SERVER__LISTEN", &listen)
+        .env("RUST_LOG", "info,sqlx=warn")
+        .envs(env.iter().copied())
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let health = [("SHERIFF__SERVER__LISTEN", listen.as_str())];
+    let healthy = (0..200).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        sheriff(&["healthcheck"], &health).status.success()
+    });
+    let _ = Command::new("kill").args(["-s", "TERM", &server.id().to_string()]).status();
+    let mut log = String::new();
+    server.stderr.take().unwrap().read_to_string(&mut log).unwrap();
+    let _ = server.wait();
+    assert!(healthy, "sheriff serve never answered /healthz:\n{log}");
+    log
+}
+
+#[test]
+fn serve_logs_its_schedules_next_tick_and_integrations_at_start_without_colour_in_a_pipe() {
+    let log = serve_log(&[], &[]);
+    // stderr is a pipe, not a terminal: plain text, no colour codes
+    assert!(!log.contains('\u{1b}'), "colour codes in a redirected log:\n{log:?}");
+    assert!(log.contains("sheriff serve listening on http://127.0.0.1:"), "{log}");
+    assert!(log.contains("schedule evaluate: `0 */6 * * *`"), "{log}");
+    assert!(log.contains("schedule prune: `30 3 * * *`"), "{log}");
+    assert!(log.contains("`serve --cycle-now` runs one at start"), "{log}");
+    assert!(log.contains("integrations: slack off, jira off, pages_auth off, push off"), "{log}");
+    assert!(log.contains("messages are shown on the console"), "{log}");
+}
+
+#[test]
+fn serve_start_log_in_json_names_the_next_tick_and_what_is_on() {
+    let log = serve_log(
+        &[],
+        &[
+            ("SHERIFF__LOG__FORMAT", "json"),
+            ("SHERIFF__SCHEDULE__EVALUATE", "15 */2 * * *"),
+            ("SHERIFF__SLACK__API_URL", "http://127.0.0.1:9/api"),
+            ("SHERIFF__SLACK__BOT_TOKEN", "xoxb-start-log-secret"),
+            ("SHERIFF__SLACK__CHANNEL", "C0DISRUPT"),
+            ("SHERIFF__SLACK__SIGNING_SECRET", "start-log-signing"),
+            ("SHERIFF__SERVER__PAGES_TOKEN", "start-log-pages"),
+        ],
+    );
+    assert!(!log.contains("xoxb-start-log-secret") && !log.contains("start-log-pages"), "{log}");
+    let events: Vec<serde_json::Value> = log.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let evaluate = events
+        .iter()
+        .find(|e| e["job"] == "evaluate" && e["cron"].is_string())
+        .unwrap_or_else(|| panic!("no schedule line for evaluate:\n{log}"));
+    assert_eq!(evaluate["cron"], "15 */2 * * *");
+    let next = chrono::DateTime::parse_from_rfc3339(evaluate["next"].as_str().unwrap()).unwrap();
+    let now = chrono::Utc::now();
+    assert!(next > now - chrono::Duration::seconds(30) && next <= now + chrono::Duration::hours(2), "{next}");
+    assert_eq!(chrono::Timelike::minute(&next), 15, "{next}");
+    assert_eq!(chrono::Timelike::hour(&next) % 2, 0, "{next}");
+    let on = events.iter().find(|e| e["slack"].is_boolean()).unwrap_or_else(|| panic!("{log}"));
+    assert_eq!((&on["slack"], &on["jira"], &on["pages_auth"]), (&true.into(), &false.into(), &true.into()));
+    assert!(
+        events.iter().any(|e| e["integration"] == "slack"
+            && e["message"].as_str().unwrap_or_default().contains("posts to C0DISRUPT")),
+        "{log}"
+    );
 }

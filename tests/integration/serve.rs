@@ -2,8 +2,8 @@
 //! second replica on one SQLite file refused, scheduled ingests, `/readyz` while the database
 //! is down — and run as operators run it, as real processes, for what does: two replicas on
 //! PostgreSQL evaluating each tick once and delivering each side effect once when the one
-//! running a cycle is SIGKILLed, SIGTERM during a cycle, `/metrics`, and request ids in the
-//! structured logs.
+//! running a cycle is SIGKILLed, SIGTERM during a cycle, `/metrics`, request ids in the
+//! structured logs, and `--cycle-now`.
 
 use crate::common;
 
@@ -32,6 +32,11 @@ fn free_port() -> u16 {
 
 impl Replica {
     fn start(name: &str, dir: &Path, env: &[(String, String)]) -> Replica {
+        Replica::start_with(name, dir, env, &[])
+    }
+
+    /// Like [`Replica::start`], with more arguments after `serve`.
+    fn start_with(name: &str, dir: &Path, env: &[(String, String)], args: &[&str]) -> Replica {
         let port = free_port();
         let log = dir.join(format!("{name}.log"));
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_sheriff"));
@@ -42,6 +47,7 @@ impl Replica {
         }
         // An empty folder: the repository's config/sheriff.toml is not read.
         cmd.arg("serve")
+            .args(args)
             .current_dir(dir)
             .env("RUST_LOG", "info,sqlx=warn")
             .env("SHERIFF__LOG__FORMAT", "json")
@@ -434,6 +440,33 @@ async fn sigterm_during_a_cycle_stops_within_ten_seconds_and_loses_nothing() {
     let incidents = db.store.incidents().await.unwrap();
     assert_delivered_once(&slack, &jira, incidents.len());
     assert_eq!(db.store.outbox_counts(chrono::Utc::now().timestamp()).await.unwrap().dead, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_cycle_now_evaluates_at_start_and_posts_without_waiting_for_the_first_tick() {
+    let db = common::TestDb::sqlite().await;
+    load_regression(&db.store).await;
+    db.store.close().await;
+    let slack = FakeSlack::start("serve-cycle-now", Faults::none()).await;
+    let jira = FakeJira::start("serve-cycle-now", Faults::none()).await;
+    // the default schedule (every 6 hours), held off to next year so no tick can come first
+    let mut env = service_env(&db.url(), &slack, &jira);
+    env.retain(|(k, _)| k != "SHERIFF__SCHEDULE__EVALUATE");
+    env.push(("SHERIFF__SCHEDULE__EVALUATE".into(), "0 0 1 1 *".into()));
+    let dir = tempfile::tempdir().unwrap();
+    let mut replica = Replica::start_with("cycle-now", dir.path(), &env, &["--cycle-now"]);
+    replica.wait_healthy().await;
+    let raw = Raw::connect(&db.url()).await;
+    wait_until(Duration::from_secs(120), "the cycle at start", || async { !raw.cycles().await.is_empty() })
+        .await;
+    wait_until(Duration::from_secs(60), "its incident in Slack", || async { !slack.messages().is_empty() })
+        .await;
+    assert_eq!(raw.cycles().await.len(), 1, "one cycle at start, none on the schedule");
+    let log = replica.log_text();
+    assert!(log.contains("a first cycle runs now (--cycle-now)"), "{log}");
+    assert!(log.contains("the cycle at start finished"), "{log}");
+    replica.signal("TERM");
+    assert!(replica.wait_exit(Duration::from_secs(10)).await.is_some_and(|s| s.success()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
