@@ -52,6 +52,11 @@ impl Emulator {
     /// CI installs it (`.ci/run`), so there the tests always run.
     pub async fn start() -> Option<Emulator> {
         if !crucible_installed() {
+            // CI sets it: there the emulator is installed, and a test never skips
+            assert!(
+                std::env::var("SHERIFF_TEST_BIGQUERY").as_deref() != Ok("required"),
+                "SHERIFF_TEST_BIGQUERY=required but `crucible` is not on the PATH"
+            );
             eprintln!(
                 "skipped: the BigQuery emulator is not installed (pip install --pre 'crucible-emulator[server]')"
             );
