@@ -279,8 +279,8 @@ fn query_rows(front: &BigQueryFront) -> u64 {
     front.log().iter().filter(|l| l.call != "dry_run" && l.status == 200).map(|l| l.rows).sum()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_second_ingest_reads_only_rows_past_the_watermark_and_takes_late_rows_once() {
+on_both_engines! {
+async fn a_second_ingest_reads_only_rows_past_the_watermark_and_takes_late_rows_once(db) {
     let Some(emulator) = Emulator::start().await else { return };
     let dir = tempfile::tempdir().unwrap();
     let runs = week_of_runs();
@@ -288,7 +288,6 @@ async fn a_second_ingest_reads_only_rows_past_the_watermark_and_takes_late_rows_
     let mut settings = settings(&front.url, dir.path());
     settings.bigquery.overlap_hours = 24;
     let overlap = 24 * 3_600;
-    let db = common::TestDb::sqlite().await;
 
     // the first load: runs up to two days before the end, less a few the uploader is late with
     let cut = (end() - chrono::Duration::days(2)).timestamp();
@@ -348,6 +347,7 @@ async fn a_second_ingest_reads_only_rows_past_the_watermark_and_takes_late_rows_
         rows_of(&loaded),
         rows_of(&runs.iter().collect::<Vec<_>>())
     );
+}
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
