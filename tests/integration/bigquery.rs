@@ -280,74 +280,74 @@ fn query_rows(front: &BigQueryFront) -> u64 {
 }
 
 on_both_engines! {
-async fn a_second_ingest_reads_only_rows_past_the_watermark_and_takes_late_rows_once(db) {
-    let Some(emulator) = Emulator::start().await else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let runs = week_of_runs();
-    let front = BigQueryFront::start(&emulator.url, SCAN_BYTES).await;
-    let mut settings = settings(&front.url, dir.path());
-    settings.bigquery.overlap_hours = 24;
-    let overlap = 24 * 3_600;
+    async fn a_second_ingest_reads_only_rows_past_the_watermark_and_takes_late_rows_once(db) {
+        let Some(emulator) = Emulator::start().await else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let runs = week_of_runs();
+        let front = BigQueryFront::start(&emulator.url, SCAN_BYTES).await;
+        let mut settings = settings(&front.url, dir.path());
+        settings.bigquery.overlap_hours = 24;
+        let overlap = 24 * 3_600;
 
-    // the first load: runs up to two days before the end, less a few the uploader is late with
-    let cut = (end() - chrono::Duration::days(2)).timestamp();
-    let first: Vec<&RunRecord> = runs.iter().filter(|r| r.run.started_at.timestamp() < cut).collect();
-    let watermark = first.last().unwrap().run.started_at.timestamp();
-    let late_inside: Vec<&RunRecord> = first
-        .iter()
-        .copied()
-        .filter(|r| {
-            let t = r.run.started_at.timestamp();
-            t >= watermark - overlap / 2 && t < watermark
-        })
-        .step_by(3)
-        .collect();
-    let late_outside =
-        first.iter().copied().find(|r| r.run.started_at.timestamp() < watermark - 2 * overlap).unwrap();
-    assert!(late_inside.len() >= 3, "{} late runs", late_inside.len());
-    let is_late = |r: &RunRecord| {
-        late_inside.iter().any(|l| l.run.build_id == r.run.build_id)
-            || r.run.build_id == late_outside.run.build_id
-    };
-    let loaded: Vec<&RunRecord> = first.iter().copied().filter(|r| !is_late(r)).collect();
-    load_jobs(&emulator, &runs.iter().collect::<Vec<_>>()).await;
-    load_runs(&emulator, &loaded).await;
-    let s = ingest_bq(&db.store, &settings).await.unwrap();
-    assert_eq!((s.ingested, s.failed), (loaded.len() as u64, 0), "{:?}", s.errors);
-    assert_eq!(query_rows(&front), rows_of(&loaded));
-    assert_eq!(db.store.ingest_watermark(&source()).await.unwrap(), Some(watermark));
+        // the first load: runs up to two days before the end, less a few the uploader is late with
+        let cut = (end() - chrono::Duration::days(2)).timestamp();
+        let first: Vec<&RunRecord> = runs.iter().filter(|r| r.run.started_at.timestamp() < cut).collect();
+        let watermark = first.last().unwrap().run.started_at.timestamp();
+        let late_inside: Vec<&RunRecord> = first
+            .iter()
+            .copied()
+            .filter(|r| {
+                let t = r.run.started_at.timestamp();
+                t >= watermark - overlap / 2 && t < watermark
+            })
+            .step_by(3)
+            .collect();
+        let late_outside =
+            first.iter().copied().find(|r| r.run.started_at.timestamp() < watermark - 2 * overlap).unwrap();
+        assert!(late_inside.len() >= 3, "{} late runs", late_inside.len());
+        let is_late = |r: &RunRecord| {
+            late_inside.iter().any(|l| l.run.build_id == r.run.build_id)
+                || r.run.build_id == late_outside.run.build_id
+        };
+        let loaded: Vec<&RunRecord> = first.iter().copied().filter(|r| !is_late(r)).collect();
+        load_jobs(&emulator, &runs.iter().collect::<Vec<_>>()).await;
+        load_runs(&emulator, &loaded).await;
+        let s = ingest_bq(&db.store, &settings).await.unwrap();
+        assert_eq!((s.ingested, s.failed), (loaded.len() as u64, 0), "{:?}", s.errors);
+        assert_eq!(query_rows(&front), rows_of(&loaded));
+        assert_eq!(db.store.ingest_watermark(&source()).await.unwrap(), Some(watermark));
 
-    // the second load: the rest of the week, and the late runs
-    front.clear_log();
-    let rest: Vec<&RunRecord> = runs.iter().filter(|r| r.run.started_at.timestamp() >= cut).collect();
-    let mut second = rest.clone();
-    second.extend(late_inside.iter().copied());
-    second.push(late_outside);
-    load_runs(&emulator, &second).await;
-    let s = ingest_bq(&db.store, &settings).await.unwrap();
-    // read: the rows from the watermark less the overlap, not the whole table
-    let since = watermark - overlap;
-    let in_range: Vec<&RunRecord> = runs.iter().filter(|r| r.run.started_at.timestamp() >= since).collect();
-    let read = query_rows(&front);
-    assert_eq!(read, rows_of(&in_range));
-    assert!(read < rows_of(&runs.iter().collect::<Vec<_>>()) / 2, "{read} rows read");
-    // the late runs inside the overlap are taken, once; older ones are past the overlap
-    assert_eq!(s.ingested, (rest.len() + late_inside.len()) as u64, "{:?}", s.errors);
-    for r in &late_inside {
-        assert!(db.store.has_run(&r.run.job_name, &r.run.build_id).await.unwrap());
+        // the second load: the rest of the week, and the late runs
+        front.clear_log();
+        let rest: Vec<&RunRecord> = runs.iter().filter(|r| r.run.started_at.timestamp() >= cut).collect();
+        let mut second = rest.clone();
+        second.extend(late_inside.iter().copied());
+        second.push(late_outside);
+        load_runs(&emulator, &second).await;
+        let s = ingest_bq(&db.store, &settings).await.unwrap();
+        // read: the rows from the watermark less the overlap, not the whole table
+        let since = watermark - overlap;
+        let in_range: Vec<&RunRecord> = runs.iter().filter(|r| r.run.started_at.timestamp() >= since).collect();
+        let read = query_rows(&front);
+        assert_eq!(read, rows_of(&in_range));
+        assert!(read < rows_of(&runs.iter().collect::<Vec<_>>()) / 2, "{read} rows read");
+        // the late runs inside the overlap are taken, once; older ones are past the overlap
+        assert_eq!(s.ingested, (rest.len() + late_inside.len()) as u64, "{:?}", s.errors);
+        for r in &late_inside {
+            assert!(db.store.has_run(&r.run.job_name, &r.run.build_id).await.unwrap());
+        }
+        assert!(!db.store.has_run(&late_outside.run.job_name, &late_outside.run.build_id).await.unwrap());
+        assert_eq!(db.store.count_runs().await.unwrap() as usize, loaded.len() + rest.len() + late_inside.len());
+
+        // a third ingest adds nothing
+        let s = ingest_bq(&db.store, &settings).await.unwrap();
+        assert_eq!(s.ingested, 0);
+        eprintln!(
+            "incremental: first {} rows, second {read} rows of {} in the table",
+            rows_of(&loaded),
+            rows_of(&runs.iter().collect::<Vec<_>>())
+        );
     }
-    assert!(!db.store.has_run(&late_outside.run.job_name, &late_outside.run.build_id).await.unwrap());
-    assert_eq!(db.store.count_runs().await.unwrap() as usize, loaded.len() + rest.len() + late_inside.len());
-
-    // a third ingest adds nothing
-    let s = ingest_bq(&db.store, &settings).await.unwrap();
-    assert_eq!(s.ingested, 0);
-    eprintln!(
-        "incremental: first {} rows, second {read} rows of {} in the table",
-        rows_of(&loaded),
-        rows_of(&runs.iter().collect::<Vec<_>>())
-    );
-}
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
