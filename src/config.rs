@@ -816,6 +816,10 @@ pub struct BigQuerySettings {
     /// A file holding the access token; read again for every query, so a refreshed token is used.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_file: Option<PathBuf>,
+    /// A service-account key file (JSON): sheriff signs a JWT with its key and exchanges it at
+    /// the key's `token_uri` for an access token, renewed before it expires.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credentials_file: Option<PathBuf>,
 }
 
 impl Default for BigQuerySettings {
@@ -830,6 +834,7 @@ impl Default for BigQuerySettings {
             max_attempts: 5,
             token: None,
             token_file: None,
+            credentials_file: None,
         }
     }
 }

@@ -450,3 +450,81 @@ async fn an_empty_token_file_is_an_error_and_nothing_is_sent() {
     assert!(e.contains("is empty"), "{e}");
     assert!(front.log().is_empty(), "{:?}", front.log());
 }
+
+/// A token endpoint as Google's: the JWT bearer grant, its RS256 signature checked with the
+/// key's public half; it counts the tokens it gave.
+async fn token_endpoint(public_key: Vec<u8>) -> (String, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    use axum::extract::{Form, State};
+    use base64::Engine;
+    let given = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let state = (public_key, given.clone());
+    let token = |State((key, given)): State<(Vec<u8>, std::sync::Arc<std::sync::atomic::AtomicU64>)>,
+                 Form(form): Form<BTreeMap<String, String>>| async move {
+        assert_eq!(form["grant_type"], "urn:ietf:params:oauth:grant-type:jwt-bearer");
+        let parts: Vec<&str> = form["assertion"].split('.').collect();
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let signature = b64.decode(parts[2]).unwrap();
+        let verified =
+            ring::signature::UnparsedPublicKey::new(&ring::signature::RSA_PKCS1_2048_8192_SHA256, &key)
+                .verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &signature);
+        let claims: serde_json::Value = serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
+        if verified.is_err() || claims["iss"] != "sheriff@ci-test-project.iam.gserviceaccount.com" {
+            let body =
+                serde_json::json!({"error": "invalid_grant", "error_description": "Invalid JWT Signature."});
+            return (axum::http::StatusCode::BAD_REQUEST, axum::Json(body));
+        }
+        assert!(claims["scope"].as_str().unwrap().contains("bigquery"), "{claims}");
+        given.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let body = serde_json::json!({"access_token": "ya29.test-access-token", "expires_in": 3599, "token_type": "Bearer"});
+        (axum::http::StatusCode::OK, axum::Json(body))
+    };
+    let app = axum::Router::new().route("/token", axum::routing::post(token)).with_state(state);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/token", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, given)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_account_key_is_exchanged_for_a_token_used_until_it_expires() {
+    use base64::Engine;
+    let Some(emulator) = Emulator::start().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let runs = week_of_runs();
+    load(&emulator, &runs.iter().take(40).collect::<Vec<_>>()).await;
+    let pem = std::fs::read_to_string(
+        common::manifest_dir().join("tests/fixtures/bigquery/service-account-test-key.pem"),
+    )
+    .unwrap();
+    let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    let der = base64::engine::general_purpose::STANDARD.decode(body).unwrap();
+    let pair = ring::signature::RsaKeyPair::from_pkcs8(&der).unwrap();
+    let (token_uri, given) =
+        token_endpoint(ring::signature::KeyPair::public_key(&pair).as_ref().to_vec()).await;
+    let key_file = dir.path().join("service-account.json");
+    let key = serde_json::json!({"type": "service_account", "client_email": "sheriff@ci-test-project.iam.gserviceaccount.com",
+        "private_key": pem, "token_uri": token_uri});
+    std::fs::write(&key_file, key.to_string()).unwrap();
+    let front = BigQueryFront::start(&emulator.url, SCAN_BYTES).await;
+    let mut settings = settings(&front.url, dir.path());
+    settings.bigquery.token_file = None;
+    settings.bigquery.credentials_file = Some(key_file.clone());
+    settings.bigquery.page_rows = 100;
+
+    let db = common::TestDb::sqlite().await;
+    assert_eq!(ingest_bq(&db.store, &settings).await.unwrap().ingested, 40);
+    let calls = front.log();
+    assert!(calls.len() > 3, "a dry run, the query and its pages: {calls:?}");
+    assert!(calls.iter().all(|c| c.authorization == "Bearer ya29.test-access-token"), "{calls:?}");
+    // one token for every call of the ingest
+    assert_eq!(given.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+    // another key's signature is refused, and the ingest says by whom
+    let other = key.as_object().unwrap().clone();
+    let mut other = serde_json::Value::Object(other);
+    other["client_email"] = "someone-else@example.iam.gserviceaccount.com".into();
+    std::fs::write(&key_file, other.to_string()).unwrap();
+    let e = format!("{:#}", ingest_bq(&db.store, &settings).await.unwrap_err());
+    assert!(e.contains("invalid_grant") && e.contains("someone-else@"), "{e}");
+    assert!(!e.contains("PRIVATE KEY"), "{e}");
+}

@@ -48,6 +48,8 @@ pub struct BigQueryClient {
 enum Credentials {
     Token(Secret),
     File(PathBuf),
+    /// A service-account key, exchanged for tokens as they are needed.
+    ServiceAccount(std::sync::Arc<super::service_account::ServiceAccount>),
 }
 
 /// A value bound to a named parameter (`@name` in the SQL).
@@ -197,11 +199,14 @@ impl BigQueryClient {
     /// A client billing `project`. Credentials are required: without a token (environment or
     /// file) no query is sent.
     pub fn new(settings: &BigQuerySettings, project: &str) -> Result<BigQueryClient> {
-        let credentials = match (&settings.token_file, &settings.token) {
-            (Some(path), _) => Credentials::File(path.clone()),
-            (None, Some(token)) => Credentials::Token(token.clone()),
-            (None, None) => bail!(
-                "BigQuery needs credentials: set bigquery.token_file (a file holding an access token) or SHERIFF__BIGQUERY__TOKEN"
+        let credentials = match (&settings.credentials_file, &settings.token_file, &settings.token) {
+            (Some(key), _, _) => Credentials::ServiceAccount(std::sync::Arc::new(
+                super::service_account::ServiceAccount::load(key)?,
+            )),
+            (None, Some(path), _) => Credentials::File(path.clone()),
+            (None, None, Some(token)) => Credentials::Token(token.clone()),
+            (None, None, None) => bail!(
+                "BigQuery needs credentials: set bigquery.credentials_file (a service-account key), bigquery.token_file (a file holding an access token) or SHERIFF__BIGQUERY__TOKEN"
             ),
         };
         let http = crate::http::client_builder(Duration::from_secs(settings.timeout_secs))
@@ -344,7 +349,7 @@ impl BigQueryClient {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let token = self.token()?;
+            let token = self.token().await?;
             let mut request = self.http.request(method.clone(), url).bearer_auth(token.expose());
             if let Some(body) = body {
                 request = request.json(body);
@@ -407,8 +412,9 @@ impl BigQueryClient {
 
     /// The access token for the next request; a token file is read each time, and an empty
     /// one is an error, never an anonymous request.
-    fn token(&self) -> Result<Secret> {
+    async fn token(&self) -> Result<Secret> {
         match &self.credentials {
+            Credentials::ServiceAccount(key) => key.token(&self.http).await,
             Credentials::Token(t) => Ok(t.clone()),
             Credentials::File(path) => {
                 let text = std::fs::read_to_string(path)

@@ -14,6 +14,7 @@
 //! stored again. Interval evidence is not in these tables: runs from BigQuery have none.
 
 pub mod client;
+pub mod service_account;
 
 use std::time::Instant;
 

@@ -224,6 +224,8 @@ pub struct Logged {
     pub sql: String,
     pub params: Value,
     pub max_bytes_billed: Option<u64>,
+    /// The `Authorization` header sent.
+    pub authorization: String,
     pub status: u16,
     /// Rows in the answer.
     pub rows: u64,
@@ -293,7 +295,13 @@ fn error(status: StatusCode, reason: &str, api_status: &str, message: &str) -> R
     (status, axum::Json(body)).into_response()
 }
 
-async fn handle(State(front): State<Front>, method: Method, uri: Uri, body: Bytes) -> Response {
+async fn handle(
+    State(front): State<Front>,
+    method: Method,
+    uri: Uri,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Response {
     let path = uri.path().to_string();
     let is_query = method == Method::POST && path.ends_with("/queries");
     let is_results = method == Method::GET && path.contains("/queries/");
@@ -313,6 +321,11 @@ async fn handle(State(front): State<Front>, method: Method, uri: Uri, body: Byte
         sql: request["query"].as_str().unwrap_or_default().to_string(),
         params: request["queryParameters"].clone(),
         max_bytes_billed: request["maximumBytesBilled"].as_str().and_then(|b| b.parse().ok()),
+        authorization: headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string(),
         status: 200,
         rows: 0,
     };
