@@ -528,3 +528,45 @@ async fn a_service_account_key_is_exchanged_for_a_token_used_until_it_expires() 
     assert!(e.contains("invalid_grant") && e.contains("someone-else@"), "{e}");
     assert!(!e.contains("PRIVATE KEY"), "{e}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_ingests_a_bigquery_dataset_on_its_schedule_incrementally() {
+    let Some(emulator) = Emulator::start().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let runs = week_of_runs();
+    let (first, later) = runs.split_at(runs.len() / 2);
+    load_jobs(&emulator, &runs.iter().collect::<Vec<_>>()).await;
+    load_runs(&emulator, &first.iter().collect::<Vec<_>>()).await;
+    let front = BigQueryFront::start(&emulator.url, SCAN_BYTES).await;
+    let db = common::TestDb::sqlite().await;
+    let mut settings = settings(&front.url, dir.path());
+    settings.database = db.settings.clone();
+    settings.schedule.evaluate = "0 0 1 1 *".into();
+    settings.schedule.ingest.push(sheriff::config::IngestSchedule {
+        source: source(),
+        cron: "* * * * * *".into(),
+        since_days: 60,
+    });
+    let app = common::app::spawn_app(settings).await;
+    let wait_for = async |n: usize| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while db.store.count_runs().await.unwrap() as usize != n {
+            assert!(std::time::Instant::now() < deadline, "{n} runs not stored within 60 s");
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        }
+    };
+    wait_for(first.len()).await;
+    load_runs(&emulator, &later.iter().collect::<Vec<_>>()).await;
+    wait_for(runs.len()).await;
+    // later ticks read from the watermark, not the whole table
+    let last = first.last().unwrap().run.started_at.timestamp();
+    assert!(db.store.ingest_watermark(&source()).await.unwrap().unwrap() >= last);
+    let since = (last - 48 * 3_600).to_string();
+    assert!(
+        front
+            .log()
+            .iter()
+            .any(|l| l.call == "query" && l.params[0]["parameterValue"]["value"] == since.as_str())
+    );
+    app.stop().await;
+}
