@@ -301,7 +301,7 @@ pub async fn ingest(
     options: &IngestOptions,
 ) -> Result<IngestSummary> {
     if let Source::BigQuery(dataset) = source {
-        return bigquery::ingest(store, settings, dataset, options).await;
+        return bigquery::ingest(store, dataset, options).await;
     }
     let started = Instant::now();
     let job_filter = options.job.clone();

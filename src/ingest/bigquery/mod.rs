@@ -25,7 +25,7 @@ use self::client::{BigQueryClient, Param, Query, Row};
 use super::formats::{cluster_data::ClusterData, disruption};
 use super::run::{EARLIEST_START_SECS, FileProblem, MAX_BACKENDS_PER_RUN, MAX_CLOCK_SKEW_SECS};
 use super::{IngestOptions, IngestSummary, RunOutcome};
-use crate::config::{BigQuerySettings, IngestSettings};
+use crate::config::BigQuerySettings;
 use crate::model::{JobRun, RunRecord, Sample};
 use crate::store::Store;
 
@@ -130,12 +130,7 @@ fn text<'r>(row: &'r Row, name: &str) -> &'r str {
 
 /// Ingests the runs of `dataset` that started after its watermark minus the overlap (or after
 /// `--since`), stores those not stored yet, and moves the watermark to the latest start read.
-pub async fn ingest(
-    store: &Store,
-    _settings: &IngestSettings,
-    dataset: &Dataset,
-    options: &IngestOptions,
-) -> Result<IngestSummary> {
+pub async fn ingest(store: &Store, dataset: &Dataset, options: &IngestOptions) -> Result<IngestSummary> {
     let started = Instant::now();
     let source = dataset.describe();
     let watermark = if options.force { None } else { store.ingest_watermark(&source).await? };
@@ -222,13 +217,17 @@ async fn take_run(
     }
     let start = text(&rows[0], "StartTime").parse::<i64>().ok();
     let path = run_path(&rows[0]);
-    let outcome = if !options.force && store.has_run(&job, &build).await.unwrap_or(false) {
-        RunOutcome::Skipped { path, why: "already stored" }
-    } else {
-        match assemble(rows) {
+    let stored = if options.force { Ok(false) } else { store.has_run(&job, &build).await };
+    let outcome = match stored {
+        Ok(true) => RunOutcome::Skipped { path, why: "already stored" },
+        Err(e) => {
+            let error = format!("cannot tell whether the run is stored already: {e:#}");
+            RunOutcome::StorageFailed { path, job, build, error }
+        }
+        Ok(false) => match assemble(rows) {
             Ok((record, warnings)) => RunOutcome::Ready { record: Box::new(record), warnings, path },
             Err(problems) => RunOutcome::Failed { path, job, build, problems },
-        }
+        },
     };
     let storage_failed_before = summary.storage_failed;
     super::record_outcome(store, source, options.force, outcome, summary, log).await;
