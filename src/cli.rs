@@ -439,7 +439,7 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
         Command::Config { action: ConfigAction::Check { format } } => Ok(config_check(&settings, format)),
         Command::Migrate => migrate(&settings).await,
         Command::Ingest { source, since, job, force, format } => {
-            let source = Source::parse(&source, &settings.gcs)?;
+            let source = Source::parse(&source, &settings)?;
             let options = IngestOptions { since, job, force, progress: format == Format::Text };
             let summary = with_store(&settings, async |store| {
                 crate::ingest::ingest(store, &settings.ingest, &source, &options).await

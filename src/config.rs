@@ -75,6 +75,7 @@ pub struct Settings {
     pub log: LogSettings,
     pub ingest: IngestSettings,
     pub gcs: GcsSettings,
+    pub bigquery: BigQuerySettings,
     pub slack: SlackSettings,
     pub jira: JiraSettings,
     pub evaluate: EvaluateSettings,
@@ -804,6 +805,54 @@ impl Default for GcsSettings {
     }
 }
 
+/// The BigQuery source (`sheriff ingest bq://PROJECT/DATASET`); `[bigquery]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BigQuerySettings {
+    /// Base URL of the BigQuery REST API; tests point it at an emulator or a local fake.
+    pub api_url: String,
+    /// The most bytes one query may bill (`maximumBytesBilled`): BigQuery refuses a query that
+    /// would bill more, before it runs.
+    pub max_bytes_billed: u64,
+    /// Hours before the watermark an incremental ingest reads again, for rows loaded late.
+    pub overlap_hours: u32,
+    /// Rows asked for per page of results.
+    pub page_rows: u32,
+    /// The largest response body read, in bytes; a larger page is an error.
+    pub max_response_bytes: u64,
+    /// Seconds before one request times out.
+    pub timeout_secs: u64,
+    /// Attempts for a request answered 429 or 5xx (with backoff, honouring `Retry-After`).
+    pub max_attempts: u32,
+    /// OAuth access token. Environment or file only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+    /// A file holding the access token; read again for every query, so a refreshed token is used.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
+    /// A service-account key file (JSON): sheriff signs a JWT with its key and exchanges it at
+    /// the key's `token_uri` for an access token, renewed before it expires.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub credentials_file: Option<PathBuf>,
+}
+
+impl Default for BigQuerySettings {
+    fn default() -> Self {
+        Self {
+            api_url: "https://bigquery.googleapis.com".into(),
+            max_bytes_billed: 10 * 1024 * 1024 * 1024,
+            overlap_hours: 48,
+            page_rows: 10_000,
+            max_response_bytes: 64 * 1024 * 1024,
+            timeout_secs: 120,
+            max_attempts: 5,
+            token: None,
+            token_file: None,
+            credentials_file: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SlackSettings {
@@ -1012,6 +1061,7 @@ impl Default for OutboxSettings {
 const SECRET_KEYS: &[(&str, &str)] = &[
     ("database", "password"),
     ("gcs", "token"),
+    ("bigquery", "token"),
     ("ingest", "push_token"),
     ("server", "pages_token"),
     ("slack", "bot_token"),
@@ -1126,6 +1176,7 @@ impl Settings {
         }
         resolve("database.password", &mut self.database.password, &self.database.password_file)?;
         resolve("gcs.token", &mut self.gcs.token, &self.gcs.token_file)?;
+        resolve("bigquery.token", &mut self.bigquery.token, &self.bigquery.token_file)?;
         resolve("ingest.push_token", &mut self.ingest.push_token, &self.ingest.push_token_file)?;
         resolve("server.pages_token", &mut self.server.pages_token, &self.server.pages_token_file)?;
         resolve("slack.bot_token", &mut self.slack.bot_token, &self.slack.bot_token_file)?;
@@ -1165,7 +1216,8 @@ impl Settings {
         const DAY: u64 = 86_400;
         const YEARS: u64 = 36_500;
         let (e, r, o) = (&self.evaluate, &self.retention, &self.outbox);
-        let whole: [(&str, u64, u64, u64); 39] = [
+        let bq = &self.bigquery;
+        let whole: [(&str, u64, u64, u64); 45] = [
             ("database.max_connections", self.database.max_connections.into(), 1, 10_000),
             ("database.acquire_timeout_secs", self.database.acquire_timeout_secs, 1, 3_600),
             ("server.max_body_bytes", self.server.max_body_bytes as u64, 1, 1 << 30),
@@ -1181,6 +1233,12 @@ impl Settings {
             ("gcs.concurrency", self.gcs.concurrency as u64, 1, 1_024),
             ("gcs.timeout_secs", self.gcs.timeout_secs, 1, 3_600),
             ("gcs.max_attempts", self.gcs.max_attempts.into(), 1, 100),
+            ("bigquery.max_bytes_billed", bq.max_bytes_billed, 1, 1 << 50),
+            ("bigquery.overlap_hours", bq.overlap_hours.into(), 0, 24 * 366),
+            ("bigquery.page_rows", bq.page_rows.into(), 1, 100_000),
+            ("bigquery.max_response_bytes", bq.max_response_bytes, 1_024, 1 << 31),
+            ("bigquery.timeout_secs", bq.timeout_secs, 1, 3_600),
+            ("bigquery.max_attempts", bq.max_attempts.into(), 1, 100),
             ("slack.min_post_interval_ms", self.slack.min_post_interval_ms, 0, 600_000),
             ("jira.max_created_per_cycle", self.jira.max_created_per_cycle as u64, 0, 10_000),
             ("jira.reopen_window_days", self.jira.reopen_window_days.into(), 0, YEARS),
@@ -1238,6 +1296,11 @@ impl Settings {
         let credentials = |s: &Option<Secret>| s.is_some();
         let urls: Vec<(String, &str, bool)> = [
             ("gcs.api_url".to_string(), self.gcs.api_url.as_str(), credentials(&self.gcs.token)),
+            (
+                "bigquery.api_url".to_string(),
+                self.bigquery.api_url.as_str(),
+                credentials(&self.bigquery.token),
+            ),
             ("slack.api_url".to_string(), self.slack.api_url.as_str(), credentials(&self.slack.bot_token)),
             ("jira.url".to_string(), self.jira.url.as_str(), credentials(&self.jira.token)),
             ("server.public_url".to_string(), self.server.public_url.as_str(), false),

@@ -122,7 +122,7 @@ impl Scheduler {
             ingests.push(IngestJob {
                 name: format!("ingest:{}", job.source),
                 schedule: Schedule::parse(&job.cron, zone).map_err(anyhow::Error::msg)?,
-                source: Source::parse(&job.source, &settings.gcs)?,
+                source: Source::parse(&job.source, &settings)?,
                 since_days: job.since_days,
             });
         }

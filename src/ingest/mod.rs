@@ -1,11 +1,13 @@
 //! Ingest: find finished job runs in a source, parse their artifacts, store each run once.
 //!
 //! Sources: a local directory in the bucket layout ([`local`]), a GCS bucket over the JSON API
-//! ([`gcs`]), or files pushed over HTTP (the server's `/api/v1/runs`, which calls
+//! ([`gcs`]), the CI's BigQuery tables ([`bigquery`], read incrementally, rows not files), or
+//! files pushed over HTTP (the server's `/api/v1/runs`, which calls
 //! [`ingest_pushed_run`]). Runs are read and parsed concurrently and written one at a time;
 //! a bad file becomes one ingest-log entry naming the run, the file and what was wrong, and
 //! the rest of the batch goes on.
 
+pub mod bigquery;
 pub mod evidence;
 pub mod formats;
 pub mod gcs;
@@ -26,7 +28,7 @@ use serde::Serialize;
 use self::gcs::GcsClient;
 use self::layout::{Classified, FileKind, classify};
 use self::run::{Assembly, FileProblem, RunFile, RunFiles};
-use crate::config::{GcsSettings, IngestSettings};
+use crate::config::{IngestSettings, Settings};
 use crate::store::Store;
 use crate::store::ingest_log::IngestLogEntry;
 use crate::store::runs::WriteOutcome;
@@ -59,11 +61,16 @@ pub struct ListedFile {
 pub enum Source {
     Local(PathBuf),
     Gcs { client: GcsClient, bucket: String, prefix: String },
+    BigQuery(bigquery::Dataset),
 }
 
 impl Source {
-    /// `gs://bucket/prefix` or a local directory.
-    pub fn parse(spec: &str, gcs: &GcsSettings) -> Result<Source> {
+    /// `gs://bucket/prefix`, `bq://project/dataset` or a local directory.
+    pub fn parse(spec: &str, settings: &Settings) -> Result<Source> {
+        if spec.starts_with("bq://") {
+            return Ok(Source::BigQuery(bigquery::Dataset::parse(spec, &settings.bigquery)?));
+        }
+        let gcs = &settings.gcs;
         if spec.starts_with("gs://") {
             let Some((bucket, prefix)) = gcs::parse_gs_url(spec) else {
                 bail!("`{spec}` is not a gs://BUCKET/PREFIX URL");
@@ -72,7 +79,7 @@ impl Source {
         }
         let path = PathBuf::from(spec);
         if !path.is_dir() {
-            bail!("`{spec}` is neither a gs:// URL nor a directory");
+            bail!("`{spec}` is neither a gs:// or bq:// URL nor a directory");
         }
         Ok(Source::Local(path))
     }
@@ -92,6 +99,7 @@ impl Source {
             Source::Gcs { client, bucket, prefix } => {
                 discover_gcs(client, bucket, prefix, keep_job, concurrency).await
             }
+            Source::BigQuery(_) => bail!("a BigQuery dataset holds rows, not run folders"),
         }
     }
 
@@ -109,6 +117,7 @@ impl Source {
                 }
                 client.download(bucket, &file.key).await.map_err(|e| format!("{e:#}"))
             }
+            Source::BigQuery(_) => Err("a BigQuery dataset holds rows, not files".into()),
         }
     }
 
@@ -118,6 +127,7 @@ impl Source {
         match self {
             Source::Local(_) => file.local.as_ref()?.to_str().map(str::to_string),
             Source::Gcs { bucket, .. } => Some(format!("gs://{bucket}/{}", file.key)),
+            Source::BigQuery(_) => None,
         }
     }
 
@@ -125,6 +135,7 @@ impl Source {
         match self {
             Source::Local(p) => p.display().to_string(),
             Source::Gcs { bucket, prefix, .. } => format!("gs://{bucket}/{prefix}"),
+            Source::BigQuery(d) => d.describe(),
         }
     }
 }
@@ -289,6 +300,9 @@ pub async fn ingest(
     source: &Source,
     options: &IngestOptions,
 ) -> Result<IngestSummary> {
+    if let Source::BigQuery(dataset) = source {
+        return bigquery::ingest(store, dataset, options).await;
+    }
     let started = Instant::now();
     let job_filter = options.job.clone();
     let keep_job: Arc<dyn Fn(&str) -> bool + Send + Sync> =

@@ -43,14 +43,14 @@ pub enum Assembly {
 }
 
 /// Backends one run may carry, at most.
-const MAX_BACKENDS_PER_RUN: usize = 2_000;
+pub(crate) const MAX_BACKENDS_PER_RUN: usize = 2_000;
 
 /// How far ahead of this machine's clock a run's times may be (clocks disagree a little).
-const MAX_CLOCK_SKEW_SECS: i64 = 86_400;
+pub(crate) const MAX_CLOCK_SKEW_SECS: i64 = 86_400;
 
 /// The earliest start a run may have: 2000-01-01 UTC, long before any CI system sheriff reads
 /// (a start in the year −1199 is a broken file, not history).
-const EARLIEST_START_SECS: i64 = 946_684_800;
+pub(crate) const EARLIEST_START_SECS: i64 = 946_684_800;
 
 fn problem(file: &str, error: impl Into<String>) -> FileProblem {
     FileProblem { file: file.to_string(), error: error.into() }
@@ -348,7 +348,7 @@ pub fn parse_interval_files<'a>(
 }
 
 /// The run's dimensions: cluster-data first, the job name for whatever it leaves out.
-fn dimensions(
+pub(crate) fn dimensions(
     job: &str,
     cd: &cluster_data::ClusterData,
     has_cluster_data: bool,

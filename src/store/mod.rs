@@ -20,6 +20,7 @@ pub mod retention;
 pub mod runs;
 pub mod scope_runs;
 pub mod trouble;
+pub mod watermarks;
 pub mod windows;
 
 use std::collections::HashMap;

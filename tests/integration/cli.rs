@@ -217,7 +217,7 @@ fn ingest_prints_the_json_contract_and_honours_job_and_since() {
 
     let out = sheriff(&["ingest", "/no/such/folder"], &env);
     assert!(!out.status.success());
-    assert!(text(&out).contains("neither a gs:// URL nor a directory"), "{}", text(&out));
+    assert!(text(&out).contains("neither a gs:// or bq:// URL nor a directory"), "{}", text(&out));
 }
 
 #[test]

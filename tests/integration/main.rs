@@ -6,6 +6,7 @@
 mod common;
 
 mod architecture;
+mod bigquery;
 mod cli;
 mod evaluate;
 mod evidence;

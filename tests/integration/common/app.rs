@@ -15,7 +15,8 @@ pub struct TestApp {
 
 /// Builds and starts the app with `settings`, listening on a port of its own.
 pub async fn spawn_app(mut settings: Settings) -> TestApp {
-    try_spawn_app(std::mem::take(&mut settings)).await.expect("the app starts")
+    // boxed: the settings and the app's start make a future too large to move around
+    Box::pin(try_spawn_app(std::mem::take(&mut settings))).await.expect("the app starts")
 }
 
 /// As [`spawn_app`], or the reason the app refused to start.

@@ -1,6 +1,7 @@
 //! Shared by the integration tests: a fresh database per test on SQLite and PostgreSQL.
 
 pub mod app;
+pub mod bigquery;
 pub mod faults;
 pub mod gcs;
 pub mod jira;
