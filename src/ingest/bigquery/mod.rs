@@ -324,8 +324,14 @@ pub(crate) fn assemble(rows: &[Row]) -> Result<(RunRecord, Vec<FileProblem>), Ve
         state,
         dimensions,
     };
-    let record =
-        RunRecord { run, samples, outages: Vec::new(), conditions: Vec::new(), interval_files: Vec::new() };
+    let record = RunRecord {
+        run,
+        samples,
+        outages: Vec::new(),
+        conditions: Vec::new(),
+        interval_files: Vec::new(),
+        timeline: Vec::new(),
+    };
     Ok((record, warnings))
 }
 
