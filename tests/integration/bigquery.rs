@@ -161,6 +161,7 @@ fn without_files(r: &RunRecord) -> RunRecord {
     r.outages.clear();
     r.conditions.clear();
     r.interval_files.clear();
+    r.timeline.clear();
     r
 }
 

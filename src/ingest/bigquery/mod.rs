@@ -287,6 +287,26 @@ pub(crate) fn assemble(rows: &[Row]) -> Result<(RunRecord, Vec<FileProblem>), Ve
         let why = "no BackendDisruption rows: the run has no disruption data and is stored without samples";
         warnings.push(problem("BackendDisruption", why.into()));
     }
+    let run = job_run(first, job_name, build_id, started_at, finished_at);
+    let record = RunRecord {
+        run,
+        samples,
+        outages: Vec::new(),
+        conditions: Vec::new(),
+        interval_files: Vec::new(),
+        timeline: Vec::new(),
+    };
+    Ok((record, warnings))
+}
+
+/// The run's identity, times, link, state, payload and dimensions, from its first row.
+fn job_run(
+    first: &Row,
+    job_name: String,
+    build_id: String,
+    started_at: DateTime<Utc>,
+    finished_at: Option<DateTime<Utc>>,
+) -> JobRun {
     let has_job = !text(first, "GCSBucketName").is_empty() || !text(first, "Platform").is_empty();
     let variants = ClusterData {
         release: text(first, "Release").into(),
@@ -310,7 +330,7 @@ pub(crate) fn assemble(rows: &[Row]) -> Result<(RunRecord, Vec<FileProblem>), Ve
         s if s.is_empty() => "unknown".to_string(),
         s => s,
     };
-    let run = JobRun {
+    JobRun {
         url: JobRun::prow_url(&bucket, &path),
         job_type: job_type(&job_name, &path).into(),
         payload: text(first, "ReleaseTag").to_string(),
@@ -323,16 +343,7 @@ pub(crate) fn assemble(rows: &[Row]) -> Result<(RunRecord, Vec<FileProblem>), Ve
         finished_at,
         state,
         dimensions,
-    };
-    let record = RunRecord {
-        run,
-        samples,
-        outages: Vec::new(),
-        conditions: Vec::new(),
-        interval_files: Vec::new(),
-        timeline: Vec::new(),
-    };
-    Ok((record, warnings))
+    }
 }
 
 /// The run's samples: each backend once (a row loaded twice counts once), its seconds held
