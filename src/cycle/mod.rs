@@ -398,7 +398,7 @@ async fn evaluate_at<S: RunSource>(
         ci_trouble: ci_trouble_of(&data),
         data_quality: crate::model::DataQuality {
             broken_probes: source.broken_probes(window.secs()).await?,
-            new_jobs: Vec::new(),
+            new_jobs: source.new_jobs(window.secs()).await?,
         },
         dry_run: options.dry_run,
         seconds: 0.0,

@@ -77,6 +77,11 @@ pub trait RunSource: Sync {
         self.runs_store().broken_probes_in(window)
     }
 
+    /// Jobs whose first stored run falls in `window`: no reference of their own yet.
+    fn new_jobs(&self, window: (i64, i64)) -> impl Future<Output = Result<Vec<crate::model::NewJob>>> + Send {
+        self.runs_store().new_jobs_in(window)
+    }
+
     /// Job names that ran in some variants during a window, with their runs.
     fn jobs_of_variants(
         &self,

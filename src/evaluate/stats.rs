@@ -153,6 +153,19 @@ fn mann_whitney_bins(a: &[(i64, u64)], b: &[(i64, u64)]) -> f64 {
 }
 
 /// P(X ≥ k) for X ~ Binomial(n, p).
+/// The one-sided 95% lower bound of a Poisson mean after `n` events (exact up to 10, the
+/// normal approximation above).
+pub fn poisson_lower_95(n: u64) -> f64 {
+    const EXACT: [f64; 11] = [0.0, 0.051, 0.355, 0.818, 1.366, 1.970, 2.613, 3.285, 3.981, 4.695, 5.425];
+    match EXACT.get(n as usize) {
+        Some(x) => *x,
+        None => {
+            let n = n as f64;
+            (n - 1.645 * n.sqrt()).max(0.0)
+        }
+    }
+}
+
 pub fn binomial_sf(k: u64, n: u64, p: f64) -> f64 {
     if k == 0 {
         return 1.0;

@@ -330,6 +330,60 @@ pub(super) async fn forget_probes(
 impl super::Store {
     /// The probes broken for jobs with runs in `window` (`[from, to)` Unix seconds), one
     /// finding per probe family, release, platform and architecture.
+    /// Jobs whose first stored run started in `window` and that are new, not sparse: at least 3
+    /// runs, and at the rate they have run since (its 95% lower bound) the store's history
+    /// before their first run would have held one of their runs with 99% probability. With their runs there and the
+    /// dimensions of their latest run (release, platform, architecture, network, upgrade).
+    pub async fn new_jobs_in(&self, window: (i64, i64)) -> Result<Vec<crate::model::NewJob>> {
+        use crate::model::Dimension;
+        let (history_from,): (Option<i64>,) =
+            self.fetch_one(sql("SELECT MIN(started_at) FROM job_runs")).await?;
+        let history_from = history_from.unwrap_or(window.0);
+        let rows: Vec<(String, i64, i64)> = self
+            .fetch_all(
+                sql("SELECT job_name, MIN(started_at), COUNT(*) FROM job_runs WHERE started_at < $2 \
+                     GROUP BY job_name HAVING MIN(started_at) >= $1 ORDER BY job_name")
+                .bind(window.0)
+                .bind(window.1),
+            )
+            .await?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (job, first, runs) in rows {
+            let since = (window.1 - first).max(3_600) as f64;
+            let before = (first - history_from).max(0) as f64;
+            // fewer than 3 runs cannot tell a new job from a sparse one whose first run fell here
+            let rate = crate::evaluate::stats::poisson_lower_95(runs.max(0) as u64) / since;
+            if runs < 3 || rate * before < 4.6 {
+                continue;
+            }
+            let dims: Option<(String, String, String, String, String)> = self
+                .fetch_optional(
+                    sql("SELECT release, platform, architecture, network, upgrade_type FROM job_runs \
+                         WHERE job_name = $1 AND started_at < $2 ORDER BY started_at DESC LIMIT 1")
+                    .bind(&job)
+                    .bind(window.1),
+                )
+                .await?;
+            let mut scope = crate::model::Scope::new();
+            if let Some((release, platform, architecture, network, upgrade)) = dims {
+                let pairs = [
+                    (Dimension::Release, release),
+                    (Dimension::Platform, platform),
+                    (Dimension::Architecture, architecture),
+                    (Dimension::Network, network),
+                    (Dimension::UpgradeType, upgrade),
+                ];
+                for (d, v) in pairs.into_iter().filter(|(_, v)| !v.is_empty()) {
+                    scope.set(d, [v]);
+                }
+            }
+            let first_run =
+                chrono::DateTime::from_timestamp(first, 0).map(|t| t.to_rfc3339()).unwrap_or_default();
+            out.push(crate::model::NewJob { job, scope, runs: runs.max(0) as u64, first_run });
+        }
+        Ok(out)
+    }
+
     pub async fn broken_probes_in(&self, window: (i64, i64)) -> Result<Vec<crate::model::BrokenProbe>> {
         let rules = self.trouble_rules();
         let rows: Vec<(i64, String, String, String, String, String, i64)> = self

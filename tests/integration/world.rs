@@ -144,3 +144,29 @@ async fn every_sample_run_is_one_the_regression_hit() {
         }
     }
 }
+
+/// A job that appeared inside the window has no reference of its own yet: the cycle names it as
+/// a data-quality finding (and no other job), rather than leaving its high runs unexplained.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_job_is_named_with_no_reference_yet() {
+    use sheriff::config::Settings;
+    use sheriff::cycle::{CycleOptions, run_cycle};
+    let db = crate::common::TestDb::sqlite().await;
+    let mut spec = WorldSpec::new(7, sheriff::synth::day(2026, 11, 29), vec![Class::NewJob]);
+    spec.scale = 0.05;
+    let world = build(&spec).unwrap();
+    let new: std::collections::BTreeSet<&str> =
+        world.truth.iter().filter(|t| t.decoy == Some(Class::NewJob)).map(|t| t.job.as_str()).collect();
+    assert_eq!(new.len(), 1, "{new:?}");
+    let settings = Settings::default();
+    db.store.apply_trouble_rules(&settings.evaluate.ci_trouble).await.unwrap();
+    for chunk in world.records.chunks(1000) {
+        db.store.write_runs(chunk, false).await.unwrap();
+    }
+    let report = run_cycle(&db.store, &settings, CycleOptions { at: spec.end, dry_run: true }).await.unwrap();
+    let found: Vec<&str> = report.data_quality.new_jobs.iter().map(|j| j.job.as_str()).collect();
+    assert_eq!(found, new.into_iter().collect::<Vec<_>>());
+    let j = &report.data_quality.new_jobs[0];
+    assert!(j.runs >= 1 && j.summary().contains("no reference yet"), "{}", j.summary());
+    assert!(j.scope.single(sheriff::model::Dimension::Architecture).is_some(), "{:?}", j.scope);
+}
