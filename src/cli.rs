@@ -894,9 +894,10 @@ fn print_query_bench(r: &crate::bench::QueryBench) {
     println!("{}", serde_json::to_string(r).unwrap_or_default());
 }
 
-/// Who a command-line action is recorded as.
+/// Who a command-line action is recorded as: `cli:$USER`, else `cli:<host name>`.
 fn cli_actor() -> String {
-    format!("cli:{}", std::env::var("USER").unwrap_or_else(|_| "unknown".into()))
+    let user = std::env::var("USER").ok().filter(|u| !u.trim().is_empty());
+    format!("cli:{}", user.unwrap_or_else(crate::process::hostname))
 }
 
 async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Settings) -> Result<ExitCode> {
@@ -958,7 +959,7 @@ async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Setting
             println!("silence #{}: {} for {duration}{}", made.id, target.describe(), made.holds_words());
         }
         IncidentsAction::Unsilence { reference } => {
-            let n = crate::actions::unsilence(store, &reference, &cli_actor(), now).await?;
+            let n = crate::actions::unsilence(store, settings, &reference, &cli_actor(), now).await?;
             println!("ended {n} silence(s)");
         }
         IncidentsAction::Accept { incident, level, until, reason, jira } => {

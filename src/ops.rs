@@ -101,7 +101,7 @@ pub fn incident_line(i: &Incident) -> String {
         let _ = write!(line, " [{k}]");
     }
     if let Some(by) = &i.acked_by {
-        let _ = write!(line, " (acked by {by})");
+        let _ = write!(line, " (acked by {})", crate::render::person(by));
     }
     if let Some(c) = &i.fix {
         let last = c.verdicts.last().map_or("verdict pending", |v| v.verdict.as_str());
@@ -132,7 +132,7 @@ pub fn render_status(s: &Status) -> String {
                 x.id,
                 x.target().describe(),
                 when(x.expires_at),
-                x.created_by,
+                crate::render::person(&x.created_by),
                 x.reason
             );
         }
@@ -246,7 +246,14 @@ pub fn render_explain(e: &Explain) -> String {
     }
     let _ = writeln!(out, "history:");
     for ev in &e.events {
-        let _ = writeln!(out, "  {} {:<10} {:<12} {}", when(ev.at), ev.actor, ev.kind, ev.detail);
+        let _ = writeln!(
+            out,
+            "  {} {:<10} {:<12} {}",
+            when(ev.at),
+            crate::render::person(&ev.actor),
+            ev.kind,
+            ev.detail
+        );
     }
     out
 }

@@ -12,7 +12,7 @@ use crate::incidents::{Change, Event, Incident, Snapshot, State};
 
 const INCIDENT_COLUMNS: &str = "id, fingerprint, state, snapshot, revision, opened_at, updated_at, \
     last_seen_at, resolved_at, acked_by, acked_at, slack_channel, slack_ts, jira_key, jira_commented_at, episodes, \
-    merged_into, resolution, fix, allowance";
+    merged_into, resolution, fix, allowance, held";
 
 const SILENCE_COLUMNS: &str =
     "id, fingerprint, backend, dimensions, reason, created_by, created_at, expires_at, removed_at";
@@ -39,6 +39,7 @@ struct IncidentRow {
     resolution: Option<String>,
     fix: Option<String>,
     allowance: Option<String>,
+    held: Option<String>,
 }
 
 impl IncidentRow {
@@ -68,6 +69,7 @@ impl IncidentRow {
             resolution: self.resolution,
             fix: json_column(self.fix.as_deref(), self.id, "fix claim"),
             allowance: json_column(self.allowance.as_deref(), self.id, "accepted level"),
+            held: json_column(self.held.as_deref(), self.id, "held notifications").unwrap_or_default(),
         })
     }
 }
@@ -196,7 +198,7 @@ async fn insert_event(
 }
 
 /// An outbox row to insert.
-struct NewEntry {
+pub(super) struct NewEntry {
     key: String,
     lane: String,
     kind: &'static str,
@@ -222,6 +224,12 @@ impl NewEntry {
         }
     }
 
+    /// An effect a delivery queues after itself, keyed by what it delivered (`tag`), so a
+    /// delivery made twice queues it once.
+    pub(super) fn following(effect: &Effect, id: i64, tag: &str) -> NewEntry {
+        NewEntry { key: format!("{}:{id}:{tag}", effect.kind()), ..NewEntry::for_incident(effect, id, 0) }
+    }
+
     fn summary(effect: &Effect, cycle: &str) -> NewEntry {
         let channel = match effect {
             Effect::SlackSummary { channel, .. } => channel.as_str(),
@@ -238,7 +246,7 @@ impl NewEntry {
 }
 
 /// Queues an effect unless an entry with the same idempotency key exists.
-async fn enqueue(c: &mut Conn<'_>, queued_at: i64, e: &NewEntry) -> Result<()> {
+pub(super) async fn enqueue(c: &mut Conn<'_>, queued_at: i64, e: &NewEntry) -> Result<()> {
     let q = sql("INSERT INTO outbox (idempotency_key, lane, kind, incident_id, payload, state, next_attempt_at, \
              created_at) VALUES ($1, $2, $3, $4, $5, 'pending', $6, $6) ON CONFLICT (idempotency_key) DO NOTHING")
     .bind(&e.key)
@@ -341,12 +349,27 @@ impl Applying<'_> {
                     .bind(by)
                     .bind(now);
                 c.execute(q).await?;
-                insert_event(c, *id, now, actor, "ack", &format!("acknowledged by {by}")).await?;
+                insert_event(
+                    c,
+                    *id,
+                    now,
+                    actor,
+                    "ack",
+                    &format!("acknowledged by {}", crate::render::person(by)),
+                )
+                .await?;
                 Ok((*id, self.stored(*id)?.revision + 1))
             }
             Action::FileJira { id } => {
-                insert_event(c, *id, now, actor, "file_jira", &format!("{actor} asked for a Jira issue"))
-                    .await?;
+                insert_event(
+                    c,
+                    *id,
+                    now,
+                    actor,
+                    "file_jira",
+                    &format!("{} asked for a Jira issue", crate::render::person(actor)),
+                )
+                .await?;
                 Ok((*id, self.stored(*id)?.revision))
             }
             Action::Note { id, kind, detail } => {
@@ -440,6 +463,10 @@ impl Applying<'_> {
         {
             let detail = format!("notifications held by silence #{silence}");
             insert_event(c, id, self.now, self.actor, "held", &detail).await?;
+        }
+        if let Some(held) = &step.held {
+            let value = (!held.is_empty()).then(|| serde_json::to_string(held)).transpose()?;
+            c.execute(sql("UPDATE incidents SET held = $2 WHERE id = $1").bind(id).bind(value)).await?;
         }
         for effect in &step.effects {
             enqueue(c, queued_at, &NewEntry::for_incident(effect, id, revision)).await?;

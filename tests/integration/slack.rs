@@ -280,7 +280,77 @@ on_both_engines! {
         assert!(!kinds.iter().any(|(a, _)| *a == "slack:UANY"), "{kinds:?}");
         let explain = command(&state, "UANY", "explain 1", "").await;
         let text = explain["blocks"].to_string();
-        assert!(text.contains("not_a_regression") && text.contains("slack:UOPS"), "{text}");
+        assert!(text.contains("not_a_regression") && text.contains("Slack user UOPS"), "{text}");
+    }
+
+    async fn people_are_mentioned_in_slack_and_named_in_jira_the_pages_and_the_cli(db) {
+        let name = format!("slack-people-{:?}", db.store.engine());
+        let slack = FakeSlack::start(&name, Faults::none()).await;
+        let jira = common::jira::FakeJira::start(&name, Faults::none()).await;
+        let state = state_with(&db, &slack, |s| {
+            s.slack.channel = "C0DISRUPT".into();
+            s.slack.min_post_interval_ms = 0;
+            s.jira.url = jira.url.clone();
+            s.jira.project = "OCPBUGS".into();
+            s.jira.token = Some(Secret::new(common::jira::TOKEN));
+            s.server.public_url = "https://sheriff.example.com".into();
+        });
+        let end = sheriff::synth::day(2026, 11, 29);
+        common::load_metal_regression(&state.store, 7, end).await;
+        let options = sheriff::cycle::CycleOptions { at: end, dry_run: false };
+        sheriff::cycle::run_cycle(&state.store, &state.settings, options).await.unwrap();
+        sheriff::ops::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
+        let alice = serde_json::json!({ "id": "UOPS", "username": "alice", "name": "Alice Doe" });
+        let mut ack = click(&slack, "UOPS", "ack", 1);
+        ack["user"] = alice.clone();
+        interaction(&state, ack).await;
+        let accept = serde_json::json!({
+            "type": "view_submission",
+            "user": alice,
+            "view": {
+                "callback_id": "accept_level",
+                "private_metadata": "1",
+                "state": { "values": {
+                    "level": { "level": { "type": "plain_text_input", "value": "P50<=40s" } },
+                    "until": { "until": { "type": "plain_text_input", "value": "14d" } },
+                    "reason": { "reason": { "type": "plain_text_input", "value": "the registry drains on purpose" } }
+                } }
+            }
+        });
+        let (_, done) = interaction(&state, accept).await;
+        assert_eq!(done["response_action"], "clear", "{done}");
+        sheriff::ops::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
+        // Slack: a real mention, never the recorded actor
+        let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).unwrap();
+        let blocks = parent.blocks.to_string();
+        assert!(blocks.contains("Acknowledged by <@UOPS>") && blocks.contains("by <@UOPS>"), "{blocks}");
+        assert!(!blocks.contains("slack:") && !blocks.contains("<@slack"), "{blocks}");
+        // Jira: the name
+        let comments = serde_json::to_string(&jira.issues()[0].comments).unwrap();
+        assert!(comments.contains("set by alice") && !comments.contains("slack:"), "{comments}");
+        // the page and `explain`: the name
+        let page = router(state.clone())
+            .oneshot(Request::get("/incidents/1").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let page = String::from_utf8(axum::body::to_bytes(page.into_body(), 1 << 22).await.unwrap().to_vec()).unwrap();
+        assert!(page.contains("<td>alice</td>") && !page.contains("slack:UOPS"), "the history names alice");
+        let explain = command(&state, "UANY", "explain 1", "").await.to_string();
+        assert!(explain.contains("alice") && !explain.contains("slack:"), "{explain}");
+        // the command line: the name, and its own actor is the login, else the host
+        let sheriff = |args: &[&str]| {
+            let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_sheriff"));
+            c.args(args).env("SHERIFF__DATABASE__URL", db.url()).env_remove("USER").env("HOSTNAME", "ci-host-7");
+            let out = c.output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let list = sheriff(&["incidents", "list"]);
+        assert!(list.contains("acked by alice") && !list.contains("slack:"), "{list}");
+        sheriff(&["incidents", "ack", "1"]);
+        let events = state.store.incident_events(1).await.unwrap();
+        assert_eq!(events.last().unwrap().actor, "cli:ci-host-7", "{events:#?}");
+        assert!(sheriff(&["incidents", "list"]).contains("acked by ci-host-7 (command line)"));
     }
 
     async fn the_accept_level_button_opens_a_dialog_and_its_answer_records_the_level(db) {

@@ -45,6 +45,13 @@ impl Links {
     }
 }
 
+/// A person in mrkdwn: a real mention (`<@U012AB>`) for a Slack user, else their readable
+/// name, escaped.
+pub fn mention(actor: &str) -> String {
+    crate::render::slack_user(actor)
+        .map_or_else(|| escape(&crate::render::person(actor)), |id| format!("<@{id}>"))
+}
+
 /// Escapes the three characters Slack's mrkdwn treats as control characters.
 pub fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
@@ -172,7 +179,7 @@ fn incident_fields(i: &Incident, links: &Links) -> Value {
     let since = crate::render::time(i.opened_at);
     let mut state = state_text(i, &since);
     if let Some(by) = &i.acked_by {
-        state.push_str(&format!("\nAcknowledged by <@{by}>"));
+        state.push_str(&format!("\nAcknowledged by {}", mention(by)));
     }
     let (now, reference) = s.now_and_reference();
     let f = vec![
@@ -266,7 +273,7 @@ pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Messag
     }
     footer.push(format!("#{} · {}", i.id, i.fingerprint));
     if let Some(last) = events.iter().rev().find(|e| e.actor != "sheriff") {
-        footer.push(escape(&format!("last action: {} by {}", last.kind, last.actor)));
+        footer.push(format!("last action: {} by {}", escape(&last.kind), mention(&last.actor)));
     }
     blocks.push(context(&footer));
     Message {

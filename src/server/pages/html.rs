@@ -169,7 +169,7 @@ fn history(events: &[Event]) -> Markup {
     html! {
         div class="scroll" { table {
             thead { tr { th { "when" } th { "who" } th { "what" } th { "detail" } } }
-            tbody { @for e in events.iter().rev() { tr { td class="mono" { (when(e.at)) } td { (e.actor) } td { (e.kind) } td { (e.detail) } } } }
+            tbody { @for e in events.iter().rev() { tr { td class="mono" { (when(e.at)) } td { (crate::render::person(&e.actor)) } td { (e.kind) } td { (e.detail) } } } }
         } }
     }
 }
