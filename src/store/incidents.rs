@@ -520,16 +520,18 @@ async fn apply_plan(
 ) -> Result<Applied> {
     // Outbox entries are due by the wall clock, whatever time the cycle evaluated.
     let queued_at = chrono::Utc::now().timestamp();
+    // silences first: a silence that comes with a resolution ("not a regression") is not the
+    // last thing done, which the parent message shows
+    let mut applied = Applied::default();
+    for s in &plan.silences {
+        applied.silences.push(insert_silence(c, now, actor, s).await?);
+    }
     let applying = Applying { now, actor, incidents: &known.incidents };
     for step in &plan.steps {
         applying.apply(c, step, queued_at).await?;
     }
     for summary in &plan.summaries {
         enqueue(c, queued_at, &NewEntry::summary(summary, cycle)).await?;
-    }
-    let mut applied = Applied::default();
-    for s in &plan.silences {
-        applied.silences.push(insert_silence(c, now, actor, s).await?);
     }
     for a in &plan.allowances {
         let value = a.allowance.as_ref().map(serde_json::to_string).transpose()?;

@@ -102,6 +102,27 @@ async fn one_incident(db: &common::TestDb) -> sheriff::incidents::Incident {
     incidents.into_iter().next().unwrap()
 }
 
+/// The metal regression's incident with Slack and Jira on (the fakes), posted and filed.
+async fn live_incident(db: &common::TestDb, name: &str) -> (AppState, FakeSlack, common::jira::FakeJira) {
+    let name = format!("{name}-{:?}", db.store.engine());
+    let slack = FakeSlack::start(&name, Faults::none()).await;
+    let jira = common::jira::FakeJira::start(&name, Faults::none()).await;
+    let state = state_with(db, &slack, |s| {
+        s.slack.channel = "C0DISRUPT".into();
+        s.slack.min_post_interval_ms = 0;
+        s.jira.url = jira.url.clone();
+        s.jira.project = "OCPBUGS".into();
+        s.jira.token = Some(Secret::new(common::jira::TOKEN));
+        s.server.public_url = "https://sheriff.example.com".into();
+    });
+    let end = sheriff::synth::day(2026, 11, 29);
+    common::load_metal_regression(&state.store, 7, end).await;
+    let options = sheriff::cycle::CycleOptions { at: end, dry_run: false };
+    sheriff::cycle::run_cycle(&state.store, &state.settings, options).await.unwrap();
+    sheriff::ops::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
+    (state, slack, jira)
+}
+
 async fn command(state: &AppState, user: &str, text: &str, response_url: &str) -> serde_json::Value {
     let body =
         form(&[("command", "/sheriff"), ("user_id", user), ("text", text), ("response_url", response_url)]);
@@ -283,23 +304,29 @@ on_both_engines! {
         assert!(text.contains("not_a_regression") && text.contains("Slack user UOPS"), "{text}");
     }
 
-    async fn people_are_mentioned_in_slack_and_named_in_jira_the_pages_and_the_cli(db) {
-        let name = format!("slack-people-{:?}", db.store.engine());
-        let slack = FakeSlack::start(&name, Faults::none()).await;
-        let jira = common::jira::FakeJira::start(&name, Faults::none()).await;
-        let state = state_with(&db, &slack, |s| {
-            s.slack.channel = "C0DISRUPT".into();
-            s.slack.min_post_interval_ms = 0;
-            s.jira.url = jira.url.clone();
-            s.jira.project = "OCPBUGS".into();
-            s.jira.token = Some(Secret::new(common::jira::TOKEN));
-            s.server.public_url = "https://sheriff.example.com".into();
+    async fn after_not_a_regression_the_header_says_so_not_no_longer_observed(db) {
+        let (state, slack, _jira) = live_incident(&db, "slack-header").await;
+        let submission = serde_json::json!({
+            "type": "view_submission",
+            "user": { "id": "UOPS", "username": "alice" },
+            "view": {
+                "callback_id": "not_a_regression",
+                "private_metadata": "1",
+                "state": { "values": { "reason": { "reason": { "type": "plain_text_input", "value": "the lab was rewired" } } } }
+            }
         });
-        let end = sheriff::synth::day(2026, 11, 29);
-        common::load_metal_regression(&state.store, 7, end).await;
-        let options = sheriff::cycle::CycleOptions { at: end, dry_run: false };
-        sheriff::cycle::run_cycle(&state.store, &state.settings, options).await.unwrap();
+        let (_, done) = interaction(&state, submission).await;
+        assert_eq!(done["response_action"], "clear", "{done}");
         sheriff::ops::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
+        let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).unwrap();
+        let header = parent.blocks[0]["text"]["text"].as_str().unwrap().to_string();
+        assert!(header.contains("marked not a regression") && !header.contains("no longer observed"), "{header}");
+        let context = parent.blocks.as_array().unwrap().last().unwrap().to_string();
+        assert!(context.contains("last action: resolved by <@UOPS>"), "{context}");
+    }
+
+    async fn people_are_mentioned_in_slack_and_named_in_jira_the_pages_and_the_cli(db) {
+        let (state, slack, jira) = live_incident(&db, "slack-people").await;
         let alice = serde_json::json!({ "id": "UOPS", "username": "alice", "name": "Alice Doe" });
         let mut ack = click(&slack, "UOPS", "ack", 1);
         ack["user"] = alice.clone();

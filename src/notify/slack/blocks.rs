@@ -248,6 +248,24 @@ fn incident_buttons(i: &Incident) -> Value {
     })
 }
 
+/// What the header says of an incident: how it was resolved (only a recovery is "no longer
+/// observed"), or that it regressed, with an accepted level or a missing verdict.
+fn headline(i: &Incident) -> String {
+    match (i.state, i.resolution.as_deref()) {
+        (State::Resolved, Some("fixed")) => "fixed".into(),
+        (State::Resolved, Some("not_a_regression")) => "marked not a regression".into(),
+        (State::Resolved, Some("by_hand")) => "resolved by hand".into(),
+        (State::Resolved, Some("merged")) => match i.merged_into {
+            Some(into) => format!("merged into #{into}"),
+            None => "merged".into(),
+        },
+        (State::Resolved, _) => "no longer observed".into(),
+        (State::Stale, _) => "regressed, too few runs to judge now".into(),
+        _ if i.allowance.is_some() => "regressed, within an accepted level".into(),
+        _ => "regressed".into(),
+    }
+}
+
 /// The incident's parent message, edited in place as it changes.
 pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Message {
     let s = &i.snapshot;
@@ -255,11 +273,7 @@ pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Messag
         "{} {} disruption {}: {} {}",
         state_emoji(i.state),
         s.family,
-        match (i.state, i.resolution.as_deref()) {
-            (State::Resolved, Some("fixed")) => "fixed",
-            (State::Resolved, _) => "no longer observed",
-            _ => "regressed",
-        },
+        headline(i),
         s.release,
         s.scope.describe()
     );
@@ -497,6 +511,29 @@ mod tests {
             .collect();
         let summary = summary_message(&lines, &links);
         check_limits(&summary).unwrap();
+    }
+
+    #[test]
+    fn the_header_says_how_it_was_resolved_and_only_a_recovery_is_no_longer_observed() {
+        let links = Links::default();
+        let mut i = big_incident(1);
+        let header = |i: &Incident| incident_message(i, &[], &links).blocks[0]["text"]["text"].to_string();
+        assert!(header(&i).contains("disruption regressed: 4.14"), "{}", header(&i));
+        i.state = State::Resolved;
+        for (how, says) in [
+            ("not_a_regression", "marked not a regression"),
+            ("by_hand", "resolved by hand"),
+            ("fixed", "fixed"),
+            ("recovered", "no longer observed"),
+        ] {
+            i.resolution = Some(how.into());
+            assert!(header(&i).contains(says), "{how}: {}", header(&i));
+            assert_eq!(header(&i).contains("no longer observed"), how == "recovered", "{how}");
+        }
+        (i.resolution, i.merged_into) = (Some("merged".into()), Some(3));
+        assert!(header(&i).contains("merged into #3"));
+        i.state = State::Stale;
+        assert!(header(&i).contains("too few runs to judge"));
     }
 
     #[test]
