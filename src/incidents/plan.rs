@@ -550,13 +550,24 @@ pub enum Happened {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum SummaryLine {
-    Line { what: Happened, text: String },
+    Line {
+        what: Happened,
+        text: String,
+        /// The incident's fingerprint, for a link to its thread; empty for lines about none.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        fingerprint: String,
+    },
     Text(String),
 }
 
 impl SummaryLine {
-    fn new(what: Happened, text: String) -> SummaryLine {
-        SummaryLine::Line { what, text }
+    fn new(what: Happened, text: String, fingerprint: &str) -> SummaryLine {
+        SummaryLine::Line { what, text, fingerprint: fingerprint.to_string() }
+    }
+
+    /// Whether it is about one incident (not the Jira cap's note).
+    fn is_incident(&self) -> bool {
+        matches!(self, SummaryLine::Line { what, .. } if *what != Happened::NotFiled)
     }
 }
 
@@ -747,8 +758,9 @@ impl Effects<'_> {
             (Action::Open { fingerprint, .. }, _) => fingerprint.as_str(),
             (_, Some(i)) => i.fingerprint.as_str(),
             (_, None) => "",
-        };
-        let holder = self.silences.iter().find(|s| s.holds(fingerprint, &snapshot, self.now)).map(|s| s.id);
+        }
+        .to_string();
+        let holder = self.silences.iter().find(|s| s.holds(&fingerprint, &snapshot, self.now)).map(|s| s.id);
         // what a person did is told whatever a silence holds: the others need to know
         let silence = holder.filter(|_| !by_a_person(&step.action));
         let id = existing.map(|i| i.id);
@@ -818,7 +830,7 @@ impl Effects<'_> {
             add_owed(&mut step.effects, &i.held, (t.posted, t.filed && self.policy.jira), open);
             step.held = Some(Vec::new());
         }
-        line.map(|(what, text)| (channel, SummaryLine::new(what, text)))
+        line.map(|(what, text)| (channel, SummaryLine::new(what, text, &fingerprint)))
     }
 }
 
@@ -913,9 +925,13 @@ pub fn with_effects(
                 policy.jira_cap,
                 not_filed.join("; ")
             );
-            lines.push(SummaryLine::new(Happened::NotFiled, text));
+            lines.push(SummaryLine::new(Happened::NotFiled, text, ""));
         }
-        summaries.push(Effect::SlackSummary { channel, lines });
+        // one incident's change is its thread's news: a channel summary only gathers two or
+        // more, or says what the Jira cap left unfiled
+        if lines.iter().filter(|l| l.is_incident()).count() >= 2 || lines.iter().any(|l| !l.is_incident()) {
+            summaries.push(Effect::SlackSummary { channel, lines });
+        }
     }
     Plan { steps, summaries, not_filed, allowances, accepted, ..Plan::default() }
 }

@@ -466,6 +466,7 @@ pub fn example_report(
             seconds: observed as i64,
             kind: SampleKind::Worst,
             ci_infrastructure_trouble: false,
+            variant: "ovn · micro".into(),
         }],
         status: Status::New,
         since: None,

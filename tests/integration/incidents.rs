@@ -102,7 +102,14 @@ on_both_engines! {
         assert_eq!(replies[0].key.as_deref(), Some(format!("slack_details:{}", incident.id).as_str()));
         assert!(replies[0].text.starts_with("image-registry 4.14: "), "{}", replies[0].text);
         assert!(replies[1].text.contains("filed in Jira as OCPBUGS-1"), "{}", replies[1].text);
-        assert_eq!(messages.len(), 4, "the parent, its details, the filing and one summary: {messages:#?}");
+        let details = replies[0].blocks.to_string();
+        assert!(details.contains("s (ovn · ") || details.contains("s (sdn · "), "sample runs with their variant: {details}");
+        assert_eq!(messages.len(), 3, "the parent, its details and the filing: {messages:#?}");
+        let top: Vec<_> = messages.iter().filter(|m| m.thread_ts.is_none()).collect();
+        assert_eq!(top.len(), 1, "one top-level post for one new incident: {top:#?}");
+        for m in &messages {
+            assert!(m.blocks.to_string().contains("<https://sheriff.example.com/incidents/1|Full view>"), "{}", m.blocks);
+        }
         assert!(parents[0].blocks.to_string().contains("OCPBUGS-1"), "{}", parents[0].blocks);
         assert_eq!(jira.issues().len(), 1);
         assert!(jira.issues()[0].comments.is_empty());

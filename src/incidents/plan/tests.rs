@@ -104,7 +104,7 @@ fn the_same_regression_five_times_is_one_incident_with_one_set_of_effects() {
     let first = plan_with(1000, std::slice::from_ref(&r), &incidents, &[], &delivered, &policy());
     assert_eq!(kinds(&first), ["slack_post", "slack_details", "jira_create"]);
     assert!(matches!(&first.steps[0].effects[0], Effect::SlackPost { channel } if channel == "#metal"));
-    assert_eq!(first.summaries.len(), 1);
+    assert!(first.summaries.is_empty(), "one new incident: its parent is the one top-level post");
     apply(1000, &first, &mut incidents, &mut delivered);
     let ongoing = report(&[("platform", "metal")], 33.0, "ongoing");
     for cycle in 1..5 {
@@ -264,7 +264,7 @@ fn the_jira_cap_defers_the_rest_and_says_so() {
     });
     assert!(matches!(
         default.unwrap().last().unwrap(),
-        SummaryLine::Line { what: Happened::NotFiled, text } if text.contains("not filed in Jira")
+        SummaryLine::Line { what: Happened::NotFiled, text, .. } if text.contains("not filed in Jira")
     ));
 }
 
@@ -502,4 +502,28 @@ fn a_persons_resolution_is_told_during_a_silence_and_what_it_held_once_it_ends()
         (vec![9], vec!["slack_update", "slack_reply", "jira_comment"])
     );
     assert!(ended.steps[0].effects.contains(&Effect::JiraComment { text: told }), "{ended:?}");
+}
+
+#[test]
+fn a_channel_summary_gathers_two_or_more_incidents_and_names_each_for_its_thread() {
+    let (incidents, delivered) = (Vec::new(), Delivered::default());
+    let metal = report(&[("platform", "metal")], 31.0, "new");
+    let mut network = report(&[("platform", "metal"), ("network", "ovn")], 31.0, "new");
+    network.family = "kube-api".into();
+    network.fingerprint = "sheriff-kube-api".into();
+    let one = plan_with(0, std::slice::from_ref(&metal), &incidents, &[], &delivered, &policy());
+    assert!(one.summaries.is_empty());
+    let two = plan_with(0, &[metal.clone(), network], &incidents, &[], &delivered, &policy());
+    let [Effect::SlackSummary { channel, lines }] = two.summaries.as_slice() else {
+        panic!("{:?}", two.summaries)
+    };
+    assert_eq!(channel, "#metal");
+    let named: Vec<&str> = lines
+        .iter()
+        .map(|l| match l {
+            SummaryLine::Line { fingerprint, .. } => fingerprint.as_str(),
+            SummaryLine::Text(_) => "",
+        })
+        .collect();
+    assert_eq!(named, [metal.fingerprint.as_str(), "sheriff-kube-api"]);
 }
