@@ -456,7 +456,7 @@ pub fn example_report(
             control: None,
             conditions: Vec::new(),
             confidence: Confidence::High,
-            evidence: vec![format!("P50 is {} against a threshold of {}", observed, threshold)],
+            evidence: vec![format!("P50 is {} against a reference of {}", observed, threshold)],
             evidence_pending: 0,
         },
         sample_jobs: vec![SampleJob {

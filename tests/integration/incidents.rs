@@ -631,6 +631,15 @@ on_both_engines! {
             }
         }
         assert_eq!(jira.issues().len(), 1);
+        // the description opens with four lines for the team that receives it
+        let description = jira.issues()[0].fields["description"].as_str().unwrap().to_string();
+        let lines: Vec<&str> = description.split("\n\n").take(4).collect();
+        assert_eq!(
+            lines.iter().map(|l| l.split(':').next().unwrap()).collect::<Vec<_>>(),
+            ["What broke", "Where", "Evidence", "Ask"],
+            "{description}"
+        );
+        assert!(lines[0].contains("allowed") && !description.contains("File against"), "{description}");
         let pending: Vec<String> =
             store.outbox_entries("pending", 100).await.unwrap().into_iter().map(|e| e.idempotency_key).collect();
         for key in ["slack_update:1:filed-OCPBUGS-1", "slack_reply:1:filed-OCPBUGS-1"] {

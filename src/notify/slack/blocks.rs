@@ -216,11 +216,11 @@ fn incident_fields(i: &Incident, links: &Links) -> Value {
         (
             "Now / reference",
             format!(
-                "{} {} / {} (threshold {})",
+                "{} {} / {} (allowed {})",
                 s.percentile,
                 secs(now),
                 crate::model::secs_or_dash(reference),
-                secs(s.threshold_seconds)
+                secs(crate::render::allowed(&s.report))
             ),
         ),
         (
@@ -655,7 +655,7 @@ mod tests {
         let blocks = serde_json::to_string(&incident_message(&i, &[], &links).blocks).unwrap();
         assert!(blocks.contains("since Aug 4 14:00 UTC, between Aug 4 06:46 and 17:53"));
         let wiki = crate::notify::jira::render::to_wiki(&crate::notify::jira::render::description(&i, ""));
-        assert!(wiki.contains("Regressed since Aug 4 14:00 UTC"), "{wiki}");
+        assert!(wiki.contains("; since Aug 4 14:00 UTC"), "{wiki}");
     }
 
     #[test]
