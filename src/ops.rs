@@ -86,7 +86,7 @@ use crate::render::time as when;
 pub fn incident_line(i: &Incident) -> String {
     let s = &i.snapshot;
     let mut line = format!(
-        "#{} {:<8} {} {} {} — {} {} (threshold {}) — {}",
+        "#{} {:<8} {} {} {} — {} {} ({}) — {}",
         i.id,
         i.state.as_str(),
         s.family,
@@ -94,7 +94,7 @@ pub fn incident_line(i: &Incident) -> String {
         s.scope.describe(),
         s.percentile,
         secs(s.observed_seconds),
-        secs(s.threshold_seconds),
+        crate::render::was_and_allowed(&s.report),
         s.component
     );
     if let Some(k) = &i.jira_key {

@@ -116,6 +116,14 @@ pub fn allowed(r: &RegressionReport) -> f64 {
     if r.allowed_seconds > 0.0 { r.allowed_seconds } else { r.threshold_seconds }
 }
 
+/// `was 0s, allowed 5s`: the judged percentile's reference level and the bar it crossed.
+pub fn was_and_allowed(r: &RegressionReport) -> String {
+    match r.percentiles.get(&r.percentile).and_then(|p| p.baseline) {
+        Some(reference) => format!("was {}, allowed {}", secs(reference), secs(allowed(r))),
+        None => format!("allowed {}", secs(allowed(r))),
+    }
+}
+
 /// The table of a report's percentiles, P50 first.
 pub fn percentile_table(r: &RegressionReport) -> Vec<PercentileRow> {
     let mut rows: Vec<PercentileRow> = r

@@ -656,7 +656,7 @@ pub fn render_text(report: &CycleReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "evaluated at {} — window {} → {}, baseline from {}",
+        "evaluated at {} — window {} → {}, reference from {}",
         report.evaluated_at.format("%Y-%m-%d %H:%M UTC"),
         report.window.from.format("%Y-%m-%d %H:%M"),
         report.window.to.format("%Y-%m-%d %H:%M"),
@@ -697,7 +697,7 @@ fn render_table(s: &mut String, active: &[&RegressionReport]) {
     let _ = writeln!(
         s,
         "  {:<8} {:<22} {:<7} {:<24} {:>5} {:>9} {:>9} {:>9}  scope",
-        "status", "family", "release", "component", "runs", "pct", "now", "threshold"
+        "status", "family", "release", "component", "runs", "pct", "now", "allowed"
     );
     for r in active {
         let scope: Vec<String> = r
@@ -716,7 +716,7 @@ fn render_table(s: &mut String, active: &[&RegressionReport]) {
             r.job_runs,
             r.percentile.to_string(),
             secs(r.observed_seconds),
-            secs(r.threshold_seconds),
+            secs(crate::render::allowed(r)),
             scope.join(" ")
         );
     }
@@ -733,7 +733,7 @@ fn render_regression(s: &mut String, r: &RegressionReport) {
     for e in &r.attribution.evidence {
         let _ = writeln!(s, "    - {e}");
     }
-    let _ = writeln!(s, "    percentiles now / baseline:");
+    let _ = writeln!(s, "    percentiles now / reference:");
     for (p, pair) in &r.percentiles {
         let _ = writeln!(s, "      {p}: {} / {}", secs_or_dash(pair.now), secs_or_dash(pair.baseline));
     }

@@ -143,15 +143,9 @@ pub fn summary(i: &Incident) -> String {
     truncate(&text, 255)
 }
 
-/// `was 0s, allowed 5s`: the reference level of the judged percentile and the bar it crossed.
+/// `was 0s, allowed 5s`, of an incident's latest report.
 pub fn was_and_allowed(i: &Incident) -> String {
-    let s = &i.snapshot;
-    let (_, reference) = s.now_and_reference();
-    let allowed = if s.report.allowed_seconds > 0.0 { s.report.allowed_seconds } else { s.threshold_seconds };
-    match reference {
-        Some(r) => format!("was {}, allowed {}", secs(r), secs(allowed)),
-        None => format!("allowed {}", secs(allowed)),
-    }
+    crate::render::was_and_allowed(&i.snapshot.report)
 }
 
 /// What a backend family's disruption measures, in one sentence.
