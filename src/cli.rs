@@ -53,8 +53,9 @@ pub enum Command {
     },
     /// Run one evaluation cycle: which groups regressed.
     Evaluate {
-        /// Evaluate as of this time (RFC 3339); default now.
-        #[arg(long, value_parser = parse_time)]
+        /// Evaluate as of this time: a date (2026-12-01, the day's start in UTC) or an RFC 3339
+        /// time; default now.
+        #[arg(long, value_parser = parse_since)]
         at: Option<DateTime<Utc>>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -231,12 +232,6 @@ pub enum OutboxAction {
 pub enum ThresholdsAction {
     /// Replace the historical table with a query_results.json (any of its schema generations).
     Import { file: PathBuf },
-}
-
-fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
-    DateTime::parse_from_rfc3339(text)
-        .map(|t| t.with_timezone(&Utc))
-        .map_err(|e| format!("`{text}` is not an RFC 3339 time (e.g. 2026-11-29T00:00:00Z): {e}"))
 }
 
 /// The generated month a benchmark measures: about a million samples by default.

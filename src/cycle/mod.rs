@@ -305,7 +305,10 @@ async fn read_inputs<S: RunSource>(
     now: i64,
 ) -> Result<Inputs> {
     let phase = Instant::now();
-    let incidents = state.incidents().await?;
+    // a cycle in the past knows only the incidents opened by then: a later one's episode and
+    // numbers are the future
+    let incidents: Vec<Incident> =
+        state.incidents().await?.into_iter().filter(|i| i.opened_at <= now).collect();
     let recent = Window::recent_starts(window.to, es);
     let mut data = source.windows(window.secs(), baseline.secs(), &recent, now).await?;
     tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: the windows' histograms");

@@ -349,27 +349,13 @@ impl Applying<'_> {
                     .bind(by)
                     .bind(now);
                 c.execute(q).await?;
-                insert_event(
-                    c,
-                    *id,
-                    now,
-                    actor,
-                    "ack",
-                    &format!("acknowledged by {}", crate::render::person(by)),
-                )
-                .await?;
+                let detail = format!("acknowledged by {}", crate::render::person(by));
+                insert_event(c, *id, now, actor, "ack", &detail).await?;
                 Ok((*id, self.stored(*id)?.revision + 1))
             }
             Action::FileJira { id } => {
-                insert_event(
-                    c,
-                    *id,
-                    now,
-                    actor,
-                    "file_jira",
-                    &format!("{} asked for a Jira issue", crate::render::person(actor)),
-                )
-                .await?;
+                let detail = format!("{} asked for a Jira issue", crate::render::person(actor));
+                insert_event(c, *id, now, actor, "file_jira", &detail).await?;
                 Ok((*id, self.stored(*id)?.revision))
             }
             Action::Note { id, kind, detail } => {

@@ -619,7 +619,8 @@ fn thread_lines(slack: &FakeSlack) -> Vec<String> {
 
 on_both_engines! {
     async fn the_delivery_that_files_the_jira_issue_queues_the_parent_edit_and_a_thread_line(db) {
-        let (store, settings, slack, jira) = opened(&db, "jira-filed").await;
+        let (store, mut settings, slack, jira) = opened(&db, "jira-filed").await;
+        settings.jira.affects_version_prefix = Some(String::new());
         let sinks = Arc::new(Sinks::from_settings(&settings).unwrap());
         let worker = Worker::new(store.clone(), sinks, settings.outbox.clone());
         // deliver up to and including the Jira issue
@@ -640,6 +641,7 @@ on_both_engines! {
             "{description}"
         );
         assert!(lines[0].contains("allowed") && !description.contains("File against"), "{description}");
+        assert_eq!(jira.issues()[0].fields["versions"][0]["name"], "4.14", "Affects Version, as configured");
         let pending: Vec<String> =
             store.outbox_entries("pending", 100).await.unwrap().into_iter().map(|e| e.idempotency_key).collect();
         for key in ["slack_update:1:filed-OCPBUGS-1", "slack_reply:1:filed-OCPBUGS-1"] {
