@@ -132,10 +132,17 @@ pub async fn silence(
 }
 
 /// Ends silences by number, of an incident, or of a matcher; how many.
-pub async fn unsilence(store: &Store, reference: &str, actor: &str, now: i64) -> Result<usize, ActionError> {
+pub async fn unsilence(
+    store: &Store,
+    settings: &Settings,
+    reference: &str,
+    actor: &str,
+    now: i64,
+) -> Result<usize, ActionError> {
+    let policy = Policy::from_settings(settings);
     let (_, n) = store
         .apply_manual(now, actor, |k| {
-            let plan = manual::unsilence(k, reference)?;
+            let plan = manual::unsilence(k, reference, &policy, now)?;
             let n = plan.unsilence.len();
             Ok((plan, n))
         })

@@ -53,8 +53,9 @@ pub enum Command {
     },
     /// Run one evaluation cycle: which groups regressed.
     Evaluate {
-        /// Evaluate as of this time (RFC 3339); default now.
-        #[arg(long, value_parser = parse_time)]
+        /// Evaluate as of this time: a date (2026-12-01, the day's start in UTC) or an RFC 3339
+        /// time; default now.
+        #[arg(long, value_parser = parse_since)]
         at: Option<DateTime<Utc>>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -243,12 +244,6 @@ pub enum OutboxAction {
 pub enum ThresholdsAction {
     /// Replace the historical table with a query_results.json (any of its schema generations).
     Import { file: PathBuf },
-}
-
-fn parse_time(text: &str) -> Result<DateTime<Utc>, String> {
-    DateTime::parse_from_rfc3339(text)
-        .map(|t| t.with_timezone(&Utc))
-        .map_err(|e| format!("`{text}` is not an RFC 3339 time (e.g. 2026-11-29T00:00:00Z): {e}"))
 }
 
 /// The generated month a benchmark measures: about a million samples by default.
@@ -903,9 +898,10 @@ fn print_query_bench(r: &crate::bench::QueryBench) {
     println!("{}", serde_json::to_string(r).unwrap_or_default());
 }
 
-/// Who a command-line action is recorded as.
+/// Who a command-line action is recorded as: `cli:$USER`, else `cli:<host name>`.
 fn cli_actor() -> String {
-    format!("cli:{}", std::env::var("USER").unwrap_or_else(|_| "unknown".into()))
+    let user = std::env::var("USER").ok().filter(|u| !u.trim().is_empty());
+    format!("cli:{}", user.unwrap_or_else(crate::process::hostname))
 }
 
 async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Settings) -> Result<ExitCode> {
@@ -967,7 +963,7 @@ async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Setting
             println!("silence #{}: {} for {duration}{}", made.id, target.describe(), made.holds_words());
         }
         IncidentsAction::Unsilence { reference } => {
-            let n = crate::actions::unsilence(store, &reference, &cli_actor(), now).await?;
+            let n = crate::actions::unsilence(store, settings, &reference, &cli_actor(), now).await?;
             println!("ended {n} silence(s)");
         }
         IncidentsAction::Accept { incident, level, until, reason, jira } => {

@@ -86,7 +86,7 @@ use crate::render::time as when;
 pub fn incident_line(i: &Incident) -> String {
     let s = &i.snapshot;
     let mut line = format!(
-        "#{} {:<8} {} {} {} — {} {} (threshold {}) — {}",
+        "#{} {:<8} {} {} {} — {} {} ({}) — {}",
         i.id,
         i.state.as_str(),
         s.family,
@@ -94,14 +94,14 @@ pub fn incident_line(i: &Incident) -> String {
         s.scope.describe(),
         s.percentile,
         secs(s.observed_seconds),
-        secs(s.threshold_seconds),
+        crate::render::was_and_allowed(&s.report),
         s.component
     );
     if let Some(k) = &i.jira_key {
         let _ = write!(line, " [{k}]");
     }
     if let Some(by) = &i.acked_by {
-        let _ = write!(line, " (acked by {by})");
+        let _ = write!(line, " (acked by {})", crate::render::person(by));
     }
     if let Some(c) = &i.fix {
         let last = c.verdicts.last().map_or("verdict pending", |v| v.verdict.as_str());
@@ -132,7 +132,7 @@ pub fn render_status(s: &Status) -> String {
                 x.id,
                 x.target().describe(),
                 when(x.expires_at),
-                x.created_by,
+                crate::render::person(&x.created_by),
                 x.reason
             );
         }
@@ -246,7 +246,14 @@ pub fn render_explain(e: &Explain) -> String {
     }
     let _ = writeln!(out, "history:");
     for ev in &e.events {
-        let _ = writeln!(out, "  {} {:<10} {:<12} {}", when(ev.at), ev.actor, ev.kind, ev.detail);
+        let _ = writeln!(
+            out,
+            "  {} {:<10} {:<12} {}",
+            when(ev.at),
+            crate::render::person(&ev.actor),
+            ev.kind,
+            ev.detail
+        );
     }
     out
 }

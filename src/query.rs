@@ -158,7 +158,7 @@ pub fn render(a: &QueryAnswer) -> (String, String) {
             String::new()
         }
     );
-    let mut table = String::from("      now      threshold  baseline\n");
+    let mut table = String::from("      now      reference  before (raw)\n");
     for p in Percentile::ALL {
         let _ = writeln!(
             table,
@@ -169,7 +169,7 @@ pub fn render(a: &QueryAnswer) -> (String, String) {
             secs_or_dash(a.baseline[&p])
         );
     }
-    let _ = writeln!(table, "baseline: {} runs", a.baseline_runs);
+    let _ = writeln!(table, "before: {} runs, known episodes included (raw)", a.baseline_runs);
     let _ = writeln!(table, "P50 by week: {}", sparkline(&a.weekly_p50));
     let _ = write!(table, "P95 by week: {}", sparkline(&a.weekly_p95));
     (title, table)

@@ -1,6 +1,7 @@
 //! Text pieces every output shares (the terminal, Slack, Jira, the pages): cutting text to a
 //! limit, times, sparklines and the percentile table of a report. Pure.
 
+pub use crate::model::actor::{person, slack_actor, slack_user};
 use crate::model::{RegressionReport, secs, secs_or_dash};
 
 /// Cuts `s` to at most `max` characters, ending in "…" when cut.
@@ -99,14 +100,28 @@ pub fn sparkline(values: &[Option<f64>]) -> String {
         .collect()
 }
 
-/// One row of the percentile table: the percentile, now, the threshold (for the percentile the
-/// regression is judged on) and the reference.
+/// One row of the percentile table: the percentile, now, the allowed level (for the percentile
+/// the regression is judged on: what it had to exceed) and the reference.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PercentileRow {
     pub percentile: String,
     pub now: String,
-    pub threshold: String,
-    pub baseline: String,
+    pub allowed: String,
+    pub reference: String,
+}
+
+/// The level a report's judged percentile had to exceed (reports kept from before carry none:
+/// their comparison level).
+pub fn allowed(r: &RegressionReport) -> f64 {
+    if r.allowed_seconds > 0.0 { r.allowed_seconds } else { r.threshold_seconds }
+}
+
+/// `was 0s, allowed 5s`: the judged percentile's reference level and the bar it crossed.
+pub fn was_and_allowed(r: &RegressionReport) -> String {
+    match r.percentiles.get(&r.percentile).and_then(|p| p.baseline) {
+        Some(reference) => format!("was {}, allowed {}", secs(reference), secs(allowed(r))),
+        None => format!("allowed {}", secs(allowed(r))),
+    }
 }
 
 /// The table of a report's percentiles, P50 first.
@@ -117,16 +132,16 @@ pub fn percentile_table(r: &RegressionReport) -> Vec<PercentileRow> {
         .map(|(p, pair)| PercentileRow {
             percentile: p.to_string(),
             now: secs_or_dash(pair.now),
-            threshold: if *p == r.percentile { secs(r.threshold_seconds) } else { "-".into() },
-            baseline: secs_or_dash(pair.baseline),
+            allowed: if *p == r.percentile { secs(allowed(r)) } else { "-".into() },
+            reference: secs_or_dash(pair.baseline),
         })
         .collect();
     if rows.is_empty() {
         rows.push(PercentileRow {
             percentile: r.percentile.to_string(),
             now: secs(r.observed_seconds),
-            threshold: secs(r.threshold_seconds),
-            baseline: "-".into(),
+            allowed: secs(allowed(r)),
+            reference: "-".into(),
         });
     }
     rows
@@ -134,11 +149,11 @@ pub fn percentile_table(r: &RegressionReport) -> Vec<PercentileRow> {
 
 /// The percentile table in monospace, with a header line.
 pub fn percentile_text(r: &RegressionReport) -> String {
-    let mut out = String::from("      now      threshold  reference\n");
+    let mut out = String::from("      now      allowed    reference\n");
     for row in percentile_table(r) {
         out.push_str(&format!(
             "{:<5} {:<8} {:<10} {}\n",
-            row.percentile, row.now, row.threshold, row.baseline
+            row.percentile, row.now, row.allowed, row.reference
         ));
     }
     out
@@ -191,12 +206,13 @@ mod tests {
     }
 
     #[test]
-    fn the_table_marks_the_threshold_of_the_judged_percentile() {
-        let r = crate::synth::example_report(crate::model::Scope::new(), 31.0, 4.0);
+    fn the_table_marks_the_allowed_level_of_the_judged_percentile() {
+        let mut r = crate::synth::example_report(crate::model::Scope::new(), 31.0, 4.0);
+        r.allowed_seconds = 9.0;
         let rows = percentile_table(&r);
         assert_eq!(rows.len(), 4);
-        assert_eq!((rows[0].percentile.as_str(), rows[0].threshold.as_str()), ("P50", "4s"));
-        assert_eq!(rows[2].threshold, "-");
+        assert_eq!((rows[0].percentile.as_str(), rows[0].allowed.as_str()), ("P50", "9s"));
+        assert_eq!(rows[2].allowed, "-");
         assert!(percentile_text(&r).starts_with("      now"));
         assert_eq!(time(0), "1970-01-01 00:00 UTC");
     }

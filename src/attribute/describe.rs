@@ -220,7 +220,7 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
     let p = f.percentile;
     let mut lines = vec![
         format!(
-            "{p} is {} against a threshold of {} from the {}; a regression needs more than {}",
+            "{p} is {} against a reference of {} from the {}; allowed {}",
             secs(f.observed),
             secs(f.threshold),
             f.source,
@@ -236,7 +236,7 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
         lines.push(format!("judged on the runs of the last {days}: it began inside the window"));
     }
     if let Some((value, runs)) = f.reference {
-        lines.push(format!("{p} in the baseline window was {} over {runs} runs", secs(value)));
+        lines.push(format!("{p} in the reference window was {} over {runs} runs", secs(value)));
     }
     lines.extend(f.independence.iter().cloned());
     if !f.separates {
@@ -249,7 +249,7 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
     }
     if let Some(c) = f.control {
         lines.push(format!(
-            "control {}: {p} {} (baseline {}) over {} runs — {}",
+            "control {}: {p} {} (reference {}) over {} runs — {}",
             c.backend,
             c.now.map_or("-".into(), secs),
             c.baseline.map_or("-".into(), secs),
@@ -366,7 +366,7 @@ mod tests {
         );
         assert!(s.contains("Bare Metal Hardware Provisioning is named as the platform's owner."), "{s}");
         let e = evidence(&f);
-        assert!(e[0].contains("a regression needs more than 5s"));
+        assert!(e[0].contains("; allowed 5s"), "{}", e[0]);
         assert!(e.iter().any(|l| l.starts_with("new and reused connections regressed together")));
         assert!(
             e.iter().any(|l| l == "3 of 31 runs left out: CI network trouble (CI network liveness lost)"),

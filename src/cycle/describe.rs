@@ -603,6 +603,14 @@ impl<S: RunSource> Context<'_, S> {
         let before = onset.map_or(window_from, |o| o.earliest.timestamp());
         let mut mine: Vec<&CellRun> = runs.iter().filter(|r| r.started >= window_from.max(after)).collect();
         mine.sort_by(|a, b| b.seconds.cmp(&a.seconds).then(b.started.cmp(&a.started)));
+        let data = self.index.data;
+        let variant = |id: i64| {
+            let n = data.variant_ids.iter().position(|v| *v == id)?;
+            let d = &data.variants[n];
+            let words: Vec<&str> =
+                [d.network.as_str(), d.upgrade_type.as_str()].into_iter().filter(|w| !w.is_empty()).collect();
+            Some(words.join(" · "))
+        };
         let sample = |r: &CellRun, kind| SampleJob {
             url: r.url.to_string(),
             job: r.job.to_string(),
@@ -610,6 +618,7 @@ impl<S: RunSource> Context<'_, S> {
             seconds: r.seconds,
             kind,
             ci_infrastructure_trouble: false,
+            variant: variant(r.variant_id).unwrap_or_default(),
         };
         let mut sample_jobs: Vec<SampleJob> = mine
             .iter()

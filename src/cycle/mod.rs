@@ -305,7 +305,10 @@ async fn read_inputs<S: RunSource>(
     now: i64,
 ) -> Result<Inputs> {
     let phase = Instant::now();
-    let incidents = state.incidents().await?;
+    // a cycle in the past knows only the incidents opened by then: a later one's episode and
+    // numbers are the future
+    let incidents: Vec<Incident> =
+        state.incidents().await?.into_iter().filter(|i| i.opened_at <= now).collect();
     let recent = Window::recent_starts(window.to, es);
     let mut data = source.windows(window.secs(), baseline.secs(), &recent, now).await?;
     tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: the windows' histograms");
@@ -656,7 +659,7 @@ pub fn render_text(report: &CycleReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "evaluated at {} — window {} → {}, baseline from {}",
+        "evaluated at {} — window {} → {}, reference from {}",
         report.evaluated_at.format("%Y-%m-%d %H:%M UTC"),
         report.window.from.format("%Y-%m-%d %H:%M"),
         report.window.to.format("%Y-%m-%d %H:%M"),
@@ -697,7 +700,7 @@ fn render_table(s: &mut String, active: &[&RegressionReport]) {
     let _ = writeln!(
         s,
         "  {:<8} {:<22} {:<7} {:<24} {:>5} {:>9} {:>9} {:>9}  scope",
-        "status", "family", "release", "component", "runs", "pct", "now", "threshold"
+        "status", "family", "release", "component", "runs", "pct", "now", "allowed"
     );
     for r in active {
         let scope: Vec<String> = r
@@ -716,7 +719,7 @@ fn render_table(s: &mut String, active: &[&RegressionReport]) {
             r.job_runs,
             r.percentile.to_string(),
             secs(r.observed_seconds),
-            secs(r.threshold_seconds),
+            secs(crate::render::allowed(r)),
             scope.join(" ")
         );
     }
@@ -733,7 +736,7 @@ fn render_regression(s: &mut String, r: &RegressionReport) {
     for e in &r.attribution.evidence {
         let _ = writeln!(s, "    - {e}");
     }
-    let _ = writeln!(s, "    percentiles now / baseline:");
+    let _ = writeln!(s, "    percentiles now / reference:");
     for (p, pair) in &r.percentiles {
         let _ = writeln!(s, "      {p}: {} / {}", secs_or_dash(pair.now), secs_or_dash(pair.baseline));
     }

@@ -51,7 +51,7 @@ pub fn find<'a>(incidents: &'a [Incident], reference: &str) -> Result<&'a Incide
 }
 
 fn single(action: Action, effects: Vec<Effect>) -> Plan {
-    Plan { steps: vec![Step { action, effects, silenced_by: None }], ..Plan::default() }
+    Plan { steps: vec![Step { action, effects, silenced_by: None, held: None }], ..Plan::default() }
 }
 
 /// Acknowledges an incident; its parent message (when posted) is edited to say who. The bool
@@ -98,6 +98,7 @@ pub fn resolve(
         action: Action::Resolve { id: i.id, snapshot: None, how, episodes: None },
         effects: Vec::new(),
         silenced_by: None,
+        held: None,
     };
     Ok(with_effects(now, vec![step], &known.incidents, &known.silences, &known.delivered, policy))
 }
@@ -135,6 +136,7 @@ pub fn not_a_regression(
             action: Action::Note { id: i.id, kind: "not_a_regression".into(), detail: reason.clone() },
             effects: Vec::new(),
             silenced_by: None,
+            held: None,
         },
     );
     if !silenced {
@@ -299,7 +301,8 @@ pub fn open_incidents_held(known: &Known, target: &Target) -> Vec<i64> {
 }
 
 /// Ends silences: by number, every active one of an incident, or the one a matcher describes.
-pub fn unsilence(known: &Known, reference: &str) -> Result<Plan, Refusal> {
+/// What they held is told now, for each incident no other silence holds, resolved or not.
+pub fn unsilence(known: &Known, reference: &str, policy: &Policy, now: i64) -> Result<Plan, Refusal> {
     let incident = find(&known.incidents, reference).ok();
     let wanted: Vec<i64> = known
         .silences
@@ -314,7 +317,16 @@ pub fn unsilence(known: &Known, reference: &str) -> Result<Plan, Refusal> {
     if wanted.is_empty() {
         return Err(Refusal::NotFound(format!("no active silence matches {reference}")));
     }
-    Ok(Plan { unsilence: wanted, ..Plan::default() })
+    let left: Vec<Silence> = known.silences.iter().filter(|s| !wanted.contains(&s.id)).cloned().collect();
+    let owed = known.incidents.iter().filter(|i| !i.held.is_empty()).map(|i| Step {
+        action: Action::CatchUp { id: i.id },
+        effects: Vec::new(),
+        silenced_by: None,
+        held: None,
+    });
+    let mut plan = with_effects(now, owed.collect(), &known.incidents, &left, &known.delivered, policy);
+    plan.unsilence = wanted;
+    Ok(plan)
 }
 
 #[cfg(test)]
@@ -406,8 +418,8 @@ mod tests {
         assert_eq!((again.silences.len(), same), (0, Some(4)));
         assert!(matches!(silence(&k, &t, 91 * 86_400, "x", "U1", 0), Err(Refusal::BadInput(_))));
         assert!(matches!(silence(&k, &t, i64::MAX, "x", "U1", 5), Err(Refusal::BadInput(_))));
-        assert_eq!(unsilence(&k, "#4").unwrap().unsilence, vec![4]);
-        assert!(matches!(unsilence(&k, "77"), Err(Refusal::NotFound(_))));
+        assert_eq!(unsilence(&k, "#4", &policy(), 1_100).unwrap().unsilence, vec![4]);
+        assert!(matches!(unsilence(&k, "77", &policy(), 1_100), Err(Refusal::NotFound(_))));
     }
 
     #[test]

@@ -300,6 +300,9 @@ pub struct Incident {
     pub fix: Option<crate::model::FixClaim>,
     /// A level people accepted on purpose.
     pub allowance: Option<crate::model::Allowance>,
+    /// What a silence held of its thread and issue, owed until it ends.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub held: Vec<plan::Effect>,
 }
 
 impl Incident {
@@ -331,6 +334,7 @@ impl Incident {
             resolution: None,
             fix: None,
             allowance: None,
+            held: Vec::new(),
         }
     }
 }

@@ -122,6 +122,19 @@ impl Effect {
         }
     }
 
+    /// Whether it tells an incident's thread or issue something (what a silence holds and
+    /// owes); posting, filing and editing the parent are not.
+    pub fn tells(&self) -> bool {
+        matches!(
+            self,
+            Effect::SlackReply { .. }
+                | Effect::JiraComment { .. }
+                | Effect::JiraResolve { .. }
+                | Effect::JiraReopen { .. }
+                | Effect::JiraTransition { .. }
+        )
+    }
+
     /// Where it is delivered.
     pub fn sink(&self) -> Sink {
         match self {
@@ -156,6 +169,13 @@ impl Effect {
         }
         serde_json::from_value(value).map_err(|e| format!("not a {kind} payload: {e}"))
     }
+}
+
+/// What an incident's thread hears once its Jira issue is filed (by a cycle, a person, or a
+/// recurrence filed anew): the parent, edited to show the key, and a line saying so. Queued by
+/// the delivery that filed it, so the parent never says "not filed" about an issue that exists.
+pub fn after_filing(key: &str) -> Vec<Effect> {
+    vec![Effect::SlackUpdate, Effect::SlackReply { text: format!("filed in Jira as {key}") }]
 }
 
 /// The systems effects go to.
@@ -297,6 +317,9 @@ pub struct Step {
     pub effects: Vec<Effect>,
     /// The silence holding this incident's notifications, if any (effects are then empty).
     pub silenced_by: Option<i64>,
+    /// What the incident's thread and issue are owed, as it is to be stored: what a silence
+    /// held (this step's telling added), or nothing once it is told. None: unchanged.
+    pub held: Option<Vec<Effect>>,
 }
 
 /// What a plan needs to know of the outbox.
@@ -359,7 +382,7 @@ pub fn plan(
             used.insert(id);
             let action =
                 Action::Resolve { id, snapshot: None, how: Resolution::Merged { into }, episodes: None };
-            steps.push(Step { action, effects: Vec::new(), silenced_by: None });
+            steps.push(Step { action, effects: Vec::new(), silenced_by: None, held: None });
         }
     }
     let active: Vec<&RegressionReport> = regressions.iter().filter(|r| r.status.is_active()).collect();
@@ -379,13 +402,22 @@ pub fn plan(
                 how,
                 episodes: Some(episodes_after(Some(i), r, false)),
             };
-            steps.push(Step { action, effects: Vec::new(), silenced_by: None });
+            steps.push(Step { action, effects: Vec::new(), silenced_by: None, held: None });
         }
     }
     for i in incidents.iter().filter(|i| !used.contains(&i.id) && i.state.is_open()) {
         let action =
             if i.state == State::Stale { Action::CatchUp { id: i.id } } else { Action::Stale { id: i.id } };
-        steps.push(Step { action, effects: Vec::new(), silenced_by: None });
+        steps.push(Step { action, effects: Vec::new(), silenced_by: None, held: None });
+    }
+    // what a silence held of a resolved incident is told once the silence ends
+    for i in incidents.iter().filter(|i| !used.contains(&i.id) && !i.state.is_open() && !i.held.is_empty()) {
+        steps.push(Step {
+            action: Action::CatchUp { id: i.id },
+            effects: Vec::new(),
+            silenced_by: None,
+            held: None,
+        });
     }
     with_effects(now, steps, incidents, &known.silences, &known.delivered, policy)
 }
@@ -460,7 +492,7 @@ fn seen_again(r: &RegressionReport, incident: Option<&Incident>) -> Step {
             Action::Update { id: i.id, state, snapshot, changes, episodes }
         }
     };
-    Step { action, effects: Vec::new(), silenced_by: None }
+    Step { action, effects: Vec::new(), silenced_by: None, held: None }
 }
 
 /// A verdict on the incident's claimed fix not told yet for this claim (fixed resolves, and is
@@ -518,13 +550,24 @@ pub enum Happened {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum SummaryLine {
-    Line { what: Happened, text: String },
+    Line {
+        what: Happened,
+        text: String,
+        /// The incident's fingerprint, for a link to its thread; empty for lines about none.
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        fingerprint: String,
+    },
     Text(String),
 }
 
 impl SummaryLine {
-    fn new(what: Happened, text: String) -> SummaryLine {
-        SummaryLine::Line { what, text }
+    fn new(what: Happened, text: String, fingerprint: &str) -> SummaryLine {
+        SummaryLine::Line { what, text, fingerprint: fingerprint.to_string() }
+    }
+
+    /// Whether it is about one incident (not the Jira cap's note).
+    fn is_incident(&self) -> bool {
+        matches!(self, SummaryLine::Line { what, .. } if *what != Happened::NotFiled)
     }
 }
 
@@ -704,6 +747,8 @@ impl Effects<'_> {
     }
 
     /// Sets a cycle step's effects (or the silence holding them); its channel and summary line.
+    // Long: one incident's telling in order: silence, first post and filing, the change, the
+    // accepted level, and what a silence held.
     fn decide(&mut self, step: &mut Step) -> Option<(String, SummaryLine)> {
         if matches!(step.action, Action::Acknowledge { .. } | Action::FileJira { .. } | Action::Note { .. }) {
             return None; // people's steps carry their effects
@@ -713,11 +758,11 @@ impl Effects<'_> {
             (Action::Open { fingerprint, .. }, _) => fingerprint.as_str(),
             (_, Some(i)) => i.fingerprint.as_str(),
             (_, None) => "",
-        };
-        if let Some(s) = self.silences.iter().find(|s| s.holds(fingerprint, &snapshot, self.now)) {
-            step.silenced_by = Some(s.id);
-            return None;
         }
+        .to_string();
+        let holder = self.silences.iter().find(|s| s.holds(&fingerprint, &snapshot, self.now)).map(|s| s.id);
+        // what a person did is told whatever a silence holds: the others need to know
+        let silence = holder.filter(|_| !by_a_person(&step.action));
         let id = existing.map(|i| i.id);
         let mut t = Telling {
             now: self.now,
@@ -731,13 +776,18 @@ impl Effects<'_> {
             .and_then(|i| i.slack_channel.clone())
             .unwrap_or_else(|| self.policy.channel_for(&snapshot));
         let label = format!("{} {} ({})", snapshot.family, snapshot.release, snapshot.scope.describe());
-        let open = !matches!(step.action, Action::Resolve { .. });
+        // open once this step is applied
+        let open = match step.action {
+            Action::Resolve { .. } => false,
+            Action::CatchUp { .. } => existing.is_none_or(|i| i.state.is_open()),
+            _ => true,
+        };
         let mut effects = Vec::new();
-        if !t.posted && open {
+        if !t.posted && open && silence.is_none() {
             effects.push(Effect::SlackPost { channel: channel.clone() });
             effects.push(Effect::SlackDetails);
         }
-        if self.policy.jira && !t.filed && open {
+        if self.policy.jira && !t.filed && open && silence.is_none() {
             if self.created < self.policy.jira_cap {
                 self.created += 1;
                 t.filing = true;
@@ -762,13 +812,79 @@ impl Effects<'_> {
             }
             _ => None,
         };
+        if let Some(silence) = silence {
+            // held, and owed: told once the silence ends
+            step.silenced_by = Some(silence);
+            let told: Vec<Effect> = effects.into_iter().filter(Effect::tells).collect();
+            if let Some(i) = existing.filter(|_| !told.is_empty()) {
+                step.held = Some(i.held.iter().cloned().chain(told).collect());
+            }
+            return None;
+        }
         step.effects = effects;
         if let Some((i, a)) = existing.and_then(|i| Some((i, i.allowance.as_ref()?)))
             && self.accepted_level(step, i, a, &snapshot)
         {
             line = None;
+        } else if let Some(i) = existing.filter(|i| !i.held.is_empty() && holder.is_none()) {
+            add_owed(&mut step.effects, &i.held, (t.posted, t.filed && self.policy.jira), open);
+            step.held = Some(Vec::new());
         }
-        line.map(|(what, text)| (channel, SummaryLine::new(what, text)))
+        line.map(|(what, text)| (channel, SummaryLine::new(what, text, &fingerprint)))
+    }
+}
+
+/// Whether a person asked for this step (a resolution by hand or "not a regression").
+fn by_a_person(action: &Action) -> bool {
+    matches!(
+        action,
+        Action::Resolve { how: Resolution::ByHand { .. } | Resolution::NotARegression { .. }, .. }
+    )
+}
+
+/// Adds what a silence held to a step's effects: one thread line saying what happened
+/// meanwhile (with the parent edited), and the Jira issue told once: in the step's own Jira
+/// message when it has one, else resolved when a resolution was held and the incident is
+/// resolved now, reopened when a reopening was held and it is open, else a comment.
+fn add_owed(effects: &mut Vec<Effect>, held: &[Effect], (posted, filed): (bool, bool), open: bool) {
+    let texts = |f: fn(&Effect) -> Option<&String>| held.iter().filter_map(f).cloned().collect::<Vec<_>>();
+    let slack = texts(|e| match e {
+        Effect::SlackReply { text } => Some(text),
+        _ => None,
+    });
+    if posted && !slack.is_empty() {
+        add_reply(effects, &format!("while silenced: {}", slack.join("; ")));
+    }
+    let jira = texts(|e| match e {
+        Effect::JiraComment { text } | Effect::JiraResolve { text } | Effect::JiraReopen { text } => {
+            Some(text)
+        }
+        _ => None,
+    });
+    if !filed || jira.is_empty() {
+        return;
+    }
+    let said = format!("while silenced: {}", jira.join("; "));
+    let own = effects.iter_mut().find_map(|e| match e {
+        Effect::JiraComment { text } | Effect::JiraResolve { text } | Effect::JiraReopen { text } => {
+            Some(text)
+        }
+        _ => None,
+    });
+    if let Some(text) = own {
+        *text = format!("{said}; {text}");
+    } else if !open && held.iter().any(|e| matches!(e, Effect::JiraResolve { .. })) {
+        effects.push(Effect::JiraResolve { text: said });
+    } else if open && held.iter().any(|e| matches!(e, Effect::JiraReopen { .. })) {
+        effects.push(Effect::JiraReopen { text: said });
+    } else {
+        effects.push(Effect::JiraComment { text: said });
+    }
+    let transition = held.iter().rev().find(|e| matches!(e, Effect::JiraTransition { .. }));
+    if let Some(t) =
+        transition.filter(|_| !effects.iter().any(|e| matches!(e, Effect::JiraTransition { .. })))
+    {
+        effects.push(t.clone());
     }
 }
 
@@ -809,9 +925,13 @@ pub fn with_effects(
                 policy.jira_cap,
                 not_filed.join("; ")
             );
-            lines.push(SummaryLine::new(Happened::NotFiled, text));
+            lines.push(SummaryLine::new(Happened::NotFiled, text, ""));
         }
-        summaries.push(Effect::SlackSummary { channel, lines });
+        // one incident's change is its thread's news: a channel summary only gathers two or
+        // more, or says what the Jira cap left unfiled
+        if lines.iter().filter(|l| l.is_incident()).count() >= 2 || lines.iter().any(|l| !l.is_incident()) {
+            summaries.push(Effect::SlackSummary { channel, lines });
+        }
     }
     Plan { steps, summaries, not_filed, allowances, accepted, ..Plan::default() }
 }

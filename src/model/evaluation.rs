@@ -208,10 +208,10 @@ pub enum ThresholdSource {
 impl ThresholdSource {
     pub fn describe(&self) -> String {
         match self {
-            ThresholdSource::Configured { rule } => format!("configured limit ({rule})"),
+            ThresholdSource::Configured { rule } => format!("configured level ({rule})"),
             ThresholdSource::Historical { job_runs: Some(n) } => format!("historical table ({n} runs)"),
             ThresholdSource::Historical { job_runs: None } => "historical table".into(),
-            ThresholdSource::Baseline { runs } => format!("baseline window ({runs} runs)"),
+            ThresholdSource::Baseline { runs } => format!("reference window ({runs} runs)"),
             ThresholdSource::PreviousRelease { release, runs } => {
                 format!("previous release {release} ({runs} runs)")
             }

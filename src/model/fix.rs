@@ -249,7 +249,12 @@ impl Allowance {
     /// "accepted level P50 ≤ 25s (until …, by …: reason)".
     pub fn describe(&self) -> String {
         let until = self.until.map_or_else(String::new, |u| format!("until {}, ", super::utc_minute(u)));
-        format!("accepted level {} ({until}set by {}: {})", self.level(), self.by, self.reason)
+        format!(
+            "accepted level {} ({until}set by {}: {})",
+            self.level(),
+            super::actor::person(&self.by),
+            self.reason
+        )
     }
 }
 

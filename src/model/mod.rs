@@ -1,5 +1,6 @@
 //! The domain: plain types with no I/O. Everything else in sheriff speaks in these.
 
+pub mod actor;
 pub mod dimensions;
 pub mod evaluation;
 pub mod findings;

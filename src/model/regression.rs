@@ -428,6 +428,9 @@ pub struct SampleJob {
     /// stored, against their job's own normal); reports kept from before still say so.
     #[serde(default)]
     pub ci_infrastructure_trouble: bool,
+    /// Its variant as people tell runs apart (`ovn · micro`); empty in reports kept from before.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub variant: String,
 }
 
 /// One regression: the groups of one backend family with one scope.

@@ -171,7 +171,11 @@ impl Worker {
                 if self.killed(KillPoint::Accepted, &entry) {
                     return Ok(StepOutcome::Killed(entry.id));
                 }
-                if !self.store.complete_outbox(&entry, &self.id, self.clock.now(), &done).await? {
+                let then = match &done {
+                    DeliveryResult::JiraFiled { key } => crate::incidents::plan::after_filing(key),
+                    _ => Vec::new(),
+                };
+                if !self.store.complete_outbox(&entry, &self.id, self.clock.now(), &done, &then).await? {
                     tracing::warn!(entry = entry.id, key = %entry.idempotency_key, "delivered after the lease ran out");
                 }
                 tracing::info!(entry = entry.id, kind = %entry.kind, key = %entry.idempotency_key, "delivered");

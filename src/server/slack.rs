@@ -28,6 +28,8 @@ const QUICK: Duration = Duration::from_millis(2500);
 #[serde(default)]
 struct CommandForm {
     user_id: String,
+    /// The user's name, for the history; their id is what authorizes.
+    user_name: String,
     text: String,
     response_url: String,
 }
@@ -134,6 +136,7 @@ pub async fn commands(State(state): State<AppState>, headers: HeaderMap, body: B
         return ephemeral(&refusal(&form.user_id));
     }
     let user = form.user_id.clone();
+    let actor = crate::render::slack_actor(&form.user_id, &form.user_name);
     match parsed {
         Command::Help => ephemeral(&text_message(HELP)),
         Command::Evaluate => {
@@ -146,7 +149,7 @@ pub async fn commands(State(state): State<AppState>, headers: HeaderMap, body: B
         }
         other => {
             within_slack_time(state.http.clone(), form.response_url.clone(), async move {
-                run(&state, other, &user).await
+                run(&state, other, &user, &actor).await
             })
             .await
         }
@@ -170,8 +173,8 @@ async fn evaluate_now(state: &AppState, user: &str) -> Message {
 }
 
 /// Answers one command (not `help` or `evaluate`).
-async fn run(state: &AppState, c: Command, user: &str) -> Message {
-    match run_inner(state, c, user).await {
+async fn run(state: &AppState, c: Command, user: &str, actor: &str) -> Message {
+    match run_inner(state, c, user, actor).await {
         Ok(m) => m,
         Err(e) => text_message(&e.for_people()),
     }
@@ -207,10 +210,9 @@ fn span_words(seconds: i64) -> String {
     }
 }
 
-async fn run_inner(state: &AppState, c: Command, user: &str) -> Result<Message, ActionError> {
+async fn run_inner(state: &AppState, c: Command, user: &str, actor: &str) -> Result<Message, ActionError> {
     let store = &state.store;
     let now = chrono::Utc::now().timestamp();
-    let actor = format!("slack:{user}");
     Ok(match c {
         Command::Status => status_message(&crate::ops::status(store, now).await?),
         Command::Query(q) => {
@@ -230,7 +232,7 @@ async fn run_inner(state: &AppState, c: Command, user: &str) -> Result<Message, 
         },
         Command::Silence { target, seconds, reason } => {
             let reason = if reason.is_empty() { "silenced from Slack".to_string() } else { reason };
-            let made = crate::actions::silence(store, &target, seconds, &reason, &actor, now).await?;
+            let made = crate::actions::silence(store, &target, seconds, &reason, actor, now).await?;
             text_message(&format!(
                 "Silence #{}: {} for {} by <@{user}>: {}{}",
                 made.id,
@@ -241,10 +243,10 @@ async fn run_inner(state: &AppState, c: Command, user: &str) -> Result<Message, 
             ))
         }
         Command::Unsilence(reference) => {
-            let n = crate::actions::unsilence(store, &reference, &actor, now).await?;
+            let n = crate::actions::unsilence(store, &state.settings, &reference, actor, now).await?;
             text_message(&format!("Ended {n} silence(s)."))
         }
-        Command::Ack(reference) => acknowledged(store, &reference, &actor, user, now).await?,
+        Command::Ack(reference) => acknowledged(store, &reference, actor, user, now).await?,
         Command::Help | Command::Evaluate => text_message(HELP),
     })
 }
@@ -289,6 +291,9 @@ struct Payload {
 #[serde(default)]
 struct PayloadUser {
     id: String,
+    /// The user's handle and name; the handle is recorded when both come.
+    username: String,
+    name: String,
 }
 
 #[derive(Debug, Deserialize, Default)]
@@ -394,6 +399,7 @@ impl Payload {
 async fn accept_submitted(
     state: &AppState,
     user: &str,
+    actor: &str,
     incident: &str,
     level: String,
     until: &str,
@@ -425,7 +431,7 @@ async fn accept_submitted(
         return errors("level", &e);
     }
     let a = crate::incidents::manual::Accept { level, until, reason, jira_key: None };
-    match crate::actions::accept(&state.store, incident, &a, &format!("slack:{user}"), now).await {
+    match crate::actions::accept(&state.store, incident, &a, actor, now).await {
         Ok(_) => axum::Json(json!({ "response_action": "clear" })).into_response(),
         Err(e) => errors("reason", &e.for_people()),
     }
@@ -439,6 +445,8 @@ fn dialog_error(reason: &str) -> Response {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decoded {
     pub user: String,
+    /// Who the user is as the history records them ([`crate::render::slack_actor`]).
+    pub actor: String,
     pub response_url: String,
     pub interaction: Interaction,
 }
@@ -452,6 +460,10 @@ pub fn decode_interaction(body: &[u8]) -> Result<Decoded, &'static str> {
         .map_err(|_| "the payload field is not JSON of an interaction")?;
     Ok(Decoded {
         interaction: payload.interaction(),
+        actor: crate::render::slack_actor(
+            &payload.user.id,
+            if payload.user.username.is_empty() { &payload.user.name } else { &payload.user.username },
+        ),
         user: payload.user.id,
         response_url: payload.response_url,
     })
@@ -461,7 +473,7 @@ pub async fn interactions(State(state): State<AppState>, headers: HeaderMap, bod
     if let Some(r) = refused(&state, &headers, &body) {
         return r;
     }
-    let Ok(Decoded { user, response_url, interaction }) = decode_interaction(&body) else {
+    let Ok(Decoded { user, actor, response_url, interaction }) = decode_interaction(&body) else {
         return (StatusCode::BAD_REQUEST, "the payload field is not an interaction payload\n")
             .into_response();
     };
@@ -469,7 +481,7 @@ pub async fn interactions(State(state): State<AppState>, headers: HeaderMap, bod
         Interaction::Pressed { button, incident, trigger } => {
             metrics::counter!("sheriff_slack_actions_total", "action" => button.label()).increment(1);
             let m = if authorized(&state, &user).await {
-                pressed(&state, &button, &incident, &user, &trigger)
+                pressed(&state, &button, &incident, (&user, &actor), &trigger)
                     .await
                     .unwrap_or_else(|e| text_message(&e.for_people()))
             } else {
@@ -492,7 +504,6 @@ pub async fn interactions(State(state): State<AppState>, headers: HeaderMap, bod
                 Err(e) => return dialog_error(&e.for_people()),
             }
             let now = chrono::Utc::now().timestamp();
-            let actor = format!("slack:{user}");
             match crate::actions::not_a_regression(
                 &state.store,
                 &state.settings,
@@ -508,7 +519,7 @@ pub async fn interactions(State(state): State<AppState>, headers: HeaderMap, bod
             }
         }
         Interaction::AcceptSubmitted { incident, level, until, reason } => {
-            accept_submitted(&state, &user, &incident, level, &until, reason).await
+            accept_submitted(&state, &user, &actor, &incident, level, &until, reason).await
         }
         Interaction::Ignored => StatusCode::OK.into_response(),
     }
@@ -524,11 +535,10 @@ async fn pressed(
     state: &AppState,
     button: &Button,
     incident: &str,
-    user: &str,
+    (user, actor): (&str, &str),
     trigger: &str,
 ) -> Result<Message, ActionError> {
     let store = &state.store;
-    let actor = format!("slack:{user}");
     let now = chrono::Utc::now().timestamp();
     if !matches!(button, Button::Unknown(_))
         && let Some(id) = resolved(store, incident).await?
@@ -538,11 +548,11 @@ async fn pressed(
         )));
     }
     Ok(match button {
-        Button::Acknowledge => acknowledged(store, incident, &actor, user, now).await?,
+        Button::Acknowledge => acknowledged(store, incident, actor, user, now).await?,
         Button::Silence24h => {
             let target = Target { fingerprint: Some(incident.to_string()), ..Default::default() };
             let made =
-                crate::actions::silence(store, &target, 86_400, "silenced for 24 h from Slack", &actor, now)
+                crate::actions::silence(store, &target, 86_400, "silenced for 24 h from Slack", actor, now)
                     .await?;
             text_message(&format!(
                 "Silence #{}: incident #{} for 24 h by <@{user}>.",
@@ -551,7 +561,7 @@ async fn pressed(
             ))
         }
         Button::FileJira => {
-            let i = crate::actions::file_now(store, &state.settings, incident, &actor, now).await?;
+            let i = crate::actions::file_now(store, &state.settings, incident, actor, now).await?;
             text_message(&format!("Filing a Jira issue for #{} now.", i.id))
         }
         Button::NotARegression => {

@@ -12,7 +12,7 @@ use crate::incidents::{Change, Event, Incident, Snapshot, State};
 
 const INCIDENT_COLUMNS: &str = "id, fingerprint, state, snapshot, revision, opened_at, updated_at, \
     last_seen_at, resolved_at, acked_by, acked_at, slack_channel, slack_ts, jira_key, jira_commented_at, episodes, \
-    merged_into, resolution, fix, allowance";
+    merged_into, resolution, fix, allowance, held";
 
 const SILENCE_COLUMNS: &str =
     "id, fingerprint, backend, dimensions, reason, created_by, created_at, expires_at, removed_at";
@@ -39,6 +39,7 @@ struct IncidentRow {
     resolution: Option<String>,
     fix: Option<String>,
     allowance: Option<String>,
+    held: Option<String>,
 }
 
 impl IncidentRow {
@@ -68,6 +69,7 @@ impl IncidentRow {
             resolution: self.resolution,
             fix: json_column(self.fix.as_deref(), self.id, "fix claim"),
             allowance: json_column(self.allowance.as_deref(), self.id, "accepted level"),
+            held: json_column(self.held.as_deref(), self.id, "held notifications").unwrap_or_default(),
         })
     }
 }
@@ -196,7 +198,7 @@ async fn insert_event(
 }
 
 /// An outbox row to insert.
-struct NewEntry {
+pub(super) struct NewEntry {
     key: String,
     lane: String,
     kind: &'static str,
@@ -222,6 +224,12 @@ impl NewEntry {
         }
     }
 
+    /// An effect a delivery queues after itself, keyed by what it delivered (`tag`), so a
+    /// delivery made twice queues it once.
+    pub(super) fn following(effect: &Effect, id: i64, tag: &str) -> NewEntry {
+        NewEntry { key: format!("{}:{id}:{tag}", effect.kind()), ..NewEntry::for_incident(effect, id, 0) }
+    }
+
     fn summary(effect: &Effect, cycle: &str) -> NewEntry {
         let channel = match effect {
             Effect::SlackSummary { channel, .. } => channel.as_str(),
@@ -238,7 +246,7 @@ impl NewEntry {
 }
 
 /// Queues an effect unless an entry with the same idempotency key exists.
-async fn enqueue(c: &mut Conn<'_>, queued_at: i64, e: &NewEntry) -> Result<()> {
+pub(super) async fn enqueue(c: &mut Conn<'_>, queued_at: i64, e: &NewEntry) -> Result<()> {
     let q = sql("INSERT INTO outbox (idempotency_key, lane, kind, incident_id, payload, state, next_attempt_at, \
              created_at) VALUES ($1, $2, $3, $4, $5, 'pending', $6, $6) ON CONFLICT (idempotency_key) DO NOTHING")
     .bind(&e.key)
@@ -341,12 +349,13 @@ impl Applying<'_> {
                     .bind(by)
                     .bind(now);
                 c.execute(q).await?;
-                insert_event(c, *id, now, actor, "ack", &format!("acknowledged by {by}")).await?;
+                let detail = format!("acknowledged by {}", crate::render::person(by));
+                insert_event(c, *id, now, actor, "ack", &detail).await?;
                 Ok((*id, self.stored(*id)?.revision + 1))
             }
             Action::FileJira { id } => {
-                insert_event(c, *id, now, actor, "file_jira", &format!("{actor} asked for a Jira issue"))
-                    .await?;
+                let detail = format!("{} asked for a Jira issue", crate::render::person(actor));
+                insert_event(c, *id, now, actor, "file_jira", &detail).await?;
                 Ok((*id, self.stored(*id)?.revision))
             }
             Action::Note { id, kind, detail } => {
@@ -441,6 +450,10 @@ impl Applying<'_> {
             let detail = format!("notifications held by silence #{silence}");
             insert_event(c, id, self.now, self.actor, "held", &detail).await?;
         }
+        if let Some(held) = &step.held {
+            let value = (!held.is_empty()).then(|| serde_json::to_string(held)).transpose()?;
+            c.execute(sql("UPDATE incidents SET held = $2 WHERE id = $1").bind(id).bind(value)).await?;
+        }
         for effect in &step.effects {
             enqueue(c, queued_at, &NewEntry::for_incident(effect, id, revision)).await?;
             if matches!(effect, Effect::JiraComment { .. }) {
@@ -493,16 +506,18 @@ async fn apply_plan(
 ) -> Result<Applied> {
     // Outbox entries are due by the wall clock, whatever time the cycle evaluated.
     let queued_at = chrono::Utc::now().timestamp();
+    // silences first: a silence that comes with a resolution ("not a regression") is not the
+    // last thing done, which the parent message shows
+    let mut applied = Applied::default();
+    for s in &plan.silences {
+        applied.silences.push(insert_silence(c, now, actor, s).await?);
+    }
     let applying = Applying { now, actor, incidents: &known.incidents };
     for step in &plan.steps {
         applying.apply(c, step, queued_at).await?;
     }
     for summary in &plan.summaries {
         enqueue(c, queued_at, &NewEntry::summary(summary, cycle)).await?;
-    }
-    let mut applied = Applied::default();
-    for s in &plan.silences {
-        applied.silences.push(insert_silence(c, now, actor, s).await?);
     }
     for a in &plan.allowances {
         let value = a.allowance.as_ref().map(serde_json::to_string).transpose()?;

@@ -4,7 +4,9 @@
 use anyhow::Result;
 use serde::Serialize;
 
+use super::incidents::{NewEntry, enqueue};
 use super::{Sql, Store, sql};
+use crate::incidents::plan::Effect;
 
 /// An entry a worker has claimed.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -85,13 +87,16 @@ impl Store {
     }
 
     /// Marks a claimed entry delivered and writes what the delivery learned (the Slack `ts`, the
-    /// Jira key) to its incident, in one transaction. False when the lease was lost meanwhile.
+    /// Jira key) to its incident, in one transaction. A filed Jira issue queues `then` (see
+    /// [`crate::incidents::plan::after_filing`]) in the same transaction, when the incident's
+    /// parent message is posted or queued. False when the lease was lost meanwhile.
     pub async fn complete_outbox(
         &self,
         entry: &OutboxEntry,
         worker: &str,
         now: i64,
         result: &DeliveryResult,
+        then: &[Effect],
     ) -> Result<bool> {
         let result: Result<bool> = async {
             let mut tx = self.begin_write().await?;
@@ -118,6 +123,20 @@ impl Store {
                             sql("UPDATE incidents SET jira_key = $2 WHERE id = $1").bind(incident).bind(key),
                         )
                         .await?;
+                        let parent: i64 = c
+                            .scalar(
+                                sql("SELECT (SELECT COUNT(*) FROM incidents WHERE id = $1 AND slack_ts IS NOT NULL) \
+                                     + (SELECT COUNT(*) FROM outbox WHERE incident_id = $1 AND kind = 'slack_post')")
+                                .bind(incident),
+                            )
+                            .await?;
+                        if parent > 0 {
+                            let queued_at = chrono::Utc::now().timestamp();
+                            for effect in then {
+                                let e = NewEntry::following(effect, incident, &format!("filed-{key}"));
+                                enqueue(&mut c, queued_at, &e).await?;
+                            }
+                        }
                     }
                     _ => {}
                 }

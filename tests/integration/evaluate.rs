@@ -190,3 +190,22 @@ on_both_engines! {
         assert_eq!(regressions.len(), 1, "{}", serde_json::to_string_pretty(regressions).unwrap());
     }
 }
+
+on_both_engines! {
+    async fn a_past_evaluation_knows_no_later_incident_and_takes_a_date_like_backtest(db) {
+        common::load_metal_regression(&db.store, 7, end()).await;
+        run_cycle(&db.store, &Settings::default(), CycleOptions { at: end(), dry_run: false }).await.unwrap();
+        assert_eq!(db.store.incidents().await.unwrap().len(), 1, "an incident from the end of the month");
+        let before = (end() - chrono::Duration::days(10)).format("%Y-%m-%d").to_string();
+        let out = Command::new(env!("CARGO_BIN_EXE_sheriff"))
+            .args(["evaluate", "--dry-run", "--at", &before])
+            .env("SHERIFF__DATABASE__URL", db.url())
+            .env("RUST_LOG", "warn")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(text.starts_with(&format!("evaluated at {before} 00:00 UTC")), "{text}");
+        assert!(text.contains("no regressions"), "ten days before, nothing had regressed: {text}");
+    }
+}

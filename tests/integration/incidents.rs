@@ -98,10 +98,19 @@ on_both_engines! {
         let parents: Vec<_> = messages.iter().filter(|m| m.key.as_deref() == Some(&format!("slack_post:{}", incident.id))).collect();
         assert_eq!(parents.len(), 1);
         let replies: Vec<_> = messages.iter().filter(|m| m.thread_ts.is_some()).collect();
-        assert_eq!(replies.len(), 1, "only the details, no replies without a change: {replies:#?}");
+        assert_eq!(replies.len(), 2, "the details and the filing, no replies without a change: {replies:#?}");
         assert_eq!(replies[0].key.as_deref(), Some(format!("slack_details:{}", incident.id).as_str()));
         assert!(replies[0].text.starts_with("image-registry 4.14: "), "{}", replies[0].text);
-        assert_eq!(messages.len(), 3, "the parent, its details and one summary: {messages:#?}");
+        assert!(replies[1].text.contains("filed in Jira as OCPBUGS-1"), "{}", replies[1].text);
+        let details = replies[0].blocks.to_string();
+        assert!(details.contains("s (ovn · ") || details.contains("s (sdn · "), "sample runs with their variant: {details}");
+        assert_eq!(messages.len(), 3, "the parent, its details and the filing: {messages:#?}");
+        let top: Vec<_> = messages.iter().filter(|m| m.thread_ts.is_none()).collect();
+        assert_eq!(top.len(), 1, "one top-level post for one new incident: {top:#?}");
+        for m in &messages {
+            assert!(m.blocks.to_string().contains("<https://sheriff.example.com/incidents/1|Full view>"), "{}", m.blocks);
+        }
+        assert!(parents[0].blocks.to_string().contains("OCPBUGS-1"), "{}", parents[0].blocks);
         assert_eq!(jira.issues().len(), 1);
         assert!(jira.issues()[0].comments.is_empty());
         let issue = &jira.issues()[0];
@@ -119,7 +128,7 @@ on_both_engines! {
         let replies: Vec<_> = slack
             .messages()
             .into_iter()
-            .filter(|m| m.thread_ts.is_some() && !m.key.as_deref().is_some_and(|k| k.starts_with("slack_details:")))
+            .filter(|m| m.thread_ts.is_some() && !m.key.as_deref().is_some_and(|k| k.starts_with("slack_details:") || k.contains(":filed-")))
             .collect();
         assert_eq!(replies.len(), 1, "{replies:#?}");
         assert!(replies[0].text.contains("no longer observed; no fix was verified"), "{}", replies[0].text);
@@ -240,7 +249,7 @@ async fn silence_until_acknowledged(store: &Store, target: &str, now: i64) -> i6
 }
 
 fn step(action: Action) -> Step {
-    Step { action, effects: vec![], silenced_by: None }
+    Step { action, effects: vec![], silenced_by: None, held: None }
 }
 
 /// Delivers everything, killing and restarting workers as `kill` decides, moving the clock
@@ -578,5 +587,125 @@ on_both_engines! {
         let made = sheriff::actions::silence(&store, &target, 7_200, "known", "cli:me", now).await.unwrap();
         assert!(made.holds.is_empty());
         assert!(made.holds_words().contains("matches no open incident"), "{}", made.holds_words());
+    }
+}
+
+/// One incident opened by a cycle with Slack and Jira on: the store, settings and fakes.
+async fn opened(db: &common::TestDb, name: &str) -> (Arc<Store>, Settings, FakeSlack, FakeJira) {
+    let slack = FakeSlack::start(&format!("{name}-{:?}", db.store.engine()), Faults::none()).await;
+    let jira = FakeJira::start(&format!("{name}-{:?}", db.store.engine()), Faults::none()).await;
+    let settings = settings(&slack, &jira, JiraApi::V2);
+    let store = Arc::new(Store::open(&db.settings).await.unwrap());
+    let open = Action::Open {
+        fingerprint: "sheriff-00000000000000ab".into(),
+        snapshot: snapshot("image-registry", "metal", 31.0),
+        episodes: vec![],
+    };
+    apply(&store, vec![step(open)]).await;
+    (store, settings, slack, jira)
+}
+
+/// Thread replies other than the details, oldest first.
+fn thread_lines(slack: &FakeSlack) -> Vec<String> {
+    slack
+        .messages()
+        .into_iter()
+        .filter(|m| {
+            m.thread_ts.is_some() && !m.key.as_deref().is_some_and(|k| k.starts_with("slack_details:"))
+        })
+        .map(|m| m.text)
+        .collect()
+}
+
+on_both_engines! {
+    async fn the_delivery_that_files_the_jira_issue_queues_the_parent_edit_and_a_thread_line(db) {
+        let (store, mut settings, slack, jira) = opened(&db, "jira-filed").await;
+        settings.jira.affects_version_prefix = Some(String::new());
+        let sinks = Arc::new(Sinks::from_settings(&settings).unwrap());
+        let worker = Worker::new(store.clone(), sinks, settings.outbox.clone());
+        // deliver up to and including the Jira issue
+        loop {
+            let StepOutcome::Delivered(id) = worker.step().await.unwrap() else { panic!("nothing more to deliver") };
+            let done = store.outbox_entries("done", 100).await.unwrap();
+            if done.iter().any(|e| e.id == id && e.kind == "jira_create") {
+                break;
+            }
+        }
+        assert_eq!(jira.issues().len(), 1);
+        // the description opens with four lines for the team that receives it
+        let description = jira.issues()[0].fields["description"].as_str().unwrap().to_string();
+        let lines: Vec<&str> = description.split("\n\n").take(4).collect();
+        assert_eq!(
+            lines.iter().map(|l| l.split(':').next().unwrap()).collect::<Vec<_>>(),
+            ["What broke", "Where", "Evidence", "Ask"],
+            "{description}"
+        );
+        assert!(lines[0].contains("allowed") && !description.contains("File against"), "{description}");
+        assert_eq!(jira.issues()[0].fields["versions"][0]["name"], "4.14", "Affects Version, as configured");
+        let pending: Vec<String> =
+            store.outbox_entries("pending", 100).await.unwrap().into_iter().map(|e| e.idempotency_key).collect();
+        for key in ["slack_update:1:filed-OCPBUGS-1", "slack_reply:1:filed-OCPBUGS-1"] {
+            assert!(pending.contains(&key.to_string()), "{key} queued by the filing: {pending:?}");
+        }
+        let drained = sheriff::ops::deliver_for_a_while(store.clone(), &settings).await.unwrap();
+        assert_eq!(drained.dead, 0);
+        let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).unwrap();
+        let blocks = parent.blocks.to_string();
+        assert_eq!(parent.edits, 1, "{blocks}");
+        assert!(blocks.contains("OCPBUGS-1") && !blocks.contains("not filed"), "{blocks}");
+        assert_eq!(thread_lines(&slack).iter().filter(|t| t.contains("filed in Jira as OCPBUGS-1")).count(), 1);
+        // a later edit keeps saying so, and nothing is queued twice
+        assert_eq!(store.outbox_counts(0).await.unwrap().pending, 0);
+    }
+
+    async fn a_resolve_during_a_silence_is_told_once_and_what_the_silence_held_when_it_ends(db) {
+        let (store, settings, slack, jira) = opened(&db, "silenced-resolve").await;
+        sheriff::ops::deliver_for_a_while(store.clone(), &settings).await.unwrap();
+        let before = thread_lines(&slack).len();
+        let now = chrono::Utc::now().timestamp();
+        let target = sheriff::incidents::silence::Target::parse(&["1"]).unwrap();
+        sheriff::actions::silence(&store, &target, 86_400, "known metal outage", "cli:ops", now).await.unwrap();
+        // a cycle's change during the silence: held, nothing sent
+        let tier = Change::TierChanged { from: "P50 5-10x".into(), to: "P50 >=10x".into() };
+        let update = Action::Update {
+            id: 1,
+            state: sheriff::incidents::State::Ongoing,
+            snapshot: snapshot("image-registry", "metal", 45.0),
+            changes: vec![tier.clone()],
+            episodes: vec![],
+        };
+        apply(&store, vec![step(update)]).await;
+        assert_eq!(store.outbox_counts(0).await.unwrap().pending, 0, "held by the silence");
+        assert_eq!(store.find_incident("1").await.unwrap().unwrap().held.len(), 2);
+        // a person resolves it during the silence: Slack and Jira hear of it at once
+        sheriff::actions::resolve(&store, &settings, "1", "the metal lab was rewired", "cli:ops", now).await.unwrap();
+        sheriff::ops::deliver_for_a_while(store.clone(), &settings).await.unwrap();
+        let lines = thread_lines(&slack);
+        assert_eq!(lines.len(), before + 1, "{lines:#?}");
+        assert!(lines.last().unwrap().contains("resolved by hand: the metal lab was rewired"), "{lines:#?}");
+        let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).unwrap();
+        assert!(parent.text.contains("resolved") || parent.blocks.to_string().contains("resolved"), "{}", parent.blocks);
+        assert_eq!(jira.issues()[0].transitions, vec!["Done".to_string()]);
+        assert_eq!(jira.issues()[0].comments.len(), 1, "the resolution");
+        // the silence ends: what it held is told once, though the incident is resolved
+        let n = sheriff::actions::unsilence(&store, &settings, "1", "cli:ops", now).await.unwrap();
+        assert_eq!(n, 1);
+        sheriff::ops::deliver_for_a_while(store.clone(), &settings).await.unwrap();
+        let lines = thread_lines(&slack);
+        assert_eq!(lines.len(), before + 2, "{lines:#?}");
+        let held = format!("while silenced: {}", tier.describe());
+        assert!(lines.last().unwrap().contains(&held), "{lines:#?}");
+        let issue = &jira.issues()[0];
+        assert_eq!(issue.comments.len(), 2, "{:#?}", issue.comments);
+        assert!(issue.comments[1].to_string().contains("while silenced"), "{}", issue.comments[1]);
+        assert_eq!(issue.transitions, vec!["Done".to_string()], "resolved once");
+        // later cycles say nothing more
+        let quiet = apply(&store, vec![]).await;
+        assert!(quiet.steps.is_empty());
+        let record = CycleRecord { outcome: "ok".into(), evaluated_at: now + 60, ..Default::default() };
+        let known_planner = |k: &plan::Known| plan::plan(now + 60, &[], &[], k, &policy());
+        store.finish_cycle(&[], &record, known_planner).await.unwrap();
+        assert_eq!(store.outbox_counts(0).await.unwrap().pending, 0, "told once");
+        assert!(store.find_incident("1").await.unwrap().unwrap().held.is_empty());
     }
 }

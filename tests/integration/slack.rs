@@ -102,6 +102,27 @@ async fn one_incident(db: &common::TestDb) -> sheriff::incidents::Incident {
     incidents.into_iter().next().unwrap()
 }
 
+/// The metal regression's incident with Slack and Jira on (the fakes), posted and filed.
+async fn live_incident(db: &common::TestDb, name: &str) -> (AppState, FakeSlack, common::jira::FakeJira) {
+    let name = format!("{name}-{:?}", db.store.engine());
+    let slack = FakeSlack::start(&name, Faults::none()).await;
+    let jira = common::jira::FakeJira::start(&name, Faults::none()).await;
+    let state = state_with(db, &slack, |s| {
+        s.slack.channel = "C0DISRUPT".into();
+        s.slack.min_post_interval_ms = 0;
+        s.jira.url = jira.url.clone();
+        s.jira.project = "OCPBUGS".into();
+        s.jira.token = Some(Secret::new(common::jira::TOKEN));
+        s.server.public_url = "https://sheriff.example.com".into();
+    });
+    let end = sheriff::synth::day(2026, 11, 29);
+    common::load_metal_regression(&state.store, 7, end).await;
+    let options = sheriff::cycle::CycleOptions { at: end, dry_run: false };
+    sheriff::cycle::run_cycle(&state.store, &state.settings, options).await.unwrap();
+    sheriff::ops::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
+    (state, slack, jira)
+}
+
 async fn command(state: &AppState, user: &str, text: &str, response_url: &str) -> serde_json::Value {
     let body =
         form(&[("command", "/sheriff"), ("user_id", user), ("text", text), ("response_url", response_url)]);
@@ -280,7 +301,141 @@ on_both_engines! {
         assert!(!kinds.iter().any(|(a, _)| *a == "slack:UANY"), "{kinds:?}");
         let explain = command(&state, "UANY", "explain 1", "").await;
         let text = explain["blocks"].to_string();
-        assert!(text.contains("not_a_regression") && text.contains("slack:UOPS"), "{text}");
+        assert!(text.contains("not_a_regression") && text.contains("Slack user UOPS"), "{text}");
+    }
+
+    async fn after_not_a_regression_the_header_says_so_not_no_longer_observed(db) {
+        let (state, slack, _jira) = live_incident(&db, "slack-header").await;
+        let submission = serde_json::json!({
+            "type": "view_submission",
+            "user": { "id": "UOPS", "username": "alice" },
+            "view": {
+                "callback_id": "not_a_regression",
+                "private_metadata": "1",
+                "state": { "values": { "reason": { "reason": { "type": "plain_text_input", "value": "the lab was rewired" } } } }
+            }
+        });
+        let (_, done) = interaction(&state, submission).await;
+        assert_eq!(done["response_action"], "clear", "{done}");
+        sheriff::ops::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
+        let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).unwrap();
+        let header = parent.blocks[0]["text"]["text"].as_str().unwrap().to_string();
+        assert!(header.contains("marked not a regression") && !header.contains("no longer observed"), "{header}");
+        let context = parent.blocks.as_array().unwrap().last().unwrap().to_string();
+        assert!(context.contains("last action: resolved by <@UOPS>"), "{context}");
+    }
+
+    async fn no_message_page_or_command_calls_the_comparison_level_threshold_baseline_or_limit(db) {
+        let (state, slack, jira) = live_incident(&db, "slack-words").await;
+        let mut ack = click(&slack, "UOPS", "ack", 1);
+        ack["user"] = serde_json::json!({ "id": "UOPS", "username": "alice" });
+        interaction(&state, ack).await;
+        sheriff::ops::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
+        let mut said: Vec<(String, String)> = Vec::new();
+        for m in slack.messages() {
+            said.push((format!("Slack {:?}", m.key), format!("{} {}", m.text, m.blocks)));
+        }
+        for i in jira.issues() {
+            said.push((format!("Jira {}", i.key), format!("{} {} {:?}", i.fields["summary"], i.fields["description"], i.comments)));
+        }
+        for path in ["/", "/incidents/1", "/explore?backend=image-registry-new-connections&release=4.14&platform=metal"] {
+            let page = router(state.clone()).oneshot(Request::get(path).body(Body::empty()).unwrap()).await.unwrap();
+            assert_eq!(page.status(), StatusCode::OK, "{path}");
+            let bytes = axum::body::to_bytes(page.into_body(), 1 << 22).await.unwrap();
+            let html = String::from_utf8(bytes.to_vec()).unwrap();
+            // what people read: the style sheet's keywords (`align-items: baseline`) are not words
+            let visible = match (html.find("<style"), html.find("</style>")) {
+                (Some(a), Some(b)) => format!("{}{}", &html[..a], &html[b..]),
+                _ => html,
+            };
+            said.push((format!("page {path}"), visible));
+        }
+        let query = command(&state, "UANY", "query image-registry-new-connections platform=metal", "").await;
+        said.push(("/sheriff query".into(), query.to_string()));
+        let explain = command(&state, "UANY", "explain 1", "").await;
+        said.push(("/sheriff explain".into(), explain.to_string()));
+        for args in [
+            &["incidents", "list"][..],
+            &["incidents", "show", "1"],
+            &["status"],
+            &["query", "image-registry-new-connections", "platform=metal"],
+            &["evaluate", "--dry-run", "--at", "2026-11-29T00:00:00Z"],
+        ] {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_sheriff"))
+                .args(args)
+                .env("SHERIFF__DATABASE__URL", db.url())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+            said.push((format!("sheriff {}", args.join(" ")), String::from_utf8(out.stdout).unwrap()));
+        }
+        let word = |text: &str, w: &str| {
+            text.to_lowercase()
+                .split(|c: char| !c.is_ascii_alphabetic())
+                .any(|t| t == w)
+        };
+        for (where_, text) in &said {
+            for w in ["threshold", "baseline", "limit"] {
+                let at = text.to_lowercase().find(w).unwrap_or(0);
+                assert!(!word(text, w), "{where_} says {w}: …{}…", text.get(at.saturating_sub(120)..(at + 60).min(text.len())).unwrap_or(text));
+            }
+        }
+        assert!(said.iter().any(|(_, t)| t.contains("allowed")) && said.iter().any(|(_, t)| t.contains("reference")));
+    }
+
+    async fn people_are_mentioned_in_slack_and_named_in_jira_the_pages_and_the_cli(db) {
+        let (state, slack, jira) = live_incident(&db, "slack-people").await;
+        let alice = serde_json::json!({ "id": "UOPS", "username": "alice", "name": "Alice Doe" });
+        let mut ack = click(&slack, "UOPS", "ack", 1);
+        ack["user"] = alice.clone();
+        interaction(&state, ack).await;
+        let accept = serde_json::json!({
+            "type": "view_submission",
+            "user": alice,
+            "view": {
+                "callback_id": "accept_level",
+                "private_metadata": "1",
+                "state": { "values": {
+                    "level": { "level": { "type": "plain_text_input", "value": "P50<=40s" } },
+                    "until": { "until": { "type": "plain_text_input", "value": "14d" } },
+                    "reason": { "reason": { "type": "plain_text_input", "value": "the registry drains on purpose" } }
+                } }
+            }
+        });
+        let (_, done) = interaction(&state, accept).await;
+        assert_eq!(done["response_action"], "clear", "{done}");
+        sheriff::ops::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
+        // Slack: a real mention, never the recorded actor
+        let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).unwrap();
+        let blocks = parent.blocks.to_string();
+        assert!(blocks.contains("Acknowledged by <@UOPS>") && blocks.contains("by <@UOPS>"), "{blocks}");
+        assert!(!blocks.contains("slack:") && !blocks.contains("<@slack"), "{blocks}");
+        // Jira: the name
+        let comments = serde_json::to_string(&jira.issues()[0].comments).unwrap();
+        assert!(comments.contains("set by alice") && !comments.contains("slack:"), "{comments}");
+        // the page and `explain`: the name
+        let page = router(state.clone())
+            .oneshot(Request::get("/incidents/1").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
+        let page = String::from_utf8(axum::body::to_bytes(page.into_body(), 1 << 22).await.unwrap().to_vec()).unwrap();
+        assert!(page.contains("<td>alice</td>") && !page.contains("slack:UOPS"), "the history names alice");
+        let explain = command(&state, "UANY", "explain 1", "").await.to_string();
+        assert!(explain.contains("alice") && !explain.contains("slack:"), "{explain}");
+        // the command line: the name, and its own actor is the login, else the host
+        let sheriff = |args: &[&str]| {
+            let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_sheriff"));
+            c.args(args).env("SHERIFF__DATABASE__URL", db.url()).env_remove("USER").env("HOSTNAME", "ci-host-7");
+            let out = c.output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let list = sheriff(&["incidents", "list"]);
+        assert!(list.contains("acked by alice") && !list.contains("slack:"), "{list}");
+        sheriff(&["incidents", "ack", "1"]);
+        let events = state.store.incident_events(1).await.unwrap();
+        assert_eq!(events.last().unwrap().actor, "cli:ci-host-7", "{events:#?}");
+        assert!(sheriff(&["incidents", "list"]).contains("acked by ci-host-7 (command line)"));
     }
 
     async fn the_accept_level_button_opens_a_dialog_and_its_answer_records_the_level(db) {

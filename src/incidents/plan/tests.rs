@@ -104,7 +104,7 @@ fn the_same_regression_five_times_is_one_incident_with_one_set_of_effects() {
     let first = plan_with(1000, std::slice::from_ref(&r), &incidents, &[], &delivered, &policy());
     assert_eq!(kinds(&first), ["slack_post", "slack_details", "jira_create"]);
     assert!(matches!(&first.steps[0].effects[0], Effect::SlackPost { channel } if channel == "#metal"));
-    assert_eq!(first.summaries.len(), 1);
+    assert!(first.summaries.is_empty(), "one new incident: its parent is the one top-level post");
     apply(1000, &first, &mut incidents, &mut delivered);
     let ongoing = report(&[("platform", "metal")], 33.0, "ongoing");
     for cycle in 1..5 {
@@ -264,7 +264,7 @@ fn the_jira_cap_defers_the_rest_and_says_so() {
     });
     assert!(matches!(
         default.unwrap().last().unwrap(),
-        SummaryLine::Line { what: Happened::NotFiled, text } if text.contains("not filed in Jira")
+        SummaryLine::Line { what: Happened::NotFiled, text, .. } if text.contains("not filed in Jira")
     ));
 }
 
@@ -440,4 +440,90 @@ fn an_accepted_level_holds_within_re_alerts_once_above_reminds_once_and_lapses()
     let lapsed = plan_with(10 * DAY, &[at(20.0)], &incidents, &[], &delivered, &policy());
     assert_eq!(lapsed.allowances[0].allowance, None);
     assert!(lapsed.accepted.is_empty());
+}
+
+#[test]
+fn a_persons_resolution_is_told_during_a_silence_and_what_it_held_once_it_ends() {
+    let r = report(&[("platform", "metal")], 31.0, "ongoing");
+    let mut i = Incident::new(1, &r.fingerprint, Snapshot::from_report(&r));
+    i.state = State::Ongoing;
+    let mut delivered = Delivered::default();
+    delivered.slack_posted.insert(1);
+    delivered.jira_filed.insert(1);
+    let silence = Silence {
+        id: 9,
+        fingerprint: Some(r.fingerprint.clone()),
+        backend: None,
+        dimensions: Default::default(),
+        reason: "known".into(),
+        created_by: "cli:ops".into(),
+        created_at: 0,
+        expires_at: 50_000,
+        removed_at: None,
+    };
+    let mut known = Known { incidents: vec![i], silences: vec![silence], delivered };
+    // a cycle's change is held, and kept as owed
+    let tier = Change::TierChanged { from: "P50 <2x".into(), to: "P50 >=10x".into() };
+    let update = Step {
+        action: Action::Update {
+            id: 1,
+            state: State::Ongoing,
+            snapshot: known.incidents[0].snapshot.clone(),
+            changes: vec![tier.clone()],
+            episodes: vec![],
+        },
+        effects: vec![],
+        silenced_by: None,
+        held: None,
+    };
+    let p = with_effects(100, vec![update], &known.incidents, &known.silences, &known.delivered, &policy());
+    assert_eq!((kinds(&p), p.steps[0].silenced_by), (vec![], Some(9)));
+    let held = p.steps[0].held.clone().expect("the change is owed");
+    assert_eq!(held.iter().map(Effect::kind).collect::<Vec<_>>(), ["slack_reply", "jira_comment"]);
+    known.incidents[0].held = held;
+    // a person's resolution is told at once, the silence notwithstanding; what it held waits
+    let how = Resolution::ByHand { reason: "the lab was rewired".into() };
+    let p = super::super::manual::resolve(&known, "1", how, &policy(), 200).unwrap();
+    assert_eq!(kinds(&p), ["slack_update", "slack_reply", "jira_resolve"]);
+    assert!(p.steps[0].silenced_by.is_none() && p.steps[0].held.is_none(), "{p:?}");
+    known.incidents[0].state = State::Resolved;
+    // a cycle while the silence holds: nothing; once it has lapsed: what it held, once
+    let quiet = plan(300, &[], &[], &known, &policy());
+    assert!(kinds(&quiet).is_empty(), "{:?}", kinds(&quiet));
+    let lapsed = plan(60_000, &[], &[], &known, &policy());
+    assert_eq!(kinds(&lapsed), ["slack_update", "slack_reply", "jira_comment"]);
+    assert_eq!(lapsed.steps[0].held, Some(vec![]), "told, so no longer owed");
+    let told = format!("while silenced: {}", tier.describe());
+    assert!(lapsed.steps[0].effects.contains(&Effect::SlackReply { text: told.clone() }), "{lapsed:?}");
+    // ended by hand: the same, at once
+    let ended = super::super::manual::unsilence(&known, "#9", &policy(), 400).unwrap();
+    assert_eq!(
+        (ended.unsilence.clone(), kinds(&ended)),
+        (vec![9], vec!["slack_update", "slack_reply", "jira_comment"])
+    );
+    assert!(ended.steps[0].effects.contains(&Effect::JiraComment { text: told }), "{ended:?}");
+}
+
+#[test]
+fn a_channel_summary_gathers_two_or_more_incidents_and_names_each_for_its_thread() {
+    let (incidents, delivered) = (Vec::new(), Delivered::default());
+    let metal = report(&[("platform", "metal")], 31.0, "new");
+    let mut network = report(&[("platform", "metal"), ("network", "ovn")], 31.0, "new");
+    network.family = "kube-api".into();
+    network.fingerprint = "sheriff-kube-api".into();
+    let one = plan_with(0, std::slice::from_ref(&metal), &incidents, &[], &delivered, &policy());
+    assert!(one.summaries.is_empty());
+    let two = plan_with(0, &[metal.clone(), network], &incidents, &[], &delivered, &policy());
+    let [Effect::SlackSummary { channel, lines }] = two.summaries.as_slice() else {
+        panic!("{:?}", two.summaries)
+    };
+    assert_eq!(channel, "#metal");
+    let named: Vec<&str> = lines
+        .iter()
+        .map(|l| match l {
+            SummaryLine::Line { fingerprint, .. } => fingerprint.as_str(),
+            SummaryLine::Text(_) => "",
+        })
+        .collect();
+    assert_eq!(named, [metal.fingerprint.as_str(), "sheriff-kube-api"]);
 }

@@ -123,8 +123,8 @@ pub fn render(api: JiraApi, doc: &[Node]) -> Value {
     }
 }
 
-/// `image-registry disruption regressed on metal 4.14: P50 31s (threshold 4s)`, at most 255
-/// characters.
+/// `image-registry disruption regressed on metal 4.14: P50 31s (was 0s, allowed 5s)`, at most
+/// 255 characters.
 pub fn summary(i: &Incident) -> String {
     let s = &i.snapshot;
     let platform = s
@@ -133,14 +133,37 @@ pub fn summary(i: &Incident) -> String {
         .map(|v| format!("{} ", v.iter().cloned().collect::<Vec<_>>().join("/")))
         .unwrap_or_default();
     let text = format!(
-        "{} disruption regressed on {platform}{}: {} {} (threshold {})",
+        "{} disruption regressed on {platform}{}: {} {} ({})",
         s.family,
         s.release,
         s.percentile,
         secs(s.observed_seconds),
-        secs(s.threshold_seconds)
+        was_and_allowed(i)
     );
     truncate(&text, 255)
+}
+
+/// `was 0s, allowed 5s`, of an incident's latest report.
+pub fn was_and_allowed(i: &Incident) -> String {
+    crate::render::was_and_allowed(&i.snapshot.report)
+}
+
+/// What a backend family's disruption measures, in one sentence.
+fn measures(family: &str, backends: &[String]) -> String {
+    let how = match (
+        backends.iter().any(|b| b.ends_with("-new-connections")),
+        backends.iter().any(|b| b.ends_with("-reused-connections")),
+    ) {
+        (true, true) => "over a new connection for each request and over one kept-open connection",
+        (true, false) => "over a new connection for each request",
+        (false, true) => "over one kept-open connection",
+        (false, false) => "",
+    };
+    let how = if how.is_empty() { String::new() } else { format!(" {how}") };
+    format!(
+        "{family} disruption is the number of seconds in one CI run (most often an upgrade) during which a client \
+         polling {family}{how} got no answer; a healthy run stays near 0 s."
+    )
 }
 
 /// The top suspect changes of the payload window, with links.
@@ -162,28 +185,87 @@ fn suspect_changes(r: &crate::model::RegressionReport, doc: &mut Vec<Node>) {
     doc.push(Node::Bullets(suspects));
 }
 
-/// The issue description: attribution, the percentile table, scope and independence,
-/// conditions, sample jobs, the way back to sheriff.
+/// The issue description, for the team that receives it: four lines (what broke, where, the
+/// evidence, the ask); what the disruption measures, the worst run's timeline and the contrast
+/// with what stayed healthy; then the detail; the statistics and group keys at the bottom.
+// Long: one document, section by section, in the order the team reads it.
 pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
     let s = &i.snapshot;
     let r = &s.report;
-    let mut doc = vec![Node::Para(vec![text(s.summary.clone())])];
-    if let Some(onset) = i.onset().or_else(|| r.onset.clone()) {
-        doc.push(Node::Para(vec![text(format!("Regressed {}.", crate::render::onset(&onset)))]));
+    let (now, _) = s.now_and_reference();
+    let worst = r.sample_jobs.iter().max_by_key(|j| j.seconds);
+    let onset = i.onset().or_else(|| r.onset.clone());
+    let mut doc = Vec::new();
+    // the four lines
+    let broke = format!(
+        "What broke: {} disruption rose to {} {} ({}) on {}.",
+        s.family,
+        s.percentile,
+        secs(now),
+        was_and_allowed(i),
+        s.backends.join(", ")
+    );
+    let mut where_ = format!("Where: {} {}", s.release, s.scope.describe());
+    if !r.not_specific_to.is_empty() {
+        where_.push_str(&format!(", whatever the {}", r.not_specific_to.join(" or ")));
     }
-    doc.push(Node::Heading("Percentiles".into()));
-    let rows = percentile_table(r)
-        .into_iter()
-        .map(|row| vec![row.percentile, row.now, row.threshold, row.baseline])
-        .collect();
-    doc.push(Node::Table {
-        header: vec!["percentile".into(), "now".into(), "threshold".into(), "baseline".into()],
-        rows,
-    });
-    doc.push(Node::Heading("Scope".into()));
-    let mut scope = vec![vec![text(format!("{} {}", s.release, s.scope.describe()))]];
-    scope.extend(r.attribution.independence.iter().map(|t| vec![text(t.clone())]));
-    doc.push(Node::Bullets(scope));
+    if let Some(o) = &onset {
+        where_.push_str(&format!("; {}", crate::render::onset(o)));
+    }
+    where_.push('.');
+    let evidence = match r.attribution.conditions.first() {
+        Some(c) => format!(
+            "Evidence: {} ({}) overlapped the outages in {} of {} regressed runs and {} of {} healthy ones; {} runs judged.",
+            c.label(),
+            c.reason,
+            c.runs_with,
+            c.runs,
+            c.healthy_with,
+            c.healthy_runs,
+            r.job_runs
+        ),
+        None => format!("Evidence: {} runs judged; {} {} in them.", r.job_runs, s.percentile, secs(now)),
+    };
+    let mut ask = vec![text(format!(
+        "Ask: {}, please find why and link the fix's pull request here; sheriff checks the runs after it and says whether it worked.",
+        s.component
+    ))];
+    if let Some(c) = r.suspect_changes.first() {
+        ask.push(text(" First suspect: "));
+        ask.push(Inline::Link { text: crate::render::suspect(c), url: c.url.clone() });
+        ask.push(text("."));
+    }
+    doc.push(Node::Para(vec![text(broke)]));
+    doc.push(Node::Para(vec![text(where_)]));
+    doc.push(Node::Para(vec![text(evidence)]));
+    doc.push(Node::Para(ask));
+    // what it measures, the worst run, the contrast
+    doc.push(Node::Heading("What this measures".into()));
+    let mut about = vec![text(measures(&s.family, &s.backends))];
+    if let Some(j) = worst {
+        about.push(text(" The worst run: "));
+        about.push(Inline::Link {
+            text: format!("its timeline ({}s, {})", j.seconds, j.job),
+            url: j.url.clone(),
+        });
+        about.push(text("."));
+    }
+    doc.push(Node::Para(about));
+    let mut contrast: Vec<Vec<Inline>> = Vec::new();
+    if let Some(c) = r.attribution.control.as_ref().filter(|c| c.healthy) {
+        contrast.push(vec![text(format!(
+            "On the same runs {} stayed healthy: {} {} over {} runs.",
+            c.backend,
+            c.percentile,
+            crate::model::secs_or_dash(c.now),
+            c.runs
+        ))]);
+    }
+    contrast.extend(r.attribution.independence.iter().map(|t| vec![text(t.clone())]));
+    if !contrast.is_empty() {
+        doc.push(Node::Heading("What stayed healthy".into()));
+        doc.push(Node::Bullets(contrast));
+    }
     let conditions: Vec<Vec<Inline>> = r
         .attribution
         .conditions
@@ -200,20 +282,16 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
         doc.push(Node::Heading("Correlated ClusterOperator conditions".into()));
         doc.push(Node::Bullets(conditions));
     }
-    let evidence: Vec<Vec<Inline>> =
-        r.attribution.evidence.iter().take(10).map(|e| vec![text(e.clone())]).collect();
-    if !evidence.is_empty() {
-        doc.push(Node::Heading("Evidence".into()));
-        doc.push(Node::Bullets(evidence));
-    }
+    suspect_changes(r, &mut doc);
     let jobs: Vec<Vec<Inline>> = r
         .sample_jobs
         .iter()
         .take(10)
         .map(|j| {
+            let variant = if j.variant.is_empty() { String::new() } else { format!(", {}", j.variant) };
             vec![
                 Inline::Link { text: format!("{} #{}", j.job, j.build_id), url: j.url.clone() },
-                text(format!(" — {}s ({})", j.seconds, j.kind)),
+                text(format!(" — {}s ({}{variant})", j.seconds, j.kind)),
             ]
         })
         .collect();
@@ -221,7 +299,36 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
         doc.push(Node::Heading("Sample job runs".into()));
         doc.push(Node::Bullets(jobs));
     }
-    suspect_changes(r, &mut doc);
+    // the statistics and the group keys, for whoever wants to check the numbers
+    doc.push(Node::Heading("Statistics".into()));
+    let rows = percentile_table(r)
+        .into_iter()
+        .map(|row| vec![row.percentile, row.now, row.allowed, row.reference])
+        .collect();
+    doc.push(Node::Table {
+        header: vec!["percentile".into(), "now".into(), "allowed".into(), "reference".into()],
+        rows,
+    });
+    let evidence: Vec<Vec<Inline>> = r
+        .attribution
+        .evidence
+        .iter()
+        .filter(|e| !e.contains("File against"))
+        .take(10)
+        .map(|e| vec![text(e.clone())])
+        .collect();
+    if !evidence.is_empty() {
+        doc.push(Node::Bullets(evidence));
+    }
+    doc.push(Node::Para(vec![text(format!(
+        "p = {:.2e}, q = {:.2e} (after adjusting for the many groups tested); {} reference runs.",
+        r.p_value, r.q_value, r.baseline_runs
+    ))]));
+    if !r.groups.is_empty() {
+        let groups = r.groups.iter().take(20).map(|g| vec![Inline::Code(g.clone())]).collect();
+        doc.push(Node::Heading(format!("Affected groups ({})", r.groups.len())));
+        doc.push(Node::Bullets(groups));
+    }
     let mut back = vec![text("Filed by sheriff for incident "), Inline::Code(i.fingerprint.clone())];
     if !public_url.is_empty() {
         back.push(text(" — "));
@@ -240,10 +347,10 @@ pub fn comment(i: &Incident, change: &str) -> Vec<Node> {
     vec![
         Node::Para(vec![text(format!("sheriff: {change}"))]),
         Node::Para(vec![text(format!(
-            "Now {} {} against a threshold of {}; scope {} {}.",
+            "Now {} {} ({}); scope {} {}.",
             s.percentile,
             secs(s.observed_seconds),
-            secs(s.threshold_seconds),
+            was_and_allowed(i),
             s.release,
             s.scope.describe()
         ))]),
@@ -290,6 +397,45 @@ mod tests {
         let adf = to_adf(&doc);
         assert!(adf["content"][0]["content"][0].get("marks").is_none(), "{adf}");
         assert_eq!(adf["content"][0]["content"][2]["marks"][0]["attrs"]["href"], "https://x/a]*bold*[b|c");
+    }
+
+    #[test]
+    fn the_description_opens_with_what_broke_where_the_evidence_and_the_ask() {
+        use crate::model::{Dimension, SampleJob, SampleKind, Scope};
+        let mut r = crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 22.0, 0.0);
+        r.allowed_seconds = 5.0;
+        r.attribution.summary = "image-registry regressed on metal 4.14. File against Image Registry.".into();
+        r.attribution.evidence.push("File against Image Registry; Bare Metal is the platform's owner".into());
+        r.sample_jobs.push(SampleJob {
+            url: "https://prow.ci.openshift.org/view/gs/test-platform-results/logs/job/99".into(),
+            job: "periodic-metal-upgrade".into(),
+            build_id: "99".into(),
+            seconds: 43,
+            kind: SampleKind::Worst,
+            ci_infrastructure_trouble: false,
+            variant: "ovn · micro".into(),
+        });
+        let i = Incident::new(1, "sheriff-00000000000000aa", crate::incidents::Snapshot::from_report(&r));
+        let doc = description(&i, "https://sheriff.example.com");
+        let wiki = to_wiki(&doc);
+        let lines: Vec<&str> = wiki.split("\n\n").collect();
+        for (line, label) in lines.iter().zip(["What broke: ", "Where: ", "Evidence: ", "Ask: "]) {
+            assert!(line.starts_with(label), "{label}: {wiki}");
+        }
+        assert!(lines[0].contains("(was 0s, allowed 5s)"), "{}", lines[0]);
+        assert!(lines[1].contains("metal"), "{}", lines[1]);
+        assert!(wiki.contains("disruption is the number of seconds"), "{wiki}");
+        assert!(wiki.contains("[its timeline (43s, periodic-metal-upgrade)|https://prow.ci.openshift.org/view/gs/test-platform-results/logs/job/99]"), "{wiki}");
+        assert!(!wiki.contains("File against"), "never in an issue filed against it: {wiki}");
+        let statistics = wiki.find("h3. Statistics").unwrap();
+        assert!(
+            statistics > wiki.find("h3. What this measures").unwrap()
+                && wiki[statistics..].contains("h3. Affected groups")
+        );
+        for word in ["threshold", "baseline", "limit"] {
+            assert!(!wiki.to_lowercase().contains(word), "{word}: {wiki}");
+        }
+        assert_eq!(to_adf(&doc)["content"][0]["type"], "paragraph");
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! a context block, 75 characters a button label. What does not fit is cut with "…" and a link
 //! to the full view.
 
+use std::collections::HashMap;
+
 use serde_json::{Value, json};
 
 use super::Message;
@@ -29,9 +31,35 @@ pub struct Links {
     pub public_url: String,
     /// Jira's base URL, for issue links.
     pub jira_url: String,
+    /// The Slack workspace's address, for links to threads; empty: the full view instead.
+    pub workspace_url: String,
 }
 
 impl Links {
+    /// Where an incident's thread is: its permalink when the workspace is known and the parent
+    /// was posted to Slack, else its full view.
+    pub fn thread(&self, i: &Incident) -> Option<String> {
+        let posted = i.slack_channel.as_deref().filter(|c| !c.is_empty()).zip(i.slack_ts.as_deref());
+        match posted.filter(|(_, ts)| !self.workspace_url.is_empty() && !ts.starts_with("console-")) {
+            Some((channel, ts)) => Some(format!(
+                "{}/archives/{channel}/p{}",
+                self.workspace_url.trim_end_matches('/'),
+                ts.replace('.', "")
+            )),
+            None => self.incident(i.id),
+        }
+    }
+
+    /// The context block every message ends with: the link to the full view, when there is one.
+    pub fn footer(&self, id: Option<i64>) -> Option<Value> {
+        let link = match id {
+            Some(id) => format!("*<{}|Full view>*", self.incident(id)?),
+            None if self.public_url.is_empty() => return None,
+            None => format!("*<{}/incidents|All incidents>*", self.public_url.trim_end_matches('/')),
+        };
+        Some(context(&[link]))
+    }
+
     pub fn incident(&self, id: i64) -> Option<String> {
         (!self.public_url.is_empty())
             .then(|| format!("{}/incidents/{id}", self.public_url.trim_end_matches('/')))
@@ -43,6 +71,13 @@ impl Links {
             format!("<{}/browse/{key}|{key}>", self.jira_url.trim_end_matches('/'))
         }
     }
+}
+
+/// A person in mrkdwn: a real mention (`<@U012AB>`) for a Slack user, else their readable
+/// name, escaped.
+pub fn mention(actor: &str) -> String {
+    crate::render::slack_user(actor)
+        .map_or_else(|| escape(&crate::render::person(actor)), |id| format!("<@{id}>"))
 }
 
 /// Escapes the three characters Slack's mrkdwn treats as control characters.
@@ -172,7 +207,7 @@ fn incident_fields(i: &Incident, links: &Links) -> Value {
     let since = crate::render::time(i.opened_at);
     let mut state = state_text(i, &since);
     if let Some(by) = &i.acked_by {
-        state.push_str(&format!("\nAcknowledged by <@{by}>"));
+        state.push_str(&format!("\nAcknowledged by {}", mention(by)));
     }
     let (now, reference) = s.now_and_reference();
     let f = vec![
@@ -181,11 +216,11 @@ fn incident_fields(i: &Incident, links: &Links) -> Value {
         (
             "Now / reference",
             format!(
-                "{} {} / {} (threshold {})",
+                "{} {} / {} (allowed {})",
                 s.percentile,
                 secs(now),
                 crate::model::secs_or_dash(reference),
-                secs(s.threshold_seconds)
+                secs(crate::render::allowed(&s.report))
             ),
         ),
         (
@@ -241,6 +276,24 @@ fn incident_buttons(i: &Incident) -> Value {
     })
 }
 
+/// What the header says of an incident: how it was resolved (only a recovery is "no longer
+/// observed"), or that it regressed, with an accepted level or a missing verdict.
+fn headline(i: &Incident) -> String {
+    match (i.state, i.resolution.as_deref()) {
+        (State::Resolved, Some("fixed")) => "fixed".into(),
+        (State::Resolved, Some("not_a_regression")) => "marked not a regression".into(),
+        (State::Resolved, Some("by_hand")) => "resolved by hand".into(),
+        (State::Resolved, Some("merged")) => match i.merged_into {
+            Some(into) => format!("merged into #{into}"),
+            None => "merged".into(),
+        },
+        (State::Resolved, _) => "no longer observed".into(),
+        (State::Stale, _) => "regressed, too few runs to judge now".into(),
+        _ if i.allowance.is_some() => "regressed, within an accepted level".into(),
+        _ => "regressed".into(),
+    }
+}
+
 /// The incident's parent message, edited in place as it changes.
 pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Message {
     let s = &i.snapshot;
@@ -248,11 +301,7 @@ pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Messag
         "{} {} disruption {}: {} {}",
         state_emoji(i.state),
         s.family,
-        match (i.state, i.resolution.as_deref()) {
-            (State::Resolved, Some("fixed")) => "fixed",
-            (State::Resolved, _) => "no longer observed",
-            _ => "regressed",
-        },
+        headline(i),
         s.release,
         s.scope.describe()
     );
@@ -266,7 +315,7 @@ pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Messag
     }
     footer.push(format!("#{} · {}", i.id, i.fingerprint));
     if let Some(last) = events.iter().rev().find(|e| e.actor != "sheriff") {
-        footer.push(escape(&format!("last action: {} by {}", last.kind, last.actor)));
+        footer.push(format!("last action: {} by {}", escape(&last.kind), mention(&last.actor)));
     }
     blocks.push(context(&footer));
     Message {
@@ -311,24 +360,29 @@ pub fn details_message(i: &Incident, links: &Links) -> Message {
         .iter()
         .map(|j| {
             let words = format!("{} #{}", j.kind, escape(&j.build_id));
+            let variant =
+                if j.variant.is_empty() { String::new() } else { format!(" ({})", escape(&j.variant)) };
             match crate::render::web_link(&j.url) {
-                Some(url) => format!("<{}|{words}> {}s", escape(&crate::render::link_target(url)), j.seconds),
-                None => format!("{words} {}s", j.seconds),
+                Some(url) => {
+                    format!("<{}|{words}> {}s{variant}", escape(&crate::render::link_target(url)), j.seconds)
+                }
+                None => format!("{words} {}s{variant}", j.seconds),
             }
         })
         .collect();
     if !jobs.is_empty() {
         blocks.push(context(&jobs));
     }
-    blocks.truncate(MAX_BLOCKS);
+    blocks.truncate(MAX_BLOCKS - 1);
+    blocks.extend(links.footer(Some(i.id)));
     Message {
         text: truncate(&format!("{} {}: {}", s.family, s.release, s.summary), MAX_MESSAGE_TEXT),
         blocks: Value::Array(blocks),
     }
 }
 
-/// A thread reply on a material change.
-pub fn reply_message(i: &Incident, change: &str) -> Message {
+/// A thread reply on a material change, with the link to the full view.
+pub fn reply_message(i: &Incident, change: &str, links: &Links) -> Message {
     let text = format!(
         "{} {}: {} ({} now {})",
         state_emoji(i.state),
@@ -337,14 +391,17 @@ pub fn reply_message(i: &Incident, change: &str) -> Message {
         i.snapshot.percentile,
         secs(i.snapshot.observed_seconds)
     );
-    Message { text: truncate(&text, MAX_MESSAGE_TEXT), blocks: json!([section(&escape(&text))]) }
+    let mut blocks = vec![section(&escape(&text))];
+    blocks.extend(links.footer(Some(i.id)));
+    Message { text: truncate(&text, MAX_MESSAGE_TEXT), blocks: Value::Array(blocks) }
 }
 
-/// A cycle's summary line as Slack shows it, with the emoji of what happened.
-fn summary_line(line: &SummaryLine) -> String {
+/// A cycle's summary line as Slack shows it (escaped), with the emoji of what happened and a
+/// link to the incident's thread.
+fn summary_line(line: &SummaryLine, threads: &HashMap<String, Incident>, links: &Links) -> String {
     match line {
-        SummaryLine::Text(t) => t.clone(),
-        SummaryLine::Line { what, text } => {
+        SummaryLine::Text(t) => escape(t),
+        SummaryLine::Line { what, text, fingerprint } => {
             let (emoji, word) = match what {
                 Happened::New => (":rotating_light:", "new: "),
                 Happened::Changed => (":arrows_counterclockwise:", "changed: "),
@@ -352,22 +409,39 @@ fn summary_line(line: &SummaryLine) -> String {
                 Happened::Resolved => (":white_check_mark:", "resolved: "),
                 Happened::NotFiled => (":no_entry:", ""),
             };
-            format!("{emoji} {word}{text}")
+            let thread = threads.get(fingerprint).and_then(|i| links.thread(i));
+            match thread.as_deref().and_then(crate::render::web_link) {
+                Some(url) => {
+                    format!(
+                        "{emoji} {word}{} <{}|thread>",
+                        escape(text),
+                        escape(&crate::render::link_target(url))
+                    )
+                }
+                None => format!("{emoji} {word}{}", escape(text)),
+            }
         }
     }
 }
 
-/// A cycle's summary for one channel.
-pub fn summary_message(lines: &[SummaryLine], links: &Links) -> Message {
+/// A cycle's summary for one channel; `threads` holds the incidents its lines name, by
+/// fingerprint, for links to their threads.
+pub fn summary_message(lines: &[SummaryLine], threads: &HashMap<String, Incident>, links: &Links) -> Message {
     let title = format!("sheriff: {} incident change(s)", lines.len());
     let mut blocks = vec![header(&title)];
     let full = (!links.public_url.is_empty())
         .then(|| format!("{}/incidents", links.public_url.trim_end_matches('/')));
-    let shown: Vec<String> = lines.iter().map(summary_line).collect();
-    let escaped: Vec<String> = shown.iter().map(|l| escape(l)).collect();
-    blocks.extend(sections_of_lines(&escaped, MAX_BLOCKS - 1, full.as_deref()));
+    let shown: Vec<String> = lines.iter().map(|l| summary_line(l, threads, links)).collect();
+    blocks.extend(sections_of_lines(&shown, MAX_BLOCKS - 2, full.as_deref()));
+    blocks.extend(links.footer(None));
+    let plain: Vec<&str> = lines
+        .iter()
+        .map(|l| match l {
+            SummaryLine::Text(t) | SummaryLine::Line { text: t, .. } => t.as_str(),
+        })
+        .collect();
     Message {
-        text: truncate(&format!("{title}: {}", shown.join("; ")), MAX_MESSAGE_TEXT),
+        text: truncate(&format!("{title}: {}", plain.join("; ")), MAX_MESSAGE_TEXT),
         blocks: Value::Array(blocks),
     }
 }
@@ -444,6 +518,7 @@ mod tests {
                 seconds: 40,
                 kind: SampleKind::Worst,
                 ci_infrastructure_trouble: false,
+                variant: "ovn · micro".into(),
             })
             .collect();
         r.attribution.evidence =
@@ -464,6 +539,7 @@ mod tests {
         let links = Links {
             public_url: "https://sheriff.example.com".into(),
             jira_url: "https://issues.example.com".into(),
+            workspace_url: String::new(),
         };
         let i = big_incident(200);
         let m = incident_message(&i, &[], &links);
@@ -486,15 +562,78 @@ mod tests {
             .map(|n| SummaryLine::Line {
                 what: Happened::Changed,
                 text: format!("line {n} {}", "y".repeat(80)),
+                fingerprint: String::new(),
             })
             .collect();
-        let summary = summary_message(&lines, &links);
+        let summary = summary_message(&lines, &HashMap::new(), &links);
         check_limits(&summary).unwrap();
     }
 
     #[test]
+    fn every_message_links_its_full_view_the_summary_its_threads_and_runs_show_their_variant() {
+        let links = Links {
+            public_url: "https://sheriff.example.com".into(),
+            jira_url: String::new(),
+            workspace_url: "https://trt.slack.com".into(),
+        };
+        let mut i = big_incident(1);
+        let full = "<https://sheriff.example.com/incidents/12|Full view>";
+        for m in
+            [incident_message(&i, &[], &links), details_message(&i, &links), reply_message(&i, "x", &links)]
+        {
+            check_limits(&m).unwrap();
+            let text = m.blocks.to_string();
+            assert!(text.contains(full), "{text}");
+        }
+        let details = details_message(&i, &links).blocks.to_string();
+        assert!(
+            details.contains("|worst #0&gt; 40s (ovn · micro)")
+                || details.contains("|worst #0> 40s (ovn · micro)"),
+            "{details}"
+        );
+        let line = |fingerprint: &str| SummaryLine::Line {
+            what: Happened::New,
+            text: "image-registry 4.14 (metal)".into(),
+            fingerprint: fingerprint.into(),
+        };
+        (i.slack_channel, i.slack_ts) = (Some("C0TRT".into()), Some("1700000001.000100".into()));
+        let threads = HashMap::from([(i.fingerprint.clone(), i.clone())]);
+        let summary = summary_message(&[line(&i.fingerprint), line("unknown")], &threads, &links);
+        check_limits(&summary).unwrap();
+        let text = summary.blocks.to_string();
+        assert!(text.contains("<https://trt.slack.com/archives/C0TRT/p1700000001000100|thread>"), "{text}");
+        assert!(text.contains("<https://sheriff.example.com/incidents|All incidents>"), "{text}");
+        // not posted to Slack (the console): the thread link is the full view
+        i.slack_ts = Some("console-slack_post:12".into());
+        assert_eq!(links.thread(&i).as_deref(), Some("https://sheriff.example.com/incidents/12"));
+    }
+
+    #[test]
+    fn the_header_says_how_it_was_resolved_and_only_a_recovery_is_no_longer_observed() {
+        let links = Links::default();
+        let mut i = big_incident(1);
+        let header = |i: &Incident| incident_message(i, &[], &links).blocks[0]["text"]["text"].to_string();
+        assert!(header(&i).contains("disruption regressed: 4.14"), "{}", header(&i));
+        i.state = State::Resolved;
+        for (how, says) in [
+            ("not_a_regression", "marked not a regression"),
+            ("by_hand", "resolved by hand"),
+            ("fixed", "fixed"),
+            ("recovered", "no longer observed"),
+        ] {
+            i.resolution = Some(how.into());
+            assert!(header(&i).contains(says), "{how}: {}", header(&i));
+            assert_eq!(header(&i).contains("no longer observed"), how == "recovered", "{how}");
+        }
+        (i.resolution, i.merged_into) = (Some("merged".into()), Some(3));
+        assert!(header(&i).contains("merged into #3"));
+        i.state = State::Stale;
+        assert!(header(&i).contains("too few runs to judge"));
+    }
+
+    #[test]
     fn a_sample_run_link_that_is_no_web_address_is_shown_as_text() {
-        let links = Links { public_url: String::new(), jira_url: String::new() };
+        let links = Links::default();
         let mut i = big_incident(1);
         i.snapshot.report.sample_jobs[0].url = "javascript:alert('url')//x".into();
         i.snapshot.report.sample_jobs[1].url = "https://prow.example/a|b".into();
@@ -506,7 +645,7 @@ mod tests {
 
     #[test]
     fn the_parent_and_the_jira_description_say_when_it_began() {
-        let links = Links { public_url: String::new(), jira_url: String::new() };
+        let links = Links::default();
         let mut i = big_incident(1);
         assert!(
             serde_json::to_string(&incident_message(&i, &[], &links).blocks).unwrap().contains("not known")
@@ -516,12 +655,12 @@ mod tests {
         let blocks = serde_json::to_string(&incident_message(&i, &[], &links).blocks).unwrap();
         assert!(blocks.contains("since Aug 4 14:00 UTC, between Aug 4 06:46 and 17:53"));
         let wiki = crate::notify::jira::render::to_wiki(&crate::notify::jira::render::description(&i, ""));
-        assert!(wiki.contains("Regressed since Aug 4 14:00 UTC"), "{wiki}");
+        assert!(wiki.contains("; since Aug 4 14:00 UTC"), "{wiki}");
     }
 
     #[test]
     fn the_payload_window_and_the_suspect_changes_are_shown_with_links() {
-        let links = Links { public_url: String::new(), jira_url: String::new() };
+        let links = Links::default();
         let mut i = big_incident(1);
         let mut onset = crate::model::Onset::from_secs(1_754_316_000, 1_754_290_000, 1_754_330_000).unwrap();
         onset.last_good_payload = Some("4.14.0-0.nightly-2025-08-04-040000".into());

@@ -20,7 +20,7 @@ use tokio::sync::Mutex;
 use super::DeliveryError;
 use crate::config::SlackSettings;
 use crate::incidents::Incident;
-use crate::incidents::plan::Effect;
+use crate::incidents::plan::{Effect, SummaryLine};
 use crate::store::Store;
 use crate::store::outbox::{DeliveryResult, OutboxEntry};
 
@@ -49,6 +49,7 @@ impl SlackSink {
             links: blocks::Links {
                 public_url: settings.server.public_url.clone(),
                 jira_url: settings.jira.url.clone(),
+                workspace_url: settings.slack.workspace_url.clone(),
             },
         })
     }
@@ -96,11 +97,23 @@ impl SlackSink {
             Effect::SlackReply { text } => {
                 let i = need(incident)?;
                 let (channel, ts) = thread(i)?;
-                let message = blocks::reply_message(i, text);
+                let message = blocks::reply_message(i, text, &self.links);
                 self.post(&channel, Some(&ts), &message, key, retried, entry.created_at).await
             }
             Effect::SlackSummary { channel, lines } => {
-                let message = blocks::summary_message(lines, &self.links);
+                let mut threads = HashMap::new();
+                for line in lines {
+                    if let SummaryLine::Line { fingerprint, .. } = line
+                        && !fingerprint.is_empty()
+                        && let Some(i) = store
+                            .find_incident(fingerprint)
+                            .await
+                            .map_err(|e| DeliveryError::transient(format!("{e:#}")))?
+                    {
+                        threads.insert(fingerprint.clone(), i);
+                    }
+                }
+                let message = blocks::summary_message(lines, &threads, &self.links);
                 self.post(channel, None, &message, key, retried, entry.created_at).await
             }
             other => Err(DeliveryError::permanent(format!("{} is not a Slack effect", other.kind()))),

@@ -169,7 +169,7 @@ fn history(events: &[Event]) -> Markup {
     html! {
         div class="scroll" { table {
             thead { tr { th { "when" } th { "who" } th { "what" } th { "detail" } } }
-            tbody { @for e in events.iter().rev() { tr { td class="mono" { (when(e.at)) } td { (e.actor) } td { (e.kind) } td { (e.detail) } } } }
+            tbody { @for e in events.iter().rev() { tr { td class="mono" { (when(e.at)) } td { (crate::render::person(&e.actor)) } td { (e.kind) } td { (e.detail) } } } }
         } }
     }
 }
@@ -266,12 +266,12 @@ pub fn explore(
                 }
             }
             @if let Some(a) = answer {
-                p { (a.backend) ": " (a.runs) " runs in the last " (a.window_days) " days over " (a.variants) " variants, " (a.disrupted_runs) " disrupted; reference " (a.baseline_runs) " runs." }
+                p { (a.backend) ": " (a.runs) " runs in the last " (a.window_days) " days over " (a.variants) " variants, " (a.disrupted_runs) " disrupted; before: " (a.baseline_runs) " runs, known episodes included (raw)." }
                 div class="scroll" { table {
-                    thead { tr { th { "percentile" } th { "now" } th { "reference" } th { "limit" } } }
+                    thead { tr { th { "percentile" } th { "now" } th { "reference" } th { "before (raw)" } } }
                     tbody { @for (p, v) in &a.percentiles { tr {
-                        td { (p) } td class="mono" { (secs_or_dash(*v)) } td class="mono" { (secs_or_dash(a.baseline.get(p).copied().flatten())) }
-                        td class="mono" { (secs_or_dash(a.thresholds.get(p).copied())) }
+                        td { (p) } td class="mono" { (secs_or_dash(*v)) } td class="mono" { (secs_or_dash(a.thresholds.get(p).copied())) }
+                        td class="mono" { (secs_or_dash(a.baseline.get(p).copied().flatten())) }
                     } } }
                 } }
             }

@@ -37,6 +37,7 @@ fn report(family: &str, scope: Scope, samples: &[&RunTruth]) -> RegressionReport
             seconds: 30,
             kind: SampleKind::Worst,
             ci_infrastructure_trouble: false,
+            variant: String::new(),
         })
         .collect();
     r
