@@ -44,7 +44,7 @@ pub async fn status(store: &Store, now: i64) -> Result<Status> {
     })
 }
 
-/// An incident in the `sheriff incidents list --format json` contract (the README documents them).
+/// An incident in the `sheriff incidents list --format json` contract (docs/commands.md documents them).
 pub fn incident_json(i: &crate::incidents::Incident) -> serde_json::Value {
     let s = &i.snapshot;
     let time = |t: i64| chrono::DateTime::from_timestamp(t, 0).map(|t| t.to_rfc3339());

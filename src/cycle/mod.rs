@@ -58,7 +58,7 @@ impl Window {
     }
 }
 
-/// The outcome of one cycle: the JSON of `sheriff evaluate --format json` (the README documents them).
+/// The outcome of one cycle: the JSON of `sheriff evaluate --format json` (docs/commands.md documents them).
 #[derive(Debug, Clone, Serialize)]
 pub struct CycleReport {
     pub evaluated_at: DateTime<Utc>,

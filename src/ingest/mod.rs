@@ -225,7 +225,7 @@ pub struct IngestOptions {
     pub progress: bool,
 }
 
-/// The closing summary, also the JSON output of `sheriff ingest --format json` (the README documents them).
+/// The closing summary, also the JSON output of `sheriff ingest --format json` (docs/commands.md documents them).
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct IngestSummary {
     pub ingested: u64,
