@@ -59,11 +59,21 @@ pub fn time(t: i64) -> String {
 /// Suspect changes shown in Slack and Jira; `incidents show` lists them all.
 pub const SUSPECTS_SHOWN: usize = 3;
 
-/// `openshift/image-registry#912 Scale the registry down…` (no link: each output adds its own).
+/// `openshift/image-registry#912 Scale the registry down…`, or for a commit outside the
+/// payload `openshift-metal3/dev-scripts@1a2b3c4 Use RWX storage… (outside the payload: …)` (no
+/// link: each output adds its own).
 pub fn suspect(s: &crate::model::SuspectChange) -> String {
     let star = if s.component_match { " (component's repository)" } else { "" };
-    format!("{}#{} {}{star}", s.repository, s.number, truncate(&s.title, 80))
+    let why = if s.commit.is_some() && !s.why.is_empty() {
+        format!(" (outside the payload: {})", truncate(&s.why, 160))
+    } else {
+        String::new()
+    };
+    format!("{} {}{star}{why}", s.reference(), truncate(&s.title, 80))
 }
+
+/// Why the commits outside the payload are missing from a report's suspects, when they are.
+pub const OUTSIDE_PENDING: &str = "commits outside the payload: not read yet (GitHub did not answer)";
 
 pub fn onset(o: &crate::model::Onset) -> String {
     let day = |t: chrono::DateTime<chrono::Utc>| t.format("%b %-d").to_string();

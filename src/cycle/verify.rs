@@ -30,13 +30,17 @@ const PART_DIMENSIONS: [Dimension; 5] = [
     Dimension::Architecture,
 ];
 
-/// Whether a run is the fix's: it tested the fix payload or a later one; a run that names no
-/// payload counts by its start.
+/// Whether a run is the fix's: it tested the fix payload or a later one (a run that names no
+/// payload counts by its start) and, for a fix merged outside the payload (the CI harness),
+/// it started after the merge: such a fix reaches the runs set up after it, whatever payload
+/// they test.
 fn after_fix(r: &CellRun, claim: &FixClaim, point: i64) -> bool {
-    match (claim.payload_at, r.payload_at) {
-        (Some(_), Some(tested)) => tested >= point,
-        _ => r.started >= point,
-    }
+    let by_payload = match (claim.payload_at, r.payload_at) {
+        (Some(built), Some(tested)) => tested >= built,
+        (Some(built), None) => r.started >= built,
+        (None, _) => claim.merged_at.is_some() || r.started >= point,
+    };
+    by_payload && claim.merged_at.is_none_or(|merged| r.started >= merged)
 }
 
 fn histogram<'r>(runs: impl IntoIterator<Item = &'r CellRun>) -> Histogram {
@@ -87,6 +91,7 @@ impl<S: RunSource> Context<'_, S> {
             key: claim.key.clone(),
             since: claim.fix_point(),
             payload: claim.payload.clone(),
+            by_merge: claim.merged_at.is_some(),
             runs: 0,
             needed,
             percentile: stats.check.percentile,

@@ -255,6 +255,8 @@ fn suspects_field(i: &Incident) -> Option<String> {
         Some(list.join("\n"))
     } else if s.report.changes_pending {
         Some("not read yet (release controller unreachable)".into())
+    } else if s.report.outside_pending {
+        Some("commits outside the payload not read yet (GitHub unreachable)".into())
     } else {
         None
     }
@@ -673,6 +675,9 @@ mod tests {
             url: url.into(),
             title: "Scale <down> & drain".into(),
             component_match: m,
+            commit: None,
+            merged_at: None,
+            why: String::new(),
         };
         i.snapshot.report.suspect_changes = vec![
             change(
