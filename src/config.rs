@@ -1291,9 +1291,19 @@ impl Settings {
         Ok(())
     }
 
-    /// Each outside repository is `owner/name` with a relative path, so neither can leave the
-    /// `/repos/{owner}/{repo}/commits` request it is put in.
+    /// GitHub's numbers within range, and each outside repository `owner/name` with a relative
+    /// path, so neither can leave the `/repos/{owner}/{repo}/commits` request it is put in.
     fn validate_github(&self) -> Result<(), ConfigError> {
+        let gh = &self.github;
+        let ranges: [(&str, u64, u64, u64); 4] = [
+            ("github.timeout_secs", gh.timeout_secs, 1, 3_600),
+            ("github.max_pages", gh.max_pages.into(), 1, 100),
+            ("github.max_response_bytes", gh.max_response_bytes, 1_024, 1 << 30),
+            ("github.max_wait_secs", gh.max_wait_secs, 0, 600),
+        ];
+        if let Some((key, _, min, max)) = ranges.iter().find(|(_, v, min, max)| !(min..=max).contains(&v)) {
+            return Err(ConfigError::Invalid(format!("`{key}`: must be between {min} and {max}")));
+        }
         let plain =
             |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
         for r in &self.github.repositories {
@@ -1321,8 +1331,7 @@ impl Settings {
         const YEARS: u64 = 36_500;
         let (e, r, o) = (&self.evaluate, &self.retention, &self.outbox);
         let bq = &self.bigquery;
-        let gh = &self.github;
-        let whole: [(&str, u64, u64, u64); 49] = [
+        let whole: [(&str, u64, u64, u64); 45] = [
             ("database.max_connections", self.database.max_connections.into(), 1, 10_000),
             ("database.acquire_timeout_secs", self.database.acquire_timeout_secs, 1, 3_600),
             ("server.max_body_bytes", self.server.max_body_bytes as u64, 1, 1 << 30),
@@ -1348,10 +1357,6 @@ impl Settings {
             ("jira.max_created_per_cycle", self.jira.max_created_per_cycle as u64, 0, 10_000),
             ("jira.reopen_window_days", self.jira.reopen_window_days.into(), 0, YEARS),
             ("release_controller.timeout_secs", self.release_controller.timeout_secs, 1, 3_600),
-            ("github.timeout_secs", gh.timeout_secs, 1, 3_600),
-            ("github.max_pages", gh.max_pages.into(), 1, 100),
-            ("github.max_response_bytes", gh.max_response_bytes, 1_024, 1 << 30),
-            ("github.max_wait_secs", gh.max_wait_secs, 0, 600),
             ("attribute.evidence_runs", self.attribute.evidence_runs as u64, 0, 1_000),
             ("evaluate.window_days", e.window_days.into(), 1, 366),
             ("evaluate.baseline_days", e.baseline_days.into(), 1, 3_660),
