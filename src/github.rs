@@ -169,11 +169,11 @@ impl GitHub {
                 match self.get_once(url).await? {
                     Answer::Page(p) => Ok(p),
                     Answer::RateLimited(wait) => {
-                        bail!("GitHub {url}: rate limited again, {}", retry_words(wait))
+                        Err(RateLimited { wait }).context(format!("GitHub {url}, again"))
                     }
                 }
             }
-            Answer::RateLimited(wait) => bail!("GitHub {url}: rate limited, {}", retry_words(wait)),
+            Answer::RateLimited(wait) => Err(RateLimited { wait }).context(format!("GitHub {url}")),
         }
     }
 
@@ -207,6 +207,15 @@ impl GitHub {
         };
         bail!("GitHub {url} answered {status}: {reason}")
     }
+}
+
+/// GitHub's rate limit is spent for longer than sheriff waits (`github.max_wait_secs`): the
+/// caller asks nothing more this cycle.
+#[derive(Debug, thiserror::Error)]
+#[error("GitHub rate limit: {}", retry_words(*.wait))]
+pub struct RateLimited {
+    /// How long GitHub asked to wait.
+    pub wait: Duration,
 }
 
 enum Answer {

@@ -242,4 +242,25 @@ mod tests {
              4.14.0-0.nightly-2025-08-04-040000 (last good) and 4.14.0-0.nightly-2025-08-04-120000 (first bad)"
         );
     }
+
+    #[test]
+    fn a_commit_outside_the_payload_reads_with_its_short_sha_and_why() {
+        let mut c = crate::model::SuspectChange {
+            repository: "openshift-metal3/dev-scripts".into(),
+            number: 0,
+            url: "https://github.com/openshift-metal3/dev-scripts/commit/d5e1a5d0cafe".into(),
+            title: "Run the registry with one replica".into(),
+            component_match: false,
+            commit: Some("d5e1a5d0cafe".into()),
+            merged_at: Some(0),
+            why: "it reaches only metal's clusters".into(),
+        };
+        assert_eq!(
+            suspect(&c),
+            "openshift-metal3/dev-scripts@d5e1a5d Run the registry with one replica \
+             (outside the payload: it reaches only metal's clusters)"
+        );
+        (c.commit, c.number, c.why) = (None, 12, String::new());
+        assert_eq!(suspect(&c), "openshift-metal3/dev-scripts#12 Run the registry with one replica");
+    }
 }

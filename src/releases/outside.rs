@@ -107,6 +107,18 @@ pub fn rank(
     out
 }
 
+/// The commits of `repo` from `since` to `until` kept from an earlier read.
+async fn kept_commits(
+    store: &Store,
+    repo: &OutsideRepository,
+    (since, until): (i64, i64),
+) -> Result<Option<Vec<Commit>>> {
+    match store.outside_commits(&repo.repository, &repo.path, since, until).await? {
+        Some(body) => Ok(Some(serde_json::from_str(&body).context("kept commits outside the payload")?)),
+        None => Ok(None),
+    }
+}
+
 /// The commits of `repo` from `since` to `until`: kept ones, else GitHub's (kept unless
 /// `dry_run`).
 async fn window_commits(
@@ -116,8 +128,8 @@ async fn window_commits(
     (since, until): (i64, i64),
     dry_run: bool,
 ) -> Result<Vec<Commit>> {
-    if let Some(body) = store.outside_commits(&repo.repository, &repo.path, since, until).await? {
-        return serde_json::from_str(&body).context("kept commits outside the payload");
+    if let Some(kept) = kept_commits(store, repo, (since, until)).await? {
+        return Ok(kept);
     }
     let mut list = client.commits(&repo.repository, &repo.path, since, until).await?;
     list.retain(|c| (since..=until).contains(&c.at));
@@ -144,19 +156,29 @@ pub async fn attach_outside_changes(
         Ok(c) => c,
         Err(e) => return tracing::warn!("GitHub client: {e:#}"),
     };
+    let mut rate_limited = false;
     for r in regressions.iter_mut().filter(|r| r.status.is_active()) {
         let Some(onset) = &r.onset else { continue };
         let (at, window) = (onset.at.timestamp(), (onset.earliest.timestamp(), onset.latest.timestamp()));
         let mut outside = Vec::new();
         let mut pending = false;
         for repo in repositories_for(settings, r) {
-            match window_commits(store, &client, repo, window, dry_run).await {
+            let read = if rate_limited {
+                kept_commits(store, repo, window)
+                    .await
+                    .and_then(|k| k.context("GitHub's rate limit is spent"))
+            } else {
+                window_commits(store, &client, repo, window, dry_run).await
+            };
+            match read {
                 Ok(mut list) => {
                     list.sort_by_key(|c| (c.at - at).abs());
                     outside.extend(list.into_iter().take(PER_REPOSITORY).map(|c| (repo, c)));
                 }
                 Err(e) => {
                     tracing::warn!(fingerprint = %r.fingerprint, repository = %repo.repository, "commits outside the payload not read yet: {e:#}");
+                    // over the rate limit: ask nothing more this cycle, as GitHub asks
+                    rate_limited |= e.downcast_ref::<crate::github::RateLimited>().is_some();
                     pending = true;
                 }
             }

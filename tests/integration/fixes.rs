@@ -430,20 +430,24 @@ on_both_engines! {
         let scenario = world(37, vec![regression(12, None, (18, 24))]);
         let mut w = World::start(db, "harness-failed", scenario, None).await;
         let merged = day(22) + Duration::hours(8);
-        let _gh = harness_github(&mut w, merged).await;
+        let gh = harness_github(&mut w, merged).await;
+        // named as the fix by its commit this time
+        let sha = "f1c0000000000000000000000000000000000042";
+        gh.add_commit("openshift-metal3/dev-scripts", sha, "Two registry replicas on RWX storage", merged, &["02_configure_host.sh"]);
+        let commit = format!("https://github.com/openshift-metal3/dev-scripts/commit/{sha}");
         let claim_at = day(22) + Duration::hours(12);
         for t in cycles(14) {
             if t == claim_at {
                 let key = w.incident().await.jira_key.expect("filed");
                 w.jira.set_status(&key, "ON_QA", None, claim_at);
-                w.jira.link_pull_request(&key, HARNESS_FIX);
+                w.jira.link_pull_request(&key, &commit);
             }
             w.cycle(t).await;
         }
         let i = w.incident().await;
         assert!(i.state.is_open(), "still open: {:?}", i.state);
         let claim = i.fix.clone().unwrap();
-        assert_eq!(claim.merged_at, Some(merged.timestamp()));
+        assert_eq!((claim.pull_requests, claim.merged_at), (vec![commit], Some(merged.timestamp())));
         let replies = w.thread_replies();
         assert_eq!(count(&replies, "failed fix"), 1, "{replies:#?}");
         assert!(w.everything_said(&i).await.iter().all(|t| !t.contains("fix verified")));

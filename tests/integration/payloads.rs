@@ -240,8 +240,12 @@ on_both_engines! {
         // GitHub rate limited for an hour, or down: the payload's changes show, the rest is pending
         for mode in [GitHubMode::RateLimited, GitHubMode::Down] {
             gh.set_mode(mode);
+            let before = gh.requests().len();
             let r = registry_report(&db.store, &settings, false).await;
             assert!(r.outside_pending && !r.changes_pending, "{mode:?}");
+            if mode == GitHubMode::RateLimited {
+                assert_eq!(gh.requests().len(), before + 1, "nothing more asked over the rate limit");
+            }
             assert!(r.suspect_changes.iter().all(|c| c.commit.is_none()), "{mode:?}");
             assert_eq!(r.suspect_changes[0].number, synth::CULPRIT_PR);
         }

@@ -252,7 +252,12 @@ fn suspects_field(i: &Incident) -> Option<String> {
                 }
             })
             .collect();
-        Some(list.join("\n"))
+        let pending = if s.report.outside_pending {
+            "\ncommits outside the payload not read yet (GitHub unreachable)"
+        } else {
+            ""
+        };
+        Some(format!("{}{pending}", list.join("\n")))
     } else if s.report.changes_pending {
         Some("not read yet (release controller unreachable)".into())
     } else if s.report.outside_pending {
