@@ -178,7 +178,7 @@ impl GitHub {
     }
 
     async fn get_once(&self, url: &str) -> Result<Answer> {
-        if !url.starts_with(&self.api_url) {
+        if !url.starts_with(&format!("{}/", self.api_url)) {
             bail!("GitHub sent a next page outside {}: {url}", self.api_url); // no token elsewhere
         }
         let mut request = self

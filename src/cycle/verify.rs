@@ -173,3 +173,47 @@ impl<S: RunSource> Context<'_, S> {
         None
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(started: i64, payload_at: Option<i64>) -> CellRun {
+        CellRun {
+            backend: "image-registry-new-connections".into(),
+            variant_id: 1,
+            started,
+            seconds: 0,
+            job: "j".into(),
+            build_id: "1".into(),
+            url: "u".into(),
+            payload: "".into(),
+            payload_at,
+        }
+    }
+
+    #[test]
+    fn a_fix_outside_the_payload_counts_the_runs_started_after_its_merge_whatever_they_tested() {
+        let mut claim = FixClaim {
+            key: "OCPBUGS-1".into(),
+            status: "ON_QA".into(),
+            resolution: None,
+            claimed_at: 500,
+            pull_requests: vec!["https://github.com/openshift-metal3/dev-scripts/pull/1590".into()],
+            payload: None,
+            payload_at: None,
+            merged_at: Some(300),
+            pending: None,
+            verdicts: vec![],
+        };
+        let point = claim.fix_point().unwrap();
+        assert!(after_fix(&run(301, Some(100)), &claim, point), "an old payload, set up after the merge");
+        assert!(!after_fix(&run(299, Some(400)), &claim, point), "started before the merge");
+        // with a payload too: both
+        claim.payload_at = Some(350);
+        let point = claim.fix_point().unwrap();
+        assert!(after_fix(&run(360, Some(350)), &claim, point));
+        assert!(!after_fix(&run(360, Some(340)), &claim, point), "an older payload than the fix's");
+        assert!(!after_fix(&run(290, Some(350)), &claim, point), "started before the merge");
+    }
+}

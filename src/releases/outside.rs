@@ -194,9 +194,15 @@ fn parse_url(url: &str) -> Option<(String, Target)> {
     let rest = url.strip_prefix("https://github.com/")?;
     let mut parts = rest.split('/');
     let (owner, name, kind, id) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let plain = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    if !plain(owner) || !plain(name) || name == ".." {
+        return None; // it goes into a request path
+    }
     let target = match kind {
         "pull" => Target::Pull(id.parse().ok()?),
-        "commit" => Target::Commit(id.to_string()),
+        "commit" if (7..=40).contains(&id.len()) && id.chars().all(|c| c.is_ascii_hexdigit()) => {
+            Target::Commit(id.to_string())
+        }
         _ => return None,
     };
     Some((format!("{owner}/{name}"), target))
@@ -345,5 +351,7 @@ mod tests {
             "https://github.com/openshift/cluster-image-registry-operator/pull/912"
         ));
         assert!(!is_outside(&settings, "https://example.com/o/r/pull/1"));
+        assert!(!is_outside(&settings, "https://github.com/o/r/commit/..%2F..%2Fusers"), "no path tricks");
+        assert!(!is_outside(&settings, "https://github.com/o/../commit/1a2b3c4"));
     }
 }
