@@ -83,6 +83,7 @@ pub struct Settings {
     pub schedule: ScheduleSettings,
     pub outbox: OutboxSettings,
     pub release_controller: ReleaseControllerSettings,
+    pub github: GitHubSettings,
     pub retention: RetentionSettings,
 }
 
@@ -191,6 +192,84 @@ impl Default for ReleaseControllerSettings {
                     repositories: r.iter().map(|x| (*x).to_string()).collect(),
                 })
                 .collect(),
+        }
+    }
+}
+
+/// GitHub, read for the changes outside the payload: the commits of the CI harness, the step
+/// registry and origin's monitor tests merged in a regression's onset window; `[github]`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GitHubSettings {
+    /// Read GitHub at all. Off by default, like the release controller without URLs: a sheriff
+    /// that cannot reach GitHub never waits on it.
+    pub enabled: bool,
+    /// Base URL of the GitHub REST API; tests point it at a local fake.
+    pub api_url: String,
+    /// Seconds before one request times out.
+    pub timeout_secs: u64,
+    /// Pages of 100 commits read at most per repository and window (`Link: rel="next"`).
+    pub max_pages: u32,
+    /// The largest response body read, in bytes; a larger page is an error.
+    pub max_response_bytes: u64,
+    /// The longest rate-limit wait (`Retry-After`, `x-ratelimit-reset`) a cycle sits out before
+    /// asking once more; a longer one leaves the changes pending until a later cycle.
+    pub max_wait_secs: u64,
+    /// A token (fine-grained, read-only) for 5,000 requests an hour instead of 60. Environment
+    /// or file only; public repositories need none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+    /// A file holding the token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
+    /// The repositories outside the payload whose commits are suspects, by platform (`*`: every
+    /// platform), each optionally limited to a path.
+    pub repositories: Vec<OutsideRepository>,
+}
+
+/// One repository outside the payload: `{ platform = "metal", repository =
+/// "openshift-metal3/dev-scripts" }`, `{ platform = "*", repository = "openshift/origin", path =
+/// "pkg/monitortests" }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutsideRepository {
+    /// The platform whose CI clusters it shapes; `*` for all of them.
+    pub platform: String,
+    /// `owner/name`.
+    pub repository: String,
+    /// Only commits touching this path (GitHub's `path=`); empty: the whole repository.
+    #[serde(default)]
+    pub path: String,
+}
+
+impl OutsideRepository {
+    /// Whether it shapes only one platform's clusters (not every platform's).
+    pub fn for_one_platform(&self) -> bool {
+        self.platform != "*"
+    }
+}
+
+impl Default for GitHubSettings {
+    fn default() -> Self {
+        let repo = |platform: &str, repository: &str, path: &str| OutsideRepository {
+            platform: platform.into(),
+            repository: repository.into(),
+            path: path.into(),
+        };
+        Self {
+            enabled: false,
+            api_url: "https://api.github.com".into(),
+            timeout_secs: 10,
+            max_pages: 5,
+            max_response_bytes: 8 * 1024 * 1024,
+            max_wait_secs: 5,
+            token: None,
+            token_file: None,
+            repositories: vec![
+                repo("metal", "openshift-metal3/dev-scripts", ""),
+                repo("*", "openshift/release", "ci-operator/step-registry"),
+                repo("*", "openshift/origin", "pkg/monitortests"),
+            ],
         }
     }
 }
@@ -1068,6 +1147,7 @@ const SECRET_KEYS: &[(&str, &str)] = &[
     ("slack", "signing_secret"),
     ("slack", "signing_secret_previous"),
     ("jira", "token"),
+    ("github", "token"),
 ];
 
 /// Why the configuration could not be loaded. The message names the key at fault.
@@ -1184,6 +1264,7 @@ impl Settings {
         let previous = &mut self.slack.signing_secret_previous;
         resolve("slack.signing_secret_previous", previous, &self.slack.signing_secret_previous_file)?;
         resolve("jira.token", &mut self.jira.token, &self.jira.token_file)?;
+        resolve("github.token", &mut self.github.token, &self.github.token_file)?;
         Ok(())
     }
 
@@ -1206,6 +1287,39 @@ impl Settings {
         }
         if let Err(why) = crate::schedule::Schedule::parse(&r.schedule, &self.schedule.timezone) {
             return invalid("retention.schedule", &why);
+        }
+        Ok(())
+    }
+
+    /// GitHub's numbers within range, and each outside repository `owner/name` with a relative
+    /// path, so neither can leave the `/repos/{owner}/{repo}/commits` request it is put in.
+    fn validate_github(&self) -> Result<(), ConfigError> {
+        let gh = &self.github;
+        let ranges: [(&str, u64, u64, u64); 4] = [
+            ("github.timeout_secs", gh.timeout_secs, 1, 3_600),
+            ("github.max_pages", gh.max_pages.into(), 1, 100),
+            ("github.max_response_bytes", gh.max_response_bytes, 1_024, 1 << 30),
+            ("github.max_wait_secs", gh.max_wait_secs, 0, 600),
+        ];
+        if let Some((key, _, min, max)) = ranges.iter().find(|(_, v, min, max)| !(min..=max).contains(&v)) {
+            return Err(ConfigError::Invalid(format!("`{key}`: must be between {min} and {max}")));
+        }
+        let plain =
+            |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+        for r in &self.github.repositories {
+            let named = r.repository.split_once('/').is_some_and(|(o, n)| plain(o) && plain(n) && n != "..");
+            let path_ok = r.path.is_empty()
+                || (!r.path.starts_with('/') && r.path.split('/').all(|p| plain(p) && p != ".." && p != "."));
+            let why = if !named {
+                "a repository is owner/name"
+            } else if !path_ok {
+                "a path is relative, like ci-operator/step-registry"
+            } else if r.platform.trim().is_empty() {
+                "a platform is named, or * for every platform"
+            } else {
+                continue;
+            };
+            return Err(ConfigError::Invalid(format!("`github.repositories` ({}): {why}", r.repository)));
         }
         Ok(())
     }
@@ -1303,6 +1417,7 @@ impl Settings {
             ),
             ("slack.api_url".to_string(), self.slack.api_url.as_str(), credentials(&self.slack.bot_token)),
             ("jira.url".to_string(), self.jira.url.as_str(), credentials(&self.jira.token)),
+            ("github.api_url".to_string(), self.github.api_url.as_str(), credentials(&self.github.token)),
             ("server.public_url".to_string(), self.server.public_url.as_str(), false),
             ("slack.workspace_url".to_string(), self.slack.workspace_url.as_str(), false),
         ]
@@ -1360,6 +1475,7 @@ impl Settings {
             return invalid("slack.routes", "every route needs a channel");
         }
         self.validate_retention()?;
+        self.validate_github()?;
         let e = &self.evaluate;
         if e.window_days == 0 || e.baseline_days == 0 {
             return invalid("evaluate.window_days", "windows must be at least one day");
@@ -1964,5 +2080,37 @@ mod tests {
         with_token("http://localhost:9000/api").unwrap();
         // without a credential, plain http is fine (a proxy inside the cluster)
         Settings::load_from(None, &env(&[("SHERIFF__SLACK__API_URL", "http://slack-proxy/api")])).unwrap();
+    }
+
+    #[test]
+    fn github_takes_its_token_from_the_environment_or_a_file_over_https_and_checks_its_repositories() {
+        let s = Settings::load_from(None, &env(&[("SHERIFF__GITHUB__TOKEN", "ghp_x")])).unwrap();
+        assert_eq!(s.github.token.as_ref().map(Secret::expose), Some("ghp_x"));
+        assert!(!s.github.enabled, "off until turned on");
+        assert_eq!(s.github.api_url, "https://api.github.com");
+        assert_eq!(s.github.repositories[0].repository, "openshift-metal3/dev-scripts");
+        let file = write("ghp_from_file\n");
+        let path = file.path().to_string_lossy().to_string();
+        let s = Settings::load_from(None, &env(&[("SHERIFF__GITHUB__TOKEN_FILE", &path)])).unwrap();
+        assert_eq!(s.github.token.as_ref().map(Secret::expose), Some("ghp_from_file"));
+        let err = Settings::load_from(None, &env(&[("SHERIFF__GITHUB__TOKEN", " ")])).unwrap_err();
+        assert!(matches!(err, ConfigError::EmptySecret { .. }), "{err}");
+        let in_file = Settings::load_from(Some(write("[github]\ntoken = \"ghp_x\"\n").path()), &[]);
+        assert!(in_file.unwrap_err().to_string().contains("github.token"));
+        let plain = env(&[
+            ("SHERIFF__GITHUB__API_URL", "http://github.example.com"),
+            ("SHERIFF__GITHUB__TOKEN", "ghp_x"),
+        ]);
+        assert!(Settings::load_from(None, &plain).unwrap_err().to_string().contains("github.api_url"));
+        let slow = Settings::load_from(None, &env(&[("SHERIFF__GITHUB__TIMEOUT_SECS", "0")]));
+        assert!(slow.unwrap_err().to_string().contains("github.timeout_secs"));
+        for bad in [
+            "[[github.repositories]]\nplatform = \"metal\"\nrepository = \"dev-scripts\"\n",
+            "[[github.repositories]]\nplatform = \"*\"\nrepository = \"o/r\"\npath = \"../x\"\n",
+            "[[github.repositories]]\nplatform = \"\"\nrepository = \"o/r\"\n",
+        ] {
+            let err = Settings::load_from(Some(write(bad).path()), &[]).unwrap_err().to_string();
+            assert!(err.contains("github.repositories"), "{bad}: {err}");
+        }
     }
 }

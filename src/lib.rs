@@ -41,6 +41,7 @@ pub mod config;
 pub mod cycle;
 pub mod demo;
 pub mod evaluate;
+pub mod github;
 pub mod http;
 pub mod incidents;
 pub mod ingest;

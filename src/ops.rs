@@ -73,6 +73,7 @@ pub fn incident_json(i: &crate::incidents::Incident) -> serde_json::Value {
         "merged_into": i.merged_into,
         "suspect_changes": s.report.suspect_changes,
         "changes_pending": s.report.changes_pending,
+        "outside_pending": s.report.outside_pending,
         "resolution": i.resolution,
         "fix": i.fix,
         "verification": s.report.verification,
@@ -234,6 +235,9 @@ pub fn render_explain(e: &Explain) -> String {
     }
     if r.changes_pending {
         let _ = writeln!(out, "suspect changes: not read yet (the release controller did not answer)");
+    }
+    if r.outside_pending {
+        let _ = writeln!(out, "{}", crate::render::OUTSIDE_PENDING);
     }
     for c in &r.suspect_changes {
         let _ = writeln!(out, "  suspect: {} {}", crate::render::suspect(c), c.url);

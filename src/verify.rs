@@ -91,6 +91,28 @@ pub async fn watch(store: &Store, settings: &Settings, now: i64) -> Result<Watch
     Ok(watched)
 }
 
+/// When the claim's changes outside the payload merged: kept once known while the linked
+/// changes stay the same, else asked of GitHub; not merged yet, or GitHub silent, leaves the
+/// claim pending (a later cycle asks again).
+async fn merge_point(settings: &Settings, i: &Incident, outside: &[String], claim: &mut FixClaim) {
+    if let Some(old) =
+        i.fix.as_ref().filter(|o| o.pull_requests == claim.pull_requests && o.merged_at.is_some())
+    {
+        claim.merged_at = old.merged_at;
+        return;
+    }
+    match crate::releases::outside::merged_at(&settings.github, outside).await {
+        Ok(Some(t)) => claim.merged_at = Some(t),
+        Ok(None) => claim.pending = Some("the fix outside the payload is not merged yet".into()),
+        Err(e) => {
+            tracing::warn!(key = %claim.key, "when the fix merged is not known yet: {e:#}");
+            claim.pending = Some(
+                "GitHub did not answer; when the fix merged outside the payload is not known yet".into(),
+            );
+        }
+    }
+}
+
 /// The claim an issue makes now: the claim time kept while it stays claimed, the pull requests
 /// linked to it, the fix payload when the release controller can place them.
 async fn claim_of(
@@ -118,9 +140,21 @@ async fn claim_of(
         pull_requests: pulls,
         payload: None,
         payload_at: None,
+        merged_at: None,
         pending: None,
         verdicts: Vec::new(),
     };
+    let (outside, inside): (Vec<String>, Vec<String>) = claim
+        .pull_requests
+        .iter()
+        .cloned()
+        .partition(|u| crate::releases::outside::is_outside(&settings.github, u));
+    if !outside.is_empty() {
+        merge_point(settings, i, &outside, &mut claim).await;
+        if inside.is_empty() {
+            return Ok(claim); // verified by time alone
+        }
+    }
     if settings.release_controller.urls.is_empty() {
         return Ok(claim);
     }
@@ -135,12 +169,12 @@ async fn claim_of(
     let s = &i.snapshot;
     let arch = s.scope.single(Dimension::Architecture).unwrap_or("amd64");
     let rc = &settings.release_controller;
-    match fix_payload(store, rc, &s.release, arch, &claim.pull_requests, claimed_at, now).await {
+    match fix_payload(store, rc, &s.release, arch, &inside, claimed_at, now).await {
         Ok(FixPayload::In { payload, built }) => {
             claim.payload = Some(payload);
             claim.payload_at = Some(built);
         }
-        Ok(FixPayload::NotYet(why)) => claim.pending = Some(why),
+        Ok(FixPayload::NotYet(why)) => claim.pending = claim.pending.take().or(Some(why)),
         Err(e) => {
             tracing::warn!(key = %issue.key, "fix payload not known yet: {e:#}");
             claim.pending =

@@ -503,6 +503,7 @@ impl<S: RunSource> Context<'_, S> {
             ci_troubled_runs: 0,
             suspect_changes: Vec::new(),
             changes_pending: false,
+            outside_pending: false,
             verification: None,
             baseline_runs: 0,
             p_value: 1.0,

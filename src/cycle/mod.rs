@@ -245,6 +245,13 @@ pub async fn run_cycle_on<S: RunSource>(
         options.dry_run,
     )
     .await;
+    crate::releases::outside::attach_outside_changes(
+        state,
+        &settings.github,
+        &mut report.regressions,
+        options.dry_run,
+    )
+    .await;
     let active = report.regressions.iter().filter(|x| x.status.is_active()).count();
     metrics::gauge!("sheriff_groups_evaluated").set(report.groups_evaluated as f64);
     metrics::gauge!("sheriff_regressions").set(active as f64);
@@ -752,6 +759,9 @@ fn render_regression(s: &mut String, r: &RegressionReport) {
     }
     if r.changes_pending {
         let _ = writeln!(s, "    suspect changes: not read yet (the release controller did not answer)");
+    }
+    if r.outside_pending {
+        let _ = writeln!(s, "    {}", crate::render::OUTSIDE_PENDING);
     }
 }
 

@@ -30,13 +30,17 @@ const PART_DIMENSIONS: [Dimension; 5] = [
     Dimension::Architecture,
 ];
 
-/// Whether a run is the fix's: it tested the fix payload or a later one; a run that names no
-/// payload counts by its start.
+/// Whether a run is the fix's: it tested the fix payload or a later one (a run that names no
+/// payload counts by its start) and, for a fix merged outside the payload (the CI harness),
+/// it started after the merge: such a fix reaches the runs set up after it, whatever payload
+/// they test.
 fn after_fix(r: &CellRun, claim: &FixClaim, point: i64) -> bool {
-    match (claim.payload_at, r.payload_at) {
-        (Some(_), Some(tested)) => tested >= point,
-        _ => r.started >= point,
-    }
+    let by_payload = match (claim.payload_at, r.payload_at) {
+        (Some(built), Some(tested)) => tested >= built,
+        (Some(built), None) => r.started >= built,
+        (None, _) => claim.merged_at.is_some() || r.started >= point,
+    };
+    by_payload && claim.merged_at.is_none_or(|merged| r.started >= merged)
 }
 
 fn histogram<'r>(runs: impl IntoIterator<Item = &'r CellRun>) -> Histogram {
@@ -87,6 +91,7 @@ impl<S: RunSource> Context<'_, S> {
             key: claim.key.clone(),
             since: claim.fix_point(),
             payload: claim.payload.clone(),
+            by_merge: claim.merged_at.is_some(),
             runs: 0,
             needed,
             percentile: stats.check.percentile,
@@ -166,5 +171,49 @@ impl<S: RunSource> Context<'_, S> {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(started: i64, payload_at: Option<i64>) -> CellRun {
+        CellRun {
+            backend: "image-registry-new-connections".into(),
+            variant_id: 1,
+            started,
+            seconds: 0,
+            job: "j".into(),
+            build_id: "1".into(),
+            url: "u".into(),
+            payload: "".into(),
+            payload_at,
+        }
+    }
+
+    #[test]
+    fn a_fix_outside_the_payload_counts_the_runs_started_after_its_merge_whatever_they_tested() {
+        let mut claim = FixClaim {
+            key: "OCPBUGS-1".into(),
+            status: "ON_QA".into(),
+            resolution: None,
+            claimed_at: 500,
+            pull_requests: vec!["https://github.com/openshift-metal3/dev-scripts/pull/1590".into()],
+            payload: None,
+            payload_at: None,
+            merged_at: Some(300),
+            pending: None,
+            verdicts: vec![],
+        };
+        let point = claim.fix_point().unwrap();
+        assert!(after_fix(&run(301, Some(100)), &claim, point), "an old payload, set up after the merge");
+        assert!(!after_fix(&run(299, Some(400)), &claim, point), "started before the merge");
+        // with a payload too: both
+        claim.payload_at = Some(350);
+        let point = claim.fix_point().unwrap();
+        assert!(after_fix(&run(360, Some(350)), &claim, point));
+        assert!(!after_fix(&run(360, Some(340)), &claim, point), "an older payload than the fix's");
+        assert!(!after_fix(&run(290, Some(350)), &claim, point), "started before the merge");
     }
 }

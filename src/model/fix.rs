@@ -73,8 +73,12 @@ pub struct FixClaim {
     pub payload: Option<String>,
     #[serde(default)]
     pub payload_at: Option<i64>,
-    /// Why the fix point is not known yet ("in no payload yet"), when the release controller is
-    /// configured and could not place the pull requests.
+    /// When the linked changes outside the payload (the CI harness, the step registry: they
+    /// ship in no payload) merged, the latest of them: the runs started after it are the fix's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_at: Option<i64>,
+    /// Why the fix point is not known yet ("in no payload yet", "not merged yet"), when the
+    /// release controller or GitHub could not place the linked changes.
     #[serde(default)]
     pub pending: Option<String>,
     /// Verdicts told for this claim, oldest first.
@@ -83,12 +87,16 @@ pub struct FixClaim {
 }
 
 impl FixClaim {
-    /// Runs from this time on are the fix's: the fix payload's build time, else the claim's
-    /// time; None while the fix is in no payload yet.
+    /// Runs from this time on are the fix's: the fix payload's build time or the merge of the
+    /// changes outside the payload (the later of the two when there are both), else the
+    /// claim's time; None while the fix is in no payload yet or not merged yet.
     pub fn fix_point(&self) -> Option<i64> {
-        match (self.payload_at, &self.pending) {
-            (Some(t), _) => Some(t),
-            (None, Some(_)) => None,
+        if self.pending.is_some() {
+            return None;
+        }
+        match (self.payload_at, self.merged_at) {
+            (Some(p), Some(m)) => Some(p.max(m)),
+            (Some(t), None) | (None, Some(t)) => Some(t),
             (None, None) => Some(self.claimed_at),
         }
     }
@@ -105,6 +113,7 @@ impl FixClaim {
             && self.claimed_at == other.claimed_at
             && self.pull_requests == other.pull_requests
             && self.payload == other.payload
+            && self.merged_at == other.merged_at
             && self.pending.is_some() == other.pending.is_some()
     }
 
@@ -123,6 +132,9 @@ impl FixClaim {
             (Some(p), _) => s.push_str(&format!(", first in payload {p}")),
             (None, Some(why)) => s.push_str(&format!(", {why}")),
             (None, None) => {}
+        }
+        if let (Some(t), None) = (self.merged_at, &self.pending) {
+            s.push_str(&format!(", merged outside the payload {}", super::utc_minute(t)));
         }
         s
     }
@@ -146,6 +158,9 @@ pub struct Verification {
     /// The fix point (Unix seconds); None while the fix is in no payload yet.
     pub since: Option<i64>,
     pub payload: Option<String>,
+    /// The fix merged outside the payload at `since`: judged on the runs started after it.
+    #[serde(default)]
+    pub by_merge: bool,
     /// Runs in the scope after the fix point, and how many more a verdict needs.
     pub runs: u64,
     pub needed: u64,
@@ -165,7 +180,13 @@ impl Verification {
     /// The line told in the thread, the Jira comment and the history.
     pub fn describe(&self) -> String {
         let since = match (&self.payload, self.since) {
+            (Some(p), Some(t)) if self.by_merge => {
+                format!("since payload {p} and the merge outside the payload ({})", super::utc_minute(t))
+            }
             (Some(p), _) => format!("since payload {p}"),
+            (None, Some(t)) if self.by_merge => {
+                format!("started after the fix merged outside the payload ({})", super::utc_minute(t))
+            }
             (None, Some(t)) => format!("since the fix was claimed ({})", super::utc_minute(t)),
             (None, None) => String::new(),
         };
@@ -284,14 +305,20 @@ mod tests {
             pull_requests: vec![],
             payload: None,
             payload_at: None,
+            merged_at: None,
             pending: None,
             verdicts: vec![],
         };
         assert_eq!(c.fix_point(), Some(100));
+        c.merged_at = Some(90);
+        assert_eq!(c.fix_point(), Some(90), "a merge outside the payload, before the claim");
         c.pending = Some("in no payload yet".into());
         assert_eq!(c.fix_point(), None);
+        c.pending = None;
         c.payload_at = Some(150);
         assert_eq!(c.fix_point(), Some(150));
+        c.merged_at = Some(170);
+        assert_eq!(c.fix_point(), Some(170), "the later of the payload and the merge");
         assert!(!c.told(FixVerdict::Fixed));
     }
 }

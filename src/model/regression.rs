@@ -273,16 +273,38 @@ impl Onset {
     }
 }
 
-/// A pull request that entered between a regression's last good and first bad payloads.
+/// A change that may have caused a regression: a pull request that entered between its last
+/// good and first bad payloads, or a commit outside the payload (the CI harness, the step
+/// registry, origin's monitor tests) merged in its onset window.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SuspectChange {
     /// `openshift/cluster-image-registry-operator`.
     pub repository: String,
+    /// The pull request's number; 0 for a commit outside the payload.
     pub number: u64,
     pub url: String,
     pub title: String,
     /// Its repository belongs to the attributed component (or the platform's): ranked first.
     pub component_match: bool,
+    /// The SHA of a commit outside the payload; None for a payload's pull request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// When that commit merged (Unix seconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_at: Option<i64>,
+    /// Why it ranks where it does, in words (for a commit outside the payload).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub why: String,
+}
+
+impl SuspectChange {
+    /// `openshift/image-registry#912`, or `openshift-metal3/dev-scripts@1a2b3c4` for a commit.
+    pub fn reference(&self) -> String {
+        match &self.commit {
+            Some(sha) => format!("{}@{}", self.repository, sha.chars().take(7).collect::<String>()),
+            None => format!("{}#{}", self.repository, self.number),
+        }
+    }
 }
 
 /// One spell of an incident's regression: its onset and, once it is over, when it recovered
@@ -492,6 +514,10 @@ pub struct RegressionReport {
     /// The changes could not be read yet (release controller unreachable): a later cycle tries.
     #[serde(default)]
     pub changes_pending: bool,
+    /// The commits outside the payload could not be read yet (GitHub unreachable or rate
+    /// limited): a later cycle tries.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub outside_pending: bool,
     /// What the runs after the incident's claimed fix say, when a fix was claimed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verification: Option<super::Verification>,

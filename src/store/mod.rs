@@ -15,6 +15,7 @@ pub mod incidents;
 pub mod ingest_log;
 pub mod intervals;
 pub mod outbox;
+pub mod outside_commits;
 mod probes;
 pub mod retention;
 pub mod runs;

@@ -437,6 +437,7 @@ pub fn example_report(
         ci_troubled_runs: 0,
         suspect_changes: Vec::new(),
         changes_pending: false,
+        outside_pending: false,
         verification: None,
         baseline_runs: 84,
         p_value: 1e-9,

@@ -356,3 +356,101 @@ on_both_engines! {
         drop(w.db);
     }
 }
+
+/// GitHub for a fix that lands in metal's harness: pull request 1590 of dev-scripts, merged at
+/// `merged`. Only dev-scripts is read.
+async fn harness_github(w: &mut World, merged: DateTime<Utc>) -> crate::common::github::FakeGitHub {
+    let gh = crate::common::github::FakeGitHub::start(100).await;
+    gh.add_pull("openshift-metal3/dev-scripts", 1590, Some(merged));
+    gh.add_commit("openshift-metal3/dev-scripts", "0000aaaa", "An old change", day(1), &["README.md"]);
+    w.settings.github.enabled = true;
+    w.settings.github.api_url = gh.url.clone();
+    w.settings.github.timeout_secs = 1;
+    w.settings.github.repositories.truncate(1);
+    gh
+}
+
+const HARNESS_FIX: &str = "https://github.com/openshift-metal3/dev-scripts/pull/1590";
+
+impl World {
+    /// Metal runs that started after `since` and finished by `by`.
+    fn metal_runs_started_after(&self, since: DateTime<Utc>, by: DateTime<Utc>) -> usize {
+        synth::run_records(&self.scenario)
+            .iter()
+            .filter(|r| r.run.job_name.contains("-metal-") && r.run.started_at >= since)
+            .filter(|r| r.run.finished_at.is_some_and(|f| f <= by))
+            .count()
+    }
+}
+
+on_both_engines! {
+    async fn a_harness_fix_is_judged_on_the_runs_started_after_its_merge(db) {
+        let scenario = world(36, vec![regression(12, Some(24), (18, 24))]);
+        let mut w = World::start(db, "harness-fixed", scenario, None).await;
+        let merged = day(24) + Duration::hours(8);
+        let gh = harness_github(&mut w, merged).await;
+        let claim_at = day(24) + Duration::hours(12);
+        let mut verdicts = Vec::new();
+        for t in cycles(14) {
+            if t == claim_at {
+                let key = w.incident().await.jira_key.expect("filed");
+                w.jira.set_status(&key, "ON_QA", None, claim_at);
+                w.jira.link_pull_request(&key, HARNESS_FIX);
+                gh.set_mode(crate::common::github::Mode::Down);
+            }
+            if t == claim_at + Duration::hours(6) {
+                gh.set_mode(crate::common::github::Mode::Normal);
+            }
+            let report = w.cycle(t).await;
+            if let Some(v) = report.regressions.iter().find_map(|r| r.verification.clone()) {
+                verdicts.push((t, v));
+            }
+        }
+        // GitHub down when it was claimed: no fix point yet, and no verdict on the claim's time
+        let (t0, first) = &verdicts[0];
+        assert_eq!((*t0, first.verdict, first.since), (claim_at, FixVerdict::Inconclusive, None));
+        assert!(first.reason.contains("GitHub did not answer"), "{}", first.reason);
+        // then judged by time: the runs started after the merge, not a payload, not the claim
+        for (_, v) in &verdicts[1..] {
+            assert_eq!((v.since, v.payload.as_deref(), v.by_merge), (Some(merged.timestamp()), None, true), "{v:#?}");
+        }
+        let (fixed_at, fixed) = verdicts.iter().find(|(_, v)| v.verdict == FixVerdict::Fixed).expect("a fixed verdict");
+        assert!(fixed.runs >= 10 && w.metal_runs_started_after(merged, *fixed_at) >= 10);
+        assert!(fixed.describe().contains("started after the fix merged outside the payload"), "{}", fixed.describe());
+        let i = w.incident().await;
+        assert_eq!((i.state, i.resolution.as_deref()), (sheriff::incidents::State::Resolved, Some("fixed")));
+        let claim = i.fix.unwrap();
+        assert_eq!((claim.pull_requests, claim.merged_at), (vec![HARNESS_FIX.to_string()], Some(merged.timestamp())));
+        assert_eq!(count(&w.thread_replies(), "fix verified"), 1);
+        assert!(gh.requests().iter().any(|q| q.path == "/repos/openshift-metal3/dev-scripts/pulls/1590"));
+        drop(w.db);
+    }
+
+    async fn a_harness_fix_after_which_the_runs_stay_bad_is_a_failed_fix(db) {
+        let scenario = world(37, vec![regression(12, None, (18, 24))]);
+        let mut w = World::start(db, "harness-failed", scenario, None).await;
+        let merged = day(22) + Duration::hours(8);
+        let gh = harness_github(&mut w, merged).await;
+        // named as the fix by its commit this time
+        let sha = "f1c0000000000000000000000000000000000042";
+        gh.add_commit("openshift-metal3/dev-scripts", sha, "Two registry replicas on RWX storage", merged, &["02_configure_host.sh"]);
+        let commit = format!("https://github.com/openshift-metal3/dev-scripts/commit/{sha}");
+        let claim_at = day(22) + Duration::hours(12);
+        for t in cycles(14) {
+            if t == claim_at {
+                let key = w.incident().await.jira_key.expect("filed");
+                w.jira.set_status(&key, "ON_QA", None, claim_at);
+                w.jira.link_pull_request(&key, &commit);
+            }
+            w.cycle(t).await;
+        }
+        let i = w.incident().await;
+        assert!(i.state.is_open(), "still open: {:?}", i.state);
+        let claim = i.fix.clone().unwrap();
+        assert_eq!((claim.pull_requests, claim.merged_at), (vec![commit], Some(merged.timestamp())));
+        let replies = w.thread_replies();
+        assert_eq!(count(&replies, "failed fix"), 1, "{replies:#?}");
+        assert!(w.everything_said(&i).await.iter().all(|t| !t.contains("fix verified")));
+        drop(w.db);
+    }
+}

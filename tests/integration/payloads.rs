@@ -162,3 +162,122 @@ on_both_engines! {
         assert_eq!(rc.requests(), asked);
     }
 }
+
+/// The fake GitHub for the world: the commit planted in metal's harness at the onset, decoys
+/// in the same repository before and after the onset window, step-registry commits in the
+/// window (and one under another path of openshift/release), one monitor-test commit.
+async fn github_for(onset: &Onset) -> crate::common::github::FakeGitHub {
+    let gh = crate::common::github::FakeGitHub::start(2).await;
+    let dev = "openshift-metal3/dev-scripts";
+    let planted = (onset.at - Duration::minutes(30)).max(onset.earliest);
+    gh.add_commit(
+        dev,
+        "d5e1a5d0cafe",
+        "Run the image registry with one replica on emptyDir",
+        planted,
+        &["02_configure_host.sh"],
+    );
+    gh.add_commit(
+        dev,
+        "0ldbefore000",
+        "Bump the ironic image",
+        onset.earliest - Duration::days(1),
+        &["common.sh"],
+    );
+    gh.add_commit(
+        dev,
+        "1aterafter00",
+        "Document the proxy settings",
+        onset.latest + Duration::days(1),
+        &["README.md"],
+    );
+    for n in 0..5 {
+        let at = onset.earliest + (onset.latest - onset.earliest) * n / 5;
+        let file = format!("ci-operator/step-registry/ipi/conf/aws/step-{n}.yaml");
+        gh.add_commit(
+            "openshift/release",
+            &format!("5te9{n}00000"),
+            &format!("Step registry change {n}"),
+            at,
+            &[file.as_str()],
+        );
+    }
+    gh.add_commit(
+        "openshift/release",
+        "c0nf1900000",
+        "A job's config",
+        onset.at,
+        &["ci-operator/config/x/y.yaml"],
+    );
+    gh.add_commit(
+        "openshift/origin",
+        "m0n1t0r0000",
+        "Relax a monitor test",
+        onset.at,
+        &["pkg/monitortests/a/b.go"],
+    );
+    gh
+}
+
+fn with_github(mut settings: Settings, url: &str) -> Settings {
+    settings.github.enabled = true;
+    settings.github.api_url = url.to_string();
+    settings.github.token = Some(sheriff::config::Secret::new("ghp_test"));
+    settings.github.timeout_secs = 1;
+    settings.github.max_wait_secs = 2;
+    settings
+}
+
+on_both_engines! {
+    async fn a_harness_commit_in_the_onset_window_ranks_first_and_a_silent_github_is_asked_again(db) {
+        use crate::common::github::Mode as GitHubMode;
+        let s = world(11);
+        load(&db.store, &s).await;
+        let onset = onset_of(&db.store).await;
+        let rc = crate::common::release_controller::FakeReleaseController::start(&s).await;
+        let gh = github_for(&onset).await;
+        let settings = with_github(with_release_controller(&rc.url), &gh.url);
+        // GitHub rate limited for an hour, or down: the payload's changes show, the rest is pending
+        for mode in [GitHubMode::RateLimited, GitHubMode::Down] {
+            gh.set_mode(mode);
+            let before = gh.requests().len();
+            let r = registry_report(&db.store, &settings, false).await;
+            assert!(r.outside_pending && !r.changes_pending, "{mode:?}");
+            if mode == GitHubMode::RateLimited {
+                assert_eq!(gh.requests().len(), before + 1, "nothing more asked over the rate limit");
+            }
+            assert!(r.suspect_changes.iter().all(|c| c.commit.is_none()), "{mode:?}");
+            assert_eq!(r.suspect_changes[0].number, synth::CULPRIT_PR);
+        }
+        // a secondary rate limit with a short Retry-After is sat out, then asked once more
+        gh.set_mode(GitHubMode::TooMany(1));
+        let asked = gh.requests().len();
+        let r = registry_report(&db.store, &settings, false).await;
+        assert!(!r.outside_pending, "filled in once GitHub answers");
+        let top: Vec<String> = r.suspect_changes.iter().take(3).map(|c| c.reference()).collect();
+        assert!(top.contains(&"openshift-metal3/dev-scripts@d5e1a5d".to_string()), "{top:?}");
+        let first = &r.suspect_changes[0];
+        assert_eq!(first.commit.as_deref(), Some("d5e1a5d0cafe"), "{:#?}", r.suspect_changes);
+        assert!(first.why.contains("only metal regressed"), "{}", first.why);
+        assert_eq!(r.suspect_changes[1].number, synth::CULPRIT_PR, "then the component's pull request");
+        let shas: Vec<&str> = r.suspect_changes.iter().filter_map(|c| c.commit.as_deref()).collect();
+        assert!(!shas.contains(&"0ldbefore000") && !shas.contains(&"1aterafter00"), "outside the window: {shas:?}");
+        assert!(!shas.contains(&"c0nf1900000"), "not under the step registry: {shas:?}");
+        assert_eq!(shas.iter().filter(|s| s.starts_with("5te9")).count(), 5, "every page read: {shas:?}");
+        assert!(shas.contains(&"m0n1t0r0000"));
+        // what went over the wire: the window, the path, the token, the pages
+        let requests = gh.requests();
+        let release: Vec<_> = requests[asked..].iter().filter(|q| q.path == "/repos/openshift/release/commits").collect();
+        assert_eq!(release.len(), 3, "5 commits, 2 a page: {release:#?}");
+        assert_eq!(release[0].query.get("path").map(String::as_str), Some("ci-operator/step-registry"));
+        assert!(release[0].query.contains_key("since") && release[0].query.contains_key("until"));
+        assert_eq!(release[2].query.get("page").map(String::as_str), Some("3"));
+        assert!(requests.iter().all(|q| q.authorization.as_deref() == Some("Bearer ghp_test")));
+        assert_eq!(requests[asked].path, requests[asked + 1].path, "the 429 was asked again");
+        // kept: the next cycle asks GitHub nothing
+        let before = gh.requests().len();
+        let again = registry_report(&db.store, &settings, false).await;
+        assert_eq!(again.suspect_changes, r.suspect_changes);
+        assert_eq!(gh.requests().len(), before);
+    }
+}

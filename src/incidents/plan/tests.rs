@@ -315,6 +315,7 @@ fn followed(r: &RegressionReport) -> (Vec<Incident>, Delivered) {
         pull_requests: vec![],
         payload: None,
         payload_at: None,
+        merged_at: None,
         pending: None,
         verdicts: vec![],
     });
@@ -330,6 +331,7 @@ fn verification(verdict: crate::model::FixVerdict) -> crate::model::Verification
         key: "OCPBUGS-7".into(),
         since: Some(500),
         payload: None,
+        by_merge: false,
         runs: 4,
         needed: 6,
         percentile: crate::model::Percentile::P50,

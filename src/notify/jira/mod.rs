@@ -379,8 +379,9 @@ pub fn pull_request_urls(v: &Value) -> Vec<String> {
     out
 }
 
-/// `https://github.com/o/r/pull/N` of a pull request URL (a trailing path, query or fragment
-/// dropped), or None.
+/// `https://github.com/o/r/pull/N` of a pull request URL, or `https://github.com/o/r/commit/SHA`
+/// of a commit URL (a fix that landed outside the payload, in the CI harness, is often a
+/// commit), a trailing path, query or fragment dropped; else None.
 pub fn normalise_pull_url(text: &str) -> Option<String> {
     let rest = text
         .trim()
@@ -389,8 +390,13 @@ pub fn normalise_pull_url(text: &str) -> Option<String> {
     let mut parts = rest.split(['/', '?', '#']);
     let (owner, repo, pull, number) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
     let valid = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
-    (valid(owner) && valid(repo) && pull == "pull" && number.parse::<u64>().is_ok())
-        .then(|| format!("https://github.com/{owner}/{repo}/pull/{number}"))
+    let sha = (7..=40).contains(&number.len()) && number.chars().all(|c| c.is_ascii_hexdigit());
+    let what = match pull {
+        "pull" if number.parse::<u64>().is_ok() => "pull",
+        "commit" if sha => "commit",
+        _ => return None,
+    };
+    (valid(owner) && valid(repo)).then(|| format!("https://github.com/{owner}/{repo}/{what}/{number}"))
 }
 
 /// When the issue last entered `status`, from an expanded changelog.
@@ -564,6 +570,14 @@ mod tests {
             pull_request_urls(&several),
             vec!["https://github.com/openshift/a/pull/2", "https://github.com/openshift/b/pull/3"]
         );
+        assert_eq!(
+            normalise_pull_url(
+                "https://github.com/openshift-metal3/dev-scripts/commit/1a2b3c4d5e?diff=split"
+            )
+            .as_deref(),
+            Some("https://github.com/openshift-metal3/dev-scripts/commit/1a2b3c4d5e")
+        );
+        assert_eq!(normalise_pull_url("https://github.com/o/r/commit/not-a-sha"), None);
         let list =
             serde_json::json!(["https://github.com/o/r/pull/1#top", "https://github.com/o/r/issues/4", 7]);
         assert_eq!(pull_request_urls(&list), vec!["https://github.com/o/r/pull/1"]);

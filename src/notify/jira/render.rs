@@ -180,7 +180,7 @@ fn suspect_changes(r: &crate::model::RegressionReport, doc: &mut Vec<Node>) {
     doc.push(Node::Heading("Suspect changes".into()));
     let window = r.onset.as_ref().and_then(|o| o.payload_words()).unwrap_or_default();
     doc.push(Node::Para(vec![text(format!(
-        "Pull requests that entered in the payload window ({window}), the component's repositories first:"
+        "Pull requests that entered in the payload window ({window}) and commits outside the payload merged in the onset window, ranked by the regression's scope:"
     ))]));
     doc.push(Node::Bullets(suspects));
 }

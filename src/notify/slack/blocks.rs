@@ -252,9 +252,16 @@ fn suspects_field(i: &Incident) -> Option<String> {
                 }
             })
             .collect();
-        Some(list.join("\n"))
+        let pending = if s.report.outside_pending {
+            "\ncommits outside the payload not read yet (GitHub unreachable)"
+        } else {
+            ""
+        };
+        Some(format!("{}{pending}", list.join("\n")))
     } else if s.report.changes_pending {
         Some("not read yet (release controller unreachable)".into())
+    } else if s.report.outside_pending {
+        Some("commits outside the payload not read yet (GitHub unreachable)".into())
     } else {
         None
     }
@@ -673,6 +680,9 @@ mod tests {
             url: url.into(),
             title: "Scale <down> & drain".into(),
             component_match: m,
+            commit: None,
+            merged_at: None,
+            why: String::new(),
         };
         i.snapshot.report.suspect_changes = vec![
             change(

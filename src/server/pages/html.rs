@@ -220,11 +220,13 @@ pub fn incident(row: &IncidentRow, events: &[Event], charts: &[ChartData]) -> Ma
             @if !r.suspect_changes.is_empty() {
                 h2 { "Suspect changes" }
                 ul { @for c in &r.suspect_changes { li {
-                    @if let Some(url) = web_link(&c.url) { a href=(url) { (c.repository) "#" (c.number) } }
-                    @else { (c.repository) "#" (c.number) }
+                    @if let Some(url) = web_link(&c.url) { a href=(url) { (c.reference()) } }
+                    @else { (c.reference()) }
                     " " (c.title)
+                    @if !c.why.is_empty() { " — " (c.why) }
                 } } }
             }
+            @if r.outside_pending { p { (crate::render::OUTSIDE_PENDING) } }
             h2 { "Sample runs" }
             div class="scroll" { table {
                 thead { tr { th { "kind" } th { "seconds" } th { "job" } th { "run" } } }

@@ -4,6 +4,7 @@ pub mod app;
 pub mod bigquery;
 pub mod faults;
 pub mod gcs;
+pub mod github;
 pub mod jira;
 pub mod proxy;
 pub mod release_controller;

@@ -19,6 +19,8 @@ use crate::config::ReleaseControllerSettings;
 use crate::model::{Dimension, RegressionReport, SuspectChange};
 use crate::store::Store;
 
+pub mod outside;
+
 /// Bytes of a changelog read at most.
 const MAX_BODY: usize = 8 << 20;
 
@@ -83,6 +85,9 @@ pub fn suspects(body: &str, favoured: &[&str]) -> Result<Vec<SuspectChange>> {
                 url,
                 title: c.subject.clone(),
                 component_match: rank.is_some(),
+                commit: None,
+                merged_at: None,
+                why: String::new(),
             };
             ranked.push((rank.unwrap_or(usize::MAX), change));
         }

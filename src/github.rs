@@ -1,0 +1,341 @@
+//! GitHub's REST API, for the changes outside the payload: the commits merged in a window of a
+//! repository that ships in no release payload (the CI harness, the step registry, origin's
+//! monitor tests), and when a pull request or a commit named as a fix merged.
+//!
+//! `GET /repos/{owner}/{repo}/commits?since=&until=&path=&per_page=100` answers a JSON array,
+//! newest first, with the next page in `Link: <…>; rel="next"`; `since` and `until` are ISO
+//! 8601 and compare with the commit's date. `GET /repos/{owner}/{repo}/pulls/{n}` has
+//! `merged_at` (null until merged), `GET /repos/{owner}/{repo}/commits/{sha}` the commit's
+//! dates. A missing repository is `404 {"message": "Not Found"}`. Over the rate limit GitHub
+//! answers `403` or `429`, with `x-ratelimit-remaining: 0` and `x-ratelimit-reset` (Unix
+//! seconds) for the primary limit, or `Retry-After` (seconds) for a secondary one: a wait up to
+//! `github.max_wait_secs` is sat out and the request asked once more; a longer one is an error
+//! that says when to come back.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use chrono::{DateTime, SecondsFormat, Utc};
+use futures::StreamExt;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{GitHubSettings, Secret};
+
+/// One commit on a repository's default branch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Commit {
+    pub sha: String,
+    /// Its page on github.com.
+    pub url: String,
+    /// The first line of its message.
+    pub title: String,
+    /// When it landed on the branch (the committer's date: the merge, for a merged pull
+    /// request), Unix seconds.
+    pub at: i64,
+}
+
+#[derive(Deserialize)]
+struct WireCommit {
+    sha: String,
+    #[serde(default)]
+    html_url: String,
+    commit: WireCommitBody,
+}
+
+#[derive(Deserialize)]
+struct WireCommitBody {
+    #[serde(default)]
+    message: String,
+    committer: Option<WireSignature>,
+    author: Option<WireSignature>,
+}
+
+#[derive(Deserialize)]
+struct WireSignature {
+    date: Option<DateTime<Utc>>,
+}
+
+#[derive(Deserialize)]
+struct WirePull {
+    merged_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireError {
+    #[serde(default)]
+    message: String,
+}
+
+impl WireCommit {
+    fn into_commit(self, repository: &str) -> Option<Commit> {
+        let signature = self.commit.committer.or(self.commit.author)?;
+        let url = if self.html_url.starts_with("https://github.com/") {
+            self.html_url
+        } else {
+            format!("https://github.com/{repository}/commit/{}", self.sha)
+        };
+        let title = self.commit.message.lines().next().unwrap_or_default().trim().to_string();
+        Some(Commit { sha: self.sha, url, title, at: signature.date?.timestamp() })
+    }
+}
+
+/// A GitHub REST API client.
+pub struct GitHub {
+    http: reqwest::Client,
+    api_url: String,
+    token: Option<Secret>,
+    max_pages: u32,
+    max_bytes: u64,
+    max_wait: Duration,
+}
+
+/// One page: its body and the next page's URL.
+struct Page {
+    body: Vec<u8>,
+    next: Option<String>,
+}
+
+impl GitHub {
+    pub fn new(settings: &GitHubSettings) -> Result<GitHub> {
+        let http = crate::http::client_builder(Duration::from_secs(settings.timeout_secs.max(1))).build()?;
+        Ok(GitHub {
+            http,
+            api_url: settings.api_url.trim_end_matches('/').to_string(),
+            token: settings.token.clone(),
+            max_pages: settings.max_pages.max(1),
+            max_bytes: settings.max_response_bytes,
+            max_wait: Duration::from_secs(settings.max_wait_secs),
+        })
+    }
+
+    /// The commits of `repository` (touching `path`, when not empty) dated from `since` to
+    /// `until`, newest first. Past `github.max_pages` pages the rest is left out, and logged.
+    pub async fn commits(&self, repository: &str, path: &str, since: i64, until: i64) -> Result<Vec<Commit>> {
+        let iso = |t: i64| {
+            DateTime::from_timestamp(t, 0).unwrap_or_default().to_rfc3339_opts(SecondsFormat::Secs, true)
+        };
+        let mut query = vec![("since", iso(since)), ("until", iso(until)), ("per_page", "100".to_string())];
+        if !path.is_empty() {
+            query.push(("path", path.to_string()));
+        }
+        let first =
+            reqwest::Url::parse_with_params(&format!("{}/repos/{repository}/commits", self.api_url), &query)
+                .context("a commits URL")?;
+        let mut url = Some(first.to_string());
+        let mut out = Vec::new();
+        for _ in 0..self.max_pages {
+            let Some(u) = url.take() else { break };
+            let page = self.get(&u).await?;
+            let wire: Vec<WireCommit> = serde_json::from_slice(&page.body)
+                .with_context(|| format!("GitHub {u}: not a list of commits"))?;
+            out.extend(wire.into_iter().filter_map(|c| c.into_commit(repository)));
+            url = page.next;
+        }
+        if url.is_some() {
+            tracing::warn!(
+                repository,
+                "more than {} pages of commits; the oldest are left out",
+                self.max_pages
+            );
+        }
+        Ok(out)
+    }
+
+    /// When pull request `number` of `repository` merged; None while it is not merged.
+    pub async fn pull_merged_at(&self, repository: &str, number: u64) -> Result<Option<i64>> {
+        let url = format!("{}/repos/{repository}/pulls/{number}", self.api_url);
+        let page = self.get(&url).await?;
+        let pull: WirePull = serde_json::from_slice(&page.body)
+            .with_context(|| format!("GitHub {url}: not a pull request"))?;
+        Ok(pull.merged_at.map(|t| t.timestamp()))
+    }
+
+    /// When commit `sha` of `repository` landed (its committer's date).
+    pub async fn commit_at(&self, repository: &str, sha: &str) -> Result<i64> {
+        let url = format!("{}/repos/{repository}/commits/{sha}", self.api_url);
+        let page = self.get(&url).await?;
+        let wire: WireCommit =
+            serde_json::from_slice(&page.body).with_context(|| format!("GitHub {url}: not a commit"))?;
+        Ok(wire.into_commit(repository).with_context(|| format!("GitHub {url}: a commit without a date"))?.at)
+    }
+
+    /// One page, sitting out one short rate-limit wait.
+    async fn get(&self, url: &str) -> Result<Page> {
+        match self.get_once(url).await? {
+            Answer::Page(p) => Ok(p),
+            Answer::RateLimited(wait) if wait <= self.max_wait => {
+                tracing::info!(url, "GitHub rate limit: waiting {} s", wait.as_secs());
+                tokio::time::sleep(wait).await;
+                match self.get_once(url).await? {
+                    Answer::Page(p) => Ok(p),
+                    Answer::RateLimited(wait) => {
+                        Err(RateLimited { wait }).context(format!("GitHub {url}, again"))
+                    }
+                }
+            }
+            Answer::RateLimited(wait) => Err(RateLimited { wait }).context(format!("GitHub {url}")),
+        }
+    }
+
+    async fn get_once(&self, url: &str) -> Result<Answer> {
+        if !url.starts_with(&format!("{}/", self.api_url)) {
+            bail!("GitHub sent a next page outside {}: {url}", self.api_url); // no token elsewhere
+        }
+        let mut request = self
+            .http
+            .get(url)
+            .header(reqwest::header::ACCEPT, "application/vnd.github+json")
+            .header("X-GitHub-Api-Version", "2022-11-28");
+        if let Some(token) = &self.token {
+            request = request.bearer_auth(token.expose());
+        }
+        let response = request.send().await.with_context(|| format!("GitHub {url}"))?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = read_limited(response, self.max_bytes).await.with_context(|| format!("GitHub {url}"))?;
+        if status.is_success() {
+            return Ok(Answer::Page(Page { body, next: next_link(&headers) }));
+        }
+        let message = serde_json::from_slice::<WireError>(&body).unwrap_or_default().message;
+        if let Some(wait) = rate_limit_wait(status.as_u16(), &headers, &message, Utc::now().timestamp()) {
+            return Ok(Answer::RateLimited(wait));
+        }
+        let reason = if message.is_empty() {
+            String::from_utf8_lossy(&body[..body.len().min(200)]).trim().to_string()
+        } else {
+            message.chars().take(200).collect()
+        };
+        bail!("GitHub {url} answered {status}: {reason}")
+    }
+}
+
+/// GitHub's rate limit is spent for longer than sheriff waits (`github.max_wait_secs`): the
+/// caller asks nothing more this cycle.
+#[derive(Debug, thiserror::Error)]
+#[error("GitHub rate limit: {}", retry_words(*.wait))]
+pub struct RateLimited {
+    /// How long GitHub asked to wait.
+    pub wait: Duration,
+}
+
+enum Answer {
+    Page(Page),
+    /// Over a rate limit: how long to wait.
+    RateLimited(Duration),
+}
+
+fn retry_words(wait: Duration) -> String {
+    let at = Utc::now() + chrono::Duration::seconds(wait.as_secs().min(86_400) as i64);
+    format!("try again after {} UTC (in {} s)", at.format("%H:%M:%S"), wait.as_secs())
+}
+
+/// How long a rate-limited answer asks to wait: `Retry-After`, else `x-ratelimit-reset` when
+/// `x-ratelimit-remaining` is 0, else a minute for a secondary limit's message. None: not a
+/// rate limit (a 403 for want of permission, say).
+fn rate_limit_wait(
+    status: u16,
+    headers: &reqwest::header::HeaderMap,
+    message: &str,
+    now: i64,
+) -> Option<Duration> {
+    if status != 403 && status != 429 {
+        return None;
+    }
+    if let Some(wait) = crate::http::retry_after(headers) {
+        return Some(wait);
+    }
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    if header("x-ratelimit-remaining") == Some("0")
+        && let Some(reset) = header("x-ratelimit-reset").and_then(|v| v.parse::<i64>().ok())
+    {
+        return Some(Duration::from_secs((reset - now).max(0) as u64));
+    }
+    (status == 429 || message.to_ascii_lowercase().contains("rate limit")).then_some(Duration::from_secs(60))
+}
+
+/// The `rel="next"` URL of a `Link` header.
+fn next_link(headers: &reqwest::header::HeaderMap) -> Option<String> {
+    let link = headers.get(reqwest::header::LINK)?.to_str().ok()?;
+    link.split(',').find_map(|part| {
+        let (url, params) = part.split_once(';')?;
+        let next = params.split(';').any(|p| p.trim().replace(' ', "") == "rel=\"next\"");
+        next.then(|| url.trim().trim_start_matches('<').trim_end_matches('>').to_string())
+    })
+}
+
+/// A response body, refused once it grows past `max` bytes.
+async fn read_limited(response: reqwest::Response, max: u64) -> Result<Vec<u8>> {
+    if response.content_length().is_some_and(|n| n > max) {
+        bail!("the answer is larger than github.max_response_bytes ({max} bytes)");
+    }
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.context("reading the response body")?;
+        if body.len() as u64 + chunk.len() as u64 > max {
+            bail!("the answer is larger than github.max_response_bytes ({max} bytes)");
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use reqwest::header::{HeaderMap, HeaderValue};
+
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn the_next_page_is_read_from_the_link_header() {
+        let h = headers(&[(
+            "link",
+            r#"<https://api.github.com/repositories/1/commits?page=2>; rel="next", <https://api.github.com/repositories/1/commits?page=9>; rel="last""#,
+        )]);
+        assert_eq!(next_link(&h).as_deref(), Some("https://api.github.com/repositories/1/commits?page=2"));
+        let last = headers(&[(
+            "link",
+            r#"<https://api.github.com/x?page=1>; rel="prev", <https://api.github.com/x?page=1>; rel="first""#,
+        )]);
+        assert_eq!(next_link(&last), None);
+        assert_eq!(next_link(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn a_rate_limit_waits_for_retry_after_then_the_reset_and_a_plain_403_is_no_rate_limit() {
+        let retry = headers(&[("retry-after", "7")]);
+        assert_eq!(rate_limit_wait(429, &retry, "", 0), Some(Duration::from_secs(7)));
+        let reset = headers(&[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", "1100")]);
+        assert_eq!(
+            rate_limit_wait(403, &reset, "API rate limit exceeded", 1000),
+            Some(Duration::from_secs(100))
+        );
+        let secondary =
+            "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.";
+        assert_eq!(rate_limit_wait(403, &HeaderMap::new(), secondary, 0), Some(Duration::from_secs(60)));
+        let left = headers(&[("x-ratelimit-remaining", "4999")]);
+        assert_eq!(rate_limit_wait(403, &left, "Resource not accessible by integration", 0), None);
+        assert_eq!(rate_limit_wait(500, &retry, "", 0), None);
+    }
+
+    #[test]
+    fn a_commit_keeps_its_first_line_and_its_committer_s_date() {
+        let wire: WireCommit = serde_json::from_str(
+            r#"{"sha": "abc123", "html_url": "javascript:alert(1)", "commit": {"message": "Use RWX storage\n\nand two replicas",
+                "author": {"date": "2023-09-01T08:00:00Z"}, "committer": {"date": "2023-09-02T10:00:00Z"}}}"#,
+        )
+        .unwrap();
+        let c = wire.into_commit("openshift-metal3/dev-scripts").unwrap();
+        assert_eq!(c.title, "Use RWX storage");
+        assert_eq!(c.at, DateTime::parse_from_rfc3339("2023-09-02T10:00:00Z").unwrap().timestamp());
+        assert_eq!(c.url, "https://github.com/openshift-metal3/dev-scripts/commit/abc123");
+    }
+}
