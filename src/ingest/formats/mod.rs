@@ -4,8 +4,6 @@ pub mod cluster_data;
 pub mod disruption;
 pub mod duration;
 pub mod intervals;
-#[cfg(test)]
-mod intervals_whole;
 pub mod job_name;
 pub mod prow;
 pub mod query_results;
