@@ -688,6 +688,34 @@ mod tests {
         assert_eq!(warnings.len(), 4, "{warnings:?}");
     }
 
+    /// An interval file on disk is read as it is parsed, no further than its limit: one that
+    /// grew past it after it was listed is a warning naming it, and the run still lands.
+    #[test]
+    fn an_interval_file_on_disk_is_read_as_a_stream_within_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e2e-events_20231114-220000.json");
+        let text = r#"{"items": [{"level": "Error", "source": "Disruption", "locator": {"keys": {"backend-disruption-name": "image-registry-new-connections"}}, "message": {"reason": "DisruptionBegan"}, "from": "2023-11-14T22:00:00Z", "to": "2023-11-14T22:00:12Z"}]}"#;
+        std::fs::write(&path, text).unwrap();
+        let on_disk = |max_bytes: u64| RunFile {
+            name: junit("e2e-events_20231114-220000.json"),
+            content: Ok(Content::File { path: path.clone(), max_bytes, spool: None }),
+        };
+        let mut files = base_files();
+        files.push(on_disk(text.len() as u64));
+        let Assembly::Ready { record, warnings } = assemble(&run(files)) else { panic!("not ready") };
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(record.outages.len(), 1);
+        let mut files = base_files();
+        files.push(on_disk(text.len() as u64 - 1));
+        let Assembly::Ready { record, warnings } = assemble(&run(files)) else { panic!("not ready") };
+        assert!(record.outages.is_empty());
+        assert!(
+            warnings.iter().any(|w| w.file.ends_with("e2e-events_20231114-220000.json")
+                && w.error.contains("larger than the")),
+            "{warnings:?}"
+        );
+    }
+
     #[test]
     fn a_run_without_disruption_files_is_stored_without_samples_and_said_so() {
         let files = base_files().into_iter().take(2).collect();
