@@ -584,6 +584,9 @@ pub struct DatabaseSettings {
     pub max_connections: u32,
     /// Seconds to wait for a free connection before a query fails.
     pub acquire_timeout_secs: u64,
+    /// PostgreSQL cancels a statement that runs longer than this (its `statement_timeout`): a
+    /// hung server or a held lock fails as a storage error instead of waiting without end.
+    pub statement_timeout_secs: u64,
     /// PostgreSQL password, when it is not in the URL. Environment or file only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub password: Option<Secret>,
@@ -598,6 +601,7 @@ impl Default for DatabaseSettings {
             url: DatabaseUrl::from_str("sqlite://sheriff.db").expect("the default URL is valid"),
             max_connections: 8,
             acquire_timeout_secs: 10,
+            statement_timeout_secs: 300,
             password: None,
             password_file: None,
         }
@@ -816,6 +820,10 @@ pub struct IngestSettings {
     pub push_token: Option<Secret>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub push_token_file: Option<PathBuf>,
+    /// A push's storing (the run and its ingest log) is given up after this many seconds: the
+    /// pusher gets 503 "storage unavailable, retry later" at once rather than a 408 when the
+    /// database hangs.
+    pub push_store_timeout_secs: u64,
 }
 
 /// When a run's interval files are read: see [`IngestSettings::intervals`].
@@ -848,6 +856,7 @@ impl Default for IngestSettings {
             concurrency: 8,
             push_token: None,
             push_token_file: None,
+            push_store_timeout_secs: 10,
         }
     }
 }
@@ -1331,9 +1340,11 @@ impl Settings {
         const YEARS: u64 = 36_500;
         let (e, r, o) = (&self.evaluate, &self.retention, &self.outbox);
         let bq = &self.bigquery;
-        let whole: [(&str, u64, u64, u64); 45] = [
+        let whole: [(&str, u64, u64, u64); 47] = [
             ("database.max_connections", self.database.max_connections.into(), 1, 10_000),
             ("database.acquire_timeout_secs", self.database.acquire_timeout_secs, 1, 3_600),
+            ("database.statement_timeout_secs", self.database.statement_timeout_secs, 1, DAY),
+            ("ingest.push_store_timeout_secs", self.ingest.push_store_timeout_secs, 1, 3_600),
             ("server.max_body_bytes", self.server.max_body_bytes as u64, 1, 1 << 30),
             ("server.slack_max_body_bytes", self.server.slack_max_body_bytes as u64, 1_024, 16 << 20),
             ("server.header_timeout_secs", self.server.header_timeout_secs, 1, DAY),

@@ -6,12 +6,13 @@
 //! pending, and a later cycle tries again; one that is gone or does not parse leaves the run
 //! without interval evidence, as at ingest, with the reason in the ingest log.
 
-use std::time::Duration;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use tokio::sync::OnceCell;
 
 use super::gcs::{self, GcsClient};
-use super::run::{FileProblem, RunIntervals, parse_interval_files};
+use super::run::{Content, FileProblem, RunIntervals, parse_interval_files};
 use crate::config::Settings;
 use crate::model::{IntervalFile, RunRecord};
 use crate::store::Store;
@@ -65,9 +66,9 @@ impl<'a> EvidenceFetcher<'a> {
         let mut problems = Vec::new();
         for file in &record.interval_files {
             match self.fetch(file).await {
-                Ok(bytes) => {
-                    metrics::counter!("sheriff_evidence_bytes_total").increment(bytes.len() as u64);
-                    read.push((file.location.clone(), bytes));
+                Ok((content, size)) => {
+                    metrics::counter!("sheriff_evidence_bytes_total").increment(size);
+                    read.push((file.location.clone(), content));
                 }
                 Err(Miss::Never(why)) => {
                     problems.push(FileProblem { file: file.location.clone(), error: why })
@@ -85,8 +86,20 @@ impl<'a> EvidenceFetcher<'a> {
                 }
             }
         }
-        let files = read.iter().map(|(name, bytes)| (name.as_str(), bytes.as_slice()));
-        let parsed = parse_interval_files(files, &mut problems);
+        let parse = tokio::task::spawn_blocking(move || {
+            let parsed = parse_interval_files(
+                read.iter().map(|(name, content)| (name.as_str(), content)),
+                &mut problems,
+            );
+            (parsed, problems)
+        });
+        let (parsed, problems) = match parse.await {
+            Ok(done) => done,
+            Err(e) => {
+                tracing::warn!(run = %record.run.path, "interval evidence pending: parsing failed: {e}");
+                return;
+            }
+        };
         metrics::counter!("sheriff_evidence_fetches_total", "outcome" => "fetched").increment(1);
         if self.keep {
             self.keep_filled(record, &parsed, &problems).await;
@@ -136,59 +149,40 @@ impl<'a> EvidenceFetcher<'a> {
         }
     }
 
-    async fn fetch(&self, file: &IntervalFile) -> Result<Vec<u8>, Miss> {
+    /// The file, to be read as a stream (a GCS object downloaded to a temporary file), and its size.
+    async fn fetch(&self, file: &IntervalFile) -> Result<(Content, u64), Miss> {
         if file.size > self.max_bytes {
             return Err(Miss::Never(super::too_large(file.size, self.max_bytes)));
         }
-        let bytes = match gcs::parse_gs_url(&file.location) {
+        let (path, spool) = match gcs::parse_gs_url(&file.location) {
             Some((bucket, object)) => {
                 let client = self
                     .client
                     .get_or_try_init(|| async { GcsClient::new(&self.gcs) })
                     .await
                     .map_err(|e| Miss::Later(format!("{e:#}")))?;
-                client.download(&bucket, &object).await.map_err(|e| {
-                    if gcs::is_gone(&e) {
+                let spool = client.download_to_file(&bucket, &object, self.max_bytes).await.map_err(|e| {
+                    if gcs::is_gone(&e) || e.chain().any(|c| c.is::<gcs::TooLarge>()) {
                         Miss::Never(format!("{e:#}"))
                     } else {
                         Miss::Later(format!("{e:#}"))
                     }
-                })?
+                })?;
+                (spool.to_path_buf(), Some(Arc::new(spool)))
             }
-            None => read_local(&file.location, self.max_bytes).await?,
+            None => (PathBuf::from(&file.location), None),
         };
-        // it may have grown since it was listed
-        if bytes.len() as u64 > self.max_bytes {
-            return Err(Miss::Never(super::too_large(bytes.len() as u64, self.max_bytes)));
+        let size = match tokio::fs::metadata(&path).await {
+            Ok(m) => m.len(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Miss::Never(format!("cannot read: {e}")));
+            }
+            Err(e) => return Err(Miss::Later(format!("cannot read: {e}"))),
+        };
+        // it may have grown since it was listed; reading stops at the limit all the same
+        if size > self.max_bytes {
+            return Err(Miss::Never(super::too_large(size, self.max_bytes)));
         }
-        Ok(bytes)
-    }
-}
-
-/// A local interval file, read no further than one byte past `max_bytes` (the caller refuses a
-/// longer one): too large or gone is for good, any other error may pass.
-async fn read_local(path: &str, max_bytes: u64) -> Result<Vec<u8>, Miss> {
-    use std::io::Read as _;
-    let path = std::path::PathBuf::from(path);
-    // Ok(Err(size)): larger than the limit, not read
-    let read = tokio::task::spawn_blocking(move || -> std::io::Result<Result<Vec<u8>, u64>> {
-        let file = std::fs::File::open(&path)?;
-        let size = file.metadata()?.len();
-        if size > max_bytes {
-            return Ok(Err(size));
-        }
-        let mut bytes = Vec::new();
-        file.take(max_bytes.saturating_add(1)).read_to_end(&mut bytes)?;
-        Ok(Ok(bytes))
-    });
-    match tokio::time::timeout(Duration::from_secs(60), read).await {
-        Ok(Ok(Ok(Ok(bytes)))) => Ok(bytes),
-        Ok(Ok(Ok(Err(size)))) => Err(Miss::Never(super::too_large(size, max_bytes))),
-        Ok(Ok(Err(e))) if e.kind() == std::io::ErrorKind::NotFound => {
-            Err(Miss::Never(format!("cannot read: {e}")))
-        }
-        Ok(Ok(Err(e))) => Err(Miss::Later(format!("cannot read: {e}"))),
-        Ok(Err(e)) => Err(Miss::Later(format!("read task failed: {e}"))),
-        Err(_) => Err(Miss::Later("reading took over a minute".into())),
+        Ok((Content::File { path, max_bytes: self.max_bytes, spool }, size))
     }
 }

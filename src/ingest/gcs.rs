@@ -72,6 +72,18 @@ impl std::fmt::Display for GcsError {
 
 impl std::error::Error for GcsError {}
 
+/// An object that was larger than the limit it was read with.
+#[derive(Debug)]
+pub struct TooLarge(pub u64);
+
+impl std::fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "over {} bytes, larger than the {}-byte limit; skipped", self.0, self.0)
+    }
+}
+
+impl std::error::Error for TooLarge {}
+
 /// Whether an error says the object is not there (404, 410): a retry will not find it.
 pub fn is_gone(error: &anyhow::Error) -> bool {
     error.chain().any(|e| e.downcast_ref::<GcsError>().is_some_and(|g| matches!(g.status, 404 | 410)))
@@ -147,6 +159,39 @@ impl GcsClient {
 
     /// The content of one object.
     pub async fn download(&self, bucket: &str, name: &str) -> Result<Vec<u8>> {
+        let url = self.media_url(bucket, name)?;
+        self.get(url).await.with_context(|| format!("downloading gs://{bucket}/{name}"))
+    }
+
+    /// One object, written to a temporary file as it arrives (removed when the path is dropped),
+    /// no more than `max_bytes` of it: memory holds one chunk, whatever the object's size.
+    pub async fn download_to_file(
+        &self,
+        bucket: &str,
+        name: &str,
+        max_bytes: u64,
+    ) -> Result<tempfile::TempPath> {
+        use tokio::io::AsyncWriteExt as _;
+        let url = self.media_url(bucket, name)?;
+        let context = || format!("downloading gs://{bucket}/{name}");
+        let mut response = self.send(url).await.with_context(context)?;
+        let (file, path) = tempfile::NamedTempFile::new().context("creating a temporary file")?.into_parts();
+        let mut out = tokio::fs::File::from_std(file);
+        let mut read = 0u64;
+        while let Some(chunk) =
+            response.chunk().await.context("reading the response body").with_context(context)?
+        {
+            read += chunk.len() as u64;
+            if read > max_bytes {
+                return Err(anyhow::Error::new(TooLarge(max_bytes)).context(context()));
+            }
+            out.write_all(&chunk).await.context("writing a temporary file").with_context(context)?;
+        }
+        out.flush().await.context("writing a temporary file").with_context(context)?;
+        Ok(path)
+    }
+
+    fn media_url(&self, bucket: &str, name: &str) -> Result<reqwest::Url> {
         let mut url = reqwest::Url::parse(&format!("{}/storage/v1/b/", self.api_url))
             .with_context(|| format!("invalid GCS API URL {}", self.api_url))?;
         url.path_segments_mut()
@@ -154,10 +199,16 @@ impl GcsClient {
             .pop_if_empty()
             .extend([bucket, "o", name]);
         url.query_pairs_mut().append_pair("alt", "media");
-        self.get(url).await.with_context(|| format!("downloading gs://{bucket}/{name}"))
+        Ok(url)
     }
 
     async fn get(&self, url: reqwest::Url) -> Result<Vec<u8>> {
+        let response = self.send(url).await?;
+        Ok(response.bytes().await.context("reading the response body")?.to_vec())
+    }
+
+    /// Sends a GET, retrying 429, 5xx and connection failures; the response once it succeeds.
+    async fn send(&self, url: reqwest::Url) -> Result<reqwest::Response> {
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -170,7 +221,7 @@ impl GcsClient {
                     let status = response.status();
                     let retry_after = crate::http::retry_after(response.headers());
                     if status.is_success() {
-                        return Ok(response.bytes().await.context("reading the response body")?.to_vec());
+                        return Ok(response);
                     }
                     let body = response.text().await.unwrap_or_default();
                     let message = serde_json::from_str::<ErrorBody>(&body)

@@ -27,7 +27,7 @@ use serde::Serialize;
 
 use self::gcs::GcsClient;
 use self::layout::{Classified, FileKind, classify};
-use self::run::{Assembly, FileProblem, RunFile, RunFiles};
+use self::run::{Assembly, Content, FileProblem, RunFile, RunFiles};
 use crate::config::{IngestSettings, Settings};
 use crate::store::Store;
 use crate::store::ingest_log::IngestLogEntry;
@@ -116,6 +116,28 @@ impl Source {
                     return Err(too_large(file.size, max_bytes));
                 }
                 client.download(bucket, &file.key).await.map_err(|e| format!("{e:#}"))
+            }
+            Source::BigQuery(_) => Err("a BigQuery dataset holds rows, not files".into()),
+        }
+    }
+
+    /// An interval file, to be read as a stream when it is parsed: a local one where it is, one
+    /// in GCS downloaded to a temporary file; either no further than `max_bytes`.
+    async fn open(&self, file: &ListedFile, max_bytes: u64) -> Result<Content, String> {
+        if file.size > max_bytes {
+            return Err(too_large(file.size, max_bytes));
+        }
+        match self {
+            Source::Local(_) => {
+                let path = file.local.clone().unwrap_or_else(|| PathBuf::from(&file.key));
+                Ok(Content::File { path, max_bytes, spool: None })
+            }
+            Source::Gcs { client, bucket, .. } => {
+                let spool = client
+                    .download_to_file(bucket, &file.key, max_bytes)
+                    .await
+                    .map_err(|e| format!("{e:#}"))?;
+                Ok(Content::File { path: spool.to_path_buf(), max_bytes, spool: Some(Arc::new(spool)) })
             }
             Source::BigQuery(_) => Err("a BigQuery dataset holds rows, not files".into()),
         }
@@ -627,16 +649,19 @@ async fn read_files(
                     left.push(crate::model::IntervalFile { location, size: f.size });
                     continue;
                 }
-                settings.max_interval_file_bytes
+                let content = source.open(f, settings.max_interval_file_bytes).await;
+                files.push(RunFile { name: f.name.clone(), content });
+                continue;
             }
             Classified::Read(_) => settings.max_file_bytes,
             Classified::Odd(_) => {
-                files.push(RunFile { name: f.name.clone(), content: Ok(Vec::new()) });
+                files.push(RunFile { name: f.name.clone(), content: Ok(Content::Bytes(Vec::new())) });
                 continue;
             }
             Classified::Ignore => continue,
         };
-        files.push(RunFile { name: f.name.clone(), content: source.read(f, max).await });
+        let content = source.read(f, max).await.map(Content::Bytes);
+        files.push(RunFile { name: f.name.clone(), content });
     }
     (files, left)
 }
@@ -658,25 +683,60 @@ fn preferred_interval_kind(listing: &RunListing) -> Option<FileKind> {
 }
 
 /// The push API's entry: one run's files, sent by a CI system, parsed and stored like any other.
-pub async fn ingest_pushed_run(store: &Store, run: RunFiles, force: bool) -> Result<IngestSummary> {
+/// Storing is given up after `store_timeout` (the database hung): a storage failure, which the
+/// pusher is told to retry.
+pub async fn ingest_pushed_run(
+    store: &Store,
+    run: RunFiles,
+    force: bool,
+    store_timeout: Duration,
+) -> Result<IngestSummary> {
     let mut summary = IngestSummary::default();
     let mut log = Vec::new();
     let (job, build) = layout::job_and_build(&run.path);
     let path = run.path.clone();
     let outcome = match tokio::task::spawn_blocking(move || run::assemble(&run)).await? {
-        Assembly::Ready { record, warnings } => RunOutcome::Ready { record, warnings, path },
+        Assembly::Ready { record, warnings } => RunOutcome::Ready { record, warnings, path: path.clone() },
         Assembly::StillRunning => RunOutcome::Failed {
-            path,
-            job,
-            build,
+            path: path.clone(),
+            job: job.clone(),
+            build: build.clone(),
             problems: vec![FileProblem {
                 file: "finished.json".into(),
                 error: "missing: push a run once it has finished".into(),
             }],
         },
-        Assembly::Failed { problems } => RunOutcome::Failed { path, job, build, problems },
+        Assembly::Failed { problems } => {
+            RunOutcome::Failed { path: path.clone(), job: job.clone(), build: build.clone(), problems }
+        }
     };
-    record_outcome(store, "push", force, outcome, &mut summary, &mut log).await;
-    flush_log(store, &mut log).await;
+    let (job, build) = match &outcome {
+        RunOutcome::Ready { record, .. } => (record.run.job_name.clone(), record.run.build_id.clone()),
+        _ => (job, build),
+    };
+    let stored = tokio::time::timeout(store_timeout, async {
+        record_outcome(store, "push", force, outcome, &mut summary, &mut log).await;
+        flush_log(store, &mut log).await;
+    })
+    .await;
+    if stored.is_err() {
+        let error = format!(
+            "storage unavailable, retry later: the database did not answer within {}s",
+            store_timeout.as_secs()
+        );
+        summary = IngestSummary::default();
+        let entry = IngestLogEntry {
+            logged_at: Utc::now(),
+            source: "push".into(),
+            run_path: path.clone(),
+            job_name: job,
+            build_id: build,
+            file: String::new(),
+            outcome: "failed".into(),
+            error: error.clone(),
+        };
+        // the entry is not written: the database is what does not answer
+        storage_failed(&mut summary, &mut Vec::new(), entry, &path, error);
+    }
     Ok(summary)
 }

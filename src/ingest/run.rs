@@ -21,7 +21,53 @@ pub struct RunFiles {
 #[derive(Debug, Clone)]
 pub struct RunFile {
     pub name: String,
-    pub content: Result<Vec<u8>, String>,
+    pub content: Result<Content, String>,
+}
+
+/// A file's content: in memory, or on disk to be read as a stream (interval files, which can
+/// be hundreds of MB).
+#[derive(Debug, Clone)]
+pub enum Content {
+    Bytes(Vec<u8>),
+    /// Read when parsed, no further than `max_bytes`.
+    File {
+        path: std::path::PathBuf,
+        max_bytes: u64,
+        /// A download spooled to a temporary file, removed when the last clone is dropped.
+        spool: Option<std::sync::Arc<tempfile::TempPath>>,
+    },
+}
+
+impl Content {
+    /// Whether the file has nothing in it (one that cannot be read is for its parser to say).
+    fn is_empty(&self) -> bool {
+        match self {
+            Content::Bytes(bytes) => bytes.is_empty(),
+            Content::File { path, .. } => std::fs::metadata(path).is_ok_and(|m| m.len() == 0),
+        }
+    }
+
+    /// The content as bytes, reading a file whole.
+    fn bytes(&self) -> Result<std::borrow::Cow<'_, [u8]>, String> {
+        match self {
+            Content::Bytes(bytes) => Ok(bytes.as_slice().into()),
+            Content::File { path, .. } => {
+                std::fs::read(path).map(Into::into).map_err(|e| format!("cannot read: {e}"))
+            }
+        }
+    }
+
+    /// The interval file this is, read as a stream.
+    fn read_intervals(&self) -> Result<intervals::IntervalEvidence, String> {
+        let watch = intervals::Watch::default();
+        match self {
+            Content::Bytes(bytes) => intervals::read_intervals(bytes.as_slice(), u64::MAX, &watch),
+            Content::File { path, max_bytes, .. } => {
+                let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+                intervals::read_intervals(file, *max_bytes, &watch)
+            }
+        }
+    }
 }
 
 /// A problem with one file (or, with an empty `file`, with the run as a whole).
@@ -78,10 +124,17 @@ impl<'a> Parsed<'a> {
         if kind == FileKind::Disruption { self.failures.push(p) } else { self.warnings.push(p) }
     }
 
-    fn parse(&mut self, f: &'a RunFile, kind: FileKind, bytes: &[u8]) {
-        let intervals = matches!(kind, FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline);
-        // interval files are checked where they are parsed, on demand too
-        if !intervals && let Some(why) = super::formats::refused_text(bytes) {
+    fn parse(&mut self, f: &'a RunFile, kind: FileKind, content: &Content) {
+        // interval files are read as a stream where they are parsed, on demand too
+        if matches!(kind, FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline) {
+            return self.interval_files.push((f, kind));
+        }
+        let bytes = match content.bytes() {
+            Ok(bytes) => bytes,
+            Err(e) => return self.unusable(kind, problem(&f.name, e)),
+        };
+        let bytes = bytes.as_ref();
+        if let Some(why) = super::formats::refused_text(bytes) {
             return self.unusable(kind, problem(&f.name, why));
         }
         match kind {
@@ -107,9 +160,7 @@ impl<'a> Parsed<'a> {
                     self.warnings.push(problem(&f.name, format!("{e}; dimensions taken from the job name")))
                 }
             },
-            FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline => {
-                self.interval_files.push((f, kind))
-            }
+            FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline => {}
         }
     }
 }
@@ -136,8 +187,8 @@ fn parse_files(run: &RunFiles) -> Parsed<'_> {
         }
         match &f.content {
             Err(e) => parsed.unusable(kind, problem(&f.name, e.clone())),
-            Ok(bytes) if bytes.is_empty() => parsed.unusable(kind, problem(&f.name, "empty file")),
-            Ok(bytes) => parsed.parse(f, kind, bytes),
+            Ok(content) if content.is_empty() => parsed.unusable(kind, problem(&f.name, "empty file")),
+            Ok(content) => parsed.parse(f, kind, content),
         }
     }
     parsed
@@ -290,7 +341,7 @@ fn interval_evidence(files: &[(&RunFile, FileKind)], warnings: &mut Vec<FileProb
     let read = files
         .iter()
         .filter(|(_, kind)| Some(*kind) == preferred)
-        .filter_map(|(f, _)| f.content.as_ref().ok().map(|bytes| (f.name.as_str(), bytes.as_slice())));
+        .filter_map(|(f, _)| f.content.as_ref().ok().map(|content| (f.name.as_str(), content)));
     parse_interval_files(read, warnings)
 }
 
@@ -303,20 +354,16 @@ pub struct RunIntervals {
 }
 
 /// The outages, condition spans and timeline of a run's interval files (views of one kind),
-/// sorted and without duplicates; a file that does not parse is a warning naming it, and is
-/// not used. A timeline span names the file and item it came from (the first, when two files
-/// hold it).
+/// sorted and without duplicates; a file that does not parse (or holds a NUL, or is over its
+/// limit) is a warning naming it, and is not used. A timeline span names the file and item it
+/// came from (the first, when two files hold it). Each file is read as a stream.
 pub fn parse_interval_files<'a>(
-    files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+    files: impl IntoIterator<Item = (&'a str, &'a Content)>,
     warnings: &mut Vec<FileProblem>,
 ) -> RunIntervals {
     let mut out = RunIntervals::default();
-    for (name, bytes) in files {
-        if let Some(why) = super::formats::refused_text(bytes) {
-            warnings.push(problem(name, format!("{why}; its evidence is not used")));
-            continue;
-        }
-        match intervals::parse_intervals(bytes) {
+    for (name, content) in files {
+        match content.read_intervals() {
             Ok(ev) => {
                 out.outages.extend(ev.outages);
                 out.conditions.extend(ev.conditions);
@@ -403,7 +450,7 @@ mod tests {
     const JOB: &str = "periodic-ci-openshift-release-master-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-sdn-bm-upgrade";
 
     fn file(name: &str, text: &str) -> RunFile {
-        RunFile { name: name.into(), content: Ok(text.as_bytes().to_vec()) }
+        RunFile { name: name.into(), content: Ok(Content::Bytes(text.as_bytes().to_vec())) }
     }
 
     fn junit(name: &str) -> String {
@@ -621,7 +668,7 @@ mod tests {
     #[test]
     fn a_broken_disruption_file_fails_the_run_naming_the_file() {
         let mut files = base_files();
-        files[2].content = Ok(b"{\"BackendDisruptions\": {\"x\"".to_vec());
+        files[2].content = Ok(Content::Bytes(b"{\"BackendDisruptions\": {\"x\"".to_vec()));
         let Assembly::Failed { problems } = assemble(&run(files)) else { panic!("stored a partial run") };
         assert!(problems[0].file.ends_with("backend-disruption_20231114-220000.json"), "{problems:?}");
     }
@@ -639,6 +686,34 @@ mod tests {
         let Assembly::Ready { record, warnings } = assemble(&run(files)) else { panic!("not ready") };
         assert_eq!(record.samples[0].seconds, 32);
         assert_eq!(warnings.len(), 4, "{warnings:?}");
+    }
+
+    /// An interval file on disk is read as it is parsed, no further than its limit: one that
+    /// grew past it after it was listed is a warning naming it, and the run still lands.
+    #[test]
+    fn an_interval_file_on_disk_is_read_as_a_stream_within_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("e2e-events_20231114-220000.json");
+        let text = r#"{"items": [{"level": "Error", "source": "Disruption", "locator": {"keys": {"backend-disruption-name": "image-registry-new-connections"}}, "message": {"reason": "DisruptionBegan"}, "from": "2023-11-14T22:00:00Z", "to": "2023-11-14T22:00:12Z"}]}"#;
+        std::fs::write(&path, text).unwrap();
+        let on_disk = |max_bytes: u64| RunFile {
+            name: junit("e2e-events_20231114-220000.json"),
+            content: Ok(Content::File { path: path.clone(), max_bytes, spool: None }),
+        };
+        let mut files = base_files();
+        files.push(on_disk(text.len() as u64));
+        let Assembly::Ready { record, warnings } = assemble(&run(files)) else { panic!("not ready") };
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(record.outages.len(), 1);
+        let mut files = base_files();
+        files.push(on_disk(text.len() as u64 - 1));
+        let Assembly::Ready { record, warnings } = assemble(&run(files)) else { panic!("not ready") };
+        assert!(record.outages.is_empty());
+        assert!(
+            warnings.iter().any(|w| w.file.ends_with("e2e-events_20231114-220000.json")
+                && w.error.contains("larger than the")),
+            "{warnings:?}"
+        );
     }
 
     #[test]

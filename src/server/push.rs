@@ -14,7 +14,7 @@ use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 
 use super::{ApiError, AppState};
-use crate::ingest::run::{RunFile, RunFiles};
+use crate::ingest::run::{Content, RunFile, RunFiles};
 
 /// Segments of a run path, at most (real ones have 3 for periodics, 6 for presubmits).
 const MAX_PATH_SEGMENTS: usize = 12;
@@ -89,7 +89,7 @@ pub fn decode(bytes: &[u8]) -> Result<(RunFiles, bool), String> {
                 serde_json::Value::String(text) => text.into_bytes(),
                 other => other.to_string().into_bytes(),
             };
-            RunFile { name, content: Ok(content) }
+            RunFile { name, content: Ok(Content::Bytes(content)) }
         })
         .collect();
     Ok((RunFiles { bucket: pushed.bucket, path, files }, pushed.force))
@@ -124,7 +124,8 @@ pub async fn push_run(
     })?;
     let (run, force) = decode(&bytes).map_err(|why| ApiError::user(StatusCode::BAD_REQUEST, why))?;
     let path = run.path.clone();
-    let summary = crate::ingest::ingest_pushed_run(&state.store, run, force).await?;
+    let store_timeout = std::time::Duration::from_secs(state.settings.ingest.push_store_timeout_secs);
+    let summary = crate::ingest::ingest_pushed_run(&state.store, run, force, store_timeout).await?;
     summary.count("push");
     let (status, outcome) = if summary.ingested > 0 {
         (StatusCode::CREATED, "ingested")

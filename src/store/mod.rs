@@ -201,6 +201,9 @@ impl Store {
                 if let Some(password) = &settings.password {
                     options = options.password(password.expose());
                 }
+                // a statement held up (a lock, a hung server) fails as a storage error (57014)
+                let statement_timeout = format!("{}s", settings.statement_timeout_secs);
+                options = options.options([("statement_timeout", statement_timeout.as_str())]);
                 let pool = PgPoolOptions::new()
                     .max_connections(settings.max_connections)
                     .acquire_timeout(acquire)

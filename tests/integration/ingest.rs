@@ -404,3 +404,27 @@ async fn a_folder_too_deep_skips_itself_not_the_whole_ingest() {
     assert_eq!(again.ingested, 1, "{again:?}");
     assert!(db.store.has_run(&victim.job, &victim.build_id).await.unwrap());
 }
+
+/// A GCS object is written to a temporary file as it arrives, its bytes counted: one past the
+/// limit (an object larger than when it was listed) stops the download with the limit's error,
+/// and the temporary file goes when its path is dropped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gcs_download_is_spooled_to_a_temporary_file_and_stops_at_the_limit() {
+    sheriff::init_crypto();
+    let root = tempfile::tempdir().unwrap();
+    let run = root.path().join("bucket/logs/job/1");
+    std::fs::create_dir_all(&run).unwrap();
+    let body = "x".repeat(300_000);
+    std::fs::write(run.join("e2e-events_1.json"), &body).unwrap();
+    let fake = common::gcs::FakeGcs::start(root.path(), 0).await;
+    let client = GcsClient::new(&GcsSettings { api_url: fake.url.clone(), ..Default::default() }).unwrap();
+    let object = "logs/job/1/e2e-events_1.json";
+    let spooled = client.download_to_file("bucket", object, 300_000).await.unwrap();
+    assert_eq!(std::fs::read_to_string(&spooled).unwrap(), body);
+    let path = spooled.to_path_buf();
+    drop(spooled);
+    assert!(!path.exists(), "the temporary file is removed with its path");
+    let err = client.download_to_file("bucket", object, 299_999).await.unwrap_err();
+    assert!(err.chain().any(|c| c.is::<sheriff::ingest::gcs::TooLarge>()), "{err:#}");
+    assert!(format!("{err:#}").contains("larger than the 299999-byte limit"), "{err:#}");
+}

@@ -18,9 +18,14 @@ fn state(db: &common::TestDb, token: Option<&str>, max_body: usize) -> AppState 
     let mut settings = Settings::default();
     settings.ingest.push_token = token.map(Secret::new);
     settings.server.max_body_bytes = max_body;
+    settings.database = db.settings.clone();
+    state_with(settings)
+}
+
+fn state_with(settings: Settings) -> AppState {
     // The router holds the store by Arc; tests keep their own handle through a second open.
     AppState::new(
-        Arc::new(futures_block(sheriff::store::Store::open(&db.settings)).unwrap()),
+        Arc::new(futures_block(sheriff::store::Store::open(&settings.database)).unwrap()),
         Arc::new(settings),
     )
 }
@@ -251,4 +256,79 @@ async fn a_value_the_database_refuses_is_a_refused_run_not_a_retry() {
     assert!(answer["errors"][0]["error"].as_str().unwrap().contains("refused a value"), "{answer}");
     assert!(!db.store.has_run(&job, &build).await.unwrap());
     pool.close().await;
+}
+
+/// A connection holding the runs table locked, as a hung database looks to a push: PostgreSQL's
+/// `ACCESS EXCLUSIVE` lock, SQLite's exclusive transaction. Released when dropped.
+enum Hang {
+    Postgres(#[allow(dead_code)] sqlx::PgConnection),
+    Sqlite(#[allow(dead_code)] sqlx::SqliteConnection),
+}
+
+async fn hang(db: &common::TestDb) -> Hang {
+    use sqlx::Connection as _;
+    if db.url().starts_with("postgres") {
+        let mut conn = sqlx::PgConnection::connect(&db.url()).await.unwrap();
+        sqlx::raw_sql("BEGIN; LOCK TABLE job_runs IN ACCESS EXCLUSIVE MODE")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        Hang::Postgres(conn)
+    } else {
+        let mut conn = sqlx::SqliteConnection::connect(&db.url()).await.unwrap();
+        sqlx::raw_sql("BEGIN EXCLUSIVE").execute(&mut conn).await.unwrap();
+        Hang::Sqlite(conn)
+    }
+}
+
+on_both_engines! {
+    // With the database hung (a lock held, not a refused connection), a push is answered 503
+    // "storage unavailable, retry later" within `ingest.push_store_timeout_secs`, not 408 after
+    // the request's 60 s; once the lock goes, the same push is stored.
+    async fn a_hung_database_answers_a_push_503_within_the_store_timeout(db) {
+        let (body, job, build) = pushed_run();
+        let mut settings = Settings::default();
+        settings.ingest.push_token = Some(Secret::new(TOKEN));
+        settings.ingest.push_store_timeout_secs = 2;
+        settings.database = db.settings.clone();
+        let st = state_with(settings);
+        let held = hang(&db).await;
+        let started = std::time::Instant::now();
+        let (status, answer) = call(st.clone(), request(Some(TOKEN), body.to_string())).await;
+        let waited = started.elapsed();
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{answer}");
+        assert!(answer["errors"][0]["error"].as_str().unwrap().contains("storage unavailable, retry later"), "{answer}");
+        assert!(waited < std::time::Duration::from_secs(6), "answered after {waited:?}");
+        drop(held);
+        let (status, answer) = call(st, request(Some(TOKEN), body.to_string())).await;
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+        assert!(db.store.has_run(&job, &build).await.unwrap());
+    }
+}
+
+/// PostgreSQL itself gives up a statement held longer than `database.statement_timeout_secs`
+/// (SQLSTATE 57014): a storage failure, 503, even when the push's own time limit is longer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_held_past_the_statement_timeout_is_a_storage_failure() {
+    let Some(db) = common::TestDb::postgres().await else {
+        eprintln!("skipped: {} is not set", common::POSTGRES_ENV);
+        return;
+    };
+    let (body, job, build) = pushed_run();
+    let mut settings = Settings::default();
+    settings.ingest.push_token = Some(Secret::new(TOKEN));
+    settings.ingest.push_store_timeout_secs = 60;
+    settings.database = db.settings.clone();
+    settings.database.statement_timeout_secs = 1;
+    let st = state_with(settings);
+    let held = hang(&db).await;
+    let started = std::time::Instant::now();
+    let (status, answer) = call(st, request(Some(TOKEN), body.to_string())).await;
+    let waited = started.elapsed();
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{answer}");
+    let error = answer["errors"][0]["error"].as_str().unwrap();
+    assert!(error.contains("storing the run failed") && error.contains("statement timeout"), "{answer}");
+    assert!(waited < std::time::Duration::from_secs(6), "answered after {waited:?}");
+    drop(held);
+    assert!(!db.store.has_run(&job, &build).await.unwrap());
 }

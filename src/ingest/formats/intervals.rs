@@ -2,13 +2,18 @@
 //!
 //! Kept: disruption outages, bad ClusterOperator conditions, and the timeline that explains
 //! outages (node drains and reboots, the ready pods of the watched namespaces, VIP moves, etcd
-//! leader changes; each with its item's index, see [`Watch`]). Files can be tens of MB, so items are read one at a time with borrowed raw fields; an item
-//! of any other kind is skipped without decoding its locator or message. A key that appears
+//! leader changes; each with its item's index, see [`Watch`]). Files can be hundreds of MB, so
+//! they are read as a stream ([`read_intervals`]): one item at a time, its fields kept raw, so
+//! memory holds one item and what is kept, whatever the file's size. An item of any other kind
+//! is skipped without decoding its locator or message. A key that appears
 //! twice in an item (the transitional writers put `locator` in once as a string and once as an
 //! object) takes its last value, as a JSON object would.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::io::Read;
+use std::rc::Rc;
 
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
@@ -51,21 +56,131 @@ pub const DEFAULT_NAMESPACES: [&str; 7] = [
     "openshift-authentication",
 ];
 
+/// Bytes one item may take, at most: real items are a few hundred bytes, a long message a few
+/// KB. A larger one is an error, so one item never holds more than this in memory.
+pub const MAX_ITEM_BYTES: u64 = 4 << 20;
+
 pub fn parse_intervals(bytes: &[u8]) -> Result<IntervalEvidence, String> {
-    parse_intervals_watching(bytes, &Watch::default())
+    read_intervals(bytes, u64::MAX, &Watch::default())
 }
 
-/// [`parse_intervals`], keeping the pods of `watch`'s namespaces.
-pub fn parse_intervals_watching(bytes: &[u8], watch: &Watch) -> Result<IntervalEvidence, String> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
+/// Reads an interval file as a stream, one item at a time, keeping what `watch` asks for: memory
+/// is bounded by one item and what is kept, not by the file. More than `max_bytes` read, a NUL
+/// escape anywhere, or one item over [`MAX_ITEM_BYTES`] is an error saying so.
+pub fn read_intervals(reader: impl Read, max_bytes: u64, watch: &Watch) -> Result<IntervalEvidence, String> {
+    let meter = Rc::new(Meter::default());
+    let mut metered = Metered {
+        inner: std::io::BufReader::with_capacity(64 * 1024, reader),
+        meter: Rc::clone(&meter),
+        max_bytes,
+        nul: NulScan::default(),
+    };
+    let mut de = serde_json::Deserializer::from_reader(&mut metered);
     let mut collector = Collector { namespaces: watch.namespaces.clone(), ..Collector::default() };
-    de.deserialize_map(FileVisitor { collector: &mut collector })
-        .map_err(|e| format!("not an interval file: {e}"))?;
-    de.end().map_err(|e| format!("trailing data after the interval file: {e}"))?;
+    let parsed = de
+        .deserialize_map(FileVisitor { collector: &mut collector, meter: &meter })
+        .map_err(|e| format!("not an interval file: {e}"))
+        .and_then(|()| de.end().map_err(|e| format!("trailing data after the interval file: {e}")));
+    if let Err(e) = parsed {
+        return Err(meter.stop.take().map(|stop| stop.to_string()).unwrap_or(e));
+    }
     if !collector.saw_items {
         return Err("unknown schema: no `items` array".into());
     }
     Ok(collector.finish())
+}
+
+/// Why reading stopped before the end of the file.
+#[derive(Debug, Clone, Copy)]
+enum Stop {
+    TooLarge(u64),
+    Nul,
+    ItemTooLarge(usize),
+}
+
+impl fmt::Display for Stop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Stop::TooLarge(max) => write!(f, "over {max} bytes, larger than the {max}-byte limit; skipped"),
+            Stop::Nul => f.write_str(super::NUL_REFUSED),
+            Stop::ItemTooLarge(n) => {
+                write!(f, "item {n} is over {MAX_ITEM_BYTES} bytes, more than one interval can take")
+            }
+        }
+    }
+}
+
+/// What the reader and the item visitor share: bytes read, where the current item began.
+#[derive(Default)]
+struct Meter {
+    read: Cell<u64>,
+    /// The offset and number of the item being read, if one is.
+    item: Cell<Option<(u64, usize)>>,
+    stop: Cell<Option<Stop>>,
+}
+
+/// A reader that counts what it reads and stops at the file's and the item's limits, and at a
+/// NUL escape (checked here, on the bytes as they pass, as [`super::refused_text`] does on a
+/// whole file).
+struct Metered<R> {
+    inner: std::io::BufReader<R>,
+    meter: Rc<Meter>,
+    max_bytes: u64,
+    nul: NulScan,
+}
+
+impl<R: Read> Read for Metered<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let read = self.meter.read.get() + n as u64;
+        self.meter.read.set(read);
+        let stop = if read > self.max_bytes {
+            Some(Stop::TooLarge(self.max_bytes))
+        } else if buf[..n].iter().any(|b| self.nul.found(*b)) {
+            Some(Stop::Nul)
+        } else {
+            self.meter
+                .item
+                .get()
+                .filter(|(start, _)| read - start > MAX_ITEM_BYTES)
+                .map(|(_, n)| Stop::ItemTooLarge(n))
+        };
+        if let Some(stop) = stop {
+            self.meter.stop.set(Some(stop));
+            return Err(std::io::Error::other(stop.to_string()));
+        }
+        Ok(n)
+    }
+}
+
+/// Finds a `\u0000` escape in bytes seen one at a time: a `u0000` after an odd run of backslashes.
+#[derive(Default)]
+struct NulScan {
+    /// Whether the backslashes just seen are an odd run.
+    odd: bool,
+    /// How much of `u0000` follows an escaping backslash.
+    matched: usize,
+}
+
+impl NulScan {
+    fn found(&mut self, b: u8) -> bool {
+        if self.matched > 0 {
+            if b == b"u0000"[self.matched] {
+                self.matched = (self.matched + 1) % 5;
+                return self.matched == 0;
+            }
+            self.matched = 0;
+        }
+        if b == b'\\' {
+            self.odd = !self.odd;
+        } else {
+            if b == b'u' && self.odd {
+                self.matched = 1;
+            }
+            self.odd = false;
+        }
+        false
+    }
 }
 
 #[derive(Default)]
@@ -141,8 +256,9 @@ impl Collector {
         }
     }
 
-    fn take(&mut self, item: Item<'_>) -> Result<(), String> {
+    fn take(&mut self, item: &Item) -> Result<(), String> {
         self.items += 1;
+        let item = item.fields();
         let from = parse_time(item.from).map_err(|e| format!("item {}: from {e}", self.items))?;
         let to = parse_time(item.to).map_err(|e| format!("item {}: to {e}", self.items))?;
         if let Some(t) = from {
@@ -392,9 +508,23 @@ fn key_value_prefix(text: &str) -> (BTreeMap<String, String>, String) {
     (keys, rest.trim().to_string())
 }
 
-/// One item's fields, borrowed from the file.
-#[derive(Default, Clone, Copy)]
-struct Item<'a> {
+/// One item's fields, raw.
+#[derive(Default)]
+struct Item {
+    level: Option<Box<RawValue>>,
+    source: Option<Box<RawValue>>,
+    temp_source: Option<Box<RawValue>>,
+    locator: Option<Box<RawValue>>,
+    message: Option<Box<RawValue>>,
+    temp_locator: Option<Box<RawValue>>,
+    temp_message: Option<Box<RawValue>>,
+    from: Option<Box<RawValue>>,
+    to: Option<Box<RawValue>>,
+}
+
+/// An item's fields, borrowed from it.
+#[derive(Clone, Copy)]
+struct Fields<'a> {
     level: Option<&'a RawValue>,
     source: Option<&'a RawValue>,
     temp_source: Option<&'a RawValue>,
@@ -404,6 +534,22 @@ struct Item<'a> {
     temp_message: Option<&'a RawValue>,
     from: Option<&'a RawValue>,
     to: Option<&'a RawValue>,
+}
+
+impl Item {
+    fn fields(&self) -> Fields<'_> {
+        Fields {
+            level: self.level.as_deref(),
+            source: self.source.as_deref(),
+            temp_source: self.temp_source.as_deref(),
+            locator: self.locator.as_deref(),
+            message: self.message.as_deref(),
+            temp_locator: self.temp_locator.as_deref(),
+            temp_message: self.temp_message.as_deref(),
+            from: self.from.as_deref(),
+            to: self.to.as_deref(),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -434,13 +580,13 @@ enum Field {
 struct ItemVisitor;
 
 impl<'de> Visitor<'de> for ItemVisitor {
-    type Value = Item<'de>;
+    type Value = Item;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("an interval object")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Item<'de>, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Item, A::Error> {
         let mut item = Item::default();
         while let Some(field) = map.next_key::<Field>()? {
             let slot = match field {
@@ -458,7 +604,7 @@ impl<'de> Visitor<'de> for ItemVisitor {
                     continue;
                 }
             };
-            *slot = Some(map.next_value::<&'de RawValue>()?); // last occurrence wins
+            *slot = Some(map.next_value::<Box<RawValue>>()?); // last occurrence wins
         }
         Ok(item)
     }
@@ -466,6 +612,7 @@ impl<'de> Visitor<'de> for ItemVisitor {
 
 struct ItemsVisitor<'c> {
     collector: &'c mut Collector,
+    meter: &'c Meter,
 }
 
 impl<'de> Visitor<'de> for ItemsVisitor<'_> {
@@ -476,8 +623,12 @@ impl<'de> Visitor<'de> for ItemsVisitor<'_> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(item) = seq.next_element_seed(ItemSeed)? {
-            if let Err(e) = self.collector.take(item) {
+        loop {
+            self.meter.item.set(Some((self.meter.read.get(), self.collector.items + 1)));
+            let item = seq.next_element_seed(ItemSeed);
+            self.meter.item.set(None);
+            let Some(item) = item? else { break };
+            if let Err(e) = self.collector.take(&item) {
                 return Err(de::Error::custom(e));
             }
         }
@@ -488,27 +639,29 @@ impl<'de> Visitor<'de> for ItemsVisitor<'_> {
 struct ItemSeed;
 
 impl<'de> de::DeserializeSeed<'de> for ItemSeed {
-    type Value = Item<'de>;
+    type Value = Item;
 
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Item<'de>, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Item, D::Error> {
         d.deserialize_map(ItemVisitor)
     }
 }
 
 struct ItemsSeed<'c> {
     collector: &'c mut Collector,
+    meter: &'c Meter,
 }
 
 impl<'de> de::DeserializeSeed<'de> for ItemsSeed<'_> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(ItemsVisitor { collector: self.collector })
+        d.deserialize_seq(ItemsVisitor { collector: self.collector, meter: self.meter })
     }
 }
 
 struct FileVisitor<'c> {
     collector: &'c mut Collector,
+    meter: &'c Meter,
 }
 
 impl<'de> Visitor<'de> for FileVisitor<'_> {
@@ -519,10 +672,10 @@ impl<'de> Visitor<'de> for FileVisitor<'_> {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+        while let Some(key) = map.next_key::<String>()? {
             if key == "items" {
                 self.collector.saw_items = true;
-                map.next_value_seed(ItemsSeed { collector: &mut *self.collector })?;
+                map.next_value_seed(ItemsSeed { collector: &mut *self.collector, meter: self.meter })?;
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -538,6 +691,122 @@ mod tests {
     fn fixture(name: &str) -> Vec<u8> {
         let path = crate::test_fixture(name);
         std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    /// Every interval file of two generated days (the three schema generations, with noise) and
+    /// the fixtures read alike however the reader splits them, and cut short, refused. (Checked
+    /// against the whole-file parser this replaced before it was removed.)
+    #[test]
+    fn a_file_reads_the_same_whatever_its_chunks_and_cut_short_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut scenario = crate::synth::Scenario::month(7, crate::synth::day(2024, 3, 1));
+        scenario.noise_intervals = 60;
+        scenario.days = 2;
+        scenario.start = crate::synth::day(2024, 2, 28);
+        crate::synth::write_tree(&scenario, dir.path()).unwrap();
+        let mut files = vec![
+            fixture("origin_etcdlog_test_intervals.json"),
+            fixture("origin_timelineserializer_render_test_01_skip_e2e.json"),
+            STRING_ERA.as_bytes().to_vec(),
+        ];
+        let mut stack = vec![dir.path().to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(d).unwrap() {
+                let path = e.unwrap().path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.file_name().unwrap().to_string_lossy().starts_with("e2e-events_") {
+                    files.push(std::fs::read(path).unwrap());
+                }
+            }
+        }
+        let holds =
+            |needle: &str| files.iter().filter(|f| String::from_utf8_lossy(f).contains(needle)).count();
+        assert!(holds("\"tempStructuredLocator\"") > 0, "transitional files");
+        assert!(holds("\"locator\": \"") > 0 || holds("\"locator\":\"") > 0, "string-era files");
+        assert!(holds("\"source\"") > 0, "structured files");
+        let watches =
+            [Watch::default(), Watch { namespaces: vec!["openshift-etcd".into(), "e2e-test".into()] }];
+        let (mut kept, mut compared) = (0, 0);
+        for bytes in &files {
+            for watch in &watches {
+                let whole = read_intervals(bytes.as_slice(), u64::MAX, watch).unwrap();
+                let one_by_one = read_intervals(OneByte(bytes), u64::MAX, watch).unwrap();
+                assert_eq!(one_by_one, whole);
+                kept += whole.outages.len() + whole.conditions.len() + whole.timeline.len();
+                compared += 1;
+            }
+            for cut in [1, bytes.len() / 3, bytes.len() / 2, bytes.len().saturating_sub(3)] {
+                assert!(read_intervals(&bytes[..cut], u64::MAX, &Watch::default()).is_err());
+            }
+        }
+        assert!(compared > 20 && kept > 100, "{compared} files, {kept} spans kept");
+    }
+
+    /// A file as long as `items` real-looking items, of which none is kept.
+    fn noise(items: usize) -> Vec<u8> {
+        let item = r#"{"level": "Info", "source": "PodState", "locator": {"type": "Pod", "keys": {"namespace": "e2e-test-1", "pod": "p"}}, "message": {"reason": "Created"}, "from": "2026-11-20T10:00:00Z", "to": "2026-11-20T10:00:01Z"}"#;
+        format!("{{\"items\": [{}]}}", vec![item; items].join(",")).into_bytes()
+    }
+
+    #[test]
+    fn the_size_limit_counts_the_bytes_read() {
+        let file = noise(1_000);
+        let len = file.len() as u64;
+        assert_eq!(read_intervals(file.as_slice(), len, &Watch::default()).unwrap().items, 1_000);
+        let err = read_intervals(file.as_slice(), len - 1, &Watch::default()).unwrap_err();
+        assert_eq!(err, format!("over {} bytes, larger than the {}-byte limit; skipped", len - 1, len - 1));
+    }
+
+    #[test]
+    fn an_item_over_the_cap_is_an_error_naming_it() {
+        let big = "x".repeat(MAX_ITEM_BYTES as usize + 10);
+        let file = format!(
+            r#"{{"items": [{{"source": "Disruption", "from": "2026-11-20T10:00:00Z"}}, {{"message": "{big}"}}]}}"#
+        );
+        let err = read_intervals(file.as_bytes(), u64::MAX, &Watch::default()).unwrap_err();
+        assert!(err.starts_with("item 2 is over 4194304 bytes"), "{err}");
+        // outside the items, a long value is only skipped
+        let file = format!(r#"{{"note": "{big}", "items": []}}"#);
+        assert!(read_intervals(file.as_bytes(), u64::MAX, &Watch::default()).is_ok());
+    }
+
+    #[test]
+    fn a_nul_escape_is_refused_as_it_streams_past_and_an_escaped_backslash_is_not() {
+        for (text, refused) in [
+            (r#"{"items": [{"message": "a\u0000b"}]}"#, true),
+            (r#"{"n\u0000": 1, "items": []}"#, true),
+            (r#"{"items": [{"message": "a\\\u0000b"}]}"#, true),
+            (r#"{"items": [{"message": "a\\u0000b"}]}"#, false),
+            (r#"{"items": [{"message": "u0000"}]}"#, false),
+        ] {
+            for reader in [
+                read_intervals(text.as_bytes(), u64::MAX, &Watch::default()),
+                read_intervals(OneByte(text.as_bytes()), u64::MAX, &Watch::default()),
+            ] {
+                match reader {
+                    Err(e) if refused => assert!(e.contains("NUL"), "{text}: {e}"),
+                    Ok(_) if !refused => {}
+                    other => panic!("{text}: {other:?}"),
+                }
+            }
+            assert_eq!(super::super::refused_text(text.as_bytes()).is_some(), refused, "{text}");
+        }
+    }
+
+    /// A reader that gives one byte per call.
+    struct OneByte<'a>(&'a [u8]);
+
+    impl Read for OneByte<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let Some((first, rest)) = self.0.split_first() else { return Ok(0) };
+            match buf.first_mut() {
+                Some(b) => *b = *first,
+                None => return Ok(0),
+            }
+            self.0 = rest;
+            Ok(1)
+        }
     }
 
     #[test]

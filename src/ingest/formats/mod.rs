@@ -23,8 +23,12 @@ pub fn refused_text(bytes: &[u8]) -> Option<&'static str> {
         // a `\u0000` escape, not the text `\\u0000` (an escaped backslash, then "u0000")
         bytes[..at].iter().rev().take_while(|b| **b == b'\\').count() % 2 == 1
     });
-    escaped_nul.then_some("holds a NUL character (\\u0000) in its text, which sheriff does not store")
+    escaped_nul.then_some(NUL_REFUSED)
 }
+
+/// What [`refused_text`] says.
+pub(crate) const NUL_REFUSED: &str =
+    "holds a NUL character (\\u0000) in its text, which sheriff does not store";
 
 #[cfg(test)]
 mod tests {
