@@ -571,3 +571,130 @@ async fn serve_ingests_a_bigquery_dataset_on_its_schedule_incrementally() {
     );
     app.stop().await;
 }
+
+async fn backfill_bq(
+    store: &Store,
+    settings: &Settings,
+    days: std::ops::Range<i64>,
+) -> anyhow::Result<sheriff::ingest::bigquery::backfill::BackfillSummary> {
+    let Source::BigQuery(dataset) = Source::parse(&source(), settings)? else { unreachable!() };
+    let at = |day: i64| chrono::DateTime::from_timestamp(day * 86_400, 0).unwrap();
+    sheriff::ingest::bigquery::backfill::backfill(store, &dataset, at(days.start), at(days.end)).await
+}
+
+/// The UTC days of the scenario's runs, the end exclusive.
+fn scenario_days(runs: &[&RunRecord]) -> std::ops::Range<i64> {
+    let day = |r: &&RunRecord| r.run.started_at.timestamp().div_euclid(86_400);
+    runs.iter().map(day).min().unwrap()..runs.iter().map(day).max().unwrap() + 1
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_down_backfill_gives_the_day_histograms_of_the_run_by_run_read() {
+    let Some(emulator) = Emulator::start().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let truth = synth::write_tree(&scenario(), dir.path()).unwrap();
+    let reference = common::TestDb::sqlite().await;
+    ingest_dir(&reference.store, dir.path()).await;
+    let all = stored(&reference.store, &truth).await;
+    let runs: Vec<&RunRecord> = all.values().collect();
+    load(&emulator, &runs).await;
+    let front = BigQueryFront::start(&emulator.url, SCAN_BYTES).await;
+    let settings = settings(&front.url, dir.path());
+    let days = scenario_days(&runs);
+
+    // run by run
+    let by_run = common::TestDb::sqlite().await;
+    let started = std::time::Instant::now();
+    let s = ingest_bq(&by_run.store, &settings).await.unwrap();
+    let run_seconds = started.elapsed().as_secs_f64();
+    assert_eq!((s.ingested, s.failed), (runs.len() as u64, 0), "{:?}", s.errors);
+    let run_rows = query_rows(&front);
+
+    // pushed down
+    front.clear_log();
+    let counted = common::TestDb::sqlite().await;
+    let started = std::time::Instant::now();
+    let b = backfill_bq(&counted.store, &settings, days.clone()).await.unwrap();
+    let count_seconds = started.elapsed().as_secs_f64();
+    let count_rows = query_rows(&front);
+    assert_eq!(b.rows, count_rows);
+    eprintln!(
+        "{} runs over {} days: run by run {run_rows} rows in {run_seconds:.2} s; pushed down {count_rows} rows in {count_seconds:.2} s ({} samples, {} of CI-troubled runs left out)",
+        runs.len(),
+        days.end - days.start,
+        b.report.samples,
+        b.report.troubled_samples
+    );
+
+    // the same day histograms, with the CI-troubled runs left out of both
+    let (a, c) =
+        (histograms(&by_run.store, days.clone()).await, histograms(&counted.store, days.clone()).await);
+    assert!(!a.is_empty());
+    assert_eq!(a, c);
+    assert!(b.report.troubled_samples > 0, "the scenario has CI-troubled runs");
+    assert!(count_rows < run_rows, "{count_rows} rows pushed down, {run_rows} run by run");
+    assert_eq!(counted.store.count_runs().await.unwrap(), 0, "no run is stored");
+
+    // the one query carried the cap and the labels, its values bound as parameters
+    let queries: Vec<_> = front.log().into_iter().filter(|l| l.call == "query").collect();
+    assert_eq!(queries.len(), 1, "{queries:?}");
+    assert_eq!(queries[0].max_bytes_billed, Some(settings.bigquery.max_bytes_billed));
+    assert_eq!(queries[0].labels, serde_json::json!({"app": "sheriff", "query": "backfill"}));
+    assert!(front.log().iter().any(|l| l.call == "dry_run" && l.label == "backfill"));
+    assert!(queries[0].sql.contains("@from") && queries[0].sql.contains("@liveness"), "{}", queries[0].sql);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backfilled_days_are_sealed_so_mixing_ingests_never_counts_a_run_twice() {
+    let Some(emulator) = Emulator::start().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Scenario::month(11, end());
+    s.days = 6;
+    s.start = end() - chrono::Duration::days(6);
+    let truth = synth::write_tree(&s, dir.path()).unwrap();
+    let reference = common::TestDb::sqlite().await;
+    ingest_dir(&reference.store, dir.path()).await;
+    let all = stored(&reference.store, &truth).await;
+    let runs: Vec<&RunRecord> = all.values().collect();
+    load(&emulator, &runs).await;
+    let front = BigQueryFront::start(&emulator.url, SCAN_BYTES).await;
+    let mut settings = settings(&front.url, dir.path());
+    settings.bigquery.overlap_hours = 24;
+    let days = scenario_days(&runs);
+    let mid = (days.start + days.end) / 2;
+    let before_mid = runs.iter().filter(|r| r.run.started_at.timestamp() < mid * 86_400).count();
+    assert!(before_mid > 20 && before_mid < runs.len() - 20, "{before_mid} of {} runs", runs.len());
+
+    // the first days as counts, then BigQuery run by run: it reads from the sealed days' end
+    let db = common::TestDb::sqlite().await;
+    backfill_bq(&db.store, &settings, days.start..mid).await.unwrap();
+    front.clear_log();
+    let s = ingest_bq(&db.store, &settings).await.unwrap();
+    assert_eq!((s.ingested, s.failed), ((runs.len() - before_mid) as u64, 0), "{:?}", s.errors);
+    let query = front.log().into_iter().find(|l| l.call == "query").unwrap();
+    assert_eq!(query.params[0]["parameterValue"]["value"], (mid * 86_400).to_string().as_str());
+    // then the whole bucket: its runs of the sealed days are not stored, the others are stored already
+    let s = ingest_dir(&db.store, dir.path()).await;
+    assert_eq!(s.ingested, 0, "{:?}", s.errors);
+    assert_eq!(db.store.count_runs().await.unwrap() as usize, runs.len() - before_mid);
+    // and BigQuery again from the start
+    let s = ingest(
+        &db.store,
+        &settings.ingest,
+        &Source::parse(&source(), &settings).unwrap(),
+        &IngestOptions { force: true, ..Default::default() },
+    )
+    .await
+    .unwrap();
+    assert_eq!(s.failed, 0, "{:?}", s.errors);
+    assert_eq!(db.store.count_runs().await.unwrap() as usize, runs.len() - before_mid);
+    // every run counted once: the histograms of the run-by-run read
+    assert_eq!(histograms(&db.store, days.clone()).await, histograms(&reference.store, days.clone()).await);
+
+    // a backfill over days already filled, or with runs stored, is refused and changes nothing
+    let e = format!("{:#}", backfill_bq(&db.store, &settings, days.start + 1..mid + 1).await.unwrap_err());
+    assert!(e.contains("backfilled already"), "{e}");
+    let e = format!("{:#}", backfill_bq(&db.store, &settings, mid..days.end).await.unwrap_err());
+    assert!(e.contains("stored already"), "{e}");
+    assert_eq!(histograms(&db.store, days.clone()).await, histograms(&reference.store, days).await);
+}
