@@ -635,13 +635,22 @@ async fn a_push_down_backfill_gives_the_day_histograms_of_the_run_by_run_read() 
     assert!(count_rows < run_rows, "{count_rows} rows pushed down, {run_rows} run by run");
     assert_eq!(counted.store.count_runs().await.unwrap(), 0, "no run is stored");
 
-    // the one query carried the cap and the labels, its values bound as parameters
+    // both queries (the jobs, then the counts) carried the cap and the labels, their values
+    // bound as parameters, each estimated by a dry run first
     let queries: Vec<_> = front.log().into_iter().filter(|l| l.call == "query").collect();
-    assert_eq!(queries.len(), 1, "{queries:?}");
-    assert_eq!(queries[0].max_bytes_billed, Some(settings.bigquery.max_bytes_billed));
-    assert_eq!(queries[0].labels, serde_json::json!({"app": "sheriff", "query": "backfill"}));
-    assert!(front.log().iter().any(|l| l.call == "dry_run" && l.label == "backfill"));
-    assert!(queries[0].sql.contains("@from") && queries[0].sql.contains("@liveness"), "{}", queries[0].sql);
+    let names: Vec<&str> = queries.iter().map(|q| q.label.as_str()).collect();
+    assert_eq!(names, ["backfill_jobs", "backfill"]);
+    for q in &queries {
+        assert_eq!(q.max_bytes_billed, Some(settings.bigquery.max_bytes_billed));
+        assert_eq!(q.labels, serde_json::json!({"app": "sheriff", "query": q.label}));
+        assert!(front.log().iter().any(|l| l.call == "dry_run" && l.label == q.label));
+        assert!(q.sql.contains("@from") && !q.sql.contains(&days.start.to_string()), "{}", q.sql);
+    }
+    assert!(
+        queries[1].sql.contains("@liveness") && queries[1].sql.contains("@variants"),
+        "{}",
+        queries[1].sql
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -697,4 +706,105 @@ async fn backfilled_days_are_sealed_so_mixing_ingests_never_counts_a_run_twice()
     let e = format!("{:#}", backfill_bq(&db.store, &settings, mid..days.end).await.unwrap_err());
     assert!(e.contains("stored already"), "{e}");
     assert_eq!(histograms(&db.store, days.clone()).await, histograms(&reference.store, days).await);
+}
+
+/// Rows and wall time of the two reads on the calibrated world at ten times its usual rate
+/// (`SHERIFF_MEASURE_SCALE` sets the rate, 5.0 by default; docs/performance.md has the figures):
+/// `cargo test --test integration -- --ignored measure_push_down --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: minutes of loading and reading"]
+async fn measure_push_down_backfill_against_the_run_by_run_read() {
+    let Some(emulator) = Emulator::start().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = synth::world::WorldSpec::new(20231114, end(), Vec::new());
+    spec.scale = std::env::var("SHERIFF_MEASURE_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(5.0);
+    let world = synth::world::build(&spec).unwrap();
+    let runs: Vec<&RunRecord> = world.records.iter().collect();
+    let samples: usize = runs.iter().map(|r| r.samples.len()).sum();
+    let started = std::time::Instant::now();
+    load_jobs(&emulator, &runs).await;
+    for chunk in runs.chunks(5_000) {
+        insert_runs(&emulator, chunk).await;
+    }
+    eprintln!("{} runs, {samples} samples loaded in {:.1} s", runs.len(), started.elapsed().as_secs_f64());
+    let front = BigQueryFront::start(&emulator.url, SCAN_BYTES).await;
+    let mut settings = settings(&front.url, dir.path());
+    settings.bigquery.page_rows = 10_000;
+    let days = scenario_days(&runs);
+
+    let by_run = common::TestDb::sqlite().await;
+    let started = std::time::Instant::now();
+    let s = ingest_bq(&by_run.store, &settings).await.unwrap();
+    let run_seconds = started.elapsed().as_secs_f64();
+    assert_eq!(s.failed, 0, "{:?}", s.errors);
+    let run_rows = query_rows(&front);
+
+    front.clear_log();
+    let counted = common::TestDb::sqlite().await;
+    let started = std::time::Instant::now();
+    let b = backfill_bq(&counted.store, &settings, days.clone()).await.unwrap();
+    let count_seconds = started.elapsed().as_secs_f64();
+    let count_rows = query_rows(&front);
+    // the jobs' list fits in its first page
+    let jobs: u64 =
+        front.log().iter().filter(|l| l.label == "backfill_jobs" && l.call == "query").map(|l| l.rows).sum();
+    eprintln!(
+        "{} runs, {samples} samples over {} days: run by run {run_rows} rows in {run_seconds:.1} s; pushed down {count_rows} rows ({jobs} of jobs, {} of counts) in {count_seconds:.1} s",
+        runs.len(),
+        days.end - days.start,
+        count_rows - jobs,
+    );
+    eprintln!("backfill: {b:?}");
+    assert_eq!(histograms(&by_run.store, days.clone()).await, histograms(&counted.store, days).await);
+}
+
+/// The runs' rows as [`load_runs`] loads them (the columns sheriff reads), inserted by one
+/// statement per table from a packed string: the emulator's CSV loads take 100 s for 40,000 rows.
+async fn insert_runs(emulator: &Emulator, runs: &[&RunRecord]) {
+    let (mut job_runs, mut backends) = (Vec::new(), Vec::new());
+    for r in runs {
+        let run = &r.run;
+        let start = run.started_at.timestamp();
+        let end = run.finished_at.map_or(start, |f| f.timestamp());
+        let fields =
+            [&run.build_id, &run.job_name, &run.state, &run.payload, &run.dimensions.master_nodes_updated];
+        assert!(fields.iter().all(|f| !f.contains([',', ';', '\''])), "{fields:?}");
+        job_runs.push(format!(
+            "{},{},{},{start},{end},{},{}",
+            run.build_id, run.job_name, run.state, run.payload, run.dimensions.master_nodes_updated
+        ));
+        for s in &r.samples {
+            assert!(!s.backend.contains([',', ';', '\'']), "{}", s.backend);
+            backends.push(format!("{},{},{}", s.backend, s.seconds, run.build_id));
+        }
+    }
+    let field = |n: usize| format!("SPLIT(e, ',')[OFFSET({n})]");
+    let nullable = |n: usize| format!("NULLIF({}, '')", field(n));
+    let time = |n: usize| format!("TIMESTAMP_SECONDS(CAST({} AS INT64))", field(n));
+    emulator
+        .run(&format!(
+            "INSERT INTO {DATASET}.BackendDisruption_JobRuns (Name, JobName, Status, StartTime, EndTime, ReleaseTag, MasterNodesUpdated) \
+             SELECT {}, {}, {}, {}, {}, {}, {} FROM UNNEST(SPLIT('{}', ';')) AS e",
+            field(0),
+            field(1),
+            field(2),
+            time(3),
+            time(4),
+            field(5),
+            nullable(6),
+            job_runs.join(";")
+        ))
+        .await;
+    if !backends.is_empty() {
+        emulator
+            .run(&format!(
+                "INSERT INTO {DATASET}.BackendDisruption (BackendName, DisruptionSeconds, JobRunName) \
+                 SELECT {}, CAST({} AS INT64), {} FROM UNNEST(SPLIT('{}', ';')) AS e",
+                field(0),
+                field(1),
+                field(2),
+                backends.join(";")
+            ))
+            .await;
+    }
 }

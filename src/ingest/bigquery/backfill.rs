@@ -26,9 +26,10 @@ use super::client::{Param, Query, Row};
 use super::{Dataset, cluster_data_of};
 use crate::ingest::formats::disruption::MAX_RUN_SECONDS;
 use crate::ingest::run::MAX_BACKENDS_PER_RUN;
-use crate::model::TroubleRules;
+use crate::model::{Dimensions, TroubleRules};
 use crate::store::Store;
 use crate::store::backfills::{Backfill, BackfillReport, CellCount};
+use std::collections::HashMap;
 
 /// What `--backfill` did, also its JSON output.
 #[derive(Debug, Clone, Serialize)]
@@ -37,7 +38,7 @@ pub struct BackfillSummary {
     /// The first day and the day after the last (UTC, YYYY-MM-DD).
     pub from: String,
     pub to: String,
-    /// Rows BigQuery returned: one per group, not one per run and backend.
+    /// Rows BigQuery returned: one per job, then one per group (not one per run and backend).
     pub rows: u64,
     #[serde(flatten)]
     pub report: BackfillReport,
@@ -45,15 +46,9 @@ pub struct BackfillSummary {
 }
 
 /// The columns of [`Dataset::counts_query`], in order.
-const COLUMNS: [&str; 15] = [
-    "JobName",
-    "Platform",
-    "Network",
-    "IPMode",
-    "Topology",
-    "Release",
-    "FromRelease",
-    "GCSBucketName",
+const COLUMNS: [&str; 9] = [
+    "Variant",
+    "Job",
     "MasterNodesUpdated",
     "Day",
     "DownProbes",
@@ -63,16 +58,39 @@ const COLUMNS: [&str; 15] = [
     "FirstStart",
 ];
 
+/// The columns of [`Dataset::jobs_query`], in order.
+const JOB_COLUMNS: [&str; 8] =
+    ["JobName", "Platform", "Network", "IPMode", "Topology", "Release", "FromRelease", "GCSBucketName"];
+
 impl Dataset {
-    /// The push-down read: per job, variant, day, down probes, backend and seconds, how many runs
-    /// that started in `days` (UTC day numbers, the end exclusive).
-    fn counts_query(&self, days: &std::ops::Range<i64>, rules: &TroubleRules) -> Query {
+    /// The jobs of the runs that started in `days`, with their variant columns from `Jobs`.
+    fn jobs_query(&self, days: &std::ops::Range<i64>) -> Query {
         let sql = format!(
             "WITH jobs AS (SELECT JobName, ANY_VALUE(Platform) AS Platform, ANY_VALUE(Network) AS Network, \
              ANY_VALUE(IPMode) AS IPMode, ANY_VALUE(Topology) AS Topology, ANY_VALUE(Release) AS Release, \
              ANY_VALUE(FromRelease) AS FromRelease, ANY_VALUE(GCSBucketName) AS GCSBucketName \
-             FROM {jobs} GROUP BY JobName), \
-             samples AS (SELECT r.JobName, r.Name, b.BackendName, MAX(b.DisruptionSeconds) AS Seconds, \
+             FROM {jobs} GROUP BY JobName) \
+             SELECT r.JobName, j.Platform, j.Network, j.IPMode, j.Topology, j.Release, j.FromRelease, \
+             j.GCSBucketName FROM {runs} AS r LEFT JOIN jobs AS j ON j.JobName = r.JobName \
+             WHERE r.StartTime >= TIMESTAMP_SECONDS(@from) AND r.StartTime < TIMESTAMP_SECONDS(@to) \
+             AND r.JobName <> '' \
+             GROUP BY r.JobName, j.Platform, j.Network, j.IPMode, j.Topology, j.Release, j.FromRelease, \
+             j.GCSBucketName",
+            runs = self.table("BackendDisruption_JobRuns"),
+            jobs = self.table("Jobs"),
+        );
+        let params = vec![("from", Param::Int(days.start * 86_400)), ("to", Param::Int(days.end * 86_400))];
+        Query { name: "backfill_jobs", sql, params }
+    }
+
+    /// The push-down read: per variant, day, down probes, backend and seconds, how many runs
+    /// started in `days`. `@variants` maps each job to its variant (`job=n;…`); a run's job is
+    /// kept only where sheriff needs it: its CI network probes, and runs with one down.
+    fn counts_query(&self, days: &std::ops::Range<i64>, rules: &TroubleRules, variants: String) -> Query {
+        let sql = format!(
+            "WITH variants AS (SELECT SPLIT(e, '=')[OFFSET(0)] AS JobName, \
+             CAST(SPLIT(e, '=')[OFFSET(1)] AS INT64) AS Variant FROM UNNEST(SPLIT(@variants, ';')) AS e), \
+             samples AS (SELECT r.JobName, r.Name, b.BackendName, MAX(b.DisruptionSeconds) AS MaxSeconds, \
              ANY_VALUE(UNIX_SECONDS(r.StartTime)) AS Start, ANY_VALUE(r.MasterNodesUpdated) AS MasterNodesUpdated, \
              COUNT(*) OVER (PARTITION BY r.JobName, r.Name) AS Backends \
              FROM {runs} AS r JOIN {backends} AS b ON b.JobRunName = r.Name \
@@ -80,21 +98,21 @@ impl Dataset {
              AND r.JobName <> '' AND r.Name <> '' AND b.BackendName <> '' AND b.DisruptionSeconds IS NOT NULL \
              GROUP BY r.JobName, r.Name, b.BackendName), \
              down AS (SELECT JobName, Name, STRING_AGG(IF(REGEXP_CONTAINS(BackendName, @liveness) \
-             AND Seconds > @allowance, BackendName, NULL), ' ' ORDER BY BackendName) AS DownProbes \
+             AND MaxSeconds > @allowance, BackendName, NULL), ' ' ORDER BY BackendName) AS DownProbes \
              FROM samples GROUP BY JobName, Name) \
-             SELECT s.JobName, j.Platform, j.Network, j.IPMode, j.Topology, j.Release, j.FromRelease, \
-             j.GCSBucketName, s.MasterNodesUpdated, DIV(s.Start, 86400) AS Day, d.DownProbes, s.BackendName, \
-             LEAST(GREATEST(s.Seconds, 0), @max_seconds) AS Seconds, COUNT(*) AS Runs, MIN(s.Start) AS FirstStart \
+             SELECT v.Variant, IF(v.Variant IS NULL OR d.DownProbes IS NOT NULL \
+             OR REGEXP_CONTAINS(s.BackendName, @liveness), s.JobName, NULL) AS Job, s.MasterNodesUpdated, \
+             DIV(s.Start, 86400) AS Day, d.DownProbes, s.BackendName, \
+             LEAST(GREATEST(s.MaxSeconds, 0), @max_seconds) AS Seconds, COUNT(*) AS Runs, MIN(s.Start) AS FirstStart \
              FROM samples AS s JOIN down AS d ON d.JobName = s.JobName AND d.Name = s.Name \
-             LEFT JOIN jobs AS j ON j.JobName = s.JobName \
+             LEFT JOIN variants AS v ON v.JobName = s.JobName \
              WHERE s.Backends <= @max_backends \
-             GROUP BY s.JobName, j.Platform, j.Network, j.IPMode, j.Topology, j.Release, j.FromRelease, \
-             j.GCSBucketName, s.MasterNodesUpdated, Day, d.DownProbes, s.BackendName, Seconds",
+             GROUP BY v.Variant, Job, s.MasterNodesUpdated, Day, d.DownProbes, s.BackendName, Seconds",
             runs = self.table("BackendDisruption_JobRuns"),
             backends = self.table("BackendDisruption"),
-            jobs = self.table("Jobs"),
         );
         let params = vec![
+            ("variants", Param::Text(variants)),
             ("from", Param::Int(days.start * 86_400)),
             ("to", Param::Int(days.end * 86_400)),
             ("liveness", Param::Text(liveness_pattern(&rules.liveness))),
@@ -104,6 +122,35 @@ impl Dataset {
         ];
         Query { name: "backfill", sql, params }
     }
+}
+
+/// The variants of the jobs in `days` (their updated masters aside, which each run tells):
+/// the distinct variants, each job's as `job=n;…` for the counts query, and the rows read.
+async fn job_variants(
+    dataset: &Dataset,
+    days: &std::ops::Range<i64>,
+) -> Result<(Vec<Dimensions>, String, u64)> {
+    let mut pages = dataset.client.query(&dataset.jobs_query(days)).await?;
+    if pages.columns() != JOB_COLUMNS {
+        bail!(
+            "query `backfill_jobs`: BigQuery answered the columns {:?}, not {JOB_COLUMNS:?}",
+            pages.columns()
+        );
+    }
+    let mut variants: Vec<Dimensions> = Vec::new();
+    let mut index: HashMap<Dimensions, usize> = HashMap::new();
+    let mut map = Vec::new();
+    while let Some(page) = pages.next_page().await? {
+        for row in page {
+            let (job, dimensions) = job_variant(&row)?;
+            let n = *index.entry(dimensions.clone()).or_insert_with(|| {
+                variants.push(dimensions);
+                variants.len() - 1
+            });
+            map.push(format!("{job}={n}"));
+        }
+    }
+    Ok((variants, map.join(";"), pages.rows_read))
 }
 
 /// The liveness globs (`*` for any text) as one anchored RE2 pattern.
@@ -140,8 +187,9 @@ pub async fn backfill(
         );
     }
     let source = dataset.describe();
-    let query = dataset.counts_query(&days, &store.trouble_rules());
     tracing::info!(source = %source, from = %day_name(days.start), to = %day_name(days.end), "backfilling day histograms from BigQuery");
+    let (variants, map, job_rows) = job_variants(dataset, &days).await?;
+    let query = dataset.counts_query(&days, &store.trouble_rules(), map);
     let mut pages = dataset.client.query(&query).await?;
     if pages.columns() != COLUMNS {
         bail!("query `backfill`: BigQuery answered the columns {:?}, not {COLUMNS:?}", pages.columns());
@@ -149,18 +197,18 @@ pub async fn backfill(
     let mut counts = Vec::new();
     while let Some(page) = pages.next_page().await? {
         for row in page {
-            counts.push(count_of(&row)?);
+            counts.push(count_of(&row, &variants)?);
         }
     }
-    let backfill =
-        Backfill { source: &source, days: days.clone(), rows_read: pages.rows_read, counts: &counts };
+    let rows = job_rows + pages.rows_read;
+    let backfill = Backfill { source: &source, days: days.clone(), rows_read: rows, counts: &counts };
     let report = store.write_backfill(&backfill).await?;
     store.advance_ingest_watermark(&source, days.end * 86_400 - 1, Utc::now().timestamp()).await?;
     let summary = BackfillSummary {
         source,
         from: day_name(days.start),
         to: day_name(days.end),
-        rows: pages.rows_read,
+        rows,
         report,
         seconds: started.elapsed().as_secs_f64(),
     };
@@ -175,16 +223,40 @@ pub async fn backfill(
     Ok(summary)
 }
 
-/// One row of the counts query as the count it is, with its variant.
-fn count_of(row: &Row) -> Result<CellCount> {
+/// One row of the jobs query: the job and its variant, as a run of it gets it (the job-name
+/// rules giving what `Jobs` lacks), its updated masters aside.
+fn job_variant(row: &Row) -> Result<(String, Dimensions)> {
+    let text = |name: &'static str| {
+        let i = JOB_COLUMNS.iter().position(|c| *c == name).unwrap_or(usize::MAX);
+        row.get(i).and_then(|v| v.as_deref()).unwrap_or("")
+    };
+    let job = text("JobName");
+    if job.contains([';', '=']) {
+        bail!(
+            "query `backfill_jobs`: the job name `{job}` holds `;` or `=`, which the backfill's job list cannot"
+        );
+    }
+    let (cluster_data, has_job) = cluster_data_of(text);
+    Ok((job.to_string(), crate::ingest::run::dimensions(job, &cluster_data, has_job, None)))
+}
+
+/// One row of the counts query as the count it is, with its variant (of `variants`, the run's
+/// updated masters added).
+fn count_of(row: &Row, variants: &[Dimensions]) -> Result<CellCount> {
     let text = |name: &'static str| column(row, name);
     let number = |name: &'static str| -> Result<i64> {
         text(name).parse().map_err(|_| anyhow::anyhow!("query `backfill`: {name} is not a number: {row:?}"))
     };
-    let job = text("JobName").to_string();
-    let (variants, has_job) = cluster_data_of(text);
-    let dimensions = crate::ingest::run::dimensions(&job, &variants, has_job, None);
+    let Some(variant) = text("Variant").parse::<usize>().ok().and_then(|n| variants.get(n)) else {
+        bail!(
+            "query `backfill`: runs of the job `{}` came in after its jobs were listed; backfill again",
+            text("Job")
+        );
+    };
+    let mut dimensions = variant.clone();
+    dimensions.master_nodes_updated = text("MasterNodesUpdated").to_string();
     Ok(CellCount {
+        job: text("Job").to_string(),
         dimensions,
         day: number("Day")?,
         down_probes: text("DownProbes").split_whitespace().map(str::to_string).collect(),
@@ -192,7 +264,6 @@ fn count_of(row: &Row) -> Result<CellCount> {
         seconds: number("Seconds")?.clamp(0, MAX_RUN_SECONDS),
         runs: u64::try_from(number("Runs")?).unwrap_or(0),
         first_start: number("FirstStart")?,
-        job,
     })
 }
 
@@ -231,37 +302,39 @@ mod tests {
     }
 
     #[test]
-    fn a_row_of_counts_gets_the_variant_a_run_of_its_job_gets() {
+    fn a_job_gets_the_variant_a_run_of_it_gets_and_each_count_its_runs_updated_masters() {
         const JOB: &str = "periodic-ci-openshift-release-master-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-sdn-bm-upgrade";
+        let row = |values: &[&str]| -> Row { values.iter().map(|v| Some(v.to_string())).collect() };
+        let (job, variant) =
+            job_variant(&row(&[JOB, "metal", "sdn", "ipv4", "ha", "4.14", "4.13", "test-platform-results"]))
+                .unwrap();
+        assert_eq!(job, JOB);
+        assert_eq!(
+            (variant.release.as_str(), variant.from_release.as_str(), variant.upgrade_type.as_str()),
+            ("4.14", "4.13", "minor")
+        );
+        // the architecture is not in Jobs: the job-name rules give it
+        assert_eq!((variant.platform.as_str(), variant.architecture.as_str()), ("metal", "amd64"));
+        assert!(job_variant(&row(&["a;b", "", "", "", "", "", "", ""])).is_err());
+
         let values = [
+            "0",
             JOB,
-            "metal",
-            "sdn",
-            "ipv4",
-            "ha",
-            "4.14",
-            "4.13",
-            "test-platform-results",
             "Y",
             "19675",
             "ci-cluster-network-liveness-new-connections",
-            "image-registry-new-connections",
+            "image-registry",
             "31",
             "4",
             "1700000000",
         ];
-        let row: Row = values.iter().map(|v| Some(v.to_string())).collect();
-        let count = count_of(&row).unwrap();
-        let d = &count.dimensions;
-        assert_eq!(
-            (d.release.as_str(), d.from_release.as_str(), d.upgrade_type.as_str()),
-            ("4.14", "4.13", "minor")
-        );
-        assert_eq!(
-            (d.platform.as_str(), d.architecture.as_str(), d.master_nodes_updated.as_str()),
-            ("metal", "amd64", "Y")
-        );
+        let count = count_of(&row(&values), std::slice::from_ref(&variant)).unwrap();
+        assert_eq!(count.dimensions.master_nodes_updated, "Y");
+        assert_eq!(count.dimensions.platform, "metal");
         assert_eq!((count.day, count.seconds, count.runs, count.first_start), (19675, 31, 4, 1_700_000_000));
         assert_eq!(count.down_probes, ["ci-cluster-network-liveness-new-connections"]);
+        let mut unlisted = values;
+        unlisted[0] = "";
+        assert!(count_of(&row(&unlisted), &[variant]).is_err(), "a job the first query did not list");
     }
 }
