@@ -653,59 +653,59 @@ async fn a_push_down_backfill_gives_the_day_histograms_of_the_run_by_run_read() 
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn backfilled_days_are_sealed_so_mixing_ingests_never_counts_a_run_twice() {
-    let Some(emulator) = Emulator::start().await else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let mut s = Scenario::month(11, end());
-    s.days = 6;
-    s.start = end() - chrono::Duration::days(6);
-    let truth = synth::write_tree(&s, dir.path()).unwrap();
-    let reference = common::TestDb::sqlite().await;
-    ingest_dir(&reference.store, dir.path()).await;
-    let all = stored(&reference.store, &truth).await;
-    let runs: Vec<&RunRecord> = all.values().collect();
-    load(&emulator, &runs).await;
-    let front = BigQueryFront::start(&emulator.url, SCAN_BYTES).await;
-    let mut settings = settings(&front.url, dir.path());
-    settings.bigquery.overlap_hours = 24;
-    let days = scenario_days(&runs);
-    let mid = (days.start + days.end) / 2;
-    let before_mid = runs.iter().filter(|r| r.run.started_at.timestamp() < mid * 86_400).count();
-    assert!(before_mid > 20 && before_mid < runs.len() - 20, "{before_mid} of {} runs", runs.len());
+on_both_engines! {
+    async fn backfilled_days_are_sealed_so_mixing_ingests_never_counts_a_run_twice(db) {
+        let Some(emulator) = Emulator::start().await else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Scenario::month(11, end());
+        s.days = 6;
+        s.start = end() - chrono::Duration::days(6);
+        let truth = synth::write_tree(&s, dir.path()).unwrap();
+        let reference = common::TestDb::sqlite().await;
+        ingest_dir(&reference.store, dir.path()).await;
+        let all = stored(&reference.store, &truth).await;
+        let runs: Vec<&RunRecord> = all.values().collect();
+        load(&emulator, &runs).await;
+        let front = BigQueryFront::start(&emulator.url, SCAN_BYTES).await;
+        let mut settings = settings(&front.url, dir.path());
+        settings.bigquery.overlap_hours = 24;
+        let days = scenario_days(&runs);
+        let mid = (days.start + days.end) / 2;
+        let before_mid = runs.iter().filter(|r| r.run.started_at.timestamp() < mid * 86_400).count();
+        assert!(before_mid > 20 && before_mid < runs.len() - 20, "{before_mid} of {} runs", runs.len());
 
-    // the first days as counts, then BigQuery run by run: it reads from the sealed days' end
-    let db = common::TestDb::sqlite().await;
-    backfill_bq(&db.store, &settings, days.start..mid).await.unwrap();
-    front.clear_log();
-    let s = ingest_bq(&db.store, &settings).await.unwrap();
-    assert_eq!((s.ingested, s.failed), ((runs.len() - before_mid) as u64, 0), "{:?}", s.errors);
-    let query = front.log().into_iter().find(|l| l.call == "query").unwrap();
-    assert_eq!(query.params[0]["parameterValue"]["value"], (mid * 86_400).to_string().as_str());
-    // then the whole bucket: its runs of the sealed days are not stored, the others are stored already
-    let s = ingest_dir(&db.store, dir.path()).await;
-    assert_eq!(s.ingested, 0, "{:?}", s.errors);
-    assert_eq!(db.store.count_runs().await.unwrap() as usize, runs.len() - before_mid);
-    // and BigQuery again from the start
-    let s = ingest(
-        &db.store,
-        &settings.ingest,
-        &Source::parse(&source(), &settings).unwrap(),
-        &IngestOptions { force: true, ..Default::default() },
-    )
-    .await
-    .unwrap();
-    assert_eq!(s.failed, 0, "{:?}", s.errors);
-    assert_eq!(db.store.count_runs().await.unwrap() as usize, runs.len() - before_mid);
-    // every run counted once: the histograms of the run-by-run read
-    assert_eq!(histograms(&db.store, days.clone()).await, histograms(&reference.store, days.clone()).await);
+        // the first days as counts, then BigQuery run by run: it reads from the sealed days' end
+        backfill_bq(&db.store, &settings, days.start..mid).await.unwrap();
+        front.clear_log();
+        let s = ingest_bq(&db.store, &settings).await.unwrap();
+        assert_eq!((s.ingested, s.failed), ((runs.len() - before_mid) as u64, 0), "{:?}", s.errors);
+        let query = front.log().into_iter().find(|l| l.call == "query").unwrap();
+        assert_eq!(query.params[0]["parameterValue"]["value"], (mid * 86_400).to_string().as_str());
+        // then the whole bucket: its runs of the sealed days are not stored, the others are stored already
+        let s = ingest_dir(&db.store, dir.path()).await;
+        assert_eq!(s.ingested, 0, "{:?}", s.errors);
+        assert_eq!(db.store.count_runs().await.unwrap() as usize, runs.len() - before_mid);
+        // and BigQuery again from the start
+        let s = ingest(
+            &db.store,
+            &settings.ingest,
+            &Source::parse(&source(), &settings).unwrap(),
+            &IngestOptions { force: true, ..Default::default() },
+        )
+        .await
+        .unwrap();
+        assert_eq!(s.failed, 0, "{:?}", s.errors);
+        assert_eq!(db.store.count_runs().await.unwrap() as usize, runs.len() - before_mid);
+        // every run counted once: the histograms of the run-by-run read
+        assert_eq!(histograms(&db.store, days.clone()).await, histograms(&reference.store, days.clone()).await);
 
-    // a backfill over days already filled, or with runs stored, is refused and changes nothing
-    let e = format!("{:#}", backfill_bq(&db.store, &settings, days.start + 1..mid + 1).await.unwrap_err());
-    assert!(e.contains("backfilled already"), "{e}");
-    let e = format!("{:#}", backfill_bq(&db.store, &settings, mid..days.end).await.unwrap_err());
-    assert!(e.contains("stored already"), "{e}");
-    assert_eq!(histograms(&db.store, days.clone()).await, histograms(&reference.store, days).await);
+        // a backfill over days already filled, or with runs stored, is refused and changes nothing
+        let e = format!("{:#}", backfill_bq(&db.store, &settings, days.start + 1..mid + 1).await.unwrap_err());
+        assert!(e.contains("backfilled already"), "{e}");
+        let e = format!("{:#}", backfill_bq(&db.store, &settings, mid..days.end).await.unwrap_err());
+        assert!(e.contains("stored already"), "{e}");
+        assert_eq!(histograms(&db.store, days.clone()).await, histograms(&reference.store, days).await);
+    }
 }
 
 /// Rows and wall time of the two reads on the calibrated world at ten times its usual rate
