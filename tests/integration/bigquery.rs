@@ -635,6 +635,29 @@ async fn a_push_down_backfill_gives_the_day_histograms_of_the_run_by_run_read() 
     assert!(count_rows < run_rows, "{count_rows} rows pushed down, {run_rows} run by run");
     assert_eq!(counted.store.count_runs().await.unwrap(), 0, "no run is stored");
 
+    // the evaluation finds the same regressions with the same numbers; what it takes from stored
+    // runs (sample runs, the onset's payloads, the contrast, troubled runs in scope, and the
+    // tests run on them, hence q) only the run-by-run store has
+    let regressions = async |store: &Store| {
+        let report: serde_json::Value = serde_json::from_str(&evaluation(store).await).unwrap();
+        let mut list = report["regressions"].as_array().unwrap().clone();
+        let from_runs: Vec<serde_json::Value> = list
+            .iter_mut()
+            .map(|r| {
+                let r = r.as_object_mut().unwrap();
+                let keys = ["sample_jobs", "onset", "attribution", "ci_troubled_runs", "q_value"];
+                serde_json::json!(keys.map(|k| r.remove(k)))
+            })
+            .collect();
+        (list, from_runs)
+    };
+    let ((found, details), (found_counted, details_counted)) =
+        (regressions(&by_run.store).await, regressions(&counted.store).await);
+    assert!(!found.is_empty());
+    assert_eq!(found, found_counted);
+    assert!(details[0][0].as_array().is_some_and(|s| !s.is_empty()), "sample runs, run by run");
+    assert_eq!(details_counted[0][0], serde_json::json!([]), "no sample run from counts");
+
     // both queries (the jobs, then the counts) carried the cap and the labels, their values
     // bound as parameters, each estimated by a dry run first
     let queries: Vec<_> = front.log().into_iter().filter(|l| l.call == "query").collect();
@@ -708,25 +731,43 @@ on_both_engines! {
     }
 }
 
+/// The calibrated CI world, whose metal jobs' `gcp-network-liveness-*` probes are broken (down
+/// in every run) and which has spells of CI trouble: the backfill leaves out the runs a working
+/// probe says were troubled, and keeps those only a broken one flags, as the run-by-run read does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_calibrated_world_the_backfill_judges_ci_trouble_as_the_run_by_run_read() {
+    let Some((b, _)) = compare_on_world(0.5).await else { return };
+    assert!(b.report.troubled_samples > 0);
+}
+
 /// Rows and wall time of the two reads on the calibrated world at ten times its usual rate
 /// (`SHERIFF_MEASURE_SCALE` sets the rate, 5.0 by default; docs/performance.md has the figures):
 /// `cargo test --test integration -- --ignored measure_push_down --nocapture`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement: minutes of loading and reading"]
 async fn measure_push_down_backfill_against_the_run_by_run_read() {
-    let Some(emulator) = Emulator::start().await else { return };
+    let scale = std::env::var("SHERIFF_MEASURE_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(5.0);
+    let Some((b, line)) = compare_on_world(scale).await else { return };
+    eprintln!("{line}\nbackfill: {b:?}");
+}
+
+/// Loads the calibrated world at `scale` into the emulator, reads it run by run into one store
+/// and by the backfill into another, and checks their day histograms are the same: the
+/// backfill's summary and a line of rows and times.
+async fn compare_on_world(
+    scale: f64,
+) -> Option<(sheriff::ingest::bigquery::backfill::BackfillSummary, String)> {
+    let emulator = Emulator::start().await?;
     let dir = tempfile::tempdir().unwrap();
     let mut spec = synth::world::WorldSpec::new(20231114, end(), Vec::new());
-    spec.scale = std::env::var("SHERIFF_MEASURE_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(5.0);
+    spec.scale = scale;
     let world = synth::world::build(&spec).unwrap();
     let runs: Vec<&RunRecord> = world.records.iter().collect();
     let samples: usize = runs.iter().map(|r| r.samples.len()).sum();
-    let started = std::time::Instant::now();
     load_jobs(&emulator, &runs).await;
     for chunk in runs.chunks(5_000) {
         insert_runs(&emulator, chunk).await;
     }
-    eprintln!("{} runs, {samples} samples loaded in {:.1} s", runs.len(), started.elapsed().as_secs_f64());
     let front = BigQueryFront::start(&emulator.url, SCAN_BYTES).await;
     let mut settings = settings(&front.url, dir.path());
     settings.bigquery.page_rows = 10_000;
@@ -748,14 +789,15 @@ async fn measure_push_down_backfill_against_the_run_by_run_read() {
     // the jobs' list fits in its first page
     let jobs: u64 =
         front.log().iter().filter(|l| l.label == "backfill_jobs" && l.call == "query").map(|l| l.rows).sum();
-    eprintln!(
+    let line = format!(
         "{} runs, {samples} samples over {} days: run by run {run_rows} rows in {run_seconds:.1} s; pushed down {count_rows} rows ({jobs} of jobs, {} of counts) in {count_seconds:.1} s",
         runs.len(),
         days.end - days.start,
         count_rows - jobs,
     );
-    eprintln!("backfill: {b:?}");
     assert_eq!(histograms(&by_run.store, days.clone()).await, histograms(&counted.store, days).await);
+    assert!(count_rows < run_rows, "{line}");
+    Some((b, line))
 }
 
 /// The runs' rows as [`load_runs`] loads them (the columns sheriff reads), inserted by one
