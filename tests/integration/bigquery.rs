@@ -731,6 +731,48 @@ on_both_engines! {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_backfill_command_prints_what_it_filled_as_json() {
+    let Some(emulator) = Emulator::start().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let runs = week_of_runs();
+    load(&emulator, &runs.iter().collect::<Vec<_>>()).await;
+    let front = BigQueryFront::start(&emulator.url, SCAN_BYTES).await;
+    let token = dir.path().join("token");
+    std::fs::write(&token, "test-access-token\n").unwrap();
+    let db = format!("sqlite://{}", dir.path().join("b.db").display());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sheriff"))
+        .args([
+            "ingest",
+            &source(),
+            "--backfill",
+            "--from",
+            "2026-11-22",
+            "--to",
+            "2026-11-29",
+            "--format",
+            "json",
+        ])
+        .current_dir(dir.path())
+        .env("SHERIFF__DATABASE__URL", &db)
+        .env("SHERIFF__BIGQUERY__API_URL", &front.url)
+        .env("SHERIFF__BIGQUERY__TOKEN_FILE", &token)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let samples: u64 = runs.iter().map(|r| r.samples.len() as u64).sum();
+    assert_eq!((json["from"].as_str(), json["to"].as_str()), (Some("2026-11-22"), Some("2026-11-29")));
+    assert_eq!(
+        json["samples"].as_u64().unwrap() + json["troubled_samples"].as_u64().unwrap(),
+        samples,
+        "{json}"
+    );
+    assert_eq!(json["rows"].as_u64(), Some(query_rows(&front)), "{json}");
+}
+
 /// The calibrated CI world, whose metal jobs' `gcp-network-liveness-*` probes are broken (down
 /// in every run) and which has spells of CI trouble: the backfill leaves out the runs a working
 /// probe says were troubled, and keeps those only a broken one flags, as the run-by-run read does.
