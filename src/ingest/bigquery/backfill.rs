@@ -2,20 +2,23 @@
 //! day histograms of whole UTC days read from BigQuery as counts, not as runs.
 //!
 //! A run-by-run read returns a row per run and backend; over months that is millions of rows
-//! carried out of BigQuery only to be counted. Here BigQuery does the counting: one query
-//! groups the runs' backend rows by job, the job's variant columns, day, the run's CI network
-//! probes that were down, backend and seconds, and returns how many runs fell in each group.
-//! Each run is first brought to the samples a run-by-run ingest makes of it (a backend loaded
+//! carried out of BigQuery only to be counted. Here BigQuery does the counting. A first query
+//! lists the jobs that ran on those days with their `Jobs` columns, and sheriff gives each its
+//! variant as a run of it gets one (the job-name rules add what `Jobs` lacks); the second, given
+//! that list, brings each run to the samples a run-by-run ingest makes of it (a backend loaded
 //! twice counts once, at its largest seconds; seconds held within 0 s and a day; a run with
-//! more backends than a run can hold left out), so the histograms come out the same. sheriff
-//! then gives each group its variant (the job-name rules add what `Jobs` lacks), leaves out the
-//! runs its CI-trouble rules leave out, and adds the counts to the day histograms, sealing the
-//! days (see [`crate::store::backfills`]).
+//! more backends than a run can hold left out) and returns, per variant, updated masters, day,
+//! down probes, backend and seconds, how many runs. A run's job is kept only where the
+//! CI-trouble rules need it: on its probes' rows (their counts per job and day tell which probes
+//! are broken for the job) and on the rows of runs with a probe down (troubled unless that probe
+//! is broken). sheriff then leaves the troubled runs out and adds the counts to the day
+//! histograms, sealing the days (see [`crate::store::backfills`]).
 //!
 //! What a backfill does not store: the runs themselves (`job_runs`, their samples, payloads and
 //! links), so no run of those days can be a sample in evidence, a payload in a changelog or a
 //! run counted for data quality.
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use anyhow::{Result, bail};
@@ -29,7 +32,6 @@ use crate::ingest::run::MAX_BACKENDS_PER_RUN;
 use crate::model::{Dimensions, TroubleRules};
 use crate::store::Store;
 use crate::store::backfills::{Backfill, BackfillReport, CellCount};
-use std::collections::HashMap;
 
 /// What `--backfill` did, also its JSON output.
 #[derive(Debug, Clone, Serialize)]

@@ -12,6 +12,7 @@
 //! the job-name rules for what `Jobs` lacks (the architecture) — and is stored through the same
 //! path, under the same key (job, build id), so a run already stored from the bucket is not
 //! stored again. Interval evidence is not in these tables: runs from BigQuery have none.
+//! Older days can instead be backfilled as counts ([`backfill`]).
 
 pub mod backfill;
 pub mod client;
