@@ -48,6 +48,17 @@ pub enum Command {
         /// Re-read runs already stored and replace them.
         #[arg(long)]
         force: bool,
+        /// bq:// only: fill the day histograms of whole days from BigQuery's counts, without
+        /// storing the runs (docs/commands.md, "Backfill"); needs --from.
+        #[arg(long, requires = "from", conflicts_with_all = ["since", "job", "force"])]
+        backfill: bool,
+        /// The backfill's first day (YYYY-MM-DD, UTC).
+        #[arg(long, value_parser = parse_since, requires = "backfill")]
+        from: Option<DateTime<Utc>>,
+        /// The day after the backfill's last (YYYY-MM-DD, UTC); default the last day that
+        /// ended bigquery.overlap_hours ago.
+        #[arg(long, value_parser = parse_since, requires = "backfill")]
+        to: Option<DateTime<Utc>>,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
@@ -433,7 +444,10 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
     match command {
         Command::Config { action: ConfigAction::Check { format } } => Ok(config_check(&settings, format)),
         Command::Migrate => migrate(&settings).await,
-        Command::Ingest { source, since, job, force, format } => {
+        Command::Ingest { source, from: Some(from), to, format, .. } => {
+            backfill(&settings, &source, from, to, format).await
+        }
+        Command::Ingest { source, since, job, force, format, .. } => {
             let source = Source::parse(&source, &settings)?;
             let options = IngestOptions { since, job, force, progress: format == Format::Text };
             let summary = with_store(&settings, async |store| {
@@ -508,6 +522,42 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
 }
 
 /// Opens the database for one command, runs `work` and closes it whatever happened.
+/// `ingest bq://… --backfill`: the day histograms of `from..to` from BigQuery's counts.
+async fn backfill(
+    settings: &Settings,
+    source: &str,
+    from: DateTime<Utc>,
+    to: Option<DateTime<Utc>>,
+    format: Format,
+) -> Result<ExitCode> {
+    let Source::BigQuery(dataset) = Source::parse(source, settings)? else {
+        anyhow::bail!("--backfill reads a BigQuery dataset (bq://PROJECT/DATASET), not `{source}`");
+    };
+    let to = to.unwrap_or_else(|| {
+        let end = Utc::now().timestamp() - i64::from(dataset.overlap_hours) * 3_600;
+        DateTime::from_timestamp(end.div_euclid(86_400) * 86_400, 0).unwrap_or_default()
+    });
+    let summary = with_store(settings, async |store| {
+        crate::ingest::bigquery::backfill::backfill(store, &dataset, from, to).await
+    })
+    .await?;
+    match format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&summary)?),
+        Format::Text => println!(
+            "backfilled {} from {} to {} (exclusive): {} rows read, {} samples into {} variant-days, {} of CI-troubled runs left out, in {:.1} s",
+            summary.source,
+            summary.from,
+            summary.to,
+            summary.rows,
+            summary.report.samples,
+            summary.report.variant_days,
+            summary.report.troubled_samples,
+            summary.seconds
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 async fn with_store<T>(settings: &Settings, work: impl AsyncFnOnce(&Store) -> Result<T>) -> Result<T> {
     let store = Store::open_configured(settings).await?;
     let result = work(&store).await;

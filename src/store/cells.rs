@@ -29,13 +29,31 @@ pub(crate) async fn change_samples(
     if !cells.is_empty() {
         changed.insert((variant_id, day));
     }
-    let mut cells = cells.to_vec();
+    let mut cells: Vec<(i64, i64, u64)> = cells.iter().map(|&(b, s)| (b, s, 1)).collect();
     cells.sort_unstable();
     if add {
-        apply_change(c, day, variant_id, &cells, |h, secs| h.add(secs, 1)).await
+        apply_change(c, day, variant_id, &cells, |h, secs, n| h.add(secs, n)).await
     } else {
-        apply_change(c, day, variant_id, &cells, |h, secs| h.remove(secs, 1)).await
+        apply_change(c, day, variant_id, &cells, |h, secs, n| h.remove(secs, n)).await
     }
+}
+
+/// Adds counted runs, `(backend_id, seconds, runs)`, to the histograms of `day` × `variant_id`
+/// (a push-down backfill, which reads counts rather than runs); the variant-day goes into
+/// `changed`.
+pub(crate) async fn add_counts(
+    c: &mut Conn<'_>,
+    day: i64,
+    variant_id: i64,
+    counts: &[(i64, i64, u64)],
+    changed: &mut ChangedCells,
+) -> Result<()> {
+    if !counts.is_empty() {
+        changed.insert((variant_id, day));
+    }
+    let mut counts = counts.to_vec();
+    counts.sort_unstable();
+    apply_change(c, day, variant_id, &counts, |h, secs, n| h.add(secs, n)).await
 }
 
 /// Removes a stored run's samples from the histograms (before the run is replaced); a
@@ -61,15 +79,15 @@ async fn apply_change(
     c: &mut Conn<'_>,
     day: i64,
     variant_id: i64,
-    cells: &[(i64, i64)],
-    change: impl Fn(&mut Histogram, i64),
+    cells: &[(i64, i64, u64)],
+    change: impl Fn(&mut Histogram, i64, u64),
 ) -> Result<()> {
     if cells.is_empty() {
         return Ok(());
     }
     c.execute(
         sql("INSERT INTO cell_days (day, backend_id, variant_id, runs, hist)")
-            .values(cells, |(backend_id, _)| {
+            .values(cells, |(backend_id, ..)| {
                 vec![day.into(), (*backend_id).into(), variant_id.into(), 0i64.into(), "".into()]
             })
             .push(" ON CONFLICT (backend_id, variant_id, day) DO NOTHING"),
@@ -80,7 +98,7 @@ async fn apply_change(
     )
     .bind(variant_id)
     .bind(day)
-    .list(cells.iter().map(|(b, _)| *b))
+    .list(cells.iter().map(|(b, ..)| *b))
     .push(") ORDER BY backend_id");
     if c.is_postgres() {
         q = q.push(" FOR UPDATE");
@@ -101,17 +119,17 @@ async fn apply_change(
 /// The new histograms of the touched backends, from the stored rows and the change.
 pub(crate) fn updated_histograms(
     rows: Vec<(i64, i64, String)>,
-    cells: &[(i64, i64)],
-    change: impl Fn(&mut Histogram, i64),
+    cells: &[(i64, i64, u64)],
+    change: impl Fn(&mut Histogram, i64, u64),
 ) -> anyhow::Result<Vec<(i64, Histogram)>> {
     let mut current: HashMap<i64, Histogram> = HashMap::with_capacity(rows.len());
     for (backend_id, runs, hist) in rows {
         current.insert(backend_id, Histogram::decode(&hist)?.with_zeros(runs as u64));
     }
     let mut touched: Vec<(i64, Histogram)> = Vec::with_capacity(cells.len());
-    for &(backend_id, seconds) in cells {
+    for &(backend_id, seconds, runs) in cells {
         let h = current.entry(backend_id).or_default();
-        change(h, seconds);
+        change(h, seconds, runs);
         touched.push((backend_id, h.clone()));
     }
     // A backend listed twice keeps its last (cumulative) state only.

@@ -6,6 +6,7 @@
 //! One file per table; SQL lives only here. The store applies what it is told (a run, a plan,
 //! an outbox result) and decides nothing about incidents.
 
+pub mod backfills;
 mod db;
 
 pub mod cells;

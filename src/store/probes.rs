@@ -83,6 +83,29 @@ pub(super) async fn count_probes(
     Ok(())
 }
 
+/// Adds counted probe reports of a job, `(backend id, day, runs, runs down)`, to its days (a
+/// push-down backfill, which reads counts rather than runs).
+pub(super) async fn add_probe_counts(
+    c: &mut Conn<'_>,
+    job: &str,
+    counts: &[(i64, i64, i64, i64)],
+) -> Result<()> {
+    for chunk in counts.chunks(500) {
+        c.execute(
+            sql("INSERT INTO probe_days (job_name, backend_id, day, runs, down)")
+                .values(chunk, |(backend_id, day, runs, down)| {
+                    vec![job.into(), (*backend_id).into(), (*day).into(), (*runs).into(), (*down).into()]
+                })
+                .push(
+                    " ON CONFLICT (job_name, backend_id, day) DO UPDATE SET \
+                     runs = probe_days.runs + excluded.runs, down = probe_days.down + excluded.down",
+                ),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
 /// Each probe's record over the job's recent days: `(backend id, health)`.
 async fn health_of_job(c: &mut Conn<'_>, job: &str, rules: &TroubleRules) -> Result<Vec<(i64, ProbeHealth)>> {
     let rows: Vec<(i64, i64, i64, i64)> = c

@@ -118,6 +118,11 @@ async fn write_prepared(
     changed: &mut ChangedCells,
 ) -> Result<Option<WriteOutcome>> {
     let run = &prepared.record.run;
+    let day = to_secs(run.started_at).div_euclid(86_400);
+    if super::backfills::is_sealed(c, day).await? {
+        // a backfill counted the day's runs: stored, this one would count twice
+        return Ok(None);
+    }
     let existing: Option<(i64,)> =
         c.fetch_optional(sql(SELECT_RUN_ID).bind(&run.job_name).bind(&run.build_id)).await?;
     let outcome = match existing {
@@ -130,7 +135,6 @@ async fn write_prepared(
         }
         None => WriteOutcome::Inserted,
     };
-    let day = to_secs(run.started_at).div_euclid(86_400);
     let named = || {
         prepared
             .backend_ids
@@ -545,7 +549,12 @@ impl Store {
     }
 
     /// The id of a combination of dimensions, created on first sight inside `c`.
-    async fn variant_id(&self, c: &mut Conn<'_>, d: &Dimensions, minted: &mut Minted) -> Result<i64> {
+    pub(super) async fn variant_id(
+        &self,
+        c: &mut Conn<'_>,
+        d: &Dimensions,
+        minted: &mut Minted,
+    ) -> Result<i64> {
         if let Some(id) = self.variant_ids.lock().expect("cache lock").get(d) {
             return Ok(*id);
         }

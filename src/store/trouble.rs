@@ -19,7 +19,7 @@ const BATCH: i64 = 2_000;
 
 impl Store {
     /// The rules runs are classified with now.
-    pub(super) fn trouble_rules(&self) -> TroubleRules {
+    pub fn trouble_rules(&self) -> TroubleRules {
         self.trouble.lock().expect("rules lock").clone()
     }
 

@@ -571,3 +571,326 @@ async fn serve_ingests_a_bigquery_dataset_on_its_schedule_incrementally() {
     );
     app.stop().await;
 }
+
+async fn backfill_bq(
+    store: &Store,
+    settings: &Settings,
+    days: std::ops::Range<i64>,
+) -> anyhow::Result<sheriff::ingest::bigquery::backfill::BackfillSummary> {
+    let Source::BigQuery(dataset) = Source::parse(&source(), settings)? else { unreachable!() };
+    let at = |day: i64| chrono::DateTime::from_timestamp(day * 86_400, 0).unwrap();
+    sheriff::ingest::bigquery::backfill::backfill(store, &dataset, at(days.start), at(days.end)).await
+}
+
+/// The UTC days of the scenario's runs, the end exclusive.
+fn scenario_days(runs: &[&RunRecord]) -> std::ops::Range<i64> {
+    let day = |r: &&RunRecord| r.run.started_at.timestamp().div_euclid(86_400);
+    runs.iter().map(day).min().unwrap()..runs.iter().map(day).max().unwrap() + 1
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_push_down_backfill_gives_the_day_histograms_of_the_run_by_run_read() {
+    let Some(emulator) = Emulator::start().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let truth = synth::write_tree(&scenario(), dir.path()).unwrap();
+    let reference = common::TestDb::sqlite().await;
+    ingest_dir(&reference.store, dir.path()).await;
+    let all = stored(&reference.store, &truth).await;
+    let runs: Vec<&RunRecord> = all.values().collect();
+    load(&emulator, &runs).await;
+    let front = BigQueryFront::start(&emulator.url, SCAN_BYTES).await;
+    let settings = settings(&front.url, dir.path());
+    let days = scenario_days(&runs);
+
+    // run by run
+    let by_run = common::TestDb::sqlite().await;
+    let started = std::time::Instant::now();
+    let s = ingest_bq(&by_run.store, &settings).await.unwrap();
+    let run_seconds = started.elapsed().as_secs_f64();
+    assert_eq!((s.ingested, s.failed), (runs.len() as u64, 0), "{:?}", s.errors);
+    let run_rows = query_rows(&front);
+
+    // pushed down
+    front.clear_log();
+    let counted = common::TestDb::sqlite().await;
+    let started = std::time::Instant::now();
+    let b = backfill_bq(&counted.store, &settings, days.clone()).await.unwrap();
+    let count_seconds = started.elapsed().as_secs_f64();
+    let count_rows = query_rows(&front);
+    assert_eq!(b.rows, count_rows);
+    eprintln!(
+        "{} runs over {} days: run by run {run_rows} rows in {run_seconds:.2} s; pushed down {count_rows} rows in {count_seconds:.2} s ({} samples, {} of CI-troubled runs left out)",
+        runs.len(),
+        days.end - days.start,
+        b.report.samples,
+        b.report.troubled_samples
+    );
+
+    // the same day histograms, with the CI-troubled runs left out of both
+    let (a, c) =
+        (histograms(&by_run.store, days.clone()).await, histograms(&counted.store, days.clone()).await);
+    assert!(!a.is_empty());
+    assert_eq!(a, c);
+    assert!(b.report.troubled_samples > 0, "the scenario has CI-troubled runs");
+    assert!(count_rows < run_rows, "{count_rows} rows pushed down, {run_rows} run by run");
+    assert_eq!(counted.store.count_runs().await.unwrap(), 0, "no run is stored");
+
+    // the evaluation finds the same regressions with the same numbers; what it takes from stored
+    // runs (sample runs, the onset's payloads, the contrast, troubled runs in scope, and the
+    // tests run on them, hence q) only the run-by-run store has
+    let regressions = async |store: &Store| {
+        let report: serde_json::Value = serde_json::from_str(&evaluation(store).await).unwrap();
+        let mut list = report["regressions"].as_array().unwrap().clone();
+        let from_runs: Vec<serde_json::Value> = list
+            .iter_mut()
+            .map(|r| {
+                let r = r.as_object_mut().unwrap();
+                let keys = ["sample_jobs", "onset", "attribution", "ci_troubled_runs", "q_value"];
+                serde_json::json!(keys.map(|k| r.remove(k)))
+            })
+            .collect();
+        (list, from_runs)
+    };
+    let ((found, details), (found_counted, details_counted)) =
+        (regressions(&by_run.store).await, regressions(&counted.store).await);
+    assert!(!found.is_empty());
+    assert_eq!(found, found_counted);
+    assert!(details[0][0].as_array().is_some_and(|s| !s.is_empty()), "sample runs, run by run");
+    assert_eq!(details_counted[0][0], serde_json::json!([]), "no sample run from counts");
+
+    // both queries (the jobs, then the counts) carried the cap and the labels, their values
+    // bound as parameters, each estimated by a dry run first
+    let queries: Vec<_> = front.log().into_iter().filter(|l| l.call == "query").collect();
+    let names: Vec<&str> = queries.iter().map(|q| q.label.as_str()).collect();
+    assert_eq!(names, ["backfill_jobs", "backfill"]);
+    for q in &queries {
+        assert_eq!(q.max_bytes_billed, Some(settings.bigquery.max_bytes_billed));
+        assert_eq!(q.labels, serde_json::json!({"app": "sheriff", "query": q.label}));
+        assert!(front.log().iter().any(|l| l.call == "dry_run" && l.label == q.label));
+        assert!(q.sql.contains("@from") && !q.sql.contains(&days.start.to_string()), "{}", q.sql);
+    }
+    assert!(
+        queries[1].sql.contains("@liveness") && queries[1].sql.contains("@variants"),
+        "{}",
+        queries[1].sql
+    );
+}
+
+on_both_engines! {
+    async fn backfilled_days_are_sealed_so_mixing_ingests_never_counts_a_run_twice(db) {
+        let Some(emulator) = Emulator::start().await else { return };
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Scenario::month(11, end());
+        s.days = 6;
+        s.start = end() - chrono::Duration::days(6);
+        let truth = synth::write_tree(&s, dir.path()).unwrap();
+        let reference = common::TestDb::sqlite().await;
+        ingest_dir(&reference.store, dir.path()).await;
+        let all = stored(&reference.store, &truth).await;
+        let runs: Vec<&RunRecord> = all.values().collect();
+        load(&emulator, &runs).await;
+        let front = BigQueryFront::start(&emulator.url, SCAN_BYTES).await;
+        let mut settings = settings(&front.url, dir.path());
+        settings.bigquery.overlap_hours = 24;
+        let days = scenario_days(&runs);
+        let mid = (days.start + days.end) / 2;
+        let before_mid = runs.iter().filter(|r| r.run.started_at.timestamp() < mid * 86_400).count();
+        assert!(before_mid > 20 && before_mid < runs.len() - 20, "{before_mid} of {} runs", runs.len());
+
+        // the first days as counts, then BigQuery run by run: it reads from the sealed days' end
+        backfill_bq(&db.store, &settings, days.start..mid).await.unwrap();
+        front.clear_log();
+        let s = ingest_bq(&db.store, &settings).await.unwrap();
+        assert_eq!((s.ingested, s.failed), ((runs.len() - before_mid) as u64, 0), "{:?}", s.errors);
+        let query = front.log().into_iter().find(|l| l.call == "query").unwrap();
+        assert_eq!(query.params[0]["parameterValue"]["value"], (mid * 86_400).to_string().as_str());
+        // then the whole bucket: its runs of the sealed days are not stored, the others are stored already
+        let s = ingest_dir(&db.store, dir.path()).await;
+        assert_eq!(s.ingested, 0, "{:?}", s.errors);
+        assert_eq!(db.store.count_runs().await.unwrap() as usize, runs.len() - before_mid);
+        // and BigQuery again from the start
+        let s = ingest(
+            &db.store,
+            &settings.ingest,
+            &Source::parse(&source(), &settings).unwrap(),
+            &IngestOptions { force: true, ..Default::default() },
+        )
+        .await
+        .unwrap();
+        assert_eq!(s.failed, 0, "{:?}", s.errors);
+        assert_eq!(db.store.count_runs().await.unwrap() as usize, runs.len() - before_mid);
+        // every run counted once: the histograms of the run-by-run read
+        let expected = histograms(&reference.store, days.clone()).await;
+        assert_eq!(histograms(&db.store, days.clone()).await, expected);
+
+        // a backfill over days already filled, or with runs stored, is refused and changes nothing
+        let overlapping = days.start + 1..mid + 1;
+        let e = format!("{:#}", backfill_bq(&db.store, &settings, overlapping).await.unwrap_err());
+        assert!(e.contains("backfilled already"), "{e}");
+        let e = format!("{:#}", backfill_bq(&db.store, &settings, mid..days.end).await.unwrap_err());
+        assert!(e.contains("stored already"), "{e}");
+        assert_eq!(histograms(&db.store, days).await, expected);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_backfill_command_prints_what_it_filled_as_json() {
+    let Some(emulator) = Emulator::start().await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let runs = week_of_runs();
+    load(&emulator, &runs.iter().collect::<Vec<_>>()).await;
+    let front = BigQueryFront::start(&emulator.url, SCAN_BYTES).await;
+    let token = dir.path().join("token");
+    std::fs::write(&token, "test-access-token\n").unwrap();
+    let db = format!("sqlite://{}", dir.path().join("b.db").display());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_sheriff"))
+        .args([
+            "ingest",
+            &source(),
+            "--backfill",
+            "--from",
+            "2026-11-22",
+            "--to",
+            "2026-11-29",
+            "--format",
+            "json",
+        ])
+        .current_dir(dir.path())
+        .env("SHERIFF__DATABASE__URL", &db)
+        .env("SHERIFF__BIGQUERY__API_URL", &front.url)
+        .env("SHERIFF__BIGQUERY__TOKEN_FILE", &token)
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let samples: u64 = runs.iter().map(|r| r.samples.len() as u64).sum();
+    assert_eq!((json["from"].as_str(), json["to"].as_str()), (Some("2026-11-22"), Some("2026-11-29")));
+    assert_eq!(
+        json["samples"].as_u64().unwrap() + json["troubled_samples"].as_u64().unwrap(),
+        samples,
+        "{json}"
+    );
+    assert_eq!(json["rows"].as_u64(), Some(query_rows(&front)), "{json}");
+}
+
+/// The calibrated CI world, whose metal jobs' `gcp-network-liveness-*` probes are broken (down
+/// in every run) and which has spells of CI trouble: the backfill leaves out the runs a working
+/// probe says were troubled, and keeps those only a broken one flags, as the run-by-run read does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_calibrated_world_the_backfill_judges_ci_trouble_as_the_run_by_run_read() {
+    let Some((b, _)) = compare_on_world(0.5).await else { return };
+    assert!(b.report.troubled_samples > 0);
+}
+
+/// Rows and wall time of the two reads on the calibrated world at ten times its usual rate
+/// (`SHERIFF_MEASURE_SCALE` sets the rate, 5.0 by default; docs/performance.md has the figures):
+/// `cargo test --test integration -- --ignored measure_push_down --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement: minutes of loading and reading"]
+async fn measure_push_down_backfill_against_the_run_by_run_read() {
+    let scale = std::env::var("SHERIFF_MEASURE_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(5.0);
+    let Some((b, line)) = compare_on_world(scale).await else { return };
+    eprintln!("{line}\nbackfill: {b:?}");
+}
+
+/// Loads the calibrated world at `scale` into the emulator, reads it run by run into one store
+/// and by the backfill into another, and checks their day histograms are the same: the
+/// backfill's summary and a line of rows and times.
+async fn compare_on_world(
+    scale: f64,
+) -> Option<(sheriff::ingest::bigquery::backfill::BackfillSummary, String)> {
+    let emulator = Emulator::start().await?;
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = synth::world::WorldSpec::new(20231114, end(), Vec::new());
+    spec.scale = scale;
+    let world = synth::world::build(&spec).unwrap();
+    let runs: Vec<&RunRecord> = world.records.iter().collect();
+    let samples: usize = runs.iter().map(|r| r.samples.len()).sum();
+    load_jobs(&emulator, &runs).await;
+    for chunk in runs.chunks(5_000) {
+        insert_runs(&emulator, chunk).await;
+    }
+    let front = BigQueryFront::start(&emulator.url, SCAN_BYTES).await;
+    let mut settings = settings(&front.url, dir.path());
+    settings.bigquery.page_rows = 10_000;
+    let days = scenario_days(&runs);
+
+    let by_run = common::TestDb::sqlite().await;
+    let started = std::time::Instant::now();
+    let s = ingest_bq(&by_run.store, &settings).await.unwrap();
+    let run_seconds = started.elapsed().as_secs_f64();
+    assert_eq!(s.failed, 0, "{:?}", s.errors);
+    let run_rows = query_rows(&front);
+
+    front.clear_log();
+    let counted = common::TestDb::sqlite().await;
+    let started = std::time::Instant::now();
+    let b = backfill_bq(&counted.store, &settings, days.clone()).await.unwrap();
+    let count_seconds = started.elapsed().as_secs_f64();
+    let count_rows = query_rows(&front);
+    // the jobs' list fits in its first page
+    let jobs: u64 =
+        front.log().iter().filter(|l| l.label == "backfill_jobs" && l.call == "query").map(|l| l.rows).sum();
+    let line = format!(
+        "{} runs, {samples} samples over {} days: run by run {run_rows} rows in {run_seconds:.1} s; pushed down {count_rows} rows ({jobs} of jobs, {} of counts) in {count_seconds:.1} s",
+        runs.len(),
+        days.end - days.start,
+        count_rows - jobs,
+    );
+    assert_eq!(histograms(&by_run.store, days.clone()).await, histograms(&counted.store, days).await);
+    assert!(count_rows < run_rows, "{line}");
+    Some((b, line))
+}
+
+/// The runs' rows as [`load_runs`] loads them (the columns sheriff reads), inserted by one
+/// statement per table from a packed string: the emulator's CSV loads take 100 s for 40,000 rows.
+async fn insert_runs(emulator: &Emulator, runs: &[&RunRecord]) {
+    let (mut job_runs, mut backends) = (Vec::new(), Vec::new());
+    for r in runs {
+        let run = &r.run;
+        let start = run.started_at.timestamp();
+        let end = run.finished_at.map_or(start, |f| f.timestamp());
+        let fields =
+            [&run.build_id, &run.job_name, &run.state, &run.payload, &run.dimensions.master_nodes_updated];
+        assert!(fields.iter().all(|f| !f.contains([',', ';', '\''])), "{fields:?}");
+        job_runs.push(format!(
+            "{},{},{},{start},{end},{},{}",
+            run.build_id, run.job_name, run.state, run.payload, run.dimensions.master_nodes_updated
+        ));
+        for s in &r.samples {
+            assert!(!s.backend.contains([',', ';', '\'']), "{}", s.backend);
+            backends.push(format!("{},{},{}", s.backend, s.seconds, run.build_id));
+        }
+    }
+    let field = |n: usize| format!("SPLIT(e, ',')[OFFSET({n})]");
+    let nullable = |n: usize| format!("NULLIF({}, '')", field(n));
+    let time = |n: usize| format!("TIMESTAMP_SECONDS(CAST({} AS INT64))", field(n));
+    emulator
+        .run(&format!(
+            "INSERT INTO {DATASET}.BackendDisruption_JobRuns (Name, JobName, Status, StartTime, EndTime, ReleaseTag, MasterNodesUpdated) \
+             SELECT {}, {}, {}, {}, {}, {}, {} FROM UNNEST(SPLIT('{}', ';')) AS e",
+            field(0),
+            field(1),
+            field(2),
+            time(3),
+            time(4),
+            field(5),
+            nullable(6),
+            job_runs.join(";")
+        ))
+        .await;
+    if !backends.is_empty() {
+        emulator
+            .run(&format!(
+                "INSERT INTO {DATASET}.BackendDisruption (BackendName, DisruptionSeconds, JobRunName) \
+                 SELECT {}, CAST({} AS INT64), {} FROM UNNEST(SPLIT('{}', ';')) AS e",
+                field(0),
+                field(1),
+                field(2),
+                backends.join(";")
+            ))
+            .await;
+    }
+}

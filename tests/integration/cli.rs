@@ -373,3 +373,26 @@ fn serve_start_log_in_json_names_the_next_tick_and_what_is_on() {
         "{log}"
     );
 }
+
+#[test]
+fn a_backfill_takes_a_bigquery_dataset_and_its_days_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("b.db").display());
+    let env = [("SHERIFF__DATABASE__URL", url.as_str()), ("SHERIFF__BIGQUERY__TOKEN", "t")];
+    let out = sheriff(&["ingest", "bq://p/d", "--from", "2026-11-01"], &env);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--backfill"), "{}", text(&out));
+    let out = sheriff(&["ingest", "bq://p/d", "--backfill"], &env);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("--from"), "{}", text(&out));
+    let out = sheriff(&["ingest", "bq://p/d", "--backfill", "--from", "2026-11-01", "--force"], &env);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let folder = dir.path().to_str().unwrap();
+    let out = sheriff(&["ingest", folder, "--backfill", "--from", "2026-11-01"], &env);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("--backfill reads a BigQuery dataset"), "{}", text(&out));
+    let out =
+        sheriff(&["ingest", "bq://p/d", "--backfill", "--from", "2026-11-01", "--to", "2099-01-01"], &env);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("bigquery.overlap_hours"), "{}", text(&out));
+}

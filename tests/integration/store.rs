@@ -279,3 +279,74 @@ on_both_engines! {
         other.close().await;
     }
 }
+
+/// One count of a backfill: `runs` runs of the sample record's job and variant on its day.
+fn count(
+    backend: &str,
+    seconds: i64,
+    runs: u64,
+    down_probes: &[&str],
+) -> sheriff::store::backfills::CellCount {
+    let record = sample_record("0", 0);
+    sheriff::store::backfills::CellCount {
+        job: record.run.job_name.clone(),
+        dimensions: record.run.dimensions.clone(),
+        day: record.run.started_at.timestamp().div_euclid(86_400),
+        down_probes: down_probes.iter().map(|p| p.to_string()).collect(),
+        backend: backend.into(),
+        seconds,
+        runs,
+        first_start: record.run.started_at.timestamp(),
+    }
+}
+
+on_both_engines! {
+    async fn a_backfill_adds_its_clean_counts_and_a_run_of_its_days_is_not_stored_after(db) {
+        use sheriff::store::backfills::Backfill;
+        let probe = "ci-cluster-network-liveness-new-connections";
+        let counts = [
+            count("image-registry-new-connections", 0, 3, &[]),
+            count("image-registry-new-connections", 31, 2, &[]),
+            count(probe, 0, 5, &[]),
+            // a run whose working probe was down: CI-troubled, left out
+            count("image-registry-new-connections", 90, 1, &[probe]),
+            count(probe, 45, 1, &[probe]),
+        ];
+        let day = counts[0].day;
+        let backfill = Backfill { source: "bq://p/d", days: day..day + 1, rows_read: 5, counts: &counts };
+        let report = db.store.write_backfill(&backfill).await.unwrap();
+        assert_eq!((report.samples, report.troubled_samples, report.variant_days), (10, 2, 1));
+        let variants = db.store.variants().await.unwrap();
+        let ids = std::collections::HashSet::from([variants[0].0]);
+        let registry = "image-registry-new-connections";
+        let h = db.store.daily_histograms(registry, &ids, day..day + 1).await.unwrap();
+        assert_eq!(format!("{:?}", h[&day]), "Histogram { bins: [(0, 3), (31, 2)], count: 5 }");
+
+        // the day is sealed: its run is not stored, and the next read of runs starts after it
+        let outcome = db.store.write_run(&sample_record("1", 12), false).await.unwrap();
+        assert_eq!(outcome, WriteOutcome::AlreadyStored);
+        assert_eq!(db.store.count_runs().await.unwrap(), 0);
+        assert_eq!(db.store.past_backfilled_days(day * 86_400 + 5).await.unwrap(), (day + 1) * 86_400);
+        assert_eq!(db.store.past_backfilled_days(day * 86_400 - 1).await.unwrap(), day * 86_400 - 1);
+        // an adjacent backfill: a read starting in the first goes past both
+        let next: Vec<_> = counts
+            .iter()
+            .map(|c| sheriff::store::backfills::CellCount { day: day + 1, ..c.clone() })
+            .collect();
+        let backfill = Backfill { source: "bq://p/d", days: day + 1..day + 2, rows_read: 5, counts: &next };
+        db.store.write_backfill(&backfill).await.unwrap();
+        assert_eq!(db.store.past_backfilled_days(day * 86_400).await.unwrap(), (day + 2) * 86_400);
+    }
+
+    async fn a_backfill_is_refused_when_a_rule_needs_every_sample_of_a_run(db) {
+        let rules = sheriff::model::TroubleRules { all_backends_share: 0.9, ..Default::default() };
+        db.store.apply_trouble_rules(&rules).await.unwrap();
+        let counts = [count("image-registry-new-connections", 0, 3, &[])];
+        let day = counts[0].day;
+        let days = day..day + 1;
+        let backfill = sheriff::store::backfills::Backfill { source: "bq://p/d", days, rows_read: 1, counts: &counts };
+        let e = format!("{:#}", db.store.write_backfill(&backfill).await.unwrap_err());
+        assert!(e.contains("all_backends_share"), "{e}");
+        assert!(db.store.backfilled_days().await.unwrap().is_empty());
+    }
+}

@@ -12,7 +12,9 @@
 //! the job-name rules for what `Jobs` lacks (the architecture) — and is stored through the same
 //! path, under the same key (job, build id), so a run already stored from the bucket is not
 //! stored again. Interval evidence is not in these tables: runs from BigQuery have none.
+//! Older days can instead be backfilled as counts ([`backfill`]).
 
+pub mod backfill;
 pub mod client;
 pub mod service_account;
 
@@ -140,6 +142,8 @@ pub async fn ingest(store: &Store, dataset: &Dataset, options: &IngestOptions) -
         .flatten()
         .max()
         .unwrap_or(0);
+    // runs of backfilled days were counted, not stored: they are not read again
+    let since = store.past_backfilled_days(since).await?;
     tracing::info!(source = %source, since, watermark, "reading runs from BigQuery");
     let query = dataset.runs_query(since);
     let mut pages = dataset.client.query(&query).await?;
@@ -307,19 +311,7 @@ fn job_run(
     started_at: DateTime<Utc>,
     finished_at: Option<DateTime<Utc>>,
 ) -> JobRun {
-    let has_job = !text(first, "GCSBucketName").is_empty() || !text(first, "Platform").is_empty();
-    let variants = ClusterData {
-        release: text(first, "Release").into(),
-        from_release: text(first, "FromRelease").into(),
-        platform: text(first, "Platform").into(),
-        // Jobs has no architecture column: the job-name rules give it
-        architecture: String::new(),
-        network: text(first, "Network").into(),
-        topology: text(first, "Topology").into(),
-        network_stack: text(first, "IPMode").into(),
-        master_nodes_updated: text(first, "MasterNodesUpdated").into(),
-        cluster_version_history: Vec::new(),
-    };
+    let (variants, has_job) = cluster_data_of(|name| text(first, name));
     let dimensions = super::run::dimensions(&job_name, &variants, has_job, None);
     let bucket = match text(first, "GCSBucketName") {
         "" => DEFAULT_BUCKET.to_string(),
@@ -377,6 +369,25 @@ fn samples(rows: &[Row], warnings: &mut Vec<FileProblem>) -> Vec<Sample> {
             Sample { connection: connection.into(), backend, seconds }
         })
         .collect()
+}
+
+/// The job's variants (from `Jobs`) and the run's updated masters as cluster-data would give
+/// them, and whether `Jobs` knew the job; `text` gives a column's value by name.
+pub(crate) fn cluster_data_of<'r>(text: impl Fn(&'static str) -> &'r str) -> (ClusterData, bool) {
+    let has_job = !text("GCSBucketName").is_empty() || !text("Platform").is_empty();
+    let variants = ClusterData {
+        release: text("Release").into(),
+        from_release: text("FromRelease").into(),
+        platform: text("Platform").into(),
+        // Jobs has no architecture column: the job-name rules give it
+        architecture: String::new(),
+        network: text("Network").into(),
+        topology: text("Topology").into(),
+        network_stack: text("IPMode").into(),
+        master_nodes_updated: text("MasterNodesUpdated").into(),
+        cluster_version_history: Vec::new(),
+    };
+    (variants, has_job)
 }
 
 /// What kind of Prow job ran, from its name (BigQuery does not say): `pull-ci-…` are
