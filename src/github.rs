@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use chrono::{DateTime, SecondsFormat, Utc};
-use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{GitHubSettings, Secret};
@@ -192,7 +191,9 @@ impl GitHub {
         let response = request.send().await.with_context(|| format!("GitHub {url}"))?;
         let status = response.status();
         let headers = response.headers().clone();
-        let body = read_limited(response, self.max_bytes).await.with_context(|| format!("GitHub {url}"))?;
+        let body = crate::http::read_limited(response, "github.max_response_bytes", self.max_bytes)
+            .await
+            .with_context(|| format!("GitHub {url}"))?;
         if status.is_success() {
             return Ok(Answer::Page(Page { body, next: next_link(&headers) }));
         }
@@ -261,23 +262,6 @@ fn next_link(headers: &reqwest::header::HeaderMap) -> Option<String> {
         let next = params.split(';').any(|p| p.trim().replace(' ', "") == "rel=\"next\"");
         next.then(|| url.trim().trim_start_matches('<').trim_end_matches('>').to_string())
     })
-}
-
-/// A response body, refused once it grows past `max` bytes.
-async fn read_limited(response: reqwest::Response, max: u64) -> Result<Vec<u8>> {
-    if response.content_length().is_some_and(|n| n > max) {
-        bail!("the answer is larger than github.max_response_bytes ({max} bytes)");
-    }
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.context("reading the response body")?;
-        if body.len() as u64 + chunk.len() as u64 > max {
-            bail!("the answer is larger than github.max_response_bytes ({max} bytes)");
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
 }
 
 #[cfg(test)]

@@ -1,10 +1,29 @@
-//! What sheriff's outgoing HTTP clients (GCS, Slack, Jira) share.
+//! What sheriff's outgoing HTTP clients (GCS, BigQuery, GitHub, Slack, Jira) share.
 
 use std::time::Duration;
 
 /// A client builder with sheriff's user agent and a whole-request timeout.
 pub fn client_builder(timeout: Duration) -> reqwest::ClientBuilder {
     reqwest::Client::builder().timeout(timeout).user_agent(concat!("sheriff/", env!("CARGO_PKG_VERSION")))
+}
+
+/// A response body, refused once it grows past `max` bytes (the limit named by `setting`).
+pub async fn read_limited(response: reqwest::Response, setting: &str, max: u64) -> anyhow::Result<Vec<u8>> {
+    use anyhow::Context as _;
+    use futures::StreamExt as _;
+    if response.content_length().is_some_and(|n| n > max) {
+        anyhow::bail!("the answer is larger than {setting} ({max} bytes)");
+    }
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.context("reading the response body")?;
+        if body.len() as u64 + chunk.len() as u64 > max {
+            anyhow::bail!("the answer is larger than {setting} ({max} bytes)");
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// The `Retry-After` header in seconds, when an answer carries one.

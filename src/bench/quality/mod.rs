@@ -394,11 +394,12 @@ pub fn render_text(card: &Scorecard) -> String {
             let class = f.class.map_or("other", Class::as_str);
             let _ = writeln!(
                 s,
-                "  seed {seed} [{class}] {} {} ({}) first {}",
+                "  seed {seed} [{class}] {} {} ({}) first {}\n    {}",
                 f.family,
                 f.release,
                 f.scope,
-                f.first_reported.format("%m-%d %H:%M")
+                f.first_reported.format("%m-%d %H:%M"),
+                f.numbers
             );
         }
         if falses.len() > 40 {

@@ -61,6 +61,9 @@ pub struct FalseRegression {
     pub scope: String,
     pub first_reported: DateTime<Utc>,
     pub fingerprint: String,
+    /// What the report said when first raised: the percentile, now against the reference and
+    /// allowed, the runs and the test's p-value.
+    pub numbers: String,
 }
 
 /// One world's score.
@@ -291,6 +294,38 @@ pub fn attribute(report: &RegressionReport, world: &World, variants: &[Dimension
         .then_some(Class::CiInfra)
 }
 
+/// A report's figures in one line, to see why it was raised.
+fn numbers(r: &RegressionReport) -> String {
+    format!(
+        "{} {} {:.1} s against {} from {} (allowed {:.1} s) over {} runs ({} reference runs), p {:.2e}, {}",
+        r.backend.as_deref().unwrap_or(&r.family),
+        r.percentile,
+        r.observed_seconds,
+        r.baseline_seconds.map_or("no reference".to_string(), |b| format!("{b:.1} s")),
+        r.threshold_source,
+        r.allowed_seconds,
+        r.job_runs,
+        r.baseline_runs,
+        r.p_value,
+        r.groups.join(", "),
+    )
+}
+
+/// What the report's sample runs truly were: planted, a decoy, CI trouble, or clean.
+fn samples_truth(r: &RegressionReport, world: &World) -> String {
+    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    for s in &r.sample_jobs {
+        let kind = match world.truth_of(&s.build_id) {
+            None => "unknown".to_string(),
+            Some(t) if t.ci_trouble.is_some() => "CI trouble".to_string(),
+            Some(t) if t.plant.is_some() => "planted".to_string(),
+            Some(t) => t.decoy.map_or_else(|| "clean".to_string(), |c| c.as_str().to_string()),
+        };
+        *kinds.entry(kind).or_default() += 1;
+    }
+    kinds.iter().map(|(k, n)| format!("{n} {k}")).collect::<Vec<_>>().join(", ")
+}
+
 /// Scores one world: each plant, and every reported regression that matches none.
 pub fn score_world(world: &World, observed: &Observed) -> WorldScore {
     let plants: Vec<PlantScore> = world.plants.iter().map(|p| score_plant(world, p, observed)).collect();
@@ -316,6 +351,7 @@ pub fn score_world(world: &World, observed: &Observed) -> WorldScore {
             scope: r.scope.describe(),
             first_reported: *at,
             fingerprint: fingerprint.to_string(),
+            numbers: format!("{}; samples: {}", numbers(r), samples_truth(r, world)),
         });
     }
     WorldScore {

@@ -12,7 +12,6 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -358,9 +357,13 @@ impl BigQueryClient {
                 Ok(response) => {
                     let status = response.status();
                     let retry_after = crate::http::retry_after(response.headers());
-                    let bytes = read_limited(response, self.max_response_bytes)
-                        .await
-                        .with_context(|| format!("query `{}`: reading BigQuery's answer", query.name))?;
+                    let bytes = crate::http::read_limited(
+                        response,
+                        "bigquery.max_response_bytes",
+                        self.max_response_bytes,
+                    )
+                    .await
+                    .with_context(|| format!("query `{}`: reading BigQuery's answer", query.name))?;
                     if status.is_success() {
                         return serde_json::from_slice(&bytes).with_context(|| {
                             format!("query `{}`: unexpected answer from BigQuery", query.name)
@@ -443,23 +446,6 @@ fn api_error(status: u16, body: &[u8]) -> BigQueryError {
             message: String::from_utf8_lossy(body).chars().take(200).collect(),
         },
     }
-}
-
-/// A response body, refused once it grows past `max` bytes.
-async fn read_limited(response: reqwest::Response, max: u64) -> Result<Vec<u8>> {
-    if response.content_length().is_some_and(|n| n > max) {
-        bail!("the answer is larger than bigquery.max_response_bytes ({max} bytes)");
-    }
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.context("reading the response body")?;
-        if body.len() as u64 + chunk.len() as u64 > max {
-            bail!("the answer is larger than bigquery.max_response_bytes ({max} bytes)");
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
 }
 
 /// A page's rows as text values; a row of another width than the schema is an error.
