@@ -24,6 +24,10 @@ use crate::model::{
 /// How long after an incident opens its onset is still refined as runs arrive.
 const REFINE_ONSET_SECS: i64 = 2 * 86_400;
 
+/// A variant belongs to an incident's onset when one of its runs was worse than allowed within
+/// this long after the onset's latest moment.
+const ONSET_VARIANT_SECS: i64 = 86_400;
+
 /// What became of an open incident this cycle.
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Verdict {
@@ -236,7 +240,8 @@ impl<S: RunSource> Context<'_, S> {
         let all = self.runs_of_many(&backends, &scope, from).await?;
         let runs: Vec<CellRun> = all.iter().filter(|r| *r.backend == *stats.backend).cloned().collect();
         let onset = self.refined_onset(incident, &backends, &all);
-        let onset = self.with_payloads(onset, &runs, &incident.snapshot.report.release).await?;
+        let at_onset = onset_variants(&runs, onset.as_ref(), stats.check.allowed);
+        let onset = self.with_payloads(onset, &at_onset, &incident.snapshot.report.release).await?;
         let clean_streak = if regressed_now { 0 } else { prior_streak + 1 };
         let verdict = match self.recovery(&runs, onset.as_ref(), &stats) {
             Some(at) => Verdict::Recovered { at },
@@ -348,5 +353,83 @@ impl<S: RunSource> Context<'_, S> {
             })
             .min_by_key(|o| o.at)
             .or(onset_now)
+    }
+}
+
+/// The runs an incident's payload window is read from: those of the variants already worse than
+/// `allowed` within a day of its onset. A part of the scope that turned worse days later (a
+/// growing scope) is a second change on the payload order; read together, the two blur the
+/// first one, which is the incident's onset. All the runs when no variant qualifies.
+fn onset_variants(runs: &[CellRun], onset: Option<&Onset>, allowed: f64) -> Vec<CellRun> {
+    let Some(o) = onset else { return runs.to_vec() };
+    let (from, until) = (o.earliest.timestamp(), o.latest.timestamp() + ONSET_VARIANT_SECS);
+    let early: std::collections::HashSet<i64> = runs
+        .iter()
+        .filter(|r| r.started >= from && r.started <= until && r.seconds as f64 > allowed)
+        .map(|r| r.variant_id)
+        .collect();
+    if early.is_empty() {
+        return runs.to_vec();
+    }
+    runs.iter().filter(|r| early.contains(&r.variant_id)).cloned().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evaluate::changepoint::{Tested, payload_change};
+
+    /// A growing scope: variant 1 turns worse with payload 20, variant 2 (which runs three times
+    /// as often) with payload 38, three days later; payloads every 4 hours.
+    fn growing() -> Vec<CellRun> {
+        let mut runs = Vec::new();
+        for n in 0..60i64 {
+            for (variant, from, times) in [(1, 20, 2), (2, 38, 6)] {
+                for k in 0..times {
+                    let bad = n >= from && (n + k) % 7 != 0;
+                    let seconds = if bad { 15 + (n * 3 + k * 5) % 30 } else { (n + k + variant) % 3 };
+                    runs.push(CellRun {
+                        backend: "image-registry-new-connections".into(),
+                        variant_id: variant,
+                        started: n * 14_400 + 3_600 * (k + 1),
+                        seconds,
+                        job: "j".into(),
+                        build_id: format!("{n}-{variant}-{k}").into(),
+                        url: "u".into(),
+                        payload: format!("p{n:02}").into(),
+                        payload_at: Some(n * 14_400),
+                    });
+                }
+            }
+        }
+        runs
+    }
+
+    fn window(runs: &[CellRun]) -> (String, String) {
+        let tested: Vec<Tested<'_>> = runs
+            .iter()
+            .map(|r| Tested {
+                payload: &r.payload,
+                built: r.payload_at.unwrap(),
+                started: r.started,
+                seconds: r.seconds,
+            })
+            .collect();
+        let w = payload_change(&tested).expect("a change");
+        (w.last_good.map(|g| g.0).unwrap_or_default(), w.first_bad.0)
+    }
+
+    #[test]
+    fn a_growing_scope_dates_its_payload_window_on_the_variants_worse_at_its_onset() {
+        let runs = growing();
+        let onset = Onset::from_secs(20 * 14_400 + 3_600, 19 * 14_400, 20 * 14_400 + 7_200).unwrap();
+        let first = onset_variants(&runs, Some(&onset), 5.0);
+        assert!(first.iter().all(|r| r.variant_id == 1), "only the part worse at the onset");
+        let (good, bad) = window(&first);
+        assert!(good.as_str() < "p20" && "p20" <= bad.as_str(), "{good}..{bad} holds p20");
+        assert!(bad.as_str() <= "p22", "at most three payloads: {good}..{bad}");
+        assert_eq!(onset_variants(&runs, None, 5.0).len(), runs.len(), "no onset: every run");
+        let (good, bad) = window(&runs);
+        assert!(!(good.as_str() < "p20" && "p20" <= bad.as_str()), "read together: {good}..{bad}");
     }
 }

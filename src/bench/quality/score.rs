@@ -49,6 +49,8 @@ pub struct PlantScore {
     /// scope tested in it.
     pub window_hit: Option<bool>,
     pub window_width: Option<usize>,
+    /// The last report's window and the true first bad payload, to see why a window missed.
+    pub window: Option<String>,
 }
 
 /// A reported regression that matches no planted one.
@@ -134,11 +136,16 @@ pub fn pure_sample(truth: Option<&RunTruth>, plant: &Plant) -> bool {
 }
 
 /// Whether the reported onset holds the true first bad payload, and the width of the window in
-/// payloads the scope tested: the window is the payloads listed between the last good and the
-/// first bad, and the first bad itself (never the last good).
+/// payloads the scope tested. The window is an interval of the release's payload order
+/// (`order`, oldest first): after the last good, up to and including the first bad. It holds
+/// the truth when the truth lies in that interval, listed or not: a payload no run of any job
+/// tested is unknown to the store (it cannot list it), yet the interval still holds it and the
+/// changelog between its ends names its changes. The width counts the window's listed payloads
+/// and its first bad (never the last good) that the scope tested.
 pub fn payload_window(
     report: &RegressionReport,
     truth_first_bad: &str,
+    order: &[&str],
     tested: &BTreeSet<&str>,
 ) -> Option<(bool, usize)> {
     let onset = report.onset.as_ref()?;
@@ -149,7 +156,16 @@ pub fn payload_window(
         window.remove(good);
     }
     let width = window.iter().filter(|p| tested.contains(*p)).count();
-    Some((window.contains(truth_first_bad), width))
+    let at = |tag: &str| order.iter().position(|p| *p == tag);
+    let inside = match (at(truth_first_bad), at(first_bad)) {
+        (Some(truth), Some(bad)) => {
+            let after_good =
+                onset.last_good_payload.as_deref().is_none_or(|g| at(g).is_some_and(|g| g < truth));
+            after_good && truth <= bad
+        }
+        _ => window.contains(truth_first_bad),
+    };
+    Some((inside, width))
 }
 
 fn days(d: chrono::TimeDelta) -> f64 {
@@ -197,7 +213,12 @@ pub fn score_plant(world: &World, plant: &Plant, observed: &Observed) -> PlantSc
     });
     let (samples, pure_samples) = purity(world, plant, &cycles);
     let window = last.and_then(|(_, m)| {
-        m.iter().find_map(|r| payload_window(r, &plant.parts[0].first_bad.tag, &tested_by(world, plant)))
+        let order: Vec<&str> = world
+            .payloads
+            .get(&plant.release)
+            .map_or(Vec::new(), |s| s.iter().map(|p| p.tag.as_str()).collect());
+        let tested = tested_by(world, plant);
+        m.iter().find_map(|r| payload_window(r, &plant.parts[0].first_bad.tag, &order, &tested))
     });
     PlantScore {
         class: plant.class,
@@ -218,6 +239,16 @@ pub fn score_plant(world: &World, plant: &Plant, observed: &Observed) -> PlantSc
         pure_samples,
         window_hit: window.map(|w| w.0),
         window_width: window.map(|w| w.1),
+        window: last.and_then(|(_, m)| m.iter().find_map(|r| r.onset.as_ref())).map(|o| {
+            format!(
+                "{} .. {} (onset {}), truth {} first run {}",
+                o.last_good_payload.as_deref().unwrap_or("-"),
+                o.first_bad_payload.as_deref().unwrap_or("-"),
+                o.at.format("%m-%d %H:%M"),
+                plant.parts[0].first_bad.tag,
+                onset.map_or("-".to_string(), |t| t.format("%m-%d %H:%M").to_string()),
+            )
+        }),
     }
 }
 

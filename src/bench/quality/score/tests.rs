@@ -153,12 +153,18 @@ fn the_payload_window_holds_the_truth_and_counts_only_tested_payloads() {
     onset.first_bad_payload = Some("p4".into());
     onset.payloads = ["p1", "p2", "p3", "p4"].iter().map(|s| s.to_string()).collect();
     r.onset = Some(onset);
+    // p2b was built between p2 and p3 and no run tested it: no store can list it
+    let order = ["p0", "p1", "p2", "p2b", "p3", "p4", "p5"];
     let tested: BTreeSet<&str> = ["p1", "p2", "p4", "p5"].into();
-    assert_eq!(payload_window(&r, "p3", &tested), Some((true, 2)));
-    assert_eq!(payload_window(&r, "p1", &tested), Some((false, 2)), "the last good is outside");
-    assert_eq!(payload_window(&r, "p5", &tested), Some((false, 2)));
+    assert_eq!(payload_window(&r, "p3", &order, &tested), Some((true, 2)));
+    assert_eq!(payload_window(&r, "p2b", &order, &tested), Some((true, 2)), "inside, though not listed");
+    assert_eq!(payload_window(&r, "p1", &order, &tested), Some((false, 2)), "the last good is outside");
+    assert_eq!(payload_window(&r, "p0", &order, &tested), Some((false, 2)));
+    assert_eq!(payload_window(&r, "p5", &order, &tested), Some((false, 2)));
+    assert_eq!(payload_window(&r, "p3", &[], &tested), Some((true, 2)), "no order: the listed payloads");
+    assert_eq!(payload_window(&r, "p2b", &[], &tested), Some((false, 2)));
     r.onset = None;
-    assert_eq!(payload_window(&r, "p3", &tested), None);
+    assert_eq!(payload_window(&r, "p3", &order, &tested), None);
 }
 
 #[test]
