@@ -317,7 +317,7 @@ pub fn explore(
                     } } }
                 } }
             }
-            @if let Some(c) = chart { h2 { (chart::span_words(&chart_of(c, Size::Main))) } (chart_block(c)) }
+            @if let Some(c) = chart { h2 { "Trend, " (chart::span_words(&chart_of(c, Size::Main))) } (chart_block(c)) }
         },
     )
 }
