@@ -99,7 +99,7 @@ on_both_engines! {
 
         let (_, _, page) = get(&state, "/incidents/1", None).await;
         assert!(page.contains("<svg class=\"chart\""), "a chart");
-        for mark in ["class=\"series p50\" d=\"M", "class=\"series p95\" d=\"M", "class=\"series disrupted\"", "class=\"onset\"", "class=\"onset-at\"", "class=\"reference\"", "class=\"window\"", "class=\"series control\""] {
+        for mark in ["class=\"series p50 b0\" vector-effect=\"non-scaling-stroke\" d=\"M", "class=\"series p95 b0\" vector-effect=\"non-scaling-stroke\" d=\"M", "class=\"series disrupted\"", "class=\"onset\"", "class=\"onset-at\"", "class=\"reference\"", "class=\"window\"", "class=\"series control\""] {
             assert!(page.contains(mark), "{mark} missing");
         }
         assert!(page.matches("class=\"sample\" href=\"https://prow.ci.openshift.org/view/gs/").count() >= 3, "sample runs link to Prow");
@@ -118,6 +118,61 @@ on_both_engines! {
         let s: serde_json::Value = serde_json::from_str(&series).unwrap();
         assert_eq!(s["answer"]["window_days"], 14);
         assert!(s["chart"]["series"]["days"].as_array().unwrap().len() == 56);
+    }
+
+    async fn the_incident_page_draws_every_backend_on_readable_charts_clipped_to_the_data_none_twice(db) {
+        let state = world(&db, |_| {}).await;
+        let (_, _, json) = get(&state, "/api/v1/incidents/1", None).await;
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        let charts = v["charts"].as_array().unwrap();
+        let backend = |s: &serde_json::Value| s["backend"].as_str().unwrap().to_string();
+
+        // every backend of the incident on the main chart
+        let mut drawn: Vec<String> = std::iter::once(&charts[0]["series"])
+            .chain(charts[0]["other_backends"].as_array().unwrap())
+            .map(backend)
+            .collect();
+        drawn.sort();
+        let mut backends: Vec<String> = v["backends"].as_array().unwrap().iter().map(|b| b.as_str().unwrap().to_string()).collect();
+        backends.sort();
+        assert_eq!(backends.len(), 2, "the demo's incident has new and reused connections");
+        assert_eq!(drawn, backends);
+        let (_, _, page) = get(&state, "/incidents/1", None).await;
+        let main = page.split("<h2>Not specific to").next().unwrap();
+        for b in &backends {
+            assert!(main.contains(&format!("<title>{b} P50</title>")), "{b} drawn");
+            assert!(main.contains(&format!("<code>{b}</code>")), "{b} named in the legend");
+        }
+
+        // no small chart repeats another or the main one: within 4.14, from_release=4.13 and
+        // upgrade_type=minor pick the same runs, so they share one chart named for both
+        let days: Vec<&serde_json::Value> = charts.iter().map(|c| &c["series"]["days"]).collect();
+        for (a, x) in days.iter().enumerate() {
+            for (b, y) in days.iter().enumerate().skip(a + 1) {
+                assert!(x != y, "{} and {} are the same chart", charts[a]["title"], charts[b]["title"]);
+            }
+        }
+        let titles: Vec<&str> = charts[1..].iter().map(|c| c["title"].as_str().unwrap()).collect();
+        assert!(titles.contains(&"from_release=4.13, upgrade_type=minor"), "{titles:?}");
+        assert!(titles.contains(&"network=ovn") && titles.contains(&"network=sdn"), "{titles:?}");
+        assert_eq!(page.matches("class=\"chart-box small\"").count(), titles.len());
+        assert_eq!(page.matches("class=\"legend\"").count(), 2, "one legend for the main chart, one for the small ones");
+
+        // labels of 12 CSS px that nothing scales: no viewBox holds a text
+        let texts: Vec<&str> = page.split("<text ").skip(1).map(|t| t.split('>').next().unwrap()).collect();
+        assert!(texts.len() > 30, "{} labels", texts.len());
+        assert!(texts.iter().all(|t| t.contains("font-size=\"12\"")), "{texts:?}");
+        for plot in page.split("viewBox").skip(1) {
+            assert!(!plot.split("</svg>").next().unwrap().contains("<text"), "a scaled label");
+        }
+
+        // the x axis starts at the first day with runs, not 8 weeks back
+        let first = days[0].as_array().unwrap().iter().find(|d| d["runs"].as_u64().unwrap() > 0).unwrap();
+        let first = chrono::DateTime::from_timestamp(first["day"].as_i64().unwrap(), 0).unwrap().format("%b %-d").to_string();
+        let axis_start = main.split("text-anchor=\"middle\" font-size=\"12\">").nth(1).unwrap().split('<').next().unwrap();
+        assert_eq!(axis_start, first);
+        assert!(main.contains(&format!("<h2>Trend, {first} – ")), "the heading names the days shown");
+        assert!(days[0].as_array().unwrap().first().unwrap()["runs"] == 0, "the days asked for start earlier");
     }
 
     async fn an_interval_message_that_tries_to_be_html_is_escaped_on_every_page(db) {

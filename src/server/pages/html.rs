@@ -3,7 +3,7 @@
 
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
-use super::chart::{self, Chart};
+use super::chart::{self, Chart, Size};
 use super::{ChartData, IncidentRow, IndexFilter};
 use crate::incidents::{Event, Incident};
 use crate::model::{secs, secs_or_dash};
@@ -26,19 +26,34 @@ th { font-weight: 600; color: var(--muted); font-size: .85rem; }
 .fields dt { color: var(--muted); } .fields dd { margin: 0; }
 form.filters { display: flex; gap: .6rem; flex-wrap: wrap; margin: .4rem 0 .8rem; } form.filters label { font-size: .85rem; color: var(--muted); }
 input, select, button { font: inherit; padding: .2rem .4rem; }
-.chart { width: 100%; height: auto; background: #fff; border: 1px solid var(--line); }
-.chart .grid { stroke: #eceef1; } .chart .tick { font-size: 11px; fill: var(--muted); }
+.chart-box { background: #fff; border: 1px solid var(--line); padding: 0 46px 0 50px; }
+.chart { display: block; width: 100%; overflow: visible; }
+.chart .grid { stroke: #eceef1; } .chart .tick { fill: var(--muted); }
 .chart .reference { fill: #e8f0fe; } .chart .window { fill: #e6f4ea; } .chart .onset { fill: #fce8e6; } .chart .onset-at { stroke: var(--bad); stroke-width: 1.5; }
-.chart .series { fill: none; stroke-width: 2; } .chart .p50 { stroke: #1a73e8; } .chart .p95 { stroke: #9334e6; stroke-width: 1.3; }
+.chart .series { fill: none; stroke-width: 2; } .chart .p95 { stroke-width: 1.3; }
+.chart .p50.b0 { stroke: #1a73e8; } .chart .p95.b0 { stroke: #9334e6; } .chart .p50.b1 { stroke: #00897b; } .chart .p95.b1 { stroke: #004d40; }
+.chart .p50.b2 { stroke: #e37400; } .chart .p95.b2 { stroke: #8d4e00; } .chart .p50.b3 { stroke: #d01884; } .chart .p95.b3 { stroke: #8e0e58; }
 .chart .control { stroke: #5f6368; stroke-dasharray: 5 4; stroke-width: 1.5; } .chart .disrupted rect { fill: #fbbc04; opacity: .35; }
 .chart .fix { stroke: var(--ok); stroke-width: 2; stroke-dasharray: 2 3; } .chart .accepted { stroke: var(--warn); stroke-dasharray: 8 4; }
 .legend { font-size: .85rem; color: var(--muted); } .key::before { content: ""; display: inline-block; width: .9em; height: .9em; margin-right: .25em; vertical-align: -.1em; }
-.key.p50::before { background: #1a73e8; } .key.p95::before { background: #9334e6; } .key.disrupted::before { background: #fbbc0488; } .key.control::before { border-top: 2px dashed #5f6368; }
+.key.p50.b0::before { background: #1a73e8; } .key.p95.b0::before { background: #9334e6; } .key.p50.b1::before { background: #00897b; } .key.p95.b1::before { background: #004d40; }
+.key.p50.b2::before { background: #e37400; } .key.p95.b2::before { background: #8d4e00; } .key.p50.b3::before { background: #d01884; } .key.p95.b3::before { background: #8e0e58; }
+.legend .key { display: inline-block; } .legend code { font-size: 1em; overflow-wrap: anywhere; } .key.disrupted::before { background: #fbbc0488; } .key.control::before { border-top: 2px dashed #5f6368; }
 .key.reference::before { background: #e8f0fe; } .key.window::before { background: #e6f4ea; } .key.onset::before { background: #fce8e6; } .key.fix::before { border-top: 2px dotted #188038; } .key.accepted::before { border-top: 2px dashed #b06000; }
-figure { margin: 0; } figcaption { margin-top: .2rem; } h3 { font-size: 1rem; margin: .4rem 0; }
-.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(320px, 1fr)); gap: 1rem; }
+figure { margin: 0; } .charts figure { display: flex; flex-direction: column; justify-content: space-between; } figcaption { margin-top: .2rem; } h3 { font-size: 1rem; margin: .4rem 0; }
+.charts { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(300px, 100%), 1fr)); gap: .4rem 1rem; }
 code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: .88em; }
-@media (max-width: 640px) { main { padding: .6rem; } th, td { padding: .3rem; font-size: .9rem; } .fields { grid-template-columns: 1fr; } }
+@media (max-width: 640px) {
+  main { padding: .6rem; } th, td { padding: .3rem; font-size: .9rem; } .fields { grid-template-columns: 1fr; }
+  .chart-box { padding: 0 40px 0 44px; }
+  table.cards thead { display: none; }
+  table.cards, table.cards tbody, table.cards tr, table.cards td { display: block; }
+  table.cards { background: none; }
+  table.cards tr { background: #fff; border: 1px solid var(--line); border-radius: 6px; margin-bottom: .6rem; padding: .35rem .6rem; }
+  table.cards td { display: grid; grid-template-columns: 6.5rem 1fr; gap: .6rem; border: 0; padding: .15rem 0; overflow-wrap: anywhere; }
+  table.cards td:empty { display: none; }
+  table.cards td::before { content: attr(data-label); color: var(--muted); font-size: .85rem; }
+}
 "#;
 
 /// Every page: the header, the title, the body.
@@ -115,21 +130,21 @@ pub fn index(
     let states = ["open", "resolved", "all"].map(String::from);
     let table = |list: &[&IncidentRow]| {
         html! {
-            div class="scroll" { table {
+            div class="scroll" { table class="cards incidents" {
                 thead { tr { th { "#" } th { "state" } th { "component" } th { "backend" } th { "scope" } th { "onset" } th { "age" } th { "now / reference" } th { "links" } } }
                 tbody {
                     @for r in list {
                         @let i = &r.incident;
                         tr {
-                            td { a href=(format!("/incidents/{}", i.id)) { "#" (i.id) } }
-                            td { (state_cell(i)) }
-                            td { (i.snapshot.component) }
-                            td { (i.snapshot.family) " " (i.snapshot.release) }
-                            td { (i.snapshot.scope.describe()) }
-                            td { (i.onset().map_or_else(|| "not known".to_string(), |o| crate::render::onset(&o))) }
-                            td { (age(now - i.opened_at)) }
-                            td class="mono" { (now_vs_reference(i)) }
-                            td { (links(r)) }
+                            td data-label="#" { a href=(format!("/incidents/{}", i.id)) { "#" (i.id) } }
+                            td data-label="state" { (state_cell(i)) }
+                            td data-label="component" { (i.snapshot.component) }
+                            td data-label="backend" { (i.snapshot.family) " " (i.snapshot.release) }
+                            td data-label="scope" { (i.snapshot.scope.describe()) }
+                            td data-label="onset" { (i.onset().map_or_else(|| "not known".to_string(), |o| crate::render::onset(&o))) }
+                            td data-label="age" { (age(now - i.opened_at)) }
+                            td data-label="now / reference" class="mono" { (now_vs_reference(i)) }
+                            td data-label="links" { (links(r)) }
                         }
                     }
                 }
@@ -155,8 +170,14 @@ pub fn index(
     )
 }
 
+fn chart_of(c: &ChartData, size: Size) -> Chart<'_> {
+    let series = std::iter::once(&c.series).chain(&c.other_backends).collect();
+    Chart { title: &c.title, series, control: c.control.as_ref(), marks: &c.marks, size }
+}
+
+/// A chart with its legend under it.
 fn chart_block(c: &ChartData) -> Markup {
-    let chart = Chart { title: &c.title, series: &c.series, control: c.control.as_ref(), marks: &c.marks };
+    let chart = chart_of(c, Size::Main);
     html! {
         figure {
             (chart::svg(&chart))
@@ -165,11 +186,27 @@ fn chart_block(c: &ChartData) -> Markup {
     }
 }
 
+/// Small charts drawn alike, each under its title, and one legend for them all.
+fn chart_group(charts: &[ChartData]) -> Markup {
+    html! {
+        div class="charts" {
+            @for c in charts { figure { h3 { (c.title) } (chart::svg(&chart_of(c, Size::Small))) } }
+        }
+        @if let Some(first) = charts.first() { (chart::legend(&chart_of(first, Size::Small))) }
+        @if charts.iter().any(|c| c.title.contains(", ")) {
+            p class="muted" { "A chart with two titles stands for both: those values select the same runs." }
+        }
+    }
+}
+
 fn history(events: &[Event]) -> Markup {
     html! {
-        div class="scroll" { table {
+        div class="scroll" { table class="cards" {
             thead { tr { th { "when" } th { "who" } th { "what" } th { "detail" } } }
-            tbody { @for e in events.iter().rev() { tr { td class="mono" { (when(e.at)) } td { (crate::render::person(&e.actor)) } td { (e.kind) } td { (e.detail) } } } }
+            tbody { @for e in events.iter().rev() { tr {
+                td data-label="when" class="mono" { (when(e.at)) } td data-label="who" { (crate::render::person(&e.actor)) }
+                td data-label="what" { (e.kind) } td data-label="detail" { (e.detail) }
+            } } }
         } }
     }
 }
@@ -200,20 +237,23 @@ pub fn incident(row: &IncidentRow, events: &[Event], charts: &[ChartData]) -> Ma
                 @if let Some(a) = &i.allowance { dt { "accepted" } dd { (a.describe()) } }
                 @if row.jira_url.is_some() || row.slack_url.is_some() { dt { "links" } dd { (links(row)) } }
             }
-            h2 { "Trend, last 8 weeks" }
-            @if let Some(c) = main_chart { (chart_block(c)) }
+            @if let Some(c) = main_chart {
+                h2 { "Trend, " (chart::span_words(&chart_of(c, Size::Main))) }
+                (chart_block(c))
+            }
             @if !parts.is_empty() {
                 h2 { "Not specific to " (r.not_specific_to.join(", ")) }
-                div class="charts" { @for c in parts { div { h3 { (c.title) } (chart_block(c)) } } }
+                (chart_group(parts))
             }
             h2 { "Attribution" }
             ul { @for e in &r.attribution.evidence { li { (e) } } }
             @if !r.attribution.conditions.is_empty() {
                 h2 { "Correlated conditions" }
-                div class="scroll" { table {
+                div class="scroll" { table class="cards" {
                     thead { tr { th { "operator" } th { "condition" } th { "reason" } th { "message" } th { "runs" } } }
                     tbody { @for c in &r.attribution.conditions { tr {
-                        td { (c.operator) } td { (c.label()) } td { (c.reason) } td { (c.message) } td { (c.runs_with) " of " (c.runs) }
+                        td data-label="operator" { (c.operator) } td data-label="condition" { (c.label()) } td data-label="reason" { (c.reason) }
+                        td data-label="message" { (c.message) } td data-label="runs" { (c.runs_with) " of " (c.runs) }
                     } } }
                 } }
             }
@@ -228,11 +268,11 @@ pub fn incident(row: &IncidentRow, events: &[Event], charts: &[ChartData]) -> Ma
             }
             @if r.outside_pending { p { (crate::render::OUTSIDE_PENDING) } }
             h2 { "Sample runs" }
-            div class="scroll" { table {
+            div class="scroll" { table class="cards" {
                 thead { tr { th { "kind" } th { "seconds" } th { "job" } th { "run" } } }
                 tbody { @for j in &r.sample_jobs { tr {
-                    td { (j.kind.as_str()) } td class="mono" { (j.seconds) "s" } td { (j.job) }
-                    td { @if let Some(url) = web_link(&j.url) { a class="sample" href=(url) { (j.build_id) } } @else { (j.build_id) } }
+                    td data-label="kind" { (j.kind.as_str()) } td data-label="seconds" class="mono" { (j.seconds) "s" } td data-label="job" { (j.job) }
+                    td data-label="run" { @if let Some(url) = web_link(&j.url) { a class="sample" href=(url) { (j.build_id) } } @else { (j.build_id) } }
                 } } }
             } }
             h2 { "History" }
@@ -277,7 +317,7 @@ pub fn explore(
                     } } }
                 } }
             }
-            @if let Some(c) = chart { h2 { "Last 8 weeks" } (chart_block(c)) }
+            @if let Some(c) = chart { h2 { "Trend, " (chart::span_words(&chart_of(c, Size::Main))) } (chart_block(c)) }
         },
     )
 }

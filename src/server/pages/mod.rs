@@ -9,7 +9,7 @@
 mod chart;
 mod html;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -63,7 +63,10 @@ impl IncidentRow {
 #[derive(Debug, Clone, Serialize)]
 pub struct ChartData {
     pub title: String,
+    /// The backend the chart is of, or the first of the incident's backends.
     pub series: Series,
+    /// The incident's other backends, drawn on the same chart.
+    pub other_backends: Vec<Series>,
     pub control: Option<Series>,
     pub marks: Marks,
 }
@@ -253,44 +256,84 @@ fn marks_of(state: &AppState, i: &Incident, now: i64) -> Marks {
     }
 }
 
-/// The incident's charts: its scope, then one per value of each dimension it is not specific
-/// to (at most [`PART_CHARTS`] each).
+/// The incident's charts: its scope with every backend of the incident, then one per value of
+/// each dimension it is not specific to (at most [`PART_CHARTS`] each), of its first backend.
+/// Values that select the same variants share one chart: within a release, `from_release` and
+/// `upgrade_type` split the runs alike (an upgrade from the release before is a minor one), and
+/// a value that selects the whole scope would repeat the main chart.
 async fn charts_of(state: &AppState, i: &Incident, now: i64) -> anyhow::Result<Vec<ChartData>> {
     let s = &i.snapshot;
     let r = &s.report;
-    let Some(backend) = r.backend.clone().or_else(|| s.backends.first().cloned()) else {
+    let mut backends = r.backend.iter().chain(&s.backends).fold(Vec::new(), |mut seen, b| {
+        if !seen.contains(b) {
+            seen.push(b.clone());
+        }
+        seen
+    });
+    if backends.is_empty() {
         return Ok(Vec::new());
-    };
+    }
+    let backend = backends.remove(0);
     let variants = state.store.variants().await?;
     let in_scope: Vec<&(i64, crate::model::Dimensions)> =
         variants.iter().filter(|(_, d)| s.scope.contains(d)).collect();
-    let ids = in_scope.iter().map(|(id, _)| *id).collect();
+    let ids: HashSet<i64> = in_scope.iter().map(|(id, _)| *id).collect();
     let store = &state.store;
     let label = format!("{} {}", s.release, s.scope.describe());
     let main = series::daily(store, &backend, &label, &ids, CHART_DAYS, now).await?;
+    let mut other_backends = Vec::new();
+    for b in &backends {
+        other_backends.push(series::daily(store, b, &label, &ids, CHART_DAYS, now).await?);
+    }
     let control = match &r.attribution.control {
         Some(c) => Some(series::daily(store, &c.backend, &label, &ids, CHART_DAYS, now).await?),
         None => None,
     };
     let marks = marks_of(state, i, now);
+    let title = std::iter::once(&backend).chain(&backends).cloned().collect::<Vec<_>>().join(", ");
     let mut out = vec![ChartData {
-        title: format!("{backend} — {label}"),
+        title: format!("{title} — {label}"),
         series: main,
+        other_backends,
         control,
         marks: marks.clone(),
     }];
-    for d in r.not_specific_to.iter().filter_map(|d| Dimension::parse(d)) {
-        let mut by: BTreeMap<String, std::collections::HashSet<i64>> = BTreeMap::new();
-        for (id, dims) in &in_scope {
-            by.entry(dims.get(d).to_string()).or_default().insert(*id);
-        }
-        for (value, ids) in by.into_iter().take(PART_CHARTS) {
-            let part = format!("{d}={value}");
-            let series = series::daily(store, &backend, &part, &ids, CHART_DAYS, now).await?;
-            out.push(ChartData { title: part, series, control: None, marks: marks.clone() });
-        }
+    for (ids, titles) in part_variants(&r.not_specific_to, &in_scope, &ids) {
+        let part = titles.join(", ");
+        let series = series::daily(store, &backend, &part, &ids, CHART_DAYS, now).await?;
+        out.push(ChartData {
+            title: part,
+            series,
+            other_backends: Vec::new(),
+            control: None,
+            marks: marks.clone(),
+        });
     }
     Ok(out)
+}
+
+/// The variants of each small chart and its titles (`network=ovn`), one chart per distinct set
+/// of variants, in the order of the dimensions and their values; none for the whole scope.
+fn part_variants(
+    not_specific_to: &[String],
+    in_scope: &[&(i64, crate::model::Dimensions)],
+    scope: &HashSet<i64>,
+) -> Vec<(HashSet<i64>, Vec<String>)> {
+    let mut parts: Vec<(HashSet<i64>, Vec<String>)> = Vec::new();
+    for d in not_specific_to.iter().filter_map(|d| Dimension::parse(d)) {
+        let mut by: BTreeMap<String, HashSet<i64>> = BTreeMap::new();
+        for (id, dims) in in_scope {
+            by.entry(dims.get(d).to_string()).or_default().insert(*id);
+        }
+        for (value, ids) in by.into_iter().take(PART_CHARTS).filter(|(_, ids)| ids != scope) {
+            let title = format!("{d}={value}");
+            match parts.iter_mut().find(|(seen, _)| *seen == ids) {
+                Some((_, titles)) => titles.push(title),
+                None => parts.push((ids, vec![title])),
+            }
+        }
+    }
+    parts
 }
 
 async fn one(
@@ -375,7 +418,7 @@ async fn explored(
         ..Marks::default()
     };
     let title = format!("{} {}", q.backend, label.join(" "));
-    Ok(Ok(Some((answer, ChartData { title, series, control: None, marks }))))
+    Ok(Ok(Some((answer, ChartData { title, series, other_backends: Vec::new(), control: None, marks }))))
 }
 
 /// `GET /explore?backend=…&release=…&platform=…`.
