@@ -2090,6 +2090,23 @@ mod tests {
     }
 
     #[test]
+    fn the_intervals_table_is_read_from_bigquery_only_as_a_plain_table_path() {
+        let ok = env(&[
+            ("SHERIFF__INGEST__INTERVALS", "bigquery"),
+            ("SHERIFF__BIGQUERY__INTERVALS_TABLE", "ci_data_autodl.e2e_intervals"),
+        ]);
+        let settings = Settings::load_from(None, &ok).unwrap();
+        assert_eq!(settings.ingest.intervals, IntervalsMode::Bigquery);
+        assert!(!settings.ingest.intervals.on_demand(false) && settings.ingest.intervals.on_demand(true));
+        for table in ["p.d.t", "d.t`; DROP TABLE x", "", "d."] {
+            let err = Settings::load_from(None, &env(&[("SHERIFF__BIGQUERY__INTERVALS_TABLE", table)]))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("`bigquery.intervals_table`"), "{table}: {err}");
+        }
+    }
+
+    #[test]
     fn a_bad_time_zone_is_reported_under_its_own_key() {
         let err = Settings::load_from(None, &env(&[("SHERIFF__SCHEDULE__TIMEZONE", "Mars/Olympus")]))
             .unwrap_err()
