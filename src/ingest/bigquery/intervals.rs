@@ -2,7 +2,7 @@
 //! loads from each run's interval files into an intervals table, read for the runs attribution
 //! uses instead of their files.
 //!
-//! The table, as the CI's data loader defines it (the ci-data-loader repository neisw/ci-data-loader,
+//! The table, as the CI's data loader defines it (neisw/ci-data-loader,
 //! `interval_loader.go` `generateIntervalUploader` and `big_query_loader.go`, commit
 //! `1acf4febfba5cf9c53bdc03c11e6d47848e095e3`): one row per item of an interval file, with
 //! `JobRunName` (the run's build id), `Source` (the file's name), `from_time` (the item's

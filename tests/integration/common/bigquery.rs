@@ -187,8 +187,8 @@ impl Emulator {
 /// The CI's tables as the disruption uploader and the job-run aggregator define them
 /// (openshift/ci-tools, pkg/jobrunaggregator/jobrunaggregatorapi/types_row_*.go), with `Jobs`
 /// holding the variants (the architecture is not among them); and `e2e_intervals`, one row per
-/// item of a run's interval files, as the CI's data loader defines it (openshift TRT's
-/// ci-data-loader, `interval_loader.go` `generateIntervalUploader` and `big_query_loader.go`,
+/// item of a run's interval files, as the CI's data loader defines it (neisw/ci-data-loader,
+/// `interval_loader.go` `generateIntervalUploader` and `big_query_loader.go`,
 /// commit 1acf4febfba5cf9c53bdc03c11e6d47848e095e3: `from_time`, the day partition's column,
 /// `to_time`, `interval_json` the item, and the `JobRunName` and `Source` every row carries).
 pub const TABLES: [(&str, &[(&str, &str)]); 4] = [
