@@ -806,7 +806,9 @@ impl Default for LogSettings {
 pub struct IngestSettings {
     /// When interval files are read: `auto` (on demand for `gs://` sources, at ingest for
     /// local trees), `eager` (at ingest) or `on_demand` (only where a file is, at ingest; its
-    /// content when attribution uses the run). Pushed runs are always read at ingest.
+    /// content when attribution uses the run). `bigquery`: runs from a `bq://` source read
+    /// their intervals on demand from the dataset's intervals table (`bigquery.intervals_table`);
+    /// bucket sources as `auto`. Pushed runs are always read at ingest.
     pub intervals: IntervalsMode,
     /// Interval files (e2e-events, e2e-timelines) larger than this are skipped with a logged reason.
     pub max_interval_file_bytes: u64,
@@ -834,13 +836,15 @@ pub enum IntervalsMode {
     Auto,
     Eager,
     OnDemand,
+    /// From the BigQuery intervals table, on demand, for runs read from BigQuery.
+    Bigquery,
 }
 
 impl IntervalsMode {
     /// Whether a source's interval files are left to be fetched on demand.
     pub fn on_demand(self, gcs_source: bool) -> bool {
         match self {
-            IntervalsMode::Auto => gcs_source,
+            IntervalsMode::Auto | IntervalsMode::Bigquery => gcs_source,
             IntervalsMode::Eager => false,
             IntervalsMode::OnDemand => true,
         }
@@ -922,6 +926,12 @@ pub struct BigQuerySettings {
     /// the key's `token_uri` for an access token, renewed before it expires.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credentials_file: Option<PathBuf>,
+    /// The intervals table read with `ingest.intervals = "bigquery"`: `TABLE` in the source's
+    /// dataset, or `DATASET.TABLE` in its project (the CI loads them to `ci_data_autodl`).
+    pub intervals_table: String,
+    /// The most interval rows read for one run; a run with more is left without interval
+    /// evidence, as an interval file over `ingest.max_interval_file_bytes` is.
+    pub max_interval_rows: u64,
 }
 
 impl Default for BigQuerySettings {
@@ -937,6 +947,8 @@ impl Default for BigQuerySettings {
             token: None,
             token_file: None,
             credentials_file: None,
+            intervals_table: "e2e_intervals".into(),
+            max_interval_rows: 250_000,
         }
     }
 }
@@ -1277,6 +1289,21 @@ impl Settings {
         Ok(())
     }
 
+    /// `bigquery.intervals_table` goes into the SQL as a table path (identifiers cannot be query
+    /// parameters): `TABLE` or `DATASET.TABLE`, each a plain BigQuery name.
+    fn validate_intervals_table(&self) -> Result<(), ConfigError> {
+        let table = &self.bigquery.intervals_table;
+        let parts: Vec<&str> = table.split('.').collect();
+        let plain = |p: &&str| {
+            (1..=1024).contains(&p.len()) && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        if parts.len() > 2 || !parts.iter().all(plain) {
+            let why = format!("`{table}` is not TABLE or DATASET.TABLE (letters, digits and `_`)");
+            return Err(ConfigError::Invalid(format!("`bigquery.intervals_table`: {why}")));
+        }
+        Ok(())
+    }
+
     /// Checks values that types alone cannot.
     fn validate_retention(&self) -> Result<(), ConfigError> {
         let invalid = |key: &str, why: &str| Err(ConfigError::Invalid(format!("`{key}`: {why}")));
@@ -1340,7 +1367,7 @@ impl Settings {
         const YEARS: u64 = 36_500;
         let (e, r, o) = (&self.evaluate, &self.retention, &self.outbox);
         let bq = &self.bigquery;
-        let whole: [(&str, u64, u64, u64); 47] = [
+        let whole: [(&str, u64, u64, u64); 48] = [
             ("database.max_connections", self.database.max_connections.into(), 1, 10_000),
             ("database.acquire_timeout_secs", self.database.acquire_timeout_secs, 1, 3_600),
             ("database.statement_timeout_secs", self.database.statement_timeout_secs, 1, DAY),
@@ -1364,6 +1391,7 @@ impl Settings {
             ("bigquery.max_response_bytes", bq.max_response_bytes, 1_024, 1 << 31),
             ("bigquery.timeout_secs", bq.timeout_secs, 1, 3_600),
             ("bigquery.max_attempts", bq.max_attempts.into(), 1, 100),
+            ("bigquery.max_interval_rows", bq.max_interval_rows, 1, 10_000_000),
             ("slack.min_post_interval_ms", self.slack.min_post_interval_ms, 0, 600_000),
             ("jira.max_created_per_cycle", self.jira.max_created_per_cycle as u64, 0, 10_000),
             ("jira.reopen_window_days", self.jira.reopen_window_days.into(), 0, YEARS),
@@ -1487,6 +1515,7 @@ impl Settings {
         }
         self.validate_retention()?;
         self.validate_github()?;
+        self.validate_intervals_table()?;
         let e = &self.evaluate;
         if e.window_days == 0 || e.baseline_days == 0 {
             return invalid("evaluate.window_days", "windows must be at least one day");
@@ -2057,6 +2086,23 @@ mod tests {
         ] {
             let err = Settings::load_from(None, &env(&[(var, value)])).unwrap_err().to_string();
             assert!(err.contains(key), "{var}={value}: {err}");
+        }
+    }
+
+    #[test]
+    fn the_intervals_table_is_read_from_bigquery_only_as_a_plain_table_path() {
+        let ok = env(&[
+            ("SHERIFF__INGEST__INTERVALS", "bigquery"),
+            ("SHERIFF__BIGQUERY__INTERVALS_TABLE", "ci_data_autodl.e2e_intervals"),
+        ]);
+        let settings = Settings::load_from(None, &ok).unwrap();
+        assert_eq!(settings.ingest.intervals, IntervalsMode::Bigquery);
+        assert!(!settings.ingest.intervals.on_demand(false) && settings.ingest.intervals.on_demand(true));
+        for table in ["p.d.t", "d.t`; DROP TABLE x", "", "d."] {
+            let err = Settings::load_from(None, &env(&[("SHERIFF__BIGQUERY__INTERVALS_TABLE", table)]))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("`bigquery.intervals_table`"), "{table}: {err}");
         }
     }
 

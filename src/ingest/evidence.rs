@@ -5,16 +5,24 @@
 //! fetched once. A file that cannot be fetched for now (the bucket unreachable) leaves the run
 //! pending, and a later cycle tries again; one that is gone or does not parse leaves the run
 //! without interval evidence, as at ingest, with the reason in the ingest log.
+//!
+//! A run ingested from BigQuery with `ingest.intervals = "bigquery"` has, in place of files,
+//! the place of the intervals table (`bq://PROJECT/DATASET/TABLE`): its rows for the run are
+//! read back into the files they were loaded from ([`super::bigquery::intervals`]) and parsed
+//! the same way. BigQuery unreachable (or refusing the query) leaves the run pending as an
+//! unreachable bucket does; more rows than allowed leave it without evidence.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use tokio::sync::OnceCell;
 
+use super::bigquery::client::BigQueryClient;
+use super::bigquery::intervals;
 use super::gcs::{self, GcsClient};
 use super::run::{Content, FileProblem, RunIntervals, parse_interval_files};
 use crate::config::Settings;
-use crate::model::{IntervalFile, RunRecord};
+use crate::model::{IntervalFile, JobRun, RunRecord};
 use crate::store::Store;
 use crate::store::ingest_log::IngestLogEntry;
 
@@ -23,6 +31,9 @@ pub struct EvidenceFetcher<'a> {
     store: &'a Store,
     gcs: crate::config::GcsSettings,
     client: OnceCell<GcsClient>,
+    bigquery: crate::config::BigQuerySettings,
+    /// One client per billing project, made when first needed.
+    bigquery_clients: std::sync::Mutex<std::collections::HashMap<String, BigQueryClient>>,
     max_bytes: u64,
     /// Whether what is fetched is stored (not by a dry run, which records nothing).
     keep: bool,
@@ -45,6 +56,8 @@ impl<'a> EvidenceFetcher<'a> {
             store,
             gcs: settings.gcs.clone(),
             client: OnceCell::new(),
+            bigquery: settings.bigquery.clone(),
+            bigquery_clients: Default::default(),
             max_bytes: settings.ingest.max_interval_file_bytes,
             keep,
             down: std::sync::Mutex::new(None),
@@ -65,10 +78,12 @@ impl<'a> EvidenceFetcher<'a> {
         let mut read = Vec::new();
         let mut problems = Vec::new();
         for file in &record.interval_files {
-            match self.fetch(file).await {
-                Ok((content, size)) => {
-                    metrics::counter!("sheriff_evidence_bytes_total").increment(size);
-                    read.push((file.location.clone(), content));
+            match self.fetch(file, &record.run).await {
+                Ok(files) => {
+                    for (name, content, size) in files {
+                        metrics::counter!("sheriff_evidence_bytes_total").increment(size);
+                        read.push((name, content));
+                    }
                 }
                 Err(Miss::Never(why)) => {
                     problems.push(FileProblem { file: file.location.clone(), error: why })
@@ -149,8 +164,48 @@ impl<'a> EvidenceFetcher<'a> {
         }
     }
 
+    /// What `file` holds, as files to parse: (name, content, size). One file for a GCS object
+    /// or a local path; the files its rows were loaded from for a BigQuery intervals table.
+    async fn fetch(&self, file: &IntervalFile, run: &JobRun) -> Result<Vec<(String, Content, u64)>, Miss> {
+        if file.location.starts_with("bq://") {
+            return self.fetch_rows(&file.location, run).await;
+        }
+        let (content, size) = self.fetch_file(file).await?;
+        Ok(vec![(file.location.clone(), content, size)])
+    }
+
+    /// The run's rows in the intervals table at `location`, as the files they came from.
+    async fn fetch_rows(&self, location: &str, run: &JobRun) -> Result<Vec<(String, Content, u64)>, Miss> {
+        let Some((project, _, _)) = intervals::parse_location(location) else {
+            return Err(Miss::Never(format!("`{location}` is not a bq://PROJECT/DATASET/TABLE place")));
+        };
+        let client = self.bigquery_client(&project).map_err(|e| Miss::Later(format!("{e:#}")))?;
+        let limits = (self.bigquery.max_interval_rows, self.max_bytes);
+        match intervals::read(&client, location, run, limits).await {
+            Ok(files) => Ok(files
+                .into_iter()
+                .map(|(name, bytes)| {
+                    let size = bytes.len() as u64;
+                    (name, Content::Bytes(bytes), size)
+                })
+                .collect()),
+            Err(e) if e.is::<intervals::Unusable>() => Err(Miss::Never(format!("{e:#}"))),
+            Err(e) => Err(Miss::Later(format!("{e:#}"))),
+        }
+    }
+
+    fn bigquery_client(&self, project: &str) -> anyhow::Result<BigQueryClient> {
+        let mut clients = self.bigquery_clients.lock().expect("clients lock");
+        if let Some(client) = clients.get(project) {
+            return Ok(client.clone());
+        }
+        let client = BigQueryClient::new(&self.bigquery, project)?;
+        clients.insert(project.to_string(), client.clone());
+        Ok(client)
+    }
+
     /// The file, to be read as a stream (a GCS object downloaded to a temporary file), and its size.
-    async fn fetch(&self, file: &IntervalFile) -> Result<(Content, u64), Miss> {
+    async fn fetch_file(&self, file: &IntervalFile) -> Result<(Content, u64), Miss> {
         if file.size > self.max_bytes {
             return Err(Miss::Never(super::too_large(file.size, self.max_bytes)));
         }

@@ -68,7 +68,13 @@ impl Source {
     /// `gs://bucket/prefix`, `bq://project/dataset` or a local directory.
     pub fn parse(spec: &str, settings: &Settings) -> Result<Source> {
         if spec.starts_with("bq://") {
-            return Ok(Source::BigQuery(bigquery::Dataset::parse(spec, &settings.bigquery)?));
+            let dataset = bigquery::Dataset::parse(spec, &settings.bigquery)?;
+            return Ok(Source::BigQuery(match settings.ingest.intervals {
+                crate::config::IntervalsMode::Bigquery => {
+                    dataset.with_intervals(&settings.bigquery.intervals_table)
+                }
+                _ => dataset,
+            }));
         }
         let gcs = &settings.gcs;
         if spec.starts_with("gs://") {

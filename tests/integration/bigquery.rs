@@ -17,15 +17,15 @@ use sheriff::store::Store;
 use sheriff::synth::{self, Scenario, Truth};
 
 /// What a query "scans" in the front: the dry-run estimate and what the cap is held to.
-const SCAN_BYTES: u64 = 20 * 1024 * 1024;
+pub(crate) const SCAN_BYTES: u64 = 20 * 1024 * 1024;
 
-fn end() -> chrono::DateTime<chrono::Utc> {
+pub(crate) fn end() -> chrono::DateTime<chrono::Utc> {
     synth::day(2026, 11, 29)
 }
 
 /// The demo month cut to its 4.14 metal, vsphere and gcp jobs (about 500 runs), the metal
 /// registry regression in its last week.
-fn scenario() -> Scenario {
+pub(crate) fn scenario() -> Scenario {
     let mut s = Scenario::demo(end());
     s.jobs.retain(|j| {
         j.name.contains("4.14") && ["metal", "vsphere", "gcp"].iter().any(|p| j.name.contains(p))
@@ -42,7 +42,7 @@ fn ingest_settings() -> IngestSettings {
 }
 
 /// sheriff's settings for the front at `url`, with a token file in `dir`.
-fn settings(url: &str, dir: &Path) -> Settings {
+pub(crate) fn settings(url: &str, dir: &Path) -> Settings {
     let token = dir.join("bigquery-token");
     std::fs::write(&token, "test-access-token\n").unwrap();
     let bigquery = BigQuerySettings {
@@ -56,12 +56,12 @@ fn settings(url: &str, dir: &Path) -> Settings {
     Settings { bigquery, ingest: ingest_settings(), ..Default::default() }
 }
 
-async fn ingest_bq(store: &Store, settings: &Settings) -> anyhow::Result<IngestSummary> {
+pub(crate) async fn ingest_bq(store: &Store, settings: &Settings) -> anyhow::Result<IngestSummary> {
     let source = Source::parse(&source(), settings)?;
     ingest(store, &settings.ingest, &source, &IngestOptions::default()).await
 }
 
-async fn ingest_dir(store: &Store, dir: &Path) -> IngestSummary {
+pub(crate) async fn ingest_dir(store: &Store, dir: &Path) -> IngestSummary {
     let s = ingest(store, &ingest_settings(), &Source::Local(dir.to_path_buf()), &IngestOptions::default())
         .await
         .unwrap();
@@ -70,7 +70,7 @@ async fn ingest_dir(store: &Store, dir: &Path) -> IngestSummary {
 }
 
 /// The stored runs of `truth`, by run folder.
-async fn stored(store: &Store, truth: &Truth) -> BTreeMap<String, RunRecord> {
+pub(crate) async fn stored(store: &Store, truth: &Truth) -> BTreeMap<String, RunRecord> {
     let mut out = BTreeMap::new();
     for t in truth.finished_runs() {
         if let Some(r) = store.run(&t.job, &t.build_id).await.unwrap() {
@@ -81,7 +81,7 @@ async fn stored(store: &Store, truth: &Truth) -> BTreeMap<String, RunRecord> {
 }
 
 /// The rows the CI's uploader loads for these runs and their jobs.
-async fn load(emulator: &Emulator, runs: &[&RunRecord]) {
+pub(crate) async fn load(emulator: &Emulator, runs: &[&RunRecord]) {
     load_runs(emulator, runs).await;
     load_jobs(emulator, runs).await;
 }
@@ -183,8 +183,12 @@ async fn histograms(store: &Store, days: std::ops::Range<i64>) -> BTreeMap<Strin
 
 /// The evaluation's JSON with every link to a run and the cycle's own duration taken out.
 async fn evaluation(store: &Store) -> String {
-    let settings = Settings::default();
-    let report = run_cycle(store, &settings, CycleOptions { at: end(), dry_run: true }).await.unwrap();
+    evaluation_with(store, &Settings::default()).await
+}
+
+/// [`evaluation`] under `settings` (where interval evidence on demand is read from).
+pub(crate) async fn evaluation_with(store: &Store, settings: &Settings) -> String {
+    let report = run_cycle(store, settings, CycleOptions { at: end(), dry_run: true }).await.unwrap();
     let mut json = serde_json::to_value(&report).unwrap();
     json.as_object_mut().unwrap().remove("seconds");
     let text = serde_json::to_string_pretty(&json).unwrap();

@@ -7,6 +7,7 @@ mod common;
 
 mod architecture;
 mod bigquery;
+mod bigquery_intervals;
 mod cli;
 mod evaluate;
 mod evidence;

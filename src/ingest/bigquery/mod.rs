@@ -11,11 +11,13 @@
 //! payload from `ReleaseTag`, the dimensions from `Jobs` as cluster-data would give them and
 //! the job-name rules for what `Jobs` lacks (the architecture) — and is stored through the same
 //! path, under the same key (job, build id), so a run already stored from the bucket is not
-//! stored again. Interval evidence is not in these tables: runs from BigQuery have none.
-//! Older days can instead be backfilled as counts ([`backfill`]).
+//! stored again. Interval evidence is not in these tables: runs from BigQuery have none, unless
+//! `ingest.intervals = "bigquery"` has attribution read it from the intervals table
+//! ([`intervals`]). Older days can instead be backfilled as counts ([`backfill`]).
 
 pub mod backfill;
 pub mod client;
+pub mod intervals;
 pub mod service_account;
 
 use std::time::Instant;
@@ -28,7 +30,7 @@ use super::formats::{cluster_data::ClusterData, disruption};
 use super::run::{EARLIEST_START_SECS, FileProblem, MAX_BACKENDS_PER_RUN, MAX_CLOCK_SKEW_SECS};
 use super::{IngestOptions, IngestSummary, RunOutcome};
 use crate::config::BigQuerySettings;
-use crate::model::{JobRun, RunRecord, Sample};
+use crate::model::{IntervalFile, JobRun, RunRecord, Sample};
 use crate::store::Store;
 
 /// The bucket OpenShift CI writes its results to: a run's link when `Jobs` does not name one.
@@ -42,6 +44,9 @@ pub struct Dataset {
     pub dataset: String,
     /// Hours before the watermark read again.
     pub overlap_hours: u32,
+    /// Where its runs' intervals are read on demand (`ingest.intervals = "bigquery"`), noted on
+    /// each run it stores; None: its runs have no interval evidence.
+    pub intervals: Option<String>,
 }
 
 impl Dataset {
@@ -58,7 +63,14 @@ impl Dataset {
             project,
             dataset,
             overlap_hours: settings.overlap_hours,
+            intervals: None,
         })
+    }
+
+    /// The dataset whose runs' intervals are read on demand from `bigquery.intervals_table`.
+    pub fn with_intervals(mut self, table: &str) -> Dataset {
+        self.intervals = Some(intervals::location(&self.project, &self.dataset, table));
+        self
     }
 
     pub fn describe(&self) -> String {
@@ -161,7 +173,7 @@ pub async fn ingest(store: &Store, dataset: &Dataset, options: &IngestOptions) -
             });
             if !same_run && !pending.is_empty() {
                 let run = std::mem::take(&mut pending);
-                take_run(store, &source, options, &run, &mut summary, &mut log, &mut progress).await;
+                take_run(store, dataset, options, &run, &mut summary, &mut log, &mut progress).await;
             }
             pending.push(row);
         }
@@ -170,7 +182,7 @@ pub async fn ingest(store: &Store, dataset: &Dataset, options: &IngestOptions) -
         }
     }
     if !pending.is_empty() {
-        take_run(store, &source, options, &pending, &mut summary, &mut log, &mut progress).await;
+        take_run(store, dataset, options, &pending, &mut summary, &mut log, &mut progress).await;
     }
     super::flush_log(store, &mut log).await;
     // Runs of other jobs were read but not taken under --job, and a run not stored for
@@ -205,10 +217,11 @@ struct Progress {
     earliest_unstored: Option<i64>,
 }
 
-/// One run's rows: skipped when stored already, else assembled and stored like a bucket run.
+/// One run's rows: skipped when stored already, else assembled and stored like a bucket run
+/// (with the place of its intervals, when they are read from BigQuery).
 async fn take_run(
     store: &Store,
-    source: &str,
+    dataset: &Dataset,
     options: &IngestOptions,
     rows: &[Row],
     summary: &mut IngestSummary,
@@ -229,12 +242,17 @@ async fn take_run(
             RunOutcome::StorageFailed { path, job, build, error }
         }
         Ok(false) => match assemble(rows) {
-            Ok((record, warnings)) => RunOutcome::Ready { record: Box::new(record), warnings, path },
+            Ok((mut record, warnings)) => {
+                if let Some(location) = &dataset.intervals {
+                    record.interval_files = vec![IntervalFile { location: location.clone(), size: 0 }];
+                }
+                RunOutcome::Ready { record: Box::new(record), warnings, path }
+            }
             Err(problems) => RunOutcome::Failed { path, job, build, problems },
         },
     };
     let storage_failed_before = summary.storage_failed;
-    super::record_outcome(store, source, options.force, outcome, summary, log).await;
+    super::record_outcome(store, &dataset.describe(), options.force, outcome, summary, log).await;
     if let Some(start) = start {
         if summary.storage_failed > storage_failed_before {
             progress.earliest_unstored = Some(progress.earliest_unstored.map_or(start, |e| e.min(start)));

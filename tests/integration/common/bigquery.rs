@@ -109,6 +109,38 @@ impl Emulator {
     /// loads them; None is NULL. Much faster in the emulator than INSERT statements.
     pub async fn load(&self, table: &str, rows: &[Vec<Option<String>>]) {
         let Some((_, fields)) = TABLES.iter().find(|(t, _)| *t == table) else { panic!("no table {table}") };
+        if fields.iter().any(|(_, kind)| *kind == "JSON") {
+            return self.load_through_text(table, fields, rows).await;
+        }
+        self.load_csv(table, fields, rows).await;
+    }
+
+    /// The emulator loads no CSV into a JSON column: the rows go to a table of the same columns
+    /// with the JSON as text, then into `table` through `PARSE_JSON`, as BigQuery converts them.
+    async fn load_through_text(&self, table: &str, fields: &[(&str, &str)], rows: &[Vec<Option<String>>]) {
+        let staging = format!("{table}_as_text");
+        let as_text: Vec<(&str, &str)> = fields
+            .iter()
+            .map(|(name, kind)| (*name, if *kind == "JSON" { "STRING" } else { *kind }))
+            .collect();
+        let columns: Vec<String> = as_text.iter().map(|(name, kind)| format!("{name} {kind}")).collect();
+        self.run(&format!("CREATE TABLE {DATASET}.{staging} ({})", columns.join(", "))).await;
+        self.load_csv(&staging, &as_text, rows).await;
+        let values: Vec<String> = fields
+            .iter()
+            .map(
+                |(name, kind)| if *kind == "JSON" { format!("PARSE_JSON({name})") } else { name.to_string() },
+            )
+            .collect();
+        self.run(&format!(
+            "INSERT INTO {DATASET}.{table} SELECT {} FROM {DATASET}.{staging}",
+            values.join(", ")
+        ))
+        .await;
+        self.run(&format!("DROP TABLE {DATASET}.{staging}")).await;
+    }
+
+    async fn load_csv(&self, table: &str, fields: &[(&str, &str)], rows: &[Vec<Option<String>>]) {
         let schema: Vec<Value> =
             fields.iter().map(|(name, kind)| json!({"name": name, "type": kind})).collect();
         let metadata = json!({"configuration": {"load": {
@@ -154,8 +186,12 @@ impl Emulator {
 
 /// The CI's tables as the disruption uploader and the job-run aggregator define them
 /// (openshift/ci-tools, pkg/jobrunaggregator/jobrunaggregatorapi/types_row_*.go), with `Jobs`
-/// holding the variants (the architecture is not among them).
-pub const TABLES: [(&str, &[(&str, &str)]); 3] = [
+/// holding the variants (the architecture is not among them); and `e2e_intervals`, one row per
+/// item of a run's interval files, as the CI's data loader defines it (neisw/ci-data-loader,
+/// `interval_loader.go` `generateIntervalUploader` and `big_query_loader.go`,
+/// commit 1acf4febfba5cf9c53bdc03c11e6d47848e095e3: `from_time`, the day partition's column,
+/// `to_time`, `interval_json` the item, and the `JobRunName` and `Source` every row carries).
+pub const TABLES: [(&str, &[(&str, &str)]); 4] = [
     (
         "BackendDisruption",
         &[
@@ -198,6 +234,16 @@ pub const TABLES: [(&str, &[(&str, &str)]); 3] = [
             ("Topology", "STRING"),
             ("Release", "STRING"),
             ("FromRelease", "STRING"),
+        ],
+    ),
+    (
+        "e2e_intervals",
+        &[
+            ("from_time", "TIMESTAMP"),
+            ("to_time", "TIMESTAMP"),
+            ("interval_json", "JSON"),
+            ("JobRunName", "STRING"),
+            ("Source", "STRING"),
         ],
     ),
 ];
