@@ -431,7 +431,7 @@ impl Default for EvaluateSettings {
             baseline_days: 21,
             min_job_runs: 10,
             recent_days: vec![1, 2, 3],
-            min_recent_runs: 6,
+            min_recent_runs: 4,
             percentiles: vec![crate::model::Percentile::P50, crate::model::Percentile::P95],
             min_effect_seconds: 5.0,
             min_effect_ratio: 1.5,

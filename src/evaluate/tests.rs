@@ -410,3 +410,37 @@ fn each_group_is_linked_to_the_group_its_previous_release_key_names() {
     }
     assert!(linked > drafts.len() / 3 && linked < drafts.len(), "{linked} of {} linked", drafts.len());
 }
+
+#[test]
+fn four_overwhelming_runs_of_the_last_day_are_judged_on_their_own() {
+    // a metal cell: healthy runs, then 4 hit hard on the window's last day
+    let mut rng = Rng::new(12);
+    let mut w = World::new(&["image-registry-new-connections"]);
+    let v = w.variant(dims("metal", "ovn", "micro"));
+    let hit: Vec<i64> = (0..4).map(|_| rng.between(25, 45)).collect();
+    let quiet =
+        |rng: &mut Rng, n: usize| -> Vec<i64> { (0..n).map(|_| i64::from(rng.chance(0.15))).collect() };
+    let span = |older: usize, rng: &mut Rng| {
+        Histogram::from_values(quiet(rng, older).into_iter().chain(hit.clone()))
+    };
+    let (day, two, three, window) =
+        (span(0, &mut rng), span(20, &mut rng), span(30, &mut rng), span(40, &mut rng));
+    let baseline = Histogram::from_values(quiet(&mut rng, 60));
+    w.cells.push(CellHistograms {
+        backend: 0,
+        variant: v,
+        current: window,
+        baseline,
+        recent: vec![day, two, three],
+    });
+    let settings = EvaluateSettings::default();
+    let e = w.run(&HashMap::new(), &settings);
+    let found = reported(&e);
+    assert!(!found.is_empty(), "four runs at 25-45 s against a quiet reference");
+    let c = found[0].leading_check().unwrap();
+    assert_eq!(c.span, Span::Recent { index: 0, days: 1 }, "{c:?}");
+    // with fewer than four runs allowed a span, the day is not judged on its own
+    let five = EvaluateSettings { min_recent_runs: 5, ..settings };
+    let e5 = w.run(&HashMap::new(), &five);
+    assert!(reported(&e5).iter().all(|g| g.leading_check().unwrap().span != c.span));
+}
