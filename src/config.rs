@@ -1415,6 +1415,46 @@ impl Settings {
         Ok(())
     }
 
+    /// The CI-trouble rules and the configured limits within range: they are bound into SQL
+    /// arithmetic (a day count subtracted from a day) and compared with seconds, so a value out
+    /// of range would fail every ingest on PostgreSQL ("bigint out of range", counted as bad
+    /// runs) or quietly leave every run out of evaluation.
+    fn validate_trouble_and_limits(&self) -> Result<(), ConfigError> {
+        let t = &self.evaluate.ci_trouble;
+        let whole: [(&str, i128, i128, i128); 5] = [
+            (
+                "evaluate.ci_trouble.liveness_allowance_seconds",
+                t.liveness_allowance_seconds.into(),
+                0,
+                86_400,
+            ),
+            ("evaluate.ci_trouble.all_backends_min_families", t.all_backends_min_families as i128, 0, 10_000),
+            ("evaluate.ci_trouble.broken_min_runs", t.broken_min_runs.into(), 0, 1_000_000),
+            ("evaluate.ci_trouble.broken_min_days", t.broken_min_days.into(), 0, 3_660),
+            ("evaluate.ci_trouble.broken_horizon_days", t.broken_horizon_days.into(), 1, 3_660),
+        ];
+        for (key, value, min, max) in whole {
+            if !(min..=max).contains(&value) {
+                return Err(ConfigError::Invalid(format!("`{key}`: must be between {min} and {max}")));
+            }
+        }
+        let shares = [
+            ("evaluate.ci_trouble.all_backends_share", t.all_backends_share),
+            ("evaluate.ci_trouble.broken_share", t.broken_share),
+        ];
+        // NaN is in no range
+        if let Some((key, _)) = shares.iter().find(|(_, v)| !(0.0..=1.0).contains(v)) {
+            return Err(ConfigError::Invalid(format!("`{key}`: must be between 0 and 1")));
+        }
+        if let Some(l) = self.evaluate.limits.iter().find(|l| !(0.0..=86_400.0).contains(&l.seconds)) {
+            return Err(ConfigError::Invalid(format!(
+                "`evaluate.limits.seconds`: {}: must be between 0 and 86400",
+                l.backend
+            )));
+        }
+        Ok(())
+    }
+
     /// The URLs sheriff links to or calls: http(s) with a host; https where a credential is
     /// sent, except to this machine (a local proxy or a test's fake).
     fn validate_urls(&self) -> Result<(), ConfigError> {
@@ -1458,6 +1498,7 @@ impl Settings {
             return invalid("schedule.timezone", &why);
         }
         self.validate_ranges()?;
+        self.validate_trouble_and_limits()?;
         self.validate_urls()?;
         if self.database.max_connections == 0 {
             return invalid("database.max_connections", "must be at least 1");
@@ -2058,6 +2099,47 @@ mod tests {
             let err = Settings::load_from(None, &env(&[(var, value)])).unwrap_err().to_string();
             assert!(err.contains(key), "{var}={value}: {err}");
         }
+    }
+
+    #[test]
+    fn ci_trouble_rules_and_limits_out_of_range_are_refused_naming_their_key() {
+        for (var, value, key) in [
+            (
+                "SHERIFF__EVALUATE__CI_TROUBLE__BROKEN_HORIZON_DAYS",
+                "-9223372036854775807",
+                "evaluate.ci_trouble.broken_horizon_days",
+            ),
+            (
+                "SHERIFF__EVALUATE__CI_TROUBLE__BROKEN_HORIZON_DAYS",
+                "0",
+                "evaluate.ci_trouble.broken_horizon_days",
+            ),
+            (
+                "SHERIFF__EVALUATE__CI_TROUBLE__LIVENESS_ALLOWANCE_SECONDS",
+                "-5",
+                "evaluate.ci_trouble.liveness_allowance_seconds",
+            ),
+            (
+                "SHERIFF__EVALUATE__CI_TROUBLE__ALL_BACKENDS_SHARE",
+                "5",
+                "evaluate.ci_trouble.all_backends_share",
+            ),
+            ("SHERIFF__EVALUATE__CI_TROUBLE__BROKEN_SHARE", "-0.5", "evaluate.ci_trouble.broken_share"),
+        ] {
+            let err = Settings::load_from(None, &env(&[(var, value)])).unwrap_err().to_string();
+            assert!(err.contains(key), "{var}={value}: {err}");
+        }
+        for text in [
+            "[evaluate.ci_trouble]\nbroken_share = nan\n",
+            "[[evaluate.limits]]\nbackend = \"x\"\npercentile = \"P50\"\nseconds = nan\n",
+            "[[evaluate.limits]]\nbackend = \"x\"\npercentile = \"P50\"\nseconds = -1.0\n",
+        ] {
+            let file = write(text);
+            let err = Settings::load_from(Some(file.path()), &[]).unwrap_err().to_string();
+            assert!(err.contains("broken_share") || err.contains("evaluate.limits.seconds"), "{text}: {err}");
+        }
+        Settings::load_from(None, &env(&[("SHERIFF__EVALUATE__CI_TROUBLE__BROKEN_HORIZON_DAYS", "28")]))
+            .unwrap();
     }
 
     #[test]
