@@ -1630,18 +1630,16 @@ fn check_url(url: &str, credentials: bool) -> Result<(), String> {
     if scheme != "http" && scheme != "https" {
         return Err("must be an http:// or https:// URL".into());
     }
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = if let Some(bracketed) = host_port.strip_prefix('[') {
-        bracketed.split(']').next().unwrap_or_default()
-    } else {
-        host_port.split(':').next().unwrap_or_default()
-    };
-    if host.is_empty() || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+    // The host as the HTTP client will read it (a `\` ends the authority as a `/` does, so
+    // `http://example.com\@localhost` goes to example.com), not as the text seems to say.
+    let parsed = reqwest::Url::parse(url).ok();
+    let host = parsed.as_ref().and_then(|u| u.host_str()).filter(|h| !h.is_empty() && !rest.is_empty());
+    let Some(host) = host.filter(|_| !url.chars().any(|c| c.is_whitespace() || c.is_control())) else {
         return Err("must be an http:// or https:// URL with a host".into());
-    }
-    let local = host.eq_ignore_ascii_case("localhost")
-        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    };
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let local = bare.eq_ignore_ascii_case("localhost")
+        || bare.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
     if credentials && scheme == "http" && !local {
         return Err("must be https:// (a credential is sent to it), or http:// to this machine".into());
     }
@@ -2171,6 +2169,14 @@ mod tests {
         with_token("https://slack.example.com/api").unwrap();
         with_token("http://127.0.0.1:9000/api").unwrap();
         with_token("http://localhost:9000/api").unwrap();
+        with_token("http://[::1]:9000/api").unwrap();
+        // the client sends these to slack.example.com, over plain http
+        for disguised in
+            ["http://slack.example.com\\@localhost/api", "http://slack.example.com\\@127.0.0.1/api"]
+        {
+            let err = with_token(disguised).unwrap_err().to_string();
+            assert!(err.contains("https"), "{disguised}: {err}");
+        }
         // without a credential, plain http is fine (a proxy inside the cluster)
         Settings::load_from(None, &env(&[("SHERIFF__SLACK__API_URL", "http://slack-proxy/api")])).unwrap();
     }
