@@ -2146,6 +2146,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("`schedule.timezone`"), "{err}");
+        for (var, key) in [
+            ("SHERIFF__SCHEDULE__EVALUATE", "`schedule.evaluate`"),
+            ("SHERIFF__RETENTION__SCHEDULE", "`retention.schedule`"),
+        ] {
+            let err = Settings::load_from(None, &env(&[(var, "0 0 30 2 *")])).unwrap_err().to_string();
+            assert!(err.contains(key) && err.contains("never fires"), "{var}: {err}");
+        }
     }
 
     #[test]
