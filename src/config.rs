@@ -824,6 +824,11 @@ pub struct IngestSettings {
     /// pusher gets 503 "storage unavailable, retry later" at once rather than a 408 when the
     /// database hangs.
     pub push_store_timeout_secs: u64,
+    /// Pushes read and stored at once, at most: each holds its body (up to
+    /// `server.max_body_bytes`) and the files decoded from it, so memory is bounded by this many
+    /// bodies rather than by how many CI systems push together; one more is answered 503 with
+    /// `Retry-After`.
+    pub push_concurrency: usize,
 }
 
 /// When a run's interval files are read: see [`IngestSettings::intervals`].
@@ -857,6 +862,7 @@ impl Default for IngestSettings {
             push_token: None,
             push_token_file: None,
             push_store_timeout_secs: 10,
+            push_concurrency: 4,
         }
     }
 }
@@ -1340,7 +1346,7 @@ impl Settings {
         const YEARS: u64 = 36_500;
         let (e, r, o) = (&self.evaluate, &self.retention, &self.outbox);
         let bq = &self.bigquery;
-        let whole: [(&str, u64, u64, u64); 47] = [
+        let whole: [(&str, u64, u64, u64); 48] = [
             ("database.max_connections", self.database.max_connections.into(), 1, 10_000),
             ("database.acquire_timeout_secs", self.database.acquire_timeout_secs, 1, 3_600),
             ("database.statement_timeout_secs", self.database.statement_timeout_secs, 1, DAY),
@@ -1355,6 +1361,7 @@ impl Settings {
             ("ingest.max_interval_file_bytes", self.ingest.max_interval_file_bytes, 1, 1 << 32),
             ("ingest.max_file_bytes", self.ingest.max_file_bytes, 1, 1 << 32),
             ("ingest.concurrency", self.ingest.concurrency as u64, 1, 1_024),
+            ("ingest.push_concurrency", self.ingest.push_concurrency as u64, 1, 1_024),
             ("gcs.concurrency", self.gcs.concurrency as u64, 1, 1_024),
             ("gcs.timeout_secs", self.gcs.timeout_secs, 1, 3_600),
             ("gcs.max_attempts", self.gcs.max_attempts.into(), 1, 100),
