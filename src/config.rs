@@ -826,6 +826,11 @@ pub struct IngestSettings {
     /// pusher gets 503 "storage unavailable, retry later" at once rather than a 408 when the
     /// database hangs.
     pub push_store_timeout_secs: u64,
+    /// Pushes read and stored at once, at most: each holds its body (up to
+    /// `server.max_body_bytes`) and the files decoded from it, so memory is bounded by this many
+    /// bodies rather than by how many CI systems push together; one more is answered 503 with
+    /// `Retry-After`.
+    pub push_concurrency: usize,
 }
 
 /// When a run's interval files are read: see [`IngestSettings::intervals`].
@@ -861,6 +866,7 @@ impl Default for IngestSettings {
             push_token: None,
             push_token_file: None,
             push_store_timeout_secs: 10,
+            push_concurrency: 4,
         }
     }
 }
@@ -1382,6 +1388,7 @@ impl Settings {
             ("ingest.max_interval_file_bytes", self.ingest.max_interval_file_bytes, 1, 1 << 32),
             ("ingest.max_file_bytes", self.ingest.max_file_bytes, 1, 1 << 32),
             ("ingest.concurrency", self.ingest.concurrency as u64, 1, 1_024),
+            ("ingest.push_concurrency", self.ingest.push_concurrency as u64, 1, 1_024),
             ("gcs.concurrency", self.gcs.concurrency as u64, 1, 1_024),
             ("gcs.timeout_secs", self.gcs.timeout_secs, 1, 3_600),
             ("gcs.max_attempts", self.gcs.max_attempts.into(), 1, 100),
@@ -1443,6 +1450,46 @@ impl Settings {
         Ok(())
     }
 
+    /// The CI-trouble rules and the configured limits within range: they are bound into SQL
+    /// arithmetic (a day count subtracted from a day) and compared with seconds, so a value out
+    /// of range would fail every ingest on PostgreSQL ("bigint out of range", counted as bad
+    /// runs) or quietly leave every run out of evaluation.
+    fn validate_trouble_and_limits(&self) -> Result<(), ConfigError> {
+        let t = &self.evaluate.ci_trouble;
+        let whole: [(&str, i128, i128, i128); 5] = [
+            (
+                "evaluate.ci_trouble.liveness_allowance_seconds",
+                t.liveness_allowance_seconds.into(),
+                0,
+                86_400,
+            ),
+            ("evaluate.ci_trouble.all_backends_min_families", t.all_backends_min_families as i128, 0, 10_000),
+            ("evaluate.ci_trouble.broken_min_runs", t.broken_min_runs.into(), 0, 1_000_000),
+            ("evaluate.ci_trouble.broken_min_days", t.broken_min_days.into(), 0, 3_660),
+            ("evaluate.ci_trouble.broken_horizon_days", t.broken_horizon_days.into(), 1, 3_660),
+        ];
+        for (key, value, min, max) in whole {
+            if !(min..=max).contains(&value) {
+                return Err(ConfigError::Invalid(format!("`{key}`: must be between {min} and {max}")));
+            }
+        }
+        let shares = [
+            ("evaluate.ci_trouble.all_backends_share", t.all_backends_share),
+            ("evaluate.ci_trouble.broken_share", t.broken_share),
+        ];
+        // NaN is in no range
+        if let Some((key, _)) = shares.iter().find(|(_, v)| !(0.0..=1.0).contains(v)) {
+            return Err(ConfigError::Invalid(format!("`{key}`: must be between 0 and 1")));
+        }
+        if let Some(l) = self.evaluate.limits.iter().find(|l| !(0.0..=86_400.0).contains(&l.seconds)) {
+            return Err(ConfigError::Invalid(format!(
+                "`evaluate.limits.seconds`: {}: must be between 0 and 86400",
+                l.backend
+            )));
+        }
+        Ok(())
+    }
+
     /// The URLs sheriff links to or calls: http(s) with a host; https where a credential is
     /// sent, except to this machine (a local proxy or a test's fake).
     fn validate_urls(&self) -> Result<(), ConfigError> {
@@ -1486,6 +1533,7 @@ impl Settings {
             return invalid("schedule.timezone", &why);
         }
         self.validate_ranges()?;
+        self.validate_trouble_and_limits()?;
         self.validate_urls()?;
         if self.database.max_connections == 0 {
             return invalid("database.max_connections", "must be at least 1");
@@ -1618,18 +1666,16 @@ fn check_url(url: &str, credentials: bool) -> Result<(), String> {
     if scheme != "http" && scheme != "https" {
         return Err("must be an http:// or https:// URL".into());
     }
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = if let Some(bracketed) = host_port.strip_prefix('[') {
-        bracketed.split(']').next().unwrap_or_default()
-    } else {
-        host_port.split(':').next().unwrap_or_default()
-    };
-    if host.is_empty() || url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+    // The host as the HTTP client will read it (a `\` ends the authority as a `/` does, so
+    // `http://example.com\@localhost` goes to example.com), not as the text seems to say.
+    let parsed = reqwest::Url::parse(url).ok();
+    let host = parsed.as_ref().and_then(|u| u.host_str()).filter(|h| !h.is_empty() && !rest.is_empty());
+    let Some(host) = host.filter(|_| !url.chars().any(|c| c.is_whitespace() || c.is_control())) else {
         return Err("must be an http:// or https:// URL with a host".into());
-    }
-    let local = host.eq_ignore_ascii_case("localhost")
-        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    };
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let local = bare.eq_ignore_ascii_case("localhost")
+        || bare.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
     if credentials && scheme == "http" && !local {
         return Err("must be https:// (a credential is sent to it), or http:// to this machine".into());
     }
@@ -2107,11 +2153,59 @@ mod tests {
     }
 
     #[test]
+    fn ci_trouble_rules_and_limits_out_of_range_are_refused_naming_their_key() {
+        for (var, value, key) in [
+            (
+                "SHERIFF__EVALUATE__CI_TROUBLE__BROKEN_HORIZON_DAYS",
+                "-9223372036854775807",
+                "evaluate.ci_trouble.broken_horizon_days",
+            ),
+            (
+                "SHERIFF__EVALUATE__CI_TROUBLE__BROKEN_HORIZON_DAYS",
+                "0",
+                "evaluate.ci_trouble.broken_horizon_days",
+            ),
+            (
+                "SHERIFF__EVALUATE__CI_TROUBLE__LIVENESS_ALLOWANCE_SECONDS",
+                "-5",
+                "evaluate.ci_trouble.liveness_allowance_seconds",
+            ),
+            (
+                "SHERIFF__EVALUATE__CI_TROUBLE__ALL_BACKENDS_SHARE",
+                "5",
+                "evaluate.ci_trouble.all_backends_share",
+            ),
+            ("SHERIFF__EVALUATE__CI_TROUBLE__BROKEN_SHARE", "-0.5", "evaluate.ci_trouble.broken_share"),
+        ] {
+            let err = Settings::load_from(None, &env(&[(var, value)])).unwrap_err().to_string();
+            assert!(err.contains(key), "{var}={value}: {err}");
+        }
+        for text in [
+            "[evaluate.ci_trouble]\nbroken_share = nan\n",
+            "[[evaluate.limits]]\nbackend = \"x\"\npercentile = \"P50\"\nseconds = nan\n",
+            "[[evaluate.limits]]\nbackend = \"x\"\npercentile = \"P50\"\nseconds = -1.0\n",
+        ] {
+            let file = write(text);
+            let err = Settings::load_from(Some(file.path()), &[]).unwrap_err().to_string();
+            assert!(err.contains("broken_share") || err.contains("evaluate.limits.seconds"), "{text}: {err}");
+        }
+        Settings::load_from(None, &env(&[("SHERIFF__EVALUATE__CI_TROUBLE__BROKEN_HORIZON_DAYS", "28")]))
+            .unwrap();
+    }
+
+    #[test]
     fn a_bad_time_zone_is_reported_under_its_own_key() {
         let err = Settings::load_from(None, &env(&[("SHERIFF__SCHEDULE__TIMEZONE", "Mars/Olympus")]))
             .unwrap_err()
             .to_string();
         assert!(err.contains("`schedule.timezone`"), "{err}");
+        for (var, key) in [
+            ("SHERIFF__SCHEDULE__EVALUATE", "`schedule.evaluate`"),
+            ("SHERIFF__RETENTION__SCHEDULE", "`retention.schedule`"),
+        ] {
+            let err = Settings::load_from(None, &env(&[(var, "0 0 30 2 *")])).unwrap_err().to_string();
+            assert!(err.contains(key) && err.contains("never fires"), "{var}: {err}");
+        }
     }
 
     #[test]
@@ -2135,6 +2229,14 @@ mod tests {
         with_token("https://slack.example.com/api").unwrap();
         with_token("http://127.0.0.1:9000/api").unwrap();
         with_token("http://localhost:9000/api").unwrap();
+        with_token("http://[::1]:9000/api").unwrap();
+        // the client sends these to slack.example.com, over plain http
+        for disguised in
+            ["http://slack.example.com\\@localhost/api", "http://slack.example.com\\@127.0.0.1/api"]
+        {
+            let err = with_token(disguised).unwrap_err().to_string();
+            assert!(err.contains("https"), "{disguised}: {err}");
+        }
         // without a credential, plain http is fine (a proxy inside the cluster)
         Settings::load_from(None, &env(&[("SHERIFF__SLACK__API_URL", "http://slack-proxy/api")])).unwrap();
     }

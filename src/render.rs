@@ -27,6 +27,16 @@ pub fn is_hostile_char(c: char) -> bool {
         || matches!(c, '\u{2028}' | '\u{2029}' | '\u{00a0}' | '\u{00ad}' | '\u{feff}')
 }
 
+/// Artifact text made plain: each [hostile character](is_hostile_char) becomes a space, so a
+/// message read from a run cannot carry a line break into a Jira heading, a terminal escape
+/// sequence into `sheriff incidents show`, or a bidirectional override into Slack.
+pub fn plain_text(s: String) -> String {
+    if !s.chars().any(is_hostile_char) {
+        return s;
+    }
+    s.chars().map(|c| if is_hostile_char(c) { ' ' } else { c }).collect()
+}
+
 /// A URL that may become a link in any output: `http://` or `https://` with a host, and no
 /// whitespace, control character, quote, angle bracket or backslash. URLs come from artifacts
 /// and changelogs, which are hostile (`javascript:…`); None: show the text without a link.

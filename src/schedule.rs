@@ -33,7 +33,12 @@ impl Schedule {
         }
         let cron = Cron::from_str(expression)
             .map_err(|e| format!("`{expression}` is not a cron expression: {e}"))?;
-        Ok(Schedule { cron, tz, expression: expression.to_string() })
+        let schedule = Schedule { cron, tz, expression: expression.to_string() };
+        // `0 0 30 2 *` (February 30th) parses, and would leave its job never run without a word
+        if schedule.next_after(Utc::now()).is_none() {
+            return Err(format!("`{expression}` never fires (no such day)"));
+        }
+        Ok(schedule)
     }
 
     /// The first fire time strictly after `after`.
@@ -104,5 +109,13 @@ mod tests {
         assert!(Schedule::parse("0 */6 * *", "UTC").unwrap_err().contains("4 fields"));
         assert!(Schedule::parse("0 25 * * *", "UTC").is_err());
         assert!(Schedule::parse("0 * * * *", "Mars/Olympus").unwrap_err().contains("time zone"));
+    }
+
+    #[test]
+    fn a_day_that_never_comes_is_refused_and_a_leap_day_is_not() {
+        assert!(Schedule::parse("0 0 30 2 *", "UTC").unwrap_err().contains("never fires"));
+        assert!(Schedule::parse("0 0 31 4 *", "UTC").unwrap_err().contains("never fires"));
+        let leap = Schedule::parse("0 0 29 2 *", "UTC").unwrap();
+        assert_eq!(leap.next_after(at(2026, 12, 4, 0, 0)), Some(at(2028, 2, 29, 0, 0)));
     }
 }

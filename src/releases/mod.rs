@@ -120,16 +120,15 @@ impl ReleaseController {
             .await
             .with_context(|| format!("release controller {url}"))?;
         let status = response.status();
-        let body =
-            response.bytes().await.with_context(|| format!("release controller {url}: reading the body"))?;
+        // stopped at the limit as it arrives: a body without end holds no more than that
+        let body = crate::http::read_limited(response, "the changelog limit", MAX_BODY as u64)
+            .await
+            .with_context(|| format!("release controller {url}: reading the body"))?;
         if !status.is_success() {
             let reason: String = String::from_utf8_lossy(&body[..body.len().min(200)]).trim().to_string();
             bail!("release controller {url} answered {status}: {reason}");
         }
-        if body.len() > MAX_BODY {
-            bail!("release controller {url}: a changelog of {} bytes is more than {MAX_BODY}", body.len());
-        }
-        String::from_utf8(body.to_vec()).context("the changelog is not UTF-8")
+        String::from_utf8(body).context("the changelog is not UTF-8")
     }
 }
 
@@ -277,6 +276,28 @@ mod tests {
          "commits": [{"subject": "Scale the registry down during upgrades", "pullID": 912, "pullURL": "https://github.com/openshift/cluster-image-registry-operator/pull/912"},
                      {"subject": "Merge branch without a PR", "commitID": "abc"}]},
         {"name": "docker-registry", "path": "https://github.com/openshift/image-registry/", "commits": []}]}"#;
+
+    #[tokio::test]
+    async fn a_changelog_without_end_is_refused_at_the_limit_not_read_until_the_timeout() {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut head = [0u8; 4096];
+            let _ = socket.read(&mut head).await;
+            let _ = socket.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n").await;
+            let chunk = vec![b' '; 64 * 1024];
+            // no length, no end: the body goes on as long as it is read
+            while socket.write_all(&chunk).await.is_ok() {}
+        });
+        crate::init_crypto();
+        let settings = ReleaseControllerSettings { timeout_secs: 5, ..Default::default() };
+        let started = std::time::Instant::now();
+        let err = ReleaseController::new(&settings).unwrap().changelog(&base, "a", "b").await.unwrap_err();
+        assert!(format!("{err:#}").contains("larger than the changelog limit"), "{err:#}");
+        assert!(started.elapsed() < Duration::from_secs(4), "read for {:?}", started.elapsed());
+    }
 
     #[test]
     fn the_component_repositories_rank_first_and_commits_without_a_pull_request_are_left_out() {

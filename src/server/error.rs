@@ -9,6 +9,8 @@ use axum::response::{IntoResponse, Response};
 pub enum ApiError {
     /// The caller's mistake, said plainly.
     User { status: StatusCode, message: String },
+    /// Too much at once: 503 with `Retry-After`, the request untouched.
+    Busy(String),
     /// Ours: logged in full, answered generically.
     Internal(anyhow::Error),
 }
@@ -17,7 +19,14 @@ impl ApiError {
     pub fn user(status: StatusCode, message: impl Into<String>) -> ApiError {
         ApiError::User { status, message: message.into() }
     }
+
+    pub fn busy(message: impl Into<String>) -> ApiError {
+        ApiError::Busy(message.into())
+    }
 }
+
+/// Seconds a caller turned away as busy is asked to wait.
+const BUSY_RETRY_AFTER_SECS: &str = "5";
 
 impl From<anyhow::Error> for ApiError {
     fn from(e: anyhow::Error) -> ApiError {
@@ -31,6 +40,12 @@ impl IntoResponse for ApiError {
             ApiError::User { status, message } => {
                 (status, Json(serde_json::json!({ "error": message }))).into_response()
             }
+            ApiError::Busy(message) => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [(axum::http::header::RETRY_AFTER, BUSY_RETRY_AFTER_SECS)],
+                Json(serde_json::json!({ "error": message })),
+            )
+                .into_response(),
             ApiError::Internal(e) => {
                 let reference = format!("{:016x}", rand_id());
                 tracing::error!(reference, "request failed: {e:#}");

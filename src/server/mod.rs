@@ -34,6 +34,9 @@ pub struct AppState {
     pub slack: Option<Arc<crate::notify::slack::SlackClient>>,
     /// For answers through Slack's `response_url`.
     pub http: reqwest::Client,
+    /// One per push read and stored at once (`ingest.push_concurrency`): memory holds that many
+    /// bodies, however many arrive together.
+    pub push_slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
@@ -46,7 +49,8 @@ impl AppState {
         });
         let http =
             crate::http::client_builder(std::time::Duration::from_secs(10)).build().unwrap_or_default();
-        AppState { store, settings, metrics: metrics_handle(), slack, http }
+        let push_slots = Arc::new(tokio::sync::Semaphore::new(settings.ingest.push_concurrency.max(1)));
+        AppState { store, settings, metrics: metrics_handle(), slack, http, push_slots }
     }
 }
 

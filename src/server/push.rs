@@ -114,7 +114,13 @@ pub async fn push_run(
         return Err(ApiError::user(StatusCode::UNAUTHORIZED, "missing or wrong bearer token"));
     }
     // The body is read and parsed only once the token holds: an unauthenticated sender costs
-    // nothing but the headers.
+    // nothing but the headers. And only in a free slot: memory holds at most that many bodies.
+    let Ok(_slot) = state.push_slots.clone().try_acquire_owned() else {
+        return Err(ApiError::busy(format!(
+            "{} pushes are being stored; retry shortly (ingest.push_concurrency)",
+            state.settings.ingest.push_concurrency
+        )));
+    };
     let limit = state.settings.server.max_body_bytes;
     let bytes = axum::body::to_bytes(request.into_body(), limit).await.map_err(|e| {
         ApiError::user(

@@ -174,6 +174,40 @@ on_both_engines! {
         assert!(!stored.run.job_name.contains('\0') && !stored.run.payload.contains('\0'));
     }
 
+    async fn pushes_beyond_the_concurrency_wait_their_turn_with_503_and_retry_after(db) {
+        let (body, job, build) = pushed_run();
+        let mut settings = Settings::default();
+        settings.ingest.push_token = Some(Secret::new(TOKEN));
+        settings.ingest.push_concurrency = 1;
+        settings.database = db.settings.clone();
+        let st = state_with(settings);
+        // one push whose body is still arriving holds the only slot
+        let (tx, rx) = futures::channel::mpsc::unbounded::<Result<axum::body::Bytes, std::io::Error>>();
+        let slow = Request::post("/api/v1/runs")
+            .header("authorization", format!("Bearer {TOKEN}"))
+            .body(Body::from_stream(rx))
+            .unwrap();
+        let first = tokio::spawn(call(st.clone(), slow));
+        for _ in 0..300 {
+            if st.push_slots.available_permits() == 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        let response = router(st.clone()).oneshot(request(Some(TOKEN), body.to_string())).await.unwrap();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(response.headers()["retry-after"], "5");
+        assert!(!db.store.has_run(&job, &build).await.unwrap(), "the turned-away push stored nothing");
+        // the first finishes, and its slot is free again
+        tx.unbounded_send(Ok(axum::body::Bytes::from(body.to_string()))).unwrap();
+        drop(tx);
+        let (status, answer) = first.await.unwrap();
+        assert_eq!(status, StatusCode::CREATED, "{answer}");
+        assert_eq!(st.push_slots.available_permits(), 1);
+        let (status, answer) = call(st, request(Some(TOKEN), body.to_string())).await;
+        assert_eq!(status, StatusCode::OK, "{answer}");
+    }
+
     async fn malformed_and_oversized_bodies_are_refused(db) {
         let (status, _) = call(state(&db, Some(TOKEN), 32 << 20), request(Some(TOKEN), "{\"path\": ".into())).await;
         assert_eq!(status, StatusCode::BAD_REQUEST);

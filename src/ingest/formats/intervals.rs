@@ -21,6 +21,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use crate::model::{ConditionSpan, IntervalRef, Outage, SpanKind, TimelineSpan};
+use crate::render::plain_text;
 
 /// What an interval file yields.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -466,13 +467,17 @@ fn value_text(v: serde_json::Value) -> String {
     }
 }
 
+/// A locator's keys, made plain where they are read: what a run says reaches the terminal,
+/// Slack and Jira.
 fn parse_locator(raw: Option<&RawValue>) -> Locator {
     let Some(raw) = raw else { return Locator::default() };
     if raw.get().starts_with('{') {
         let s: StructuredLocator = serde_json::from_str(raw.get()).unwrap_or_default();
-        return Locator { keys: s.keys.into_iter().map(|(k, v)| (k, value_text(v))).collect() };
+        return Locator {
+            keys: s.keys.into_iter().map(|(k, v)| (plain_text(k), plain_text(value_text(v)))).collect(),
+        };
     }
-    let (keys, _) = key_value_prefix(&raw_str(raw));
+    let (keys, _) = key_value_prefix(&plain_text(raw_str(raw)));
     Locator { keys }
 }
 
@@ -481,12 +486,16 @@ fn parse_message(raw: Option<&RawValue>) -> Message {
     if raw.get().starts_with('{') {
         let s: StructuredMessage = serde_json::from_str(raw.get()).unwrap_or_default();
         return Message {
-            reason: s.reason,
-            human: s.human_message,
-            annotations: s.annotations.into_iter().map(|(k, v)| (k, value_text(v))).collect(),
+            reason: plain_text(s.reason),
+            human: plain_text(s.human_message),
+            annotations: s
+                .annotations
+                .into_iter()
+                .map(|(k, v)| (plain_text(k), plain_text(value_text(v))))
+                .collect(),
         };
     }
-    let (annotations, human) = key_value_prefix(&raw_str(raw));
+    let (annotations, human) = key_value_prefix(&plain_text(raw_str(raw)));
     Message { reason: annotations.get("reason").cloned().unwrap_or_default(), human, annotations }
 }
 
@@ -859,6 +868,35 @@ mod tests {
         assert_eq!(registry.message, "The deployment does not have available replicas");
         // `to: null` runs to the last time the file mentions.
         assert_eq!(ev.conditions[1].to.to_rfc3339(), "2023-05-01T10:20:00+00:00");
+    }
+
+    #[test]
+    fn control_characters_in_a_message_are_made_plain_in_every_schema() {
+        // a line break (a Jira heading on the next line), a terminal escape, a bell, a line
+        // separator and a right-to-left override, in the condition's reason, message and locator
+        let hostile = r"gone \u001b[2J\nh1. PWNED\r\u0007\u2028\u202e";
+        let string_era = format!(
+            r#"{{"items": [{{"level": "Error", "locator": "clusteroperator/image-registry\u001b[31m",
+              "message": "condition/Available reason/NoReplicasAvailable status/False {hostile}",
+              "from": "2023-05-01T09:59:50Z", "to": "2023-05-01T10:00:40Z"}}]}}"#
+        );
+        let structured = format!(
+            r#"{{"items": [{{"level": "Error", "source": "OperatorState",
+              "locator": {{"type": "ClusterOperator", "keys": {{"clusteroperator": "image-registry\u001b[31m"}}}},
+              "message": {{"reason": "NoReplicas\u000bAvailable", "humanMessage": "{hostile}",
+                "annotations": {{"condition": "Available", "status": "False", "reason": "NoReplicas\u000bAvailable"}}}},
+              "from": "2023-05-01T09:59:50Z", "to": "2023-05-01T10:00:40Z"}}]}}"#
+        );
+        for text in [string_era, structured] {
+            let ev = parse_intervals(text.as_bytes()).unwrap();
+            assert_eq!(ev.conditions.len(), 1, "{text}");
+            let c = &ev.conditions[0];
+            for field in [&c.operator, &c.condition, &c.status, &c.reason, &c.message] {
+                assert!(!field.chars().any(crate::render::is_hostile_char), "{field:?} in {text}");
+            }
+            assert!(c.message.starts_with("gone  [2J h1. PWNED"), "{:?}", c.message);
+            assert!(c.operator.starts_with("image-registry"), "{:?}", c.operator);
+        }
     }
 
     #[test]

@@ -34,7 +34,8 @@ pub fn to_wiki(doc: &[Node]) -> String {
     fn esc(s: &str) -> String {
         let mut out = String::with_capacity(s.len());
         for c in s.chars() {
-            if matches!(c, '[' | ']' | '{' | '}' | '|' | '*' | '_' | '^' | '~' | '+') {
+            // `!url!` embeds an image fetched from anywhere by everyone who opens the issue
+            if matches!(c, '[' | ']' | '{' | '}' | '|' | '*' | '_' | '^' | '~' | '+' | '!') {
                 out.push('\\');
             }
             out.push(c);
@@ -384,6 +385,18 @@ mod tests {
         assert_eq!(adf["type"], "doc");
         assert_eq!(adf["content"][2]["type"], "table");
         assert_eq!(adf["content"][1]["content"][2]["marks"][0]["attrs"]["href"], "https://x/y");
+    }
+
+    #[test]
+    fn artifact_text_cannot_embed_an_image_in_wiki_markup() {
+        let doc = vec![Node::Para(vec![
+            text("The deployment !https://evil.example/p.png! gone"),
+            Inline::Code("!https://evil.example/q.png|width=1!".into()),
+        ])];
+        assert_eq!(
+            to_wiki(&doc),
+            "The deployment \\!https://evil.example/p.png\\! gone{{\\!https://evil.example/q.png\\|width=1\\!}}"
+        );
     }
 
     #[test]
