@@ -1373,7 +1373,7 @@ impl Settings {
         const YEARS: u64 = 36_500;
         let (e, r, o) = (&self.evaluate, &self.retention, &self.outbox);
         let bq = &self.bigquery;
-        let whole: [(&str, u64, u64, u64); 48] = [
+        let whole: [(&str, u64, u64, u64); 49] = [
             ("database.max_connections", self.database.max_connections.into(), 1, 10_000),
             ("database.acquire_timeout_secs", self.database.acquire_timeout_secs, 1, 3_600),
             ("database.statement_timeout_secs", self.database.statement_timeout_secs, 1, DAY),
