@@ -250,6 +250,16 @@ pub(super) fn variants_in(data: &WindowData, scope: &Scope) -> Vec<i64> {
         .collect()
 }
 
+/// Whether a series of runs (by start) turned worse at some point, beyond what a scan of a
+/// healthy series finds ([`changepoint::SCAN_THRESHOLD`]). A new regression needs it: a few
+/// days in which a heavy tail's chance runs gather pass a span's test now and then across a
+/// cycle's thousands of tests and a week of cycles, but they are no change of level.
+fn changed(runs: &[CellRun]) -> bool {
+    let series: Vec<Run> = runs.iter().map(|r| Run { at: r.started, seconds: r.seconds }).collect();
+    changepoint::most_likely_change(&series, 3, 3)
+        .is_some_and(|c| c.worse_after && c.is_real(changepoint::SCAN_THRESHOLD))
+}
+
 /// When a series of runs (by start) turned worse: the most likely change point and its
 /// interval; the series' start when it was regressed from its first run on.
 pub(super) fn onset_of(runs: &[CellRun]) -> Option<Onset> {
@@ -380,6 +390,9 @@ impl<S: RunSource> Context<'_, S> {
         stats.check.discovery = true;
         let runs =
             self.runs_of(&lead.key.backend, &scope, search_from.max(self.baseline.from.timestamp())).await?;
+        if status_of(cluster) == Status::New && !changed(&runs) {
+            return Ok(None);
+        }
         let release = scope.single(Dimension::Release).unwrap_or_default().to_string();
         let onset = self.with_payloads(onset_of(&runs), &runs, &release).await?;
         let finding = if narrowed { finding_of(&scope) } else { cluster.finding.narrowed_to(&scope) };
@@ -918,4 +931,39 @@ fn describe_scope(scope: &Scope, platform: Option<&str>, release: &str) -> Strin
         words.push_str(&format!(", {d}={}", values.iter().cloned().collect::<Vec<_>>().join("|")));
     }
     words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::synth::Rng;
+
+    fn run(i: usize, seconds: i64) -> CellRun {
+        CellRun {
+            backend: "cache-oauth-api-new-connections".into(),
+            variant_id: 1,
+            started: i as i64 * 7_200,
+            seconds,
+            job: "j".into(),
+            build_id: format!("{i}").into(),
+            url: "u".into(),
+            payload: "".into(),
+            payload_at: None,
+        }
+    }
+
+    #[test]
+    fn a_change_of_level_is_a_change_and_a_heavy_tail_is_none() {
+        for seed in 0..20 {
+            let mut rng = Rng::new(seed);
+            // a backend whose runs are mostly 0-4 s with 4% of them 15-150 s
+            let mut noise =
+                |rng: &mut Rng| if rng.chance(0.04) { rng.between(15, 150) } else { rng.between(0, 4) };
+            let healthy: Vec<CellRun> = (0..300).map(|i| run(i, noise(&mut rng))).collect();
+            assert!(!changed(&healthy), "seed {seed}: a heavy tail alone");
+            let mut onset = healthy[..250].to_vec();
+            onset.extend((250..262).map(|i| run(i, if rng.chance(0.85) { rng.between(12, 45) } else { 0 })));
+            assert!(changed(&onset), "seed {seed}: twelve runs of a new level");
+        }
+    }
 }
