@@ -957,7 +957,7 @@ mod tests {
         for seed in 0..20 {
             let mut rng = Rng::new(seed);
             // a backend whose runs are mostly 0-4 s with 4% of them 15-150 s
-            let mut noise =
+            let noise =
                 |rng: &mut Rng| if rng.chance(0.04) { rng.between(15, 150) } else { rng.between(0, 4) };
             let healthy: Vec<CellRun> = (0..300).map(|i| run(i, noise(&mut rng))).collect();
             assert!(!changed(&healthy), "seed {seed}: a heavy tail alone");
