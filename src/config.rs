@@ -1067,6 +1067,10 @@ pub struct JiraSettings {
     pub labels: Vec<String>,
     /// Set the issue's component to the incident's component (the project must know it).
     pub set_component: bool,
+    /// The component of an issue whose cause is the test environment (the attribution files it
+    /// against the CI harness): the product's component is only consulted, so it is never set.
+    /// Unset: no component (the project's default applies) and the Ask names the harness.
+    pub harness_component: Option<String>,
     /// Set "affects version" to the release, when the project has such a version.
     pub affects_version_prefix: Option<String>,
     /// Severity band (`<2x`, `2-5x`, `5-10x`, `>=10x`) → priority name; unlisted: no priority.
@@ -1109,6 +1113,7 @@ impl Default for JiraSettings {
             token_file: None,
             labels: vec!["sheriff".into()],
             set_component: true,
+            harness_component: None,
             affects_version_prefix: None,
             priorities: std::collections::BTreeMap::new(),
             max_created_per_cycle: 3,

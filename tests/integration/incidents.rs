@@ -116,7 +116,13 @@ on_both_engines! {
         let issue = &jira.issues()[0];
         assert!(issue.labels.contains(&incident.fingerprint));
         assert!(issue.fields["summary"].as_str().unwrap().starts_with("image-registry disruption regressed on metal 4.14: P50"));
-        assert_eq!(issue.fields["components"][0]["name"], "Image Registry");
+        // one registry replica evicted by each drain: the CI harness's to fix, the product's
+        // component consulted, never set (no `jira.harness_component` configured here)
+        let attribution = &incident.snapshot.report.attribution;
+        assert_eq!(attribution.file_against, sheriff::model::FileAgainst::TestEnvironment);
+        assert!(issue.fields.get("components").is_none(), "{}", issue.fields);
+        let description = issue.fields["description"].to_string();
+        assert!(description.contains("Ask: maintainers of the CI harness "), "{description}");
 
         // the clean week: resolved after `clear_after` clean cycles, once
         let clean = s_start_plus(end, 35);

@@ -4,6 +4,11 @@
 
 use std::path::Path;
 
+use crate::common;
+use common::faults::Faults;
+use common::jira::FakeJira;
+use sheriff::incidents::{Incident, Snapshot};
+
 use sheriff::config::{IngestSettings, IntervalsMode, Settings};
 use sheriff::cycle::{CycleOptions, run_cycle};
 use sheriff::ingest::{IngestOptions, Source, ingest};
@@ -62,6 +67,7 @@ on_both_engines! {
         assert!(a.summary.contains("Not the release as a whole: "), "{}", a.summary);
         assert_eq!(a.harness.as_deref(), Some("openshift-metal3/dev-scripts"));
         assert!(a.summary.contains("openshift-metal3/dev-scripts") && a.summary.contains(&m.summary), "{}", a.summary);
+        filed_against_the_harness(r, &format!("{:?}", db.store.engine())).await;
         // every clause resolves to the intervals it speaks of, in the run's own file
         assert!(!m.claims.is_empty());
         for claim in &m.claims {
@@ -82,6 +88,57 @@ on_both_engines! {
                 assert!(said.contains(named.trim_matches(',')), "{:?} → {said}", claim.text);
             }
         }
+    }
+}
+
+/// The seed case filed in the fake Jira (v3 with a harness component, v2 without): the Ask and
+/// the component go to the CI harness, the product is consulted; the mechanism and the healthy
+/// platforms follow the four lines.
+async fn filed_against_the_harness(r: &RegressionReport, engine: &str) {
+    use sheriff::config::{JiraApi, JiraSettings, Secret};
+    let incident = Incident::new(1, "sheriff-00000000000000cc", Snapshot::from_report(r));
+    for (api, component) in [(JiraApi::V3, Some("Installer / openshift-metal3")), (JiraApi::V2, None)] {
+        let jira = FakeJira::start(&format!("mechanism-harness-{api:?}-{engine}"), Faults::none()).await;
+        let settings = JiraSettings {
+            url: jira.url.clone(),
+            api,
+            project: "OCPBUGS".into(),
+            token: Some(Secret::new(common::jira::TOKEN)),
+            harness_component: component.map(String::from),
+            ..Default::default()
+        };
+        let client = sheriff::notify::jira::JiraClient::new(&settings).unwrap();
+        client.file(&incident, None).await.unwrap();
+        let issue = &jira.issues()[0];
+        match component {
+            Some(c) => assert_eq!(issue.fields["components"], serde_json::json!([{ "name": c }])),
+            None => assert!(issue.fields.get("components").is_none(), "{}", issue.fields),
+        }
+        let description = match api {
+            JiraApi::V2 => issue.fields["description"].as_str().unwrap().to_string(),
+            JiraApi::V3 => issue.fields["description"]["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|block| block.to_string())
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        };
+        let lines: Vec<&str> = description.split("\n\n").collect();
+        assert!(
+            lines[3].contains("Ask: maintainers of the CI harness openshift-metal3/dev-scripts"),
+            "{description}"
+        );
+        assert!(lines[3].contains("Image Registry is consulted, not blamed"), "{description}");
+        assert!(
+            lines[4].contains("one ready replica") && lines[4].contains("the drain evicted it"),
+            "{description}"
+        );
+        assert!(
+            lines[5].contains("Not the release as a whole: ") && lines[5].contains("aws"),
+            "{description}"
+        );
+        assert!(!description.contains("its timeline"), "{description}");
     }
 }
 

@@ -167,8 +167,8 @@ impl JiraClient {
             "description": render::render(self.settings.api, &render::description(i, &self.public_url)),
             "labels": labels,
         });
-        if self.settings.set_component && !s.component.is_empty() {
-            fields["components"] = json!([{ "name": s.component }]);
+        if let Some(c) = component(&self.settings, s) {
+            fields["components"] = json!([{ "name": c }]);
         }
         if let Some(prefix) = &self.settings.affects_version_prefix {
             fields["versions"] = json!([{ "name": format!("{prefix}{}", s.release) }]);
@@ -550,6 +550,21 @@ fn issue_status(v: &Value) -> IssueStatus {
     }
 }
 
+/// The issue's component: the incident's, unless the attribution files the cause against the
+/// CI harness, where the product's component is only consulted: then `harness_component`, or
+/// none (the project's default applies; the Ask names the harness). `set_component` governs
+/// the incident's own component only.
+fn component<'a>(settings: &'a JiraSettings, s: &'a crate::incidents::Snapshot) -> Option<&'a str> {
+    let c = if s.report.attribution.file_against == crate::model::FileAgainst::TestEnvironment {
+        settings.harness_component.as_deref()
+    } else if settings.set_component {
+        Some(s.component.as_str())
+    } else {
+        None
+    };
+    c.filter(|c| !c.is_empty())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -584,6 +599,23 @@ mod tests {
         assert!(pull_request_urls(&Value::Null).is_empty());
         assert_eq!(normalise_pull_url("https://github.com/o/r/pull/x"), None);
         assert_eq!(normalise_pull_url("https://github.com/o r/x/pull/1"), None);
+    }
+
+    #[test]
+    fn a_cause_in_the_ci_harness_never_takes_the_product_s_component() {
+        use crate::model::{Dimension, FileAgainst, Scope};
+        let r = crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 22.0, 0.0);
+        let mut s = crate::incidents::Snapshot::from_report(&r);
+        let mut settings = JiraSettings::default();
+        assert_eq!(component(&settings, &s), Some("Image Registry"));
+        s.report.attribution.file_against = FileAgainst::TestEnvironment;
+        assert_eq!(component(&settings, &s), None, "unset: the project's default");
+        settings.harness_component = Some("Installer / openshift-metal3".into());
+        assert_eq!(component(&settings, &s), Some("Installer / openshift-metal3"));
+        settings.set_component = false;
+        assert_eq!(component(&settings, &s), Some("Installer / openshift-metal3"), "set explicitly");
+        s.report.attribution.file_against = FileAgainst::Backend;
+        assert_eq!(component(&settings, &s), None);
     }
 
     #[test]

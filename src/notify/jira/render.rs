@@ -149,6 +149,24 @@ pub fn was_and_allowed(i: &Incident) -> String {
     crate::render::was_and_allowed(&i.snapshot.report)
 }
 
+/// The Ask: who should act. A cause in the test environment is the CI harness's to fix; the
+/// product's component is consulted, not blamed.
+fn ask(s: &crate::incidents::Snapshot) -> String {
+    let then = "please find why and link the fix's pull request here; sheriff checks the runs after it and says whether it worked.";
+    let a = &s.report.attribution;
+    if a.file_against == crate::model::FileAgainst::TestEnvironment {
+        let harness = a
+            .harness
+            .as_deref()
+            .map_or("the platform's CI harness".to_string(), |h| format!("the CI harness {h}"));
+        return format!(
+            "Ask: maintainers of {harness}, {then} The cause is how the CI cluster is set up, not the product: {} is consulted, not blamed.",
+            s.component
+        );
+    }
+    format!("Ask: {}, {then}", s.component)
+}
+
 /// What a backend family's disruption measures, in one sentence.
 fn measures(family: &str, backends: &[String]) -> String {
     let how = match (
@@ -187,8 +205,9 @@ fn suspect_changes(r: &crate::model::RegressionReport, doc: &mut Vec<Node>) {
 }
 
 /// The issue description, for the team that receives it: four lines (what broke, where, the
-/// evidence, the ask); what the disruption measures, the worst run's timeline and the contrast
-/// with what stayed healthy; then the detail; the statistics and group keys at the bottom.
+/// evidence, the ask); how the outages come about and the platforms that stayed healthy; what
+/// the disruption measures, the worst run and what else stayed healthy; then the detail; the
+/// statistics and group keys at the bottom.
 // Long: one document, section by section, in the order the team reads it.
 pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
     let s = &i.snapshot;
@@ -227,10 +246,7 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
         ),
         None => format!("Evidence: {} runs judged; {} {} in them.", r.job_runs, s.percentile, secs(now)),
     };
-    let mut ask = vec![text(format!(
-        "Ask: {}, please find why and link the fix's pull request here; sheriff checks the runs after it and says whether it worked.",
-        s.component
-    ))];
+    let mut ask = vec![text(ask(s))];
     if let Some(c) = r.suspect_changes.first() {
         ask.push(text(" First suspect: "));
         ask.push(Inline::Link { text: crate::render::suspect(c), url: c.url.clone() });
@@ -240,15 +256,26 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
     doc.push(Node::Para(vec![text(where_)]));
     doc.push(Node::Para(vec![text(evidence)]));
     doc.push(Node::Para(ask));
+    // how the outages come about, and where the same release stayed healthy
+    if let Some(m) = &r.attribution.mechanism {
+        doc.push(Node::Para(vec![text(m.summary.clone())]));
+    }
+    if !r.attribution.contrast.is_empty() {
+        let sentence = crate::attribute::describe::contrast_sentence(
+            &r.attribution.contrast,
+            &s.family,
+            &s.release,
+            s.percentile,
+        );
+        doc.push(Node::Para(vec![text(sentence)]));
+    }
     // what it measures, the worst run, the contrast
     doc.push(Node::Heading("What this measures".into()));
     let mut about = vec![text(measures(&s.family, &s.backends))];
     if let Some(j) = worst {
+        // sheriff has no page of a run's timeline: the link opens the run itself
         about.push(text(" The worst run: "));
-        about.push(Inline::Link {
-            text: format!("its timeline ({}s, {})", j.seconds, j.job),
-            url: j.url.clone(),
-        });
+        about.push(Inline::Link { text: format!("the run ({}s, {})", j.seconds, j.job), url: j.url.clone() });
         about.push(text("."));
     }
     doc.push(Node::Para(about));
@@ -438,7 +465,7 @@ mod tests {
         assert!(lines[0].contains("(was 0s, allowed 5s)"), "{}", lines[0]);
         assert!(lines[1].contains("metal"), "{}", lines[1]);
         assert!(wiki.contains("disruption is the number of seconds"), "{wiki}");
-        assert!(wiki.contains("[its timeline (43s, periodic-metal-upgrade)|https://prow.ci.openshift.org/view/gs/test-platform-results/logs/job/99]"), "{wiki}");
+        assert!(wiki.contains("[the run (43s, periodic-metal-upgrade)|https://prow.ci.openshift.org/view/gs/test-platform-results/logs/job/99]"), "{wiki}");
         assert!(!wiki.contains("File against"), "never in an issue filed against it: {wiki}");
         let statistics = wiki.find("h3. Statistics").unwrap();
         assert!(
@@ -449,6 +476,79 @@ mod tests {
             assert!(!wiki.to_lowercase().contains(word), "{word}: {wiki}");
         }
         assert_eq!(to_adf(&doc)["content"][0]["type"], "paragraph");
+    }
+
+    /// The seed case: one registry replica, evicted by each drain, on metal only.
+    fn harness_incident() -> Incident {
+        use crate::model::{FileAgainst, Mechanism, MechanismKind, PlatformContrast, Scope};
+        let mut r = crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 22.0, 0.0);
+        let a = &mut r.attribution;
+        a.file_against = FileAgainst::TestEnvironment;
+        a.harness = Some("openshift-metal3/dev-scripts".into());
+        let summary = "In 11 of 12 sample runs image-registry had one ready replica (healthy runs of the same jobs: 2); \
+                       each time the upgrade drained the node it ran on, the drain evicted it and image-registry was \
+                       unreachable until the replacement became ready.";
+        a.mechanism = Some(Mechanism {
+            kind: MechanismKind::SingleReplicaDrained,
+            summary: summary.into(),
+            unknown_because: None,
+            runs_explained: 11,
+            runs_examined: 12,
+            healthy_explained: 0,
+            healthy_examined: 20,
+            replicas_regressed: Some(1.0),
+            replicas_healthy: Some(2.0),
+            claims: Vec::new(),
+            others: Vec::new(),
+        });
+        a.contrast = ["aws", "azure", "gcp", "vsphere"]
+            .map(|p| PlatformContrast { platform: p.into(), seconds: 0.0, runs: 30, same_payloads: true })
+            .into();
+        Incident::new(1, "sheriff-00000000000000bb", crate::incidents::Snapshot::from_report(&r))
+    }
+
+    #[test]
+    fn a_cause_in_the_ci_harness_asks_the_harness_and_consults_the_product() {
+        let i = harness_incident();
+        assert_eq!(i.snapshot.component, "Image Registry");
+        let wiki = to_wiki(&description(&i, ""));
+        let lines: Vec<&str> = wiki.split("\n\n").collect();
+        assert!(
+            lines[3].starts_with(
+                "Ask: maintainers of the CI harness openshift-metal3/dev-scripts, please find why"
+            ),
+            "{wiki}"
+        );
+        assert!(lines[3].contains("Image Registry is consulted, not blamed"), "{}", lines[3]);
+        assert!(!lines[3].starts_with("Ask: Image Registry"), "{}", lines[3]);
+        // a regression of the product itself still asks its component
+        let mut product = i.clone();
+        product.snapshot.report.attribution.file_against = crate::model::FileAgainst::Backend;
+        assert!(to_wiki(&description(&product, "")).contains("\n\nAsk: Image Registry, please find why"));
+    }
+
+    #[test]
+    fn the_mechanism_and_the_healthy_platforms_follow_the_four_lines() {
+        let i = harness_incident();
+        let doc = description(&i, "");
+        let wiki = to_wiki(&doc);
+        let lines: Vec<&str> = wiki.split("\n\n").collect();
+        for (line, label) in lines.iter().zip(["What broke: ", "Where: ", "Evidence: ", "Ask: "]) {
+            assert!(line.starts_with(label), "{label}: {wiki}");
+        }
+        assert!(
+            lines[4].contains("one ready replica") && lines[4].contains("the drain evicted it"),
+            "{wiki}"
+        );
+        assert!(
+            lines[5].starts_with(
+                "Not the release as a whole: aws, azure, gcp and vsphere 4.14 kept image-registry at P50 0s"
+            ),
+            "{wiki}"
+        );
+        let adf = to_adf(&doc);
+        assert_eq!(adf["content"][4]["content"][0]["text"], lines[4]);
+        assert_eq!(adf["content"][5]["type"], "paragraph");
     }
 
     #[test]
