@@ -1373,6 +1373,7 @@ impl Settings {
 
     /// Every number within a range sheriff works with: a value that passes here never makes
     /// a date, a timer or an allocation overflow later.
+    // Long: one table of every numeric setting with its range, read in one place.
     fn validate_ranges(&self) -> Result<(), ConfigError> {
         const DAY: u64 = 86_400;
         const YEARS: u64 = 36_500;
