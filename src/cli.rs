@@ -129,7 +129,7 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
-    /// Manage the CI suite's historical thresholds.
+    /// Manage the CI suite's historical reference table (origin's levels a group is compared with).
     Thresholds {
         #[command(subcommand)]
         action: ThresholdsAction,

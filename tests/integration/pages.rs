@@ -154,6 +154,7 @@ on_both_engines! {
         }
         let titles: Vec<&str> = charts[1..].iter().map(|c| c["title"].as_str().unwrap()).collect();
         assert!(titles.contains(&"from_release=4.13, upgrade_type=minor"), "{titles:?}");
+        assert!(page.contains("from_release=4.13 and upgrade_type=minor are the same runs here, so one chart shows both."), "the shared chart is said plainly");
         assert!(titles.contains(&"network=ovn") && titles.contains(&"network=sdn"), "{titles:?}");
         assert_eq!(page.matches("class=\"chart-box small\"").count(), titles.len());
         assert_eq!(page.matches("class=\"legend\"").count(), 2, "one legend for the main chart, one for the small ones");

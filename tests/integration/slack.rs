@@ -131,6 +131,63 @@ async fn command(state: &AppState, user: &str, text: &str, response_url: &str) -
     answer
 }
 
+/// The words sheriff keeps for the comparison level in prose: "reference" and "allowed" only.
+/// Identifiers that keep an older word (`threshold_seconds`, `baseline_days`) are not prose:
+/// a token joined by `_` is skipped, and so are code spans and fenced blocks.
+fn old_word_for_the_comparison_level(prose: &str) -> Option<String> {
+    let lower = prose.to_lowercase();
+    if let Some(at) = lower.find("configured limit") {
+        return Some(lower[at..].chars().take(80).collect());
+    }
+    lower
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|t| !t.contains('_'))
+        .find(|t| t.starts_with("threshold") || t.starts_with("baseline"))
+        .map(str::to_string)
+}
+
+/// A Markdown file's prose: without fenced blocks and `code spans`.
+fn markdown_prose(text: &str) -> String {
+    let mut fenced = false;
+    let mut out = String::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced {
+            out.extend(line.split('`').step_by(2).map(|s| format!("{s} ")));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[test]
+fn no_document_or_configuration_comment_calls_the_comparison_level_threshold_baseline_or_limit() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    for entry in std::fs::read_dir(root.join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            files.push(path);
+        }
+    }
+    assert!(files.len() > 5, "{files:?}");
+    for path in files {
+        let prose = markdown_prose(&std::fs::read_to_string(&path).unwrap());
+        for line in prose.lines() {
+            let found = old_word_for_the_comparison_level(line);
+            assert!(found.is_none(), "{} says {found:?}: {line}", path.display());
+        }
+    }
+    let config = std::fs::read_to_string(root.join("config/sheriff.toml")).unwrap();
+    let comments: Vec<&str> = config.lines().filter(|l| l.trim_start().starts_with('#')).collect();
+    assert!(comments.len() > 50);
+    for line in comments {
+        let found = old_word_for_the_comparison_level(&markdown_prose(line));
+        assert!(found.is_none(), "config/sheriff.toml says {found:?}: {line}");
+    }
+}
+
 on_both_engines! {
     async fn signatures_are_checked_before_anything_changes(db) {
         let slack = FakeSlack::start("slack-signatures", Faults::none()).await;
