@@ -192,11 +192,13 @@ pub enum IncidentsAction {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
-    /// Resolve an incident by hand; Slack and Jira are told.
+    /// Resolve an incident by hand; Slack and Jira are told who did and why.
     Resolve {
         incident: String,
-        #[arg(long, default_value = "")]
-        reason: String,
+        /// Why: recorded in its history and told to Slack and Jira. Required; asked for when
+        /// missing and the input is a terminal.
+        #[arg(long)]
+        reason: Option<String>,
     },
     /// Hold notifications of an incident, or of a matcher such as
     /// `backend=image-registry-* platform=metal`, for a while.
@@ -954,38 +956,66 @@ fn cli_actor() -> String {
     format!("cli:{}", user.unwrap_or_else(crate::process::hostname))
 }
 
-async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Settings) -> Result<ExitCode> {
+/// `sheriff incidents list`: every incident, or those in one state, newest first.
+async fn list_incidents(store: &Store, state: Option<String>, format: Format) -> Result<()> {
     use crate::incidents::State;
+    let wanted = match state.as_deref() {
+        None => None,
+        Some("open") => Some(None),
+        Some(s) => Some(Some(State::parse(s).with_context(|| {
+            format!("unknown state `{s}`: new, ongoing, stale, resolved, reopened or open")
+        })?)),
+    };
+    let mut list: Vec<_> = store
+        .incidents()
+        .await?
+        .into_iter()
+        .filter(|i| match wanted {
+            None => true,
+            Some(None) => i.state.is_open(),
+            Some(Some(s)) => i.state == s,
+        })
+        .collect();
+    list.sort_by_key(|i| std::cmp::Reverse(i.opened_at));
+    match format {
+        Format::Json => {
+            let rows: Vec<serde_json::Value> = list.iter().map(incident_json).collect();
+            println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "incidents": rows }))?);
+        }
+        Format::Text if list.is_empty() => println!("no incidents"),
+        Format::Text => list.iter().for_each(|i| println!("{}", crate::ops::incident_line(i))),
+    }
+    Ok(())
+}
+
+/// The reason for a resolution: `--reason`, else asked for on a terminal; an error naming
+/// `--reason` when there is none, so no incident is resolved without a word of why.
+fn reason_given_or_asked(given: Option<String>) -> Result<String> {
+    use std::io::{BufRead, IsTerminal, Write};
+    let missing =
+        || anyhow::anyhow!("`--reason` is required: say why, e.g. --reason \"the lab was rewired\"");
+    let reason = match given {
+        Some(r) => r,
+        None if std::io::stdin().is_terminal() => {
+            eprint!("why do you resolve it (told to Slack and Jira)? ");
+            std::io::stderr().flush()?;
+            let mut line = String::new();
+            std::io::stdin().lock().read_line(&mut line)?;
+            line
+        }
+        None => return Err(missing()),
+    };
+    let reason = reason.trim();
+    if reason.is_empty() {
+        return Err(missing());
+    }
+    Ok(reason.to_string())
+}
+
+async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Settings) -> Result<ExitCode> {
     let now = Utc::now().timestamp();
     match action {
-        IncidentsAction::List { state, format } => {
-            let wanted = match state.as_deref() {
-                None => None,
-                Some("open") => Some(None),
-                Some(s) => Some(Some(State::parse(s).with_context(|| {
-                    format!("unknown state `{s}`: new, ongoing, stale, resolved, reopened or open")
-                })?)),
-            };
-            let mut list: Vec<_> = store
-                .incidents()
-                .await?
-                .into_iter()
-                .filter(|i| match wanted {
-                    None => true,
-                    Some(None) => i.state.is_open(),
-                    Some(Some(s)) => i.state == s,
-                })
-                .collect();
-            list.sort_by_key(|i| std::cmp::Reverse(i.opened_at));
-            match format {
-                Format::Json => {
-                    let rows: Vec<serde_json::Value> = list.iter().map(incident_json).collect();
-                    println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "incidents": rows }))?);
-                }
-                Format::Text if list.is_empty() => println!("no incidents"),
-                Format::Text => list.iter().for_each(|i| println!("{}", crate::ops::incident_line(i))),
-            }
-        }
+        IncidentsAction::List { state, format } => list_incidents(store, state, format).await?,
         IncidentsAction::Show { incident, format } => {
             let e = crate::ops::explain(store, &incident)
                 .await?
@@ -1001,8 +1031,9 @@ async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Setting
             }
         }
         IncidentsAction::Resolve { incident, reason } => {
+            let reason = reason_given_or_asked(reason)?;
             let i = crate::actions::resolve(store, settings, &incident, &reason, &cli_actor(), now).await?;
-            println!("resolved #{} ({})", i.id, i.fingerprint);
+            print!("{}", crate::ops::resolved_words(&i, &reason));
         }
         IncidentsAction::Silence { target, duration, reason } => {
             let words: Vec<&str> = target.iter().map(String::as_str).collect();

@@ -114,6 +114,33 @@ pub fn incident_line(i: &Incident) -> String {
     line
 }
 
+/// What resolving `i` by hand did and what follows, said after `sheriff incidents resolve`:
+/// its episode is closed at the resolution, so the runs so far count neither in the reference
+/// nor in the current window (see `cycle::episodes`); a later regression of the same
+/// fingerprint reopens this incident rather than opening a new one (`plan::match_active`).
+pub fn resolved_words(i: &Incident, reason: &str) -> String {
+    let s = &i.snapshot;
+    let mut out = format!("resolved #{} ({}) by hand: {reason}\n", i.id, i.fingerprint);
+    let since =
+        i.onset().map_or_else(String::new, |o| format!(" (since {})", o.earliest.format("%b %-d %H:%M UTC")));
+    let _ = writeln!(
+        out,
+        "  its runs so far{since} stay out of the reference and of the current window, as a known episode"
+    );
+    let (now, _) = s.now_and_reference();
+    let _ = writeln!(
+        out,
+        "  {} was {} against {} allowed; if runs from now on still put it above the allowed level, \
+         a cycle reopens #{}",
+        s.percentile,
+        secs(now),
+        secs(s.threshold_seconds),
+        i.id
+    );
+    out.push_str("  Slack and Jira, where it was posted or filed, are told who resolved it and why\n");
+    out
+}
+
 pub fn render_status(s: &Status) -> String {
     let mut out = String::new();
     if s.incidents.is_empty() {
@@ -295,4 +322,29 @@ pub async fn prune(
         "pruned"
     );
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::incidents::Snapshot;
+    use crate::model::{Dimension, Scope};
+
+    #[test]
+    fn a_resolution_by_hand_says_the_runs_stay_out_and_when_it_reopens() {
+        let report = crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 31.0, 4.0);
+        let mut i = Incident::new(7, "sheriff-00000000000000aa", Snapshot::from_report(&report));
+        i.snapshot.threshold_seconds = 5.0;
+        let words = resolved_words(&i, "the lab was rewired");
+        assert!(
+            words.starts_with("resolved #7 (sheriff-00000000000000aa) by hand: the lab was rewired\n"),
+            "{words}"
+        );
+        assert!(words.contains("stay out of the reference and of the current window"), "{words}");
+        let (now, _) = i.snapshot.now_and_reference();
+        let level = format!("{} was {} against 5s allowed", i.snapshot.percentile, secs(now));
+        assert!(words.contains(&level), "{words}");
+        assert!(words.contains("a cycle reopens #7"), "{words}");
+    }
+
 }
