@@ -415,6 +415,7 @@ const EXIT_CONFIG: u8 = 2;
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
+    end_quietly_when_stdout_is_closed();
     crate::init_crypto();
     let cli = Cli::parse();
     let settings = match Settings::load(cli.config.as_deref()) {
@@ -439,6 +440,21 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A reader that stops reading (`sheriff incidents list | head`) ends the process quietly with
+/// the status a SIGPIPE gives (141), as other Unix tools end. The standard library ignores
+/// SIGPIPE, so `println!` panics on the broken pipe instead; restoring the signal would take
+/// `unsafe` (forbidden here), so the panic is caught at the hook.
+fn end_quietly_when_stdout_is_closed() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info.payload().downcast_ref::<String>().map_or("", String::as_str);
+        if text.starts_with("failed printing to stdout") && text.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
 }
 
 /// Runs one command with loaded settings.

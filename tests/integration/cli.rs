@@ -410,3 +410,21 @@ fn resolving_without_a_reason_is_refused_naming_the_option() {
         assert!(text(&out).contains("`--reason` is required"), "{}", text(&out));
     }
 }
+
+#[test]
+fn a_reader_that_closes_stdout_early_ends_sheriff_quietly() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader); // closed before sheriff writes a byte, as `| head -c 10` does after ten
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_sheriff"))
+        .args(["config", "check"])
+        .env("RUST_LOG", "warn")
+        .current_dir(dir.path())
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+}
