@@ -999,7 +999,7 @@ async fn list_incidents(store: &Store, state: Option<String>, format: Format) ->
             println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "incidents": rows }))?);
         }
         Format::Text if list.is_empty() => println!("no incidents"),
-        Format::Text => list.iter().for_each(|i| println!("{}", crate::ops::incident_line(i))),
+        Format::Text => print!("{}", crate::ops::incident_table(&list)),
     }
     Ok(())
 }
