@@ -106,7 +106,7 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
-    /// Incidents: list, show, resolve, silence, unsilence, acknowledge.
+    /// Incidents: list, show, resolve, not a regression, silence, unsilence, acknowledge, accept.
     Incidents {
         #[command(subcommand)]
         action: IncidentsAction,
@@ -199,6 +199,14 @@ pub enum IncidentsAction {
         /// missing and the input is a terminal.
         #[arg(long)]
         reason: Option<String>,
+    },
+    /// Mark an incident not a regression: resolved with the reason (Slack and Jira are told)
+    /// and its fingerprint silenced for 30 days, as Slack's button does.
+    NotARegression {
+        incident: String,
+        /// Why it is not a regression.
+        #[arg(long)]
+        reason: String,
     },
     /// Hold notifications of an incident, or of a matcher such as
     /// `backend=image-registry-* platform=metal`, for a while.
@@ -1050,6 +1058,11 @@ async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Setting
             let reason = reason_given_or_asked(reason)?;
             let i = crate::actions::resolve(store, settings, &incident, &reason, &cli_actor(), now).await?;
             print!("{}", crate::ops::resolved_words(&i, &reason));
+        }
+        IncidentsAction::NotARegression { incident, reason } => {
+            let i = crate::actions::not_a_regression(store, settings, &incident, &reason, &cli_actor(), now)
+                .await?;
+            println!("#{} marked not a regression: resolved, and its fingerprint silenced for 30 days", i.id);
         }
         IncidentsAction::Silence { target, duration, reason } => {
             let words: Vec<&str> = target.iter().map(String::as_str).collect();

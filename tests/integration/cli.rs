@@ -428,3 +428,14 @@ fn a_reader_that_closes_stdout_early_ends_sheriff_quietly() {
     assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
     assert_eq!(out.status.code(), Some(141), "{stderr}");
 }
+
+#[test]
+fn not_a_regression_is_a_command_line_action_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("s.db").display());
+    let out = sheriff(
+        &["incidents", "not-a-regression", "1", "--reason", "a lab change"],
+        &[("SHERIFF__DATABASE__URL", &url)],
+    );
+    assert!(text(&out).contains("no incident 1"), "{}", text(&out));
+}
