@@ -734,6 +734,10 @@ async fn query(settings: &Settings, words: &[String], format: Format) -> Result<
     .await?;
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&answer)?),
+        Format::Text if !answer.known_backend => {
+            eprintln!("sheriff: {}", crate::query::render(&answer).0);
+            return Ok(ExitCode::FAILURE);
+        }
         Format::Text => {
             let (title, table) = crate::query::render(&answer);
             println!("{title}\n{table}");
@@ -1070,7 +1074,11 @@ async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Setting
             let secs = crate::model::parse_span(&duration)
                 .with_context(|| format!("`--for {duration}`: use a duration like 90m, 24h, 7d or 2w"))?;
             let made = crate::actions::silence(store, &target, secs, &reason, &cli_actor(), now).await?;
-            println!("silence #{}: {} for {duration}{}", made.id, target.describe(), made.holds_words());
+            let what = match &target.fingerprint {
+                Some(reference) => format!("incident {reference}"),
+                None => format!("matcher {}", target.describe()),
+            };
+            println!("silence #{}: {what} for {duration}{}", made.id, made.holds_words());
         }
         IncidentsAction::Unsilence { reference } => {
             let n = crate::actions::unsilence(store, settings, &reference, &cli_actor(), now).await?;
@@ -1113,7 +1121,8 @@ async fn outbox(action: OutboxAction, settings: &Settings) -> Result<ExitCode> {
                                 e.last_error.as_deref().unwrap_or("")
                             );
                         }
-                        println!("{} {state} entr(ies)", entries.len());
+                        let n = entries.len();
+                        println!("{n} {state} {}", if n == 1 { "entry" } else { "entries" });
                     }
                 }
             }
@@ -1122,7 +1131,7 @@ async fn outbox(action: OutboxAction, settings: &Settings) -> Result<ExitCode> {
                     anyhow::bail!("name an entry number, or --all");
                 }
                 let n = store.retry_outbox(id, Utc::now().timestamp()).await?;
-                println!("{n} entr(ies) queued again");
+                println!("{n} {} queued again", if n == 1 { "entry" } else { "entries" });
             }
             OutboxAction::Deliver => {
                 let r = crate::ops::deliver_for_a_while(store.clone(), settings).await?;

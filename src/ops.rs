@@ -268,7 +268,10 @@ pub fn render_explain(e: &Explain) -> String {
         let recovered = ep
             .recovered_at
             .map_or("still regressed".into(), |t| format!("recovered {}", when(t.timestamp())));
-        let _ = writeln!(out, "episode {}: began {}; {recovered}", n + 1, crate::render::onset(&ep.onset));
+        let onset = crate::render::onset(&ep.onset);
+        // "since Nov 27 14:00 UTC, between …" reads "began Nov 27 14:00 UTC, between …" here
+        let when = onset.strip_prefix("since ").unwrap_or(&onset);
+        let _ = writeln!(out, "episode {}: began {when}; {recovered}", n + 1);
     }
     if let Some(into) = i.merged_into {
         let _ = writeln!(out, "merged into #{into}");
@@ -304,7 +307,13 @@ pub fn render_explain(e: &Explain) -> String {
         let _ = writeln!(out, "  {} {}s {}", j.kind, j.seconds, j.url);
     }
     if let Some(ts) = &i.slack_ts {
-        let _ = writeln!(out, "Slack: {} {ts}", i.slack_channel.as_deref().unwrap_or(""));
+        let _ = match i.slack_channel.as_deref().filter(|c| !c.is_empty()) {
+            _ if ts.starts_with("console-") => {
+                writeln!(out, "Slack: console only (no bot token), never posted")
+            }
+            Some(channel) => writeln!(out, "Slack: {channel} {ts}"),
+            None => writeln!(out, "Slack: {ts}"),
+        };
     }
     let _ = writeln!(out, "history:");
     for ev in &e.events {
