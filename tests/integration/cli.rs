@@ -237,9 +237,12 @@ fn the_demo_finds_the_planted_regression_and_nothing_else() {
     assert!(!shown.contains("no bot token configured"), "{shown}");
     assert!(shown.contains("a bot token is configured, but the demo never posts"), "{shown}");
     assert!(shown.contains("sheriff.db is console-only"), "{shown}");
-    assert!(shown.contains("To go live") && shown.contains("sheriff serve --cycle-now"), "{shown}");
     assert!(
-        shown.contains("sheriff ingest gs://test-platform-results/logs"),
+        shown.contains("To go live") && shown.contains("sheriff serve --config sheriff.toml --cycle-now"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("sheriff ingest --config sheriff.toml gs://test-platform-results/logs"),
         "{shown}"
     );
     // served with Slack on, its console-only incident is pointed out
