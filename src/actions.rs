@@ -160,7 +160,7 @@ pub async fn resolve(
     now: i64,
 ) -> Result<Incident, ActionError> {
     let policy = Policy::from_settings(settings);
-    let how = Resolution::ByHand { reason: reason.to_string() };
+    let how = Resolution::ByHand { reason: reason.to_string(), by: actor.to_string() };
     store.apply_manual(now, actor, |k| Ok((manual::resolve(k, reference, how, &policy, now)?, ()))).await??;
     reread(store, id_of(store, reference).await?).await
 }

@@ -106,7 +106,7 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
-    /// Incidents: list, show, resolve, silence, unsilence, acknowledge.
+    /// Incidents: list, show, resolve, not a regression, silence, unsilence, acknowledge, accept.
     Incidents {
         #[command(subcommand)]
         action: IncidentsAction,
@@ -192,10 +192,20 @@ pub enum IncidentsAction {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
-    /// Resolve an incident by hand; Slack and Jira are told.
+    /// Resolve an incident by hand; Slack and Jira are told who did and why.
     Resolve {
         incident: String,
-        #[arg(long, default_value = "")]
+        /// Why: recorded in its history and told to Slack and Jira. Required; asked for when
+        /// missing and the input is a terminal.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Mark an incident not a regression: resolved with the reason (Slack and Jira are told)
+    /// and its fingerprint silenced for 30 days, as Slack's button does.
+    NotARegression {
+        incident: String,
+        /// Why it is not a regression.
+        #[arg(long)]
         reason: String,
     },
     /// Hold notifications of an incident, or of a matcher such as
@@ -413,6 +423,7 @@ const EXIT_CONFIG: u8 = 2;
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
+    end_quietly_when_stdout_is_closed();
     crate::init_crypto();
     let cli = Cli::parse();
     let settings = match Settings::load(cli.config.as_deref()) {
@@ -437,6 +448,21 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// A reader that stops reading (`sheriff incidents list | head`) ends the process quietly with
+/// the status a SIGPIPE gives (141), as other Unix tools end. The standard library ignores
+/// SIGPIPE, so `println!` panics on the broken pipe instead; restoring the signal would take
+/// `unsafe` (forbidden here), so the panic is caught at the hook.
+fn end_quietly_when_stdout_is_closed() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info.payload().downcast_ref::<String>().map_or("", String::as_str);
+        if text.starts_with("failed printing to stdout") && text.contains("Broken pipe") {
+            std::process::exit(141);
+        }
+        default(info);
+    }));
 }
 
 /// Runs one command with loaded settings.
@@ -708,6 +734,10 @@ async fn query(settings: &Settings, words: &[String], format: Format) -> Result<
     .await?;
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&answer)?),
+        Format::Text if !answer.known_backend => {
+            eprintln!("sheriff: {}", crate::query::render(&answer).0);
+            return Ok(ExitCode::FAILURE);
+        }
         Format::Text => {
             let (title, table) = crate::query::render(&answer);
             println!("{title}\n{table}");
@@ -954,38 +984,66 @@ fn cli_actor() -> String {
     format!("cli:{}", user.unwrap_or_else(crate::process::hostname))
 }
 
-async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Settings) -> Result<ExitCode> {
+/// `sheriff incidents list`: every incident, or those in one state, newest first.
+async fn list_incidents(store: &Store, state: Option<String>, format: Format) -> Result<()> {
     use crate::incidents::State;
+    let wanted = match state.as_deref() {
+        None => None,
+        Some("open") => Some(None),
+        Some(s) => Some(Some(State::parse(s).with_context(|| {
+            format!("unknown state `{s}`: new, ongoing, stale, resolved, reopened or open")
+        })?)),
+    };
+    let mut list: Vec<_> = store
+        .incidents()
+        .await?
+        .into_iter()
+        .filter(|i| match wanted {
+            None => true,
+            Some(None) => i.state.is_open(),
+            Some(Some(s)) => i.state == s,
+        })
+        .collect();
+    list.sort_by_key(|i| std::cmp::Reverse(i.opened_at));
+    match format {
+        Format::Json => {
+            let rows: Vec<serde_json::Value> = list.iter().map(incident_json).collect();
+            println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "incidents": rows }))?);
+        }
+        Format::Text if list.is_empty() => println!("no incidents"),
+        Format::Text => print!("{}", crate::ops::incident_table(&list)),
+    }
+    Ok(())
+}
+
+/// The reason for a resolution: `--reason`, else asked for on a terminal; an error naming
+/// `--reason` when there is none, so no incident is resolved without a word of why.
+fn reason_given_or_asked(given: Option<String>) -> Result<String> {
+    use std::io::{BufRead, IsTerminal, Write};
+    let missing =
+        || anyhow::anyhow!("`--reason` is required: say why, e.g. --reason \"the lab was rewired\"");
+    let reason = match given {
+        Some(r) => r,
+        None if std::io::stdin().is_terminal() => {
+            eprint!("why do you resolve it (told to Slack and Jira)? ");
+            std::io::stderr().flush()?;
+            let mut line = String::new();
+            std::io::stdin().lock().read_line(&mut line)?;
+            line
+        }
+        None => return Err(missing()),
+    };
+    let reason = reason.trim();
+    if reason.is_empty() {
+        return Err(missing());
+    }
+    Ok(reason.to_string())
+}
+
+async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Settings) -> Result<ExitCode> {
     let now = Utc::now().timestamp();
     match action {
-        IncidentsAction::List { state, format } => {
-            let wanted = match state.as_deref() {
-                None => None,
-                Some("open") => Some(None),
-                Some(s) => Some(Some(State::parse(s).with_context(|| {
-                    format!("unknown state `{s}`: new, ongoing, stale, resolved, reopened or open")
-                })?)),
-            };
-            let mut list: Vec<_> = store
-                .incidents()
-                .await?
-                .into_iter()
-                .filter(|i| match wanted {
-                    None => true,
-                    Some(None) => i.state.is_open(),
-                    Some(Some(s)) => i.state == s,
-                })
-                .collect();
-            list.sort_by_key(|i| std::cmp::Reverse(i.opened_at));
-            match format {
-                Format::Json => {
-                    let rows: Vec<serde_json::Value> = list.iter().map(incident_json).collect();
-                    println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "incidents": rows }))?);
-                }
-                Format::Text if list.is_empty() => println!("no incidents"),
-                Format::Text => list.iter().for_each(|i| println!("{}", crate::ops::incident_line(i))),
-            }
-        }
+        IncidentsAction::List { state, format } => list_incidents(store, state, format).await?,
         IncidentsAction::Show { incident, format } => {
             let e = crate::ops::explain(store, &incident)
                 .await?
@@ -1001,8 +1059,14 @@ async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Setting
             }
         }
         IncidentsAction::Resolve { incident, reason } => {
+            let reason = reason_given_or_asked(reason)?;
             let i = crate::actions::resolve(store, settings, &incident, &reason, &cli_actor(), now).await?;
-            println!("resolved #{} ({})", i.id, i.fingerprint);
+            print!("{}", crate::ops::resolved_words(&i, &reason));
+        }
+        IncidentsAction::NotARegression { incident, reason } => {
+            let i = crate::actions::not_a_regression(store, settings, &incident, &reason, &cli_actor(), now)
+                .await?;
+            println!("#{} marked not a regression: resolved, and its fingerprint silenced for 30 days", i.id);
         }
         IncidentsAction::Silence { target, duration, reason } => {
             let words: Vec<&str> = target.iter().map(String::as_str).collect();
@@ -1010,7 +1074,11 @@ async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Setting
             let secs = crate::model::parse_span(&duration)
                 .with_context(|| format!("`--for {duration}`: use a duration like 90m, 24h, 7d or 2w"))?;
             let made = crate::actions::silence(store, &target, secs, &reason, &cli_actor(), now).await?;
-            println!("silence #{}: {} for {duration}{}", made.id, target.describe(), made.holds_words());
+            let what = match &target.fingerprint {
+                Some(reference) => format!("incident {reference}"),
+                None => format!("matcher {}", target.describe()),
+            };
+            println!("silence #{}: {what} for {duration}{}", made.id, made.holds_words());
         }
         IncidentsAction::Unsilence { reference } => {
             let n = crate::actions::unsilence(store, settings, &reference, &cli_actor(), now).await?;
@@ -1053,7 +1121,8 @@ async fn outbox(action: OutboxAction, settings: &Settings) -> Result<ExitCode> {
                                 e.last_error.as_deref().unwrap_or("")
                             );
                         }
-                        println!("{} {state} entr(ies)", entries.len());
+                        let n = entries.len();
+                        println!("{n} {state} {}", if n == 1 { "entry" } else { "entries" });
                     }
                 }
             }
@@ -1062,7 +1131,7 @@ async fn outbox(action: OutboxAction, settings: &Settings) -> Result<ExitCode> {
                     anyhow::bail!("name an entry number, or --all");
                 }
                 let n = store.retry_outbox(id, Utc::now().timestamp()).await?;
-                println!("{n} entr(ies) queued again");
+                println!("{n} {} queued again", if n == 1 { "entry" } else { "entries" });
             }
             OutboxAction::Deliver => {
                 let r = crate::ops::deliver_for_a_while(store.clone(), settings).await?;

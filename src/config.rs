@@ -1653,6 +1653,13 @@ impl Settings {
                 "jira.url is set, but without a token no issue can be filed",
             );
         }
+        if url && jira.api == JiraApi::V3 && jira.user.trim().is_empty() {
+            need(
+                "jira.user",
+                "SHERIFF__JIRA__USER",
+                "jira.api is \"v3\" (Jira Cloud), which takes the token with the account's email only",
+            );
+        }
         missing
     }
 
@@ -1895,6 +1902,7 @@ mod tests {
             (vec![project], "`jira.url`"),
             (vec![jira_token], "`jira.url`"),
             (vec![jira_url, project], "`jira.token`"),
+            (vec![jira_url, project, jira_token, ("SHERIFF__JIRA__API", "v3")], "`jira.user`"),
         ] {
             let found = missing(&given);
             assert_eq!(found.len(), 1, "{given:?}: {found:?}");

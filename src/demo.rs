@@ -252,11 +252,11 @@ fn going_live(db_path: &Path, end: chrono::DateTime<Utc>) -> String {
         "\n{db} is console-only: its incidents were announced on this console, never in Slack, and no \
          Jira issue was filed, so do not run `sheriff serve` on it with Slack or Jira configured.\n\
          To go live, start from a fresh database (README, \"Going live\"):\n  \
-         1. in config/sheriff.toml set [slack] channel, and [jira] url and project\n  \
-         2. in the environment set SHERIFF__SLACK__BOT_TOKEN, SHERIFF__SLACK__SIGNING_SECRET and SHERIFF__JIRA__TOKEN\n  \
-         3. sheriff config check\n  \
-         4. sheriff ingest gs://test-platform-results/logs --job '^periodic-ci-openshift-release-master-.*-upgrade' --since {since}\n  \
-         5. sheriff serve --cycle-now\n",
+         1. write one TOML file, sheriff.toml: [slack] channel and bot_token_file and signing_secret_file, \
+         [jira] url, project and token_file, [[schedule.ingest]] (every key is in config/sheriff.toml)\n  \
+         2. sheriff config check --config sheriff.toml\n  \
+         3. sheriff ingest --config sheriff.toml gs://test-platform-results/logs --job '^periodic-ci-openshift-release-master-.*-upgrade' --since {since}\n  \
+         4. sheriff serve --config sheriff.toml --cycle-now\n",
         db = db_path.display()
     )
 }
@@ -282,4 +282,39 @@ async fn show_jira_issues(
         writeln!(out, "{}", crate::notify::jira::render::to_wiki(&doc))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    /// The demo's closing steps are the README's "Going live" commands, its dates aside.
+    #[test]
+    fn the_demo_goes_live_with_the_readme_commands() {
+        let readme = include_str!("../README.md");
+        let section = &readme[readme.find("## Going live").expect("README has Going live")..];
+        let section = &section[..section[3..].find("\n## ").map_or(section.len(), |n| n + 3)];
+        let end = chrono::DateTime::parse_from_rfc3339("2026-12-04T00:00:00Z").unwrap().to_utc();
+        let shown = super::going_live(std::path::Path::new("demo/sheriff.db"), end);
+        let before_date = |line: &str| line.split(" --since ").next().unwrap_or_default().trim().to_string();
+        let commands: Vec<String> = section
+            .lines()
+            .map(str::trim)
+            .filter(|l| {
+                l.starts_with("sheriff ingest gs:")
+                    || l.starts_with("sheriff ingest --config")
+                    || l.starts_with("sheriff serve")
+            })
+            .map(before_date)
+            .collect();
+        assert_eq!(commands.len(), 2, "{section}");
+        for c in &commands {
+            assert!(
+                shown.lines().any(|l| l.contains(c.as_str())),
+                "README's `{c}` is not in the demo's steps:\n{shown}"
+            );
+        }
+        assert!(
+            section.contains("sheriff config check --config sheriff.toml")
+                && shown.contains("sheriff config check --config sheriff.toml")
+        );
+    }
 }

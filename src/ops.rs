@@ -85,33 +85,91 @@ use crate::render::time as when;
 
 /// One line per incident.
 pub fn incident_line(i: &Incident) -> String {
+    let [id, state, what, level, component, notes] = incident_cells(i);
+    let line = format!("{id} {state:<8} {what} — {level} — {component}");
+    if notes.is_empty() { line } else { format!("{line} {notes}") }
+}
+
+/// An incident's cells: number, state, what regressed, its level, component, and notes (Jira
+/// issue, acknowledgement, fix claim, resolution).
+fn incident_cells(i: &Incident) -> [String; 6] {
     let s = &i.snapshot;
-    let mut line = format!(
-        "#{} {:<8} {} {} {} — {} {} ({}) — {}",
-        i.id,
-        i.state.as_str(),
-        s.family,
-        s.release,
-        s.scope.describe(),
-        s.percentile,
-        secs(s.observed_seconds),
-        crate::render::was_and_allowed(&s.report),
-        s.component
-    );
+    let mut notes = String::new();
     if let Some(k) = &i.jira_key {
-        let _ = write!(line, " [{k}]");
+        let _ = write!(notes, " [{k}]");
     }
     if let Some(by) = &i.acked_by {
-        let _ = write!(line, " (acked by {})", crate::render::person(by));
+        let _ = write!(notes, " (acked by {})", crate::render::person(by));
     }
     if let Some(c) = &i.fix {
         let last = c.verdicts.last().map_or("verdict pending", |v| v.verdict.as_str());
-        let _ = write!(line, " (fix claimed in {}: {last})", c.key);
+        let _ = write!(notes, " (fix claimed in {}: {last})", c.key);
     }
     if let Some(r) = &i.resolution {
-        let _ = write!(line, " ({})", r.replace('_', " "));
+        let _ = write!(notes, " ({})", r.replace('_', " "));
     }
-    line
+    [
+        format!("#{}", i.id),
+        i.state.as_str().to_string(),
+        format!("{} {} {}", s.family, s.release, s.scope.describe()),
+        format!(
+            "{} {} ({})",
+            s.percentile,
+            secs(s.observed_seconds),
+            crate::render::was_and_allowed(&s.report)
+        ),
+        s.component.clone(),
+        notes.trim_start().to_string(),
+    ]
+}
+
+/// `sheriff incidents list`: a header and one row per incident, each column as wide as its
+/// widest cell, so every column starts at the same place on every line.
+pub fn incident_table(list: &[Incident]) -> String {
+    let header = ["#", "state", "regression", "level", "component", "notes"].map(str::to_string);
+    let rows: Vec<[String; 6]> = std::iter::once(header).chain(list.iter().map(incident_cells)).collect();
+    let mut widths = [0; 6];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in &rows {
+        let mut line = String::new();
+        for (cell, w) in row.iter().zip(widths) {
+            let _ = write!(line, "{cell:<w$}  ");
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
+    }
+    out
+}
+
+/// What resolving `i` by hand did and what follows, said after `sheriff incidents resolve`:
+/// its episode is closed at the resolution, so the runs so far count neither in the reference
+/// nor in the current window (see `cycle::episodes`); a later regression of the same
+/// fingerprint reopens this incident rather than opening a new one (`plan::match_active`).
+pub fn resolved_words(i: &Incident, reason: &str) -> String {
+    let s = &i.snapshot;
+    let mut out = format!("resolved #{} ({}) by hand: {reason}\n", i.id, i.fingerprint);
+    let since =
+        i.onset().map_or_else(String::new, |o| format!(" (since {})", o.earliest.format("%b %-d %H:%M UTC")));
+    let _ = writeln!(
+        out,
+        "  its runs so far{since} stay out of the reference and of the current window, as a known episode"
+    );
+    let (now, _) = s.now_and_reference();
+    let _ = writeln!(
+        out,
+        "  {} was {} against {} allowed; if runs from now on still put it above the allowed level, \
+         a cycle reopens #{}",
+        s.percentile,
+        secs(now),
+        secs(s.threshold_seconds),
+        i.id
+    );
+    out.push_str("  Slack and Jira, where it was posted or filed, are told who resolved it and why\n");
+    out
 }
 
 pub fn render_status(s: &Status) -> String {
@@ -210,7 +268,10 @@ pub fn render_explain(e: &Explain) -> String {
         let recovered = ep
             .recovered_at
             .map_or("still regressed".into(), |t| format!("recovered {}", when(t.timestamp())));
-        let _ = writeln!(out, "episode {}: began {}; {recovered}", n + 1, crate::render::onset(&ep.onset));
+        let onset = crate::render::onset(&ep.onset);
+        // "since Nov 27 14:00 UTC, between …" reads "began Nov 27 14:00 UTC, between …" here
+        let when = onset.strip_prefix("since ").unwrap_or(&onset);
+        let _ = writeln!(out, "episode {}: began {when}; {recovered}", n + 1);
     }
     if let Some(into) = i.merged_into {
         let _ = writeln!(out, "merged into #{into}");
@@ -246,7 +307,13 @@ pub fn render_explain(e: &Explain) -> String {
         let _ = writeln!(out, "  {} {}s {}", j.kind, j.seconds, j.url);
     }
     if let Some(ts) = &i.slack_ts {
-        let _ = writeln!(out, "Slack: {} {ts}", i.slack_channel.as_deref().unwrap_or(""));
+        let _ = match i.slack_channel.as_deref().filter(|c| !c.is_empty()) {
+            _ if ts.starts_with("console-") => {
+                writeln!(out, "Slack: console only (no bot token), never posted")
+            }
+            Some(channel) => writeln!(out, "Slack: {channel} {ts}"),
+            None => writeln!(out, "Slack: {ts}"),
+        };
     }
     let _ = writeln!(out, "history:");
     for ev in &e.events {
@@ -295,4 +362,57 @@ pub async fn prune(
         "pruned"
     );
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::incidents::Snapshot;
+    use crate::incidents::State;
+    use crate::model::{Dimension, Scope};
+
+    #[test]
+    fn a_resolution_by_hand_says_the_runs_stay_out_and_when_it_reopens() {
+        let report = crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 31.0, 4.0);
+        let mut i = Incident::new(7, "sheriff-00000000000000aa", Snapshot::from_report(&report));
+        i.snapshot.threshold_seconds = 5.0;
+        let words = resolved_words(&i, "the lab was rewired");
+        assert!(
+            words.starts_with("resolved #7 (sheriff-00000000000000aa) by hand: the lab was rewired\n"),
+            "{words}"
+        );
+        assert!(words.contains("stay out of the reference and of the current window"), "{words}");
+        let (now, _) = i.snapshot.now_and_reference();
+        let level = format!("{} was {} against 5s allowed", i.snapshot.percentile, secs(now));
+        assert!(words.contains(&level), "{words}");
+        assert!(words.contains("a cycle reopens #7"), "{words}");
+    }
+
+    #[test]
+    fn the_incident_table_starts_every_column_at_the_same_place() {
+        let report =
+            |p: &str| crate::synth::example_report(Scope::from([(Dimension::Platform, p)]), 31.0, 4.0);
+        let mut list = vec![
+            Incident::new(7, "sheriff-00000000000000aa", Snapshot::from_report(&report("metal"))),
+            Incident::new(12, "sheriff-00000000000000bb", Snapshot::from_report(&report("vsphere"))),
+        ];
+        list[1].state = State::Reopened;
+        list[1].jira_key = Some("OCPBUGS-1".into());
+        let table = incident_table(&list);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 3, "{table}");
+        // a column starts after two spaces, at the same place on every line
+        let starts = |line: &str| -> Vec<usize> {
+            let chars: Vec<char> = line.chars().collect();
+            (2..chars.len())
+                .filter(|&k| chars[k - 2] == ' ' && chars[k - 1] == ' ' && chars[k] != ' ')
+                .collect()
+        };
+        let header = starts(lines[0]);
+        assert_eq!(header.len(), 5, "{table}");
+        for line in &lines[1..] {
+            assert_eq!(&starts(line)[..4], &header[..4], "{table}");
+        }
+        assert_eq!(starts(lines[2]), header, "{table}");
+    }
 }

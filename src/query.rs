@@ -99,7 +99,9 @@ pub async fn answer(store: &Store, settings: &EvaluateSettings, q: &Query, now: 
         })
         .unzip();
     let names = &catalog.backend_names;
-    let known_backend = names.binary_search(&q.backend).is_ok();
+    // a glob (`*`, `image-registry-*`) is known when it matches a stored backend
+    let known_backend =
+        names.binary_search(&q.backend).is_ok() || names.iter().any(|n| glob_match(&q.backend, n));
     Ok(QueryAnswer {
         similar: if known_backend { Vec::new() } else { similar(&q.backend, names) },
         known_backend,
@@ -136,7 +138,19 @@ fn similar(asked: &str, names: &[String]) -> Vec<String> {
 }
 
 /// The answer as a few lines of text (monospace-friendly; Slack puts the table in a code block).
+/// An unknown backend is said plainly, with the nearest names, and no table of dashes.
 pub fn render(a: &QueryAnswer) -> (String, String) {
+    if !a.known_backend {
+        let hint = if a.similar.is_empty() {
+            String::new()
+        } else {
+            format!("; did you mean {}?", a.similar.join(", "))
+        };
+        return (
+            format!("unknown backend `{}`: no stored run has recorded it{hint}", a.backend),
+            String::new(),
+        );
+    }
     let filters: Vec<String> = a.filters.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let title = format!(
         "{} {} — last {} days: {} runs ({} disrupted){}",
@@ -145,18 +159,7 @@ pub fn render(a: &QueryAnswer) -> (String, String) {
         a.window_days,
         a.runs,
         a.disrupted_runs,
-        if !a.known_backend {
-            let hint = if a.similar.is_empty() {
-                String::new()
-            } else {
-                format!("; did you mean {}?", a.similar.join(", "))
-            };
-            format!(" — unknown backend: no stored run has recorded it{hint}")
-        } else if a.variants == 0 {
-            " — no variant matches these filters".to_string()
-        } else {
-            String::new()
-        }
+        if a.variants == 0 { " — no variant matches these filters".to_string() } else { String::new() }
     );
     let mut table = String::from("      now      reference  before (raw)\n");
     for p in Percentile::ALL {
@@ -197,5 +200,31 @@ mod tests {
         assert_eq!(similar("console", &names), ["ingress-to-console-new-connections"]);
         assert!(similar("*", &names).is_empty());
         assert!(similar("zzz", &names).is_empty());
+    }
+
+    #[test]
+    fn an_unknown_backend_is_said_with_the_nearest_names_and_no_table() {
+        let a = QueryAnswer {
+            backend: "image-registry".into(),
+            filters: BTreeMap::new(),
+            window_days: 7,
+            known_backend: false,
+            similar: vec!["image-registry-new-connections".into()],
+            variants: 0,
+            runs: 0,
+            disrupted_runs: 0,
+            percentiles: Percentile::ALL.iter().map(|p| (*p, None)).collect(),
+            baseline_runs: 0,
+            baseline: Percentile::ALL.iter().map(|p| (*p, None)).collect(),
+            thresholds: BTreeMap::new(),
+            weekly_p50: vec![],
+            weekly_p95: vec![],
+        };
+        let (title, table) = render(&a);
+        assert_eq!(
+            title,
+            "unknown backend `image-registry`: no stored run has recorded it; did you mean image-registry-new-connections?"
+        );
+        assert!(table.is_empty(), "{table}");
     }
 }

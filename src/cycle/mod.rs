@@ -197,7 +197,16 @@ pub async fn run_cycle(store: &Store, settings: &Settings, options: CycleOptions
             tracing::warn!("reading the incidents' Jira issues: {e:#}");
         }
     }
-    run_cycle_on(store, store, settings, &policy, options).await
+    let report = run_cycle_on(store, store, settings, &policy, options).await?;
+    tracing::info!(
+        evaluated_at = %options.at,
+        groups = report.groups_evaluated,
+        regressions = report.regressions.len(),
+        seconds = report.seconds,
+        dry_run = options.dry_run,
+        "evaluation cycle finished"
+    );
+    Ok(report)
 }
 
 /// One cycle reading runs from `source` and recording its outcome (group states, incidents,
@@ -265,13 +274,13 @@ pub async fn run_cycle_on<S: RunSource>(
         let (_, plan) = state.finish_cycle(&states, &record, planner).await?;
         report.incidents = IncidentCounts::of(&plan);
     }
-    tracing::info!(
+    // Debug here: a backtest replays dozens of cycles; `run_cycle` logs the live one at info.
+    tracing::debug!(
         evaluated_at = %options.at,
         groups = report.groups_evaluated,
         regressions = report.regressions.len(),
         seconds,
-        dry_run = options.dry_run,
-        "evaluation cycle finished"
+        "replayed cycle finished"
     );
     Ok(report)
 }

@@ -202,8 +202,8 @@ pub enum Resolution {
     Recovered,
     /// A claimed fix verified on the runs after it (the verdict's line).
     Fixed { text: String },
-    /// A person resolved it, for a reason.
-    ByHand { reason: String },
+    /// A person (`by`, as recorded: `cli:alice`, a Slack user id) resolved it, for a reason.
+    ByHand { reason: String, by: String },
     /// A person said it is not a regression.
     NotARegression { reason: String },
     /// The same problem as an older incident, which carries on.
@@ -216,8 +216,12 @@ impl Resolution {
         match self {
             Resolution::Recovered => Change::Resolved.describe(),
             Resolution::Fixed { text } => text.clone(),
-            Resolution::ByHand { reason } if reason.is_empty() => "resolved by hand".into(),
-            Resolution::ByHand { reason } => format!("resolved by hand: {reason}"),
+            Resolution::ByHand { reason, by } if reason.is_empty() => {
+                format!("resolved by hand by {}", crate::model::actor::person(by))
+            }
+            Resolution::ByHand { reason, by } => {
+                format!("resolved by hand by {}: {reason}", crate::model::actor::person(by))
+            }
             Resolution::NotARegression { reason } => format!("resolved as not a regression: {reason}"),
             Resolution::Merged { into } => format!("merged into #{into}: the same problem, followed there"),
         }

@@ -218,13 +218,11 @@ async fn run_inner(state: &AppState, c: Command, user: &str, actor: &str) -> Res
         Command::Query(q) => {
             let a = crate::query::answer(store, &state.settings.evaluate, &q, now).await?;
             let (title, table) = crate::query::render(&a);
-            Message {
-                text: title.clone(),
-                blocks: json!([
-                    blocks::plain_section(&title),
-                    blocks::section(&format!("```\n{table}\n```"))
-                ]),
+            let mut parts = vec![blocks::plain_section(&title)];
+            if !table.is_empty() {
+                parts.push(blocks::section(&format!("```\n{table}\n```")));
             }
+            Message { text: title.clone(), blocks: json!(parts) }
         }
         Command::Explain(reference) => match crate::ops::explain(store, &reference).await? {
             None => text_message(&format!("No incident {reference}. `status` lists the open ones.")),

@@ -237,8 +237,14 @@ fn the_demo_finds_the_planted_regression_and_nothing_else() {
     assert!(!shown.contains("no bot token configured"), "{shown}");
     assert!(shown.contains("a bot token is configured, but the demo never posts"), "{shown}");
     assert!(shown.contains("sheriff.db is console-only"), "{shown}");
-    assert!(shown.contains("To go live") && shown.contains("sheriff serve --cycle-now"), "{shown}");
-    assert!(shown.contains("sheriff ingest gs://test-platform-results/logs"), "{shown}");
+    assert!(
+        shown.contains("To go live") && shown.contains("sheriff serve --config sheriff.toml --cycle-now"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("sheriff ingest --config sheriff.toml gs://test-platform-results/logs"),
+        "{shown}"
+    );
     // served with Slack on, its console-only incident is pointed out
     let demo_db = format!("sqlite://{}", dir.path().join("sheriff.db").display());
     let slack = [
@@ -395,4 +401,44 @@ fn a_backfill_takes_a_bigquery_dataset_and_its_days_only() {
         sheriff(&["ingest", "bq://p/d", "--backfill", "--from", "2026-11-01", "--to", "2099-01-01"], &env);
     assert!(!out.status.success());
     assert!(text(&out).contains("bigquery.overlap_hours"), "{}", text(&out));
+}
+
+#[test]
+fn resolving_without_a_reason_is_refused_naming_the_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("s.db").display());
+    for args in [&["incidents", "resolve", "1"][..], &["incidents", "resolve", "1", "--reason", " "]] {
+        let out = sheriff(args, &[("SHERIFF__DATABASE__URL", &url)]);
+        assert!(!out.status.success(), "{}", text(&out));
+        assert!(text(&out).contains("`--reason` is required"), "{}", text(&out));
+    }
+}
+
+#[test]
+fn a_reader_that_closes_stdout_early_ends_sheriff_quietly() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader); // closed before sheriff writes a byte, as `| head -c 10` does after ten
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_sheriff"))
+        .args(["config", "check"])
+        .env("RUST_LOG", "warn")
+        .current_dir(dir.path())
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked") && !stderr.contains("Broken pipe"), "{stderr}");
+    assert_eq!(out.status.code(), Some(141), "{stderr}");
+}
+
+#[test]
+fn not_a_regression_is_a_command_line_action_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("s.db").display());
+    let out = sheriff(
+        &["incidents", "not-a-regression", "1", "--reason", "a lab change"],
+        &[("SHERIFF__DATABASE__URL", &url)],
+    );
+    assert!(text(&out).contains("no incident 1"), "{}", text(&out));
 }

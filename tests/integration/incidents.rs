@@ -688,7 +688,7 @@ on_both_engines! {
         sheriff::ops::deliver_for_a_while(store.clone(), &settings).await.unwrap();
         let lines = thread_lines(&slack);
         assert_eq!(lines.len(), before + 1, "{lines:#?}");
-        assert!(lines.last().unwrap().contains("resolved by hand: the metal lab was rewired"), "{lines:#?}");
+        assert!(lines.last().unwrap().contains("resolved by hand by ops (command line): the metal lab was rewired"), "{lines:#?}");
         let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).unwrap();
         assert!(parent.text.contains("resolved") || parent.blocks.to_string().contains("resolved"), "{}", parent.blocks);
         assert_eq!(jira.issues()[0].transitions, vec!["Done".to_string()]);

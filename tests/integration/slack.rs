@@ -228,7 +228,7 @@ on_both_engines! {
         assert!(text.contains("image-registry-new-connections platform=metal") && !text.contains("unknown"), "{query}");
         // A misspelled backend is called unknown, with the nearest names; a glob is shown as typed.
         let typo = command(&state, "UANY", "query image-registry-new-connection", "").await;
-        assert!(typo["text"].as_str().unwrap().contains("unknown backend: no stored run has recorded it; did you mean image-registry-new-connections"), "{typo}");
+        assert!(typo["text"].as_str().unwrap().contains("unknown backend `image-registry-new-connection`: no stored run has recorded it; did you mean image-registry-new-connections"), "{typo}");
         let star = command(&state, "UANY", "query * platform=*-metal", "").await;
         assert_eq!(star["blocks"][0]["text"]["type"], "plain_text", "{star}");
         assert!(star["blocks"][0]["text"]["text"].as_str().unwrap().starts_with("* platform=*-metal — last 7 days"), "{star}");

@@ -484,9 +484,12 @@ fn a_persons_resolution_is_told_during_a_silence_and_what_it_held_once_it_ends()
     assert_eq!(held.iter().map(Effect::kind).collect::<Vec<_>>(), ["slack_reply", "jira_comment"]);
     known.incidents[0].held = held;
     // a person's resolution is told at once, the silence notwithstanding; what it held waits
-    let how = Resolution::ByHand { reason: "the lab was rewired".into() };
+    let how = Resolution::ByHand { reason: "the lab was rewired".into(), by: "cli:ops".into() };
     let p = super::super::manual::resolve(&known, "1", how, &policy(), 200).unwrap();
     assert_eq!(kinds(&p), ["slack_update", "slack_reply", "jira_resolve"]);
+    let said = "resolved by hand by ops (command line): the lab was rewired".to_string();
+    assert!(p.steps[0].effects.contains(&Effect::SlackReply { text: said.clone() }), "{p:?}");
+    assert!(p.steps[0].effects.contains(&Effect::JiraResolve { text: said }), "{p:?}");
     assert!(p.steps[0].silenced_by.is_none() && p.steps[0].held.is_none(), "{p:?}");
     known.incidents[0].state = State::Resolved;
     // a cycle while the silence holds: nothing; once it has lapsed: what it held, once

@@ -154,7 +154,11 @@ impl SlackSink {
         match &self.api {
             Some(client) => client.update_message(channel, ts, message).await,
             None => {
-                eprintln!("── Slack edit of {ts} in {channel} ──\n{}\n", blocks::to_text(message));
+                let place = if channel.is_empty() { "the default channel" } else { channel };
+                eprintln!(
+                    "── Slack edit of {ts} in {place} (no bot token: shown, not posted) ──\n{}\n",
+                    blocks::to_text(message)
+                );
                 Ok(())
             }
         }
