@@ -476,7 +476,7 @@ on_both_engines! {
             .await
             .unwrap();
         let page = String::from_utf8(axum::body::to_bytes(page.into_body(), 1 << 22).await.unwrap().to_vec()).unwrap();
-        assert!(page.contains("<td>alice</td>") && !page.contains("slack:UOPS"), "the history names alice");
+        assert!(page.contains(r#"<td data-label="who">alice</td>"#) && !page.contains("slack:UOPS"), "the history names alice");
         let explain = command(&state, "UANY", "explain 1", "").await.to_string();
         assert!(explain.contains("alice") && !explain.contains("slack:"), "{explain}");
         // the command line: the name, and its own actor is the login, else the host
