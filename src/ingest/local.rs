@@ -56,22 +56,7 @@ fn walk(
         }
     }
     if is_run {
-        let root = bucket_root(dir);
-        let bucket = root
-            .as_ref()
-            .and_then(|r| r.file_name())
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let path = match root.as_ref().and_then(|r| dir.strip_prefix(r).ok()) {
-            Some(rel) => rel.to_string_lossy().replace('\\', "/"),
-            None => {
-                // A run folder outside any bucket layout: call it <job>/<build>.
-                let mut parts =
-                    dir.iter().rev().take(2).map(|p| p.to_string_lossy().into_owned()).collect::<Vec<_>>();
-                parts.reverse();
-                parts.join("/")
-            }
-        };
+        let (bucket, path) = bucket_and_path(dir);
         let (job, _) = job_and_build(&path);
         if !keep_job(&job) {
             return Ok(());
@@ -96,10 +81,38 @@ fn walk(
             continue;
         }
         if let Err(e) = walk(&sub, keep_job, runs, depth + 1) {
-            tracing::warn!(folder = %sub.display(), "folder skipped: {e}");
+            // a folder that cannot be read may be a run: reported as one that cannot be listed,
+            // in the summary and the ingest log, never silently left out
+            tracing::warn!(folder = %sub.display(), "folder cannot be read: {e}");
+            let (bucket, path) = bucket_and_path(&sub);
+            if keep_job(&job_and_build(&path).0) {
+                let unlisted = Some(named(&sub, &e).to_string());
+                runs.push(RunListing { bucket, path, files: Vec::new(), unlisted });
+            }
         }
     }
     Ok(())
+}
+
+/// A folder's bucket (the name of the folder holding `logs/`) and its path inside it; outside
+/// any bucket layout, its last two names (`<job>/<build>`).
+fn bucket_and_path(dir: &Path) -> (String, String) {
+    let root = bucket_root(dir);
+    let bucket = root
+        .as_ref()
+        .and_then(|r| r.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let path = match root.as_ref().and_then(|r| dir.strip_prefix(r).ok()) {
+        Some(rel) => rel.to_string_lossy().replace('\\', "/"),
+        None => {
+            let mut parts =
+                dir.iter().rev().take(2).map(|p| p.to_string_lossy().into_owned()).collect::<Vec<_>>();
+            parts.reverse();
+            parts.join("/")
+        }
+    };
+    (bucket, path)
 }
 
 fn collect_files(run_dir: &Path, dir: &Path, out: &mut Vec<ListedFile>, depth: usize) -> std::io::Result<()> {

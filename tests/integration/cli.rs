@@ -220,6 +220,54 @@ fn ingest_prints_the_json_contract_and_honours_job_and_since() {
     assert!(text(&out).contains("neither a gs:// or bq:// URL nor a directory"), "{}", text(&out));
 }
 
+/// Runs `sheriff` unable to read what its permissions forbid: as root (which reads any folder)
+/// without the capabilities that let it, else as it is.
+fn sheriff_without_override(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    if !root {
+        return sheriff(args, env);
+    }
+    let mut cmd = Command::new("setpriv");
+    cmd.arg("--bounding-set=-dac_override,-dac_read_search").arg(env!("CARGO_BIN_EXE_sheriff")).args(args);
+    cmd.env("RUST_LOG", "warn");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("setpriv (util-linux) runs sheriff")
+}
+
+#[test]
+fn a_run_folder_that_cannot_be_read_is_named_as_failed_not_left_out() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut scenario = sheriff::synth::Scenario::month(5, sheriff::synth::day(2026, 11, 10));
+    scenario.days = 2;
+    scenario.start = sheriff::synth::day(2026, 11, 8);
+    let truth = sheriff::synth::write_tree(&scenario, dir.path()).unwrap();
+    let tree = dir.path().join(&scenario.bucket);
+    let run = &truth.runs[0];
+    let folder = tree.join(&run.path);
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o000)).unwrap();
+    let url = format!("sqlite://{}", dir.path().join("i.db").display());
+    let out = sheriff_without_override(
+        &["ingest", tree.to_str().unwrap(), "--format", "json"],
+        &[("SHERIFF__DATABASE__URL", url.as_str())],
+    );
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", text(&out)));
+    assert_eq!(json["failed"], 1, "{json}");
+    let errors = json["errors"].as_array().unwrap();
+    assert!(
+        errors
+            .iter()
+            .any(|e| e["run"] == run.path.as_str()
+                && e["error"].as_str().unwrap().contains("Permission denied")),
+        "{json}"
+    );
+    assert_eq!(json["ingested"], truth.runs.len() as u64 - 1, "{json}");
+}
+
 #[test]
 fn the_demo_finds_the_planted_regression_and_nothing_else() {
     let dir = tempfile::tempdir().unwrap();
