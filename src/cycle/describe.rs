@@ -251,13 +251,15 @@ pub(super) fn variants_in(data: &WindowData, scope: &Scope) -> Vec<i64> {
 }
 
 /// Whether a series of runs (by start) turned worse at some point, beyond what a scan of a
-/// healthy series finds ([`changepoint::SCAN_THRESHOLD`]). A new regression needs it: a few
-/// days in which a heavy tail's chance runs gather pass a span's test now and then across a
-/// cycle's thousands of tests and a week of cycles, but they are no change of level.
-fn changed(runs: &[CellRun]) -> bool {
+/// healthy series finds ([`changepoint::SCAN_THRESHOLD`]); None when there are too few runs to
+/// scan (a store holding only a backfill's day counts has none: the counts decide). A new
+/// regression needs it: a few days in which a heavy tail's chance runs gather pass a span's test
+/// now and then across a cycle's thousands of tests and a week of cycles, but they are no change
+/// of level.
+fn changed(runs: &[CellRun]) -> Option<bool> {
     let series: Vec<Run> = runs.iter().map(|r| Run { at: r.started, seconds: r.seconds }).collect();
     changepoint::most_likely_change(&series, 3, 3)
-        .is_some_and(|c| c.worse_after && c.is_real(changepoint::SCAN_THRESHOLD))
+        .map(|c| c.worse_after && c.is_real(changepoint::SCAN_THRESHOLD))
 }
 
 /// When a series of runs (by start) turned worse: the most likely change point and its
@@ -390,7 +392,7 @@ impl<S: RunSource> Context<'_, S> {
         stats.check.discovery = true;
         let runs =
             self.runs_of(&lead.key.backend, &scope, search_from.max(self.baseline.from.timestamp())).await?;
-        if status_of(cluster) == Status::New && !changed(&runs) {
+        if status_of(cluster) == Status::New && !changed(&runs).unwrap_or(true) {
             return Ok(None);
         }
         let release = scope.single(Dimension::Release).unwrap_or_default().to_string();
@@ -960,10 +962,11 @@ mod tests {
             let noise =
                 |rng: &mut Rng| if rng.chance(0.04) { rng.between(15, 150) } else { rng.between(0, 4) };
             let healthy: Vec<CellRun> = (0..300).map(|i| run(i, noise(&mut rng))).collect();
-            assert!(!changed(&healthy), "seed {seed}: a heavy tail alone");
+            assert_eq!(changed(&healthy), Some(false), "seed {seed}: a heavy tail alone");
             let mut onset = healthy[..250].to_vec();
             onset.extend((250..262).map(|i| run(i, if rng.chance(0.85) { rng.between(12, 45) } else { 0 })));
-            assert!(changed(&onset), "seed {seed}: twelve runs of a new level");
+            assert_eq!(changed(&onset), Some(true), "seed {seed}: twelve runs of a new level");
         }
+        assert_eq!(changed(&[]), None, "no runs stored: nothing to scan");
     }
 }
