@@ -66,7 +66,7 @@ pub fn parse_location(location: &str) -> Option<(String, String, String)> {
 }
 
 /// The query for one run's rows: the partitions from its start to its end (with
-/// [`SLACK_SECS`] each side), its `JobRunName`, at most `max_rows + 1` rows (one more tells
+/// `SLACK_SECS` each side), its `JobRunName`, at most `max_rows + 1` rows (one more tells
 /// that there were too many).
 pub fn query(project: &str, dataset: &str, table: &str, run: &JobRun, max_rows: u64) -> Query {
     let start = run.started_at.timestamp();
