@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use common::bigquery::{BigQueryFront, Emulator};
 use sheriff::config::{IntervalsMode, Settings};
 use sheriff::cycle::{CycleOptions, CycleReport, run_cycle};
-use sheriff::model::{RegressionReport, RunRecord};
+use sheriff::model::RunRecord;
 use sheriff::store::Store;
 use sheriff::synth;
 
@@ -201,13 +201,6 @@ async fn cycle(store: &Store, settings: &Settings) -> CycleReport {
     run_cycle(store, settings, CycleOptions { at: end(), dry_run: false }).await.unwrap()
 }
 
-fn planted(report: &CycleReport) -> &RegressionReport {
-    let active: Vec<&RegressionReport> = report.regressions.iter().filter(|r| r.status.is_active()).collect();
-    assert_eq!(active.len(), 1, "{active:#?}");
-    assert_eq!(active[0].scope.single(sheriff::model::Dimension::Platform), Some("metal"));
-    active[0]
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_bigquery_unreachable_interval_evidence_is_pending_and_a_later_cycle_fills_it_in() {
     let Some(world) = loaded().await else { return };
@@ -221,7 +214,7 @@ async fn with_bigquery_unreachable_interval_evidence_is_pending_and_a_later_cycl
     // BigQuery goes away: the regression is reported and its incident opened all the same
     proxy.down();
     let first = cycle(&db.store, &settings).await;
-    let r = planted(&first);
+    let r = common::planted(&first);
     assert!(r.attribution.evidence_pending > 0, "{:#?}", r.attribution);
     assert!(r.attribution.conditions.is_empty() && r.attribution.mechanism.is_none(), "{:#?}", r.attribution);
     let evidence = r.attribution.evidence.join("\n");
@@ -238,7 +231,7 @@ async fn with_bigquery_unreachable_interval_evidence_is_pending_and_a_later_cycl
     // back: the next cycle reads them and fills the incident's attribution in
     proxy.up();
     let second = cycle(&db.store, &settings).await;
-    let r = planted(&second);
+    let r = common::planted(&second);
     assert_eq!(r.attribution.evidence_pending, 0, "{:#?}", r.attribution);
     let c = r.attribution.conditions.first().expect("filled in");
     assert_eq!(

@@ -62,13 +62,6 @@ async fn cycle(store: &Store, settings: &Settings) -> CycleReport {
     run_cycle(store, settings, CycleOptions { at: end(), dry_run: false }).await.unwrap()
 }
 
-fn planted(report: &CycleReport) -> &RegressionReport {
-    let active: Vec<&RegressionReport> = report.regressions.iter().filter(|r| r.status.is_active()).collect();
-    assert_eq!(active.len(), 1, "{active:#?}");
-    assert_eq!(active[0].scope.single(sheriff::model::Dimension::Platform), Some("metal"));
-    active[0]
-}
-
 /// The top condition as a person reads it: which, how often, how much of the outage.
 fn top(r: &RegressionReport) -> String {
     let c = r.attribution.conditions.first().expect("a condition behind the outages");
@@ -94,7 +87,7 @@ on_both_engines! {
         let eager_runs: BTreeSet<String> = all.iter().map(|(o, _)| run_of(o)).collect();
         assert_eq!(eager_runs.len() as u64, runs, "eager reading downloads every run's interval files");
         let eager_report = cycle(&eager.store, &eager_settings).await;
-        let expected = top(planted(&eager_report));
+        let expected = top(common::planted(&eager_report));
 
         // On demand (the default for gs://): ingest downloads no interval file at all.
         let settings = settings(&fake.url);
@@ -108,10 +101,10 @@ on_both_engines! {
         // The cycle fetches the evidence runs' files: the same top condition, from those runs only.
         let mark = fake.downloaded().len();
         let report = cycle(&db.store, &settings).await;
-        let r = planted(&report);
+        let r = common::planted(&report);
         assert_eq!(top(r), expected);
         assert_eq!(r.attribution.evidence_pending, 0);
-        assert_eq!(r.attribution.confidence, planted(&eager_report).attribution.confidence);
+        assert_eq!(r.attribution.confidence, common::planted(&eager_report).attribution.confidence);
         let fetched: Vec<(String, u64)> = fake.downloaded()[mark..].to_vec();
         assert!(fetched.iter().all(|(o, _)| is_interval_file(o)), "{fetched:?}");
         let fetched_runs: BTreeSet<String> = fetched.iter().map(|(o, _)| run_of(o)).collect();
@@ -141,7 +134,7 @@ on_both_engines! {
         // downloaded twice, and only runs it had not used before are fetched.
         let mark = fake.downloaded().len();
         let again = cycle(&db.store, &settings).await;
-        assert_eq!(top(planted(&again)), expected);
+        assert_eq!(top(common::planted(&again)), expected);
         let later: Vec<(String, u64)> = fake.downloaded()[mark..].to_vec();
         assert!(later.iter().all(|(o, _)| !fetched_runs.contains(&run_of(o))), "{later:?}");
         assert!(later.len() < fetched.len() / 2, "{} files fetched again", later.len());
@@ -158,7 +151,7 @@ on_both_engines! {
         // The bucket goes away: the regression is reported all the same, its evidence pending.
         proxy.down();
         let first = cycle(&db.store, &settings).await;
-        let r = planted(&first);
+        let r = common::planted(&first);
         assert!(r.attribution.evidence_pending > 0, "{:#?}", r.attribution);
         assert!(r.attribution.conditions.is_empty(), "{:?}", r.attribution.conditions);
         let evidence = r.attribution.evidence.join("\n");
@@ -172,7 +165,7 @@ on_both_engines! {
         // Back: the next cycle fetches them and fills the incident's attribution in.
         proxy.up();
         let second = cycle(&db.store, &settings).await;
-        let r = planted(&second);
+        let r = common::planted(&second);
         assert_eq!(r.attribution.evidence_pending, 0, "{:#?}", r.attribution);
         let c = r.attribution.conditions.first().expect("filled in");
         assert_eq!((c.operator.as_str(), c.condition.as_str(), c.status.as_str()), ("image-registry", "Available", "False"));
@@ -225,7 +218,7 @@ async fn measure_bytes_fetched_per_run_with_ten_megabyte_interval_files() {
     assert_eq!(ingest_gcs(&db.store, &settings).await, runs);
     let on_demand_seconds = started.elapsed().as_secs_f64();
     let report = cycle(&db.store, &settings).await;
-    assert_eq!(top(planted(&report)), top(planted(&eager_report)));
+    assert_eq!(top(common::planted(&report)), top(common::planted(&eager_report)));
     let read_on_demand: Vec<(String, u64)> = fake.downloaded()[mark..].to_vec();
     let (fetched, at_ingest): (Vec<Served>, Vec<Served>) =
         read_on_demand.iter().cloned().partition(|(o, _)| is_interval_file(o));

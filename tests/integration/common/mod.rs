@@ -152,3 +152,13 @@ macro_rules! on_both_engines {
         )*
     };
 }
+
+/// The cycle's one active regression, on metal: the planted one (the evidence tests' worlds hold
+/// exactly one).
+pub fn planted(report: &sheriff::cycle::CycleReport) -> &sheriff::model::RegressionReport {
+    let active: Vec<&sheriff::model::RegressionReport> =
+        report.regressions.iter().filter(|r| r.status.is_active()).collect();
+    assert_eq!(active.len(), 1, "{active:#?}");
+    assert_eq!(active[0].scope.single(sheriff::model::Dimension::Platform), Some("metal"));
+    active[0]
+}
