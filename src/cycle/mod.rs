@@ -442,8 +442,9 @@ async fn regressions_of<S: RunSource>(
     tracing::debug!(seconds = phase.elapsed().as_secs_f64(), clusters = clusters.len(), "cycle: clustered");
     let phase = Instant::now();
     for cluster in &clusters {
-        if let Some(d) = cx.describe(cluster, search_from(cluster, incidents, cx)).await? {
-            detections.push(d);
+        match cx.describe(cluster, search_from(cluster, incidents, cx)).await? {
+            Some(d) => detections.push(d),
+            None => forget_unreported(cluster, states),
         }
     }
     tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: described the clusters");
@@ -459,6 +460,15 @@ async fn regressions_of<S: RunSource>(
         (!a.status.is_active(), &a.family, &a.release).cmp(&(!b.status.is_active(), &b.family, &b.release))
     });
     Ok((regressions, merges))
+}
+
+/// A new regression the cycle did not report (no change of level in its runs, or numbers that
+/// hold over no scope) leaves no state behind: the next cycle judges its groups as new again,
+/// with the same tests. Kept, the state would let the groups stay regressed on their level alone
+/// and be reported as ongoing without ever having passed the tests of a new regression.
+fn forget_unreported(cluster: &describe::Cluster<'_>, states: &mut States) {
+    let new: HashSet<String> = cluster.groups.iter().filter(|g| g.is_new).map(|g| g.key.label()).collect();
+    states.retain(|(label, _)| !new.contains(label));
 }
 
 /// Where a detection's onset may be: the windows' span, but after the last recovery of a
