@@ -11,7 +11,7 @@ use super::scoped::{Judging, ScopeStats};
 use super::source::{CellRun, RunSource};
 use super::{Attribution, PercentilePair, RegressionReport, SampleJob, Window};
 use crate::attribute::components::{ComponentTable, control_for};
-use crate::attribute::describe::{self as words, Facts, Owners};
+use crate::attribute::describe::{self as words, Facts, Owners, PendingRuns};
 use crate::attribute::evidence::{self, ConditionEvidence, RunIntervals};
 use crate::attribute::mechanism::{self, RunTimeline};
 use crate::attribute::scope::{self, CellEvidence, ScopeFinding, ValueEvidence, Verdict};
@@ -200,7 +200,7 @@ struct RunEvidence {
     /// How the outages come about, when the runs hold timelines.
     mechanism: Option<Mechanism>,
     /// Runs whose interval files could not be fetched yet, of the disrupted and healthy read.
-    pending: (usize, usize),
+    pending: PendingRuns,
 }
 
 /// What [`Context::intervals_of`] read.
@@ -210,7 +210,7 @@ struct ReadIntervals {
     /// The same runs' timelines.
     timelines: (Vec<RunTimeline>, Vec<RunTimeline>),
     /// Runs whose interval files could not be fetched yet, of those read.
-    pending: (usize, usize),
+    pending: PendingRuns,
 }
 
 /// The group that makes a cluster's case (the most significant), its leading check, and the
@@ -599,7 +599,7 @@ impl<S: RunSource> Context<'_, S> {
             conditions: evidence.conditions.clone(),
             confidence: words::confidence(&facts),
             evidence: words::evidence(&facts),
-            evidence_pending: evidence.pending.0,
+            evidence_pending: evidence.pending.unfetched,
             mechanism: None,
             harness: None,
             contrast: Vec::new(),
@@ -703,14 +703,14 @@ impl<S: RunSource> Context<'_, S> {
         let family: BTreeSet<&str> = backends.iter().map(String::as_str).collect();
         let mut regressed = Vec::new();
         let mut timelines = (Vec::new(), Vec::new());
-        let mut pending = (0, 0);
+        let mut pending = PendingRuns::default();
         let wanted: Vec<&CellRun> = disrupted.iter().map(|r| **r).chain(healthy.iter().copied()).collect();
         let mut records = self.records(&wanted).await?.into_iter();
         for _ in disrupted {
             if let Some(record) = records.next().flatten() {
-                pending.1 += 1;
+                pending.read += 1;
                 if !record.interval_files.is_empty() {
-                    pending.0 += 1;
+                    pending.unfetched += 1;
                     continue;
                 }
                 let outages =
@@ -722,9 +722,9 @@ impl<S: RunSource> Context<'_, S> {
         }
         let mut healthy_intervals = Vec::new();
         for record in records.flatten() {
-            pending.1 += 1;
+            pending.read += 1;
             if !record.interval_files.is_empty() {
-                pending.0 += 1;
+                pending.unfetched += 1;
                 continue;
             }
             healthy_intervals.push(RunIntervals { outages: Vec::new(), conditions: record.conditions });
