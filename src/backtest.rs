@@ -16,11 +16,9 @@ use crate::config::{DatabaseSettings, DatabaseUrl, Settings};
 use crate::cycle::replay::Replay;
 use crate::cycle::{CycleOptions, Window, run_cycle_on};
 use crate::incidents::plan::Policy;
-use crate::model::{Onset, Scope};
+use crate::model::{DAY, HOUR, Onset, Scope};
 use crate::schedule::Schedule;
 use crate::store::Store;
-
-const DAY: i64 = 86_400;
 
 /// When the replayed cycles run.
 #[derive(Debug, Clone)]
@@ -233,7 +231,7 @@ fn summarize(incidents: &[Story], from: DateTime<Utc>, to: DateTime<Utc>) -> Sum
     let weeks = ((to - from).num_seconds() as f64 / (7 * DAY) as f64).max(1e-9);
     let mut lags: Vec<f64> = incidents
         .iter()
-        .filter_map(|s| Some((s.opened_at - s.onset.as_ref()?.at).num_seconds() as f64 / 3_600.0))
+        .filter_map(|s| Some((s.opened_at - s.onset.as_ref()?.at).num_seconds() as f64 / HOUR as f64))
         .collect();
     lags.sort_by(f64::total_cmp);
     let median = (!lags.is_empty()).then(|| {

@@ -13,6 +13,7 @@ use chrono::{DateTime, Utc};
 
 use crate::config::Settings;
 use crate::ingest::{IngestOptions, IngestSummary, Source};
+use crate::model::{DAY, HOUR};
 use crate::store::Store;
 
 #[derive(Debug, Parser)]
@@ -560,8 +561,8 @@ async fn backfill(
         anyhow::bail!("--backfill reads a BigQuery dataset (bq://PROJECT/DATASET), not `{source}`");
     };
     let to = to.unwrap_or_else(|| {
-        let end = Utc::now().timestamp() - i64::from(dataset.overlap_hours) * 3_600;
-        DateTime::from_timestamp(end.div_euclid(86_400) * 86_400, 0).unwrap_or_default()
+        let end = Utc::now().timestamp() - i64::from(dataset.overlap_hours) * HOUR;
+        DateTime::from_timestamp(end.div_euclid(DAY) * DAY, 0).unwrap_or_default()
     });
     let summary = with_store(settings, async |store| {
         crate::ingest::bigquery::backfill::backfill(store, &dataset, from, to).await

@@ -20,6 +20,10 @@ pub const DEFAULT_CONFIG_PATH: &str = "config/sheriff.toml";
 /// The environment prefix: `SHERIFF__DATABASE__URL` sets `[database] url`.
 pub const ENV_PREFIX: &str = "SHERIFF__";
 
+/// An hour and a day in seconds, as the unsigned numbers settings are read in.
+const HOUR: u64 = crate::model::HOUR.unsigned_abs();
+const DAY: u64 = crate::model::DAY.unsigned_abs();
+
 /// A secret value. Its `Debug`, `Display` and `Serialize` never show the content.
 #[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(transparent)]
@@ -772,7 +776,7 @@ impl Default for ServerSettings {
             header_timeout_secs: 10,
             idle_timeout_secs: 75,
             request_timeout_secs: 60,
-            max_connection_secs: 3_600,
+            max_connection_secs: HOUR,
             max_connections: 1_024,
         }
     }
@@ -1343,7 +1347,7 @@ impl Settings {
     fn validate_github(&self) -> Result<(), ConfigError> {
         let gh = &self.github;
         let ranges: [(&str, u64, u64, u64); 4] = [
-            ("github.timeout_secs", gh.timeout_secs, 1, 3_600),
+            ("github.timeout_secs", gh.timeout_secs, 1, HOUR),
             ("github.max_pages", gh.max_pages.into(), 1, 100),
             ("github.max_response_bytes", gh.max_response_bytes, 1_024, 1 << 30),
             ("github.max_wait_secs", gh.max_wait_secs, 0, 600),
@@ -1375,15 +1379,14 @@ impl Settings {
     /// a date, a timer or an allocation overflow later.
     // Long: one table of every numeric setting with its range, read in one place.
     fn validate_ranges(&self) -> Result<(), ConfigError> {
-        const DAY: u64 = 86_400;
         const YEARS: u64 = 36_500;
         let (e, r, o) = (&self.evaluate, &self.retention, &self.outbox);
         let bq = &self.bigquery;
         let whole: [(&str, u64, u64, u64); 49] = [
             ("database.max_connections", self.database.max_connections.into(), 1, 10_000),
-            ("database.acquire_timeout_secs", self.database.acquire_timeout_secs, 1, 3_600),
+            ("database.acquire_timeout_secs", self.database.acquire_timeout_secs, 1, HOUR),
             ("database.statement_timeout_secs", self.database.statement_timeout_secs, 1, DAY),
-            ("ingest.push_store_timeout_secs", self.ingest.push_store_timeout_secs, 1, 3_600),
+            ("ingest.push_store_timeout_secs", self.ingest.push_store_timeout_secs, 1, HOUR),
             ("server.max_body_bytes", self.server.max_body_bytes as u64, 1, 1 << 30),
             ("server.slack_max_body_bytes", self.server.slack_max_body_bytes as u64, 1_024, 16 << 20),
             ("server.header_timeout_secs", self.server.header_timeout_secs, 1, DAY),
@@ -1396,19 +1399,19 @@ impl Settings {
             ("ingest.concurrency", self.ingest.concurrency as u64, 1, 1_024),
             ("ingest.push_concurrency", self.ingest.push_concurrency as u64, 1, 1_024),
             ("gcs.concurrency", self.gcs.concurrency as u64, 1, 1_024),
-            ("gcs.timeout_secs", self.gcs.timeout_secs, 1, 3_600),
+            ("gcs.timeout_secs", self.gcs.timeout_secs, 1, HOUR),
             ("gcs.max_attempts", self.gcs.max_attempts.into(), 1, 100),
             ("bigquery.max_bytes_billed", bq.max_bytes_billed, 1, 1 << 50),
             ("bigquery.overlap_hours", bq.overlap_hours.into(), 0, 24 * 366),
             ("bigquery.page_rows", bq.page_rows.into(), 1, 100_000),
             ("bigquery.max_response_bytes", bq.max_response_bytes, 1_024, 1 << 31),
-            ("bigquery.timeout_secs", bq.timeout_secs, 1, 3_600),
+            ("bigquery.timeout_secs", bq.timeout_secs, 1, HOUR),
             ("bigquery.max_attempts", bq.max_attempts.into(), 1, 100),
             ("bigquery.max_interval_rows", bq.max_interval_rows, 1, 10_000_000),
             ("slack.min_post_interval_ms", self.slack.min_post_interval_ms, 0, 600_000),
             ("jira.max_created_per_cycle", self.jira.max_created_per_cycle as u64, 0, 10_000),
             ("jira.reopen_window_days", self.jira.reopen_window_days.into(), 0, YEARS),
-            ("release_controller.timeout_secs", self.release_controller.timeout_secs, 1, 3_600),
+            ("release_controller.timeout_secs", self.release_controller.timeout_secs, 1, HOUR),
             ("attribute.evidence_runs", self.attribute.evidence_runs as u64, 0, 1_000),
             ("evaluate.window_days", e.window_days.into(), 1, 366),
             ("evaluate.baseline_days", e.baseline_days.into(), 1, 3_660),
@@ -1438,7 +1441,7 @@ impl Settings {
         let seconds: [(&str, f64, f64, f64); 4] = [
             ("slack.timeout_secs", self.slack.timeout_secs, 0.01, 600.0),
             ("jira.timeout_secs", self.jira.timeout_secs, 0.01, 600.0),
-            ("evaluate.min_effect_seconds", e.min_effect_seconds, 0.0, 86_400.0),
+            ("evaluate.min_effect_seconds", e.min_effect_seconds, 0.0, DAY as f64),
             ("evaluate.min_effect_ratio", e.min_effect_ratio, 1.0, 1_000.0),
         ];
         for (key, value, min, max) in seconds {
@@ -1467,7 +1470,7 @@ impl Settings {
                 "evaluate.ci_trouble.liveness_allowance_seconds",
                 t.liveness_allowance_seconds.into(),
                 0,
-                86_400,
+                DAY.into(),
             ),
             ("evaluate.ci_trouble.all_backends_min_families", t.all_backends_min_families as i128, 0, 10_000),
             ("evaluate.ci_trouble.broken_min_runs", t.broken_min_runs.into(), 0, 1_000_000),
@@ -1487,7 +1490,7 @@ impl Settings {
         if let Some((key, _)) = shares.iter().find(|(_, v)| !(0.0..=1.0).contains(v)) {
             return Err(ConfigError::Invalid(format!("`{key}`: must be between 0 and 1")));
         }
-        if let Some(l) = self.evaluate.limits.iter().find(|l| !(0.0..=86_400.0).contains(&l.seconds)) {
+        if let Some(l) = self.evaluate.limits.iter().find(|l| !(0.0..=DAY as f64).contains(&l.seconds)) {
             return Err(ConfigError::Invalid(format!(
                 "`evaluate.limits.seconds`: {}: must be between 0 and 86400",
                 l.backend

@@ -19,6 +19,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{GitHubSettings, Secret};
+use crate::model::DAY;
 
 /// One commit on a repository's default branch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -226,7 +227,7 @@ enum Answer {
 }
 
 fn retry_words(wait: Duration) -> String {
-    let at = Utc::now() + chrono::Duration::seconds(wait.as_secs().min(86_400) as i64);
+    let at = Utc::now() + chrono::Duration::seconds(wait.as_secs().min(DAY.unsigned_abs()) as i64);
     format!("try again after {} UTC (in {} s)", at.format("%H:%M:%S"), wait.as_secs())
 }
 

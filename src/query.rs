@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::config::EvaluateSettings;
 use crate::model::{
-    Dimension, GroupKey, Histogram, Percentile, glob_match, percentiles_of, secs, secs_or_dash,
+    DAY, Dimension, GroupKey, Histogram, Percentile, glob_match, percentiles_of, secs, secs_or_dash,
 };
 use crate::render::sparkline;
 use crate::store::Store;
@@ -22,8 +22,6 @@ pub struct Query {
     pub filters: BTreeMap<Dimension, String>,
     pub window_days: i64,
 }
-
-const DAY: i64 = 86_400;
 const WEEKS: i64 = 8;
 
 #[derive(Debug, Clone, Serialize)]

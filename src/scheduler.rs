@@ -17,12 +17,13 @@ use tokio::sync::watch;
 
 use crate::config::{Engine, Settings};
 use crate::ingest::{IngestOptions, Source};
+use crate::model::HOUR;
 use crate::schedule::Schedule;
 use crate::shutdown::{finish_or_abandon, stopping};
 use crate::store::Store;
 
 /// How long a tick's lease is held (longer than any cycle).
-const TICK_LEASE_SECS: i64 = 3_600;
+const TICK_LEASE_SECS: i64 = HOUR;
 const SQLITE_LEASE: &str = "sqlite-replica";
 const SQLITE_LEASE_SECS: i64 = 30;
 

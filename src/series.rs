@@ -6,10 +6,8 @@ use std::collections::HashSet;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::model::Histogram;
+use crate::model::{DAY, Histogram};
 use crate::store::Store;
-
-const DAY: i64 = 86_400;
 
 /// One UTC day of a series.
 #[derive(Debug, Clone, Serialize, PartialEq)]

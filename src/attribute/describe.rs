@@ -46,10 +46,21 @@ pub struct Facts<'a> {
     pub control: Option<&'a ControlEvidence>,
     pub conditions: &'a [ConditionEvidence],
     /// Runs whose interval evidence is not fetched yet, of those the conditions were read from.
-    pub evidence_pending: (usize, usize),
+    pub evidence_pending: PendingRuns,
     /// Runs of the scope left out for CI-infrastructure trouble (not among `runs`).
     pub left_out: u64,
     pub owners: &'a Owners,
+}
+
+/// Of the runs whose interval files were read for a regression, how many could not be fetched
+/// yet: they are left out of the evidence (rather than counted as having none) until a later
+/// cycle fetches them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PendingRuns {
+    /// Runs whose interval files could not be fetched yet.
+    pub unfetched: usize,
+    /// Runs read, the unfetched among them.
+    pub read: usize,
 }
 
 /// The plain-language account: what, where, how much, what it does not depend on, the control,
@@ -148,9 +159,9 @@ fn condition_sentence(top: &ConditionEvidence) -> String {
 /// How the evidence line on pending interval evidence starts.
 const PENDING: &str = "interval evidence pending for ";
 
-fn pending_line((pending, read): (usize, usize)) -> String {
+fn pending_line(PendingRuns { unfetched, read }: PendingRuns) -> String {
     format!(
-        "{PENDING}{pending} of {read} runs: their interval files could not be fetched yet; a later cycle fills it in"
+        "{PENDING}{unfetched} of {read} runs: their interval files could not be fetched yet; a later cycle fills it in"
     )
 }
 
@@ -160,7 +171,7 @@ fn pending_line((pending, read): (usize, usize)) -> String {
 pub fn with_conditions(
     a: &mut crate::model::Attribution,
     conditions: Vec<ConditionEvidence>,
-    pending: (usize, usize),
+    pending: PendingRuns,
     p_value: f64,
 ) {
     let old: Vec<String> = a.conditions.iter().map(ConditionEvidence::quote).collect();
@@ -170,7 +181,7 @@ pub fn with_conditions(
         a.evidence.iter().position(|l| l.starts_with("platform-specific:")).unwrap_or(a.evidence.len())
     });
     let mut lines: Vec<String> = conditions.iter().map(ConditionEvidence::quote).collect();
-    if pending.0 > 0 {
+    if pending.unfetched > 0 {
         lines.push(pending_line(pending));
     }
     a.evidence.splice(at..at, lines);
@@ -189,7 +200,7 @@ pub fn with_conditions(
         a.confidence = Confidence::High;
     }
     a.conditions = conditions;
-    a.evidence_pending = pending.0;
+    a.evidence_pending = pending.unfetched;
 }
 
 /// How the evidence line of a scope that separates nothing starts.
@@ -258,7 +269,7 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
         ));
     }
     lines.extend(f.conditions.iter().map(ConditionEvidence::quote));
-    if f.evidence_pending.0 > 0 {
+    if f.evidence_pending.unfetched > 0 {
         lines.push(pending_line(f.evidence_pending));
     }
     if f.left_out > 0 {
@@ -335,7 +346,7 @@ mod tests {
             backends,
             control: None,
             conditions: &[],
-            evidence_pending: (0, 20),
+            evidence_pending: PendingRuns { unfetched: 0, read: 20 },
             left_out: 3,
             owners,
         }
@@ -388,7 +399,11 @@ mod tests {
     fn pending_evidence_is_said_then_filled_in_where_it_belongs() {
         let owners = metal_owners();
         let backends = vec!["image-registry-new-connections".to_string()];
-        let f = Facts { evidence_pending: (7, 20), left_out: 0, ..metal_facts(&owners, &backends) };
+        let f = Facts {
+            evidence_pending: PendingRuns { unfetched: 7, read: 20 },
+            left_out: 0,
+            ..metal_facts(&owners, &backends)
+        };
         let lines = evidence(&f);
         let pending = "interval evidence pending for 7 of 20 runs: their interval files could not be fetched yet; a later cycle fills it in";
         assert!(lines.iter().any(|l| l == pending), "{lines:?}");
@@ -425,7 +440,7 @@ mod tests {
             healthy_runs: 10,
             score: 0.9,
         };
-        with_conditions(&mut a, vec![found.clone()], (0, 20), 1e-9);
+        with_conditions(&mut a, vec![found.clone()], PendingRuns { unfetched: 0, read: 20 }, 1e-9);
         assert_eq!(a.evidence_pending, 0);
         assert!(!a.evidence.iter().any(|l| l.starts_with(PENDING)), "{:?}", a.evidence);
         let at = lines.iter().position(|l| l == pending).unwrap();
@@ -435,7 +450,11 @@ mod tests {
         assert!(a.summary.ends_with("is named as the platform's owner."), "{}", a.summary);
         assert_eq!(a.confidence, Confidence::High, "the condition explains it");
         // the same words as if the condition had been known at once
-        let known = Facts { conditions: std::slice::from_ref(&found), evidence_pending: (0, 20), ..f };
+        let known = Facts {
+            conditions: std::slice::from_ref(&found),
+            evidence_pending: PendingRuns { unfetched: 0, read: 20 },
+            ..f
+        };
         assert_eq!(a.summary, summary(&known));
         assert_eq!(a.evidence, evidence(&known));
     }

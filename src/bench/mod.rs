@@ -12,6 +12,7 @@ use chrono::Utc;
 
 use crate::config::{DatabaseSettings, DatabaseUrl, IngestSettings};
 use crate::ingest::{IngestOptions, Source};
+use crate::model::HOUR;
 use crate::store::Store;
 use crate::synth::{self, Scenario};
 
@@ -729,7 +730,7 @@ pub async fn backtest(
     let load_seconds = load(&store, &records).await?;
     drop(records);
     let from = end - chrono::Duration::days(i64::from(replayed_days));
-    let cadence = crate::backtest::Cadence::Every(6 * 3600);
+    let cadence = crate::backtest::Cadence::Every(6 * HOUR);
     let started = Instant::now();
     let result = crate::backtest::backtest(store.clone(), &settings, from, end, &cadence).await?;
     let backtest_seconds = started.elapsed().as_secs_f64();

@@ -11,12 +11,13 @@ use super::scoped::{Judging, ScopeStats};
 use super::source::{CellRun, RunSource};
 use super::{Attribution, PercentilePair, RegressionReport, SampleJob, Window};
 use crate::attribute::components::{ComponentTable, control_for};
-use crate::attribute::describe::{self as words, Facts, Owners};
+use crate::attribute::describe::{self as words, Facts, Owners, PendingRuns};
 use crate::attribute::evidence::{self, ConditionEvidence, RunIntervals};
 use crate::attribute::mechanism::{self, RunTimeline};
 use crate::attribute::scope::{self, CellEvidence, ScopeFinding, ValueEvidence, Verdict};
 use crate::config::{AttributeSettings, EvaluateSettings, FileAgainst};
 use crate::evaluate::changepoint::{self, Run};
+use crate::evaluate::{CELL_LEVEL, LAST_FINEST_LEVEL, LAST_PLATFORM_LEVEL};
 use crate::evaluate::{Check, Evaluation, GroupResult, GroupStatus};
 use crate::model::{
     ControlEvidence, Dimension, GroupKey, Mechanism, Onset, Percentile, SampleKind, Scope, Span, SpanKind,
@@ -83,7 +84,7 @@ impl<'a> Index<'a> {
     /// around it, had enough runs and did not regress — and holds none of `regressed` cells.
     fn healthy(&self, cell: usize, regressed: &BTreeSet<usize>, settings: &EvaluateSettings) -> bool {
         self.groups_of(cell).any(|g| {
-            g.level <= 3
+            g.level <= LAST_PLATFORM_LEVEL
                 && self.enough(g, settings)
                 && !g.significant
                 && g.cells.iter().all(|c| !regressed.contains(c))
@@ -102,7 +103,9 @@ pub(super) fn scope_for(
         CONTEXT.iter().filter_map(|d| lead.key.get(*d).map(|v| (*d, v.to_string()))).collect();
     let mine: BTreeSet<usize> = lead.cells.iter().copied().collect();
     let mut cells = Vec::new();
-    for g in index.evaluation.groups.iter().filter(|g| g.level == 0 && g.key.backend == lead.key.backend) {
+    for g in
+        index.evaluation.groups.iter().filter(|g| g.level == CELL_LEVEL && g.key.backend == lead.key.backend)
+    {
         let Some(&c) = g.cells.first() else { continue };
         let dims = &index.data.variants[index.data.cells[c].variant];
         if context.iter().any(|(d, v)| dims.get(*d) != v) || index.data.cells[c].current.is_empty() {
@@ -113,8 +116,8 @@ pub(super) fn scope_for(
             // another finer group holding the cell regressed (a healthy group that merges the
             // cell with healthy ones says nothing of the cell).
             let finer = |f: &&GroupResult| {
-                f.level <= 2
-                    && f.level > 0
+                f.level <= LAST_FINEST_LEVEL
+                    && f.level > CELL_LEVEL
                     && index.enough(f, settings)
                     && f.cells.iter().all(|x| mine.contains(x))
             };
@@ -197,7 +200,7 @@ struct RunEvidence {
     /// How the outages come about, when the runs hold timelines.
     mechanism: Option<Mechanism>,
     /// Runs whose interval files could not be fetched yet, of the disrupted and healthy read.
-    pending: (usize, usize),
+    pending: PendingRuns,
 }
 
 /// What [`Context::intervals_of`] read.
@@ -207,7 +210,7 @@ struct ReadIntervals {
     /// The same runs' timelines.
     timelines: (Vec<RunTimeline>, Vec<RunTimeline>),
     /// Runs whose interval files could not be fetched yet, of those read.
-    pending: (usize, usize),
+    pending: PendingRuns,
 }
 
 /// The group that makes a cluster's case (the most significant), its leading check, and the
@@ -596,7 +599,7 @@ impl<S: RunSource> Context<'_, S> {
             conditions: evidence.conditions.clone(),
             confidence: words::confidence(&facts),
             evidence: words::evidence(&facts),
-            evidence_pending: evidence.pending.0,
+            evidence_pending: evidence.pending.unfetched,
             mechanism: None,
             harness: None,
             contrast: Vec::new(),
@@ -700,14 +703,14 @@ impl<S: RunSource> Context<'_, S> {
         let family: BTreeSet<&str> = backends.iter().map(String::as_str).collect();
         let mut regressed = Vec::new();
         let mut timelines = (Vec::new(), Vec::new());
-        let mut pending = (0, 0);
+        let mut pending = PendingRuns::default();
         let wanted: Vec<&CellRun> = disrupted.iter().map(|r| **r).chain(healthy.iter().copied()).collect();
         let mut records = self.records(&wanted).await?.into_iter();
         for _ in disrupted {
             if let Some(record) = records.next().flatten() {
-                pending.1 += 1;
+                pending.read += 1;
                 if !record.interval_files.is_empty() {
-                    pending.0 += 1;
+                    pending.unfetched += 1;
                     continue;
                 }
                 let outages =
@@ -719,9 +722,9 @@ impl<S: RunSource> Context<'_, S> {
         }
         let mut healthy_intervals = Vec::new();
         for record in records.flatten() {
-            pending.1 += 1;
+            pending.read += 1;
             if !record.interval_files.is_empty() {
-                pending.0 += 1;
+                pending.unfetched += 1;
                 continue;
             }
             healthy_intervals.push(RunIntervals { outages: Vec::new(), conditions: record.conditions });

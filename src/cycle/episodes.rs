@@ -208,7 +208,7 @@ fn rebuild(
 mod tests {
     use super::*;
 
-    const DAY: i64 = 86_400;
+    use crate::model::DAY;
 
     fn mask(from: i64, to: Option<i64>) -> Mask {
         Mask { incident: 1, family: "image-registry".into(), scope: Scope::new(), from, to }

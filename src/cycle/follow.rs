@@ -16,17 +16,18 @@ use super::source::{CellRun, RunSource};
 use crate::evaluate::changepoint::{self, Run};
 use crate::evaluate::stats;
 use crate::incidents::Incident;
+use crate::model::DAY;
 use crate::model::{
     FixClaim, FixVerdict, Histogram, Onset, Percentile, RegressionReport, Scope, Span, Status, Verification,
     backend_family,
 };
 
 /// How long after an incident opens its onset is still refined as runs arrive.
-const REFINE_ONSET_SECS: i64 = 2 * 86_400;
+const REFINE_ONSET_SECS: i64 = 2 * DAY;
 
 /// A variant belongs to an incident's onset when one of its runs was worse than allowed within
 /// this long after the onset's latest moment.
-const ONSET_VARIANT_SECS: i64 = 86_400;
+const ONSET_VARIANT_SECS: i64 = DAY;
 
 /// What became of an open incident this cycle.
 #[derive(Debug, Clone, PartialEq)]
@@ -128,7 +129,7 @@ impl<S: RunSource> Context<'_, S> {
         let regressed_now = all.iter().any(significant);
         let start = |span: Span| match span {
             Span::Window => self.window.from.timestamp(),
-            Span::Recent { days, .. } => self.now - i64::from(days) * 86_400,
+            Span::Recent { days, .. } => self.now - i64::from(days) * DAY,
         };
         let available: Vec<Span> = crate::evaluate::spans(self.settings)
             .filter(|span| all.iter().any(|s| s.check.span == *span))
@@ -236,7 +237,7 @@ impl<S: RunSource> Context<'_, S> {
         }
         let from = incident.onset().map_or(self.window.from.timestamp(), |o| {
             o.earliest.timestamp().min(self.window.from.timestamp())
-        }) - i64::from(self.settings.baseline_days) * 86_400;
+        }) - i64::from(self.settings.baseline_days) * DAY;
         let all = self.runs_of_many(&backends, &scope, from).await?;
         let runs: Vec<CellRun> = all.iter().filter(|r| *r.backend == *stats.backend).cloned().collect();
         let onset = self.refined_onset(incident, &backends, &all);
@@ -278,7 +279,7 @@ impl<S: RunSource> Context<'_, S> {
         scope: &Scope,
         prior_streak: u32,
     ) -> Result<Option<Followed>> {
-        let from = self.window.from.timestamp() - i64::from(self.settings.baseline_days) * 86_400;
+        let from = self.window.from.timestamp() - i64::from(self.settings.baseline_days) * DAY;
         let mine = self.runs_of_many(backends, scope, from).await?;
         let Some(last) = mine.iter().map(|r| r.started).max() else { return Ok(None) };
         let controls: Vec<String> = backends
@@ -341,7 +342,7 @@ impl<S: RunSource> Context<'_, S> {
             return onset_now;
         }
         let since =
-            incident.opened_at - i64::from(self.settings.window_days + self.settings.baseline_days) * 86_400;
+            incident.opened_at - i64::from(self.settings.window_days + self.settings.baseline_days) * DAY;
         let previous = incident.episodes.iter().rev().nth(1).and_then(|e| e.recovered_at);
         let since = since.max(previous.map_or(i64::MIN, |t| t.timestamp()));
         backends

@@ -25,7 +25,7 @@ use crate::evaluate::{self, EvalInput, GroupResult, GroupStatus};
 use crate::incidents::Incident;
 use crate::incidents::plan::{self, Known, Policy};
 pub use crate::model::{Attribution, PercentilePair, RegressionReport, SampleJob};
-use crate::model::{Dimension, Scope, backend_family, secs, secs_or_dash};
+use crate::model::{DAY, Dimension, Scope, backend_family, secs, secs_or_dash};
 use crate::store::Store;
 use crate::store::evaluations::CycleRecord;
 use source::RunSource;
@@ -49,7 +49,7 @@ impl Window {
     /// The starts of a cycle's recent spans at `at` (each ends at `at`), one per
     /// `recent_days`.
     pub fn recent_starts(at: DateTime<Utc>, es: &EvaluateSettings) -> Vec<i64> {
-        es.recent_days.iter().map(|d| at.timestamp() - i64::from(*d) * 86_400).collect()
+        es.recent_days.iter().map(|d| at.timestamp() - i64::from(*d) * DAY).collect()
     }
 
     /// `[from, to)` in Unix seconds.
@@ -294,8 +294,6 @@ struct Evaluated {
     /// Open incidents found to be one problem: (the younger, the older it merges into).
     merges: Vec<(i64, i64)>,
 }
-
-const DAY: i64 = 86_400;
 
 /// The label an incident's own state (its clean streak) is kept under among the group states.
 fn incident_label(id: i64) -> String {
@@ -641,14 +639,17 @@ async fn insufficient<S: RunSource>(
     window: Window,
 ) -> Result<Vec<InsufficientReport>> {
     let mut judged = vec![false; data.cells.len()];
-    for g in groups.iter().filter(|g| g.level <= 3 && g.status != GroupStatus::InsufficientData) {
+    for g in groups
+        .iter()
+        .filter(|g| g.level <= evaluate::LAST_PLATFORM_LEVEL && g.status != GroupStatus::InsufficientData)
+    {
         for &c in &g.cells {
             judged[c] = true;
         }
     }
     // Per variant with runs: its busiest cell's runs, and whether any of its cells was judged.
     let mut by_variant: Vec<Option<(u64, bool)>> = vec![None; data.variants.len()];
-    for g in groups.iter().filter(|g| g.level == 0) {
+    for g in groups.iter().filter(|g| g.level == evaluate::CELL_LEVEL) {
         for &c in &g.cells {
             let cell = &data.cells[c];
             if cell.current.is_empty() {

@@ -12,12 +12,10 @@ use anyhow::{Context, Result};
 use super::source::{CellRun, RunSource, weekly_query};
 use crate::evaluate::CellHistograms;
 use crate::model::{
-    Dimensions, Histogram, HistoricalRow, Percentile, RegressionReport, RunRecord, glob_match,
+    DAY, Dimensions, Histogram, HistoricalRow, Percentile, RegressionReport, RunRecord, glob_match,
 };
 use crate::store::Store;
 use crate::store::evaluations::WindowData;
-
-const DAY: i64 = 86_400;
 
 /// A run as the replay knows it.
 #[derive(Debug, Clone)]

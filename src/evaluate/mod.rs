@@ -55,6 +55,14 @@ pub const LEVELS: [&[Dimension]; 5] = [
     &[Dimension::Release, Dimension::Network, Dimension::Architecture, Dimension::Topology],
 ];
 
+/// The cells themselves: the first of [`LEVELS`].
+pub const CELL_LEVEL: usize = 0;
+/// The last of the finest groups (the levels after [`CELL_LEVEL`] up to this one): each keeps
+/// what [`LAST_PLATFORM_LEVEL`] keeps and one dimension more, the network or the upgrade type.
+pub const LAST_FINEST_LEVEL: usize = 2;
+/// The last level that keeps the platform: every level up to this one does.
+pub const LAST_PLATFORM_LEVEL: usize = 3;
+
 /// One cell's runs: the current window and the baseline window before it, and the recent
 /// spans (`EvaluateSettings::recent_days`, each ending with the window; empty when none).
 #[derive(Debug, Clone, PartialEq)]

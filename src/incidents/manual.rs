@@ -11,6 +11,7 @@ use std::fmt;
 use super::plan::{Action, Effect, Known, NewSilence, Plan, Policy, Resolution, Step, with_effects};
 use super::silence::{Silence, Target};
 use super::{Incident, State};
+use crate::model::DAY;
 
 /// Why a request was not carried out, said to the person who made it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,9 +38,9 @@ impl std::error::Error for Refusal {}
 /// A silence made again this soon, by the same person and the same way, is the same silence.
 pub const SAME_SILENCE_WITHIN_SECS: i64 = 600;
 /// How long "Not a regression" keeps an incident quiet.
-pub const NOT_A_REGRESSION_SECS: i64 = 30 * 86_400;
+pub const NOT_A_REGRESSION_SECS: i64 = 30 * DAY;
 /// The longest silence, from Slack or the command line.
-pub const MAX_SILENCE_SECS: i64 = 90 * 86_400;
+pub const MAX_SILENCE_SECS: i64 = 90 * DAY;
 
 /// The incident a person named: its number (`12`, `#12`) or fingerprint.
 pub fn find<'a>(incidents: &'a [Incident], reference: &str) -> Result<&'a Incident, Refusal> {
@@ -151,7 +152,7 @@ pub fn not_a_regression(
 }
 
 /// The longest an accepted level lasts.
-pub const MAX_ALLOWANCE_SECS: i64 = 180 * 86_400;
+pub const MAX_ALLOWANCE_SECS: i64 = 180 * DAY;
 
 /// When an accepted level ends: a date (`2026-12-15`, the day's start in UTC), a time
 /// (RFC 3339) or a span from now (`14d`).

@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use super::silence::{Silence, Target};
 use super::{Change, Incident, Snapshot, State, material_changes};
-use crate::model::glob_match;
 use crate::model::{Allowance, Dimension, Episode, FixVerdict, RegressionReport};
+use crate::model::{DAY, glob_match};
 
 /// Where and how notifications go; from [`crate::config::Settings`].
 #[derive(Debug, Clone)]
@@ -43,8 +43,8 @@ impl Policy {
             default_channel: s.slack.channel.clone(),
             jira: s.jira.enabled(),
             jira_cap: s.jira.max_created_per_cycle,
-            jira_comment_interval_secs: 86_400,
-            reopen_window_secs: i64::from(s.jira.reopen_window_days) * 86_400,
+            jira_comment_interval_secs: DAY,
+            reopen_window_secs: i64::from(s.jira.reopen_window_days) * DAY,
             failed_fix_transition: s.jira.failed_fix_transition.clone(),
             min_effect_seconds: s.evaluate.min_effect_seconds,
         }

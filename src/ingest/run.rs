@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 
 use super::formats::{cluster_data, disruption, intervals, job_name, prow};
 use super::layout::{Classified, FileKind, classify};
-use crate::model::{Dimensions, JobRun, RunRecord, Sample};
+use crate::model::{DAY, Dimensions, JobRun, RunRecord, Sample};
 
 /// A run folder and the files read from it.
 #[derive(Debug, Clone, Default)]
@@ -92,7 +92,7 @@ pub enum Assembly {
 pub(crate) const MAX_BACKENDS_PER_RUN: usize = 2_000;
 
 /// How far ahead of this machine's clock a run's times may be (clocks disagree a little).
-pub(crate) const MAX_CLOCK_SKEW_SECS: i64 = 86_400;
+pub(crate) const MAX_CLOCK_SKEW_SECS: i64 = DAY;
 
 /// The earliest start a run may have: 2000-01-01 UTC, long before any CI system sheriff reads
 /// (a start in the year −1199 is a broken file, not history).

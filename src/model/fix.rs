@@ -14,7 +14,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Percentile, secs};
+use super::{DAY, Percentile, secs};
 
 /// One of the four answers to "did the fix work?".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, PartialOrd, Ord, Hash)]
@@ -234,7 +234,7 @@ pub struct Allowance {
 }
 
 /// How long before an allowance lapses its reminder is told.
-pub const ALLOWANCE_REMINDER_SECS: i64 = 2 * 86_400;
+pub const ALLOWANCE_REMINDER_SECS: i64 = 2 * DAY;
 
 impl Allowance {
     /// `P50<=20s`, `P95 <= 1m`, `p50≤20`: the percentile and seconds.
@@ -251,7 +251,7 @@ impl Allowance {
                 .map(|s| s as f64)
                 .ok_or_else(|| format!("{v:?} is not a number of seconds"))?,
         };
-        if !seconds.is_finite() || !(0.0..=86_400.0).contains(&seconds) {
+        if !seconds.is_finite() || !(0.0..=DAY as f64).contains(&seconds) {
             return Err(format!("{v:?} is not a level between 0 s and one day"));
         }
         Ok((percentile, seconds))

@@ -12,6 +12,7 @@ pub mod regression;
 pub mod run;
 pub mod scope;
 pub mod span;
+pub mod time;
 pub mod trouble;
 
 pub use dimensions::{Dimension, Dimensions};
@@ -35,6 +36,7 @@ pub use run::{
 };
 pub use scope::Scope;
 pub use span::parse_span;
+pub use time::{DAY, HOUR};
 pub use trouble::{ProbeHealth, TroubleRules};
 
 /// `29s`, or `36.2s` when not whole: how sheriff writes a number of seconds everywhere.

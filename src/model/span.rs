@@ -1,5 +1,7 @@
 //! Spans of time as people type them: `90s`, `15m`, `24h`, `7d`, `2w`.
 
+use super::{DAY, HOUR};
+
 /// `90s`, `15m`, `24h`, `7d`, `2w` → seconds.
 pub fn parse_span(text: &str) -> Option<i64> {
     let text = text.trim();
@@ -9,9 +11,9 @@ pub fn parse_span(text: &str) -> Option<i64> {
     let unit = match unit {
         "s" => 1,
         "m" | "min" => 60,
-        "h" => 3_600,
-        "d" => 86_400,
-        "w" => 604_800,
+        "h" => HOUR,
+        "d" => DAY,
+        "w" => 7 * DAY,
         _ => return None,
     };
     (n > 0).then(|| n.checked_mul(unit)).flatten()

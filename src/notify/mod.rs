@@ -24,7 +24,8 @@ pub use crate::store::outbox::DrainReport;
 use crate::store::outbox::{DeliveryResult, OutboxEntry};
 
 /// Why a delivery failed, and whether to try again.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
 pub struct DeliveryError {
     pub message: String,
     /// False when retrying cannot help (a refused request, a missing channel).
@@ -39,12 +40,6 @@ impl DeliveryError {
     }
     pub fn permanent(message: impl Into<String>) -> Self {
         Self { message: message.into(), transient: false, retry_after: None }
-    }
-}
-
-impl std::fmt::Display for DeliveryError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
     }
 }
 
@@ -259,5 +254,17 @@ impl Worker {
                 _ = tokio::time::sleep(Duration::from_secs(wait as u64)) => {}
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DeliveryError;
+
+    #[test]
+    fn a_delivery_error_is_an_error_that_reads_as_its_message() {
+        let e: Box<dyn std::error::Error> = Box::new(DeliveryError::permanent("Slack chat.postMessage: {x}"));
+        assert_eq!(e.to_string(), "Slack chat.postMessage: {x}");
+        assert!(e.source().is_none());
     }
 }

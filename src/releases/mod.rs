@@ -16,7 +16,7 @@ use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
 use crate::config::ReleaseControllerSettings;
-use crate::model::{Dimension, RegressionReport, SuspectChange};
+use crate::model::{DAY, Dimension, RegressionReport, SuspectChange};
 use crate::store::Store;
 
 pub mod outside;
@@ -134,7 +134,7 @@ impl ReleaseController {
 
 /// How far before a claim the payloads holding its pull requests are looked for (a pull
 /// request merges before its issue moves), and how many changelogs one lookup reads at most.
-const FIX_LOOKBACK_SECS: i64 = 7 * 86_400;
+const FIX_LOOKBACK_SECS: i64 = 7 * DAY;
 const FIX_CHANGELOGS: usize = 120;
 
 /// Where a claimed fix's pull requests first shipped.

@@ -18,6 +18,7 @@ use super::AppState;
 use crate::actions::ActionError;
 use crate::incidents::manual::Refusal;
 use crate::incidents::silence::Target;
+use crate::model::{DAY, HOUR};
 use crate::notify::slack::command::{self, Command, HELP};
 use crate::notify::slack::{Message, blocks, verify};
 
@@ -203,8 +204,8 @@ fn lines_message(text: &str) -> Message {
 /// `30m`, `24h`, `3d`: a silence's length as people read it.
 fn span_words(seconds: i64) -> String {
     match seconds {
-        s if s % 86_400 == 0 => format!("{}d", s / 86_400),
-        s if s % 3_600 == 0 => format!("{}h", s / 3_600),
+        s if s % DAY == 0 => format!("{}d", s / DAY),
+        s if s % HOUR == 0 => format!("{}h", s / HOUR),
         s if s % 60 == 0 => format!("{}m", s / 60),
         s => format!("{s}s"),
     }
@@ -550,7 +551,7 @@ async fn pressed(
         Button::Silence24h => {
             let target = Target { fingerprint: Some(incident.to_string()), ..Default::default() };
             let made =
-                crate::actions::silence(store, &target, 86_400, "silenced for 24 h from Slack", actor, now)
+                crate::actions::silence(store, &target, DAY, "silenced for 24 h from Slack", actor, now)
                     .await?;
             text_message(&format!(
                 "Silence #{}: incident #{} for 24 h by <@{user}>.",

@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::cells::ChangedCells;
 use super::runs::Minted;
 use super::{Conn, Store, sql};
-use crate::model::Dimensions;
+use crate::model::{DAY, Dimensions};
 
 /// One count a push-down backfill read: how many runs of a job, in one variant, that started
 /// on one day, had this backend at these seconds.
@@ -110,14 +110,14 @@ impl Store {
     pub async fn past_backfilled_days(&self, at: i64) -> Result<i64> {
         let mut at = at;
         loop {
-            let day = at.div_euclid(86_400);
+            let day = at.div_euclid(DAY);
             let end: Option<(i64,)> = self
                 .fetch_optional(
                     sql("SELECT to_day FROM backfills WHERE from_day <= $1 AND to_day > $1").bind(day),
                 )
                 .await?;
             match end {
-                Some((to_day,)) => at = to_day * 86_400,
+                Some((to_day,)) => at = to_day * DAY,
                 None => return Ok(at),
             }
         }
@@ -223,14 +223,14 @@ async fn refuse_counted_days(c: &mut Conn<'_>, days: &Range<i64>) -> Result<()> 
     let (stored, first): (i64, Option<i64>) = c
         .fetch_one(
             sql("SELECT COUNT(*), MIN(started_at) FROM job_runs WHERE started_at >= $1 AND started_at < $2")
-                .bind(days.start * 86_400)
-                .bind(days.end * 86_400),
+                .bind(days.start * DAY)
+                .bind(days.end * DAY),
         )
         .await?;
     if stored > 0 {
         bail!(
             "{stored} runs that started on these days are stored already (the first on {}): a backfill fills only days with no stored run, or it would count them twice; end the backfill before that day",
-            day_name(first.unwrap_or_default().div_euclid(86_400))
+            day_name(first.unwrap_or_default().div_euclid(DAY))
         );
     }
     Ok(())
@@ -291,6 +291,6 @@ async fn keep_first_seen(c: &mut Conn<'_>, counts: &[CellCount], ids: &Ids<'_>) 
 
 /// A UTC day number as YYYY-MM-DD.
 fn day_name(day: i64) -> String {
-    chrono::DateTime::from_timestamp(day * 86_400, 0)
+    chrono::DateTime::from_timestamp(day * DAY, 0)
         .map_or_else(|| day.to_string(), |d| d.format("%Y-%m-%d").to_string())
 }

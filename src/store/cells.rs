@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use anyhow::Result;
 
 use super::{Conn, sql};
-use crate::model::Histogram;
+use crate::model::{DAY, Histogram};
 
 /// The variant-days whose `cell_days` rows a write changed (each for every backend), recorded
 /// with its version (`data_changes.cells`) so that readers re-read only those.
@@ -69,7 +69,7 @@ pub(crate) async fn forget_run(c: &mut Conn<'_>, run_id: i64, changed: &mut Chan
         .await?;
     if let Some(&(_, _, variant_id, started_at)) = rows.first() {
         let cells: Vec<(i64, i64)> = rows.iter().map(|r| (r.0, r.1)).collect();
-        change_samples(c, started_at.div_euclid(86_400), variant_id, &cells, false, changed).await?;
+        change_samples(c, started_at.div_euclid(DAY), variant_id, &cells, false, changed).await?;
     }
     Ok(())
 }

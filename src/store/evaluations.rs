@@ -8,9 +8,7 @@ use anyhow::Result;
 use super::windows::CellWindow;
 use super::{Conn, Store, sql};
 use crate::evaluate::{CellHistograms, GroupState};
-use crate::model::{Dimensions, Histogram, HistoricalRow};
-
-const DAY: i64 = 86_400;
+use crate::model::{DAY, Dimensions, Histogram, HistoricalRow};
 
 /// backend id, variant id, then runs and non-zero histograms of the baseline and current days.
 type WholeDaysRow = (i64, i64, Option<i64>, Option<String>, Option<i64>, Option<String>);

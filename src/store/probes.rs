@@ -14,7 +14,7 @@ use anyhow::Result;
 
 use super::cells::ChangedCells;
 use super::{Conn, sql};
-use crate::model::{ProbeHealth, TroubleRules};
+use crate::model::{DAY, HOUR, ProbeHealth, TroubleRules};
 
 /// Runs of a job reclassified per read.
 const JOB_BATCH: i64 = 1_000;
@@ -271,7 +271,7 @@ pub(super) async fn reclassify_on(
         if run.class.is_none() != new.is_none() {
             // into the histograms when it became clean, out of them when it became troubled
             let cells: Vec<(i64, i64)> = run.samples.iter().map(|s| (s.backend_id, s.seconds)).collect();
-            let day = run.started.div_euclid(86_400);
+            let day = run.started.div_euclid(DAY);
             super::cells::change_samples(c, day, run.variant_id, &cells, new.is_none(), changed).await?;
         }
         moved_runs += 1;
@@ -346,7 +346,7 @@ pub(super) async fn forget_probes(
         .await?;
     let Some((job, started, ..)) = rows.first().cloned() else { return Ok(None) };
     let probes = probes_of(rules, rows.iter().map(|r| (r.2, r.3.as_str(), r.4)));
-    count_probes(c, &job, started.div_euclid(86_400), &probes, rules, false).await?;
+    count_probes(c, &job, started.div_euclid(DAY), &probes, rules, false).await?;
     Ok((!probes.is_empty()).then_some(job))
 }
 
@@ -372,7 +372,7 @@ impl super::Store {
             .await?;
         let mut out = Vec::with_capacity(rows.len());
         for (job, first, runs) in rows {
-            let since = (window.1 - first).max(3_600) as f64;
+            let since = (window.1 - first).max(HOUR) as f64;
             let before = (first - history_from).max(0) as f64;
             // fewer than 3 runs cannot tell a new job from a sparse one whose first run fell here
             let rate = crate::evaluate::stats::poisson_lower_95(runs.max(0) as u64) / since;

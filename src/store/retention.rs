@@ -9,8 +9,7 @@ use anyhow::Result;
 
 use super::{Store, sql};
 use crate::incidents::State;
-
-const DAY: i64 = 86_400;
+use crate::model::DAY;
 
 /// What to prune, as of when.
 #[derive(Debug, Clone, Copy)]

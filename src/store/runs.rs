@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 use super::cells::ChangedCells;
 use super::{Conn, Sql, Store, from_secs, sql, to_secs};
 use crate::model::{
-    ConditionSpan, Dimensions, IntervalFile, IntervalRef, JobRun, Outage, RunRecord, Sample, SpanKind,
+    ConditionSpan, DAY, Dimensions, IntervalFile, IntervalRef, JobRun, Outage, RunRecord, Sample, SpanKind,
     TimelineSpan, TroubleRules,
 };
 
@@ -97,7 +97,7 @@ fn first_changed_day(record: &RunRecord, outcome: WriteOutcome, changed: &Change
     let earliest = changed.iter().map(|(_, day)| *day).min().unwrap_or(i64::MAX);
     match outcome {
         WriteOutcome::AlreadyStored => None,
-        WriteOutcome::Inserted => Some(record.run.started_at.timestamp().div_euclid(86_400).min(earliest)),
+        WriteOutcome::Inserted => Some(record.run.started_at.timestamp().div_euclid(DAY).min(earliest)),
         WriteOutcome::Replaced => Some(i64::MIN),
     }
 }
@@ -118,7 +118,7 @@ async fn write_prepared(
     changed: &mut ChangedCells,
 ) -> Result<Option<WriteOutcome>> {
     let run = &prepared.record.run;
-    let day = to_secs(run.started_at).div_euclid(86_400);
+    let day = to_secs(run.started_at).div_euclid(DAY);
     if super::backfills::is_sealed(c, day).await? {
         // a backfill counted the day's runs: stored, this one would count twice
         return Ok(None);
@@ -407,7 +407,7 @@ impl Store {
                 if let Some(job) = job {
                     super::probes::refresh_job(&mut tx.conn(), &job, &rules, &mut changed).await?;
                 }
-                let day = started.div_euclid(86_400);
+                let day = started.div_euclid(DAY);
                 first_day = Some(first_day.map_or(day, |d| d.min(day)));
             }
             let reclassified = changed.iter().map(|(_, day)| *day).min();

@@ -14,9 +14,7 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use super::{Store, sql};
-use crate::model::CellRun;
-
-const DAY: i64 = 86_400;
+use crate::model::{CellRun, DAY};
 
 /// Scopes kept at most; the least recently asked goes first.
 const KEPT_SCOPES: usize = 32;

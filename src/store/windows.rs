@@ -20,9 +20,7 @@ use anyhow::Result;
 use foldhash::HashMap as FastMap;
 
 use super::{Store, sql};
-use crate::model::Histogram;
-
-const DAY: i64 = 86_400;
+use crate::model::{DAY, Histogram};
 
 /// Days' rows of `cell_days`, one row per day and variant, its cells joined in the database as
 /// `backend/runs/histogram|…` (a row costs the driver far more than its bytes). Read in key

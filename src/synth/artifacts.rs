@@ -8,7 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 
 use super::{JobSpec, Rng, RunSlot, Scenario, TruthRun, timeline};
 use crate::ingest::formats::job_name::parse_release;
-use crate::model::{Dimensions, MechanismKind};
+use crate::model::{DAY, Dimensions, HOUR, MechanismKind};
 
 /// The interval-file schema generation of a release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,7 +113,7 @@ impl<'a> RunPlan<'a> {
         // that payload and later ones, whenever they ran.
         let change_day = match crate::model::payload_time(&payload) {
             Some(at) if scenario.payload_every_hours > 0 => {
-                (at - scenario.start).num_seconds().div_euclid(86_400).max(0) as u32
+                (at - scenario.start).num_seconds().div_euclid(DAY).max(0) as u32
             }
             _ => day_index,
         };
@@ -205,7 +205,7 @@ impl<'a> RunPlan<'a> {
 /// schedule, taken up a while after it was built (the newest at the run's start less 0–2
 /// periods); without, a tag of the run's own start (every run its own payload).
 fn payload_of(scenario: &Scenario, dims: &Dimensions, started: DateTime<Utc>, build_id: &str) -> String {
-    let step = scenario.payload_every_hours * 3_600;
+    let step = scenario.payload_every_hours * HOUR;
     let at = if step > 0 {
         let hash =
             build_id.bytes().fold(0x84222325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));

@@ -15,6 +15,7 @@ use chrono::Duration;
 use serde::Serialize;
 
 use crate::config::{DatabaseSettings, DatabaseUrl, Settings};
+use crate::model::HOUR;
 use crate::synth::world::{Class, Table, World, WorldSpec, build, mixes};
 use score::{Observed, PlantScore, WorldScore, score_world};
 
@@ -168,7 +169,7 @@ async fn replay(world: &World, settings: &Settings) -> Result<Observed> {
     }
     let store = Arc::new(store);
     let from = world.spec.start() + Duration::days(14);
-    let cadence = crate::backtest::Cadence::Every(6 * 3600);
+    let cadence = crate::backtest::Cadence::Every(6 * HOUR);
     let mut cycles = Vec::new();
     let mut observe = |r: &crate::cycle::CycleReport| cycles.push((r.evaluated_at, r.regressions.clone()));
     let backtest = crate::backtest::backtest_observed(

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::backtest::Story;
-use crate::model::{Dimensions, RegressionReport, Scope};
+use crate::model::{DAY, Dimensions, RegressionReport, Scope};
 use crate::synth::world::{Class, Plant, RunTruth, World};
 
 /// What one world's replay said: each cycle's regressions (active and resolved), and the
@@ -169,7 +169,7 @@ pub fn payload_window(
 }
 
 fn days(d: chrono::TimeDelta) -> f64 {
-    d.num_seconds() as f64 / 86_400.0
+    d.num_seconds() as f64 / DAY as f64
 }
 
 /// The cycles' active reports matching a plant (from its first bad payload on), by cycle.

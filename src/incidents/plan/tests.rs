@@ -383,8 +383,7 @@ fn a_verdict_is_told_once_per_claim_in_the_thread_and_jira_and_fixed_resolves() 
 
 #[test]
 fn an_accepted_level_holds_within_re_alerts_once_above_reminds_once_and_lapses() {
-    use crate::model::{Allowance, Percentile};
-    const DAY: i64 = 86_400;
+    use crate::model::{Allowance, DAY, Percentile};
     let at = |seconds: f64| {
         let mut r = report(&[("platform", "metal")], seconds, "ongoing");
         r.percentiles.get_mut(&Percentile::P50).unwrap().now = Some(seconds);

@@ -29,7 +29,7 @@ use super::client::{Param, Query, Row};
 use super::{Dataset, cluster_data_of};
 use crate::ingest::formats::disruption::MAX_RUN_SECONDS;
 use crate::ingest::run::MAX_BACKENDS_PER_RUN;
-use crate::model::{Dimensions, TroubleRules};
+use crate::model::{DAY, Dimensions, HOUR, TroubleRules};
 use crate::store::Store;
 use crate::store::backfills::{Backfill, BackfillReport, CellCount};
 
@@ -81,7 +81,7 @@ impl Dataset {
             runs = self.table("BackendDisruption_JobRuns"),
             jobs = self.table("Jobs"),
         );
-        let params = vec![("from", Param::Int(days.start * 86_400)), ("to", Param::Int(days.end * 86_400))];
+        let params = vec![("from", Param::Int(days.start * DAY)), ("to", Param::Int(days.end * DAY))];
         Query { name: "backfill_jobs", sql, params }
     }
 
@@ -115,8 +115,8 @@ impl Dataset {
         );
         let params = vec![
             ("variants", Param::Text(variants)),
-            ("from", Param::Int(days.start * 86_400)),
-            ("to", Param::Int(days.end * 86_400)),
+            ("from", Param::Int(days.start * DAY)),
+            ("to", Param::Int(days.end * DAY)),
             ("liveness", Param::Text(liveness_pattern(&rules.liveness))),
             ("allowance", Param::Int(rules.liveness_allowance_seconds)),
             ("max_seconds", Param::Int(MAX_RUN_SECONDS)),
@@ -175,8 +175,8 @@ pub async fn backfill(
     to: DateTime<Utc>,
 ) -> Result<BackfillSummary> {
     let started = Instant::now();
-    let days = from.timestamp().div_euclid(86_400)..to.timestamp().div_euclid(86_400);
-    let latest_end = (Utc::now().timestamp() - i64::from(dataset.overlap_hours) * 3_600).div_euclid(86_400);
+    let days = from.timestamp().div_euclid(DAY)..to.timestamp().div_euclid(DAY);
+    let latest_end = (Utc::now().timestamp() - i64::from(dataset.overlap_hours) * HOUR).div_euclid(DAY);
     if days.is_empty() {
         bail!("--to must be a later day than --from");
     }
@@ -205,7 +205,7 @@ pub async fn backfill(
     let rows = job_rows + pages.rows_read;
     let backfill = Backfill { source: &source, days: days.clone(), rows_read: rows, counts: &counts };
     let report = store.write_backfill(&backfill).await?;
-    store.advance_ingest_watermark(&source, days.end * 86_400 - 1, Utc::now().timestamp()).await?;
+    store.advance_ingest_watermark(&source, days.end * DAY - 1, Utc::now().timestamp()).await?;
     let summary = BackfillSummary {
         source,
         from: day_name(days.start),
@@ -277,7 +277,7 @@ fn column<'r>(row: &'r Row, name: &str) -> &'r str {
 
 /// A UTC day number as YYYY-MM-DD.
 fn day_name(day: i64) -> String {
-    DateTime::from_timestamp(day * 86_400, 0)
+    DateTime::from_timestamp(day * DAY, 0)
         .map_or_else(|| day.to_string(), |d| d.format("%Y-%m-%d").to_string())
 }
 

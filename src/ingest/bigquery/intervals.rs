@@ -21,14 +21,14 @@ use anyhow::{Result, bail};
 
 use super::client::{BigQueryClient, Param, Query, Row};
 use crate::ingest::layout::{Classified, FileKind, classify};
-use crate::model::JobRun;
+use crate::model::{DAY, HOUR, JobRun};
 
 /// Seconds kept around the run's start and end in the partition filter, so an item stamped a
 /// little outside them (clocks, the uploader's own timing) is still read.
-const SLACK_SECS: i64 = 3_600;
+const SLACK_SECS: i64 = HOUR;
 
 /// How long a run without an end is taken to have lasted, for the partition filter.
-const UNFINISHED_SECS: i64 = 86_400;
+const UNFINISHED_SECS: i64 = DAY;
 
 /// The columns the query asks for, in order.
 const COLUMNS: [&str; 2] = ["Source", "interval_json"];

@@ -30,7 +30,7 @@ use super::formats::{cluster_data::ClusterData, disruption};
 use super::run::{EARLIEST_START_SECS, FileProblem, MAX_BACKENDS_PER_RUN, MAX_CLOCK_SKEW_SECS};
 use super::{IngestOptions, IngestSummary, RunOutcome};
 use crate::config::BigQuerySettings;
-use crate::model::{IntervalFile, JobRun, RunRecord, Sample};
+use crate::model::{HOUR, IntervalFile, JobRun, RunRecord, Sample};
 use crate::store::Store;
 
 /// The bucket OpenShift CI writes its results to: a run's link when `Jobs` does not name one.
@@ -148,7 +148,7 @@ pub async fn ingest(store: &Store, dataset: &Dataset, options: &IngestOptions) -
     let started = Instant::now();
     let source = dataset.describe();
     let watermark = if options.force { None } else { store.ingest_watermark(&source).await? };
-    let overlap = i64::from(dataset.overlap_hours) * 3_600;
+    let overlap = i64::from(dataset.overlap_hours) * HOUR;
     let since = [watermark.map(|w| w - overlap), options.since.map(|s| s.timestamp())]
         .into_iter()
         .flatten()

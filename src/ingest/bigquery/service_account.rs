@@ -11,12 +11,13 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde::Deserialize;
 
 use crate::config::Secret;
+use crate::model::HOUR;
 
 /// What the access token may do: run queries and read tables.
 const SCOPE: &str = "https://www.googleapis.com/auth/bigquery";
 
 /// How long a signed assertion is valid (Google's maximum).
-const ASSERTION_SECS: i64 = 3_600;
+const ASSERTION_SECS: i64 = HOUR;
 
 /// A token is renewed this long before it expires.
 const RENEW_BEFORE: Duration = Duration::from_secs(60);

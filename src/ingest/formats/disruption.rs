@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 use super::duration::parse_go_duration;
+use crate::model::DAY;
 
 /// One backend's entry in one file.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,7 +75,7 @@ pub fn parse_backend_disruption(bytes: &[u8]) -> Result<Vec<BackendDisruption>, 
 
 /// The most disruption one backend can have in one run: a day. A job runs for hours; a value
 /// beyond this is a broken or hostile file, and is stored as this rather than wrapping.
-pub const MAX_RUN_SECONDS: i64 = 86_400;
+pub const MAX_RUN_SECONDS: i64 = DAY;
 
 /// The per-run value of each backend: the sum over the run's files of ceil(seconds), the same
 /// number the CI data warehouse stores, each file's value and the sum held within

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use crate::incidents::silence::Target;
-use crate::model::{Dimension, parse_span};
+use crate::model::{DAY, Dimension, parse_span};
 pub use crate::query::Query;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -85,7 +85,7 @@ pub fn parse(text: &str) -> Result<Command, String> {
             )?;
             let target = Target::parse(&rest[..at])?;
             let seconds = parse_span(rest[at]).unwrap_or_default();
-            if seconds > 90 * 86_400 {
+            if seconds > 90 * DAY {
                 return Err("a silence lasts at most 90d".into());
             }
             Ok(Command::Silence { target, seconds, reason: rest[at + 1..].join(" ") })
@@ -114,9 +114,9 @@ pub fn parse_query(words: &[&str]) -> Result<Query, String> {
         }
         if k == "window" {
             let secs = parse_span(v)
-                .filter(|s| s % 86_400 == 0 && *s <= 90 * 86_400)
+                .filter(|s| s % DAY == 0 && *s <= 90 * DAY)
                 .ok_or(format!("window must be whole days up to 90, like `7d` or `2w`; not `{v}`"))?;
-            q.window_days = secs / 86_400;
+            q.window_days = secs / DAY;
             continue;
         }
         let d = query_key(k).ok_or_else(|| {

@@ -13,6 +13,7 @@
 use maud::{Markup, html};
 use serde::Serialize;
 
+use crate::model::{DAY, HOUR};
 use crate::series::{DayPoint, Series};
 
 const TOP: f64 = 14.0;
@@ -21,7 +22,6 @@ const BOTTOM: f64 = 30.0;
 const PLOT_UNITS: f64 = 1000.0;
 /// Every label's size, in CSS pixels (nothing scales it).
 pub const FONT_PX: u32 = 12;
-const DAY: i64 = 86_400;
 
 /// What a chart marks besides its series (Unix seconds).
 #[derive(Debug, Clone, Default, Serialize)]
@@ -241,7 +241,7 @@ pub fn svg(c: &Chart<'_>) -> Markup {
             @if let Some(r) = c.marks.reference { (band(&scale, "reference", r, "reference period")) }
             @if let Some(w) = c.marks.window { (band(&scale, "window", w, "current window")) }
             @if let Some((earliest, at, latest)) = c.marks.onset {
-                (band(&scale, "onset", (earliest, latest.max(earliest + 3600)), "onset interval"))
+                (band(&scale, "onset", (earliest, latest.max(earliest + HOUR)), "onset interval"))
                 @if at >= t0 && at <= t1 {
                     line class="onset-at" x1=(scale.x(at)) x2=(scale.x(at)) y1=(TOP) y2=(scale.height - BOTTOM) {
                         title { "onset" }

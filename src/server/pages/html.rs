@@ -6,7 +6,7 @@ use maud::{DOCTYPE, Markup, PreEscaped, html};
 use super::chart::{self, Chart, Size};
 use super::{ChartData, IncidentRow, IndexFilter};
 use crate::incidents::{Event, Incident};
-use crate::model::{secs, secs_or_dash};
+use crate::model::{HOUR, secs, secs_or_dash};
 use crate::render::time as when;
 use crate::render::web_link;
 
@@ -95,7 +95,7 @@ pub fn now_vs_reference(i: &Incident) -> String {
 }
 
 fn age(seconds: i64) -> String {
-    let h = seconds.max(0) / 3600;
+    let h = seconds.max(0) / HOUR;
     if h >= 48 { format!("{}d", h / 24) } else { format!("{h}h") }
 }
 

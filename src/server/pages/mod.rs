@@ -21,10 +21,8 @@ pub use chart::Marks;
 
 use super::AppState;
 use crate::incidents::Incident;
-use crate::model::Dimension;
+use crate::model::{DAY, Dimension};
 use crate::series::{self, Series};
-
-const DAY: i64 = 86_400;
 /// Days a chart shows.
 const CHART_DAYS: i64 = 56;
 /// Charts per dimension an incident is not specific to, at most.

@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 
+use crate::model::HOUR;
 use crate::synth::Rng;
 
 /// One nightly payload.
@@ -19,11 +20,11 @@ pub struct Payload {
 /// A release's nightlies from three days before `start` to `end`, 3–6 hours apart.
 pub fn stream(release: &str, start: DateTime<Utc>, end: DateTime<Utc>, rng: &mut Rng) -> Vec<Payload> {
     let mut out = Vec::new();
-    let mut t = start - Duration::days(3) + Duration::seconds(rng.between(0, 3 * 3600));
+    let mut t = start - Duration::days(3) + Duration::seconds(rng.between(0, 3 * HOUR));
     while t < end {
         let tag = format!("{release}.0-0.nightly-{}", t.format("%Y-%m-%d-%H%M%S"));
         out.push(Payload { tag, built: t, index: out.len() });
-        t += Duration::seconds(rng.between(3 * 3600, 6 * 3600));
+        t += Duration::seconds(rng.between(3 * HOUR, 6 * HOUR));
     }
     out
 }

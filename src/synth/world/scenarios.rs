@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::WorldSpec;
 use super::payloads::{Payload, first_from};
-use crate::model::{Dimension, MechanismKind, Scope};
+use crate::model::{Dimension, HOUR, MechanismKind, Scope};
 use crate::synth::Rng;
 
 /// A failure class: one named scenario of the world.
@@ -177,7 +177,7 @@ fn scope(pairs: &[(Dimension, &str)]) -> Scope {
 
 /// A day-offset from the world's start, with a few random hours.
 fn day_at(start: DateTime<Utc>, day: u32, rng: &mut Rng) -> DateTime<Utc> {
-    start + Duration::days(i64::from(day)) + Duration::seconds(rng.between(0, 12 * 3600))
+    start + Duration::days(i64::from(day)) + Duration::seconds(rng.between(0, 12 * HOUR))
 }
 
 /// Builds one plant of `class` on the streams of the world, or None if its payloads fall out of
