@@ -8,6 +8,7 @@ pub mod fix;
 pub mod glob;
 pub mod histogram;
 pub mod historical;
+pub mod query;
 pub mod regression;
 pub mod run;
 pub mod scope;
@@ -24,6 +25,7 @@ pub use fix::{Allowance, FixClaim, FixVerdict, PartVerdict, ToldVerdict, Verific
 pub use glob::glob_match;
 pub use histogram::Histogram;
 pub use historical::HistoricalRow;
+pub use query::Query;
 pub use regression::{
     Attribution, ConditionEvidence, Confidence, ControlEvidence, Episode, FileAgainst, Mechanism,
     MechanismClaim, MechanismKind, Onset, PercentilePair, PlatformContrast, RegressionReport, SampleJob,
