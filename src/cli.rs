@@ -669,7 +669,7 @@ async fn backtest(
         (None, c) => {
             let expression = c.unwrap_or(&settings.schedule.evaluate);
             Cadence::Cron(Box::new(
-                crate::schedule::Schedule::parse(expression, &settings.schedule.timezone)
+                crate::cron::Schedule::parse(expression, &settings.schedule.timezone)
                     .map_err(|e| anyhow::anyhow!("`{expression}`: {e}"))?,
             ))
         }

@@ -38,9 +38,11 @@ pub mod backtest;
 pub mod bench;
 pub mod cli;
 pub mod config;
+pub mod cron;
 pub mod cycle;
 pub mod demo;
 pub mod evaluate;
+pub mod fix_watch;
 pub mod github;
 pub mod http;
 pub mod incidents;
@@ -61,7 +63,6 @@ pub(crate) fn test_fixture(name: &str) -> std::path::PathBuf {
     root.join("tests/fixtures").join(name)
 }
 pub mod render;
-pub mod schedule;
 pub mod scheduler;
 pub mod series;
 pub mod server;
@@ -69,7 +70,6 @@ pub mod shutdown;
 pub mod store;
 pub mod synth;
 pub mod telemetry;
-pub mod verify;
 
 /// Installs ring as the process's one rustls crypto provider. Every entry point (the binary,
 /// each test binary) calls it before any TLS client is built.

@@ -16,8 +16,8 @@ use chrono::Utc;
 use tokio::sync::watch;
 
 use crate::config::{Engine, Settings};
+use crate::cron::Schedule;
 use crate::ingest::{IngestOptions, Source};
-use crate::schedule::Schedule;
 use crate::shutdown::{finish_or_abandon, stopping};
 use crate::store::Store;
 

@@ -19,7 +19,7 @@ use crate::actions::ActionError;
 use crate::incidents::manual::Refusal;
 use crate::incidents::silence::Target;
 use crate::notify::slack::command::{self, Command, HELP};
-use crate::notify::slack::{Message, blocks, verify};
+use crate::notify::slack::{Message, blocks, signature};
 
 /// How long a request may work before it answers "working on it" and goes on in the background.
 const QUICK: Duration = Duration::from_millis(2500);
@@ -40,12 +40,13 @@ fn refused(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Option<Respons
     let secrets: Vec<&crate::config::Secret> =
         s.signing_secret.iter().chain(s.signing_secret_previous.iter()).collect();
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let e = verify::verify(&secrets, header("x-slack-signature"), header("x-slack-request-timestamp"), body)
-        .err()?;
+    let e =
+        signature::verify(&secrets, header("x-slack-signature"), header("x-slack-request-timestamp"), body)
+            .err()?;
     tracing::warn!("refused a Slack request: {e}");
     metrics::counter!("sheriff_slack_requests_refused_total").increment(1);
     let status =
-        if e == verify::VerifyError::NotText { StatusCode::BAD_REQUEST } else { StatusCode::UNAUTHORIZED };
+        if e == signature::VerifyError::NotText { StatusCode::BAD_REQUEST } else { StatusCode::UNAUTHORIZED };
     Some((status, format!("{e}\n")).into_response())
 }
 

@@ -10,7 +10,7 @@ use axum::http::{Request, StatusCode};
 use common::faults::Faults;
 use common::slack::FakeSlack;
 use sheriff::config::{Secret, Settings};
-use sheriff::notify::slack::verify::sign;
+use sheriff::notify::slack::signature::sign;
 use sheriff::server::{AppState, router};
 use tower::ServiceExt;
 
