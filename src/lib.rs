@@ -23,13 +23,23 @@
 //!    ingest, health, metrics), the [`scheduler`] and the outbox worker together;
 //!    [`shutdown`] stops them in one place.
 //!
-//! The layers import downwards only, and `tests/integration/architecture.rs` checks that the
-//! top-level modules form a DAG: [`model`] imports nothing of the crate; [`evaluate`],
-//! [`attribute`] and [`incidents`] import only the model and plain settings; the adapters
-//! ([`store`], [`ingest`], [`notify`], [`server`]) import the domain; the application
-//! ([`cycle`], [`query`], [`ops`], [`actions`], [`scheduler`]) and the entry points ([`app`],
-//! [`cli`], [`demo`], [`bench`](mod@bench)) sit on top. [`synth`] generates realistic CI data for the demo,
-//! the tests and the benchmarks.
+//! The layers import downwards only; `tests/integration/architecture.rs` gives each top-level
+//! module its layer and checks every `crate::` path against the layers it may import, and
+//! that the modules form a DAG. Lowest first:
+//! - **model** ([`model`]): plain types and pure readers; imports nothing of the crate.
+//! - **settings** ([`config`], [`cron`]): read once; import the model.
+//! - **domain** ([`evaluate`], [`attribute`], [`incidents`]): pure decisions; import only the
+//!   model and the settings, not each other, and write no text through [`render`].
+//! - **store** ([`store`]): keeps what the domain decided; imports the domain, no text or I/O
+//!   helpers: the words it records come from the domain.
+//! - **support** ([`render`], [`http`], [`process`], [`shutdown`], [`telemetry`]): what the
+//!   layers above share.
+//! - **synthetic** ([`synth`]): realistic CI data for the demo, the tests and the benchmarks,
+//!   written without the ingest that reads it; only the entry points use it.
+//! - **adapters** ([`ingest`], [`notify`], [`releases`], [`github`]): one per outside system.
+//! - **application** ([`cycle`], [`query`], [`ops`], [`actions`], [`scheduler`],
+//!   [`backtest`], [`series`], [`fix_watch`]): the use cases.
+//! - **edge** ([`server`], [`cli`], [`app`], [`demo`], [`bench`](mod@bench)): the entry points.
 
 pub mod actions;
 pub mod app;
