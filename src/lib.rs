@@ -37,7 +37,7 @@
 //! - **synthetic** ([`synth`]): realistic CI data for the demo, the tests and the benchmarks,
 //!   written without the ingest that reads it; only the entry points use it.
 //! - **adapters** ([`ingest`], [`notify`], [`releases`], [`github`]): one per outside system.
-//! - **application** ([`cycle`], [`query`], [`ops`], [`actions`], [`scheduler`],
+//! - **application** ([`cycle`], [`query`], [`board`], [`actions`], [`scheduler`],
 //!   [`backtest`], [`series`], [`fix_watch`]): the use cases.
 //! - **edge** ([`server`], [`cli`], [`app`], [`demo`], [`bench`](mod@bench)): the entry points.
 
@@ -46,6 +46,7 @@ pub mod app;
 pub mod attribute;
 pub mod backtest;
 pub mod bench;
+pub mod board;
 pub mod cli;
 pub mod config;
 pub mod cron;
@@ -59,7 +60,6 @@ pub mod incidents;
 pub mod ingest;
 pub mod model;
 pub mod notify;
-pub mod ops;
 pub mod process;
 pub mod query;
 pub mod releases;

@@ -181,9 +181,10 @@ async fn run(state: &AppState, c: Command, user: &str, actor: &str) -> Message {
     }
 }
 
-fn status_message(s: &crate::ops::Status) -> Message {
+fn status_message(s: &crate::board::Status) -> Message {
     let mut lines = vec![format!("*{} open incident(s)*, newest first", s.incidents.len())];
-    lines.extend(s.incidents.iter().map(|i| format!("• {}", blocks::escape(&crate::ops::incident_line(i)))));
+    lines
+        .extend(s.incidents.iter().map(|i| format!("• {}", blocks::escape(&crate::board::incident_line(i)))));
     lines.push(format!(
         "silences: {} · outbox: {} pending, {} dead",
         s.silences.len(),
@@ -215,7 +216,7 @@ async fn run_inner(state: &AppState, c: Command, user: &str, actor: &str) -> Res
     let store = &state.store;
     let now = chrono::Utc::now().timestamp();
     Ok(match c {
-        Command::Status => status_message(&crate::ops::status(store, now).await?),
+        Command::Status => status_message(&crate::board::status(store, now).await?),
         Command::Query(q) => {
             let a = crate::query::answer(store, &state.settings.evaluate, &q, now).await?;
             let (title, table) = crate::query::render(&a);
@@ -225,9 +226,9 @@ async fn run_inner(state: &AppState, c: Command, user: &str, actor: &str) -> Res
             }
             Message { text: title.clone(), blocks: json!(parts) }
         }
-        Command::Explain(reference) => match crate::ops::explain(store, &reference).await? {
+        Command::Explain(reference) => match crate::board::explain(store, &reference).await? {
             None => text_message(&format!("No incident {reference}. `status` lists the open ones.")),
-            Some(e) => lines_message(&crate::ops::render_explain(&e)),
+            Some(e) => lines_message(&crate::board::render_explain(&e)),
         },
         Command::Silence { target, seconds, reason } => {
             let reason = if reason.is_empty() { "silenced from Slack".to_string() } else { reason };

@@ -407,7 +407,7 @@ const LAYER_OF: &[(&str, Layer)] = &[
     ("github", Adapters),
     ("cycle", Application),
     ("query", Application),
-    ("ops", Application),
+    ("board", Application),
     ("actions", Application),
     ("scheduler", Application),
     ("backtest", Application),
