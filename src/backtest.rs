@@ -13,11 +13,11 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::config::{DatabaseSettings, DatabaseUrl, Settings};
+use crate::cron::Schedule;
 use crate::cycle::replay::Replay;
 use crate::cycle::{CycleOptions, Window, run_cycle_on};
 use crate::incidents::plan::Policy;
 use crate::model::{DAY, HOUR, Onset, Scope};
-use crate::schedule::Schedule;
 use crate::store::Store;
 
 /// When the replayed cycles run.

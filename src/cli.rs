@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use chrono::{DateTime, Utc};
 
+use crate::board;
 use crate::config::Settings;
 use crate::ingest::{IngestOptions, IngestSummary, Source};
 use crate::model::{DAY, HOUR};
@@ -495,9 +496,8 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
         }
         Command::Prune { dry_run, format } => {
             let now = Utc::now().timestamp();
-            let r =
-                with_store(&settings, async |store| crate::ops::prune(store, &settings, now, dry_run).await)
-                    .await?;
+            let prune = async |store: &Store| crate::scheduler::prune(store, &settings, now, dry_run).await;
+            let r = with_store(&settings, prune).await?;
             match format {
                 Format::Json => println!("{}", serde_json::to_string_pretty(&r)?),
                 Format::Text => println!(
@@ -519,11 +519,11 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
         }
         Command::Status { format } => {
             let status =
-                with_store(&settings, async |store| crate::ops::status(store, Utc::now().timestamp()).await)
+                with_store(&settings, async |store| board::status(store, Utc::now().timestamp()).await)
                     .await?;
             match format {
                 Format::Json => println!("{}", serde_json::to_string_pretty(&status)?),
-                Format::Text => print!("{}", crate::ops::render_status(&status)),
+                Format::Text => print!("{}", board::render_status(&status)),
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -639,7 +639,7 @@ async fn evaluate(
     let report = async {
         let mut report = crate::cycle::run_cycle(&store, settings, options).await?;
         if !dry_run {
-            report.delivery = Some(crate::ops::deliver_for_a_while(store.clone(), settings).await?);
+            report.delivery = Some(crate::notify::deliver_for_a_while(store.clone(), settings).await?);
         }
         anyhow::Ok(report)
     }
@@ -670,7 +670,7 @@ async fn backtest(
         (None, c) => {
             let expression = c.unwrap_or(&settings.schedule.evaluate);
             Cadence::Cron(Box::new(
-                crate::schedule::Schedule::parse(expression, &settings.schedule.timezone)
+                crate::cron::Schedule::parse(expression, &settings.schedule.timezone)
                     .map_err(|e| anyhow::anyhow!("`{expression}`: {e}"))?,
             ))
         }
@@ -1012,7 +1012,7 @@ async fn list_incidents(store: &Store, state: Option<String>, format: Format) ->
             println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "incidents": rows }))?);
         }
         Format::Text if list.is_empty() => println!("no incidents"),
-        Format::Text => print!("{}", crate::ops::incident_table(&list)),
+        Format::Text => print!("{}", board::incident_table(&list)),
     }
     Ok(())
 }
@@ -1046,9 +1046,8 @@ async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Setting
     match action {
         IncidentsAction::List { state, format } => list_incidents(store, state, format).await?,
         IncidentsAction::Show { incident, format } => {
-            let e = crate::ops::explain(store, &incident)
-                .await?
-                .with_context(|| format!("no incident {incident}"))?;
+            let e =
+                board::explain(store, &incident).await?.with_context(|| format!("no incident {incident}"))?;
             match format {
                 Format::Json => {
                     let mut v = incident_json(&e.incident);
@@ -1056,13 +1055,13 @@ async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Setting
                     v["report"] = serde_json::to_value(&e.incident.snapshot.report)?;
                     println!("{}", serde_json::to_string_pretty(&v)?);
                 }
-                Format::Text => print!("{}", crate::ops::render_explain(&e)),
+                Format::Text => print!("{}", board::render_explain(&e)),
             }
         }
         IncidentsAction::Resolve { incident, reason } => {
             let reason = reason_given_or_asked(reason)?;
             let i = crate::actions::resolve(store, settings, &incident, &reason, &cli_actor(), now).await?;
-            print!("{}", crate::ops::resolved_words(&i, &reason));
+            print!("{}", board::resolved_words(&i, &reason));
         }
         IncidentsAction::NotARegression { incident, reason } => {
             let i = crate::actions::not_a_regression(store, settings, &incident, &reason, &cli_actor(), now)
@@ -1101,7 +1100,7 @@ async fn incidents_on(store: &Store, action: IncidentsAction, settings: &Setting
     Ok(ExitCode::SUCCESS)
 }
 
-pub use crate::ops::incident_json;
+pub use crate::board::incident_json;
 
 async fn outbox(action: OutboxAction, settings: &Settings) -> Result<ExitCode> {
     let store = Arc::new(Store::open_configured(settings).await?);
@@ -1135,7 +1134,7 @@ async fn outbox(action: OutboxAction, settings: &Settings) -> Result<ExitCode> {
                 println!("{n} {} queued again", if n == 1 { "entry" } else { "entries" });
             }
             OutboxAction::Deliver => {
-                let r = crate::ops::deliver_for_a_while(store.clone(), settings).await?;
+                let r = crate::notify::deliver_for_a_while(store.clone(), settings).await?;
                 println!("delivered {}, retrying {}, dead {}", r.delivered, r.retrying, r.dead);
             }
         }

@@ -1336,7 +1336,7 @@ impl Settings {
         if !(1..=5_000).contains(&r.batch_runs) {
             return invalid("retention.batch_runs", "must be between 1 and 5000");
         }
-        if let Err(why) = crate::schedule::Schedule::parse(&r.schedule, &self.schedule.timezone) {
+        if let Err(why) = crate::cron::Schedule::parse(&r.schedule, &self.schedule.timezone) {
             return invalid("retention.schedule", &why);
         }
         Ok(())
@@ -1538,7 +1538,7 @@ impl Settings {
 
     fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |key: &str, why: &str| Err(ConfigError::Invalid(format!("`{key}`: {why}")));
-        if let Err(why) = crate::schedule::Schedule::parse("0 0 * * *", &self.schedule.timezone) {
+        if let Err(why) = crate::cron::Schedule::parse("0 0 * * *", &self.schedule.timezone) {
             return invalid("schedule.timezone", &why);
         }
         self.validate_ranges()?;
@@ -1593,12 +1593,12 @@ impl Settings {
         if e.min_job_runs == 0 {
             return invalid("evaluate.min_job_runs", "must be at least 1");
         }
-        if let Err(why) = crate::schedule::Schedule::parse(&self.schedule.evaluate, &self.schedule.timezone) {
+        if let Err(why) = crate::cron::Schedule::parse(&self.schedule.evaluate, &self.schedule.timezone) {
             let key = if why.contains("time zone") { "schedule.timezone" } else { "schedule.evaluate" };
             return invalid(key, &why);
         }
         for i in &self.schedule.ingest {
-            if let Err(why) = crate::schedule::Schedule::parse(&i.cron, &self.schedule.timezone) {
+            if let Err(why) = crate::cron::Schedule::parse(&i.cron, &self.schedule.timezone) {
                 return invalid("schedule.ingest.cron", &format!("{}: {why}", i.source));
             }
         }

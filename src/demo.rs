@@ -74,7 +74,7 @@ pub async fn run(
     writeln!(out)?;
     write!(out, "{}", crate::cycle::render_text(&report))?;
     writeln!(out, "\n── Slack ({}) ──", slack_heading(settings))?;
-    let delivery = crate::ops::deliver_for_a_while(store.clone(), &local).await?;
+    let delivery = crate::notify::deliver_for_a_while(store.clone(), &local).await?;
     writeln!(out, "{} Slack message(s) rendered", delivery.delivered)?;
     show_jira_issues(&store, &local, settings.jira.enabled(), out).await?;
     store.close().await;

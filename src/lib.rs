@@ -23,31 +23,43 @@
 //!    ingest, health, metrics), the [`scheduler`] and the outbox worker together;
 //!    [`shutdown`] stops them in one place.
 //!
-//! The layers import downwards only, and `tests/integration/architecture.rs` checks that the
-//! top-level modules form a DAG: [`model`] imports nothing of the crate; [`evaluate`],
-//! [`attribute`] and [`incidents`] import only the model and plain settings; the adapters
-//! ([`store`], [`ingest`], [`notify`], [`server`]) import the domain; the application
-//! ([`cycle`], [`query`], [`ops`], [`actions`], [`scheduler`]) and the entry points ([`app`],
-//! [`cli`], [`demo`], [`bench`](mod@bench)) sit on top. [`synth`] generates realistic CI data for the demo,
-//! the tests and the benchmarks.
+//! The layers import downwards only; `tests/integration/architecture.rs` gives each top-level
+//! module its layer and checks every `crate::` path against the layers it may import, and
+//! that the modules form a DAG. Lowest first:
+//! - **model** ([`model`]): plain types and pure readers; imports nothing of the crate.
+//! - **settings** ([`config`], [`cron`]): read once; import the model.
+//! - **domain** ([`evaluate`], [`attribute`], [`incidents`]): pure decisions; import only the
+//!   model and the settings, not each other, and write no text through [`render`].
+//! - **store** ([`store`]): keeps what the domain decided; imports the domain, no text or I/O
+//!   helpers: the words it records come from the domain.
+//! - **support** ([`render`], [`http`], [`process`], [`shutdown`], [`telemetry`]): what the
+//!   layers above share.
+//! - **synthetic** ([`synth`]): realistic CI data for the demo, the tests and the benchmarks,
+//!   written without the ingest that reads it; only the entry points use it.
+//! - **adapters** ([`ingest`], [`notify`], [`releases`], [`github`]): one per outside system.
+//! - **application** ([`cycle`], [`query`], [`board`], [`actions`], [`scheduler`],
+//!   [`backtest`], [`series`], [`fix_watch`]): the use cases.
+//! - **edge** ([`server`], [`cli`], [`app`], [`demo`], [`bench`](mod@bench)): the entry points.
 
 pub mod actions;
 pub mod app;
 pub mod attribute;
 pub mod backtest;
 pub mod bench;
+pub mod board;
 pub mod cli;
 pub mod config;
+pub mod cron;
 pub mod cycle;
 pub mod demo;
 pub mod evaluate;
+pub mod fix_watch;
 pub mod github;
 pub mod http;
 pub mod incidents;
 pub mod ingest;
 pub mod model;
 pub mod notify;
-pub mod ops;
 pub mod process;
 pub mod query;
 pub mod releases;
@@ -61,7 +73,6 @@ pub(crate) fn test_fixture(name: &str) -> std::path::PathBuf {
     root.join("tests/fixtures").join(name)
 }
 pub mod render;
-pub mod schedule;
 pub mod scheduler;
 pub mod series;
 pub mod server;
@@ -69,7 +80,6 @@ pub mod shutdown;
 pub mod store;
 pub mod synth;
 pub mod telemetry;
-pub mod verify;
 
 /// Installs ring as the process's one rustls crypto provider. Every entry point (the binary,
 /// each test binary) calls it before any TLS client is built.

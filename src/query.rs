@@ -9,19 +9,12 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::config::EvaluateSettings;
-use crate::model::{
-    DAY, Dimension, GroupKey, Histogram, Percentile, glob_match, percentiles_of, secs, secs_or_dash,
-};
+use crate::model::{DAY, GroupKey, Histogram, Percentile, glob_match, percentiles_of, secs, secs_or_dash};
 use crate::render::sparkline;
 use crate::store::Store;
 
-/// A question about one backend: which variants (dimension globs) over how many days.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Query {
-    pub backend: String,
-    pub filters: BTreeMap<Dimension, String>,
-    pub window_days: i64,
-}
+pub use crate::model::Query;
+
 const WEEKS: i64 = 8;
 
 #[derive(Debug, Clone, Serialize)]

@@ -1,4 +1,4 @@
-//! `sheriff serve`'s scheduled work: evaluation cycles and ingests, beside the HTTP server and
+//! `sheriff serve`'s scheduled work: evaluation cycles, ingests and the daily prune, beside the HTTP server and
 //! the outbox worker ([`crate::app`] puts them together).
 //!
 //! Several replicas may run on one PostgreSQL database. Each scheduled tick is claimed through a
@@ -16,9 +16,9 @@ use chrono::Utc;
 use tokio::sync::watch;
 
 use crate::config::{Engine, Settings};
+use crate::cron::Schedule;
 use crate::ingest::{IngestOptions, Source};
 use crate::model::HOUR;
-use crate::schedule::Schedule;
 use crate::shutdown::{finish_or_abandon, stopping};
 use crate::store::Store;
 
@@ -168,9 +168,7 @@ impl Scheduler {
             let prune = self.prune;
             tasks.spawn(async move {
                 on_schedule(&prune, "prune", &store, &id, shutdown, || async {
-                    Box::pin(crate::ops::prune(&store, &settings, Utc::now().timestamp(), false))
-                        .await
-                        .map(|_| ())
+                    Box::pin(self::prune(&store, &settings, Utc::now().timestamp(), false)).await.map(|_| ())
                 })
                 .await;
             });
@@ -350,6 +348,32 @@ async fn on_schedule<F, Fut>(
             .record(started.elapsed().as_secs_f64());
         metrics::counter!("sheriff_jobs_total", "job" => kind, "outcome" => outcome).increment(1);
     }
+}
+
+/// Prunes what `[retention]` no longer keeps, as of `now` (Unix seconds): the daily job, and
+/// `sheriff prune` by hand.
+pub async fn prune(
+    store: &Store,
+    settings: &Settings,
+    now: i64,
+    dry_run: bool,
+) -> Result<crate::store::retention::PruneReport> {
+    let r = &settings.retention;
+    let cutoffs = crate::store::retention::Cutoffs::new(now, r, &settings.evaluate);
+    let started = std::time::Instant::now();
+    let report = store.prune(cutoffs, dry_run).await?;
+    tracing::info!(
+        runs = report.runs,
+        samples = report.samples,
+        cell_days = report.cell_days,
+        interval_runs = report.interval_runs,
+        kept_for_incidents = report.kept_for_incidents,
+        batches = report.batches,
+        dry_run,
+        seconds = started.elapsed().as_secs_f64(),
+        "pruned"
+    );
+    Ok(report)
 }
 
 #[cfg(test)]

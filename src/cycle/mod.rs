@@ -3,11 +3,11 @@
 
 mod describe;
 mod episodes;
+mod fix_verdict;
 mod follow;
 pub mod replay;
 mod scoped;
 pub mod source;
-mod verify;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
@@ -193,7 +193,7 @@ pub async fn run_cycle(store: &Store, settings: &Settings, options: CycleOptions
     if !options.dry_run && settings.jira.enabled() {
         // What Jira says of claimed fixes, before the cycle judges them; Jira being away
         // leaves the claims as they were.
-        if let Err(e) = crate::verify::watch(store, settings, options.at.timestamp()).await {
+        if let Err(e) = crate::fix_watch::watch(store, settings, options.at.timestamp()).await {
             tracing::warn!("reading the incidents' Jira issues: {e:#}");
         }
     }

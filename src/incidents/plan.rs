@@ -315,6 +315,36 @@ pub struct NewSilence {
     pub incident: Option<i64>,
 }
 
+/// The lines an incident's history records for what a person did and what a silence held,
+/// written here with the changes' and resolutions' `describe`, so the store only keeps them.
+pub mod history {
+    use crate::model::actor::person;
+
+    /// A person (`by`, as recorded) acknowledged the incident.
+    pub fn acknowledged(by: &str) -> String {
+        format!("acknowledged by {}", person(by))
+    }
+
+    /// A person (`actor`, as recorded) asked for the incident's Jira issue now.
+    pub fn asked_for_jira(actor: &str) -> String {
+        format!("{} asked for a Jira issue", person(actor))
+    }
+
+    /// The incident was silenced by silence number `id`, which the store has just given it.
+    pub fn silenced(silence: &super::NewSilence, id: i64) -> String {
+        format!(
+            "silenced until {} (silence #{id}): {}",
+            crate::model::utc_minute(silence.expires_at),
+            silence.reason
+        )
+    }
+
+    /// Silence number `silence` held the step's notifications.
+    pub fn held(silence: i64) -> String {
+        format!("notifications held by silence #{silence}")
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     pub action: Action,
@@ -731,7 +761,7 @@ impl Effects<'_> {
         }
         next.reminded |= remind;
         if remind && posted {
-            let until = crate::render::time(a.until.unwrap_or_default());
+            let until = crate::model::utc_minute(a.until.unwrap_or_default());
             add_reply(
                 &mut step.effects,
                 &format!(

@@ -1,4 +1,6 @@
-//! The domain: plain types with no I/O. Everything else in sheriff speaks in these.
+//! The domain: plain types with no I/O, and the pure readers of the job names and the
+//! historical table that both ingest and the synthetic data need. Everything else in sheriff
+//! speaks in these.
 
 pub mod actor;
 pub mod dimensions;
@@ -8,6 +10,9 @@ pub mod fix;
 pub mod glob;
 pub mod histogram;
 pub mod historical;
+pub mod job_name;
+pub mod query;
+pub mod query_results;
 pub mod regression;
 pub mod run;
 pub mod scope;
@@ -25,6 +30,7 @@ pub use fix::{Allowance, FixClaim, FixVerdict, PartVerdict, ToldVerdict, Verific
 pub use glob::glob_match;
 pub use histogram::Histogram;
 pub use historical::HistoricalRow;
+pub use query::Query;
 pub use regression::{
     Attribution, ConditionEvidence, Confidence, ControlEvidence, Episode, FileAgainst, Mechanism,
     MechanismClaim, MechanismKind, Onset, PercentilePair, PlatformContrast, RegressionReport, SampleJob,

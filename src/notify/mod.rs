@@ -257,6 +257,20 @@ impl Worker {
     }
 }
 
+/// Delivers what the outbox holds for up to `settings.outbox.evaluate_timeout_secs`: after a
+/// cycle run by hand (`sheriff evaluate`, the demo) and for `sheriff outbox deliver`, where no
+/// worker runs.
+pub async fn deliver_for_a_while(
+    store: Arc<Store>,
+    settings: &crate::config::Settings,
+) -> Result<DrainReport> {
+    let sinks = Arc::new(Sinks::from_settings(settings)?);
+    let worker = Worker::new(store, sinks, settings.outbox.clone());
+    let deadline =
+        tokio::time::Instant::now() + std::time::Duration::from_secs(settings.outbox.evaluate_timeout_secs);
+    worker.drain(deadline).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::DeliveryError;

@@ -20,7 +20,7 @@ use crate::incidents::manual::Refusal;
 use crate::incidents::silence::Target;
 use crate::model::{DAY, HOUR};
 use crate::notify::slack::command::{self, Command, HELP};
-use crate::notify::slack::{Message, blocks, verify};
+use crate::notify::slack::{Message, blocks, signature};
 
 /// How long a request may work before it answers "working on it" and goes on in the background.
 const QUICK: Duration = Duration::from_millis(2500);
@@ -41,12 +41,13 @@ fn refused(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Option<Respons
     let secrets: Vec<&crate::config::Secret> =
         s.signing_secret.iter().chain(s.signing_secret_previous.iter()).collect();
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let e = verify::verify(&secrets, header("x-slack-signature"), header("x-slack-request-timestamp"), body)
-        .err()?;
+    let e =
+        signature::verify(&secrets, header("x-slack-signature"), header("x-slack-request-timestamp"), body)
+            .err()?;
     tracing::warn!("refused a Slack request: {e}");
     metrics::counter!("sheriff_slack_requests_refused_total").increment(1);
     let status =
-        if e == verify::VerifyError::NotText { StatusCode::BAD_REQUEST } else { StatusCode::UNAUTHORIZED };
+        if e == signature::VerifyError::NotText { StatusCode::BAD_REQUEST } else { StatusCode::UNAUTHORIZED };
     Some((status, format!("{e}\n")).into_response())
 }
 
@@ -181,9 +182,10 @@ async fn run(state: &AppState, c: Command, user: &str, actor: &str) -> Message {
     }
 }
 
-fn status_message(s: &crate::ops::Status) -> Message {
+fn status_message(s: &crate::board::Status) -> Message {
     let mut lines = vec![format!("*{} open incident(s)*, newest first", s.incidents.len())];
-    lines.extend(s.incidents.iter().map(|i| format!("• {}", blocks::escape(&crate::ops::incident_line(i)))));
+    lines
+        .extend(s.incidents.iter().map(|i| format!("• {}", blocks::escape(&crate::board::incident_line(i)))));
     lines.push(format!(
         "silences: {} · outbox: {} pending, {} dead",
         s.silences.len(),
@@ -215,7 +217,7 @@ async fn run_inner(state: &AppState, c: Command, user: &str, actor: &str) -> Res
     let store = &state.store;
     let now = chrono::Utc::now().timestamp();
     Ok(match c {
-        Command::Status => status_message(&crate::ops::status(store, now).await?),
+        Command::Status => status_message(&crate::board::status(store, now).await?),
         Command::Query(q) => {
             let a = crate::query::answer(store, &state.settings.evaluate, &q, now).await?;
             let (title, table) = crate::query::render(&a);
@@ -225,9 +227,9 @@ async fn run_inner(state: &AppState, c: Command, user: &str, actor: &str) -> Res
             }
             Message { text: title.clone(), blocks: json!(parts) }
         }
-        Command::Explain(reference) => match crate::ops::explain(store, &reference).await? {
+        Command::Explain(reference) => match crate::board::explain(store, &reference).await? {
             None => text_message(&format!("No incident {reference}. `status` lists the open ones.")),
-            Some(e) => lines_message(&crate::ops::render_explain(&e)),
+            Some(e) => lines_message(&crate::board::render_explain(&e)),
         },
         Command::Silence { target, seconds, reason } => {
             let reason = if reason.is_empty() { "silenced from Slack".to_string() } else { reason };

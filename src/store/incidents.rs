@@ -6,7 +6,7 @@ use anyhow::{Context, Result};
 
 use super::{Arg, Conn, Store, sql};
 use crate::incidents::manual::Refusal;
-use crate::incidents::plan::{Action, Delivered, Effect, Known, NewSilence, Plan, Step};
+use crate::incidents::plan::{Action, Delivered, Effect, Known, NewSilence, Plan, Step, history};
 use crate::incidents::silence::{Patterns, Silence};
 use crate::incidents::{Change, Event, Incident, Snapshot, State};
 
@@ -349,12 +349,12 @@ impl Applying<'_> {
                     .bind(by)
                     .bind(now);
                 c.execute(q).await?;
-                let detail = format!("acknowledged by {}", crate::render::person(by));
+                let detail = history::acknowledged(by);
                 insert_event(c, *id, now, actor, "ack", &detail).await?;
                 Ok((*id, self.stored(*id)?.revision + 1))
             }
             Action::FileJira { id } => {
-                let detail = format!("{} asked for a Jira issue", crate::render::person(actor));
+                let detail = history::asked_for_jira(actor);
                 insert_event(c, *id, now, actor, "file_jira", &detail).await?;
                 Ok((*id, self.stored(*id)?.revision))
             }
@@ -447,7 +447,7 @@ impl Applying<'_> {
         if let Some(silence) = step.silenced_by
             && !matches!(step.action, Action::CatchUp { .. })
         {
-            let detail = format!("notifications held by silence #{silence}");
+            let detail = history::held(silence);
             insert_event(c, id, self.now, self.actor, "held", &detail).await?;
         }
         if let Some(held) = &step.held {
@@ -481,8 +481,7 @@ async fn insert_silence(c: &mut Conn<'_>, now: i64, actor: &str, s: &NewSilence)
     .bind(s.expires_at);
     let id: i64 = c.scalar(q).await?;
     if let Some(incident) = s.incident {
-        let detail =
-            format!("silenced until {} (silence #{id}): {}", crate::render::time(s.expires_at), s.reason);
+        let detail = history::silenced(s, id);
         insert_event(c, incident, now, actor, "silenced", &detail).await?;
     }
     Ok(id)

@@ -7,7 +7,7 @@ use std::path::Path;
 use chrono::{DateTime, Duration, Utc};
 
 use super::{JobSpec, Rng, RunSlot, Scenario, TruthRun, timeline};
-use crate::ingest::formats::job_name::parse_release;
+use crate::model::job_name::parse_release;
 use crate::model::{DAY, Dimensions, HOUR, MechanismKind};
 
 /// The interval-file schema generation of a release.

@@ -17,8 +17,8 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 
 pub use rng::Rng;
 
-use crate::ingest::formats::job_name::dimensions_from_job_name;
 use crate::model::Dimensions;
+use crate::model::job_name::dimensions_from_job_name;
 
 /// A CI job and how often it runs.
 #[derive(Debug, Clone)]

@@ -1,5 +1,6 @@
 //! The shape of `src/`, checked: the top-level modules form a DAG (no module imports, directly
-//! or through others, one that imports it back), no function runs over 80 lines without a
+//! or through others, one that imports it back), each sits in a layer and imports only the
+//! layers below it that [`MAY_IMPORT`] allows, no function runs over 80 lines without a
 //! comment saying why, and no `too_many_arguments` allowance is left. Test code (`#[cfg(test)]`
 //! items and `tests.rs` files) is left out, as the rules are about the product.
 
@@ -353,6 +354,190 @@ fn the_checker_finds_a_cycle_and_reads_use_groups() {
         "}".into(),
     ]);
     assert!(tested[3].is_empty());
+}
+
+/// The layers of `src/`, lowest first. A module may import the layers its row of
+/// [`MAY_IMPORT`] names, and no others; the DAG test above keeps modules of one layer from
+/// importing each other in a circle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Layer {
+    /// The domain's plain types, no I/O: what everything else speaks in.
+    Model,
+    /// Settings read once, and the cron schedules they name.
+    Settings,
+    /// Pure decisions over the model: evaluation, attribution, incident planning.
+    Domain,
+    /// The database: keeps what the domain decided, writes no text for people of its own.
+    Store,
+    /// What the I/O layers share: text for people, HTTP clients, the process's identity,
+    /// shutdown, logging. Neither the domain nor the store uses it.
+    Support,
+    /// Generated CI data in the real artifact formats, for the demo, tests and benchmarks;
+    /// written without the readers it feeds.
+    Synthetic,
+    /// One module per outside system: artifact sources, Slack and Jira, the release
+    /// controller, GitHub.
+    Adapters,
+    /// Use cases: the evaluation cycle, questions and people's actions, the scheduled work.
+    Application,
+    /// Entry points: the HTTP edge, the command line, the composition root, demo, benchmarks.
+    Edge,
+}
+
+use Layer::*;
+
+/// Every top-level module of `src/` and its layer.
+const LAYER_OF: &[(&str, Layer)] = &[
+    ("model", Model),
+    ("config", Settings),
+    ("cron", Settings),
+    ("evaluate", Domain),
+    ("attribute", Domain),
+    ("incidents", Domain),
+    ("store", Store),
+    ("render", Support),
+    ("http", Support),
+    ("process", Support),
+    ("shutdown", Support),
+    ("telemetry", Support),
+    ("synth", Synthetic),
+    ("ingest", Adapters),
+    ("notify", Adapters),
+    ("releases", Adapters),
+    ("github", Adapters),
+    ("cycle", Application),
+    ("query", Application),
+    ("board", Application),
+    ("actions", Application),
+    ("scheduler", Application),
+    ("backtest", Application),
+    ("series", Application),
+    ("fix_watch", Application),
+    ("server", Edge),
+    ("cli", Edge),
+    ("app", Edge),
+    ("demo", Edge),
+    ("bench", Edge),
+];
+
+/// The layers each layer may import. A layer's own name is there only where its modules use
+/// each other; the domain's three do not.
+const MAY_IMPORT: &[(Layer, &[Layer])] = &[
+    (Model, &[]),
+    (Settings, &[Model, Settings]),
+    (Domain, &[Model, Settings]),
+    (Store, &[Model, Settings, Domain]),
+    (Support, &[Model, Settings, Support]),
+    (Synthetic, &[Model, Settings, Domain]),
+    (Adapters, &[Model, Settings, Domain, Store, Support, Adapters]),
+    (Application, &[Model, Settings, Domain, Store, Support, Adapters, Application]),
+    (Edge, &[Model, Settings, Domain, Store, Support, Synthetic, Adapters, Application, Edge]),
+];
+
+/// Every reference from one top-level module to another that the layer tables do not allow,
+/// as `file:line: from (layer) imports to (layer); from's layer may import …`; and every
+/// module the tables leave out or name without a file.
+fn layer_breaks(
+    sources: &[Source],
+    layer_of: &[(&str, Layer)],
+    may_import: &[(Layer, &[Layer])],
+) -> Vec<String> {
+    let top_level: BTreeSet<String> = sources.iter().filter_map(|s| s.module.first().cloned()).collect();
+    let layer = |m: &str| layer_of.iter().find(|(name, _)| *name == m).map(|(_, l)| *l);
+    let allowed = |l: Layer| may_import.iter().find(|(from, _)| *from == l).map_or(&[][..], |(_, to)| *to);
+    let mut breaks: Vec<String> = top_level
+        .iter()
+        .filter(|m| layer(m).is_none())
+        .map(|m| format!("src/{m}: a top-level module with no layer in LAYER_OF"))
+        .collect();
+    breaks.extend(
+        layer_of
+            .iter()
+            .filter(|(m, _)| !top_level.contains(*m))
+            .map(|(m, _)| format!("LAYER_OF names `{m}`, which is not a top-level module of src/")),
+    );
+    for s in sources {
+        let Some(from) = s.module.first() else { continue };
+        let Some(from_layer) = layer(from) else { continue };
+        for (to, line) in references(s, &top_level) {
+            let Some(to_layer) = layer(&to) else { continue };
+            if !allowed(from_layer).contains(&to_layer) {
+                breaks.push(format!(
+                    "src/{}:{line}: {from} ({from_layer:?}) imports {to} ({to_layer:?}); {from_layer:?} may import only {:?}",
+                    s.file.display(),
+                    allowed(from_layer)
+                ));
+            }
+        }
+    }
+    breaks
+}
+
+#[test]
+fn every_crate_reference_goes_to_a_layer_its_own_may_import() {
+    let breaks = layer_breaks(&sources(), LAYER_OF, MAY_IMPORT);
+    assert!(
+        breaks.is_empty(),
+        "imports across layers that MAY_IMPORT does not allow:\n{}",
+        breaks.join("\n")
+    );
+}
+
+#[test]
+fn the_layers_themselves_form_a_dag() {
+    let graph: BTreeMap<String, BTreeSet<String>> = MAY_IMPORT
+        .iter()
+        .map(|(from, to)| {
+            (format!("{from:?}"), to.iter().filter(|t| *t != from).map(|t| format!("{t:?}")).collect())
+        })
+        .collect();
+    assert_eq!(cycles(&graph), Vec::<Vec<String>>::new());
+    assert_eq!(MAY_IMPORT.len(), Edge as usize + 1, "every layer has one row in MAY_IMPORT");
+}
+
+#[test]
+fn the_layer_checker_names_the_file_and_line_of_a_break() {
+    let source = |file: &str, module: &[&str], lines: &[&str]| {
+        let raw: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        Source {
+            file: file.into(),
+            module: module.iter().map(|m| m.to_string()).collect(),
+            code: blank_tests(&blank_comments_and_strings(&raw)),
+            raw,
+        }
+    };
+    let sources = vec![
+        source(
+            "domain.rs",
+            &["domain"],
+            &[
+                "//! pure",
+                "use crate::model::Run;",
+                "fn f() -> String { crate::render::time(0) } // crate::store in a comment",
+                "const S: &str = \"crate::store::Store\";",
+                "#[cfg(test)]",
+                "mod tests { use crate::store::Store; }",
+            ],
+        ),
+        source("model.rs", &["model"], &["pub struct Run;"]),
+        source("render.rs", &["render"], &["use crate::model::Run;"]),
+        source("store.rs", &["store"], &["use crate::{model::Run, domain};"]),
+        source("stray.rs", &["stray"], &["use crate::model::Run;"]),
+    ];
+    let layer_of =
+        [("model", Model), ("domain", Domain), ("render", Support), ("store", Store), ("gone", Edge)];
+    let may =
+        [(Model, &[][..]), (Domain, &[Model][..]), (Support, &[Model][..]), (Store, &[Model, Domain][..])];
+    let breaks = layer_breaks(&sources, &layer_of, &may);
+    assert_eq!(
+        breaks,
+        vec![
+            "src/stray: a top-level module with no layer in LAYER_OF".to_string(),
+            "LAYER_OF names `gone`, which is not a top-level module of src/".into(),
+            "src/domain.rs:3: domain (Domain) imports render (Support); Domain may import only [Model]"
+                .into(),
+        ]
+    );
 }
 
 #[test]

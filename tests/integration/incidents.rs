@@ -65,7 +65,7 @@ async fn cycle(
     at: chrono::DateTime<chrono::Utc>,
 ) -> sheriff::cycle::CycleReport {
     let report = run_cycle(store, settings, CycleOptions { at, dry_run: false }).await.unwrap();
-    let drained = sheriff::ops::deliver_for_a_while(store.clone(), settings).await.unwrap();
+    let drained = sheriff::notify::deliver_for_a_while(store.clone(), settings).await.unwrap();
     assert_eq!(drained.dead, 0, "nothing dead-lettered");
     report
 }
@@ -653,7 +653,7 @@ on_both_engines! {
         for key in ["slack_update:1:filed-OCPBUGS-1", "slack_reply:1:filed-OCPBUGS-1"] {
             assert!(pending.contains(&key.to_string()), "{key} queued by the filing: {pending:?}");
         }
-        let drained = sheriff::ops::deliver_for_a_while(store.clone(), &settings).await.unwrap();
+        let drained = sheriff::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
         assert_eq!(drained.dead, 0);
         let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).unwrap();
         let blocks = parent.blocks.to_string();
@@ -666,7 +666,7 @@ on_both_engines! {
 
     async fn a_resolve_during_a_silence_is_told_once_and_what_the_silence_held_when_it_ends(db) {
         let (store, settings, slack, jira) = opened(&db, "silenced-resolve").await;
-        sheriff::ops::deliver_for_a_while(store.clone(), &settings).await.unwrap();
+        sheriff::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
         let before = thread_lines(&slack).len();
         let now = chrono::Utc::now().timestamp();
         let target = sheriff::incidents::silence::Target::parse(&["1"]).unwrap();
@@ -685,7 +685,7 @@ on_both_engines! {
         assert_eq!(store.find_incident("1").await.unwrap().unwrap().held.len(), 2);
         // a person resolves it during the silence: Slack and Jira hear of it at once
         sheriff::actions::resolve(&store, &settings, "1", "the metal lab was rewired", "cli:ops", now).await.unwrap();
-        sheriff::ops::deliver_for_a_while(store.clone(), &settings).await.unwrap();
+        sheriff::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
         let lines = thread_lines(&slack);
         assert_eq!(lines.len(), before + 1, "{lines:#?}");
         assert!(lines.last().unwrap().contains("resolved by hand by ops (command line): the metal lab was rewired"), "{lines:#?}");
@@ -696,7 +696,7 @@ on_both_engines! {
         // the silence ends: what it held is told once, though the incident is resolved
         let n = sheriff::actions::unsilence(&store, &settings, "1", "cli:ops", now).await.unwrap();
         assert_eq!(n, 1);
-        sheriff::ops::deliver_for_a_while(store.clone(), &settings).await.unwrap();
+        sheriff::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
         let lines = thread_lines(&slack);
         assert_eq!(lines.len(), before + 2, "{lines:#?}");
         let held = format!("while silenced: {}", tier.describe());

@@ -89,7 +89,7 @@ on_both_engines! {
 
         // Prune (50 runs a batch) while a cycle runs.
         let (pruned, during) = tokio::join!(
-            sheriff::ops::prune(&db.store, &settings, now, false),
+            sheriff::scheduler::prune(&db.store, &settings, now, false),
             run_cycle(&db.store, &settings, CycleOptions { at: end(), dry_run: true })
         );
         let pruned = pruned.unwrap();
@@ -124,7 +124,7 @@ on_both_engines! {
         let old_days = db.store.backend_histogram("image-registry-new-connections", 0..cutoff / DAY).await.unwrap();
         assert_eq!(old_days.count(), 0, "the old days' histograms went");
 
-        let again = sheriff::ops::prune(&db.store, &settings, now, false).await.unwrap();
+        let again = sheriff::scheduler::prune(&db.store, &settings, now, false).await.unwrap();
         assert_eq!((again.runs, again.cell_days, again.interval_runs), (0, 0, 0), "a second prune deletes nothing");
         assert_eq!(again.kept_for_incidents, kept);
     }

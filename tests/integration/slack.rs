@@ -10,7 +10,7 @@ use axum::http::{Request, StatusCode};
 use common::faults::Faults;
 use common::slack::FakeSlack;
 use sheriff::config::{Secret, Settings};
-use sheriff::notify::slack::verify::sign;
+use sheriff::notify::slack::signature::sign;
 use sheriff::server::{AppState, router};
 use tower::ServiceExt;
 
@@ -119,7 +119,7 @@ async fn live_incident(db: &common::TestDb, name: &str) -> (AppState, FakeSlack,
     common::load_metal_regression(&state.store, 7, end).await;
     let options = sheriff::cycle::CycleOptions { at: end, dry_run: false };
     sheriff::cycle::run_cycle(&state.store, &state.settings, options).await.unwrap();
-    sheriff::ops::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
+    sheriff::notify::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
     (state, slack, jira)
 }
 
@@ -374,7 +374,7 @@ on_both_engines! {
         });
         let (_, done) = interaction(&state, submission).await;
         assert_eq!(done["response_action"], "clear", "{done}");
-        sheriff::ops::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
+        sheriff::notify::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
         let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).unwrap();
         let header = parent.blocks[0]["text"]["text"].as_str().unwrap().to_string();
         assert!(header.contains("marked not a regression") && !header.contains("no longer observed"), "{header}");
@@ -387,7 +387,7 @@ on_both_engines! {
         let mut ack = click(&slack, "UOPS", "ack", 1);
         ack["user"] = serde_json::json!({ "id": "UOPS", "username": "alice" });
         interaction(&state, ack).await;
-        sheriff::ops::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
+        sheriff::notify::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
         let mut said: Vec<(String, String)> = Vec::new();
         for m in slack.messages() {
             said.push((format!("Slack {:?}", m.key), format!("{} {}", m.text, m.blocks)));
@@ -461,7 +461,7 @@ on_both_engines! {
         });
         let (_, done) = interaction(&state, accept).await;
         assert_eq!(done["response_action"], "clear", "{done}");
-        sheriff::ops::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
+        sheriff::notify::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
         // Slack: a real mention, never the recorded actor
         let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).unwrap();
         let blocks = parent.blocks.to_string();
@@ -534,8 +534,8 @@ on_both_engines! {
         assert!((14 * 86_400 - 60..=14 * 86_400).contains(&left), "{left}");
         let events = state.store.incident_events(id).await.unwrap();
         assert!(events.iter().any(|e| e.kind == "accepted" && e.actor == "slack:UOPS"), "{events:#?}");
-        let status = sheriff::ops::status(&state.store, chrono::Utc::now().timestamp()).await.unwrap();
-        assert!(sheriff::ops::render_status(&status).contains("accepted levels:\n  #1 accepted level P50 ≤ 20s"));
+        let status = sheriff::board::status(&state.store, chrono::Utc::now().timestamp()).await.unwrap();
+        assert!(sheriff::board::render_status(&status).contains("accepted levels:\n  #1 accepted level P50 ≤ 20s"));
     }
 }
 

@@ -14,8 +14,8 @@
 use std::collections::BTreeMap;
 
 use crate::incidents::silence::Target;
+pub use crate::model::Query;
 use crate::model::{DAY, Dimension, parse_span};
-pub use crate::query::Query;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {

@@ -8,7 +8,7 @@
 
 pub mod blocks;
 pub mod command;
-pub mod verify;
+pub mod signature;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

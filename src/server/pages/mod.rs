@@ -225,7 +225,7 @@ pub async fn index_json(State(state): State<AppState>, Query(filter): Query<Inde
     match rows(&state, &filter.tidy(), now).await {
         Ok((rows, _, _)) => {
             let list: Vec<serde_json::Value> =
-                rows.iter().map(|r| crate::ops::incident_json(&r.incident)).collect();
+                rows.iter().map(|r| crate::board::incident_json(&r.incident)).collect();
             axum::Json(serde_json::json!({ "incidents": list })).into_response()
         }
         Err(e) => internal(&e, true),
@@ -363,7 +363,7 @@ pub async fn incident_json(State(state): State<AppState>, Path(id): Path<String>
     let now = chrono::Utc::now().timestamp();
     match one(&state, &id, now).await {
         Ok(Some((row, events, charts))) => {
-            let mut v = crate::ops::incident_json(&row.incident);
+            let mut v = crate::board::incident_json(&row.incident);
             v["report"] = serde_json::to_value(&row.incident.snapshot.report).unwrap_or_default();
             v["events"] = serde_json::to_value(&events).unwrap_or_default();
             v["charts"] = serde_json::to_value(&charts).unwrap_or_default();

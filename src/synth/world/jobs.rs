@@ -3,8 +3,8 @@
 
 use super::table::Table;
 use super::{Class, WorldSpec};
-use crate::ingest::formats::job_name::{dimensions_from_job_name, parse_release};
 use crate::model::Dimensions;
+use crate::model::job_name::{dimensions_from_job_name, parse_release};
 
 /// A job of the world and how often it runs.
 #[derive(Debug, Clone)]

@@ -17,7 +17,7 @@ pub struct Table {
 impl Table {
     /// The embedded table, parsed by the same reader `sheriff thresholds import` uses.
     pub fn embedded() -> Result<Table, String> {
-        let rows = crate::ingest::formats::query_results::parse_query_results(QUERY_RESULTS.as_bytes())
+        let rows = crate::model::query_results::parse_query_results(QUERY_RESULTS.as_bytes())
             .map_err(|e| format!("the embedded query_results_upgrades.json: {e}"))?;
         Ok(Table { rows })
     }
@@ -100,7 +100,7 @@ impl Fit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::formats::job_name::dimensions_from_job_name;
+    use crate::model::job_name::dimensions_from_job_name;
 
     fn table() -> Table {
         Table::embedded().unwrap()

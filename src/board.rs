@@ -1,17 +1,14 @@
-//! What people ask of sheriff, shared by the command line and the slash command: the status
-//! board, an incident's explanation, delivering the outbox after a cycle.
+//! The status board and an incident's explanation: what people ask of sheriff, shared by the
+//! command line, the slash command and the pages.
 
 use std::fmt::Write as _;
-use std::sync::Arc;
 
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::config::Settings;
 use crate::incidents::silence::Silence;
 use crate::incidents::{Event, Incident};
 use crate::model::secs;
-use crate::notify::{DrainReport, Sinks, Worker};
 use crate::store::Store;
 use crate::store::outbox::{OutboxCounts, OutboxEntry};
 
@@ -327,41 +324,6 @@ pub fn render_explain(e: &Explain) -> String {
         );
     }
     out
-}
-
-/// Delivers what the outbox holds for up to `settings.outbox.evaluate_timeout_secs`.
-pub async fn deliver_for_a_while(store: Arc<Store>, settings: &Settings) -> Result<DrainReport> {
-    let sinks = Arc::new(Sinks::from_settings(settings)?);
-    let worker = Worker::new(store, sinks, settings.outbox.clone());
-    let deadline =
-        tokio::time::Instant::now() + std::time::Duration::from_secs(settings.outbox.evaluate_timeout_secs);
-    worker.drain(deadline).await
-}
-
-/// Prunes what `[retention]` no longer keeps, as of `now` (Unix seconds): `sheriff prune` and
-/// `serve`'s daily job.
-pub async fn prune(
-    store: &Store,
-    settings: &Settings,
-    now: i64,
-    dry_run: bool,
-) -> Result<crate::store::retention::PruneReport> {
-    let r = &settings.retention;
-    let cutoffs = crate::store::retention::Cutoffs::new(now, r, &settings.evaluate);
-    let started = std::time::Instant::now();
-    let report = store.prune(cutoffs, dry_run).await?;
-    tracing::info!(
-        runs = report.runs,
-        samples = report.samples,
-        cell_days = report.cell_days,
-        interval_runs = report.interval_runs,
-        kept_for_incidents = report.kept_for_incidents,
-        batches = report.batches,
-        dry_run,
-        seconds = started.elapsed().as_secs_f64(),
-        "pruned"
-    );
-    Ok(report)
 }
 
 #[cfg(test)]
