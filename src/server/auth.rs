@@ -1,9 +1,11 @@
 //! Who may call what, decided before a handler acts: [`SlackSigned`] for Slack's requests,
 //! [`Operator`] for the Slack actions that change things, [`require_push_token`] for the push
-//! API. (The pages' optional token is `pages::require_token`.)
+//! API (its handlers take the [`PushTokenChecked`] it leaves). The pages' optional token is
+//! `pages::require_token`.
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, Request, State};
+use axum::extract::{FromRequest, FromRequestParts, Request, State};
+use axum::http::request::Parts;
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -114,7 +116,24 @@ pub async fn require_push_token(State(state): State<AppState>, request: Request,
     if !expected.matches(given) {
         return ApiError::user(StatusCode::UNAUTHORIZED, "missing or wrong bearer token").into_response();
     }
+    let mut request = request;
+    request.extensions_mut().insert(PushTokenChecked(()));
     next.run(request).await
+}
+
+/// Proof that [`require_push_token`] let this request through: nothing else makes one, so a
+/// handler that takes it answers 500, never its work, when served outside that layer.
+#[derive(Debug, Clone)]
+pub struct PushTokenChecked(());
+
+impl<S: Send + Sync> FromRequestParts<S> for PushTokenChecked {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<PushTokenChecked, ApiError> {
+        parts.extensions.get::<PushTokenChecked>().cloned().ok_or_else(|| {
+            ApiError::Internal(anyhow::anyhow!("a push route is served without the push token's layer"))
+        })
+    }
 }
 
 #[cfg(test)]

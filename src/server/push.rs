@@ -13,6 +13,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use serde::Deserialize;
 
+use super::auth::PushTokenChecked;
 use super::{ApiError, AppState};
 use crate::ingest::run::{Content, RunFile, RunFiles};
 
@@ -97,10 +98,10 @@ pub fn decode(bytes: &[u8]) -> Result<(RunFiles, bool), String> {
 
 pub async fn push_run(
     State(state): State<AppState>,
+    _: PushTokenChecked,
     request: axum::extract::Request,
 ) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
-    // The bearer token was checked by the route's layer (`auth::require_push_token`) before
-    // any of the body was read. The body is read and parsed only in a free slot: memory holds
+    // The bearer token was checked by the route's layer before any of the body was read. The body is read and parsed only in a free slot: memory holds
     // at most that many bodies.
     let Ok(_slot) = state.push_slots.clone().try_acquire_owned() else {
         return Err(ApiError::busy(format!(

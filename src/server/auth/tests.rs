@@ -115,3 +115,16 @@ async fn without_a_push_token_the_push_layer_is_off_and_an_empty_one_takes_nothi
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{token:?}");
     }
 }
+
+#[tokio::test]
+async fn the_push_handler_served_without_the_push_layer_does_no_work() {
+    let (state, _dir) = state(|_| {}).await;
+    let app = Router::new().route("/api/v1/runs", post(crate::server::push::push_run)).with_state(state);
+    let request = Request::post("/api/v1/runs")
+        .header("authorization", format!("Bearer {TOKEN}"))
+        .body(Body::from(r#"{"path": "logs/job/1", "files": {}}"#))
+        .unwrap();
+    let (status, body) = call(app, request).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert!(!body.contains("push token"), "the cause stays in the log: {body}");
+}
