@@ -1,6 +1,7 @@
 //! The HTTP edge: one router for every endpoint, built from shared state so a test can call it
 //! without a socket (`tower::ServiceExt::oneshot`) or serve it on port 0.
 
+mod auth;
 mod conn;
 mod error;
 pub mod pages;
@@ -141,6 +142,11 @@ fn body_limit<S: Clone + Send + Sync + 'static>(routes: Router<S>, bytes: usize)
         .route_layer(tower_http::limit::RequestBodyLimitLayer::new(bytes))
 }
 
+/// `routes` refused without the push token (`ingest.push_token`): every route here needs it.
+fn push_token_required(routes: Router<AppState>, state: &AppState) -> Router<AppState> {
+    routes.route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_push_token))
+}
+
 /// Every route sheriff serves.
 pub fn router(state: AppState) -> Router {
     let body_limit_push = state.settings.server.max_body_bytes;
@@ -161,11 +167,12 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics_text))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz));
-    // Slack's signature is checked once the body is read: the body is kept small
+    // Every Slack handler takes `SlackSigned`: the signature is checked once the body is read,
+    // so the body is kept small
     let slack = Router::new()
         .route("/slack/commands", post(slack::commands))
         .route("/slack/interactions", post(slack::interactions));
-    let push = Router::new().route("/api/v1/runs", post(push::push_run));
+    let push = push_token_required(Router::new().route("/api/v1/runs", post(push::push_run)), &state);
     Router::new()
         .merge(body_limit(small, SMALL_BODY_BYTES))
         .merge(body_limit(slack, body_limit_slack))

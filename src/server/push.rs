@@ -4,15 +4,16 @@
 //! "files": {"prowjob.json": …, "started.json": …, "finished.json": …,
 //! "artifacts/…/backend-disruption_20231114-220000.json": …}, "force": false}`. A file's value
 //! is its text as a JSON string, or the file's JSON itself. Authorization: `Bearer <token>`
-//! matching `ingest.push_token`.
+//! matching `ingest.push_token`, checked by the route's layer before this handler runs.
 
 use std::collections::BTreeMap;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use serde::Deserialize;
 
+use super::auth::PushTokenChecked;
 use super::{ApiError, AppState};
 use crate::ingest::run::{Content, RunFile, RunFiles};
 
@@ -97,24 +98,11 @@ pub fn decode(bytes: &[u8]) -> Result<(RunFiles, bool), String> {
 
 pub async fn push_run(
     State(state): State<AppState>,
+    _: PushTokenChecked,
     request: axum::extract::Request,
 ) -> Result<(StatusCode, Json<serde_json::Value>), ApiError> {
-    let headers: &HeaderMap = request.headers();
-    let Some(expected) = &state.settings.ingest.push_token else {
-        return Err(ApiError::user(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the push API is off: set SHERIFF__INGEST__PUSH_TOKEN",
-        ));
-    };
-    let given = headers
-        .get(axum::http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(crate::http::bearer_token);
-    if !expected.matches(given) {
-        return Err(ApiError::user(StatusCode::UNAUTHORIZED, "missing or wrong bearer token"));
-    }
-    // The body is read and parsed only once the token holds: an unauthenticated sender costs
-    // nothing but the headers. And only in a free slot: memory holds at most that many bodies.
+    // The bearer token was checked by the route's layer before any of the body was read. The body is read and parsed only in a free slot: memory holds
+    // at most that many bodies.
     let Ok(_slot) = state.push_slots.clone().try_acquire_owned() else {
         return Err(ApiError::busy(format!(
             "{} pushes are being stored; retry shortly (ingest.push_concurrency)",
