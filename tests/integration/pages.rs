@@ -103,6 +103,9 @@ on_both_engines! {
             assert!(page.contains(mark), "{mark} missing");
         }
         assert!(page.matches("class=\"sample\" href=\"https://prow.ci.openshift.org/view/gs/").count() >= 3, "sample runs link to Prow");
+        let variants: Vec<&str> =
+            page.split("<td data-label=\"variant\">").skip(1).map(|s| s.split('<').next().unwrap_or("")).collect();
+        assert!(variants.len() >= 3 && variants.iter().all(|v| v.contains(" · ")), "each sample run says its variant: {variants:?}");
         assert!(page.contains("network=ovn") && page.contains("network=sdn"), "a chart per network it is not specific to");
         assert!(page.contains("https://issues.example.com/browse/") || !page.contains("OCPBUGS"));
 

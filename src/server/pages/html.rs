@@ -272,9 +272,10 @@ pub fn incident(row: &IncidentRow, events: &[Event], charts: &[ChartData]) -> Ma
             @if r.outside_pending { p { (crate::render::OUTSIDE_PENDING) } }
             h2 { "Sample runs" }
             div class="scroll" { table class="cards" {
-                thead { tr { th { "kind" } th { "seconds" } th { "job" } th { "run" } } }
+                thead { tr { th { "kind" } th { "seconds" } th { "variant" } th { "job" } th { "run" } } }
                 tbody { @for j in &r.sample_jobs { tr {
-                    td data-label="kind" { (j.kind.as_str()) } td data-label="seconds" class="mono" { (j.seconds) "s" } td data-label="job" { (j.job) }
+                    td data-label="kind" { (j.kind.as_str()) } td data-label="seconds" class="mono" { (j.seconds) "s" }
+                    td data-label="variant" { (j.variant) } td data-label="job" { (j.job) }
                     td data-label="run" { @if let Some(url) = web_link(&j.url) { a class="sample" href=(url) { (j.build_id) } } @else { (j.build_id) } }
                 } } }
             } }
