@@ -57,16 +57,17 @@ impl Content {
         }
     }
 
-    /// The interval file this is, read as a stream.
+    /// The interval file this is, read as a stream. The error is what the file's problem says.
     fn read_intervals(&self) -> Result<intervals::IntervalEvidence, String> {
         let watch = intervals::Watch::default();
-        match self {
+        let read = match self {
             Content::Bytes(bytes) => intervals::read_intervals(bytes.as_slice(), u64::MAX, &watch),
             Content::File { path, max_bytes, .. } => {
                 let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
                 intervals::read_intervals(file, *max_bytes, &watch)
             }
-        }
+        };
+        read.map_err(|e| e.to_string())
     }
 }
 
@@ -140,19 +141,19 @@ impl<'a> Parsed<'a> {
         match kind {
             FileKind::ProwJob => match prow::parse_prowjob(bytes) {
                 Ok(p) => self.prowjob = Some(p),
-                Err(e) => self.warnings.push(problem(&f.name, e)),
+                Err(e) => self.warnings.push(problem(&f.name, e.to_string())),
             },
             FileKind::Started => match prow::parse_started(bytes) {
                 Ok(s) => self.started = Some(s),
-                Err(e) => self.warnings.push(problem(&f.name, e)),
+                Err(e) => self.warnings.push(problem(&f.name, e.to_string())),
             },
             FileKind::Finished => match prow::parse_finished(bytes) {
                 Ok(s) => self.finished = Some(s),
-                Err(e) => self.warnings.push(problem(&f.name, e)),
+                Err(e) => self.warnings.push(problem(&f.name, e.to_string())),
             },
             FileKind::Disruption => match disruption::parse_backend_disruption(bytes) {
                 Ok(d) => self.disruption_files.push(d),
-                Err(e) => self.failures.push(problem(&f.name, e)),
+                Err(e) => self.failures.push(problem(&f.name, e.to_string())),
             },
             FileKind::ClusterData => match cluster_data::parse_cluster_data(bytes) {
                 Ok(c) => self.cluster_files.push(c),

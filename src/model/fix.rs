@@ -237,7 +237,8 @@ pub struct Allowance {
 pub const ALLOWANCE_REMINDER_SECS: i64 = 2 * DAY;
 
 impl Allowance {
-    /// `P50<=20s`, `P95 <= 1m`, `p50≤20`: the percentile and seconds.
+    /// `P50<=20s`, `P95 <= 1m`, `p50≤20`: the percentile and seconds. The error is a reply to
+    /// the person who typed the level (a Slack form, a command), shown as it is.
     pub fn parse_level(text: &str) -> Result<(Percentile, f64), String> {
         let t = text.replace('≤', "<=").replace(' ', "");
         let (p, v) = t.split_once("<=").ok_or_else(|| {

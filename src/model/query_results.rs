@@ -36,29 +36,74 @@ struct RawRow {
     p99: Option<serde_json::Value>,
 }
 
-fn number(v: Option<serde_json::Value>, field: &str, row: usize) -> Result<Option<f64>, String> {
+/// Why a `query_results.json` cannot be read; past the file's shape, it names the row
+/// (counted from 0) and the field at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryResultsError {
+    #[error("not a query_results.json (a JSON array of rows): {0}")]
+    NotAnArray(serde_json::Error),
+    /// A row that is not an object of the expected fields (`BackendName` missing, a type wrong).
+    #[error("row {row}: {json}")]
+    BadRow { row: usize, json: serde_json::Error },
+    #[error("row {row}: {field} `{text}` is not a number")]
+    NotANumber { row: usize, field: &'static str, text: String },
+    #[error("row {row}: {field} is {value}, not a number")]
+    NotNumeric { row: usize, field: &'static str, value: serde_json::Value },
+    #[error("row {row}: neither P95 nor P99 (unknown schema)")]
+    NoPercentile { row: usize },
+}
+
+impl QueryResultsError {
+    /// The row at fault, when the file as a whole is an array.
+    pub fn row(&self) -> Option<usize> {
+        match self {
+            QueryResultsError::NotAnArray(_) => None,
+            QueryResultsError::BadRow { row, .. }
+            | QueryResultsError::NotANumber { row, .. }
+            | QueryResultsError::NotNumeric { row, .. }
+            | QueryResultsError::NoPercentile { row } => Some(*row),
+        }
+    }
+
+    /// The field at fault, when one is.
+    pub fn field(&self) -> Option<&'static str> {
+        match self {
+            QueryResultsError::NotANumber { field, .. } | QueryResultsError::NotNumeric { field, .. } => {
+                Some(field)
+            }
+            _ => None,
+        }
+    }
+}
+
+fn number(
+    v: Option<serde_json::Value>,
+    field: &'static str,
+    row: usize,
+) -> Result<Option<f64>, QueryResultsError> {
     match v {
         None | Some(serde_json::Value::Null) => Ok(None),
         Some(serde_json::Value::Number(n)) => Ok(n.as_f64()),
         Some(serde_json::Value::String(s)) if s.trim().is_empty() => Ok(None),
-        Some(serde_json::Value::String(s)) => {
-            s.trim().parse::<f64>().map(Some).map_err(|_| format!("row {row}: {field} `{s}` is not a number"))
-        }
-        Some(other) => Err(format!("row {row}: {field} is {other}, not a number")),
+        Some(serde_json::Value::String(text)) => match text.trim().parse::<f64>() {
+            Ok(x) => Ok(Some(x)),
+            Err(_) => Err(QueryResultsError::NotANumber { row, field, text }),
+        },
+        Some(value) => Err(QueryResultsError::NotNumeric { row, field, value }),
     }
 }
 
 /// Parses the whole file; an error names the row and field.
-pub fn parse_query_results(bytes: &[u8]) -> Result<Vec<HistoricalRow>, String> {
-    let raw: Vec<serde_json::Value> = serde_json::from_slice(bytes)
-        .map_err(|e| format!("not a query_results.json (a JSON array of rows): {e}"))?;
+pub fn parse_query_results(bytes: &[u8]) -> Result<Vec<HistoricalRow>, QueryResultsError> {
+    let raw: Vec<serde_json::Value> = serde_json::from_slice(bytes).map_err(QueryResultsError::NotAnArray)?;
     let mut rows = Vec::with_capacity(raw.len());
     for (i, value) in raw.into_iter().enumerate() {
-        let row: RawRow = serde_json::from_value(value).map_err(|e| format!("row {i}: {e}"))?;
+        let row: RawRow =
+            serde_json::from_value(value).map_err(|json| QueryResultsError::BadRow { row: i, json })?;
         let p95 = number(row.p95, "P95", i)?;
         let p99 = number(row.p99, "P99", i)?;
         if p95.is_none() && p99.is_none() {
-            return Err(format!("row {i}: neither P95 nor P99 (unknown schema)"));
+            return Err(QueryResultsError::NoPercentile { row: i });
         }
         rows.push(HistoricalRow {
             backend: row.backend,
@@ -118,17 +163,25 @@ mod tests {
     }
 
     #[test]
-    fn bad_rows_name_their_field() {
-        assert!(
-            parse_query_results(br#"[{"BackendName": "x", "Release": "4.14", "P95": "lots", "P99": "1"}]"#)
-                .unwrap_err()
-                .contains("row 0: P95")
+    fn bad_rows_name_their_row_and_field_in_the_same_words_as_before() {
+        let error = |bytes: &[u8]| parse_query_results(bytes).unwrap_err();
+        let err = error(br#"[{"BackendName": "x", "Release": "4.14", "P95": "lots", "P99": "1"}]"#);
+        assert_eq!(err.to_string(), "row 0: P95 `lots` is not a number");
+        assert_eq!((err.row(), err.field()), (Some(0), Some("P95")));
+        let err = error(br#"[{"BackendName": "x", "Release": "4.14", "P95": 1}, {"BackendName": "y", "Release": "4.14", "P99": true}]"#);
+        assert_eq!(err.to_string(), "row 1: P99 is true, not a number");
+        assert_eq!((err.row(), err.field()), (Some(1), Some("P99")));
+        let err = error(br#"{"rows": []}"#);
+        assert_eq!(
+            err.to_string(),
+            "not a query_results.json (a JSON array of rows): invalid type: map, expected a sequence at line 1 column 0"
         );
-        assert!(parse_query_results(br#"{"rows": []}"#).unwrap_err().contains("JSON array"));
-        assert!(
-            parse_query_results(br#"[{"BackendName": "x", "Release": "4.14"}]"#)
-                .unwrap_err()
-                .contains("unknown schema")
-        );
+        assert_eq!((err.row(), err.field()), (None, None));
+        let err = error(br#"[{"BackendName": "x", "Release": "4.14"}]"#);
+        assert_eq!(err.to_string(), "row 0: neither P95 nor P99 (unknown schema)");
+        assert_eq!((err.row(), err.field()), (Some(0), None));
+        let err = error(br#"[{"Release": "4.14", "P95": 1}]"#);
+        assert_eq!(err.to_string(), "row 0: missing field `BackendName`");
+        assert_eq!(err.row(), Some(0));
     }
 }

@@ -22,23 +22,27 @@ fn text(bytes: &[u8]) -> String {
 
 fn targets() -> Vec<Target> {
     vec![
-        ("go duration", |b| duration::parse_go_duration(&text(b)).map(|_| ())),
-        ("backend-disruption", |b| disruption::parse_backend_disruption(b).map(|_| ())),
+        ("go duration", |b| duration::parse_go_duration(&text(b)).map(|_| ()).map_err(|e| e.to_string())),
+        ("backend-disruption", |b| {
+            disruption::parse_backend_disruption(b).map(|_| ()).map_err(|e| e.to_string())
+        }),
         ("per-run seconds", |b| {
-            let file = disruption::parse_backend_disruption(b)?;
+            let file = disruption::parse_backend_disruption(b).map_err(|e| e.to_string())?;
             let sums = disruption::per_run_seconds([file.as_slice(), file.as_slice()]);
             match sums.iter().find(|(_, _, s)| *s < 0 || *s > 86_400) {
                 Some(bad) => panic!("a per-run value out of bounds: {bad:?}"),
                 None => Ok(()),
             }
         }),
-        ("cluster-data", |b| cluster_data::parse_cluster_data(b).map(|_| ())),
-        ("prowjob", |b| prow::parse_prowjob(b).map(|_| ())),
-        ("started", |b| prow::parse_started(b).map(|_| ())),
-        ("finished", |b| prow::parse_finished(b).map(|_| ())),
-        ("intervals", |b| intervals::parse_intervals(b).map(|_| ())),
-        ("query_results", |b| query_results::parse_query_results(b).map(|_| ())),
-        ("variant mapping", |b| variant_mapping::parse_variant_mapping(b).map(|_| ())),
+        ("cluster-data", |b| cluster_data::parse_cluster_data(b).map(|_| ()).map_err(|e| e.to_string())),
+        ("prowjob", |b| prow::parse_prowjob(b).map(|_| ()).map_err(|e| e.to_string())),
+        ("started", |b| prow::parse_started(b).map(|_| ()).map_err(|e| e.to_string())),
+        ("finished", |b| prow::parse_finished(b).map(|_| ()).map_err(|e| e.to_string())),
+        ("intervals", |b| intervals::parse_intervals(b).map(|_| ()).map_err(|e| e.to_string())),
+        ("query_results", |b| query_results::parse_query_results(b).map(|_| ()).map_err(|e| e.to_string())),
+        ("variant mapping", |b| {
+            variant_mapping::parse_variant_mapping(b).map(|_| ()).map_err(|e| e.to_string())
+        }),
         ("job name", |b| {
             let _ = job_name::dimensions_from_job_name(&text(b));
             Ok(())

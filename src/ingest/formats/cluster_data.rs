@@ -35,14 +35,27 @@ fn versions<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Er
         .unwrap_or_default())
 }
 
-pub fn parse_cluster_data(bytes: &[u8]) -> Result<ClusterData, String> {
-    let value: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| format!("not a cluster-data file: {e}"))?;
-    let object = value.as_object().ok_or("not a cluster-data file: expected a JSON object")?;
+/// Why a file is not a usable cluster-data file.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterDataError {
+    #[error("not a cluster-data file: {0}")]
+    NotJson(serde_json::Error),
+    #[error("not a cluster-data file: expected a JSON object")]
+    NotAnObject,
+    #[error("unknown schema: neither `Release` nor `Platform` present")]
+    UnknownSchema,
+    /// A field sheriff reads holds a value of another type (`"Release": 4.14`).
+    #[error("cluster-data field of the wrong type: {0}")]
+    WrongType(serde_json::Error),
+}
+
+pub fn parse_cluster_data(bytes: &[u8]) -> Result<ClusterData, ClusterDataError> {
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(ClusterDataError::NotJson)?;
+    let object = value.as_object().ok_or(ClusterDataError::NotAnObject)?;
     if !object.contains_key("Release") && !object.contains_key("Platform") {
-        return Err("unknown schema: neither `Release` nor `Platform` present".into());
+        return Err(ClusterDataError::UnknownSchema);
     }
-    serde_json::from_value(value).map_err(|e| format!("cluster-data field of the wrong type: {e}"))
+    serde_json::from_value(value).map_err(ClusterDataError::WrongType)
 }
 
 /// Several files of one run (one per test phase) become one: the first non-empty value of
@@ -118,8 +131,15 @@ mod tests {
 
     #[test]
     fn wrong_types_and_schemas_are_errors() {
-        assert!(parse_cluster_data(br#"{"Release": 4.14}"#).unwrap_err().contains("wrong type"));
-        assert!(parse_cluster_data(br#"[1, 2]"#).unwrap_err().contains("JSON object"));
-        assert!(parse_cluster_data(br#"{"foo": 1}"#).unwrap_err().contains("unknown schema"));
+        let message = |bytes: &[u8]| parse_cluster_data(bytes).unwrap_err().to_string();
+        assert_eq!(
+            message(br#"{"Release": 4.14}"#),
+            "cluster-data field of the wrong type: invalid type: floating point `4.14`, expected a string"
+        );
+        assert_eq!(message(br#"[1, 2]"#), "not a cluster-data file: expected a JSON object");
+        assert_eq!(message(br#"{"foo": 1}"#), "unknown schema: neither `Release` nor `Platform` present");
+        assert_eq!(message(b"{"), "not a cluster-data file: EOF while parsing an object at line 1 column 1");
+        assert!(matches!(parse_cluster_data(br#"{"Release": 4.14}"#), Err(ClusterDataError::WrongType(_))));
+        assert!(matches!(parse_cluster_data(b"{"), Err(ClusterDataError::NotJson(e)) if e.is_eof()));
     }
 }

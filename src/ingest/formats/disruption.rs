@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::duration::parse_go_duration;
+use super::duration::{DurationError, parse_go_duration};
 use crate::model::DAY;
 
 /// One backend's entry in one file.
@@ -42,25 +42,51 @@ enum DurationValue {
     Nanos(i64),
 }
 
+/// Why a backend-disruption file cannot be used; past the file's shape, it names the backend
+/// whose `DisruptedDuration` is at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum DisruptionError {
+    #[error("not a backend-disruption file: {0}")]
+    NotJson(serde_json::Error),
+    #[error("no `BackendDisruptions` object (unknown schema)")]
+    UnknownSchema,
+    #[error("{backend}: DisruptedDuration {duration}")]
+    BadDuration { backend: String, duration: DurationError },
+    #[error("{backend}: no DisruptedDuration")]
+    NoDuration { backend: String },
+    #[error("{backend}: DisruptedDuration is negative")]
+    Negative { backend: String },
+}
+
+impl DisruptionError {
+    /// The backend whose entry is at fault, when the file itself is not.
+    pub fn backend(&self) -> Option<&str> {
+        match self {
+            DisruptionError::NotJson(_) | DisruptionError::UnknownSchema => None,
+            DisruptionError::BadDuration { backend, .. }
+            | DisruptionError::NoDuration { backend }
+            | DisruptionError::Negative { backend } => Some(backend),
+        }
+    }
+}
+
 /// Parses one file. The error names the backend or field at fault.
-pub fn parse_backend_disruption(bytes: &[u8]) -> Result<Vec<BackendDisruption>, String> {
-    let body: FileBody =
-        serde_json::from_slice(bytes).map_err(|e| format!("not a backend-disruption file: {e}"))?;
-    let map = body
-        .backend_disruptions
-        .ok_or_else(|| "no `BackendDisruptions` object (unknown schema)".to_string())?;
+pub fn parse_backend_disruption(bytes: &[u8]) -> Result<Vec<BackendDisruption>, DisruptionError> {
+    let body: FileBody = serde_json::from_slice(bytes).map_err(DisruptionError::NotJson)?;
+    let map = body.backend_disruptions.ok_or(DisruptionError::UnknownSchema)?;
     let mut out = Vec::with_capacity(map.len());
     for (key, entry) in map {
         let backend = entry.name.filter(|n| !n.is_empty()).unwrap_or(key);
         let seconds = match entry.disrupted_duration {
-            Some(DurationValue::Text(t)) => {
-                parse_go_duration(&t).map_err(|e| format!("{backend}: DisruptedDuration {e}"))?
-            }
+            Some(DurationValue::Text(t)) => match parse_go_duration(&t) {
+                Ok(seconds) => seconds,
+                Err(duration) => return Err(DisruptionError::BadDuration { backend, duration }),
+            },
             Some(DurationValue::Nanos(n)) => n as f64 / 1e9,
-            None => return Err(format!("{backend}: no DisruptedDuration")),
+            None => return Err(DisruptionError::NoDuration { backend }),
         };
         if seconds < 0.0 || !seconds.is_finite() {
-            return Err(format!("{backend}: DisruptedDuration is negative"));
+            return Err(DisruptionError::Negative { backend });
         }
         let connection = match entry.connection_type.as_deref().map(str::to_ascii_lowercase) {
             Some(c) if !c.is_empty() => c,
@@ -174,29 +200,27 @@ mod tests {
     }
 
     #[test]
-    fn bad_files_say_what_is_wrong() {
-        assert!(
-            parse_backend_disruption(b"{\"BackendDisruptions\": {\"x\": {")
-                .unwrap_err()
-                .contains("not a backend-disruption file")
+    fn bad_files_say_what_is_wrong_as_before_and_name_the_backend() {
+        let error = |bytes: &[u8]| parse_backend_disruption(bytes).unwrap_err();
+        let err = error(b"{\"BackendDisruptions\": {\"x\": {");
+        assert_eq!(
+            err.to_string(),
+            "not a backend-disruption file: EOF while parsing an object at line 1 column 30"
         );
-        assert!(parse_backend_disruption(b"{\"items\": []}").unwrap_err().contains("unknown schema"));
+        assert_eq!(err.backend(), None);
+        let err = error(b"{\"items\": []}");
+        assert_eq!(err.to_string(), "no `BackendDisruptions` object (unknown schema)");
+        let err = error(br#"{"BackendDisruptions": {"x": {"DisruptedDuration": "12 parsecs"}}}"#);
+        assert_eq!(err.to_string(), "x: DisruptedDuration `12 parsecs` is not a Go duration: unknown unit");
         assert!(
-            parse_backend_disruption(
-                br#"{"BackendDisruptions": {"x": {"DisruptedDuration": "12 parsecs"}}}"#
-            )
-            .unwrap_err()
-            .contains("x: DisruptedDuration")
+            matches!(&err, DisruptionError::BadDuration { backend, duration } if backend == "x" && duration.text == "12 parsecs")
         );
-        assert!(
-            parse_backend_disruption(br#"{"BackendDisruptions": {"x": {"DisruptedDuration": "-3s"}}}"#)
-                .unwrap_err()
-                .contains("negative")
+        let err = error(br#"{"BackendDisruptions": {"x": {"DisruptedDuration": "-3s"}}}"#);
+        assert_eq!(
+            (err.to_string().as_str(), err.backend()),
+            ("x: DisruptedDuration is negative", Some("x"))
         );
-        assert!(
-            parse_backend_disruption(br#"{"BackendDisruptions": {"x": {"Name": "x"}}}"#)
-                .unwrap_err()
-                .contains("no DisruptedDuration")
-        );
+        let err = error(br#"{"BackendDisruptions": {"k": {"Name": "x"}}}"#);
+        assert_eq!((err.to_string().as_str(), err.backend()), ("x: no DisruptedDuration", Some("x")));
     }
 }

@@ -61,14 +61,47 @@ pub const DEFAULT_NAMESPACES: [&str; 7] = [
 /// KB. A larger one is an error, so one item never holds more than this in memory.
 pub const MAX_ITEM_BYTES: u64 = 4 << 20;
 
-pub fn parse_intervals(bytes: &[u8]) -> Result<IntervalEvidence, String> {
+/// Why an interval file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum IntervalsError {
+    #[error("not an interval file: {0}")]
+    NotJson(serde_json::Error),
+    /// An item's `from` or `to` is not a time; `json` says so and where, as the decoder saw it.
+    #[error("not an interval file: {json}")]
+    BadTime { time: BadTime, json: serde_json::Error },
+    #[error("trailing data after the interval file: {0}")]
+    Trailing(serde_json::Error),
+    #[error("unknown schema: no `items` array")]
+    UnknownSchema,
+    /// Reading stopped at a limit or a NUL escape.
+    #[error(transparent)]
+    Stopped(Stop),
+}
+
+/// An item's time that is not RFC 3339.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("item {item}: {field} `{text}` is not an RFC 3339 time: {why}")]
+pub struct BadTime {
+    /// The item's number, counted from 1.
+    pub item: usize,
+    /// `from` or `to`.
+    pub field: &'static str,
+    pub text: String,
+    pub why: chrono::ParseError,
+}
+
+pub fn parse_intervals(bytes: &[u8]) -> Result<IntervalEvidence, IntervalsError> {
     read_intervals(bytes, u64::MAX, &Watch::default())
 }
 
 /// Reads an interval file as a stream, one item at a time, keeping what `watch` asks for: memory
 /// is bounded by one item and what is kept, not by the file. More than `max_bytes` read, a NUL
 /// escape anywhere, or one item over [`MAX_ITEM_BYTES`] is an error saying so.
-pub fn read_intervals(reader: impl Read, max_bytes: u64, watch: &Watch) -> Result<IntervalEvidence, String> {
+pub fn read_intervals(
+    reader: impl Read,
+    max_bytes: u64,
+    watch: &Watch,
+) -> Result<IntervalEvidence, IntervalsError> {
     let meter = Rc::new(Meter::default());
     let mut metered = Metered {
         inner: std::io::BufReader::with_capacity(64 * 1024, reader),
@@ -78,37 +111,33 @@ pub fn read_intervals(reader: impl Read, max_bytes: u64, watch: &Watch) -> Resul
     };
     let mut de = serde_json::Deserializer::from_reader(&mut metered);
     let mut collector = Collector { namespaces: watch.namespaces.clone(), ..Collector::default() };
-    let parsed = de
-        .deserialize_map(FileVisitor { collector: &mut collector, meter: &meter })
-        .map_err(|e| format!("not an interval file: {e}"))
-        .and_then(|()| de.end().map_err(|e| format!("trailing data after the interval file: {e}")));
+    let parsed = match de.deserialize_map(FileVisitor { collector: &mut collector, meter: &meter }) {
+        Ok(()) => de.end().map_err(IntervalsError::Trailing),
+        Err(json) => Err(match collector.bad_time.take() {
+            Some(time) => IntervalsError::BadTime { time, json },
+            None => IntervalsError::NotJson(json),
+        }),
+    };
     if let Err(e) = parsed {
-        return Err(meter.stop.take().map(|stop| stop.to_string()).unwrap_or(e));
+        return Err(meter.stop.take().map(IntervalsError::Stopped).unwrap_or(e));
     }
     if !collector.saw_items {
-        return Err("unknown schema: no `items` array".into());
+        return Err(IntervalsError::UnknownSchema);
     }
     Ok(collector.finish())
 }
 
 /// Why reading stopped before the end of the file.
-#[derive(Debug, Clone, Copy)]
-enum Stop {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Stop {
+    /// More than this many bytes.
+    #[error("over {0} bytes, larger than the {0}-byte limit; skipped")]
     TooLarge(u64),
+    #[error("{}", super::NUL_REFUSED)]
     Nul,
+    /// This item (counted from 1) is over [`MAX_ITEM_BYTES`].
+    #[error("item {0} is over {MAX_ITEM_BYTES} bytes, more than one interval can take")]
     ItemTooLarge(usize),
-}
-
-impl fmt::Display for Stop {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Stop::TooLarge(max) => write!(f, "over {max} bytes, larger than the {max}-byte limit; skipped"),
-            Stop::Nul => f.write_str(super::NUL_REFUSED),
-            Stop::ItemTooLarge(n) => {
-                write!(f, "item {n} is over {MAX_ITEM_BYTES} bytes, more than one interval can take")
-            }
-        }
-    }
 }
 
 /// What the reader and the item visitor share: bytes read, where the current item began.
@@ -198,6 +227,8 @@ struct Collector {
     /// The node of each watched pod, from whichever of its intervals names it (origin puts it on
     /// the pod's `Scheduled` interval, not on its containers' readiness).
     pod_nodes: BTreeMap<String, String>,
+    /// Why an item was refused; the decoder carries only its text.
+    bad_time: Option<BadTime>,
 }
 
 impl Collector {
@@ -257,11 +288,11 @@ impl Collector {
         }
     }
 
-    fn take(&mut self, item: &Item) -> Result<(), String> {
+    fn take(&mut self, item: &Item) -> Result<(), BadTime> {
         self.items += 1;
         let item = item.fields();
-        let from = parse_time(item.from).map_err(|e| format!("item {}: from {e}", self.items))?;
-        let to = parse_time(item.to).map_err(|e| format!("item {}: to {e}", self.items))?;
+        let from = parse_time(item.from, "from", self.items)?;
+        let to = parse_time(item.to, "to", self.items)?;
         if let Some(t) = from {
             self.see(t);
         }
@@ -410,15 +441,20 @@ impl Collector {
     }
 }
 
-fn parse_time(raw: Option<&RawValue>) -> Result<Option<DateTime<Utc>>, String> {
+fn parse_time(
+    raw: Option<&RawValue>,
+    field: &'static str,
+    item: usize,
+) -> Result<Option<DateTime<Utc>>, BadTime> {
     let Some(raw) = raw else { return Ok(None) };
     if raw.get() == "null" {
         return Ok(None);
     }
     let text = raw_str(raw);
-    DateTime::parse_from_rfc3339(&text)
-        .map(|t| Some(t.with_timezone(&Utc)))
-        .map_err(|e| format!("`{text}` is not an RFC 3339 time: {e}"))
+    match DateTime::parse_from_rfc3339(&text) {
+        Ok(t) => Ok(Some(t.with_timezone(&Utc))),
+        Err(why) => Err(BadTime { item, field, text, why }),
+    }
 }
 
 /// The value of a raw JSON string (or the raw text of anything else).
@@ -637,8 +673,10 @@ impl<'de> Visitor<'de> for ItemsVisitor<'_> {
             let item = seq.next_element_seed(ItemSeed);
             self.meter.item.set(None);
             let Some(item) = item? else { break };
-            if let Err(e) = self.collector.take(&item) {
-                return Err(de::Error::custom(e));
+            if let Err(time) = self.collector.take(&item) {
+                let error = de::Error::custom(&time);
+                self.collector.bad_time = Some(time);
+                return Err(error);
             }
         }
         Ok(())
@@ -764,7 +802,11 @@ mod tests {
         let len = file.len() as u64;
         assert_eq!(read_intervals(file.as_slice(), len, &Watch::default()).unwrap().items, 1_000);
         let err = read_intervals(file.as_slice(), len - 1, &Watch::default()).unwrap_err();
-        assert_eq!(err, format!("over {} bytes, larger than the {}-byte limit; skipped", len - 1, len - 1));
+        assert_eq!(
+            err.to_string(),
+            format!("over {} bytes, larger than the {}-byte limit; skipped", len - 1, len - 1)
+        );
+        assert!(matches!(err, IntervalsError::Stopped(Stop::TooLarge(max)) if max == len - 1));
     }
 
     #[test]
@@ -774,7 +816,8 @@ mod tests {
             r#"{{"items": [{{"source": "Disruption", "from": "2026-11-20T10:00:00Z"}}, {{"message": "{big}"}}]}}"#
         );
         let err = read_intervals(file.as_bytes(), u64::MAX, &Watch::default()).unwrap_err();
-        assert!(err.starts_with("item 2 is over 4194304 bytes"), "{err}");
+        assert_eq!(err.to_string(), "item 2 is over 4194304 bytes, more than one interval can take");
+        assert!(matches!(err, IntervalsError::Stopped(Stop::ItemTooLarge(2))));
         // outside the items, a long value is only skipped
         let file = format!(r#"{{"note": "{big}", "items": []}}"#);
         assert!(read_intervals(file.as_bytes(), u64::MAX, &Watch::default()).is_ok());
@@ -794,7 +837,7 @@ mod tests {
                 read_intervals(OneByte(text.as_bytes()), u64::MAX, &Watch::default()),
             ] {
                 match reader {
-                    Err(e) if refused => assert!(e.contains("NUL"), "{text}: {e}"),
+                    Err(e) if refused => assert_eq!(e.to_string(), super::super::NUL_REFUSED, "{text}"),
                     Ok(_) if !refused => {}
                     other => panic!("{text}: {other:?}"),
                 }
@@ -947,22 +990,33 @@ mod tests {
     }
 
     #[test]
-    fn broken_files_are_errors() {
-        assert!(
-            parse_intervals(b"{\"items\": [{\"level\": \"Error\"")
-                .unwrap_err()
-                .contains("not an interval file")
+    fn broken_files_are_errors_that_read_as_before() {
+        let message = |bytes: &[u8]| parse_intervals(bytes).unwrap_err().to_string();
+        assert_eq!(
+            message(b"{\"items\": [{\"level\": \"Error\""),
+            "not an interval file: EOF while parsing an object at line 1 column 28"
         );
-        assert!(parse_intervals(b"{\"BackendDisruptions\": {}}").unwrap_err().contains("unknown schema"));
+        assert_eq!(message(b"{\"BackendDisruptions\": {}}"), "unknown schema: no `items` array");
         assert!(parse_intervals(b"[]").is_err());
         assert!(parse_intervals(b"").is_err());
-        assert!(
-            parse_intervals(b"{\"items\": [{\"source\": \"Disruption\", \"from\": \"yesterday\"}]}")
-                .unwrap_err()
-                .contains("RFC 3339")
-        );
         assert!(parse_intervals(b"{\"items\": {}}").is_err());
-        assert!(parse_intervals(b"{\"items\": []} x").unwrap_err().contains("trailing"));
+        assert_eq!(
+            message(b"{\"items\": []} x"),
+            "trailing data after the interval file: trailing characters at line 1 column 15"
+        );
+    }
+
+    #[test]
+    fn an_item_with_a_bad_time_is_named_with_its_field_in_the_same_words_as_before() {
+        let text = b"{\"items\": [{\"from\": \"2026-11-20T10:00:00Z\"}, {\"source\": \"Disruption\", \"to\": \"yesterday\"}]}";
+        let err = parse_intervals(text).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "not an interval file: item 2: to `yesterday` is not an RFC 3339 time: \
+             premature end of input at line 1 column 89"
+        );
+        let IntervalsError::BadTime { time, .. } = err else { panic!("{err:?}") };
+        assert_eq!((time.item, time.field, time.text.as_str()), (2, "to", "yesterday"));
     }
 
     /// origin's pod-lifecycle constructor: the node on the pod's `Scheduled` interval, readiness

@@ -1,4 +1,6 @@
-//! One parser per artifact format. Pure: bytes in, typed values or a message out.
+//! One parser per artifact format. Pure: bytes in, typed values or a typed error out. Each
+//! format has its own error type, naming the field (or backend, row, item) at fault; its text is
+//! the message a run's problem stores and the ingest log shows.
 
 pub mod cluster_data;
 pub mod disruption;

@@ -103,17 +103,52 @@ struct RawStatus {
     completion_time: Option<String>,
 }
 
-pub fn parse_prowjob(bytes: &[u8]) -> Result<ProwJob, String> {
-    let raw: RawProwJob = serde_json::from_slice(bytes).map_err(|e| format!("not a prowjob.json: {e}"))?;
-    if raw.spec.job.is_empty() {
-        return Err("unknown schema: no spec.job".into());
+/// Why a Prow file (`prowjob.json`, `started.json`, `finished.json`) cannot be used; past the
+/// file's shape, it names the field at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum ProwError {
+    /// `file` is the file's usual name, `prowjob.json`.
+    #[error("not a {file}: {json}")]
+    NotJson { file: &'static str, json: serde_json::Error },
+    #[error("unknown schema: no spec.job")]
+    NoJob,
+    #[error("{field} `{text}` is not an RFC 3339 time: {why}")]
+    NotRfc3339 { field: &'static str, text: String, why: chrono::ParseError },
+    #[error("{field} is not epoch seconds: {value}")]
+    NotEpochSeconds { field: &'static str, value: serde_json::Value },
+    #[error("{field} {seconds} is out of range")]
+    OutOfRange { field: &'static str, seconds: i64 },
+}
+
+impl ProwError {
+    /// The field at fault (`status.startTime`, `timestamp`), when the file's shape is not.
+    pub fn field(&self) -> Option<&'static str> {
+        match self {
+            ProwError::NotJson { .. } => None,
+            ProwError::NoJob => Some("spec.job"),
+            ProwError::NotRfc3339 { field, .. }
+            | ProwError::NotEpochSeconds { field, .. }
+            | ProwError::OutOfRange { field, .. } => Some(field),
+        }
     }
-    let time = |t: Option<String>, field: &str| -> Result<Option<DateTime<Utc>>, String> {
+}
+
+fn json<'a, T: Deserialize<'a>>(bytes: &'a [u8], file: &'static str) -> Result<T, ProwError> {
+    serde_json::from_slice(bytes).map_err(|json| ProwError::NotJson { file, json })
+}
+
+pub fn parse_prowjob(bytes: &[u8]) -> Result<ProwJob, ProwError> {
+    let raw: RawProwJob = json(bytes, "prowjob.json")?;
+    if raw.spec.job.is_empty() {
+        return Err(ProwError::NoJob);
+    }
+    let time = |t: Option<String>, field: &'static str| -> Result<Option<DateTime<Utc>>, ProwError> {
         match t.filter(|s| !s.is_empty()) {
             None => Ok(None),
-            Some(s) => DateTime::parse_from_rfc3339(&s)
-                .map(|d| Some(d.with_timezone(&Utc)))
-                .map_err(|e| format!("{field} `{s}` is not an RFC 3339 time: {e}")),
+            Some(text) => match DateTime::parse_from_rfc3339(&text) {
+                Ok(d) => Ok(Some(d.with_timezone(&Utc))),
+                Err(why) => Err(ProwError::NotRfc3339 { field, text, why }),
+            },
         }
     };
     let annotation =
@@ -176,23 +211,23 @@ struct RawFinished {
     result: Option<String>,
 }
 
-fn epoch(v: &serde_json::Value, field: &str) -> Result<DateTime<Utc>, String> {
-    let secs = match v {
+fn epoch(v: &serde_json::Value, field: &'static str) -> Result<DateTime<Utc>, ProwError> {
+    let seconds = match v {
         serde_json::Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
         serde_json::Value::String(s) => s.trim().parse::<i64>().ok(),
         _ => None,
     }
-    .ok_or_else(|| format!("{field} is not epoch seconds: {v}"))?;
-    DateTime::from_timestamp(secs, 0).ok_or_else(|| format!("{field} {secs} is out of range"))
+    .ok_or_else(|| ProwError::NotEpochSeconds { field, value: v.clone() })?;
+    DateTime::from_timestamp(seconds, 0).ok_or(ProwError::OutOfRange { field, seconds })
 }
 
-pub fn parse_started(bytes: &[u8]) -> Result<Started, String> {
-    let raw: RawStarted = serde_json::from_slice(bytes).map_err(|e| format!("not a started.json: {e}"))?;
+pub fn parse_started(bytes: &[u8]) -> Result<Started, ProwError> {
+    let raw: RawStarted = json(bytes, "started.json")?;
     Ok(Started { timestamp: epoch(&raw.timestamp, "timestamp")? })
 }
 
-pub fn parse_finished(bytes: &[u8]) -> Result<Finished, String> {
-    let raw: RawFinished = serde_json::from_slice(bytes).map_err(|e| format!("not a finished.json: {e}"))?;
+pub fn parse_finished(bytes: &[u8]) -> Result<Finished, ProwError> {
+    let raw: RawFinished = json(bytes, "finished.json")?;
     Ok(Finished {
         timestamp: raw.timestamp.as_ref().map(|t| epoch(t, "timestamp")).transpose()?,
         passed: raw.passed,
@@ -236,12 +271,40 @@ mod tests {
         assert_eq!(parse_started(br#"{"timestamp": 1693562400}"#).unwrap().timestamp.timestamp(), 1693562400);
         let f = parse_finished(br#"{"timestamp": 1693573262, "passed": false, "result": "FAILURE", "metadata": {"work-namespace": "ci-op-x"}}"#).unwrap();
         assert_eq!((f.passed, f.result.as_str()), (Some(false), "FAILURE"));
-        assert!(parse_started(br#"{"timestamp": "soon"}"#).unwrap_err().contains("timestamp"));
-        assert!(parse_prowjob(br#"{"spec": {}}"#).unwrap_err().contains("spec.job"));
-        assert!(
-            parse_prowjob(br#"{"spec": {"job": "j"}, "status": {"startTime": "yesterday"}}"#)
-                .unwrap_err()
-                .contains("startTime")
+    }
+
+    #[test]
+    fn prow_errors_read_as_before_and_name_file_and_field() {
+        let err = parse_started(br#"{"timestamp": "soon"}"#).unwrap_err();
+        assert_eq!(
+            (err.to_string().as_str(), err.field()),
+            (r#"timestamp is not epoch seconds: "soon""#, Some("timestamp"))
         );
+        let err = parse_finished(br#"{"timestamp": 99999999999999999}"#).unwrap_err();
+        assert_eq!(err.to_string(), "timestamp 99999999999999999 is out of range");
+        let err = parse_prowjob(br#"{"spec": {}}"#).unwrap_err();
+        assert_eq!(
+            (err.to_string().as_str(), err.field()),
+            ("unknown schema: no spec.job", Some("spec.job"))
+        );
+        let err =
+            parse_prowjob(br#"{"spec": {"job": "j"}, "status": {"startTime": "yesterday"}}"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "status.startTime `yesterday` is not an RFC 3339 time: premature end of input"
+        );
+        assert_eq!(err.field(), Some("status.startTime"));
+        type Parser = fn(&[u8]) -> Result<(), ProwError>;
+        let parsers: [(Parser, &str); 3] = [
+            (|b| parse_prowjob(b).map(drop), "prowjob.json"),
+            (|b| parse_started(b).map(drop), "started.json"),
+            (|b| parse_finished(b).map(drop), "finished.json"),
+        ];
+        for (parse, file) in parsers {
+            let err = parse(b"[").unwrap_err();
+            assert_eq!(err.to_string(), format!("not a {file}: EOF while parsing a list at line 1 column 1"));
+            assert!(matches!(err, ProwError::NotJson { file: f, .. } if f == file));
+            assert_eq!(err.field(), None);
+        }
     }
 }

@@ -15,9 +15,16 @@ pub struct VariantOwnership {
     pub variant_value: String,
 }
 
-pub fn parse_variant_mapping(bytes: &[u8]) -> Result<Vec<VariantOwnership>, String> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| format!("not a variant mapping (an array of VariantOwnership): {e}"))
+/// Why a file is not a variant mapping: the JSON does not decode as an array of rows.
+#[derive(Debug, thiserror::Error)]
+#[error("not a variant mapping (an array of VariantOwnership): {json}")]
+pub struct VariantMappingError {
+    /// Where and why decoding stopped (its line and column).
+    pub json: serde_json::Error,
+}
+
+pub fn parse_variant_mapping(bytes: &[u8]) -> Result<Vec<VariantOwnership>, VariantMappingError> {
+    serde_json::from_slice(bytes).map_err(|json| VariantMappingError { json })
 }
 
 #[cfg(test)]
@@ -34,5 +41,16 @@ mod tests {
             ("metal", "Bare Metal Hardware Provisioning")
         );
         assert_eq!(rows[1].jira_component, "Cloud Compute / vSphere Provider");
+    }
+
+    #[test]
+    fn a_variant_mapping_error_reads_as_before_and_says_where() {
+        let err = parse_variant_mapping(br#"[{"JiraComponent": 7}]"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "not a variant mapping (an array of VariantOwnership): \
+             invalid type: integer `7`, expected a string at line 1 column 20"
+        );
+        assert_eq!((err.json.line(), err.json.column()), (1, 20));
     }
 }
