@@ -1,13 +1,10 @@
 //! `POST /slack/commands` and `POST /slack/interactions`: the slash command and the buttons.
 //!
-//! Every handler takes a [`SlackSigned`] body: an unsigned request is answered 401 before any
-//! of this runs, and nothing changes. Changes need an [`Operator`]. Answers come within Slack's
+//! Every handler takes a `SlackSigned` body (`server::auth`): an unsigned request is answered 401
+//! before any of this runs, and nothing changes. Changes need an `Operator`. Answers come within Slack's
 //! 3 seconds: quick work answers in the response itself; work that may take longer (an
 //! evaluation cycle, or anything slower than 2.5 s) is acknowledged at once and answered
 //! through the request's `response_url`.
-//!
-//! [`SlackSigned`]: super::auth::SlackSigned
-//! [`Operator`]: super::auth::Operator
 
 mod dialogs;
 mod interactions;
