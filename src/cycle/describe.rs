@@ -265,6 +265,15 @@ fn changed(runs: &[CellRun]) -> Option<bool> {
         .map(|c| c.worse_after && c.is_real(changepoint::SCAN_THRESHOLD))
 }
 
+/// Whether a scope's runs sat above `allowed` from the first stored on (at their median): a
+/// regression as old as the data (a new release judged against the previous one, a store that
+/// began after the onset) has no change of level in them to find, and its own test decides.
+fn regressed_throughout(runs: &[CellRun], allowed: f64) -> bool {
+    let mut seconds: Vec<i64> = runs.iter().map(|r| r.seconds).collect();
+    seconds.sort_unstable();
+    seconds.get(seconds.len() / 2).is_some_and(|&median| median as f64 > allowed)
+}
+
 /// When a series of runs (by start) turned worse: the most likely change point and its
 /// interval; the series' start when it was regressed from its first run on.
 pub(super) fn onset_of(runs: &[CellRun]) -> Option<Onset> {
@@ -395,7 +404,8 @@ impl<S: RunSource> Context<'_, S> {
         stats.check.discovery = true;
         let runs =
             self.runs_of(&lead.key.backend, &scope, search_from.max(self.baseline.from.timestamp())).await?;
-        if status_of(cluster) == Status::New && !changed(&runs).unwrap_or(true) {
+        let as_old_as_the_data = regressed_throughout(&runs, stats.check.allowed);
+        if status_of(cluster) == Status::New && !changed(&runs).unwrap_or(true) && !as_old_as_the_data {
             return Ok(None);
         }
         let release = scope.single(Dimension::Release).unwrap_or_default().to_string();
