@@ -16,6 +16,7 @@ use crate::model::{
 };
 use crate::store::Store;
 use crate::store::evaluations::WindowData;
+use crate::store::runs::{ReplayRows, ReplayRun};
 
 /// A run as the replay knows it.
 #[derive(Debug, Clone)]
@@ -194,13 +195,25 @@ impl Replay {
         let variants: Vec<(i64, Dimensions)> = store.variants().await?.as_ref().clone();
         let variant_index: HashMap<i64, usize> =
             variants.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect();
-        let (backend_rows, run_rows, sample_rows) = store.replay_rows(from, to).await?;
+        let ReplayRows { backends: backend_rows, runs: run_rows, samples: sample_rows } =
+            store.replay_rows(from, to).await?;
         let backend_index: HashMap<i64, usize> =
             backend_rows.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect();
         let mut run_index: HashMap<i64, u32> = HashMap::with_capacity(run_rows.len());
         let mut runs = Vec::with_capacity(run_rows.len());
         let mut troubled = Vec::new();
-        for (id, job, build_id, url, started, finished, variant_id, ci_trouble, payload) in run_rows {
+        for ReplayRun {
+            id,
+            job_name: job,
+            build_id,
+            url,
+            started_at: started,
+            finished_at: finished,
+            variant_id,
+            ci_troubled: ci_trouble,
+            payload,
+        } in run_rows
+        {
             let Some(&variant) = variant_index.get(&variant_id) else { continue };
             if ci_trouble != 0 {
                 troubled.push(Troubled { started, finished: finished.unwrap_or(started), variant });

@@ -14,7 +14,7 @@ use std::ops::Range;
 use anyhow::{Result, bail};
 use serde::Serialize;
 
-use super::cells::ChangedCells;
+use super::cells::{ChangedCells, RunsAt};
 use super::runs::Minted;
 use super::{Conn, Store, sql};
 use crate::model::{DAY, Dimensions};
@@ -123,8 +123,8 @@ impl Store {
         }
     }
 
-    /// The backfilled day ranges, `(from_day, to_day, source)`, oldest first.
-    pub async fn backfilled_days(&self) -> Result<Vec<(i64, i64, String)>> {
+    /// The backfilled day ranges, oldest first.
+    pub async fn backfilled_days(&self) -> Result<Vec<BackfilledDays>> {
         self.fetch_all(sql("SELECT from_day, to_day, source FROM backfills ORDER BY from_day")).await
     }
 
@@ -153,8 +153,19 @@ impl Store {
     }
 }
 
-/// Counted runs by variant-day: `(backend_id, seconds, runs)`.
-type Cells = BTreeMap<(i64, i64), Vec<(i64, i64, u64)>>;
+/// A range of days a backfill filled, and sealed.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct BackfilledDays {
+    /// The first UTC day (Unix seconds / 86400).
+    pub from_day: i64,
+    /// The UTC day after the last.
+    pub to_day: i64,
+    /// Where the counts came from.
+    pub source: String,
+}
+
+/// Counted runs by variant-day.
+type Cells = BTreeMap<(i64, i64), Vec<RunsAt>>;
 
 /// A job's probe reports by `(backend id, day)`: `(runs, runs down)`.
 type ProbeDays = BTreeMap<(i64, i64), (i64, i64)>;
@@ -180,7 +191,8 @@ fn clean_counts(
         }
         report.samples += count.runs;
         let key = (ids.variants[&count.dimensions], count.day);
-        cells.entry(key).or_default().push((ids.backends[count.backend.as_str()], count.seconds, count.runs));
+        let backend_id = ids.backends[count.backend.as_str()];
+        cells.entry(key).or_default().push(RunsAt { backend_id, seconds: count.seconds, runs: count.runs });
     }
     cells
 }
@@ -205,7 +217,7 @@ async fn refuse_counted_days(c: &mut Conn<'_>, days: &Range<i64>) -> Result<()> 
     if days.is_empty() {
         bail!("no days to backfill: the range {}..{} is empty", days.start, days.end);
     }
-    let overlapping: Option<(i64, i64, String)> = c
+    let overlapping: Option<BackfilledDays> = c
         .fetch_optional(
             sql("SELECT from_day, to_day, source FROM backfills WHERE from_day < $2 AND to_day > $1 \
                  ORDER BY from_day LIMIT 1")
@@ -213,11 +225,11 @@ async fn refuse_counted_days(c: &mut Conn<'_>, days: &Range<i64>) -> Result<()> 
             .bind(days.end),
         )
         .await?;
-    if let Some((from, to, source)) = overlapping {
+    if let Some(BackfilledDays { from_day, to_day, source }) = overlapping {
         bail!(
             "the days {} to {} were backfilled already from {source}: backfill only days outside them",
-            day_name(from),
-            day_name(to - 1)
+            day_name(from_day),
+            day_name(to_day - 1)
         );
     }
     let (stored, first): (i64, Option<i64>) = c

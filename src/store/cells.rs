@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 
-use super::{Conn, sql};
+use super::{Conn, row_by_position, sql};
 use crate::model::{DAY, Histogram};
 
 /// The variant-days whose `cell_days` rows a write changed (each for every backend), recorded
@@ -29,7 +29,8 @@ pub(crate) async fn change_samples(
     if !cells.is_empty() {
         changed.insert((variant_id, day));
     }
-    let mut cells: Vec<(i64, i64, u64)> = cells.iter().map(|&(b, s)| (b, s, 1)).collect();
+    let mut cells: Vec<RunsAt> =
+        cells.iter().map(|&(backend_id, seconds)| RunsAt { backend_id, seconds, runs: 1 }).collect();
     cells.sort_unstable();
     if add {
         apply_change(c, day, variant_id, &cells, |h, secs, n| h.add(secs, n)).await
@@ -38,14 +39,22 @@ pub(crate) async fn change_samples(
     }
 }
 
-/// Adds counted runs, `(backend_id, seconds, runs)`, to the histograms of `day` × `variant_id`
-/// (a push-down backfill, which reads counts rather than runs); the variant-day goes into
-/// `changed`.
+/// How many runs had one backend at one number of seconds: a change to a cell's histogram.
+/// Ordered by backend, as the rows of a variant-day are locked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct RunsAt {
+    pub backend_id: i64,
+    pub seconds: i64,
+    pub runs: u64,
+}
+
+/// Adds counted runs to the histograms of `day` × `variant_id` (a push-down backfill, which
+/// reads counts rather than runs); the variant-day goes into `changed`.
 pub(crate) async fn add_counts(
     c: &mut Conn<'_>,
     day: i64,
     variant_id: i64,
-    counts: &[(i64, i64, u64)],
+    counts: &[RunsAt],
     changed: &mut ChangedCells,
 ) -> Result<()> {
     if !counts.is_empty() {
@@ -59,7 +68,7 @@ pub(crate) async fn add_counts(
 /// Removes a stored run's samples from the histograms (before the run is replaced); a
 /// CI-troubled run was never in them.
 pub(crate) async fn forget_run(c: &mut Conn<'_>, run_id: i64, changed: &mut ChangedCells) -> Result<()> {
-    let rows: Vec<(i64, i64, i64, i64)> = c
+    let rows: Vec<CountedSample> = c
         .fetch_all(
             sql("SELECT s.backend_id, s.seconds, r.variant_id, r.started_at FROM samples s \
                  JOIN job_runs r ON r.id = s.run_id WHERE s.run_id = $1 AND r.ci_trouble IS NULL \
@@ -67,11 +76,31 @@ pub(crate) async fn forget_run(c: &mut Conn<'_>, run_id: i64, changed: &mut Chan
             .bind(run_id),
         )
         .await?;
-    if let Some(&(_, _, variant_id, started_at)) = rows.first() {
-        let cells: Vec<(i64, i64)> = rows.iter().map(|r| (r.0, r.1)).collect();
+    if let Some(&CountedSample { variant_id, started_at, .. }) = rows.first() {
+        let cells: Vec<(i64, i64)> = rows.iter().map(|r| (r.backend_id, r.seconds)).collect();
         change_samples(c, started_at.div_euclid(DAY), variant_id, &cells, false, changed).await?;
     }
     Ok(())
+}
+
+/// One sample of a stored run that counts in the histograms, with its run's cell and start.
+#[derive(Debug, Clone, Copy, sqlx::FromRow)]
+struct CountedSample {
+    backend_id: i64,
+    seconds: i64,
+    variant_id: i64,
+    /// The run's start (Unix seconds): its day is the histogram's.
+    started_at: i64,
+}
+
+/// One backend's stored histogram of a variant-day: runs, and the non-zero buckets encoded.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub(crate) struct CellDay {
+    pub backend_id: i64,
+    /// All the runs counted, those at zero seconds included.
+    pub runs: i64,
+    /// The non-zero buckets, as [`Histogram::encode_nonzero`] writes them.
+    pub hist: String,
 }
 
 /// Read-modify-write of the histograms of one variant-day, locked on PostgreSQL.
@@ -79,7 +108,7 @@ async fn apply_change(
     c: &mut Conn<'_>,
     day: i64,
     variant_id: i64,
-    cells: &[(i64, i64, u64)],
+    cells: &[RunsAt],
     change: impl Fn(&mut Histogram, i64, u64),
 ) -> Result<()> {
     if cells.is_empty() {
@@ -87,8 +116,8 @@ async fn apply_change(
     }
     c.execute(
         sql("INSERT INTO cell_days (day, backend_id, variant_id, runs, hist)")
-            .values(cells, |(backend_id, ..)| {
-                vec![day.into(), (*backend_id).into(), variant_id.into(), 0i64.into(), "".into()]
+            .values(cells, |cell| {
+                vec![day.into(), cell.backend_id.into(), variant_id.into(), 0i64.into(), "".into()]
             })
             .push(" ON CONFLICT (backend_id, variant_id, day) DO NOTHING"),
     )
@@ -98,12 +127,12 @@ async fn apply_change(
     )
     .bind(variant_id)
     .bind(day)
-    .list(cells.iter().map(|(b, ..)| *b))
+    .list(cells.iter().map(|cell| cell.backend_id))
     .push(") ORDER BY backend_id");
     if c.is_postgres() {
         q = q.push(" FOR UPDATE");
     }
-    let rows: Vec<(i64, i64, String)> = c.fetch_all(q).await?;
+    let rows: Vec<CellDay> = c.fetch_all(q).await?;
     let updated = updated_histograms(rows, cells, change)?;
     c.execute(
         sql("INSERT INTO cell_days (day, backend_id, variant_id, runs, hist)")
@@ -118,16 +147,16 @@ async fn apply_change(
 
 /// The new histograms of the touched backends, from the stored rows and the change.
 pub(crate) fn updated_histograms(
-    rows: Vec<(i64, i64, String)>,
-    cells: &[(i64, i64, u64)],
+    rows: Vec<CellDay>,
+    cells: &[RunsAt],
     change: impl Fn(&mut Histogram, i64, u64),
 ) -> anyhow::Result<Vec<(i64, Histogram)>> {
     let mut current: HashMap<i64, Histogram> = HashMap::with_capacity(rows.len());
-    for (backend_id, runs, hist) in rows {
+    for CellDay { backend_id, runs, hist } in rows {
         current.insert(backend_id, Histogram::decode(&hist)?.with_zeros(runs as u64));
     }
     let mut touched: Vec<(i64, Histogram)> = Vec::with_capacity(cells.len());
-    for &(backend_id, seconds, runs) in cells {
+    for &RunsAt { backend_id, seconds, runs } in cells {
         let h = current.entry(backend_id).or_default();
         change(h, seconds, runs);
         touched.push((backend_id, h.clone()));
@@ -164,9 +193,17 @@ impl super::Store {
     }
 }
 
-/// One UTC day of one backend over the chosen variants: day number, runs, the non-zero
-/// histograms joined by spaces.
-type DayRow = (i64, i64, Option<String>);
+/// One UTC day of one backend over the chosen variants.
+#[derive(Debug)]
+struct DayRow {
+    /// The UTC day (Unix seconds / 86400).
+    day: i64,
+    /// The runs of every variant that day.
+    runs: i64,
+    /// The variants' non-zero histograms joined by spaces; None when all were empty.
+    hists: Option<String>,
+}
+row_by_position!(DayRow { day, runs, hists });
 
 /// Per day, one backend's histograms over a set of variants (a JSON array of ids), joined in
 /// the database so that a query reads one row per day whatever the number of variants.
@@ -241,6 +278,18 @@ pub(crate) struct Changes {
     rows: Option<std::sync::Arc<RecentRows>>,
 }
 
+/// A stored `cell_days` row with its backend's name.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+struct CellRow {
+    #[sqlx(rename = "name")]
+    backend: String,
+    day: i64,
+    variant_id: i64,
+    runs: i64,
+    /// The non-zero buckets, as stored.
+    hist: String,
+}
+
 /// One variant's row of a backend's day: its id, runs and non-zero histogram as stored.
 type StoredCell = (i64, i64, std::sync::Arc<str>);
 
@@ -256,10 +305,10 @@ pub(crate) struct RecentRows {
 }
 
 impl RecentRows {
-    fn from_rows(version: i64, days: (i64, i64), rows: Vec<(String, i64, i64, i64, String)>) -> RecentRows {
+    fn from_rows(version: i64, days: (i64, i64), rows: Vec<CellRow>) -> RecentRows {
         let mut by_day: HashMap<String, std::collections::BTreeMap<i64, Vec<StoredCell>>> = HashMap::new();
-        for (backend, day, variant, runs, hist) in rows {
-            by_day.entry(backend).or_default().entry(day).or_default().push((variant, runs, hist.into()));
+        for CellRow { backend, day, variant_id, runs, hist } in rows {
+            by_day.entry(backend).or_default().entry(day).or_default().push((variant_id, runs, hist.into()));
         }
         let by_backend = by_day
             .into_iter()
@@ -279,12 +328,7 @@ impl RecentRows {
 
     /// These rows at `version`, with the variant-days `cells` replaced by `fresh` (every row
     /// now stored for them, read after `version`).
-    fn patched(
-        &self,
-        version: i64,
-        cells: &[(i64, i64)],
-        fresh: Vec<(String, i64, i64, i64, String)>,
-    ) -> RecentRows {
+    fn patched(&self, version: i64, cells: &[(i64, i64)], fresh: Vec<CellRow>) -> RecentRows {
         let mut by_backend = self.by_backend.clone();
         for days in by_backend.values_mut() {
             for (day, rows) in days.iter_mut() {
@@ -294,11 +338,11 @@ impl RecentRows {
                 }
             }
         }
-        for (backend, day, variant, runs, hist) in fresh {
+        for CellRow { backend, day, variant_id, runs, hist } in fresh {
             let rows =
                 std::sync::Arc::make_mut(by_backend.entry(backend).or_default().entry(day).or_default());
-            let at = rows.partition_point(|r| r.0 < variant);
-            rows.insert(at, (variant, runs, hist.into()));
+            let at = rows.partition_point(|r| r.0 < variant_id);
+            rows.insert(at, (variant_id, runs, hist.into()));
         }
         RecentRows { version, days: self.days, by_backend }
     }
@@ -336,20 +380,37 @@ impl RecentRows {
     }
 }
 
+/// One recorded change, as `data_changes` holds it.
+#[derive(Debug, sqlx::FromRow)]
+struct ChangeRow {
+    version: i64,
+    first_day: i64,
+    /// The variant-days it changed, a JSON array of `[variant id, day]`; None: not listed.
+    cells: Option<String>,
+}
+
 /// One recorded change: its version, first day and the variant-days it listed.
-type LoggedChange = (i64, i64, Option<Vec<(i64, i64)>>);
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct LoggedChange {
+    version: i64,
+    /// The first UTC day it changed.
+    first_day: i64,
+    /// The `(variant id, day)` pairs it changed, when it listed them.
+    cells: Option<Vec<(i64, i64)>>,
+}
 
 /// The first day and the variant-days (sorted, when all listed) of the changes in `log` after
 /// `since`, when all of them up to `version` are there.
 fn summary(log: &[LoggedChange], since: i64, version: i64) -> (Option<i64>, Option<Vec<(i64, i64)>>) {
-    let after: Vec<&LoggedChange> = log.iter().filter(|c| c.0 > since && c.0 <= version).collect();
+    let after: Vec<&LoggedChange> =
+        log.iter().filter(|c| c.version > since && c.version <= version).collect();
     if after.len() as i64 != version - since {
         return (None, None);
     }
-    let first_day = after.iter().map(|c| c.1).min();
+    let first_day = after.iter().map(|c| c.first_day).min();
     let mut cells = Some(Vec::new());
     for c in &after {
-        match (&mut cells, &c.2) {
+        match (&mut cells, &c.cells) {
             (Some(all), Some(listed)) => all.extend_from_slice(listed),
             _ => cells = None,
         }
@@ -650,7 +711,7 @@ impl super::Store {
         };
         let share_rows = share_rows && self.engine() == crate::config::Engine::Postgres;
         if let Some(span) = span.filter(|s| share_rows && kept.as_ref().is_none_or(|r| s.1 > r.days.1)) {
-            let rows: Vec<(String, i64, i64, i64, String)> = self
+            let rows: Vec<CellRow> = self
                 .fetch_all(
                     sql("SELECT b.name, c.day, c.variant_id, c.runs, c.hist FROM cell_days c \
                          JOIN backends b ON b.id = c.backend_id WHERE c.day >= $1 AND c.day < $2")
@@ -683,7 +744,7 @@ impl super::Store {
 
     /// The changes recorded after `since` up to `version`, oldest first.
     async fn change_log(&self, since: i64, version: i64) -> anyhow::Result<Vec<LoggedChange>> {
-        let rows: Vec<(i64, i64, Option<String>)> = self
+        let rows: Vec<ChangeRow> = self
             .fetch_all(
                 sql(
                     "SELECT version, first_day, cells FROM data_changes WHERE version > $1 AND version <= $2 \
@@ -694,15 +755,15 @@ impl super::Store {
             )
             .await?;
         rows.into_iter()
-            .map(|(v, first_day, cells)| {
+            .map(|ChangeRow { version, first_day, cells }| {
                 let cells = cells.map(|c| serde_json::from_str(&c)).transpose()?;
-                Ok((v, first_day, cells))
+                Ok(LoggedChange { version, first_day, cells })
             })
             .collect()
     }
 
     /// Every backend's row of the variant-days `cells`, as stored now.
-    async fn read_cells(&self, cells: &[(i64, i64)]) -> anyhow::Result<Vec<(String, i64, i64, i64, String)>> {
+    async fn read_cells(&self, cells: &[(i64, i64)]) -> anyhow::Result<Vec<CellRow>> {
         if cells.is_empty() {
             return Ok(Vec::new());
         }
@@ -722,7 +783,7 @@ impl super::Store {
                  AND c.variant_id = json_extract(p.value, '$[0]') AND c.day = json_extract(p.value, '$[1]')")
             .bind(serde_json::to_string(cells)?)
         };
-        let rows: Vec<(String, i64, i64, i64, String)> = self.fetch_all(q).await?;
+        let rows: Vec<CellRow> = self.fetch_all(q).await?;
         Ok(rows)
     }
 
@@ -734,8 +795,8 @@ impl super::Store {
         let rows: Vec<DayRow> =
             self.fetch_all(sql(text).bind(&key.backend).bind(from).bind(until).bind(ids)).await?;
         let mut out = std::collections::BTreeMap::new();
-        for (day, runs, hist) in rows {
-            let h = Histogram::decode_concatenated(hist.as_deref().unwrap_or_default())?;
+        for DayRow { day, runs, hists } in rows {
+            let h = Histogram::decode_concatenated(hists.as_deref().unwrap_or_default())?;
             out.insert(day, h.with_zeros(runs as u64));
         }
         Ok(std::sync::Arc::new(out))
@@ -752,8 +813,12 @@ fn pg_array(values: &[i64]) -> String {
 mod tests {
     use super::*;
 
-    fn row(backend: &str, day: i64, variant: i64, runs: i64, hist: &str) -> (String, i64, i64, i64, String) {
-        (backend.to_string(), day, variant, runs, hist.to_string())
+    fn row(backend: &str, day: i64, variant_id: i64, runs: i64, hist: &str) -> CellRow {
+        CellRow { backend: backend.to_string(), day, variant_id, runs, hist: hist.to_string() }
+    }
+
+    fn change(version: i64, first_day: i64, cells: Option<Vec<(i64, i64)>>) -> LoggedChange {
+        LoggedChange { version, first_day, cells }
     }
 
     fn key(backend: &str, variants: &[i64]) -> DaysKey {
@@ -763,10 +828,10 @@ mod tests {
     #[test]
     fn a_summary_lists_cells_only_when_every_change_did_and_all_are_on_record() {
         let log: Vec<LoggedChange> = vec![
-            (4, 10, Some(vec![(1, 10)])),
-            (5, 12, Some(vec![(2, 12), (1, 13), (1, 10)])),
-            (6, 9, None),
-            (7, 11, Some(vec![(3, 11)])),
+            change(4, 10, Some(vec![(1, 10)])),
+            change(5, 12, Some(vec![(2, 12), (1, 13), (1, 10)])),
+            change(6, 9, None),
+            change(7, 11, Some(vec![(3, 11)])),
         ];
         assert_eq!(
             summary(&log, 3, 5),

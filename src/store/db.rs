@@ -185,6 +185,27 @@ impl<T> Row for T where
 {
 }
 
+/// Implements [`sqlx::FromRow`] on both engines for a row struct whose fields are read by
+/// column position, in the order they are listed: for statements whose columns are expressions
+/// (`COUNT(*)`, `SUM(…)`, `CAST(…)`) or repeat a name, which a by-name
+/// `#[derive(sqlx::FromRow)]` cannot read without changing the statement.
+macro_rules! row_by_position {
+    ($row:ident { $($field:ident),+ $(,)? }) => {
+        $crate::store::db::row_by_position!(@engine sqlx::sqlite::SqliteRow, $row { $($field),+ });
+        $crate::store::db::row_by_position!(@engine sqlx::postgres::PgRow, $row { $($field),+ });
+    };
+    (@engine $engine:ty, $row:ident { $($field:ident),+ }) => {
+        impl<'r> sqlx::FromRow<'r, $engine> for $row {
+            fn from_row(row: &'r $engine) -> sqlx::Result<Self> {
+                use sqlx::Row as _;
+                let mut column = 0usize..;
+                Ok($row { $($field: row.try_get(column.next().unwrap_or_default())?),+ })
+            }
+        }
+    };
+}
+pub(crate) use row_by_position;
+
 /// A connection of either engine, borrowed from a pool or a transaction.
 pub(crate) enum Conn<'c> {
     Sqlite(&'c mut SqliteConnection),

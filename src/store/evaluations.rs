@@ -6,12 +6,81 @@ use std::collections::HashMap;
 use anyhow::Result;
 
 use super::windows::CellWindow;
-use super::{Conn, Store, sql};
+use super::{Conn, Store, row_by_position, sql};
 use crate::evaluate::{CellHistograms, GroupState};
 use crate::model::{DAY, Dimensions, Histogram, HistoricalRow};
 
-/// backend id, variant id, then runs and non-zero histograms of the baseline and current days.
-type WholeDaysRow = (i64, i64, Option<i64>, Option<String>, Option<i64>, Option<String>);
+/// One cell's whole days of both windows, as [`WHOLE_DAYS_SQLITE`] reads them. The runs and
+/// histograms of a window are None when the cell has no row in it.
+struct WholeDaysRow {
+    backend_id: i64,
+    variant_id: i64,
+    baseline_runs: Option<i64>,
+    /// The baseline days' non-zero histograms, joined by spaces.
+    baseline_hist: Option<String>,
+    current_runs: Option<i64>,
+    /// The current days' non-zero histograms, joined by spaces.
+    current_hist: Option<String>,
+}
+row_by_position!(WholeDaysRow {
+    backend_id,
+    variant_id,
+    baseline_runs,
+    baseline_hist,
+    current_runs,
+    current_hist
+});
+
+/// One sample of a clean run, with its cell.
+#[derive(sqlx::FromRow)]
+struct CellSample {
+    backend_id: i64,
+    variant_id: i64,
+    seconds: i64,
+}
+
+/// One sample of a clean run, with its cell and the run's start.
+#[derive(sqlx::FromRow)]
+struct StartedCellSample {
+    backend_id: i64,
+    variant_id: i64,
+    /// The run's start (Unix seconds).
+    started_at: i64,
+    seconds: i64,
+}
+
+/// One sample of a backend in a group's window, with its run.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct GroupSample {
+    pub job_name: String,
+    pub build_id: String,
+    pub url: String,
+    pub seconds: i64,
+    /// The run's start (Unix seconds).
+    pub started_at: i64,
+}
+
+/// One cell's percentiles in one window, as the reference query computes them.
+#[derive(sqlx::FromRow)]
+#[allow(dead_code, reason = "decoded so that the comparison pays for reading the rows; only counted")]
+struct ReferencePercentiles {
+    backend_id: i64,
+    variant_id: i64,
+    /// Whether the row is of the current window (else the baseline).
+    current: bool,
+    /// The 50th, 75th, 95th and 99th percentiles.
+    percentile_cont: Vec<f64>,
+}
+
+/// A row of `group_states`.
+#[derive(sqlx::FromRow)]
+struct GroupStateRow {
+    group_label: String,
+    /// 1 when regressed.
+    regressed: i64,
+    clean_streak: i64,
+    since: Option<i64>,
+}
 
 /// Each cell's whole-day histograms of the baseline ($1..$2) and current ($3..$4) days, joined
 /// into one string per window, for backends $5..$6; $7..$8 spans both windows. Each cell is
@@ -64,7 +133,9 @@ fn decode(index: &Indexes, rows: Vec<WholeDaysRow>) -> Result<Decoded> {
         Ok(nonzero.with_zeros(runs.unwrap_or(0).max(0) as u64))
     };
     let mut out = Vec::with_capacity(rows.len());
-    for (backend_id, variant_id, baseline_runs, baseline_hist, current_runs, current_hist) in rows {
+    for WholeDaysRow { backend_id, variant_id, baseline_runs, baseline_hist, current_runs, current_hist } in
+        rows
+    {
         let Some(key) = index.cell(backend_id, variant_id) else { continue };
         out.push((key, (histogram(current_runs, current_hist)?, histogram(baseline_runs, baseline_hist)?)));
     }
@@ -249,7 +320,7 @@ impl Store {
             .map(|(k, (current, baseline))| (k, CellWindow { current, baseline, recent: Vec::new() }))
             .collect();
         for &((from, to), is_current) in edges {
-            let rows: Vec<(i64, i64, i64)> = self
+            let rows: Vec<CellSample> = self
                 .fetch_all(
                     sql("SELECT s.backend_id, r.variant_id, s.seconds FROM job_runs r JOIN samples s ON s.run_id = r.id \
                          WHERE r.started_at >= $1 AND r.started_at < $2 AND COALESCE(r.finished_at, r.started_at) <= $3 \
@@ -259,7 +330,7 @@ impl Store {
                     .bind(visible_at),
                 )
                 .await?;
-            for (backend_id, variant_id, seconds) in rows {
+            for CellSample { backend_id, variant_id, seconds } in rows {
                 let Some(key) = index.cell(backend_id, variant_id) else { continue };
                 let entry = cells.entry(key).or_default();
                 if is_current { entry.current.add(seconds, 1) } else { entry.baseline.add(seconds, 1) }
@@ -282,7 +353,7 @@ impl Store {
             cell.recent = vec![Histogram::new(); recent.len()];
         }
         let Some(&first) = recent.iter().min() else { return Ok(()) };
-        let rows: Vec<(i64, i64, i64, i64)> = self
+        let rows: Vec<StartedCellSample> = self
             .fetch_all(
                 sql("SELECT s.backend_id, r.variant_id, r.started_at, s.seconds FROM job_runs r \
                      JOIN samples s ON s.run_id = r.id WHERE r.started_at >= $1 AND r.started_at < $2 \
@@ -292,7 +363,7 @@ impl Store {
                 .bind(visible_at),
             )
             .await?;
-        for (backend_id, variant_id, started, seconds) in rows {
+        for StartedCellSample { backend_id, variant_id, started_at: started, seconds } in rows {
             let Some(key) = index.cell(backend_id, variant_id) else { continue };
             let cell = cells.entry(key).or_insert_with(|| CellWindow {
                 recent: vec![Histogram::new(); recent.len()],
@@ -366,13 +437,13 @@ impl Store {
         Ok(cells)
     }
 
-    /// One backend's runs in a window among some variants: (job, build id, URL, seconds, started).
+    /// One backend's runs in a window among some variants, slowest first.
     pub async fn group_samples(
         &self,
         backend: &str,
         variant_ids: &[i64],
         window: (i64, i64),
-    ) -> Result<Vec<(String, String, String, i64, i64)>> {
+    ) -> Result<Vec<GroupSample>> {
         if variant_ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -430,13 +501,16 @@ impl Store {
     }
 
     pub async fn group_states(&self) -> Result<HashMap<String, GroupState>> {
-        let rows: Vec<(String, i64, i64, Option<i64>)> = self
+        let rows: Vec<GroupStateRow> = self
             .fetch_all(sql("SELECT group_label, regressed, clean_streak, since FROM group_states"))
             .await?;
         Ok(rows
             .into_iter()
-            .map(|(label, regressed, streak, since)| {
-                (label, GroupState { regressed: regressed != 0, clean_streak: streak as u32, since })
+            .map(|GroupStateRow { group_label, regressed, clean_streak, since }| {
+                (
+                    group_label,
+                    GroupState { regressed: regressed != 0, clean_streak: clean_streak as u32, since },
+                )
             })
             .collect())
     }
@@ -601,7 +675,7 @@ impl Store {
             anyhow::bail!("the reference query is PostgreSQL's percentile_cont");
         };
         // PostgreSQL only, and its float8[] is not a type the shared statements bind or read.
-        let rows: Vec<(i64, i64, bool, Vec<f64>)> = sqlx::query_as(
+        let rows: Vec<ReferencePercentiles> = sqlx::query_as(
             "SELECT s.backend_id, r.variant_id, r.started_at >= $2 AS current, \
              percentile_cont(ARRAY[0.5, 0.75, 0.95, 0.99]::float8[]) WITHIN GROUP (ORDER BY s.seconds) \
              FROM samples s JOIN job_runs r ON r.id = s.run_id \
@@ -619,6 +693,12 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::split;
+
+    /// A step of SQLite's `EXPLAIN QUERY PLAN`.
+    #[derive(sqlx::FromRow)]
+    struct PlanStep {
+        detail: String,
+    }
 
     #[test]
     fn windows_split_into_whole_days_and_edges() {
@@ -639,11 +719,11 @@ mod tests {
             ..Default::default()
         };
         let store = crate::store::Store::open(&settings).await.unwrap();
-        let plan: Vec<(i64, i64, i64, String)> = store
+        let plan: Vec<PlanStep> = store
             .fetch_all(crate::store::Sql::built(format!("EXPLAIN QUERY PLAN {}", super::WHOLE_DAYS_SQLITE)))
             .await
             .unwrap();
-        let steps: Vec<&str> = plan.iter().map(|r| r.3.as_str()).collect();
+        let steps: Vec<&str> = plan.iter().map(|r| r.detail.as_str()).collect();
         assert!(
             steps.iter().any(|s| s.starts_with(
                 "SEARCH d USING PRIMARY KEY (backend_id=? AND variant_id=? AND day>? AND day<?)"

@@ -83,6 +83,15 @@ fn json_column<T: serde::de::DeserializeOwned>(text: Option<&str>, id: i64, what
         .ok()
 }
 
+/// A row of `incident_events`: what happened to an incident, when (Unix seconds) and by whom.
+#[derive(sqlx::FromRow)]
+struct EventRow {
+    at: i64,
+    actor: String,
+    kind: String,
+    detail: String,
+}
+
 #[derive(sqlx::FromRow)]
 struct SilenceRow {
     id: i64,
@@ -618,13 +627,16 @@ impl Store {
     }
 
     pub async fn incident_events(&self, incident: i64) -> Result<Vec<Event>> {
-        let rows: Vec<(i64, String, String, String)> = self
+        let rows: Vec<EventRow> = self
             .fetch_all(
                 sql("SELECT at, actor, kind, detail FROM incident_events WHERE incident_id = $1 ORDER BY id")
                     .bind(incident),
             )
             .await?;
-        Ok(rows.into_iter().map(|(at, actor, kind, detail)| Event { at, actor, kind, detail }).collect())
+        Ok(rows
+            .into_iter()
+            .map(|EventRow { at, actor, kind, detail }| Event { at, actor, kind, detail })
+            .collect())
     }
 
     /// Records an incident's fix claim as the Jira watch found it (None: withdrawn), with the

@@ -35,7 +35,7 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Connection, PgPool, SqlitePool};
 
-pub(crate) use self::db::{Arg, Conn, Pooled, Row, Sql, Tx, sql};
+pub(crate) use self::db::{Arg, Conn, Pooled, Row, Sql, Tx, row_by_position, sql};
 use crate::config::{DatabaseSettings, Engine};
 
 #[derive(Clone)]

@@ -5,7 +5,7 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::incidents::{NewEntry, enqueue};
-use super::{Sql, Store, sql};
+use super::{Sql, Store, row_by_position, sql};
 use crate::incidents::plan::Effect;
 
 /// An entry a worker has claimed.
@@ -186,15 +186,16 @@ impl Store {
         self.execute(q.bind(now)).await
     }
 
+    /// The entries in each state, and how many pending ones failed before, the oldest's age.
     pub async fn outbox_counts(&self, now: i64) -> Result<OutboxCounts> {
-        let rows: Vec<(String, i64, i64, Option<i64>)> = self
+        let rows: Vec<StateCount> = self
             .fetch_all(sql(
                 "SELECT state, COUNT(*), COALESCE(SUM(CASE WHEN attempts > 0 THEN 1 ELSE 0 END), 0), \
                  MIN(created_at) FROM outbox GROUP BY state",
             ))
             .await?;
         let mut c = OutboxCounts::default();
-        for (state, n, retried, oldest) in rows {
+        for StateCount { state, entries: n, retried, oldest } in rows {
             match state.as_str() {
                 "pending" => {
                     c.pending = n;
@@ -271,3 +272,14 @@ impl Store {
             .map(|_| ())
     }
 }
+
+/// The outbox entries in one state.
+struct StateCount {
+    state: String,
+    entries: i64,
+    /// Those tried at least once.
+    retried: i64,
+    /// When the oldest was created (Unix seconds).
+    oldest: Option<i64>,
+}
+row_by_position!(StateCount { state, entries, retried, oldest });

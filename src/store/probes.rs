@@ -13,22 +13,91 @@ use std::collections::BTreeSet;
 use anyhow::Result;
 
 use super::cells::ChangedCells;
-use super::{Conn, sql};
+use super::{Conn, row_by_position, sql};
 use crate::model::{DAY, HOUR, ProbeHealth, TroubleRules};
 
 /// Runs of a job reclassified per read.
 const JOB_BATCH: i64 = 1_000;
 
-/// A stored run as classifying needs it.
-#[derive(Debug, Clone)]
+/// A stored run as classifying needs it; read from `job_runs`, then given its samples.
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub(super) struct StoredRun {
     pub id: i64,
+    #[sqlx(rename = "job_name")]
     pub job: String,
     pub variant_id: i64,
+    #[sqlx(rename = "started_at")]
     pub started: i64,
     /// Its class now: why it was CI-troubled, or None.
+    #[sqlx(rename = "ci_trouble")]
     pub class: Option<String>,
+    #[sqlx(skip)]
     pub samples: Vec<StoredSample>,
+}
+
+/// One sample of a stored run, with the run's id.
+#[derive(sqlx::FromRow)]
+struct SampleOfRun {
+    run_id: i64,
+    backend_id: i64,
+    #[sqlx(rename = "name")]
+    backend: String,
+    seconds: i64,
+}
+
+/// One sample of a stored run, with the run's job and start (Unix seconds).
+#[derive(Clone, sqlx::FromRow)]
+struct JobSample {
+    job_name: String,
+    started_at: i64,
+    backend_id: i64,
+    #[sqlx(rename = "name")]
+    backend: String,
+    seconds: i64,
+}
+
+/// One probe's record over a job's recent days.
+struct ProbeDaysTotal {
+    backend_id: i64,
+    runs: i64,
+    /// The runs with the probe down beyond the allowance.
+    down: i64,
+    /// The days with at least one such run.
+    down_days: i64,
+}
+row_by_position!(ProbeDaysTotal { backend_id, runs, down, down_days });
+
+/// A job whose first stored run started in a window: that run's start and the runs since.
+struct FirstRuns {
+    job: String,
+    /// The first run's start (Unix seconds).
+    first: i64,
+    runs: i64,
+}
+row_by_position!(FirstRuns { job, first, runs });
+
+/// The dimensions of a job's latest run that tell a new job's scope.
+#[derive(sqlx::FromRow)]
+struct LatestDimensions {
+    release: String,
+    platform: String,
+    architecture: String,
+    network: String,
+    upgrade_type: String,
+}
+
+/// One sample of a broken probe in a run, with the run's job and dimensions.
+#[derive(sqlx::FromRow)]
+struct BrokenProbeSample {
+    /// The run's id.
+    id: i64,
+    job_name: String,
+    release: String,
+    platform: String,
+    architecture: String,
+    #[sqlx(rename = "name")]
+    backend: String,
+    seconds: i64,
 }
 
 /// One sample of a stored run.
@@ -108,7 +177,7 @@ pub(super) async fn add_probe_counts(
 
 /// Each probe's record over the job's recent days: `(backend id, health)`.
 async fn health_of_job(c: &mut Conn<'_>, job: &str, rules: &TroubleRules) -> Result<Vec<(i64, ProbeHealth)>> {
-    let rows: Vec<(i64, i64, i64, i64)> = c
+    let rows: Vec<ProbeDaysTotal> = c
         .fetch_all(
             sql("SELECT backend_id, CAST(SUM(runs) AS BIGINT), CAST(SUM(down) AS BIGINT), \
                  CAST(SUM(CASE WHEN down > 0 THEN 1 ELSE 0 END) AS BIGINT) \
@@ -122,8 +191,11 @@ async fn health_of_job(c: &mut Conn<'_>, job: &str, rules: &TroubleRules) -> Res
     let count = |n: i64| u64::try_from(n).unwrap_or(0);
     Ok(rows
         .into_iter()
-        .map(|(b, runs, down, days)| {
-            (b, ProbeHealth { runs: count(runs), down: count(down), down_days: count(days) })
+        .map(|r| {
+            (
+                r.backend_id,
+                ProbeHealth { runs: count(r.runs), down: count(r.down), down_days: count(r.down_days) },
+            )
         })
         .collect())
 }
@@ -188,7 +260,7 @@ pub(super) fn classify(rules: &TroubleRules, run: &StoredRun, broken: &BTreeSet<
 
 /// The next runs of a job after id `after`, with their samples.
 async fn job_runs_after(c: &mut Conn<'_>, job: &str, after: i64) -> Result<Vec<StoredRun>> {
-    let runs: Vec<(i64, String, i64, i64, Option<String>)> = c
+    let runs: Vec<StoredRun> = c
         .fetch_all(
             sql("SELECT id, job_name, variant_id, started_at, ci_trouble FROM job_runs \
                  WHERE job_name = $1 AND id > $2 ORDER BY id LIMIT $3")
@@ -200,26 +272,13 @@ async fn job_runs_after(c: &mut Conn<'_>, job: &str, after: i64) -> Result<Vec<S
     with_samples(c, runs).await
 }
 
-/// Runs with their samples read in one statement.
-pub(super) async fn with_samples(
-    c: &mut Conn<'_>,
-    runs: Vec<(i64, String, i64, i64, Option<String>)>,
-) -> Result<Vec<StoredRun>> {
-    let mut out: Vec<StoredRun> = runs
-        .into_iter()
-        .map(|(id, job, variant_id, started, class)| StoredRun {
-            id,
-            job,
-            variant_id,
-            started,
-            class,
-            samples: Vec::new(),
-        })
-        .collect();
+/// Runs (read without their samples) with their samples read in one statement.
+pub(super) async fn with_samples(c: &mut Conn<'_>, runs: Vec<StoredRun>) -> Result<Vec<StoredRun>> {
+    let mut out = runs;
     if out.is_empty() {
         return Ok(out);
     }
-    let samples: Vec<(i64, i64, String, i64)> = c
+    let samples: Vec<SampleOfRun> = c
         .fetch_all(
             sql("SELECT s.run_id, s.backend_id, b.name, s.seconds FROM samples s \
                  JOIN backends b ON b.id = s.backend_id WHERE s.run_id IN (")
@@ -228,7 +287,7 @@ pub(super) async fn with_samples(
         )
         .await?;
     let mut k = 0;
-    for (run_id, backend_id, backend, seconds) in samples {
+    for SampleOfRun { run_id, backend_id, backend, seconds } in samples {
         while k < out.len() && out[k].id < run_id {
             k += 1;
         }
@@ -336,7 +395,7 @@ pub(super) async fn forget_probes(
     run_id: i64,
     rules: &TroubleRules,
 ) -> Result<Option<String>> {
-    let rows: Vec<(String, i64, i64, String, i64)> = c
+    let rows: Vec<JobSample> = c
         .fetch_all(
             sql("SELECT r.job_name, r.started_at, s.backend_id, b.name, s.seconds FROM samples s \
                  JOIN job_runs r ON r.id = s.run_id JOIN backends b ON b.id = s.backend_id \
@@ -344,8 +403,10 @@ pub(super) async fn forget_probes(
             .bind(run_id),
         )
         .await?;
-    let Some((job, started, ..)) = rows.first().cloned() else { return Ok(None) };
-    let probes = probes_of(rules, rows.iter().map(|r| (r.2, r.3.as_str(), r.4)));
+    let Some(JobSample { job_name: job, started_at: started, .. }) = rows.first().cloned() else {
+        return Ok(None);
+    };
+    let probes = probes_of(rules, rows.iter().map(|r| (r.backend_id, r.backend.as_str(), r.seconds)));
     count_probes(c, &job, started.div_euclid(DAY), &probes, rules, false).await?;
     Ok((!probes.is_empty()).then_some(job))
 }
@@ -362,7 +423,7 @@ impl super::Store {
         let (history_from,): (Option<i64>,) =
             self.fetch_one(sql("SELECT MIN(started_at) FROM job_runs")).await?;
         let history_from = history_from.unwrap_or(window.0);
-        let rows: Vec<(String, i64, i64)> = self
+        let rows: Vec<FirstRuns> = self
             .fetch_all(
                 sql("SELECT job_name, MIN(started_at), COUNT(*) FROM job_runs WHERE started_at < $2 \
                      GROUP BY job_name HAVING MIN(started_at) >= $1 ORDER BY job_name")
@@ -371,7 +432,7 @@ impl super::Store {
             )
             .await?;
         let mut out = Vec::with_capacity(rows.len());
-        for (job, first, runs) in rows {
+        for FirstRuns { job, first, runs } in rows {
             let since = (window.1 - first).max(HOUR) as f64;
             let before = (first - history_from).max(0) as f64;
             // fewer than 3 runs cannot tell a new job from a sparse one whose first run fell here
@@ -379,7 +440,7 @@ impl super::Store {
             if runs < 3 || rate * before < 4.6 {
                 continue;
             }
-            let dims: Option<(String, String, String, String, String)> = self
+            let dims: Option<LatestDimensions> = self
                 .fetch_optional(
                     sql("SELECT release, platform, architecture, network, upgrade_type FROM job_runs \
                          WHERE job_name = $1 AND started_at < $2 ORDER BY started_at DESC LIMIT 1")
@@ -388,7 +449,14 @@ impl super::Store {
                 )
                 .await?;
             let mut scope = crate::model::Scope::new();
-            if let Some((release, platform, architecture, network, upgrade)) = dims {
+            if let Some(LatestDimensions {
+                release,
+                platform,
+                architecture,
+                network,
+                upgrade_type: upgrade,
+            }) = dims
+            {
                 let pairs = [
                     (Dimension::Release, release),
                     (Dimension::Platform, platform),
@@ -409,7 +477,7 @@ impl super::Store {
 
     pub async fn broken_probes_in(&self, window: (i64, i64)) -> Result<Vec<crate::model::BrokenProbe>> {
         let rules = self.trouble_rules();
-        let rows: Vec<(i64, String, String, String, String, String, i64)> = self
+        let rows: Vec<BrokenProbeSample> = self
             .fetch_all(
                 sql("SELECT r.id, r.job_name, r.release, r.platform, r.architecture, b.name, s.seconds \
                      FROM broken_probes p JOIN job_runs r ON r.job_name = p.job_name \
@@ -425,7 +493,9 @@ impl super::Store {
         // connections are one probe)
         type Runs = std::collections::HashMap<i64, i64>;
         let mut by: std::collections::BTreeMap<Key, (BTreeSet<String>, Runs)> = Default::default();
-        for (run, job, release, platform, architecture, backend, seconds) in rows {
+        for BrokenProbeSample { id: run, job_name: job, release, platform, architecture, backend, seconds } in
+            rows
+        {
             let family = crate::model::backend_family(&backend).to_string();
             let e = by.entry((family, release, platform, architecture)).or_default();
             e.0.insert(job);

@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 
 use super::cells::ChangedCells;
-use super::{Conn, Sql, Store, from_secs, sql, to_secs};
+use super::{Conn, Sql, Store, from_secs, row_by_position, sql, to_secs};
 use crate::model::{
     ConditionSpan, DAY, Dimensions, IntervalFile, IntervalRef, JobRun, Outage, RunRecord, Sample, SpanKind,
     TimelineSpan, TroubleRules,
@@ -489,18 +489,8 @@ impl Store {
     }
 
     /// Every backend, every run that started in `[from, to)`, and their samples: what a
-    /// backtest holds in memory. (backend id, name); (run id, job, build id, URL, started,
-    /// finished, variant id, 1 when CI-troubled); (run id, `backend:seconds` pairs of the clean runs).
-    #[allow(clippy::type_complexity)]
-    pub async fn replay_rows(
-        &self,
-        from: i64,
-        to: i64,
-    ) -> Result<(
-        Vec<(i64, String)>,
-        Vec<(i64, String, String, String, i64, Option<i64>, i64, i64, String)>,
-        Vec<(i64, String)>,
-    )> {
+    /// backtest holds in memory.
+    pub async fn replay_rows(&self, from: i64, to: i64) -> Result<ReplayRows> {
         let backends = self.fetch_all(sql("SELECT id, name FROM backends ORDER BY id")).await?;
         let runs = self
             .fetch_all(
@@ -526,7 +516,7 @@ impl Store {
                 .bind(to),
             )
             .await?;
-        Ok((backends, runs, samples))
+        Ok(ReplayRows { backends, runs, samples })
     }
 
     /// The id of a backend name, created on first sight inside the write transaction `c`.
@@ -599,18 +589,17 @@ async fn read_run_contents(c: &mut Conn<'_>, ids: &[i64], records: &mut [RunReco
     let at: std::collections::HashMap<i64, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
     let of = |id: i64| at.get(&id).copied().context("a row of a run not asked for");
     let listed = |text: &'static str, order: &str| sql(text).list(ids.iter().copied()).push(order);
-    for (id, backend, connection, seconds) in
-        c.fetch_all::<(i64, String, String, i64)>(listed(SELECT_SAMPLES, SAMPLES_ORDER)).await?
+    for SampleRow { run_id: id, backend, connection, seconds } in
+        c.fetch_all::<SampleRow>(listed(SELECT_SAMPLES, SAMPLES_ORDER)).await?
     {
         records[of(id)?].samples.push(Sample { backend, connection, seconds });
     }
-    for (id, backend, from, to) in
-        c.fetch_all::<(i64, String, i64, i64)>(listed(SELECT_OUTAGES, OUTAGES_ORDER)).await?
+    for OutageRow { run_id: id, backend, from_at: from, to_at: to } in
+        c.fetch_all::<OutageRow>(listed(SELECT_OUTAGES, OUTAGES_ORDER)).await?
     {
         records[of(id)?].outages.push(Outage { backend, from: from_secs(from), to: from_secs(to) });
     }
-    type ConditionRow = (i64, String, String, String, String, String, i64, i64);
-    for (id, operator, condition, status, reason, message, from, to) in
+    for ConditionRow { run_id: id, operator, condition, status, reason, message, from_at: from, to_at: to } in
         c.fetch_all::<ConditionRow>(listed(SELECT_CONDITIONS, CONDITIONS_ORDER)).await?
     {
         let span = ConditionSpan {
@@ -624,8 +613,7 @@ async fn read_run_contents(c: &mut Conn<'_>, ids: &[i64], records: &mut [RunReco
         };
         records[of(id)?].conditions.push(span);
     }
-    type TimelineRow = (i64, String, String, String, i64, i64, String, i64);
-    for (id, kind, subject, node, from, to, file, item) in
+    for TimelineRow { run_id: id, kind, subject, node, from_at: from, to_at: to, file, item } in
         c.fetch_all::<TimelineRow>(listed(SELECT_TIMELINE, TIMELINE_ORDER)).await?
     {
         let Some(kind) = SpanKind::parse(&kind) else { continue };
@@ -633,12 +621,108 @@ async fn read_run_contents(c: &mut Conn<'_>, ids: &[i64], records: &mut [RunReco
         let span = TimelineSpan { kind, subject, node, from: from_secs(from), to: from_secs(to), at };
         records[of(id)?].timeline.push(span);
     }
-    for (id, location, size) in
-        c.fetch_all::<(i64, String, i64)>(listed(SELECT_INTERVAL_FILES, INTERVAL_FILES_ORDER)).await?
+    for IntervalFileRow { run_id: id, location, size } in
+        c.fetch_all::<IntervalFileRow>(listed(SELECT_INTERVAL_FILES, INTERVAL_FILES_ORDER)).await?
     {
         records[of(id)?].interval_files.push(IntervalFile { location, size: size.max(0) as u64 });
     }
     Ok(())
+}
+
+/// What a backtest holds in memory, as [`Store::replay_rows`] reads it.
+#[derive(Debug, Clone, Default)]
+pub struct ReplayRows {
+    /// Every backend: `(id, name)`.
+    pub backends: Vec<(i64, String)>,
+    /// The runs, by start then id.
+    pub runs: Vec<ReplayRun>,
+    /// The samples of each clean run: `(run id, "backend_id:seconds …")`.
+    pub samples: Vec<(i64, String)>,
+}
+
+/// A stored run as a backtest replays it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayRun {
+    pub id: i64,
+    pub job_name: String,
+    pub build_id: String,
+    pub url: String,
+    /// Unix seconds.
+    pub started_at: i64,
+    /// Unix seconds; None when the run never finished.
+    pub finished_at: Option<i64>,
+    pub variant_id: i64,
+    /// 1 when the run was CI-troubled, else 0.
+    pub ci_troubled: i64,
+    pub payload: String,
+}
+row_by_position!(ReplayRun {
+    id,
+    job_name,
+    build_id,
+    url,
+    started_at,
+    finished_at,
+    variant_id,
+    ci_troubled,
+    payload
+});
+
+/// A sample of a run, as [`SELECT_SAMPLES`] reads it.
+#[derive(sqlx::FromRow)]
+struct SampleRow {
+    run_id: i64,
+    #[sqlx(rename = "name")]
+    backend: String,
+    connection: String,
+    seconds: i64,
+}
+
+/// An outage of a run, as [`SELECT_OUTAGES`] reads it (Unix seconds).
+#[derive(sqlx::FromRow)]
+struct OutageRow {
+    run_id: i64,
+    #[sqlx(rename = "name")]
+    backend: String,
+    from_at: i64,
+    to_at: i64,
+}
+
+/// A row of `condition_spans` (Unix seconds).
+#[derive(sqlx::FromRow)]
+struct ConditionRow {
+    run_id: i64,
+    operator: String,
+    condition: String,
+    status: String,
+    reason: String,
+    message: String,
+    from_at: i64,
+    to_at: i64,
+}
+
+/// A row of `timeline_spans` (Unix seconds).
+#[derive(sqlx::FromRow)]
+struct TimelineRow {
+    run_id: i64,
+    /// A [`SpanKind`], as stored.
+    kind: String,
+    subject: String,
+    node: String,
+    from_at: i64,
+    to_at: i64,
+    /// Where the interval came from: its file and item there.
+    file: String,
+    item: i64,
+}
+
+/// A row of `interval_files`.
+#[derive(sqlx::FromRow)]
+struct IntervalFileRow {
+    run_id: i64,
+    location: String,
+    /// Bytes.
+    size: i64,
 }
 
 /// A row of `job_runs`, as [`SELECT_RUNS`] reads it.

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::{Store, sql};
+use super::{Store, row_by_position, sql};
 use crate::model::{CellRun, DAY};
 
 /// Scopes kept at most; the least recently asked goes first.
@@ -57,7 +57,22 @@ const SELECT_RUNS: &str = "SELECT r.id, COALESCE(r.finished_at, r.started_at), b
     FROM samples s JOIN job_runs r ON r.id = s.run_id JOIN backends b ON b.id = s.backend_id \
     WHERE r.started_at >= $1 AND r.started_at < $2 AND r.ci_trouble IS NULL AND b.name IN (";
 
-type RunRow = (i64, i64, String, i64, i64, i64, String, String, String, String);
+/// One sample of a run, as [`SELECT_RUNS`] reads it.
+struct RunRow {
+    id: i64,
+    /// When the run became visible: finished, else started (Unix seconds).
+    visible: i64,
+    backend: String,
+    variant_id: i64,
+    /// Unix seconds.
+    started: i64,
+    seconds: i64,
+    job: String,
+    build_id: String,
+    url: String,
+    payload: String,
+}
+row_by_position!(RunRow { id, visible, backend, variant_id, started, seconds, job, build_id, url, payload });
 
 impl Store {
     /// The runs of some backends in some variants that started in `range` and finished by
@@ -213,20 +228,20 @@ impl Store {
         let mut names: HashMap<String, Arc<str>> = HashMap::new();
         let mut runs: Vec<KeptRun> = rows
             .into_iter()
-            .map(|(id, visible, backend, variant_id, started, seconds, job, build_id, url, payload)| {
-                let backend = names.entry(backend).or_insert_with_key(|b| Arc::from(b.as_str())).clone();
+            .map(|row: RunRow| {
+                let backend = names.entry(row.backend).or_insert_with_key(|b| Arc::from(b.as_str())).clone();
                 let run = CellRun {
                     backend,
-                    variant_id,
-                    started,
-                    seconds,
-                    job: job.into(),
-                    build_id: build_id.into(),
-                    url: url.into(),
-                    payload_at: crate::model::payload_time(&payload).map(|t| t.timestamp()),
-                    payload: payload.into(),
+                    variant_id: row.variant_id,
+                    started: row.started,
+                    seconds: row.seconds,
+                    job: row.job.into(),
+                    build_id: row.build_id.into(),
+                    url: row.url.into(),
+                    payload_at: crate::model::payload_time(&row.payload).map(|t| t.timestamp()),
+                    payload: row.payload.into(),
                 };
-                (id, visible, run)
+                (row.id, row.visible, run)
             })
             .collect();
         by_start(&mut runs);

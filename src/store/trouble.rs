@@ -77,7 +77,7 @@ impl Store {
     async fn runs_to_classify(&self, after: i64) -> Result<Vec<StoredRun>> {
         let mut pooled = self.acquire().await?;
         let mut c = pooled.conn();
-        let runs: Vec<(i64, String, i64, i64, Option<String>)> = c
+        let runs: Vec<StoredRun> = c
             .fetch_all(
                 sql("SELECT id, job_name, variant_id, started_at, ci_trouble FROM job_runs \
                      WHERE id > $1 ORDER BY id LIMIT $2")

@@ -19,7 +19,7 @@ use anyhow::Result;
 // Keyed by cell, tens of thousands of entries, looked up at every change: a fast hash.
 use foldhash::HashMap as FastMap;
 
-use super::{Store, sql};
+use super::{Store, row_by_position, sql};
 use crate::model::{DAY, Histogram};
 
 /// Days' rows of `cell_days`, one row per day and variant, its cells joined in the database as
@@ -53,6 +53,15 @@ const SAMPLES_POSTGRES: &str = "SELECT r.variant_id, string_agg(s.backend_id || 
     || COALESCE(r.finished_at, r.started_at) || '/' || s.seconds, '|') \
     FROM job_runs r JOIN samples s ON s.run_id = r.id \
     WHERE r.started_at >= $1 AND r.started_at < $2 AND r.ci_trouble IS NULL GROUP BY r.variant_id";
+
+/// One variant's cells of one UTC day, as [`DAYS_SQLITE`] reads them.
+struct VariantDay {
+    day: i64,
+    variant_id: i64,
+    /// `backend_id/runs/histogram` of each backend, joined by `|`.
+    cells: String,
+}
+row_by_position!(VariantDay { day, variant_id, cells });
 
 /// (backend id, variant id).
 type CellId = (i64, i64);
@@ -321,10 +330,10 @@ impl Store {
             while end < range.end && !days.contains_key(&end) {
                 end += 1;
             }
-            let rows: Vec<(i64, i64, String)> = self.fetch_all(sql(text).bind(d).bind(end)).await?;
+            let rows: Vec<VariantDay> = self.fetch_all(sql(text).bind(d).bind(end)).await?;
             let mut by_day: BTreeMap<i64, Vec<(CellId, Histogram)>> =
                 (d..end).map(|d| (d, Vec::new())).collect();
-            for (day, variant_id, cells) in rows {
+            for VariantDay { day, variant_id, cells } in rows {
                 decode_day_row(day, variant_id, &cells, by_day.entry(day).or_default())?;
             }
             out.extend(by_day.into_iter().map(|(d, cells)| (d, Arc::new(cells))));
@@ -341,9 +350,9 @@ impl Store {
             VARIANT_DAYS_SQLITE
         };
         let q = sql(text).bind(day).list(variants.iter().copied()).push(VARIANT_DAYS_END);
-        let rows: Vec<(i64, i64, String)> = self.fetch_all(q).await?;
+        let rows: Vec<VariantDay> = self.fetch_all(q).await?;
         let mut out = Vec::new();
-        for (day, variant_id, cells) in rows {
+        for VariantDay { day, variant_id, cells } in rows {
             decode_day_row(day, variant_id, &cells, &mut out)?;
         }
         Ok(out)

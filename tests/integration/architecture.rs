@@ -1,7 +1,8 @@
 //! The shape of `src/`, checked: the top-level modules form a DAG (no module imports, directly
 //! or through others, one that imports it back), each sits in a layer and imports only the
 //! layers below it that [`MAY_IMPORT`] allows, no function runs over 80 lines without a
-//! comment saying why, and no `too_many_arguments` allowance is left. Test code (`#[cfg(test)]`
+//! comment saying why, no `too_many_arguments` allowance is left, and no public function of the
+//! store returns a tuple wider than two (a row gets a named struct). Test code (`#[cfg(test)]`
 //! items and `tests.rs` files) is left out, as the rules are about the product.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -602,4 +603,172 @@ fn no_too_many_arguments_allowance_is_left() {
         })
         .collect();
     assert!(allowed.is_empty(), "{allowed:?}");
+}
+
+/// Widest tuple a public function of the store may return: a pair. Wider rows are named structs.
+const MAX_RETURNED_TUPLE: usize = 2;
+
+/// The `pub` and `pub(crate)` functions in `code` whose return type holds a tuple wider than
+/// [`MAX_RETURNED_TUPLE`], anywhere inside it (`Result<Vec<(…)>>` too): `file:line name (width)`.
+fn wide_tuple_returns(file: &str, code: &[String]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (i, line) in code.iter().enumerate() {
+        let t = line.trim_start();
+        let Some(rest) = ["pub ", "pub(crate) "].iter().find_map(|p| t.strip_prefix(p)) else { continue };
+        let rest = rest.trim_start_matches("const ").trim_start_matches("async ");
+        let Some(name) = rest.strip_prefix("fn ") else { continue };
+        let name = ident(name);
+        let end = item_end(code, i);
+        let signature = code[i..=end].join(" ");
+        let signature = &signature[..body_start(&signature)];
+        if let Some(width) = return_type(signature).map(widest_tuple).filter(|w| *w > MAX_RETURNED_TUPLE) {
+            found.push(format!("{file}:{} {name} ({width})", i + 1));
+        }
+    }
+    found
+}
+
+/// Where a function's signature ends: at its body's `{`, or the `;` of a declaration (not one
+/// in an array type `[T; N]`).
+fn body_start(text: &str) -> usize {
+    let mut depth = 0;
+    for (at, c) in text.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            '{' | ';' if depth == 0 => return at,
+            _ => {}
+        }
+    }
+    text.len()
+}
+
+/// What a signature (up to its body) returns: the text after the `->` that follows the
+/// parameter list, or None for `()`.
+fn return_type(signature: &str) -> Option<&str> {
+    let open = signature.find('(')?;
+    let mut depth = 0;
+    let mut close = None;
+    for (at, c) in signature[open..].char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    close = Some(open + at);
+                    break;
+                }
+            }
+            _ => {}
+        }
+    }
+    let after = signature[close? + 1..].trim_start().strip_prefix("->")?;
+    Some(after.split(" where ").next().unwrap_or(after))
+}
+
+/// The number of elements of the widest tuple in a type (0 when none).
+fn widest_tuple(ty: &str) -> usize {
+    // Per open parenthesis: top-level commas so far, the nesting of `<>`/`[]` inside it, and
+    // whether the last thing seen was a comma or the parenthesis (a trailing comma, or none at
+    // all in `()`, adds no element).
+    let mut open: Vec<(usize, i32, bool)> = Vec::new();
+    let mut widest = 0;
+    let mut chars = ty.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '-' if chars.peek() == Some(&'>') => {
+                chars.next(); // `->` of an `Fn(…) -> …` inside the type
+            }
+            '(' => {
+                if let Some(o) = open.last_mut() {
+                    o.2 = false;
+                }
+                open.push((0, 0, true));
+            }
+            '<' | '[' => {
+                if let Some(o) = open.last_mut() {
+                    o.1 += 1;
+                }
+            }
+            '>' | ']' => {
+                if let Some(o) = open.last_mut() {
+                    o.1 -= 1;
+                }
+            }
+            ',' => {
+                if let Some(o) = open.last_mut().filter(|o| o.1 == 0) {
+                    o.0 += 1;
+                    o.2 = true;
+                }
+            }
+            ')' => {
+                if let Some((commas, _, trailing)) = open.pop() {
+                    widest = widest.max(if trailing { commas } else { commas + 1 });
+                }
+                if let Some(o) = open.last_mut() {
+                    o.2 = false;
+                }
+            }
+            c if c.is_whitespace() => {}
+            _ => {
+                if let Some(o) = open.last_mut() {
+                    o.2 = false;
+                }
+            }
+        }
+    }
+    widest
+}
+
+#[test]
+fn no_public_store_function_returns_a_tuple_wider_than_a_pair() {
+    let found: Vec<String> = sources()
+        .iter()
+        .filter(|s| s.module.first().is_some_and(|m| m == "store"))
+        .flat_map(|s| wide_tuple_returns(&format!("src/{}", s.file.display()), &s.code))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "store functions returning tuples wider than {MAX_RETURNED_TUPLE} (name the row with a struct):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_tuple_checker_finds_wide_tuples_inside_results_vecs_and_options() {
+    let code: Vec<String> = [
+        "impl Store {",
+        "    pub async fn days(&self) -> Result<Vec<(i64, i64, String)>> {",
+        "    }",
+        "    pub(crate) fn pair(f: impl Fn(i64) -> (i64, i64, i64)) -> Option<(i64, String)> {",
+        "    }",
+        "    fn private_one() -> (i64, i64, i64) {",
+        "    }",
+        "    pub fn rows(",
+        "        &self,",
+        "    ) -> Result<(",
+        "        Vec<(i64, String)>,",
+        "        Vec<i64>,",
+        "        Vec<(i64, String)>,",
+        "    )> {",
+        "    }",
+        "    pub fn trailing() -> (i64, HashMap<i64, (u8, u8)>,) {",
+        "    }",
+        "    pub const fn nested() -> Option<Vec<((i64, i64), [u8; 3], (u8, u8, u8, u8))>> {",
+        "    }",
+        "    pub fn nothing(&self, cells: &[(i64, i64, u64)]) {",
+        "    }",
+        "}",
+    ]
+    .iter()
+    .map(|l| l.to_string())
+    .collect();
+    assert_eq!(
+        wide_tuple_returns("src/store/x.rs", &code),
+        ["src/store/x.rs:2 days (3)", "src/store/x.rs:8 rows (3)", "src/store/x.rs:18 nested (4)"],
+        "a wide tuple returned, however deep; not one in a parameter, a private function or a pair"
+    );
+    assert_eq!(widest_tuple("Result<()>"), 0);
+    assert_eq!(widest_tuple("(i64,)"), 1);
+    assert_eq!(widest_tuple("Vec<(String, BTreeMap<(i64, i64), u8>)>"), 2);
 }
