@@ -39,13 +39,17 @@
 //! - **adapters** ([`ingest`], [`notify`], [`releases`], [`github`]): one per outside system.
 //! - **application** ([`cycle`], [`query`], [`board`], [`actions`], [`scheduler`],
 //!   [`backtest`], [`series`], [`fix_watch`]): the use cases.
-//! - **edge** ([`server`], [`cli`], [`app`], [`demo`], [`bench`](mod@bench)): the entry points.
+//! - **edge** ([`server`], [`cli`], [`app`], [`demo`], [`scorecard`]): the entry points; the
+//!   quality scorecard judges detection for `sheriff bench quality` and the integration tests.
+//!
+//! The binary (`src/main.rs`) parses the command line and runs these commands through [`cli`];
+//! `sheriff bench`'s timing harness is the binary's own (`src/bench/`), no part of this library.
+//! The architecture test gives its modules a layer as well and reads their `sheriff::` paths.
 
 pub mod actions;
 pub mod app;
 pub mod attribute;
 pub mod backtest;
-pub mod bench;
 pub mod board;
 pub mod cli;
 pub mod config;
@@ -74,6 +78,7 @@ pub(crate) fn test_fixture(name: &str) -> std::path::PathBuf {
 }
 pub mod render;
 pub mod scheduler;
+pub mod scorecard;
 pub mod series;
 pub mod server;
 pub mod shutdown;
