@@ -19,7 +19,8 @@ enum Command {
 
 fn main() -> ExitCode {
     sheriff::cli::main(async |command, settings| match command {
-        Command::Product(command) => sheriff::cli::run(command, settings).await,
+        // Boxed: the future of any of the product's commands is some 20 kB.
+        Command::Product(command) => Box::pin(sheriff::cli::run(command, settings)).await,
         Command::Bench { what } => bench::run(what).await,
     })
 }
