@@ -3,7 +3,8 @@
 //! to stderr.
 //!
 //! This file holds the entry point and the dispatch of each command; `args.rs` the command
-//! line's grammar, and one file per group of commands the rest.
+//! line's grammar, and one file per group of commands the rest. `sheriff bench` is no command
+//! of the library: the binary adds it (`src/main.rs`, `src/bench/`).
 
 use std::process::ExitCode;
 
