@@ -560,7 +560,7 @@ async fn direct_answers(
         if n == texts.len() {
             cold = std::mem::take(&mut timings);
         }
-        let Ok(crate::notify::slack::command::Command::Query(q)) = crate::notify::slack::command::parse(text)
+        let Ok(crate::server::slack::command::Command::Query(q)) = crate::server::slack::command::parse(text)
         else {
             anyhow::bail!("the benchmark's query `{text}` does not parse");
         };
@@ -664,7 +664,7 @@ async fn signed_query(client: &reqwest::Client, url: &str, text: &str) -> bool {
     ])
     .unwrap_or_default();
     let ts = Utc::now().timestamp();
-    let signature = crate::notify::slack::signature::sign(BENCH_SECRET, ts, body.as_bytes());
+    let signature = crate::clients::slack::signature::sign(BENCH_SECRET, ts, body.as_bytes());
     let answer = client
         .post(url)
         .header("content-type", "application/x-www-form-urlencoded")

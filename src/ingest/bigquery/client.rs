@@ -382,7 +382,7 @@ impl BigQueryClient {
             }
             let wait = retry_after
                 .map(|d| d.min(Duration::from_secs(60)))
-                .unwrap_or_else(|| crate::ingest::gcs::backoff(attempt));
+                .unwrap_or_else(|| crate::clients::gcs::backoff(attempt));
             tracing::warn!(
                 query = query.name,
                 attempt,
