@@ -38,8 +38,8 @@
 //!   layers above share.
 //! - **synthetic** ([`synth`]): realistic CI data for the demo, the tests and the benchmarks,
 //!   written without the ingest that reads it; only the entry points use it.
-//! - **clients** ([`clients`]): one per outside system (Slack, Jira, GCS, the release
-//!   controller, GitHub), its wire types private; imports only the settings, support and model.
+//! - **clients** ([`clients`]): one per outside system (Slack, Jira, GCS, BigQuery, the
+//!   release controller, GitHub), its wire types private; imports only the settings, support and model.
 //! - **adapters** ([`ingest`], [`notify`]): the artifact sources and parsers, and the outbox's
 //!   sinks with the messages they send.
 //! - **application** ([`cycle`], [`query`], [`board`], [`actions`], [`scheduler`],

@@ -1,13 +1,15 @@
 //! One client per outside system sheriff talks to: Slack's Web API ([`slack`]), Jira's REST
-//! API ([`jira`]), Google Cloud Storage's JSON API ([`gcs`]), the release controller
-//! ([`release_controller`]) and GitHub's REST API ([`github`]).
+//! API ([`jira`]), Google Cloud Storage's JSON API ([`gcs`]), BigQuery's REST API
+//! ([`bigquery`]), the release controller ([`release_controller`]) and GitHub's REST API
+//! ([`github`]).
 //!
 //! Each is a small concrete type with methods named for what sheriff needs, a timeout on every
-//! request and a base URL taken from the settings (a local fake in the tests). The JSON on the
-//! wire is read and written through typed structs private to each client; callers see
-//! sheriff's own types. What to do with the answers (deliver the outbox, watch fixes, rank
+//! request and a base URL taken from the settings (a local fake in the tests). Answers are read
+//! through typed structs private to each client (BigQuery's result cells stay JSON values: the
+//! query's schema gives their types); callers see sheriff's own types. What to do with the answers (deliver the outbox, watch fixes, rank
 //! changes, ingest runs) is the callers' business.
 
+pub mod bigquery;
 pub mod gcs;
 pub mod github;
 pub mod jira;

@@ -1,4 +1,5 @@
-//! `POST /slack/commands` and `POST /slack/interactions`: the slash command and the buttons.
+//! `POST /slack/commands` and `POST /slack/interactions`: the slash command (its grammar in
+//! [`command`], also what `sheriff query` reads) and the buttons.
 //!
 //! Every handler takes a `SlackSigned` body (`server::auth`): an unsigned request is answered 401
 //! before any of this runs, and nothing changes. Changes need an `Operator`. Answers come within Slack's

@@ -376,8 +376,8 @@ enum Layer {
     /// Generated CI data in the real artifact formats, for the demo, tests and benchmarks;
     /// written without the readers it feeds.
     Synthetic,
-    /// One client per outside system (Slack, Jira, GCS, the release controller, GitHub): its
-    /// wire and its settings only, nothing of the store or the domain.
+    /// One client per outside system (Slack, Jira, GCS, BigQuery, the release controller,
+    /// GitHub): its wire and its settings only, nothing of the store or the domain.
     Clients,
     /// What sheriff does with the outside systems: the artifact sources and parsers, the
     /// outbox's sinks and the messages they send.
