@@ -92,7 +92,7 @@ struct UpdateMessage<'a> {
 }
 
 /// The query of `conversations.history` (with `oldest`) or `conversations.replies` (with `ts`).
-#[derive(Serialize, Clone)]
+#[derive(Serialize)]
 struct HistoryQuery<'a> {
     channel: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
