@@ -562,8 +562,8 @@ async fn direct_answers(
         if n == texts.len() {
             cold = std::mem::take(&mut timings);
         }
-        let Ok(sheriff::notify::slack::command::Command::Query(q)) =
-            sheriff::notify::slack::command::parse(text)
+        let Ok(sheriff::server::slack::command::Command::Query(q)) =
+            sheriff::server::slack::command::parse(text)
         else {
             anyhow::bail!("the benchmark's query `{text}` does not parse");
         };
@@ -667,7 +667,7 @@ async fn signed_query(client: &reqwest::Client, url: &str, text: &str) -> bool {
     ])
     .unwrap_or_default();
     let ts = Utc::now().timestamp();
-    let signature = sheriff::notify::slack::signature::sign(BENCH_SECRET, ts, body.as_bytes());
+    let signature = sheriff::clients::slack::signature::sign(BENCH_SECRET, ts, body.as_bytes());
     let answer = client
         .post(url)
         .header("content-type", "application/x-www-form-urlencoded")

@@ -171,9 +171,9 @@ async fn with_store<T>(settings: &Settings, work: impl AsyncFnOnce(&Store) -> Re
 }
 
 async fn query(settings: &Settings, words: &[String], format: Format) -> Result<ExitCode> {
-    let command = crate::notify::slack::command::parse(&format!("query {}", words.join(" ")))
+    let command = crate::server::slack::command::parse(&format!("query {}", words.join(" ")))
         .map_err(anyhow::Error::msg)?;
-    let crate::notify::slack::command::Command::Query(q) = command else {
+    let crate::server::slack::command::Command::Query(q) = command else {
         anyhow::bail!("not a query");
     };
     let answer = with_store(settings, async |store| {

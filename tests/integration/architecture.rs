@@ -415,8 +415,11 @@ enum Layer {
     /// Generated CI data in the real artifact formats, for the demo, tests and benchmarks;
     /// written without the readers it feeds.
     Synthetic,
-    /// One module per outside system: artifact sources, Slack and Jira, the release
-    /// controller, GitHub.
+    /// One client per outside system (Slack, Jira, GCS, BigQuery, the release controller,
+    /// GitHub): its wire and its settings only, nothing of the store or the domain.
+    Clients,
+    /// What sheriff does with the outside systems: the artifact sources and parsers, the
+    /// outbox's sinks and the messages they send.
     Adapters,
     /// Use cases: the evaluation cycle, questions and people's actions, the scheduled work.
     Application,
@@ -442,16 +445,16 @@ const LAYER_OF: &[(&str, Layer)] = &[
     ("shutdown", Support),
     ("telemetry", Support),
     ("synth", Synthetic),
+    ("clients", Clients),
     ("ingest", Adapters),
     ("notify", Adapters),
-    ("releases", Adapters),
-    ("github", Adapters),
     ("cycle", Application),
     ("query", Application),
     ("board", Application),
     ("actions", Application),
     ("scheduler", Application),
     ("backtest", Application),
+    ("releases", Application),
     ("series", Application),
     ("fix_watch", Application),
     ("server", Edge),
@@ -471,9 +474,10 @@ const MAY_IMPORT: &[(Layer, &[Layer])] = &[
     (Store, &[Model, Settings, Domain]),
     (Support, &[Model, Settings, Support]),
     (Synthetic, &[Model, Settings, Domain]),
-    (Adapters, &[Model, Settings, Domain, Store, Support, Adapters]),
-    (Application, &[Model, Settings, Domain, Store, Support, Adapters, Application]),
-    (Edge, &[Model, Settings, Domain, Store, Support, Synthetic, Adapters, Application, Edge]),
+    (Clients, &[Model, Settings, Support]),
+    (Adapters, &[Model, Settings, Domain, Store, Support, Clients, Adapters]),
+    (Application, &[Model, Settings, Domain, Store, Support, Clients, Adapters, Application]),
+    (Edge, &[Model, Settings, Domain, Store, Support, Synthetic, Clients, Adapters, Application, Edge]),
 ];
 
 /// Every reference from one top-level module to another that the layer tables do not allow,
