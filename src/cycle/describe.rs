@@ -295,7 +295,7 @@ impl<S: RunSource> Context<'_, S> {
         &self,
         onset: Option<Onset>,
         runs: &[CellRun],
-        release: &str,
+        (release, allowed): (&str, f64),
     ) -> Result<Option<Onset>> {
         let Some(mut onset) = onset else { return Ok(None) };
         let tested: Vec<changepoint::Tested<'_>> = runs
@@ -309,7 +309,7 @@ impl<S: RunSource> Context<'_, S> {
                 })
             })
             .collect();
-        if let Some(w) = changepoint::payload_change(&tested) {
+        if let Some(w) = changepoint::payload_change(&tested, allowed) {
             let from = w.last_good.as_ref().map_or(w.first_bad.1, |g| g.1);
             // every payload of the release built in the window, and which of them this scope ran
             onset.payloads = self.source.payloads_between(release, from, w.first_bad.1).await?;
@@ -406,10 +406,17 @@ impl<S: RunSource> Context<'_, S> {
             self.runs_of(&lead.key.backend, &scope, search_from.max(self.baseline.from.timestamp())).await?;
         let as_old_as_the_data = regressed_throughout(&runs, stats.check.allowed);
         if status_of(cluster) == Status::New && !changed(&runs).unwrap_or(true) && !as_old_as_the_data {
+            tracing::debug!(
+                family = %cluster.family,
+                scope = %scope.describe(),
+                runs = runs.len(),
+                q = stats.check.q_value,
+                "held back: its runs show no change of level"
+            );
             return Ok(None);
         }
         let release = scope.single(Dimension::Release).unwrap_or_default().to_string();
-        let onset = self.with_payloads(onset_of(&runs), &runs, &release).await?;
+        let onset = self.with_payloads(onset_of(&runs), &runs, (&release, stats.check.allowed)).await?;
         let finding = if narrowed { finding_of(&scope) } else { cluster.finding.narrowed_to(&scope) };
         let (independence, thin) =
             if narrowed { (Vec::new(), Vec::new()) } else { independence(self, lead, &finding) };

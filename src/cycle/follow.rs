@@ -158,6 +158,14 @@ impl<S: RunSource> Context<'_, S> {
             || !(change.is_real(changepoint::SCAN_THRESHOLD)
                 || self.fewer_after(&series, change.index, stats))
         {
+            tracing::debug!(
+                backend = %stats.backend,
+                runs = series.len(),
+                after = series.len() - change.index,
+                statistic = change.statistic,
+                worse_after = change.worse_after,
+                "no recovery: no change for the better"
+            );
             return None;
         }
         // Dated late in its interval: every run before it stays out of the windows from now on,
@@ -171,6 +179,15 @@ impl<S: RunSource> Context<'_, S> {
         let not_worse = stats.reference_histogram.as_ref().is_none_or(|reference| {
             stats::two_part_greater(&post, reference).p > self.settings.false_discovery_rate
         });
+        tracing::debug!(
+            backend = %stats.backend,
+            runs = series.len(),
+            after = post.count(),
+            statistic = change.statistic,
+            within,
+            not_worse,
+            "an early recovery"
+        );
         (post.count() as usize >= needed && within && not_worse).then_some(change.times(&series).2)
     }
 
@@ -242,7 +259,9 @@ impl<S: RunSource> Context<'_, S> {
         let runs: Vec<CellRun> = all.iter().filter(|r| *r.backend == *stats.backend).cloned().collect();
         let onset = self.refined_onset(incident, &backends, &all);
         let at_onset = onset_variants(&runs, onset.as_ref(), stats.check.allowed);
-        let onset = self.with_payloads(onset, &at_onset, &incident.snapshot.report.release).await?;
+        let onset = self
+            .with_payloads(onset, &at_onset, (&incident.snapshot.report.release, stats.check.allowed))
+            .await?;
         let clean_streak = if regressed_now { 0 } else { prior_streak + 1 };
         let verdict = match self.recovery(&runs, onset.as_ref(), &stats) {
             Some(at) => Verdict::Recovered { at },
@@ -416,7 +435,7 @@ mod tests {
                 seconds: r.seconds,
             })
             .collect();
-        let w = payload_change(&tested).expect("a change");
+        let w = payload_change(&tested, 5.0).expect("a change");
         (w.last_good.map(|g| g.0).unwrap_or_default(), w.first_bad.0)
     }
 

@@ -241,7 +241,7 @@ pub struct PayloadWindow {
 /// fall on both sides) to the payload of the run at its end: it holds the true first bad
 /// payload whenever the interval holds the change, and narrows to one step only when the runs
 /// pin it there. None when too few runs name a payload, or nothing got worse.
-pub fn payload_change(runs: &[Tested<'_>]) -> Option<PayloadWindow> {
+pub fn payload_change(runs: &[Tested<'_>], allowed: f64) -> Option<PayloadWindow> {
     let mut order: Vec<&Tested<'_>> = runs.iter().filter(|r| !r.payload.is_empty()).collect();
     order.sort_by(|a, b| (a.built, a.started, a.payload).cmp(&(b.built, b.started, b.payload)));
     let series: Vec<Run> = order.iter().map(|r| Run { at: r.built, seconds: r.seconds }).collect();
@@ -249,7 +249,7 @@ pub fn payload_change(runs: &[Tested<'_>]) -> Option<PayloadWindow> {
     let change = change_between(&series, 3, 3, boundary).filter(|c| c.worse_after)?;
     let earliest_bad = order[change.first];
     let bad = order[change.last.max(change.index)];
-    let good = order[..change.first].iter().rev().find(|r| r.built < earliest_bad.built);
+    let good = clearly_good(&order[..change.first], &series[change.index..], earliest_bad.built, allowed);
     let from = good.map_or(earliest_bad.built, |g| g.built);
     let mut tested: Vec<String> = Vec::new();
     for r in order.iter().filter(|r| r.built >= from && r.built <= bad.built) {
@@ -262,6 +262,39 @@ pub fn payload_change(runs: &[Tested<'_>]) -> Option<PayloadWindow> {
         first_bad: (bad.payload.to_string(), bad.built),
         tested,
     })
+}
+
+/// A payload counts as good when it is unlikely that its runs were all spared by chance.
+const SPARED_BY_CHANCE: f64 = 0.05;
+
+/// The last good payload: stepping back from the payloads before `before` (the earliest
+/// plausible first bad), the newest whose runs, together with those of the payloads stepped
+/// over, are clean in numbers a regression hitting as often as it does after the change
+/// (`after`) would spare all of with less than [`SPARED_BY_CHANCE`]. One clean run of a
+/// payload is no proof against a regression that spares one run in six: that payload may
+/// already carry it, and the window keeps it. The oldest payload when the runs before never
+/// make the case; None when there are none.
+fn clearly_good<'r, 't>(
+    before_change: &'r [&'r Tested<'t>],
+    after: &[Run],
+    before: i64,
+    allowed: f64,
+) -> Option<&'r &'r Tested<'t>> {
+    let hit = after.iter().filter(|r| r.seconds as f64 > allowed).count() as f64 / after.len().max(1) as f64;
+    let spared = (1.0 - hit).clamp(0.0, 1.0);
+    let mut clean = 0i32;
+    let mut newest = None;
+    for r in before_change.iter().rev().filter(|r| r.built < before) {
+        if newest.is_some_and(|b: i64| b != r.built) && spared.powi(clean) <= SPARED_BY_CHANCE {
+            break;
+        }
+        newest = Some(r.built);
+        if r.seconds as f64 <= allowed {
+            clean += 1;
+        }
+    }
+    let good = newest?;
+    before_change.iter().rev().find(|r| r.built == good)
 }
 
 #[cfg(test)]
@@ -298,7 +331,7 @@ mod payload_tests {
                 });
             }
         }
-        let w = payload_change(&runs).expect("a change");
+        let w = payload_change(&runs, 5.0).expect("a change");
         assert_eq!(w.first_bad.0, tags[20], "pinned to one step: {w:?}");
         assert_eq!(w.last_good.unwrap().0, tags[19]);
         assert_eq!(w.tested, vec![tags[19].clone(), tags[20].clone()]);
@@ -331,7 +364,7 @@ mod payload_tests {
                 });
             }
         }
-        let w = payload_change(&runs).expect("a change");
+        let w = payload_change(&runs, 5.0).expect("a change");
         let built = |t: &str| tags.iter().position(|x| x == t).unwrap();
         let (good, bad) = (built(&w.last_good.clone().unwrap().0), built(&w.first_bad.0));
         assert!(good < 20 && bad >= 21, "the window {good}..{bad} holds payload 20: {w:?}");
@@ -339,14 +372,42 @@ mod payload_tests {
     }
 
     #[test]
+    fn a_payload_whose_few_runs_were_spared_is_not_called_good() {
+        // the change is placed before payload 21; payload 20's one run was clean, 19's two too
+        let tags: Vec<String> = (0..24).map(tag).collect();
+        let run = |n: usize, seconds: i64| Tested {
+            payload: &tags[n],
+            built: n as i64 * 14_400,
+            started: n as i64 * 14_400,
+            seconds,
+        };
+        let before: Vec<Tested<'_>> = vec![run(18, 0), run(18, 1), run(19, 0), run(19, 2), run(20, 0)];
+        let before: Vec<&Tested<'_>> = before.iter().collect();
+        let at = |t: &Tested<'_>| tags.iter().position(|x| x == t.payload).unwrap();
+        let after_with = |hits: i64| -> Vec<Run> {
+            (0..20).map(|i| Run { at: i, seconds: if i < hits { 30 } else { 0 } }).collect()
+        };
+        // a regression that hits 17 runs in 20 spares one in six: one clean run of payload 20
+        // is no proof it was good, with 19's two clean runs it is
+        let good = clearly_good(&before, &after_with(17), 21 * 14_400, 5.0).unwrap();
+        assert_eq!(at(good), 19);
+        // one that hits every run is disproved by a single clean run
+        let good = clearly_good(&before, &after_with(20), 21 * 14_400, 5.0).unwrap();
+        assert_eq!(at(good), 20);
+        // one that hits half the runs needs more clean runs than the series has: the oldest
+        let good = clearly_good(&before, &after_with(10), 21 * 14_400, 5.0).unwrap();
+        assert_eq!(at(good), 18);
+    }
+
+    #[test]
     fn unknown_payloads_and_no_change_give_nothing() {
         let runs: Vec<Tested<'_>> = (0..30)
             .map(|n| Tested { payload: "", built: n, started: n, seconds: if n > 15 { 30 } else { 0 } })
             .collect();
-        assert_eq!(payload_change(&runs), None);
+        assert_eq!(payload_change(&runs, 5.0), None);
         let t = tag(1);
         let flat: Vec<Tested<'_>> =
             (0..30).map(|n| Tested { payload: &t, built: n, started: n, seconds: 0 }).collect();
-        assert_eq!(payload_change(&flat), None);
+        assert_eq!(payload_change(&flat, 5.0), None);
     }
 }
