@@ -70,7 +70,9 @@ pub async fn run(
     let releases = serve_changelogs(demo_scenario(end)).await?;
     local.release_controller.urls = [("amd64".to_string(), releases)].into();
     let store = std::sync::Arc::new(store);
-    let report = crate::cycle::run_cycle(&store, &local, CycleOptions { at: end, dry_run: false }).await?;
+    let warm = std::sync::Arc::new(crate::warm::Warm::new());
+    let report =
+        crate::cycle::run_cycle(&store, &warm, &local, CycleOptions { at: end, dry_run: false }).await?;
     writeln!(out)?;
     write!(out, "{}", crate::cycle::render_text(&report))?;
     writeln!(out, "\n── Slack ({}) ──", slack_heading(settings))?;
@@ -105,7 +107,8 @@ pub async fn serve(
         .await
         .with_context(|| format!("cannot listen on {}", local.server.listen))?;
     println!("\nthe pages: http://{}/ (ctrl-c stops)", listener.local_addr()?);
-    let state = crate::server::AppState::new(store.clone(), std::sync::Arc::new(local));
+    let warm = std::sync::Arc::new(crate::warm::Warm::new());
+    let state = crate::server::AppState::new(store.clone(), warm, std::sync::Arc::new(local));
     crate::server::serve(listener, state, shutdown).await?;
     store.close().await;
     Ok(())

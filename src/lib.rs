@@ -8,7 +8,8 @@
 //!    sample of whole seconds per backend, and its outages and operator condition spans.
 //! 2. **store** ([`store`]) writes the run once (SQLite or PostgreSQL) and, in the same
 //!    transaction, adds its samples to the exact per-day histogram of each cell.
-//! 3. **a cycle** ([`cycle`]) reads the windows' histograms; **evaluate** ([`evaluate`], pure)
+//! 3. **a cycle** ([`cycle`]) reads the windows' histograms (in `serve` kept in memory between
+//!    cycles, [`warm`], exact through the store's data version); **evaluate** ([`evaluate`], pure)
 //!    computes P50–P99 per cell and coarser groups and decides against thresholds which regressed;
 //!    **attribute** ([`attribute`], pure) finds the smallest scope that explains a backend's
 //!    regressed groups, its owners and the operator conditions behind the outages, and says it
@@ -38,7 +39,8 @@
 //!   written without the ingest that reads it; only the entry points use it.
 //! - **adapters** ([`ingest`], [`notify`], [`releases`], [`github`]): one per outside system.
 //! - **application** ([`cycle`], [`query`], [`board`], [`actions`], [`scheduler`],
-//!   [`backtest`], [`series`], [`fix_watch`]): the use cases.
+//!   [`backtest`], [`series`], [`fix_watch`]): the use cases; [`warm`], the caches they read
+//!   through.
 //! - **edge** ([`server`], [`cli`], [`app`], [`demo`], [`bench`](mod@bench)): the entry points.
 
 pub mod actions;
@@ -80,6 +82,7 @@ pub mod shutdown;
 pub mod store;
 pub mod synth;
 pub mod telemetry;
+pub mod warm;
 
 /// Installs ring as the process's one rustls crypto provider. Every entry point (the binary,
 /// each test binary) calls it before any TLS client is built.

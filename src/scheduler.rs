@@ -21,6 +21,7 @@ use crate::ingest::{IngestOptions, Source};
 use crate::model::HOUR;
 use crate::shutdown::{finish_or_abandon, stopping};
 use crate::store::Store;
+use crate::warm::Warm;
 
 /// How long a tick's lease is held (longer than any cycle).
 const TICK_LEASE_SECS: i64 = HOUR;
@@ -67,6 +68,8 @@ struct IngestJob {
 /// The schedules of one replica, checked when built: every cron expression and source parses.
 pub struct Scheduler {
     store: Arc<Store>,
+    /// The caches its cycles read through, shared with the HTTP edge's questions.
+    warm: Arc<Warm>,
     settings: Arc<Settings>,
     /// This replica's name in tick leases.
     id: String,
@@ -115,7 +118,7 @@ pub fn plan(settings: &Settings, now: chrono::DateTime<Utc>) -> Result<Vec<Plann
 const START_LEASE_SECS: i64 = 300;
 
 impl Scheduler {
-    pub fn new(store: Arc<Store>, settings: Arc<Settings>, id: String) -> Result<Scheduler> {
+    pub fn new(store: Arc<Store>, warm: Arc<Warm>, settings: Arc<Settings>, id: String) -> Result<Scheduler> {
         let zone = &settings.schedule.timezone;
         let evaluate = Schedule::parse(&settings.schedule.evaluate, zone).map_err(anyhow::Error::msg)?;
         let mut ingests = Vec::new();
@@ -128,7 +131,7 @@ impl Scheduler {
             });
         }
         let prune = Schedule::parse(&settings.retention.schedule, zone).map_err(anyhow::Error::msg)?;
-        Ok(Scheduler { store, settings, id, evaluate, prune, ingests, cycle_at_start: false })
+        Ok(Scheduler { store, warm, settings, id, evaluate, prune, ingests, cycle_at_start: false })
     }
 
     /// Runs an evaluation cycle as soon as it starts, besides its schedule.
@@ -146,18 +149,28 @@ impl Scheduler {
     pub async fn run(self, shutdown: watch::Receiver<bool>) {
         let mut tasks = tokio::task::JoinSet::new();
         if self.cycle_at_start {
-            let (store, settings, id, shutdown) =
-                (self.store.clone(), self.settings.clone(), self.id.clone(), shutdown.clone());
-            tasks.spawn(async move { cycle_at_start(&store, &settings, &id, shutdown).await });
+            let (store, warm, settings, id, shutdown) = (
+                self.store.clone(),
+                self.warm.clone(),
+                self.settings.clone(),
+                self.id.clone(),
+                shutdown.clone(),
+            );
+            tasks.spawn(async move { cycle_at_start(&store, &warm, &settings, &id, shutdown).await });
         }
         {
-            let (store, settings, id, shutdown) =
-                (self.store.clone(), self.settings.clone(), self.id.clone(), shutdown.clone());
+            let (store, warm, settings, id, shutdown) = (
+                self.store.clone(),
+                self.warm.clone(),
+                self.settings.clone(),
+                self.id.clone(),
+                shutdown.clone(),
+            );
             let evaluate = self.evaluate;
             tasks.spawn(async move {
                 on_schedule(&evaluate, "evaluate", &store, &id, shutdown, || async {
                     let options = crate::cycle::CycleOptions { at: Utc::now(), dry_run: false };
-                    crate::cycle::run_cycle(&store, &settings, options).await.map(|_| ())
+                    crate::cycle::run_cycle(&store, &warm, &settings, options).await.map(|_| ())
                 })
                 .await;
             });
@@ -206,7 +219,13 @@ impl Scheduler {
 /// The cycle `serve --cycle-now` runs at start, under a lease so that replicas started
 /// together (a rollout) run one between them. It is named apart from the ticks' leases
 /// (`evaluate@<tick>`): a tick that comes while it runs is still taken.
-async fn cycle_at_start(store: &Store, settings: &Settings, id: &str, mut shutdown: watch::Receiver<bool>) {
+async fn cycle_at_start(
+    store: &Store,
+    warm: &Warm,
+    settings: &Settings,
+    id: &str,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let now = Utc::now();
     match store.take_lease("start-cycle", id, now.timestamp(), START_LEASE_SECS).await {
         Ok(true) => {}
@@ -223,7 +242,8 @@ async fn cycle_at_start(store: &Store, settings: &Settings, id: &str, mut shutdo
     let started = std::time::Instant::now();
     let options = crate::cycle::CycleOptions { at: now, dry_run: false };
     let outcome =
-        match finish_or_abandon(crate::cycle::run_cycle(store, settings, options), &mut shutdown).await {
+        match finish_or_abandon(crate::cycle::run_cycle(store, warm, settings, options), &mut shutdown).await
+        {
             Some(Ok(report)) => {
                 tracing::info!(
                     regressions = report.regressions.len(),

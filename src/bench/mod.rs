@@ -15,6 +15,7 @@ use crate::ingest::{IngestOptions, Source};
 use crate::model::HOUR;
 use crate::store::Store;
 use crate::synth::{self, Scenario};
+use crate::warm::Warm;
 
 /// Where a benchmark keeps its database: a fresh SQLite file in a temporary folder, or the URL
 /// given (which should point at an empty database).
@@ -187,7 +188,7 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
     for _ in 0..shape.repeat.max(1) {
         for p in &mut points {
             for (k, (_, store)) in p.stores.iter().enumerate() {
-                let (seconds, report) = timed_cycle(store, &settings, options).await?;
+                let (seconds, report) = timed_cycle(store, &p.warm[k], &settings, options).await?;
                 p.out.cycle_seconds[k].1 = p.out.cycle_seconds[k].1.min(seconds);
                 p.out.cycle_rounds[k].1.push(seconds);
                 p.out.cells = report.cells_evaluated;
@@ -199,10 +200,11 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
     // As `serve` runs them: the windows kept in memory from the first cycle on.
     for p in &mut points {
         for (k, (_, store)) in p.stores.iter().enumerate() {
-            store.keep_windows_in_memory();
+            p.warm[k].windows = Some(Default::default());
+            p.warm[k].scope_runs = Some(Default::default());
             let before = resident_bytes();
             let kept = &mut p.out.kept_in_memory[k].1;
-            kept.first = timed_cycle(store, &settings, options).await?.0;
+            kept.first = timed_cycle(store, &p.warm[k], &settings, options).await?.0;
             kept.resident_growth_bytes = before.zip(resident_bytes()).map(|(b, a)| a.saturating_sub(b));
         }
     }
@@ -210,7 +212,7 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
         for p in &mut points {
             for (k, (_, store)) in p.stores.iter().enumerate() {
                 let kept = &mut p.out.kept_in_memory[k].1;
-                let seconds = timed_cycle(store, &settings, options).await?.0;
+                let seconds = timed_cycle(store, &p.warm[k], &settings, options).await?.0;
                 kept.warm = kept.warm.min(seconds);
                 kept.warm_rounds.push(seconds);
             }
@@ -223,7 +225,7 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
             let new_runs = recent_runs_again(&p.records, options.at);
             store.write_runs(&new_runs, false).await?;
             kept.new_runs = new_runs.len();
-            kept.after_new_runs = timed_cycle(store, &settings, options).await?.0;
+            kept.after_new_runs = timed_cycle(store, &p.warm[k], &settings, options).await?.0;
             let added: Vec<(String, String)> =
                 new_runs.iter().map(|r| (r.run.job_name.clone(), r.run.build_id.clone())).collect();
             store.remove_runs(&added).await?;
@@ -236,11 +238,12 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
 /// One cycle on `store` (a dry run), timed.
 async fn timed_cycle(
     store: &Store,
+    warm: &Warm,
     settings: &crate::config::Settings,
     options: crate::cycle::CycleOptions,
 ) -> Result<(f64, crate::cycle::CycleReport)> {
     let started = Instant::now();
-    let report = crate::cycle::run_cycle(store, settings, options).await?;
+    let report = crate::cycle::run_cycle(store, warm, settings, options).await?;
     Ok((started.elapsed().as_secs_f64(), report))
 }
 
@@ -272,6 +275,8 @@ fn recent_runs_again(
 struct Point {
     records: Vec<crate::model::RunRecord>,
     stores: Vec<(String, Store)>,
+    /// The caches each store's cycles read through, by the stores' order.
+    warm: Vec<Warm>,
     /// Holds the SQLite file unless `--sqlite` keeps it, and DuckDB's CSV.
     tmp: tempfile::TempDir,
     out: EvaluateBench,
@@ -313,12 +318,13 @@ impl Point {
             }
             out.samples = store.count_samples().await?;
         }
-        Ok(Point { records, stores, tmp, out })
+        let warm = stores.iter().map(|_| Warm::new()).collect();
+        Ok(Point { records, stores, warm, tmp, out })
     }
 
     /// PostgreSQL's own percentile query and DuckDB's over the same samples; the stores closed.
     async fn peers(self, shape: &EvaluateShape<'_>) -> Result<EvaluateBench> {
-        let Point { records, stores, tmp, mut out } = self;
+        let Point { records, stores, tmp, mut out, .. } = self;
         let end = bench_end();
         let window_from = (end - chrono::Duration::days(7)).timestamp();
         let baseline_from = (end - chrono::Duration::days(28)).timestamp();
@@ -503,23 +509,24 @@ pub async fn query(shape: &QueryShape, database_url: Option<&str>) -> Result<Que
     settings.slack.signing_secret = Some(crate::config::Secret::new(BENCH_SECRET));
     let settings = Arc::new(settings);
     let texts = bench_queries(&scenario.backends);
-    let (direct_cold, direct_warm) = direct_answers(&store, &settings, &texts).await?;
+    // The cycles run as `serve` runs them, their windows kept in memory between cycles; the
+    // direct answers and the HTTP edge share the questions' answers.
+    let warm = Arc::new(Warm::kept());
+    let (direct_cold, direct_warm) = direct_answers(&store, &warm.queries, &settings, &texts).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/slack/commands", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    // The cycles run as `serve` runs them, their windows kept in memory between cycles.
-    store.keep_windows_in_memory();
     // `serve`'s first cycle reads every day of the windows; the load runs beside the ones after.
     let first = Instant::now();
-    crate::cycle::run_cycle(&store, &settings, crate::cycle::CycleOptions { at: Utc::now(), dry_run: false })
-        .await?;
+    let options = crate::cycle::CycleOptions { at: Utc::now(), dry_run: false };
+    crate::cycle::run_cycle(&store, &warm, &settings, options).await?;
     let first_cycle_seconds = first.elapsed().as_secs_f64();
-    let state = crate::server::AppState::new(store.clone(), settings.clone());
+    let state = crate::server::AppState::new(store.clone(), warm.clone(), settings.clone());
     let server = tokio::spawn(crate::server::serve(listener, state, async move {
         let mut stopped = stopped;
         let _ = stopped.wait_for(|s| *s).await;
     }));
-    let cycles = tokio::spawn(cycles_until(store.clone(), settings.clone(), stop.subscribe()));
+    let cycles = tokio::spawn(cycles_until(store.clone(), warm, settings.clone(), stop.subscribe()));
     let fresh: Vec<crate::model::RunRecord> = records.iter().rev().take(2_000).cloned().collect();
     let writes = tokio::spawn(writes_until(store.clone(), fresh, shape.write_every_ms, stop.subscribe()));
     let started = Instant::now();
@@ -551,6 +558,7 @@ pub async fn query(shape: &QueryShape, database_url: Option<&str>) -> Result<Que
 /// the next ones come from the per-day cache.
 async fn direct_answers(
     store: &crate::store::Store,
+    kept: &crate::warm::Queries,
     settings: &crate::config::Settings,
     texts: &[String],
 ) -> Result<(Latency, Latency)> {
@@ -565,7 +573,7 @@ async fn direct_answers(
             anyhow::bail!("the benchmark's query `{text}` does not parse");
         };
         let started = Instant::now();
-        crate::query::answer(store, &settings.evaluate, &q, Utc::now().timestamp()).await?;
+        crate::query::answer(store, kept, &settings.evaluate, &q, Utc::now().timestamp()).await?;
         timings.push(started.elapsed().as_secs_f64());
     }
     Ok((Latency::of(cold), Latency::of(timings)))
@@ -574,13 +582,14 @@ async fn direct_answers(
 /// Evaluation cycles back to back until `stop`; how many ran.
 async fn cycles_until(
     store: std::sync::Arc<crate::store::Store>,
+    warm: std::sync::Arc<Warm>,
     settings: std::sync::Arc<crate::config::Settings>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> usize {
     let mut n = 0;
     while !*stop.borrow_and_update() {
         let options = crate::cycle::CycleOptions { at: Utc::now(), dry_run: false };
-        if let Err(e) = crate::cycle::run_cycle(&store, &settings, options).await {
+        if let Err(e) = crate::cycle::run_cycle(&store, &warm, &settings, options).await {
             tracing::error!("a cycle during the load failed: {e:#}");
         }
         n += 1;
@@ -741,9 +750,11 @@ pub async fn backtest(
     let policy = crate::incidents::plan::Policy::from_settings(&settings);
     let started = Instant::now();
     let mut timed: u32 = 0;
+    let warm = Warm::new();
+    let live = crate::cycle::source::Live { store: &store, warm: &warm };
     for at in ticks.iter().step_by(step).take(peer_cycles.max(1)) {
         let options = crate::cycle::CycleOptions { at: *at, dry_run: true };
-        crate::cycle::run_cycle_on(&*store, &scratch, &settings, &policy, options).await?;
+        crate::cycle::run_cycle_on(&live, &scratch, &settings, &policy, options).await?;
         timed += 1;
     }
     let peer_ms_per_cycle = started.elapsed().as_secs_f64() * 1000.0 / f64::from(timed);
@@ -799,9 +810,10 @@ pub async fn page(
     load(&store, &records).await?;
     let mut settings = crate::config::Settings::default();
     settings.slack.channel = "#bench".into();
+    let warm = std::sync::Arc::new(Warm::new());
     if store.incidents().await?.is_empty() {
-        crate::cycle::run_cycle(&store, &settings, crate::cycle::CycleOptions { at: end, dry_run: false })
-            .await?;
+        let options = crate::cycle::CycleOptions { at: end, dry_run: false };
+        crate::cycle::run_cycle(&store, &warm, &settings, options).await?;
     }
     let incident = store
         .incidents()
@@ -810,7 +822,7 @@ pub async fn page(
         .max_by_key(|i| i.snapshot.report.not_specific_to.len())
         .map(|i| i.id)
         .context("the benchmark's data raised no incident")?;
-    let state = crate::server::AppState::new(store.clone(), std::sync::Arc::new(settings));
+    let state = crate::server::AppState::new(store.clone(), warm, std::sync::Arc::new(settings));
     let time = |path: String| {
         let state = state.clone();
         async move {

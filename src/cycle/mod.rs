@@ -187,8 +187,14 @@ pub struct CycleOptions {
     pub dry_run: bool,
 }
 
-/// Runs one evaluation cycle at `options.at` on the store's runs, recording into it.
-pub async fn run_cycle(store: &Store, settings: &Settings, options: CycleOptions) -> Result<CycleReport> {
+/// Runs one evaluation cycle at `options.at` on the store's runs (read through `warm`),
+/// recording into it.
+pub async fn run_cycle(
+    store: &Store,
+    warm: &crate::warm::Warm,
+    settings: &Settings,
+    options: CycleOptions,
+) -> Result<CycleReport> {
     let policy = Policy::from_settings(settings);
     if !options.dry_run && settings.jira.enabled() {
         // What Jira says of claimed fixes, before the cycle judges them; Jira being away
@@ -197,7 +203,7 @@ pub async fn run_cycle(store: &Store, settings: &Settings, options: CycleOptions
             tracing::warn!("reading the incidents' Jira issues: {e:#}");
         }
     }
-    let report = run_cycle_on(store, store, settings, &policy, options).await?;
+    let report = run_cycle_on(&source::Live { store, warm }, store, settings, &policy, options).await?;
     tracing::info!(
         evaluated_at = %options.at,
         groups = report.groups_evaluated,

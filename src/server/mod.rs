@@ -23,11 +23,14 @@ use tower_http::trace::TraceLayer;
 
 use crate::config::Settings;
 use crate::store::Store;
+use crate::warm::Warm;
 
 /// What every handler can reach.
 #[derive(Clone)]
 pub struct AppState {
     pub store: Arc<Store>,
+    /// The caches questions and cycles read through (shared with the scheduler in `serve`).
+    pub warm: Arc<Warm>,
     pub settings: Arc<Settings>,
     /// The process's Prometheus recorder, rendered by `/metrics`.
     pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
@@ -41,7 +44,7 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(store: Arc<Store>, settings: Arc<Settings>) -> AppState {
+    pub fn new(store: Arc<Store>, warm: Arc<Warm>, settings: Arc<Settings>) -> AppState {
         let slack = settings.slack.bot_token.as_ref().and_then(|_| {
             crate::notify::slack::SlackClient::new(&settings.slack)
                 .map_err(|e| tracing::error!("cannot build the Slack client: {e:#}"))
@@ -51,7 +54,7 @@ impl AppState {
         let http =
             crate::http::client_builder(std::time::Duration::from_secs(10)).build().unwrap_or_default();
         let push_slots = Arc::new(tokio::sync::Semaphore::new(settings.ingest.push_concurrency.max(1)));
-        AppState { store, settings, metrics: metrics_handle(), slack, http, push_slots }
+        AppState { store, warm, settings, metrics: metrics_handle(), slack, http, push_slots }
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 
-use super::windows::CellWindow;
+use super::windows::{CellWindow, WindowDays};
 use super::{Conn, Store, row_by_position, sql};
 use crate::evaluate::{CellHistograms, GroupState};
 use crate::model::{DAY, Dimensions, Histogram, HistoricalRow};
@@ -120,6 +120,20 @@ impl Indexes {
     }
 }
 
+/// The backends and variants a [`WindowData`] indexes, read before its cells.
+pub(crate) struct WindowFrame {
+    backends: Vec<(i64, String)>,
+    variants: std::sync::Arc<Vec<(i64, Dimensions)>>,
+    index: Indexes,
+}
+
+impl WindowFrame {
+    /// The position of a cell given by database ids, when both are known.
+    pub(crate) fn cell(&self, backend_id: i64, variant_id: i64) -> Option<(usize, usize)> {
+        self.index.cell(backend_id, variant_id)
+    }
+}
+
 /// Cells with their current and baseline histograms.
 type Decoded = Vec<((usize, usize), (Histogram, Histogram))>;
 
@@ -155,7 +169,7 @@ pub struct WindowData {
 }
 
 /// `[from, to)` in Unix seconds, split into whole UTC days and the partial days at its edges.
-fn split(from: i64, to: i64) -> (std::ops::Range<i64>, Vec<(i64, i64)>) {
+pub(super) fn split(from: i64, to: i64) -> (std::ops::Range<i64>, Vec<(i64, i64)>) {
     let first_full = (from + DAY - 1).div_euclid(DAY);
     let last_full_end = to.div_euclid(DAY);
     if first_full >= last_full_end {
@@ -222,8 +236,8 @@ impl Store {
     /// days come from `cell_days`; the partial days at the edges from the samples themselves,
     /// counting only runs finished by `visible_at` (whole days are taken as they are stored: a
     /// replay of the past is exact to the day, as `sheriff backtest`'s own source is to the run).
-    /// With the windows kept in memory ([`Store::keep_windows_in_memory`]), both come from there,
-    /// read again only where the stored runs changed.
+    /// The windows kept in memory between cycles (`crate::warm`) give the same, read again only
+    /// where the stored runs changed.
     ///
     /// Each start of `recent` is a span `[start, current.1)` whose runs each cell also counts
     /// apart, from the samples themselves (the last few days).
@@ -234,6 +248,18 @@ impl Store {
         recent: &[i64],
         visible_at: i64,
     ) -> Result<WindowData> {
+        let frame = self.window_frame().await?;
+        let want = WindowDays::new(current, baseline, recent, visible_at);
+        let mut cells = self
+            .read_windows(&frame.index, want.current.clone(), want.baseline.clone(), &want.edges, visible_at)
+            .await?;
+        self.read_recent(&frame.index, &mut cells, recent, current.1, visible_at).await?;
+        self.window_data_of(frame, cells.into_iter().collect(), current, visible_at).await
+    }
+
+    /// Every backend and variant, read before the cells of a [`WindowData`] so that it names
+    /// every cell read.
+    pub(crate) async fn window_frame(&self) -> Result<WindowFrame> {
         let backends: Vec<(i64, String)> =
             self.fetch_all(sql("SELECT id, name FROM backends ORDER BY id")).await?;
         let variants = self.variants().await?;
@@ -241,34 +267,19 @@ impl Store {
             backends: backends.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect(),
             variants: variants.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect(),
         };
-        let (current_days, current_edges) = split(current.0, current.1);
-        let (baseline_days, baseline_edges) = split(baseline.0, baseline.1);
-        // Partial days at the windows' edges: the samples themselves.
-        let edges: Vec<((i64, i64), bool)> = current_edges
-            .into_iter()
-            .map(|e| (e, true))
-            .chain(baseline_edges.into_iter().map(|e| (e, false)))
-            .collect();
-        let mut list: Vec<((usize, usize), CellWindow)> = match self.window_cache() {
-            Some(cache) => {
-                let want = super::windows::WindowDays {
-                    current: current_days,
-                    baseline: baseline_days,
-                    edges,
-                    recent: recent.to_vec(),
-                    recent_to: current.1,
-                    visible_at,
-                };
-                let by_id = self.cached_windows(&cache, &want).await?;
-                by_id.into_iter().filter_map(|((b, v), h)| Some((index.cell(b, v)?, h))).collect()
-            }
-            None => {
-                let mut cells =
-                    self.read_windows(&index, current_days, baseline_days, &edges, visible_at).await?;
-                self.read_recent(&index, &mut cells, recent, current.1, visible_at).await?;
-                cells.into_iter().collect()
-            }
-        };
+        Ok(WindowFrame { backends, variants, index })
+    }
+
+    /// The [`WindowData`] of the cells in `list` (by position in `frame`), with the runs left
+    /// out for CI trouble counted per variant in the current window.
+    pub(crate) async fn window_data_of(
+        &self,
+        frame: WindowFrame,
+        mut list: Vec<((usize, usize), CellWindow)>,
+        current: (i64, i64),
+        visible_at: i64,
+    ) -> Result<WindowData> {
+        let WindowFrame { backends, variants, index } = frame;
         // each cell once: no order among equals to keep
         list.sort_unstable_by_key(|(k, _)| *k);
         let mut troubled = vec![0; variants.len()];

@@ -44,7 +44,8 @@ pub(crate) enum Pool {
     Postgres(PgPool),
 }
 
-/// The database, with small caches of the id tables that ingest touches on every run.
+/// The database, with small caches of the id tables that ingest touches on every run. What is
+/// kept in memory over it between questions and cycles lives in [`crate::warm`].
 pub struct Store {
     pub(crate) pool: Pool,
     /// backend name → id; backends are few and never change id.
@@ -53,16 +54,6 @@ pub struct Store {
     variant_ids: Mutex<HashMap<crate::model::Dimensions, i64>>,
     /// Every variant by id, for queries; only ever grows.
     variant_list: Mutex<std::sync::Arc<Vec<(i64, crate::model::Dimensions)>>>,
-    /// The variants and backend names as of one data version, for questions.
-    catalog: Mutex<Option<cells::Catalog>>,
-    /// Questions' reads of the data version, shared by those asked at once.
-    version_reads: cells::VersionReads,
-    /// Per-day histograms of recent queries, valid for one data version.
-    day_cache: Mutex<cells::DayCache>,
-    /// The windows' day histograms between cycles, when kept ([`Store::keep_windows_in_memory`]).
-    window_cache: Mutex<Option<std::sync::Arc<tokio::sync::Mutex<windows::WindowCache>>>>,
-    /// The runs of the scopes cycles describe, kept along with the windows.
-    scope_runs: Mutex<Option<std::sync::Arc<Mutex<scope_runs::ScopeRunsCache>>>>,
     /// The rules new runs are classified with (those the database was classified with, until
     /// [`Store::apply_trouble_rules`]).
     trouble: Mutex<crate::model::TroubleRules>,
@@ -219,11 +210,6 @@ impl Store {
             backend_ids: Mutex::new(HashMap::new()),
             variant_ids: Mutex::new(HashMap::new()),
             variant_list: Mutex::default(),
-            catalog: Mutex::default(),
-            version_reads: Default::default(),
-            day_cache: Mutex::default(),
-            window_cache: Mutex::default(),
-            scope_runs: Mutex::default(),
             trouble: Mutex::default(),
             write_failing_since: Mutex::default(),
             write_faults: Mutex::default(),

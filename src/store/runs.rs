@@ -791,13 +791,14 @@ mod tests {
             ..Default::default()
         };
         let store = crate::store::Store::open(&settings).await.unwrap();
-        store.keep_windows_in_memory();
+        let warm = crate::warm::Warm::kept();
+        let kept = warm.windows.as_ref().unwrap();
         let end = crate::synth::day(2026, 11, 29);
         let records = crate::synth::run_records(&crate::synth::Scenario::month(7, end));
         store.write_runs(&records, false).await.unwrap();
         let t = end.timestamp() - 5 * 3600;
         let windows = ((t - 7 * 86_400, t), (t - 28 * 86_400, t - 7 * 86_400));
-        let before = store.window_data(windows.0, windows.1, &[], t).await.unwrap();
+        let before = kept.window_data(&store, windows.0, windows.1, &[], t).await.unwrap();
         let samples = store.count_samples().await.unwrap();
         let copies: Vec<_> = records[records.len() - 40..]
             .iter()
@@ -808,10 +809,10 @@ mod tests {
             })
             .collect();
         store.write_runs(&copies, false).await.unwrap();
-        assert_ne!(store.window_data(windows.0, windows.1, &[], t).await.unwrap(), before);
+        assert_ne!(kept.window_data(&store, windows.0, windows.1, &[], t).await.unwrap(), before);
         let ids: Vec<_> = copies.iter().map(|r| (r.run.job_name.clone(), r.run.build_id.clone())).collect();
         store.remove_runs(&ids).await.unwrap();
         assert_eq!(store.count_samples().await.unwrap(), samples);
-        assert_eq!(store.window_data(windows.0, windows.1, &[], t).await.unwrap(), before);
+        assert_eq!(kept.window_data(&store, windows.0, windows.1, &[], t).await.unwrap(), before);
     }
 }

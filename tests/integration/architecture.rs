@@ -379,7 +379,8 @@ enum Layer {
     /// One module per outside system: artifact sources, Slack and Jira, the release
     /// controller, GitHub.
     Adapters,
-    /// Use cases: the evaluation cycle, questions and people's actions, the scheduled work.
+    /// Use cases: the evaluation cycle, questions and people's actions, the scheduled work;
+    /// the caches kept over the store that they read through.
     Application,
     /// Entry points: the HTTP edge, the command line, the composition root, demo, benchmarks.
     Edge,
@@ -414,6 +415,7 @@ const LAYER_OF: &[(&str, Layer)] = &[
     ("backtest", Application),
     ("series", Application),
     ("fix_watch", Application),
+    ("warm", Application),
     ("server", Edge),
     ("cli", Edge),
     ("app", Edge),

@@ -170,9 +170,11 @@ fn without_files(r: &RunRecord) -> RunRecord {
 async fn histograms(store: &Store, days: std::ops::Range<i64>) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let variants = store.variants().await.unwrap();
+    let kept = sheriff::warm::Queries::default();
     for backend in store.backend_names().await.unwrap() {
         for (id, dims) in variants.iter() {
-            let h = store.daily_histograms(&backend, &HashSet::from([*id]), days.clone()).await.unwrap();
+            let h =
+                kept.daily_histograms(store, &backend, &HashSet::from([*id]), days.clone()).await.unwrap();
             if !h.is_empty() {
                 out.insert(format!("{backend} {dims:?}"), format!("{h:?}"));
             }
@@ -188,7 +190,10 @@ async fn evaluation(store: &Store) -> String {
 
 /// [`evaluation`] under `settings` (where interval evidence on demand is read from).
 pub(crate) async fn evaluation_with(store: &Store, settings: &Settings) -> String {
-    let report = run_cycle(store, settings, CycleOptions { at: end(), dry_run: true }).await.unwrap();
+    let report =
+        run_cycle(store, &sheriff::warm::Warm::new(), settings, CycleOptions { at: end(), dry_run: true })
+            .await
+            .unwrap();
     let mut json = serde_json::to_value(&report).unwrap();
     json.as_object_mut().unwrap().remove("seconds");
     let text = serde_json::to_string_pretty(&json).unwrap();

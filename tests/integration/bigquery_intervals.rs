@@ -198,7 +198,9 @@ async fn interval_evidence_from_bigquery_attributes_as_the_interval_files_do() {
 }
 
 async fn cycle(store: &Store, settings: &Settings) -> CycleReport {
-    run_cycle(store, settings, CycleOptions { at: end(), dry_run: false }).await.unwrap()
+    run_cycle(store, &sheriff::warm::Warm::new(), settings, CycleOptions { at: end(), dry_run: false })
+        .await
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

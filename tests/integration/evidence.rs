@@ -59,7 +59,9 @@ async fn ingest_gcs(store: &Store, settings: &Settings) -> u64 {
 }
 
 async fn cycle(store: &Store, settings: &Settings) -> CycleReport {
-    run_cycle(store, settings, CycleOptions { at: end(), dry_run: false }).await.unwrap()
+    run_cycle(store, &sheriff::warm::Warm::new(), settings, CycleOptions { at: end(), dry_run: false })
+        .await
+        .unwrap()
 }
 
 /// The top condition as a person reads it: which, how often, how much of the outage.

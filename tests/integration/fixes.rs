@@ -104,8 +104,14 @@ impl World {
     }
 
     async fn cycle(&self, at: DateTime<Utc>) -> CycleReport {
-        let report =
-            run_cycle(&self.store, &self.settings, CycleOptions { at, dry_run: false }).await.unwrap();
+        let report = run_cycle(
+            &self.store,
+            &sheriff::warm::Warm::new(),
+            &self.settings,
+            CycleOptions { at, dry_run: false },
+        )
+        .await
+        .unwrap();
         let drained = sheriff::notify::deliver_for_a_while(self.store.clone(), &self.settings).await.unwrap();
         assert_eq!(drained.dead, 0, "nothing dead-lettered");
         report

@@ -92,7 +92,10 @@ async fn replay(store: &Store, s: &Scenario, from: u32) -> Told {
     let starts: std::collections::HashMap<String, DateTime<Utc>> =
         synth::run_records(s).into_iter().map(|r| (r.run.build_id, r.run.started_at)).collect();
     while t < end() {
-        let report = run_cycle(store, &settings, CycleOptions { at: t, dry_run: false }).await.unwrap();
+        let report =
+            run_cycle(store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: t, dry_run: false })
+                .await
+                .unwrap();
         for r in report.regressions.iter().filter(|r| r.status.is_active()) {
             let Some(onset) = &r.onset else { continue };
             for j in &r.sample_jobs {

@@ -64,7 +64,9 @@ async fn cycle(
     settings: &Settings,
     at: chrono::DateTime<chrono::Utc>,
 ) -> sheriff::cycle::CycleReport {
-    let report = run_cycle(store, settings, CycleOptions { at, dry_run: false }).await.unwrap();
+    let report = run_cycle(store, &sheriff::warm::Warm::new(), settings, CycleOptions { at, dry_run: false })
+        .await
+        .unwrap();
     let drained = sheriff::notify::deliver_for_a_while(store.clone(), settings).await.unwrap();
     assert_eq!(drained.dead, 0, "nothing dead-lettered");
     report
@@ -534,7 +536,7 @@ on_both_engines! {
         // exponential backoff would wait minutes; Slack's Retry-After (7 s) must win
         settings.outbox.backoff_base_secs = 600;
         let store = Arc::new(Store::open(&db.settings).await.unwrap());
-        run_cycle(&store, &settings, CycleOptions { at: end, dry_run: false }).await.unwrap();
+        run_cycle(&store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: end, dry_run: false }).await.unwrap();
         let sinks = Arc::new(Sinks::from_settings(&settings).unwrap());
         let mut worker = Worker::new(store.clone(), sinks, settings.outbox.clone());
         let clock = Clock::default();
@@ -577,7 +579,7 @@ on_both_engines! {
         common::load_metal_regression(&db.store, 7, end).await;
         let settings = Settings { database: db.settings.clone(), ..Settings::default() };
         let store = Arc::new(Store::open(&db.settings).await.unwrap());
-        run_cycle(&store, &settings, CycleOptions { at: end, dry_run: false }).await.unwrap();
+        run_cycle(&store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: end, dry_run: false }).await.unwrap();
         let incidents = store.incidents().await.unwrap();
         let metal = incidents.iter().find(|i| i.snapshot.family == "image-registry").expect("the metal incident");
         assert!(metal.snapshot.scope.get(Dimension::Architecture).is_none(), "its scope does not name the architecture");

@@ -34,8 +34,14 @@ async fn evaluated(store: &sheriff::store::Store, world: &World, root: &Path) ->
             .await
             .unwrap();
     assert_eq!(summary.failed, 0, "{:?}", summary.errors.first());
-    let report =
-        run_cycle(store, &settings, CycleOptions { at: world.spec.end, dry_run: true }).await.unwrap();
+    let report = run_cycle(
+        store,
+        &sheriff::warm::Warm::new(),
+        &settings,
+        CycleOptions { at: world.spec.end, dry_run: true },
+    )
+    .await
+    .unwrap();
     report.regressions
 }
 
@@ -217,11 +223,20 @@ async fn a_scope_whose_backend_vanishes_says_no_data_since_and_stays_open() {
     for chunk in world.records.chunks(1000) {
         db.store.write_runs(chunk, false).await.unwrap();
     }
-    let first = run_cycle(&db.store, &settings, CycleOptions { at: cut, dry_run: false }).await.unwrap();
+    let first = run_cycle(
+        &db.store,
+        &sheriff::warm::Warm::new(),
+        &settings,
+        CycleOptions { at: cut, dry_run: false },
+    )
+    .await
+    .unwrap();
     assert!(first.regressions.iter().any(|r| r.family == "image-registry"), "{:#?}", first.regressions);
     for day in 1..=3 {
         let at = cut + chrono::Duration::days(day);
-        run_cycle(&db.store, &settings, CycleOptions { at, dry_run: false }).await.unwrap();
+        run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at, dry_run: false })
+            .await
+            .unwrap();
     }
     let incidents = db.store.incidents().await.unwrap();
     let i = incidents.iter().find(|i| i.snapshot.family == "image-registry").unwrap();

@@ -42,8 +42,14 @@ async fn load(store: &Store, s: &Scenario) {
 }
 
 async fn onset_of(store: &Store) -> Onset {
-    let report =
-        run_cycle(store, &Settings::default(), CycleOptions { at: end(), dry_run: true }).await.unwrap();
+    let report = run_cycle(
+        store,
+        &sheriff::warm::Warm::new(),
+        &Settings::default(),
+        CycleOptions { at: end(), dry_run: true },
+    )
+    .await
+    .unwrap();
     let r = report
         .regressions
         .iter()
@@ -127,7 +133,9 @@ async fn registry_report(
     settings: &Settings,
     dry_run: bool,
 ) -> sheriff::cycle::RegressionReport {
-    let report = run_cycle(store, settings, CycleOptions { at: end(), dry_run }).await.unwrap();
+    let report = run_cycle(store, &sheriff::warm::Warm::new(), settings, CycleOptions { at: end(), dry_run })
+        .await
+        .unwrap();
     report
         .regressions
         .into_iter()

@@ -26,6 +26,7 @@ fn state_with(settings: Settings) -> AppState {
     // The router holds the store by Arc; tests keep their own handle through a second open.
     AppState::new(
         Arc::new(futures_block(sheriff::store::Store::open(&settings.database)).unwrap()),
+        Arc::new(sheriff::warm::Warm::new()),
         Arc::new(settings),
     )
 }

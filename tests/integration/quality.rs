@@ -58,7 +58,14 @@ fn classified(r: &synth::TruthRun) -> bool {
 }
 
 async fn cycle(store: &Store) -> CycleReport {
-    run_cycle(store, &Settings::default(), CycleOptions { at: end(), dry_run: true }).await.unwrap()
+    run_cycle(
+        store,
+        &sheriff::warm::Warm::new(),
+        &Settings::default(),
+        CycleOptions { at: end(), dry_run: true },
+    )
+    .await
+    .unwrap()
 }
 
 fn found(report: &CycleReport) -> Vec<String> {

@@ -65,7 +65,7 @@ on_both_engines! {
         settings.retention.batch_runs = 50;
 
         // An incident opened 30 days before the end: its sample runs are older than retention.
-        let opened = run_cycle(&db.store, &settings, CycleOptions { at: end() - chrono::Duration::days(30), dry_run: false })
+        let opened = run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: end() - chrono::Duration::days(30), dry_run: false })
             .await
             .unwrap();
         assert!(!opened.regressions.is_empty(), "the planted regression opens an incident");
@@ -79,7 +79,7 @@ on_both_engines! {
             let run = db.store.run(&s.job, &s.build_id).await.unwrap().unwrap();
             assert!(run.run.started_at.timestamp() < cutoff, "a sample run older than retention");
         }
-        let before = run_cycle(&db.store, &settings, CycleOptions { at: end(), dry_run: true }).await.unwrap();
+        let before = run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: end(), dry_run: true }).await.unwrap();
         let runs_before = db.store.count_runs().await.unwrap();
         let (old, middle): (Vec<_>, Vec<_>) = records
             .iter()
@@ -88,13 +88,14 @@ on_both_engines! {
         assert!(middle.iter().any(|r| !r.outages.is_empty() || !r.conditions.is_empty()), "evidence to prune");
 
         // Prune (50 runs a batch) while a cycle runs.
+        let warm = sheriff::warm::Warm::new();
         let (pruned, during) = tokio::join!(
             sheriff::scheduler::prune(&db.store, &settings, now, false),
-            run_cycle(&db.store, &settings, CycleOptions { at: end(), dry_run: true })
+            run_cycle(&db.store, &warm, &settings, CycleOptions { at: end(), dry_run: true })
         );
         let pruned = pruned.unwrap();
         assert_eq!(verdicts(&during.unwrap()), verdicts(&before), "a cycle during pruning judges the same");
-        let after = run_cycle(&db.store, &settings, CycleOptions { at: end(), dry_run: true }).await.unwrap();
+        let after = run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: end(), dry_run: true }).await.unwrap();
         assert_eq!(verdicts(&after), verdicts(&before), "and so does one after (the incident's reference is whole)");
 
         // Kept: the sample runs, and the runs of the incident's scope its reference reads.

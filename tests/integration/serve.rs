@@ -515,8 +515,11 @@ async fn readyz_fails_while_the_database_is_down_and_recovers() {
     settings.url = url.as_str().parse().unwrap();
     settings.acquire_timeout_secs = 1;
     let store = std::sync::Arc::new(Store::open(&settings).await.unwrap());
-    let state =
-        sheriff::server::AppState::new(store, std::sync::Arc::new(sheriff::config::Settings::default()));
+    let state = sheriff::server::AppState::new(
+        store,
+        std::sync::Arc::new(sheriff::warm::Warm::new()),
+        std::sync::Arc::new(sheriff::config::Settings::default()),
+    );
     let ready = || async {
         let r = sheriff::server::router(state.clone())
             .oneshot(axum::http::Request::get("/readyz").body(Body::empty()).unwrap())

@@ -33,7 +33,7 @@ fn state_with(db: &common::TestDb, slack: &FakeSlack, tweak: impl FnOnce(&mut Se
         tokio::runtime::Handle::current().block_on(sheriff::store::Store::open(&db.settings))
     })
     .unwrap();
-    AppState::new(Arc::new(store), Arc::new(s))
+    AppState::new(Arc::new(store), Arc::new(sheriff::warm::Warm::new()), Arc::new(s))
 }
 
 fn form(pairs: &[(&str, &str)]) -> String {
@@ -96,7 +96,9 @@ async fn one_incident(db: &common::TestDb) -> sheriff::incidents::Incident {
     let end = sheriff::synth::day(2026, 11, 29);
     common::load_metal_regression(&db.store, 7, end).await;
     let options = sheriff::cycle::CycleOptions { at: end, dry_run: false };
-    sheriff::cycle::run_cycle(&db.store, &Settings::default(), options).await.unwrap();
+    sheriff::cycle::run_cycle(&db.store, &sheriff::warm::Warm::new(), &Settings::default(), options)
+        .await
+        .unwrap();
     let incidents = db.store.incidents().await.unwrap();
     assert_eq!(incidents.len(), 1, "{incidents:#?}");
     incidents.into_iter().next().unwrap()
@@ -118,7 +120,7 @@ async fn live_incident(db: &common::TestDb, name: &str) -> (AppState, FakeSlack,
     let end = sheriff::synth::day(2026, 11, 29);
     common::load_metal_regression(&state.store, 7, end).await;
     let options = sheriff::cycle::CycleOptions { at: end, dry_run: false };
-    sheriff::cycle::run_cycle(&state.store, &state.settings, options).await.unwrap();
+    sheriff::cycle::run_cycle(&state.store, &state.warm, &state.settings, options).await.unwrap();
     sheriff::notify::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
     (state, slack, jira)
 }

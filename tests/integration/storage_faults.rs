@@ -86,7 +86,11 @@ async fn a_full_disk_fails_writes_plainly_and_once_it_has_space_every_write_work
         all.into_iter().partition(|r| seen.insert(r.run.dimensions.clone()));
     let records: Vec<_> = before.iter().chain(&rest).cloned().collect();
     store.write_runs(&before, false).await.unwrap();
-    let state = sheriff::server::AppState::new(store.clone(), Arc::new(Settings::default()));
+    let state = sheriff::server::AppState::new(
+        store.clone(),
+        Arc::new(sheriff::warm::Warm::new()),
+        Arc::new(Settings::default()),
+    );
     assert_eq!(ready(&state).await, 200);
 
     let filler = tiny.fill();

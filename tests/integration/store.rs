@@ -3,6 +3,7 @@
 use chrono::{TimeZone, Utc};
 use sheriff::model::{ConditionSpan, Dimensions, JobRun, Outage, RunRecord, Sample};
 use sheriff::store::runs::WriteOutcome;
+use sheriff::warm::Queries;
 
 fn sample_record(build_id: &str, registry_seconds: i64) -> RunRecord {
     let started = Utc.with_ymd_and_hms(2026, 11, 20, 8, 30, 0).unwrap();
@@ -205,42 +206,43 @@ on_both_engines! {
     }
 }
 
-/// Per day, one backend over every variant, as `query` asks.
+/// Per day, one backend over every variant, as `query` asks, through the answers kept in `kept`.
 async fn days_of_every_variant(
-    store: &sheriff::store::Store,
+    (store, kept): (&sheriff::store::Store, &Queries),
     backend: &str,
     days: std::ops::Range<i64>,
 ) -> std::sync::Arc<std::collections::BTreeMap<i64, sheriff::model::Histogram>> {
     let ids = store.variants().await.unwrap().iter().map(|(id, _)| *id).collect();
-    store.daily_histograms(backend, &ids, days).await.unwrap()
+    kept.daily_histograms(store, backend, &ids, days).await.unwrap()
 }
 
 on_both_engines! {
     async fn query_days_follow_every_write_whichever_process_made_it(db) {
         let day = Utc.with_ymd_and_hms(2026, 11, 20, 0, 0, 0).unwrap().timestamp() / 86_400;
         let backend = "image-registry-new-connections";
+        let kept = Queries::default();
         db.store.write_run(&sample_record("1790000000000000101", 40), false).await.unwrap();
-        let first = days_of_every_variant(&db.store, backend, day - 3..day + 3).await;
+        let first = days_of_every_variant((&db.store, &kept), backend, day - 3..day + 3).await;
         assert_eq!(first[&day], sheriff::model::Histogram::from_values([40]));
-        assert_eq!(days_of_every_variant(&db.store, backend, day - 3..day + 3).await, first, "asked again, the same answer");
+        assert_eq!(days_of_every_variant((&db.store, &kept), backend, day - 3..day + 3).await, first, "asked again, the same answer");
 
         // another process (a second replica, or an ingest command) writes a run and replaces one
         let other = sheriff::store::Store::open(&db.settings).await.unwrap();
         other.write_run(&sample_record("1790000000000000102", 7), false).await.unwrap();
-        assert_eq!(days_of_every_variant(&db.store, backend, day - 3..day + 3).await[&day], sheriff::model::Histogram::from_values([7, 40]));
+        assert_eq!(days_of_every_variant((&db.store, &kept), backend, day - 3..day + 3).await[&day], sheriff::model::Histogram::from_values([7, 40]));
         other.write_run(&sample_record("1790000000000000102", 0), true).await.unwrap();
-        assert_eq!(days_of_every_variant(&db.store, backend, day - 3..day + 3).await[&day], sheriff::model::Histogram::from_values([0, 40]));
+        assert_eq!(days_of_every_variant((&db.store, &kept), backend, day - 3..day + 3).await[&day], sheriff::model::Histogram::from_values([0, 40]));
         // a run on an earlier day: that day is re-read, the others kept
         let mut earlier = sample_record("1790000000000000103", 12);
         earlier.run.started_at -= chrono::Duration::days(2);
         other.write_run(&earlier, false).await.unwrap();
-        let days = days_of_every_variant(&db.store, backend, day - 3..day + 3).await;
+        let days = days_of_every_variant((&db.store, &kept), backend, day - 3..day + 3).await;
         assert_eq!(days[&(day - 2)], sheriff::model::Histogram::from_values([12]));
         assert_eq!(days[&day], sheriff::model::Histogram::from_values([0, 40]));
         assert_eq!(days.len(), 2);
         // a run already stored changes nothing, and the answer stays
         other.write_run(&sample_record("1790000000000000101", 99), false).await.unwrap();
-        assert_eq!(days_of_every_variant(&db.store, backend, day - 3..day + 3).await[&day], sheriff::model::Histogram::from_values([0, 40]));
+        assert_eq!(days_of_every_variant((&db.store, &kept), backend, day - 3..day + 3).await[&day], sheriff::model::Histogram::from_values([0, 40]));
         // a variant another process added is seen
         let before = db.store.variants().await.unwrap().len();
         let mut aws = sample_record("1790000000000000104", 3);
@@ -252,7 +254,7 @@ on_both_engines! {
         other.close().await;
 
         // no variant selected: nothing, without asking the database
-        let none = db.store.daily_histograms(backend, &Default::default(), day - 3..day + 3).await.unwrap();
+        let none = kept.daily_histograms(&db.store, backend, &Default::default(), day - 3..day + 3).await.unwrap();
         assert!(none.is_empty());
     }
 }
@@ -260,9 +262,10 @@ on_both_engines! {
 on_both_engines! {
     async fn questions_asked_at_once_share_a_version_read_and_each_sees_the_writes_before_it(db) {
         db.store.write_run(&sample_record("1790000000000000201", 40), false).await.unwrap();
-        let before = db.store.version_reads_started();
-        let asked = futures::future::join_all((0..50).map(|_| db.store.data_version_shared())).await;
-        let reads = db.store.version_reads_started() - before;
+        let kept = Queries::default();
+        let before = kept.version_reads_started();
+        let asked = futures::future::join_all((0..50).map(|_| kept.data_version(&db.store))).await;
+        let reads = kept.version_reads_started() - before;
         // Each read serves every question that asked while the one before it ran: two reads
         // when all ask before the first ends, a few more on a busy machine (up to 9 seen with
         // three cores' worth of other work), never one each.
@@ -275,7 +278,7 @@ on_both_engines! {
         other.write_run(&sample_record("1790000000000000202", 7), false).await.unwrap();
         let written = other.data_version().await.unwrap();
         assert!(written > version);
-        assert_eq!(db.store.data_version_shared().await.unwrap(), written);
+        assert_eq!(kept.data_version(&db.store).await.unwrap(), written);
         other.close().await;
     }
 }
@@ -319,7 +322,7 @@ on_both_engines! {
         let variants = db.store.variants().await.unwrap();
         let ids = std::collections::HashSet::from([variants[0].0]);
         let registry = "image-registry-new-connections";
-        let h = db.store.daily_histograms(registry, &ids, day..day + 1).await.unwrap();
+        let h = Queries::default().daily_histograms(&db.store, registry, &ids, day..day + 1).await.unwrap();
         assert_eq!(format!("{:?}", h[&day]), "Histogram { bins: [(0, 3), (31, 2)], count: 5 }");
 
         // the day is sealed: its run is not stored, and the next read of runs starts after it

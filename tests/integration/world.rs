@@ -163,7 +163,14 @@ async fn a_new_job_is_named_with_no_reference_yet() {
     for chunk in world.records.chunks(1000) {
         db.store.write_runs(chunk, false).await.unwrap();
     }
-    let report = run_cycle(&db.store, &settings, CycleOptions { at: spec.end, dry_run: true }).await.unwrap();
+    let report = run_cycle(
+        &db.store,
+        &sheriff::warm::Warm::new(),
+        &settings,
+        CycleOptions { at: spec.end, dry_run: true },
+    )
+    .await
+    .unwrap();
     let found: Vec<&str> = report.data_quality.new_jobs.iter().map(|j| j.job.as_str()).collect();
     assert_eq!(found, new.into_iter().collect::<Vec<_>>());
     let j = &report.data_quality.new_jobs[0];

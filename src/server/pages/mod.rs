@@ -278,13 +278,16 @@ async fn charts_of(state: &AppState, i: &Incident, now: i64) -> anyhow::Result<V
     let ids: HashSet<i64> = in_scope.iter().map(|(id, _)| *id).collect();
     let store = &state.store;
     let label = format!("{} {}", s.release, s.scope.describe());
-    let main = series::daily(store, &backend, &label, &ids, CHART_DAYS, now).await?;
+    let main = series::daily(store, &state.warm.queries, &backend, &label, &ids, CHART_DAYS, now).await?;
     let mut other_backends = Vec::new();
     for b in &backends {
-        other_backends.push(series::daily(store, b, &label, &ids, CHART_DAYS, now).await?);
+        other_backends
+            .push(series::daily(store, &state.warm.queries, b, &label, &ids, CHART_DAYS, now).await?);
     }
     let control = match &r.attribution.control {
-        Some(c) => Some(series::daily(store, &c.backend, &label, &ids, CHART_DAYS, now).await?),
+        Some(c) => {
+            Some(series::daily(store, &state.warm.queries, &c.backend, &label, &ids, CHART_DAYS, now).await?)
+        }
         None => None,
     };
     let marks = marks_of(state, i, now);
@@ -298,7 +301,8 @@ async fn charts_of(state: &AppState, i: &Incident, now: i64) -> anyhow::Result<V
     }];
     for (ids, titles) in part_variants(&r.not_specific_to, &in_scope, &ids) {
         let part = titles.join(", ");
-        let series = series::daily(store, &backend, &part, &ids, CHART_DAYS, now).await?;
+        let series =
+            series::daily(store, &state.warm.queries, &backend, &part, &ids, CHART_DAYS, now).await?;
         out.push(ChartData {
             title: part,
             series,
@@ -402,10 +406,13 @@ async fn explored(
         Ok(q) => q,
         Err(e) => return Ok(Err(e)),
     };
-    let answer = crate::query::answer(&state.store, &state.settings.evaluate, &q, now).await?;
+    let answer =
+        crate::query::answer(&state.store, &state.warm.queries, &state.settings.evaluate, &q, now).await?;
     let ids = crate::query::variants_of(&state.store, &q).await?;
     let label: Vec<String> = q.filters.iter().map(|(d, v)| format!("{d}={v}")).collect();
-    let series = series::daily(&state.store, &q.backend, &label.join(" "), &ids, CHART_DAYS, now).await?;
+    let series =
+        series::daily(&state.store, &state.warm.queries, &q.backend, &label.join(" "), &ids, CHART_DAYS, now)
+            .await?;
     let window = q.window_days * DAY;
     let marks = Marks {
         window: Some((now - window, now)),
