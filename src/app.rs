@@ -130,7 +130,7 @@ impl App {
 async fn warn_of_console_threads(store: &Store) -> Result<()> {
     // the thread id the Slack sink records for a message it only showed (notify::slack)
     let console_only = |ts: &str| ts.starts_with("console-");
-    let incidents = store.incidents().await?;
+    let incidents = store.incidents().all().await?;
     let stranded: Vec<i64> = incidents
         .iter()
         .filter(|i| i.state.is_open() && i.slack_ts.as_deref().is_some_and(console_only))

@@ -42,10 +42,13 @@ pub async fn run(
     };
     let (db_path, db) = fresh_database(folder)?;
     let store = Store::open(&db).await?;
-    store.apply_trouble_rules(&settings.evaluate.ci_trouble).await?;
+    store.trouble().apply(&settings.evaluate.ci_trouble).await?;
     if world.is_some() {
         let table = Table::embedded().map_err(anyhow::Error::msg)?;
-        store.import_thresholds(table.rows(), "data/origin/query_results_upgrades.json").await?;
+        store
+            .evaluations()
+            .import_thresholds(table.rows(), "data/origin/query_results_upgrades.json")
+            .await?;
     }
     let summary = crate::ingest::ingest(
         &store,
@@ -276,7 +279,7 @@ async fn show_jira_issues(
     } else {
         "the Jira issue sheriff would file (configure [jira] to file it)"
     };
-    for incident in store.incidents().await?.iter().filter(|i| i.state.is_open()) {
+    for incident in store.incidents().all().await?.iter().filter(|i| i.state.is_open()) {
         let doc = crate::notify::jira::render::description(incident, &settings.server.public_url);
         writeln!(out, "\n── {heading} ──")?;
         writeln!(out, "summary: {}", crate::notify::jira::render::summary(incident))?;

@@ -36,15 +36,15 @@ pub async fn claim_sqlite(store: &Store, id: &str) -> Result<()> {
         return Ok(());
     }
     let now = Utc::now().timestamp();
-    if store.take_lease(SQLITE_LEASE, id, now, SQLITE_LEASE_SECS).await? {
+    if store.leases().take(SQLITE_LEASE, id, now, SQLITE_LEASE_SECS).await? {
         return Ok(());
     }
-    let Some((holder, expires_at)) = store.lease_holder(SQLITE_LEASE).await? else {
+    let Some((holder, expires_at)) = store.leases().holder(SQLITE_LEASE).await? else {
         bail!("cannot take the SQLite replica lease, and no one holds it; try again");
     };
     let gone = crate::process::local_replica_pid(&holder).filter(|pid| !crate::process::is_running(*pid));
     if let Some(pid) = gone
-        && store.take_lease_over(SQLITE_LEASE, &holder, id, now, SQLITE_LEASE_SECS).await?
+        && store.leases().take_over(SQLITE_LEASE, &holder, id, now, SQLITE_LEASE_SECS).await?
     {
         tracing::warn!(holder = %holder, "took the SQLite replica lease over from process {pid} of this host, which is gone");
         return Ok(());
@@ -227,7 +227,7 @@ async fn cycle_at_start(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let now = Utc::now();
-    match store.take_lease("start-cycle", id, now.timestamp(), START_LEASE_SECS).await {
+    match store.leases().take("start-cycle", id, now.timestamp(), START_LEASE_SECS).await {
         Ok(true) => {}
         Ok(false) => {
             tracing::info!("no cycle at start: another replica started one in the last {START_LEASE_SECS} s");
@@ -269,11 +269,13 @@ async fn keep_sqlite_lease(store: Arc<Store>, id: String, mut shutdown: watch::R
             () = stopping(&mut shutdown) => break,
             _ = tokio::time::sleep(Duration::from_secs(10)) => {}
         }
-        if let Err(e) = store.take_lease(SQLITE_LEASE, &id, Utc::now().timestamp(), SQLITE_LEASE_SECS).await {
+        if let Err(e) =
+            store.leases().take(SQLITE_LEASE, &id, Utc::now().timestamp(), SQLITE_LEASE_SECS).await
+        {
             tracing::warn!("cannot renew the SQLite replica lease: {e:#}");
         }
     }
-    let _ = store.release_lease(SQLITE_LEASE, &id).await;
+    let _ = store.leases().release(SQLITE_LEASE, &id).await;
 }
 
 /// Every 10 s, records the failed cycles and skipped ticks kept while the database was down,
@@ -285,7 +287,7 @@ async fn record_unrecorded_cycles(store: Arc<Store>, mut shutdown: watch::Receiv
             () = stopping(&mut shutdown) => return,
             _ = tokio::time::sleep(Duration::from_secs(10)) => {}
         }
-        match store.record_unrecorded_cycles().await {
+        match store.evaluations().record_unrecorded_cycles().await {
             Ok(0) => {}
             Ok(n) => {
                 tracing::info!(cycles = n, "recorded the cycles that failed while the database was down")
@@ -325,7 +327,7 @@ async fn on_schedule<F, Fut>(
             _ = tokio::time::sleep(wait) => {}
         }
         let lease = format!("{name}@{}", next.timestamp());
-        match store.take_lease(&lease, id, Utc::now().timestamp(), TICK_LEASE_SECS).await {
+        match store.leases().take(&lease, id, Utc::now().timestamp(), TICK_LEASE_SECS).await {
             Ok(true) => {}
             Ok(false) => {
                 tracing::debug!(job = name, tick = %next, "another replica has this tick");
@@ -338,7 +340,7 @@ async fn on_schedule<F, Fut>(
                 metrics::counter!("sheriff_ticks_skipped_total", "job" => job_kind(name)).increment(1);
                 if job_kind(name) == "evaluate" {
                     let now = Utc::now().timestamp();
-                    store.keep_unrecorded_cycle(crate::store::evaluations::CycleRecord {
+                    store.evaluations().keep_unrecorded_cycle(crate::store::evaluations::CycleRecord {
                         started_at: now,
                         finished_at: now,
                         evaluated_at: next.timestamp(),
@@ -381,7 +383,7 @@ pub async fn prune(
     let r = &settings.retention;
     let cutoffs = crate::store::retention::Cutoffs::new(now, r, &settings.evaluate);
     let started = std::time::Instant::now();
-    let report = store.prune(cutoffs, dry_run).await?;
+    let report = store.retention().prune(cutoffs, dry_run).await?;
     tracing::info!(
         runs = report.runs,
         samples = report.samples,

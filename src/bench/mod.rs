@@ -92,18 +92,18 @@ pub async fn ingest(
 /// Loads `records` into an empty store, returning how long it took; a store that already holds
 /// them (a kept database, perhaps with runs an earlier benchmark added) is used as it is (None).
 async fn load(store: &Store, records: &[crate::model::RunRecord]) -> Result<Option<f64>> {
-    let stored = store.count_runs().await? as usize;
+    let stored = store.runs().count_runs().await? as usize;
     if let (Some(first), Some(last)) = (records.first(), records.last())
         && stored >= records.len()
-        && store.has_run(&first.run.job_name, &first.run.build_id).await?
-        && store.has_run(&last.run.job_name, &last.run.build_id).await?
+        && store.runs().has_run(&first.run.job_name, &first.run.build_id).await?
+        && store.runs().has_run(&last.run.job_name, &last.run.build_id).await?
     {
         return Ok(None);
     }
     anyhow::ensure!(stored == 0, "the database holds {stored} runs, neither none nor this benchmark's");
     let started = Instant::now();
     for chunk in records.chunks(1000) {
-        store.write_runs(chunk, false).await?;
+        store.runs().write_runs(chunk, false).await?;
     }
     store.checkpoint().await?;
     Ok(Some(started.elapsed().as_secs_f64()))
@@ -223,12 +223,12 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
         for (k, (_, store)) in p.stores.iter().enumerate() {
             let kept = &mut p.out.kept_in_memory[k].1;
             let new_runs = recent_runs_again(&p.records, options.at);
-            store.write_runs(&new_runs, false).await?;
+            store.runs().write_runs(&new_runs, false).await?;
             kept.new_runs = new_runs.len();
             kept.after_new_runs = timed_cycle(store, &p.warm[k], &settings, options).await?.0;
             let added: Vec<(String, String)> =
                 new_runs.iter().map(|r| (r.run.job_name.clone(), r.run.build_id.clone())).collect();
-            store.remove_runs(&added).await?;
+            store.runs().remove_runs(&added).await?;
         }
         out.push(p.peers(shape).await?);
     }
@@ -316,7 +316,7 @@ impl Point {
             if let Some(seconds) = load(store, &records).await? {
                 out.load_seconds.push((engine.clone(), seconds));
             }
-            out.samples = store.count_samples().await?;
+            out.samples = store.runs().count_samples().await?;
         }
         let warm = stores.iter().map(|_| Warm::new()).collect();
         Ok(Point { records, stores, warm, tmp, out })
@@ -333,7 +333,10 @@ impl Point {
                 let mut best = f64::MAX;
                 for _ in 0..shape.repeat.max(1) {
                     let started = Instant::now();
-                    store.reference_percentiles_query(baseline_from, window_from, end.timestamp()).await?;
+                    store
+                        .evaluations()
+                        .reference_percentiles_query(baseline_from, window_from, end.timestamp())
+                        .await?;
                     best = best.min(started.elapsed().as_secs_f64());
                 }
                 out.postgres_percentile_cont_seconds = Some(best);
@@ -503,7 +506,7 @@ pub async fn query(shape: &QueryShape, database_url: Option<&str>) -> Result<Que
     let tmp = tempfile::tempdir()?;
     let store = Arc::new(bench_store(database_url, tmp.path()).await?);
     let load_seconds = load(&store, &records).await?;
-    let samples = store.count_samples().await?;
+    let samples = store.runs().count_samples().await?;
     let engine = format!("{:?}", store.engine()).to_lowercase();
     let mut settings = crate::config::Settings::default();
     settings.slack.signing_secret = Some(crate::config::Secret::new(BENCH_SECRET));
@@ -608,7 +611,7 @@ async fn writes_until(
     let mut n = 0;
     while !*stop.borrow_and_update() && n < fresh.len() {
         fresh[n].run.build_id.push_str("-pushed");
-        if let Err(e) = store.write_run(&fresh[n], false).await {
+        if let Err(e) = store.runs().write_run(&fresh[n], false).await {
             tracing::error!("a write during the load failed: {e:#}");
         }
         n += 1;
@@ -811,12 +814,13 @@ pub async fn page(
     let mut settings = crate::config::Settings::default();
     settings.slack.channel = "#bench".into();
     let warm = std::sync::Arc::new(Warm::new());
-    if store.incidents().await?.is_empty() {
+    if store.incidents().all().await?.is_empty() {
         let options = crate::cycle::CycleOptions { at: end, dry_run: false };
         crate::cycle::run_cycle(&store, &warm, &settings, options).await?;
     }
     let incident = store
         .incidents()
+        .all()
         .await?
         .iter()
         .max_by_key(|i| i.snapshot.report.not_specific_to.len())
@@ -847,7 +851,7 @@ pub async fn page(
     let json = measure(format!("/api/v1/incidents/{incident}")).await?;
     let (_, body) = time(format!("/api/v1/incidents/{incident}")).await?;
     let charts = serde_json::from_slice::<serde_json::Value>(&body)?["charts"].as_array().map_or(0, Vec::len);
-    let samples = store.count_samples().await?;
+    let samples = store.runs().count_samples().await?;
     Ok(PageBench {
         runs: records.len(),
         samples,

@@ -275,20 +275,20 @@ async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
 /// Prometheus text: counters and histograms as recorded, gauges read from the store now.
 async fn metrics_text(State(state): State<AppState>) -> Response {
     let now = chrono::Utc::now().timestamp();
-    if let Ok(o) = state.store.outbox_counts(now).await {
+    if let Ok(o) = state.store.outbox().counts(now).await {
         metrics::gauge!("sheriff_outbox_entries", "state" => "pending").set(o.pending as f64);
         metrics::gauge!("sheriff_outbox_entries", "state" => "retrying").set(o.retrying as f64);
         metrics::gauge!("sheriff_outbox_entries", "state" => "dead").set(o.dead as f64);
         metrics::gauge!("sheriff_outbox_oldest_pending_seconds")
             .set(o.oldest_pending_age_secs.unwrap_or(0) as f64);
     }
-    if let Ok(incidents) = state.store.incidents().await {
+    if let Ok(incidents) = state.store.incidents().all().await {
         for s in crate::incidents::State::ALL {
             let n = incidents.iter().filter(|i| i.state == s).count();
             metrics::gauge!("sheriff_incidents", "state" => s.as_str()).set(n as f64);
         }
     }
-    if let Ok(newest) = state.store.newest_run_per_job().await {
+    if let Ok(newest) = state.store.runs().newest_run_per_job().await {
         for (job, started) in newest {
             metrics::gauge!("sheriff_data_age_seconds", "job" => job).set((now - started).max(0) as f64);
         }

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use anyhow::Result;
 
-use super::{Conn, row_by_position, sql};
+use super::{Conn, Store, row_by_position, sql};
 use crate::model::{DAY, Histogram};
 
 /// The variant-days whose `cell_days` rows a write changed (each for every backend), recorded
@@ -169,14 +169,23 @@ pub(crate) fn updated_histograms(
     Ok(touched)
 }
 
-impl super::Store {
+/// The per-day histograms of the cells (`cell_days`), the change log that keeps readers of
+/// them exact (`data_version`, `data_changes`), and the runs of a few cells one by one.
+/// Reached through [`Store::cells`].
+#[derive(Clone, Copy)]
+pub struct Cells<'a> {
+    pub(super) store: &'a Store,
+}
+
+impl Cells<'_> {
     /// The merged histogram of one backend over every variant, for UTC days in `days`.
     pub async fn backend_histogram(
-        &self,
+        self,
         backend: &str,
         days: std::ops::Range<i64>,
     ) -> anyhow::Result<Histogram> {
         let rows: Vec<(i64, String)> = self
+            .store
             .fetch_all(
                 sql("SELECT c.runs, c.hist FROM cell_days c JOIN backends b ON b.id = c.backend_id \
                      WHERE b.name = $1 AND c.day >= $2 AND c.day < $3")
@@ -292,7 +301,7 @@ struct VariantRow {
     master_nodes_updated: String,
 }
 
-impl super::Store {
+impl Store {
     /// Every backend name any stored run has recorded, sorted.
     pub async fn backend_names(&self) -> anyhow::Result<Vec<String>> {
         let rows: Vec<(String,)> = self.fetch_all(sql("SELECT name FROM backends ORDER BY name")).await?;
@@ -339,30 +348,33 @@ impl super::Store {
         }
         Ok(list)
     }
+}
 
+impl Cells<'_> {
     /// The version of the stored runs, bumped by every write that changes them (in any process).
-    pub async fn data_version(&self) -> anyhow::Result<i64> {
-        self.scalar(sql("SELECT version FROM data_version WHERE id = 1")).await
+    pub async fn data_version(self) -> anyhow::Result<i64> {
+        self.store.scalar(sql("SELECT version FROM data_version WHERE id = 1")).await
     }
 
     /// The first day and the variant-days (sorted, when every change listed them) changed after
     /// `since` up to `version`; the first day is None when some of those changes are not on
     /// record. Changes more than [`LISTED_VERSIONS`] apart give the first day alone.
     pub(crate) async fn changes_listed(
-        &self,
+        self,
         since: i64,
         version: i64,
     ) -> anyhow::Result<(Option<i64>, Option<Vec<(i64, i64)>>)> {
         if version - since > LISTED_VERSIONS {
-            return Ok((self.first_change_between(since, version).await?, None));
+            return Ok((self.store.cells().first_change_between(since, version).await?, None));
         }
         let log = self.change_log(since, version).await?;
         Ok(summary(&log, since, version))
     }
 
     /// The changes recorded after `since` up to `version`, oldest first.
-    pub(crate) async fn change_log(&self, since: i64, version: i64) -> anyhow::Result<Vec<LoggedChange>> {
+    pub(crate) async fn change_log(self, since: i64, version: i64) -> anyhow::Result<Vec<LoggedChange>> {
         let rows: Vec<ChangeRow> = self
+            .store
             .fetch_all(
                 sql(
                     "SELECT version, first_day, cells FROM data_changes WHERE version > $1 AND version <= $2 \
@@ -381,12 +393,12 @@ impl super::Store {
     }
 
     /// Every backend's row of the variant-days `cells`, as stored now.
-    pub(crate) async fn read_cells(&self, cells: &[(i64, i64)]) -> anyhow::Result<Vec<CellRow>> {
+    pub(crate) async fn read_cells(self, cells: &[(i64, i64)]) -> anyhow::Result<Vec<CellRow>> {
         if cells.is_empty() {
             return Ok(Vec::new());
         }
         // One key probe per backend and pair (the planner, left to itself, scans a whole day).
-        let q = if self.engine() == crate::config::Engine::Postgres {
+        let q = if self.store.engine() == crate::config::Engine::Postgres {
             let variants: Vec<i64> = cells.iter().map(|c| c.0).collect();
             let days: Vec<i64> = cells.iter().map(|c| c.1).collect();
             sql("SELECT b.name, p.day, p.variant_id, c.runs, c.hist \
@@ -401,22 +413,23 @@ impl super::Store {
                  AND c.variant_id = json_extract(p.value, '$[0]') AND c.day = json_extract(p.value, '$[1]')")
             .bind(serde_json::to_string(cells)?)
         };
-        let rows: Vec<CellRow> = self.fetch_all(q).await?;
+        let rows: Vec<CellRow> = self.store.fetch_all(q).await?;
         Ok(rows)
     }
 
     /// Per UTC day in `days`, the merged histogram of `backend` over `variants` (sorted ids),
     /// read in one statement: one row per day whatever the number of variants.
     pub(crate) async fn days_of(
-        &self,
+        self,
         backend: &str,
         variants: &[i64],
         days: std::ops::Range<i64>,
     ) -> anyhow::Result<BTreeMap<i64, Histogram>> {
         let ids = serde_json::to_string(variants)?;
-        let text = if self.engine() == crate::config::Engine::Postgres { DAYS_POSTGRES } else { DAYS_SQLITE };
+        let text =
+            if self.store.engine() == crate::config::Engine::Postgres { DAYS_POSTGRES } else { DAYS_SQLITE };
         let rows: Vec<DayRow> =
-            self.fetch_all(sql(text).bind(backend).bind(days.start).bind(days.end).bind(ids)).await?;
+            self.store.fetch_all(sql(text).bind(backend).bind(days.start).bind(days.end).bind(ids)).await?;
         let mut out = BTreeMap::new();
         for DayRow { day, runs, hists } in rows {
             let h = Histogram::decode_concatenated(hists.as_deref().unwrap_or_default())?;
@@ -426,14 +439,15 @@ impl super::Store {
     }
 
     /// Every cell's rows of the UTC days in `days`, as stored now.
-    pub(crate) async fn cell_rows_between(&self, days: (i64, i64)) -> anyhow::Result<Vec<CellRow>> {
-        self.fetch_all(
-            sql("SELECT b.name, c.day, c.variant_id, c.runs, c.hist FROM cell_days c \
+    pub(crate) async fn cell_rows_between(self, days: (i64, i64)) -> anyhow::Result<Vec<CellRow>> {
+        self.store
+            .fetch_all(
+                sql("SELECT b.name, c.day, c.variant_id, c.runs, c.hist FROM cell_days c \
                  JOIN backends b ON b.id = c.backend_id WHERE c.day >= $1 AND c.day < $2")
-            .bind(days.0)
-            .bind(days.1),
-        )
-        .await
+                .bind(days.0)
+                .bind(days.1),
+            )
+            .await
     }
 }
 

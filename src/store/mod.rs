@@ -55,7 +55,7 @@ pub struct Store {
     /// Every variant by id, for queries; only ever grows.
     variant_list: Mutex<std::sync::Arc<Vec<(i64, crate::model::Dimensions)>>>,
     /// The rules new runs are classified with (those the database was classified with, until
-    /// [`Store::apply_trouble_rules`]).
+    /// [`crate::store::trouble::Trouble::apply`]).
     trouble: Mutex<crate::model::TroubleRules>,
     /// Since when writes fail for storage reasons (disk full, I/O, read-only, connection
     /// lost); None while they work. `/readyz` reads it.
@@ -143,6 +143,61 @@ static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/s
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
 
 impl Store {
+    /// The stored runs (`job_runs`) and what each carries.
+    pub fn runs(&self) -> runs::Runs<'_> {
+        runs::Runs { store: self }
+    }
+
+    /// The cells' per-day histograms (`cell_days`) and the change log (`data_version`).
+    pub fn cells(&self) -> cells::Cells<'_> {
+        cells::Cells { store: self }
+    }
+
+    /// What evaluation reads and records: windows, group states, cycles, thresholds.
+    pub fn evaluations(&self) -> evaluations::Evaluations<'_> {
+        evaluations::Evaluations { store: self }
+    }
+
+    /// The incidents, their events and silences: plans applied with their outbox entries.
+    pub fn incidents(&self) -> incidents::Incidents<'_> {
+        incidents::Incidents { store: self }
+    }
+
+    /// The outbox: notifications waiting, claimed, delivered or failed.
+    pub fn outbox(&self) -> outbox::Outbox<'_> {
+        outbox::Outbox { store: self }
+    }
+
+    /// The leases that keep scheduled work and the SQLite replica to one holder at a time.
+    pub fn leases(&self) -> outbox::Leases<'_> {
+        outbox::Leases { store: self }
+    }
+
+    /// Pruning old rows in bounded batches.
+    pub fn retention(&self) -> retention::Retention<'_> {
+        retention::Retention { store: self }
+    }
+
+    /// The CI-trouble rules the runs are classified with, and reclassification when they change.
+    pub fn trouble(&self) -> trouble::Trouble<'_> {
+        trouble::Trouble { store: self }
+    }
+
+    /// Push-down backfills: counted days written whole and sealed.
+    pub fn backfills(&self) -> backfills::Backfills<'_> {
+        backfills::Backfills { store: self }
+    }
+
+    /// What the release controller and GitHub said, kept.
+    pub fn releases(&self) -> changelogs::Releases<'_> {
+        changelogs::Releases { store: self }
+    }
+
+    /// What ingest did: its log of files read and refused, and each source's watermark.
+    pub fn ingest_log(&self) -> ingest_log::IngestLog<'_> {
+        ingest_log::IngestLog { store: self }
+    }
+
     /// Opens the database (creating a SQLite file and its folder on first use). Does not migrate.
     pub async fn connect(settings: &DatabaseSettings) -> Result<Store> {
         let acquire = Duration::from_secs(settings.acquire_timeout_secs);
@@ -221,7 +276,7 @@ impl Store {
     pub async fn open(settings: &DatabaseSettings) -> Result<Store> {
         let store = Store::connect(settings).await?;
         store.migrate().await?;
-        if let Some(rules) = store.stored_trouble_rules().await? {
+        if let Some(rules) = store.trouble().stored().await? {
             *store.trouble.lock().expect("rules lock") = rules;
         }
         Ok(store)
@@ -231,7 +286,7 @@ impl Store {
     /// by the configured CI-trouble rules (reclassified when they changed).
     pub async fn open_configured(settings: &crate::config::Settings) -> Result<Store> {
         let store = Store::open(&settings.database).await?;
-        store.apply_trouble_rules(&settings.evaluate.ci_trouble).await?;
+        store.trouble().apply(&settings.evaluate.ci_trouble).await?;
         Ok(store)
     }
 

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::{Store, row_by_position, sql};
+use super::cells::Cells;
+use super::{row_by_position, sql};
 use crate::model::CellRun;
 
 /// A stored run of a cell, with its id and when it became visible.
@@ -43,11 +44,11 @@ struct RunRow {
 }
 row_by_position!(RunRow { id, visible, backend, variant_id, started, seconds, job, build_id, url, payload });
 
-impl Store {
+impl Cells<'_> {
     /// The runs of some backends in some variants that started in `range` and finished by
     /// `visible_at`, by start (then run, then backend).
     pub async fn cell_runs(
-        &self,
+        self,
         backends: &[String],
         variant_ids: &[i64],
         range: (i64, i64),
@@ -63,7 +64,7 @@ impl Store {
     /// The runs of `backends` in `variants` started in `range` (and finished by `visible_at`,
     /// when given), with their ids and visible times, by start, then run, then backend.
     pub(crate) async fn read_cell_runs(
-        &self,
+        self,
         backends: &[String],
         variants: &[i64],
         range: (i64, i64),
@@ -79,7 +80,7 @@ impl Store {
         if let Some(visible_at) = visible_at {
             q = q.push(" AND COALESCE(r.finished_at, r.started_at) <= ").list([visible_at]);
         }
-        let rows: Vec<RunRow> = self.fetch_all(q).await?;
+        let rows: Vec<RunRow> = self.store.fetch_all(q).await?;
         // Backend names are few: each one string, shared by its rows.
         let mut names: HashMap<String, Arc<str>> = HashMap::new();
         let mut runs: Vec<StoredCellRun> = rows

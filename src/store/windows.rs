@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
-use super::{Store, row_by_position, sql};
+use super::cells::Cells;
+use super::{row_by_position, sql};
 use crate::model::{DAY, Histogram};
 
 /// Days' rows of `cell_days`, one row per day and variant, its cells joined in the database as
@@ -131,11 +132,12 @@ impl WindowDays {
     }
 }
 
-impl Store {
+impl Cells<'_> {
     /// The first day changed by the versions after `since` up to `version`, when every one of
     /// them is on record (`Ok(None)` when some are not: read everything again).
-    pub(crate) async fn first_change_between(&self, since: i64, version: i64) -> Result<Option<i64>> {
+    pub(crate) async fn first_change_between(self, since: i64, version: i64) -> Result<Option<i64>> {
         let (first_day, changes): (Option<i64>, i64) = self
+            .store
             .fetch_one(
                 sql("SELECT MIN(first_day), COUNT(*) FROM data_changes WHERE version > $1 AND version <= $2")
                     .bind(since)
@@ -148,11 +150,12 @@ impl Store {
     /// The days of `range` not in `days`, read from `cell_days` (a run of consecutive missing
     /// days in one statement).
     pub(crate) async fn read_missing_days(
-        &self,
+        self,
         days: &BTreeMap<i64, Day>,
         range: Range<i64>,
     ) -> Result<Vec<(i64, Day)>> {
-        let text = if self.engine() == crate::config::Engine::Postgres { DAYS_POSTGRES } else { DAYS_SQLITE };
+        let text =
+            if self.store.engine() == crate::config::Engine::Postgres { DAYS_POSTGRES } else { DAYS_SQLITE };
         let mut out = Vec::new();
         let mut d = range.start;
         while d < range.end {
@@ -164,7 +167,7 @@ impl Store {
             while end < range.end && !days.contains_key(&end) {
                 end += 1;
             }
-            let rows: Vec<VariantDay> = self.fetch_all(sql(text).bind(d).bind(end)).await?;
+            let rows: Vec<VariantDay> = self.store.fetch_all(sql(text).bind(d).bind(end)).await?;
             let mut by_day: BTreeMap<i64, Vec<(CellId, Histogram)>> =
                 (d..end).map(|d| (d, Vec::new())).collect();
             for VariantDay { day, variant_id, cells } in rows {
@@ -178,17 +181,17 @@ impl Store {
 
     /// The cells of some variants on one day, read from `cell_days`.
     pub(crate) async fn read_variant_day(
-        &self,
+        self,
         day: i64,
         variants: &[i64],
     ) -> Result<Vec<(CellId, Histogram)>> {
-        let text = if self.engine() == crate::config::Engine::Postgres {
+        let text = if self.store.engine() == crate::config::Engine::Postgres {
             VARIANT_DAYS_POSTGRES
         } else {
             VARIANT_DAYS_SQLITE
         };
         let q = sql(text).bind(day).list(variants.iter().copied()).push(VARIANT_DAYS_END);
-        let rows: Vec<VariantDay> = self.fetch_all(q).await?;
+        let rows: Vec<VariantDay> = self.store.fetch_all(q).await?;
         let mut out = Vec::new();
         for VariantDay { day, variant_id, cells } in rows {
             decode_day_row(day, variant_id, &cells, &mut out)?;
@@ -197,11 +200,14 @@ impl Store {
     }
 
     /// The samples of one UTC day's runs (CI-troubled ones aside).
-    pub(crate) async fn read_day_samples(&self, day: i64) -> Result<Vec<EdgeSample>> {
-        let text =
-            if self.engine() == crate::config::Engine::Postgres { SAMPLES_POSTGRES } else { SAMPLES_SQLITE };
+    pub(crate) async fn read_day_samples(self, day: i64) -> Result<Vec<EdgeSample>> {
+        let text = if self.store.engine() == crate::config::Engine::Postgres {
+            SAMPLES_POSTGRES
+        } else {
+            SAMPLES_SQLITE
+        };
         let rows: Vec<(i64, String)> =
-            self.fetch_all(sql(text).bind(day * DAY).bind((day + 1) * DAY)).await?;
+            self.store.fetch_all(sql(text).bind(day * DAY).bind((day + 1) * DAY)).await?;
         let mut out = Vec::new();
         for (variant_id, samples) in rows {
             for s in samples.split('|') {

@@ -143,8 +143,8 @@ impl RecentRows {
         (self.days.0..self.days.1).contains(&day)
     }
 
-    /// `key`'s histogram of `day` (held here), as [`crate::store::Store::days_of`] reads it: None when
-    /// no row of the key's variants is stored for it.
+    /// `key`'s histogram of `day` (held here), as [`crate::store::cells::Cells::days_of`] reads
+    /// it: None when no row of the key's variants is stored for it.
     fn day_of(&self, key: &DaysKey, day: i64) -> Result<Option<Histogram>> {
         let Some(rows) = self.by_backend.get(key.backend.as_str()).and_then(|d| d.get(&day)) else {
             return Ok(None);
@@ -248,7 +248,7 @@ impl Queries {
             return Ok(last.1);
         }
         let place = reads.started.fetch_add(1, SeqCst) + 1;
-        let version = store.data_version().await?;
+        let version = store.cells().data_version().await?;
         *last = (place, version);
         Ok(version)
     }
@@ -377,18 +377,18 @@ impl Queries {
         let rows = rows.filter(|r| r.version <= version && version - r.version <= LISTED_VERSIONS);
         let from = rows.as_ref().map_or(since, |r| r.version.min(since));
         let (log, (first_day, cells)) = if version - from <= LISTED_VERSIONS {
-            let log = store.change_log(from, version).await?;
+            let log = store.cells().change_log(from, version).await?;
             let changed = summary(&log, since, version);
             (log, changed)
         } else {
-            (Vec::new(), (store.first_change_between(since, version).await?, None))
+            (Vec::new(), (store.cells().first_change_between(since, version).await?, None))
         };
         let mut kept = match rows {
             Some(r) if r.version == version => Some(r),
             Some(r) => match summary(&log, r.version, version).1 {
                 Some(listed) => {
                     let listed: Vec<(i64, i64)> = listed.into_iter().filter(|c| r.holds(c.1)).collect();
-                    let fresh = store.read_cells(&listed).await?;
+                    let fresh = store.cells().read_cells(&listed).await?;
                     Some(std::sync::Arc::new(r.patched(version, &listed, fresh)))
                 }
                 None => None,
@@ -404,7 +404,7 @@ impl Queries {
         };
         let share_rows = share_rows && store.engine() == crate::config::Engine::Postgres;
         if let Some(span) = span.filter(|s| share_rows && kept.as_ref().is_none_or(|r| s.1 > r.days.1)) {
-            let rows = store.cell_rows_between(span).await?;
+            let rows = store.cells().cell_rows_between(span).await?;
             kept = Some(std::sync::Arc::new(RecentRows::from_rows(version, span, rows)));
         }
         if let Some(rows) = &kept {
@@ -417,7 +417,7 @@ impl Queries {
 /// Reads `key`'s days in `from..until` (within its own).
 async fn read_days(store: &Store, key: &DaysKey, from: i64, until: i64) -> Result<Days> {
     let (from, until) = (from.max(key.days.0), until.min(key.days.1));
-    Ok(std::sync::Arc::new(store.days_of(&key.backend, &key.variants, from..until).await?))
+    Ok(std::sync::Arc::new(store.cells().days_of(&key.backend, &key.variants, from..until).await?))
 }
 
 #[cfg(test)]

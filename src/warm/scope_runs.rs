@@ -55,8 +55,9 @@ struct ScopeRunsCache {
 
 impl ScopeRuns {
     /// The runs of some backends in some variants that started in `range` and finished by
-    /// `visible_at`, by start (then run, then backend): [`Store::cell_runs`], from the scope's
-    /// runs kept here brought up to date.
+    /// `visible_at`, by start (then run, then backend): what
+    /// [`crate::store::cells::Cells::cell_runs`] reads, from the scope's runs kept here brought up
+    /// to date.
     pub async fn cell_runs(
         &self,
         store: &Store,
@@ -75,7 +76,7 @@ impl ScopeRuns {
         key.variants.sort_unstable();
         key.variants.dedup();
         // The version before the rows: what is read is at least as new as the version kept.
-        let version = store.data_version().await?;
+        let version = store.cells().data_version().await?;
         let old = cache.lock().expect("cache lock").kept.remove(&key);
         let (kept, read) = match old {
             Some(old) => bring_up_to_date(store, &key, old, version, range).await?,
@@ -118,7 +119,7 @@ async fn bring_up_to_date(
 ) -> Result<(Kept, u64)> {
     let mut read = 0;
     if kept.version != version {
-        let (first_day, cells) = store.changes_listed(kept.version, version).await?;
+        let (first_day, cells) = store.cells().changes_listed(kept.version, version).await?;
         // The span of start times to read again, and the variants to read it for.
         let again: Option<((i64, i64), Vec<i64>)> = match (cells, first_day) {
             (Some(cells), _) => {
@@ -144,7 +145,7 @@ async fn bring_up_to_date(
                     (low..high).contains(&run.started) && variants.binary_search(&run.variant_id).is_ok()
                 };
                 kept.rows.retain(|r| !stale(&r.run));
-                let fresh = store.read_cell_runs(&key.backends, &variants, (low, high), None).await?;
+                let fresh = store.cells().read_cell_runs(&key.backends, &variants, (low, high), None).await?;
                 read += fresh.len() as u64;
                 kept.rows.extend(fresh);
             }
@@ -152,13 +153,15 @@ async fn bring_up_to_date(
         kept.version = version;
     }
     if range.0 < kept.from {
-        let earlier = store.read_cell_runs(&key.backends, &key.variants, (range.0, kept.from), None).await?;
+        let earlier =
+            store.cells().read_cell_runs(&key.backends, &key.variants, (range.0, kept.from), None).await?;
         read += earlier.len() as u64;
         kept.rows.extend(earlier);
         kept.from = range.0;
     }
     if range.1 > kept.to {
-        let later = store.read_cell_runs(&key.backends, &key.variants, (kept.to, range.1), None).await?;
+        let later =
+            store.cells().read_cell_runs(&key.backends, &key.variants, (kept.to, range.1), None).await?;
         read += later.len() as u64;
         kept.rows.extend(later);
         kept.to = range.1;
@@ -172,7 +175,7 @@ async fn bring_up_to_date(
 
 /// A scope's runs started in `range` read whole, as of `version`; and how many rows.
 async fn read_scope(store: &Store, key: &ScopeKey, version: i64, range: (i64, i64)) -> Result<(Kept, u64)> {
-    let rows = store.read_cell_runs(&key.backends, &key.variants, range, None).await?;
+    let rows = store.cells().read_cell_runs(&key.backends, &key.variants, range, None).await?;
     let read = rows.len() as u64;
     Ok((Kept { version, from: range.0, to: range.1, rows, used: 0 }, read))
 }

@@ -135,7 +135,8 @@ impl Windows {
         self.cache.try_lock().map_or(0, |c| c.days_read)
     }
 
-    /// [`Store::window_data`], from the days kept here brought up to date.
+    /// What [`crate::store::evaluations::Evaluations::window_data`] reads, from the days kept
+    /// here brought up to date.
     pub async fn window_data(
         &self,
         store: &Store,
@@ -144,23 +145,23 @@ impl Windows {
         recent: &[i64],
         visible_at: i64,
     ) -> Result<WindowData> {
-        let frame = store.window_frame().await?;
+        let frame = store.evaluations().window_frame().await?;
         let want = WindowDays::new(current, baseline, recent, visible_at);
         let by_id = self.cell_windows(store, &want).await?;
         let list = by_id.into_iter().filter_map(|((b, v), h)| Some((frame.cell(b, v)?, h))).collect();
-        store.window_data_of(frame, list, current, visible_at).await
+        store.evaluations().window_data_of(frame, list, current, visible_at).await
     }
 
     /// Each cell's histograms of the windows in `want`, from the cache brought up to date.
     async fn cell_windows(&self, store: &Store, want: &WindowDays) -> Result<CellWindows> {
         let mut cache = self.cache.lock().await;
         // The version before the rows: what is read is at least as new as the version kept.
-        let version = store.data_version().await?;
+        let version = store.cells().data_version().await?;
         // Days kept but for some variants, whose rows are read again.
         let mut partial = BTreeMap::new();
         match cache.version {
             Some(v) if v == version => {}
-            Some(v) => match store.changes_listed(v, version).await? {
+            Some(v) => match store.cells().changes_listed(v, version).await? {
                 (_, Some(cells)) => partial = cache.forget_cells(&cells),
                 (first, None) => cache.forget_from(first),
             },
@@ -179,7 +180,7 @@ impl Windows {
         if !sums_fit {
             cache.sums = None;
         }
-        for (day, cells) in store.read_missing_days(&cache.days, lo..hi).await? {
+        for (day, cells) in store.cells().read_missing_days(&cache.days, lo..hi).await? {
             cache.days_read += 1;
             if let Some(sums) = cache.sums.as_mut() {
                 sums.change(day, &cells, true);
@@ -190,7 +191,7 @@ impl Windows {
             if !cache.days.contains_key(&day) {
                 continue;
             }
-            let fresh = store.read_variant_day(day, &variants).await?;
+            let fresh = store.cells().read_variant_day(day, &variants).await?;
             cache.days_read += 1;
             if let Some(sums) = cache.sums.as_mut() {
                 sums.change(day, &fresh, true);
@@ -204,7 +205,7 @@ impl Windows {
         }
         for day in edge_days {
             if let std::collections::btree_map::Entry::Vacant(slot) = cache.edges.entry(day) {
-                slot.insert(Arc::new(store.read_day_samples(day).await?));
+                slot.insert(Arc::new(store.cells().read_day_samples(day).await?));
                 cache.days_read += 1;
             }
         }

@@ -281,7 +281,7 @@ on_both_engines! {
         s.jira.project = "OCPBUGS".into();
         s.jira.token = Some(Secret::new(common::jira::TOKEN));
         for chunk in synth::run_records(&scenario()).chunks(1_000) {
-            db.store.write_runs(chunk, false).await.unwrap();
+            db.store.runs().write_runs(chunk, false).await.unwrap();
         }
         sheriff::init_crypto();
         let app = sheriff::app::App::build(s.clone()).await.unwrap();

@@ -37,7 +37,7 @@ pub fn culprit(s: &Scenario) -> String {
 
 async fn load(store: &Store, s: &Scenario) {
     for chunk in synth::run_records(s).chunks(1_000) {
-        store.write_runs(chunk, false).await.unwrap();
+        store.runs().write_runs(chunk, false).await.unwrap();
     }
 }
 
@@ -114,7 +114,7 @@ async fn runs_without_payloads_evaluate_as_before() {
         r.run.payload.clear();
     }
     for chunk in records.chunks(1_000) {
-        db.store.write_runs(chunk, false).await.unwrap();
+        db.store.runs().write_runs(chunk, false).await.unwrap();
     }
     let onset = onset_of(&db.store).await;
     assert_eq!((onset.last_good_payload, onset.first_bad_payload), (None, None));

@@ -49,7 +49,7 @@ on_both_engines! {
         let first = (scenario.start + Duration::days(21)).timestamp();
         let mut next = records.partition_point(|r| visible(r) <= first);
         for chunk in records[..next].chunks(500) {
-            db.store.write_runs(chunk, false).await.unwrap();
+            db.store.runs().write_runs(chunk, false).await.unwrap();
         }
         let settings = EvaluateSettings::default();
         let strict = TroubleRules { liveness_allowance_seconds: 0, ..TroubleRules::default() };
@@ -60,7 +60,7 @@ on_both_engines! {
             step += 1;
             let writer = if step % 2 == 0 { &cached } else { &db.store };
             let due = records[next..].partition_point(|r| visible(r) <= t);
-            writer.write_runs(&records[next..next + due], false).await.unwrap();
+            writer.runs().write_runs(&records[next..next + due], false).await.unwrap();
             next += due;
             match step % 9 {
                 // An older run (three days back) re-ingested with other numbers.
@@ -75,23 +75,23 @@ on_both_engines! {
                         for s in &mut r.samples {
                             s.seconds += 17;
                         }
-                        writer.write_runs(&[r], true).await.unwrap();
+                        writer.runs().write_runs(&[r], true).await.unwrap();
                     }
                 }
                 // New CI-trouble rules: runs move in and out of the histograms.
                 5 => {
                     let rules = if step % 2 == 0 { strict.clone() } else { TroubleRules::default() };
-                    writer.apply_trouble_rules(&rules).await.unwrap();
+                    writer.trouble().apply(&rules).await.unwrap();
                 }
                 // Pruning into the baseline, in small batches.
                 7 => {
                     let retention = RetentionSettings { samples_days: 24, batch_runs: 50, ..Default::default() };
-                    writer.prune(Cutoffs::new(t, &retention, &settings), false).await.unwrap();
+                    writer.retention().prune(Cutoffs::new(t, &retention, &settings), false).await.unwrap();
                 }
                 _ => {}
             }
             let (current, baseline) = windows(t);
-            let fresh = db.store.window_data(current, baseline, &recent(t), t).await.unwrap();
+            let fresh = db.store.evaluations().window_data(current, baseline, &recent(t), t).await.unwrap();
             let kept = kept_windows.window_data(&cached, current, baseline, &recent(t), t).await.unwrap();
             assert!(!fresh.cells.is_empty());
             assert_eq!(fresh, kept, "step {step}, at {t}: the cached windows differ from the database");
@@ -169,7 +169,7 @@ async fn assert_scope_runs_match((store, cached): (&Store, &Warm), fresh: &Store
     for round in 0..2 {
         let read = cached.scope_rows_read();
         for (backends, variants, from, visible_at) in &scopes {
-            let want = fresh.cell_runs(backends, variants, (*from, t), *visible_at).await.unwrap();
+            let want = fresh.cells().cell_runs(backends, variants, (*from, t), *visible_at).await.unwrap();
             let got = scope_runs.cell_runs(store, backends, variants, (*from, t), *visible_at).await.unwrap();
             assert!(!want.is_empty(), "step {step}: no runs of {backends:?}");
             assert_eq!(got.len(), want.len(), "step {step}: the kept runs of {backends:?} differ in number");

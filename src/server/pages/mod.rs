@@ -198,7 +198,7 @@ async fn rows(
     filter: &IndexFilter,
     now: i64,
 ) -> anyhow::Result<(Vec<IncidentRow>, Vec<String>, Vec<String>)> {
-    let all = state.store.incidents().await?;
+    let all = state.store.incidents().all().await?;
     let components: BTreeSet<String> = all.iter().map(|i| i.snapshot.component.clone()).collect();
     let releases: BTreeSet<String> = all.iter().map(|i| i.snapshot.release.clone()).collect();
     let mut kept: Vec<Incident> = all.into_iter().filter(|i| filter.keeps(i, now)).collect();
@@ -344,8 +344,8 @@ async fn one(
     now: i64,
 ) -> anyhow::Result<Option<(IncidentRow, Vec<crate::incidents::Event>, Vec<ChartData>)>> {
     let Ok(n) = id.trim_start_matches('#').parse::<i64>() else { return Ok(None) };
-    let Some(i) = state.store.find_incident(&n.to_string()).await? else { return Ok(None) };
-    let events = state.store.incident_events(i.id).await?;
+    let Some(i) = state.store.incidents().find(&n.to_string()).await? else { return Ok(None) };
+    let events = state.store.incidents().events(i.id).await?;
     let charts = charts_of(state, &i, now).await?;
     Ok(Some((IncidentRow::new(state, i), events, charts)))
 }
