@@ -4,6 +4,10 @@
 //! takes the old run's samples out first. PostgreSQL locks the touched rows (`FOR UPDATE`, in
 //! backend order, so concurrent ingests neither lose an update nor deadlock); SQLite holds the
 //! database write lock for the whole transaction anyway.
+//!
+//! Every such write bumps `data_version` and records what it changed in `data_changes`
+//! (`runs::note_change`); [`Cells`] reads both, with the day histograms the warm caches
+//! ([`crate::warm`]) and `query` read.
 
 use std::collections::{BTreeMap, HashMap};
 

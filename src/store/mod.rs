@@ -3,8 +3,11 @@
 //! Both engines run the same SQL: `$N` placeholders, BIGINT Unix seconds for time, TEXT for
 //! everything else. The pool is an enum of the two native sqlx pools rather than `AnyPool`, so
 //! each engine keeps its own fast row decoding; `db.rs` runs one statement on whichever is live.
-//! One file per table; SQL lives only here. The store applies what it is told (a run, a plan,
-//! an outbox result) and decides nothing about incidents.
+//! One file per table; SQL lives only here. Each table's functions sit behind a small handle
+//! ([`Store::runs`], [`Store::cells`], [`Store::incidents`], [`Store::outbox`], …), so that the
+//! store itself keeps only the pool, the id caches and what every table shares. The store
+//! applies what it is told (a run, a plan, an outbox result) and decides nothing about
+//! incidents; what is kept in memory over it between questions and cycles is [`crate::warm`]'s.
 
 pub mod backfills;
 mod db;
