@@ -12,10 +12,10 @@
 
 use anyhow::Result;
 
+use crate::clients::jira::{JiraClient, WatchedIssue};
 use crate::config::Settings;
 use crate::incidents::Incident;
 use crate::model::{Dimension, FixClaim};
-use crate::notify::jira::{JiraClient, WatchedIssue};
 use crate::releases::{FixPayload, fix_payload};
 use crate::store::Store;
 

@@ -2,10 +2,11 @@
 //!
 //! # Architecture: one job run, from artifacts to a Jira comment
 //!
-//! 1. **ingest** ([`ingest`]) finds a finished run in a bucket tree (local or GCS) or receives
-//!    it by HTTP push, parses `backend-disruption_*.json`, `cluster-data_*.json`, the Prow
-//!    metadata and the interval files into a [`model::RunRecord`]: the run's dimensions, one
-//!    sample of whole seconds per backend, and its outages and operator condition spans.
+//! 1. **ingest** ([`ingest`]) finds a finished run in a bucket tree (local, or GCS through
+//!    [`clients::gcs`]) or receives it by HTTP push, parses `backend-disruption_*.json`,
+//!    `cluster-data_*.json`, the Prow metadata and the interval files into a
+//!    [`model::RunRecord`]: the run's dimensions, one sample of whole seconds per backend, and
+//!    its outages and operator condition spans.
 //! 2. **store** ([`store`]) writes the run once (SQLite or PostgreSQL) and, in the same
 //!    transaction, adds its samples to the exact per-day histogram of each cell.
 //! 3. **a cycle** ([`cycle`]) reads the windows' histograms (in `serve` kept in memory between
@@ -18,8 +19,9 @@
 //!    plan what changes and what to tell; people's actions ([`actions`]: acknowledge, silence,
 //!    resolve, …) are planned the same way. The store applies a plan and its outbox entries in
 //!    one transaction.
-//! 5. **notify** ([`notify`]) delivers the outbox to Slack and Jira, exactly once at the remote
-//!    side; [`render`] holds the text pieces every output shares.
+//! 5. **notify** ([`notify`]) delivers the outbox to Slack and Jira through their clients
+//!    ([`clients`]), exactly once at the remote side; [`render`] holds the text pieces every
+//!    output shares.
 //! 6. **serve** ([`app`]) puts the HTTP edge ([`server`]: Slack commands and buttons, push
 //!    ingest, health, metrics), the [`scheduler`] and the outbox worker together;
 //!    [`shutdown`] stops them in one place.
@@ -37,26 +39,33 @@
 //!   layers above share.
 //! - **synthetic** ([`synth`]): realistic CI data for the demo, the tests and the benchmarks,
 //!   written without the ingest that reads it; only the entry points use it.
-//! - **adapters** ([`ingest`], [`notify`], [`releases`], [`github`]): one per outside system.
+//! - **clients** ([`clients`]): one per outside system (Slack, Jira, GCS, BigQuery, the
+//!   release controller, GitHub), its wire types private; imports only the settings, support and model.
+//! - **adapters** ([`ingest`], [`notify`]): the artifact sources and parsers, and the outbox's
+//!   sinks with the messages they send.
 //! - **application** ([`cycle`], [`query`], [`board`], [`actions`], [`scheduler`],
-//!   [`backtest`], [`series`], [`fix_watch`]): the use cases; [`warm`], the caches they read
-//!   through.
-//! - **edge** ([`server`], [`cli`], [`app`], [`demo`], [`bench`](mod@bench)): the entry points.
+//!   [`backtest`], [`series`], [`fix_watch`], [`releases`]): the use cases; [`warm`], the
+//!   caches they read through.
+//! - **edge** ([`server`], [`cli`], [`app`], [`demo`], [`scorecard`]): the entry points; the
+//!   quality scorecard judges detection for `sheriff bench quality` and the integration tests.
+//!
+//! The binary (`src/main.rs`) parses the command line and runs these commands through [`cli`];
+//! `sheriff bench`'s timing harness is the binary's own (`src/bench/`), no part of this library.
+//! The architecture test gives its modules a layer as well and reads their `sheriff::` paths.
 
 pub mod actions;
 pub mod app;
 pub mod attribute;
 pub mod backtest;
-pub mod bench;
 pub mod board;
 pub mod cli;
+pub mod clients;
 pub mod config;
 pub mod cron;
 pub mod cycle;
 pub mod demo;
 pub mod evaluate;
 pub mod fix_watch;
-pub mod github;
 pub mod http;
 pub mod incidents;
 pub mod ingest;
@@ -76,6 +85,7 @@ pub(crate) fn test_fixture(name: &str) -> std::path::PathBuf {
 }
 pub mod render;
 pub mod scheduler;
+pub mod scorecard;
 pub mod series;
 pub mod server;
 pub mod shutdown;

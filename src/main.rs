@@ -1,5 +1,26 @@
-//! The `sheriff` binary: parse the command line, hand over to the library.
+//! The `sheriff` binary: parse the command line and hand the product's commands to the library.
+//! `sheriff bench` is the binary's own ([`bench`]): the benchmarks are no part of the product.
 
-fn main() -> std::process::ExitCode {
-    sheriff::cli::main()
+mod bench;
+
+use std::process::ExitCode;
+
+/// Every command of the binary: the library's, then `bench`.
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    #[command(flatten)]
+    Product(sheriff::cli::Command),
+    /// Measure sheriff on generated data (use a release build).
+    Bench {
+        #[command(subcommand)]
+        what: bench::BenchCommand,
+    },
+}
+
+fn main() -> ExitCode {
+    sheriff::cli::main(async |command, settings| match command {
+        // Boxed: the future of any of the product's commands is some 20 kB.
+        Command::Product(command) => Box::pin(sheriff::cli::run(command, settings)).await,
+        Command::Bench { what } => bench::run(what).await,
+    })
 }

@@ -3,13 +3,14 @@
 //! to stderr.
 //!
 //! This file holds the entry point and the dispatch of each command; `args.rs` the command
-//! line's grammar, and one file per group of commands the rest.
+//! line's grammar, and one file per group of commands the rest. `sheriff bench` is no command
+//! of the library: the binary adds it (`src/main.rs`, `src/bench/`).
 
 use std::process::ExitCode;
 
 use anyhow::Result;
 use chrono::Utc;
-use clap::Parser;
+use clap::{Parser, Subcommand};
 
 use crate::board;
 use crate::config::Settings;
@@ -17,18 +18,14 @@ use crate::ingest::{IngestOptions, Source};
 use crate::store::Store;
 
 mod args;
-mod bench;
 mod evaluation;
 mod incidents;
 mod ingest;
 mod outbox;
 mod service;
 
-pub use args::{
-    BenchCommand, BenchData, Cli, Command, ConfigAction, Format, IncidentsAction, OutboxAction,
-    ThresholdsAction,
-};
-use bench::bench;
+use args::Cli;
+pub use args::{Command, ConfigAction, Format, IncidentsAction, OutboxAction, ThresholdsAction, parse_class};
 use evaluation::{backtest, evaluate};
 use incidents::incidents_on;
 use ingest::{backfill, import_thresholds, print_ingest_summary};
@@ -38,11 +35,14 @@ use service::{config_check, healthcheck, migrate, serve};
 /// Exit code for a bad configuration or command line (clap uses 2 for usage errors too).
 const EXIT_CONFIG: u8 = 2;
 
-/// Entry point of the binary.
-pub fn main() -> ExitCode {
+/// Entry point of the binary, whose commands are `C`: the product's [`Command`]s and what the
+/// binary adds of its own (`sheriff bench`). Parses the command line, loads the settings,
+/// starts logging and the async runtime, and hands the command to `run_command` (which sends
+/// the product's commands to [`run`]); the exit code is its, or says what stopped it.
+pub fn main<C: Subcommand>(run_command: impl AsyncFnOnce(C, Settings) -> Result<ExitCode>) -> ExitCode {
     end_quietly_when_stdout_is_closed();
     crate::init_crypto();
-    let cli = Cli::parse();
+    let cli = Cli::<C>::parse();
     let settings = match Settings::load(cli.config.as_deref()) {
         Ok(s) => s,
         Err(e) => {
@@ -58,7 +58,7 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli.command, settings)) {
+    match runtime.block_on(run_command(cli.command, settings)) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("sheriff: {e:#}");
@@ -82,7 +82,7 @@ fn end_quietly_when_stdout_is_closed() {
     }));
 }
 
-/// Runs one command with loaded settings.
+/// Runs one of the product's commands with loaded settings.
 pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
     match command {
         Command::Config { action: ConfigAction::Check { format } } => Ok(config_check(&settings, format)),
@@ -159,7 +159,6 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Bench { what } => bench(what).await,
     }
 }
 
@@ -172,9 +171,9 @@ async fn with_store<T>(settings: &Settings, work: impl AsyncFnOnce(&Store) -> Re
 }
 
 async fn query(settings: &Settings, words: &[String], format: Format) -> Result<ExitCode> {
-    let command = crate::notify::slack::command::parse(&format!("query {}", words.join(" ")))
+    let command = crate::server::slack::command::parse(&format!("query {}", words.join(" ")))
         .map_err(anyhow::Error::msg)?;
-    let crate::notify::slack::command::Command::Query(q) = command else {
+    let crate::server::slack::command::Command::Query(q) = command else {
         anyhow::bail!("not a query");
     };
     let answer = with_store(settings, async |store| {

@@ -17,10 +17,10 @@ use std::sync::Arc;
 
 use tokio::sync::OnceCell;
 
-use super::bigquery::client::BigQueryClient;
 use super::bigquery::intervals;
-use super::gcs::{self, GcsClient};
 use super::run::{Content, FileProblem, RunIntervals, parse_interval_files};
+use crate::clients::bigquery::BigQueryClient;
+use crate::clients::gcs::{self, GcsClient};
 use crate::config::Settings;
 use crate::model::{IntervalFile, JobRun, RunRecord};
 use crate::store::Store;

@@ -1,7 +1,7 @@
 //! Ingest: find finished job runs in a source, parse their artifacts, store each run once.
 //!
 //! Sources: a local directory in the bucket layout ([`local`]), a GCS bucket over the JSON API
-//! ([`gcs`]), the CI's BigQuery tables ([`bigquery`], read incrementally, rows not files), or
+//! ([`crate::clients::gcs`]), the CI's BigQuery tables ([`bigquery`], read incrementally, rows not files), or
 //! files pushed over HTTP (the server's `/api/v1/runs`, which calls
 //! [`ingest_pushed_run`]). Runs are read and parsed concurrently and written one at a time;
 //! a bad file becomes one ingest-log entry naming the run, the file and what was wrong, and
@@ -10,7 +10,6 @@
 pub mod bigquery;
 pub mod evidence;
 pub mod formats;
-pub mod gcs;
 pub mod layout;
 pub mod local;
 pub mod run;
@@ -25,9 +24,9 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde::Serialize;
 
-use self::gcs::GcsClient;
 use self::layout::{Classified, FileKind, classify};
 use self::run::{Assembly, Content, FileProblem, RunFile, RunFiles};
+use crate::clients::gcs::{self, GcsClient};
 use crate::config::{IngestSettings, Settings};
 use crate::store::Store;
 use crate::store::ingest_log::IngestLogEntry;

@@ -1,4 +1,6 @@
-//! Delivering the outbox: Slack and Jira side effects, exactly once at the remote side.
+//! Delivering the outbox: Slack and Jira side effects, exactly once at the remote side, through
+//! the sinks [`slack`] and [`jira`] (which build the messages and call the clients of
+//! [`crate::clients`]).
 //!
 //! A [`Worker`] claims one entry at a time under a lease (counting the attempt first), delivers
 //! it, and records the result; on failure it retries with exponential backoff and jitter,
@@ -32,6 +34,12 @@ pub struct DeliveryError {
     pub transient: bool,
     /// The remote side's `Retry-After`.
     pub retry_after: Option<Duration>,
+}
+
+impl From<crate::clients::CallError> for DeliveryError {
+    fn from(e: crate::clients::CallError) -> Self {
+        DeliveryError { message: e.message, transient: e.transient, retry_after: e.retry_after }
+    }
 }
 
 impl DeliveryError {
@@ -71,7 +79,7 @@ pub type FaultHook = Arc<dyn Fn(KillPoint, &OutboxEntry) -> bool + Send + Sync>;
 pub struct Sinks {
     pub slack: slack::SlackSink,
     /// None when Jira is not configured.
-    pub jira: Option<jira::JiraClient>,
+    pub jira: Option<jira::JiraSink>,
 }
 
 impl Sinks {
@@ -79,7 +87,7 @@ impl Sinks {
         Ok(Sinks {
             slack: slack::SlackSink::from_settings(settings)?,
             jira: if settings.jira.enabled() {
-                Some(jira::JiraClient::new(&settings.jira)?.with_public_url(&settings.server.public_url))
+                Some(jira::JiraSink::new(&settings.jira)?.with_public_url(&settings.server.public_url))
             } else {
                 None
             },

@@ -1,6 +1,6 @@
 //! Changes outside the payload: commits merged in a regression's onset window into repositories
 //! that ship in no release payload (the CI harness of a platform, the step registry, origin's
-//! monitor tests), read from GitHub ([`crate::github`]) and ranked with the payload's pull
+//! monitor tests), read from GitHub ([`crate::clients::github`]) and ranked with the payload's pull
 //! requests by the regression's scope.
 //!
 //! The ranking, best first, and why:
@@ -18,8 +18,8 @@
 
 use anyhow::{Context, Result};
 
+use crate::clients::github::{Commit, GitHub};
 use crate::config::{GitHubSettings, OutsideRepository};
-use crate::github::{Commit, GitHub};
 use crate::model::{Dimension, RegressionReport, SuspectChange};
 use crate::store::Store;
 
@@ -178,7 +178,7 @@ pub async fn attach_outside_changes(
                 Err(e) => {
                     tracing::warn!(fingerprint = %r.fingerprint, repository = %repo.repository, "commits outside the payload not read yet: {e:#}");
                     // over the rate limit: ask nothing more this cycle, as GitHub asks
-                    rate_limited |= e.downcast_ref::<crate::github::RateLimited>().is_some();
+                    rate_limited |= e.downcast_ref::<crate::clients::github::RateLimited>().is_some();
                     pending = true;
                 }
             }

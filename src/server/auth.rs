@@ -11,7 +11,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::{ApiError, AppState};
-use crate::notify::slack::signature::{self, VerifyError};
+use crate::clients::slack::signature::{self, VerifyError};
 
 /// A request's body, signed by Slack with the signing secret (or the previous one) within the
 /// last five minutes. A handler that takes one cannot run on an unsigned, forged or stale

@@ -35,7 +35,7 @@ pub struct AppState {
     /// The process's Prometheus recorder, rendered by `/metrics`.
     pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
     /// The Slack Web API, when a bot token is configured (user groups, dialogs).
-    pub slack: Option<Arc<crate::notify::slack::SlackClient>>,
+    pub slack: Option<Arc<crate::clients::slack::SlackClient>>,
     /// For answers through Slack's `response_url`.
     pub http: reqwest::Client,
     /// One per push read and stored at once (`ingest.push_concurrency`): memory holds that many
@@ -46,7 +46,7 @@ pub struct AppState {
 impl AppState {
     pub fn new(store: Arc<Store>, warm: Arc<Warm>, settings: Arc<Settings>) -> AppState {
         let slack = settings.slack.bot_token.as_ref().and_then(|_| {
-            crate::notify::slack::SlackClient::new(&settings.slack)
+            crate::clients::slack::SlackClient::new(&settings.slack)
                 .map_err(|e| tracing::error!("cannot build the Slack client: {e:#}"))
                 .ok()
                 .map(Arc::new)

@@ -1,4 +1,5 @@
-//! `POST /slack/commands` and `POST /slack/interactions`: the slash command and the buttons.
+//! `POST /slack/commands` and `POST /slack/interactions`: the slash command (its grammar in
+//! [`command`], also what `sheriff query` reads) and the buttons.
 //!
 //! Every handler takes a `SlackSigned` body (`server::auth`): an unsigned request is answered 401
 //! before any of this runs, and nothing changes. Changes need an `Operator`. Answers come within Slack's
@@ -6,6 +7,7 @@
 //! evaluation cycle, or anything slower than 2.5 s) is acknowledged at once and answered
 //! through the request's `response_url`.
 
+pub mod command;
 mod dialogs;
 mod interactions;
 mod slash_commands;
@@ -21,7 +23,8 @@ pub use slash_commands::commands;
 
 use super::auth::Operator;
 use crate::actions::ActionError;
-use crate::notify::slack::{Message, blocks};
+use crate::clients::slack::Message;
+use crate::notify::slack::blocks;
 
 /// How long a request may work before it answers "working on it" and goes on in the background.
 const QUICK: Duration = Duration::from_millis(2500);
@@ -50,7 +53,7 @@ async fn respond_later(http: &reqwest::Client, url: &str, m: &Message) {
     if url.is_empty() {
         return;
     }
-    if let Err(e) = crate::notify::slack::respond(http, url, m, false).await {
+    if let Err(e) = crate::clients::slack::respond(http, url, m, false).await {
         tracing::warn!("cannot answer through response_url: {e}");
     }
 }

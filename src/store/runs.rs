@@ -386,7 +386,7 @@ impl Runs<'_> {
 
     /// Deletes stored runs, taking their samples out of the day histograms first, in one
     /// transaction (`sheriff bench` takes away the runs it added, so a kept file stays as loaded).
-    pub(crate) async fn remove_runs(self, runs: &[(String, String)]) -> Result<()> {
+    pub async fn remove_runs(self, runs: &[(String, String)]) -> Result<()> {
         let result: Result<()> = async {
             let rules = self.store.trouble().rules();
             let mut tx = self.store.begin_write().await?;

@@ -7,9 +7,9 @@ use crate::common;
 
 use std::collections::BTreeSet;
 
+use sheriff::clients::gcs::GcsClient;
 use sheriff::config::{GcsSettings, IntervalsMode, Settings};
 use sheriff::cycle::{CycleOptions, CycleReport, run_cycle};
-use sheriff::ingest::gcs::GcsClient;
 use sheriff::ingest::{IngestOptions, Source, ingest};
 use sheriff::model::RegressionReport;
 use sheriff::store::Store;

@@ -47,7 +47,7 @@ fn targets() -> Vec<Target> {
             let _ = job_name::dimensions_from_job_name(&text(b));
             Ok(())
         }),
-        ("slash command", |b| sheriff::notify::slack::command::parse(&text(b)).map(|_| ())),
+        ("slash command", |b| sheriff::server::slack::command::parse(&text(b)).map(|_| ())),
         ("interaction payload", |b| {
             sheriff::server::slack::decode_interaction(b).map(|_| ()).map_err(String::from)
         }),

@@ -5,8 +5,8 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use sheriff::clients::gcs::GcsClient;
 use sheriff::config::{GcsSettings, IngestSettings, IntervalsMode};
-use sheriff::ingest::gcs::GcsClient;
 use sheriff::ingest::{IngestOptions, IngestSummary, Source, ingest};
 use sheriff::store::Store;
 use sheriff::synth::{self, Scenario, Truth};
@@ -429,6 +429,6 @@ async fn a_gcs_download_is_spooled_to_a_temporary_file_and_stops_at_the_limit() 
     drop(spooled);
     assert!(!path.exists(), "the temporary file is removed with its path");
     let err = client.download_to_file("bucket", object, 299_999).await.unwrap_err();
-    assert!(err.chain().any(|c| c.is::<sheriff::ingest::gcs::TooLarge>()), "{err:#}");
+    assert!(err.chain().any(|c| c.is::<sheriff::clients::gcs::TooLarge>()), "{err:#}");
     assert!(format!("{err:#}").contains("larger than the 299999-byte limit"), "{err:#}");
 }

@@ -117,8 +117,8 @@ async fn filed_against_the_harness(r: &RegressionReport, engine: &str) {
             harness_component: component.map(String::from),
             ..Default::default()
         };
-        let client = sheriff::notify::jira::JiraClient::new(&settings).unwrap();
-        client.file(&incident, None).await.unwrap();
+        let sink = sheriff::notify::jira::JiraSink::new(&settings).unwrap();
+        sink.file(&incident, None).await.unwrap();
         let issue = &jira.issues()[0];
         match component {
             Some(c) => assert_eq!(issue.fields["components"], serde_json::json!([{ "name": c }])),

@@ -9,8 +9,8 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use common::faults::Faults;
 use common::slack::FakeSlack;
+use sheriff::clients::slack::signature::sign;
 use sheriff::config::{Secret, Settings};
-use sheriff::notify::slack::signature::sign;
 use sheriff::server::{AppState, router};
 use tower::ServiceExt;
 

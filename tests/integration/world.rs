@@ -43,7 +43,7 @@ on_both_engines! {
 /// scored (what detection reached is not asserted here; `sheriff bench quality --check` does).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scorecard_replays_a_world_and_scores_its_plants_and_decoys() {
-    use sheriff::bench::quality::{QualityOptions, quality, render_text};
+    use sheriff::scorecard::{QualityOptions, quality, render_text};
     let options = QualityOptions { seeds: 1, first: 0, classes: vec![Class::NarrowScope, Class::NewJob] };
     let card = quality(&options).await.unwrap();
     assert_eq!((card.seeds, card.worlds.len()), (1, 1));
@@ -67,7 +67,7 @@ async fn the_scorecard_replays_a_world_and_scores_its_plants_and_decoys() {
 /// the rest shows) left out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_regression_is_scoped_to_the_parts_its_runs_show() {
-    use sheriff::bench::quality::{QualityOptions, quality};
+    use sheriff::scorecard::{QualityOptions, quality};
     // worlds 0 and 5 of the full mix: with the rule off, kube-api over azure ipv4 (minor and
     // micro) and image-registry over aws and metal
     let mut worlds = Vec::new();
@@ -75,7 +75,7 @@ async fn a_regression_is_scoped_to_the_parts_its_runs_show() {
         let options = QualityOptions { seeds: 1, first, classes: Vec::new() };
         worlds.extend(quality(&options).await.unwrap().worlds);
     }
-    let card = sheriff::bench::quality::scorecard(worlds, 2, 0, 0.0);
+    let card = sheriff::scorecard::scorecard(worlds, 2, 0, 0.0);
     let plants: Vec<_> = card.worlds.iter().flat_map(|w| w.plants.iter().map(move |p| (w.seed, p))).collect();
     assert!(plants.len() >= 3, "{plants:#?}");
     for (seed, p) in
@@ -98,7 +98,7 @@ async fn a_regression_is_scoped_to_the_parts_its_runs_show() {
 /// fewer above the allowed level than the regressed runs before them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fixing_payload_resolves_within_a_day_and_a_half_at_six_runs_a_day() {
-    use sheriff::bench::quality::{QualityOptions, quality};
+    use sheriff::scorecard::{QualityOptions, quality};
     let options = QualityOptions { seeds: 2, first: 0, classes: vec![Class::OnsetFix] };
     let card = quality(&options).await.unwrap();
     let fixed: Vec<_> = card
@@ -122,7 +122,7 @@ async fn a_fixing_payload_resolves_within_a_day_and_a_half_at_six_runs_a_day() {
 /// is one the regression hit: never a run it spared, nor one from before its onset.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_sample_run_is_one_the_regression_hit() {
-    use sheriff::bench::quality::{QualityOptions, quality};
+    use sheriff::scorecard::{QualityOptions, quality};
     let mut worlds = Vec::new();
     for first in [13, 16] {
         let options = QualityOptions { seeds: 1, first, classes: Vec::new() };

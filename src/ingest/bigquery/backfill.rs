@@ -25,8 +25,8 @@ use anyhow::{Result, bail};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::client::{Param, Query, Row};
 use super::{Dataset, cluster_data_of};
+use crate::clients::bigquery::{Param, Query, Row};
 use crate::ingest::formats::disruption::MAX_RUN_SECONDS;
 use crate::ingest::run::MAX_BACKENDS_PER_RUN;
 use crate::model::{DAY, Dimensions, HOUR, TroubleRules};

@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Result, bail};
 
-use super::client::{BigQueryClient, Param, Query, Row};
+use crate::clients::bigquery::{BigQueryClient, Param, Query, Row};
 use crate::ingest::layout::{Classified, FileKind, classify};
 use crate::model::{DAY, HOUR, JobRun};
 

@@ -16,19 +16,17 @@
 //! ([`intervals`]). Older days can instead be backfilled as counts ([`backfill`]).
 
 pub mod backfill;
-pub mod client;
 pub mod intervals;
-pub mod service_account;
 
 use std::time::Instant;
 
 use anyhow::{Result, bail};
 use chrono::{DateTime, Utc};
 
-use self::client::{BigQueryClient, Param, Query, Row};
 use super::formats::{cluster_data::ClusterData, disruption};
 use super::run::{EARLIEST_START_SECS, FileProblem, MAX_BACKENDS_PER_RUN, MAX_CLOCK_SKEW_SECS};
 use super::{IngestOptions, IngestSummary, RunOutcome};
+use crate::clients::bigquery::{BigQueryClient, Param, Query, Row};
 use crate::config::BigQuerySettings;
 use crate::model::{HOUR, IntervalFile, JobRun, RunRecord, Sample};
 use crate::store::Store;

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-use super::Message;
+use crate::clients::slack::Message;
 use crate::incidents::plan::{Happened, SummaryLine};
 use crate::incidents::{Event, Incident, State};
 use crate::model::secs;

@@ -10,8 +10,8 @@ use axum::routing::post;
 use tower::ServiceExt;
 
 use super::SlackSigned;
+use crate::clients::slack::signature::sign;
 use crate::config::{Secret, Settings};
-use crate::notify::slack::signature::sign;
 use crate::server::AppState;
 
 const SECRET: &str = "signing-secret-for-tests";

@@ -402,7 +402,7 @@ async fn explored(
     let Some(words) = query_words(form) else { return Ok(Ok(None)) };
     let owned: Vec<String> = words.iter().map(|w| w.chars().take(200).collect()).collect();
     let words: Vec<&str> = owned.iter().map(String::as_str).collect();
-    let q = match crate::notify::slack::command::parse_query(&words) {
+    let q = match crate::server::slack::command::parse_query(&words) {
         Ok(q) => q,
         Err(e) => return Ok(Err(e)),
     };

@@ -10,10 +10,11 @@ use serde_json::json;
 use super::dialogs::{accept_level_view, not_a_regression_view};
 use super::{acknowledged, refusal, resolved, respond_later, text_message};
 use crate::actions::ActionError;
+use crate::clients::slack::Message;
 use crate::incidents::manual::Refusal;
 use crate::incidents::silence::Target;
 use crate::model::DAY;
-use crate::notify::slack::{Message, blocks};
+use crate::notify::slack::blocks;
 use crate::server::AppState;
 use crate::server::auth::{Operator, SlackSigned};
 

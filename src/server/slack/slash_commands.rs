@@ -7,11 +7,12 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::command::{self, Command, HELP};
 use super::{acknowledged, ephemeral, refusal, respond_later, text_message, within_slack_time};
 use crate::actions::ActionError;
+use crate::clients::slack::Message;
 use crate::model::{DAY, HOUR};
-use crate::notify::slack::command::{self, Command, HELP};
-use crate::notify::slack::{Message, blocks};
+use crate::notify::slack::blocks;
 use crate::server::AppState;
 use crate::server::auth::{Operator, SlackSigned};
 

@@ -48,9 +48,28 @@ struct ListPage {
 #[derive(Deserialize)]
 struct RawObject {
     name: String,
-    /// The JSON API sends sizes as strings (uint64 in JSON).
     #[serde(default)]
-    size: Option<serde_json::Value>,
+    size: Option<Size>,
+}
+
+/// An object's size: the JSON API sends it as a string (a uint64 in JSON); a number is taken
+/// too, and anything else reads as 0.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Size {
+    Text(String),
+    Number(u64),
+    Other(serde::de::IgnoredAny),
+}
+
+impl Size {
+    fn bytes(&self) -> u64 {
+        match self {
+            Size::Text(s) => s.parse().unwrap_or(0),
+            Size::Number(n) => *n,
+            Size::Other(_) => 0,
+        }
+    }
 }
 
 /// An answer GCS gave with an error status, and its message.
@@ -141,11 +160,7 @@ impl GcsClient {
             let page: ListPage = serde_json::from_slice(&body)
                 .with_context(|| format!("listing gs://{bucket}/{prefix}: unexpected response"))?;
             for o in page.items {
-                let size = match &o.size {
-                    Some(serde_json::Value::String(s)) => s.parse().unwrap_or(0),
-                    Some(serde_json::Value::Number(n)) => n.as_u64().unwrap_or(0),
-                    _ => 0,
-                };
+                let size = o.size.as_ref().map_or(0, Size::bytes);
                 listing.objects.push(Object { name: o.name, size });
             }
             listing.prefixes.extend(page.prefixes);
@@ -278,6 +293,18 @@ mod tests {
         assert_eq!(parse_gs_url("gs://bucket"), Some(("bucket".into(), String::new())));
         assert_eq!(parse_gs_url("gs:///x"), None);
         assert_eq!(parse_gs_url("/data"), None);
+    }
+
+    #[test]
+    fn a_listing_reads_sizes_as_the_json_api_sends_them() {
+        let page: ListPage = serde_json::from_str(
+            r#"{"items": [{"name": "a", "size": "1024"}, {"name": "b", "size": 7}, {"name": "c", "size": -1},
+                          {"name": "d"}], "prefixes": ["logs/x/"], "nextPageToken": "t"}"#,
+        )
+        .unwrap();
+        let sizes: Vec<u64> = page.items.iter().map(|o| o.size.as_ref().map_or(0, Size::bytes)).collect();
+        assert_eq!(sizes, [1024, 7, 0, 0]);
+        assert_eq!(page.next_page_token.as_deref(), Some("t"));
     }
 
     #[test]

@@ -1,10 +1,11 @@
-//! `sheriff bench quality`: the scorecard. Replays cycles every 6 hours over worlds calibrated
-//! from origin's real disruption table (`synth::world`), with sheriff's default settings, and
-//! scores what they reported against the worlds' truth, per failure class and overall.
+//! The quality scorecard (`sheriff bench quality`, and the integration tests' judge of
+//! detection). Replays cycles every 6 hours over worlds calibrated from origin's real
+//! disruption table (`synth::world`), with sheriff's default settings, and scores what they
+//! reported against the worlds' truth, per failure class and overall.
 //!
-//! The floors ([`FLOORS`]) are the targets detection must reach; `--check` fails below them.
+//! The floors (`FLOORS`) are the targets detection must reach; `--check` fails below them.
 
-pub mod score;
+mod score;
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -17,7 +18,8 @@ use serde::Serialize;
 use crate::config::{DatabaseSettings, DatabaseUrl, Settings};
 use crate::model::HOUR;
 use crate::synth::world::{Class, Table, World, WorldSpec, build, mixes};
-use score::{Observed, PlantScore, WorldScore, score_world};
+pub use score::{FalseRegression, PlantScore, WorldScore};
+use score::{Observed, score_world};
 
 /// The targets, in one place. A scorecard below any of them fails `--check`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -45,7 +47,7 @@ pub struct Floors {
     pub window_payloads: usize,
 }
 
-pub const FLOORS: Floors = Floors {
+const FLOORS: Floors = Floors {
     recall_exact: 1.0,
     false_regressions: 0,
     sample_purity: 1.0,
@@ -276,7 +278,7 @@ pub fn scorecard(worlds: Vec<WorldScore>, seeds: usize, runs: usize, seconds: f6
 }
 
 /// Every floor the scorecard is below, in words.
-pub fn below_floors(card: &Scorecard, floors: &Floors) -> Vec<String> {
+fn below_floors(card: &Scorecard, floors: &Floors) -> Vec<String> {
     let mut out = Vec::new();
     let o = &card.overall;
     let mut below = |failed: bool, what: String| {

@@ -14,9 +14,9 @@ use crate::synth::world::{Class, Plant, RunTruth, World};
 /// What one world's replay said: each cycle's regressions (active and resolved), and the
 /// incidents they left in the replay's store.
 #[derive(Debug, Clone, Default)]
-pub struct Observed {
-    pub cycles: Vec<(DateTime<Utc>, Vec<RegressionReport>)>,
-    pub incidents: Vec<Story>,
+pub(super) struct Observed {
+    pub(super) cycles: Vec<(DateTime<Utc>, Vec<RegressionReport>)>,
+    pub(super) incidents: Vec<Story>,
 }
 
 /// How one planted regression was handled.
@@ -82,7 +82,7 @@ pub struct WorldScore {
 }
 
 /// The variants (combinations of dimensions) with runs measuring `family`, by release.
-pub fn family_variants(world: &World, family: &str) -> Vec<Dimensions> {
+fn family_variants(world: &World, family: &str) -> Vec<Dimensions> {
     let backend = format!("{family}-new-connections");
     let set: BTreeSet<&Dimensions> = world
         .records
@@ -94,16 +94,12 @@ pub fn family_variants(world: &World, family: &str) -> Vec<Dimensions> {
 }
 
 /// The variants of `release` a scope covers, among `variants`.
-pub fn covered<'a>(scope: &Scope, release: &str, variants: &'a [Dimensions]) -> BTreeSet<&'a Dimensions> {
+fn covered<'a>(scope: &Scope, release: &str, variants: &'a [Dimensions]) -> BTreeSet<&'a Dimensions> {
     variants.iter().filter(|v| v.release == release && scope.contains(v)).collect()
 }
 
 /// The variants a plant affects by `at`: those of the parts whose first bad run came by then.
-pub fn affected<'a>(
-    plant: &Plant,
-    variants: &'a [Dimensions],
-    at: DateTime<Utc>,
-) -> BTreeSet<&'a Dimensions> {
+fn affected<'a>(plant: &Plant, variants: &'a [Dimensions], at: DateTime<Utc>) -> BTreeSet<&'a Dimensions> {
     plant
         .parts
         .iter()
@@ -114,7 +110,7 @@ pub fn affected<'a>(
 
 /// Whether a report is about a plant: same family and release, and a variant in common with
 /// any of its parts.
-pub fn matches(report: &RegressionReport, plant: &Plant, variants: &[Dimensions]) -> bool {
+fn matches(report: &RegressionReport, plant: &Plant, variants: &[Dimensions]) -> bool {
     if report.family != plant.family || report.release != plant.release {
         return false;
     }
@@ -126,7 +122,7 @@ pub fn matches(report: &RegressionReport, plant: &Plant, variants: &[Dimensions]
 }
 
 /// Whether a sample run is a truly regressed, clean run of the plant's scope.
-pub fn pure_sample(truth: Option<&RunTruth>, plant: &Plant) -> bool {
+fn pure_sample(truth: Option<&RunTruth>, plant: &Plant) -> bool {
     truth.is_some_and(|t| {
         t.plant == Some(plant.id)
             && t.ci_trouble.is_none()
@@ -142,7 +138,7 @@ pub fn pure_sample(truth: Option<&RunTruth>, plant: &Plant) -> bool {
 /// tested is unknown to the store (it cannot list it), yet the interval still holds it and the
 /// changelog between its ends names its changes. The width counts the window's listed payloads
 /// and its first bad (never the last good) that the scope tested.
-pub fn payload_window(
+fn payload_window(
     report: &RegressionReport,
     truth_first_bad: &str,
     order: &[&str],
@@ -191,7 +187,7 @@ fn matching<'a>(
 }
 
 /// Scores one plant.
-pub fn score_plant(world: &World, plant: &Plant, observed: &Observed) -> PlantScore {
+fn score_plant(world: &World, plant: &Plant, observed: &Observed) -> PlantScore {
     let variants = family_variants(world, &plant.family);
     let cycles = matching(plant, &variants, observed);
     let onset = plant.parts[0].onset_at;
@@ -304,7 +300,7 @@ fn incidents_of(plant: &Plant, variants: &[Dimensions], incidents: &[Story]) -> 
 /// What a regression matching no plant fell for: the quiet world, a decoy of its family whose
 /// scope it shares a variant with, CI trouble (a CI decoy's scope, or mostly CI-troubled sample
 /// runs), or nothing known.
-pub fn attribute(report: &RegressionReport, world: &World, variants: &[Dimensions]) -> Option<Class> {
+fn attribute(report: &RegressionReport, world: &World, variants: &[Dimensions]) -> Option<Class> {
     if world.spec.classes == [Class::Quiet] {
         return Some(Class::Quiet);
     }
@@ -358,7 +354,7 @@ fn samples_truth(r: &RegressionReport, world: &World) -> String {
 }
 
 /// Scores one world: each plant, and every reported regression that matches none.
-pub fn score_world(world: &World, observed: &Observed) -> WorldScore {
+pub(super) fn score_world(world: &World, observed: &Observed) -> WorldScore {
     let plants: Vec<PlantScore> = world.plants.iter().map(|p| score_plant(world, p, observed)).collect();
     let mut first: BTreeMap<&str, (DateTime<Utc>, &RegressionReport)> = BTreeMap::new();
     for (at, reports) in &observed.cycles {

@@ -8,6 +8,8 @@
 //! (the bytes cap, a permission) is an error naming the query and the cap. The base URL is a
 //! setting, so tests point it at an emulator or a local fake.
 
+pub mod service_account;
+
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -48,7 +50,7 @@ enum Credentials {
     Token(Secret),
     File(PathBuf),
     /// A service-account key, exchanged for tokens as they are needed.
-    ServiceAccount(std::sync::Arc<super::service_account::ServiceAccount>),
+    ServiceAccount(std::sync::Arc<service_account::ServiceAccount>),
 }
 
 /// A value bound to a named parameter (`@name` in the SQL).
@@ -199,9 +201,9 @@ impl BigQueryClient {
     /// file) no query is sent.
     pub fn new(settings: &BigQuerySettings, project: &str) -> Result<BigQueryClient> {
         let credentials = match (&settings.credentials_file, &settings.token_file, &settings.token) {
-            (Some(key), _, _) => Credentials::ServiceAccount(std::sync::Arc::new(
-                super::service_account::ServiceAccount::load(key)?,
-            )),
+            (Some(key), _, _) => {
+                Credentials::ServiceAccount(std::sync::Arc::new(service_account::ServiceAccount::load(key)?))
+            }
             (None, Some(path), _) => Credentials::File(path.clone()),
             (None, None, Some(token)) => Credentials::Token(token.clone()),
             (None, None, None) => bail!(
@@ -382,7 +384,7 @@ impl BigQueryClient {
             }
             let wait = retry_after
                 .map(|d| d.min(Duration::from_secs(60)))
-                .unwrap_or_else(|| crate::ingest::gcs::backoff(attempt));
+                .unwrap_or_else(|| super::gcs::backoff(attempt));
             tracing::warn!(
                 query = query.name,
                 attempt,

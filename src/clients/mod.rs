@@ -1,0 +1,39 @@
+//! One client per outside system sheriff talks to: Slack's Web API ([`slack`]), Jira's REST
+//! API ([`jira`]), Google Cloud Storage's JSON API ([`gcs`]), BigQuery's REST API
+//! ([`bigquery`]), the release controller ([`release_controller`]) and GitHub's REST API
+//! ([`github`]).
+//!
+//! Each is a small concrete type with methods named for what sheriff needs, a timeout on every
+//! request and a base URL taken from the settings (a local fake in the tests). Answers are read
+//! through typed structs private to each client (BigQuery's result cells stay JSON values: the
+//! query's schema gives their types); callers see sheriff's own types. What to do with the answers (deliver the outbox, watch fixes, rank
+//! changes, ingest runs) is the callers' business.
+
+pub mod bigquery;
+pub mod gcs;
+pub mod github;
+pub mod jira;
+pub mod release_controller;
+pub mod slack;
+
+use std::time::Duration;
+
+/// A call Slack or Jira did not carry out, and whether asking again can help.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct CallError {
+    pub message: String,
+    /// False when retrying cannot help (a refused request, a missing channel).
+    pub transient: bool,
+    /// The remote side's `Retry-After`.
+    pub retry_after: Option<Duration>,
+}
+
+impl CallError {
+    pub fn transient(message: impl Into<String>) -> Self {
+        Self { message: message.into(), transient: true, retry_after: None }
+    }
+    pub fn permanent(message: impl Into<String>) -> Self {
+        Self { message: message.into(), transient: false, retry_after: None }
+    }
+}
