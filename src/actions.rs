@@ -64,14 +64,15 @@ impl From<Refusal> for ActionError {
 /// The incident as it is after an action.
 async fn reread(store: &Store, id: i64) -> Result<Incident, ActionError> {
     store
-        .find_incident(&id.to_string())
+        .incidents()
+        .find(&id.to_string())
         .await?
         .ok_or_else(|| Refusal::NotFound(format!("no incident {id}")).into())
 }
 
 /// The id of the incident a reference names, as stored now.
 async fn id_of(store: &Store, reference: &str) -> Result<i64, ActionError> {
-    match store.find_incident(reference).await? {
+    match store.incidents().find(reference).await? {
         Some(i) => Ok(i.id),
         None => Err(Refusal::NotFound(format!("no incident {reference}")).into()),
     }
@@ -84,7 +85,8 @@ pub async fn acknowledge(
     actor: &str,
     now: i64,
 ) -> Result<(Incident, bool), ActionError> {
-    let (_, fresh) = store.apply_manual(now, actor, |k| manual::acknowledge(k, reference, actor)).await??;
+    let (_, fresh) =
+        store.incidents().apply_manual(now, actor, |k| manual::acknowledge(k, reference, actor)).await??;
     Ok((reread(store, id_of(store, reference).await?).await?, fresh))
 }
 
@@ -120,6 +122,7 @@ pub async fn silence(
     now: i64,
 ) -> Result<SilenceMade, ActionError> {
     let (applied, (same, holds)) = store
+        .incidents()
         .apply_manual(now, actor, |k| {
             let holds = manual::open_incidents_held(k, target);
             manual::silence(k, target, seconds, reason, actor, now).map(|(plan, same)| (plan, (same, holds)))
@@ -141,6 +144,7 @@ pub async fn unsilence(
 ) -> Result<usize, ActionError> {
     let policy = Policy::from_settings(settings);
     let (_, n) = store
+        .incidents()
         .apply_manual(now, actor, |k| {
             let plan = manual::unsilence(k, reference, &policy, now)?;
             let n = plan.unsilence.len();
@@ -161,7 +165,10 @@ pub async fn resolve(
 ) -> Result<Incident, ActionError> {
     let policy = Policy::from_settings(settings);
     let how = Resolution::ByHand { reason: reason.to_string(), by: actor.to_string() };
-    store.apply_manual(now, actor, |k| Ok((manual::resolve(k, reference, how, &policy, now)?, ()))).await??;
+    store
+        .incidents()
+        .apply_manual(now, actor, |k| Ok((manual::resolve(k, reference, how, &policy, now)?, ())))
+        .await??;
     reread(store, id_of(store, reference).await?).await
 }
 
@@ -176,6 +183,7 @@ pub async fn not_a_regression(
 ) -> Result<Incident, ActionError> {
     let policy = Policy::from_settings(settings);
     store
+        .incidents()
         .apply_manual(now, actor, |k| Ok((manual::not_a_regression(k, reference, reason, &policy, now)?, ())))
         .await??;
     reread(store, id_of(store, reference).await?).await
@@ -189,7 +197,10 @@ pub async fn accept(
     actor: &str,
     now: i64,
 ) -> Result<Incident, ActionError> {
-    store.apply_manual(now, actor, |k| Ok((manual::accept(k, reference, a, actor, now)?, ()))).await??;
+    store
+        .incidents()
+        .apply_manual(now, actor, |k| Ok((manual::accept(k, reference, a, actor, now)?, ())))
+        .await??;
     reread(store, id_of(store, reference).await?).await
 }
 
@@ -202,6 +213,9 @@ pub async fn file_now(
     now: i64,
 ) -> Result<Incident, ActionError> {
     let enabled = settings.jira.enabled();
-    store.apply_manual(now, actor, |k| Ok((manual::file_now(k, reference, enabled)?, ()))).await??;
+    store
+        .incidents()
+        .apply_manual(now, actor, |k| Ok((manual::file_now(k, reference, enabled)?, ())))
+        .await??;
     reread(store, id_of(store, reference).await?).await
 }

@@ -1,4 +1,5 @@
-//! The composition root of `sheriff serve`: [`App::build`] opens the store, binds the listener
+//! The composition root of `sheriff serve`: [`App::build`] opens the store, makes the caches
+//! kept over it ([`Warm`]), binds the listener
 //! and puts the HTTP router, the outbox worker and the scheduler together;
 //! [`App::run_until_stopped`] runs them until asked to stop, then gives work in progress its
 //! grace. The binary and the integration tests start the same thing (tests bind port 0).
@@ -15,6 +16,7 @@ use crate::scheduler::Scheduler;
 use crate::server::AppState;
 use crate::shutdown::SHUTDOWN_GRACE;
 use crate::store::Store;
+use crate::warm::Warm;
 
 /// This replica's name: the process's, and a number after it for a second app in the same
 /// process (tests run several), so that each holds its own leases.
@@ -29,6 +31,9 @@ fn replica_name() -> String {
 /// A built, not yet running, `sheriff serve`.
 pub struct App {
     pub store: Arc<Store>,
+    /// The caches kept over the store: the windows, the scopes' runs and the questions'
+    /// answers, shared by the scheduler's cycles and the HTTP edge.
+    pub warm: Arc<Warm>,
     pub settings: Arc<Settings>,
     /// This replica's name in leases, logs and request ids.
     pub replica: String,
@@ -45,7 +50,7 @@ impl App {
     /// bad one stops the start rather than a later tick.
     pub async fn build(settings: Settings) -> Result<App> {
         let store = Arc::new(Store::open_configured(&settings).await?);
-        store.keep_windows_in_memory();
+        let warm = Arc::new(Warm::kept());
         let replica = replica_name();
         crate::scheduler::claim_sqlite(&store, &replica).await?;
         let listener = TcpListener::bind(&settings.server.listen)
@@ -58,9 +63,9 @@ impl App {
         let sinks = Arc::new(Sinks::from_settings(&settings)?);
         let mut worker = Worker::new(store.clone(), sinks, settings.outbox.clone());
         worker.id.clone_from(&replica);
-        let scheduler = Scheduler::new(store.clone(), settings.clone(), replica.clone())?;
-        let state = AppState::new(store.clone(), settings.clone());
-        Ok(App { store, settings, replica, state, worker, scheduler, listener })
+        let scheduler = Scheduler::new(store.clone(), warm.clone(), settings.clone(), replica.clone())?;
+        let state = AppState::new(store.clone(), warm.clone(), settings.clone());
+        Ok(App { store, warm, settings, replica, state, worker, scheduler, listener })
     }
 
     /// Where it listens (the port the system chose for `127.0.0.1:0`).
@@ -125,7 +130,7 @@ impl App {
 async fn warn_of_console_threads(store: &Store) -> Result<()> {
     // the thread id the Slack sink records for a message it only showed (notify::slack)
     let console_only = |ts: &str| ts.starts_with("console-");
-    let incidents = store.incidents().await?;
+    let incidents = store.incidents().all().await?;
     let stranded: Vec<i64> = incidents
         .iter()
         .filter(|i| i.state.is_open() && i.slack_ts.as_deref().is_some_and(console_only))

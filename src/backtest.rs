@@ -188,7 +188,7 @@ pub async fn backtest_observed(
 async fn stories(scratch: &Store) -> Result<Vec<Story>> {
     let mut by_incident: BTreeMap<i64, Notifications> = BTreeMap::new();
     for state in ["pending", "dead", "done"] {
-        for e in scratch.outbox_entries(state, i64::MAX).await? {
+        for e in scratch.outbox().entries(state, i64::MAX).await? {
             let Some(id) = e.incident_id else { continue };
             let n = by_incident.entry(id).or_default();
             match e.kind.as_str() {
@@ -204,9 +204,10 @@ async fn stories(scratch: &Store) -> Result<Vec<Story>> {
     }
     let time = |t: i64| DateTime::from_timestamp(t, 0).unwrap_or_default();
     let mut out = Vec::new();
-    for i in scratch.incidents().await? {
+    for i in scratch.incidents().all().await? {
         let states = scratch
-            .incident_events(i.id)
+            .incidents()
+            .events(i.id)
             .await?
             .into_iter()
             .map(|e| StateChange { at: time(e.at), state: e.kind, detail: e.detail })

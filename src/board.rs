@@ -28,16 +28,16 @@ pub struct Status {
 
 pub async fn status(store: &Store, now: i64) -> Result<Status> {
     let mut incidents: Vec<Incident> =
-        store.incidents().await?.into_iter().filter(|i| i.state.is_open()).collect();
+        store.incidents().all().await?.into_iter().filter(|i| i.state.is_open()).collect();
     incidents.sort_by_key(|i| std::cmp::Reverse(i.opened_at));
     let allowances = incidents.iter().filter_map(|i| Some((i.id, i.allowance.clone()?))).collect();
     Ok(Status {
         allowances,
         incidents,
-        silences: store.silences(now).await?,
-        outbox: store.outbox_counts(now).await?,
-        dead: store.outbox_entries("dead", 20).await?,
-        evidence_pending: store.pending_interval_runs().await?,
+        silences: store.incidents().silences(now).await?,
+        outbox: store.outbox().counts(now).await?,
+        dead: store.outbox().entries("dead", 20).await?,
+        evidence_pending: store.runs().pending_interval_runs().await?,
     })
 }
 
@@ -242,8 +242,8 @@ pub struct Explain {
 }
 
 pub async fn explain(store: &Store, reference: &str) -> Result<Option<Explain>> {
-    let Some(incident) = store.find_incident(reference).await? else { return Ok(None) };
-    let events = store.incident_events(incident.id).await?;
+    let Some(incident) = store.incidents().find(reference).await? else { return Ok(None) };
+    let events = store.incidents().events(incident.id).await?;
     Ok(Some(Explain { incident, events }))
 }
 

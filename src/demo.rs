@@ -42,10 +42,13 @@ pub async fn run(
     };
     let (db_path, db) = fresh_database(folder)?;
     let store = Store::open(&db).await?;
-    store.apply_trouble_rules(&settings.evaluate.ci_trouble).await?;
+    store.trouble().apply(&settings.evaluate.ci_trouble).await?;
     if world.is_some() {
         let table = Table::embedded().map_err(anyhow::Error::msg)?;
-        store.import_thresholds(table.rows(), "data/origin/query_results_upgrades.json").await?;
+        store
+            .evaluations()
+            .import_thresholds(table.rows(), "data/origin/query_results_upgrades.json")
+            .await?;
     }
     let summary = crate::ingest::ingest(
         &store,
@@ -70,7 +73,9 @@ pub async fn run(
     let releases = serve_changelogs(demo_scenario(end)).await?;
     local.release_controller.urls = [("amd64".to_string(), releases)].into();
     let store = std::sync::Arc::new(store);
-    let report = crate::cycle::run_cycle(&store, &local, CycleOptions { at: end, dry_run: false }).await?;
+    let warm = std::sync::Arc::new(crate::warm::Warm::new());
+    let report =
+        crate::cycle::run_cycle(&store, &warm, &local, CycleOptions { at: end, dry_run: false }).await?;
     writeln!(out)?;
     write!(out, "{}", crate::cycle::render_text(&report))?;
     writeln!(out, "\n── Slack ({}) ──", slack_heading(settings))?;
@@ -105,7 +110,8 @@ pub async fn serve(
         .await
         .with_context(|| format!("cannot listen on {}", local.server.listen))?;
     println!("\nthe pages: http://{}/ (ctrl-c stops)", listener.local_addr()?);
-    let state = crate::server::AppState::new(store.clone(), std::sync::Arc::new(local));
+    let warm = std::sync::Arc::new(crate::warm::Warm::new());
+    let state = crate::server::AppState::new(store.clone(), warm, std::sync::Arc::new(local));
     crate::server::serve(listener, state, shutdown).await?;
     store.close().await;
     Ok(())
@@ -273,7 +279,7 @@ async fn show_jira_issues(
     } else {
         "the Jira issue sheriff would file (configure [jira] to file it)"
     };
-    for incident in store.incidents().await?.iter().filter(|i| i.state.is_open()) {
+    for incident in store.incidents().all().await?.iter().filter(|i| i.state.is_open()) {
         let doc = crate::notify::jira::render::description(incident, &settings.server.public_url);
         writeln!(out, "\n── {heading} ──")?;
         writeln!(out, "summary: {}", crate::notify::jira::render::summary(incident))?;

@@ -44,6 +44,7 @@ pub fn claims_fix(settings: &crate::config::JiraSettings, issue: &WatchedIssue) 
 pub async fn watch(store: &Store, settings: &Settings, now: i64) -> Result<Watched> {
     let open: Vec<Incident> = store
         .incidents()
+        .all()
         .await?
         .into_iter()
         .filter(|i| i.state.is_open() && i.merged_into.is_none() && i.jira_key.is_some())
@@ -86,7 +87,7 @@ pub async fn watch(store: &Store, settings: &Settings, now: i64) -> Result<Watch
                 ("fix_withdrawn", format!("{} moved to {}: no fix claimed any more", issue.key, issue.status))
             }
         };
-        store.record_fix(i.id, claim.as_ref(), now, event).await?;
+        store.incidents().record_fix(i.id, claim.as_ref(), now, event).await?;
     }
     Ok(watched)
 }

@@ -9,7 +9,8 @@
 //!    its outages and operator condition spans.
 //! 2. **store** ([`store`]) writes the run once (SQLite or PostgreSQL) and, in the same
 //!    transaction, adds its samples to the exact per-day histogram of each cell.
-//! 3. **a cycle** ([`cycle`]) reads the windows' histograms; **evaluate** ([`evaluate`], pure)
+//! 3. **a cycle** ([`cycle`]) reads the windows' histograms (in `serve` kept in memory between
+//!    cycles, [`warm`], exact through the store's data version); **evaluate** ([`evaluate`], pure)
 //!    computes P50–P99 per cell and coarser groups and decides against thresholds which regressed;
 //!    **attribute** ([`attribute`], pure) finds the smallest scope that explains a backend's
 //!    regressed groups, its owners and the operator conditions behind the outages, and says it
@@ -43,7 +44,8 @@
 //! - **adapters** ([`ingest`], [`notify`]): the artifact sources and parsers, and the outbox's
 //!   sinks with the messages they send.
 //! - **application** ([`cycle`], [`query`], [`board`], [`actions`], [`scheduler`],
-//!   [`backtest`], [`series`], [`fix_watch`], [`releases`]): the use cases.
+//!   [`backtest`], [`series`], [`fix_watch`], [`releases`]): the use cases; [`warm`], the
+//!   caches they read through.
 //! - **edge** ([`server`], [`cli`], [`app`], [`demo`], [`scorecard`]): the entry points; the
 //!   quality scorecard judges detection for `sheriff bench quality` and the integration tests.
 //!
@@ -90,6 +92,7 @@ pub mod shutdown;
 pub mod store;
 pub mod synth;
 pub mod telemetry;
+pub mod warm;
 
 /// Installs ring as the process's one rustls crypto provider. Every entry point (the binary,
 /// each test binary) calls it before any TLS client is built.

@@ -12,6 +12,7 @@ use crate::config::EvaluateSettings;
 use crate::model::{DAY, GroupKey, Histogram, Percentile, glob_match, percentiles_of, secs, secs_or_dash};
 use crate::render::sparkline;
 use crate::store::Store;
+use crate::warm::Queries;
 
 pub use crate::model::Query;
 
@@ -54,14 +55,20 @@ fn selected(variants: &[(i64, crate::model::Dimensions)], q: &Query) -> HashSet<
 }
 
 /// Answers `q` as of `now` (Unix seconds). Between two writes this reads only the data
-/// version: the variants, the backend names and the days are kept for it.
-pub async fn answer(store: &Store, settings: &EvaluateSettings, q: &Query, now: i64) -> Result<QueryAnswer> {
-    let catalog = store.catalog().await?;
+/// version: the variants, the backend names and the days are kept for it in `kept`.
+pub async fn answer(
+    store: &Store,
+    kept: &Queries,
+    settings: &EvaluateSettings,
+    q: &Query,
+    now: i64,
+) -> Result<QueryAnswer> {
+    let catalog = kept.catalog(store).await?;
     let variants = selected(&catalog.variants, q);
     let today = now.div_euclid(DAY) + 1;
     let window = q.window_days;
     let first = today - (WEEKS * 7).max(window + i64::from(settings.baseline_days));
-    let days = store.daily_histograms_at(catalog.version, &q.backend, &variants, first..today).await?;
+    let days = kept.daily_histograms_at(store, catalog.version, &q.backend, &variants, first..today).await?;
     // Each span's days summed in one counting pass (a question sums 11 spans of up to 8 weeks).
     let mut scratch = Vec::new();
     let mut merge =

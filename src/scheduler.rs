@@ -21,6 +21,7 @@ use crate::ingest::{IngestOptions, Source};
 use crate::model::HOUR;
 use crate::shutdown::{finish_or_abandon, stopping};
 use crate::store::Store;
+use crate::warm::Warm;
 
 /// How long a tick's lease is held (longer than any cycle).
 const TICK_LEASE_SECS: i64 = HOUR;
@@ -35,15 +36,15 @@ pub async fn claim_sqlite(store: &Store, id: &str) -> Result<()> {
         return Ok(());
     }
     let now = Utc::now().timestamp();
-    if store.take_lease(SQLITE_LEASE, id, now, SQLITE_LEASE_SECS).await? {
+    if store.leases().take(SQLITE_LEASE, id, now, SQLITE_LEASE_SECS).await? {
         return Ok(());
     }
-    let Some((holder, expires_at)) = store.lease_holder(SQLITE_LEASE).await? else {
+    let Some((holder, expires_at)) = store.leases().holder(SQLITE_LEASE).await? else {
         bail!("cannot take the SQLite replica lease, and no one holds it; try again");
     };
     let gone = crate::process::local_replica_pid(&holder).filter(|pid| !crate::process::is_running(*pid));
     if let Some(pid) = gone
-        && store.take_lease_over(SQLITE_LEASE, &holder, id, now, SQLITE_LEASE_SECS).await?
+        && store.leases().take_over(SQLITE_LEASE, &holder, id, now, SQLITE_LEASE_SECS).await?
     {
         tracing::warn!(holder = %holder, "took the SQLite replica lease over from process {pid} of this host, which is gone");
         return Ok(());
@@ -67,6 +68,8 @@ struct IngestJob {
 /// The schedules of one replica, checked when built: every cron expression and source parses.
 pub struct Scheduler {
     store: Arc<Store>,
+    /// The caches its cycles read through, shared with the HTTP edge's questions.
+    warm: Arc<Warm>,
     settings: Arc<Settings>,
     /// This replica's name in tick leases.
     id: String,
@@ -115,7 +118,7 @@ pub fn plan(settings: &Settings, now: chrono::DateTime<Utc>) -> Result<Vec<Plann
 const START_LEASE_SECS: i64 = 300;
 
 impl Scheduler {
-    pub fn new(store: Arc<Store>, settings: Arc<Settings>, id: String) -> Result<Scheduler> {
+    pub fn new(store: Arc<Store>, warm: Arc<Warm>, settings: Arc<Settings>, id: String) -> Result<Scheduler> {
         let zone = &settings.schedule.timezone;
         let evaluate = Schedule::parse(&settings.schedule.evaluate, zone).map_err(anyhow::Error::msg)?;
         let mut ingests = Vec::new();
@@ -128,7 +131,7 @@ impl Scheduler {
             });
         }
         let prune = Schedule::parse(&settings.retention.schedule, zone).map_err(anyhow::Error::msg)?;
-        Ok(Scheduler { store, settings, id, evaluate, prune, ingests, cycle_at_start: false })
+        Ok(Scheduler { store, warm, settings, id, evaluate, prune, ingests, cycle_at_start: false })
     }
 
     /// Runs an evaluation cycle as soon as it starts, besides its schedule.
@@ -146,18 +149,28 @@ impl Scheduler {
     pub async fn run(self, shutdown: watch::Receiver<bool>) {
         let mut tasks = tokio::task::JoinSet::new();
         if self.cycle_at_start {
-            let (store, settings, id, shutdown) =
-                (self.store.clone(), self.settings.clone(), self.id.clone(), shutdown.clone());
-            tasks.spawn(async move { cycle_at_start(&store, &settings, &id, shutdown).await });
+            let (store, warm, settings, id, shutdown) = (
+                self.store.clone(),
+                self.warm.clone(),
+                self.settings.clone(),
+                self.id.clone(),
+                shutdown.clone(),
+            );
+            tasks.spawn(async move { cycle_at_start(&store, &warm, &settings, &id, shutdown).await });
         }
         {
-            let (store, settings, id, shutdown) =
-                (self.store.clone(), self.settings.clone(), self.id.clone(), shutdown.clone());
+            let (store, warm, settings, id, shutdown) = (
+                self.store.clone(),
+                self.warm.clone(),
+                self.settings.clone(),
+                self.id.clone(),
+                shutdown.clone(),
+            );
             let evaluate = self.evaluate;
             tasks.spawn(async move {
                 on_schedule(&evaluate, "evaluate", &store, &id, shutdown, || async {
                     let options = crate::cycle::CycleOptions { at: Utc::now(), dry_run: false };
-                    crate::cycle::run_cycle(&store, &settings, options).await.map(|_| ())
+                    crate::cycle::run_cycle(&store, &warm, &settings, options).await.map(|_| ())
                 })
                 .await;
             });
@@ -206,9 +219,15 @@ impl Scheduler {
 /// The cycle `serve --cycle-now` runs at start, under a lease so that replicas started
 /// together (a rollout) run one between them. It is named apart from the ticks' leases
 /// (`evaluate@<tick>`): a tick that comes while it runs is still taken.
-async fn cycle_at_start(store: &Store, settings: &Settings, id: &str, mut shutdown: watch::Receiver<bool>) {
+async fn cycle_at_start(
+    store: &Store,
+    warm: &Warm,
+    settings: &Settings,
+    id: &str,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let now = Utc::now();
-    match store.take_lease("start-cycle", id, now.timestamp(), START_LEASE_SECS).await {
+    match store.leases().take("start-cycle", id, now.timestamp(), START_LEASE_SECS).await {
         Ok(true) => {}
         Ok(false) => {
             tracing::info!("no cycle at start: another replica started one in the last {START_LEASE_SECS} s");
@@ -223,7 +242,8 @@ async fn cycle_at_start(store: &Store, settings: &Settings, id: &str, mut shutdo
     let started = std::time::Instant::now();
     let options = crate::cycle::CycleOptions { at: now, dry_run: false };
     let outcome =
-        match finish_or_abandon(crate::cycle::run_cycle(store, settings, options), &mut shutdown).await {
+        match finish_or_abandon(crate::cycle::run_cycle(store, warm, settings, options), &mut shutdown).await
+        {
             Some(Ok(report)) => {
                 tracing::info!(
                     regressions = report.regressions.len(),
@@ -249,11 +269,13 @@ async fn keep_sqlite_lease(store: Arc<Store>, id: String, mut shutdown: watch::R
             () = stopping(&mut shutdown) => break,
             _ = tokio::time::sleep(Duration::from_secs(10)) => {}
         }
-        if let Err(e) = store.take_lease(SQLITE_LEASE, &id, Utc::now().timestamp(), SQLITE_LEASE_SECS).await {
+        if let Err(e) =
+            store.leases().take(SQLITE_LEASE, &id, Utc::now().timestamp(), SQLITE_LEASE_SECS).await
+        {
             tracing::warn!("cannot renew the SQLite replica lease: {e:#}");
         }
     }
-    let _ = store.release_lease(SQLITE_LEASE, &id).await;
+    let _ = store.leases().release(SQLITE_LEASE, &id).await;
 }
 
 /// Every 10 s, records the failed cycles and skipped ticks kept while the database was down,
@@ -265,7 +287,7 @@ async fn record_unrecorded_cycles(store: Arc<Store>, mut shutdown: watch::Receiv
             () = stopping(&mut shutdown) => return,
             _ = tokio::time::sleep(Duration::from_secs(10)) => {}
         }
-        match store.record_unrecorded_cycles().await {
+        match store.evaluations().record_unrecorded_cycles().await {
             Ok(0) => {}
             Ok(n) => {
                 tracing::info!(cycles = n, "recorded the cycles that failed while the database was down")
@@ -305,7 +327,7 @@ async fn on_schedule<F, Fut>(
             _ = tokio::time::sleep(wait) => {}
         }
         let lease = format!("{name}@{}", next.timestamp());
-        match store.take_lease(&lease, id, Utc::now().timestamp(), TICK_LEASE_SECS).await {
+        match store.leases().take(&lease, id, Utc::now().timestamp(), TICK_LEASE_SECS).await {
             Ok(true) => {}
             Ok(false) => {
                 tracing::debug!(job = name, tick = %next, "another replica has this tick");
@@ -318,7 +340,7 @@ async fn on_schedule<F, Fut>(
                 metrics::counter!("sheriff_ticks_skipped_total", "job" => job_kind(name)).increment(1);
                 if job_kind(name) == "evaluate" {
                     let now = Utc::now().timestamp();
-                    store.keep_unrecorded_cycle(crate::store::evaluations::CycleRecord {
+                    store.evaluations().keep_unrecorded_cycle(crate::store::evaluations::CycleRecord {
                         started_at: now,
                         finished_at: now,
                         evaluated_at: next.timestamp(),
@@ -361,7 +383,7 @@ pub async fn prune(
     let r = &settings.retention;
     let cutoffs = crate::store::retention::Cutoffs::new(now, r, &settings.evaluate);
     let started = std::time::Instant::now();
-    let report = store.prune(cutoffs, dry_run).await?;
+    let report = store.retention().prune(cutoffs, dry_run).await?;
     tracing::info!(
         runs = report.runs,
         samples = report.samples,

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::model::{DAY, Histogram};
 use crate::store::Store;
+use crate::warm::Queries;
 
 /// One UTC day of a series.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -40,6 +41,7 @@ impl Series {
 /// `backend` over `variants`, one point per UTC day of the `days` days up to `now`'s day.
 pub async fn daily(
     store: &Store,
+    kept: &Queries,
     backend: &str,
     label: &str,
     variants: &HashSet<i64>,
@@ -48,7 +50,7 @@ pub async fn daily(
 ) -> Result<Series> {
     let today = now.div_euclid(DAY) + 1;
     let first = today - days.max(1);
-    let stored = store.daily_histograms(backend, variants, first..today).await?;
+    let stored = kept.daily_histograms(store, backend, variants, first..today).await?;
     let empty = Histogram::new();
     let points = (first..today)
         .map(|d| {

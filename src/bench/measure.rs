@@ -13,6 +13,7 @@ use sheriff::ingest::{IngestOptions, Source};
 use sheriff::model::HOUR;
 use sheriff::store::Store;
 use sheriff::synth::{self, Scenario};
+use sheriff::warm::Warm;
 
 /// Where a benchmark keeps its database: a fresh SQLite file in a temporary folder, or the URL
 /// given (which should point at an empty database).
@@ -89,18 +90,18 @@ pub async fn ingest(
 /// Loads `records` into an empty store, returning how long it took; a store that already holds
 /// them (a kept database, perhaps with runs an earlier benchmark added) is used as it is (None).
 async fn load(store: &Store, records: &[sheriff::model::RunRecord]) -> Result<Option<f64>> {
-    let stored = store.count_runs().await? as usize;
+    let stored = store.runs().count_runs().await? as usize;
     if let (Some(first), Some(last)) = (records.first(), records.last())
         && stored >= records.len()
-        && store.has_run(&first.run.job_name, &first.run.build_id).await?
-        && store.has_run(&last.run.job_name, &last.run.build_id).await?
+        && store.runs().has_run(&first.run.job_name, &first.run.build_id).await?
+        && store.runs().has_run(&last.run.job_name, &last.run.build_id).await?
     {
         return Ok(None);
     }
     anyhow::ensure!(stored == 0, "the database holds {stored} runs, neither none nor this benchmark's");
     let started = Instant::now();
     for chunk in records.chunks(1000) {
-        store.write_runs(chunk, false).await?;
+        store.runs().write_runs(chunk, false).await?;
     }
     store.checkpoint().await?;
     Ok(Some(started.elapsed().as_secs_f64()))
@@ -185,7 +186,7 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
     for _ in 0..shape.repeat.max(1) {
         for p in &mut points {
             for (k, (_, store)) in p.stores.iter().enumerate() {
-                let (seconds, report) = timed_cycle(store, &settings, options).await?;
+                let (seconds, report) = timed_cycle(store, &p.warm[k], &settings, options).await?;
                 p.out.cycle_seconds[k].1 = p.out.cycle_seconds[k].1.min(seconds);
                 p.out.cycle_rounds[k].1.push(seconds);
                 p.out.cells = report.cells_evaluated;
@@ -197,10 +198,11 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
     // As `serve` runs them: the windows kept in memory from the first cycle on.
     for p in &mut points {
         for (k, (_, store)) in p.stores.iter().enumerate() {
-            store.keep_windows_in_memory();
+            p.warm[k].windows = Some(Default::default());
+            p.warm[k].scope_runs = Some(Default::default());
             let before = resident_bytes();
             let kept = &mut p.out.kept_in_memory[k].1;
-            kept.first = timed_cycle(store, &settings, options).await?.0;
+            kept.first = timed_cycle(store, &p.warm[k], &settings, options).await?.0;
             kept.resident_growth_bytes = before.zip(resident_bytes()).map(|(b, a)| a.saturating_sub(b));
         }
     }
@@ -208,7 +210,7 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
         for p in &mut points {
             for (k, (_, store)) in p.stores.iter().enumerate() {
                 let kept = &mut p.out.kept_in_memory[k].1;
-                let seconds = timed_cycle(store, &settings, options).await?.0;
+                let seconds = timed_cycle(store, &p.warm[k], &settings, options).await?.0;
                 kept.warm = kept.warm.min(seconds);
                 kept.warm_rounds.push(seconds);
             }
@@ -219,12 +221,12 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
         for (k, (_, store)) in p.stores.iter().enumerate() {
             let kept = &mut p.out.kept_in_memory[k].1;
             let new_runs = recent_runs_again(&p.records, options.at);
-            store.write_runs(&new_runs, false).await?;
+            store.runs().write_runs(&new_runs, false).await?;
             kept.new_runs = new_runs.len();
-            kept.after_new_runs = timed_cycle(store, &settings, options).await?.0;
+            kept.after_new_runs = timed_cycle(store, &p.warm[k], &settings, options).await?.0;
             let added: Vec<(String, String)> =
                 new_runs.iter().map(|r| (r.run.job_name.clone(), r.run.build_id.clone())).collect();
-            store.remove_runs(&added).await?;
+            store.runs().remove_runs(&added).await?;
         }
         out.push(p.peers(shape).await?);
     }
@@ -234,11 +236,12 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
 /// One cycle on `store` (a dry run), timed.
 async fn timed_cycle(
     store: &Store,
+    warm: &Warm,
     settings: &sheriff::config::Settings,
     options: sheriff::cycle::CycleOptions,
 ) -> Result<(f64, sheriff::cycle::CycleReport)> {
     let started = Instant::now();
-    let report = sheriff::cycle::run_cycle(store, settings, options).await?;
+    let report = sheriff::cycle::run_cycle(store, warm, settings, options).await?;
     Ok((started.elapsed().as_secs_f64(), report))
 }
 
@@ -270,6 +273,8 @@ fn recent_runs_again(
 struct Point {
     records: Vec<sheriff::model::RunRecord>,
     stores: Vec<(String, Store)>,
+    /// The caches each store's cycles read through, by the stores' order.
+    warm: Vec<Warm>,
     /// Holds the SQLite file unless `--sqlite` keeps it, and DuckDB's CSV.
     tmp: tempfile::TempDir,
     out: EvaluateBench,
@@ -309,14 +314,15 @@ impl Point {
             if let Some(seconds) = load(store, &records).await? {
                 out.load_seconds.push((engine.clone(), seconds));
             }
-            out.samples = store.count_samples().await?;
+            out.samples = store.runs().count_samples().await?;
         }
-        Ok(Point { records, stores, tmp, out })
+        let warm = stores.iter().map(|_| Warm::new()).collect();
+        Ok(Point { records, stores, warm, tmp, out })
     }
 
     /// PostgreSQL's own percentile query and DuckDB's over the same samples; the stores closed.
     async fn peers(self, shape: &EvaluateShape<'_>) -> Result<EvaluateBench> {
-        let Point { records, stores, tmp, mut out } = self;
+        let Point { records, stores, tmp, mut out, .. } = self;
         let end = bench_end();
         let window_from = (end - chrono::Duration::days(7)).timestamp();
         let baseline_from = (end - chrono::Duration::days(28)).timestamp();
@@ -325,7 +331,10 @@ impl Point {
                 let mut best = f64::MAX;
                 for _ in 0..shape.repeat.max(1) {
                     let started = Instant::now();
-                    store.reference_percentiles_query(baseline_from, window_from, end.timestamp()).await?;
+                    store
+                        .evaluations()
+                        .reference_percentiles_query(baseline_from, window_from, end.timestamp())
+                        .await?;
                     best = best.min(started.elapsed().as_secs_f64());
                 }
                 out.postgres_percentile_cont_seconds = Some(best);
@@ -495,33 +504,30 @@ pub async fn query(shape: &QueryShape, database_url: Option<&str>) -> Result<Que
     let tmp = tempfile::tempdir()?;
     let store = Arc::new(bench_store(database_url, tmp.path()).await?);
     let load_seconds = load(&store, &records).await?;
-    let samples = store.count_samples().await?;
+    let samples = store.runs().count_samples().await?;
     let engine = format!("{:?}", store.engine()).to_lowercase();
     let mut settings = sheriff::config::Settings::default();
     settings.slack.signing_secret = Some(sheriff::config::Secret::new(BENCH_SECRET));
     let settings = Arc::new(settings);
     let texts = bench_queries(&scenario.backends);
-    let (direct_cold, direct_warm) = direct_answers(&store, &settings, &texts).await?;
+    // The cycles run as `serve` runs them, their windows kept in memory between cycles; the
+    // direct answers and the HTTP edge share the questions' answers.
+    let warm = Arc::new(Warm::kept());
+    let (direct_cold, direct_warm) = direct_answers(&store, &warm.queries, &settings, &texts).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/slack/commands", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    // The cycles run as `serve` runs them, their windows kept in memory between cycles.
-    store.keep_windows_in_memory();
     // `serve`'s first cycle reads every day of the windows; the load runs beside the ones after.
     let first = Instant::now();
-    sheriff::cycle::run_cycle(
-        &store,
-        &settings,
-        sheriff::cycle::CycleOptions { at: Utc::now(), dry_run: false },
-    )
-    .await?;
+    let options = sheriff::cycle::CycleOptions { at: Utc::now(), dry_run: false };
+    sheriff::cycle::run_cycle(&store, &warm, &settings, options).await?;
     let first_cycle_seconds = first.elapsed().as_secs_f64();
-    let state = sheriff::server::AppState::new(store.clone(), settings.clone());
+    let state = sheriff::server::AppState::new(store.clone(), warm.clone(), settings.clone());
     let server = tokio::spawn(sheriff::server::serve(listener, state, async move {
         let mut stopped = stopped;
         let _ = stopped.wait_for(|s| *s).await;
     }));
-    let cycles = tokio::spawn(cycles_until(store.clone(), settings.clone(), stop.subscribe()));
+    let cycles = tokio::spawn(cycles_until(store.clone(), warm, settings.clone(), stop.subscribe()));
     let fresh: Vec<sheriff::model::RunRecord> = records.iter().rev().take(2_000).cloned().collect();
     let writes = tokio::spawn(writes_until(store.clone(), fresh, shape.write_every_ms, stop.subscribe()));
     let started = Instant::now();
@@ -553,6 +559,7 @@ pub async fn query(shape: &QueryShape, database_url: Option<&str>) -> Result<Que
 /// the next ones come from the per-day cache.
 async fn direct_answers(
     store: &sheriff::store::Store,
+    kept: &sheriff::warm::Queries,
     settings: &sheriff::config::Settings,
     texts: &[String],
 ) -> Result<(Latency, Latency)> {
@@ -568,7 +575,7 @@ async fn direct_answers(
             anyhow::bail!("the benchmark's query `{text}` does not parse");
         };
         let started = Instant::now();
-        sheriff::query::answer(store, &settings.evaluate, &q, Utc::now().timestamp()).await?;
+        sheriff::query::answer(store, kept, &settings.evaluate, &q, Utc::now().timestamp()).await?;
         timings.push(started.elapsed().as_secs_f64());
     }
     Ok((Latency::of(cold), Latency::of(timings)))
@@ -577,13 +584,14 @@ async fn direct_answers(
 /// Evaluation cycles back to back until `stop`; how many ran.
 async fn cycles_until(
     store: std::sync::Arc<sheriff::store::Store>,
+    warm: std::sync::Arc<Warm>,
     settings: std::sync::Arc<sheriff::config::Settings>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) -> usize {
     let mut n = 0;
     while !*stop.borrow_and_update() {
         let options = sheriff::cycle::CycleOptions { at: Utc::now(), dry_run: false };
-        if let Err(e) = sheriff::cycle::run_cycle(&store, &settings, options).await {
+        if let Err(e) = sheriff::cycle::run_cycle(&store, &warm, &settings, options).await {
             tracing::error!("a cycle during the load failed: {e:#}");
         }
         n += 1;
@@ -602,7 +610,7 @@ async fn writes_until(
     let mut n = 0;
     while !*stop.borrow_and_update() && n < fresh.len() {
         fresh[n].run.build_id.push_str("-pushed");
-        if let Err(e) = store.write_run(&fresh[n], false).await {
+        if let Err(e) = store.runs().write_run(&fresh[n], false).await {
             tracing::error!("a write during the load failed: {e:#}");
         }
         n += 1;
@@ -744,9 +752,11 @@ pub async fn backtest(
     let policy = sheriff::incidents::plan::Policy::from_settings(&settings);
     let started = Instant::now();
     let mut timed: u32 = 0;
+    let warm = Warm::new();
+    let live = sheriff::cycle::source::Live { store: &store, warm: &warm };
     for at in ticks.iter().step_by(step).take(peer_cycles.max(1)) {
         let options = sheriff::cycle::CycleOptions { at: *at, dry_run: true };
-        sheriff::cycle::run_cycle_on(&*store, &scratch, &settings, &policy, options).await?;
+        sheriff::cycle::run_cycle_on(&live, &scratch, &settings, &policy, options).await?;
         timed += 1;
     }
     let peer_ms_per_cycle = started.elapsed().as_secs_f64() * 1000.0 / f64::from(timed);
@@ -802,22 +812,20 @@ pub async fn page(
     load(&store, &records).await?;
     let mut settings = sheriff::config::Settings::default();
     settings.slack.channel = "#bench".into();
-    if store.incidents().await?.is_empty() {
-        sheriff::cycle::run_cycle(
-            &store,
-            &settings,
-            sheriff::cycle::CycleOptions { at: end, dry_run: false },
-        )
-        .await?;
+    let warm = std::sync::Arc::new(Warm::new());
+    if store.incidents().all().await?.is_empty() {
+        let options = sheriff::cycle::CycleOptions { at: end, dry_run: false };
+        sheriff::cycle::run_cycle(&store, &warm, &settings, options).await?;
     }
     let incident = store
         .incidents()
+        .all()
         .await?
         .iter()
         .max_by_key(|i| i.snapshot.report.not_specific_to.len())
         .map(|i| i.id)
         .context("the benchmark's data raised no incident")?;
-    let state = sheriff::server::AppState::new(store.clone(), std::sync::Arc::new(settings));
+    let state = sheriff::server::AppState::new(store.clone(), warm, std::sync::Arc::new(settings));
     let time = |path: String| {
         let state = state.clone();
         async move {
@@ -842,7 +850,7 @@ pub async fn page(
     let json = measure(format!("/api/v1/incidents/{incident}")).await?;
     let (_, body) = time(format!("/api/v1/incidents/{incident}")).await?;
     let charts = serde_json::from_slice::<serde_json::Value>(&body)?["charts"].as_array().map_or(0, Vec::len);
-    let samples = store.count_samples().await?;
+    let samples = store.runs().count_samples().await?;
     Ok(PageBench {
         runs: records.len(),
         samples,

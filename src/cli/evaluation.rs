@@ -20,7 +20,8 @@ pub(super) async fn evaluate(
     let store = Arc::new(Store::open_configured(settings).await?);
     let options = crate::cycle::CycleOptions { at: at.unwrap_or_else(Utc::now), dry_run };
     let report = async {
-        let mut report = crate::cycle::run_cycle(&store, settings, options).await?;
+        let mut report =
+            crate::cycle::run_cycle(&store, &crate::warm::Warm::new(), settings, options).await?;
         if !dry_run {
             report.delivery = Some(crate::notify::deliver_for_a_while(store.clone(), settings).await?);
         }

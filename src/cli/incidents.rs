@@ -29,6 +29,7 @@ async fn list_incidents(store: &Store, state: Option<String>, format: Format) ->
     };
     let mut list: Vec<_> = store
         .incidents()
+        .all()
         .await?
         .into_iter()
         .filter(|i| match wanted {

@@ -50,8 +50,10 @@ pub(super) async fn import_thresholds(settings: &Settings, file: &std::path::Pat
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     let rows = crate::ingest::formats::query_results::parse_query_results(&bytes)
         .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
-    with_store(settings, async |store| store.import_thresholds(&rows, &file.display().to_string()).await)
-        .await?;
+    with_store(settings, async |store| {
+        store.evaluations().import_thresholds(&rows, &file.display().to_string()).await
+    })
+    .await?;
     let generation = if rows.iter().any(|r| r.p50.is_some()) {
         "current (P50/P75/P95/P99, MasterNodesUpdated)"
     } else if rows.iter().any(|r| r.job_runs.is_some()) {

@@ -177,7 +177,8 @@ async fn query(settings: &Settings, words: &[String], format: Format) -> Result<
         anyhow::bail!("not a query");
     };
     let answer = with_store(settings, async |store| {
-        crate::query::answer(store, &settings.evaluate, &q, Utc::now().timestamp()).await
+        let kept = crate::warm::Queries::default();
+        crate::query::answer(store, &kept, &settings.evaluate, &q, Utc::now().timestamp()).await
     })
     .await?;
     match format {

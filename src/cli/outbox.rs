@@ -15,7 +15,7 @@ pub(super) async fn outbox(action: OutboxAction, settings: &Settings) -> Result<
     let result: Result<()> = async {
         match action {
             OutboxAction::List { state, format } => {
-                let entries = store.outbox_entries(&state, 500).await?;
+                let entries = store.outbox().entries(&state, 500).await?;
                 match format {
                     Format::Json => println!("{}", serde_json::to_string_pretty(&entries)?),
                     Format::Text => {
@@ -38,7 +38,7 @@ pub(super) async fn outbox(action: OutboxAction, settings: &Settings) -> Result<
                 if id.is_none() && !all {
                     anyhow::bail!("name an entry number, or --all");
                 }
-                let n = store.retry_outbox(id, Utc::now().timestamp()).await?;
+                let n = store.outbox().retry(id, Utc::now().timestamp()).await?;
                 println!("{n} {} queued again", if n == 1 { "entry" } else { "entries" });
             }
             OutboxAction::Deliver => {

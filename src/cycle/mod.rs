@@ -187,8 +187,14 @@ pub struct CycleOptions {
     pub dry_run: bool,
 }
 
-/// Runs one evaluation cycle at `options.at` on the store's runs, recording into it.
-pub async fn run_cycle(store: &Store, settings: &Settings, options: CycleOptions) -> Result<CycleReport> {
+/// Runs one evaluation cycle at `options.at` on the store's runs (read through `warm`),
+/// recording into it.
+pub async fn run_cycle(
+    store: &Store,
+    warm: &crate::warm::Warm,
+    settings: &Settings,
+    options: CycleOptions,
+) -> Result<CycleReport> {
     let policy = Policy::from_settings(settings);
     if !options.dry_run && settings.jira.enabled() {
         // What Jira says of claimed fixes, before the cycle judges them; Jira being away
@@ -197,7 +203,7 @@ pub async fn run_cycle(store: &Store, settings: &Settings, options: CycleOptions
             tracing::warn!("reading the incidents' Jira issues: {e:#}");
         }
     }
-    let report = run_cycle_on(store, store, settings, &policy, options).await?;
+    let report = run_cycle_on(&source::Live { store, warm }, store, settings, &policy, options).await?;
     tracing::info!(
         evaluated_at = %options.at,
         groups = report.groups_evaluated,
@@ -239,7 +245,7 @@ pub async fn run_cycle_on<S: RunSource>(
         Err(e) => {
             record.error = format!("{e:#}");
             if !options.dry_run
-                && let Err(log_error) = state.record_failed_cycle(&record).await
+                && let Err(log_error) = state.evaluations().record_failed_cycle(&record).await
             {
                 tracing::error!("cannot record the failed cycle: {log_error:#}");
             }
@@ -271,7 +277,7 @@ pub async fn run_cycle_on<S: RunSource>(
         let now = options.at.timestamp();
         let regressions = &report.regressions;
         let planner = |known: &Known| plan::plan(now, regressions, &merges, known, policy);
-        let (_, plan) = state.finish_cycle(&states, &record, planner).await?;
+        let (_, plan) = state.incidents().finish_cycle(&states, &record, planner).await?;
         report.incidents = IncidentCounts::of(&plan);
     }
     // Debug here: a backtest replays dozens of cycles; `run_cycle` logs the live one at info.
@@ -322,7 +328,7 @@ async fn read_inputs<S: RunSource>(
     // a cycle in the past knows only the incidents opened by then: a later one's episode and
     // numbers are the future
     let incidents: Vec<Incident> =
-        state.incidents().await?.into_iter().filter(|i| i.opened_at <= now).collect();
+        state.incidents().all().await?.into_iter().filter(|i| i.opened_at <= now).collect();
     let recent = Window::recent_starts(window.to, es);
     let mut data = source.windows(window.secs(), baseline.secs(), &recent, now).await?;
     tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: the windows' histograms");
@@ -330,7 +336,7 @@ async fn read_inputs<S: RunSource>(
     let oldest = now - i64::from(es.reference_lookback_days) * DAY;
     let reference = (i64::from(es.baseline_days) * DAY, oldest);
     episodes::apply(source, &mut data, &masks, window, reference, &recent, now).await?;
-    let prior = state.group_states().await?;
+    let prior = state.evaluations().group_states().await?;
     let historical = HistoricalTable::new(source.historical().await?, es.historical_min_runs);
     let young: HashSet<String> = source
         .first_seen(now)

@@ -196,7 +196,7 @@ impl Replay {
         let variant_index: HashMap<i64, usize> =
             variants.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect();
         let ReplayRows { backends: backend_rows, runs: run_rows, samples: sample_rows } =
-            store.replay_rows(from, to).await?;
+            store.runs().replay_rows(from, to).await?;
         let backend_index: HashMap<i64, usize> =
             backend_rows.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect();
         let mut run_index: HashMap<i64, u32> = HashMap::with_capacity(run_rows.len());
@@ -246,7 +246,7 @@ impl Replay {
         for s in cells.values_mut() {
             s.points.sort_by_key(|p| (p.started, p.run));
         }
-        let historical = store.historical_thresholds().await?;
+        let historical = store.evaluations().historical_thresholds().await?;
         let first_starts = first_starts(&runs, &variants);
         let mut runs_of_variant = vec![Vec::new(); variants.len()];
         for (i, r) in runs.iter().enumerate() {
@@ -415,7 +415,7 @@ impl RunSource for Replay {
     }
 
     async fn runs(&self, keys: &[(&str, &str)]) -> Result<Vec<RunRecord>> {
-        self.store.runs(keys).await
+        self.store.runs().find(keys).await
     }
 
     async fn historical(&self) -> Result<Vec<HistoricalRow>> {

@@ -2,9 +2,10 @@
 //! histograms, the runs of a few cells one by one, a run's interval evidence, the historical
 //! table, and when each release was first seen.
 //!
-//! Two sources implement it: the store itself (a live cycle, or `evaluate --at` in the past),
-//! and a replay held in memory ([`super::replay`]), which `sheriff backtest` moves through
-//! time, showing each cycle only the runs that had finished by then.
+//! Two sources implement it: the store read through the process's caches ([`Live`]: a live
+//! cycle, or `evaluate --at` in the past), and a replay held in memory ([`super::replay`]),
+//! which `sheriff backtest` moves through time, showing each cycle only the runs that had
+//! finished by then.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -15,6 +16,7 @@ pub use crate::model::CellRun;
 use crate::model::{HistoricalRow, Percentile, RegressionReport, RunRecord};
 use crate::store::Store;
 use crate::store::evaluations::WindowData;
+use crate::warm::Warm;
 
 /// The stored runs as a cycle at `visible_at` may see them.
 pub trait RunSource: Sync {
@@ -74,12 +76,12 @@ pub trait RunSource: Sync {
         &self,
         window: (i64, i64),
     ) -> impl Future<Output = Result<Vec<crate::model::BrokenProbe>>> + Send {
-        self.runs_store().broken_probes_in(window)
+        self.runs_store().runs().broken_probes_in(window)
     }
 
     /// Jobs whose first stored run falls in `window`: no reference of their own yet.
     fn new_jobs(&self, window: (i64, i64)) -> impl Future<Output = Result<Vec<crate::model::NewJob>>> + Send {
-        self.runs_store().new_jobs_in(window)
+        self.runs_store().runs().new_jobs_in(window)
     }
 
     /// Job names that ran in some variants during a window, with their runs.
@@ -90,9 +92,17 @@ pub trait RunSource: Sync {
     ) -> impl Future<Output = Result<Vec<(String, i64)>>> + Send;
 }
 
-impl RunSource for Store {
+/// The stored runs as they are, read through the caches this process keeps: a live cycle, or
+/// `evaluate --at` in the past.
+pub struct Live<'a> {
+    pub store: &'a Store,
+    /// The windows, the scopes' runs and the questions' answers kept between cycles.
+    pub warm: &'a Warm,
+}
+
+impl RunSource for Live<'_> {
     fn runs_store(&self) -> &Store {
-        self
+        self.store
     }
 
     async fn windows(
@@ -102,7 +112,10 @@ impl RunSource for Store {
         recent: &[i64],
         visible_at: i64,
     ) -> Result<WindowData> {
-        self.window_data(current, baseline, recent, visible_at).await
+        match &self.warm.windows {
+            Some(kept) => kept.window_data(self.store, current, baseline, recent, visible_at).await,
+            None => self.store.evaluations().window_data(current, baseline, recent, visible_at).await,
+        }
     }
 
     async fn cell_runs(
@@ -112,32 +125,36 @@ impl RunSource for Store {
         range: (i64, i64),
         visible_at: i64,
     ) -> Result<Vec<CellRun>> {
-        Store::cell_runs(self, backends, variant_ids, range, visible_at).await
+        match &self.warm.scope_runs {
+            Some(kept) => kept.cell_runs(self.store, backends, variant_ids, range, visible_at).await,
+            None => self.store.cells().cell_runs(backends, variant_ids, range, visible_at).await,
+        }
     }
 
     async fn runs(&self, keys: &[(&str, &str)]) -> Result<Vec<RunRecord>> {
-        Store::runs(self, keys).await
+        self.store.runs().find(keys).await
     }
 
     async fn historical(&self) -> Result<Vec<HistoricalRow>> {
-        self.historical_thresholds().await
+        self.store.evaluations().historical_thresholds().await
     }
 
     async fn first_seen(&self, visible_at: i64) -> Result<HashMap<String, i64>> {
-        self.release_first_seen(visible_at).await
+        self.store.evaluations().release_first_seen(visible_at).await
     }
 
     async fn jobs_of_variants(&self, variant_ids: &[i64], window: (i64, i64)) -> Result<Vec<(String, i64)>> {
-        Store::jobs_of_variants(self, variant_ids, window).await
+        self.store.evaluations().jobs_of_variants(variant_ids, window).await
     }
 
     async fn payloads_between(&self, release: &str, from: i64, to: i64) -> Result<Vec<String>> {
-        Store::payloads_between(self, release, from, to).await
+        self.store.runs().payloads_between(release, from, to).await
     }
 
     async fn weekly(&self, report: &RegressionReport, window_days: i64, at: i64) -> Result<Vec<Option<f64>>> {
         let Some(q) = weekly_query(report, window_days) else { return Ok(Vec::new()) };
-        let a = crate::query::answer(self, &crate::config::EvaluateSettings::default(), &q, at).await?;
+        let settings = crate::config::EvaluateSettings::default();
+        let a = crate::query::answer(self.store, &self.warm.queries, &settings, &q, at).await?;
         Ok(if matches!(report.percentile, Percentile::P50 | Percentile::P75) {
             a.weekly_p50
         } else {

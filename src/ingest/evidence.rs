@@ -92,7 +92,7 @@ impl<'a> EvidenceFetcher<'a> {
                     metrics::counter!("sheriff_evidence_fetches_total", "outcome" => "pending").increment(1);
                     tracing::warn!(run = %record.run.path, file = %file.location, "interval evidence pending: {why}");
                     if self.keep
-                        && let Err(e) = self.store.interval_fetch_failed(&job, &build, &why).await
+                        && let Err(e) = self.store.runs().interval_fetch_failed(&job, &build, &why).await
                     {
                         tracing::warn!("cannot note the failed fetch: {e:#}");
                     }
@@ -130,6 +130,7 @@ impl<'a> EvidenceFetcher<'a> {
         let run = &record.run;
         if let Err(e) = self
             .store
+            .runs()
             .fill_intervals(
                 &run.job_name,
                 &run.build_id,
@@ -159,7 +160,7 @@ impl<'a> EvidenceFetcher<'a> {
                 }
             })
             .collect();
-        if let Err(e) = self.store.log_ingest(&entries).await {
+        if let Err(e) = self.store.ingest_log().log_ingest(&entries).await {
             tracing::warn!("cannot write the ingest log: {e:#}");
         }
     }

@@ -397,7 +397,7 @@ pub async fn ingest(
 }
 
 async fn flush_log(store: &Store, log: &mut Vec<IngestLogEntry>) {
-    if let Err(e) = store.log_ingest(log).await {
+    if let Err(e) = store.ingest_log().log_ingest(log).await {
         tracing::error!("cannot write the ingest log: {e:#}");
     }
     log.clear();
@@ -425,7 +425,7 @@ async fn conflict(
 /// How a run differs from the one stored under its name, if it does: its start or its
 /// per-backend seconds.
 async fn differs(store: &Store, record: &crate::model::RunRecord) -> Option<String> {
-    let stored = store.run(&record.run.job_name, &record.run.build_id).await.ok()??;
+    let stored = store.runs().run(&record.run.job_name, &record.run.build_id).await.ok()??;
     if stored.run.started_at != record.run.started_at {
         return Some(format!(
             "started {} here, {} stored",
@@ -488,7 +488,7 @@ async fn record_outcome(
         }
         RunOutcome::Ready { record, warnings, path } => {
             let (job, build) = (record.run.job_name.clone(), record.run.build_id.clone());
-            match store.write_run(&record, force).await {
+            match store.runs().write_run(&record, force).await {
                 Ok(WriteOutcome::AlreadyStored) => {
                     summary.skipped += 1;
                     if let Some(error) = conflict(store, &record, &path, summary).await {
@@ -577,7 +577,7 @@ async fn read_run(
     let (job, build) = layout::job_and_build(&listing.path);
     let path = listing.path.clone();
     if !options.force {
-        match store.has_run(&job, &build).await {
+        match store.runs().has_run(&job, &build).await {
             Ok(true) => return RunOutcome::Skipped { path, why: "already stored" },
             Ok(false) => {}
             Err(e) => {

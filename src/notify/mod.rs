@@ -99,7 +99,8 @@ impl Sinks {
         let incident = match entry.incident_id {
             Some(id) => Some(
                 store
-                    .find_incident(&id.to_string())
+                    .incidents()
+                    .find(&id.to_string())
                     .await
                     .map_err(|e| DeliveryError::transient(format!("{e:#}")))?
                     .ok_or_else(|| DeliveryError::permanent(format!("incident {id} is gone")))?,
@@ -151,7 +152,7 @@ impl Worker {
     /// Claims and delivers one entry.
     pub async fn step(&self) -> Result<StepOutcome> {
         let now = self.clock.now();
-        let Some(entry) = self.store.claim_outbox(&self.id, now, self.settings.lease_secs as i64).await?
+        let Some(entry) = self.store.outbox().claim(&self.id, now, self.settings.lease_secs as i64).await?
         else {
             return Ok(StepOutcome::Idle);
         };
@@ -178,7 +179,7 @@ impl Worker {
                     DeliveryResult::JiraFiled { key } => crate::incidents::plan::after_filing(key),
                     _ => Vec::new(),
                 };
-                if !self.store.complete_outbox(&entry, &self.id, self.clock.now(), &done, &then).await? {
+                if !self.store.outbox().complete(&entry, &self.id, self.clock.now(), &done, &then).await? {
                     tracing::warn!(entry = entry.id, key = %entry.idempotency_key, "delivered after the lease ran out");
                 }
                 tracing::info!(entry = entry.id, kind = %entry.kind, key = %entry.idempotency_key, "delivered");
@@ -188,12 +189,15 @@ impl Worker {
                 let last = entry.attempts >= i64::from(self.settings.max_attempts);
                 if !e.transient || last {
                     tracing::error!(entry = entry.id, kind = %entry.kind, attempts = entry.attempts, "dead letter: {e}");
-                    self.store.fail_outbox(&entry, &self.id, &e.message, None).await?;
+                    self.store.outbox().fail(&entry, &self.id, &e.message, None).await?;
                     return Ok(StepOutcome::Dead(entry.id));
                 }
                 let delay = self.backoff(&entry, e.retry_after);
                 tracing::warn!(entry = entry.id, kind = %entry.kind, attempts = entry.attempts, retry_in = delay, "{e}");
-                self.store.fail_outbox(&entry, &self.id, &e.message, Some(self.clock.now() + delay)).await?;
+                self.store
+                    .outbox()
+                    .fail(&entry, &self.id, &e.message, Some(self.clock.now() + delay))
+                    .await?;
                 Ok(StepOutcome::Retrying(entry.id))
             }
         }
@@ -245,7 +249,7 @@ impl Worker {
                 return;
             };
             let wait = match stepped {
-                Ok(StepOutcome::Idle) => match self.store.next_outbox_due().await {
+                Ok(StepOutcome::Idle) => match self.store.outbox().next_due().await {
                     Ok(Some(due)) => (due - self.clock.now()).clamp(1, 5),
                     Ok(None) => 5,
                     Err(_) => 5,

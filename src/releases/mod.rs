@@ -64,11 +64,11 @@ async fn kept_changelog(
     arch: &str,
     (from, to): (&str, &str),
 ) -> Result<String> {
-    if let Some(body) = store.changelog(arch, from, to).await? {
+    if let Some(body) = store.releases().changelog(arch, from, to).await? {
         return Ok(body);
     }
     let body = client.changelog(base, from, to).await?;
-    store.keep_changelog(arch, from, to, &body).await?;
+    store.releases().keep_changelog(arch, from, to, &body).await?;
     Ok(body)
 }
 
@@ -90,7 +90,7 @@ pub async fn fix_payload(
     }
     let base = settings.urls.get(arch).with_context(|| format!("no release controller for {arch}"))?;
     let client = ReleaseController::new(settings)?;
-    let payloads = store.payloads_built(release, claimed_at - FIX_LOOKBACK_SECS, now).await?;
+    let payloads = store.runs().payloads_built(release, claimed_at - FIX_LOOKBACK_SECS, now).await?;
     let mut missing: Vec<&String> = pulls.iter().collect();
     let mut last = None;
     for pair in payloads.windows(2).take(FIX_CHANGELOGS) {
@@ -148,14 +148,14 @@ pub async fn attach_changes(
         };
         let arch = r.scope.single(Dimension::Architecture).unwrap_or("amd64").to_string();
         let Some(base) = settings.urls.get(&arch) else { continue };
-        let body = match store.changelog(&arch, &from, &to).await {
+        let body = match store.releases().changelog(&arch, &from, &to).await {
             Ok(Some(body)) => Ok(body),
             Ok(None) => client.changelog(base, &from, &to).await,
             Err(e) => Err(e),
         };
         match body.and_then(|b| suspects(&b, &favoured(settings, r)).map(|s| (b, s))) {
             Ok((body, list)) => {
-                if !dry_run && let Err(e) = store.keep_changelog(&arch, &from, &to, &body).await {
+                if !dry_run && let Err(e) = store.releases().keep_changelog(&arch, &from, &to, &body).await {
                     tracing::warn!("cannot keep the changelog {from}..{to}: {e:#}");
                 }
                 r.suspect_changes = list;

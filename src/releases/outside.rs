@@ -113,7 +113,7 @@ async fn kept_commits(
     repo: &OutsideRepository,
     (since, until): (i64, i64),
 ) -> Result<Option<Vec<Commit>>> {
-    match store.outside_commits(&repo.repository, &repo.path, since, until).await? {
+    match store.releases().outside_commits(&repo.repository, &repo.path, since, until).await? {
         Some(body) => Ok(Some(serde_json::from_str(&body).context("kept commits outside the payload")?)),
         None => Ok(None),
     }
@@ -135,7 +135,7 @@ async fn window_commits(
     list.retain(|c| (since..=until).contains(&c.at));
     if !dry_run {
         let body = serde_json::to_string(&list)?;
-        store.keep_outside_commits(&repo.repository, &repo.path, (since, until), &body).await?;
+        store.releases().keep_outside_commits(&repo.repository, &repo.path, (since, until), &body).await?;
     }
     Ok(list)
 }

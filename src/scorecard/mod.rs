@@ -163,11 +163,11 @@ async fn replay(world: &World, settings: &Settings) -> Result<Observed> {
         ..Default::default()
     })
     .await?;
-    store.apply_trouble_rules(&settings.evaluate.ci_trouble).await?;
+    store.trouble().apply(&settings.evaluate.ci_trouble).await?;
     let table = Table::embedded().map_err(anyhow::Error::msg)?;
-    store.import_thresholds(table.rows(), "data/origin/query_results_upgrades.json").await?;
+    store.evaluations().import_thresholds(table.rows(), "data/origin/query_results_upgrades.json").await?;
     for chunk in world.records.chunks(1000) {
-        store.write_runs(chunk, false).await?;
+        store.runs().write_runs(chunk, false).await?;
     }
     let store = Arc::new(store);
     let from = world.spec.start() + Duration::days(14);

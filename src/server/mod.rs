@@ -23,11 +23,14 @@ use tower_http::trace::TraceLayer;
 
 use crate::config::Settings;
 use crate::store::Store;
+use crate::warm::Warm;
 
 /// What every handler can reach.
 #[derive(Clone)]
 pub struct AppState {
     pub store: Arc<Store>,
+    /// The caches questions and cycles read through (shared with the scheduler in `serve`).
+    pub warm: Arc<Warm>,
     pub settings: Arc<Settings>,
     /// The process's Prometheus recorder, rendered by `/metrics`.
     pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
@@ -41,7 +44,7 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(store: Arc<Store>, settings: Arc<Settings>) -> AppState {
+    pub fn new(store: Arc<Store>, warm: Arc<Warm>, settings: Arc<Settings>) -> AppState {
         let slack = settings.slack.bot_token.as_ref().and_then(|_| {
             crate::clients::slack::SlackClient::new(&settings.slack)
                 .map_err(|e| tracing::error!("cannot build the Slack client: {e:#}"))
@@ -51,7 +54,7 @@ impl AppState {
         let http =
             crate::http::client_builder(std::time::Duration::from_secs(10)).build().unwrap_or_default();
         let push_slots = Arc::new(tokio::sync::Semaphore::new(settings.ingest.push_concurrency.max(1)));
-        AppState { store, settings, metrics: metrics_handle(), slack, http, push_slots }
+        AppState { store, warm, settings, metrics: metrics_handle(), slack, http, push_slots }
     }
 }
 
@@ -272,20 +275,20 @@ async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
 /// Prometheus text: counters and histograms as recorded, gauges read from the store now.
 async fn metrics_text(State(state): State<AppState>) -> Response {
     let now = chrono::Utc::now().timestamp();
-    if let Ok(o) = state.store.outbox_counts(now).await {
+    if let Ok(o) = state.store.outbox().counts(now).await {
         metrics::gauge!("sheriff_outbox_entries", "state" => "pending").set(o.pending as f64);
         metrics::gauge!("sheriff_outbox_entries", "state" => "retrying").set(o.retrying as f64);
         metrics::gauge!("sheriff_outbox_entries", "state" => "dead").set(o.dead as f64);
         metrics::gauge!("sheriff_outbox_oldest_pending_seconds")
             .set(o.oldest_pending_age_secs.unwrap_or(0) as f64);
     }
-    if let Ok(incidents) = state.store.incidents().await {
+    if let Ok(incidents) = state.store.incidents().all().await {
         for s in crate::incidents::State::ALL {
             let n = incidents.iter().filter(|i| i.state == s).count();
             metrics::gauge!("sheriff_incidents", "state" => s.as_str()).set(n as f64);
         }
     }
-    if let Ok(newest) = state.store.newest_run_per_job().await {
+    if let Ok(newest) = state.store.runs().newest_run_per_job().await {
         for (job, started) in newest {
             metrics::gauge!("sheriff_data_age_seconds", "job" => job).set((now - started).max(0) as f64);
         }

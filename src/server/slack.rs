@@ -97,5 +97,5 @@ async fn acknowledged(
 /// The number of the incident `reference` names when it is resolved: the buttons and dialogs
 /// of its message act no more.
 async fn resolved(store: &crate::store::Store, reference: &str) -> Result<Option<i64>, ActionError> {
-    Ok(store.find_incident(reference).await?.filter(|i| !i.state.is_open()).map(|i| i.id))
+    Ok(store.incidents().find(reference).await?.filter(|i| !i.state.is_open()).map(|i| i.id))
 }

@@ -59,19 +59,26 @@ pub struct BackfillReport {
     pub variant_days: u64,
 }
 
-impl Store {
+/// Push-down backfills: counted days written whole and sealed.
+/// Reached through [`Store::backfills`].
+#[derive(Clone, Copy)]
+pub struct Backfills<'a> {
+    pub(super) store: &'a Store,
+}
+
+impl Backfills<'_> {
     /// Adds a backfill's counts to the day histograms and seals its days, in one transaction.
     /// Refused when a run that started on one of the days is stored already, or a day was
     /// backfilled already: either would count runs twice.
-    pub async fn write_backfill(&self, backfill: &Backfill<'_>) -> Result<BackfillReport> {
+    pub async fn write_backfill(self, backfill: &Backfill<'_>) -> Result<BackfillReport> {
         let result = async {
-            let rules = self.trouble_rules();
+            let rules = self.store.trouble().rules();
             if rules.all_backends_share > 0.0 {
                 bail!(
                     "trouble.all_backends_share is on: it judges each run by all its samples, which a backfill of counts does not read; backfill with it off, or ingest run by run"
                 );
             }
-            let mut tx = self.begin_write().await?;
+            let mut tx = self.store.begin_write().await?;
             refuse_counted_days(&mut tx.conn(), &backfill.days).await?;
             let mut minted = Minted::default();
             let mut changed = ChangedCells::new();
@@ -98,20 +105,21 @@ impl Store {
                 .await?;
             super::runs::note_change(&mut tx.conn(), backfill.days.start, Some(&changed)).await?;
             tx.commit().await?;
-            self.learn(minted);
+            self.store.learn(minted);
             Ok(report)
         }
         .await;
-        self.tracked(result)
+        self.store.tracked(result)
     }
 
     /// `at` (Unix seconds), or the end of the backfilled days it falls in: where a read of runs
     /// should start so that it reads none a backfill counted.
-    pub async fn past_backfilled_days(&self, at: i64) -> Result<i64> {
+    pub async fn past_backfilled_days(self, at: i64) -> Result<i64> {
         let mut at = at;
         loop {
             let day = at.div_euclid(DAY);
             let end: Option<(i64,)> = self
+                .store
                 .fetch_optional(
                     sql("SELECT to_day FROM backfills WHERE from_day <= $1 AND to_day > $1").bind(day),
                 )
@@ -124,13 +132,13 @@ impl Store {
     }
 
     /// The backfilled day ranges, oldest first.
-    pub async fn backfilled_days(&self) -> Result<Vec<BackfilledDays>> {
-        self.fetch_all(sql("SELECT from_day, to_day, source FROM backfills ORDER BY from_day")).await
+    pub async fn backfilled_days(self) -> Result<Vec<BackfilledDays>> {
+        self.store.fetch_all(sql("SELECT from_day, to_day, source FROM backfills ORDER BY from_day")).await
     }
 
     /// The variant and backend ids of every count, created as needed inside `c`.
     async fn ids_of<'a>(
-        &self,
+        self,
         c: &mut Conn<'_>,
         counts: &'a [CellCount],
         minted: &mut Minted,
@@ -141,11 +149,11 @@ impl Store {
             .flat_map(|n| std::iter::once(n.backend.as_str()).chain(n.down_probes.iter().map(String::as_str)))
             .collect();
         for name in names {
-            ids.backends.insert(name, self.backend_id(c, name, minted).await?);
+            ids.backends.insert(name, self.store.backend_id(c, name, minted).await?);
         }
         for count in counts {
             if !ids.variants.contains_key(&count.dimensions) {
-                let id = self.variant_id(c, &count.dimensions, minted).await?;
+                let id = self.store.variant_id(c, &count.dimensions, minted).await?;
                 ids.variants.insert(&count.dimensions, id);
             }
         }

@@ -4,12 +4,16 @@
 //! takes the old run's samples out first. PostgreSQL locks the touched rows (`FOR UPDATE`, in
 //! backend order, so concurrent ingests neither lose an update nor deadlock); SQLite holds the
 //! database write lock for the whole transaction anyway.
+//!
+//! Every such write bumps `data_version` and records what it changed in `data_changes`
+//! (`runs::note_change`); [`Cells`] reads both, with the day histograms the warm caches
+//! ([`crate::warm`]) and `query` read.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use anyhow::Result;
 
-use super::{Conn, row_by_position, sql};
+use super::{Conn, Store, row_by_position, sql};
 use crate::model::{DAY, Histogram};
 
 /// The variant-days whose `cell_days` rows a write changed (each for every backend), recorded
@@ -169,14 +173,23 @@ pub(crate) fn updated_histograms(
     Ok(touched)
 }
 
-impl super::Store {
+/// The per-day histograms of the cells (`cell_days`), the change log that keeps readers of
+/// them exact (`data_version`, `data_changes`), and the runs of a few cells one by one.
+/// Reached through [`Store::cells`].
+#[derive(Clone, Copy)]
+pub struct Cells<'a> {
+    pub(super) store: &'a Store,
+}
+
+impl Cells<'_> {
     /// The merged histogram of one backend over every variant, for UTC days in `days`.
     pub async fn backend_histogram(
-        &self,
+        self,
         backend: &str,
         days: std::ops::Range<i64>,
     ) -> anyhow::Result<Histogram> {
         let rows: Vec<(i64, String)> = self
+            .store
             .fetch_all(
                 sql("SELECT c.runs, c.hist FROM cell_days c JOIN backends b ON b.id = c.backend_id \
                      WHERE b.name = $1 AND c.day >= $2 AND c.day < $3")
@@ -215,170 +228,21 @@ const DAYS_POSTGRES: &str = "SELECT day, SUM(runs)::BIGINT, string_agg(hist, ' '
     AND variant_id IN (SELECT value::BIGINT FROM json_array_elements_text($4::json)) \
     AND day >= $2 AND day < $3 GROUP BY day";
 
-/// What a query's per-day histograms depend on, besides the stored data.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub(crate) struct DaysKey {
-    backend: String,
-    variants: Vec<i64>,
-    days: (i64, i64),
+/// A stored `cell_days` row with its backend's name.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub(crate) struct CellRow {
+    #[sqlx(rename = "name")]
+    pub backend: String,
+    pub day: i64,
+    pub variant_id: i64,
+    pub runs: i64,
+    /// The non-zero buckets, as stored.
+    pub hist: String,
 }
-
-type Days = std::sync::Arc<std::collections::BTreeMap<i64, Histogram>>;
-
-/// Recent per-day answers, valid for one `data_version`; bounded, emptied when full. Each key
-/// has one slot, so a question asked by many at once after a change is read once. The answers
-/// of the version before are kept too, so that a change re-reads only the days it touched.
-#[derive(Debug, Default)]
-pub(crate) struct DayCache {
-    version: i64,
-    entries: HashMap<DaysKey, std::sync::Arc<tokio::sync::OnceCell<Days>>>,
-    previous_version: i64,
-    previous: HashMap<DaysKey, Days>,
-    /// What changed from the previous version to this one: read once for every answer brought
-    /// up to date (all of them at once, after a write).
-    changes: std::sync::Arc<tokio::sync::OnceCell<Changes>>,
-    /// Whether the answers to bring up to date are many enough to read every cell's recent
-    /// days at once ([`SHARED_FROM_ANSWERS`]).
-    share_rows: bool,
-    /// The newest every-cell rows of recent days, brought up to date from change to change.
-    rows: Option<std::sync::Arc<RecentRows>>,
-}
-
-/// The answer for a key at an older version, and what changed since.
-struct Older {
-    version: i64,
-    days: Days,
-    changes: std::sync::Arc<tokio::sync::OnceCell<Changes>>,
-    share_rows: bool,
-    rows: Option<std::sync::Arc<RecentRows>>,
-}
-
-/// Recent days whose rows are read for every cell at once: the newest changed day and the ones
-/// before it. An answer that needs other days reads its own.
-const SHARED_DAYS: i64 = 3;
-
-/// From how many answers kept at the version before every cell's recent days are read at once
-/// (one statement over the days) rather than for each answer (one per backend): a cycle's few
-/// series read their own, the many answers of a busy channel share one read (on PostgreSQL;
-/// measured with `bench query`, SQLite's own reads cost less than one for all). Once read, the
-/// rows are kept and each later change re-reads only the variant-days it lists.
-const SHARED_FROM_ANSWERS: usize = 8;
 
 /// Changes further apart than this are not read one by one: a reader that far behind re-reads
 /// every day from the first one changed.
-const LISTED_VERSIONS: i64 = 256;
-
-/// What changed between two versions: the first day changed (None: not all on record), the
-/// variant-days changed when every change listed them, and every cell's rows of recent days at
-/// the newer version when they are kept.
-#[derive(Debug, Default)]
-pub(crate) struct Changes {
-    first_day: Option<i64>,
-    cells: Option<Vec<(i64, i64)>>,
-    rows: Option<std::sync::Arc<RecentRows>>,
-}
-
-/// A stored `cell_days` row with its backend's name.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-struct CellRow {
-    #[sqlx(rename = "name")]
-    backend: String,
-    day: i64,
-    variant_id: i64,
-    runs: i64,
-    /// The non-zero buckets, as stored.
-    hist: String,
-}
-
-/// One variant's row of a backend's day: its id, runs and non-zero histogram as stored.
-type StoredCell = (i64, i64, std::sync::Arc<str>);
-
-/// Every cell's rows of some days, by backend name, then day; each day's rows by variant id.
-type SharedRows = HashMap<String, std::collections::BTreeMap<i64, std::sync::Arc<Vec<StoredCell>>>>;
-
-/// Every cell's rows of the days in `days`, as of `version` (or newer, cell by cell).
-#[derive(Debug)]
-pub(crate) struct RecentRows {
-    version: i64,
-    days: (i64, i64),
-    by_backend: SharedRows,
-}
-
-impl RecentRows {
-    fn from_rows(version: i64, days: (i64, i64), rows: Vec<CellRow>) -> RecentRows {
-        let mut by_day: HashMap<String, std::collections::BTreeMap<i64, Vec<StoredCell>>> = HashMap::new();
-        for CellRow { backend, day, variant_id, runs, hist } in rows {
-            by_day.entry(backend).or_default().entry(day).or_default().push((variant_id, runs, hist.into()));
-        }
-        let by_backend = by_day
-            .into_iter()
-            .map(|(b, days)| {
-                let days = days
-                    .into_iter()
-                    .map(|(d, mut rows)| {
-                        rows.sort_unstable_by_key(|r| r.0);
-                        (d, std::sync::Arc::new(rows))
-                    })
-                    .collect();
-                (b, days)
-            })
-            .collect();
-        RecentRows { version, days, by_backend }
-    }
-
-    /// These rows at `version`, with the variant-days `cells` replaced by `fresh` (every row
-    /// now stored for them, read after `version`).
-    fn patched(&self, version: i64, cells: &[(i64, i64)], fresh: Vec<CellRow>) -> RecentRows {
-        let mut by_backend = self.by_backend.clone();
-        for days in by_backend.values_mut() {
-            for (day, rows) in days.iter_mut() {
-                let gone = |v: i64| cells.binary_search(&(v, *day)).is_ok();
-                if rows.iter().any(|r| gone(r.0)) {
-                    std::sync::Arc::make_mut(rows).retain(|r| !gone(r.0));
-                }
-            }
-        }
-        for CellRow { backend, day, variant_id, runs, hist } in fresh {
-            let rows =
-                std::sync::Arc::make_mut(by_backend.entry(backend).or_default().entry(day).or_default());
-            let at = rows.partition_point(|r| r.0 < variant_id);
-            rows.insert(at, (variant_id, runs, hist.into()));
-        }
-        RecentRows { version, days: self.days, by_backend }
-    }
-
-    fn holds(&self, day: i64) -> bool {
-        (self.days.0..self.days.1).contains(&day)
-    }
-
-    /// `key`'s histogram of `day` (held here), as [`super::Store::read_days`] reads it: None when
-    /// no row of the key's variants is stored for it.
-    fn day_of(&self, key: &DaysKey, day: i64) -> Result<Option<Histogram>> {
-        let Some(rows) = self.by_backend.get(key.backend.as_str()).and_then(|d| d.get(&day)) else {
-            return Ok(None);
-        };
-        let mut runs = 0;
-        let mut joined = String::new();
-        let mut any = false;
-        for (variant, n, hist) in rows.iter() {
-            if key.variants.binary_search(variant).is_err() {
-                continue;
-            }
-            any = true;
-            runs += n;
-            if !hist.is_empty() {
-                if !joined.is_empty() {
-                    joined.push(' ');
-                }
-                joined.push_str(hist);
-            }
-        }
-        if !any {
-            return Ok(None);
-        }
-        Ok(Some(Histogram::decode_concatenated(&joined)?.with_zeros(runs as u64)))
-    }
-}
+pub(crate) const LISTED_VERSIONS: i64 = 256;
 
 /// One recorded change, as `data_changes` holds it.
 #[derive(Debug, sqlx::FromRow)]
@@ -391,17 +255,21 @@ struct ChangeRow {
 
 /// One recorded change: its version, first day and the variant-days it listed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct LoggedChange {
-    version: i64,
+pub(crate) struct LoggedChange {
+    pub version: i64,
     /// The first UTC day it changed.
-    first_day: i64,
+    pub first_day: i64,
     /// The `(variant id, day)` pairs it changed, when it listed them.
-    cells: Option<Vec<(i64, i64)>>,
+    pub cells: Option<Vec<(i64, i64)>>,
 }
 
 /// The first day and the variant-days (sorted, when all listed) of the changes in `log` after
 /// `since`, when all of them up to `version` are there.
-fn summary(log: &[LoggedChange], since: i64, version: i64) -> (Option<i64>, Option<Vec<(i64, i64)>>) {
+pub(crate) fn summary(
+    log: &[LoggedChange],
+    since: i64,
+    version: i64,
+) -> (Option<i64>, Option<Vec<(i64, i64)>>) {
     let after: Vec<&LoggedChange> =
         log.iter().filter(|c| c.version > since && c.version <= version).collect();
     if after.len() as i64 != version - since {
@@ -422,71 +290,6 @@ fn summary(log: &[LoggedChange], since: i64, version: i64) -> (Option<i64>, Opti
     (first_day, cells)
 }
 
-impl DayCache {
-    const MAX_ENTRIES: usize = 512;
-
-    /// The slot for `key` at `version` (a fresh one, not kept, for a reader behind the times),
-    /// and the answer for `key` at an older version when there is one.
-    fn slot(
-        &mut self,
-        version: i64,
-        key: &DaysKey,
-    ) -> (std::sync::Arc<tokio::sync::OnceCell<Days>>, Option<Older>) {
-        if version < self.version {
-            return (Default::default(), None);
-        }
-        if version > self.version {
-            self.previous =
-                self.entries.drain().filter_map(|(k, slot)| slot.get().cloned().map(|d| (k, d))).collect();
-            self.previous_version = self.version;
-            self.version = version;
-            self.changes = Default::default();
-            self.share_rows = self.previous.len() >= SHARED_FROM_ANSWERS;
-        }
-        if self.entries.len() >= Self::MAX_ENTRIES && !self.entries.contains_key(key) {
-            self.entries.clear();
-            self.previous.clear();
-        }
-        let older = self.previous.get(key).map(|d| Older {
-            version: self.previous_version,
-            days: d.clone(),
-            changes: self.changes.clone(),
-            share_rows: self.share_rows,
-            rows: self.rows.clone(),
-        });
-        (self.entries.entry(key.clone()).or_default().clone(), older)
-    }
-
-    /// Keeps `rows` when they are newer than the ones kept.
-    fn keep_rows(&mut self, rows: &std::sync::Arc<RecentRows>) {
-        if self.rows.as_ref().is_none_or(|r| r.version < rows.version) {
-            self.rows = Some(rows.clone());
-        }
-    }
-}
-
-/// What a question reads besides its days, as of one data version: every variant and every
-/// backend name. Both only grow, and only in a write that bumps the version, so a question
-/// asked again between two writes reads nothing but the version.
-#[derive(Debug, Clone)]
-pub struct Catalog {
-    pub version: i64,
-    pub variants: std::sync::Arc<Vec<(i64, crate::model::Dimensions)>>,
-    pub backend_names: std::sync::Arc<Vec<String>>,
-}
-
-/// Reads of the data version that many questions share: a question waits for a read that
-/// started after it was asked (so it sees every write committed before), and every question
-/// waiting when a read starts takes its answer. Under load this is one statement per round
-/// trip instead of one per question (on PostgreSQL a round trip to the server each).
-#[derive(Debug, Default)]
-pub(crate) struct VersionReads {
-    /// How many reads have started.
-    started: std::sync::atomic::AtomicU64,
-    /// The last read: its place in that count and the version it read. Held while reading.
-    last: tokio::sync::Mutex<(u64, i64)>,
-}
-
 /// A row of `variants`.
 #[derive(sqlx::FromRow)]
 struct VariantRow {
@@ -502,7 +305,7 @@ struct VariantRow {
     master_nodes_updated: String,
 }
 
-impl super::Store {
+impl Store {
     /// Every backend name any stored run has recorded, sorted.
     pub async fn backend_names(&self) -> anyhow::Result<Vec<String>> {
         let rows: Vec<(String,)> = self.fetch_all(sql("SELECT name FROM backends ORDER BY name")).await?;
@@ -549,202 +352,33 @@ impl super::Store {
         }
         Ok(list)
     }
+}
 
+impl Cells<'_> {
     /// The version of the stored runs, bumped by every write that changes them (in any process).
-    pub async fn data_version(&self) -> anyhow::Result<i64> {
-        self.scalar(sql("SELECT version FROM data_version WHERE id = 1")).await
-    }
-
-    /// The data version for a question: read after it was asked, the read shared with the
-    /// questions asked at once.
-    pub async fn data_version_shared(&self) -> anyhow::Result<i64> {
-        use std::sync::atomic::Ordering::SeqCst;
-        let reads = &self.version_reads;
-        let asked = reads.started.load(SeqCst);
-        let mut last = reads.last.lock().await;
-        if last.0 > asked {
-            return Ok(last.1);
-        }
-        let place = reads.started.fetch_add(1, SeqCst) + 1;
-        let version = self.data_version().await?;
-        *last = (place, version);
-        Ok(version)
-    }
-
-    /// How many reads of the data version questions have made ([`super::Store::data_version_shared`]).
-    pub fn version_reads_started(&self) -> u64 {
-        self.version_reads.started.load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    /// The variants and backend names at the current data version: one small read (shared by
-    /// the questions asked at once) when the version has not moved since the last call.
-    pub async fn catalog(&self) -> anyhow::Result<Catalog> {
-        let version = self.data_version_shared().await?;
-        let known = self.catalog.lock().expect("cache lock").clone();
-        if let Some(c) = known.filter(|c| c.version == version) {
-            return Ok(c);
-        }
-        // Read after the version: they hold at least what it counts.
-        let variants = self.variants().await?;
-        let backend_names = std::sync::Arc::new(self.backend_names().await?);
-        let c = Catalog { version, variants, backend_names };
-        let mut cache = self.catalog.lock().expect("cache lock");
-        if cache.as_ref().is_none_or(|k| k.version < version) {
-            *cache = Some(c.clone());
-        }
-        Ok(c)
-    }
-
-    /// Per UTC day in `days`, the merged histogram of `backend` over the variants in `variants`.
-    /// Answers are kept in memory until any process changes the stored runs (`data_version`),
-    /// so repeated questions between two ingests cost one small read.
-    pub async fn daily_histograms(
-        &self,
-        backend: &str,
-        variants: &std::collections::HashSet<i64>,
-        days: std::ops::Range<i64>,
-    ) -> anyhow::Result<Days> {
-        let version = self.data_version_shared().await?;
-        self.daily_histograms_at(version, backend, variants, days).await
-    }
-
-    /// [`super::Store::daily_histograms`] at `version`, read by the caller (from [`super::Store::catalog`]).
-    pub async fn daily_histograms_at(
-        &self,
-        version: i64,
-        backend: &str,
-        variants: &std::collections::HashSet<i64>,
-        days: std::ops::Range<i64>,
-    ) -> anyhow::Result<Days> {
-        if variants.is_empty() {
-            return Ok(Default::default());
-        }
-        let mut ids: Vec<i64> = variants.iter().copied().collect();
-        ids.sort_unstable();
-        let key = DaysKey { backend: backend.to_string(), variants: ids, days: (days.start, days.end) };
-        let (slot, older) = self.day_cache.lock().expect("cache lock").slot(version, &key);
-        slot.get_or_try_init(|| self.refresh_days(&key, version, older)).await.cloned()
-    }
-
-    /// `key`'s days at `version`: the older answer when no change since touched its variants,
-    /// else the older answer with the touched days read again (from the kept recent rows when
-    /// they hold them); all read afresh when the changes are not on record.
-    async fn refresh_days(&self, key: &DaysKey, version: i64, older: Option<Older>) -> anyhow::Result<Days> {
-        let Some(Older { version: since, days: older, changes, share_rows, rows }) = older else {
-            return self.read_days(key, key.days.0, key.days.1).await;
-        };
-        let changes =
-            changes.get_or_try_init(|| self.changes_between(since, version, share_rows, rows)).await?;
-        // The first and last of the key's days touched.
-        let touched = match (&changes.cells, changes.first_day) {
-            (Some(cells), _) => cells
-                .iter()
-                .filter(|(v, d)| {
-                    key.variants.binary_search(v).is_ok() && (key.days.0..key.days.1).contains(d)
-                })
-                .fold(None, |span: Option<(i64, i64)>, &(_, d)| {
-                    Some(span.map_or((d, d), |(low, high)| (low.min(d), high.max(d))))
-                }),
-            // Not listed: every day from the first changed on.
-            (None, Some(first_day)) => {
-                Some((first_day.max(key.days.0), key.days.1 - 1)).filter(|(low, high)| low <= high)
-            }
-            (None, None) => return self.read_days(key, key.days.0, key.days.1).await,
-        };
-        let Some((low, high)) = touched else { return Ok(older) };
-        let mut days: std::collections::BTreeMap<i64, Histogram> =
-            older.iter().filter(|(d, _)| !(low..=high).contains(*d)).map(|(d, h)| (*d, h.clone())).collect();
-        match &changes.rows {
-            Some(rows) if rows.holds(low) && rows.holds(high) => {
-                for day in low..=high {
-                    if let Some(h) = rows.day_of(key, day)? {
-                        days.insert(day, h);
-                    }
-                }
-            }
-            _ => days.extend(self.read_days(key, low, high + 1).await?.iter().map(|(d, h)| (*d, h.clone()))),
-        }
-        Ok(std::sync::Arc::new(days))
-    }
-
-    /// What changed from `since` to `version`, and every cell's recent rows at `version` when
-    /// kept: `rows` (kept before) brought up to date by re-reading the variant-days listed since,
-    /// or (`share_rows`, on PostgreSQL) every cell's rows of the [`SHARED_DAYS`] to the newest
-    /// changed day read afresh when those do not hold it; the day cache keeps them for the next
-    /// change. SQLite reads a backend's days
-    /// in-process at little cost; PostgreSQL's per-answer statement probes the key once per
-    /// variant, and one statement for all is cheaper.
-    async fn changes_between(
-        &self,
-        since: i64,
-        version: i64,
-        share_rows: bool,
-        rows: Option<std::sync::Arc<RecentRows>>,
-    ) -> anyhow::Result<Changes> {
-        let rows = rows.filter(|r| r.version <= version && version - r.version <= LISTED_VERSIONS);
-        let from = rows.as_ref().map_or(since, |r| r.version.min(since));
-        let (log, (first_day, cells)) = if version - from <= LISTED_VERSIONS {
-            let log = self.change_log(from, version).await?;
-            let changed = summary(&log, since, version);
-            (log, changed)
-        } else {
-            (Vec::new(), (self.first_change_between(since, version).await?, None))
-        };
-        let mut kept = match rows {
-            Some(r) if r.version == version => Some(r),
-            Some(r) => match summary(&log, r.version, version).1 {
-                Some(listed) => {
-                    let listed: Vec<(i64, i64)> = listed.into_iter().filter(|c| r.holds(c.1)).collect();
-                    let fresh = self.read_cells(&listed).await?;
-                    Some(std::sync::Arc::new(r.patched(version, &listed, fresh)))
-                }
-                None => None,
-            },
-            None => None,
-        };
-        // The span to hold: to the newest day changed, or from the first when not listed. Kept
-        // rows move only to a newer day: a late run's older day is read by the answers it
-        // touches (moving back and forth would read every cell at each turn).
-        let span = match (&cells, first_day) {
-            (Some(listed), _) => listed.iter().map(|c| c.1).max().map(|d| (d + 1 - SHARED_DAYS, d + 1)),
-            (None, first) => first.map(|d| (d, d.saturating_add(SHARED_DAYS))),
-        };
-        let share_rows = share_rows && self.engine() == crate::config::Engine::Postgres;
-        if let Some(span) = span.filter(|s| share_rows && kept.as_ref().is_none_or(|r| s.1 > r.days.1)) {
-            let rows: Vec<CellRow> = self
-                .fetch_all(
-                    sql("SELECT b.name, c.day, c.variant_id, c.runs, c.hist FROM cell_days c \
-                         JOIN backends b ON b.id = c.backend_id WHERE c.day >= $1 AND c.day < $2")
-                    .bind(span.0)
-                    .bind(span.1),
-                )
-                .await?;
-            kept = Some(std::sync::Arc::new(RecentRows::from_rows(version, span, rows)));
-        }
-        if let Some(rows) = &kept {
-            self.day_cache.lock().expect("cache lock").keep_rows(rows);
-        }
-        Ok(Changes { first_day, cells, rows: kept })
+    pub async fn data_version(self) -> anyhow::Result<i64> {
+        self.store.scalar(sql("SELECT version FROM data_version WHERE id = 1")).await
     }
 
     /// The first day and the variant-days (sorted, when every change listed them) changed after
     /// `since` up to `version`; the first day is None when some of those changes are not on
     /// record. Changes more than [`LISTED_VERSIONS`] apart give the first day alone.
     pub(crate) async fn changes_listed(
-        &self,
+        self,
         since: i64,
         version: i64,
     ) -> anyhow::Result<(Option<i64>, Option<Vec<(i64, i64)>>)> {
         if version - since > LISTED_VERSIONS {
-            return Ok((self.first_change_between(since, version).await?, None));
+            return Ok((self.store.cells().first_change_between(since, version).await?, None));
         }
         let log = self.change_log(since, version).await?;
         Ok(summary(&log, since, version))
     }
 
     /// The changes recorded after `since` up to `version`, oldest first.
-    async fn change_log(&self, since: i64, version: i64) -> anyhow::Result<Vec<LoggedChange>> {
+    pub(crate) async fn change_log(self, since: i64, version: i64) -> anyhow::Result<Vec<LoggedChange>> {
         let rows: Vec<ChangeRow> = self
+            .store
             .fetch_all(
                 sql(
                     "SELECT version, first_day, cells FROM data_changes WHERE version > $1 AND version <= $2 \
@@ -763,12 +397,12 @@ impl super::Store {
     }
 
     /// Every backend's row of the variant-days `cells`, as stored now.
-    async fn read_cells(&self, cells: &[(i64, i64)]) -> anyhow::Result<Vec<CellRow>> {
+    pub(crate) async fn read_cells(self, cells: &[(i64, i64)]) -> anyhow::Result<Vec<CellRow>> {
         if cells.is_empty() {
             return Ok(Vec::new());
         }
         // One key probe per backend and pair (the planner, left to itself, scans a whole day).
-        let q = if self.engine() == crate::config::Engine::Postgres {
+        let q = if self.store.engine() == crate::config::Engine::Postgres {
             let variants: Vec<i64> = cells.iter().map(|c| c.0).collect();
             let days: Vec<i64> = cells.iter().map(|c| c.1).collect();
             sql("SELECT b.name, p.day, p.variant_id, c.runs, c.hist \
@@ -783,23 +417,41 @@ impl super::Store {
                  AND c.variant_id = json_extract(p.value, '$[0]') AND c.day = json_extract(p.value, '$[1]')")
             .bind(serde_json::to_string(cells)?)
         };
-        let rows: Vec<CellRow> = self.fetch_all(q).await?;
+        let rows: Vec<CellRow> = self.store.fetch_all(q).await?;
         Ok(rows)
     }
 
-    /// Reads `key`'s days in `from..until` (within its own).
-    async fn read_days(&self, key: &DaysKey, from: i64, until: i64) -> anyhow::Result<Days> {
-        let ids = serde_json::to_string(&key.variants)?;
-        let text = if self.engine() == crate::config::Engine::Postgres { DAYS_POSTGRES } else { DAYS_SQLITE };
-        let (from, until) = (from.max(key.days.0), until.min(key.days.1));
+    /// Per UTC day in `days`, the merged histogram of `backend` over `variants` (sorted ids),
+    /// read in one statement: one row per day whatever the number of variants.
+    pub(crate) async fn days_of(
+        self,
+        backend: &str,
+        variants: &[i64],
+        days: std::ops::Range<i64>,
+    ) -> anyhow::Result<BTreeMap<i64, Histogram>> {
+        let ids = serde_json::to_string(variants)?;
+        let text =
+            if self.store.engine() == crate::config::Engine::Postgres { DAYS_POSTGRES } else { DAYS_SQLITE };
         let rows: Vec<DayRow> =
-            self.fetch_all(sql(text).bind(&key.backend).bind(from).bind(until).bind(ids)).await?;
-        let mut out = std::collections::BTreeMap::new();
+            self.store.fetch_all(sql(text).bind(backend).bind(days.start).bind(days.end).bind(ids)).await?;
+        let mut out = BTreeMap::new();
         for DayRow { day, runs, hists } in rows {
             let h = Histogram::decode_concatenated(hists.as_deref().unwrap_or_default())?;
             out.insert(day, h.with_zeros(runs as u64));
         }
-        Ok(std::sync::Arc::new(out))
+        Ok(out)
+    }
+
+    /// Every cell's rows of the UTC days in `days`, as stored now.
+    pub(crate) async fn cell_rows_between(self, days: (i64, i64)) -> anyhow::Result<Vec<CellRow>> {
+        self.store
+            .fetch_all(
+                sql("SELECT b.name, c.day, c.variant_id, c.runs, c.hist FROM cell_days c \
+                 JOIN backends b ON b.id = c.backend_id WHERE c.day >= $1 AND c.day < $2")
+                .bind(days.0)
+                .bind(days.1),
+            )
+            .await
     }
 }
 
@@ -813,16 +465,8 @@ fn pg_array(values: &[i64]) -> String {
 mod tests {
     use super::*;
 
-    fn row(backend: &str, day: i64, variant_id: i64, runs: i64, hist: &str) -> CellRow {
-        CellRow { backend: backend.to_string(), day, variant_id, runs, hist: hist.to_string() }
-    }
-
     fn change(version: i64, first_day: i64, cells: Option<Vec<(i64, i64)>>) -> LoggedChange {
         LoggedChange { version, first_day, cells }
-    }
-
-    fn key(backend: &str, variants: &[i64]) -> DaysKey {
-        DaysKey { backend: backend.to_string(), variants: variants.to_vec(), days: (0, 100) }
     }
 
     #[test]
@@ -843,53 +487,6 @@ mod tests {
         assert_eq!(summary(&log, 6, 7), (Some(11), Some(vec![(3, 11)])));
         assert_eq!(summary(&log, 2, 5), (None, None), "version 3 is not on record");
         assert_eq!(summary(&log, 3, 8), (None, None), "version 8 is not on record");
-    }
-
-    #[test]
-    fn patched_rows_replace_the_listed_variant_days_in_every_backend_and_keep_the_rest() {
-        let kept = RecentRows::from_rows(
-            1,
-            (10, 13),
-            vec![
-                row("api", 11, 2, 3, "5:1"),
-                row("api", 11, 1, 2, ""),
-                row("api", 12, 1, 1, "7:1"),
-                row("console", 11, 1, 4, "2:2"),
-                row("console", 11, 3, 1, ""),
-            ],
-        );
-        assert!(kept.holds(10) && kept.holds(12) && !kept.holds(13) && !kept.holds(9));
-        let api = key("api", &[1, 2]);
-        assert_eq!(kept.day_of(&api, 11).unwrap(), Some(Histogram::decode("5:1").unwrap().with_zeros(5)));
-        assert_eq!(kept.day_of(&key("api", &[3]), 11).unwrap(), None, "no row of the key's variants");
-
-        // Variant 1 of day 11 changed: the api row is rewritten, the console row went away (a
-        // row not read back is gone), a new backend has one; day 12 is untouched.
-        let patched =
-            kept.patched(2, &[(1, 11)], vec![row("api", 11, 1, 3, "9:1"), row("etcd", 11, 1, 1, "")]);
-        assert_eq!(patched.version, 2);
-        let api_11 = &patched.by_backend["api"][&11];
-        assert_eq!(
-            api_11.iter().map(|r| (r.0, r.1, r.2.to_string())).collect::<Vec<_>>(),
-            vec![(1, 3, "9:1".to_string()), (2, 3, "5:1".to_string())],
-            "sorted by variant"
-        );
-        assert_eq!(
-            patched.day_of(&api, 11).unwrap(),
-            Some(Histogram::decode("5:1 9:1").unwrap().with_zeros(6))
-        );
-        assert_eq!(patched.day_of(&api, 12).unwrap(), kept.day_of(&api, 12).unwrap());
-        assert_eq!(patched.day_of(&key("console", &[1]), 11).unwrap(), None);
-        assert_eq!(
-            patched.day_of(&key("console", &[1, 3]), 11).unwrap(),
-            Some(Histogram::new().with_zeros(1))
-        );
-        assert_eq!(patched.day_of(&key("etcd", &[1]), 11).unwrap(), Some(Histogram::new().with_zeros(1)));
-        // The rows kept before are left as they were (answers at the older version use them).
-        assert_eq!(
-            kept.day_of(&key("console", &[1]), 11).unwrap(),
-            Some(Histogram::decode("2:2").unwrap().with_zeros(4))
-        );
     }
 
     #[test]

@@ -5,10 +5,18 @@ use anyhow::Result;
 
 use super::{Store, sql};
 
-impl Store {
+/// What the release controller and GitHub said, kept: payload changelogs and the commits
+/// outside a payload. Reached through [`Store::releases`].
+#[derive(Clone, Copy)]
+pub struct Releases<'a> {
+    pub(super) store: &'a Store,
+}
+
+impl Releases<'_> {
     /// A kept changelog between two payloads.
-    pub async fn changelog(&self, architecture: &str, from: &str, to: &str) -> Result<Option<String>> {
+    pub async fn changelog(self, architecture: &str, from: &str, to: &str) -> Result<Option<String>> {
         let row: Option<(String,)> = self
+            .store
             .fetch_optional(
                 sql("SELECT body FROM changelogs WHERE architecture = $1 AND from_tag = $2 AND to_tag = $3")
                     .bind(architecture)
@@ -20,8 +28,8 @@ impl Store {
     }
 
     /// Keeps a changelog between two payloads (they never change).
-    pub async fn keep_changelog(&self, architecture: &str, from: &str, to: &str, body: &str) -> Result<()> {
-        self.execute(
+    pub async fn keep_changelog(self, architecture: &str, from: &str, to: &str, body: &str) -> Result<()> {
+        self.store.execute(
             sql("INSERT INTO changelogs (architecture, from_tag, to_tag, body, fetched_at) VALUES ($1, $2, $3, $4, $5) \
                  ON CONFLICT (architecture, from_tag, to_tag) DO NOTHING")
             .bind(architecture)

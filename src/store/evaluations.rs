@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 
-use super::windows::CellWindow;
+use super::windows::{CellWindow, WindowDays};
 use super::{Conn, Store, row_by_position, sql};
 use crate::evaluate::{CellHistograms, GroupState};
 use crate::model::{DAY, Dimensions, Histogram, HistoricalRow};
@@ -120,6 +120,20 @@ impl Indexes {
     }
 }
 
+/// The backends and variants a [`WindowData`] indexes, read before its cells.
+pub(crate) struct WindowFrame {
+    backends: Vec<(i64, String)>,
+    variants: std::sync::Arc<Vec<(i64, Dimensions)>>,
+    index: Indexes,
+}
+
+impl WindowFrame {
+    /// The position of a cell given by database ids, when both are known.
+    pub(crate) fn cell(&self, backend_id: i64, variant_id: i64) -> Option<(usize, usize)> {
+        self.index.cell(backend_id, variant_id)
+    }
+}
+
 /// Cells with their current and baseline histograms.
 type Decoded = Vec<((usize, usize), (Histogram, Histogram))>;
 
@@ -155,7 +169,7 @@ pub struct WindowData {
 }
 
 /// `[from, to)` in Unix seconds, split into whole UTC days and the partial days at its edges.
-fn split(from: i64, to: i64) -> (std::ops::Range<i64>, Vec<(i64, i64)>) {
+pub(super) fn split(from: i64, to: i64) -> (std::ops::Range<i64>, Vec<(i64, i64)>) {
     let first_full = (from + DAY - 1).div_euclid(DAY);
     let last_full_end = to.div_euclid(DAY);
     if first_full >= last_full_end {
@@ -217,62 +231,66 @@ pub(crate) async fn write_cycle(
     insert_cycle(c, cycle).await
 }
 
-impl Store {
+/// What evaluation reads and records: the windows' histograms, group states, cycles, and the
+/// imported historical thresholds. Reached through [`Store::evaluations`].
+#[derive(Clone, Copy)]
+pub struct Evaluations<'a> {
+    pub(super) store: &'a Store,
+}
+
+impl Evaluations<'_> {
     /// The histograms of every cell in `current` and `baseline` (Unix-second ranges). Whole
     /// days come from `cell_days`; the partial days at the edges from the samples themselves,
     /// counting only runs finished by `visible_at` (whole days are taken as they are stored: a
     /// replay of the past is exact to the day, as `sheriff backtest`'s own source is to the run).
-    /// With the windows kept in memory ([`Store::keep_windows_in_memory`]), both come from there,
-    /// read again only where the stored runs changed.
+    /// The windows kept in memory between cycles (`crate::warm`) give the same, read again only
+    /// where the stored runs changed.
     ///
     /// Each start of `recent` is a span `[start, current.1)` whose runs each cell also counts
     /// apart, from the samples themselves (the last few days).
     pub async fn window_data(
-        &self,
+        self,
         current: (i64, i64),
         baseline: (i64, i64),
         recent: &[i64],
         visible_at: i64,
     ) -> Result<WindowData> {
+        let frame = self.window_frame().await?;
+        let want = WindowDays::new(current, baseline, recent, visible_at);
+        let mut cells = self
+            .read_windows(&frame.index, want.current.clone(), want.baseline.clone(), &want.edges, visible_at)
+            .await?;
+        self.read_recent(&frame.index, &mut cells, recent, current.1, visible_at).await?;
+        self.window_data_of(frame, cells.into_iter().collect(), current, visible_at).await
+    }
+
+    /// Every backend and variant, read before the cells of a [`WindowData`] so that it names
+    /// every cell read.
+    pub(crate) async fn window_frame(self) -> Result<WindowFrame> {
         let backends: Vec<(i64, String)> =
-            self.fetch_all(sql("SELECT id, name FROM backends ORDER BY id")).await?;
-        let variants = self.variants().await?;
+            self.store.fetch_all(sql("SELECT id, name FROM backends ORDER BY id")).await?;
+        let variants = self.store.variants().await?;
         let index = Indexes {
             backends: backends.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect(),
             variants: variants.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect(),
         };
-        let (current_days, current_edges) = split(current.0, current.1);
-        let (baseline_days, baseline_edges) = split(baseline.0, baseline.1);
-        // Partial days at the windows' edges: the samples themselves.
-        let edges: Vec<((i64, i64), bool)> = current_edges
-            .into_iter()
-            .map(|e| (e, true))
-            .chain(baseline_edges.into_iter().map(|e| (e, false)))
-            .collect();
-        let mut list: Vec<((usize, usize), CellWindow)> = match self.window_cache() {
-            Some(cache) => {
-                let want = super::windows::WindowDays {
-                    current: current_days,
-                    baseline: baseline_days,
-                    edges,
-                    recent: recent.to_vec(),
-                    recent_to: current.1,
-                    visible_at,
-                };
-                let by_id = self.cached_windows(&cache, &want).await?;
-                by_id.into_iter().filter_map(|((b, v), h)| Some((index.cell(b, v)?, h))).collect()
-            }
-            None => {
-                let mut cells =
-                    self.read_windows(&index, current_days, baseline_days, &edges, visible_at).await?;
-                self.read_recent(&index, &mut cells, recent, current.1, visible_at).await?;
-                cells.into_iter().collect()
-            }
-        };
+        Ok(WindowFrame { backends, variants, index })
+    }
+
+    /// The [`WindowData`] of the cells in `list` (by position in `frame`), with the runs left
+    /// out for CI trouble counted per variant in the current window.
+    pub(crate) async fn window_data_of(
+        self,
+        frame: WindowFrame,
+        mut list: Vec<((usize, usize), CellWindow)>,
+        current: (i64, i64),
+        visible_at: i64,
+    ) -> Result<WindowData> {
+        let WindowFrame { backends, variants, index } = frame;
         // each cell once: no order among equals to keep
         list.sort_unstable_by_key(|(k, _)| *k);
         let mut troubled = vec![0; variants.len()];
-        let counts: Vec<(i64, i64)> = self
+        let counts: Vec<(i64, i64)> = self.store
             .fetch_all(
                 sql("SELECT variant_id, COUNT(*) FROM job_runs WHERE started_at >= $1 AND started_at < $2 \
                      AND COALESCE(finished_at, started_at) <= $3 AND ci_trouble IS NOT NULL GROUP BY variant_id")
@@ -307,7 +325,7 @@ impl Store {
     /// The windows' histograms from the database: the whole days from `cell_days`, the edges
     /// from their samples.
     async fn read_windows(
-        &self,
+        self,
         index: &Indexes,
         current_days: std::ops::Range<i64>,
         baseline_days: std::ops::Range<i64>,
@@ -320,7 +338,7 @@ impl Store {
             .map(|(k, (current, baseline))| (k, CellWindow { current, baseline, recent: Vec::new() }))
             .collect();
         for &((from, to), is_current) in edges {
-            let rows: Vec<CellSample> = self
+            let rows: Vec<CellSample> = self.store
                 .fetch_all(
                     sql("SELECT s.backend_id, r.variant_id, s.seconds FROM job_runs r JOIN samples s ON s.run_id = r.id \
                          WHERE r.started_at >= $1 AND r.started_at < $2 AND COALESCE(r.finished_at, r.started_at) <= $3 \
@@ -342,7 +360,7 @@ impl Store {
     /// Each cell's runs of the recent spans `[start, to)` (one per start of `recent`), from the
     /// samples of the runs started since the first.
     async fn read_recent(
-        &self,
+        self,
         index: &Indexes,
         cells: &mut HashMap<(usize, usize), CellWindow>,
         recent: &[i64],
@@ -354,6 +372,7 @@ impl Store {
         }
         let Some(&first) = recent.iter().min() else { return Ok(()) };
         let rows: Vec<StartedCellSample> = self
+            .store
             .fetch_all(
                 sql("SELECT s.backend_id, r.variant_id, r.started_at, s.seconds FROM job_runs r \
                      JOIN samples s ON s.run_id = r.id WHERE r.started_at >= $1 AND r.started_at < $2 \
@@ -382,7 +401,7 @@ impl Store {
     /// histograms into one string per window, so a month of 11,000 cells is 11,000 rows rather
     /// than 300,000; the table is read in parallel ranges of backends and decoded on every core.
     async fn whole_days(
-        &self,
+        self,
         index: &Indexes,
         current_days: std::ops::Range<i64>,
         baseline_days: std::ops::Range<i64>,
@@ -396,7 +415,7 @@ impl Store {
         let ids: Vec<i64> = index.backends.keys().copied().collect();
         let (lo, hi) = (ids.iter().min().copied().unwrap_or(0), ids.iter().max().copied().unwrap_or(0) + 1);
         let step = ((hi - lo) as usize).div_ceil(parts).max(1) as i64;
-        let text = if self.engine() == crate::config::Engine::Postgres {
+        let text = if self.store.engine() == crate::config::Engine::Postgres {
             WHOLE_DAYS_POSTGRES
         } else {
             WHOLE_DAYS_SQLITE
@@ -414,7 +433,7 @@ impl Store {
                     .bind(to)
                     .bind(baseline_days.start.min(current_days.start))
                     .bind(baseline_days.end.max(current_days.end));
-                self.fetch_all::<WholeDaysRow>(q)
+                self.store.fetch_all::<WholeDaysRow>(q)
             });
         let fetched = futures::future::try_join_all(queries).await?;
         tracing::debug!(parts = fetched.len(), seconds = started.elapsed().as_secs_f64(), "window query");
@@ -439,7 +458,7 @@ impl Store {
 
     /// One backend's runs in a window among some variants, slowest first.
     pub async fn group_samples(
-        &self,
+        self,
         backend: &str,
         variant_ids: &[i64],
         window: (i64, i64),
@@ -455,22 +474,22 @@ impl Store {
         .bind(window.1)
         .list(variant_ids.iter().copied())
         .push(") ORDER BY s.seconds DESC, r.started_at DESC");
-        self.fetch_all(q).await
+        self.store.fetch_all(q).await
     }
 
     /// Each release's first run started by `visible_at` (Unix seconds). Read per variant, which
     /// the (variant, start) index answers without a scan; a variant whose first runs were pruned
     /// keeps the time recorded then (`variant_first_seen`).
-    pub async fn release_first_seen(&self, visible_at: i64) -> Result<HashMap<String, i64>> {
+    pub async fn release_first_seen(self, visible_at: i64) -> Result<HashMap<String, i64>> {
         // One index probe per variant (a GROUP BY would read every stored run's index entry).
-        let rows: Vec<(i64, Option<i64>)> = self
+        let rows: Vec<(i64, Option<i64>)> = self.store
             .fetch_all(sql(
                 "SELECT v.id, COALESCE((SELECT started_at FROM variant_first_seen f WHERE f.variant_id = v.id), \
                  (SELECT MIN(r.started_at) FROM job_runs r WHERE r.variant_id = v.id)) FROM variants v",
             ))
             .await?;
         let rows = rows.into_iter().filter_map(|(v, s)| Some((v, s?)));
-        let variants = self.variants().await?;
+        let variants = self.store.variants().await?;
         let release: HashMap<i64, &str> = variants.iter().map(|(id, d)| (*id, d.release.as_str())).collect();
         let mut first: HashMap<String, i64> = HashMap::new();
         for (variant, started) in rows.filter(|(_, s)| *s <= visible_at) {
@@ -484,7 +503,7 @@ impl Store {
 
     /// Job names that ran in some variants during a window.
     pub async fn jobs_of_variants(
-        &self,
+        self,
         variant_ids: &[i64],
         window: (i64, i64),
     ) -> Result<Vec<(String, i64)>> {
@@ -497,11 +516,12 @@ impl Store {
         .bind(window.1)
         .list(variant_ids.iter().copied())
         .push(") GROUP BY job_name ORDER BY job_name");
-        self.fetch_all(q).await
+        self.store.fetch_all(q).await
     }
 
-    pub async fn group_states(&self) -> Result<HashMap<String, GroupState>> {
+    pub async fn group_states(self) -> Result<HashMap<String, GroupState>> {
         let rows: Vec<GroupStateRow> = self
+            .store
             .fetch_all(sql("SELECT group_label, regressed, clean_streak, since FROM group_states"))
             .await?;
         Ok(rows
@@ -516,10 +536,10 @@ impl Store {
     }
 
     /// Records a cycle that failed before it could finish. When that fails too (the database
-    /// is down), the record is kept and written by [`Store::record_unrecorded_cycles`] once the
-    /// database takes writes again.
-    pub async fn record_failed_cycle(&self, cycle: &CycleRecord) -> Result<()> {
-        let written = async { insert_cycle(&mut self.acquire().await?.conn(), cycle).await }.await;
+    /// is down), the record is kept and written by [`Evaluations::record_unrecorded_cycles`]
+    /// once the database takes writes again.
+    pub async fn record_failed_cycle(self, cycle: &CycleRecord) -> Result<()> {
+        let written = async { insert_cycle(&mut self.store.acquire().await?.conn(), cycle).await }.await;
         if let Err(e) = written {
             self.keep_unrecorded_cycle(cycle.clone());
             return Err(e.context("kept, to be recorded once the database takes writes again"));
@@ -529,8 +549,8 @@ impl Store {
 
     /// Keeps a failed cycle or a skipped tick that cannot be recorded now (the newest
     /// `MAX_UNRECORDED_CYCLES`).
-    pub fn keep_unrecorded_cycle(&self, cycle: CycleRecord) {
-        let mut kept = self.unrecorded_cycles.lock().expect("unrecorded cycles lock");
+    pub fn keep_unrecorded_cycle(self, cycle: CycleRecord) {
+        let mut kept = self.store.unrecorded_cycles.lock().expect("unrecorded cycles lock");
         if kept.len() >= MAX_UNRECORDED_CYCLES {
             tracing::warn!(
                 "more than {MAX_UNRECORDED_CYCLES} cycles wait to be recorded; the oldest is dropped"
@@ -542,13 +562,14 @@ impl Store {
 
     /// Records the failed cycles and skipped ticks kept while the database was down, oldest
     /// first; how many. Those it cannot record yet are kept for the next call.
-    pub async fn record_unrecorded_cycles(&self) -> Result<usize> {
-        let waiting = std::mem::take(&mut *self.unrecorded_cycles.lock().expect("unrecorded cycles lock"));
+    pub async fn record_unrecorded_cycles(self) -> Result<usize> {
+        let waiting =
+            std::mem::take(&mut *self.store.unrecorded_cycles.lock().expect("unrecorded cycles lock"));
         let mut written = 0;
         for (n, cycle) in waiting.iter().enumerate() {
-            let result = async { insert_cycle(&mut self.acquire().await?.conn(), cycle).await }.await;
+            let result = async { insert_cycle(&mut self.store.acquire().await?.conn(), cycle).await }.await;
             if let Err(e) = result {
-                let mut kept = self.unrecorded_cycles.lock().expect("unrecorded cycles lock");
+                let mut kept = self.store.unrecorded_cycles.lock().expect("unrecorded cycles lock");
                 let newer = std::mem::take(&mut *kept);
                 kept.extend(waiting[n..].iter().cloned());
                 kept.extend(newer);
@@ -559,14 +580,14 @@ impl Store {
         Ok(written)
     }
 
-    pub async fn count_cycles(&self) -> Result<i64> {
-        self.scalar(sql("SELECT COUNT(*) FROM eval_cycles")).await
+    pub async fn count_cycles(self) -> Result<i64> {
+        self.store.scalar(sql("SELECT COUNT(*) FROM eval_cycles")).await
     }
 
     /// Replaces the historical table with `rows`.
-    pub async fn import_thresholds(&self, rows: &[HistoricalRow], source_file: &str) -> Result<()> {
+    pub async fn import_thresholds(self, rows: &[HistoricalRow], source_file: &str) -> Result<()> {
         let now = chrono::Utc::now().timestamp();
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.store.begin_write().await?;
         let mut c = tx.conn();
         c.execute(sql("DELETE FROM historical_thresholds")).await?;
         for chunk in rows.chunks(200) {
@@ -596,8 +617,9 @@ impl Store {
         tx.commit().await
     }
 
-    pub async fn historical_thresholds(&self) -> Result<Vec<HistoricalRow>> {
+    pub async fn historical_thresholds(self) -> Result<Vec<HistoricalRow>> {
         let rows: Vec<HistoricalRowRead> = self
+            .store
             .fetch_all(sql(
                 "SELECT backend, release, from_release, platform, architecture, network, topology, \
                  master_nodes_updated, job_runs, p50, p75, p95, p99 FROM historical_thresholds",
@@ -661,17 +683,17 @@ pub struct CycleRecord {
     pub error: String,
 }
 
-impl Store {
+impl Evaluations<'_> {
     /// The straightforward way, for comparison in `sheriff bench evaluate`: exact percentiles of
     /// every cell in both windows with PostgreSQL's `percentile_cont … GROUP BY` over the raw
     /// samples. Returns the number of (cell, window) rows. PostgreSQL only.
     pub async fn reference_percentiles_query(
-        &self,
+        self,
         baseline_from: i64,
         window_from: i64,
         to: i64,
     ) -> Result<usize> {
-        let super::Pool::Postgres(pool) = &self.pool else {
+        let super::Pool::Postgres(pool) = &self.store.pool else {
             anyhow::bail!("the reference query is PostgreSQL's percentile_cont");
         };
         // PostgreSQL only, and its float8[] is not a type the shared statements bind or read.

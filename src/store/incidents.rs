@@ -546,18 +546,25 @@ async fn apply_plan(
     Ok(applied)
 }
 
-impl Store {
+/// The incidents, their events and silences: plans applied with their outbox entries.
+/// Reached through [`Store::incidents`].
+#[derive(Clone, Copy)]
+pub struct Incidents<'a> {
+    pub(super) store: &'a Store,
+}
+
+impl Incidents<'_> {
     /// Replaces the stored group states, records the cycle, and applies the incident plan with
     /// its outbox entries: all in one transaction.
     pub async fn finish_cycle(
-        &self,
+        self,
         states: &[(String, crate::evaluate::GroupState)],
         cycle: &super::evaluations::CycleRecord,
         planner: impl FnOnce(&Known) -> Plan,
     ) -> Result<(i64, Plan)> {
         let result: Result<(i64, Plan)> = async {
             let now = cycle.evaluated_at;
-            let mut tx = self.begin_write().await?;
+            let mut tx = self.store.begin_write().await?;
             let mut c = tx.conn();
             let cycle_id = super::evaluations::write_cycle(&mut c, states, cycle).await?;
             let known = load_known(&mut c, now).await?;
@@ -574,23 +581,23 @@ impl Store {
                 error: format!("storing the cycle failed: {e:#}"),
                 ..cycle.clone()
             };
-            if let Err(e) = self.record_failed_cycle(&failed).await {
+            if let Err(e) = self.store.evaluations().record_failed_cycle(&failed).await {
                 tracing::error!("cannot record the failed cycle: {e:#}");
             }
         }
-        self.tracked(result)
+        self.store.tracked(result)
     }
 
     /// Applies a plan a person asked for, attributed to `actor`, made from the state inside
     /// the transaction; a refusal changes nothing. Returns only after the commit.
     pub async fn apply_manual<T>(
-        &self,
+        self,
         now: i64,
         actor: &str,
         planner: impl FnOnce(&Known) -> Result<(Plan, T), Refusal>,
     ) -> Result<Result<(Applied, T), Refusal>> {
         let result: Result<Result<(Applied, T), Refusal>> = async {
-            let mut tx = self.begin_write().await?;
+            let mut tx = self.store.begin_write().await?;
             let mut c = tx.conn();
             let known = load_known(&mut c, now).await?;
             let (plan, extra) = match planner(&known) {
@@ -606,15 +613,15 @@ impl Store {
             Ok(Ok((applied, extra)))
         }
         .await;
-        self.tracked(result)
+        self.store.tracked(result)
     }
 
-    pub async fn incidents(&self) -> Result<Vec<Incident>> {
-        load_incidents(&mut self.acquire().await?.conn()).await
+    pub async fn all(self) -> Result<Vec<Incident>> {
+        load_incidents(&mut self.store.acquire().await?.conn()).await
     }
 
     /// An incident by number (`12`, `#12`) or fingerprint.
-    pub async fn find_incident(&self, reference: &str) -> Result<Option<Incident>> {
+    pub async fn find(self, reference: &str) -> Result<Option<Incident>> {
         let r = reference.trim().trim_start_matches('#');
         let id: i64 = r.parse().unwrap_or(-1);
         let q = super::Sql::built(format!(
@@ -622,12 +629,13 @@ impl Store {
         ))
         .bind(id)
         .bind(r);
-        let rows: Vec<IncidentRow> = self.fetch_all(q).await?;
+        let rows: Vec<IncidentRow> = self.store.fetch_all(q).await?;
         rows.into_iter().next().map(IncidentRow::into_incident).transpose()
     }
 
-    pub async fn incident_events(&self, incident: i64) -> Result<Vec<Event>> {
+    pub async fn events(self, incident: i64) -> Result<Vec<Event>> {
         let rows: Vec<EventRow> = self
+            .store
             .fetch_all(
                 sql("SELECT at, actor, kind, detail FROM incident_events WHERE incident_id = $1 ORDER BY id")
                     .bind(incident),
@@ -642,14 +650,14 @@ impl Store {
     /// Records an incident's fix claim as the Jira watch found it (None: withdrawn), with the
     /// line of its history, in one transaction.
     pub async fn record_fix(
-        &self,
+        self,
         incident: i64,
         claim: Option<&crate::model::FixClaim>,
         now: i64,
         event: (&str, String),
     ) -> Result<()> {
         let result: Result<()> = async {
-            let mut tx = self.begin_write().await?;
+            let mut tx = self.store.begin_write().await?;
             let mut c = tx.conn();
             let value = claim.map(serde_json::to_string).transpose()?;
             c.execute(sql("UPDATE incidents SET fix = $2 WHERE id = $1").bind(incident).bind(value)).await?;
@@ -657,11 +665,11 @@ impl Store {
             tx.commit().await
         }
         .await;
-        self.tracked(result)
+        self.store.tracked(result)
     }
 
     /// Active silences at `now`.
-    pub async fn silences(&self, now: i64) -> Result<Vec<Silence>> {
-        load_silences(&mut self.acquire().await?.conn(), now).await
+    pub async fn silences(self, now: i64) -> Result<Vec<Silence>> {
+        load_silences(&mut self.store.acquire().await?.conn(), now).await
     }
 }

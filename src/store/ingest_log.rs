@@ -22,12 +22,19 @@ pub struct IngestLogEntry {
     pub error: String,
 }
 
-impl Store {
-    pub async fn log_ingest(&self, entries: &[IngestLogEntry]) -> Result<()> {
+/// What ingest did: its log of files read and refused, and each source's watermark.
+/// Reached through [`Store::ingest_log`].
+#[derive(Clone, Copy)]
+pub struct IngestLog<'a> {
+    pub(super) store: &'a Store,
+}
+
+impl IngestLog<'_> {
+    pub async fn log_ingest(self, entries: &[IngestLogEntry]) -> Result<()> {
         if entries.is_empty() {
             return Ok(());
         }
-        let mut pooled = self.acquire().await?;
+        let mut pooled = self.store.acquire().await?;
         let mut c = pooled.conn();
         for chunk in entries.chunks(500) {
             let q = sql("INSERT INTO ingest_log (logged_at, source, run_path, job_name, build_id, file, outcome, error)")
@@ -49,8 +56,8 @@ impl Store {
     }
 
     /// The newest log entries, newest first; `outcome` filters when given.
-    pub async fn recent_ingest_log(&self, outcome: Option<&str>, limit: i64) -> Result<Vec<IngestLogEntry>> {
-        let rows: Vec<LogRow> = self
+    pub async fn recent(self, outcome: Option<&str>, limit: i64) -> Result<Vec<IngestLogEntry>> {
+        let rows: Vec<LogRow> = self.store
             .fetch_all(
                 sql("SELECT logged_at, source, run_path, job_name, build_id, file, outcome, error FROM ingest_log \
                      WHERE ($1 = '' OR outcome = $1) ORDER BY id DESC LIMIT $2")

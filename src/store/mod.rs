@@ -3,8 +3,11 @@
 //! Both engines run the same SQL: `$N` placeholders, BIGINT Unix seconds for time, TEXT for
 //! everything else. The pool is an enum of the two native sqlx pools rather than `AnyPool`, so
 //! each engine keeps its own fast row decoding; `db.rs` runs one statement on whichever is live.
-//! One file per table; SQL lives only here. The store applies what it is told (a run, a plan,
-//! an outbox result) and decides nothing about incidents.
+//! One file per table; SQL lives only here. Each table's functions sit behind a small handle
+//! ([`Store::runs`], [`Store::cells`], [`Store::incidents`], [`Store::outbox`], …), so that the
+//! store itself keeps only the pool, the id caches and what every table shares. The store
+//! applies what it is told (a run, a plan, an outbox result) and decides nothing about
+//! incidents; what is kept in memory over it between questions and cycles is [`crate::warm`]'s.
 
 pub mod backfills;
 mod db;
@@ -44,7 +47,8 @@ pub(crate) enum Pool {
     Postgres(PgPool),
 }
 
-/// The database, with small caches of the id tables that ingest touches on every run.
+/// The database, with small caches of the id tables that ingest touches on every run. What is
+/// kept in memory over it between questions and cycles lives in [`crate::warm`].
 pub struct Store {
     pub(crate) pool: Pool,
     /// backend name → id; backends are few and never change id.
@@ -53,18 +57,8 @@ pub struct Store {
     variant_ids: Mutex<HashMap<crate::model::Dimensions, i64>>,
     /// Every variant by id, for queries; only ever grows.
     variant_list: Mutex<std::sync::Arc<Vec<(i64, crate::model::Dimensions)>>>,
-    /// The variants and backend names as of one data version, for questions.
-    catalog: Mutex<Option<cells::Catalog>>,
-    /// Questions' reads of the data version, shared by those asked at once.
-    version_reads: cells::VersionReads,
-    /// Per-day histograms of recent queries, valid for one data version.
-    day_cache: Mutex<cells::DayCache>,
-    /// The windows' day histograms between cycles, when kept ([`Store::keep_windows_in_memory`]).
-    window_cache: Mutex<Option<std::sync::Arc<tokio::sync::Mutex<windows::WindowCache>>>>,
-    /// The runs of the scopes cycles describe, kept along with the windows.
-    scope_runs: Mutex<Option<std::sync::Arc<Mutex<scope_runs::ScopeRunsCache>>>>,
     /// The rules new runs are classified with (those the database was classified with, until
-    /// [`Store::apply_trouble_rules`]).
+    /// [`crate::store::trouble::Trouble::apply`]).
     trouble: Mutex<crate::model::TroubleRules>,
     /// Since when writes fail for storage reasons (disk full, I/O, read-only, connection
     /// lost); None while they work. `/readyz` reads it.
@@ -152,6 +146,61 @@ static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/s
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
 
 impl Store {
+    /// The stored runs (`job_runs`) and what each carries.
+    pub fn runs(&self) -> runs::Runs<'_> {
+        runs::Runs { store: self }
+    }
+
+    /// The cells' per-day histograms (`cell_days`) and the change log (`data_version`).
+    pub fn cells(&self) -> cells::Cells<'_> {
+        cells::Cells { store: self }
+    }
+
+    /// What evaluation reads and records: windows, group states, cycles, thresholds.
+    pub fn evaluations(&self) -> evaluations::Evaluations<'_> {
+        evaluations::Evaluations { store: self }
+    }
+
+    /// The incidents, their events and silences: plans applied with their outbox entries.
+    pub fn incidents(&self) -> incidents::Incidents<'_> {
+        incidents::Incidents { store: self }
+    }
+
+    /// The outbox: notifications waiting, claimed, delivered or failed.
+    pub fn outbox(&self) -> outbox::Outbox<'_> {
+        outbox::Outbox { store: self }
+    }
+
+    /// The leases that keep scheduled work and the SQLite replica to one holder at a time.
+    pub fn leases(&self) -> outbox::Leases<'_> {
+        outbox::Leases { store: self }
+    }
+
+    /// Pruning old rows in bounded batches.
+    pub fn retention(&self) -> retention::Retention<'_> {
+        retention::Retention { store: self }
+    }
+
+    /// The CI-trouble rules the runs are classified with, and reclassification when they change.
+    pub fn trouble(&self) -> trouble::Trouble<'_> {
+        trouble::Trouble { store: self }
+    }
+
+    /// Push-down backfills: counted days written whole and sealed.
+    pub fn backfills(&self) -> backfills::Backfills<'_> {
+        backfills::Backfills { store: self }
+    }
+
+    /// What the release controller and GitHub said, kept.
+    pub fn releases(&self) -> changelogs::Releases<'_> {
+        changelogs::Releases { store: self }
+    }
+
+    /// What ingest did: its log of files read and refused, and each source's watermark.
+    pub fn ingest_log(&self) -> ingest_log::IngestLog<'_> {
+        ingest_log::IngestLog { store: self }
+    }
+
     /// Opens the database (creating a SQLite file and its folder on first use). Does not migrate.
     pub async fn connect(settings: &DatabaseSettings) -> Result<Store> {
         let acquire = Duration::from_secs(settings.acquire_timeout_secs);
@@ -219,11 +268,6 @@ impl Store {
             backend_ids: Mutex::new(HashMap::new()),
             variant_ids: Mutex::new(HashMap::new()),
             variant_list: Mutex::default(),
-            catalog: Mutex::default(),
-            version_reads: Default::default(),
-            day_cache: Mutex::default(),
-            window_cache: Mutex::default(),
-            scope_runs: Mutex::default(),
             trouble: Mutex::default(),
             write_failing_since: Mutex::default(),
             write_faults: Mutex::default(),
@@ -235,7 +279,7 @@ impl Store {
     pub async fn open(settings: &DatabaseSettings) -> Result<Store> {
         let store = Store::connect(settings).await?;
         store.migrate().await?;
-        if let Some(rules) = store.stored_trouble_rules().await? {
+        if let Some(rules) = store.trouble().stored().await? {
             *store.trouble.lock().expect("rules lock") = rules;
         }
         Ok(store)
@@ -245,7 +289,7 @@ impl Store {
     /// by the configured CI-trouble rules (reclassified when they changed).
     pub async fn open_configured(settings: &crate::config::Settings) -> Result<Store> {
         let store = Store::open(&settings.database).await?;
-        store.apply_trouble_rules(&settings.evaluate.ci_trouble).await?;
+        store.trouble().apply(&settings.evaluate.ci_trouble).await?;
         Ok(store)
     }
 

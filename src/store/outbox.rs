@@ -70,28 +70,35 @@ pub struct OutboxCounts {
     pub oldest_pending_age_secs: Option<i64>,
 }
 
-impl Store {
+/// The outbox: notifications waiting, claimed, delivered or failed.
+/// Reached through [`Store::outbox`].
+#[derive(Clone, Copy)]
+pub struct Outbox<'a> {
+    pub(super) store: &'a Store,
+}
+
+impl Outbox<'_> {
     /// Claims the next deliverable entry for `worker` until `now + lease`: pending, due, not
     /// held by a live lease, and first in its lane. Counts the attempt before anything is sent,
     /// so a worker that dies mid-delivery leaves a trace that the next one sees.
-    pub async fn claim_outbox(&self, worker: &str, now: i64, lease_secs: i64) -> Result<Option<OutboxEntry>> {
+    pub async fn claim(self, worker: &str, now: i64, lease_secs: i64) -> Result<Option<OutboxEntry>> {
         let result: Result<Option<OutboxEntry>> = async {
-            let q = claim_sql(self.engine() == crate::config::Engine::Postgres)
+            let q = claim_sql(self.store.engine() == crate::config::Engine::Postgres)
                 .bind(worker)
                 .bind(now + lease_secs)
                 .bind(now);
-            self.fetch_optional(q).await
+            self.store.fetch_optional(q).await
         }
         .await;
-        self.tracked(result)
+        self.store.tracked(result)
     }
 
     /// Marks a claimed entry delivered and writes what the delivery learned (the Slack `ts`, the
     /// Jira key) to its incident, in one transaction. A filed Jira issue queues `then` (see
     /// [`crate::incidents::plan::after_filing`]) in the same transaction, when the incident's
     /// parent message is posted or queued. False when the lease was lost meanwhile.
-    pub async fn complete_outbox(
-        &self,
+    pub async fn complete(
+        self,
         entry: &OutboxEntry,
         worker: &str,
         now: i64,
@@ -99,7 +106,7 @@ impl Store {
         then: &[Effect],
     ) -> Result<bool> {
         let result: Result<bool> = async {
-            let mut tx = self.begin_write().await?;
+            let mut tx = self.store.begin_write().await?;
             let mut c = tx.conn();
             let q =
                 sql("UPDATE outbox SET state = 'done', delivered_at = $3, result = $4, locked_until = 0, \
@@ -145,12 +152,12 @@ impl Store {
             Ok(updated == 1)
         }
         .await;
-        self.tracked(result)
+        self.store.tracked(result)
     }
 
     /// Records a failed attempt: retry at `retry_at`, or dead-letter it (`retry_at` = None).
-    pub async fn fail_outbox(
-        &self,
+    pub async fn fail(
+        self,
         entry: &OutboxEntry,
         worker: &str,
         error: &str,
@@ -167,11 +174,11 @@ impl Store {
         .bind(state)
         .bind(next)
         .bind(error);
-        self.execute(q).await.map(|_| ())
+        self.store.execute(q).await.map(|_| ())
     }
 
     /// Puts dead entries back in the queue (one by number, or all with `None`); how many.
-    pub async fn retry_outbox(&self, id: Option<i64>, now: i64) -> Result<u64> {
+    pub async fn retry(self, id: Option<i64>, now: i64) -> Result<u64> {
         let q = match id {
             Some(id) => sql(
                 "UPDATE outbox SET state = 'pending', attempts = 0, next_attempt_at = $2, locked_until = 0 \
@@ -183,12 +190,13 @@ impl Store {
                      WHERE state = 'dead'",
             ),
         };
-        self.execute(q.bind(now)).await
+        self.store.execute(q.bind(now)).await
     }
 
     /// The entries in each state, and how many pending ones failed before, the oldest's age.
-    pub async fn outbox_counts(&self, now: i64) -> Result<OutboxCounts> {
+    pub async fn counts(self, now: i64) -> Result<OutboxCounts> {
         let rows: Vec<StateCount> = self
+            .store
             .fetch_all(sql(
                 "SELECT state, COUNT(*), COALESCE(SUM(CASE WHEN attempts > 0 THEN 1 ELSE 0 END), 0), \
                  MIN(created_at) FROM outbox GROUP BY state",
@@ -211,26 +219,35 @@ impl Store {
     }
 
     /// Entries in `state` (`pending`, `dead`, `done`), oldest first, at most `limit`.
-    pub async fn outbox_entries(&self, state: &str, limit: i64) -> Result<Vec<OutboxEntry>> {
+    pub async fn entries(self, state: &str, limit: i64) -> Result<Vec<OutboxEntry>> {
         let q =
             Sql::built(format!("SELECT {ENTRY_COLUMNS} FROM outbox WHERE state = $1 ORDER BY id LIMIT $2"))
                 .bind(state)
                 .bind(limit);
-        self.fetch_all(q).await
+        self.store.fetch_all(q).await
     }
 
     /// When the next pending entry falls due, if any is waiting.
-    pub async fn next_outbox_due(&self) -> Result<Option<i64>> {
-        self.scalar(sql(
+    pub async fn next_due(self) -> Result<Option<i64>> {
+        self.store.scalar(sql(
             "SELECT MIN(CASE WHEN locked_until > next_attempt_at THEN locked_until ELSE next_attempt_at END) \
                  FROM outbox WHERE state = 'pending'",
         ))
         .await
     }
+}
 
+/// The leases that keep scheduled work and the SQLite replica to one holder at a time.
+/// Reached through [`Store::leases`].
+#[derive(Clone, Copy)]
+pub struct Leases<'a> {
+    pub(super) store: &'a Store,
+}
+
+impl Leases<'_> {
     /// Takes or renews the lease `name` for `holder` until `now + secs`; false if another holder
     /// has it. One replica runs each scheduled job this way, on either engine.
-    pub async fn take_lease(&self, name: &str, holder: &str, now: i64, secs: i64) -> Result<bool> {
+    pub async fn take(self, name: &str, holder: &str, now: i64, secs: i64) -> Result<bool> {
         let q = sql("INSERT INTO leases (name, holder, expires_at) VALUES ($1, $2, $3) \
                  ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at \
                  WHERE leases.holder = excluded.holder OR leases.expires_at <= $4")
@@ -238,36 +255,32 @@ impl Store {
         .bind(holder)
         .bind(now + secs)
         .bind(now);
-        let taken = self.execute(q).await?;
+        let taken = self.store.execute(q).await?;
         Ok(taken == 1)
     }
 
     /// Who holds the lease `name` and until when, if anyone ever took it.
-    pub async fn lease_holder(&self, name: &str) -> Result<Option<(String, i64)>> {
-        self.fetch_optional(sql("SELECT holder, expires_at FROM leases WHERE name = $1").bind(name)).await
+    pub async fn holder(self, name: &str) -> Result<Option<(String, i64)>> {
+        self.store
+            .fetch_optional(sql("SELECT holder, expires_at FROM leases WHERE name = $1").bind(name))
+            .await
     }
 
     /// Takes the lease `name` over from `from`, a holder known to be gone, until `now + secs`;
     /// false if someone else took it meanwhile.
-    pub async fn take_lease_over(
-        &self,
-        name: &str,
-        from: &str,
-        holder: &str,
-        now: i64,
-        secs: i64,
-    ) -> Result<bool> {
+    pub async fn take_over(self, name: &str, from: &str, holder: &str, now: i64, secs: i64) -> Result<bool> {
         let q = sql("UPDATE leases SET holder = $1, expires_at = $2 WHERE name = $3 AND holder = $4")
             .bind(holder)
             .bind(now + secs)
             .bind(name)
             .bind(from);
-        Ok(self.execute(q).await? == 1)
+        Ok(self.store.execute(q).await? == 1)
     }
 
     /// Gives a lease up early (a clean shutdown), so another replica need not wait it out.
-    pub async fn release_lease(&self, name: &str, holder: &str) -> Result<()> {
-        self.execute(sql("DELETE FROM leases WHERE name = $1 AND holder = $2").bind(name).bind(holder))
+    pub async fn release(self, name: &str, holder: &str) -> Result<()> {
+        self.store
+            .execute(sql("DELETE FROM leases WHERE name = $1 AND holder = $2").bind(name).bind(holder))
             .await
             .map(|_| ())
     }

@@ -3,18 +3,19 @@
 
 use anyhow::Result;
 
-use super::{Store, sql};
+use super::changelogs::Releases;
+use super::sql;
 
-impl Store {
+impl Releases<'_> {
     /// The kept commits (as JSON) of `repository` under `path` from `since` to `until`.
     pub async fn outside_commits(
-        &self,
+        self,
         repository: &str,
         path: &str,
         since: i64,
         until: i64,
     ) -> Result<Option<String>> {
-        let row: Option<(String,)> = self
+        let row: Option<(String,)> = self.store
             .fetch_optional(
                 sql("SELECT body FROM outside_commits WHERE repository = $1 AND path = $2 AND since = $3 AND until = $4")
                     .bind(repository)
@@ -28,13 +29,13 @@ impl Store {
 
     /// Keeps the commits of one window.
     pub async fn keep_outside_commits(
-        &self,
+        self,
         repository: &str,
         path: &str,
         (since, until): (i64, i64),
         body: &str,
     ) -> Result<()> {
-        self.execute(
+        self.store.execute(
             sql("INSERT INTO outside_commits (repository, path, since, until, body, fetched_at) VALUES ($1, $2, $3, $4, $5, $6) \
                  ON CONFLICT (repository, path, since, until) DO NOTHING")
             .bind(repository)

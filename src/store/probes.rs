@@ -13,6 +13,7 @@ use std::collections::BTreeSet;
 use anyhow::Result;
 
 use super::cells::ChangedCells;
+use super::runs::Runs;
 use super::{Conn, row_by_position, sql};
 use crate::model::{DAY, HOUR, ProbeHealth, TroubleRules};
 
@@ -411,19 +412,20 @@ pub(super) async fn forget_probes(
     Ok((!probes.is_empty()).then_some(job))
 }
 
-impl super::Store {
+impl Runs<'_> {
     /// The probes broken for jobs with runs in `window` (`[from, to)` Unix seconds), one
     /// finding per probe family, release, platform and architecture.
     /// Jobs whose first stored run started in `window` and that are new, not sparse: at least 3
     /// runs, and at the rate they have run since (its 95% lower bound) the store's history
     /// before their first run would have held one of their runs with 99% probability. With their runs there and the
     /// dimensions of their latest run (release, platform, architecture, network, upgrade).
-    pub async fn new_jobs_in(&self, window: (i64, i64)) -> Result<Vec<crate::model::NewJob>> {
+    pub async fn new_jobs_in(self, window: (i64, i64)) -> Result<Vec<crate::model::NewJob>> {
         use crate::model::Dimension;
         let (history_from,): (Option<i64>,) =
-            self.fetch_one(sql("SELECT MIN(started_at) FROM job_runs")).await?;
+            self.store.fetch_one(sql("SELECT MIN(started_at) FROM job_runs")).await?;
         let history_from = history_from.unwrap_or(window.0);
         let rows: Vec<FirstRuns> = self
+            .store
             .fetch_all(
                 sql("SELECT job_name, MIN(started_at), COUNT(*) FROM job_runs WHERE started_at < $2 \
                      GROUP BY job_name HAVING MIN(started_at) >= $1 ORDER BY job_name")
@@ -441,6 +443,7 @@ impl super::Store {
                 continue;
             }
             let dims: Option<LatestDimensions> = self
+                .store
                 .fetch_optional(
                     sql("SELECT release, platform, architecture, network, upgrade_type FROM job_runs \
                          WHERE job_name = $1 AND started_at < $2 ORDER BY started_at DESC LIMIT 1")
@@ -475,9 +478,10 @@ impl super::Store {
         Ok(out)
     }
 
-    pub async fn broken_probes_in(&self, window: (i64, i64)) -> Result<Vec<crate::model::BrokenProbe>> {
-        let rules = self.trouble_rules();
+    pub async fn broken_probes_in(self, window: (i64, i64)) -> Result<Vec<crate::model::BrokenProbe>> {
+        let rules = self.store.trouble().rules();
         let rows: Vec<BrokenProbeSample> = self
+            .store
             .fetch_all(
                 sql("SELECT r.id, r.job_name, r.release, r.platform, r.architecture, b.name, s.seconds \
                      FROM broken_probes p JOIN job_runs r ON r.job_name = p.job_name \

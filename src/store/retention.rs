@@ -62,9 +62,15 @@ pub struct PruneReport {
     pub batches: u64,
 }
 
-impl Store {
+/// Pruning old rows in bounded batches. Reached through [`Store::retention`].
+#[derive(Clone, Copy)]
+pub struct Retention<'a> {
+    pub(super) store: &'a Store,
+}
+
+impl Retention<'_> {
     /// Prunes to `cutoffs`; with `dry_run`, only counts. See the module's comment.
-    pub async fn prune(&self, cutoffs: Cutoffs, dry_run: bool) -> Result<PruneReport> {
+    pub async fn prune(self, cutoffs: Cutoffs, dry_run: bool) -> Result<PruneReport> {
         let keep = self.incident_runs(&cutoffs).await?;
         let mut report = PruneReport::default();
         if !dry_run {
@@ -85,15 +91,17 @@ impl Store {
             tokio::task::yield_now().await;
         }
         let cutoff_day = cutoffs.runs_before_day;
-        let (old_days,): (i64,) =
-            self.fetch_one(sql("SELECT COUNT(*) FROM cell_days WHERE day < $1").bind(cutoff_day)).await?;
+        let (old_days,): (i64,) = self
+            .store
+            .fetch_one(sql("SELECT COUNT(*) FROM cell_days WHERE day < $1").bind(cutoff_day))
+            .await?;
         report.cell_days = old_days as u64;
         if !dry_run && old_days > 0 {
             self.delete_old_days(cutoff_day, cutoffs.batch).await?;
         }
         if !dry_run {
             // a job's probes are judged on its recent days only: older counts say nothing
-            self.execute(sql("DELETE FROM probe_days WHERE day < $1").bind(cutoff_day)).await?;
+            self.store.execute(sql("DELETE FROM probe_days WHERE day < $1").bind(cutoff_day)).await?;
         }
         let evidence = self.runs_with_intervals_before(cutoffs.intervals_before_day * DAY, &keep).await?;
         for batch in evidence.chunks(cutoffs.batch) {
@@ -104,20 +112,20 @@ impl Store {
             report.batches += 1;
             tokio::task::yield_now().await;
         }
-        if !dry_run && self.engine() == crate::config::Engine::Sqlite {
+        if !dry_run && self.store.engine() == crate::config::Engine::Sqlite {
             // Hands the freed pages back to the file system a bounded step at a time (the
             // database is created with auto_vacuum = INCREMENTAL); PostgreSQL's autovacuum
             // does the same on its own.
-            self.execute(sql("PRAGMA incremental_vacuum(10000)")).await?;
+            self.store.execute(sql("PRAGMA incremental_vacuum(10000)")).await?;
         }
         Ok(report)
     }
 
     /// Records each variant's first run before any is deleted: how old a release is must not
     /// change because its first runs were pruned.
-    async fn remember_first_seen(&self) -> Result<()> {
+    async fn remember_first_seen(self) -> Result<()> {
         let result: Result<()> = async {
-            let mut tx = self.begin_write().await?;
+            let mut tx = self.store.begin_write().await?;
             tx.conn()
                 .execute(sql(
                     "INSERT INTO variant_first_seen (variant_id, started_at) \
@@ -129,19 +137,19 @@ impl Store {
             tx.commit().await
         }
         .await;
-        self.tracked(result)
+        self.store.tracked(result)
     }
 
     /// Ids of the runs incidents still need: an open incident's sample runs, and the runs of
     /// its scope since `reference_lookback` before its onset (the days its frozen reference is
     /// read from); likewise for an incident resolved within `horizon`, whose episodes still
     /// shape references.
-    async fn incident_runs(&self, cutoffs: &Cutoffs) -> Result<HashSet<i64>> {
+    async fn incident_runs(self, cutoffs: &Cutoffs) -> Result<HashSet<i64>> {
         let mut keep = HashSet::new();
         // Only runs older than one of the cutoffs can be pruned, so only those are looked up.
         let until = cutoffs.runs_before_day.max(cutoffs.intervals_before_day) * DAY;
-        let variants = self.variants().await?;
-        for i in self.incidents().await? {
+        let variants = self.store.variants().await?;
+        for i in self.store.incidents().all().await? {
             let live = i.state != State::Resolved
                 || i.resolved_at.is_some_and(|t| t >= cutoffs.now - cutoffs.horizon);
             if !live || i.merged_into.is_some() {
@@ -149,6 +157,7 @@ impl Store {
             }
             for s in &i.snapshot.report.sample_jobs {
                 let id: Option<(i64,)> = self
+                    .store
                     .fetch_optional(sql(super::runs::SELECT_RUN_ID).bind(&s.job).bind(&s.build_id))
                     .await?;
                 keep.extend(id.map(|(id,)| id));
@@ -165,15 +174,15 @@ impl Store {
                     .bind(until)
                     .list(scope)
                     .push(")");
-            let ids: Vec<(i64,)> = self.fetch_all(q).await?;
+            let ids: Vec<(i64,)> = self.store.fetch_all(q).await?;
             keep.extend(ids.into_iter().map(|(id,)| id));
         }
         Ok(keep)
     }
 
     /// The run ids `q` selects, less those in `keep`; and how many were kept.
-    async fn unkept(&self, q: super::Sql, keep: &HashSet<i64>) -> Result<(Vec<i64>, u64)> {
-        let ids: Vec<(i64,)> = self.fetch_all(q).await?;
+    async fn unkept(self, q: super::Sql, keep: &HashSet<i64>) -> Result<(Vec<i64>, u64)> {
+        let ids: Vec<(i64,)> = self.store.fetch_all(q).await?;
         let (kept, gone): (Vec<i64>, Vec<i64>) =
             ids.into_iter().map(|(id,)| id).partition(|id| keep.contains(id));
         Ok((gone, kept.len() as u64))
@@ -181,7 +190,7 @@ impl Store {
 
     /// Runs that started before `before` and still hold interval evidence (or the place of
     /// files not fetched yet), but those in `keep`.
-    async fn runs_with_intervals_before(&self, before: i64, keep: &HashSet<i64>) -> Result<Vec<i64>> {
+    async fn runs_with_intervals_before(self, before: i64, keep: &HashSet<i64>) -> Result<Vec<i64>> {
         let q = sql("SELECT r.id FROM job_runs r WHERE r.started_at < $1 AND (\
                      EXISTS (SELECT 1 FROM outages o WHERE o.run_id = r.id) OR \
                      EXISTS (SELECT 1 FROM condition_spans c WHERE c.run_id = r.id) OR \
@@ -191,19 +200,19 @@ impl Store {
         Ok(self.unkept(q, keep).await?.0)
     }
 
-    async fn count_in(&self, table: &str, runs: &[i64]) -> Result<u64> {
+    async fn count_in(self, table: &str, runs: &[i64]) -> Result<u64> {
         let q = super::Sql::built(format!("SELECT COUNT(*) FROM {table} WHERE run_id IN ("))
             .list(runs.iter().copied())
             .push(")");
-        let (n,): (i64,) = self.fetch_one(q).await?;
+        let (n,): (i64,) = self.store.fetch_one(q).await?;
         Ok(n as u64)
     }
 
     /// Deletes runs (their samples, outages and spans go with them) in one transaction. Their
     /// days are older than any window, so the day histograms are dropped by day instead.
-    async fn delete_runs(&self, runs: &[i64]) -> Result<()> {
+    async fn delete_runs(self, runs: &[i64]) -> Result<()> {
         let result: Result<()> = async {
-            let mut tx = self.begin_write().await?;
+            let mut tx = self.store.begin_write().await?;
             tx.conn()
                 .execute(sql("DELETE FROM job_runs WHERE id IN (").list(runs.iter().copied()).push(")"))
                 .await?;
@@ -211,14 +220,14 @@ impl Store {
             tx.commit().await
         }
         .await;
-        self.tracked(result)
+        self.store.tracked(result)
     }
 
     /// Deletes the day histograms of days before `day`, `batch` cells' worth at a time.
-    async fn delete_old_days(&self, day: i64, batch: usize) -> Result<()> {
+    async fn delete_old_days(self, day: i64, batch: usize) -> Result<()> {
         loop {
             let result: Result<u64> = async {
-                let mut tx = self.begin_write().await?;
+                let mut tx = self.store.begin_write().await?;
                 let q = sql("DELETE FROM cell_days WHERE (backend_id, variant_id, day) IN (\
                              SELECT backend_id, variant_id, day FROM cell_days WHERE day < $1 LIMIT $2)")
                 .bind(day)
@@ -231,16 +240,16 @@ impl Store {
                 Ok(n)
             }
             .await;
-            if self.tracked(result)? == 0 {
+            if self.store.tracked(result)? == 0 {
                 return Ok(());
             }
             tokio::task::yield_now().await;
         }
     }
 
-    async fn delete_intervals(&self, runs: &[i64]) -> Result<()> {
+    async fn delete_intervals(self, runs: &[i64]) -> Result<()> {
         let result: Result<()> = async {
-            let mut tx = self.begin_write().await?;
+            let mut tx = self.store.begin_write().await?;
             // the files not fetched yet go too: old runs' evidence is not fetched any more
             for table in ["outages", "condition_spans", "timeline_spans", "interval_files"] {
                 let q = super::Sql::built(format!("DELETE FROM {table} WHERE run_id IN ("))
@@ -251,6 +260,6 @@ impl Store {
             tx.commit().await
         }
         .await;
-        self.tracked(result)
+        self.store.tracked(result)
     }
 }

@@ -290,14 +290,21 @@ pub(crate) struct PreparedRun<'a> {
     ci_trouble: Option<String>,
 }
 
-impl Store {
+/// The stored runs (`job_runs`) and what each carries: samples, outages, conditions, interval
+/// files and their evidence, the probes that classify them. Reached through [`Store::runs`].
+#[derive(Clone, Copy)]
+pub struct Runs<'a> {
+    pub(super) store: &'a Store,
+}
+
+impl Runs<'_> {
     /// Stores a run with its samples and intervals in one transaction. A run already stored
     /// (same job name and build id) is left alone unless `force`, which replaces it; either
     /// way the per-day cell histograms stay exact.
-    pub async fn write_run(&self, record: &RunRecord, force: bool) -> Result<WriteOutcome> {
+    pub async fn write_run(self, record: &RunRecord, force: bool) -> Result<WriteOutcome> {
         let now = chrono::Utc::now().timestamp();
-        let rules = self.trouble_rules();
-        let mut tx = self.begin_write().await?;
+        let rules = self.store.trouble().rules();
+        let mut tx = self.store.begin_write().await?;
         let mut minted = Minted::default();
         let mut prepared = self.prepare(&mut tx.conn(), record, &mut minted).await?;
         let mut changed = ChangedCells::new();
@@ -306,7 +313,7 @@ impl Store {
             Some(first_day) => {
                 note_change(&mut tx.conn(), first_day, Some(&changed)).await?;
                 tx.commit().await?;
-                self.learn(minted);
+                self.store.learn(minted);
             }
             // Nothing changed, so the ids this write minted are not needed (and not kept).
             None => tx.rollback().await?,
@@ -315,12 +322,12 @@ impl Store {
     }
 
     /// Stores many runs in one transaction (bulk loads: benchmarks, backfills). Same rules
-    /// as [`Store::write_run`].
-    pub async fn write_runs(&self, records: &[RunRecord], force: bool) -> Result<Vec<WriteOutcome>> {
+    /// as [`Runs::write_run`].
+    pub async fn write_runs(self, records: &[RunRecord], force: bool) -> Result<Vec<WriteOutcome>> {
         let result: Result<Vec<WriteOutcome>> = async {
             let now = chrono::Utc::now().timestamp();
-            let rules = self.trouble_rules();
-            let mut tx = self.begin_write().await?;
+            let rules = self.store.trouble().rules();
+            let mut tx = self.store.begin_write().await?;
             let mut minted = Minted::default();
             let mut outcomes = Vec::with_capacity(records.len());
             let mut changed = ChangedCells::new();
@@ -338,23 +345,23 @@ impl Store {
                 note_change(&mut tx.conn(), first_day, Some(&changed)).await?;
             }
             tx.commit().await?;
-            self.learn(minted);
+            self.store.learn(minted);
             Ok(outcomes)
         }
         .await;
-        self.tracked(result)
+        self.store.tracked(result)
     }
 
     /// Resolves a run's variant and backend ids inside the write transaction `c`, so that a
     /// write that fails leaves no rows of its own behind. New names are created in sorted
     /// order (two writers creating the same names never wait on each other crosswise).
     async fn prepare<'a>(
-        &self,
+        self,
         c: &mut Conn<'_>,
         record: &'a RunRecord,
         minted: &mut Minted,
     ) -> Result<PreparedRun<'a>> {
-        let variant_id = self.variant_id(c, &record.run.dimensions, minted).await?;
+        let variant_id = self.store.variant_id(c, &record.run.dimensions, minted).await?;
         let names: std::collections::BTreeSet<&str> = record
             .samples
             .iter()
@@ -363,32 +370,26 @@ impl Store {
             .collect();
         let mut ids = std::collections::HashMap::with_capacity(names.len());
         for name in names {
-            ids.insert(name, self.backend_id(c, name, minted).await?);
+            ids.insert(name, self.store.backend_id(c, name, minted).await?);
         }
         let backend_ids = record.samples.iter().map(|s| ids[s.backend.as_str()]).collect();
         let outage_backends = record.outages.iter().map(|o| ids[o.backend.as_str()]).collect();
         Ok(PreparedRun { record, variant_id, backend_ids, outage_backends, ci_trouble: None })
     }
 
-    /// Caches the ids a committed write created.
-    pub(super) fn learn(&self, minted: Minted) {
-        self.backend_ids.lock().expect("cache lock").extend(minted.backends);
-        self.variant_ids.lock().expect("cache lock").extend(minted.variants);
-    }
-
     /// Whether a run is stored (ingest uses it to skip runs before reading their files).
-    pub async fn has_run(&self, job_name: &str, build_id: &str) -> Result<bool> {
+    pub async fn has_run(self, job_name: &str, build_id: &str) -> Result<bool> {
         let id: Option<(i64,)> =
-            self.fetch_optional(sql(SELECT_RUN_ID).bind(job_name).bind(build_id)).await?;
+            self.store.fetch_optional(sql(SELECT_RUN_ID).bind(job_name).bind(build_id)).await?;
         Ok(id.is_some())
     }
 
     /// Deletes stored runs, taking their samples out of the day histograms first, in one
     /// transaction (`sheriff bench` takes away the runs it added, so a kept file stays as loaded).
-    pub async fn remove_runs(&self, runs: &[(String, String)]) -> Result<()> {
+    pub async fn remove_runs(self, runs: &[(String, String)]) -> Result<()> {
         let result: Result<()> = async {
-            let rules = self.trouble_rules();
-            let mut tx = self.begin_write().await?;
+            let rules = self.store.trouble().rules();
+            let mut tx = self.store.begin_write().await?;
             let mut first_day = None::<i64>;
             let mut changed = ChangedCells::new();
             for (job, build) in runs {
@@ -417,18 +418,18 @@ impl Store {
             tx.commit().await
         }
         .await;
-        self.tracked(result)
+        self.store.tracked(result)
     }
 
     /// Reads a stored run back with its samples and intervals.
-    pub async fn run(&self, job_name: &str, build_id: &str) -> Result<Option<RunRecord>> {
-        Ok(self.runs(&[(job_name, build_id)]).await?.pop())
+    pub async fn run(self, job_name: &str, build_id: &str) -> Result<Option<RunRecord>> {
+        Ok(self.find(&[(job_name, build_id)]).await?.pop())
     }
 
     /// The stored runs among `keys` (job, build id), each with its samples and intervals, in
     /// no particular order: a few statements for all of them, not a few for each.
-    pub async fn runs(&self, keys: &[(&str, &str)]) -> Result<Vec<RunRecord>> {
-        let mut pooled = self.acquire().await?;
+    pub async fn find(self, keys: &[(&str, &str)]) -> Result<Vec<RunRecord>> {
+        let mut pooled = self.store.acquire().await?;
         let mut c = pooled.conn();
         let mut out = Vec::with_capacity(keys.len());
         for chunk in keys.chunks(RUNS_PER_READ) {
@@ -457,42 +458,43 @@ impl Store {
     }
 
     /// The start of each job's newest stored run (data freshness).
-    pub async fn newest_run_per_job(&self) -> Result<Vec<(String, i64)>> {
-        self.fetch_all(sql("SELECT job_name, MAX(started_at) FROM job_runs GROUP BY job_name")).await
+    pub async fn newest_run_per_job(self) -> Result<Vec<(String, i64)>> {
+        self.store.fetch_all(sql("SELECT job_name, MAX(started_at) FROM job_runs GROUP BY job_name")).await
     }
 
     /// The payloads of a release built in `[from, to]` that some run tested, in build order.
-    pub async fn payloads_between(&self, release: &str, from: i64, to: i64) -> Result<Vec<String>> {
+    pub async fn payloads_between(self, release: &str, from: i64, to: i64) -> Result<Vec<String>> {
         Ok(self.payloads_built(release, from, to).await?.into_iter().map(|(p, _)| p).collect())
     }
 
-    /// [`Store::payloads_between`] with each payload's build time.
-    pub async fn payloads_built(&self, release: &str, from: i64, to: i64) -> Result<Vec<(String, i64)>> {
-        self.fetch_all(
-            sql("SELECT DISTINCT payload, payload_at FROM job_runs WHERE release = $1 \
+    /// [`Runs::payloads_between`] with each payload's build time.
+    pub async fn payloads_built(self, release: &str, from: i64, to: i64) -> Result<Vec<(String, i64)>> {
+        self.store
+            .fetch_all(
+                sql("SELECT DISTINCT payload, payload_at FROM job_runs WHERE release = $1 \
                      AND payload_at >= $2 AND payload_at <= $3 ORDER BY payload_at, payload")
-            .bind(release)
-            .bind(from)
-            .bind(to),
-        )
-        .await
+                .bind(release)
+                .bind(from)
+                .bind(to),
+            )
+            .await
     }
 
     /// Number of stored runs.
-    pub async fn count_runs(&self) -> Result<i64> {
-        self.scalar(sql("SELECT COUNT(*) FROM job_runs")).await
+    pub async fn count_runs(self) -> Result<i64> {
+        self.store.scalar(sql("SELECT COUNT(*) FROM job_runs")).await
     }
 
     /// Number of stored samples.
-    pub async fn count_samples(&self) -> Result<i64> {
-        self.scalar(sql("SELECT COUNT(*) FROM samples")).await
+    pub async fn count_samples(self) -> Result<i64> {
+        self.store.scalar(sql("SELECT COUNT(*) FROM samples")).await
     }
 
     /// Every backend, every run that started in `[from, to)`, and their samples: what a
     /// backtest holds in memory.
-    pub async fn replay_rows(&self, from: i64, to: i64) -> Result<ReplayRows> {
-        let backends = self.fetch_all(sql("SELECT id, name FROM backends ORDER BY id")).await?;
-        let runs = self
+    pub async fn replay_rows(self, from: i64, to: i64) -> Result<ReplayRows> {
+        let backends = self.store.fetch_all(sql("SELECT id, name FROM backends ORDER BY id")).await?;
+        let runs = self.store
             .fetch_all(
                 sql("SELECT id, job_name, build_id, url, started_at, finished_at, variant_id, \
                      CAST(CASE WHEN ci_trouble IS NULL THEN 0 ELSE 1 END AS BIGINT), payload FROM job_runs WHERE started_at >= $1 AND started_at < $2 ORDER BY started_at, id")
@@ -501,12 +503,12 @@ impl Store {
             )
             .await?;
         // One row a run, `backend:seconds` pairs joined by the engine: a thirtieth of the rows.
-        let pairs = if self.engine() == crate::config::Engine::Postgres {
+        let pairs = if self.store.engine() == crate::config::Engine::Postgres {
             "string_agg(s.backend_id::text || ':' || s.seconds::text, ' ')"
         } else {
             "group_concat(s.backend_id || ':' || s.seconds, ' ')"
         };
-        let samples = self
+        let samples = self.store
             .fetch_all(
                 Sql::built(format!(
                     "SELECT s.run_id, {pairs} FROM samples s JOIN job_runs r ON r.id = s.run_id \
@@ -517,6 +519,14 @@ impl Store {
             )
             .await?;
         Ok(ReplayRows { backends, runs, samples })
+    }
+}
+
+impl Store {
+    /// Caches the ids a committed write created.
+    pub(super) fn learn(&self, minted: Minted) {
+        self.backend_ids.lock().expect("cache lock").extend(minted.backends);
+        self.variant_ids.lock().expect("cache lock").extend(minted.variants);
     }
 
     /// The id of a backend name, created on first sight inside the write transaction `c`.
@@ -629,7 +639,7 @@ async fn read_run_contents(c: &mut Conn<'_>, ids: &[i64], records: &mut [RunReco
     Ok(())
 }
 
-/// What a backtest holds in memory, as [`Store::replay_rows`] reads it.
+/// What a backtest holds in memory, as [`Runs::replay_rows`] reads it.
 #[derive(Debug, Clone, Default)]
 pub struct ReplayRows {
     /// Every backend: `(id, name)`.
@@ -791,14 +801,15 @@ mod tests {
             ..Default::default()
         };
         let store = crate::store::Store::open(&settings).await.unwrap();
-        store.keep_windows_in_memory();
+        let warm = crate::warm::Warm::kept();
+        let kept = warm.windows.as_ref().unwrap();
         let end = crate::synth::day(2026, 11, 29);
         let records = crate::synth::run_records(&crate::synth::Scenario::month(7, end));
-        store.write_runs(&records, false).await.unwrap();
+        store.runs().write_runs(&records, false).await.unwrap();
         let t = end.timestamp() - 5 * 3600;
         let windows = ((t - 7 * 86_400, t), (t - 28 * 86_400, t - 7 * 86_400));
-        let before = store.window_data(windows.0, windows.1, &[], t).await.unwrap();
-        let samples = store.count_samples().await.unwrap();
+        let before = kept.window_data(&store, windows.0, windows.1, &[], t).await.unwrap();
+        let samples = store.runs().count_samples().await.unwrap();
         let copies: Vec<_> = records[records.len() - 40..]
             .iter()
             .cloned()
@@ -807,11 +818,11 @@ mod tests {
                 r
             })
             .collect();
-        store.write_runs(&copies, false).await.unwrap();
-        assert_ne!(store.window_data(windows.0, windows.1, &[], t).await.unwrap(), before);
+        store.runs().write_runs(&copies, false).await.unwrap();
+        assert_ne!(kept.window_data(&store, windows.0, windows.1, &[], t).await.unwrap(), before);
         let ids: Vec<_> = copies.iter().map(|r| (r.run.job_name.clone(), r.run.build_id.clone())).collect();
-        store.remove_runs(&ids).await.unwrap();
-        assert_eq!(store.count_samples().await.unwrap(), samples);
-        assert_eq!(store.window_data(windows.0, windows.1, &[], t).await.unwrap(), before);
+        store.runs().remove_runs(&ids).await.unwrap();
+        assert_eq!(store.runs().count_samples().await.unwrap(), samples);
+        assert_eq!(kept.window_data(&store, windows.0, windows.1, &[], t).await.unwrap(), before);
     }
 }

@@ -17,16 +17,23 @@ use crate::model::TroubleRules;
 /// Runs reclassified per transaction.
 const BATCH: i64 = 2_000;
 
-impl Store {
+/// The CI-trouble rules the runs are classified with, and reclassification when they change.
+/// Reached through [`Store::trouble`].
+#[derive(Clone, Copy)]
+pub struct Trouble<'a> {
+    pub(super) store: &'a Store,
+}
+
+impl Trouble<'_> {
     /// The rules runs are classified with now.
-    pub fn trouble_rules(&self) -> TroubleRules {
-        self.trouble.lock().expect("rules lock").clone()
+    pub fn rules(self) -> TroubleRules {
+        self.store.trouble.lock().expect("rules lock").clone()
     }
 
     /// The rules the database was last classified with, if any (read at open).
-    pub(super) async fn stored_trouble_rules(&self) -> Result<Option<TroubleRules>> {
+    pub(super) async fn stored(self) -> Result<Option<TroubleRules>> {
         let row: Option<(String,)> =
-            self.fetch_optional(sql("SELECT rules FROM classification WHERE id = 1")).await?;
+            self.store.fetch_optional(sql("SELECT rules FROM classification WHERE id = 1")).await?;
         row.map(|(json,)| serde_json::from_str(&json).context("the stored CI-trouble rules do not parse"))
             .transpose()
     }
@@ -35,13 +42,13 @@ impl Store {
     /// database was classified otherwise (or never): every job's probes are counted again, its
     /// broken ones worked out, and every run classified with them. Returns how many runs changed
     /// class.
-    pub async fn apply_trouble_rules(&self, rules: &TroubleRules) -> Result<u64> {
-        *self.trouble.lock().expect("rules lock") = rules.clone();
-        if self.stored_trouble_rules().await?.as_ref() == Some(rules) {
+    pub async fn apply(self, rules: &TroubleRules) -> Result<u64> {
+        *self.store.trouble.lock().expect("rules lock") = rules.clone();
+        if self.stored().await?.as_ref() == Some(rules) {
             return Ok(0);
         }
         let broken = {
-            let mut tx = self.begin_write().await?;
+            let mut tx = self.store.begin_write().await?;
             let broken = probes::rebuild(&mut tx.conn(), rules).await?;
             tx.commit().await?;
             broken
@@ -57,7 +64,7 @@ impl Store {
             after = last;
         }
         let fingerprint = rules.fingerprint();
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.store.begin_write().await?;
         let mut c = tx.conn();
         // an upsert, so replicas opening a fresh database together do not collide on the row
         c.execute(
@@ -74,8 +81,8 @@ impl Store {
     }
 
     /// The next batch of runs after id `after`, with their samples.
-    async fn runs_to_classify(&self, after: i64) -> Result<Vec<StoredRun>> {
-        let mut pooled = self.acquire().await?;
+    async fn runs_to_classify(self, after: i64) -> Result<Vec<StoredRun>> {
+        let mut pooled = self.store.acquire().await?;
         let mut c = pooled.conn();
         let runs: Vec<StoredRun> = c
             .fetch_all(
@@ -90,11 +97,11 @@ impl Store {
 
     /// Reclassifies one batch in one transaction; the runs whose class changed.
     async fn reclassify(
-        &self,
+        self,
         runs: &[StoredRun],
         class_of: impl Fn(&StoredRun) -> Option<String>,
     ) -> Result<u64> {
-        let mut tx = self.begin_write().await?;
+        let mut tx = self.store.begin_write().await?;
         let mut cells_changed = super::cells::ChangedCells::new();
         let changed = probes::reclassify_on(&mut tx.conn(), runs, class_of, &mut cells_changed).await?;
         if let Some(first_day) = cells_changed.iter().map(|(_, day)| *day).min() {

@@ -2,12 +2,14 @@
 
 use anyhow::Result;
 
-use super::{Store, sql};
+use super::ingest_log::IngestLog;
+use super::sql;
 
-impl Store {
+impl IngestLog<'_> {
     /// The latest run start (Unix seconds) read from `source`, if it was ever read.
-    pub async fn ingest_watermark(&self, source: &str) -> Result<Option<i64>> {
+    pub async fn watermark(self, source: &str) -> Result<Option<i64>> {
         let row: Option<(i64,)> = self
+            .store
             .fetch_optional(sql("SELECT watermark FROM ingest_watermarks WHERE source = $1").bind(source))
             .await?;
         Ok(row.map(|(w,)| w))
@@ -15,8 +17,8 @@ impl Store {
 
     /// Moves `source`'s watermark forward to `watermark`; never back (a slower ingest that
     /// finishes last must not make the next one read everything again).
-    pub async fn advance_ingest_watermark(&self, source: &str, watermark: i64, now: i64) -> Result<()> {
-        self.execute(
+    pub async fn advance_watermark(self, source: &str, watermark: i64, now: i64) -> Result<()> {
+        self.store.execute(
             sql("INSERT INTO ingest_watermarks (source, watermark, updated_at) VALUES ($1, $2, $3) \
                  ON CONFLICT (source) DO UPDATE SET \
                  watermark = CASE WHEN excluded.watermark > ingest_watermarks.watermark \

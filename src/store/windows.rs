@@ -1,25 +1,16 @@
-//! The windows' per-day histograms kept in memory between cycles (`sheriff serve`), so that a
-//! cycle reads from the database only what changed since the one before.
-//!
-//! Exact whichever process writes: every transaction that changes stored runs bumps
-//! `data_version` last and records the first day it changed and, mostly, the variant-days it
-//! changed (`data_changes`, see `runs.rs`). A cycle reads the version first; when the changes
-//! since list their variant-days it drops those cells and reads them again, else it drops the
-//! days from the first changed one on and reads them again; when the changes since its version
-//! are not all on record, it reads everything. The whole days of both windows are kept summed
-//! per cell, and cells read again are taken out of the sums and put back, so new runs cost the
-//! rows of their variants' days. The partial days at the windows' edges come from that day's
-//! samples, read once per version of the day.
+//! The reads of `cell_days` and of a day's samples that the windows kept in memory between
+//! cycles make ([`crate::warm`]), and the first day changed between two data versions: the
+//! rows of whole days (all variants, or some of one day) and the samples of the days at a
+//! window's edge.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
 use anyhow::Result;
-// Keyed by cell, tens of thousands of entries, looked up at every change: a fast hash.
-use foldhash::HashMap as FastMap;
 
-use super::{Store, row_by_position, sql};
+use super::cells::Cells;
+use super::{row_by_position, sql};
 use crate::model::{DAY, Histogram};
 
 /// Days' rows of `cell_days`, one row per day and variant, its cells joined in the database as
@@ -64,78 +55,32 @@ struct VariantDay {
 row_by_position!(VariantDay { day, variant_id, cells });
 
 /// (backend id, variant id).
-type CellId = (i64, i64);
+pub(crate) type CellId = (i64, i64);
 
-/// One sample of a day at a window's edge: backend id, variant id, started, visible, seconds.
-type EdgeSample = (i64, i64, i64, i64, i64);
+/// One sample of a day's runs, as the edges of a window and the recent spans count it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EdgeSample {
+    pub backend_id: i64,
+    pub variant_id: i64,
+    /// The run's start (Unix seconds).
+    pub started: i64,
+    /// When the run became visible: finished, else started (Unix seconds).
+    pub visible: i64,
+    pub seconds: i64,
+}
 
 /// The whole-day histograms of one UTC day, by cell (every cell with a row that day).
-type Day = Arc<Vec<(CellId, Histogram)>>;
+pub(crate) type Day = Arc<Vec<(CellId, Histogram)>>;
 
-/// One cell's whole days of both windows, and how many day rows it has there.
+/// One cell's histograms: the current window, the baseline, and each recent span.
 #[derive(Debug, Default, Clone)]
-struct CellSum {
-    current: Histogram,
-    baseline: Histogram,
-    rows: u32,
+pub(crate) struct CellWindow {
+    pub current: Histogram,
+    pub baseline: Histogram,
+    pub recent: Vec<Histogram>,
 }
 
-/// The sums of the whole days of a current and a baseline range of days.
-#[derive(Debug, Default)]
-struct Sums {
-    current: Range<i64>,
-    baseline: Range<i64>,
-    cells: FastMap<CellId, CellSum>,
-}
-
-impl Sums {
-    fn new(current: Range<i64>, baseline: Range<i64>, days: &BTreeMap<i64, Day>) -> Sums {
-        let mut sums = Sums { current, baseline, cells: FastMap::default() };
-        for (d, cells) in days {
-            sums.change(*d, cells, true);
-        }
-        sums
-    }
-
-    /// Adds (or takes out) one day's histograms, if the day is in one of the ranges.
-    fn change(&mut self, day: i64, cells: &[(CellId, Histogram)], add: bool) {
-        let current = if self.current.contains(&day) {
-            true
-        } else if self.baseline.contains(&day) {
-            false
-        } else {
-            return;
-        };
-        for (id, h) in cells {
-            let sum = self.cells.entry(*id).or_default();
-            let window = if current { &mut sum.current } else { &mut sum.baseline };
-            if add {
-                window.merge(h);
-                sum.rows += 1;
-            } else {
-                window.subtract(h);
-                sum.rows -= 1;
-            }
-        }
-        if !add {
-            self.cells.retain(|_, s| s.rows > 0);
-        }
-    }
-}
-
-/// What the cache holds: the days read at `version` (or later), their sums, the edge days'
-/// samples.
-#[derive(Debug, Default)]
-pub(crate) struct WindowCache {
-    version: Option<i64>,
-    /// Days (whole, edge, or some variants of one) read from the database so far.
-    days_read: u64,
-    days: BTreeMap<i64, Day>,
-    sums: Option<Sums>,
-    edges: BTreeMap<i64, Arc<Vec<EdgeSample>>>,
-}
-
-/// What a cycle asks of the cache: the whole days of each window and the partial days at their
+/// What a cycle asks of its windows: the whole days of each window and the partial days at their
 /// edges (`[from, to)` Unix seconds, each within one day), counting edge runs visible by
 /// `visible_at`; and the recent spans `[start, recent_to)` for each of `recent`, from their
 /// days' samples.
@@ -149,8 +94,34 @@ pub(crate) struct WindowDays {
 }
 
 impl WindowDays {
+    /// The days of the windows `current` and `baseline` (Unix-second ranges), their edges, and
+    /// the recent spans from each start of `recent` to the current window's end.
+    pub(crate) fn new(
+        current: (i64, i64),
+        baseline: (i64, i64),
+        recent: &[i64],
+        visible_at: i64,
+    ) -> WindowDays {
+        let (current_days, current_edges) = super::evaluations::split(current.0, current.1);
+        let (baseline_days, baseline_edges) = super::evaluations::split(baseline.0, baseline.1);
+        // Partial days at the windows' edges: the samples themselves.
+        let edges: Vec<((i64, i64), bool)> = current_edges
+            .into_iter()
+            .map(|e| (e, true))
+            .chain(baseline_edges.into_iter().map(|e| (e, false)))
+            .collect();
+        WindowDays {
+            current: current_days,
+            baseline: baseline_days,
+            edges,
+            recent: recent.to_vec(),
+            recent_to: current.1,
+            visible_at,
+        }
+    }
+
     /// The days whose samples the edges and the recent spans need.
-    fn sample_days(&self) -> Vec<i64> {
+    pub(crate) fn sample_days(&self) -> Vec<i64> {
         let mut days: Vec<i64> = self.edges.iter().map(|((from, _), _)| from.div_euclid(DAY)).collect();
         if let Some(first) = self.recent.iter().min() {
             days.extend(first.div_euclid(DAY)..=(self.recent_to - 1).div_euclid(DAY));
@@ -161,82 +132,12 @@ impl WindowDays {
     }
 }
 
-/// One cell's histograms: the current window, the baseline, and each recent span.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct CellWindow {
-    pub current: Histogram,
-    pub baseline: Histogram,
-    pub recent: Vec<Histogram>,
-}
-
-/// Per cell, its windows' histograms, as read from the cache.
-pub(crate) type CellWindows = Vec<(CellId, CellWindow)>;
-
-impl WindowCache {
-    /// Forgets the listed variant-days (`(variant, day)`): their cells go out of the days and
-    /// the sums, and edge days touched go. The days kept that lost cells, with the variants to
-    /// read again.
-    fn forget_cells(&mut self, cells: &[(i64, i64)]) -> BTreeMap<i64, Vec<i64>> {
-        let mut by_day: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
-        for &(variant, day) in cells {
-            by_day.entry(day).or_default().push(variant);
-        }
-        by_day.retain(|day, variants| {
-            self.edges.remove(day);
-            let Some(kept) = self.days.get_mut(day) else { return false };
-            variants.sort_unstable();
-            variants.dedup();
-            let (gone, stay): (Vec<_>, Vec<_>) =
-                Arc::make_mut(kept).drain(..).partition(|((_, v), _)| variants.binary_search(v).is_ok());
-            if let Some(sums) = self.sums.as_mut() {
-                sums.change(*day, &gone, false);
-            }
-            *kept = Arc::new(stay);
-            true
-        });
-        by_day
-    }
-
-    /// Forgets what changed from `first` on (everything when `None`).
-    fn forget_from(&mut self, first: Option<i64>) {
-        let first = first.unwrap_or(i64::MIN);
-        let stale: Vec<i64> = self.days.range(first..).map(|(d, _)| *d).collect();
-        for d in stale {
-            if let (Some(cells), Some(sums)) = (self.days.remove(&d), self.sums.as_mut()) {
-                sums.change(d, &cells, false);
-            }
-        }
-        self.edges.retain(|d, _| *d < first);
-    }
-}
-
-impl Store {
-    /// Keeps the windows' day histograms in memory between cycles (what `sheriff serve` does),
-    /// and the runs of the scopes the cycles describe: a cycle then reads only what changed
-    /// since the last one.
-    pub fn keep_windows_in_memory(&self) {
-        let mut cache = self.window_cache.lock().expect("cache lock");
-        if cache.is_none() {
-            *cache = Some(Arc::new(tokio::sync::Mutex::new(WindowCache::default())));
-        }
-        self.scope_runs.lock().expect("cache lock").get_or_insert_with(Default::default);
-    }
-
-    /// Days the windows kept in memory have read from the database so far (0 when not kept, or
-    /// while a cycle is reading them).
-    pub fn window_days_read(&self) -> u64 {
-        self.window_cache().map_or(0, |c| c.try_lock().map_or(0, |c| c.days_read))
-    }
-
-    /// The cache, when windows are kept in memory.
-    pub(crate) fn window_cache(&self) -> Option<Arc<tokio::sync::Mutex<WindowCache>>> {
-        self.window_cache.lock().expect("cache lock").clone()
-    }
-
+impl Cells<'_> {
     /// The first day changed by the versions after `since` up to `version`, when every one of
     /// them is on record (`Ok(None)` when some are not: read everything again).
-    pub(crate) async fn first_change_between(&self, since: i64, version: i64) -> Result<Option<i64>> {
+    pub(crate) async fn first_change_between(self, since: i64, version: i64) -> Result<Option<i64>> {
         let (first_day, changes): (Option<i64>, i64) = self
+            .store
             .fetch_one(
                 sql("SELECT MIN(first_day), COUNT(*) FROM data_changes WHERE version > $1 AND version <= $2")
                     .bind(since)
@@ -246,79 +147,15 @@ impl Store {
         Ok(first_day.filter(|_| changes == version - since))
     }
 
-    /// Each cell's histograms of the windows in `want`, from the cache brought up to date.
-    pub(crate) async fn cached_windows(
-        &self,
-        cache: &tokio::sync::Mutex<WindowCache>,
-        want: &WindowDays,
-    ) -> Result<CellWindows> {
-        let mut cache = cache.lock().await;
-        // The version before the rows: what is read is at least as new as the version kept.
-        let version = self.data_version().await?;
-        // Days kept but for some variants, whose rows are read again.
-        let mut partial = BTreeMap::new();
-        match cache.version {
-            Some(v) if v == version => {}
-            Some(v) => match self.changes_listed(v, version).await? {
-                (_, Some(cells)) => partial = cache.forget_cells(&cells),
-                (first, None) => cache.forget_from(first),
-            },
-            None => cache.forget_from(None),
-        }
-        // Only the days asked for are kept.
-        let ranges = [&want.current, &want.baseline];
-        let asked = ranges.iter().filter(|r| !r.is_empty());
-        let lo = asked.clone().map(|r| r.start).min().unwrap_or(0);
-        let hi = asked.map(|r| r.end).max().unwrap_or(0);
-        cache.days.retain(|d, _| (lo..hi).contains(d));
-        let edge_days = want.sample_days();
-        cache.edges.retain(|d, _| edge_days.contains(d));
-        let sums_fit =
-            cache.sums.as_ref().is_some_and(|s| s.current == want.current && s.baseline == want.baseline);
-        if !sums_fit {
-            cache.sums = None;
-        }
-        for (day, cells) in self.read_missing_days(&cache.days, lo..hi).await? {
-            cache.days_read += 1;
-            if let Some(sums) = cache.sums.as_mut() {
-                sums.change(day, &cells, true);
-            }
-            cache.days.insert(day, cells);
-        }
-        for (day, variants) in partial {
-            if !cache.days.contains_key(&day) {
-                continue;
-            }
-            let fresh = self.read_variant_day(day, &variants).await?;
-            cache.days_read += 1;
-            if let Some(sums) = cache.sums.as_mut() {
-                sums.change(day, &fresh, true);
-            }
-            if let Some(kept) = cache.days.get_mut(&day) {
-                Arc::make_mut(kept).extend(fresh);
-            }
-        }
-        if cache.sums.is_none() {
-            cache.sums = Some(Sums::new(want.current.clone(), want.baseline.clone(), &cache.days));
-        }
-        for day in edge_days {
-            if let std::collections::btree_map::Entry::Vacant(slot) = cache.edges.entry(day) {
-                slot.insert(Arc::new(self.read_day_samples(day).await?));
-                cache.days_read += 1;
-            }
-        }
-        cache.version = Some(version);
-        Ok(windows_of(&cache, want))
-    }
-
     /// The days of `range` not in `days`, read from `cell_days` (a run of consecutive missing
     /// days in one statement).
-    async fn read_missing_days(
-        &self,
+    pub(crate) async fn read_missing_days(
+        self,
         days: &BTreeMap<i64, Day>,
         range: Range<i64>,
     ) -> Result<Vec<(i64, Day)>> {
-        let text = if self.engine() == crate::config::Engine::Postgres { DAYS_POSTGRES } else { DAYS_SQLITE };
+        let text =
+            if self.store.engine() == crate::config::Engine::Postgres { DAYS_POSTGRES } else { DAYS_SQLITE };
         let mut out = Vec::new();
         let mut d = range.start;
         while d < range.end {
@@ -330,7 +167,7 @@ impl Store {
             while end < range.end && !days.contains_key(&end) {
                 end += 1;
             }
-            let rows: Vec<VariantDay> = self.fetch_all(sql(text).bind(d).bind(end)).await?;
+            let rows: Vec<VariantDay> = self.store.fetch_all(sql(text).bind(d).bind(end)).await?;
             let mut by_day: BTreeMap<i64, Vec<(CellId, Histogram)>> =
                 (d..end).map(|d| (d, Vec::new())).collect();
             for VariantDay { day, variant_id, cells } in rows {
@@ -343,14 +180,18 @@ impl Store {
     }
 
     /// The cells of some variants on one day, read from `cell_days`.
-    async fn read_variant_day(&self, day: i64, variants: &[i64]) -> Result<Vec<(CellId, Histogram)>> {
-        let text = if self.engine() == crate::config::Engine::Postgres {
+    pub(crate) async fn read_variant_day(
+        self,
+        day: i64,
+        variants: &[i64],
+    ) -> Result<Vec<(CellId, Histogram)>> {
+        let text = if self.store.engine() == crate::config::Engine::Postgres {
             VARIANT_DAYS_POSTGRES
         } else {
             VARIANT_DAYS_SQLITE
         };
         let q = sql(text).bind(day).list(variants.iter().copied()).push(VARIANT_DAYS_END);
-        let rows: Vec<VariantDay> = self.fetch_all(q).await?;
+        let rows: Vec<VariantDay> = self.store.fetch_all(q).await?;
         let mut out = Vec::new();
         for VariantDay { day, variant_id, cells } in rows {
             decode_day_row(day, variant_id, &cells, &mut out)?;
@@ -359,18 +200,21 @@ impl Store {
     }
 
     /// The samples of one UTC day's runs (CI-troubled ones aside).
-    async fn read_day_samples(&self, day: i64) -> Result<Vec<EdgeSample>> {
-        let text =
-            if self.engine() == crate::config::Engine::Postgres { SAMPLES_POSTGRES } else { SAMPLES_SQLITE };
+    pub(crate) async fn read_day_samples(self, day: i64) -> Result<Vec<EdgeSample>> {
+        let text = if self.store.engine() == crate::config::Engine::Postgres {
+            SAMPLES_POSTGRES
+        } else {
+            SAMPLES_SQLITE
+        };
         let rows: Vec<(i64, String)> =
-            self.fetch_all(sql(text).bind(day * DAY).bind((day + 1) * DAY)).await?;
+            self.store.fetch_all(sql(text).bind(day * DAY).bind((day + 1) * DAY)).await?;
         let mut out = Vec::new();
         for (variant_id, samples) in rows {
             for s in samples.split('|') {
                 let Some([backend_id, started, visible, seconds]) = four_numbers(s) else {
                     anyhow::bail!("malformed sample `{s}` of variant {variant_id}, day {day}")
                 };
-                out.push((backend_id, variant_id, started, visible, seconds));
+                out.push(EdgeSample { backend_id, variant_id, started, visible, seconds });
             }
         }
         Ok(out)
@@ -402,52 +246,4 @@ fn four_numbers(text: &str) -> Option<[i64; 4]> {
     let mut fields = text.split('/').map(|n| n.parse::<i64>().ok());
     let numbers = [fields.next()??, fields.next()??, fields.next()??, fields.next()??];
     fields.next().is_none().then_some(numbers)
-}
-
-/// The windows' histograms of every cell: the sums of the whole days, and the edge samples;
-/// the recent spans from their days' samples.
-fn windows_of(cache: &WindowCache, want: &WindowDays) -> CellWindows {
-    let sums = cache.sums.iter().flat_map(|s| s.cells.iter());
-    let mut out: CellWindows = Vec::with_capacity(cache.sums.as_ref().map_or(0, |s| s.cells.len()));
-    let spans = want.recent.len();
-    out.extend(sums.map(|(id, s)| {
-        let recent = vec![Histogram::new(); spans];
-        (*id, CellWindow { current: s.current.clone(), baseline: s.baseline.clone(), recent })
-    }));
-    let mut at: Option<FastMap<CellId, usize>> = None;
-    let mut slot = |out: &mut CellWindows, id: CellId| -> usize {
-        let at = at.get_or_insert_with(|| out.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect());
-        *at.entry(id).or_insert_with(|| {
-            out.push((id, CellWindow { recent: vec![Histogram::new(); spans], ..Default::default() }));
-            out.len() - 1
-        })
-    };
-    for &((from, to), is_current) in &want.edges {
-        let Some(samples) = cache.edges.get(&from.div_euclid(DAY)) else { continue };
-        for &(backend_id, variant_id, started, visible, seconds) in samples.iter() {
-            if started < from || started >= to || visible > want.visible_at {
-                continue;
-            }
-            let i = slot(&mut out, (backend_id, variant_id));
-            let entry = &mut out[i].1;
-            if is_current { entry.current.add(seconds, 1) } else { entry.baseline.add(seconds, 1) }
-        }
-    }
-    let Some(&first) = want.recent.iter().min() else { return out };
-    for day in first.div_euclid(DAY)..=(want.recent_to - 1).div_euclid(DAY) {
-        let Some(samples) = cache.edges.get(&day) else { continue };
-        for &(backend_id, variant_id, started, visible, seconds) in samples.iter() {
-            if started < first || started >= want.recent_to || visible > want.visible_at {
-                continue;
-            }
-            let i = slot(&mut out, (backend_id, variant_id));
-            let entry = &mut out[i].1;
-            for (k, start) in want.recent.iter().enumerate() {
-                if started >= *start {
-                    entry.recent[k].add(seconds, 1);
-                }
-            }
-        }
-    }
-    out
 }

@@ -1,9 +1,10 @@
 //! The shape of `src/`, checked: the top-level modules form a DAG (no module imports, directly
 //! or through others, one that imports it back), each sits in a layer and imports only the
 //! layers below it that [`MAY_IMPORT`] allows, no function runs over 80 lines without a
-//! comment saying why, no `too_many_arguments` allowance is left, and no public function of the
-//! store returns a tuple wider than two (a row gets a named struct). Test code (`#[cfg(test)]`
-//! items and `tests.rs` files) is left out, as the rules are about the product.
+//! comment saying why, no `too_many_arguments` allowance is left, no public function of the
+//! store returns a tuple wider than two (a row gets a named struct), and no type has more than
+//! 40 methods in its inherent `impl` blocks. Test code (`#[cfg(test)]` items and `tests.rs`
+//! files) is left out, as the rules are about the product.
 //!
 //! `src/` holds two crates: the library (`lib.rs`) and the binary (`main.rs`), whose own modules
 //! (`sheriff bench`) name the library `sheriff::`. Both are checked alike; the binary's modules
@@ -421,7 +422,8 @@ enum Layer {
     /// What sheriff does with the outside systems: the artifact sources and parsers, the
     /// outbox's sinks and the messages they send.
     Adapters,
-    /// Use cases: the evaluation cycle, questions and people's actions, the scheduled work.
+    /// Use cases: the evaluation cycle, questions and people's actions, the scheduled work;
+    /// the caches kept over the store that they read through.
     Application,
     /// Entry points: the HTTP edge, the command line, the composition root, the demo, the
     /// quality scorecard, and the binary's benchmarks.
@@ -457,6 +459,7 @@ const LAYER_OF: &[(&str, Layer)] = &[
     ("releases", Application),
     ("series", Application),
     ("fix_watch", Application),
+    ("warm", Application),
     ("server", Edge),
     ("cli", Edge),
     ("app", Edge),
@@ -817,4 +820,113 @@ fn the_tuple_checker_finds_wide_tuples_inside_results_vecs_and_options() {
     assert_eq!(widest_tuple("Result<()>"), 0);
     assert_eq!(widest_tuple("(i64,)"), 1);
     assert_eq!(widest_tuple("Vec<(String, BTreeMap<(i64, i64), u8>)>"), 2);
+}
+
+/// Most methods one type may have in its inherent `impl` blocks, all files together: a type
+/// past it does too many things (split it: per-table handles, a helper type).
+const MAX_METHODS: usize = 40;
+
+/// The type an inherent `impl` line is for (`impl<T> super::Store<T> {` → `Store`), or None
+/// for a trait's impl and any other line.
+fn inherent_impl_type(line: &str) -> Option<String> {
+    let rest = line.trim_start().strip_prefix("impl")?;
+    let rest = if let Some(generic) = rest.strip_prefix('<') {
+        let mut depth = 1;
+        let end = generic.char_indices().find_map(|(i, c)| {
+            match c {
+                '<' => depth += 1,
+                '>' => depth -= 1,
+                _ => {}
+            }
+            (depth == 0).then_some(i)
+        })?;
+        &generic[end + 1..]
+    } else {
+        rest
+    };
+    if !rest.starts_with(' ') {
+        return None; // `implement…`
+    }
+    let head = rest.split('{').next()?.trim();
+    if head.contains(" for ") || head.is_empty() {
+        return None;
+    }
+    let path = head.split('<').next()?.trim();
+    Some(path.rsplit("::").next()?.to_string())
+}
+
+/// Each inherent `impl` block in `code` (test code blanked): its type and how many functions
+/// it defines (its own, not those nested in their bodies).
+fn inherent_methods(code: &[String]) -> Vec<(String, usize)> {
+    let mut found = Vec::new();
+    for (i, line) in code.iter().enumerate() {
+        let Some(ty) = inherent_impl_type(line) else { continue };
+        let end = item_end(code, i);
+        let indent = line.len() - line.trim_start().len() + 4;
+        let methods = code[i + 1..end]
+            .iter()
+            .filter(|l| l.len() - l.trim_start().len() == indent)
+            .filter(|l| {
+                let t = l.trim_start();
+                let t = ["pub(crate) ", "pub(super) ", "pub "]
+                    .iter()
+                    .find_map(|p| t.strip_prefix(p))
+                    .unwrap_or(t);
+                let t = t.trim_start_matches("const ").trim_start_matches("async ");
+                t.starts_with("fn ")
+            })
+            .count();
+        found.push((ty, methods));
+    }
+    found
+}
+
+#[test]
+fn no_type_has_more_than_40_methods() {
+    // By top-level module and name: a type's impl blocks may sit in several of its module's files.
+    let mut methods: BTreeMap<String, (usize, BTreeSet<String>)> = BTreeMap::new();
+    for s in sources() {
+        let module = s.module.first().cloned().unwrap_or_else(|| "lib".into());
+        for (ty, n) in inherent_methods(&s.code) {
+            let entry = methods.entry(format!("{module}::{ty}")).or_default();
+            entry.0 += n;
+            entry.1.insert(format!("src/{}", s.file.display()));
+        }
+    }
+    let crowded: Vec<String> = methods
+        .iter()
+        .filter(|(_, (n, _))| *n > MAX_METHODS)
+        .map(|(ty, (n, files))| {
+            format!("{ty}: {n} methods in {}", files.iter().cloned().collect::<Vec<_>>().join(", "))
+        })
+        .collect();
+    assert!(crowded.is_empty(), "types with more than {MAX_METHODS} methods:\n{}", crowded.join("\n"));
+    // The checker sees the store's methods.
+    assert!(methods.get("store::Store").is_some_and(|(n, _)| *n >= 10), "{methods:?}");
+}
+
+#[test]
+fn the_method_counter_counts_inherent_impls_only_and_their_own_functions() {
+    let code: Vec<String> = [
+        "impl<T: Clone> super::Store<T> {",
+        "    pub async fn a(&self) {",
+        "        fn nested() {}",
+        "    }",
+        "    pub(crate) fn b(&self) {}",
+        "    const fn c() {}",
+        "    const LIMIT: usize = 3;",
+        "}",
+        "impl std::fmt::Debug for Store {",
+        "    fn fmt(&self) {}",
+        "}",
+        "mod inner {",
+        "    impl Handle<'_> {",
+        "        fn d(&self) {}",
+        "    }",
+        "}",
+    ]
+    .iter()
+    .map(|l| l.to_string())
+    .collect();
+    assert_eq!(inherent_methods(&code), vec![("Store".to_string(), 3), ("Handle".to_string(), 1)]);
 }

@@ -73,7 +73,7 @@ pub(crate) async fn ingest_dir(store: &Store, dir: &Path) -> IngestSummary {
 pub(crate) async fn stored(store: &Store, truth: &Truth) -> BTreeMap<String, RunRecord> {
     let mut out = BTreeMap::new();
     for t in truth.finished_runs() {
-        if let Some(r) = store.run(&t.job, &t.build_id).await.unwrap() {
+        if let Some(r) = store.runs().run(&t.job, &t.build_id).await.unwrap() {
             out.insert(t.path.clone(), r);
         }
     }
@@ -170,9 +170,11 @@ fn without_files(r: &RunRecord) -> RunRecord {
 async fn histograms(store: &Store, days: std::ops::Range<i64>) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let variants = store.variants().await.unwrap();
+    let kept = sheriff::warm::Queries::default();
     for backend in store.backend_names().await.unwrap() {
         for (id, dims) in variants.iter() {
-            let h = store.daily_histograms(&backend, &HashSet::from([*id]), days.clone()).await.unwrap();
+            let h =
+                kept.daily_histograms(store, &backend, &HashSet::from([*id]), days.clone()).await.unwrap();
             if !h.is_empty() {
                 out.insert(format!("{backend} {dims:?}"), format!("{h:?}"));
             }
@@ -188,7 +190,10 @@ async fn evaluation(store: &Store) -> String {
 
 /// [`evaluation`] under `settings` (where interval evidence on demand is read from).
 pub(crate) async fn evaluation_with(store: &Store, settings: &Settings) -> String {
-    let report = run_cycle(store, settings, CycleOptions { at: end(), dry_run: true }).await.unwrap();
+    let report =
+        run_cycle(store, &sheriff::warm::Warm::new(), settings, CycleOptions { at: end(), dry_run: true })
+            .await
+            .unwrap();
     let mut json = serde_json::to_value(&report).unwrap();
     json.as_object_mut().unwrap().remove("seconds");
     let text = serde_json::to_string_pretty(&json).unwrap();
@@ -320,7 +325,7 @@ on_both_engines! {
         let s = ingest_bq(&db.store, &settings).await.unwrap();
         assert_eq!((s.ingested, s.failed), (loaded.len() as u64, 0), "{:?}", s.errors);
         assert_eq!(query_rows(&front), rows_of(&loaded));
-        assert_eq!(db.store.ingest_watermark(&source()).await.unwrap(), Some(watermark));
+        assert_eq!(db.store.ingest_log().watermark(&source()).await.unwrap(), Some(watermark));
 
         // the second load: the rest of the week, and the late runs
         front.clear_log();
@@ -339,10 +344,10 @@ on_both_engines! {
         // the late runs inside the overlap are taken, once; older ones are past the overlap
         assert_eq!(s.ingested, (rest.len() + late_inside.len()) as u64, "{:?}", s.errors);
         for r in &late_inside {
-            assert!(db.store.has_run(&r.run.job_name, &r.run.build_id).await.unwrap());
+            assert!(db.store.runs().has_run(&r.run.job_name, &r.run.build_id).await.unwrap());
         }
-        assert!(!db.store.has_run(&late_outside.run.job_name, &late_outside.run.build_id).await.unwrap());
-        assert_eq!(db.store.count_runs().await.unwrap() as usize, loaded.len() + rest.len() + late_inside.len());
+        assert!(!db.store.runs().has_run(&late_outside.run.job_name, &late_outside.run.build_id).await.unwrap());
+        assert_eq!(db.store.runs().count_runs().await.unwrap() as usize, loaded.len() + rest.len() + late_inside.len());
 
         // a third ingest adds nothing
         let s = ingest_bq(&db.store, &settings).await.unwrap();
@@ -376,7 +381,7 @@ async fn bucket_and_bigquery_sources_mixed_store_each_run_once() {
     ingest_dir(&db.store, dir.path()).await;
     let s = ingest_bq(&db.store, &settings).await.unwrap();
     assert_eq!((s.ingested, s.skipped, s.conflicts), (0, runs.len() as u64, 0), "{:?}", s.errors);
-    assert_eq!(db.store.count_runs().await.unwrap() as usize, runs.len());
+    assert_eq!(db.store.runs().count_runs().await.unwrap() as usize, runs.len());
 
     // BigQuery first, then the bucket: likewise
     let db = common::TestDb::sqlite().await;
@@ -384,7 +389,7 @@ async fn bucket_and_bigquery_sources_mixed_store_each_run_once() {
     assert_eq!(s.ingested, runs.len() as u64);
     let s = ingest_dir(&db.store, dir.path()).await;
     assert_eq!(s.ingested, 0, "{:?}", s.errors);
-    assert_eq!(db.store.count_runs().await.unwrap() as usize, runs.len());
+    assert_eq!(db.store.runs().count_runs().await.unwrap() as usize, runs.len());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -403,8 +408,8 @@ async fn a_query_over_the_bytes_cap_is_refused_naming_the_query_and_the_cap() {
     assert!(e.contains("bytesBilledLimitExceeded"), "{e}");
     // refused, not retried, and nothing stored or marked read
     assert_eq!(front.log().iter().filter(|l| l.call == "query").count(), 1);
-    assert_eq!(db.store.count_runs().await.unwrap(), 0);
-    assert_eq!(db.store.ingest_watermark(&source()).await.unwrap(), None);
+    assert_eq!(db.store.runs().count_runs().await.unwrap(), 0);
+    assert_eq!(db.store.ingest_log().watermark(&source()).await.unwrap(), None);
 
     settings.bigquery.max_bytes_billed = SCAN_BYTES;
     assert_eq!(ingest_bq(&db.store, &settings).await.unwrap().ingested, 20);
@@ -441,7 +446,7 @@ async fn rate_limits_and_server_errors_are_retried_honouring_retry_after() {
         e.contains("query `runs`") && e.contains("internalError") && e.contains("gave up after 3 attempts"),
         "{e}"
     );
-    assert_eq!(db.store.count_runs().await.unwrap(), 0);
+    assert_eq!(db.store.runs().count_runs().await.unwrap(), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -555,7 +560,7 @@ async fn serve_ingests_a_bigquery_dataset_on_its_schedule_incrementally() {
     let app = common::app::spawn_app(settings).await;
     let wait_for = async |n: usize| {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while db.store.count_runs().await.unwrap() as usize != n {
+        while db.store.runs().count_runs().await.unwrap() as usize != n {
             assert!(std::time::Instant::now() < deadline, "{n} runs not stored within 60 s");
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
@@ -565,7 +570,7 @@ async fn serve_ingests_a_bigquery_dataset_on_its_schedule_incrementally() {
     wait_for(runs.len()).await;
     // later ticks read from the watermark, not the whole table
     let last = first.last().unwrap().run.started_at.timestamp();
-    assert!(db.store.ingest_watermark(&source()).await.unwrap().unwrap() >= last);
+    assert!(db.store.ingest_log().watermark(&source()).await.unwrap().unwrap() >= last);
     let since = (last - 48 * 3_600).to_string();
     assert!(
         front
@@ -637,7 +642,7 @@ async fn a_push_down_backfill_gives_the_day_histograms_of_the_run_by_run_read() 
     assert_eq!(a, c);
     assert!(b.report.troubled_samples > 0, "the scenario has CI-troubled runs");
     assert!(count_rows < run_rows, "{count_rows} rows pushed down, {run_rows} run by run");
-    assert_eq!(counted.store.count_runs().await.unwrap(), 0, "no run is stored");
+    assert_eq!(counted.store.runs().count_runs().await.unwrap(), 0, "no run is stored");
 
     // the evaluation finds the same regressions with the same numbers; what it takes from stored
     // runs (sample runs, the onset's payloads, the contrast, troubled runs in scope, and the
@@ -711,7 +716,7 @@ on_both_engines! {
         // then the whole bucket: its runs of the sealed days are not stored, the others are stored already
         let s = ingest_dir(&db.store, dir.path()).await;
         assert_eq!(s.ingested, 0, "{:?}", s.errors);
-        assert_eq!(db.store.count_runs().await.unwrap() as usize, runs.len() - before_mid);
+        assert_eq!(db.store.runs().count_runs().await.unwrap() as usize, runs.len() - before_mid);
         // and BigQuery again from the start
         let s = ingest(
             &db.store,
@@ -722,7 +727,7 @@ on_both_engines! {
         .await
         .unwrap();
         assert_eq!(s.failed, 0, "{:?}", s.errors);
-        assert_eq!(db.store.count_runs().await.unwrap() as usize, runs.len() - before_mid);
+        assert_eq!(db.store.runs().count_runs().await.unwrap() as usize, runs.len() - before_mid);
         // every run counted once: the histograms of the run-by-run read
         let expected = histograms(&reference.store, days.clone()).await;
         assert_eq!(histograms(&db.store, days.clone()).await, expected);

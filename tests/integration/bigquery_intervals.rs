@@ -140,7 +140,7 @@ async fn interval_evidence_from_bigquery_attributes_as_the_interval_files_do() {
     let summary = ingest_bq(&bq_db.store, &settings).await.unwrap();
     assert_eq!((summary.ingested, summary.failed), (world.runs, 0), "{:?}", summary.errors);
     // ingest reads no interval: every run waits for its evidence in the intervals table
-    assert_eq!(bq_db.store.pending_interval_runs().await.unwrap(), (world.runs, 0));
+    assert_eq!(bq_db.store.runs().pending_interval_runs().await.unwrap(), (world.runs, 0));
     let asked: Vec<String> =
         front.log().into_iter().filter(|l| l.call != "results").map(|l| l.label).collect();
     assert!(asked.iter().all(|l| l == "runs"), "only the runs were read at ingest: {asked:?}");
@@ -198,7 +198,9 @@ async fn interval_evidence_from_bigquery_attributes_as_the_interval_files_do() {
 }
 
 async fn cycle(store: &Store, settings: &Settings) -> CycleReport {
-    run_cycle(store, settings, CycleOptions { at: end(), dry_run: false }).await.unwrap()
+    run_cycle(store, &sheriff::warm::Warm::new(), settings, CycleOptions { at: end(), dry_run: false })
+        .await
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -220,13 +222,13 @@ async fn with_bigquery_unreachable_interval_evidence_is_pending_and_a_later_cycl
     let evidence = r.attribution.evidence.join("\n");
     assert!(evidence.contains("interval evidence pending for"), "{evidence}");
     assert_eq!(r.component, "Image Registry", "the backend names the owner without the intervals");
-    let (pending, failed) = db.store.pending_interval_runs().await.unwrap();
+    let (pending, failed) = db.store.runs().pending_interval_runs().await.unwrap();
     assert_eq!(pending, world.runs, "no run lost its place in the intervals table");
     assert!(
         failed >= 1 && failed < pending,
         "one failed read stops the cycle's others: {failed} of {pending}"
     );
-    assert_eq!(db.store.incidents().await.unwrap().len(), 1);
+    assert_eq!(db.store.incidents().all().await.unwrap().len(), 1);
 
     // back: the next cycle reads them and fills the incident's attribution in
     proxy.up();
@@ -239,10 +241,10 @@ async fn with_bigquery_unreachable_interval_evidence_is_pending_and_a_later_cycl
         ("image-registry", "Available", "False")
     );
     assert!(r.attribution.mechanism.is_some(), "{:#?}", r.attribution);
-    let incidents = db.store.incidents().await.unwrap();
+    let incidents = db.store.incidents().all().await.unwrap();
     assert_eq!(incidents.len(), 1, "one incident, kept: {incidents:#?}");
     assert_eq!(incidents[0].snapshot.report.attribution.evidence_pending, 0);
     assert_eq!(incidents[0].snapshot.evidence, "image-registry Available=False");
-    let (still, _) = db.store.pending_interval_runs().await.unwrap();
+    let (still, _) = db.store.runs().pending_interval_runs().await.unwrap();
     assert!(still < pending, "what was read is kept: {still} of {pending} still pending");
 }

@@ -132,13 +132,13 @@ on_both_engines! {
         let settings = Settings::default();
         let at = end();
         // Evaluated a week earlier, before the regression started, nothing is found.
-        let before = run_cycle(&db.store, &settings, CycleOptions { at: at - chrono::Duration::days(8), dry_run: true }).await.unwrap();
+        let before = run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: at - chrono::Duration::days(8), dry_run: true }).await.unwrap();
         assert!(before.regressions.is_empty(), "{:#?}", before.regressions);
-        let dry = run_cycle(&db.store, &settings, CycleOptions { at, dry_run: true }).await.unwrap();
-        assert_eq!(db.store.count_cycles().await.unwrap(), 0);
-        let first = run_cycle(&db.store, &settings, CycleOptions { at, dry_run: false }).await.unwrap();
-        let second = run_cycle(&db.store, &settings, CycleOptions { at, dry_run: false }).await.unwrap();
-        assert_eq!(db.store.count_cycles().await.unwrap(), 2);
+        let dry = run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at, dry_run: true }).await.unwrap();
+        assert_eq!(db.store.evaluations().count_cycles().await.unwrap(), 0);
+        let first = run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at, dry_run: false }).await.unwrap();
+        let second = run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at, dry_run: false }).await.unwrap();
+        assert_eq!(db.store.evaluations().count_cycles().await.unwrap(), 2);
         assert_eq!(dry.regressions[0].fingerprint, first.regressions[0].fingerprint);
         assert_eq!(first.regressions[0].fingerprint, second.regressions[0].fingerprint);
         assert_eq!(
@@ -194,8 +194,8 @@ on_both_engines! {
 on_both_engines! {
     async fn a_past_evaluation_knows_no_later_incident_and_takes_a_date_like_backtest(db) {
         common::load_metal_regression(&db.store, 7, end()).await;
-        run_cycle(&db.store, &Settings::default(), CycleOptions { at: end(), dry_run: false }).await.unwrap();
-        assert_eq!(db.store.incidents().await.unwrap().len(), 1, "an incident from the end of the month");
+        run_cycle(&db.store, &sheriff::warm::Warm::new(), &Settings::default(), CycleOptions { at: end(), dry_run: false }).await.unwrap();
+        assert_eq!(db.store.incidents().all().await.unwrap().len(), 1, "an incident from the end of the month");
         let before = (end() - chrono::Duration::days(10)).format("%Y-%m-%d").to_string();
         let out = Command::new(env!("CARGO_BIN_EXE_sheriff"))
             .args(["evaluate", "--dry-run", "--at", &before])

@@ -59,7 +59,9 @@ async fn ingest_gcs(store: &Store, settings: &Settings) -> u64 {
 }
 
 async fn cycle(store: &Store, settings: &Settings) -> CycleReport {
-    run_cycle(store, settings, CycleOptions { at: end(), dry_run: false }).await.unwrap()
+    run_cycle(store, &sheriff::warm::Warm::new(), settings, CycleOptions { at: end(), dry_run: false })
+        .await
+        .unwrap()
 }
 
 /// The top condition as a person reads it: which, how often, how much of the outage.
@@ -96,7 +98,7 @@ on_both_engines! {
         assert_eq!(ingest_gcs(&db.store, &settings).await, runs);
         let at_ingest: Vec<(String, u64)> = fake.downloaded()[before..].to_vec();
         assert!(at_ingest.iter().all(|(o, _)| !is_interval_file(o)), "an interval file was read at ingest");
-        assert_eq!(db.store.pending_interval_runs().await.unwrap(), (runs, 0));
+        assert_eq!(db.store.runs().pending_interval_runs().await.unwrap(), (runs, 0));
 
         // The cycle fetches the evidence runs' files: the same top condition, from those runs only.
         let mark = fake.downloaded().len();
@@ -115,7 +117,7 @@ on_both_engines! {
         assert!(c.runs == evidence_runs && c.healthy_runs == evidence_runs, "{c:?}");
         let each_once: BTreeSet<&String> = fetched.iter().map(|(o, _)| o).collect();
         assert_eq!(each_once.len(), fetched.len(), "a file fetched twice");
-        let (pending, _) = db.store.pending_interval_runs().await.unwrap();
+        let (pending, _) = db.store.runs().pending_interval_runs().await.unwrap();
         assert_eq!(pending, runs - fetched_runs.len() as u64, "what was fetched is kept");
 
         // Bytes per run: what ingest and attribution read, against reading every file.
@@ -157,7 +159,7 @@ on_both_engines! {
         let evidence = r.attribution.evidence.join("\n");
         assert!(evidence.contains("interval evidence pending for"), "{evidence}");
         assert_eq!(r.component, "Image Registry", "the backend names the owner without the files");
-        let (pending, failed) = db.store.pending_interval_runs().await.unwrap();
+        let (pending, failed) = db.store.runs().pending_interval_runs().await.unwrap();
         assert!(failed >= 1 && failed < pending, "one failed fetch stops the cycle's others: {failed} of {pending}");
         let status = sheriff::board::render_status(&sheriff::board::status(&db.store, end().timestamp()).await.unwrap());
         assert!(status.contains(&format!("interval evidence: {failed} run(s) whose files could not be fetched yet")), "{status}");
@@ -173,7 +175,7 @@ on_both_engines! {
         assert!(!evidence.contains("interval evidence pending"), "{evidence}");
         assert!(evidence.contains("image-registry Available=False (NoReplicasAvailable)"), "{evidence}");
         assert!(r.attribution.summary.contains("overlapped image-registry Available=False"), "{}", r.attribution.summary);
-        let incidents = db.store.incidents().await.unwrap();
+        let incidents = db.store.incidents().all().await.unwrap();
         assert_eq!(incidents.len(), 1, "one incident, kept: {incidents:#?}");
         assert_eq!(incidents[0].snapshot.report.attribution.evidence_pending, 0);
         assert_eq!(incidents[0].snapshot.evidence, "image-registry Available=False", "the incident's evidence too");

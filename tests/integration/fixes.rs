@@ -97,15 +97,21 @@ impl World {
             s.release_controller.timeout_secs = 1;
         }
         for chunk in synth::run_records(&scenario).chunks(1_000) {
-            db.store.write_runs(chunk, false).await.unwrap();
+            db.store.runs().write_runs(chunk, false).await.unwrap();
         }
         let store = Arc::new(Store::open(&db.settings).await.unwrap());
         World { db, store, slack, jira, settings: s, scenario }
     }
 
     async fn cycle(&self, at: DateTime<Utc>) -> CycleReport {
-        let report =
-            run_cycle(&self.store, &self.settings, CycleOptions { at, dry_run: false }).await.unwrap();
+        let report = run_cycle(
+            &self.store,
+            &sheriff::warm::Warm::new(),
+            &self.settings,
+            CycleOptions { at, dry_run: false },
+        )
+        .await
+        .unwrap();
         let drained = sheriff::notify::deliver_for_a_while(self.store.clone(), &self.settings).await.unwrap();
         assert_eq!(drained.dead, 0, "nothing dead-lettered");
         report
@@ -116,6 +122,7 @@ impl World {
         let all: Vec<Incident> = self
             .store
             .incidents()
+            .all()
             .await
             .unwrap()
             .into_iter()
@@ -149,7 +156,8 @@ impl World {
         }
         all.extend(
             self.store
-                .incident_events(i.id)
+                .incidents()
+                .events(i.id)
                 .await
                 .unwrap()
                 .into_iter()
@@ -227,7 +235,7 @@ on_both_engines! {
         assert_eq!(count(&replies, "fix verified"), 1, "{replies:#?}");
         assert_eq!(count(&w.comments(&claim.key), "fix verified"), 1);
         assert_eq!(count(&replies, "failed fix"), 0);
-        let events = w.store.incident_events(i.id).await.unwrap();
+        let events = w.store.incidents().events(i.id).await.unwrap();
         let resolved: Vec<_> = events.iter().filter(|e| e.kind == "resolved").collect();
         assert_eq!(resolved.len(), 1, "{events:#?}");
         assert!(resolved[0].at == fixed_at.timestamp() && resolved[0].detail.contains("fixed"));
@@ -349,7 +357,7 @@ on_both_engines! {
         let i = w.incident().await;
         assert!(i.state.is_open());
         assert_eq!(i.allowance, None, "lapsed");
-        let events = w.store.incident_events(i.id).await.unwrap();
+        let events = w.store.incidents().events(i.id).await.unwrap();
         assert!(events.iter().any(|e| e.kind == "allowance_ended" && e.detail.contains("lapsed")), "{events:#?}");
         let above = events.iter().find(|e| e.kind == "above_accepted").expect("re-alerted");
         assert!(above.at >= day(28).timestamp());

@@ -65,7 +65,7 @@ fn metal(from_day: u32, until_day: Option<u32>) -> Planted {
 
 async fn load(store: &Store, s: &Scenario) {
     for chunk in synth::run_records(s).chunks(1_000) {
-        store.write_runs(chunk, false).await.unwrap();
+        store.runs().write_runs(chunk, false).await.unwrap();
     }
 }
 
@@ -92,7 +92,10 @@ async fn replay(store: &Store, s: &Scenario, from: u32) -> Told {
     let starts: std::collections::HashMap<String, DateTime<Utc>> =
         synth::run_records(s).into_iter().map(|r| (r.run.build_id, r.run.started_at)).collect();
     while t < end() {
-        let report = run_cycle(store, &settings, CycleOptions { at: t, dry_run: false }).await.unwrap();
+        let report =
+            run_cycle(store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: t, dry_run: false })
+                .await
+                .unwrap();
         for r in report.regressions.iter().filter(|r| r.status.is_active()) {
             let Some(onset) = &r.onset else { continue };
             for j in &r.sample_jobs {
@@ -108,12 +111,12 @@ async fn replay(store: &Store, s: &Scenario, from: u32) -> Told {
         t += Duration::hours(6);
     }
     let mut incidents = Vec::new();
-    for i in store.incidents().await.unwrap() {
-        let events = store.incident_events(i.id).await.unwrap();
+    for i in store.incidents().all().await.unwrap() {
+        let events = store.incidents().events(i.id).await.unwrap();
         incidents.push((i, events));
     }
     let mut replies = Vec::new();
-    for e in store.outbox_entries("pending", i64::MAX).await.unwrap() {
+    for e in store.outbox().entries("pending", i64::MAX).await.unwrap() {
         if e.kind == "slack_reply" {
             let v: serde_json::Value = serde_json::from_str(&e.payload).unwrap();
             replies.push(v["text"].as_str().unwrap_or_default().to_string());
@@ -128,13 +131,18 @@ fn kinds(events: &[Event]) -> Vec<&str> {
 
 /// The live tables, counted: a backtest must leave them as they are.
 async fn live_counts(store: &Store) -> (usize, usize, i64, i64) {
-    let incidents = store.incidents().await.unwrap();
+    let incidents = store.incidents().all().await.unwrap();
     let mut events = 0;
     for i in &incidents {
-        events += store.incident_events(i.id).await.unwrap().len();
+        events += store.incidents().events(i.id).await.unwrap().len();
     }
-    let outbox = store.outbox_counts(0).await.unwrap();
-    (incidents.len(), events, outbox.pending + outbox.done + outbox.dead, store.count_cycles().await.unwrap())
+    let outbox = store.outbox().counts(0).await.unwrap();
+    (
+        incidents.len(),
+        events,
+        outbox.pending + outbox.done + outbox.dead,
+        store.evaluations().count_cycles().await.unwrap(),
+    )
 }
 
 /// The backtest of the same span, and that it changed nothing live.

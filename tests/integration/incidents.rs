@@ -64,7 +64,9 @@ async fn cycle(
     settings: &Settings,
     at: chrono::DateTime<chrono::Utc>,
 ) -> sheriff::cycle::CycleReport {
-    let report = run_cycle(store, settings, CycleOptions { at, dry_run: false }).await.unwrap();
+    let report = run_cycle(store, &sheriff::warm::Warm::new(), settings, CycleOptions { at, dry_run: false })
+        .await
+        .unwrap();
     let drained = sheriff::notify::deliver_for_a_while(store.clone(), settings).await.unwrap();
     assert_eq!(drained.dead, 0, "nothing dead-lettered");
     report
@@ -88,7 +90,7 @@ on_both_engines! {
             let r = cycle(&store, &settings, regressed).await;
             assert_eq!(r.regressions.len(), 1, "cycle {n}");
         }
-        let incidents = store.incidents().await.unwrap();
+        let incidents = store.incidents().all().await.unwrap();
         assert_eq!(incidents.len(), 1);
         let incident = &incidents[0];
         assert_eq!(incident.state.as_str(), "ongoing");
@@ -129,7 +131,7 @@ on_both_engines! {
         for _ in 0..4 {
             cycle(&store, &settings, clean).await;
         }
-        let incident = store.find_incident("1").await.unwrap().unwrap();
+        let incident = store.incidents().find("1").await.unwrap().unwrap();
         assert_eq!(incident.state.as_str(), "resolved");
         let replies: Vec<_> = slack
             .messages()
@@ -150,14 +152,14 @@ on_both_engines! {
         let back = s_start_plus(end, 42);
         cycle(&store, &settings, back).await;
         cycle(&store, &settings, back).await;
-        let incidents = store.incidents().await.unwrap();
+        let incidents = store.incidents().all().await.unwrap();
         assert_eq!(incidents.len(), 1, "a recurrence is the same incident");
         assert!(matches!(incidents[0].state.as_str(), "reopened" | "ongoing"));
         let issue = &jira.issues()[0];
         assert_eq!(jira.issues().len(), 1);
         assert_eq!(issue.transitions, vec!["Done".to_string(), "Reopen".to_string()]);
         assert_eq!(issue.comments.len(), 2);
-        let events = store.incident_events(1).await.unwrap();
+        let events = store.incidents().events(1).await.unwrap();
         let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
         assert!(kinds.starts_with(&["opened"]) && kinds.contains(&"resolved") && kinds.contains(&"reopened"), "{kinds:?}");
 
@@ -220,7 +222,7 @@ async fn apply(store: &Store, steps: Vec<Step>) -> plan::Plan {
         let planner = |k: &plan::Known| {
             plan::with_effects(now, steps, &k.incidents, &k.silences, &k.delivered, &policy())
         };
-        match store.finish_cycle(&[], &record, planner).await {
+        match store.incidents().finish_cycle(&[], &record, planner).await {
             Ok((_, plan)) => return plan,
             Err(e) => assert!(sheriff::store::is_storage_error(&e), "{e:#}"),
         }
@@ -290,7 +292,7 @@ async fn drain_with_kills(
                 worker = new_worker();
             }
             StepOutcome::Dead(id) => panic!("entry {id} was dead-lettered"),
-            StepOutcome::Idle => match store.next_outbox_due().await.unwrap() {
+            StepOutcome::Idle => match store.outbox().next_due().await.unwrap() {
                 Some(due) => clock.advance((due - clock.now()).max(1)),
                 None => return,
             },
@@ -367,7 +369,7 @@ async fn fault_schedules(db: &common::TestDb, schedules: u64) {
             silence_until_acknowledged(&store, &format!("backend=nothing-{seed}-*"), silenced_at).await;
         let mut ids = Vec::new();
         for f in &families {
-            ids.push(store.find_incident(&format!("sheriff-{f}")).await.unwrap().unwrap().id);
+            ids.push(store.incidents().find(&format!("sheriff-{f}")).await.unwrap().unwrap().id);
         }
         // a material change
         apply(
@@ -407,7 +409,7 @@ async fn fault_schedules(db: &common::TestDb, schedules: u64) {
         .await;
         drain_with_kills(&store, &sinks, &settings, &clock, &kill).await;
         store.inject_write_faults(None);
-        let silences = store.silences(silenced_at).await.unwrap();
+        let silences = store.incidents().silences(silenced_at).await.unwrap();
         let this: Vec<_> =
             silences.iter().filter(|s| s.backend.as_deref() == Some(&format!("nothing-{seed}-*"))).collect();
         assert_eq!(
@@ -449,14 +451,14 @@ async fn fault_schedules(db: &common::TestDb, schedules: u64) {
             assert_eq!(issue.transitions, vec!["Done".to_string()], "seed {seed}");
         }
         for id in &ids {
-            let i = store.find_incident(&id.to_string()).await.unwrap().unwrap();
+            let i = store.incidents().find(&id.to_string()).await.unwrap().unwrap();
             assert!(i.slack_ts.is_some() && i.jira_key.is_some(), "seed {seed}: results written back");
         }
         totals.0 += slack.messages().len();
         totals.1 += issues.len();
         totals.2 += 1;
     }
-    let counts = store.outbox_counts(clock.now()).await.unwrap();
+    let counts = store.outbox().counts(clock.now()).await.unwrap();
     assert_eq!((counts.pending, counts.dead), (0, 0));
     eprintln!(
         "{engine}: {} schedules, {} Slack messages, {} Jira issues, {} entries delivered, {} silences acknowledged and stored",
@@ -475,7 +477,7 @@ on_both_engines! {
         let none = Faults::none();
         apply(&store, vec![step(Action::Open { fingerprint: "sheriff-wontfix".into(), snapshot: snapshot("wf", "metal", 21.0), episodes: vec![] })]).await;
         drain_with_kills(&store, &sinks, &settings, &clock, &none).await;
-        let id = store.find_incident("sheriff-wontfix").await.unwrap().unwrap().id;
+        let id = store.incidents().find("sheriff-wontfix").await.unwrap().unwrap().id;
         apply(&store, vec![step(Action::Resolve { id, snapshot: None, how: plan::Resolution::Recovered, episodes: None })]).await;
         drain_with_kills(&store, &sinks, &settings, &clock, &none).await;
         jira.close("OCPBUGS-1", "Won't Fix", 1);
@@ -514,12 +516,12 @@ on_both_engines! {
                 }
             }
             assert_eq!(dead, 1, "HTTP {status} dead-letters its entry");
-            let entry = store.outbox_entries("dead", 10).await.unwrap().pop().unwrap();
+            let entry = store.outbox().entries("dead", 10).await.unwrap().pop().unwrap();
             assert!(entry.last_error.unwrap().contains(&format!("HTTP {status}")));
-            assert_eq!(store.retry_outbox(Some(entry.id), clock.now()).await.unwrap(), 1);
+            assert_eq!(store.outbox().retry(Some(entry.id), clock.now()).await.unwrap(), 1);
             drain_with_kills(&store, &sinks, &settings, &clock, &none).await;
         }
-        assert_eq!(store.outbox_counts(clock.now()).await.unwrap().dead, 0);
+        assert_eq!(store.outbox().counts(clock.now()).await.unwrap().dead, 0);
     }
 }
 
@@ -534,7 +536,7 @@ on_both_engines! {
         // exponential backoff would wait minutes; Slack's Retry-After (7 s) must win
         settings.outbox.backoff_base_secs = 600;
         let store = Arc::new(Store::open(&db.settings).await.unwrap());
-        run_cycle(&store, &settings, CycleOptions { at: end, dry_run: false }).await.unwrap();
+        run_cycle(&store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: end, dry_run: false }).await.unwrap();
         let sinks = Arc::new(Sinks::from_settings(&settings).unwrap());
         let mut worker = Worker::new(store.clone(), sinks, settings.outbox.clone());
         let clock = Clock::default();
@@ -542,7 +544,7 @@ on_both_engines! {
 
         slack.rate_limit_next(1, 7);
         let StepOutcome::Retrying(id) = worker.step().await.unwrap() else { panic!("the 429 was not a retry") };
-        let entry = store.outbox_entries("pending", 100).await.unwrap().into_iter().find(|e| e.id == id).unwrap();
+        let entry = store.outbox().entries("pending", 100).await.unwrap().into_iter().find(|e| e.id == id).unwrap();
         // (a wall-clock second may pass between the step and this read)
         let wait = entry.next_attempt_at - clock.now();
         assert!((6..=7).contains(&wait), "Retry-After: 7 decides the wait, not {wait} s");
@@ -562,7 +564,7 @@ on_both_engines! {
                 other => panic!("{other:?}"),
             }
         }
-        let done = store.outbox_entries("done", 100).await.unwrap().into_iter().find(|e| e.id == id).unwrap();
+        let done = store.outbox().entries("done", 100).await.unwrap().into_iter().find(|e| e.id == id).unwrap();
         assert_eq!(done.attempts, 2);
         for (key, n) in slack.count_by_key() {
             assert_eq!(n, 1, "{key}");
@@ -577,8 +579,8 @@ on_both_engines! {
         common::load_metal_regression(&db.store, 7, end).await;
         let settings = Settings { database: db.settings.clone(), ..Settings::default() };
         let store = Arc::new(Store::open(&db.settings).await.unwrap());
-        run_cycle(&store, &settings, CycleOptions { at: end, dry_run: false }).await.unwrap();
-        let incidents = store.incidents().await.unwrap();
+        run_cycle(&store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: end, dry_run: false }).await.unwrap();
+        let incidents = store.incidents().all().await.unwrap();
         let metal = incidents.iter().find(|i| i.snapshot.family == "image-registry").expect("the metal incident");
         assert!(metal.snapshot.scope.get(Dimension::Architecture).is_none(), "its scope does not name the architecture");
         let now = chrono::Utc::now().timestamp();
@@ -586,7 +588,7 @@ on_both_engines! {
         let target = sheriff::incidents::silence::Target::parse(&words).unwrap();
         let made = sheriff::actions::silence(&store, &target, 7_200, "known", "cli:me", now).await.unwrap();
         assert_eq!(made.holds, vec![metal.id]);
-        let silence = store.silences(now).await.unwrap().into_iter().find(|s| s.id == made.id).unwrap();
+        let silence = store.incidents().silences(now).await.unwrap().into_iter().find(|s| s.id == made.id).unwrap();
         assert!(silence.matches(metal, now), "the stored silence holds it");
 
         let target = sheriff::incidents::silence::Target::parse(&["backend=image-registry-*", "platform=vsphere"]).unwrap();
@@ -632,7 +634,7 @@ on_both_engines! {
         // deliver up to and including the Jira issue
         loop {
             let StepOutcome::Delivered(id) = worker.step().await.unwrap() else { panic!("nothing more to deliver") };
-            let done = store.outbox_entries("done", 100).await.unwrap();
+            let done = store.outbox().entries("done", 100).await.unwrap();
             if done.iter().any(|e| e.id == id && e.kind == "jira_create") {
                 break;
             }
@@ -649,7 +651,7 @@ on_both_engines! {
         assert!(lines[0].contains("allowed") && !description.contains("File against"), "{description}");
         assert_eq!(jira.issues()[0].fields["versions"][0]["name"], "4.14", "Affects Version, as configured");
         let pending: Vec<String> =
-            store.outbox_entries("pending", 100).await.unwrap().into_iter().map(|e| e.idempotency_key).collect();
+            store.outbox().entries("pending", 100).await.unwrap().into_iter().map(|e| e.idempotency_key).collect();
         for key in ["slack_update:1:filed-OCPBUGS-1", "slack_reply:1:filed-OCPBUGS-1"] {
             assert!(pending.contains(&key.to_string()), "{key} queued by the filing: {pending:?}");
         }
@@ -661,7 +663,7 @@ on_both_engines! {
         assert!(blocks.contains("OCPBUGS-1") && !blocks.contains("not filed"), "{blocks}");
         assert_eq!(thread_lines(&slack).iter().filter(|t| t.contains("filed in Jira as OCPBUGS-1")).count(), 1);
         // a later edit keeps saying so, and nothing is queued twice
-        assert_eq!(store.outbox_counts(0).await.unwrap().pending, 0);
+        assert_eq!(store.outbox().counts(0).await.unwrap().pending, 0);
     }
 
     async fn a_resolve_during_a_silence_is_told_once_and_what_the_silence_held_when_it_ends(db) {
@@ -681,8 +683,8 @@ on_both_engines! {
             episodes: vec![],
         };
         apply(&store, vec![step(update)]).await;
-        assert_eq!(store.outbox_counts(0).await.unwrap().pending, 0, "held by the silence");
-        assert_eq!(store.find_incident("1").await.unwrap().unwrap().held.len(), 2);
+        assert_eq!(store.outbox().counts(0).await.unwrap().pending, 0, "held by the silence");
+        assert_eq!(store.incidents().find("1").await.unwrap().unwrap().held.len(), 2);
         // a person resolves it during the silence: Slack and Jira hear of it at once
         sheriff::actions::resolve(&store, &settings, "1", "the metal lab was rewired", "cli:ops", now).await.unwrap();
         sheriff::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
@@ -710,8 +712,8 @@ on_both_engines! {
         assert!(quiet.steps.is_empty());
         let record = CycleRecord { outcome: "ok".into(), evaluated_at: now + 60, ..Default::default() };
         let known_planner = |k: &plan::Known| plan::plan(now + 60, &[], &[], k, &policy());
-        store.finish_cycle(&[], &record, known_planner).await.unwrap();
-        assert_eq!(store.outbox_counts(0).await.unwrap().pending, 0, "told once");
-        assert!(store.find_incident("1").await.unwrap().unwrap().held.is_empty());
+        store.incidents().finish_cycle(&[], &record, known_planner).await.unwrap();
+        assert_eq!(store.outbox().counts(0).await.unwrap().pending, 0, "told once");
+        assert!(store.incidents().find("1").await.unwrap().unwrap().held.is_empty());
     }
 }

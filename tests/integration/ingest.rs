@@ -44,7 +44,7 @@ async fn ingest_dir(store: &Store, dir: &Path) -> IngestSummary {
 async fn snapshot(store: &Store, truth: &Truth) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for t in truth.finished_runs() {
-        if let Some(r) = store.run(&t.job, &t.build_id).await.unwrap() {
+        if let Some(r) = store.runs().run(&t.job, &t.build_id).await.unwrap() {
             out.insert(t.path.clone(), format!("{r:?}"));
         }
     }
@@ -53,8 +53,12 @@ async fn snapshot(store: &Store, truth: &Truth) -> BTreeMap<String, String> {
 
 async fn check_against_truth(store: &Store, truth: &Truth) {
     for t in truth.finished_runs() {
-        let r =
-            store.run(&t.job, &t.build_id).await.unwrap().unwrap_or_else(|| panic!("{} not stored", t.path));
+        let r = store
+            .runs()
+            .run(&t.job, &t.build_id)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("{} not stored", t.path));
         assert_eq!(r.run.dimensions, t.dimensions, "{}", t.path);
         assert_eq!(r.run.started_at, t.started_at);
         let seconds: BTreeMap<String, i64> =
@@ -84,12 +88,12 @@ on_both_engines! {
         let first = ingest_dir(&db.store, dir.path()).await;
         assert_eq!((first.ingested, first.failed, first.skipped), (finished, 0, running), "{:?}", first.errors);
         assert!(first.errors.is_empty(), "{:?}", first.errors);
-        assert_eq!(db.store.count_runs().await.unwrap() as u64, finished);
+        assert_eq!(db.store.runs().count_runs().await.unwrap() as u64, finished);
         check_against_truth(&db.store, &truth).await;
 
         let second = ingest_dir(&db.store, &dir.path().join(BUCKET)).await;
         assert_eq!((second.ingested, second.failed, second.skipped), (0, 0, finished + running));
-        assert_eq!(db.store.count_runs().await.unwrap() as u64, finished);
+        assert_eq!(db.store.runs().count_runs().await.unwrap() as u64, finished);
     }
 
     async fn a_storage_failure_asking_whether_a_run_is_stored_counts_as_storage_failed(db) {
@@ -123,7 +127,7 @@ on_both_engines! {
         assert_eq!(s.errors.len(), 1, "{:?}", s.errors);
         assert_eq!(s.errors[0].run, run.path);
         assert!(s.errors[0].error.contains("cannot all be listed"), "{:?}", s.errors);
-        let log = db.store.recent_ingest_log(Some("failed"), 10).await.unwrap();
+        let log = db.store.ingest_log().recent(Some("failed"), 10).await.unwrap();
         assert!(log.iter().any(|e| e.run_path == run.path && e.error.contains("cannot all be listed")), "{log:?}");
     }
 
@@ -136,7 +140,7 @@ on_both_engines! {
         let last = truth.runs.iter().rfind(|r| r.job != *job).unwrap();
         let s = ingest_dir(&db.store, &dir.path().join(BUCKET).join(&last.path)).await;
         assert_eq!(s.ingested, 1);
-        let stored = db.store.run(&last.job, &last.build_id).await.unwrap().unwrap();
+        let stored = db.store.runs().run(&last.job, &last.build_id).await.unwrap().unwrap();
         assert_eq!(stored.run.path, last.path);
         assert_eq!(stored.run.bucket, BUCKET);
     }
@@ -182,7 +186,7 @@ on_both_engines! {
         assert_eq!(summary.failed, expected_failed, "{:#?}", summary.errors);
         assert_eq!(summary.ingested, expected_stored, "{:#?}", summary.errors);
         for case in &cases {
-            let stored = db.store.has_run(&case.job, &case.build).await.unwrap();
+            let stored = db.store.runs().has_run(&case.job, &case.build).await.unwrap();
             let errors: Vec<_> = summary.errors.iter().filter(|e| e.run.ends_with(&case.build)).collect();
             match &case.expect {
                 Expect::Failed(file) | Expect::Warning(file) => {
@@ -199,9 +203,9 @@ on_both_engines! {
         }
         // Nothing stored before was touched.
         assert_eq!(snapshot(&db.store, &truth).await, before);
-        assert_eq!(db.store.count_runs().await.unwrap() as u64, good + expected_stored);
+        assert_eq!(db.store.runs().count_runs().await.unwrap() as u64, good + expected_stored);
         // And the failures are in the ingest log, naming run and file.
-        let logged = db.store.recent_ingest_log(Some("failed"), 100).await.unwrap();
+        let logged = db.store.ingest_log().recent(Some("failed"), 100).await.unwrap();
         assert!(logged.len() as u64 >= expected_failed);
         assert!(logged.iter().all(|e| !e.run_path.is_empty() && !e.error.is_empty()));
     }
@@ -398,11 +402,11 @@ async fn a_folder_too_deep_skips_itself_not_the_whole_ingest() {
     let summary = ingest_dir(&db.store, dir.path()).await;
     let finished = truth.finished_runs().count() as u64;
     assert_eq!(summary.ingested, finished - 1, "{summary:?}");
-    assert!(!db.store.has_run(&victim.job, &victim.build_id).await.unwrap());
+    assert!(!db.store.runs().has_run(&victim.job, &victim.build_id).await.unwrap());
     std::fs::remove_dir_all(run_dir.join("artifacts").join("d")).unwrap();
     let again = ingest_dir(&db.store, dir.path()).await;
     assert_eq!(again.ingested, 1, "{again:?}");
-    assert!(db.store.has_run(&victim.job, &victim.build_id).await.unwrap());
+    assert!(db.store.runs().has_run(&victim.job, &victim.build_id).await.unwrap());
 }
 
 /// A GCS object is written to a temporary file as it arrives, its bytes counted: one past the

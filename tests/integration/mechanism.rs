@@ -26,16 +26,26 @@ fn spec(seed: u64, class: Class) -> WorldSpec {
 async fn evaluated(store: &sheriff::store::Store, world: &World, root: &Path) -> Vec<RegressionReport> {
     world.write_tree(root).unwrap();
     let settings = Settings::default();
-    store.apply_trouble_rules(&settings.evaluate.ci_trouble).await.unwrap();
-    store.import_thresholds(Table::embedded().unwrap().rows(), "query_results.json").await.unwrap();
+    store.trouble().apply(&settings.evaluate.ci_trouble).await.unwrap();
+    store
+        .evaluations()
+        .import_thresholds(Table::embedded().unwrap().rows(), "query_results.json")
+        .await
+        .unwrap();
     let ingest_settings = IngestSettings { intervals: IntervalsMode::Eager, ..Default::default() };
     let summary =
         ingest(store, &ingest_settings, &Source::Local(root.to_path_buf()), &IngestOptions::default())
             .await
             .unwrap();
     assert_eq!(summary.failed, 0, "{:?}", summary.errors.first());
-    let report =
-        run_cycle(store, &settings, CycleOptions { at: world.spec.end, dry_run: true }).await.unwrap();
+    let report = run_cycle(
+        store,
+        &sheriff::warm::Warm::new(),
+        &settings,
+        CycleOptions { at: world.spec.end, dry_run: true },
+    )
+    .await
+    .unwrap();
     report.regressions
 }
 
@@ -212,18 +222,31 @@ async fn a_scope_whose_backend_vanishes_says_no_data_since_and_stays_open() {
     }
     assert!(dropped > 20, "{dropped}");
     let settings = Settings::default();
-    db.store.apply_trouble_rules(&settings.evaluate.ci_trouble).await.unwrap();
-    db.store.import_thresholds(Table::embedded().unwrap().rows(), "query_results.json").await.unwrap();
+    db.store.trouble().apply(&settings.evaluate.ci_trouble).await.unwrap();
+    db.store
+        .evaluations()
+        .import_thresholds(Table::embedded().unwrap().rows(), "query_results.json")
+        .await
+        .unwrap();
     for chunk in world.records.chunks(1000) {
-        db.store.write_runs(chunk, false).await.unwrap();
+        db.store.runs().write_runs(chunk, false).await.unwrap();
     }
-    let first = run_cycle(&db.store, &settings, CycleOptions { at: cut, dry_run: false }).await.unwrap();
+    let first = run_cycle(
+        &db.store,
+        &sheriff::warm::Warm::new(),
+        &settings,
+        CycleOptions { at: cut, dry_run: false },
+    )
+    .await
+    .unwrap();
     assert!(first.regressions.iter().any(|r| r.family == "image-registry"), "{:#?}", first.regressions);
     for day in 1..=3 {
         let at = cut + chrono::Duration::days(day);
-        run_cycle(&db.store, &settings, CycleOptions { at, dry_run: false }).await.unwrap();
+        run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at, dry_run: false })
+            .await
+            .unwrap();
     }
-    let incidents = db.store.incidents().await.unwrap();
+    let incidents = db.store.incidents().all().await.unwrap();
     let i = incidents.iter().find(|i| i.snapshot.family == "image-registry").unwrap();
     assert_eq!(i.state, sheriff::incidents::State::Ongoing, "{:?}", i.snapshot.summary);
     let since = i.snapshot.report.no_data_since.expect("no data since");
@@ -232,6 +255,6 @@ async fn a_scope_whose_backend_vanishes_says_no_data_since_and_stays_open() {
         i.snapshot.summary.contains("No data since")
             || i.snapshot.report.attribution.summary.contains("No data since")
     );
-    let events = db.store.incident_events(i.id).await.unwrap();
+    let events = db.store.incidents().events(i.id).await.unwrap();
     assert!(events.iter().any(|e| format!("{e:?}").contains("no_data")), "{events:#?}");
 }

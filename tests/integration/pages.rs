@@ -51,9 +51,16 @@ async fn world_from_tree(
     tweak(&mut settings);
     let source = sheriff::ingest::Source::Local(dir.path().to_path_buf());
     sheriff::ingest::ingest(&db.store, &settings.ingest, &source, &Default::default()).await.unwrap();
-    run_cycle(&db.store, &settings, CycleOptions { at: today(), dry_run: false }).await.unwrap();
+    run_cycle(
+        &db.store,
+        &sheriff::warm::Warm::new(),
+        &settings,
+        CycleOptions { at: today(), dry_run: false },
+    )
+    .await
+    .unwrap();
     let store = sheriff::store::Store::open(&db.settings).await.unwrap();
-    AppState::new(Arc::new(store), Arc::new(settings))
+    AppState::new(Arc::new(store), Arc::new(sheriff::warm::Warm::new()), Arc::new(settings))
 }
 
 async fn get(state: &AppState, path: &str, auth: Option<&str>) -> (StatusCode, String, String) {
@@ -274,14 +281,14 @@ on_both_engines! {
         s.jira.project = "OCPBUGS".into();
         s.jira.token = Some(Secret::new(common::jira::TOKEN));
         for chunk in synth::run_records(&scenario()).chunks(1_000) {
-            db.store.write_runs(chunk, false).await.unwrap();
+            db.store.runs().write_runs(chunk, false).await.unwrap();
         }
         sheriff::init_crypto();
         let app = sheriff::app::App::build(s.clone()).await.unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let running = tokio::spawn(app.run_until_stopped(async move { let _ = stopped.await; }));
         let store = Arc::new(sheriff::store::Store::open(&db.settings).await.unwrap());
-        run_cycle(&store, &s, CycleOptions { at: today(), dry_run: false }).await.unwrap();
+        run_cycle(&store, &sheriff::warm::Warm::new(), &s, CycleOptions { at: today(), dry_run: false }).await.unwrap();
         sheriff::notify::deliver_for_a_while(store.clone(), &s).await.unwrap();
         let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).expect("posted");
         let blocks = parent.blocks.to_string();

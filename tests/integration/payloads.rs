@@ -37,13 +37,19 @@ pub fn culprit(s: &Scenario) -> String {
 
 async fn load(store: &Store, s: &Scenario) {
     for chunk in synth::run_records(s).chunks(1_000) {
-        store.write_runs(chunk, false).await.unwrap();
+        store.runs().write_runs(chunk, false).await.unwrap();
     }
 }
 
 async fn onset_of(store: &Store) -> Onset {
-    let report =
-        run_cycle(store, &Settings::default(), CycleOptions { at: end(), dry_run: true }).await.unwrap();
+    let report = run_cycle(
+        store,
+        &sheriff::warm::Warm::new(),
+        &Settings::default(),
+        CycleOptions { at: end(), dry_run: true },
+    )
+    .await
+    .unwrap();
     let r = report
         .regressions
         .iter()
@@ -108,7 +114,7 @@ async fn runs_without_payloads_evaluate_as_before() {
         r.run.payload.clear();
     }
     for chunk in records.chunks(1_000) {
-        db.store.write_runs(chunk, false).await.unwrap();
+        db.store.runs().write_runs(chunk, false).await.unwrap();
     }
     let onset = onset_of(&db.store).await;
     assert_eq!((onset.last_good_payload, onset.first_bad_payload), (None, None));
@@ -127,7 +133,9 @@ async fn registry_report(
     settings: &Settings,
     dry_run: bool,
 ) -> sheriff::cycle::RegressionReport {
-    let report = run_cycle(store, settings, CycleOptions { at: end(), dry_run }).await.unwrap();
+    let report = run_cycle(store, &sheriff::warm::Warm::new(), settings, CycleOptions { at: end(), dry_run })
+        .await
+        .unwrap();
     report
         .regressions
         .into_iter()

@@ -26,6 +26,7 @@ fn state_with(settings: Settings) -> AppState {
     // The router holds the store by Arc; tests keep their own handle through a second open.
     AppState::new(
         Arc::new(futures_block(sheriff::store::Store::open(&settings.database)).unwrap()),
+        Arc::new(sheriff::warm::Warm::new()),
         Arc::new(settings),
     )
 }
@@ -80,32 +81,32 @@ on_both_engines! {
         let st = state(&db, Some(TOKEN), 32 << 20);
         let (status, answer) = call(st.clone(), request(Some(TOKEN), body.to_string())).await;
         assert_eq!(status, StatusCode::CREATED, "{answer}");
-        assert!(db.store.has_run(&job, &build).await.unwrap());
+        assert!(db.store.runs().has_run(&job, &build).await.unwrap());
         let (status, answer) = call(st, request(Some(TOKEN), body.to_string())).await;
         assert_eq!(status, StatusCode::OK, "{answer}");
         assert_eq!(answer["outcome"], "already stored");
-        assert_eq!(db.store.count_runs().await.unwrap(), 1);
+        assert_eq!(db.store.runs().count_runs().await.unwrap(), 1);
     }
 
     async fn a_conflicting_re_push_is_refused_with_409_and_the_stored_run_kept(db) {
         let (mut body, job, build) = pushed_run();
         let st = state(&db, Some(TOKEN), 32 << 20);
         assert_eq!(call(st.clone(), request(Some(TOKEN), body.to_string())).await.0, StatusCode::CREATED);
-        let before = db.store.run(&job, &build).await.unwrap().unwrap();
+        let before = db.store.runs().run(&job, &build).await.unwrap().unwrap();
         let name = body["files"].as_object().unwrap().keys().find(|k| k.contains("backend-disruption")).unwrap().clone();
         body["files"][&name] = serde_json::json!({"BackendDisruptions": {"image-registry-new-connections": {"Name": "image-registry-new-connections", "ConnectionType": "New", "DisruptedDuration": "777s"}}});
         let (status, answer) = call(st.clone(), request(Some(TOKEN), body.to_string())).await;
         assert_eq!(status, StatusCode::CONFLICT, "{answer}");
         assert!(answer["errors"][0]["error"].as_str().unwrap().contains("already stored with other content"), "{answer}");
-        assert_eq!(db.store.run(&job, &build).await.unwrap().unwrap().samples, before.samples, "kept as stored");
-        let log = db.store.recent_ingest_log(Some("conflict"), 10).await.unwrap();
+        assert_eq!(db.store.runs().run(&job, &build).await.unwrap().unwrap().samples, before.samples, "kept as stored");
+        let log = db.store.ingest_log().recent(Some("conflict"), 10).await.unwrap();
         assert_eq!(log.len(), 1, "the conflict is in the ingest log");
         // with force it replaces; the lower-case bearer scheme is the same token
         body["force"] = serde_json::json!(true);
         let req = Request::post("/api/v1/runs").header("content-type", "application/json").header("authorization", format!("bearer {TOKEN}")).body(Body::from(body.to_string())).unwrap();
         let (status, answer) = call(st, req).await;
         assert_eq!(status, StatusCode::CREATED, "{answer}");
-        assert!(db.store.run(&job, &build).await.unwrap().unwrap().samples.iter().any(|s| s.seconds == 777));
+        assert!(db.store.runs().run(&job, &build).await.unwrap().unwrap().samples.iter().any(|s| s.seconds == 777));
     }
 
     async fn a_wrong_or_missing_token_is_refused_and_stores_nothing(db) {
@@ -122,7 +123,7 @@ on_both_engines! {
         assert_eq!(status, StatusCode::UNAUTHORIZED);
         let (status, answer) = call(state(&db, None, 32 << 20), request(Some(TOKEN), body.to_string())).await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{answer}");
-        assert_eq!(db.store.count_runs().await.unwrap(), 0);
+        assert_eq!(db.store.runs().count_runs().await.unwrap(), 0);
     }
 
     async fn an_empty_configured_token_is_never_satisfied_by_a_missing_header(db) {
@@ -133,7 +134,7 @@ on_both_engines! {
             let (status, _) = call(st.clone(), request(token, body.to_string())).await;
             assert_eq!(status, StatusCode::UNAUTHORIZED);
         }
-        assert_eq!(db.store.count_runs().await.unwrap(), 0);
+        assert_eq!(db.store.runs().count_runs().await.unwrap(), 0);
     }
 
     async fn a_broken_run_is_refused_naming_the_file(db) {
@@ -143,7 +144,7 @@ on_both_engines! {
         let (status, answer) = call(state(&db, Some(TOKEN), 32 << 20), request(Some(TOKEN), body.to_string())).await;
         assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
         assert!(answer["errors"][0]["file"].as_str().unwrap().contains("backend-disruption"), "{answer}");
-        assert!(!db.store.has_run(&job, &build).await.unwrap());
+        assert!(!db.store.runs().has_run(&job, &build).await.unwrap());
     }
 
     async fn a_nul_character_in_artifact_text_is_refused_alike_on_both_engines_naming_the_file(db) {
@@ -157,7 +158,7 @@ on_both_engines! {
             assert_eq!(answer["errors"][0]["file"].as_str().unwrap(), name, "{answer}");
             assert!(answer["errors"][0]["error"].as_str().unwrap().contains("NUL"), "{answer}");
         }
-        assert!(!db.store.has_run(&job, &build).await.unwrap());
+        assert!(!db.store.runs().has_run(&job, &build).await.unwrap());
 
         // in prowjob.json (job name, payload tag): the run is stored without that file, which
         // a warning names; the job name comes from the run's path
@@ -170,7 +171,7 @@ on_both_engines! {
         let (status, answer) = call(state(&db, Some(TOKEN), 32 << 20), request(Some(TOKEN), body.to_string())).await;
         assert_eq!(status, StatusCode::CREATED, "{answer}");
         assert!(answer.to_string().contains(&prowjob) && answer.to_string().contains("NUL"), "{answer}");
-        let stored = db.store.run(&job, &build).await.unwrap().unwrap();
+        let stored = db.store.runs().run(&job, &build).await.unwrap().unwrap();
         assert!(!stored.run.job_name.contains('\0') && !stored.run.payload.contains('\0'));
     }
 
@@ -197,7 +198,7 @@ on_both_engines! {
         let response = router(st.clone()).oneshot(request(Some(TOKEN), body.to_string())).await.unwrap();
         assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(response.headers()["retry-after"], "5");
-        assert!(!db.store.has_run(&job, &build).await.unwrap(), "the turned-away push stored nothing");
+        assert!(!db.store.runs().has_run(&job, &build).await.unwrap(), "the turned-away push stored nothing");
         // the first finishes, and its slot is free again
         tx.unbounded_send(Ok(axum::body::Bytes::from(body.to_string()))).unwrap();
         drop(tx);
@@ -237,7 +238,7 @@ async fn a_storage_failure_is_retryable_not_a_bad_file() {
         call(state(&db, Some(TOKEN), 32 << 20), request(Some(TOKEN), body.to_string())).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{answer}");
     assert!(answer["errors"][0]["error"].as_str().unwrap().contains("storing the run failed"), "{answer}");
-    assert!(!db.store.has_run(&job, &build).await.unwrap());
+    assert!(!db.store.runs().has_run(&job, &build).await.unwrap());
     // The failed write leaves none of its backend or variant rows behind (D13).
     for table in ["backends", "variants"] {
         let rows: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
@@ -288,7 +289,7 @@ async fn a_value_the_database_refuses_is_a_refused_run_not_a_retry() {
         call(state(&db, Some(TOKEN), 32 << 20), request(Some(TOKEN), body.to_string())).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
     assert!(answer["errors"][0]["error"].as_str().unwrap().contains("refused a value"), "{answer}");
-    assert!(!db.store.has_run(&job, &build).await.unwrap());
+    assert!(!db.store.runs().has_run(&job, &build).await.unwrap());
     pool.close().await;
 }
 
@@ -336,7 +337,7 @@ on_both_engines! {
         drop(held);
         let (status, answer) = call(st, request(Some(TOKEN), body.to_string())).await;
         assert_eq!(status, StatusCode::CREATED, "{answer}");
-        assert!(db.store.has_run(&job, &build).await.unwrap());
+        assert!(db.store.runs().has_run(&job, &build).await.unwrap());
     }
 }
 
@@ -364,5 +365,5 @@ async fn a_statement_held_past_the_statement_timeout_is_a_storage_failure() {
     assert!(error.contains("storing the run failed") && error.contains("statement timeout"), "{answer}");
     assert!(waited < std::time::Duration::from_secs(6), "answered after {waited:?}");
     drop(held);
-    assert!(!db.store.has_run(&job, &build).await.unwrap());
+    assert!(!db.store.runs().has_run(&job, &build).await.unwrap());
 }

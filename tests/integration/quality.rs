@@ -46,7 +46,7 @@ fn world(seed: u64) -> Scenario {
 async fn load(store: &Store, s: &Scenario) -> HashMap<String, (bool, Dimensions)> {
     let records = synth::run_records(s);
     for chunk in records.chunks(1_000) {
-        store.write_runs(chunk, false).await.unwrap();
+        store.runs().write_runs(chunk, false).await.unwrap();
     }
     synth::truth_of(s).into_iter().map(|r| (r.build_id.clone(), (classified(&r), r.dimensions))).collect()
 }
@@ -58,7 +58,14 @@ fn classified(r: &synth::TruthRun) -> bool {
 }
 
 async fn cycle(store: &Store) -> CycleReport {
-    run_cycle(store, &Settings::default(), CycleOptions { at: end(), dry_run: true }).await.unwrap()
+    run_cycle(
+        store,
+        &sheriff::warm::Warm::new(),
+        &Settings::default(),
+        CycleOptions { at: end(), dry_run: true },
+    )
+    .await
+    .unwrap()
 }
 
 fn found(report: &CycleReport) -> Vec<String> {
@@ -121,15 +128,15 @@ on_both_engines! {
         // The same world with the rule off: reclassifying moves the troubled runs back into the
         // histograms, so the regression's scope counts them among its runs again.
         let off = TroubleRules { liveness: vec!["nothing-matches".into()], ..TroubleRules::default() };
-        let moved = db.store.apply_trouble_rules(&off).await.unwrap();
+        let moved = db.store.trouble().apply(&off).await.unwrap();
         assert_eq!(moved as usize, troubled.values().filter(|t| t.0).count());
         let unguarded = cycle(&db.store).await;
         assert!(unguarded.ci_trouble.is_empty(), "{:#?}", unguarded.ci_trouble);
         let same = unguarded.regressions.iter().find(|u| u.fingerprint == r.fingerprint).expect("still found");
         assert_eq!((same.ci_troubled_runs, same.job_runs), (0, r.job_runs + r.ci_troubled_runs));
         // and back: the same answer as before, nothing lost
-        db.store.apply_trouble_rules(&TroubleRules::default()).await.unwrap();
-        assert_eq!(db.store.apply_trouble_rules(&TroubleRules::default()).await.unwrap(), 0, "already applied");
+        db.store.trouble().apply(&TroubleRules::default()).await.unwrap();
+        assert_eq!(db.store.trouble().apply(&TroubleRules::default()).await.unwrap(), 0, "already applied");
         assert_eq!(found(&cycle(&db.store).await), found(&report));
     }
 }
@@ -145,13 +152,13 @@ on_both_engines! {
         let r = before.regressions.iter().find(|r| r.status.is_active()).expect("the planted regression");
         let off = TroubleRules { liveness: vec!["nothing-matches".into()], ..TroubleRules::default() };
         let (a, b) = (Store::open(&db.settings).await.unwrap(), Store::open(&db.settings).await.unwrap());
-        let (moved_a, moved_b) = tokio::join!(a.apply_trouble_rules(&off), b.apply_trouble_rules(&off));
+        let (moved_a, moved_b) = tokio::join!(a.trouble().apply(&off), b.trouble().apply(&off));
         let moved = moved_a.unwrap() + moved_b.unwrap();
         assert_eq!(moved as usize, troubled.values().filter(|t| t.0).count(), "each troubled run moved once");
         let after = cycle(&a).await;
         let same = after.regressions.iter().find(|u| u.fingerprint == r.fingerprint).expect("still found");
         assert_eq!(same.job_runs, r.job_runs + r.ci_troubled_runs, "the histograms counted each run once");
-        assert_eq!(b.apply_trouble_rules(&off).await.unwrap(), 0, "both see the rules applied");
+        assert_eq!(b.trouble().apply(&off).await.unwrap(), 0, "both see the rules applied");
     }
 }
 

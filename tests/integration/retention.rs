@@ -56,7 +56,7 @@ on_both_engines! {
         scenario.planted.push(synth::metal_registry_regression(21));
         let records = with_evidence(synth::run_records(&scenario));
         for chunk in records.chunks(500) {
-            db.store.write_runs(chunk, false).await.unwrap();
+            db.store.runs().write_runs(chunk, false).await.unwrap();
         }
         let mut settings = Settings::default();
         settings.database = db.settings.clone();
@@ -65,22 +65,22 @@ on_both_engines! {
         settings.retention.batch_runs = 50;
 
         // An incident opened 30 days before the end: its sample runs are older than retention.
-        let opened = run_cycle(&db.store, &settings, CycleOptions { at: end() - chrono::Duration::days(30), dry_run: false })
+        let opened = run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: end() - chrono::Duration::days(30), dry_run: false })
             .await
             .unwrap();
         assert!(!opened.regressions.is_empty(), "the planted regression opens an incident");
-        let incident = db.store.incidents().await.unwrap().into_iter().next().unwrap();
+        let incident = db.store.incidents().all().await.unwrap().into_iter().next().unwrap();
         let samples = incident.snapshot.report.sample_jobs.clone();
         assert!(!samples.is_empty());
         let now = end().timestamp();
         let cutoff = (now / DAY - 28) * DAY;
         let evidence_cutoff = (now / DAY - 14) * DAY;
         for s in &samples {
-            let run = db.store.run(&s.job, &s.build_id).await.unwrap().unwrap();
+            let run = db.store.runs().run(&s.job, &s.build_id).await.unwrap().unwrap();
             assert!(run.run.started_at.timestamp() < cutoff, "a sample run older than retention");
         }
-        let before = run_cycle(&db.store, &settings, CycleOptions { at: end(), dry_run: true }).await.unwrap();
-        let runs_before = db.store.count_runs().await.unwrap();
+        let before = run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: end(), dry_run: true }).await.unwrap();
+        let runs_before = db.store.runs().count_runs().await.unwrap();
         let (old, middle): (Vec<_>, Vec<_>) = records
             .iter()
             .filter(|r| r.run.started_at.timestamp() < evidence_cutoff)
@@ -88,13 +88,14 @@ on_both_engines! {
         assert!(middle.iter().any(|r| !r.outages.is_empty() || !r.conditions.is_empty()), "evidence to prune");
 
         // Prune (50 runs a batch) while a cycle runs.
+        let warm = sheriff::warm::Warm::new();
         let (pruned, during) = tokio::join!(
             sheriff::scheduler::prune(&db.store, &settings, now, false),
-            run_cycle(&db.store, &settings, CycleOptions { at: end(), dry_run: true })
+            run_cycle(&db.store, &warm, &settings, CycleOptions { at: end(), dry_run: true })
         );
         let pruned = pruned.unwrap();
         assert_eq!(verdicts(&during.unwrap()), verdicts(&before), "a cycle during pruning judges the same");
-        let after = run_cycle(&db.store, &settings, CycleOptions { at: end(), dry_run: true }).await.unwrap();
+        let after = run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: end(), dry_run: true }).await.unwrap();
         assert_eq!(verdicts(&after), verdicts(&before), "and so does one after (the incident's reference is whole)");
 
         // Kept: the sample runs, and the runs of the incident's scope its reference reads.
@@ -103,15 +104,15 @@ on_both_engines! {
         assert!(kept > samples.len() as u64 && kept <= in_scope + samples.len() as u64, "{pruned:?}, {in_scope} in scope");
         assert_eq!(pruned.runs, old.len() as u64 - kept, "{pruned:?}");
         assert!(pruned.batches > 2, "bounded batches: {pruned:?}");
-        assert_eq!(db.store.count_runs().await.unwrap(), runs_before - pruned.runs as i64);
+        assert_eq!(db.store.runs().count_runs().await.unwrap(), runs_before - pruned.runs as i64);
         for s in &samples {
-            let run = db.store.run(&s.job, &s.build_id).await.unwrap().expect("an open incident's sample run is kept");
+            let run = db.store.runs().run(&s.job, &s.build_id).await.unwrap().expect("an open incident's sample run is kept");
             assert!(!run.samples.is_empty(), "with its samples");
         }
         let gone = old.iter().find(|r| !incident.snapshot.scope.contains(&r.run.dimensions)).unwrap();
-        assert!(db.store.run(&gone.run.job_name, &gone.run.build_id).await.unwrap().is_none());
+        assert!(db.store.runs().run(&gone.run.job_name, &gone.run.build_id).await.unwrap().is_none());
         for r in &middle {
-            let stored = db.store.run(&r.run.job_name, &r.run.build_id).await.unwrap().expect("kept: within retention");
+            let stored = db.store.runs().run(&r.run.job_name, &r.run.build_id).await.unwrap().expect("kept: within retention");
             assert_eq!(stored.samples.len(), r.samples.len());
             let needed = incident.snapshot.scope.contains(&r.run.dimensions);
             let evidence = !stored.outages.is_empty() || !stored.conditions.is_empty();
@@ -119,9 +120,9 @@ on_both_engines! {
             assert_eq!(evidence, needed && had, "interval evidence kept only where the incident needs it");
         }
         let recent = records.iter().find(|r| r.run.started_at.timestamp() >= evidence_cutoff && !r.outages.is_empty()).unwrap();
-        let stored = db.store.run(&recent.run.job_name, &recent.run.build_id).await.unwrap().unwrap();
+        let stored = db.store.runs().run(&recent.run.job_name, &recent.run.build_id).await.unwrap().unwrap();
         assert_eq!(stored.outages.len(), recent.outages.len(), "recent evidence stays");
-        let old_days = db.store.backend_histogram("image-registry-new-connections", 0..cutoff / DAY).await.unwrap();
+        let old_days = db.store.cells().backend_histogram("image-registry-new-connections", 0..cutoff / DAY).await.unwrap();
         assert_eq!(old_days.count(), 0, "the old days' histograms went");
 
         let again = sheriff::scheduler::prune(&db.store, &settings, now, false).await.unwrap();

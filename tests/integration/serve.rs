@@ -299,7 +299,7 @@ async fn two_replicas_evaluate_each_tick_once_and_carry_on_when_the_leader_dies(
     wait_until(Duration::from_secs(120), "5 cycles", || async { raw.cycles().await.len() >= 5 }).await;
     // the first side effects are out; whichever replica sent them counted the calls
     wait_until(Duration::from_secs(60), "the first deliveries", || async {
-        let o = db.store.outbox_counts(chrono::Utc::now().timestamp()).await.unwrap();
+        let o = db.store.outbox().counts(chrono::Utc::now().timestamp()).await.unwrap();
         o.pending == 0 && !jira.issues().is_empty()
     })
     .await;
@@ -324,7 +324,7 @@ async fn two_replicas_evaluate_each_tick_once_and_carry_on_when_the_leader_dies(
     wait_until(Duration::from_secs(180), "20 cycles", || async { raw.cycles().await.len() >= 20 }).await;
     // and delivers what the dead one left (its claims lapse after the lease)
     wait_until(Duration::from_secs(60), "Slack and Jira delivery", || async {
-        let o = db.store.outbox_counts(chrono::Utc::now().timestamp()).await.unwrap();
+        let o = db.store.outbox().counts(chrono::Utc::now().timestamp()).await.unwrap();
         o.pending == 0 && !jira.issues().is_empty()
     })
     .await;
@@ -364,10 +364,10 @@ async fn two_replicas_evaluate_each_tick_once_and_carry_on_when_the_leader_dies(
     eprintln!("{ticks:?}");
     assert!(ticks_after_kill >= 5, "the survivor carried on: {ticks_after_kill} ticks");
 
-    let incidents = db.store.incidents().await.unwrap();
+    let incidents = db.store.incidents().all().await.unwrap();
     assert!(!incidents.is_empty());
     assert_delivered_once(&slack, &jira, incidents.len());
-    assert_eq!(db.store.outbox_counts(chrono::Utc::now().timestamp()).await.unwrap().dead, 0);
+    assert_eq!(db.store.outbox().counts(chrono::Utc::now().timestamp()).await.unwrap().dead, 0);
 
     // what operators scrape: cycles, groups, incidents, outbox, Slack and Jira calls, freshness
     for name in [
@@ -431,15 +431,15 @@ async fn sigterm_during_a_cycle_stops_within_ten_seconds_and_loses_nothing() {
     let mut second = Replica::start("replica-b", dir.path(), &env);
     second.wait_healthy().await;
     wait_until(Duration::from_secs(60), "delivery after the restart", || async {
-        let o = db.store.outbox_counts(chrono::Utc::now().timestamp()).await.unwrap();
-        o.pending == 0 && !db.store.incidents().await.unwrap().is_empty() && !jira.issues().is_empty()
+        let o = db.store.outbox().counts(chrono::Utc::now().timestamp()).await.unwrap();
+        o.pending == 0 && !db.store.incidents().all().await.unwrap().is_empty() && !jira.issues().is_empty()
     })
     .await;
     second.signal("TERM");
     second.wait_exit(Duration::from_secs(10)).await.expect("stopped within 10 s");
-    let incidents = db.store.incidents().await.unwrap();
+    let incidents = db.store.incidents().all().await.unwrap();
     assert_delivered_once(&slack, &jira, incidents.len());
-    assert_eq!(db.store.outbox_counts(chrono::Utc::now().timestamp()).await.unwrap().dead, 0);
+    assert_eq!(db.store.outbox().counts(chrono::Utc::now().timestamp()).await.unwrap().dead, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -515,8 +515,11 @@ async fn readyz_fails_while_the_database_is_down_and_recovers() {
     settings.url = url.as_str().parse().unwrap();
     settings.acquire_timeout_secs = 1;
     let store = std::sync::Arc::new(Store::open(&settings).await.unwrap());
-    let state =
-        sheriff::server::AppState::new(store, std::sync::Arc::new(sheriff::config::Settings::default()));
+    let state = sheriff::server::AppState::new(
+        store,
+        std::sync::Arc::new(sheriff::warm::Warm::new()),
+        std::sync::Arc::new(sheriff::config::Settings::default()),
+    );
     let ready = || async {
         let r = sheriff::server::router(state.clone())
             .oneshot(axum::http::Request::get("/readyz").body(Body::empty()).unwrap())
@@ -561,13 +564,13 @@ async fn scheduled_ingest_takes_only_new_runs_on_its_own_schedule() {
     });
     let app = common::app::spawn_app(settings).await;
     wait_until(Duration::from_secs(60), "the first runs", || async {
-        db.store.count_runs().await.unwrap() == first
+        db.store.runs().count_runs().await.unwrap() == first
     })
     .await;
     // runs that appear later are taken on a later tick; the ones already stored are skipped
     let second = synth::write_tree(&scenario(22), tree.path()).unwrap().runs.len() as i64;
     wait_until(Duration::from_secs(60), "the new runs", || async {
-        db.store.count_runs().await.unwrap() == first + second
+        db.store.runs().count_runs().await.unwrap() == first + second
     })
     .await;
     let metrics = scrape(&app.url("/metrics")).await;
@@ -656,21 +659,21 @@ async fn a_restart_takes_over_the_sqlite_lease_of_a_dead_process_of_this_host_at
     let dead = child.id();
     child.wait().unwrap();
     let killed = format!("{}-{dead}", sheriff::process::hostname());
-    assert!(db.store.take_lease("sqlite-replica", &killed, now, 30).await.unwrap());
+    assert!(db.store.leases().take("sqlite-replica", &killed, now, 30).await.unwrap());
     sheriff::scheduler::claim_sqlite(&db.store, "the-restart")
         .await
         .expect("takes over from the dead process");
-    assert_eq!(db.store.lease_holder("sqlite-replica").await.unwrap().unwrap().0, "the-restart");
+    assert_eq!(db.store.leases().holder("sqlite-replica").await.unwrap().unwrap().0, "the-restart");
 
     // a holder that may be alive (another host) is waited for, and named
-    db.store.release_lease("sqlite-replica", "the-restart").await.unwrap();
-    assert!(db.store.take_lease("sqlite-replica", "another-host-1", now, 30).await.unwrap());
+    db.store.leases().release("sqlite-replica", "the-restart").await.unwrap();
+    assert!(db.store.leases().take("sqlite-replica", "another-host-1", now, 30).await.unwrap());
     let why = format!("{:#}", sheriff::scheduler::claim_sqlite(&db.store, "the-restart").await.unwrap_err());
     assert!(why.contains("another-host-1") && why.contains("lapses in"), "{why}");
     // and so is a live process of this host (this one)
     let me = sheriff::process::replica_id();
-    db.store.release_lease("sqlite-replica", "another-host-1").await.unwrap();
-    assert!(db.store.take_lease("sqlite-replica", &me, now, 30).await.unwrap());
+    db.store.leases().release("sqlite-replica", "another-host-1").await.unwrap();
+    assert!(db.store.leases().take("sqlite-replica", &me, now, 30).await.unwrap());
     assert!(sheriff::scheduler::claim_sqlite(&db.store, "the-restart").await.is_err());
 }
 

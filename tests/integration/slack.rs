@@ -33,7 +33,7 @@ fn state_with(db: &common::TestDb, slack: &FakeSlack, tweak: impl FnOnce(&mut Se
         tokio::runtime::Handle::current().block_on(sheriff::store::Store::open(&db.settings))
     })
     .unwrap();
-    AppState::new(Arc::new(store), Arc::new(s))
+    AppState::new(Arc::new(store), Arc::new(sheriff::warm::Warm::new()), Arc::new(s))
 }
 
 fn form(pairs: &[(&str, &str)]) -> String {
@@ -96,8 +96,10 @@ async fn one_incident(db: &common::TestDb) -> sheriff::incidents::Incident {
     let end = sheriff::synth::day(2026, 11, 29);
     common::load_metal_regression(&db.store, 7, end).await;
     let options = sheriff::cycle::CycleOptions { at: end, dry_run: false };
-    sheriff::cycle::run_cycle(&db.store, &Settings::default(), options).await.unwrap();
-    let incidents = db.store.incidents().await.unwrap();
+    sheriff::cycle::run_cycle(&db.store, &sheriff::warm::Warm::new(), &Settings::default(), options)
+        .await
+        .unwrap();
+    let incidents = db.store.incidents().all().await.unwrap();
     assert_eq!(incidents.len(), 1, "{incidents:#?}");
     incidents.into_iter().next().unwrap()
 }
@@ -118,7 +120,7 @@ async fn live_incident(db: &common::TestDb, name: &str) -> (AppState, FakeSlack,
     let end = sheriff::synth::day(2026, 11, 29);
     common::load_metal_regression(&state.store, 7, end).await;
     let options = sheriff::cycle::CycleOptions { at: end, dry_run: false };
-    sheriff::cycle::run_cycle(&state.store, &state.settings, options).await.unwrap();
+    sheriff::cycle::run_cycle(&state.store, &state.warm, &state.settings, options).await.unwrap();
     sheriff::notify::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
     (state, slack, jira)
 }
@@ -199,7 +201,7 @@ on_both_engines! {
             let (status, _) = send(&state, "/slack/interactions", &body, secret, age).await;
             assert_eq!(status, StatusCode::UNAUTHORIZED);
         }
-        assert!(state.store.silences(chrono::Utc::now().timestamp()).await.unwrap().is_empty(), "nothing changed");
+        assert!(state.store.incidents().silences(chrono::Utc::now().timestamp()).await.unwrap().is_empty(), "nothing changed");
         // A correctly signed body that is not UTF-8 is told so (400), not called forged.
         let raw = b"command=%2Fsheriff&user_id=UOPS&text=\xff\xfe";
         let (status, answer) = send_bytes(&state, "/slack/commands", raw, Some(SECRET), 0).await;
@@ -237,13 +239,13 @@ on_both_engines! {
 
         let refused = command(&state, "UANY", "silence backend=image-registry-* platform=metal 24h noisy", "").await;
         assert!(refused["text"].as_str().unwrap().starts_with("Sorry <@UANY>"), "{refused}");
-        assert!(state.store.silences(chrono::Utc::now().timestamp()).await.unwrap().is_empty());
+        assert!(state.store.incidents().silences(chrono::Utc::now().timestamp()).await.unwrap().is_empty());
 
         let ok = command(&state, "UOPS", "silence backend=image-registry-* platform=metal 24h known metal outage", "").await;
         assert!(ok["text"].as_str().unwrap().contains("Silence #1"), "{ok}");
         let by_group = command(&state, "UGROUPMEMBER", "unsilence 1", "").await;
         assert!(by_group["text"].as_str().unwrap().contains("Ended 1 silence"), "{by_group}");
-        let silences = state.store.silences(0).await.unwrap();
+        let silences = state.store.incidents().silences(0).await.unwrap();
         assert!(silences.is_empty());
 
         let status = command(&state, "UANY", "status", "").await;
@@ -287,26 +289,26 @@ on_both_engines! {
         assert_eq!(status, StatusCode::OK);
         let answers = slack.responses();
         assert!(answers[0]["text"].as_str().unwrap().starts_with("Sorry <@UANY>"), "{answers:?}");
-        assert!(state.store.find_incident("1").await.unwrap().unwrap().acked_by.is_none());
+        assert!(state.store.incidents().find("1").await.unwrap().unwrap().acked_by.is_none());
 
         interaction(&state, click(&slack, "UOPS", "ack", id)).await;
-        let acked = state.store.find_incident("1").await.unwrap().unwrap();
+        let acked = state.store.incidents().find("1").await.unwrap().unwrap();
         assert_eq!(acked.acked_by.as_deref(), Some("slack:UOPS"));
         assert!(slack.responses()[1]["text"].as_str().unwrap().contains("acknowledged by <@UOPS>"));
 
         interaction(&state, click(&slack, "UOPS", "silence_24h", id)).await;
-        let silences = state.store.silences(chrono::Utc::now().timestamp()).await.unwrap();
+        let silences = state.store.incidents().silences(chrono::Utc::now().timestamp()).await.unwrap();
         assert_eq!(silences.len(), 1);
         assert_eq!(silences[0].fingerprint.as_deref(), Some(incident.fingerprint.as_str()));
         let left = silences[0].expires_at - chrono::Utc::now().timestamp();
         assert!((86_300..=86_400).contains(&left), "{left}");
 
         interaction(&state, click(&slack, "UOPS", "file_jira", id)).await;
-        let pending = state.store.outbox_entries("pending", 100).await.unwrap();
+        let pending = state.store.outbox().entries("pending", 100).await.unwrap();
         assert!(pending.iter().any(|e| e.idempotency_key == format!("jira_create:{id}")), "{pending:#?}");
         // a second click does not file twice
         interaction(&state, click(&slack, "UOPS", "file_jira", id)).await;
-        let again = state.store.outbox_entries("pending", 100).await.unwrap();
+        let again = state.store.outbox().entries("pending", 100).await.unwrap();
         assert_eq!(again.iter().filter(|e| e.kind == "jira_create").count(), 1);
 
         // "Not a regression" opens a dialog; its submission needs a reason
@@ -328,29 +330,29 @@ on_both_engines! {
         assert_eq!(empty["response_action"], "errors", "{empty}");
         let (_, stranger) = interaction(&state, submission("UANY", "flaky")).await;
         assert_eq!(stranger["response_action"], "errors", "{stranger}");
-        assert!(state.store.find_incident("1").await.unwrap().unwrap().state.is_open());
+        assert!(state.store.incidents().find("1").await.unwrap().unwrap().state.is_open());
         let (_, done) = interaction(&state, submission("UOPS", "the metal lab was being rewired")).await;
         assert_eq!(done["response_action"], "clear", "{done}");
-        let resolved = state.store.find_incident("1").await.unwrap().unwrap();
+        let resolved = state.store.incidents().find("1").await.unwrap().unwrap();
         assert_eq!(resolved.state.as_str(), "resolved");
-        let silences = state.store.silences(chrono::Utc::now().timestamp()).await.unwrap();
+        let silences = state.store.incidents().silences(chrono::Utc::now().timestamp()).await.unwrap();
         assert!(silences.iter().any(|s| s.reason.contains("the metal lab was being rewired")
             && s.expires_at > chrono::Utc::now().timestamp() + 29 * 86_400));
 
         // resolved now: its buttons and dialogs act no more, and say so
-        let silenced = state.store.silences(chrono::Utc::now().timestamp()).await.unwrap().len();
+        let silenced = state.store.incidents().silences(chrono::Utc::now().timestamp()).await.unwrap().len();
         for action in ["ack", "silence_24h", "file_jira"] {
             interaction(&state, click(&slack, "UOPS", action, id)).await;
             let answer = slack.responses().last().unwrap()["text"].as_str().unwrap().to_string();
             assert!(answer.contains("is resolved"), "{action}: {answer}");
         }
-        assert_eq!(state.store.silences(chrono::Utc::now().timestamp()).await.unwrap().len(), silenced);
+        assert_eq!(state.store.incidents().silences(chrono::Utc::now().timestamp()).await.unwrap().len(), silenced);
         let (_, again) = interaction(&state, submission("UOPS", "still not one")).await;
         assert_eq!(again["response_action"], "errors", "{again}");
-        assert_eq!(state.store.incident_events(id).await.unwrap().iter().filter(|e| e.kind == "not_a_regression").count(), 1);
+        assert_eq!(state.store.incidents().events(id).await.unwrap().iter().filter(|e| e.kind == "not_a_regression").count(), 1);
 
         // who did what, when: in the events and in `explain`
-        let events = state.store.incident_events(id).await.unwrap();
+        let events = state.store.incidents().events(id).await.unwrap();
         let kinds: Vec<(&str, &str)> = events.iter().map(|e| (e.actor.as_str(), e.kind.as_str())).collect();
         for expected in [("slack:UOPS", "ack"), ("slack:UOPS", "silenced"), ("slack:UOPS", "file_jira"), ("slack:UOPS", "not_a_regression")] {
             assert!(kinds.contains(&expected), "{expected:?} missing from {kinds:?}");
@@ -490,7 +492,7 @@ on_both_engines! {
         let list = sheriff(&["incidents", "list"]);
         assert!(list.contains("acked by alice") && !list.contains("slack:"), "{list}");
         sheriff(&["incidents", "ack", "1"]);
-        let events = state.store.incident_events(1).await.unwrap();
+        let events = state.store.incidents().events(1).await.unwrap();
         assert_eq!(events.last().unwrap().actor, "cli:ci-host-7", "{events:#?}");
         assert!(sheriff(&["incidents", "list"]).contains("acked by ci-host-7 (command line)"));
     }
@@ -525,14 +527,14 @@ on_both_engines! {
         assert!(reason["errors"]["reason"].is_string(), "{reason}");
         let (_, stranger) = interaction(&state, submission("UANY", "P50<=20s", "14d", "known")).await;
         assert_eq!(stranger["response_action"], "errors");
-        assert!(state.store.find_incident("1").await.unwrap().unwrap().allowance.is_none());
+        assert!(state.store.incidents().find("1").await.unwrap().unwrap().allowance.is_none());
         let (_, done) = interaction(&state, submission("UOPS", "P50<=20s", "14d", "the registry drains on purpose")).await;
         assert_eq!(done["response_action"], "clear", "{done}");
-        let a = state.store.find_incident("1").await.unwrap().unwrap().allowance.unwrap();
+        let a = state.store.incidents().find("1").await.unwrap().unwrap().allowance.unwrap();
         assert_eq!((a.seconds, a.by.as_str()), (20.0, "slack:UOPS"));
         let left = a.until.unwrap() - chrono::Utc::now().timestamp();
         assert!((14 * 86_400 - 60..=14 * 86_400).contains(&left), "{left}");
-        let events = state.store.incident_events(id).await.unwrap();
+        let events = state.store.incidents().events(id).await.unwrap();
         assert!(events.iter().any(|e| e.kind == "accepted" && e.actor == "slack:UOPS"), "{events:#?}");
         let status = sheriff::board::status(&state.store, chrono::Utc::now().timestamp()).await.unwrap();
         assert!(sheriff::board::render_status(&status).contains("accepted levels:\n  #1 accepted level P50 ≤ 20s"));

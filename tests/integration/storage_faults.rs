@@ -85,14 +85,18 @@ async fn a_full_disk_fails_writes_plainly_and_once_it_has_space_every_write_work
     let (before, rest): (Vec<_>, Vec<_>) =
         all.into_iter().partition(|r| seen.insert(r.run.dimensions.clone()));
     let records: Vec<_> = before.iter().chain(&rest).cloned().collect();
-    store.write_runs(&before, false).await.unwrap();
-    let state = sheriff::server::AppState::new(store.clone(), Arc::new(Settings::default()));
+    store.runs().write_runs(&before, false).await.unwrap();
+    let state = sheriff::server::AppState::new(
+        store.clone(),
+        Arc::new(sheriff::warm::Warm::new()),
+        Arc::new(Settings::default()),
+    );
     assert_eq!(ready(&state).await, 200);
 
     let filler = tiny.fill();
     let mut failed = 0;
     for chunk in rest[..200].chunks(10) {
-        if let Err(e) = store.write_runs(chunk, false).await {
+        if let Err(e) = store.runs().write_runs(chunk, false).await {
             failed += 1;
             let text = format!("{e:#}");
             eprintln!("write failed: {text} (storage: {})", sheriff::store::is_storage_error(&e));
@@ -110,21 +114,21 @@ async fn a_full_disk_fails_writes_plainly_and_once_it_has_space_every_write_work
     std::fs::remove_file(filler).unwrap();
     // space again: every connection of the pool writes again
     for chunk in rest[200..].chunks(10) {
-        store.write_runs(chunk, false).await.expect("writes work again once there is space");
+        store.runs().write_runs(chunk, false).await.expect("writes work again once there is space");
     }
     assert_eq!(ready(&state).await, 200, "ready again");
     let id =
         sheriff::actions::silence(&store, &target, 3600, "disk fine", "cli:me", now + 1).await.unwrap().id;
-    let kept = store.silences(now + 2).await.unwrap();
+    let kept = store.incidents().silences(now + 2).await.unwrap();
     assert_eq!(
         kept.iter().map(|s| s.id).collect::<Vec<_>>(),
         vec![id],
         "exactly the acknowledged silence is stored"
     );
     // everything that was refused can be written now, and nothing that failed was half kept
-    let outcomes = store.write_runs(&rest[..200], false).await.unwrap();
+    let outcomes = store.runs().write_runs(&rest[..200], false).await.unwrap();
     assert!(outcomes.iter().any(|o| matches!(o, sheriff::store::runs::WriteOutcome::Inserted)));
-    assert_eq!(store.count_runs().await.unwrap() as usize, records.len());
+    assert_eq!(store.runs().count_runs().await.unwrap() as usize, records.len());
     store.close().await;
 }
 
@@ -157,11 +161,11 @@ on_both_engines! {
         };
         // the cycles' table cannot be written (as with the database down)
         run_sql(&db, "ALTER TABLE eval_cycles RENAME TO eval_cycles_away").await;
-        assert!(db.store.record_failed_cycle(&failed).await.is_err());
-        assert!(db.store.record_unrecorded_cycles().await.is_err(), "still cannot write");
+        assert!(db.store.evaluations().record_failed_cycle(&failed).await.is_err());
+        assert!(db.store.evaluations().record_unrecorded_cycles().await.is_err(), "still cannot write");
         run_sql(&db, "ALTER TABLE eval_cycles_away RENAME TO eval_cycles").await;
-        assert_eq!(db.store.record_unrecorded_cycles().await.unwrap(), 1, "recorded once writes work");
-        assert_eq!(db.store.record_unrecorded_cycles().await.unwrap(), 0, "and only once");
-        assert_eq!(db.store.count_cycles().await.unwrap(), 1);
+        assert_eq!(db.store.evaluations().record_unrecorded_cycles().await.unwrap(), 1, "recorded once writes work");
+        assert_eq!(db.store.evaluations().record_unrecorded_cycles().await.unwrap(), 0, "and only once");
+        assert_eq!(db.store.evaluations().count_cycles().await.unwrap(), 1);
     }
 }

@@ -3,6 +3,7 @@
 use chrono::{TimeZone, Utc};
 use sheriff::model::{ConditionSpan, Dimensions, JobRun, Outage, RunRecord, Sample};
 use sheriff::store::runs::WriteOutcome;
+use sheriff::warm::Queries;
 
 fn sample_record(build_id: &str, registry_seconds: i64) -> RunRecord {
     let started = Utc.with_ymd_and_hms(2026, 11, 20, 8, 30, 0).unwrap();
@@ -78,13 +79,13 @@ on_both_engines! {
 
     async fn a_run_is_written_and_read_back_identically(db) {
         let record = sample_record("1790000000000000001", 31);
-        assert_eq!(db.store.write_run(&record, false).await.unwrap(), WriteOutcome::Inserted);
-        let back = db.store.run(&record.run.job_name, &record.run.build_id).await.unwrap().unwrap();
+        assert_eq!(db.store.runs().write_run(&record, false).await.unwrap(), WriteOutcome::Inserted);
+        let back = db.store.runs().run(&record.run.job_name, &record.run.build_id).await.unwrap().unwrap();
         let mut expected = record.clone();
         expected.samples.sort();
         assert_eq!(back, expected);
-        assert!(db.store.has_run(&record.run.job_name, &record.run.build_id).await.unwrap());
-        assert!(db.store.run(&record.run.job_name, "nope").await.unwrap().is_none());
+        assert!(db.store.runs().has_run(&record.run.job_name, &record.run.build_id).await.unwrap());
+        assert!(db.store.runs().run(&record.run.job_name, "nope").await.unwrap().is_none());
     }
 
     async fn runs_read_together_are_each_as_read_alone(db) {
@@ -96,45 +97,45 @@ on_both_engines! {
         let progressing = ConditionSpan { reason: "Progressing".into(), ..records[3].conditions[0].clone() };
         records[3].conditions.push(progressing);
         for r in &records {
-            db.store.write_run(r, false).await.unwrap();
+            db.store.runs().write_run(r, false).await.unwrap();
         }
         let mut keys: Vec<(&str, &str)> =
             records.iter().map(|r| (r.run.job_name.as_str(), r.run.build_id.as_str())).collect();
         keys.push(("no-such-job", "1"));
         keys.push((&records[1].run.job_name, "17900000000000001xx"));
-        let mut together = db.store.runs(&keys).await.unwrap();
+        let mut together = db.store.runs().find(&keys).await.unwrap();
         together.sort_by(|a, b| a.run.build_id.cmp(&b.run.build_id));
         assert_eq!(together.len(), records.len(), "the unknown keys read nothing");
         for (back, r) in together.iter().zip(&records) {
-            let alone = db.store.run(&r.run.job_name, &r.run.build_id).await.unwrap().unwrap();
+            let alone = db.store.runs().run(&r.run.job_name, &r.run.build_id).await.unwrap().unwrap();
             assert_eq!(back, &alone);
             let mut expected = r.clone();
             expected.samples.sort();
             assert_eq!(back, &expected);
         }
-        assert!(db.store.runs(&[]).await.unwrap().is_empty());
+        assert!(db.store.runs().find(&[]).await.unwrap().is_empty());
     }
 
     async fn writing_the_same_run_twice_stores_it_once(db) {
         let record = sample_record("1790000000000000002", 12);
-        assert_eq!(db.store.write_run(&record, false).await.unwrap(), WriteOutcome::Inserted);
-        assert_eq!(db.store.write_run(&record, false).await.unwrap(), WriteOutcome::AlreadyStored);
-        assert_eq!(db.store.count_runs().await.unwrap(), 1);
-        assert_eq!(db.store.count_samples().await.unwrap(), 3);
+        assert_eq!(db.store.runs().write_run(&record, false).await.unwrap(), WriteOutcome::Inserted);
+        assert_eq!(db.store.runs().write_run(&record, false).await.unwrap(), WriteOutcome::AlreadyStored);
+        assert_eq!(db.store.runs().count_runs().await.unwrap(), 1);
+        assert_eq!(db.store.runs().count_samples().await.unwrap(), 3);
     }
 
     async fn a_forced_rewrite_replaces_the_run_and_keeps_histograms_exact(db) {
         let first = sample_record("1790000000000000003", 12);
         let second = sample_record("1790000000000000004", 40);
-        db.store.write_run(&first, false).await.unwrap();
-        db.store.write_run(&second, false).await.unwrap();
+        db.store.runs().write_run(&first, false).await.unwrap();
+        db.store.runs().write_run(&second, false).await.unwrap();
         let mut changed = first.clone();
         changed.samples[0].seconds = 45;
-        assert_eq!(db.store.write_run(&changed, true).await.unwrap(), WriteOutcome::Replaced);
-        assert_eq!(db.store.count_runs().await.unwrap(), 2);
-        let back = db.store.run(&first.run.job_name, &first.run.build_id).await.unwrap().unwrap();
+        assert_eq!(db.store.runs().write_run(&changed, true).await.unwrap(), WriteOutcome::Replaced);
+        assert_eq!(db.store.runs().count_runs().await.unwrap(), 2);
+        let back = db.store.runs().run(&first.run.job_name, &first.run.build_id).await.unwrap().unwrap();
         assert!(back.samples.iter().any(|s| s.backend == "image-registry-new-connections" && s.seconds == 45));
-        let hist = db.store.backend_histogram("image-registry-new-connections", 0..i64::MAX).await.unwrap();
+        let hist = db.store.cells().backend_histogram("image-registry-new-connections", 0..i64::MAX).await.unwrap();
         assert_eq!(hist.encode(), "40:1 45:1");
     }
 
@@ -150,11 +151,11 @@ on_both_engines! {
             outcome: outcome.into(),
             error: if outcome == "failed" { "truncated JSON at line 3".into() } else { String::new() },
         };
-        db.store.log_ingest(&[entry("a.json", "ingested"), entry("b.json", "failed")]).await.unwrap();
-        let failed = db.store.recent_ingest_log(Some("failed"), 10).await.unwrap();
+        db.store.ingest_log().log_ingest(&[entry("a.json", "ingested"), entry("b.json", "failed")]).await.unwrap();
+        let failed = db.store.ingest_log().recent(Some("failed"), 10).await.unwrap();
         assert_eq!(failed.len(), 1);
         assert_eq!(failed[0].file, "b.json");
-        assert_eq!(db.store.recent_ingest_log(None, 10).await.unwrap().len(), 2);
+        assert_eq!(db.store.ingest_log().recent(None, 10).await.unwrap().len(), 2);
     }
 }
 
@@ -181,11 +182,11 @@ fn spread_records() -> Vec<RunRecord> {
 on_both_engines! {
     async fn window_histograms_are_exact_for_windows_that_do_not_start_at_midnight(db) {
         let records = spread_records();
-        db.store.write_runs(&records, false).await.unwrap();
+        db.store.runs().write_runs(&records, false).await.unwrap();
         let t = |h: u32, m: u32| Utc.with_ymd_and_hms(2026, 11, 10, h, m, 0).unwrap().timestamp();
         let current = (t(7, 13), t(7, 13) + 5 * 86_400 + 3_600);
         let baseline = (current.0 - 6 * 86_400 - 17, current.0);
-        let data = db.store.window_data(current, baseline, &[], i64::MAX).await.unwrap();
+        let data = db.store.evaluations().window_data(current, baseline, &[], i64::MAX).await.unwrap();
         for (window, pick) in [(current, true), (baseline, false)] {
             for network in ["ovn", "sdn"] {
                 let mut expected: Vec<i64> = records
@@ -205,77 +206,79 @@ on_both_engines! {
     }
 }
 
-/// Per day, one backend over every variant, as `query` asks.
+/// Per day, one backend over every variant, as `query` asks, through the answers kept in `kept`.
 async fn days_of_every_variant(
-    store: &sheriff::store::Store,
+    (store, kept): (&sheriff::store::Store, &Queries),
     backend: &str,
     days: std::ops::Range<i64>,
 ) -> std::sync::Arc<std::collections::BTreeMap<i64, sheriff::model::Histogram>> {
     let ids = store.variants().await.unwrap().iter().map(|(id, _)| *id).collect();
-    store.daily_histograms(backend, &ids, days).await.unwrap()
+    kept.daily_histograms(store, backend, &ids, days).await.unwrap()
 }
 
 on_both_engines! {
     async fn query_days_follow_every_write_whichever_process_made_it(db) {
         let day = Utc.with_ymd_and_hms(2026, 11, 20, 0, 0, 0).unwrap().timestamp() / 86_400;
         let backend = "image-registry-new-connections";
-        db.store.write_run(&sample_record("1790000000000000101", 40), false).await.unwrap();
-        let first = days_of_every_variant(&db.store, backend, day - 3..day + 3).await;
+        let kept = Queries::default();
+        db.store.runs().write_run(&sample_record("1790000000000000101", 40), false).await.unwrap();
+        let first = days_of_every_variant((&db.store, &kept), backend, day - 3..day + 3).await;
         assert_eq!(first[&day], sheriff::model::Histogram::from_values([40]));
-        assert_eq!(days_of_every_variant(&db.store, backend, day - 3..day + 3).await, first, "asked again, the same answer");
+        assert_eq!(days_of_every_variant((&db.store, &kept), backend, day - 3..day + 3).await, first, "asked again, the same answer");
 
         // another process (a second replica, or an ingest command) writes a run and replaces one
         let other = sheriff::store::Store::open(&db.settings).await.unwrap();
-        other.write_run(&sample_record("1790000000000000102", 7), false).await.unwrap();
-        assert_eq!(days_of_every_variant(&db.store, backend, day - 3..day + 3).await[&day], sheriff::model::Histogram::from_values([7, 40]));
-        other.write_run(&sample_record("1790000000000000102", 0), true).await.unwrap();
-        assert_eq!(days_of_every_variant(&db.store, backend, day - 3..day + 3).await[&day], sheriff::model::Histogram::from_values([0, 40]));
+        other.runs().write_run(&sample_record("1790000000000000102", 7), false).await.unwrap();
+        assert_eq!(days_of_every_variant((&db.store, &kept), backend, day - 3..day + 3).await[&day], sheriff::model::Histogram::from_values([7, 40]));
+        other.runs().write_run(&sample_record("1790000000000000102", 0), true).await.unwrap();
+        assert_eq!(days_of_every_variant((&db.store, &kept), backend, day - 3..day + 3).await[&day], sheriff::model::Histogram::from_values([0, 40]));
         // a run on an earlier day: that day is re-read, the others kept
         let mut earlier = sample_record("1790000000000000103", 12);
         earlier.run.started_at -= chrono::Duration::days(2);
-        other.write_run(&earlier, false).await.unwrap();
-        let days = days_of_every_variant(&db.store, backend, day - 3..day + 3).await;
+        other.runs().write_run(&earlier, false).await.unwrap();
+        let days = days_of_every_variant((&db.store, &kept), backend, day - 3..day + 3).await;
         assert_eq!(days[&(day - 2)], sheriff::model::Histogram::from_values([12]));
         assert_eq!(days[&day], sheriff::model::Histogram::from_values([0, 40]));
         assert_eq!(days.len(), 2);
         // a run already stored changes nothing, and the answer stays
-        other.write_run(&sample_record("1790000000000000101", 99), false).await.unwrap();
-        assert_eq!(days_of_every_variant(&db.store, backend, day - 3..day + 3).await[&day], sheriff::model::Histogram::from_values([0, 40]));
+        other.runs().write_run(&sample_record("1790000000000000101", 99), false).await.unwrap();
+        assert_eq!(days_of_every_variant((&db.store, &kept), backend, day - 3..day + 3).await[&day], sheriff::model::Histogram::from_values([0, 40]));
         // a variant another process added is seen
         let before = db.store.variants().await.unwrap().len();
         let mut aws = sample_record("1790000000000000104", 3);
         aws.run.dimensions.platform = "aws".into();
-        other.write_run(&aws, false).await.unwrap();
+        other.runs().write_run(&aws, false).await.unwrap();
         let variants = db.store.variants().await.unwrap();
         assert_eq!(variants.len(), before + 1);
         assert!(variants.iter().any(|(_, d)| d.platform == "aws"));
         other.close().await;
 
         // no variant selected: nothing, without asking the database
-        let none = db.store.daily_histograms(backend, &Default::default(), day - 3..day + 3).await.unwrap();
+        let none = kept.daily_histograms(&db.store, backend, &Default::default(), day - 3..day + 3).await.unwrap();
         assert!(none.is_empty());
     }
 }
 
 on_both_engines! {
     async fn questions_asked_at_once_share_a_version_read_and_each_sees_the_writes_before_it(db) {
-        db.store.write_run(&sample_record("1790000000000000201", 40), false).await.unwrap();
-        let before = db.store.version_reads_started();
-        let asked = futures::future::join_all((0..50).map(|_| db.store.data_version_shared())).await;
-        let reads = db.store.version_reads_started() - before;
+        db.store.runs().write_run(&sample_record("1790000000000000201", 40), false).await.unwrap();
+        let kept = Queries::default();
+        let before = kept.version_reads_started();
+        let asked = futures::future::join_all((0..50).map(|_| kept.data_version(&db.store))).await;
+        let reads = kept.version_reads_started() - before;
         // Each read serves every question that asked while the one before it ran: two reads
         // when all ask before the first ends, a few more on a busy machine (up to 9 seen with
         // three cores' worth of other work), never one each.
         assert!(reads <= 25, "50 questions asked at once read the version {reads} times");
-        let version = db.store.data_version().await.unwrap();
+        let version = db.store.cells().data_version().await.unwrap();
         assert!(asked.iter().all(|v| *v.as_ref().unwrap() == version));
 
         // a write committed before a question, by another process, is seen by it
         let other = sheriff::store::Store::open(&db.settings).await.unwrap();
-        other.write_run(&sample_record("1790000000000000202", 7), false).await.unwrap();
-        let written = other.data_version().await.unwrap();
+        other.runs().write_run(&sample_record("1790000000000000202", 7), false).await.unwrap();
+        let written = other.cells().data_version().await.unwrap();
         assert!(written > version);
-        assert_eq!(db.store.data_version_shared().await.unwrap(), written);
+        assert_eq!(kept.data_version(&db.store).await.unwrap(), written);
         other.close().await;
     }
 }
@@ -314,39 +317,39 @@ on_both_engines! {
         ];
         let day = counts[0].day;
         let backfill = Backfill { source: "bq://p/d", days: day..day + 1, rows_read: 5, counts: &counts };
-        let report = db.store.write_backfill(&backfill).await.unwrap();
+        let report = db.store.backfills().write_backfill(&backfill).await.unwrap();
         assert_eq!((report.samples, report.troubled_samples, report.variant_days), (10, 2, 1));
         let variants = db.store.variants().await.unwrap();
         let ids = std::collections::HashSet::from([variants[0].0]);
         let registry = "image-registry-new-connections";
-        let h = db.store.daily_histograms(registry, &ids, day..day + 1).await.unwrap();
+        let h = Queries::default().daily_histograms(&db.store, registry, &ids, day..day + 1).await.unwrap();
         assert_eq!(format!("{:?}", h[&day]), "Histogram { bins: [(0, 3), (31, 2)], count: 5 }");
 
         // the day is sealed: its run is not stored, and the next read of runs starts after it
-        let outcome = db.store.write_run(&sample_record("1", 12), false).await.unwrap();
+        let outcome = db.store.runs().write_run(&sample_record("1", 12), false).await.unwrap();
         assert_eq!(outcome, WriteOutcome::AlreadyStored);
-        assert_eq!(db.store.count_runs().await.unwrap(), 0);
-        assert_eq!(db.store.past_backfilled_days(day * 86_400 + 5).await.unwrap(), (day + 1) * 86_400);
-        assert_eq!(db.store.past_backfilled_days(day * 86_400 - 1).await.unwrap(), day * 86_400 - 1);
+        assert_eq!(db.store.runs().count_runs().await.unwrap(), 0);
+        assert_eq!(db.store.backfills().past_backfilled_days(day * 86_400 + 5).await.unwrap(), (day + 1) * 86_400);
+        assert_eq!(db.store.backfills().past_backfilled_days(day * 86_400 - 1).await.unwrap(), day * 86_400 - 1);
         // an adjacent backfill: a read starting in the first goes past both
         let next: Vec<_> = counts
             .iter()
             .map(|c| sheriff::store::backfills::CellCount { day: day + 1, ..c.clone() })
             .collect();
         let backfill = Backfill { source: "bq://p/d", days: day + 1..day + 2, rows_read: 5, counts: &next };
-        db.store.write_backfill(&backfill).await.unwrap();
-        assert_eq!(db.store.past_backfilled_days(day * 86_400).await.unwrap(), (day + 2) * 86_400);
+        db.store.backfills().write_backfill(&backfill).await.unwrap();
+        assert_eq!(db.store.backfills().past_backfilled_days(day * 86_400).await.unwrap(), (day + 2) * 86_400);
     }
 
     async fn a_backfill_is_refused_when_a_rule_needs_every_sample_of_a_run(db) {
         let rules = sheriff::model::TroubleRules { all_backends_share: 0.9, ..Default::default() };
-        db.store.apply_trouble_rules(&rules).await.unwrap();
+        db.store.trouble().apply(&rules).await.unwrap();
         let counts = [count("image-registry-new-connections", 0, 3, &[])];
         let day = counts[0].day;
         let days = day..day + 1;
         let backfill = sheriff::store::backfills::Backfill { source: "bq://p/d", days, rows_read: 1, counts: &counts };
-        let e = format!("{:#}", db.store.write_backfill(&backfill).await.unwrap_err());
+        let e = format!("{:#}", db.store.backfills().write_backfill(&backfill).await.unwrap_err());
         assert!(e.contains("all_backends_share"), "{e}");
-        assert!(db.store.backfilled_days().await.unwrap().is_empty());
+        assert!(db.store.backfills().backfilled_days().await.unwrap().is_empty());
     }
 }

@@ -15,6 +15,7 @@ use sheriff::model::{Dimensions, RunRecord, TroubleRules};
 use sheriff::store::Store;
 use sheriff::store::retention::Cutoffs;
 use sheriff::synth::{self, Scenario};
+use sheriff::warm::{Queries, Warm};
 
 const DAY: i64 = 86_400;
 
@@ -42,11 +43,13 @@ on_both_engines! {
         let mut records = synth::run_records(&scenario);
         records.sort_by_key(visible);
         let cached = Store::open(&db.settings).await.unwrap();
-        cached.keep_windows_in_memory();
+        // What `serve` keeps over its store: the windows, the scopes' runs, the questions' days.
+        let warm = Warm::kept();
+        let kept_windows = warm.windows.as_ref().unwrap();
         let first = (scenario.start + Duration::days(21)).timestamp();
         let mut next = records.partition_point(|r| visible(r) <= first);
         for chunk in records[..next].chunks(500) {
-            db.store.write_runs(chunk, false).await.unwrap();
+            db.store.runs().write_runs(chunk, false).await.unwrap();
         }
         let settings = EvaluateSettings::default();
         let strict = TroubleRules { liveness_allowance_seconds: 0, ..TroubleRules::default() };
@@ -57,7 +60,7 @@ on_both_engines! {
             step += 1;
             let writer = if step % 2 == 0 { &cached } else { &db.store };
             let due = records[next..].partition_point(|r| visible(r) <= t);
-            writer.write_runs(&records[next..next + due], false).await.unwrap();
+            writer.runs().write_runs(&records[next..next + due], false).await.unwrap();
             next += due;
             match step % 9 {
                 // An older run (three days back) re-ingested with other numbers.
@@ -72,33 +75,33 @@ on_both_engines! {
                         for s in &mut r.samples {
                             s.seconds += 17;
                         }
-                        writer.write_runs(&[r], true).await.unwrap();
+                        writer.runs().write_runs(&[r], true).await.unwrap();
                     }
                 }
                 // New CI-trouble rules: runs move in and out of the histograms.
                 5 => {
                     let rules = if step % 2 == 0 { strict.clone() } else { TroubleRules::default() };
-                    writer.apply_trouble_rules(&rules).await.unwrap();
+                    writer.trouble().apply(&rules).await.unwrap();
                 }
                 // Pruning into the baseline, in small batches.
                 7 => {
                     let retention = RetentionSettings { samples_days: 24, batch_runs: 50, ..Default::default() };
-                    writer.prune(Cutoffs::new(t, &retention, &settings), false).await.unwrap();
+                    writer.retention().prune(Cutoffs::new(t, &retention, &settings), false).await.unwrap();
                 }
                 _ => {}
             }
             let (current, baseline) = windows(t);
-            let fresh = db.store.window_data(current, baseline, &recent(t), t).await.unwrap();
-            let kept = cached.window_data(current, baseline, &recent(t), t).await.unwrap();
+            let fresh = db.store.evaluations().window_data(current, baseline, &recent(t), t).await.unwrap();
+            let kept = kept_windows.window_data(&cached, current, baseline, &recent(t), t).await.unwrap();
             assert!(!fresh.cells.is_empty());
             assert_eq!(fresh, kept, "step {step}, at {t}: the cached windows differ from the database");
             compared += 1;
-            assert_query_days_match(&cached, &db.settings, t, step).await;
-            assert_scope_runs_match(&cached, &db.store, t, step).await;
+            assert_query_days_match((&cached, &warm), &db.settings, t, step).await;
+            assert_scope_runs_match((&cached, &warm), &db.store, t, step).await;
             // Nothing changed: the same windows again read no day.
-            let read = cached.window_days_read();
-            assert_eq!(cached.window_data(current, baseline, &recent(t), t).await.unwrap(), fresh);
-            assert_eq!(cached.window_days_read(), read, "step {step}: days read again with nothing changed");
+            let read = warm.window_days_read();
+            assert_eq!(kept_windows.window_data(&cached, current, baseline, &recent(t), t).await.unwrap(), fresh);
+            assert_eq!(warm.window_days_read(), read, "step {step}: days read again with nothing changed");
         }
         let written = records.partition_point(|r| visible(r) <= t);
         assert!(compared > 90 && next == written, "{compared} steps, {next} of {written} runs");
@@ -106,14 +109,16 @@ on_both_engines! {
 }
 
 /// The per-day answers of nine questions (three backends over every variant, metal only, one
-/// release) over the last eight weeks, from `kept` (answers kept since the step before) and from a new store.
+/// release) over the last eight weeks, from `kept` (answers kept since the step before) and from a new store
+/// with nothing kept.
 async fn assert_query_days_match(
-    kept: &Store,
+    (store, kept): (&Store, &Warm),
     settings: &sheriff::config::DatabaseSettings,
     t: i64,
     step: usize,
 ) {
     let fresh = Store::connect(settings).await.unwrap();
+    let nothing_kept = Queries::default();
     let variants = fresh.variants().await.unwrap();
     let every: HashSet<i64> = variants.iter().map(|(id, _)| *id).collect();
     let metal: HashSet<i64> =
@@ -128,8 +133,8 @@ async fn assert_query_days_match(
         "ingress-to-console-new-connections",
     ] {
         for chosen in [&every, &metal, &release] {
-            let want = fresh.daily_histograms(backend, chosen, days.clone()).await.unwrap();
-            let got = kept.daily_histograms(backend, chosen, days.clone()).await.unwrap();
+            let want = nothing_kept.daily_histograms(&fresh, backend, chosen, days.clone()).await.unwrap();
+            let got = kept.queries.daily_histograms(store, backend, chosen, days.clone()).await.unwrap();
             assert!(!want.is_empty() || chosen.is_empty(), "step {step}: {backend} has no days");
             assert_eq!(got, want, "step {step}: the kept answers for {backend} differ from the database");
         }
@@ -137,12 +142,13 @@ async fn assert_query_days_match(
     fresh.close().await;
 }
 
-/// The runs of four scopes, as cycles describe regressions from them, kept by `cached` from
+/// The runs of four scopes, as cycles describe regressions from them, kept in `cached` from
 /// step to step (their ranges moving on with time), equal those `fresh` reads: one backend over
 /// metal 4.14 for four weeks (and again as seen six hours earlier), both registry backends over
 /// 4.14 for three weeks, one backend over every variant for ten days. Asked again with nothing
 /// changed, no row is read.
-async fn assert_scope_runs_match(cached: &Store, fresh: &Store, t: i64, step: usize) {
+async fn assert_scope_runs_match((store, cached): (&Store, &Warm), fresh: &Store, t: i64, step: usize) {
+    let scope_runs = cached.scope_runs.as_ref().unwrap();
     let variants = fresh.variants().await.unwrap();
     let ids = |keep: &dyn Fn(&Dimensions) -> bool| -> Vec<i64> {
         variants.iter().filter(|(_, d)| keep(d)).map(|(id, _)| *id).collect()
@@ -163,8 +169,8 @@ async fn assert_scope_runs_match(cached: &Store, fresh: &Store, t: i64, step: us
     for round in 0..2 {
         let read = cached.scope_rows_read();
         for (backends, variants, from, visible_at) in &scopes {
-            let want = fresh.cell_runs(backends, variants, (*from, t), *visible_at).await.unwrap();
-            let got = cached.cell_runs(backends, variants, (*from, t), *visible_at).await.unwrap();
+            let want = fresh.cells().cell_runs(backends, variants, (*from, t), *visible_at).await.unwrap();
+            let got = scope_runs.cell_runs(store, backends, variants, (*from, t), *visible_at).await.unwrap();
             assert!(!want.is_empty(), "step {step}: no runs of {backends:?}");
             assert_eq!(got.len(), want.len(), "step {step}: the kept runs of {backends:?} differ in number");
             assert_eq!(got, want, "step {step}: the kept runs of {backends:?} differ from the database");
@@ -175,7 +181,7 @@ async fn assert_scope_runs_match(cached: &Store, fresh: &Store, t: i64, step: us
     }
 }
 
-/// `sheriff serve`'s store keeps its windows: a cycle reads its days once, the next none.
+/// `sheriff serve` keeps its windows: a cycle reads its days once, the next none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_keeps_the_windows_in_memory_between_cycles() {
     let db = crate::common::TestDb::sqlite().await;
@@ -185,11 +191,11 @@ async fn serve_keeps_the_windows_in_memory_between_cycles() {
     settings.server.listen = "127.0.0.1:0".into();
     let app = sheriff::app::App::build(settings).await.unwrap();
     let options = sheriff::cycle::CycleOptions { at: end, dry_run: true };
-    let first = sheriff::cycle::run_cycle(&app.store, &app.settings, options).await.unwrap();
-    let read = app.store.window_days_read();
+    let first = sheriff::cycle::run_cycle(&app.store, &app.warm, &app.settings, options).await.unwrap();
+    let read = app.warm.window_days_read();
     assert!(read >= 28, "the first cycle read {read} days");
-    let second = sheriff::cycle::run_cycle(&app.store, &app.settings, options).await.unwrap();
-    assert_eq!(app.store.window_days_read(), read, "the second cycle read days again");
+    let second = sheriff::cycle::run_cycle(&app.store, &app.warm, &app.settings, options).await.unwrap();
+    assert_eq!(app.warm.window_days_read(), read, "the second cycle read days again");
     assert_eq!(first.regressions.len(), 1);
     assert_eq!(
         (first.cells_evaluated, first.groups_evaluated, &first.regressions[0].fingerprint),

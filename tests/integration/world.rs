@@ -24,7 +24,7 @@ on_both_engines! {
             .unwrap();
         assert_eq!((summary.ingested as usize, summary.failed), (world.records.len(), 0), "{:?}", summary.errors.first());
         for want in &world.records {
-            let got = db.store.run(&want.run.job_name, &want.run.build_id).await.unwrap().unwrap();
+            let got = db.store.runs().run(&want.run.job_name, &want.run.build_id).await.unwrap().unwrap();
             assert_eq!(got.run.dimensions, want.run.dimensions, "{}", want.run.job_name);
             assert_eq!(got.run.payload, want.run.payload);
             let seconds = |r: &sheriff::model::RunRecord| -> BTreeMap<String, i64> {
@@ -34,7 +34,7 @@ on_both_engines! {
         }
         // the planted runs carry the registry's operator condition in their intervals
         let hit = world.truth.iter().find(|t| t.plant.is_some()).unwrap();
-        let run = db.store.run(&hit.job, &hit.build_id).await.unwrap().unwrap();
+        let run = db.store.runs().run(&hit.job, &hit.build_id).await.unwrap().unwrap();
         assert!(run.conditions.iter().any(|c| c.reason == "NoReplicasAvailable"), "{:?}", run.conditions);
     }
 }
@@ -174,11 +174,18 @@ async fn a_new_job_is_named_with_no_reference_yet() {
         world.truth.iter().filter(|t| t.decoy == Some(Class::NewJob)).map(|t| t.job.as_str()).collect();
     assert_eq!(new.len(), 1, "{new:?}");
     let settings = Settings::default();
-    db.store.apply_trouble_rules(&settings.evaluate.ci_trouble).await.unwrap();
+    db.store.trouble().apply(&settings.evaluate.ci_trouble).await.unwrap();
     for chunk in world.records.chunks(1000) {
-        db.store.write_runs(chunk, false).await.unwrap();
+        db.store.runs().write_runs(chunk, false).await.unwrap();
     }
-    let report = run_cycle(&db.store, &settings, CycleOptions { at: spec.end, dry_run: true }).await.unwrap();
+    let report = run_cycle(
+        &db.store,
+        &sheriff::warm::Warm::new(),
+        &settings,
+        CycleOptions { at: spec.end, dry_run: true },
+    )
+    .await
+    .unwrap();
     let found: Vec<&str> = report.data_quality.new_jobs.iter().map(|j| j.job.as_str()).collect();
     assert_eq!(found, new.into_iter().collect::<Vec<_>>());
     let j = &report.data_quality.new_jobs[0];
@@ -205,11 +212,15 @@ async fn a_tail_gathering_held_back_once_is_not_reported_by_the_next_cycles() {
     let world = build(&spec).unwrap();
     let db = crate::common::TestDb::sqlite().await;
     let settings = Settings::default();
-    db.store.apply_trouble_rules(&settings.evaluate.ci_trouble).await.unwrap();
+    db.store.trouble().apply(&settings.evaluate.ci_trouble).await.unwrap();
     let table = Table::embedded().unwrap();
-    db.store.import_thresholds(table.rows(), "data/origin/query_results_upgrades.json").await.unwrap();
+    db.store
+        .evaluations()
+        .import_thresholds(table.rows(), "data/origin/query_results_upgrades.json")
+        .await
+        .unwrap();
     for chunk in world.records.chunks(1000) {
-        db.store.write_runs(chunk, false).await.unwrap();
+        db.store.runs().write_runs(chunk, false).await.unwrap();
     }
     let store = Arc::new(sheriff::store::Store::open(&db.settings).await.unwrap());
     let (from, to) = (sheriff::synth::day(2026, 11, 22), sheriff::synth::day(2026, 11, 24));

@@ -191,7 +191,7 @@ pub async fn backfill(
     let source = dataset.describe();
     tracing::info!(source = %source, from = %day_name(days.start), to = %day_name(days.end), "backfilling day histograms from BigQuery");
     let (variants, map, job_rows) = job_variants(dataset, &days).await?;
-    let query = dataset.counts_query(&days, &store.trouble_rules(), map);
+    let query = dataset.counts_query(&days, &store.trouble().rules(), map);
     let mut pages = dataset.client.query(&query).await?;
     if pages.columns() != COLUMNS {
         bail!("query `backfill`: BigQuery answered the columns {:?}, not {COLUMNS:?}", pages.columns());
@@ -204,8 +204,8 @@ pub async fn backfill(
     }
     let rows = job_rows + pages.rows_read;
     let backfill = Backfill { source: &source, days: days.clone(), rows_read: rows, counts: &counts };
-    let report = store.write_backfill(&backfill).await?;
-    store.advance_ingest_watermark(&source, days.end * DAY - 1, Utc::now().timestamp()).await?;
+    let report = store.backfills().write_backfill(&backfill).await?;
+    store.ingest_log().advance_watermark(&source, days.end * DAY - 1, Utc::now().timestamp()).await?;
     let summary = BackfillSummary {
         source,
         from: day_name(days.start),

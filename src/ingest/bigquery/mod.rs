@@ -145,7 +145,7 @@ fn text<'r>(row: &'r Row, name: &str) -> &'r str {
 pub async fn ingest(store: &Store, dataset: &Dataset, options: &IngestOptions) -> Result<IngestSummary> {
     let started = Instant::now();
     let source = dataset.describe();
-    let watermark = if options.force { None } else { store.ingest_watermark(&source).await? };
+    let watermark = if options.force { None } else { store.ingest_log().watermark(&source).await? };
     let overlap = i64::from(dataset.overlap_hours) * HOUR;
     let since = [watermark.map(|w| w - overlap), options.since.map(|s| s.timestamp())]
         .into_iter()
@@ -153,7 +153,7 @@ pub async fn ingest(store: &Store, dataset: &Dataset, options: &IngestOptions) -
         .max()
         .unwrap_or(0);
     // runs of backfilled days were counted, not stored: they are not read again
-    let since = store.past_backfilled_days(since).await?;
+    let since = store.backfills().past_backfilled_days(since).await?;
     tracing::info!(source = %source, since, watermark, "reading runs from BigQuery");
     let query = dataset.runs_query(since);
     let mut pages = dataset.client.query(&query).await?;
@@ -191,7 +191,7 @@ pub async fn ingest(store: &Store, dataset: &Dataset, options: &IngestOptions) -
         (None, Some(_)) => None,
     };
     if let Some(next) = next.filter(|_| options.job.is_none()) {
-        store.advance_ingest_watermark(&source, next, Utc::now().timestamp()).await?;
+        store.ingest_log().advance_watermark(&source, next, Utc::now().timestamp()).await?;
     }
     tracing::info!(
         source = %source,
@@ -232,7 +232,7 @@ async fn take_run(
     }
     let start = text(&rows[0], "StartTime").parse::<i64>().ok();
     let path = run_path(&rows[0]);
-    let stored = if options.force { Ok(false) } else { store.has_run(&job, &build).await };
+    let stored = if options.force { Ok(false) } else { store.runs().has_run(&job, &build).await };
     let outcome = match stored {
         Ok(true) => RunOutcome::Skipped { path, why: "already stored" },
         Err(e) => {

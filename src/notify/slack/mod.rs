@@ -49,8 +49,11 @@ impl SlackSink {
         let retried = entry.attempts > 1;
         // The parent message shows the last action, so it needs the incident's history.
         let parent = async |i: &Incident| -> Result<Message, DeliveryError> {
-            let events =
-                store.incident_events(i.id).await.map_err(|e| DeliveryError::transient(format!("{e:#}")))?;
+            let events = store
+                .incidents()
+                .events(i.id)
+                .await
+                .map_err(|e| DeliveryError::transient(format!("{e:#}")))?;
             Ok(blocks::incident_message(i, &events, &self.links))
         };
         fn need(i: Option<&Incident>) -> Result<&Incident, DeliveryError> {
@@ -89,7 +92,8 @@ impl SlackSink {
                     if let SummaryLine::Line { fingerprint, .. } = line
                         && !fingerprint.is_empty()
                         && let Some(i) = store
-                            .find_incident(fingerprint)
+                            .incidents()
+                            .find(fingerprint)
                             .await
                             .map_err(|e| DeliveryError::transient(format!("{e:#}")))?
                     {

@@ -29,7 +29,7 @@ async fn state(tweak: impl FnOnce(&mut Settings)) -> (AppState, tempfile::TempDi
     settings.slack.signing_secret = Some(Secret::new(SECRET));
     settings.ingest.push_token = Some(Secret::new(TOKEN));
     tweak(&mut settings);
-    (AppState::new(Arc::new(store), Arc::new(settings)), dir)
+    (AppState::new(Arc::new(store), Arc::new(crate::warm::Warm::new()), Arc::new(settings)), dir)
 }
 
 /// A new Slack route, as a handler that only has to take `SlackSigned`.

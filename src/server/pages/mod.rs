@@ -198,7 +198,7 @@ async fn rows(
     filter: &IndexFilter,
     now: i64,
 ) -> anyhow::Result<(Vec<IncidentRow>, Vec<String>, Vec<String>)> {
-    let all = state.store.incidents().await?;
+    let all = state.store.incidents().all().await?;
     let components: BTreeSet<String> = all.iter().map(|i| i.snapshot.component.clone()).collect();
     let releases: BTreeSet<String> = all.iter().map(|i| i.snapshot.release.clone()).collect();
     let mut kept: Vec<Incident> = all.into_iter().filter(|i| filter.keeps(i, now)).collect();
@@ -278,13 +278,16 @@ async fn charts_of(state: &AppState, i: &Incident, now: i64) -> anyhow::Result<V
     let ids: HashSet<i64> = in_scope.iter().map(|(id, _)| *id).collect();
     let store = &state.store;
     let label = format!("{} {}", s.release, s.scope.describe());
-    let main = series::daily(store, &backend, &label, &ids, CHART_DAYS, now).await?;
+    let main = series::daily(store, &state.warm.queries, &backend, &label, &ids, CHART_DAYS, now).await?;
     let mut other_backends = Vec::new();
     for b in &backends {
-        other_backends.push(series::daily(store, b, &label, &ids, CHART_DAYS, now).await?);
+        other_backends
+            .push(series::daily(store, &state.warm.queries, b, &label, &ids, CHART_DAYS, now).await?);
     }
     let control = match &r.attribution.control {
-        Some(c) => Some(series::daily(store, &c.backend, &label, &ids, CHART_DAYS, now).await?),
+        Some(c) => {
+            Some(series::daily(store, &state.warm.queries, &c.backend, &label, &ids, CHART_DAYS, now).await?)
+        }
         None => None,
     };
     let marks = marks_of(state, i, now);
@@ -298,7 +301,8 @@ async fn charts_of(state: &AppState, i: &Incident, now: i64) -> anyhow::Result<V
     }];
     for (ids, titles) in part_variants(&r.not_specific_to, &in_scope, &ids) {
         let part = titles.join(", ");
-        let series = series::daily(store, &backend, &part, &ids, CHART_DAYS, now).await?;
+        let series =
+            series::daily(store, &state.warm.queries, &backend, &part, &ids, CHART_DAYS, now).await?;
         out.push(ChartData {
             title: part,
             series,
@@ -340,8 +344,8 @@ async fn one(
     now: i64,
 ) -> anyhow::Result<Option<(IncidentRow, Vec<crate::incidents::Event>, Vec<ChartData>)>> {
     let Ok(n) = id.trim_start_matches('#').parse::<i64>() else { return Ok(None) };
-    let Some(i) = state.store.find_incident(&n.to_string()).await? else { return Ok(None) };
-    let events = state.store.incident_events(i.id).await?;
+    let Some(i) = state.store.incidents().find(&n.to_string()).await? else { return Ok(None) };
+    let events = state.store.incidents().events(i.id).await?;
     let charts = charts_of(state, &i, now).await?;
     Ok(Some((IncidentRow::new(state, i), events, charts)))
 }
@@ -402,10 +406,13 @@ async fn explored(
         Ok(q) => q,
         Err(e) => return Ok(Err(e)),
     };
-    let answer = crate::query::answer(&state.store, &state.settings.evaluate, &q, now).await?;
+    let answer =
+        crate::query::answer(&state.store, &state.warm.queries, &state.settings.evaluate, &q, now).await?;
     let ids = crate::query::variants_of(&state.store, &q).await?;
     let label: Vec<String> = q.filters.iter().map(|(d, v)| format!("{d}={v}")).collect();
-    let series = series::daily(&state.store, &q.backend, &label.join(" "), &ids, CHART_DAYS, now).await?;
+    let series =
+        series::daily(&state.store, &state.warm.queries, &q.backend, &label.join(" "), &ids, CHART_DAYS, now)
+            .await?;
     let window = q.window_days * DAY;
     let marks = Marks {
         window: Some((now - window, now)),

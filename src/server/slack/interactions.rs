@@ -324,7 +324,7 @@ async fn pressed(
                     "Slack's API is not configured; use `sheriff incidents resolve --reason`.",
                 ));
             };
-            let Some(i) = store.find_incident(incident).await? else {
+            let Some(i) = store.incidents().find(incident).await? else {
                 return Err(Refusal::NotFound(format!("no incident {incident}")).into());
             };
             client
@@ -339,7 +339,7 @@ async fn pressed(
                     "Slack's API is not configured; use `sheriff incidents accept --level`.",
                 ));
             };
-            let Some(i) = store.find_incident(incident).await? else {
+            let Some(i) = store.incidents().find(incident).await? else {
                 return Err(Refusal::NotFound(format!("no incident {incident}")).into());
             };
             client

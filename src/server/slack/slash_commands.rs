@@ -70,7 +70,7 @@ pub async fn commands(State(state): State<AppState>, SlackSigned(body): SlackSig
 async fn evaluate_now(state: &AppState, operator: &Operator) -> Message {
     let options = crate::cycle::CycleOptions { at: chrono::Utc::now(), dry_run: false };
     tracing::info!(user = operator.user(), "evaluation cycle asked for from Slack");
-    match crate::cycle::run_cycle(&state.store, &state.settings, options).await {
+    match crate::cycle::run_cycle(&state.store, &state.warm, &state.settings, options).await {
         Ok(r) => {
             let active = r.regressions.iter().filter(|x| x.status.is_active()).count();
             let c = &r.incidents;
@@ -94,7 +94,8 @@ async fn answer_inner(state: &AppState, c: Command) -> Result<Message, ActionErr
     Ok(match c {
         Command::Status => status_message(&crate::board::status(store, now).await?),
         Command::Query(q) => {
-            let a = crate::query::answer(store, &state.settings.evaluate, &q, now).await?;
+            let a =
+                crate::query::answer(store, &state.warm.queries, &state.settings.evaluate, &q, now).await?;
             let (title, table) = crate::query::render(&a);
             let mut parts = vec![blocks::plain_section(&title)];
             if !table.is_empty() {

@@ -99,7 +99,7 @@ pub async fn load_metal_regression(store: &Store, seed: u64, end: chrono::DateTi
     let mut scenario = sheriff::synth::Scenario::month(seed, end);
     scenario.planted.push(sheriff::synth::metal_registry_regression(21));
     for chunk in sheriff::synth::run_records(&scenario).chunks(500) {
-        store.write_runs(chunk, false).await.unwrap();
+        store.runs().write_runs(chunk, false).await.unwrap();
     }
 }
 
