@@ -1,5 +1,5 @@
 //! The `sheriff` binary: parse the command line and hand the product's commands to the library.
-//! `sheriff bench` is the binary's own ([`bench`]): the benchmarks are no part of the product.
+//! `sheriff bench` is the binary's own ([`bench`](mod@bench)): the benchmarks are no part of the product.
 
 mod bench;
 

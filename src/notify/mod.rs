@@ -25,31 +25,9 @@ use crate::store::Store;
 pub use crate::store::outbox::DrainReport;
 use crate::store::outbox::{DeliveryResult, OutboxEntry};
 
-/// Why a delivery failed, and whether to try again.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{message}")]
-pub struct DeliveryError {
-    pub message: String,
-    /// False when retrying cannot help (a refused request, a missing channel).
-    pub transient: bool,
-    /// The remote side's `Retry-After`.
-    pub retry_after: Option<Duration>,
-}
-
-impl From<crate::clients::CallError> for DeliveryError {
-    fn from(e: crate::clients::CallError) -> Self {
-        DeliveryError { message: e.message, transient: e.transient, retry_after: e.retry_after }
-    }
-}
-
-impl DeliveryError {
-    pub fn transient(message: impl Into<String>) -> Self {
-        Self { message: message.into(), transient: true, retry_after: None }
-    }
-    pub fn permanent(message: impl Into<String>) -> Self {
-        Self { message: message.into(), transient: false, retry_after: None }
-    }
-}
+/// Why a delivery failed, and whether to try again: the failed call to Slack or Jira that was to
+/// carry it out, or a failure of the same kind found before any call.
+pub use crate::clients::CallError as DeliveryError;
 
 /// Wall-clock seconds, with an offset tests can move forward instead of sleeping.
 #[derive(Debug, Clone, Default)]
