@@ -280,12 +280,12 @@ async fn show_jira_issues(
         "the Jira issue sheriff would file (configure [jira] to file it)"
     };
     for incident in store.incidents().all().await?.iter().filter(|i| i.state.is_open()) {
-        let doc = crate::notify::jira::render::description(incident, &settings.server.public_url);
+        let doc = crate::notify::jira::adf::description(incident, &settings.server.public_url);
         writeln!(out, "\n── {heading} ──")?;
-        writeln!(out, "summary: {}", crate::notify::jira::render::summary(incident))?;
+        writeln!(out, "summary: {}", crate::notify::jira::adf::summary(incident))?;
         writeln!(out, "labels: sheriff, {}", incident.fingerprint)?;
         writeln!(out, "component: {}\n", incident.snapshot.component)?;
-        writeln!(out, "{}", crate::notify::jira::render::to_wiki(&doc))?;
+        writeln!(out, "{}", crate::notify::jira::adf::to_wiki(&doc))?;
     }
     Ok(())
 }

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 
-use super::windows::{CellWindow, WindowDays};
+use super::window_reads::{CellWindow, WindowDays};
 use super::{Conn, Store, row_by_position, sql};
 use crate::evaluate::{CellHistograms, GroupState};
 use crate::model::{DAY, Dimensions, Histogram, HistoricalRow};

@@ -23,10 +23,10 @@ pub mod outside_commits;
 mod probes;
 pub mod retention;
 pub mod runs;
-pub mod scope_runs;
+pub mod scope_run_reads;
 pub mod trouble;
 pub mod watermarks;
-pub mod windows;
+pub mod window_reads;
 
 use std::collections::HashMap;
 use std::str::FromStr;

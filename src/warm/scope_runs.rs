@@ -14,7 +14,7 @@ use anyhow::Result;
 
 use crate::model::{CellRun, DAY};
 use crate::store::Store;
-use crate::store::scope_runs::{StoredCellRun, by_start};
+use crate::store::scope_run_reads::{StoredCellRun, by_start};
 
 /// Scopes kept at most; the least recently asked goes first.
 const KEPT_SCOPES: usize = 32;

@@ -16,7 +16,7 @@ use foldhash::HashMap as FastMap;
 use crate::model::{DAY, Histogram};
 use crate::store::Store;
 use crate::store::evaluations::WindowData;
-use crate::store::windows::{CellId, CellWindow, Day, EdgeSample, WindowDays};
+use crate::store::window_reads::{CellId, CellWindow, Day, EdgeSample, WindowDays};
 
 /// The windows' day histograms, kept from one cycle to the next.
 #[derive(Debug, Default)]

@@ -6,7 +6,7 @@
 //! Comments carry a `sheriff` comment property with the outbox idempotency key, and a retried
 //! comment looks for it first.
 
-pub mod render;
+pub mod adf;
 
 use anyhow::Result;
 
@@ -49,8 +49,8 @@ impl JiraSink {
         let s = &i.snapshot;
         let band = s.tier.split_once(' ').map_or("", |(_, b)| b);
         let new = NewIssue {
-            summary: render::summary(i),
-            description: render::render(self.settings.api, &render::description(i, &self.public_url)),
+            summary: adf::summary(i),
+            description: adf::render(self.settings.api, &adf::description(i, &self.public_url)),
             labels: vec![i.fingerprint.clone()],
             component: component(&self.settings, s).map(str::to_string),
             affects_version: self
@@ -73,14 +73,14 @@ impl JiraSink {
     async fn comment(
         &self,
         key: &str,
-        text: &[render::Node],
+        text: &[adf::Node],
         idem: &str,
         retried: bool,
     ) -> Result<(), DeliveryError> {
         if retried && self.client.has_comment(key, idem).await? {
             return Ok(());
         }
-        Ok(self.client.add_comment(key, &render::render(self.settings.api, text), idem).await?)
+        Ok(self.client.add_comment(key, &adf::render(self.settings.api, text), idem).await?)
     }
 
     /// Delivers one Jira outbox entry for incident `i`.
@@ -98,12 +98,12 @@ impl JiraSink {
             Effect::JiraCreate => Ok(DeliveryResult::JiraFiled { key: self.file(i, None).await? }),
             Effect::JiraComment { text } => {
                 let key = key()?;
-                self.comment(&key, &render::comment(i, text), idem, retried).await?;
+                self.comment(&key, &adf::comment(i, text), idem, retried).await?;
                 Ok(DeliveryResult::Done { note: format!("commented on {key}") })
             }
             Effect::JiraResolve { text } => {
                 let key = key()?;
-                self.comment(&key, &render::comment(i, text), idem, retried).await?;
+                self.comment(&key, &adf::comment(i, text), idem, retried).await?;
                 self.client.transition(&key, &self.settings.resolve_transition).await?;
                 Ok(DeliveryResult::Done { note: format!("resolved {key}") })
             }
@@ -128,7 +128,7 @@ impl JiraSink {
         retried: bool,
     ) -> Result<DeliveryResult, DeliveryError> {
         let issue = self.client.issue(key).await?;
-        let comment = render::comment(i, text);
+        let comment = adf::comment(i, text);
         if !issue.done {
             self.comment(key, &comment, idem, retried).await?;
             return Ok(DeliveryResult::Done { note: format!("{key} still open; commented") });

@@ -661,7 +661,7 @@ mod tests {
         i.episodes = vec![crate::model::Episode { onset, recovered_at: None }];
         let blocks = serde_json::to_string(&incident_message(&i, &[], &links).blocks).unwrap();
         assert!(blocks.contains("since Aug 4 14:00 UTC, between Aug 4 06:46 and 17:53"));
-        let wiki = crate::notify::jira::render::to_wiki(&crate::notify::jira::render::description(&i, ""));
+        let wiki = crate::notify::jira::adf::to_wiki(&crate::notify::jira::adf::description(&i, ""));
         assert!(wiki.contains("; since Aug 4 14:00 UTC"), "{wiki}");
     }
 
@@ -698,7 +698,7 @@ mod tests {
         let blocks = serde_json::to_string(&details_message(&i, &links).blocks).unwrap();
         assert!(blocks.contains("<https://github.com/openshift/cluster-image-registry-operator/pull/912|openshift/cluster-image-registry-operator#912 Scale &lt;down&gt; &amp; drain"), "{blocks}");
         assert!(!blocks.contains("javascript:"), "only plain https links: {blocks}");
-        let wiki = crate::notify::jira::render::to_wiki(&crate::notify::jira::render::description(&i, ""));
+        let wiki = crate::notify::jira::adf::to_wiki(&crate::notify::jira::adf::description(&i, ""));
         assert!(wiki.contains("h3. Suspect changes") && wiki.contains("pull/912"), "{wiki}");
     }
 }

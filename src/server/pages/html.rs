@@ -223,7 +223,7 @@ pub fn incident(row: &IncidentRow, events: &[Event], charts: &[ChartData]) -> Ma
     layout(
         &format!("#{} {}", i.id, s.family),
         &html! {
-            h1 { "#" (i.id) " " (crate::notify::jira::render::summary(i)) }
+            h1 { "#" (i.id) " " (crate::notify::jira::adf::summary(i)) }
             p { (s.summary) }
             dl class="fields" {
                 dt { "state" } dd { (state_cell(i)) }
