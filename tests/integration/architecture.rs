@@ -478,7 +478,7 @@ const MAY_IMPORT: &[(Layer, &[Layer])] = &[
     (Support, &[Model, Settings, Support]),
     (Synthetic, &[Model, Settings, Domain]),
     (Clients, &[Model, Settings, Support]),
-    (Adapters, &[Model, Settings, Domain, Store, Support, Clients, Adapters]),
+    (Adapters, &[Model, Settings, Domain, Store, Support, Clients]),
     (Application, &[Model, Settings, Domain, Store, Support, Clients, Adapters, Application]),
     (Edge, &[Model, Settings, Domain, Store, Support, Synthetic, Clients, Adapters, Application, Edge]),
 ];
