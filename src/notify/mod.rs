@@ -14,6 +14,7 @@ pub mod jira;
 pub mod slack;
 
 use std::sync::Arc;
+#[cfg(feature = "testing")]
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
@@ -51,20 +52,31 @@ impl DeliveryError {
     }
 }
 
-/// Wall-clock seconds, with an offset tests can move forward instead of sleeping.
+/// Wall-clock seconds; with the `testing` feature, plus an offset tests move forward instead of
+/// sleeping.
 #[derive(Debug, Clone, Default)]
-pub struct Clock(Arc<AtomicI64>);
+pub struct Clock {
+    #[cfg(feature = "testing")]
+    offset: Arc<AtomicI64>,
+}
 
 impl Clock {
     pub fn now(&self) -> i64 {
-        chrono::Utc::now().timestamp() + self.0.load(Ordering::Relaxed)
+        #[cfg(feature = "testing")]
+        let offset = self.offset.load(Ordering::Relaxed);
+        #[cfg(not(feature = "testing"))]
+        let offset = 0;
+        chrono::Utc::now().timestamp() + offset
     }
+
+    #[cfg(feature = "testing")]
     pub fn advance(&self, secs: i64) {
-        self.0.fetch_add(secs, Ordering::Relaxed);
+        self.offset.fetch_add(secs, Ordering::Relaxed);
     }
 }
 
 /// Points where a test may stop a worker as if its process died.
+#[cfg(feature = "testing")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KillPoint {
     /// The entry is claimed; nothing sent.
@@ -73,6 +85,8 @@ pub enum KillPoint {
     Accepted,
 }
 
+/// Says whether a worker dies at a point, with the entry it holds.
+#[cfg(feature = "testing")]
 pub type FaultHook = Arc<dyn Fn(KillPoint, &OutboxEntry) -> bool + Send + Sync>;
 
 /// Where side effects go.
@@ -124,6 +138,7 @@ pub enum StepOutcome {
     Retrying(i64),
     Dead(i64),
     /// Stopped by a [`FaultHook`] as if the process had died.
+    #[cfg(feature = "testing")]
     Killed(i64),
     /// Nothing due.
     Idle,
@@ -136,15 +151,26 @@ pub struct Worker {
     pub settings: OutboxSettings,
     pub id: String,
     pub clock: Clock,
+    /// Where a test kills the worker.
+    #[cfg(feature = "testing")]
     pub faults: Option<FaultHook>,
 }
 
 impl Worker {
     pub fn new(store: Arc<Store>, sinks: Arc<Sinks>, settings: OutboxSettings) -> Worker {
         let id = format!("{}-{}", crate::process::hostname(), crate::process::random_suffix());
-        Worker { store, sinks, settings, id, clock: Clock::default(), faults: None }
+        Worker {
+            store,
+            sinks,
+            settings,
+            id,
+            clock: Clock::default(),
+            #[cfg(feature = "testing")]
+            faults: None,
+        }
     }
 
+    #[cfg(feature = "testing")]
     fn killed(&self, point: KillPoint, entry: &OutboxEntry) -> bool {
         self.faults.as_ref().is_some_and(|f| f(point, entry))
     }
@@ -156,6 +182,7 @@ impl Worker {
         else {
             return Ok(StepOutcome::Idle);
         };
+        #[cfg(feature = "testing")]
         if self.killed(KillPoint::Claimed, &entry) {
             return Ok(StepOutcome::Killed(entry.id));
         }
@@ -172,6 +199,7 @@ impl Worker {
         metrics::counter!("sheriff_deliveries_total", "sink" => sink, "outcome" => outcome).increment(1);
         match result {
             Ok(done) => {
+                #[cfg(feature = "testing")]
                 if self.killed(KillPoint::Accepted, &entry) {
                     return Ok(StepOutcome::Killed(entry.id));
                 }
@@ -229,7 +257,9 @@ impl Worker {
                     StepOutcome::Delivered(_) => report.delivered += 1,
                     StepOutcome::Retrying(_) => report.retrying += 1,
                     StepOutcome::Dead(_) => report.dead += 1,
-                    StepOutcome::Killed(_) | StepOutcome::Idle => break,
+                    #[cfg(feature = "testing")]
+                    StepOutcome::Killed(_) => break,
+                    StepOutcome::Idle => break,
                 },
             }
         }

@@ -63,7 +63,8 @@ pub struct Store {
     /// Since when writes fail for storage reasons (disk full, I/O, read-only, connection
     /// lost); None while they work. `/readyz` reads it.
     write_failing_since: Mutex<Option<i64>>,
-    /// Injected storage faults (tests only; see [`Store::inject_write_faults`]).
+    /// Injected storage faults (tests only; see `Store::inject_write_faults`).
+    #[cfg(feature = "testing")]
     write_faults: Mutex<Option<WriteFaultHook>>,
     /// Failed cycles and skipped ticks that could not be recorded in `eval_cycles` when they
     /// happened (the database was down): recorded once it takes writes again, oldest first.
@@ -71,6 +72,7 @@ pub struct Store {
 }
 
 /// Says, for each write transaction, whether its commit fails.
+#[cfg(feature = "testing")]
 pub type WriteFaultHook = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// A database error's code: SQLite's primary result code, or PostgreSQL's SQLSTATE (told apart
@@ -270,6 +272,7 @@ impl Store {
             variant_list: Mutex::default(),
             trouble: Mutex::default(),
             write_failing_since: Mutex::default(),
+            #[cfg(feature = "testing")]
             write_faults: Mutex::default(),
             unrecorded_cycles: Mutex::default(),
         })
@@ -410,14 +413,17 @@ impl Store {
             Pool::Sqlite(p) => db::TxInner::Sqlite(p.begin_with("BEGIN IMMEDIATE").await?),
             Pool::Postgres(p) => db::TxInner::Postgres(p.begin().await?),
         };
-        let hook = self.write_faults.lock().expect("hook lock").clone();
-        Ok(Tx { inner, fail_commit: hook.is_some_and(|fails| fails()) })
+        Ok(Tx {
+            inner,
+            #[cfg(feature = "testing")]
+            fail_commit: self.write_faults.lock().expect("hook lock").clone().is_some_and(|fails| fails()),
+        })
     }
 
     /// Makes write transactions fail at their commit whenever `hook` says so, as a full disk
     /// would: for tests of what sheriff does when storage fails (a cycle, a delivery, a
     /// silence). None (the default) turns it off.
-    #[doc(hidden)]
+    #[cfg(feature = "testing")]
     pub fn inject_write_faults(&self, hook: Option<WriteFaultHook>) {
         *self.write_faults.lock().expect("hook lock") = hook;
     }
