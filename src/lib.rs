@@ -55,17 +55,17 @@
 
 pub mod actions;
 pub mod app;
-pub mod attribute;
+mod attribute;
 pub mod backtest;
 pub mod board;
 pub mod cli;
 pub mod clients;
 pub mod config;
-pub mod cron;
+mod cron;
 pub mod cycle;
-pub mod demo;
-pub mod evaluate;
-pub mod fix_watch;
+mod demo;
+mod evaluate;
+mod fix_watch;
 pub mod http;
 pub mod incidents;
 pub mod ingest;
@@ -73,7 +73,7 @@ pub mod model;
 pub mod notify;
 pub mod process;
 pub mod query;
-pub mod releases;
+mod releases;
 
 /// A file of `tests/fixtures`, for the unit tests. The folder is the package cargo is testing
 /// now (its run-time `CARGO_MANIFEST_DIR`), not the one a cached test binary was built in.
@@ -83,15 +83,15 @@ pub(crate) fn test_fixture(name: &str) -> std::path::PathBuf {
         .map_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")), std::path::PathBuf::from);
     root.join("tests/fixtures").join(name)
 }
-pub mod render;
+mod render;
 pub mod scheduler;
 pub mod scorecard;
-pub mod series;
+mod series;
 pub mod server;
-pub mod shutdown;
+mod shutdown;
 pub mod store;
 pub mod synth;
-pub mod telemetry;
+mod telemetry;
 pub mod warm;
 
 /// Installs ring as the process's one rustls crypto provider. Every entry point (the binary,

@@ -9,11 +9,11 @@
 //! query's schema gives their types); callers see sheriff's own types. What to do with the answers (deliver the outbox, watch fixes, rank
 //! changes, ingest runs) is the callers' business.
 
-pub mod bigquery;
+pub(crate) mod bigquery;
 pub mod gcs;
-pub mod github;
-pub mod jira;
-pub mod release_controller;
+pub(crate) mod github;
+pub(crate) mod jira;
+pub(crate) mod release_controller;
 pub mod slack;
 
 use std::time::Duration;

@@ -5,7 +5,7 @@ mod describe;
 mod episodes;
 mod fix_verdict;
 mod follow;
-pub mod replay;
+pub(crate) mod replay;
 mod scoped;
 pub mod source;
 

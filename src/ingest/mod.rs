@@ -8,10 +8,10 @@
 //! the rest of the batch goes on.
 
 pub mod bigquery;
-pub mod evidence;
+pub(crate) mod evidence;
 pub mod formats;
-pub mod layout;
-pub mod local;
+pub(crate) mod layout;
+pub(crate) mod local;
 pub mod run;
 
 use std::io::IsTerminal;

@@ -2,23 +2,23 @@
 //! historical table that both ingest and the synthetic data need. Everything else in sheriff
 //! speaks in these.
 
-pub mod actor;
-pub mod dimensions;
-pub mod evaluation;
-pub mod findings;
-pub mod fix;
-pub mod glob;
-pub mod histogram;
-pub mod historical;
+pub(crate) mod actor;
+pub(crate) mod dimensions;
+pub(crate) mod evaluation;
+pub(crate) mod findings;
+pub(crate) mod fix;
+pub(crate) mod glob;
+pub(crate) mod histogram;
+pub(crate) mod historical;
 pub mod job_name;
-pub mod query;
+pub(crate) mod query;
 pub mod query_results;
-pub mod regression;
-pub mod run;
-pub mod scope;
-pub mod span;
-pub mod time;
-pub mod trouble;
+pub(crate) mod regression;
+pub(crate) mod run;
+pub(crate) mod scope;
+pub(crate) mod span;
+pub(crate) mod time;
+pub(crate) mod trouble;
 
 pub use dimensions::{Dimension, Dimensions};
 pub use evaluation::{

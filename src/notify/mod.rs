@@ -11,7 +11,7 @@
 //! Jira issue by the fingerprint label, a Jira comment by its comment property.
 
 pub mod jira;
-pub mod slack;
+pub(crate) mod slack;
 
 use std::sync::Arc;
 #[cfg(feature = "testing")]

@@ -4,7 +4,7 @@
 mod auth;
 mod conn;
 mod error;
-pub mod pages;
+pub(crate) mod pages;
 pub mod push;
 pub mod slack;
 

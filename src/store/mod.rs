@@ -12,21 +12,21 @@
 pub mod backfills;
 mod db;
 
-pub mod cells;
-pub mod changelogs;
+pub(crate) mod cells;
+pub(crate) mod changelogs;
 pub mod evaluations;
-pub mod incidents;
+pub(crate) mod incidents;
 pub mod ingest_log;
-pub mod intervals;
-pub mod outbox;
-pub mod outside_commits;
+pub(crate) mod intervals;
+pub(crate) mod outbox;
+pub(crate) mod outside_commits;
 mod probes;
 pub mod retention;
 pub mod runs;
-pub mod scope_runs;
-pub mod trouble;
-pub mod watermarks;
-pub mod windows;
+pub(crate) mod scope_runs;
+pub(crate) mod trouble;
+pub(crate) mod watermarks;
+pub(crate) mod windows;
 
 use std::collections::HashMap;
 use std::str::FromStr;

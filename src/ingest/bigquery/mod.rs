@@ -16,7 +16,7 @@
 //! ([`intervals`]). Older days can instead be backfilled as counts ([`backfill`]).
 
 pub mod backfill;
-pub mod intervals;
+pub(crate) mod intervals;
 
 use std::time::Instant;
 

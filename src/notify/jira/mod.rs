@@ -6,7 +6,7 @@
 //! Comments carry a `sheriff` comment property with the outbox idempotency key, and a retried
 //! comment looks for it first.
 
-pub mod render;
+pub(crate) mod render;
 
 use anyhow::Result;
 
