@@ -87,7 +87,7 @@ impl App {
     }
 
     /// Serves and works until `shutdown` resolves, then stops taking work: a request, cycle or
-    /// delivery in progress gets [`SHUTDOWN_GRACE`] and is then dropped (a cycle writes in one
+    /// delivery in progress gets `SHUTDOWN_GRACE` and is then dropped (a cycle writes in one
     /// transaction at its end; a delivery's claim lapses and is retried).
     pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
         announce(&self.start_report(chrono::Utc::now())?);

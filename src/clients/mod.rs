@@ -1,7 +1,7 @@
 //! One client per outside system sheriff talks to: Slack's Web API ([`slack`]), Jira's REST
-//! API ([`jira`]), Google Cloud Storage's JSON API ([`gcs`]), BigQuery's REST API
-//! ([`bigquery`]), the release controller ([`release_controller`]) and GitHub's REST API
-//! ([`github`]).
+//! API (`jira`), Google Cloud Storage's JSON API ([`gcs`]), BigQuery's REST API
+//! (`bigquery`), the release controller (`release_controller`) and GitHub's REST API
+//! (`github`).
 //!
 //! Each is a small concrete type with methods named for what sheriff needs, a timeout on every
 //! request and a base URL taken from the settings (a local fake in the tests). Answers are read

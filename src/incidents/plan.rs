@@ -317,7 +317,7 @@ pub struct NewSilence {
 
 /// The lines an incident's history records for what a person did and what a silence held,
 /// written here with the changes' and resolutions' `describe`, so the store only keeps them.
-pub mod history {
+pub(crate) mod history {
     use crate::model::actor::person;
 
     /// A person (`by`, as recorded) acknowledged the incident.

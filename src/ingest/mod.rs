@@ -1,6 +1,6 @@
 //! Ingest: find finished job runs in a source, parse their artifacts, store each run once.
 //!
-//! Sources: a local directory in the bucket layout ([`local`]), a GCS bucket over the JSON API
+//! Sources: a local directory in the bucket layout (`local`), a GCS bucket over the JSON API
 //! ([`crate::clients::gcs`]), the CI's BigQuery tables ([`bigquery`], read incrementally, rows not files), or
 //! files pushed over HTTP (the server's `/api/v1/runs`, which calls
 //! [`ingest_pushed_run`]). Runs are read and parsed concurrently and written one at a time;

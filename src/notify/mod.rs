@@ -1,5 +1,5 @@
 //! Delivering the outbox: Slack and Jira side effects, exactly once at the remote side, through
-//! the sinks [`slack`] and [`jira`] (which build the messages and call the clients of
+//! the sinks `slack` and [`jira`] (which build the messages and call the clients of
 //! [`crate::clients`]).
 //!
 //! A [`Worker`] claims one entry at a time under a lease (counting the attempt first), delivers

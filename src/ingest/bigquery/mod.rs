@@ -13,7 +13,7 @@
 //! path, under the same key (job, build id), so a run already stored from the bucket is not
 //! stored again. Interval evidence is not in these tables: runs from BigQuery have none, unless
 //! `ingest.intervals = "bigquery"` has attribution read it from the intervals table
-//! ([`intervals`]). Older days can instead be backfilled as counts ([`backfill`]).
+//! (`intervals`). Older days can instead be backfilled as counts ([`backfill`]).
 
 pub mod backfill;
 pub(crate) mod intervals;

@@ -1,5 +1,5 @@
 //! Jira as an outbox sink: issues filed once per incident and kept current, through the REST
-//! client ([`crate::clients::jira`]); the wiki and ADF text is built in [`render`].
+//! client (`crate::clients::jira`); the wiki and ADF text is built in `render`.
 //!
 //! Before creating, sheriff searches (JQL) for an open issue carrying the incident's
 //! fingerprint label, so an issue created just before a crash is found instead of filed again.
