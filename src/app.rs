@@ -75,7 +75,7 @@ impl App {
 
     /// What `serve` says at start, for the log and for people: where it listens, its
     /// schedules with their next ticks, and which integrations are on.
-    pub fn start_report(&self, now: chrono::DateTime<chrono::Utc>) -> Result<StartReport> {
+    pub(crate) fn start_report(&self, now: chrono::DateTime<chrono::Utc>) -> Result<StartReport> {
         let schedules = crate::scheduler::plan(&self.settings, now).map_err(anyhow::Error::msg)?;
         Ok(StartReport {
             listen: self.address()?.to_string(),
@@ -148,7 +148,7 @@ async fn warn_of_console_threads(store: &Store) -> Result<()> {
     Ok(())
 }
 
-/// What `serve` announces at start ([`App::start_report`]).
+/// What `serve` announces at start (`App::start_report`).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct StartReport {
     pub listen: String,

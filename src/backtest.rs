@@ -131,7 +131,7 @@ pub async fn backtest(
 
 /// [`backtest`], handing each replayed cycle's report to `observe` as it finishes (the quality
 /// scorecard judges every cycle's regressions, not only the incidents they leave).
-pub async fn backtest_observed(
+pub(crate) async fn backtest_observed(
     store: Arc<Store>,
     settings: &Settings,
     from: DateTime<Utc>,
@@ -280,7 +280,7 @@ fn label(s: &Story) -> String {
 }
 
 /// Matches the incidents of two backtests by family, release and overlapping scope.
-pub fn compare(a: &Backtest, b: &Backtest) -> Difference {
+pub(crate) fn compare(a: &Backtest, b: &Backtest) -> Difference {
     let same = |x: &Story, y: &Story| {
         x.family == y.family && x.release == y.release && x.scope.same_problem(&y.scope)
     };

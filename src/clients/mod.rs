@@ -33,7 +33,7 @@ impl CallError {
     pub fn transient(message: impl Into<String>) -> Self {
         Self { message: message.into(), transient: true, retry_after: None }
     }
-    pub fn permanent(message: impl Into<String>) -> Self {
+    pub(crate) fn permanent(message: impl Into<String>) -> Self {
         Self { message: message.into(), transient: false, retry_after: None }
     }
 }

@@ -3,7 +3,7 @@
 //! Sources: a local directory in the bucket layout (`local`), a GCS bucket over the JSON API
 //! ([`crate::clients::gcs`]), the CI's BigQuery tables ([`bigquery`], read incrementally, rows not files), or
 //! files pushed over HTTP (the server's `/api/v1/runs`, which calls
-//! [`ingest_pushed_run`]). Runs are read and parsed concurrently and written one at a time;
+//! `ingest_pushed_run`). Runs are read and parsed concurrently and written one at a time;
 //! a bad file becomes one ingest-log entry naming the run, the file and what was wrong, and
 //! the rest of the batch goes on.
 
@@ -690,7 +690,7 @@ fn preferred_interval_kind(listing: &RunListing) -> Option<FileKind> {
 /// The push API's entry: one run's files, sent by a CI system, parsed and stored like any other.
 /// Storing is given up after `store_timeout` (the database hung): a storage failure, which the
 /// pusher is told to retry.
-pub async fn ingest_pushed_run(
+pub(crate) async fn ingest_pushed_run(
     store: &Store,
     run: RunFiles,
     force: bool,

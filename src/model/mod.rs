@@ -51,12 +51,12 @@ pub fn secs(x: f64) -> String {
 }
 
 /// `2026-11-29 06:00 UTC` for Unix seconds (the number itself when out of range).
-pub fn utc_minute(t: i64) -> String {
+pub(crate) fn utc_minute(t: i64) -> String {
     chrono::DateTime::from_timestamp(t, 0)
         .map_or_else(|| t.to_string(), |t| t.format("%Y-%m-%d %H:%M UTC").to_string())
 }
 
 /// [`secs`], or `-` when there is no value.
-pub fn secs_or_dash(x: Option<f64>) -> String {
+pub(crate) fn secs_or_dash(x: Option<f64>) -> String {
     x.map_or_else(|| "-".into(), secs)
 }

@@ -47,7 +47,7 @@ impl DeliveryError {
     pub fn transient(message: impl Into<String>) -> Self {
         Self { message: message.into(), transient: true, retry_after: None }
     }
-    pub fn permanent(message: impl Into<String>) -> Self {
+    pub(crate) fn permanent(message: impl Into<String>) -> Self {
         Self { message: message.into(), transient: false, retry_after: None }
     }
 }

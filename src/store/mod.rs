@@ -122,7 +122,7 @@ pub fn is_storage_error(e: &anyhow::Error) -> bool {
 /// Whether the database refused a value as such (PostgreSQL's class 22, data exception: a NUL
 /// in text, a number out of range; SQLite's TOOBIG): the same value fails every time, so it is
 /// the data's fault, never one a retry gets past.
-pub fn is_refused_value(e: &anyhow::Error) -> bool {
+pub(crate) fn is_refused_value(e: &anyhow::Error) -> bool {
     error_codes(e).any(|code| match code {
         ErrorCode::Sqlite(n) => n == 18,
         ErrorCode::Postgres(c) => c.starts_with("22"),
@@ -290,7 +290,7 @@ impl Store {
 
     /// Opens the database as sheriff's configuration wants it: migrated, and its runs classified
     /// by the configured CI-trouble rules (reclassified when they changed).
-    pub async fn open_configured(settings: &crate::config::Settings) -> Result<Store> {
+    pub(crate) async fn open_configured(settings: &crate::config::Settings) -> Result<Store> {
         let store = Store::open(&settings.database).await?;
         store.trouble().apply(&settings.evaluate.ci_trouble).await?;
         Ok(store)
@@ -383,13 +383,13 @@ impl Store {
     }
 
     /// Since when writes have been failing for storage reasons, if they are.
-    pub fn writes_failing_since(&self) -> Option<i64> {
+    pub(crate) fn writes_failing_since(&self) -> Option<i64> {
         *self.write_failing_since.lock().expect("health lock")
     }
 
     /// Tries a small write (a probe row, written and removed in one transaction); a success
     /// clears the failing mark.
-    pub async fn probe_write(&self) -> Result<()> {
+    pub(crate) async fn probe_write(&self) -> Result<()> {
         let probe = async {
             let mut tx = self.begin_write().await?;
             let mut c = tx.conn();

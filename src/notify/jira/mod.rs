@@ -35,7 +35,7 @@ impl JiraSink {
     }
 
     /// Links back to sheriff in descriptions.
-    pub fn with_public_url(mut self, url: &str) -> Self {
+    pub(crate) fn with_public_url(mut self, url: &str) -> Self {
         self.public_url = url.to_string();
         self
     }
