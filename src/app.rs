@@ -150,7 +150,7 @@ async fn warn_of_console_threads(store: &Store) -> Result<()> {
 
 /// What `serve` announces at start (`App::start_report`).
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct StartReport {
+pub(crate) struct StartReport {
     pub listen: String,
     pub timezone: String,
     pub schedules: Vec<crate::scheduler::Planned>,

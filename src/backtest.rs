@@ -261,7 +261,7 @@ fn summarize(incidents: &[Story], from: DateTime<Utc>, to: DateTime<Utc>) -> Sum
 
 /// How two backtests differ: incidents only in one, and the same incident at other times.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Difference {
+pub(crate) struct Difference {
     pub only_in_a: Vec<String>,
     pub only_in_b: Vec<String>,
     /// The same problem (family, release, overlapping scope) opened or resolved at other times.
@@ -269,7 +269,7 @@ pub struct Difference {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Timing {
+pub(crate) struct Timing {
     pub incident: String,
     pub opened: (DateTime<Utc>, DateTime<Utc>),
     pub resolved: (Option<DateTime<Utc>>, Option<DateTime<Utc>>),

@@ -30,7 +30,7 @@ pub struct Object {
 /// One level of a listing: objects directly under the prefix and, with a delimiter, the
 /// "folders" below it.
 #[derive(Debug, Clone, Default)]
-pub struct Listing {
+pub(crate) struct Listing {
     pub objects: Vec<Object>,
     pub prefixes: Vec<String>,
 }
@@ -74,7 +74,7 @@ impl Size {
 
 /// An answer GCS gave with an error status, and its message.
 #[derive(Debug)]
-pub struct GcsError {
+pub(crate) struct GcsError {
     pub status: u16,
     pub message: String,
 }

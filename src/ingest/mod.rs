@@ -34,7 +34,7 @@ use crate::store::runs::WriteOutcome;
 
 /// A run folder found in a source, with the files under it.
 #[derive(Debug, Clone)]
-pub struct RunListing {
+pub(crate) struct RunListing {
     pub bucket: String,
     /// The run folder relative to the bucket root.
     pub path: String,
@@ -47,7 +47,7 @@ pub struct RunListing {
 /// A file of a run: its path relative to the run folder, its size, and where to read it
 /// (a local path or an object name).
 #[derive(Debug, Clone)]
-pub struct ListedFile {
+pub(crate) struct ListedFile {
     pub name: String,
     pub size: u64,
     pub key: String,

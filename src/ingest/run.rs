@@ -348,7 +348,7 @@ fn interval_evidence(files: &[(&RunFile, FileKind)], warnings: &mut Vec<FileProb
 
 /// What a run's interval files hold, merged over its files.
 #[derive(Debug, Default)]
-pub struct RunIntervals {
+pub(crate) struct RunIntervals {
     pub outages: Vec<crate::model::Outage>,
     pub conditions: Vec<crate::model::ConditionSpan>,
     pub timeline: Vec<crate::model::TimelineSpan>,

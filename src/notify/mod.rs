@@ -87,7 +87,7 @@ pub enum KillPoint {
 
 /// Says whether a worker dies at a point, with the entry it holds.
 #[cfg(feature = "testing")]
-pub type FaultHook = Arc<dyn Fn(KillPoint, &OutboxEntry) -> bool + Send + Sync>;
+pub(crate) type FaultHook = Arc<dyn Fn(KillPoint, &OutboxEntry) -> bool + Send + Sync>;
 
 /// Where side effects go.
 pub struct Sinks {

@@ -62,7 +62,7 @@ pub(crate) fn file_name_problem(name: &str) -> Result<(), String> {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PushedRun {
+pub(crate) struct PushedRun {
     #[serde(default)]
     bucket: String,
     path: String,

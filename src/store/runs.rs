@@ -646,7 +646,7 @@ async fn read_run_contents(c: &mut Conn<'_>, ids: &[i64], records: &mut [RunReco
 
 /// What a backtest holds in memory, as `Runs::replay_rows` reads it.
 #[derive(Debug, Clone, Default)]
-pub struct ReplayRows {
+pub(crate) struct ReplayRows {
     /// Every backend: `(id, name)`.
     pub backends: Vec<(i64, String)>,
     /// The runs, by start then id.
@@ -657,7 +657,7 @@ pub struct ReplayRows {
 
 /// A stored run as a backtest replays it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplayRun {
+pub(crate) struct ReplayRun {
     pub id: i64,
     pub job_name: String,
     pub build_id: String,

@@ -2,7 +2,7 @@
 //!
 //! Kept: disruption outages, bad ClusterOperator conditions, and the timeline that explains
 //! outages (node drains and reboots, the ready pods of the watched namespaces, VIP moves, etcd
-//! leader changes; each with its item's index, see [`Watch`]). Files can be hundreds of MB, so
+//! leader changes; each with its item's index, see `Watch`). Files can be hundreds of MB, so
 //! they are read as a stream (`read_intervals`): one item at a time, its fields kept raw, so
 //! memory holds one item and what is kept, whatever the file's size. An item of any other kind
 //! is skipped without decoding its locator or message. A key that appears
@@ -36,7 +36,7 @@ pub struct IntervalEvidence {
 
 /// The namespaces whose pods' readiness is kept (the backends sheriff watches run there).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Watch {
+pub(crate) struct Watch {
     pub namespaces: Vec<String>,
 }
 
