@@ -24,7 +24,7 @@ pub enum ActionError {
 impl ActionError {
     /// What the person who asked is told. Internal errors are logged with a reference the
     /// answer names, and their text never reaches the answer.
-    pub fn for_people(&self) -> String {
+    pub(crate) fn for_people(&self) -> String {
         match self {
             ActionError::Refused(r) => r.to_string(),
             ActionError::Internal(e) => {
@@ -79,7 +79,7 @@ async fn id_of(store: &Store, reference: &str) -> Result<i64, ActionError> {
 }
 
 /// Acknowledges an incident; the bool says whether this person had not already.
-pub async fn acknowledge(
+pub(crate) async fn acknowledge(
     store: &Store,
     reference: &str,
     actor: &str,
@@ -205,7 +205,7 @@ pub async fn accept(
 }
 
 /// Files the incident's Jira issue now, ignoring the per-cycle cap.
-pub async fn file_now(
+pub(crate) async fn file_now(
     store: &Store,
     settings: &Settings,
     reference: &str,

@@ -75,7 +75,7 @@ impl App {
 
     /// What `serve` says at start, for the log and for people: where it listens, its
     /// schedules with their next ticks, and which integrations are on.
-    pub fn start_report(&self, now: chrono::DateTime<chrono::Utc>) -> Result<StartReport> {
+    pub(crate) fn start_report(&self, now: chrono::DateTime<chrono::Utc>) -> Result<StartReport> {
         let schedules = crate::scheduler::plan(&self.settings, now).map_err(anyhow::Error::msg)?;
         Ok(StartReport {
             listen: self.address()?.to_string(),
@@ -87,7 +87,7 @@ impl App {
     }
 
     /// Serves and works until `shutdown` resolves, then stops taking work: a request, cycle or
-    /// delivery in progress gets [`SHUTDOWN_GRACE`] and is then dropped (a cycle writes in one
+    /// delivery in progress gets `SHUTDOWN_GRACE` and is then dropped (a cycle writes in one
     /// transaction at its end; a delivery's claim lapses and is retried).
     pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
         announce(&self.start_report(chrono::Utc::now())?);
@@ -148,9 +148,9 @@ async fn warn_of_console_threads(store: &Store) -> Result<()> {
     Ok(())
 }
 
-/// What `serve` announces at start ([`App::start_report`]).
+/// What `serve` announces at start (`App::start_report`).
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct StartReport {
+pub(crate) struct StartReport {
     pub listen: String,
     pub timezone: String,
     pub schedules: Vec<crate::scheduler::Planned>,

@@ -131,7 +131,7 @@ pub async fn backtest(
 
 /// [`backtest`], handing each replayed cycle's report to `observe` as it finishes (the quality
 /// scorecard judges every cycle's regressions, not only the incidents they leave).
-pub async fn backtest_observed(
+pub(crate) async fn backtest_observed(
     store: Arc<Store>,
     settings: &Settings,
     from: DateTime<Utc>,
@@ -261,7 +261,7 @@ fn summarize(incidents: &[Story], from: DateTime<Utc>, to: DateTime<Utc>) -> Sum
 
 /// How two backtests differ: incidents only in one, and the same incident at other times.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Difference {
+pub(crate) struct Difference {
     pub only_in_a: Vec<String>,
     pub only_in_b: Vec<String>,
     /// The same problem (family, release, overlapping scope) opened or resolved at other times.
@@ -269,7 +269,7 @@ pub struct Difference {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct Timing {
+pub(crate) struct Timing {
     pub incident: String,
     pub opened: (DateTime<Utc>, DateTime<Utc>),
     pub resolved: (Option<DateTime<Utc>>, Option<DateTime<Utc>>),
@@ -280,7 +280,7 @@ fn label(s: &Story) -> String {
 }
 
 /// Matches the incidents of two backtests by family, release and overlapping scope.
-pub fn compare(a: &Backtest, b: &Backtest) -> Difference {
+pub(crate) fn compare(a: &Backtest, b: &Backtest) -> Difference {
     let same = |x: &Story, y: &Story| {
         x.family == y.family && x.release == y.release && x.scope.same_problem(&y.scope)
     };

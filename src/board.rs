@@ -81,7 +81,7 @@ pub fn incident_json(i: &crate::incidents::Incident) -> serde_json::Value {
 use crate::render::time as when;
 
 /// One line per incident.
-pub fn incident_line(i: &Incident) -> String {
+pub(crate) fn incident_line(i: &Incident) -> String {
     let [id, state, what, level, component, notes] = incident_cells(i);
     let line = format!("{id} {state:<8} {what} — {level} — {component}");
     if notes.is_empty() { line } else { format!("{line} {notes}") }
@@ -122,7 +122,7 @@ fn incident_cells(i: &Incident) -> [String; 6] {
 
 /// `sheriff incidents list`: a header and one row per incident, each column as wide as its
 /// widest cell, so every column starts at the same place on every line.
-pub fn incident_table(list: &[Incident]) -> String {
+pub(crate) fn incident_table(list: &[Incident]) -> String {
     let header = ["#", "state", "regression", "level", "component", "notes"].map(str::to_string);
     let rows: Vec<[String; 6]> = std::iter::once(header).chain(list.iter().map(incident_cells)).collect();
     let mut widths = [0; 6];
@@ -146,7 +146,7 @@ pub fn incident_table(list: &[Incident]) -> String {
 /// its episode is closed at the resolution, so the runs so far count neither in the reference
 /// nor in the current window (see `cycle::episodes`); a later regression of the same
 /// fingerprint reopens this incident rather than opening a new one (`plan::match_active`).
-pub fn resolved_words(i: &Incident, reason: &str) -> String {
+pub(crate) fn resolved_words(i: &Incident, reason: &str) -> String {
     let s = &i.snapshot;
     let mut out = format!("resolved #{} ({}) by hand: {reason}\n", i.id, i.fingerprint);
     let since =
@@ -247,7 +247,7 @@ pub async fn explain(store: &Store, reference: &str) -> Result<Option<Explain>> 
     Ok(Some(Explain { incident, events }))
 }
 
-pub fn render_explain(e: &Explain) -> String {
+pub(crate) fn render_explain(e: &Explain) -> String {
     let i = &e.incident;
     let s = &i.snapshot;
     let r = &s.report;

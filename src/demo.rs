@@ -10,19 +10,11 @@ use anyhow::{Context, Result};
 use chrono::{Duration, Utc};
 
 use crate::config::{DatabaseSettings, DatabaseUrl, Settings};
-use crate::cycle::{CycleOptions, CycleReport};
+use crate::cycle::CycleOptions;
 use crate::ingest::{IngestOptions, Source};
 use crate::store::Store;
 use crate::synth::world::{Class, Table, WorldSpec, build};
 use crate::synth::{self, Scenario};
-
-/// What the demo did, for the caller to print or check.
-#[derive(Debug)]
-pub struct DemoOutcome {
-    pub folder: PathBuf,
-    pub runs: u64,
-    pub report: CycleReport,
-}
 
 /// Runs the demo in `folder` (created; a previous demo database there is replaced): on the
 /// demo month, or with `world` on a world calibrated from origin's real disruption table holding
@@ -33,7 +25,7 @@ pub async fn run(
     settings: &Settings,
     world: Option<&[Class]>,
     out: &mut impl std::io::Write,
-) -> Result<DemoOutcome> {
+) -> Result<()> {
     let started = Instant::now();
     let end = Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
     let tree = match world {
@@ -91,7 +83,7 @@ pub async fn run(
         end.to_rfc3339()
     )?;
     write!(out, "{}", going_live(&db_path, end))?;
-    Ok(DemoOutcome { folder: folder.to_path_buf(), runs: summary.ingested, report })
+    Ok(())
 }
 
 /// Serves the pages (and the rest of the HTTP edge, with Slack and Jira off) on the demo's

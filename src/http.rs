@@ -8,7 +8,11 @@ pub fn client_builder(timeout: Duration) -> reqwest::ClientBuilder {
 }
 
 /// A response body, refused once it grows past `max` bytes (the limit named by `setting`).
-pub async fn read_limited(response: reqwest::Response, setting: &str, max: u64) -> anyhow::Result<Vec<u8>> {
+pub(crate) async fn read_limited(
+    response: reqwest::Response,
+    setting: &str,
+    max: u64,
+) -> anyhow::Result<Vec<u8>> {
     use anyhow::Context as _;
     use futures::StreamExt as _;
     if response.content_length().is_some_and(|n| n > max) {
@@ -36,7 +40,7 @@ pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 }
 
 /// The token of an `Authorization: Bearer …` value; the scheme in any case, as RFC 9110 has it.
-pub fn bearer_token(value: &str) -> Option<&str> {
+pub(crate) fn bearer_token(value: &str) -> Option<&str> {
     let (scheme, token) = value.trim().split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
 }

@@ -10,9 +10,9 @@
 //! 2. **store** ([`store`]) writes the run once (SQLite or PostgreSQL) and, in the same
 //!    transaction, adds its samples to the exact per-day histogram of each cell.
 //! 3. **a cycle** ([`cycle`]) reads the windows' histograms (in `serve` kept in memory between
-//!    cycles, [`warm`], exact through the store's data version); **evaluate** ([`evaluate`], pure)
+//!    cycles, [`warm`], exact through the store's data version); **evaluate** (`evaluate`, pure)
 //!    computes P50–P99 per cell and coarser groups and decides against thresholds which regressed;
-//!    **attribute** ([`attribute`], pure) finds the smallest scope that explains a backend's
+//!    **attribute** (`attribute`, pure) finds the smallest scope that explains a backend's
 //!    regressed groups, its owners and the operator conditions behind the outages, and says it
 //!    in words. The result is a [`model::RegressionReport`] per regression.
 //! 4. **incidents** ([`incidents`], pure) match the reports to the incidents already known and
@@ -20,22 +20,22 @@
 //!    resolve, …) are planned the same way. The store applies a plan and its outbox entries in
 //!    one transaction.
 //! 5. **notify** ([`notify`]) delivers the outbox to Slack and Jira through their clients
-//!    ([`clients`]), exactly once at the remote side; [`render`] holds the text pieces every
+//!    ([`clients`]), exactly once at the remote side; `render` holds the text pieces every
 //!    output shares.
 //! 6. **serve** ([`app`]) puts the HTTP edge ([`server`]: Slack commands and buttons, push
 //!    ingest, health, metrics), the [`scheduler`] and the outbox worker together;
-//!    [`shutdown`] stops them in one place.
+//!    `shutdown` stops them in one place.
 //!
 //! The layers import downwards only; `tests/integration/architecture.rs` gives each top-level
 //! module its layer and checks every `crate::` path against the layers it may import, and
 //! that the modules form a DAG. Lowest first:
 //! - **model** ([`model`]): plain types and pure readers; imports nothing of the crate.
-//! - **settings** ([`config`], [`cron`]): read once; import the model.
-//! - **domain** ([`evaluate`], [`attribute`], [`incidents`]): pure decisions; import only the
-//!   model and the settings, not each other, and write no text through [`render`].
+//! - **settings** ([`config`], `cron`): read once; import the model.
+//! - **domain** (`evaluate`, `attribute`, [`incidents`]): pure decisions; import only the
+//!   model and the settings, not each other, and write no text through `render`.
 //! - **store** ([`store`]): keeps what the domain decided; imports the domain, no text or I/O
 //!   helpers: the words it records come from the domain.
-//! - **support** ([`render`], [`http`], [`process`], [`shutdown`], [`telemetry`]): what the
+//! - **support** (`render`, [`http`], [`process`], `shutdown`, `telemetry`): what the
 //!   layers above share.
 //! - **synthetic** ([`synth`]): realistic CI data for the demo, the tests and the benchmarks,
 //!   written without the ingest that reads it; only the entry points use it.
@@ -44,9 +44,9 @@
 //! - **adapters** ([`ingest`], [`notify`]): the artifact sources and parsers, and the outbox's
 //!   sinks with the messages they send.
 //! - **application** ([`cycle`], [`query`], [`board`], [`actions`], [`scheduler`],
-//!   [`backtest`], [`series`], [`fix_watch`], [`releases`]): the use cases; [`warm`], the
+//!   [`backtest`], `series`, `fix_watch`, `releases`): the use cases; [`warm`], the
 //!   caches they read through.
-//! - **edge** ([`server`], [`cli`], [`app`], [`demo`], [`scorecard`]): the entry points; the
+//! - **edge** ([`server`], [`cli`], [`app`], `demo`, [`scorecard`]): the entry points; the
 //!   quality scorecard judges detection for `sheriff bench quality` and the integration tests.
 //!
 //! The binary (`src/main.rs`) parses the command line and runs these commands through [`cli`];
@@ -55,17 +55,17 @@
 
 pub mod actions;
 pub mod app;
-pub mod attribute;
+mod attribute;
 pub mod backtest;
 pub mod board;
 pub mod cli;
 pub mod clients;
 pub mod config;
-pub mod cron;
+mod cron;
 pub mod cycle;
-pub mod demo;
-pub mod evaluate;
-pub mod fix_watch;
+mod demo;
+mod evaluate;
+mod fix_watch;
 pub mod http;
 pub mod incidents;
 pub mod ingest;
@@ -73,7 +73,24 @@ pub mod model;
 pub mod notify;
 pub mod process;
 pub mod query;
-pub mod releases;
+mod releases;
+
+mod render;
+pub mod scheduler;
+pub mod scorecard;
+mod series;
+pub mod server;
+mod shutdown;
+pub mod store;
+pub mod synth;
+mod telemetry;
+pub mod warm;
+
+/// Installs ring as the process's one rustls crypto provider. Every entry point (the binary,
+/// each test binary) calls it before any TLS client is built.
+pub fn init_crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
 
 /// A file of `tests/fixtures`, for the unit tests. The folder is the package cargo is testing
 /// now (its run-time `CARGO_MANIFEST_DIR`), not the one a cached test binary was built in.
@@ -82,20 +99,4 @@ pub(crate) fn test_fixture(name: &str) -> std::path::PathBuf {
     let root = std::env::var_os("CARGO_MANIFEST_DIR")
         .map_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")), std::path::PathBuf::from);
     root.join("tests/fixtures").join(name)
-}
-pub mod render;
-pub mod scheduler;
-pub mod scorecard;
-pub mod series;
-pub mod server;
-pub mod shutdown;
-pub mod store;
-pub mod synth;
-pub mod telemetry;
-pub mod warm;
-
-/// Installs ring as the process's one rustls crypto provider. Every entry point (the binary,
-/// each test binary) calls it before any TLS client is built.
-pub fn init_crypto() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
 }

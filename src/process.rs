@@ -17,20 +17,20 @@ pub fn replica_id() -> String {
 
 /// The process id of a replica of this host, from its id (`<host>-<pid>` or `<host>-<pid>-<n>`);
 /// None for a replica of another host.
-pub fn local_replica_pid(replica: &str) -> Option<u32> {
+pub(crate) fn local_replica_pid(replica: &str) -> Option<u32> {
     let rest = replica.strip_prefix(&hostname())?.strip_prefix('-')?;
     rest.split('-').next()?.parse().ok()
 }
 
 /// Whether a process with this id runs on this host. Where that cannot be told (no `/proc`),
 /// it is taken to run: the caller then waits rather than take over from a live process.
-pub fn is_running(pid: u32) -> bool {
+pub(crate) fn is_running(pid: u32) -> bool {
     let proc = std::path::Path::new("/proc");
     !proc.is_dir() || proc.join(pid.to_string()).exists()
 }
 
 /// Eight hex digits, random: tells apart workers of one process, or finds a log line.
-pub fn random_suffix() -> String {
+pub(crate) fn random_suffix() -> String {
     format!("{:08x}", fastrand::u32(..))
 }
 
@@ -40,7 +40,7 @@ const BACKGROUND_NICENESS: i32 = 10;
 /// Lowers the calling thread's scheduling priority by 10 (nice, at most to 19;
 /// threads it starts inherit it), so that on a busy machine answers to people come before a
 /// cycle's number crunching. Linux only; elsewhere, and when the system refuses, nothing changes.
-pub fn lower_thread_priority() {
+pub(crate) fn lower_thread_priority() {
     #[cfg(target_os = "linux")]
     {
         let thread = Some(rustix::thread::gettid());
@@ -56,7 +56,7 @@ pub fn lower_thread_priority() {
 /// Runs CPU-bound `work` on a thread of its own at a lower priority ([`lower_thread_priority`]),
 /// and, on a multi-threaded runtime, off the runtime's workers, which go on serving requests
 /// meanwhile. A panic in `work` carries on in the caller.
-pub fn in_background<T: Send>(work: impl FnOnce() -> T + Send) -> T {
+pub(crate) fn in_background<T: Send>(work: impl FnOnce() -> T + Send) -> T {
     let run = || {
         std::thread::scope(|scope| {
             let worker = scope.spawn(|| {

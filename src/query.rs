@@ -42,7 +42,7 @@ pub struct QueryAnswer {
 }
 
 /// The variants a question's filters select (dimension globs).
-pub async fn variants_of(store: &Store, q: &Query) -> Result<HashSet<i64>> {
+pub(crate) async fn variants_of(store: &Store, q: &Query) -> Result<HashSet<i64>> {
     Ok(selected(&store.variants().await?, q))
 }
 

@@ -135,12 +135,12 @@ impl Scheduler {
     }
 
     /// Runs an evaluation cycle as soon as it starts, besides its schedule.
-    pub fn cycle_at_start(&mut self) {
+    pub(crate) fn cycle_at_start(&mut self) {
         self.cycle_at_start = true;
     }
 
     /// Whether a cycle runs at start.
-    pub fn cycles_at_start(&self) -> bool {
+    pub(crate) fn cycles_at_start(&self) -> bool {
         self.cycle_at_start
     }
 

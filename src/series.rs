@@ -32,12 +32,6 @@ pub struct Series {
     pub days: Vec<DayPoint>,
 }
 
-impl Series {
-    pub fn runs(&self) -> u64 {
-        self.days.iter().map(|d| d.runs).sum()
-    }
-}
-
 /// `backend` over `variants`, one point per UTC day of the `days` days up to `now`'s day.
 pub async fn daily(
     store: &Store,

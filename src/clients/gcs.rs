@@ -30,7 +30,7 @@ pub struct Object {
 /// One level of a listing: objects directly under the prefix and, with a delimiter, the
 /// "folders" below it.
 #[derive(Debug, Clone, Default)]
-pub struct Listing {
+pub(crate) struct Listing {
     pub objects: Vec<Object>,
     pub prefixes: Vec<String>,
 }
@@ -74,7 +74,7 @@ impl Size {
 
 /// An answer GCS gave with an error status, and its message.
 #[derive(Debug)]
-pub struct GcsError {
+pub(crate) struct GcsError {
     pub status: u16,
     pub message: String,
 }
@@ -104,7 +104,7 @@ impl std::fmt::Display for TooLarge {
 impl std::error::Error for TooLarge {}
 
 /// Whether an error says the object is not there (404, 410): a retry will not find it.
-pub fn is_gone(error: &anyhow::Error) -> bool {
+pub(crate) fn is_gone(error: &anyhow::Error) -> bool {
     error.chain().any(|e| e.downcast_ref::<GcsError>().is_some_and(|g| matches!(g.status, 404 | 410)))
 }
 
@@ -134,7 +134,12 @@ impl GcsClient {
     }
 
     /// Every object under `prefix` (all pages). With `delimiter = Some("/")`, one folder level.
-    pub async fn list_objects(&self, bucket: &str, prefix: &str, delimiter: Option<&str>) -> Result<Listing> {
+    pub(crate) async fn list_objects(
+        &self,
+        bucket: &str,
+        prefix: &str,
+        delimiter: Option<&str>,
+    ) -> Result<Listing> {
         let mut listing = Listing::default();
         let mut page_token: Option<String> = None;
         loop {
@@ -274,7 +279,7 @@ pub fn backoff(attempt: u32) -> Duration {
 }
 
 /// `gs://bucket/prefix` → (bucket, prefix).
-pub fn parse_gs_url(source: &str) -> Option<(String, String)> {
+pub(crate) fn parse_gs_url(source: &str) -> Option<(String, String)> {
     let rest = source.strip_prefix("gs://")?;
     let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
     (!bucket.is_empty()).then(|| (bucket.to_string(), prefix.to_string()))

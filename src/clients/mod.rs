@@ -1,7 +1,7 @@
 //! One client per outside system sheriff talks to: Slack's Web API ([`slack`]), Jira's REST
-//! API ([`jira`]), Google Cloud Storage's JSON API ([`gcs`]), BigQuery's REST API
-//! ([`bigquery`]), the release controller ([`release_controller`]) and GitHub's REST API
-//! ([`github`]).
+//! API (`jira`), Google Cloud Storage's JSON API ([`gcs`]), BigQuery's REST API
+//! (`bigquery`), the release controller (`release_controller`) and GitHub's REST API
+//! (`github`).
 //!
 //! Each is a small concrete type with methods named for what sheriff needs, a timeout on every
 //! request and a base URL taken from the settings (a local fake in the tests). Answers are read
@@ -9,11 +9,11 @@
 //! query's schema gives their types); callers see sheriff's own types. What to do with the answers (deliver the outbox, watch fixes, rank
 //! changes, ingest runs) is the callers' business.
 
-pub mod bigquery;
+pub(crate) mod bigquery;
 pub mod gcs;
-pub mod github;
-pub mod jira;
-pub mod release_controller;
+pub(crate) mod github;
+pub(crate) mod jira;
+pub(crate) mod release_controller;
 pub mod slack;
 
 use std::time::Duration;
@@ -33,7 +33,7 @@ impl CallError {
     pub fn transient(message: impl Into<String>) -> Self {
         Self { message: message.into(), transient: true, retry_after: None }
     }
-    pub fn permanent(message: impl Into<String>) -> Self {
+    pub(crate) fn permanent(message: impl Into<String>) -> Self {
         Self { message: message.into(), transient: false, retry_after: None }
     }
 }

@@ -58,10 +58,10 @@ pub use server::ServerSettings;
 pub use slack::{SlackRoute, SlackSettings};
 
 /// The file read when `--config` is not given.
-pub const DEFAULT_CONFIG_PATH: &str = "config/sheriff.toml";
+pub(crate) const DEFAULT_CONFIG_PATH: &str = "config/sheriff.toml";
 
 /// The environment prefix: `SHERIFF__DATABASE__URL` sets `[database] url`.
-pub const ENV_PREFIX: &str = "SHERIFF__";
+pub(crate) const ENV_PREFIX: &str = "SHERIFF__";
 
 /// An hour and a day in seconds, as the unsigned numbers settings are read in.
 const HOUR: u64 = crate::model::HOUR.unsigned_abs();
@@ -126,7 +126,7 @@ impl Settings {
     }
 
     /// The effective configuration as TOML, every secret shown as `[redacted]`.
-    pub fn to_redacted_toml(&self) -> String {
+    pub(crate) fn to_redacted_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render settings: {e}\n"))
     }
 }

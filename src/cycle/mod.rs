@@ -5,7 +5,7 @@ mod describe;
 mod episodes;
 mod fix_verdict;
 mod follow;
-pub mod replay;
+pub(crate) mod replay;
 mod scoped;
 pub mod source;
 
@@ -39,7 +39,7 @@ pub struct Window {
 
 impl Window {
     /// A cycle's current window and the baseline before it, at `at`.
-    pub fn of_cycle(at: DateTime<Utc>, es: &EvaluateSettings) -> (Window, Window) {
+    pub(crate) fn of_cycle(at: DateTime<Utc>, es: &EvaluateSettings) -> (Window, Window) {
         let window = Window { from: at - Duration::days(i64::from(es.window_days)), to: at };
         let baseline =
             Window { from: window.from - Duration::days(i64::from(es.baseline_days)), to: window.from };
@@ -48,7 +48,7 @@ impl Window {
 
     /// The starts of a cycle's recent spans at `at` (each ends at `at`), one per
     /// `recent_days`.
-    pub fn recent_starts(at: DateTime<Utc>, es: &EvaluateSettings) -> Vec<i64> {
+    pub(crate) fn recent_starts(at: DateTime<Utc>, es: &EvaluateSettings) -> Vec<i64> {
         es.recent_days.iter().map(|d| at.timestamp() - i64::from(*d) * DAY).collect()
     }
 

@@ -3,7 +3,7 @@
 //! table, and when each release was first seen.
 //!
 //! Two sources implement it: the store read through the process's caches ([`Live`]: a live
-//! cycle, or `evaluate --at` in the past), and a replay held in memory ([`super::replay`]),
+//! cycle, or `evaluate --at` in the past), and a replay held in memory (`super::replay`),
 //! which `sheriff backtest` moves through time, showing each cycle only the runs that had
 //! finished by then.
 

@@ -280,11 +280,6 @@ pub fn supported(current: &Histogram, fraction: f64, allowed: f64, settings: &Ev
     above >= settings.min_support_runs.max(rank)
 }
 
-/// What a regression has to exceed: the threshold plus the minimum effect.
-pub fn allowed_over(threshold: f64, settings: &EvaluateSettings) -> f64 {
-    allowed(threshold, settings)
-}
-
 fn allowed(threshold: f64, settings: &EvaluateSettings) -> f64 {
     (threshold + settings.min_effect_seconds).max(threshold * settings.min_effect_ratio)
 }
@@ -414,7 +409,7 @@ fn threads() -> usize {
 
 /// Per level, each variant's coarse group (interned), the values every coarse group keeps, and
 /// each coarse group's previous-release group when one is among them (what
-/// [`thresholds::previous_release_key`] gives its groups).
+/// `thresholds::previous_release_key` gives its groups).
 struct Coarse {
     of: Vec<Vec<usize>>,
     values: Vec<Vec<Fixed>>,

@@ -104,11 +104,12 @@ pub fn fisher_greater(x1: u64, n1: u64, x2: u64, n2: u64) -> f64 {
 
 /// One-sided Mann–Whitney U test (normal approximation with tie and continuity corrections):
 /// the p-value that values of `a` tend to be larger than values of `b`.
-pub fn mann_whitney_greater(a: &Histogram, b: &Histogram) -> f64 {
+#[cfg(test)]
+fn mann_whitney_greater(a: &Histogram, b: &Histogram) -> f64 {
     mann_whitney_bins(a.bins(), b.bins())
 }
 
-/// [`mann_whitney_greater`] on sorted `(value, count)` bins, without allocating.
+/// The one-sided Mann–Whitney U test on sorted `(value, count)` bins, without allocating.
 fn mann_whitney_bins(a: &[(i64, u64)], b: &[(i64, u64)]) -> f64 {
     let na: f64 = a.iter().map(|x| x.1 as f64).sum();
     let nb: f64 = b.iter().map(|x| x.1 as f64).sum();
@@ -297,8 +298,10 @@ pub fn quantile_exceeds(h: &Histogram, q: f64, threshold: f64) -> f64 {
     binomial_sf(above, h.count(), 1.0 - q)
 }
 
-/// Benjamini–Hochberg at level `q`: which of `p_values` are discoveries.
-pub fn benjamini_hochberg(p_values: &[f64], q: f64) -> Vec<bool> {
+/// Benjamini–Hochberg at level `q`: which of `p_values` are discoveries. The tests' reference
+/// for the adjusted p-values the cycle uses.
+#[cfg(test)]
+fn benjamini_hochberg(p_values: &[f64], q: f64) -> Vec<bool> {
     let m = p_values.len();
     let mut order: Vec<usize> = (0..m).collect();
     order.sort_by(|&a, &b| p_values[a].total_cmp(&p_values[b]));

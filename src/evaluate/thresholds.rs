@@ -117,7 +117,8 @@ pub fn previous_release(release: &str) -> Option<String> {
 }
 
 /// The same group one release earlier (`from_release` shifted too when the group fixes it).
-pub fn previous_release_key(group: &GroupKey) -> Option<GroupKey> {
+#[cfg(test)]
+pub(crate) fn previous_release_key(group: &GroupKey) -> Option<GroupKey> {
     Some(GroupKey { backend: group.backend.clone(), fixed: previous_release_values(&group.fixed)? })
 }
 

@@ -36,11 +36,11 @@ impl fmt::Display for Refusal {
 impl std::error::Error for Refusal {}
 
 /// A silence made again this soon, by the same person and the same way, is the same silence.
-pub const SAME_SILENCE_WITHIN_SECS: i64 = 600;
+pub(crate) const SAME_SILENCE_WITHIN_SECS: i64 = 600;
 /// How long "Not a regression" keeps an incident quiet.
-pub const NOT_A_REGRESSION_SECS: i64 = 30 * DAY;
+pub(crate) const NOT_A_REGRESSION_SECS: i64 = 30 * DAY;
 /// The longest silence, from Slack or the command line.
-pub const MAX_SILENCE_SECS: i64 = 90 * DAY;
+pub(crate) const MAX_SILENCE_SECS: i64 = 90 * DAY;
 
 /// The incident a person named: its number (`12`, `#12`) or fingerprint.
 pub fn find<'a>(incidents: &'a [Incident], reference: &str) -> Result<&'a Incident, Refusal> {
@@ -57,7 +57,7 @@ fn single(action: Action, effects: Vec<Effect>) -> Plan {
 
 /// Acknowledges an incident; its parent message (when posted) is edited to say who. The bool
 /// says whether it was new.
-pub fn acknowledge(known: &Known, reference: &str, actor: &str) -> Result<(Plan, bool), Refusal> {
+pub(crate) fn acknowledge(known: &Known, reference: &str, actor: &str) -> Result<(Plan, bool), Refusal> {
     let i = find(&known.incidents, reference)?;
     if i.acked_by.as_deref() == Some(actor) {
         return Ok((Plan::default(), false));
@@ -68,7 +68,7 @@ pub fn acknowledge(known: &Known, reference: &str, actor: &str) -> Result<(Plan,
 }
 
 /// Files an incident's Jira issue now, ignoring the per-cycle cap.
-pub fn file_now(known: &Known, reference: &str, jira_enabled: bool) -> Result<Plan, Refusal> {
+pub(crate) fn file_now(known: &Known, reference: &str, jira_enabled: bool) -> Result<Plan, Refusal> {
     if !jira_enabled {
         return Err(Refusal::NotAllowed("Jira is not configured for sheriff.".into()));
     }
@@ -152,11 +152,11 @@ pub fn not_a_regression(
 }
 
 /// The longest an accepted level lasts.
-pub const MAX_ALLOWANCE_SECS: i64 = 180 * DAY;
+pub(crate) const MAX_ALLOWANCE_SECS: i64 = 180 * DAY;
 
 /// When an accepted level ends: a date (`2026-12-15`, the day's start in UTC), a time
 /// (RFC 3339) or a span from now (`14d`).
-pub fn parse_until(text: &str, now: i64) -> Result<i64, Refusal> {
+pub(crate) fn parse_until(text: &str, now: i64) -> Result<i64, Refusal> {
     let t = text.trim();
     if let Some(span) = crate::model::parse_span(t) {
         return now.checked_add(span).ok_or_else(|| Refusal::BadInput("that duration is too long".into()));
@@ -286,7 +286,7 @@ pub fn silence(
 
 /// The open incidents a silence of `target` would hold now, by number: a person is told when a
 /// new silence holds none.
-pub fn open_incidents_held(known: &Known, target: &Target) -> Vec<i64> {
+pub(crate) fn open_incidents_held(known: &Known, target: &Target) -> Vec<i64> {
     let mut target = target.clone();
     if let Some(reference) = &target.fingerprint
         && let Ok(i) = find(&known.incidents, reference)

@@ -88,7 +88,7 @@ pub struct Snapshot {
 impl Snapshot {
     /// Its judged percentile now (the observed value when the report has none) and in the
     /// reference.
-    pub fn now_and_reference(&self) -> (f64, Option<f64>) {
+    pub(crate) fn now_and_reference(&self) -> (f64, Option<f64>) {
         let pair = self.report.percentiles.get(&self.percentile);
         (pair.and_then(|p| p.now).unwrap_or(self.observed_seconds), pair.and_then(|p| p.baseline))
     }
@@ -227,7 +227,7 @@ impl Change {
 
     /// Whether a Jira issue hears of it (scope, tier, resolution, recurrence; not evidence
     /// wandering or data gaps).
-    pub fn for_jira(&self) -> bool {
+    pub(crate) fn for_jira(&self) -> bool {
         matches!(
             self,
             Change::ScopeGrew { .. }
@@ -244,7 +244,7 @@ impl Change {
 
 /// The material differences between what an incident knew and the cycle's regression. An
 /// observed value moving within its tier, or the same evidence again, is not one.
-pub fn material_changes(old: &Snapshot, new: &Snapshot) -> Vec<Change> {
+pub(crate) fn material_changes(old: &Snapshot, new: &Snapshot) -> Vec<Change> {
     let mut out = Vec::new();
     if old.scope != new.scope {
         let (from, to) = (old.scope.describe(), new.scope.describe());

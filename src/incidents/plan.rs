@@ -50,7 +50,7 @@ impl Policy {
         }
     }
 
-    pub fn channel_for(&self, s: &Snapshot) -> String {
+    pub(crate) fn channel_for(&self, s: &Snapshot) -> String {
         let platform = s.scope.single(Dimension::Platform);
         self.routes
             .iter()
@@ -158,7 +158,7 @@ impl Effect {
 
     /// The effect of a stored entry. Payloads written before they carried their `kind` read
     /// by the entry's own `kind` column.
-    pub fn from_entry(kind: &str, payload: &str) -> Result<Effect, String> {
+    pub(crate) fn from_entry(kind: &str, payload: &str) -> Result<Effect, String> {
         let mut value: serde_json::Value =
             serde_json::from_str(payload).map_err(|e| format!("unreadable payload: {e}"))?;
         match value.as_object_mut() {
@@ -174,7 +174,7 @@ impl Effect {
 /// What an incident's thread hears once its Jira issue is filed (by a cycle, a person, or a
 /// recurrence filed anew): the parent, edited to show the key, and a line saying so. Queued by
 /// the delivery that filed it, so the parent never says "not filed" about an issue that exists.
-pub fn after_filing(key: &str) -> Vec<Effect> {
+pub(crate) fn after_filing(key: &str) -> Vec<Effect> {
     vec![Effect::SlackUpdate, Effect::SlackReply { text: format!("filed in Jira as {key}") }]
 }
 
@@ -317,7 +317,7 @@ pub struct NewSilence {
 
 /// The lines an incident's history records for what a person did and what a silence held,
 /// written here with the changes' and resolutions' `describe`, so the store only keeps them.
-pub mod history {
+pub(crate) mod history {
     use crate::model::actor::person;
 
     /// A person (`by`, as recorded) acknowledged the incident.
@@ -326,7 +326,7 @@ pub mod history {
     }
 
     /// A person (`actor`, as recorded) asked for the incident's Jira issue now.
-    pub fn asked_for_jira(actor: &str) -> String {
+    pub(crate) fn asked_for_jira(actor: &str) -> String {
         format!("{} asked for a Jira issue", person(actor))
     }
 

@@ -18,7 +18,7 @@ use super::{Incident, Snapshot};
 use crate::model::{Dimension, GroupKey, glob_match};
 
 /// A matcher's dimension patterns (globs), by dimension.
-pub type Patterns = BTreeMap<Dimension, String>;
+pub(crate) type Patterns = BTreeMap<Dimension, String>;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Silence {

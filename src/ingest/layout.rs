@@ -67,26 +67,6 @@ pub fn is_run_marker(name: &str) -> bool {
     matches!(name, "prowjob.json" | "started.json" | "finished.json")
 }
 
-/// The run folders among a set of file paths: folders that hold a Prow metadata file directly
-/// and are not inside another run folder (step folders carry their own `finished.json`).
-pub fn run_roots<'a>(paths: impl IntoIterator<Item = &'a str>) -> Vec<String> {
-    let mut candidates: Vec<&str> = paths
-        .into_iter()
-        .filter(|p| is_run_marker(basename(p)))
-        .map(|p| p.rsplit_once('/').map_or("", |(dir, _)| dir))
-        .collect();
-    candidates.sort_by_key(|d| (d.matches('/').count(), *d));
-    candidates.dedup();
-    let mut roots: Vec<String> = Vec::new();
-    for c in candidates {
-        if !roots.iter().any(|r| r.is_empty() || c.starts_with(&format!("{r}/"))) {
-            roots.push(c.to_string());
-        }
-    }
-    roots.sort();
-    roots
-}
-
 /// `(job name, build id)` from a run folder path such as `logs/<job>/<build>` or
 /// `pr-logs/pull/<org>_<repo>/<pr>/<job>/<build>`.
 pub fn job_and_build(run_path: &str) -> (String, String) {
@@ -137,20 +117,7 @@ mod tests {
     }
 
     #[test]
-    fn run_folders_are_the_shallowest_with_prow_metadata() {
-        let paths = [
-            "logs/job-a/100/started.json",
-            "logs/job-a/100/finished.json",
-            "logs/job-a/100/artifacts/e2e/step/finished.json",
-            "logs/job-a/101/prowjob.json",
-            "pr-logs/pull/openshift_origin/123/pull-ci-x/7/started.json",
-            "logs/job-b/README",
-        ];
-        assert_eq!(
-            run_roots(paths),
-            vec!["logs/job-a/100", "logs/job-a/101", "pr-logs/pull/openshift_origin/123/pull-ci-x/7"]
-        );
-        assert_eq!(run_roots(["started.json", "artifacts/x/finished.json"]), vec![""]);
+    fn a_run_folder_names_its_job_and_build() {
         assert_eq!(
             job_and_build("pr-logs/pull/openshift_origin/123/pull-ci-x/7"),
             ("pull-ci-x".into(), "7".into())

@@ -1,17 +1,17 @@
 //! Ingest: find finished job runs in a source, parse their artifacts, store each run once.
 //!
-//! Sources: a local directory in the bucket layout ([`local`]), a GCS bucket over the JSON API
+//! Sources: a local directory in the bucket layout (`local`), a GCS bucket over the JSON API
 //! ([`crate::clients::gcs`]), the CI's BigQuery tables ([`bigquery`], read incrementally, rows not files), or
 //! files pushed over HTTP (the server's `/api/v1/runs`, which calls
-//! [`ingest_pushed_run`]). Runs are read and parsed concurrently and written one at a time;
+//! `ingest_pushed_run`). Runs are read and parsed concurrently and written one at a time;
 //! a bad file becomes one ingest-log entry naming the run, the file and what was wrong, and
 //! the rest of the batch goes on.
 
 pub mod bigquery;
-pub mod evidence;
+pub(crate) mod evidence;
 pub mod formats;
-pub mod layout;
-pub mod local;
+pub(crate) mod layout;
+pub(crate) mod local;
 pub mod run;
 
 use std::io::IsTerminal;
@@ -34,7 +34,7 @@ use crate::store::runs::WriteOutcome;
 
 /// A run folder found in a source, with the files under it.
 #[derive(Debug, Clone)]
-pub struct RunListing {
+pub(crate) struct RunListing {
     pub bucket: String,
     /// The run folder relative to the bucket root.
     pub path: String,
@@ -47,7 +47,7 @@ pub struct RunListing {
 /// A file of a run: its path relative to the run folder, its size, and where to read it
 /// (a local path or an object name).
 #[derive(Debug, Clone)]
-pub struct ListedFile {
+pub(crate) struct ListedFile {
     pub name: String,
     pub size: u64,
     pub key: String,
@@ -690,7 +690,7 @@ fn preferred_interval_kind(listing: &RunListing) -> Option<FileKind> {
 /// The push API's entry: one run's files, sent by a CI system, parsed and stored like any other.
 /// Storing is given up after `store_timeout` (the database hung): a storage failure, which the
 /// pusher is told to retry.
-pub async fn ingest_pushed_run(
+pub(crate) async fn ingest_pushed_run(
     store: &Store,
     run: RunFiles,
     force: bool,

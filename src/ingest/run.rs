@@ -348,7 +348,7 @@ fn interval_evidence(files: &[(&RunFile, FileKind)], warnings: &mut Vec<FileProb
 
 /// What a run's interval files hold, merged over its files.
 #[derive(Debug, Default)]
-pub struct RunIntervals {
+pub(crate) struct RunIntervals {
     pub outages: Vec<crate::model::Outage>,
     pub conditions: Vec<crate::model::ConditionSpan>,
     pub timeline: Vec<crate::model::TimelineSpan>,
@@ -358,7 +358,7 @@ pub struct RunIntervals {
 /// sorted and without duplicates; a file that does not parse (or holds a NUL, or is over its
 /// limit) is a warning naming it, and is not used. A timeline span names the file and item it
 /// came from (the first, when two files hold it). Each file is read as a stream.
-pub fn parse_interval_files<'a>(
+pub(crate) fn parse_interval_files<'a>(
     files: impl IntoIterator<Item = (&'a str, &'a Content)>,
     warnings: &mut Vec<FileProblem>,
 ) -> RunIntervals {

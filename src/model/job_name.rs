@@ -49,7 +49,7 @@ pub fn upgrade_type(from: (u32, u32), to: (u32, u32)) -> &'static str {
 }
 
 /// Parses `"4.14"` or `"4.14.0-0.nightly-…"` into (4, 14).
-pub fn parse_release(text: &str) -> Option<(u32, u32)> {
+pub(crate) fn parse_release(text: &str) -> Option<(u32, u32)> {
     releases_in(text).into_iter().next()
 }
 

@@ -2,23 +2,23 @@
 //! historical table that both ingest and the synthetic data need. Everything else in sheriff
 //! speaks in these.
 
-pub mod actor;
-pub mod dimensions;
-pub mod evaluation;
-pub mod findings;
-pub mod fix;
-pub mod glob;
-pub mod histogram;
-pub mod historical;
+pub(crate) mod actor;
+pub(crate) mod dimensions;
+pub(crate) mod evaluation;
+pub(crate) mod findings;
+pub(crate) mod fix;
+pub(crate) mod glob;
+pub(crate) mod histogram;
+pub(crate) mod historical;
 pub mod job_name;
-pub mod query;
+pub(crate) mod query;
 pub mod query_results;
-pub mod regression;
-pub mod run;
-pub mod scope;
-pub mod span;
-pub mod time;
-pub mod trouble;
+pub(crate) mod regression;
+pub(crate) mod run;
+pub(crate) mod scope;
+pub(crate) mod span;
+pub(crate) mod time;
+pub(crate) mod trouble;
 
 pub use dimensions::{Dimension, Dimensions};
 pub use evaluation::{
@@ -51,12 +51,12 @@ pub fn secs(x: f64) -> String {
 }
 
 /// `2026-11-29 06:00 UTC` for Unix seconds (the number itself when out of range).
-pub fn utc_minute(t: i64) -> String {
+pub(crate) fn utc_minute(t: i64) -> String {
     chrono::DateTime::from_timestamp(t, 0)
         .map_or_else(|| t.to_string(), |t| t.format("%Y-%m-%d %H:%M UTC").to_string())
 }
 
 /// [`secs`], or `-` when there is no value.
-pub fn secs_or_dash(x: Option<f64>) -> String {
+pub(crate) fn secs_or_dash(x: Option<f64>) -> String {
     x.map_or_else(|| "-".into(), secs)
 }

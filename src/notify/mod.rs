@@ -1,5 +1,5 @@
 //! Delivering the outbox: Slack and Jira side effects, exactly once at the remote side, through
-//! the sinks [`slack`] and [`jira`] (which build the messages and call the clients of
+//! the sinks `slack` and [`jira`] (which build the messages and call the clients of
 //! [`crate::clients`]).
 //!
 //! A [`Worker`] claims one entry at a time under a lease (counting the attempt first), delivers
@@ -11,9 +11,10 @@
 //! Jira issue by the fingerprint label, a Jira comment by its comment property.
 
 pub mod jira;
-pub mod slack;
+pub(crate) mod slack;
 
 use std::sync::Arc;
+#[cfg(feature = "testing")]
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
@@ -29,20 +30,31 @@ use crate::store::outbox::{DeliveryResult, OutboxEntry};
 /// carry it out, or a failure of the same kind found before any call.
 pub use crate::clients::CallError as DeliveryError;
 
-/// Wall-clock seconds, with an offset tests can move forward instead of sleeping.
+/// Wall-clock seconds; with the `testing` feature, plus an offset tests move forward instead of
+/// sleeping.
 #[derive(Debug, Clone, Default)]
-pub struct Clock(Arc<AtomicI64>);
+pub struct Clock {
+    #[cfg(feature = "testing")]
+    offset: Arc<AtomicI64>,
+}
 
 impl Clock {
     pub fn now(&self) -> i64 {
-        chrono::Utc::now().timestamp() + self.0.load(Ordering::Relaxed)
+        #[cfg(feature = "testing")]
+        let offset = self.offset.load(Ordering::Relaxed);
+        #[cfg(not(feature = "testing"))]
+        let offset = 0;
+        chrono::Utc::now().timestamp() + offset
     }
+
+    #[cfg(feature = "testing")]
     pub fn advance(&self, secs: i64) {
-        self.0.fetch_add(secs, Ordering::Relaxed);
+        self.offset.fetch_add(secs, Ordering::Relaxed);
     }
 }
 
 /// Points where a test may stop a worker as if its process died.
+#[cfg(feature = "testing")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KillPoint {
     /// The entry is claimed; nothing sent.
@@ -51,7 +63,9 @@ pub enum KillPoint {
     Accepted,
 }
 
-pub type FaultHook = Arc<dyn Fn(KillPoint, &OutboxEntry) -> bool + Send + Sync>;
+/// Says whether a worker dies at a point, with the entry it holds.
+#[cfg(feature = "testing")]
+pub(crate) type FaultHook = Arc<dyn Fn(KillPoint, &OutboxEntry) -> bool + Send + Sync>;
 
 /// Where side effects go.
 pub struct Sinks {
@@ -102,6 +116,7 @@ pub enum StepOutcome {
     Retrying(i64),
     Dead(i64),
     /// Stopped by a [`FaultHook`] as if the process had died.
+    #[cfg(feature = "testing")]
     Killed(i64),
     /// Nothing due.
     Idle,
@@ -114,15 +129,26 @@ pub struct Worker {
     pub settings: OutboxSettings,
     pub id: String,
     pub clock: Clock,
+    /// Where a test kills the worker.
+    #[cfg(feature = "testing")]
     pub faults: Option<FaultHook>,
 }
 
 impl Worker {
     pub fn new(store: Arc<Store>, sinks: Arc<Sinks>, settings: OutboxSettings) -> Worker {
         let id = format!("{}-{}", crate::process::hostname(), crate::process::random_suffix());
-        Worker { store, sinks, settings, id, clock: Clock::default(), faults: None }
+        Worker {
+            store,
+            sinks,
+            settings,
+            id,
+            clock: Clock::default(),
+            #[cfg(feature = "testing")]
+            faults: None,
+        }
     }
 
+    #[cfg(feature = "testing")]
     fn killed(&self, point: KillPoint, entry: &OutboxEntry) -> bool {
         self.faults.as_ref().is_some_and(|f| f(point, entry))
     }
@@ -134,6 +160,7 @@ impl Worker {
         else {
             return Ok(StepOutcome::Idle);
         };
+        #[cfg(feature = "testing")]
         if self.killed(KillPoint::Claimed, &entry) {
             return Ok(StepOutcome::Killed(entry.id));
         }
@@ -150,6 +177,7 @@ impl Worker {
         metrics::counter!("sheriff_deliveries_total", "sink" => sink, "outcome" => outcome).increment(1);
         match result {
             Ok(done) => {
+                #[cfg(feature = "testing")]
                 if self.killed(KillPoint::Accepted, &entry) {
                     return Ok(StepOutcome::Killed(entry.id));
                 }
@@ -207,7 +235,9 @@ impl Worker {
                     StepOutcome::Delivered(_) => report.delivered += 1,
                     StepOutcome::Retrying(_) => report.retrying += 1,
                     StepOutcome::Dead(_) => report.dead += 1,
-                    StepOutcome::Killed(_) | StepOutcome::Idle => break,
+                    #[cfg(feature = "testing")]
+                    StepOutcome::Killed(_) => break,
+                    StepOutcome::Idle => break,
                 },
             }
         }

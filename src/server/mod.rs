@@ -4,7 +4,7 @@
 mod auth;
 mod conn;
 mod error;
-pub mod pages;
+pub(crate) mod pages;
 pub mod push;
 pub mod slack;
 
@@ -59,7 +59,7 @@ impl AppState {
 }
 
 /// Installs the Prometheus recorder once per process.
-pub fn metrics_handle() -> Option<metrics_exporter_prometheus::PrometheusHandle> {
+pub(crate) fn metrics_handle() -> Option<metrics_exporter_prometheus::PrometheusHandle> {
     static HANDLE: std::sync::OnceLock<Option<metrics_exporter_prometheus::PrometheusHandle>> =
         std::sync::OnceLock::new();
     HANDLE

@@ -25,7 +25,7 @@ const MAX_SEGMENT_BYTES: usize = 256;
 const MAX_FILE_NAME_BYTES: usize = 1024;
 
 /// What is wrong with a pushed run path, if anything.
-pub fn run_path_problem(path: &str) -> Result<(), String> {
+pub(crate) fn run_path_problem(path: &str) -> Result<(), String> {
     let segments: Vec<&str> = path.split('/').collect();
     if path.is_empty() || segments.iter().any(|s| s.is_empty() || *s == "." || *s == "..") {
         return Err("no empty, `.` or `..` segments".into());
@@ -45,7 +45,7 @@ pub fn run_path_problem(path: &str) -> Result<(), String> {
 }
 
 /// What is wrong with a pushed file's name, if anything.
-pub fn file_name_problem(name: &str) -> Result<(), String> {
+pub(crate) fn file_name_problem(name: &str) -> Result<(), String> {
     if name.is_empty() || name.len() > MAX_FILE_NAME_BYTES {
         return Err(format!("1 to {MAX_FILE_NAME_BYTES} bytes"));
     }
@@ -62,7 +62,7 @@ pub fn file_name_problem(name: &str) -> Result<(), String> {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PushedRun {
+pub(crate) struct PushedRun {
     #[serde(default)]
     bucket: String,
     path: String,
@@ -96,7 +96,7 @@ pub fn decode(bytes: &[u8]) -> Result<(RunFiles, bool), String> {
     Ok((RunFiles { bucket: pushed.bucket, path, files }, pushed.force))
 }
 
-pub async fn push_run(
+pub(crate) async fn push_run(
     State(state): State<AppState>,
     _: PushTokenChecked,
     request: axum::extract::Request,

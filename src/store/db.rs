@@ -291,10 +291,11 @@ pub(crate) enum TxInner {
     Postgres(sqlx::Transaction<'static, Postgres>),
 }
 
-/// A write transaction. `fail_commit` is set only by an injected storage fault (tests): the
-/// commit then rolls back and fails as a full disk would.
+/// A write transaction. `fail_commit` (with the `testing` feature) is set only by an injected
+/// storage fault: the commit then rolls back and fails as a full disk would.
 pub(crate) struct Tx {
     pub(crate) inner: TxInner,
+    #[cfg(feature = "testing")]
     pub(crate) fail_commit: bool,
 }
 
@@ -307,6 +308,7 @@ impl Tx {
     }
 
     pub async fn commit(self) -> Result<()> {
+        #[cfg(feature = "testing")]
         if self.fail_commit {
             self.rollback().await?;
             return Err(

@@ -49,17 +49,6 @@ struct StartedCellSample {
     seconds: i64,
 }
 
-/// One sample of a backend in a group's window, with its run.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct GroupSample {
-    pub job_name: String,
-    pub build_id: String,
-    pub url: String,
-    pub seconds: i64,
-    /// The run's start (Unix seconds).
-    pub started_at: i64,
-}
-
 /// One cell's percentiles in one window, as the reference query computes them.
 #[derive(sqlx::FromRow)]
 #[allow(dead_code, reason = "decoded so that the comparison pays for reading the rows; only counted")]
@@ -456,31 +445,10 @@ impl Evaluations<'_> {
         Ok(cells)
     }
 
-    /// One backend's runs in a window among some variants, slowest first.
-    pub async fn group_samples(
-        self,
-        backend: &str,
-        variant_ids: &[i64],
-        window: (i64, i64),
-    ) -> Result<Vec<GroupSample>> {
-        if variant_ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let q = sql("SELECT r.job_name, r.build_id, r.url, s.seconds, r.started_at FROM samples s \
-                 JOIN job_runs r ON r.id = s.run_id JOIN backends b ON b.id = s.backend_id WHERE b.name = $1 \
-                 AND r.started_at >= $2 AND r.started_at < $3 AND r.ci_trouble IS NULL AND r.variant_id IN (")
-        .bind(backend)
-        .bind(window.0)
-        .bind(window.1)
-        .list(variant_ids.iter().copied())
-        .push(") ORDER BY s.seconds DESC, r.started_at DESC");
-        self.store.fetch_all(q).await
-    }
-
     /// Each release's first run started by `visible_at` (Unix seconds). Read per variant, which
     /// the (variant, start) index answers without a scan; a variant whose first runs were pruned
     /// keeps the time recorded then (`variant_first_seen`).
-    pub async fn release_first_seen(self, visible_at: i64) -> Result<HashMap<String, i64>> {
+    pub(crate) async fn release_first_seen(self, visible_at: i64) -> Result<HashMap<String, i64>> {
         // One index probe per variant (a GROUP BY would read every stored run's index entry).
         let rows: Vec<(i64, Option<i64>)> = self.store
             .fetch_all(sql(
@@ -502,7 +470,7 @@ impl Evaluations<'_> {
     }
 
     /// Job names that ran in some variants during a window.
-    pub async fn jobs_of_variants(
+    pub(crate) async fn jobs_of_variants(
         self,
         variant_ids: &[i64],
         window: (i64, i64),
@@ -519,7 +487,7 @@ impl Evaluations<'_> {
         self.store.fetch_all(q).await
     }
 
-    pub async fn group_states(self) -> Result<HashMap<String, GroupState>> {
+    pub(crate) async fn group_states(self) -> Result<HashMap<String, GroupState>> {
         let rows: Vec<GroupStateRow> = self
             .store
             .fetch_all(sql("SELECT group_label, regressed, clean_streak, since FROM group_states"))
@@ -549,7 +517,7 @@ impl Evaluations<'_> {
 
     /// Keeps a failed cycle or a skipped tick that cannot be recorded now (the newest
     /// `MAX_UNRECORDED_CYCLES`).
-    pub fn keep_unrecorded_cycle(self, cycle: CycleRecord) {
+    pub(crate) fn keep_unrecorded_cycle(self, cycle: CycleRecord) {
         let mut kept = self.store.unrecorded_cycles.lock().expect("unrecorded cycles lock");
         if kept.len() >= MAX_UNRECORDED_CYCLES {
             tracing::warn!(
@@ -617,7 +585,7 @@ impl Evaluations<'_> {
         tx.commit().await
     }
 
-    pub async fn historical_thresholds(self) -> Result<Vec<HistoricalRow>> {
+    pub(crate) async fn historical_thresholds(self) -> Result<Vec<HistoricalRow>> {
         let rows: Vec<HistoricalRowRead> = self
             .store
             .fetch_all(sql(

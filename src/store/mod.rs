@@ -12,21 +12,21 @@
 pub mod backfills;
 mod db;
 
-pub mod cells;
-pub mod changelogs;
+pub(crate) mod cells;
+pub(crate) mod changelogs;
 pub mod evaluations;
-pub mod incidents;
+pub(crate) mod incidents;
 pub mod ingest_log;
-pub mod intervals;
-pub mod outbox;
-pub mod outside_commits;
+pub(crate) mod intervals;
+pub(crate) mod outbox;
+pub(crate) mod outside_commits;
 mod probes;
 pub mod retention;
 pub mod runs;
-pub mod scope_run_reads;
-pub mod trouble;
-pub mod watermarks;
-pub mod window_reads;
+pub(crate) mod scope_run_reads;
+pub(crate) mod trouble;
+pub(crate) mod watermarks;
+pub(crate) mod window_reads;
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -63,7 +63,8 @@ pub struct Store {
     /// Since when writes fail for storage reasons (disk full, I/O, read-only, connection
     /// lost); None while they work. `/readyz` reads it.
     write_failing_since: Mutex<Option<i64>>,
-    /// Injected storage faults (tests only; see [`Store::inject_write_faults`]).
+    /// Injected storage faults (tests only; see `Store::inject_write_faults`).
+    #[cfg(feature = "testing")]
     write_faults: Mutex<Option<WriteFaultHook>>,
     /// Failed cycles and skipped ticks that could not be recorded in `eval_cycles` when they
     /// happened (the database was down): recorded once it takes writes again, oldest first.
@@ -71,6 +72,7 @@ pub struct Store {
 }
 
 /// Says, for each write transaction, whether its commit fails.
+#[cfg(feature = "testing")]
 pub type WriteFaultHook = std::sync::Arc<dyn Fn() -> bool + Send + Sync>;
 
 /// A database error's code: SQLite's primary result code, or PostgreSQL's SQLSTATE (told apart
@@ -120,7 +122,7 @@ pub fn is_storage_error(e: &anyhow::Error) -> bool {
 /// Whether the database refused a value as such (PostgreSQL's class 22, data exception: a NUL
 /// in text, a number out of range; SQLite's TOOBIG): the same value fails every time, so it is
 /// the data's fault, never one a retry gets past.
-pub fn is_refused_value(e: &anyhow::Error) -> bool {
+pub(crate) fn is_refused_value(e: &anyhow::Error) -> bool {
     error_codes(e).any(|code| match code {
         ErrorCode::Sqlite(n) => n == 18,
         ErrorCode::Postgres(c) => c.starts_with("22"),
@@ -270,6 +272,7 @@ impl Store {
             variant_list: Mutex::default(),
             trouble: Mutex::default(),
             write_failing_since: Mutex::default(),
+            #[cfg(feature = "testing")]
             write_faults: Mutex::default(),
             unrecorded_cycles: Mutex::default(),
         })
@@ -287,7 +290,7 @@ impl Store {
 
     /// Opens the database as sheriff's configuration wants it: migrated, and its runs classified
     /// by the configured CI-trouble rules (reclassified when they changed).
-    pub async fn open_configured(settings: &crate::config::Settings) -> Result<Store> {
+    pub(crate) async fn open_configured(settings: &crate::config::Settings) -> Result<Store> {
         let store = Store::open(&settings.database).await?;
         store.trouble().apply(&settings.evaluate.ci_trouble).await?;
         Ok(store)
@@ -380,13 +383,13 @@ impl Store {
     }
 
     /// Since when writes have been failing for storage reasons, if they are.
-    pub fn writes_failing_since(&self) -> Option<i64> {
+    pub(crate) fn writes_failing_since(&self) -> Option<i64> {
         *self.write_failing_since.lock().expect("health lock")
     }
 
     /// Tries a small write (a probe row, written and removed in one transaction); a success
     /// clears the failing mark.
-    pub async fn probe_write(&self) -> Result<()> {
+    pub(crate) async fn probe_write(&self) -> Result<()> {
         let probe = async {
             let mut tx = self.begin_write().await?;
             let mut c = tx.conn();
@@ -410,14 +413,17 @@ impl Store {
             Pool::Sqlite(p) => db::TxInner::Sqlite(p.begin_with("BEGIN IMMEDIATE").await?),
             Pool::Postgres(p) => db::TxInner::Postgres(p.begin().await?),
         };
-        let hook = self.write_faults.lock().expect("hook lock").clone();
-        Ok(Tx { inner, fail_commit: hook.is_some_and(|fails| fails()) })
+        Ok(Tx {
+            inner,
+            #[cfg(feature = "testing")]
+            fail_commit: self.write_faults.lock().expect("hook lock").clone().is_some_and(|fails| fails()),
+        })
     }
 
     /// Makes write transactions fail at their commit whenever `hook` says so, as a full disk
     /// would: for tests of what sheriff does when storage fails (a cycle, a delivery, a
     /// silence). None (the default) turns it off.
-    #[doc(hidden)]
+    #[cfg(feature = "testing")]
     pub fn inject_write_faults(&self, hook: Option<WriteFaultHook>) {
         *self.write_faults.lock().expect("hook lock") = hook;
     }

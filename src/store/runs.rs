@@ -458,17 +458,22 @@ impl Runs<'_> {
     }
 
     /// The start of each job's newest stored run (data freshness).
-    pub async fn newest_run_per_job(self) -> Result<Vec<(String, i64)>> {
+    pub(crate) async fn newest_run_per_job(self) -> Result<Vec<(String, i64)>> {
         self.store.fetch_all(sql("SELECT job_name, MAX(started_at) FROM job_runs GROUP BY job_name")).await
     }
 
     /// The payloads of a release built in `[from, to]` that some run tested, in build order.
-    pub async fn payloads_between(self, release: &str, from: i64, to: i64) -> Result<Vec<String>> {
+    pub(crate) async fn payloads_between(self, release: &str, from: i64, to: i64) -> Result<Vec<String>> {
         Ok(self.payloads_built(release, from, to).await?.into_iter().map(|(p, _)| p).collect())
     }
 
     /// [`Runs::payloads_between`] with each payload's build time.
-    pub async fn payloads_built(self, release: &str, from: i64, to: i64) -> Result<Vec<(String, i64)>> {
+    pub(crate) async fn payloads_built(
+        self,
+        release: &str,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<(String, i64)>> {
         self.store
             .fetch_all(
                 sql("SELECT DISTINCT payload, payload_at FROM job_runs WHERE release = $1 \
@@ -492,7 +497,7 @@ impl Runs<'_> {
 
     /// Every backend, every run that started in `[from, to)`, and their samples: what a
     /// backtest holds in memory.
-    pub async fn replay_rows(self, from: i64, to: i64) -> Result<ReplayRows> {
+    pub(crate) async fn replay_rows(self, from: i64, to: i64) -> Result<ReplayRows> {
         let backends = self.store.fetch_all(sql("SELECT id, name FROM backends ORDER BY id")).await?;
         let runs = self.store
             .fetch_all(
@@ -639,9 +644,9 @@ async fn read_run_contents(c: &mut Conn<'_>, ids: &[i64], records: &mut [RunReco
     Ok(())
 }
 
-/// What a backtest holds in memory, as [`Runs::replay_rows`] reads it.
+/// What a backtest holds in memory, as `Runs::replay_rows` reads it.
 #[derive(Debug, Clone, Default)]
-pub struct ReplayRows {
+pub(crate) struct ReplayRows {
     /// Every backend: `(id, name)`.
     pub backends: Vec<(i64, String)>,
     /// The runs, by start then id.
@@ -652,7 +657,7 @@ pub struct ReplayRows {
 
 /// A stored run as a backtest replays it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplayRun {
+pub(crate) struct ReplayRun {
     pub id: i64,
     pub job_name: String,
     pub build_id: String,

@@ -137,7 +137,7 @@ impl Truth {
 }
 
 /// The backends OpenShift upgrade jobs monitor (a representative set).
-pub fn standard_backends() -> Vec<String> {
+pub(crate) fn standard_backends() -> Vec<String> {
     let families = [
         "image-registry",
         "ingress-to-console",
@@ -159,7 +159,7 @@ pub fn standard_backends() -> Vec<String> {
 }
 
 /// Upgrade jobs across platforms, networks and upgrade types, around release 4.14.
-pub fn standard_jobs() -> Vec<JobSpec> {
+pub(crate) fn standard_jobs() -> Vec<JobSpec> {
     let p = "periodic-ci-openshift-release-master";
     vec![
         JobSpec::new(&format!("{p}-ci-4.14-e2e-aws-ovn-upgrade"), 8.0),

@@ -56,7 +56,7 @@ struct ScopeRunsCache {
 impl ScopeRuns {
     /// The runs of some backends in some variants that started in `range` and finished by
     /// `visible_at`, by start (then run, then backend): what
-    /// [`crate::store::cells::Cells::cell_runs`] reads, from the scope's runs kept here brought up
+    /// `crate::store::cells::Cells::cell_runs` reads, from the scope's runs kept here brought up
     /// to date.
     pub async fn cell_runs(
         &self,

@@ -31,7 +31,7 @@ use super::CallError;
 use crate::config::SlackSettings;
 
 /// The metadata event type sheriff marks its messages with.
-pub const EVENT_TYPE: &str = "sheriff_effect";
+pub(crate) const EVENT_TYPE: &str = "sheriff_effect";
 
 /// A message as sheriff sends it.
 #[derive(Debug, Clone, PartialEq)]
@@ -276,7 +276,12 @@ impl SlackClient {
     }
 
     /// Replaces the text and blocks of message `ts`.
-    pub async fn update_message(&self, channel: &str, ts: &str, message: &Message) -> Result<(), CallError> {
+    pub(crate) async fn update_message(
+        &self,
+        channel: &str,
+        ts: &str,
+        message: &Message,
+    ) -> Result<(), CallError> {
         self.pace(channel).await;
         let body = UpdateMessage { channel, ts, text: &message.text, blocks: &message.blocks };
         let url = format!("{}/chat.update", self.api_url);
@@ -285,7 +290,7 @@ impl SlackClient {
 
     /// The `ts` of a message sheriff posted with `key`, in the channel since `oldest` or in a
     /// thread; pages through the whole answer.
-    pub async fn find_by_key(
+    pub(crate) async fn find_by_key(
         &self,
         channel: &str,
         thread_ts: Option<&str>,
@@ -317,14 +322,14 @@ impl SlackClient {
     }
 
     /// Opens a modal dialog (`views.open`) for an interaction's `trigger_id`.
-    pub async fn open_view(&self, trigger_id: &str, view: &Value) -> Result<(), CallError> {
+    pub(crate) async fn open_view(&self, trigger_id: &str, view: &Value) -> Result<(), CallError> {
         let url = format!("{}/views.open", self.api_url);
         let body = OpenView { trigger_id, view };
         self.call::<serde::de::IgnoredAny>("views.open", self.http.post(url).json(&body)).await.map(|_| ())
     }
 
     /// Members of a user group (`usergroups.users.list`).
-    pub async fn group_members(&self, group: &str) -> Result<Vec<String>, CallError> {
+    pub(crate) async fn group_members(&self, group: &str) -> Result<Vec<String>, CallError> {
         let url = format!("{}/usergroups.users.list", self.api_url);
         let request = self.http.get(url).query(&[("usergroup", group)]);
         let answer: SlackApiUserGroupsUsersListResponse = self.call("usergroups.users.list", request).await?;

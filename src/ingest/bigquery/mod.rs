@@ -13,10 +13,10 @@
 //! path, under the same key (job, build id), so a run already stored from the bucket is not
 //! stored again. Interval evidence is not in these tables: runs from BigQuery have none, unless
 //! `ingest.intervals = "bigquery"` has attribution read it from the intervals table
-//! ([`intervals`]). Older days can instead be backfilled as counts ([`backfill`]).
+//! (`intervals`). Older days can instead be backfilled as counts ([`backfill`]).
 
 pub mod backfill;
-pub mod intervals;
+pub(crate) mod intervals;
 
 use std::time::Instant;
 
@@ -66,7 +66,7 @@ impl Dataset {
     }
 
     /// The dataset whose runs' intervals are read on demand from `bigquery.intervals_table`.
-    pub fn with_intervals(mut self, table: &str) -> Dataset {
+    pub(crate) fn with_intervals(mut self, table: &str) -> Dataset {
         self.intervals = Some(intervals::location(&self.project, &self.dataset, table));
         self
     }
@@ -101,7 +101,7 @@ impl Dataset {
 }
 
 /// `bq://project/dataset` → (project, dataset), when both are plain BigQuery names.
-pub fn parse_bq_url(spec: &str) -> Option<(String, String)> {
+pub(crate) fn parse_bq_url(spec: &str) -> Option<(String, String)> {
     let (project, dataset) = spec.strip_prefix("bq://")?.trim_end_matches('/').split_once('/')?;
     let project_ok = (1..=128).contains(&project.len())
         && project.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | ':'));

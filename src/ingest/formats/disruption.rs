@@ -101,7 +101,7 @@ pub fn parse_backend_disruption(bytes: &[u8]) -> Result<Vec<BackendDisruption>, 
 
 /// The most disruption one backend can have in one run: a day. A job runs for hours; a value
 /// beyond this is a broken or hostile file, and is stored as this rather than wrapping.
-pub const MAX_RUN_SECONDS: i64 = DAY;
+pub(crate) const MAX_RUN_SECONDS: i64 = DAY;
 
 /// The per-run value of each backend: the sum over the run's files of ceil(seconds), the same
 /// number the CI data warehouse stores, each file's value and the sum held within

@@ -2,8 +2,8 @@
 //!
 //! Kept: disruption outages, bad ClusterOperator conditions, and the timeline that explains
 //! outages (node drains and reboots, the ready pods of the watched namespaces, VIP moves, etcd
-//! leader changes; each with its item's index, see [`Watch`]). Files can be hundreds of MB, so
-//! they are read as a stream ([`read_intervals`]): one item at a time, its fields kept raw, so
+//! leader changes; each with its item's index, see `Watch`). Files can be hundreds of MB, so
+//! they are read as a stream (`read_intervals`): one item at a time, its fields kept raw, so
 //! memory holds one item and what is kept, whatever the file's size. An item of any other kind
 //! is skipped without decoding its locator or message. A key that appears
 //! twice in an item (the transitional writers put `locator` in once as a string and once as an
@@ -36,7 +36,7 @@ pub struct IntervalEvidence {
 
 /// The namespaces whose pods' readiness is kept (the backends sheriff watches run there).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Watch {
+pub(crate) struct Watch {
     pub namespaces: Vec<String>,
 }
 
@@ -47,7 +47,7 @@ impl Default for Watch {
 }
 
 /// The image registry, console, ingress, API servers and oauth.
-pub const DEFAULT_NAMESPACES: [&str; 7] = [
+pub(crate) const DEFAULT_NAMESPACES: [&str; 7] = [
     "openshift-image-registry",
     "openshift-console",
     "openshift-ingress",
@@ -59,7 +59,7 @@ pub const DEFAULT_NAMESPACES: [&str; 7] = [
 
 /// Bytes one item may take, at most: real items are a few hundred bytes, a long message a few
 /// KB. A larger one is an error, so one item never holds more than this in memory.
-pub const MAX_ITEM_BYTES: u64 = 4 << 20;
+pub(crate) const MAX_ITEM_BYTES: u64 = 4 << 20;
 
 /// Why an interval file cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -97,7 +97,7 @@ pub fn parse_intervals(bytes: &[u8]) -> Result<IntervalEvidence, IntervalsError>
 /// Reads an interval file as a stream, one item at a time, keeping what `watch` asks for: memory
 /// is bounded by one item and what is kept, not by the file. More than `max_bytes` read, a NUL
 /// escape anywhere, or one item over [`MAX_ITEM_BYTES`] is an error saying so.
-pub fn read_intervals(
+pub(crate) fn read_intervals(
     reader: impl Read,
     max_bytes: u64,
     watch: &Watch,
@@ -135,7 +135,7 @@ pub enum Stop {
     TooLarge(u64),
     #[error("{}", super::NUL_REFUSED)]
     Nul,
-    /// This item (counted from 1) is over [`MAX_ITEM_BYTES`].
+    /// This item (counted from 1) is over `MAX_ITEM_BYTES`.
     #[error("item {0} is over {MAX_ITEM_BYTES} bytes, more than one interval can take")]
     ItemTooLarge(usize),
 }

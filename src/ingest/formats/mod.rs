@@ -22,7 +22,7 @@ pub(crate) fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<St
 /// Why a JSON file's text cannot be stored: it holds a NUL character (`\u0000`). PostgreSQL's
 /// text refuses NUL where SQLite keeps it, so sheriff refuses it on both engines alike, naming
 /// the file, instead of a storage error a retry can never get past.
-pub fn refused_text(bytes: &[u8]) -> Option<&'static str> {
+pub(crate) fn refused_text(bytes: &[u8]) -> Option<&'static str> {
     let escaped_nul = memchr::memmem::find_iter(bytes, b"u0000").any(|at| {
         // a `\u0000` escape, not the text `\\u0000` (an escaped backslash, then "u0000")
         bytes[..at].iter().rev().take_while(|b| **b == b'\\').count() % 2 == 1

@@ -69,7 +69,7 @@ struct RawEnv {
 
 /// The tag of a release image pull spec (`registry.ci.openshift.org/ocp/release:4.14.0-0.nightly-…`),
 /// when it has one that looks like a version; a digest (`@sha256:…`) names no tag.
-pub fn tag_of_pull_spec(spec: &str) -> Option<&str> {
+pub(crate) fn tag_of_pull_spec(spec: &str) -> Option<&str> {
     let (repo, tag) = spec.rsplit_once(':')?;
     (!repo.ends_with("@sha256") && tag.starts_with(|c: char| c.is_ascii_digit()) && !tag.contains('/'))
         .then_some(tag)

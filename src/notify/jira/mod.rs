@@ -1,12 +1,12 @@
 //! Jira as an outbox sink: issues filed once per incident and kept current, through the REST
-//! client ([`crate::clients::jira`]); the wiki and ADF text is built in [`render`].
+//! client (`crate::clients::jira`); the wiki and ADF text is built in `render`.
 //!
 //! Before creating, sheriff searches (JQL) for an open issue carrying the incident's
 //! fingerprint label, so an issue created just before a crash is found instead of filed again.
 //! Comments carry a `sheriff` comment property with the outbox idempotency key, and a retried
 //! comment looks for it first.
 
-pub mod adf;
+pub(crate) mod adf;
 
 use anyhow::Result;
 
@@ -35,7 +35,7 @@ impl JiraSink {
     }
 
     /// Links back to sheriff in descriptions.
-    pub fn with_public_url(mut self, url: &str) -> Self {
+    pub(crate) fn with_public_url(mut self, url: &str) -> Self {
         self.public_url = url.to_string();
         self
     }
@@ -80,7 +80,7 @@ impl JiraSink {
         if retried && self.client.has_comment(key, idem).await? {
             return Ok(());
         }
-        Ok(self.client.add_comment(key, &adf::render(self.settings.api, text), idem).await?)
+        self.client.add_comment(key, &adf::render(self.settings.api, text), idem).await
     }
 
     /// Delivers one Jira outbox entry for incident `i`.

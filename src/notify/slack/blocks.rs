@@ -474,7 +474,8 @@ pub fn to_text(m: &Message) -> String {
 }
 
 /// Checks a message against the limits above; the first breach found.
-pub fn check_limits(m: &Message) -> Result<(), String> {
+#[cfg(test)]
+fn check_limits(m: &Message) -> Result<(), String> {
     let blocks = m.blocks.as_array().ok_or("blocks is not an array")?;
     if blocks.len() > MAX_BLOCKS {
         return Err(format!("{} blocks", blocks.len()));

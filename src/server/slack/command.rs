@@ -31,7 +31,7 @@ pub enum Command {
 
 impl Command {
     /// Changes something: only configured people may run it.
-    pub fn is_mutating(&self) -> bool {
+    pub(crate) fn is_mutating(&self) -> bool {
         matches!(self, Command::Silence { .. } | Command::Unsilence(_) | Command::Ack(_) | Command::Evaluate)
     }
 }
@@ -95,7 +95,7 @@ pub fn parse(text: &str) -> Result<Command, String> {
 }
 
 /// `BACKEND [key=value…]`, the words of `query`.
-pub fn parse_query(words: &[&str]) -> Result<Query, String> {
+pub(crate) fn parse_query(words: &[&str]) -> Result<Query, String> {
     let Some((backend, filters)) = words.split_first() else {
         return Err(
             "`query` needs a backend, e.g. `query image-registry-new-connections platform=metal`".into()

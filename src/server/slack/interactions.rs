@@ -196,7 +196,7 @@ fn dialog_error(reason: &str) -> Response {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decoded {
     pub user: String,
-    /// Who the user is as the history records them ([`crate::render::slack_actor`]).
+    /// Who the user is as the history records them (`crate::render::slack_actor`).
     pub actor: String,
     pub response_url: String,
     pub interaction: Interaction,

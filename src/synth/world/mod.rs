@@ -32,11 +32,11 @@
 //! (`runs.rs`, `Generator::run`) so that later kinds of evidence (interval timelines) can be added
 //! per run.
 
-pub mod jobs;
-pub mod payloads;
+pub(crate) mod jobs;
+pub(crate) mod payloads;
 mod runs;
-pub mod scenarios;
-pub mod table;
+pub(crate) mod scenarios;
+pub(crate) mod table;
 mod tree;
 
 use std::collections::{BTreeMap, BTreeSet};
