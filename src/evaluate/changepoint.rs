@@ -237,10 +237,11 @@ pub struct PayloadWindow {
 /// A change read on payload order: runs ordered by the build time of the payload they tested
 /// (then by start), the most likely change of that series, worse after it, and the interval
 /// that holds its position with about 99% probability ([`INTERVAL_CHI2`]). The window runs from
-/// the payload of the last run before the interval (stepping back past a payload whose runs
-/// fall on both sides) to the payload of the run at its end: it holds the true first bad
-/// payload whenever the interval holds the change, and narrows to one step only when the runs
-/// pin it there. None when too few runs name a payload, or nothing got worse.
+/// the newest payload before the interval (stepping back past a payload whose runs fall on
+/// both sides) that its runs show clearly good ([`clearly_good`], judged against `allowed`) to
+/// the payload of the run at the interval's end: it holds the true first bad payload whenever
+/// the interval holds the change, and narrows to one step only when the runs pin it there.
+/// None when too few runs name a payload, or nothing got worse.
 pub fn payload_change(runs: &[Tested<'_>], allowed: f64) -> Option<PayloadWindow> {
     let mut order: Vec<&Tested<'_>> = runs.iter().filter(|r| !r.payload.is_empty()).collect();
     order.sort_by(|a, b| (a.built, a.started, a.payload).cmp(&(b.built, b.started, b.payload)));
@@ -283,18 +284,19 @@ fn clearly_good<'r, 't>(
     let hit = after.iter().filter(|r| r.seconds as f64 > allowed).count() as f64 / after.len().max(1) as f64;
     let spared = (1.0 - hit).clamp(0.0, 1.0);
     let mut clean = 0i32;
-    let mut newest = None;
+    let mut good: Option<&'r &'r Tested<'t>> = None;
     for r in before_change.iter().rev().filter(|r| r.built < before) {
-        if newest.is_some_and(|b: i64| b != r.built) && spared.powi(clean) <= SPARED_BY_CHANCE {
+        if good.is_some_and(|g| g.built != r.built) && spared.powi(clean) <= SPARED_BY_CHANCE {
             break;
         }
-        newest = Some(r.built);
+        if good.is_none_or(|g| g.built != r.built) {
+            good = Some(r);
+        }
         if r.seconds as f64 <= allowed {
             clean += 1;
         }
     }
-    let good = newest?;
-    before_change.iter().rev().find(|r| r.built == good)
+    good
 }
 
 #[cfg(test)]
