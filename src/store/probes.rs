@@ -427,8 +427,12 @@ impl Runs<'_> {
         let rows: Vec<FirstRuns> = self
             .store
             .fetch_all(
-                sql("SELECT job_name, MIN(started_at), COUNT(*) FROM job_runs WHERE started_at < $2 \
-                     GROUP BY job_name HAVING MIN(started_at) >= $1 ORDER BY job_name")
+                // The window's jobs, then one index probe each for a run before it: a scan
+                // of every stored run would grow with the history.
+                sql("SELECT job_name, first, runs FROM (SELECT job_name, MIN(started_at) AS first, \
+                     COUNT(*) AS runs FROM job_runs WHERE started_at >= $1 AND started_at < $2 \
+                     GROUP BY job_name) w WHERE NOT EXISTS (SELECT 1 FROM job_runs e \
+                     WHERE e.job_name = w.job_name AND e.started_at < $1) ORDER BY job_name")
                 .bind(window.0)
                 .bind(window.1),
             )
