@@ -997,16 +997,21 @@ fn explain_away<'w>(
 
 /// The regressed groups (of `regressed`) holding a healthy group of their own: a smaller group
 /// within their cells with enough runs whose every percentile stayed within what is allowed.
+/// Only the cells of regressed groups are indexed: a healthy group with any other cell lies
+/// within none of them, and the regressed are few while the groups are many.
 fn mixed_groups(results: &[GroupResult], regressed: &[usize], settings: &EvaluateSettings) -> FastSet<usize> {
     let mut out = FastSet::default();
     if regressed.is_empty() {
         return out;
     }
+    let regressed_cells: FastSet<usize> =
+        regressed.iter().flat_map(|&gi| results[gi].cells.iter().copied()).collect();
     let mut groups_of_cell: FastMap<usize, Vec<usize>> = FastMap::new();
     for (gi, g) in results.iter().enumerate() {
         let healthy = g.runs >= settings.min_job_runs
             && !g.checks.is_empty()
-            && g.checks.iter().all(|c| c.observed <= c.allowed);
+            && g.checks.iter().all(|c| c.observed <= c.allowed)
+            && g.cells.iter().all(|c| regressed_cells.contains(c));
         if healthy {
             for &c in &g.cells {
                 groups_of_cell.entry(c).or_default().push(gi);
