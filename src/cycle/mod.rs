@@ -405,6 +405,12 @@ async fn evaluate_at<S: RunSource>(
     let (regressions, merges) = regressions_of(&cx, &evaluation, &incidents, &prior, &mut states).await?;
     let insufficient_data = insufficient(source, &data, &evaluation.groups, window).await?;
     tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: described the regressions");
+    let phase = Instant::now();
+    let data_quality = crate::model::DataQuality {
+        broken_probes: source.broken_probes(window.secs()).await?,
+        new_jobs: source.new_jobs(window.secs()).await?,
+    };
+    tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: data quality");
     let report = CycleReport {
         evaluated_at: at,
         window,
@@ -419,10 +425,7 @@ async fn evaluate_at<S: RunSource>(
         regressions,
         insufficient_data,
         ci_trouble: ci_trouble_of(&data),
-        data_quality: crate::model::DataQuality {
-            broken_probes: source.broken_probes(window.secs()).await?,
-            new_jobs: source.new_jobs(window.secs()).await?,
-        },
+        data_quality,
         dry_run: options.dry_run,
         seconds: 0.0,
         incidents: IncidentCounts::default(),

@@ -487,11 +487,14 @@ impl Runs<'_> {
         let rows: Vec<BrokenProbeSample> = self
             .store
             .fetch_all(
+                // Led by the few broken probes' jobs (the `IN`), each read by its runs in the
+                // window: not every run of the window probed for a broken probe.
                 sql("SELECT r.id, r.job_name, r.release, r.platform, r.architecture, b.name, s.seconds \
-                     FROM broken_probes p JOIN job_runs r ON r.job_name = p.job_name \
+                     FROM job_runs r JOIN broken_probes p ON p.job_name = r.job_name \
                      JOIN samples s ON s.run_id = r.id AND s.backend_id = p.backend_id \
                      JOIN backends b ON b.id = p.backend_id \
-                     WHERE r.started_at >= $1 AND r.started_at < $2")
+                     WHERE r.job_name IN (SELECT job_name FROM broken_probes) \
+                     AND r.started_at >= $1 AND r.started_at < $2")
                 .bind(window.0)
                 .bind(window.1),
             )

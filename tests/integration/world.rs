@@ -193,6 +193,40 @@ async fn a_new_job_is_named_with_no_reference_yet() {
     assert!(j.scope.single(sheriff::model::Dimension::Architecture).is_some(), "{:?}", j.scope);
 }
 
+/// The real table's metal jobs read their `gcp-network-liveness-*` probes down all run: the
+/// cycle names each such probe as broken, per release and platform, from the window's runs of
+/// the jobs it is broken for (and no platform whose probes work).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_probe_down_all_run_on_metal_is_named_broken() {
+    use sheriff::config::Settings;
+    use sheriff::cycle::{CycleOptions, run_cycle};
+    use sheriff::model::Dimension;
+    let db = crate::common::TestDb::sqlite().await;
+    let mut spec = WorldSpec::new(7, sheriff::synth::day(2026, 11, 29), vec![Class::Quiet]);
+    spec.scale = 0.3;
+    let world = build(&spec).unwrap();
+    let settings = Settings::default();
+    db.store.trouble().apply(&settings.evaluate.ci_trouble).await.unwrap();
+    for chunk in world.records.chunks(1000) {
+        db.store.runs().write_runs(chunk, false).await.unwrap();
+    }
+    let report = run_cycle(
+        &db.store,
+        &sheriff::warm::Warm::new(),
+        &settings,
+        CycleOptions { at: spec.end, dry_run: true },
+    )
+    .await
+    .unwrap();
+    let broken = &report.data_quality.broken_probes;
+    assert!(!broken.is_empty(), "no broken probe named");
+    for b in broken {
+        assert_eq!(b.scope.single(Dimension::Platform), Some("metal"), "{b:?}");
+        assert!(b.probe.contains("network-liveness"), "{b:?}");
+        assert!(b.runs > 0 && b.down * 2 > b.runs && !b.jobs.is_empty(), "{b:?}");
+    }
+}
+
 /// A stationary heavy tail whose chance runs gather in one day (cache-oauth-api 4.13, six runs
 /// of gcp and metal in its tail within a day, nothing planted): the cycle that first finds the
 /// gathering significant holds it back, since the runs show no change of level, and the next
