@@ -1,0 +1,114 @@
+//! The store's one error type: what went wrong, told apart by what a caller can do about it.
+//!
+//! A storage failure ([`StoreError::retryable`]: the disk, the file, the connection) passes
+//! and a later try may succeed; a statement or value the database refuses, a row the store
+//! cannot read back, or a write it refuses fails the same way every time. Callers above the
+//! store keep their own error type (`?` converts), and [`super::is_storage_error`] finds a
+//! `StoreError` in any error's chain.
+
+/// The result of every store function.
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;
+
+/// Why a store function failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database failed a statement: its storage (disk full, I/O, the connection lost), or
+    /// the statement or a value it refused.
+    #[error(transparent)]
+    Storage(#[from] sqlx::Error),
+    /// No connection could be had from the pool (the database down, or every connection busy).
+    #[error("no database connection")]
+    Connection(#[source] sqlx::Error),
+    /// The database could not be opened: a bad URL, its folder not made, the server not reached.
+    #[error("{doing}")]
+    Open {
+        /// What was tried, with the database's address.
+        doing: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The embedded migrations could not be applied.
+    #[error("applying database migrations")]
+    Migration(#[source] sqlx::migrate::MigrateError),
+    /// A row the store needs is not there.
+    #[error("no {what} {key}")]
+    NotFound {
+        /// What kind of row (`incident`, `row`).
+        what: &'static str,
+        /// Which one.
+        key: String,
+    },
+    /// A stored row the store cannot read back: a malformed sample or histogram, an unreadable
+    /// snapshot or JSON column. The same row fails every time.
+    #[error("{detail}")]
+    Corrupt {
+        /// The table the row is in.
+        table: &'static str,
+        /// Which row, and what is wrong with it.
+        detail: String,
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
+    /// A write the store refuses because it would make the stored data wrong (a backfill over
+    /// days already counted), or a question this database cannot answer.
+    #[error("{0}")]
+    Refused(String),
+    /// A value could not be written as JSON.
+    #[error(transparent)]
+    Encode(#[from] serde_json::Error),
+    /// A failed cycle that could not be recorded: kept in memory, recorded later.
+    #[error("kept, to be recorded once the database takes writes again")]
+    Unrecorded(#[source] Box<StoreError>),
+}
+
+impl StoreError {
+    /// A stored row that cannot be read, with the error that says why.
+    pub(crate) fn corrupt(
+        table: &'static str,
+        detail: impl Into<String>,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> StoreError {
+        StoreError::Corrupt { table, detail: detail.into(), source: Some(source.into()) }
+    }
+
+    /// A stored row that cannot be read, `detail` saying all there is.
+    pub(crate) fn malformed(table: &'static str, detail: impl Into<String>) -> StoreError {
+        StoreError::Corrupt { table, detail: detail.into(), source: None }
+    }
+
+    /// Whether the storage itself failed (the disk, the file, the connection): a later try may
+    /// succeed. Bad data, a refused statement or value, and a missing row are not.
+    pub fn retryable(&self) -> bool {
+        match self {
+            StoreError::Storage(e) | StoreError::Connection(e) => super::is_storage_failure(e),
+            StoreError::Open { source, .. } => {
+                source.downcast_ref::<sqlx::Error>().is_some_and(super::is_storage_failure)
+            }
+            StoreError::Migration(
+                sqlx::migrate::MigrateError::Execute(e) | sqlx::migrate::MigrateError::ExecuteMigration(e, _),
+            ) => super::is_storage_failure(e),
+            StoreError::Unrecorded(e) => e.retryable(),
+            StoreError::Migration(_)
+            | StoreError::NotFound { .. }
+            | StoreError::Corrupt { .. }
+            | StoreError::Refused(_)
+            | StoreError::Encode(_) => false,
+        }
+    }
+
+    /// Whether the database refused a value as such (see [`super::is_refused_value`]).
+    pub(crate) fn refused_value(&self) -> bool {
+        match self {
+            StoreError::Storage(e) => super::is_refused(e),
+            StoreError::Unrecorded(e) => e.refused_value(),
+            _ => false,
+        }
+    }
+}
+
+impl From<crate::model::histogram::HistogramError> for StoreError {
+    /// Every histogram the store decodes is a stored one.
+    fn from(e: crate::model::histogram::HistogramError) -> StoreError {
+        StoreError::malformed("cell_days", e.to_string())
+    }
+}
