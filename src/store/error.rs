@@ -112,3 +112,59 @@ impl From<crate::model::histogram::HistogramError> for StoreError {
         StoreError::malformed("cell_days", e.to_string())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::StoreError;
+    use crate::store::{Store, is_storage_error, sql};
+
+    async fn store(dir: &tempfile::TempDir) -> Store {
+        let settings = crate::config::DatabaseSettings {
+            url: format!("sqlite://{}", dir.path().join("errors.db").display()).parse().unwrap(),
+            ..Default::default()
+        };
+        Store::open(&settings).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn unreadable_stored_rules_are_corrupt_and_not_retried() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir).await;
+        store.execute(sql("INSERT INTO classification (id, rules) VALUES (1, 'not json')")).await.unwrap();
+        let e = store.trouble().stored().await.unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt { table: "classification", .. }), "{e:?}");
+        assert!(!e.retryable());
+        assert_eq!(e.to_string(), "the stored CI-trouble rules do not parse");
+        let why = std::error::Error::source(&e).map(ToString::to_string).unwrap_or_default();
+        assert!(why.starts_with("expected"), "{why}");
+    }
+
+    #[tokio::test]
+    async fn a_missing_row_is_not_found_and_a_bad_statement_is_not_storage_trouble() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir).await;
+        let e = store.scalar::<i64>(sql("SELECT 1 WHERE 0 = 1")).await.unwrap_err();
+        assert!(matches!(e, StoreError::NotFound { what: "row", .. }), "{e:?}");
+        let e = store.execute(sql("SELECT * FROM no_such_table")).await.unwrap_err();
+        assert!(matches!(e, StoreError::Storage(_)) && !e.retryable(), "{e:?}");
+        assert!(!is_storage_error(&e));
+    }
+
+    /// An application's error that carries a store error.
+    #[derive(Debug, thiserror::Error)]
+    #[error("reading the windows")]
+    struct Reading(#[source] StoreError);
+
+    /// A closed pool is storage trouble, found the same inside an application's error.
+    #[tokio::test]
+    async fn a_closed_database_is_retryable_through_any_context() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = store(&dir).await;
+        store.close().await;
+        let e = store.ping().await.unwrap_err();
+        assert!(matches!(e, StoreError::Connection(_)) && e.retryable(), "{e:?}");
+        assert!(format!("{e}").starts_with("no database connection"));
+        let wrapped: Box<dyn std::error::Error> = Box::new(Reading(e));
+        assert!(is_storage_error(&wrapped));
+    }
+}

@@ -248,3 +248,19 @@ fn four_numbers(text: &str) -> Option<[i64; 4]> {
     let numbers = [fields.next()??, fields.next()??, fields.next()??, fields.next()??];
     fields.next().is_none().then_some(numbers)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{StoreError, decode_day_row};
+
+    #[test]
+    fn a_malformed_day_row_is_corrupt_and_says_which() {
+        let mut out = Vec::new();
+        let e = decode_day_row(20_000, 7, "3/12", &mut out).unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt { table: "cell_days", .. }), "{e:?}");
+        assert_eq!(e.to_string(), "malformed day row `3/12` of variant 7, day 20000");
+        let e = decode_day_row(20_000, 7, "x/1/", &mut out).unwrap_err();
+        assert_eq!(e.to_string(), "`x` is not a number in `x/1/`");
+        assert!(!e.retryable());
+    }
+}
