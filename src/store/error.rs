@@ -5,6 +5,10 @@
 //! cannot read back, or a write it refuses fails the same way every time. Callers above the
 //! store keep their own error type (`?` converts), and [`super::is_storage_error`] finds a
 //! `StoreError` in any error's chain.
+//!
+//! A variant that wraps another error says its text after its own (`no database connection:
+//! pool timed out …`) instead of handing it on as a `source()`, so that a `StoreError` printed
+//! as it is tells the whole cause, and printed inside an application's error chain tells it once.
 
 /// The result of every store function.
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
@@ -17,19 +21,19 @@ pub enum StoreError {
     #[error(transparent)]
     Storage(#[from] sqlx::Error),
     /// No connection could be had from the pool (the database down, or every connection busy).
-    #[error("no database connection")]
-    Connection(#[source] sqlx::Error),
+    #[error("no database connection: {0}")]
+    Connection(sqlx::Error),
     /// The database could not be opened: a bad URL, its folder not made, the server not reached.
-    #[error("{doing}")]
+    #[error("{doing}: {cause}")]
     Open {
         /// What was tried, with the database's address.
         doing: String,
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
+        /// What failed it.
+        cause: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The embedded migrations could not be applied.
-    #[error("applying database migrations")]
-    Migration(#[source] sqlx::migrate::MigrateError),
+    #[error("applying database migrations: {0}")]
+    Migration(sqlx::migrate::MigrateError),
     /// A row the store needs is not there.
     #[error("no {what} {key}")]
     NotFound {
@@ -46,8 +50,6 @@ pub enum StoreError {
         table: &'static str,
         /// Which row, and what is wrong with it.
         detail: String,
-        #[source]
-        source: Option<Box<dyn std::error::Error + Send + Sync>>,
     },
     /// A write the store refuses because it would make the stored data wrong (a backfill over
     /// days already counted), or a question this database cannot answer.
@@ -57,23 +59,23 @@ pub enum StoreError {
     #[error(transparent)]
     Encode(#[from] serde_json::Error),
     /// A failed cycle that could not be recorded: kept in memory, recorded later.
-    #[error("kept, to be recorded once the database takes writes again")]
-    Unrecorded(#[source] Box<StoreError>),
+    #[error("kept, to be recorded once the database takes writes again: {0}")]
+    Unrecorded(Box<StoreError>),
 }
 
 impl StoreError {
-    /// A stored row that cannot be read, with the error that says why.
+    /// A stored row that cannot be read, `what` saying which and `why` what is wrong with it.
     pub(crate) fn corrupt(
         table: &'static str,
-        detail: impl Into<String>,
-        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+        what: impl std::fmt::Display,
+        why: impl std::fmt::Display,
     ) -> StoreError {
-        StoreError::Corrupt { table, detail: detail.into(), source: Some(source.into()) }
+        StoreError::Corrupt { table, detail: format!("{what}: {why}") }
     }
 
     /// A stored row that cannot be read, `detail` saying all there is.
     pub(crate) fn malformed(table: &'static str, detail: impl Into<String>) -> StoreError {
-        StoreError::Corrupt { table, detail: detail.into(), source: None }
+        StoreError::Corrupt { table, detail: detail.into() }
     }
 
     /// Whether the storage itself failed (the disk, the file, the connection): a later try may
@@ -81,8 +83,8 @@ impl StoreError {
     pub fn retryable(&self) -> bool {
         match self {
             StoreError::Storage(e) | StoreError::Connection(e) => super::is_storage_failure(e),
-            StoreError::Open { source, .. } => {
-                source.downcast_ref::<sqlx::Error>().is_some_and(super::is_storage_failure)
+            StoreError::Open { cause, .. } => {
+                cause.downcast_ref::<sqlx::Error>().is_some_and(super::is_storage_failure)
             }
             StoreError::Migration(
                 sqlx::migrate::MigrateError::Execute(e) | sqlx::migrate::MigrateError::ExecuteMigration(e, _),
@@ -134,9 +136,8 @@ mod tests {
         let e = store.trouble().stored().await.unwrap_err();
         assert!(matches!(e, StoreError::Corrupt { table: "classification", .. }), "{e:?}");
         assert!(!e.retryable());
-        assert_eq!(e.to_string(), "the stored CI-trouble rules do not parse");
-        let why = std::error::Error::source(&e).map(ToString::to_string).unwrap_or_default();
-        assert!(why.starts_with("expected"), "{why}");
+        let text = e.to_string();
+        assert!(text.starts_with("the stored CI-trouble rules do not parse: expected"), "{text}");
     }
 
     #[tokio::test]
@@ -163,7 +164,7 @@ mod tests {
         store.close().await;
         let e = store.ping().await.unwrap_err();
         assert!(matches!(e, StoreError::Connection(_)) && e.retryable(), "{e:?}");
-        assert!(format!("{e}").starts_with("no database connection"));
+        assert!(format!("{e}").starts_with("no database connection: "), "{e}");
         let wrapped: Box<dyn std::error::Error> = Box::new(Reading(e));
         assert!(is_storage_error(&wrapped));
     }

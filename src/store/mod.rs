@@ -484,7 +484,7 @@ impl Store {
 
 /// The database could not be opened, `doing` saying what was tried.
 fn open(doing: String, e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
-    StoreError::Open { doing, source: Box::new(e) }
+    StoreError::Open { doing, cause: Box::new(e) }
 }
 
 /// Unix seconds of a time, the only form time takes in the database.
