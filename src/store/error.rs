@@ -98,7 +98,9 @@ impl StoreError {
         }
     }
 
-    /// Whether the database refused a value as such (see [`super::is_refused_value`]).
+    /// Whether the database refused a value as such (PostgreSQL's class 22, data exception: a
+    /// NUL in text, a number out of range; SQLite's TOOBIG): the same value fails every time, so
+    /// it is the data's fault, never one a retry gets past.
     pub(crate) fn refused_value(&self) -> bool {
         match self {
             StoreError::Storage(e) => super::is_refused(e),

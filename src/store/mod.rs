@@ -118,9 +118,8 @@ fn is_storage_failure(e: &sqlx::Error) -> bool {
         })
 }
 
-/// Whether the database refused a value as such (PostgreSQL's class 22, data exception: a NUL
-/// in text, a number out of range; SQLite's TOOBIG): the same value fails every time, so it is
-/// the data's fault, never one a retry gets past.
+/// Whether a database error refuses a value as such: PostgreSQL's class 22 (data exception),
+/// SQLite's TOOBIG ([`StoreError::refused_value`]).
 fn is_refused(e: &sqlx::Error) -> bool {
     error_code(e).is_some_and(|code| match code {
         ErrorCode::Sqlite(n) => n == 18,
@@ -141,16 +140,6 @@ where
     E: AsRef<dyn std::error::Error + 'static> + ?Sized,
 {
     store_error(e.as_ref()).is_some_and(StoreError::retryable)
-}
-
-/// Whether the database refused a value as such (PostgreSQL's class 22, data exception: a NUL
-/// in text, a number out of range; SQLite's TOOBIG): the same value fails every time, so it is
-/// the data's fault, never one a retry gets past.
-pub(crate) fn is_refused_value<E>(e: &E) -> bool
-where
-    E: AsRef<dyn std::error::Error + 'static> + ?Sized,
-{
-    store_error(e.as_ref()).is_some_and(StoreError::refused_value)
 }
 
 impl AsRef<dyn std::error::Error + 'static> for StoreError {
