@@ -55,6 +55,12 @@ impl From<anyhow::Error> for ActionError {
     }
 }
 
+impl From<crate::store::StoreError> for ActionError {
+    fn from(e: crate::store::StoreError) -> ActionError {
+        ActionError::Internal(e.into())
+    }
+}
+
 impl From<Refusal> for ActionError {
     fn from(r: Refusal) -> ActionError {
         ActionError::Refused(r)

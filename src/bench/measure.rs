@@ -26,7 +26,7 @@ pub async fn bench_store(database_url: Option<&str>, dir: &std::path::Path) -> R
         url: url.parse::<DatabaseUrl>().map_err(anyhow::Error::msg)?,
         ..Default::default()
     };
-    Store::open(&settings).await
+    Ok(Store::open(&settings).await?)
 }
 
 /// What `bench ingest` measured.

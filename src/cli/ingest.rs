@@ -51,7 +51,7 @@ pub(super) async fn import_thresholds(settings: &Settings, file: &std::path::Pat
     let rows = crate::ingest::formats::query_results::parse_query_results(&bytes)
         .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     with_store(settings, async |store| {
-        store.evaluations().import_thresholds(&rows, &file.display().to_string()).await
+        Ok(store.evaluations().import_thresholds(&rows, &file.display().to_string()).await?)
     })
     .await?;
     let generation = if rows.iter().any(|r| r.p50.is_some()) {

@@ -415,7 +415,7 @@ impl RunSource for Replay {
     }
 
     async fn runs(&self, keys: &[(&str, &str)]) -> Result<Vec<RunRecord>> {
-        self.store.runs().find(keys).await
+        Ok(self.store.runs().find(keys).await?)
     }
 
     async fn historical(&self) -> Result<Vec<HistoricalRow>> {

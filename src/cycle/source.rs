@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::future::Future;
 
 use anyhow::Result;
+use futures::TryFutureExt as _;
 
 pub use crate::model::CellRun;
 use crate::model::{HistoricalRow, Percentile, RegressionReport, RunRecord};
@@ -76,12 +77,12 @@ pub trait RunSource: Sync {
         &self,
         window: (i64, i64),
     ) -> impl Future<Output = Result<Vec<crate::model::BrokenProbe>>> + Send {
-        self.runs_store().runs().broken_probes_in(window)
+        self.runs_store().runs().broken_probes_in(window).err_into()
     }
 
     /// Jobs whose first stored run falls in `window`: no reference of their own yet.
     fn new_jobs(&self, window: (i64, i64)) -> impl Future<Output = Result<Vec<crate::model::NewJob>>> + Send {
-        self.runs_store().runs().new_jobs_in(window)
+        self.runs_store().runs().new_jobs_in(window).err_into()
     }
 
     /// Job names that ran in some variants during a window, with their runs.
@@ -114,7 +115,7 @@ impl RunSource for Live<'_> {
     ) -> Result<WindowData> {
         match &self.warm.windows {
             Some(kept) => kept.window_data(self.store, current, baseline, recent, visible_at).await,
-            None => self.store.evaluations().window_data(current, baseline, recent, visible_at).await,
+            None => Ok(self.store.evaluations().window_data(current, baseline, recent, visible_at).await?),
         }
     }
 
@@ -127,28 +128,28 @@ impl RunSource for Live<'_> {
     ) -> Result<Vec<CellRun>> {
         match &self.warm.scope_runs {
             Some(kept) => kept.cell_runs(self.store, backends, variant_ids, range, visible_at).await,
-            None => self.store.cells().cell_runs(backends, variant_ids, range, visible_at).await,
+            None => Ok(self.store.cells().cell_runs(backends, variant_ids, range, visible_at).await?),
         }
     }
 
     async fn runs(&self, keys: &[(&str, &str)]) -> Result<Vec<RunRecord>> {
-        self.store.runs().find(keys).await
+        Ok(self.store.runs().find(keys).await?)
     }
 
     async fn historical(&self) -> Result<Vec<HistoricalRow>> {
-        self.store.evaluations().historical_thresholds().await
+        Ok(self.store.evaluations().historical_thresholds().await?)
     }
 
     async fn first_seen(&self, visible_at: i64) -> Result<HashMap<String, i64>> {
-        self.store.evaluations().release_first_seen(visible_at).await
+        Ok(self.store.evaluations().release_first_seen(visible_at).await?)
     }
 
     async fn jobs_of_variants(&self, variant_ids: &[i64], window: (i64, i64)) -> Result<Vec<(String, i64)>> {
-        self.store.evaluations().jobs_of_variants(variant_ids, window).await
+        Ok(self.store.evaluations().jobs_of_variants(variant_ids, window).await?)
     }
 
     async fn payloads_between(&self, release: &str, from: i64, to: i64) -> Result<Vec<String>> {
-        self.store.runs().payloads_between(release, from, to).await
+        Ok(self.store.runs().payloads_between(release, from, to).await?)
     }
 
     async fn weekly(&self, report: &RegressionReport, window_days: i64, at: i64) -> Result<Vec<Option<f64>>> {

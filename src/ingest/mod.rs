@@ -501,7 +501,7 @@ async fn record_outcome(
                     let logged = |file: &str, error: &str| entry(&path, &job, &build, file, "warning", error);
                     record_warnings(warnings, &path, summary, log, logged);
                 }
-                Err(e) if crate::store::is_refused_value(&e) => {
+                Err(e) if e.refused_value() => {
                     // the same content fails every time: a bad run, not one to retry
                     let error = format!("the database refused a value of the run: {e:#}");
                     tracing::warn!(run = %path, "run not ingested: {error}");

@@ -151,7 +151,7 @@ pub async fn attach_changes(
         let body = match store.releases().changelog(&arch, &from, &to).await {
             Ok(Some(body)) => Ok(body),
             Ok(None) => client.changelog(base, &from, &to).await,
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         };
         match body.and_then(|b| suspects(&b, &favoured(settings, r)).map(|s| (b, s))) {
             Ok((body, list)) => {

@@ -250,14 +250,15 @@ async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
             None => (StatusCode::OK, "ready\n"),
             Some(since) => {
                 let now = chrono::Utc::now().timestamp();
-                let probe = if now - since >= UNREADY_AFTER_WRITE_FAILURE_SECS {
-                    tokio::time::timeout(std::time::Duration::from_secs(2), state.store.probe_write()).await
-                } else {
-                    Ok(Err(anyhow::anyhow!("writes failed {}s ago", now - since)))
+                // writes that failed a moment ago are not tried again yet
+                let probe = async {
+                    let write = state.store.probe_write();
+                    matches!(tokio::time::timeout(std::time::Duration::from_secs(2), write).await, Ok(Ok(())))
                 };
-                match probe {
-                    Ok(Ok(())) => (StatusCode::OK, "ready\n"),
-                    _ => (StatusCode::SERVICE_UNAVAILABLE, "database writes failing\n"),
+                if now - since >= UNREADY_AFTER_WRITE_FAILURE_SECS && probe.await {
+                    (StatusCode::OK, "ready\n")
+                } else {
+                    (StatusCode::SERVICE_UNAVAILABLE, "database writes failing\n")
                 }
             }
         },

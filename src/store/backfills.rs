@@ -11,12 +11,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Range;
 
-use anyhow::{Result, bail};
 use serde::Serialize;
 
 use super::cells::{ChangedCells, RunsAt};
 use super::runs::Minted;
-use super::{Conn, Store, sql};
+use super::{Conn, Result, Store, StoreError, sql};
 use crate::model::{DAY, Dimensions};
 
 /// One count a push-down backfill read: how many runs of a job, in one variant, that started
@@ -74,9 +73,8 @@ impl Backfills<'_> {
         let result = async {
             let rules = self.store.trouble().rules();
             if rules.all_backends_share > 0.0 {
-                bail!(
-                    "trouble.all_backends_share is on: it judges each run by all its samples, which a backfill of counts does not read; backfill with it off, or ingest run by run"
-                );
+                let why = "trouble.all_backends_share is on: it judges each run by all its samples, which a backfill of counts does not read; backfill with it off, or ingest run by run";
+                return Err(StoreError::Refused(why.into()));
             }
             let mut tx = self.store.begin_write().await?;
             refuse_counted_days(&mut tx.conn(), &backfill.days).await?;
@@ -223,7 +221,10 @@ pub(super) async fn is_sealed(c: &mut Conn<'_>, day: i64) -> Result<bool> {
 /// Refuses days on which a run is stored, or that a backfill filled already.
 async fn refuse_counted_days(c: &mut Conn<'_>, days: &Range<i64>) -> Result<()> {
     if days.is_empty() {
-        bail!("no days to backfill: the range {}..{} is empty", days.start, days.end);
+        return Err(StoreError::Refused(format!(
+            "no days to backfill: the range {}..{} is empty",
+            days.start, days.end
+        )));
     }
     let overlapping: Option<BackfilledDays> = c
         .fetch_optional(
@@ -234,11 +235,11 @@ async fn refuse_counted_days(c: &mut Conn<'_>, days: &Range<i64>) -> Result<()> 
         )
         .await?;
     if let Some(BackfilledDays { from_day, to_day, source }) = overlapping {
-        bail!(
+        return Err(StoreError::Refused(format!(
             "the days {} to {} were backfilled already from {source}: backfill only days outside them",
             day_name(from_day),
             day_name(to_day - 1)
-        );
+        )));
     }
     let (stored, first): (i64, Option<i64>) = c
         .fetch_one(
@@ -248,10 +249,10 @@ async fn refuse_counted_days(c: &mut Conn<'_>, days: &Range<i64>) -> Result<()> 
         )
         .await?;
     if stored > 0 {
-        bail!(
+        return Err(StoreError::Refused(format!(
             "{stored} runs that started on these days are stored already (the first on {}): a backfill fills only days with no stored run, or it would count them twice; end the backfill before that day",
             day_name(first.unwrap_or_default().div_euclid(DAY))
-        );
+        )));
     }
     Ok(())
 }

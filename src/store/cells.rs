@@ -11,9 +11,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use anyhow::Result;
-
-use super::{Conn, Store, row_by_position, sql};
+use super::{Conn, Result, Store, StoreError, row_by_position, sql};
 use crate::model::{DAY, Histogram};
 
 /// The variant-days whose `cell_days` rows a write changed (each for every backend), recorded
@@ -154,7 +152,7 @@ pub(crate) fn updated_histograms(
     rows: Vec<CellDay>,
     cells: &[RunsAt],
     change: impl Fn(&mut Histogram, i64, u64),
-) -> anyhow::Result<Vec<(i64, Histogram)>> {
+) -> Result<Vec<(i64, Histogram)>> {
     let mut current: HashMap<i64, Histogram> = HashMap::with_capacity(rows.len());
     for CellDay { backend_id, runs, hist } in rows {
         current.insert(backend_id, Histogram::decode(&hist)?.with_zeros(runs as u64));
@@ -183,11 +181,7 @@ pub struct Cells<'a> {
 
 impl Cells<'_> {
     /// The merged histogram of one backend over every variant, for UTC days in `days`.
-    pub async fn backend_histogram(
-        self,
-        backend: &str,
-        days: std::ops::Range<i64>,
-    ) -> anyhow::Result<Histogram> {
+    pub async fn backend_histogram(self, backend: &str, days: std::ops::Range<i64>) -> Result<Histogram> {
         let rows: Vec<(i64, String)> = self
             .store
             .fetch_all(
@@ -307,7 +301,7 @@ struct VariantRow {
 
 impl Store {
     /// Every backend name any stored run has recorded, sorted.
-    pub async fn backend_names(&self) -> anyhow::Result<Vec<String>> {
+    pub async fn backend_names(&self) -> Result<Vec<String>> {
         let rows: Vec<(String,)> = self.fetch_all(sql("SELECT name FROM backends ORDER BY name")).await?;
         Ok(rows.into_iter().map(|(n,)| n).collect())
     }
@@ -315,7 +309,7 @@ impl Store {
     /// Every variant and its id, by id. Variants are only ever added, so the list is kept in
     /// memory and read again only when the table's count or newest id moved (by any process;
     /// the count catches an id that committed after a higher one).
-    pub async fn variants(&self) -> anyhow::Result<std::sync::Arc<Vec<(i64, crate::model::Dimensions)>>> {
+    pub async fn variants(&self) -> Result<std::sync::Arc<Vec<(i64, crate::model::Dimensions)>>> {
         let (count, newest): (i64, i64) =
             self.fetch_one(sql("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM variants")).await?;
         let known = self.variant_list.lock().expect("cache lock").clone();
@@ -356,7 +350,7 @@ impl Store {
 
 impl Cells<'_> {
     /// The version of the stored runs, bumped by every write that changes them (in any process).
-    pub async fn data_version(self) -> anyhow::Result<i64> {
+    pub async fn data_version(self) -> Result<i64> {
         self.store.scalar(sql("SELECT version FROM data_version WHERE id = 1")).await
     }
 
@@ -367,7 +361,7 @@ impl Cells<'_> {
         self,
         since: i64,
         version: i64,
-    ) -> anyhow::Result<(Option<i64>, Option<Vec<(i64, i64)>>)> {
+    ) -> Result<(Option<i64>, Option<Vec<(i64, i64)>>)> {
         if version - since > LISTED_VERSIONS {
             return Ok((self.store.cells().first_change_between(since, version).await?, None));
         }
@@ -376,7 +370,7 @@ impl Cells<'_> {
     }
 
     /// The changes recorded after `since` up to `version`, oldest first.
-    pub(crate) async fn change_log(self, since: i64, version: i64) -> anyhow::Result<Vec<LoggedChange>> {
+    pub(crate) async fn change_log(self, since: i64, version: i64) -> Result<Vec<LoggedChange>> {
         let rows: Vec<ChangeRow> = self
             .store
             .fetch_all(
@@ -390,14 +384,17 @@ impl Cells<'_> {
             .await?;
         rows.into_iter()
             .map(|ChangeRow { version, first_day, cells }| {
-                let cells = cells.map(|c| serde_json::from_str(&c)).transpose()?;
+                let unreadable = |e| {
+                    StoreError::corrupt("data_changes", format!("change {version} lists unreadable cells"), e)
+                };
+                let cells = cells.map(|c| serde_json::from_str(&c)).transpose().map_err(unreadable)?;
                 Ok(LoggedChange { version, first_day, cells })
             })
             .collect()
     }
 
     /// Every backend's row of the variant-days `cells`, as stored now.
-    pub(crate) async fn read_cells(self, cells: &[(i64, i64)]) -> anyhow::Result<Vec<CellRow>> {
+    pub(crate) async fn read_cells(self, cells: &[(i64, i64)]) -> Result<Vec<CellRow>> {
         if cells.is_empty() {
             return Ok(Vec::new());
         }
@@ -428,7 +425,7 @@ impl Cells<'_> {
         backend: &str,
         variants: &[i64],
         days: std::ops::Range<i64>,
-    ) -> anyhow::Result<BTreeMap<i64, Histogram>> {
+    ) -> Result<BTreeMap<i64, Histogram>> {
         let ids = serde_json::to_string(variants)?;
         let text =
             if self.store.engine() == crate::config::Engine::Postgres { DAYS_POSTGRES } else { DAYS_SQLITE };
@@ -443,7 +440,7 @@ impl Cells<'_> {
     }
 
     /// Every cell's rows of the UTC days in `days`, as stored now.
-    pub(crate) async fn cell_rows_between(self, days: (i64, i64)) -> anyhow::Result<Vec<CellRow>> {
+    pub(crate) async fn cell_rows_between(self, days: (i64, i64)) -> Result<Vec<CellRow>> {
         self.store
             .fetch_all(
                 sql("SELECT b.name, c.day, c.variant_id, c.runs, c.hist FROM cell_days c \

@@ -1,9 +1,7 @@
 //! `changelogs`: the release controller's changelog between two payloads, kept once read (a
 //! changelog between two existing payloads never changes).
 
-use anyhow::Result;
-
-use super::{Store, sql};
+use super::{Result, Store, sql};
 
 /// What the release controller and GitHub said, kept: payload changelogs and the commits
 /// outside a payload. Reached through [`Store::releases`].

@@ -9,10 +9,11 @@
 
 use std::borrow::Cow;
 
-use anyhow::{Context, Result};
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{Arguments, AssertSqlSafe, PgConnection, Postgres, Sqlite, SqliteConnection};
+
+use super::{Result, StoreError};
 
 /// A value bound to a placeholder.
 #[derive(Debug, Clone, PartialEq)]
@@ -156,7 +157,7 @@ impl Sql {
                 Arg::Real(v) => a.add(v),
                 Arg::Text(v) => a.add(v),
             }
-            .map_err(|e| anyhow::anyhow!("cannot bind a value: {e}"))?;
+            .map_err(sqlx::Error::Encode)?;
         }
         Ok((AssertSqlSafe(self.text), a))
     }
@@ -169,7 +170,7 @@ impl Sql {
                 Arg::Real(v) => a.add(v),
                 Arg::Text(v) => a.add(v),
             }
-            .map_err(|e| anyhow::anyhow!("cannot bind a value: {e}"))?;
+            .map_err(sqlx::Error::Encode)?;
         }
         Ok((AssertSqlSafe(self.text), a))
     }
@@ -258,7 +259,9 @@ impl Conn<'_> {
     }
 
     pub async fn fetch_one<R: Row>(&mut self, q: Sql) -> Result<R> {
-        self.fetch_optional(q).await?.context("the statement returned no row")
+        self.fetch_optional(q)
+            .await?
+            .ok_or_else(|| StoreError::NotFound { what: "row", key: "from the statement".into() })
     }
 
     /// The first column of the one row a statement returns.

@@ -3,10 +3,8 @@
 
 use std::collections::HashMap;
 
-use anyhow::Result;
-
 use super::window_reads::{CellWindow, WindowDays};
-use super::{Conn, Store, row_by_position, sql};
+use super::{Conn, Result, Store, StoreError, row_by_position, sql};
 use crate::evaluate::{CellHistograms, GroupState};
 use crate::model::{DAY, Dimensions, Histogram, HistoricalRow};
 
@@ -431,7 +429,11 @@ impl Evaluations<'_> {
                 fetched.into_iter().map(|rows| scope.spawn(move || decode(index, rows))).collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a decoding thread panicked"))))
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(StoreError::malformed("cell_days", "a decoding thread panicked"))
+                    })
+                })
                 .collect()
         });
         let mut cells: HashMap<(usize, usize), (Histogram, Histogram)> = HashMap::new();
@@ -510,7 +512,7 @@ impl Evaluations<'_> {
         let written = async { insert_cycle(&mut self.store.acquire().await?.conn(), cycle).await }.await;
         if let Err(e) = written {
             self.keep_unrecorded_cycle(cycle.clone());
-            return Err(e.context("kept, to be recorded once the database takes writes again"));
+            return Err(StoreError::Unrecorded(Box::new(e)));
         }
         Ok(())
     }
@@ -662,7 +664,7 @@ impl Evaluations<'_> {
         to: i64,
     ) -> Result<usize> {
         let super::Pool::Postgres(pool) = &self.store.pool else {
-            anyhow::bail!("the reference query is PostgreSQL's percentile_cont");
+            return Err(StoreError::Refused("the reference query is PostgreSQL's percentile_cont".into()));
         };
         // PostgreSQL only, and its float8[] is not a type the shared statements bind or read.
         let rows: Vec<ReferencePercentiles> = sqlx::query_as(

@@ -2,9 +2,7 @@
 //! outbox entries in one transaction. The store decides nothing here: the plan says what
 //! changes and what is sent, and this file writes it.
 
-use anyhow::{Context, Result};
-
-use super::{Arg, Conn, Store, sql};
+use super::{Arg, Conn, Result, Store, StoreError, sql};
 use crate::incidents::manual::Refusal;
 use crate::incidents::plan::{Action, Delivered, Effect, Known, NewSilence, Plan, Step, history};
 use crate::incidents::silence::{Patterns, Silence};
@@ -44,13 +42,18 @@ struct IncidentRow {
 
 impl IncidentRow {
     fn into_incident(self) -> Result<Incident> {
-        let snapshot: Snapshot = serde_json::from_str(&self.snapshot)
-            .with_context(|| format!("incident {} has an unreadable snapshot", self.id))?;
+        let snapshot: Snapshot = serde_json::from_str(&self.snapshot).map_err(|e| {
+            StoreError::corrupt("incidents", format!("incident {} has an unreadable snapshot", self.id), e)
+        })?;
         Ok(Incident {
             id: self.id,
             fingerprint: self.fingerprint,
-            state: State::parse(&self.state)
-                .with_context(|| format!("incident {}: unknown state", self.id))?,
+            state: State::parse(&self.state).ok_or_else(|| {
+                StoreError::malformed(
+                    "incidents",
+                    format!("incident {}: unknown state `{}`", self.id, self.state),
+                )
+            })?,
             snapshot,
             revision: self.revision,
             opened_at: self.opened_at,
@@ -63,8 +66,9 @@ impl IncidentRow {
             slack_ts: self.slack_ts,
             jira_key: self.jira_key,
             jira_commented_at: self.jira_commented_at,
-            episodes: serde_json::from_str(&self.episodes)
-                .with_context(|| format!("incident {} has unreadable episodes", self.id))?,
+            episodes: serde_json::from_str(&self.episodes).map_err(|e| {
+                StoreError::corrupt("incidents", format!("incident {} has unreadable episodes", self.id), e)
+            })?,
             merged_into: self.merged_into,
             resolution: self.resolution,
             fix: json_column(self.fix.as_deref(), self.id, "fix claim"),
@@ -302,7 +306,8 @@ struct Applying<'a> {
 
 impl Applying<'_> {
     fn stored(&self, id: i64) -> Result<&Incident> {
-        self.incidents.iter().find(|i| i.id == id).context("planned an unknown incident")
+        let unknown = || StoreError::NotFound { what: "incident", key: format!("{id}, which a plan names") };
+        self.incidents.iter().find(|i| i.id == id).ok_or_else(unknown)
     }
 
     /// Writes one step's change and history; the incident's id and new revision.

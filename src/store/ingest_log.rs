@@ -1,9 +1,8 @@
 //! `ingest_log`: what happened to each run and file an ingest looked at.
 
-use anyhow::Result;
 use serde::Serialize;
 
-use super::{Store, from_secs, sql};
+use super::{Result, Store, from_secs, sql};
 
 /// One line of the ingest log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

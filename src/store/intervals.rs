@@ -1,11 +1,9 @@
 //! `interval_files`: the interval evidence of runs ingested on demand, where it is until
 //! attribution fetches it, and filling it in once fetched.
 
-use anyhow::Result;
-
 use super::runs::Runs;
 use super::runs::{Intervals, Minted, SELECT_RUN_ID, insert_intervals};
-use super::sql;
+use super::{Result, sql};
 use crate::model::{ConditionSpan, Outage, TimelineSpan};
 
 impl Runs<'_> {

@@ -11,6 +11,7 @@
 
 pub mod backfills;
 mod db;
+mod error;
 
 pub(crate) mod cells;
 pub(crate) mod changelogs;
@@ -33,12 +34,12 @@ use std::str::FromStr;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Connection, PgPool, SqlitePool};
 
 pub(crate) use self::db::{Arg, Conn, Pooled, Row, Sql, Tx, row_by_position, sql};
+pub use self::error::{Result, StoreError};
 use crate::config::{DatabaseSettings, Engine};
 
 #[derive(Clone)]
@@ -82,8 +83,8 @@ enum ErrorCode {
     Postgres(String),
 }
 
-fn error_codes(e: &anyhow::Error) -> impl Iterator<Item = ErrorCode> + '_ {
-    e.chain().filter_map(|c| c.downcast_ref::<sqlx::Error>()).filter_map(|e| match e {
+fn error_code(e: &sqlx::Error) -> Option<ErrorCode> {
+    match e {
         sqlx::Error::Database(db) => {
             let code = db.code().unwrap_or_default().into_owned();
             if db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>().is_some() {
@@ -93,40 +94,58 @@ fn error_codes(e: &anyhow::Error) -> impl Iterator<Item = ErrorCode> + '_ {
             }
         }
         _ => None,
-    })
+    }
 }
 
-/// Whether an error is the storage's own trouble (the disk, the file, the connection), not a
-/// bad statement or bad data: SQLite's FULL, IOERR, READONLY, CANTOPEN, CORRUPT, NOTADB,
+/// Whether a database error is the storage's own trouble (the disk, the file, the connection),
+/// not a bad statement or bad data: SQLite's FULL, IOERR, READONLY, CANTOPEN, CORRUPT, NOTADB,
 /// PROTOCOL; PostgreSQL's classes 08 (connection), 53 (resources: disk full), 57 (operator
 /// intervention), 58 (system: I/O); or the connection or pool itself failing (a connection
 /// cut mid-handshake answers with a protocol error).
-pub fn is_storage_error(e: &anyhow::Error) -> bool {
-    let connection = e.chain().filter_map(|c| c.downcast_ref::<sqlx::Error>()).any(|e| {
-        matches!(
-            e,
-            sqlx::Error::Io(_)
-                | sqlx::Error::Protocol(_)
-                | sqlx::Error::PoolTimedOut
-                | sqlx::Error::PoolClosed
-                | sqlx::Error::WorkerCrashed
-        )
-    });
+fn is_storage_failure(e: &sqlx::Error) -> bool {
+    let connection = matches!(
+        e,
+        sqlx::Error::Io(_)
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed
+    );
     connection
-        || error_codes(e).any(|code| match code {
+        || error_code(e).is_some_and(|code| match code {
             ErrorCode::Sqlite(n) => matches!(n, 8 | 10 | 11 | 13 | 14 | 15 | 26),
             ErrorCode::Postgres(c) => ["08", "53", "57", "58"].iter().any(|class| c.starts_with(class)),
         })
 }
 
-/// Whether the database refused a value as such (PostgreSQL's class 22, data exception: a NUL
-/// in text, a number out of range; SQLite's TOOBIG): the same value fails every time, so it is
-/// the data's fault, never one a retry gets past.
-pub(crate) fn is_refused_value(e: &anyhow::Error) -> bool {
-    error_codes(e).any(|code| match code {
+/// Whether a database error refuses a value as such: PostgreSQL's class 22 (data exception),
+/// SQLite's TOOBIG ([`StoreError::refused_value`]).
+fn is_refused(e: &sqlx::Error) -> bool {
+    error_code(e).is_some_and(|code| match code {
         ErrorCode::Sqlite(n) => n == 18,
         ErrorCode::Postgres(c) => c.starts_with("22"),
     })
+}
+
+/// The store's error in an error's chain (a [`StoreError`] itself, or an application error
+/// that carries one), if there is one.
+fn store_error<'e>(e: &'e (dyn std::error::Error + 'static)) -> Option<&'e StoreError> {
+    std::iter::successors(Some(e), |e| e.source()).find_map(|e| e.downcast_ref::<StoreError>())
+}
+
+/// Whether an error (a [`StoreError`], or an application error carrying one) is the storage's
+/// own trouble: [`StoreError::retryable`].
+pub fn is_storage_error<E>(e: &E) -> bool
+where
+    E: AsRef<dyn std::error::Error + 'static> + ?Sized,
+{
+    store_error(e.as_ref()).is_some_and(StoreError::retryable)
+}
+
+impl AsRef<dyn std::error::Error + 'static> for StoreError {
+    fn as_ref(&self) -> &(dyn std::error::Error + 'static) {
+        self
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -209,7 +228,7 @@ impl Store {
         let pool = match settings.url.engine() {
             Engine::Sqlite => {
                 let options = SqliteConnectOptions::from_str(settings.url.expose())
-                    .with_context(|| format!("invalid sqlite URL {}", settings.url))?
+                    .map_err(|e| open(format!("invalid sqlite URL {}", settings.url), e))?
                     .create_if_missing(true)
                     .journal_mode(SqliteJournalMode::Wal)
                     // Pruning frees pages that `PRAGMA incremental_vacuum` hands back (takes
@@ -224,8 +243,8 @@ impl Store {
                 if let Some(parent) = options.get_filename().parent()
                     && !parent.as_os_str().is_empty()
                 {
-                    std::fs::create_dir_all(parent).with_context(|| {
-                        format!("cannot create the folder of the SQLite file {}", parent.display())
+                    std::fs::create_dir_all(parent).map_err(|e| {
+                        open(format!("cannot create the folder of the SQLite file {}", parent.display()), e)
                     })?;
                 }
                 let pool = SqlitePoolOptions::new()
@@ -244,12 +263,12 @@ impl Store {
                     })
                     .connect_with(options)
                     .await
-                    .with_context(|| format!("cannot open SQLite database {}", settings.url))?;
+                    .map_err(|e| open(format!("cannot open SQLite database {}", settings.url), e))?;
                 Pool::Sqlite(pool)
             }
             Engine::Postgres => {
                 let mut options = PgConnectOptions::from_str(settings.url.expose())
-                    .with_context(|| format!("invalid postgres URL {}", settings.url))?;
+                    .map_err(|e| open(format!("invalid postgres URL {}", settings.url), e))?;
                 if let Some(password) = &settings.password {
                     options = options.password(password.expose());
                 }
@@ -261,7 +280,7 @@ impl Store {
                     .acquire_timeout(acquire)
                     .connect_with(options)
                     .await
-                    .with_context(|| format!("cannot connect to PostgreSQL at {}", settings.url))?;
+                    .map_err(|e| open(format!("cannot connect to PostgreSQL at {}", settings.url), e))?;
                 Pool::Postgres(pool)
             }
         };
@@ -310,7 +329,7 @@ impl Store {
             Pool::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await,
             Pool::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await,
         }
-        .context("applying database migrations")?;
+        .map_err(StoreError::Migration)?;
         let after = self.applied_versions().await?;
         let applied = after.iter().copied().filter(|v| !before.contains(v)).collect();
         Ok(MigrationReport { applied, current: after.iter().copied().max().unwrap_or(0) })
@@ -360,8 +379,8 @@ impl Store {
     /// A connection from the pool, for a few statements outside a transaction.
     pub(crate) async fn acquire(&self) -> Result<Pooled> {
         Ok(match &self.pool {
-            Pool::Sqlite(p) => Pooled::Sqlite(p.acquire().await.context("no database connection")?),
-            Pool::Postgres(p) => Pooled::Postgres(p.acquire().await.context("no database connection")?),
+            Pool::Sqlite(p) => Pooled::Sqlite(p.acquire().await.map_err(StoreError::Connection)?),
+            Pool::Postgres(p) => Pooled::Postgres(p.acquire().await.map_err(StoreError::Connection)?),
         })
     }
 
@@ -371,7 +390,7 @@ impl Store {
         let mut failing = self.write_failing_since.lock().expect("health lock");
         match &result {
             Ok(_) => *failing = None,
-            Err(e) if is_storage_error(e) => {
+            Err(e) if e.retryable() => {
                 if failing.is_none() {
                     tracing::error!("database writes are failing: {e:#}");
                 }
@@ -450,6 +469,11 @@ impl Store {
     {
         self.acquire().await?.conn().scalar(q).await
     }
+}
+
+/// The database could not be opened, `doing` saying what was tried.
+fn open(doing: String, e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::Open { doing, cause: Box::new(e) }
 }
 
 /// Unix seconds of a time, the only form time takes in the database.

@@ -1,11 +1,10 @@
 //! The outbox: side effects waiting to be delivered, claimed by one worker at a time under a
 //! lease, in order per lane (an incident's Slack thread, its Jira issue, a channel's summaries).
 
-use anyhow::Result;
 use serde::Serialize;
 
 use super::incidents::{NewEntry, enqueue};
-use super::{Sql, Store, row_by_position, sql};
+use super::{Result, Sql, Store, row_by_position, sql};
 use crate::incidents::plan::Effect;
 
 /// An entry a worker has claimed.

@@ -1,10 +1,8 @@
 //! `outside_commits`: the commits of a repository outside the payload in one window, kept once
 //! read from GitHub (a past window's commits do not change).
 
-use anyhow::Result;
-
 use super::changelogs::Releases;
-use super::sql;
+use super::{Result, sql};
 
 impl Releases<'_> {
     /// The kept commits (as JSON) of `repository` under `path` from `since` to `until`.

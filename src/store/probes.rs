@@ -10,11 +10,9 @@
 
 use std::collections::BTreeSet;
 
-use anyhow::Result;
-
 use super::cells::ChangedCells;
 use super::runs::Runs;
-use super::{Conn, row_by_position, sql};
+use super::{Conn, Result, row_by_position, sql};
 use crate::model::{DAY, HOUR, ProbeHealth, TroubleRules};
 
 /// Runs of a job reclassified per read.

@@ -5,9 +5,7 @@
 
 use std::collections::HashSet;
 
-use anyhow::Result;
-
-use super::{Store, sql};
+use super::{Result, Store, sql};
 use crate::incidents::State;
 use crate::model::DAY;
 

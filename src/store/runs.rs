@@ -1,10 +1,8 @@
 //! `job_runs`, `samples`, `outages`, `condition_spans`, `interval_files`: writing a run once,
 //! reading it back, and filling in its intervals when they were left to be fetched.
 
-use anyhow::{Context, Result};
-
 use super::cells::ChangedCells;
-use super::{Conn, Sql, Store, from_secs, row_by_position, sql, to_secs};
+use super::{Conn, Result, Sql, Store, StoreError, from_secs, row_by_position, sql, to_secs};
 use crate::model::{
     ConditionSpan, DAY, Dimensions, IntervalFile, IntervalRef, JobRun, Outage, RunRecord, Sample, SpanKind,
     TimelineSpan, TroubleRules,
@@ -581,7 +579,7 @@ impl Store {
         .bind(&d.network_stack)
         .bind(&d.topology)
         .bind(&d.master_nodes_updated);
-        let id = c.scalar(q).await.context("getting a variant id")?;
+        let id = c.scalar(q).await?;
         minted.variants.insert(d.clone(), id);
         Ok(id)
     }
@@ -602,7 +600,10 @@ async fn read_run_contents(c: &mut Conn<'_>, ids: &[i64], records: &mut [RunReco
         return Ok(());
     }
     let at: std::collections::HashMap<i64, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-    let of = |id: i64| at.get(&id).copied().context("a row of a run not asked for");
+    let of = |id: i64| {
+        let stray = || StoreError::malformed("job_runs", format!("a row of run {id}, not asked for"));
+        at.get(&id).copied().ok_or_else(stray)
+    };
     let listed = |text: &'static str, order: &str| sql(text).list(ids.iter().copied()).push(order);
     for SampleRow { run_id: id, backend, connection, seconds } in
         c.fetch_all::<SampleRow>(listed(SELECT_SAMPLES, SAMPLES_ORDER)).await?

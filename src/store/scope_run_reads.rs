@@ -5,10 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use anyhow::Result;
-
 use super::cells::Cells;
-use super::{row_by_position, sql};
+use super::{Result, row_by_position, sql};
 use crate::model::CellRun;
 
 /// A stored run of a cell, with its id and when it became visible.

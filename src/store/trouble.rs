@@ -7,11 +7,9 @@
 
 use std::collections::BTreeSet;
 
-use anyhow::{Context, Result};
-
 use super::probes::{self, StoredRun};
 use super::runs::note_change;
-use super::{Store, sql};
+use super::{Result, Store, StoreError, sql};
 use crate::model::TroubleRules;
 
 /// Runs reclassified per transaction.
@@ -34,8 +32,12 @@ impl Trouble<'_> {
     pub(super) async fn stored(self) -> Result<Option<TroubleRules>> {
         let row: Option<(String,)> =
             self.store.fetch_optional(sql("SELECT rules FROM classification WHERE id = 1")).await?;
-        row.map(|(json,)| serde_json::from_str(&json).context("the stored CI-trouble rules do not parse"))
-            .transpose()
+        let rules = |(json,): (String,)| {
+            serde_json::from_str(&json).map_err(|e| {
+                StoreError::corrupt("classification", "the stored CI-trouble rules do not parse", e)
+            })
+        };
+        row.map(rules).transpose()
     }
 
     /// Classifies runs with `rules` from now on, and reclassifies the stored ones when the

@@ -1,9 +1,7 @@
 //! `ingest_watermarks`: how far each incremental source has been read.
 
-use anyhow::Result;
-
 use super::ingest_log::IngestLog;
-use super::sql;
+use super::{Result, sql};
 
 impl IngestLog<'_> {
     /// The latest run start (Unix seconds) read from `source`, if it was ever read.

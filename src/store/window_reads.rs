@@ -7,10 +7,8 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use anyhow::Result;
-
 use super::cells::Cells;
-use super::{row_by_position, sql};
+use super::{Result, StoreError, row_by_position, sql};
 use crate::model::{DAY, Histogram};
 
 /// Days' rows of `cell_days`, one row per day and variant, its cells joined in the database as
@@ -212,7 +210,8 @@ impl Cells<'_> {
         for (variant_id, samples) in rows {
             for s in samples.split('|') {
                 let Some([backend_id, started, visible, seconds]) = four_numbers(s) else {
-                    anyhow::bail!("malformed sample `{s}` of variant {variant_id}, day {day}")
+                    let detail = format!("malformed sample `{s}` of variant {variant_id}, day {day}");
+                    return Err(StoreError::malformed("samples", detail));
                 };
                 out.push(EdgeSample { backend_id, variant_id, started, visible, seconds });
             }
@@ -227,7 +226,8 @@ fn decode_day_row(day: i64, variant_id: i64, cells: &str, out: &mut Vec<(CellId,
         let Some((b, (r, hist))) =
             cell.split_once('/').and_then(|(b, rest)| Some((b, rest.split_once('/')?)))
         else {
-            anyhow::bail!("malformed day row `{cell}` of variant {variant_id}, day {day}")
+            let detail = format!("malformed day row `{cell}` of variant {variant_id}, day {day}");
+            return Err(StoreError::malformed("cell_days", detail));
         };
         let (backend_id, runs) = (number(b, cell)?, number(r, cell)?);
         let h = Histogram::decode(hist)?.with_zeros(runs.max(0) as u64);
@@ -238,7 +238,8 @@ fn decode_day_row(day: i64, variant_id: i64, cells: &str, out: &mut Vec<(CellId,
 
 /// An integer of a joined row.
 fn number(text: &str, within: &str) -> Result<i64> {
-    text.parse().map_err(|_| anyhow::anyhow!("`{text}` is not a number in `{within}`"))
+    text.parse()
+        .map_err(|_| StoreError::malformed("cell_days", format!("`{text}` is not a number in `{within}`")))
 }
 
 /// `a/b/c/d`, four integers and nothing more.
@@ -246,4 +247,20 @@ fn four_numbers(text: &str) -> Option<[i64; 4]> {
     let mut fields = text.split('/').map(|n| n.parse::<i64>().ok());
     let numbers = [fields.next()??, fields.next()??, fields.next()??, fields.next()??];
     fields.next().is_none().then_some(numbers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{StoreError, decode_day_row};
+
+    #[test]
+    fn a_malformed_day_row_is_corrupt_and_says_which() {
+        let mut out = Vec::new();
+        let e = decode_day_row(20_000, 7, "3/12", &mut out).unwrap_err();
+        assert!(matches!(e, StoreError::Corrupt { table: "cell_days", .. }), "{e:?}");
+        assert_eq!(e.to_string(), "malformed day row `3/12` of variant 7, day 20000");
+        let e = decode_day_row(20_000, 7, "x/1/", &mut out).unwrap_err();
+        assert_eq!(e.to_string(), "`x` is not a number in `x/1/`");
+        assert!(!e.retryable());
+    }
 }

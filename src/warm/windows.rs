@@ -149,7 +149,7 @@ impl Windows {
         let want = WindowDays::new(current, baseline, recent, visible_at);
         let by_id = self.cell_windows(store, &want).await?;
         let list = by_id.into_iter().filter_map(|((b, v), h)| Some((frame.cell(b, v)?, h))).collect();
-        store.evaluations().window_data_of(frame, list, current, visible_at).await
+        Ok(store.evaluations().window_data_of(frame, list, current, visible_at).await?)
     }
 
     /// Each cell's histograms of the windows in `want`, from the cache brought up to date.

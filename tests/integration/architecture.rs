@@ -2,9 +2,9 @@
 //! or through others, one that imports it back), each sits in a layer and imports only the
 //! layers below it that [`MAY_IMPORT`] allows, no function runs over 80 lines without a
 //! comment saying why, no `too_many_arguments` allowance is left, no public function of the
-//! store returns a tuple wider than two (a row gets a named struct), no type has more than
-//! 40 methods in its inherent `impl` blocks, and `lib.rs` makes public only the modules listed
-//! in [`PUBLIC_MODULES`]. Test code (`#[cfg(test)]` items and `tests.rs` files) is left out,
+//! store returns a tuple wider than two (a row gets a named struct), the store does not use
+//! `anyhow` (it returns its own `StoreError`), no type has more than 40 methods in its inherent
+//! `impl` blocks, and `lib.rs` makes public only the modules listed in [`PUBLIC_MODULES`]. Test code (`#[cfg(test)]` items and `tests.rs` files) is left out,
 //! as the rules are about the product.
 //!
 //! `src/` holds two crates: the library (`lib.rs`) and the binary (`main.rs`), whose own modules
@@ -831,6 +831,39 @@ fn no_public_store_function_returns_a_tuple_wider_than_a_pair() {
         "store functions returning tuples wider than {MAX_RETURNED_TUPLE} (name the row with a struct):\n{}",
         found.join("\n")
     );
+}
+
+/// The lines of `code` that name `anyhow` (comments and strings are blanked already):
+/// `file:line`.
+fn anyhow_uses(file: &str, code: &[String]) -> Vec<String> {
+    code.iter()
+        .enumerate()
+        .filter(|(_, line)| line.contains("anyhow"))
+        .map(|(i, _)| format!("{file}:{}", i + 1))
+        .collect()
+}
+
+#[test]
+fn the_store_returns_its_own_error_and_never_anyhow() {
+    let found: Vec<String> = sources()
+        .iter()
+        .filter(|s| s.module.first().is_some_and(|m| m == "store"))
+        .flat_map(|s| anyhow_uses(&format!("src/{}", s.file.display()), &s.code))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "the store uses anyhow (return a store::StoreError variant instead):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_anyhow_checker_reads_code_not_comments_or_strings() {
+    let raw: Vec<String> = ["// anyhow is not used", "let s = \"anyhow\";", "fn f() -> anyhow::Result<()> {"]
+        .map(String::from)
+        .into();
+    let code = blank_comments_and_strings(&raw);
+    assert_eq!(anyhow_uses("src/store/x.rs", &code), ["src/store/x.rs:3"]);
 }
 
 #[test]
