@@ -17,7 +17,6 @@ use crate::attribute::mechanism::{self, RunTimeline};
 use crate::attribute::scope::{self, CellEvidence, ScopeFinding, ValueEvidence, Verdict};
 use crate::config::{AttributeSettings, EvaluateSettings, FileAgainst};
 use crate::evaluate::changepoint::{self, Run};
-use crate::evaluate::{CELL_LEVEL, LAST_FINEST_LEVEL, LAST_PLATFORM_LEVEL};
 use crate::evaluate::{Check, Evaluation, GroupResult, GroupStatus};
 use crate::model::{
     ControlEvidence, Dimension, GroupKey, Mechanism, Onset, Percentile, SampleKind, Scope, Span, SpanKind,
@@ -84,7 +83,7 @@ impl<'a> Index<'a> {
     /// around it, had enough runs and did not regress — and holds none of `regressed` cells.
     fn healthy(&self, cell: usize, regressed: &BTreeSet<usize>, settings: &EvaluateSettings) -> bool {
         self.groups_of(cell).any(|g| {
-            g.level <= LAST_PLATFORM_LEVEL
+            g.level.keeps_platform()
                 && self.enough(g, settings)
                 && !g.significant
                 && g.cells.iter().all(|c| !regressed.contains(c))
@@ -103,8 +102,7 @@ pub(super) fn scope_for(
         CONTEXT.iter().filter_map(|d| lead.key.get(*d).map(|v| (*d, v.to_string()))).collect();
     let mine: BTreeSet<usize> = lead.cells.iter().copied().collect();
     let mut cells = Vec::new();
-    for g in
-        index.evaluation.groups.iter().filter(|g| g.level == CELL_LEVEL && g.key.backend == lead.key.backend)
+    for g in index.evaluation.groups.iter().filter(|g| g.level.is_cell() && g.key.backend == lead.key.backend)
     {
         let Some(&c) = g.cells.first() else { continue };
         let dims = &index.data.variants[index.data.cells[c].variant];
@@ -116,10 +114,7 @@ pub(super) fn scope_for(
             // another finer group holding the cell regressed (a healthy group that merges the
             // cell with healthy ones says nothing of the cell).
             let finer = |f: &&GroupResult| {
-                f.level <= LAST_FINEST_LEVEL
-                    && f.level > CELL_LEVEL
-                    && index.enough(f, settings)
-                    && f.cells.iter().all(|x| mine.contains(x))
+                f.level.is_finest() && index.enough(f, settings) && f.cells.iter().all(|x| mine.contains(x))
             };
             let healthy_inside = index.groups_of(c).filter(finer).any(|f| !f.significant);
             let regressed_inside = index.groups_of(c).filter(finer).any(|f| f.significant);

@@ -648,17 +648,14 @@ async fn insufficient<S: RunSource>(
     window: Window,
 ) -> Result<Vec<InsufficientReport>> {
     let mut judged = vec![false; data.cells.len()];
-    for g in groups
-        .iter()
-        .filter(|g| g.level <= evaluate::LAST_PLATFORM_LEVEL && g.status != GroupStatus::InsufficientData)
-    {
+    for g in groups.iter().filter(|g| g.level.keeps_platform() && g.status != GroupStatus::InsufficientData) {
         for &c in &g.cells {
             judged[c] = true;
         }
     }
     // Per variant with runs: its busiest cell's runs, and whether any of its cells was judged.
     let mut by_variant: Vec<Option<(u64, bool)>> = vec![None; data.variants.len()];
-    for g in groups.iter().filter(|g| g.level == evaluate::CELL_LEVEL) {
+    for g in groups.iter().filter(|g| g.level.is_cell()) {
         for &c in &g.cells {
             let cell = &data.cells[c];
             if cell.current.is_empty() {

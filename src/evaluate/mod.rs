@@ -55,13 +55,57 @@ pub const LEVELS: [&[Dimension]; 5] = [
     &[Dimension::Release, Dimension::Network, Dimension::Architecture, Dimension::Topology],
 ];
 
-/// The cells themselves: the first of [`LEVELS`].
-pub const CELL_LEVEL: usize = 0;
-/// The last of the finest groups (the levels after [`CELL_LEVEL`] up to this one): each keeps
-/// what [`LAST_PLATFORM_LEVEL`] keeps and one dimension more, the network or the upgrade type.
-pub const LAST_FINEST_LEVEL: usize = 2;
-/// The last level that keeps the platform: every level up to this one does.
-pub const LAST_PLATFORM_LEVEL: usize = 3;
+/// A level of groups: which of [`LEVELS`] its groups keep. The first is the cell itself; each
+/// later one keeps fewer dimensions, so its groups pool more cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct Level(u8);
+
+impl Level {
+    /// The cells themselves: the first of [`LEVELS`].
+    pub const CELL: Level = Level(0);
+    /// The last of the finest groups (the levels after [`Level::CELL`] up to this one): each
+    /// keeps what [`Level::LAST_PLATFORM`] keeps and one dimension more, the network or the
+    /// upgrade type.
+    pub const LAST_FINEST: Level = Level(2);
+    /// The last level that keeps the platform: every level up to this one does.
+    pub const LAST_PLATFORM: Level = Level(3);
+
+    /// Every level, the cell first.
+    pub fn all() -> impl Iterator<Item = Level> {
+        (0..LEVELS.len() as u8).map(Level)
+    }
+
+    /// Its position in [`LEVELS`].
+    pub fn index(self) -> usize {
+        usize::from(self.0)
+    }
+
+    /// The dimensions its groups keep.
+    pub fn dimensions(self) -> &'static [Dimension] {
+        LEVELS[self.index()]
+    }
+
+    pub fn is_cell(self) -> bool {
+        self == Level::CELL
+    }
+
+    /// One of the finest groups: above the cell, keeping the platform and one dimension more.
+    pub fn is_finest(self) -> bool {
+        self > Level::CELL && self <= Level::LAST_FINEST
+    }
+
+    /// Its groups keep the platform.
+    pub fn keeps_platform(self) -> bool {
+        self <= Level::LAST_PLATFORM
+    }
+}
+
+impl std::fmt::Display for Level {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
 
 /// One cell's runs: the current window and the baseline window before it, and the recent
 /// spans (`EvaluateSettings::recent_days`, each ending with the window; empty when none).
@@ -145,7 +189,7 @@ pub fn spans(settings: &EvaluateSettings) -> impl Iterator<Item = Span> + '_ {
 #[derive(Debug, Clone, Serialize)]
 pub struct GroupResult {
     pub key: GroupKey,
-    pub level: usize,
+    pub level: Level,
     pub runs: u64,
     pub baseline_runs: u64,
     /// P50, P75, P95, P99 of the current window.
@@ -191,7 +235,7 @@ pub struct Evaluation {
 /// while the checks still hold on to the windows.
 struct Meta {
     key: GroupKey,
-    level: usize,
+    level: Level,
     cells: Vec<usize>,
     /// The same group one release earlier, when it has runs: its position among the groups.
     previous: Option<usize>,
@@ -438,7 +482,8 @@ fn coarse_ids(variants: &[Dimensions]) -> (Vec<Vec<usize>>, Vec<Vec<Fixed>>) {
     let mut strings: FastMap<&str, Arc<str>> = FastMap::new();
     let mut coarse_of: Vec<Vec<usize>> = Vec::with_capacity(LEVELS.len());
     let mut coarse_values: Vec<Vec<Fixed>> = Vec::with_capacity(LEVELS.len());
-    for dims in LEVELS {
+    for level in Level::all() {
+        let dims = level.dimensions();
         let mut intern: FastMap<Fixed, usize> = FastMap::new();
         let mut values = Vec::new();
         let ids = variants
@@ -498,8 +543,8 @@ impl<'i> Slots<'i> {
         }
     }
 
-    fn slot(&self, cell: &CellHistograms, level: usize, coarse_id: usize) -> usize {
-        cell.backend * self.per_backend + self.offsets[level] + coarse_id
+    fn slot(&self, cell: &CellHistograms, level: Level, coarse_id: usize) -> usize {
+        cell.backend * self.per_backend + self.offsets[level.index()] + coarse_id
     }
 
     /// The cells one share groups: those of its backends, with runs, not excluded.
@@ -517,28 +562,29 @@ impl<'i> Slots<'i> {
         // The cells of each slot, counted first so that each group's list is made once.
         let mut sizes: Vec<usize> = vec![0; slots];
         for (_, cell) in self.cells_of(share) {
-            for level in 0..LEVELS.len() {
-                sizes[self.slot(cell, level, self.coarse.of[level][cell.variant])] += 1;
+            for level in Level::all() {
+                sizes[self.slot(cell, level, self.coarse.of[level.index()][cell.variant])] += 1;
             }
         }
         let groups = sizes.iter().filter(|n| **n > 0).count();
         let mut index: Vec<usize> = vec![usize::MAX; slots];
         let (mut metas, mut windows) = (Vec::with_capacity(groups), Vec::with_capacity(groups));
         for (ci, cell) in self.cells_of(share) {
-            for level in 0..LEVELS.len() {
-                let coarse_id = self.coarse.of[level][cell.variant];
+            for level in Level::all() {
+                let coarse_id = self.coarse.of[level.index()][cell.variant];
                 let at = self.slot(cell, level, coarse_id);
                 if index[at] == usize::MAX {
                     index[at] = metas.len();
                     metas.push(Meta {
                         key: GroupKey {
                             backend: self.backends[cell.backend].clone(),
-                            fixed: self.coarse.values[level][coarse_id].clone(),
+                            fixed: self.coarse.values[level.index()][coarse_id].clone(),
                         },
                         level,
                         cells: Vec::with_capacity(sizes[at]),
                         // its slot for now: its group may come later
-                        previous: self.coarse.previous[level][coarse_id].map(|p| self.slot(cell, level, p)),
+                        previous: self.coarse.previous[level.index()][coarse_id]
+                            .map(|p| self.slot(cell, level, p)),
                     });
                     windows.push(Windows {
                         current: Cow::Borrowed(&cell.current),

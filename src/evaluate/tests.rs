@@ -109,7 +109,7 @@ fn a_planted_metal_registry_regression_is_found_with_its_scope() {
     assert!(
         e.groups
             .iter()
-            .filter(|g| g.level == CELL_LEVEL && g.key.get(Dimension::Platform) == Some("metal"))
+            .filter(|g| g.level.is_cell() && g.key.get(Dimension::Platform) == Some("metal"))
             .all(|g| g.status == GroupStatus::InsufficientData)
     );
 }
@@ -447,12 +447,13 @@ fn four_overwhelming_runs_of_the_last_day_are_judged_on_their_own() {
 
 #[test]
 fn the_named_levels_keep_what_their_names_say() {
-    assert_eq!(LEVELS[CELL_LEVEL], &Dimension::ALL[..]);
-    let platform = LEVELS[LAST_PLATFORM_LEVEL];
-    for (level, kept) in LEVELS.iter().enumerate() {
+    assert_eq!(Level::CELL.dimensions(), &Dimension::ALL[..]);
+    let platform = Level::LAST_PLATFORM.dimensions();
+    assert_eq!(Level::all().count(), LEVELS.len());
+    for level in Level::all() {
+        let kept = level.dimensions();
         let one_more = kept.len() == platform.len() + 1 && platform.iter().all(|d| kept.contains(d));
-        let finest = level > CELL_LEVEL && level <= LAST_FINEST_LEVEL;
-        assert_eq!(level != CELL_LEVEL && one_more, finest, "level {level}");
-        assert_eq!(kept.contains(&Dimension::Platform), level <= LAST_PLATFORM_LEVEL, "level {level}");
+        assert_eq!(!level.is_cell() && one_more, level.is_finest(), "level {level}");
+        assert_eq!(kept.contains(&Dimension::Platform), level.keeps_platform(), "level {level}");
     }
 }
