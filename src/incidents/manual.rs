@@ -184,7 +184,14 @@ pub struct Accept {
 /// Accepts a level for an open incident: it stays quiet while its level is within it plus the
 /// minimum effect (the reference is not raised). The thread and the Jira issue hear of it. The
 /// same level, reason and end asked again by the same person changes nothing.
-pub fn accept(known: &Known, reference: &str, a: &Accept, actor: &str, now: i64) -> Result<Plan, Refusal> {
+pub fn accept(
+    known: &Known,
+    reference: &str,
+    a: &Accept,
+    actor: &str,
+    now: i64,
+    words: super::told::Words,
+) -> Result<Plan, Refusal> {
     use crate::model::Allowance;
     if a.reason.trim().is_empty() {
         return Err(Refusal::BadInput("Say why this level is accepted (--reason).".into()));
@@ -220,10 +227,7 @@ pub fn accept(known: &Known, reference: &str, a: &Accept, actor: &str, now: i64)
     if same {
         return Ok(Plan::default());
     }
-    let text = format!(
-        "{}; sheriff stays quiet while it holds, and says so if the level goes above it",
-        allowance.describe()
-    );
+    let text = words(&super::told::Told::Accepted { allowance: &allowance });
     let mut effects = Vec::new();
     if known.delivered.slack_posted.contains(&i.id) {
         effects.push(Effect::SlackUpdate);
@@ -334,6 +338,7 @@ pub fn unsilence(known: &Known, reference: &str, policy: &Policy, now: i64) -> R
 mod tests {
     use super::*;
     use crate::incidents::Snapshot;
+    use crate::incidents::told::Told;
     use crate::model::{Dimension, Scope};
 
     fn known() -> Known {
@@ -355,6 +360,7 @@ mod tests {
             reopen_window_secs: 0,
             failed_fix_transition: String::new(),
             min_effect_seconds: 5.0,
+            words: crate::words::told,
         }
     }
 
@@ -376,7 +382,7 @@ mod tests {
         let plan = not_a_regression(&k, "sheriff-00000000000000aa", "a test change", &policy(), 100).unwrap();
         assert!(matches!(plan.steps[0].action, Action::Note { .. }));
         let Action::Resolve { how, .. } = &plan.steps[1].action else { panic!("{plan:?}") };
-        assert_eq!(how.describe(), "resolved as not a regression: a test change");
+        assert_eq!(crate::words::told(&Told::Resolved(how)), "resolved as not a regression: a test change");
         assert_eq!(plan.silences[0].expires_at, 100 + NOT_A_REGRESSION_SECS);
         // the same request again, once applied: nothing to do
         k.incidents[0].state = State::Resolved;

@@ -1,0 +1,88 @@
+//! The words people read, made from the domain's typed values: each [`Told`] of the incident
+//! planner and the store, as the text an incident's history keeps and its thread, issue and
+//! channel summary are told. The same line goes to every output; Slack's blocks and Jira's ADF
+//! frame it (`notify`). The domain and the store never import this module: the application
+//! hands them [`told`] as their [`Words`](crate::incidents::told::Words).
+
+use crate::incidents::Change;
+use crate::incidents::plan::Resolution;
+use crate::incidents::told::Told;
+use crate::model::{actor::person, secs, utc_minute};
+
+/// The text of one [`Told`].
+pub fn told(t: &Told<'_>) -> String {
+    match *t {
+        Told::Change(c) => change(c),
+        Told::Changes(changes) => changes.iter().map(change).collect::<Vec<_>>().join("; "),
+        Told::Resolved(how) => resolution(how),
+        Told::Acknowledged { by } => format!("acknowledged by {}", person(by)),
+        Told::AskedForJira { by } => format!("{} asked for a Jira issue", person(by)),
+        Told::Silenced { silence, id } => {
+            format!("silenced until {} (silence #{id}): {}", utc_minute(silence.expires_at), silence.reason)
+        }
+        Told::Held { silence } => format!("notifications held by silence #{silence}"),
+        Told::FiledInJira { key } => format!("filed in Jira as {key}"),
+        Told::WhileSilenced { told } => format!("while silenced: {}", told.join("; ")),
+        Told::Accepted { allowance } => format!(
+            "{}; sheriff stays quiet while it holds, and says so if the level goes above it",
+            allowance.describe()
+        ),
+        Told::AboveAccepted { allowance, level } => {
+            format!("{} is {} now: above the {}", allowance.percentile, secs(level), allowance.describe())
+        }
+        Told::AcceptedLapsing { allowance: a, incident } => format!(
+            "reminder: the {} lapses on {}; to keep it, `sheriff incidents accept {incident} --level \"{}<={}s\" --until …`",
+            a.describe(),
+            utc_minute(a.until.unwrap_or_default()),
+            a.percentile,
+            a.seconds
+        ),
+        Told::AcceptedEnded { allowance, with_resolution } => {
+            let why = if with_resolution { "ended with the incident's resolution" } else { "lapsed" };
+            format!("{} {why}", allowance.describe())
+        }
+        Told::Label { snapshot: s } => format!("{} {} ({})", s.family, s.release, s.scope.describe()),
+        Told::Headline { snapshot, news } => format!("{} — {news}", told(&Told::Label { snapshot })),
+        Told::NotFiled { cap, labels } => {
+            format!("not filed in Jira this cycle (at most {cap} new issues a cycle): {}", labels.join("; "))
+        }
+    }
+}
+
+/// One material change, for a thread reply, a comment or the history.
+fn change(c: &Change) -> String {
+    match c {
+        Change::ScopeGrew { from, to } => format!("scope grew: {from} → {to}"),
+        Change::ScopeShrank { from, to } => format!("scope shrank: {from} → {to}"),
+        Change::ScopeMoved { from, to } => format!("scope changed: {from} → {to}"),
+        Change::TierChanged { from, to } => format!("severity changed: {from} → {to}"),
+        Change::EvidenceChanged { from, to } => {
+            let from = if from.is_empty() { "none" } else { from };
+            format!("strongest evidence changed: {from} → {to}")
+        }
+        Change::Resolved => {
+            "recovered: no longer observed; no fix was verified (back within its reference)".into()
+        }
+        Change::Reopened => "regressed again after it was resolved".into(),
+        Change::Stale => "stale: not enough runs this cycle to judge (a data gap is not a fix)".into(),
+        Change::Returned => "runs again after a data gap; still regressed".into(),
+        Change::NoData { since } => format!(
+            "no data since {since}: the scope's runs go on but no longer report this backend; that is not a recovery, so the incident stays open"
+        ),
+        Change::Verdict { text, .. } => text.clone(),
+    }
+}
+
+/// How an incident was resolved, for the history, the thread and the Jira comment.
+fn resolution(how: &Resolution) -> String {
+    match how {
+        Resolution::Recovered => change(&Change::Resolved),
+        Resolution::Fixed { text } => text.clone(),
+        Resolution::ByHand { reason, by } if reason.is_empty() => {
+            format!("resolved by hand by {}", person(by))
+        }
+        Resolution::ByHand { reason, by } => format!("resolved by hand by {}: {reason}", person(by)),
+        Resolution::NotARegression { reason } => format!("resolved as not a regression: {reason}"),
+        Resolution::Merged { into } => format!("merged into #{into}: the same problem, followed there"),
+    }
+}
