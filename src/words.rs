@@ -23,6 +23,7 @@ pub fn told(t: &Told<'_>) -> String {
         Told::Held { silence } => format!("notifications held by silence #{silence}"),
         Told::FiledInJira { key } => format!("filed in Jira as {key}"),
         Told::WhileSilenced { told } => format!("while silenced: {}", told.join("; ")),
+        Told::NotARegression { reason } => format!("not a regression: {reason}"),
         Told::Accepted { allowance } => format!(
             "{}; sheriff stays quiet while it holds, and says so if the level goes above it",
             allowance.describe()

@@ -10,6 +10,7 @@ use std::fmt;
 
 use super::plan::{Action, Effect, Known, NewSilence, Plan, Policy, Resolution, Step, with_effects};
 use super::silence::{Silence, Target};
+use super::told::{Told, Words};
 use super::{Incident, State};
 use crate::model::DAY;
 
@@ -117,16 +118,18 @@ pub fn not_a_regression(
         return Err(Refusal::BadInput("Say why it is not a regression.".into()));
     }
     let i = find(&known.incidents, reference)?;
-    let reason = format!("not a regression: {}", reason.trim());
+    let reason = reason.trim();
+    // the silence's reason and the history's line; the resolution's reason without the words
+    let said = |reason| (policy.words)(&Told::NotARegression { reason });
+    let resolution_reason = reason.trim_start_matches(&said("")).to_string();
+    let reason = said(reason);
     let silenced =
         known.silences.iter().any(|s| s.fingerprint.as_deref() == Some(&i.fingerprint) && s.reason == reason);
     if i.state == State::Resolved && silenced {
         return Ok(Plan::default());
     }
     let mut plan = if i.state.is_open() {
-        let how = Resolution::NotARegression {
-            reason: reason.trim_start_matches("not a regression: ").to_string(),
-        };
+        let how = Resolution::NotARegression { reason: resolution_reason };
         resolve(known, reference, how, policy, now)?
     } else {
         Plan::default()
@@ -190,7 +193,7 @@ pub fn accept(
     a: &Accept,
     actor: &str,
     now: i64,
-    words: super::told::Words,
+    words: Words,
 ) -> Result<Plan, Refusal> {
     use crate::model::Allowance;
     if a.reason.trim().is_empty() {
@@ -227,7 +230,7 @@ pub fn accept(
     if same {
         return Ok(Plan::default());
     }
-    let text = words(&super::told::Told::Accepted { allowance: &allowance });
+    let text = words(&Told::Accepted { allowance: &allowance });
     let mut effects = Vec::new();
     if known.delivered.slack_posted.contains(&i.id) {
         effects.push(Effect::SlackUpdate);
@@ -338,7 +341,6 @@ pub fn unsilence(known: &Known, reference: &str, policy: &Policy, now: i64) -> R
 mod tests {
     use super::*;
     use crate::incidents::Snapshot;
-    use crate::incidents::told::Told;
     use crate::model::{Dimension, Scope};
 
     fn known() -> Known {

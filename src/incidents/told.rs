@@ -30,6 +30,8 @@ pub enum Told<'a> {
     FiledInJira { key: &'a str },
     /// What a silence held, as it was told then (each an earlier rendered line).
     WhileSilenced { told: &'a [String] },
+    /// A person said the incident is not a regression, for a reason.
+    NotARegression { reason: &'a str },
     /// A person accepted the incident's level.
     Accepted { allowance: &'a Allowance },
     /// The incident's level went above its accepted level: `level` seconds at the allowance's
