@@ -87,3 +87,53 @@ fn resolution(how: &Resolution) -> String {
         Resolution::Merged { into } => format!("merged into #{into}: the same problem, followed there"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::incidents::plan::NewSilence;
+    use crate::incidents::silence::Target;
+
+    #[test]
+    fn what_people_did_and_what_a_silence_held_name_who_and_which_silence() {
+        assert_eq!(
+            told(&Told::Acknowledged { by: "cli:alice" }),
+            format!("acknowledged by {}", person("cli:alice"))
+        );
+        assert_eq!(told(&Told::Held { silence: 4 }), "notifications held by silence #4");
+        let silence = NewSilence {
+            target: Target { fingerprint: Some("f".into()), backend: None, dimensions: Default::default() },
+            expires_at: 0,
+            reason: "upgrade window".into(),
+            incident: Some(1),
+        };
+        assert_eq!(
+            told(&Told::Silenced { silence: &silence, id: 7 }),
+            format!("silenced until {} (silence #7): upgrade window", utc_minute(0))
+        );
+        let held = ["scope grew: a → b".to_string(), "severity changed: x → y".to_string()];
+        assert_eq!(
+            told(&Told::WhileSilenced { told: &held }),
+            "while silenced: scope grew: a → b; severity changed: x → y"
+        );
+    }
+
+    #[test]
+    fn several_changes_are_one_line_and_a_resolution_by_hand_names_its_reason_when_it_has_one() {
+        let changes =
+            [Change::Reopened, Change::EvidenceChanged { from: String::new(), to: "outages".into() }];
+        assert_eq!(
+            told(&Told::Changes(&changes)),
+            "regressed again after it was resolved; strongest evidence changed: none → outages"
+        );
+        let by = "cli:bob".to_string();
+        let bare = Resolution::ByHand { reason: String::new(), by: by.clone() };
+        let why = Resolution::ByHand { reason: "reverted".into(), by };
+        assert_eq!(told(&Told::Resolved(&bare)), format!("resolved by hand by {}", person("cli:bob")));
+        assert_eq!(
+            told(&Told::Resolved(&why)),
+            format!("resolved by hand by {}: reverted", person("cli:bob"))
+        );
+        assert_eq!(told(&Told::Resolved(&Resolution::Recovered)), told(&Told::Change(&Change::Resolved)));
+    }
+}

@@ -622,8 +622,9 @@ impl Incidents<'_> {
                     return Ok(Err(refusal));
                 }
             };
-            let cycle = format!("manual-{now}-{actor}");
-            let applied = apply_plan(&mut c, now, &cycle, actor, &plan, &known, words).await?;
+            let applied =
+                apply_plan(&mut c, now, &format!("manual-{now}-{actor}"), actor, &plan, &known, words)
+                    .await?;
             tx.commit().await?;
             Ok(Ok((applied, extra)))
         }
