@@ -7,13 +7,14 @@
 use crate::incidents::Change;
 use crate::incidents::plan::Resolution;
 use crate::incidents::told::Told;
-use crate::model::{actor::person, secs, utc_minute};
+use crate::model::{FixVerdict, Verification, actor::person, secs, utc_minute};
 
 /// The text of one [`Told`].
 pub fn told(t: &Told<'_>) -> String {
     match *t {
         Told::Change(c) => change(c),
         Told::Changes(changes) => changes.iter().map(change).collect::<Vec<_>>().join("; "),
+        Told::Verdict(v) => verdict(v),
         Told::Resolved(how) => resolution(how),
         Told::Acknowledged { by } => format!("acknowledged by {}", person(by)),
         Told::AskedForJira { by } => format!("{} asked for a Jira issue", person(by)),
@@ -71,6 +72,42 @@ fn change(c: &Change) -> String {
             "no data since {since}: the scope's runs go on but no longer report this backend; that is not a recovery, so the incident stays open"
         ),
         Change::Verdict { text, .. } => text.clone(),
+    }
+}
+
+/// The verdict on a claimed fix: the line told in the thread, the Jira comment and the history,
+/// and kept with the claim.
+fn verdict(v: &Verification) -> String {
+    let since = match (&v.payload, v.since) {
+        (Some(p), Some(t)) if v.by_merge => {
+            format!("since payload {p} and the merge outside the payload ({})", utc_minute(t))
+        }
+        (Some(p), _) => format!("since payload {p}"),
+        (None, Some(t)) if v.by_merge => {
+            format!("started after the fix merged outside the payload ({})", utc_minute(t))
+        }
+        (None, Some(t)) => format!("since the fix was claimed ({})", utc_minute(t)),
+        (None, None) => String::new(),
+    };
+    let level = format!(
+        "{} {} on {} runs {since}, reference {} (allowed {})",
+        v.percentile,
+        v.observed.map_or_else(|| "-".into(), secs),
+        v.runs,
+        v.reference.map_or_else(|| "-".into(), secs),
+        secs(v.allowed)
+    );
+    match v.verdict {
+        FixVerdict::Fixed => format!("fix verified for {}: fixed — {level}", v.key),
+        FixVerdict::FailedFix => {
+            format!("failed fix for {}: still regressed — {level}; the incident stays open", v.key)
+        }
+        FixVerdict::PartiallyFixed => {
+            let parts: Vec<String> =
+                v.parts.iter().map(|p| format!("{} {}", p.part, p.verdict.as_str())).collect();
+            format!("partially fixed for {}: {} — {level}", v.key, parts.join(", "))
+        }
+        FixVerdict::Inconclusive => format!("fix for {} inconclusive so far: {}", v.key, v.reason),
     }
 }
 

@@ -380,12 +380,14 @@ pub fn plan(
     let active: Vec<&RegressionReport> = regressions.iter().filter(|r| r.status.is_active()).collect();
     let resolved: Vec<&RegressionReport> = regressions.iter().filter(|r| !r.status.is_active()).collect();
     let matched = match_active(now, &active, incidents, policy, &mut used);
-    steps.extend(active.iter().zip(matched).map(|(r, slot)| seen_again(r, slot)));
+    steps.extend(active.iter().zip(matched).map(|(r, slot)| seen_again(r, slot, policy.words)));
     for r in resolved {
         if let Some(i) = match_resolved(r, incidents, &used) {
             used.insert(i.id);
             let how = match &r.verification {
-                Some(v) if v.verdict == FixVerdict::Fixed => Resolution::Fixed { text: v.describe() },
+                Some(v) if v.verdict == FixVerdict::Fixed => {
+                    Resolution::Fixed { text: (policy.words)(&Told::Verdict(v)) }
+                }
                 _ => Resolution::Recovered,
             };
             let action = Action::Resolve {
@@ -457,7 +459,7 @@ fn match_active<'a>(
 
 /// A regression seen: a new incident, or its incident updated (reopened after a resolution,
 /// back after a data gap) with the material changes.
-fn seen_again(r: &RegressionReport, incident: Option<&Incident>) -> Step {
+fn seen_again(r: &RegressionReport, incident: Option<&Incident>, words: Words) -> Step {
     let snapshot = Snapshot::from_report(r);
     let action = match incident {
         None => Action::Open {
@@ -479,7 +481,7 @@ fn seen_again(r: &RegressionReport, incident: Option<&Incident>) -> Step {
                 _ => State::Ongoing,
             };
             changes.extend(material_changes(&i.snapshot, &snapshot));
-            changes.extend(verdict_change(i, r));
+            changes.extend(verdict_change(i, r, words));
             let episodes = episodes_after(Some(i), r, state == State::Reopened);
             Action::Update { id: i.id, state, snapshot, changes, episodes }
         }
@@ -489,11 +491,11 @@ fn seen_again(r: &RegressionReport, incident: Option<&Incident>) -> Step {
 
 /// A verdict on the incident's claimed fix not told yet for this claim (fixed resolves, and is
 /// told by the resolution).
-fn verdict_change(i: &Incident, r: &RegressionReport) -> Option<Change> {
+fn verdict_change(i: &Incident, r: &RegressionReport, words: Words) -> Option<Change> {
     let v = r.verification.as_ref()?;
     let claim = i.fix.as_ref().filter(|c| c.key == v.key)?;
     (v.verdict != FixVerdict::Fixed && !claim.told(v.verdict))
-        .then(|| Change::Verdict { verdict: v.verdict, text: v.describe() })
+        .then(|| Change::Verdict { verdict: v.verdict, text: words(&Told::Verdict(v)) })
 }
 
 /// An incident's episodes once a report is taken in: a new episode for a new or reopened

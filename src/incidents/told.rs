@@ -7,7 +7,7 @@
 
 use super::plan::{NewSilence, Resolution};
 use super::{Change, Snapshot};
-use crate::model::Allowance;
+use crate::model::{Allowance, Verification};
 
 /// What one line tells, with the facts it names.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -16,6 +16,8 @@ pub enum Told<'a> {
     Change(&'a Change),
     /// Several material changes of one step, in order, in one line.
     Changes(&'a [Change]),
+    /// The verdict on the incident's claimed fix, with what it was judged on.
+    Verdict(&'a Verification),
     /// How the incident was resolved.
     Resolved(&'a Resolution),
     /// A person (`by`, as recorded: `cli:alice`, a Slack user id) acknowledged the incident.

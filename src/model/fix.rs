@@ -176,43 +176,6 @@ pub struct Verification {
     pub reason: String,
 }
 
-impl Verification {
-    /// The line told in the thread, the Jira comment and the history.
-    pub fn describe(&self) -> String {
-        let since = match (&self.payload, self.since) {
-            (Some(p), Some(t)) if self.by_merge => {
-                format!("since payload {p} and the merge outside the payload ({})", super::utc_minute(t))
-            }
-            (Some(p), _) => format!("since payload {p}"),
-            (None, Some(t)) if self.by_merge => {
-                format!("started after the fix merged outside the payload ({})", super::utc_minute(t))
-            }
-            (None, Some(t)) => format!("since the fix was claimed ({})", super::utc_minute(t)),
-            (None, None) => String::new(),
-        };
-        let level = format!(
-            "{} {} on {} runs {since}, reference {} (allowed {})",
-            self.percentile,
-            self.observed.map_or_else(|| "-".into(), secs),
-            self.runs,
-            self.reference.map_or_else(|| "-".into(), secs),
-            secs(self.allowed)
-        );
-        match self.verdict {
-            FixVerdict::Fixed => format!("fix verified for {}: fixed — {level}", self.key),
-            FixVerdict::FailedFix => {
-                format!("failed fix for {}: still regressed — {level}; the incident stays open", self.key)
-            }
-            FixVerdict::PartiallyFixed => {
-                let parts: Vec<String> =
-                    self.parts.iter().map(|p| format!("{} {}", p.part, p.verdict.as_str())).collect();
-                format!("partially fixed for {}: {} — {level}", self.key, parts.join(", "))
-            }
-            FixVerdict::Inconclusive => format!("fix for {} inconclusive so far: {}", self.key, self.reason),
-        }
-    }
-}
-
 /// A level people accepted on purpose.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Allowance {
