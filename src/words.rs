@@ -7,7 +7,7 @@
 use crate::incidents::Change;
 use crate::incidents::plan::Resolution;
 use crate::incidents::told::Told;
-use crate::model::{FixVerdict, Verification, actor::person, secs, utc_minute};
+use crate::model::{Allowance, FixClaim, FixVerdict, Verification, actor::person, secs, utc_minute};
 
 /// The text of one [`Told`].
 pub fn told(t: &Told<'_>) -> String {
@@ -27,21 +27,26 @@ pub fn told(t: &Told<'_>) -> String {
         Told::NotARegression { reason } => format!("not a regression: {reason}"),
         Told::Accepted { allowance } => format!(
             "{}; sheriff stays quiet while it holds, and says so if the level goes above it",
-            allowance.describe()
+            accepted_level(allowance)
         ),
         Told::AboveAccepted { allowance, level } => {
-            format!("{} is {} now: above the {}", allowance.percentile, secs(level), allowance.describe())
+            format!(
+                "{} is {} now: above the {}",
+                allowance.percentile,
+                secs(level),
+                accepted_level(allowance)
+            )
         }
         Told::AcceptedLapsing { allowance: a, incident } => format!(
             "reminder: the {} lapses on {}; to keep it, `sheriff incidents accept {incident} --level \"{}<={}s\" --until …`",
-            a.describe(),
+            accepted_level(a),
             utc_minute(a.until.unwrap_or_default()),
             a.percentile,
             a.seconds
         ),
         Told::AcceptedEnded { allowance, with_resolution } => {
             let why = if with_resolution { "ended with the incident's resolution" } else { "lapsed" };
-            format!("{} {why}", allowance.describe())
+            format!("{} {why}", accepted_level(allowance))
         }
         Told::Label { snapshot: s } => format!("{} {} ({})", s.family, s.release, s.scope.describe()),
         Told::Headline { snapshot, news } => format!("{} — {news}", told(&Told::Label { snapshot })),
@@ -49,6 +54,36 @@ pub fn told(t: &Told<'_>) -> String {
             format!("not filed in Jira this cycle (at most {cap} new issues a cycle): {}", labels.join("; "))
         }
     }
+}
+
+/// "accepted level P50 ≤ 25s (until …, set by …: reason)": an incident's accepted level, in its
+/// lines, on the board and on its page.
+pub fn accepted_level(a: &Allowance) -> String {
+    let until = a.until.map_or_else(String::new, |u| format!("until {}, ", utc_minute(u)));
+    format!("accepted level {} ({until}set by {}: {})", a.level(), person(&a.by), a.reason)
+}
+
+/// "OCPBUGS-7 moved to ON_QA, 1 pull request, first in payload …": a claimed fix, in the
+/// incident's history, on the board and on its page.
+pub fn fix_claim(c: &FixClaim) -> String {
+    let mut s = format!("{} moved to {}", c.key, c.status);
+    if let Some(r) = &c.resolution {
+        s.push_str(&format!(" ({r})"));
+    }
+    match c.pull_requests.len() {
+        0 => s.push_str(", no linked pull request"),
+        1 => s.push_str(&format!(", pull request {}", c.pull_requests[0])),
+        n => s.push_str(&format!(", {n} pull requests")),
+    }
+    match (&c.payload, &c.pending) {
+        (Some(p), _) => s.push_str(&format!(", first in payload {p}")),
+        (None, Some(why)) => s.push_str(&format!(", {why}")),
+        (None, None) => {}
+    }
+    if let (Some(t), None) = (c.merged_at, &c.pending) {
+        s.push_str(&format!(", merged outside the payload {}", utc_minute(t)));
+    }
+    s
 }
 
 /// One material change, for a thread reply, a comment or the history.

@@ -51,6 +51,6 @@ pub enum Told<'a> {
     NotFiled { cap: usize, labels: &'a [String] },
 }
 
-/// The function that turns a [`Told`] into its text: the rendering layer's, handed over by the
+/// The function that turns a [`Told`] into its text: the words layer's, handed over by the
 /// application (in [`super::plan::Policy`], and to the store when it applies a plan).
 pub type Words = for<'a, 'b> fn(&'b Told<'a>) -> String;

@@ -116,28 +116,6 @@ impl FixClaim {
             && self.merged_at == other.merged_at
             && self.pending.is_some() == other.pending.is_some()
     }
-
-    /// "OCPBUGS-7 ON_QA since …, 1 pull request, in payload …".
-    pub fn describe(&self) -> String {
-        let mut s = format!("{} moved to {}", self.key, self.status);
-        if let Some(r) = &self.resolution {
-            s.push_str(&format!(" ({r})"));
-        }
-        match self.pull_requests.len() {
-            0 => s.push_str(", no linked pull request"),
-            1 => s.push_str(&format!(", pull request {}", self.pull_requests[0])),
-            n => s.push_str(&format!(", {n} pull requests")),
-        }
-        match (&self.payload, &self.pending) {
-            (Some(p), _) => s.push_str(&format!(", first in payload {p}")),
-            (None, Some(why)) => s.push_str(&format!(", {why}")),
-            (None, None) => {}
-        }
-        if let (Some(t), None) = (self.merged_at, &self.pending) {
-            s.push_str(&format!(", merged outside the payload {}", super::utc_minute(t)));
-        }
-        s
-    }
 }
 
 /// One part of an incident's scope judged on its own (a platform, a network, …).
@@ -229,17 +207,6 @@ impl Allowance {
     /// `P50 ≤ 25s`.
     pub fn level(&self) -> String {
         format!("{} ≤ {}", self.percentile, secs(self.seconds))
-    }
-
-    /// "accepted level P50 ≤ 25s (until …, by …: reason)".
-    pub fn describe(&self) -> String {
-        let until = self.until.map_or_else(String::new, |u| format!("until {}, ", super::utc_minute(u)));
-        format!(
-            "accepted level {} ({until}set by {}: {})",
-            self.level(),
-            super::actor::person(&self.by),
-            self.reason
-        )
     }
 }
 
