@@ -11,6 +11,7 @@ use crate::incidents::manual::{self, Refusal};
 use crate::incidents::plan::{Policy, Resolution};
 use crate::incidents::silence::Target;
 use crate::store::Store;
+use crate::words::told as words;
 
 /// Why an action did not happen.
 #[derive(Debug)]
@@ -91,8 +92,10 @@ pub(crate) async fn acknowledge(
     actor: &str,
     now: i64,
 ) -> Result<(Incident, bool), ActionError> {
-    let (_, fresh) =
-        store.incidents().apply_manual(now, actor, |k| manual::acknowledge(k, reference, actor)).await??;
+    let (_, fresh) = store
+        .incidents()
+        .apply_manual(now, actor, |k| manual::acknowledge(k, reference, actor), words)
+        .await??;
     Ok((reread(store, id_of(store, reference).await?).await?, fresh))
 }
 
@@ -129,10 +132,16 @@ pub async fn silence(
 ) -> Result<SilenceMade, ActionError> {
     let (applied, (same, holds)) = store
         .incidents()
-        .apply_manual(now, actor, |k| {
-            let holds = manual::open_incidents_held(k, target);
-            manual::silence(k, target, seconds, reason, actor, now).map(|(plan, same)| (plan, (same, holds)))
-        })
+        .apply_manual(
+            now,
+            actor,
+            |k| {
+                let holds = manual::open_incidents_held(k, target);
+                manual::silence(k, target, seconds, reason, actor, now)
+                    .map(|(plan, same)| (plan, (same, holds)))
+            },
+            words,
+        )
         .await??;
     let id = same
         .or(applied.silences.first().copied())
@@ -148,14 +157,19 @@ pub async fn unsilence(
     actor: &str,
     now: i64,
 ) -> Result<usize, ActionError> {
-    let policy = Policy::from_settings(settings);
+    let policy = Policy::from_settings(settings, words);
     let (_, n) = store
         .incidents()
-        .apply_manual(now, actor, |k| {
-            let plan = manual::unsilence(k, reference, &policy, now)?;
-            let n = plan.unsilence.len();
-            Ok((plan, n))
-        })
+        .apply_manual(
+            now,
+            actor,
+            |k| {
+                let plan = manual::unsilence(k, reference, &policy, now)?;
+                let n = plan.unsilence.len();
+                Ok((plan, n))
+            },
+            words,
+        )
         .await??;
     Ok(n)
 }
@@ -169,11 +183,11 @@ pub async fn resolve(
     actor: &str,
     now: i64,
 ) -> Result<Incident, ActionError> {
-    let policy = Policy::from_settings(settings);
+    let policy = Policy::from_settings(settings, words);
     let how = Resolution::ByHand { reason: reason.to_string(), by: actor.to_string() };
     store
         .incidents()
-        .apply_manual(now, actor, |k| Ok((manual::resolve(k, reference, how, &policy, now)?, ())))
+        .apply_manual(now, actor, |k| Ok((manual::resolve(k, reference, how, &policy, now)?, ())), words)
         .await??;
     reread(store, id_of(store, reference).await?).await
 }
@@ -187,10 +201,15 @@ pub async fn not_a_regression(
     actor: &str,
     now: i64,
 ) -> Result<Incident, ActionError> {
-    let policy = Policy::from_settings(settings);
+    let policy = Policy::from_settings(settings, words);
     store
         .incidents()
-        .apply_manual(now, actor, |k| Ok((manual::not_a_regression(k, reference, reason, &policy, now)?, ())))
+        .apply_manual(
+            now,
+            actor,
+            |k| Ok((manual::not_a_regression(k, reference, reason, &policy, now)?, ())),
+            words,
+        )
         .await??;
     reread(store, id_of(store, reference).await?).await
 }
@@ -205,7 +224,7 @@ pub async fn accept(
 ) -> Result<Incident, ActionError> {
     store
         .incidents()
-        .apply_manual(now, actor, |k| Ok((manual::accept(k, reference, a, actor, now)?, ())))
+        .apply_manual(now, actor, |k| Ok((manual::accept(k, reference, a, actor, now, words)?, ())), words)
         .await??;
     reread(store, id_of(store, reference).await?).await
 }
@@ -221,7 +240,7 @@ pub(crate) async fn file_now(
     let enabled = settings.jira.enabled();
     store
         .incidents()
-        .apply_manual(now, actor, |k| Ok((manual::file_now(k, reference, enabled)?, ())))
+        .apply_manual(now, actor, |k| Ok((manual::file_now(k, reference, enabled)?, ())), words)
         .await??;
     reread(store, id_of(store, reference).await?).await
 }

@@ -198,7 +198,7 @@ pub fn render_status(s: &Status) -> String {
         for (id, a) in &s.allowances {
             let above = if a.above { " — the level is above it now" } else { "" };
             let jira = a.jira_key.as_deref().map_or(String::new(), |k| format!(" [{k}]"));
-            let _ = writeln!(out, "  #{id} {}{jira}{above}", a.describe());
+            let _ = writeln!(out, "  #{id} {}{jira}{above}", crate::words::accepted_level(a));
         }
     }
     let (pending, failed) = s.evidence_pending;
@@ -274,13 +274,13 @@ pub(crate) fn render_explain(e: &Explain) -> String {
         let _ = writeln!(out, "merged into #{into}");
     }
     if let Some(c) = &i.fix {
-        let _ = writeln!(out, "fix claimed {}: {}", when(c.claimed_at), c.describe());
+        let _ = writeln!(out, "fix claimed {}: {}", when(c.claimed_at), crate::words::fix_claim(c));
         for v in &c.verdicts {
             let _ = writeln!(out, "  verdict {}: {}", when(v.at), v.text);
         }
     }
     if let Some(a) = &i.allowance {
-        let _ = writeln!(out, "{}", a.describe());
+        let _ = writeln!(out, "{}", crate::words::accepted_level(a));
     }
     for line in &r.attribution.evidence {
         let _ = writeln!(out, "  - {line}");

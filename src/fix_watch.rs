@@ -80,7 +80,7 @@ pub async fn watch(store: &Store, settings: &Settings, now: i64) -> Result<Watch
         let event = match &claim {
             Some(c) => {
                 watched.claimed += 1;
-                ("fix_claimed", c.describe())
+                ("fix_claimed", crate::words::fix_claim(c))
             }
             None => {
                 watched.withdrawn += 1;

@@ -32,11 +32,15 @@
 //! - **model** ([`model`]): plain types and pure readers; imports nothing of the crate.
 //! - **settings** ([`config`], `cron`): read once; import the model.
 //! - **domain** (`evaluate`, `attribute`, [`incidents`]): pure decisions; import only the
-//!   model and the settings, not each other, and write no text through `render`.
+//!   model and the settings, not each other, and write no text through `render`: the incident
+//!   planner says what it tells as typed values ([`incidents::told::Told`]).
 //! - **store** ([`store`]): keeps what the domain decided; imports the domain, no text or I/O
-//!   helpers: the words it records come from the domain.
+//!   helpers: the lines it records are given their words by a function the application hands
+//!   it.
 //! - **support** (`render`, [`http`], [`process`], `shutdown`, `telemetry`): what the
 //!   layers above share.
+//! - **words** (`words`): the domain's typed values as the text people read; the application
+//!   hands its functions to the domain and the store.
 //! - **synthetic** ([`synth`]): realistic CI data for the demo, the tests and the benchmarks,
 //!   written without the ingest that reads it; only the entry points use it.
 //! - **clients** ([`clients`]): one per outside system (Slack, Jira, GCS, BigQuery, the
@@ -85,6 +89,11 @@ pub mod store;
 pub mod synth;
 mod telemetry;
 pub mod warm;
+mod words;
+
+/// The text of what incidents tell ([`incidents::told::Words`]), for those that plan or apply
+/// plans themselves: the benchmarks and the tests.
+pub use words::told as incident_text;
 
 /// Installs ring as the process's one rustls crypto provider. Every entry point (the binary,
 /// each test binary) calls it before any TLS client is built.

@@ -125,7 +125,7 @@ pub(super) async fn incidents_on(
             let until = until.map(|u| crate::incidents::manual::parse_until(&u, now)).transpose()?;
             let a = crate::incidents::manual::Accept { level, until, reason, jira_key: jira };
             let i = crate::actions::accept(store, &incident, &a, &cli_actor(), now).await?;
-            let told = i.allowance.as_ref().map_or_else(String::new, crate::model::Allowance::describe);
+            let told = i.allowance.as_ref().map_or_else(String::new, crate::words::accepted_level);
             println!("#{}: {told}", i.id);
         }
         IncidentsAction::Ack { incident } => {

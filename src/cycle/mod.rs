@@ -195,7 +195,7 @@ pub async fn run_cycle(
     settings: &Settings,
     options: CycleOptions,
 ) -> Result<CycleReport> {
-    let policy = Policy::from_settings(settings);
+    let policy = Policy::from_settings(settings, crate::words::told);
     if !options.dry_run && settings.jira.enabled() {
         // What Jira says of claimed fixes, before the cycle judges them; Jira being away
         // leaves the claims as they were.
@@ -277,7 +277,7 @@ pub async fn run_cycle_on<S: RunSource>(
         let now = options.at.timestamp();
         let regressions = &report.regressions;
         let planner = |known: &Known| plan::plan(now, regressions, &merges, known, policy);
-        let (_, plan) = state.incidents().finish_cycle(&states, &record, planner).await?;
+        let (_, plan) = state.incidents().finish_cycle(&states, &record, planner, crate::words::told).await?;
         report.incidents = IncidentCounts::of(&plan);
     }
     // Debug here: a backtest replays dozens of cycles; `run_cycle` logs the live one at info.

@@ -10,6 +10,7 @@ use std::fmt;
 
 use super::plan::{Action, Effect, Known, NewSilence, Plan, Policy, Resolution, Step, with_effects};
 use super::silence::{Silence, Target};
+use super::told::{Told, Words};
 use super::{Incident, State};
 use crate::model::DAY;
 
@@ -117,16 +118,18 @@ pub fn not_a_regression(
         return Err(Refusal::BadInput("Say why it is not a regression.".into()));
     }
     let i = find(&known.incidents, reference)?;
-    let reason = format!("not a regression: {}", reason.trim());
+    let reason = reason.trim();
+    // the silence's reason and the history's line; the resolution's reason without the words
+    let said = |reason| (policy.words)(&Told::NotARegression { reason });
+    let resolution_reason = reason.trim_start_matches(&said("")).to_string();
+    let reason = said(reason);
     let silenced =
         known.silences.iter().any(|s| s.fingerprint.as_deref() == Some(&i.fingerprint) && s.reason == reason);
     if i.state == State::Resolved && silenced {
         return Ok(Plan::default());
     }
     let mut plan = if i.state.is_open() {
-        let how = Resolution::NotARegression {
-            reason: reason.trim_start_matches("not a regression: ").to_string(),
-        };
+        let how = Resolution::NotARegression { reason: resolution_reason };
         resolve(known, reference, how, policy, now)?
     } else {
         Plan::default()
@@ -184,7 +187,14 @@ pub struct Accept {
 /// Accepts a level for an open incident: it stays quiet while its level is within it plus the
 /// minimum effect (the reference is not raised). The thread and the Jira issue hear of it. The
 /// same level, reason and end asked again by the same person changes nothing.
-pub fn accept(known: &Known, reference: &str, a: &Accept, actor: &str, now: i64) -> Result<Plan, Refusal> {
+pub fn accept(
+    known: &Known,
+    reference: &str,
+    a: &Accept,
+    actor: &str,
+    now: i64,
+    words: Words,
+) -> Result<Plan, Refusal> {
     use crate::model::Allowance;
     if a.reason.trim().is_empty() {
         return Err(Refusal::BadInput("Say why this level is accepted (--reason).".into()));
@@ -220,10 +230,7 @@ pub fn accept(known: &Known, reference: &str, a: &Accept, actor: &str, now: i64)
     if same {
         return Ok(Plan::default());
     }
-    let text = format!(
-        "{}; sheriff stays quiet while it holds, and says so if the level goes above it",
-        allowance.describe()
-    );
+    let text = words(&Told::Accepted { allowance: &allowance });
     let mut effects = Vec::new();
     if known.delivered.slack_posted.contains(&i.id) {
         effects.push(Effect::SlackUpdate);
@@ -355,6 +362,7 @@ mod tests {
             reopen_window_secs: 0,
             failed_fix_transition: String::new(),
             min_effect_seconds: 5.0,
+            words: crate::words::told,
         }
     }
 
@@ -376,7 +384,7 @@ mod tests {
         let plan = not_a_regression(&k, "sheriff-00000000000000aa", "a test change", &policy(), 100).unwrap();
         assert!(matches!(plan.steps[0].action, Action::Note { .. }));
         let Action::Resolve { how, .. } = &plan.steps[1].action else { panic!("{plan:?}") };
-        assert_eq!(how.describe(), "resolved as not a regression: a test change");
+        assert_eq!(crate::words::told(&Told::Resolved(how)), "resolved as not a regression: a test change");
         assert_eq!(plan.silences[0].expires_at, 100 + NOT_A_REGRESSION_SECS);
         // the same request again, once applied: nothing to do
         k.incidents[0].state = State::Resolved;

@@ -18,6 +18,7 @@
 pub mod manual;
 pub mod plan;
 pub mod silence;
+pub mod told;
 
 use std::fmt;
 
@@ -198,30 +199,6 @@ impl Change {
                 crate::model::FixVerdict::PartiallyFixed => "verdict_partially_fixed",
                 crate::model::FixVerdict::Inconclusive => "verdict_inconclusive",
             },
-        }
-    }
-
-    /// One line for a thread reply or a comment.
-    pub fn describe(&self) -> String {
-        match self {
-            Change::ScopeGrew { from, to } => format!("scope grew: {from} → {to}"),
-            Change::ScopeShrank { from, to } => format!("scope shrank: {from} → {to}"),
-            Change::ScopeMoved { from, to } => format!("scope changed: {from} → {to}"),
-            Change::TierChanged { from, to } => format!("severity changed: {from} → {to}"),
-            Change::EvidenceChanged { from, to } => {
-                let from = if from.is_empty() { "none" } else { from };
-                format!("strongest evidence changed: {from} → {to}")
-            }
-            Change::Resolved => {
-                "recovered: no longer observed; no fix was verified (back within its reference)".into()
-            }
-            Change::Reopened => "regressed again after it was resolved".into(),
-            Change::Stale => "stale: not enough runs this cycle to judge (a data gap is not a fix)".into(),
-            Change::Returned => "runs again after a data gap; still regressed".into(),
-            Change::NoData { since } => format!(
-                "no data since {since}: the scope's runs go on but no longer report this backend; that is not a recovery, so the incident stays open"
-            ),
-            Change::Verdict { text, .. } => text.clone(),
         }
     }
 

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use super::silence::{Silence, Target};
+use super::told::{Told, Words};
 use super::{Change, Incident, Snapshot, State, material_changes};
 use crate::model::{Allowance, Dimension, Episode, FixVerdict, RegressionReport};
 use crate::model::{DAY, glob_match};
@@ -34,10 +35,13 @@ pub struct Policy {
     pub failed_fix_transition: String,
     /// An accepted level mutes an incident while its level is within it plus this.
     pub min_effect_seconds: f64,
+    /// The text of what the plan tells ([`Told`]): the words layer's, handed over by the
+    /// application.
+    pub words: Words,
 }
 
 impl Policy {
-    pub fn from_settings(s: &crate::config::Settings) -> Policy {
+    pub fn from_settings(s: &crate::config::Settings, words: Words) -> Policy {
         Policy {
             routes: s.slack.routes.clone(),
             default_channel: s.slack.channel.clone(),
@@ -47,6 +51,7 @@ impl Policy {
             reopen_window_secs: i64::from(s.jira.reopen_window_days) * DAY,
             failed_fix_transition: s.jira.failed_fix_transition.clone(),
             min_effect_seconds: s.evaluate.min_effect_seconds,
+            words,
         }
     }
 
@@ -171,11 +176,12 @@ impl Effect {
     }
 }
 
-/// What an incident's thread hears once its Jira issue is filed (by a cycle, a person, or a
-/// recurrence filed anew): the parent, edited to show the key, and a line saying so. Queued by
-/// the delivery that filed it, so the parent never says "not filed" about an issue that exists.
-pub(crate) fn after_filing(key: &str) -> Vec<Effect> {
-    vec![Effect::SlackUpdate, Effect::SlackReply { text: format!("filed in Jira as {key}") }]
+/// What an incident's thread hears once its Jira issue is filed as `key` (by a cycle, a person,
+/// or a recurrence filed anew): the parent, edited to show the key, and a line saying so. Queued
+/// by the delivery that filed it, so the parent never says "not filed" about an issue that
+/// exists.
+pub(crate) fn after_filing(key: &str, words: Words) -> Vec<Effect> {
+    vec![Effect::SlackUpdate, Effect::SlackReply { text: words(&Told::FiledInJira { key }) }]
 }
 
 /// The systems effects go to.
@@ -208,24 +214,6 @@ pub enum Resolution {
     NotARegression { reason: String },
     /// The same problem as an older incident, which carries on.
     Merged { into: i64 },
-}
-
-impl Resolution {
-    /// The line for the history, the thread and the Jira comment.
-    pub fn describe(&self) -> String {
-        match self {
-            Resolution::Recovered => Change::Resolved.describe(),
-            Resolution::Fixed { text } => text.clone(),
-            Resolution::ByHand { reason, by } if reason.is_empty() => {
-                format!("resolved by hand by {}", crate::model::actor::person(by))
-            }
-            Resolution::ByHand { reason, by } => {
-                format!("resolved by hand by {}: {reason}", crate::model::actor::person(by))
-            }
-            Resolution::NotARegression { reason } => format!("resolved as not a regression: {reason}"),
-            Resolution::Merged { into } => format!("merged into #{into}: the same problem, followed there"),
-        }
-    }
 }
 
 impl Resolution {
@@ -315,36 +303,6 @@ pub struct NewSilence {
     pub incident: Option<i64>,
 }
 
-/// The lines an incident's history records for what a person did and what a silence held,
-/// written here with the changes' and resolutions' `describe`, so the store only keeps them.
-pub(crate) mod history {
-    use crate::model::actor::person;
-
-    /// A person (`by`, as recorded) acknowledged the incident.
-    pub fn acknowledged(by: &str) -> String {
-        format!("acknowledged by {}", person(by))
-    }
-
-    /// A person (`actor`, as recorded) asked for the incident's Jira issue now.
-    pub(crate) fn asked_for_jira(actor: &str) -> String {
-        format!("{} asked for a Jira issue", person(actor))
-    }
-
-    /// The incident was silenced by silence number `id`, which the store has just given it.
-    pub fn silenced(silence: &super::NewSilence, id: i64) -> String {
-        format!(
-            "silenced until {} (silence #{id}): {}",
-            crate::model::utc_minute(silence.expires_at),
-            silence.reason
-        )
-    }
-
-    /// Silence number `silence` held the step's notifications.
-    pub fn held(silence: i64) -> String {
-        format!("notifications held by silence #{silence}")
-    }
-}
-
 #[derive(Debug, Clone, PartialEq)]
 pub struct Step {
     pub action: Action,
@@ -382,7 +340,7 @@ pub struct Plan {
 }
 
 /// An incident's accepted level as it is to be stored (None: ended), with the line its history
-/// records, if any.
+/// records (its kind and text), if any.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AllowanceChange {
     pub incident: i64,
@@ -422,12 +380,14 @@ pub fn plan(
     let active: Vec<&RegressionReport> = regressions.iter().filter(|r| r.status.is_active()).collect();
     let resolved: Vec<&RegressionReport> = regressions.iter().filter(|r| !r.status.is_active()).collect();
     let matched = match_active(now, &active, incidents, policy, &mut used);
-    steps.extend(active.iter().zip(matched).map(|(r, slot)| seen_again(r, slot)));
+    steps.extend(active.iter().zip(matched).map(|(r, slot)| seen_again(r, slot, policy.words)));
     for r in resolved {
         if let Some(i) = match_resolved(r, incidents, &used) {
             used.insert(i.id);
             let how = match &r.verification {
-                Some(v) if v.verdict == FixVerdict::Fixed => Resolution::Fixed { text: v.describe() },
+                Some(v) if v.verdict == FixVerdict::Fixed => {
+                    Resolution::Fixed { text: (policy.words)(&Told::Verdict(v)) }
+                }
                 _ => Resolution::Recovered,
             };
             let action = Action::Resolve {
@@ -499,7 +459,7 @@ fn match_active<'a>(
 
 /// A regression seen: a new incident, or its incident updated (reopened after a resolution,
 /// back after a data gap) with the material changes.
-fn seen_again(r: &RegressionReport, incident: Option<&Incident>) -> Step {
+fn seen_again(r: &RegressionReport, incident: Option<&Incident>, words: Words) -> Step {
     let snapshot = Snapshot::from_report(r);
     let action = match incident {
         None => Action::Open {
@@ -521,7 +481,7 @@ fn seen_again(r: &RegressionReport, incident: Option<&Incident>) -> Step {
                 _ => State::Ongoing,
             };
             changes.extend(material_changes(&i.snapshot, &snapshot));
-            changes.extend(verdict_change(i, r));
+            changes.extend(verdict_change(i, r, words));
             let episodes = episodes_after(Some(i), r, state == State::Reopened);
             Action::Update { id: i.id, state, snapshot, changes, episodes }
         }
@@ -531,11 +491,11 @@ fn seen_again(r: &RegressionReport, incident: Option<&Incident>) -> Step {
 
 /// A verdict on the incident's claimed fix not told yet for this claim (fixed resolves, and is
 /// told by the resolution).
-fn verdict_change(i: &Incident, r: &RegressionReport) -> Option<Change> {
+fn verdict_change(i: &Incident, r: &RegressionReport, words: Words) -> Option<Change> {
     let v = r.verification.as_ref()?;
     let claim = i.fix.as_ref().filter(|c| c.key == v.key)?;
     (v.verdict != FixVerdict::Fixed && !claim.told(v.verdict))
-        .then(|| Change::Verdict { verdict: v.verdict, text: v.describe() })
+        .then(|| Change::Verdict { verdict: v.verdict, text: words(&Told::Verdict(v)) })
 }
 
 /// An incident's episodes once a report is taken in: a new episode for a new or reopened
@@ -633,7 +593,7 @@ struct Telling<'a> {
 
 impl Telling<'_> {
     fn changed(&self, changes: &[Change], effects: &mut Vec<Effect>) -> (Happened, String) {
-        let text = changes.iter().map(Change::describe).collect::<Vec<_>>().join("; ");
+        let text = (self.policy.words)(&Told::Changes(changes));
         if self.posted {
             effects.push(Effect::SlackUpdate);
             effects.push(Effect::SlackReply { text: text.clone() });
@@ -662,7 +622,7 @@ impl Telling<'_> {
     }
 
     fn resolved(&self, how: &Resolution, effects: &mut Vec<Effect>) {
-        let text = how.describe();
+        let text = (self.policy.words)(&Told::Resolved(how));
         if self.posted {
             effects.push(Effect::SlackUpdate);
             effects.push(Effect::SlackReply { text: text.clone() });
@@ -722,11 +682,11 @@ impl Effects<'_> {
     fn accepted_level(&mut self, step: &mut Step, i: &Incident, a: &Allowance, snapshot: &Snapshot) -> bool {
         let resolving = matches!(step.action, Action::Resolve { .. });
         if !a.active(self.now) || resolving {
-            let why = if resolving { "ended with the incident's resolution" } else { "lapsed" };
+            let ended = Told::AcceptedEnded { allowance: a, with_resolution: resolving };
             self.allowances.push(AllowanceChange {
                 incident: i.id,
                 allowance: None,
-                event: Some(("allowance_ended".into(), format!("{} {why}", a.describe()))),
+                event: Some(("allowance_ended".into(), (self.policy.words)(&ended))),
             });
             return false;
         }
@@ -737,9 +697,9 @@ impl Effects<'_> {
         let above = level.filter(|v| *v > a.seconds + self.policy.min_effect_seconds);
         let mut next = a.clone();
         // Once, when it first goes above.
-        let told = above.filter(|_| !a.above).map(|v| {
-            format!("{} is {} now: above the {}", a.percentile, crate::model::secs(v), a.describe())
-        });
+        let told = above
+            .filter(|_| !a.above)
+            .map(|v| (self.policy.words)(&Told::AboveAccepted { allowance: a, level: v }));
         next.above = above.is_some() || (a.above && level.is_none());
         let reminder_due =
             a.until.is_some_and(|u| self.now >= u - crate::model::fix::ALLOWANCE_REMINDER_SECS);
@@ -761,17 +721,8 @@ impl Effects<'_> {
         }
         next.reminded |= remind;
         if remind && posted {
-            let until = crate::model::utc_minute(a.until.unwrap_or_default());
-            add_reply(
-                &mut step.effects,
-                &format!(
-                    "reminder: the {} lapses on {until}; to keep it, `sheriff incidents accept {} --level \"{}<={}s\" --until …`",
-                    a.describe(),
-                    i.id,
-                    a.percentile,
-                    a.seconds
-                ),
-            );
+            let lapsing = Told::AcceptedLapsing { allowance: a, incident: i.id };
+            add_reply(&mut step.effects, &(self.policy.words)(&lapsing));
         }
         if next != *a {
             let event = told.map(|t| ("above_accepted".to_string(), t));
@@ -809,7 +760,8 @@ impl Effects<'_> {
         let channel = existing
             .and_then(|i| i.slack_channel.clone())
             .unwrap_or_else(|| self.policy.channel_for(&snapshot));
-        let label = format!("{} {} ({})", snapshot.family, snapshot.release, snapshot.scope.describe());
+        let words = self.policy.words;
+        let label = words(&Told::Label { snapshot: &snapshot });
         // open once this step is applied
         let open = match step.action {
             Action::Resolve { .. } => false,
@@ -831,10 +783,12 @@ impl Effects<'_> {
             }
         }
         let mut line = match &step.action {
-            Action::Open { .. } => Some((Happened::New, format!("{label} — {}", snapshot.summary))),
+            Action::Open { .. } => {
+                Some((Happened::New, words(&Told::Headline { snapshot: &snapshot, news: &snapshot.summary })))
+            }
             Action::Update { changes, .. } if !changes.is_empty() => {
                 let (what, text) = t.changed(changes, &mut effects);
-                Some((what, format!("{label} — {text}")))
+                Some((what, words(&Told::Headline { snapshot: &snapshot, news: &text })))
             }
             Action::Resolve { how, .. } => {
                 t.resolved(how, &mut effects);
@@ -861,7 +815,8 @@ impl Effects<'_> {
         {
             line = None;
         } else if let Some(i) = existing.filter(|i| !i.held.is_empty() && holder.is_none()) {
-            add_owed(&mut step.effects, &i.held, (t.posted, t.filed && self.policy.jira), open);
+            let to = (t.posted, t.filed && self.policy.jira);
+            add_owed(&mut step.effects, &i.held, to, open, words);
             step.held = Some(Vec::new());
         }
         line.map(|(what, text)| (channel, SummaryLine::new(what, text, &fingerprint)))
@@ -880,14 +835,20 @@ fn by_a_person(action: &Action) -> bool {
 /// meanwhile (with the parent edited), and the Jira issue told once: in the step's own Jira
 /// message when it has one, else resolved when a resolution was held and the incident is
 /// resolved now, reopened when a reopening was held and it is open, else a comment.
-fn add_owed(effects: &mut Vec<Effect>, held: &[Effect], (posted, filed): (bool, bool), open: bool) {
+fn add_owed(
+    effects: &mut Vec<Effect>,
+    held: &[Effect],
+    (posted, filed): (bool, bool),
+    open: bool,
+    words: Words,
+) {
     let texts = |f: fn(&Effect) -> Option<&String>| held.iter().filter_map(f).cloned().collect::<Vec<_>>();
     let slack = texts(|e| match e {
         Effect::SlackReply { text } => Some(text),
         _ => None,
     });
     if posted && !slack.is_empty() {
-        add_reply(effects, &format!("while silenced: {}", slack.join("; ")));
+        add_reply(effects, &words(&Told::WhileSilenced { told: &slack }));
     }
     let jira = texts(|e| match e {
         Effect::JiraComment { text } | Effect::JiraResolve { text } | Effect::JiraReopen { text } => {
@@ -898,7 +859,7 @@ fn add_owed(effects: &mut Vec<Effect>, held: &[Effect], (posted, filed): (bool, 
     if !filed || jira.is_empty() {
         return;
     }
-    let said = format!("while silenced: {}", jira.join("; "));
+    let said = words(&Told::WhileSilenced { told: &jira });
     let own = effects.iter_mut().find_map(|e| match e {
         Effect::JiraComment { text } | Effect::JiraResolve { text } | Effect::JiraReopen { text } => {
             Some(text)
@@ -954,11 +915,7 @@ pub fn with_effects(
     let mut summaries: Vec<Effect> = Vec::new();
     for (channel, mut lines) in lines {
         if channel == policy.default_channel && !not_filed.is_empty() {
-            let text = format!(
-                "not filed in Jira this cycle (at most {} new issues a cycle): {}",
-                policy.jira_cap,
-                not_filed.join("; ")
-            );
+            let text = (policy.words)(&Told::NotFiled { cap: policy.jira_cap, labels: &not_filed });
             lines.push(SummaryLine::new(Happened::NotFiled, text, ""));
         }
         // one incident's change is its thread's news: a channel summary only gathers two or

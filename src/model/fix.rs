@@ -116,28 +116,6 @@ impl FixClaim {
             && self.merged_at == other.merged_at
             && self.pending.is_some() == other.pending.is_some()
     }
-
-    /// "OCPBUGS-7 ON_QA since …, 1 pull request, in payload …".
-    pub fn describe(&self) -> String {
-        let mut s = format!("{} moved to {}", self.key, self.status);
-        if let Some(r) = &self.resolution {
-            s.push_str(&format!(" ({r})"));
-        }
-        match self.pull_requests.len() {
-            0 => s.push_str(", no linked pull request"),
-            1 => s.push_str(&format!(", pull request {}", self.pull_requests[0])),
-            n => s.push_str(&format!(", {n} pull requests")),
-        }
-        match (&self.payload, &self.pending) {
-            (Some(p), _) => s.push_str(&format!(", first in payload {p}")),
-            (None, Some(why)) => s.push_str(&format!(", {why}")),
-            (None, None) => {}
-        }
-        if let (Some(t), None) = (self.merged_at, &self.pending) {
-            s.push_str(&format!(", merged outside the payload {}", super::utc_minute(t)));
-        }
-        s
-    }
 }
 
 /// One part of an incident's scope judged on its own (a platform, a network, …).
@@ -174,43 +152,6 @@ pub struct Verification {
     /// Why it is inconclusive, when it is.
     #[serde(default)]
     pub reason: String,
-}
-
-impl Verification {
-    /// The line told in the thread, the Jira comment and the history.
-    pub fn describe(&self) -> String {
-        let since = match (&self.payload, self.since) {
-            (Some(p), Some(t)) if self.by_merge => {
-                format!("since payload {p} and the merge outside the payload ({})", super::utc_minute(t))
-            }
-            (Some(p), _) => format!("since payload {p}"),
-            (None, Some(t)) if self.by_merge => {
-                format!("started after the fix merged outside the payload ({})", super::utc_minute(t))
-            }
-            (None, Some(t)) => format!("since the fix was claimed ({})", super::utc_minute(t)),
-            (None, None) => String::new(),
-        };
-        let level = format!(
-            "{} {} on {} runs {since}, reference {} (allowed {})",
-            self.percentile,
-            self.observed.map_or_else(|| "-".into(), secs),
-            self.runs,
-            self.reference.map_or_else(|| "-".into(), secs),
-            secs(self.allowed)
-        );
-        match self.verdict {
-            FixVerdict::Fixed => format!("fix verified for {}: fixed — {level}", self.key),
-            FixVerdict::FailedFix => {
-                format!("failed fix for {}: still regressed — {level}; the incident stays open", self.key)
-            }
-            FixVerdict::PartiallyFixed => {
-                let parts: Vec<String> =
-                    self.parts.iter().map(|p| format!("{} {}", p.part, p.verdict.as_str())).collect();
-                format!("partially fixed for {}: {} — {level}", self.key, parts.join(", "))
-            }
-            FixVerdict::Inconclusive => format!("fix for {} inconclusive so far: {}", self.key, self.reason),
-        }
-    }
 }
 
 /// A level people accepted on purpose.
@@ -266,17 +207,6 @@ impl Allowance {
     /// `P50 ≤ 25s`.
     pub fn level(&self) -> String {
         format!("{} ≤ {}", self.percentile, secs(self.seconds))
-    }
-
-    /// "accepted level P50 ≤ 25s (until …, by …: reason)".
-    pub fn describe(&self) -> String {
-        let until = self.until.map_or_else(String::new, |u| format!("until {}, ", super::utc_minute(u)));
-        format!(
-            "accepted level {} ({until}set by {}: {})",
-            self.level(),
-            super::actor::person(&self.by),
-            self.reason
-        )
     }
 }
 

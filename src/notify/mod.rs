@@ -182,7 +182,9 @@ impl Worker {
                     return Ok(StepOutcome::Killed(entry.id));
                 }
                 let then = match &done {
-                    DeliveryResult::JiraFiled { key } => crate::incidents::plan::after_filing(key),
+                    DeliveryResult::JiraFiled { key } => {
+                        crate::incidents::plan::after_filing(key, crate::words::told)
+                    }
                     _ => Vec::new(),
                 };
                 if !self.store.outbox().complete(&entry, &self.id, self.clock.now(), &done, &then).await? {

@@ -4,8 +4,9 @@
 
 use super::{Arg, Conn, Result, Store, StoreError, sql};
 use crate::incidents::manual::Refusal;
-use crate::incidents::plan::{Action, Delivered, Effect, Known, NewSilence, Plan, Step, history};
+use crate::incidents::plan::{Action, Delivered, Effect, Known, NewSilence, Plan, Step};
 use crate::incidents::silence::{Patterns, Silence};
+use crate::incidents::told::{Told, Words};
 use crate::incidents::{Change, Event, Incident, Snapshot, State};
 
 const INCIDENT_COLUMNS: &str = "id, fingerprint, state, snapshot, revision, opened_at, updated_at, \
@@ -302,6 +303,8 @@ struct Applying<'a> {
     now: i64,
     actor: &'a str,
     incidents: &'a [Incident],
+    /// The text of the history's lines.
+    words: Words,
 }
 
 impl Applying<'_> {
@@ -341,7 +344,8 @@ impl Applying<'_> {
                     .bind(serde_json::to_string(episodes)?);
                 c.execute(q).await?;
                 for change in changes {
-                    insert_event(c, *id, now, actor, change.kind(), &change.describe()).await?;
+                    insert_event(c, *id, now, actor, change.kind(), &(self.words)(&Told::Change(change)))
+                        .await?;
                     if let Change::Verdict { verdict, text } = change {
                         self.record_verdict(c, *id, *verdict, text).await?;
                     }
@@ -353,7 +357,8 @@ impl Applying<'_> {
             }
             Action::Stale { id } => {
                 self.set_state(c, *id, State::Stale, None).await?;
-                insert_event(c, *id, now, actor, "stale", &Change::Stale.describe()).await?;
+                insert_event(c, *id, now, actor, "stale", &(self.words)(&Told::Change(&Change::Stale)))
+                    .await?;
                 Ok((*id, self.stored(*id)?.revision + 1))
             }
             Action::CatchUp { id } => Ok((*id, self.stored(*id)?.revision)),
@@ -363,12 +368,12 @@ impl Applying<'_> {
                     .bind(by)
                     .bind(now);
                 c.execute(q).await?;
-                let detail = history::acknowledged(by);
+                let detail = (self.words)(&Told::Acknowledged { by });
                 insert_event(c, *id, now, actor, "ack", &detail).await?;
                 Ok((*id, self.stored(*id)?.revision + 1))
             }
             Action::FileJira { id } => {
-                let detail = history::asked_for_jira(actor);
+                let detail = (self.words)(&Told::AskedForJira { by: actor });
                 insert_event(c, *id, now, actor, "file_jira", &detail).await?;
                 Ok((*id, self.stored(*id)?.revision))
             }
@@ -413,7 +418,7 @@ impl Applying<'_> {
         if let crate::incidents::plan::Resolution::Fixed { text } = how {
             self.record_verdict(c, id, crate::model::FixVerdict::Fixed, text).await?;
         }
-        insert_event(c, id, now, self.actor, "resolved", &how.describe()).await?;
+        insert_event(c, id, now, self.actor, "resolved", &(self.words)(&Told::Resolved(how))).await?;
         Ok((id, self.stored(id)?.revision + 1))
     }
 
@@ -461,7 +466,7 @@ impl Applying<'_> {
         if let Some(silence) = step.silenced_by
             && !matches!(step.action, Action::CatchUp { .. })
         {
-            let detail = history::held(silence);
+            let detail = (self.words)(&Told::Held { silence });
             insert_event(c, id, self.now, self.actor, "held", &detail).await?;
         }
         if let Some(held) = &step.held {
@@ -481,7 +486,13 @@ impl Applying<'_> {
     }
 }
 
-async fn insert_silence(c: &mut Conn<'_>, now: i64, actor: &str, s: &NewSilence) -> Result<i64> {
+async fn insert_silence(
+    c: &mut Conn<'_>,
+    now: i64,
+    actor: &str,
+    s: &NewSilence,
+    words: Words,
+) -> Result<i64> {
     let q = sql(
         "INSERT INTO silences (fingerprint, backend, dimensions, reason, created_by, created_at, expires_at) \
              VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
@@ -495,7 +506,7 @@ async fn insert_silence(c: &mut Conn<'_>, now: i64, actor: &str, s: &NewSilence)
     .bind(s.expires_at);
     let id: i64 = c.scalar(q).await?;
     if let Some(incident) = s.incident {
-        let detail = history::silenced(s, id);
+        let detail = words(&Told::Silenced { silence: s, id });
         insert_event(c, incident, now, actor, "silenced", &detail).await?;
     }
     Ok(id)
@@ -516,6 +527,7 @@ async fn apply_plan(
     actor: &str,
     plan: &Plan,
     known: &Known,
+    words: Words,
 ) -> Result<Applied> {
     // Outbox entries are due by the wall clock, whatever time the cycle evaluated.
     let queued_at = chrono::Utc::now().timestamp();
@@ -523,9 +535,9 @@ async fn apply_plan(
     // last thing done, which the parent message shows
     let mut applied = Applied::default();
     for s in &plan.silences {
-        applied.silences.push(insert_silence(c, now, actor, s).await?);
+        applied.silences.push(insert_silence(c, now, actor, s, words).await?);
     }
-    let applying = Applying { now, actor, incidents: &known.incidents };
+    let applying = Applying { now, actor, incidents: &known.incidents, words };
     for step in &plan.steps {
         applying.apply(c, step, queued_at).await?;
     }
@@ -560,12 +572,13 @@ pub struct Incidents<'a> {
 
 impl Incidents<'_> {
     /// Replaces the stored group states, records the cycle, and applies the incident plan with
-    /// its outbox entries: all in one transaction.
+    /// its outbox entries: all in one transaction. `words` gives the history's lines their text.
     pub async fn finish_cycle(
         self,
         states: &[(String, crate::evaluate::GroupState)],
         cycle: &super::evaluations::CycleRecord,
         planner: impl FnOnce(&Known) -> Plan,
+        words: Words,
     ) -> Result<(i64, Plan)> {
         let result: Result<(i64, Plan)> = async {
             let now = cycle.evaluated_at;
@@ -574,7 +587,7 @@ impl Incidents<'_> {
             let cycle_id = super::evaluations::write_cycle(&mut c, states, cycle).await?;
             let known = load_known(&mut c, now).await?;
             let plan = planner(&known);
-            apply_plan(&mut c, now, &cycle_id.to_string(), "sheriff", &plan, &known).await?;
+            apply_plan(&mut c, now, &cycle_id.to_string(), "sheriff", &plan, &known, words).await?;
             tx.commit().await?;
             Ok((cycle_id, plan))
         }
@@ -594,12 +607,14 @@ impl Incidents<'_> {
     }
 
     /// Applies a plan a person asked for, attributed to `actor`, made from the state inside
-    /// the transaction; a refusal changes nothing. Returns only after the commit.
+    /// the transaction; a refusal changes nothing. Returns only after the commit. `words` gives
+    /// the history's lines their text.
     pub async fn apply_manual<T>(
         self,
         now: i64,
         actor: &str,
         planner: impl FnOnce(&Known) -> Result<(Plan, T), Refusal>,
+        words: Words,
     ) -> Result<Result<(Applied, T), Refusal>> {
         let result: Result<Result<(Applied, T), Refusal>> = async {
             let mut tx = self.store.begin_write().await?;
@@ -613,7 +628,8 @@ impl Incidents<'_> {
                 }
             };
             let applied =
-                apply_plan(&mut c, now, &format!("manual-{now}-{actor}"), actor, &plan, &known).await?;
+                apply_plan(&mut c, now, &format!("manual-{now}-{actor}"), actor, &plan, &known, words)
+                    .await?;
             tx.commit().await?;
             Ok(Ok((applied, extra)))
         }

@@ -463,6 +463,9 @@ enum Layer {
     /// What the I/O layers share: text for people, HTTP clients, the process's identity,
     /// shutdown, logging. Neither the domain nor the store uses it.
     Support,
+    /// The words people read, made from the domain's typed values. Neither the domain nor the
+    /// store imports it: the application hands them its functions.
+    Words,
     /// Generated CI data in the real artifact formats, for the demo, tests and benchmarks;
     /// written without the readers it feeds.
     Synthetic,
@@ -496,6 +499,7 @@ const LAYER_OF: &[(&str, Layer)] = &[
     ("process", Support),
     ("shutdown", Support),
     ("telemetry", Support),
+    ("words", Words),
     ("synth", Synthetic),
     ("clients", Clients),
     ("ingest", Adapters),
@@ -526,11 +530,15 @@ const MAY_IMPORT: &[(Layer, &[Layer])] = &[
     (Domain, &[Model, Settings]),
     (Store, &[Model, Settings, Domain]),
     (Support, &[Model, Settings, Support]),
+    (Words, &[Model, Settings, Domain, Support]),
     (Synthetic, &[Model, Settings, Domain]),
     (Clients, &[Model, Settings, Support]),
-    (Adapters, &[Model, Settings, Domain, Store, Support, Clients]),
-    (Application, &[Model, Settings, Domain, Store, Support, Clients, Adapters, Application]),
-    (Edge, &[Model, Settings, Domain, Store, Support, Synthetic, Clients, Adapters, Application, Edge]),
+    (Adapters, &[Model, Settings, Domain, Store, Support, Words, Clients]),
+    (Application, &[Model, Settings, Domain, Store, Support, Words, Clients, Adapters, Application]),
+    (
+        Edge,
+        &[Model, Settings, Domain, Store, Support, Words, Synthetic, Clients, Adapters, Application, Edge],
+    ),
 ];
 
 /// Every reference from one top-level module to another that the layer tables do not allow,

@@ -203,6 +203,7 @@ fn policy() -> Policy {
         reopen_window_secs: 14 * 86_400,
         failed_fix_transition: String::new(),
         min_effect_seconds: 5.0,
+        words: sheriff::incident_text,
     }
 }
 
@@ -222,7 +223,7 @@ async fn apply(store: &Store, steps: Vec<Step>) -> plan::Plan {
         let planner = |k: &plan::Known| {
             plan::with_effects(now, steps, &k.incidents, &k.silences, &k.delivered, &policy())
         };
-        match store.incidents().finish_cycle(&[], &record, planner).await {
+        match store.incidents().finish_cycle(&[], &record, planner, sheriff::incident_text).await {
             Ok((_, plan)) => return plan,
             Err(e) => assert!(sheriff::store::is_storage_error(&e), "{e:#}"),
         }
@@ -701,7 +702,7 @@ on_both_engines! {
         sheriff::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
         let lines = thread_lines(&slack);
         assert_eq!(lines.len(), before + 2, "{lines:#?}");
-        let held = format!("while silenced: {}", tier.describe());
+        let held = format!("while silenced: {}", sheriff::incident_text(&sheriff::incidents::told::Told::Change(&tier)));
         assert!(lines.last().unwrap().contains(&held), "{lines:#?}");
         let issue = &jira.issues()[0];
         assert_eq!(issue.comments.len(), 2, "{:#?}", issue.comments);
@@ -712,7 +713,7 @@ on_both_engines! {
         assert!(quiet.steps.is_empty());
         let record = CycleRecord { outcome: "ok".into(), evaluated_at: now + 60, ..Default::default() };
         let known_planner = |k: &plan::Known| plan::plan(now + 60, &[], &[], k, &policy());
-        store.incidents().finish_cycle(&[], &record, known_planner).await.unwrap();
+        store.incidents().finish_cycle(&[], &record, known_planner, sheriff::incident_text).await.unwrap();
         assert_eq!(store.outbox().counts(0).await.unwrap().pending, 0, "told once");
         assert!(store.incidents().find("1").await.unwrap().unwrap().held.is_empty());
     }

@@ -46,7 +46,13 @@ fn policy() -> Policy {
         reopen_window_secs: 14 * 86_400,
         failed_fix_transition: String::new(),
         min_effect_seconds: 5.0,
+        words: crate::words::told,
     }
+}
+
+/// The text of a line, as the application renders it.
+fn describe(t: Told<'_>) -> String {
+    crate::words::told(&t)
 }
 
 /// Applies a plan the way the store does, enough to feed the next cycle.
@@ -371,14 +377,17 @@ fn a_verdict_is_told_once_per_claim_in_the_thread_and_jira_and_fixed_resolves() 
     let fixed = plan_with(4000, std::slice::from_ref(&back), &incidents, &[], &delivered, &policy());
     let Action::Resolve { how, .. } = &fixed.steps[0].action else { panic!("{:?}", fixed.steps) };
     assert_eq!(how.kind(), "fixed");
-    assert!(how.describe().starts_with("fix verified for OCPBUGS-7: fixed"));
+    assert!(describe(Told::Resolved(how)).starts_with("fix verified for OCPBUGS-7: fixed"));
     // recovered with no claim is not "fixed"
     incidents[0].fix = None;
     back.verification = None;
     let recovered = plan_with(4000, std::slice::from_ref(&back), &incidents, &[], &delivered, &policy());
     let Action::Resolve { how, .. } = &recovered.steps[0].action else { panic!() };
     assert_eq!(how.kind(), "recovered");
-    assert!(!how.describe().contains("fixed") && how.describe().contains("no fix was verified"));
+    assert!(
+        !describe(Told::Resolved(how)).contains("fixed")
+            && describe(Told::Resolved(how)).contains("no fix was verified")
+    );
 }
 
 #[test]
@@ -497,7 +506,7 @@ fn a_persons_resolution_is_told_during_a_silence_and_what_it_held_once_it_ends()
     let lapsed = plan(60_000, &[], &[], &known, &policy());
     assert_eq!(kinds(&lapsed), ["slack_update", "slack_reply", "jira_comment"]);
     assert_eq!(lapsed.steps[0].held, Some(vec![]), "told, so no longer owed");
-    let told = format!("while silenced: {}", tier.describe());
+    let told = format!("while silenced: {}", describe(Told::Change(&tier)));
     assert!(lapsed.steps[0].effects.contains(&Effect::SlackReply { text: told.clone() }), "{lapsed:?}");
     // ended by hand: the same, at once
     let ended = super::super::manual::unsilence(&known, "#9", &policy(), 400).unwrap();

@@ -236,8 +236,8 @@ pub fn incident(row: &IncidentRow, events: &[Event], charts: &[ChartData]) -> Ma
                 dt { "now / reference" } dd class="mono" { (now_vs_reference(i)) }
                 dt { "regressed" } dd { (i.onset().map_or_else(|| "not known".to_string(), |o| crate::render::onset(&o))) }
                 @if let Some(w) = r.onset.as_ref().and_then(|o| o.payload_words()) { dt { "payloads" } dd { (w) } }
-                @if let Some(c) = &i.fix { dt { "fix" } dd { (c.describe()) @for v in &c.verdicts { br; (v.text) } } }
-                @if let Some(a) = &i.allowance { dt { "accepted" } dd { (a.describe()) } }
+                @if let Some(c) = &i.fix { dt { "fix" } dd { (crate::words::fix_claim(c)) @for v in &c.verdicts { br; (v.text) } } }
+                @if let Some(a) = &i.allowance { dt { "accepted" } dd { (crate::words::accepted_level(a)) } }
                 @if row.jira_url.is_some() || row.slack_url.is_some() { dt { "links" } dd { (links(row)) } }
             }
             @if let Some(c) = main_chart {
