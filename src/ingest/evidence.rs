@@ -218,10 +218,10 @@ impl<'a> EvidenceFetcher<'a> {
                     .await
                     .map_err(|e| Miss::Later(format!("{e:#}")))?;
                 let spool = client.download_to_file(&bucket, &object, self.max_bytes).await.map_err(|e| {
-                    if gcs::is_gone(&e) || e.chain().any(|c| c.is::<gcs::TooLarge>()) {
-                        Miss::Never(format!("{e:#}"))
+                    if e.is_gone() || matches!(e.failure, gcs::Failure::TooLarge { .. }) {
+                        Miss::Never(e.to_string())
                     } else {
-                        Miss::Later(format!("{e:#}"))
+                        Miss::Later(e.to_string())
                     }
                 })?;
                 (spool.to_path_buf(), Some(Arc::new(spool)))

@@ -122,10 +122,7 @@ impl Source {
                 if file.size > max_bytes {
                     return Err(too_large(file, max_bytes));
                 }
-                client
-                    .download(bucket, &file.key)
-                    .await
-                    .map_err(|e| ParseError::new(&file.name, Problem::Fetch(format!("{e:#}"))))
+                client.download(bucket, &file.key).await.map_err(|e| ParseError::new(&file.name, e))
             }
             Source::BigQuery(_) => Err(ParseError::new(&file.name, Problem::NoFiles)),
         }
@@ -146,7 +143,7 @@ impl Source {
                 let spool = client
                     .download_to_file(bucket, &file.key, max_bytes)
                     .await
-                    .map_err(|e| ParseError::new(&file.name, Problem::Fetch(format!("{e:#}"))))?;
+                    .map_err(|e| ParseError::new(&file.name, e))?;
                 Ok(Content::File { path: spool.to_path_buf(), max_bytes, spool: Some(Arc::new(spool)) })
             }
             Source::BigQuery(_) => Err(ParseError::new(&file.name, Problem::NoFiles)),
@@ -191,11 +188,12 @@ async fn discover_gcs(
     let mut frontier = vec![start];
     let mut run_prefixes = Vec::new();
     while !frontier.is_empty() {
-        let levels: Vec<Result<(String, gcs::Listing)>> = futures::stream::iter(frontier.drain(..))
-            .map(|p| async move { client.list_objects(bucket, &p, Some("/")).await.map(|l| (p, l)) })
-            .buffer_unordered(concurrency)
-            .collect()
-            .await;
+        let levels: Vec<Result<(String, gcs::Listing), gcs::GcsError>> =
+            futures::stream::iter(frontier.drain(..))
+                .map(|p| async move { client.list_objects(bucket, &p, Some("/")).await.map(|l| (p, l)) })
+                .buffer_unordered(concurrency)
+                .collect()
+                .await;
         for level in levels {
             let (p, listing) = level?;
             if listing.objects.iter().any(|o| layout::is_run_marker(layout::basename(&o.name))) {

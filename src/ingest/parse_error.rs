@@ -28,9 +28,9 @@ pub enum Problem {
     /// The file is `size` bytes, over the `max`-byte limit it is read with.
     #[error("{size} bytes, larger than the {max}-byte limit; skipped")]
     TooLarge { size: u64, max: u64 },
-    /// Fetching it from where it is failed; the text is the client's.
-    #[error("{0}")]
-    Fetch(String),
+    /// Fetching it from GCS failed.
+    #[error(transparent)]
+    Fetch(#[from] crate::clients::gcs::GcsError),
     #[error("read task failed: {0}")]
     Task(String),
     /// The source holds rows (BigQuery), so there is no file to read.
