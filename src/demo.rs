@@ -36,7 +36,7 @@ pub async fn run(
     let store = Store::open(&db).await?;
     store.trouble().apply(&settings.evaluate.ci_trouble).await?;
     if world.is_some() {
-        let table = Table::embedded().map_err(anyhow::Error::msg)?;
+        let table = Table::embedded()?;
         store
             .evaluations()
             .import_thresholds(table.rows(), "data/origin/query_results_upgrades.json")
