@@ -130,7 +130,7 @@ impl Settings {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |key: &str, why: &str| Err(ConfigError::Invalid(format!("`{key}`: {why}")));
         if let Err(why) = crate::cron::Schedule::parse("0 0 * * *", &self.schedule.timezone) {
-            return invalid("schedule.timezone", &why);
+            return invalid("schedule.timezone", &why.to_string());
         }
         self.validate_ranges()?;
         self.evaluate.validate_trouble_and_limits()?;
@@ -185,8 +185,11 @@ impl Settings {
             return invalid("evaluate.min_job_runs", "must be at least 1");
         }
         if let Err(why) = crate::cron::Schedule::parse(&self.schedule.evaluate, &self.schedule.timezone) {
-            let key = if why.contains("time zone") { "schedule.timezone" } else { "schedule.evaluate" };
-            return invalid(key, &why);
+            let key = match why {
+                crate::cron::CronError::TimeZone(_) => "schedule.timezone",
+                _ => "schedule.evaluate",
+            };
+            return invalid(key, &why.to_string());
         }
         for i in &self.schedule.ingest {
             if let Err(why) = crate::cron::Schedule::parse(&i.cron, &self.schedule.timezone) {
