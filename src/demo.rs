@@ -230,7 +230,7 @@ fn fresh_database(folder: &Path) -> Result<(PathBuf, DatabaseSettings)> {
 /// `folder/sheriff.db` and the settings that open it.
 fn demo_database(folder: &Path) -> Result<(PathBuf, DatabaseSettings)> {
     let db_path = folder.join("sheriff.db");
-    let url = format!("sqlite://{}", db_path.display()).parse::<DatabaseUrl>().map_err(anyhow::Error::msg)?;
+    let url = format!("sqlite://{}", db_path.display()).parse::<DatabaseUrl>()?;
     Ok((db_path, DatabaseSettings { url, ..Default::default() }))
 }
 
