@@ -198,7 +198,7 @@ async fn serve_changelogs(scenario: Scenario) -> Result<String> {
                     (q.get("from").cloned().unwrap_or_default(), q.get("to").cloned().unwrap_or_default());
                 match synth::release_changelog(&scenario, &from, &to) {
                     Ok(body) => axum::Json(body).into_response(),
-                    Err(reason) => (StatusCode::BAD_REQUEST, reason).into_response(),
+                    Err(reason) => (StatusCode::BAD_REQUEST, reason.to_string()).into_response(),
                 }
             }
         }),
