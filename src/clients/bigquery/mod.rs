@@ -76,9 +76,12 @@ pub type Row = Vec<Option<String>>;
 /// A BigQuery call that did not give sheriff what it asked for.
 #[derive(Debug, thiserror::Error)]
 pub enum BigQueryError {
-    /// No credentials, or credentials that gave no token; the text says which and why.
+    /// No credentials, or a token file that gave none; the text says which and why.
     #[error("{0}")]
     Credentials(String),
+    /// The service-account key gave no token.
+    #[error(transparent)]
+    Key(#[from] service_account::KeyError),
     /// The HTTP client could not be built.
     #[error("building the BigQuery HTTP client: {0}")]
     Client(String),
@@ -252,8 +255,7 @@ impl BigQueryClient {
     pub fn new(settings: &BigQuerySettings, project: &str) -> Result<BigQueryClient> {
         let credentials = match (&settings.credentials_file, &settings.token_file, &settings.token) {
             (Some(key), _, _) => {
-                let key = service_account::ServiceAccount::load(key)
-                    .map_err(|e| BigQueryError::Credentials(format!("{e:#}")))?;
+                let key = service_account::ServiceAccount::load(key)?;
                 Credentials::ServiceAccount(std::sync::Arc::new(key))
             }
             (None, Some(path), _) => Credentials::File(path.clone()),
@@ -467,9 +469,7 @@ impl BigQueryClient {
     /// one is an error, never an anonymous request.
     async fn token(&self) -> Result<Secret> {
         match &self.credentials {
-            Credentials::ServiceAccount(key) => {
-                key.token(&self.http).await.map_err(|e| BigQueryError::Credentials(format!("{e:#}")))
-            }
+            Credentials::ServiceAccount(key) => Ok(key.token(&self.http).await?),
             Credentials::Token(t) => Ok(t.clone()),
             Credentials::File(path) => {
                 let text = std::fs::read_to_string(path).map_err(|e| {
