@@ -76,7 +76,7 @@ impl App {
     /// What `serve` says at start, for the log and for people: where it listens, its
     /// schedules with their next ticks, and which integrations are on.
     pub(crate) fn start_report(&self, now: chrono::DateTime<chrono::Utc>) -> Result<StartReport> {
-        let schedules = crate::scheduler::plan(&self.settings, now).map_err(anyhow::Error::msg)?;
+        let schedules = crate::scheduler::plan(&self.settings, now)?;
         Ok(StartReport {
             listen: self.address()?.to_string(),
             timezone: self.settings.schedule.timezone.clone(),

@@ -148,11 +148,8 @@ pub(crate) async fn backtest_observed(
     let replay = Arc::new(Replay::load(store, from.timestamp() - reach, to.timestamp()).await?);
     let scratch_dir = tempfile::tempdir().context("a folder for the backtest's own store")?;
     let url = format!("sqlite://{}", scratch_dir.path().join("backtest.db").display());
-    let scratch = Store::open(&DatabaseSettings {
-        url: url.parse::<DatabaseUrl>().map_err(anyhow::Error::msg)?,
-        ..Default::default()
-    })
-    .await?;
+    let scratch =
+        Store::open(&DatabaseSettings { url: url.parse::<DatabaseUrl>()?, ..Default::default() }).await?;
     // Everything a cycle would send is counted, whether or not this configuration can send it.
     let mut policy = Policy::from_settings(settings, crate::words::told);
     policy.jira = true;

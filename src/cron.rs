@@ -13,6 +13,20 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use croner::Cron;
 
+/// Why a cron expression or its time zone is not one sheriff can schedule by.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CronError {
+    #[error("`{0}` is not an IANA time zone (e.g. UTC, Europe/Berlin)")]
+    TimeZone(String),
+    #[error("`{expression}` has {fields} fields; write 5 (minute hour day month weekday)")]
+    Fields { expression: String, fields: usize },
+    #[error("`{expression}` is not a cron expression: {why}")]
+    NotCron { expression: String, why: String },
+    /// It parses, but names no day that comes (February 30th).
+    #[error("`{0}` never fires (no such day)")]
+    NeverFires(String),
+}
+
 /// A parsed cron expression and the time zone it is read in.
 #[derive(Debug, Clone)]
 pub struct Schedule {
@@ -22,21 +36,18 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    pub fn parse(expression: &str, timezone: &str) -> Result<Schedule, String> {
-        let tz = Tz::from_str(timezone)
-            .map_err(|_| format!("`{timezone}` is not an IANA time zone (e.g. UTC, Europe/Berlin)"))?;
+    pub fn parse(expression: &str, timezone: &str) -> Result<Schedule, CronError> {
+        let tz = Tz::from_str(timezone).map_err(|_| CronError::TimeZone(timezone.into()))?;
         let fields = expression.split_whitespace().count();
         if !(5..=6).contains(&fields) {
-            return Err(format!(
-                "`{expression}` has {fields} fields; write 5 (minute hour day month weekday)"
-            ));
+            return Err(CronError::Fields { expression: expression.into(), fields });
         }
         let cron = Cron::from_str(expression)
-            .map_err(|e| format!("`{expression}` is not a cron expression: {e}"))?;
+            .map_err(|e| CronError::NotCron { expression: expression.into(), why: e.to_string() })?;
         let schedule = Schedule { cron, tz, expression: expression.to_string() };
         // `0 0 30 2 *` (February 30th) parses, and would leave its job never run without a word
         if schedule.next_after(Utc::now()).is_none() {
-            return Err(format!("`{expression}` never fires (no such day)"));
+            return Err(CronError::NeverFires(expression.into()));
         }
         Ok(schedule)
     }
@@ -106,15 +117,19 @@ mod tests {
 
     #[test]
     fn bad_expressions_and_zones_are_refused() {
-        assert!(Schedule::parse("0 */6 * *", "UTC").unwrap_err().contains("4 fields"));
+        assert!(Schedule::parse("0 */6 * *", "UTC").unwrap_err().to_string().contains("4 fields"));
         assert!(Schedule::parse("0 25 * * *", "UTC").is_err());
-        assert!(Schedule::parse("0 * * * *", "Mars/Olympus").unwrap_err().contains("time zone"));
+        assert_eq!(
+            Schedule::parse("0 * * * *", "Mars/Olympus").unwrap_err(),
+            CronError::TimeZone("Mars/Olympus".into())
+        );
+        assert!(Schedule::parse("0 * * * *", "Mars/Olympus").unwrap_err().to_string().contains("time zone"));
     }
 
     #[test]
     fn a_day_that_never_comes_is_refused_and_a_leap_day_is_not() {
-        assert!(Schedule::parse("0 0 30 2 *", "UTC").unwrap_err().contains("never fires"));
-        assert!(Schedule::parse("0 0 31 4 *", "UTC").unwrap_err().contains("never fires"));
+        assert!(Schedule::parse("0 0 30 2 *", "UTC").unwrap_err().to_string().contains("never fires"));
+        assert!(Schedule::parse("0 0 31 4 *", "UTC").unwrap_err().to_string().contains("never fires"));
         let leap = Schedule::parse("0 0 29 2 *", "UTC").unwrap();
         assert_eq!(leap.next_after(at(2026, 12, 4, 0, 0)), Some(at(2028, 2, 29, 0, 0)));
     }

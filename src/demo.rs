@@ -36,7 +36,7 @@ pub async fn run(
     let store = Store::open(&db).await?;
     store.trouble().apply(&settings.evaluate.ci_trouble).await?;
     if world.is_some() {
-        let table = Table::embedded().map_err(anyhow::Error::msg)?;
+        let table = Table::embedded()?;
         store
             .evaluations()
             .import_thresholds(table.rows(), "data/origin/query_results_upgrades.json")
@@ -198,7 +198,7 @@ async fn serve_changelogs(scenario: Scenario) -> Result<String> {
                     (q.get("from").cloned().unwrap_or_default(), q.get("to").cloned().unwrap_or_default());
                 match synth::release_changelog(&scenario, &from, &to) {
                     Ok(body) => axum::Json(body).into_response(),
-                    Err(reason) => (StatusCode::BAD_REQUEST, reason).into_response(),
+                    Err(reason) => (StatusCode::BAD_REQUEST, reason.to_string()).into_response(),
                 }
             }
         }),
@@ -230,7 +230,7 @@ fn fresh_database(folder: &Path) -> Result<(PathBuf, DatabaseSettings)> {
 /// `folder/sheriff.db` and the settings that open it.
 fn demo_database(folder: &Path) -> Result<(PathBuf, DatabaseSettings)> {
     let db_path = folder.join("sheriff.db");
-    let url = format!("sqlite://{}", db_path.display()).parse::<DatabaseUrl>().map_err(anyhow::Error::msg)?;
+    let url = format!("sqlite://{}", db_path.display()).parse::<DatabaseUrl>()?;
     Ok((db_path, DatabaseSettings { url, ..Default::default() }))
 }
 

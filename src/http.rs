@@ -10,24 +10,45 @@ pub fn client_builder(timeout: Duration) -> reqwest::ClientBuilder {
 /// A response body, refused once it grows past `max` bytes (the limit named by `setting`).
 pub(crate) async fn read_limited(
     response: reqwest::Response,
-    setting: &str,
+    setting: &'static str,
     max: u64,
-) -> anyhow::Result<Vec<u8>> {
-    use anyhow::Context as _;
+) -> Result<Vec<u8>, BodyError> {
     use futures::StreamExt as _;
     if response.content_length().is_some_and(|n| n > max) {
-        anyhow::bail!("the answer is larger than {setting} ({max} bytes)");
+        return Err(BodyError::TooLarge { setting, max });
     }
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.context("reading the response body")?;
+        let chunk = chunk.map_err(|e| BodyError::Read(with_sources(&e)))?;
         if body.len() as u64 + chunk.len() as u64 > max {
-            anyhow::bail!("the answer is larger than {setting} ({max} bytes)");
+            return Err(BodyError::TooLarge { setting, max });
         }
         body.extend_from_slice(&chunk);
     }
     Ok(body)
+}
+
+/// Why a response's body was not read whole.
+#[derive(Debug, thiserror::Error)]
+pub enum BodyError {
+    /// It grew past `max` bytes, the limit named by `setting`.
+    #[error("the answer is larger than {setting} ({max} bytes)")]
+    TooLarge { setting: &'static str, max: u64 },
+    /// The connection failed while it arrived, with the transport's reasons.
+    #[error("reading the response body: {0}")]
+    Read(String),
+}
+
+/// An error and its sources, as one line (`a: b: c`), as a log or an ingest entry shows it.
+pub(crate) fn with_sources(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(e) = source {
+        text = format!("{text}: {e}");
+        source = e.source();
+    }
+    text
 }
 
 /// The `Retry-After` header in seconds, when an answer carries one.

@@ -95,9 +95,9 @@ pub struct Planned {
 
 /// Every job `serve` schedules with its cron expression and its first tick after `now`:
 /// evaluation, each ingest, pruning.
-pub fn plan(settings: &Settings, now: chrono::DateTime<Utc>) -> Result<Vec<Planned>, String> {
+pub fn plan(settings: &Settings, now: chrono::DateTime<Utc>) -> Result<Vec<Planned>, crate::cron::CronError> {
     let zone = &settings.schedule.timezone;
-    let planned = |job: &str, cron: &str| -> Result<Planned, String> {
+    let planned = |job: &str, cron: &str| -> Result<Planned, crate::cron::CronError> {
         let schedule = Schedule::parse(cron, zone)?;
         Ok(Planned {
             job: job.to_string(),
@@ -120,17 +120,17 @@ const START_LEASE_SECS: i64 = 300;
 impl Scheduler {
     pub fn new(store: Arc<Store>, warm: Arc<Warm>, settings: Arc<Settings>, id: String) -> Result<Scheduler> {
         let zone = &settings.schedule.timezone;
-        let evaluate = Schedule::parse(&settings.schedule.evaluate, zone).map_err(anyhow::Error::msg)?;
+        let evaluate = Schedule::parse(&settings.schedule.evaluate, zone)?;
         let mut ingests = Vec::new();
         for job in &settings.schedule.ingest {
             ingests.push(IngestJob {
                 name: format!("ingest:{}", job.source),
-                schedule: Schedule::parse(&job.cron, zone).map_err(anyhow::Error::msg)?,
+                schedule: Schedule::parse(&job.cron, zone)?,
                 source: Source::parse(&job.source, &settings)?,
                 since_days: job.since_days,
             });
         }
-        let prune = Schedule::parse(&settings.retention.schedule, zone).map_err(anyhow::Error::msg)?;
+        let prune = Schedule::parse(&settings.retention.schedule, zone)?;
         Ok(Scheduler { store, warm, settings, id, evaluate, prune, ingests, cycle_at_start: false })
     }
 

@@ -257,6 +257,7 @@ pub enum ThresholdsAction {
 }
 
 /// A failure class of the calibrated CI world, by name, for `--world` and the benchmarks.
+/// A clap value parser: its error is the String clap shows after the argument.
 pub fn parse_class(text: &str) -> Result<crate::synth::world::Class, String> {
     crate::synth::world::Class::parse(text).ok_or_else(|| {
         let names: Vec<&str> = crate::synth::world::Class::ALL.iter().map(|c| c.as_str()).collect();
@@ -264,6 +265,7 @@ pub fn parse_class(text: &str) -> Result<crate::synth::world::Class, String> {
     })
 }
 
+/// `--since` and its kin; a clap value parser, whose error is the String clap shows.
 fn parse_since(text: &str) -> Result<DateTime<Utc>, String> {
     if let Ok(t) = DateTime::parse_from_rfc3339(text) {
         return Ok(t.with_timezone(&Utc));

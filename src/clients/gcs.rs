@@ -6,10 +6,10 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
 
 use crate::config::{GcsSettings, Secret};
+use crate::http::with_sources;
 
 /// A small client for the two calls sheriff needs.
 #[derive(Clone)]
@@ -72,40 +72,55 @@ impl Size {
     }
 }
 
-/// An answer GCS gave with an error status, and its message.
-#[derive(Debug)]
-pub(crate) struct GcsError {
-    pub status: u16,
-    pub message: String,
+/// A GCS call that did not give sheriff what it asked for: the call (`downloading gs://…`) and
+/// why.
+#[derive(Debug, thiserror::Error)]
+#[error("{call}: {failure}")]
+pub struct GcsError {
+    pub call: String,
+    pub failure: Failure,
 }
 
-impl std::fmt::Display for GcsError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let reason = reqwest::StatusCode::from_u16(self.status)
-            .ok()
-            .and_then(|s| s.canonical_reason())
-            .unwrap_or_default();
-        write!(f, "GCS answered {} {reason}: {}", self.status, self.message)
+/// Why a GCS call failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// GCS answered with an error status, and this message.
+    #[error("GCS answered {status} {}: {message}", canonical_reason(*status))]
+    Status { status: u16, message: String },
+    /// The object was larger than the limit it was read with.
+    #[error("over {max} bytes, larger than the {max}-byte limit; skipped")]
+    TooLarge { max: u64 },
+    /// The request got no answer (connection, timeout), with the transport's reasons.
+    #[error("request to GCS failed: {0}")]
+    Transport(String),
+    #[error("reading the response body: {0}")]
+    Body(String),
+    /// An answer sheriff cannot read.
+    #[error("unexpected response: {0}")]
+    Unreadable(serde_json::Error),
+    /// The temporary file a download is written to: creating or writing it.
+    #[error("{doing} a temporary file: {error}")]
+    Spool { doing: &'static str, error: std::io::Error },
+    /// The API URL setting cannot take an object's path.
+    #[error("invalid GCS API URL {0}")]
+    Url(String),
+    /// The HTTP client could not be built.
+    #[error("{0}")]
+    Client(String),
+    /// Asking again did not help; the last attempt's failure.
+    #[error("{last} (gave up after {attempts} attempts)")]
+    GaveUp { last: Box<Failure>, attempts: u32 },
+}
+
+impl GcsError {
+    /// Whether the object is not there (404, 410): a retry will not find it.
+    pub(crate) fn is_gone(&self) -> bool {
+        matches!(self.failure, Failure::Status { status: 404 | 410, .. })
     }
 }
 
-impl std::error::Error for GcsError {}
-
-/// An object that was larger than the limit it was read with.
-#[derive(Debug)]
-pub struct TooLarge(pub u64);
-
-impl std::fmt::Display for TooLarge {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "over {} bytes, larger than the {}-byte limit; skipped", self.0, self.0)
-    }
-}
-
-impl std::error::Error for TooLarge {}
-
-/// Whether an error says the object is not there (404, 410): a retry will not find it.
-pub(crate) fn is_gone(error: &anyhow::Error) -> bool {
-    error.chain().any(|e| e.downcast_ref::<GcsError>().is_some_and(|g| matches!(g.status, 404 | 410)))
+fn canonical_reason(status: u16) -> &'static str {
+    reqwest::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or_default()
 }
 
 #[derive(Deserialize)]
@@ -120,11 +135,14 @@ struct ErrorDetail {
 }
 
 impl GcsClient {
-    pub fn new(settings: &GcsSettings) -> Result<GcsClient> {
+    pub fn new(settings: &GcsSettings) -> Result<GcsClient, GcsError> {
         let http = crate::http::client_builder(Duration::from_secs(settings.timeout_secs))
             .connect_timeout(Duration::from_secs(10))
             .build()
-            .context("building the GCS HTTP client")?;
+            .map_err(|e| GcsError {
+                call: "building the GCS HTTP client".into(),
+                failure: Failure::Client(with_sources(&e)),
+            })?;
         Ok(GcsClient {
             http,
             api_url: settings.api_url.trim_end_matches('/').to_string(),
@@ -139,16 +157,12 @@ impl GcsClient {
         bucket: &str,
         prefix: &str,
         delimiter: Option<&str>,
-    ) -> Result<Listing> {
+    ) -> Result<Listing, GcsError> {
+        let failed = |failure| GcsError { call: format!("listing gs://{bucket}/{prefix}"), failure };
         let mut listing = Listing::default();
         let mut page_token: Option<String> = None;
         loop {
-            let mut url = reqwest::Url::parse(&format!("{}/storage/v1/b/", self.api_url))
-                .with_context(|| format!("invalid GCS API URL {}", self.api_url))?;
-            url.path_segments_mut()
-                .map_err(|_| anyhow!("GCS API URL cannot take a path"))?
-                .pop_if_empty()
-                .extend([bucket, "o"]);
+            let mut url = self.objects_url(&[bucket, "o"]).map_err(failed)?;
             {
                 let mut q = url.query_pairs_mut();
                 q.append_pair("prefix", prefix);
@@ -161,9 +175,8 @@ impl GcsClient {
                     q.append_pair("pageToken", t);
                 }
             }
-            let body = self.get(url).await.with_context(|| format!("listing gs://{bucket}/{prefix}"))?;
-            let page: ListPage = serde_json::from_slice(&body)
-                .with_context(|| format!("listing gs://{bucket}/{prefix}: unexpected response"))?;
+            let body = self.get(url).await.map_err(failed)?;
+            let page: ListPage = serde_json::from_slice(&body).map_err(|e| failed(Failure::Unreadable(e)))?;
             for o in page.items {
                 let size = o.size.as_ref().map_or(0, Size::bytes);
                 listing.objects.push(Object { name: o.name, size });
@@ -178,9 +191,10 @@ impl GcsClient {
     }
 
     /// The content of one object.
-    pub async fn download(&self, bucket: &str, name: &str) -> Result<Vec<u8>> {
-        let url = self.media_url(bucket, name)?;
-        self.get(url).await.with_context(|| format!("downloading gs://{bucket}/{name}"))
+    pub async fn download(&self, bucket: &str, name: &str) -> Result<Vec<u8>, GcsError> {
+        let failed = |failure| GcsError { call: format!("downloading gs://{bucket}/{name}"), failure };
+        let url = self.media_url(bucket, name).map_err(failed)?;
+        self.get(url).await.map_err(failed)
     }
 
     /// One object, written to a temporary file as it arrives (removed when the path is dropped),
@@ -190,45 +204,38 @@ impl GcsClient {
         bucket: &str,
         name: &str,
         max_bytes: u64,
-    ) -> Result<tempfile::TempPath> {
-        use tokio::io::AsyncWriteExt as _;
-        let url = self.media_url(bucket, name)?;
-        let context = || format!("downloading gs://{bucket}/{name}");
-        let mut response = self.send(url).await.with_context(context)?;
-        let (file, path) = tempfile::NamedTempFile::new().context("creating a temporary file")?.into_parts();
-        let mut out = tokio::fs::File::from_std(file);
-        let mut read = 0u64;
-        while let Some(chunk) =
-            response.chunk().await.context("reading the response body").with_context(context)?
-        {
-            read += chunk.len() as u64;
-            if read > max_bytes {
-                return Err(anyhow::Error::new(TooLarge(max_bytes)).context(context()));
-            }
-            out.write_all(&chunk).await.context("writing a temporary file").with_context(context)?;
-        }
-        out.flush().await.context("writing a temporary file").with_context(context)?;
-        Ok(path)
+    ) -> Result<tempfile::TempPath, GcsError> {
+        let failed = |failure| GcsError { call: format!("downloading gs://{bucket}/{name}"), failure };
+        let url = self.media_url(bucket, name).map_err(failed)?;
+        let response = self.send(url).await.map_err(failed)?;
+        spool(response, max_bytes).await.map_err(failed)
     }
 
-    fn media_url(&self, bucket: &str, name: &str) -> Result<reqwest::Url> {
-        let mut url = reqwest::Url::parse(&format!("{}/storage/v1/b/", self.api_url))
-            .with_context(|| format!("invalid GCS API URL {}", self.api_url))?;
-        url.path_segments_mut()
-            .map_err(|_| anyhow!("GCS API URL cannot take a path"))?
-            .pop_if_empty()
-            .extend([bucket, "o", name]);
+    fn media_url(&self, bucket: &str, name: &str) -> Result<reqwest::Url, Failure> {
+        let mut url = self.objects_url(&[bucket, "o", name])?;
         url.query_pairs_mut().append_pair("alt", "media");
         Ok(url)
     }
 
-    async fn get(&self, url: reqwest::Url) -> Result<Vec<u8>> {
+    /// `…/storage/v1/b/` and then `segments`, each escaped as one path segment.
+    fn objects_url(&self, segments: &[&str]) -> Result<reqwest::Url, Failure> {
+        let mut url = reqwest::Url::parse(&format!("{}/storage/v1/b/", self.api_url))
+            .map_err(|_| Failure::Url(self.api_url.clone()))?;
+        url.path_segments_mut()
+            .map_err(|_| Failure::Url(self.api_url.clone()))?
+            .pop_if_empty()
+            .extend(segments);
+        Ok(url)
+    }
+
+    async fn get(&self, url: reqwest::Url) -> Result<Vec<u8>, Failure> {
         let response = self.send(url).await?;
-        Ok(response.bytes().await.context("reading the response body")?.to_vec())
+        let body = response.bytes().await.map_err(|e| Failure::Body(with_sources(&e)))?;
+        Ok(body.to_vec())
     }
 
     /// Sends a GET, retrying 429, 5xx and connection failures; the response once it succeeds.
-    async fn send(&self, url: reqwest::Url) -> Result<reqwest::Response> {
+    async fn send(&self, url: reqwest::Url) -> Result<reqwest::Response, Failure> {
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -236,7 +243,7 @@ impl GcsClient {
             if let Some(token) = &self.token {
                 request = request.bearer_auth(token.expose());
             }
-            let (error, retry_after): (anyhow::Error, Option<Duration>) = match request.send().await {
+            let (error, retry_after) = match request.send().await {
                 Ok(response) => {
                     let status = response.status();
                     let retry_after = crate::http::retry_after(response.headers());
@@ -247,24 +254,43 @@ impl GcsClient {
                     let message = serde_json::from_str::<ErrorBody>(&body)
                         .map(|e| e.error.message)
                         .unwrap_or_else(|_| body.chars().take(200).collect());
-                    let error = anyhow::Error::new(GcsError { status: status.as_u16(), message });
+                    let error = Failure::Status { status: status.as_u16(), message };
                     if status.as_u16() == 429 || status.is_server_error() {
                         (error, retry_after)
                     } else {
                         return Err(error);
                     }
                 }
-                Err(e) => (anyhow!(e).context("request to GCS failed"), None),
+                Err(e) => (Failure::Transport(with_sources(&e)), None),
             };
             if attempt >= self.max_attempts {
-                bail!("{error:#} (gave up after {attempt} attempts)");
+                return Err(Failure::GaveUp { last: Box::new(error), attempts: attempt });
             }
             let wait =
                 retry_after.map(|d| d.min(Duration::from_secs(60))).unwrap_or_else(|| backoff(attempt));
-            tracing::debug!(%url, attempt, wait_ms = wait.as_millis() as u64, "retrying GCS request: {error:#}");
+            tracing::debug!(%url, attempt, wait_ms = wait.as_millis() as u64, "retrying GCS request: {error}");
             tokio::time::sleep(wait).await;
         }
     }
+}
+
+/// A response's body written to a temporary file as it arrives, no more than `max_bytes` of it.
+async fn spool(mut response: reqwest::Response, max_bytes: u64) -> Result<tempfile::TempPath, Failure> {
+    use tokio::io::AsyncWriteExt as _;
+    let (file, path) = tempfile::NamedTempFile::new()
+        .map_err(|error| Failure::Spool { doing: "creating", error })?
+        .into_parts();
+    let mut out = tokio::fs::File::from_std(file);
+    let mut read = 0u64;
+    while let Some(chunk) = response.chunk().await.map_err(|e| Failure::Body(with_sources(&e)))? {
+        read += chunk.len() as u64;
+        if read > max_bytes {
+            return Err(Failure::TooLarge { max: max_bytes });
+        }
+        out.write_all(&chunk).await.map_err(|error| Failure::Spool { doing: "writing", error })?;
+    }
+    out.flush().await.map_err(|error| Failure::Spool { doing: "writing", error })?;
+    Ok(path)
 }
 
 /// Exponential backoff from 200 ms, capped at 10 s, with up to 50 % jitter.
@@ -310,6 +336,23 @@ mod tests {
         let sizes: Vec<u64> = page.items.iter().map(|o| o.size.as_ref().map_or(0, Size::bytes)).collect();
         assert_eq!(sizes, [1024, 7, 0, 0]);
         assert_eq!(page.next_page_token.as_deref(), Some("t"));
+    }
+
+    #[test]
+    fn a_missing_object_is_gone_and_its_error_names_the_call_and_the_answer() {
+        let gone = GcsError {
+            call: "downloading gs://b/o".into(),
+            failure: Failure::Status { status: 404, message: "No such object: b/o".into() },
+        };
+        assert!(gone.is_gone());
+        assert_eq!(gone.to_string(), "downloading gs://b/o: GCS answered 404 Not Found: No such object: b/o");
+        let busy = Failure::Status { status: 503, message: "later".into() };
+        let gave_up = GcsError {
+            call: "listing gs://b/p".into(),
+            failure: Failure::GaveUp { last: Box::new(busy), attempts: 3 },
+        };
+        assert!(!gave_up.is_gone());
+        assert!(gave_up.to_string().ends_with("later (gave up after 3 attempts)"), "{gave_up}");
     }
 
     #[test]

@@ -102,16 +102,28 @@ pub(super) fn redact_url_password(url: &str) -> String {
     out
 }
 
-impl FromStr for DatabaseUrl {
-    type Err = String;
+/// Why a database URL is not one sheriff can open; the password never shows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DatabaseUrlError {
+    #[error("a sqlite URL needs a file path, e.g. sqlite://sheriff.db")]
+    NoPath,
+    #[error("a postgres URL needs a host, e.g. postgres://sheriff@db:5432/sheriff")]
+    NoHost,
+    /// Another scheme; the URL as given, its password redacted.
+    #[error("`{0}` is not a database URL sheriff supports: use sqlite://PATH or postgres://USER@HOST/DB")]
+    Unsupported(String),
+}
 
-    fn from_str(raw: &str) -> Result<Self, String> {
+impl FromStr for DatabaseUrl {
+    type Err = DatabaseUrlError;
+
+    fn from_str(raw: &str) -> Result<Self, DatabaseUrlError> {
         let raw = raw.trim();
         let engine = if let Some(path) = raw.strip_prefix("sqlite:") {
             let path = path.trim_start_matches("//");
             let path = path.split('?').next().unwrap_or_default();
             if path.is_empty() {
-                return Err("a sqlite URL needs a file path, e.g. sqlite://sheriff.db".into());
+                return Err(DatabaseUrlError::NoPath);
             }
             Engine::Sqlite
         } else if let Some(rest) =
@@ -119,14 +131,11 @@ impl FromStr for DatabaseUrl {
         {
             let host = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
             if host.is_empty() || host.starts_with('/') {
-                return Err("a postgres URL needs a host, e.g. postgres://sheriff@db:5432/sheriff".into());
+                return Err(DatabaseUrlError::NoHost);
             }
             Engine::Postgres
         } else {
-            return Err(format!(
-                "`{}` is not a database URL sheriff supports: use sqlite://PATH or postgres://USER@HOST/DB",
-                redact_url_password(raw)
-            ));
+            return Err(DatabaseUrlError::Unsupported(redact_url_password(raw)));
         };
         Ok(Self { raw: raw.to_string(), engine })
     }
@@ -154,5 +163,19 @@ impl<'de> Deserialize<'de> for DatabaseUrl {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw = String::deserialize(deserializer)?;
         raw.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_url_of_another_scheme_is_refused_without_its_password() {
+        let e = DatabaseUrl::from_str("mysql://sheriff:hunter2@db/sheriff").unwrap_err();
+        assert!(matches!(&e, DatabaseUrlError::Unsupported(_)), "{e:?}");
+        assert!(!e.to_string().contains("hunter2"), "{e}");
+        assert_eq!(DatabaseUrl::from_str("sqlite://"), Err(DatabaseUrlError::NoPath));
+        assert_eq!(DatabaseUrl::from_str("postgres://sheriff@"), Err(DatabaseUrlError::NoHost));
     }
 }

@@ -44,7 +44,7 @@ impl RetentionSettings {
             return invalid("retention.batch_runs", "must be between 1 and 5000");
         }
         if let Err(why) = crate::cron::Schedule::parse(&r.schedule, timezone) {
-            return invalid("retention.schedule", &why);
+            return invalid("retention.schedule", &why.to_string());
         }
         Ok(())
     }

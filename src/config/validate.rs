@@ -130,7 +130,7 @@ impl Settings {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         let invalid = |key: &str, why: &str| Err(ConfigError::Invalid(format!("`{key}`: {why}")));
         if let Err(why) = crate::cron::Schedule::parse("0 0 * * *", &self.schedule.timezone) {
-            return invalid("schedule.timezone", &why);
+            return invalid("schedule.timezone", &why.to_string());
         }
         self.validate_ranges()?;
         self.evaluate.validate_trouble_and_limits()?;
@@ -185,8 +185,11 @@ impl Settings {
             return invalid("evaluate.min_job_runs", "must be at least 1");
         }
         if let Err(why) = crate::cron::Schedule::parse(&self.schedule.evaluate, &self.schedule.timezone) {
-            let key = if why.contains("time zone") { "schedule.timezone" } else { "schedule.evaluate" };
-            return invalid(key, &why);
+            let key = match why {
+                crate::cron::CronError::TimeZone(_) => "schedule.timezone",
+                _ => "schedule.evaluate",
+            };
+            return invalid(key, &why.to_string());
         }
         for i in &self.schedule.ingest {
             if let Err(why) = crate::cron::Schedule::parse(&i.cron, &self.schedule.timezone) {
@@ -258,28 +261,52 @@ impl Settings {
     }
 }
 
+/// What is wrong with a URL setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+enum UrlProblem {
+    #[error("must be an http:// or https:// URL")]
+    NotHttp,
+    #[error("must be an http:// or https:// URL with a host")]
+    NoHost,
+    /// Plain http to another machine, with a token or secret sent along.
+    #[error("must be https:// (a credential is sent to it), or http:// to this machine")]
+    CredentialsInClear,
+}
+
 /// Whether `url` is an http(s) URL with a host; with `credentials` (a token travels to it),
 /// https, or http to this machine only.
-fn check_url(url: &str, credentials: bool) -> Result<(), String> {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return Err("must be an http:// or https:// URL".into());
-    };
+fn check_url(url: &str, credentials: bool) -> Result<(), UrlProblem> {
+    let Some((scheme, rest)) = url.split_once("://") else { return Err(UrlProblem::NotHttp) };
     let scheme = scheme.to_ascii_lowercase();
     if scheme != "http" && scheme != "https" {
-        return Err("must be an http:// or https:// URL".into());
+        return Err(UrlProblem::NotHttp);
     }
     // The host as the HTTP client will read it (a `\` ends the authority as a `/` does, so
     // `http://example.com\@localhost` goes to example.com), not as the text seems to say.
     let parsed = reqwest::Url::parse(url).ok();
     let host = parsed.as_ref().and_then(|u| u.host_str()).filter(|h| !h.is_empty() && !rest.is_empty());
     let Some(host) = host.filter(|_| !url.chars().any(|c| c.is_whitespace() || c.is_control())) else {
-        return Err("must be an http:// or https:// URL with a host".into());
+        return Err(UrlProblem::NoHost);
     };
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let local = bare.eq_ignore_ascii_case("localhost")
         || bare.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback());
     if credentials && scheme == "http" && !local {
-        return Err("must be https:// (a credential is sent to it), or http:// to this machine".into());
+        return Err(UrlProblem::CredentialsInClear);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::{UrlProblem, check_url};
+
+    #[test]
+    fn a_credential_goes_over_https_or_to_this_machine_only() {
+        assert_eq!(check_url("http://jira.example.com", true), Err(UrlProblem::CredentialsInClear));
+        assert_eq!(check_url("http://jira.example.com", false), Ok(()));
+        assert_eq!(check_url("http://127.0.0.1:8080", true), Ok(()));
+        assert_eq!(check_url("ftp://x", false), Err(UrlProblem::NotHttp));
+        assert_eq!(check_url("http://example.com\\@localhost x", true), Err(UrlProblem::NoHost));
+    }
 }

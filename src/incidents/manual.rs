@@ -199,7 +199,8 @@ pub fn accept(
     if a.reason.trim().is_empty() {
         return Err(Refusal::BadInput("Say why this level is accepted (--reason).".into()));
     }
-    let (percentile, seconds) = Allowance::parse_level(&a.level).map_err(Refusal::BadInput)?;
+    let (percentile, seconds) =
+        Allowance::parse_level(&a.level).map_err(|e| Refusal::BadInput(e.to_string()))?;
     if let Some(until) = a.until {
         if until <= now {
             return Err(Refusal::BadInput("an accepted level ends in the future (--until)".into()));

@@ -33,6 +33,24 @@ pub struct Silence {
     pub removed_at: Option<i64>,
 }
 
+/// Why the words of a silence name nothing to silence; the text is the reply to whoever typed them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    #[error("name an incident or a matcher such as `backend=image-registry-* platform=metal`")]
+    Nothing,
+    #[error("`{0}` is not key=value")]
+    NotKeyValue(String),
+    #[error("`{0}=` needs a value")]
+    NoValue(String),
+    #[error("unknown key `{key}`: use backend or one of {names}", names = dimension_names())]
+    UnknownKey { key: String },
+}
+
+fn dimension_names() -> String {
+    let names: Vec<&str> = Dimension::ALL.iter().map(|d| d.as_str()).collect();
+    names.join(", ")
+}
+
 /// What a new silence targets.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Target {
@@ -44,7 +62,7 @@ pub struct Target {
 impl Target {
     /// `sheriff-0123…` (an incident), or `key=value` words with keys `backend` and the
     /// dimensions (`release`, `platform`, … or their short forms).
-    pub fn parse(words: &[&str]) -> Result<Target, String> {
+    pub fn parse(words: &[&str]) -> Result<Target, TargetError> {
         let mut t = Target::default();
         if let [one] = words
             && !one.contains('=')
@@ -53,24 +71,21 @@ impl Target {
             return Ok(t);
         }
         if words.is_empty() {
-            return Err(
-                "name an incident or a matcher such as `backend=image-registry-* platform=metal`".into()
-            );
+            return Err(TargetError::Nothing);
         }
         for w in words {
             let Some((k, v)) = w.split_once('=') else {
-                return Err(format!("`{w}` is not key=value"));
+                return Err(TargetError::NotKeyValue(w.to_string()));
             };
             if v.is_empty() {
-                return Err(format!("`{k}=` needs a value"));
+                return Err(TargetError::NoValue(k.to_string()));
             }
             if k.eq_ignore_ascii_case("backend") {
                 t.backend = Some(v.to_string());
             } else if let Some(d) = Dimension::parse(k) {
                 t.dimensions.insert(d, v.to_string());
             } else {
-                let names: Vec<&str> = Dimension::ALL.iter().map(|d| d.as_str()).collect();
-                return Err(format!("unknown key `{k}`: use backend or one of {}", names.join(", ")));
+                return Err(TargetError::UnknownKey { key: k.to_string() });
             }
         }
         Ok(t)
@@ -189,6 +204,10 @@ mod tests {
         let other = silence(Target::parse(&["backend=kube-api-*"]).unwrap(), 100);
         assert!(!other.matches(&incident(metal.clone()), 50));
         let one = silence(Target::parse(&["sheriff-00000000000000aa"]).unwrap(), 100);
+        assert_eq!(
+            Target::parse(&["platform=metal", "backend"]),
+            Err(TargetError::NotKeyValue("backend".into()))
+        );
         assert!(one.matches(&incident(every), 50));
         let mut removed = one.clone();
         removed.removed_at = Some(10);
@@ -234,9 +253,11 @@ mod tests {
 
     #[test]
     fn bad_matchers_are_explained() {
-        assert!(Target::parse(&[]).unwrap_err().contains("name an incident"));
-        assert!(Target::parse(&["colour=red"]).unwrap_err().contains("unknown key `colour`"));
-        assert!(Target::parse(&["platform="]).unwrap_err().contains("needs a value"));
-        assert!(Target::parse(&["platform=metal", "junk"]).unwrap_err().contains("not key=value"));
+        assert!(Target::parse(&[]).unwrap_err().to_string().contains("name an incident"));
+        assert!(Target::parse(&["colour=red"]).unwrap_err().to_string().contains("unknown key `colour`"));
+        assert!(Target::parse(&["platform="]).unwrap_err().to_string().contains("needs a value"));
+        assert!(
+            Target::parse(&["platform=metal", "junk"]).unwrap_err().to_string().contains("not key=value")
+        );
     }
 }

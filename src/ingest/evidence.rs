@@ -208,7 +208,7 @@ impl<'a> EvidenceFetcher<'a> {
     /// The file, to be read as a stream (a GCS object downloaded to a temporary file), and its size.
     async fn fetch_file(&self, file: &IntervalFile) -> Result<(Content, u64), Miss> {
         if file.size > self.max_bytes {
-            return Err(Miss::Never(super::too_large(file.size, self.max_bytes)));
+            return Err(Miss::Never(too_large(file.size, self.max_bytes)));
         }
         let (path, spool) = match gcs::parse_gs_url(&file.location) {
             Some((bucket, object)) => {
@@ -218,10 +218,10 @@ impl<'a> EvidenceFetcher<'a> {
                     .await
                     .map_err(|e| Miss::Later(format!("{e:#}")))?;
                 let spool = client.download_to_file(&bucket, &object, self.max_bytes).await.map_err(|e| {
-                    if gcs::is_gone(&e) || e.chain().any(|c| c.is::<gcs::TooLarge>()) {
-                        Miss::Never(format!("{e:#}"))
+                    if e.is_gone() || matches!(e.failure, gcs::Failure::TooLarge { .. }) {
+                        Miss::Never(e.to_string())
                     } else {
-                        Miss::Later(format!("{e:#}"))
+                        Miss::Later(e.to_string())
                     }
                 })?;
                 (spool.to_path_buf(), Some(Arc::new(spool)))
@@ -237,8 +237,13 @@ impl<'a> EvidenceFetcher<'a> {
         };
         // it may have grown since it was listed; reading stops at the limit all the same
         if size > self.max_bytes {
-            return Err(Miss::Never(super::too_large(size, self.max_bytes)));
+            return Err(Miss::Never(too_large(size, self.max_bytes)));
         }
         Ok((Content::File { path, max_bytes: self.max_bytes, spool }, size))
     }
+}
+
+/// Why a file over the limit is not read, as ingest says it.
+fn too_large(size: u64, max: u64) -> String {
+    super::parse_error::Problem::TooLarge { size, max }.to_string()
 }

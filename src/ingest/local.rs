@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use super::layout::{is_run_marker, job_and_build};
+use super::parse_error::{ParseError, Problem};
 use super::{ListedFile, RunListing};
 
 /// Finds the run folders under `dir`, with every file of each (relative to the run folder).
@@ -142,12 +143,12 @@ fn collect_files(run_dir: &Path, dir: &Path, out: &mut Vec<ListedFile>, depth: u
 }
 
 /// Reads a file, refusing one over `max_bytes`.
-pub fn read(file: &ListedFile, max_bytes: u64) -> Result<Vec<u8>, String> {
+pub fn read(file: &ListedFile, max_bytes: u64) -> Result<Vec<u8>, ParseError> {
     if file.size > max_bytes {
-        return Err(super::too_large(file.size, max_bytes));
+        return Err(super::too_large(file, max_bytes));
     }
     let path = file.local.clone().unwrap_or_else(|| PathBuf::from(&file.key));
-    std::fs::read(path).map_err(|e| format!("cannot read: {e}"))
+    std::fs::read(path).map_err(|e| ParseError::new(&file.name, Problem::Unreadable(e)))
 }
 
 #[cfg(test)]

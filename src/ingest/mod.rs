@@ -12,6 +12,7 @@ pub(crate) mod evidence;
 pub mod formats;
 pub(crate) mod layout;
 pub(crate) mod local;
+pub mod parse_error;
 pub mod run;
 
 use std::io::IsTerminal;
@@ -25,6 +26,7 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use self::layout::{Classified, FileKind, classify};
+use self::parse_error::{ParseError, Problem};
 use self::run::{Assembly, Content, FileProblem, RunFile, RunFiles};
 use crate::clients::gcs::{self, GcsClient};
 use crate::config::{IngestSettings, Settings};
@@ -108,29 +110,29 @@ impl Source {
         }
     }
 
-    async fn read(&self, file: &ListedFile, max_bytes: u64) -> Result<Vec<u8>, String> {
+    async fn read(&self, file: &ListedFile, max_bytes: u64) -> Result<Vec<u8>, ParseError> {
         match self {
             Source::Local(_) => {
-                let file = file.clone();
-                tokio::task::spawn_blocking(move || local::read(&file, max_bytes))
+                let listed = file.clone();
+                tokio::task::spawn_blocking(move || local::read(&listed, max_bytes))
                     .await
-                    .unwrap_or_else(|e| Err(format!("read task failed: {e}")))
+                    .unwrap_or_else(|e| Err(ParseError::new(&file.name, Problem::Task(e.to_string()))))
             }
             Source::Gcs { client, bucket, .. } => {
                 if file.size > max_bytes {
-                    return Err(too_large(file.size, max_bytes));
+                    return Err(too_large(file, max_bytes));
                 }
-                client.download(bucket, &file.key).await.map_err(|e| format!("{e:#}"))
+                client.download(bucket, &file.key).await.map_err(|e| ParseError::new(&file.name, e))
             }
-            Source::BigQuery(_) => Err("a BigQuery dataset holds rows, not files".into()),
+            Source::BigQuery(_) => Err(ParseError::new(&file.name, Problem::NoFiles)),
         }
     }
 
     /// An interval file, to be read as a stream when it is parsed: a local one where it is, one
     /// in GCS downloaded to a temporary file; either no further than `max_bytes`.
-    async fn open(&self, file: &ListedFile, max_bytes: u64) -> Result<Content, String> {
+    async fn open(&self, file: &ListedFile, max_bytes: u64) -> Result<Content, ParseError> {
         if file.size > max_bytes {
-            return Err(too_large(file.size, max_bytes));
+            return Err(too_large(file, max_bytes));
         }
         match self {
             Source::Local(_) => {
@@ -141,10 +143,10 @@ impl Source {
                 let spool = client
                     .download_to_file(bucket, &file.key, max_bytes)
                     .await
-                    .map_err(|e| format!("{e:#}"))?;
+                    .map_err(|e| ParseError::new(&file.name, e))?;
                 Ok(Content::File { path: spool.to_path_buf(), max_bytes, spool: Some(Arc::new(spool)) })
             }
-            Source::BigQuery(_) => Err("a BigQuery dataset holds rows, not files".into()),
+            Source::BigQuery(_) => Err(ParseError::new(&file.name, Problem::NoFiles)),
         }
     }
 
@@ -167,9 +169,9 @@ impl Source {
     }
 }
 
-/// Why a file over its size limit was not read.
-pub(crate) fn too_large(size: u64, max_bytes: u64) -> String {
-    format!("{size} bytes, larger than the {max_bytes}-byte limit; skipped")
+/// Why a listed file over its size limit was not read.
+pub(crate) fn too_large(file: &ListedFile, max: u64) -> ParseError {
+    ParseError::new(&file.name, Problem::TooLarge { size: file.size, max })
 }
 
 /// Walks a bucket one folder level at a time (a `/` delimiter), so a run's artifacts are only
@@ -186,11 +188,12 @@ async fn discover_gcs(
     let mut frontier = vec![start];
     let mut run_prefixes = Vec::new();
     while !frontier.is_empty() {
-        let levels: Vec<Result<(String, gcs::Listing)>> = futures::stream::iter(frontier.drain(..))
-            .map(|p| async move { client.list_objects(bucket, &p, Some("/")).await.map(|l| (p, l)) })
-            .buffer_unordered(concurrency)
-            .collect()
-            .await;
+        let levels: Vec<Result<(String, gcs::Listing), gcs::GcsError>> =
+            futures::stream::iter(frontier.drain(..))
+                .map(|p| async move { client.list_objects(bucket, &p, Some("/")).await.map(|l| (p, l)) })
+                .buffer_unordered(concurrency)
+                .collect()
+                .await;
         for level in levels {
             let (p, listing) = level?;
             if listing.objects.iter().any(|o| layout::is_run_marker(layout::basename(&o.name))) {

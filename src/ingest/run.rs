@@ -4,10 +4,11 @@ use chrono::{DateTime, Utc};
 
 use super::formats::{cluster_data, disruption, intervals, job_name, prow};
 use super::layout::{Classified, FileKind, classify};
+use super::parse_error::{ParseError, Problem};
 use crate::model::{DAY, Dimensions, JobRun, RunRecord, Sample};
 
 /// A run folder and the files read from it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct RunFiles {
     /// Bucket the folder was found in; `prowjob.json`'s bucket wins when present.
     pub bucket: String,
@@ -18,10 +19,10 @@ pub struct RunFiles {
 
 /// One file of a run: its path relative to the run folder and its content, or why it could
 /// not be read (too large, a read error).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct RunFile {
     pub name: String,
-    pub content: Result<Content, String>,
+    pub content: Result<Content, ParseError>,
 }
 
 /// A file's content: in memory, or on disk to be read as a stream (interval files, which can
@@ -47,27 +48,28 @@ impl Content {
         }
     }
 
-    /// The content as bytes, reading a file whole.
-    fn bytes(&self) -> Result<std::borrow::Cow<'_, [u8]>, String> {
+    /// The content of the file `name` as bytes, reading a file whole.
+    fn bytes(&self, name: &str) -> Result<std::borrow::Cow<'_, [u8]>, ParseError> {
         match self {
             Content::Bytes(bytes) => Ok(bytes.as_slice().into()),
             Content::File { path, .. } => {
-                std::fs::read(path).map(Into::into).map_err(|e| format!("cannot read: {e}"))
+                std::fs::read(path).map(Into::into).map_err(|e| ParseError::new(name, Problem::Unreadable(e)))
             }
         }
     }
 
-    /// The interval file this is, read as a stream. The error is what the file's problem says.
-    fn read_intervals(&self) -> Result<intervals::IntervalEvidence, String> {
+    /// The interval file `name` this is, read as a stream.
+    fn read_intervals(&self, name: &str) -> Result<intervals::IntervalEvidence, ParseError> {
         let watch = intervals::Watch::default();
         let read = match self {
             Content::Bytes(bytes) => intervals::read_intervals(bytes.as_slice(), u64::MAX, &watch),
             Content::File { path, max_bytes, .. } => {
-                let file = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+                let file =
+                    std::fs::File::open(path).map_err(|e| ParseError::new(name, Problem::Unreadable(e)))?;
                 intervals::read_intervals(file, *max_bytes, &watch)
             }
         };
-        read.map_err(|e| e.to_string())
+        read.map_err(|e| ParseError::new(name, e))
     }
 }
 
@@ -103,6 +105,18 @@ fn problem(file: &str, error: impl Into<String>) -> FileProblem {
     FileProblem { file: file.to_string(), error: error.into() }
 }
 
+impl From<&ParseError> for FileProblem {
+    fn from(e: &ParseError) -> FileProblem {
+        problem(&e.file, e.to_string())
+    }
+}
+
+impl From<ParseError> for FileProblem {
+    fn from(e: ParseError) -> FileProblem {
+        FileProblem::from(&e)
+    }
+}
+
 /// A run's files, each read by its parser, and what went wrong on the way.
 #[derive(Default)]
 struct Parsed<'a> {
@@ -130,35 +144,37 @@ impl<'a> Parsed<'a> {
         if matches!(kind, FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline) {
             return self.interval_files.push((f, kind));
         }
-        let bytes = match content.bytes() {
+        let bytes = match content.bytes(&f.name) {
             Ok(bytes) => bytes,
-            Err(e) => return self.unusable(kind, problem(&f.name, e)),
+            Err(e) => return self.unusable(kind, e.into()),
         };
         let bytes = bytes.as_ref();
-        if let Some(why) = super::formats::refused_text(bytes) {
-            return self.unusable(kind, problem(&f.name, why));
+        if super::formats::refused_text(bytes).is_some() {
+            return self.unusable(kind, ParseError::new(&f.name, Problem::Nul).into());
         }
+        let error = |e: Problem| ParseError::new(&f.name, e);
         match kind {
             FileKind::ProwJob => match prow::parse_prowjob(bytes) {
                 Ok(p) => self.prowjob = Some(p),
-                Err(e) => self.warnings.push(problem(&f.name, e.to_string())),
+                Err(e) => self.warnings.push(error(e.into()).into()),
             },
             FileKind::Started => match prow::parse_started(bytes) {
                 Ok(s) => self.started = Some(s),
-                Err(e) => self.warnings.push(problem(&f.name, e.to_string())),
+                Err(e) => self.warnings.push(error(e.into()).into()),
             },
             FileKind::Finished => match prow::parse_finished(bytes) {
                 Ok(s) => self.finished = Some(s),
-                Err(e) => self.warnings.push(problem(&f.name, e.to_string())),
+                Err(e) => self.warnings.push(error(e.into()).into()),
             },
             FileKind::Disruption => match disruption::parse_backend_disruption(bytes) {
                 Ok(d) => self.disruption_files.push(d),
-                Err(e) => self.failures.push(problem(&f.name, e.to_string())),
+                Err(e) => self.failures.push(error(e.into()).into()),
             },
             FileKind::ClusterData => match cluster_data::parse_cluster_data(bytes) {
                 Ok(c) => self.cluster_files.push(c),
                 Err(e) => {
-                    self.warnings.push(problem(&f.name, format!("{e}; dimensions taken from the job name")))
+                    let e = error(e.into());
+                    self.warnings.push(problem(&e.file, format!("{e}; dimensions taken from the job name")))
                 }
             },
             FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline => {}
@@ -187,8 +203,10 @@ fn parse_files(run: &RunFiles) -> Parsed<'_> {
             continue;
         }
         match &f.content {
-            Err(e) => parsed.unusable(kind, problem(&f.name, e.clone())),
-            Ok(content) if content.is_empty() => parsed.unusable(kind, problem(&f.name, "empty file")),
+            Err(e) => parsed.unusable(kind, e.into()),
+            Ok(content) if content.is_empty() => {
+                parsed.unusable(kind, ParseError::new(&f.name, Problem::Empty).into())
+            }
             Ok(content) => parsed.parse(f, kind, content),
         }
     }
@@ -364,7 +382,7 @@ pub(crate) fn parse_interval_files<'a>(
 ) -> RunIntervals {
     let mut out = RunIntervals::default();
     for (name, content) in files {
-        match content.read_intervals() {
+        match content.read_intervals(name) {
             Ok(ev) => {
                 out.outages.extend(ev.outages);
                 out.conditions.extend(ev.conditions);
@@ -532,22 +550,24 @@ mod tests {
 
     #[test]
     fn the_payload_comes_from_the_annotation_else_the_env_else_cluster_data() {
-        let cluster = file(
-            &junit("cluster-data_20231114-220000.json"),
-            r#"{"Release": "4.14", "Platform": "metal", "ClusterVersionHistory": ["4.14.0-0.nightly-2023-11-14-090000", "4.13.21"]}"#,
-        );
+        let cluster = || {
+            file(
+                &junit("cluster-data_20231114-220000.json"),
+                r#"{"Release": "4.14", "Platform": "metal", "ClusterVersionHistory": ["4.14.0-0.nightly-2023-11-14-090000", "4.13.21"]}"#,
+            )
+        };
         let env = r#"{"name": "RELEASE_IMAGE_LATEST", "value": "registry.ci.openshift.org/ocp/release:4.14.0-0.nightly-2023-11-14-080000"}"#;
         let annotated = r#""release.openshift.io/tag": "4.14.0-0.nightly-2023-11-14-070000", "release.openshift.io/from-tag": "4.13.21""#;
         let mut files = base_files();
-        files.extend([prowjob(annotated, env), cluster.clone()]);
+        files.extend([prowjob(annotated, env), cluster()]);
         assert_eq!(payload_of(files), ("4.14.0-0.nightly-2023-11-14-070000".into(), "4.13.21".into()));
         let mut files = base_files();
-        files.extend([prowjob("", env), cluster.clone()]);
+        files.extend([prowjob("", env), cluster()]);
         assert_eq!(payload_of(files).0, "4.14.0-0.nightly-2023-11-14-080000");
         let mut files = base_files();
         files.extend([
             prowjob("", r#"{"name": "RELEASE_IMAGE_LATEST", "value": "quay.io/x/release@sha256:abc"}"#),
-            cluster,
+            cluster(),
         ]);
         assert_eq!(payload_of(files).0, "4.14.0-0.nightly-2023-11-14-090000", "a digest names no tag");
         assert_eq!(payload_of(base_files()), (String::new(), String::new()), "no payload: still a run");
@@ -584,7 +604,7 @@ mod tests {
         let mut files = base_files();
         let copy = RunFile {
             name: "artifacts/junit/backend-disruption_20231114-220000.json".into(),
-            content: files[2].content.clone(),
+            content: Ok(files[2].content.as_ref().unwrap().clone()),
         };
         files.push(copy);
         let Assembly::Ready { record, .. } = assemble(&run(files)) else { panic!("not ready") };
@@ -682,7 +702,10 @@ mod tests {
         files.push(file("prowjob.json", "[]"));
         files.push(RunFile {
             name: junit("e2e-events_20231114-230000.json"),
-            content: Err("larger than 1 bytes".into()),
+            content: Err(ParseError::new(
+                "e2e-events_20231114-230000.json",
+                Problem::TooLarge { size: 2, max: 1 },
+            )),
         });
         let Assembly::Ready { record, warnings } = assemble(&run(files)) else { panic!("not ready") };
         assert_eq!(record.samples[0].seconds, 32);

@@ -177,24 +177,37 @@ pub struct Allowance {
 /// How long before an allowance lapses its reminder is told.
 pub const ALLOWANCE_REMINDER_SECS: i64 = 2 * DAY;
 
+/// Why a typed level (`P50<=20s`) is not one; each names the part at fault.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LevelError {
+    /// No `<=` (or `≤`) between a percentile and seconds; the text as typed, cut at 40 characters.
+    #[error("a level reads like P50<=20s, not {0:?}")]
+    NoComparison(String),
+    #[error("{0:?} is not one of P50, P75, P95, P99")]
+    Percentile(String),
+    #[error("{0:?} is not a number of seconds")]
+    NotSeconds(String),
+    #[error("{0:?} is not a level between 0 s and one day")]
+    OutOfRange(String),
+}
+
 impl Allowance {
-    /// `P50<=20s`, `P95 <= 1m`, `p50≤20`: the percentile and seconds. The error is a reply to
-    /// the person who typed the level (a Slack form, a command), shown as it is.
-    pub fn parse_level(text: &str) -> Result<(Percentile, f64), String> {
+    /// `P50<=20s`, `P95 <= 1m`, `p50≤20`: the percentile and seconds. The error's text is a
+    /// reply to the person who typed the level (a Slack form, a command), shown as it is.
+    pub fn parse_level(text: &str) -> Result<(Percentile, f64), LevelError> {
         let t = text.replace('≤', "<=").replace(' ', "");
-        let (p, v) = t.split_once("<=").ok_or_else(|| {
-            format!("a level reads like P50<=20s, not {:?}", text.chars().take(40).collect::<String>())
-        })?;
-        let percentile = Percentile::parse(&p.to_ascii_uppercase())
-            .ok_or_else(|| format!("{p:?} is not one of P50, P75, P95, P99"))?;
+        let (p, v) =
+            t.split_once("<=").ok_or_else(|| LevelError::NoComparison(text.chars().take(40).collect()))?;
+        let percentile =
+            Percentile::parse(&p.to_ascii_uppercase()).ok_or_else(|| LevelError::Percentile(p.into()))?;
         let seconds = match v.strip_suffix('s').unwrap_or(v).parse::<f64>() {
             Ok(x) => x,
-            Err(_) => super::parse_span(v)
-                .map(|s| s as f64)
-                .ok_or_else(|| format!("{v:?} is not a number of seconds"))?,
+            Err(_) => {
+                super::parse_span(v).map(|s| s as f64).ok_or_else(|| LevelError::NotSeconds(v.into()))?
+            }
         };
         if !seconds.is_finite() || !(0.0..=DAY as f64).contains(&seconds) {
-            return Err(format!("{v:?} is not a level between 0 s and one day"));
+            return Err(LevelError::OutOfRange(v.into()));
         }
         Ok((percentile, seconds))
     }
@@ -224,6 +237,11 @@ mod tests {
         assert!(Allowance::parse_level("P50<=-3s").is_err());
         assert!(Allowance::parse_level("P50<=NaN").is_err());
         assert!(Allowance::parse_level("P50<=9999999h").is_err());
+        assert_eq!(Allowance::parse_level("P42<=20s"), Err(LevelError::Percentile("P42".into())));
+        assert_eq!(
+            Allowance::parse_level("P50<=soon").unwrap_err().to_string(),
+            "\"soon\" is not a number of seconds"
+        );
     }
 
     #[test]

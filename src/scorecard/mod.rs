@@ -137,7 +137,7 @@ pub async fn quality(options: &QualityOptions) -> Result<Scorecard> {
         let (classes, density) = mixes[i % mixes.len()].clone();
         let mut spec = WorldSpec::new(1000 + i as u64, world_end(), classes);
         spec.density = density;
-        let world = build(&spec).map_err(anyhow::Error::msg)?;
+        let world = build(&spec)?;
         runs += world.records.len();
         let observed =
             replay(&world, &settings).await.with_context(|| format!("replaying seed {}", spec.seed))?;
@@ -164,7 +164,7 @@ async fn replay(world: &World, settings: &Settings) -> Result<Observed> {
     })
     .await?;
     store.trouble().apply(&settings.evaluate.ci_trouble).await?;
-    let table = Table::embedded().map_err(anyhow::Error::msg)?;
+    let table = Table::embedded()?;
     store.evaluations().import_thresholds(table.rows(), "data/origin/query_results_upgrades.json").await?;
     for chunk in world.records.chunks(1000) {
         store.runs().write_runs(chunk, false).await?;

@@ -24,38 +24,66 @@ const MAX_SEGMENT_BYTES: usize = 256;
 /// Bytes of a file name inside a run, at most.
 const MAX_FILE_NAME_BYTES: usize = 1024;
 
+/// What is wrong with a pushed run path or file name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NameProblem {
+    #[error("no empty, `.` or `..` segments")]
+    BadSegment,
+    /// The path has this many segments.
+    #[error("2 to {MAX_PATH_SEGMENTS} segments, not {0}")]
+    Segments(usize),
+    /// A segment of this many bytes.
+    #[error("a segment of {0} bytes is over {MAX_SEGMENT_BYTES}")]
+    LongSegment(usize),
+    #[error("no control characters, bidirectional overrides, line separators or invisible characters")]
+    Hostile,
+    #[error("1 to {MAX_FILE_NAME_BYTES} bytes")]
+    FileNameLength,
+    #[error("a relative name inside the run, without `..`")]
+    NotRelative,
+}
+
+/// Why a push body is refused (400); the text is the answer's message.
+#[derive(Debug, thiserror::Error)]
+pub enum PushRefused {
+    /// Not the JSON object documented.
+    #[error("bad body: {0}")]
+    Body(serde_json::Error),
+    #[error("`path` must be the run folder, e.g. logs/<job>/<build>: {0}")]
+    Path(NameProblem),
+    /// A file name, escaped and cut at 80 characters, and what is wrong with it.
+    #[error("file name {shown:?}: {why}")]
+    FileName { shown: String, why: NameProblem },
+}
+
 /// What is wrong with a pushed run path, if anything.
-pub(crate) fn run_path_problem(path: &str) -> Result<(), String> {
+pub(crate) fn run_path_problem(path: &str) -> Result<(), NameProblem> {
     let segments: Vec<&str> = path.split('/').collect();
     if path.is_empty() || segments.iter().any(|s| s.is_empty() || *s == "." || *s == "..") {
-        return Err("no empty, `.` or `..` segments".into());
+        return Err(NameProblem::BadSegment);
     }
     if segments.len() < 2 || segments.len() > MAX_PATH_SEGMENTS {
-        return Err(format!("2 to {MAX_PATH_SEGMENTS} segments, not {}", segments.len()));
+        return Err(NameProblem::Segments(segments.len()));
     }
     if let Some(s) = segments.iter().find(|s| s.len() > MAX_SEGMENT_BYTES) {
-        return Err(format!("a segment of {} bytes is over {MAX_SEGMENT_BYTES}", s.len()));
+        return Err(NameProblem::LongSegment(s.len()));
     }
     if path.chars().any(crate::render::is_hostile_char) {
-        return Err(
-            "no control characters, bidirectional overrides, line separators or invisible characters".into(),
-        );
+        return Err(NameProblem::Hostile);
     }
     Ok(())
 }
 
 /// What is wrong with a pushed file's name, if anything.
-pub(crate) fn file_name_problem(name: &str) -> Result<(), String> {
+pub(crate) fn file_name_problem(name: &str) -> Result<(), NameProblem> {
     if name.is_empty() || name.len() > MAX_FILE_NAME_BYTES {
-        return Err(format!("1 to {MAX_FILE_NAME_BYTES} bytes"));
+        return Err(NameProblem::FileNameLength);
     }
     if name.split('/').any(|s| s == "..") || name.starts_with('/') {
-        return Err("a relative name inside the run, without `..`".into());
+        return Err(NameProblem::NotRelative);
     }
     if name.chars().any(crate::render::is_hostile_char) {
-        return Err(
-            "no control characters, bidirectional overrides, line separators or invisible characters".into(),
-        );
+        return Err(NameProblem::Hostile);
     }
     Ok(())
 }
@@ -73,14 +101,13 @@ pub(crate) struct PushedRun {
 
 /// A push body as the run's files and its `force` flag, or why it is refused (400): not the
 /// JSON object documented, a `path` that is not a run folder, a file name that is not plain.
-pub fn decode(bytes: &[u8]) -> Result<(RunFiles, bool), String> {
-    let pushed: PushedRun = serde_json::from_slice(bytes).map_err(|e| format!("bad body: {e}"))?;
+pub fn decode(bytes: &[u8]) -> Result<(RunFiles, bool), PushRefused> {
+    let pushed: PushedRun = serde_json::from_slice(bytes).map_err(PushRefused::Body)?;
     let path = pushed.path.trim_matches('/').to_string();
-    run_path_problem(&path)
-        .map_err(|why| format!("`path` must be the run folder, e.g. logs/<job>/<build>: {why}"))?;
+    run_path_problem(&path).map_err(PushRefused::Path)?;
     if let Some((name, why)) = pushed.files.keys().find_map(|n| file_name_problem(n).err().map(|w| (n, w))) {
         let shown: String = name.chars().take(80).flat_map(char::escape_default).collect();
-        return Err(format!("file name {shown:?}: {why}"));
+        return Err(PushRefused::FileName { shown, why });
     }
     let files = pushed
         .files
@@ -116,7 +143,8 @@ pub(crate) async fn push_run(
             format!("the body is over {limit} bytes or broken: {e}"),
         )
     })?;
-    let (run, force) = decode(&bytes).map_err(|why| ApiError::user(StatusCode::BAD_REQUEST, why))?;
+    let (run, force) =
+        decode(&bytes).map_err(|why| ApiError::user(StatusCode::BAD_REQUEST, why.to_string()))?;
     let path = run.path.clone();
     let store_timeout = std::time::Duration::from_secs(state.settings.ingest.push_store_timeout_secs);
     let summary = crate::ingest::ingest_pushed_run(&state.store, run, force, store_timeout).await?;
@@ -162,6 +190,7 @@ mod tests {
         }
         assert!(run_path_problem(&format!("logs/{}/1", "j".repeat(300))).is_err());
         assert!(run_path_problem(&vec!["a"; 13].join("/")).is_err());
+        assert_eq!(run_path_problem("logs/../1"), Err(NameProblem::BadSegment));
         assert!(file_name_problem("artifacts/e2e/junit/backend-disruption_1.json").is_ok());
         for bad in ["", "/etc/passwd", "a/../../b", "x\ny", "x\u{2028}y", "x\u{feff}y", &"f".repeat(2000)] {
             assert!(file_name_problem(bad).is_err(), "{bad:?}");

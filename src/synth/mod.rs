@@ -517,15 +517,19 @@ pub fn payload_tags(scenario: &Scenario, release: &str) -> Vec<(String, DateTime
     out
 }
 
+/// A payload tag the scenario never built; the text is what the release controller answers.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("could not find tag: {0}")]
+pub struct UnknownTag(pub String);
+
 /// The changelog between two of the scenario's payloads, as the release controller's
 /// `/changelog?format=json` answers: one to three unrelated pull requests per payload, and in
 /// the payload that shipped the first planted regression the culprit, in
 /// openshift/cluster-image-registry-operator. `Err` names a tag the scenario never built.
-pub fn release_changelog(scenario: &Scenario, from: &str, to: &str) -> Result<serde_json::Value, String> {
+pub fn release_changelog(scenario: &Scenario, from: &str, to: &str) -> Result<serde_json::Value, UnknownTag> {
     let release = to.split('.').take(2).collect::<Vec<_>>().join(".");
     let tags = payload_tags(scenario, &release);
-    let index =
-        |t: &str| tags.iter().position(|(x, _)| x == t).ok_or_else(|| format!("could not find tag: {t}"));
+    let index = |t: &str| tags.iter().position(|(x, _)| x == t).ok_or_else(|| UnknownTag(t.to_string()));
     let (a, b) = (index(from)?, index(to)?);
     let culprit = scenario.planted.first().map(|p| scenario.start + Duration::days(i64::from(p.from_day)));
     let fix =

@@ -52,7 +52,7 @@ fn targets() -> Vec<Target> {
             sheriff::server::slack::decode_interaction(b).map(|_| ()).map_err(String::from)
         }),
         ("push body", |b| {
-            let (run, _force) = sheriff::server::push::decode(b)?;
+            let (run, _force) = sheriff::server::push::decode(b).map_err(|e| e.to_string())?;
             match sheriff::ingest::run::assemble(&run) {
                 sheriff::ingest::run::Assembly::Failed { problems } => {
                     let p = problems.first().ok_or("a failed run without a problem")?;

@@ -429,6 +429,6 @@ async fn a_gcs_download_is_spooled_to_a_temporary_file_and_stops_at_the_limit() 
     drop(spooled);
     assert!(!path.exists(), "the temporary file is removed with its path");
     let err = client.download_to_file("bucket", object, 299_999).await.unwrap_err();
-    assert!(err.chain().any(|c| c.is::<sheriff::clients::gcs::TooLarge>()), "{err:#}");
+    assert!(matches!(err.failure, sheriff::clients::gcs::Failure::TooLarge { .. }), "{err:#}");
     assert!(format!("{err:#}").contains("larger than the 299999-byte limit"), "{err:#}");
 }

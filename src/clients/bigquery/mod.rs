@@ -13,11 +13,13 @@ pub mod service_account;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::config::{BigQuerySettings, Secret};
+use crate::http::with_sources;
+
+type Result<T, E = BigQueryError> = std::result::Result<T, E>;
 
 /// How long one query may take to finish, polled in steps of [`POLL_MS`].
 const MAX_QUERY_WAIT: Duration = Duration::from_secs(30 * 60);
@@ -71,23 +73,74 @@ pub struct Query {
 /// One row of a result: each column's value as BigQuery sends it (text), or None for NULL.
 pub type Row = Vec<Option<String>>;
 
+/// A BigQuery call that did not give sheriff what it asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum BigQueryError {
+    /// No credentials, or a token file that gave none; the text says which and why.
+    #[error("{0}")]
+    Credentials(String),
+    /// The service-account key gave no token.
+    #[error(transparent)]
+    Key(#[from] service_account::KeyError),
+    /// The HTTP client could not be built.
+    #[error("building the BigQuery HTTP client: {0}")]
+    Client(String),
+    /// The API URL setting cannot take a query's path.
+    #[error("invalid BigQuery API URL {0}")]
+    Url(String),
+    /// A call made for `query` got no usable answer.
+    #[error("query `{query}`: {failure}")]
+    Call { query: &'static str, failure: Failure },
+    /// An answer that asking again will not change (the bytes cap, a permission), with what to
+    /// do about it when sheriff knows.
+    #[error("BigQuery {} query `{query}`{hint}: {answer}", if *refused { "refused" } else { "failed" })]
+    Refused { query: &'static str, refused: bool, hint: String, answer: Answer },
+    #[error("query `{0}`: BigQuery did not finish it and gave no job to wait for")]
+    NoJob(&'static str),
+    #[error("query `{query}` did not finish within {secs} s")]
+    Unfinished { query: &'static str, secs: u64 },
+    /// The query ran and failed, for this reason.
+    #[error("query `{query}` failed: {reason}")]
+    Failed { query: &'static str, reason: String },
+    #[error("the dry run gave no totalBytesProcessed")]
+    NoEstimate,
+    /// A result row of another width than the schema.
+    #[error("a result row has {columns} columns, the schema {width}")]
+    RaggedRow { columns: usize, width: usize },
+    /// A nested value (a record, an array) where sheriff reads scalars.
+    #[error("a nested value ({0}) where sheriff reads scalars")]
+    Nested(Value),
+}
+
+/// Why one call got no usable answer.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// BigQuery answered with an error status.
+    #[error(transparent)]
+    Status(Answer),
+    /// The answer could not be read whole (too large, or cut off).
+    #[error("reading BigQuery's answer: {0}")]
+    Body(crate::http::BodyError),
+    #[error("unexpected answer from BigQuery: {0}")]
+    Unreadable(serde_json::Error),
+    /// The request got no answer (connection, timeout), with the transport's reasons.
+    #[error("request to BigQuery failed: {0}")]
+    Transport(String),
+    /// Asking again did not help; the last attempt's failure.
+    #[error("{last} (gave up after {attempts} attempts)")]
+    GaveUp { last: Box<Failure>, attempts: u32 },
+}
+
 /// An answer BigQuery gave with an error status: the first error's reason and the message.
-#[derive(Debug)]
-pub struct BigQueryError {
+#[derive(Debug, thiserror::Error)]
+#[error("BigQuery answered {status} {reason}: {message}")]
+pub struct Answer {
     pub status: u16,
     pub reason: String,
     pub message: String,
 }
 
-impl std::fmt::Display for BigQueryError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "BigQuery answered {} {}: {}", self.status, self.reason, self.message)
-    }
-}
-
-impl std::error::Error for BigQueryError {}
-
-impl BigQueryError {
+impl Answer {
     fn retryable(&self) -> bool {
         self.status == 429 || self.status >= 500 || self.reason == "rateLimitExceeded"
     }
@@ -202,18 +255,19 @@ impl BigQueryClient {
     pub fn new(settings: &BigQuerySettings, project: &str) -> Result<BigQueryClient> {
         let credentials = match (&settings.credentials_file, &settings.token_file, &settings.token) {
             (Some(key), _, _) => {
-                Credentials::ServiceAccount(std::sync::Arc::new(service_account::ServiceAccount::load(key)?))
+                let key = service_account::ServiceAccount::load(key)?;
+                Credentials::ServiceAccount(std::sync::Arc::new(key))
             }
             (None, Some(path), _) => Credentials::File(path.clone()),
             (None, None, Some(token)) => Credentials::Token(token.clone()),
-            (None, None, None) => bail!(
-                "BigQuery needs credentials: set bigquery.credentials_file (a service-account key), bigquery.token_file (a file holding an access token) or SHERIFF__BIGQUERY__TOKEN"
-            ),
+            (None, None, None) => return Err(BigQueryError::Credentials(
+                "BigQuery needs credentials: set bigquery.credentials_file (a service-account key), bigquery.token_file (a file holding an access token) or SHERIFF__BIGQUERY__TOKEN".into()
+            )),
         };
         let http = crate::http::client_builder(Duration::from_secs(settings.timeout_secs))
             .connect_timeout(Duration::from_secs(10))
             .build()
-            .context("building the BigQuery HTTP client")?;
+            .map_err(|e| BigQueryError::Client(with_sources(&e)))?;
         Ok(BigQueryClient {
             http,
             api_url: settings.api_url.trim_end_matches('/').to_string(),
@@ -243,16 +297,14 @@ impl BigQueryClient {
         let mut page: QueryResponse = self.send(query, reqwest::Method::POST, &url, Some(&body)).await?;
         let started = Instant::now();
         while !page.job_complete {
-            let Some(job) = page.job_reference.clone() else {
-                bail!("query `{}`: BigQuery did not finish it and gave no job to wait for", query.name)
-            };
+            let Some(job) = page.job_reference.clone() else { return Err(BigQueryError::NoJob(query.name)) };
             if started.elapsed() > MAX_QUERY_WAIT {
-                bail!("query `{}` did not finish within {} s", query.name, MAX_QUERY_WAIT.as_secs());
+                return Err(BigQueryError::Unfinished { query: query.name, secs: MAX_QUERY_WAIT.as_secs() });
             }
             page = self.results(query.name, &job, None).await?;
         }
         if let Some(reason) = page.errors.first().map(|e| e.reason.clone()) {
-            bail!("query `{}` failed: {reason}", query.name);
+            return Err(BigQueryError::Failed { query: query.name, reason });
         }
         let columns: Vec<String> =
             page.schema.map(|s| s.fields.into_iter().map(|f| f.name).collect()).unwrap_or_default();
@@ -280,10 +332,7 @@ impl BigQueryClient {
         body["dryRun"] = json!(true);
         let url = format!("{}/bigquery/v2/projects/{}/queries", self.api_url, self.project);
         let answer: QueryResponse = self.send(query, reqwest::Method::POST, &url, Some(&body)).await?;
-        answer
-            .total_bytes_processed
-            .and_then(|b| b.parse().ok())
-            .ok_or_else(|| anyhow!("the dry run gave no totalBytesProcessed"))
+        answer.total_bytes_processed.and_then(|b| b.parse().ok()).ok_or(BigQueryError::NoEstimate)
     }
 
     /// The request body every query shares: SQL, parameters, the cap and the labels.
@@ -318,12 +367,14 @@ impl BigQueryClient {
         job: &JobReference,
         token: Option<&str>,
     ) -> Result<QueryResponse> {
-        let mut url = reqwest::Url::parse(&format!("{}/bigquery/v2/projects/", self.api_url))
-            .with_context(|| format!("invalid BigQuery API URL {}", self.api_url))?;
-        url.path_segments_mut()
-            .map_err(|_| anyhow!("BigQuery API URL cannot take a path"))?
-            .pop_if_empty()
-            .extend([self.project.as_str(), "queries", job.job_id.as_str()]);
+        let invalid = || BigQueryError::Url(self.api_url.clone());
+        let mut url =
+            reqwest::Url::parse(&format!("{}/bigquery/v2/projects/", self.api_url)).map_err(|_| invalid())?;
+        url.path_segments_mut().map_err(|_| invalid())?.pop_if_empty().extend([
+            self.project.as_str(),
+            "queries",
+            job.job_id.as_str(),
+        ]);
         {
             let mut q = url.query_pairs_mut();
             q.append_pair("maxResults", &self.page_rows.to_string());
@@ -347,6 +398,7 @@ impl BigQueryClient {
         url: &str,
         body: Option<&Value>,
     ) -> Result<QueryResponse> {
+        let failed = |failure| BigQueryError::Call { query: query.name, failure };
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -365,22 +417,20 @@ impl BigQueryClient {
                         self.max_response_bytes,
                     )
                     .await
-                    .with_context(|| format!("query `{}`: reading BigQuery's answer", query.name))?;
+                    .map_err(|e| failed(Failure::Body(e)))?;
                     if status.is_success() {
-                        return serde_json::from_slice(&bytes).with_context(|| {
-                            format!("query `{}`: unexpected answer from BigQuery", query.name)
-                        });
+                        return serde_json::from_slice(&bytes).map_err(|e| failed(Failure::Unreadable(e)));
                     }
-                    let error = api_error(status.as_u16(), &bytes);
-                    if !error.retryable() {
-                        return Err(self.refused(query.name, error));
+                    let answer = api_error(status.as_u16(), &bytes);
+                    if !answer.retryable() {
+                        return Err(self.refused(query.name, answer));
                     }
-                    (anyhow::Error::new(error), retry_after)
+                    (Failure::Status(answer), retry_after)
                 }
-                Err(e) => (anyhow!(e).context("request to BigQuery failed"), None),
+                Err(e) => (Failure::Transport(with_sources(&e)), None),
             };
             if attempt >= self.max_attempts {
-                bail!("query `{}`: {error:#} (gave up after {attempt} attempts)", query.name);
+                return Err(failed(Failure::GaveUp { last: Box::new(error), attempts: attempt }));
             }
             let wait = retry_after
                 .map(|d| d.min(Duration::from_secs(60)))
@@ -389,7 +439,7 @@ impl BigQueryClient {
                 query = query.name,
                 attempt,
                 wait_ms = wait.as_millis() as u64,
-                "retrying BigQuery: {error:#}"
+                "retrying BigQuery: {error}"
             );
             tokio::time::sleep(wait).await;
         }
@@ -397,8 +447,8 @@ impl BigQueryClient {
 
     /// The error for an answer that retrying will not change, naming the query and, when the
     /// cap refused it, the cap.
-    fn refused(&self, query: &str, error: BigQueryError) -> anyhow::Error {
-        let hint = match error.reason.as_str() {
+    fn refused(&self, query: &'static str, answer: Answer) -> BigQueryError {
+        let hint = match answer.reason.as_str() {
             "bytesBilledLimitExceeded" => format!(
                 "; the cap is bigquery.max_bytes_billed = {} bytes: raise it, or read less (a later --since)",
                 self.max_bytes_billed
@@ -411,22 +461,24 @@ impl BigQueryClient {
             }
             _ => String::new(),
         };
-        let kind = if REFUSED.contains(&error.reason.as_str()) { "refused" } else { "failed" };
-        anyhow::Error::new(error).context(format!("BigQuery {kind} query `{query}`{hint}"))
+        let refused = REFUSED.contains(&answer.reason.as_str());
+        BigQueryError::Refused { query, refused, hint, answer }
     }
 
     /// The access token for the next request; a token file is read each time, and an empty
     /// one is an error, never an anonymous request.
     async fn token(&self) -> Result<Secret> {
         match &self.credentials {
-            Credentials::ServiceAccount(key) => key.token(&self.http).await,
+            Credentials::ServiceAccount(key) => Ok(key.token(&self.http).await?),
             Credentials::Token(t) => Ok(t.clone()),
             Credentials::File(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("reading bigquery.token_file {}", path.display()))?;
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    BigQueryError::Credentials(format!("reading bigquery.token_file {}: {e}", path.display()))
+                })?;
                 let first = text.lines().next().unwrap_or_default().trim();
                 if first.is_empty() {
-                    bail!("bigquery.token_file {} is empty", path.display());
+                    let empty = format!("bigquery.token_file {} is empty", path.display());
+                    return Err(BigQueryError::Credentials(empty));
                 }
                 Ok(Secret::new(first))
             }
@@ -435,14 +487,14 @@ impl BigQueryClient {
 }
 
 /// An error answer's reason and message, from BigQuery's error body when it sent one.
-fn api_error(status: u16, body: &[u8]) -> BigQueryError {
+fn api_error(status: u16, body: &[u8]) -> Answer {
     match serde_json::from_slice::<ErrorBody>(body) {
-        Ok(b) => BigQueryError {
+        Ok(b) => Answer {
             status,
             reason: b.error.errors.first().map(|e| e.reason.clone()).unwrap_or(b.error.status),
             message: b.error.message,
         },
-        Err(_) => BigQueryError {
+        Err(_) => Answer {
             status,
             reason: String::new(),
             message: String::from_utf8_lossy(body).chars().take(200).collect(),
@@ -455,7 +507,7 @@ fn rows_of(raw: Vec<RawRow>, width: usize) -> Result<Vec<Row>> {
     raw.into_iter()
         .map(|r| {
             if r.f.len() != width {
-                bail!("a result row has {} columns, the schema {width}", r.f.len());
+                return Err(BigQueryError::RaggedRow { columns: r.f.len(), width });
             }
             r.f.into_iter()
                 .map(|c| match c.v {
@@ -463,7 +515,7 @@ fn rows_of(raw: Vec<RawRow>, width: usize) -> Result<Vec<Row>> {
                     Value::String(s) => Ok(Some(s)),
                     Value::Number(n) => Ok(Some(n.to_string())),
                     Value::Bool(b) => Ok(Some(b.to_string())),
-                    other => bail!("a nested value ({other}) where sheriff reads scalars"),
+                    other => Err(BigQueryError::Nested(other)),
                 })
                 .collect()
         })
@@ -483,6 +535,21 @@ mod tests {
         assert!(api_error(503, b"<html>").retryable());
         assert!(api_error(403, br#"{"error":{"errors":[{"reason":"rateLimitExceeded"}]}}"#).retryable());
         assert!(!api_error(403, br#"{"error":{"errors":[{"reason":"accessDenied"}]}}"#).retryable());
+    }
+
+    #[test]
+    fn a_refusal_by_the_cap_names_the_query_and_the_cap() {
+        crate::init_crypto();
+        let settings =
+            BigQuerySettings { token: Some(Secret::new("t")), max_bytes_billed: 1000, ..Default::default() };
+        let client = BigQueryClient::new(&settings, "p").unwrap();
+        let body = br#"{"error":{"message":"Query exceeded limit for bytes billed: 1000.","errors":[{"reason":"bytesBilledLimitExceeded"}]}}"#;
+        let e = client.refused("runs", api_error(400, body));
+        assert!(matches!(&e, BigQueryError::Refused { query: "runs", refused: true, .. }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "BigQuery refused query `runs`; the cap is bigquery.max_bytes_billed = 1000 bytes: raise it, or read less (a later --since): BigQuery answered 400 bytesBilledLimitExceeded: Query exceeded limit for bytes billed: 1000."
+        );
     }
 
     #[test]

@@ -5,12 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail};
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde::Deserialize;
 
 use crate::config::Secret;
+use crate::http::with_sources;
 use crate::model::HOUR;
 
 /// What the access token may do: run queries and read tables.
@@ -21,6 +21,44 @@ const ASSERTION_SECS: i64 = HOUR;
 
 /// A token is renewed this long before it expires.
 const RENEW_BEFORE: Duration = Duration::from_secs(60);
+
+/// Why a service-account key gave no access token. No variant holds the key.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("reading bigquery.credentials_file {path}: {error}")]
+    Read { path: String, error: std::io::Error },
+    #[error("bigquery.credentials_file {path} is not a service-account key: {error}")]
+    NotAKey { path: String, error: serde_json::Error },
+    #[error("bigquery.credentials_file {path}: client_email and token_uri are needed")]
+    Incomplete { path: String },
+    #[error("bigquery.credentials_file {path}: private_key: {why}")]
+    Pem { path: String, why: PemProblem },
+    #[error("bigquery.credentials_file {path}: private_key is not a PKCS#8 RSA key ({why})")]
+    NotPkcs8 { path: String, why: String },
+    #[error("signing the token request failed")]
+    Signing,
+    /// The token endpoint gave no answer, with the transport's reasons.
+    #[error("asking {uri} for a BigQuery access token: {why}")]
+    Request { uri: String, why: String },
+    #[error("reading the token answer: {0}")]
+    Body(String),
+    /// The token endpoint refused the key, with its status and the start of its answer.
+    #[error("{uri} refused the key of {email} ({path}): {status} {why}")]
+    Refused { uri: String, email: String, path: String, status: reqwest::StatusCode, why: String },
+    #[error("an unexpected token answer: {0}")]
+    Unexpected(serde_json::Error),
+    #[error("{uri} answered an empty access token")]
+    EmptyToken { uri: String },
+}
+
+/// What is wrong with the key's PEM text.
+#[derive(Debug, thiserror::Error)]
+pub enum PemProblem {
+    #[error("no -----BEGIN PRIVATE KEY----- block")]
+    NoBlock,
+    #[error("the PEM block is not base64: {0}")]
+    NotBase64(base64::DecodeError),
+}
 
 /// The parts of a key file sheriff uses.
 #[derive(Deserialize)]
@@ -48,20 +86,17 @@ struct TokenAnswer {
 
 impl ServiceAccount {
     /// Reads and checks the key file; the key is never logged or shown.
-    pub fn load(path: &Path) -> Result<ServiceAccount> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading bigquery.credentials_file {}", path.display()))?;
-        let file: KeyFile = serde_json::from_str(&text).map_err(|e| {
-            anyhow!("bigquery.credentials_file {} is not a service-account key: {e}", path.display())
-        })?;
+    pub fn load(path: &Path) -> Result<ServiceAccount, KeyError> {
+        let shown = || path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|error| KeyError::Read { path: shown(), error })?;
+        let file: KeyFile =
+            serde_json::from_str(&text).map_err(|error| KeyError::NotAKey { path: shown(), error })?;
         if file.client_email.is_empty() || file.token_uri.is_empty() {
-            bail!("bigquery.credentials_file {}: client_email and token_uri are needed", path.display());
+            return Err(KeyError::Incomplete { path: shown() });
         }
-        let der = pem_body(&file.private_key)
-            .with_context(|| format!("bigquery.credentials_file {}: private_key", path.display()))?;
-        let key = ring::signature::RsaKeyPair::from_pkcs8(&der).map_err(|e| {
-            anyhow!("bigquery.credentials_file {}: private_key is not a PKCS#8 RSA key ({e})", path.display())
-        })?;
+        let der = pem_body(&file.private_key).map_err(|why| KeyError::Pem { path: shown(), why })?;
+        let key = ring::signature::RsaKeyPair::from_pkcs8(&der)
+            .map_err(|e| KeyError::NotPkcs8 { path: shown(), why: e.to_string() })?;
         Ok(ServiceAccount {
             path: path.to_path_buf(),
             email: file.client_email,
@@ -72,7 +107,7 @@ impl ServiceAccount {
     }
 
     /// An access token: the cached one while it has more than a minute left, else a new one.
-    pub async fn token(&self, http: &reqwest::Client) -> Result<Secret> {
+    pub async fn token(&self, http: &reqwest::Client) -> Result<Secret, KeyError> {
         let mut cached = self.cached.lock().await;
         if let Some((token, until)) = cached.as_ref()
             && Instant::now() + RENEW_BEFORE < *until
@@ -86,22 +121,23 @@ impl ServiceAccount {
             .form(&form)
             .send()
             .await
-            .with_context(|| format!("asking {} for a BigQuery access token", self.token_uri))?;
+            .map_err(|e| KeyError::Request { uri: self.token_uri.clone(), why: with_sources(&e) })?;
         let status = response.status();
-        let body = response.bytes().await.context("reading the token answer")?;
+        let body = response.bytes().await.map_err(|e| KeyError::Body(with_sources(&e)))?;
         if !status.is_success() {
             // the answer names the error (invalid_grant, …); it holds no secret
             let why: String = String::from_utf8_lossy(&body).chars().take(300).collect();
-            bail!(
-                "{} refused the key of {} ({}): {status} {why}",
-                self.token_uri,
-                self.email,
-                self.path.display()
-            );
+            return Err(KeyError::Refused {
+                uri: self.token_uri.clone(),
+                email: self.email.clone(),
+                path: self.path.display().to_string(),
+                status,
+                why,
+            });
         }
-        let answer: TokenAnswer = serde_json::from_slice(&body).context("an unexpected token answer")?;
+        let answer: TokenAnswer = serde_json::from_slice(&body).map_err(KeyError::Unexpected)?;
         if answer.access_token.is_empty() {
-            bail!("{} answered an empty access token", self.token_uri);
+            return Err(KeyError::EmptyToken { uri: self.token_uri.clone() });
         }
         let token = Secret::new(answer.access_token);
         let until = Instant::now() + Duration::from_secs(answer.expires_in.max(60));
@@ -110,7 +146,7 @@ impl ServiceAccount {
     }
 
     /// The signed JWT asserting the key's identity at `now` (Unix seconds).
-    fn assertion(&self, now: i64) -> Result<String> {
+    fn assertion(&self, now: i64) -> Result<String, KeyError> {
         let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"RS256","typ":"JWT"}"#);
         let claims = serde_json::json!({
             "iss": self.email, "scope": SCOPE, "aud": self.token_uri,
@@ -126,13 +162,13 @@ impl ServiceAccount {
                 message.as_bytes(),
                 &mut signature,
             )
-            .map_err(|_| anyhow!("signing the token request failed"))?;
+            .map_err(|_| KeyError::Signing)?;
         Ok(format!("{message}.{}", URL_SAFE_NO_PAD.encode(signature)))
     }
 }
 
 /// The DER bytes of a `-----BEGIN PRIVATE KEY-----` PEM block.
-fn pem_body(pem: &str) -> Result<Vec<u8>> {
+fn pem_body(pem: &str) -> Result<Vec<u8>, PemProblem> {
     let body: String = pem
         .lines()
         .map(str::trim)
@@ -141,9 +177,9 @@ fn pem_body(pem: &str) -> Result<Vec<u8>> {
         .take_while(|l| !l.starts_with("-----END"))
         .collect();
     if body.is_empty() {
-        bail!("no -----BEGIN PRIVATE KEY----- block");
+        return Err(PemProblem::NoBlock);
     }
-    STANDARD.decode(body).context("the PEM block is not base64")
+    STANDARD.decode(body).map_err(PemProblem::NotBase64)
 }
 
 #[cfg(test)]

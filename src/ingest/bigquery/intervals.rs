@@ -21,6 +21,7 @@ use anyhow::{Result, bail};
 
 use crate::clients::bigquery::{BigQueryClient, Param, Query, Row};
 use crate::ingest::layout::{Classified, FileKind, classify};
+use crate::ingest::parse_error::Problem;
 use crate::model::{DAY, HOUR, JobRun};
 
 /// Seconds kept around the run's start and end in the partition filter, so an item stamped a
@@ -36,16 +37,9 @@ const COLUMNS: [&str; 2] = ["Source", "interval_json"];
 /// A run's intervals that will not be usable however often they are asked for (too many, too
 /// large, or a place that is not one): the run is left without interval evidence, as with an
 /// interval file over its limit.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct Unusable(pub String);
-
-impl std::fmt::Display for Unusable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Unusable {}
 
 /// Where the intervals of a dataset's runs are: `table` is `TABLE` (in the dataset) or
 /// `DATASET.TABLE` (in its project), as `bigquery.intervals_table` says.
@@ -107,7 +101,7 @@ pub async fn read(
     let mut files = Files::new(max_rows, max_bytes);
     while let Some(page) = pages.next_page().await? {
         for row in page {
-            files.add(row).map_err(Unusable)?;
+            files.add(row)?;
         }
     }
     Ok(files.finish())
@@ -129,19 +123,20 @@ impl Files {
 
     /// One row (`Source`, `interval_json`); an error once past a limit. A row without either is
     /// not an item of a file, and is passed over.
-    fn add(&mut self, row: Row) -> Result<(), String> {
+    fn add(&mut self, row: Row) -> Result<(), Unusable> {
         self.rows += 1;
         if self.rows > self.max_rows {
-            return Err(format!(
+            return Err(Unusable(format!(
                 "more than {} interval rows in BigQuery (bigquery.max_interval_rows); its evidence is not used",
                 self.max_rows
-            ));
+            )));
         }
         let mut row = row.into_iter();
         let (Some(Some(source)), Some(Some(item))) = (row.next(), row.next()) else { return Ok(()) };
         self.bytes += item.len() as u64 + 1;
         if self.bytes > self.max_bytes {
-            return Err(crate::ingest::too_large(self.bytes, self.max_bytes));
+            let too_large = Problem::TooLarge { size: self.bytes, max: self.max_bytes };
+            return Err(Unusable(too_large.to_string()));
         }
         let file = self.by_source.entry(source).or_insert_with(|| b"{\"items\":[".to_vec());
         if file.last() != Some(&b'[') {
@@ -267,7 +262,7 @@ mod tests {
         let mut files = Files::new(2, 1_000);
         files.add(row("e2e-events_1.json", "{}")).unwrap();
         files.add(row("e2e-events_1.json", "{}")).unwrap();
-        let e = files.add(row("e2e-events_1.json", "{}")).unwrap_err();
+        let e = files.add(row("e2e-events_1.json", "{}")).unwrap_err().to_string();
         assert!(e.contains("more than 2 interval rows"), "{e}");
         let mut files = Files::new(100, 10);
         files.add(row("e2e-events_1.json", "12345")).unwrap();

@@ -83,7 +83,7 @@ pub fn parse(text: &str) -> Result<Command, String> {
             let at = rest.iter().position(|w| parse_span(w).is_some()).ok_or(
                 "`silence` needs a duration such as `24h` or `7d`: `silence 12 24h known metal outage`",
             )?;
-            let target = Target::parse(&rest[..at])?;
+            let target = Target::parse(&rest[..at]).map_err(|e| e.to_string())?;
             let seconds = parse_span(rest[at]).unwrap_or_default();
             if seconds > 90 * DAY {
                 return Err("a silence lasts at most 90d".into());

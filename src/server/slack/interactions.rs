@@ -179,7 +179,7 @@ async fn accept_submitted(
         }
     };
     if let Err(e) = crate::model::Allowance::parse_level(&level) {
-        return errors("level", &e);
+        return errors("level", &e.to_string());
     }
     let a = crate::incidents::manual::Accept { level, until, reason, jira_key: None };
     match crate::actions::accept(&state.store, incident, &a, operator.actor(), now).await {

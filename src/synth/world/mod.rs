@@ -46,7 +46,7 @@ use chrono::{DateTime, Duration, Utc};
 pub use jobs::WorldJob;
 pub use payloads::Payload;
 pub use scenarios::{Class, Decoy, Part, Plant, Spell, mixes};
-pub use table::Table;
+pub use table::{EmbeddedTableError, Table};
 
 use crate::model::{Dimensions, MechanismKind, RunRecord};
 use crate::synth::Rng;
@@ -130,7 +130,7 @@ pub struct World {
 }
 
 /// Builds the world of `spec`.
-pub fn build(spec: &WorldSpec) -> Result<World, String> {
+pub fn build(spec: &WorldSpec) -> Result<World, EmbeddedTableError> {
     let table = Table::embedded()?;
     let mut rng = Rng::new(spec.seed);
     let (start, end) = (spec.start(), spec.end);

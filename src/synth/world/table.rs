@@ -8,6 +8,12 @@ use crate::synth::Rng;
 /// was cut). Embedded, so the world is the same from any directory.
 pub const QUERY_RESULTS: &str = include_str!("../../../data/origin/query_results_upgrades.json");
 
+/// The embedded table does not read (a build from a broken `data/origin/`): the reader's error,
+/// naming the row and field.
+#[derive(Debug, thiserror::Error)]
+#[error("the embedded query_results_upgrades.json: {0}")]
+pub struct EmbeddedTableError(crate::model::query_results::QueryResultsError);
+
 /// The rows of the embedded table.
 #[derive(Debug, Clone)]
 pub struct Table {
@@ -16,9 +22,9 @@ pub struct Table {
 
 impl Table {
     /// The embedded table, parsed by the same reader `sheriff thresholds import` uses.
-    pub fn embedded() -> Result<Table, String> {
+    pub fn embedded() -> Result<Table, EmbeddedTableError> {
         let rows = crate::model::query_results::parse_query_results(QUERY_RESULTS.as_bytes())
-            .map_err(|e| format!("the embedded query_results_upgrades.json: {e}"))?;
+            .map_err(EmbeddedTableError)?;
         Ok(Table { rows })
     }
 
