@@ -160,32 +160,34 @@ async fn every_sample_run_is_one_the_regression_hit() {
     }
 }
 
+/// One dry cycle at the world's end over its runs, written into a fresh SQLite store with the
+/// default CI-trouble rules.
+async fn dry_cycle_over(
+    spec: &WorldSpec,
+    world: &sheriff::synth::world::World,
+) -> sheriff::cycle::CycleReport {
+    use sheriff::cycle::{CycleOptions, run_cycle};
+    let db = crate::common::TestDb::sqlite().await;
+    let settings = sheriff::config::Settings::default();
+    db.store.trouble().apply(&settings.evaluate.ci_trouble).await.unwrap();
+    for chunk in world.records.chunks(1000) {
+        db.store.runs().write_runs(chunk, false).await.unwrap();
+    }
+    let options = CycleOptions { at: spec.end, dry_run: true };
+    run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, options).await.unwrap()
+}
+
 /// A job that appeared inside the window has no reference of its own yet: the cycle names it as
 /// a data-quality finding (and no other job), rather than leaving its high runs unexplained.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_job_is_named_with_no_reference_yet() {
-    use sheriff::config::Settings;
-    use sheriff::cycle::{CycleOptions, run_cycle};
-    let db = crate::common::TestDb::sqlite().await;
     let mut spec = WorldSpec::new(7, sheriff::synth::day(2026, 11, 29), vec![Class::NewJob]);
     spec.scale = 0.05;
     let world = build(&spec).unwrap();
     let new: std::collections::BTreeSet<&str> =
         world.truth.iter().filter(|t| t.decoy == Some(Class::NewJob)).map(|t| t.job.as_str()).collect();
     assert_eq!(new.len(), 1, "{new:?}");
-    let settings = Settings::default();
-    db.store.trouble().apply(&settings.evaluate.ci_trouble).await.unwrap();
-    for chunk in world.records.chunks(1000) {
-        db.store.runs().write_runs(chunk, false).await.unwrap();
-    }
-    let report = run_cycle(
-        &db.store,
-        &sheriff::warm::Warm::new(),
-        &settings,
-        CycleOptions { at: spec.end, dry_run: true },
-    )
-    .await
-    .unwrap();
+    let report = dry_cycle_over(&spec, &world).await;
     let found: Vec<&str> = report.data_quality.new_jobs.iter().map(|j| j.job.as_str()).collect();
     assert_eq!(found, new.into_iter().collect::<Vec<_>>());
     let j = &report.data_quality.new_jobs[0];
@@ -198,26 +200,11 @@ async fn a_new_job_is_named_with_no_reference_yet() {
 /// the jobs it is broken for (and no platform whose probes work).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_probe_down_all_run_on_metal_is_named_broken() {
-    use sheriff::config::Settings;
-    use sheriff::cycle::{CycleOptions, run_cycle};
     use sheriff::model::Dimension;
-    let db = crate::common::TestDb::sqlite().await;
     let mut spec = WorldSpec::new(7, sheriff::synth::day(2026, 11, 29), vec![Class::Quiet]);
     spec.scale = 0.3;
     let world = build(&spec).unwrap();
-    let settings = Settings::default();
-    db.store.trouble().apply(&settings.evaluate.ci_trouble).await.unwrap();
-    for chunk in world.records.chunks(1000) {
-        db.store.runs().write_runs(chunk, false).await.unwrap();
-    }
-    let report = run_cycle(
-        &db.store,
-        &sheriff::warm::Warm::new(),
-        &settings,
-        CycleOptions { at: spec.end, dry_run: true },
-    )
-    .await
-    .unwrap();
+    let report = dry_cycle_over(&spec, &world).await;
     let broken = &report.data_quality.broken_probes;
     assert!(!broken.is_empty(), "no broken probe named");
     for b in broken {
