@@ -67,18 +67,24 @@ struct IngestJob {
 
 /// The schedules of one replica, checked when built: every cron expression and source parses.
 pub struct Scheduler {
-    store: Arc<Store>,
-    /// The caches its cycles read through, shared with the HTTP edge's questions.
-    warm: Arc<Warm>,
-    settings: Arc<Settings>,
-    /// This replica's name in tick leases.
-    id: String,
+    shared: Shared,
     evaluate: Schedule,
     prune: Schedule,
     ingests: Vec<IngestJob>,
     /// Run a cycle at start too (`serve --cycle-now`): a new deployment speaks up at once, not
     /// at the first tick, up to six hours later with the default schedule.
     cycle_at_start: bool,
+}
+
+/// What each of the scheduler's tasks holds a handle of.
+#[derive(Clone)]
+struct Shared {
+    store: Arc<Store>,
+    /// The caches its cycles read through, shared with the HTTP edge's questions.
+    warm: Arc<Warm>,
+    settings: Arc<Settings>,
+    /// This replica's name in tick leases.
+    id: String,
 }
 
 /// One scheduled job as `serve` announces it at start.
@@ -131,7 +137,8 @@ impl Scheduler {
             });
         }
         let prune = Schedule::parse(&settings.retention.schedule, zone)?;
-        Ok(Scheduler { store, warm, settings, id, evaluate, prune, ingests, cycle_at_start: false })
+        let shared = Shared { store, warm, settings, id };
+        Ok(Scheduler { shared, evaluate, prune, ingests, cycle_at_start: false })
     }
 
     /// Runs an evaluation cycle as soon as it starts, besides its schedule.
@@ -149,23 +156,11 @@ impl Scheduler {
     pub async fn run(self, shutdown: watch::Receiver<bool>) {
         let mut tasks = tokio::task::JoinSet::new();
         if self.cycle_at_start {
-            let (store, warm, settings, id, shutdown) = (
-                self.store.clone(),
-                self.warm.clone(),
-                self.settings.clone(),
-                self.id.clone(),
-                shutdown.clone(),
-            );
+            let (Shared { store, warm, settings, id }, shutdown) = (self.shared.clone(), shutdown.clone());
             tasks.spawn(async move { cycle_at_start(&store, &warm, &settings, &id, shutdown).await });
         }
         {
-            let (store, warm, settings, id, shutdown) = (
-                self.store.clone(),
-                self.warm.clone(),
-                self.settings.clone(),
-                self.id.clone(),
-                shutdown.clone(),
-            );
+            let (Shared { store, warm, settings, id }, shutdown) = (self.shared.clone(), shutdown.clone());
             let evaluate = self.evaluate;
             tasks.spawn(async move {
                 on_schedule(&evaluate, "evaluate", &store, &id, shutdown, || async {
@@ -176,8 +171,7 @@ impl Scheduler {
             });
         }
         {
-            let (store, settings, id, shutdown) =
-                (self.store.clone(), self.settings.clone(), self.id.clone(), shutdown.clone());
+            let (Shared { store, settings, id, .. }, shutdown) = (self.shared.clone(), shutdown.clone());
             let prune = self.prune;
             tasks.spawn(async move {
                 on_schedule(&prune, "prune", &store, &id, shutdown, || async {
@@ -187,8 +181,7 @@ impl Scheduler {
             });
         }
         for job in self.ingests {
-            let (store, settings, id, shutdown) =
-                (self.store.clone(), self.settings.clone(), self.id.clone(), shutdown.clone());
+            let (Shared { store, settings, id, .. }, shutdown) = (self.shared.clone(), shutdown.clone());
             tasks.spawn(async move {
                 on_schedule(&job.schedule, &job.name, &store, &id, shutdown, || async {
                     let since = Utc::now() - chrono::Duration::days(i64::from(job.since_days));
@@ -208,10 +201,11 @@ impl Scheduler {
                 .await;
             });
         }
-        if self.store.engine() == Engine::Sqlite {
-            tasks.spawn(keep_sqlite_lease(self.store.clone(), self.id.clone(), shutdown.clone()));
+        let Shared { store, id, .. } = self.shared;
+        if store.engine() == Engine::Sqlite {
+            tasks.spawn(keep_sqlite_lease(store.clone(), id, shutdown.clone()));
         }
-        tasks.spawn(record_unrecorded_cycles(self.store.clone(), shutdown.clone()));
+        tasks.spawn(record_unrecorded_cycles(store, shutdown.clone()));
         while tasks.join_next().await.is_some() {}
     }
 }
