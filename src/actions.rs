@@ -94,7 +94,12 @@ pub(crate) async fn acknowledge(
 ) -> Result<(Incident, bool), ActionError> {
     let (_, fresh) = store
         .incidents()
-        .apply_manual(now, actor, |k| manual::acknowledge(k, reference, actor), words)
+        .apply_manual(
+            now,
+            actor,
+            |k| manual::acknowledge(k, reference, actor),
+            words,
+        )
         .await??;
     Ok((reread(store, id_of(store, reference).await?).await?, fresh))
 }
@@ -184,10 +189,18 @@ pub async fn resolve(
     now: i64,
 ) -> Result<Incident, ActionError> {
     let policy = Policy::from_settings(settings, words);
-    let how = Resolution::ByHand { reason: reason.to_string(), by: actor.to_string() };
+    let how = Resolution::ByHand {
+        reason: reason.to_string(),
+        by: actor.to_string(),
+    };
     store
         .incidents()
-        .apply_manual(now, actor, |k| Ok((manual::resolve(k, reference, how, &policy, now)?, ())), words)
+        .apply_manual(
+            now,
+            actor,
+            |k| Ok((manual::resolve(k, reference, how, &policy, now)?, ())),
+            words,
+        )
         .await??;
     reread(store, id_of(store, reference).await?).await
 }
@@ -207,7 +220,12 @@ pub async fn not_a_regression(
         .apply_manual(
             now,
             actor,
-            |k| Ok((manual::not_a_regression(k, reference, reason, &policy, now)?, ())),
+            |k| {
+                Ok((
+                    manual::not_a_regression(k, reference, reason, &policy, now)?,
+                    (),
+                ))
+            },
             words,
         )
         .await??;
@@ -224,7 +242,12 @@ pub async fn accept(
 ) -> Result<Incident, ActionError> {
     store
         .incidents()
-        .apply_manual(now, actor, |k| Ok((manual::accept(k, reference, a, actor, now, words)?, ())), words)
+        .apply_manual(
+            now,
+            actor,
+            |k| Ok((manual::accept(k, reference, a, actor, now, words)?, ())),
+            words,
+        )
         .await??;
     reread(store, id_of(store, reference).await?).await
 }
@@ -240,7 +263,12 @@ pub(crate) async fn file_now(
     let enabled = settings.jira.enabled();
     store
         .incidents()
-        .apply_manual(now, actor, |k| Ok((manual::file_now(k, reference, enabled)?, ())), words)
+        .apply_manual(
+            now,
+            actor,
+            |k| Ok((manual::file_now(k, reference, enabled)?, ())),
+            words,
+        )
         .await??;
     reread(store, id_of(store, reference).await?).await
 }

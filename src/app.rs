@@ -63,14 +63,30 @@ impl App {
         let sinks = Arc::new(Sinks::from_settings(&settings)?);
         let mut worker = Worker::new(store.clone(), sinks, settings.outbox.clone());
         worker.id.clone_from(&replica);
-        let scheduler = Scheduler::new(store.clone(), warm.clone(), settings.clone(), replica.clone())?;
+        let scheduler = Scheduler::new(
+            store.clone(),
+            warm.clone(),
+            settings.clone(),
+            replica.clone(),
+        )?;
         let state = AppState::new(store.clone(), warm.clone(), settings.clone());
-        Ok(App { store, warm, settings, replica, state, worker, scheduler, listener })
+        Ok(App {
+            store,
+            warm,
+            settings,
+            replica,
+            state,
+            worker,
+            scheduler,
+            listener,
+        })
     }
 
     /// Where it listens (the port the system chose for `127.0.0.1:0`).
     pub fn address(&self) -> Result<SocketAddr> {
-        self.listener.local_addr().context("reading the listening address")
+        self.listener
+            .local_addr()
+            .context("reading the listening address")
     }
 
     /// What `serve` says at start, for the log and for people: where it listens, its
@@ -89,9 +105,19 @@ impl App {
     /// Serves and works until `shutdown` resolves, then stops taking work: a request, cycle or
     /// delivery in progress gets `SHUTDOWN_GRACE` and is then dropped (a cycle writes in one
     /// transaction at its end; a delivery's claim lapses and is retried).
-    pub async fn run_until_stopped(self, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+    pub async fn run_until_stopped(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<()> {
         announce(&self.start_report(chrono::Utc::now())?);
-        let App { store, state, worker, scheduler, listener, .. } = self;
+        let App {
+            store,
+            state,
+            worker,
+            scheduler,
+            listener,
+            ..
+        } = self;
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let mut background = tokio::task::JoinSet::new();
         background.spawn(scheduler.run(stopped.clone()));
@@ -107,8 +133,10 @@ impl App {
         let _ = stop.send(true);
         let grace = SHUTDOWN_GRACE + std::time::Duration::from_secs(1);
         let all_background = async { while background.join_next().await.is_some() {} };
-        let (server, background) =
-            tokio::join!(tokio::time::timeout(grace, server), tokio::time::timeout(grace, all_background));
+        let (server, background) = tokio::join!(
+            tokio::time::timeout(grace, server),
+            tokio::time::timeout(grace, all_background)
+        );
         match server {
             Err(_) => tracing::warn!("stopping with HTTP requests still in flight"),
             Ok(Ok(Err(e))) => tracing::error!("HTTP server: {e:#}"),
@@ -142,7 +170,11 @@ async fn warn_of_console_threads(store: &Store) -> Result<()> {
             "{} open incident(s) ({}) were announced on the console only, never in Slack (a demo's \
              database?); their Slack threads do not exist. Go live on a fresh database",
             stranded.len(),
-            stranded.iter().map(|id| format!("#{id}")).collect::<Vec<_>>().join(", ")
+            stranded
+                .iter()
+                .map(|id| format!("#{id}"))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     Ok(())
@@ -197,12 +229,32 @@ pub fn integrations(settings: &Settings) -> Vec<Integration> {
         "the pages are open to anyone who reaches them (no server.pages_token)".into()
     };
     let push_on = settings.ingest.push_token.is_some();
-    let push_detail = if push_on { "POST /api/v1/runs takes runs" } else { "off (no ingest.push_token)" };
+    let push_detail = if push_on {
+        "POST /api/v1/runs takes runs"
+    } else {
+        "off (no ingest.push_token)"
+    };
     vec![
-        Integration { name: "slack", on: slack.bot_token.is_some(), detail: slack_detail },
-        Integration { name: "jira", on: jira_on, detail: jira_detail },
-        Integration { name: "pages_auth", on: pages_on, detail: pages_detail },
-        Integration { name: "push", on: push_on, detail: push_detail.into() },
+        Integration {
+            name: "slack",
+            on: slack.bot_token.is_some(),
+            detail: slack_detail,
+        },
+        Integration {
+            name: "jira",
+            on: jira_on,
+            detail: jira_detail,
+        },
+        Integration {
+            name: "pages_auth",
+            on: pages_on,
+            detail: pages_detail,
+        },
+        Integration {
+            name: "push",
+            on: push_on,
+            detail: push_detail.into(),
+        },
     ]
 }
 
@@ -224,7 +276,10 @@ fn announce(report: &StartReport) {
         );
     }
     if report.cycle_at_start {
-        tracing::info!(cycle_at_start = true, "a first cycle runs now (--cycle-now)");
+        tracing::info!(
+            cycle_at_start = true,
+            "a first cycle runs now (--cycle-now)"
+        );
     } else if let Some(next) = report.schedules.first().and_then(|s| s.next) {
         tracing::info!(
             cycle_at_start = false,
@@ -265,8 +320,14 @@ mod tests {
         s.jira.token = Some(crate::config::Secret::new("jira-never-shown"));
         s.server.pages_token = Some(crate::config::Secret::new("pages-never-shown"));
         let on = integrations(&s);
-        assert!(on.iter().filter(|i| i.name != "push").all(|i| i.on), "{on:?}");
-        assert!(on[0].detail.contains("C0DISRUPT") && on[1].detail.contains("OCPBUGS"), "{on:?}");
+        assert!(
+            on.iter().filter(|i| i.name != "push").all(|i| i.on),
+            "{on:?}"
+        );
+        assert!(
+            on[0].detail.contains("C0DISRUPT") && on[1].detail.contains("OCPBUGS"),
+            "{on:?}"
+        );
         let shown = format!("{on:?}");
         assert!(!shown.contains("never-shown"), "{shown}");
     }

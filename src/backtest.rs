@@ -144,12 +144,20 @@ pub(crate) async fn backtest_observed(
     }
     let started = Instant::now();
     let es = &settings.evaluate;
-    let reach = i64::from(es.window_days + es.baseline_days).max(i64::from(es.reference_lookback_days)) * DAY;
+    let reach = i64::from(es.window_days + es.baseline_days)
+        .max(i64::from(es.reference_lookback_days))
+        * DAY;
     let replay = Arc::new(Replay::load(store, from.timestamp() - reach, to.timestamp()).await?);
     let scratch_dir = tempfile::tempdir().context("a folder for the backtest's own store")?;
-    let url = format!("sqlite://{}", scratch_dir.path().join("backtest.db").display());
-    let scratch =
-        Store::open(&DatabaseSettings { url: url.parse::<DatabaseUrl>()?, ..Default::default() }).await?;
+    let url = format!(
+        "sqlite://{}",
+        scratch_dir.path().join("backtest.db").display()
+    );
+    let scratch = Store::open(&DatabaseSettings {
+        url: url.parse::<DatabaseUrl>()?,
+        ..Default::default()
+    })
+    .await?;
     // Everything a cycle would send is counted, whether or not this configuration can send it.
     let mut policy = Policy::from_settings(settings, crate::words::told);
     policy.jira = true;
@@ -160,10 +168,18 @@ pub(crate) async fn backtest_observed(
             let recent = Window::recent_starts(*next, es);
             replay.prefetch(window.secs(), baseline.secs(), recent, next.timestamp());
         }
-        let report =
-            run_cycle_on(&*replay, &scratch, settings, &policy, CycleOptions { at: *at, dry_run: false })
-                .await
-                .with_context(|| format!("the cycle at {at}"))?;
+        let report = run_cycle_on(
+            &*replay,
+            &scratch,
+            settings,
+            &policy,
+            CycleOptions {
+                at: *at,
+                dry_run: false,
+            },
+        )
+        .await
+        .with_context(|| format!("the cycle at {at}"))?;
         observe(&report);
     }
     let incidents = stories(&scratch).await?;
@@ -207,7 +223,11 @@ async fn stories(scratch: &Store) -> Result<Vec<Story>> {
             .events(i.id)
             .await?
             .into_iter()
-            .map(|e| StateChange { at: time(e.at), state: e.kind, detail: e.detail })
+            .map(|e| StateChange {
+                at: time(e.at),
+                state: e.kind,
+                detail: e.detail,
+            })
             .collect();
         out.push(Story {
             fingerprint: i.fingerprint.clone(),
@@ -216,7 +236,11 @@ async fn stories(scratch: &Store) -> Result<Vec<Story>> {
             release: i.snapshot.release.clone(),
             scope: i.snapshot.scope.clone(),
             opened_at: time(i.opened_at),
-            resolved_at: if i.state.is_open() { None } else { i.resolved_at.map(time) },
+            resolved_at: if i.state.is_open() {
+                None
+            } else {
+                i.resolved_at.map(time)
+            },
             onset: i.episodes.first().map(|e| e.onset.clone()),
             states,
             notifications: by_incident.remove(&i.id).unwrap_or_default(),
@@ -229,12 +253,18 @@ fn summarize(incidents: &[Story], from: DateTime<Utc>, to: DateTime<Utc>) -> Sum
     let weeks = ((to - from).num_seconds() as f64 / (7 * DAY) as f64).max(1e-9);
     let mut lags: Vec<f64> = incidents
         .iter()
-        .filter_map(|s| Some((s.opened_at - s.onset.as_ref()?.at).num_seconds() as f64 / HOUR as f64))
+        .filter_map(|s| {
+            Some((s.opened_at - s.onset.as_ref()?.at).num_seconds() as f64 / HOUR as f64)
+        })
         .collect();
     lags.sort_by(f64::total_cmp);
     let median = (!lags.is_empty()).then(|| {
         let n = lags.len();
-        if n % 2 == 1 { lags[n / 2] } else { (lags[n / 2 - 1] + lags[n / 2]) / 2.0 }
+        if n % 2 == 1 {
+            lags[n / 2]
+        } else {
+            (lags[n / 2 - 1] + lags[n / 2]) / 2.0
+        }
     });
     let mut notifications = Notifications::default();
     for s in incidents {
@@ -273,7 +303,13 @@ pub(crate) struct Timing {
 }
 
 fn label(s: &Story) -> String {
-    format!("{} {} ({}) [{}]", s.family, s.release, s.scope.describe(), s.fingerprint)
+    format!(
+        "{} {} ({}) [{}]",
+        s.family,
+        s.release,
+        s.scope.describe(),
+        s.fingerprint
+    )
 }
 
 /// Matches the incidents of two backtests by family, release and overlapping scope.
@@ -284,7 +320,12 @@ pub(crate) fn compare(a: &Backtest, b: &Backtest) -> Difference {
     let mut d = Difference::default();
     let mut matched_b = vec![false; b.incidents.len()];
     for x in &a.incidents {
-        match b.incidents.iter().enumerate().find(|(k, y)| !matched_b[*k] && same(x, y)) {
+        match b
+            .incidents
+            .iter()
+            .enumerate()
+            .find(|(k, y)| !matched_b[*k] && same(x, y))
+        {
             Some((k, y)) => {
                 matched_b[k] = true;
                 if x.opened_at != y.opened_at || x.resolved_at != y.resolved_at {
@@ -298,7 +339,13 @@ pub(crate) fn compare(a: &Backtest, b: &Backtest) -> Difference {
             None => d.only_in_a.push(label(x)),
         }
     }
-    d.only_in_b = b.incidents.iter().zip(matched_b).filter(|(_, m)| !m).map(|(y, _)| label(y)).collect();
+    d.only_in_b = b
+        .incidents
+        .iter()
+        .zip(matched_b)
+        .filter(|(_, m)| !m)
+        .map(|(y, _)| label(y))
+        .collect();
     d
 }
 
@@ -318,9 +365,9 @@ pub fn render_text(b: &Backtest) -> String {
     );
     for i in &b.incidents {
         let onset = i.onset.as_ref().map_or("-".to_string(), |o| o.describe());
-        let resolved = i
-            .resolved_at
-            .map_or("still open".to_string(), |t| format!("resolved {}", t.format("%Y-%m-%d %H:%M")));
+        let resolved = i.resolved_at.map_or("still open".to_string(), |t| {
+            format!("resolved {}", t.format("%Y-%m-%d %H:%M"))
+        });
         let _ = writeln!(
             s,
             "\n{} {} ({}): opened {}, {resolved}; onset {onset}",
@@ -330,7 +377,13 @@ pub fn render_text(b: &Backtest) -> String {
             i.opened_at.format("%Y-%m-%d %H:%M")
         );
         for c in &i.states {
-            let _ = writeln!(s, "  {} {:<14} {}", c.at.format("%Y-%m-%d %H:%M"), c.state, c.detail);
+            let _ = writeln!(
+                s,
+                "  {} {:<14} {}",
+                c.at.format("%Y-%m-%d %H:%M"),
+                c.state,
+                c.detail
+            );
         }
         let n = &i.notifications;
         let _ = writeln!(
@@ -352,7 +405,8 @@ pub fn render_text(b: &Backtest) -> String {
         m.open_at_end,
         m.resolved,
         m.alerts_per_week,
-        m.median_hours_onset_to_opened.map_or("-".into(), |h| format!("{h:.1} h"))
+        m.median_hours_onset_to_opened
+            .map_or("-".into(), |h| format!("{h:.1} h"))
     );
     s
 }

@@ -27,10 +27,18 @@ pub struct Status {
 }
 
 pub async fn status(store: &Store, now: i64) -> Result<Status> {
-    let mut incidents: Vec<Incident> =
-        store.incidents().all().await?.into_iter().filter(|i| i.state.is_open()).collect();
+    let mut incidents: Vec<Incident> = store
+        .incidents()
+        .all()
+        .await?
+        .into_iter()
+        .filter(|i| i.state.is_open())
+        .collect();
     incidents.sort_by_key(|i| std::cmp::Reverse(i.opened_at));
-    let allowances = incidents.iter().filter_map(|i| Some((i.id, i.allowance.clone()?))).collect();
+    let allowances = incidents
+        .iter()
+        .filter_map(|i| Some((i.id, i.allowance.clone()?)))
+        .collect();
     Ok(Status {
         allowances,
         incidents,
@@ -84,7 +92,11 @@ use crate::render::time as when;
 pub(crate) fn incident_line(i: &Incident) -> String {
     let [id, state, what, level, component, notes] = incident_cells(i);
     let line = format!("{id} {state:<8} {what} — {level} — {component}");
-    if notes.is_empty() { line } else { format!("{line} {notes}") }
+    if notes.is_empty() {
+        line
+    } else {
+        format!("{line} {notes}")
+    }
 }
 
 /// An incident's cells: number, state, what regressed, its level, component, and notes (Jira
@@ -99,7 +111,10 @@ fn incident_cells(i: &Incident) -> [String; 6] {
         let _ = write!(notes, " (acked by {})", crate::render::person(by));
     }
     if let Some(c) = &i.fix {
-        let last = c.verdicts.last().map_or("verdict pending", |v| v.verdict.as_str());
+        let last = c
+            .verdicts
+            .last()
+            .map_or("verdict pending", |v| v.verdict.as_str());
         let _ = write!(notes, " (fix claimed in {}: {last})", c.key);
     }
     if let Some(r) = &i.resolution {
@@ -124,7 +139,9 @@ fn incident_cells(i: &Incident) -> [String; 6] {
 /// widest cell, so every column starts at the same place on every line.
 pub(crate) fn incident_table(list: &[Incident]) -> String {
     let header = ["#", "state", "regression", "level", "component", "notes"].map(str::to_string);
-    let rows: Vec<[String; 6]> = std::iter::once(header).chain(list.iter().map(incident_cells)).collect();
+    let rows: Vec<[String; 6]> = std::iter::once(header)
+        .chain(list.iter().map(incident_cells))
+        .collect();
     let mut widths = [0; 6];
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -149,8 +166,9 @@ pub(crate) fn incident_table(list: &[Incident]) -> String {
 pub(crate) fn resolved_words(i: &Incident, reason: &str) -> String {
     let s = &i.snapshot;
     let mut out = format!("resolved #{} ({}) by hand: {reason}\n", i.id, i.fingerprint);
-    let since =
-        i.onset().map_or_else(String::new, |o| format!(" (since {})", o.earliest.format("%b %-d %H:%M UTC")));
+    let since = i.onset().map_or_else(String::new, |o| {
+        format!(" (since {})", o.earliest.format("%b %-d %H:%M UTC"))
+    });
     let _ = writeln!(
         out,
         "  its runs so far{since} stay out of the reference and of the current window, as a known episode"
@@ -165,7 +183,9 @@ pub(crate) fn resolved_words(i: &Incident, reason: &str) -> String {
         secs(s.threshold_seconds),
         i.id
     );
-    out.push_str("  Slack and Jira, where it was posted or filed, are told who resolved it and why\n");
+    out.push_str(
+        "  Slack and Jira, where it was posted or filed, are told who resolved it and why\n",
+    );
     out
 }
 
@@ -196,9 +216,20 @@ pub fn render_status(s: &Status) -> String {
     if !s.allowances.is_empty() {
         let _ = writeln!(out, "accepted levels:");
         for (id, a) in &s.allowances {
-            let above = if a.above { " — the level is above it now" } else { "" };
-            let jira = a.jira_key.as_deref().map_or(String::new(), |k| format!(" [{k}]"));
-            let _ = writeln!(out, "  #{id} {}{jira}{above}", crate::words::accepted_level(a));
+            let above = if a.above {
+                " — the level is above it now"
+            } else {
+                ""
+            };
+            let jira = a
+                .jira_key
+                .as_deref()
+                .map_or(String::new(), |k| format!(" [{k}]"));
+            let _ = writeln!(
+                out,
+                "  #{id} {}{jira}{above}",
+                crate::words::accepted_level(a)
+            );
         }
     }
     let (pending, failed) = s.evidence_pending;
@@ -216,7 +247,8 @@ pub fn render_status(s: &Status) -> String {
         "outbox: {} pending ({} retrying{}), {} dead, {} delivered",
         o.pending,
         o.retrying,
-        o.oldest_pending_age_secs.map_or(String::new(), |a| format!(", oldest {a}s old")),
+        o.oldest_pending_age_secs
+            .map_or(String::new(), |a| format!(", oldest {a}s old")),
         o.dead,
         o.done
     );
@@ -242,7 +274,9 @@ pub struct Explain {
 }
 
 pub async fn explain(store: &Store, reference: &str) -> Result<Option<Explain>> {
-    let Some(incident) = store.incidents().find(reference).await? else { return Ok(None) };
+    let Some(incident) = store.incidents().find(reference).await? else {
+        return Ok(None);
+    };
     let events = store.incidents().events(incident.id).await?;
     Ok(Some(Explain { incident, events }))
 }
@@ -262,9 +296,9 @@ pub(crate) fn render_explain(e: &Explain) -> String {
     );
     let _ = writeln!(out, "{}", s.summary);
     for (n, ep) in i.episodes.iter().enumerate() {
-        let recovered = ep
-            .recovered_at
-            .map_or("still regressed".into(), |t| format!("recovered {}", when(t.timestamp())));
+        let recovered = ep.recovered_at.map_or("still regressed".into(), |t| {
+            format!("recovered {}", when(t.timestamp()))
+        });
         let onset = crate::render::onset(&ep.onset);
         // "since Nov 27 14:00 UTC, between …" reads "began Nov 27 14:00 UTC, between …" here
         let when = onset.strip_prefix("since ").unwrap_or(&onset);
@@ -274,7 +308,12 @@ pub(crate) fn render_explain(e: &Explain) -> String {
         let _ = writeln!(out, "merged into #{into}");
     }
     if let Some(c) = &i.fix {
-        let _ = writeln!(out, "fix claimed {}: {}", when(c.claimed_at), crate::words::fix_claim(c));
+        let _ = writeln!(
+            out,
+            "fix claimed {}: {}",
+            when(c.claimed_at),
+            crate::words::fix_claim(c)
+        );
         for v in &c.verdicts {
             let _ = writeln!(out, "  verdict {}: {}", when(v.at), v.text);
         }
@@ -292,7 +331,10 @@ pub(crate) fn render_explain(e: &Explain) -> String {
         }
     }
     if r.changes_pending {
-        let _ = writeln!(out, "suspect changes: not read yet (the release controller did not answer)");
+        let _ = writeln!(
+            out,
+            "suspect changes: not read yet (the release controller did not answer)"
+        );
     }
     if r.outside_pending {
         let _ = writeln!(out, "{}", crate::render::OUTSIDE_PENDING);
@@ -335,28 +377,51 @@ mod tests {
 
     #[test]
     fn a_resolution_by_hand_says_the_runs_stay_out_and_when_it_reopens() {
-        let report = crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 31.0, 4.0);
-        let mut i = Incident::new(7, "sheriff-00000000000000aa", Snapshot::from_report(&report));
+        let report =
+            crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 31.0, 4.0);
+        let mut i = Incident::new(
+            7,
+            "sheriff-00000000000000aa",
+            Snapshot::from_report(&report),
+        );
         i.snapshot.threshold_seconds = 5.0;
         let words = resolved_words(&i, "the lab was rewired");
         assert!(
-            words.starts_with("resolved #7 (sheriff-00000000000000aa) by hand: the lab was rewired\n"),
+            words.starts_with(
+                "resolved #7 (sheriff-00000000000000aa) by hand: the lab was rewired\n"
+            ),
             "{words}"
         );
-        assert!(words.contains("stay out of the reference and of the current window"), "{words}");
+        assert!(
+            words.contains("stay out of the reference and of the current window"),
+            "{words}"
+        );
         let (now, _) = i.snapshot.now_and_reference();
-        let level = format!("{} was {} against 5s allowed", i.snapshot.percentile, secs(now));
+        let level = format!(
+            "{} was {} against 5s allowed",
+            i.snapshot.percentile,
+            secs(now)
+        );
         assert!(words.contains(&level), "{words}");
         assert!(words.contains("a cycle reopens #7"), "{words}");
     }
 
     #[test]
     fn the_incident_table_starts_every_column_at_the_same_place() {
-        let report =
-            |p: &str| crate::synth::example_report(Scope::from([(Dimension::Platform, p)]), 31.0, 4.0);
+        let report = |p: &str| {
+            crate::synth::example_report(Scope::from([(Dimension::Platform, p)]), 31.0, 4.0)
+        };
         let mut list = vec![
-            Incident::new(7, "sheriff-00000000000000aa", Snapshot::from_report(&report("metal"))),
-            Incident::new(12, "sheriff-00000000000000bb", Snapshot::from_report(&report("vsphere"))),
+            Incident::new(
+                7,
+                "sheriff-00000000000000aa",
+                Snapshot::from_report(&report("metal")),
+            ),
+            Incident::new(
+                12,
+                "sheriff-00000000000000bb",
+                Snapshot::from_report(&report("vsphere")),
+            ),
         ];
         list[1].state = State::Reopened;
         list[1].jira_key = Some("OCPBUGS-1".into());

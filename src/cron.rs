@@ -40,11 +40,20 @@ impl Schedule {
         let tz = Tz::from_str(timezone).map_err(|_| CronError::TimeZone(timezone.into()))?;
         let fields = expression.split_whitespace().count();
         if !(5..=6).contains(&fields) {
-            return Err(CronError::Fields { expression: expression.into(), fields });
+            return Err(CronError::Fields {
+                expression: expression.into(),
+                fields,
+            });
         }
-        let cron = Cron::from_str(expression)
-            .map_err(|e| CronError::NotCron { expression: expression.into(), why: e.to_string() })?;
-        let schedule = Schedule { cron, tz, expression: expression.to_string() };
+        let cron = Cron::from_str(expression).map_err(|e| CronError::NotCron {
+            expression: expression.into(),
+            why: e.to_string(),
+        })?;
+        let schedule = Schedule {
+            cron,
+            tz,
+            expression: expression.to_string(),
+        };
         // `0 0 30 2 *` (February 30th) parses, and would leave its job never run without a word
         if schedule.next_after(Utc::now()).is_none() {
             return Err(CronError::NeverFires(expression.into()));
@@ -88,7 +97,14 @@ mod tests {
             t = s.next_after(t).unwrap();
             fires.push(t);
         }
-        assert_eq!(fires, vec![at(2026, 11, 29, 18, 0), at(2026, 11, 30, 0, 0), at(2026, 11, 30, 6, 0)]);
+        assert_eq!(
+            fires,
+            vec![
+                at(2026, 11, 29, 18, 0),
+                at(2026, 11, 30, 0, 0),
+                at(2026, 11, 30, 6, 0)
+            ]
+        );
     }
 
     #[test]
@@ -97,40 +113,79 @@ mod tests {
         let friday_evening = at(2026, 11, 27, 20, 0);
         for expr in ["30 8 * * 1-5", "30 8 * * mon-fri"] {
             let s = Schedule::parse(expr, "UTC").unwrap();
-            assert_eq!(s.next_after(friday_evening), Some(at(2026, 11, 30, 8, 30)), "{expr}");
+            assert_eq!(
+                s.next_after(friday_evening),
+                Some(at(2026, 11, 30, 8, 30)),
+                "{expr}"
+            );
         }
         let sunday = Schedule::parse("0 12 * * 0", "UTC").unwrap();
-        assert_eq!(sunday.next_after(friday_evening), Some(at(2026, 11, 29, 12, 0)));
+        assert_eq!(
+            sunday.next_after(friday_evening),
+            Some(at(2026, 11, 29, 12, 0))
+        );
     }
 
     #[test]
     fn time_zones_and_daylight_saving() {
         // 09:00 in Berlin is 08:00 UTC in winter …
         let s = Schedule::parse("0 9 * * *", "Europe/Berlin").unwrap();
-        assert_eq!(s.next_after(at(2026, 11, 29, 12, 0)), Some(at(2026, 11, 30, 8, 0)));
+        assert_eq!(
+            s.next_after(at(2026, 11, 29, 12, 0)),
+            Some(at(2026, 11, 30, 8, 0))
+        );
         // … and 07:00 UTC in summer.
-        assert_eq!(s.next_after(at(2026, 7, 1, 12, 0)), Some(at(2026, 7, 2, 7, 0)));
+        assert_eq!(
+            s.next_after(at(2026, 7, 1, 12, 0)),
+            Some(at(2026, 7, 2, 7, 0))
+        );
         // 02:30 does not exist on 2026-03-29 in Berlin: it runs at 03:00 local (01:00 UTC).
         let gap = Schedule::parse("30 2 * * *", "Europe/Berlin").unwrap();
-        assert_eq!(gap.next_after(at(2026, 3, 28, 12, 0)), Some(at(2026, 3, 29, 1, 0)));
+        assert_eq!(
+            gap.next_after(at(2026, 3, 28, 12, 0)),
+            Some(at(2026, 3, 29, 1, 0))
+        );
     }
 
     #[test]
     fn bad_expressions_and_zones_are_refused() {
-        assert!(Schedule::parse("0 */6 * *", "UTC").unwrap_err().to_string().contains("4 fields"));
+        assert!(
+            Schedule::parse("0 */6 * *", "UTC")
+                .unwrap_err()
+                .to_string()
+                .contains("4 fields")
+        );
         assert!(Schedule::parse("0 25 * * *", "UTC").is_err());
         assert_eq!(
             Schedule::parse("0 * * * *", "Mars/Olympus").unwrap_err(),
             CronError::TimeZone("Mars/Olympus".into())
         );
-        assert!(Schedule::parse("0 * * * *", "Mars/Olympus").unwrap_err().to_string().contains("time zone"));
+        assert!(
+            Schedule::parse("0 * * * *", "Mars/Olympus")
+                .unwrap_err()
+                .to_string()
+                .contains("time zone")
+        );
     }
 
     #[test]
     fn a_day_that_never_comes_is_refused_and_a_leap_day_is_not() {
-        assert!(Schedule::parse("0 0 30 2 *", "UTC").unwrap_err().to_string().contains("never fires"));
-        assert!(Schedule::parse("0 0 31 4 *", "UTC").unwrap_err().to_string().contains("never fires"));
+        assert!(
+            Schedule::parse("0 0 30 2 *", "UTC")
+                .unwrap_err()
+                .to_string()
+                .contains("never fires")
+        );
+        assert!(
+            Schedule::parse("0 0 31 4 *", "UTC")
+                .unwrap_err()
+                .to_string()
+                .contains("never fires")
+        );
         let leap = Schedule::parse("0 0 29 2 *", "UTC").unwrap();
-        assert_eq!(leap.next_after(at(2026, 12, 4, 0, 0)), Some(at(2028, 2, 29, 0, 0)));
+        assert_eq!(
+            leap.next_after(at(2026, 12, 4, 0, 0)),
+            Some(at(2028, 2, 29, 0, 0))
+        );
     }
 }

@@ -27,7 +27,11 @@ pub async fn run(
     out: &mut impl std::io::Write,
 ) -> Result<()> {
     let started = Instant::now();
-    let end = Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
+    let end = Utc::now()
+        .date_naive()
+        .and_hms_opt(0, 0, 0)
+        .unwrap_or_default()
+        .and_utc();
     let tree = match world {
         None => generate(folder, end, out)?,
         Some(classes) => generate_world(folder, end, classes, out)?,
@@ -66,8 +70,16 @@ pub async fn run(
     local.release_controller.urls = [("amd64".to_string(), releases)].into();
     let store = std::sync::Arc::new(store);
     let warm = std::sync::Arc::new(crate::warm::Warm::new());
-    let report =
-        crate::cycle::run_cycle(&store, &warm, &local, CycleOptions { at: end, dry_run: false }).await?;
+    let report = crate::cycle::run_cycle(
+        &store,
+        &warm,
+        &local,
+        CycleOptions {
+            at: end,
+            dry_run: false,
+        },
+    )
+    .await?;
     writeln!(out)?;
     write!(out, "{}", crate::cycle::render_text(&report))?;
     writeln!(out, "\n── Slack ({}) ──", slack_heading(settings))?;
@@ -101,7 +113,10 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(&local.server.listen)
         .await
         .with_context(|| format!("cannot listen on {}", local.server.listen))?;
-    println!("\nthe pages: http://{}/ (ctrl-c stops)", listener.local_addr()?);
+    println!(
+        "\nthe pages: http://{}/ (ctrl-c stops)",
+        listener.local_addr()?
+    );
     let warm = std::sync::Arc::new(crate::warm::Warm::new());
     let state = crate::server::AppState::new(store.clone(), warm, std::sync::Arc::new(local));
     crate::server::serve(listener, state, shutdown).await?;
@@ -110,7 +125,11 @@ pub async fn serve(
 }
 
 /// Writes the demo month into `folder/bucket` (replacing an earlier one); the tree's path.
-fn generate(folder: &Path, end: chrono::DateTime<Utc>, out: &mut impl std::io::Write) -> Result<PathBuf> {
+fn generate(
+    folder: &Path,
+    end: chrono::DateTime<Utc>,
+    out: &mut impl std::io::Write,
+) -> Result<PathBuf> {
     std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
     let tree = folder.join("bucket");
     if tree.exists() {
@@ -147,7 +166,11 @@ fn generate_world(
     if tree.exists() {
         std::fs::remove_dir_all(&tree).with_context(|| format!("clearing {}", tree.display()))?;
     }
-    let classes = if classes.is_empty() { vec![Class::SeedCase] } else { classes.to_vec() };
+    let classes = if classes.is_empty() {
+        vec![Class::SeedCase]
+    } else {
+        classes.to_vec()
+    };
     let world = build(&WorldSpec::new(20231114, end, classes)).map_err(anyhow::Error::msg)?;
     world.write_tree(&tree)?;
     writeln!(
@@ -191,20 +214,27 @@ async fn serve_changelogs(scenario: Scenario) -> Result<String> {
     let scenario = std::sync::Arc::new(scenario);
     let app = axum::Router::new().route(
         "/changelog",
-        axum::routing::get(move |Query(q): Query<std::collections::HashMap<String, String>>| {
-            let scenario = scenario.clone();
-            async move {
-                let (from, to) =
-                    (q.get("from").cloned().unwrap_or_default(), q.get("to").cloned().unwrap_or_default());
-                match synth::release_changelog(&scenario, &from, &to) {
-                    Ok(body) => axum::Json(body).into_response(),
-                    Err(reason) => (StatusCode::BAD_REQUEST, reason.to_string()).into_response(),
+        axum::routing::get(
+            move |Query(q): Query<std::collections::HashMap<String, String>>| {
+                let scenario = scenario.clone();
+                async move {
+                    let (from, to) = (
+                        q.get("from").cloned().unwrap_or_default(),
+                        q.get("to").cloned().unwrap_or_default(),
+                    );
+                    match synth::release_changelog(&scenario, &from, &to) {
+                        Ok(body) => axum::Json(body).into_response(),
+                        Err(reason) => {
+                            (StatusCode::BAD_REQUEST, reason.to_string()).into_response()
+                        }
+                    }
                 }
-            }
-        }),
+            },
+        ),
     );
-    let listener =
-        tokio::net::TcpListener::bind("127.0.0.1:0").await.context("a loopback port for the demo")?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("a loopback port for the demo")?;
     let url = format!("http://{}", listener.local_addr()?);
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
@@ -231,7 +261,13 @@ fn fresh_database(folder: &Path) -> Result<(PathBuf, DatabaseSettings)> {
 fn demo_database(folder: &Path) -> Result<(PathBuf, DatabaseSettings)> {
     let db_path = folder.join("sheriff.db");
     let url = format!("sqlite://{}", db_path.display()).parse::<DatabaseUrl>()?;
-    Ok((db_path, DatabaseSettings { url, ..Default::default() }))
+    Ok((
+        db_path,
+        DatabaseSettings {
+            url,
+            ..Default::default()
+        },
+    ))
 }
 
 /// What the demo's Slack heading says: the demo never posts, whatever is configured.
@@ -271,10 +307,20 @@ async fn show_jira_issues(
     } else {
         "the Jira issue sheriff would file (configure [jira] to file it)"
     };
-    for incident in store.incidents().all().await?.iter().filter(|i| i.state.is_open()) {
+    for incident in store
+        .incidents()
+        .all()
+        .await?
+        .iter()
+        .filter(|i| i.state.is_open())
+    {
         let doc = crate::notify::jira::adf::description(incident, &settings.server.public_url);
         writeln!(out, "\n── {heading} ──")?;
-        writeln!(out, "summary: {}", crate::notify::jira::adf::summary(incident))?;
+        writeln!(
+            out,
+            "summary: {}",
+            crate::notify::jira::adf::summary(incident)
+        )?;
         writeln!(out, "labels: sheriff, {}", incident.fingerprint)?;
         writeln!(out, "component: {}\n", incident.snapshot.component)?;
         writeln!(out, "{}", crate::notify::jira::adf::to_wiki(&doc))?;
@@ -290,9 +336,17 @@ mod tests {
         let readme = include_str!("../README.md");
         let section = &readme[readme.find("## Going live").expect("README has Going live")..];
         let section = &section[..section[3..].find("\n## ").map_or(section.len(), |n| n + 3)];
-        let end = chrono::DateTime::parse_from_rfc3339("2026-12-04T00:00:00Z").unwrap().to_utc();
+        let end = chrono::DateTime::parse_from_rfc3339("2026-12-04T00:00:00Z")
+            .unwrap()
+            .to_utc();
         let shown = super::going_live(std::path::Path::new("demo/sheriff.db"), end);
-        let before_date = |line: &str| line.split(" --since ").next().unwrap_or_default().trim().to_string();
+        let before_date = |line: &str| {
+            line.split(" --since ")
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string()
+        };
         let commands: Vec<String> = section
             .lines()
             .map(str::trim)

@@ -33,7 +33,10 @@ pub struct Watched {
 pub fn claims_fix(settings: &crate::config::JiraSettings, issue: &WatchedIssue) -> bool {
     let named = |list: &[String], s: &str| list.iter().any(|x| x.eq_ignore_ascii_case(s));
     if issue.done {
-        return issue.resolution.as_deref().is_some_and(|r| named(&settings.fix_resolutions, r));
+        return issue
+            .resolution
+            .as_deref()
+            .is_some_and(|r| named(&settings.fix_resolutions, r));
     }
     named(&settings.fix_statuses, &issue.status)
 }
@@ -54,10 +57,18 @@ pub async fn watch(store: &Store, settings: &Settings, now: i64) -> Result<Watch
     }
     let client = JiraClient::new(&settings.jira)?;
     let keys: Vec<String> = open.iter().filter_map(|i| i.jira_key.clone()).collect();
-    let issues = client.watch(&keys).await.map_err(|e| anyhow::anyhow!("{}", e.message))?;
-    let mut watched = Watched { issues: issues.len(), ..Watched::default() };
+    let issues = client
+        .watch(&keys)
+        .await
+        .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let mut watched = Watched {
+        issues: issues.len(),
+        ..Watched::default()
+    };
     for i in &open {
-        let Some(issue) = issues.iter().find(|x| Some(&x.key) == i.jira_key.as_ref()) else { continue };
+        let Some(issue) = issues.iter().find(|x| Some(&x.key) == i.jira_key.as_ref()) else {
+            continue;
+        };
         let claim = if claims_fix(&settings.jira, issue) {
             Some(claim_of(store, settings, &client, i, issue, now).await?)
         } else {
@@ -84,10 +95,19 @@ pub async fn watch(store: &Store, settings: &Settings, now: i64) -> Result<Watch
             }
             None => {
                 watched.withdrawn += 1;
-                ("fix_withdrawn", format!("{} moved to {}: no fix claimed any more", issue.key, issue.status))
+                (
+                    "fix_withdrawn",
+                    format!(
+                        "{} moved to {}: no fix claimed any more",
+                        issue.key, issue.status
+                    ),
+                )
             }
         };
-        store.incidents().record_fix(i.id, claim.as_ref(), now, event).await?;
+        store
+            .incidents()
+            .record_fix(i.id, claim.as_ref(), now, event)
+            .await?;
     }
     Ok(watched)
 }
@@ -96,8 +116,10 @@ pub async fn watch(store: &Store, settings: &Settings, now: i64) -> Result<Watch
 /// changes stay the same, else asked of GitHub; not merged yet, or GitHub silent, leaves the
 /// claim pending (a later cycle asks again).
 async fn merge_point(settings: &Settings, i: &Incident, outside: &[String], claim: &mut FixClaim) {
-    if let Some(old) =
-        i.fix.as_ref().filter(|o| o.pull_requests == claim.pull_requests && o.merged_at.is_some())
+    if let Some(old) = i
+        .fix
+        .as_ref()
+        .filter(|o| o.pull_requests == claim.pull_requests && o.merged_at.is_some())
     {
         claim.merged_at = old.merged_at;
         return;
@@ -108,7 +130,8 @@ async fn merge_point(settings: &Settings, i: &Incident, outside: &[String], clai
         Err(e) => {
             tracing::warn!(key = %claim.key, "when the fix merged is not known yet: {e:#}");
             claim.pending = Some(
-                "GitHub did not answer; when the fix merged outside the payload is not known yet".into(),
+                "GitHub did not answer; when the fix merged outside the payload is not known yet"
+                    .into(),
             );
         }
     }
@@ -131,8 +154,10 @@ async fn claim_of(
     }
     pulls.sort();
     pulls.dedup();
-    let claimed_at =
-        i.fix.as_ref().map_or_else(|| issue.status_since.unwrap_or(now).min(now), |c| c.claimed_at);
+    let claimed_at = i.fix.as_ref().map_or_else(
+        || issue.status_since.unwrap_or(now).min(now),
+        |c| c.claimed_at,
+    );
     let mut claim = FixClaim {
         key: issue.key.clone(),
         status: issue.status.clone(),
@@ -160,8 +185,10 @@ async fn claim_of(
         return Ok(claim);
     }
     // A payload found once stays the fix payload while the pull requests stay the same.
-    if let Some(old) =
-        i.fix.as_ref().filter(|o| o.pull_requests == claim.pull_requests && o.payload.is_some())
+    if let Some(old) = i
+        .fix
+        .as_ref()
+        .filter(|o| o.pull_requests == claim.pull_requests && o.payload.is_some())
     {
         claim.payload.clone_from(&old.payload);
         claim.payload_at = old.payload_at;
@@ -178,8 +205,9 @@ async fn claim_of(
         Ok(FixPayload::NotYet(why)) => claim.pending = claim.pending.take().or(Some(why)),
         Err(e) => {
             tracing::warn!(key = %issue.key, "fix payload not known yet: {e:#}");
-            claim.pending =
-                Some("the release controller did not answer; the fix payload is not known yet".into());
+            claim.pending = Some(
+                "the release controller did not answer; the fix payload is not known yet".into(),
+            );
         }
     }
     Ok(claim)

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 /// A client builder with sheriff's user agent and a whole-request timeout.
 pub fn client_builder(timeout: Duration) -> reqwest::ClientBuilder {
-    reqwest::Client::builder().timeout(timeout).user_agent(concat!("sheriff/", env!("CARGO_PKG_VERSION")))
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .user_agent(concat!("sheriff/", env!("CARGO_PKG_VERSION")))
 }
 
 /// A response body, refused once it grows past `max` bytes (the limit named by `setting`).
@@ -63,7 +65,10 @@ pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
 /// The token of an `Authorization: Bearer …` value; the scheme in any case, as RFC 9110 has it.
 pub(crate) fn bearer_token(value: &str) -> Option<&str> {
     let (scheme, token) = value.trim().split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim()).filter(|t| !t.is_empty())
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
 }
 
 #[cfg(test)]

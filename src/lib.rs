@@ -105,7 +105,9 @@ pub fn init_crypto() {
 /// now (its run-time `CARGO_MANIFEST_DIR`), not the one a cached test binary was built in.
 #[cfg(test)]
 pub(crate) fn test_fixture(name: &str) -> std::path::PathBuf {
-    let root = std::env::var_os("CARGO_MANIFEST_DIR")
-        .map_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")), std::path::PathBuf::from);
+    let root = std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+        std::path::PathBuf::from,
+    );
     root.join("tests/fixtures").join(name)
 }

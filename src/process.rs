@@ -6,7 +6,11 @@ pub fn hostname() -> String {
     std::env::var("HOSTNAME")
         .ok()
         .filter(|h| !h.is_empty())
-        .or_else(|| std::fs::read_to_string("/etc/hostname").ok().map(|s| s.trim().to_string()))
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|s| s.trim().to_string())
+        })
         .unwrap_or_else(|| "sheriff".into())
 }
 
@@ -63,7 +67,9 @@ pub(crate) fn in_background<T: Send>(work: impl FnOnce() -> T + Send) -> T {
                 lower_thread_priority();
                 work()
             });
-            worker.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            worker
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         })
     };
     let flavor = tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor());
@@ -86,9 +92,13 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn background_work_runs_nicer_than_its_caller() {
-        let niceness = || rustix::process::getpriority_process(Some(rustix::thread::gettid())).unwrap();
+        let niceness =
+            || rustix::process::getpriority_process(Some(rustix::thread::gettid())).unwrap();
         let mine = niceness();
-        assert_eq!(in_background(niceness), (mine + BACKGROUND_NICENESS).min(19));
+        assert_eq!(
+            in_background(niceness),
+            (mine + BACKGROUND_NICENESS).min(19)
+        );
         assert_eq!(niceness(), mine, "the caller's own priority is left alone");
     }
 

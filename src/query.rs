@@ -9,7 +9,9 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::config::EvaluateSettings;
-use crate::model::{DAY, GroupKey, Histogram, Percentile, glob_match, percentiles_of, secs, secs_or_dash};
+use crate::model::{
+    DAY, GroupKey, Histogram, Percentile, glob_match, percentiles_of, secs, secs_or_dash,
+};
 use crate::render::sparkline;
 use crate::store::Store;
 use crate::warm::Queries;
@@ -68,11 +70,14 @@ pub async fn answer(
     let today = now.div_euclid(DAY) + 1;
     let window = q.window_days;
     let first = today - (WEEKS * 7).max(window + i64::from(settings.baseline_days));
-    let days = kept.daily_histograms_at(store, catalog.version, &q.backend, &variants, first..today).await?;
+    let days = kept
+        .daily_histograms_at(store, catalog.version, &q.backend, &variants, first..today)
+        .await?;
     // Each span's days summed in one counting pass (a question sums 11 spans of up to 8 weeks).
     let mut scratch = Vec::new();
-    let mut merge =
-        |range: std::ops::Range<i64>| Histogram::sum_of(days.range(range).map(|(_, d)| d), &mut scratch);
+    let mut merge = |range: std::ops::Range<i64>| {
+        Histogram::sum_of(days.range(range).map(|(_, d)| d), &mut scratch)
+    };
     let current = merge(today - window..today);
     let base = merge(today - window - i64::from(settings.baseline_days)..today - window);
     let pct = |h: &Histogram| Percentile::ALL.into_iter().zip(percentiles_of(h)).collect();
@@ -83,7 +88,8 @@ pub async fn answer(
     let thresholds = Percentile::ALL
         .iter()
         .filter_map(|p| {
-            crate::evaluate::thresholds::configured(&settings.limits, &key, *p).map(|t| (*p, t.seconds))
+            crate::evaluate::thresholds::configured(&settings.limits, &key, *p)
+                .map(|t| (*p, t.seconds))
         })
         .collect();
     // P50 and P95 of each week, oldest first, from one sum per week.
@@ -91,8 +97,8 @@ pub async fn answer(
         .rev()
         .map(|w| {
             let end = today - w * 7;
-            let [p50, p95] =
-                merge(end - 7..end).percentiles([Percentile::P50, Percentile::P95].map(Percentile::fraction));
+            let [p50, p95] = merge(end - 7..end)
+                .percentiles([Percentile::P50, Percentile::P95].map(Percentile::fraction));
             (p50, p95)
         })
         .unzip();
@@ -101,10 +107,18 @@ pub async fn answer(
     let known_backend =
         names.binary_search(&q.backend).is_ok() || names.iter().any(|n| glob_match(&q.backend, n));
     Ok(QueryAnswer {
-        similar: if known_backend { Vec::new() } else { similar(&q.backend, names) },
+        similar: if known_backend {
+            Vec::new()
+        } else {
+            similar(&q.backend, names)
+        },
         known_backend,
         backend: q.backend.clone(),
-        filters: q.filters.iter().map(|(d, v)| (d.as_str().to_string(), v.clone())).collect(),
+        filters: q
+            .filters
+            .iter()
+            .map(|(d, v)| (d.as_str().to_string(), v.clone()))
+            .collect(),
         window_days: window,
         variants: variants.len(),
         runs: current.count(),
@@ -126,8 +140,16 @@ fn similar(asked: &str, names: &[String]) -> Vec<String> {
         .iter()
         .filter_map(|n| {
             let lower = n.to_lowercase();
-            let prefix = lower.chars().zip(asked.chars()).take_while(|(a, b)| a == b).count();
-            let score = if lower.contains(&asked) && asked.len() >= 3 { asked.len() + 100 } else { prefix };
+            let prefix = lower
+                .chars()
+                .zip(asked.chars())
+                .take_while(|(a, b)| a == b)
+                .count();
+            let score = if lower.contains(&asked) && asked.len() >= 3 {
+                asked.len() + 100
+            } else {
+                prefix
+            };
             (score >= 4).then_some((score, n))
         })
         .collect();
@@ -145,7 +167,10 @@ pub fn render(a: &QueryAnswer) -> (String, String) {
             format!("; did you mean {}?", a.similar.join(", "))
         };
         return (
-            format!("unknown backend `{}`: no stored run has recorded it{hint}", a.backend),
+            format!(
+                "unknown backend `{}`: no stored run has recorded it{hint}",
+                a.backend
+            ),
             String::new(),
         );
     }
@@ -153,11 +178,19 @@ pub fn render(a: &QueryAnswer) -> (String, String) {
     let title = format!(
         "{} {} — last {} days: {} runs ({} disrupted){}",
         a.backend,
-        if filters.is_empty() { "(every variant)".to_string() } else { filters.join(" ") },
+        if filters.is_empty() {
+            "(every variant)".to_string()
+        } else {
+            filters.join(" ")
+        },
         a.window_days,
         a.runs,
         a.disrupted_runs,
-        if a.variants == 0 { " — no variant matches these filters".to_string() } else { String::new() }
+        if a.variants == 0 {
+            " — no variant matches these filters".to_string()
+        } else {
+            String::new()
+        }
     );
     let mut table = String::from("      now      reference  before (raw)\n");
     for p in Percentile::ALL {
@@ -170,7 +203,11 @@ pub fn render(a: &QueryAnswer) -> (String, String) {
             secs_or_dash(a.baseline[&p])
         );
     }
-    let _ = writeln!(table, "before: {} runs, known episodes included (raw)", a.baseline_runs);
+    let _ = writeln!(
+        table,
+        "before: {} runs, known episodes included (raw)",
+        a.baseline_runs
+    );
     let _ = writeln!(table, "P50 by week: {}", sparkline(&a.weekly_p50));
     let _ = write!(table, "P95 by week: {}", sparkline(&a.weekly_p95));
     (title, table)
@@ -192,10 +229,16 @@ mod tests {
         .to_vec();
         assert_eq!(
             similar("image-registry-new-connection", &names),
-            ["image-registry-new-connections", "image-registry-reused-connections"]
+            [
+                "image-registry-new-connections",
+                "image-registry-reused-connections"
+            ]
         );
         assert_eq!(similar("Kube-API", &names), ["kube-api-new-connections"]);
-        assert_eq!(similar("console", &names), ["ingress-to-console-new-connections"]);
+        assert_eq!(
+            similar("console", &names),
+            ["ingress-to-console-new-connections"]
+        );
         assert!(similar("*", &names).is_empty());
         assert!(similar("zzz", &names).is_empty());
     }

@@ -24,7 +24,10 @@ pub fn is_hostile_char(c: char) -> bool {
         || ('\u{2066}'..='\u{2069}').contains(&c)
         || ('\u{200b}'..='\u{200f}').contains(&c)
         || ('\u{2060}'..='\u{2064}').contains(&c)
-        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{00a0}' | '\u{00ad}' | '\u{feff}')
+        || matches!(
+            c,
+            '\u{2028}' | '\u{2029}' | '\u{00a0}' | '\u{00ad}' | '\u{feff}'
+        )
 }
 
 /// Artifact text made plain: each [hostile character](is_hostile_char) becomes a space, so a
@@ -34,7 +37,9 @@ pub fn plain_text(s: String) -> String {
     if !s.chars().any(is_hostile_char) {
         return s;
     }
-    s.chars().map(|c| if is_hostile_char(c) { ' ' } else { c }).collect()
+    s.chars()
+        .map(|c| if is_hostile_char(c) { ' ' } else { c })
+        .collect()
 }
 
 /// A URL that may become a link in any output: `http://` or `https://` with a host, and no
@@ -44,11 +49,13 @@ pub fn plain_text(s: String) -> String {
 pub fn web_link(url: &str) -> Option<&str> {
     let rest = ["https://", "http://"].iter().find_map(|scheme| {
         let head = url.get(..scheme.len())?;
-        head.eq_ignore_ascii_case(scheme).then(|| &url[scheme.len()..])
+        head.eq_ignore_ascii_case(scheme)
+            .then(|| &url[scheme.len()..])
     })?;
     let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let odd =
-        |c: char| c.is_whitespace() || is_hostile_char(c) || matches!(c, '"' | '\'' | '<' | '>' | '\\' | '`');
+    let odd = |c: char| {
+        c.is_whitespace() || is_hostile_char(c) || matches!(c, '"' | '\'' | '<' | '>' | '\\' | '`')
+    };
     (!host.is_empty() && !url.chars().any(odd)).then_some(url)
 }
 
@@ -56,7 +63,9 @@ pub fn web_link(url: &str) -> Option<&str> {
 /// `<url|text>`, Jira wiki's `[text|url]`): those characters percent-encoded, which a browser
 /// reads as the same address.
 pub fn link_target(url: &str) -> String {
-    url.replace('|', "%7C").replace('[', "%5B").replace(']', "%5D")
+    url.replace('|', "%7C")
+        .replace('[', "%5B")
+        .replace(']', "%5D")
 }
 
 /// `2026-11-29 06:00 UTC` for Unix seconds (the number itself when out of range).
@@ -73,7 +82,11 @@ pub const SUSPECTS_SHOWN: usize = 3;
 /// payload `openshift-metal3/dev-scripts@1a2b3c4 Use RWX storage… (outside the payload: …)` (no
 /// link: each output adds its own).
 pub fn suspect(s: &crate::model::SuspectChange) -> String {
-    let star = if s.component_match { " (component's repository)" } else { "" };
+    let star = if s.component_match {
+        " (component's repository)"
+    } else {
+        ""
+    };
     let why = if s.commit.is_some() && !s.why.is_empty() {
         format!(" (outside the payload: {})", truncate(&s.why, 160))
     } else {
@@ -83,7 +96,8 @@ pub fn suspect(s: &crate::model::SuspectChange) -> String {
 }
 
 /// Why the commits outside the payload are missing from a report's suspects, when they are.
-pub const OUTSIDE_PENDING: &str = "commits outside the payload: not read yet (GitHub did not answer)";
+pub const OUTSIDE_PENDING: &str =
+    "commits outside the payload: not read yet (GitHub did not answer)";
 
 pub fn onset(o: &crate::model::Onset) -> String {
     let day = |t: chrono::DateTime<chrono::Utc>| t.format("%b %-d").to_string();
@@ -133,7 +147,11 @@ pub struct PercentileRow {
 /// The level a report's judged percentile had to exceed (reports kept from before carry none:
 /// their comparison level).
 pub fn allowed(r: &RegressionReport) -> f64 {
-    if r.allowed_seconds > 0.0 { r.allowed_seconds } else { r.threshold_seconds }
+    if r.allowed_seconds > 0.0 {
+        r.allowed_seconds
+    } else {
+        r.threshold_seconds
+    }
 }
 
 /// `was 0s, allowed 5s`: the judged percentile's reference level and the bar it crossed.
@@ -152,7 +170,11 @@ pub fn percentile_table(r: &RegressionReport) -> Vec<PercentileRow> {
         .map(|(p, pair)| PercentileRow {
             percentile: p.to_string(),
             now: secs_or_dash(pair.now),
-            allowed: if *p == r.percentile { secs(allowed(r)) } else { "-".into() },
+            allowed: if *p == r.percentile {
+                secs(allowed(r))
+            } else {
+                "-".into()
+            },
             reference: secs_or_dash(pair.baseline),
         })
         .collect();
@@ -190,9 +212,11 @@ mod tests {
 
     #[test]
     fn only_plain_http_and_https_urls_become_links() {
-        for good in
-            ["https://prow.ci.openshift.org/view/gs/b/1", "HTTP://x.example/a?b=c#d", "https://h/a|b]c"]
-        {
+        for good in [
+            "https://prow.ci.openshift.org/view/gs/b/1",
+            "HTTP://x.example/a?b=c#d",
+            "https://h/a|b]c",
+        ] {
             assert_eq!(web_link(good), Some(good), "{good}");
         }
         for bad in [
@@ -231,7 +255,10 @@ mod tests {
         r.allowed_seconds = 9.0;
         let rows = percentile_table(&r);
         assert_eq!(rows.len(), 4);
-        assert_eq!((rows[0].percentile.as_str(), rows[0].allowed.as_str()), ("P50", "9s"));
+        assert_eq!(
+            (rows[0].percentile.as_str(), rows[0].allowed.as_str()),
+            ("P50", "9s")
+        );
         assert_eq!(rows[2].allowed, "-");
         assert!(percentile_text(&r).starts_with("      now"));
         assert_eq!(time(0), "1970-01-01 00:00 UTC");
@@ -241,9 +268,15 @@ mod tests {
     fn an_onset_reads_as_a_day_and_an_interval() {
         let at = 1_754_316_000; // 2025-08-04 14:00 UTC
         let o = crate::model::Onset::from_secs(at, at - 8 * 3600, at + 6 * 3600).unwrap();
-        assert_eq!(onset(&o), "since Aug 4 14:00 UTC, between Aug 4 06:00 and 20:00");
+        assert_eq!(
+            onset(&o),
+            "since Aug 4 14:00 UTC, between Aug 4 06:00 and 20:00"
+        );
         let mut o = crate::model::Onset::from_secs(at, at - 8 * 3600, at + 16 * 3600).unwrap();
-        assert_eq!(onset(&o), "since Aug 4 14:00 UTC, between Aug 4 06:00 and Aug 5 06:00");
+        assert_eq!(
+            onset(&o),
+            "since Aug 4 14:00 UTC, between Aug 4 06:00 and Aug 5 06:00"
+        );
         o.last_good_payload = Some("4.14.0-0.nightly-2025-08-04-040000".into());
         o.first_bad_payload = Some("4.14.0-0.nightly-2025-08-04-120000".into());
         assert_eq!(
@@ -271,6 +304,9 @@ mod tests {
              (outside the payload: it reaches only metal's clusters)"
         );
         (c.commit, c.number, c.why) = (None, 12, String::new());
-        assert_eq!(suspect(&c), "openshift-metal3/dev-scripts#12 Run the registry with one replica");
+        assert_eq!(
+            suspect(&c),
+            "openshift-metal3/dev-scripts#12 Run the registry with one replica"
+        );
     }
 }

@@ -36,15 +36,23 @@ pub async fn claim_sqlite(store: &Store, id: &str) -> Result<()> {
         return Ok(());
     }
     let now = Utc::now().timestamp();
-    if store.leases().take(SQLITE_LEASE, id, now, SQLITE_LEASE_SECS).await? {
+    if store
+        .leases()
+        .take(SQLITE_LEASE, id, now, SQLITE_LEASE_SECS)
+        .await?
+    {
         return Ok(());
     }
     let Some((holder, expires_at)) = store.leases().holder(SQLITE_LEASE).await? else {
         bail!("cannot take the SQLite replica lease, and no one holds it; try again");
     };
-    let gone = crate::process::local_replica_pid(&holder).filter(|pid| !crate::process::is_running(*pid));
+    let gone =
+        crate::process::local_replica_pid(&holder).filter(|pid| !crate::process::is_running(*pid));
     if let Some(pid) = gone
-        && store.leases().take_over(SQLITE_LEASE, &holder, id, now, SQLITE_LEASE_SECS).await?
+        && store
+            .leases()
+            .take_over(SQLITE_LEASE, &holder, id, now, SQLITE_LEASE_SECS)
+            .await?
     {
         tracing::warn!(holder = %holder, "took the SQLite replica lease over from process {pid} of this host, which is gone");
         return Ok(());
@@ -101,7 +109,10 @@ pub struct Planned {
 
 /// Every job `serve` schedules with its cron expression and its first tick after `now`:
 /// evaluation, each ingest, pruning.
-pub fn plan(settings: &Settings, now: chrono::DateTime<Utc>) -> Result<Vec<Planned>, crate::cron::CronError> {
+pub fn plan(
+    settings: &Settings,
+    now: chrono::DateTime<Utc>,
+) -> Result<Vec<Planned>, crate::cron::CronError> {
     let zone = &settings.schedule.timezone;
     let planned = |job: &str, cron: &str| -> Result<Planned, crate::cron::CronError> {
         let schedule = Schedule::parse(cron, zone)?;
@@ -124,7 +135,12 @@ pub fn plan(settings: &Settings, now: chrono::DateTime<Utc>) -> Result<Vec<Plann
 const START_LEASE_SECS: i64 = 300;
 
 impl Scheduler {
-    pub fn new(store: Arc<Store>, warm: Arc<Warm>, settings: Arc<Settings>, id: String) -> Result<Scheduler> {
+    pub fn new(
+        store: Arc<Store>,
+        warm: Arc<Warm>,
+        settings: Arc<Settings>,
+        id: String,
+    ) -> Result<Scheduler> {
         let zone = &settings.schedule.timezone;
         let evaluate = Schedule::parse(&settings.schedule.evaluate, zone)?;
         let mut ingests = Vec::new();
@@ -137,8 +153,19 @@ impl Scheduler {
             });
         }
         let prune = Schedule::parse(&settings.retention.schedule, zone)?;
-        let shared = Shared { store, warm, settings, id };
-        Ok(Scheduler { shared, evaluate, prune, ingests, cycle_at_start: false })
+        let shared = Shared {
+            store,
+            warm,
+            settings,
+            id,
+        };
+        Ok(Scheduler {
+            shared,
+            evaluate,
+            prune,
+            ingests,
+            cycle_at_start: false,
+        })
     }
 
     /// Runs an evaluation cycle as soon as it starts, besides its schedule.
@@ -156,38 +183,88 @@ impl Scheduler {
     pub async fn run(self, shutdown: watch::Receiver<bool>) {
         let mut tasks = tokio::task::JoinSet::new();
         if self.cycle_at_start {
-            let (Shared { store, warm, settings, id }, shutdown) = (self.shared.clone(), shutdown.clone());
-            tasks.spawn(async move { cycle_at_start(&store, &warm, &settings, &id, shutdown).await });
+            let (
+                Shared {
+                    store,
+                    warm,
+                    settings,
+                    id,
+                },
+                shutdown,
+            ) = (self.shared.clone(), shutdown.clone());
+            tasks.spawn(
+                async move { cycle_at_start(&store, &warm, &settings, &id, shutdown).await },
+            );
         }
         {
-            let (Shared { store, warm, settings, id }, shutdown) = (self.shared.clone(), shutdown.clone());
+            let (
+                Shared {
+                    store,
+                    warm,
+                    settings,
+                    id,
+                },
+                shutdown,
+            ) = (self.shared.clone(), shutdown.clone());
             let evaluate = self.evaluate;
             tasks.spawn(async move {
                 on_schedule(&evaluate, "evaluate", &store, &id, shutdown, || async {
-                    let options = crate::cycle::CycleOptions { at: Utc::now(), dry_run: false };
-                    crate::cycle::run_cycle(&store, &warm, &settings, options).await.map(|_| ())
+                    let options = crate::cycle::CycleOptions {
+                        at: Utc::now(),
+                        dry_run: false,
+                    };
+                    crate::cycle::run_cycle(&store, &warm, &settings, options)
+                        .await
+                        .map(|_| ())
                 })
                 .await;
             });
         }
         {
-            let (Shared { store, settings, id, .. }, shutdown) = (self.shared.clone(), shutdown.clone());
+            let (
+                Shared {
+                    store,
+                    settings,
+                    id,
+                    ..
+                },
+                shutdown,
+            ) = (self.shared.clone(), shutdown.clone());
             let prune = self.prune;
             tasks.spawn(async move {
                 on_schedule(&prune, "prune", &store, &id, shutdown, || async {
-                    Box::pin(self::prune(&store, &settings, Utc::now().timestamp(), false)).await.map(|_| ())
+                    Box::pin(self::prune(
+                        &store,
+                        &settings,
+                        Utc::now().timestamp(),
+                        false,
+                    ))
+                    .await
+                    .map(|_| ())
                 })
                 .await;
             });
         }
         for job in self.ingests {
-            let (Shared { store, settings, id, .. }, shutdown) = (self.shared.clone(), shutdown.clone());
+            let (
+                Shared {
+                    store,
+                    settings,
+                    id,
+                    ..
+                },
+                shutdown,
+            ) = (self.shared.clone(), shutdown.clone());
             tasks.spawn(async move {
                 on_schedule(&job.schedule, &job.name, &store, &id, shutdown, || async {
                     let since = Utc::now() - chrono::Duration::days(i64::from(job.since_days));
-                    let options = IngestOptions { since: Some(since), ..Default::default() };
+                    let options = IngestOptions {
+                        since: Some(since),
+                        ..Default::default()
+                    };
                     let summary =
-                        crate::ingest::ingest(&store, &settings.ingest, &job.source, &options).await?;
+                        crate::ingest::ingest(&store, &settings.ingest, &job.source, &options)
+                            .await?;
                     summary.count("schedule");
                     // runs sheriff could not store make the job a failure, as they make
                     // `sheriff ingest` exit 2; the next tick stores them
@@ -221,10 +298,16 @@ async fn cycle_at_start(
     mut shutdown: watch::Receiver<bool>,
 ) {
     let now = Utc::now();
-    match store.leases().take("start-cycle", id, now.timestamp(), START_LEASE_SECS).await {
+    match store
+        .leases()
+        .take("start-cycle", id, now.timestamp(), START_LEASE_SECS)
+        .await
+    {
         Ok(true) => {}
         Ok(false) => {
-            tracing::info!("no cycle at start: another replica started one in the last {START_LEASE_SECS} s");
+            tracing::info!(
+                "no cycle at start: another replica started one in the last {START_LEASE_SECS} s"
+            );
             return;
         }
         Err(e) => {
@@ -234,24 +317,30 @@ async fn cycle_at_start(
     }
     tracing::info!("running a first cycle at start (--cycle-now)");
     let started = std::time::Instant::now();
-    let options = crate::cycle::CycleOptions { at: now, dry_run: false };
-    let outcome =
-        match finish_or_abandon(crate::cycle::run_cycle(store, warm, settings, options), &mut shutdown).await
-        {
-            Some(Ok(report)) => {
-                tracing::info!(
-                    regressions = report.regressions.len(),
-                    seconds = started.elapsed().as_secs_f64(),
-                    "the cycle at start finished"
-                );
-                "ok"
-            }
-            Some(Err(e)) => {
-                tracing::error!(job = "evaluate", "the cycle at start failed: {e:#}");
-                "failed"
-            }
-            None => "abandoned",
-        };
+    let options = crate::cycle::CycleOptions {
+        at: now,
+        dry_run: false,
+    };
+    let outcome = match finish_or_abandon(
+        crate::cycle::run_cycle(store, warm, settings, options),
+        &mut shutdown,
+    )
+    .await
+    {
+        Some(Ok(report)) => {
+            tracing::info!(
+                regressions = report.regressions.len(),
+                seconds = started.elapsed().as_secs_f64(),
+                "the cycle at start finished"
+            );
+            "ok"
+        }
+        Some(Err(e)) => {
+            tracing::error!(job = "evaluate", "the cycle at start failed: {e:#}");
+            "failed"
+        }
+        None => "abandoned",
+    };
     metrics::counter!("sheriff_jobs_total", "job" => "evaluate", "outcome" => outcome).increment(1);
 }
 
@@ -263,8 +352,10 @@ async fn keep_sqlite_lease(store: Arc<Store>, id: String, mut shutdown: watch::R
             () = stopping(&mut shutdown) => break,
             _ = tokio::time::sleep(Duration::from_secs(10)) => {}
         }
-        if let Err(e) =
-            store.leases().take(SQLITE_LEASE, &id, Utc::now().timestamp(), SQLITE_LEASE_SECS).await
+        if let Err(e) = store
+            .leases()
+            .take(SQLITE_LEASE, &id, Utc::now().timestamp(), SQLITE_LEASE_SECS)
+            .await
         {
             tracing::warn!("cannot renew the SQLite replica lease: {e:#}");
         }
@@ -284,7 +375,10 @@ async fn record_unrecorded_cycles(store: Arc<Store>, mut shutdown: watch::Receiv
         match store.evaluations().record_unrecorded_cycles().await {
             Ok(0) => {}
             Ok(n) => {
-                tracing::info!(cycles = n, "recorded the cycles that failed while the database was down")
+                tracing::info!(
+                    cycles = n,
+                    "recorded the cycles that failed while the database was down"
+                )
             }
             Err(e) => tracing::debug!("cannot record the cycles that failed yet: {e:#}"),
         }
@@ -313,7 +407,9 @@ async fn on_schedule<F, Fut>(
     Fut: std::future::Future<Output = Result<()>>,
 {
     loop {
-        let Some(next) = schedule.next_after(Utc::now()) else { return };
+        let Some(next) = schedule.next_after(Utc::now()) else {
+            return;
+        };
         let wait = (next - Utc::now()).to_std().unwrap_or_default();
         tokio::select! {
             biased;
@@ -321,7 +417,11 @@ async fn on_schedule<F, Fut>(
             _ = tokio::time::sleep(wait) => {}
         }
         let lease = format!("{name}@{}", next.timestamp());
-        match store.leases().take(&lease, id, Utc::now().timestamp(), TICK_LEASE_SECS).await {
+        match store
+            .leases()
+            .take(&lease, id, Utc::now().timestamp(), TICK_LEASE_SECS)
+            .await
+        {
             Ok(true) => {}
             Ok(false) => {
                 tracing::debug!(job = name, tick = %next, "another replica has this tick");
@@ -331,17 +431,20 @@ async fn on_schedule<F, Fut>(
                 // the tick is skipped: counted, logged, and for a cycle recorded as failed once
                 // the database takes writes again
                 tracing::error!(job = name, tick = %next, "tick skipped: cannot take its lease: {e:#}");
-                metrics::counter!("sheriff_ticks_skipped_total", "job" => job_kind(name)).increment(1);
+                metrics::counter!("sheriff_ticks_skipped_total", "job" => job_kind(name))
+                    .increment(1);
                 if job_kind(name) == "evaluate" {
                     let now = Utc::now().timestamp();
-                    store.evaluations().keep_unrecorded_cycle(crate::store::evaluations::CycleRecord {
-                        started_at: now,
-                        finished_at: now,
-                        evaluated_at: next.timestamp(),
-                        outcome: "failed".into(),
-                        error: format!("tick skipped: cannot take its lease: {e:#}"),
-                        ..Default::default()
-                    });
+                    store.evaluations().keep_unrecorded_cycle(
+                        crate::store::evaluations::CycleRecord {
+                            started_at: now,
+                            finished_at: now,
+                            evaluated_at: next.timestamp(),
+                            outcome: "failed".into(),
+                            error: format!("tick skipped: cannot take its lease: {e:#}"),
+                            ..Default::default()
+                        },
+                    );
                 }
                 continue;
             }
@@ -400,34 +503,56 @@ mod tests {
     #[test]
     fn the_plan_names_every_job_with_its_next_tick_from_a_fixed_instant() {
         let mut settings = Settings::default();
-        settings.schedule.ingest.push(crate::config::IngestSchedule {
-            source: "gs://test-platform-results/logs".into(),
-            // every hour at minute 20
-            cron: "20 * * * *".into(),
-            since_days: 2,
-        });
+        settings
+            .schedule
+            .ingest
+            .push(crate::config::IngestSchedule {
+                source: "gs://test-platform-results/logs".into(),
+                // every hour at minute 20
+                cron: "20 * * * *".into(),
+                since_days: 2,
+            });
         let now = Utc.with_ymd_and_hms(2026, 12, 3, 16, 40, 5).unwrap();
         let plan = plan(&settings, now).unwrap();
-        let ticks: Vec<(&str, &str, Option<String>)> =
-            plan.iter().map(|p| (p.job.as_str(), p.cron.as_str(), p.next.map(|t| t.to_rfc3339()))).collect();
+        let ticks: Vec<(&str, &str, Option<String>)> = plan
+            .iter()
+            .map(|p| {
+                (
+                    p.job.as_str(),
+                    p.cron.as_str(),
+                    p.next.map(|t| t.to_rfc3339()),
+                )
+            })
+            .collect();
         assert_eq!(
             ticks,
             [
                 // the default: every 6 hours on the hour
-                ("evaluate", "0 */6 * * *", Some("2026-12-03T18:00:00+00:00".to_string())),
+                (
+                    "evaluate",
+                    "0 */6 * * *",
+                    Some("2026-12-03T18:00:00+00:00".to_string())
+                ),
                 (
                     "ingest:gs://test-platform-results/logs",
                     "20 * * * *",
                     Some("2026-12-03T17:20:00+00:00".into())
                 ),
                 // daily at 03:30
-                ("prune", "30 3 * * *", Some("2026-12-04T03:30:00+00:00".into())),
+                (
+                    "prune",
+                    "30 3 * * *",
+                    Some("2026-12-04T03:30:00+00:00".into())
+                ),
             ]
         );
         assert!(plan[0].in_words.contains('6'), "{}", plan[0].in_words);
         settings.schedule.timezone = "Europe/Berlin".into();
         let berlin = super::plan(&settings, now).unwrap();
         // 18:00 in Berlin is 17:00 UTC
-        assert_eq!(berlin[0].next.unwrap().to_rfc3339(), "2026-12-03T17:00:00+00:00");
+        assert_eq!(
+            berlin[0].next.unwrap().to_rfc3339(),
+            "2026-12-03T17:00:00+00:00"
+        );
     }
 }

@@ -44,7 +44,9 @@ pub async fn daily(
 ) -> Result<Series> {
     let today = now.div_euclid(DAY) + 1;
     let first = today - days.max(1);
-    let stored = kept.daily_histograms(store, backend, variants, first..today).await?;
+    let stored = kept
+        .daily_histograms(store, backend, variants, first..today)
+        .await?;
     let empty = Histogram::new();
     let points = (first..today)
         .map(|d| {

@@ -82,6 +82,8 @@ mod tests {
         assert_eq!(finish_or_abandon(endless, &mut shutdown).await, None);
         assert_eq!(started.elapsed(), SHUTDOWN_GRACE);
         // and `stopping` answers at once once a stop was asked for
-        tokio::time::timeout(Duration::from_millis(1), stopping(&mut shutdown)).await.unwrap();
+        tokio::time::timeout(Duration::from_millis(1), stopping(&mut shutdown))
+            .await
+            .unwrap();
     }
 }

@@ -22,9 +22,11 @@ pub fn init(settings: &LogSettings) {
     // gets plain text.
     let colour = std::io::stderr().is_terminal();
     let _ = match settings.format {
-        LogFormat::Text => {
-            builder.with_writer(|| OneLine(std::io::stderr())).with_ansi(colour).with_target(false).try_init()
-        }
+        LogFormat::Text => builder
+            .with_writer(|| OneLine(std::io::stderr()))
+            .with_ansi(colour)
+            .with_target(false)
+            .try_init(),
         LogFormat::Json => {
             let json = builder.with_writer(std::io::stderr).with_ansi(false).json();
             json.flatten_event(true).with_current_span(true).try_init()
@@ -36,7 +38,10 @@ pub fn init(settings: &LogSettings) {
 /// the formatter's own colours on a terminal, which can change no more than colour.
 fn colour_len(s: &str) -> Option<usize> {
     let rest = s.strip_prefix("\u{1b}[")?;
-    let digits = rest.bytes().take_while(|b| b.is_ascii_digit() || *b == b';').count();
+    let digits = rest
+        .bytes()
+        .take_while(|b| b.is_ascii_digit() || *b == b';')
+        .count();
     (rest.as_bytes().get(digits) == Some(&b'm')).then_some(2 + digits + 1)
 }
 
@@ -88,11 +93,13 @@ impl<W: Write> Write for OneLine<W> {
 mod tests {
     #[test]
     fn an_event_stays_one_line_whatever_it_carries() {
-        let forged =
-            "WARN run not ingested file=backend-disruption_a\n2026-12-01T00:00:00Z  INFO sheriff: FORGED\n";
+        let forged = "WARN run not ingested file=backend-disruption_a\n2026-12-01T00:00:00Z  INFO sheriff: FORGED\n";
         let line = super::one_line(forged);
         assert_eq!(line.matches('\n').count(), 1);
-        assert!(line.ends_with("FORGED\n") && line.contains("_a\\n2026"), "{line}");
+        assert!(
+            line.ends_with("FORGED\n") && line.contains("_a\\n2026"),
+            "{line}"
+        );
         assert_eq!(
             super::one_line("tab\there\u{1b}]0;title\u{7}\u{202e}x\n"),
             "tab\\there\\u{1b}]0;title\\u{7}\\u{202e}x\n"

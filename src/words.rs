@@ -7,7 +7,9 @@
 use crate::incidents::Change;
 use crate::incidents::plan::Resolution;
 use crate::incidents::told::Told;
-use crate::model::{Allowance, FixClaim, FixVerdict, Verification, actor::person, secs, utc_minute};
+use crate::model::{
+    Allowance, FixClaim, FixVerdict, Verification, actor::person, secs, utc_minute,
+};
 
 /// The text of one [`Told`].
 pub fn told(t: &Told<'_>) -> String {
@@ -19,7 +21,11 @@ pub fn told(t: &Told<'_>) -> String {
         Told::Acknowledged { by } => format!("acknowledged by {}", person(by)),
         Told::AskedForJira { by } => format!("{} asked for a Jira issue", person(by)),
         Told::Silenced { silence, id } => {
-            format!("silenced until {} (silence #{id}): {}", utc_minute(silence.expires_at), silence.reason)
+            format!(
+                "silenced until {} (silence #{id}): {}",
+                utc_minute(silence.expires_at),
+                silence.reason
+            )
         }
         Told::Held { silence } => format!("notifications held by silence #{silence}"),
         Told::FiledInJira { key } => format!("filed in Jira as {key}"),
@@ -37,21 +43,38 @@ pub fn told(t: &Told<'_>) -> String {
                 accepted_level(allowance)
             )
         }
-        Told::AcceptedLapsing { allowance: a, incident } => format!(
+        Told::AcceptedLapsing {
+            allowance: a,
+            incident,
+        } => format!(
             "reminder: the {} lapses on {}; to keep it, `sheriff incidents accept {incident} --level \"{}<={}s\" --until …`",
             accepted_level(a),
             utc_minute(a.until.unwrap_or_default()),
             a.percentile,
             a.seconds
         ),
-        Told::AcceptedEnded { allowance, with_resolution } => {
-            let why = if with_resolution { "ended with the incident's resolution" } else { "lapsed" };
+        Told::AcceptedEnded {
+            allowance,
+            with_resolution,
+        } => {
+            let why = if with_resolution {
+                "ended with the incident's resolution"
+            } else {
+                "lapsed"
+            };
             format!("{} {why}", accepted_level(allowance))
         }
-        Told::Label { snapshot: s } => format!("{} {} ({})", s.family, s.release, s.scope.describe()),
-        Told::Headline { snapshot, news } => format!("{} — {news}", told(&Told::Label { snapshot })),
+        Told::Label { snapshot: s } => {
+            format!("{} {} ({})", s.family, s.release, s.scope.describe())
+        }
+        Told::Headline { snapshot, news } => {
+            format!("{} — {news}", told(&Told::Label { snapshot }))
+        }
         Told::NotFiled { cap, labels } => {
-            format!("not filed in Jira this cycle (at most {cap} new issues a cycle): {}", labels.join("; "))
+            format!(
+                "not filed in Jira this cycle (at most {cap} new issues a cycle): {}",
+                labels.join("; ")
+            )
         }
     }
 }
@@ -59,8 +82,15 @@ pub fn told(t: &Told<'_>) -> String {
 /// "accepted level P50 ≤ 25s (until …, set by …: reason)": an incident's accepted level, in its
 /// lines, on the board and on its page.
 pub fn accepted_level(a: &Allowance) -> String {
-    let until = a.until.map_or_else(String::new, |u| format!("until {}, ", utc_minute(u)));
-    format!("accepted level {} ({until}set by {}: {})", a.level(), person(&a.by), a.reason)
+    let until = a
+        .until
+        .map_or_else(String::new, |u| format!("until {}, ", utc_minute(u)));
+    format!(
+        "accepted level {} ({until}set by {}: {})",
+        a.level(),
+        person(&a.by),
+        a.reason
+    )
 }
 
 /// "OCPBUGS-7 moved to ON_QA, 1 pull request, first in payload …": a claimed fix, in the
@@ -101,7 +131,9 @@ fn change(c: &Change) -> String {
             "recovered: no longer observed; no fix was verified (back within its reference)".into()
         }
         Change::Reopened => "regressed again after it was resolved".into(),
-        Change::Stale => "stale: not enough runs this cycle to judge (a data gap is not a fix)".into(),
+        Change::Stale => {
+            "stale: not enough runs this cycle to judge (a data gap is not a fix)".into()
+        }
         Change::Returned => "runs again after a data gap; still regressed".into(),
         Change::NoData { since } => format!(
             "no data since {since}: the scope's runs go on but no longer report this backend; that is not a recovery, so the incident stays open"
@@ -115,11 +147,17 @@ fn change(c: &Change) -> String {
 fn verdict(v: &Verification) -> String {
     let since = match (&v.payload, v.since) {
         (Some(p), Some(t)) if v.by_merge => {
-            format!("since payload {p} and the merge outside the payload ({})", utc_minute(t))
+            format!(
+                "since payload {p} and the merge outside the payload ({})",
+                utc_minute(t)
+            )
         }
         (Some(p), _) => format!("since payload {p}"),
         (None, Some(t)) if v.by_merge => {
-            format!("started after the fix merged outside the payload ({})", utc_minute(t))
+            format!(
+                "started after the fix merged outside the payload ({})",
+                utc_minute(t)
+            )
         }
         (None, Some(t)) => format!("since the fix was claimed ({})", utc_minute(t)),
         (None, None) => String::new(),
@@ -135,12 +173,22 @@ fn verdict(v: &Verification) -> String {
     match v.verdict {
         FixVerdict::Fixed => format!("fix verified for {}: fixed — {level}", v.key),
         FixVerdict::FailedFix => {
-            format!("failed fix for {}: still regressed — {level}; the incident stays open", v.key)
+            format!(
+                "failed fix for {}: still regressed — {level}; the incident stays open",
+                v.key
+            )
         }
         FixVerdict::PartiallyFixed => {
-            let parts: Vec<String> =
-                v.parts.iter().map(|p| format!("{} {}", p.part, p.verdict.as_str())).collect();
-            format!("partially fixed for {}: {} — {level}", v.key, parts.join(", "))
+            let parts: Vec<String> = v
+                .parts
+                .iter()
+                .map(|p| format!("{} {}", p.part, p.verdict.as_str()))
+                .collect();
+            format!(
+                "partially fixed for {}: {} — {level}",
+                v.key,
+                parts.join(", ")
+            )
         }
         FixVerdict::Inconclusive => format!("fix for {} inconclusive so far: {}", v.key, v.reason),
     }
@@ -154,9 +202,13 @@ fn resolution(how: &Resolution) -> String {
         Resolution::ByHand { reason, by } if reason.is_empty() => {
             format!("resolved by hand by {}", person(by))
         }
-        Resolution::ByHand { reason, by } => format!("resolved by hand by {}: {reason}", person(by)),
+        Resolution::ByHand { reason, by } => {
+            format!("resolved by hand by {}: {reason}", person(by))
+        }
         Resolution::NotARegression { reason } => format!("resolved as not a regression: {reason}"),
-        Resolution::Merged { into } => format!("merged into #{into}: the same problem, followed there"),
+        Resolution::Merged { into } => {
+            format!("merged into #{into}: the same problem, followed there")
+        }
     }
 }
 
@@ -172,18 +224,34 @@ mod tests {
             told(&Told::Acknowledged { by: "cli:alice" }),
             format!("acknowledged by {}", person("cli:alice"))
         );
-        assert_eq!(told(&Told::Held { silence: 4 }), "notifications held by silence #4");
+        assert_eq!(
+            told(&Told::Held { silence: 4 }),
+            "notifications held by silence #4"
+        );
         let silence = NewSilence {
-            target: Target { fingerprint: Some("f".into()), backend: None, dimensions: Default::default() },
+            target: Target {
+                fingerprint: Some("f".into()),
+                backend: None,
+                dimensions: Default::default(),
+            },
             expires_at: 0,
             reason: "upgrade window".into(),
             incident: Some(1),
         };
         assert_eq!(
-            told(&Told::Silenced { silence: &silence, id: 7 }),
-            format!("silenced until {} (silence #7): upgrade window", utc_minute(0))
+            told(&Told::Silenced {
+                silence: &silence,
+                id: 7
+            }),
+            format!(
+                "silenced until {} (silence #7): upgrade window",
+                utc_minute(0)
+            )
         );
-        let held = ["scope grew: a → b".to_string(), "severity changed: x → y".to_string()];
+        let held = [
+            "scope grew: a → b".to_string(),
+            "severity changed: x → y".to_string(),
+        ];
         assert_eq!(
             told(&Told::WhileSilenced { told: &held }),
             "while silenced: scope grew: a → b; severity changed: x → y"
@@ -192,20 +260,37 @@ mod tests {
 
     #[test]
     fn several_changes_are_one_line_and_a_resolution_by_hand_names_its_reason_when_it_has_one() {
-        let changes =
-            [Change::Reopened, Change::EvidenceChanged { from: String::new(), to: "outages".into() }];
+        let changes = [
+            Change::Reopened,
+            Change::EvidenceChanged {
+                from: String::new(),
+                to: "outages".into(),
+            },
+        ];
         assert_eq!(
             told(&Told::Changes(&changes)),
             "regressed again after it was resolved; strongest evidence changed: none → outages"
         );
         let by = "cli:bob".to_string();
-        let bare = Resolution::ByHand { reason: String::new(), by: by.clone() };
-        let why = Resolution::ByHand { reason: "reverted".into(), by };
-        assert_eq!(told(&Told::Resolved(&bare)), format!("resolved by hand by {}", person("cli:bob")));
+        let bare = Resolution::ByHand {
+            reason: String::new(),
+            by: by.clone(),
+        };
+        let why = Resolution::ByHand {
+            reason: "reverted".into(),
+            by,
+        };
+        assert_eq!(
+            told(&Told::Resolved(&bare)),
+            format!("resolved by hand by {}", person("cli:bob"))
+        );
         assert_eq!(
             told(&Told::Resolved(&why)),
             format!("resolved by hand by {}: reverted", person("cli:bob"))
         );
-        assert_eq!(told(&Told::Resolved(&Resolution::Recovered)), told(&Told::Change(&Change::Resolved)));
+        assert_eq!(
+            told(&Told::Resolved(&Resolution::Recovered)),
+            told(&Told::Change(&Change::Resolved))
+        );
     }
 }

@@ -66,7 +66,11 @@ pub struct PendingRuns {
 /// The plain-language account: what, where, how much, what it does not depend on, the control,
 /// the condition behind it, whom to file against.
 pub fn summary(f: &Facts<'_>) -> String {
-    let verb = if f.regressed { "regressed" } else { "recovered" };
+    let verb = if f.regressed {
+        "regressed"
+    } else {
+        "recovered"
+    };
     let mut s = format!(
         "{} disruption {verb} on {}: {} {} against {} over {} runs.",
         f.family,
@@ -100,10 +104,13 @@ pub fn summary(f: &Facts<'_>) -> String {
     let o = f.owners;
     s.push_str(&format!(" File against {}", o.component));
     match (&o.platform_component, o.file_against) {
-        (Some(pc), FileAgainst::Backend) => s.push_str(&format!("; {pc} is named as the platform's owner.")),
-        (Some(_), FileAgainst::Platform) => {
-            s.push_str(&format!("; {} is named as the backend's owner.", o.backend_component))
+        (Some(pc), FileAgainst::Backend) => {
+            s.push_str(&format!("; {pc} is named as the platform's owner."))
         }
+        (Some(_), FileAgainst::Platform) => s.push_str(&format!(
+            "; {} is named as the backend's owner.",
+            o.backend_component
+        )),
         (Some(_), FileAgainst::TestEnvironment) | (None, _) => s.push('.'),
     }
     s
@@ -125,8 +132,11 @@ pub fn contrast_sentence(
     };
     let worst = contrast.iter().map(|c| c.seconds).fold(0.0, f64::max);
     let runs: usize = contrast.iter().map(|c| c.runs).sum();
-    let of =
-        if contrast.iter().all(|c| c.same_payloads) { "of the same payloads" } else { "over the same days" };
+    let of = if contrast.iter().all(|c| c.same_payloads) {
+        "of the same payloads"
+    } else {
+        "over the same days"
+    };
     format!(
         "Not the release as a whole: {names} {release} kept {family} at {percentile} {} or less over {runs} runs {of}.",
         crate::model::secs(worst)
@@ -151,7 +161,11 @@ fn condition_sentence(top: &ConditionEvidence) -> String {
         top.operator,
         top.condition,
         top.status,
-        if top.reason.is_empty() { String::new() } else { format!(" ({})", top.reason) },
+        if top.reason.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", top.reason)
+        },
         top.covered_share * 100.0
     )
 }
@@ -175,10 +189,17 @@ pub fn with_conditions(
     p_value: f64,
 ) {
     let old: Vec<String> = a.conditions.iter().map(ConditionEvidence::quote).collect();
-    let first = a.evidence.iter().position(|l| old.contains(l) || l.starts_with(PENDING));
-    a.evidence.retain(|l| !old.contains(l) && !l.starts_with(PENDING));
+    let first = a
+        .evidence
+        .iter()
+        .position(|l| old.contains(l) || l.starts_with(PENDING));
+    a.evidence
+        .retain(|l| !old.contains(l) && !l.starts_with(PENDING));
     let at = first.unwrap_or_else(|| {
-        a.evidence.iter().position(|l| l.starts_with("platform-specific:")).unwrap_or(a.evidence.len())
+        a.evidence
+            .iter()
+            .position(|l| l.starts_with("platform-specific:"))
+            .unwrap_or(a.evidence.len())
     });
     let mut lines: Vec<String> = conditions.iter().map(ConditionEvidence::quote).collect();
     if pending.unfetched > 0 {
@@ -194,8 +215,12 @@ pub fn with_conditions(
     }
     // the conditions may raise it (never lower it: the rest of the case is as it was)
     let separates = !a.evidence.iter().any(|l| l.starts_with(NOT_SEPARATED));
-    let now =
-        confidence_of(p_value, separates, a.thin_evidence.len(), explained(&conditions, a.control.as_ref()));
+    let now = confidence_of(
+        p_value,
+        separates,
+        a.thin_evidence.len(),
+        explained(&conditions, a.control.as_ref()),
+    );
     if now == Confidence::High {
         a.confidence = Confidence::High;
     }
@@ -217,7 +242,10 @@ pub fn restated(
     regressed: bool,
 ) -> String {
     let verb = if regressed { "regressed" } else { "recovered" };
-    let scope = summary.split_once(" on ").and_then(|(_, r)| r.split_once(": ")).map_or("", |(s, _)| s);
+    let scope = summary
+        .split_once(" on ")
+        .and_then(|(_, r)| r.split_once(": "))
+        .map_or("", |(s, _)| s);
     let rest = summary.split_once(" runs.").map_or("", |(_, r)| r);
     format!(
         "{family} disruption {verb} on {scope}: {percentile} {} against {} over {runs} runs.{rest}",
@@ -243,11 +271,20 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
         ),
     ];
     if let Some(days) = f.span_days {
-        let days = if days == 1 { "day".to_string() } else { format!("{days} days") };
-        lines.push(format!("judged on the runs of the last {days}: it began inside the window"));
+        let days = if days == 1 {
+            "day".to_string()
+        } else {
+            format!("{days} days")
+        };
+        lines.push(format!(
+            "judged on the runs of the last {days}: it began inside the window"
+        ));
     }
     if let Some((value, runs)) = f.reference {
-        lines.push(format!("{p} in the reference window was {} over {runs} runs", secs(value)));
+        lines.push(format!(
+            "{p} in the reference window was {} over {runs} runs",
+            secs(value)
+        ));
     }
     lines.extend(f.independence.iter().cloned());
     if !f.separates {
@@ -256,7 +293,10 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
         ));
     }
     if f.backends.len() > 1 {
-        lines.push(format!("new and reused connections regressed together: {}", f.backends.join(", ")));
+        lines.push(format!(
+            "new and reused connections regressed together: {}",
+            f.backends.join(", ")
+        ));
     }
     if let Some(c) = f.control {
         lines.push(format!(
@@ -265,7 +305,11 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
             c.now.map_or("-".into(), secs),
             c.baseline.map_or("-".into(), secs),
             c.runs,
-            if c.healthy { "healthy" } else { "regressed too" }
+            if c.healthy {
+                "healthy"
+            } else {
+                "regressed too"
+            }
         ));
     }
     lines.extend(f.conditions.iter().map(ConditionEvidence::quote));
@@ -291,7 +335,12 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
 /// High when the test is decisive, the scope separates, no value is thin, and either the
 /// outages have an operator condition behind them or the control stayed healthy.
 pub fn confidence(f: &Facts<'_>) -> Confidence {
-    confidence_of(f.p_value, f.separates, f.thin, explained(f.conditions, f.control))
+    confidence_of(
+        f.p_value,
+        f.separates,
+        f.thin,
+        explained(f.conditions, f.control),
+    )
 }
 
 /// Whether something explains the outages: an operator condition covering most of them, or a
@@ -346,7 +395,10 @@ mod tests {
             backends,
             control: None,
             conditions: &[],
-            evidence_pending: PendingRuns { unfetched: 0, read: 20 },
+            evidence_pending: PendingRuns {
+                unfetched: 0,
+                read: 20,
+            },
             left_out: 3,
             owners,
         }
@@ -363,11 +415,17 @@ mod tests {
             runs: 28,
             healthy: true,
         };
-        let independence = vec!["not specific to a network plugin: ovn and sdn both regressed".to_string()];
-        let backends =
-            vec!["image-registry-new-connections".to_string(), "image-registry-reused-connections".into()];
-        let f =
-            Facts { independence: &independence, control: Some(&control), ..metal_facts(&owners, &backends) };
+        let independence =
+            vec!["not specific to a network plugin: ovn and sdn both regressed".to_string()];
+        let backends = vec![
+            "image-registry-new-connections".to_string(),
+            "image-registry-reused-connections".into(),
+        ];
+        let f = Facts {
+            independence: &independence,
+            control: Some(&control),
+            ..metal_facts(&owners, &backends)
+        };
         let s = summary(&f);
         assert!(
             s.starts_with(
@@ -375,17 +433,41 @@ mod tests {
             ),
             "{s}"
         );
-        assert!(s.contains("Bare Metal Hardware Provisioning is named as the platform's owner."), "{s}");
+        assert!(
+            s.contains("Bare Metal Hardware Provisioning is named as the platform's owner."),
+            "{s}"
+        );
         let e = evidence(&f);
         assert!(e[0].contains("; allowed 5s"), "{}", e[0]);
-        assert!(e.iter().any(|l| l.starts_with("new and reused connections regressed together")));
         assert!(
-            e.iter().any(|l| l == "3 of 31 runs left out: CI network trouble (CI network liveness lost)"),
+            e.iter()
+                .any(|l| l.starts_with("new and reused connections regressed together"))
+        );
+        assert!(
+            e.iter().any(
+                |l| l == "3 of 31 runs left out: CI network trouble (CI network liveness lost)"
+            ),
             "{e:?}"
         );
-        assert_eq!(confidence(&f), Confidence::High, "a healthy control explains it");
-        assert_eq!(confidence(&Facts { p_value: 1e-4, ..f.clone() }), Confidence::Medium);
-        assert_eq!(confidence(&Facts { separates: false, ..f.clone() }), Confidence::Low);
+        assert_eq!(
+            confidence(&f),
+            Confidence::High,
+            "a healthy control explains it"
+        );
+        assert_eq!(
+            confidence(&Facts {
+                p_value: 1e-4,
+                ..f.clone()
+            }),
+            Confidence::Medium
+        );
+        assert_eq!(
+            confidence(&Facts {
+                separates: false,
+                ..f.clone()
+            }),
+            Confidence::Low
+        );
         let again = restated(&s, "image-registry", Percentile::P50, 31.0, 0.0, 40, true);
         assert!(
             again.starts_with(
@@ -400,14 +482,21 @@ mod tests {
         let owners = metal_owners();
         let backends = vec!["image-registry-new-connections".to_string()];
         let f = Facts {
-            evidence_pending: PendingRuns { unfetched: 7, read: 20 },
+            evidence_pending: PendingRuns {
+                unfetched: 7,
+                read: 20,
+            },
             left_out: 0,
             ..metal_facts(&owners, &backends)
         };
         let lines = evidence(&f);
         let pending = "interval evidence pending for 7 of 20 runs: their interval files could not be fetched yet; a later cycle fills it in";
         assert!(lines.iter().any(|l| l == pending), "{lines:?}");
-        assert_eq!(confidence(&f), Confidence::Medium, "nothing explains it yet");
+        assert_eq!(
+            confidence(&f),
+            Confidence::Medium,
+            "nothing explains it yet"
+        );
         let mut a = crate::model::Attribution {
             component: owners.component.clone(),
             platform: Some("metal".into()),
@@ -440,19 +529,41 @@ mod tests {
             healthy_runs: 10,
             score: 0.9,
         };
-        with_conditions(&mut a, vec![found.clone()], PendingRuns { unfetched: 0, read: 20 }, 1e-9);
+        with_conditions(
+            &mut a,
+            vec![found.clone()],
+            PendingRuns {
+                unfetched: 0,
+                read: 20,
+            },
+            1e-9,
+        );
         assert_eq!(a.evidence_pending, 0);
-        assert!(!a.evidence.iter().any(|l| l.starts_with(PENDING)), "{:?}", a.evidence);
+        assert!(
+            !a.evidence.iter().any(|l| l.starts_with(PENDING)),
+            "{:?}",
+            a.evidence
+        );
         let at = lines.iter().position(|l| l == pending).unwrap();
         assert_eq!(a.evidence[at], found.quote(), "in the pending line's place");
         assert_eq!(a.evidence.len(), lines.len());
-        assert!(a.summary.contains("overlapped image-registry Available=False (NoReplicasAvailable)"));
-        assert!(a.summary.ends_with("is named as the platform's owner."), "{}", a.summary);
+        assert!(
+            a.summary
+                .contains("overlapped image-registry Available=False (NoReplicasAvailable)")
+        );
+        assert!(
+            a.summary.ends_with("is named as the platform's owner."),
+            "{}",
+            a.summary
+        );
         assert_eq!(a.confidence, Confidence::High, "the condition explains it");
         // the same words as if the condition had been known at once
         let known = Facts {
             conditions: std::slice::from_ref(&found),
-            evidence_pending: PendingRuns { unfetched: 0, read: 20 },
+            evidence_pending: PendingRuns {
+                unfetched: 0,
+                read: 20,
+            },
             ..f
         };
         assert_eq!(a.summary, summary(&known));

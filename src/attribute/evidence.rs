@@ -27,7 +27,10 @@ fn key(c: &ConditionSpan) -> Key {
 
 /// Seconds of `[from, to)` covered by the union of `spans` (sorted, merged first).
 fn covered(from: i64, to: i64, spans: &[(i64, i64)]) -> i64 {
-    spans.iter().map(|&(a, b)| (b.min(to) - a.max(from)).max(0)).sum()
+    spans
+        .iter()
+        .map(|&(a, b)| (b.min(to) - a.max(from)).max(0))
+        .sum()
 }
 
 fn merge_spans(mut spans: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
@@ -44,8 +47,11 @@ fn merge_spans(mut spans: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
 
 /// Ranks the conditions of `regressed` runs against `healthy` runs, best first.
 pub fn correlate(regressed: &[RunIntervals], healthy: &[RunIntervals]) -> Vec<ConditionEvidence> {
-    let total_outage: i64 =
-        regressed.iter().flat_map(|r| &r.outages).map(|o| (o.to - o.from).num_seconds().max(0)).sum();
+    let total_outage: i64 = regressed
+        .iter()
+        .flat_map(|r| &r.outages)
+        .map(|o| (o.to - o.from).num_seconds().max(0))
+        .sum();
     #[derive(Default)]
     struct Tally {
         covered: i64,
@@ -59,7 +65,12 @@ pub fn correlate(regressed: &[RunIntervals], healthy: &[RunIntervals]) -> Vec<Co
             by_key.entry(key(c)).or_default().push(c);
         }
         for (k, spans) in by_key {
-            let merged = merge_spans(spans.iter().map(|s| (s.from.timestamp(), s.to.timestamp())).collect());
+            let merged = merge_spans(
+                spans
+                    .iter()
+                    .map(|s| (s.from.timestamp(), s.to.timestamp()))
+                    .collect(),
+            );
             let mut run_covered = 0;
             let mut overlapped = false;
             for o in &run.outages {
@@ -71,9 +82,14 @@ pub fn correlate(regressed: &[RunIntervals], healthy: &[RunIntervals]) -> Vec<Co
             tally.covered += run_covered;
             if overlapped {
                 tally.runs_with += 1;
-                for s in spans.iter().filter(|s| run.outages.iter().any(|o| s.from <= o.to && s.to >= o.from))
+                for s in spans
+                    .iter()
+                    .filter(|s| run.outages.iter().any(|o| s.from <= o.to && s.to >= o.from))
                 {
-                    *tally.reasons.entry((s.reason.clone(), s.message.clone())).or_default() += 1;
+                    *tally
+                        .reasons
+                        .entry((s.reason.clone(), s.message.clone()))
+                        .or_default() += 1;
                 }
             }
         }
@@ -85,15 +101,26 @@ pub fn correlate(regressed: &[RunIntervals], healthy: &[RunIntervals]) -> Vec<Co
             let healthy_with = healthy
                 .iter()
                 .filter(|h| {
-                    h.conditions
-                        .iter()
-                        .any(|c| c.operator == operator && c.condition == condition && c.status == status)
+                    h.conditions.iter().any(|c| {
+                        c.operator == operator && c.condition == condition && c.status == status
+                    })
                 })
                 .count();
-            let covered_share = if total_outage > 0 { t.covered as f64 / total_outage as f64 } else { 0.0 };
-            let healthy_share =
-                if healthy.is_empty() { 0.0 } else { healthy_with as f64 / healthy.len() as f64 };
-            let ((reason, message), _) = t.reasons.into_iter().max_by_key(|(_, n)| *n).unwrap_or_default();
+            let covered_share = if total_outage > 0 {
+                t.covered as f64 / total_outage as f64
+            } else {
+                0.0
+            };
+            let healthy_share = if healthy.is_empty() {
+                0.0
+            } else {
+                healthy_with as f64 / healthy.len() as f64
+            };
+            let ((reason, message), _) = t
+                .reasons
+                .into_iter()
+                .max_by_key(|(_, n)| *n)
+                .unwrap_or_default();
             ConditionEvidence {
                 operator,
                 condition,
@@ -110,7 +137,10 @@ pub fn correlate(regressed: &[RunIntervals], healthy: &[RunIntervals]) -> Vec<Co
         })
         .collect();
     out.sort_by(|a, b| {
-        b.score.total_cmp(&a.score).then(b.runs_with.cmp(&a.runs_with)).then(a.operator.cmp(&b.operator))
+        b.score
+            .total_cmp(&a.score)
+            .then(b.runs_with.cmp(&a.runs_with))
+            .then(a.operator.cmp(&b.operator))
     });
     out
 }
@@ -137,7 +167,11 @@ mod tests {
     }
 
     fn outage(from: i64, to: i64) -> Outage {
-        Outage { backend: "image-registry-new-connections".into(), from: t(from), to: t(to) }
+        Outage {
+            backend: "image-registry-new-connections".into(),
+            from: t(from),
+            to: t(to),
+        }
     }
 
     #[test]
@@ -149,7 +183,14 @@ mod tests {
                 outages: vec![outage(1000, 1030)],
                 conditions: if i < 9 {
                     vec![
-                        span("image-registry", "Available", "False", "NoReplicasAvailable", 990, 1040),
+                        span(
+                            "image-registry",
+                            "Available",
+                            "False",
+                            "NoReplicasAvailable",
+                            990,
+                            1040,
+                        ),
                         span("network", "Progressing", "True", "Upgrading", 0, 2000),
                     ]
                 } else {
@@ -166,18 +207,28 @@ mod tests {
         let ranked = correlate(&regressed, &healthy);
         let top = &ranked[0];
         assert_eq!(
-            (top.operator.as_str(), top.condition.as_str(), top.reason.as_str()),
+            (
+                top.operator.as_str(),
+                top.condition.as_str(),
+                top.reason.as_str()
+            ),
             ("image-registry", "Available", "NoReplicasAvailable")
         );
         assert!((top.covered_share - 0.9).abs() < 1e-9);
-        assert_eq!((top.runs_with, top.runs, top.healthy_with, top.healthy_runs), (9, 10, 0, 10));
+        assert_eq!(
+            (top.runs_with, top.runs, top.healthy_with, top.healthy_runs),
+            (9, 10, 0, 10)
+        );
         assert_eq!(
             top.quote(),
             "image-registry Available=False (NoReplicasAvailable): image-registry says NoReplicasAvailable — covers 90% of outage seconds in 9 of 10 sample runs (seen in 0 of 10 healthy runs)"
         );
         let network = ranked.iter().find(|e| e.operator == "network").unwrap();
         assert_eq!(network.covered_share, 1.0, "it covers everything …");
-        assert_eq!(network.score, 0.0, "… and healthy runs show it all the same");
+        assert_eq!(
+            network.score, 0.0,
+            "… and healthy runs show it all the same"
+        );
     }
 
     #[test]

@@ -98,7 +98,8 @@ impl<'r> Reading<'r> {
             .spans
             .iter()
             .filter(|s| {
-                s.kind == SpanKind::PodReady && ns.as_deref().is_some_and(|n| s.subject.starts_with(n))
+                s.kind == SpanKind::PodReady
+                    && ns.as_deref().is_some_and(|n| s.subject.starts_with(n))
             })
             .collect();
         // a pod's containers each say when they were ready: one span per pod and stretch
@@ -117,7 +118,11 @@ impl<'r> Reading<'r> {
                     w.to = w.to.max(o.to);
                     w.refs.push(o.at.clone());
                 }
-                _ => windows.push(Window { from: o.from, to: o.to, refs: vec![o.at.clone()] }),
+                _ => windows.push(Window {
+                    from: o.from,
+                    to: o.to,
+                    refs: vec![o.at.clone()],
+                }),
             }
         }
         Reading { run, windows, pods }
@@ -132,7 +137,9 @@ impl<'r> Reading<'r> {
         let near = Duration::seconds(SLACK);
         self.spans(SpanKind::NodeDrain)
             .chain(self.spans(SpanKind::NodeDown))
-            .filter(|s| s.subject == node && s.from - Duration::seconds(5) <= at && at <= s.to + near)
+            .filter(|s| {
+                s.subject == node && s.from - Duration::seconds(5) <= at && at <= s.to + near
+            })
             .min_by_key(|s| (s.kind != SpanKind::NodeDrain, s.from))
     }
 
@@ -147,7 +154,9 @@ impl<'r> Reading<'r> {
             .filter(|p| p.from < w.from - near && (p.to - w.from).num_seconds().abs() <= SLACK)
             .collect();
         let others = self.pods.iter().any(|p| {
-            !lost.iter().any(|l| l.subject == p.subject && l.from == p.from)
+            !lost
+                .iter()
+                .any(|l| l.subject == p.subject && l.from == p.from)
                 && p.from <= w.from
                 && p.to > w.from + Duration::seconds(5)
         });
@@ -169,9 +178,15 @@ impl<'r> Reading<'r> {
         let mut drains: Vec<&TimelineSpan> = self.spans(SpanKind::NodeDrain).collect();
         drains.sort_by_key(|d| d.from);
         drains.into_iter().find_map(|d| {
-            let ready: Vec<&&TimelineSpan> =
-                self.pods.iter().filter(|p| p.from <= d.from && p.to > d.from).collect();
-            ready.iter().any(|p| p.node == d.subject).then_some(ready.len())
+            let ready: Vec<&&TimelineSpan> = self
+                .pods
+                .iter()
+                .filter(|p| p.from <= d.from && p.to > d.from)
+                .collect();
+            ready
+                .iter()
+                .any(|p| p.node == d.subject)
+                .then_some(ready.len())
         })
     }
 
@@ -181,21 +196,40 @@ impl<'r> Reading<'r> {
                 self.replicas_explain(kind, w, case.family)
             }
             MechanismKind::VipMoved => {
-                let vip = self.spans(SpanKind::VipMoved).find(|v| began_with(v.from, w))?;
-                let text =
-                    format!("{} took the VIP {} at {}", or_unnamed(&vip.node), vip.subject, hms(vip.from));
-                Some(vec![outage_clause(case.family, w), (text, vec![vip.at.clone()])])
+                let vip = self
+                    .spans(SpanKind::VipMoved)
+                    .find(|v| began_with(v.from, w))?;
+                let text = format!(
+                    "{} took the VIP {} at {}",
+                    or_unnamed(&vip.node),
+                    vip.subject,
+                    hms(vip.from)
+                );
+                Some(vec![
+                    outage_clause(case.family, w),
+                    (text, vec![vip.at.clone()]),
+                ])
             }
             MechanismKind::EtcdLeaderChange => {
-                let change = self.spans(SpanKind::EtcdLeaderChange).find(|e| began_with(e.from, w))?;
-                let text =
-                    format!("etcd elected {} its leader at {}", or_unnamed(&change.node), hms(change.from));
-                Some(vec![outage_clause(case.family, w), (text, vec![change.at.clone()])])
+                let change = self
+                    .spans(SpanKind::EtcdLeaderChange)
+                    .find(|e| began_with(e.from, w))?;
+                let text = format!(
+                    "etcd elected {} its leader at {}",
+                    or_unnamed(&change.node),
+                    hms(change.from)
+                );
+                Some(vec![
+                    outage_clause(case.family, w),
+                    (text, vec![change.at.clone()]),
+                ])
             }
             MechanismKind::CiNetwork => {
                 let near = Duration::seconds(10);
                 let probe = self.spans(SpanKind::Outage).find(|o| {
-                    case.probes.contains(&o.subject) && o.from <= w.to + near && o.to + near >= w.from
+                    case.probes.contains(&o.subject)
+                        && o.from <= w.to + near
+                        && o.to + near >= w.from
                 })?;
                 let text = format!(
                     "the CI's probe {} was down from {} to {}",
@@ -203,7 +237,10 @@ impl<'r> Reading<'r> {
                     hms(probe.from),
                     hms(probe.to)
                 );
-                Some(vec![outage_clause(case.family, w), (text, vec![probe.at.clone()])])
+                Some(vec![
+                    outage_clause(case.family, w),
+                    (text, vec![probe.at.clone()]),
+                ])
             }
             MechanismKind::Unknown => None,
         }
@@ -221,16 +258,34 @@ impl<'r> Reading<'r> {
         }
         let out = self.node_out(node, lost[0].to)?;
         let replacement = self.replacement(w, &lost)?;
-        let pods = lost.iter().map(|p| pod_name(&p.subject)).collect::<Vec<_>>().join(" and ");
+        let pods = lost
+            .iter()
+            .map(|p| pod_name(&p.subject))
+            .collect::<Vec<_>>()
+            .join(" and ");
         let first = if lost.len() == 1 {
             format!("{pods} was the only ready replica of {family}, on {node}")
         } else {
-            format!("all {} ready replicas of {family} ({pods}) ran on {node}", lost.len())
+            format!(
+                "all {} ready replicas of {family} ({pods}) ran on {node}",
+                lost.len()
+            )
         };
-        let action = if out.kind == SpanKind::NodeDrain { "drained" } else { "down" };
+        let action = if out.kind == SpanKind::NodeDrain {
+            "drained"
+        } else {
+            "down"
+        };
         Some(vec![
             (first, lost.iter().map(|p| p.at.clone()).collect()),
-            (format!("{node} was {action} from {} to {}", hms(out.from), hms(out.to)), vec![out.at.clone()]),
+            (
+                format!(
+                    "{node} was {action} from {} to {}",
+                    hms(out.from),
+                    hms(out.to)
+                ),
+                vec![out.at.clone()],
+            ),
             outage_clause(family, w),
             (
                 format!(
@@ -268,7 +323,12 @@ fn began_with(t: DateTime<Utc>, w: &Window) -> bool {
 
 fn outage_clause(family: &str, w: &Window) -> (String, Vec<IntervalRef>) {
     (
-        format!("{family} was unreachable from {} to {} ({} s)", hms(w.from), hms(w.to), w.seconds()),
+        format!(
+            "{family} was unreachable from {} to {} ({} s)",
+            hms(w.from),
+            hms(w.to),
+            w.seconds()
+        ),
         w.refs.clone(),
     )
 }
@@ -291,7 +351,11 @@ fn median(mut xs: Vec<usize>) -> Option<f64> {
     }
     xs.sort_unstable();
     let n = xs.len();
-    Some(if n % 2 == 1 { xs[n / 2] as f64 } else { (xs[n / 2 - 1] + xs[n / 2]) as f64 / 2.0 })
+    Some(if n % 2 == 1 {
+        xs[n / 2] as f64
+    } else {
+        (xs[n / 2 - 1] + xs[n / 2]) as f64 / 2.0
+    })
 }
 
 /// The mechanism of `case`, or None when no sample run was read at all.
@@ -305,45 +369,83 @@ pub fn explain(case: &Case<'_>) -> Mechanism {
             let down = case
                 .healthy
                 .iter()
-                .filter(|h| h.spans.iter().any(|s| s.kind == SpanKind::Outage && &s.subject == *p))
+                .filter(|h| {
+                    h.spans
+                        .iter()
+                        .any(|s| s.kind == SpanKind::Outage && &s.subject == *p)
+                })
                 .count();
             case.healthy.is_empty() || down * 2 < case.healthy.len()
         })
         .cloned()
         .collect();
-    let case = &Case { probes: &working, ..*case };
-    let regressed: Vec<Reading<'_>> =
-        case.regressed.iter().map(|r| Reading::new(r, case)).filter(|r| !r.windows.is_empty()).collect();
-    let healthy: Vec<Reading<'_>> =
-        case.healthy.iter().filter(|r| !r.spans.is_empty()).map(|r| Reading::new(r, case)).collect();
-    let examined = regressed.len();
-    let mut scored: Vec<(MechanismKind, usize, usize, Vec<MechanismClaim>)> = MechanismKind::CANDIDATES
-        .into_iter()
-        .map(|kind| {
-            let claims: Vec<MechanismClaim> = regressed
-                .iter()
-                .filter_map(|r| {
-                    let clauses = r.explained_by(kind, case)?;
-                    Some(clauses.into_iter().map(|(text, intervals)| MechanismClaim {
-                        run: r.run.run.clone(),
-                        text,
-                        intervals,
-                    }))
-                })
-                .flatten()
-                .collect();
-            let explained = claims.iter().map(|c| &c.run).collect::<BTreeSet<_>>().len();
-            let healthy_explained = healthy.iter().filter(|h| h.explained_by(kind, case).is_some()).count();
-            (kind, explained, healthy_explained, claims)
-        })
-        .collect();
-    let lift = |explained: usize, healthy_explained: usize| {
-        explained as f64 / examined.max(1) as f64 - healthy_explained as f64 / healthy.len().max(1) as f64
+    let case = &Case {
+        probes: &working,
+        ..*case
     };
-    scored.sort_by(|a, b| b.1.cmp(&a.1).then(lift(b.1, b.2).total_cmp(&lift(a.1, a.2))));
-    let others = scored.iter().skip(1).filter(|s| s.1 > 0).map(|s| (s.0, s.1)).collect();
-    let replicas_regressed = median(regressed.iter().filter_map(Reading::replicas_at_drain).collect());
-    let replicas_healthy = median(healthy.iter().filter_map(Reading::replicas_at_drain).collect());
+    let regressed: Vec<Reading<'_>> = case
+        .regressed
+        .iter()
+        .map(|r| Reading::new(r, case))
+        .filter(|r| !r.windows.is_empty())
+        .collect();
+    let healthy: Vec<Reading<'_>> = case
+        .healthy
+        .iter()
+        .filter(|r| !r.spans.is_empty())
+        .map(|r| Reading::new(r, case))
+        .collect();
+    let examined = regressed.len();
+    let mut scored: Vec<(MechanismKind, usize, usize, Vec<MechanismClaim>)> =
+        MechanismKind::CANDIDATES
+            .into_iter()
+            .map(|kind| {
+                let claims: Vec<MechanismClaim> = regressed
+                    .iter()
+                    .filter_map(|r| {
+                        let clauses = r.explained_by(kind, case)?;
+                        Some(clauses.into_iter().map(|(text, intervals)| MechanismClaim {
+                            run: r.run.run.clone(),
+                            text,
+                            intervals,
+                        }))
+                    })
+                    .flatten()
+                    .collect();
+                let explained = claims.iter().map(|c| &c.run).collect::<BTreeSet<_>>().len();
+                let healthy_explained = healthy
+                    .iter()
+                    .filter(|h| h.explained_by(kind, case).is_some())
+                    .count();
+                (kind, explained, healthy_explained, claims)
+            })
+            .collect();
+    let lift = |explained: usize, healthy_explained: usize| {
+        explained as f64 / examined.max(1) as f64
+            - healthy_explained as f64 / healthy.len().max(1) as f64
+    };
+    scored.sort_by(|a, b| {
+        b.1.cmp(&a.1)
+            .then(lift(b.1, b.2).total_cmp(&lift(a.1, a.2)))
+    });
+    let others = scored
+        .iter()
+        .skip(1)
+        .filter(|s| s.1 > 0)
+        .map(|s| (s.0, s.1))
+        .collect();
+    let replicas_regressed = median(
+        regressed
+            .iter()
+            .filter_map(Reading::replicas_at_drain)
+            .collect(),
+    );
+    let replicas_healthy = median(
+        healthy
+            .iter()
+            .filter_map(Reading::replicas_at_drain)
+            .collect(),
+    );
     let (kind, explained, healthy_explained, claims) = scored.swap_remove(0);
     let accepted = examined > 0
         && explained as f64 >= MIN_EXPLAINED * examined as f64
@@ -393,7 +495,11 @@ pub fn summary(m: &Mechanism, family: &str) -> String {
     let healthy_replicas = m.replicas_healthy.map_or(String::new(), |h| {
         format!(
             " (healthy runs of the same jobs: {})",
-            if h.fract() == 0.0 { format!("{h:.0}") } else { format!("{h:.1}") }
+            if h.fract() == 0.0 {
+                format!("{h:.0}")
+            } else {
+                format!("{h:.1}")
+            }
         )
     });
     match m.kind {
@@ -406,10 +512,14 @@ pub fn summary(m: &Mechanism, family: &str) -> String {
              node, {family} was unreachable until a replacement became ready elsewhere."
         ),
         MechanismKind::VipMoved => {
-            format!("In {e} of {n} sample runs the outage of {family} began as a node took the VIP.")
+            format!(
+                "In {e} of {n} sample runs the outage of {family} began as a node took the VIP."
+            )
         }
         MechanismKind::EtcdLeaderChange => {
-            format!("In {e} of {n} sample runs the outage of {family} began as etcd elected a new leader.")
+            format!(
+                "In {e} of {n} sample runs the outage of {family} began as etcd elected a new leader."
+            )
         }
         MechanismKind::CiNetwork => format!(
             "In {e} of {n} sample runs the CI's own network probe was down with {family}: the test cluster was \
@@ -417,7 +527,10 @@ pub fn summary(m: &Mechanism, family: &str) -> String {
         ),
         MechanismKind::Unknown => {
             let best = m.others.first().map_or(String::new(), |(k, runs)| {
-                format!(" The best candidate, {}, explains {runs} of {n} sample runs.", k.as_str())
+                format!(
+                    " The best candidate, {}, explains {runs} of {n} sample runs.",
+                    k.as_str()
+                )
             });
             match m.unknown_because {
                 Some(UnknownBecause::NoPodIntervals) => format!(
@@ -426,7 +539,8 @@ pub fn summary(m: &Mechanism, family: &str) -> String {
                     namespace_of(family).unwrap_or("its namespace")
                 ),
                 Some(UnknownBecause::NoTimelines) => {
-                    "No mechanism is known: no sample run had a timeline of its outages.".to_string()
+                    "No mechanism is known: no sample run had a timeline of its outages."
+                        .to_string()
                 }
                 _ => format!(
                     "No mechanism is known: nothing in the timelines lines up with enough of the outages, or \

@@ -52,7 +52,10 @@ impl ScopeFinding {
         let mut out = self.clone();
         for (d, values) in scope.iter() {
             let spanned = self.spans.get(&d).is_some_and(|s| s.len() > values.len());
-            let tighter = self.constraints.get(&d).is_some_and(|c| c.len() > values.len());
+            let tighter = self
+                .constraints
+                .get(&d)
+                .is_some_and(|c| c.len() > values.len());
             if spanned || tighter {
                 out.spans.remove(&d);
                 out.constraints.insert(d, values.clone());
@@ -63,21 +66,36 @@ impl ScopeFinding {
 }
 
 fn satisfies(d: &Dimensions, constraints: &[(Dimension, &BTreeSet<String>)]) -> bool {
-    constraints.iter().all(|(dim, values)| values.contains(d.get(*dim)))
+    constraints
+        .iter()
+        .all(|(dim, values)| values.contains(d.get(*dim)))
 }
 
 /// The smallest scope over `dims` covering the regressed cells and no healthy one. `None`
 /// when nothing regressed.
 pub fn smallest_scope(cells: &[CellEvidence], dims: &[Dimension]) -> Option<ScopeFinding> {
-    let regressed: Vec<&Dimensions> =
-        cells.iter().filter(|c| c.verdict == Verdict::Regressed).map(|c| &c.dims).collect();
+    let regressed: Vec<&Dimensions> = cells
+        .iter()
+        .filter(|c| c.verdict == Verdict::Regressed)
+        .map(|c| &c.dims)
+        .collect();
     if regressed.is_empty() {
         return None;
     }
-    let healthy: Vec<&Dimensions> =
-        cells.iter().filter(|c| c.verdict == Verdict::Healthy).map(|c| &c.dims).collect();
-    let values: BTreeMap<Dimension, BTreeSet<String>> =
-        dims.iter().map(|d| (*d, regressed.iter().map(|r| r.get(*d).to_string()).collect())).collect();
+    let healthy: Vec<&Dimensions> = cells
+        .iter()
+        .filter(|c| c.verdict == Verdict::Healthy)
+        .map(|c| &c.dims)
+        .collect();
+    let values: BTreeMap<Dimension, BTreeSet<String>> = dims
+        .iter()
+        .map(|d| {
+            (
+                *d,
+                regressed.iter().map(|r| r.get(*d).to_string()).collect(),
+            )
+        })
+        .collect();
     // Subsets of the dimensions by size, then by the order of `dims`: the first that excludes
     // every healthy cell is the smallest description.
     let n = dims.len();
@@ -86,8 +104,10 @@ pub fn smallest_scope(cells: &[CellEvidence], dims: &[Dimension]) -> Option<Scop
     subsets.sort_by_key(|&m| (m.count_ones(), members(m)));
     let mut chosen = None;
     for mask in subsets {
-        let constraints: Vec<(Dimension, &BTreeSet<String>)> =
-            (0..n).filter(|i| mask & (1 << i) != 0).map(|i| (dims[i], &values[&dims[i]])).collect();
+        let constraints: Vec<(Dimension, &BTreeSet<String>)> = (0..n)
+            .filter(|i| mask & (1 << i) != 0)
+            .map(|i| (dims[i], &values[&dims[i]]))
+            .collect();
         if !healthy.iter().any(|h| satisfies(h, &constraints)) {
             chosen = Some(mask);
             break;
@@ -95,11 +115,19 @@ pub fn smallest_scope(cells: &[CellEvidence], dims: &[Dimension]) -> Option<Scop
     }
     let separates = chosen.is_some();
     let mask = chosen.unwrap_or((1u32 << n) - 1);
-    let constraints =
-        (0..n).filter(|i| mask & (1 << i) != 0).map(|i| (dims[i], values[&dims[i]].clone())).collect();
-    let spans =
-        (0..n).filter(|i| mask & (1 << i) == 0).map(|i| (dims[i], values[&dims[i]].clone())).collect();
-    Some(ScopeFinding { constraints, spans, separates })
+    let constraints = (0..n)
+        .filter(|i| mask & (1 << i) != 0)
+        .map(|i| (dims[i], values[&dims[i]].clone()))
+        .collect();
+    let spans = (0..n)
+        .filter(|i| mask & (1 << i) == 0)
+        .map(|i| (dims[i], values[&dims[i]].clone()))
+        .collect();
+    Some(ScopeFinding {
+        constraints,
+        spans,
+        separates,
+    })
 }
 
 /// How well each value of a dimension the scope does not narrow is known.
@@ -114,7 +142,10 @@ pub enum ValueEvidence {
 }
 
 /// "not specific to a network plugin: ovn and sdn both regressed" and its kin.
-pub fn describe_independence(d: Dimension, evidence: &BTreeMap<String, ValueEvidence>) -> Option<String> {
+pub fn describe_independence(
+    d: Dimension,
+    evidence: &BTreeMap<String, ValueEvidence>,
+) -> Option<String> {
     if evidence.len() < 2 {
         return None;
     }
@@ -148,9 +179,15 @@ pub fn describe_independence(d: Dimension, evidence: &BTreeMap<String, ValueEvid
     };
     Some(if thin.is_empty() {
         let all = if regressed.len() == 2 { "both" } else { "all" };
-        format!("not specific to {noun}: {} {all} regressed", list(&regressed))
+        format!(
+            "not specific to {noun}: {} {all} regressed",
+            list(&regressed)
+        )
     } else if regressed.is_empty() {
-        format!("{d}: {} each have too few runs on their own to tell (thin evidence)", list(&thin))
+        format!(
+            "{d}: {} each have too few runs on their own to tell (thin evidence)",
+            list(&thin)
+        )
     } else {
         format!(
             "probably not specific to {noun}: {} regressed on its own; {} had too few runs to tell (thin evidence)",
@@ -168,7 +205,11 @@ mod tests {
         CellEvidence {
             dims: Dimensions {
                 release: "4.14".into(),
-                from_release: if upgrade == "minor" { "4.13".into() } else { "4.14".into() },
+                from_release: if upgrade == "minor" {
+                    "4.13".into()
+                } else {
+                    "4.14".into()
+                },
                 upgrade_type: upgrade.into(),
                 platform: platform.into(),
                 architecture: "amd64".into(),
@@ -206,7 +247,9 @@ mod tests {
     }
 
     fn constraint(f: &ScopeFinding, d: Dimension) -> Option<Vec<&str>> {
-        f.constraints.get(&d).map(|v| v.iter().map(String::as_str).collect())
+        f.constraints
+            .get(&d)
+            .map(|v| v.iter().map(String::as_str).collect())
     }
 
     #[test]
@@ -271,7 +314,10 @@ mod tests {
     #[test]
     fn unknown_cells_are_not_evidence_of_health() {
         // metal ovn regressed; metal sdn has too few runs: the scope stays metal, not metal ovn.
-        let cells = matrix(|p, n, _| p == "metal" && n == "ovn", |p, n, _| p == "metal" && n == "sdn");
+        let cells = matrix(
+            |p, n, _| p == "metal" && n == "ovn",
+            |p, n, _| p == "metal" && n == "sdn",
+        );
         let f = smallest_scope(&cells, &SEARCHABLE).unwrap();
         assert_eq!(f.constraints.len(), 1);
         assert_eq!(constraint(&f, Dimension::Platform), Some(vec!["metal"]));
@@ -279,22 +325,38 @@ mod tests {
 
     #[test]
     fn independence_is_said_in_words() {
-        let both: BTreeMap<String, ValueEvidence> =
-            [("ovn".into(), ValueEvidence::Regressed), ("sdn".into(), ValueEvidence::Regressed)].into();
+        let both: BTreeMap<String, ValueEvidence> = [
+            ("ovn".into(), ValueEvidence::Regressed),
+            ("sdn".into(), ValueEvidence::Regressed),
+        ]
+        .into();
         assert_eq!(
             describe_independence(Dimension::Network, &both).unwrap(),
             "not specific to a network plugin: ovn and sdn both regressed"
         );
-        let thin: BTreeMap<String, ValueEvidence> =
-            [("micro".into(), ValueEvidence::Regressed), ("minor".into(), ValueEvidence::Thin)].into();
-        assert!(describe_independence(Dimension::UpgradeType, &thin).unwrap().contains("thin evidence"));
+        let thin: BTreeMap<String, ValueEvidence> = [
+            ("micro".into(), ValueEvidence::Regressed),
+            ("minor".into(), ValueEvidence::Thin),
+        ]
+        .into();
         assert!(
-            describe_independence(Dimension::Network, &[("ovn".into(), ValueEvidence::Regressed)].into())
-                .is_none()
+            describe_independence(Dimension::UpgradeType, &thin)
+                .unwrap()
+                .contains("thin evidence")
+        );
+        assert!(
+            describe_independence(
+                Dimension::Network,
+                &[("ovn".into(), ValueEvidence::Regressed)].into()
+            )
+            .is_none()
         );
         // healthy one by one, regressed only pooled: nothing to say, and no empty list
-        let pooled: BTreeMap<String, ValueEvidence> =
-            [("micro".into(), ValueEvidence::Healthy), ("minor".into(), ValueEvidence::Healthy)].into();
+        let pooled: BTreeMap<String, ValueEvidence> = [
+            ("micro".into(), ValueEvidence::Healthy),
+            ("minor".into(), ValueEvidence::Healthy),
+        ]
+        .into();
         assert_eq!(describe_independence(Dimension::UpgradeType, &pooled), None);
     }
 }

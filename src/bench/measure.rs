@@ -64,9 +64,13 @@ pub async fn ingest(
     let store = bench_store(database_url, tmp.path()).await?;
     let settings = IngestSettings::default();
     let started = Instant::now();
-    let summary =
-        sheriff::ingest::ingest(&store, &settings, &Source::Local(root.clone()), &IngestOptions::default())
-            .await?;
+    let summary = sheriff::ingest::ingest(
+        &store,
+        &settings,
+        &Source::Local(root.clone()),
+        &IngestOptions::default(),
+    )
+    .await?;
     let ingest_seconds = started.elapsed().as_secs_f64();
     anyhow::ensure!(
         summary.failed == 0,
@@ -93,12 +97,21 @@ async fn load(store: &Store, records: &[sheriff::model::RunRecord]) -> Result<Op
     let stored = store.runs().count_runs().await? as usize;
     if let (Some(first), Some(last)) = (records.first(), records.last())
         && stored >= records.len()
-        && store.runs().has_run(&first.run.job_name, &first.run.build_id).await?
-        && store.runs().has_run(&last.run.job_name, &last.run.build_id).await?
+        && store
+            .runs()
+            .has_run(&first.run.job_name, &first.run.build_id)
+            .await?
+        && store
+            .runs()
+            .has_run(&last.run.job_name, &last.run.build_id)
+            .await?
     {
         return Ok(None);
     }
-    anyhow::ensure!(stored == 0, "the database holds {stored} runs, neither none nor this benchmark's");
+    anyhow::ensure!(
+        stored == 0,
+        "the database holds {stored} runs, neither none nor this benchmark's"
+    );
     let started = Instant::now();
     for chunk in records.chunks(1000) {
         store.runs().write_runs(chunk, false).await?;
@@ -181,7 +194,10 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
         points.push(Point::load(shape, *d, i == 0).await?);
     }
     let settings = sheriff::config::Settings::default();
-    let options = sheriff::cycle::CycleOptions { at: bench_end(), dry_run: true };
+    let options = sheriff::cycle::CycleOptions {
+        at: bench_end(),
+        dry_run: true,
+    };
     // Plain cycles, reading the windows from the database.
     for _ in 0..shape.repeat.max(1) {
         for p in &mut points {
@@ -203,7 +219,9 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
             let before = resident_bytes();
             let kept = &mut p.out.kept_in_memory[k].1;
             kept.first = timed_cycle(store, &p.warm[k], &settings, options).await?.0;
-            kept.resident_growth_bytes = before.zip(resident_bytes()).map(|(b, a)| a.saturating_sub(b));
+            kept.resident_growth_bytes = before
+                .zip(resident_bytes())
+                .map(|(b, a)| a.saturating_sub(b));
         }
     }
     for _ in 0..shape.repeat.max(1) {
@@ -224,8 +242,10 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
             store.runs().write_runs(&new_runs, false).await?;
             kept.new_runs = new_runs.len();
             kept.after_new_runs = timed_cycle(store, &p.warm[k], &settings, options).await?.0;
-            let added: Vec<(String, String)> =
-                new_runs.iter().map(|r| (r.run.job_name.clone(), r.run.build_id.clone())).collect();
+            let added: Vec<(String, String)> = new_runs
+                .iter()
+                .map(|r| (r.run.job_name.clone(), r.run.build_id.clone()))
+                .collect();
             store.runs().remove_runs(&added).await?;
         }
         out.push(p.peers(shape).await?);
@@ -288,10 +308,18 @@ impl Point {
         let scenario = synth::large(runs, shape.variants, shape.backends, days, bench_end());
         let records = synth::run_records(&scenario);
         let tmp = tempfile::tempdir()?;
-        let sqlite_url = shape.sqlite.map(|p| format!("sqlite://{}-{days}d.db", p.display()));
-        let mut stores = vec![("sqlite".to_string(), bench_store(sqlite_url.as_deref(), tmp.path()).await?)];
+        let sqlite_url = shape
+            .sqlite
+            .map(|p| format!("sqlite://{}-{days}d.db", p.display()));
+        let mut stores = vec![(
+            "sqlite".to_string(),
+            bench_store(sqlite_url.as_deref(), tmp.path()).await?,
+        )];
         if let Some(url) = shape.postgres_url.filter(|_| with_postgres) {
-            stores.push(("postgres".to_string(), bench_store(Some(url), tmp.path()).await?));
+            stores.push((
+                "postgres".to_string(),
+                bench_store(Some(url), tmp.path()).await?,
+            ));
         }
         let mut out = EvaluateBench {
             days,
@@ -301,10 +329,21 @@ impl Point {
             groups: 0,
             load_seconds: Vec::new(),
             cycle_seconds: stores.iter().map(|(e, _)| (e.clone(), f64::MAX)).collect(),
-            cycle_rounds: stores.iter().map(|(e, _)| (e.clone(), Vec::new())).collect(),
+            cycle_rounds: stores
+                .iter()
+                .map(|(e, _)| (e.clone(), Vec::new()))
+                .collect(),
             kept_in_memory: stores
                 .iter()
-                .map(|(e, _)| (e.clone(), KeptCycles { warm: f64::MAX, ..Default::default() }))
+                .map(|(e, _)| {
+                    (
+                        e.clone(),
+                        KeptCycles {
+                            warm: f64::MAX,
+                            ..Default::default()
+                        },
+                    )
+                })
                 .collect(),
             postgres_percentile_cont_seconds: None,
             duckdb_seconds: Err("not asked for (--duckdb)".into()),
@@ -317,12 +356,24 @@ impl Point {
             out.samples = store.runs().count_samples().await?;
         }
         let warm = stores.iter().map(|_| Warm::new()).collect();
-        Ok(Point { records, stores, warm, tmp, out })
+        Ok(Point {
+            records,
+            stores,
+            warm,
+            tmp,
+            out,
+        })
     }
 
     /// PostgreSQL's own percentile query and DuckDB's over the same samples; the stores closed.
     async fn peers(self, shape: &EvaluateShape<'_>) -> Result<EvaluateBench> {
-        let Point { records, stores, tmp, mut out, .. } = self;
+        let Point {
+            records,
+            stores,
+            tmp,
+            mut out,
+            ..
+        } = self;
         let end = bench_end();
         let window_from = (end - chrono::Duration::days(7)).timestamp();
         let baseline_from = (end - chrono::Duration::days(28)).timestamp();
@@ -405,13 +456,24 @@ fn duckdb_quantiles(
     if !output.status.success() {
         let err = String::from_utf8_lossy(&output.stderr);
         let last = err.lines().last().unwrap_or_default().to_string();
-        return Err(format!("DuckDB did not run ({last}); it is `pip install duckdb`"));
+        return Err(format!(
+            "DuckDB did not run ({last}); it is `pip install duckdb`"
+        ));
     }
     // the timing is the last line (a large read may print progress before it)
     let out = String::from_utf8_lossy(&output.stdout);
-    let last = out.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default().trim();
-    last.parse::<f64>()
-        .map_err(|e| format!("DuckDB's answer `{}`: {e}", last.chars().take(200).collect::<String>()))
+    let last = out
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or_default()
+        .trim();
+    last.parse::<f64>().map_err(|e| {
+        format!(
+            "DuckDB's answer `{}`: {e}",
+            last.chars().take(200).collect::<String>()
+        )
+    })
 }
 
 /// Latency figures of a set of timed calls, in milliseconds.
@@ -433,7 +495,12 @@ impl Latency {
             let i = ((seconds.len() as f64 * q).ceil() as usize).clamp(1, seconds.len()) - 1;
             seconds[i] * 1000.0
         };
-        Latency { count: seconds.len(), p50_ms: at(0.5), p99_ms: at(0.99), max_ms: at(1.0) }
+        Latency {
+            count: seconds.len(),
+            p50_ms: at(0.5),
+            p99_ms: at(0.99),
+            max_ms: at(1.0),
+        }
     }
 }
 
@@ -473,7 +540,11 @@ fn bench_queries(backends: &[String]) -> Vec<String> {
         " arch=amd64 window=28d",
         " platform=gcp network=sdn upgrade=minor",
     ];
-    backends.iter().enumerate().map(|(n, b)| format!("query {b}{}", shapes[n % shapes.len()])).collect()
+    backends
+        .iter()
+        .enumerate()
+        .map(|(n, b)| format!("query {b}{}", shapes[n % shapes.len()]))
+        .collect()
 }
 
 /// The data and load of `bench query`.
@@ -498,7 +569,11 @@ const BENCH_SECRET: &str = "sheriff-bench-signing-secret";
 /// `write_every_ms`.
 pub async fn query(shape: &QueryShape, database_url: Option<&str>) -> Result<QueryBench> {
     use std::sync::Arc;
-    let today = Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap_or_default().and_utc();
+    let today = Utc::now()
+        .date_naive()
+        .and_hms_opt(0, 0, 0)
+        .unwrap_or_default()
+        .and_utc();
     let scenario = synth::large(shape.runs, shape.variants, shape.backends, 28, today);
     let records = synth::run_records(&scenario);
     let tmp = tempfile::tempdir()?;
@@ -513,13 +588,17 @@ pub async fn query(shape: &QueryShape, database_url: Option<&str>) -> Result<Que
     // The cycles run as `serve` runs them, their windows kept in memory between cycles; the
     // direct answers and the HTTP edge share the questions' answers.
     let warm = Arc::new(Warm::kept());
-    let (direct_cold, direct_warm) = direct_answers(&store, &warm.queries, &settings, &texts).await?;
+    let (direct_cold, direct_warm) =
+        direct_answers(&store, &warm.queries, &settings, &texts).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/slack/commands", listener.local_addr()?);
     let (stop, stopped) = tokio::sync::watch::channel(false);
     // `serve`'s first cycle reads every day of the windows; the load runs beside the ones after.
     let first = Instant::now();
-    let options = sheriff::cycle::CycleOptions { at: Utc::now(), dry_run: false };
+    let options = sheriff::cycle::CycleOptions {
+        at: Utc::now(),
+        dry_run: false,
+    };
     sheriff::cycle::run_cycle(&store, &warm, &settings, options).await?;
     let first_cycle_seconds = first.elapsed().as_secs_f64();
     let state = sheriff::server::AppState::new(store.clone(), warm.clone(), settings.clone());
@@ -527,9 +606,19 @@ pub async fn query(shape: &QueryShape, database_url: Option<&str>) -> Result<Que
         let mut stopped = stopped;
         let _ = stopped.wait_for(|s| *s).await;
     }));
-    let cycles = tokio::spawn(cycles_until(store.clone(), warm, settings.clone(), stop.subscribe()));
+    let cycles = tokio::spawn(cycles_until(
+        store.clone(),
+        warm,
+        settings.clone(),
+        stop.subscribe(),
+    ));
     let fresh: Vec<sheriff::model::RunRecord> = records.iter().rev().take(2_000).cloned().collect();
-    let writes = tokio::spawn(writes_until(store.clone(), fresh, shape.write_every_ms, stop.subscribe()));
+    let writes = tokio::spawn(writes_until(
+        store.clone(),
+        fresh,
+        shape.write_every_ms,
+        stop.subscribe(),
+    ));
     let started = Instant::now();
     let (timings, errors) = http_load(&url, texts, shape.requests, shape.concurrency).await?;
     let elapsed = started.elapsed().as_secs_f64();
@@ -590,7 +679,10 @@ async fn cycles_until(
 ) -> usize {
     let mut n = 0;
     while !*stop.borrow_and_update() {
-        let options = sheriff::cycle::CycleOptions { at: Utc::now(), dry_run: false };
+        let options = sheriff::cycle::CycleOptions {
+            at: Utc::now(),
+            dry_run: false,
+        };
         if let Err(e) = sheriff::cycle::run_cycle(&store, &warm, &settings, options).await {
             tracing::error!("a cycle during the load failed: {e:#}");
         }
@@ -638,7 +730,8 @@ async fn http_load(
     let texts = Arc::new(texts);
     let mut clients = tokio::task::JoinSet::new();
     for _ in 0..concurrency.max(1) {
-        let (client, url, next, texts) = (client.clone(), url.to_string(), next.clone(), texts.clone());
+        let (client, url, next, texts) =
+            (client.clone(), url.to_string(), next.clone(), texts.clone());
         clients.spawn(async move {
             let mut timings = Vec::new();
             let mut errors = 0;
@@ -753,9 +846,15 @@ pub async fn backtest(
     let started = Instant::now();
     let mut timed: u32 = 0;
     let warm = Warm::new();
-    let live = sheriff::cycle::source::Live { store: &store, warm: &warm };
+    let live = sheriff::cycle::source::Live {
+        store: &store,
+        warm: &warm,
+    };
     for at in ticks.iter().step_by(step).take(peer_cycles.max(1)) {
-        let options = sheriff::cycle::CycleOptions { at: *at, dry_run: true };
+        let options = sheriff::cycle::CycleOptions {
+            at: *at,
+            dry_run: true,
+        };
         sheriff::cycle::run_cycle_on(&live, &scratch, &settings, &policy, options).await?;
         timed += 1;
     }
@@ -814,7 +913,10 @@ pub async fn page(
     settings.slack.channel = "#bench".into();
     let warm = std::sync::Arc::new(Warm::new());
     if store.incidents().all().await?.is_empty() {
-        let options = sheriff::cycle::CycleOptions { at: end, dry_run: false };
+        let options = sheriff::cycle::CycleOptions {
+            at: end,
+            dry_run: false,
+        };
         sheriff::cycle::run_cycle(&store, &warm, &settings, options).await?;
     }
     let incident = store
@@ -832,7 +934,11 @@ pub async fn page(
             let started = Instant::now();
             let request = axum::http::Request::get(path.as_str()).body(axum::body::Body::empty())?;
             let response = sheriff::server::router(state).oneshot(request).await?;
-            anyhow::ensure!(response.status() == 200, "{path} answered {}", response.status());
+            anyhow::ensure!(
+                response.status() == 200,
+                "{path} answered {}",
+                response.status()
+            );
             let body = axum::body::to_bytes(response.into_body(), 64 << 20).await?;
             Ok::<_, anyhow::Error>((started.elapsed().as_secs_f64(), body))
         }
@@ -849,7 +955,9 @@ pub async fn page(
     let index = measure("/".into()).await?;
     let json = measure(format!("/api/v1/incidents/{incident}")).await?;
     let (_, body) = time(format!("/api/v1/incidents/{incident}")).await?;
-    let charts = serde_json::from_slice::<serde_json::Value>(&body)?["charts"].as_array().map_or(0, Vec::len);
+    let charts = serde_json::from_slice::<serde_json::Value>(&body)?["charts"]
+        .as_array()
+        .map_or(0, Vec::len);
     let samples = store.runs().count_samples().await?;
     Ok(PageBench {
         runs: records.len(),

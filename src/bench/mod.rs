@@ -17,7 +17,12 @@ use args::BenchData;
 /// Runs one benchmark and prints what it measured.
 pub async fn run(what: BenchCommand) -> Result<ExitCode> {
     match what {
-        BenchCommand::Ingest { runs, noise, database_url, keep } => {
+        BenchCommand::Ingest {
+            runs,
+            noise,
+            database_url,
+            keep,
+        } => {
             let result = measure::ingest(runs, noise, database_url.as_deref(), keep).await?;
             println!(
                 "ingest: {} runs, {:.1} MB of interval files, in {:.2} s on {}: {:.0} runs/s, {:.1} MB/s (generating took {:.1} s)",
@@ -32,7 +37,14 @@ pub async fn run(what: BenchCommand) -> Result<ExitCode> {
             println!("{}", serde_json::to_string(&result).unwrap_or_default());
             Ok(ExitCode::SUCCESS)
         }
-        BenchCommand::Evaluate { data, days, duckdb, repeat, postgres_url, sqlite } => {
+        BenchCommand::Evaluate {
+            data,
+            days,
+            duckdb,
+            repeat,
+            postgres_url,
+            sqlite,
+        } => {
             let shape = measure::EvaluateShape {
                 runs_per_28_days: data.runs,
                 variants: data.variants,
@@ -49,13 +61,30 @@ pub async fn run(what: BenchCommand) -> Result<ExitCode> {
             print_history_ratio(&points);
             Ok(ExitCode::SUCCESS)
         }
-        BenchCommand::Page { data, repeat, sqlite } => {
-            let r = measure::page(data.runs, data.variants, data.backends, repeat, sqlite.as_deref()).await?;
+        BenchCommand::Page {
+            data,
+            repeat,
+            sqlite,
+        } => {
+            let r = measure::page(
+                data.runs,
+                data.variants,
+                data.backends,
+                repeat,
+                sqlite.as_deref(),
+            )
+            .await?;
             print_page_bench(&r);
             Ok(ExitCode::SUCCESS)
         }
-        BenchCommand::Backtest { runs_per_28_days, days, peer_cycles, sqlite } => {
-            let r = measure::backtest(runs_per_28_days, days, peer_cycles, sqlite.as_deref()).await?;
+        BenchCommand::Backtest {
+            runs_per_28_days,
+            days,
+            peer_cycles,
+            sqlite,
+        } => {
+            let r =
+                measure::backtest(runs_per_28_days, days, peer_cycles, sqlite.as_deref()).await?;
             println!(
                 "backtest: {} runs, {} samples over {} days; {} cycles over the last {} days",
                 r.runs, r.samples, r.stored_days, r.cycles, r.replayed_days
@@ -76,17 +105,47 @@ pub async fn run(what: BenchCommand) -> Result<ExitCode> {
             println!("{}", serde_json::to_string(&r).unwrap_or_default());
             Ok(ExitCode::SUCCESS)
         }
-        BenchCommand::Quality { seeds, first, scenarios, format, check } => {
-            let options = sheriff::scorecard::QualityOptions { seeds, first, classes: scenarios };
+        BenchCommand::Quality {
+            seeds,
+            first,
+            scenarios,
+            format,
+            check,
+        } => {
+            let options = sheriff::scorecard::QualityOptions {
+                seeds,
+                first,
+                classes: scenarios,
+            };
             quality(&options, format, check).await
         }
-        BenchCommand::Query { data, requests, concurrency, write_every_ms, database_url } => {
-            let BenchData { runs, variants, backends } = data;
-            let shape =
-                measure::QueryShape { runs, variants, backends, requests, concurrency, write_every_ms };
+        BenchCommand::Query {
+            data,
+            requests,
+            concurrency,
+            write_every_ms,
+            database_url,
+        } => {
+            let BenchData {
+                runs,
+                variants,
+                backends,
+            } = data;
+            let shape = measure::QueryShape {
+                runs,
+                variants,
+                backends,
+                requests,
+                concurrency,
+                write_every_ms,
+            };
             let r = measure::query(&shape, database_url.as_deref()).await?;
             print_query_bench(&r);
-            Ok(if r.errors == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+            Ok(if r.errors == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
     }
 }
@@ -102,7 +161,11 @@ async fn quality(
         Format::Text => print!("{}", sheriff::scorecard::render_text(&card)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&card)?),
     }
-    Ok(if check && !card.below_floors.is_empty() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if check && !card.below_floors.is_empty() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn print_page_bench(r: &measure::PageBench) {
@@ -145,17 +208,25 @@ fn print_evaluate_bench(r: &measure::EvaluateBench, repeat: usize) {
     if let Some(pg) = r.postgres_percentile_cont_seconds {
         println!("  PostgreSQL percentile_cont GROUP BY over the raw samples: {pg:.3} s");
         for (engine, s) in &r.cycle_seconds {
-            println!("  ratio percentile_cont / sheriff on {engine}: {:.1}x", pg / s);
+            println!(
+                "  ratio percentile_cont / sheriff on {engine}: {:.1}x",
+                pg / s
+            );
         }
     }
     match &r.duckdb_seconds {
         Ok(d) => {
-            println!("  DuckDB quantile_cont over the raw samples (2 threads, query only): {d:.3} s");
+            println!(
+                "  DuckDB quantile_cont over the raw samples (2 threads, query only): {d:.3} s"
+            );
             for (engine, s) in &r.cycle_seconds {
                 println!("  ratio DuckDB / sheriff on {engine}: {:.1}x", d / s);
             }
             for (engine, k) in &r.kept_in_memory {
-                println!("  ratio DuckDB / sheriff on {engine}, windows kept in memory: {:.1}x", d / k.warm);
+                println!(
+                    "  ratio DuckDB / sheriff on {engine}, windows kept in memory: {:.1}x",
+                    d / k.warm
+                );
             }
         }
         Err(why) => println!("  DuckDB: {why}"),
@@ -169,7 +240,14 @@ fn print_evaluate_bench(r: &measure::EvaluateBench, repeat: usize) {
 fn print_history_ratio(points: &[measure::EvaluateBench]) {
     let plain = |r: &measure::EvaluateBench| {
         let best = r.cycle_seconds.iter().find(|(e, _)| e == "sqlite")?.1;
-        Some((best, r.cycle_rounds.iter().find(|(e, _)| e == "sqlite")?.1.clone()))
+        Some((
+            best,
+            r.cycle_rounds
+                .iter()
+                .find(|(e, _)| e == "sqlite")?
+                .1
+                .clone(),
+        ))
     };
     let warm = |r: &measure::EvaluateBench| {
         let k = &r.kept_in_memory.iter().find(|(e, _)| e == "sqlite")?.1;
@@ -178,7 +256,10 @@ fn print_history_ratio(points: &[measure::EvaluateBench]) {
     let Some(first) = points.first() else { return };
     for p in &points[1..] {
         let mut parts = Vec::new();
-        for (what, of) in [("plain cycle", &plain as &dyn Fn(_) -> _), ("serve's warm cycle", &warm)] {
+        for (what, of) in [
+            ("plain cycle", &plain as &dyn Fn(_) -> _),
+            ("serve's warm cycle", &warm),
+        ] {
             if let (Some((best0, rounds0)), Some((best, rounds))) = (of(first), of(p)) {
                 parts.push(format!(
                     "{what} {:.2}x best against best, {:.2}x the median of {} rounds",
@@ -208,7 +289,10 @@ fn median_ratio(a: &[f64], b: &[f64]) -> f64 {
 }
 
 fn print_query_bench(r: &measure::QueryBench) {
-    println!("query: {} runs, {} samples on {}", r.runs, r.samples, r.engine);
+    println!(
+        "query: {} runs, {} samples on {}",
+        r.runs, r.samples, r.engine
+    );
     if let Some(s) = r.load_seconds {
         println!("  load: {s:.1} s");
     }
@@ -224,7 +308,11 @@ fn print_query_bench(r: &measure::QueryBench) {
     println!(
         "  {:.0} requests/s, {} error(s); meanwhile {} evaluation cycle(s) ran (after a first one of {:.2} s \
          before the load, which read the windows into memory) and {} run(s) were written",
-        r.requests_per_second, r.errors, r.cycles_during_load, r.first_cycle_seconds, r.writes_during_load
+        r.requests_per_second,
+        r.errors,
+        r.cycles_during_load,
+        r.first_cycle_seconds,
+        r.writes_during_load
     );
     println!("{}", serde_json::to_string(r).unwrap_or_default());
 }

@@ -260,8 +260,14 @@ pub enum ThresholdsAction {
 /// A clap value parser: its error is the String clap shows after the argument.
 pub fn parse_class(text: &str) -> Result<crate::synth::world::Class, String> {
     crate::synth::world::Class::parse(text).ok_or_else(|| {
-        let names: Vec<&str> = crate::synth::world::Class::ALL.iter().map(|c| c.as_str()).collect();
-        format!("`{text}` is not a failure class; one of: {}", names.join(", "))
+        let names: Vec<&str> = crate::synth::world::Class::ALL
+            .iter()
+            .map(|c| c.as_str())
+            .collect();
+        format!(
+            "`{text}` is not a failure class; one of: {}",
+            names.join(", ")
+        )
     })
 }
 

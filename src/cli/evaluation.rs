@@ -18,12 +18,16 @@ pub(super) async fn evaluate(
     dry_run: bool,
 ) -> Result<ExitCode> {
     let store = Arc::new(Store::open_configured(settings).await?);
-    let options = crate::cycle::CycleOptions { at: at.unwrap_or_else(Utc::now), dry_run };
+    let options = crate::cycle::CycleOptions {
+        at: at.unwrap_or_else(Utc::now),
+        dry_run,
+    };
     let report = async {
         let mut report =
             crate::cycle::run_cycle(&store, &crate::warm::Warm::new(), settings, options).await?;
         if !dry_run {
-            report.delivery = Some(crate::notify::deliver_for_a_while(store.clone(), settings).await?);
+            report.delivery =
+                Some(crate::notify::deliver_for_a_while(store.clone(), settings).await?);
         }
         anyhow::Ok(report)
     }
@@ -59,7 +63,9 @@ pub(super) async fn backtest(
             ))
         }
     };
-    let other = against.map(|p| Settings::load(Some(p)).map_err(|e| anyhow::anyhow!("{e}"))).transpose()?;
+    let other = against
+        .map(|p| Settings::load(Some(p)).map_err(|e| anyhow::anyhow!("{e}")))
+        .transpose()?;
     let store = Arc::new(Store::open_configured(settings).await?);
     let result = async {
         let a = crate::backtest::backtest(store.clone(), settings, from, to, &cadence).await?;
@@ -89,11 +95,19 @@ pub(super) async fn backtest(
                 print!("{}", crate::backtest::render_text(b));
                 println!(
                     "\nonly in the first: {}",
-                    if d.only_in_a.is_empty() { "-".into() } else { d.only_in_a.join("; ") }
+                    if d.only_in_a.is_empty() {
+                        "-".into()
+                    } else {
+                        d.only_in_a.join("; ")
+                    }
                 );
                 println!(
                     "only in the second: {}",
-                    if d.only_in_b.is_empty() { "-".into() } else { d.only_in_b.join("; ") }
+                    if d.only_in_b.is_empty() {
+                        "-".into()
+                    } else {
+                        d.only_in_b.join("; ")
+                    }
                 );
                 for t in &d.different_timing {
                     println!(

@@ -42,7 +42,10 @@ async fn list_incidents(store: &Store, state: Option<String>, format: Format) ->
     match format {
         Format::Json => {
             let rows: Vec<serde_json::Value> = list.iter().map(incident_json).collect();
-            println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "incidents": rows }))?);
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&serde_json::json!({ "incidents": rows }))?
+            );
         }
         Format::Text if list.is_empty() => println!("no incidents"),
         Format::Text => print!("{}", board::incident_table(&list)),
@@ -54,8 +57,9 @@ async fn list_incidents(store: &Store, state: Option<String>, format: Format) ->
 /// `--reason` when there is none, so no incident is resolved without a word of why.
 fn reason_given_or_asked(given: Option<String>) -> Result<String> {
     use std::io::{BufRead, IsTerminal, Write};
-    let missing =
-        || anyhow::anyhow!("`--reason` is required: say why, e.g. --reason \"the lab was rewired\"");
+    let missing = || {
+        anyhow::anyhow!("`--reason` is required: say why, e.g. --reason \"the lab was rewired\"")
+    };
     let reason = match given {
         Some(r) => r,
         None if std::io::stdin().is_terminal() => {
@@ -83,8 +87,9 @@ pub(super) async fn incidents_on(
     match action {
         IncidentsAction::List { state, format } => list_incidents(store, state, format).await?,
         IncidentsAction::Show { incident, format } => {
-            let e =
-                board::explain(store, &incident).await?.with_context(|| format!("no incident {incident}"))?;
+            let e = board::explain(store, &incident)
+                .await?
+                .with_context(|| format!("no incident {incident}"))?;
             match format {
                 Format::Json => {
                     let mut v = incident_json(&e.incident);
@@ -97,39 +102,79 @@ pub(super) async fn incidents_on(
         }
         IncidentsAction::Resolve { incident, reason } => {
             let reason = reason_given_or_asked(reason)?;
-            let i = crate::actions::resolve(store, settings, &incident, &reason, &cli_actor(), now).await?;
+            let i = crate::actions::resolve(store, settings, &incident, &reason, &cli_actor(), now)
+                .await?;
             print!("{}", board::resolved_words(&i, &reason));
         }
         IncidentsAction::NotARegression { incident, reason } => {
-            let i = crate::actions::not_a_regression(store, settings, &incident, &reason, &cli_actor(), now)
-                .await?;
-            println!("#{} marked not a regression: resolved, and its fingerprint silenced for 30 days", i.id);
+            let i = crate::actions::not_a_regression(
+                store,
+                settings,
+                &incident,
+                &reason,
+                &cli_actor(),
+                now,
+            )
+            .await?;
+            println!(
+                "#{} marked not a regression: resolved, and its fingerprint silenced for 30 days",
+                i.id
+            );
         }
-        IncidentsAction::Silence { target, duration, reason } => {
+        IncidentsAction::Silence {
+            target,
+            duration,
+            reason,
+        } => {
             let words: Vec<&str> = target.iter().map(String::as_str).collect();
-            let target = crate::incidents::silence::Target::parse(&words).map_err(anyhow::Error::msg)?;
-            let secs = crate::model::parse_span(&duration)
-                .with_context(|| format!("`--for {duration}`: use a duration like 90m, 24h, 7d or 2w"))?;
-            let made = crate::actions::silence(store, &target, secs, &reason, &cli_actor(), now).await?;
+            let target =
+                crate::incidents::silence::Target::parse(&words).map_err(anyhow::Error::msg)?;
+            let secs = crate::model::parse_span(&duration).with_context(|| {
+                format!("`--for {duration}`: use a duration like 90m, 24h, 7d or 2w")
+            })?;
+            let made =
+                crate::actions::silence(store, &target, secs, &reason, &cli_actor(), now).await?;
             let what = match &target.fingerprint {
                 Some(reference) => format!("incident {reference}"),
                 None => format!("matcher {}", target.describe()),
             };
-            println!("silence #{}: {what} for {duration}{}", made.id, made.holds_words());
+            println!(
+                "silence #{}: {what} for {duration}{}",
+                made.id,
+                made.holds_words()
+            );
         }
         IncidentsAction::Unsilence { reference } => {
-            let n = crate::actions::unsilence(store, settings, &reference, &cli_actor(), now).await?;
+            let n =
+                crate::actions::unsilence(store, settings, &reference, &cli_actor(), now).await?;
             println!("ended {n} silence(s)");
         }
-        IncidentsAction::Accept { incident, level, until, reason, jira } => {
-            let until = until.map(|u| crate::incidents::manual::parse_until(&u, now)).transpose()?;
-            let a = crate::incidents::manual::Accept { level, until, reason, jira_key: jira };
+        IncidentsAction::Accept {
+            incident,
+            level,
+            until,
+            reason,
+            jira,
+        } => {
+            let until = until
+                .map(|u| crate::incidents::manual::parse_until(&u, now))
+                .transpose()?;
+            let a = crate::incidents::manual::Accept {
+                level,
+                until,
+                reason,
+                jira_key: jira,
+            };
             let i = crate::actions::accept(store, &incident, &a, &cli_actor(), now).await?;
-            let told = i.allowance.as_ref().map_or_else(String::new, crate::words::accepted_level);
+            let told = i
+                .allowance
+                .as_ref()
+                .map_or_else(String::new, crate::words::accepted_level);
             println!("#{}: {told}", i.id);
         }
         IncidentsAction::Ack { incident } => {
-            let (i, fresh) = crate::actions::acknowledge(store, &incident, &cli_actor(), now).await?;
+            let (i, fresh) =
+                crate::actions::acknowledge(store, &incident, &cli_actor(), now).await?;
             let already = if fresh { "" } else { " (already)" };
             println!("acknowledged #{} ({}){already}", i.id, i.fingerprint);
         }

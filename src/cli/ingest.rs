@@ -46,12 +46,18 @@ pub(super) async fn backfill(
     Ok(ExitCode::SUCCESS)
 }
 
-pub(super) async fn import_thresholds(settings: &Settings, file: &std::path::Path) -> Result<ExitCode> {
+pub(super) async fn import_thresholds(
+    settings: &Settings,
+    file: &std::path::Path,
+) -> Result<ExitCode> {
     let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
     let rows = crate::ingest::formats::query_results::parse_query_results(&bytes)
         .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
     with_store(settings, async |store| {
-        Ok(store.evaluations().import_thresholds(&rows, &file.display().to_string()).await?)
+        Ok(store
+            .evaluations()
+            .import_thresholds(&rows, &file.display().to_string())
+            .await?)
     })
     .await?;
     let generation = if rows.iter().any(|r| r.p50.is_some()) {
@@ -61,7 +67,11 @@ pub(super) async fn import_thresholds(settings: &Settings, file: &std::path::Pat
     } else {
         "oldest (P95/P99 only)"
     };
-    println!("imported {} rows from {} (schema: {generation})", rows.len(), file.display());
+    println!(
+        "imported {} rows from {} (schema: {generation})",
+        rows.len(),
+        file.display()
+    );
     Ok(ExitCode::SUCCESS)
 }
 
@@ -69,10 +79,17 @@ pub(super) fn print_ingest_summary(summary: &IngestSummary, format: Format) {
     match format {
         Format::Json => println!("{}", serde_json::to_string(summary).unwrap_or_default()),
         Format::Text => {
-            println!("ingested {}, skipped {}, failed {}", summary.ingested, summary.skipped, summary.failed);
+            println!(
+                "ingested {}, skipped {}, failed {}",
+                summary.ingested, summary.skipped, summary.failed
+            );
             let shown = 10;
             for e in summary.errors.iter().take(shown) {
-                let file = if e.file.is_empty() { String::new() } else { format!(" {}", e.file) };
+                let file = if e.file.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", e.file)
+                };
                 println!("  {} {}{}: {}", e.severity, e.run, file, e.error);
             }
             if summary.errors.len() > shown {

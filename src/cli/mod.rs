@@ -25,7 +25,9 @@ mod outbox;
 mod service;
 
 use args::Cli;
-pub use args::{Command, ConfigAction, Format, IncidentsAction, OutboxAction, ThresholdsAction, parse_class};
+pub use args::{
+    Command, ConfigAction, Format, IncidentsAction, OutboxAction, ThresholdsAction, parse_class,
+};
 use evaluation::{backtest, evaluate};
 use incidents::incidents_on;
 use ingest::{backfill, import_thresholds, print_ingest_summary};
@@ -39,7 +41,9 @@ const EXIT_CONFIG: u8 = 2;
 /// binary adds of its own (`sheriff bench`). Parses the command line, loads the settings,
 /// starts logging and the async runtime, and hands the command to `run_command` (which sends
 /// the product's commands to [`run`]); the exit code is its, or says what stopped it.
-pub fn main<C: Subcommand>(run_command: impl AsyncFnOnce(C, Settings) -> Result<ExitCode>) -> ExitCode {
+pub fn main<C: Subcommand>(
+    run_command: impl AsyncFnOnce(C, Settings) -> Result<ExitCode>,
+) -> ExitCode {
     end_quietly_when_stdout_is_closed();
     crate::init_crypto();
     let cli = Cli::<C>::parse();
@@ -51,7 +55,10 @@ pub fn main<C: Subcommand>(run_command: impl AsyncFnOnce(C, Settings) -> Result<
         }
     };
     crate::telemetry::init(&settings.log);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("sheriff: cannot start the async runtime: {e}");
@@ -74,7 +81,10 @@ pub fn main<C: Subcommand>(run_command: impl AsyncFnOnce(C, Settings) -> Result<
 fn end_quietly_when_stdout_is_closed() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let text = info.payload().downcast_ref::<String>().map_or("", String::as_str);
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map_or("", String::as_str);
         if text.starts_with("failed printing to stdout") && text.contains("Broken pipe") {
             std::process::exit(141);
         }
@@ -85,14 +95,32 @@ fn end_quietly_when_stdout_is_closed() {
 /// Runs one of the product's commands with loaded settings.
 pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
     match command {
-        Command::Config { action: ConfigAction::Check { format } } => Ok(config_check(&settings, format)),
+        Command::Config {
+            action: ConfigAction::Check { format },
+        } => Ok(config_check(&settings, format)),
         Command::Migrate => migrate(&settings).await,
-        Command::Ingest { source, from: Some(from), to, format, .. } => {
-            backfill(&settings, &source, from, to, format).await
-        }
-        Command::Ingest { source, since, job, force, format, .. } => {
+        Command::Ingest {
+            source,
+            from: Some(from),
+            to,
+            format,
+            ..
+        } => backfill(&settings, &source, from, to, format).await,
+        Command::Ingest {
+            source,
+            since,
+            job,
+            force,
+            format,
+            ..
+        } => {
             let source = Source::parse(&source, &settings)?;
-            let options = IngestOptions { since, job, force, progress: format == Format::Text };
+            let options = IngestOptions {
+                since,
+                job,
+                force,
+                progress: format == Format::Text,
+            };
             let summary = with_store(&settings, async |store| {
                 crate::ingest::ingest(store, &settings.ingest, &source, &options).await
             })
@@ -100,18 +128,41 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
             print_ingest_summary(&summary, format);
             // 2: some runs could not be stored for sheriff's own reasons (a retry may store them);
             // runs refused for bad files are reported, not an exit status.
-            Ok(if summary.storage_failed > 0 { ExitCode::from(2) } else { ExitCode::SUCCESS })
+            Ok(if summary.storage_failed > 0 {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Command::Serve { cycle_now } => serve(settings, cycle_now).await,
         Command::Healthcheck { url } => healthcheck(&settings, url).await,
-        Command::Evaluate { at, format, dry_run } => evaluate(&settings, at, format, dry_run).await,
-        Command::Backtest { from, to, every, cron, against, format } => {
-            backtest(&settings, (from, to), every.as_deref(), cron.as_deref(), against.as_deref(), format)
-                .await
+        Command::Evaluate {
+            at,
+            format,
+            dry_run,
+        } => evaluate(&settings, at, format, dry_run).await,
+        Command::Backtest {
+            from,
+            to,
+            every,
+            cron,
+            against,
+            format,
+        } => {
+            backtest(
+                &settings,
+                (from, to),
+                every.as_deref(),
+                cron.as_deref(),
+                against.as_deref(),
+                format,
+            )
+            .await
         }
         Command::Prune { dry_run, format } => {
             let now = Utc::now().timestamp();
-            let prune = async |store: &Store| crate::scheduler::prune(store, &settings, now, dry_run).await;
+            let prune =
+                async |store: &Store| crate::scheduler::prune(store, &settings, now, dry_run).await;
             let r = with_store(&settings, prune).await?;
             match format {
                 Format::Json => println!("{}", serde_json::to_string_pretty(&r)?),
@@ -130,12 +181,16 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Incidents { action } => {
-            with_store(&settings, async |store| incidents_on(store, action, &settings).await).await
+            with_store(&settings, async |store| {
+                incidents_on(store, action, &settings).await
+            })
+            .await
         }
         Command::Status { format } => {
-            let status =
-                with_store(&settings, async |store| board::status(store, Utc::now().timestamp()).await)
-                    .await?;
+            let status = with_store(&settings, async |store| {
+                board::status(store, Utc::now().timestamp()).await
+            })
+            .await?;
             match format {
                 Format::Json => println!("{}", serde_json::to_string_pretty(&status)?),
                 Format::Text => print!("{}", board::render_status(&status)),
@@ -144,9 +199,9 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
         }
         Command::Outbox { action } => outbox(action, &settings).await,
         Command::Query { words, format } => query(&settings, &words, format).await,
-        Command::Thresholds { action: ThresholdsAction::Import { file } } => {
-            import_thresholds(&settings, &file).await
-        }
+        Command::Thresholds {
+            action: ThresholdsAction::Import { file },
+        } => import_thresholds(&settings, &file).await,
         Command::Demo { dir, serve, world } => {
             let mut stdout = std::io::stdout();
             let mut settings = settings;
@@ -163,7 +218,10 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
 }
 
 /// Opens the database for one command, runs `work` and closes it whatever happened.
-async fn with_store<T>(settings: &Settings, work: impl AsyncFnOnce(&Store) -> Result<T>) -> Result<T> {
+async fn with_store<T>(
+    settings: &Settings,
+    work: impl AsyncFnOnce(&Store) -> Result<T>,
+) -> Result<T> {
     let store = Store::open_configured(settings).await?;
     let result = work(&store).await;
     store.close().await;

@@ -39,11 +39,17 @@ pub(super) async fn outbox(action: OutboxAction, settings: &Settings) -> Result<
                     anyhow::bail!("name an entry number, or --all");
                 }
                 let n = store.outbox().retry(id, Utc::now().timestamp()).await?;
-                println!("{n} {} queued again", if n == 1 { "entry" } else { "entries" });
+                println!(
+                    "{n} {} queued again",
+                    if n == 1 { "entry" } else { "entries" }
+                );
             }
             OutboxAction::Deliver => {
                 let r = crate::notify::deliver_for_a_while(store.clone(), settings).await?;
-                println!("delivered {}, retrying {}, dead {}", r.delivered, r.retrying, r.dead);
+                println!(
+                    "delivered {}, retrying {}, dead {}",
+                    r.delivered, r.retrying, r.dead
+                );
             }
         }
         Ok(())

@@ -15,7 +15,10 @@ pub(super) async fn migrate(settings: &Settings) -> Result<ExitCode> {
     store.close().await;
     let report = report?;
     if report.applied.is_empty() {
-        println!("{}: schema already at version {}; nothing to apply", settings.database.url, report.current);
+        println!(
+            "{}: schema already at version {}; nothing to apply",
+            settings.database.url, report.current
+        );
     } else {
         println!(
             "{}: applied {} migration(s) {:?}; schema at version {}",
@@ -29,10 +32,18 @@ pub(super) async fn migrate(settings: &Settings) -> Result<ExitCode> {
 }
 
 pub(super) async fn healthcheck(settings: &Settings, url: Option<String>) -> Result<ExitCode> {
-    let base =
-        url.unwrap_or_else(|| format!("http://{}", settings.server.listen.replace("0.0.0.0", "127.0.0.1")));
+    let base = url.unwrap_or_else(|| {
+        format!(
+            "http://{}",
+            settings.server.listen.replace("0.0.0.0", "127.0.0.1")
+        )
+    });
     let client = crate::http::client_builder(std::time::Duration::from_secs(3)).build()?;
-    match client.get(format!("{}/healthz", base.trim_end_matches('/'))).send().await {
+    match client
+        .get(format!("{}/healthz", base.trim_end_matches('/')))
+        .send()
+        .await
+    {
         Ok(r) if r.status().is_success() => Ok(ExitCode::SUCCESS),
         Ok(r) => {
             eprintln!("sheriff: {base}/healthz answered {}", r.status());
@@ -65,7 +76,10 @@ pub(super) fn config_check(settings: &Settings, format: Format) -> ExitCode {
     if !missing.is_empty() {
         match format {
             Format::Text => eprint!("{}", incomplete(&missing)),
-            Format::Json => println!("{}", serde_json::json!({ "valid": false, "missing": missing })),
+            Format::Json => println!(
+                "{}",
+                serde_json::json!({ "valid": false, "missing": missing })
+            ),
         }
         return ExitCode::from(EXIT_CONFIG);
     }

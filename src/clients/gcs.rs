@@ -100,7 +100,10 @@ pub enum Failure {
     Unreadable(serde_json::Error),
     /// The temporary file a download is written to: creating or writing it.
     #[error("{doing} a temporary file: {error}")]
-    Spool { doing: &'static str, error: std::io::Error },
+    Spool {
+        doing: &'static str,
+        error: std::io::Error,
+    },
     /// The API URL setting cannot take an object's path.
     #[error("invalid GCS API URL {0}")]
     Url(String),
@@ -115,12 +118,21 @@ pub enum Failure {
 impl GcsError {
     /// Whether the object is not there (404, 410): a retry will not find it.
     pub(crate) fn is_gone(&self) -> bool {
-        matches!(self.failure, Failure::Status { status: 404 | 410, .. })
+        matches!(
+            self.failure,
+            Failure::Status {
+                status: 404 | 410,
+                ..
+            }
+        )
     }
 }
 
 fn canonical_reason(status: u16) -> &'static str {
-    reqwest::StatusCode::from_u16(status).ok().and_then(|s| s.canonical_reason()).unwrap_or_default()
+    reqwest::StatusCode::from_u16(status)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or_default()
 }
 
 #[derive(Deserialize)]
@@ -158,7 +170,10 @@ impl GcsClient {
         prefix: &str,
         delimiter: Option<&str>,
     ) -> Result<Listing, GcsError> {
-        let failed = |failure| GcsError { call: format!("listing gs://{bucket}/{prefix}"), failure };
+        let failed = |failure| GcsError {
+            call: format!("listing gs://{bucket}/{prefix}"),
+            failure,
+        };
         let mut listing = Listing::default();
         let mut page_token: Option<String> = None;
         loop {
@@ -176,7 +191,8 @@ impl GcsClient {
                 }
             }
             let body = self.get(url).await.map_err(failed)?;
-            let page: ListPage = serde_json::from_slice(&body).map_err(|e| failed(Failure::Unreadable(e)))?;
+            let page: ListPage =
+                serde_json::from_slice(&body).map_err(|e| failed(Failure::Unreadable(e)))?;
             for o in page.items {
                 let size = o.size.as_ref().map_or(0, Size::bytes);
                 listing.objects.push(Object { name: o.name, size });
@@ -192,7 +208,10 @@ impl GcsClient {
 
     /// The content of one object.
     pub async fn download(&self, bucket: &str, name: &str) -> Result<Vec<u8>, GcsError> {
-        let failed = |failure| GcsError { call: format!("downloading gs://{bucket}/{name}"), failure };
+        let failed = |failure| GcsError {
+            call: format!("downloading gs://{bucket}/{name}"),
+            failure,
+        };
         let url = self.media_url(bucket, name).map_err(failed)?;
         self.get(url).await.map_err(failed)
     }
@@ -205,7 +224,10 @@ impl GcsClient {
         name: &str,
         max_bytes: u64,
     ) -> Result<tempfile::TempPath, GcsError> {
-        let failed = |failure| GcsError { call: format!("downloading gs://{bucket}/{name}"), failure };
+        let failed = |failure| GcsError {
+            call: format!("downloading gs://{bucket}/{name}"),
+            failure,
+        };
         let url = self.media_url(bucket, name).map_err(failed)?;
         let response = self.send(url).await.map_err(failed)?;
         spool(response, max_bytes).await.map_err(failed)
@@ -230,7 +252,10 @@ impl GcsClient {
 
     async fn get(&self, url: reqwest::Url) -> Result<Vec<u8>, Failure> {
         let response = self.send(url).await?;
-        let body = response.bytes().await.map_err(|e| Failure::Body(with_sources(&e)))?;
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| Failure::Body(with_sources(&e)))?;
         Ok(body.to_vec())
     }
 
@@ -254,7 +279,10 @@ impl GcsClient {
                     let message = serde_json::from_str::<ErrorBody>(&body)
                         .map(|e| e.error.message)
                         .unwrap_or_else(|_| body.chars().take(200).collect());
-                    let error = Failure::Status { status: status.as_u16(), message };
+                    let error = Failure::Status {
+                        status: status.as_u16(),
+                        message,
+                    };
                     if status.as_u16() == 429 || status.is_server_error() {
                         (error, retry_after)
                     } else {
@@ -264,10 +292,14 @@ impl GcsClient {
                 Err(e) => (Failure::Transport(with_sources(&e)), None),
             };
             if attempt >= self.max_attempts {
-                return Err(Failure::GaveUp { last: Box::new(error), attempts: attempt });
+                return Err(Failure::GaveUp {
+                    last: Box::new(error),
+                    attempts: attempt,
+                });
             }
-            let wait =
-                retry_after.map(|d| d.min(Duration::from_secs(60))).unwrap_or_else(|| backoff(attempt));
+            let wait = retry_after
+                .map(|d| d.min(Duration::from_secs(60)))
+                .unwrap_or_else(|| backoff(attempt));
             tracing::debug!(%url, attempt, wait_ms = wait.as_millis() as u64, "retrying GCS request: {error}");
             tokio::time::sleep(wait).await;
         }
@@ -275,27 +307,47 @@ impl GcsClient {
 }
 
 /// A response's body written to a temporary file as it arrives, no more than `max_bytes` of it.
-async fn spool(mut response: reqwest::Response, max_bytes: u64) -> Result<tempfile::TempPath, Failure> {
+async fn spool(
+    mut response: reqwest::Response,
+    max_bytes: u64,
+) -> Result<tempfile::TempPath, Failure> {
     use tokio::io::AsyncWriteExt as _;
     let (file, path) = tempfile::NamedTempFile::new()
-        .map_err(|error| Failure::Spool { doing: "creating", error })?
+        .map_err(|error| Failure::Spool {
+            doing: "creating",
+            error,
+        })?
         .into_parts();
     let mut out = tokio::fs::File::from_std(file);
     let mut read = 0u64;
-    while let Some(chunk) = response.chunk().await.map_err(|e| Failure::Body(with_sources(&e)))? {
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| Failure::Body(with_sources(&e)))?
+    {
         read += chunk.len() as u64;
         if read > max_bytes {
             return Err(Failure::TooLarge { max: max_bytes });
         }
-        out.write_all(&chunk).await.map_err(|error| Failure::Spool { doing: "writing", error })?;
+        out.write_all(&chunk)
+            .await
+            .map_err(|error| Failure::Spool {
+                doing: "writing",
+                error,
+            })?;
     }
-    out.flush().await.map_err(|error| Failure::Spool { doing: "writing", error })?;
+    out.flush().await.map_err(|error| Failure::Spool {
+        doing: "writing",
+        error,
+    })?;
     Ok(path)
 }
 
 /// Exponential backoff from 200 ms, capped at 10 s, with up to 50 % jitter.
 pub fn backoff(attempt: u32) -> Duration {
-    let base = 200u64.saturating_mul(1 << attempt.min(10).saturating_sub(1)).min(10_000);
+    let base = 200u64
+        .saturating_mul(1 << attempt.min(10).saturating_sub(1))
+        .min(10_000);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
@@ -321,7 +373,10 @@ mod tests {
             parse_gs_url("gs://test-platform-results/logs/job"),
             Some(("test-platform-results".into(), "logs/job".into()))
         );
-        assert_eq!(parse_gs_url("gs://bucket"), Some(("bucket".into(), String::new())));
+        assert_eq!(
+            parse_gs_url("gs://bucket"),
+            Some(("bucket".into(), String::new()))
+        );
         assert_eq!(parse_gs_url("gs:///x"), None);
         assert_eq!(parse_gs_url("/data"), None);
     }
@@ -333,7 +388,11 @@ mod tests {
                           {"name": "d"}], "prefixes": ["logs/x/"], "nextPageToken": "t"}"#,
         )
         .unwrap();
-        let sizes: Vec<u64> = page.items.iter().map(|o| o.size.as_ref().map_or(0, Size::bytes)).collect();
+        let sizes: Vec<u64> = page
+            .items
+            .iter()
+            .map(|o| o.size.as_ref().map_or(0, Size::bytes))
+            .collect();
         assert_eq!(sizes, [1024, 7, 0, 0]);
         assert_eq!(page.next_page_token.as_deref(), Some("t"));
     }
@@ -342,22 +401,41 @@ mod tests {
     fn a_missing_object_is_gone_and_its_error_names_the_call_and_the_answer() {
         let gone = GcsError {
             call: "downloading gs://b/o".into(),
-            failure: Failure::Status { status: 404, message: "No such object: b/o".into() },
+            failure: Failure::Status {
+                status: 404,
+                message: "No such object: b/o".into(),
+            },
         };
         assert!(gone.is_gone());
-        assert_eq!(gone.to_string(), "downloading gs://b/o: GCS answered 404 Not Found: No such object: b/o");
-        let busy = Failure::Status { status: 503, message: "later".into() };
+        assert_eq!(
+            gone.to_string(),
+            "downloading gs://b/o: GCS answered 404 Not Found: No such object: b/o"
+        );
+        let busy = Failure::Status {
+            status: 503,
+            message: "later".into(),
+        };
         let gave_up = GcsError {
             call: "listing gs://b/p".into(),
-            failure: Failure::GaveUp { last: Box::new(busy), attempts: 3 },
+            failure: Failure::GaveUp {
+                last: Box::new(busy),
+                attempts: 3,
+            },
         };
         assert!(!gave_up.is_gone());
-        assert!(gave_up.to_string().ends_with("later (gave up after 3 attempts)"), "{gave_up}");
+        assert!(
+            gave_up
+                .to_string()
+                .ends_with("later (gave up after 3 attempts)"),
+            "{gave_up}"
+        );
     }
 
     #[test]
     fn backoff_grows_and_is_capped() {
-        assert!(backoff(1) >= Duration::from_millis(200) && backoff(1) < Duration::from_millis(301));
+        assert!(
+            backoff(1) >= Duration::from_millis(200) && backoff(1) < Duration::from_millis(301)
+        );
         assert!(backoff(3) >= Duration::from_millis(800));
         assert!(backoff(30) <= Duration::from_millis(15_000));
     }

@@ -74,8 +74,20 @@ impl WireCommit {
         } else {
             format!("https://github.com/{repository}/commit/{}", self.sha)
         };
-        let title = self.commit.message.lines().next().unwrap_or_default().trim().to_string();
-        Some(Commit { sha: self.sha, url, title, at: signature.date?.timestamp() })
+        let title = self
+            .commit
+            .message
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        Some(Commit {
+            sha: self.sha,
+            url,
+            title,
+            at: signature.date?.timestamp(),
+        })
     }
 }
 
@@ -97,7 +109,8 @@ struct Page {
 
 impl GitHub {
     pub fn new(settings: &GitHubSettings) -> Result<GitHub> {
-        let http = crate::http::client_builder(Duration::from_secs(settings.timeout_secs.max(1))).build()?;
+        let http = crate::http::client_builder(Duration::from_secs(settings.timeout_secs.max(1)))
+            .build()?;
         Ok(GitHub {
             http,
             api_url: settings.api_url.trim_end_matches('/').to_string(),
@@ -110,17 +123,31 @@ impl GitHub {
 
     /// The commits of `repository` (touching `path`, when not empty) dated from `since` to
     /// `until`, newest first. Past `github.max_pages` pages the rest is left out, and logged.
-    pub async fn commits(&self, repository: &str, path: &str, since: i64, until: i64) -> Result<Vec<Commit>> {
+    pub async fn commits(
+        &self,
+        repository: &str,
+        path: &str,
+        since: i64,
+        until: i64,
+    ) -> Result<Vec<Commit>> {
         let iso = |t: i64| {
-            DateTime::from_timestamp(t, 0).unwrap_or_default().to_rfc3339_opts(SecondsFormat::Secs, true)
+            DateTime::from_timestamp(t, 0)
+                .unwrap_or_default()
+                .to_rfc3339_opts(SecondsFormat::Secs, true)
         };
-        let mut query = vec![("since", iso(since)), ("until", iso(until)), ("per_page", "100".to_string())];
+        let mut query = vec![
+            ("since", iso(since)),
+            ("until", iso(until)),
+            ("per_page", "100".to_string()),
+        ];
         if !path.is_empty() {
             query.push(("path", path.to_string()));
         }
-        let first =
-            reqwest::Url::parse_with_params(&format!("{}/repos/{repository}/commits", self.api_url), &query)
-                .context("a commits URL")?;
+        let first = reqwest::Url::parse_with_params(
+            &format!("{}/repos/{repository}/commits", self.api_url),
+            &query,
+        )
+        .context("a commits URL")?;
         let mut url = Some(first.to_string());
         let mut out = Vec::new();
         for _ in 0..self.max_pages {
@@ -154,9 +181,12 @@ impl GitHub {
     pub async fn commit_at(&self, repository: &str, sha: &str) -> Result<i64> {
         let url = format!("{}/repos/{repository}/commits/{sha}", self.api_url);
         let page = self.get(&url).await?;
-        let wire: WireCommit =
-            serde_json::from_slice(&page.body).with_context(|| format!("GitHub {url}: not a commit"))?;
-        Ok(wire.into_commit(repository).with_context(|| format!("GitHub {url}: a commit without a date"))?.at)
+        let wire: WireCommit = serde_json::from_slice(&page.body)
+            .with_context(|| format!("GitHub {url}: not a commit"))?;
+        Ok(wire
+            .into_commit(repository)
+            .with_context(|| format!("GitHub {url}: a commit without a date"))?
+            .at)
     }
 
     /// One page, sitting out one short rate-limit wait.
@@ -189,21 +219,33 @@ impl GitHub {
         if let Some(token) = &self.token {
             request = request.bearer_auth(token.expose());
         }
-        let response = request.send().await.with_context(|| format!("GitHub {url}"))?;
+        let response = request
+            .send()
+            .await
+            .with_context(|| format!("GitHub {url}"))?;
         let status = response.status();
         let headers = response.headers().clone();
         let body = crate::http::read_limited(response, "github.max_response_bytes", self.max_bytes)
             .await
             .with_context(|| format!("GitHub {url}"))?;
         if status.is_success() {
-            return Ok(Answer::Page(Page { body, next: next_link(&headers) }));
+            return Ok(Answer::Page(Page {
+                body,
+                next: next_link(&headers),
+            }));
         }
-        let message = serde_json::from_slice::<WireError>(&body).unwrap_or_default().message;
-        if let Some(wait) = rate_limit_wait(status.as_u16(), &headers, &message, Utc::now().timestamp()) {
+        let message = serde_json::from_slice::<WireError>(&body)
+            .unwrap_or_default()
+            .message;
+        if let Some(wait) =
+            rate_limit_wait(status.as_u16(), &headers, &message, Utc::now().timestamp())
+        {
             return Ok(Answer::RateLimited(wait));
         }
         let reason = if message.is_empty() {
-            String::from_utf8_lossy(&body[..body.len().min(200)]).trim().to_string()
+            String::from_utf8_lossy(&body[..body.len().min(200)])
+                .trim()
+                .to_string()
         } else {
             message.chars().take(200).collect()
         };
@@ -228,7 +270,11 @@ enum Answer {
 
 fn retry_words(wait: Duration) -> String {
     let at = Utc::now() + chrono::Duration::seconds(wait.as_secs().min(DAY.unsigned_abs()) as i64);
-    format!("try again after {} UTC (in {} s)", at.format("%H:%M:%S"), wait.as_secs())
+    format!(
+        "try again after {} UTC (in {} s)",
+        at.format("%H:%M:%S"),
+        wait.as_secs()
+    )
 }
 
 /// How long a rate-limited answer asks to wait: `Retry-After`, else `x-ratelimit-reset` when
@@ -246,13 +292,19 @@ fn rate_limit_wait(
     if let Some(wait) = crate::http::retry_after(headers) {
         return Some(wait);
     }
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
     if header("x-ratelimit-remaining") == Some("0")
         && let Some(reset) = header("x-ratelimit-reset").and_then(|v| v.parse::<i64>().ok())
     {
         return Some(Duration::from_secs((reset - now).max(0) as u64));
     }
-    (status == 429 || message.to_ascii_lowercase().contains("rate limit")).then_some(Duration::from_secs(60))
+    (status == 429 || message.to_ascii_lowercase().contains("rate limit"))
+        .then_some(Duration::from_secs(60))
 }
 
 /// The `rel="next"` URL of a `Link` header.
@@ -260,8 +312,15 @@ fn next_link(headers: &reqwest::header::HeaderMap) -> Option<String> {
     let link = headers.get(reqwest::header::LINK)?.to_str().ok()?;
     link.split(',').find_map(|part| {
         let (url, params) = part.split_once(';')?;
-        let next = params.split(';').any(|p| p.trim().replace(' ', "") == "rel=\"next\"");
-        next.then(|| url.trim().trim_start_matches('<').trim_end_matches('>').to_string())
+        let next = params
+            .split(';')
+            .any(|p| p.trim().replace(' ', "") == "rel=\"next\"");
+        next.then(|| {
+            url.trim()
+                .trim_start_matches('<')
+                .trim_end_matches('>')
+                .to_string()
+        })
     })
 }
 
@@ -285,7 +344,10 @@ mod tests {
             "link",
             r#"<https://api.github.com/repositories/1/commits?page=2>; rel="next", <https://api.github.com/repositories/1/commits?page=9>; rel="last""#,
         )]);
-        assert_eq!(next_link(&h).as_deref(), Some("https://api.github.com/repositories/1/commits?page=2"));
+        assert_eq!(
+            next_link(&h).as_deref(),
+            Some("https://api.github.com/repositories/1/commits?page=2")
+        );
         let last = headers(&[(
             "link",
             r#"<https://api.github.com/x?page=1>; rel="prev", <https://api.github.com/x?page=1>; rel="first""#,
@@ -297,17 +359,28 @@ mod tests {
     #[test]
     fn a_rate_limit_waits_for_retry_after_then_the_reset_and_a_plain_403_is_no_rate_limit() {
         let retry = headers(&[("retry-after", "7")]);
-        assert_eq!(rate_limit_wait(429, &retry, "", 0), Some(Duration::from_secs(7)));
-        let reset = headers(&[("x-ratelimit-remaining", "0"), ("x-ratelimit-reset", "1100")]);
+        assert_eq!(
+            rate_limit_wait(429, &retry, "", 0),
+            Some(Duration::from_secs(7))
+        );
+        let reset = headers(&[
+            ("x-ratelimit-remaining", "0"),
+            ("x-ratelimit-reset", "1100"),
+        ]);
         assert_eq!(
             rate_limit_wait(403, &reset, "API rate limit exceeded", 1000),
             Some(Duration::from_secs(100))
         );
-        let secondary =
-            "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.";
-        assert_eq!(rate_limit_wait(403, &HeaderMap::new(), secondary, 0), Some(Duration::from_secs(60)));
+        let secondary = "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.";
+        assert_eq!(
+            rate_limit_wait(403, &HeaderMap::new(), secondary, 0),
+            Some(Duration::from_secs(60))
+        );
         let left = headers(&[("x-ratelimit-remaining", "4999")]);
-        assert_eq!(rate_limit_wait(403, &left, "Resource not accessible by integration", 0), None);
+        assert_eq!(
+            rate_limit_wait(403, &left, "Resource not accessible by integration", 0),
+            None
+        );
         assert_eq!(rate_limit_wait(500, &retry, "", 0), None);
     }
 
@@ -320,7 +393,15 @@ mod tests {
         .unwrap();
         let c = wire.into_commit("openshift-metal3/dev-scripts").unwrap();
         assert_eq!(c.title, "Use RWX storage");
-        assert_eq!(c.at, DateTime::parse_from_rfc3339("2023-09-02T10:00:00Z").unwrap().timestamp());
-        assert_eq!(c.url, "https://github.com/openshift-metal3/dev-scripts/commit/abc123");
+        assert_eq!(
+            c.at,
+            DateTime::parse_from_rfc3339("2023-09-02T10:00:00Z")
+                .unwrap()
+                .timestamp()
+        );
+        assert_eq!(
+            c.url,
+            "https://github.com/openshift-metal3/dev-scripts/commit/abc123"
+        );
     }
 }

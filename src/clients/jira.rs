@@ -275,7 +275,9 @@ struct RemoteObject {
 
 impl Issue {
     fn done(&self) -> bool {
-        self.status().and_then(|s| s.status_category.as_ref()).is_some_and(|c| c.key == "done")
+        self.status()
+            .and_then(|s| s.status_category.as_ref())
+            .is_some_and(|c| c.key == "done")
     }
 
     fn status(&self) -> Option<&Status> {
@@ -304,7 +306,10 @@ impl Issue {
             .filter(|h| {
                 h.items.iter().any(|item| {
                     item.field == "status"
-                        && item.to_string.as_deref().is_some_and(|s| s.eq_ignore_ascii_case(status))
+                        && item
+                            .to_string
+                            .as_deref()
+                            .is_some_and(|s| s.eq_ignore_ascii_case(status))
                 })
             })
             .filter_map(|h| parse_time(h.created.as_deref()?))
@@ -316,7 +321,12 @@ impl Issue {
         let status = self.status().map(|s| s.name.clone()).unwrap_or_default();
         let pull_requests = match pull_request_field {
             "" => Vec::new(),
-            field => self.fields.other.get(field).map(pull_request_urls).unwrap_or_default(),
+            field => self
+                .fields
+                .other
+                .get(field)
+                .map(pull_request_urls)
+                .unwrap_or_default(),
         };
         WatchedIssue {
             key: self.key.clone(),
@@ -338,10 +348,15 @@ pub struct JiraClient {
 
 impl JiraClient {
     pub fn new(settings: &JiraSettings) -> Result<JiraClient> {
-        let http = crate::http::client_builder(Duration::from_secs_f64(settings.timeout_secs.max(0.05)))
-            .build()
-            .context("building the Jira client")?;
-        Ok(JiraClient { http, settings: settings.clone(), token: settings.token.clone() })
+        let http =
+            crate::http::client_builder(Duration::from_secs_f64(settings.timeout_secs.max(0.05)))
+                .build()
+                .context("building the Jira client")?;
+        Ok(JiraClient {
+            http,
+            settings: settings.clone(),
+            token: settings.token.clone(),
+        })
     }
 
     fn api(&self) -> String {
@@ -367,16 +382,29 @@ impl JiraClient {
         request: reqwest::RequestBuilder,
     ) -> Result<T, CallError> {
         let started = Instant::now();
-        let response = self.auth(request).header("Accept", "application/json").send().await;
-        let label = response.as_ref().map_or("error".to_string(), |r| r.status().as_u16().to_string());
+        let response = self
+            .auth(request)
+            .header("Accept", "application/json")
+            .send()
+            .await;
+        let label = response
+            .as_ref()
+            .map_or("error".to_string(), |r| r.status().as_u16().to_string());
         metrics::histogram!("sheriff_jira_request_seconds", "call" => what.to_string(), "status" => label)
             .record(started.elapsed().as_secs_f64());
         let response = response.map_err(|e| CallError::transient(format!("Jira {what}: {e}")))?;
         let status = response.status();
         let retry_after = crate::http::retry_after(response.headers());
-        let body = response.text().await.map_err(|e| CallError::transient(format!("Jira {what}: {e}")))?;
+        let body = response
+            .text()
+            .await
+            .map_err(|e| CallError::transient(format!("Jira {what}: {e}")))?;
         if status.is_success() {
-            let json = if body.trim().is_empty() { "null" } else { body.as_str() };
+            let json = if body.trim().is_empty() {
+                "null"
+            } else {
+                body.as_str()
+            };
             return serde_json::from_str(json)
                 .map_err(|e| CallError::transient(format!("Jira {what}: bad JSON: {e}")));
         }
@@ -387,15 +415,25 @@ impl JiraClient {
                 transient: true,
                 retry_after: retry_after.or(Some(Duration::from_secs(5))),
             },
-            500..=599 => CallError { message, transient: true, retry_after },
+            500..=599 => CallError {
+                message,
+                transient: true,
+                retry_after,
+            },
             _ => CallError::permanent(message),
         })
     }
 
     /// Issues of the project carrying `label`, newest first; open ones only when `open_only`.
-    pub async fn search(&self, label: &str, open_only: bool) -> Result<Vec<IssueStatus>, CallError> {
-        let mut jql =
-            format!("project = \"{}\" AND labels = \"{label}\"", self.settings.project.replace('"', ""));
+    pub async fn search(
+        &self,
+        label: &str,
+        open_only: bool,
+    ) -> Result<Vec<IssueStatus>, CallError> {
+        let mut jql = format!(
+            "project = \"{}\" AND labels = \"{label}\"",
+            self.settings.project.replace('"', "")
+        );
         if open_only {
             jql.push_str(" AND statusCategory != Done");
         }
@@ -415,8 +453,10 @@ impl JiraClient {
 
     /// The issue `key`: its status and resolution.
     pub async fn issue(&self, key: &str) -> Result<IssueStatus, CallError> {
-        let request =
-            self.http.get(format!("{}/issue/{key}", self.api())).query(&[("fields", STATUS_FIELDS)]);
+        let request = self
+            .http
+            .get(format!("{}/issue/{key}", self.api()))
+            .query(&[("fields", STATUS_FIELDS)]);
         let issue: Issue = self.call("get issue", request).await?;
         Ok(issue.into_status())
     }
@@ -424,18 +464,33 @@ impl JiraClient {
     /// Creates an issue in the configured project with the configured type and labels; its key.
     pub async fn create_issue(&self, new: &NewIssue) -> Result<String, CallError> {
         let fields = CreateFields {
-            project: Key { key: &self.settings.project },
-            issuetype: Name { name: &self.settings.issue_type },
+            project: Key {
+                key: &self.settings.project,
+            },
+            issuetype: Name {
+                name: &self.settings.issue_type,
+            },
             summary: &new.summary,
             description: &new.description,
-            labels: self.settings.labels.iter().chain(&new.labels).map(String::as_str).collect(),
+            labels: self
+                .settings
+                .labels
+                .iter()
+                .chain(&new.labels)
+                .map(String::as_str)
+                .collect(),
             components: named(&new.component).map(|c| [c]),
             versions: named(&new.affects_version).map(|v| [v]),
             priority: named(&new.priority),
         };
-        let request = self.http.post(format!("{}/issue", self.api())).json(&CreateIssue { fields });
+        let request = self
+            .http
+            .post(format!("{}/issue", self.api()))
+            .json(&CreateIssue { fields });
         let created: Created = self.call("create issue", request).await?;
-        created.key.ok_or_else(|| CallError::transient("Jira create issue: no key in the answer"))
+        created
+            .key
+            .ok_or_else(|| CallError::transient("Jira create issue: no key in the answer"))
     }
 
     /// Links issue `new` to issue `old` as related.
@@ -445,27 +500,48 @@ impl JiraClient {
             inward_issue: Key { key: new },
             outward_issue: Key { key: old },
         };
-        let request = self.http.post(format!("{}/issueLink", self.api())).json(&link);
-        self.call::<IgnoredAny>("link issues", request).await.map(|_| ())
+        let request = self
+            .http
+            .post(format!("{}/issueLink", self.api()))
+            .json(&link);
+        self.call::<IgnoredAny>("link issues", request)
+            .await
+            .map(|_| ())
     }
 
     /// Adds a comment (`body` rendered for the configured API version) marked with `idem`.
     pub async fn add_comment(&self, key: &str, body: &Value, idem: &str) -> Result<(), CallError> {
-        let mark = Property { key: "sheriff".into(), value: Mark { idempotency_key: idem } };
-        let comment = NewComment { body, properties: [mark] };
-        let request = self.http.post(format!("{}/issue/{key}/comment", self.api())).json(&comment);
-        self.call::<IgnoredAny>("add comment", request).await.map(|_| ())
+        let mark = Property {
+            key: "sheriff".into(),
+            value: Mark {
+                idempotency_key: idem,
+            },
+        };
+        let comment = NewComment {
+            body,
+            properties: [mark],
+        };
+        let request = self
+            .http
+            .post(format!("{}/issue/{key}/comment", self.api()))
+            .json(&comment);
+        self.call::<IgnoredAny>("add comment", request)
+            .await
+            .map(|_| ())
     }
 
     /// Whether issue `key` has a comment marked with `idem`; pages through all of them.
     pub async fn has_comment(&self, key: &str, idem: &str) -> Result<bool, CallError> {
         let mut start = 0u64;
         loop {
-            let request = self.http.get(format!("{}/issue/{key}/comment", self.api())).query(&[
-                ("expand", "properties".to_string()),
-                ("startAt", start.to_string()),
-                ("maxResults", "100".into()),
-            ]);
+            let request = self
+                .http
+                .get(format!("{}/issue/{key}/comment", self.api()))
+                .query(&[
+                    ("expand", "properties".to_string()),
+                    ("startAt", start.to_string()),
+                    ("maxResults", "100".into()),
+                ]);
             let page: Comments = self.call("list comments", request).await?;
             if page.comments.iter().any(|c| c.marked(idem)) {
                 return Ok(true);
@@ -484,16 +560,24 @@ impl JiraClient {
         }
         let url = format!("{}/issue/{key}/transitions", self.api());
         let available: Transitions = self.call("list transitions", self.http.get(&url)).await?;
-        let Some(t) = available
-            .transitions
-            .iter()
-            .find(|t| t.name.as_deref().is_some_and(|n| n.eq_ignore_ascii_case(name)))
-        else {
-            tracing::info!(key, name, "transition not available from the issue's status; left as it is");
+        let Some(t) = available.transitions.iter().find(|t| {
+            t.name
+                .as_deref()
+                .is_some_and(|n| n.eq_ignore_ascii_case(name))
+        }) else {
+            tracing::info!(
+                key,
+                name,
+                "transition not available from the issue's status; left as it is"
+            );
             return Ok(());
         };
-        let body = DoTransition { transition: TransitionId { id: &t.id } };
-        self.call::<IgnoredAny>("transition", self.http.post(&url).json(&body)).await.map(|_| ())
+        let body = DoTransition {
+            transition: TransitionId { id: &t.id },
+        };
+        self.call::<IgnoredAny>("transition", self.http.post(&url).json(&body))
+            .await
+            .map(|_| ())
     }
 
     /// The issues `keys` name, read with as few JQL searches as the page size allows (v2
@@ -512,8 +596,14 @@ impl JiraClient {
             let jql = format!("key in ({}) ORDER BY key ASC", list.join(", "));
             let (mut start, mut token): (u64, Option<String>) = (0, None);
             loop {
-                let page = self.search_page(&jql, &fields, start, token.as_deref()).await?;
-                out.extend(page.issues.iter().map(|i| i.watched(&self.settings.pull_request_field)));
+                let page = self
+                    .search_page(&jql, &fields, start, token.as_deref())
+                    .await?;
+                out.extend(
+                    page.issues
+                        .iter()
+                        .map(|i| i.watched(&self.settings.pull_request_field)),
+                );
                 start += page.issues.len() as u64;
                 token = page.next_page_token;
                 let more = match self.settings.api {
@@ -555,7 +645,13 @@ impl JiraClient {
                 "search/jql"
             }
         };
-        self.call("search", self.http.get(format!("{}/{path}", self.api())).query(&query)).await
+        self.call(
+            "search",
+            self.http
+                .get(format!("{}/{path}", self.api()))
+                .query(&query),
+        )
+        .await
     }
 
     /// The pull requests an issue's remote links point at.
@@ -563,10 +659,14 @@ impl JiraClient {
         if !is_issue_key(key) {
             return Ok(Vec::new());
         }
-        let request = self.http.get(format!("{}/issue/{key}/remotelink", self.api()));
+        let request = self
+            .http
+            .get(format!("{}/issue/{key}/remotelink", self.api()));
         let links: Vec<RemoteLink> = self.call("remote links", request).await?;
-        let mut out: Vec<String> =
-            links.iter().filter_map(|l| normalise_pull_url(l.object.as_ref()?.url.as_deref()?)).collect();
+        let mut out: Vec<String> = links
+            .iter()
+            .filter_map(|l| normalise_pull_url(l.object.as_ref()?.url.as_deref()?))
+            .collect();
         out.sort();
         out.dedup();
         Ok(out)
@@ -584,7 +684,11 @@ fn error_detail(body: &str) -> String {
         .ok()
         .map(|e| {
             let mut parts = e.error_messages;
-            parts.extend(e.errors.iter().map(|(k, m)| format!("{k}: {}", m.as_str().unwrap_or_default())));
+            parts.extend(
+                e.errors
+                    .iter()
+                    .map(|(k, m)| format!("{k}: {}", m.as_str().unwrap_or_default())),
+            );
             parts.join("; ")
         })
         .filter(|d| !d.is_empty())
@@ -600,10 +704,14 @@ fn parse_time(t: &str) -> Option<chrono::DateTime<chrono::Utc>> {
 
 /// `PROJ-123`: what a key looks like, and all sheriff puts in a JQL list or a path.
 pub fn is_issue_key(key: &str) -> bool {
-    let Some((project, number)) = key.split_once('-') else { return false };
+    let Some((project, number)) = key.split_once('-') else {
+        return false;
+    };
     !project.is_empty()
         && project.len() <= 64
-        && project.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        && project
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
         && !number.is_empty()
         && number.len() <= 12
         && number.chars().all(|c| c.is_ascii_digit())
@@ -638,14 +746,19 @@ fn normalise_pull_url(text: &str) -> Option<String> {
         .or_else(|| text.trim().strip_prefix("http://github.com/"))?;
     let mut parts = rest.split(['/', '?', '#']);
     let (owner, repo, pull, number) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-    let valid = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    let valid = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    };
     let sha = (7..=40).contains(&number.len()) && number.chars().all(|c| c.is_ascii_hexdigit());
     let what = match pull {
         "pull" if number.parse::<u64>().is_ok() => "pull",
         "commit" if sha => "commit",
         _ => return None,
     };
-    (valid(owner) && valid(repo)).then(|| format!("https://github.com/{owner}/{repo}/{what}/{number}"))
+    (valid(owner) && valid(repo))
+        .then(|| format!("https://github.com/{owner}/{repo}/{what}/{number}"))
 }
 
 #[cfg(test)]
@@ -654,8 +767,9 @@ mod tests {
 
     #[test]
     fn pull_request_urls_are_read_from_the_field_in_the_forms_it_takes() {
-        let one =
-            Value::String("https://github.com/openshift/cluster-image-registry-operator/pull/918".into());
+        let one = Value::String(
+            "https://github.com/openshift/cluster-image-registry-operator/pull/918".into(),
+        );
         assert_eq!(
             pull_request_urls(&one),
             vec!["https://github.com/openshift/cluster-image-registry-operator/pull/918"]
@@ -666,7 +780,10 @@ mod tests {
         );
         assert_eq!(
             pull_request_urls(&several),
-            vec!["https://github.com/openshift/a/pull/2", "https://github.com/openshift/b/pull/3"]
+            vec![
+                "https://github.com/openshift/a/pull/2",
+                "https://github.com/openshift/b/pull/3"
+            ]
         );
         assert_eq!(
             normalise_pull_url(
@@ -675,10 +792,19 @@ mod tests {
             .as_deref(),
             Some("https://github.com/openshift-metal3/dev-scripts/commit/1a2b3c4d5e")
         );
-        assert_eq!(normalise_pull_url("https://github.com/o/r/commit/not-a-sha"), None);
-        let list =
-            serde_json::json!(["https://github.com/o/r/pull/1#top", "https://github.com/o/r/issues/4", 7]);
-        assert_eq!(pull_request_urls(&list), vec!["https://github.com/o/r/pull/1"]);
+        assert_eq!(
+            normalise_pull_url("https://github.com/o/r/commit/not-a-sha"),
+            None
+        );
+        let list = serde_json::json!([
+            "https://github.com/o/r/pull/1#top",
+            "https://github.com/o/r/issues/4",
+            7
+        ]);
+        assert_eq!(
+            pull_request_urls(&list),
+            vec!["https://github.com/o/r/pull/1"]
+        );
         assert!(pull_request_urls(&Value::Null).is_empty());
         assert_eq!(normalise_pull_url("https://github.com/o/r/pull/x"), None);
         assert_eq!(normalise_pull_url("https://github.com/o r/x/pull/1"), None);
@@ -688,7 +814,14 @@ mod tests {
     fn only_plain_issue_keys_reach_a_query_or_a_path() {
         assert!(is_issue_key("OCPBUGS-123"));
         assert!(is_issue_key("TRT2-1"));
-        for bad in ["OCPBUGS", "ocpbugs-1", "OCPBUGS-", "A-1) OR (1=1", "A-1/../2", "-1"] {
+        for bad in [
+            "OCPBUGS",
+            "ocpbugs-1",
+            "OCPBUGS-",
+            "A-1) OR (1=1",
+            "A-1/../2",
+            "-1",
+        ] {
             assert!(!is_issue_key(bad), "{bad}");
         }
     }
@@ -725,22 +858,37 @@ mod tests {
         assert_eq!(watched.pull_requests, vec!["https://github.com/o/r/pull/5"]);
         assert!(issue.watched("").pull_requests.is_empty());
         let status = issue.into_status();
-        assert_eq!(status.resolved_at.map(|t| t.timestamp()), Some(1_791_021_600));
+        assert_eq!(
+            status.resolved_at.map(|t| t.timestamp()),
+            Some(1_791_021_600)
+        );
         let open: Issue = serde_json::from_str(
             r#"{"key": "OCPBUGS-8", "fields": {"resolution": null, "resolutiondate": null}}"#,
         )
         .unwrap();
         assert_eq!(
             open.into_status(),
-            IssueStatus { key: "OCPBUGS-8".into(), done: false, resolution: None, resolved_at: None }
+            IssueStatus {
+                key: "OCPBUGS-8".into(),
+                done: false,
+                resolution: None,
+                resolved_at: None
+            }
         );
     }
 
     #[test]
     fn an_error_answer_names_its_messages_and_fields_else_its_first_characters() {
-        let body = r#"{"errorMessages": ["Issue does not exist"], "errors": {"summary": "required"}}"#;
-        assert_eq!(error_detail(body), "Issue does not exist; summary: required");
-        assert_eq!(error_detail("<html>Bad gateway</html>"), "<html>Bad gateway</html>");
+        let body =
+            r#"{"errorMessages": ["Issue does not exist"], "errors": {"summary": "required"}}"#;
+        assert_eq!(
+            error_detail(body),
+            "Issue does not exist; summary: required"
+        );
+        assert_eq!(
+            error_detail("<html>Bad gateway</html>"),
+            "<html>Bad gateway</html>"
+        );
         assert_eq!(
             error_detail(r#"{"errorMessages": [], "errors": {}}"#),
             r#"{"errorMessages": [], "errors": {}}"#

@@ -31,9 +31,17 @@ pub struct CallError {
 
 impl CallError {
     pub fn transient(message: impl Into<String>) -> Self {
-        Self { message: message.into(), transient: true, retry_after: None }
+        Self {
+            message: message.into(),
+            transient: true,
+            retry_after: None,
+        }
     }
     pub(crate) fn permanent(message: impl Into<String>) -> Self {
-        Self { message: message.into(), transient: false, retry_after: None }
+        Self {
+            message: message.into(),
+            transient: false,
+            retry_after: None,
+        }
     }
 }

@@ -72,7 +72,11 @@ pub fn pull_requests(body: &str) -> Result<Vec<ChangedPull>> {
         serde_json::from_str(body).context("the changelog is not the release controller's JSON")?;
     let mut out: Vec<ChangedPull> = Vec::new();
     for image in log.updated_images.iter().chain(&log.new_images) {
-        let repository = if image.path.is_empty() { image.name.clone() } else { repository_of(&image.path) };
+        let repository = if image.path.is_empty() {
+            image.name.clone()
+        } else {
+            repository_of(&image.path)
+        };
         for c in image.commits.iter().filter(|c| c.pull_id > 0) {
             // the changelog's link only when it is a plain web address
             let url = match crate::render::web_link(&c.pull_url) {
@@ -101,7 +105,8 @@ pub struct ReleaseController {
 
 impl ReleaseController {
     pub fn new(settings: &ReleaseControllerSettings) -> Result<ReleaseController> {
-        let http = crate::http::client_builder(Duration::from_secs(settings.timeout_secs.max(1))).build()?;
+        let http = crate::http::client_builder(Duration::from_secs(settings.timeout_secs.max(1)))
+            .build()?;
         Ok(ReleaseController { http })
     }
 
@@ -121,7 +126,9 @@ impl ReleaseController {
             .await
             .with_context(|| format!("release controller {url}: reading the body"))?;
         if !status.is_success() {
-            let reason: String = String::from_utf8_lossy(&body[..body.len().min(200)]).trim().to_string();
+            let reason: String = String::from_utf8_lossy(&body[..body.len().min(200)])
+                .trim()
+                .to_string();
             bail!("release controller {url} answered {status}: {reason}");
         }
         String::from_utf8(body).context("the changelog is not UTF-8")
@@ -141,23 +148,45 @@ mod tests {
             let (mut socket, _) = listener.accept().await.unwrap();
             let mut head = [0u8; 4096];
             let _ = socket.read(&mut head).await;
-            let _ = socket.write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n").await;
+            let _ = socket
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n")
+                .await;
             let chunk = vec![b' '; 64 * 1024];
             // no length, no end: the body goes on as long as it is read
             while socket.write_all(&chunk).await.is_ok() {}
         });
         crate::init_crypto();
-        let settings = ReleaseControllerSettings { timeout_secs: 5, ..Default::default() };
+        let settings = ReleaseControllerSettings {
+            timeout_secs: 5,
+            ..Default::default()
+        };
         let started = std::time::Instant::now();
-        let err = ReleaseController::new(&settings).unwrap().changelog(&base, "a", "b").await.unwrap_err();
-        assert!(format!("{err:#}").contains("larger than the changelog limit"), "{err:#}");
-        assert!(started.elapsed() < Duration::from_secs(4), "read for {:?}", started.elapsed());
+        let err = ReleaseController::new(&settings)
+            .unwrap()
+            .changelog(&base, "a", "b")
+            .await
+            .unwrap_err();
+        assert!(
+            format!("{err:#}").contains("larger than the changelog limit"),
+            "{err:#}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "read for {:?}",
+            started.elapsed()
+        );
     }
 
     #[test]
     fn a_repository_is_named_by_its_github_path() {
-        assert_eq!(repository_of("https://github.com/openshift/image-registry/"), "openshift/image-registry");
-        assert_eq!(repository_of("https://github.com/openshift/origin.git"), "openshift/origin");
+        assert_eq!(
+            repository_of("https://github.com/openshift/image-registry/"),
+            "openshift/image-registry"
+        );
+        assert_eq!(
+            repository_of("https://github.com/openshift/origin.git"),
+            "openshift/origin"
+        );
         assert_eq!(repository_of("installer"), "installer");
     }
 }

@@ -59,8 +59,14 @@ impl Default for AttributeSettings {
             ],
             components: Vec::new(),
             platform_components: [
-                ("metal".to_string(), "Bare Metal Hardware Provisioning".to_string()),
-                ("vsphere".to_string(), "Cloud Compute / vSphere Provider".to_string()),
+                (
+                    "metal".to_string(),
+                    "Bare Metal Hardware Provisioning".to_string(),
+                ),
+                (
+                    "vsphere".to_string(),
+                    "Cloud Compute / vSphere Provider".to_string(),
+                ),
             ]
             .into(),
             evidence_runs: 10,
@@ -71,10 +77,24 @@ impl Default for AttributeSettings {
 
 /// Metal clusters come from dev-scripts; the cloud platforms from their step-registry steps.
 fn default_harnesses() -> std::collections::BTreeMap<String, String> {
-    let mut m: std::collections::BTreeMap<String, String> =
-        [("metal".to_string(), "openshift-metal3/dev-scripts".to_string())].into();
-    for p in ["aws", "azure", "gcp", "vsphere", "openstack", "ovirt", "nutanix"] {
-        m.insert(p.to_string(), format!("openshift/release ci-operator/step-registry/ipi/conf/{p}"));
+    let mut m: std::collections::BTreeMap<String, String> = [(
+        "metal".to_string(),
+        "openshift-metal3/dev-scripts".to_string(),
+    )]
+    .into();
+    for p in [
+        "aws",
+        "azure",
+        "gcp",
+        "vsphere",
+        "openstack",
+        "ovirt",
+        "nutanix",
+    ] {
+        m.insert(
+            p.to_string(),
+            format!("openshift/release ci-operator/step-registry/ipi/conf/{p}"),
+        );
     }
     m
 }

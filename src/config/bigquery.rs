@@ -69,11 +69,14 @@ impl BigQuerySettings {
         let table = &self.intervals_table;
         let parts: Vec<&str> = table.split('.').collect();
         let plain = |p: &&str| {
-            (1..=1024).contains(&p.len()) && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            (1..=1024).contains(&p.len())
+                && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
         };
         if parts.len() > 2 || !parts.iter().all(plain) {
             let why = format!("`{table}` is not TABLE or DATASET.TABLE (letters, digits and `_`)");
-            return Err(ConfigError::Invalid(format!("`bigquery.intervals_table`: {why}")));
+            return Err(ConfigError::Invalid(format!(
+                "`bigquery.intervals_table`: {why}"
+            )));
         }
         Ok(())
     }

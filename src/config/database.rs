@@ -92,7 +92,9 @@ pub(super) fn redact_url_password(url: &str) -> String {
         let params: Vec<String> = query
             .split('&')
             .map(|p| match p.split_once('=') {
-                Some((k, _)) if k.to_ascii_lowercase().contains("password") => format!("{k}=[redacted]"),
+                Some((k, _)) if k.to_ascii_lowercase().contains("password") => {
+                    format!("{k}=[redacted]")
+                }
                 _ => p.to_string(),
             })
             .collect();
@@ -110,7 +112,9 @@ pub enum DatabaseUrlError {
     #[error("a postgres URL needs a host, e.g. postgres://sheriff@db:5432/sheriff")]
     NoHost,
     /// Another scheme; the URL as given, its password redacted.
-    #[error("`{0}` is not a database URL sheriff supports: use sqlite://PATH or postgres://USER@HOST/DB")]
+    #[error(
+        "`{0}` is not a database URL sheriff supports: use sqlite://PATH or postgres://USER@HOST/DB"
+    )]
     Unsupported(String),
 }
 
@@ -126,8 +130,9 @@ impl FromStr for DatabaseUrl {
                 return Err(DatabaseUrlError::NoPath);
             }
             Engine::Sqlite
-        } else if let Some(rest) =
-            raw.strip_prefix("postgres://").or_else(|| raw.strip_prefix("postgresql://"))
+        } else if let Some(rest) = raw
+            .strip_prefix("postgres://")
+            .or_else(|| raw.strip_prefix("postgresql://"))
         {
             let host = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
             if host.is_empty() || host.starts_with('/') {
@@ -137,7 +142,10 @@ impl FromStr for DatabaseUrl {
         } else {
             return Err(DatabaseUrlError::Unsupported(redact_url_password(raw)));
         };
-        Ok(Self { raw: raw.to_string(), engine })
+        Ok(Self {
+            raw: raw.to_string(),
+            engine,
+        })
     }
 }
 
@@ -175,7 +183,13 @@ mod tests {
         let e = DatabaseUrl::from_str("mysql://sheriff:hunter2@db/sheriff").unwrap_err();
         assert!(matches!(&e, DatabaseUrlError::Unsupported(_)), "{e:?}");
         assert!(!e.to_string().contains("hunter2"), "{e}");
-        assert_eq!(DatabaseUrl::from_str("sqlite://"), Err(DatabaseUrlError::NoPath));
-        assert_eq!(DatabaseUrl::from_str("postgres://sheriff@"), Err(DatabaseUrlError::NoHost));
+        assert_eq!(
+            DatabaseUrl::from_str("sqlite://"),
+            Err(DatabaseUrlError::NoPath)
+        );
+        assert_eq!(
+            DatabaseUrl::from_str("postgres://sheriff@"),
+            Err(DatabaseUrlError::NoHost)
+        );
     }
 }

@@ -10,7 +10,10 @@ use super::secret::shown_path;
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
-    Read { path: PathBuf, source: std::io::Error },
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("config file {path} is not valid TOML: {message}")]
     Syntax { path: PathBuf, message: String },
     #[error(
@@ -18,11 +21,22 @@ pub enum ConfigError {
         upper_section = section.to_uppercase(),
         upper_key = key.to_uppercase()
     )]
-    SecretInFile { path: PathBuf, section: String, key: String },
+    SecretInFile {
+        path: PathBuf,
+        section: String,
+        key: String,
+    },
     #[error("invalid configuration: {0}")]
     Invalid(String),
-    #[error("cannot read secret file for `{key}` at {}: {source}", shown_path(path))]
-    SecretFile { key: String, path: PathBuf, source: std::io::Error },
+    #[error(
+        "cannot read secret file for `{key}` at {}: {source}",
+        shown_path(path)
+    )]
+    SecretFile {
+        key: String,
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// An empty secret is a deployment accident (a missing Secret key, an unset `${VAR}` in a
     /// template), never a wish for no secret: it would let an empty credential in.
     #[error(
@@ -30,13 +44,19 @@ pub enum ConfigError {
         var = key.replace('.', "__").to_uppercase()
     )]
     EmptySecret { key: String },
-    #[error("`{key}_file` names a file whose first line is empty; the secret must be on its first line")]
+    #[error(
+        "`{key}_file` names a file whose first line is empty; the secret must be on its first line"
+    )]
     EmptySecretFile { key: String },
 }
 
 /// `database.url: <what is wrong> (from SHERIFF__DATABASE__URL)`: the key, the problem and
 /// where the bad value came from.
-pub(super) fn describe_figment_error(e: &figment::Error, file: &Path, env_keys: &[String]) -> String {
+pub(super) fn describe_figment_error(
+    e: &figment::Error,
+    file: &Path,
+    env_keys: &[String],
+) -> String {
     let key = e.path.join(".");
     // A list's element (`evaluate.recent_days.1`) came from the variable of the whole list.
     let var = (1..=e.path.len())
@@ -55,9 +75,17 @@ pub(super) fn describe_figment_error(e: &figment::Error, file: &Path, env_keys: 
         figment::error::Kind::InvalidType(_, expected) => {
             format!("a value of the wrong type, expected {expected}")
         }
-        figment::error::Kind::InvalidValue(_, expected) => format!("an invalid value, expected {expected}"),
-        figment::error::Kind::Unsupported(_) => "a value of a type settings cannot hold".to_string(),
+        figment::error::Kind::InvalidValue(_, expected) => {
+            format!("an invalid value, expected {expected}")
+        }
+        figment::error::Kind::Unsupported(_) => {
+            "a value of a type settings cannot hold".to_string()
+        }
         other => other.to_string(),
     };
-    if key.is_empty() { kind } else { format!("`{key}`: {kind}{origin}") }
+    if key.is_empty() {
+        kind
+    } else {
+        format!("`{key}`: {kind}{origin}")
+    }
 }

@@ -64,7 +64,11 @@ impl EvaluateSettings {
     /// The recent spans: each at least a day, shorter than the window, judged from one run on.
     pub(super) fn validate_recent(&self) -> Result<(), ConfigError> {
         let invalid = |key: &str, why: &str| Err(ConfigError::Invalid(format!("`{key}`: {why}")));
-        if self.recent_days.iter().any(|d| *d == 0 || *d >= self.window_days) {
+        if self
+            .recent_days
+            .iter()
+            .any(|d| *d == 0 || *d >= self.window_days)
+        {
             return invalid(
                 "evaluate.recent_days",
                 "each recent span is at least one day and shorter than the window",
@@ -89,25 +93,56 @@ impl EvaluateSettings {
                 0,
                 DAY.into(),
             ),
-            ("evaluate.ci_trouble.all_backends_min_families", t.all_backends_min_families as i128, 0, 10_000),
-            ("evaluate.ci_trouble.broken_min_runs", t.broken_min_runs.into(), 0, 1_000_000),
-            ("evaluate.ci_trouble.broken_min_days", t.broken_min_days.into(), 0, 3_660),
-            ("evaluate.ci_trouble.broken_horizon_days", t.broken_horizon_days.into(), 1, 3_660),
+            (
+                "evaluate.ci_trouble.all_backends_min_families",
+                t.all_backends_min_families as i128,
+                0,
+                10_000,
+            ),
+            (
+                "evaluate.ci_trouble.broken_min_runs",
+                t.broken_min_runs.into(),
+                0,
+                1_000_000,
+            ),
+            (
+                "evaluate.ci_trouble.broken_min_days",
+                t.broken_min_days.into(),
+                0,
+                3_660,
+            ),
+            (
+                "evaluate.ci_trouble.broken_horizon_days",
+                t.broken_horizon_days.into(),
+                1,
+                3_660,
+            ),
         ];
         for (key, value, min, max) in whole {
             if !(min..=max).contains(&value) {
-                return Err(ConfigError::Invalid(format!("`{key}`: must be between {min} and {max}")));
+                return Err(ConfigError::Invalid(format!(
+                    "`{key}`: must be between {min} and {max}"
+                )));
             }
         }
         let shares = [
-            ("evaluate.ci_trouble.all_backends_share", t.all_backends_share),
+            (
+                "evaluate.ci_trouble.all_backends_share",
+                t.all_backends_share,
+            ),
             ("evaluate.ci_trouble.broken_share", t.broken_share),
         ];
         // NaN is in no range
         if let Some((key, _)) = shares.iter().find(|(_, v)| !(0.0..=1.0).contains(v)) {
-            return Err(ConfigError::Invalid(format!("`{key}`: must be between 0 and 1")));
+            return Err(ConfigError::Invalid(format!(
+                "`{key}`: must be between 0 and 1"
+            )));
         }
-        if let Some(l) = self.limits.iter().find(|l| !(0.0..=DAY as f64).contains(&l.seconds)) {
+        if let Some(l) = self
+            .limits
+            .iter()
+            .find(|l| !(0.0..=DAY as f64).contains(&l.seconds))
+        {
             return Err(ConfigError::Invalid(format!(
                 "`evaluate.limits.seconds`: {}: must be between 0 and 86400",
                 l.backend

@@ -92,18 +92,35 @@ impl GitHubSettings {
         let ranges: [(&str, u64, u64, u64); 4] = [
             ("github.timeout_secs", gh.timeout_secs, 1, HOUR),
             ("github.max_pages", gh.max_pages.into(), 1, 100),
-            ("github.max_response_bytes", gh.max_response_bytes, 1_024, 1 << 30),
+            (
+                "github.max_response_bytes",
+                gh.max_response_bytes,
+                1_024,
+                1 << 30,
+            ),
             ("github.max_wait_secs", gh.max_wait_secs, 0, 600),
         ];
-        if let Some((key, _, min, max)) = ranges.iter().find(|(_, v, min, max)| !(min..=max).contains(&v)) {
-            return Err(ConfigError::Invalid(format!("`{key}`: must be between {min} and {max}")));
+        if let Some((key, _, min, max)) = ranges
+            .iter()
+            .find(|(_, v, min, max)| !(min..=max).contains(&v))
+        {
+            return Err(ConfigError::Invalid(format!(
+                "`{key}`: must be between {min} and {max}"
+            )));
         }
-        let plain =
-            |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+        let plain = |s: &str| {
+            !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        };
         for r in &self.repositories {
-            let named = r.repository.split_once('/').is_some_and(|(o, n)| plain(o) && plain(n) && n != "..");
+            let named = r
+                .repository
+                .split_once('/')
+                .is_some_and(|(o, n)| plain(o) && plain(n) && n != "..");
             let path_ok = r.path.is_empty()
-                || (!r.path.starts_with('/') && r.path.split('/').all(|p| plain(p) && p != ".." && p != "."));
+                || (!r.path.starts_with('/')
+                    && r.path.split('/').all(|p| plain(p) && p != ".." && p != "."));
             let why = if !named {
                 "a repository is owner/name"
             } else if !path_ok {
@@ -113,7 +130,10 @@ impl GitHubSettings {
             } else {
                 continue;
             };
-            return Err(ConfigError::Invalid(format!("`github.repositories` ({}): {why}", r.repository)));
+            return Err(ConfigError::Invalid(format!(
+                "`github.repositories` ({}): {why}",
+                r.repository
+            )));
         }
         Ok(())
     }

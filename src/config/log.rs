@@ -21,6 +21,9 @@ pub struct LogSettings {
 
 impl Default for LogSettings {
     fn default() -> Self {
-        Self { format: LogFormat::Text, level: "info".into() }
+        Self {
+            format: LogFormat::Text,
+            level: "info".into(),
+        }
     }
 }

@@ -103,13 +103,18 @@ impl Settings {
         };
         let mut figment = Figment::from(Serialized::defaults(Settings::default()));
         if required || file.exists() {
-            let text = std::fs::read_to_string(&file)
-                .map_err(|source| ConfigError::Read { path: file.clone(), source })?;
+            let text = std::fs::read_to_string(&file).map_err(|source| ConfigError::Read {
+                path: file.clone(),
+                source,
+            })?;
             check_no_secrets_in_file(&file, &text)?;
             figment = figment.merge(Toml::string(&text));
         }
-        let env_pairs: Vec<(String, String)> =
-            env.iter().filter(|(k, _)| k.starts_with(ENV_PREFIX)).cloned().collect();
+        let env_pairs: Vec<(String, String)> = env
+            .iter()
+            .filter(|(k, _)| k.starts_with(ENV_PREFIX))
+            .cloned()
+            .collect();
         let env_keys: Vec<String> = env_pairs.iter().map(|(k, _)| k.clone()).collect();
         figment = figment.merge(env_provider(env_pairs));
         let mut settings: Settings = figment.extract().map_err(|e| {
@@ -140,8 +145,14 @@ fn env_provider(pairs: Vec<(String, String)>) -> Serialized<toml::Table> {
     let defaults = toml::Table::try_from(Settings::default()).unwrap_or_default();
     let mut root = toml::Table::new();
     for (key, raw) in pairs {
-        let path: Vec<String> = key[ENV_PREFIX.len()..].split("__").map(|p| p.to_lowercase()).collect();
-        let is_secret = path.len() == 2 && SECRET_KEYS.iter().any(|(s, k)| path[0] == *s && path[1] == *k);
+        let path: Vec<String> = key[ENV_PREFIX.len()..]
+            .split("__")
+            .map(|p| p.to_lowercase())
+            .collect();
+        let is_secret = path.len() == 2
+            && SECRET_KEYS
+                .iter()
+                .any(|(s, k)| path[0] == *s && path[1] == *k);
         let value = match default_at(&defaults, &path) {
             _ if is_secret => toml::Value::String(raw),
             Some(toml::Value::Array(items)) => list_from_env(&raw, items.first()),
@@ -152,8 +163,9 @@ fn env_provider(pairs: Vec<(String, String)>) -> Serialized<toml::Table> {
             if i + 1 == path.len() {
                 table.insert(part.clone(), value.clone());
             } else {
-                let entry =
-                    table.entry(part.clone()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+                let entry = table
+                    .entry(part.clone())
+                    .or_insert_with(|| toml::Value::Table(toml::Table::new()));
                 if !entry.is_table() {
                     *entry = toml::Value::Table(toml::Table::new());
                 }
@@ -192,7 +204,13 @@ fn list_from_env(raw: &str, default_item: Option<&toml::Value>) -> toml::Value {
     let items = raw.split(',').map(str::trim).filter(|v| !v.is_empty());
     toml::Value::Array(
         items
-            .map(|v| if numeric { scalar_from_env(v) } else { toml::Value::String(v.to_string()) })
+            .map(|v| {
+                if numeric {
+                    scalar_from_env(v)
+                } else {
+                    toml::Value::String(v.to_string())
+                }
+            })
             .collect(),
     )
 }
@@ -201,7 +219,9 @@ fn list_from_env(raw: &str, default_item: Option<&toml::Value>) -> toml::Value {
 fn scalar_from_env(raw: &str) -> toml::Value {
     match format!("v = {raw}").parse::<toml::Table>() {
         Ok(mut t) => match t.remove("v") {
-            Some(v @ (toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_))) => v,
+            Some(
+                v @ (toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_)),
+            ) => v,
             _ => toml::Value::String(raw.to_string()),
         },
         Err(_) => toml::Value::String(raw.to_string()),

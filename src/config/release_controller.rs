@@ -46,11 +46,23 @@ impl Default for ReleaseControllerSettings {
                     "openshift/baremetal-runtimecfg",
                 ],
             ),
-            ("Networking / router", &["openshift/router", "openshift/cluster-ingress-operator"]),
-            ("kube-apiserver", &["openshift/kubernetes", "openshift/cluster-kube-apiserver-operator"]),
+            (
+                "Networking / router",
+                &["openshift/router", "openshift/cluster-ingress-operator"],
+            ),
+            (
+                "kube-apiserver",
+                &[
+                    "openshift/kubernetes",
+                    "openshift/cluster-kube-apiserver-operator",
+                ],
+            ),
             (
                 "openshift-apiserver",
-                &["openshift/openshift-apiserver", "openshift/cluster-openshift-apiserver-operator"],
+                &[
+                    "openshift/openshift-apiserver",
+                    "openshift/cluster-openshift-apiserver-operator",
+                ],
             ),
             (
                 "oauth-apiserver",
@@ -70,11 +82,17 @@ impl Default for ReleaseControllerSettings {
             ),
             (
                 "Cloud Compute / vSphere Provider",
-                &["openshift/cloud-provider-vsphere", "openshift/machine-api-operator"],
+                &[
+                    "openshift/cloud-provider-vsphere",
+                    "openshift/machine-api-operator",
+                ],
             ),
             (
                 "Networking / ovn-kubernetes",
-                &["openshift/ovn-kubernetes", "openshift/cluster-network-operator"],
+                &[
+                    "openshift/ovn-kubernetes",
+                    "openshift/cluster-network-operator",
+                ],
             ),
         ];
         ReleaseControllerSettings {

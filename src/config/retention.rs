@@ -21,13 +21,22 @@ pub struct RetentionSettings {
 
 impl Default for RetentionSettings {
     fn default() -> Self {
-        Self { samples_days: 400, intervals_days: 60, schedule: "30 3 * * *".into(), batch_runs: 500 }
+        Self {
+            samples_days: 400,
+            intervals_days: 60,
+            schedule: "30 3 * * *".into(),
+            batch_runs: 500,
+        }
     }
 }
 
 impl RetentionSettings {
     /// Checks values that types alone cannot; the samples outlive the evaluation's windows.
-    pub(super) fn validate(&self, evaluate: &EvaluateSettings, timezone: &str) -> Result<(), ConfigError> {
+    pub(super) fn validate(
+        &self,
+        evaluate: &EvaluateSettings,
+        timezone: &str,
+    ) -> Result<(), ConfigError> {
         let invalid = |key: &str, why: &str| Err(ConfigError::Invalid(format!("`{key}`: {why}")));
         let r = self;
         let windows = evaluate.window_days.saturating_add(evaluate.baseline_days);
@@ -38,7 +47,10 @@ impl RetentionSettings {
             );
         }
         if r.intervals_days == 0 || r.intervals_days > r.samples_days {
-            return invalid("retention.intervals_days", "must be between 1 and retention.samples_days");
+            return invalid(
+                "retention.intervals_days",
+                "must be between 1 and retention.samples_days",
+            );
         }
         if !(1..=5_000).contains(&r.batch_runs) {
             return invalid("retention.batch_runs", "must be between 1 and 5000");

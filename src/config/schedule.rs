@@ -35,6 +35,10 @@ fn default_ingest_days() -> u32 {
 
 impl Default for ScheduleSettings {
     fn default() -> Self {
-        Self { evaluate: "0 */6 * * *".into(), timezone: "UTC".into(), ingest: Vec::new() }
+        Self {
+            evaluate: "0 */6 * * *".into(),
+            timezone: "UTC".into(),
+            ingest: Vec::new(),
+        }
     }
 }

@@ -28,9 +28,9 @@ impl Secret {
     /// must not pass for a token.
     pub fn matches(&self, given: Option<&str>) -> bool {
         match given {
-            Some(g) if !g.is_empty() && !self.0.is_empty() => {
-                bool::from(subtle::ConstantTimeEq::ct_eq(g.as_bytes(), self.0.as_bytes()))
-            }
+            Some(g) if !g.is_empty() && !self.0.is_empty() => bool::from(
+                subtle::ConstantTimeEq::ct_eq(g.as_bytes(), self.0.as_bytes()),
+            ),
             _ => false,
         }
     }
@@ -70,7 +70,11 @@ pub(super) const SECRET_KEYS: &[(&str, &str)] = &[
 
 impl Settings {
     pub(super) fn resolve_secret_files(&mut self) -> Result<(), ConfigError> {
-        fn resolve(key: &str, value: &mut Option<Secret>, file: &Option<PathBuf>) -> Result<(), ConfigError> {
+        fn resolve(
+            key: &str,
+            value: &mut Option<Secret>,
+            file: &Option<PathBuf>,
+        ) -> Result<(), ConfigError> {
             if let Some(v) = value {
                 if v.0.trim().is_empty() {
                     return Err(ConfigError::EmptySecret { key: key.into() });
@@ -78,11 +82,12 @@ impl Settings {
                 return Ok(());
             }
             if let Some(path) = file {
-                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::SecretFile {
-                    key: key.into(),
-                    path: path.clone(),
-                    source,
-                })?;
+                let text =
+                    std::fs::read_to_string(path).map_err(|source| ConfigError::SecretFile {
+                        key: key.into(),
+                        path: path.clone(),
+                        source,
+                    })?;
                 let first = text.lines().next().unwrap_or_default().trim().to_string();
                 if first.is_empty() {
                     return Err(ConfigError::EmptySecretFile { key: key.into() });
@@ -91,17 +96,49 @@ impl Settings {
             }
             Ok(())
         }
-        resolve("database.password", &mut self.database.password, &self.database.password_file)?;
+        resolve(
+            "database.password",
+            &mut self.database.password,
+            &self.database.password_file,
+        )?;
         resolve("gcs.token", &mut self.gcs.token, &self.gcs.token_file)?;
-        resolve("bigquery.token", &mut self.bigquery.token, &self.bigquery.token_file)?;
-        resolve("ingest.push_token", &mut self.ingest.push_token, &self.ingest.push_token_file)?;
-        resolve("server.pages_token", &mut self.server.pages_token, &self.server.pages_token_file)?;
-        resolve("slack.bot_token", &mut self.slack.bot_token, &self.slack.bot_token_file)?;
-        resolve("slack.signing_secret", &mut self.slack.signing_secret, &self.slack.signing_secret_file)?;
+        resolve(
+            "bigquery.token",
+            &mut self.bigquery.token,
+            &self.bigquery.token_file,
+        )?;
+        resolve(
+            "ingest.push_token",
+            &mut self.ingest.push_token,
+            &self.ingest.push_token_file,
+        )?;
+        resolve(
+            "server.pages_token",
+            &mut self.server.pages_token,
+            &self.server.pages_token_file,
+        )?;
+        resolve(
+            "slack.bot_token",
+            &mut self.slack.bot_token,
+            &self.slack.bot_token_file,
+        )?;
+        resolve(
+            "slack.signing_secret",
+            &mut self.slack.signing_secret,
+            &self.slack.signing_secret_file,
+        )?;
         let previous = &mut self.slack.signing_secret_previous;
-        resolve("slack.signing_secret_previous", previous, &self.slack.signing_secret_previous_file)?;
+        resolve(
+            "slack.signing_secret_previous",
+            previous,
+            &self.slack.signing_secret_previous_file,
+        )?;
         resolve("jira.token", &mut self.jira.token, &self.jira.token_file)?;
-        resolve("github.token", &mut self.github.token, &self.github.token_file)?;
+        resolve(
+            "github.token",
+            &mut self.github.token,
+            &self.github.token_file,
+        )?;
         Ok(())
     }
 }
@@ -111,8 +148,9 @@ impl Settings {
 /// not echoed; neither is one right under `/`, which a token starting with `/` would look like.
 pub(super) fn shown_path(path: &Path) -> String {
     let text = path.to_string_lossy();
-    let in_a_real_folder =
-        path.parent().is_some_and(|p| !p.as_os_str().is_empty() && p != Path::new("/") && p.is_dir());
+    let in_a_real_folder = path
+        .parent()
+        .is_some_and(|p| !p.as_os_str().is_empty() && p != Path::new("/") && p.is_dir());
     if in_a_real_folder {
         text.into_owned()
     } else {
@@ -124,12 +162,17 @@ pub(super) fn shown_path(path: &Path) -> String {
 }
 
 pub(super) fn check_no_secrets_in_file(path: &Path, text: &str) -> Result<(), ConfigError> {
-    let value: toml::Table = text.parse().map_err(|e: toml::de::Error| ConfigError::Syntax {
-        path: path.to_path_buf(),
-        message: e.message().to_string(),
-    })?;
+    let value: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| ConfigError::Syntax {
+            path: path.to_path_buf(),
+            message: e.message().to_string(),
+        })?;
     for (section, key) in SECRET_KEYS {
-        let present = value.get(*section).and_then(|s| s.as_table()).is_some_and(|t| t.contains_key(*key));
+        let present = value
+            .get(*section)
+            .and_then(|s| s.as_table())
+            .is_some_and(|t| t.contains_key(*key));
         if present {
             return Err(ConfigError::SecretInFile {
                 path: path.to_path_buf(),

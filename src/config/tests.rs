@@ -2,7 +2,10 @@ use super::database::redact_url_password;
 use super::*;
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).into(), (*v).into()))
+        .collect()
 }
 
 fn write(text: &str) -> tempfile::NamedTempFile {
@@ -13,9 +16,12 @@ fn write(text: &str) -> tempfile::NamedTempFile {
 
 #[test]
 fn a_secret_given_as_a_whole_section_is_not_echoed() {
-    let e = Settings::load_from(Some(write("").path()), &env(&[("SHERIFF__SLACK", "xoxb-123-secret")]))
-        .unwrap_err()
-        .to_string();
+    let e = Settings::load_from(
+        Some(write("").path()),
+        &env(&[("SHERIFF__SLACK", "xoxb-123-secret")]),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(!e.contains("xoxb-123-secret"), "{e}");
     assert!(e.contains("slack") && e.contains("SHERIFF__SLACK"), "{e}");
 }
@@ -32,7 +38,10 @@ fn list_settings_are_read_from_the_environment_comma_separated() {
             ("SHERIFF__EVALUATE__RECENT_DAYS", "1, 3"),
             ("SHERIFF__EVALUATE__PERCENTILES", "P50,P99"),
             ("SHERIFF__EVALUATE__CI_TROUBLE__LIVENESS", "*-liveness-*"),
-            ("SHERIFF__SLACK__ROUTES", r#"[{ channel = "C0METAL", platform = "metal" }]"#),
+            (
+                "SHERIFF__SLACK__ROUTES",
+                r#"[{ channel = "C0METAL", platform = "metal" }]"#,
+            ),
         ]),
     )
     .unwrap();
@@ -41,26 +50,43 @@ fn list_settings_are_read_from_the_environment_comma_separated() {
     assert_eq!(s.jira.fix_statuses, ["MODIFIED", "ON_QA"]);
     assert!(s.jira.labels.is_empty());
     assert_eq!(s.evaluate.recent_days, [1, 3]);
-    assert_eq!(s.evaluate.percentiles, [crate::model::Percentile::P50, crate::model::Percentile::P99]);
+    assert_eq!(
+        s.evaluate.percentiles,
+        [crate::model::Percentile::P50, crate::model::Percentile::P99]
+    );
     assert_eq!(s.evaluate.ci_trouble.liveness, ["*-liveness-*"]);
     assert_eq!(s.slack.routes.len(), 1);
     assert_eq!(
-        (s.slack.routes[0].channel.as_str(), s.slack.routes[0].platform.as_deref()),
+        (
+            s.slack.routes[0].channel.as_str(),
+            s.slack.routes[0].platform.as_deref()
+        ),
         ("C0METAL", Some("metal"))
     );
     // a user id that reads as a number stays a string
-    let s = Settings::load_from(None, &env(&[("SHERIFF__JIRA__NEVER_REOPEN", "42,Won't Fix")])).unwrap();
+    let s = Settings::load_from(
+        None,
+        &env(&[("SHERIFF__JIRA__NEVER_REOPEN", "42,Won't Fix")]),
+    )
+    .unwrap();
     assert_eq!(s.jira.never_reopen, ["42", "Won't Fix"]);
     // a bad element is named with its variable
     let err = Settings::load_from(None, &env(&[("SHERIFF__EVALUATE__RECENT_DAYS", "1,two")]))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("evaluate.recent_days") && err.contains("SHERIFF__EVALUATE__RECENT_DAYS"), "{err}");
+    assert!(
+        err.contains("evaluate.recent_days") && err.contains("SHERIFF__EVALUATE__RECENT_DAYS"),
+        "{err}"
+    );
 }
 
 #[test]
 fn half_configured_slack_or_jira_names_the_missing_setting() {
-    let missing = |pairs: &[(&str, &str)]| Settings::load_from(None, &env(pairs)).unwrap().half_configured();
+    let missing = |pairs: &[(&str, &str)]| {
+        Settings::load_from(None, &env(pairs))
+            .unwrap()
+            .half_configured()
+    };
     let token = ("SHERIFF__SLACK__BOT_TOKEN", "xoxb-1");
     let channel = ("SHERIFF__SLACK__CHANNEL", "C0DISRUPT");
     let signing = ("SHERIFF__SLACK__SIGNING_SECRET", "s3cret");
@@ -77,14 +103,20 @@ fn half_configured_slack_or_jira_names_the_missing_setting() {
         (vec![project], "`jira.url`"),
         (vec![jira_token], "`jira.url`"),
         (vec![jira_url, project], "`jira.token`"),
-        (vec![jira_url, project, jira_token, ("SHERIFF__JIRA__API", "v3")], "`jira.user`"),
+        (
+            vec![jira_url, project, jira_token, ("SHERIFF__JIRA__API", "v3")],
+            "`jira.user`",
+        ),
     ] {
         let found = missing(&given);
         assert_eq!(found.len(), 1, "{given:?}: {found:?}");
         assert!(found[0].contains(key), "{given:?}: {found:?}");
     }
     // a route is a channel too, but the default channel is still needed for the rest
-    let routes = ("SHERIFF__SLACK__ROUTES", r#"[{ channel = "C0METAL", platform = "metal" }]"#);
+    let routes = (
+        "SHERIFF__SLACK__ROUTES",
+        r#"[{ channel = "C0METAL", platform = "metal" }]"#,
+    );
     assert!(missing(&[routes])[0].contains("`slack.bot_token`"));
     assert!(missing(&[routes, token, signing])[0].contains("`slack.channel`"));
     let shown = missing(&[token]).join("\n");
@@ -105,7 +137,10 @@ fn environment_overrides_the_file() {
         Some(f.path()),
         &env(&[
             ("SHERIFF__SERVER__LISTEN", "0.0.0.0:8081"),
-            ("SHERIFF__DATABASE__URL", "postgres://sheriff@db:5432/sheriff"),
+            (
+                "SHERIFF__DATABASE__URL",
+                "postgres://sheriff@db:5432/sheriff",
+            ),
         ]),
     )
     .unwrap();
@@ -115,10 +150,13 @@ fn environment_overrides_the_file() {
 
 #[test]
 fn an_unknown_key_is_an_error_naming_it() {
-    let err =
-        Settings::load_from(Some(write("[database]\nurll = \"x\"\n").path()), &[]).unwrap_err().to_string();
+    let err = Settings::load_from(Some(write("[database]\nurll = \"x\"\n").path()), &[])
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("urll"), "{err}");
-    let err = Settings::load_from(None, &env(&[("SHERIFF__SLACK__CHANEL", "x")])).unwrap_err().to_string();
+    let err = Settings::load_from(None, &env(&[("SHERIFF__SLACK__CHANEL", "x")]))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("chanel"), "{err}");
 }
 
@@ -148,14 +186,23 @@ fn secrets_never_print() {
         &env(&[
             ("SHERIFF__SLACK__BOT_TOKEN", "xoxb-very-secret"),
             ("SHERIFF__JIRA__TOKEN", "12345"),
-            ("SHERIFF__SLACK__SIGNING_SECRET_FILE", secret_file.path().to_str().unwrap()),
+            (
+                "SHERIFF__SLACK__SIGNING_SECRET_FILE",
+                secret_file.path().to_str().unwrap(),
+            ),
             ("SHERIFF__DATABASE__URL", "postgres://u:hunter2@db/sheriff"),
         ]),
     )
     .unwrap();
-    assert_eq!(s.slack.bot_token.as_ref().unwrap().expose(), "xoxb-very-secret");
+    assert_eq!(
+        s.slack.bot_token.as_ref().unwrap().expose(),
+        "xoxb-very-secret"
+    );
     assert_eq!(s.jira.token.as_ref().unwrap().expose(), "12345");
-    assert_eq!(s.slack.signing_secret.as_ref().unwrap().expose(), "from-a-file");
+    assert_eq!(
+        s.slack.signing_secret.as_ref().unwrap().expose(),
+        "from-a-file"
+    );
     let shown = format!("{}\n{:?}", s.to_redacted_toml(), s);
     for secret in ["xoxb-very-secret", "12345", "from-a-file", "hunter2"] {
         assert!(!shown.contains(secret), "{secret} leaked:\n{shown}");
@@ -167,7 +214,8 @@ fn secrets_never_print() {
 fn control_backends_follow_the_connection_type_and_never_control_themselves() {
     let a = AttributeSettings::default();
     assert_eq!(
-        crate::attribute::components::control_for(&a.controls, "image-registry-new-connections").as_deref(),
+        crate::attribute::components::control_for(&a.controls, "image-registry-new-connections")
+            .as_deref(),
         Some("ingress-to-console-new-connections")
     );
     assert_eq!(
@@ -176,8 +224,11 @@ fn control_backends_follow_the_connection_type_and_never_control_themselves() {
         Some("ingress-to-console-reused-connections")
     );
     assert_eq!(
-        crate::attribute::components::control_for(&a.controls, "ingress-to-console-new-connections")
-            .as_deref(),
+        crate::attribute::components::control_for(
+            &a.controls,
+            "ingress-to-console-new-connections"
+        )
+        .as_deref(),
         Some("kube-api-new-connections")
     );
     let s = Settings::load_from(
@@ -197,12 +248,16 @@ fn control_backends_follow_the_connection_type_and_never_control_themselves() {
 
 #[test]
 fn a_bad_value_names_its_key() {
-    let err = Settings::load_from(None, &env(&[("SHERIFF__DATABASE__MAX_CONNECTIONS", "lots")]))
+    let err = Settings::load_from(
+        None,
+        &env(&[("SHERIFF__DATABASE__MAX_CONNECTIONS", "lots")]),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("database.max_connections"), "{err}");
+    let err = Settings::load_from(None, &env(&[("SHERIFF__SERVER__LISTEN", "nowhere")]))
         .unwrap_err()
         .to_string();
-    assert!(err.contains("database.max_connections"), "{err}");
-    let err =
-        Settings::load_from(None, &env(&[("SHERIFF__SERVER__LISTEN", "nowhere")])).unwrap_err().to_string();
     assert!(err.contains("server.listen"), "{err}");
 }
 
@@ -210,7 +265,10 @@ fn a_bad_value_names_its_key() {
 fn passwords_in_any_part_of_a_database_url_are_redacted() {
     for (url, leak) in [
         ("postgres://u:s3cr3t@h:5432/db", "s3cr3t"),
-        ("postgres://u@127.0.0.1:1/db?password=LEAK&sslmode=disable", "LEAK"),
+        (
+            "postgres://u@127.0.0.1:1/db?password=LEAK&sslmode=disable",
+            "LEAK",
+        ),
         ("postgres://sheriff:s3cr3t/pw@h/db", "s3cr3t/pw"),
         ("postgres://sheriff:p@ss@h/db", "p@ss"),
     ] {
@@ -218,15 +276,24 @@ fn passwords_in_any_part_of_a_database_url_are_redacted() {
         assert!(!shown.contains(leak), "{url} shows {shown}");
         assert!(shown.contains("[redacted]"), "{shown}");
     }
-    assert_eq!(redact_url_password("postgres://u@h/db?sslmode=disable"), "postgres://u@h/db?sslmode=disable");
-    assert_eq!(redact_url_password("sqlite://sheriff.db"), "sqlite://sheriff.db");
+    assert_eq!(
+        redact_url_password("postgres://u@h/db?sslmode=disable"),
+        "postgres://u@h/db?sslmode=disable"
+    );
+    assert_eq!(
+        redact_url_password("sqlite://sheriff.db"),
+        "sqlite://sheriff.db"
+    );
 }
 
 #[test]
 fn a_secret_put_in_a_file_variable_is_not_echoed() {
-    let err = Settings::load_from(None, &env(&[("SHERIFF__SLACK__BOT_TOKEN_FILE", "xoxb-oops-1234")]))
-        .unwrap_err()
-        .to_string();
+    let err = Settings::load_from(
+        None,
+        &env(&[("SHERIFF__SLACK__BOT_TOKEN_FILE", "xoxb-oops-1234")]),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(!err.contains("xoxb-oops-1234"), "{err}");
     assert!(err.contains("slack.bot_token"), "{err}");
 }
@@ -246,17 +313,21 @@ fn a_missing_or_empty_credential_never_matches_a_secret() {
 #[test]
 fn a_base64_token_with_slashes_put_in_a_file_variable_is_not_echoed() {
     for token in ["LEAK3/Zm9vYmFy+/==", "/Zm9vYmFyYmF6", "./Zm9v/YmFy"] {
-        let err =
-            Settings::load_from(None, &env(&[("SHERIFF__JIRA__TOKEN_FILE", token)])).unwrap_err().to_string();
+        let err = Settings::load_from(None, &env(&[("SHERIFF__JIRA__TOKEN_FILE", token)]))
+            .unwrap_err()
+            .to_string();
         assert!(!err.contains(token), "{err}");
         assert!(err.contains("jira.token"), "{err}");
     }
     // a real path in a real folder is still shown, so a typo can be found
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("tokn");
-    let err = Settings::load_from(None, &env(&[("SHERIFF__JIRA__TOKEN_FILE", missing.to_str().unwrap())]))
-        .unwrap_err()
-        .to_string();
+    let err = Settings::load_from(
+        None,
+        &env(&[("SHERIFF__JIRA__TOKEN_FILE", missing.to_str().unwrap())]),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains(missing.to_str().unwrap()), "{err}");
 }
 
@@ -270,7 +341,10 @@ fn an_empty_secret_is_an_error_naming_its_key() {
     ] {
         for value in ["", "  "] {
             let err = Settings::load_from(None, &env(&[(var, value)])).unwrap_err();
-            assert!(matches!(err, ConfigError::EmptySecret { .. }), "{var}={value:?}: {err}");
+            assert!(
+                matches!(err, ConfigError::EmptySecret { .. }),
+                "{var}={value:?}: {err}"
+            );
             let text = err.to_string();
             assert!(text.contains(key) && text.contains(var), "{text}");
         }
@@ -283,16 +357,25 @@ fn an_empty_secret_file_or_one_with_a_blank_first_line_is_an_error_naming_its_ke
         let file = write(content);
         let err = Settings::load_from(
             None,
-            &env(&[("SHERIFF__SERVER__PAGES_TOKEN_FILE", file.path().to_str().unwrap())]),
+            &env(&[(
+                "SHERIFF__SERVER__PAGES_TOKEN_FILE",
+                file.path().to_str().unwrap(),
+            )]),
         )
         .unwrap_err();
-        assert!(matches!(err, ConfigError::EmptySecretFile { .. }), "{content:?}: {err}");
+        assert!(
+            matches!(err, ConfigError::EmptySecretFile { .. }),
+            "{content:?}: {err}"
+        );
         assert!(err.to_string().contains("server.pages_token_file"), "{err}");
     }
     let file = write("the-token\n");
     let s = Settings::load_from(
         None,
-        &env(&[("SHERIFF__SERVER__PAGES_TOKEN_FILE", file.path().to_str().unwrap())]),
+        &env(&[(
+            "SHERIFF__SERVER__PAGES_TOKEN_FILE",
+            file.path().to_str().unwrap(),
+        )]),
     )
     .unwrap();
     assert_eq!(s.server.pages_token.unwrap().expose(), "the-token");
@@ -301,16 +384,38 @@ fn an_empty_secret_file_or_one_with_a_blank_first_line_is_an_error_naming_its_ke
 #[test]
 fn numbers_that_would_overflow_a_date_or_a_timer_are_refused_naming_their_key() {
     for (var, value, key) in [
-        ("SHERIFF__EVALUATE__WINDOW_DAYS", "4294967295", "evaluate.window_days"),
-        ("SHERIFF__EVALUATE__BASELINE_DAYS", "4294967295", "evaluate.baseline_days"),
-        ("SHERIFF__SERVER__IDLE_TIMEOUT_SECS", "9223372036854775807", "server.idle_timeout_secs"),
-        ("SHERIFF__SERVER__HEADER_TIMEOUT_SECS", "9223372036854775807", "server.header_timeout_secs"),
+        (
+            "SHERIFF__EVALUATE__WINDOW_DAYS",
+            "4294967295",
+            "evaluate.window_days",
+        ),
+        (
+            "SHERIFF__EVALUATE__BASELINE_DAYS",
+            "4294967295",
+            "evaluate.baseline_days",
+        ),
+        (
+            "SHERIFF__SERVER__IDLE_TIMEOUT_SECS",
+            "9223372036854775807",
+            "server.idle_timeout_secs",
+        ),
+        (
+            "SHERIFF__SERVER__HEADER_TIMEOUT_SECS",
+            "9223372036854775807",
+            "server.header_timeout_secs",
+        ),
         ("SHERIFF__SLACK__TIMEOUT_SECS", "inf", "slack.timeout_secs"),
         ("SHERIFF__SLACK__TIMEOUT_SECS", "nan", "slack.timeout_secs"),
         ("SHERIFF__JIRA__TIMEOUT_SECS", "-5", "jira.timeout_secs"),
-        ("SHERIFF__OUTBOX__LEASE_SECS", "9223372036854775807", "outbox.lease_secs"),
+        (
+            "SHERIFF__OUTBOX__LEASE_SECS",
+            "9223372036854775807",
+            "outbox.lease_secs",
+        ),
     ] {
-        let err = Settings::load_from(None, &env(&[(var, value)])).unwrap_err().to_string();
+        let err = Settings::load_from(None, &env(&[(var, value)]))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(key), "{var}={value}: {err}");
     }
 }
@@ -319,11 +424,16 @@ fn numbers_that_would_overflow_a_date_or_a_timer_are_refused_naming_their_key() 
 fn the_intervals_table_is_read_from_bigquery_only_as_a_plain_table_path() {
     let ok = env(&[
         ("SHERIFF__INGEST__INTERVALS", "bigquery"),
-        ("SHERIFF__BIGQUERY__INTERVALS_TABLE", "ci_data_autodl.e2e_intervals"),
+        (
+            "SHERIFF__BIGQUERY__INTERVALS_TABLE",
+            "ci_data_autodl.e2e_intervals",
+        ),
     ]);
     let settings = Settings::load_from(None, &ok).unwrap();
     assert_eq!(settings.ingest.intervals, IntervalsMode::Bigquery);
-    assert!(!settings.ingest.intervals.on_demand(false) && settings.ingest.intervals.on_demand(true));
+    assert!(
+        !settings.ingest.intervals.on_demand(false) && settings.ingest.intervals.on_demand(true)
+    );
     for table in ["p.d.t", "d.t`; DROP TABLE x", "", "d."] {
         let err = Settings::load_from(None, &env(&[("SHERIFF__BIGQUERY__INTERVALS_TABLE", table)]))
             .unwrap_err()
@@ -350,10 +460,20 @@ fn ci_trouble_rules_and_limits_out_of_range_are_refused_naming_their_key() {
             "-5",
             "evaluate.ci_trouble.liveness_allowance_seconds",
         ),
-        ("SHERIFF__EVALUATE__CI_TROUBLE__ALL_BACKENDS_SHARE", "5", "evaluate.ci_trouble.all_backends_share"),
-        ("SHERIFF__EVALUATE__CI_TROUBLE__BROKEN_SHARE", "-0.5", "evaluate.ci_trouble.broken_share"),
+        (
+            "SHERIFF__EVALUATE__CI_TROUBLE__ALL_BACKENDS_SHARE",
+            "5",
+            "evaluate.ci_trouble.all_backends_share",
+        ),
+        (
+            "SHERIFF__EVALUATE__CI_TROUBLE__BROKEN_SHARE",
+            "-0.5",
+            "evaluate.ci_trouble.broken_share",
+        ),
     ] {
-        let err = Settings::load_from(None, &env(&[(var, value)])).unwrap_err().to_string();
+        let err = Settings::load_from(None, &env(&[(var, value)]))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(key), "{var}={value}: {err}");
     }
     for text in [
@@ -362,24 +482,41 @@ fn ci_trouble_rules_and_limits_out_of_range_are_refused_naming_their_key() {
         "[[evaluate.limits]]\nbackend = \"x\"\npercentile = \"P50\"\nseconds = -1.0\n",
     ] {
         let file = write(text);
-        let err = Settings::load_from(Some(file.path()), &[]).unwrap_err().to_string();
-        assert!(err.contains("broken_share") || err.contains("evaluate.limits.seconds"), "{text}: {err}");
+        let err = Settings::load_from(Some(file.path()), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("broken_share") || err.contains("evaluate.limits.seconds"),
+            "{text}: {err}"
+        );
     }
-    Settings::load_from(None, &env(&[("SHERIFF__EVALUATE__CI_TROUBLE__BROKEN_HORIZON_DAYS", "28")])).unwrap();
+    Settings::load_from(
+        None,
+        &env(&[("SHERIFF__EVALUATE__CI_TROUBLE__BROKEN_HORIZON_DAYS", "28")]),
+    )
+    .unwrap();
 }
 
 #[test]
 fn a_bad_time_zone_is_reported_under_its_own_key() {
-    let err = Settings::load_from(None, &env(&[("SHERIFF__SCHEDULE__TIMEZONE", "Mars/Olympus")]))
-        .unwrap_err()
-        .to_string();
+    let err = Settings::load_from(
+        None,
+        &env(&[("SHERIFF__SCHEDULE__TIMEZONE", "Mars/Olympus")]),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("`schedule.timezone`"), "{err}");
     for (var, key) in [
         ("SHERIFF__SCHEDULE__EVALUATE", "`schedule.evaluate`"),
         ("SHERIFF__RETENTION__SCHEDULE", "`retention.schedule`"),
     ] {
-        let err = Settings::load_from(None, &env(&[(var, "0 0 30 2 *")])).unwrap_err().to_string();
-        assert!(err.contains(key) && err.contains("never fires"), "{var}: {err}");
+        let err = Settings::load_from(None, &env(&[(var, "0 0 30 2 *")]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(key) && err.contains("never fires"),
+            "{var}: {err}"
+        );
     }
 }
 
@@ -387,32 +524,60 @@ fn a_bad_time_zone_is_reported_under_its_own_key() {
 fn urls_are_http_with_a_host_and_https_where_a_credential_goes() {
     for (var, value, key) in [
         ("SHERIFF__SLACK__API_URL", "http://", "slack.api_url"),
-        ("SHERIFF__SERVER__PUBLIC_URL", "javascript:alert(1)", "server.public_url"),
-        ("SHERIFF__SLACK__WORKSPACE_URL", "javascript:alert(1)", "slack.workspace_url"),
-        ("SHERIFF__RELEASE_CONTROLLER__URLS__AMD64", "ftp://x", "release_controller.urls.amd64"),
+        (
+            "SHERIFF__SERVER__PUBLIC_URL",
+            "javascript:alert(1)",
+            "server.public_url",
+        ),
+        (
+            "SHERIFF__SLACK__WORKSPACE_URL",
+            "javascript:alert(1)",
+            "slack.workspace_url",
+        ),
+        (
+            "SHERIFF__RELEASE_CONTROLLER__URLS__AMD64",
+            "ftp://x",
+            "release_controller.urls.amd64",
+        ),
     ] {
-        let err = Settings::load_from(None, &env(&[(var, value)])).unwrap_err().to_string();
+        let err = Settings::load_from(None, &env(&[(var, value)]))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(key), "{var}={value}: {err}");
     }
     let with_token = |url: &str| {
         Settings::load_from(
             None,
-            &env(&[("SHERIFF__SLACK__API_URL", url), ("SHERIFF__SLACK__BOT_TOKEN", "xoxb-1")]),
+            &env(&[
+                ("SHERIFF__SLACK__API_URL", url),
+                ("SHERIFF__SLACK__BOT_TOKEN", "xoxb-1"),
+            ]),
         )
     };
-    assert!(with_token("http://slack.example.com/api").unwrap_err().to_string().contains("https"));
+    assert!(
+        with_token("http://slack.example.com/api")
+            .unwrap_err()
+            .to_string()
+            .contains("https")
+    );
     with_token("https://slack.example.com/api").unwrap();
     with_token("http://127.0.0.1:9000/api").unwrap();
     with_token("http://localhost:9000/api").unwrap();
     with_token("http://[::1]:9000/api").unwrap();
     // the client sends these to slack.example.com, over plain http
-    for disguised in ["http://slack.example.com\\@localhost/api", "http://slack.example.com\\@127.0.0.1/api"]
-    {
+    for disguised in [
+        "http://slack.example.com\\@localhost/api",
+        "http://slack.example.com\\@127.0.0.1/api",
+    ] {
         let err = with_token(disguised).unwrap_err().to_string();
         assert!(err.contains("https"), "{disguised}: {err}");
     }
     // without a credential, plain http is fine (a proxy inside the cluster)
-    Settings::load_from(None, &env(&[("SHERIFF__SLACK__API_URL", "http://slack-proxy/api")])).unwrap();
+    Settings::load_from(
+        None,
+        &env(&[("SHERIFF__SLACK__API_URL", "http://slack-proxy/api")]),
+    )
+    .unwrap();
 }
 
 #[test]
@@ -421,11 +586,17 @@ fn github_takes_its_token_from_the_environment_or_a_file_over_https_and_checks_i
     assert_eq!(s.github.token.as_ref().map(Secret::expose), Some("ghp_x"));
     assert!(!s.github.enabled, "off until turned on");
     assert_eq!(s.github.api_url, "https://api.github.com");
-    assert_eq!(s.github.repositories[0].repository, "openshift-metal3/dev-scripts");
+    assert_eq!(
+        s.github.repositories[0].repository,
+        "openshift-metal3/dev-scripts"
+    );
     let file = write("ghp_from_file\n");
     let path = file.path().to_string_lossy().to_string();
     let s = Settings::load_from(None, &env(&[("SHERIFF__GITHUB__TOKEN_FILE", &path)])).unwrap();
-    assert_eq!(s.github.token.as_ref().map(Secret::expose), Some("ghp_from_file"));
+    assert_eq!(
+        s.github.token.as_ref().map(Secret::expose),
+        Some("ghp_from_file")
+    );
     let err = Settings::load_from(None, &env(&[("SHERIFF__GITHUB__TOKEN", " ")])).unwrap_err();
     assert!(matches!(err, ConfigError::EmptySecret { .. }), "{err}");
     let in_file = Settings::load_from(Some(write("[github]\ntoken = \"ghp_x\"\n").path()), &[]);
@@ -434,15 +605,26 @@ fn github_takes_its_token_from_the_environment_or_a_file_over_https_and_checks_i
         ("SHERIFF__GITHUB__API_URL", "http://github.example.com"),
         ("SHERIFF__GITHUB__TOKEN", "ghp_x"),
     ]);
-    assert!(Settings::load_from(None, &plain).unwrap_err().to_string().contains("github.api_url"));
+    assert!(
+        Settings::load_from(None, &plain)
+            .unwrap_err()
+            .to_string()
+            .contains("github.api_url")
+    );
     let slow = Settings::load_from(None, &env(&[("SHERIFF__GITHUB__TIMEOUT_SECS", "0")]));
-    assert!(slow.unwrap_err().to_string().contains("github.timeout_secs"));
+    assert!(
+        slow.unwrap_err()
+            .to_string()
+            .contains("github.timeout_secs")
+    );
     for bad in [
         "[[github.repositories]]\nplatform = \"metal\"\nrepository = \"dev-scripts\"\n",
         "[[github.repositories]]\nplatform = \"*\"\nrepository = \"o/r\"\npath = \"../x\"\n",
         "[[github.repositories]]\nplatform = \"\"\nrepository = \"o/r\"\n",
     ] {
-        let err = Settings::load_from(Some(write(bad).path()), &[]).unwrap_err().to_string();
+        let err = Settings::load_from(Some(write(bad).path()), &[])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("github.repositories"), "{bad}: {err}");
     }
 }

@@ -19,13 +19,17 @@ use crate::config::{AttributeSettings, EvaluateSettings, FileAgainst};
 use crate::evaluate::changepoint::{self, Run};
 use crate::evaluate::{Check, Evaluation, GroupResult, GroupStatus};
 use crate::model::{
-    ControlEvidence, Dimension, GroupKey, Mechanism, Onset, Percentile, SampleKind, Scope, Span, SpanKind,
-    Status, fingerprint,
+    ControlEvidence, Dimension, GroupKey, Mechanism, Onset, Percentile, SampleKind, Scope, Span,
+    SpanKind, Status, fingerprint,
 };
 use crate::store::evaluations::WindowData;
 
 /// The context dimensions every group of one cluster shares: never merged over.
-const CONTEXT: [Dimension; 3] = [Dimension::Release, Dimension::Architecture, Dimension::Topology];
+const CONTEXT: [Dimension; 3] = [
+    Dimension::Release,
+    Dimension::Architecture,
+    Dimension::Topology,
+];
 
 /// Lookups over one cycle's groups.
 pub(super) struct Index<'a> {
@@ -58,21 +62,33 @@ impl<'a> Index<'a> {
             }
         }
         let groups_of_cell = (starts, groups);
-        Index { evaluation, data, by_key: std::sync::OnceLock::new(), groups_of_cell }
+        Index {
+            evaluation,
+            data,
+            by_key: std::sync::OnceLock::new(),
+            groups_of_cell,
+        }
     }
 
     pub fn group(&self, key: &GroupKey) -> Option<&'a GroupResult> {
         let evaluation = self.evaluation;
-        let by_key = self
-            .by_key
-            .get_or_init(|| evaluation.groups.iter().enumerate().map(|(i, g)| (&g.key, i)).collect());
+        let by_key = self.by_key.get_or_init(|| {
+            evaluation
+                .groups
+                .iter()
+                .enumerate()
+                .map(|(i, g)| (&g.key, i))
+                .collect()
+        });
         by_key.get(key).map(|&i| &evaluation.groups[i])
     }
 
     /// The groups containing a cell.
     fn groups_of(&self, cell: usize) -> impl Iterator<Item = &'a GroupResult> + '_ {
         let (starts, groups) = &self.groups_of_cell;
-        groups[starts[cell]..starts[cell + 1]].iter().map(|&gi| &self.evaluation.groups[gi])
+        groups[starts[cell]..starts[cell + 1]]
+            .iter()
+            .map(|&gi| &self.evaluation.groups[gi])
     }
 
     fn enough(&self, g: &GroupResult, settings: &EvaluateSettings) -> bool {
@@ -81,7 +97,12 @@ impl<'a> Index<'a> {
 
     /// Whether a cell is healthy on evidence of its own: its cell, or a platform-keeping group
     /// around it, had enough runs and did not regress — and holds none of `regressed` cells.
-    fn healthy(&self, cell: usize, regressed: &BTreeSet<usize>, settings: &EvaluateSettings) -> bool {
+    fn healthy(
+        &self,
+        cell: usize,
+        regressed: &BTreeSet<usize>,
+        settings: &EvaluateSettings,
+    ) -> bool {
         self.groups_of(cell).any(|g| {
             g.level.keeps_platform()
                 && self.enough(g, settings)
@@ -98,15 +119,22 @@ pub(super) fn scope_for(
     other_regressed: &BTreeSet<usize>,
     settings: &EvaluateSettings,
 ) -> (ScopeFinding, BTreeMap<Dimension, String>) {
-    let context: BTreeMap<Dimension, String> =
-        CONTEXT.iter().filter_map(|d| lead.key.get(*d).map(|v| (*d, v.to_string()))).collect();
+    let context: BTreeMap<Dimension, String> = CONTEXT
+        .iter()
+        .filter_map(|d| lead.key.get(*d).map(|v| (*d, v.to_string())))
+        .collect();
     let mine: BTreeSet<usize> = lead.cells.iter().copied().collect();
     let mut cells = Vec::new();
-    for g in index.evaluation.groups.iter().filter(|g| g.level.is_cell() && g.key.backend == lead.key.backend)
+    for g in index
+        .evaluation
+        .groups
+        .iter()
+        .filter(|g| g.level.is_cell() && g.key.backend == lead.key.backend)
     {
         let Some(&c) = g.cells.first() else { continue };
         let dims = &index.data.variants[index.data.cells[c].variant];
-        if context.iter().any(|(d, v)| dims.get(*d) != v) || index.data.cells[c].current.is_empty() {
+        if context.iter().any(|(d, v)| dims.get(*d) != v) || index.data.cells[c].current.is_empty()
+        {
             continue;
         }
         let verdict = if mine.contains(&c) {
@@ -114,11 +142,17 @@ pub(super) fn scope_for(
             // another finer group holding the cell regressed (a healthy group that merges the
             // cell with healthy ones says nothing of the cell).
             let finer = |f: &&GroupResult| {
-                f.level.is_finest() && index.enough(f, settings) && f.cells.iter().all(|x| mine.contains(x))
+                f.level.is_finest()
+                    && index.enough(f, settings)
+                    && f.cells.iter().all(|x| mine.contains(x))
             };
             let healthy_inside = index.groups_of(c).filter(finer).any(|f| !f.significant);
             let regressed_inside = index.groups_of(c).filter(finer).any(|f| f.significant);
-            if healthy_inside && !regressed_inside { Verdict::Healthy } else { Verdict::Regressed }
+            if healthy_inside && !regressed_inside {
+                Verdict::Healthy
+            } else {
+                Verdict::Regressed
+            }
         } else if other_regressed.contains(&c) {
             Verdict::Unknown
         } else if index.healthy(c, &mine, settings) {
@@ -126,7 +160,10 @@ pub(super) fn scope_for(
         } else {
             Verdict::Unknown
         };
-        cells.push(CellEvidence { dims: dims.clone(), verdict });
+        cells.push(CellEvidence {
+            dims: dims.clone(),
+            verdict,
+        });
     }
     let finding = scope::smallest_scope(&cells, &scope::SEARCHABLE).unwrap_or(ScopeFinding {
         constraints: lead
@@ -144,7 +181,10 @@ pub(super) fn scope_for(
 
 /// The scope: the context dimensions and the finding's constraints.
 pub(super) fn scope_key(context: &BTreeMap<Dimension, String>, finding: &ScopeFinding) -> Scope {
-    let mut out: Scope = context.iter().map(|(d, v)| (*d, [v.clone()].into())).collect();
+    let mut out: Scope = context
+        .iter()
+        .map(|(d, v)| (*d, [v.clone()].into()))
+        .collect();
     for (d, values) in &finding.constraints {
         out.set(*d, values.iter().cloned());
     }
@@ -215,16 +255,27 @@ fn lead_of<'a>(cluster: &Cluster<'a>) -> (&'a GroupResult, Option<Check>, Vec<St
     let lead = *cluster
         .groups
         .iter()
-        .min_by(|a, b| p(a).total_cmp(&p(b)).then(a.key.backend.cmp(&b.key.backend)))
+        .min_by(|a, b| {
+            p(a).total_cmp(&p(b))
+                .then(a.key.backend.cmp(&b.key.backend))
+        })
         .expect("a cluster has a group");
-    let mut backends: Vec<String> = cluster.groups.iter().map(|g| g.key.backend.to_string()).collect();
+    let mut backends: Vec<String> = cluster
+        .groups
+        .iter()
+        .map(|g| g.key.backend.to_string())
+        .collect();
     backends.sort();
     backends.dedup();
     (lead, lead.leading_check().cloned(), backends)
 }
 
 fn status_of(cluster: &Cluster<'_>) -> Status {
-    if cluster.groups.iter().all(|g| g.status == GroupStatus::Resolved) {
+    if cluster
+        .groups
+        .iter()
+        .all(|g| g.status == GroupStatus::Resolved)
+    {
         Status::Resolved
     } else if cluster.groups.iter().any(|g| g.is_new) {
         Status::New
@@ -235,7 +286,10 @@ fn status_of(cluster: &Cluster<'_>) -> Status {
 
 /// The scope of a group itself: every dimension it keeps.
 fn group_scope(key: &GroupKey) -> Scope {
-    key.fixed.iter().map(|(d, v)| (d, [v.to_string()].into())).collect()
+    key.fixed
+        .iter()
+        .map(|(d, v)| (d, [v.to_string()].into()))
+        .collect()
 }
 
 /// The variant ids inside a scope.
@@ -255,7 +309,13 @@ pub(super) fn variants_in(data: &WindowData, scope: &Scope) -> Vec<i64> {
 /// now and then across a cycle's thousands of tests and a week of cycles, but they are no change
 /// of level.
 fn changed(runs: &[CellRun]) -> Option<bool> {
-    let series: Vec<Run> = runs.iter().map(|r| Run { at: r.started, seconds: r.seconds }).collect();
+    let series: Vec<Run> = runs
+        .iter()
+        .map(|r| Run {
+            at: r.started,
+            seconds: r.seconds,
+        })
+        .collect();
     changepoint::most_likely_change(&series, 3, 3)
         .map(|c| c.worse_after && c.is_real(changepoint::SCAN_THRESHOLD))
 }
@@ -266,13 +326,21 @@ fn changed(runs: &[CellRun]) -> Option<bool> {
 fn regressed_throughout(runs: &[CellRun], allowed: f64) -> bool {
     let mut seconds: Vec<i64> = runs.iter().map(|r| r.seconds).collect();
     seconds.sort_unstable();
-    seconds.get(seconds.len() / 2).is_some_and(|&median| median as f64 > allowed)
+    seconds
+        .get(seconds.len() / 2)
+        .is_some_and(|&median| median as f64 > allowed)
 }
 
 /// When a series of runs (by start) turned worse: the most likely change point and its
 /// interval; the series' start when it was regressed from its first run on.
 pub(super) fn onset_of(runs: &[CellRun]) -> Option<Onset> {
-    let series: Vec<Run> = runs.iter().map(|r| Run { at: r.started, seconds: r.seconds }).collect();
+    let series: Vec<Run> = runs
+        .iter()
+        .map(|r| Run {
+            at: r.started,
+            seconds: r.seconds,
+        })
+        .collect();
     let first = series.first()?.at;
     match changepoint::most_likely_change(&series, 3, 3) {
         Some(c) if c.worse_after => {
@@ -292,7 +360,9 @@ impl<S: RunSource> Context<'_, S> {
         runs: &[CellRun],
         (release, allowed): (&str, f64),
     ) -> Result<Option<Onset>> {
-        let Some(mut onset) = onset else { return Ok(None) };
+        let Some(mut onset) = onset else {
+            return Ok(None);
+        };
         let tested: Vec<changepoint::Tested<'_>> = runs
             .iter()
             .filter_map(|r| {
@@ -307,12 +377,19 @@ impl<S: RunSource> Context<'_, S> {
         if let Some(w) = changepoint::payload_change(&tested, allowed) {
             let from = w.last_good.as_ref().map_or(w.first_bad.1, |g| g.1);
             // every payload of the release built in the window, and which of them this scope ran
-            onset.payloads = self.source.payloads_between(release, from, w.first_bad.1).await?;
+            onset.payloads = self
+                .source
+                .payloads_between(release, from, w.first_bad.1)
+                .await?;
             if onset.payloads.is_empty() {
                 onset.payloads.clone_from(&w.tested);
             }
-            onset.untested_payloads =
-                onset.payloads.iter().filter(|p| !w.tested.contains(p)).cloned().collect();
+            onset.untested_payloads = onset
+                .payloads
+                .iter()
+                .filter(|p| !w.tested.contains(p))
+                .cloned()
+                .collect();
             onset.last_good_payload = w.last_good.map(|g| g.0);
             onset.first_bad_payload = Some(w.first_bad.0);
         }
@@ -331,12 +408,21 @@ impl<S: RunSource> Context<'_, S> {
         let (settings, cutoff) = (self.settings, lead.cutoff);
         let backend = &lead.key.backend;
         let holds = |s: &ScopeStats| s.holds(settings, cutoff);
-        if let Some(s) = self.judging.stats(backend, &cluster.scope, percentile, span).filter(holds) {
-            let (scope, s) = self.judging.without_healthy_parts(backend, (cluster.scope.clone(), s), holds);
+        if let Some(s) = self
+            .judging
+            .stats(backend, &cluster.scope, percentile, span)
+            .filter(holds)
+        {
+            let (scope, s) =
+                self.judging
+                    .without_healthy_parts(backend, (cluster.scope.clone(), s), holds);
             return Some((scope, s, false));
         }
         let own = group_scope(&lead.key);
-        let s = self.judging.stats(backend, &own, percentile, span).filter(holds)?;
+        let s = self
+            .judging
+            .stats(backend, &own, percentile, span)
+            .filter(holds)?;
         let (scope, s) = self.judging.without_healthy_parts(backend, (own, s), holds);
         Some((scope, s, true))
     }
@@ -358,7 +444,10 @@ impl<S: RunSource> Context<'_, S> {
             for mut record in self.source.runs(&missing).await? {
                 // on-demand evidence: fetched now, or left pending (tried once a cycle)
                 self.evidence.fill(&mut record).await;
-                read.insert((record.run.job_name.clone(), record.run.build_id.clone()), record);
+                read.insert(
+                    (record.run.job_name.clone(), record.run.build_id.clone()),
+                    record,
+                );
             }
             let mut cache = self.records.lock().expect("cache lock");
             for (job, build) in missing {
@@ -368,7 +457,10 @@ impl<S: RunSource> Context<'_, S> {
             }
         }
         let cache = self.records.lock().expect("cache lock");
-        Ok(runs.iter().map(|r| cache.get(&key(r)).cloned().flatten()).collect())
+        Ok(runs
+            .iter()
+            .map(|r| cache.get(&key(r)).cloned().flatten())
+            .collect())
     }
 
     /// The runs of `backend` in `scope` from `from` to the cycle, by start.
@@ -377,14 +469,25 @@ impl<S: RunSource> Context<'_, S> {
     }
 
     /// The runs of some backends in `scope` from `from` to the cycle, by start.
-    pub async fn runs_of_many(&self, backends: &[String], scope: &Scope, from: i64) -> Result<Vec<CellRun>> {
+    pub async fn runs_of_many(
+        &self,
+        backends: &[String],
+        scope: &Scope,
+        from: i64,
+    ) -> Result<Vec<CellRun>> {
         let variants = variants_in(self.index.data, scope);
-        self.source.cell_runs(backends, &variants, (from, self.now), self.now).await
+        self.source
+            .cell_runs(backends, &variants, (from, self.now), self.now)
+            .await
     }
 
     /// Everything one regression says, or None when its numbers do not hold over any scope
     /// they can be told for. `search_from` is where its onset may be looked for.
-    pub async fn describe(&self, cluster: &Cluster<'_>, search_from: i64) -> Result<Option<Described>> {
+    pub async fn describe(
+        &self,
+        cluster: &Cluster<'_>,
+        search_from: i64,
+    ) -> Result<Option<Described>> {
         let (lead, check, backends) = lead_of(cluster);
         let Some(check) = check else { return Ok(None) };
         let Some((scope, mut stats, narrowed)) =
@@ -397,10 +500,18 @@ impl<S: RunSource> Context<'_, S> {
             stats.check.q_value = (stats.check.p_value * check.q_value / check.p_value).min(1.0);
         }
         stats.check.discovery = true;
-        let runs =
-            self.runs_of(&lead.key.backend, &scope, search_from.max(self.baseline.from.timestamp())).await?;
+        let runs = self
+            .runs_of(
+                &lead.key.backend,
+                &scope,
+                search_from.max(self.baseline.from.timestamp()),
+            )
+            .await?;
         let as_old_as_the_data = regressed_throughout(&runs, stats.check.allowed);
-        if status_of(cluster) == Status::New && !changed(&runs).unwrap_or(true) && !as_old_as_the_data {
+        if status_of(cluster) == Status::New
+            && !changed(&runs).unwrap_or(true)
+            && !as_old_as_the_data
+        {
             tracing::debug!(
                 family = %cluster.family,
                 scope = %scope.describe(),
@@ -410,12 +521,26 @@ impl<S: RunSource> Context<'_, S> {
             );
             return Ok(None);
         }
-        let release = scope.single(Dimension::Release).unwrap_or_default().to_string();
-        let onset = self.with_payloads(onset_of(&runs), &runs, (&release, stats.check.allowed)).await?;
-        let finding = if narrowed { finding_of(&scope) } else { cluster.finding.narrowed_to(&scope) };
-        let (independence, thin) =
-            if narrowed { (Vec::new(), Vec::new()) } else { independence(self, lead, &finding) };
-        let evidence = self.run_evidence(&runs, onset.as_ref(), &backends, stats.check.allowed).await?;
+        let release = scope
+            .single(Dimension::Release)
+            .unwrap_or_default()
+            .to_string();
+        let onset = self
+            .with_payloads(onset_of(&runs), &runs, (&release, stats.check.allowed))
+            .await?;
+        let finding = if narrowed {
+            finding_of(&scope)
+        } else {
+            cluster.finding.narrowed_to(&scope)
+        };
+        let (independence, thin) = if narrowed {
+            (Vec::new(), Vec::new())
+        } else {
+            independence(self, lead, &finding)
+        };
+        let evidence = self
+            .run_evidence(&runs, onset.as_ref(), &backends, stats.check.allowed)
+            .await?;
         let groups: Vec<String> = cluster.groups.iter().map(|g| g.key.label()).collect();
         let facts = FactsOf {
             family: &cluster.family,
@@ -426,11 +551,24 @@ impl<S: RunSource> Context<'_, S> {
             groups: &groups,
         };
         let judged = (stats.check.percentile, stats.check.allowed);
-        let contrast = self.contrast(&lead.key.backend, &scope, &runs, onset.as_ref(), judged).await?;
-        let mut report = self.report(&facts, lead, (independence, thin), evidence, status_of(cluster), onset);
+        let contrast = self
+            .contrast(&lead.key.backend, &scope, &runs, onset.as_ref(), judged)
+            .await?;
+        let mut report = self.report(
+            &facts,
+            lead,
+            (independence, thin),
+            evidence,
+            status_of(cluster),
+            onset,
+        );
         if !contrast.is_empty() {
-            let sentence =
-                words::contrast_sentence(&contrast, &report.family, &report.release, stats.check.percentile);
+            let sentence = words::contrast_sentence(
+                &contrast,
+                &report.family,
+                &report.release,
+                stats.check.percentile,
+            );
             report.attribution.summary.push(' ');
             report.attribution.summary.push_str(&sentence);
             report.attribution.contrast = contrast;
@@ -449,7 +587,9 @@ impl<S: RunSource> Context<'_, S> {
         onset: Option<&Onset>,
         (percentile, allowed): (Percentile, f64),
     ) -> Result<Vec<crate::model::PlatformContrast>> {
-        let Some(platform) = scope.single(Dimension::Platform) else { return Ok(Vec::new()) };
+        let Some(platform) = scope.single(Dimension::Platform) else {
+            return Ok(Vec::new());
+        };
         let after = onset.map_or(self.window.from.timestamp(), |o| o.at.timestamp());
         let payloads: BTreeSet<&str> = mine
             .iter()
@@ -458,13 +598,23 @@ impl<S: RunSource> Context<'_, S> {
             .collect();
         let mut others = scope.clone();
         others.remove(Dimension::Platform);
-        let runs = self.runs_of_many(&[backend.to_string()], &others, after).await?;
+        let runs = self
+            .runs_of_many(&[backend.to_string()], &others, after)
+            .await?;
         let data = self.index.data;
-        let platform_of: HashMap<i64, &str> =
-            data.variant_ids.iter().zip(&data.variants).map(|(id, d)| (*id, d.platform.as_str())).collect();
+        let platform_of: HashMap<i64, &str> = data
+            .variant_ids
+            .iter()
+            .zip(&data.variants)
+            .map(|(id, d)| (*id, d.platform.as_str()))
+            .collect();
         let mut by: BTreeMap<&str, (Vec<i64>, Vec<i64>)> = BTreeMap::new();
         for r in &runs {
-            let Some(p) = platform_of.get(&r.variant_id).copied().filter(|p| *p != platform) else {
+            let Some(p) = platform_of
+                .get(&r.variant_id)
+                .copied()
+                .filter(|p| *p != platform)
+            else {
                 continue;
             };
             let slot = by.entry(p).or_default();
@@ -483,7 +633,11 @@ impl<S: RunSource> Context<'_, S> {
         Ok(by
             .into_iter()
             .filter_map(|(p, (same, all))| {
-                let (xs, same_payloads) = if same.len() >= 5 { (same, true) } else { (all, false) };
+                let (xs, same_payloads) = if same.len() >= 5 {
+                    (same, true)
+                } else {
+                    (all, false)
+                };
                 let seconds = percentile(&xs);
                 (xs.len() >= 5 && seconds <= allowed).then(|| crate::model::PlatformContrast {
                     platform: p.to_string(),
@@ -505,7 +659,11 @@ impl<S: RunSource> Context<'_, S> {
         status: Status,
         onset: Option<Onset>,
     ) -> RegressionReport {
-        let release = f.scope.single(Dimension::Release).unwrap_or_default().to_string();
+        let release = f
+            .scope
+            .single(Dimension::Release)
+            .unwrap_or_default()
+            .to_string();
         let attribution = self.attribution(f, lead, found, &evidence, status);
         let mut r = RegressionReport {
             fingerprint: fingerprint(f.family, &release, &f.scope.joined()),
@@ -542,7 +700,10 @@ impl<S: RunSource> Context<'_, S> {
             attribution,
             sample_jobs: evidence.sample_jobs,
             status,
-            since: lead.state.since.and_then(|s| DateTime::from_timestamp(s, 0)),
+            since: lead
+                .state
+                .since
+                .and_then(|s| DateTime::from_timestamp(s, 0)),
             groups: f.groups.to_vec(),
             weekly: Vec::new(),
             onset,
@@ -562,7 +723,11 @@ impl<S: RunSource> Context<'_, S> {
         evidence: &RunEvidence,
         status: Status,
     ) -> Attribution {
-        let release = f.scope.single(Dimension::Release).unwrap_or_default().to_string();
+        let release = f
+            .scope
+            .single(Dimension::Release)
+            .unwrap_or_default()
+            .to_string();
         let platform = f.scope.single(Dimension::Platform).map(str::to_string);
         let owners = owners(self, &f.stats.backend, platform.as_deref());
         let percentile = f.stats.check.percentile;
@@ -616,7 +781,11 @@ impl<S: RunSource> Context<'_, S> {
             harness: None,
             contrast: Vec::new(),
         };
-        with_mechanism(&mut a, evidence.mechanism.clone(), &self.attribute.harnesses);
+        with_mechanism(
+            &mut a,
+            evidence.mechanism.clone(),
+            &self.attribute.harnesses,
+        );
         a
     }
 
@@ -632,14 +801,19 @@ impl<S: RunSource> Context<'_, S> {
         let (settings, window_from) = (self.settings, self.window.from.timestamp());
         let after = onset.map_or(window_from, |o| o.at.timestamp());
         let before = onset.map_or(window_from, |o| o.earliest.timestamp());
-        let mut mine: Vec<&CellRun> = runs.iter().filter(|r| r.started >= window_from.max(after)).collect();
+        let mut mine: Vec<&CellRun> = runs
+            .iter()
+            .filter(|r| r.started >= window_from.max(after))
+            .collect();
         mine.sort_by(|a, b| b.seconds.cmp(&a.seconds).then(b.started.cmp(&a.started)));
         let data = self.index.data;
         let variant = |id: i64| {
             let n = data.variant_ids.iter().position(|v| *v == id)?;
             let d = &data.variants[n];
-            let words: Vec<&str> =
-                [d.network.as_str(), d.upgrade_type.as_str()].into_iter().filter(|w| !w.is_empty()).collect();
+            let words: Vec<&str> = [d.network.as_str(), d.upgrade_type.as_str()]
+                .into_iter()
+                .filter(|w| !w.is_empty())
+                .collect();
             Some(words.join(" · "))
         };
         let sample = |r: &CellRun, kind| SampleJob {
@@ -666,10 +840,17 @@ impl<S: RunSource> Context<'_, S> {
                 sample_jobs.push(sample(r, SampleKind::Typical));
             }
         }
-        let disrupted: Vec<&&CellRun> =
-            mine.iter().filter(|r| r.seconds > 0).take(self.attribute.evidence_runs).collect();
-        let healthy: Vec<&CellRun> =
-            runs.iter().rev().filter(|r| r.started < before).take(self.attribute.evidence_runs).collect();
+        let disrupted: Vec<&&CellRun> = mine
+            .iter()
+            .filter(|r| r.seconds > 0)
+            .take(self.attribute.evidence_runs)
+            .collect();
+        let healthy: Vec<&CellRun> = runs
+            .iter()
+            .rev()
+            .filter(|r| r.started < before)
+            .take(self.attribute.evidence_runs)
+            .collect();
         let read = self.intervals_of(&disrupted, &healthy, backends).await?;
         let conditions = evidence::correlate(&read.regressed, &read.healthy)
             .into_iter()
@@ -677,7 +858,12 @@ impl<S: RunSource> Context<'_, S> {
             .take(3)
             .collect();
         let mechanism = self.mechanism_of(backends, &read.timelines);
-        Ok(RunEvidence { sample_jobs, conditions, mechanism, pending: read.pending })
+        Ok(RunEvidence {
+            sample_jobs,
+            conditions,
+            mechanism,
+            pending: read.pending,
+        })
     }
 
     /// The mechanism the timelines show, when any run read has one.
@@ -689,7 +875,9 @@ impl<S: RunSource> Context<'_, S> {
         if regressed.iter().all(|r| r.spans.is_empty()) {
             return None;
         }
-        let family = backends.first().map_or("", |b| crate::model::backend_family(b));
+        let family = backends
+            .first()
+            .map_or("", |b| crate::model::backend_family(b));
         let probes: Vec<String> = regressed
             .iter()
             .chain(healthy)
@@ -699,7 +887,13 @@ impl<S: RunSource> Context<'_, S> {
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
-        let case = mechanism::Case { family, backends, probes: &probes, regressed, healthy };
+        let case = mechanism::Case {
+            family,
+            backends,
+            probes: &probes,
+            regressed,
+            healthy,
+        };
         Some(mechanism::explain(&case))
     }
 
@@ -716,7 +910,11 @@ impl<S: RunSource> Context<'_, S> {
         let mut regressed = Vec::new();
         let mut timelines = (Vec::new(), Vec::new());
         let mut pending = PendingRuns::default();
-        let wanted: Vec<&CellRun> = disrupted.iter().map(|r| **r).chain(healthy.iter().copied()).collect();
+        let wanted: Vec<&CellRun> = disrupted
+            .iter()
+            .map(|r| **r)
+            .chain(healthy.iter().copied())
+            .collect();
         let mut records = self.records(&wanted).await?.into_iter();
         for _ in disrupted {
             if let Some(record) = records.next().flatten() {
@@ -725,11 +923,20 @@ impl<S: RunSource> Context<'_, S> {
                     pending.unfetched += 1;
                     continue;
                 }
-                let outages =
-                    record.outages.into_iter().filter(|o| family.contains(o.backend.as_str())).collect();
-                regressed.push(RunIntervals { outages, conditions: record.conditions });
+                let outages = record
+                    .outages
+                    .into_iter()
+                    .filter(|o| family.contains(o.backend.as_str()))
+                    .collect();
+                regressed.push(RunIntervals {
+                    outages,
+                    conditions: record.conditions,
+                });
                 let run = format!("{}/{}", record.run.job_name, record.run.build_id);
-                timelines.0.push(RunTimeline { run, spans: record.timeline });
+                timelines.0.push(RunTimeline {
+                    run,
+                    spans: record.timeline,
+                });
             }
         }
         let mut healthy_intervals = Vec::new();
@@ -739,11 +946,22 @@ impl<S: RunSource> Context<'_, S> {
                 pending.unfetched += 1;
                 continue;
             }
-            healthy_intervals.push(RunIntervals { outages: Vec::new(), conditions: record.conditions });
+            healthy_intervals.push(RunIntervals {
+                outages: Vec::new(),
+                conditions: record.conditions,
+            });
             let run = format!("{}/{}", record.run.job_name, record.run.build_id);
-            timelines.1.push(RunTimeline { run, spans: record.timeline });
+            timelines.1.push(RunTimeline {
+                run,
+                spans: record.timeline,
+            });
         }
-        Ok(ReadIntervals { regressed, healthy: healthy_intervals, timelines, pending })
+        Ok(ReadIntervals {
+            regressed,
+            healthy: healthy_intervals,
+            timelines,
+            pending,
+        })
     }
 
     /// An incident's report brought up to date without a fresh detection: the numbers over its
@@ -759,7 +977,9 @@ impl<S: RunSource> Context<'_, S> {
         let mut r = old.clone();
         set_numbers(&mut r, stats);
         r.status = status;
-        let evidence = self.run_evidence(runs, onset.as_ref(), &r.backends, stats.check.allowed).await?;
+        let evidence = self
+            .run_evidence(runs, onset.as_ref(), &r.backends, stats.check.allowed)
+            .await?;
         r.onset = onset;
         if r.attribution.evidence_pending > 0 {
             // detected while some interval files could not be fetched: filled in as they come
@@ -772,7 +992,11 @@ impl<S: RunSource> Context<'_, S> {
         }
         r.sample_jobs = evidence.sample_jobs;
         if evidence.mechanism.is_some() {
-            with_mechanism(&mut r.attribution, evidence.mechanism, &self.attribute.harnesses);
+            with_mechanism(
+                &mut r.attribution,
+                evidence.mechanism,
+                &self.attribute.harnesses,
+            );
         }
         let c = &stats.check;
         r.attribution.summary = words::restated(
@@ -799,9 +1023,15 @@ fn with_mechanism(
     let Some(m) = mechanism else { return };
     if let Some(old) = &a.mechanism {
         a.summary = a.summary.replace(&format!(" {}", old.summary), "");
-        a.summary = a.summary.replace(&format!(" {}", words::harness_sentence(a)), "");
+        a.summary = a
+            .summary
+            .replace(&format!(" {}", words::harness_sentence(a)), "");
     }
-    let harness = a.platform.as_ref().and_then(|p| harnesses.get(p)).filter(|_| m.kind.is_test_environment());
+    let harness = a
+        .platform
+        .as_ref()
+        .and_then(|p| harnesses.get(p))
+        .filter(|_| m.kind.is_test_environment());
     if let Some(h) = harness {
         a.file_against = FileAgainst::TestEnvironment;
         a.harness = Some(h.clone());
@@ -815,7 +1045,9 @@ fn with_mechanism(
     if a.harness.is_some() {
         // the harness is who to file against now, not the product's component
         if let Some(at) = a.summary.find(" File against ") {
-            let end = a.summary[at + 1..].find(". ").map_or(a.summary.len(), |e| at + 1 + e + 1);
+            let end = a.summary[at + 1..]
+                .find(". ")
+                .map_or(a.summary.len(), |e| at + 1 + e + 1);
             a.summary.replace_range(at..end.min(a.summary.len()), "");
         }
         let sentence = words::harness_sentence(a);
@@ -854,7 +1086,13 @@ fn set_numbers(r: &mut RegressionReport, stats: &ScopeStats) {
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            (*p, PercentilePair { now: stats.current[i].map(round), baseline: stats.reference[i].map(round) })
+            (
+                *p,
+                PercentilePair {
+                    now: stats.current[i].map(round),
+                    baseline: stats.reference[i].map(round),
+                },
+            )
         })
         .collect();
 }
@@ -875,12 +1113,19 @@ fn finding_of(scope: &Scope) -> ScopeFinding {
 /// The backend's component and, for a platform-specific regression, the platform's.
 fn owners<S>(cx: &Context<'_, S>, backend: &str, platform: Option<&str>) -> Owners {
     let backend_component = cx.components.component(backend);
-    let platform_component = platform.and_then(|p| cx.components.platform_component(p)).map(str::to_string);
+    let platform_component = platform
+        .and_then(|p| cx.components.platform_component(p))
+        .map(str::to_string);
     let component = match (cx.attribute.file_against, &platform_component) {
         (FileAgainst::Platform, Some(pc)) => pc.clone(),
         _ => backend_component.clone(),
     };
-    Owners { component, backend_component, platform_component, file_against: cx.attribute.file_against }
+    Owners {
+        component,
+        backend_component,
+        platform_component,
+        file_against: cx.attribute.file_against,
+    }
 }
 
 /// What it does not depend on, value by value from the finer groups, and the values whose own
@@ -892,8 +1137,14 @@ fn independence<S>(
 ) -> (Vec<String>, Vec<String>) {
     let mut independence = Vec::new();
     let mut thin = Vec::new();
-    for d in [Dimension::Platform, Dimension::Network, Dimension::UpgradeType] {
-        let Some(values) = finding.spans.get(&d) else { continue };
+    for d in [
+        Dimension::Platform,
+        Dimension::Network,
+        Dimension::UpgradeType,
+    ] {
+        let Some(values) = finding.spans.get(&d) else {
+            continue;
+        };
         let mut evidence = BTreeMap::new();
         for v in values {
             let mut key = lead.key.clone();
@@ -945,7 +1196,10 @@ fn describe_scope(scope: &Scope, platform: Option<&str>, release: &str) -> Strin
         if d == Dimension::Platform && platform.is_some() {
             continue;
         }
-        words.push_str(&format!(", {d}={}", values.iter().cloned().collect::<Vec<_>>().join("|")));
+        words.push_str(&format!(
+            ", {d}={}",
+            values.iter().cloned().collect::<Vec<_>>().join("|")
+        ));
     }
     words
 }
@@ -974,13 +1228,35 @@ mod tests {
         for seed in 0..20 {
             let mut rng = Rng::new(seed);
             // a backend whose runs are mostly 0-4 s with 4% of them 15-150 s
-            let noise =
-                |rng: &mut Rng| if rng.chance(0.04) { rng.between(15, 150) } else { rng.between(0, 4) };
+            let noise = |rng: &mut Rng| {
+                if rng.chance(0.04) {
+                    rng.between(15, 150)
+                } else {
+                    rng.between(0, 4)
+                }
+            };
             let healthy: Vec<CellRun> = (0..300).map(|i| run(i, noise(&mut rng))).collect();
-            assert_eq!(changed(&healthy), Some(false), "seed {seed}: a heavy tail alone");
+            assert_eq!(
+                changed(&healthy),
+                Some(false),
+                "seed {seed}: a heavy tail alone"
+            );
             let mut onset = healthy[..250].to_vec();
-            onset.extend((250..262).map(|i| run(i, if rng.chance(0.85) { rng.between(12, 45) } else { 0 })));
-            assert_eq!(changed(&onset), Some(true), "seed {seed}: twelve runs of a new level");
+            onset.extend((250..262).map(|i| {
+                run(
+                    i,
+                    if rng.chance(0.85) {
+                        rng.between(12, 45)
+                    } else {
+                        0
+                    },
+                )
+            }));
+            assert_eq!(
+                changed(&onset),
+                Some(true),
+                "seed {seed}: twelve runs of a new level"
+            );
         }
         assert_eq!(changed(&[]), None, "no runs stored: nothing to scan");
     }

@@ -93,7 +93,12 @@ pub(super) struct Periods {
 
 impl Periods {
     pub fn earliest(&self) -> i64 {
-        self.baseline.iter().chain(&self.current).map(|p| p.0).min().unwrap_or(i64::MAX)
+        self.baseline
+            .iter()
+            .chain(&self.current)
+            .map(|p| p.0)
+            .min()
+            .unwrap_or(i64::MAX)
     }
 }
 
@@ -101,9 +106,15 @@ impl Periods {
 /// of any episode just before the window, reaching back no further than `oldest`.
 pub(super) fn periods(masks: &[&Mask], window: Window, baseline_secs: i64, oldest: i64) -> Periods {
     let (from, to) = window.secs();
-    let mut closed: Vec<(i64, i64)> = masks.iter().filter_map(|m| m.to.map(|t| (m.from, t))).collect();
+    let mut closed: Vec<(i64, i64)> = masks
+        .iter()
+        .filter_map(|m| m.to.map(|t| (m.from, t)))
+        .collect();
     closed.sort_unstable();
-    let mut all: Vec<(i64, i64)> = masks.iter().map(|m| (m.from, m.to.unwrap_or(i64::MAX))).collect();
+    let mut all: Vec<(i64, i64)> = masks
+        .iter()
+        .map(|m| (m.from, m.to.unwrap_or(i64::MAX)))
+        .collect();
     all.sort_unstable();
     let current = subtract(from, to, &closed);
     let mut baseline = Vec::new();
@@ -150,13 +161,25 @@ pub(super) async fn apply(
             variant_ids.insert(data.variant_ids[v]);
         }
     }
-    let Some(start) = periods_of.values().map(Periods::earliest).min() else { return Ok(HashMap::new()) };
+    let Some(start) = periods_of.values().map(Periods::earliest).min() else {
+        return Ok(HashMap::new());
+    };
     let backends: Vec<String> = backends.into_iter().collect();
     let variant_ids: Vec<i64> = variant_ids.into_iter().collect();
-    let runs = source.cell_runs(&backends, &variant_ids, (start, window.to.timestamp()), visible_at).await?;
+    let runs = source
+        .cell_runs(
+            &backends,
+            &variant_ids,
+            (start, window.to.timestamp()),
+            visible_at,
+        )
+        .await?;
     let mut covered: CoveredRuns = HashMap::new();
     for r in runs {
-        covered.entry((r.backend.to_string(), r.variant_id)).or_default().push(r);
+        covered
+            .entry((r.backend.to_string(), r.variant_id))
+            .or_default()
+            .push(r);
     }
     rebuild(data, &periods_of, &covered, recent);
     Ok(covered)
@@ -169,12 +192,18 @@ fn rebuild(
     covered: &CoveredRuns,
     recent: &[i64],
 ) {
-    let position: HashMap<(usize, usize), usize> =
-        data.cells.iter().enumerate().map(|(i, c)| ((c.backend, c.variant), i)).collect();
+    let position: HashMap<(usize, usize), usize> = data
+        .cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| ((c.backend, c.variant), i))
+        .collect();
     let inside = |t: i64, ps: &[(i64, i64)]| ps.iter().any(|&(a, b)| a <= t && t < b);
     for (&(b, v), p) in periods_of {
-        let runs =
-            covered.get(&(data.backends[b].clone(), data.variant_ids[v])).map(Vec::as_slice).unwrap_or(&[]);
+        let runs = covered
+            .get(&(data.backends[b].clone(), data.variant_ids[v]))
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
         let (mut current, mut baseline) = (Histogram::new(), Histogram::new());
         let mut spans = vec![Histogram::new(); recent.len()];
         for r in runs {
@@ -196,7 +225,13 @@ fn rebuild(
                 data.cells[i].recent = spans;
             }
             None if !current.is_empty() || !baseline.is_empty() => {
-                data.cells.push(CellHistograms { backend: b, variant: v, current, baseline, recent: spans });
+                data.cells.push(CellHistograms {
+                    backend: b,
+                    variant: v,
+                    current,
+                    baseline,
+                    recent: spans,
+                });
             }
             None => {}
         }
@@ -211,23 +246,43 @@ mod tests {
     use crate::model::DAY;
 
     fn mask(from: i64, to: Option<i64>) -> Mask {
-        Mask { incident: 1, family: "image-registry".into(), scope: Scope::new(), from, to }
+        Mask {
+            incident: 1,
+            family: "image-registry".into(),
+            scope: Scope::new(),
+            from,
+            to,
+        }
     }
 
     fn window(to_day: i64) -> Window {
         let t = |d: i64| chrono::DateTime::from_timestamp(d * DAY, 0).unwrap();
-        Window { from: t(to_day - 7), to: t(to_day) }
+        Window {
+            from: t(to_day - 7),
+            to: t(to_day),
+        }
     }
 
     #[test]
     fn an_open_episode_keeps_the_reference_before_its_onset_however_long_it_lasts() {
         let m = mask(30 * DAY, None);
         let p = periods(&[&m], window(90), 21 * DAY, 0);
-        assert_eq!(p.current, vec![(83 * DAY, 90 * DAY)], "the regression is in the current window");
-        assert_eq!(p.baseline, vec![(9 * DAY, 30 * DAY)], "the 21 days before the onset");
+        assert_eq!(
+            p.current,
+            vec![(83 * DAY, 90 * DAY)],
+            "the regression is in the current window"
+        );
+        assert_eq!(
+            p.baseline,
+            vec![(9 * DAY, 30 * DAY)],
+            "the 21 days before the onset"
+        );
         // a young regression: the baseline skips its days and reaches back before them
         let m = mask(80 * DAY, None);
-        assert_eq!(periods(&[&m], window(90), 21 * DAY, 0).baseline, vec![(59 * DAY, 80 * DAY)]);
+        assert_eq!(
+            periods(&[&m], window(90), 21 * DAY, 0).baseline,
+            vec![(59 * DAY, 80 * DAY)]
+        );
         // and never further back than the lookback
         assert_eq!(
             periods(&[&mask(30 * DAY, None)], window(90), 21 * DAY, 20 * DAY).baseline,
@@ -240,7 +295,14 @@ mod tests {
         let m = mask(80 * DAY, Some(85 * DAY));
         let p = periods(&[&m], window(90), 21 * DAY, 0);
         assert_eq!(p.current, vec![(85 * DAY, 90 * DAY)]);
-        assert_eq!(p.baseline, vec![(59 * DAY, 80 * DAY)], "the regressed days are no reference");
-        assert_eq!(subtract(0, 10, &[(2, 4), (3, 6), (8, 20)]), vec![(0, 2), (6, 8)]);
+        assert_eq!(
+            p.baseline,
+            vec![(59 * DAY, 80 * DAY)],
+            "the regressed days are no reference"
+        );
+        assert_eq!(
+            subtract(0, 10, &[(2, 4), (3, 6), (8, 20)]),
+            vec![(0, 2), (6, 8)]
+        );
     }
 }

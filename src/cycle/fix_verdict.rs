@@ -67,8 +67,8 @@ impl Judge<'_> {
         let reference = self.stats.reference_histogram.as_ref();
         if observed <= allowed {
             let not_worse = reference.is_none_or(|r| !worse(r));
-            let better =
-                self.regressed.is_empty() || stats::two_part_greater(self.regressed, post).p <= self.fdr;
+            let better = self.regressed.is_empty()
+                || stats::two_part_greater(self.regressed, post).p <= self.fdr;
             (not_worse && better).then_some(FixVerdict::Fixed)
         } else {
             reference.is_none_or(worse).then_some(FixVerdict::FailedFix)
@@ -102,16 +102,23 @@ impl<S: RunSource> Context<'_, S> {
             reason: String::new(),
         };
         let Some(point) = claim.fix_point() else {
-            v.reason = claim.pending.clone().unwrap_or_else(|| "the fix is in no payload yet".into());
+            v.reason = claim
+                .pending
+                .clone()
+                .unwrap_or_else(|| "the fix is in no payload yet".into());
             return v;
         };
         let post: Vec<&CellRun> = runs.iter().filter(|r| after_fix(r, claim, point)).collect();
         let onset_at = onset.map_or(i64::MIN, |o| o.at.timestamp());
-        let regressed =
-            histogram(runs.iter().filter(|r| r.started >= onset_at && !after_fix(r, claim, point)));
+        let regressed = histogram(
+            runs.iter()
+                .filter(|r| r.started >= onset_at && !after_fix(r, claim, point)),
+        );
         let whole = histogram(post.iter().copied());
         v.runs = whole.count();
-        v.observed = whole.percentile(v.percentile.fraction()).map(|x| (x * 100.0).round() / 100.0);
+        v.observed = whole
+            .percentile(v.percentile.fraction())
+            .map(|x| (x * 100.0).round() / 100.0);
         if v.runs < needed {
             v.needed = needed - v.runs;
             v.reason = format!(
@@ -121,7 +128,11 @@ impl<S: RunSource> Context<'_, S> {
             return v;
         }
         v.needed = 0;
-        let judge = Judge { stats, regressed: &regressed, fdr: self.settings.false_discovery_rate };
+        let judge = Judge {
+            stats,
+            regressed: &regressed,
+            fdr: self.settings.false_discovery_rate,
+        };
         if let Some(parts) = self.partial(&post, &judge, needed) {
             v.verdict = FixVerdict::PartiallyFixed;
             v.parts = parts;
@@ -130,8 +141,10 @@ impl<S: RunSource> Context<'_, S> {
         match judge.verdict(&whole) {
             Some(verdict) => v.verdict = verdict,
             None => {
-                v.reason =
-                    format!("neither back at the reference nor clearly regressed on {} runs yet", v.runs)
+                v.reason = format!(
+                    "neither back at the reference nor clearly regressed on {} runs yet",
+                    v.runs
+                )
             }
         }
         v
@@ -139,10 +152,21 @@ impl<S: RunSource> Context<'_, S> {
 
     /// The parts of the first dimension that splits the runs into a fixed part and a failed
     /// one, each with at least half the runs a verdict needs (5 at least).
-    fn partial(&self, post: &[&CellRun], judge: &Judge<'_>, needed: u64) -> Option<Vec<PartVerdict>> {
+    fn partial(
+        &self,
+        post: &[&CellRun],
+        judge: &Judge<'_>,
+        needed: u64,
+    ) -> Option<Vec<PartVerdict>> {
         let enough = (needed / 2).max(5);
-        let dims_of: BTreeMap<i64, &crate::model::Dimensions> =
-            self.index.data.variant_ids.iter().copied().zip(&self.index.data.variants).collect();
+        let dims_of: BTreeMap<i64, &crate::model::Dimensions> = self
+            .index
+            .data
+            .variant_ids
+            .iter()
+            .copied()
+            .zip(&self.index.data.variants)
+            .collect();
         for d in PART_DIMENSIONS {
             let mut split: BTreeMap<String, Vec<&CellRun>> = BTreeMap::new();
             for r in post {
@@ -207,13 +231,25 @@ mod tests {
             verdicts: vec![],
         };
         let point = claim.fix_point().unwrap();
-        assert!(after_fix(&run(301, Some(100)), &claim, point), "an old payload, set up after the merge");
-        assert!(!after_fix(&run(299, Some(400)), &claim, point), "started before the merge");
+        assert!(
+            after_fix(&run(301, Some(100)), &claim, point),
+            "an old payload, set up after the merge"
+        );
+        assert!(
+            !after_fix(&run(299, Some(400)), &claim, point),
+            "started before the merge"
+        );
         // with a payload too: both
         claim.payload_at = Some(350);
         let point = claim.fix_point().unwrap();
         assert!(after_fix(&run(360, Some(350)), &claim, point));
-        assert!(!after_fix(&run(360, Some(340)), &claim, point), "an older payload than the fix's");
-        assert!(!after_fix(&run(290, Some(350)), &claim, point), "started before the merge");
+        assert!(
+            !after_fix(&run(360, Some(340)), &claim, point),
+            "an older payload than the fix's"
+        );
+        assert!(
+            !after_fix(&run(290, Some(350)), &claim, point),
+            "started before the merge"
+        );
     }
 }

@@ -18,8 +18,8 @@ use crate::evaluate::stats;
 use crate::incidents::Incident;
 use crate::model::DAY;
 use crate::model::{
-    FixClaim, FixVerdict, Histogram, Onset, Percentile, RegressionReport, Scope, Span, Status, Verification,
-    backend_family,
+    FixClaim, FixVerdict, Histogram, Onset, Percentile, RegressionReport, Scope, Span, Status,
+    Verification, backend_family,
 };
 
 /// How long after an incident opens its onset is still refined as runs arrive.
@@ -94,9 +94,15 @@ fn since_recovery(report: &mut RegressionReport, runs: &[CellRun], at: i64) {
 /// An incident with a claimed fix at a known fix point resolves only by its verdict: fixed
 /// resolves it from the fix point, anything else keeps it open (a fix claimed is verified, not
 /// assumed). A claim still in no payload leaves recovery as it is: no longer observed.
-fn with_verdict_of_fix(verdict: Verdict, claim: Option<&FixClaim>, v: Option<&Verification>) -> Verdict {
+fn with_verdict_of_fix(
+    verdict: Verdict,
+    claim: Option<&FixClaim>,
+    v: Option<&Verification>,
+) -> Verdict {
     match (claim.and_then(FixClaim::fix_point), v) {
-        (Some(point), Some(v)) if v.verdict == FixVerdict::Fixed => Verdict::Recovered { at: point },
+        (Some(point), Some(v)) if v.verdict == FixVerdict::Fixed => {
+            Verdict::Recovered { at: point }
+        }
         (Some(_), Some(_)) if matches!(verdict, Verdict::Recovered { .. }) => Verdict::Ongoing,
         _ => verdict,
     }
@@ -134,15 +140,23 @@ impl<S: RunSource> Context<'_, S> {
         let available: Vec<Span> = crate::evaluate::spans(self.settings)
             .filter(|span| all.iter().any(|s| s.check.span == *span))
             .collect();
-        let after_onset = available.iter().copied().filter(|span| onset.is_none_or(|o| start(*span) >= o));
+        let after_onset = available
+            .iter()
+            .copied()
+            .filter(|span| onset.is_none_or(|o| start(*span) >= o));
         let chosen = after_onset
             .min_by_key(|span| start(*span))
             .or_else(|| available.iter().copied().max_by_key(|span| start(*span)))?;
         let key = |s: &ScopeStats| (significant(s), s.check.observed / s.check.allowed.max(1.0));
-        let stats = all.into_iter().filter(|s| s.check.span == chosen).max_by(|a, b| {
-            let (ka, kb) = (key(a), key(b));
-            ka.0.cmp(&kb.0).then(ka.1.total_cmp(&kb.1)).then(b.backend.cmp(&a.backend))
-        })?;
+        let stats = all
+            .into_iter()
+            .filter(|s| s.check.span == chosen)
+            .max_by(|a, b| {
+                let (ka, kb) = (key(a), key(b));
+                ka.0.cmp(&kb.0)
+                    .then(ka.1.total_cmp(&kb.1))
+                    .then(b.backend.cmp(&a.backend))
+            })?;
         Some((stats, regressed_now))
     }
 
@@ -151,7 +165,13 @@ impl<S: RunSource> Context<'_, S> {
     fn recovery(&self, runs: &[CellRun], onset: Option<&Onset>, stats: &ScopeStats) -> Option<i64> {
         let after = onset.map_or(i64::MIN, |o| o.at.timestamp());
         let since: Vec<&CellRun> = runs.iter().filter(|r| r.started >= after).collect();
-        let series: Vec<Run> = since.iter().map(|r| Run { at: r.started, seconds: r.seconds }).collect();
+        let series: Vec<Run> = since
+            .iter()
+            .map(|r| Run {
+                at: r.started,
+                seconds: r.seconds,
+            })
+            .collect();
         let needed = self.settings.recovery_min_runs.max(3);
         let change = changepoint::most_likely_change(&series, 3, needed)?;
         if change.worse_after
@@ -204,9 +224,15 @@ impl<S: RunSource> Context<'_, S> {
     /// asks for more runs than a return from a known regressed level needs.
     fn fewer_after(&self, series: &[Run], index: usize, stats: &ScopeStats) -> bool {
         let allowed = stats.check.allowed;
-        let above = |runs: &[Run]| runs.iter().filter(|r| r.seconds as f64 > allowed).count() as u64;
+        let above =
+            |runs: &[Run]| runs.iter().filter(|r| r.seconds as f64 > allowed).count() as u64;
         let (before, after) = series.split_at(index);
-        let p = stats::fisher_greater(above(before), before.len() as u64, above(after), after.len() as u64);
+        let p = stats::fisher_greater(
+            above(before),
+            before.len() as u64,
+            above(after),
+            after.len() as u64,
+        );
         p * series.len() as f64 <= self.settings.false_discovery_rate
     }
 
@@ -218,8 +244,9 @@ impl<S: RunSource> Context<'_, S> {
         detections: &[&Described],
         prior_streak: u32,
     ) -> Result<Followed> {
-        let strongest =
-            detections.iter().min_by(|a, b| a.stats.check.p_value.total_cmp(&b.stats.check.p_value));
+        let strongest = detections
+            .iter()
+            .min_by(|a, b| a.stats.check.p_value.total_cmp(&b.stats.check.p_value));
         // A cycle that judges part of the scope is no news: the scope is joined with it (and
         // narrows below only where the scope's own runs show a part healthy).
         let scope = detections
@@ -229,7 +256,11 @@ impl<S: RunSource> Context<'_, S> {
             })
             .simplified(&self.index.data.variants);
         let mut backends: Vec<String> = incident.snapshot.backends.clone();
-        backends.extend(detections.iter().flat_map(|d| d.report.backends.iter().cloned()));
+        backends.extend(
+            detections
+                .iter()
+                .flat_map(|d| d.report.backends.iter().cloned()),
+        );
         backends.retain(|b| backend_family(b) == incident.snapshot.family);
         backends.sort();
         backends.dedup();
@@ -237,23 +268,34 @@ impl<S: RunSource> Context<'_, S> {
         percentiles.extend(detections.iter().map(|d| d.stats.check.percentile));
         percentiles.sort();
         percentiles.dedup();
-        if let Some(gone) = self.vanished(incident, &backends, &scope, prior_streak).await? {
+        if let Some(gone) = self
+            .vanished(incident, &backends, &scope, prior_streak)
+            .await?
+        {
             return Ok(gone);
         }
-        let stale = Followed { verdict: Verdict::Stale, report: None, clean_streak: prior_streak };
+        let stale = Followed {
+            verdict: Verdict::Stale,
+            report: None,
+            clean_streak: prior_streak,
+        };
         let onset_at = incident.onset().map(|o| o.at.timestamp());
-        let Some((stats, regressed_now)) = self.worst_stats(&backends, &scope, &percentiles, onset_at) else {
+        let Some((stats, regressed_now)) =
+            self.worst_stats(&backends, &scope, &percentiles, onset_at)
+        else {
             return Ok(stale);
         };
-        let (scope, (stats, regressed_now)) = match self.narrowed(scope.clone(), stats.clone(), detections) {
-            Some(narrow) if narrow != scope => {
-                let Some(found) = self.worst_stats(&backends, &narrow, &percentiles, onset_at) else {
-                    return Ok(stale);
-                };
-                (narrow, found)
-            }
-            _ => (scope, (stats, regressed_now)),
-        };
+        let (scope, (stats, regressed_now)) =
+            match self.narrowed(scope.clone(), stats.clone(), detections) {
+                Some(narrow) if narrow != scope => {
+                    let Some(found) = self.worst_stats(&backends, &narrow, &percentiles, onset_at)
+                    else {
+                        return Ok(stale);
+                    };
+                    (narrow, found)
+                }
+                _ => (scope, (stats, regressed_now)),
+            };
         if !stats.enough(self.settings) {
             return Ok(stale);
         }
@@ -261,11 +303,19 @@ impl<S: RunSource> Context<'_, S> {
             o.earliest.timestamp().min(self.window.from.timestamp())
         }) - i64::from(self.settings.baseline_days) * DAY;
         let all = self.runs_of_many(&backends, &scope, from).await?;
-        let runs: Vec<CellRun> = all.iter().filter(|r| *r.backend == *stats.backend).cloned().collect();
+        let runs: Vec<CellRun> = all
+            .iter()
+            .filter(|r| *r.backend == *stats.backend)
+            .cloned()
+            .collect();
         let onset = self.refined_onset(incident, &backends, &all);
         let at_onset = onset_variants(&runs, onset.as_ref(), stats.check.allowed);
         let onset = self
-            .with_payloads(onset, &at_onset, (&incident.snapshot.report.release, stats.check.allowed))
+            .with_payloads(
+                onset,
+                &at_onset,
+                (&incident.snapshot.report.release, stats.check.allowed),
+            )
             .await?;
         let clean_streak = if regressed_now { 0 } else { prior_streak + 1 };
         let verdict = match self.recovery(&runs, onset.as_ref(), &stats) {
@@ -275,10 +325,16 @@ impl<S: RunSource> Context<'_, S> {
             },
             None => Verdict::Ongoing,
         };
-        let verification = incident.fix.as_ref().map(|c| self.verify(c, &runs, &stats, onset.as_ref()));
+        let verification = incident
+            .fix
+            .as_ref()
+            .map(|c| self.verify(c, &runs, &stats, onset.as_ref()));
         let verdict = with_verdict_of_fix(verdict, incident.fix.as_ref(), verification.as_ref());
-        let status =
-            if matches!(verdict, Verdict::Recovered { .. }) { Status::Resolved } else { Status::Ongoing };
+        let status = if matches!(verdict, Verdict::Recovered { .. }) {
+            Status::Resolved
+        } else {
+            Status::Ongoing
+        };
         let base = strongest.map_or(&incident.snapshot.report, |d| &d.report);
         let mut report = self.refreshed(base, &stats, &runs, onset, status).await?;
         report.scope = scope;
@@ -290,7 +346,11 @@ impl<S: RunSource> Context<'_, S> {
             since_recovery(&mut report, &runs, at);
         }
         report.verification = verification;
-        Ok(Followed { verdict, report: Some(report), clean_streak })
+        Ok(Followed {
+            verdict,
+            report: Some(report),
+            clean_streak,
+        })
     }
 
     /// An incident whose scope's runs go on (its control backend reports them) while the last
@@ -305,7 +365,9 @@ impl<S: RunSource> Context<'_, S> {
     ) -> Result<Option<Followed>> {
         let from = self.window.from.timestamp() - i64::from(self.settings.baseline_days) * DAY;
         let mine = self.runs_of_many(backends, scope, from).await?;
-        let Some(last) = mine.iter().map(|r| r.started).max() else { return Ok(None) };
+        let Some(last) = mine.iter().map(|r| r.started).max() else {
+            return Ok(None);
+        };
         let controls: Vec<String> = backends
             .iter()
             .filter_map(|b| crate::attribute::components::control_for(&self.attribute.controls, b))
@@ -316,8 +378,11 @@ impl<S: RunSource> Context<'_, S> {
         // runs of the jobs that reported the backends before: a job that never did says nothing
         let jobs: std::collections::BTreeSet<&str> = mine.iter().map(|r| &*r.job).collect();
         let since: Vec<CellRun> = self.runs_of_many(&controls, scope, last + 1).await?;
-        let runs: std::collections::BTreeSet<(&str, &str)> =
-            since.iter().filter(|r| jobs.contains(&*r.job)).map(|r| (&*r.job, &*r.build_id)).collect();
+        let runs: std::collections::BTreeSet<(&str, &str)> = since
+            .iter()
+            .filter(|r| jobs.contains(&*r.job))
+            .map(|r| (&*r.job, &*r.build_id))
+            .collect();
         if runs.len() < self.settings.recovery_min_runs {
             return Ok(None);
         }
@@ -333,21 +398,33 @@ impl<S: RunSource> Context<'_, S> {
         }
         r.no_data_since = at;
         r.status = Status::Ongoing;
-        Ok(Some(Followed { verdict: Verdict::Ongoing, report: Some(r), clean_streak: prior_streak }))
+        Ok(Some(Followed {
+            verdict: Verdict::Ongoing,
+            report: Some(r),
+            clean_streak: prior_streak,
+        }))
     }
 
     /// The incident's scope without the parts its own runs now show healthy (see
     /// [`super::scoped::Judging::without_healthy_parts`]), joined again with this cycle's
     /// detections: a first detection wider than the numbers narrows as runs arrive, and a
     /// scope that grows keeps what is detected now. None when the scope's numbers do not hold.
-    fn narrowed(&self, scope: Scope, stats: ScopeStats, detections: &[&Described]) -> Option<Scope> {
+    fn narrowed(
+        &self,
+        scope: Scope,
+        stats: ScopeStats,
+        detections: &[&Described],
+    ) -> Option<Scope> {
         let fdr = self.settings.false_discovery_rate;
-        let holds = |s: &ScopeStats| s.enough(self.settings) && s.check.exceeds && s.check.p_value <= fdr;
+        let holds =
+            |s: &ScopeStats| s.enough(self.settings) && s.check.exceeds && s.check.p_value <= fdr;
         if !holds(&stats) {
             return None;
         }
         let backend = stats.backend.clone();
-        let (narrow, _) = self.judging.without_healthy_parts(&backend, (scope, stats), holds);
+        let (narrow, _) = self
+            .judging
+            .without_healthy_parts(&backend, (scope, stats), holds);
         let variants = &self.index.data.variants;
         Some(
             detections
@@ -360,20 +437,33 @@ impl<S: RunSource> Context<'_, S> {
     /// The incident's onset; while it is young, refined as runs arrive: the earliest of its
     /// backends' (the problem began when the first of them turned worse), after any earlier
     /// episode.
-    fn refined_onset(&self, incident: &Incident, backends: &[String], all: &[CellRun]) -> Option<Onset> {
+    fn refined_onset(
+        &self,
+        incident: &Incident,
+        backends: &[String],
+        all: &[CellRun],
+    ) -> Option<Onset> {
         let onset_now = incident.onset();
         if self.now - incident.opened_at > REFINE_ONSET_SECS {
             return onset_now;
         }
-        let since =
-            incident.opened_at - i64::from(self.settings.window_days + self.settings.baseline_days) * DAY;
-        let previous = incident.episodes.iter().rev().nth(1).and_then(|e| e.recovered_at);
+        let since = incident.opened_at
+            - i64::from(self.settings.window_days + self.settings.baseline_days) * DAY;
+        let previous = incident
+            .episodes
+            .iter()
+            .rev()
+            .nth(1)
+            .and_then(|e| e.recovered_at);
         let since = since.max(previous.map_or(i64::MIN, |t| t.timestamp()));
         backends
             .iter()
             .filter_map(|b| {
-                let recent: Vec<CellRun> =
-                    all.iter().filter(|r| *r.backend == **b && r.started >= since).cloned().collect();
+                let recent: Vec<CellRun> = all
+                    .iter()
+                    .filter(|r| *r.backend == **b && r.started >= since)
+                    .cloned()
+                    .collect();
                 onset_of(&recent)
             })
             .min_by_key(|o| o.at)
@@ -387,7 +477,10 @@ impl<S: RunSource> Context<'_, S> {
 /// first one, which is the incident's onset. All the runs when no variant qualifies.
 fn onset_variants(runs: &[CellRun], onset: Option<&Onset>, allowed: f64) -> Vec<CellRun> {
     let Some(o) = onset else { return runs.to_vec() };
-    let (from, until) = (o.earliest.timestamp(), o.latest.timestamp() + ONSET_VARIANT_SECS);
+    let (from, until) = (
+        o.earliest.timestamp(),
+        o.latest.timestamp() + ONSET_VARIANT_SECS,
+    );
     let early: std::collections::HashSet<i64> = runs
         .iter()
         .filter(|r| r.started >= from && r.started <= until && r.seconds as f64 > allowed)
@@ -396,7 +489,10 @@ fn onset_variants(runs: &[CellRun], onset: Option<&Onset>, allowed: f64) -> Vec<
     if early.is_empty() {
         return runs.to_vec();
     }
-    runs.iter().filter(|r| early.contains(&r.variant_id)).cloned().collect()
+    runs.iter()
+        .filter(|r| early.contains(&r.variant_id))
+        .cloned()
+        .collect()
 }
 
 #[cfg(test)]
@@ -412,7 +508,11 @@ mod tests {
             for (variant, from, times) in [(1, 20, 2), (2, 38, 6)] {
                 for k in 0..times {
                     let bad = n >= from && (n + k) % 7 != 0;
-                    let seconds = if bad { 15 + (n * 3 + k * 5) % 30 } else { (n + k + variant) % 3 };
+                    let seconds = if bad {
+                        15 + (n * 3 + k * 5) % 30
+                    } else {
+                        (n + k + variant) % 3
+                    };
                     runs.push(CellRun {
                         backend: "image-registry-new-connections".into(),
                         variant_id: variant,
@@ -447,14 +547,31 @@ mod tests {
     #[test]
     fn a_growing_scope_dates_its_payload_window_on_the_variants_worse_at_its_onset() {
         let runs = growing();
-        let onset = Onset::from_secs(20 * 14_400 + 3_600, 19 * 14_400, 20 * 14_400 + 7_200).unwrap();
+        let onset =
+            Onset::from_secs(20 * 14_400 + 3_600, 19 * 14_400, 20 * 14_400 + 7_200).unwrap();
         let first = onset_variants(&runs, Some(&onset), 5.0);
-        assert!(first.iter().all(|r| r.variant_id == 1), "only the part worse at the onset");
+        assert!(
+            first.iter().all(|r| r.variant_id == 1),
+            "only the part worse at the onset"
+        );
         let (good, bad) = window(&first);
-        assert!(good.as_str() < "p20" && "p20" <= bad.as_str(), "{good}..{bad} holds p20");
-        assert!(bad.as_str() <= "p22", "at most three payloads: {good}..{bad}");
-        assert_eq!(onset_variants(&runs, None, 5.0).len(), runs.len(), "no onset: every run");
+        assert!(
+            good.as_str() < "p20" && "p20" <= bad.as_str(),
+            "{good}..{bad} holds p20"
+        );
+        assert!(
+            bad.as_str() <= "p22",
+            "at most three payloads: {good}..{bad}"
+        );
+        assert_eq!(
+            onset_variants(&runs, None, 5.0).len(),
+            runs.len(),
+            "no onset: every run"
+        );
         let (good, bad) = window(&runs);
-        assert!(!(good.as_str() < "p20" && "p20" <= bad.as_str()), "read together: {good}..{bad}");
+        assert!(
+            !(good.as_str() < "p20" && "p20" <= bad.as_str()),
+            "read together: {good}..{bad}"
+        );
     }
 }

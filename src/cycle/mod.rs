@@ -40,16 +40,24 @@ pub struct Window {
 impl Window {
     /// A cycle's current window and the baseline before it, at `at`.
     pub(crate) fn of_cycle(at: DateTime<Utc>, es: &EvaluateSettings) -> (Window, Window) {
-        let window = Window { from: at - Duration::days(i64::from(es.window_days)), to: at };
-        let baseline =
-            Window { from: window.from - Duration::days(i64::from(es.baseline_days)), to: window.from };
+        let window = Window {
+            from: at - Duration::days(i64::from(es.window_days)),
+            to: at,
+        };
+        let baseline = Window {
+            from: window.from - Duration::days(i64::from(es.baseline_days)),
+            to: window.from,
+        };
         (window, baseline)
     }
 
     /// The starts of a cycle's recent spans at `at` (each ends at `at`), one per
     /// `recent_days`.
     pub(crate) fn recent_starts(at: DateTime<Utc>, es: &EvaluateSettings) -> Vec<i64> {
-        es.recent_days.iter().map(|d| at.timestamp() - i64::from(*d) * DAY).collect()
+        es.recent_days
+            .iter()
+            .map(|d| at.timestamp() - i64::from(*d) * DAY)
+            .collect()
     }
 
     /// `[from, to)` in Unix seconds.
@@ -151,7 +159,9 @@ fn ci_trouble_of(data: &crate::store::evaluations::WindowData) -> Vec<CiTroubleR
     }
     let mut by: BTreeMap<(&str, &str, &str), (u64, u64)> = BTreeMap::new();
     for (v, d) in data.variants.iter().enumerate() {
-        let e = by.entry((&d.release, &d.platform, &d.architecture)).or_default();
+        let e = by
+            .entry((&d.release, &d.platform, &d.architecture))
+            .or_default();
         e.0 += data.troubled[v];
         e.1 += data.troubled[v] + clean[v];
     }
@@ -160,14 +170,20 @@ fn ci_trouble_of(data: &crate::store::evaluations::WindowData) -> Vec<CiTroubleR
     by.into_iter()
         .filter(|(_, (t, r))| {
             let share = *t as f64 / (*r).max(1) as f64;
-            *t >= CI_TROUBLE_RUNS && share >= CI_TROUBLE_SHARE && share >= CI_TROUBLE_OVER_USUAL * usual
+            *t >= CI_TROUBLE_RUNS
+                && share >= CI_TROUBLE_SHARE
+                && share >= CI_TROUBLE_OVER_USUAL * usual
         })
         .map(|((release, platform, architecture), (t, r))| {
             let mut scope = Scope::new();
             scope.set(Dimension::Release, [release]);
             scope.set(Dimension::Platform, [platform]);
             scope.set(Dimension::Architecture, [architecture]);
-            CiTroubleReport { scope, troubled_runs: t, job_runs: r }
+            CiTroubleReport {
+                scope,
+                troubled_runs: t,
+                job_runs: r,
+            }
         })
         .collect()
 }
@@ -203,7 +219,14 @@ pub async fn run_cycle(
             tracing::warn!("reading the incidents' Jira issues: {e:#}");
         }
     }
-    let report = run_cycle_on(&source::Live { store, warm }, store, settings, &policy, options).await?;
+    let report = run_cycle_on(
+        &source::Live { store, warm },
+        store,
+        settings,
+        &policy,
+        options,
+    )
+    .await?;
     tracing::info!(
         evaluated_at = %options.at,
         groups = report.groups_evaluated,
@@ -252,7 +275,11 @@ pub async fn run_cycle_on<S: RunSource>(
             return Err(e);
         }
     };
-    let Evaluated { mut report, states, merges } = evaluated;
+    let Evaluated {
+        mut report,
+        states,
+        merges,
+    } = evaluated;
     crate::releases::attach_changes(
         state,
         &settings.release_controller,
@@ -267,7 +294,11 @@ pub async fn run_cycle_on<S: RunSource>(
         options.dry_run,
     )
     .await;
-    let active = report.regressions.iter().filter(|x| x.status.is_active()).count();
+    let active = report
+        .regressions
+        .iter()
+        .filter(|x| x.status.is_active())
+        .count();
     metrics::gauge!("sheriff_groups_evaluated").set(report.groups_evaluated as f64);
     metrics::gauge!("sheriff_regressions").set(active as f64);
     report.seconds = seconds;
@@ -277,7 +308,10 @@ pub async fn run_cycle_on<S: RunSource>(
         let now = options.at.timestamp();
         let regressions = &report.regressions;
         let planner = |known: &Known| plan::plan(now, regressions, &merges, known, policy);
-        let (_, plan) = state.incidents().finish_cycle(&states, &record, planner, crate::words::told).await?;
+        let (_, plan) = state
+            .incidents()
+            .finish_cycle(&states, &record, planner, crate::words::told)
+            .await?;
         report.incidents = IncidentCounts::of(&plan);
     }
     // Debug here: a backtest replays dozens of cycles; `run_cycle` logs the live one at info.
@@ -327,12 +361,26 @@ async fn read_inputs<S: RunSource>(
     let phase = Instant::now();
     // a cycle in the past knows only the incidents opened by then: a later one's episode and
     // numbers are the future
-    let incidents: Vec<Incident> =
-        state.incidents().all().await?.into_iter().filter(|i| i.opened_at <= now).collect();
+    let incidents: Vec<Incident> = state
+        .incidents()
+        .all()
+        .await?
+        .into_iter()
+        .filter(|i| i.opened_at <= now)
+        .collect();
     let recent = Window::recent_starts(window.to, es);
-    let mut data = source.windows(window.secs(), baseline.secs(), &recent, now).await?;
-    tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: the windows' histograms");
-    let masks = episodes::masks(&incidents, now, i64::from(es.window_days + es.baseline_days) * DAY);
+    let mut data = source
+        .windows(window.secs(), baseline.secs(), &recent, now)
+        .await?;
+    tracing::debug!(
+        seconds = phase.elapsed().as_secs_f64(),
+        "cycle: the windows' histograms"
+    );
+    let masks = episodes::masks(
+        &incidents,
+        now,
+        i64::from(es.window_days + es.baseline_days) * DAY,
+    );
     let oldest = now - i64::from(es.reference_lookback_days) * DAY;
     let reference = (i64::from(es.baseline_days) * DAY, oldest);
     episodes::apply(source, &mut data, &masks, window, reference, &recent, now).await?;
@@ -350,7 +398,13 @@ async fn read_inputs<S: RunSource>(
         cells = data.cells.len(),
         "cycle: read the windows"
     );
-    Ok(Inputs { data, incidents, prior, historical, young })
+    Ok(Inputs {
+        data,
+        incidents,
+        prior,
+        historical,
+        young,
+    })
 }
 
 async fn evaluate_at<S: RunSource>(
@@ -363,8 +417,13 @@ async fn evaluate_at<S: RunSource>(
     let at = options.at;
     let now = at.timestamp();
     let (window, baseline) = Window::of_cycle(at, es);
-    let Inputs { data, incidents, prior, historical, young } =
-        read_inputs(source, state, es, window, baseline, now).await?;
+    let Inputs {
+        data,
+        incidents,
+        prior,
+        historical,
+        young,
+    } = read_inputs(source, state, es, window, baseline, now).await?;
     let phase = Instant::now();
     let input = EvalInput {
         backends: &data.backends,
@@ -385,10 +444,18 @@ async fn evaluate_at<S: RunSource>(
     let components = ComponentTable::from_settings(&settings.attribute);
     let index = describe::Index::new(&evaluation, &data);
     let mut states = states_to_keep(&index, &prior);
-    let judging = scoped::Judging { data: &data, settings: es, historical: &historical, young: &young };
+    let judging = scoped::Judging {
+        data: &data,
+        settings: es,
+        historical: &historical,
+        young: &young,
+    };
     // kept where the runs are (a backtest's state is a scratch store)
-    let fetcher =
-        crate::ingest::evidence::EvidenceFetcher::new(source.runs_store(), settings, !options.dry_run);
+    let fetcher = crate::ingest::evidence::EvidenceFetcher::new(
+        source.runs_store(),
+        settings,
+        !options.dry_run,
+    );
     let cx = describe::Context {
         source,
         settings: es,
@@ -402,15 +469,22 @@ async fn evaluate_at<S: RunSource>(
         records: Default::default(),
         evidence: &fetcher,
     };
-    let (regressions, merges) = regressions_of(&cx, &evaluation, &incidents, &prior, &mut states).await?;
+    let (regressions, merges) =
+        regressions_of(&cx, &evaluation, &incidents, &prior, &mut states).await?;
     let insufficient_data = insufficient(source, &data, &evaluation.groups, window).await?;
-    tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: described the regressions");
+    tracing::debug!(
+        seconds = phase.elapsed().as_secs_f64(),
+        "cycle: described the regressions"
+    );
     let phase = Instant::now();
     let data_quality = crate::model::DataQuality {
         broken_probes: source.broken_probes(window.secs()).await?,
         new_jobs: source.new_jobs(window.secs()).await?,
     };
-    tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: data quality");
+    tracing::debug!(
+        seconds = phase.elapsed().as_secs_f64(),
+        "cycle: data quality"
+    );
     let report = CycleReport {
         evaluated_at: at,
         window,
@@ -431,7 +505,11 @@ async fn evaluate_at<S: RunSource>(
         incidents: IncidentCounts::default(),
         delivery: None,
     };
-    Ok(Evaluated { report, states, merges })
+    Ok(Evaluated {
+        report,
+        states,
+        merges,
+    })
 }
 
 /// The cycle's regressions, in report order (active first), and the merges it found: every
@@ -446,25 +524,48 @@ async fn regressions_of<S: RunSource>(
     let phase = Instant::now();
     let mut detections = Vec::new();
     let clusters = clusters(cx.index, evaluation, cx.settings);
-    tracing::debug!(seconds = phase.elapsed().as_secs_f64(), clusters = clusters.len(), "cycle: clustered");
+    tracing::debug!(
+        seconds = phase.elapsed().as_secs_f64(),
+        clusters = clusters.len(),
+        "cycle: clustered"
+    );
     let phase = Instant::now();
     for cluster in &clusters {
-        match cx.describe(cluster, search_from(cluster, incidents, cx)).await? {
+        match cx
+            .describe(cluster, search_from(cluster, incidents, cx))
+            .await?
+        {
             Some(d) => detections.push(d),
             None => forget_unreported(cluster, states),
         }
     }
-    tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: described the clusters");
+    tracing::debug!(
+        seconds = phase.elapsed().as_secs_f64(),
+        "cycle: described the clusters"
+    );
     let phase = Instant::now();
     let (mut regressions, merges) = follow_all(cx, incidents, detections, prior, states).await?;
-    tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: followed the open incidents");
+    tracing::debug!(
+        seconds = phase.elapsed().as_secs_f64(),
+        "cycle: followed the open incidents"
+    );
     let phase = Instant::now();
     for r in &mut regressions {
-        r.weekly = cx.source.weekly(r, i64::from(cx.settings.window_days), cx.now).await?;
+        r.weekly = cx
+            .source
+            .weekly(r, i64::from(cx.settings.window_days), cx.now)
+            .await?;
     }
-    tracing::debug!(seconds = phase.elapsed().as_secs_f64(), "cycle: weekly series");
+    tracing::debug!(
+        seconds = phase.elapsed().as_secs_f64(),
+        "cycle: weekly series"
+    );
     regressions.sort_by(|a, b| {
-        (!a.status.is_active(), &a.family, &a.release).cmp(&(!b.status.is_active(), &b.family, &b.release))
+        (!a.status.is_active(), &a.family, &a.release).cmp(&(
+            !b.status.is_active(),
+            &b.family,
+            &b.release,
+        ))
     });
     Ok((regressions, merges))
 }
@@ -474,7 +575,12 @@ async fn regressions_of<S: RunSource>(
 /// with the same tests. Kept, the state would let the groups stay regressed on their level alone
 /// and be reported as ongoing without ever having passed the tests of a new regression.
 fn forget_unreported(cluster: &describe::Cluster<'_>, states: &mut States) {
-    let new: HashSet<String> = cluster.groups.iter().filter(|g| g.is_new).map(|g| g.key.label()).collect();
+    let new: HashSet<String> = cluster
+        .groups
+        .iter()
+        .filter(|g| g.is_new)
+        .map(|g| g.key.label())
+        .collect();
     states.retain(|(label, _)| !new.contains(label));
 }
 
@@ -490,7 +596,9 @@ fn search_from<S>(
     incidents
         .iter()
         .filter(|i| {
-            !i.state.is_open() && i.snapshot.family == cluster.family && i.snapshot.release == release
+            !i.state.is_open()
+                && i.snapshot.family == cluster.family
+                && i.snapshot.release == release
         })
         .filter(|i| i.snapshot.scope.same_problem(&cluster.scope))
         .filter_map(|i| i.episodes.last()?.recovered_at.map(|t| t.timestamp()))
@@ -507,8 +615,10 @@ async fn follow_all<S: RunSource>(
     prior: &HashMap<String, evaluate::GroupState>,
     states: &mut States,
 ) -> Result<(Vec<RegressionReport>, Vec<(i64, i64)>)> {
-    let mut open: Vec<&Incident> =
-        incidents.iter().filter(|i| i.state.is_open() && i.merged_into.is_none()).collect();
+    let mut open: Vec<&Incident> = incidents
+        .iter()
+        .filter(|i| i.state.is_open() && i.merged_into.is_none())
+        .collect();
     open.sort_by_key(|i| (i.opened_at, i.id));
     let mut taken = vec![false; detections.len()];
     let mut reports: Vec<(Option<&Incident>, RegressionReport)> = Vec::new();
@@ -526,7 +636,11 @@ async fn follow_all<S: RunSource>(
         if !matches!(followed.verdict, follow::Verdict::Recovered { .. }) {
             states.push((
                 label,
-                evaluate::GroupState { regressed: true, clean_streak: followed.clean_streak, since: None },
+                evaluate::GroupState {
+                    regressed: true,
+                    clean_streak: followed.clean_streak,
+                    since: None,
+                },
             ));
         }
         if let Some(r) = followed.report {
@@ -536,7 +650,13 @@ async fn follow_all<S: RunSource>(
     let merges = merges_of(&reports);
     reports.retain(|(i, _)| i.is_none_or(|i| !merges.iter().any(|(from, _)| *from == i.id)));
     let mut out: Vec<RegressionReport> = reports.into_iter().map(|(_, r)| r).collect();
-    out.extend(detections.into_iter().zip(taken).filter(|(_, t)| !t).map(|(d, _)| d.report));
+    out.extend(
+        detections
+            .into_iter()
+            .zip(taken)
+            .filter(|(_, t)| !t)
+            .map(|(d, _)| d.report),
+    );
     Ok((out, merges))
 }
 
@@ -560,9 +680,17 @@ fn merges_of(reports: &[(Option<&Incident>, RegressionReport)]) -> Vec<(i64, i64
 }
 
 /// States to keep: every regressed (or recovering) group, and earlier ones not seen now.
-fn states_to_keep(index: &describe::Index<'_>, prior: &HashMap<String, evaluate::GroupState>) -> States {
+fn states_to_keep(
+    index: &describe::Index<'_>,
+    prior: &HashMap<String, evaluate::GroupState>,
+) -> States {
     let mut states = Vec::new();
-    for g in index.evaluation.groups.iter().filter(|g| g.state.regressed || g.state.clean_streak > 0) {
+    for g in index
+        .evaluation
+        .groups
+        .iter()
+        .filter(|g| g.state.regressed || g.state.clean_streak > 0)
+    {
         states.push((g.key.label(), g.state.clone()));
     }
     for (label, state) in prior {
@@ -590,7 +718,9 @@ fn clusters<'a>(
     let reported: Vec<&GroupResult> = evaluation
         .groups
         .iter()
-        .filter(|g| g.reported && matches!(g.status, GroupStatus::Regressed | GroupStatus::Resolved))
+        .filter(|g| {
+            g.reported && matches!(g.status, GroupStatus::Regressed | GroupStatus::Resolved)
+        })
         .collect();
     let mut by_scope: BTreeMap<ClusterKey, (ScopeFinding, Vec<&GroupResult>)> = BTreeMap::new();
     for g in &reported {
@@ -631,7 +761,12 @@ fn clusters<'a>(
                 c.finding.separates &= finding.separates;
                 c.groups.extend(groups);
             }
-            None => merged.push(describe::Cluster { family, scope, finding, groups }),
+            None => merged.push(describe::Cluster {
+                family,
+                scope,
+                finding,
+                groups,
+            }),
         }
     }
     for c in &mut merged {
@@ -648,7 +783,10 @@ async fn insufficient<S: RunSource>(
     window: Window,
 ) -> Result<Vec<InsufficientReport>> {
     let mut judged = vec![false; data.cells.len()];
-    for g in groups.iter().filter(|g| g.level.keeps_platform() && g.status != GroupStatus::InsufficientData) {
+    for g in groups
+        .iter()
+        .filter(|g| g.level.keeps_platform() && g.status != GroupStatus::InsufficientData)
+    {
         for &c in &g.cells {
             judged[c] = true;
         }
@@ -682,7 +820,11 @@ async fn insufficient<S: RunSource>(
             .into_iter()
             .map(|(j, _)| j)
             .collect();
-        out.push(InsufficientReport { scope, job_runs: runs, jobs });
+        out.push(InsufficientReport {
+            scope,
+            job_runs: runs,
+            jobs,
+        });
     }
     Ok(out)
 }
@@ -704,9 +846,17 @@ pub fn render_text(report: &CycleReport) -> String {
         report.cells_evaluated,
         report.groups_evaluated,
         report.tests,
-        if report.dry_run { " (dry run: nothing recorded)" } else { "" }
+        if report.dry_run {
+            " (dry run: nothing recorded)"
+        } else {
+            ""
+        }
     );
-    let active: Vec<&RegressionReport> = report.regressions.iter().filter(|r| r.status.is_active()).collect();
+    let active: Vec<&RegressionReport> = report
+        .regressions
+        .iter()
+        .filter(|r| r.status.is_active())
+        .collect();
     if active.is_empty() {
         let _ = writeln!(s, "\nno regressions");
     } else {
@@ -715,8 +865,11 @@ pub fn render_text(report: &CycleReport) -> String {
             render_regression(&mut s, r);
         }
     }
-    let resolved: Vec<&RegressionReport> =
-        report.regressions.iter().filter(|r| !r.status.is_active()).collect();
+    let resolved: Vec<&RegressionReport> = report
+        .regressions
+        .iter()
+        .filter(|r| !r.status.is_active())
+        .collect();
     if !resolved.is_empty() {
         let _ = writeln!(s, "\nresolved:");
         for r in resolved {
@@ -771,20 +924,43 @@ fn render_regression(s: &mut String, r: &RegressionReport) {
     }
     let _ = writeln!(s, "    percentiles now / reference:");
     for (p, pair) in &r.percentiles {
-        let _ = writeln!(s, "      {p}: {} / {}", secs_or_dash(pair.now), secs_or_dash(pair.baseline));
+        let _ = writeln!(
+            s,
+            "      {p}: {} / {}",
+            secs_or_dash(pair.now),
+            secs_or_dash(pair.baseline)
+        );
     }
     for j in &r.sample_jobs {
-        let ci = if j.ci_infrastructure_trouble { "  (CI liveness lost too)" } else { "" };
-        let _ = writeln!(s, "    {:<7} {:>4}s  {}{ci}", j.kind.as_str(), j.seconds, j.url);
+        let ci = if j.ci_infrastructure_trouble {
+            "  (CI liveness lost too)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            s,
+            "    {:<7} {:>4}s  {}{ci}",
+            j.kind.as_str(),
+            j.seconds,
+            j.url
+        );
     }
     if let Some(o) = &r.onset {
         let _ = writeln!(s, "    regressed {}", crate::render::onset(o));
     }
     for c in r.suspect_changes.iter().take(crate::render::SUSPECTS_SHOWN) {
-        let _ = writeln!(s, "    suspect change: {}  {}", crate::render::suspect(c), c.url);
+        let _ = writeln!(
+            s,
+            "    suspect change: {}  {}",
+            crate::render::suspect(c),
+            c.url
+        );
     }
     if r.changes_pending {
-        let _ = writeln!(s, "    suspect changes: not read yet (the release controller did not answer)");
+        let _ = writeln!(
+            s,
+            "    suspect changes: not read yet (the release controller did not answer)"
+        );
     }
     if r.outside_pending {
         let _ = writeln!(s, "    {}", crate::render::OUTSIDE_PENDING);
@@ -812,13 +988,24 @@ fn render_outcome(s: &mut String, report: &CycleReport) {
         );
     }
     if let Some(d) = &report.delivery {
-        let _ = writeln!(s, "delivered {}, retrying {}, dead {}", d.delivered, d.retrying, d.dead);
+        let _ = writeln!(
+            s,
+            "delivered {}, retrying {}, dead {}",
+            d.delivered, d.retrying, d.dead
+        );
     }
     if !report.ci_trouble.is_empty() {
-        let _ = writeln!(s, "\nCI-infrastructure trouble (left out of evaluation, not a regression):");
+        let _ = writeln!(
+            s,
+            "\nCI-infrastructure trouble (left out of evaluation, not a regression):"
+        );
         for t in report.ci_trouble.iter().take(10) {
             let release = t.scope.single(Dimension::Release).unwrap_or_default();
-            let _ = writeln!(s, "  {} of {} runs  {release} {}", t.troubled_runs, t.job_runs, t.scope);
+            let _ = writeln!(
+                s,
+                "  {} of {} runs  {release} {}",
+                t.troubled_runs, t.job_runs, t.scope
+            );
         }
     }
     if !report.data_quality.is_empty() {

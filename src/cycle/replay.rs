@@ -79,7 +79,13 @@ struct Series {
 impl Series {
     /// The histogram of the runs started in `[from, to)` and finished by `visible_at`; `whole`
     /// is [`Series::whole_days`] of the span's whole days, when the caller has it.
-    fn histogram(&self, from: i64, to: i64, visible_at: i64, whole: Option<&WholeDays>) -> Histogram {
+    fn histogram(
+        &self,
+        from: i64,
+        to: i64,
+        visible_at: i64,
+        whole: Option<&WholeDays>,
+    ) -> Histogram {
         let mut h = Histogram::new();
         if from >= to {
             return h;
@@ -115,7 +121,12 @@ impl Series {
         if let Some(new) = self.days.get(&(end - 1)) {
             w.histogram.merge(&new.histogram);
         }
-        w.finished_by = self.days.range(first..end).map(|(_, d)| d.finished_by).max().unwrap_or(0);
+        w.finished_by = self
+            .days
+            .range(first..end)
+            .map(|(_, d)| d.finished_by)
+            .max()
+            .unwrap_or(0);
         w
     }
 
@@ -132,7 +143,10 @@ impl Series {
     /// Adds the runs started in `range` and finished by `visible_at`.
     fn add_points(&self, h: &mut Histogram, range: (i64, i64), visible_at: i64) {
         let start = self.points.partition_point(|p| p.started < range.0);
-        for p in self.points[start..].iter().take_while(|p| p.started < range.1) {
+        for p in self.points[start..]
+            .iter()
+            .take_while(|p| p.started < range.1)
+        {
             if p.finished <= visible_at {
                 h.add(p.seconds, 1);
             }
@@ -144,7 +158,9 @@ impl Series {
 fn parse_pairs(text: &str) -> Result<Vec<(i64, i64)>> {
     text.split_ascii_whitespace()
         .map(|pair| {
-            let (b, s) = pair.split_once(':').with_context(|| format!("a sample `{pair}` without `:`"))?;
+            let (b, s) = pair
+                .split_once(':')
+                .with_context(|| format!("a sample `{pair}` without `:`"))?;
             Ok((b.parse()?, s.parse()?))
         })
         .collect()
@@ -173,10 +189,16 @@ pub struct Replay {
 /// visible by.
 type WindowKey = ((i64, i64), (i64, i64), Vec<i64>, i64);
 
-fn first_starts(runs: &[RunMeta], variants: &[(i64, Dimensions)]) -> HashMap<String, Vec<(i64, i64)>> {
+fn first_starts(
+    runs: &[RunMeta],
+    variants: &[(i64, Dimensions)],
+) -> HashMap<String, Vec<(i64, i64)>> {
     let mut by_release: HashMap<String, Vec<(i64, i64)>> = HashMap::new();
     for r in runs {
-        by_release.entry(variants[r.variant].1.release.clone()).or_default().push((r.finished, r.started));
+        by_release
+            .entry(variants[r.variant].1.release.clone())
+            .or_default()
+            .push((r.finished, r.started));
     }
     for list in by_release.values_mut() {
         list.sort_unstable();
@@ -193,12 +215,21 @@ impl Replay {
     /// Reads every run that started in `[from, to)` with its samples.
     pub async fn load(store: Arc<Store>, from: i64, to: i64) -> Result<Replay> {
         let variants: Vec<(i64, Dimensions)> = store.variants().await?.as_ref().clone();
-        let variant_index: HashMap<i64, usize> =
-            variants.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect();
-        let ReplayRows { backends: backend_rows, runs: run_rows, samples: sample_rows } =
-            store.runs().replay_rows(from, to).await?;
-        let backend_index: HashMap<i64, usize> =
-            backend_rows.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect();
+        let variant_index: HashMap<i64, usize> = variants
+            .iter()
+            .enumerate()
+            .map(|(i, (id, _))| (*id, i))
+            .collect();
+        let ReplayRows {
+            backends: backend_rows,
+            runs: run_rows,
+            samples: sample_rows,
+        } = store.runs().replay_rows(from, to).await?;
+        let backend_index: HashMap<i64, usize> = backend_rows
+            .iter()
+            .enumerate()
+            .map(|(i, (id, _))| (*id, i))
+            .collect();
         let mut run_index: HashMap<i64, u32> = HashMap::with_capacity(run_rows.len());
         let mut runs = Vec::with_capacity(run_rows.len());
         let mut troubled = Vec::new();
@@ -214,9 +245,15 @@ impl Replay {
             payload,
         } in run_rows
         {
-            let Some(&variant) = variant_index.get(&variant_id) else { continue };
+            let Some(&variant) = variant_index.get(&variant_id) else {
+                continue;
+            };
             if ci_trouble != 0 {
-                troubled.push(Troubled { started, finished: finished.unwrap_or(started), variant });
+                troubled.push(Troubled {
+                    started,
+                    finished: finished.unwrap_or(started),
+                    variant,
+                });
             }
             run_index.insert(id, runs.len() as u32);
             runs.push(RunMeta {
@@ -232,12 +269,21 @@ impl Replay {
         }
         let mut cells: BTreeMap<(usize, usize), Series> = BTreeMap::new();
         for (run_id, pairs) in sample_rows {
-            let Some(&run) = run_index.get(&run_id) else { continue };
+            let Some(&run) = run_index.get(&run_id) else {
+                continue;
+            };
             let meta = &runs[run as usize];
             for (backend_id, seconds) in parse_pairs(&pairs)? {
-                let Some(&backend) = backend_index.get(&backend_id) else { continue };
+                let Some(&backend) = backend_index.get(&backend_id) else {
+                    continue;
+                };
                 let series = cells.entry((backend, meta.variant)).or_default();
-                series.points.push(Point { started: meta.started, finished: meta.finished, seconds, run });
+                series.points.push(Point {
+                    started: meta.started,
+                    finished: meta.finished,
+                    seconds,
+                    run,
+                });
                 let day = series.days.entry(meta.started.div_euclid(DAY)).or_default();
                 day.histogram.add(seconds, 1);
                 day.finished_by = day.finished_by.max(meta.finished);
@@ -277,12 +323,17 @@ impl Replay {
             return w.clone();
         }
         // A day later than one held: one day out, one day in.
-        let merged: Arc<Vec<WholeDays>> = match cache.iter().find(|(d, _)| *d == (days.0 - 1, days.1 - 1)) {
-            Some((_, before)) => {
-                Arc::new(self.cells.values().zip(before.iter()).map(|(s, w)| s.slid(w, days)).collect())
-            }
-            None => Arc::new(self.cells.values().map(|s| s.whole_days(days)).collect()),
-        };
+        let merged: Arc<Vec<WholeDays>> =
+            match cache.iter().find(|(d, _)| *d == (days.0 - 1, days.1 - 1)) {
+                Some((_, before)) => Arc::new(
+                    self.cells
+                        .values()
+                        .zip(before.iter())
+                        .map(|(s, w)| s.slid(w, days))
+                        .collect(),
+                ),
+                None => Arc::new(self.cells.values().map(|s| s.whole_days(days)).collect()),
+            };
         if cache.len() >= 4 {
             cache.remove(0);
         }
@@ -300,14 +351,25 @@ impl Replay {
             let c = s.histogram(current.0, current.1, visible_at, wc.get(k));
             let b = s.histogram(baseline.0, baseline.1, visible_at, wb.get(k));
             if !c.is_empty() || !b.is_empty() {
-                let recent =
-                    recent.iter().map(|from| s.histogram(*from, current.1, visible_at, None)).collect();
-                cells.push(CellHistograms { backend, variant, current: c, baseline: b, recent });
+                let recent = recent
+                    .iter()
+                    .map(|from| s.histogram(*from, current.1, visible_at, None))
+                    .collect();
+                cells.push(CellHistograms {
+                    backend,
+                    variant,
+                    current: c,
+                    baseline: b,
+                    recent,
+                });
             }
         }
         let mut troubled = vec![0; self.variants.len()];
         let first = self.troubled.partition_point(|t| t.started < current.0);
-        for t in self.troubled[first..].iter().take_while(|t| t.started < current.1) {
+        for t in self.troubled[first..]
+            .iter()
+            .take_while(|t| t.started < current.1)
+        {
             if t.finished <= visible_at {
                 troubled[t.variant] += 1;
             }
@@ -371,7 +433,9 @@ impl RunSource for Replay {
             at.map(|i| pending.remove(i).1)
         };
         match ready {
-            Some(handle) => handle.join().map_err(|_| anyhow::anyhow!("computing the windows panicked")),
+            Some(handle) => handle
+                .join()
+                .map_err(|_| anyhow::anyhow!("computing the windows panicked")),
             None => Ok(self.window_data(&key)),
         }
     }
@@ -409,7 +473,12 @@ impl RunSource for Replay {
             }
         }
         out.sort_by(|a, b| {
-            (a.started, &a.job, &a.build_id, &a.backend).cmp(&(b.started, &b.job, &b.build_id, &b.backend))
+            (a.started, &a.job, &a.build_id, &a.backend).cmp(&(
+                b.started,
+                &b.job,
+                &b.build_id,
+                &b.backend,
+            ))
         });
         Ok(out)
     }
@@ -446,28 +515,55 @@ impl RunSource for Replay {
         Ok(seen.into_iter().map(|(_, p)| p.to_string()).collect())
     }
 
-    async fn jobs_of_variants(&self, variant_ids: &[i64], window: (i64, i64)) -> Result<Vec<(String, i64)>> {
+    async fn jobs_of_variants(
+        &self,
+        variant_ids: &[i64],
+        window: (i64, i64),
+    ) -> Result<Vec<(String, i64)>> {
         let mut jobs: BTreeMap<String, i64> = BTreeMap::new();
-        for (v, _) in self.variants.iter().enumerate().filter(|(_, (id, _))| variant_ids.contains(id)) {
+        for (v, _) in self
+            .variants
+            .iter()
+            .enumerate()
+            .filter(|(_, (id, _))| variant_ids.contains(id))
+        {
             let runs = &self.runs_of_variant[v];
             let start = runs.partition_point(|&r| self.runs[r as usize].started < window.0);
-            for &r in runs[start..].iter().take_while(|&&r| self.runs[r as usize].started < window.1) {
-                *jobs.entry(self.runs[r as usize].job.to_string()).or_default() += 1;
+            for &r in runs[start..]
+                .iter()
+                .take_while(|&&r| self.runs[r as usize].started < window.1)
+            {
+                *jobs
+                    .entry(self.runs[r as usize].job.to_string())
+                    .or_default() += 1;
             }
         }
         Ok(jobs.into_iter().collect())
     }
 
-    async fn weekly(&self, report: &RegressionReport, window_days: i64, at: i64) -> Result<Vec<Option<f64>>> {
-        let Some(q) = weekly_query(report, window_days) else { return Ok(Vec::new()) };
-        let p = if matches!(report.percentile, Percentile::P50 | Percentile::P75) { 0.5 } else { 0.95 };
+    async fn weekly(
+        &self,
+        report: &RegressionReport,
+        window_days: i64,
+        at: i64,
+    ) -> Result<Vec<Option<f64>>> {
+        let Some(q) = weekly_query(report, window_days) else {
+            return Ok(Vec::new());
+        };
+        let p = if matches!(report.percentile, Percentile::P50 | Percentile::P75) {
+            0.5
+        } else {
+            0.95
+        };
         let today = at.div_euclid(DAY) + 1;
         let series: Vec<&Series> = self
             .cells
             .iter()
             .filter(|((b, v), _)| {
                 self.backends[*b] == q.backend
-                    && q.filters.iter().all(|(d, glob)| glob_match(glob, self.variants[*v].1.get(*d)))
+                    && q.filters
+                        .iter()
+                        .all(|(d, glob)| glob_match(glob, self.variants[*v].1.get(*d)))
             })
             .map(|(_, s)| s)
             .collect();

@@ -6,7 +6,8 @@ use crate::config::EvaluateSettings;
 use crate::evaluate::thresholds::{HistoricalTable, previous_release};
 use crate::evaluate::{Candidates, Check, Common, judge_check, reference, runs_of};
 use crate::model::{
-    Dimension, Dimensions, GroupKey, Histogram, Percentile, Scope, Span, ThresholdSource, percentiles_of,
+    Dimension, Dimensions, GroupKey, Histogram, Percentile, Scope, Span, ThresholdSource,
+    percentiles_of,
 };
 use crate::store::evaluations::WindowData;
 
@@ -15,7 +16,9 @@ pub(super) fn cells_in(data: &WindowData, backend: &str, scope: &Scope) -> Vec<u
     data.cells
         .iter()
         .enumerate()
-        .filter(|(_, c)| data.backends[c.backend] == backend && scope.contains(&data.variants[c.variant]))
+        .filter(|(_, c)| {
+            data.backends[c.backend] == backend && scope.contains(&data.variants[c.variant])
+        })
         .map(|(i, _)| i)
         .collect()
 }
@@ -25,7 +28,10 @@ pub(super) fn previous_scope(scope: &Scope) -> Option<(String, Scope)> {
     let release = previous_release(scope.single(Dimension::Release)?)?;
     let mut out = scope.clone();
     out.set(Dimension::Release, [release.clone()]);
-    if let Some(from) = scope.single(Dimension::FromRelease).filter(|f| !f.is_empty()) {
+    if let Some(from) = scope
+        .single(Dimension::FromRelease)
+        .filter(|f| !f.is_empty())
+    {
         out.set(Dimension::FromRelease, [previous_release(from)?]);
     }
     Some((release, out))
@@ -52,8 +58,11 @@ pub(super) struct ScopeStats {
 impl ScopeStats {
     /// Enough runs to judge: the window's minimum, or a recent span's.
     pub fn enough(&self, settings: &EvaluateSettings) -> bool {
-        let least =
-            if self.check.span == Span::Window { settings.min_job_runs } else { settings.min_recent_runs };
+        let least = if self.check.span == Span::Window {
+            settings.min_job_runs
+        } else {
+            settings.min_recent_runs
+        };
         self.runs >= least
     }
 
@@ -94,7 +103,14 @@ impl Judging<'_> {
                 base.merge(&data.cells[c].baseline);
                 cur.merge(&data.cells[c].current);
             }
-            (release, if base.count() >= self.settings.min_job_runs { base } else { cur })
+            (
+                release,
+                if base.count() >= self.settings.min_job_runs {
+                    base
+                } else {
+                    cur
+                },
+            )
         })
     }
 
@@ -114,7 +130,11 @@ impl Judging<'_> {
             current.merge(runs_of(span, &data.cells[c]));
             baseline.merge(&data.cells[c].baseline);
         }
-        let least = if span == Span::Window { 1 } else { settings.min_recent_runs };
+        let least = if span == Span::Window {
+            1
+        } else {
+            settings.min_recent_runs
+        };
         if current.is_empty() || current.count() < least {
             return None;
         }
@@ -125,7 +145,9 @@ impl Judging<'_> {
             .map(|&c| &data.variants[data.cells[c].variant])
             .collect();
         let key = key_of(backend, scope);
-        let young = scope.single(Dimension::Release).is_some_and(|r| self.young.contains(r));
+        let young = scope
+            .single(Dimension::Release)
+            .is_some_and(|r| self.young.contains(r));
         let whole = [percentiles_of(&current), percentiles_of(&baseline)];
         let common = Common::of(&cells, &data.cells, span, (&current, &baseline), whole);
         let candidates = Candidates {
@@ -151,7 +173,11 @@ impl Judging<'_> {
         );
         check.q_value = check.p_value;
         // the numbers are those of the runs judged: the common cells' against a baseline
-        let judged = if own_baseline { &*common.current } else { &current };
+        let judged = if own_baseline {
+            &*common.current
+        } else {
+            &current
+        };
         Some(ScopeStats {
             backend: backend.to_string(),
             runs: judged.count(),
@@ -164,7 +190,9 @@ impl Judging<'_> {
                 .sum(),
             reference_runs: reference_histogram.as_ref().map_or(0, Histogram::count),
             current: percentiles_of(judged),
-            reference: reference_histogram.as_ref().map_or([None; 4], percentiles_of),
+            reference: reference_histogram
+                .as_ref()
+                .map_or([None; 4], percentiles_of),
             check,
             reference_histogram,
         })
@@ -187,7 +215,10 @@ impl Judging<'_> {
         let (percentile, span) = (stats.check.percentile, stats.check.span);
         let (mut scope, mut stats) = (scope, stats);
         'again: loop {
-            for d in Dimension::ALL.into_iter().filter(|d| *d != Dimension::Release) {
+            for d in Dimension::ALL
+                .into_iter()
+                .filter(|d| *d != Dimension::Release)
+            {
                 let values = self.values_with_runs(backend, &scope, d, span);
                 if values.len() < 2 {
                     continue;
@@ -197,12 +228,15 @@ impl Judging<'_> {
                     part.set(d, [v.clone()]);
                     let mut rest = scope.clone();
                     rest.set(d, values.iter().filter(|x| *x != v).cloned());
-                    let Some(r) = self.stats(backend, &rest, percentile, span).filter(&holds) else {
+                    let Some(r) = self.stats(backend, &rest, percentile, span).filter(&holds)
+                    else {
                         continue;
                     };
                     let healthy = self
                         .stats(backend, &part, percentile, span)
-                        .is_some_and(|p| p.enough(self.settings) && p.check.observed <= p.check.allowed);
+                        .is_some_and(|p| {
+                            p.enough(self.settings) && p.check.observed <= p.check.allowed
+                        });
                     if healthy || self.spared(backend, (&part, &rest), span, &r) {
                         (scope, stats) = (rest, r);
                         continue 'again;
@@ -217,10 +251,21 @@ impl Judging<'_> {
     /// its runs' percentile within the rest's allowed level, and its runs above that level
     /// fewer than the rest's, significantly (one-sided Fisher at the false discovery rate) —
     /// six clean runs of a sparse job beside a platform disrupted in most runs.
-    fn spared(&self, backend: &str, (part, rest): (&Scope, &Scope), span: Span, r: &ScopeStats) -> bool {
-        let (p, q) = (self.runs_in(backend, part, span), self.runs_in(backend, rest, span));
+    fn spared(
+        &self,
+        backend: &str,
+        (part, rest): (&Scope, &Scope),
+        span: Span,
+        r: &ScopeStats,
+    ) -> bool {
+        let (p, q) = (
+            self.runs_in(backend, part, span),
+            self.runs_in(backend, rest, span),
+        );
         let allowed = r.check.allowed;
-        let within = p.percentile(r.check.percentile.fraction()).is_some_and(|x| x <= allowed);
+        let within = p
+            .percentile(r.check.percentile.fraction())
+            .is_some_and(|x| x <= allowed);
         let fewer = crate::evaluate::stats::fisher_greater(
             q.count_above(allowed),
             q.count(),

@@ -51,7 +51,10 @@ pub trait RunSource: Sync {
     fn historical(&self) -> impl Future<Output = Result<Vec<HistoricalRow>>> + Send;
 
     /// Each release's first run (Unix seconds).
-    fn first_seen(&self, visible_at: i64) -> impl Future<Output = Result<HashMap<String, i64>>> + Send;
+    fn first_seen(
+        &self,
+        visible_at: i64,
+    ) -> impl Future<Output = Result<HashMap<String, i64>>> + Send;
 
     /// A report's percentile week by week over its first backend and single-valued scope, the
     /// last eight weeks to `at`, oldest first.
@@ -81,7 +84,10 @@ pub trait RunSource: Sync {
     }
 
     /// Jobs whose first stored run falls in `window`: no reference of their own yet.
-    fn new_jobs(&self, window: (i64, i64)) -> impl Future<Output = Result<Vec<crate::model::NewJob>>> + Send {
+    fn new_jobs(
+        &self,
+        window: (i64, i64),
+    ) -> impl Future<Output = Result<Vec<crate::model::NewJob>>> + Send {
         self.runs_store().runs().new_jobs_in(window).err_into()
     }
 
@@ -114,8 +120,15 @@ impl RunSource for Live<'_> {
         visible_at: i64,
     ) -> Result<WindowData> {
         match &self.warm.windows {
-            Some(kept) => kept.window_data(self.store, current, baseline, recent, visible_at).await,
-            None => Ok(self.store.evaluations().window_data(current, baseline, recent, visible_at).await?),
+            Some(kept) => {
+                kept.window_data(self.store, current, baseline, recent, visible_at)
+                    .await
+            }
+            None => Ok(self
+                .store
+                .evaluations()
+                .window_data(current, baseline, recent, visible_at)
+                .await?),
         }
     }
 
@@ -127,8 +140,15 @@ impl RunSource for Live<'_> {
         visible_at: i64,
     ) -> Result<Vec<CellRun>> {
         match &self.warm.scope_runs {
-            Some(kept) => kept.cell_runs(self.store, backends, variant_ids, range, visible_at).await,
-            None => Ok(self.store.cells().cell_runs(backends, variant_ids, range, visible_at).await?),
+            Some(kept) => {
+                kept.cell_runs(self.store, backends, variant_ids, range, visible_at)
+                    .await
+            }
+            None => Ok(self
+                .store
+                .cells()
+                .cell_runs(backends, variant_ids, range, visible_at)
+                .await?),
         }
     }
 
@@ -141,31 +161,59 @@ impl RunSource for Live<'_> {
     }
 
     async fn first_seen(&self, visible_at: i64) -> Result<HashMap<String, i64>> {
-        Ok(self.store.evaluations().release_first_seen(visible_at).await?)
+        Ok(self
+            .store
+            .evaluations()
+            .release_first_seen(visible_at)
+            .await?)
     }
 
-    async fn jobs_of_variants(&self, variant_ids: &[i64], window: (i64, i64)) -> Result<Vec<(String, i64)>> {
-        Ok(self.store.evaluations().jobs_of_variants(variant_ids, window).await?)
+    async fn jobs_of_variants(
+        &self,
+        variant_ids: &[i64],
+        window: (i64, i64),
+    ) -> Result<Vec<(String, i64)>> {
+        Ok(self
+            .store
+            .evaluations()
+            .jobs_of_variants(variant_ids, window)
+            .await?)
     }
 
     async fn payloads_between(&self, release: &str, from: i64, to: i64) -> Result<Vec<String>> {
-        Ok(self.store.runs().payloads_between(release, from, to).await?)
+        Ok(self
+            .store
+            .runs()
+            .payloads_between(release, from, to)
+            .await?)
     }
 
-    async fn weekly(&self, report: &RegressionReport, window_days: i64, at: i64) -> Result<Vec<Option<f64>>> {
-        let Some(q) = weekly_query(report, window_days) else { return Ok(Vec::new()) };
+    async fn weekly(
+        &self,
+        report: &RegressionReport,
+        window_days: i64,
+        at: i64,
+    ) -> Result<Vec<Option<f64>>> {
+        let Some(q) = weekly_query(report, window_days) else {
+            return Ok(Vec::new());
+        };
         let settings = crate::config::EvaluateSettings::default();
         let a = crate::query::answer(self.store, &self.warm.queries, &settings, &q, at).await?;
-        Ok(if matches!(report.percentile, Percentile::P50 | Percentile::P75) {
-            a.weekly_p50
-        } else {
-            a.weekly_p95
-        })
+        Ok(
+            if matches!(report.percentile, Percentile::P50 | Percentile::P75) {
+                a.weekly_p50
+            } else {
+                a.weekly_p95
+            },
+        )
     }
 }
 
 /// The question behind a report's weekly trend: its first backend, its single-valued scope.
-pub(super) fn weekly_query(report: &RegressionReport, window_days: i64) -> Option<crate::query::Query> {
+pub(super) fn weekly_query(
+    report: &RegressionReport,
+    window_days: i64,
+) -> Option<crate::query::Query> {
     let backend = report.backends.first()?;
     let filters = report
         .scope
@@ -173,5 +221,9 @@ pub(super) fn weekly_query(report: &RegressionReport, window_days: i64) -> Optio
         .filter(|(_, v)| v.len() == 1)
         .filter_map(|(d, v)| Some((d, v.iter().next()?.clone())))
         .collect();
-    Some(crate::query::Query { backend: backend.clone(), filters, window_days })
+    Some(crate::query::Query {
+        backend: backend.clone(),
+        filters,
+        window_days,
+    })
 }

@@ -77,17 +77,29 @@ impl Sums {
         for (b, ob) in bands.iter_mut().zip(o.bands) {
             *b -= ob;
         }
-        Sums { n: self.n - o.n, bands, level: self.level - o.level }
+        Sums {
+            n: self.n - o.n,
+            bands,
+            level: self.level - o.level,
+        }
     }
 
     /// The segment's log-likelihood at its own band probabilities.
     fn log_likelihood(self) -> f64 {
-        self.bands.iter().filter(|&&c| c > 0.0).map(|&c| c * (c / self.n).ln()).sum()
+        self.bands
+            .iter()
+            .filter(|&&c| c > 0.0)
+            .map(|&c| c * (c / self.n).ln())
+            .sum()
     }
 
     /// Mean `ln(1 + seconds)` over the segment's runs: which side is worse.
     fn level(self) -> f64 {
-        if self.n > 0.0 { self.level / self.n } else { 0.0 }
+        if self.n > 0.0 {
+            self.level / self.n
+        } else {
+            0.0
+        }
     }
 }
 
@@ -127,11 +139,18 @@ fn change_between(
     let whole = sums[n];
     let null = whole.log_likelihood();
     let split = |k: usize| sums[k].log_likelihood() + whole.minus(sums[k]).log_likelihood();
-    let candidates: Vec<(usize, f64)> =
-        (before..=n - after).filter(|&k| allowed(k)).map(|k| (k, split(k))).collect();
-    let &(index, best) = candidates.iter().max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))?;
-    let near: Vec<usize> =
-        candidates.iter().filter(|(_, l)| best - l <= INTERVAL_CHI2 / 2.0).map(|(k, _)| *k).collect();
+    let candidates: Vec<(usize, f64)> = (before..=n - after)
+        .filter(|&k| allowed(k))
+        .map(|k| (k, split(k)))
+        .collect();
+    let &(index, best) = candidates
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))?;
+    let near: Vec<usize> = candidates
+        .iter()
+        .filter(|(_, l)| best - l <= INTERVAL_CHI2 / 2.0)
+        .map(|(k, _)| *k)
+        .collect();
     let worse_after = whole.minus(sums[index]).level() > sums[index].level();
     Some(Change {
         index,
@@ -153,13 +172,20 @@ mod tests {
         (0..quiet + loud)
             .map(|i| {
                 let seconds = if i < quiet {
-                    if rng.chance(0.2) { rng.between(1, 4) } else { 0 }
+                    if rng.chance(0.2) {
+                        rng.between(1, 4)
+                    } else {
+                        0
+                    }
                 } else if rng.chance(0.9) {
                     rng.between(12, 45)
                 } else {
                     0
                 };
-                Run { at: i as i64 * 21_600, seconds }
+                Run {
+                    at: i as i64 * 21_600,
+                    seconds,
+                }
             })
             .collect()
     }
@@ -171,10 +197,15 @@ mod tests {
             let c = most_likely_change(&runs, 3, 3).unwrap();
             assert!(c.is_real(SCAN_THRESHOLD), "seed {seed}: {c:?}");
             assert!(c.worse_after);
-            assert!(c.first <= 80 && 80 <= c.last, "seed {seed}: the truth is in the interval: {c:?}");
+            assert!(
+                c.first <= 80 && 80 <= c.last,
+                "seed {seed}: the truth is in the interval: {c:?}"
+            );
             assert!(c.last - c.first <= 4, "seed {seed}: narrow: {c:?}");
             let (at, earliest, latest) = c.times(&runs);
-            assert!(earliest < 80 * 21_600 && 80 * 21_600 <= latest && earliest <= at && at <= latest);
+            assert!(
+                earliest < 80 * 21_600 && 80 * 21_600 <= latest && earliest <= at && at <= latest
+            );
         }
     }
 
@@ -197,9 +228,10 @@ mod tests {
     #[test]
     fn a_recovery_is_a_change_for_the_better() {
         let mut runs = series(7, 0, 60);
-        runs.extend(
-            series(8, 12, 0).into_iter().enumerate().map(|(i, r)| Run { at: (60 + i as i64) * 21_600, ..r }),
-        );
+        runs.extend(series(8, 12, 0).into_iter().enumerate().map(|(i, r)| Run {
+            at: (60 + i as i64) * 21_600,
+            ..r
+        }));
         let c = most_likely_change(&runs, 3, 10).unwrap();
         assert!(c.is_real(SCAN_THRESHOLD) && !c.worse_after, "{c:?}");
         assert!((58..=62).contains(&c.index), "{c:?}");
@@ -245,15 +277,29 @@ pub struct PayloadWindow {
 pub fn payload_change(runs: &[Tested<'_>], allowed: f64) -> Option<PayloadWindow> {
     let mut order: Vec<&Tested<'_>> = runs.iter().filter(|r| !r.payload.is_empty()).collect();
     order.sort_by(|a, b| (a.built, a.started, a.payload).cmp(&(b.built, b.started, b.payload)));
-    let series: Vec<Run> = order.iter().map(|r| Run { at: r.built, seconds: r.seconds }).collect();
+    let series: Vec<Run> = order
+        .iter()
+        .map(|r| Run {
+            at: r.built,
+            seconds: r.seconds,
+        })
+        .collect();
     let boundary = |k: usize| order[k - 1].built != order[k].built;
     let change = change_between(&series, 3, 3, boundary).filter(|c| c.worse_after)?;
     let earliest_bad = order[change.first];
     let bad = order[change.last.max(change.index)];
-    let good = clearly_good(&order[..change.first], &series[change.index..], earliest_bad.built, allowed);
+    let good = clearly_good(
+        &order[..change.first],
+        &series[change.index..],
+        earliest_bad.built,
+        allowed,
+    );
     let from = good.map_or(earliest_bad.built, |g| g.built);
     let mut tested: Vec<String> = Vec::new();
-    for r in order.iter().filter(|r| r.built >= from && r.built <= bad.built) {
+    for r in order
+        .iter()
+        .filter(|r| r.built >= from && r.built <= bad.built)
+    {
         if tested.last().is_none_or(|t| t != r.payload) {
             tested.push(r.payload.to_string());
         }
@@ -281,7 +327,8 @@ fn clearly_good<'r, 't>(
     before: i64,
     allowed: f64,
 ) -> Option<&'r &'r Tested<'t>> {
-    let hit = after.iter().filter(|r| r.seconds as f64 > allowed).count() as f64 / after.len().max(1) as f64;
+    let hit = after.iter().filter(|r| r.seconds as f64 > allowed).count() as f64
+        / after.len().max(1) as f64;
     let spared = (1.0 - hit).clamp(0.0, 1.0);
     let mut clean = 0i32;
     let mut good: Option<&'r &'r Tested<'t>> = None;
@@ -304,7 +351,11 @@ mod payload_tests {
     use super::*;
 
     fn tag(n: i64) -> String {
-        format!("4.14.0-0.nightly-2026-11-{:02}-{:02}0000", 1 + n / 6, (n % 6) * 4)
+        format!(
+            "4.14.0-0.nightly-2026-11-{:02}-{:02}0000",
+            1 + n / 6,
+            (n % 6) * 4
+        )
     }
 
     #[test]
@@ -352,7 +403,11 @@ mod payload_tests {
             }
             for k in 0..2i64 {
                 let seconds = if n > 20 {
-                    if (n + k) % 7 == 0 { 0 } else { 12 + (n * 5 + k * 11) % 33 }
+                    if (n + k) % 7 == 0 {
+                        0
+                    } else {
+                        12 + (n * 5 + k * 11) % 33
+                    }
                 } else if n == 19 && k == 1 {
                     7
                 } else {
@@ -368,8 +423,14 @@ mod payload_tests {
         }
         let w = payload_change(&runs, 5.0).expect("a change");
         let built = |t: &str| tags.iter().position(|x| x == t).unwrap();
-        let (good, bad) = (built(&w.last_good.clone().unwrap().0), built(&w.first_bad.0));
-        assert!(good < 20 && bad >= 21, "the window {good}..{bad} holds payload 20: {w:?}");
+        let (good, bad) = (
+            built(&w.last_good.clone().unwrap().0),
+            built(&w.first_bad.0),
+        );
+        assert!(
+            good < 20 && bad >= 21,
+            "the window {good}..{bad} holds payload 20: {w:?}"
+        );
         assert!(!w.tested.contains(&tags[20]), "the scope never ran it");
     }
 
@@ -383,11 +444,17 @@ mod payload_tests {
             started: n as i64 * 14_400,
             seconds,
         };
-        let before: Vec<Tested<'_>> = vec![run(18, 0), run(18, 1), run(19, 0), run(19, 2), run(20, 0)];
+        let before: Vec<Tested<'_>> =
+            vec![run(18, 0), run(18, 1), run(19, 0), run(19, 2), run(20, 0)];
         let before: Vec<&Tested<'_>> = before.iter().collect();
         let at = |t: &Tested<'_>| tags.iter().position(|x| x == t.payload).unwrap();
         let after_with = |hits: i64| -> Vec<Run> {
-            (0..20).map(|i| Run { at: i, seconds: if i < hits { 30 } else { 0 } }).collect()
+            (0..20)
+                .map(|i| Run {
+                    at: i,
+                    seconds: if i < hits { 30 } else { 0 },
+                })
+                .collect()
         };
         // a regression that hits 17 runs in 20 spares one in six: one clean run of payload 20
         // is no proof it was good, with 19's two clean runs it is
@@ -404,12 +471,23 @@ mod payload_tests {
     #[test]
     fn unknown_payloads_and_no_change_give_nothing() {
         let runs: Vec<Tested<'_>> = (0..30)
-            .map(|n| Tested { payload: "", built: n, started: n, seconds: if n > 15 { 30 } else { 0 } })
+            .map(|n| Tested {
+                payload: "",
+                built: n,
+                started: n,
+                seconds: if n > 15 { 30 } else { 0 },
+            })
             .collect();
         assert_eq!(payload_change(&runs, 5.0), None);
         let t = tag(1);
-        let flat: Vec<Tested<'_>> =
-            (0..30).map(|n| Tested { payload: &t, built: n, started: n, seconds: 0 }).collect();
+        let flat: Vec<Tested<'_>> = (0..30)
+            .map(|n| Tested {
+                payload: &t,
+                built: n,
+                started: n,
+                seconds: 0,
+            })
+            .collect();
         assert_eq!(payload_change(&flat, 5.0), None);
     }
 }

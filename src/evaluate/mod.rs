@@ -30,8 +30,8 @@ use serde::{Deserialize, Serialize};
 use self::thresholds::HistoricalTable;
 use crate::config::EvaluateSettings;
 use crate::model::{
-    Dimension, Dimensions, Fixed, GroupKey, Histogram, Percentile, Span, Threshold, ThresholdSource,
-    percentiles_of,
+    Dimension, Dimensions, Fixed, GroupKey, Histogram, Percentile, Span, Threshold,
+    ThresholdSource, percentiles_of,
 };
 
 /// The dimensions each level of groups keeps; the first level is the cell itself.
@@ -51,8 +51,18 @@ pub const LEVELS: [&[Dimension]; 5] = [
         Dimension::Topology,
         Dimension::UpgradeType,
     ],
-    &[Dimension::Release, Dimension::Platform, Dimension::Architecture, Dimension::Topology],
-    &[Dimension::Release, Dimension::Network, Dimension::Architecture, Dimension::Topology],
+    &[
+        Dimension::Release,
+        Dimension::Platform,
+        Dimension::Architecture,
+        Dimension::Topology,
+    ],
+    &[
+        Dimension::Release,
+        Dimension::Network,
+        Dimension::Architecture,
+        Dimension::Topology,
+    ],
 ];
 
 /// A level of groups: which of [`LEVELS`] its groups keep. The first is the cell itself; each
@@ -181,7 +191,11 @@ pub fn runs_of(span: Span, cell: &CellHistograms) -> &Histogram {
 /// The spans a cycle judges: the window, then each recent span.
 pub fn spans(settings: &EvaluateSettings) -> impl Iterator<Item = Span> + '_ {
     std::iter::once(Span::Window).chain(
-        settings.recent_days.iter().enumerate().map(|(index, days)| Span::Recent { index, days: *days }),
+        settings
+            .recent_days
+            .iter()
+            .enumerate()
+            .map(|(index, days)| Span::Recent { index, days: *days }),
     )
 }
 
@@ -219,7 +233,11 @@ impl GroupResult {
             .iter()
             .filter(|c| c.exceeds)
             .min_by(|a, b| a.p_value.total_cmp(&b.p_value))
-            .or_else(|| self.checks.iter().find(|c| c.observed > c.threshold.seconds))
+            .or_else(|| {
+                self.checks
+                    .iter()
+                    .find(|c| c.observed > c.threshold.seconds)
+            })
             .or(self.checks.first())
     }
 }
@@ -284,17 +302,32 @@ pub fn reference<'a>(
     historical: &HistoricalTable,
 ) -> Option<Reference<'a>> {
     if let Some(t) = thresholds::configured(&settings.limits, c.key, percentile) {
-        return Some(Reference { threshold: t, against: None });
+        return Some(Reference {
+            threshold: t,
+            against: None,
+        });
     }
     if let Some(t) = historical.threshold(&c.key.backend, c.cell_dims, percentile) {
-        return Some(Reference { threshold: t, against: None });
+        return Some(Reference {
+            threshold: t,
+            against: None,
+        });
     }
     let q = percentile.fraction();
     let previous = || {
-        let (release, h) = c.previous.filter(|(_, h)| h.count() >= settings.min_job_runs)?;
-        let source = ThresholdSource::PreviousRelease { release: release.to_string(), runs: h.count() };
+        let (release, h) = c
+            .previous
+            .filter(|(_, h)| h.count() >= settings.min_job_runs)?;
+        let source = ThresholdSource::PreviousRelease {
+            release: release.to_string(),
+            runs: h.count(),
+        };
         Some(Reference {
-            threshold: Threshold { percentile, seconds: h.percentile(q)?, source },
+            threshold: Threshold {
+                percentile,
+                seconds: h.percentile(q)?,
+                source,
+            },
             against: Some(h),
         })
     };
@@ -305,9 +338,15 @@ pub fn reference<'a>(
     }
     if c.baseline.count() >= settings.min_job_runs {
         let seconds = c.baseline_percentiles[percentile.index()]?;
-        let source = ThresholdSource::Baseline { runs: c.baseline.count() };
+        let source = ThresholdSource::Baseline {
+            runs: c.baseline.count(),
+        };
         return Some(Reference {
-            threshold: Threshold { percentile, seconds, source },
+            threshold: Threshold {
+                percentile,
+                seconds,
+                source,
+            },
             against: Some(c.baseline),
         });
     }
@@ -318,8 +357,18 @@ pub fn reference<'a>(
 /// beyond it, and at least as many as the percentile's rank implies (`n·(1 − p)`, rounded up).
 /// A P95 of 32 runs resting on two wild ones is not a regression; a P50 above the bar always
 /// has half its runs there.
-pub fn supported(current: &Histogram, fraction: f64, allowed: f64, settings: &EvaluateSettings) -> bool {
-    let above: u64 = current.nonzero_bins().iter().filter(|(s, _)| *s as f64 > allowed).map(|(_, n)| n).sum();
+pub fn supported(
+    current: &Histogram,
+    fraction: f64,
+    allowed: f64,
+    settings: &EvaluateSettings,
+) -> bool {
+    let above: u64 = current
+        .nonzero_bins()
+        .iter()
+        .filter(|(s, _)| *s as f64 > allowed)
+        .map(|(_, n)| n)
+        .sum();
     let rank = (current.count() as f64 * (1.0 - fraction)).ceil() as u64;
     above >= settings.min_support_runs.max(rank)
 }
@@ -363,7 +412,11 @@ fn test<'c>(
 /// Whether more of the cells' window runs are above `level` than of their baseline runs, each
 /// cell against its own: a cell that joined or left the group (a new job, a stopped one) or ran
 /// more or less often than before is no evidence (see [`stats::stratified_greater`]).
-pub fn exceedance_test<'c>(cells: impl Iterator<Item = &'c CellHistograms>, span: Span, level: f64) -> f64 {
+pub fn exceedance_test<'c>(
+    cells: impl Iterator<Item = &'c CellHistograms>,
+    span: Span,
+    level: f64,
+) -> f64 {
     let strata: Vec<stats::Stratum> = cells
         .map(|c| stats::Stratum {
             x1: runs_of(span, c).count_above(level),
@@ -413,7 +466,12 @@ impl<'a> Common<'a> {
         let current = Histogram::sum_of(both.iter().map(|&c| runs_of(span, &all[c])), &mut scratch);
         let baseline = Histogram::sum_of(both.iter().map(|&c| &all[c].baseline), &mut scratch);
         let percentiles = [percentiles_of(&current), percentiles_of(&baseline)];
-        Common { current: Cow::Owned(current), baseline: Cow::Owned(baseline), percentiles, cells: both }
+        Common {
+            current: Cow::Owned(current),
+            baseline: Cow::Owned(baseline),
+            percentiles,
+            cells: both,
+        }
     }
 }
 
@@ -426,7 +484,11 @@ pub fn evaluate(
 ) -> Evaluation {
     let t0 = std::time::Instant::now();
     let (mut metas, windows) = group(input, settings);
-    tracing::debug!(seconds = t0.elapsed().as_secs_f64(), groups = metas.len(), "evaluate: grouped");
+    tracing::debug!(
+        seconds = t0.elapsed().as_secs_f64(),
+        groups = metas.len(),
+        "evaluate: grouped"
+    );
     let t0 = std::time::Instant::now();
     let mut checks = check_all(&metas, &windows, input, settings, historical);
     tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: tested");
@@ -435,20 +497,35 @@ pub fn evaluate(
     for (r, cutoff) in results.iter_mut().zip(cutoffs) {
         r.cutoff = cutoff;
     }
-    tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: tested and judged");
+    tracing::debug!(
+        seconds = t0.elapsed().as_secs_f64(),
+        "evaluate: tested and judged"
+    );
     let t0 = std::time::Instant::now();
-    let previous_runs = |gi: usize| metas[gi].previous.map(|p| previous_runs(&windows[p], settings));
+    let previous_runs = |gi: usize| {
+        metas[gi]
+            .previous
+            .map(|p| previous_runs(&windows[p], settings))
+    };
     explain_away(&mut results, previous_runs, input, settings);
     for r in &mut results {
         apply_hysteresis(r, settings, input.now);
     }
-    tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: explained away and hysteresis");
-    Evaluation { groups: results, tests }
+    tracing::debug!(
+        seconds = t0.elapsed().as_secs_f64(),
+        "evaluate: explained away and hysteresis"
+    );
+    Evaluation {
+        groups: results,
+        tests,
+    }
 }
 
 /// Threads for the CPU-bound phases: the machine's cores, at most 8.
 fn threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8)
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8)
 }
 
 /// Per level, each variant's coarse group (interned), the values every coarse group keeps, and
@@ -466,14 +543,22 @@ fn coarse_groups(variants: &[Dimensions]) -> Coarse {
     let previous = values
         .iter()
         .map(|level_values| {
-            let id: FastMap<&Fixed, usize> = level_values.iter().enumerate().map(|(i, v)| (v, i)).collect();
+            let id: FastMap<&Fixed, usize> = level_values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (v, i))
+                .collect();
             level_values
                 .iter()
                 .map(|v| thresholds::previous_release_values(v).and_then(|p| id.get(&p).copied()))
                 .collect()
         })
         .collect();
-    Coarse { of, values, previous }
+    Coarse {
+        of,
+        values,
+        previous,
+    }
 }
 
 /// Per level, each variant's coarse group (interned) and the values every coarse group keeps,
@@ -493,7 +578,10 @@ fn coarse_ids(variants: &[Dimensions]) -> (Vec<Vec<usize>>, Vec<Vec<Fixed>>) {
                     .iter()
                     .map(|d| {
                         let text = v.get(*d);
-                        (*d, strings.entry(text).or_insert_with(|| text.into()).clone())
+                        (
+                            *d,
+                            strings.entry(text).or_insert_with(|| text.into()).clone(),
+                        )
                     })
                     .collect();
                 *intern.entry(key).or_insert_with_key(|key| {
@@ -532,11 +620,20 @@ impl<'i> Slots<'i> {
             per_backend: offsets[LEVELS.len()],
             offsets,
             coarse,
-            backends: input.backends.iter().map(|b| Arc::from(b.as_str())).collect(),
+            backends: input
+                .backends
+                .iter()
+                .map(|b| Arc::from(b.as_str()))
+                .collect(),
             excluded: input
                 .backends
                 .iter()
-                .map(|b| settings.exclude.iter().any(|x| !x.is_empty() && b.contains(x.as_str())))
+                .map(|b| {
+                    settings
+                        .exclude
+                        .iter()
+                        .any(|x| !x.is_empty() && b.contains(x.as_str()))
+                })
                 .collect(),
             threads: threads(),
             cells: input.cells,
@@ -601,7 +698,10 @@ impl<'i> Slots<'i> {
             m.previous = m.previous.map(|at| index[at]).filter(|&i| i != usize::MAX);
             if m.cells.len() > 1 {
                 let mut of = |window: fn(&CellHistograms) -> &Histogram| {
-                    Histogram::sum_of(m.cells.iter().map(|&c| window(&self.cells[c])), &mut scratch)
+                    Histogram::sum_of(
+                        m.cells.iter().map(|&c| window(&self.cells[c])),
+                        &mut scratch,
+                    )
                 };
                 let (current, baseline) = (of(|c| &c.current), of(|c| &c.baseline));
                 (w.current, w.baseline) = (Cow::Owned(current), Cow::Owned(baseline));
@@ -622,8 +722,9 @@ impl<'i> Slots<'i> {
 fn group<'a>(input: &EvalInput<'a>, settings: &EvaluateSettings) -> (Vec<Meta>, Vec<Windows<'a>>) {
     let slots = &Slots::new(input, settings);
     std::thread::scope(|scope| {
-        let handles: Vec<_> =
-            (0..slots.threads).map(|share| scope.spawn(move || slots.share(share))).collect();
+        let handles: Vec<_> = (0..slots.threads)
+            .map(|share| scope.spawn(move || slots.share(share)))
+            .collect();
         // A group and its previous release's share a backend, so a share: positions move by
         // the shares before.
         let (mut metas, mut windows) = (Vec::new(), Vec::new());
@@ -670,7 +771,10 @@ fn check_group(
         windows: w,
         previous,
         cell_dims: &cell_dims,
-        young: d.key.get(Dimension::Release).is_some_and(|r| input.young.contains(r)),
+        young: d
+            .key
+            .get(Dimension::Release)
+            .is_some_and(|r| input.young.contains(r)),
         input,
         settings,
         historical,
@@ -708,7 +812,11 @@ impl GroupChecks<'_, '_> {
                 _ => return Vec::new(),
             },
         };
-        let whole = if span == Span::Window { w.percentiles[0] } else { percentiles_of(runs) };
+        let whole = if span == Span::Window {
+            w.percentiles[0]
+        } else {
+            percentiles_of(runs)
+        };
         let mut out = Vec::with_capacity(settings.percentiles.len());
         let mut tested = Vec::with_capacity(settings.percentiles.len());
         for &p in &settings.percentiles {
@@ -731,8 +839,13 @@ impl GroupChecks<'_, '_> {
             return out;
         }
         let cells = self.input.cells;
-        let common =
-            Common::of(&self.meta.cells, cells, span, (runs, &w.baseline), [whole, w.percentiles[1]]);
+        let common = Common::of(
+            &self.meta.cells,
+            cells,
+            span,
+            (runs, &w.baseline),
+            [whole, w.percentiles[1]],
+        );
         let candidates = Candidates {
             key: &self.meta.key,
             baseline: &common.baseline,
@@ -744,7 +857,15 @@ impl GroupChecks<'_, '_> {
         let previous = self.previous.map(|p| p.1);
         out.extend(tested.into_iter().filter_map(|p| {
             let r = reference(&candidates, p, settings, self.historical)?;
-            Some(judge_check(&common, (runs, &whole), (span, p), r, previous, cells, settings))
+            Some(judge_check(
+                &common,
+                (runs, &whole),
+                (span, p),
+                r,
+                previous,
+                cells,
+                settings,
+            ))
         }));
         out
     }
@@ -773,7 +894,13 @@ pub fn judge_check(
     // a test only where it can matter: most groups are far within what is allowed
     let p_value = if exceeds {
         let strata = common.cells.iter().map(|&c| &cells[c]);
-        test(strata, current, (span, p, allowed), &r.threshold.source, previous)
+        test(
+            strata,
+            current,
+            (span, p, allowed),
+            &r.threshold.source,
+            previous,
+        )
     } else {
         1.0
     };
@@ -793,7 +920,11 @@ pub fn judge_check(
 /// The previous release's runs a group is compared with: its baseline (where known regressions
 /// are left out) when it has enough runs, else its current window.
 fn previous_runs<'a>(p: &'a Windows<'_>, settings: &EvaluateSettings) -> &'a Histogram {
-    if p.baseline.count() >= settings.min_job_runs { &p.baseline } else { &p.current }
+    if p.baseline.count() >= settings.min_job_runs {
+        &p.baseline
+    } else {
+        &p.current
+    }
 }
 
 /// The checks of every group, on every core.
@@ -806,9 +937,19 @@ fn check_all(
 ) -> Vec<Vec<Check>> {
     let one = |i: usize| {
         let previous = metas[i].previous.map(|p| {
-            (metas[p].key.get(Dimension::Release).unwrap_or_default(), previous_runs(&windows[p], settings))
+            (
+                metas[p].key.get(Dimension::Release).unwrap_or_default(),
+                previous_runs(&windows[p], settings),
+            )
         });
-        check_group(&metas[i], &windows[i], previous, input, settings, historical)
+        check_group(
+            &metas[i],
+            &windows[i],
+            previous,
+            input,
+            settings,
+            historical,
+        )
     };
     let threads = threads();
     let chunk = metas.len().div_ceil(threads).max(1);
@@ -818,7 +959,11 @@ fn check_all(
             .step_by(chunk)
             .map(|start| {
                 let one = &one;
-                scope.spawn(move || (start..(start + chunk).min(total)).map(one).collect::<Vec<_>>())
+                scope.spawn(move || {
+                    (start..(start + chunk).min(total))
+                        .map(one)
+                        .collect::<Vec<_>>()
+                })
             })
             .collect();
         let mut all = Vec::with_capacity(total);
@@ -847,7 +992,10 @@ fn adjust_for_multiple_tests(
     let group_family: Vec<usize> = metas
         .iter()
         .map(|m| {
-            let key = (crate::model::backend_family(&m.key.backend), m.key.get(Dimension::Release));
+            let key = (
+                crate::model::backend_family(&m.key.backend),
+                m.key.get(Dimension::Release),
+            );
             let next = family_of.len();
             *family_of.entry(key).or_insert(next)
         })
@@ -879,7 +1027,10 @@ fn adjust_for_multiple_tests(
         }
     }
     let tests = p_of.iter().map(Vec::len).sum();
-    (tests, group_family.into_iter().map(|f| cutoffs[f]).collect())
+    (
+        tests,
+        group_family.into_iter().map(|f| cutoffs[f]).collect(),
+    )
 }
 
 /// Each group's status: regressed now, or regressed before and still above the threshold. The
@@ -891,10 +1042,16 @@ fn judge(
     input: &EvalInput<'_>,
     settings: &EvaluateSettings,
 ) -> Vec<GroupResult> {
-    let prior_by_key: FastMap<GroupKey, &GroupState> =
-        input.prior.iter().filter_map(|(label, s)| GroupKey::parse_label(label).map(|k| (k, s))).collect();
+    let prior_by_key: FastMap<GroupKey, &GroupState> = input
+        .prior
+        .iter()
+        .filter_map(|(label, s)| GroupKey::parse_label(label).map(|k| (k, s)))
+        .collect();
     let one = |d: &mut Meta, w: &Windows, checks: Vec<Check>| {
-        let prior = prior_by_key.get(&d.key).map(|s| (*s).clone()).unwrap_or_default();
+        let prior = prior_by_key
+            .get(&d.key)
+            .map(|s| (*s).clone())
+            .unwrap_or_default();
         let enough = w.current.count() >= settings.min_job_runs;
         let regressed_now = checks.iter().any(|c| c.exceeds && c.discovery);
         let above = checks.iter().any(|c| c.observed > c.threshold.seconds);
@@ -974,13 +1131,27 @@ fn holds_without(
                 baseline.merge(&input.cells[k].baseline);
             }
             let percentiles = [percentiles_of(&current), percentiles_of(&baseline)];
-            let common = Common::of(remaining, input.cells, c.span, (&current, &baseline), percentiles);
-            let least = if c.span == Span::Window { settings.min_job_runs } else { settings.min_recent_runs };
+            let common = Common::of(
+                remaining,
+                input.cells,
+                c.span,
+                (&current, &baseline),
+                percentiles,
+            );
+            let least = if c.span == Span::Window {
+                settings.min_job_runs
+            } else {
+                settings.min_recent_runs
+            };
             let own_baseline = matches!(c.threshold.source, ThresholdSource::Baseline { .. });
             if own_baseline && common.baseline.count() < settings.min_job_runs {
                 return false;
             }
-            let judged = if own_baseline { &*common.current } else { &current };
+            let judged = if own_baseline {
+                &*common.current
+            } else {
+                &current
+            };
             if judged.count() < least {
                 return false;
             }
@@ -1002,8 +1173,9 @@ fn explain_away<'w>(
     input: &EvalInput<'_>,
     settings: &EvaluateSettings,
 ) {
-    let mut order: Vec<usize> =
-        (0..results.len()).filter(|&i| results[i].status == GroupStatus::Regressed).collect();
+    let mut order: Vec<usize> = (0..results.len())
+        .filter(|&i| results[i].status == GroupStatus::Regressed)
+        .collect();
     // Groups that hold a healthy part of their own come after those that do not: pooling a
     // regression with healthy cells can make a test more significant than the regression's
     // own, but never a better explanation of it.
@@ -1023,13 +1195,25 @@ fn explain_away<'w>(
     let mut covered: FastSet<usize> = FastSet::default();
     for gi in order {
         let r = &results[gi];
-        let remaining: Vec<usize> = r.cells.iter().copied().filter(|c| !covered.contains(c)).collect();
+        let remaining: Vec<usize> = r
+            .cells
+            .iter()
+            .copied()
+            .filter(|c| !covered.contains(c))
+            .collect();
         let keep = if r.state.regressed || remaining.len() == r.cells.len() {
             true
         } else if remaining.is_empty() {
             false
         } else {
-            holds_without(&remaining, &r.checks, previous_runs(gi), input, settings, r.cutoff)
+            holds_without(
+                &remaining,
+                &r.checks,
+                previous_runs(gi),
+                input,
+                settings,
+                r.cutoff,
+            )
         };
         if keep {
             covered.extend(results[gi].cells.iter().copied());
@@ -1045,13 +1229,19 @@ fn explain_away<'w>(
 /// within their cells with enough runs whose every percentile stayed within what is allowed.
 /// Only the cells of regressed groups are indexed: a healthy group with any other cell lies
 /// within none of them, and the regressed are few while the groups are many.
-fn mixed_groups(results: &[GroupResult], regressed: &[usize], settings: &EvaluateSettings) -> FastSet<usize> {
+fn mixed_groups(
+    results: &[GroupResult],
+    regressed: &[usize],
+    settings: &EvaluateSettings,
+) -> FastSet<usize> {
     let mut out = FastSet::default();
     if regressed.is_empty() {
         return out;
     }
-    let regressed_cells: FastSet<usize> =
-        regressed.iter().flat_map(|&gi| results[gi].cells.iter().copied()).collect();
+    let regressed_cells: FastSet<usize> = regressed
+        .iter()
+        .flat_map(|&gi| results[gi].cells.iter().copied())
+        .collect();
     let mut groups_of_cell: FastMap<usize, Vec<usize>> = FastMap::new();
     for (gi, g) in results.iter().enumerate() {
         let healthy = g.runs >= settings.min_job_runs
@@ -1067,10 +1257,17 @@ fn mixed_groups(results: &[GroupResult], regressed: &[usize], settings: &Evaluat
     for &gi in regressed {
         let g = &results[gi];
         let cells: FastSet<usize> = g.cells.iter().copied().collect();
-        let holds_healthy = g.cells.iter().filter_map(|c| groups_of_cell.get(c)).flatten().any(|&fi| {
-            let f = &results[fi];
-            fi != gi && f.cells.len() < g.cells.len() && f.cells.iter().all(|c| cells.contains(c))
-        });
+        let holds_healthy = g
+            .cells
+            .iter()
+            .filter_map(|c| groups_of_cell.get(c))
+            .flatten()
+            .any(|&fi| {
+                let f = &results[fi];
+                fi != gi
+                    && f.cells.len() < g.cells.len()
+                    && f.cells.iter().all(|c| cells.contains(c))
+            });
         if holds_healthy {
             out.insert(gi);
         }
@@ -1090,7 +1287,11 @@ fn apply_hysteresis(r: &mut GroupResult, settings: &EvaluateSettings, now: i64) 
             r.is_new = !prior.regressed;
             r.state = GroupState {
                 regressed: true,
-                clean_streak: if regressed_now || above { 0 } else { prior.clean_streak },
+                clean_streak: if regressed_now || above {
+                    0
+                } else {
+                    prior.clean_streak
+                },
                 since: prior.since.or(Some(now)),
             };
         }
@@ -1107,7 +1308,11 @@ fn apply_hysteresis(r: &mut GroupResult, settings: &EvaluateSettings, now: i64) 
             } else {
                 // Not clearly back yet: still regressed until enough clean evaluations.
                 r.status = GroupStatus::Regressed;
-                r.state = GroupState { regressed: true, clean_streak: streak, since: prior.since };
+                r.state = GroupState {
+                    regressed: true,
+                    clean_streak: streak,
+                    since: prior.since,
+                };
             }
         }
     }

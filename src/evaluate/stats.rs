@@ -22,7 +22,8 @@ pub fn erfc(x: f64) -> f64 {
                         + t * (-0.186_288_06
                             + t * (0.278_868_07
                                 + t * (-1.135_203_98
-                                    + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+                                    + t * (1.488_515_87
+                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
             .exp();
     if x >= 0.0 { r } else { 2.0 - r }
 }
@@ -64,9 +65,11 @@ const LN_FACTORIALS: usize = 1 << 15;
 fn ln_factorial(n: u64) -> f64 {
     static TABLE: std::sync::OnceLock<Vec<f64>> = std::sync::OnceLock::new();
     match usize::try_from(n) {
-        Ok(i) if i < LN_FACTORIALS => {
-            TABLE.get_or_init(|| (0..LN_FACTORIALS).map(|k| ln_gamma(k as f64 + 1.0)).collect())[i]
-        }
+        Ok(i) if i < LN_FACTORIALS => TABLE.get_or_init(|| {
+            (0..LN_FACTORIALS)
+                .map(|k| ln_gamma(k as f64 + 1.0))
+                .collect()
+        })[i],
         _ => ln_gamma(n as f64 + 1.0),
     }
 }
@@ -157,7 +160,9 @@ fn mann_whitney_bins(a: &[(i64, u64)], b: &[(i64, u64)]) -> f64 {
 /// The one-sided 95% lower bound of a Poisson mean after `n` events (exact up to 10, the
 /// normal approximation above).
 pub fn poisson_lower_95(n: u64) -> f64 {
-    const EXACT: [f64; 11] = [0.0, 0.051, 0.355, 0.818, 1.366, 1.970, 2.613, 3.285, 3.981, 4.695, 5.425];
+    const EXACT: [f64; 11] = [
+        0.0, 0.051, 0.355, 0.818, 1.366, 1.970, 2.613, 3.285, 3.981, 4.695, 5.425,
+    ];
     match EXACT.get(n as usize) {
         Some(x) => *x,
         None => {
@@ -203,12 +208,24 @@ pub struct TwoPart {
 }
 
 pub fn two_part_greater(current: &Histogram, baseline: &Histogram) -> TwoPart {
-    let share_p =
-        fisher_greater(current.disrupted(), current.count(), baseline.disrupted(), baseline.count());
+    let share_p = fisher_greater(
+        current.disrupted(),
+        current.count(),
+        baseline.disrupted(),
+        baseline.count(),
+    );
     let (cur, base) = (current.nonzero_bins(), baseline.nonzero_bins());
     let count = |bins: &[(i64, u64)]| bins.iter().map(|b| b.1).sum::<u64>();
-    let rank_p = if count(cur) >= 3 && count(base) >= 3 { mann_whitney_bins(cur, base) } else { 1.0 };
-    TwoPart { share_p, rank_p, p: (2.0 * share_p.min(rank_p)).min(1.0) }
+    let rank_p = if count(cur) >= 3 && count(base) >= 3 {
+        mann_whitney_bins(cur, base)
+    } else {
+        1.0
+    };
+    TwoPart {
+        share_p,
+        rank_p,
+        p: (2.0 * share_p.min(rank_p)).min(1.0),
+    }
 }
 
 /// One stratum of a stratified comparison: `x1` of `n1` runs of the window and `x2` of `n2`
@@ -234,8 +251,10 @@ const EXACT_SUPPORT: u64 = 400;
 /// `EXACT_SUPPORT` (400) possible totals, the Cochran–Mantel–Haenszel normal approximation with a
 /// continuity correction.
 pub fn stratified_greater(strata: &[Stratum]) -> f64 {
-    let informative: Vec<&Stratum> =
-        strata.iter().filter(|s| s.n1 > 0 && s.n2 > 0 && s.x1 + s.x2 > 0).collect();
+    let informative: Vec<&Stratum> = strata
+        .iter()
+        .filter(|s| s.n1 > 0 && s.n2 > 0 && s.x1 + s.x2 > 0)
+        .collect();
     let observed: u64 = informative.iter().map(|s| s.x1).sum();
     if observed == 0 {
         return 1.0;
@@ -294,7 +313,12 @@ fn cmh_greater(strata: &[&Stratum], observed: u64) -> f64 {
 
 /// The exact quantile test: p-value that the true `q`-quantile exceeds `threshold`.
 pub fn quantile_exceeds(h: &Histogram, q: f64, threshold: f64) -> f64 {
-    let above: u64 = h.bins().iter().filter(|b| b.0 as f64 > threshold).map(|b| b.1).sum();
+    let above: u64 = h
+        .bins()
+        .iter()
+        .filter(|b| b.0 as f64 > threshold)
+        .map(|b| b.1)
+        .sum();
     binomial_sf(above, h.count(), 1.0 - q)
 }
 
@@ -326,7 +350,11 @@ pub fn simes(p_values: &[f64]) -> f64 {
     let mut sorted: Vec<f64> = p_values.to_vec();
     sorted.sort_unstable_by(f64::total_cmp);
     let n = sorted.len() as f64;
-    sorted.iter().enumerate().map(|(i, p)| n * p / (i + 1) as f64).fold(1.0f64, f64::min)
+    sorted
+        .iter()
+        .enumerate()
+        .map(|(i, p)| n * p / (i + 1) as f64)
+        .fold(1.0f64, f64::min)
 }
 
 /// Benjamini–Hochberg adjusted p-values (q-values), for reporting.
@@ -358,14 +386,26 @@ mod tests {
         assert!(close(normal_sf(0.0), 0.5, 1e-7));
         assert!(close(normal_sf(-1.644_854), 0.95, 1e-6));
         assert!(close(ln_gamma(5.0), 24f64.ln(), 1e-10));
-        for n in [0, 1, 7, 1_000, LN_FACTORIALS as u64 - 1, LN_FACTORIALS as u64, 1 << 40] {
+        for n in [
+            0,
+            1,
+            7,
+            1_000,
+            LN_FACTORIALS as u64 - 1,
+            LN_FACTORIALS as u64,
+            1 << 40,
+        ] {
             assert_eq!(
                 ln_factorial(n),
                 ln_gamma(n as f64 + 1.0),
                 "the table holds ln_gamma's own values ({n})"
             );
         }
-        assert!(close(ln_gamma(0.5), std::f64::consts::PI.sqrt().ln(), 1e-10));
+        assert!(close(
+            ln_gamma(0.5),
+            std::f64::consts::PI.sqrt().ln(),
+            1e-10
+        ));
     }
 
     #[test]
@@ -379,14 +419,20 @@ mod tests {
     #[test]
     fn mann_whitney_agrees_with_a_hand_computation() {
         // a = {4,5,6}, b = {1,2,3}: U = 9, mean 4.5, var 5.25 → z = (9-4.5-0.5)/√5.25.
-        let p = mann_whitney_greater(&Histogram::from_values([4, 5, 6]), &Histogram::from_values([1, 2, 3]));
+        let p = mann_whitney_greater(
+            &Histogram::from_values([4, 5, 6]),
+            &Histogram::from_values([1, 2, 3]),
+        );
         assert!(close(p, normal_sf(4.0 / 5.25f64.sqrt()), 1e-9));
         // Identical samples: no evidence.
         let same = Histogram::from_values([1, 2, 2, 3, 9]);
         assert!(mann_whitney_greater(&same, &same) > 0.5);
         // All ties: no variance, no evidence.
         assert_eq!(
-            mann_whitney_greater(&Histogram::from_values([0, 0]), &Histogram::from_values([0, 0, 0])),
+            mann_whitney_greater(
+                &Histogram::from_values([0, 0]),
+                &Histogram::from_values([0, 0, 0])
+            ),
             1.0
         );
     }
@@ -399,20 +445,40 @@ mod tests {
                 .map(|x| (ln_choose(k, x) + ln_choose(n - k, n1 - x) - ln_choose(n, n1)).exp())
                 .sum::<f64>()
         };
-        for (x1, n1, x2, n2) in
-            [(25, 28, 17, 84), (3, 70, 30, 210), (10, 30, 9, 90), (0, 5, 3, 9), (60, 60, 0, 200)]
-        {
-            let (a, b) = (fisher_greater(x1, n1, x2, n2), direct_fisher(x1, n1, x2, n2).min(1.0));
-            assert!((a - b).abs() <= 1e-12 + 1e-9 * b, "fisher({x1},{n1},{x2},{n2}): {a} vs {b}");
+        for (x1, n1, x2, n2) in [
+            (25, 28, 17, 84),
+            (3, 70, 30, 210),
+            (10, 30, 9, 90),
+            (0, 5, 3, 9),
+            (60, 60, 0, 200),
+        ] {
+            let (a, b) = (
+                fisher_greater(x1, n1, x2, n2),
+                direct_fisher(x1, n1, x2, n2).min(1.0),
+            );
+            assert!(
+                (a - b).abs() <= 1e-12 + 1e-9 * b,
+                "fisher({x1},{n1},{x2},{n2}): {a} vs {b}"
+            );
         }
         let direct_binomial = |k: u64, n: u64, p: f64| {
             (k..=n)
-                .map(|x| (ln_choose(n, x) + x as f64 * p.ln() + (n - x) as f64 * (1.0 - p).ln()).exp())
+                .map(|x| {
+                    (ln_choose(n, x) + x as f64 * p.ln() + (n - x) as f64 * (1.0 - p).ln()).exp()
+                })
                 .sum::<f64>()
         };
-        for (k, n, p) in [(9, 10, 0.5), (20, 28, 0.05), (3, 200, 0.01), (150, 300, 0.5)] {
+        for (k, n, p) in [
+            (9, 10, 0.5),
+            (20, 28, 0.05),
+            (3, 200, 0.01),
+            (150, 300, 0.5),
+        ] {
             let (a, b) = (binomial_sf(k, n, p), direct_binomial(k, n, p).min(1.0));
-            assert!((a - b).abs() <= 1e-12 + 1e-9 * b, "binomial({k},{n},{p}): {a} vs {b}");
+            assert!(
+                (a - b).abs() <= 1e-12 + 1e-9 * b,
+                "binomial({k},{n},{p}): {a} vs {b}"
+            );
         }
     }
 
@@ -428,7 +494,10 @@ mod tests {
     fn benjamini_hochberg_on_a_textbook_list() {
         let p = [0.01, 0.04, 0.03, 0.005, 0.2];
         // Sorted: .005 .01 .03 .04 .2 vs q·k/m = .01 .02 .03 .04 .05 → the first four pass.
-        assert_eq!(benjamini_hochberg(&p, 0.05), vec![true, true, true, true, false]);
+        assert_eq!(
+            benjamini_hochberg(&p, 0.05),
+            vec![true, true, true, true, false]
+        );
         assert_eq!(benjamini_hochberg(&[0.5, 0.9], 0.05), vec![false, false]);
         let mut rng = fastrand::Rng::with_seed(3);
         for _ in 0..200 {
@@ -454,8 +523,10 @@ mod tests {
 
     #[test]
     fn a_planted_shift_is_found_and_no_shift_is_not() {
-        let baseline = Histogram::from_values((0..84).map(|i| if i % 5 == 0 { 1 + i % 4 } else { 0 }));
-        let regressed = Histogram::from_values((0..28).map(|i| if i % 10 == 0 { 0 } else { 12 + i }));
+        let baseline =
+            Histogram::from_values((0..84).map(|i| if i % 5 == 0 { 1 + i % 4 } else { 0 }));
+        let regressed =
+            Histogram::from_values((0..28).map(|i| if i % 10 == 0 { 0 } else { 12 + i }));
         assert!(two_part_greater(&regressed, &baseline).p < 1e-6);
         let same = Histogram::from_values((0..28).map(|i| if i % 5 == 0 { 1 + i % 4 } else { 0 }));
         assert!(two_part_greater(&same, &baseline).p > 0.3);
@@ -471,9 +542,16 @@ mod tests {
 
     #[test]
     fn one_stratum_is_fishers_test_and_one_sided_strata_say_nothing() {
-        assert_eq!(stratified_greater(&[stratum(3, 4, 1, 4)]), fisher_greater(3, 4, 1, 4));
+        assert_eq!(
+            stratified_greater(&[stratum(3, 4, 1, 4)]),
+            fisher_greater(3, 4, 1, 4)
+        );
         // a cell with runs only in the window (a new job) adds nothing, however high
-        let with_new = [stratum(3, 4, 1, 4), stratum(5, 5, 0, 0), stratum(0, 0, 4, 9)];
+        let with_new = [
+            stratum(3, 4, 1, 4),
+            stratum(5, 5, 0, 0),
+            stratum(0, 0, 4, 9),
+        ];
         assert_eq!(stratified_greater(&with_new), fisher_greater(3, 4, 1, 4));
         assert_eq!(stratified_greater(&[stratum(0, 10, 3, 30)]), 1.0);
         assert_eq!(stratified_greater(&[]), 1.0);
@@ -504,8 +582,15 @@ mod tests {
         // cell far more often: pooled, the share above the level quadruples
         let shifted = [stratum(9, 30, 6, 20), stratum(0, 5, 1, 100)];
         let pooled = fisher_greater(9, 35, 7, 120);
-        assert!(pooled < 0.01, "pooled the shift looks significant: {pooled}");
-        assert!(stratified_greater(&shifted) > 0.3, "{}", stratified_greater(&shifted));
+        assert!(
+            pooled < 0.01,
+            "pooled the shift looks significant: {pooled}"
+        );
+        assert!(
+            stratified_greater(&shifted) > 0.3,
+            "{}",
+            stratified_greater(&shifted)
+        );
         // the same cells, each worse than its own reference
         let worse = [stratum(25, 30, 6, 20), stratum(4, 5, 1, 100)];
         assert!(stratified_greater(&worse) < 1e-6);
@@ -522,7 +607,10 @@ mod tests {
         let exact = stratified_greater(&mild);
         let observed = mild.iter().map(|s| s.x1).sum();
         let approx = cmh_greater(&mild.iter().collect::<Vec<_>>(), observed);
-        assert!((0.001..0.2).contains(&exact) && (exact - approx).abs() < 0.02, "{exact} vs {approx}");
+        assert!(
+            (0.001..0.2).contains(&exact) && (exact - approx).abs() < 0.02,
+            "{exact} vs {approx}"
+        );
     }
 
     #[test]

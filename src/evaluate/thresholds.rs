@@ -5,16 +5,25 @@ use std::collections::HashMap;
 
 use crate::config::LimitRule;
 use crate::model::{
-    Dimension, Dimensions, Fixed, GroupKey, HistoricalRow, Percentile, Threshold, ThresholdSource, glob_match,
+    Dimension, Dimensions, Fixed, GroupKey, HistoricalRow, Percentile, Threshold, ThresholdSource,
+    glob_match,
 };
 
 /// The configured limit for a group and percentile: among rules whose backend glob matches and
 /// whose every dimension the group fixes to the same value, the most specific.
-pub fn configured(rules: &[LimitRule], group: &GroupKey, percentile: Percentile) -> Option<Threshold> {
+pub fn configured(
+    rules: &[LimitRule],
+    group: &GroupKey,
+    percentile: Percentile,
+) -> Option<Threshold> {
     rules
         .iter()
         .filter(|r| r.percentile == percentile && glob_match(&r.backend, &group.backend))
-        .filter(|r| r.dimensions().iter().all(|(d, v)| group.get(*d) == Some(v.as_str())))
+        .filter(|r| {
+            r.dimensions()
+                .iter()
+                .all(|(d, v)| group.get(*d) == Some(v.as_str()))
+        })
         .max_by_key(|r| (r.dimensions().len(), r.backend.replace('*', "").len()))
         .map(|r| Threshold {
             percentile,
@@ -50,7 +59,10 @@ impl HistoricalTable {
             );
             map.entry(key).or_default().push(r);
         }
-        HistoricalTable { rows: map, min_runs }
+        HistoricalTable {
+            rows: map,
+            min_runs,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -72,9 +84,20 @@ impl HistoricalTable {
         let trusted = |r: &&HistoricalRow| r.job_runs.is_none_or(|n| n >= self.min_runs);
         rows.iter()
             .filter(trusted)
-            .find(|r| !r.master_nodes_updated.is_empty() && r.master_nodes_updated == d.master_nodes_updated)
-            .or_else(|| rows.iter().filter(trusted).find(|r| r.master_nodes_updated.is_empty()))
-            .or_else(|| rows.iter().filter(trusted).max_by_key(|r| r.job_runs.unwrap_or(0)))
+            .find(|r| {
+                !r.master_nodes_updated.is_empty()
+                    && r.master_nodes_updated == d.master_nodes_updated
+            })
+            .or_else(|| {
+                rows.iter()
+                    .filter(trusted)
+                    .find(|r| r.master_nodes_updated.is_empty())
+            })
+            .or_else(|| {
+                rows.iter()
+                    .filter(trusted)
+                    .max_by_key(|r| r.job_runs.unwrap_or(0))
+            })
     }
 
     /// A group's historical threshold: the largest of its cells' values, when every cell with
@@ -119,7 +142,10 @@ pub fn previous_release(release: &str) -> Option<String> {
 /// The same group one release earlier (`from_release` shifted too when the group fixes it).
 #[cfg(test)]
 pub(crate) fn previous_release_key(group: &GroupKey) -> Option<GroupKey> {
-    Some(GroupKey { backend: group.backend.clone(), fixed: previous_release_values(&group.fixed)? })
+    Some(GroupKey {
+        backend: group.backend.clone(),
+        fixed: previous_release_values(&group.fixed)?,
+    })
 }
 
 /// The values of a group one release earlier: the release (and a fixed, non-empty
@@ -139,7 +165,12 @@ mod tests {
     use super::*;
 
     fn rule(backend: &str, dims: &[(&str, &str)], p: Percentile, seconds: f64) -> LimitRule {
-        let mut r = LimitRule { backend: backend.into(), percentile: p, seconds, ..Default::default() };
+        let mut r = LimitRule {
+            backend: backend.into(),
+            percentile: p,
+            seconds,
+            ..Default::default()
+        };
         for (d, v) in dims {
             r.set(Dimension::parse(d).unwrap(), v);
         }
@@ -157,7 +188,12 @@ mod tests {
         GroupKey::keeping(
             "image-registry-new-connections",
             &d,
-            &[Dimension::Release, Dimension::Platform, Dimension::Architecture, Dimension::Topology],
+            &[
+                Dimension::Release,
+                Dimension::Platform,
+                Dimension::Architecture,
+                Dimension::Topology,
+            ],
         )
     }
 
@@ -165,9 +201,24 @@ mod tests {
     fn the_most_specific_configured_limit_wins() {
         let rules = vec![
             rule("*", &[], Percentile::P50, 30.0),
-            rule("image-registry-*", &[("platform", "metal")], Percentile::P50, 5.0),
-            rule("image-registry-*", &[("platform", "aws")], Percentile::P50, 2.0),
-            rule("image-registry-*", &[("network", "ovn")], Percentile::P50, 1.0),
+            rule(
+                "image-registry-*",
+                &[("platform", "metal")],
+                Percentile::P50,
+                5.0,
+            ),
+            rule(
+                "image-registry-*",
+                &[("platform", "aws")],
+                Percentile::P50,
+                2.0,
+            ),
+            rule(
+                "image-registry-*",
+                &[("network", "ovn")],
+                Percentile::P50,
+                1.0,
+            ),
         ];
         let t = configured(&rules, &metal_group(), Percentile::P50).unwrap();
         assert_eq!(t.seconds, 5.0);
@@ -207,11 +258,29 @@ mod tests {
             master_nodes_updated: "Y".into(),
         };
         let (ovn, sdn) = (cell("ovn"), cell("sdn"));
-        let t = table.threshold("image-registry-new-connections", &[&ovn, &sdn], Percentile::P50).unwrap();
+        let t = table
+            .threshold(
+                "image-registry-new-connections",
+                &[&ovn, &sdn],
+                Percentile::P50,
+            )
+            .unwrap();
         assert_eq!(t.seconds, 4.0);
-        assert!(table.threshold("image-registry-new-connections", &[&ovn, &sdn], Percentile::P75).is_none());
+        assert!(
+            table
+                .threshold(
+                    "image-registry-new-connections",
+                    &[&ovn, &sdn],
+                    Percentile::P75
+                )
+                .is_none()
+        );
         let untrusted = HistoricalTable::new(vec![row("ovn", 2.0, 10)], 30);
-        assert!(untrusted.threshold("image-registry-new-connections", &[&ovn], Percentile::P50).is_none());
+        assert!(
+            untrusted
+                .threshold("image-registry-new-connections", &[&ovn], Percentile::P50)
+                .is_none()
+        );
     }
 
     #[test]

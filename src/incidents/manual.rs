@@ -8,7 +8,9 @@
 
 use std::fmt;
 
-use super::plan::{Action, Effect, Known, NewSilence, Plan, Policy, Resolution, Step, with_effects};
+use super::plan::{
+    Action, Effect, Known, NewSilence, Plan, Policy, Resolution, Step, with_effects,
+};
 use super::silence::{Silence, Target};
 use super::told::{Told, Words};
 use super::{Incident, State};
@@ -27,9 +29,10 @@ pub enum Refusal {
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Refusal::NotFound(m) | Refusal::NotAllowed(m) | Refusal::BadInput(m) | Refusal::Conflict(m) => {
-                f.write_str(m)
-            }
+            Refusal::NotFound(m)
+            | Refusal::NotAllowed(m)
+            | Refusal::BadInput(m)
+            | Refusal::Conflict(m) => f.write_str(m),
         }
     }
 }
@@ -53,34 +56,73 @@ pub fn find<'a>(incidents: &'a [Incident], reference: &str) -> Result<&'a Incide
 }
 
 fn single(action: Action, effects: Vec<Effect>) -> Plan {
-    Plan { steps: vec![Step { action, effects, silenced_by: None, held: None }], ..Plan::default() }
+    Plan {
+        steps: vec![Step {
+            action,
+            effects,
+            silenced_by: None,
+            held: None,
+        }],
+        ..Plan::default()
+    }
 }
 
 /// Acknowledges an incident; its parent message (when posted) is edited to say who. The bool
 /// says whether it was new.
-pub(crate) fn acknowledge(known: &Known, reference: &str, actor: &str) -> Result<(Plan, bool), Refusal> {
+pub(crate) fn acknowledge(
+    known: &Known,
+    reference: &str,
+    actor: &str,
+) -> Result<(Plan, bool), Refusal> {
     let i = find(&known.incidents, reference)?;
     if i.acked_by.as_deref() == Some(actor) {
         return Ok((Plan::default(), false));
     }
-    let effects =
-        if known.delivered.slack_posted.contains(&i.id) { vec![Effect::SlackUpdate] } else { Vec::new() };
-    Ok((single(Action::Acknowledge { id: i.id, by: actor.to_string() }, effects), true))
+    let effects = if known.delivered.slack_posted.contains(&i.id) {
+        vec![Effect::SlackUpdate]
+    } else {
+        Vec::new()
+    };
+    Ok((
+        single(
+            Action::Acknowledge {
+                id: i.id,
+                by: actor.to_string(),
+            },
+            effects,
+        ),
+        true,
+    ))
 }
 
 /// Files an incident's Jira issue now, ignoring the per-cycle cap.
-pub(crate) fn file_now(known: &Known, reference: &str, jira_enabled: bool) -> Result<Plan, Refusal> {
+pub(crate) fn file_now(
+    known: &Known,
+    reference: &str,
+    jira_enabled: bool,
+) -> Result<Plan, Refusal> {
     if !jira_enabled {
-        return Err(Refusal::NotAllowed("Jira is not configured for sheriff.".into()));
+        return Err(Refusal::NotAllowed(
+            "Jira is not configured for sheriff.".into(),
+        ));
     }
     let i = find(&known.incidents, reference)?;
     if let Some(key) = &i.jira_key {
-        return Err(Refusal::Conflict(format!("incident #{} already has {key}", i.id)));
+        return Err(Refusal::Conflict(format!(
+            "incident #{} already has {key}",
+            i.id
+        )));
     }
     if known.delivered.jira_filed.contains(&i.id) {
-        return Err(Refusal::Conflict(format!("incident #{}'s Jira issue is being filed", i.id)));
+        return Err(Refusal::Conflict(format!(
+            "incident #{}'s Jira issue is being filed",
+            i.id
+        )));
     }
-    Ok(single(Action::FileJira { id: i.id }, vec![Effect::JiraCreate]))
+    Ok(single(
+        Action::FileJira { id: i.id },
+        vec![Effect::JiraCreate],
+    ))
 }
 
 /// Resolves an open incident by hand (or as not a regression); Slack and Jira hear of it like
@@ -94,15 +136,30 @@ pub fn resolve(
 ) -> Result<Plan, Refusal> {
     let i = find(&known.incidents, reference)?;
     if !i.state.is_open() {
-        return Err(Refusal::Conflict(format!("incident #{} is already resolved", i.id)));
+        return Err(Refusal::Conflict(format!(
+            "incident #{} is already resolved",
+            i.id
+        )));
     }
     let step = Step {
-        action: Action::Resolve { id: i.id, snapshot: None, how, episodes: None },
+        action: Action::Resolve {
+            id: i.id,
+            snapshot: None,
+            how,
+            episodes: None,
+        },
         effects: Vec::new(),
         silenced_by: None,
         held: None,
     };
-    Ok(with_effects(now, vec![step], &known.incidents, &known.silences, &known.delivered, policy))
+    Ok(with_effects(
+        now,
+        vec![step],
+        &known.incidents,
+        &known.silences,
+        &known.delivered,
+        policy,
+    ))
 }
 
 /// "Not a regression": the reason in the history, the incident resolved if open, and a
@@ -123,13 +180,17 @@ pub fn not_a_regression(
     let said = |reason| (policy.words)(&Told::NotARegression { reason });
     let resolution_reason = reason.trim_start_matches(&said("")).to_string();
     let reason = said(reason);
-    let silenced =
-        known.silences.iter().any(|s| s.fingerprint.as_deref() == Some(&i.fingerprint) && s.reason == reason);
+    let silenced = known
+        .silences
+        .iter()
+        .any(|s| s.fingerprint.as_deref() == Some(&i.fingerprint) && s.reason == reason);
     if i.state == State::Resolved && silenced {
         return Ok(Plan::default());
     }
     let mut plan = if i.state.is_open() {
-        let how = Resolution::NotARegression { reason: resolution_reason };
+        let how = Resolution::NotARegression {
+            reason: resolution_reason,
+        };
         resolve(known, reference, how, policy, now)?
     } else {
         Plan::default()
@@ -137,7 +198,11 @@ pub fn not_a_regression(
     plan.steps.insert(
         0,
         Step {
-            action: Action::Note { id: i.id, kind: "not_a_regression".into(), detail: reason.clone() },
+            action: Action::Note {
+                id: i.id,
+                kind: "not_a_regression".into(),
+                detail: reason.clone(),
+            },
             effects: Vec::new(),
             silenced_by: None,
             held: None,
@@ -145,7 +210,10 @@ pub fn not_a_regression(
     );
     if !silenced {
         plan.silences.push(NewSilence {
-            target: Target { fingerprint: Some(i.fingerprint.clone()), ..Target::default() },
+            target: Target {
+                fingerprint: Some(i.fingerprint.clone()),
+                ..Target::default()
+            },
             expires_at: now + NOT_A_REGRESSION_SECS,
             reason,
             incident: Some(i.id),
@@ -162,10 +230,14 @@ pub(crate) const MAX_ALLOWANCE_SECS: i64 = 180 * DAY;
 pub(crate) fn parse_until(text: &str, now: i64) -> Result<i64, Refusal> {
     let t = text.trim();
     if let Some(span) = crate::model::parse_span(t) {
-        return now.checked_add(span).ok_or_else(|| Refusal::BadInput("that duration is too long".into()));
+        return now
+            .checked_add(span)
+            .ok_or_else(|| Refusal::BadInput("that duration is too long".into()));
     }
     if let Ok(d) = chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d") {
-        return Ok(d.and_hms_opt(0, 0, 0).map_or(0, |d| d.and_utc().timestamp()));
+        return Ok(d
+            .and_hms_opt(0, 0, 0)
+            .map_or(0, |d| d.and_utc().timestamp()));
     }
     chrono::DateTime::parse_from_rfc3339(t).map(|d| d.timestamp()).map_err(|_| {
         Refusal::BadInput(format!(
@@ -197,21 +269,30 @@ pub fn accept(
 ) -> Result<Plan, Refusal> {
     use crate::model::Allowance;
     if a.reason.trim().is_empty() {
-        return Err(Refusal::BadInput("Say why this level is accepted (--reason).".into()));
+        return Err(Refusal::BadInput(
+            "Say why this level is accepted (--reason).".into(),
+        ));
     }
     let (percentile, seconds) =
         Allowance::parse_level(&a.level).map_err(|e| Refusal::BadInput(e.to_string()))?;
     if let Some(until) = a.until {
         if until <= now {
-            return Err(Refusal::BadInput("an accepted level ends in the future (--until)".into()));
+            return Err(Refusal::BadInput(
+                "an accepted level ends in the future (--until)".into(),
+            ));
         }
         if until - now > MAX_ALLOWANCE_SECS {
-            return Err(Refusal::BadInput("an accepted level lasts at most 180 days".into()));
+            return Err(Refusal::BadInput(
+                "an accepted level lasts at most 180 days".into(),
+            ));
         }
     }
     let i = find(&known.incidents, reference)?;
     if !i.state.is_open() {
-        return Err(Refusal::Conflict(format!("incident #{} is resolved; nothing to accept", i.id)));
+        return Err(Refusal::Conflict(format!(
+            "incident #{} is resolved; nothing to accept",
+            i.id
+        )));
     }
     let allowance = Allowance {
         percentile,
@@ -226,12 +307,20 @@ pub fn accept(
     };
     let same = i.allowance.as_ref().is_some_and(|old| {
         (old.percentile, old.seconds, old.until, &old.reason, &old.by)
-            == (percentile, seconds, a.until, &allowance.reason, &allowance.by)
+            == (
+                percentile,
+                seconds,
+                a.until,
+                &allowance.reason,
+                &allowance.by,
+            )
     });
     if same {
         return Ok(Plan::default());
     }
-    let text = words(&Told::Accepted { allowance: &allowance });
+    let text = words(&Told::Accepted {
+        allowance: &allowance,
+    });
     let mut effects = Vec::new();
     if known.delivered.slack_posted.contains(&i.id) {
         effects.push(Effect::SlackUpdate);
@@ -240,7 +329,14 @@ pub fn accept(
     if known.delivered.jira_filed.contains(&i.id) {
         effects.push(Effect::JiraComment { text: text.clone() });
     }
-    let mut plan = single(Action::Note { id: i.id, kind: "accepted".into(), detail: text }, effects);
+    let mut plan = single(
+        Action::Note {
+            id: i.id,
+            kind: "accepted".into(),
+            detail: text,
+        },
+        effects,
+    );
     plan.allowances.push(super::plan::AllowanceChange {
         incident: i.id,
         allowance: Some(allowance),
@@ -261,7 +357,9 @@ pub fn silence(
     now: i64,
 ) -> Result<(Plan, Option<i64>), Refusal> {
     if seconds <= 0 {
-        return Err(Refusal::BadInput("a silence needs a duration such as 24h or 7d".into()));
+        return Err(Refusal::BadInput(
+            "a silence needs a duration such as 24h or 7d".into(),
+        ));
     }
     if seconds > MAX_SILENCE_SECS {
         return Err(Refusal::BadInput("a silence lasts at most 90d".into()));
@@ -273,8 +371,9 @@ pub fn silence(
         target.fingerprint = Some(i.fingerprint.clone());
         incident = Some(i.id);
     }
-    let expires_at =
-        now.checked_add(seconds).ok_or_else(|| Refusal::BadInput("that duration is too long".into()))?;
+    let expires_at = now
+        .checked_add(seconds)
+        .ok_or_else(|| Refusal::BadInput("that duration is too long".into()))?;
     let same = |s: &&Silence| {
         s.target() == target
             && s.reason == reason
@@ -286,7 +385,12 @@ pub fn silence(
         return Ok((Plan::default(), Some(s.id)));
     }
     let plan = Plan {
-        silences: vec![NewSilence { target, expires_at, reason: reason.to_string(), incident }],
+        silences: vec![NewSilence {
+            target,
+            expires_at,
+            reason: reason.to_string(),
+            incident,
+        }],
         ..Plan::default()
     };
     Ok((plan, None))
@@ -311,29 +415,53 @@ pub(crate) fn open_incidents_held(known: &Known, target: &Target) -> Vec<i64> {
 
 /// Ends silences: by number, every active one of an incident, or the one a matcher describes.
 /// What they held is told now, for each incident no other silence holds, resolved or not.
-pub fn unsilence(known: &Known, reference: &str, policy: &Policy, now: i64) -> Result<Plan, Refusal> {
+pub fn unsilence(
+    known: &Known,
+    reference: &str,
+    policy: &Policy,
+    now: i64,
+) -> Result<Plan, Refusal> {
     let incident = find(&known.incidents, reference).ok();
     let wanted: Vec<i64> = known
         .silences
         .iter()
         .filter(|s| {
             s.id.to_string() == reference.trim().trim_start_matches('#')
-                || incident.is_some_and(|i| s.fingerprint.as_deref() == Some(i.fingerprint.as_str()))
+                || incident
+                    .is_some_and(|i| s.fingerprint.as_deref() == Some(i.fingerprint.as_str()))
                 || s.target().describe() == reference.trim()
         })
         .map(|s| s.id)
         .collect();
     if wanted.is_empty() {
-        return Err(Refusal::NotFound(format!("no active silence matches {reference}")));
+        return Err(Refusal::NotFound(format!(
+            "no active silence matches {reference}"
+        )));
     }
-    let left: Vec<Silence> = known.silences.iter().filter(|s| !wanted.contains(&s.id)).cloned().collect();
-    let owed = known.incidents.iter().filter(|i| !i.held.is_empty()).map(|i| Step {
-        action: Action::CatchUp { id: i.id },
-        effects: Vec::new(),
-        silenced_by: None,
-        held: None,
-    });
-    let mut plan = with_effects(now, owed.collect(), &known.incidents, &left, &known.delivered, policy);
+    let left: Vec<Silence> = known
+        .silences
+        .iter()
+        .filter(|s| !wanted.contains(&s.id))
+        .cloned()
+        .collect();
+    let owed = known
+        .incidents
+        .iter()
+        .filter(|i| !i.held.is_empty())
+        .map(|i| Step {
+            action: Action::CatchUp { id: i.id },
+            effects: Vec::new(),
+            silenced_by: None,
+            held: None,
+        });
+    let mut plan = with_effects(
+        now,
+        owed.collect(),
+        &known.incidents,
+        &left,
+        &known.delivered,
+        policy,
+    );
     plan.unsilence = wanted;
     Ok(plan)
 }
@@ -345,10 +473,14 @@ mod tests {
     use crate::model::{Dimension, Scope};
 
     fn known() -> Known {
-        let r = crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 31.0, 4.0);
+        let r =
+            crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 31.0, 4.0);
         let mut i = Incident::new(3, "sheriff-00000000000000aa", Snapshot::from_report(&r));
         i.state = State::Ongoing;
-        let mut k = Known { incidents: vec![i], ..Known::default() };
+        let mut k = Known {
+            incidents: vec![i],
+            ..Known::default()
+        };
         k.delivered.slack_posted.insert(3);
         k
     }
@@ -376,16 +508,31 @@ mod tests {
         k.incidents[0].acked_by = Some("slack:U1".into());
         let (again, new) = acknowledge(&k, "3", "slack:U1").unwrap();
         assert!(!new && again.steps.is_empty());
-        assert!(matches!(acknowledge(&k, "9", "x"), Err(Refusal::NotFound(_))));
+        assert!(matches!(
+            acknowledge(&k, "9", "x"),
+            Err(Refusal::NotFound(_))
+        ));
     }
 
     #[test]
     fn not_a_regression_resolves_notes_and_silences_once() {
         let mut k = known();
-        let plan = not_a_regression(&k, "sheriff-00000000000000aa", "a test change", &policy(), 100).unwrap();
+        let plan = not_a_regression(
+            &k,
+            "sheriff-00000000000000aa",
+            "a test change",
+            &policy(),
+            100,
+        )
+        .unwrap();
         assert!(matches!(plan.steps[0].action, Action::Note { .. }));
-        let Action::Resolve { how, .. } = &plan.steps[1].action else { panic!("{plan:?}") };
-        assert_eq!(crate::words::told(&Told::Resolved(how)), "resolved as not a regression: a test change");
+        let Action::Resolve { how, .. } = &plan.steps[1].action else {
+            panic!("{plan:?}")
+        };
+        assert_eq!(
+            crate::words::told(&Told::Resolved(how)),
+            "resolved as not a regression: a test change"
+        );
         assert_eq!(plan.silences[0].expires_at, 100 + NOT_A_REGRESSION_SECS);
         // the same request again, once applied: nothing to do
         k.incidents[0].state = State::Resolved;
@@ -402,7 +549,10 @@ mod tests {
         });
         let again = not_a_regression(&k, "3", "a test change", &policy(), 160).unwrap();
         assert!(again.steps.is_empty() && again.silences.is_empty());
-        assert!(matches!(not_a_regression(&k, "3", "  ", &policy(), 160), Err(Refusal::BadInput(_))));
+        assert!(matches!(
+            not_a_regression(&k, "3", "  ", &policy(), 160),
+            Err(Refusal::BadInput(_))
+        ));
     }
 
     #[test]
@@ -411,7 +561,10 @@ mod tests {
         let t = Target::parse(&["3"]).unwrap();
         let (plan, same) = silence(&k, &t, 86_400, "known", "U1", 1_000).unwrap();
         assert!(same.is_none());
-        assert_eq!(plan.silences[0].target.fingerprint.as_deref(), Some("sheriff-00000000000000aa"));
+        assert_eq!(
+            plan.silences[0].target.fingerprint.as_deref(),
+            Some("sheriff-00000000000000aa")
+        );
         assert_eq!(plan.silences[0].incident, Some(3));
         k.silences.push(Silence {
             id: 4,
@@ -426,17 +579,35 @@ mod tests {
         });
         let (again, same) = silence(&k, &t, 86_400, "known", "U1", 1_030).unwrap();
         assert_eq!((again.silences.len(), same), (0, Some(4)));
-        assert!(matches!(silence(&k, &t, 91 * 86_400, "x", "U1", 0), Err(Refusal::BadInput(_))));
-        assert!(matches!(silence(&k, &t, i64::MAX, "x", "U1", 5), Err(Refusal::BadInput(_))));
-        assert_eq!(unsilence(&k, "#4", &policy(), 1_100).unwrap().unsilence, vec![4]);
-        assert!(matches!(unsilence(&k, "77", &policy(), 1_100), Err(Refusal::NotFound(_))));
+        assert!(matches!(
+            silence(&k, &t, 91 * 86_400, "x", "U1", 0),
+            Err(Refusal::BadInput(_))
+        ));
+        assert!(matches!(
+            silence(&k, &t, i64::MAX, "x", "U1", 5),
+            Err(Refusal::BadInput(_))
+        ));
+        assert_eq!(
+            unsilence(&k, "#4", &policy(), 1_100).unwrap().unsilence,
+            vec![4]
+        );
+        assert!(matches!(
+            unsilence(&k, "77", &policy(), 1_100),
+            Err(Refusal::NotFound(_))
+        ));
     }
 
     #[test]
     fn filing_needs_jira_and_no_issue_yet() {
         let mut k = known();
-        assert!(matches!(file_now(&k, "3", false), Err(Refusal::NotAllowed(_))));
-        assert_eq!(file_now(&k, "3", true).unwrap().steps[0].effects, vec![Effect::JiraCreate]);
+        assert!(matches!(
+            file_now(&k, "3", false),
+            Err(Refusal::NotAllowed(_))
+        ));
+        assert_eq!(
+            file_now(&k, "3", true).unwrap().steps[0].effects,
+            vec![Effect::JiraCreate]
+        );
         k.incidents[0].jira_key = Some("OCPBUGS-1".into());
         assert!(matches!(file_now(&k, "3", true), Err(Refusal::Conflict(_))));
     }

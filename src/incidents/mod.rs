@@ -38,7 +38,13 @@ pub enum State {
 }
 
 impl State {
-    pub const ALL: [State; 5] = [State::New, State::Ongoing, State::Stale, State::Resolved, State::Reopened];
+    pub const ALL: [State; 5] = [
+        State::New,
+        State::Ongoing,
+        State::Stale,
+        State::Resolved,
+        State::Reopened,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -91,7 +97,10 @@ impl Snapshot {
     /// reference.
     pub(crate) fn now_and_reference(&self) -> (f64, Option<f64>) {
         let pair = self.report.percentiles.get(&self.percentile);
-        (pair.and_then(|p| p.now).unwrap_or(self.observed_seconds), pair.and_then(|p| p.baseline))
+        (
+            pair.and_then(|p| p.now).unwrap_or(self.observed_seconds),
+            pair.and_then(|p| p.baseline),
+        )
     }
 
     pub fn from_report(r: &RegressionReport) -> Snapshot {
@@ -236,13 +245,21 @@ pub(crate) fn material_changes(old: &Snapshot, new: &Snapshot) -> Vec<Change> {
     // A value back under its threshold is recovery under way (the groups' hysteresis): the
     // resolution will say so; a tier change is material only while it is still over.
     if old.tier != new.tier && new.observed_seconds > new.threshold_seconds {
-        out.push(Change::TierChanged { from: old.tier.clone(), to: new.tier.clone() });
+        out.push(Change::TierChanged {
+            from: old.tier.clone(),
+            to: new.tier.clone(),
+        });
     }
     if !new.evidence.is_empty() && old.evidence != new.evidence {
-        out.push(Change::EvidenceChanged { from: old.evidence.clone(), to: new.evidence.clone() });
+        out.push(Change::EvidenceChanged {
+            from: old.evidence.clone(),
+            to: new.evidence.clone(),
+        });
     }
     if let (None, Some(since)) = (old.report.no_data_since, new.report.no_data_since) {
-        out.push(Change::NoData { since: since.format("%b %-d %H:%M UTC").to_string() });
+        out.push(Change::NoData {
+            since: since.format("%b %-d %H:%M UTC").to_string(),
+        });
     }
     out
 }
@@ -332,7 +349,10 @@ mod tests {
     fn scope(pairs: &[(&str, &[&str])]) -> Scope {
         let mut s = Scope::new();
         for (d, v) in pairs {
-            s.set(crate::model::Dimension::parse(d).unwrap(), v.iter().copied());
+            s.set(
+                crate::model::Dimension::parse(d).unwrap(),
+                v.iter().copied(),
+            );
         }
         s
     }
@@ -355,25 +375,59 @@ mod tests {
     #[test]
     fn only_material_differences_count() {
         let metal = scope(&[("release", &["4.14"]), ("platform", &["metal"])]);
-        let metal_ovn = scope(&[("release", &["4.14"]), ("platform", &["metal"]), ("network", &["ovn"])]);
+        let metal_ovn = scope(&[
+            ("release", &["4.14"]),
+            ("platform", &["metal"]),
+            ("network", &["ovn"]),
+        ]);
         let a = snap(metal_ovn.clone(), 21.0, "image-registry Available=False");
         // the value moves within its tier, the evidence is the same: nothing to tell
         assert!(
-            material_changes(&a, &snap(metal_ovn.clone(), 24.0, "image-registry Available=False")).is_empty()
+            material_changes(
+                &a,
+                &snap(metal_ovn.clone(), 24.0, "image-registry Available=False")
+            )
+            .is_empty()
         );
         // evidence missing this cycle is not a change either
         assert!(material_changes(&a, &snap(metal_ovn.clone(), 24.0, "")).is_empty());
-        let grown = material_changes(&a, &snap(metal.clone(), 24.0, "image-registry Available=False"));
-        assert!(matches!(grown.as_slice(), [Change::ScopeGrew { .. }]), "{grown:?}");
+        let grown = material_changes(
+            &a,
+            &snap(metal.clone(), 24.0, "image-registry Available=False"),
+        );
+        assert!(
+            matches!(grown.as_slice(), [Change::ScopeGrew { .. }]),
+            "{grown:?}"
+        );
         let shrank = material_changes(&snap(metal, 24.0, ""), &snap(metal_ovn.clone(), 24.0, ""));
-        assert!(matches!(shrank.as_slice(), [Change::ScopeShrank { .. }]), "{shrank:?}");
-        let worse = material_changes(&a, &snap(metal_ovn.clone(), 45.0, "image-registry Available=False"));
-        assert_eq!(worse, vec![Change::TierChanged { from: "P50 5-10x".into(), to: "P50 >=10x".into() }]);
-        let recovering =
-            material_changes(&a, &snap(metal_ovn.clone(), 1.0, "image-registry Available=False"));
-        assert!(recovering.is_empty(), "back under the threshold, still within hysteresis: {recovering:?}");
+        assert!(
+            matches!(shrank.as_slice(), [Change::ScopeShrank { .. }]),
+            "{shrank:?}"
+        );
+        let worse = material_changes(
+            &a,
+            &snap(metal_ovn.clone(), 45.0, "image-registry Available=False"),
+        );
+        assert_eq!(
+            worse,
+            vec![Change::TierChanged {
+                from: "P50 5-10x".into(),
+                to: "P50 >=10x".into()
+            }]
+        );
+        let recovering = material_changes(
+            &a,
+            &snap(metal_ovn.clone(), 1.0, "image-registry Available=False"),
+        );
+        assert!(
+            recovering.is_empty(),
+            "back under the threshold, still within hysteresis: {recovering:?}"
+        );
         let evidence = material_changes(&a, &snap(metal_ovn, 21.0, "machine-config Degraded=True"));
-        assert!(matches!(evidence.as_slice(), [Change::EvidenceChanged { .. }]));
+        assert!(matches!(
+            evidence.as_slice(),
+            [Change::EvidenceChanged { .. }]
+        ));
         assert!(!evidence[0].for_jira());
     }
 
@@ -383,7 +437,10 @@ mod tests {
         let text = std::fs::read_to_string(path).unwrap();
         let s: Snapshot = serde_json::from_str(&text).unwrap();
         assert_eq!(s.percentile, Percentile::P50);
-        assert_eq!(s.scope.single(crate::model::Dimension::Platform), Some("metal"));
+        assert_eq!(
+            s.scope.single(crate::model::Dimension::Platform),
+            Some("metal")
+        );
         let r = &s.report;
         assert_eq!(r.status, crate::model::Status::New);
         assert_eq!(r.attribution.confidence, crate::model::Confidence::High);

@@ -60,8 +60,12 @@ impl Policy {
         self.routes
             .iter()
             .find(|r| {
-                r.component.as_deref().is_none_or(|g| glob_match(g, &s.component))
-                    && r.platform.as_deref().is_none_or(|g| platform.is_some_and(|p| glob_match(g, p)))
+                r.component
+                    .as_deref()
+                    .is_none_or(|g| glob_match(g, &s.component))
+                    && r.platform
+                        .as_deref()
+                        .is_none_or(|g| platform.is_some_and(|p| glob_match(g, p)))
                     && r.backend.as_deref().is_none_or(|g| {
                         glob_match(g, &s.family) || s.backends.iter().any(|b| glob_match(g, b))
                     })
@@ -181,7 +185,12 @@ impl Effect {
 /// by the delivery that filed it, so the parent never says "not filed" about an issue that
 /// exists.
 pub(crate) fn after_filing(key: &str, words: Words) -> Vec<Effect> {
-    vec![Effect::SlackUpdate, Effect::SlackReply { text: words(&Told::FiledInJira { key }) }]
+    vec![
+        Effect::SlackUpdate,
+        Effect::SlackReply {
+            text: words(&Told::FiledInJira { key }),
+        },
+    ]
 }
 
 /// The systems effects go to.
@@ -369,25 +378,46 @@ pub fn plan(
     let mut used: HashSet<i64> = HashSet::new();
     let mut steps: Vec<Step> = Vec::new();
     for &(id, into) in merges {
-        if incidents.iter().any(|i| i.id == id && i.state.is_open()) && incidents.iter().any(|i| i.id == into)
+        if incidents.iter().any(|i| i.id == id && i.state.is_open())
+            && incidents.iter().any(|i| i.id == into)
         {
             used.insert(id);
-            let action =
-                Action::Resolve { id, snapshot: None, how: Resolution::Merged { into }, episodes: None };
-            steps.push(Step { action, effects: Vec::new(), silenced_by: None, held: None });
+            let action = Action::Resolve {
+                id,
+                snapshot: None,
+                how: Resolution::Merged { into },
+                episodes: None,
+            };
+            steps.push(Step {
+                action,
+                effects: Vec::new(),
+                silenced_by: None,
+                held: None,
+            });
         }
     }
-    let active: Vec<&RegressionReport> = regressions.iter().filter(|r| r.status.is_active()).collect();
-    let resolved: Vec<&RegressionReport> = regressions.iter().filter(|r| !r.status.is_active()).collect();
+    let active: Vec<&RegressionReport> = regressions
+        .iter()
+        .filter(|r| r.status.is_active())
+        .collect();
+    let resolved: Vec<&RegressionReport> = regressions
+        .iter()
+        .filter(|r| !r.status.is_active())
+        .collect();
     let matched = match_active(now, &active, incidents, policy, &mut used);
-    steps.extend(active.iter().zip(matched).map(|(r, slot)| seen_again(r, slot, policy.words)));
+    steps.extend(
+        active
+            .iter()
+            .zip(matched)
+            .map(|(r, slot)| seen_again(r, slot, policy.words)),
+    );
     for r in resolved {
         if let Some(i) = match_resolved(r, incidents, &used) {
             used.insert(i.id);
             let how = match &r.verification {
-                Some(v) if v.verdict == FixVerdict::Fixed => {
-                    Resolution::Fixed { text: (policy.words)(&Told::Verdict(v)) }
-                }
+                Some(v) if v.verdict == FixVerdict::Fixed => Resolution::Fixed {
+                    text: (policy.words)(&Told::Verdict(v)),
+                },
                 _ => Resolution::Recovered,
             };
             let action = Action::Resolve {
@@ -396,16 +426,35 @@ pub fn plan(
                 how,
                 episodes: Some(episodes_after(Some(i), r, false)),
             };
-            steps.push(Step { action, effects: Vec::new(), silenced_by: None, held: None });
+            steps.push(Step {
+                action,
+                effects: Vec::new(),
+                silenced_by: None,
+                held: None,
+            });
         }
     }
-    for i in incidents.iter().filter(|i| !used.contains(&i.id) && i.state.is_open()) {
-        let action =
-            if i.state == State::Stale { Action::CatchUp { id: i.id } } else { Action::Stale { id: i.id } };
-        steps.push(Step { action, effects: Vec::new(), silenced_by: None, held: None });
+    for i in incidents
+        .iter()
+        .filter(|i| !used.contains(&i.id) && i.state.is_open())
+    {
+        let action = if i.state == State::Stale {
+            Action::CatchUp { id: i.id }
+        } else {
+            Action::Stale { id: i.id }
+        };
+        steps.push(Step {
+            action,
+            effects: Vec::new(),
+            silenced_by: None,
+            held: None,
+        });
     }
     // what a silence held of a resolved incident is told once the silence ends
-    for i in incidents.iter().filter(|i| !used.contains(&i.id) && !i.state.is_open() && !i.held.is_empty()) {
+    for i in incidents
+        .iter()
+        .filter(|i| !used.contains(&i.id) && !i.state.is_open() && !i.held.is_empty())
+    {
         steps.push(Step {
             action: Action::CatchUp { id: i.id },
             effects: Vec::new(),
@@ -413,7 +462,14 @@ pub fn plan(
             held: None,
         });
     }
-    with_effects(now, steps, incidents, &known.silences, &known.delivered, policy)
+    with_effects(
+        now,
+        steps,
+        incidents,
+        &known.silences,
+        &known.delivered,
+        policy,
+    )
 }
 
 /// The incident each active regression belongs to: its fingerprint's first, so an overlap never
@@ -446,7 +502,11 @@ fn match_active<'a>(
                 .filter(|i| !used.contains(&i.id) && i.state.is_open() == open)
                 .filter(|i| i.snapshot.family == r.family && i.snapshot.release == r.release)
                 .filter(|i| i.snapshot.scope.same_problem(&r.scope))
-                .filter(|i| open || i.resolved_at.is_some_and(|t| now - t <= policy.reopen_window_secs))
+                .filter(|i| {
+                    open || i
+                        .resolved_at
+                        .is_some_and(|t| now - t <= policy.reopen_window_secs)
+                })
                 .max_by_key(|i| i.updated_at)
         };
         *slot = candidate(true).or_else(|| candidate(false));
@@ -483,10 +543,21 @@ fn seen_again(r: &RegressionReport, incident: Option<&Incident>, words: Words) -
             changes.extend(material_changes(&i.snapshot, &snapshot));
             changes.extend(verdict_change(i, r, words));
             let episodes = episodes_after(Some(i), r, state == State::Reopened);
-            Action::Update { id: i.id, state, snapshot, changes, episodes }
+            Action::Update {
+                id: i.id,
+                state,
+                snapshot,
+                changes,
+                episodes,
+            }
         }
     };
-    Step { action, effects: Vec::new(), silenced_by: None, held: None }
+    Step {
+        action,
+        effects: Vec::new(),
+        silenced_by: None,
+        held: None,
+    }
 }
 
 /// A verdict on the incident's claimed fix not told yet for this claim (fixed resolves, and is
@@ -494,18 +565,27 @@ fn seen_again(r: &RegressionReport, incident: Option<&Incident>, words: Words) -
 fn verdict_change(i: &Incident, r: &RegressionReport, words: Words) -> Option<Change> {
     let v = r.verification.as_ref()?;
     let claim = i.fix.as_ref().filter(|c| c.key == v.key)?;
-    (v.verdict != FixVerdict::Fixed && !claim.told(v.verdict))
-        .then(|| Change::Verdict { verdict: v.verdict, text: words(&Told::Verdict(v)) })
+    (v.verdict != FixVerdict::Fixed && !claim.told(v.verdict)).then(|| Change::Verdict {
+        verdict: v.verdict,
+        text: words(&Told::Verdict(v)),
+    })
 }
 
 /// An incident's episodes once a report is taken in: a new episode for a new or reopened
 /// incident, the current one's onset refined otherwise, and its recovery when the report has one.
-fn episodes_after(incident: Option<&Incident>, r: &RegressionReport, reopened: bool) -> Vec<Episode> {
+fn episodes_after(
+    incident: Option<&Incident>,
+    r: &RegressionReport,
+    reopened: bool,
+) -> Vec<Episode> {
     let mut episodes = incident.map(|i| i.episodes.clone()).unwrap_or_default();
     if let Some(onset) = r.onset.clone() {
         match episodes.last_mut() {
             Some(last) if !reopened && last.recovered_at.is_none() => last.onset = onset,
-            _ => episodes.push(Episode { onset, recovered_at: None }),
+            _ => episodes.push(Episode {
+                onset,
+                recovered_at: None,
+            }),
         }
     }
     if let (Some(at), Some(last)) = (r.recovered_at, episodes.last_mut()) {
@@ -520,7 +600,11 @@ fn match_resolved<'a>(
     incidents: &'a [Incident],
     used: &HashSet<i64>,
 ) -> Option<&'a Incident> {
-    let open = || incidents.iter().filter(|i| i.state.is_open() && !used.contains(&i.id));
+    let open = || {
+        incidents
+            .iter()
+            .filter(|i| i.state.is_open() && !used.contains(&i.id))
+    };
     open().find(|i| i.fingerprint == r.fingerprint).or_else(|| {
         open()
             .filter(|i| i.snapshot.family == r.family && i.snapshot.release == r.release)
@@ -556,7 +640,11 @@ pub enum SummaryLine {
 
 impl SummaryLine {
     fn new(what: Happened, text: String, fingerprint: &str) -> SummaryLine {
-        SummaryLine::Line { what, text, fingerprint: fingerprint.to_string() }
+        SummaryLine::Line {
+            what,
+            text,
+            fingerprint: fingerprint.to_string(),
+        }
     }
 
     /// Whether it is about one incident (not the Jira cap's note).
@@ -566,12 +654,18 @@ impl SummaryLine {
 }
 
 /// The incident a step is about, as stored (None for a new one), and the snapshot it will have.
-fn subject<'a>(step: &Step, by_id: &BTreeMap<i64, &'a Incident>) -> Option<(Option<&'a Incident>, Snapshot)> {
+fn subject<'a>(
+    step: &Step,
+    by_id: &BTreeMap<i64, &'a Incident>,
+) -> Option<(Option<&'a Incident>, Snapshot)> {
     match &step.action {
         Action::Open { snapshot, .. } => Some((None, snapshot.clone())),
-        Action::Update { id, snapshot, .. } | Action::Resolve { id, snapshot: Some(snapshot), .. } => {
-            Some((by_id.get(id).copied(), snapshot.clone()))
-        }
+        Action::Update { id, snapshot, .. }
+        | Action::Resolve {
+            id,
+            snapshot: Some(snapshot),
+            ..
+        } => Some((by_id.get(id).copied(), snapshot.clone())),
         other => {
             let i = by_id.get(&other.incident()?)?;
             Some((Some(*i), i.snapshot.clone()))
@@ -614,11 +708,22 @@ impl Telling<'_> {
             } else if changes.iter().any(Change::for_jira) && !commented_recently {
                 effects.push(Effect::JiraComment { text: text.clone() });
             }
-            if verdict == Some(FixVerdict::FailedFix) && !self.policy.failed_fix_transition.is_empty() {
-                effects.push(Effect::JiraTransition { name: self.policy.failed_fix_transition.clone() });
+            if verdict == Some(FixVerdict::FailedFix)
+                && !self.policy.failed_fix_transition.is_empty()
+            {
+                effects.push(Effect::JiraTransition {
+                    name: self.policy.failed_fix_transition.clone(),
+                });
             }
         }
-        (if reopened { Happened::Reopened } else { Happened::Changed }, text)
+        (
+            if reopened {
+                Happened::Reopened
+            } else {
+                Happened::Changed
+            },
+            text,
+        )
     }
 
     fn resolved(&self, how: &Resolution, effects: &mut Vec<Effect>) {
@@ -659,7 +764,9 @@ fn add_reply(effects: &mut Vec<Effect>, text: &str) {
     if !effects.contains(&Effect::SlackUpdate) {
         effects.push(Effect::SlackUpdate);
     }
-    effects.push(Effect::SlackReply { text: text.to_string() });
+    effects.push(Effect::SlackReply {
+        text: text.to_string(),
+    });
 }
 
 /// Adds `text` to a step's Jira comment (one per step), commenting when there is none.
@@ -671,7 +778,9 @@ fn add_comment(effects: &mut Vec<Effect>, text: &str) {
             return;
         }
     }
-    effects.push(Effect::JiraComment { text: text.to_string() });
+    effects.push(Effect::JiraComment {
+        text: text.to_string(),
+    });
 }
 
 impl Effects<'_> {
@@ -679,10 +788,19 @@ impl Effects<'_> {
     /// is within it plus the minimum effect; once above, people hear so once, naming it; 2 days
     /// before it lapses a reminder goes to the thread; lapsed or on resolution, it ends. True
     /// when it held the step.
-    fn accepted_level(&mut self, step: &mut Step, i: &Incident, a: &Allowance, snapshot: &Snapshot) -> bool {
+    fn accepted_level(
+        &mut self,
+        step: &mut Step,
+        i: &Incident,
+        a: &Allowance,
+        snapshot: &Snapshot,
+    ) -> bool {
         let resolving = matches!(step.action, Action::Resolve { .. });
         if !a.active(self.now) || resolving {
-            let ended = Told::AcceptedEnded { allowance: a, with_resolution: resolving };
+            let ended = Told::AcceptedEnded {
+                allowance: a,
+                with_resolution: resolving,
+            };
             self.allowances.push(AllowanceChange {
                 incident: i.id,
                 allowance: None,
@@ -691,18 +809,26 @@ impl Effects<'_> {
             return false;
         }
         let level = match step.action {
-            Action::Update { .. } => snapshot.report.percentiles.get(&a.percentile).and_then(|p| p.now),
+            Action::Update { .. } => snapshot
+                .report
+                .percentiles
+                .get(&a.percentile)
+                .and_then(|p| p.now),
             _ => None,
         };
         let above = level.filter(|v| *v > a.seconds + self.policy.min_effect_seconds);
         let mut next = a.clone();
         // Once, when it first goes above.
-        let told = above
-            .filter(|_| !a.above)
-            .map(|v| (self.policy.words)(&Told::AboveAccepted { allowance: a, level: v }));
+        let told = above.filter(|_| !a.above).map(|v| {
+            (self.policy.words)(&Told::AboveAccepted {
+                allowance: a,
+                level: v,
+            })
+        });
         next.above = above.is_some() || (a.above && level.is_none());
-        let reminder_due =
-            a.until.is_some_and(|u| self.now >= u - crate::model::fix::ALLOWANCE_REMINDER_SECS);
+        let reminder_due = a
+            .until
+            .is_some_and(|u| self.now >= u - crate::model::fix::ALLOWANCE_REMINDER_SECS);
         let remind = reminder_due && !a.reminded;
         let held = above.is_none();
         if held {
@@ -721,12 +847,19 @@ impl Effects<'_> {
         }
         next.reminded |= remind;
         if remind && posted {
-            let lapsing = Told::AcceptedLapsing { allowance: a, incident: i.id };
+            let lapsing = Told::AcceptedLapsing {
+                allowance: a,
+                incident: i.id,
+            };
             add_reply(&mut step.effects, &(self.policy.words)(&lapsing));
         }
         if next != *a {
             let event = told.map(|t| ("above_accepted".to_string(), t));
-            self.allowances.push(AllowanceChange { incident: i.id, allowance: Some(next), event });
+            self.allowances.push(AllowanceChange {
+                incident: i.id,
+                allowance: Some(next),
+                event,
+            });
         }
         held
     }
@@ -735,7 +868,10 @@ impl Effects<'_> {
     // Long: one incident's telling in order: silence, first post and filing, the change, the
     // accepted level, and what a silence held.
     fn decide(&mut self, step: &mut Step) -> Option<(String, SummaryLine)> {
-        if matches!(step.action, Action::Acknowledge { .. } | Action::FileJira { .. } | Action::Note { .. }) {
+        if matches!(
+            step.action,
+            Action::Acknowledge { .. } | Action::FileJira { .. } | Action::Note { .. }
+        ) {
             return None; // people's steps carry their effects
         }
         let (existing, snapshot) = subject(step, &self.by_id)?;
@@ -745,7 +881,11 @@ impl Effects<'_> {
             (_, None) => "",
         }
         .to_string();
-        let holder = self.silences.iter().find(|s| s.holds(&fingerprint, &snapshot, self.now)).map(|s| s.id);
+        let holder = self
+            .silences
+            .iter()
+            .find(|s| s.holds(&fingerprint, &snapshot, self.now))
+            .map(|s| s.id);
         // what a person did is told whatever a silence holds: the others need to know
         let silence = holder.filter(|_| !by_a_person(&step.action));
         let id = existing.map(|i| i.id);
@@ -761,7 +901,9 @@ impl Effects<'_> {
             .and_then(|i| i.slack_channel.clone())
             .unwrap_or_else(|| self.policy.channel_for(&snapshot));
         let words = self.policy.words;
-        let label = words(&Told::Label { snapshot: &snapshot });
+        let label = words(&Told::Label {
+            snapshot: &snapshot,
+        });
         // open once this step is applied
         let open = match step.action {
             Action::Resolve { .. } => false,
@@ -770,7 +912,9 @@ impl Effects<'_> {
         };
         let mut effects = Vec::new();
         if !t.posted && open && silence.is_none() {
-            effects.push(Effect::SlackPost { channel: channel.clone() });
+            effects.push(Effect::SlackPost {
+                channel: channel.clone(),
+            });
             effects.push(Effect::SlackDetails);
         }
         if self.policy.jira && !t.filed && open && silence.is_none() {
@@ -783,12 +927,22 @@ impl Effects<'_> {
             }
         }
         let mut line = match &step.action {
-            Action::Open { .. } => {
-                Some((Happened::New, words(&Told::Headline { snapshot: &snapshot, news: &snapshot.summary })))
-            }
+            Action::Open { .. } => Some((
+                Happened::New,
+                words(&Told::Headline {
+                    snapshot: &snapshot,
+                    news: &snapshot.summary,
+                }),
+            )),
             Action::Update { changes, .. } if !changes.is_empty() => {
                 let (what, text) = t.changed(changes, &mut effects);
-                Some((what, words(&Told::Headline { snapshot: &snapshot, news: &text })))
+                Some((
+                    what,
+                    words(&Told::Headline {
+                        snapshot: &snapshot,
+                        news: &text,
+                    }),
+                ))
             }
             Action::Resolve { how, .. } => {
                 t.resolved(how, &mut effects);
@@ -827,7 +981,10 @@ impl Effects<'_> {
 fn by_a_person(action: &Action) -> bool {
     matches!(
         action,
-        Action::Resolve { how: Resolution::ByHand { .. } | Resolution::NotARegression { .. }, .. }
+        Action::Resolve {
+            how: Resolution::ByHand { .. } | Resolution::NotARegression { .. },
+            ..
+        }
     )
 }
 
@@ -842,7 +999,8 @@ fn add_owed(
     open: bool,
     words: Words,
 ) {
-    let texts = |f: fn(&Effect) -> Option<&String>| held.iter().filter_map(f).cloned().collect::<Vec<_>>();
+    let texts =
+        |f: fn(&Effect) -> Option<&String>| held.iter().filter_map(f).cloned().collect::<Vec<_>>();
     let slack = texts(|e| match e {
         Effect::SlackReply { text } => Some(text),
         _ => None,
@@ -851,9 +1009,9 @@ fn add_owed(
         add_reply(effects, &words(&Told::WhileSilenced { told: &slack }));
     }
     let jira = texts(|e| match e {
-        Effect::JiraComment { text } | Effect::JiraResolve { text } | Effect::JiraReopen { text } => {
-            Some(text)
-        }
+        Effect::JiraComment { text }
+        | Effect::JiraResolve { text }
+        | Effect::JiraReopen { text } => Some(text),
         _ => None,
     });
     if !filed || jira.is_empty() {
@@ -861,9 +1019,9 @@ fn add_owed(
     }
     let said = words(&Told::WhileSilenced { told: &jira });
     let own = effects.iter_mut().find_map(|e| match e {
-        Effect::JiraComment { text } | Effect::JiraResolve { text } | Effect::JiraReopen { text } => {
-            Some(text)
-        }
+        Effect::JiraComment { text }
+        | Effect::JiraResolve { text }
+        | Effect::JiraReopen { text } => Some(text),
         _ => None,
     });
     if let Some(text) = own {
@@ -875,10 +1033,15 @@ fn add_owed(
     } else {
         effects.push(Effect::JiraComment { text: said });
     }
-    let transition = held.iter().rev().find(|e| matches!(e, Effect::JiraTransition { .. }));
-    if let Some(t) =
-        transition.filter(|_| !effects.iter().any(|e| matches!(e, Effect::JiraTransition { .. })))
-    {
+    let transition = held
+        .iter()
+        .rev()
+        .find(|e| matches!(e, Effect::JiraTransition { .. }));
+    if let Some(t) = transition.filter(|_| {
+        !effects
+            .iter()
+            .any(|e| matches!(e, Effect::JiraTransition { .. }))
+    }) {
         effects.push(t.clone());
     }
 }
@@ -915,16 +1078,28 @@ pub fn with_effects(
     let mut summaries: Vec<Effect> = Vec::new();
     for (channel, mut lines) in lines {
         if channel == policy.default_channel && !not_filed.is_empty() {
-            let text = (policy.words)(&Told::NotFiled { cap: policy.jira_cap, labels: &not_filed });
+            let text = (policy.words)(&Told::NotFiled {
+                cap: policy.jira_cap,
+                labels: &not_filed,
+            });
             lines.push(SummaryLine::new(Happened::NotFiled, text, ""));
         }
         // one incident's change is its thread's news: a channel summary only gathers two or
         // more, or says what the Jira cap left unfiled
-        if lines.iter().filter(|l| l.is_incident()).count() >= 2 || lines.iter().any(|l| !l.is_incident()) {
+        if lines.iter().filter(|l| l.is_incident()).count() >= 2
+            || lines.iter().any(|l| !l.is_incident())
+        {
             summaries.push(Effect::SlackSummary { channel, lines });
         }
     }
-    Plan { steps, summaries, not_filed, allowances, accepted, ..Plan::default() }
+    Plan {
+        steps,
+        summaries,
+        not_filed,
+        allowances,
+        accepted,
+        ..Plan::default()
+    }
 }
 
 #[cfg(test)]

@@ -101,19 +101,28 @@ impl Target {
         {
             return false;
         }
-        let groups: Option<Vec<GroupKey>> =
-            s.report.groups.iter().map(|g| GroupKey::parse_label(g)).collect();
+        let groups: Option<Vec<GroupKey>> = s
+            .report
+            .groups
+            .iter()
+            .map(|g| GroupKey::parse_label(g))
+            .collect();
         let groups = groups.filter(|g| !g.is_empty()).unwrap_or_default();
         self.dimensions.iter().all(|(d, pattern)| {
             let values: Vec<&str> = if *d == Dimension::Release {
                 vec![s.release.as_str()]
             } else {
-                s.scope.get(*d).map(|v| v.iter().map(String::as_str).collect()).unwrap_or_default()
+                s.scope
+                    .get(*d)
+                    .map(|v| v.iter().map(String::as_str).collect())
+                    .unwrap_or_default()
             };
             let in_scope = !values.is_empty() && values.iter().all(|v| glob_match(pattern, v));
             // every affected group fixes the dimension to a matching value
             let in_groups = !groups.is_empty()
-                && groups.iter().all(|g| g.fixed.get(*d).is_some_and(|v| glob_match(pattern, v)));
+                && groups
+                    .iter()
+                    .all(|g| g.fixed.get(*d).is_some_and(|v| glob_match(pattern, v)));
             in_scope || in_groups
         })
     }
@@ -192,9 +201,15 @@ mod tests {
     fn matchers_and_expiry() {
         let metal = Scope::from([(Dimension::Platform, "metal")]);
         let every: Scope = Scope::new();
-        let m = silence(Target::parse(&["backend=image-registry-*", "platform=metal"]).unwrap(), 100);
+        let m = silence(
+            Target::parse(&["backend=image-registry-*", "platform=metal"]).unwrap(),
+            100,
+        );
         assert!(m.matches(&incident(metal.clone()), 50));
-        assert!(!m.matches(&incident(metal.clone()), 100), "expired at its expiry time");
+        assert!(
+            !m.matches(&incident(metal.clone()), 100),
+            "expired at its expiry time"
+        );
         assert!(
             !m.matches(&incident(every.clone()), 50),
             "an every-platform problem is not silenced by platform=metal"
@@ -218,13 +233,28 @@ mod tests {
     fn short_and_upper_case_dimension_names_match_like_the_canonical_ones() {
         let mut micro = Scope::from([(Dimension::Platform, "metal")]);
         micro.set(Dimension::UpgradeType, ["micro"]);
-        for typed in ["upgrade=micro", "UPGRADE_TYPE=micro", "Upgrade=micro", "upgrade_type=micro"] {
+        for typed in [
+            "upgrade=micro",
+            "UPGRADE_TYPE=micro",
+            "Upgrade=micro",
+            "upgrade_type=micro",
+        ] {
             let t = Target::parse(&["backend=image-registry-*", typed]).unwrap();
-            assert_eq!(t.dimensions.keys().collect::<Vec<_>>(), [&Dimension::UpgradeType], "{typed}");
-            assert!(silence(t, 100).matches(&incident(micro.clone()), 50), "{typed}");
+            assert_eq!(
+                t.dimensions.keys().collect::<Vec<_>>(),
+                [&Dimension::UpgradeType],
+                "{typed}"
+            );
+            assert!(
+                silence(t, 100).matches(&incident(micro.clone()), 50),
+                "{typed}"
+            );
         }
         let t = Target::parse(&["arch=amd64", "stack=ipv4", "from=4.13"]).unwrap();
-        assert_eq!(t.describe(), "from_release=4.13 architecture=amd64 network_stack=ipv4");
+        assert_eq!(
+            t.describe(),
+            "from_release=4.13 architecture=amd64 network_stack=ipv4"
+        );
     }
 
     #[test]
@@ -241,23 +271,43 @@ mod tests {
         let arm = ["backend=image-registry-*", "arch=arm64"];
         assert!(!silence(Target::parse(&arm).unwrap(), 100).matches(&i, 50));
         // one group of another architecture, or one that does not fix it: not every group matches
+        i.snapshot.report.groups.push(
+            "image-registry-new-connections release=4.14 platform=metal architecture=arm64".into(),
+        );
+        assert!(!silence(Target::parse(&words).unwrap(), 100).matches(&i, 50));
+        i.snapshot.report.groups.pop();
         i.snapshot
             .report
             .groups
-            .push("image-registry-new-connections release=4.14 platform=metal architecture=arm64".into());
-        assert!(!silence(Target::parse(&words).unwrap(), 100).matches(&i, 50));
-        i.snapshot.report.groups.pop();
-        i.snapshot.report.groups.push("image-registry-new-connections release=4.14 platform=metal".into());
+            .push("image-registry-new-connections release=4.14 platform=metal".into());
         assert!(!silence(Target::parse(&words).unwrap(), 100).matches(&i, 50));
     }
 
     #[test]
     fn bad_matchers_are_explained() {
-        assert!(Target::parse(&[]).unwrap_err().to_string().contains("name an incident"));
-        assert!(Target::parse(&["colour=red"]).unwrap_err().to_string().contains("unknown key `colour`"));
-        assert!(Target::parse(&["platform="]).unwrap_err().to_string().contains("needs a value"));
         assert!(
-            Target::parse(&["platform=metal", "junk"]).unwrap_err().to_string().contains("not key=value")
+            Target::parse(&[])
+                .unwrap_err()
+                .to_string()
+                .contains("name an incident")
+        );
+        assert!(
+            Target::parse(&["colour=red"])
+                .unwrap_err()
+                .to_string()
+                .contains("unknown key `colour`")
+        );
+        assert!(
+            Target::parse(&["platform="])
+                .unwrap_err()
+                .to_string()
+                .contains("needs a value")
+        );
+        assert!(
+            Target::parse(&["platform=metal", "junk"])
+                .unwrap_err()
+                .to_string()
+                .contains("not key=value")
         );
     }
 }

@@ -38,15 +38,27 @@ pub enum Told<'a> {
     Accepted { allowance: &'a Allowance },
     /// The incident's level went above its accepted level: `level` seconds at the allowance's
     /// percentile.
-    AboveAccepted { allowance: &'a Allowance, level: f64 },
+    AboveAccepted {
+        allowance: &'a Allowance,
+        level: f64,
+    },
     /// The accepted level lapses soon; how to keep it for incident `incident`.
-    AcceptedLapsing { allowance: &'a Allowance, incident: i64 },
+    AcceptedLapsing {
+        allowance: &'a Allowance,
+        incident: i64,
+    },
     /// The accepted level ended: with the incident's resolution, or it lapsed.
-    AcceptedEnded { allowance: &'a Allowance, with_resolution: bool },
+    AcceptedEnded {
+        allowance: &'a Allowance,
+        with_resolution: bool,
+    },
     /// The incident in a summary line: its family, release and scope.
     Label { snapshot: &'a Snapshot },
     /// A summary line: the incident's label, then what is new (its summary, or what changed).
-    Headline { snapshot: &'a Snapshot, news: &'a str },
+    Headline {
+        snapshot: &'a Snapshot,
+        news: &'a str,
+    },
     /// The incidents (by label) the Jira cap left unfiled this cycle, at most `cap` a cycle.
     NotFiled { cap: usize, labels: &'a [String] },
 }

@@ -71,7 +71,8 @@ impl<'a> EvidenceFetcher<'a> {
             return;
         }
         if self.down.lock().expect("down lock").is_some() {
-            metrics::counter!("sheriff_evidence_fetches_total", "outcome" => "pending").increment(1);
+            metrics::counter!("sheriff_evidence_fetches_total", "outcome" => "pending")
+                .increment(1);
             return;
         }
         let (job, build) = (record.run.job_name.clone(), record.run.build_id.clone());
@@ -85,14 +86,20 @@ impl<'a> EvidenceFetcher<'a> {
                         read.push((name, content));
                     }
                 }
-                Err(Miss::Never(why)) => {
-                    problems.push(FileProblem { file: file.location.clone(), error: why })
-                }
+                Err(Miss::Never(why)) => problems.push(FileProblem {
+                    file: file.location.clone(),
+                    error: why,
+                }),
                 Err(Miss::Later(why)) => {
-                    metrics::counter!("sheriff_evidence_fetches_total", "outcome" => "pending").increment(1);
+                    metrics::counter!("sheriff_evidence_fetches_total", "outcome" => "pending")
+                        .increment(1);
                     tracing::warn!(run = %record.run.path, file = %file.location, "interval evidence pending: {why}");
                     if self.keep
-                        && let Err(e) = self.store.runs().interval_fetch_failed(&job, &build, &why).await
+                        && let Err(e) = self
+                            .store
+                            .runs()
+                            .interval_fetch_failed(&job, &build, &why)
+                            .await
                     {
                         tracing::warn!("cannot note the failed fetch: {e:#}");
                     }
@@ -126,7 +133,12 @@ impl<'a> EvidenceFetcher<'a> {
     }
 
     /// Stores a run's fetched intervals, and logs the files that could not be used.
-    async fn keep_filled(&self, record: &RunRecord, parsed: &RunIntervals, problems: &[FileProblem]) {
+    async fn keep_filled(
+        &self,
+        record: &RunRecord,
+        parsed: &RunIntervals,
+        problems: &[FileProblem],
+    ) {
         let run = &record.run;
         if let Err(e) = self
             .store
@@ -167,7 +179,11 @@ impl<'a> EvidenceFetcher<'a> {
 
     /// What `file` holds, as files to parse: (name, content, size). One file for a GCS object
     /// or a local path; the files its rows were loaded from for a BigQuery intervals table.
-    async fn fetch(&self, file: &IntervalFile, run: &JobRun) -> Result<Vec<(String, Content, u64)>, Miss> {
+    async fn fetch(
+        &self,
+        file: &IntervalFile,
+        run: &JobRun,
+    ) -> Result<Vec<(String, Content, u64)>, Miss> {
         if file.location.starts_with("bq://") {
             return self.fetch_rows(&file.location, run).await;
         }
@@ -176,11 +192,19 @@ impl<'a> EvidenceFetcher<'a> {
     }
 
     /// The run's rows in the intervals table at `location`, as the files they came from.
-    async fn fetch_rows(&self, location: &str, run: &JobRun) -> Result<Vec<(String, Content, u64)>, Miss> {
+    async fn fetch_rows(
+        &self,
+        location: &str,
+        run: &JobRun,
+    ) -> Result<Vec<(String, Content, u64)>, Miss> {
         let Some((project, _, _)) = intervals::parse_location(location) else {
-            return Err(Miss::Never(format!("`{location}` is not a bq://PROJECT/DATASET/TABLE place")));
+            return Err(Miss::Never(format!(
+                "`{location}` is not a bq://PROJECT/DATASET/TABLE place"
+            )));
         };
-        let client = self.bigquery_client(&project).map_err(|e| Miss::Later(format!("{e:#}")))?;
+        let client = self
+            .bigquery_client(&project)
+            .map_err(|e| Miss::Later(format!("{e:#}")))?;
         let limits = (self.bigquery.max_interval_rows, self.max_bytes);
         match intervals::read(&client, location, run, limits).await {
             Ok(files) => Ok(files
@@ -217,13 +241,16 @@ impl<'a> EvidenceFetcher<'a> {
                     .get_or_try_init(|| async { GcsClient::new(&self.gcs) })
                     .await
                     .map_err(|e| Miss::Later(format!("{e:#}")))?;
-                let spool = client.download_to_file(&bucket, &object, self.max_bytes).await.map_err(|e| {
-                    if e.is_gone() || matches!(e.failure, gcs::Failure::TooLarge { .. }) {
-                        Miss::Never(e.to_string())
-                    } else {
-                        Miss::Later(e.to_string())
-                    }
-                })?;
+                let spool = client
+                    .download_to_file(&bucket, &object, self.max_bytes)
+                    .await
+                    .map_err(|e| {
+                        if e.is_gone() || matches!(e.failure, gcs::Failure::TooLarge { .. }) {
+                            Miss::Never(e.to_string())
+                        } else {
+                            Miss::Later(e.to_string())
+                        }
+                    })?;
                 (spool.to_path_buf(), Some(Arc::new(spool)))
             }
             None => (PathBuf::from(&file.location), None),
@@ -239,7 +266,14 @@ impl<'a> EvidenceFetcher<'a> {
         if size > self.max_bytes {
             return Err(Miss::Never(too_large(size, self.max_bytes)));
         }
-        Ok((Content::File { path, max_bytes: self.max_bytes, spool }, size))
+        Ok((
+            Content::File {
+                path,
+                max_bytes: self.max_bytes,
+                spool,
+            },
+            size,
+        ))
     }
 }
 

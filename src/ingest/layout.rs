@@ -96,22 +96,33 @@ mod tests {
             Classified::Read(FileKind::Events)
         );
         assert_eq!(
-            classify(&format!("{junit}/e2e-timelines_everything_20230501-100000.json")),
+            classify(&format!(
+                "{junit}/e2e-timelines_everything_20230501-100000.json"
+            )),
             Classified::Read(FileKind::TimelineEverything)
         );
         assert_eq!(
-            classify(&format!("{junit}/e2e-timelines_spyglass_20230501-100000.json")),
+            classify(&format!(
+                "{junit}/e2e-timelines_spyglass_20230501-100000.json"
+            )),
             Classified::Read(FileKind::Timeline)
         );
         assert_eq!(
-            classify(&format!("{junit}/e2e-timelines_spyglass_20230501-100000.html")),
+            classify(&format!(
+                "{junit}/e2e-timelines_spyglass_20230501-100000.html"
+            )),
             Classified::Ignore
         );
         assert!(matches!(
-            classify(&format!("{junit}/backend-disruption_20230501-100000.json.gz")),
+            classify(&format!(
+                "{junit}/backend-disruption_20230501-100000.json.gz"
+            )),
             Classified::Odd(_)
         ));
-        assert_eq!(classify("prowjob.json"), Classified::Read(FileKind::ProwJob));
+        assert_eq!(
+            classify("prowjob.json"),
+            Classified::Read(FileKind::ProwJob)
+        );
         assert_eq!(classify("artifacts/x/finished.json"), Classified::Ignore);
         assert_eq!(classify("build-log.txt"), Classified::Ignore);
     }

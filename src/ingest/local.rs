@@ -30,7 +30,12 @@ fn bucket_root(run_dir: &Path) -> Option<PathBuf> {
     run_dir
         .ancestors()
         .skip(1)
-        .find(|a| matches!(a.file_name().and_then(|n| n.to_str()), Some("logs" | "pr-logs")))
+        .find(|a| {
+            matches!(
+                a.file_name().and_then(|n| n.to_str()),
+                Some("logs" | "pr-logs")
+            )
+        })
         .and_then(|a| a.parent())
         .map(Path::to_path_buf)
 }
@@ -66,12 +71,20 @@ fn walk(
         match collect_files(dir, dir, &mut files, depth) {
             Ok(()) => {
                 files.sort_by(|a, b| a.name.cmp(&b.name));
-                runs.push(RunListing { bucket, path, files, unlisted: None });
+                runs.push(RunListing {
+                    bucket,
+                    path,
+                    files,
+                    unlisted: None,
+                });
             }
             // reported with the run, in the summary and the ingest log
-            Err(e) => {
-                runs.push(RunListing { bucket, path, files: Vec::new(), unlisted: Some(e.to_string()) })
-            }
+            Err(e) => runs.push(RunListing {
+                bucket,
+                path,
+                files: Vec::new(),
+                unlisted: Some(e.to_string()),
+            }),
         }
         return Ok(());
     }
@@ -88,7 +101,12 @@ fn walk(
             let (bucket, path) = bucket_and_path(&sub);
             if keep_job(&job_and_build(&path).0) {
                 let unlisted = Some(named(&sub, &e).to_string());
-                runs.push(RunListing { bucket, path, files: Vec::new(), unlisted });
+                runs.push(RunListing {
+                    bucket,
+                    path,
+                    files: Vec::new(),
+                    unlisted,
+                });
             }
         }
     }
@@ -107,8 +125,12 @@ fn bucket_and_path(dir: &Path) -> (String, String) {
     let path = match root.as_ref().and_then(|r| dir.strip_prefix(r).ok()) {
         Some(rel) => rel.to_string_lossy().replace('\\', "/"),
         None => {
-            let mut parts =
-                dir.iter().rev().take(2).map(|p| p.to_string_lossy().into_owned()).collect::<Vec<_>>();
+            let mut parts = dir
+                .iter()
+                .rev()
+                .take(2)
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect::<Vec<_>>();
             parts.reverse();
             parts.join("/")
         }
@@ -116,7 +138,12 @@ fn bucket_and_path(dir: &Path) -> (String, String) {
     (bucket, path)
 }
 
-fn collect_files(run_dir: &Path, dir: &Path, out: &mut Vec<ListedFile>, depth: usize) -> std::io::Result<()> {
+fn collect_files(
+    run_dir: &Path,
+    dir: &Path,
+    out: &mut Vec<ListedFile>,
+    depth: usize,
+) -> std::io::Result<()> {
     if depth > MAX_DEPTH {
         return Err(std::io::Error::other(format!(
             "{}: nested more than {MAX_DEPTH} levels deep",
@@ -130,7 +157,11 @@ fn collect_files(run_dir: &Path, dir: &Path, out: &mut Vec<ListedFile>, depth: u
         if kind.is_dir() {
             collect_files(run_dir, &path, out, depth + 1)?;
         } else if kind.is_file() {
-            let name = path.strip_prefix(run_dir).unwrap_or(&path).to_string_lossy().replace('\\', "/");
+            let name = path
+                .strip_prefix(run_dir)
+                .unwrap_or(&path)
+                .to_string_lossy()
+                .replace('\\', "/");
             out.push(ListedFile {
                 name,
                 size: entry.metadata()?.len(),
@@ -147,7 +178,10 @@ pub fn read(file: &ListedFile, max_bytes: u64) -> Result<Vec<u8>, ParseError> {
     if file.size > max_bytes {
         return Err(super::too_large(file, max_bytes));
     }
-    let path = file.local.clone().unwrap_or_else(|| PathBuf::from(&file.key));
+    let path = file
+        .local
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(&file.key));
     std::fs::read(path).map_err(|e| ParseError::new(&file.name, Problem::Unreadable(e)))
 }
 
@@ -164,7 +198,14 @@ mod non_utf8_tests {
         let mut files = Vec::new();
         collect_files(dir.path(), dir.path(), &mut files, 0).unwrap();
         assert_eq!(files.len(), 1);
-        assert!(files[0].name.starts_with("backend-disruption_"), "{}", files[0].name);
-        assert_eq!(read(&files[0], 1 << 20).unwrap(), b"{\"BackendDisruptions\": {}}");
+        assert!(
+            files[0].name.starts_with("backend-disruption_"),
+            "{}",
+            files[0].name
+        );
+        assert_eq!(
+            read(&files[0], 1 << 20).unwrap(),
+            b"{\"BackendDisruptions\": {}}"
+        );
     }
 }

@@ -61,7 +61,11 @@ pub(crate) struct ListedFile {
 #[derive(Clone)]
 pub enum Source {
     Local(PathBuf),
-    Gcs { client: GcsClient, bucket: String, prefix: String },
+    Gcs {
+        client: GcsClient,
+        bucket: String,
+        prefix: String,
+    },
     BigQuery(bigquery::Dataset),
 }
 
@@ -82,7 +86,11 @@ impl Source {
             let Some((bucket, prefix)) = gcs::parse_gs_url(spec) else {
                 bail!("`{spec}` is not a gs://BUCKET/PREFIX URL");
             };
-            return Ok(Source::Gcs { client: GcsClient::new(gcs)?, bucket, prefix });
+            return Ok(Source::Gcs {
+                client: GcsClient::new(gcs)?,
+                bucket,
+                prefix,
+            });
         }
         let path = PathBuf::from(spec);
         if !path.is_dir() {
@@ -103,9 +111,11 @@ impl Source {
                     .await?
                     .with_context(|| "walking the source directory")
             }
-            Source::Gcs { client, bucket, prefix } => {
-                discover_gcs(client, bucket, prefix, keep_job, concurrency).await
-            }
+            Source::Gcs {
+                client,
+                bucket,
+                prefix,
+            } => discover_gcs(client, bucket, prefix, keep_job, concurrency).await,
             Source::BigQuery(_) => bail!("a BigQuery dataset holds rows, not run folders"),
         }
     }
@@ -116,13 +126,18 @@ impl Source {
                 let listed = file.clone();
                 tokio::task::spawn_blocking(move || local::read(&listed, max_bytes))
                     .await
-                    .unwrap_or_else(|e| Err(ParseError::new(&file.name, Problem::Task(e.to_string()))))
+                    .unwrap_or_else(|e| {
+                        Err(ParseError::new(&file.name, Problem::Task(e.to_string())))
+                    })
             }
             Source::Gcs { client, bucket, .. } => {
                 if file.size > max_bytes {
                     return Err(too_large(file, max_bytes));
                 }
-                client.download(bucket, &file.key).await.map_err(|e| ParseError::new(&file.name, e))
+                client
+                    .download(bucket, &file.key)
+                    .await
+                    .map_err(|e| ParseError::new(&file.name, e))
             }
             Source::BigQuery(_) => Err(ParseError::new(&file.name, Problem::NoFiles)),
         }
@@ -136,15 +151,26 @@ impl Source {
         }
         match self {
             Source::Local(_) => {
-                let path = file.local.clone().unwrap_or_else(|| PathBuf::from(&file.key));
-                Ok(Content::File { path, max_bytes, spool: None })
+                let path = file
+                    .local
+                    .clone()
+                    .unwrap_or_else(|| PathBuf::from(&file.key));
+                Ok(Content::File {
+                    path,
+                    max_bytes,
+                    spool: None,
+                })
             }
             Source::Gcs { client, bucket, .. } => {
                 let spool = client
                     .download_to_file(bucket, &file.key, max_bytes)
                     .await
                     .map_err(|e| ParseError::new(&file.name, e))?;
-                Ok(Content::File { path: spool.to_path_buf(), max_bytes, spool: Some(Arc::new(spool)) })
+                Ok(Content::File {
+                    path: spool.to_path_buf(),
+                    max_bytes,
+                    spool: Some(Arc::new(spool)),
+                })
             }
             Source::BigQuery(_) => Err(ParseError::new(&file.name, Problem::NoFiles)),
         }
@@ -171,7 +197,13 @@ impl Source {
 
 /// Why a listed file over its size limit was not read.
 pub(crate) fn too_large(file: &ListedFile, max: u64) -> ParseError {
-    ParseError::new(&file.name, Problem::TooLarge { size: file.size, max })
+    ParseError::new(
+        &file.name,
+        Problem::TooLarge {
+            size: file.size,
+            max,
+        },
+    )
 }
 
 /// Walks a bucket one folder level at a time (a `/` delimiter), so a run's artifacts are only
@@ -183,20 +215,32 @@ async fn discover_gcs(
     keep_job: Arc<dyn Fn(&str) -> bool + Send + Sync>,
     concurrency: usize,
 ) -> Result<Vec<RunListing>> {
-    let start =
-        if prefix.is_empty() || prefix.ends_with('/') { prefix.to_string() } else { format!("{prefix}/") };
+    let start = if prefix.is_empty() || prefix.ends_with('/') {
+        prefix.to_string()
+    } else {
+        format!("{prefix}/")
+    };
     let mut frontier = vec![start];
     let mut run_prefixes = Vec::new();
     while !frontier.is_empty() {
         let levels: Vec<Result<(String, gcs::Listing), gcs::GcsError>> =
             futures::stream::iter(frontier.drain(..))
-                .map(|p| async move { client.list_objects(bucket, &p, Some("/")).await.map(|l| (p, l)) })
+                .map(|p| async move {
+                    client
+                        .list_objects(bucket, &p, Some("/"))
+                        .await
+                        .map(|l| (p, l))
+                })
                 .buffer_unordered(concurrency)
                 .collect()
                 .await;
         for level in levels {
             let (p, listing) = level?;
-            if listing.objects.iter().any(|o| layout::is_run_marker(layout::basename(&o.name))) {
+            if listing
+                .objects
+                .iter()
+                .any(|o| layout::is_run_marker(layout::basename(&o.name)))
+            {
                 let (job, _) = layout::job_and_build(p.trim_end_matches('/'));
                 if keep_job(&job) {
                     run_prefixes.push(p);
@@ -281,7 +325,8 @@ impl IngestSummary {
             ("failed", bad_files),
             ("storage_failed", self.storage_failed),
         ] {
-            metrics::counter!("sheriff_ingest_runs_total", "via" => via, "outcome" => outcome).increment(n);
+            metrics::counter!("sheriff_ingest_runs_total", "via" => via, "outcome" => outcome)
+                .increment(n);
         }
     }
 }
@@ -344,8 +389,10 @@ pub async fn ingest(
     let progress = (options.progress && std::io::stderr().is_terminal()).then(|| {
         let bar = indicatif::ProgressBar::new(listings.len() as u64);
         bar.set_style(
-            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} runs  {per_sec}  eta {eta}  {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} runs  {per_sec}  eta {eta}  {msg}",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         bar
     });
@@ -360,13 +407,24 @@ pub async fn ingest(
         .buffer_unordered(settings.concurrency);
     while let Some(outcome) = outcomes.next().await {
         done += 1;
-        record_outcome(store, &source_name, options.force, outcome, &mut summary, &mut log).await;
+        record_outcome(
+            store,
+            &source_name,
+            options.force,
+            outcome,
+            &mut summary,
+            &mut log,
+        )
+        .await;
         if log.len() >= 500 {
             flush_log(store, &mut log).await;
         }
         if let Some(bar) = &progress {
             bar.set_position(done as u64);
-            bar.set_message(format!("{} new, {} failed", summary.ingested, summary.failed));
+            bar.set_message(format!(
+                "{} new, {} failed",
+                summary.ingested, summary.failed
+            ));
         } else if last_report.elapsed() >= Duration::from_secs(5) {
             last_report = Instant::now();
             tracing::info!(
@@ -415,12 +473,17 @@ async fn conflict(
     summary: &mut IngestSummary,
 ) -> Option<String> {
     let why = differs(store, record).await?;
-    let error =
-        format!("already stored with other content ({why}); the stored run is kept, force replaces it");
+    let error = format!(
+        "already stored with other content ({why}); the stored run is kept, force replaces it"
+    );
     tracing::warn!(run = %path, "{error}");
     summary.conflicts += 1;
-    let e =
-        IngestError { run: path.to_string(), file: String::new(), error: error.clone(), severity: "warning" };
+    let e = IngestError {
+        run: path.to_string(),
+        file: String::new(),
+        error: error.clone(),
+        severity: "warning",
+    };
     summary.errors.push(e);
     Some(error)
 }
@@ -428,7 +491,11 @@ async fn conflict(
 /// How a run differs from the one stored under its name, if it does: its start or its
 /// per-backend seconds.
 async fn differs(store: &Store, record: &crate::model::RunRecord) -> Option<String> {
-    let stored = store.runs().run(&record.run.job_name, &record.run.build_id).await.ok()??;
+    let stored = store
+        .runs()
+        .run(&record.run.job_name, &record.run.build_id)
+        .await
+        .ok()??;
     if stored.run.started_at != record.run.started_at {
         return Some(format!(
             "started {} here, {} stored",
@@ -437,7 +504,10 @@ async fn differs(store: &Store, record: &crate::model::RunRecord) -> Option<Stri
         ));
     }
     let seconds = |r: &crate::model::RunRecord| -> std::collections::BTreeMap<String, i64> {
-        r.samples.iter().map(|s| (s.backend.clone(), s.seconds)).collect()
+        r.samples
+            .iter()
+            .map(|s| (s.backend.clone(), s.seconds))
+            .collect()
     };
     let (new, old) = (seconds(record), seconds(&stored));
     let changed = new
@@ -458,22 +528,29 @@ async fn record_outcome(
     summary: &mut IngestSummary,
     log: &mut Vec<IngestLogEntry>,
 ) {
-    let entry = |path: &str, job: &str, build: &str, file: &str, outcome: &str, error: &str| IngestLogEntry {
-        logged_at: Utc::now(),
-        source: source.to_string(),
-        run_path: path.to_string(),
-        job_name: job.to_string(),
-        build_id: build.to_string(),
-        file: file.to_string(),
-        outcome: outcome.to_string(),
-        error: error.to_string(),
+    let entry = |path: &str, job: &str, build: &str, file: &str, outcome: &str, error: &str| {
+        IngestLogEntry {
+            logged_at: Utc::now(),
+            source: source.to_string(),
+            run_path: path.to_string(),
+            job_name: job.to_string(),
+            build_id: build.to_string(),
+            file: file.to_string(),
+            outcome: outcome.to_string(),
+            error: error.to_string(),
+        }
     };
     match outcome {
         RunOutcome::Skipped { path, why } => {
             tracing::debug!(run = %path, "skipped: {why}");
             summary.skipped += 1;
         }
-        RunOutcome::Failed { path, job, build, problems } => {
+        RunOutcome::Failed {
+            path,
+            job,
+            build,
+            problems,
+        } => {
             summary.failed += 1;
             for p in &problems {
                 tracing::warn!(run = %path, file = %p.file, "run not ingested: {}", p.error);
@@ -486,10 +563,25 @@ async fn record_outcome(
                 log.push(entry(&path, &job, &build, &p.file, "failed", &p.error));
             }
         }
-        RunOutcome::StorageFailed { path, job, build, error } => {
-            storage_failed(summary, log, entry(&path, &job, &build, "", "failed", &error), &path, error);
+        RunOutcome::StorageFailed {
+            path,
+            job,
+            build,
+            error,
+        } => {
+            storage_failed(
+                summary,
+                log,
+                entry(&path, &job, &build, "", "failed", &error),
+                &path,
+                error,
+            );
         }
-        RunOutcome::Ready { record, warnings, path } => {
+        RunOutcome::Ready {
+            record,
+            warnings,
+            path,
+        } => {
             let (job, build) = (record.run.job_name.clone(), record.run.build_id.clone());
             match store.runs().write_run(&record, force).await {
                 Ok(WriteOutcome::AlreadyStored) => {
@@ -501,7 +593,9 @@ async fn record_outcome(
                 Ok(WriteOutcome::Inserted | WriteOutcome::Replaced) => {
                     summary.ingested += 1;
                     log.push(entry(&path, &job, &build, "", "ingested", ""));
-                    let logged = |file: &str, error: &str| entry(&path, &job, &build, file, "warning", error);
+                    let logged = |file: &str, error: &str| {
+                        entry(&path, &job, &build, file, "warning", error)
+                    };
                     record_warnings(warnings, &path, summary, log, logged);
                 }
                 Err(e) if e.refused_value() => {
@@ -510,7 +604,12 @@ async fn record_outcome(
                     tracing::warn!(run = %path, "run not ingested: {error}");
                     summary.failed += 1;
                     log.push(entry(&path, &job, &build, "", "failed", &error));
-                    let e = IngestError { run: path, file: String::new(), error, severity: "failed" };
+                    let e = IngestError {
+                        run: path,
+                        file: String::new(),
+                        error,
+                        severity: "failed",
+                    };
                     summary.errors.push(e);
                 }
                 Err(e) => {
@@ -581,11 +680,21 @@ async fn read_run(
     let path = listing.path.clone();
     if !options.force {
         match store.runs().has_run(&job, &build).await {
-            Ok(true) => return RunOutcome::Skipped { path, why: "already stored" },
+            Ok(true) => {
+                return RunOutcome::Skipped {
+                    path,
+                    why: "already stored",
+                };
+            }
             Ok(false) => {}
             Err(e) => {
                 let error = format!("cannot tell whether the run is stored already: {e:#}");
-                return RunOutcome::StorageFailed { path, job, build, error };
+                return RunOutcome::StorageFailed {
+                    path,
+                    job,
+                    build,
+                    error,
+                };
             }
         }
     }
@@ -595,11 +704,17 @@ async fn read_run(
             path,
             job,
             build,
-            problems: vec![FileProblem { file: String::new(), error }],
+            problems: vec![FileProblem {
+                file: String::new(),
+                error,
+            }],
         };
     }
     if !listing.files.iter().any(|f| f.name == "finished.json") {
-        return RunOutcome::Skipped { path, why: "still running (no finished.json)" };
+        return RunOutcome::Skipped {
+            path,
+            why: "still running (no finished.json)",
+        };
     }
     // With --since, a run that started earlier is skipped before its artifacts are read.
     if let Some(since) = options.since
@@ -608,26 +723,57 @@ async fn read_run(
         && let Ok(s) = formats::prow::parse_started(&bytes)
         && s.timestamp < since
     {
-        return RunOutcome::Skipped { path, why: "started before --since" };
+        return RunOutcome::Skipped {
+            path,
+            why: "started before --since",
+        };
     }
     let (files, left) = read_files(settings, source, &listing).await;
-    let run_files = RunFiles { bucket: listing.bucket.clone(), path: path.clone(), files };
+    let run_files = RunFiles {
+        bucket: listing.bucket.clone(),
+        path: path.clone(),
+        files,
+    };
     let assembly = tokio::task::spawn_blocking(move || run::assemble(&run_files)).await;
     match assembly {
-        Ok(Assembly::Ready { mut record, warnings }) => {
-            if options.since.is_some_and(|since| record.run.started_at < since) {
-                return RunOutcome::Skipped { path, why: "started before --since" };
+        Ok(Assembly::Ready {
+            mut record,
+            warnings,
+        }) => {
+            if options
+                .since
+                .is_some_and(|since| record.run.started_at < since)
+            {
+                return RunOutcome::Skipped {
+                    path,
+                    why: "started before --since",
+                };
             }
             record.interval_files = left;
-            RunOutcome::Ready { record, warnings, path }
+            RunOutcome::Ready {
+                record,
+                warnings,
+                path,
+            }
         }
-        Ok(Assembly::StillRunning) => RunOutcome::Skipped { path, why: "still running (no finished.json)" },
-        Ok(Assembly::Failed { problems }) => RunOutcome::Failed { path, job, build, problems },
+        Ok(Assembly::StillRunning) => RunOutcome::Skipped {
+            path,
+            why: "still running (no finished.json)",
+        },
+        Ok(Assembly::Failed { problems }) => RunOutcome::Failed {
+            path,
+            job,
+            build,
+            problems,
+        },
         Err(e) => RunOutcome::Failed {
             path,
             job,
             build,
-            problems: vec![FileProblem { file: String::new(), error: format!("parsing panicked: {e}") }],
+            problems: vec![FileProblem {
+                file: String::new(),
+                error: format!("parsing panicked: {e}"),
+            }],
         },
     }
 }
@@ -640,12 +786,16 @@ async fn read_files(
     listing: &RunListing,
 ) -> (Vec<RunFile>, Vec<crate::model::IntervalFile>) {
     let intervals = preferred_interval_kind(listing);
-    let on_demand = settings.intervals.on_demand(matches!(source, Source::Gcs { .. }));
+    let on_demand = settings
+        .intervals
+        .on_demand(matches!(source, Source::Gcs { .. }));
     let mut files = Vec::new();
     let mut left = Vec::new();
     for f in &listing.files {
         let max = match classify(&f.name) {
-            Classified::Read(k @ (FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline)) => {
+            Classified::Read(
+                k @ (FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline),
+            ) => {
                 if Some(k) != intervals {
                     continue;
                 }
@@ -654,22 +804,34 @@ async fn read_files(
                     && f.size <= settings.max_interval_file_bytes
                     && let Some(location) = source.location(f)
                 {
-                    left.push(crate::model::IntervalFile { location, size: f.size });
+                    left.push(crate::model::IntervalFile {
+                        location,
+                        size: f.size,
+                    });
                     continue;
                 }
                 let content = source.open(f, settings.max_interval_file_bytes).await;
-                files.push(RunFile { name: f.name.clone(), content });
+                files.push(RunFile {
+                    name: f.name.clone(),
+                    content,
+                });
                 continue;
             }
             Classified::Read(_) => settings.max_file_bytes,
             Classified::Odd(_) => {
-                files.push(RunFile { name: f.name.clone(), content: Ok(Content::Bytes(Vec::new())) });
+                files.push(RunFile {
+                    name: f.name.clone(),
+                    content: Ok(Content::Bytes(Vec::new())),
+                });
                 continue;
             }
             Classified::Ignore => continue,
         };
         let content = source.read(f, max).await.map(Content::Bytes);
-        files.push(RunFile { name: f.name.clone(), content });
+        files.push(RunFile {
+            name: f.name.clone(),
+            content,
+        });
     }
     (files, left)
 }
@@ -685,9 +847,13 @@ fn preferred_interval_kind(listing: &RunListing) -> Option<FileKind> {
             _ => None,
         })
         .collect();
-    [FileKind::Events, FileKind::TimelineEverything, FileKind::Timeline]
-        .into_iter()
-        .find(|k| kinds.contains(k))
+    [
+        FileKind::Events,
+        FileKind::TimelineEverything,
+        FileKind::Timeline,
+    ]
+    .into_iter()
+    .find(|k| kinds.contains(k))
 }
 
 /// The push API's entry: one run's files, sent by a CI system, parsed and stored like any other.
@@ -704,7 +870,11 @@ pub(crate) async fn ingest_pushed_run(
     let (job, build) = layout::job_and_build(&run.path);
     let path = run.path.clone();
     let outcome = match tokio::task::spawn_blocking(move || run::assemble(&run)).await? {
-        Assembly::Ready { record, warnings } => RunOutcome::Ready { record, warnings, path: path.clone() },
+        Assembly::Ready { record, warnings } => RunOutcome::Ready {
+            record,
+            warnings,
+            path: path.clone(),
+        },
         Assembly::StillRunning => RunOutcome::Failed {
             path: path.clone(),
             job: job.clone(),
@@ -714,12 +884,17 @@ pub(crate) async fn ingest_pushed_run(
                 error: "missing: push a run once it has finished".into(),
             }],
         },
-        Assembly::Failed { problems } => {
-            RunOutcome::Failed { path: path.clone(), job: job.clone(), build: build.clone(), problems }
-        }
+        Assembly::Failed { problems } => RunOutcome::Failed {
+            path: path.clone(),
+            job: job.clone(),
+            build: build.clone(),
+            problems,
+        },
     };
     let (job, build) = match &outcome {
-        RunOutcome::Ready { record, .. } => (record.run.job_name.clone(), record.run.build_id.clone()),
+        RunOutcome::Ready { record, .. } => {
+            (record.run.job_name.clone(), record.run.build_id.clone())
+        }
         _ => (job, build),
     };
     let stored = tokio::time::timeout(store_timeout, async {

@@ -52,7 +52,10 @@ pub enum Problem {
 
 impl ParseError {
     pub fn new(file: impl Into<String>, problem: impl Into<Problem>) -> ParseError {
-        ParseError { file: file.into(), problem: problem.into() }
+        ParseError {
+            file: file.into(),
+            problem: problem.into(),
+        }
     }
 
     /// The field (or backend) at fault, when the format's error names one.
@@ -81,8 +84,17 @@ mod tests {
 
     #[test]
     fn a_file_over_its_limit_says_its_size_and_the_limit() {
-        let e = ParseError::new("e2e-events_1.json", Problem::TooLarge { size: 300, max: 200 });
-        assert_eq!(e.to_string(), "300 bytes, larger than the 200-byte limit; skipped");
+        let e = ParseError::new(
+            "e2e-events_1.json",
+            Problem::TooLarge {
+                size: 300,
+                max: 200,
+            },
+        );
+        assert_eq!(
+            e.to_string(),
+            "300 bytes, larger than the 200-byte limit; skipped"
+        );
         assert_eq!(e.field(), None);
     }
 }

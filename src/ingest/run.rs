@@ -52,9 +52,9 @@ impl Content {
     fn bytes(&self, name: &str) -> Result<std::borrow::Cow<'_, [u8]>, ParseError> {
         match self {
             Content::Bytes(bytes) => Ok(bytes.as_slice().into()),
-            Content::File { path, .. } => {
-                std::fs::read(path).map(Into::into).map_err(|e| ParseError::new(name, Problem::Unreadable(e)))
-            }
+            Content::File { path, .. } => std::fs::read(path)
+                .map(Into::into)
+                .map_err(|e| ParseError::new(name, Problem::Unreadable(e))),
         }
     }
 
@@ -63,9 +63,11 @@ impl Content {
         let watch = intervals::Watch::default();
         let read = match self {
             Content::Bytes(bytes) => intervals::read_intervals(bytes.as_slice(), u64::MAX, &watch),
-            Content::File { path, max_bytes, .. } => {
-                let file =
-                    std::fs::File::open(path).map_err(|e| ParseError::new(name, Problem::Unreadable(e)))?;
+            Content::File {
+                path, max_bytes, ..
+            } => {
+                let file = std::fs::File::open(path)
+                    .map_err(|e| ParseError::new(name, Problem::Unreadable(e)))?;
                 intervals::read_intervals(file, *max_bytes, &watch)
             }
         };
@@ -84,7 +86,10 @@ pub struct FileProblem {
 #[derive(Debug, Clone)]
 pub enum Assembly {
     /// Ready to store; `warnings` name files that were skipped or only partly usable.
-    Ready { record: Box<RunRecord>, warnings: Vec<FileProblem> },
+    Ready {
+        record: Box<RunRecord>,
+        warnings: Vec<FileProblem>,
+    },
     /// No `finished.json` yet: the job is still running; take it on a later ingest.
     StillRunning,
     /// Not storable; the first problem is the reason.
@@ -102,7 +107,10 @@ pub(crate) const MAX_CLOCK_SKEW_SECS: i64 = DAY;
 pub(crate) const EARLIEST_START_SECS: i64 = 946_684_800;
 
 fn problem(file: &str, error: impl Into<String>) -> FileProblem {
-    FileProblem { file: file.to_string(), error: error.into() }
+    FileProblem {
+        file: file.to_string(),
+        error: error.into(),
+    }
 }
 
 impl From<&ParseError> for FileProblem {
@@ -136,12 +144,19 @@ impl<'a> Parsed<'a> {
     /// A file that could not be used: fatal for a disruption file (a partial sum would
     /// understate the run), a warning for anything else.
     fn unusable(&mut self, kind: FileKind, p: FileProblem) {
-        if kind == FileKind::Disruption { self.failures.push(p) } else { self.warnings.push(p) }
+        if kind == FileKind::Disruption {
+            self.failures.push(p)
+        } else {
+            self.warnings.push(p)
+        }
     }
 
     fn parse(&mut self, f: &'a RunFile, kind: FileKind, content: &Content) {
         // interval files are read as a stream where they are parsed, on demand too
-        if matches!(kind, FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline) {
+        if matches!(
+            kind,
+            FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline
+        ) {
             return self.interval_files.push((f, kind));
         }
         let bytes = match content.bytes(&f.name) {
@@ -174,7 +189,10 @@ impl<'a> Parsed<'a> {
                 Ok(c) => self.cluster_files.push(c),
                 Err(e) => {
                     let e = error(e.into());
-                    self.warnings.push(problem(&e.file, format!("{e}; dimensions taken from the job name")))
+                    self.warnings.push(problem(
+                        &e.file,
+                        format!("{e}; dimensions taken from the job name"),
+                    ))
                 }
             },
             FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline => {}
@@ -198,7 +216,9 @@ fn parse_files(run: &RunFiles) -> Parsed<'_> {
             Classified::Ignore => continue,
         };
         parsed.finished_present |= kind == FileKind::Finished;
-        if kind == FileKind::Disruption && !disruption_names.insert(super::layout::basename(&f.name)) {
+        if kind == FileKind::Disruption
+            && !disruption_names.insert(super::layout::basename(&f.name))
+        {
             tracing::debug!(run = %run.path, file = %f.name, "a copy of a disruption file already read; not counted again");
             continue;
         }
@@ -221,14 +241,24 @@ pub fn assemble(run: &RunFiles) -> Assembly {
     }
     let prowjob = parsed.prowjob.as_ref();
     let (path_job, path_build) = super::layout::job_and_build(&run.path);
-    let job_name = prowjob.map(|p| p.job.clone()).filter(|j| !j.is_empty()).unwrap_or(path_job);
-    let build_id = prowjob.map(|p| p.build_id.clone()).filter(|b| !b.is_empty()).unwrap_or(path_build);
+    let job_name = prowjob
+        .map(|p| p.job.clone())
+        .filter(|j| !j.is_empty())
+        .unwrap_or(path_job);
+    let build_id = prowjob
+        .map(|p| p.build_id.clone())
+        .filter(|b| !b.is_empty())
+        .unwrap_or(path_build);
     if job_name.is_empty() || build_id.is_empty() {
-        let why = "cannot tell the job name and build id (no prowjob.json and no <job>/<build> path)";
+        let why =
+            "cannot tell the job name and build id (no prowjob.json and no <job>/<build> path)";
         parsed.failures.insert(0, problem("", why));
     }
-    let started_at: Option<DateTime<Utc>> =
-        parsed.started.as_ref().map(|s| s.timestamp).or_else(|| prowjob.and_then(|p| p.start_time));
+    let started_at: Option<DateTime<Utc>> = parsed
+        .started
+        .as_ref()
+        .map(|s| s.timestamp)
+        .or_else(|| prowjob.and_then(|p| p.start_time));
     if started_at.is_none() {
         let why = "no start time: started.json is missing or unreadable and prowjob.json has none";
         parsed.failures.insert(0, problem("started.json", why));
@@ -242,7 +272,10 @@ pub fn assemble(run: &RunFiles) -> Assembly {
         parsed.failures.insert(0, problem("started.json", why));
     }
     if let Some(t) = started_at.filter(|t| t.timestamp() < EARLIEST_START_SECS) {
-        let why = format!("timestamp: the start time {} is before the year 2000", t.to_rfc3339());
+        let why = format!(
+            "timestamp: the start time {} is before the year 2000",
+            t.to_rfc3339()
+        );
         parsed.failures.insert(0, problem("started.json", why));
     }
     if !parsed.failures.is_empty() {
@@ -250,12 +283,25 @@ pub fn assemble(run: &RunFiles) -> Assembly {
         problems.extend(parsed.warnings);
         return Assembly::Failed { problems };
     }
-    let mut job = job_run(run, &parsed, job_name, build_id, started_at.unwrap_or_default());
-    if let Some(f) = job.finished_at.filter(|f| *f < job.started_at || *f > latest) {
+    let mut job = job_run(
+        run,
+        &parsed,
+        job_name,
+        build_id,
+        started_at.unwrap_or_default(),
+    );
+    if let Some(f) = job
+        .finished_at
+        .filter(|f| *f < job.started_at || *f > latest)
+    {
         let why = format!(
             "timestamp: finished at {}, {} it started ({}); taken as finished when it started",
             f.to_rfc3339(),
-            if f < job.started_at { "before" } else { "more than a day after now, long after" },
+            if f < job.started_at {
+                "before"
+            } else {
+                "more than a day after now, long after"
+            },
             job.started_at.to_rfc3339()
         );
         parsed.warnings.push(problem("finished.json", why));
@@ -263,18 +309,27 @@ pub fn assemble(run: &RunFiles) -> Assembly {
     }
     if parsed.disruption_files.is_empty() {
         let why = "no backend-disruption_*.json files: the run has no disruption data and is stored without samples";
-        parsed.warnings.push(problem("backend-disruption_*.json", why));
+        parsed
+            .warnings
+            .push(problem("backend-disruption_*.json", why));
     }
-    let samples: Vec<Sample> = disruption::per_run_seconds(parsed.disruption_files.iter().map(Vec::as_slice))
-        .into_iter()
-        .map(|(backend, connection, seconds)| Sample { backend, connection, seconds })
-        .collect();
+    let samples: Vec<Sample> =
+        disruption::per_run_seconds(parsed.disruption_files.iter().map(Vec::as_slice))
+            .into_iter()
+            .map(|(backend, connection, seconds)| Sample {
+                backend,
+                connection,
+                seconds,
+            })
+            .collect();
     if samples.len() > MAX_BACKENDS_PER_RUN {
         let why = format!(
             "{} backends in the disruption files, more than the {MAX_BACKENDS_PER_RUN} a run can hold (real runs have a few dozen)",
             samples.len()
         );
-        return Assembly::Failed { problems: vec![problem("backend-disruption_*.json", why)] };
+        return Assembly::Failed {
+            problems: vec![problem("backend-disruption_*.json", why)],
+        };
     }
     let read = interval_evidence(&parsed.interval_files, &mut parsed.warnings);
     let record = RunRecord {
@@ -285,7 +340,10 @@ pub fn assemble(run: &RunFiles) -> Assembly {
         interval_files: Vec::new(),
         timeline: read.timeline,
     };
-    Assembly::Ready { record: Box::new(record), warnings: parsed.warnings }
+    Assembly::Ready {
+        record: Box::new(record),
+        warnings: parsed.warnings,
+    }
 }
 
 /// The run's identity, times, state, link and dimensions.
@@ -298,29 +356,55 @@ fn job_run(
 ) -> JobRun {
     let prowjob = parsed.prowjob.as_ref();
     let finished = parsed.finished.as_ref();
-    let finished_at = finished.and_then(|f| f.timestamp).or_else(|| prowjob.and_then(|p| p.completion_time));
+    let finished_at = finished
+        .and_then(|f| f.timestamp)
+        .or_else(|| prowjob.and_then(|p| p.completion_time));
     let state = prowjob
         .map(|p| p.state.to_ascii_lowercase())
         .filter(|s| !s.is_empty())
-        .or_else(|| finished.map(|f| f.result.to_ascii_lowercase()).filter(|s| !s.is_empty()))
         .or_else(|| {
-            finished.and_then(|f| f.passed).map(|p| if p { "success" } else { "failure" }.to_string())
+            finished
+                .map(|f| f.result.to_ascii_lowercase())
+                .filter(|s| !s.is_empty())
+        })
+        .or_else(|| {
+            finished
+                .and_then(|f| f.passed)
+                .map(|p| if p { "success" } else { "failure" }.to_string())
         })
         .unwrap_or_else(|| "unknown".into());
     let bucket = prowjob
         .map(|p| p.bucket.clone())
         .filter(|b| !b.is_empty())
-        .unwrap_or_else(|| if run.bucket.is_empty() { "local".into() } else { run.bucket.clone() });
+        .unwrap_or_else(|| {
+            if run.bucket.is_empty() {
+                "local".into()
+            } else {
+                run.bucket.clone()
+            }
+        });
     // the artifact's link only when it is a plain web address: it is shown as "the Prow run"
     let url = prowjob
         .and_then(|p| crate::render::web_link(&p.url))
         .map(str::to_string)
         .unwrap_or_else(|| JobRun::prow_url(&bucket, &run.path));
-    let job_type = prowjob.map(|p| p.job_type.clone()).filter(|t| !t.is_empty()).unwrap_or_else(|| {
-        if run.path.starts_with("pr-logs/") { "presubmit".into() } else { "periodic".into() }
-    });
+    let job_type = prowjob
+        .map(|p| p.job_type.clone())
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| {
+            if run.path.starts_with("pr-logs/") {
+                "presubmit".into()
+            } else {
+                "periodic".into()
+            }
+        });
     let cluster = cluster_data::merge(&parsed.cluster_files);
-    let dimensions = dimensions(&job_name, &cluster, !parsed.cluster_files.is_empty(), prowjob);
+    let dimensions = dimensions(
+        &job_name,
+        &cluster,
+        !parsed.cluster_files.is_empty(),
+        prowjob,
+    );
     let (payload, from_payload) = payloads(&cluster, prowjob);
     JobRun {
         payload,
@@ -340,11 +424,18 @@ fn job_run(
 
 /// The payload a run tested and the one it upgraded from: `prowjob.json`'s release annotations,
 /// else the tag of `RELEASE_IMAGE_LATEST` in its env, else cluster-data's current version.
-fn payloads(cluster: &cluster_data::ClusterData, prowjob: Option<&prow::ProwJob>) -> (String, String) {
+fn payloads(
+    cluster: &cluster_data::ClusterData,
+    prowjob: Option<&prow::ProwJob>,
+) -> (String, String) {
     let payload = prowjob
         .map(|p| p.release_tag.clone())
         .filter(|t| !t.is_empty())
-        .or_else(|| prowjob.map(|p| p.env_release_tag.clone()).filter(|t| !t.is_empty()))
+        .or_else(|| {
+            prowjob
+                .map(|p| p.env_release_tag.clone())
+                .filter(|t| !t.is_empty())
+        })
         .or_else(|| cluster.cluster_version_history.first().cloned())
         .unwrap_or_default();
     let from = prowjob.map(|p| p.from_tag.clone()).unwrap_or_default();
@@ -353,14 +444,26 @@ fn payloads(cluster: &cluster_data::ClusterData, prowjob: Option<&prow::ProwJob>
 
 /// Outages and bad conditions from one view of the intervals: e2e-events holds every
 /// interval; the timelines are views of the same ones.
-fn interval_evidence(files: &[(&RunFile, FileKind)], warnings: &mut Vec<FileProblem>) -> RunIntervals {
-    let preferred = [FileKind::Events, FileKind::TimelineEverything, FileKind::Timeline]
-        .into_iter()
-        .find(|k| files.iter().any(|(_, kind)| kind == k));
+fn interval_evidence(
+    files: &[(&RunFile, FileKind)],
+    warnings: &mut Vec<FileProblem>,
+) -> RunIntervals {
+    let preferred = [
+        FileKind::Events,
+        FileKind::TimelineEverything,
+        FileKind::Timeline,
+    ]
+    .into_iter()
+    .find(|k| files.iter().any(|(_, kind)| kind == k));
     let read = files
         .iter()
         .filter(|(_, kind)| Some(*kind) == preferred)
-        .filter_map(|(f, _)| f.content.as_ref().ok().map(|content| (f.name.as_str(), content)));
+        .filter_map(|(f, _)| {
+            f.content
+                .as_ref()
+                .ok()
+                .map(|content| (f.name.as_str(), content))
+        });
     parse_interval_files(read, warnings)
 }
 
@@ -394,7 +497,8 @@ pub(crate) fn parse_interval_files<'a>(
             Err(e) => warnings.push(problem(name, format!("{e}; its evidence is not used"))),
         }
     }
-    out.outages.sort_by(|a, b| (a.from, &a.backend, a.to).cmp(&(b.from, &b.backend, b.to)));
+    out.outages
+        .sort_by(|a, b| (a.from, &a.backend, a.to).cmp(&(b.from, &b.backend, b.to)));
     out.outages.dedup();
     out.conditions.sort_by(|a, b| {
         (a.from, &a.operator, &a.condition, a.to, &a.reason).cmp(&(
@@ -406,7 +510,9 @@ pub(crate) fn parse_interval_files<'a>(
         ))
     });
     out.conditions.dedup();
-    out.timeline.sort_by(|a, b| (a.from, a.kind, &a.subject, a.to).cmp(&(b.from, b.kind, &b.subject, b.to)));
+    out.timeline.sort_by(|a, b| {
+        (a.from, a.kind, &a.subject, a.to).cmp(&(b.from, b.kind, &b.subject, b.to))
+    });
     out.timeline.dedup_by(|b, a| {
         (a.from, a.kind, &a.subject, a.to, &a.node) == (b.from, b.kind, &b.subject, b.to, &b.node)
     });
@@ -437,14 +543,27 @@ pub(crate) fn dimensions(
     let upgrade_type = if from_name.upgrade_type == "micro-downgrade" {
         "micro-downgrade".to_string()
     } else if from_release.is_empty() {
-        if is_upgrade_job && !has_cluster_data { from_name.upgrade_type.clone() } else { "none".into() }
+        if is_upgrade_job && !has_cluster_data {
+            from_name.upgrade_type.clone()
+        } else {
+            "none".into()
+        }
     } else {
-        match (job_name::parse_release(&from_release), job_name::parse_release(&release)) {
+        match (
+            job_name::parse_release(&from_release),
+            job_name::parse_release(&release),
+        ) {
             (Some(f), Some(t)) => job_name::upgrade_type(f, t).into(),
             _ => from_name.upgrade_type.clone(),
         }
     };
-    let or = |v: String, fallback: &str| if v.is_empty() { fallback.to_string() } else { v };
+    let or = |v: String, fallback: &str| {
+        if v.is_empty() {
+            fallback.to_string()
+        } else {
+            v
+        }
+    };
     let stack = match lower(&cd.network_stack).as_str() {
         "" => from_name.network_stack.clone(),
         s => s.to_string(),
@@ -469,11 +588,16 @@ mod tests {
     const JOB: &str = "periodic-ci-openshift-release-master-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-sdn-bm-upgrade";
 
     fn file(name: &str, text: &str) -> RunFile {
-        RunFile { name: name.into(), content: Ok(Content::Bytes(text.as_bytes().to_vec())) }
+        RunFile {
+            name: name.into(),
+            content: Ok(Content::Bytes(text.as_bytes().to_vec())),
+        }
     }
 
     fn junit(name: &str) -> String {
-        format!("artifacts/e2e-metal-ipi-sdn-bm-upgrade/baremetalds-e2e-test/artifacts/junit/{name}")
+        format!(
+            "artifacts/e2e-metal-ipi-sdn-bm-upgrade/baremetalds-e2e-test/artifacts/junit/{name}"
+        )
     }
 
     fn run(files: Vec<RunFile>) -> RunFiles {
@@ -487,7 +611,10 @@ mod tests {
     fn base_files() -> Vec<RunFile> {
         vec![
             file("started.json", r#"{"timestamp": 1700000000}"#),
-            file("finished.json", r#"{"timestamp": 1700007200, "passed": true, "result": "SUCCESS"}"#),
+            file(
+                "finished.json",
+                r#"{"timestamp": 1700007200, "passed": true, "result": "SUCCESS"}"#,
+            ),
             file(
                 &junit("backend-disruption_20231114-220000.json"),
                 r#"{"BackendDisruptions": {"image-registry-new-connections": {"Name": "image-registry-new-connections", "ConnectionType": "New", "DisruptedDuration": "12.2s"}}}"#,
@@ -501,7 +628,9 @@ mod tests {
 
     #[test]
     fn a_run_without_cluster_data_takes_its_dimensions_from_the_job_name() {
-        let Assembly::Ready { record, warnings } = assemble(&run(base_files())) else { panic!("not ready") };
+        let Assembly::Ready { record, warnings } = assemble(&run(base_files())) else {
+            panic!("not ready")
+        };
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(record.run.job_name, JOB);
         assert_eq!(record.run.build_id, "1700000000000000001");
@@ -516,11 +645,19 @@ mod tests {
         );
         let d = &record.run.dimensions;
         assert_eq!(
-            (d.release.as_str(), d.from_release.as_str(), d.upgrade_type.as_str()),
+            (
+                d.release.as_str(),
+                d.from_release.as_str(),
+                d.upgrade_type.as_str()
+            ),
             ("4.14", "4.13", "minor")
         );
         assert_eq!(
-            (d.platform.as_str(), d.network.as_str(), d.network_stack.as_str()),
+            (
+                d.platform.as_str(),
+                d.network.as_str(),
+                d.network_stack.as_str()
+            ),
             ("metal", "sdn", "ipv4")
         );
         assert_eq!(
@@ -544,7 +681,9 @@ mod tests {
     }
 
     fn payload_of(files: Vec<RunFile>) -> (String, String) {
-        let Assembly::Ready { record, .. } = assemble(&run(files)) else { panic!("not ready") };
+        let Assembly::Ready { record, .. } = assemble(&run(files)) else {
+            panic!("not ready")
+        };
         (record.run.payload, record.run.from_payload)
     }
 
@@ -560,19 +699,37 @@ mod tests {
         let annotated = r#""release.openshift.io/tag": "4.14.0-0.nightly-2023-11-14-070000", "release.openshift.io/from-tag": "4.13.21""#;
         let mut files = base_files();
         files.extend([prowjob(annotated, env), cluster()]);
-        assert_eq!(payload_of(files), ("4.14.0-0.nightly-2023-11-14-070000".into(), "4.13.21".into()));
+        assert_eq!(
+            payload_of(files),
+            (
+                "4.14.0-0.nightly-2023-11-14-070000".into(),
+                "4.13.21".into()
+            )
+        );
         let mut files = base_files();
         files.extend([prowjob("", env), cluster()]);
         assert_eq!(payload_of(files).0, "4.14.0-0.nightly-2023-11-14-080000");
         let mut files = base_files();
         files.extend([
-            prowjob("", r#"{"name": "RELEASE_IMAGE_LATEST", "value": "quay.io/x/release@sha256:abc"}"#),
+            prowjob(
+                "",
+                r#"{"name": "RELEASE_IMAGE_LATEST", "value": "quay.io/x/release@sha256:abc"}"#,
+            ),
             cluster(),
         ]);
-        assert_eq!(payload_of(files).0, "4.14.0-0.nightly-2023-11-14-090000", "a digest names no tag");
-        assert_eq!(payload_of(base_files()), (String::new(), String::new()), "no payload: still a run");
         assert_eq!(
-            crate::model::payload_time("4.14.0-0.nightly-2023-11-14-070000").map(|t| t.to_rfc3339()),
+            payload_of(files).0,
+            "4.14.0-0.nightly-2023-11-14-090000",
+            "a digest names no tag"
+        );
+        assert_eq!(
+            payload_of(base_files()),
+            (String::new(), String::new()),
+            "no payload: still a run"
+        );
+        assert_eq!(
+            crate::model::payload_time("4.14.0-0.nightly-2023-11-14-070000")
+                .map(|t| t.to_rfc3339()),
             Some("2023-11-14T07:00:00+00:00".into())
         );
         assert_eq!(crate::model::payload_time("4.14.3"), None);
@@ -590,10 +747,16 @@ mod tests {
             &junit("cluster-data_20231114-230000.json"),
             r#"{"Release": "4.14", "Platform": "metal", "MasterNodesUpdated": "Y"}"#,
         ));
-        let Assembly::Ready { record, .. } = assemble(&run(files)) else { panic!("not ready") };
+        let Assembly::Ready { record, .. } = assemble(&run(files)) else {
+            panic!("not ready")
+        };
         let d = &record.run.dimensions;
         assert_eq!(
-            (d.upgrade_type.as_str(), d.network.as_str(), d.network_stack.as_str()),
+            (
+                d.upgrade_type.as_str(),
+                d.network.as_str(),
+                d.network_stack.as_str()
+            ),
             ("micro", "ovn", "ipv4")
         );
         assert_eq!(d.master_nodes_updated, "Y");
@@ -607,7 +770,9 @@ mod tests {
             content: Ok(files[2].content.as_ref().unwrap().clone()),
         };
         files.push(copy);
-        let Assembly::Ready { record, .. } = assemble(&run(files)) else { panic!("not ready") };
+        let Assembly::Ready { record, .. } = assemble(&run(files)) else {
+            panic!("not ready")
+        };
         assert_eq!(record.samples[0].seconds, 32);
     }
 
@@ -629,31 +794,49 @@ mod tests {
             panic!("stored a run of the year -1199")
         };
         assert_eq!(problems[0].file, "started.json");
-        assert!(problems[0].error.contains("before the year 2000"), "{problems:?}");
+        assert!(
+            problems[0].error.contains("before the year 2000"),
+            "{problems:?}"
+        );
         let mut files = base_files();
-        files[1] = file("finished.json", r#"{"timestamp": 1699990000, "passed": true}"#);
-        let Assembly::Ready { record, warnings } = assemble(&run(files)) else { panic!("refused") };
+        files[1] = file(
+            "finished.json",
+            r#"{"timestamp": 1699990000, "passed": true}"#,
+        );
+        let Assembly::Ready { record, warnings } = assemble(&run(files)) else {
+            panic!("refused")
+        };
         assert_eq!(record.run.finished_at, Some(record.run.started_at));
         assert!(
-            warnings.iter().any(|w| w.file == "finished.json" && w.error.contains("before it started")),
+            warnings
+                .iter()
+                .any(|w| w.file == "finished.json" && w.error.contains("before it started")),
             "{warnings:?}"
         );
     }
 
     #[test]
     fn a_prow_link_that_is_no_web_address_is_replaced_by_the_run_s_own() {
-        for (given, kept) in [("javascript:alert('url')//x", false), ("https://prow.example/view/1", true)] {
+        for (given, kept) in [
+            ("javascript:alert('url')//x", false),
+            ("https://prow.example/view/1", true),
+        ] {
             let mut files = base_files();
             files.push(file(
                 "prowjob.json",
                 &format!(r#"{{"spec": {{"job": "{JOB}"}}, "status": {{"build_id": "1700000000000000001", "url": "{given}"}}}}"#),
             ));
-            let Assembly::Ready { record, .. } = assemble(&run(files)) else { panic!("not ready") };
+            let Assembly::Ready { record, .. } = assemble(&run(files)) else {
+                panic!("not ready")
+            };
             if kept {
                 assert_eq!(record.run.url, given);
             } else {
                 assert!(
-                    record.run.url.starts_with("https://prow.ci.openshift.org/view/gs/"),
+                    record
+                        .run
+                        .url
+                        .starts_with("https://prow.ci.openshift.org/view/gs/"),
                     "{}",
                     record.run.url
                 );
@@ -664,25 +847,41 @@ mod tests {
     #[test]
     fn a_nul_in_a_side_file_is_a_warning_naming_it_and_in_a_disruption_file_fails_the_run() {
         let mut files = base_files();
-        files.push(file("prowjob.json", &format!(r#"{{"spec": {{"job": "{JOB}\u0000"}}}}"#)));
-        let Assembly::Ready { record, warnings } = assemble(&run(files)) else { panic!("not ready") };
+        files.push(file(
+            "prowjob.json",
+            &format!(r#"{{"spec": {{"job": "{JOB}\u0000"}}}}"#),
+        ));
+        let Assembly::Ready { record, warnings } = assemble(&run(files)) else {
+            panic!("not ready")
+        };
         assert_eq!(record.run.job_name, JOB);
-        assert!(warnings.iter().any(|w| w.file == "prowjob.json" && w.error.contains("NUL")), "{warnings:?}");
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.file == "prowjob.json" && w.error.contains("NUL")),
+            "{warnings:?}"
+        );
         let mut files = base_files();
         files.push(file(
             &junit("backend-disruption_x.json"),
             r#"{"BackendDisruptions": {"a\u0000b": {"DisruptedDuration": "1s"}}}"#,
         ));
-        let Assembly::Failed { problems } = assemble(&run(files)) else { panic!("stored") };
+        let Assembly::Failed { problems } = assemble(&run(files)) else {
+            panic!("stored")
+        };
         assert!(
-            problems[0].file.ends_with("backend-disruption_x.json") && problems[0].error.contains("NUL"),
+            problems[0].file.ends_with("backend-disruption_x.json")
+                && problems[0].error.contains("NUL"),
             "{problems:?}"
         );
     }
 
     #[test]
     fn a_run_without_finished_json_is_still_running() {
-        let files = base_files().into_iter().filter(|f| f.name != "finished.json").collect();
+        let files = base_files()
+            .into_iter()
+            .filter(|f| f.name != "finished.json")
+            .collect();
         assert!(matches!(assemble(&run(files)), Assembly::StillRunning));
     }
 
@@ -690,15 +889,28 @@ mod tests {
     fn a_broken_disruption_file_fails_the_run_naming_the_file() {
         let mut files = base_files();
         files[2].content = Ok(Content::Bytes(b"{\"BackendDisruptions\": {\"x\"".to_vec()));
-        let Assembly::Failed { problems } = assemble(&run(files)) else { panic!("stored a partial run") };
-        assert!(problems[0].file.ends_with("backend-disruption_20231114-220000.json"), "{problems:?}");
+        let Assembly::Failed { problems } = assemble(&run(files)) else {
+            panic!("stored a partial run")
+        };
+        assert!(
+            problems[0]
+                .file
+                .ends_with("backend-disruption_20231114-220000.json"),
+            "{problems:?}"
+        );
     }
 
     #[test]
     fn broken_side_files_are_warnings_and_the_run_still_lands() {
         let mut files = base_files();
-        files.push(file(&junit("cluster-data_20231114-220000.json"), "\u{0}\u{1}binary"));
-        files.push(file(&junit("e2e-events_20231114-220000.json"), "{\"items\": [{"));
+        files.push(file(
+            &junit("cluster-data_20231114-220000.json"),
+            "\u{0}\u{1}binary",
+        ));
+        files.push(file(
+            &junit("e2e-events_20231114-220000.json"),
+            "{\"items\": [{",
+        ));
         files.push(file("prowjob.json", "[]"));
         files.push(RunFile {
             name: junit("e2e-events_20231114-230000.json"),
@@ -707,7 +919,9 @@ mod tests {
                 Problem::TooLarge { size: 2, max: 1 },
             )),
         });
-        let Assembly::Ready { record, warnings } = assemble(&run(files)) else { panic!("not ready") };
+        let Assembly::Ready { record, warnings } = assemble(&run(files)) else {
+            panic!("not ready")
+        };
         assert_eq!(record.samples[0].seconds, 32);
         assert_eq!(warnings.len(), 4, "{warnings:?}");
     }
@@ -722,20 +936,30 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         let on_disk = |max_bytes: u64| RunFile {
             name: junit("e2e-events_20231114-220000.json"),
-            content: Ok(Content::File { path: path.clone(), max_bytes, spool: None }),
+            content: Ok(Content::File {
+                path: path.clone(),
+                max_bytes,
+                spool: None,
+            }),
         };
         let mut files = base_files();
         files.push(on_disk(text.len() as u64));
-        let Assembly::Ready { record, warnings } = assemble(&run(files)) else { panic!("not ready") };
+        let Assembly::Ready { record, warnings } = assemble(&run(files)) else {
+            panic!("not ready")
+        };
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(record.outages.len(), 1);
         let mut files = base_files();
         files.push(on_disk(text.len() as u64 - 1));
-        let Assembly::Ready { record, warnings } = assemble(&run(files)) else { panic!("not ready") };
+        let Assembly::Ready { record, warnings } = assemble(&run(files)) else {
+            panic!("not ready")
+        };
         assert!(record.outages.is_empty());
         assert!(
-            warnings.iter().any(|w| w.file.ends_with("e2e-events_20231114-220000.json")
-                && w.error.contains("larger than the")),
+            warnings
+                .iter()
+                .any(|w| w.file.ends_with("e2e-events_20231114-220000.json")
+                    && w.error.contains("larger than the")),
             "{warnings:?}"
         );
     }
@@ -743,7 +967,9 @@ mod tests {
     #[test]
     fn a_run_without_disruption_files_is_stored_without_samples_and_said_so() {
         let files = base_files().into_iter().take(2).collect();
-        let Assembly::Ready { record, warnings } = assemble(&run(files)) else { panic!("not ready") };
+        let Assembly::Ready { record, warnings } = assemble(&run(files)) else {
+            panic!("not ready")
+        };
         assert!(record.samples.is_empty());
         assert!(warnings[0].error.contains("no backend-disruption"));
     }

@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 use super::{Dimension, Dimensions, Histogram};
 
 /// The percentiles sheriff computes for every group.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 pub enum Percentile {
     #[default]
     P50,
@@ -19,7 +21,12 @@ pub enum Percentile {
 }
 
 impl Percentile {
-    pub const ALL: [Percentile; 4] = [Percentile::P50, Percentile::P75, Percentile::P95, Percentile::P99];
+    pub const ALL: [Percentile; 4] = [
+        Percentile::P50,
+        Percentile::P75,
+        Percentile::P95,
+        Percentile::P99,
+    ];
 
     /// Its place in [`Percentile::ALL`], for arrays of the four.
     pub fn index(self) -> usize {
@@ -85,7 +92,10 @@ impl Fixed {
 
     /// The kept dimensions and their values, in dimension order.
     pub fn iter(&self) -> impl Iterator<Item = (Dimension, &str)> {
-        Dimension::ALL.into_iter().zip(self.0.iter()).filter_map(|(d, v)| Some((d, v.as_deref()?)))
+        Dimension::ALL
+            .into_iter()
+            .zip(self.0.iter())
+            .filter_map(|(d, v)| Some((d, v.as_deref()?)))
     }
 
     pub fn len(&self) -> usize {
@@ -129,7 +139,9 @@ impl Serialize for Fixed {
 
 impl<'de> Deserialize<'de> for Fixed {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Fixed, D::Error> {
-        Ok(BTreeMap::<Dimension, String>::deserialize(deserializer)?.into_iter().collect())
+        Ok(BTreeMap::<Dimension, String>::deserialize(deserializer)?
+            .into_iter()
+            .collect())
     }
 }
 
@@ -141,7 +153,10 @@ impl GroupKey {
 
     /// The coarser group of a cell that keeps only `dims`.
     pub fn keeping(backend: &str, cell: &Dimensions, dims: &[Dimension]) -> GroupKey {
-        GroupKey { backend: backend.into(), fixed: dims.iter().map(|d| (*d, cell.get(*d))).collect() }
+        GroupKey {
+            backend: backend.into(),
+            fixed: dims.iter().map(|d| (*d, cell.get(*d))).collect(),
+        }
     }
 
     pub fn get(&self, d: Dimension) -> Option<&str> {
@@ -209,7 +224,9 @@ impl ThresholdSource {
     pub fn describe(&self) -> String {
         match self {
             ThresholdSource::Configured { rule } => format!("configured level ({rule})"),
-            ThresholdSource::Historical { job_runs: Some(n) } => format!("historical table ({n} runs)"),
+            ThresholdSource::Historical { job_runs: Some(n) } => {
+                format!("historical table ({n} runs)")
+            }
             ThresholdSource::Historical { job_runs: None } => "historical table".into(),
             ThresholdSource::Baseline { runs } => format!("reference window ({runs} runs)"),
             ThresholdSource::PreviousRelease { release, runs } => {
@@ -271,20 +288,34 @@ mod tests {
 
     #[test]
     fn families_join_new_and_reused_connections() {
-        assert_eq!(backend_family("image-registry-new-connections"), "image-registry");
-        assert_eq!(backend_family("image-registry-reused-connections"), "image-registry");
+        assert_eq!(
+            backend_family("image-registry-new-connections"),
+            "image-registry"
+        );
+        assert_eq!(
+            backend_family("image-registry-reused-connections"),
+            "image-registry"
+        );
         assert_eq!(backend_family("odd-backend"), "odd-backend");
     }
 
     #[test]
     fn groups_contain_their_cells() {
-        let dims = Dimensions { platform: "metal".into(), network: "ovn".into(), ..Default::default() };
+        let dims = Dimensions {
+            platform: "metal".into(),
+            network: "ovn".into(),
+            ..Default::default()
+        };
         let g = GroupKey::keeping("b", &dims, &[Dimension::Platform]);
         assert!(g.contains("b", &dims));
         assert!(!g.contains("c", &dims));
         assert!(g.contains(
             "b",
-            &Dimensions { platform: "metal".into(), network: "sdn".into(), ..Default::default() }
+            &Dimensions {
+                platform: "metal".into(),
+                network: "sdn".into(),
+                ..Default::default()
+            }
         ));
         assert!(GroupKey::cell("b", &dims).is_cell());
         assert_eq!(g.label(), "b platform=metal");

@@ -49,9 +49,16 @@ impl BrokenProbe {
     /// "gcp-network-liveness is down for whole runs on 4.15 metal amd64 (26 of 34 runs, median
     /// 4210s, 3 jobs); not used to judge those runs".
     pub fn summary(&self) -> String {
-        let whole = if self.median_seconds >= 600.0 { "down for whole runs" } else { "down in most runs" };
-        let jobs =
-            if self.jobs.len() == 1 { "1 job".to_string() } else { format!("{} jobs", self.jobs.len()) };
+        let whole = if self.median_seconds >= 600.0 {
+            "down for whole runs"
+        } else {
+            "down in most runs"
+        };
+        let jobs = if self.jobs.len() == 1 {
+            "1 job".to_string()
+        } else {
+            format!("{} jobs", self.jobs.len())
+        };
         format!(
             "{} is {whole} on {} ({} of {} runs, median {}, {jobs}); not used to judge those runs",
             self.probe,

@@ -196,15 +196,16 @@ impl Allowance {
     /// reply to the person who typed the level (a Slack form, a command), shown as it is.
     pub fn parse_level(text: &str) -> Result<(Percentile, f64), LevelError> {
         let t = text.replace('≤', "<=").replace(' ', "");
-        let (p, v) =
-            t.split_once("<=").ok_or_else(|| LevelError::NoComparison(text.chars().take(40).collect()))?;
-        let percentile =
-            Percentile::parse(&p.to_ascii_uppercase()).ok_or_else(|| LevelError::Percentile(p.into()))?;
+        let (p, v) = t
+            .split_once("<=")
+            .ok_or_else(|| LevelError::NoComparison(text.chars().take(40).collect()))?;
+        let percentile = Percentile::parse(&p.to_ascii_uppercase())
+            .ok_or_else(|| LevelError::Percentile(p.into()))?;
         let seconds = match v.strip_suffix('s').unwrap_or(v).parse::<f64>() {
             Ok(x) => x,
-            Err(_) => {
-                super::parse_span(v).map(|s| s as f64).ok_or_else(|| LevelError::NotSeconds(v.into()))?
-            }
+            Err(_) => super::parse_span(v)
+                .map(|s| s as f64)
+                .ok_or_else(|| LevelError::NotSeconds(v.into()))?,
         };
         if !seconds.is_finite() || !(0.0..=DAY as f64).contains(&seconds) {
             return Err(LevelError::OutOfRange(v.into()));
@@ -229,15 +230,27 @@ mod tests {
 
     #[test]
     fn levels_read_in_the_ways_people_write_them() {
-        assert_eq!(Allowance::parse_level("P50<=20s"), Ok((Percentile::P50, 20.0)));
-        assert_eq!(Allowance::parse_level("p95 <= 1m"), Ok((Percentile::P95, 60.0)));
-        assert_eq!(Allowance::parse_level("P75≤7.5"), Ok((Percentile::P75, 7.5)));
+        assert_eq!(
+            Allowance::parse_level("P50<=20s"),
+            Ok((Percentile::P50, 20.0))
+        );
+        assert_eq!(
+            Allowance::parse_level("p95 <= 1m"),
+            Ok((Percentile::P95, 60.0))
+        );
+        assert_eq!(
+            Allowance::parse_level("P75≤7.5"),
+            Ok((Percentile::P75, 7.5))
+        );
         assert!(Allowance::parse_level("P50=20s").is_err());
         assert!(Allowance::parse_level("P42<=20s").is_err());
         assert!(Allowance::parse_level("P50<=-3s").is_err());
         assert!(Allowance::parse_level("P50<=NaN").is_err());
         assert!(Allowance::parse_level("P50<=9999999h").is_err());
-        assert_eq!(Allowance::parse_level("P42<=20s"), Err(LevelError::Percentile("P42".into())));
+        assert_eq!(
+            Allowance::parse_level("P42<=20s"),
+            Err(LevelError::Percentile("P42".into()))
+        );
         assert_eq!(
             Allowance::parse_level("P50<=soon").unwrap_err().to_string(),
             "\"soon\" is not a number of seconds"
@@ -260,14 +273,22 @@ mod tests {
         };
         assert_eq!(c.fix_point(), Some(100));
         c.merged_at = Some(90);
-        assert_eq!(c.fix_point(), Some(90), "a merge outside the payload, before the claim");
+        assert_eq!(
+            c.fix_point(),
+            Some(90),
+            "a merge outside the payload, before the claim"
+        );
         c.pending = Some("in no payload yet".into());
         assert_eq!(c.fix_point(), None);
         c.pending = None;
         c.payload_at = Some(150);
         assert_eq!(c.fix_point(), Some(150));
         c.merged_at = Some(170);
-        assert_eq!(c.fix_point(), Some(170), "the later of the payload and the merge");
+        assert_eq!(
+            c.fix_point(),
+            Some(170),
+            "the later of the payload and the merge"
+        );
         assert!(!c.told(FixVerdict::Fixed));
     }
 }

@@ -30,7 +30,10 @@ mod tests {
 
     #[test]
     fn stars_match_any_run_and_the_rest_literally() {
-        assert!(glob_match("image-registry-*", "image-registry-new-connections"));
+        assert!(glob_match(
+            "image-registry-*",
+            "image-registry-new-connections"
+        ));
         assert!(glob_match("*-new-connections", "kube-api-new-connections"));
         assert!(glob_match("kube-*-new-*", "kube-api-new-connections"));
         assert!(glob_match("*", ""));

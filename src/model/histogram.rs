@@ -27,7 +27,10 @@ const DENSE_VALUES: usize = 1 << 16;
 
 impl Histogram {
     pub const fn new() -> Self {
-        Histogram { bins: Vec::new(), count: 0 }
+        Histogram {
+            bins: Vec::new(),
+            count: 0,
+        }
     }
 
     pub fn from_values(values: impl IntoIterator<Item = i64>) -> Self {
@@ -197,7 +200,13 @@ impl Histogram {
 
     pub fn mean(&self) -> Option<f64> {
         let n = self.count();
-        (n > 0).then(|| self.bins.iter().map(|b| b.0 as f64 * b.1 as f64).sum::<f64>() / n as f64)
+        (n > 0).then(|| {
+            self.bins
+                .iter()
+                .map(|b| b.0 as f64 * b.1 as f64)
+                .sum::<f64>()
+                / n as f64
+        })
     }
 
     /// The continuous percentile with linear interpolation between closest ranks — the
@@ -234,7 +243,11 @@ impl Histogram {
             let rank = h as u64;
             let lo = rank as f64;
             let lower = at(rank);
-            *slot = Some(if h == lo { lower } else { lower + (h - lo) * (at(rank + 1) - lower) });
+            *slot = Some(if h == lo {
+                lower
+            } else {
+                lower + (h - lo) * (at(rank + 1) - lower)
+            });
         }
         out
     }
@@ -254,10 +267,15 @@ impl Histogram {
     }
 
     pub fn decode(text: &str) -> Result<Histogram, HistogramError> {
-        let err = |why| HistogramError { text: text.chars().take(80).collect(), why };
+        let err = |why| HistogramError {
+            text: text.chars().take(80).collect(),
+            why,
+        };
         let mut bins: Vec<(i64, u64)> = Vec::new();
         for pair in text.split_ascii_whitespace() {
-            let (v, c) = pair.split_once(':').ok_or_else(|| err("a pair without `:`"))?;
+            let (v, c) = pair
+                .split_once(':')
+                .ok_or_else(|| err("a pair without `:`"))?;
             let v: i64 = v.parse().map_err(|_| err("seconds are not an integer"))?;
             let c: u64 = c.parse().map_err(|_| err("a count is not an integer"))?;
             if bins.last().is_some_and(|l| l.0 >= v) {
@@ -293,10 +311,15 @@ impl Histogram {
     /// Reads several stored histograms joined by spaces (as SQL's `group_concat` or
     /// `string_agg` returns them): pairs in any order, counts of a value added up.
     pub fn decode_concatenated(text: &str) -> Result<Histogram, HistogramError> {
-        let err = |why| HistogramError { text: text.chars().take(80).collect(), why };
+        let err = |why| HistogramError {
+            text: text.chars().take(80).collect(),
+            why,
+        };
         let mut pairs: Vec<(i64, u64)> = Vec::new();
         for pair in text.split_ascii_whitespace() {
-            let (v, c) = pair.split_once(':').ok_or_else(|| err("a pair without `:`"))?;
+            let (v, c) = pair
+                .split_once(':')
+                .ok_or_else(|| err("a pair without `:`"))?;
             let v: i64 = v.parse().map_err(|_| err("seconds are not an integer"))?;
             let c: u64 = c.parse().map_err(|_| err("a count is not an integer"))?;
             pairs.push((v, c));
@@ -364,7 +387,9 @@ mod tests {
         let mut state = 7u64;
         let mut values = Vec::new();
         for _ in 0..997 {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let r = (state >> 33) % 100;
             values.push(if r < 80 { 0 } else { (r * r % 97) as i64 });
         }
@@ -394,9 +419,17 @@ mod tests {
             let ys: Vec<i64> = (0..rng.usize(0..30)).map(|_| rng.i64(0..40)).collect();
             let mut merged = Histogram::from_values(xs.iter().copied());
             merged.merge(&Histogram::from_values(ys.iter().copied()));
-            assert_eq!(merged, Histogram::from_values(xs.iter().chain(&ys).copied()), "{xs:?} + {ys:?}");
+            assert_eq!(
+                merged,
+                Histogram::from_values(xs.iter().chain(&ys).copied()),
+                "{xs:?} + {ys:?}"
+            );
             merged.subtract(&Histogram::from_values(ys.iter().copied()));
-            assert_eq!(merged, Histogram::from_values(xs.iter().copied()), "{xs:?} + {ys:?} - {ys:?}");
+            assert_eq!(
+                merged,
+                Histogram::from_values(xs.iter().copied()),
+                "{xs:?} + {ys:?} - {ys:?}"
+            );
         }
     }
 
@@ -416,8 +449,11 @@ mod tests {
                 }
                 assert_eq!(h.count(), naive(&h), "{h:?}");
             }
-            let values: Vec<i64> =
-                h.bins().iter().flat_map(|&(v, c)| std::iter::repeat_n(v, c as usize)).collect();
+            let values: Vec<i64> = h
+                .bins()
+                .iter()
+                .flat_map(|&(v, c)| std::iter::repeat_n(v, c as usize))
+                .collect();
             let fractions = [0.99, 0.5, 0.75, 0.0, 1.0, 0.95];
             for (p, got) in fractions.iter().zip(h.percentiles(fractions)) {
                 let want = (!values.is_empty()).then(|| naive_percentile_cont(&values, *p));
@@ -445,7 +481,11 @@ mod tests {
             for p in &parts {
                 merged.merge(p);
             }
-            assert_eq!(Histogram::sum_of(parts.iter(), &mut scratch), merged, "{parts:?}");
+            assert_eq!(
+                Histogram::sum_of(parts.iter(), &mut scratch),
+                merged,
+                "{parts:?}"
+            );
             assert!(scratch.iter().all(|c| *c == 0), "the scratch is left empty");
         }
     }
@@ -454,8 +494,16 @@ mod tests {
     fn zeros_are_stored_as_a_count() {
         let h = Histogram::from_values([0, 0, 0, 7, 0, 31]);
         assert_eq!(h.encode_nonzero(), "7:1 31:1");
-        assert_eq!(Histogram::decode(&h.encode_nonzero()).unwrap().with_zeros(6), h);
-        assert_eq!(Histogram::decode("").unwrap().with_zeros(3), Histogram::from_values([0, 0, 0]));
+        assert_eq!(
+            Histogram::decode(&h.encode_nonzero())
+                .unwrap()
+                .with_zeros(6),
+            h
+        );
+        assert_eq!(
+            Histogram::decode("").unwrap().with_zeros(3),
+            Histogram::from_values([0, 0, 0])
+        );
     }
 
     #[test]

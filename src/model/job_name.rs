@@ -9,7 +9,9 @@ fn releases_in(name: &str) -> Vec<(u32, u32)> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i].is_ascii_digit() && (i == 0 || !bytes[i - 1].is_ascii_digit() && bytes[i - 1] != b'.') {
+        if bytes[i].is_ascii_digit()
+            && (i == 0 || !bytes[i - 1].is_ascii_digit() && bytes[i - 1] != b'.')
+        {
             let start = i;
             while i < bytes.len() && bytes[i].is_ascii_digit() {
                 i += 1;
@@ -59,11 +61,15 @@ pub fn dimensions_from_job_name(job: &str) -> Dimensions {
     let releases = releases_in(&name);
     let highest = releases.iter().copied().max();
     let lowest = releases.iter().copied().min();
-    let mut d = Dimensions { release: highest.map(version).unwrap_or_default(), ..Default::default() };
+    let mut d = Dimensions {
+        release: highest.map(version).unwrap_or_default(),
+        ..Default::default()
+    };
     (d.upgrade_type, d.from_release) = upgrade(&name, lowest, highest, &d.release);
     d.platform = platform(&name);
     d.network = network(&name, highest).into();
-    d.network_stack = first_match(&name, &[("-dualstack", "dual"), ("-ipv6", "ipv6")], "ipv4").into();
+    d.network_stack =
+        first_match(&name, &[("-dualstack", "dual"), ("-ipv6", "ipv6")], "ipv4").into();
     d.topology = topology(&name).into();
     d.architecture = first_match(
         &name,
@@ -82,8 +88,15 @@ pub fn dimensions_from_job_name(job: &str) -> Dimensions {
 }
 
 /// The value of the first needle found in `name`, else `otherwise`.
-fn first_match(name: &str, rules: &[(&str, &'static str)], otherwise: &'static str) -> &'static str {
-    rules.iter().find(|(needle, _)| name.contains(needle)).map_or(otherwise, |(_, v)| v)
+fn first_match(
+    name: &str,
+    rules: &[(&str, &'static str)],
+    otherwise: &'static str,
+) -> &'static str {
+    rules
+        .iter()
+        .find(|(needle, _)| name.contains(needle))
+        .map_or(otherwise, |(_, v)| v)
 }
 
 /// The upgrade type and the release upgraded from.
@@ -125,15 +138,31 @@ fn platform(name: &str) -> String {
 
 /// The network plugin named, else OVN from 4.12 on and SDN before.
 fn network(name: &str, highest: Option<(u32, u32)>) -> &'static str {
-    let default = if highest.is_some_and(|r| r >= (4, 12)) { "ovn" } else { "sdn" };
-    first_match(name, &[("-ovn", "ovn"), ("-sdn", "sdn"), ("-cilium", "cilium")], default)
+    let default = if highest.is_some_and(|r| r >= (4, 12)) {
+        "ovn"
+    } else {
+        "sdn"
+    };
+    first_match(
+        name,
+        &[("-ovn", "ovn"), ("-sdn", "sdn"), ("-cilium", "cilium")],
+        default,
+    )
 }
 
 fn topology(name: &str) -> &'static str {
     if name.contains("-sno-") || name.ends_with("-sno") || name.contains("-single-node") {
         "single"
     } else {
-        first_match(name, &[("-hypershift", "external"), ("-hcp", "external"), ("-compact", "compact")], "ha")
+        first_match(
+            name,
+            &[
+                ("-hypershift", "external"),
+                ("-hcp", "external"),
+                ("-compact", "compact"),
+            ],
+            "ha",
+        )
     }
 }
 
@@ -147,18 +176,31 @@ mod tests {
             "periodic-ci-openshift-release-master-nightly-4.14-e2e-metal-ipi-upgrade-ovn-ipv6",
         );
         assert_eq!(
-            (d.release.as_str(), d.from_release.as_str(), d.upgrade_type.as_str(), d.platform.as_str()),
+            (
+                d.release.as_str(),
+                d.from_release.as_str(),
+                d.upgrade_type.as_str(),
+                d.platform.as_str()
+            ),
             ("4.14", "4.14", "micro", "metal")
         );
         assert_eq!(
-            (d.network.as_str(), d.network_stack.as_str(), d.topology.as_str()),
+            (
+                d.network.as_str(),
+                d.network_stack.as_str(),
+                d.topology.as_str()
+            ),
             ("ovn", "ipv6", "ha")
         );
         let d = dimensions_from_job_name(
             "periodic-ci-openshift-release-master-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-sdn-bm-upgrade",
         );
         assert_eq!(
-            (d.release.as_str(), d.from_release.as_str(), d.upgrade_type.as_str()),
+            (
+                d.release.as_str(),
+                d.from_release.as_str(),
+                d.upgrade_type.as_str()
+            ),
             ("4.14", "4.13", "minor")
         );
         assert_eq!((d.platform.as_str(), d.network.as_str()), ("metal", "sdn"));
@@ -172,7 +214,11 @@ mod tests {
         assert_eq!(d.upgrade_type, "multi");
         let d = dimensions_from_job_name("periodic-ci-openshift-release-master-ci-4.10-e2e-gcp");
         assert_eq!(
-            (d.upgrade_type.as_str(), d.from_release.as_str(), d.network.as_str()),
+            (
+                d.upgrade_type.as_str(),
+                d.from_release.as_str(),
+                d.network.as_str()
+            ),
             ("none", "", "sdn")
         );
         let d = dimensions_from_job_name("periodic-ci-openshift-release-master-ci-4.12-e2e-azure");
@@ -184,17 +230,24 @@ mod tests {
         let d = dimensions_from_job_name(
             "periodic-ci-openshift-release-master-nightly-5.0-upgrade-from-stable-4.18-e2e-aws-upgrade",
         );
-        assert_eq!((d.upgrade_type.as_str(), d.release.as_str()), ("major", "5.0"));
+        assert_eq!(
+            (d.upgrade_type.as_str(), d.release.as_str()),
+            ("major", "5.0")
+        );
         let d = dimensions_from_job_name(
             "periodic-ci-openshift-release-master-nightly-4.9-upgrade-from-stable-4.10-x-upgrade",
         );
-        assert_eq!((d.release.as_str(), d.from_release.as_str()), ("4.10", "4.9"));
+        assert_eq!(
+            (d.release.as_str(), d.from_release.as_str()),
+            ("4.10", "4.9")
+        );
     }
 
     #[test]
     fn platform_topology_stack_and_architecture() {
-        let d =
-            dimensions_from_job_name("periodic-ci-openshift-release-master-nightly-4.15-e2e-rosa-sts-ovn");
+        let d = dimensions_from_job_name(
+            "periodic-ci-openshift-release-master-nightly-4.15-e2e-rosa-sts-ovn",
+        );
         assert_eq!(d.platform, "aws");
         let d = dimensions_from_job_name(
             "periodic-ci-openshift-release-master-nightly-4.15-e2e-aws-ovn-single-node-serial",
@@ -219,6 +272,9 @@ mod tests {
         let d = dimensions_from_job_name(
             "periodic-ci-openshift-release-master-nightly-4.15-e2e-vsphere-ovn-compact",
         );
-        assert_eq!((d.platform.as_str(), d.topology.as_str()), ("vsphere", "compact"));
+        assert_eq!(
+            (d.platform.as_str(), d.topology.as_str()),
+            ("vsphere", "compact")
+        );
     }
 }

@@ -33,8 +33,8 @@ pub use historical::HistoricalRow;
 pub use query::Query;
 pub use regression::{
     Attribution, ConditionEvidence, Confidence, ControlEvidence, Episode, FileAgainst, Mechanism,
-    MechanismClaim, MechanismKind, Onset, PercentilePair, PlatformContrast, RegressionReport, SampleJob,
-    SampleKind, Status, SuspectChange, UnknownBecause,
+    MechanismClaim, MechanismKind, Onset, PercentilePair, PlatformContrast, RegressionReport,
+    SampleJob, SampleKind, Status, SuspectChange, UnknownBecause,
 };
 pub use run::{
     CellRun, ConditionSpan, IntervalFile, IntervalRef, JobRun, Outage, RunRecord, Sample, SpanKind,
@@ -47,13 +47,19 @@ pub use trouble::{ProbeHealth, TroubleRules};
 
 /// `29s`, or `36.2s` when not whole: how sheriff writes a number of seconds everywhere.
 pub fn secs(x: f64) -> String {
-    if (x - x.round()).abs() < 0.05 { format!("{}s", x.round()) } else { format!("{x:.1}s") }
+    if (x - x.round()).abs() < 0.05 {
+        format!("{}s", x.round())
+    } else {
+        format!("{x:.1}s")
+    }
 }
 
 /// `2026-11-29 06:00 UTC` for Unix seconds (the number itself when out of range).
 pub(crate) fn utc_minute(t: i64) -> String {
-    chrono::DateTime::from_timestamp(t, 0)
-        .map_or_else(|| t.to_string(), |t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+    chrono::DateTime::from_timestamp(t, 0).map_or_else(
+        || t.to_string(),
+        |t| t.format("%Y-%m-%d %H:%M UTC").to_string(),
+    )
 }
 
 /// [`secs`], or `-` when there is no value.

@@ -46,9 +46,17 @@ pub enum QueryResultsError {
     #[error("row {row}: {json}")]
     BadRow { row: usize, json: serde_json::Error },
     #[error("row {row}: {field} `{text}` is not a number")]
-    NotANumber { row: usize, field: &'static str, text: String },
+    NotANumber {
+        row: usize,
+        field: &'static str,
+        text: String,
+    },
     #[error("row {row}: {field} is {value}, not a number")]
-    NotNumeric { row: usize, field: &'static str, value: serde_json::Value },
+    NotNumeric {
+        row: usize,
+        field: &'static str,
+        value: serde_json::Value,
+    },
     #[error("row {row}: neither P95 nor P99 (unknown schema)")]
     NoPercentile { row: usize },
 }
@@ -68,9 +76,8 @@ impl QueryResultsError {
     /// The field at fault, when one is.
     pub fn field(&self) -> Option<&'static str> {
         match self {
-            QueryResultsError::NotANumber { field, .. } | QueryResultsError::NotNumeric { field, .. } => {
-                Some(field)
-            }
+            QueryResultsError::NotANumber { field, .. }
+            | QueryResultsError::NotNumeric { field, .. } => Some(field),
             _ => None,
         }
     }
@@ -95,11 +102,12 @@ fn number(
 
 /// Parses the whole file; an error names the row and field.
 pub fn parse_query_results(bytes: &[u8]) -> Result<Vec<HistoricalRow>, QueryResultsError> {
-    let raw: Vec<serde_json::Value> = serde_json::from_slice(bytes).map_err(QueryResultsError::NotAnArray)?;
+    let raw: Vec<serde_json::Value> =
+        serde_json::from_slice(bytes).map_err(QueryResultsError::NotAnArray)?;
     let mut rows = Vec::with_capacity(raw.len());
     for (i, value) in raw.into_iter().enumerate() {
-        let row: RawRow =
-            serde_json::from_value(value).map_err(|json| QueryResultsError::BadRow { row: i, json })?;
+        let row: RawRow = serde_json::from_value(value)
+            .map_err(|json| QueryResultsError::BadRow { row: i, json })?;
         let p95 = number(row.p95, "P95", i)?;
         let p99 = number(row.p99, "P99", i)?;
         if p95.is_none() && p99.is_none() {
@@ -134,32 +142,49 @@ mod tests {
 
     #[test]
     fn the_oldest_generation_has_only_p95_and_p99() {
-        let rows = parse_query_results(&fixture("origin_query_results_era4.12_legacy_excerpt.json")).unwrap();
+        let rows =
+            parse_query_results(&fixture("origin_query_results_era4.12_legacy_excerpt.json"))
+                .unwrap();
         assert_eq!(rows.len(), 12);
         let console = &rows[0];
         assert_eq!(console.backend, "ingress-to-console-new-connections");
-        assert!((console.p95.unwrap() - 41.0).abs() < 1e-9, "float noise 40.999999999999972");
+        assert!(
+            (console.p95.unwrap() - 41.0).abs() < 1e-9,
+            "float noise 40.999999999999972"
+        );
         assert_eq!((console.job_runs, console.p50), (None, None));
     }
 
     #[test]
     fn the_4_13_generation_adds_job_runs() {
-        let rows =
-            parse_query_results(&fixture("origin_query_results_era4.13_jobruns_excerpt.json")).unwrap();
+        let rows = parse_query_results(&fixture(
+            "origin_query_results_era4.13_jobruns_excerpt.json",
+        ))
+        .unwrap();
         assert_eq!(rows.len(), 35);
         assert_eq!(rows[0].job_runs, Some(516));
-        assert!(rows.iter().all(|r| r.p50.is_none() && r.master_nodes_updated.is_empty()));
+        assert!(
+            rows.iter()
+                .all(|r| r.p50.is_none() && r.master_nodes_updated.is_empty())
+        );
     }
 
     #[test]
     fn the_current_generation_has_every_column() {
-        let rows =
-            parse_query_results(&fixture("origin_query_results_era4.15-4.16_full_schema_excerpt.json"))
-                .unwrap();
+        let rows = parse_query_results(&fixture(
+            "origin_query_results_era4.15-4.16_full_schema_excerpt.json",
+        ))
+        .unwrap();
         assert_eq!(rows.len(), 58);
         let r = rows.iter().find(|r| r.topology == "single").unwrap();
-        assert_eq!((r.p50, r.p75, r.master_nodes_updated.as_str()), (Some(209.5), Some(237.0), "Y"));
-        assert!(rows.iter().any(|r| r.platform.is_empty()), "rows with Platform \"\" exist");
+        assert_eq!(
+            (r.p50, r.p75, r.master_nodes_updated.as_str()),
+            (Some(209.5), Some(237.0), "Y")
+        );
+        assert!(
+            rows.iter().any(|r| r.platform.is_empty()),
+            "rows with Platform \"\" exist"
+        );
     }
 
     #[test]
@@ -178,7 +203,10 @@ mod tests {
         );
         assert_eq!((err.row(), err.field()), (None, None));
         let err = error(br#"[{"BackendName": "x", "Release": "4.14"}]"#);
-        assert_eq!(err.to_string(), "row 0: neither P95 nor P99 (unknown schema)");
+        assert_eq!(
+            err.to_string(),
+            "row 0: neither P95 nor P99 (unknown schema)"
+        );
         assert_eq!((err.row(), err.field()), (Some(0), None));
         let err = error(br#"[{"Release": "4.14", "P95": 1}]"#);
         assert_eq!(err.to_string(), "row 0: missing field `BackendName`");

@@ -115,7 +115,9 @@ pub enum FileAgainst {
 }
 
 /// How a regression's outages come about, as the runs' own timelines show.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum MechanismKind {
     /// The only ready replica was evicted by its node's drain; the outage ended when the
@@ -156,7 +158,10 @@ impl MechanismKind {
 
     /// Whether the cause is how the CI cluster is set up rather than the product.
     pub fn is_test_environment(self) -> bool {
-        matches!(self, MechanismKind::SingleReplicaDrained | MechanismKind::ReplicasOnOneNode)
+        matches!(
+            self,
+            MechanismKind::SingleReplicaDrained | MechanismKind::ReplicasOnOneNode
+        )
     }
 }
 
@@ -247,7 +252,9 @@ impl Onset {
     /// the payloads are known, and why the window is as wide as it is.
     pub fn payload_words(&self) -> Option<String> {
         let mut words = match (&self.last_good_payload, &self.first_bad_payload) {
-            (Some(good), Some(bad)) => format!("began between {good} (last good) and {bad} (first bad)"),
+            (Some(good), Some(bad)) => {
+                format!("began between {good} (last good) and {bad} (first bad)")
+            }
             (None, Some(bad)) => format!("began with {bad} (first bad) or before it"),
             _ => return None,
         };
@@ -268,7 +275,12 @@ impl Onset {
         if self.earliest == self.latest {
             format!("{} UTC", t(&self.at))
         } else {
-            format!("{} UTC, between {} and {}", t(&self.at), t(&self.earliest), t(&self.latest))
+            format!(
+                "{} UTC, between {} and {}",
+                t(&self.at),
+                t(&self.earliest),
+                t(&self.latest)
+            )
         }
     }
 }
@@ -301,7 +313,11 @@ impl SuspectChange {
     /// `openshift/image-registry#912`, or `openshift-metal3/dev-scripts@1a2b3c4` for a commit.
     pub fn reference(&self) -> String {
         match &self.commit {
-            Some(sha) => format!("{}@{}", self.repository, sha.chars().take(7).collect::<String>()),
+            Some(sha) => format!(
+                "{}@{}",
+                self.repository,
+                sha.chars().take(7).collect::<String>()
+            ),
             None => format!("{}#{}", self.repository, self.number),
         }
     }
@@ -363,12 +379,23 @@ impl ConditionEvidence {
     /// `image-registry Available=False (NoReplicasAvailable): The deployment … — covers 94% of
     /// outage seconds in 9 of 10 sample runs (seen in 0 of 10 healthy runs)`
     pub fn quote(&self) -> String {
-        let reason = if self.reason.is_empty() { String::new() } else { format!(" ({})", self.reason) };
-        let message = if self.message.is_empty() { String::new() } else { format!(": {}", self.message) };
+        let reason = if self.reason.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.reason)
+        };
+        let message = if self.message.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", self.message)
+        };
         let healthy = if self.healthy_runs == 0 {
             String::new()
         } else {
-            format!(" (seen in {} of {} healthy runs)", self.healthy_with, self.healthy_runs)
+            format!(
+                " (seen in {} of {} healthy runs)",
+                self.healthy_with, self.healthy_runs
+            )
         };
         format!(
             "{}{reason}{message} — covers {:.0}% of outage seconds in {} of {} sample runs{healthy}",
@@ -526,6 +553,10 @@ pub struct RegressionReport {
 impl RegressionReport {
     /// The strongest correlated condition, `operator Condition=Status`, or empty.
     pub fn top_condition(&self) -> String {
-        self.attribution.conditions.first().map(ConditionEvidence::label).unwrap_or_default()
+        self.attribution
+            .conditions
+            .first()
+            .map(ConditionEvidence::label)
+            .unwrap_or_default()
     }
 }

@@ -40,7 +40,9 @@ pub struct JobRun {
 pub fn payload_time(tag: &str) -> Option<DateTime<Utc>> {
     let tail = tag.get(tag.len().checked_sub(17)?..)?;
     let naive = chrono::NaiveDateTime::parse_from_str(tail, "%Y-%m-%d-%H%M%S").ok()?;
-    tag[..tag.len() - 17].ends_with('-').then(|| naive.and_utc())
+    tag[..tag.len() - 17]
+        .ends_with('-')
+        .then(|| naive.and_utc())
 }
 
 impl JobRun {

@@ -26,7 +26,8 @@ impl Scope {
 
     /// Limits `d` to `values` (replacing what it had).
     pub fn set(&mut self, d: Dimension, values: impl IntoIterator<Item = impl Into<String>>) {
-        self.0.insert(d, values.into_iter().map(Into::into).collect());
+        self.0
+            .insert(d, values.into_iter().map(Into::into).collect());
     }
 
     pub fn remove(&mut self, d: Dimension) {
@@ -39,7 +40,11 @@ impl Scope {
 
     /// The value of `d` when the scope limits it to exactly one.
     pub fn single(&self, d: Dimension) -> Option<&str> {
-        self.0.get(&d).filter(|v| v.len() == 1).and_then(|v| v.iter().next()).map(String::as_str)
+        self.0
+            .get(&d)
+            .filter(|v| v.len() == 1)
+            .and_then(|v| v.iter().next())
+            .map(String::as_str)
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (Dimension, &BTreeSet<String>)> {
@@ -52,12 +57,19 @@ impl Scope {
 
     /// Whether a cell with these dimensions is inside the scope.
     pub fn contains(&self, dims: &Dimensions) -> bool {
-        self.0.iter().all(|(d, values)| values.contains(dims.get(*d)))
+        self.0
+            .iter()
+            .all(|(d, values)| values.contains(dims.get(*d)))
     }
 
     /// Two scopes overlap when, in every dimension both limit, they share a value.
     pub fn overlaps(&self, other: &Scope) -> bool {
-        self.0.iter().all(|(d, a)| other.0.get(d).is_none_or(|b| a.iter().any(|x| b.contains(x))))
+        self.0.iter().all(|(d, a)| {
+            other
+                .0
+                .get(d)
+                .is_none_or(|b| a.iter().any(|x| b.contains(x)))
+        })
     }
 
     /// Whether two scopes are one problem's: they overlap apart from the architecture and the
@@ -67,7 +79,12 @@ impl Scope {
         self.0
             .iter()
             .filter(|(d, _)| !SPANNED.contains(d))
-            .all(|(d, a)| other.0.get(d).is_none_or(|b| a.iter().any(|x| b.contains(x))))
+            .all(|(d, a)| {
+                other
+                    .0
+                    .get(d)
+                    .is_none_or(|b| a.iter().any(|x| b.contains(x)))
+            })
     }
 
     /// The scope without limits that say nothing: a dimension listing every value its release
@@ -77,12 +94,17 @@ impl Scope {
     pub fn simplified(&self, variants: &[Dimensions]) -> Scope {
         let mut out = self.clone();
         let release = self.get(Dimension::Release);
-        let of_release: Vec<&Dimensions> =
-            variants.iter().filter(|v| release.is_none_or(|r| r.contains(&v.release))).collect();
+        let of_release: Vec<&Dimensions> = variants
+            .iter()
+            .filter(|v| release.is_none_or(|r| r.contains(&v.release)))
+            .collect();
         if of_release.is_empty() {
             return out;
         }
-        for d in Dimension::ALL.into_iter().filter(|d| *d != Dimension::Release) {
+        for d in Dimension::ALL
+            .into_iter()
+            .filter(|d| *d != Dimension::Release)
+        {
             if let Some(values) = out.get(d)
                 && of_release.iter().all(|v| values.contains(v.get(d)))
             {
@@ -95,7 +117,11 @@ impl Scope {
             }
             let mut without = out.clone();
             without.remove(d);
-            if of_release.iter().filter(|v| without.contains(v)).all(|v| out.contains(v)) {
+            if of_release
+                .iter()
+                .filter(|v| without.contains(v))
+                .all(|v| out.contains(v))
+            {
                 out = without;
             }
         }
@@ -118,12 +144,19 @@ impl Scope {
 
     /// The smallest scope covering the variants of both, as simple as `variants` allow.
     pub fn joined_over(&self, other: &Scope, variants: &[Dimensions]) -> Scope {
-        self.explicit(variants).union(&other.explicit(variants)).simplified(variants)
+        self.explicit(variants)
+            .union(&other.explicit(variants))
+            .simplified(variants)
     }
 
     /// Every value `other` covers, this scope covers too.
     pub fn covers(&self, other: &Scope) -> bool {
-        self.0.iter().all(|(d, a)| other.0.get(d).is_some_and(|b| b.iter().all(|x| a.contains(x))))
+        self.0.iter().all(|(d, a)| {
+            other
+                .0
+                .get(d)
+                .is_some_and(|b| b.iter().all(|x| a.contains(x)))
+        })
     }
 
     /// The smallest scope covering both: a dimension stays limited only where both limit it.
@@ -138,7 +171,10 @@ impl Scope {
 
     /// `dimension=v1,v2` per limited dimension, values sorted: the text fingerprints hash.
     pub fn joined(&self) -> BTreeMap<Dimension, String> {
-        self.0.iter().map(|(d, v)| (*d, v.iter().cloned().collect::<Vec<_>>().join(","))).collect()
+        self.0
+            .iter()
+            .map(|(d, v)| (*d, v.iter().cloned().collect::<Vec<_>>().join(",")))
+            .collect()
     }
 
     /// `platform=metal network=ovn,sdn` (the release left out: it is said separately), or
@@ -150,22 +186,35 @@ impl Scope {
             .filter(|(d, _)| **d != Dimension::Release)
             .map(|(d, v)| format!("{d}={}", v.iter().cloned().collect::<Vec<_>>().join(",")))
             .collect();
-        if parts.is_empty() { "every variant".into() } else { parts.join(" ") }
+        if parts.is_empty() {
+            "every variant".into()
+        } else {
+            parts.join(" ")
+        }
     }
 
     /// Its release, platform and architecture in words, values only: `4.15 metal amd64`.
     pub fn values_in_words(&self) -> String {
-        [Dimension::Release, Dimension::Platform, Dimension::Architecture]
-            .iter()
-            .filter_map(|d| self.get(*d))
-            .map(|v| v.iter().cloned().collect::<Vec<_>>().join("|"))
-            .collect::<Vec<_>>()
-            .join(" ")
+        [
+            Dimension::Release,
+            Dimension::Platform,
+            Dimension::Architecture,
+        ]
+        .iter()
+        .filter_map(|d| self.get(*d))
+        .map(|v| v.iter().cloned().collect::<Vec<_>>().join("|"))
+        .collect::<Vec<_>>()
+        .join(" ")
     }
 
     /// Every dimension of one cell, each limited to its value.
     pub fn of_cell(dims: &Dimensions) -> Scope {
-        Scope(Dimension::ALL.iter().map(|d| (*d, [dims.get(*d).to_string()].into())).collect())
+        Scope(
+            Dimension::ALL
+                .iter()
+                .map(|d| (*d, [dims.get(*d).to_string()].into()))
+                .collect(),
+        )
     }
 }
 
@@ -221,8 +270,9 @@ impl<'de> Deserialize<'de> for Scope {
         let raw: BTreeMap<String, Values> = BTreeMap::deserialize(deserializer)?;
         let mut scope = Scope::new();
         for (name, values) in raw {
-            let d = Dimension::parse(&name)
-                .ok_or_else(|| serde::de::Error::custom(format!("unknown dimension `{name}` in a scope")))?;
+            let d = Dimension::parse(&name).ok_or_else(|| {
+                serde::de::Error::custom(format!("unknown dimension `{name}` in a scope"))
+            })?;
             let values = match values {
                 Values::One(v) => [v].into(),
                 Values::Many(v) => v,
@@ -259,14 +309,18 @@ mod tests {
         let mut metal_ovn = metal();
         metal_ovn.set(Dimension::Network, ["ovn"]);
         let aws = Scope::from([(Dimension::Release, "4.14"), (Dimension::Platform, "aws")]);
-        let metal_or_aws = Scope::from([(Dimension::Platform, "aws"), (Dimension::Platform, "metal")]);
+        let metal_or_aws =
+            Scope::from([(Dimension::Platform, "aws"), (Dimension::Platform, "metal")]);
         assert!(metal().overlaps(&metal_ovn) && metal_ovn.overlaps(&metal()));
         assert!(!metal().overlaps(&aws));
         assert!(metal_or_aws.overlaps(&aws));
         assert!(Scope::new().overlaps(&aws));
         assert!(metal().covers(&metal_ovn) && !metal_ovn.covers(&metal()));
         assert_eq!(metal_ovn.union(&metal()), metal());
-        assert_eq!(metal().union(&aws).get(Dimension::Platform).unwrap().len(), 2);
+        assert_eq!(
+            metal().union(&aws).get(Dimension::Platform).unwrap().len(),
+            2
+        );
     }
 
     #[test]
@@ -280,7 +334,10 @@ mod tests {
         assert!(!amd.overlaps(&arm) && amd.same_problem(&arm));
         let mut aws = arm.clone();
         aws.set(Dimension::Platform, ["aws"]);
-        assert!(!amd.same_problem(&aws), "another platform is another problem");
+        assert!(
+            !amd.same_problem(&aws),
+            "another platform is another problem"
+        );
         let cell = |platform: &str, arch: &str, topology: &str| Dimensions {
             release: "4.14".into(),
             platform: platform.into(),
@@ -295,13 +352,22 @@ mod tests {
             cell("aws", "arm64", "ha"),
         ];
         // every architecture and topology metal has: both limits go
-        assert_eq!(amd.union(&arm).simplified(&variants).describe(), "platform=metal");
+        assert_eq!(
+            amd.union(&arm).simplified(&variants).describe(),
+            "platform=metal"
+        );
         // arm64 on metal is both topologies: that limit goes, the architecture stays
         let mut arm_ha = arm.clone();
         arm_ha.set(Dimension::Topology, ["ha"]);
-        assert_eq!(arm.union(&arm_ha).simplified(&variants).describe(), "platform=metal architecture=arm64");
+        assert_eq!(
+            arm.union(&arm_ha).simplified(&variants).describe(),
+            "platform=metal architecture=arm64"
+        );
         // a limit that leaves out a real cell stays (metal amd64 is only ever HA here)
-        assert_eq!(amd.simplified(&variants).describe(), "platform=metal architecture=amd64");
+        assert_eq!(
+            amd.simplified(&variants).describe(),
+            "platform=metal architecture=amd64"
+        );
     }
 
     #[test]
@@ -320,22 +386,35 @@ mod tests {
             cell("aws", "micro", "ovn"),
             cell("gcp", "micro", "ovn"),
         ];
-        let minor = Scope::from([(Dimension::Release, "4.14"), (Dimension::UpgradeType, "minor")]);
+        let minor = Scope::from([
+            (Dimension::Release, "4.14"),
+            (Dimension::UpgradeType, "minor"),
+        ]);
         assert_eq!(
             metal().union(&minor),
             Scope::from([(Dimension::Release, "4.14")]),
             "the naive union loses it"
         );
-        assert_eq!(metal().joined_over(&minor, &variants).describe(), "platform=metal");
+        assert_eq!(
+            metal().joined_over(&minor, &variants).describe(),
+            "platform=metal"
+        );
         let aws = Scope::from([(Dimension::Release, "4.14"), (Dimension::Platform, "aws")]);
-        assert_eq!(metal().joined_over(&aws, &variants).describe(), "platform=aws,metal");
+        assert_eq!(
+            metal().joined_over(&aws, &variants).describe(),
+            "platform=aws,metal"
+        );
         // nothing known of the variants: the scope as it was
         assert_eq!(metal().explicit(&[]), metal());
     }
 
     #[test]
     fn cells_are_inside_or_outside() {
-        let cell = Dimensions { release: "4.14".into(), platform: "metal".into(), ..Default::default() };
+        let cell = Dimensions {
+            release: "4.14".into(),
+            platform: "metal".into(),
+            ..Default::default()
+        };
         assert!(metal().contains(&cell));
         assert!(Scope::of_cell(&cell).contains(&cell));
         assert!(!Scope::from([(Dimension::Platform, "aws")]).contains(&cell));
@@ -346,7 +425,10 @@ mod tests {
         let mut s = metal();
         s.set(Dimension::Network, ["sdn", "ovn"]);
         let compact = serde_json::to_string(&s).unwrap();
-        assert_eq!(compact, r#"{"release":"4.14","platform":"metal","network":["ovn","sdn"]}"#);
+        assert_eq!(
+            compact,
+            r#"{"release":"4.14","platform":"metal","network":["ovn","sdn"]}"#
+        );
         assert_eq!(serde_json::from_str::<Scope>(&compact).unwrap(), s);
         #[derive(Serialize, Deserialize)]
         struct Stored {
@@ -354,7 +436,10 @@ mod tests {
             scope: Scope,
         }
         let stored = serde_json::to_string(&Stored { scope: s.clone() }).unwrap();
-        assert_eq!(stored, r#"{"scope":{"release":["4.14"],"platform":["metal"],"network":["ovn","sdn"]}}"#);
+        assert_eq!(
+            stored,
+            r#"{"scope":{"release":["4.14"],"platform":["metal"],"network":["ovn","sdn"]}}"#
+        );
         assert_eq!(serde_json::from_str::<Stored>(&stored).unwrap().scope, s);
         let short: Scope = serde_json::from_str(r#"{"Upgrade": "micro"}"#).unwrap();
         assert_eq!(short.single(Dimension::UpgradeType), Some("micro"));

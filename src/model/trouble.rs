@@ -51,7 +51,10 @@ pub struct TroubleRules {
 impl Default for TroubleRules {
     fn default() -> Self {
         TroubleRules {
-            liveness: vec!["ci-cluster-network-liveness-*".into(), "*-network-liveness-*".into()],
+            liveness: vec![
+                "ci-cluster-network-liveness-*".into(),
+                "*-network-liveness-*".into(),
+            ],
             liveness_allowance_seconds: 10,
             all_backends_share: 0.0,
             all_backends_min_families: 6,
@@ -77,7 +80,10 @@ pub struct ProbeHealth {
 impl TroubleRules {
     /// Why a run with these `(backend, seconds)` samples is CI-troubled, or `None` when it is
     /// not: the rule that applied and the numbers that made it apply.
-    pub fn classify<'a>(&self, samples: impl IntoIterator<Item = (&'a str, i64)>) -> Option<String> {
+    pub fn classify<'a>(
+        &self,
+        samples: impl IntoIterator<Item = (&'a str, i64)>,
+    ) -> Option<String> {
         self.classify_with(samples, |_| false)
     }
 
@@ -112,7 +118,12 @@ impl TroubleRules {
         (self.all_backends_share > 0.0
             && families.len() >= self.all_backends_min_families
             && share >= self.all_backends_share)
-            .then(|| format!("nearly every backend disrupted: {disrupted} of {} families", families.len()))
+            .then(|| {
+                format!(
+                    "nearly every backend disrupted: {disrupted} of {} families",
+                    families.len()
+                )
+            })
     }
 
     /// Whether a probe's seconds in one run are beyond the allowance.
@@ -152,9 +163,18 @@ mod tests {
     #[test]
     fn liveness_beyond_the_allowance_is_ci_trouble_and_says_so() {
         let rules = TroubleRules::default();
-        let why = rules.classify(run(45, &[("image-registry-new-connections", 30)])).unwrap();
-        assert_eq!(why, "CI network liveness lost: ci-cluster-network-liveness-new-connections 45s");
-        assert_eq!(rules.classify(run(10, &[("image-registry-new-connections", 30)])), None, "a blip");
+        let why = rules
+            .classify(run(45, &[("image-registry-new-connections", 30)]))
+            .unwrap();
+        assert_eq!(
+            why,
+            "CI network liveness lost: ci-cluster-network-liveness-new-connections 45s"
+        );
+        assert_eq!(
+            rules.classify(run(10, &[("image-registry-new-connections", 30)])),
+            None,
+            "a blip"
+        );
         assert_eq!(rules.classify(run(0, &[])), None);
         assert!(rules.is_liveness("build-farm-network-liveness-reused-connections"));
         assert!(!rules.is_liveness("image-registry-new-connections"));
@@ -163,12 +183,24 @@ mod tests {
     #[test]
     fn a_broken_probe_says_nothing_and_a_working_one_still_does() {
         let rules = TroubleRules::default();
-        let samples =
-            [("gcp-network-liveness-new-connections", 4_210), ("image-registry-new-connections", 30)];
-        assert!(rules.classify(samples).is_some(), "on its own, a probe down for the whole run is trouble");
+        let samples = [
+            ("gcp-network-liveness-new-connections", 4_210),
+            ("image-registry-new-connections", 30),
+        ];
+        assert!(
+            rules.classify(samples).is_some(),
+            "on its own, a probe down for the whole run is trouble"
+        );
         let broken = |b: &str| b.starts_with("gcp-network-liveness");
-        assert_eq!(rules.classify_with(samples, broken), None, "a probe that is always down says nothing");
-        let both = [samples[0], ("ci-cluster-network-liveness-new-connections", 45)];
+        assert_eq!(
+            rules.classify_with(samples, broken),
+            None,
+            "a probe that is always down says nothing"
+        );
+        let both = [
+            samples[0],
+            ("ci-cluster-network-liveness-new-connections", 45),
+        ];
         assert_eq!(
             rules.classify_with(both, broken).unwrap(),
             "CI network liveness lost: ci-cluster-network-liveness-new-connections 45s",
@@ -179,10 +211,17 @@ mod tests {
     #[test]
     fn a_probe_is_broken_when_down_in_most_runs_on_several_days() {
         let rules = TroubleRules::default();
-        let h = |runs, down, down_days| ProbeHealth { runs, down, down_days };
+        let h = |runs, down, down_days| ProbeHealth {
+            runs,
+            down,
+            down_days,
+        };
         assert!(rules.is_broken(h(30, 26, 20)));
         assert!(!rules.is_broken(h(30, 3, 1)), "a CI-trouble day");
-        assert!(!rules.is_broken(h(6, 5, 2)), "a sparse job hit by two days of trouble");
+        assert!(
+            !rules.is_broken(h(6, 5, 2)),
+            "a sparse job hit by two days of trouble"
+        );
         assert!(!rules.is_broken(h(4, 4, 4)), "too few runs to tell");
         assert!(!rules.is_broken(h(30, 15, 10)), "half is not most");
     }
@@ -197,8 +236,14 @@ mod tests {
             })
             .collect();
         assert_eq!(TroubleRules::default().classify(all.clone()), None);
-        let on = TroubleRules { all_backends_share: 0.9, ..TroubleRules::default() };
-        assert_eq!(on.classify(all.clone()).unwrap(), "nearly every backend disrupted: 6 of 6 families");
+        let on = TroubleRules {
+            all_backends_share: 0.9,
+            ..TroubleRules::default()
+        };
+        assert_eq!(
+            on.classify(all.clone()).unwrap(),
+            "nearly every backend disrupted: 6 of 6 families"
+        );
         let mut five = all;
         five[0].1 = 0;
         assert_eq!(on.classify(five), None, "5 of 6 is below 0.9");

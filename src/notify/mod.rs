@@ -79,15 +79,23 @@ impl Sinks {
         Ok(Sinks {
             slack: slack::SlackSink::from_settings(settings)?,
             jira: if settings.jira.enabled() {
-                Some(jira::JiraSink::new(&settings.jira)?.with_public_url(&settings.server.public_url))
+                Some(
+                    jira::JiraSink::new(&settings.jira)?
+                        .with_public_url(&settings.server.public_url),
+                )
             } else {
                 None
             },
         })
     }
 
-    async fn deliver(&self, store: &Store, entry: &OutboxEntry) -> Result<DeliveryResult, DeliveryError> {
-        let effect = Effect::from_entry(&entry.kind, &entry.payload).map_err(DeliveryError::permanent)?;
+    async fn deliver(
+        &self,
+        store: &Store,
+        entry: &OutboxEntry,
+    ) -> Result<DeliveryResult, DeliveryError> {
+        let effect =
+            Effect::from_entry(&entry.kind, &entry.payload).map_err(DeliveryError::permanent)?;
         let incident = match entry.incident_id {
             Some(id) => Some(
                 store
@@ -100,10 +108,15 @@ impl Sinks {
             None => None,
         };
         if effect.sink() == Sink::Slack {
-            return self.slack.deliver(store, entry, incident.as_ref(), &effect).await;
+            return self
+                .slack
+                .deliver(store, entry, incident.as_ref(), &effect)
+                .await;
         }
         let (Some(jira), Some(incident)) = (&self.jira, incident.as_ref()) else {
-            return Err(DeliveryError::permanent("Jira is not configured; the entry cannot be delivered"));
+            return Err(DeliveryError::permanent(
+                "Jira is not configured; the entry cannot be delivered",
+            ));
         };
         jira.deliver(entry, incident, &effect).await
     }
@@ -136,7 +149,11 @@ pub struct Worker {
 
 impl Worker {
     pub fn new(store: Arc<Store>, sinks: Arc<Sinks>, settings: OutboxSettings) -> Worker {
-        let id = format!("{}-{}", crate::process::hostname(), crate::process::random_suffix());
+        let id = format!(
+            "{}-{}",
+            crate::process::hostname(),
+            crate::process::random_suffix()
+        );
         Worker {
             store,
             sinks,
@@ -156,7 +173,11 @@ impl Worker {
     /// Claims and delivers one entry.
     pub async fn step(&self) -> Result<StepOutcome> {
         let now = self.clock.now();
-        let Some(entry) = self.store.outbox().claim(&self.id, now, self.settings.lease_secs as i64).await?
+        let Some(entry) = self
+            .store
+            .outbox()
+            .claim(&self.id, now, self.settings.lease_secs as i64)
+            .await?
         else {
             return Ok(StepOutcome::Idle);
         };
@@ -166,7 +187,11 @@ impl Worker {
         }
         let started = std::time::Instant::now();
         let result = self.sinks.deliver(&self.store, &entry).await;
-        let sink = if entry.kind.starts_with("jira") { "jira" } else { "slack" };
+        let sink = if entry.kind.starts_with("jira") {
+            "jira"
+        } else {
+            "slack"
+        };
         let outcome = match &result {
             Ok(_) => "ok",
             Err(e) if e.transient => "retry",
@@ -174,7 +199,8 @@ impl Worker {
         };
         metrics::histogram!("sheriff_delivery_seconds", "sink" => sink, "outcome" => outcome)
             .record(started.elapsed().as_secs_f64());
-        metrics::counter!("sheriff_deliveries_total", "sink" => sink, "outcome" => outcome).increment(1);
+        metrics::counter!("sheriff_deliveries_total", "sink" => sink, "outcome" => outcome)
+            .increment(1);
         match result {
             Ok(done) => {
                 #[cfg(feature = "testing")]
@@ -187,7 +213,12 @@ impl Worker {
                     }
                     _ => Vec::new(),
                 };
-                if !self.store.outbox().complete(&entry, &self.id, self.clock.now(), &done, &then).await? {
+                if !self
+                    .store
+                    .outbox()
+                    .complete(&entry, &self.id, self.clock.now(), &done, &then)
+                    .await?
+                {
                     tracing::warn!(entry = entry.id, key = %entry.idempotency_key, "delivered after the lease ran out");
                 }
                 tracing::info!(entry = entry.id, kind = %entry.kind, key = %entry.idempotency_key, "delivered");
@@ -197,7 +228,10 @@ impl Worker {
                 let last = entry.attempts >= i64::from(self.settings.max_attempts);
                 if !e.transient || last {
                     tracing::error!(entry = entry.id, kind = %entry.kind, attempts = entry.attempts, "dead letter: {e}");
-                    self.store.outbox().fail(&entry, &self.id, &e.message, None).await?;
+                    self.store
+                        .outbox()
+                        .fail(&entry, &self.id, &e.message, None)
+                        .await?;
                     return Ok(StepOutcome::Dead(entry.id));
                 }
                 let delay = self.backoff(&entry, e.retry_after);
@@ -254,8 +288,12 @@ impl Worker {
             if *shutdown.borrow() {
                 return;
             }
-            let Some(stepped) = crate::shutdown::finish_or_abandon(self.step(), &mut shutdown).await else {
-                tracing::warn!("stopping with a delivery in flight; it is retried once its lease lapses");
+            let Some(stepped) =
+                crate::shutdown::finish_or_abandon(self.step(), &mut shutdown).await
+            else {
+                tracing::warn!(
+                    "stopping with a delivery in flight; it is retried once its lease lapses"
+                );
                 return;
             };
             let wait = match stepped {
@@ -288,8 +326,8 @@ pub async fn deliver_for_a_while(
 ) -> Result<DrainReport> {
     let sinks = Arc::new(Sinks::from_settings(settings)?);
     let worker = Worker::new(store, sinks, settings.outbox.clone());
-    let deadline =
-        tokio::time::Instant::now() + std::time::Duration::from_secs(settings.outbox.evaluate_timeout_secs);
+    let deadline = tokio::time::Instant::now()
+        + std::time::Duration::from_secs(settings.outbox.evaluate_timeout_secs);
     worker.drain(deadline).await
 }
 
@@ -299,7 +337,8 @@ mod tests {
 
     #[test]
     fn a_delivery_error_is_an_error_that_reads_as_its_message() {
-        let e: Box<dyn std::error::Error> = Box::new(DeliveryError::permanent("Slack chat.postMessage: {x}"));
+        let e: Box<dyn std::error::Error> =
+            Box::new(DeliveryError::permanent("Slack chat.postMessage: {x}"));
         assert_eq!(e.to_string(), "Slack chat.postMessage: {x}");
         assert!(e.source().is_none());
     }

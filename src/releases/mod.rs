@@ -22,7 +22,9 @@ pub fn suspects(body: &str, favoured: &[&str]) -> Result<Vec<SuspectChange>> {
     let mut ranked: Vec<(usize, SuspectChange)> = release_controller::pull_requests(body)?
         .into_iter()
         .map(|p| {
-            let rank = favoured.iter().position(|f| f.eq_ignore_ascii_case(&p.repository));
+            let rank = favoured
+                .iter()
+                .position(|f| f.eq_ignore_ascii_case(&p.repository));
             let change = SuspectChange {
                 repository: p.repository,
                 number: p.number,
@@ -37,7 +39,9 @@ pub fn suspects(body: &str, favoured: &[&str]) -> Result<Vec<SuspectChange>> {
         })
         .collect();
     ranked.sort_by(|(ra, a), (rb, b)| {
-        ra.cmp(rb).then(a.repository.cmp(&b.repository)).then(a.number.cmp(&b.number))
+        ra.cmp(rb)
+            .then(a.repository.cmp(&b.repository))
+            .then(a.number.cmp(&b.number))
     });
     Ok(ranked.into_iter().map(|(_, c)| c).collect())
 }
@@ -68,7 +72,10 @@ async fn kept_changelog(
         return Ok(body);
     }
     let body = client.changelog(base, from, to).await?;
-    store.releases().keep_changelog(arch, from, to, &body).await?;
+    store
+        .releases()
+        .keep_changelog(arch, from, to, &body)
+        .await?;
     Ok(body)
 }
 
@@ -86,11 +93,19 @@ pub async fn fix_payload(
     now: i64,
 ) -> Result<FixPayload> {
     if pulls.is_empty() {
-        return Ok(FixPayload::NotYet("no pull request is linked to the issue".into()));
+        return Ok(FixPayload::NotYet(
+            "no pull request is linked to the issue".into(),
+        ));
     }
-    let base = settings.urls.get(arch).with_context(|| format!("no release controller for {arch}"))?;
+    let base = settings
+        .urls
+        .get(arch)
+        .with_context(|| format!("no release controller for {arch}"))?;
     let client = ReleaseController::new(settings)?;
-    let payloads = store.runs().payloads_built(release, claimed_at - FIX_LOOKBACK_SECS, now).await?;
+    let payloads = store
+        .runs()
+        .payloads_built(release, claimed_at - FIX_LOOKBACK_SECS, now)
+        .await?;
     let mut missing: Vec<&String> = pulls.iter().collect();
     let mut last = None;
     for pair in payloads.windows(2).take(FIX_CHANGELOGS) {
@@ -114,12 +129,23 @@ pub async fn fix_payload(
 }
 
 /// The repositories that rank first for a report: its component's, then its platform's.
-fn favoured<'a>(settings: &'a ReleaseControllerSettings, report: &RegressionReport) -> Vec<&'a str> {
-    let owners = [Some(report.component.as_str()), report.attribution.platform_component.as_deref()];
+fn favoured<'a>(
+    settings: &'a ReleaseControllerSettings,
+    report: &RegressionReport,
+) -> Vec<&'a str> {
+    let owners = [
+        Some(report.component.as_str()),
+        report.attribution.platform_component.as_deref(),
+    ];
     owners
         .into_iter()
         .flatten()
-        .flat_map(|owner| settings.repositories.iter().filter(move |r| r.component == owner))
+        .flat_map(|owner| {
+            settings
+                .repositories
+                .iter()
+                .filter(move |r| r.component == owner)
+        })
         .flat_map(|r| r.repositories.iter().map(String::as_str))
         .collect()
 }
@@ -142,12 +168,20 @@ pub async fn attach_changes(
     };
     for r in regressions.iter_mut().filter(|r| r.status.is_active()) {
         let Some(onset) = &r.onset else { continue };
-        let (Some(from), Some(to)) = (onset.last_good_payload.clone(), onset.first_bad_payload.clone())
-        else {
+        let (Some(from), Some(to)) = (
+            onset.last_good_payload.clone(),
+            onset.first_bad_payload.clone(),
+        ) else {
             continue;
         };
-        let arch = r.scope.single(Dimension::Architecture).unwrap_or("amd64").to_string();
-        let Some(base) = settings.urls.get(&arch) else { continue };
+        let arch = r
+            .scope
+            .single(Dimension::Architecture)
+            .unwrap_or("amd64")
+            .to_string();
+        let Some(base) = settings.urls.get(&arch) else {
+            continue;
+        };
         let body = match store.releases().changelog(&arch, &from, &to).await {
             Ok(Some(body)) => Ok(body),
             Ok(None) => client.changelog(base, &from, &to).await,
@@ -155,7 +189,12 @@ pub async fn attach_changes(
         };
         match body.and_then(|b| suspects(&b, &favoured(settings, r)).map(|s| (b, s))) {
             Ok((body, list)) => {
-                if !dry_run && let Err(e) = store.releases().keep_changelog(&arch, &from, &to, &body).await {
+                if !dry_run
+                    && let Err(e) = store
+                        .releases()
+                        .keep_changelog(&arch, &from, &to, &body)
+                        .await
+                {
                     tracing::warn!("cannot keep the changelog {from}..{to}: {e:#}");
                 }
                 r.suspect_changes = list;
@@ -186,11 +225,21 @@ mod tests {
 
     #[test]
     fn the_component_repositories_rank_first_and_commits_without_a_pull_request_are_left_out() {
-        let list = suspects(BODY, &["openshift/cluster-image-registry-operator", "openshift/image-registry"])
-            .unwrap();
+        let list = suspects(
+            BODY,
+            &[
+                "openshift/cluster-image-registry-operator",
+                "openshift/image-registry",
+            ],
+        )
+        .unwrap();
         assert_eq!(list.len(), 2);
         assert_eq!(
-            (list[0].repository.as_str(), list[0].number, list[0].component_match),
+            (
+                list[0].repository.as_str(),
+                list[0].number,
+                list[0].component_match
+            ),
             ("openshift/cluster-image-registry-operator", 912, true)
         );
         assert_eq!((list[1].number, list[1].component_match), (2001, false));
@@ -205,6 +254,9 @@ mod tests {
         );
         let list = suspects(&body, &[]).unwrap();
         let pr = list.iter().find(|s| s.number == 2001).unwrap();
-        assert_eq!(pr.url, "https://github.com/openshift/cluster-monitoring-operator/pull/2001");
+        assert_eq!(
+            pr.url,
+            "https://github.com/openshift/cluster-monitoring-operator/pull/2001"
+        );
     }
 }

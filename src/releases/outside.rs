@@ -54,19 +54,28 @@ fn why(repo: &OutsideRepository, report: &RegressionReport) -> String {
         } else {
             format!("the regression is limited to {}", platforms.join(" and "))
         };
-        let harness = report
-            .attribution
-            .harness
-            .as_deref()
-            .is_some_and(|h| h == repo.repository || h.starts_with(&format!("{} ", repo.repository)));
-        let mechanism = if harness { "; the mechanism points at the test environment too" } else { "" };
+        let harness = report.attribution.harness.as_deref().is_some_and(|h| {
+            h == repo.repository || h.starts_with(&format!("{} ", repo.repository))
+        });
+        let mechanism = if harness {
+            "; the mechanism points at the test environment too"
+        } else {
+            ""
+        };
         format!(
             "merged in the onset window into {}'s own CI ({}): it reaches only {}'s clusters, and {regressed}{mechanism}",
             repo.platform, repo.repository, repo.platform
         )
     } else {
-        let under = if repo.path.is_empty() { String::new() } else { format!(" {}", repo.path) };
-        format!("merged in the onset window into {}{under}, which every platform's CI runs", repo.repository)
+        let under = if repo.path.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", repo.path)
+        };
+        format!(
+            "merged in the onset window into {}{under}, which every platform's CI runs",
+            repo.repository
+        )
     }
 }
 
@@ -113,8 +122,14 @@ async fn kept_commits(
     repo: &OutsideRepository,
     (since, until): (i64, i64),
 ) -> Result<Option<Vec<Commit>>> {
-    match store.releases().outside_commits(&repo.repository, &repo.path, since, until).await? {
-        Some(body) => Ok(Some(serde_json::from_str(&body).context("kept commits outside the payload")?)),
+    match store
+        .releases()
+        .outside_commits(&repo.repository, &repo.path, since, until)
+        .await?
+    {
+        Some(body) => Ok(Some(
+            serde_json::from_str(&body).context("kept commits outside the payload")?,
+        )),
         None => Ok(None),
     }
 }
@@ -131,11 +146,16 @@ async fn window_commits(
     if let Some(kept) = kept_commits(store, repo, (since, until)).await? {
         return Ok(kept);
     }
-    let mut list = client.commits(&repo.repository, &repo.path, since, until).await?;
+    let mut list = client
+        .commits(&repo.repository, &repo.path, since, until)
+        .await?;
     list.retain(|c| (since..=until).contains(&c.at));
     if !dry_run {
         let body = serde_json::to_string(&list)?;
-        store.releases().keep_outside_commits(&repo.repository, &repo.path, (since, until), &body).await?;
+        store
+            .releases()
+            .keep_outside_commits(&repo.repository, &repo.path, (since, until), &body)
+            .await?;
     }
     Ok(list)
 }
@@ -159,7 +179,10 @@ pub async fn attach_outside_changes(
     let mut rate_limited = false;
     for r in regressions.iter_mut().filter(|r| r.status.is_active()) {
         let Some(onset) = &r.onset else { continue };
-        let (at, window) = (onset.at.timestamp(), (onset.earliest.timestamp(), onset.latest.timestamp()));
+        let (at, window) = (
+            onset.at.timestamp(),
+            (onset.earliest.timestamp(), onset.latest.timestamp()),
+        );
         let mut outside = Vec::new();
         let mut pending = false;
         for repo in repositories_for(settings, r) {
@@ -178,7 +201,9 @@ pub async fn attach_outside_changes(
                 Err(e) => {
                     tracing::warn!(fingerprint = %r.fingerprint, repository = %repo.repository, "commits outside the payload not read yet: {e:#}");
                     // over the rate limit: ask nothing more this cycle, as GitHub asks
-                    rate_limited |= e.downcast_ref::<crate::clients::github::RateLimited>().is_some();
+                    rate_limited |= e
+                        .downcast_ref::<crate::clients::github::RateLimited>()
+                        .is_some();
                     pending = true;
                 }
             }
@@ -194,7 +219,11 @@ fn parse_url(url: &str) -> Option<(String, Target)> {
     let rest = url.strip_prefix("https://github.com/")?;
     let mut parts = rest.split('/');
     let (owner, name, kind, id) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-    let plain = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    };
     if !plain(owner) || !plain(name) || name == ".." {
         return None; // it goes into a request path
     }
@@ -218,9 +247,10 @@ enum Target {
 pub fn is_outside(settings: &GitHubSettings, url: &str) -> bool {
     match parse_url(url) {
         Some((_, Target::Commit(_))) => true,
-        Some((repository, Target::Pull(_))) => {
-            settings.repositories.iter().any(|r| r.repository.eq_ignore_ascii_case(&repository))
-        }
+        Some((repository, Target::Pull(_))) => settings
+            .repositories
+            .iter()
+            .any(|r| r.repository.eq_ignore_ascii_case(&repository)),
         None => false,
     }
 }
@@ -228,13 +258,18 @@ pub fn is_outside(settings: &GitHubSettings, url: &str) -> bool {
 /// When the last of `urls` (pull requests and commits outside the payload) merged; None while
 /// one is not merged yet.
 pub async fn merged_at(settings: &GitHubSettings, urls: &[String]) -> Result<Option<i64>> {
-    anyhow::ensure!(settings.enabled, "GitHub is not read (github.enabled is off)");
+    anyhow::ensure!(
+        settings.enabled,
+        "GitHub is not read (github.enabled is off)"
+    );
     let client = GitHub::new(settings)?;
     let mut last = None;
     for url in urls {
         let at = match parse_url(url) {
             Some((repository, Target::Pull(n))) => client.pull_merged_at(&repository, n).await?,
-            Some((repository, Target::Commit(sha))) => Some(client.commit_at(&repository, &sha).await?),
+            Some((repository, Target::Commit(sha))) => {
+                Some(client.commit_at(&repository, &sha).await?)
+            }
             None => continue,
         };
         let Some(at) = at else { return Ok(None) };
@@ -275,7 +310,12 @@ mod tests {
     }
 
     fn commit(sha: &str, at: i64) -> Commit {
-        Commit { sha: sha.into(), url: format!("https://github.com/x/y/commit/{sha}"), title: sha.into(), at }
+        Commit {
+            sha: sha.into(),
+            url: format!("https://github.com/x/y/commit/{sha}"),
+            title: sha.into(),
+            at,
+        }
     }
 
     fn changelog() -> Vec<SuspectChange> {
@@ -291,7 +331,11 @@ mod tests {
         let settings = GitHubSettings::default();
         let metal = report(&["metal"]);
         let repos = repositories_for(&settings, &metal);
-        assert_eq!(repos.len(), 3, "dev-scripts and the two every platform runs");
+        assert_eq!(
+            repos.len(),
+            3,
+            "dev-scripts and the two every platform runs"
+        );
         let (dev_scripts, release) = (repos[0], repos[1]);
         let outside = vec![
             (release, commit("aaa1111", ONSET - 60)),
@@ -311,8 +355,16 @@ mod tests {
                 "openshift/cluster-monitoring-operator#2001",
             ]
         );
-        assert!(ranked[0].why.contains("only metal regressed"), "{}", ranked[0].why);
-        assert!(ranked[4].why.contains("every platform's CI runs"), "{}", ranked[4].why);
+        assert!(
+            ranked[0].why.contains("only metal regressed"),
+            "{}",
+            ranked[0].why
+        );
+        assert!(
+            ranked[4].why.contains("every platform's CI runs"),
+            "{}",
+            ranked[4].why
+        );
         assert_eq!(ranked[0].merged_at, Some(ONSET - 60));
     }
 
@@ -322,10 +374,18 @@ mod tests {
         let all = report(&[]);
         let repos = repositories_for(&settings, &all);
         assert!(repos.iter().all(|r| !r.for_one_platform()), "{repos:?}");
-        let ranked = rank(changelog(), vec![(repos[0], commit("aaa1111", ONSET))], &all);
+        let ranked = rank(
+            changelog(),
+            vec![(repos[0], commit("aaa1111", ONSET))],
+            &all,
+        );
         assert_eq!(ranked[0].number, 912);
         assert_eq!(ranked[2].commit.as_deref(), Some("aaa1111"));
-        assert!(repositories_for(&settings, &report(&["aws"])).iter().all(|r| r.platform != "metal"));
+        assert!(
+            repositories_for(&settings, &report(&["aws"]))
+                .iter()
+                .all(|r| r.platform != "metal")
+        );
     }
 
     #[test]
@@ -333,9 +393,15 @@ mod tests {
         let settings = GitHubSettings::default();
         let mut metal = report(&["metal"]);
         metal.attribution.harness = Some("openshift-metal3/dev-scripts".into());
-        let ranked = rank(Vec::new(), vec![(&settings.repositories[0], commit("ccc3333", ONSET))], &metal);
+        let ranked = rank(
+            Vec::new(),
+            vec![(&settings.repositories[0], commit("ccc3333", ONSET))],
+            &metal,
+        );
         assert!(
-            ranked[0].why.ends_with("the mechanism points at the test environment too"),
+            ranked[0]
+                .why
+                .ends_with("the mechanism points at the test environment too"),
             "{}",
             ranked[0].why
         );
@@ -344,14 +410,26 @@ mod tests {
     #[test]
     fn a_fix_outside_the_payload_is_a_commit_or_a_pull_request_of_an_outside_repository() {
         let settings = GitHubSettings::default();
-        assert!(is_outside(&settings, "https://github.com/openshift-metal3/dev-scripts/pull/1590"));
-        assert!(is_outside(&settings, "https://github.com/openshift/kubernetes/commit/1a2b3c4"));
+        assert!(is_outside(
+            &settings,
+            "https://github.com/openshift-metal3/dev-scripts/pull/1590"
+        ));
+        assert!(is_outside(
+            &settings,
+            "https://github.com/openshift/kubernetes/commit/1a2b3c4"
+        ));
         assert!(!is_outside(
             &settings,
             "https://github.com/openshift/cluster-image-registry-operator/pull/912"
         ));
         assert!(!is_outside(&settings, "https://example.com/o/r/pull/1"));
-        assert!(!is_outside(&settings, "https://github.com/o/r/commit/..%2F..%2Fusers"), "no path tricks");
-        assert!(!is_outside(&settings, "https://github.com/o/../commit/1a2b3c4"));
+        assert!(
+            !is_outside(&settings, "https://github.com/o/r/commit/..%2F..%2Fusers"),
+            "no path tricks"
+        );
+        assert!(!is_outside(
+            &settings,
+            "https://github.com/o/../commit/1a2b3c4"
+        ));
     }
 }

@@ -127,7 +127,11 @@ fn world_end() -> chrono::DateTime<chrono::Utc> {
 /// Builds and scores `options.seeds` worlds: seed `i` holds mix `i` of the selected classes.
 pub async fn quality(options: &QualityOptions) -> Result<Scorecard> {
     let started = Instant::now();
-    let selected = if options.classes.is_empty() { Class::ALL.to_vec() } else { options.classes.clone() };
+    let selected = if options.classes.is_empty() {
+        Class::ALL.to_vec()
+    } else {
+        options.classes.clone()
+    };
     let mixes = mixes(&selected);
     anyhow::ensure!(!mixes.is_empty(), "no failure class selected");
     let settings = Settings::default();
@@ -139,8 +143,9 @@ pub async fn quality(options: &QualityOptions) -> Result<Scorecard> {
         spec.density = density;
         let world = build(&spec)?;
         runs += world.records.len();
-        let observed =
-            replay(&world, &settings).await.with_context(|| format!("replaying seed {}", spec.seed))?;
+        let observed = replay(&world, &settings)
+            .await
+            .with_context(|| format!("replaying seed {}", spec.seed))?;
         let score = score_world(&world, &observed);
         tracing::info!(
             seed = spec.seed,
@@ -150,7 +155,12 @@ pub async fn quality(options: &QualityOptions) -> Result<Scorecard> {
         );
         worlds.push(score);
     }
-    Ok(scorecard(worlds, options.seeds, runs, started.elapsed().as_secs_f64()))
+    Ok(scorecard(
+        worlds,
+        options.seeds,
+        runs,
+        started.elapsed().as_secs_f64(),
+    ))
 }
 
 /// Replays cycles every 6 hours from the world's fifteenth day to its end over a fresh SQLite
@@ -165,7 +175,10 @@ async fn replay(world: &World, settings: &Settings) -> Result<Observed> {
     .await?;
     store.trouble().apply(&settings.evaluate.ci_trouble).await?;
     let table = Table::embedded()?;
-    store.evaluations().import_thresholds(table.rows(), "data/origin/query_results_upgrades.json").await?;
+    store
+        .evaluations()
+        .import_thresholds(table.rows(), "data/origin/query_results_upgrades.json")
+        .await?;
     for chunk in world.records.chunks(1000) {
         store.runs().write_runs(chunk, false).await?;
     }
@@ -173,7 +186,8 @@ async fn replay(world: &World, settings: &Settings) -> Result<Observed> {
     let from = world.spec.start() + Duration::days(14);
     let cadence = crate::backtest::Cadence::Every(6 * HOUR);
     let mut cycles = Vec::new();
-    let mut observe = |r: &crate::cycle::CycleReport| cycles.push((r.evaluated_at, r.regressions.clone()));
+    let mut observe =
+        |r: &crate::cycle::CycleReport| cycles.push((r.evaluated_at, r.regressions.clone()));
     let backtest = crate::backtest::backtest_observed(
         store.clone(),
         settings,
@@ -184,13 +198,22 @@ async fn replay(world: &World, settings: &Settings) -> Result<Observed> {
     )
     .await?;
     store.close().await;
-    Ok(Observed { cycles, incidents: backtest.incidents })
+    Ok(Observed {
+        cycles,
+        incidents: backtest.incidents,
+    })
 }
 
 fn median(mut xs: Vec<f64>) -> Option<f64> {
     xs.sort_by(f64::total_cmp);
     let n = xs.len();
-    (n > 0).then(|| if n % 2 == 1 { xs[n / 2] } else { (xs[n / 2 - 1] + xs[n / 2]) / 2.0 })
+    (n > 0).then(|| {
+        if n % 2 == 1 {
+            xs[n / 2]
+        } else {
+            (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+        }
+    })
 }
 
 fn ratio(a: usize, b: usize) -> Option<f64> {
@@ -198,7 +221,11 @@ fn ratio(a: usize, b: usize) -> Option<f64> {
 }
 
 fn density_label(p: &PlantScore) -> &'static str {
-    if p.runs_per_day >= DENSE_RUNS_PER_DAY { "12/day" } else { "6/day" }
+    if p.runs_per_day >= DENSE_RUNS_PER_DAY {
+        "12/day"
+    } else {
+        "6/day"
+    }
 }
 
 /// Sums plant scores into a row.
@@ -206,20 +233,28 @@ fn summarize<'a>(row: &mut ClassSummary, plants: impl Iterator<Item = &'a PlantS
     let plants: Vec<&PlantScore> = plants.collect();
     row.planted += plants.len();
     row.detected += plants.iter().filter(|p| p.detected).count();
-    row.exact_scope += plants.iter().filter(|p| p.detected && p.exact_scope).count();
+    row.exact_scope += plants
+        .iter()
+        .filter(|p| p.detected && p.exact_scope)
+        .count();
     let detection: Vec<f64> = plants.iter().filter_map(|p| p.detection_days).collect();
     row.detection_worst_days = detection.iter().copied().reduce(f64::max);
     row.detection_median_days = median(detection);
     let recovery: Vec<f64> = plants.iter().filter_map(|p| p.recovery_days).collect();
-    row.not_recovered += plants.iter().filter(|p| p.fixed && p.detected && p.recovery_days.is_none()).count();
+    row.not_recovered += plants
+        .iter()
+        .filter(|p| p.fixed && p.detected && p.recovery_days.is_none())
+        .count();
     row.recovery_worst_days = recovery.iter().copied().reduce(f64::max);
     row.recovery_median_days = median(recovery);
     row.samples += plants.iter().map(|p| p.samples).sum::<usize>();
     row.pure_samples += plants.iter().map(|p| p.pure_samples).sum::<usize>();
     row.windows += plants.iter().filter(|p| p.window_hit.is_some()).count();
     row.window_hits += plants.iter().filter(|p| p.window_hit == Some(true)).count();
-    row.window_narrow +=
-        plants.iter().filter(|p| p.window_width.is_some_and(|w| w <= FLOORS.window_payloads)).count();
+    row.window_narrow += plants
+        .iter()
+        .filter(|p| p.window_width.is_some_and(|w| w <= FLOORS.window_payloads))
+        .count();
     row.split_incidents += plants.iter().filter(|p| p.incidents > 1).count();
     row.recall_exact = ratio(row.exact_scope, row.planted);
     row.purity = ratio(row.pure_samples, row.samples);
@@ -234,9 +269,16 @@ pub fn scorecard(worlds: Vec<WorldScore>, seeds: usize, runs: usize, seconds: f6
         if in_worlds == 0 {
             continue;
         }
-        let false_regressions =
-            worlds.iter().flat_map(|w| &w.false_regressions).filter(|f| f.class == Some(class)).count();
-        let labels = if class.is_planted() { vec!["12/day", "6/day"] } else { vec![""] };
+        let false_regressions = worlds
+            .iter()
+            .flat_map(|w| &w.false_regressions)
+            .filter(|f| f.class == Some(class))
+            .count();
+        let labels = if class.is_planted() {
+            vec!["12/day", "6/day"]
+        } else {
+            vec![""]
+        };
         for label in labels {
             let plants: Vec<&PlantScore> = all_plants()
                 .filter(|p| p.class == class && (label.is_empty() || density_label(p) == label))
@@ -251,11 +293,18 @@ pub fn scorecard(worlds: Vec<WorldScore>, seeds: usize, runs: usize, seconds: f6
                 ..Default::default()
             };
             summarize(&mut row, plants.into_iter());
-            row.false_regressions = if label == "6/day" { 0 } else { false_regressions };
+            row.false_regressions = if label == "6/day" {
+                0
+            } else {
+                false_regressions
+            };
             classes.push(row);
         }
     }
-    let mut overall = ClassSummary { worlds: worlds.len(), ..Default::default() };
+    let mut overall = ClassSummary {
+        worlds: worlds.len(),
+        ..Default::default()
+    };
     summarize(&mut overall, all_plants());
     overall.false_regressions = worlds.iter().map(|w| w.false_regressions.len()).sum();
     let reported = worlds.iter().map(|w| w.reported).sum();
@@ -289,15 +338,26 @@ fn below_floors(card: &Scorecard, floors: &Floors) -> Vec<String> {
     let pct = |x: Option<f64>| x.map_or("-".into(), |x| format!("{:.0}%", 100.0 * x));
     below(
         o.recall_exact.is_some_and(|r| r < floors.recall_exact),
-        format!("recall with exact scope {} < {}", pct(o.recall_exact), pct(Some(floors.recall_exact))),
+        format!(
+            "recall with exact scope {} < {}",
+            pct(o.recall_exact),
+            pct(Some(floors.recall_exact))
+        ),
     );
     below(
         o.false_regressions > floors.false_regressions,
-        format!("{} false regressions > {}", o.false_regressions, floors.false_regressions),
+        format!(
+            "{} false regressions > {}",
+            o.false_regressions, floors.false_regressions
+        ),
     );
     below(
         o.purity.is_some_and(|p| p < floors.sample_purity),
-        format!("sample purity {} < {}", pct(o.purity), pct(Some(floors.sample_purity))),
+        format!(
+            "sample purity {} < {}",
+            pct(o.purity),
+            pct(Some(floors.sample_purity))
+        ),
     );
     let plants: Vec<&PlantScore> = card.worlds.iter().flat_map(|w| &w.plants).collect();
     let latency = |dense: bool| -> Vec<f64> {
@@ -311,30 +371,52 @@ fn below_floors(card: &Scorecard, floors: &Floors) -> Vec<String> {
     let worst = dense.iter().copied().reduce(f64::max);
     below(
         median(dense).is_some_and(|m| m > floors.detection_median_days_dense),
-        format!("detection median at 12/day above {} days", floors.detection_median_days_dense),
+        format!(
+            "detection median at 12/day above {} days",
+            floors.detection_median_days_dense
+        ),
     );
     below(
         worst.is_some_and(|w| w > floors.detection_worst_days_dense),
-        format!("detection worst at 12/day above {} days", floors.detection_worst_days_dense),
+        format!(
+            "detection worst at 12/day above {} days",
+            floors.detection_worst_days_dense
+        ),
     );
     below(
         median(latency(false)).is_some_and(|m| m > floors.detection_median_days_sparse),
-        format!("detection median at 6/day above {} days", floors.detection_median_days_sparse),
+        format!(
+            "detection median at 6/day above {} days",
+            floors.detection_median_days_sparse
+        ),
     );
     below(
-        o.not_recovered > 0 || o.recovery_worst_days.is_some_and(|w| w > floors.recovery_worst_days),
+        o.not_recovered > 0
+            || o.recovery_worst_days
+                .is_some_and(|w| w > floors.recovery_worst_days),
         format!(
             "recovery worst above {} days ({} never resolved)",
             floors.recovery_worst_days, o.not_recovered
         ),
     );
-    let growing: Vec<&&PlantScore> = plants.iter().filter(|p| p.class == Class::Growing).collect();
+    let growing: Vec<&&PlantScore> = plants
+        .iter()
+        .filter(|p| p.class == Class::Growing)
+        .collect();
     below(
-        growing.iter().any(|p| p.detection_days.is_none_or(|d| d > floors.growing_first_part_days)),
-        format!("growing: first part not detected within {} days", floors.growing_first_part_days),
+        growing.iter().any(|p| {
+            p.detection_days
+                .is_none_or(|d| d > floors.growing_first_part_days)
+        }),
+        format!(
+            "growing: first part not detected within {} days",
+            floors.growing_first_part_days
+        ),
     );
     below(
-        growing.iter().any(|p| p.incidents > floors.growing_incidents),
+        growing
+            .iter()
+            .any(|p| p.incidents > floors.growing_incidents),
         "growing: more than one incident".into(),
     );
     below(
@@ -389,8 +471,11 @@ pub fn render_text(card: &Scorecard) -> String {
         "\nprecision: {} of {} reported regressions match a planted one",
         card.matched, card.reported
     );
-    let falses: Vec<_> =
-        card.worlds.iter().flat_map(|w| w.false_regressions.iter().map(move |f| (w.seed, f))).collect();
+    let falses: Vec<_> = card
+        .worlds
+        .iter()
+        .flat_map(|w| w.false_regressions.iter().map(move |f| (w.seed, f)))
+        .collect();
     if !falses.is_empty() {
         let _ = writeln!(s, "\nfalse regressions ({}):", falses.len());
         for (seed, f) in falses.iter().take(40) {
@@ -406,7 +491,11 @@ pub fn render_text(card: &Scorecard) -> String {
             );
         }
         if falses.len() > 40 {
-            let _ = writeln!(s, "  … {} more (--format json lists all)", falses.len() - 40);
+            let _ = writeln!(
+                s,
+                "  … {} more (--format json lists all)",
+                falses.len() - 40
+            );
         }
     }
     if card.below_floors.is_empty() {
@@ -427,9 +516,21 @@ fn render_row(s: &mut String, row: &ClassSummary) {
         (Some(a), Some(b)) => format!("{a:.2}/{b:.2}"),
         _ => "-".into(),
     };
-    let recall = if row.planted == 0 { "-".into() } else { format!("{}/{}", row.exact_scope, row.planted) };
-    let window = if row.windows == 0 { "-".into() } else { format!("{}/{}", row.window_hits, row.windows) };
-    let narrow = if row.windows == 0 { "-".into() } else { format!("{}/{}", row.window_narrow, row.windows) };
+    let recall = if row.planted == 0 {
+        "-".into()
+    } else {
+        format!("{}/{}", row.exact_scope, row.planted)
+    };
+    let window = if row.windows == 0 {
+        "-".into()
+    } else {
+        format!("{}/{}", row.window_hits, row.windows)
+    };
+    let narrow = if row.windows == 0 {
+        "-".into()
+    } else {
+        format!("{}/{}", row.window_narrow, row.windows)
+    };
     let _ = writeln!(
         s,
         "{name:<15} {:>7} {:>6} {:>8} {recall:>11} {:>11} {:>11} {:>8} {window:>9} {narrow:>9} {:>7}",

@@ -94,12 +94,23 @@ fn family_variants(world: &World, family: &str) -> Vec<Dimensions> {
 }
 
 /// The variants of `release` a scope covers, among `variants`.
-fn covered<'a>(scope: &Scope, release: &str, variants: &'a [Dimensions]) -> BTreeSet<&'a Dimensions> {
-    variants.iter().filter(|v| v.release == release && scope.contains(v)).collect()
+fn covered<'a>(
+    scope: &Scope,
+    release: &str,
+    variants: &'a [Dimensions],
+) -> BTreeSet<&'a Dimensions> {
+    variants
+        .iter()
+        .filter(|v| v.release == release && scope.contains(v))
+        .collect()
 }
 
 /// The variants a plant affects by `at`: those of the parts whose first bad run came by then.
-fn affected<'a>(plant: &Plant, variants: &'a [Dimensions], at: DateTime<Utc>) -> BTreeSet<&'a Dimensions> {
+fn affected<'a>(
+    plant: &Plant,
+    variants: &'a [Dimensions],
+    at: DateTime<Utc>,
+) -> BTreeSet<&'a Dimensions> {
     plant
         .parts
         .iter()
@@ -115,10 +126,11 @@ fn matches(report: &RegressionReport, plant: &Plant, variants: &[Dimensions]) ->
         return false;
     }
     let reported = covered(&report.scope, &report.release, variants);
-    plant
-        .parts
-        .iter()
-        .any(|p| covered(&p.scope, &plant.release, variants).iter().any(|v| reported.contains(v)))
+    plant.parts.iter().any(|p| {
+        covered(&p.scope, &plant.release, variants)
+            .iter()
+            .any(|v| reported.contains(v))
+    })
 }
 
 /// Whether a sample run is a truly regressed, clean run of the plant's scope.
@@ -155,8 +167,10 @@ fn payload_window(
     let at = |tag: &str| order.iter().position(|p| *p == tag);
     let inside = match (at(truth_first_bad), at(first_bad)) {
         (Some(truth), Some(bad)) => {
-            let after_good =
-                onset.last_good_payload.as_deref().is_none_or(|g| at(g).is_some_and(|g| g < truth));
+            let after_good = onset
+                .last_good_payload
+                .as_deref()
+                .is_none_or(|g| at(g).is_some_and(|g| g < truth));
             after_good && truth <= bad
         }
         _ => window.contains(truth_first_bad),
@@ -180,7 +194,10 @@ fn matching<'a>(
         .iter()
         .filter(|(at, _)| *at >= from)
         .map(|(at, reports)| {
-            let m = reports.iter().filter(|r| r.status.is_active() && matches(r, plant, variants)).collect();
+            let m = reports
+                .iter()
+                .filter(|r| r.status.is_active() && matches(r, plant, variants))
+                .collect();
             (*at, m)
         })
         .collect()
@@ -191,22 +208,44 @@ fn score_plant(world: &World, plant: &Plant, observed: &Observed) -> PlantScore 
     let variants = family_variants(world, &plant.family);
     let cycles = matching(plant, &variants, observed);
     let onset = plant.parts[0].onset_at;
-    let first = cycles.iter().find(|(_, m)| !m.is_empty()).map(|(at, _)| *at);
+    let first = cycles
+        .iter()
+        .find(|(_, m)| !m.is_empty())
+        .map(|(at, _)| *at);
     let end_of_truth = plant.fix_first_run.unwrap_or(world.spec.end);
-    let last = cycles.iter().rev().find(|(at, m)| *at < end_of_truth && !m.is_empty());
+    let last = cycles
+        .iter()
+        .rev()
+        .find(|(at, m)| *at < end_of_truth && !m.is_empty());
     let (exact, reported_scope, counts) = match last {
         Some((at, m)) => {
             let want = affected(plant, &variants, *at);
-            let got: BTreeSet<&Dimensions> =
-                m.iter().flat_map(|r| covered(&r.scope, &r.release, &variants)).collect();
-            let text = m.iter().map(|r| r.scope.describe()).collect::<Vec<_>>().join(" + ");
-            (m.len() == 1 && got == want, Some(text), (want.len(), got.len()))
+            let got: BTreeSet<&Dimensions> = m
+                .iter()
+                .flat_map(|r| covered(&r.scope, &r.release, &variants))
+                .collect();
+            let text = m
+                .iter()
+                .map(|r| r.scope.describe())
+                .collect::<Vec<_>>()
+                .join(" + ");
+            (
+                m.len() == 1 && got == want,
+                Some(text),
+                (want.len(), got.len()),
+            )
         }
         None => (false, None, (0, 0)),
     };
-    let recovery = plant.fix_first_run.filter(|_| first.is_some()).and_then(|fix| {
-        cycles.iter().find(|(at, m)| *at >= fix && m.is_empty()).map(|(at, _)| days(*at - fix))
-    });
+    let recovery = plant
+        .fix_first_run
+        .filter(|_| first.is_some())
+        .and_then(|fix| {
+            cycles
+                .iter()
+                .find(|(at, m)| *at >= fix && m.is_empty())
+                .map(|(at, _)| days(*at - fix))
+        });
     let (samples, pure_samples) = purity(world, plant, &cycles);
     let window = last.and_then(|(_, m)| {
         let order: Vec<&str> = world
@@ -214,13 +253,19 @@ fn score_plant(world: &World, plant: &Plant, observed: &Observed) -> PlantScore 
             .get(&plant.release)
             .map_or(Vec::new(), |s| s.iter().map(|p| p.tag.as_str()).collect());
         let tested = tested_by(world, plant);
-        m.iter().find_map(|r| payload_window(r, &plant.parts[0].first_bad.tag, &order, &tested))
+        m.iter()
+            .find_map(|r| payload_window(r, &plant.parts[0].first_bad.tag, &order, &tested))
     });
     PlantScore {
         class: plant.class,
         family: plant.family.clone(),
         release: plant.release.clone(),
-        planted_scope: plant.parts.iter().map(|p| p.scope.describe()).collect::<Vec<_>>().join(" then "),
+        planted_scope: plant
+            .parts
+            .iter()
+            .map(|p| p.scope.describe())
+            .collect::<Vec<_>>()
+            .join(" then "),
         runs_per_day: runs_per_day(world, plant),
         detected: first.is_some(),
         exact_scope: exact,
@@ -235,16 +280,18 @@ fn score_plant(world: &World, plant: &Plant, observed: &Observed) -> PlantScore 
         pure_samples,
         window_hit: window.map(|w| w.0),
         window_width: window.map(|w| w.1),
-        window: last.and_then(|(_, m)| m.iter().find_map(|r| r.onset.as_ref())).map(|o| {
-            format!(
-                "{} .. {} (onset {}), truth {} first run {}",
-                o.last_good_payload.as_deref().unwrap_or("-"),
-                o.first_bad_payload.as_deref().unwrap_or("-"),
-                o.at.format("%m-%d %H:%M"),
-                plant.parts[0].first_bad.tag,
-                onset.map_or("-".to_string(), |t| t.format("%m-%d %H:%M").to_string()),
-            )
-        }),
+        window: last
+            .and_then(|(_, m)| m.iter().find_map(|r| r.onset.as_ref()))
+            .map(|o| {
+                format!(
+                    "{} .. {} (onset {}), truth {} first run {}",
+                    o.last_good_payload.as_deref().unwrap_or("-"),
+                    o.first_bad_payload.as_deref().unwrap_or("-"),
+                    o.at.format("%m-%d %H:%M"),
+                    plant.parts[0].first_bad.tag,
+                    onset.map_or("-".to_string(), |t| t.format("%m-%d %H:%M").to_string()),
+                )
+            }),
     }
 }
 
@@ -254,12 +301,22 @@ fn purity(
     plant: &Plant,
     cycles: &[(DateTime<Utc>, Vec<&RegressionReport>)],
 ) -> (usize, usize) {
-    let by_build: HashMap<&str, &RunTruth> = world.truth.iter().map(|t| (t.build_id.as_str(), t)).collect();
+    let by_build: HashMap<&str, &RunTruth> = world
+        .truth
+        .iter()
+        .map(|t| (t.build_id.as_str(), t))
+        .collect();
     let listed: BTreeSet<&str> = cycles
         .iter()
-        .flat_map(|(_, m)| m.iter().flat_map(|r| r.sample_jobs.iter().map(|s| s.build_id.as_str())))
+        .flat_map(|(_, m)| {
+            m.iter()
+                .flat_map(|r| r.sample_jobs.iter().map(|s| s.build_id.as_str()))
+        })
         .collect();
-    let pure = listed.iter().filter(|b| pure_sample(by_build.get(*b).copied(), plant)).count();
+    let pure = listed
+        .iter()
+        .filter(|b| pure_sample(by_build.get(*b).copied(), plant))
+        .count();
     (listed.len(), pure)
 }
 
@@ -277,7 +334,9 @@ fn runs_per_day(world: &World, plant: &Plant) -> f64 {
     let n = world
         .truth
         .iter()
-        .filter(|t| t.dims.release == plant.release && plant.parts.iter().any(|p| p.scope.contains(&t.dims)))
+        .filter(|t| {
+            t.dims.release == plant.release && plant.parts.iter().any(|p| p.scope.contains(&t.dims))
+        })
         .count();
     n as f64 / f64::from(world.spec.days)
 }
@@ -289,10 +348,11 @@ fn incidents_of(plant: &Plant, variants: &[Dimensions], incidents: &[Story]) -> 
         .filter(|s| s.family == plant.family && s.release == plant.release)
         .filter(|s| {
             let got = covered(&s.scope, &s.release, variants);
-            plant
-                .parts
-                .iter()
-                .any(|p| covered(&p.scope, &plant.release, variants).iter().any(|v| got.contains(v)))
+            plant.parts.iter().any(|p| {
+                covered(&p.scope, &plant.release, variants)
+                    .iter()
+                    .any(|v| got.contains(v))
+            })
         })
         .count()
 }
@@ -305,20 +365,34 @@ fn attribute(report: &RegressionReport, world: &World, variants: &[Dimensions]) 
         return Some(Class::Quiet);
     }
     let reported = covered(&report.scope, &report.release, variants);
-    let overlaps = |s: &Scope| variants.iter().any(|v| s.contains(v) && reported.contains(v));
-    if let Some(d) =
-        world.decoys.iter().find(|d| d.family.as_deref() == Some(&report.family) && overlaps(&d.scope))
+    let overlaps = |s: &Scope| {
+        variants
+            .iter()
+            .any(|v| s.contains(v) && reported.contains(v))
+    };
+    if let Some(d) = world
+        .decoys
+        .iter()
+        .find(|d| d.family.as_deref() == Some(&report.family) && overlaps(&d.scope))
     {
         return Some(d.class);
     }
     let troubled = report
         .sample_jobs
         .iter()
-        .filter(|s| world.truth_of(&s.build_id).is_some_and(|t| t.ci_trouble.is_some()))
+        .filter(|s| {
+            world
+                .truth_of(&s.build_id)
+                .is_some_and(|t| t.ci_trouble.is_some())
+        })
         .count();
-    let ci_scope = world.decoys.iter().any(|d| d.family.is_none() && overlaps(&d.scope));
-    ((ci_scope || 2 * troubled > report.sample_jobs.len()) && world.spec.classes.contains(&Class::CiInfra))
-        .then_some(Class::CiInfra)
+    let ci_scope = world
+        .decoys
+        .iter()
+        .any(|d| d.family.is_none() && overlaps(&d.scope));
+    ((ci_scope || 2 * troubled > report.sample_jobs.len())
+        && world.spec.classes.contains(&Class::CiInfra))
+    .then_some(Class::CiInfra)
 }
 
 /// A report's figures in one line, to see why it was raised.
@@ -328,7 +402,8 @@ fn numbers(r: &RegressionReport) -> String {
         r.backend.as_deref().unwrap_or(&r.family),
         r.percentile,
         r.observed_seconds,
-        r.baseline_seconds.map_or("no reference".to_string(), |b| format!("{b:.1} s")),
+        r.baseline_seconds
+            .map_or("no reference".to_string(), |b| format!("{b:.1} s")),
         r.threshold_source,
         r.allowed_seconds,
         r.job_runs,
@@ -346,16 +421,26 @@ fn samples_truth(r: &RegressionReport, world: &World) -> String {
             None => "unknown".to_string(),
             Some(t) if t.ci_trouble.is_some() => "CI trouble".to_string(),
             Some(t) if t.plant.is_some() => "planted".to_string(),
-            Some(t) => t.decoy.map_or_else(|| "clean".to_string(), |c| c.as_str().to_string()),
+            Some(t) => t
+                .decoy
+                .map_or_else(|| "clean".to_string(), |c| c.as_str().to_string()),
         };
         *kinds.entry(kind).or_default() += 1;
     }
-    kinds.iter().map(|(k, n)| format!("{n} {k}")).collect::<Vec<_>>().join(", ")
+    kinds
+        .iter()
+        .map(|(k, n)| format!("{n} {k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Scores one world: each plant, and every reported regression that matches none.
 pub(super) fn score_world(world: &World, observed: &Observed) -> WorldScore {
-    let plants: Vec<PlantScore> = world.plants.iter().map(|p| score_plant(world, p, observed)).collect();
+    let plants: Vec<PlantScore> = world
+        .plants
+        .iter()
+        .map(|p| score_plant(world, p, observed))
+        .collect();
     let mut first: BTreeMap<&str, (DateTime<Utc>, &RegressionReport)> = BTreeMap::new();
     for (at, reports) in &observed.cycles {
         for r in reports.iter().filter(|r| r.status.is_active()) {

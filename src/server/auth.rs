@@ -28,9 +28,19 @@ impl FromRequest<AppState> for SlackSigned {
 
     async fn from_request(request: Request, state: &AppState) -> Result<SlackSigned, Response> {
         let headers = request.headers();
-        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned);
-        let (signature, timestamp) = (header("x-slack-signature"), header("x-slack-request-timestamp"));
-        let body = Bytes::from_request(request, state).await.map_err(IntoResponse::into_response)?;
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let (signature, timestamp) = (
+            header("x-slack-signature"),
+            header("x-slack-request-timestamp"),
+        );
+        let body = Bytes::from_request(request, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
         let s = &state.settings.slack;
         // An empty secret signs for anyone who guesses it is empty: it counts as none.
         let secrets: Vec<&crate::config::Secret> = s
@@ -70,11 +80,19 @@ impl Operator {
     /// group could be read).
     pub async fn authorize(state: &AppState, user: &str, actor: &str) -> Option<Operator> {
         let s = &state.settings.slack;
-        let operator = || Some(Operator { user: user.to_string(), actor: actor.to_string() });
+        let operator = || {
+            Some(Operator {
+                user: user.to_string(),
+                actor: actor.to_string(),
+            })
+        };
         if s.authorized_users.iter().any(|u| u == user) {
             return operator();
         }
-        let client = state.slack.as_ref().filter(|_| !s.authorized_groups.is_empty())?;
+        let client = state
+            .slack
+            .as_ref()
+            .filter(|_| !s.authorized_groups.is_empty())?;
         for g in &s.authorized_groups {
             match client.group_members(g).await {
                 Ok(members) if members.iter().any(|m| m == user) => return operator(),
@@ -99,7 +117,11 @@ impl Operator {
 /// The push API's bearer token (`ingest.push_token`), checked before the handler runs and
 /// before any of the body is read: an unauthenticated sender costs nothing but the headers.
 /// No token configured: the push API is off (503). A wrong or missing one: 401.
-pub async fn require_push_token(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn require_push_token(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
     let Some(expected) = &state.settings.ingest.push_token else {
         return ApiError::user(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -114,7 +136,8 @@ pub async fn require_push_token(State(state): State<AppState>, request: Request,
         .and_then(crate::http::bearer_token);
     // `matches` never takes an empty token, nor anything for an empty secret
     if !expected.matches(given) {
-        return ApiError::user(StatusCode::UNAUTHORIZED, "missing or wrong bearer token").into_response();
+        return ApiError::user(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")
+            .into_response();
     }
     let mut request = request;
     request.extensions_mut().insert(PushTokenChecked(()));
@@ -130,9 +153,15 @@ impl<S: Send + Sync> FromRequestParts<S> for PushTokenChecked {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<PushTokenChecked, ApiError> {
-        parts.extensions.get::<PushTokenChecked>().cloned().ok_or_else(|| {
-            ApiError::Internal(anyhow::anyhow!("a push route is served without the push token's layer"))
-        })
+        parts
+            .extensions
+            .get::<PushTokenChecked>()
+            .cloned()
+            .ok_or_else(|| {
+                ApiError::Internal(anyhow::anyhow!(
+                    "a push route is served without the push token's layer"
+                ))
+            })
     }
 }
 

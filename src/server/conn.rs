@@ -59,13 +59,19 @@ impl<S> IdleTimeout<S> {
     }
 
     fn expired(&mut self, cx: &mut Context<'_>) -> bool {
-        let silent = self.first_byte.as_mut().is_some_and(|d| d.as_mut().poll(cx).is_ready());
+        let silent = self
+            .first_byte
+            .as_mut()
+            .is_some_and(|d| d.as_mut().poll(cx).is_ready());
         silent || self.deadline.as_mut().poll(cx).is_ready()
     }
 }
 
 fn timed_out() -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::TimedOut, "the connection was idle too long")
+    std::io::Error::new(
+        std::io::ErrorKind::TimedOut,
+        "the connection was idle too long",
+    )
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for IdleTimeout<S> {
@@ -135,7 +141,11 @@ impl Activity {
 
     /// Whether no request has been in progress for `idle`.
     fn idle_for(&self, idle: Duration, opened: tokio::time::Instant) -> bool {
-        let since = self.quiet_since.lock().expect("activity lock").unwrap_or(opened);
+        let since = self
+            .quiet_since
+            .lock()
+            .expect("activity lock")
+            .unwrap_or(opened);
         self.in_progress.load(Ordering::SeqCst) == 0 && since.elapsed() >= idle
     }
 }
@@ -176,8 +186,15 @@ pub async fn serve(
     grace: Duration,
 ) {
     let mut builder = Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(limits.header).keep_alive(true);
-    builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(limits.idle / 2));
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header)
+        .keep_alive(true);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(limits.idle / 2));
     let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
     let (stopping, stop) = tokio::sync::watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown);
@@ -198,13 +215,16 @@ pub async fn serve(
                 }
             },
         ));
-        let conn = builder.serve_connection_with_upgrades(io, service).into_owned();
+        let conn = builder
+            .serve_connection_with_upgrades(io, service)
+            .into_owned();
         let mut stop = stop.clone();
         tokio::spawn(async move {
             let _slot = slot;
             let opened = tokio::time::Instant::now();
             let mut conn = std::pin::pin!(conn);
-            let mut check = tokio::time::interval((limits.idle / 4).max(Duration::from_millis(100)));
+            let mut check =
+                tokio::time::interval((limits.idle / 4).max(Duration::from_millis(100)));
             let why = loop {
                 tokio::select! {
                     ended = conn.as_mut() => {
@@ -234,7 +254,10 @@ pub async fn serve(
     drop(listener);
     let _ = stopping.send(true);
     let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
-    if tokio::time::timeout(grace, slots.acquire_many(all)).await.is_err() {
+    if tokio::time::timeout(grace, slots.acquire_many(all))
+        .await
+        .is_err()
+    {
         tracing::warn!("stopping with HTTP connections still open");
     }
 }

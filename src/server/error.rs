@@ -17,7 +17,10 @@ pub enum ApiError {
 
 impl ApiError {
     pub fn user(status: StatusCode, message: impl Into<String>) -> ApiError {
-        ApiError::User { status, message: message.into() }
+        ApiError::User {
+            status,
+            message: message.into(),
+        }
     }
 
     pub fn busy(message: impl Into<String>) -> ApiError {
@@ -64,7 +67,10 @@ fn rand_id() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
     );
     h.finish()
 }

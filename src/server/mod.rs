@@ -18,7 +18,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 pub use error::ApiError;
-use tower_http::request_id::{MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer};
+use tower_http::request_id::{
+    MakeRequestId, PropagateRequestIdLayer, RequestId, SetRequestIdLayer,
+};
 use tower_http::trace::TraceLayer;
 
 use crate::config::Settings;
@@ -51,10 +53,21 @@ impl AppState {
                 .ok()
                 .map(Arc::new)
         });
-        let http =
-            crate::http::client_builder(std::time::Duration::from_secs(10)).build().unwrap_or_default();
-        let push_slots = Arc::new(tokio::sync::Semaphore::new(settings.ingest.push_concurrency.max(1)));
-        AppState { store, warm, settings, metrics: metrics_handle(), slack, http, push_slots }
+        let http = crate::http::client_builder(std::time::Duration::from_secs(10))
+            .build()
+            .unwrap_or_default();
+        let push_slots = Arc::new(tokio::sync::Semaphore::new(
+            settings.ingest.push_concurrency.max(1),
+        ));
+        AppState {
+            store,
+            warm,
+            settings,
+            metrics: metrics_handle(),
+            slack,
+            http,
+            push_slots,
+        }
     }
 }
 
@@ -64,7 +77,9 @@ pub(crate) fn metrics_handle() -> Option<metrics_exporter_prometheus::Prometheus
         std::sync::OnceLock::new();
     HANDLE
         .get_or_init(|| {
-            let handle = metrics_exporter_prometheus::PrometheusBuilder::new().install_recorder().ok();
+            let handle = metrics_exporter_prometheus::PrometheusBuilder::new()
+                .install_recorder()
+                .ok();
             describe_metrics();
             handle
         })
@@ -75,8 +90,14 @@ pub(crate) fn metrics_handle() -> Option<metrics_exporter_prometheus::Prometheus
 /// end in `_total`, durations are seconds).
 fn describe_metrics() {
     use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
-    describe_counter!("sheriff_cycles_total", "Evaluation cycles run, by outcome (ok, failed).");
-    describe_counter!("sheriff_deliveries_total", "Outbox deliveries attempted, by sink and outcome.");
+    describe_counter!(
+        "sheriff_cycles_total",
+        "Evaluation cycles run, by outcome (ok, failed)."
+    );
+    describe_counter!(
+        "sheriff_deliveries_total",
+        "Outbox deliveries attempted, by sink and outcome."
+    );
     describe_counter!(
         "sheriff_evidence_bytes_total",
         Unit::Bytes,
@@ -90,12 +111,18 @@ fn describe_metrics() {
         "sheriff_ingest_runs_total",
         "Job runs seen by ingest, by way in (local, gcs, push) and outcome (ingested, skipped, failed: a bad file, storage_failed: sheriff's own storage)."
     );
-    describe_counter!("sheriff_jobs_total", "Scheduled jobs run, by job and outcome.");
+    describe_counter!(
+        "sheriff_jobs_total",
+        "Scheduled jobs run, by job and outcome."
+    );
     describe_counter!(
         "sheriff_ticks_skipped_total",
         "Scheduled ticks skipped because their lease could not be taken (the database failing), by job."
     );
-    describe_counter!("sheriff_slack_actions_total", "Slack button presses, by action.");
+    describe_counter!(
+        "sheriff_slack_actions_total",
+        "Slack button presses, by action."
+    );
     describe_counter!("sheriff_slack_commands_total", "Slash commands received.");
     describe_counter!(
         "sheriff_slack_requests_refused_total",
@@ -106,16 +133,29 @@ fn describe_metrics() {
         Unit::Seconds,
         "Seconds since the newest stored run of each job started."
     );
-    describe_gauge!("sheriff_groups_evaluated", "Groups with enough runs to judge in the last cycle.");
+    describe_gauge!(
+        "sheriff_groups_evaluated",
+        "Groups with enough runs to judge in the last cycle."
+    );
     describe_gauge!("sheriff_incidents", "Incidents, by state.");
-    describe_gauge!("sheriff_outbox_entries", "Outbox entries, by state (pending, retrying, dead).");
+    describe_gauge!(
+        "sheriff_outbox_entries",
+        "Outbox entries, by state (pending, retrying, dead)."
+    );
     describe_gauge!(
         "sheriff_outbox_oldest_pending_seconds",
         Unit::Seconds,
         "Age of the oldest pending outbox entry, 0 when none is pending."
     );
-    describe_gauge!("sheriff_regressions", "Active regressions found by the last cycle.");
-    describe_histogram!("sheriff_cycle_seconds", Unit::Seconds, "Duration of evaluation cycles, by outcome.");
+    describe_gauge!(
+        "sheriff_regressions",
+        "Active regressions found by the last cycle."
+    );
+    describe_histogram!(
+        "sheriff_cycle_seconds",
+        Unit::Seconds,
+        "Duration of evaluation cycles, by outcome."
+    );
     describe_histogram!(
         "sheriff_delivery_seconds",
         Unit::Seconds,
@@ -126,7 +166,11 @@ fn describe_metrics() {
         Unit::Seconds,
         "Duration of Jira REST calls, by call and status."
     );
-    describe_histogram!("sheriff_job_seconds", Unit::Seconds, "Duration of scheduled jobs, by job.");
+    describe_histogram!(
+        "sheriff_job_seconds",
+        Unit::Seconds,
+        "Duration of scheduled jobs, by job."
+    );
     describe_histogram!(
         "sheriff_slack_request_seconds",
         Unit::Seconds,
@@ -147,14 +191,18 @@ fn body_limit<S: Clone + Send + Sync + 'static>(routes: Router<S>, bytes: usize)
 
 /// `routes` refused without the push token (`ingest.push_token`): every route here needs it.
 fn push_token_required(routes: Router<AppState>, state: &AppState) -> Router<AppState> {
-    routes.route_layer(axum::middleware::from_fn_with_state(state.clone(), auth::require_push_token))
+    routes.route_layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        auth::require_push_token,
+    ))
 }
 
 /// Every route sheriff serves.
 pub fn router(state: AppState) -> Router {
     let body_limit_push = state.settings.server.max_body_bytes;
     let body_limit_slack = state.settings.server.slack_max_body_bytes;
-    let request_timeout = std::time::Duration::from_secs(state.settings.server.request_timeout_secs.max(1));
+    let request_timeout =
+        std::time::Duration::from_secs(state.settings.server.request_timeout_secs.max(1));
     let pages = Router::new()
         .route("/", get(pages::index))
         .route("/incidents", get(pages::index))
@@ -163,7 +211,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/incidents", get(pages::index_json))
         .route("/api/v1/incidents/{id}", get(pages::incident_json))
         .route("/api/v1/series", get(pages::series_json))
-        .route_layer(axum::middleware::from_fn_with_state(state.clone(), pages::require_token))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            pages::require_token,
+        ))
         .route_layer(axum::middleware::from_fn(pages::secure_headers));
     let small = Router::new()
         .merge(pages)
@@ -175,7 +226,10 @@ pub fn router(state: AppState) -> Router {
     let slack = Router::new()
         .route("/slack/commands", post(slack::commands))
         .route("/slack/interactions", post(slack::interactions));
-    let push = push_token_required(Router::new().route("/api/v1/runs", post(push::push_run)), &state);
+    let push = push_token_required(
+        Router::new().route("/api/v1/runs", post(push::push_run)),
+        &state,
+    );
     Router::new()
         .merge(body_limit(small, SMALL_BODY_BYTES))
         .merge(body_limit(slack, body_limit_slack))
@@ -190,15 +244,21 @@ pub fn router(state: AppState) -> Router {
         .layer(
             tower::ServiceBuilder::new()
                 .layer(SetRequestIdLayer::x_request_id(RequestIds::default()))
-                .layer(TraceLayer::new_for_http().make_span_with(request_span).on_response(
-                    |response: &Response, latency: std::time::Duration, _: &tracing::Span| {
-                        tracing::info!(
-                            status = response.status().as_u16(),
-                            ms = latency.as_millis() as u64,
-                            "answered"
-                        );
-                    },
-                ))
+                .layer(
+                    TraceLayer::new_for_http()
+                        .make_span_with(request_span)
+                        .on_response(
+                            |response: &Response,
+                             latency: std::time::Duration,
+                             _: &tracing::Span| {
+                                tracing::info!(
+                                    status = response.status().as_u16(),
+                                    ms = latency.as_millis() as u64,
+                                    "answered"
+                                );
+                            },
+                        ),
+                )
                 .layer(PropagateRequestIdLayer::x_request_id()),
         )
 }
@@ -215,7 +275,9 @@ impl MakeRequestId for RequestIds {
         static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
         let prefix = PREFIX.get_or_init(crate::process::replica_id);
         let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        axum::http::HeaderValue::from_str(&format!("{prefix}-{n}")).ok().map(RequestId::new)
+        axum::http::HeaderValue::from_str(&format!("{prefix}-{n}"))
+            .ok()
+            .map(RequestId::new)
     }
 }
 
@@ -253,7 +315,10 @@ async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
                 // writes that failed a moment ago are not tried again yet
                 let probe = async {
                     let write = state.store.probe_write();
-                    matches!(tokio::time::timeout(std::time::Duration::from_secs(2), write).await, Ok(Ok(())))
+                    matches!(
+                        tokio::time::timeout(std::time::Duration::from_secs(2), write).await,
+                        Ok(Ok(()))
+                    )
                 };
                 if now - since >= UNREADY_AFTER_WRITE_FAILURE_SECS && probe.await {
                     (StatusCode::OK, "ready\n")
@@ -291,12 +356,17 @@ async fn metrics_text(State(state): State<AppState>) -> Response {
     }
     if let Ok(newest) = state.store.runs().newest_run_per_job().await {
         for (job, started) in newest {
-            metrics::gauge!("sheriff_data_age_seconds", "job" => job).set((now - started).max(0) as f64);
+            metrics::gauge!("sheriff_data_age_seconds", "job" => job)
+                .set((now - started).max(0) as f64);
         }
     }
     match &state.metrics {
         Some(h) => ([("content-type", "text/plain; version=0.0.4")], h.render()).into_response(),
-        None => (StatusCode::SERVICE_UNAVAILABLE, "metrics recorder not installed\n").into_response(),
+        None => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "metrics recorder not installed\n",
+        )
+            .into_response(),
     }
 }
 
@@ -306,7 +376,9 @@ pub async fn serve(
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let addr = listener.local_addr().context("reading the listening address")?;
+    let addr = listener
+        .local_addr()
+        .context("reading the listening address")?;
     tracing::info!(%addr, "sheriff is listening");
     let s = &state.settings.server;
     let limits = conn::Limits {
@@ -315,6 +387,13 @@ pub async fn serve(
         max_age: std::time::Duration::from_secs(s.max_connection_secs.max(1)),
         max_connections: s.max_connections.max(1),
     };
-    conn::serve(listener, router(state), limits, shutdown, crate::shutdown::SHUTDOWN_GRACE).await;
+    conn::serve(
+        listener,
+        router(state),
+        limits,
+        shutdown,
+        crate::shutdown::SHUTDOWN_GRACE,
+    )
+    .await;
     Ok(())
 }

@@ -35,7 +35,9 @@ pub enum NameProblem {
     /// A segment of this many bytes.
     #[error("a segment of {0} bytes is over {MAX_SEGMENT_BYTES}")]
     LongSegment(usize),
-    #[error("no control characters, bidirectional overrides, line separators or invisible characters")]
+    #[error(
+        "no control characters, bidirectional overrides, line separators or invisible characters"
+    )]
     Hostile,
     #[error("1 to {MAX_FILE_NAME_BYTES} bytes")]
     FileNameLength,
@@ -59,7 +61,11 @@ pub enum PushRefused {
 /// What is wrong with a pushed run path, if anything.
 pub(crate) fn run_path_problem(path: &str) -> Result<(), NameProblem> {
     let segments: Vec<&str> = path.split('/').collect();
-    if path.is_empty() || segments.iter().any(|s| s.is_empty() || *s == "." || *s == "..") {
+    if path.is_empty()
+        || segments
+            .iter()
+            .any(|s| s.is_empty() || *s == "." || *s == "..")
+    {
         return Err(NameProblem::BadSegment);
     }
     if segments.len() < 2 || segments.len() > MAX_PATH_SEGMENTS {
@@ -105,8 +111,16 @@ pub fn decode(bytes: &[u8]) -> Result<(RunFiles, bool), PushRefused> {
     let pushed: PushedRun = serde_json::from_slice(bytes).map_err(PushRefused::Body)?;
     let path = pushed.path.trim_matches('/').to_string();
     run_path_problem(&path).map_err(PushRefused::Path)?;
-    if let Some((name, why)) = pushed.files.keys().find_map(|n| file_name_problem(n).err().map(|w| (n, w))) {
-        let shown: String = name.chars().take(80).flat_map(char::escape_default).collect();
+    if let Some((name, why)) = pushed
+        .files
+        .keys()
+        .find_map(|n| file_name_problem(n).err().map(|w| (n, w)))
+    {
+        let shown: String = name
+            .chars()
+            .take(80)
+            .flat_map(char::escape_default)
+            .collect();
         return Err(PushRefused::FileName { shown, why });
     }
     let files = pushed
@@ -117,10 +131,20 @@ pub fn decode(bytes: &[u8]) -> Result<(RunFiles, bool), PushRefused> {
                 serde_json::Value::String(text) => text.into_bytes(),
                 other => other.to_string().into_bytes(),
             };
-            RunFile { name, content: Ok(Content::Bytes(content)) }
+            RunFile {
+                name,
+                content: Ok(Content::Bytes(content)),
+            }
         })
         .collect();
-    Ok((RunFiles { bucket: pushed.bucket, path, files }, pushed.force))
+    Ok((
+        RunFiles {
+            bucket: pushed.bucket,
+            path,
+            files,
+        },
+        pushed.force,
+    ))
 }
 
 pub(crate) async fn push_run(
@@ -137,16 +161,19 @@ pub(crate) async fn push_run(
         )));
     };
     let limit = state.settings.server.max_body_bytes;
-    let bytes = axum::body::to_bytes(request.into_body(), limit).await.map_err(|e| {
-        ApiError::user(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("the body is over {limit} bytes or broken: {e}"),
-        )
-    })?;
+    let bytes = axum::body::to_bytes(request.into_body(), limit)
+        .await
+        .map_err(|e| {
+            ApiError::user(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                format!("the body is over {limit} bytes or broken: {e}"),
+            )
+        })?;
     let (run, force) =
         decode(&bytes).map_err(|why| ApiError::user(StatusCode::BAD_REQUEST, why.to_string()))?;
     let path = run.path.clone();
-    let store_timeout = std::time::Duration::from_secs(state.settings.ingest.push_store_timeout_secs);
+    let store_timeout =
+        std::time::Duration::from_secs(state.settings.ingest.push_store_timeout_secs);
     let summary = crate::ingest::ingest_pushed_run(&state.store, run, force, store_timeout).await?;
     summary.count("push");
     let (status, outcome) = if summary.ingested > 0 {
@@ -158,11 +185,17 @@ pub(crate) async fn push_run(
         (StatusCode::UNPROCESSABLE_ENTITY, "failed")
     } else if summary.conflicts > 0 {
         // stored before with other content: nothing changed, and the sender is told why
-        (StatusCode::CONFLICT, "already stored with other content; send force: true to replace it")
+        (
+            StatusCode::CONFLICT,
+            "already stored with other content; send force: true to replace it",
+        )
     } else {
         (StatusCode::OK, "already stored")
     };
-    Ok((status, Json(serde_json::json!({ "run": path, "outcome": outcome, "errors": summary.errors }))))
+    Ok((
+        status,
+        Json(serde_json::json!({ "run": path, "outcome": outcome, "errors": summary.errors })),
+    ))
 }
 
 #[cfg(test)]
@@ -171,7 +204,9 @@ mod tests {
 
     #[test]
     fn run_paths_and_file_names_are_plain_or_refused() {
-        assert!(run_path_problem("logs/periodic-ci-x-e2e-aws-ovn-upgrade/1700000000000000001").is_ok());
+        assert!(
+            run_path_problem("logs/periodic-ci-x-e2e-aws-ovn-upgrade/1700000000000000001").is_ok()
+        );
         assert!(run_path_problem("pr-logs/pull/openshift_origin/28000/pull-ci-x/1700").is_ok());
         for bad in [
             "",
@@ -192,7 +227,15 @@ mod tests {
         assert!(run_path_problem(&vec!["a"; 13].join("/")).is_err());
         assert_eq!(run_path_problem("logs/../1"), Err(NameProblem::BadSegment));
         assert!(file_name_problem("artifacts/e2e/junit/backend-disruption_1.json").is_ok());
-        for bad in ["", "/etc/passwd", "a/../../b", "x\ny", "x\u{2028}y", "x\u{feff}y", &"f".repeat(2000)] {
+        for bad in [
+            "",
+            "/etc/passwd",
+            "a/../../b",
+            "x\ny",
+            "x\u{2028}y",
+            "x\u{feff}y",
+            &"f".repeat(2000),
+        ] {
             assert!(file_name_problem(bad).is_err(), "{bad:?}");
         }
     }

@@ -30,7 +30,8 @@ use crate::notify::slack::blocks;
 const QUICK: Duration = Duration::from_millis(2500);
 
 fn ephemeral(m: &Message) -> Response {
-    axum::Json(json!({ "response_type": "ephemeral", "text": m.text, "blocks": m.blocks })).into_response()
+    axum::Json(json!({ "response_type": "ephemeral", "text": m.text, "blocks": m.blocks }))
+        .into_response()
 }
 
 fn text_message(text: &str) -> Message {
@@ -96,6 +97,14 @@ async fn acknowledged(
 
 /// The number of the incident `reference` names when it is resolved: the buttons and dialogs
 /// of its message act no more.
-async fn resolved(store: &crate::store::Store, reference: &str) -> Result<Option<i64>, ActionError> {
-    Ok(store.incidents().find(reference).await?.filter(|i| !i.state.is_open()).map(|i| i.id))
+async fn resolved(
+    store: &crate::store::Store,
+    reference: &str,
+) -> Result<Option<i64>, ActionError> {
+    Ok(store
+        .incidents()
+        .find(reference)
+        .await?
+        .filter(|i| !i.state.is_open())
+        .map(|i| i.id))
 }

@@ -119,7 +119,8 @@ impl Backfills<'_> {
             let end: Option<(i64,)> = self
                 .store
                 .fetch_optional(
-                    sql("SELECT to_day FROM backfills WHERE from_day <= $1 AND to_day > $1").bind(day),
+                    sql("SELECT to_day FROM backfills WHERE from_day <= $1 AND to_day > $1")
+                        .bind(day),
                 )
                 .await?;
             match end {
@@ -131,7 +132,11 @@ impl Backfills<'_> {
 
     /// The backfilled day ranges, oldest first.
     pub async fn backfilled_days(self) -> Result<Vec<BackfilledDays>> {
-        self.store.fetch_all(sql("SELECT from_day, to_day, source FROM backfills ORDER BY from_day")).await
+        self.store
+            .fetch_all(sql(
+                "SELECT from_day, to_day, source FROM backfills ORDER BY from_day",
+            ))
+            .await
     }
 
     /// The variant and backend ids of every count, created as needed inside `c`.
@@ -144,10 +149,13 @@ impl Backfills<'_> {
         let mut ids = Ids::default();
         let names: BTreeSet<&str> = counts
             .iter()
-            .flat_map(|n| std::iter::once(n.backend.as_str()).chain(n.down_probes.iter().map(String::as_str)))
+            .flat_map(|n| {
+                std::iter::once(n.backend.as_str()).chain(n.down_probes.iter().map(String::as_str))
+            })
             .collect();
         for name in names {
-            ids.backends.insert(name, self.store.backend_id(c, name, minted).await?);
+            ids.backends
+                .insert(name, self.store.backend_id(c, name, minted).await?);
         }
         for count in counts {
             if !ids.variants.contains_key(&count.dimensions) {
@@ -198,7 +206,11 @@ fn clean_counts(
         report.samples += count.runs;
         let key = (ids.variants[&count.dimensions], count.day);
         let backend_id = ids.backends[count.backend.as_str()];
-        cells.entry(key).or_default().push(RunsAt { backend_id, seconds: count.seconds, runs: count.runs });
+        cells.entry(key).or_default().push(RunsAt {
+            backend_id,
+            seconds: count.seconds,
+            runs: count.runs,
+        });
     }
     cells
 }
@@ -213,7 +225,9 @@ struct Ids<'a> {
 /// Whether runs that started on `day` are sealed by a backfill (counted, never stored).
 pub(super) async fn is_sealed(c: &mut Conn<'_>, day: i64) -> Result<bool> {
     let row: Option<(i64,)> = c
-        .fetch_optional(sql("SELECT from_day FROM backfills WHERE from_day <= $1 AND to_day > $1").bind(day))
+        .fetch_optional(
+            sql("SELECT from_day FROM backfills WHERE from_day <= $1 AND to_day > $1").bind(day),
+        )
         .await?;
     Ok(row.is_some())
 }
@@ -234,7 +248,12 @@ async fn refuse_counted_days(c: &mut Conn<'_>, days: &Range<i64>) -> Result<()> 
             .bind(days.end),
         )
         .await?;
-    if let Some(BackfilledDays { from_day, to_day, source }) = overlapping {
+    if let Some(BackfilledDays {
+        from_day,
+        to_day,
+        source,
+    }) = overlapping
+    {
         return Err(StoreError::Refused(format!(
             "the days {} to {} were backfilled already from {source}: backfill only days outside them",
             day_name(from_day),
@@ -269,7 +288,11 @@ async fn count_probes<'a>(
     let mut by_job: BTreeMap<&str, ProbeDays> = BTreeMap::new();
     for count in counts.iter().filter(|n| rules.is_liveness(&n.backend)) {
         let key = (ids.backends[count.backend.as_str()], count.day);
-        let entry = by_job.entry(count.job.as_str()).or_default().entry(key).or_default();
+        let entry = by_job
+            .entry(count.job.as_str())
+            .or_default()
+            .entry(key)
+            .or_default();
         entry.0 += count.runs as i64;
         if rules.is_down(count.seconds) {
             entry.1 += count.runs as i64;
@@ -277,9 +300,15 @@ async fn count_probes<'a>(
     }
     let mut broken = HashMap::with_capacity(by_job.len());
     for (job, days) in by_job {
-        let rows: Vec<(i64, i64, i64, i64)> = days.into_iter().map(|((b, d), (r, n))| (b, d, r, n)).collect();
+        let rows: Vec<(i64, i64, i64, i64)> = days
+            .into_iter()
+            .map(|((b, d), (r, n))| (b, d, r, n))
+            .collect();
         super::probes::add_probe_counts(c, job, &rows).await?;
-        broken.insert(job, super::probes::refresh_job(c, job, rules, changed).await?);
+        broken.insert(
+            job,
+            super::probes::refresh_job(c, job, rules, changed).await?,
+        );
     }
     Ok(broken)
 }
@@ -289,19 +318,25 @@ async fn count_probes<'a>(
 async fn keep_first_seen(c: &mut Conn<'_>, counts: &[CellCount], ids: &Ids<'_>) -> Result<()> {
     let mut first: BTreeMap<i64, i64> = BTreeMap::new();
     for count in counts {
-        let e = first.entry(ids.variants[&count.dimensions]).or_insert(count.first_start);
+        let e = first
+            .entry(ids.variants[&count.dimensions])
+            .or_insert(count.first_start);
         *e = (*e).min(count.first_start);
     }
     for (variant_id, start) in first {
         let stored: (Option<i64>,) = c
-            .fetch_one(sql("SELECT MIN(started_at) FROM job_runs WHERE variant_id = $1").bind(variant_id))
+            .fetch_one(
+                sql("SELECT MIN(started_at) FROM job_runs WHERE variant_id = $1").bind(variant_id),
+            )
             .await?;
         let start = stored.0.map_or(start, |s| s.min(start));
         c.execute(
-            sql("INSERT INTO variant_first_seen (variant_id, started_at) VALUES ($1, $2) \
+            sql(
+                "INSERT INTO variant_first_seen (variant_id, started_at) VALUES ($1, $2) \
                  ON CONFLICT (variant_id) DO UPDATE SET started_at = CASE \
                  WHEN excluded.started_at < variant_first_seen.started_at THEN excluded.started_at \
-                 ELSE variant_first_seen.started_at END")
+                 ELSE variant_first_seen.started_at END",
+            )
             .bind(variant_id)
             .bind(start),
         )

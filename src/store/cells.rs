@@ -31,8 +31,14 @@ pub(crate) async fn change_samples(
     if !cells.is_empty() {
         changed.insert((variant_id, day));
     }
-    let mut cells: Vec<RunsAt> =
-        cells.iter().map(|&(backend_id, seconds)| RunsAt { backend_id, seconds, runs: 1 }).collect();
+    let mut cells: Vec<RunsAt> = cells
+        .iter()
+        .map(|&(backend_id, seconds)| RunsAt {
+            backend_id,
+            seconds,
+            runs: 1,
+        })
+        .collect();
     cells.sort_unstable();
     if add {
         apply_change(c, day, variant_id, &cells, |h, secs, n| h.add(secs, n)).await
@@ -69,18 +75,37 @@ pub(crate) async fn add_counts(
 
 /// Removes a stored run's samples from the histograms (before the run is replaced); a
 /// CI-troubled run was never in them.
-pub(crate) async fn forget_run(c: &mut Conn<'_>, run_id: i64, changed: &mut ChangedCells) -> Result<()> {
+pub(crate) async fn forget_run(
+    c: &mut Conn<'_>,
+    run_id: i64,
+    changed: &mut ChangedCells,
+) -> Result<()> {
     let rows: Vec<CountedSample> = c
         .fetch_all(
-            sql("SELECT s.backend_id, s.seconds, r.variant_id, r.started_at FROM samples s \
+            sql(
+                "SELECT s.backend_id, s.seconds, r.variant_id, r.started_at FROM samples s \
                  JOIN job_runs r ON r.id = s.run_id WHERE s.run_id = $1 AND r.ci_trouble IS NULL \
-                 ORDER BY s.backend_id")
+                 ORDER BY s.backend_id",
+            )
             .bind(run_id),
         )
         .await?;
-    if let Some(&CountedSample { variant_id, started_at, .. }) = rows.first() {
+    if let Some(&CountedSample {
+        variant_id,
+        started_at,
+        ..
+    }) = rows.first()
+    {
         let cells: Vec<(i64, i64)> = rows.iter().map(|r| (r.backend_id, r.seconds)).collect();
-        change_samples(c, started_at.div_euclid(DAY), variant_id, &cells, false, changed).await?;
+        change_samples(
+            c,
+            started_at.div_euclid(DAY),
+            variant_id,
+            &cells,
+            false,
+            changed,
+        )
+        .await?;
     }
     Ok(())
 }
@@ -119,7 +144,13 @@ async fn apply_change(
     c.execute(
         sql("INSERT INTO cell_days (day, backend_id, variant_id, runs, hist)")
             .values(cells, |cell| {
-                vec![day.into(), cell.backend_id.into(), variant_id.into(), 0i64.into(), "".into()]
+                vec![
+                    day.into(),
+                    cell.backend_id.into(),
+                    variant_id.into(),
+                    0i64.into(),
+                    "".into(),
+                ]
             })
             .push(" ON CONFLICT (backend_id, variant_id, day) DO NOTHING"),
     )
@@ -154,11 +185,24 @@ pub(crate) fn updated_histograms(
     change: impl Fn(&mut Histogram, i64, u64),
 ) -> Result<Vec<(i64, Histogram)>> {
     let mut current: HashMap<i64, Histogram> = HashMap::with_capacity(rows.len());
-    for CellDay { backend_id, runs, hist } in rows {
-        current.insert(backend_id, Histogram::decode(&hist)?.with_zeros(runs as u64));
+    for CellDay {
+        backend_id,
+        runs,
+        hist,
+    } in rows
+    {
+        current.insert(
+            backend_id,
+            Histogram::decode(&hist)?.with_zeros(runs as u64),
+        );
     }
     let mut touched: Vec<(i64, Histogram)> = Vec::with_capacity(cells.len());
-    for &RunsAt { backend_id, seconds, runs } in cells {
+    for &RunsAt {
+        backend_id,
+        seconds,
+        runs,
+    } in cells
+    {
         let h = current.entry(backend_id).or_default();
         change(h, seconds, runs);
         touched.push((backend_id, h.clone()));
@@ -181,12 +225,18 @@ pub struct Cells<'a> {
 
 impl Cells<'_> {
     /// The merged histogram of one backend over every variant, for UTC days in `days`.
-    pub async fn backend_histogram(self, backend: &str, days: std::ops::Range<i64>) -> Result<Histogram> {
+    pub async fn backend_histogram(
+        self,
+        backend: &str,
+        days: std::ops::Range<i64>,
+    ) -> Result<Histogram> {
         let rows: Vec<(i64, String)> = self
             .store
             .fetch_all(
-                sql("SELECT c.runs, c.hist FROM cell_days c JOIN backends b ON b.id = c.backend_id \
-                     WHERE b.name = $1 AND c.day >= $2 AND c.day < $3")
+                sql(
+                    "SELECT c.runs, c.hist FROM cell_days c JOIN backends b ON b.id = c.backend_id \
+                     WHERE b.name = $1 AND c.day >= $2 AND c.day < $3",
+                )
                 .bind(backend)
                 .bind(days.start)
                 .bind(days.end),
@@ -264,8 +314,10 @@ pub(crate) fn summary(
     since: i64,
     version: i64,
 ) -> (Option<i64>, Option<Vec<(i64, i64)>>) {
-    let after: Vec<&LoggedChange> =
-        log.iter().filter(|c| c.version > since && c.version <= version).collect();
+    let after: Vec<&LoggedChange> = log
+        .iter()
+        .filter(|c| c.version > since && c.version <= version)
+        .collect();
     if after.len() as i64 != version - since {
         return (None, None);
     }
@@ -302,7 +354,9 @@ struct VariantRow {
 impl Store {
     /// Every backend name any stored run has recorded, sorted.
     pub async fn backend_names(&self) -> Result<Vec<String>> {
-        let rows: Vec<(String,)> = self.fetch_all(sql("SELECT name FROM backends ORDER BY name")).await?;
+        let rows: Vec<(String,)> = self
+            .fetch_all(sql("SELECT name FROM backends ORDER BY name"))
+            .await?;
         Ok(rows.into_iter().map(|(n,)| n).collect())
     }
 
@@ -310,8 +364,9 @@ impl Store {
     /// memory and read again only when the table's count or newest id moved (by any process;
     /// the count catches an id that committed after a higher one).
     pub async fn variants(&self) -> Result<std::sync::Arc<Vec<(i64, crate::model::Dimensions)>>> {
-        let (count, newest): (i64, i64) =
-            self.fetch_one(sql("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM variants")).await?;
+        let (count, newest): (i64, i64) = self
+            .fetch_one(sql("SELECT COUNT(*), COALESCE(MAX(id), 0) FROM variants"))
+            .await?;
         let known = self.variant_list.lock().expect("cache lock").clone();
         if known.len() as i64 == count && known.last().map_or(0, |v| v.0) == newest {
             return Ok(known);
@@ -351,7 +406,9 @@ impl Store {
 impl Cells<'_> {
     /// The version of the stored runs, bumped by every write that changes them (in any process).
     pub async fn data_version(self) -> Result<i64> {
-        self.store.scalar(sql("SELECT version FROM data_version WHERE id = 1")).await
+        self.store
+            .scalar(sql("SELECT version FROM data_version WHERE id = 1"))
+            .await
     }
 
     /// The first day and the variant-days (sorted, when every change listed them) changed after
@@ -363,7 +420,13 @@ impl Cells<'_> {
         version: i64,
     ) -> Result<(Option<i64>, Option<Vec<(i64, i64)>>)> {
         if version - since > LISTED_VERSIONS {
-            return Ok((self.store.cells().first_change_between(since, version).await?, None));
+            return Ok((
+                self.store
+                    .cells()
+                    .first_change_between(since, version)
+                    .await?,
+                None,
+            ));
         }
         let log = self.change_log(since, version).await?;
         Ok(summary(&log, since, version))
@@ -383,13 +446,30 @@ impl Cells<'_> {
             )
             .await?;
         rows.into_iter()
-            .map(|ChangeRow { version, first_day, cells }| {
-                let unreadable = |e| {
-                    StoreError::corrupt("data_changes", format!("change {version} lists unreadable cells"), e)
-                };
-                let cells = cells.map(|c| serde_json::from_str(&c)).transpose().map_err(unreadable)?;
-                Ok(LoggedChange { version, first_day, cells })
-            })
+            .map(
+                |ChangeRow {
+                     version,
+                     first_day,
+                     cells,
+                 }| {
+                    let unreadable = |e| {
+                        StoreError::corrupt(
+                            "data_changes",
+                            format!("change {version} lists unreadable cells"),
+                            e,
+                        )
+                    };
+                    let cells = cells
+                        .map(|c| serde_json::from_str(&c))
+                        .transpose()
+                        .map_err(unreadable)?;
+                    Ok(LoggedChange {
+                        version,
+                        first_day,
+                        cells,
+                    })
+                },
+            )
             .collect()
     }
 
@@ -427,10 +507,21 @@ impl Cells<'_> {
         days: std::ops::Range<i64>,
     ) -> Result<BTreeMap<i64, Histogram>> {
         let ids = serde_json::to_string(variants)?;
-        let text =
-            if self.store.engine() == crate::config::Engine::Postgres { DAYS_POSTGRES } else { DAYS_SQLITE };
-        let rows: Vec<DayRow> =
-            self.store.fetch_all(sql(text).bind(backend).bind(days.start).bind(days.end).bind(ids)).await?;
+        let text = if self.store.engine() == crate::config::Engine::Postgres {
+            DAYS_POSTGRES
+        } else {
+            DAYS_SQLITE
+        };
+        let rows: Vec<DayRow> = self
+            .store
+            .fetch_all(
+                sql(text)
+                    .bind(backend)
+                    .bind(days.start)
+                    .bind(days.end)
+                    .bind(ids),
+            )
+            .await?;
         let mut out = BTreeMap::new();
         for DayRow { day, runs, hists } in rows {
             let h = Histogram::decode_concatenated(hists.as_deref().unwrap_or_default())?;
@@ -443,8 +534,10 @@ impl Cells<'_> {
     pub(crate) async fn cell_rows_between(self, days: (i64, i64)) -> Result<Vec<CellRow>> {
         self.store
             .fetch_all(
-                sql("SELECT b.name, c.day, c.variant_id, c.runs, c.hist FROM cell_days c \
-                 JOIN backends b ON b.id = c.backend_id WHERE c.day >= $1 AND c.day < $2")
+                sql(
+                    "SELECT b.name, c.day, c.variant_id, c.runs, c.hist FROM cell_days c \
+                 JOIN backends b ON b.id = c.backend_id WHERE c.day >= $1 AND c.day < $2",
+                )
                 .bind(days.0)
                 .bind(days.1),
             )
@@ -463,7 +556,11 @@ mod tests {
     use super::*;
 
     fn change(version: i64, first_day: i64, cells: Option<Vec<(i64, i64)>>) -> LoggedChange {
-        LoggedChange { version, first_day, cells }
+        LoggedChange {
+            version,
+            first_day,
+            cells,
+        }
     }
 
     #[test]
@@ -479,11 +576,26 @@ mod tests {
             (Some(10), Some(vec![(1, 10), (1, 13), (2, 12)])),
             "sorted, once each"
         );
-        assert_eq!(summary(&log, 4, 5), (Some(12), Some(vec![(1, 10), (1, 13), (2, 12)])));
-        assert_eq!(summary(&log, 5, 7), (Some(9), None), "a change that listed none");
+        assert_eq!(
+            summary(&log, 4, 5),
+            (Some(12), Some(vec![(1, 10), (1, 13), (2, 12)]))
+        );
+        assert_eq!(
+            summary(&log, 5, 7),
+            (Some(9), None),
+            "a change that listed none"
+        );
         assert_eq!(summary(&log, 6, 7), (Some(11), Some(vec![(3, 11)])));
-        assert_eq!(summary(&log, 2, 5), (None, None), "version 3 is not on record");
-        assert_eq!(summary(&log, 3, 8), (None, None), "version 8 is not on record");
+        assert_eq!(
+            summary(&log, 2, 5),
+            (None, None),
+            "version 3 is not on record"
+        );
+        assert_eq!(
+            summary(&log, 3, 8),
+            (None, None),
+            "version 8 is not on record"
+        );
     }
 
     #[test]

@@ -12,7 +12,12 @@ pub struct Releases<'a> {
 
 impl Releases<'_> {
     /// A kept changelog between two payloads.
-    pub async fn changelog(self, architecture: &str, from: &str, to: &str) -> Result<Option<String>> {
+    pub async fn changelog(
+        self,
+        architecture: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<Option<String>> {
         let row: Option<(String,)> = self
             .store
             .fetch_optional(
@@ -26,7 +31,13 @@ impl Releases<'_> {
     }
 
     /// Keeps a changelog between two payloads (they never change).
-    pub async fn keep_changelog(self, architecture: &str, from: &str, to: &str, body: &str) -> Result<()> {
+    pub async fn keep_changelog(
+        self,
+        architecture: &str,
+        from: &str,
+        to: &str,
+        body: &str,
+    ) -> Result<()> {
         self.store.execute(
             sql("INSERT INTO changelogs (architecture, from_tag, to_tag, body, fetched_at) VALUES ($1, $2, $3, $4, $5) \
                  ON CONFLICT (architecture, from_tag, to_tag) DO NOTHING")

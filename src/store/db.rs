@@ -88,14 +88,20 @@ pub(crate) struct Sql {
 
 /// A statement written in the source.
 pub(crate) fn sql(text: &'static str) -> Sql {
-    Sql { text: Cow::Borrowed(text), args: Vec::new() }
+    Sql {
+        text: Cow::Borrowed(text),
+        args: Vec::new(),
+    }
 }
 
 impl Sql {
     /// A statement whose text is put together at run time. Only sheriff's own words and
     /// placeholders go into it; values are always bound.
     pub fn built(text: String) -> Sql {
-        Sql { text: Cow::Owned(text), args: Vec::new() }
+        Sql {
+            text: Cow::Owned(text),
+            args: Vec::new(),
+        }
     }
 
     /// Binds the next placeholder.
@@ -223,11 +229,17 @@ impl Conn<'_> {
         Ok(match self {
             Conn::Sqlite(c) => {
                 let (text, args) = q.sqlite()?;
-                sqlx::query_with(text, args).execute(&mut **c).await?.rows_affected()
+                sqlx::query_with(text, args)
+                    .execute(&mut **c)
+                    .await?
+                    .rows_affected()
             }
             Conn::Postgres(c) => {
                 let (text, args) = q.postgres()?;
-                sqlx::query_with(text, args).execute(&mut **c).await?.rows_affected()
+                sqlx::query_with(text, args)
+                    .execute(&mut **c)
+                    .await?
+                    .rows_affected()
             }
         })
     }
@@ -236,11 +248,15 @@ impl Conn<'_> {
         Ok(match self {
             Conn::Sqlite(c) => {
                 let (text, args) = q.sqlite()?;
-                sqlx::query_as_with::<Sqlite, R, _>(text, args).fetch_all(&mut **c).await?
+                sqlx::query_as_with::<Sqlite, R, _>(text, args)
+                    .fetch_all(&mut **c)
+                    .await?
             }
             Conn::Postgres(c) => {
                 let (text, args) = q.postgres()?;
-                sqlx::query_as_with::<Postgres, R, _>(text, args).fetch_all(&mut **c).await?
+                sqlx::query_as_with::<Postgres, R, _>(text, args)
+                    .fetch_all(&mut **c)
+                    .await?
             }
         })
     }
@@ -249,11 +265,15 @@ impl Conn<'_> {
         Ok(match self {
             Conn::Sqlite(c) => {
                 let (text, args) = q.sqlite()?;
-                sqlx::query_as_with::<Sqlite, R, _>(text, args).fetch_optional(&mut **c).await?
+                sqlx::query_as_with::<Sqlite, R, _>(text, args)
+                    .fetch_optional(&mut **c)
+                    .await?
             }
             Conn::Postgres(c) => {
                 let (text, args) = q.postgres()?;
-                sqlx::query_as_with::<Postgres, R, _>(text, args).fetch_optional(&mut **c).await?
+                sqlx::query_as_with::<Postgres, R, _>(text, args)
+                    .fetch_optional(&mut **c)
+                    .await?
             }
         })
     }
@@ -261,7 +281,10 @@ impl Conn<'_> {
     pub async fn fetch_one<R: Row>(&mut self, q: Sql) -> Result<R> {
         self.fetch_optional(q)
             .await?
-            .ok_or_else(|| StoreError::NotFound { what: "row", key: "from the statement".into() })
+            .ok_or_else(|| StoreError::NotFound {
+                what: "row",
+                key: "from the statement".into(),
+            })
     }
 
     /// The first column of the one row a statement returns.
@@ -314,9 +337,10 @@ impl Tx {
         #[cfg(feature = "testing")]
         if self.fail_commit {
             self.rollback().await?;
-            return Err(
-                sqlx::Error::Io(std::io::Error::other("database or disk is full (injected fault)")).into()
-            );
+            return Err(sqlx::Error::Io(std::io::Error::other(
+                "database or disk is full (injected fault)",
+            ))
+            .into());
         }
         match self.inner {
             TxInner::Sqlite(t) => t.commit().await?,
@@ -341,7 +365,10 @@ mod tests {
 
     #[test]
     fn lists_and_values_number_their_placeholders_after_the_bound_ones() {
-        let q = sql("SELECT x FROM t WHERE a = $1 AND b IN (").bind(7i64).list([1i64, 2, 3]).push(")");
+        let q = sql("SELECT x FROM t WHERE a = $1 AND b IN (")
+            .bind(7i64)
+            .list([1i64, 2, 3])
+            .push(")");
         assert_eq!(q.text, "SELECT x FROM t WHERE a = $1 AND b IN ($2, $3, $4)");
         assert_eq!(q.args.len(), 4);
         let rows = [(1i64, "a"), (2, "b")];

@@ -70,12 +70,18 @@ impl StoreError {
         what: impl std::fmt::Display,
         why: impl std::fmt::Display,
     ) -> StoreError {
-        StoreError::Corrupt { table, detail: format!("{what}: {why}") }
+        StoreError::Corrupt {
+            table,
+            detail: format!("{what}: {why}"),
+        }
     }
 
     /// A stored row that cannot be read, `detail` saying all there is.
     pub(crate) fn malformed(table: &'static str, detail: impl Into<String>) -> StoreError {
-        StoreError::Corrupt { table, detail: detail.into() }
+        StoreError::Corrupt {
+            table,
+            detail: detail.into(),
+        }
     }
 
     /// Whether the storage itself failed (the disk, the file, the connection): a later try may
@@ -83,11 +89,12 @@ impl StoreError {
     pub fn retryable(&self) -> bool {
         match self {
             StoreError::Storage(e) | StoreError::Connection(e) => super::is_storage_failure(e),
-            StoreError::Open { cause, .. } => {
-                cause.downcast_ref::<sqlx::Error>().is_some_and(super::is_storage_failure)
-            }
+            StoreError::Open { cause, .. } => cause
+                .downcast_ref::<sqlx::Error>()
+                .is_some_and(super::is_storage_failure),
             StoreError::Migration(
-                sqlx::migrate::MigrateError::Execute(e) | sqlx::migrate::MigrateError::ExecuteMigration(e, _),
+                sqlx::migrate::MigrateError::Execute(e)
+                | sqlx::migrate::MigrateError::ExecuteMigration(e, _),
             ) => super::is_storage_failure(e),
             StoreError::Unrecorded(e) => e.retryable(),
             StoreError::Migration(_)
@@ -124,7 +131,9 @@ mod tests {
 
     async fn store(dir: &tempfile::TempDir) -> Store {
         let settings = crate::config::DatabaseSettings {
-            url: format!("sqlite://{}", dir.path().join("errors.db").display()).parse().unwrap(),
+            url: format!("sqlite://{}", dir.path().join("errors.db").display())
+                .parse()
+                .unwrap(),
             ..Default::default()
         };
         Store::open(&settings).await.unwrap()
@@ -134,22 +143,51 @@ mod tests {
     async fn unreadable_stored_rules_are_corrupt_and_not_retried() {
         let dir = tempfile::tempdir().unwrap();
         let store = store(&dir).await;
-        store.execute(sql("INSERT INTO classification (id, rules) VALUES (1, 'not json')")).await.unwrap();
+        store
+            .execute(sql(
+                "INSERT INTO classification (id, rules) VALUES (1, 'not json')",
+            ))
+            .await
+            .unwrap();
         let e = store.trouble().stored().await.unwrap_err();
-        assert!(matches!(e, StoreError::Corrupt { table: "classification", .. }), "{e:?}");
+        assert!(
+            matches!(
+                e,
+                StoreError::Corrupt {
+                    table: "classification",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
         assert!(!e.retryable());
         let text = e.to_string();
-        assert!(text.starts_with("the stored CI-trouble rules do not parse: expected"), "{text}");
+        assert!(
+            text.starts_with("the stored CI-trouble rules do not parse: expected"),
+            "{text}"
+        );
     }
 
     #[tokio::test]
     async fn a_missing_row_is_not_found_and_a_bad_statement_is_not_storage_trouble() {
         let dir = tempfile::tempdir().unwrap();
         let store = store(&dir).await;
-        let e = store.scalar::<i64>(sql("SELECT 1 WHERE 0 = 1")).await.unwrap_err();
-        assert!(matches!(e, StoreError::NotFound { what: "row", .. }), "{e:?}");
-        let e = store.execute(sql("SELECT * FROM no_such_table")).await.unwrap_err();
-        assert!(matches!(e, StoreError::Storage(_)) && !e.retryable(), "{e:?}");
+        let e = store
+            .scalar::<i64>(sql("SELECT 1 WHERE 0 = 1"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, StoreError::NotFound { what: "row", .. }),
+            "{e:?}"
+        );
+        let e = store
+            .execute(sql("SELECT * FROM no_such_table"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, StoreError::Storage(_)) && !e.retryable(),
+            "{e:?}"
+        );
         assert!(!is_storage_error(&e));
     }
 
@@ -165,8 +203,14 @@ mod tests {
         let store = store(&dir).await;
         store.close().await;
         let e = store.ping().await.unwrap_err();
-        assert!(matches!(e, StoreError::Connection(_)) && e.retryable(), "{e:?}");
-        assert!(format!("{e}").starts_with("no database connection: "), "{e}");
+        assert!(
+            matches!(e, StoreError::Connection(_)) && e.retryable(),
+            "{e:?}"
+        );
+        assert!(
+            format!("{e}").starts_with("no database connection: "),
+            "{e}"
+        );
         let wrapped: Box<dyn std::error::Error> = Box::new(Reading(e));
         assert!(is_storage_error(&wrapped));
     }

@@ -49,7 +49,10 @@ struct StartedCellSample {
 
 /// One cell's percentiles in one window, as the reference query computes them.
 #[derive(sqlx::FromRow)]
-#[allow(dead_code, reason = "decoded so that the comparison pays for reading the rows; only counted")]
+#[allow(
+    dead_code,
+    reason = "decoded so that the comparison pays for reading the rows; only counted"
+)]
 struct ReferencePercentiles {
     backend_id: i64,
     variant_id: i64,
@@ -103,7 +106,10 @@ struct Indexes {
 
 impl Indexes {
     fn cell(&self, backend_id: i64, variant_id: i64) -> Option<(usize, usize)> {
-        Some((*self.backends.get(&backend_id)?, *self.variants.get(&variant_id)?))
+        Some((
+            *self.backends.get(&backend_id)?,
+            *self.variants.get(&variant_id)?,
+        ))
     }
 }
 
@@ -134,11 +140,25 @@ fn decode(index: &Indexes, rows: Vec<WholeDaysRow>) -> Result<Decoded> {
         Ok(nonzero.with_zeros(runs.unwrap_or(0).max(0) as u64))
     };
     let mut out = Vec::with_capacity(rows.len());
-    for WholeDaysRow { backend_id, variant_id, baseline_runs, baseline_hist, current_runs, current_hist } in
-        rows
+    for WholeDaysRow {
+        backend_id,
+        variant_id,
+        baseline_runs,
+        baseline_hist,
+        current_runs,
+        current_hist,
+    } in rows
     {
-        let Some(key) = index.cell(backend_id, variant_id) else { continue };
-        out.push((key, (histogram(current_runs, current_hist)?, histogram(baseline_runs, baseline_hist)?)));
+        let Some(key) = index.cell(backend_id, variant_id) else {
+            continue;
+        };
+        out.push((
+            key,
+            (
+                histogram(current_runs, current_hist)?,
+                histogram(baseline_runs, baseline_hist)?,
+            ),
+        ));
     }
     Ok(out)
 }
@@ -245,23 +265,45 @@ impl Evaluations<'_> {
         let frame = self.window_frame().await?;
         let want = WindowDays::new(current, baseline, recent, visible_at);
         let mut cells = self
-            .read_windows(&frame.index, want.current.clone(), want.baseline.clone(), &want.edges, visible_at)
+            .read_windows(
+                &frame.index,
+                want.current.clone(),
+                want.baseline.clone(),
+                &want.edges,
+                visible_at,
+            )
             .await?;
-        self.read_recent(&frame.index, &mut cells, recent, current.1, visible_at).await?;
-        self.window_data_of(frame, cells.into_iter().collect(), current, visible_at).await
+        self.read_recent(&frame.index, &mut cells, recent, current.1, visible_at)
+            .await?;
+        self.window_data_of(frame, cells.into_iter().collect(), current, visible_at)
+            .await
     }
 
     /// Every backend and variant, read before the cells of a [`WindowData`] so that it names
     /// every cell read.
     pub(crate) async fn window_frame(self) -> Result<WindowFrame> {
-        let backends: Vec<(i64, String)> =
-            self.store.fetch_all(sql("SELECT id, name FROM backends ORDER BY id")).await?;
+        let backends: Vec<(i64, String)> = self
+            .store
+            .fetch_all(sql("SELECT id, name FROM backends ORDER BY id"))
+            .await?;
         let variants = self.store.variants().await?;
         let index = Indexes {
-            backends: backends.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect(),
-            variants: variants.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect(),
+            backends: backends
+                .iter()
+                .enumerate()
+                .map(|(i, (id, _))| (*id, i))
+                .collect(),
+            variants: variants
+                .iter()
+                .enumerate()
+                .map(|(i, (id, _))| (*id, i))
+                .collect(),
         };
-        Ok(WindowFrame { backends, variants, index })
+        Ok(WindowFrame {
+            backends,
+            variants,
+            index,
+        })
     }
 
     /// The [`WindowData`] of the cells in `list` (by position in `frame`), with the runs left
@@ -273,7 +315,11 @@ impl Evaluations<'_> {
         current: (i64, i64),
         visible_at: i64,
     ) -> Result<WindowData> {
-        let WindowFrame { backends, variants, index } = frame;
+        let WindowFrame {
+            backends,
+            variants,
+            index,
+        } = frame;
         // each cell once: no order among equals to keep
         list.sort_unstable_by_key(|(k, _)| *k);
         let mut troubled = vec![0; variants.len()];
@@ -322,7 +368,16 @@ impl Evaluations<'_> {
         let whole = self.whole_days(index, current_days, baseline_days).await?;
         let mut cells: HashMap<(usize, usize), CellWindow> = whole
             .into_iter()
-            .map(|(k, (current, baseline))| (k, CellWindow { current, baseline, recent: Vec::new() }))
+            .map(|(k, (current, baseline))| {
+                (
+                    k,
+                    CellWindow {
+                        current,
+                        baseline,
+                        recent: Vec::new(),
+                    },
+                )
+            })
             .collect();
         for &((from, to), is_current) in edges {
             let rows: Vec<CellSample> = self.store
@@ -335,10 +390,21 @@ impl Evaluations<'_> {
                     .bind(visible_at),
                 )
                 .await?;
-            for CellSample { backend_id, variant_id, seconds } in rows {
-                let Some(key) = index.cell(backend_id, variant_id) else { continue };
+            for CellSample {
+                backend_id,
+                variant_id,
+                seconds,
+            } in rows
+            {
+                let Some(key) = index.cell(backend_id, variant_id) else {
+                    continue;
+                };
                 let entry = cells.entry(key).or_default();
-                if is_current { entry.current.add(seconds, 1) } else { entry.baseline.add(seconds, 1) }
+                if is_current {
+                    entry.current.add(seconds, 1)
+                } else {
+                    entry.baseline.add(seconds, 1)
+                }
             }
         }
         Ok(cells)
@@ -357,7 +423,9 @@ impl Evaluations<'_> {
         for cell in cells.values_mut() {
             cell.recent = vec![Histogram::new(); recent.len()];
         }
-        let Some(&first) = recent.iter().min() else { return Ok(()) };
+        let Some(&first) = recent.iter().min() else {
+            return Ok(());
+        };
         let rows: Vec<StartedCellSample> = self
             .store
             .fetch_all(
@@ -369,8 +437,16 @@ impl Evaluations<'_> {
                 .bind(visible_at),
             )
             .await?;
-        for StartedCellSample { backend_id, variant_id, started_at: started, seconds } in rows {
-            let Some(key) = index.cell(backend_id, variant_id) else { continue };
+        for StartedCellSample {
+            backend_id,
+            variant_id,
+            started_at: started,
+            seconds,
+        } in rows
+        {
+            let Some(key) = index.cell(backend_id, variant_id) else {
+                continue;
+            };
             let cell = cells.entry(key).or_insert_with(|| CellWindow {
                 recent: vec![Histogram::new(); recent.len()],
                 ..Default::default()
@@ -395,12 +471,25 @@ impl Evaluations<'_> {
     ) -> Result<HashMap<(usize, usize), (Histogram, Histogram)>> {
         // An empty range must not match (and must not mark baseline days as current).
         let nothing = i64::MAX..i64::MAX;
-        let current_days = if current_days.is_empty() { nothing.clone() } else { current_days };
-        let baseline_days = if baseline_days.is_empty() { nothing } else { baseline_days };
+        let current_days = if current_days.is_empty() {
+            nothing.clone()
+        } else {
+            current_days
+        };
+        let baseline_days = if baseline_days.is_empty() {
+            nothing
+        } else {
+            baseline_days
+        };
         let started = std::time::Instant::now();
-        let parts = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 4);
+        let parts = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 4);
         let ids: Vec<i64> = index.backends.keys().copied().collect();
-        let (lo, hi) = (ids.iter().min().copied().unwrap_or(0), ids.iter().max().copied().unwrap_or(0) + 1);
+        let (lo, hi) = (
+            ids.iter().min().copied().unwrap_or(0),
+            ids.iter().max().copied().unwrap_or(0) + 1,
+        );
         let step = ((hi - lo) as usize).div_ceil(parts).max(1) as i64;
         let text = if self.store.engine() == crate::config::Engine::Postgres {
             WHOLE_DAYS_POSTGRES
@@ -423,15 +512,24 @@ impl Evaluations<'_> {
                 self.store.fetch_all::<WholeDaysRow>(q)
             });
         let fetched = futures::future::try_join_all(queries).await?;
-        tracing::debug!(parts = fetched.len(), seconds = started.elapsed().as_secs_f64(), "window query");
+        tracing::debug!(
+            parts = fetched.len(),
+            seconds = started.elapsed().as_secs_f64(),
+            "window query"
+        );
         let decoded: Vec<Result<Decoded>> = std::thread::scope(|scope| {
-            let handles: Vec<_> =
-                fetched.into_iter().map(|rows| scope.spawn(move || decode(index, rows))).collect();
+            let handles: Vec<_> = fetched
+                .into_iter()
+                .map(|rows| scope.spawn(move || decode(index, rows)))
+                .collect();
             handles
                 .into_iter()
                 .map(|h| {
                     h.join().unwrap_or_else(|_| {
-                        Err(StoreError::malformed("cell_days", "a decoding thread panicked"))
+                        Err(StoreError::malformed(
+                            "cell_days",
+                            "a decoding thread panicked",
+                        ))
                     })
                 })
                 .collect()
@@ -460,7 +558,10 @@ impl Evaluations<'_> {
             .await?;
         let rows = rows.into_iter().filter_map(|(v, s)| Some((v, s?)));
         let variants = self.store.variants().await?;
-        let release: HashMap<i64, &str> = variants.iter().map(|(id, d)| (*id, d.release.as_str())).collect();
+        let release: HashMap<i64, &str> = variants
+            .iter()
+            .map(|(id, d)| (*id, d.release.as_str()))
+            .collect();
         let mut first: HashMap<String, i64> = HashMap::new();
         for (variant, started) in rows.filter(|(_, s)| *s <= visible_at) {
             if let Some(r) = release.get(&variant) {
@@ -480,8 +581,10 @@ impl Evaluations<'_> {
         if variant_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let q = sql("SELECT job_name, COUNT(*) FROM job_runs WHERE started_at >= $1 AND started_at < $2 \
-                 AND variant_id IN (")
+        let q = sql(
+            "SELECT job_name, COUNT(*) FROM job_runs WHERE started_at >= $1 AND started_at < $2 \
+                 AND variant_id IN (",
+        )
         .bind(window.0)
         .bind(window.1)
         .list(variant_ids.iter().copied())
@@ -492,16 +595,29 @@ impl Evaluations<'_> {
     pub(crate) async fn group_states(self) -> Result<HashMap<String, GroupState>> {
         let rows: Vec<GroupStateRow> = self
             .store
-            .fetch_all(sql("SELECT group_label, regressed, clean_streak, since FROM group_states"))
+            .fetch_all(sql(
+                "SELECT group_label, regressed, clean_streak, since FROM group_states",
+            ))
             .await?;
         Ok(rows
             .into_iter()
-            .map(|GroupStateRow { group_label, regressed, clean_streak, since }| {
-                (
-                    group_label,
-                    GroupState { regressed: regressed != 0, clean_streak: clean_streak as u32, since },
-                )
-            })
+            .map(
+                |GroupStateRow {
+                     group_label,
+                     regressed,
+                     clean_streak,
+                     since,
+                 }| {
+                    (
+                        group_label,
+                        GroupState {
+                            regressed: regressed != 0,
+                            clean_streak: clean_streak as u32,
+                            since,
+                        },
+                    )
+                },
+            )
             .collect())
     }
 
@@ -509,7 +625,8 @@ impl Evaluations<'_> {
     /// is down), the record is kept and written by [`Evaluations::record_unrecorded_cycles`]
     /// once the database takes writes again.
     pub async fn record_failed_cycle(self, cycle: &CycleRecord) -> Result<()> {
-        let written = async { insert_cycle(&mut self.store.acquire().await?.conn(), cycle).await }.await;
+        let written =
+            async { insert_cycle(&mut self.store.acquire().await?.conn(), cycle).await }.await;
         if let Err(e) = written {
             self.keep_unrecorded_cycle(cycle.clone());
             return Err(StoreError::Unrecorded(Box::new(e)));
@@ -520,7 +637,11 @@ impl Evaluations<'_> {
     /// Keeps a failed cycle or a skipped tick that cannot be recorded now (the newest
     /// `MAX_UNRECORDED_CYCLES`).
     pub(crate) fn keep_unrecorded_cycle(self, cycle: CycleRecord) {
-        let mut kept = self.store.unrecorded_cycles.lock().expect("unrecorded cycles lock");
+        let mut kept = self
+            .store
+            .unrecorded_cycles
+            .lock()
+            .expect("unrecorded cycles lock");
         if kept.len() >= MAX_UNRECORDED_CYCLES {
             tracing::warn!(
                 "more than {MAX_UNRECORDED_CYCLES} cycles wait to be recorded; the oldest is dropped"
@@ -533,13 +654,23 @@ impl Evaluations<'_> {
     /// Records the failed cycles and skipped ticks kept while the database was down, oldest
     /// first; how many. Those it cannot record yet are kept for the next call.
     pub async fn record_unrecorded_cycles(self) -> Result<usize> {
-        let waiting =
-            std::mem::take(&mut *self.store.unrecorded_cycles.lock().expect("unrecorded cycles lock"));
+        let waiting = std::mem::take(
+            &mut *self
+                .store
+                .unrecorded_cycles
+                .lock()
+                .expect("unrecorded cycles lock"),
+        );
         let mut written = 0;
         for (n, cycle) in waiting.iter().enumerate() {
-            let result = async { insert_cycle(&mut self.store.acquire().await?.conn(), cycle).await }.await;
+            let result =
+                async { insert_cycle(&mut self.store.acquire().await?.conn(), cycle).await }.await;
             if let Err(e) = result {
-                let mut kept = self.store.unrecorded_cycles.lock().expect("unrecorded cycles lock");
+                let mut kept = self
+                    .store
+                    .unrecorded_cycles
+                    .lock()
+                    .expect("unrecorded cycles lock");
                 let newer = std::mem::take(&mut *kept);
                 kept.extend(waiting[n..].iter().cloned());
                 kept.extend(newer);
@@ -551,7 +682,9 @@ impl Evaluations<'_> {
     }
 
     pub async fn count_cycles(self) -> Result<i64> {
-        self.store.scalar(sql("SELECT COUNT(*) FROM eval_cycles")).await
+        self.store
+            .scalar(sql("SELECT COUNT(*) FROM eval_cycles"))
+            .await
     }
 
     /// Replaces the historical table with `rows`.
@@ -664,7 +797,9 @@ impl Evaluations<'_> {
         to: i64,
     ) -> Result<usize> {
         let super::Pool::Postgres(pool) = &self.store.pool else {
-            return Err(StoreError::Refused("the reference query is PostgreSQL's percentile_cont".into()));
+            return Err(StoreError::Refused(
+                "the reference query is PostgreSQL's percentile_cont".into(),
+            ));
         };
         // PostgreSQL only, and its float8[] is not a type the shared statements bind or read.
         let rows: Vec<ReferencePercentiles> = sqlx::query_as(
@@ -696,7 +831,10 @@ mod tests {
     fn windows_split_into_whole_days_and_edges() {
         let d = 86_400;
         assert_eq!(split(0, 7 * d), (0..7, vec![]));
-        assert_eq!(split(d / 2, 3 * d + 10), (1..3, vec![(d / 2, d), (3 * d, 3 * d + 10)]));
+        assert_eq!(
+            split(d / 2, 3 * d + 10),
+            (1..3, vec![(d / 2, d), (3 * d, 3 * d + 10)])
+        );
         assert_eq!(split(10, 20), (0..0, vec![(10, 20)]));
         assert_eq!(split(d + 5, 2 * d - 5), (0..0, vec![(d + 5, 2 * d - 5)]));
     }
@@ -707,12 +845,17 @@ mod tests {
     async fn the_window_query_seeks_each_cell_from_its_first_needed_day() {
         let dir = tempfile::tempdir().unwrap();
         let settings = crate::config::DatabaseSettings {
-            url: format!("sqlite://{}", dir.path().join("plan.db").display()).parse().unwrap(),
+            url: format!("sqlite://{}", dir.path().join("plan.db").display())
+                .parse()
+                .unwrap(),
             ..Default::default()
         };
         let store = crate::store::Store::open(&settings).await.unwrap();
         let plan: Vec<PlanStep> = store
-            .fetch_all(crate::store::Sql::built(format!("EXPLAIN QUERY PLAN {}", super::WHOLE_DAYS_SQLITE)))
+            .fetch_all(crate::store::Sql::built(format!(
+                "EXPLAIN QUERY PLAN {}",
+                super::WHOLE_DAYS_SQLITE
+            )))
             .await
             .unwrap();
         let steps: Vec<&str> = plan.iter().map(|r| r.detail.as_str()).collect();
@@ -722,6 +865,11 @@ mod tests {
             )),
             "{steps:?}"
         );
-        assert!(!steps.iter().any(|s| s.contains("TEMP B-TREE") || s.starts_with("SCAN d")), "{steps:?}");
+        assert!(
+            !steps
+                .iter()
+                .any(|s| s.contains("TEMP B-TREE") || s.starts_with("SCAN d")),
+            "{steps:?}"
+        );
     }
 }

@@ -44,7 +44,11 @@ struct IncidentRow {
 impl IncidentRow {
     fn into_incident(self) -> Result<Incident> {
         let snapshot: Snapshot = serde_json::from_str(&self.snapshot).map_err(|e| {
-            StoreError::corrupt("incidents", format!("incident {} has an unreadable snapshot", self.id), e)
+            StoreError::corrupt(
+                "incidents",
+                format!("incident {} has an unreadable snapshot", self.id),
+                e,
+            )
         })?;
         Ok(Incident {
             id: self.id,
@@ -68,20 +72,29 @@ impl IncidentRow {
             jira_key: self.jira_key,
             jira_commented_at: self.jira_commented_at,
             episodes: serde_json::from_str(&self.episodes).map_err(|e| {
-                StoreError::corrupt("incidents", format!("incident {} has unreadable episodes", self.id), e)
+                StoreError::corrupt(
+                    "incidents",
+                    format!("incident {} has unreadable episodes", self.id),
+                    e,
+                )
             })?,
             merged_into: self.merged_into,
             resolution: self.resolution,
             fix: json_column(self.fix.as_deref(), self.id, "fix claim"),
             allowance: json_column(self.allowance.as_deref(), self.id, "accepted level"),
-            held: json_column(self.held.as_deref(), self.id, "held notifications").unwrap_or_default(),
+            held: json_column(self.held.as_deref(), self.id, "held notifications")
+                .unwrap_or_default(),
         })
     }
 }
 
 /// A JSON column's value; an unreadable one is logged and read as none, so one bad value never
 /// hides an incident.
-fn json_column<T: serde::de::DeserializeOwned>(text: Option<&str>, id: i64, what: &str) -> Option<T> {
+fn json_column<T: serde::de::DeserializeOwned>(
+    text: Option<&str>,
+    id: i64,
+    what: &str,
+) -> Option<T> {
     let text = text.filter(|t| !t.is_empty())?;
     serde_json::from_str(text)
         .map_err(|e| tracing::warn!(incident = id, "unreadable {what}, ignored: {e}"))
@@ -115,13 +128,17 @@ impl SilenceRow {
     /// holds nothing, rather than everything of its backend. Keys written in a short form
     /// (`upgrade`) by earlier versions read as their dimension.
     fn into_silence(self) -> Option<Silence> {
-        let raw: std::collections::BTreeMap<String, String> = match serde_json::from_str(&self.dimensions) {
-            Ok(raw) => raw,
-            Err(e) => {
-                tracing::warn!(silence = self.id, "silence has unreadable dimensions, ignored: {e}");
-                return None;
-            }
-        };
+        let raw: std::collections::BTreeMap<String, String> =
+            match serde_json::from_str(&self.dimensions) {
+                Ok(raw) => raw,
+                Err(e) => {
+                    tracing::warn!(
+                        silence = self.id,
+                        "silence has unreadable dimensions, ignored: {e}"
+                    );
+                    return None;
+                }
+            };
         let mut dimensions = Patterns::new();
         for (k, v) in raw {
             let Some(d) = crate::model::Dimension::parse(&k) else {
@@ -146,7 +163,9 @@ impl SilenceRow {
 
 async fn load_incidents(c: &mut Conn<'_>) -> Result<Vec<Incident>> {
     let rows: Vec<IncidentRow> = c
-        .fetch_all(super::Sql::built(format!("SELECT {INCIDENT_COLUMNS} FROM incidents ORDER BY id")))
+        .fetch_all(super::Sql::built(format!(
+            "SELECT {INCIDENT_COLUMNS} FROM incidents ORDER BY id"
+        )))
         .await?;
     rows.into_iter().map(IncidentRow::into_incident).collect()
 }
@@ -158,16 +177,26 @@ async fn load_silences(c: &mut Conn<'_>, now: i64) -> Result<Vec<Silence>> {
     ))
     .bind(now);
     let rows: Vec<SilenceRow> = c.fetch_all(q).await?;
-    Ok(rows.into_iter().filter_map(SilenceRow::into_silence).collect())
+    Ok(rows
+        .into_iter()
+        .filter_map(SilenceRow::into_silence)
+        .collect())
 }
 
 /// What the outbox already holds for incidents: parent posts and Jira creations.
 async fn load_delivered(c: &mut Conn<'_>, incidents: &[Incident]) -> Result<Delivered> {
     let rows: Vec<(Option<i64>, String)> = c
-        .fetch_all(sql("SELECT incident_id, kind FROM outbox WHERE kind IN ('slack_post', 'jira_create')"))
+        .fetch_all(sql(
+            "SELECT incident_id, kind FROM outbox WHERE kind IN ('slack_post', 'jira_create')",
+        ))
         .await?;
     let mut d = Delivered::default();
-    d.slack_posted.extend(incidents.iter().filter(|i| i.slack_ts.is_some()).map(|i| i.id));
+    d.slack_posted.extend(
+        incidents
+            .iter()
+            .filter(|i| i.slack_ts.is_some())
+            .map(|i| i.id),
+    );
     for (id, kind) in rows {
         let Some(id) = id else { continue };
         if kind == "slack_post" {
@@ -185,12 +214,17 @@ async fn load_delivered(c: &mut Conn<'_>, incidents: &[Incident]) -> Result<Deli
 /// lock does by itself.
 async fn load_known(c: &mut Conn<'_>, now: i64) -> Result<Known> {
     if c.is_postgres() {
-        c.execute(sql("SELECT pg_advisory_xact_lock(7400713305)")).await?;
+        c.execute(sql("SELECT pg_advisory_xact_lock(7400713305)"))
+            .await?;
     }
     let incidents = load_incidents(c).await?;
     let silences = load_silences(c, now).await?;
     let delivered = load_delivered(c, &incidents).await?;
-    Ok(Known { incidents, silences, delivered })
+    Ok(Known {
+        incidents,
+        silences,
+        delivered,
+    })
 }
 
 async fn insert_event(
@@ -241,7 +275,10 @@ impl NewEntry {
     /// An effect a delivery queues after itself, keyed by what it delivered (`tag`), so a
     /// delivery made twice queues it once.
     pub(super) fn following(effect: &Effect, id: i64, tag: &str) -> NewEntry {
-        NewEntry { key: format!("{}:{id}:{tag}", effect.kind()), ..NewEntry::for_incident(effect, id, 0) }
+        NewEntry {
+            key: format!("{}:{id}:{tag}", effect.kind()),
+            ..NewEntry::for_incident(effect, id, 0)
+        }
     }
 
     fn summary(effect: &Effect, cycle: &str) -> NewEntry {
@@ -309,28 +346,45 @@ struct Applying<'a> {
 
 impl Applying<'_> {
     fn stored(&self, id: i64) -> Result<&Incident> {
-        let unknown = || StoreError::NotFound { what: "incident", key: format!("{id}, which a plan names") };
-        self.incidents.iter().find(|i| i.id == id).ok_or_else(unknown)
+        let unknown = || StoreError::NotFound {
+            what: "incident",
+            key: format!("{id}, which a plan names"),
+        };
+        self.incidents
+            .iter()
+            .find(|i| i.id == id)
+            .ok_or_else(unknown)
     }
 
     /// Writes one step's change and history; the incident's id and new revision.
     async fn step(&self, c: &mut Conn<'_>, action: &Action) -> Result<(i64, i64)> {
         let (now, actor) = (self.now, self.actor);
         match action {
-            Action::Open { fingerprint, snapshot, episodes } => {
+            Action::Open {
+                fingerprint,
+                snapshot,
+                episodes,
+            } => {
                 let q = sql("INSERT INTO incidents (fingerprint, family, release, backends, component, scope, state, \
                          percentile, observed_seconds, threshold_seconds, tier, evidence, summary, snapshot, revision, \
                          opened_at, updated_at, last_seen_at, episodes) \
                          VALUES ($1, $2, $3, $4, $5, $6, 'new', $7, $8, $9, $10, $11, $12, $13, 1, $14, $14, $14, $15) \
                          RETURNING id")
                 .bind(fingerprint);
-                let q =
-                    bind_all(q, snapshot_args(snapshot)?).bind(now).bind(serde_json::to_string(episodes)?);
+                let q = bind_all(q, snapshot_args(snapshot)?)
+                    .bind(now)
+                    .bind(serde_json::to_string(episodes)?);
                 let id: i64 = c.scalar(q).await?;
                 insert_event(c, id, now, actor, "opened", &snapshot.summary).await?;
                 Ok((id, 1))
             }
-            Action::Update { id, state, snapshot, changes, episodes } => {
+            Action::Update {
+                id,
+                state,
+                snapshot,
+                changes,
+                episodes,
+            } => {
                 let revision = self.stored(*id)?.revision + i64::from(!changes.is_empty());
                 let q = sql("UPDATE incidents SET state = $2, family = $3, release = $4, backends = $5, component = $6, \
                          scope = $7, percentile = $8, observed_seconds = $9, threshold_seconds = $10, tier = $11, \
@@ -344,21 +398,41 @@ impl Applying<'_> {
                     .bind(serde_json::to_string(episodes)?);
                 c.execute(q).await?;
                 for change in changes {
-                    insert_event(c, *id, now, actor, change.kind(), &(self.words)(&Told::Change(change)))
-                        .await?;
+                    insert_event(
+                        c,
+                        *id,
+                        now,
+                        actor,
+                        change.kind(),
+                        &(self.words)(&Told::Change(change)),
+                    )
+                    .await?;
                     if let Change::Verdict { verdict, text } = change {
                         self.record_verdict(c, *id, *verdict, text).await?;
                     }
                 }
                 Ok((*id, revision))
             }
-            Action::Resolve { id, how, episodes, snapshot } => {
-                self.resolve(c, *id, how, episodes.as_deref(), snapshot.as_ref()).await
+            Action::Resolve {
+                id,
+                how,
+                episodes,
+                snapshot,
+            } => {
+                self.resolve(c, *id, how, episodes.as_deref(), snapshot.as_ref())
+                    .await
             }
             Action::Stale { id } => {
                 self.set_state(c, *id, State::Stale, None).await?;
-                insert_event(c, *id, now, actor, "stale", &(self.words)(&Told::Change(&Change::Stale)))
-                    .await?;
+                insert_event(
+                    c,
+                    *id,
+                    now,
+                    actor,
+                    "stale",
+                    &(self.words)(&Told::Change(&Change::Stale)),
+                )
+                .await?;
                 Ok((*id, self.stored(*id)?.revision + 1))
             }
             Action::CatchUp { id } => Ok((*id, self.stored(*id)?.revision)),
@@ -410,15 +484,32 @@ impl Applying<'_> {
             c.execute(q).await?;
         }
         if let crate::incidents::plan::Resolution::Merged { into } = how {
-            c.execute(sql("UPDATE incidents SET merged_into = $2 WHERE id = $1").bind(id).bind(*into))
+            c.execute(
+                sql("UPDATE incidents SET merged_into = $2 WHERE id = $1")
+                    .bind(id)
+                    .bind(*into),
+            )
+            .await?;
+        }
+        c.execute(
+            sql("UPDATE incidents SET resolution = $2 WHERE id = $1")
+                .bind(id)
+                .bind(how.kind()),
+        )
+        .await?;
+        if let crate::incidents::plan::Resolution::Fixed { text } = how {
+            self.record_verdict(c, id, crate::model::FixVerdict::Fixed, text)
                 .await?;
         }
-        c.execute(sql("UPDATE incidents SET resolution = $2 WHERE id = $1").bind(id).bind(how.kind()))
-            .await?;
-        if let crate::incidents::plan::Resolution::Fixed { text } = how {
-            self.record_verdict(c, id, crate::model::FixVerdict::Fixed, text).await?;
-        }
-        insert_event(c, id, now, self.actor, "resolved", &(self.words)(&Told::Resolved(how))).await?;
+        insert_event(
+            c,
+            id,
+            now,
+            self.actor,
+            "resolved",
+            &(self.words)(&Told::Resolved(how)),
+        )
+        .await?;
         Ok((id, self.stored(id)?.revision + 1))
     }
 
@@ -430,10 +521,17 @@ impl Applying<'_> {
         verdict: crate::model::FixVerdict,
         text: &str,
     ) -> Result<()> {
-        let Some(mut claim) = self.stored(id)?.fix.clone() else { return Ok(()) };
-        claim.verdicts.push(crate::model::ToldVerdict { verdict, at: self.now, text: text.to_string() });
-        let q =
-            sql("UPDATE incidents SET fix = $2 WHERE id = $1").bind(id).bind(serde_json::to_string(&claim)?);
+        let Some(mut claim) = self.stored(id)?.fix.clone() else {
+            return Ok(());
+        };
+        claim.verdicts.push(crate::model::ToldVerdict {
+            verdict,
+            at: self.now,
+            text: text.to_string(),
+        });
+        let q = sql("UPDATE incidents SET fix = $2 WHERE id = $1")
+            .bind(id)
+            .bind(serde_json::to_string(&claim)?);
         c.execute(q).await.map(|_| ())
     }
 
@@ -458,9 +556,15 @@ impl Applying<'_> {
     /// One step: its change, then its outbox entries.
     async fn apply(&self, c: &mut Conn<'_>, step: &Step, queued_at: i64) -> Result<()> {
         let (id, mut revision) = self.step(c, &step.action).await?;
-        if !step.effects.is_empty() && self.incidents.iter().any(|i| i.id == id && i.revision == revision) {
+        if !step.effects.is_empty()
+            && self
+                .incidents
+                .iter()
+                .any(|i| i.id == id && i.revision == revision)
+        {
             // Effects are keyed by revision: a step that tells something has one of its own.
-            c.execute(sql("UPDATE incidents SET revision = revision + 1 WHERE id = $1").bind(id)).await?;
+            c.execute(sql("UPDATE incidents SET revision = revision + 1 WHERE id = $1").bind(id))
+                .await?;
             revision += 1;
         }
         if let Some(silence) = step.silenced_by
@@ -470,14 +574,23 @@ impl Applying<'_> {
             insert_event(c, id, self.now, self.actor, "held", &detail).await?;
         }
         if let Some(held) = &step.held {
-            let value = (!held.is_empty()).then(|| serde_json::to_string(held)).transpose()?;
-            c.execute(sql("UPDATE incidents SET held = $2 WHERE id = $1").bind(id).bind(value)).await?;
+            let value = (!held.is_empty())
+                .then(|| serde_json::to_string(held))
+                .transpose()?;
+            c.execute(
+                sql("UPDATE incidents SET held = $2 WHERE id = $1")
+                    .bind(id)
+                    .bind(value),
+            )
+            .await?;
         }
         for effect in &step.effects {
             enqueue(c, queued_at, &NewEntry::for_incident(effect, id, revision)).await?;
             if matches!(effect, Effect::JiraComment { .. }) {
                 c.execute(
-                    sql("UPDATE incidents SET jira_commented_at = $2 WHERE id = $1").bind(id).bind(self.now),
+                    sql("UPDATE incidents SET jira_commented_at = $2 WHERE id = $1")
+                        .bind(id)
+                        .bind(self.now),
                 )
                 .await?;
             }
@@ -535,9 +648,16 @@ async fn apply_plan(
     // last thing done, which the parent message shows
     let mut applied = Applied::default();
     for s in &plan.silences {
-        applied.silences.push(insert_silence(c, now, actor, s, words).await?);
+        applied
+            .silences
+            .push(insert_silence(c, now, actor, s, words).await?);
     }
-    let applying = Applying { now, actor, incidents: &known.incidents, words };
+    let applying = Applying {
+        now,
+        actor,
+        incidents: &known.incidents,
+        words,
+    };
     for step in &plan.steps {
         applying.apply(c, step, queued_at).await?;
     }
@@ -545,9 +665,17 @@ async fn apply_plan(
         enqueue(c, queued_at, &NewEntry::summary(summary, cycle)).await?;
     }
     for a in &plan.allowances {
-        let value = a.allowance.as_ref().map(serde_json::to_string).transpose()?;
-        c.execute(sql("UPDATE incidents SET allowance = $2 WHERE id = $1").bind(a.incident).bind(value))
-            .await?;
+        let value = a
+            .allowance
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()?;
+        c.execute(
+            sql("UPDATE incidents SET allowance = $2 WHERE id = $1")
+                .bind(a.incident)
+                .bind(value),
+        )
+        .await?;
         if let Some((kind, detail)) = &a.event {
             insert_event(c, a.incident, now, actor, kind, detail).await?;
         }
@@ -587,7 +715,16 @@ impl Incidents<'_> {
             let cycle_id = super::evaluations::write_cycle(&mut c, states, cycle).await?;
             let known = load_known(&mut c, now).await?;
             let plan = planner(&known);
-            apply_plan(&mut c, now, &cycle_id.to_string(), "sheriff", &plan, &known, words).await?;
+            apply_plan(
+                &mut c,
+                now,
+                &cycle_id.to_string(),
+                "sheriff",
+                &plan,
+                &known,
+                words,
+            )
+            .await?;
             tx.commit().await?;
             Ok((cycle_id, plan))
         }
@@ -627,9 +764,16 @@ impl Incidents<'_> {
                     return Ok(Err(refusal));
                 }
             };
-            let applied =
-                apply_plan(&mut c, now, &format!("manual-{now}-{actor}"), actor, &plan, &known, words)
-                    .await?;
+            let applied = apply_plan(
+                &mut c,
+                now,
+                &format!("manual-{now}-{actor}"),
+                actor,
+                &plan,
+                &known,
+                words,
+            )
+            .await?;
             tx.commit().await?;
             Ok(Ok((applied, extra)))
         }
@@ -651,7 +795,10 @@ impl Incidents<'_> {
         .bind(id)
         .bind(r);
         let rows: Vec<IncidentRow> = self.store.fetch_all(q).await?;
-        rows.into_iter().next().map(IncidentRow::into_incident).transpose()
+        rows.into_iter()
+            .next()
+            .map(IncidentRow::into_incident)
+            .transpose()
     }
 
     pub async fn events(self, incident: i64) -> Result<Vec<Event>> {
@@ -664,7 +811,19 @@ impl Incidents<'_> {
             .await?;
         Ok(rows
             .into_iter()
-            .map(|EventRow { at, actor, kind, detail }| Event { at, actor, kind, detail })
+            .map(
+                |EventRow {
+                     at,
+                     actor,
+                     kind,
+                     detail,
+                 }| Event {
+                    at,
+                    actor,
+                    kind,
+                    detail,
+                },
+            )
             .collect())
     }
 
@@ -681,7 +840,12 @@ impl Incidents<'_> {
             let mut tx = self.store.begin_write().await?;
             let mut c = tx.conn();
             let value = claim.map(serde_json::to_string).transpose()?;
-            c.execute(sql("UPDATE incidents SET fix = $2 WHERE id = $1").bind(incident).bind(value)).await?;
+            c.execute(
+                sql("UPDATE incidents SET fix = $2 WHERE id = $1")
+                    .bind(incident)
+                    .bind(value),
+            )
+            .await?;
             insert_event(&mut c, incident, now, "jira", event.0, &event.1).await?;
             tx.commit().await
         }

@@ -21,22 +21,40 @@ impl Runs<'_> {
         let result: Result<bool> = async {
             let mut tx = self.store.begin_write().await?;
             let mut c = tx.conn();
-            let Some((run_id,)) =
-                c.fetch_optional::<(i64,)>(sql(SELECT_RUN_ID).bind(job_name).bind(build_id)).await?
+            let Some((run_id,)) = c
+                .fetch_optional::<(i64,)>(sql(SELECT_RUN_ID).bind(job_name).bind(build_id))
+                .await?
             else {
                 tx.rollback().await?;
                 return Ok(false);
             };
-            if c.execute(sql("DELETE FROM interval_files WHERE run_id = $1").bind(run_id)).await? == 0 {
+            if c.execute(sql("DELETE FROM interval_files WHERE run_id = $1").bind(run_id))
+                .await?
+                == 0
+            {
                 tx.rollback().await?;
                 return Ok(false);
             }
             let mut minted = Minted::default();
             let mut backends = Vec::with_capacity(outages.len());
             for o in outages {
-                backends.push(self.store.backend_id(&mut c, &o.backend, &mut minted).await?);
+                backends.push(
+                    self.store
+                        .backend_id(&mut c, &o.backend, &mut minted)
+                        .await?,
+                );
             }
-            insert_intervals(&mut c, run_id, &backends, Intervals { outages, conditions, timeline }).await?;
+            insert_intervals(
+                &mut c,
+                run_id,
+                &backends,
+                Intervals {
+                    outages,
+                    conditions,
+                    timeline,
+                },
+            )
+            .await?;
             tx.commit().await?;
             self.store.learn(minted);
             Ok(true)
@@ -47,7 +65,12 @@ impl Runs<'_> {
 
     /// Notes a fetch of a run's interval files that failed for a reason that may pass (the
     /// bucket unreachable): the run stays pending, and a later cycle tries again.
-    pub async fn interval_fetch_failed(self, job_name: &str, build_id: &str, error: &str) -> Result<()> {
+    pub async fn interval_fetch_failed(
+        self,
+        job_name: &str,
+        build_id: &str,
+        error: &str,
+    ) -> Result<()> {
         let q = sql("UPDATE interval_files SET attempts = attempts + 1, last_error = $3 \
                      WHERE run_id = (SELECT id FROM job_runs WHERE job_name = $1 AND build_id = $2)")
         .bind(job_name)

@@ -87,10 +87,15 @@ fn error_code(e: &sqlx::Error) -> Option<ErrorCode> {
     match e {
         sqlx::Error::Database(db) => {
             let code = db.code().unwrap_or_default().into_owned();
-            if db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>().is_some() {
+            if db
+                .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+                .is_some()
+            {
                 Some(ErrorCode::Postgres(code))
             } else {
-                code.parse::<i64>().ok().map(|n| ErrorCode::Sqlite(n & 0xff))
+                code.parse::<i64>()
+                    .ok()
+                    .map(|n| ErrorCode::Sqlite(n & 0xff))
             }
         }
         _ => None,
@@ -114,7 +119,9 @@ fn is_storage_failure(e: &sqlx::Error) -> bool {
     connection
         || error_code(e).is_some_and(|code| match code {
             ErrorCode::Sqlite(n) => matches!(n, 8 | 10 | 11 | 13 | 14 | 15 | 26),
-            ErrorCode::Postgres(c) => ["08", "53", "57", "58"].iter().any(|class| c.starts_with(class)),
+            ErrorCode::Postgres(c) => ["08", "53", "57", "58"]
+                .iter()
+                .any(|class| c.starts_with(class)),
         })
 }
 
@@ -150,7 +157,9 @@ impl AsRef<dyn std::error::Error + 'static> for StoreError {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("engine", &self.engine()).finish()
+        f.debug_struct("Store")
+            .field("engine", &self.engine())
+            .finish()
     }
 }
 
@@ -244,7 +253,13 @@ impl Store {
                     && !parent.as_os_str().is_empty()
                 {
                     std::fs::create_dir_all(parent).map_err(|e| {
-                        open(format!("cannot create the folder of the SQLite file {}", parent.display()), e)
+                        open(
+                            format!(
+                                "cannot create the folder of the SQLite file {}",
+                                parent.display()
+                            ),
+                            e,
+                        )
                     })?;
                 }
                 let pool = SqlitePoolOptions::new()
@@ -263,7 +278,9 @@ impl Store {
                     })
                     .connect_with(options)
                     .await
-                    .map_err(|e| open(format!("cannot open SQLite database {}", settings.url), e))?;
+                    .map_err(|e| {
+                        open(format!("cannot open SQLite database {}", settings.url), e)
+                    })?;
                 Pool::Sqlite(pool)
             }
             Engine::Postgres => {
@@ -280,7 +297,12 @@ impl Store {
                     .acquire_timeout(acquire)
                     .connect_with(options)
                     .await
-                    .map_err(|e| open(format!("cannot connect to PostgreSQL at {}", settings.url), e))?;
+                    .map_err(|e| {
+                        open(
+                            format!("cannot connect to PostgreSQL at {}", settings.url),
+                            e,
+                        )
+                    })?;
                 Pool::Postgres(pool)
             }
         };
@@ -331,8 +353,15 @@ impl Store {
         }
         .map_err(StoreError::Migration)?;
         let after = self.applied_versions().await?;
-        let applied = after.iter().copied().filter(|v| !before.contains(v)).collect();
-        Ok(MigrationReport { applied, current: after.iter().copied().max().unwrap_or(0) })
+        let applied = after
+            .iter()
+            .copied()
+            .filter(|v| !before.contains(v))
+            .collect();
+        Ok(MigrationReport {
+            applied,
+            current: after.iter().copied().max().unwrap_or(0),
+        })
     }
 
     async fn applied_versions(&self) -> Result<Vec<i64>> {
@@ -348,7 +377,9 @@ impl Store {
             return Ok(Vec::new());
         }
         let rows: Vec<(i64,)> = self
-            .fetch_all(sql("SELECT version FROM _sqlx_migrations WHERE success ORDER BY version"))
+            .fetch_all(sql(
+                "SELECT version FROM _sqlx_migrations WHERE success ORDER BY version",
+            ))
             .await?;
         Ok(rows.into_iter().map(|r| r.0).collect())
     }
@@ -380,7 +411,9 @@ impl Store {
     pub(crate) async fn acquire(&self) -> Result<Pooled> {
         Ok(match &self.pool {
             Pool::Sqlite(p) => Pooled::Sqlite(p.acquire().await.map_err(StoreError::Connection)?),
-            Pool::Postgres(p) => Pooled::Postgres(p.acquire().await.map_err(StoreError::Connection)?),
+            Pool::Postgres(p) => {
+                Pooled::Postgres(p.acquire().await.map_err(StoreError::Connection)?)
+            }
         })
     }
 
@@ -419,7 +452,8 @@ impl Store {
                 .bind(now),
             )
             .await?;
-            c.execute(sql("DELETE FROM leases WHERE name = 'readyz-probe'")).await?;
+            c.execute(sql("DELETE FROM leases WHERE name = 'readyz-probe'"))
+                .await?;
             tx.commit().await
         };
         self.tracked(probe.await)
@@ -435,7 +469,12 @@ impl Store {
         Ok(Tx {
             inner,
             #[cfg(feature = "testing")]
-            fail_commit: self.write_faults.lock().expect("hook lock").clone().is_some_and(|fails| fails()),
+            fail_commit: self
+                .write_faults
+                .lock()
+                .expect("hook lock")
+                .clone()
+                .is_some_and(|fails| fails()),
         })
     }
 
@@ -473,7 +512,10 @@ impl Store {
 
 /// The database could not be opened, `doing` saying what was tried.
 fn open(doing: String, e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
-    StoreError::Open { doing, cause: Box::new(e) }
+    StoreError::Open {
+        doing,
+        cause: Box::new(e),
+    }
 }
 
 /// Unix seconds of a time, the only form time takes in the database.

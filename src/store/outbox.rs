@@ -36,7 +36,11 @@ fn claim_sql(postgres: bool) -> Sql {
          WHERE id = (SELECT o.id FROM outbox o WHERE o.state = 'pending' AND o.next_attempt_at <= $3 \
          AND o.locked_until <= $3 AND NOT EXISTS (SELECT 1 FROM outbox p WHERE p.lane = o.lane \
          AND p.id < o.id AND p.state = 'pending') ORDER BY o.id LIMIT 1{}) AND state = 'pending' RETURNING {ENTRY_COLUMNS}",
-        if postgres { " FOR UPDATE SKIP LOCKED" } else { "" }
+        if postgres {
+            " FOR UPDATE SKIP LOCKED"
+        } else {
+            ""
+        }
     ))
 }
 
@@ -80,7 +84,12 @@ impl Outbox<'_> {
     /// Claims the next deliverable entry for `worker` until `now + lease`: pending, due, not
     /// held by a live lease, and first in its lane. Counts the attempt before anything is sent,
     /// so a worker that dies mid-delivery leaves a trace that the next one sees.
-    pub async fn claim(self, worker: &str, now: i64, lease_secs: i64) -> Result<Option<OutboxEntry>> {
+    pub async fn claim(
+        self,
+        worker: &str,
+        now: i64,
+        lease_secs: i64,
+    ) -> Result<Option<OutboxEntry>> {
         let result: Result<Option<OutboxEntry>> = async {
             let q = claim_sql(self.store.engine() == crate::config::Engine::Postgres)
                 .bind(worker)
@@ -166,8 +175,10 @@ impl Outbox<'_> {
             Some(t) => ("pending", t),
             None => ("dead", entry.next_attempt_at),
         };
-        let q = sql("UPDATE outbox SET state = $3, next_attempt_at = $4, last_error = $5, locked_until = 0 \
-                 WHERE id = $1 AND locked_by = $2 AND state = 'pending'")
+        let q = sql(
+            "UPDATE outbox SET state = $3, next_attempt_at = $4, last_error = $5, locked_until = 0 \
+                 WHERE id = $1 AND locked_by = $2 AND state = 'pending'",
+        )
         .bind(entry.id)
         .bind(worker)
         .bind(state)
@@ -202,7 +213,13 @@ impl Outbox<'_> {
             ))
             .await?;
         let mut c = OutboxCounts::default();
-        for StateCount { state, entries: n, retried, oldest } in rows {
+        for StateCount {
+            state,
+            entries: n,
+            retried,
+            oldest,
+        } in rows
+        {
             match state.as_str() {
                 "pending" => {
                     c.pending = n;
@@ -219,10 +236,11 @@ impl Outbox<'_> {
 
     /// Entries in `state` (`pending`, `dead`, `done`), oldest first, at most `limit`.
     pub async fn entries(self, state: &str, limit: i64) -> Result<Vec<OutboxEntry>> {
-        let q =
-            Sql::built(format!("SELECT {ENTRY_COLUMNS} FROM outbox WHERE state = $1 ORDER BY id LIMIT $2"))
-                .bind(state)
-                .bind(limit);
+        let q = Sql::built(format!(
+            "SELECT {ENTRY_COLUMNS} FROM outbox WHERE state = $1 ORDER BY id LIMIT $2"
+        ))
+        .bind(state)
+        .bind(limit);
         self.store.fetch_all(q).await
     }
 
@@ -267,19 +285,31 @@ impl Leases<'_> {
 
     /// Takes the lease `name` over from `from`, a holder known to be gone, until `now + secs`;
     /// false if someone else took it meanwhile.
-    pub async fn take_over(self, name: &str, from: &str, holder: &str, now: i64, secs: i64) -> Result<bool> {
-        let q = sql("UPDATE leases SET holder = $1, expires_at = $2 WHERE name = $3 AND holder = $4")
-            .bind(holder)
-            .bind(now + secs)
-            .bind(name)
-            .bind(from);
+    pub async fn take_over(
+        self,
+        name: &str,
+        from: &str,
+        holder: &str,
+        now: i64,
+        secs: i64,
+    ) -> Result<bool> {
+        let q =
+            sql("UPDATE leases SET holder = $1, expires_at = $2 WHERE name = $3 AND holder = $4")
+                .bind(holder)
+                .bind(now + secs)
+                .bind(name)
+                .bind(from);
         Ok(self.store.execute(q).await? == 1)
     }
 
     /// Gives a lease up early (a clean shutdown), so another replica need not wait it out.
     pub async fn release(self, name: &str, holder: &str) -> Result<()> {
         self.store
-            .execute(sql("DELETE FROM leases WHERE name = $1 AND holder = $2").bind(name).bind(holder))
+            .execute(
+                sql("DELETE FROM leases WHERE name = $1 AND holder = $2")
+                    .bind(name)
+                    .bind(holder),
+            )
             .await
             .map(|_| ())
     }
@@ -294,4 +324,9 @@ struct StateCount {
     /// When the oldest was created (Unix seconds).
     oldest: Option<i64>,
 }
-row_by_position!(StateCount { state, entries, retried, oldest });
+row_by_position!(StateCount {
+    state,
+    entries,
+    retried,
+    oldest
+});

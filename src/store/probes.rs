@@ -64,7 +64,12 @@ struct ProbeDaysTotal {
     /// The days with at least one such run.
     down_days: i64,
 }
-row_by_position!(ProbeDaysTotal { backend_id, runs, down, down_days });
+row_by_position!(ProbeDaysTotal {
+    backend_id,
+    runs,
+    down,
+    down_days
+});
 
 /// A job whose first stored run started in a window: that run's start and the runs since.
 struct FirstRuns {
@@ -112,7 +117,11 @@ pub(super) fn probes_of<'a>(
     rules: &TroubleRules,
     samples: impl IntoIterator<Item = (i64, &'a str, i64)>,
 ) -> Vec<(i64, i64)> {
-    samples.into_iter().filter(|(_, name, _)| rules.is_liveness(name)).map(|(id, _, s)| (id, s)).collect()
+    samples
+        .into_iter()
+        .filter(|(_, name, _)| rules.is_liveness(name))
+        .map(|(id, _, s)| (id, s))
+        .collect()
 }
 
 /// Counts a run's probes into its job's day (`add`), or takes them out.
@@ -134,7 +143,13 @@ pub(super) async fn count_probes(
         sql("INSERT INTO probe_days (job_name, backend_id, day, runs, down)")
             .values(&probes, |(backend_id, seconds)| {
                 let down = i64::from(rules.is_down(*seconds));
-                vec![job.into(), (*backend_id).into(), day.into(), sign.into(), (sign * down).into()]
+                vec![
+                    job.into(),
+                    (*backend_id).into(),
+                    day.into(),
+                    sign.into(),
+                    (sign * down).into(),
+                ]
             })
             .push(
                 " ON CONFLICT (job_name, backend_id, day) DO UPDATE SET \
@@ -144,7 +159,9 @@ pub(super) async fn count_probes(
     .await?;
     if !add {
         c.execute(
-            sql("DELETE FROM probe_days WHERE job_name = $1 AND day = $2 AND runs <= 0").bind(job).bind(day),
+            sql("DELETE FROM probe_days WHERE job_name = $1 AND day = $2 AND runs <= 0")
+                .bind(job)
+                .bind(day),
         )
         .await?;
     }
@@ -175,14 +192,20 @@ pub(super) async fn add_probe_counts(
 }
 
 /// Each probe's record over the job's recent days: `(backend id, health)`.
-async fn health_of_job(c: &mut Conn<'_>, job: &str, rules: &TroubleRules) -> Result<Vec<(i64, ProbeHealth)>> {
+async fn health_of_job(
+    c: &mut Conn<'_>,
+    job: &str,
+    rules: &TroubleRules,
+) -> Result<Vec<(i64, ProbeHealth)>> {
     let rows: Vec<ProbeDaysTotal> = c
         .fetch_all(
-            sql("SELECT backend_id, CAST(SUM(runs) AS BIGINT), CAST(SUM(down) AS BIGINT), \
+            sql(
+                "SELECT backend_id, CAST(SUM(runs) AS BIGINT), CAST(SUM(down) AS BIGINT), \
                  CAST(SUM(CASE WHEN down > 0 THEN 1 ELSE 0 END) AS BIGINT) \
                  FROM probe_days WHERE job_name = $1 \
                  AND day > (SELECT MAX(day) FROM probe_days WHERE job_name = $1) - $2 \
-                 GROUP BY backend_id ORDER BY backend_id")
+                 GROUP BY backend_id ORDER BY backend_id",
+            )
             .bind(job)
             .bind(rules.broken_horizon_days),
         )
@@ -193,7 +216,11 @@ async fn health_of_job(c: &mut Conn<'_>, job: &str, rules: &TroubleRules) -> Res
         .map(|r| {
             (
                 r.backend_id,
-                ProbeHealth { runs: count(r.runs), down: count(r.down), down_days: count(r.down_days) },
+                ProbeHealth {
+                    runs: count(r.runs),
+                    down: count(r.down),
+                    down_days: count(r.down_days),
+                },
             )
         })
         .collect())
@@ -201,8 +228,9 @@ async fn health_of_job(c: &mut Conn<'_>, job: &str, rules: &TroubleRules) -> Res
 
 /// The probes broken for a job, as its runs were last classified.
 async fn stored_broken(c: &mut Conn<'_>, job: &str) -> Result<BTreeSet<i64>> {
-    let rows: Vec<(i64,)> =
-        c.fetch_all(sql("SELECT backend_id FROM broken_probes WHERE job_name = $1").bind(job)).await?;
+    let rows: Vec<(i64,)> = c
+        .fetch_all(sql("SELECT backend_id FROM broken_probes WHERE job_name = $1").bind(job))
+        .await?;
     Ok(rows.into_iter().map(|(b,)| b).collect())
 }
 
@@ -224,7 +252,8 @@ pub(super) async fn refresh_job(
     if now == stored_broken(c, job).await? {
         return Ok(now);
     }
-    c.execute(sql("DELETE FROM broken_probes WHERE job_name = $1").bind(job)).await?;
+    c.execute(sql("DELETE FROM broken_probes WHERE job_name = $1").bind(job))
+        .await?;
     if !now.is_empty() {
         let rows: Vec<i64> = now.iter().copied().collect();
         c.execute(
@@ -236,7 +265,9 @@ pub(super) async fn refresh_job(
     let mut after = i64::MIN;
     loop {
         let runs = job_runs_after(c, job, after).await?;
-        let Some(last) = runs.last().map(|r| r.id) else { break };
+        let Some(last) = runs.last().map(|r| r.id) else {
+            break;
+        };
         reclassify_on(c, &runs, |r| classify(rules, r, &now), changed).await?;
         after = last;
     }
@@ -251,18 +282,31 @@ pub(super) async fn refresh_job(
 }
 
 /// A stored run's class under `rules`, its job's `broken` probes set aside.
-pub(super) fn classify(rules: &TroubleRules, run: &StoredRun, broken: &BTreeSet<i64>) -> Option<String> {
-    let ignored: BTreeSet<&str> =
-        run.samples.iter().filter(|s| broken.contains(&s.backend_id)).map(|s| s.backend.as_str()).collect();
-    rules.classify_with(run.samples.iter().map(|s| (s.backend.as_str(), s.seconds)), |b| ignored.contains(b))
+pub(super) fn classify(
+    rules: &TroubleRules,
+    run: &StoredRun,
+    broken: &BTreeSet<i64>,
+) -> Option<String> {
+    let ignored: BTreeSet<&str> = run
+        .samples
+        .iter()
+        .filter(|s| broken.contains(&s.backend_id))
+        .map(|s| s.backend.as_str())
+        .collect();
+    rules.classify_with(
+        run.samples.iter().map(|s| (s.backend.as_str(), s.seconds)),
+        |b| ignored.contains(b),
+    )
 }
 
 /// The next runs of a job after id `after`, with their samples.
 async fn job_runs_after(c: &mut Conn<'_>, job: &str, after: i64) -> Result<Vec<StoredRun>> {
     let runs: Vec<StoredRun> = c
         .fetch_all(
-            sql("SELECT id, job_name, variant_id, started_at, ci_trouble FROM job_runs \
-                 WHERE job_name = $1 AND id > $2 ORDER BY id LIMIT $3")
+            sql(
+                "SELECT id, job_name, variant_id, started_at, ci_trouble FROM job_runs \
+                 WHERE job_name = $1 AND id > $2 ORDER BY id LIMIT $3",
+            )
             .bind(job)
             .bind(after)
             .bind(JOB_BATCH),
@@ -279,19 +323,31 @@ pub(super) async fn with_samples(c: &mut Conn<'_>, runs: Vec<StoredRun>) -> Resu
     }
     let samples: Vec<SampleOfRun> = c
         .fetch_all(
-            sql("SELECT s.run_id, s.backend_id, b.name, s.seconds FROM samples s \
-                 JOIN backends b ON b.id = s.backend_id WHERE s.run_id IN (")
+            sql(
+                "SELECT s.run_id, s.backend_id, b.name, s.seconds FROM samples s \
+                 JOIN backends b ON b.id = s.backend_id WHERE s.run_id IN (",
+            )
             .list(out.iter().map(|r| r.id))
             .push(") ORDER BY s.run_id, s.backend_id"),
         )
         .await?;
     let mut k = 0;
-    for SampleOfRun { run_id, backend_id, backend, seconds } in samples {
+    for SampleOfRun {
+        run_id,
+        backend_id,
+        backend,
+        seconds,
+    } in samples
+    {
         while k < out.len() && out[k].id < run_id {
             k += 1;
         }
         if k < out.len() && out[k].id == run_id {
-            out[k].samples.push(StoredSample { backend_id, backend, seconds });
+            out[k].samples.push(StoredSample {
+                backend_id,
+                backend,
+                seconds,
+            });
         }
     }
     Ok(out)
@@ -328,9 +384,14 @@ pub(super) async fn reclassify_on(
         }
         if run.class.is_none() != new.is_none() {
             // into the histograms when it became clean, out of them when it became troubled
-            let cells: Vec<(i64, i64)> = run.samples.iter().map(|s| (s.backend_id, s.seconds)).collect();
+            let cells: Vec<(i64, i64)> = run
+                .samples
+                .iter()
+                .map(|s| (s.backend_id, s.seconds))
+                .collect();
             let day = run.started.div_euclid(DAY);
-            super::cells::change_samples(c, day, run.variant_id, &cells, new.is_none(), changed).await?;
+            super::cells::change_samples(c, day, run.variant_id, &cells, new.is_none(), changed)
+                .await?;
         }
         moved_runs += 1;
     }
@@ -345,28 +406,39 @@ pub(super) async fn rebuild(
 ) -> Result<std::collections::HashMap<String, BTreeSet<i64>>> {
     if c.is_postgres() {
         // replicas opening together, and runs written meanwhile, wait for one rebuild to commit
-        c.execute(sql("LOCK TABLE probe_days, broken_probes IN EXCLUSIVE MODE")).await?;
+        c.execute(sql(
+            "LOCK TABLE probe_days, broken_probes IN EXCLUSIVE MODE",
+        ))
+        .await?;
     }
     c.execute(sql("DELETE FROM broken_probes")).await?;
     c.execute(sql("DELETE FROM probe_days")).await?;
     let backends: Vec<(i64, String)> = c.fetch_all(sql("SELECT id, name FROM backends")).await?;
-    let probes: Vec<i64> =
-        backends.into_iter().filter(|(_, n)| rules.is_liveness(n)).map(|(id, _)| id).collect();
-    let mut broken: std::collections::HashMap<String, BTreeSet<i64>> = std::collections::HashMap::new();
+    let probes: Vec<i64> = backends
+        .into_iter()
+        .filter(|(_, n)| rules.is_liveness(n))
+        .map(|(id, _)| id)
+        .collect();
+    let mut broken: std::collections::HashMap<String, BTreeSet<i64>> =
+        std::collections::HashMap::new();
     if probes.is_empty() {
         return Ok(broken);
     }
     c.execute(
-        sql("INSERT INTO probe_days (job_name, backend_id, day, runs, down) \
+        sql(
+            "INSERT INTO probe_days (job_name, backend_id, day, runs, down) \
              SELECT r.job_name, s.backend_id, r.started_at / 86400, COUNT(*), \
              SUM(CASE WHEN s.seconds > $1 THEN 1 ELSE 0 END) \
-             FROM samples s JOIN job_runs r ON r.id = s.run_id WHERE s.backend_id IN (")
+             FROM samples s JOIN job_runs r ON r.id = s.run_id WHERE s.backend_id IN (",
+        )
         .bind(rules.liveness_allowance_seconds)
         .list(probes)
         .push(") GROUP BY r.job_name, s.backend_id, r.started_at / 86400"),
     )
     .await?;
-    let jobs: Vec<(String,)> = c.fetch_all(sql("SELECT DISTINCT job_name FROM probe_days")).await?;
+    let jobs: Vec<(String,)> = c
+        .fetch_all(sql("SELECT DISTINCT job_name FROM probe_days"))
+        .await?;
     for (job,) in jobs {
         let now: BTreeSet<i64> = health_of_job(c, &job, rules)
             .await?
@@ -396,16 +468,27 @@ pub(super) async fn forget_probes(
 ) -> Result<Option<String>> {
     let rows: Vec<JobSample> = c
         .fetch_all(
-            sql("SELECT r.job_name, r.started_at, s.backend_id, b.name, s.seconds FROM samples s \
+            sql(
+                "SELECT r.job_name, r.started_at, s.backend_id, b.name, s.seconds FROM samples s \
                  JOIN job_runs r ON r.id = s.run_id JOIN backends b ON b.id = s.backend_id \
-                 WHERE s.run_id = $1 ORDER BY s.backend_id")
+                 WHERE s.run_id = $1 ORDER BY s.backend_id",
+            )
             .bind(run_id),
         )
         .await?;
-    let Some(JobSample { job_name: job, started_at: started, .. }) = rows.first().cloned() else {
+    let Some(JobSample {
+        job_name: job,
+        started_at: started,
+        ..
+    }) = rows.first().cloned()
+    else {
         return Ok(None);
     };
-    let probes = probes_of(rules, rows.iter().map(|r| (r.backend_id, r.backend.as_str(), r.seconds)));
+    let probes = probes_of(
+        rules,
+        rows.iter()
+            .map(|r| (r.backend_id, r.backend.as_str(), r.seconds)),
+    );
     count_probes(c, &job, started.div_euclid(DAY), &probes, rules, false).await?;
     Ok((!probes.is_empty()).then_some(job))
 }
@@ -419,18 +502,22 @@ impl Runs<'_> {
     /// dimensions of their latest run (release, platform, architecture, network, upgrade).
     pub async fn new_jobs_in(self, window: (i64, i64)) -> Result<Vec<crate::model::NewJob>> {
         use crate::model::Dimension;
-        let (history_from,): (Option<i64>,) =
-            self.store.fetch_one(sql("SELECT MIN(started_at) FROM job_runs")).await?;
+        let (history_from,): (Option<i64>,) = self
+            .store
+            .fetch_one(sql("SELECT MIN(started_at) FROM job_runs"))
+            .await?;
         let history_from = history_from.unwrap_or(window.0);
         let rows: Vec<FirstRuns> = self
             .store
             .fetch_all(
                 // The window's jobs, then one index probe each for a run before it: a scan
                 // of every stored run would grow with the history.
-                sql("SELECT job_name, first, runs FROM (SELECT job_name, MIN(started_at) AS first, \
+                sql(
+                    "SELECT job_name, first, runs FROM (SELECT job_name, MIN(started_at) AS first, \
                      COUNT(*) AS runs FROM job_runs WHERE started_at >= $1 AND started_at < $2 \
                      GROUP BY job_name) w WHERE NOT EXISTS (SELECT 1 FROM job_runs e \
-                     WHERE e.job_name = w.job_name AND e.started_at < $1) ORDER BY job_name")
+                     WHERE e.job_name = w.job_name AND e.started_at < $1) ORDER BY job_name",
+                )
                 .bind(window.0)
                 .bind(window.1),
             )
@@ -473,14 +560,23 @@ impl Runs<'_> {
                     scope.set(d, [v]);
                 }
             }
-            let first_run =
-                chrono::DateTime::from_timestamp(first, 0).map(|t| t.to_rfc3339()).unwrap_or_default();
-            out.push(crate::model::NewJob { job, scope, runs: runs.max(0) as u64, first_run });
+            let first_run = chrono::DateTime::from_timestamp(first, 0)
+                .map(|t| t.to_rfc3339())
+                .unwrap_or_default();
+            out.push(crate::model::NewJob {
+                job,
+                scope,
+                runs: runs.max(0) as u64,
+                first_run,
+            });
         }
         Ok(out)
     }
 
-    pub async fn broken_probes_in(self, window: (i64, i64)) -> Result<Vec<crate::model::BrokenProbe>> {
+    pub async fn broken_probes_in(
+        self,
+        window: (i64, i64),
+    ) -> Result<Vec<crate::model::BrokenProbe>> {
         let rules = self.store.trouble().rules();
         let rows: Vec<BrokenProbeSample> = self
             .store
@@ -502,11 +598,20 @@ impl Runs<'_> {
         // connections are one probe)
         type Runs = std::collections::HashMap<i64, i64>;
         let mut by: std::collections::BTreeMap<Key, (BTreeSet<String>, Runs)> = Default::default();
-        for BrokenProbeSample { id: run, job_name: job, release, platform, architecture, backend, seconds } in
-            rows
+        for BrokenProbeSample {
+            id: run,
+            job_name: job,
+            release,
+            platform,
+            architecture,
+            backend,
+            seconds,
+        } in rows
         {
             let family = crate::model::backend_family(&backend).to_string();
-            let e = by.entry((family, release, platform, architecture)).or_default();
+            let e = by
+                .entry((family, release, platform, architecture))
+                .or_default();
             e.0.insert(job);
             let worst = e.1.entry(run).or_insert(seconds);
             *worst = (*worst).max(seconds);

@@ -99,9 +99,13 @@ impl Retention<'_> {
         }
         if !dry_run {
             // a job's probes are judged on its recent days only: older counts say nothing
-            self.store.execute(sql("DELETE FROM probe_days WHERE day < $1").bind(cutoff_day)).await?;
+            self.store
+                .execute(sql("DELETE FROM probe_days WHERE day < $1").bind(cutoff_day))
+                .await?;
         }
-        let evidence = self.runs_with_intervals_before(cutoffs.intervals_before_day * DAY, &keep).await?;
+        let evidence = self
+            .runs_with_intervals_before(cutoffs.intervals_before_day * DAY, &keep)
+            .await?;
         for batch in evidence.chunks(cutoffs.batch) {
             if !dry_run {
                 self.delete_intervals(batch).await?;
@@ -114,7 +118,9 @@ impl Retention<'_> {
             // Hands the freed pages back to the file system a bounded step at a time (the
             // database is created with auto_vacuum = INCREMENTAL); PostgreSQL's autovacuum
             // does the same on its own.
-            self.store.execute(sql("PRAGMA incremental_vacuum(10000)")).await?;
+            self.store
+                .execute(sql("PRAGMA incremental_vacuum(10000)"))
+                .await?;
         }
         Ok(report)
     }
@@ -149,20 +155,35 @@ impl Retention<'_> {
         let variants = self.store.variants().await?;
         for i in self.store.incidents().all().await? {
             let live = i.state != State::Resolved
-                || i.resolved_at.is_some_and(|t| t >= cutoffs.now - cutoffs.horizon);
+                || i.resolved_at
+                    .is_some_and(|t| t >= cutoffs.now - cutoffs.horizon);
             if !live || i.merged_into.is_some() {
                 continue;
             }
             for s in &i.snapshot.report.sample_jobs {
                 let id: Option<(i64,)> = self
                     .store
-                    .fetch_optional(sql(super::runs::SELECT_RUN_ID).bind(&s.job).bind(&s.build_id))
+                    .fetch_optional(
+                        sql(super::runs::SELECT_RUN_ID)
+                            .bind(&s.job)
+                            .bind(&s.build_id),
+                    )
                     .await?;
                 keep.extend(id.map(|(id,)| id));
             }
-            let Some(onset) = i.episodes.iter().map(|e| e.onset.earliest.timestamp()).min() else { continue };
-            let scope: Vec<i64> =
-                variants.iter().filter(|(_, d)| i.snapshot.scope.contains(d)).map(|(id, _)| *id).collect();
+            let Some(onset) = i
+                .episodes
+                .iter()
+                .map(|e| e.onset.earliest.timestamp())
+                .min()
+            else {
+                continue;
+            };
+            let scope: Vec<i64> = variants
+                .iter()
+                .filter(|(_, d)| i.snapshot.scope.contains(d))
+                .map(|(id, _)| *id)
+                .collect();
             if scope.is_empty() {
                 continue;
             }
@@ -181,14 +202,20 @@ impl Retention<'_> {
     /// The run ids `q` selects, less those in `keep`; and how many were kept.
     async fn unkept(self, q: super::Sql, keep: &HashSet<i64>) -> Result<(Vec<i64>, u64)> {
         let ids: Vec<(i64,)> = self.store.fetch_all(q).await?;
-        let (kept, gone): (Vec<i64>, Vec<i64>) =
-            ids.into_iter().map(|(id,)| id).partition(|id| keep.contains(id));
+        let (kept, gone): (Vec<i64>, Vec<i64>) = ids
+            .into_iter()
+            .map(|(id,)| id)
+            .partition(|id| keep.contains(id));
         Ok((gone, kept.len() as u64))
     }
 
     /// Runs that started before `before` and still hold interval evidence (or the place of
     /// files not fetched yet), but those in `keep`.
-    async fn runs_with_intervals_before(self, before: i64, keep: &HashSet<i64>) -> Result<Vec<i64>> {
+    async fn runs_with_intervals_before(
+        self,
+        before: i64,
+        keep: &HashSet<i64>,
+    ) -> Result<Vec<i64>> {
         let q = sql("SELECT r.id FROM job_runs r WHERE r.started_at < $1 AND (\
                      EXISTS (SELECT 1 FROM outages o WHERE o.run_id = r.id) OR \
                      EXISTS (SELECT 1 FROM condition_spans c WHERE c.run_id = r.id) OR \
@@ -212,7 +239,11 @@ impl Retention<'_> {
         let result: Result<()> = async {
             let mut tx = self.store.begin_write().await?;
             tx.conn()
-                .execute(sql("DELETE FROM job_runs WHERE id IN (").list(runs.iter().copied()).push(")"))
+                .execute(
+                    sql("DELETE FROM job_runs WHERE id IN (")
+                        .list(runs.iter().copied())
+                        .push(")"),
+                )
                 .await?;
             super::runs::note_change(&mut tx.conn(), i64::MIN, None).await?;
             tx.commit().await
@@ -249,7 +280,12 @@ impl Retention<'_> {
         let result: Result<()> = async {
             let mut tx = self.store.begin_write().await?;
             // the files not fetched yet go too: old runs' evidence is not fetched any more
-            for table in ["outages", "condition_spans", "timeline_spans", "interval_files"] {
+            for table in [
+                "outages",
+                "condition_spans",
+                "timeline_spans",
+                "interval_files",
+            ] {
                 let q = super::Sql::built(format!("DELETE FROM {table} WHERE run_id IN ("))
                     .list(runs.iter().copied())
                     .push(")");

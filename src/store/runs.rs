@@ -4,8 +4,8 @@
 use super::cells::ChangedCells;
 use super::{Conn, Result, Sql, Store, StoreError, from_secs, row_by_position, sql, to_secs};
 use crate::model::{
-    ConditionSpan, DAY, Dimensions, IntervalFile, IntervalRef, JobRun, Outage, RunRecord, Sample, SpanKind,
-    TimelineSpan, TroubleRules,
+    ConditionSpan, DAY, Dimensions, IntervalFile, IntervalRef, JobRun, Outage, RunRecord, Sample,
+    SpanKind, TimelineSpan, TroubleRules,
 };
 
 /// What `write_run` did.
@@ -19,7 +19,8 @@ pub enum WriteOutcome {
     Replaced,
 }
 
-pub(super) const SELECT_RUN_ID: &str = "SELECT id FROM job_runs WHERE job_name = $1 AND build_id = $2";
+pub(super) const SELECT_RUN_ID: &str =
+    "SELECT id FROM job_runs WHERE job_name = $1 AND build_id = $2";
 
 const INSERT_RUN: &str = "INSERT INTO job_runs (job_name, build_id, bucket, path, url, job_type, \
     started_at, finished_at, state, variant_id, release, from_release, upgrade_type, platform, \
@@ -48,7 +49,8 @@ const CONDITIONS_ORDER: &str = ") ORDER BY run_id, from_at, operator, condition,
 const SELECT_TIMELINE: &str = "SELECT run_id, kind, subject, node, from_at, to_at, file, item \
     FROM timeline_spans WHERE run_id IN (";
 const TIMELINE_ORDER: &str = ") ORDER BY run_id, from_at, kind, subject, to_at";
-const SELECT_INTERVAL_FILES: &str = "SELECT run_id, location, size FROM interval_files WHERE run_id IN (";
+const SELECT_INTERVAL_FILES: &str =
+    "SELECT run_id, location, size FROM interval_files WHERE run_id IN (";
 const INTERVAL_FILES_ORDER: &str = ") ORDER BY run_id, location";
 
 /// Runs read by one set of statements: a bound on their placeholders.
@@ -69,8 +71,11 @@ pub(super) async fn note_change(
     first_day: i64,
     cells: Option<&ChangedCells>,
 ) -> Result<()> {
-    let version: i64 =
-        c.scalar(sql("UPDATE data_version SET version = version + 1 WHERE id = 1 RETURNING version")).await?;
+    let version: i64 = c
+        .scalar(sql(
+            "UPDATE data_version SET version = version + 1 WHERE id = 1 RETURNING version",
+        ))
+        .await?;
     let listed = match cells {
         Some(cells) if cells.len() <= LISTED_CELLS => Some(serde_json::to_string(cells)?),
         _ => None,
@@ -83,7 +88,8 @@ pub(super) async fn note_change(
     )
     .await?;
     if version % 1_000 == 0 {
-        c.execute(sql("DELETE FROM data_changes WHERE version <= $1").bind(version - KEPT_CHANGES)).await?;
+        c.execute(sql("DELETE FROM data_changes WHERE version <= $1").bind(version - KEPT_CHANGES))
+            .await?;
     }
     Ok(())
 }
@@ -91,11 +97,26 @@ pub(super) async fn note_change(
 /// The first day whose cells a write changed: the run's day, or an earlier one of its job's
 /// runs reclassified with it (`changed`); anything for a replaced run (its old day is not
 /// known here).
-fn first_changed_day(record: &RunRecord, outcome: WriteOutcome, changed: &ChangedCells) -> Option<i64> {
-    let earliest = changed.iter().map(|(_, day)| *day).min().unwrap_or(i64::MAX);
+fn first_changed_day(
+    record: &RunRecord,
+    outcome: WriteOutcome,
+    changed: &ChangedCells,
+) -> Option<i64> {
+    let earliest = changed
+        .iter()
+        .map(|(_, day)| *day)
+        .min()
+        .unwrap_or(i64::MAX);
     match outcome {
         WriteOutcome::AlreadyStored => None,
-        WriteOutcome::Inserted => Some(record.run.started_at.timestamp().div_euclid(DAY).min(earliest)),
+        WriteOutcome::Inserted => Some(
+            record
+                .run
+                .started_at
+                .timestamp()
+                .div_euclid(DAY)
+                .min(earliest),
+        ),
         WriteOutcome::Replaced => Some(i64::MIN),
     }
 }
@@ -121,14 +142,16 @@ async fn write_prepared(
         // a backfill counted the day's runs: stored, this one would count twice
         return Ok(None);
     }
-    let existing: Option<(i64,)> =
-        c.fetch_optional(sql(SELECT_RUN_ID).bind(&run.job_name).bind(&run.build_id)).await?;
+    let existing: Option<(i64,)> = c
+        .fetch_optional(sql(SELECT_RUN_ID).bind(&run.job_name).bind(&run.build_id))
+        .await?;
     let outcome = match existing {
         Some(_) if !force => return Ok(None),
         Some((old_id,)) => {
             super::cells::forget_run(c, old_id, changed).await?;
             super::probes::forget_probes(c, old_id, rules).await?;
-            c.execute(sql("DELETE FROM job_runs WHERE id = $1").bind(old_id)).await?;
+            c.execute(sql("DELETE FROM job_runs WHERE id = $1").bind(old_id))
+                .await?;
             WriteOutcome::Replaced
         }
         None => WriteOutcome::Inserted,
@@ -147,19 +170,29 @@ async fn write_prepared(
         super::probes::count_probes(c, &run.job_name, day, &probes, rules, true).await?;
         super::probes::refresh_job(c, &run.job_name, rules, changed).await?
     };
-    let ignored: std::collections::BTreeSet<&str> =
-        named().filter(|(id, ..)| broken.contains(id)).map(|(_, name, _)| name).collect();
-    prepared.ci_trouble = rules
-        .classify_with(prepared.record.samples.iter().map(|s| (s.backend.as_str(), s.seconds)), |b| {
-            ignored.contains(b)
-        });
+    let ignored: std::collections::BTreeSet<&str> = named()
+        .filter(|(id, ..)| broken.contains(id))
+        .map(|(_, name, _)| name)
+        .collect();
+    prepared.ci_trouble = rules.classify_with(
+        prepared
+            .record
+            .samples
+            .iter()
+            .map(|s| (s.backend.as_str(), s.seconds)),
+        |b| ignored.contains(b),
+    );
     let run_id = insert_run(c, prepared, now).await?;
     insert_details(c, run_id, prepared).await?;
     if prepared.ci_trouble.is_some() {
         return Ok(Some(outcome)); // kept, but out of every histogram
     }
-    let cells: Vec<(i64, i64)> =
-        prepared.backend_ids.iter().copied().zip(prepared.record.samples.iter().map(|s| s.seconds)).collect();
+    let cells: Vec<(i64, i64)> = prepared
+        .backend_ids
+        .iter()
+        .copied()
+        .zip(prepared.record.samples.iter().map(|s| s.seconds))
+        .collect();
     super::cells::change_samples(c, day, prepared.variant_id, &cells, true, changed).await?;
     Ok(Some(outcome))
 }
@@ -200,22 +233,44 @@ async fn insert_run(c: &mut Conn<'_>, prepared: &PreparedRun<'_>, now: i64) -> R
 /// A run's samples, outages and condition spans.
 async fn insert_details(c: &mut Conn<'_>, run_id: i64, prepared: &PreparedRun<'_>) -> Result<()> {
     let record = prepared.record;
-    let rows: Vec<(i64, &Sample)> = prepared.backend_ids.iter().copied().zip(&record.samples).collect();
+    let rows: Vec<(i64, &Sample)> = prepared
+        .backend_ids
+        .iter()
+        .copied()
+        .zip(&record.samples)
+        .collect();
     for chunk in rows.chunks(BATCH) {
         c.execute(
-            sql("INSERT INTO samples (run_id, backend_id, connection, seconds)").values(chunk, |(b, s)| {
-                vec![run_id.into(), (*b).into(), (&s.connection).into(), s.seconds.into()]
-            }),
+            sql("INSERT INTO samples (run_id, backend_id, connection, seconds)").values(
+                chunk,
+                |(b, s)| {
+                    vec![
+                        run_id.into(),
+                        (*b).into(),
+                        (&s.connection).into(),
+                        s.seconds.into(),
+                    ]
+                },
+            ),
         )
         .await?;
     }
-    let intervals =
-        Intervals { outages: &record.outages, conditions: &record.conditions, timeline: &record.timeline };
+    let intervals = Intervals {
+        outages: &record.outages,
+        conditions: &record.conditions,
+        timeline: &record.timeline,
+    };
     insert_intervals(c, run_id, &prepared.outage_backends, intervals).await?;
     for chunk in record.interval_files.chunks(BATCH) {
-        c.execute(sql("INSERT INTO interval_files (run_id, location, size)").values(chunk, |f| {
-            vec![run_id.into(), (&f.location).into(), (f.size.min(i64::MAX as u64) as i64).into()]
-        }))
+        c.execute(
+            sql("INSERT INTO interval_files (run_id, location, size)").values(chunk, |f| {
+                vec![
+                    run_id.into(),
+                    (&f.location).into(),
+                    (f.size.min(i64::MAX as u64) as i64).into(),
+                ]
+            }),
+        )
         .await?;
     }
     Ok(())
@@ -235,12 +290,26 @@ pub(super) async fn insert_intervals(
     outage_backends: &[i64],
     intervals: Intervals<'_>,
 ) -> Result<()> {
-    let Intervals { outages, conditions, timeline } = intervals;
+    let Intervals {
+        outages,
+        conditions,
+        timeline,
+    } = intervals;
     let rows: Vec<(i64, &Outage)> = outage_backends.iter().copied().zip(outages).collect();
     for chunk in rows.chunks(BATCH) {
-        c.execute(sql("INSERT INTO outages (run_id, backend_id, from_at, to_at)").values(chunk, |(b, o)| {
-            vec![run_id.into(), (*b).into(), to_secs(o.from).into(), to_secs(o.to).into()]
-        }))
+        c.execute(
+            sql("INSERT INTO outages (run_id, backend_id, from_at, to_at)").values(
+                chunk,
+                |(b, o)| {
+                    vec![
+                        run_id.into(),
+                        (*b).into(),
+                        to_secs(o.from).into(),
+                        to_secs(o.to).into(),
+                    ]
+                },
+            ),
+        )
         .await?;
     }
     for chunk in conditions.chunks(BATCH) {
@@ -260,19 +329,21 @@ pub(super) async fn insert_intervals(
         c.execute(q).await?;
     }
     for chunk in timeline.chunks(BATCH) {
-        let q = sql("INSERT INTO timeline_spans (run_id, kind, subject, node, from_at, to_at, file, item)")
-            .values(chunk, |t| {
-                vec![
-                    run_id.into(),
-                    t.kind.as_str().into(),
-                    (&t.subject).into(),
-                    (&t.node).into(),
-                    to_secs(t.from).into(),
-                    to_secs(t.to).into(),
-                    (&t.at.file).into(),
-                    i64::from(t.at.item).into(),
-                ]
-            });
+        let q = sql(
+            "INSERT INTO timeline_spans (run_id, kind, subject, node, from_at, to_at, file, item)",
+        )
+        .values(chunk, |t| {
+            vec![
+                run_id.into(),
+                t.kind.as_str().into(),
+                (&t.subject).into(),
+                (&t.node).into(),
+                to_secs(t.from).into(),
+                to_secs(t.to).into(),
+                (&t.at.file).into(),
+                i64::from(t.at.item).into(),
+            ]
+        });
         c.execute(q).await?;
     }
     Ok(())
@@ -306,7 +377,15 @@ impl Runs<'_> {
         let mut minted = Minted::default();
         let mut prepared = self.prepare(&mut tx.conn(), record, &mut minted).await?;
         let mut changed = ChangedCells::new();
-        let outcome = write_prepared(&mut tx.conn(), &mut prepared, force, now, &rules, &mut changed).await?;
+        let outcome = write_prepared(
+            &mut tx.conn(),
+            &mut prepared,
+            force,
+            now,
+            &rules,
+            &mut changed,
+        )
+        .await?;
         match outcome.and_then(|o| first_changed_day(record, o, &changed)) {
             Some(first_day) => {
                 note_change(&mut tx.conn(), first_day, Some(&changed)).await?;
@@ -337,8 +416,11 @@ impl Runs<'_> {
                         .unwrap_or(WriteOutcome::AlreadyStored),
                 );
             }
-            if let Some(first_day) =
-                records.iter().zip(&outcomes).filter_map(|(r, o)| first_changed_day(r, *o, &changed)).min()
+            if let Some(first_day) = records
+                .iter()
+                .zip(&outcomes)
+                .filter_map(|(r, o)| first_changed_day(r, *o, &changed))
+                .min()
             {
                 note_change(&mut tx.conn(), first_day, Some(&changed)).await?;
             }
@@ -359,7 +441,10 @@ impl Runs<'_> {
         record: &'a RunRecord,
         minted: &mut Minted,
     ) -> Result<PreparedRun<'a>> {
-        let variant_id = self.store.variant_id(c, &record.run.dimensions, minted).await?;
+        let variant_id = self
+            .store
+            .variant_id(c, &record.run.dimensions, minted)
+            .await?;
         let names: std::collections::BTreeSet<&str> = record
             .samples
             .iter()
@@ -370,15 +455,31 @@ impl Runs<'_> {
         for name in names {
             ids.insert(name, self.store.backend_id(c, name, minted).await?);
         }
-        let backend_ids = record.samples.iter().map(|s| ids[s.backend.as_str()]).collect();
-        let outage_backends = record.outages.iter().map(|o| ids[o.backend.as_str()]).collect();
-        Ok(PreparedRun { record, variant_id, backend_ids, outage_backends, ci_trouble: None })
+        let backend_ids = record
+            .samples
+            .iter()
+            .map(|s| ids[s.backend.as_str()])
+            .collect();
+        let outage_backends = record
+            .outages
+            .iter()
+            .map(|o| ids[o.backend.as_str()])
+            .collect();
+        Ok(PreparedRun {
+            record,
+            variant_id,
+            backend_ids,
+            outage_backends,
+            ci_trouble: None,
+        })
     }
 
     /// Whether a run is stored (ingest uses it to skip runs before reading their files).
     pub async fn has_run(self, job_name: &str, build_id: &str) -> Result<bool> {
-        let id: Option<(i64,)> =
-            self.store.fetch_optional(sql(SELECT_RUN_ID).bind(job_name).bind(build_id)).await?;
+        let id: Option<(i64,)> = self
+            .store
+            .fetch_optional(sql(SELECT_RUN_ID).bind(job_name).bind(build_id))
+            .await?;
         Ok(id.is_some())
     }
 
@@ -433,7 +534,11 @@ impl Runs<'_> {
         for chunk in keys.chunks(RUNS_PER_READ) {
             let mut q = sql(SELECT_RUNS);
             for (i, (job, build)) in chunk.iter().enumerate() {
-                q = q.push(if i == 0 { "(job_name, build_id) = (" } else { " OR (job_name, build_id) = (" });
+                q = q.push(if i == 0 {
+                    "(job_name, build_id) = ("
+                } else {
+                    " OR (job_name, build_id) = ("
+                });
                 q = q.list([*job, *build]).push(")");
             }
             let rows = c.fetch_all::<RunRow>(q).await?;
@@ -457,12 +562,26 @@ impl Runs<'_> {
 
     /// The start of each job's newest stored run (data freshness).
     pub(crate) async fn newest_run_per_job(self) -> Result<Vec<(String, i64)>> {
-        self.store.fetch_all(sql("SELECT job_name, MAX(started_at) FROM job_runs GROUP BY job_name")).await
+        self.store
+            .fetch_all(sql(
+                "SELECT job_name, MAX(started_at) FROM job_runs GROUP BY job_name",
+            ))
+            .await
     }
 
     /// The payloads of a release built in `[from, to]` that some run tested, in build order.
-    pub(crate) async fn payloads_between(self, release: &str, from: i64, to: i64) -> Result<Vec<String>> {
-        Ok(self.payloads_built(release, from, to).await?.into_iter().map(|(p, _)| p).collect())
+    pub(crate) async fn payloads_between(
+        self,
+        release: &str,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<String>> {
+        Ok(self
+            .payloads_built(release, from, to)
+            .await?
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect())
     }
 
     /// [`Runs::payloads_between`] with each payload's build time.
@@ -474,8 +593,10 @@ impl Runs<'_> {
     ) -> Result<Vec<(String, i64)>> {
         self.store
             .fetch_all(
-                sql("SELECT DISTINCT payload, payload_at FROM job_runs WHERE release = $1 \
-                     AND payload_at >= $2 AND payload_at <= $3 ORDER BY payload_at, payload")
+                sql(
+                    "SELECT DISTINCT payload, payload_at FROM job_runs WHERE release = $1 \
+                     AND payload_at >= $2 AND payload_at <= $3 ORDER BY payload_at, payload",
+                )
                 .bind(release)
                 .bind(from)
                 .bind(to),
@@ -485,7 +606,9 @@ impl Runs<'_> {
 
     /// Number of stored runs.
     pub async fn count_runs(self) -> Result<i64> {
-        self.store.scalar(sql("SELECT COUNT(*) FROM job_runs")).await
+        self.store
+            .scalar(sql("SELECT COUNT(*) FROM job_runs"))
+            .await
     }
 
     /// Number of stored samples.
@@ -496,7 +619,10 @@ impl Runs<'_> {
     /// Every backend, every run that started in `[from, to)`, and their samples: what a
     /// backtest holds in memory.
     pub(crate) async fn replay_rows(self, from: i64, to: i64) -> Result<ReplayRows> {
-        let backends = self.store.fetch_all(sql("SELECT id, name FROM backends ORDER BY id")).await?;
+        let backends = self
+            .store
+            .fetch_all(sql("SELECT id, name FROM backends ORDER BY id"))
+            .await?;
         let runs = self.store
             .fetch_all(
                 sql("SELECT id, job_name, build_id, url, started_at, finished_at, variant_id, \
@@ -521,19 +647,34 @@ impl Runs<'_> {
                 .bind(to),
             )
             .await?;
-        Ok(ReplayRows { backends, runs, samples })
+        Ok(ReplayRows {
+            backends,
+            runs,
+            samples,
+        })
     }
 }
 
 impl Store {
     /// Caches the ids a committed write created.
     pub(super) fn learn(&self, minted: Minted) {
-        self.backend_ids.lock().expect("cache lock").extend(minted.backends);
-        self.variant_ids.lock().expect("cache lock").extend(minted.variants);
+        self.backend_ids
+            .lock()
+            .expect("cache lock")
+            .extend(minted.backends);
+        self.variant_ids
+            .lock()
+            .expect("cache lock")
+            .extend(minted.variants);
     }
 
     /// The id of a backend name, created on first sight inside the write transaction `c`.
-    pub(super) async fn backend_id(&self, c: &mut Conn<'_>, name: &str, minted: &mut Minted) -> Result<i64> {
+    pub(super) async fn backend_id(
+        &self,
+        c: &mut Conn<'_>,
+        name: &str,
+        minted: &mut Minted,
+    ) -> Result<i64> {
         if let Some(id) = self.backend_ids.lock().expect("cache lock").get(name) {
             return Ok(*id);
         }
@@ -599,24 +740,56 @@ async fn read_run_contents(c: &mut Conn<'_>, ids: &[i64], records: &mut [RunReco
     if ids.is_empty() {
         return Ok(());
     }
-    let at: std::collections::HashMap<i64, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+    let at: std::collections::HashMap<i64, usize> =
+        ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
     let of = |id: i64| {
-        let stray = || StoreError::malformed("job_runs", format!("a row of run {id}, not asked for"));
+        let stray =
+            || StoreError::malformed("job_runs", format!("a row of run {id}, not asked for"));
         at.get(&id).copied().ok_or_else(stray)
     };
     let listed = |text: &'static str, order: &str| sql(text).list(ids.iter().copied()).push(order);
-    for SampleRow { run_id: id, backend, connection, seconds } in
-        c.fetch_all::<SampleRow>(listed(SELECT_SAMPLES, SAMPLES_ORDER)).await?
+    for SampleRow {
+        run_id: id,
+        backend,
+        connection,
+        seconds,
+    } in c
+        .fetch_all::<SampleRow>(listed(SELECT_SAMPLES, SAMPLES_ORDER))
+        .await?
     {
-        records[of(id)?].samples.push(Sample { backend, connection, seconds });
+        records[of(id)?].samples.push(Sample {
+            backend,
+            connection,
+            seconds,
+        });
     }
-    for OutageRow { run_id: id, backend, from_at: from, to_at: to } in
-        c.fetch_all::<OutageRow>(listed(SELECT_OUTAGES, OUTAGES_ORDER)).await?
+    for OutageRow {
+        run_id: id,
+        backend,
+        from_at: from,
+        to_at: to,
+    } in c
+        .fetch_all::<OutageRow>(listed(SELECT_OUTAGES, OUTAGES_ORDER))
+        .await?
     {
-        records[of(id)?].outages.push(Outage { backend, from: from_secs(from), to: from_secs(to) });
+        records[of(id)?].outages.push(Outage {
+            backend,
+            from: from_secs(from),
+            to: from_secs(to),
+        });
     }
-    for ConditionRow { run_id: id, operator, condition, status, reason, message, from_at: from, to_at: to } in
-        c.fetch_all::<ConditionRow>(listed(SELECT_CONDITIONS, CONDITIONS_ORDER)).await?
+    for ConditionRow {
+        run_id: id,
+        operator,
+        condition,
+        status,
+        reason,
+        message,
+        from_at: from,
+        to_at: to,
+    } in c
+        .fetch_all::<ConditionRow>(listed(SELECT_CONDITIONS, CONDITIONS_ORDER))
+        .await?
     {
         let span = ConditionSpan {
             operator,
@@ -629,18 +802,48 @@ async fn read_run_contents(c: &mut Conn<'_>, ids: &[i64], records: &mut [RunReco
         };
         records[of(id)?].conditions.push(span);
     }
-    for TimelineRow { run_id: id, kind, subject, node, from_at: from, to_at: to, file, item } in
-        c.fetch_all::<TimelineRow>(listed(SELECT_TIMELINE, TIMELINE_ORDER)).await?
+    for TimelineRow {
+        run_id: id,
+        kind,
+        subject,
+        node,
+        from_at: from,
+        to_at: to,
+        file,
+        item,
+    } in c
+        .fetch_all::<TimelineRow>(listed(SELECT_TIMELINE, TIMELINE_ORDER))
+        .await?
     {
-        let Some(kind) = SpanKind::parse(&kind) else { continue };
-        let at = IntervalRef { file, item: item.clamp(0, i64::from(u32::MAX)) as u32 };
-        let span = TimelineSpan { kind, subject, node, from: from_secs(from), to: from_secs(to), at };
+        let Some(kind) = SpanKind::parse(&kind) else {
+            continue;
+        };
+        let at = IntervalRef {
+            file,
+            item: item.clamp(0, i64::from(u32::MAX)) as u32,
+        };
+        let span = TimelineSpan {
+            kind,
+            subject,
+            node,
+            from: from_secs(from),
+            to: from_secs(to),
+            at,
+        };
         records[of(id)?].timeline.push(span);
     }
-    for IntervalFileRow { run_id: id, location, size } in
-        c.fetch_all::<IntervalFileRow>(listed(SELECT_INTERVAL_FILES, INTERVAL_FILES_ORDER)).await?
+    for IntervalFileRow {
+        run_id: id,
+        location,
+        size,
+    } in c
+        .fetch_all::<IntervalFileRow>(listed(SELECT_INTERVAL_FILES, INTERVAL_FILES_ORDER))
+        .await?
     {
-        records[of(id)?].interval_files.push(IntervalFile { location, size: size.max(0) as u64 });
+        records[of(id)?].interval_files.push(IntervalFile {
+            location,
+            size: size.max(0) as u64,
+        });
     }
     Ok(())
 }
@@ -803,7 +1006,9 @@ mod tests {
     async fn removed_runs_leave_the_histograms_as_they_were() {
         let dir = tempfile::tempdir().unwrap();
         let settings = crate::config::DatabaseSettings {
-            url: format!("sqlite://{}", dir.path().join("remove.db").display()).parse().unwrap(),
+            url: format!("sqlite://{}", dir.path().join("remove.db").display())
+                .parse()
+                .unwrap(),
             ..Default::default()
         };
         let store = crate::store::Store::open(&settings).await.unwrap();
@@ -814,7 +1019,10 @@ mod tests {
         store.runs().write_runs(&records, false).await.unwrap();
         let t = end.timestamp() - 5 * 3600;
         let windows = ((t - 7 * 86_400, t), (t - 28 * 86_400, t - 7 * 86_400));
-        let before = kept.window_data(&store, windows.0, windows.1, &[], t).await.unwrap();
+        let before = kept
+            .window_data(&store, windows.0, windows.1, &[], t)
+            .await
+            .unwrap();
         let samples = store.runs().count_samples().await.unwrap();
         let copies: Vec<_> = records[records.len() - 40..]
             .iter()
@@ -825,10 +1033,23 @@ mod tests {
             })
             .collect();
         store.runs().write_runs(&copies, false).await.unwrap();
-        assert_ne!(kept.window_data(&store, windows.0, windows.1, &[], t).await.unwrap(), before);
-        let ids: Vec<_> = copies.iter().map(|r| (r.run.job_name.clone(), r.run.build_id.clone())).collect();
+        assert_ne!(
+            kept.window_data(&store, windows.0, windows.1, &[], t)
+                .await
+                .unwrap(),
+            before
+        );
+        let ids: Vec<_> = copies
+            .iter()
+            .map(|r| (r.run.job_name.clone(), r.run.build_id.clone()))
+            .collect();
         store.runs().remove_runs(&ids).await.unwrap();
         assert_eq!(store.runs().count_samples().await.unwrap(), samples);
-        assert_eq!(kept.window_data(&store, windows.0, windows.1, &[], t).await.unwrap(), before);
+        assert_eq!(
+            kept.window_data(&store, windows.0, windows.1, &[], t)
+                .await
+                .unwrap(),
+            before
+        );
     }
 }

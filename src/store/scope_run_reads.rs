@@ -40,7 +40,18 @@ struct RunRow {
     url: String,
     payload: String,
 }
-row_by_position!(RunRow { id, visible, backend, variant_id, started, seconds, job, build_id, url, payload });
+row_by_position!(RunRow {
+    id,
+    visible,
+    backend,
+    variant_id,
+    started,
+    seconds,
+    job,
+    build_id,
+    url,
+    payload
+});
 
 impl Cells<'_> {
     /// The runs of some backends in some variants that started in `range` and finished by
@@ -55,7 +66,9 @@ impl Cells<'_> {
         if backends.is_empty() || variant_ids.is_empty() || range.0 >= range.1 {
             return Ok(Vec::new());
         }
-        let rows = self.read_cell_runs(backends, variant_ids, range, Some(visible_at)).await?;
+        let rows = self
+            .read_cell_runs(backends, variant_ids, range, Some(visible_at))
+            .await?;
         Ok(rows.into_iter().map(|r| r.run).collect())
     }
 
@@ -76,7 +89,9 @@ impl Cells<'_> {
             .list(variants.iter().copied())
             .push(")");
         if let Some(visible_at) = visible_at {
-            q = q.push(" AND COALESCE(r.finished_at, r.started_at) <= ").list([visible_at]);
+            q = q
+                .push(" AND COALESCE(r.finished_at, r.started_at) <= ")
+                .list([visible_at]);
         }
         let rows: Vec<RunRow> = self.store.fetch_all(q).await?;
         // Backend names are few: each one string, shared by its rows.
@@ -84,7 +99,10 @@ impl Cells<'_> {
         let mut runs: Vec<StoredCellRun> = rows
             .into_iter()
             .map(|row: RunRow| {
-                let backend = names.entry(row.backend).or_insert_with_key(|b| Arc::from(b.as_str())).clone();
+                let backend = names
+                    .entry(row.backend)
+                    .or_insert_with_key(|b| Arc::from(b.as_str()))
+                    .clone();
                 let run = CellRun {
                     backend,
                     variant_id: row.variant_id,
@@ -96,7 +114,11 @@ impl Cells<'_> {
                     payload_at: crate::model::payload_time(&row.payload).map(|t| t.timestamp()),
                     payload: row.payload.into(),
                 };
-                StoredCellRun { id: row.id, visible: row.visible, run }
+                StoredCellRun {
+                    id: row.id,
+                    visible: row.visible,
+                    run,
+                }
             })
             .collect();
         by_start(&mut runs);

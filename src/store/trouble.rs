@@ -30,11 +30,17 @@ impl Trouble<'_> {
 
     /// The rules the database was last classified with, if any (read at open).
     pub(super) async fn stored(self) -> Result<Option<TroubleRules>> {
-        let row: Option<(String,)> =
-            self.store.fetch_optional(sql("SELECT rules FROM classification WHERE id = 1")).await?;
+        let row: Option<(String,)> = self
+            .store
+            .fetch_optional(sql("SELECT rules FROM classification WHERE id = 1"))
+            .await?;
         let rules = |(json,): (String,)| {
             serde_json::from_str(&json).map_err(|e| {
-                StoreError::corrupt("classification", "the stored CI-trouble rules do not parse", e)
+                StoreError::corrupt(
+                    "classification",
+                    "the stored CI-trouble rules do not parse",
+                    e,
+                )
             })
         };
         row.map(rules).transpose()
@@ -60,8 +66,11 @@ impl Trouble<'_> {
         let mut after = i64::MIN;
         loop {
             let runs = self.runs_to_classify(after).await?;
-            let Some(last) = runs.last().map(|r| r.id) else { break };
-            let class_of = |r: &StoredRun| probes::classify(rules, r, broken.get(&r.job).unwrap_or(&none));
+            let Some(last) = runs.last().map(|r| r.id) else {
+                break;
+            };
+            let class_of =
+                |r: &StoredRun| probes::classify(rules, r, broken.get(&r.job).unwrap_or(&none));
             changed += self.reclassify(&runs, class_of).await?;
             after = last;
         }
@@ -77,7 +86,10 @@ impl Trouble<'_> {
         .await?;
         tx.commit().await?;
         if changed > 0 {
-            tracing::info!(runs = changed, "runs reclassified for CI-infrastructure trouble");
+            tracing::info!(
+                runs = changed,
+                "runs reclassified for CI-infrastructure trouble"
+            );
         }
         Ok(changed)
     }
@@ -88,8 +100,10 @@ impl Trouble<'_> {
         let mut c = pooled.conn();
         let runs: Vec<StoredRun> = c
             .fetch_all(
-                sql("SELECT id, job_name, variant_id, started_at, ci_trouble FROM job_runs \
-                     WHERE id > $1 ORDER BY id LIMIT $2")
+                sql(
+                    "SELECT id, job_name, variant_id, started_at, ci_trouble FROM job_runs \
+                     WHERE id > $1 ORDER BY id LIMIT $2",
+                )
                 .bind(after)
                 .bind(BATCH),
             )
@@ -105,7 +119,8 @@ impl Trouble<'_> {
     ) -> Result<u64> {
         let mut tx = self.store.begin_write().await?;
         let mut cells_changed = super::cells::ChangedCells::new();
-        let changed = probes::reclassify_on(&mut tx.conn(), runs, class_of, &mut cells_changed).await?;
+        let changed =
+            probes::reclassify_on(&mut tx.conn(), runs, class_of, &mut cells_changed).await?;
         if let Some(first_day) = cells_changed.iter().map(|(_, day)| *day).min() {
             note_change(&mut tx.conn(), first_day, Some(&cells_changed)).await?;
         }

@@ -8,7 +8,9 @@ impl IngestLog<'_> {
     pub async fn watermark(self, source: &str) -> Result<Option<i64>> {
         let row: Option<(i64,)> = self
             .store
-            .fetch_optional(sql("SELECT watermark FROM ingest_watermarks WHERE source = $1").bind(source))
+            .fetch_optional(
+                sql("SELECT watermark FROM ingest_watermarks WHERE source = $1").bind(source),
+            )
             .await?;
         Ok(row.map(|(w,)| w))
     }

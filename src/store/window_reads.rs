@@ -50,7 +50,11 @@ struct VariantDay {
     /// `backend_id/runs/histogram` of each backend, joined by `|`.
     cells: String,
 }
-row_by_position!(VariantDay { day, variant_id, cells });
+row_by_position!(VariantDay {
+    day,
+    variant_id,
+    cells
+});
 
 /// (backend id, variant id).
 pub(crate) type CellId = (i64, i64);
@@ -120,7 +124,11 @@ impl WindowDays {
 
     /// The days whose samples the edges and the recent spans need.
     pub(crate) fn sample_days(&self) -> Vec<i64> {
-        let mut days: Vec<i64> = self.edges.iter().map(|((from, _), _)| from.div_euclid(DAY)).collect();
+        let mut days: Vec<i64> = self
+            .edges
+            .iter()
+            .map(|((from, _), _)| from.div_euclid(DAY))
+            .collect();
         if let Some(first) = self.recent.iter().min() {
             days.extend(first.div_euclid(DAY)..=(self.recent_to - 1).div_euclid(DAY));
         }
@@ -133,7 +141,11 @@ impl WindowDays {
 impl Cells<'_> {
     /// The first day changed by the versions after `since` up to `version`, when every one of
     /// them is on record (`Ok(None)` when some are not: read everything again).
-    pub(crate) async fn first_change_between(self, since: i64, version: i64) -> Result<Option<i64>> {
+    pub(crate) async fn first_change_between(
+        self,
+        since: i64,
+        version: i64,
+    ) -> Result<Option<i64>> {
         let (first_day, changes): (Option<i64>, i64) = self
             .store
             .fetch_one(
@@ -152,8 +164,11 @@ impl Cells<'_> {
         days: &BTreeMap<i64, Day>,
         range: Range<i64>,
     ) -> Result<Vec<(i64, Day)>> {
-        let text =
-            if self.store.engine() == crate::config::Engine::Postgres { DAYS_POSTGRES } else { DAYS_SQLITE };
+        let text = if self.store.engine() == crate::config::Engine::Postgres {
+            DAYS_POSTGRES
+        } else {
+            DAYS_SQLITE
+        };
         let mut out = Vec::new();
         let mut d = range.start;
         while d < range.end {
@@ -168,7 +183,12 @@ impl Cells<'_> {
             let rows: Vec<VariantDay> = self.store.fetch_all(sql(text).bind(d).bind(end)).await?;
             let mut by_day: BTreeMap<i64, Vec<(CellId, Histogram)>> =
                 (d..end).map(|d| (d, Vec::new())).collect();
-            for VariantDay { day, variant_id, cells } in rows {
+            for VariantDay {
+                day,
+                variant_id,
+                cells,
+            } in rows
+            {
                 decode_day_row(day, variant_id, &cells, by_day.entry(day).or_default())?;
             }
             out.extend(by_day.into_iter().map(|(d, cells)| (d, Arc::new(cells))));
@@ -188,10 +208,18 @@ impl Cells<'_> {
         } else {
             VARIANT_DAYS_SQLITE
         };
-        let q = sql(text).bind(day).list(variants.iter().copied()).push(VARIANT_DAYS_END);
+        let q = sql(text)
+            .bind(day)
+            .list(variants.iter().copied())
+            .push(VARIANT_DAYS_END);
         let rows: Vec<VariantDay> = self.store.fetch_all(q).await?;
         let mut out = Vec::new();
-        for VariantDay { day, variant_id, cells } in rows {
+        for VariantDay {
+            day,
+            variant_id,
+            cells,
+        } in rows
+        {
             decode_day_row(day, variant_id, &cells, &mut out)?;
         }
         Ok(out)
@@ -204,16 +232,25 @@ impl Cells<'_> {
         } else {
             SAMPLES_SQLITE
         };
-        let rows: Vec<(i64, String)> =
-            self.store.fetch_all(sql(text).bind(day * DAY).bind((day + 1) * DAY)).await?;
+        let rows: Vec<(i64, String)> = self
+            .store
+            .fetch_all(sql(text).bind(day * DAY).bind((day + 1) * DAY))
+            .await?;
         let mut out = Vec::new();
         for (variant_id, samples) in rows {
             for s in samples.split('|') {
                 let Some([backend_id, started, visible, seconds]) = four_numbers(s) else {
-                    let detail = format!("malformed sample `{s}` of variant {variant_id}, day {day}");
+                    let detail =
+                        format!("malformed sample `{s}` of variant {variant_id}, day {day}");
                     return Err(StoreError::malformed("samples", detail));
                 };
-                out.push(EdgeSample { backend_id, variant_id, started, visible, seconds });
+                out.push(EdgeSample {
+                    backend_id,
+                    variant_id,
+                    started,
+                    visible,
+                    seconds,
+                });
             }
         }
         Ok(out)
@@ -221,10 +258,16 @@ impl Cells<'_> {
 }
 
 /// One joined row of a variant's day (`backend/runs/histogram|…`) into its cells.
-fn decode_day_row(day: i64, variant_id: i64, cells: &str, out: &mut Vec<(CellId, Histogram)>) -> Result<()> {
+fn decode_day_row(
+    day: i64,
+    variant_id: i64,
+    cells: &str,
+    out: &mut Vec<(CellId, Histogram)>,
+) -> Result<()> {
     for cell in cells.split('|') {
-        let Some((b, (r, hist))) =
-            cell.split_once('/').and_then(|(b, rest)| Some((b, rest.split_once('/')?)))
+        let Some((b, (r, hist))) = cell
+            .split_once('/')
+            .and_then(|(b, rest)| Some((b, rest.split_once('/')?)))
         else {
             let detail = format!("malformed day row `{cell}` of variant {variant_id}, day {day}");
             return Err(StoreError::malformed("cell_days", detail));
@@ -238,14 +281,23 @@ fn decode_day_row(day: i64, variant_id: i64, cells: &str, out: &mut Vec<(CellId,
 
 /// An integer of a joined row.
 fn number(text: &str, within: &str) -> Result<i64> {
-    text.parse()
-        .map_err(|_| StoreError::malformed("cell_days", format!("`{text}` is not a number in `{within}`")))
+    text.parse().map_err(|_| {
+        StoreError::malformed(
+            "cell_days",
+            format!("`{text}` is not a number in `{within}`"),
+        )
+    })
 }
 
 /// `a/b/c/d`, four integers and nothing more.
 fn four_numbers(text: &str) -> Option<[i64; 4]> {
     let mut fields = text.split('/').map(|n| n.parse::<i64>().ok());
-    let numbers = [fields.next()??, fields.next()??, fields.next()??, fields.next()??];
+    let numbers = [
+        fields.next()??,
+        fields.next()??,
+        fields.next()??,
+        fields.next()??,
+    ];
     fields.next().is_none().then_some(numbers)
 }
 
@@ -257,8 +309,20 @@ mod tests {
     fn a_malformed_day_row_is_corrupt_and_says_which() {
         let mut out = Vec::new();
         let e = decode_day_row(20_000, 7, "3/12", &mut out).unwrap_err();
-        assert!(matches!(e, StoreError::Corrupt { table: "cell_days", .. }), "{e:?}");
-        assert_eq!(e.to_string(), "malformed day row `3/12` of variant 7, day 20000");
+        assert!(
+            matches!(
+                e,
+                StoreError::Corrupt {
+                    table: "cell_days",
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "malformed day row `3/12` of variant 7, day 20000"
+        );
         let e = decode_day_row(20_000, 7, "x/1/", &mut out).unwrap_err();
         assert_eq!(e.to_string(), "`x` is not a number in `x/1/`");
         assert!(!e.retryable());

@@ -81,12 +81,23 @@ fn baseline_seconds(backend: &str, dims: &Dimensions, rng: &mut Rng) -> i64 {
     if rng.chance(0.005) {
         return rng.between(15, 90); // the heavy tail every backend has
     }
-    if rng.chance(p) { rng.between(lo, hi) } else { 0 }
+    if rng.chance(p) {
+        rng.between(lo, hi)
+    } else {
+        0
+    }
 }
 
 impl<'a> RunPlan<'a> {
     pub(super) fn new(scenario: &Scenario, slot: RunSlot<'a>, rng: &mut Rng) -> RunPlan<'a> {
-        let RunSlot { job, dims: name_dims, nth, day_index, started, build_id } = slot;
+        let RunSlot {
+            job,
+            dims: name_dims,
+            nth,
+            day_index,
+            started,
+            build_id,
+        } = slot;
         let release = parse_release(&name_dims.release).unwrap_or((4, 14));
         let era = if release <= (4, 13) {
             Era::Strings
@@ -98,7 +109,11 @@ impl<'a> RunPlan<'a> {
         let mut dims = name_dims.clone();
         if era != Era::Strings {
             // What cluster-data will say.
-            dims.master_nodes_updated = if dims.upgrade_type == "none" { "N".into() } else { "Y".into() };
+            dims.master_nodes_updated = if dims.upgrade_type == "none" {
+                "N".into()
+            } else {
+                "Y".into()
+            };
         }
         let mut seconds = BTreeMap::new();
         for b in &scenario.backends {
@@ -126,7 +141,11 @@ impl<'a> RunPlan<'a> {
                 let base = rng.between(p.seconds.0, p.seconds.1);
                 for (b, s) in seconds.iter_mut() {
                     if b.starts_with(&p.backend_prefix) {
-                        let jitter = if b.contains("-reused-") { rng.between(-3, 0) } else { 0 };
+                        let jitter = if b.contains("-reused-") {
+                            rng.between(-3, 0)
+                        } else {
+                            0
+                        };
                         *s = (base + jitter).max(1);
                     }
                 }
@@ -188,8 +207,14 @@ impl<'a> RunPlan<'a> {
             build_id: record.run.build_id.clone(),
             started: record.run.started_at,
             era,
-            seconds: record.samples.iter().map(|s| (s.backend.clone(), s.seconds)).collect(),
-            regressed_condition: registry.then(|| super::metal_registry_regression(0).condition).flatten(),
+            seconds: record
+                .samples
+                .iter()
+                .map(|s| (s.backend.clone(), s.seconds))
+                .collect(),
+            regressed_condition: registry
+                .then(|| super::metal_registry_regression(0).condition)
+                .flatten(),
             regressed_prefix: regressed_prefix.unwrap_or_default().to_string(),
             regressed: regressed_prefix.is_some(),
             ci_troubled,
@@ -204,18 +229,28 @@ impl<'a> RunPlan<'a> {
 /// The payload a run tests: with `payload_every_hours`, one of the nightlies built on that
 /// schedule, taken up a while after it was built (the newest at the run's start less 0–2
 /// periods); without, a tag of the run's own start (every run its own payload).
-fn payload_of(scenario: &Scenario, dims: &Dimensions, started: DateTime<Utc>, build_id: &str) -> String {
+fn payload_of(
+    scenario: &Scenario,
+    dims: &Dimensions,
+    started: DateTime<Utc>,
+    build_id: &str,
+) -> String {
     let step = scenario.payload_every_hours * HOUR;
     let at = if step > 0 {
-        let hash =
-            build_id.bytes().fold(0x84222325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        let hash = build_id.bytes().fold(0x84222325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+        });
         let lag = Rng::new(scenario.seed ^ hash ^ 0xba5e).between(0, 2 * step);
         let t = started.timestamp() - lag;
         DateTime::from_timestamp(t - t.rem_euclid(step), 0).unwrap_or(started)
     } else {
         started
     };
-    format!("{}.0-0.nightly-{}", dims.release, at.format("%Y-%m-%d-%H%M%S"))
+    format!(
+        "{}.0-0.nightly-{}",
+        dims.release,
+        at.format("%Y-%m-%d-%H%M%S")
+    )
 }
 
 /// CI-infrastructure trouble in one run, drawn apart from the run's own numbers (so a scenario
@@ -236,9 +271,9 @@ fn ci_trouble(
     if !in_spell && scenario.ci_trouble_share <= 0.0 {
         return false;
     }
-    let hash = build_id
-        .bytes()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    let hash = build_id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
     let mut rng = Rng::new(scenario.seed ^ hash ^ 0x5ca1_ab1e);
     if !in_spell && !rng.chance(scenario.ci_trouble_share) {
         return false;
@@ -297,7 +332,11 @@ impl RunPlan<'_> {
                 .iter()
                 .map(|(b, s)| crate::model::Sample {
                     backend: b.clone(),
-                    connection: if b.contains("-reused-") { "reused".into() } else { "new".into() },
+                    connection: if b.contains("-reused-") {
+                        "reused".into()
+                    } else {
+                        "new".into()
+                    },
                     seconds: *s,
                 })
                 .collect(),
@@ -331,7 +370,11 @@ fn go_duration(secs: f64) -> String {
 
 /// A whole number of seconds written as a fractional duration whose ceiling is that number.
 fn phase_duration(whole: i64) -> String {
-    if whole == 0 { "0s".into() } else { go_duration(whole as f64 - 0.3) }
+    if whole == 0 {
+        "0s".into()
+    } else {
+        go_duration(whole as f64 - 0.3)
+    }
 }
 
 fn stamp(t: DateTime<Utc>) -> String {
@@ -360,8 +403,17 @@ pub(super) struct Interval {
 }
 
 fn write_interval(out: &mut String, era: Era, i: &Interval) {
-    let locator_string = i.keys.iter().map(|(k, v)| format!("{k}/{v}")).collect::<Vec<_>>().join(" ");
-    let mut message_string: Vec<String> = i.annotations.iter().map(|(k, v)| format!("{k}/{v}")).collect();
+    let locator_string = i
+        .keys
+        .iter()
+        .map(|(k, v)| format!("{k}/{v}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut message_string: Vec<String> = i
+        .annotations
+        .iter()
+        .map(|(k, v)| format!("{k}/{v}"))
+        .collect();
     if !i.message.is_empty() {
         message_string.push(i.message.clone());
     }
@@ -378,13 +430,17 @@ fn write_interval(out: &mut String, era: Era, i: &Interval) {
         .map(|(k, v)| format!("{}: {}", json_str(k), json_str(v)))
         .collect::<Vec<_>>()
         .join(", ");
-    let locator_obj = format!("{{\"type\": {}, \"keys\": {{{keys_json}}}}}", json_str(i.locator_type));
+    let locator_obj = format!(
+        "{{\"type\": {}, \"keys\": {{{keys_json}}}}}",
+        json_str(i.locator_type)
+    );
     let message_obj = format!(
         "{{\"reason\": {}, \"cause\": \"\", \"humanMessage\": {}, \"annotations\": {{{annotations_json}}}}}",
         json_str(&i.reason),
         json_str(&i.message)
     );
-    let to = i.to.map_or_else(|| "null".to_string(), |t| json_str(&rfc3339(t)));
+    let to =
+        i.to.map_or_else(|| "null".to_string(), |t| json_str(&rfc3339(t)));
     let from = json_str(&rfc3339(i.from));
     match era {
         Era::Strings => {
@@ -420,8 +476,16 @@ fn write_interval(out: &mut String, era: Era, i: &Interval) {
     }
 }
 
-const OPERATORS: [&str; 8] =
-    ["authentication", "console", "dns", "etcd", "image-registry", "ingress", "kube-apiserver", "network"];
+const OPERATORS: [&str; 8] = [
+    "authentication",
+    "console",
+    "dns",
+    "etcd",
+    "image-registry",
+    "ingress",
+    "kube-apiserver",
+    "network",
+];
 
 fn intervals(
     scenario: &Scenario,
@@ -434,17 +498,29 @@ fn intervals(
     let family = |b: &str| {
         plan.regressed && !plan.regressed_prefix.is_empty() && b.starts_with(&plan.regressed_prefix)
     };
-    let family_seconds = plan.seconds.iter().filter(|(b, _)| family(b)).map(|(_, s)| *s).max().unwrap_or(0);
+    let family_seconds = plan
+        .seconds
+        .iter()
+        .filter(|(b, _)| family(b))
+        .map(|(_, s)| *s)
+        .max()
+        .unwrap_or(0);
     let probe = plan
         .seconds
         .keys()
         .find(|b| b.contains("network-liveness"))
-        .map_or("ci-cluster-network-liveness-new-connections", String::as_str);
+        .map_or(
+            "ci-cluster-network-liveness-new-connections",
+            String::as_str,
+        );
     let setting = timeline::Setting {
         started: plan.started,
         upgrade_start,
         upgrading: plan.dims.upgrade_type != "none",
-        on_prem: matches!(plan.dims.platform.as_str(), "metal" | "vsphere" | "openstack"),
+        on_prem: matches!(
+            plan.dims.platform.as_str(),
+            "metal" | "vsphere" | "openstack"
+        ),
         pods: plan.pod_intervals,
         mechanism: plan.mechanism.filter(|_| plan.regressed),
         family_seconds,
@@ -499,14 +575,26 @@ fn intervals(
 
 /// Every operator progresses during an upgrade (noise that correlates with everything), and
 /// now and then one is briefly degraded.
-fn operator_noise(plan: &RunPlan<'_>, upgrade_start: DateTime<Utc>, rng: &mut Rng) -> Vec<Interval> {
+fn operator_noise(
+    plan: &RunPlan<'_>,
+    upgrade_start: DateTime<Utc>,
+    rng: &mut Rng,
+) -> Vec<Interval> {
     let mut items = Vec::new();
     if plan.dims.upgrade_type != "none" {
         for op in OPERATORS {
             let from = upgrade_start + Duration::seconds(rng.between(0, 600));
             let to = from + Duration::seconds(rng.between(300, 1500));
             let message = format!("Working towards {}", plan.dims.release);
-            items.push(operator_interval(op, "Progressing", "True", "Upgrading", &message, from, Some(to)));
+            items.push(operator_interval(
+                op,
+                "Progressing",
+                "True",
+                "Upgrading",
+                &message,
+                from,
+                Some(to),
+            ));
         }
     }
     if rng.chance(0.1) {
@@ -529,7 +617,11 @@ fn operator_noise(plan: &RunPlan<'_>, upgrade_start: DateTime<Utc>, rng: &mut Rn
 /// One backend's outage of `secs` from `from`, and the planted condition around it in a
 /// regressed run.
 fn outage_at(plan: &RunPlan<'_>, backend: &str, from: DateTime<Utc>, secs: i64) -> Vec<Interval> {
-    let connection = if backend.contains("-reused-") { "reused" } else { "new" };
+    let connection = if backend.contains("-reused-") {
+        "reused"
+    } else {
+        "new"
+    };
     let to = from + Duration::seconds(secs);
     let mut items = vec![Interval {
         level: "Error",
@@ -552,8 +644,13 @@ fn outage_at(plan: &RunPlan<'_>, backend: &str, from: DateTime<Utc>, secs: i64) 
         && backend.starts_with(&plan.regressed_prefix)
         && let Some((op, cond, status, reason, message)) = &plan.regressed_condition
     {
-        let (from, to) = (from - Duration::seconds(10), Some(to + Duration::seconds(10)));
-        items.push(operator_interval(op, cond, status, reason, message, from, to));
+        let (from, to) = (
+            from - Duration::seconds(10),
+            Some(to + Duration::seconds(10)),
+        );
+        items.push(operator_interval(
+            op, cond, status, reason, message, from, to,
+        ));
     }
     items
 }
@@ -572,7 +669,10 @@ fn pod_noise(plan: &RunPlan<'_>, n: usize, rng: &mut Rng) -> Interval {
         ],
         reason: "Created".into(),
         message: "pod lifecycle event".into(),
-        annotations: vec![("constructed", "pod-lifecycle-constructor".into()), ("reason", "Created".into())],
+        annotations: vec![
+            ("constructed", "pod-lifecycle-constructor".into()),
+            ("reason", "Created".into()),
+        ],
         from,
         to: Some(from + Duration::seconds(rng.between(0, 60))),
     }
@@ -587,7 +687,11 @@ fn operator_interval(
     from: DateTime<Utc>,
     to: Option<DateTime<Utc>>,
 ) -> Interval {
-    let level = if cond == "Progressing" { "Warning" } else { "Error" };
+    let level = if cond == "Progressing" {
+        "Warning"
+    } else {
+        "Error"
+    };
     Interval {
         level,
         source: "OperatorState",
@@ -639,7 +743,10 @@ fn write_prow_files(
     let duration = Duration::seconds(rng.between(5400, 9000));
     let finished = plan.started + duration;
     let passed = rng.chance(0.85) && !plan.install_failed;
-    let url = format!("https://prow.ci.openshift.org/view/gs/{}/{path}", scenario.bucket);
+    let url = format!(
+        "https://prow.ci.openshift.org/view/gs/{}/{path}",
+        scenario.bucket
+    );
     let prowjob = serde_json::json!({
         "kind": "ProwJob",
         "apiVersion": "prow.k8s.io/v1",
@@ -653,8 +760,15 @@ fn write_prow_files(
         "status": {"startTime": rfc3339(plan.started), "completionTime": rfc3339(finished),
             "state": if passed { "success" } else { "failure" }, "url": url, "build_id": plan.build_id},
     });
-    write(&dir.join("prowjob.json"), &serde_json::to_string_pretty(&prowjob).unwrap_or_default(), files)?;
-    let started = format!("{{\"timestamp\": {}, \"repos\": {{}}}}", plan.started.timestamp());
+    write(
+        &dir.join("prowjob.json"),
+        &serde_json::to_string_pretty(&prowjob).unwrap_or_default(),
+        files,
+    )?;
+    let started = format!(
+        "{{\"timestamp\": {}, \"repos\": {{}}}}",
+        plan.started.timestamp()
+    );
     write(&dir.join("started.json"), &started, files)?;
     let finished_json = format!(
         "{{\"timestamp\": {}, \"passed\": {passed}, \"result\": \"{}\", \"revision\": \"master\", \"metadata\": {{\"work-namespace\": \"ci-op-{:x}\"}}}}",
@@ -663,7 +777,11 @@ fn write_prow_files(
         rng.below(1 << 20)
     );
     write(&dir.join("finished.json"), &finished_json, files)?;
-    write(&dir.join("build-log.txt"), "INFO[2023-11-14T22:00:00Z] Running step e2e\n", files)
+    write(
+        &dir.join("build-log.txt"),
+        "INFO[2023-11-14T22:00:00Z] Running step e2e\n",
+        files,
+    )
 }
 
 /// One phase's `backend-disruption_*.json`, in the writer generation of the run's release.
@@ -673,8 +791,14 @@ fn disruption_file(era: Era, seconds: &BTreeMap<&str, i64>) -> String {
         if i > 0 {
             body.push_str(",\n");
         }
-        let connection = if b.contains("-reused-") { "Reused" } else { "New" };
-        let short = b.trim_end_matches("-new-connections").trim_end_matches("-reused-connections");
+        let connection = if b.contains("-reused-") {
+            "Reused"
+        } else {
+            "New"
+        };
+        let short = b
+            .trim_end_matches("-new-connections")
+            .trim_end_matches("-reused-connections");
         let d = phase_duration(*s);
         if era == Era::Strings {
             let _ = write!(
@@ -688,7 +812,11 @@ fn disruption_file(era: Era, seconds: &BTreeMap<&str, i64>) -> String {
                 body,
                 "  {k}: {{\"Name\": {k}, \"BackendName\": {k}, \"ConnectionType\": \"{connection}\", \"DisruptedDuration\": \"{d}\", \
                  \"DisruptionMessages\": {}, \"LoadBalancerType\": \"external\", \"Protocol\": \"http1\", \"TargetAPI\": \"\"}}",
-                if *s > 0 { "[\"stopped responding\"]" } else { "null" },
+                if *s > 0 {
+                    "[\"stopped responding\"]"
+                } else {
+                    "null"
+                },
                 k = json_str(b)
             );
         }
@@ -734,20 +862,39 @@ pub(super) fn write_run(
     let mut files = 0;
     write_prow_files(scenario, plan, &dir, &path, &mut files, rng)?;
     if plan.install_failed {
-        return Ok(Written { truth: plan.truth(), interval_bytes: 0, files });
+        return Ok(Written {
+            truth: plan.truth(),
+            interval_bytes: 0,
+            files,
+        });
     }
     let target = format!("e2e-{}", job.rsplit_once("-e2e-").map_or("e2e", |(_, t)| t));
-    let step = if plan.dims.platform == "metal" { "baremetalds-e2e-test" } else { "openshift-e2e-test" };
-    let junit = dir.join("artifacts").join(&target).join(step).join("artifacts/junit");
+    let step = if plan.dims.platform == "metal" {
+        "baremetalds-e2e-test"
+    } else {
+        "openshift-e2e-test"
+    };
+    let junit = dir
+        .join("artifacts")
+        .join(&target)
+        .join(step)
+        .join("artifacts/junit");
     let phases: Vec<DateTime<Utc>> = if plan.dims.upgrade_type != "none" {
-        vec![plan.started + Duration::seconds(1800), plan.started + Duration::seconds(5400)]
+        vec![
+            plan.started + Duration::seconds(1800),
+            plan.started + Duration::seconds(5400),
+        ]
     } else {
         vec![plan.started + Duration::seconds(1800)]
     };
     // Split every backend's seconds over the phases: most in the first (the upgrade).
     let mut split: Vec<BTreeMap<&str, i64>> = vec![BTreeMap::new(); phases.len()];
     for (b, &s) in &plan.seconds {
-        let second = if phases.len() > 1 && s > 0 { rng.between(0, s.min(2)) } else { 0 };
+        let second = if phases.len() > 1 && s > 0 {
+            rng.between(0, s.min(2))
+        } else {
+            0
+        };
         split[0].insert(b, s - second);
         if phases.len() > 1 {
             split[1].insert(b, second);
@@ -768,15 +915,31 @@ pub(super) fn write_run(
                 &mut files,
             )?;
         }
-        let items = if n == 0 { intervals(scenario, plan, *phase_start, rng) } else { Vec::new() };
+        let items = if n == 0 {
+            intervals(scenario, plan, *phase_start, rng)
+        } else {
+            Vec::new()
+        };
         let events = interval_file(plan.era, &items);
         interval_bytes += events.len() as u64;
-        write(&junit.join(format!("e2e-events_{ts}.json")), &events, &mut files)?;
+        write(
+            &junit.join(format!("e2e-events_{ts}.json")),
+            &events,
+            &mut files,
+        )?;
         if scenario.write_timelines {
-            write(&junit.join(format!("e2e-timelines_everything_{ts}.json")), &events, &mut files)?;
+            write(
+                &junit.join(format!("e2e-timelines_everything_{ts}.json")),
+                &events,
+                &mut files,
+            )?;
         }
     }
-    Ok(Written { truth: plan.truth(), interval_bytes, files })
+    Ok(Written {
+        truth: plan.truth(),
+        interval_bytes,
+        files,
+    })
 }
 
 #[cfg(test)]

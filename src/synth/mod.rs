@@ -33,7 +33,12 @@ pub struct JobSpec {
 
 impl JobSpec {
     pub fn new(name: &str, runs_per_day: f64) -> JobSpec {
-        JobSpec { name: name.to_string(), runs_per_day, max_runs: None, from_day: 0 }
+        JobSpec {
+            name: name.to_string(),
+            runs_per_day,
+            max_runs: None,
+            from_day: 0,
+        }
     }
 }
 
@@ -154,7 +159,12 @@ pub(crate) fn standard_backends() -> Vec<String> {
     ];
     families
         .iter()
-        .flat_map(|f| [format!("{f}-new-connections"), format!("{f}-reused-connections")])
+        .flat_map(|f| {
+            [
+                format!("{f}-new-connections"),
+                format!("{f}-reused-connections"),
+            ]
+        })
         .collect()
 }
 
@@ -163,18 +173,39 @@ pub(crate) fn standard_jobs() -> Vec<JobSpec> {
     let p = "periodic-ci-openshift-release-master";
     vec![
         JobSpec::new(&format!("{p}-ci-4.14-e2e-aws-ovn-upgrade"), 8.0),
-        JobSpec::new(&format!("{p}-ci-4.14-upgrade-from-stable-4.13-e2e-aws-ovn-upgrade"), 6.0),
-        JobSpec::new(&format!("{p}-ci-4.14-upgrade-from-stable-4.13-e2e-aws-sdn-upgrade"), 3.0),
+        JobSpec::new(
+            &format!("{p}-ci-4.14-upgrade-from-stable-4.13-e2e-aws-ovn-upgrade"),
+            6.0,
+        ),
+        JobSpec::new(
+            &format!("{p}-ci-4.14-upgrade-from-stable-4.13-e2e-aws-sdn-upgrade"),
+            3.0,
+        ),
         JobSpec::new(&format!("{p}-ci-4.14-e2e-gcp-ovn-upgrade"), 5.0),
-        JobSpec::new(&format!("{p}-ci-4.14-upgrade-from-stable-4.13-e2e-gcp-ovn-upgrade"), 3.0),
+        JobSpec::new(
+            &format!("{p}-ci-4.14-upgrade-from-stable-4.13-e2e-gcp-ovn-upgrade"),
+            3.0,
+        ),
         JobSpec::new(&format!("{p}-ci-4.14-e2e-azure-ovn-upgrade"), 4.0),
-        JobSpec::new(&format!("{p}-ci-4.14-upgrade-from-stable-4.13-e2e-azure-sdn-upgrade"), 2.0),
+        JobSpec::new(
+            &format!("{p}-ci-4.14-upgrade-from-stable-4.13-e2e-azure-sdn-upgrade"),
+            2.0,
+        ),
         JobSpec::new(&format!("{p}-nightly-4.14-e2e-vsphere-ovn-upgrade"), 2.0),
         JobSpec::new(&format!("{p}-nightly-4.14-e2e-metal-ipi-ovn-upgrade"), 1.0),
         JobSpec::new(&format!("{p}-nightly-4.14-e2e-metal-ipi-sdn-upgrade"), 1.0),
-        JobSpec::new(&format!("{p}-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-ovn-upgrade"), 1.0),
-        JobSpec::new(&format!("{p}-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-sdn-bm-upgrade"), 1.0),
-        JobSpec::new(&format!("{p}-nightly-4.14-e2e-aws-ovn-upgrade-single-node"), 1.0),
+        JobSpec::new(
+            &format!("{p}-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-ovn-upgrade"),
+            1.0,
+        ),
+        JobSpec::new(
+            &format!("{p}-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-sdn-bm-upgrade"),
+            1.0,
+        ),
+        JobSpec::new(
+            &format!("{p}-nightly-4.14-e2e-aws-ovn-upgrade-single-node"),
+            1.0,
+        ),
         JobSpec::new(&format!("{p}-ci-4.15-e2e-aws-ovn-upgrade"), 4.0),
         JobSpec::new(&format!("{p}-ci-4.13-e2e-aws-sdn-upgrade"), 2.0),
     ]
@@ -186,7 +217,10 @@ pub fn metal_registry_regression(from_day: u32) -> Planted {
     use crate::model::Dimension;
     Planted {
         backend_prefix: "image-registry-".into(),
-        matches: vec![(Dimension::Platform, "metal".into()), (Dimension::Release, "4.14".into())],
+        matches: vec![
+            (Dimension::Platform, "metal".into()),
+            (Dimension::Release, "4.14".into()),
+        ],
         from_day,
         until_day: None,
         share: 0.9,
@@ -232,7 +266,9 @@ impl Scenario {
 
 /// Midnight UTC of a date, for scenarios.
 pub fn day(y: i32, m: u32, d: u32) -> DateTime<Utc> {
-    Utc.with_ymd_and_hms(y, m, d, 0, 0, 0).single().expect("a valid date")
+    Utc.with_ymd_and_hms(y, m, d, 0, 0, 0)
+        .single()
+        .expect("a valid date")
 }
 
 /// Where one run falls: its job, the job's dimensions, its index within the job, its day, its
@@ -260,10 +296,12 @@ fn for_each_run(
         let mut expected = 0.0f64;
         for day_index in job.from_day..scenario.days {
             expected += job.runs_per_day;
-            while (job_runs as f64) < expected.floor() && job.max_runs.is_none_or(|m| job_runs < m) {
+            while (job_runs as f64) < expected.floor() && job.max_runs.is_none_or(|m| job_runs < m)
+            {
                 let offset = rng.below(86_000) as i64;
-                let started =
-                    scenario.start + Duration::days(i64::from(day_index)) + Duration::seconds(offset);
+                let started = scenario.start
+                    + Duration::days(i64::from(day_index))
+                    + Duration::seconds(offset);
                 build_counter += 1;
                 let slot = RunSlot {
                     job,
@@ -298,7 +336,11 @@ pub fn write_tree(scenario: &Scenario, root: &Path) -> std::io::Result<Truth> {
     if scenario.leave_last_run_running {
         for job in &scenario.jobs {
             if let Some(last) = truth.runs.iter_mut().rev().find(|r| r.job == job.name) {
-                std::fs::remove_file(root.join(&scenario.bucket).join(&last.path).join("finished.json"))?;
+                std::fs::remove_file(
+                    root.join(&scenario.bucket)
+                        .join(&last.path)
+                        .join("finished.json"),
+                )?;
                 last.finished = false;
             }
         }
@@ -309,9 +351,24 @@ pub fn write_tree(scenario: &Scenario, root: &Path) -> std::io::Result<Truth> {
 /// Many jobs across platforms, networks, upgrade types, releases, architectures and
 /// topologies (`variants` of them), `runs` runs in all over `days` days, and `backends`
 /// backends: the shape of a month of OpenShift CI, for benchmarks.
-pub fn large(runs: usize, variants: usize, backends: usize, days: u32, end: DateTime<Utc>) -> Scenario {
+pub fn large(
+    runs: usize,
+    variants: usize,
+    backends: usize,
+    days: u32,
+    end: DateTime<Utc>,
+) -> Scenario {
     let mut jobs = Vec::new();
-    let platforms = ["aws", "gcp", "azure", "metal", "vsphere", "openstack", "ovirt", "nutanix"];
+    let platforms = [
+        "aws",
+        "gcp",
+        "azure",
+        "metal",
+        "vsphere",
+        "openstack",
+        "ovirt",
+        "nutanix",
+    ];
     'outer: for release in ["4.14", "4.15", "4.16", "4.13"] {
         let prev = crate::evaluate::thresholds::previous_release(release).unwrap_or_default();
         for platform in platforms {
@@ -405,12 +462,18 @@ pub fn example_report(
     threshold: f64,
 ) -> crate::model::RegressionReport {
     use crate::model::{
-        Attribution, Confidence, Dimension, FileAgainst, Percentile, PercentilePair, RegressionReport,
-        SampleJob, SampleKind, Status, fingerprint,
+        Attribution, Confidence, Dimension, FileAgainst, Percentile, PercentilePair,
+        RegressionReport, SampleJob, SampleKind, Status, fingerprint,
     };
-    let release = scope.single(Dimension::Release).unwrap_or("4.14").to_string();
+    let release = scope
+        .single(Dimension::Release)
+        .unwrap_or("4.14")
+        .to_string();
     let platform = scope.single(Dimension::Platform).map(str::to_string);
-    let words = format!("{} {release}", platform.as_deref().unwrap_or("every platform"));
+    let words = format!(
+        "{} {release}",
+        platform.as_deref().unwrap_or("every platform")
+    );
     let summary = format!(
         "image-registry disruption regressed on {words}: P50 {} against {} over 28 runs.",
         crate::model::secs(observed),
@@ -420,7 +483,10 @@ pub fn example_report(
     RegressionReport {
         fingerprint: fingerprint("image-registry", &release, &scope.joined()),
         backend: None,
-        backends: vec!["image-registry-new-connections".into(), "image-registry-reused-connections".into()],
+        backends: vec![
+            "image-registry-new-connections".into(),
+            "image-registry-reused-connections".into(),
+        ],
         family: "image-registry".into(),
         component: "Image Registry".into(),
         release,
@@ -444,7 +510,15 @@ pub fn example_report(
         q_value: 1e-7,
         percentiles: Percentile::ALL
             .iter()
-            .map(|p| (*p, PercentilePair { now: Some(observed), baseline: Some(threshold) }))
+            .map(|p| {
+                (
+                    *p,
+                    PercentilePair {
+                        now: Some(observed),
+                        baseline: Some(threshold),
+                    },
+                )
+            })
             .collect(),
         attribution: Attribution {
             component: "Image Registry".into(),
@@ -454,19 +528,26 @@ pub fn example_report(
             file_against: FileAgainst::Backend,
             scope: words,
             summary,
-            independence: vec!["not specific to a network plugin: ovn and sdn both regressed".into()],
+            independence: vec![
+                "not specific to a network plugin: ovn and sdn both regressed".into(),
+            ],
             thin_evidence: Vec::new(),
             control: None,
             conditions: Vec::new(),
             confidence: Confidence::High,
-            evidence: vec![format!("P50 is {} against a reference of {}", observed, threshold)],
+            evidence: vec![format!(
+                "P50 is {} against a reference of {}",
+                observed, threshold
+            )],
             evidence_pending: 0,
             mechanism: None,
             harness: None,
             contrast: Vec::new(),
         },
         sample_jobs: vec![SampleJob {
-            url: format!("https://prow.ci.openshift.org/view/gs/test-platform-results/logs/{job}/1"),
+            url: format!(
+                "https://prow.ci.openshift.org/view/gs/test-platform-results/logs/{job}/1"
+            ),
             job: job.into(),
             build_id: "1".into(),
             seconds: observed as i64,
@@ -511,7 +592,10 @@ pub fn payload_tags(scenario: &Scenario, release: &str) -> Vec<(String, DateTime
     let mut t = scenario.start - Duration::hours(2 * step);
     let mut out = Vec::new();
     while t < scenario.start + Duration::days(i64::from(scenario.days)) {
-        out.push((format!("{release}.0-0.nightly-{}", t.format("%Y-%m-%d-%H%M%S")), t));
+        out.push((
+            format!("{release}.0-0.nightly-{}", t.format("%Y-%m-%d-%H%M%S")),
+            t,
+        ));
         t += Duration::hours(step);
     }
     out
@@ -526,14 +610,27 @@ pub struct UnknownTag(pub String);
 /// `/changelog?format=json` answers: one to three unrelated pull requests per payload, and in
 /// the payload that shipped the first planted regression the culprit, in
 /// openshift/cluster-image-registry-operator. `Err` names a tag the scenario never built.
-pub fn release_changelog(scenario: &Scenario, from: &str, to: &str) -> Result<serde_json::Value, UnknownTag> {
+pub fn release_changelog(
+    scenario: &Scenario,
+    from: &str,
+    to: &str,
+) -> Result<serde_json::Value, UnknownTag> {
     let release = to.split('.').take(2).collect::<Vec<_>>().join(".");
     let tags = payload_tags(scenario, &release);
-    let index = |t: &str| tags.iter().position(|(x, _)| x == t).ok_or_else(|| UnknownTag(t.to_string()));
+    let index = |t: &str| {
+        tags.iter()
+            .position(|(x, _)| x == t)
+            .ok_or_else(|| UnknownTag(t.to_string()))
+    };
     let (a, b) = (index(from)?, index(to)?);
-    let culprit = scenario.planted.first().map(|p| scenario.start + Duration::days(i64::from(p.from_day)));
-    let fix =
-        scenario.planted.first().and_then(|p| Some(scenario.start + Duration::days(i64::from(p.until_day?))));
+    let culprit = scenario
+        .planted
+        .first()
+        .map(|p| scenario.start + Duration::days(i64::from(p.from_day)));
+    let fix = scenario
+        .planted
+        .first()
+        .and_then(|p| Some(scenario.start + Duration::days(i64::from(p.until_day?))));
     let mut images: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
     for (n, (tag, built)) in tags.iter().enumerate().take(b + 1).skip(a + 1) {
         let mut rng = Rng::new(scenario.seed ^ (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
@@ -565,5 +662,7 @@ pub fn release_changelog(scenario: &Scenario, from: &str, to: &str) -> Result<se
         })
         .collect();
     let info = |i: usize| serde_json::json!({"name": tags[i].0, "created": tags[i].1.to_rfc3339(), "digest": "sha256:0"});
-    Ok(serde_json::json!({"from": info(a), "to": info(b), "components": [], "updatedImages": updated}))
+    Ok(
+        serde_json::json!({"from": info(a), "to": info(b), "components": [], "updatedImages": updated}),
+    )
 }

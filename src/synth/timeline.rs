@@ -50,7 +50,11 @@ pub(super) struct Setting<'a> {
 }
 
 pub(super) fn timeline(s: &Setting<'_>, rng: &mut Rng) -> Timeline {
-    let turns = if s.upgrading { rollout(s.upgrade_start, rng) } else { Vec::new() };
+    let turns = if s.upgrading {
+        rollout(s.upgrade_start, rng)
+    } else {
+        Vec::new()
+    };
     let mut items: Vec<Interval> = turns.iter().flat_map(node_items).collect();
     let secs = s.family_seconds;
     let mechanism = s.mechanism.filter(|_| secs > 0);
@@ -60,7 +64,10 @@ pub(super) fn timeline(s: &Setting<'_>, rng: &mut Rng) -> Timeline {
         _ => vec![1, 2],
     };
     let start_worker = rng.below(WORKERS.len() as u64) as usize;
-    let placed: Vec<usize> = replicas.iter().map(|r| (start_worker + r) % WORKERS.len()).collect();
+    let placed: Vec<usize> = replicas
+        .iter()
+        .map(|r| (start_worker + r) % WORKERS.len())
+        .collect();
     let (pod_items, mut outages) = registry(s, &turns, &placed, secs, rng);
     if s.pods {
         items.extend(pod_items);
@@ -79,17 +86,25 @@ pub(super) fn timeline(s: &Setting<'_>, rng: &mut Rng) -> Timeline {
         }
         Some(MechanismKind::CiNetwork) => {
             let at = window(rng);
-            items.push(probe_outage(s.probe, at - Duration::seconds(5), at + Duration::seconds(secs + 5)));
+            items.push(probe_outage(
+                s.probe,
+                at - Duration::seconds(5),
+                at + Duration::seconds(secs + 5),
+            ));
             outages = vec![(at, secs)];
         }
         _ => {}
     }
     // decoys: the masters' reboots move etcd's leadership and (on-prem) the VIP
-    for (i, t) in turns.iter().filter(|t| t.node.starts_with("master")).enumerate() {
+    for (i, t) in turns
+        .iter()
+        .filter(|t| t.node.starts_with("master"))
+        .enumerate()
+    {
         let at = t.down.0 + Duration::seconds(rng.between(1, 20));
-        let near = outages
-            .iter()
-            .any(|(o, len)| at > *o - Duration::seconds(APART) && at < *o + Duration::seconds(len + APART));
+        let near = outages.iter().any(|(o, len)| {
+            at > *o - Duration::seconds(APART) && at < *o + Duration::seconds(len + APART)
+        });
         if near {
             continue;
         }
@@ -149,7 +164,12 @@ fn evictions(turns: &[Turn], placed: &[usize]) -> Vec<Eviction> {
             on[i] = dest;
             to.push(dest);
         }
-        out.push(Eviction { at: turn.drain.0 + Duration::seconds(2), pods: hit, to, lone });
+        out.push(Eviction {
+            at: turn.drain.0 + Duration::seconds(2),
+            pods: hit,
+            to,
+            lone,
+        });
     }
     out
 }
@@ -169,12 +189,23 @@ fn registry(
     // (pod, worker, ready since)
     let mut pods: Vec<(String, usize, DateTime<Utc>)> = placed
         .iter()
-        .map(|w| (pod_name(rng), *w, s.started + Duration::seconds(rng.between(60, 600))))
+        .map(|w| {
+            (
+                pod_name(rng),
+                *w,
+                s.started + Duration::seconds(rng.between(60, 600)),
+            )
+        })
         .collect();
     let mut items = Vec::new();
     for m in &moves {
         let len = if m.lone {
-            let share = secs / lone.max(1) + if outages.is_empty() { secs % lone.max(1) } else { 0 };
+            let share = secs / lone.max(1)
+                + if outages.is_empty() {
+                    secs % lone.max(1)
+                } else {
+                    0
+                };
             outages.push((m.at, share.max(1)));
             share.max(1)
         } else {
@@ -196,12 +227,18 @@ fn registry(
 
 fn pod_name(rng: &mut Rng) -> String {
     const LETTERS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let tail: String = (0..5).map(|_| LETTERS[rng.below(LETTERS.len() as u64) as usize] as char).collect();
+    let tail: String = (0..5)
+        .map(|_| LETTERS[rng.below(LETTERS.len() as u64) as usize] as char)
+        .collect();
     format!("image-registry-7d9c6b8f4-{tail}")
 }
 
 fn node_items(t: &Turn) -> Vec<Interval> {
-    let role = if t.node.starts_with("master") { "master" } else { "worker" };
+    let role = if t.node.starts_with("master") {
+        "master"
+    } else {
+        "worker"
+    };
     let phase = |phase: &'static str, (from, to): (DateTime<Utc>, DateTime<Utc>)| Interval {
         level: "Info",
         source: "NodeState",
@@ -231,7 +268,11 @@ fn ready(pod: &str, node: &str, from: DateTime<Utc>, to: DateTime<Utc>) -> Inter
         level: "Info",
         source: "PodState",
         locator_type: "Pod",
-        keys: vec![("namespace", REGISTRY.into()), ("pod", pod.into()), ("uid", format!("uid-{pod}"))],
+        keys: vec![
+            ("namespace", REGISTRY.into()),
+            ("pod", pod.into()),
+            ("uid", format!("uid-{pod}")),
+        ],
         reason: "PodReady".into(),
         message: format!("pod ready on {node}"),
         annotations: vec![
@@ -252,7 +293,11 @@ fn leader(at: DateTime<Utc>, leader: &str, previous: &str) -> Interval {
         keys: vec![("etcd-member", leader.into())],
         reason: "LeaderElected".into(),
         message: "a new etcd leader was elected".into(),
-        annotations: vec![("leader", leader.into()), ("prev-leader", previous.into()), ("term", "7".into())],
+        annotations: vec![
+            ("leader", leader.into()),
+            ("prev-leader", previous.into()),
+            ("term", "7".into()),
+        ],
         from: at,
         to: Some(at),
     }
@@ -266,7 +311,10 @@ fn vip(at: DateTime<Utc>, node: &str) -> Interval {
         keys: vec![("node", node.into()), ("onprem-keepalived", "api".into())],
         reason: "OnPremLBTookVIP".into(),
         message: "keepalived took the API VIP".into(),
-        annotations: vec![("reason", "OnPremLBTookVIP".into()), ("vip", "192.168.111.5".into())],
+        annotations: vec![
+            ("reason", "OnPremLBTookVIP".into()),
+            ("vip", "192.168.111.5".into()),
+        ],
         from: at,
         to: Some(at),
     }
@@ -277,7 +325,10 @@ fn probe_outage(backend: &str, from: DateTime<Utc>, to: DateTime<Utc>) -> Interv
         level: "Error",
         source: "Disruption",
         locator_type: "Disruption",
-        keys: vec![("backend-disruption-name", backend.into()), ("connection", "new".into())],
+        keys: vec![
+            ("backend-disruption-name", backend.into()),
+            ("connection", "new".into()),
+        ],
         reason: "DisruptionBegan".into(),
         message: format!("{backend} stopped responding to GET requests over new connections"),
         annotations: vec![("reason", "DisruptionBegan".into())],

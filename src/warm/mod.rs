@@ -56,7 +56,11 @@ impl Warm {
 
     /// Everything kept, the windows and the scopes' runs too: what `sheriff serve` runs with.
     pub fn kept() -> Warm {
-        Warm { windows: Some(Windows::default()), scope_runs: Some(ScopeRuns::default()), ..Warm::default() }
+        Warm {
+            windows: Some(Windows::default()),
+            scope_runs: Some(ScopeRuns::default()),
+            ..Warm::default()
+        }
     }
 
     /// Days the windows kept here have read from the database so far (0 when not kept, or

@@ -98,9 +98,22 @@ struct RecentRows {
 
 impl RecentRows {
     fn from_rows(version: i64, days: (i64, i64), rows: Vec<CellRow>) -> RecentRows {
-        let mut by_day: HashMap<String, std::collections::BTreeMap<i64, Vec<StoredCell>>> = HashMap::new();
-        for CellRow { backend, day, variant_id, runs, hist } in rows {
-            by_day.entry(backend).or_default().entry(day).or_default().push((variant_id, runs, hist.into()));
+        let mut by_day: HashMap<String, std::collections::BTreeMap<i64, Vec<StoredCell>>> =
+            HashMap::new();
+        for CellRow {
+            backend,
+            day,
+            variant_id,
+            runs,
+            hist,
+        } in rows
+        {
+            by_day
+                .entry(backend)
+                .or_default()
+                .entry(day)
+                .or_default()
+                .push((variant_id, runs, hist.into()));
         }
         let by_backend = by_day
             .into_iter()
@@ -115,7 +128,11 @@ impl RecentRows {
                 (b, days)
             })
             .collect();
-        RecentRows { version, days, by_backend }
+        RecentRows {
+            version,
+            days,
+            by_backend,
+        }
     }
 
     /// These rows at `version`, with the variant-days `cells` replaced by `fresh` (every row
@@ -130,13 +147,29 @@ impl RecentRows {
                 }
             }
         }
-        for CellRow { backend, day, variant_id, runs, hist } in fresh {
-            let rows =
-                std::sync::Arc::make_mut(by_backend.entry(backend).or_default().entry(day).or_default());
+        for CellRow {
+            backend,
+            day,
+            variant_id,
+            runs,
+            hist,
+        } in fresh
+        {
+            let rows = std::sync::Arc::make_mut(
+                by_backend
+                    .entry(backend)
+                    .or_default()
+                    .entry(day)
+                    .or_default(),
+            );
             let at = rows.partition_point(|r| r.0 < variant_id);
             rows.insert(at, (variant_id, runs, hist.into()));
         }
-        RecentRows { version, days: self.days, by_backend }
+        RecentRows {
+            version,
+            days: self.days,
+            by_backend,
+        }
     }
 
     fn holds(&self, day: i64) -> bool {
@@ -146,7 +179,11 @@ impl RecentRows {
     /// `key`'s histogram of `day` (held here), as [`crate::store::cells::Cells::days_of`] reads
     /// it: None when no row of the key's variants is stored for it.
     fn day_of(&self, key: &DaysKey, day: i64) -> Result<Option<Histogram>> {
-        let Some(rows) = self.by_backend.get(key.backend.as_str()).and_then(|d| d.get(&day)) else {
+        let Some(rows) = self
+            .by_backend
+            .get(key.backend.as_str())
+            .and_then(|d| d.get(&day))
+        else {
             return Ok(None);
         };
         let mut runs = 0;
@@ -168,7 +205,9 @@ impl RecentRows {
         if !any {
             return Ok(None);
         }
-        Ok(Some(Histogram::decode_concatenated(&joined)?.with_zeros(runs as u64)))
+        Ok(Some(
+            Histogram::decode_concatenated(&joined)?.with_zeros(runs as u64),
+        ))
     }
 }
 impl DayCache {
@@ -185,8 +224,11 @@ impl DayCache {
             return (Default::default(), None);
         }
         if version > self.version {
-            self.previous =
-                self.entries.drain().filter_map(|(k, slot)| slot.get().cloned().map(|d| (k, d))).collect();
+            self.previous = self
+                .entries
+                .drain()
+                .filter_map(|(k, slot)| slot.get().cloned().map(|d| (k, d)))
+                .collect();
             self.previous_version = self.version;
             self.version = version;
             self.changes = Default::default();
@@ -255,7 +297,9 @@ impl Queries {
 
     /// How many reads of the data version questions have made ([`Queries::data_version`]).
     pub fn version_reads_started(&self) -> u64 {
-        self.version_reads.started.load(std::sync::atomic::Ordering::SeqCst)
+        self.version_reads
+            .started
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// The variants and backend names at the current data version: one small read (shared by
@@ -269,7 +313,11 @@ impl Queries {
         // Read after the version: they hold at least what it counts.
         let variants = store.variants().await?;
         let backend_names = std::sync::Arc::new(store.backend_names().await?);
-        let c = Catalog { version, variants, backend_names };
+        let c = Catalog {
+            version,
+            variants,
+            backend_names,
+        };
         let mut cache = self.catalog.lock().expect("cache lock");
         if cache.as_ref().is_none_or(|k| k.version < version) {
             *cache = Some(c.clone());
@@ -288,7 +336,8 @@ impl Queries {
         days: std::ops::Range<i64>,
     ) -> Result<Days> {
         let version = self.data_version(store).await?;
-        self.daily_histograms_at(store, version, backend, variants, days).await
+        self.daily_histograms_at(store, version, backend, variants, days)
+            .await
     }
 
     /// [`Queries::daily_histograms`] at `version`, read by the caller (from [`Queries::catalog`]).
@@ -305,9 +354,15 @@ impl Queries {
         }
         let mut ids: Vec<i64> = variants.iter().copied().collect();
         ids.sort_unstable();
-        let key = DaysKey { backend: backend.to_string(), variants: ids, days: (days.start, days.end) };
+        let key = DaysKey {
+            backend: backend.to_string(),
+            variants: ids,
+            days: (days.start, days.end),
+        };
         let (slot, older) = self.days.lock().expect("cache lock").slot(version, &key);
-        slot.get_or_try_init(|| self.refresh_days(store, &key, version, older)).await.cloned()
+        slot.get_or_try_init(|| self.refresh_days(store, &key, version, older))
+            .await
+            .cloned()
     }
 
     /// `key`'s days at `version`: the older answer when no change since touched its variants,
@@ -320,11 +375,19 @@ impl Queries {
         version: i64,
         older: Option<Older>,
     ) -> Result<Days> {
-        let Some(Older { version: since, days: older, changes, share_rows, rows }) = older else {
+        let Some(Older {
+            version: since,
+            days: older,
+            changes,
+            share_rows,
+            rows,
+        }) = older
+        else {
             return read_days(store, key, key.days.0, key.days.1).await;
         };
-        let changes =
-            changes.get_or_try_init(|| self.changes_between(store, since, version, share_rows, rows)).await?;
+        let changes = changes
+            .get_or_try_init(|| self.changes_between(store, since, version, share_rows, rows))
+            .await?;
         // The first and last of the key's days touched.
         let touched = match (&changes.cells, changes.first_day) {
             (Some(cells), _) => cells
@@ -341,9 +404,14 @@ impl Queries {
             }
             (None, None) => return read_days(store, key, key.days.0, key.days.1).await,
         };
-        let Some((low, high)) = touched else { return Ok(older) };
-        let mut days: std::collections::BTreeMap<i64, Histogram> =
-            older.iter().filter(|(d, _)| !(low..=high).contains(*d)).map(|(d, h)| (*d, h.clone())).collect();
+        let Some((low, high)) = touched else {
+            return Ok(older);
+        };
+        let mut days: std::collections::BTreeMap<i64, Histogram> = older
+            .iter()
+            .filter(|(d, _)| !(low..=high).contains(*d))
+            .map(|(d, h)| (*d, h.clone()))
+            .collect();
         match &changes.rows {
             Some(rows) if rows.holds(low) && rows.holds(high) => {
                 for day in low..=high {
@@ -352,9 +420,12 @@ impl Queries {
                     }
                 }
             }
-            _ => {
-                days.extend(read_days(store, key, low, high + 1).await?.iter().map(|(d, h)| (*d, h.clone())))
-            }
+            _ => days.extend(
+                read_days(store, key, low, high + 1)
+                    .await?
+                    .iter()
+                    .map(|(d, h)| (*d, h.clone())),
+            ),
         }
         Ok(std::sync::Arc::new(days))
     }
@@ -381,13 +452,20 @@ impl Queries {
             let changed = summary(&log, since, version);
             (log, changed)
         } else {
-            (Vec::new(), (store.cells().first_change_between(since, version).await?, None))
+            (
+                Vec::new(),
+                (
+                    store.cells().first_change_between(since, version).await?,
+                    None,
+                ),
+            )
         };
         let mut kept = match rows {
             Some(r) if r.version == version => Some(r),
             Some(r) => match summary(&log, r.version, version).1 {
                 Some(listed) => {
-                    let listed: Vec<(i64, i64)> = listed.into_iter().filter(|c| r.holds(c.1)).collect();
+                    let listed: Vec<(i64, i64)> =
+                        listed.into_iter().filter(|c| r.holds(c.1)).collect();
                     let fresh = store.cells().read_cells(&listed).await?;
                     Some(std::sync::Arc::new(r.patched(version, &listed, fresh)))
                 }
@@ -399,25 +477,42 @@ impl Queries {
         // rows move only to a newer day: a late run's older day is read by the answers it
         // touches (moving back and forth would read every cell at each turn).
         let span = match (&cells, first_day) {
-            (Some(listed), _) => listed.iter().map(|c| c.1).max().map(|d| (d + 1 - SHARED_DAYS, d + 1)),
+            (Some(listed), _) => listed
+                .iter()
+                .map(|c| c.1)
+                .max()
+                .map(|d| (d + 1 - SHARED_DAYS, d + 1)),
             (None, first) => first.map(|d| (d, d.saturating_add(SHARED_DAYS))),
         };
         let share_rows = share_rows && store.engine() == crate::config::Engine::Postgres;
-        if let Some(span) = span.filter(|s| share_rows && kept.as_ref().is_none_or(|r| s.1 > r.days.1)) {
+        if let Some(span) =
+            span.filter(|s| share_rows && kept.as_ref().is_none_or(|r| s.1 > r.days.1))
+        {
             let rows = store.cells().cell_rows_between(span).await?;
-            kept = Some(std::sync::Arc::new(RecentRows::from_rows(version, span, rows)));
+            kept = Some(std::sync::Arc::new(RecentRows::from_rows(
+                version, span, rows,
+            )));
         }
         if let Some(rows) = &kept {
             self.days.lock().expect("cache lock").keep_rows(rows);
         }
-        Ok(Changes { first_day, cells, rows: kept })
+        Ok(Changes {
+            first_day,
+            cells,
+            rows: kept,
+        })
     }
 }
 
 /// Reads `key`'s days in `from..until` (within its own).
 async fn read_days(store: &Store, key: &DaysKey, from: i64, until: i64) -> Result<Days> {
     let (from, until) = (from.max(key.days.0), until.min(key.days.1));
-    Ok(std::sync::Arc::new(store.cells().days_of(&key.backend, &key.variants, from..until).await?))
+    Ok(std::sync::Arc::new(
+        store
+            .cells()
+            .days_of(&key.backend, &key.variants, from..until)
+            .await?,
+    ))
 }
 
 #[cfg(test)]
@@ -425,11 +520,21 @@ mod tests {
     use super::*;
 
     fn row(backend: &str, day: i64, variant_id: i64, runs: i64, hist: &str) -> CellRow {
-        CellRow { backend: backend.to_string(), day, variant_id, runs, hist: hist.to_string() }
+        CellRow {
+            backend: backend.to_string(),
+            day,
+            variant_id,
+            runs,
+            hist: hist.to_string(),
+        }
     }
 
     fn key(backend: &str, variants: &[i64]) -> DaysKey {
-        DaysKey { backend: backend.to_string(), variants: variants.to_vec(), days: (0, 100) }
+        DaysKey {
+            backend: backend.to_string(),
+            variants: variants.to_vec(),
+            days: (0, 100),
+        }
     }
 
     #[test]
@@ -447,17 +552,30 @@ mod tests {
         );
         assert!(kept.holds(10) && kept.holds(12) && !kept.holds(13) && !kept.holds(9));
         let api = key("api", &[1, 2]);
-        assert_eq!(kept.day_of(&api, 11).unwrap(), Some(Histogram::decode("5:1").unwrap().with_zeros(5)));
-        assert_eq!(kept.day_of(&key("api", &[3]), 11).unwrap(), None, "no row of the key's variants");
+        assert_eq!(
+            kept.day_of(&api, 11).unwrap(),
+            Some(Histogram::decode("5:1").unwrap().with_zeros(5))
+        );
+        assert_eq!(
+            kept.day_of(&key("api", &[3]), 11).unwrap(),
+            None,
+            "no row of the key's variants"
+        );
 
         // Variant 1 of day 11 changed: the api row is rewritten, the console row went away (a
         // row not read back is gone), a new backend has one; day 12 is untouched.
-        let patched =
-            kept.patched(2, &[(1, 11)], vec![row("api", 11, 1, 3, "9:1"), row("etcd", 11, 1, 1, "")]);
+        let patched = kept.patched(
+            2,
+            &[(1, 11)],
+            vec![row("api", 11, 1, 3, "9:1"), row("etcd", 11, 1, 1, "")],
+        );
         assert_eq!(patched.version, 2);
         let api_11 = &patched.by_backend["api"][&11];
         assert_eq!(
-            api_11.iter().map(|r| (r.0, r.1, r.2.to_string())).collect::<Vec<_>>(),
+            api_11
+                .iter()
+                .map(|r| (r.0, r.1, r.2.to_string()))
+                .collect::<Vec<_>>(),
             vec![(1, 3, "9:1".to_string()), (2, 3, "5:1".to_string())],
             "sorted by variant"
         );
@@ -465,13 +583,19 @@ mod tests {
             patched.day_of(&api, 11).unwrap(),
             Some(Histogram::decode("5:1 9:1").unwrap().with_zeros(6))
         );
-        assert_eq!(patched.day_of(&api, 12).unwrap(), kept.day_of(&api, 12).unwrap());
+        assert_eq!(
+            patched.day_of(&api, 12).unwrap(),
+            kept.day_of(&api, 12).unwrap()
+        );
         assert_eq!(patched.day_of(&key("console", &[1]), 11).unwrap(), None);
         assert_eq!(
             patched.day_of(&key("console", &[1, 3]), 11).unwrap(),
             Some(Histogram::new().with_zeros(1))
         );
-        assert_eq!(patched.day_of(&key("etcd", &[1]), 11).unwrap(), Some(Histogram::new().with_zeros(1)));
+        assert_eq!(
+            patched.day_of(&key("etcd", &[1]), 11).unwrap(),
+            Some(Histogram::new().with_zeros(1))
+        );
         // The rows kept before are left as they were (answers at the older version use them).
         assert_eq!(
             kept.day_of(&key("console", &[1]), 11).unwrap(),

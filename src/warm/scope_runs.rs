@@ -70,7 +70,10 @@ impl ScopeRuns {
             return Ok(Vec::new());
         }
         let cache = &self.cache;
-        let mut key = ScopeKey { backends: backends.to_vec(), variants: variant_ids.to_vec() };
+        let mut key = ScopeKey {
+            backends: backends.to_vec(),
+            variants: variant_ids.to_vec(),
+        };
         key.backends.sort();
         key.backends.dedup();
         key.variants.sort_unstable();
@@ -94,7 +97,11 @@ impl ScopeRuns {
         let used = cache.answers;
         cache.kept.insert(key, Kept { used, ..kept });
         if cache.kept.len() > KEPT_SCOPES
-            && let Some(oldest) = cache.kept.iter().min_by_key(|(_, k)| k.used).map(|(key, _)| key.clone())
+            && let Some(oldest) = cache
+                .kept
+                .iter()
+                .min_by_key(|(_, k)| k.used)
+                .map(|(key, _)| key.clone())
         {
             cache.kept.remove(&oldest);
         }
@@ -123,14 +130,17 @@ async fn bring_up_to_date(
         // The span of start times to read again, and the variants to read it for.
         let again: Option<((i64, i64), Vec<i64>)> = match (cells, first_day) {
             (Some(cells), _) => {
-                let touched: Vec<&(i64, i64)> =
-                    cells.iter().filter(|(v, _)| key.variants.binary_search(v).is_ok()).collect();
+                let touched: Vec<&(i64, i64)> = cells
+                    .iter()
+                    .filter(|(v, _)| key.variants.binary_search(v).is_ok())
+                    .collect();
                 let low = touched.iter().map(|c| c.1).min();
                 let high = touched.iter().map(|c| c.1).max();
                 let mut variants: Vec<i64> = touched.iter().map(|c| c.0).collect();
                 variants.sort_unstable();
                 variants.dedup();
-                low.zip(high).map(|(low, high)| ((low * DAY, (high + 1) * DAY), variants))
+                low.zip(high)
+                    .map(|(low, high)| ((low * DAY, (high + 1) * DAY), variants))
             }
             (None, Some(first)) if first > i64::MIN / DAY => {
                 Some(((first * DAY, i64::MAX), key.variants.clone()))
@@ -142,10 +152,14 @@ async fn bring_up_to_date(
             let (low, high) = (low.max(kept.from), high.min(kept.to));
             if low < high {
                 let stale = |run: &CellRun| {
-                    (low..high).contains(&run.started) && variants.binary_search(&run.variant_id).is_ok()
+                    (low..high).contains(&run.started)
+                        && variants.binary_search(&run.variant_id).is_ok()
                 };
                 kept.rows.retain(|r| !stale(&r.run));
-                let fresh = store.cells().read_cell_runs(&key.backends, &variants, (low, high), None).await?;
+                let fresh = store
+                    .cells()
+                    .read_cell_runs(&key.backends, &variants, (low, high), None)
+                    .await?;
                 read += fresh.len() as u64;
                 kept.rows.extend(fresh);
             }
@@ -153,15 +167,19 @@ async fn bring_up_to_date(
         kept.version = version;
     }
     if range.0 < kept.from {
-        let earlier =
-            store.cells().read_cell_runs(&key.backends, &key.variants, (range.0, kept.from), None).await?;
+        let earlier = store
+            .cells()
+            .read_cell_runs(&key.backends, &key.variants, (range.0, kept.from), None)
+            .await?;
         read += earlier.len() as u64;
         kept.rows.extend(earlier);
         kept.from = range.0;
     }
     if range.1 > kept.to {
-        let later =
-            store.cells().read_cell_runs(&key.backends, &key.variants, (kept.to, range.1), None).await?;
+        let later = store
+            .cells()
+            .read_cell_runs(&key.backends, &key.variants, (kept.to, range.1), None)
+            .await?;
         read += later.len() as u64;
         kept.rows.extend(later);
         kept.to = range.1;
@@ -174,8 +192,25 @@ async fn bring_up_to_date(
 }
 
 /// A scope's runs started in `range` read whole, as of `version`; and how many rows.
-async fn read_scope(store: &Store, key: &ScopeKey, version: i64, range: (i64, i64)) -> Result<(Kept, u64)> {
-    let rows = store.cells().read_cell_runs(&key.backends, &key.variants, range, None).await?;
+async fn read_scope(
+    store: &Store,
+    key: &ScopeKey,
+    version: i64,
+    range: (i64, i64),
+) -> Result<(Kept, u64)> {
+    let rows = store
+        .cells()
+        .read_cell_runs(&key.backends, &key.variants, range, None)
+        .await?;
     let read = rows.len() as u64;
-    Ok((Kept { version, from: range.0, to: range.1, rows, used: 0 }, read))
+    Ok((
+        Kept {
+            version,
+            from: range.0,
+            to: range.1,
+            rows,
+            used: 0,
+        },
+        read,
+    ))
 }

@@ -46,7 +46,11 @@ struct Sums {
 
 impl Sums {
     fn new(current: Range<i64>, baseline: Range<i64>, days: &BTreeMap<i64, Day>) -> Sums {
-        let mut sums = Sums { current, baseline, cells: FastMap::default() };
+        let mut sums = Sums {
+            current,
+            baseline,
+            cells: FastMap::default(),
+        };
         for (d, cells) in days {
             sums.change(*d, cells, true);
         }
@@ -64,7 +68,11 @@ impl Sums {
         };
         for (id, h) in cells {
             let sum = self.cells.entry(*id).or_default();
-            let window = if current { &mut sum.current } else { &mut sum.baseline };
+            let window = if current {
+                &mut sum.current
+            } else {
+                &mut sum.baseline
+            };
             if add {
                 window.merge(h);
                 sum.rows += 1;
@@ -102,11 +110,14 @@ impl WindowCache {
         }
         by_day.retain(|day, variants| {
             self.edges.remove(day);
-            let Some(kept) = self.days.get_mut(day) else { return false };
+            let Some(kept) = self.days.get_mut(day) else {
+                return false;
+            };
             variants.sort_unstable();
             variants.dedup();
-            let (gone, stay): (Vec<_>, Vec<_>) =
-                Arc::make_mut(kept).drain(..).partition(|((_, v), _)| variants.binary_search(v).is_ok());
+            let (gone, stay): (Vec<_>, Vec<_>) = Arc::make_mut(kept)
+                .drain(..)
+                .partition(|((_, v), _)| variants.binary_search(v).is_ok());
             if let Some(sums) = self.sums.as_mut() {
                 sums.change(*day, &gone, false);
             }
@@ -148,8 +159,14 @@ impl Windows {
         let frame = store.evaluations().window_frame().await?;
         let want = WindowDays::new(current, baseline, recent, visible_at);
         let by_id = self.cell_windows(store, &want).await?;
-        let list = by_id.into_iter().filter_map(|((b, v), h)| Some((frame.cell(b, v)?, h))).collect();
-        Ok(store.evaluations().window_data_of(frame, list, current, visible_at).await?)
+        let list = by_id
+            .into_iter()
+            .filter_map(|((b, v), h)| Some((frame.cell(b, v)?, h)))
+            .collect();
+        Ok(store
+            .evaluations()
+            .window_data_of(frame, list, current, visible_at)
+            .await?)
     }
 
     /// Each cell's histograms of the windows in `want`, from the cache brought up to date.
@@ -175,8 +192,10 @@ impl Windows {
         cache.days.retain(|d, _| (lo..hi).contains(d));
         let edge_days = want.sample_days();
         cache.edges.retain(|d, _| edge_days.contains(d));
-        let sums_fit =
-            cache.sums.as_ref().is_some_and(|s| s.current == want.current && s.baseline == want.baseline);
+        let sums_fit = cache
+            .sums
+            .as_ref()
+            .is_some_and(|s| s.current == want.current && s.baseline == want.baseline);
         if !sums_fit {
             cache.sums = None;
         }
@@ -201,7 +220,11 @@ impl Windows {
             }
         }
         if cache.sums.is_none() {
-            cache.sums = Some(Sums::new(want.current.clone(), want.baseline.clone(), &cache.days));
+            cache.sums = Some(Sums::new(
+                want.current.clone(),
+                want.baseline.clone(),
+                &cache.days,
+            ));
         }
         for day in edge_days {
             if let std::collections::btree_map::Entry::Vacant(slot) = cache.edges.entry(day) {
@@ -222,31 +245,73 @@ fn windows_of(cache: &WindowCache, want: &WindowDays) -> CellWindows {
     let spans = want.recent.len();
     out.extend(sums.map(|(id, s)| {
         let recent = vec![Histogram::new(); spans];
-        (*id, CellWindow { current: s.current.clone(), baseline: s.baseline.clone(), recent })
+        (
+            *id,
+            CellWindow {
+                current: s.current.clone(),
+                baseline: s.baseline.clone(),
+                recent,
+            },
+        )
     }));
     let mut at: Option<FastMap<CellId, usize>> = None;
     let mut slot = |out: &mut CellWindows, id: CellId| -> usize {
-        let at = at.get_or_insert_with(|| out.iter().enumerate().map(|(i, (id, _))| (*id, i)).collect());
+        let at = at.get_or_insert_with(|| {
+            out.iter()
+                .enumerate()
+                .map(|(i, (id, _))| (*id, i))
+                .collect()
+        });
         *at.entry(id).or_insert_with(|| {
-            out.push((id, CellWindow { recent: vec![Histogram::new(); spans], ..Default::default() }));
+            out.push((
+                id,
+                CellWindow {
+                    recent: vec![Histogram::new(); spans],
+                    ..Default::default()
+                },
+            ));
             out.len() - 1
         })
     };
     for &((from, to), is_current) in &want.edges {
-        let Some(samples) = cache.edges.get(&from.div_euclid(DAY)) else { continue };
-        for &EdgeSample { backend_id, variant_id, started, visible, seconds } in samples.iter() {
+        let Some(samples) = cache.edges.get(&from.div_euclid(DAY)) else {
+            continue;
+        };
+        for &EdgeSample {
+            backend_id,
+            variant_id,
+            started,
+            visible,
+            seconds,
+        } in samples.iter()
+        {
             if started < from || started >= to || visible > want.visible_at {
                 continue;
             }
             let i = slot(&mut out, (backend_id, variant_id));
             let entry = &mut out[i].1;
-            if is_current { entry.current.add(seconds, 1) } else { entry.baseline.add(seconds, 1) }
+            if is_current {
+                entry.current.add(seconds, 1)
+            } else {
+                entry.baseline.add(seconds, 1)
+            }
         }
     }
-    let Some(&first) = want.recent.iter().min() else { return out };
+    let Some(&first) = want.recent.iter().min() else {
+        return out;
+    };
     for day in first.div_euclid(DAY)..=(want.recent_to - 1).div_euclid(DAY) {
-        let Some(samples) = cache.edges.get(&day) else { continue };
-        for &EdgeSample { backend_id, variant_id, started, visible, seconds } in samples.iter() {
+        let Some(samples) = cache.edges.get(&day) else {
+            continue;
+        };
+        for &EdgeSample {
+            backend_id,
+            variant_id,
+            started,
+            visible,
+            seconds,
+        } in samples.iter()
+        {
             if started < first || started >= want.recent_to || visible > want.visible_at {
                 continue;
             }

@@ -32,12 +32,15 @@ struct Source {
 
 /// The modules a crate root (`src/lib.rs`, `src/main.rs`) declares: its `mod x;` lines.
 fn declared_modules(root: &str) -> BTreeSet<String> {
-    let text = std::fs::read_to_string(crate::common::manifest_dir().join("src").join(root)).unwrap();
+    let text =
+        std::fs::read_to_string(crate::common::manifest_dir().join("src").join(root)).unwrap();
     text.lines()
         .filter_map(|l| {
             let l = l.trim();
             let l = l.strip_prefix("pub ").unwrap_or(l);
-            l.strip_prefix("mod ")?.strip_suffix(';').map(str::to_string)
+            l.strip_prefix("mod ")?
+                .strip_suffix(';')
+                .map(str::to_string)
         })
         .collect()
 }
@@ -52,22 +55,31 @@ fn sources() -> Vec<Source> {
         .into_iter()
         .filter_map(|file| {
             let relative = file.strip_prefix(&root).ok()?.to_path_buf();
-            let mut module: Vec<String> =
-                relative.iter().map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string()).collect();
+            let mut module: Vec<String> = relative
+                .iter()
+                .map(|p| p.to_string_lossy().trim_end_matches(".rs").to_string())
+                .collect();
             if module.last().is_some_and(|m| m == "mod") {
                 module.pop();
             }
             if module.last().is_some_and(|m| m == "tests") {
                 return None; // test modules kept in their own files
             }
-            let binary = module == ["main"] || module.first().is_some_and(|m| of_binary.contains(m));
+            let binary =
+                module == ["main"] || module.first().is_some_and(|m| of_binary.contains(m));
             if module == ["lib"] || module == ["main"] {
                 module.clear(); // a crate root: checked for long functions, not a module of a layer
             }
             let text = std::fs::read_to_string(&file).ok()?;
             let raw: Vec<String> = text.lines().map(str::to_string).collect();
             let code = blank_tests(&blank_comments_and_strings(&raw));
-            Some(Source { file: relative, module, code, raw, binary })
+            Some(Source {
+                file: relative,
+                module,
+                code,
+                raw,
+                binary,
+            })
         })
         .collect()
 }
@@ -130,7 +142,10 @@ fn blank_comments_and_strings(lines: &[String]) -> Vec<String> {
                 kept.push_str("   "); // 'x'
                 i += 3;
             } else if c == '\'' && next == Some('\\') {
-                let end = chars[i + 2..].iter().position(|&x| x == '\'').map_or(chars.len(), |p| i + 3 + p);
+                let end = chars[i + 2..]
+                    .iter()
+                    .position(|&x| x == '\'')
+                    .map_or(chars.len(), |p| i + 3 + p);
                 kept.extend(std::iter::repeat_n(' ', end - i));
                 i = end;
             } else {
@@ -231,7 +246,9 @@ fn find_path_start(text: &str, binary: bool) -> Option<usize> {
         .filter_map(|p| {
             text.match_indices(p)
                 .find(|(i, _)| {
-                    *i == 0 || !text[..*i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$')
+                    *i == 0
+                        || !text[..*i]
+                            .ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$')
                 })
                 .map(|(i, _)| i)
         })
@@ -239,7 +256,9 @@ fn find_path_start(text: &str, binary: bool) -> Option<usize> {
 }
 
 fn ident(text: &str) -> String {
-    text.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
+    text.chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect()
 }
 
 /// The first name of each entry of a `use crate::{a::b, c}` group (which may span lines).
@@ -331,31 +350,57 @@ fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 #[test]
 fn the_top_level_modules_form_a_dag() {
     let sources = sources();
-    let top_level: BTreeSet<String> = sources.iter().filter_map(|s| s.module.first().cloned()).collect();
+    let top_level: BTreeSet<String> = sources
+        .iter()
+        .filter_map(|s| s.module.first().cloned())
+        .collect();
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut evidence: BTreeMap<(String, String), String> = BTreeMap::new();
     for s in &sources {
-        let Some(from) = s.module.first() else { continue };
+        let Some(from) = s.module.first() else {
+            continue;
+        };
         for (to, line) in references(s, &top_level) {
             graph.entry(from.clone()).or_default().insert(to.clone());
-            evidence.entry((from.clone(), to)).or_insert_with(|| format!("src/{}:{line}", s.file.display()));
+            evidence
+                .entry((from.clone(), to))
+                .or_insert_with(|| format!("src/{}:{line}", s.file.display()));
         }
     }
     let found = cycles(&graph);
     let mut report = String::new();
     for component in &found {
-        report.push_str(&format!("\nmodules importing each other: {}\n", component.join(", ")));
+        report.push_str(&format!(
+            "\nmodules importing each other: {}\n",
+            component.join(", ")
+        ));
         for from in component {
-            for to in graph.get(from).into_iter().flatten().filter(|t| component.contains(t)) {
-                report.push_str(&format!("  {from} -> {to}  ({})\n", evidence[&(from.clone(), to.clone())]));
+            for to in graph
+                .get(from)
+                .into_iter()
+                .flatten()
+                .filter(|t| component.contains(t))
+            {
+                report.push_str(&format!(
+                    "  {from} -> {to}  ({})\n",
+                    evidence[&(from.clone(), to.clone())]
+                ));
             }
         }
     }
     assert!(found.is_empty(), "{report}");
     // The checker sees the imports it should: the cycle imports the evaluator, and the binary's
     // benchmarks the library's store and scorecard through `sheriff::`.
-    assert!(graph.get("cycle").is_some_and(|t| t.contains("evaluate")), "{graph:?}");
-    assert!(graph.get("bench").is_some_and(|t| t.contains("store") && t.contains("scorecard")), "{graph:?}");
+    assert!(
+        graph.get("cycle").is_some_and(|t| t.contains("evaluate")),
+        "{graph:?}"
+    );
+    assert!(
+        graph
+            .get("bench")
+            .is_some_and(|t| t.contains("store") && t.contains("scorecard")),
+        "{graph:?}"
+    );
 }
 
 /// The library's public modules: those the binary (`main.rs`, `bench/`) and the integration
@@ -388,7 +433,12 @@ const PUBLIC_MODULES: &[&str] = &[
 /// The modules `src/lib.rs` declares `pub mod`.
 fn public_modules(lib: &str) -> BTreeSet<String> {
     lib.lines()
-        .filter_map(|l| l.trim().strip_prefix("pub mod ")?.strip_suffix(';').map(str::to_string))
+        .filter_map(|l| {
+            l.trim()
+                .strip_prefix("pub mod ")?
+                .strip_suffix(';')
+                .map(str::to_string)
+        })
         .collect()
 }
 
@@ -404,16 +454,25 @@ fn the_library_makes_public_only_the_modules_the_binary_and_the_tests_use() {
         "src/lib.rs declares `pub mod` {extra:?} beyond PUBLIC_MODULES (make it `mod`, or add it to \
          the list when the binary or the tests need it); listed but not public: {gone:?}"
     );
-    assert!(declared_modules("lib.rs").len() > public.len(), "some modules are private");
+    assert!(
+        declared_modules("lib.rs").len() > public.len(),
+        "some modules are private"
+    );
 }
 
 /// A file both crate roots declared would be compiled twice, once in each crate.
 #[test]
 fn the_binary_and_the_library_declare_different_modules() {
     let (library, binary) = (declared_modules("lib.rs"), declared_modules("main.rs"));
-    assert!(library.contains("store") && binary.contains("bench"), "{library:?} {binary:?}");
+    assert!(
+        library.contains("store") && binary.contains("bench"),
+        "{library:?} {binary:?}"
+    );
     let both: Vec<&String> = library.intersection(&binary).collect();
-    assert!(both.is_empty(), "modules of both the library and the binary: {both:?}");
+    assert!(
+        both.is_empty(),
+        "modules of both the library and the binary: {both:?}"
+    );
 }
 
 #[test]
@@ -425,8 +484,14 @@ fn the_checker_finds_a_cycle_and_reads_use_groups() {
         ("d".to_string(), ["a".to_string()].into()),
     ]
     .into();
-    assert_eq!(cycles(&graph), vec![vec!["a".to_string(), "b".into(), "c".into()]]);
-    let code = vec!["use crate::{model::{Dimension, Scope}, store::Store,".to_string(), " evaluate};".into()];
+    assert_eq!(
+        cycles(&graph),
+        vec![vec!["a".to_string(), "b".into(), "c".into()]]
+    );
+    let code = vec![
+        "use crate::{model::{Dimension, Scope}, store::Store,".to_string(),
+        " evaluate};".into(),
+    ];
     let s = Source {
         file: "x.rs".into(),
         module: vec!["x".into()],
@@ -434,9 +499,18 @@ fn the_checker_finds_a_cycle_and_reads_use_groups() {
         raw: code,
         binary: false,
     };
-    let top: BTreeSet<String> = ["model", "store", "evaluate", "x"].iter().map(|s| s.to_string()).collect();
+    let top: BTreeSet<String> = ["model", "store", "evaluate", "x"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     let names: BTreeSet<String> = references(&s, &top).into_iter().map(|(n, _)| n).collect();
-    assert_eq!(names, ["evaluate", "model", "store"].iter().map(|s| s.to_string()).collect());
+    assert_eq!(
+        names,
+        ["evaluate", "model", "store"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    );
     let tested = blank_tests(&[
         "fn a() {}".into(),
         "#[cfg(test)]".into(),
@@ -533,11 +607,39 @@ const MAY_IMPORT: &[(Layer, &[Layer])] = &[
     (Words, &[Model, Settings, Domain, Support]),
     (Synthetic, &[Model, Settings, Domain]),
     (Clients, &[Model, Settings, Support]),
-    (Adapters, &[Model, Settings, Domain, Store, Support, Words, Clients]),
-    (Application, &[Model, Settings, Domain, Store, Support, Words, Clients, Adapters, Application]),
+    (
+        Adapters,
+        &[Model, Settings, Domain, Store, Support, Words, Clients],
+    ),
+    (
+        Application,
+        &[
+            Model,
+            Settings,
+            Domain,
+            Store,
+            Support,
+            Words,
+            Clients,
+            Adapters,
+            Application,
+        ],
+    ),
     (
         Edge,
-        &[Model, Settings, Domain, Store, Support, Words, Synthetic, Clients, Adapters, Application, Edge],
+        &[
+            Model,
+            Settings,
+            Domain,
+            Store,
+            Support,
+            Words,
+            Synthetic,
+            Clients,
+            Adapters,
+            Application,
+            Edge,
+        ],
     ),
 ];
 
@@ -549,9 +651,22 @@ fn layer_breaks(
     layer_of: &[(&str, Layer)],
     may_import: &[(Layer, &[Layer])],
 ) -> Vec<String> {
-    let top_level: BTreeSet<String> = sources.iter().filter_map(|s| s.module.first().cloned()).collect();
-    let layer = |m: &str| layer_of.iter().find(|(name, _)| *name == m).map(|(_, l)| *l);
-    let allowed = |l: Layer| may_import.iter().find(|(from, _)| *from == l).map_or(&[][..], |(_, to)| *to);
+    let top_level: BTreeSet<String> = sources
+        .iter()
+        .filter_map(|s| s.module.first().cloned())
+        .collect();
+    let layer = |m: &str| {
+        layer_of
+            .iter()
+            .find(|(name, _)| *name == m)
+            .map(|(_, l)| *l)
+    };
+    let allowed = |l: Layer| {
+        may_import
+            .iter()
+            .find(|(from, _)| *from == l)
+            .map_or(&[][..], |(_, to)| *to)
+    };
     let mut breaks: Vec<String> = top_level
         .iter()
         .filter(|m| layer(m).is_none())
@@ -564,8 +679,12 @@ fn layer_breaks(
             .map(|(m, _)| format!("LAYER_OF names `{m}`, which is not a top-level module of src/")),
     );
     for s in sources {
-        let Some(from) = s.module.first() else { continue };
-        let Some(from_layer) = layer(from) else { continue };
+        let Some(from) = s.module.first() else {
+            continue;
+        };
+        let Some(from_layer) = layer(from) else {
+            continue;
+        };
         for (to, line) in references(s, &top_level) {
             let Some(to_layer) = layer(&to) else { continue };
             if !allowed(from_layer).contains(&to_layer) {
@@ -595,11 +714,21 @@ fn the_layers_themselves_form_a_dag() {
     let graph: BTreeMap<String, BTreeSet<String>> = MAY_IMPORT
         .iter()
         .map(|(from, to)| {
-            (format!("{from:?}"), to.iter().filter(|t| *t != from).map(|t| format!("{t:?}")).collect())
+            (
+                format!("{from:?}"),
+                to.iter()
+                    .filter(|t| *t != from)
+                    .map(|t| format!("{t:?}"))
+                    .collect(),
+            )
         })
         .collect();
     assert_eq!(cycles(&graph), Vec::<Vec<String>>::new());
-    assert_eq!(MAY_IMPORT.len(), Edge as usize + 1, "every layer has one row in MAY_IMPORT");
+    assert_eq!(
+        MAY_IMPORT.len(),
+        Edge as usize + 1,
+        "every layer has one row in MAY_IMPORT"
+    );
 }
 
 #[test]
@@ -629,13 +758,26 @@ fn the_layer_checker_names_the_file_and_line_of_a_break() {
         ),
         source("model.rs", &["model"], &["pub struct Run;"]),
         source("render.rs", &["render"], &["use crate::model::Run;"]),
-        source("store.rs", &["store"], &["use crate::{model::Run, domain};"]),
+        source(
+            "store.rs",
+            &["store"],
+            &["use crate::{model::Run, domain};"],
+        ),
         source("stray.rs", &["stray"], &["use crate::model::Run;"]),
     ];
-    let layer_of =
-        [("model", Model), ("domain", Domain), ("render", Support), ("store", Store), ("gone", Edge)];
-    let may =
-        [(Model, &[][..]), (Domain, &[Model][..]), (Support, &[Model][..]), (Store, &[Model, Domain][..])];
+    let layer_of = [
+        ("model", Model),
+        ("domain", Domain),
+        ("render", Support),
+        ("store", Store),
+        ("gone", Edge),
+    ];
+    let may = [
+        (Model, &[][..]),
+        (Domain, &[Model][..]),
+        (Support, &[Model][..]),
+        (Store, &[Model, Domain][..]),
+    ];
     let breaks = layer_breaks(&sources, &layer_of, &may);
     assert_eq!(
         breaks,
@@ -685,7 +827,13 @@ fn no_function_is_longer_than_80_lines_without_a_reason() {
                 })
                 .any(|l| l.contains("Long:"));
             if !explained {
-                long.push(format!("src/{}:{} {} lines: {}", s.file.display(), i + 1, lines, t.trim()));
+                long.push(format!(
+                    "src/{}:{} {} lines: {}",
+                    s.file.display(),
+                    i + 1,
+                    lines,
+                    t.trim()
+                ));
             }
         }
     }
@@ -721,14 +869,26 @@ fn wide_tuple_returns(file: &str, code: &[String]) -> Vec<String> {
     let mut found = Vec::new();
     for (i, line) in code.iter().enumerate() {
         let t = line.trim_start();
-        let Some(rest) = ["pub ", "pub(crate) "].iter().find_map(|p| t.strip_prefix(p)) else { continue };
-        let rest = rest.trim_start_matches("const ").trim_start_matches("async ");
-        let Some(name) = rest.strip_prefix("fn ") else { continue };
+        let Some(rest) = ["pub ", "pub(crate) "]
+            .iter()
+            .find_map(|p| t.strip_prefix(p))
+        else {
+            continue;
+        };
+        let rest = rest
+            .trim_start_matches("const ")
+            .trim_start_matches("async ");
+        let Some(name) = rest.strip_prefix("fn ") else {
+            continue;
+        };
         let name = ident(name);
         let end = item_end(code, i);
         let signature = code[i..=end].join(" ");
         let signature = &signature[..body_start(&signature)];
-        if let Some(width) = return_type(signature).map(widest_tuple).filter(|w| *w > MAX_RETURNED_TUPLE) {
+        if let Some(width) = return_type(signature)
+            .map(widest_tuple)
+            .filter(|w| *w > MAX_RETURNED_TUPLE)
+        {
             found.push(format!("{file}:{} {name} ({width})", i + 1));
         }
     }
@@ -867,9 +1027,13 @@ fn the_store_returns_its_own_error_and_never_anyhow() {
 
 #[test]
 fn the_anyhow_checker_reads_code_not_comments_or_strings() {
-    let raw: Vec<String> = ["// anyhow is not used", "let s = \"anyhow\";", "fn f() -> anyhow::Result<()> {"]
-        .map(String::from)
-        .into();
+    let raw: Vec<String> = [
+        "// anyhow is not used",
+        "let s = \"anyhow\";",
+        "fn f() -> anyhow::Result<()> {",
+    ]
+    .map(String::from)
+    .into();
     let code = blank_comments_and_strings(&raw);
     assert_eq!(anyhow_uses("src/store/x.rs", &code), ["src/store/x.rs:3"]);
 }
@@ -905,7 +1069,11 @@ fn the_tuple_checker_finds_wide_tuples_inside_results_vecs_and_options() {
     .collect();
     assert_eq!(
         wide_tuple_returns("src/store/x.rs", &code),
-        ["src/store/x.rs:2 days (3)", "src/store/x.rs:8 rows (3)", "src/store/x.rs:18 nested (4)"],
+        [
+            "src/store/x.rs:2 days (3)",
+            "src/store/x.rs:8 rows (3)",
+            "src/store/x.rs:18 nested (4)"
+        ],
         "a wide tuple returned, however deep; not one in a parameter, a private function or a pair"
     );
     assert_eq!(widest_tuple("Result<()>"), 0);
@@ -951,7 +1119,9 @@ fn inherent_impl_type(line: &str) -> Option<String> {
 fn inherent_methods(code: &[String]) -> Vec<(String, usize)> {
     let mut found = Vec::new();
     for (i, line) in code.iter().enumerate() {
-        let Some(ty) = inherent_impl_type(line) else { continue };
+        let Some(ty) = inherent_impl_type(line) else {
+            continue;
+        };
         let end = item_end(code, i);
         let indent = line.len() - line.trim_start().len() + 4;
         let methods = code[i + 1..end]
@@ -988,12 +1158,22 @@ fn no_type_has_more_than_40_methods() {
         .iter()
         .filter(|(_, (n, _))| *n > MAX_METHODS)
         .map(|(ty, (n, files))| {
-            format!("{ty}: {n} methods in {}", files.iter().cloned().collect::<Vec<_>>().join(", "))
+            format!(
+                "{ty}: {n} methods in {}",
+                files.iter().cloned().collect::<Vec<_>>().join(", ")
+            )
         })
         .collect();
-    assert!(crowded.is_empty(), "types with more than {MAX_METHODS} methods:\n{}", crowded.join("\n"));
+    assert!(
+        crowded.is_empty(),
+        "types with more than {MAX_METHODS} methods:\n{}",
+        crowded.join("\n")
+    );
     // The checker sees the store's methods.
-    assert!(methods.get("store::Store").is_some_and(|(n, _)| *n >= 10), "{methods:?}");
+    assert!(
+        methods.get("store::Store").is_some_and(|(n, _)| *n >= 10),
+        "{methods:?}"
+    );
 }
 
 #[test]
@@ -1019,5 +1199,8 @@ fn the_method_counter_counts_inherent_impls_only_and_their_own_functions() {
     .iter()
     .map(|l| l.to_string())
     .collect();
-    assert_eq!(inherent_methods(&code), vec![("Store".to_string(), 3), ("Handle".to_string(), 1)]);
+    assert_eq!(
+        inherent_methods(&code),
+        vec![("Store".to_string(), 3), ("Handle".to_string(), 1)]
+    );
 }

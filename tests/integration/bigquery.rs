@@ -28,7 +28,10 @@ pub(crate) fn end() -> chrono::DateTime<chrono::Utc> {
 pub(crate) fn scenario() -> Scenario {
     let mut s = Scenario::demo(end());
     s.jobs.retain(|j| {
-        j.name.contains("4.14") && ["metal", "vsphere", "gcp"].iter().any(|p| j.name.contains(p))
+        j.name.contains("4.14")
+            && ["metal", "vsphere", "gcp"]
+                .iter()
+                .any(|p| j.name.contains(p))
     });
     s
 }
@@ -38,7 +41,11 @@ fn source() -> String {
 }
 
 fn ingest_settings() -> IngestSettings {
-    IngestSettings { intervals: IntervalsMode::Eager, concurrency: 4, ..Default::default() }
+    IngestSettings {
+        intervals: IntervalsMode::Eager,
+        concurrency: 4,
+        ..Default::default()
+    }
 }
 
 /// sheriff's settings for the front at `url`, with a token file in `dir`.
@@ -53,7 +60,11 @@ pub(crate) fn settings(url: &str, dir: &Path) -> Settings {
         timeout_secs: 60,
         ..Default::default()
     };
-    Settings { bigquery, ingest: ingest_settings(), ..Default::default() }
+    Settings {
+        bigquery,
+        ingest: ingest_settings(),
+        ..Default::default()
+    }
 }
 
 pub(crate) async fn ingest_bq(store: &Store, settings: &Settings) -> anyhow::Result<IngestSummary> {
@@ -62,9 +73,14 @@ pub(crate) async fn ingest_bq(store: &Store, settings: &Settings) -> anyhow::Res
 }
 
 pub(crate) async fn ingest_dir(store: &Store, dir: &Path) -> IngestSummary {
-    let s = ingest(store, &ingest_settings(), &Source::Local(dir.to_path_buf()), &IngestOptions::default())
-        .await
-        .unwrap();
+    let s = ingest(
+        store,
+        &ingest_settings(),
+        &Source::Local(dir.to_path_buf()),
+        &IngestOptions::default(),
+    )
+    .await
+    .unwrap();
     assert_eq!(s.failed, 0, "{:?}", s.errors);
     s
 }
@@ -95,8 +111,12 @@ async fn load_runs(emulator: &Emulator, runs: &[&RunRecord]) {
         let start = run.started_at.timestamp();
         let end = run.finished_at.map_or(start, |f| f.timestamp());
         let mnu = Some(run.dimensions.master_nodes_updated.clone()).filter(|m| !m.is_empty());
-        let (build, job, state, payload) =
-            (text(&run.build_id), text(&run.job_name), text(&run.state), text(&run.payload));
+        let (build, job, state, payload) = (
+            text(&run.build_id),
+            text(&run.job_name),
+            text(&run.state),
+            text(&run.payload),
+        );
         job_runs.push(vec![
             build.clone(),
             job.clone(),
@@ -150,7 +170,9 @@ async fn load_jobs(emulator: &Emulator, runs: &[&RunRecord]) {
             ]
         });
     }
-    emulator.load("Jobs", &jobs.into_values().collect::<Vec<_>>()).await;
+    emulator
+        .load("Jobs", &jobs.into_values().collect::<Vec<_>>())
+        .await;
 }
 
 /// A record as BigQuery can give it: no link (Prow's own, from `prowjob.json`, is not in the
@@ -173,8 +195,10 @@ async fn histograms(store: &Store, days: std::ops::Range<i64>) -> BTreeMap<Strin
     let kept = sheriff::warm::Queries::default();
     for backend in store.backend_names().await.unwrap() {
         for (id, dims) in variants.iter() {
-            let h =
-                kept.daily_histograms(store, &backend, &HashSet::from([*id]), days.clone()).await.unwrap();
+            let h = kept
+                .daily_histograms(store, &backend, &HashSet::from([*id]), days.clone())
+                .await
+                .unwrap();
             if !h.is_empty() {
                 out.insert(format!("{backend} {dims:?}"), format!("{h:?}"));
             }
@@ -190,10 +214,17 @@ async fn evaluation(store: &Store) -> String {
 
 /// [`evaluation`] under `settings` (where interval evidence on demand is read from).
 pub(crate) async fn evaluation_with(store: &Store, settings: &Settings) -> String {
-    let report =
-        run_cycle(store, &sheriff::warm::Warm::new(), settings, CycleOptions { at: end(), dry_run: true })
-            .await
-            .unwrap();
+    let report = run_cycle(
+        store,
+        &sheriff::warm::Warm::new(),
+        settings,
+        CycleOptions {
+            at: end(),
+            dry_run: true,
+        },
+    )
+    .await
+    .unwrap();
     let mut json = serde_json::to_value(&report).unwrap();
     json.as_object_mut().unwrap().remove("seconds");
     let text = serde_json::to_string_pretty(&json).unwrap();
@@ -207,7 +238,12 @@ fn remove_interval_files(dir: &Path) {
         let path = entry.unwrap().path();
         if path.is_dir() {
             remove_interval_files(&path);
-        } else if path.file_name().unwrap().to_string_lossy().starts_with("e2e-") {
+        } else if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("e2e-")
+        {
             std::fs::remove_file(&path).unwrap();
         }
     }
@@ -215,7 +251,9 @@ fn remove_interval_files(dir: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bigquery_ingest_stores_what_the_bucket_ingest_stores() {
-    let Some(emulator) = Emulator::start().await else { return };
+    let Some(emulator) = Emulator::start().await else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let truth = synth::write_tree(&scenario(), dir.path()).unwrap();
     let bucket_db = common::TestDb::sqlite().await;
@@ -230,43 +268,79 @@ async fn a_bigquery_ingest_stores_what_the_bucket_ingest_stores() {
     let started = std::time::Instant::now();
     let summary = ingest_bq(&bq_db.store, &settings).await.unwrap();
     let seconds = started.elapsed().as_secs_f64();
-    assert_eq!((summary.ingested, summary.failed), (from_bucket.len() as u64, 0), "{:?}", summary.errors);
+    assert_eq!(
+        (summary.ingested, summary.failed),
+        (from_bucket.len() as u64, 0),
+        "{:?}",
+        summary.errors
+    );
     let rows: u64 = front.log().iter().map(|l| l.rows).sum();
-    eprintln!("bq ingest: {} runs, {rows} rows, {seconds:.2} s", summary.ingested);
+    eprintln!(
+        "bq ingest: {} runs, {rows} rows, {seconds:.2} s",
+        summary.ingested
+    );
 
     // the same runs, samples, dimensions, payloads and times
     let from_bq = stored(&bq_db.store, &truth).await;
-    assert_eq!(from_bq.keys().collect::<Vec<_>>(), from_bucket.keys().collect::<Vec<_>>());
+    assert_eq!(
+        from_bq.keys().collect::<Vec<_>>(),
+        from_bucket.keys().collect::<Vec<_>>()
+    );
     for (path, b) in &from_bucket {
         assert_eq!(without_files(&from_bq[path]), without_files(b), "{path}");
     }
     // the same day histograms
-    let days = (end() - chrono::Duration::days(60)).timestamp() / 86_400..end().timestamp() / 86_400 + 1;
-    let (a, b) = (histograms(&bucket_db.store, days.clone()).await, histograms(&bq_db.store, days).await);
+    let days =
+        (end() - chrono::Duration::days(60)).timestamp() / 86_400..end().timestamp() / 86_400 + 1;
+    let (a, b) = (
+        histograms(&bucket_db.store, days.clone()).await,
+        histograms(&bq_db.store, days).await,
+    );
     assert!(!a.is_empty());
     assert_eq!(a, b);
 
     // the same evaluation as the bucket's, apart from the links to runs, once the bucket's
     // interval files (which the disruption tables do not hold) are left out
     let bq = evaluation(&bq_db.store).await;
-    assert!(bq.contains("\"family\": \"image-registry\""), "the regression is found");
-    assert_ne!(bq, evaluation(&bucket_db.store).await, "interval evidence is only in the bucket");
+    assert!(
+        bq.contains("\"family\": \"image-registry\""),
+        "the regression is found"
+    );
+    assert_ne!(
+        bq,
+        evaluation(&bucket_db.store).await,
+        "interval evidence is only in the bucket"
+    );
     remove_interval_files(dir.path());
     let files_only = common::TestDb::sqlite().await;
     ingest_dir(&files_only.store, dir.path()).await;
     assert_eq!(bq, evaluation(&files_only.store).await);
 
     // every query carried the cap and the labels, and bound its values as parameters
-    let queries: Vec<_> = front.log().into_iter().filter(|l| l.call == "query").collect();
+    let queries: Vec<_> = front
+        .log()
+        .into_iter()
+        .filter(|l| l.call == "query")
+        .collect();
     assert!(queries.iter().all(|q| q.label == "runs"));
     assert_eq!(queries.len(), 1, "{queries:?}");
     for q in &queries {
         assert_eq!(q.max_bytes_billed, Some(settings.bigquery.max_bytes_billed));
-        assert_eq!(q.labels, serde_json::json!({"app": "sheriff", "query": "runs"}));
-        assert!(q.sql.contains("@since") && !q.sql.contains("TIMESTAMP_SECONDS(0)"), "{}", q.sql);
+        assert_eq!(
+            q.labels,
+            serde_json::json!({"app": "sheriff", "query": "runs"})
+        );
+        assert!(
+            q.sql.contains("@since") && !q.sql.contains("TIMESTAMP_SECONDS(0)"),
+            "{}",
+            q.sql
+        );
         assert_eq!(q.params[0]["name"], "since");
     }
-    assert!(front.log().iter().any(|l| l.call == "results"), "the result was read page by page");
+    assert!(
+        front.log().iter().any(|l| l.call == "results"),
+        "the result was read page by page"
+    );
 }
 
 /// A week of generated runs as records, by start, for loading rows directly.
@@ -276,7 +350,13 @@ fn week_of_runs() -> Vec<RunRecord> {
     s.start = end() - chrono::Duration::days(7);
     s.jobs.retain(|j| j.name.contains("4.14"));
     let mut runs = synth::run_records(&s);
-    runs.sort_by_key(|r| (r.run.started_at, r.run.job_name.clone(), r.run.build_id.clone()));
+    runs.sort_by_key(|r| {
+        (
+            r.run.started_at,
+            r.run.job_name.clone(),
+            r.run.build_id.clone(),
+        )
+    });
     runs
 }
 
@@ -286,7 +366,12 @@ fn rows_of(runs: &[&RunRecord]) -> u64 {
 }
 
 fn query_rows(front: &BigQueryFront) -> u64 {
-    front.log().iter().filter(|l| l.call != "dry_run" && l.status == 200).map(|l| l.rows).sum()
+    front
+        .log()
+        .iter()
+        .filter(|l| l.call != "dry_run" && l.status == 200)
+        .map(|l| l.rows)
+        .sum()
 }
 
 on_both_engines! {
@@ -362,7 +447,9 @@ on_both_engines! {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bucket_and_bigquery_sources_mixed_store_each_run_once() {
-    let Some(emulator) = Emulator::start().await else { return };
+    let Some(emulator) = Emulator::start().await else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let mut s = Scenario::month(11, end());
     s.days = 4;
@@ -380,8 +467,16 @@ async fn bucket_and_bigquery_sources_mixed_store_each_run_once() {
     let db = common::TestDb::sqlite().await;
     ingest_dir(&db.store, dir.path()).await;
     let s = ingest_bq(&db.store, &settings).await.unwrap();
-    assert_eq!((s.ingested, s.skipped, s.conflicts), (0, runs.len() as u64, 0), "{:?}", s.errors);
-    assert_eq!(db.store.runs().count_runs().await.unwrap() as usize, runs.len());
+    assert_eq!(
+        (s.ingested, s.skipped, s.conflicts),
+        (0, runs.len() as u64, 0),
+        "{:?}",
+        s.errors
+    );
+    assert_eq!(
+        db.store.runs().count_runs().await.unwrap() as usize,
+        runs.len()
+    );
 
     // BigQuery first, then the bucket: likewise
     let db = common::TestDb::sqlite().await;
@@ -389,12 +484,17 @@ async fn bucket_and_bigquery_sources_mixed_store_each_run_once() {
     assert_eq!(s.ingested, runs.len() as u64);
     let s = ingest_dir(&db.store, dir.path()).await;
     assert_eq!(s.ingested, 0, "{:?}", s.errors);
-    assert_eq!(db.store.runs().count_runs().await.unwrap() as usize, runs.len());
+    assert_eq!(
+        db.store.runs().count_runs().await.unwrap() as usize,
+        runs.len()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_query_over_the_bytes_cap_is_refused_naming_the_query_and_the_cap() {
-    let Some(emulator) = Emulator::start().await else { return };
+    let Some(emulator) = Emulator::start().await else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let runs = week_of_runs();
     load(&emulator, &runs.iter().take(20).collect::<Vec<_>>()).await;
@@ -404,12 +504,18 @@ async fn a_query_over_the_bytes_cap_is_refused_naming_the_query_and_the_cap() {
     let db = common::TestDb::sqlite().await;
     let e = format!("{:#}", ingest_bq(&db.store, &settings).await.unwrap_err());
     assert!(e.contains("query `runs`"), "{e}");
-    assert!(e.contains("bigquery.max_bytes_billed = 1000000 bytes"), "{e}");
+    assert!(
+        e.contains("bigquery.max_bytes_billed = 1000000 bytes"),
+        "{e}"
+    );
     assert!(e.contains("bytesBilledLimitExceeded"), "{e}");
     // refused, not retried, and nothing stored or marked read
     assert_eq!(front.log().iter().filter(|l| l.call == "query").count(), 1);
     assert_eq!(db.store.runs().count_runs().await.unwrap(), 0);
-    assert_eq!(db.store.ingest_log().watermark(&source()).await.unwrap(), None);
+    assert_eq!(
+        db.store.ingest_log().watermark(&source()).await.unwrap(),
+        None
+    );
 
     settings.bigquery.max_bytes_billed = SCAN_BYTES;
     assert_eq!(ingest_bq(&db.store, &settings).await.unwrap().ingested, 20);
@@ -417,7 +523,9 @@ async fn a_query_over_the_bytes_cap_is_refused_naming_the_query_and_the_cap() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rate_limits_and_server_errors_are_retried_honouring_retry_after() {
-    let Some(emulator) = Emulator::start().await else { return };
+    let Some(emulator) = Emulator::start().await else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let runs = week_of_runs();
     load(&emulator, &runs.iter().take(30).collect::<Vec<_>>()).await;
@@ -426,12 +534,24 @@ async fn rate_limits_and_server_errors_are_retried_honouring_retry_after() {
 
     // two 429s with Retry-After: 1, then the query and its pages go through
     let db = common::TestDb::sqlite().await;
-    front.inject([Fault::RateLimited { retry_after: 1 }, Fault::RateLimited { retry_after: 1 }]);
+    front.inject([
+        Fault::RateLimited { retry_after: 1 },
+        Fault::RateLimited { retry_after: 1 },
+    ]);
     let started = std::time::Instant::now();
     let s = ingest_bq(&db.store, &settings).await.unwrap();
     assert_eq!(s.ingested, 30);
-    assert!(started.elapsed() >= std::time::Duration::from_secs(2), "{:?}", started.elapsed());
-    let statuses: Vec<u16> = front.log().iter().filter(|l| l.call == "query").map(|l| l.status).collect();
+    assert!(
+        started.elapsed() >= std::time::Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    let statuses: Vec<u16> = front
+        .log()
+        .iter()
+        .filter(|l| l.call == "query")
+        .map(|l| l.status)
+        .collect();
     assert_eq!(statuses, [429, 429, 200]);
 
     // a 500 is retried too; one on every attempt gives up, naming the query
@@ -443,7 +563,9 @@ async fn rate_limits_and_server_errors_are_retried_honouring_retry_after() {
     front.inject([Fault::Internal, Fault::Internal, Fault::Internal]);
     let e = format!("{:#}", ingest_bq(&db.store, &settings).await.unwrap_err());
     assert!(
-        e.contains("query `runs`") && e.contains("internalError") && e.contains("gave up after 3 attempts"),
+        e.contains("query `runs`")
+            && e.contains("internalError")
+            && e.contains("gave up after 3 attempts"),
         "{e}"
     );
     assert_eq!(db.store.runs().count_runs().await.unwrap(), 0);
@@ -463,32 +585,47 @@ async fn an_empty_token_file_is_an_error_and_nothing_is_sent() {
 
 /// A token endpoint as Google's: the JWT bearer grant, its RS256 signature checked with the
 /// key's public half; it counts the tokens it gave.
-async fn token_endpoint(public_key: Vec<u8>) -> (String, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+async fn token_endpoint(
+    public_key: Vec<u8>,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicU64>) {
     use axum::extract::{Form, State};
     use base64::Engine;
     let given = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let state = (public_key, given.clone());
-    let token = |State((key, given)): State<(Vec<u8>, std::sync::Arc<std::sync::atomic::AtomicU64>)>,
+    let token = |State((key, given)): State<(
+        Vec<u8>,
+        std::sync::Arc<std::sync::atomic::AtomicU64>,
+    )>,
                  Form(form): Form<BTreeMap<String, String>>| async move {
-        assert_eq!(form["grant_type"], "urn:ietf:params:oauth:grant-type:jwt-bearer");
+        assert_eq!(
+            form["grant_type"],
+            "urn:ietf:params:oauth:grant-type:jwt-bearer"
+        );
         let parts: Vec<&str> = form["assertion"].split('.').collect();
         let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
         let signature = b64.decode(parts[2]).unwrap();
-        let verified =
-            ring::signature::UnparsedPublicKey::new(&ring::signature::RSA_PKCS1_2048_8192_SHA256, &key)
-                .verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &signature);
-        let claims: serde_json::Value = serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
+        let verified = ring::signature::UnparsedPublicKey::new(
+            &ring::signature::RSA_PKCS1_2048_8192_SHA256,
+            &key,
+        )
+        .verify(format!("{}.{}", parts[0], parts[1]).as_bytes(), &signature);
+        let claims: serde_json::Value =
+            serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
         if verified.is_err() || claims["iss"] != "sheriff@ci-test-project.iam.gserviceaccount.com" {
-            let body =
-                serde_json::json!({"error": "invalid_grant", "error_description": "Invalid JWT Signature."});
+            let body = serde_json::json!({"error": "invalid_grant", "error_description": "Invalid JWT Signature."});
             return (axum::http::StatusCode::BAD_REQUEST, axum::Json(body));
         }
-        assert!(claims["scope"].as_str().unwrap().contains("bigquery"), "{claims}");
+        assert!(
+            claims["scope"].as_str().unwrap().contains("bigquery"),
+            "{claims}"
+        );
         given.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let body = serde_json::json!({"access_token": "ya29.test-access-token", "expires_in": 3599, "token_type": "Bearer"});
         (axum::http::StatusCode::OK, axum::Json(body))
     };
-    let app = axum::Router::new().route("/token", axum::routing::post(token)).with_state(state);
+    let app = axum::Router::new()
+        .route("/token", axum::routing::post(token))
+        .with_state(state);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/token", listener.local_addr().unwrap());
     tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
@@ -498,7 +635,9 @@ async fn token_endpoint(public_key: Vec<u8>) -> (String, std::sync::Arc<std::syn
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_service_account_key_is_exchanged_for_a_token_used_until_it_expires() {
     use base64::Engine;
-    let Some(emulator) = Emulator::start().await else { return };
+    let Some(emulator) = Emulator::start().await else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let runs = week_of_runs();
     load(&emulator, &runs.iter().take(40).collect::<Vec<_>>()).await;
@@ -507,10 +646,16 @@ async fn a_service_account_key_is_exchanged_for_a_token_used_until_it_expires() 
     )
     .unwrap();
     let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
-    let der = base64::engine::general_purpose::STANDARD.decode(body).unwrap();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .unwrap();
     let pair = ring::signature::RsaKeyPair::from_pkcs8(&der).unwrap();
-    let (token_uri, given) =
-        token_endpoint(ring::signature::KeyPair::public_key(&pair).as_ref().to_vec()).await;
+    let (token_uri, given) = token_endpoint(
+        ring::signature::KeyPair::public_key(&pair)
+            .as_ref()
+            .to_vec(),
+    )
+    .await;
     let key_file = dir.path().join("service-account.json");
     let key = serde_json::json!({"type": "service_account", "client_email": "sheriff@ci-test-project.iam.gserviceaccount.com",
         "private_key": pem, "token_uri": token_uri});
@@ -524,8 +669,16 @@ async fn a_service_account_key_is_exchanged_for_a_token_used_until_it_expires() 
     let db = common::TestDb::sqlite().await;
     assert_eq!(ingest_bq(&db.store, &settings).await.unwrap().ingested, 40);
     let calls = front.log();
-    assert!(calls.len() > 3, "a dry run, the query and its pages: {calls:?}");
-    assert!(calls.iter().all(|c| c.authorization == "Bearer ya29.test-access-token"), "{calls:?}");
+    assert!(
+        calls.len() > 3,
+        "a dry run, the query and its pages: {calls:?}"
+    );
+    assert!(
+        calls
+            .iter()
+            .all(|c| c.authorization == "Bearer ya29.test-access-token"),
+        "{calls:?}"
+    );
     // one token for every call of the ingest
     assert_eq!(given.load(std::sync::atomic::Ordering::SeqCst), 1);
 
@@ -535,13 +688,18 @@ async fn a_service_account_key_is_exchanged_for_a_token_used_until_it_expires() 
     other["client_email"] = "someone-else@example.iam.gserviceaccount.com".into();
     std::fs::write(&key_file, other.to_string()).unwrap();
     let e = format!("{:#}", ingest_bq(&db.store, &settings).await.unwrap_err());
-    assert!(e.contains("invalid_grant") && e.contains("someone-else@"), "{e}");
+    assert!(
+        e.contains("invalid_grant") && e.contains("someone-else@"),
+        "{e}"
+    );
     assert!(!e.contains("PRIVATE KEY"), "{e}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_ingests_a_bigquery_dataset_on_its_schedule_incrementally() {
-    let Some(emulator) = Emulator::start().await else { return };
+    let Some(emulator) = Emulator::start().await else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let runs = week_of_runs();
     let (first, later) = runs.split_at(runs.len() / 2);
@@ -552,16 +710,22 @@ async fn serve_ingests_a_bigquery_dataset_on_its_schedule_incrementally() {
     let mut settings = settings(&front.url, dir.path());
     settings.database = db.settings.clone();
     settings.schedule.evaluate = "0 0 1 1 *".into();
-    settings.schedule.ingest.push(sheriff::config::IngestSchedule {
-        source: source(),
-        cron: "* * * * * *".into(),
-        since_days: 60,
-    });
+    settings
+        .schedule
+        .ingest
+        .push(sheriff::config::IngestSchedule {
+            source: source(),
+            cron: "* * * * * *".into(),
+            since_days: 60,
+        });
     let app = common::app::spawn_app(settings).await;
     let wait_for = async |n: usize| {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while db.store.runs().count_runs().await.unwrap() as usize != n {
-            assert!(std::time::Instant::now() < deadline, "{n} runs not stored within 60 s");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{n} runs not stored within 60 s"
+            );
             tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
     };
@@ -570,7 +734,15 @@ async fn serve_ingests_a_bigquery_dataset_on_its_schedule_incrementally() {
     wait_for(runs.len()).await;
     // later ticks read from the watermark, not the whole table
     let last = first.last().unwrap().run.started_at.timestamp();
-    assert!(db.store.ingest_log().watermark(&source()).await.unwrap().unwrap() >= last);
+    assert!(
+        db.store
+            .ingest_log()
+            .watermark(&source())
+            .await
+            .unwrap()
+            .unwrap()
+            >= last
+    );
     let since = (last - 48 * 3_600).to_string();
     assert!(
         front
@@ -586,9 +758,12 @@ async fn backfill_bq(
     settings: &Settings,
     days: std::ops::Range<i64>,
 ) -> anyhow::Result<sheriff::ingest::bigquery::backfill::BackfillSummary> {
-    let Source::BigQuery(dataset) = Source::parse(&source(), settings)? else { unreachable!() };
+    let Source::BigQuery(dataset) = Source::parse(&source(), settings)? else {
+        unreachable!()
+    };
     let at = |day: i64| chrono::DateTime::from_timestamp(day * 86_400, 0).unwrap();
-    sheriff::ingest::bigquery::backfill::backfill(store, &dataset, at(days.start), at(days.end)).await
+    sheriff::ingest::bigquery::backfill::backfill(store, &dataset, at(days.start), at(days.end))
+        .await
 }
 
 /// The UTC days of the scenario's runs, the end exclusive.
@@ -599,7 +774,9 @@ fn scenario_days(runs: &[&RunRecord]) -> std::ops::Range<i64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_push_down_backfill_gives_the_day_histograms_of_the_run_by_run_read() {
-    let Some(emulator) = Emulator::start().await else { return };
+    let Some(emulator) = Emulator::start().await else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let truth = synth::write_tree(&scenario(), dir.path()).unwrap();
     let reference = common::TestDb::sqlite().await;
@@ -616,14 +793,21 @@ async fn a_push_down_backfill_gives_the_day_histograms_of_the_run_by_run_read() 
     let started = std::time::Instant::now();
     let s = ingest_bq(&by_run.store, &settings).await.unwrap();
     let run_seconds = started.elapsed().as_secs_f64();
-    assert_eq!((s.ingested, s.failed), (runs.len() as u64, 0), "{:?}", s.errors);
+    assert_eq!(
+        (s.ingested, s.failed),
+        (runs.len() as u64, 0),
+        "{:?}",
+        s.errors
+    );
     let run_rows = query_rows(&front);
 
     // pushed down
     front.clear_log();
     let counted = common::TestDb::sqlite().await;
     let started = std::time::Instant::now();
-    let b = backfill_bq(&counted.store, &settings, days.clone()).await.unwrap();
+    let b = backfill_bq(&counted.store, &settings, days.clone())
+        .await
+        .unwrap();
     let count_seconds = started.elapsed().as_secs_f64();
     let count_rows = query_rows(&front);
     assert_eq!(b.rows, count_rows);
@@ -636,13 +820,25 @@ async fn a_push_down_backfill_gives_the_day_histograms_of_the_run_by_run_read() 
     );
 
     // the same day histograms, with the CI-troubled runs left out of both
-    let (a, c) =
-        (histograms(&by_run.store, days.clone()).await, histograms(&counted.store, days.clone()).await);
+    let (a, c) = (
+        histograms(&by_run.store, days.clone()).await,
+        histograms(&counted.store, days.clone()).await,
+    );
     assert!(!a.is_empty());
     assert_eq!(a, c);
-    assert!(b.report.troubled_samples > 0, "the scenario has CI-troubled runs");
-    assert!(count_rows < run_rows, "{count_rows} rows pushed down, {run_rows} run by run");
-    assert_eq!(counted.store.runs().count_runs().await.unwrap(), 0, "no run is stored");
+    assert!(
+        b.report.troubled_samples > 0,
+        "the scenario has CI-troubled runs"
+    );
+    assert!(
+        count_rows < run_rows,
+        "{count_rows} rows pushed down, {run_rows} run by run"
+    );
+    assert_eq!(
+        counted.store.runs().count_runs().await.unwrap(),
+        0,
+        "no run is stored"
+    );
 
     // the evaluation finds the same regressions with the same numbers; what it takes from stored
     // runs (sample runs, the onset's payloads, the contrast, troubled runs in scope, and the
@@ -654,29 +850,60 @@ async fn a_push_down_backfill_gives_the_day_histograms_of_the_run_by_run_read() 
             .iter_mut()
             .map(|r| {
                 let r = r.as_object_mut().unwrap();
-                let keys = ["sample_jobs", "onset", "attribution", "ci_troubled_runs", "q_value"];
+                let keys = [
+                    "sample_jobs",
+                    "onset",
+                    "attribution",
+                    "ci_troubled_runs",
+                    "q_value",
+                ];
                 serde_json::json!(keys.map(|k| r.remove(k)))
             })
             .collect();
         (list, from_runs)
     };
-    let ((found, details), (found_counted, details_counted)) =
-        (regressions(&by_run.store).await, regressions(&counted.store).await);
+    let ((found, details), (found_counted, details_counted)) = (
+        regressions(&by_run.store).await,
+        regressions(&counted.store).await,
+    );
     assert!(!found.is_empty());
     assert_eq!(found, found_counted);
-    assert!(details[0][0].as_array().is_some_and(|s| !s.is_empty()), "sample runs, run by run");
-    assert_eq!(details_counted[0][0], serde_json::json!([]), "no sample run from counts");
+    assert!(
+        details[0][0].as_array().is_some_and(|s| !s.is_empty()),
+        "sample runs, run by run"
+    );
+    assert_eq!(
+        details_counted[0][0],
+        serde_json::json!([]),
+        "no sample run from counts"
+    );
 
     // both queries (the jobs, then the counts) carried the cap and the labels, their values
     // bound as parameters, each estimated by a dry run first
-    let queries: Vec<_> = front.log().into_iter().filter(|l| l.call == "query").collect();
+    let queries: Vec<_> = front
+        .log()
+        .into_iter()
+        .filter(|l| l.call == "query")
+        .collect();
     let names: Vec<&str> = queries.iter().map(|q| q.label.as_str()).collect();
     assert_eq!(names, ["backfill_jobs", "backfill"]);
     for q in &queries {
         assert_eq!(q.max_bytes_billed, Some(settings.bigquery.max_bytes_billed));
-        assert_eq!(q.labels, serde_json::json!({"app": "sheriff", "query": q.label}));
-        assert!(front.log().iter().any(|l| l.call == "dry_run" && l.label == q.label));
-        assert!(q.sql.contains("@from") && !q.sql.contains(&days.start.to_string()), "{}", q.sql);
+        assert_eq!(
+            q.labels,
+            serde_json::json!({"app": "sheriff", "query": q.label})
+        );
+        assert!(
+            front
+                .log()
+                .iter()
+                .any(|l| l.call == "dry_run" && l.label == q.label)
+        );
+        assert!(
+            q.sql.contains("@from") && !q.sql.contains(&days.start.to_string()),
+            "{}",
+            q.sql
+        );
     }
     assert!(
         queries[1].sql.contains("@liveness") && queries[1].sql.contains("@variants"),
@@ -744,7 +971,9 @@ on_both_engines! {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_backfill_command_prints_what_it_filled_as_json() {
-    let Some(emulator) = Emulator::start().await else { return };
+    let Some(emulator) = Emulator::start().await else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let runs = week_of_runs();
     load(&emulator, &runs.iter().collect::<Vec<_>>()).await;
@@ -775,7 +1004,10 @@ async fn the_backfill_command_prints_what_it_filled_as_json() {
     assert!(out.status.success(), "{stderr}");
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let samples: u64 = runs.iter().map(|r| r.samples.len() as u64).sum();
-    assert_eq!((json["from"].as_str(), json["to"].as_str()), (Some("2026-11-22"), Some("2026-11-29")));
+    assert_eq!(
+        (json["from"].as_str(), json["to"].as_str()),
+        (Some("2026-11-22"), Some("2026-11-29"))
+    );
     assert_eq!(
         json["samples"].as_u64().unwrap() + json["troubled_samples"].as_u64().unwrap(),
         samples,
@@ -789,7 +1021,9 @@ async fn the_backfill_command_prints_what_it_filled_as_json() {
 /// probe says were troubled, and keeps those only a broken one flags, as the run-by-run read does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_the_calibrated_world_the_backfill_judges_ci_trouble_as_the_run_by_run_read() {
-    let Some((b, _)) = compare_on_world(0.5).await else { return };
+    let Some((b, _)) = compare_on_world(0.5).await else {
+        return;
+    };
     assert!(b.report.troubled_samples > 0);
 }
 
@@ -799,8 +1033,13 @@ async fn on_the_calibrated_world_the_backfill_judges_ci_trouble_as_the_run_by_ru
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a measurement: minutes of loading and reading"]
 async fn measure_push_down_backfill_against_the_run_by_run_read() {
-    let scale = std::env::var("SHERIFF_MEASURE_SCALE").ok().and_then(|s| s.parse().ok()).unwrap_or(5.0);
-    let Some((b, line)) = compare_on_world(scale).await else { return };
+    let scale = std::env::var("SHERIFF_MEASURE_SCALE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5.0);
+    let Some((b, line)) = compare_on_world(scale).await else {
+        return;
+    };
     eprintln!("{line}\nbackfill: {b:?}");
 }
 
@@ -836,19 +1075,28 @@ async fn compare_on_world(
     front.clear_log();
     let counted = common::TestDb::sqlite().await;
     let started = std::time::Instant::now();
-    let b = backfill_bq(&counted.store, &settings, days.clone()).await.unwrap();
+    let b = backfill_bq(&counted.store, &settings, days.clone())
+        .await
+        .unwrap();
     let count_seconds = started.elapsed().as_secs_f64();
     let count_rows = query_rows(&front);
     // the jobs' list fits in its first page
-    let jobs: u64 =
-        front.log().iter().filter(|l| l.label == "backfill_jobs" && l.call == "query").map(|l| l.rows).sum();
+    let jobs: u64 = front
+        .log()
+        .iter()
+        .filter(|l| l.label == "backfill_jobs" && l.call == "query")
+        .map(|l| l.rows)
+        .sum();
     let line = format!(
         "{} runs, {samples} samples over {} days: run by run {run_rows} rows in {run_seconds:.1} s; pushed down {count_rows} rows ({jobs} of jobs, {} of counts) in {count_seconds:.1} s",
         runs.len(),
         days.end - days.start,
         count_rows - jobs,
     );
-    assert_eq!(histograms(&by_run.store, days.clone()).await, histograms(&counted.store, days).await);
+    assert_eq!(
+        histograms(&by_run.store, days.clone()).await,
+        histograms(&counted.store, days).await
+    );
     assert!(count_rows < run_rows, "{line}");
     Some((b, line))
 }
@@ -861,9 +1109,17 @@ async fn insert_runs(emulator: &Emulator, runs: &[&RunRecord]) {
         let run = &r.run;
         let start = run.started_at.timestamp();
         let end = run.finished_at.map_or(start, |f| f.timestamp());
-        let fields =
-            [&run.build_id, &run.job_name, &run.state, &run.payload, &run.dimensions.master_nodes_updated];
-        assert!(fields.iter().all(|f| !f.contains([',', ';', '\''])), "{fields:?}");
+        let fields = [
+            &run.build_id,
+            &run.job_name,
+            &run.state,
+            &run.payload,
+            &run.dimensions.master_nodes_updated,
+        ];
+        assert!(
+            fields.iter().all(|f| !f.contains([',', ';', '\''])),
+            "{fields:?}"
+        );
         job_runs.push(format!(
             "{},{},{},{start},{end},{},{}",
             run.build_id, run.job_name, run.state, run.payload, run.dimensions.master_nodes_updated

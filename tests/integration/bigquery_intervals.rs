@@ -36,21 +36,30 @@ fn interval_files(dir: &Path) -> Vec<PathBuf> {
 
 /// An item's time as a TIMESTAMP value for a load.
 fn timestamp(value: &serde_json::Value) -> Option<String> {
-    let t = chrono::DateTime::parse_from_rfc3339(value.as_str()?).unwrap().with_timezone(&chrono::Utc);
+    let t = chrono::DateTime::parse_from_rfc3339(value.as_str()?)
+        .unwrap()
+        .with_timezone(&chrono::Utc);
     Some(t.format("%Y-%m-%dT%H:%M:%S%.fZ").to_string())
 }
 
 /// What the CI's data loader makes of the runs' interval files: one `e2e_intervals` row per
 /// item with a `from` (the loader passes over the others), the item itself as `interval_json`.
 /// `runs` by their folder in their bucket in `tree`. Returns the rows loaded.
-async fn load_intervals(emulator: &Emulator, tree: &Path, runs: &BTreeMap<String, RunRecord>) -> u64 {
+async fn load_intervals(
+    emulator: &Emulator,
+    tree: &Path,
+    runs: &BTreeMap<String, RunRecord>,
+) -> u64 {
     let mut rows = Vec::new();
     for (folder, r) in runs {
         for file in interval_files(&tree.join(&r.run.bucket).join(folder)) {
             let source = file.file_name().unwrap().to_string_lossy().into_owned();
-            let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+            let json: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
             for item in json["items"].as_array().unwrap() {
-                let Some(from) = timestamp(&item["from"]) else { continue };
+                let Some(from) = timestamp(&item["from"]) else {
+                    continue;
+                };
                 rows.push(vec![
                     Some(from),
                     timestamp(&item["to"]),
@@ -76,13 +85,16 @@ fn by_file_name(evaluation: &str) -> serde_json::Value {
             serde_json::Value::Object(map) => {
                 if let Some(serde_json::Value::Array(refs)) = map.get_mut("intervals") {
                     for r in refs.iter_mut() {
-                        if let Some(file) =
-                            r["file"].as_str().map(|f| f.rsplit('/').next().unwrap().to_string())
+                        if let Some(file) = r["file"]
+                            .as_str()
+                            .map(|f| f.rsplit('/').next().unwrap().to_string())
                         {
                             r["file"] = file.into();
                         }
                     }
-                    refs.sort_by_key(|r| (r["file"].as_str().map(String::from), r["item"].as_u64()));
+                    refs.sort_by_key(|r| {
+                        (r["file"].as_str().map(String::from), r["item"].as_u64())
+                    });
                 }
                 map.values_mut().for_each(walk);
             }
@@ -97,7 +109,12 @@ fn by_file_name(evaluation: &str) -> serde_json::Value {
 
 /// The regressions' attributions in an evaluation: conditions, pending and mechanism.
 fn attributions(json: &serde_json::Value) -> Vec<serde_json::Value> {
-    json["regressions"].as_array().unwrap().iter().map(|r| r["attribution"].clone()).collect()
+    json["regressions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["attribution"].clone())
+        .collect()
 }
 
 /// The emulator loaded with a generated tree's runs and intervals, the tree's own ingest
@@ -122,7 +139,13 @@ async fn loaded() -> Option<Loaded> {
     load(&emulator, &runs).await;
     let interval_rows = load_intervals(&emulator, tree.path(), &from_bucket).await;
     let runs = runs.len() as u64;
-    Some(Loaded { emulator, tree, bucket_db, runs, interval_rows })
+    Some(Loaded {
+        emulator,
+        tree,
+        bucket_db,
+        runs,
+        interval_rows,
+    })
 }
 
 fn bigquery_settings(url: &str, dir: &Path) -> Settings {
@@ -138,12 +161,27 @@ async fn interval_evidence_from_bigquery_attributes_as_the_interval_files_do() {
     let settings = bigquery_settings(&front.url, world.tree.path());
     let bq_db = common::TestDb::sqlite().await;
     let summary = ingest_bq(&bq_db.store, &settings).await.unwrap();
-    assert_eq!((summary.ingested, summary.failed), (world.runs, 0), "{:?}", summary.errors);
+    assert_eq!(
+        (summary.ingested, summary.failed),
+        (world.runs, 0),
+        "{:?}",
+        summary.errors
+    );
     // ingest reads no interval: every run waits for its evidence in the intervals table
-    assert_eq!(bq_db.store.runs().pending_interval_runs().await.unwrap(), (world.runs, 0));
-    let asked: Vec<String> =
-        front.log().into_iter().filter(|l| l.call != "results").map(|l| l.label).collect();
-    assert!(asked.iter().all(|l| l == "runs"), "only the runs were read at ingest: {asked:?}");
+    assert_eq!(
+        bq_db.store.runs().pending_interval_runs().await.unwrap(),
+        (world.runs, 0)
+    );
+    let asked: Vec<String> = front
+        .log()
+        .into_iter()
+        .filter(|l| l.call != "results")
+        .map(|l| l.label)
+        .collect();
+    assert!(
+        asked.iter().all(|l| l == "runs"),
+        "only the runs were read at ingest: {asked:?}"
+    );
     front.clear_log();
 
     // the same evaluation as the bucket's files give, conditions and mechanism included
@@ -151,30 +189,53 @@ async fn interval_evidence_from_bigquery_attributes_as_the_interval_files_do() {
     let from_files = by_file_name(&evaluation_with(&world.bucket_db.store, &settings).await);
     let found = attributions(&from_bq);
     assert!(
-        found
-            .iter()
-            .any(|a| a["conditions"].as_array().is_some_and(|c| !c.is_empty()) && a["mechanism"].is_object()),
+        found.iter().any(
+            |a| a["conditions"].as_array().is_some_and(|c| !c.is_empty())
+                && a["mechanism"].is_object()
+        ),
         "a regression with conditions and a mechanism: {found:#?}"
     );
-    assert!(found.iter().all(|a| a.get("evidence_pending").is_none()), "{found:#?}");
+    assert!(
+        found.iter().all(|a| a.get("evidence_pending").is_none()),
+        "{found:#?}"
+    );
     assert_eq!(attributions(&from_bq), attributions(&from_files));
     assert_eq!(from_bq, from_files);
 
     // one query per run read, pruned by time and run, capped, labelled, its values bound
-    let queries: Vec<_> = front.log().into_iter().filter(|l| l.call == "query").collect();
-    assert!(!queries.is_empty() && queries.iter().all(|q| q.label == "intervals"), "{queries:?}");
+    let queries: Vec<_> = front
+        .log()
+        .into_iter()
+        .filter(|l| l.call == "query")
+        .collect();
+    assert!(
+        !queries.is_empty() && queries.iter().all(|q| q.label == "intervals"),
+        "{queries:?}"
+    );
     let runs: std::collections::BTreeSet<String> = queries
         .iter()
-        .map(|q| q.params[2]["parameterValue"]["value"].as_str().unwrap().to_string())
+        .map(|q| {
+            q.params[2]["parameterValue"]["value"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
         .collect();
     assert_eq!(runs.len(), queries.len(), "a run read twice");
     for q in &queries {
         assert_eq!(q.max_bytes_billed, Some(settings.bigquery.max_bytes_billed));
-        assert_eq!(q.labels, serde_json::json!({"app": "sheriff", "query": "intervals"}));
-        assert!(
-            q.sql.contains("from_time >= TIMESTAMP_SECONDS(@from) AND from_time <= TIMESTAMP_SECONDS(@to)")
+        assert_eq!(
+            q.labels,
+            serde_json::json!({"app": "sheriff", "query": "intervals"})
         );
-        assert!(q.sql.contains("JobRunName = @run") && q.sql.contains("LIMIT @limit"), "{}", q.sql);
+        assert!(q.sql.contains(
+            "from_time >= TIMESTAMP_SECONDS(@from) AND from_time <= TIMESTAMP_SECONDS(@to)"
+        ));
+        assert!(
+            q.sql.contains("JobRunName = @run") && q.sql.contains("LIMIT @limit"),
+            "{}",
+            q.sql
+        );
     }
     let rows: u64 = front.log().iter().map(|l| l.rows).sum();
     eprintln!(
@@ -183,32 +244,50 @@ async fn interval_evidence_from_bigquery_attributes_as_the_interval_files_do() {
         queries.len(),
         world.interval_rows
     );
-    assert!(rows * 5 < world.interval_rows, "{rows} of {} rows read", world.interval_rows);
+    assert!(
+        rows * 5 < world.interval_rows,
+        "{rows} of {} rows read",
+        world.interval_rows
+    );
 
     // more rows than allowed: the runs are left without interval evidence, not pending
     let mut capped = settings.clone();
     capped.bigquery.max_interval_rows = 2;
     let found = attributions(&by_file_name(&evaluation_with(&bq_db.store, &capped).await));
     assert!(
-        found.iter().all(|a| a["conditions"].as_array().is_none_or(|c| c.is_empty())
-            && a.get("evidence_pending").is_none()
-            && a["mechanism"].is_null()),
+        found
+            .iter()
+            .all(|a| a["conditions"].as_array().is_none_or(|c| c.is_empty())
+                && a.get("evidence_pending").is_none()
+                && a["mechanism"].is_null()),
         "{found:#?}"
     );
 }
 
 async fn cycle(store: &Store, settings: &Settings) -> CycleReport {
-    run_cycle(store, &sheriff::warm::Warm::new(), settings, CycleOptions { at: end(), dry_run: false })
-        .await
-        .unwrap()
+    run_cycle(
+        store,
+        &sheriff::warm::Warm::new(),
+        settings,
+        CycleOptions {
+            at: end(),
+            dry_run: false,
+        },
+    )
+    .await
+    .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_bigquery_unreachable_interval_evidence_is_pending_and_a_later_cycle_fills_it_in() {
     let Some(world) = loaded().await else { return };
     let front = BigQueryFront::start(&world.emulator.url, SCAN_BYTES).await;
-    let proxy = common::proxy::Proxy::start(front.url.trim_start_matches("http://").parse().unwrap()).await;
-    let mut settings = bigquery_settings(&format!("http://127.0.0.1:{}", proxy.port), world.tree.path());
+    let proxy =
+        common::proxy::Proxy::start(front.url.trim_start_matches("http://").parse().unwrap()).await;
+    let mut settings = bigquery_settings(
+        &format!("http://127.0.0.1:{}", proxy.port),
+        world.tree.path(),
+    );
     settings.bigquery.max_attempts = 2;
     let db = common::TestDb::sqlite().await;
     ingest_bq(&db.store, &settings).await.unwrap();
@@ -218,12 +297,25 @@ async fn with_bigquery_unreachable_interval_evidence_is_pending_and_a_later_cycl
     let first = cycle(&db.store, &settings).await;
     let r = common::planted(&first);
     assert!(r.attribution.evidence_pending > 0, "{:#?}", r.attribution);
-    assert!(r.attribution.conditions.is_empty() && r.attribution.mechanism.is_none(), "{:#?}", r.attribution);
+    assert!(
+        r.attribution.conditions.is_empty() && r.attribution.mechanism.is_none(),
+        "{:#?}",
+        r.attribution
+    );
     let evidence = r.attribution.evidence.join("\n");
-    assert!(evidence.contains("interval evidence pending for"), "{evidence}");
-    assert_eq!(r.component, "Image Registry", "the backend names the owner without the intervals");
+    assert!(
+        evidence.contains("interval evidence pending for"),
+        "{evidence}"
+    );
+    assert_eq!(
+        r.component, "Image Registry",
+        "the backend names the owner without the intervals"
+    );
     let (pending, failed) = db.store.runs().pending_interval_runs().await.unwrap();
-    assert_eq!(pending, world.runs, "no run lost its place in the intervals table");
+    assert_eq!(
+        pending, world.runs,
+        "no run lost its place in the intervals table"
+    );
     assert!(
         failed >= 1 && failed < pending,
         "one failed read stops the cycle's others: {failed} of {pending}"
@@ -244,7 +336,13 @@ async fn with_bigquery_unreachable_interval_evidence_is_pending_and_a_later_cycl
     let incidents = db.store.incidents().all().await.unwrap();
     assert_eq!(incidents.len(), 1, "one incident, kept: {incidents:#?}");
     assert_eq!(incidents[0].snapshot.report.attribution.evidence_pending, 0);
-    assert_eq!(incidents[0].snapshot.evidence, "image-registry Available=False");
+    assert_eq!(
+        incidents[0].snapshot.evidence,
+        "image-registry Available=False"
+    );
     let (still, _) = db.store.runs().pending_interval_runs().await.unwrap();
-    assert!(still < pending, "what was read is kept: {still} of {pending} still pending");
+    assert!(
+        still < pending,
+        "what was read is kept: {still} of {pending} still pending"
+    );
 }

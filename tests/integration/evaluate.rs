@@ -11,7 +11,8 @@ use sheriff::ingest::{IngestOptions, Source, ingest};
 use sheriff::synth::{self, JobSpec, Outlier, Scenario};
 
 const OVIRT_JOB: &str = "periodic-ci-openshift-release-master-nightly-4.14-e2e-ovirt-ovn-upgrade";
-const VSPHERE_JOB: &str = "periodic-ci-openshift-release-master-nightly-4.14-e2e-vsphere-ovn-upgrade";
+const VSPHERE_JOB: &str =
+    "periodic-ci-openshift-release-master-nightly-4.14-e2e-vsphere-ovn-upgrade";
 
 fn end() -> chrono::DateTime<chrono::Utc> {
     synth::day(2026, 11, 29)
@@ -26,7 +27,11 @@ fn scenario() -> Scenario {
         backend: "image-registry-new-connections".into(),
         seconds: 4000,
     });
-    s.jobs.push(JobSpec { max_runs: Some(4), from_day: 22, ..JobSpec::new(OVIRT_JOB, 1.0) });
+    s.jobs.push(JobSpec {
+        max_runs: Some(4),
+        from_day: 22,
+        ..JobSpec::new(OVIRT_JOB, 1.0)
+    });
     s
 }
 
@@ -34,9 +39,20 @@ async fn load(db: &common::TestDb) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let truth = synth::write_tree(&scenario(), dir.path()).unwrap();
     let vsphere_runs = truth.runs.iter().filter(|r| r.job == VSPHERE_JOB).count();
-    assert!(vsphere_runs > 50, "the outlier run exists ({vsphere_runs} vsphere runs)");
-    let outlier = truth.runs.iter().filter(|r| r.job == VSPHERE_JOB).nth(50).unwrap();
-    assert!(outlier.started_at >= end() - chrono::Duration::days(7), "the outlier is in the current window");
+    assert!(
+        vsphere_runs > 50,
+        "the outlier run exists ({vsphere_runs} vsphere runs)"
+    );
+    let outlier = truth
+        .runs
+        .iter()
+        .filter(|r| r.job == VSPHERE_JOB)
+        .nth(50)
+        .unwrap();
+    assert!(
+        outlier.started_at >= end() - chrono::Duration::days(7),
+        "the outlier is in the current window"
+    );
     let summary = ingest(
         &db.store,
         &IngestSettings::default(),
@@ -52,14 +68,24 @@ async fn load(db: &common::TestDb) -> tempfile::TempDir {
 fn evaluate_json(db: &common::TestDb, extra: &[&str]) -> serde_json::Value {
     let workdir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_sheriff"))
-        .args(["evaluate", "--format", "json", "--at", "2026-11-29T00:00:00Z"])
+        .args([
+            "evaluate",
+            "--format",
+            "json",
+            "--at",
+            "2026-11-29T00:00:00Z",
+        ])
         .args(extra)
         .env("SHERIFF__DATABASE__URL", db.url())
         .env("RUST_LOG", "warn")
         .current_dir(workdir.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
 }
@@ -154,7 +180,10 @@ fn ovn_console_scenario() -> Scenario {
     let mut s = Scenario::month(77, end());
     s.planted.push(synth::Planted {
         backend_prefix: "ingress-to-console-".into(),
-        matches: vec![(Dimension::Network, "ovn".into()), (Dimension::Release, "4.14".into())],
+        matches: vec![
+            (Dimension::Network, "ovn".into()),
+            (Dimension::Release, "4.14".into()),
+        ],
         from_day: 21,
         until_day: None,
         share: 0.85,

@@ -29,7 +29,10 @@ fn end() -> chrono::DateTime<chrono::Utc> {
 fn scenario() -> Scenario {
     let mut s = Scenario::demo(end());
     s.jobs.retain(|j| {
-        j.name.contains("4.14") && ["metal", "vsphere", "gcp"].iter().any(|p| j.name.contains(p))
+        j.name.contains("4.14")
+            && ["metal", "vsphere", "gcp"]
+                .iter()
+                .any(|p| j.name.contains(p))
     });
     s
 }
@@ -45,31 +48,63 @@ fn run_of(object: &str) -> String {
 }
 
 fn settings(gcs_url: &str) -> Settings {
-    let gcs =
-        GcsSettings { api_url: gcs_url.to_string(), max_attempts: 2, timeout_secs: 5, ..Default::default() };
-    Settings { gcs, ..Default::default() }
+    let gcs = GcsSettings {
+        api_url: gcs_url.to_string(),
+        max_attempts: 2,
+        timeout_secs: 5,
+        ..Default::default()
+    };
+    Settings {
+        gcs,
+        ..Default::default()
+    }
 }
 
 async fn ingest_gcs(store: &Store, settings: &Settings) -> u64 {
     let client = GcsClient::new(&settings.gcs).unwrap();
-    let source = Source::Gcs { client, bucket: BUCKET.into(), prefix: "logs/".into() };
-    let summary = ingest(store, &settings.ingest, &source, &IngestOptions::default()).await.unwrap();
+    let source = Source::Gcs {
+        client,
+        bucket: BUCKET.into(),
+        prefix: "logs/".into(),
+    };
+    let summary = ingest(store, &settings.ingest, &source, &IngestOptions::default())
+        .await
+        .unwrap();
     assert_eq!(summary.failed, 0, "{:?}", summary.errors);
     summary.ingested
 }
 
 async fn cycle(store: &Store, settings: &Settings) -> CycleReport {
-    run_cycle(store, &sheriff::warm::Warm::new(), settings, CycleOptions { at: end(), dry_run: false })
-        .await
-        .unwrap()
+    run_cycle(
+        store,
+        &sheriff::warm::Warm::new(),
+        settings,
+        CycleOptions {
+            at: end(),
+            dry_run: false,
+        },
+    )
+    .await
+    .unwrap()
 }
 
 /// The top condition as a person reads it: which, how often, how much of the outage.
 fn top(r: &RegressionReport) -> String {
-    let c = r.attribution.conditions.first().expect("a condition behind the outages");
+    let c = r
+        .attribution
+        .conditions
+        .first()
+        .expect("a condition behind the outages");
     format!(
         "{} {}={} ({}) in {}/{} runs, {} healthy, {:.3} covered",
-        c.operator, c.condition, c.status, c.reason, c.runs_with, c.runs, c.healthy_with, c.covered_share
+        c.operator,
+        c.condition,
+        c.status,
+        c.reason,
+        c.runs_with,
+        c.runs,
+        c.healthy_with,
+        c.covered_share
     )
 }
 
@@ -192,9 +227,9 @@ on_both_engines! {
 async fn measure_bytes_fetched_per_run_with_ten_megabyte_interval_files() {
     let dir = tempfile::tempdir().unwrap();
     let mut scenario = Scenario::demo(end());
-    scenario
-        .jobs
-        .retain(|j| j.name.contains("4.14") && (j.name.contains("metal") || j.name.contains("vsphere")));
+    scenario.jobs.retain(|j| {
+        j.name.contains("4.14") && (j.name.contains("metal") || j.name.contains("vsphere"))
+    });
     scenario.noise_intervals = 25_000;
     let truth = synth::write_tree(&scenario, dir.path()).unwrap();
     let runs = truth.finished_runs().count() as u64;
@@ -209,9 +244,15 @@ async fn measure_bytes_fetched_per_run_with_ten_megabyte_interval_files() {
     assert_eq!(ingest_gcs(&eager.store, &eager_settings).await, runs);
     let eager_seconds = started.elapsed().as_secs_f64();
     let read_eagerly: Vec<(String, u64)> = fake.downloaded();
-    let smallest =
-        read_eagerly.iter().filter(|(o, b)| is_interval_file(o) && *b > 1_000).map(|(_, b)| *b).min();
-    assert!(smallest.unwrap() >= 10 << 20, "interval files of {smallest:?} bytes");
+    let smallest = read_eagerly
+        .iter()
+        .filter(|(o, b)| is_interval_file(o) && *b > 1_000)
+        .map(|(_, b)| *b)
+        .min();
+    assert!(
+        smallest.unwrap() >= 10 << 20,
+        "interval files of {smallest:?} bytes"
+    );
     let eager_report = cycle(&eager.store, &eager_settings).await;
 
     let db = common::TestDb::sqlite().await;
@@ -220,12 +261,20 @@ async fn measure_bytes_fetched_per_run_with_ten_megabyte_interval_files() {
     assert_eq!(ingest_gcs(&db.store, &settings).await, runs);
     let on_demand_seconds = started.elapsed().as_secs_f64();
     let report = cycle(&db.store, &settings).await;
-    assert_eq!(top(common::planted(&report)), top(common::planted(&eager_report)));
+    assert_eq!(
+        top(common::planted(&report)),
+        top(common::planted(&eager_report))
+    );
     let read_on_demand: Vec<(String, u64)> = fake.downloaded()[mark..].to_vec();
-    let (fetched, at_ingest): (Vec<Served>, Vec<Served>) =
-        read_on_demand.iter().cloned().partition(|(o, _)| is_interval_file(o));
-    let fetched_runs: BTreeSet<String> =
-        read_on_demand.iter().filter(|(o, _)| is_interval_file(o)).map(|(o, _)| run_of(o)).collect();
+    let (fetched, at_ingest): (Vec<Served>, Vec<Served>) = read_on_demand
+        .iter()
+        .cloned()
+        .partition(|(o, _)| is_interval_file(o));
+    let fetched_runs: BTreeSet<String> = read_on_demand
+        .iter()
+        .filter(|(o, _)| is_interval_file(o))
+        .map(|(o, _)| run_of(o))
+        .collect();
     let bytes = |files: &[(String, u64)]| files.iter().map(|(_, b)| b).sum::<u64>();
     println!(
         "{runs} runs, interval files of {} MB and more: eager {} bytes per run (ingest {eager_seconds:.1} s); \

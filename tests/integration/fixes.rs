@@ -40,13 +40,24 @@ fn world(seed: u64, planted: Vec<Planted>) -> Scenario {
     s.jobs = vec![
         JobSpec::new(&format!("{p}-nightly-4.14-e2e-metal-ipi-ovn-upgrade"), 2.0),
         JobSpec::new(&format!("{p}-nightly-4.14-e2e-metal-ipi-sdn-upgrade"), 2.0),
-        JobSpec::new(&format!("{p}-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-ovn-upgrade"), 2.0),
-        JobSpec::new(&format!("{p}-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-sdn-bm-upgrade"), 2.0),
+        JobSpec::new(
+            &format!("{p}-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-ovn-upgrade"),
+            2.0,
+        ),
+        JobSpec::new(
+            &format!("{p}-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-sdn-bm-upgrade"),
+            2.0,
+        ),
         JobSpec::new(&format!("{p}-ci-4.14-e2e-aws-ovn-upgrade"), 6.0),
     ];
     s.backends = ["image-registry", "ingress-to-console", "kube-api"]
         .iter()
-        .flat_map(|f| [format!("{f}-new-connections"), format!("{f}-reused-connections")])
+        .flat_map(|f| {
+            [
+                format!("{f}-new-connections"),
+                format!("{f}-reused-connections"),
+            ]
+        })
         .collect();
     s.planted = planted;
     s.noise_intervals = 0;
@@ -60,7 +71,12 @@ fn day(d: u32) -> DateTime<Utc> {
 
 /// The metal regression from day 12, at `seconds`, until `until` (payload-wise).
 fn regression(from: u32, until: Option<u32>, seconds: (i64, i64)) -> Planted {
-    Planted { until_day: until, seconds, share: 1.0, ..synth::metal_registry_regression(from) }
+    Planted {
+        until_day: until,
+        seconds,
+        share: 1.0,
+        ..synth::metal_registry_regression(from)
+    }
 }
 
 struct World {
@@ -94,14 +110,23 @@ impl World {
         s.jira.timeout_secs = 1.0;
         s.outbox.evaluate_timeout_secs = 30;
         if let Some(rc) = rc {
-            s.release_controller.urls.insert("amd64".into(), rc.url.clone());
+            s.release_controller
+                .urls
+                .insert("amd64".into(), rc.url.clone());
             s.release_controller.timeout_secs = 1;
         }
         for chunk in synth::run_records(&scenario).chunks(1_000) {
             db.store.runs().write_runs(chunk, false).await.unwrap();
         }
         let store = Arc::new(Store::open(&db.settings).await.unwrap());
-        World { db, store, slack, jira, settings: s, scenario }
+        World {
+            db,
+            store,
+            slack,
+            jira,
+            settings: s,
+            scenario,
+        }
     }
 
     async fn cycle(&self, at: DateTime<Utc>) -> CycleReport {
@@ -113,7 +138,9 @@ impl World {
         )
         .await
         .unwrap();
-        let drained = sheriff::notify::deliver_for_a_while(self.store.clone(), &self.settings).await.unwrap();
+        let drained = sheriff::notify::deliver_for_a_while(self.store.clone(), &self.settings)
+            .await
+            .unwrap();
         assert_eq!(drained.dead, 0, "nothing dead-lettered");
         report
     }
@@ -139,19 +166,37 @@ impl World {
     }
 
     fn thread_replies(&self) -> Vec<String> {
-        self.slack.messages().into_iter().filter(|m| m.thread_ts.is_some()).map(|m| m.text).collect()
+        self.slack
+            .messages()
+            .into_iter()
+            .filter(|m| m.thread_ts.is_some())
+            .map(|m| m.text)
+            .collect()
     }
 
     /// Every comment body on the issue, as text.
     fn comments(&self, key: &str) -> Vec<String> {
-        let issue = self.jira.issues().into_iter().find(|i| i.key == key).unwrap();
-        issue.comments.iter().map(|c| c["body"].to_string()).collect()
+        let issue = self
+            .jira
+            .issues()
+            .into_iter()
+            .find(|i| i.key == key)
+            .unwrap();
+        issue
+            .comments
+            .iter()
+            .map(|c| c["body"].to_string())
+            .collect()
     }
 
     /// Everything sheriff said anywhere: thread replies and parents, Jira comments, history.
     async fn everything_said(&self, i: &Incident) -> Vec<String> {
-        let mut all: Vec<String> =
-            self.slack.messages().into_iter().map(|m| format!("{} {}", m.text, m.blocks)).collect();
+        let mut all: Vec<String> = self
+            .slack
+            .messages()
+            .into_iter()
+            .map(|m| format!("{} {}", m.text, m.blocks))
+            .collect();
         if let Some(k) = &i.jira_key {
             all.extend(self.comments(k));
         }
@@ -182,7 +227,9 @@ impl World {
 /// The cycles every 6 hours from day `from` to the end.
 fn cycles(from: u32) -> impl Iterator<Item = DateTime<Utc>> {
     let start = day(from);
-    (0..).map(move |n| start + Duration::hours(6 * n)).take_while(|t| *t < end())
+    (0..)
+        .map(move |n| start + Duration::hours(6 * n))
+        .take_while(|t| *t < end())
 }
 
 fn count(texts: &[String], needle: &str) -> usize {
@@ -191,7 +238,10 @@ fn count(texts: &[String], needle: &str) -> usize {
 
 /// The first payload built at or after `t`.
 fn payload_at_or_after(s: &Scenario, t: DateTime<Utc>) -> (String, DateTime<Utc>) {
-    synth::payload_tags(s, "4.14").into_iter().find(|(_, built)| *built >= t).unwrap()
+    synth::payload_tags(s, "4.14")
+        .into_iter()
+        .find(|(_, built)| *built >= t)
+        .unwrap()
 }
 
 on_both_engines! {
@@ -371,7 +421,13 @@ on_both_engines! {
 async fn harness_github(w: &mut World, merged: DateTime<Utc>) -> crate::common::github::FakeGitHub {
     let gh = crate::common::github::FakeGitHub::start(100).await;
     gh.add_pull("openshift-metal3/dev-scripts", 1590, Some(merged));
-    gh.add_commit("openshift-metal3/dev-scripts", "0000aaaa", "An old change", day(1), &["README.md"]);
+    gh.add_commit(
+        "openshift-metal3/dev-scripts",
+        "0000aaaa",
+        "An old change",
+        day(1),
+        &["README.md"],
+    );
     w.settings.github.enabled = true;
     w.settings.github.api_url = gh.url.clone();
     w.settings.github.timeout_secs = 1;

@@ -22,9 +22,15 @@ fn text(bytes: &[u8]) -> String {
 
 fn targets() -> Vec<Target> {
     vec![
-        ("go duration", |b| duration::parse_go_duration(&text(b)).map(|_| ()).map_err(|e| e.to_string())),
+        ("go duration", |b| {
+            duration::parse_go_duration(&text(b))
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }),
         ("backend-disruption", |b| {
-            disruption::parse_backend_disruption(b).map(|_| ()).map_err(|e| e.to_string())
+            disruption::parse_backend_disruption(b)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
         }),
         ("per-run seconds", |b| {
             let file = disruption::parse_backend_disruption(b).map_err(|e| e.to_string())?;
@@ -34,29 +40,62 @@ fn targets() -> Vec<Target> {
                 None => Ok(()),
             }
         }),
-        ("cluster-data", |b| cluster_data::parse_cluster_data(b).map(|_| ()).map_err(|e| e.to_string())),
-        ("prowjob", |b| prow::parse_prowjob(b).map(|_| ()).map_err(|e| e.to_string())),
-        ("started", |b| prow::parse_started(b).map(|_| ()).map_err(|e| e.to_string())),
-        ("finished", |b| prow::parse_finished(b).map(|_| ()).map_err(|e| e.to_string())),
-        ("intervals", |b| intervals::parse_intervals(b).map(|_| ()).map_err(|e| e.to_string())),
-        ("query_results", |b| query_results::parse_query_results(b).map(|_| ()).map_err(|e| e.to_string())),
+        ("cluster-data", |b| {
+            cluster_data::parse_cluster_data(b)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }),
+        ("prowjob", |b| {
+            prow::parse_prowjob(b)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }),
+        ("started", |b| {
+            prow::parse_started(b)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }),
+        ("finished", |b| {
+            prow::parse_finished(b)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }),
+        ("intervals", |b| {
+            intervals::parse_intervals(b)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }),
+        ("query_results", |b| {
+            query_results::parse_query_results(b)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }),
         ("variant mapping", |b| {
-            variant_mapping::parse_variant_mapping(b).map(|_| ()).map_err(|e| e.to_string())
+            variant_mapping::parse_variant_mapping(b)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
         }),
         ("job name", |b| {
             let _ = job_name::dimensions_from_job_name(&text(b));
             Ok(())
         }),
-        ("slash command", |b| sheriff::server::slack::command::parse(&text(b)).map(|_| ())),
+        ("slash command", |b| {
+            sheriff::server::slack::command::parse(&text(b)).map(|_| ())
+        }),
         ("interaction payload", |b| {
-            sheriff::server::slack::decode_interaction(b).map(|_| ()).map_err(String::from)
+            sheriff::server::slack::decode_interaction(b)
+                .map(|_| ())
+                .map_err(String::from)
         }),
         ("push body", |b| {
             let (run, _force) = sheriff::server::push::decode(b).map_err(|e| e.to_string())?;
             match sheriff::ingest::run::assemble(&run) {
                 sheriff::ingest::run::Assembly::Failed { problems } => {
                     let p = problems.first().ok_or("a failed run without a problem")?;
-                    assert!(!p.file.is_empty() && !p.error.is_empty(), "a problem that names nothing: {p:?}");
+                    assert!(
+                        !p.file.is_empty() && !p.error.is_empty(),
+                        "a problem that names nothing: {p:?}"
+                    );
                     Err(format!("{}: {}", p.file, p.error))
                 }
                 _ => Ok(()),
@@ -69,7 +108,9 @@ fn targets() -> Vec<Target> {
                 ("SHERIFF__SERVER__LISTEN".to_string(), value.clone()),
                 ("SHERIFF__DATABASE__URL".to_string(), value),
             ];
-            sheriff::config::Settings::load_from(None, &env).map(|_| ()).map_err(|e| e.to_string())
+            sheriff::config::Settings::load_from(None, &env)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
         }),
     ]
 }
@@ -104,10 +145,16 @@ fn seeds() -> Vec<Vec<u8>> {
             {
                 // The run folder is the one holding prowjob.json or artifacts/: a push body
                 // carries its files by path within it.
-                let run = p.ancestors().find(|a| a.join("finished.json").exists()).map(|a| a.to_path_buf());
+                let run = p
+                    .ancestors()
+                    .find(|a| a.join("finished.json").exists())
+                    .map(|a| a.to_path_buf());
                 if let Some(run) = run {
                     let name = p.strip_prefix(&run).unwrap().to_string_lossy().into_owned();
-                    run_folders.entry(run).or_default().insert(name, String::from_utf8_lossy(&bytes).into());
+                    run_folders
+                        .entry(run)
+                        .or_default()
+                        .insert(name, String::from_utf8_lossy(&bytes).into());
                 }
                 out.push(bytes);
             }
@@ -115,9 +162,15 @@ fn seeds() -> Vec<Vec<u8>> {
     }
     // Push bodies of the generated runs, and interaction payloads as Slack sends them.
     for (run, files) in run_folders.into_iter().take(3) {
-        let path = run.strip_prefix(dir.path()).unwrap().to_string_lossy().into_owned();
+        let path = run
+            .strip_prefix(dir.path())
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         out.push(
-            serde_json::json!({ "path": path, "files": files, "force": false }).to_string().into_bytes(),
+            serde_json::json!({ "path": path, "files": files, "force": false })
+                .to_string()
+                .into_bytes(),
         );
     }
     let button = serde_json::json!({
@@ -131,7 +184,11 @@ fn seeds() -> Vec<Vec<u8>> {
             "reason": { "reason": { "value": "known" } } } } }
     });
     for payload in [button, dialog] {
-        out.push(serde_urlencoded::to_string([("payload", payload.to_string())]).unwrap().into_bytes());
+        out.push(
+            serde_urlencoded::to_string([("payload", payload.to_string())])
+                .unwrap()
+                .into_bytes(),
+        );
     }
     out.push(b"12.5s".to_vec());
     out.push(b"status".to_vec());
@@ -190,7 +247,10 @@ fn apply(seed: &[u8], edits: &[Edit]) -> Vec<u8> {
             Edit::Truncate(p) => b.truncate(at(p, b.len() + 1)),
             Edit::Number(p, k) if !b.is_empty() => {
                 let i = at(p, b.len());
-                let end = b[i..].iter().position(|c| !c.is_ascii_digit()).map_or(b.len(), |n| i + n);
+                let end = b[i..]
+                    .iter()
+                    .position(|c| !c.is_ascii_digit())
+                    .map_or(b.len(), |n| i + n);
                 b.splice(i..end, NUMBERS[k % NUMBERS.len()].bytes());
             }
             _ => {}
@@ -214,7 +274,11 @@ fn edit() -> impl Strategy<Value = Edit> {
 /// refusal must say what was wrong.
 fn check(target: &Target, input: &[u8]) {
     if let Err(e) = (target.1)(input) {
-        assert!(!e.trim().is_empty(), "{}: an error that says nothing", target.0);
+        assert!(
+            !e.trim().is_empty(),
+            "{}: an error that says nothing",
+            target.0
+        );
     }
 }
 
@@ -274,7 +338,10 @@ impl Rng {
 #[test]
 #[ignore = "the long fuzz pass: cargo test --release -- --ignored fuzz"]
 fn fuzz_every_parser_for_the_long_pass() {
-    let secs: u64 = std::env::var("SHERIFF_FUZZ_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(600);
+    let secs: u64 = std::env::var("SHERIFF_FUZZ_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(600);
     let deadline = Instant::now() + Duration::from_secs(secs);
     let targets = targets();
     let seeds = seeds_cached();
@@ -306,12 +373,30 @@ fn the_push_and_interaction_seeds_are_real() {
     use sheriff::ingest::run::{Assembly, assemble};
     use sheriff::server::slack::{Interaction, decode_interaction};
     let seeds = seeds_cached();
-    let pushes: Vec<_> = seeds.iter().filter_map(|s| sheriff::server::push::decode(s).ok()).collect();
+    let pushes: Vec<_> = seeds
+        .iter()
+        .filter_map(|s| sheriff::server::push::decode(s).ok())
+        .collect();
     assert!(!pushes.is_empty());
     for (run, _) in &pushes {
-        assert!(matches!(assemble(run), Assembly::Ready { .. }), "{}", run.path);
+        assert!(
+            matches!(assemble(run), Assembly::Ready { .. }),
+            "{}",
+            run.path
+        );
     }
-    let decoded: Vec<_> = seeds.iter().filter_map(|s| decode_interaction(s).ok()).collect();
-    assert!(decoded.iter().any(|d| matches!(d.interaction, Interaction::Pressed { .. })));
-    assert!(decoded.iter().any(|d| matches!(d.interaction, Interaction::AcceptSubmitted { .. })));
+    let decoded: Vec<_> = seeds
+        .iter()
+        .filter_map(|s| decode_interaction(s).ok())
+        .collect();
+    assert!(
+        decoded
+            .iter()
+            .any(|d| matches!(d.interaction, Interaction::Pressed { .. }))
+    );
+    assert!(
+        decoded
+            .iter()
+            .any(|d| matches!(d.interaction, Interaction::AcceptSubmitted { .. }))
+    );
 }

@@ -30,18 +30,34 @@ fn jobs() -> Vec<JobSpec> {
     vec![
         JobSpec::new(&format!("{p}-nightly-4.14-e2e-metal-ipi-ovn-upgrade"), 2.0),
         JobSpec::new(&format!("{p}-nightly-4.14-e2e-metal-ipi-sdn-upgrade"), 2.0),
-        JobSpec::new(&format!("{p}-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-ovn-upgrade"), 2.0),
-        JobSpec::new(&format!("{p}-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-sdn-bm-upgrade"), 2.0),
+        JobSpec::new(
+            &format!("{p}-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-ovn-upgrade"),
+            2.0,
+        ),
+        JobSpec::new(
+            &format!("{p}-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-sdn-bm-upgrade"),
+            2.0,
+        ),
         JobSpec::new(&format!("{p}-ci-4.14-e2e-aws-ovn-upgrade"), 6.0),
         JobSpec::new(&format!("{p}-ci-4.14-e2e-gcp-ovn-upgrade"), 4.0),
     ]
 }
 
 fn backends() -> Vec<String> {
-    ["image-registry", "ingress-to-console", "kube-api", "ci-cluster-network-liveness"]
-        .iter()
-        .flat_map(|f| [format!("{f}-new-connections"), format!("{f}-reused-connections")])
-        .collect()
+    [
+        "image-registry",
+        "ingress-to-console",
+        "kube-api",
+        "ci-cluster-network-liveness",
+    ]
+    .iter()
+    .flat_map(|f| {
+        [
+            format!("{f}-new-connections"),
+            format!("{f}-reused-connections"),
+        ]
+    })
+    .collect()
 }
 
 fn world(seed: u64, days: u32, planted: Vec<Planted>) -> Scenario {
@@ -60,7 +76,10 @@ fn day_of(s: &Scenario, d: u32) -> DateTime<Utc> {
 }
 
 fn metal(from_day: u32, until_day: Option<u32>) -> Planted {
-    Planted { until_day, ..synth::metal_registry_regression(from_day) }
+    Planted {
+        until_day,
+        ..synth::metal_registry_regression(from_day)
+    }
 }
 
 async fn load(store: &Store, s: &Scenario) {
@@ -89,13 +108,22 @@ async fn replay(store: &Store, s: &Scenario, from: u32) -> Told {
     let settings = settings();
     let mut t = day_of(s, from);
     let mut samples_before_onset = Vec::new();
-    let starts: std::collections::HashMap<String, DateTime<Utc>> =
-        synth::run_records(s).into_iter().map(|r| (r.run.build_id, r.run.started_at)).collect();
+    let starts: std::collections::HashMap<String, DateTime<Utc>> = synth::run_records(s)
+        .into_iter()
+        .map(|r| (r.run.build_id, r.run.started_at))
+        .collect();
     while t < end() {
-        let report =
-            run_cycle(store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: t, dry_run: false })
-                .await
-                .unwrap();
+        let report = run_cycle(
+            store,
+            &sheriff::warm::Warm::new(),
+            &settings,
+            CycleOptions {
+                at: t,
+                dry_run: false,
+            },
+        )
+        .await
+        .unwrap();
         for r in report.regressions.iter().filter(|r| r.status.is_active()) {
             let Some(onset) = &r.onset else { continue };
             for j in &r.sample_jobs {
@@ -122,7 +150,11 @@ async fn replay(store: &Store, s: &Scenario, from: u32) -> Told {
             replies.push(v["text"].as_str().unwrap_or_default().to_string());
         }
     }
-    Told { incidents, samples_before_onset, replies }
+    Told {
+        incidents,
+        samples_before_onset,
+        replies,
+    }
 }
 
 fn kinds(events: &[Event]) -> Vec<&str> {
@@ -149,27 +181,61 @@ async fn live_counts(store: &Store) -> (usize, usize, i64, i64) {
 async fn backtest_of(db: &crate::common::TestDb, s: &Scenario, from: u32) -> Backtest {
     let store = Arc::new(Store::open(&db.settings).await.unwrap());
     let before = live_counts(&store).await;
-    let b = backtest(store.clone(), &settings(), day_of(s, from), end(), &Cadence::Every(6 * 3_600))
-        .await
-        .unwrap();
-    assert_eq!(live_counts(&store).await, before, "the backtest touched the live tables");
+    let b = backtest(
+        store.clone(),
+        &settings(),
+        day_of(s, from),
+        end(),
+        &Cadence::Every(6 * 3_600),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        live_counts(&store).await,
+        before,
+        "the backtest touched the live tables"
+    );
     b
 }
 
 /// The live story and the backtest's agree: the same incidents, opened and resolved at the same
 /// cycles, with the same onsets.
 fn same_story(told: &Told, b: &Backtest) {
-    assert_eq!(b.incidents.len(), told.incidents.len(), "{:#?}", b.incidents);
+    assert_eq!(
+        b.incidents.len(),
+        told.incidents.len(),
+        "{:#?}",
+        b.incidents
+    );
     for (i, _) in &told.incidents {
         let story = b
             .incidents
             .iter()
             .find(|s| s.fingerprint == i.fingerprint)
             .unwrap_or_else(|| panic!("{} missing from the backtest", i.fingerprint));
-        assert_eq!(story.opened_at.timestamp(), i.opened_at, "{}", i.fingerprint);
-        let resolved = if i.state.is_open() { None } else { i.resolved_at };
-        assert_eq!(story.resolved_at.map(|t| t.timestamp()), resolved, "{}", i.fingerprint);
-        assert_eq!(story.onset, i.episodes.first().map(|e| e.onset.clone()), "{}", i.fingerprint);
+        assert_eq!(
+            story.opened_at.timestamp(),
+            i.opened_at,
+            "{}",
+            i.fingerprint
+        );
+        let resolved = if i.state.is_open() {
+            None
+        } else {
+            i.resolved_at
+        };
+        assert_eq!(
+            story.resolved_at.map(|t| t.timestamp()),
+            resolved,
+            "{}",
+            i.fingerprint
+        );
+        assert_eq!(
+            story.onset,
+            i.episodes.first().map(|e| e.onset.clone()),
+            "{}",
+            i.fingerprint
+        );
     }
 }
 

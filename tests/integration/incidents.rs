@@ -64,10 +64,17 @@ async fn cycle(
     settings: &Settings,
     at: chrono::DateTime<chrono::Utc>,
 ) -> sheriff::cycle::CycleReport {
-    let report = run_cycle(store, &sheriff::warm::Warm::new(), settings, CycleOptions { at, dry_run: false })
+    let report = run_cycle(
+        store,
+        &sheriff::warm::Warm::new(),
+        settings,
+        CycleOptions { at, dry_run: false },
+    )
+    .await
+    .unwrap();
+    let drained = sheriff::notify::deliver_for_a_while(store.clone(), settings)
         .await
         .unwrap();
-    let drained = sheriff::notify::deliver_for_a_while(store.clone(), settings).await.unwrap();
     assert_eq!(drained.dead, 0, "nothing dead-lettered");
     report
 }
@@ -221,9 +228,20 @@ async fn apply(store: &Store, steps: Vec<Step>) -> plan::Plan {
         };
         let steps = steps.clone();
         let planner = |k: &plan::Known| {
-            plan::with_effects(now, steps, &k.incidents, &k.silences, &k.delivered, &policy())
+            plan::with_effects(
+                now,
+                steps,
+                &k.incidents,
+                &k.silences,
+                &k.delivered,
+                &policy(),
+            )
         };
-        match store.incidents().finish_cycle(&[], &record, planner, sheriff::incident_text).await {
+        match store
+            .incidents()
+            .finish_cycle(&[], &record, planner, sheriff::incident_text)
+            .await
+        {
             Ok((_, plan)) => return plan,
             Err(e) => assert!(sheriff::store::is_storage_error(&e), "{e:#}"),
         }
@@ -247,7 +265,9 @@ fn storage_faults(seed: u64, rate: f64) -> sheriff::store::WriteFaultHook {
 async fn silence_until_acknowledged(store: &Store, target: &str, now: i64) -> i64 {
     let target = sheriff::incidents::silence::Target::parse(&[target]).unwrap();
     loop {
-        match sheriff::actions::silence(store, &target, 3_600, "fault schedule", "cli:ops", now).await {
+        match sheriff::actions::silence(store, &target, 3_600, "fault schedule", "cli:ops", now)
+            .await
+        {
             Ok(made) => return made.id,
             Err(sheriff::actions::ActionError::Internal(e)) => {
                 assert!(sheriff::store::is_storage_error(&e), "{e:#}")
@@ -258,7 +278,12 @@ async fn silence_until_acknowledged(store: &Store, target: &str, now: i64) -> i6
 }
 
 fn step(action: Action) -> Step {
-    Step { action, effects: vec![], silenced_by: None, held: None }
+    Step {
+        action,
+        effects: vec![],
+        silenced_by: None,
+        held: None,
+    }
 }
 
 /// Delivers everything, killing and restarting workers as `kill` decides, moving the clock
@@ -274,8 +299,9 @@ async fn drain_with_kills(
         let mut w = Worker::new(store.clone(), sinks.clone(), settings.outbox.clone());
         w.clock = clock.clone();
         let kill = kill.clone();
-        w.faults =
-            Some(Arc::new(move |_point: KillPoint, _e: &_| kill.next() != common::faults::Fault::None));
+        w.faults = Some(Arc::new(move |_point: KillPoint, _e: &_| {
+            kill.next() != common::faults::Fault::None
+        }));
         w
     };
     let mut worker = new_worker();
@@ -320,7 +346,10 @@ async fn fuzz_a_thousand_fault_schedules_on_sqlite() {
 #[ignore = "the long pass: cargo test --release -- --ignored fuzz"]
 async fn fuzz_a_thousand_fault_schedules_on_postgres() {
     let Some(db) = common::TestDb::postgres().await else {
-        panic!("the long pass needs PostgreSQL: set {}", common::POSTGRES_ENV);
+        panic!(
+            "the long pass needs PostgreSQL: set {}",
+            common::POSTGRES_ENV
+        );
     };
     fault_schedules(&db, 1_000).await;
 }
@@ -337,8 +366,20 @@ async fn fault_schedules(db: &common::TestDb, schedules: u64) {
     let mut totals = (0usize, 0usize, 0usize);
     for seed in 0..schedules {
         let slack = FakeSlack::start(&format!("faults-{engine}"), Faults::seeded(seed, 0.2)).await;
-        let jira = FakeJira::start(&format!("faults-{engine}"), Faults::seeded(seed + 10_000, 0.2)).await;
-        let mut settings = settings(&slack, &jira, if seed % 2 == 0 { JiraApi::V2 } else { JiraApi::V3 });
+        let jira = FakeJira::start(
+            &format!("faults-{engine}"),
+            Faults::seeded(seed + 10_000, 0.2),
+        )
+        .await;
+        let mut settings = settings(
+            &slack,
+            &jira,
+            if seed % 2 == 0 {
+                JiraApi::V2
+            } else {
+                JiraApi::V3
+            },
+        );
         settings.outbox.max_attempts = 1_000;
         settings.slack.timeout_secs = 0.1;
         settings.jira.timeout_secs = 0.1;
@@ -367,10 +408,19 @@ async fn fault_schedules(db: &common::TestDb, schedules: u64) {
         // a silence of something else, acknowledged only once stored
         let silenced_at = clock.now();
         let silence =
-            silence_until_acknowledged(&store, &format!("backend=nothing-{seed}-*"), silenced_at).await;
+            silence_until_acknowledged(&store, &format!("backend=nothing-{seed}-*"), silenced_at)
+                .await;
         let mut ids = Vec::new();
         for f in &families {
-            ids.push(store.incidents().find(&format!("sheriff-{f}")).await.unwrap().unwrap().id);
+            ids.push(
+                store
+                    .incidents()
+                    .find(&format!("sheriff-{f}"))
+                    .await
+                    .unwrap()
+                    .unwrap()
+                    .id,
+            );
         }
         // a material change
         apply(
@@ -411,8 +461,10 @@ async fn fault_schedules(db: &common::TestDb, schedules: u64) {
         drain_with_kills(&store, &sinks, &settings, &clock, &kill).await;
         store.inject_write_faults(None);
         let silences = store.incidents().silences(silenced_at).await.unwrap();
-        let this: Vec<_> =
-            silences.iter().filter(|s| s.backend.as_deref() == Some(&format!("nothing-{seed}-*"))).collect();
+        let this: Vec<_> = silences
+            .iter()
+            .filter(|s| s.backend.as_deref() == Some(&format!("nothing-{seed}-*")))
+            .collect();
         assert_eq!(
             this.iter().map(|s| s.id).collect::<Vec<_>>(),
             vec![silence],
@@ -422,27 +474,48 @@ async fn fault_schedules(db: &common::TestDb, schedules: u64) {
         // every effect exactly once at the remote side
         let by_key = slack.count_by_key();
         for id in &ids {
-            for key in
-                [format!("slack_post:{id}"), format!("slack_reply:{id}:2"), format!("slack_reply:{id}:3")]
-            {
-                assert_eq!(by_key.get(&key), Some(&1), "seed {seed}: {key} in {by_key:?}");
+            for key in [
+                format!("slack_post:{id}"),
+                format!("slack_reply:{id}:2"),
+                format!("slack_reply:{id}:3"),
+            ] {
+                assert_eq!(
+                    by_key.get(&key),
+                    Some(&1),
+                    "seed {seed}: {key} in {by_key:?}"
+                );
             }
         }
-        let summaries = by_key.keys().filter(|k| k.starts_with("slack_summary:")).count();
+        let summaries = by_key
+            .keys()
+            .filter(|k| k.starts_with("slack_summary:"))
+            .count();
         assert_eq!(summaries, 3, "seed {seed}: {by_key:?}");
-        assert!(by_key.values().all(|n| *n == 1), "seed {seed}: duplicates {by_key:?}");
+        assert!(
+            by_key.values().all(|n| *n == 1),
+            "seed {seed}: duplicates {by_key:?}"
+        );
         let issues = jira.issues();
         assert_eq!(issues.len(), 2, "seed {seed}: one issue per incident");
         for (issue, id) in issues.iter().zip(&ids) {
             let keys: Vec<String> = issue
                 .comments
                 .iter()
-                .map(|c| c["properties"][0]["value"]["idempotency_key"].as_str().unwrap().to_string())
+                .map(|c| {
+                    c["properties"][0]["value"]["idempotency_key"]
+                        .as_str()
+                        .unwrap()
+                        .to_string()
+                })
                 .collect();
             let mut unique = keys.clone();
             unique.sort();
             unique.dedup();
-            assert_eq!(keys.len(), unique.len(), "seed {seed}: duplicate comments {keys:?}");
+            assert_eq!(
+                keys.len(),
+                unique.len(),
+                "seed {seed}: duplicate comments {keys:?}"
+            );
             assert_eq!(
                 keys.len(),
                 2,
@@ -452,8 +525,16 @@ async fn fault_schedules(db: &common::TestDb, schedules: u64) {
             assert_eq!(issue.transitions, vec!["Done".to_string()], "seed {seed}");
         }
         for id in &ids {
-            let i = store.incidents().find(&id.to_string()).await.unwrap().unwrap();
-            assert!(i.slack_ts.is_some() && i.jira_key.is_some(), "seed {seed}: results written back");
+            let i = store
+                .incidents()
+                .find(&id.to_string())
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(
+                i.slack_ts.is_some() && i.jira_key.is_some(),
+                "seed {seed}: results written back"
+            );
         }
         totals.0 += slack.messages().len();
         totals.1 += issues.len();
@@ -620,7 +701,11 @@ fn thread_lines(slack: &FakeSlack) -> Vec<String> {
         .messages()
         .into_iter()
         .filter(|m| {
-            m.thread_ts.is_some() && !m.key.as_deref().is_some_and(|k| k.starts_with("slack_details:"))
+            m.thread_ts.is_some()
+                && !m
+                    .key
+                    .as_deref()
+                    .is_some_and(|k| k.starts_with("slack_details:"))
         })
         .map(|m| m.text)
         .collect()

@@ -37,7 +37,14 @@ fn settings() -> IngestSettings {
 }
 
 async fn ingest_dir(store: &Store, dir: &Path) -> IngestSummary {
-    ingest(store, &settings(), &Source::Local(dir.to_path_buf()), &IngestOptions::default()).await.unwrap()
+    ingest(
+        store,
+        &settings(),
+        &Source::Local(dir.to_path_buf()),
+        &IngestOptions::default(),
+    )
+    .await
+    .unwrap()
 }
 
 /// Every stored run and its samples, for comparing two databases.
@@ -61,8 +68,11 @@ async fn check_against_truth(store: &Store, truth: &Truth) {
             .unwrap_or_else(|| panic!("{} not stored", t.path));
         assert_eq!(r.run.dimensions, t.dimensions, "{}", t.path);
         assert_eq!(r.run.started_at, t.started_at);
-        let seconds: BTreeMap<String, i64> =
-            r.samples.iter().map(|s| (s.backend.clone(), s.seconds)).collect();
+        let seconds: BTreeMap<String, i64> = r
+            .samples
+            .iter()
+            .map(|s| (s.backend.clone(), s.seconds))
+            .collect();
         assert_eq!(seconds, t.seconds, "{}", t.path);
         if t.regressed {
             assert!(
@@ -72,7 +82,11 @@ async fn check_against_truth(store: &Store, truth: &Truth) {
                 "{}",
                 t.path
             );
-            assert!(r.outages.iter().any(|o| o.backend == "image-registry-new-connections"));
+            assert!(
+                r.outages
+                    .iter()
+                    .any(|o| o.backend == "image-registry-new-connections")
+            );
         }
     }
 }
@@ -267,17 +281,25 @@ fn broken_corpus(bucket: &Path, truth: &Truth) -> Vec<Case> {
         let target = source.parent().unwrap().join(&build);
         copy_dir(&source, &target);
         let prowjob = target.join("prowjob.json");
-        let mut pj: serde_json::Value = serde_json::from_slice(&std::fs::read(&prowjob).unwrap()).unwrap();
+        let mut pj: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&prowjob).unwrap()).unwrap();
         pj["status"]["build_id"] = serde_json::json!(build);
         std::fs::write(&prowjob, pj.to_string()).unwrap();
         breaks(&target);
-        cases.push(Case { what, job: template.job.clone(), build, expect });
+        cases.push(Case {
+            what,
+            job: template.job.clone(),
+            build,
+            expect,
+        });
     };
     let truncate = |p: PathBuf| {
         let b = std::fs::read(&p).unwrap();
         std::fs::write(&p, &b[..b.len() / 2]).unwrap();
     };
-    let binary: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    let binary: Vec<u8> = (0..4096u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
     let huge = |p: PathBuf| {
         let mut s = String::from("{\"items\": [");
         while s.len() < 1_500_000 {
@@ -289,24 +311,34 @@ fn broken_corpus(bucket: &Path, truth: &Truth) -> Vec<Case> {
     let f = |s: &str| Expect::Failed(s.into());
     let w = |s: &str| Expect::Warning(s.into());
 
-    add("truncated disruption file", f("backend-disruption"), &|d| truncate(find(d, "backend-disruption")));
-    add("disruption file with wrong types", f("backend-disruption"), &|d| {
-        std::fs::write(
+    add("truncated disruption file", f("backend-disruption"), &|d| {
+        truncate(find(d, "backend-disruption"))
+    });
+    add(
+        "disruption file with wrong types",
+        f("backend-disruption"),
+        &|d| {
+            std::fs::write(
             find(d, "backend-disruption"),
             r#"{"BackendDisruptions": {"kube-api-new-connections": {"DisruptedDuration": true}}}"#,
         )
         .unwrap()
-    });
-    add("disruption file of an unknown schema", f("backend-disruption"), &|d| {
-        std::fs::write(find(d, "backend-disruption"), r#"{"items": []}"#).unwrap()
-    });
+        },
+    );
+    add(
+        "disruption file of an unknown schema",
+        f("backend-disruption"),
+        &|d| std::fs::write(find(d, "backend-disruption"), r#"{"items": []}"#).unwrap(),
+    );
     add("empty disruption file", f("backend-disruption"), &|d| {
         std::fs::write(find(d, "backend-disruption"), "").unwrap()
     });
     add("binary disruption file", f("backend-disruption"), &|d| {
         std::fs::write(find(d, "backend-disruption"), &binary).unwrap()
     });
-    add("huge disruption file", f("backend-disruption"), &|d| huge(find(d, "backend-disruption")));
+    add("huge disruption file", f("backend-disruption"), &|d| {
+        huge(find(d, "backend-disruption"))
+    });
     add("unparseable duration", f("backend-disruption"), &|d| {
         std::fs::write(
             find(d, "backend-disruption"),
@@ -321,26 +353,42 @@ fn broken_corpus(bucket: &Path, truth: &Truth) -> Vec<Case> {
         )
         .unwrap()
     });
-    add("disruption file that is JSON null", f("backend-disruption"), &|d| {
-        std::fs::write(find(d, "backend-disruption"), "null").unwrap()
-    });
+    add(
+        "disruption file that is JSON null",
+        f("backend-disruption"),
+        &|d| std::fs::write(find(d, "backend-disruption"), "null").unwrap(),
+    );
     add("no start time anywhere", f("started.json"), &|d| {
         std::fs::write(d.join("started.json"), "{\"timestamp\": \"whenever\"}").unwrap();
         std::fs::remove_file(d.join("prowjob.json")).unwrap();
     });
-    add("truncated cluster-data", w("cluster-data"), &|d| truncate(find(d, "cluster-data")));
+    add("truncated cluster-data", w("cluster-data"), &|d| {
+        truncate(find(d, "cluster-data"))
+    });
     add("cluster-data with wrong types", w("cluster-data"), &|d| {
-        std::fs::write(find(d, "cluster-data"), r#"{"Release": 4.14, "Platform": ["aws"]}"#).unwrap()
+        std::fs::write(
+            find(d, "cluster-data"),
+            r#"{"Release": 4.14, "Platform": ["aws"]}"#,
+        )
+        .unwrap()
     });
     add("binary cluster-data", w("cluster-data"), &|d| {
         std::fs::write(find(d, "cluster-data"), &binary).unwrap()
     });
-    add("empty cluster-data", w("cluster-data"), &|d| std::fs::write(find(d, "cluster-data"), "").unwrap());
-    add("truncated interval file", w("e2e-events"), &|d| truncate(find(d, "e2e-events")));
-    add("interval file of an unknown schema", w("e2e-events"), &|d| {
-        std::fs::write(find(d, "e2e-events"), r#"{"BackendDisruptions": {}}"#).unwrap()
+    add("empty cluster-data", w("cluster-data"), &|d| {
+        std::fs::write(find(d, "cluster-data"), "").unwrap()
     });
-    add("huge interval file", w("e2e-events"), &|d| huge(find(d, "e2e-events")));
+    add("truncated interval file", w("e2e-events"), &|d| {
+        truncate(find(d, "e2e-events"))
+    });
+    add(
+        "interval file of an unknown schema",
+        w("e2e-events"),
+        &|d| std::fs::write(find(d, "e2e-events"), r#"{"BackendDisruptions": {}}"#).unwrap(),
+    );
+    add("huge interval file", w("e2e-events"), &|d| {
+        huge(find(d, "e2e-events"))
+    });
     add("binary interval file", w("e2e-events"), &|d| {
         std::fs::write(find(d, "e2e-events"), &binary).unwrap()
     });
@@ -351,15 +399,27 @@ fn broken_corpus(bucket: &Path, truth: &Truth) -> Vec<Case> {
         )
         .unwrap()
     });
-    add("empty interval file", w("e2e-events"), &|d| std::fs::write(find(d, "e2e-events"), "").unwrap());
-    add("truncated prowjob.json", w("prowjob.json"), &|d| truncate(d.join("prowjob.json")));
+    add("empty interval file", w("e2e-events"), &|d| {
+        std::fs::write(find(d, "e2e-events"), "").unwrap()
+    });
+    add("truncated prowjob.json", w("prowjob.json"), &|d| {
+        truncate(d.join("prowjob.json"))
+    });
     add("garbage finished.json", w("finished.json"), &|d| {
         std::fs::write(d.join("finished.json"), "{\"timestamp\": [}").unwrap()
     });
-    add("an odd file name", w("backend-disruption_20261020-000000.json.gz"), &|d| {
-        let p = find(d, "backend-disruption");
-        std::fs::write(p.with_file_name("backend-disruption_20261020-000000.json.gz"), &binary).unwrap();
-    });
+    add(
+        "an odd file name",
+        w("backend-disruption_20261020-000000.json.gz"),
+        &|d| {
+            let p = find(d, "backend-disruption");
+            std::fs::write(
+                p.with_file_name("backend-disruption_20261020-000000.json.gz"),
+                &binary,
+            )
+            .unwrap();
+        },
+    );
     add("no disruption files at all", w(""), &|d| {
         while let Some(p) = std::iter::once(()).find_map(|_| {
             let mut stack = vec![d.to_path_buf()];
@@ -367,7 +427,11 @@ fn broken_corpus(bucket: &Path, truth: &Truth) -> Vec<Case> {
                 for e in std::fs::read_dir(&x).unwrap().flatten() {
                     if e.path().is_dir() {
                         stack.push(e.path());
-                    } else if e.file_name().to_string_lossy().starts_with("backend-disruption") {
+                    } else if e
+                        .file_name()
+                        .to_string_lossy()
+                        .starts_with("backend-disruption")
+                    {
                         return Some(e.path());
                     }
                 }
@@ -377,7 +441,9 @@ fn broken_corpus(bucket: &Path, truth: &Truth) -> Vec<Case> {
             std::fs::remove_file(p).unwrap();
         }
     });
-    add("still running", Expect::Skipped, &|d| std::fs::remove_file(d.join("finished.json")).unwrap());
+    add("still running", Expect::Skipped, &|d| {
+        std::fs::remove_file(d.join("finished.json")).unwrap()
+    });
     cases
 }
 
@@ -402,11 +468,23 @@ async fn a_folder_too_deep_skips_itself_not_the_whole_ingest() {
     let summary = ingest_dir(&db.store, dir.path()).await;
     let finished = truth.finished_runs().count() as u64;
     assert_eq!(summary.ingested, finished - 1, "{summary:?}");
-    assert!(!db.store.runs().has_run(&victim.job, &victim.build_id).await.unwrap());
+    assert!(
+        !db.store
+            .runs()
+            .has_run(&victim.job, &victim.build_id)
+            .await
+            .unwrap()
+    );
     std::fs::remove_dir_all(run_dir.join("artifacts").join("d")).unwrap();
     let again = ingest_dir(&db.store, dir.path()).await;
     assert_eq!(again.ingested, 1, "{again:?}");
-    assert!(db.store.runs().has_run(&victim.job, &victim.build_id).await.unwrap());
+    assert!(
+        db.store
+            .runs()
+            .has_run(&victim.job, &victim.build_id)
+            .await
+            .unwrap()
+    );
 }
 
 /// A GCS object is written to a temporary file as it arrives, its bytes counted: one past the
@@ -421,14 +499,33 @@ async fn a_gcs_download_is_spooled_to_a_temporary_file_and_stops_at_the_limit() 
     let body = "x".repeat(300_000);
     std::fs::write(run.join("e2e-events_1.json"), &body).unwrap();
     let fake = common::gcs::FakeGcs::start(root.path(), 0).await;
-    let client = GcsClient::new(&GcsSettings { api_url: fake.url.clone(), ..Default::default() }).unwrap();
+    let client = GcsClient::new(&GcsSettings {
+        api_url: fake.url.clone(),
+        ..Default::default()
+    })
+    .unwrap();
     let object = "logs/job/1/e2e-events_1.json";
-    let spooled = client.download_to_file("bucket", object, 300_000).await.unwrap();
+    let spooled = client
+        .download_to_file("bucket", object, 300_000)
+        .await
+        .unwrap();
     assert_eq!(std::fs::read_to_string(&spooled).unwrap(), body);
     let path = spooled.to_path_buf();
     drop(spooled);
-    assert!(!path.exists(), "the temporary file is removed with its path");
-    let err = client.download_to_file("bucket", object, 299_999).await.unwrap_err();
-    assert!(matches!(err.failure, sheriff::clients::gcs::Failure::TooLarge { .. }), "{err:#}");
-    assert!(format!("{err:#}").contains("larger than the 299999-byte limit"), "{err:#}");
+    assert!(
+        !path.exists(),
+        "the temporary file is removed with its path"
+    );
+    let err = client
+        .download_to_file("bucket", object, 299_999)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err.failure, sheriff::clients::gcs::Failure::TooLarge { .. }),
+        "{err:#}"
+    );
+    assert!(
+        format!("{err:#}").contains("larger than the 299999-byte limit"),
+        "{err:#}"
+    );
 }

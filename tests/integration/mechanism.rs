@@ -23,26 +23,44 @@ fn spec(seed: u64, class: Class) -> WorldSpec {
 }
 
 /// The world written, ingested with its intervals, and evaluated at its end.
-async fn evaluated(store: &sheriff::store::Store, world: &World, root: &Path) -> Vec<RegressionReport> {
+async fn evaluated(
+    store: &sheriff::store::Store,
+    world: &World,
+    root: &Path,
+) -> Vec<RegressionReport> {
     world.write_tree(root).unwrap();
     let settings = Settings::default();
-    store.trouble().apply(&settings.evaluate.ci_trouble).await.unwrap();
+    store
+        .trouble()
+        .apply(&settings.evaluate.ci_trouble)
+        .await
+        .unwrap();
     store
         .evaluations()
         .import_thresholds(Table::embedded().unwrap().rows(), "query_results.json")
         .await
         .unwrap();
-    let ingest_settings = IngestSettings { intervals: IntervalsMode::Eager, ..Default::default() };
-    let summary =
-        ingest(store, &ingest_settings, &Source::Local(root.to_path_buf()), &IngestOptions::default())
-            .await
-            .unwrap();
+    let ingest_settings = IngestSettings {
+        intervals: IntervalsMode::Eager,
+        ..Default::default()
+    };
+    let summary = ingest(
+        store,
+        &ingest_settings,
+        &Source::Local(root.to_path_buf()),
+        &IngestOptions::default(),
+    )
+    .await
+    .unwrap();
     assert_eq!(summary.failed, 0, "{:?}", summary.errors.first());
     let report = run_cycle(
         store,
         &sheriff::warm::Warm::new(),
         &settings,
-        CycleOptions { at: world.spec.end, dry_run: true },
+        CycleOptions {
+            at: world.spec.end,
+            dry_run: true,
+        },
     )
     .await
     .unwrap();
@@ -107,8 +125,15 @@ on_both_engines! {
 async fn filed_against_the_harness(r: &RegressionReport, engine: &str) {
     use sheriff::config::{JiraApi, JiraSettings, Secret};
     let incident = Incident::new(1, "sheriff-00000000000000cc", Snapshot::from_report(r));
-    for (api, component) in [(JiraApi::V3, Some("Installer / openshift-metal3")), (JiraApi::V2, None)] {
-        let jira = FakeJira::start(&format!("mechanism-harness-{api:?}-{engine}"), Faults::none()).await;
+    for (api, component) in [
+        (JiraApi::V3, Some("Installer / openshift-metal3")),
+        (JiraApi::V2, None),
+    ] {
+        let jira = FakeJira::start(
+            &format!("mechanism-harness-{api:?}-{engine}"),
+            Faults::none(),
+        )
+        .await;
         let settings = JiraSettings {
             url: jira.url.clone(),
             api,
@@ -121,7 +146,10 @@ async fn filed_against_the_harness(r: &RegressionReport, engine: &str) {
         sink.file(&incident, None).await.unwrap();
         let issue = &jira.issues()[0];
         match component {
-            Some(c) => assert_eq!(issue.fields["components"], serde_json::json!([{ "name": c }])),
+            Some(c) => assert_eq!(
+                issue.fields["components"],
+                serde_json::json!([{ "name": c }])
+            ),
             None => assert!(issue.fields.get("components").is_none(), "{}", issue.fields),
         }
         let description = match api {
@@ -139,7 +167,10 @@ async fn filed_against_the_harness(r: &RegressionReport, engine: &str) {
             lines[3].contains("Ask: maintainers of the CI harness openshift-metal3/dev-scripts"),
             "{description}"
         );
-        assert!(lines[3].contains("Image Registry is consulted, not blamed"), "{description}");
+        assert!(
+            lines[3].contains("Image Registry is consulted, not blamed"),
+            "{description}"
+        );
         assert!(
             lines[4].contains("one ready replica") && lines[4].contains("the drain evicted it"),
             "{description}"
@@ -192,7 +223,11 @@ async fn other_planted_mechanisms_rank_first() {
             let world = build(&spec).unwrap();
             let dir = tempfile::tempdir().unwrap();
             let reports = evaluated(&db.store, &world, dir.path()).await;
-            let got = registry(&reports).attribution.mechanism.as_ref().map(|m| m.kind);
+            let got = registry(&reports)
+                .attribution
+                .mechanism
+                .as_ref()
+                .map(|m| m.kind);
             right.push((kind, seed, got == Some(kind), got));
         }
     }
@@ -216,13 +251,18 @@ async fn a_scope_whose_backend_vanishes_says_no_data_since_and_stays_open() {
         let d = &rec.run.dimensions;
         if rec.run.started_at >= cut && d.platform == "metal" && d.release == "4.15" {
             let before = rec.samples.len();
-            rec.samples.retain(|s| !s.backend.starts_with("image-registry"));
+            rec.samples
+                .retain(|s| !s.backend.starts_with("image-registry"));
             dropped += usize::from(rec.samples.len() < before);
         }
     }
     assert!(dropped > 20, "{dropped}");
     let settings = Settings::default();
-    db.store.trouble().apply(&settings.evaluate.ci_trouble).await.unwrap();
+    db.store
+        .trouble()
+        .apply(&settings.evaluate.ci_trouble)
+        .await
+        .unwrap();
     db.store
         .evaluations()
         .import_thresholds(Table::embedded().unwrap().rows(), "query_results.json")
@@ -235,26 +275,59 @@ async fn a_scope_whose_backend_vanishes_says_no_data_since_and_stays_open() {
         &db.store,
         &sheriff::warm::Warm::new(),
         &settings,
-        CycleOptions { at: cut, dry_run: false },
+        CycleOptions {
+            at: cut,
+            dry_run: false,
+        },
     )
     .await
     .unwrap();
-    assert!(first.regressions.iter().any(|r| r.family == "image-registry"), "{:#?}", first.regressions);
+    assert!(
+        first
+            .regressions
+            .iter()
+            .any(|r| r.family == "image-registry"),
+        "{:#?}",
+        first.regressions
+    );
     for day in 1..=3 {
         let at = cut + chrono::Duration::days(day);
-        run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at, dry_run: false })
-            .await
-            .unwrap();
+        run_cycle(
+            &db.store,
+            &sheriff::warm::Warm::new(),
+            &settings,
+            CycleOptions { at, dry_run: false },
+        )
+        .await
+        .unwrap();
     }
     let incidents = db.store.incidents().all().await.unwrap();
-    let i = incidents.iter().find(|i| i.snapshot.family == "image-registry").unwrap();
-    assert_eq!(i.state, sheriff::incidents::State::Ongoing, "{:?}", i.snapshot.summary);
+    let i = incidents
+        .iter()
+        .find(|i| i.snapshot.family == "image-registry")
+        .unwrap();
+    assert_eq!(
+        i.state,
+        sheriff::incidents::State::Ongoing,
+        "{:?}",
+        i.snapshot.summary
+    );
     let since = i.snapshot.report.no_data_since.expect("no data since");
-    assert!(since < cut && since > cut - chrono::Duration::days(1), "{since}");
+    assert!(
+        since < cut && since > cut - chrono::Duration::days(1),
+        "{since}"
+    );
     assert!(
         i.snapshot.summary.contains("No data since")
-            || i.snapshot.report.attribution.summary.contains("No data since")
+            || i.snapshot
+                .report
+                .attribution
+                .summary
+                .contains("No data since")
     );
     let events = db.store.incidents().events(i.id).await.unwrap();
-    assert!(events.iter().any(|e| format!("{e:?}").contains("no_data")), "{events:#?}");
+    assert!(
+        events.iter().any(|e| format!("{e:?}").contains("no_data")),
+        "{events:#?}"
+    );
 }

@@ -18,7 +18,11 @@ use crate::common;
 const HOSTILE: &str = "<img src=x onerror=alert(1)></script><script>alert(2)</script>";
 
 fn today() -> chrono::DateTime<chrono::Utc> {
-    chrono::Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc()
+    chrono::Utc::now()
+        .date_naive()
+        .and_hms_opt(0, 0, 0)
+        .unwrap()
+        .and_utc()
 }
 
 /// The demo month ending today, its regression's condition message hostile.
@@ -50,17 +54,26 @@ async fn world_from_tree(
     settings.slack.workspace_url = "https://example.slack.com".into();
     tweak(&mut settings);
     let source = sheriff::ingest::Source::Local(dir.path().to_path_buf());
-    sheriff::ingest::ingest(&db.store, &settings.ingest, &source, &Default::default()).await.unwrap();
+    sheriff::ingest::ingest(&db.store, &settings.ingest, &source, &Default::default())
+        .await
+        .unwrap();
     run_cycle(
         &db.store,
         &sheriff::warm::Warm::new(),
         &settings,
-        CycleOptions { at: today(), dry_run: false },
+        CycleOptions {
+            at: today(),
+            dry_run: false,
+        },
     )
     .await
     .unwrap();
     let store = sheriff::store::Store::open(&db.settings).await.unwrap();
-    AppState::new(Arc::new(store), Arc::new(sheriff::warm::Warm::new()), Arc::new(settings))
+    AppState::new(
+        Arc::new(store),
+        Arc::new(sheriff::warm::Warm::new()),
+        Arc::new(settings),
+    )
 }
 
 async fn get(state: &AppState, path: &str, auth: Option<&str>) -> (StatusCode, String, String) {
@@ -68,11 +81,19 @@ async fn get(state: &AppState, path: &str, auth: Option<&str>) -> (StatusCode, S
     if let Some(a) = auth {
         req = req.header("authorization", a);
     }
-    let response = router(state.clone()).oneshot(req.body(Body::empty()).unwrap()).await.unwrap();
+    let response = router(state.clone())
+        .oneshot(req.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
     let status = response.status();
-    let kind =
-        response.headers().get("content-type").map(|v| v.to_str().unwrap().to_string()).unwrap_or_default();
-    let body = axum::body::to_bytes(response.into_body(), 8 << 20).await.unwrap();
+    let kind = response
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    let body = axum::body::to_bytes(response.into_body(), 8 << 20)
+        .await
+        .unwrap();
     (status, kind, String::from_utf8(body.to_vec()).unwrap())
 }
 
@@ -261,7 +282,11 @@ on_both_engines! {
 
 /// A port nothing listens on now.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 on_both_engines! {

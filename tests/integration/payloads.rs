@@ -46,7 +46,10 @@ async fn onset_of(store: &Store) -> Onset {
         store,
         &sheriff::warm::Warm::new(),
         &Settings::default(),
-        CycleOptions { at: end(), dry_run: true },
+        CycleOptions {
+            at: end(),
+            dry_run: true,
+        },
     )
     .await
     .unwrap();
@@ -62,7 +65,10 @@ async fn onset_of(store: &Store) -> Onset {
 /// at most 3 of its payloads (those it never ran are listed too, marked so).
 fn right(onset: &Onset, p: &str) -> Result<(), String> {
     let built = |t: &str| payload_time(t).map(|d| d.timestamp());
-    let good = onset.last_good_payload.as_deref().ok_or("no last good payload")?;
+    let good = onset
+        .last_good_payload
+        .as_deref()
+        .ok_or("no last good payload")?;
     if built(good) >= built(p) {
         return Err(format!("last good {good} is not before {p}"));
     }
@@ -74,7 +80,9 @@ fn right(onset: &Onset, p: &str) -> Result<(), String> {
     let tested: Vec<&String> = onset
         .payloads
         .iter()
-        .filter(|x| !onset.untested_payloads.contains(x) && onset.last_good_payload.as_ref() != Some(*x))
+        .filter(|x| {
+            !onset.untested_payloads.contains(x) && onset.last_good_payload.as_ref() != Some(*x)
+        })
         .collect();
     if tested.len() > 3 {
         return Err(format!("{} tested payloads: {tested:?}", tested.len()));
@@ -105,7 +113,10 @@ async fn in_nine_of_ten_seeds_the_window_is_right_and_spans_at_most_three_tested
             wrong.push(format!("seed {seed}: {e}"));
         }
     }
-    eprintln!("payload windows wrong in {} of 10 seeds: {wrong:#?}", wrong.len());
+    eprintln!(
+        "payload windows wrong in {} of 10 seeds: {wrong:#?}",
+        wrong.len()
+    );
     assert!(wrong.len() <= 1, "{wrong:#?}");
 }
 
@@ -122,13 +133,19 @@ async fn runs_without_payloads_evaluate_as_before() {
         db.store.runs().write_runs(chunk, false).await.unwrap();
     }
     let onset = onset_of(&db.store).await;
-    assert_eq!((onset.last_good_payload, onset.first_bad_payload), (None, None));
+    assert_eq!(
+        (onset.last_good_payload, onset.first_bad_payload),
+        (None, None)
+    );
     assert!(onset.payloads.is_empty());
 }
 
 fn with_release_controller(url: &str) -> Settings {
     let mut settings = Settings::default();
-    settings.release_controller.urls.insert("amd64".into(), url.to_string());
+    settings
+        .release_controller
+        .urls
+        .insert("amd64".into(), url.to_string());
     settings.release_controller.timeout_secs = 1;
     settings
 }
@@ -138,9 +155,14 @@ async fn registry_report(
     settings: &Settings,
     dry_run: bool,
 ) -> sheriff::cycle::RegressionReport {
-    let report = run_cycle(store, &sheriff::warm::Warm::new(), settings, CycleOptions { at: end(), dry_run })
-        .await
-        .unwrap();
+    let report = run_cycle(
+        store,
+        &sheriff::warm::Warm::new(),
+        settings,
+        CycleOptions { at: end(), dry_run },
+    )
+    .await
+    .unwrap();
     report
         .regressions
         .into_iter()

@@ -51,8 +51,16 @@ fn pushed_run() -> (serde_json::Value, String, String) {
             if e.path().is_dir() {
                 stack.push(e.path());
             } else {
-                let name = e.path().strip_prefix(&root).unwrap().to_string_lossy().into_owned();
-                files.insert(name, serde_json::Value::String(std::fs::read_to_string(e.path()).unwrap()));
+                let name = e
+                    .path()
+                    .strip_prefix(&root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                files.insert(
+                    name,
+                    serde_json::Value::String(std::fs::read_to_string(e.path()).unwrap()),
+                );
             }
         }
     }
@@ -71,8 +79,13 @@ fn request(token: Option<&str>, body: String) -> Request<Body> {
 async fn call(state: AppState, req: Request<Body>) -> (StatusCode, serde_json::Value) {
     let response = router(state).oneshot(req).await.unwrap();
     let status = response.status();
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await.unwrap();
-    (status, serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null))
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    (
+        status,
+        serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null),
+    )
 }
 
 on_both_engines! {
@@ -234,17 +247,27 @@ async fn a_storage_failure_is_retryable_not_a_bad_file() {
     .await
     .unwrap();
     let (body, job, build) = pushed_run();
-    let (status, answer) =
-        call(state(&db, Some(TOKEN), 32 << 20), request(Some(TOKEN), body.to_string())).await;
+    let (status, answer) = call(
+        state(&db, Some(TOKEN), 32 << 20),
+        request(Some(TOKEN), body.to_string()),
+    )
+    .await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{answer}");
-    assert!(answer["errors"][0]["error"].as_str().unwrap().contains("storing the run failed"), "{answer}");
+    assert!(
+        answer["errors"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("storing the run failed"),
+        "{answer}"
+    );
     assert!(!db.store.runs().has_run(&job, &build).await.unwrap());
     // The failed write leaves none of its backend or variant rows behind (D13).
     for table in ["backends", "variants"] {
-        let rows: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+        let rows: i64 =
+            sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
+                .fetch_one(&pool)
+                .await
+                .unwrap();
         assert_eq!(rows, 0, "{table} rows left by a failed write");
     }
 
@@ -262,10 +285,18 @@ async fn a_storage_failure_is_retryable_not_a_bad_file() {
             .unwrap()
     };
     let out = ingest();
-    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(summary["storage_failed"].as_u64().unwrap() > 0, "{summary}");
-    sqlx::query("DROP TRIGGER injected_fault").execute(&pool).await.unwrap();
+    sqlx::query("DROP TRIGGER injected_fault")
+        .execute(&pool)
+        .await
+        .unwrap();
     assert_eq!(ingest().status.code(), Some(0), "the retry stores them");
 }
 
@@ -285,10 +316,19 @@ async fn a_value_the_database_refuses_is_a_refused_run_not_a_retry() {
         sqlx::query(statement).execute(&pool).await.unwrap();
     }
     let (body, job, build) = pushed_run();
-    let (status, answer) =
-        call(state(&db, Some(TOKEN), 32 << 20), request(Some(TOKEN), body.to_string())).await;
+    let (status, answer) = call(
+        state(&db, Some(TOKEN), 32 << 20),
+        request(Some(TOKEN), body.to_string()),
+    )
+    .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
-    assert!(answer["errors"][0]["error"].as_str().unwrap().contains("refused a value"), "{answer}");
+    assert!(
+        answer["errors"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("refused a value"),
+        "{answer}"
+    );
     assert!(!db.store.runs().has_run(&job, &build).await.unwrap());
     pool.close().await;
 }
@@ -311,7 +351,10 @@ async fn hang(db: &common::TestDb) -> Hang {
         Hang::Postgres(conn)
     } else {
         let mut conn = sqlx::SqliteConnection::connect(&db.url()).await.unwrap();
-        sqlx::raw_sql("BEGIN EXCLUSIVE").execute(&mut conn).await.unwrap();
+        sqlx::raw_sql("BEGIN EXCLUSIVE")
+            .execute(&mut conn)
+            .await
+            .unwrap();
         Hang::Sqlite(conn)
     }
 }
@@ -362,8 +405,14 @@ async fn a_statement_held_past_the_statement_timeout_is_a_storage_failure() {
     let waited = started.elapsed();
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{answer}");
     let error = answer["errors"][0]["error"].as_str().unwrap();
-    assert!(error.contains("storing the run failed") && error.contains("statement timeout"), "{answer}");
-    assert!(waited < std::time::Duration::from_secs(6), "answered after {waited:?}");
+    assert!(
+        error.contains("storing the run failed") && error.contains("statement timeout"),
+        "{answer}"
+    );
+    assert!(
+        waited < std::time::Duration::from_secs(6),
+        "answered after {waited:?}"
+    );
     drop(held);
     assert!(!db.store.runs().has_run(&job, &build).await.unwrap());
 }

@@ -13,7 +13,8 @@ use sheriff::model::{Dimension, Dimensions, TroubleRules};
 use sheriff::store::Store;
 use sheriff::synth::{self, JobSpec, Scenario, TroubleSpell};
 
-const ARM64_JOB: &str = "periodic-ci-openshift-release-master-nightly-4.14-e2e-aws-ovn-upgrade-arm64";
+const ARM64_JOB: &str =
+    "periodic-ci-openshift-release-master-nightly-4.14-e2e-aws-ovn-upgrade-arm64";
 
 fn end() -> DateTime<Utc> {
     synth::day(2026, 11, 29)
@@ -48,13 +49,18 @@ async fn load(store: &Store, s: &Scenario) -> HashMap<String, (bool, Dimensions)
     for chunk in records.chunks(1_000) {
         store.runs().write_runs(chunk, false).await.unwrap();
     }
-    synth::truth_of(s).into_iter().map(|r| (r.build_id.clone(), (classified(&r), r.dimensions))).collect()
+    synth::truth_of(s)
+        .into_iter()
+        .map(|r| (r.build_id.clone(), (classified(&r), r.dimensions)))
+        .collect()
 }
 
 /// Whether the default rules call a generated run troubled: every run the generator hit, and
 /// the rare one whose liveness probe had a long blip of its own.
 fn classified(r: &synth::TruthRun) -> bool {
-    TroubleRules::default().classify(r.seconds.iter().map(|(b, s)| (b.as_str(), *s))).is_some()
+    TroubleRules::default()
+        .classify(r.seconds.iter().map(|(b, s)| (b.as_str(), *s)))
+        .is_some()
 }
 
 async fn cycle(store: &Store) -> CycleReport {
@@ -62,7 +68,10 @@ async fn cycle(store: &Store) -> CycleReport {
         store,
         &sheriff::warm::Warm::new(),
         &Settings::default(),
-        CycleOptions { at: end(), dry_run: true },
+        CycleOptions {
+            at: end(),
+            dry_run: true,
+        },
     )
     .await
     .unwrap()
@@ -79,10 +88,17 @@ fn found(report: &CycleReport) -> Vec<String> {
 
 /// Only the planted regression, with none of its samples troubled; the counts of what was left out.
 fn only_the_planted(report: &CycleReport, runs: &HashMap<String, (bool, Dimensions)>) {
-    let active: Vec<_> = report.regressions.iter().filter(|r| r.status.is_active()).collect();
+    let active: Vec<_> = report
+        .regressions
+        .iter()
+        .filter(|r| r.status.is_active())
+        .collect();
     assert_eq!(active.len(), 1, "{:#?}", found(report));
     let r = active[0];
-    assert_eq!((r.family.as_str(), r.scope.single(Dimension::Platform)), ("image-registry", Some("metal")));
+    assert_eq!(
+        (r.family.as_str(), r.scope.single(Dimension::Platform)),
+        ("image-registry", Some("metal"))
+    );
     for j in &r.sample_jobs {
         let (troubled, dims) = &runs[&j.build_id];
         assert!(!troubled, "sample {} had CI trouble", j.build_id);
@@ -172,7 +188,10 @@ async fn ten_seeds_of_a_troubled_month_raise_no_false_regression() {
         let troubled = load(&db.store, &s).await;
         let report = cycle(&db.store).await;
         let active: Vec<String> = found(&report);
-        let planted = active.iter().filter(|f| f.starts_with("image-registry 4.14 platform=metal")).count();
+        let planted = active
+            .iter()
+            .filter(|f| f.starts_with("image-registry 4.14 platform=metal"))
+            .count();
         assert_eq!(planted, 1, "seed {seed}: {active:#?}");
         false_regressions.extend(
             active

@@ -18,7 +18,14 @@ fn verdicts(report: &sheriff::cycle::CycleReport) -> Vec<(String, String, u64, u
     let mut v: Vec<_> = report
         .regressions
         .iter()
-        .map(|r| (r.fingerprint.clone(), format!("{:.3}", r.observed_seconds), r.job_runs, r.baseline_runs))
+        .map(|r| {
+            (
+                r.fingerprint.clone(),
+                format!("{:.3}", r.observed_seconds),
+                r.job_runs,
+                r.baseline_runs,
+            )
+        })
         .collect();
     v.sort();
     v
@@ -31,7 +38,11 @@ fn with_evidence(mut records: Vec<sheriff::model::RunRecord>) -> Vec<sheriff::mo
         let from = r.run.started_at + chrono::Duration::seconds(1800);
         for s in r.samples.iter().filter(|s| s.seconds > 0) {
             let to = from + chrono::Duration::seconds(s.seconds);
-            r.outages.push(sheriff::model::Outage { backend: s.backend.clone(), from, to });
+            r.outages.push(sheriff::model::Outage {
+                backend: s.backend.clone(),
+                from,
+                to,
+            });
         }
         if !r.outages.is_empty() {
             r.conditions.push(sheriff::model::ConditionSpan {

@@ -27,7 +27,11 @@ struct Replica {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 impl Replica {
@@ -57,7 +61,12 @@ impl Replica {
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap());
         let child = cmd.spawn().expect("start sheriff serve");
-        Replica { name: name.into(), child, port, log }
+        Replica {
+            name: name.into(),
+            child,
+            port,
+            log,
+        }
     }
 
     /// Its name in leases: host and process id.
@@ -83,15 +92,26 @@ impl Replica {
                 return;
             }
             if let Some(status) = self.child.try_wait().unwrap() {
-                panic!("{} exited ({status}) before serving:\n{}", self.name, self.log_text());
+                panic!(
+                    "{} exited ({status}) before serving:\n{}",
+                    self.name,
+                    self.log_text()
+                );
             }
-            assert!(started.elapsed() < Duration::from_secs(60), "{} never became healthy", self.name);
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "{} never became healthy",
+                self.name
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
     fn signal(&self, signal: &str) {
-        let ok = Command::new("kill").args(["-s", signal, &self.child.id().to_string()]).status().unwrap();
+        let ok = Command::new("kill")
+            .args(["-s", signal, &self.child.id().to_string()])
+            .status()
+            .unwrap();
         assert!(ok.success());
     }
 
@@ -124,7 +144,10 @@ fn service_env(url: &str, slack: &FakeSlack, jira: &FakeJira) -> Vec<(String, St
         ("SHERIFF__SLACK__BOT_TOKEN", common::slack::TOKEN.into()),
         ("SHERIFF__SLACK__CHANNEL", "C0DISRUPT".into()),
         ("SHERIFF__SLACK__MIN_POST_INTERVAL_MS", "0".into()),
-        ("SHERIFF__SLACK__SIGNING_SECRET", "serve-test-signing-secret".into()),
+        (
+            "SHERIFF__SLACK__SIGNING_SECRET",
+            "serve-test-signing-secret".into(),
+        ),
         ("SHERIFF__JIRA__URL", jira.url.clone()),
         ("SHERIFF__JIRA__TOKEN", common::jira::TOKEN.into()),
         ("SHERIFF__JIRA__PROJECT", "OCPBUGS".into()),
@@ -137,7 +160,11 @@ fn service_env(url: &str, slack: &FakeSlack, jira: &FakeJira) -> Vec<(String, St
 
 /// A month of runs ending today with the metal registry regression in its last week.
 async fn load_regression(store: &Store) {
-    let today = chrono::Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
+    let today = chrono::Utc::now()
+        .date_naive()
+        .and_hms_opt(0, 0, 0)
+        .unwrap()
+        .and_utc();
     common::load_metal_regression(store, 11, today + chrono::Duration::days(1)).await;
 }
 
@@ -165,7 +192,9 @@ impl Raw {
             Raw::Postgres(p) => sqlx::query_as(TICKS).fetch_all(p).await.unwrap(),
             Raw::Sqlite(p) => sqlx::query_as(TICKS).fetch_all(p).await.unwrap(),
         };
-        rows.into_iter().map(|(name, holder)| (name["evaluate@".len()..].parse().unwrap(), holder)).collect()
+        rows.into_iter()
+            .map(|(name, holder)| (name["evaluate@".len()..].parse().unwrap(), holder))
+            .collect()
     }
 
     async fn cycles(&self) -> Vec<i64> {
@@ -187,7 +216,11 @@ impl Raw {
         let ticks = self.ticks().await;
         let mut by_tick = BTreeMap::new();
         for at in self.cycles().await {
-            let tick = *ticks.range(..=at).next_back().expect("a cycle without a claimed tick").0;
+            let tick = *ticks
+                .range(..=at)
+                .next_back()
+                .expect("a cycle without a claimed tick")
+                .0;
             *by_tick.entry(tick).or_default() += 1;
         }
         by_tick
@@ -225,18 +258,26 @@ fn check_conventions(text: &str) {
             _ => {}
         }
     }
-    for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
         let name = line.split(['{', ' ']).next().unwrap();
         let family = ["_count", "_sum", "_bucket"]
             .iter()
             .find_map(|s| name.strip_suffix(s))
             .filter(|f| families.contains_key(*f))
             .unwrap_or(name);
-        let (help, kind) = families.get(family).unwrap_or_else(|| panic!("{family} has no HELP or TYPE"));
+        let (help, kind) = families
+            .get(family)
+            .unwrap_or_else(|| panic!("{family} has no HELP or TYPE"));
         assert!(*help, "{family} has no HELP text");
         assert!(kind.is_some(), "{family} has no TYPE");
         if kind.as_deref() == Some("counter") {
-            assert!(family.ends_with("_total"), "counter {family} does not end in _total");
+            assert!(
+                family.ends_with("_total"),
+                "counter {family} does not end in _total"
+            );
         }
     }
     if let Ok(mut child) = std::process::Command::new("promtool")
@@ -247,11 +288,22 @@ fn check_conventions(text: &str) {
         .spawn()
     {
         use std::io::Write as _;
-        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
         let out = child.wait_with_output().unwrap();
-        let said =
-            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        assert!(out.status.success() && said.trim().is_empty(), "promtool check metrics: {said}");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success() && said.trim().is_empty(),
+            "promtool check metrics: {said}"
+        );
     }
 }
 
@@ -261,8 +313,15 @@ async fn scrape(url: &str) -> BTreeMap<String, f64> {
     text.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| {
-            let (series, value) = l.rsplit_once(' ').unwrap_or_else(|| panic!("not a sample line: {l}"));
-            (series.to_string(), value.parse::<f64>().unwrap_or_else(|_| panic!("not a number: {l}")))
+            let (series, value) = l
+                .rsplit_once(' ')
+                .unwrap_or_else(|| panic!("not a sample line: {l}"));
+            (
+                series.to_string(),
+                value
+                    .parse::<f64>()
+                    .unwrap_or_else(|_| panic!("not a number: {l}")),
+            )
         })
         .collect()
 }
@@ -274,7 +333,11 @@ fn assert_delivered_once(slack: &FakeSlack, jira: &FakeJira, incidents: usize) {
     for (key, n) in &by_key {
         assert_eq!(*n, 1, "Slack message {key} posted {n} times");
     }
-    assert_eq!(jira.issues().len(), incidents, "one Jira issue per incident");
+    assert_eq!(
+        jira.issues().len(),
+        incidents,
+        "one Jira issue per incident"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -288,18 +351,28 @@ async fn two_replicas_evaluate_each_tick_once_and_carry_on_when_the_leader_dies(
     let jira = FakeJira::start("serve-replicas", Faults::none()).await;
     let env = service_env(&db.url(), &slack, &jira);
     let dir = tempfile::tempdir().unwrap();
-    let mut replicas =
-        [Replica::start("replica-a", dir.path(), &env), Replica::start("replica-b", dir.path(), &env)];
+    let mut replicas = [
+        Replica::start("replica-a", dir.path(), &env),
+        Replica::start("replica-b", dir.path(), &env),
+    ];
     for r in &mut replicas {
         r.wait_healthy().await;
     }
     let raw = Raw::connect(&db.url()).await;
 
     // a few cycles with both, then the one evaluating is killed in the middle of its cycle
-    wait_until(Duration::from_secs(120), "5 cycles", || async { raw.cycles().await.len() >= 5 }).await;
+    wait_until(Duration::from_secs(120), "5 cycles", || async {
+        raw.cycles().await.len() >= 5
+    })
+    .await;
     // the first side effects are out; whichever replica sent them counted the calls
     wait_until(Duration::from_secs(60), "the first deliveries", || async {
-        let o = db.store.outbox().counts(chrono::Utc::now().timestamp()).await.unwrap();
+        let o = db
+            .store
+            .outbox()
+            .counts(chrono::Utc::now().timestamp())
+            .await
+            .unwrap();
         o.pending == 0 && !jira.issues().is_empty()
     })
     .await;
@@ -312,25 +385,49 @@ async fn two_replicas_evaluate_each_tick_once_and_carry_on_when_the_leader_dies(
         if let Some(found) = raw.cycle_in_progress().await {
             break found;
         }
-        assert!(started.elapsed() < Duration::from_secs(60), "no cycle in progress seen");
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no cycle in progress seen"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     };
-    let dead = replicas.iter().position(|r| r.holder() == leader).expect("the leader is one of ours");
+    let dead = replicas
+        .iter()
+        .position(|r| r.holder() == leader)
+        .expect("the leader is one of ours");
     replicas[dead].signal("KILL");
-    replicas[dead].wait_exit(Duration::from_secs(10)).await.expect("killed");
+    replicas[dead]
+        .wait_exit(Duration::from_secs(10))
+        .await
+        .expect("killed");
     let survivor = 1 - dead;
 
     // the survivor takes every later tick: 20 cycles in all
-    wait_until(Duration::from_secs(180), "20 cycles", || async { raw.cycles().await.len() >= 20 }).await;
-    // and delivers what the dead one left (its claims lapse after the lease)
-    wait_until(Duration::from_secs(60), "Slack and Jira delivery", || async {
-        let o = db.store.outbox().counts(chrono::Utc::now().timestamp()).await.unwrap();
-        o.pending == 0 && !jira.issues().is_empty()
+    wait_until(Duration::from_secs(180), "20 cycles", || async {
+        raw.cycles().await.len() >= 20
     })
+    .await;
+    // and delivers what the dead one left (its claims lapse after the lease)
+    wait_until(
+        Duration::from_secs(60),
+        "Slack and Jira delivery",
+        || async {
+            let o = db
+                .store
+                .outbox()
+                .counts(chrono::Utc::now().timestamp())
+                .await
+                .unwrap();
+            o.pending == 0 && !jira.issues().is_empty()
+        },
+    )
     .await;
     let metrics = scrape(&replicas[survivor].url("/metrics")).await;
     replicas[survivor].signal("TERM");
-    let status = replicas[survivor].wait_exit(Duration::from_secs(10)).await.expect("stops within 10 s");
+    let status = replicas[survivor]
+        .wait_exit(Duration::from_secs(10))
+        .await
+        .expect("stops within 10 s");
     assert!(status.success(), "{status}");
 
     let ticks = raw.ticks().await;
@@ -344,7 +441,11 @@ async fn two_replicas_evaluate_each_tick_once_and_carry_on_when_the_leader_dies(
     let last = *ticks.keys().next_back().unwrap();
     for (tick, holder) in &ticks {
         if *tick > killed_tick {
-            assert_eq!(holder, &replicas[survivor].holder(), "tick {tick} after the kill");
+            assert_eq!(
+                holder,
+                &replicas[survivor].holder(),
+                "tick {tick} after the kill"
+            );
         }
         // a claimed tick without a cycle: the killed one, or the one running when the survivor stopped
         if !by_tick.contains_key(tick) {
@@ -362,12 +463,23 @@ async fn two_replicas_evaluate_each_tick_once_and_carry_on_when_the_leader_dies(
         replicas[dead].holder()
     );
     eprintln!("{ticks:?}");
-    assert!(ticks_after_kill >= 5, "the survivor carried on: {ticks_after_kill} ticks");
+    assert!(
+        ticks_after_kill >= 5,
+        "the survivor carried on: {ticks_after_kill} ticks"
+    );
 
     let incidents = db.store.incidents().all().await.unwrap();
     assert!(!incidents.is_empty());
     assert_delivered_once(&slack, &jira, incidents.len());
-    assert_eq!(db.store.outbox().counts(chrono::Utc::now().timestamp()).await.unwrap().dead, 0);
+    assert_eq!(
+        db.store
+            .outbox()
+            .counts(chrono::Utc::now().timestamp())
+            .await
+            .unwrap()
+            .dead,
+        0
+    );
 
     // what operators scrape: cycles, groups, incidents, outbox, Slack and Jira calls, freshness
     for name in [
@@ -380,12 +492,21 @@ async fn two_replicas_evaluate_each_tick_once_and_carry_on_when_the_leader_dies(
         "sheriff_outbox_oldest_pending_seconds",
         "sheriff_data_age_seconds{job=",
     ] {
-        assert!(metrics.keys().any(|k| k.starts_with(name)), "{name} missing from {:#?}", metrics.keys());
+        assert!(
+            metrics.keys().any(|k| k.starts_with(name)),
+            "{name} missing from {:#?}",
+            metrics.keys()
+        );
     }
     calls.extend(metrics.into_keys());
-    for name in ["sheriff_slack_request_seconds", "sheriff_jira_request_seconds"] {
+    for name in [
+        "sheriff_slack_request_seconds",
+        "sheriff_jira_request_seconds",
+    ] {
         assert!(
-            calls.iter().any(|k| k.starts_with(name) && k.contains("status=\"200\"")),
+            calls
+                .iter()
+                .any(|k| k.starts_with(name) && k.contains("status=\"200\"")),
             "{name}: {calls:#?}"
         );
     }
@@ -416,30 +537,66 @@ async fn sigterm_during_a_cycle_stops_within_ten_seconds_and_loses_nothing() {
     .await;
     let asked = Instant::now();
     first.signal("TERM");
-    let status = first.wait_exit(Duration::from_secs(10)).await.expect("stopped within 10 s");
+    let status = first
+        .wait_exit(Duration::from_secs(10))
+        .await
+        .expect("stopped within 10 s");
     assert!(status.success(), "{status}\n{}", first.log_text());
     eprintln!("stopped {:?} after SIGTERM", asked.elapsed());
     let log = first.log_text();
-    assert!(log.contains("shutting down") && log.contains("stopped"), "{log}");
+    assert!(
+        log.contains("shutting down") && log.contains("stopped"),
+        "{log}"
+    );
     // the request made while it ran carried its id into the JSON log lines
-    let lines: Vec<serde_json::Value> = log.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
-    assert!(lines.iter().any(|l| l["span"]["request_id"] == "probe-42" && l["status"] == 200), "{log}");
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["span"]["request_id"] == "probe-42" && l["status"] == 200),
+        "{log}"
+    );
 
     // nothing lost: whatever the cycles recorded is delivered by the next start, once
     let by_tick = raw.cycles_by_tick().await;
     assert!(by_tick.values().all(|n| *n == 1), "{by_tick:?}");
     let mut second = Replica::start("replica-b", dir.path(), &env);
     second.wait_healthy().await;
-    wait_until(Duration::from_secs(60), "delivery after the restart", || async {
-        let o = db.store.outbox().counts(chrono::Utc::now().timestamp()).await.unwrap();
-        o.pending == 0 && !db.store.incidents().all().await.unwrap().is_empty() && !jira.issues().is_empty()
-    })
+    wait_until(
+        Duration::from_secs(60),
+        "delivery after the restart",
+        || async {
+            let o = db
+                .store
+                .outbox()
+                .counts(chrono::Utc::now().timestamp())
+                .await
+                .unwrap();
+            o.pending == 0
+                && !db.store.incidents().all().await.unwrap().is_empty()
+                && !jira.issues().is_empty()
+        },
+    )
     .await;
     second.signal("TERM");
-    second.wait_exit(Duration::from_secs(10)).await.expect("stopped within 10 s");
+    second
+        .wait_exit(Duration::from_secs(10))
+        .await
+        .expect("stopped within 10 s");
     let incidents = db.store.incidents().all().await.unwrap();
     assert_delivered_once(&slack, &jira, incidents.len());
-    assert_eq!(db.store.outbox().counts(chrono::Utc::now().timestamp()).await.unwrap().dead, 0);
+    assert_eq!(
+        db.store
+            .outbox()
+            .counts(chrono::Utc::now().timestamp())
+            .await
+            .unwrap()
+            .dead,
+        0
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -457,26 +614,51 @@ async fn serve_cycle_now_evaluates_at_start_and_posts_without_waiting_for_the_fi
     let mut replica = Replica::start_with("cycle-now", dir.path(), &env, &["--cycle-now"]);
     replica.wait_healthy().await;
     let raw = Raw::connect(&db.url()).await;
-    wait_until(Duration::from_secs(120), "the cycle at start", || async { !raw.cycles().await.is_empty() })
-        .await;
-    wait_until(Duration::from_secs(60), "its incident in Slack", || async { !slack.messages().is_empty() })
-        .await;
-    assert_eq!(raw.cycles().await.len(), 1, "one cycle at start, none on the schedule");
+    wait_until(Duration::from_secs(120), "the cycle at start", || async {
+        !raw.cycles().await.is_empty()
+    })
+    .await;
+    wait_until(Duration::from_secs(60), "its incident in Slack", || async {
+        !slack.messages().is_empty()
+    })
+    .await;
+    assert_eq!(
+        raw.cycles().await.len(),
+        1,
+        "one cycle at start, none on the schedule"
+    );
     let log = replica.log_text();
-    assert!(log.contains("a first cycle runs now (--cycle-now)"), "{log}");
+    assert!(
+        log.contains("a first cycle runs now (--cycle-now)"),
+        "{log}"
+    );
     assert!(log.contains("the cycle at start finished"), "{log}");
     replica.signal("TERM");
-    assert!(replica.wait_exit(Duration::from_secs(10)).await.is_some_and(|s| s.success()));
+    assert!(
+        replica
+            .wait_exit(Duration::from_secs(10))
+            .await
+            .is_some_and(|s| s.success())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_replica_on_one_sqlite_file_refuses_to_start_and_says_why() {
     let db = common::TestDb::sqlite().await;
-    let settings = || sheriff::config::Settings { database: db.settings.clone(), ..Default::default() };
+    let settings = || sheriff::config::Settings {
+        database: db.settings.clone(),
+        ..Default::default()
+    };
     let first = common::app::spawn_app(settings()).await;
-    let refused = common::app::try_spawn_app(settings()).await.err().expect("the second one refuses");
+    let refused = common::app::try_spawn_app(settings())
+        .await
+        .err()
+        .expect("the second one refuses");
     let why = format!("{refused:#}");
-    assert!(why.contains("another `sheriff serve` is running on this SQLite database"), "{why}");
+    assert!(
+        why.contains("another `sheriff serve` is running on this SQLite database"),
+        "{why}"
+    );
     assert!(why.contains("PostgreSQL"), "{why}");
     // the first one is unharmed, and answers with request ids: the caller's, or its own
     let answer = reqwest::Client::new()
@@ -507,7 +689,11 @@ async fn readyz_fails_while_the_database_is_down_and_recovers() {
     // the same database, reached through a proxy the test can take down
     let mut url = reqwest::Url::parse(&db.url()).unwrap();
     let target = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(5432));
-    let target = tokio::net::lookup_host(target).await.unwrap().next().unwrap();
+    let target = tokio::net::lookup_host(target)
+        .await
+        .unwrap()
+        .next()
+        .unwrap();
     let proxy = common::proxy::Proxy::start(target).await;
     url.set_host(Some("127.0.0.1")).unwrap();
     url.set_port(Some(proxy.port)).unwrap();
@@ -522,53 +708,84 @@ async fn readyz_fails_while_the_database_is_down_and_recovers() {
     );
     let ready = || async {
         let r = sheriff::server::router(state.clone())
-            .oneshot(axum::http::Request::get("/readyz").body(Body::empty()).unwrap())
+            .oneshot(
+                axum::http::Request::get("/readyz")
+                    .body(Body::empty())
+                    .unwrap(),
+            )
             .await
             .unwrap();
-        (r.status().as_u16(), r.headers().contains_key("x-request-id"))
+        (
+            r.status().as_u16(),
+            r.headers().contains_key("x-request-id"),
+        )
     };
     assert_eq!(ready().await, (200, true));
     proxy.down();
     let started = Instant::now();
     assert_eq!(ready().await.0, 503);
-    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(ready().await.0, 503, "still down");
     let health = sheriff::server::router(state.clone())
-        .oneshot(axum::http::Request::get("/healthz").body(Body::empty()).unwrap())
+        .oneshot(
+            axum::http::Request::get("/healthz")
+                .body(Body::empty())
+                .unwrap(),
+        )
         .await
         .unwrap();
     assert_eq!(health.status(), 200, "alive, only not ready");
     proxy.up();
-    wait_until(Duration::from_secs(10), "ready again", || async { ready().await.0 == 200 }).await;
+    wait_until(Duration::from_secs(10), "ready again", || async {
+        ready().await.0 == 200
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scheduled_ingest_takes_only_new_runs_on_its_own_schedule() {
     let db = common::TestDb::sqlite().await;
     let tree = tempfile::tempdir().unwrap();
-    let today = chrono::Utc::now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
+    let today = chrono::Utc::now()
+        .date_naive()
+        .and_hms_opt(0, 0, 0)
+        .unwrap()
+        .and_utc();
     let scenario = |seed: u64| {
         let mut s = synth::Scenario::month(seed, today + chrono::Duration::days(1));
         s.days = 2;
         s.start = today - chrono::Duration::days(1);
         s
     };
-    let first = synth::write_tree(&scenario(21), tree.path()).unwrap().runs.len() as i64;
+    let first = synth::write_tree(&scenario(21), tree.path())
+        .unwrap()
+        .runs
+        .len() as i64;
     let mut settings = sheriff::config::Settings::default();
     settings.database = db.settings.clone();
     settings.schedule.evaluate = "0 0 1 1 *".into();
-    settings.schedule.ingest.push(sheriff::config::IngestSchedule {
-        source: tree.path().display().to_string(),
-        cron: "* * * * * *".into(),
-        since_days: 14,
-    });
+    settings
+        .schedule
+        .ingest
+        .push(sheriff::config::IngestSchedule {
+            source: tree.path().display().to_string(),
+            cron: "* * * * * *".into(),
+            since_days: 14,
+        });
     let app = common::app::spawn_app(settings).await;
     wait_until(Duration::from_secs(60), "the first runs", || async {
         db.store.runs().count_runs().await.unwrap() == first
     })
     .await;
     // runs that appear later are taken on a later tick; the ones already stored are skipped
-    let second = synth::write_tree(&scenario(22), tree.path()).unwrap().runs.len() as i64;
+    let second = synth::write_tree(&scenario(22), tree.path())
+        .unwrap()
+        .runs
+        .len() as i64;
     wait_until(Duration::from_secs(60), "the new runs", || async {
         db.store.runs().count_runs().await.unwrap() == first + second
     })
@@ -577,7 +794,9 @@ async fn scheduled_ingest_takes_only_new_runs_on_its_own_schedule() {
     let count = |outcome: &str| {
         metrics
             .iter()
-            .filter(|(k, _)| k.starts_with("sheriff_ingest_runs_total") && k.contains("via=\"schedule\""))
+            .filter(|(k, _)| {
+                k.starts_with("sheriff_ingest_runs_total") && k.contains("via=\"schedule\"")
+            })
             .filter(|(k, _)| k.contains(&format!("outcome=\"{outcome}\"")))
             .map(|(_, v)| *v)
             .sum::<f64>()
@@ -609,7 +828,10 @@ async fn until_closed(stream: &mut tokio::net::TcpStream, limit: Duration) -> (S
 async fn slow_or_silent_clients_are_cut_off_by_the_header_idle_and_request_limits() {
     use tokio::io::AsyncWriteExt as _;
     let db = common::TestDb::sqlite().await;
-    let mut settings = sheriff::config::Settings { database: db.settings.clone(), ..Default::default() };
+    let mut settings = sheriff::config::Settings {
+        database: db.settings.clone(),
+        ..Default::default()
+    };
     settings.server.header_timeout_secs = 1;
     settings.server.idle_timeout_secs = 2;
     settings.server.request_timeout_secs = 1;
@@ -617,11 +839,14 @@ async fn slow_or_silent_clients_are_cut_off_by_the_header_idle_and_request_limit
     let started = Instant::now();
     // a head that never ends
     let mut head = tokio::net::TcpStream::connect(app.address).await.unwrap();
-    head.write_all(b"POST /slack/commands HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+    head.write_all(b"POST /slack/commands HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
     // a head sent a byte every half second
     let mut trickle = tokio::net::TcpStream::connect(app.address).await.unwrap();
     let dribble = tokio::spawn(async move {
-        for b in b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n" {
+        for b in b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n"
+        {
             if trickle.write_all(&[*b]).await.is_err() {
                 return (true, Instant::now());
             }
@@ -638,13 +863,22 @@ async fn slow_or_silent_clients_are_cut_off_by_the_header_idle_and_request_limit
     let (_, closed) = until_closed(&mut head, Duration::from_secs(5)).await;
     assert!(closed, "an unfinished head is cut off");
     let (answer, _) = until_closed(&mut body, Duration::from_secs(6)).await;
-    assert!(answer.starts_with("HTTP/1.1 408"), "a body that never comes gets 408: {answer:?}");
+    assert!(
+        answer.starts_with("HTTP/1.1 408"),
+        "a body that never comes gets 408: {answer:?}"
+    );
     let (_, closed) = until_closed(&mut silent, Duration::from_secs(6)).await;
     assert!(closed, "a silent connection is closed");
     let (cut, at) = dribble.await.unwrap();
-    assert!(cut && at - started < Duration::from_secs(8), "a trickled head is cut off, not served");
+    assert!(
+        cut && at - started < Duration::from_secs(8),
+        "a trickled head is cut off, not served"
+    );
     // and a normal client is served as ever
-    assert_eq!(reqwest::get(app.url("/healthz")).await.unwrap().status(), 200);
+    assert_eq!(
+        reqwest::get(app.url("/healthz")).await.unwrap().status(),
+        200
+    );
     app.stop().await;
 }
 
@@ -659,22 +893,69 @@ async fn a_restart_takes_over_the_sqlite_lease_of_a_dead_process_of_this_host_at
     let dead = child.id();
     child.wait().unwrap();
     let killed = format!("{}-{dead}", sheriff::process::hostname());
-    assert!(db.store.leases().take("sqlite-replica", &killed, now, 30).await.unwrap());
+    assert!(
+        db.store
+            .leases()
+            .take("sqlite-replica", &killed, now, 30)
+            .await
+            .unwrap()
+    );
     sheriff::scheduler::claim_sqlite(&db.store, "the-restart")
         .await
         .expect("takes over from the dead process");
-    assert_eq!(db.store.leases().holder("sqlite-replica").await.unwrap().unwrap().0, "the-restart");
+    assert_eq!(
+        db.store
+            .leases()
+            .holder("sqlite-replica")
+            .await
+            .unwrap()
+            .unwrap()
+            .0,
+        "the-restart"
+    );
 
     // a holder that may be alive (another host) is waited for, and named
-    db.store.leases().release("sqlite-replica", "the-restart").await.unwrap();
-    assert!(db.store.leases().take("sqlite-replica", "another-host-1", now, 30).await.unwrap());
-    let why = format!("{:#}", sheriff::scheduler::claim_sqlite(&db.store, "the-restart").await.unwrap_err());
-    assert!(why.contains("another-host-1") && why.contains("lapses in"), "{why}");
+    db.store
+        .leases()
+        .release("sqlite-replica", "the-restart")
+        .await
+        .unwrap();
+    assert!(
+        db.store
+            .leases()
+            .take("sqlite-replica", "another-host-1", now, 30)
+            .await
+            .unwrap()
+    );
+    let why = format!(
+        "{:#}",
+        sheriff::scheduler::claim_sqlite(&db.store, "the-restart")
+            .await
+            .unwrap_err()
+    );
+    assert!(
+        why.contains("another-host-1") && why.contains("lapses in"),
+        "{why}"
+    );
     // and so is a live process of this host (this one)
     let me = sheriff::process::replica_id();
-    db.store.leases().release("sqlite-replica", "another-host-1").await.unwrap();
-    assert!(db.store.leases().take("sqlite-replica", &me, now, 30).await.unwrap());
-    assert!(sheriff::scheduler::claim_sqlite(&db.store, "the-restart").await.is_err());
+    db.store
+        .leases()
+        .release("sqlite-replica", "another-host-1")
+        .await
+        .unwrap();
+    assert!(
+        db.store
+            .leases()
+            .take("sqlite-replica", &me, now, 30)
+            .await
+            .unwrap()
+    );
+    assert!(
+        sheriff::scheduler::claim_sqlite(&db.store, "the-restart")
+            .await
+            .is_err()
+    );
 }
 
 /// A connection that says nothing is closed once the head's time is up, an HTTP/2 connection
@@ -683,7 +964,10 @@ async fn a_restart_takes_over_the_sqlite_lease_of_a_dead_process_of_this_host_at
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn silent_and_idle_http2_connections_are_closed_and_connections_are_capped() {
     let db = common::TestDb::sqlite().await;
-    let mut settings = sheriff::config::Settings { database: db.settings.clone(), ..Default::default() };
+    let mut settings = sheriff::config::Settings {
+        database: db.settings.clone(),
+        ..Default::default()
+    };
     settings.server.header_timeout_secs = 1;
     settings.server.idle_timeout_secs = 3;
     settings.server.max_connections = 2;
@@ -709,14 +993,22 @@ async fn silent_and_idle_http2_connections_are_closed_and_connections_are_capped
     .unwrap();
     let driven = tokio::spawn(conn);
     let answer = sender
-        .send_request(axum::http::Request::get(app.url("/healthz")).body(axum::body::Body::empty()).unwrap())
+        .send_request(
+            axum::http::Request::get(app.url("/healthz"))
+                .body(axum::body::Body::empty())
+                .unwrap(),
+        )
         .await
         .unwrap();
     assert_eq!(answer.status(), 200);
     let started = Instant::now();
     let ended = tokio::time::timeout(Duration::from_secs(10), driven).await;
     assert!(ended.is_ok(), "an idle HTTP/2 connection is closed");
-    assert!(started.elapsed() < Duration::from_secs(6), "closed after {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "closed after {:?}",
+        started.elapsed()
+    );
 
     // two silent connections take both slots: a third is served once the first byte's time
     // frees one
@@ -724,7 +1016,10 @@ async fn silent_and_idle_http2_connections_are_closed_and_connections_are_capped
     let _b = tokio::net::TcpStream::connect(app.address).await.unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     let started = Instant::now();
-    assert_eq!(reqwest::get(app.url("/healthz")).await.unwrap().status(), 200);
+    assert_eq!(
+        reqwest::get(app.url("/healthz")).await.unwrap().status(),
+        200
+    );
     assert!(
         started.elapsed() >= Duration::from_millis(500),
         "served at once, past the cap: {:?}",

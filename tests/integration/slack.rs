@@ -20,7 +20,11 @@ fn state(db: &common::TestDb, slack: &FakeSlack) -> AppState {
     state_with(db, slack, |_| {})
 }
 
-fn state_with(db: &common::TestDb, slack: &FakeSlack, tweak: impl FnOnce(&mut Settings)) -> AppState {
+fn state_with(
+    db: &common::TestDb,
+    slack: &FakeSlack,
+    tweak: impl FnOnce(&mut Settings),
+) -> AppState {
     let mut s = Settings::default();
     s.slack.signing_secret = Some(Secret::new(SECRET));
     s.slack.signing_secret_previous = Some(Secret::new("the-old-secret"));
@@ -33,7 +37,11 @@ fn state_with(db: &common::TestDb, slack: &FakeSlack, tweak: impl FnOnce(&mut Se
         tokio::runtime::Handle::current().block_on(sheriff::store::Store::open(&db.settings))
     })
     .unwrap();
-    AppState::new(Arc::new(store), Arc::new(sheriff::warm::Warm::new()), Arc::new(s))
+    AppState::new(
+        Arc::new(store),
+        Arc::new(sheriff::warm::Warm::new()),
+        Arc::new(s),
+    )
 }
 
 fn form(pairs: &[(&str, &str)]) -> String {
@@ -65,19 +73,35 @@ async fn send_bytes(
             .header("x-slack-request-timestamp", ts.to_string())
             .header("x-slack-signature", sign(secret, ts, body));
     }
-    let response = router(state.clone()).oneshot(req.body(Body::from(body.to_vec())).unwrap()).await.unwrap();
+    let response = router(state.clone())
+        .oneshot(req.body(Body::from(body.to_vec())).unwrap())
+        .await
+        .unwrap();
     let status = response.status();
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20).await.unwrap();
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
     (
         status,
-        serde_json::from_slice(&bytes)
-            .unwrap_or(serde_json::Value::String(String::from_utf8_lossy(&bytes).into())),
+        serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::String(
+            String::from_utf8_lossy(&bytes).into(),
+        )),
     )
 }
 
 /// A signed interaction (`payload=<json>`) from `user`; its HTTP status and answer.
-async fn interaction(state: &AppState, payload: serde_json::Value) -> (StatusCode, serde_json::Value) {
-    send(state, "/slack/interactions", &form(&[("payload", &payload.to_string())]), Some(SECRET), 0).await
+async fn interaction(
+    state: &AppState,
+    payload: serde_json::Value,
+) -> (StatusCode, serde_json::Value) {
+    send(
+        state,
+        "/slack/interactions",
+        &form(&[("payload", &payload.to_string())]),
+        Some(SECRET),
+        0,
+    )
+    .await
 }
 
 fn click(slack: &FakeSlack, user: &str, action: &str, incident: i64) -> serde_json::Value {
@@ -95,17 +119,28 @@ fn click(slack: &FakeSlack, user: &str, action: &str, incident: i64) -> serde_js
 async fn one_incident(db: &common::TestDb) -> sheriff::incidents::Incident {
     let end = sheriff::synth::day(2026, 11, 29);
     common::load_metal_regression(&db.store, 7, end).await;
-    let options = sheriff::cycle::CycleOptions { at: end, dry_run: false };
-    sheriff::cycle::run_cycle(&db.store, &sheriff::warm::Warm::new(), &Settings::default(), options)
-        .await
-        .unwrap();
+    let options = sheriff::cycle::CycleOptions {
+        at: end,
+        dry_run: false,
+    };
+    sheriff::cycle::run_cycle(
+        &db.store,
+        &sheriff::warm::Warm::new(),
+        &Settings::default(),
+        options,
+    )
+    .await
+    .unwrap();
     let incidents = db.store.incidents().all().await.unwrap();
     assert_eq!(incidents.len(), 1, "{incidents:#?}");
     incidents.into_iter().next().unwrap()
 }
 
 /// The metal regression's incident with Slack and Jira on (the fakes), posted and filed.
-async fn live_incident(db: &common::TestDb, name: &str) -> (AppState, FakeSlack, common::jira::FakeJira) {
+async fn live_incident(
+    db: &common::TestDb,
+    name: &str,
+) -> (AppState, FakeSlack, common::jira::FakeJira) {
     let name = format!("{name}-{:?}", db.store.engine());
     let slack = FakeSlack::start(&name, Faults::none()).await;
     let jira = common::jira::FakeJira::start(&name, Faults::none()).await;
@@ -119,15 +154,31 @@ async fn live_incident(db: &common::TestDb, name: &str) -> (AppState, FakeSlack,
     });
     let end = sheriff::synth::day(2026, 11, 29);
     common::load_metal_regression(&state.store, 7, end).await;
-    let options = sheriff::cycle::CycleOptions { at: end, dry_run: false };
-    sheriff::cycle::run_cycle(&state.store, &state.warm, &state.settings, options).await.unwrap();
-    sheriff::notify::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
+    let options = sheriff::cycle::CycleOptions {
+        at: end,
+        dry_run: false,
+    };
+    sheriff::cycle::run_cycle(&state.store, &state.warm, &state.settings, options)
+        .await
+        .unwrap();
+    sheriff::notify::deliver_for_a_while(state.store.clone(), &state.settings)
+        .await
+        .unwrap();
     (state, slack, jira)
 }
 
-async fn command(state: &AppState, user: &str, text: &str, response_url: &str) -> serde_json::Value {
-    let body =
-        form(&[("command", "/sheriff"), ("user_id", user), ("text", text), ("response_url", response_url)]);
+async fn command(
+    state: &AppState,
+    user: &str,
+    text: &str,
+    response_url: &str,
+) -> serde_json::Value {
+    let body = form(&[
+        ("command", "/sheriff"),
+        ("user_id", user),
+        ("text", text),
+        ("response_url", response_url),
+    ]);
     let (status, answer) = send(state, "/slack/commands", &body, Some(SECRET), 0).await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     answer
@@ -182,11 +233,17 @@ fn no_document_or_configuration_comment_calls_the_comparison_level_threshold_bas
         }
     }
     let config = std::fs::read_to_string(root.join("config/sheriff.toml")).unwrap();
-    let comments: Vec<&str> = config.lines().filter(|l| l.trim_start().starts_with('#')).collect();
+    let comments: Vec<&str> = config
+        .lines()
+        .filter(|l| l.trim_start().starts_with('#'))
+        .collect();
     assert!(comments.len() > 50);
     for line in comments {
         let found = old_word_for_the_comparison_level(&markdown_prose(line));
-        assert!(found.is_none(), "config/sheriff.toml says {found:?}: {line}");
+        assert!(
+            found.is_none(),
+            "config/sheriff.toml says {found:?}: {line}"
+        );
     }
 }
 
@@ -565,7 +622,13 @@ async fn a_slack_body_over_its_limit_is_refused_before_it_is_read() {
         assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE, "{path}");
     }
     // a real-sized signed command still works
-    let (status, _) =
-        send(&state, "/slack/commands", &form(&[("user_id", "U1"), ("text", "help")]), Some(SECRET), 0).await;
+    let (status, _) = send(
+        &state,
+        "/slack/commands",
+        &form(&[("user_id", "U1"), ("text", "help")]),
+        Some(SECRET),
+        0,
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
 }

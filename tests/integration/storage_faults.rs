@@ -56,7 +56,10 @@ impl Tiny {
 
 impl Drop for Tiny {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("umount").arg("-l").arg(self.dir.path()).status();
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
     }
 }
 
@@ -73,7 +76,10 @@ async fn a_full_disk_fails_writes_plainly_and_once_it_has_space_every_write_work
     sheriff::init_crypto();
     let Some(tiny) = Tiny::mount(24) else { return };
     let url = format!("sqlite://{}", tiny.path().join("s.db").display());
-    let db = DatabaseSettings { url: DatabaseUrl::from_str(&url).unwrap(), ..Default::default() };
+    let db = DatabaseSettings {
+        url: DatabaseUrl::from_str(&url).unwrap(),
+        ..Default::default()
+    };
     let store = Arc::new(Store::open(&db).await.unwrap());
     let mut s = Scenario::month(5, synth::day(2026, 11, 29));
     s.days = 6;
@@ -82,8 +88,9 @@ async fn a_full_disk_fails_writes_plainly_and_once_it_has_space_every_write_work
     // what fails (the variants and backends exist), not the creation of their ids.
     let all = synth::run_records(&s);
     let mut seen = std::collections::HashSet::new();
-    let (before, rest): (Vec<_>, Vec<_>) =
-        all.into_iter().partition(|r| seen.insert(r.run.dimensions.clone()));
+    let (before, rest): (Vec<_>, Vec<_>) = all
+        .into_iter()
+        .partition(|r| seen.insert(r.run.dimensions.clone()));
     let records: Vec<_> = before.iter().chain(&rest).cloned().collect();
     store.runs().write_runs(&before, false).await.unwrap();
     let state = sheriff::server::AppState::new(
@@ -99,8 +106,14 @@ async fn a_full_disk_fails_writes_plainly_and_once_it_has_space_every_write_work
         if let Err(e) = store.runs().write_runs(chunk, false).await {
             failed += 1;
             let text = format!("{e:#}");
-            eprintln!("write failed: {text} (storage: {})", sheriff::store::is_storage_error(&e));
-            assert!(!text.contains("transaction depth"), "the real cause is reported: {text}");
+            eprintln!(
+                "write failed: {text} (storage: {})",
+                sheriff::store::is_storage_error(&e)
+            );
+            assert!(
+                !text.contains("transaction depth"),
+                "the real cause is reported: {text}"
+            );
         }
     }
     assert!(failed > 0, "the full disk made writes fail");
@@ -109,16 +122,25 @@ async fn a_full_disk_fails_writes_plainly_and_once_it_has_space_every_write_work
     let target = sheriff::incidents::silence::Target::parse(&["backend=image-registry-*"]).unwrap();
     let now = chrono::Utc::now().timestamp();
     let asked = sheriff::actions::silence(&store, &target, 3600, "disk full", "cli:me", now).await;
-    assert!(asked.is_err(), "a silence is not acknowledged unless stored: {asked:?}");
+    assert!(
+        asked.is_err(),
+        "a silence is not acknowledged unless stored: {asked:?}"
+    );
 
     std::fs::remove_file(filler).unwrap();
     // space again: every connection of the pool writes again
     for chunk in rest[200..].chunks(10) {
-        store.runs().write_runs(chunk, false).await.expect("writes work again once there is space");
+        store
+            .runs()
+            .write_runs(chunk, false)
+            .await
+            .expect("writes work again once there is space");
     }
     assert_eq!(ready(&state).await, 200, "ready again");
-    let id =
-        sheriff::actions::silence(&store, &target, 3600, "disk fine", "cli:me", now + 1).await.unwrap().id;
+    let id = sheriff::actions::silence(&store, &target, 3600, "disk fine", "cli:me", now + 1)
+        .await
+        .unwrap()
+        .id;
     let kept = store.incidents().silences(now + 2).await.unwrap();
     assert_eq!(
         kept.iter().map(|s| s.id).collect::<Vec<_>>(),
@@ -127,8 +149,15 @@ async fn a_full_disk_fails_writes_plainly_and_once_it_has_space_every_write_work
     );
     // everything that was refused can be written now, and nothing that failed was half kept
     let outcomes = store.runs().write_runs(&rest[..200], false).await.unwrap();
-    assert!(outcomes.iter().any(|o| matches!(o, sheriff::store::runs::WriteOutcome::Inserted)));
-    assert_eq!(store.runs().count_runs().await.unwrap() as usize, records.len());
+    assert!(
+        outcomes
+            .iter()
+            .any(|o| matches!(o, sheriff::store::runs::WriteOutcome::Inserted))
+    );
+    assert_eq!(
+        store.runs().count_runs().await.unwrap() as usize,
+        records.len()
+    );
     store.close().await;
 }
 
@@ -137,12 +166,18 @@ async fn run_sql(db: &crate::common::TestDb, statement: &str) {
     match db.store.engine() {
         sheriff::config::Engine::Sqlite => {
             let pool = sqlx::SqlitePool::connect(db.url().as_str()).await.unwrap();
-            sqlx::query(sqlx::AssertSqlSafe(statement.to_string())).execute(&pool).await.unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(statement.to_string()))
+                .execute(&pool)
+                .await
+                .unwrap();
             pool.close().await;
         }
         sheriff::config::Engine::Postgres => {
             let pool = sqlx::PgPool::connect(db.url().as_str()).await.unwrap();
-            sqlx::query(sqlx::AssertSqlSafe(statement.to_string())).execute(&pool).await.unwrap();
+            sqlx::query(sqlx::AssertSqlSafe(statement.to_string()))
+                .execute(&pool)
+                .await
+                .unwrap();
             pool.close().await;
         }
     }

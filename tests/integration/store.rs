@@ -166,7 +166,11 @@ fn spread_records() -> Vec<RunRecord> {
         .map(|i: i64| {
             let mut r = sample_record(&format!("18000000000000{i:05}"), 0);
             r.run.started_at = base + chrono::Duration::minutes(i * 557);
-            r.run.dimensions.network = if i % 2 == 0 { "ovn".into() } else { "sdn".into() };
+            r.run.dimensions.network = if i % 2 == 0 {
+                "ovn".into()
+            } else {
+                "sdn".into()
+            };
             r.samples = vec![Sample {
                 backend: "kube-api-new-connections".into(),
                 connection: "new".into(),
@@ -212,8 +216,16 @@ async fn days_of_every_variant(
     backend: &str,
     days: std::ops::Range<i64>,
 ) -> std::sync::Arc<std::collections::BTreeMap<i64, sheriff::model::Histogram>> {
-    let ids = store.variants().await.unwrap().iter().map(|(id, _)| *id).collect();
-    kept.daily_histograms(store, backend, &ids, days).await.unwrap()
+    let ids = store
+        .variants()
+        .await
+        .unwrap()
+        .iter()
+        .map(|(id, _)| *id)
+        .collect();
+    kept.daily_histograms(store, backend, &ids, days)
+        .await
+        .unwrap()
 }
 
 on_both_engines! {

@@ -121,10 +121,16 @@ async fn assert_query_days_match(
     let nothing_kept = Queries::default();
     let variants = fresh.variants().await.unwrap();
     let every: HashSet<i64> = variants.iter().map(|(id, _)| *id).collect();
-    let metal: HashSet<i64> =
-        variants.iter().filter(|(_, d)| d.platform == "metal").map(|(id, _)| *id).collect();
-    let release: HashSet<i64> =
-        variants.iter().filter(|(_, d)| d.release == "4.14").map(|(id, _)| *id).collect();
+    let metal: HashSet<i64> = variants
+        .iter()
+        .filter(|(_, d)| d.platform == "metal")
+        .map(|(id, _)| *id)
+        .collect();
+    let release: HashSet<i64> = variants
+        .iter()
+        .filter(|(_, d)| d.release == "4.14")
+        .map(|(id, _)| *id)
+        .collect();
     let days = t / DAY - 56..t / DAY + 1;
     // Nine answers: enough that what changed is read once for all of them.
     for backend in [
@@ -133,10 +139,23 @@ async fn assert_query_days_match(
         "ingress-to-console-new-connections",
     ] {
         for chosen in [&every, &metal, &release] {
-            let want = nothing_kept.daily_histograms(&fresh, backend, chosen, days.clone()).await.unwrap();
-            let got = kept.queries.daily_histograms(store, backend, chosen, days.clone()).await.unwrap();
-            assert!(!want.is_empty() || chosen.is_empty(), "step {step}: {backend} has no days");
-            assert_eq!(got, want, "step {step}: the kept answers for {backend} differ from the database");
+            let want = nothing_kept
+                .daily_histograms(&fresh, backend, chosen, days.clone())
+                .await
+                .unwrap();
+            let got = kept
+                .queries
+                .daily_histograms(store, backend, chosen, days.clone())
+                .await
+                .unwrap();
+            assert!(
+                !want.is_empty() || chosen.is_empty(),
+                "step {step}: {backend} has no days"
+            );
+            assert_eq!(
+                got, want,
+                "step {step}: the kept answers for {backend} differ from the database"
+            );
         }
     }
     fresh.close().await;
@@ -147,11 +166,20 @@ async fn assert_query_days_match(
 /// metal 4.14 for four weeks (and again as seen six hours earlier), both registry backends over
 /// 4.14 for three weeks, one backend over every variant for ten days. Asked again with nothing
 /// changed, no row is read.
-async fn assert_scope_runs_match((store, cached): (&Store, &Warm), fresh: &Store, t: i64, step: usize) {
+async fn assert_scope_runs_match(
+    (store, cached): (&Store, &Warm),
+    fresh: &Store,
+    t: i64,
+    step: usize,
+) {
     let scope_runs = cached.scope_runs.as_ref().unwrap();
     let variants = fresh.variants().await.unwrap();
     let ids = |keep: &dyn Fn(&Dimensions) -> bool| -> Vec<i64> {
-        variants.iter().filter(|(_, d)| keep(d)).map(|(id, _)| *id).collect()
+        variants
+            .iter()
+            .filter(|(_, d)| keep(d))
+            .map(|(id, _)| *id)
+            .collect()
     };
     let registry = || vec!["image-registry-new-connections".to_string()];
     let metal = ids(&|d| d.platform == "metal" && d.release == "4.14");
@@ -159,24 +187,50 @@ async fn assert_scope_runs_match((store, cached): (&Store, &Warm), fresh: &Store
         (registry(), metal.clone(), t - 28 * DAY, t),
         (registry(), metal, t - 28 * DAY, t - 6 * 3600),
         (
-            vec!["image-registry-reused-connections".to_string(), "image-registry-new-connections".into()],
+            vec![
+                "image-registry-reused-connections".to_string(),
+                "image-registry-new-connections".into(),
+            ],
             ids(&|d| d.release == "4.14"),
             t - 21 * DAY,
             t,
         ),
-        (vec!["kube-api-reused-connections".to_string()], ids(&|_| true), t - 10 * DAY, t),
+        (
+            vec!["kube-api-reused-connections".to_string()],
+            ids(&|_| true),
+            t - 10 * DAY,
+            t,
+        ),
     ];
     for round in 0..2 {
         let read = cached.scope_rows_read();
         for (backends, variants, from, visible_at) in &scopes {
-            let want = fresh.cells().cell_runs(backends, variants, (*from, t), *visible_at).await.unwrap();
-            let got = scope_runs.cell_runs(store, backends, variants, (*from, t), *visible_at).await.unwrap();
+            let want = fresh
+                .cells()
+                .cell_runs(backends, variants, (*from, t), *visible_at)
+                .await
+                .unwrap();
+            let got = scope_runs
+                .cell_runs(store, backends, variants, (*from, t), *visible_at)
+                .await
+                .unwrap();
             assert!(!want.is_empty(), "step {step}: no runs of {backends:?}");
-            assert_eq!(got.len(), want.len(), "step {step}: the kept runs of {backends:?} differ in number");
-            assert_eq!(got, want, "step {step}: the kept runs of {backends:?} differ from the database");
+            assert_eq!(
+                got.len(),
+                want.len(),
+                "step {step}: the kept runs of {backends:?} differ in number"
+            );
+            assert_eq!(
+                got, want,
+                "step {step}: the kept runs of {backends:?} differ from the database"
+            );
         }
         if round == 1 {
-            assert_eq!(cached.scope_rows_read(), read, "step {step}: rows read again with nothing changed");
+            assert_eq!(
+                cached.scope_rows_read(),
+                read,
+                "step {step}: rows read again with nothing changed"
+            );
         }
     }
 }
@@ -187,18 +241,40 @@ async fn serve_keeps_the_windows_in_memory_between_cycles() {
     let db = crate::common::TestDb::sqlite().await;
     let end = synth::day(2026, 11, 29);
     crate::common::load_metal_regression(&db.store, 3, end).await;
-    let mut settings = sheriff::config::Settings { database: db.settings.clone(), ..Default::default() };
+    let mut settings = sheriff::config::Settings {
+        database: db.settings.clone(),
+        ..Default::default()
+    };
     settings.server.listen = "127.0.0.1:0".into();
     let app = sheriff::app::App::build(settings).await.unwrap();
-    let options = sheriff::cycle::CycleOptions { at: end, dry_run: true };
-    let first = sheriff::cycle::run_cycle(&app.store, &app.warm, &app.settings, options).await.unwrap();
+    let options = sheriff::cycle::CycleOptions {
+        at: end,
+        dry_run: true,
+    };
+    let first = sheriff::cycle::run_cycle(&app.store, &app.warm, &app.settings, options)
+        .await
+        .unwrap();
     let read = app.warm.window_days_read();
     assert!(read >= 28, "the first cycle read {read} days");
-    let second = sheriff::cycle::run_cycle(&app.store, &app.warm, &app.settings, options).await.unwrap();
-    assert_eq!(app.warm.window_days_read(), read, "the second cycle read days again");
+    let second = sheriff::cycle::run_cycle(&app.store, &app.warm, &app.settings, options)
+        .await
+        .unwrap();
+    assert_eq!(
+        app.warm.window_days_read(),
+        read,
+        "the second cycle read days again"
+    );
     assert_eq!(first.regressions.len(), 1);
     assert_eq!(
-        (first.cells_evaluated, first.groups_evaluated, &first.regressions[0].fingerprint),
-        (second.cells_evaluated, second.groups_evaluated, &second.regressions[0].fingerprint)
+        (
+            first.cells_evaluated,
+            first.groups_evaluated,
+            &first.regressions[0].fingerprint
+        ),
+        (
+            second.cells_evaluated,
+            second.groups_evaluated,
+            &second.regressions[0].fingerprint
+        )
     );
 }

@@ -44,21 +44,35 @@ on_both_engines! {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scorecard_replays_a_world_and_scores_its_plants_and_decoys() {
     use sheriff::scorecard::{QualityOptions, quality, render_text};
-    let options = QualityOptions { seeds: 1, first: 0, classes: vec![Class::NarrowScope, Class::NewJob] };
+    let options = QualityOptions {
+        seeds: 1,
+        first: 0,
+        classes: vec![Class::NarrowScope, Class::NewJob],
+    };
     let card = quality(&options).await.unwrap();
     assert_eq!((card.seeds, card.worlds.len()), (1, 1));
     assert!(card.runs > 1_000, "{}", card.runs);
     let world = &card.worlds[0];
     assert_eq!(world.classes, vec![Class::NarrowScope, Class::NewJob]);
     assert_eq!(world.plants.len(), 1);
-    assert_eq!(world.plants[0].planted_scope, "upgrade_type=minor platform=azure");
+    assert_eq!(
+        world.plants[0].planted_scope,
+        "upgrade_type=minor platform=azure"
+    );
     assert!(world.plants[0].runs_per_day > 3.0);
-    let rows: Vec<&str> = card.classes.iter().filter_map(|r| r.class.map(|c| c.as_str())).collect();
+    let rows: Vec<&str> = card
+        .classes
+        .iter()
+        .filter_map(|r| r.class.map(|c| c.as_str()))
+        .collect();
     assert_eq!(rows, vec!["new_job", "narrow_scope"]);
     assert_eq!(card.overall.planted, 1);
     assert_eq!(card.matched + card.overall.false_regressions, card.reported);
     let text = render_text(&card);
-    assert!(text.contains("narrow_scope") && text.contains("overall"), "{text}");
+    assert!(
+        text.contains("narrow_scope") && text.contains("overall"),
+        "{text}"
+    );
 }
 
 /// A regression on part of a platform (minor upgrades on azure), and one on a platform beside a
@@ -72,14 +86,23 @@ async fn a_regression_is_scoped_to_the_parts_its_runs_show() {
     // micro) and image-registry over aws and metal
     let mut worlds = Vec::new();
     for first in [0, 5] {
-        let options = QualityOptions { seeds: 1, first, classes: Vec::new() };
+        let options = QualityOptions {
+            seeds: 1,
+            first,
+            classes: Vec::new(),
+        };
         worlds.extend(quality(&options).await.unwrap().worlds);
     }
     let card = sheriff::scorecard::scorecard(worlds, 2, 0, 0.0);
-    let plants: Vec<_> = card.worlds.iter().flat_map(|w| w.plants.iter().map(move |p| (w.seed, p))).collect();
+    let plants: Vec<_> = card
+        .worlds
+        .iter()
+        .flat_map(|w| w.plants.iter().map(move |p| (w.seed, p)))
+        .collect();
     assert!(plants.len() >= 3, "{plants:#?}");
-    for (seed, p) in
-        plants.into_iter().filter(|(_, p)| matches!(p.class, Class::NarrowScope | Class::UntestedOnset))
+    for (seed, p) in plants
+        .into_iter()
+        .filter(|(_, p)| matches!(p.class, Class::NarrowScope | Class::UntestedOnset))
     {
         assert!(
             p.detected && p.exact_scope,
@@ -99,7 +122,11 @@ async fn a_regression_is_scoped_to_the_parts_its_runs_show() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fixing_payload_resolves_within_a_day_and_a_half_at_six_runs_a_day() {
     use sheriff::scorecard::{QualityOptions, quality};
-    let options = QualityOptions { seeds: 2, first: 0, classes: vec![Class::OnsetFix] };
+    let options = QualityOptions {
+        seeds: 2,
+        first: 0,
+        classes: vec![Class::OnsetFix],
+    };
     let card = quality(&options).await.unwrap();
     let fixed: Vec<_> = card
         .worlds
@@ -107,7 +134,10 @@ async fn a_fixing_payload_resolves_within_a_day_and_a_half_at_six_runs_a_day() {
         .flat_map(|w| w.plants.iter().map(move |p| (w.seed, p)))
         .filter(|(_, p)| p.fixed)
         .collect();
-    assert!(fixed.iter().any(|(_, p)| p.runs_per_day < 9.0), "a sparse scope among {fixed:#?}");
+    assert!(
+        fixed.iter().any(|(_, p)| p.runs_per_day < 9.0),
+        "a sparse scope among {fixed:#?}"
+    );
     for (seed, p) in fixed {
         let days = p.recovery_days.unwrap_or(f64::INFINITY);
         assert!(
@@ -125,9 +155,18 @@ async fn a_fixing_payload_resolves_within_a_day_and_a_half_at_six_runs_a_day() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_late_run_of_an_old_payload_does_not_hold_a_recovery_back() {
     use sheriff::scorecard::{QualityOptions, quality};
-    let options = QualityOptions { seeds: 1, first: 21, classes: Vec::new() };
+    let options = QualityOptions {
+        seeds: 1,
+        first: 21,
+        classes: Vec::new(),
+    };
     let card = quality(&options).await.unwrap();
-    let fixed: Vec<_> = card.worlds.iter().flat_map(|w| &w.plants).filter(|p| p.fixed).collect();
+    let fixed: Vec<_> = card
+        .worlds
+        .iter()
+        .flat_map(|w| &w.plants)
+        .filter(|p| p.fixed)
+        .collect();
     assert_eq!(fixed.len(), 1, "{fixed:#?}");
     let days = fixed[0].recovery_days.unwrap_or(f64::INFINITY);
     assert!(days <= 1.5, "resolved {days:.2} days after the fix");
@@ -140,12 +179,21 @@ async fn every_sample_run_is_one_the_regression_hit() {
     use sheriff::scorecard::{QualityOptions, quality};
     let mut worlds = Vec::new();
     for first in [13, 16] {
-        let options = QualityOptions { seeds: 1, first, classes: Vec::new() };
+        let options = QualityOptions {
+            seeds: 1,
+            first,
+            classes: Vec::new(),
+        };
         worlds.extend(quality(&options).await.unwrap().worlds);
     }
     for w in &worlds {
         for p in &w.plants {
-            assert!(p.samples > 0, "seed {}: {} lists no sample", w.seed, p.class.as_str());
+            assert!(
+                p.samples > 0,
+                "seed {}: {} lists no sample",
+                w.seed,
+                p.class.as_str()
+            );
             assert_eq!(
                 p.pure_samples,
                 p.samples,
@@ -169,12 +217,21 @@ async fn dry_cycle_over(
     use sheriff::cycle::{CycleOptions, run_cycle};
     let db = crate::common::TestDb::sqlite().await;
     let settings = sheriff::config::Settings::default();
-    db.store.trouble().apply(&settings.evaluate.ci_trouble).await.unwrap();
+    db.store
+        .trouble()
+        .apply(&settings.evaluate.ci_trouble)
+        .await
+        .unwrap();
     for chunk in world.records.chunks(1000) {
         db.store.runs().write_runs(chunk, false).await.unwrap();
     }
-    let options = CycleOptions { at: spec.end, dry_run: true };
-    run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, options).await.unwrap()
+    let options = CycleOptions {
+        at: spec.end,
+        dry_run: true,
+    };
+    run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, options)
+        .await
+        .unwrap()
 }
 
 /// A job that appeared inside the window has no reference of its own yet: the cycle names it as
@@ -184,15 +241,34 @@ async fn a_new_job_is_named_with_no_reference_yet() {
     let mut spec = WorldSpec::new(7, sheriff::synth::day(2026, 11, 29), vec![Class::NewJob]);
     spec.scale = 0.05;
     let world = build(&spec).unwrap();
-    let new: std::collections::BTreeSet<&str> =
-        world.truth.iter().filter(|t| t.decoy == Some(Class::NewJob)).map(|t| t.job.as_str()).collect();
+    let new: std::collections::BTreeSet<&str> = world
+        .truth
+        .iter()
+        .filter(|t| t.decoy == Some(Class::NewJob))
+        .map(|t| t.job.as_str())
+        .collect();
     assert_eq!(new.len(), 1, "{new:?}");
     let report = dry_cycle_over(&spec, &world).await;
-    let found: Vec<&str> = report.data_quality.new_jobs.iter().map(|j| j.job.as_str()).collect();
+    let found: Vec<&str> = report
+        .data_quality
+        .new_jobs
+        .iter()
+        .map(|j| j.job.as_str())
+        .collect();
     assert_eq!(found, new.into_iter().collect::<Vec<_>>());
     let j = &report.data_quality.new_jobs[0];
-    assert!(j.runs >= 1 && j.summary().contains("no reference yet"), "{}", j.summary());
-    assert!(j.scope.single(sheriff::model::Dimension::Architecture).is_some(), "{:?}", j.scope);
+    assert!(
+        j.runs >= 1 && j.summary().contains("no reference yet"),
+        "{}",
+        j.summary()
+    );
+    assert!(
+        j.scope
+            .single(sheriff::model::Dimension::Architecture)
+            .is_some(),
+        "{:?}",
+        j.scope
+    );
 }
 
 /// The real table's metal jobs read their `gcp-network-liveness-*` probes down all run: the
@@ -210,7 +286,10 @@ async fn a_probe_down_all_run_on_metal_is_named_broken() {
     for b in broken {
         assert_eq!(b.scope.single(Dimension::Platform), Some("metal"), "{b:?}");
         assert!(b.probe.contains("network-liveness"), "{b:?}");
-        assert!(b.runs > 0 && b.down * 2 > b.runs && !b.jobs.is_empty(), "{b:?}");
+        assert!(
+            b.runs > 0 && b.down * 2 > b.runs && !b.jobs.is_empty(),
+            "{b:?}"
+        );
     }
 }
 
@@ -233,7 +312,11 @@ async fn a_tail_gathering_held_back_once_is_not_reported_by_the_next_cycles() {
     let world = build(&spec).unwrap();
     let db = crate::common::TestDb::sqlite().await;
     let settings = Settings::default();
-    db.store.trouble().apply(&settings.evaluate.ci_trouble).await.unwrap();
+    db.store
+        .trouble()
+        .apply(&settings.evaluate.ci_trouble)
+        .await
+        .unwrap();
     let table = Table::embedded().unwrap();
     db.store
         .evaluations()
@@ -244,13 +327,25 @@ async fn a_tail_gathering_held_back_once_is_not_reported_by_the_next_cycles() {
         db.store.runs().write_runs(chunk, false).await.unwrap();
     }
     let store = Arc::new(sheriff::store::Store::open(&db.settings).await.unwrap());
-    let (from, to) = (sheriff::synth::day(2026, 11, 22), sheriff::synth::day(2026, 11, 24));
-    let told = backtest(store, &settings, from, to, &Cadence::Every(6 * 3_600)).await.unwrap();
-    let families: Vec<String> =
-        told.incidents.iter().map(|s| format!("{} {}", s.family, s.release)).collect();
+    let (from, to) = (
+        sheriff::synth::day(2026, 11, 22),
+        sheriff::synth::day(2026, 11, 24),
+    );
+    let told = backtest(store, &settings, from, to, &Cadence::Every(6 * 3_600))
+        .await
+        .unwrap();
+    let families: Vec<String> = told
+        .incidents
+        .iter()
+        .map(|s| format!("{} {}", s.family, s.release))
+        .collect();
     assert!(
         families.iter().any(|f| f == "image-registry 4.15"),
         "the planted regressions stand: {families:?}"
     );
-    assert!(!families.iter().any(|f| f.starts_with("cache-oauth-api")), "{:#?}", told.incidents);
+    assert!(
+        !families.iter().any(|f| f.starts_with("cache-oauth-api")),
+        "{:#?}",
+        told.incidents
+    );
 }

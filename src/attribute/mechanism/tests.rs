@@ -15,7 +15,10 @@ impl Run {
     }
 
     fn span(mut self, kind: SpanKind, subject: &str, node: &str, from: i64, to: i64) -> Run {
-        let at = IntervalRef { file: "e2e-events.json".into(), item: self.0.len() as u32 };
+        let at = IntervalRef {
+            file: "e2e-events.json".into(),
+            item: self.0.len() as u32,
+        };
         self.0.push(TimelineSpan {
             kind,
             subject: subject.into(),
@@ -28,7 +31,13 @@ impl Run {
     }
 
     fn pod(self, name: &str, node: &str, from: i64, to: i64) -> Run {
-        self.span(SpanKind::PodReady, &format!("openshift-image-registry/{name}"), node, from, to)
+        self.span(
+            SpanKind::PodReady,
+            &format!("openshift-image-registry/{name}"),
+            node,
+            from,
+            to,
+        )
     }
 
     fn drain(self, node: &str, from: i64, to: i64) -> Run {
@@ -36,7 +45,14 @@ impl Run {
     }
 
     fn outage(self, from: i64, to: i64) -> Run {
-        self.span(SpanKind::Outage, "image-registry-new-connections", "", from, to).span(
+        self.span(
+            SpanKind::Outage,
+            "image-registry-new-connections",
+            "",
+            from,
+            to,
+        )
+        .span(
             SpanKind::Outage,
             "image-registry-reused-connections",
             "",
@@ -53,16 +69,27 @@ impl Run {
     }
 
     fn done(self, i: usize) -> RunTimeline {
-        RunTimeline { run: format!("job/{i}"), spans: self.0 }
+        RunTimeline {
+            run: format!("job/{i}"),
+            spans: self.0,
+        }
     }
 }
 
 /// The seed's shape: one registry replica, evicted when its worker is drained; the outage ends
 /// when the replacement is ready on another worker.
 fn single_replica(i: usize, with_pods: bool) -> RunTimeline {
-    let mut r = Run::new().drain("worker-1", 998, 1060).outage(1002, 1030).decoys();
+    let mut r = Run::new()
+        .drain("worker-1", 998, 1060)
+        .outage(1002, 1030)
+        .decoys();
     if with_pods {
-        r = r.pod("image-registry-a", "worker-1", 0, 1000).pod("image-registry-b", "worker-2", 1030, 4000);
+        r = r.pod("image-registry-a", "worker-1", 0, 1000).pod(
+            "image-registry-b",
+            "worker-2",
+            1030,
+            4000,
+        );
     }
     r.done(i)
 }
@@ -78,10 +105,23 @@ fn two_replicas(i: usize) -> RunTimeline {
         .done(i)
 }
 
-const BACKENDS: [&str; 2] = ["image-registry-new-connections", "image-registry-reused-connections"];
+const BACKENDS: [&str; 2] = [
+    "image-registry-new-connections",
+    "image-registry-reused-connections",
+];
 
-fn case<'a>(backends: &'a [String], regressed: &'a [RunTimeline], healthy: &'a [RunTimeline]) -> Case<'a> {
-    Case { family: "image-registry", backends, probes: &[], regressed, healthy }
+fn case<'a>(
+    backends: &'a [String],
+    regressed: &'a [RunTimeline],
+    healthy: &'a [RunTimeline],
+) -> Case<'a> {
+    Case {
+        family: "image-registry",
+        backends,
+        probes: &[],
+        regressed,
+        healthy,
+    }
 }
 
 #[test]
@@ -91,9 +131,19 @@ fn a_lone_replica_evicted_by_a_drain_is_the_mechanism_and_every_clause_names_its
     let healthy: Vec<RunTimeline> = (0..10).map(two_replicas).collect();
     let m = explain(&case(&backends, &regressed, &healthy));
     assert_eq!(m.kind, MechanismKind::SingleReplicaDrained, "{m:#?}");
-    assert_eq!((m.runs_explained, m.runs_examined, m.healthy_explained), (10, 10, 0));
-    assert_eq!((m.replicas_regressed, m.replicas_healthy), (Some(1.0), Some(2.0)));
-    assert!(m.summary.contains("one ready replica") && m.summary.contains("drained"), "{}", m.summary);
+    assert_eq!(
+        (m.runs_explained, m.runs_examined, m.healthy_explained),
+        (10, 10, 0)
+    );
+    assert_eq!(
+        (m.replicas_regressed, m.replicas_healthy),
+        (Some(1.0), Some(2.0))
+    );
+    assert!(
+        m.summary.contains("one ready replica") && m.summary.contains("drained"),
+        "{}",
+        m.summary
+    );
     let run = &regressed[0];
     let claims: Vec<&MechanismClaim> = m.claims.iter().filter(|c| c.run == run.run).collect();
     assert_eq!(claims.len(), 4, "{claims:#?}");
@@ -119,9 +169,17 @@ fn without_pod_intervals_the_mechanism_is_unknown_and_says_why() {
     let regressed: Vec<RunTimeline> = (0..10).map(|i| single_replica(i, false)).collect();
     let healthy: Vec<RunTimeline> = (0..10).map(two_replicas).collect();
     let m = explain(&case(&backends, &regressed, &healthy));
-    assert_eq!((m.kind, m.unknown_because), (MechanismKind::Unknown, Some(UnknownBecause::NoPodIntervals)));
+    assert_eq!(
+        (m.kind, m.unknown_because),
+        (MechanismKind::Unknown, Some(UnknownBecause::NoPodIntervals))
+    );
     assert!(m.claims.is_empty());
-    assert!(m.summary.contains("no pod intervals of openshift-image-registry"), "{}", m.summary);
+    assert!(
+        m.summary
+            .contains("no pod intervals of openshift-image-registry"),
+        "{}",
+        m.summary
+    );
 }
 
 #[test]
@@ -163,7 +221,11 @@ fn an_outage_that_begins_as_the_vip_moves_is_put_down_to_the_vip() {
         .collect();
     let healthy: Vec<RunTimeline> = (0..10).map(two_replicas).collect();
     let m = explain(&case(&backends, &regressed, &healthy));
-    assert_eq!((m.kind, m.runs_explained, m.runs_examined), (MechanismKind::VipMoved, 9, 10), "{m:#?}");
+    assert_eq!(
+        (m.kind, m.runs_explained, m.runs_examined),
+        (MechanismKind::VipMoved, 9, 10),
+        "{m:#?}"
+    );
 }
 
 #[test]
@@ -178,14 +240,26 @@ fn a_mechanism_healthy_runs_show_as_often_has_no_lift() {
         (MechanismKind::Unknown, Some(UnknownBecause::WeakLift)),
         "{m:#?}"
     );
-    assert_eq!(m.others.first(), Some(&(MechanismKind::SingleReplicaDrained, 10)));
+    assert_eq!(
+        m.others.first(),
+        Some(&(MechanismKind::SingleReplicaDrained, 10))
+    );
 }
 
 #[test]
 fn namespaces_follow_the_longest_prefix() {
-    assert_eq!(namespace_of("image-registry-new-connections"), Some("openshift-image-registry"));
-    assert_eq!(namespace_of("cache-kube-api-new-connections"), Some("openshift-kube-apiserver"));
-    assert_eq!(namespace_of("kube-api-reused-connections"), Some("openshift-kube-apiserver"));
+    assert_eq!(
+        namespace_of("image-registry-new-connections"),
+        Some("openshift-image-registry")
+    );
+    assert_eq!(
+        namespace_of("cache-kube-api-new-connections"),
+        Some("openshift-kube-apiserver")
+    );
+    assert_eq!(
+        namespace_of("kube-api-reused-connections"),
+        Some("openshift-kube-apiserver")
+    );
     assert_eq!(namespace_of("gcp-network-liveness-new-connections"), None);
 }
 
@@ -197,10 +271,19 @@ fn a_probe_down_in_every_run_explains_nothing() {
     let probe = "gcp-network-liveness-new-connections";
     let broken = |r: Run| r.span(SpanKind::Outage, probe, "", 0, 7000);
     let regressed: Vec<RunTimeline> = (0..10)
-        .map(|i| broken(Run::new().drain("worker-1", 998, 1060).outage(1002, 1030).decoys()).done(i))
+        .map(|i| {
+            broken(
+                Run::new()
+                    .drain("worker-1", 998, 1060)
+                    .outage(1002, 1030)
+                    .decoys(),
+            )
+            .done(i)
+        })
         .collect();
-    let healthy: Vec<RunTimeline> =
-        (0..10).map(|i| broken(Run::new().drain("worker-1", 998, 1060).decoys()).done(i)).collect();
+    let healthy: Vec<RunTimeline> = (0..10)
+        .map(|i| broken(Run::new().drain("worker-1", 998, 1060).decoys()).done(i))
+        .collect();
     let probes = vec![probe.to_string()];
     let case = Case {
         family: "image-registry",
@@ -216,11 +299,22 @@ fn a_probe_down_in_every_run_explains_nothing() {
         "{m:#?}"
     );
     // a probe that works in healthy runs and is down with every outage is the CI's network
-    let healthy: Vec<RunTimeline> =
-        (0..10).map(|i| Run::new().drain("worker-1", 998, 1060).decoys().done(i)).collect();
-    let regressed: Vec<RunTimeline> = (0..10)
-        .map(|i| Run::new().outage(1002, 1030).span(SpanKind::Outage, probe, "", 995, 1040).decoys().done(i))
+    let healthy: Vec<RunTimeline> = (0..10)
+        .map(|i| Run::new().drain("worker-1", 998, 1060).decoys().done(i))
         .collect();
-    let case = Case { healthy: &healthy, regressed: &regressed, ..case };
+    let regressed: Vec<RunTimeline> = (0..10)
+        .map(|i| {
+            Run::new()
+                .outage(1002, 1030)
+                .span(SpanKind::Outage, probe, "", 995, 1040)
+                .decoys()
+                .done(i)
+        })
+        .collect();
+    let case = Case {
+        healthy: &healthy,
+        regressed: &regressed,
+        ..case
+    };
     assert_eq!(explain(&case).kind, MechanismKind::CiNetwork);
 }

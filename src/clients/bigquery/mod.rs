@@ -28,8 +28,13 @@ const MAX_QUERY_WAIT: Duration = Duration::from_secs(30 * 60);
 const POLL_MS: u64 = 10_000;
 
 /// The reasons BigQuery gives for a query it will not run as asked: retrying does not help.
-const REFUSED: [&str; 5] =
-    ["bytesBilledLimitExceeded", "accessDenied", "quotaExceeded", "billingNotEnabled", "responseTooLarge"];
+const REFUSED: [&str; 5] = [
+    "bytesBilledLimitExceeded",
+    "accessDenied",
+    "quotaExceeded",
+    "billingNotEnabled",
+    "responseTooLarge",
+];
 
 /// A small client for the calls sheriff needs, billed to one project.
 #[derive(Clone)]
@@ -90,11 +95,19 @@ pub enum BigQueryError {
     Url(String),
     /// A call made for `query` got no usable answer.
     #[error("query `{query}`: {failure}")]
-    Call { query: &'static str, failure: Failure },
+    Call {
+        query: &'static str,
+        failure: Failure,
+    },
     /// An answer that asking again will not change (the bytes cap, a permission), with what to
     /// do about it when sheriff knows.
     #[error("BigQuery {} query `{query}`{hint}: {answer}", if *refused { "refused" } else { "failed" })]
-    Refused { query: &'static str, refused: bool, hint: String, answer: Answer },
+    Refused {
+        query: &'static str,
+        refused: bool,
+        hint: String,
+        answer: Answer,
+    },
     #[error("query `{0}`: BigQuery did not finish it and gave no job to wait for")]
     NoJob(&'static str),
     #[error("query `{query}` did not finish within {secs} s")]
@@ -235,7 +248,9 @@ impl Pages<'_> {
         if let Some(rows) = self.first.take() {
             return Ok(Some(self.counted(rows)));
         }
-        let (Some(token), Some(job)) = (self.page_token.take(), self.job.clone()) else { return Ok(None) };
+        let (Some(token), Some(job)) = (self.page_token.take(), self.job.clone()) else {
+            return Ok(None);
+        };
         let page = self.client.results(self.query, &job, Some(&token)).await?;
         self.page_token = page.page_token.clone().filter(|t| !t.is_empty());
         let rows = rows_of(page.rows, self.columns.len())?;
@@ -288,26 +303,44 @@ impl BigQueryClient {
                 bytes,
                 "BigQuery estimates the query scans this many bytes"
             ),
-            Err(e) => tracing::info!(query = query.name, "no byte estimate (the dry run failed): {e:#}"),
+            Err(e) => tracing::info!(
+                query = query.name,
+                "no byte estimate (the dry run failed): {e:#}"
+            ),
         }
         let mut body = self.body(query);
         body["maxResults"] = json!(self.page_rows);
         body["timeoutMs"] = json!(POLL_MS);
-        let url = format!("{}/bigquery/v2/projects/{}/queries", self.api_url, self.project);
-        let mut page: QueryResponse = self.send(query, reqwest::Method::POST, &url, Some(&body)).await?;
+        let url = format!(
+            "{}/bigquery/v2/projects/{}/queries",
+            self.api_url, self.project
+        );
+        let mut page: QueryResponse = self
+            .send(query, reqwest::Method::POST, &url, Some(&body))
+            .await?;
         let started = Instant::now();
         while !page.job_complete {
-            let Some(job) = page.job_reference.clone() else { return Err(BigQueryError::NoJob(query.name)) };
+            let Some(job) = page.job_reference.clone() else {
+                return Err(BigQueryError::NoJob(query.name));
+            };
             if started.elapsed() > MAX_QUERY_WAIT {
-                return Err(BigQueryError::Unfinished { query: query.name, secs: MAX_QUERY_WAIT.as_secs() });
+                return Err(BigQueryError::Unfinished {
+                    query: query.name,
+                    secs: MAX_QUERY_WAIT.as_secs(),
+                });
             }
             page = self.results(query.name, &job, None).await?;
         }
         if let Some(reason) = page.errors.first().map(|e| e.reason.clone()) {
-            return Err(BigQueryError::Failed { query: query.name, reason });
+            return Err(BigQueryError::Failed {
+                query: query.name,
+                reason,
+            });
         }
-        let columns: Vec<String> =
-            page.schema.map(|s| s.fields.into_iter().map(|f| f.name).collect()).unwrap_or_default();
+        let columns: Vec<String> = page
+            .schema
+            .map(|s| s.fields.into_iter().map(|f| f.name).collect())
+            .unwrap_or_default();
         tracing::info!(
             query = query.name,
             bytes_processed = page.total_bytes_processed.as_deref().unwrap_or("unknown"),
@@ -330,9 +363,17 @@ impl BigQueryClient {
     async fn dry_run(&self, query: &Query) -> Result<u64> {
         let mut body = self.body(query);
         body["dryRun"] = json!(true);
-        let url = format!("{}/bigquery/v2/projects/{}/queries", self.api_url, self.project);
-        let answer: QueryResponse = self.send(query, reqwest::Method::POST, &url, Some(&body)).await?;
-        answer.total_bytes_processed.and_then(|b| b.parse().ok()).ok_or(BigQueryError::NoEstimate)
+        let url = format!(
+            "{}/bigquery/v2/projects/{}/queries",
+            self.api_url, self.project
+        );
+        let answer: QueryResponse = self
+            .send(query, reqwest::Method::POST, &url, Some(&body))
+            .await?;
+        answer
+            .total_bytes_processed
+            .and_then(|b| b.parse().ok())
+            .ok_or(BigQueryError::NoEstimate)
     }
 
     /// The request body every query shares: SQL, parameters, the cap and the labels.
@@ -368,13 +409,12 @@ impl BigQueryClient {
         token: Option<&str>,
     ) -> Result<QueryResponse> {
         let invalid = || BigQueryError::Url(self.api_url.clone());
-        let mut url =
-            reqwest::Url::parse(&format!("{}/bigquery/v2/projects/", self.api_url)).map_err(|_| invalid())?;
-        url.path_segments_mut().map_err(|_| invalid())?.pop_if_empty().extend([
-            self.project.as_str(),
-            "queries",
-            job.job_id.as_str(),
-        ]);
+        let mut url = reqwest::Url::parse(&format!("{}/bigquery/v2/projects/", self.api_url))
+            .map_err(|_| invalid())?;
+        url.path_segments_mut()
+            .map_err(|_| invalid())?
+            .pop_if_empty()
+            .extend([self.project.as_str(), "queries", job.job_id.as_str()]);
         {
             let mut q = url.query_pairs_mut();
             q.append_pair("maxResults", &self.page_rows.to_string());
@@ -386,8 +426,13 @@ impl BigQueryClient {
                 q.append_pair("pageToken", t);
             }
         }
-        let query = Query { name, sql: String::new(), params: Vec::new() };
-        self.send(&query, reqwest::Method::GET, url.as_str(), None).await
+        let query = Query {
+            name,
+            sql: String::new(),
+            params: Vec::new(),
+        };
+        self.send(&query, reqwest::Method::GET, url.as_str(), None)
+            .await
     }
 
     /// One call, retried on 429, 5xx and rate limits; a refusal names the query and the cap.
@@ -398,12 +443,18 @@ impl BigQueryClient {
         url: &str,
         body: Option<&Value>,
     ) -> Result<QueryResponse> {
-        let failed = |failure| BigQueryError::Call { query: query.name, failure };
+        let failed = |failure| BigQueryError::Call {
+            query: query.name,
+            failure,
+        };
         let mut attempt = 0;
         loop {
             attempt += 1;
             let token = self.token().await?;
-            let mut request = self.http.request(method.clone(), url).bearer_auth(token.expose());
+            let mut request = self
+                .http
+                .request(method.clone(), url)
+                .bearer_auth(token.expose());
             if let Some(body) = body {
                 request = request.json(body);
             }
@@ -419,7 +470,8 @@ impl BigQueryClient {
                     .await
                     .map_err(|e| failed(Failure::Body(e)))?;
                     if status.is_success() {
-                        return serde_json::from_slice(&bytes).map_err(|e| failed(Failure::Unreadable(e)));
+                        return serde_json::from_slice(&bytes)
+                            .map_err(|e| failed(Failure::Unreadable(e)));
                     }
                     let answer = api_error(status.as_u16(), &bytes);
                     if !answer.retryable() {
@@ -430,7 +482,10 @@ impl BigQueryClient {
                 Err(e) => (Failure::Transport(with_sources(&e)), None),
             };
             if attempt >= self.max_attempts {
-                return Err(failed(Failure::GaveUp { last: Box::new(error), attempts: attempt }));
+                return Err(failed(Failure::GaveUp {
+                    last: Box::new(error),
+                    attempts: attempt,
+                }));
             }
             let wait = retry_after
                 .map(|d| d.min(Duration::from_secs(60)))
@@ -462,7 +517,12 @@ impl BigQueryClient {
             _ => String::new(),
         };
         let refused = REFUSED.contains(&answer.reason.as_str());
-        BigQueryError::Refused { query, refused, hint, answer }
+        BigQueryError::Refused {
+            query,
+            refused,
+            hint,
+            answer,
+        }
     }
 
     /// The access token for the next request; a token file is read each time, and an empty
@@ -473,7 +533,10 @@ impl BigQueryClient {
             Credentials::Token(t) => Ok(t.clone()),
             Credentials::File(path) => {
                 let text = std::fs::read_to_string(path).map_err(|e| {
-                    BigQueryError::Credentials(format!("reading bigquery.token_file {}: {e}", path.display()))
+                    BigQueryError::Credentials(format!(
+                        "reading bigquery.token_file {}: {e}",
+                        path.display()
+                    ))
                 })?;
                 let first = text.lines().next().unwrap_or_default().trim();
                 if first.is_empty() {
@@ -491,7 +554,12 @@ fn api_error(status: u16, body: &[u8]) -> Answer {
     match serde_json::from_slice::<ErrorBody>(body) {
         Ok(b) => Answer {
             status,
-            reason: b.error.errors.first().map(|e| e.reason.clone()).unwrap_or(b.error.status),
+            reason: b
+                .error
+                .errors
+                .first()
+                .map(|e| e.reason.clone())
+                .unwrap_or(b.error.status),
             message: b.error.message,
         },
         Err(_) => Answer {
@@ -507,7 +575,10 @@ fn rows_of(raw: Vec<RawRow>, width: usize) -> Result<Vec<Row>> {
     raw.into_iter()
         .map(|r| {
             if r.f.len() != width {
-                return Err(BigQueryError::RaggedRow { columns: r.f.len(), width });
+                return Err(BigQueryError::RaggedRow {
+                    columns: r.f.len(),
+                    width,
+                });
             }
             r.f.into_iter()
                 .map(|c| match c.v {
@@ -533,19 +604,40 @@ mod tests {
         assert_eq!(e.reason, "bytesBilledLimitExceeded");
         assert!(!e.retryable());
         assert!(api_error(503, b"<html>").retryable());
-        assert!(api_error(403, br#"{"error":{"errors":[{"reason":"rateLimitExceeded"}]}}"#).retryable());
-        assert!(!api_error(403, br#"{"error":{"errors":[{"reason":"accessDenied"}]}}"#).retryable());
+        assert!(
+            api_error(
+                403,
+                br#"{"error":{"errors":[{"reason":"rateLimitExceeded"}]}}"#
+            )
+            .retryable()
+        );
+        assert!(
+            !api_error(403, br#"{"error":{"errors":[{"reason":"accessDenied"}]}}"#).retryable()
+        );
     }
 
     #[test]
     fn a_refusal_by_the_cap_names_the_query_and_the_cap() {
         crate::init_crypto();
-        let settings =
-            BigQuerySettings { token: Some(Secret::new("t")), max_bytes_billed: 1000, ..Default::default() };
+        let settings = BigQuerySettings {
+            token: Some(Secret::new("t")),
+            max_bytes_billed: 1000,
+            ..Default::default()
+        };
         let client = BigQueryClient::new(&settings, "p").unwrap();
         let body = br#"{"error":{"message":"Query exceeded limit for bytes billed: 1000.","errors":[{"reason":"bytesBilledLimitExceeded"}]}}"#;
         let e = client.refused("runs", api_error(400, body));
-        assert!(matches!(&e, BigQueryError::Refused { query: "runs", refused: true, .. }), "{e:?}");
+        assert!(
+            matches!(
+                &e,
+                BigQueryError::Refused {
+                    query: "runs",
+                    refused: true,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
         assert_eq!(
             e.to_string(),
             "BigQuery refused query `runs`; the cap is bigquery.max_bytes_billed = 1000 bytes: raise it, or read less (a later --since): BigQuery answered 400 bytesBilledLimitExceeded: Query exceeded limit for bytes billed: 1000."
@@ -555,32 +647,49 @@ mod tests {
     #[test]
     fn values_are_bound_as_named_parameters_never_spliced() {
         crate::init_crypto();
-        let settings = BigQuerySettings { token: Some(Secret::new("t")), ..Default::default() };
+        let settings = BigQuerySettings {
+            token: Some(Secret::new("t")),
+            ..Default::default()
+        };
         let client = BigQueryClient::new(&settings, "p").unwrap();
         let q = Query {
             name: "runs",
             sql: "SELECT 1 WHERE x = @job".into(),
-            params: vec![("job", Param::Text("a'; DROP TABLE x; --".into())), ("since", Param::Int(7))],
+            params: vec![
+                ("job", Param::Text("a'; DROP TABLE x; --".into())),
+                ("since", Param::Int(7)),
+            ],
         };
         let body = client.body(&q);
         assert_eq!(body["query"], "SELECT 1 WHERE x = @job");
         assert_eq!(body["parameterMode"], "NAMED");
-        assert_eq!(body["queryParameters"][0]["parameterValue"]["value"], "a'; DROP TABLE x; --");
+        assert_eq!(
+            body["queryParameters"][0]["parameterValue"]["value"],
+            "a'; DROP TABLE x; --"
+        );
         assert_eq!(body["queryParameters"][1]["parameterType"]["type"], "INT64");
-        assert_eq!(body["maximumBytesBilled"], settings.max_bytes_billed.to_string());
+        assert_eq!(
+            body["maximumBytesBilled"],
+            settings.max_bytes_billed.to_string()
+        );
         assert_eq!(body["labels"], json!({"app": "sheriff", "query": "runs"}));
     }
 
     #[test]
     fn no_credentials_is_an_error_not_an_anonymous_client() {
-        let e = BigQueryClient::new(&BigQuerySettings::default(), "p").err().unwrap();
+        let e = BigQueryClient::new(&BigQuerySettings::default(), "p")
+            .err()
+            .unwrap();
         assert!(e.to_string().contains("credentials"), "{e}");
     }
 
     #[test]
     fn rows_keep_nulls_and_refuse_a_ragged_row() {
         let raw: Vec<RawRow> = serde_json::from_str(r#"[{"f":[{"v":"a"},{"v":null}]}]"#).unwrap();
-        assert_eq!(rows_of(raw, 2).unwrap(), vec![vec![Some("a".to_string()), None]]);
+        assert_eq!(
+            rows_of(raw, 2).unwrap(),
+            vec![vec![Some("a".to_string()), None]]
+        );
         let raw: Vec<RawRow> = serde_json::from_str(r#"[{"f":[{"v":"a"}]}]"#).unwrap();
         assert!(rows_of(raw, 2).is_err());
     }

@@ -28,7 +28,10 @@ pub enum KeyError {
     #[error("reading bigquery.credentials_file {path}: {error}")]
     Read { path: String, error: std::io::Error },
     #[error("bigquery.credentials_file {path} is not a service-account key: {error}")]
-    NotAKey { path: String, error: serde_json::Error },
+    NotAKey {
+        path: String,
+        error: serde_json::Error,
+    },
     #[error("bigquery.credentials_file {path}: client_email and token_uri are needed")]
     Incomplete { path: String },
     #[error("bigquery.credentials_file {path}: private_key: {why}")]
@@ -44,7 +47,13 @@ pub enum KeyError {
     Body(String),
     /// The token endpoint refused the key, with its status and the start of its answer.
     #[error("{uri} refused the key of {email} ({path}): {status} {why}")]
-    Refused { uri: String, email: String, path: String, status: reqwest::StatusCode, why: String },
+    Refused {
+        uri: String,
+        email: String,
+        path: String,
+        status: reqwest::StatusCode,
+        why: String,
+    },
     #[error("an unexpected token answer: {0}")]
     Unexpected(serde_json::Error),
     #[error("{uri} answered an empty access token")]
@@ -88,15 +97,24 @@ impl ServiceAccount {
     /// Reads and checks the key file; the key is never logged or shown.
     pub fn load(path: &Path) -> Result<ServiceAccount, KeyError> {
         let shown = || path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|error| KeyError::Read { path: shown(), error })?;
-        let file: KeyFile =
-            serde_json::from_str(&text).map_err(|error| KeyError::NotAKey { path: shown(), error })?;
+        let text = std::fs::read_to_string(path).map_err(|error| KeyError::Read {
+            path: shown(),
+            error,
+        })?;
+        let file: KeyFile = serde_json::from_str(&text).map_err(|error| KeyError::NotAKey {
+            path: shown(),
+            error,
+        })?;
         if file.client_email.is_empty() || file.token_uri.is_empty() {
             return Err(KeyError::Incomplete { path: shown() });
         }
-        let der = pem_body(&file.private_key).map_err(|why| KeyError::Pem { path: shown(), why })?;
-        let key = ring::signature::RsaKeyPair::from_pkcs8(&der)
-            .map_err(|e| KeyError::NotPkcs8 { path: shown(), why: e.to_string() })?;
+        let der =
+            pem_body(&file.private_key).map_err(|why| KeyError::Pem { path: shown(), why })?;
+        let key =
+            ring::signature::RsaKeyPair::from_pkcs8(&der).map_err(|e| KeyError::NotPkcs8 {
+                path: shown(),
+                why: e.to_string(),
+            })?;
         Ok(ServiceAccount {
             path: path.to_path_buf(),
             email: file.client_email,
@@ -115,15 +133,24 @@ impl ServiceAccount {
             return Ok(token.clone());
         }
         let assertion = self.assertion(chrono::Utc::now().timestamp())?;
-        let form = [("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"), ("assertion", &assertion)];
+        let form = [
+            ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+            ("assertion", &assertion),
+        ];
         let response = http
             .post(&self.token_uri)
             .form(&form)
             .send()
             .await
-            .map_err(|e| KeyError::Request { uri: self.token_uri.clone(), why: with_sources(&e) })?;
+            .map_err(|e| KeyError::Request {
+                uri: self.token_uri.clone(),
+                why: with_sources(&e),
+            })?;
         let status = response.status();
-        let body = response.bytes().await.map_err(|e| KeyError::Body(with_sources(&e)))?;
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| KeyError::Body(with_sources(&e)))?;
         if !status.is_success() {
             // the answer names the error (invalid_grant, …); it holds no secret
             let why: String = String::from_utf8_lossy(&body).chars().take(300).collect();
@@ -137,7 +164,9 @@ impl ServiceAccount {
         }
         let answer: TokenAnswer = serde_json::from_slice(&body).map_err(KeyError::Unexpected)?;
         if answer.access_token.is_empty() {
-            return Err(KeyError::EmptyToken { uri: self.token_uri.clone() });
+            return Err(KeyError::EmptyToken {
+                uri: self.token_uri.clone(),
+            });
         }
         let token = Secret::new(answer.access_token);
         let until = Instant::now() + Duration::from_secs(answer.expires_in.max(60));

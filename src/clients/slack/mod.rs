@@ -108,7 +108,14 @@ struct HistoryQuery<'a> {
 impl<'a> HistoryQuery<'a> {
     /// The first page's query of a channel's messages, 200 at a time, with their metadata.
     fn first_page(channel: &'a str) -> Self {
-        HistoryQuery { channel, ts: None, oldest: None, include_all_metadata: true, limit: 200, cursor: None }
+        HistoryQuery {
+            channel,
+            ts: None,
+            oldest: None,
+            include_all_metadata: true,
+            limit: 200,
+            cursor: None,
+        }
     }
 }
 
@@ -139,9 +146,13 @@ struct MessageMetadata {
 impl HistoryMessage {
     /// Whether sheriff posted this message for the outbox entry `key`.
     fn carries(&self, key: &str) -> bool {
-        self.metadata.as_ref().filter(|m| m.event_type == EVENT_TYPE).is_some_and(|m| {
-            EffectPayload::deserialize(&m.event_payload).is_ok_and(|p: EffectPayload| p.key == key)
-        })
+        self.metadata
+            .as_ref()
+            .filter(|m| m.event_type == EVENT_TYPE)
+            .is_some_and(|m| {
+                EffectPayload::deserialize(&m.event_payload)
+                    .is_ok_and(|p: EffectPayload| p.key == key)
+            })
     }
 }
 
@@ -174,7 +185,8 @@ pub struct SlackClient {
 impl SlackClient {
     pub fn new(s: &SlackSettings) -> Result<SlackClient> {
         let token = s.bot_token.clone().context("slack.bot_token is not set")?;
-        let http = crate::http::client_builder(Duration::from_secs_f64(s.timeout_secs.max(0.05))).build()?;
+        let http = crate::http::client_builder(Duration::from_secs_f64(s.timeout_secs.max(0.05)))
+            .build()?;
         Ok(SlackClient {
             http,
             api_url: s.api_url.trim_end_matches('/').to_string(),
@@ -211,10 +223,14 @@ impl SlackClient {
         };
         metrics::histogram!("sheriff_slack_request_seconds", "method" => method.to_string(), "status" => status_label)
             .record(started.elapsed().as_secs_f64());
-        let response = response.map_err(|e| CallError::transient(format!("Slack {method}: {e}")))?;
+        let response =
+            response.map_err(|e| CallError::transient(format!("Slack {method}: {e}")))?;
         let status = response.status();
         let retry_after = crate::http::retry_after(response.headers());
-        let body = response.text().await.map_err(|e| CallError::transient(format!("Slack {method}: {e}")))?;
+        let body = response
+            .text()
+            .await
+            .map_err(|e| CallError::transient(format!("Slack {method}: {e}")))?;
         if status.as_u16() == 429 {
             return Err(CallError {
                 message: format!("Slack {method}: rate limited"),
@@ -223,14 +239,20 @@ impl SlackClient {
             });
         }
         if status.is_server_error() {
-            return Err(CallError::transient(format!("Slack {method}: HTTP {status}")));
+            return Err(CallError::transient(format!(
+                "Slack {method}: HTTP {status}"
+            )));
         }
         let answer: Status = serde_json::from_str(&body).map_err(|_| {
             let e = format!(
                 "Slack {method}: HTTP {status}, not JSON: {}",
                 body.chars().take(200).collect::<String>()
             );
-            if status.is_success() { CallError::transient(e) } else { CallError::permanent(e) }
+            if status.is_success() {
+                CallError::transient(e)
+            } else {
+                CallError::permanent(e)
+            }
         })?;
         if answer.ok {
             return serde_json::from_str(&body).map_err(|e| {
@@ -247,7 +269,11 @@ impl SlackClient {
                 | "request_timeout"
                 | "team_added_to_org"
         );
-        Err(CallError { message: format!("Slack {method}: {error}"), transient, retry_after })
+        Err(CallError {
+            message: format!("Slack {method}: {error}"),
+            transient,
+            retry_after,
+        })
     }
 
     /// Posts a message (in a thread when `thread_ts` is given), tagged with `key`; the channel
@@ -267,11 +293,18 @@ impl SlackClient {
             blocks: &message.blocks,
             unfurl_links: false,
             unfurl_media: false,
-            metadata: Metadata { event_type: EVENT_TYPE, event_payload: EffectPayload { key } },
+            metadata: Metadata {
+                event_type: EVENT_TYPE,
+                event_payload: EffectPayload { key },
+            },
         };
         let url = format!("{}/chat.postMessage", self.api_url);
-        let posted: Posted = self.call("chat.postMessage", self.http.post(url).json(&body)).await?;
-        let ts = posted.ts.ok_or_else(|| CallError::transient("chat.postMessage: no ts"))?;
+        let posted: Posted = self
+            .call("chat.postMessage", self.http.post(url).json(&body))
+            .await?;
+        let ts = posted
+            .ts
+            .ok_or_else(|| CallError::transient("chat.postMessage: no ts"))?;
         Ok((posted.channel.unwrap_or_else(|| channel.to_string()), ts))
     }
 
@@ -283,9 +316,16 @@ impl SlackClient {
         message: &Message,
     ) -> Result<(), CallError> {
         self.pace(channel).await;
-        let body = UpdateMessage { channel, ts, text: &message.text, blocks: &message.blocks };
+        let body = UpdateMessage {
+            channel,
+            ts,
+            text: &message.text,
+            blocks: &message.blocks,
+        };
         let url = format!("{}/chat.update", self.api_url);
-        self.call::<serde::de::IgnoredAny>("chat.update", self.http.post(url).json(&body)).await.map(|_| ())
+        self.call::<serde::de::IgnoredAny>("chat.update", self.http.post(url).json(&body))
+            .await
+            .map(|_| ())
     }
 
     /// The `ts` of a message sheriff posted with `key`, in the channel since `oldest` or in a
@@ -298,12 +338,19 @@ impl SlackClient {
         oldest: i64,
     ) -> Result<Option<String>, CallError> {
         let (method, mut query) = match thread_ts {
-            Some(ts) => {
-                ("conversations.replies", HistoryQuery { ts: Some(ts), ..HistoryQuery::first_page(channel) })
-            }
+            Some(ts) => (
+                "conversations.replies",
+                HistoryQuery {
+                    ts: Some(ts),
+                    ..HistoryQuery::first_page(channel)
+                },
+            ),
             None => (
                 "conversations.history",
-                HistoryQuery { oldest: Some(oldest), ..HistoryQuery::first_page(channel) },
+                HistoryQuery {
+                    oldest: Some(oldest),
+                    ..HistoryQuery::first_page(channel)
+                },
             ),
         };
         for _ in 0..50 {
@@ -312,8 +359,11 @@ impl SlackClient {
             if let Some(m) = page.messages.iter().find(|m| m.carries(key)) {
                 return Ok(m.ts.clone());
             }
-            query.cursor =
-                page.response_metadata.and_then(|r| r.next_cursor).map(|c| c.0).filter(|c| !c.is_empty());
+            query.cursor = page
+                .response_metadata
+                .and_then(|r| r.next_cursor)
+                .map(|c| c.0)
+                .filter(|c| !c.is_empty());
             if query.cursor.is_none() {
                 break;
             }
@@ -325,14 +375,17 @@ impl SlackClient {
     pub(crate) async fn open_view(&self, trigger_id: &str, view: &Value) -> Result<(), CallError> {
         let url = format!("{}/views.open", self.api_url);
         let body = OpenView { trigger_id, view };
-        self.call::<serde::de::IgnoredAny>("views.open", self.http.post(url).json(&body)).await.map(|_| ())
+        self.call::<serde::de::IgnoredAny>("views.open", self.http.post(url).json(&body))
+            .await
+            .map(|_| ())
     }
 
     /// Members of a user group (`usergroups.users.list`).
     pub(crate) async fn group_members(&self, group: &str) -> Result<Vec<String>, CallError> {
         let url = format!("{}/usergroups.users.list", self.api_url);
         let request = self.http.get(url).query(&[("usergroup", group)]);
-        let answer: SlackApiUserGroupsUsersListResponse = self.call("usergroups.users.list", request).await?;
+        let answer: SlackApiUserGroupsUsersListResponse =
+            self.call("usergroups.users.list", request).await?;
         Ok(answer.users.into_iter().map(|u| u.0).collect())
     }
 }
@@ -357,7 +410,10 @@ pub async fn respond(
         .await
         .map_err(|e| CallError::transient(format!("response_url: {e}")))?;
     if !response.status().is_success() {
-        return Err(CallError::transient(format!("response_url: HTTP {}", response.status())));
+        return Err(CallError::transient(format!(
+            "response_url: HTTP {}",
+            response.status()
+        )));
     }
     Ok(())
 }
@@ -372,15 +428,12 @@ mod tests {
 
     #[test]
     fn a_message_is_sheriff_s_for_a_key_only_with_sheriff_s_event_type_and_that_key() {
-        let ours =
-            r#"{"ts": "1.2", "metadata": {"event_type": "sheriff_effect", "event_payload": {"key": "k1"}}}"#;
+        let ours = r#"{"ts": "1.2", "metadata": {"event_type": "sheriff_effect", "event_payload": {"key": "k1"}}}"#;
         assert!(listed(ours).carries("k1"));
         assert!(!listed(ours).carries("k2"));
-        let other_app =
-            r#"{"ts": "1.3", "metadata": {"event_type": "deploy", "event_payload": {"key": "k1"}}}"#;
+        let other_app = r#"{"ts": "1.3", "metadata": {"event_type": "deploy", "event_payload": {"key": "k1"}}}"#;
         assert!(!listed(other_app).carries("k1"));
-        let odd_payload =
-            r#"{"ts": "1.4", "metadata": {"event_type": "sheriff_effect", "event_payload": {"key": 7}}}"#;
+        let odd_payload = r#"{"ts": "1.4", "metadata": {"event_type": "sheriff_effect", "event_payload": {"key": 7}}}"#;
         assert!(!listed(odd_payload).carries("7"));
         assert!(!listed(r#"{"ts": "1.5", "text": "plain"}"#).carries("k1"));
     }
@@ -392,12 +445,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            page.response_metadata.and_then(|r| r.next_cursor).map(|c| c.0).as_deref(),
+            page.response_metadata
+                .and_then(|r| r.next_cursor)
+                .map(|c| c.0)
+                .as_deref(),
             Some("bmV4dA==")
         );
-        let last: History =
-            serde_json::from_str(r#"{"ok": true, "messages": [], "response_metadata": {"next_cursor": ""}}"#)
-                .unwrap();
+        let last: History = serde_json::from_str(
+            r#"{"ok": true, "messages": [], "response_metadata": {"next_cursor": ""}}"#,
+        )
+        .unwrap();
         assert!(last.response_metadata.and_then(|r| r.next_cursor).is_none());
     }
 }

@@ -48,7 +48,11 @@ pub fn verify(
             .verify(signature, body, timestamp)
             .is_ok()
     });
-    if ok { Ok(()) } else { Err(VerifyError::Invalid) }
+    if ok {
+        Ok(())
+    } else {
+        Err(VerifyError::Invalid)
+    }
 }
 
 /// The same check over bytes that are not text (slack-morphism's verifier takes text), to tell
@@ -57,15 +61,25 @@ pub fn verify(
 fn signed_bytes(secrets: &[&Secret], signature: &str, timestamp: &str, body: &[u8]) -> bool {
     use hmac::Mac;
     let fresh = timestamp.bytes().all(|b| b.is_ascii_digit())
-        && timestamp.parse::<i64>().is_ok_and(|t| (chrono::Utc::now().timestamp() - t).abs() <= 300);
-    let Some(Ok(expected)) = signature.strip_prefix("v0=").map(hex::decode) else { return false };
-    fresh && secrets.iter().any(|s| mac(s.expose(), timestamp, body).verify_slice(&expected).is_ok())
+        && timestamp
+            .parse::<i64>()
+            .is_ok_and(|t| (chrono::Utc::now().timestamp() - t).abs() <= 300);
+    let Some(Ok(expected)) = signature.strip_prefix("v0=").map(hex::decode) else {
+        return false;
+    };
+    fresh
+        && secrets.iter().any(|s| {
+            mac(s.expose(), timestamp, body)
+                .verify_slice(&expected)
+                .is_ok()
+        })
 }
 
 /// Slack's HMAC-SHA256 of `v0:<timestamp>:<body>` under `secret`.
 fn mac(secret: &str, timestamp: &str, body: &[u8]) -> hmac::Hmac<sha2::Sha256> {
     use hmac::{KeyInit, Mac};
-    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key");
+    let mut mac =
+        hmac::Hmac::<sha2::Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes any key");
     mac.update(format!("v0:{timestamp}:").as_bytes());
     mac.update(body);
     mac
@@ -75,7 +89,14 @@ fn mac(secret: &str, timestamp: &str, body: &[u8]) -> hmac::Hmac<sha2::Sha256> {
 /// tests and the load benchmark send.
 pub fn sign(secret: &str, timestamp: i64, body: &[u8]) -> String {
     use hmac::Mac;
-    format!("v0={}", hex::encode(mac(secret, &timestamp.to_string(), body).finalize().into_bytes()))
+    format!(
+        "v0={}",
+        hex::encode(
+            mac(secret, &timestamp.to_string(), body)
+                .finalize()
+                .into_bytes()
+        )
+    )
 }
 
 #[cfg(test)]
@@ -92,23 +113,47 @@ mod tests {
         let ts = now.to_string();
         assert_eq!(verify(&[&current], Some(&sig), Some(&ts), body), Ok(()));
         let old_sig = sign("old-secret", now, body);
-        assert_eq!(verify(&[&current], Some(&old_sig), Some(&ts), body), Err(VerifyError::Invalid));
-        assert_eq!(verify(&[&current, &previous], Some(&old_sig), Some(&ts), body), Ok(()));
+        assert_eq!(
+            verify(&[&current], Some(&old_sig), Some(&ts), body),
+            Err(VerifyError::Invalid)
+        );
+        assert_eq!(
+            verify(&[&current, &previous], Some(&old_sig), Some(&ts), body),
+            Ok(())
+        );
         assert_eq!(
             verify(&[&current], Some(&sig), Some(&ts), b"token=x&text=evaluate"),
             Err(VerifyError::Invalid)
         );
         let stale = (now - 301).to_string();
         let stale_sig = sign("new-secret", now - 301, body);
-        assert_eq!(verify(&[&current], Some(&stale_sig), Some(&stale), body), Err(VerifyError::Invalid));
-        assert_eq!(verify(&[&current], None, Some(&ts), body), Err(VerifyError::Missing));
-        assert_eq!(verify(&[], Some(&sig), Some(&ts), body), Err(VerifyError::NotConfigured));
+        assert_eq!(
+            verify(&[&current], Some(&stale_sig), Some(&stale), body),
+            Err(VerifyError::Invalid)
+        );
+        assert_eq!(
+            verify(&[&current], None, Some(&ts), body),
+            Err(VerifyError::Missing)
+        );
+        assert_eq!(
+            verify(&[], Some(&sig), Some(&ts), body),
+            Err(VerifyError::NotConfigured)
+        );
         // Raw bytes that are not UTF-8: signed, it is said plainly; forged or stale, refused.
         let bytes = b"token=x&text=\xff\xfe";
         let signed = sign("new-secret", now, bytes);
-        assert_eq!(verify(&[&current], Some(&signed), Some(&ts), bytes), Err(VerifyError::NotText));
-        assert_eq!(verify(&[&current], Some(&sig), Some(&ts), bytes), Err(VerifyError::Invalid));
+        assert_eq!(
+            verify(&[&current], Some(&signed), Some(&ts), bytes),
+            Err(VerifyError::NotText)
+        );
+        assert_eq!(
+            verify(&[&current], Some(&sig), Some(&ts), bytes),
+            Err(VerifyError::Invalid)
+        );
         let stale_bytes = sign("new-secret", now - 301, bytes);
-        assert_eq!(verify(&[&current], Some(&stale_bytes), Some(&stale), bytes), Err(VerifyError::Invalid));
+        assert_eq!(
+            verify(&[&current], Some(&stale_bytes), Some(&stale), bytes),
+            Err(VerifyError::Invalid)
+        );
     }
 }

@@ -26,8 +26,11 @@ fn plan_with(
     delivered: &Delivered,
     policy: &Policy,
 ) -> Plan {
-    let known =
-        Known { incidents: incidents.to_vec(), silences: silences.to_vec(), delivered: delivered.clone() };
+    let known = Known {
+        incidents: incidents.to_vec(),
+        silences: silences.to_vec(),
+        delivered: delivered.clone(),
+    };
     plan(now, regressions, &[], &known, policy)
 }
 
@@ -59,14 +62,23 @@ fn describe(t: Told<'_>) -> String {
 fn apply(now: i64, plan: &Plan, incidents: &mut Vec<Incident>, delivered: &mut Delivered) {
     for step in &plan.steps {
         let id = match &step.action {
-            Action::Open { fingerprint, snapshot, .. } => {
+            Action::Open {
+                fingerprint,
+                snapshot,
+                ..
+            } => {
                 let id = incidents.len() as i64 + 1;
                 let mut i = Incident::new(id, fingerprint, snapshot.clone());
                 i.opened_at = now;
                 incidents.push(i);
                 id
             }
-            Action::Update { id, state, snapshot, .. } => {
+            Action::Update {
+                id,
+                state,
+                snapshot,
+                ..
+            } => {
                 let i = incidents.iter_mut().find(|i| i.id == *id).unwrap();
                 i.state = *state;
                 i.snapshot = snapshot.clone();
@@ -100,17 +112,35 @@ fn apply(now: i64, plan: &Plan, incidents: &mut Vec<Incident>, delivered: &mut D
 }
 
 fn kinds(plan: &Plan) -> Vec<&'static str> {
-    plan.steps.iter().flat_map(|s| s.effects.iter().map(Effect::kind)).collect()
+    plan.steps
+        .iter()
+        .flat_map(|s| s.effects.iter().map(Effect::kind))
+        .collect()
 }
 
 #[test]
 fn the_same_regression_five_times_is_one_incident_with_one_set_of_effects() {
     let (mut incidents, mut delivered) = (Vec::new(), Delivered::default());
     let r = report(&[("platform", "metal")], 31.0, "new");
-    let first = plan_with(1000, std::slice::from_ref(&r), &incidents, &[], &delivered, &policy());
-    assert_eq!(kinds(&first), ["slack_post", "slack_details", "jira_create"]);
-    assert!(matches!(&first.steps[0].effects[0], Effect::SlackPost { channel } if channel == "#metal"));
-    assert!(first.summaries.is_empty(), "one new incident: its parent is the one top-level post");
+    let first = plan_with(
+        1000,
+        std::slice::from_ref(&r),
+        &incidents,
+        &[],
+        &delivered,
+        &policy(),
+    );
+    assert_eq!(
+        kinds(&first),
+        ["slack_post", "slack_details", "jira_create"]
+    );
+    assert!(
+        matches!(&first.steps[0].effects[0], Effect::SlackPost { channel } if channel == "#metal")
+    );
+    assert!(
+        first.summaries.is_empty(),
+        "one new incident: its parent is the one top-level post"
+    );
     apply(1000, &first, &mut incidents, &mut delivered);
     let ongoing = report(&[("platform", "metal")], 33.0, "ongoing");
     for cycle in 1..5 {
@@ -135,7 +165,11 @@ fn a_grown_scope_is_the_same_incident_and_a_material_change() {
     let (mut incidents, mut delivered) = (Vec::new(), Delivered::default());
     let p = plan_with(
         0,
-        &[report(&[("platform", "metal"), ("network", "ovn")], 31.0, "new")],
+        &[report(
+            &[("platform", "metal"), ("network", "ovn")],
+            31.0,
+            "new",
+        )],
         &incidents,
         &[],
         &delivered,
@@ -182,7 +216,10 @@ fn a_data_gap_is_stale_not_resolved_and_a_resolution_resolves_once() {
     apply(3600, &gap, &mut incidents, &mut delivered);
     assert_eq!(incidents[0].state, State::Stale);
     let still = plan_with(7200, &[], &incidents, &[], &delivered, &policy());
-    assert!(kinds(&still).is_empty(), "a second empty cycle says nothing more");
+    assert!(
+        kinds(&still).is_empty(),
+        "a second empty cycle says nothing more"
+    );
     let back = plan_with(
         9000,
         &[report(&[("platform", "metal")], 31.0, "ongoing")],
@@ -196,8 +233,18 @@ fn a_data_gap_is_stale_not_resolved_and_a_resolution_resolves_once() {
     );
     apply(9000, &back, &mut incidents, &mut delivered);
     let cleared = report(&[("platform", "metal")], 1.0, "resolved");
-    let done = plan_with(10_000, std::slice::from_ref(&cleared), &incidents, &[], &delivered, &policy());
-    assert_eq!(kinds(&done), ["slack_update", "slack_reply", "jira_resolve"]);
+    let done = plan_with(
+        10_000,
+        std::slice::from_ref(&cleared),
+        &incidents,
+        &[],
+        &delivered,
+        &policy(),
+    );
+    assert_eq!(
+        kinds(&done),
+        ["slack_update", "slack_reply", "jira_resolve"]
+    );
     apply(10_000, &done, &mut incidents, &mut delivered);
     assert_eq!(incidents[0].state, State::Resolved);
     let again = plan_with(11_000, &[cleared], &incidents, &[], &delivered, &policy());
@@ -211,7 +258,14 @@ fn a_data_gap_is_stale_not_resolved_and_a_resolution_resolves_once() {
         &delivered,
         &policy(),
     );
-    assert!(matches!(&back.steps[0].action, Action::Update { id: 1, state: State::Reopened, .. }));
+    assert!(matches!(
+        &back.steps[0].action,
+        Action::Update {
+            id: 1,
+            state: State::Reopened,
+            ..
+        }
+    ));
     assert_eq!(kinds(&back), ["slack_update", "slack_reply", "jira_reopen"]);
 }
 
@@ -260,7 +314,10 @@ fn silences_hold_notifications_until_they_end() {
 fn the_jira_cap_defers_the_rest_and_says_so() {
     let (incidents, delivered) = (Vec::new(), Delivered::default());
     let platforms = ["aws", "gcp", "azure", "metal", "vsphere"];
-    let reports: Vec<_> = platforms.iter().map(|p| report(&[("platform", p)], 31.0, "new")).collect();
+    let reports: Vec<_> = platforms
+        .iter()
+        .map(|p| report(&[("platform", p)], 31.0, "new"))
+        .collect();
     let p = plan_with(0, &reports, &incidents, &[], &delivered, &policy());
     assert_eq!(kinds(&p).iter().filter(|k| **k == "jira_create").count(), 3);
     assert_eq!(p.not_filed.len(), 2);
@@ -284,11 +341,25 @@ fn two_open_incidents_that_are_one_problem_merge_into_the_older_with_one_reply()
     assert_eq!(incidents.len(), 2);
     // the cycle found them one problem: #2 merges into #1, which carries the whole of metal
     let whole = report(&[("platform", "metal")], 31.0, "ongoing");
-    let known = Known { incidents: incidents.clone(), silences: Vec::new(), delivered: delivered.clone() };
+    let known = Known {
+        incidents: incidents.clone(),
+        silences: Vec::new(),
+        delivered: delivered.clone(),
+    };
     let p = plan(3600, &[whole], &[(2, 1)], &known, &policy());
-    let merged: Vec<&Step> = p.steps.iter().filter(|s| s.action.incident() == Some(2)).collect();
+    let merged: Vec<&Step> = p
+        .steps
+        .iter()
+        .filter(|s| s.action.incident() == Some(2))
+        .collect();
     assert_eq!(merged.len(), 1, "{:?}", p.steps);
-    assert!(matches!(merged[0].action, Action::Resolve { how: Resolution::Merged { into: 1 }, .. }));
+    assert!(matches!(
+        merged[0].action,
+        Action::Resolve {
+            how: Resolution::Merged { into: 1 },
+            ..
+        }
+    ));
     let replies: Vec<&str> = merged[0]
         .effects
         .iter()
@@ -297,16 +368,44 @@ fn two_open_incidents_that_are_one_problem_merge_into_the_older_with_one_reply()
             _ => None,
         })
         .collect();
-    assert_eq!(replies, ["merged into #1: the same problem, followed there"]);
-    assert!(merged[0].effects.iter().any(|e| matches!(e, Effect::JiraResolve { .. })));
-    let survivor: Vec<&Step> = p.steps.iter().filter(|s| s.action.incident() == Some(1)).collect();
-    assert!(matches!(survivor[0].action, Action::Update { .. }), "the older one follows the whole scope");
+    assert_eq!(
+        replies,
+        ["merged into #1: the same problem, followed there"]
+    );
+    assert!(
+        merged[0]
+            .effects
+            .iter()
+            .any(|e| matches!(e, Effect::JiraResolve { .. }))
+    );
+    let survivor: Vec<&Step> = p
+        .steps
+        .iter()
+        .filter(|s| s.action.incident() == Some(1))
+        .collect();
+    assert!(
+        matches!(survivor[0].action, Action::Update { .. }),
+        "the older one follows the whole scope"
+    );
     // a repeat of the merge changes nothing more
     apply(3600, &p, &mut incidents, &mut delivered);
-    let known = Known { incidents: incidents.clone(), silences: Vec::new(), delivered };
-    let again =
-        plan(7200, &[report(&[("platform", "metal")], 31.0, "ongoing")], &[(2, 1)], &known, &policy());
-    assert!(again.steps.iter().all(|s| s.action.incident() != Some(2)), "{:?}", again.steps);
+    let known = Known {
+        incidents: incidents.clone(),
+        silences: Vec::new(),
+        delivered,
+    };
+    let again = plan(
+        7200,
+        &[report(&[("platform", "metal")], 31.0, "ongoing")],
+        &[(2, 1)],
+        &known,
+        &policy(),
+    );
+    assert!(
+        again.steps.iter().all(|s| s.action.incident() != Some(2)),
+        "{:?}",
+        again.steps
+    );
 }
 
 /// An open, posted and filed incident of `report`'s scope, with a fix claim.
@@ -355,34 +454,97 @@ fn a_verdict_is_told_once_per_claim_in_the_thread_and_jira_and_fixed_resolves() 
     let mut r = report(&[("platform", "metal")], 20.0, "ongoing");
     let (mut incidents, delivered) = followed(&r);
     r.verification = Some(verification(FixVerdict::Inconclusive));
-    let p = plan_with(1000, std::slice::from_ref(&r), &incidents, &[], &delivered, &policy());
-    assert_eq!(kinds(&p), ["slack_update", "slack_reply", "jira_comment"], "told, whatever the comment rate");
-    let Action::Update { changes, .. } = &p.steps[0].action else { panic!() };
-    assert!(matches!(changes.as_slice(), [Change::Verdict { verdict: FixVerdict::Inconclusive, .. }]));
+    let p = plan_with(
+        1000,
+        std::slice::from_ref(&r),
+        &incidents,
+        &[],
+        &delivered,
+        &policy(),
+    );
+    assert_eq!(
+        kinds(&p),
+        ["slack_update", "slack_reply", "jira_comment"],
+        "told, whatever the comment rate"
+    );
+    let Action::Update { changes, .. } = &p.steps[0].action else {
+        panic!()
+    };
+    assert!(matches!(
+        changes.as_slice(),
+        [Change::Verdict {
+            verdict: FixVerdict::Inconclusive,
+            ..
+        }]
+    ));
     // told: the store keeps it with the claim, and the next cycle says nothing
-    let told = crate::model::ToldVerdict { verdict: FixVerdict::Inconclusive, at: 1000, text: String::new() };
+    let told = crate::model::ToldVerdict {
+        verdict: FixVerdict::Inconclusive,
+        at: 1000,
+        text: String::new(),
+    };
     incidents[0].fix.as_mut().unwrap().verdicts.push(told);
     incidents[0].jira_commented_at = Some(1000);
-    let again = plan_with(2000, std::slice::from_ref(&r), &incidents, &[], &delivered, &policy());
+    let again = plan_with(
+        2000,
+        std::slice::from_ref(&r),
+        &incidents,
+        &[],
+        &delivered,
+        &policy(),
+    );
     assert!(kinds(&again).is_empty(), "{:?}", kinds(&again));
     // a failed fix is told, and moves the issue when a transition is configured
     r.verification = Some(verification(FixVerdict::FailedFix));
     let mut moving = policy();
     moving.failed_fix_transition = "ASSIGNED".into();
-    let failed = plan_with(3000, std::slice::from_ref(&r), &incidents, &[], &delivered, &moving);
-    assert_eq!(kinds(&failed), ["slack_update", "slack_reply", "jira_comment", "jira_transition"]);
+    let failed = plan_with(
+        3000,
+        std::slice::from_ref(&r),
+        &incidents,
+        &[],
+        &delivered,
+        &moving,
+    );
+    assert_eq!(
+        kinds(&failed),
+        [
+            "slack_update",
+            "slack_reply",
+            "jira_comment",
+            "jira_transition"
+        ]
+    );
     // fixed resolves as fixed, in the resolution's own words
     let mut back = report(&[("platform", "metal")], 1.0, "resolved");
     back.verification = Some(verification(FixVerdict::Fixed));
-    let fixed = plan_with(4000, std::slice::from_ref(&back), &incidents, &[], &delivered, &policy());
-    let Action::Resolve { how, .. } = &fixed.steps[0].action else { panic!("{:?}", fixed.steps) };
+    let fixed = plan_with(
+        4000,
+        std::slice::from_ref(&back),
+        &incidents,
+        &[],
+        &delivered,
+        &policy(),
+    );
+    let Action::Resolve { how, .. } = &fixed.steps[0].action else {
+        panic!("{:?}", fixed.steps)
+    };
     assert_eq!(how.kind(), "fixed");
     assert!(describe(Told::Resolved(how)).starts_with("fix verified for OCPBUGS-7: fixed"));
     // recovered with no claim is not "fixed"
     incidents[0].fix = None;
     back.verification = None;
-    let recovered = plan_with(4000, std::slice::from_ref(&back), &incidents, &[], &delivered, &policy());
-    let Action::Resolve { how, .. } = &recovered.steps[0].action else { panic!() };
+    let recovered = plan_with(
+        4000,
+        std::slice::from_ref(&back),
+        &incidents,
+        &[],
+        &delivered,
+        &policy(),
+    );
+    let Action::Resolve { how, .. } = &recovered.steps[0].action else {
+        panic!()
+    };
     assert_eq!(how.kind(), "recovered");
     assert!(
         !describe(Told::Resolved(how)).contains("fixed")
@@ -415,13 +577,20 @@ fn an_accepted_level_holds_within_re_alerts_once_above_reminds_once_and_lapses()
     // within the level plus the minimum effect, even at a higher tier: held
     for seconds in [20.0, 29.0, 45.0 / 1.5] {
         let p = plan_with(DAY, &[at(seconds)], &incidents, &[], &delivered, &policy());
-        assert!(kinds(&p).is_empty() && p.summaries.is_empty(), "{seconds}: {:?}", kinds(&p));
+        assert!(
+            kinds(&p).is_empty() && p.summaries.is_empty(),
+            "{seconds}: {:?}",
+            kinds(&p)
+        );
         assert_eq!(p.accepted, vec![1]);
     }
     // above: one reply and one comment naming the level, then the usual
     let above = plan_with(2 * DAY, &[at(40.0)], &incidents, &[], &delivered, &policy());
-    let replies: Vec<&Effect> =
-        above.steps[0].effects.iter().filter(|e| matches!(e, Effect::SlackReply { .. })).collect();
+    let replies: Vec<&Effect> = above.steps[0]
+        .effects
+        .iter()
+        .filter(|e| matches!(e, Effect::SlackReply { .. }))
+        .collect();
     assert_eq!(replies.len(), 1);
     assert!(
         matches!(replies[0], Effect::SlackReply { text } if text.contains("above the accepted level P50 ≤ 25s"))
@@ -435,19 +604,43 @@ fn an_accepted_level_holds_within_re_alerts_once_above_reminds_once_and_lapses()
     let next = above.allowances[0].allowance.clone().unwrap();
     assert!(next.above);
     incidents[0].allowance = Some(next);
-    let still = plan_with(2 * DAY + 3600, &[at(41.0)], &incidents, &[], &delivered, &policy());
-    assert!(still.allowances.is_empty() && still.accepted.is_empty(), "told once, then as usual");
+    let still = plan_with(
+        2 * DAY + 3600,
+        &[at(41.0)],
+        &incidents,
+        &[],
+        &delivered,
+        &policy(),
+    );
+    assert!(
+        still.allowances.is_empty() && still.accepted.is_empty(),
+        "told once, then as usual"
+    );
     // back within: quiet again; 2 days before the end, one reminder
     let within = plan_with(3 * DAY, &[at(20.0)], &incidents, &[], &delivered, &policy());
     incidents[0].allowance = within.allowances[0].allowance.clone();
     assert!(!incidents[0].allowance.as_ref().unwrap().above);
-    let remind = plan_with(8 * DAY + 60, &[at(20.0)], &incidents, &[], &delivered, &policy());
+    let remind = plan_with(
+        8 * DAY + 60,
+        &[at(20.0)],
+        &incidents,
+        &[],
+        &delivered,
+        &policy(),
+    );
     assert_eq!(kinds(&remind), ["slack_update", "slack_reply"]);
     incidents[0].allowance = remind.allowances[0].allowance.clone();
     let after = plan_with(9 * DAY, &[at(20.0)], &incidents, &[], &delivered, &policy());
     assert!(kinds(&after).is_empty(), "reminded once");
     // lapsed: it ends, and the incident speaks for itself again
-    let lapsed = plan_with(10 * DAY, &[at(20.0)], &incidents, &[], &delivered, &policy());
+    let lapsed = plan_with(
+        10 * DAY,
+        &[at(20.0)],
+        &incidents,
+        &[],
+        &delivered,
+        &policy(),
+    );
     assert_eq!(lapsed.allowances[0].allowance, None);
     assert!(lapsed.accepted.is_empty());
 }
@@ -471,9 +664,16 @@ fn a_persons_resolution_is_told_during_a_silence_and_what_it_held_once_it_ends()
         expires_at: 50_000,
         removed_at: None,
     };
-    let mut known = Known { incidents: vec![i], silences: vec![silence], delivered };
+    let mut known = Known {
+        incidents: vec![i],
+        silences: vec![silence],
+        delivered,
+    };
     // a cycle's change is held, and kept as owed
-    let tier = Change::TierChanged { from: "P50 <2x".into(), to: "P50 >=10x".into() };
+    let tier = Change::TierChanged {
+        from: "P50 <2x".into(),
+        to: "P50 >=10x".into(),
+    };
     let update = Step {
         action: Action::Update {
             id: 1,
@@ -486,35 +686,78 @@ fn a_persons_resolution_is_told_during_a_silence_and_what_it_held_once_it_ends()
         silenced_by: None,
         held: None,
     };
-    let p = with_effects(100, vec![update], &known.incidents, &known.silences, &known.delivered, &policy());
+    let p = with_effects(
+        100,
+        vec![update],
+        &known.incidents,
+        &known.silences,
+        &known.delivered,
+        &policy(),
+    );
     assert_eq!((kinds(&p), p.steps[0].silenced_by), (vec![], Some(9)));
     let held = p.steps[0].held.clone().expect("the change is owed");
-    assert_eq!(held.iter().map(Effect::kind).collect::<Vec<_>>(), ["slack_reply", "jira_comment"]);
+    assert_eq!(
+        held.iter().map(Effect::kind).collect::<Vec<_>>(),
+        ["slack_reply", "jira_comment"]
+    );
     known.incidents[0].held = held;
     // a person's resolution is told at once, the silence notwithstanding; what it held waits
-    let how = Resolution::ByHand { reason: "the lab was rewired".into(), by: "cli:ops".into() };
+    let how = Resolution::ByHand {
+        reason: "the lab was rewired".into(),
+        by: "cli:ops".into(),
+    };
     let p = super::super::manual::resolve(&known, "1", how, &policy(), 200).unwrap();
     assert_eq!(kinds(&p), ["slack_update", "slack_reply", "jira_resolve"]);
     let said = "resolved by hand by ops (command line): the lab was rewired".to_string();
-    assert!(p.steps[0].effects.contains(&Effect::SlackReply { text: said.clone() }), "{p:?}");
-    assert!(p.steps[0].effects.contains(&Effect::JiraResolve { text: said }), "{p:?}");
-    assert!(p.steps[0].silenced_by.is_none() && p.steps[0].held.is_none(), "{p:?}");
+    assert!(
+        p.steps[0]
+            .effects
+            .contains(&Effect::SlackReply { text: said.clone() }),
+        "{p:?}"
+    );
+    assert!(
+        p.steps[0]
+            .effects
+            .contains(&Effect::JiraResolve { text: said }),
+        "{p:?}"
+    );
+    assert!(
+        p.steps[0].silenced_by.is_none() && p.steps[0].held.is_none(),
+        "{p:?}"
+    );
     known.incidents[0].state = State::Resolved;
     // a cycle while the silence holds: nothing; once it has lapsed: what it held, once
     let quiet = plan(300, &[], &[], &known, &policy());
     assert!(kinds(&quiet).is_empty(), "{:?}", kinds(&quiet));
     let lapsed = plan(60_000, &[], &[], &known, &policy());
-    assert_eq!(kinds(&lapsed), ["slack_update", "slack_reply", "jira_comment"]);
-    assert_eq!(lapsed.steps[0].held, Some(vec![]), "told, so no longer owed");
+    assert_eq!(
+        kinds(&lapsed),
+        ["slack_update", "slack_reply", "jira_comment"]
+    );
+    assert_eq!(
+        lapsed.steps[0].held,
+        Some(vec![]),
+        "told, so no longer owed"
+    );
     let told = format!("while silenced: {}", describe(Told::Change(&tier)));
-    assert!(lapsed.steps[0].effects.contains(&Effect::SlackReply { text: told.clone() }), "{lapsed:?}");
+    assert!(
+        lapsed.steps[0]
+            .effects
+            .contains(&Effect::SlackReply { text: told.clone() }),
+        "{lapsed:?}"
+    );
     // ended by hand: the same, at once
     let ended = super::super::manual::unsilence(&known, "#9", &policy(), 400).unwrap();
     assert_eq!(
         (ended.unsilence.clone(), kinds(&ended)),
         (vec![9], vec!["slack_update", "slack_reply", "jira_comment"])
     );
-    assert!(ended.steps[0].effects.contains(&Effect::JiraComment { text: told }), "{ended:?}");
+    assert!(
+        ended.steps[0]
+            .effects
+            .contains(&Effect::JiraComment { text: told }),
+        "{ended:?}"
+    );
 }
 
 #[test]
@@ -524,9 +767,23 @@ fn a_channel_summary_gathers_two_or_more_incidents_and_names_each_for_its_thread
     let mut network = report(&[("platform", "metal"), ("network", "ovn")], 31.0, "new");
     network.family = "kube-api".into();
     network.fingerprint = "sheriff-kube-api".into();
-    let one = plan_with(0, std::slice::from_ref(&metal), &incidents, &[], &delivered, &policy());
+    let one = plan_with(
+        0,
+        std::slice::from_ref(&metal),
+        &incidents,
+        &[],
+        &delivered,
+        &policy(),
+    );
     assert!(one.summaries.is_empty());
-    let two = plan_with(0, &[metal.clone(), network], &incidents, &[], &delivered, &policy());
+    let two = plan_with(
+        0,
+        &[metal.clone(), network],
+        &incidents,
+        &[],
+        &delivered,
+        &policy(),
+    );
     let [Effect::SlackSummary { channel, lines }] = two.summaries.as_slice() else {
         panic!("{:?}", two.summaries)
     };

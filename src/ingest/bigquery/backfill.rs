@@ -61,8 +61,16 @@ const COLUMNS: [&str; 9] = [
 ];
 
 /// The columns of [`Dataset::jobs_query`], in order.
-const JOB_COLUMNS: [&str; 8] =
-    ["JobName", "Platform", "Network", "IPMode", "Topology", "Release", "FromRelease", "GCSBucketName"];
+const JOB_COLUMNS: [&str; 8] = [
+    "JobName",
+    "Platform",
+    "Network",
+    "IPMode",
+    "Topology",
+    "Release",
+    "FromRelease",
+    "GCSBucketName",
+];
 
 impl Dataset {
     /// The jobs of the runs that started in `days`, with their variant columns from `Jobs`.
@@ -81,14 +89,26 @@ impl Dataset {
             runs = self.table("BackendDisruption_JobRuns"),
             jobs = self.table("Jobs"),
         );
-        let params = vec![("from", Param::Int(days.start * DAY)), ("to", Param::Int(days.end * DAY))];
-        Query { name: "backfill_jobs", sql, params }
+        let params = vec![
+            ("from", Param::Int(days.start * DAY)),
+            ("to", Param::Int(days.end * DAY)),
+        ];
+        Query {
+            name: "backfill_jobs",
+            sql,
+            params,
+        }
     }
 
     /// The push-down read: per variant, day, down probes, backend and seconds, how many runs
     /// started in `days`. `@variants` maps each job to its variant (`job=n;…`); a run's job is
     /// kept only where sheriff needs it: its CI network probes, and runs with one down.
-    fn counts_query(&self, days: &std::ops::Range<i64>, rules: &TroubleRules, variants: String) -> Query {
+    fn counts_query(
+        &self,
+        days: &std::ops::Range<i64>,
+        rules: &TroubleRules,
+        variants: String,
+    ) -> Query {
         let sql = format!(
             "WITH variants AS (SELECT SPLIT(e, '=')[OFFSET(0)] AS JobName, \
              CAST(SPLIT(e, '=')[OFFSET(1)] AS INT64) AS Variant FROM UNNEST(SPLIT(@variants, ';')) AS e), \
@@ -122,7 +142,11 @@ impl Dataset {
             ("max_seconds", Param::Int(MAX_RUN_SECONDS)),
             ("max_backends", Param::Int(MAX_BACKENDS_PER_RUN as i64)),
         ];
-        Query { name: "backfill", sql, params }
+        Query {
+            name: "backfill",
+            sql,
+            params,
+        }
     }
 }
 
@@ -161,8 +185,15 @@ fn liveness_pattern(globs: &[String]) -> String {
         // matches nothing: no backend is a probe
         return "^$".into();
     }
-    let alternatives: Vec<String> =
-        globs.iter().map(|g| g.split('*').map(regex::escape).collect::<Vec<_>>().join(".*")).collect();
+    let alternatives: Vec<String> = globs
+        .iter()
+        .map(|g| {
+            g.split('*')
+                .map(regex::escape)
+                .collect::<Vec<_>>()
+                .join(".*")
+        })
+        .collect();
     format!("^(?:{})$", alternatives.join("|"))
 }
 
@@ -176,7 +207,8 @@ pub async fn backfill(
 ) -> Result<BackfillSummary> {
     let started = Instant::now();
     let days = from.timestamp().div_euclid(DAY)..to.timestamp().div_euclid(DAY);
-    let latest_end = (Utc::now().timestamp() - i64::from(dataset.overlap_hours) * HOUR).div_euclid(DAY);
+    let latest_end =
+        (Utc::now().timestamp() - i64::from(dataset.overlap_hours) * HOUR).div_euclid(DAY);
     if days.is_empty() {
         bail!("--to must be a later day than --from");
     }
@@ -194,7 +226,10 @@ pub async fn backfill(
     let query = dataset.counts_query(&days, &store.trouble().rules(), map);
     let mut pages = dataset.client.query(&query).await?;
     if pages.columns() != COLUMNS {
-        bail!("query `backfill`: BigQuery answered the columns {:?}, not {COLUMNS:?}", pages.columns());
+        bail!(
+            "query `backfill`: BigQuery answered the columns {:?}, not {COLUMNS:?}",
+            pages.columns()
+        );
     }
     let mut counts = Vec::new();
     while let Some(page) = pages.next_page().await? {
@@ -203,9 +238,17 @@ pub async fn backfill(
         }
     }
     let rows = job_rows + pages.rows_read;
-    let backfill = Backfill { source: &source, days: days.clone(), rows_read: rows, counts: &counts };
+    let backfill = Backfill {
+        source: &source,
+        days: days.clone(),
+        rows_read: rows,
+        counts: &counts,
+    };
     let report = store.backfills().write_backfill(&backfill).await?;
-    store.ingest_log().advance_watermark(&source, days.end * DAY - 1, Utc::now().timestamp()).await?;
+    store
+        .ingest_log()
+        .advance_watermark(&source, days.end * DAY - 1, Utc::now().timestamp())
+        .await?;
     let summary = BackfillSummary {
         source,
         from: day_name(days.start),
@@ -229,7 +272,10 @@ pub async fn backfill(
 /// rules giving what `Jobs` lacks), its updated masters aside.
 fn job_variant(row: &Row) -> Result<(String, Dimensions)> {
     let text = |name: &'static str| {
-        let i = JOB_COLUMNS.iter().position(|c| *c == name).unwrap_or(usize::MAX);
+        let i = JOB_COLUMNS
+            .iter()
+            .position(|c| *c == name)
+            .unwrap_or(usize::MAX);
         row.get(i).and_then(|v| v.as_deref()).unwrap_or("")
     };
     let job = text("JobName");
@@ -239,7 +285,10 @@ fn job_variant(row: &Row) -> Result<(String, Dimensions)> {
         );
     }
     let (cluster_data, has_job) = cluster_data_of(text);
-    Ok((job.to_string(), crate::ingest::run::dimensions(job, &cluster_data, has_job, None)))
+    Ok((
+        job.to_string(),
+        crate::ingest::run::dimensions(job, &cluster_data, has_job, None),
+    ))
 }
 
 /// One row of the counts query as the count it is, with its variant (of `variants`, the run's
@@ -247,9 +296,15 @@ fn job_variant(row: &Row) -> Result<(String, Dimensions)> {
 fn count_of(row: &Row, variants: &[Dimensions]) -> Result<CellCount> {
     let text = |name: &'static str| column(row, name);
     let number = |name: &'static str| -> Result<i64> {
-        text(name).parse().map_err(|_| anyhow::anyhow!("query `backfill`: {name} is not a number: {row:?}"))
+        text(name)
+            .parse()
+            .map_err(|_| anyhow::anyhow!("query `backfill`: {name} is not a number: {row:?}"))
     };
-    let Some(variant) = text("Variant").parse::<usize>().ok().and_then(|n| variants.get(n)) else {
+    let Some(variant) = text("Variant")
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| variants.get(n))
+    else {
         bail!(
             "query `backfill`: runs of the job `{}` came in after its jobs were listed; backfill again",
             text("Job")
@@ -261,7 +316,10 @@ fn count_of(row: &Row, variants: &[Dimensions]) -> Result<CellCount> {
         job: text("Job").to_string(),
         dimensions,
         day: number("Day")?,
-        down_probes: text("DownProbes").split_whitespace().map(str::to_string).collect(),
+        down_probes: text("DownProbes")
+            .split_whitespace()
+            .map(str::to_string)
+            .collect(),
         backend: text("BackendName").to_string(),
         seconds: number("Seconds")?.clamp(0, MAX_RUN_SECONDS),
         runs: u64::try_from(number("Runs")?).unwrap_or(0),
@@ -271,7 +329,10 @@ fn count_of(row: &Row, variants: &[Dimensions]) -> Result<CellCount> {
 
 /// A column's value in a row of the counts query ("" for NULL).
 fn column<'r>(row: &'r Row, name: &str) -> &'r str {
-    let i = COLUMNS.iter().position(|c| *c == name).unwrap_or(usize::MAX);
+    let i = COLUMNS
+        .iter()
+        .position(|c| *c == name)
+        .unwrap_or(usize::MAX);
     row.get(i).and_then(|v| v.as_deref()).unwrap_or("")
 }
 
@@ -296,27 +357,53 @@ mod tests {
             "network-liveness-new",
             "x.network-liveness-y",
         ] {
-            assert_eq!(re.is_match(backend), rules.is_liveness(backend), "{backend}");
+            assert_eq!(
+                re.is_match(backend),
+                rules.is_liveness(backend),
+                "{backend}"
+            );
         }
         let dots = liveness_pattern(&["a.b*".to_string()]);
-        assert!(!regex::Regex::new(&dots).unwrap().is_match("axb-c"), "{dots}");
-        assert!(!regex::Regex::new(&liveness_pattern(&[])).unwrap().is_match("anything"));
+        assert!(
+            !regex::Regex::new(&dots).unwrap().is_match("axb-c"),
+            "{dots}"
+        );
+        assert!(
+            !regex::Regex::new(&liveness_pattern(&[]))
+                .unwrap()
+                .is_match("anything")
+        );
     }
 
     #[test]
     fn a_job_gets_the_variant_a_run_of_it_gets_and_each_count_its_runs_updated_masters() {
         const JOB: &str = "periodic-ci-openshift-release-master-nightly-4.14-upgrade-from-stable-4.13-e2e-metal-ipi-sdn-bm-upgrade";
         let row = |values: &[&str]| -> Row { values.iter().map(|v| Some(v.to_string())).collect() };
-        let (job, variant) =
-            job_variant(&row(&[JOB, "metal", "sdn", "ipv4", "ha", "4.14", "4.13", "test-platform-results"]))
-                .unwrap();
+        let (job, variant) = job_variant(&row(&[
+            JOB,
+            "metal",
+            "sdn",
+            "ipv4",
+            "ha",
+            "4.14",
+            "4.13",
+            "test-platform-results",
+        ]))
+        .unwrap();
         assert_eq!(job, JOB);
         assert_eq!(
-            (variant.release.as_str(), variant.from_release.as_str(), variant.upgrade_type.as_str()),
+            (
+                variant.release.as_str(),
+                variant.from_release.as_str(),
+                variant.upgrade_type.as_str()
+            ),
             ("4.14", "4.13", "minor")
         );
         // the architecture is not in Jobs: the job-name rules give it
-        assert_eq!((variant.platform.as_str(), variant.architecture.as_str()), ("metal", "amd64"));
+        assert_eq!(
+            (variant.platform.as_str(), variant.architecture.as_str()),
+            ("metal", "amd64")
+        );
         assert!(job_variant(&row(&["a;b", "", "", "", "", "", "", ""])).is_err());
 
         let values = [
@@ -333,10 +420,19 @@ mod tests {
         let count = count_of(&row(&values), std::slice::from_ref(&variant)).unwrap();
         assert_eq!(count.dimensions.master_nodes_updated, "Y");
         assert_eq!(count.dimensions.platform, "metal");
-        assert_eq!((count.day, count.seconds, count.runs, count.first_start), (19675, 31, 4, 1_700_000_000));
-        assert_eq!(count.down_probes, ["ci-cluster-network-liveness-new-connections"]);
+        assert_eq!(
+            (count.day, count.seconds, count.runs, count.first_start),
+            (19675, 31, 4, 1_700_000_000)
+        );
+        assert_eq!(
+            count.down_probes,
+            ["ci-cluster-network-liveness-new-connections"]
+        );
         let mut unlisted = values;
         unlisted[0] = "";
-        assert!(count_of(&row(&unlisted), &[variant]).is_err(), "a job the first query did not list");
+        assert!(
+            count_of(&row(&unlisted), &[variant]).is_err(),
+            "a job the first query did not list"
+        );
     }
 }

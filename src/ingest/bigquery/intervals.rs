@@ -54,8 +54,8 @@ pub fn location(project: &str, dataset: &str, table: &str) -> String {
 pub fn parse_location(location: &str) -> Option<(String, String, String)> {
     let (spec, table) = location.rsplit_once('/')?;
     let (project, dataset) = super::parse_bq_url(spec)?;
-    let plain =
-        (1..=1024).contains(&table.len()) && table.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let plain = (1..=1024).contains(&table.len())
+        && table.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     plain.then(|| (project, dataset, table.to_string()))
 }
 
@@ -64,7 +64,9 @@ pub fn parse_location(location: &str) -> Option<(String, String, String)> {
 /// that there were too many).
 pub fn query(project: &str, dataset: &str, table: &str, run: &JobRun, max_rows: u64) -> Query {
     let start = run.started_at.timestamp();
-    let end = run.finished_at.map_or(start + UNFINISHED_SECS, |f| f.timestamp().max(start));
+    let end = run
+        .finished_at
+        .map_or(start + UNFINISHED_SECS, |f| f.timestamp().max(start));
     let sql = format!(
         "SELECT Source, interval_json FROM `{project}.{dataset}.{table}` \
          WHERE from_time >= TIMESTAMP_SECONDS(@from) AND from_time <= TIMESTAMP_SECONDS(@to) \
@@ -76,9 +78,16 @@ pub fn query(project: &str, dataset: &str, table: &str, run: &JobRun, max_rows: 
         ("from", Param::Int(start - SLACK_SECS)),
         ("to", Param::Int(end + SLACK_SECS)),
         ("run", Param::Text(run.build_id.clone())),
-        ("limit", Param::Int(i64::try_from(max_rows.saturating_add(1)).unwrap_or(i64::MAX))),
+        (
+            "limit",
+            Param::Int(i64::try_from(max_rows.saturating_add(1)).unwrap_or(i64::MAX)),
+        ),
     ];
-    Query { name: "intervals", sql, params }
+    Query {
+        name: "intervals",
+        sql,
+        params,
+    }
 }
 
 /// The run's intervals at `location`, as the files they were loaded from: (file name, content)
@@ -92,11 +101,19 @@ pub async fn read(
     (max_rows, max_bytes): (u64, u64),
 ) -> Result<Vec<(String, Vec<u8>)>> {
     let Some((project, dataset, table)) = parse_location(location) else {
-        return Err(Unusable(format!("`{location}` is not a bq://PROJECT/DATASET/TABLE place")).into());
+        return Err(Unusable(format!(
+            "`{location}` is not a bq://PROJECT/DATASET/TABLE place"
+        ))
+        .into());
     };
-    let mut pages = client.query(&query(&project, &dataset, &table, run, max_rows)).await?;
+    let mut pages = client
+        .query(&query(&project, &dataset, &table, run, max_rows))
+        .await?;
     if pages.columns() != COLUMNS {
-        bail!("query `intervals`: BigQuery answered the columns {:?}, not {COLUMNS:?}", pages.columns());
+        bail!(
+            "query `intervals`: BigQuery answered the columns {:?}, not {COLUMNS:?}",
+            pages.columns()
+        );
     }
     let mut files = Files::new(max_rows, max_bytes);
     while let Some(page) = pages.next_page().await? {
@@ -118,7 +135,13 @@ struct Files {
 
 impl Files {
     fn new(max_rows: u64, max_bytes: u64) -> Files {
-        Files { by_source: BTreeMap::new(), rows: 0, bytes: 0, max_rows, max_bytes }
+        Files {
+            by_source: BTreeMap::new(),
+            rows: 0,
+            bytes: 0,
+            max_rows,
+            max_bytes,
+        }
     }
 
     /// One row (`Source`, `interval_json`); an error once past a limit. A row without either is
@@ -132,13 +155,21 @@ impl Files {
             )));
         }
         let mut row = row.into_iter();
-        let (Some(Some(source)), Some(Some(item))) = (row.next(), row.next()) else { return Ok(()) };
+        let (Some(Some(source)), Some(Some(item))) = (row.next(), row.next()) else {
+            return Ok(());
+        };
         self.bytes += item.len() as u64 + 1;
         if self.bytes > self.max_bytes {
-            let too_large = Problem::TooLarge { size: self.bytes, max: self.max_bytes };
+            let too_large = Problem::TooLarge {
+                size: self.bytes,
+                max: self.max_bytes,
+            };
             return Err(Unusable(too_large.to_string()));
         }
-        let file = self.by_source.entry(source).or_insert_with(|| b"{\"items\":[".to_vec());
+        let file = self
+            .by_source
+            .entry(source)
+            .or_insert_with(|| b"{\"items\":[".to_vec());
         if file.last() != Some(&b'[') {
             file.push(b',');
         }
@@ -150,14 +181,18 @@ impl Files {
     /// the other timelines (each a view of the same intervals); rows of other sources are left.
     fn finish(self) -> Vec<(String, Vec<u8>)> {
         let kind = |name: &str| match classify(name) {
-            Classified::Read(k @ (FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline)) => {
-                Some(k)
-            }
+            Classified::Read(
+                k @ (FileKind::Events | FileKind::TimelineEverything | FileKind::Timeline),
+            ) => Some(k),
             _ => None,
         };
-        let preferred = [FileKind::Events, FileKind::TimelineEverything, FileKind::Timeline]
-            .into_iter()
-            .find(|k| self.by_source.keys().any(|s| kind(s) == Some(*k)));
+        let preferred = [
+            FileKind::Events,
+            FileKind::TimelineEverything,
+            FileKind::Timeline,
+        ]
+        .into_iter()
+        .find(|k| self.by_source.keys().any(|s| kind(s) == Some(*k)));
         self.by_source
             .into_iter()
             .filter(|(source, _)| preferred.is_some() && kind(source) == preferred)
@@ -179,14 +214,21 @@ mod tests {
 
     #[test]
     fn a_location_names_the_table_in_the_dataset_or_in_another_dataset_of_the_project() {
-        assert_eq!(location("p", "ci_data", "e2e_intervals"), "bq://p/ci_data/e2e_intervals");
+        assert_eq!(
+            location("p", "ci_data", "e2e_intervals"),
+            "bq://p/ci_data/e2e_intervals"
+        );
         assert_eq!(
             location("p", "ci_data", "ci_data_autodl.e2e_intervals"),
             "bq://p/ci_data_autodl/e2e_intervals"
         );
         assert_eq!(
             parse_location("bq://openshift-ci-data-analysis/ci_data_autodl/e2e_intervals"),
-            Some(("openshift-ci-data-analysis".into(), "ci_data_autodl".into(), "e2e_intervals".into()))
+            Some((
+                "openshift-ci-data-analysis".into(),
+                "ci_data_autodl".into(),
+                "e2e_intervals".into()
+            ))
         );
         assert_eq!(parse_location("bq://p/d/t`; DROP TABLE x"), None);
         assert_eq!(parse_location("bq://p/d"), None);
@@ -212,9 +254,9 @@ mod tests {
         let q = query("p", "d", "e2e_intervals", &run, 10);
         assert_eq!(q.name, "intervals");
         assert!(q.sql.contains("FROM `p.d.e2e_intervals`"), "{}", q.sql);
-        assert!(
-            q.sql.contains("from_time >= TIMESTAMP_SECONDS(@from) AND from_time <= TIMESTAMP_SECONDS(@to)")
-        );
+        assert!(q.sql.contains(
+            "from_time >= TIMESTAMP_SECONDS(@from) AND from_time <= TIMESTAMP_SECONDS(@to)"
+        ));
         assert!(q.sql.contains("JobRunName = @run") && q.sql.contains("LIMIT @limit"));
         assert_eq!(
             q.params,
@@ -225,9 +267,18 @@ mod tests {
                 ("limit", Param::Int(11)),
             ]
         );
-        let unfinished = JobRun { finished_at: None, ..run };
+        let unfinished = JobRun {
+            finished_at: None,
+            ..run
+        };
         let q = query("p", "d", "t", &unfinished, 10);
-        assert_eq!(q.params[1], ("to", Param::Int(1_700_000_000 + UNFINISHED_SECS + SLACK_SECS)));
+        assert_eq!(
+            q.params[1],
+            (
+                "to",
+                Param::Int(1_700_000_000 + UNFINISHED_SECS + SLACK_SECS)
+            )
+        );
     }
 
     #[test]
@@ -242,17 +293,28 @@ mod tests {
         ] {
             files.add(r).unwrap();
         }
-        let files: Vec<(String, String)> =
-            files.finish().into_iter().map(|(n, c)| (n, String::from_utf8(c).unwrap())).collect();
+        let files: Vec<(String, String)> = files
+            .finish()
+            .into_iter()
+            .map(|(n, c)| (n, String::from_utf8(c).unwrap()))
+            .collect();
         assert_eq!(
             files,
             [
-                ("e2e-events_1.json".into(), r#"{"items":[{"from":"a"},{"from":"c"}]}"#.into()),
-                ("e2e-events_2.json".into(), r#"{"items":[{"from":"d"}]}"#.into()),
+                (
+                    "e2e-events_1.json".into(),
+                    r#"{"items":[{"from":"a"},{"from":"c"}]}"#.into()
+                ),
+                (
+                    "e2e-events_2.json".into(),
+                    r#"{"items":[{"from":"d"}]}"#.into()
+                ),
             ]
         );
         let mut timelines = Files::new(10, 1_000);
-        timelines.add(row("e2e-timelines_spyglass_1.json", "{}")).unwrap();
+        timelines
+            .add(row("e2e-timelines_spyglass_1.json", "{}"))
+            .unwrap();
         timelines.add(row("something-else.json", "{}")).unwrap();
         assert_eq!(timelines.finish().len(), 1);
     }
@@ -262,7 +324,10 @@ mod tests {
         let mut files = Files::new(2, 1_000);
         files.add(row("e2e-events_1.json", "{}")).unwrap();
         files.add(row("e2e-events_1.json", "{}")).unwrap();
-        let e = files.add(row("e2e-events_1.json", "{}")).unwrap_err().to_string();
+        let e = files
+            .add(row("e2e-events_1.json", "{}"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("more than 2 interval rows"), "{e}");
         let mut files = Files::new(100, 10);
         files.add(row("e2e-events_1.json", "12345")).unwrap();

@@ -96,17 +96,28 @@ impl Dataset {
             backends = self.table("BackendDisruption"),
             jobs = self.table("Jobs"),
         );
-        Query { name: "runs", sql, params: vec![("since", Param::Int(since))] }
+        Query {
+            name: "runs",
+            sql,
+            params: vec![("since", Param::Int(since))],
+        }
     }
 }
 
 /// `bq://project/dataset` → (project, dataset), when both are plain BigQuery names.
 pub(crate) fn parse_bq_url(spec: &str) -> Option<(String, String)> {
-    let (project, dataset) = spec.strip_prefix("bq://")?.trim_end_matches('/').split_once('/')?;
+    let (project, dataset) = spec
+        .strip_prefix("bq://")?
+        .trim_end_matches('/')
+        .split_once('/')?;
     let project_ok = (1..=128).contains(&project.len())
-        && project.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | ':'));
-    let dataset_ok =
-        (1..=1024).contains(&dataset.len()) && dataset.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        && project
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | ':'));
+    let dataset_ok = (1..=1024).contains(&dataset.len())
+        && dataset
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_');
     (project_ok && dataset_ok).then(|| (project.to_string(), dataset.to_string()))
 }
 
@@ -133,7 +144,10 @@ const COLUMNS: [&str; 17] = [
 
 /// A column's index in [`COLUMNS`].
 fn col(name: &str) -> usize {
-    COLUMNS.iter().position(|c| *c == name).unwrap_or(usize::MAX)
+    COLUMNS
+        .iter()
+        .position(|c| *c == name)
+        .unwrap_or(usize::MAX)
 }
 
 fn text<'r>(row: &'r Row, name: &str) -> &'r str {
@@ -142,23 +156,37 @@ fn text<'r>(row: &'r Row, name: &str) -> &'r str {
 
 /// Ingests the runs of `dataset` that started after its watermark minus the overlap (or after
 /// `--since`), stores those not stored yet, and moves the watermark to the latest start read.
-pub async fn ingest(store: &Store, dataset: &Dataset, options: &IngestOptions) -> Result<IngestSummary> {
+pub async fn ingest(
+    store: &Store,
+    dataset: &Dataset,
+    options: &IngestOptions,
+) -> Result<IngestSummary> {
     let started = Instant::now();
     let source = dataset.describe();
-    let watermark = if options.force { None } else { store.ingest_log().watermark(&source).await? };
+    let watermark = if options.force {
+        None
+    } else {
+        store.ingest_log().watermark(&source).await?
+    };
     let overlap = i64::from(dataset.overlap_hours) * HOUR;
-    let since = [watermark.map(|w| w - overlap), options.since.map(|s| s.timestamp())]
-        .into_iter()
-        .flatten()
-        .max()
-        .unwrap_or(0);
+    let since = [
+        watermark.map(|w| w - overlap),
+        options.since.map(|s| s.timestamp()),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .unwrap_or(0);
     // runs of backfilled days were counted, not stored: they are not read again
     let since = store.backfills().past_backfilled_days(since).await?;
     tracing::info!(source = %source, since, watermark, "reading runs from BigQuery");
     let query = dataset.runs_query(since);
     let mut pages = dataset.client.query(&query).await?;
     if pages.columns() != COLUMNS {
-        bail!("query `runs`: BigQuery answered the columns {:?}, not {COLUMNS:?}", pages.columns());
+        bail!(
+            "query `runs`: BigQuery answered the columns {:?}, not {COLUMNS:?}",
+            pages.columns()
+        );
     }
     let mut summary = IngestSummary::default();
     let mut log = Vec::new();
@@ -171,7 +199,16 @@ pub async fn ingest(store: &Store, dataset: &Dataset, options: &IngestOptions) -
             });
             if !same_run && !pending.is_empty() {
                 let run = std::mem::take(&mut pending);
-                take_run(store, dataset, options, &run, &mut summary, &mut log, &mut progress).await;
+                take_run(
+                    store,
+                    dataset,
+                    options,
+                    &run,
+                    &mut summary,
+                    &mut log,
+                    &mut progress,
+                )
+                .await;
             }
             pending.push(row);
         }
@@ -180,7 +217,16 @@ pub async fn ingest(store: &Store, dataset: &Dataset, options: &IngestOptions) -
         }
     }
     if !pending.is_empty() {
-        take_run(store, dataset, options, &pending, &mut summary, &mut log, &mut progress).await;
+        take_run(
+            store,
+            dataset,
+            options,
+            &pending,
+            &mut summary,
+            &mut log,
+            &mut progress,
+        )
+        .await;
     }
     super::flush_log(store, &mut log).await;
     // Runs of other jobs were read but not taken under --job, and a run not stored for
@@ -191,7 +237,10 @@ pub async fn ingest(store: &Store, dataset: &Dataset, options: &IngestOptions) -
         (None, Some(_)) => None,
     };
     if let Some(next) = next.filter(|_| options.job.is_none()) {
-        store.ingest_log().advance_watermark(&source, next, Utc::now().timestamp()).await?;
+        store
+            .ingest_log()
+            .advance_watermark(&source, next, Utc::now().timestamp())
+            .await?;
     }
     tracing::info!(
         source = %source,
@@ -226,34 +275,70 @@ async fn take_run(
     log: &mut Vec<crate::store::ingest_log::IngestLogEntry>,
     progress: &mut Progress,
 ) {
-    let (job, build) = (text(&rows[0], "JobName").to_string(), text(&rows[0], "Name").to_string());
+    let (job, build) = (
+        text(&rows[0], "JobName").to_string(),
+        text(&rows[0], "Name").to_string(),
+    );
     if options.job.as_ref().is_some_and(|re| !re.is_match(&job)) {
         return;
     }
     let start = text(&rows[0], "StartTime").parse::<i64>().ok();
     let path = run_path(&rows[0]);
-    let stored = if options.force { Ok(false) } else { store.runs().has_run(&job, &build).await };
+    let stored = if options.force {
+        Ok(false)
+    } else {
+        store.runs().has_run(&job, &build).await
+    };
     let outcome = match stored {
-        Ok(true) => RunOutcome::Skipped { path, why: "already stored" },
+        Ok(true) => RunOutcome::Skipped {
+            path,
+            why: "already stored",
+        },
         Err(e) => {
             let error = format!("cannot tell whether the run is stored already: {e:#}");
-            RunOutcome::StorageFailed { path, job, build, error }
+            RunOutcome::StorageFailed {
+                path,
+                job,
+                build,
+                error,
+            }
         }
         Ok(false) => match assemble(rows) {
             Ok((mut record, warnings)) => {
                 if let Some(location) = &dataset.intervals {
-                    record.interval_files = vec![IntervalFile { location: location.clone(), size: 0 }];
+                    record.interval_files = vec![IntervalFile {
+                        location: location.clone(),
+                        size: 0,
+                    }];
                 }
-                RunOutcome::Ready { record: Box::new(record), warnings, path }
+                RunOutcome::Ready {
+                    record: Box::new(record),
+                    warnings,
+                    path,
+                }
             }
-            Err(problems) => RunOutcome::Failed { path, job, build, problems },
+            Err(problems) => RunOutcome::Failed {
+                path,
+                job,
+                build,
+                problems,
+            },
         },
     };
     let storage_failed_before = summary.storage_failed;
-    super::record_outcome(store, &dataset.describe(), options.force, outcome, summary, log).await;
+    super::record_outcome(
+        store,
+        &dataset.describe(),
+        options.force,
+        outcome,
+        summary,
+        log,
+    )
+    .await;
     if let Some(start) = start {
         if summary.storage_failed > storage_failed_before {
-            progress.earliest_unstored = Some(progress.earliest_unstored.map_or(start, |e| e.min(start)));
+            progress.earliest_unstored =
+                Some(progress.earliest_unstored.map_or(start, |e| e.min(start)));
         } else {
             progress.latest_start = Some(progress.latest_start.map_or(start, |l| l.max(start)));
         }
@@ -272,18 +357,31 @@ fn run_path(row: &Row) -> String {
 /// One run's rows (one per backend) as the record a bucket ingest makes of the run's files.
 pub(crate) fn assemble(rows: &[Row]) -> Result<(RunRecord, Vec<FileProblem>), Vec<FileProblem>> {
     let first = &rows[0];
-    let problem = |file: &str, error: String| FileProblem { file: file.to_string(), error };
-    let (job_name, build_id) = (text(first, "JobName").to_string(), text(first, "Name").to_string());
+    let problem = |file: &str, error: String| FileProblem {
+        file: file.to_string(),
+        error,
+    };
+    let (job_name, build_id) = (
+        text(first, "JobName").to_string(),
+        text(first, "Name").to_string(),
+    );
     if job_name.is_empty() || build_id.is_empty() {
-        return Err(vec![problem("", "a BackendDisruption_JobRuns row without JobName or Name".into())]);
+        return Err(vec![problem(
+            "",
+            "a BackendDisruption_JobRuns row without JobName or Name".into(),
+        )]);
     }
     let seconds_of = |name: &str| text(first, name).parse::<i64>().ok();
     let Some(start) = seconds_of("StartTime") else {
-        return Err(vec![problem("StartTime", "the run has no start time".into())]);
+        return Err(vec![problem(
+            "StartTime",
+            "the run has no start time".into(),
+        )]);
     };
     let latest = Utc::now().timestamp() + MAX_CLOCK_SKEW_SECS;
     if !(EARLIEST_START_SECS..=latest).contains(&start) {
-        let why = format!("the start time {start} is before the year 2000 or more than a day from now");
+        let why =
+            format!("the start time {start} is before the year 2000 or more than a day from now");
         return Err(vec![problem("StartTime", why)]);
     }
     let started_at = at(start);
@@ -292,7 +390,9 @@ pub(crate) fn assemble(rows: &[Row]) -> Result<(RunRecord, Vec<FileProblem>), Ve
         Some(end) if end < start || end > latest => {
             warnings.push(problem(
                 "EndTime",
-                format!("the end {end} is before the start {start} or in the future; taken as the start"),
+                format!(
+                    "the end {end} is before the start {start} or in the future; taken as the start"
+                ),
             ));
             Some(started_at)
         }
@@ -300,7 +400,10 @@ pub(crate) fn assemble(rows: &[Row]) -> Result<(RunRecord, Vec<FileProblem>), Ve
     };
     let samples = samples(rows, &mut warnings);
     if samples.len() > MAX_BACKENDS_PER_RUN {
-        let why = format!("{} backends, more than the {MAX_BACKENDS_PER_RUN} a run can hold", samples.len());
+        let why = format!(
+            "{} backends, more than the {MAX_BACKENDS_PER_RUN} a run can hold",
+            samples.len()
+        );
         return Err(vec![problem("BackendDisruption", why)]);
     }
     if samples.is_empty() {
@@ -364,8 +467,13 @@ fn samples(rows: &[Row], warnings: &mut Vec<FileProblem>) -> Vec<Sample> {
             continue;
         }
         let Ok(seconds) = text(row, "DisruptionSeconds").parse::<i64>() else {
-            let why = format!("{backend}: DisruptionSeconds is not a whole number; the backend is left out");
-            warnings.push(FileProblem { file: "BackendDisruption".into(), error: why });
+            let why = format!(
+                "{backend}: DisruptionSeconds is not a whole number; the backend is left out"
+            );
+            warnings.push(FileProblem {
+                file: "BackendDisruption".into(),
+                error: why,
+            });
             continue;
         };
         let seconds = seconds.clamp(0, disruption::MAX_RUN_SECONDS);
@@ -382,7 +490,11 @@ fn samples(rows: &[Row], warnings: &mut Vec<FileProblem>) -> Vec<Sample> {
             } else {
                 ""
             };
-            Sample { connection: connection.into(), backend, seconds }
+            Sample {
+                connection: connection.into(),
+                backend,
+                seconds,
+            }
         })
         .collect()
 }
@@ -462,24 +574,43 @@ mod tests {
         let (record, warnings) = assemble(&rows).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         let r = &record.run;
-        assert_eq!((r.job_name.as_str(), r.build_id.as_str()), (JOB, "1700000000000000001"));
+        assert_eq!(
+            (r.job_name.as_str(), r.build_id.as_str()),
+            (JOB, "1700000000000000001")
+        );
         assert_eq!(r.path, format!("logs/{JOB}/1700000000000000001"));
         assert_eq!(r.payload, "4.14.0-0.nightly-2023-11-14-101010");
-        assert_eq!((r.state.as_str(), r.job_type.as_str()), ("success", "periodic"));
+        assert_eq!(
+            (r.state.as_str(), r.job_type.as_str()),
+            ("success", "periodic")
+        );
         let d = &r.dimensions;
         assert_eq!(
-            (d.release.as_str(), d.from_release.as_str(), d.upgrade_type.as_str()),
+            (
+                d.release.as_str(),
+                d.from_release.as_str(),
+                d.upgrade_type.as_str()
+            ),
             ("4.14", "4.13", "minor")
         );
-        assert_eq!((d.platform.as_str(), d.network.as_str(), d.topology.as_str()), ("metal", "sdn", "ha"));
+        assert_eq!(
+            (d.platform.as_str(), d.network.as_str(), d.topology.as_str()),
+            ("metal", "sdn", "ha")
+        );
         // the architecture is not in Jobs: the job-name rules give it
         assert_eq!(d.architecture, "amd64");
         assert_eq!(d.master_nodes_updated, "Y");
-        let samples: Vec<_> =
-            record.samples.iter().map(|s| (s.backend.as_str(), s.connection.as_str(), s.seconds)).collect();
+        let samples: Vec<_> = record
+            .samples
+            .iter()
+            .map(|s| (s.backend.as_str(), s.connection.as_str(), s.seconds))
+            .collect();
         assert_eq!(
             samples,
-            [("image-registry-new-connections", "new", 31), ("kube-api-reused-connections", "reused", 2)]
+            [
+                ("image-registry-new-connections", "new", 31),
+                ("kube-api-reused-connections", "reused", 2)
+            ]
         );
     }
 

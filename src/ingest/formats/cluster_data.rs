@@ -20,7 +20,10 @@ pub struct ClusterData {
     pub topology: String,
     #[serde(rename = "NetworkStack", deserialize_with = "super::null_as_empty")]
     pub network_stack: String,
-    #[serde(rename = "MasterNodesUpdated", deserialize_with = "super::null_as_empty")]
+    #[serde(
+        rename = "MasterNodesUpdated",
+        deserialize_with = "super::null_as_empty"
+    )]
     pub master_nodes_updated: String,
     /// The versions the cluster ran, the current one first (a payload tag for CI builds).
     #[serde(rename = "ClusterVersionHistory", deserialize_with = "versions")]
@@ -31,7 +34,11 @@ pub struct ClusterData {
 fn versions<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     let v = serde_json::Value::deserialize(d)?;
     Ok(v.as_array()
-        .map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default())
 }
 
@@ -50,7 +57,8 @@ pub enum ClusterDataError {
 }
 
 pub fn parse_cluster_data(bytes: &[u8]) -> Result<ClusterData, ClusterDataError> {
-    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(ClusterDataError::NotJson)?;
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(ClusterDataError::NotJson)?;
     let object = value.as_object().ok_or(ClusterDataError::NotAnObject)?;
     if !object.contains_key("Release") && !object.contains_key("Platform") {
         return Err(ClusterDataError::UnknownSchema);
@@ -77,11 +85,14 @@ pub fn merge(files: &[ClusterData]) -> ClusterData {
             }
         }
         if out.cluster_version_history.is_empty() {
-            out.cluster_version_history.clone_from(&f.cluster_version_history);
+            out.cluster_version_history
+                .clone_from(&f.cluster_version_history);
         }
         if f.master_nodes_updated.eq_ignore_ascii_case("y") {
             out.master_nodes_updated = "Y".into();
-        } else if out.master_nodes_updated.is_empty() && f.master_nodes_updated.eq_ignore_ascii_case("n") {
+        } else if out.master_nodes_updated.is_empty()
+            && f.master_nodes_updated.eq_ignore_ascii_case("n")
+        {
             out.master_nodes_updated = "N".into();
         }
     }
@@ -111,20 +122,34 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            (d.release.as_str(), d.from_release.as_str(), d.master_nodes_updated.as_str()),
+            (
+                d.release.as_str(),
+                d.from_release.as_str(),
+                d.master_nodes_updated.as_str()
+            ),
             ("4.15", "", "")
         );
     }
 
     #[test]
     fn master_nodes_updated_is_y_if_any_file_says_y() {
-        let a =
-            ClusterData { release: "4.14".into(), master_nodes_updated: "N".into(), ..Default::default() };
-        let b =
-            ClusterData { platform: "aws".into(), master_nodes_updated: "Y".into(), ..Default::default() };
+        let a = ClusterData {
+            release: "4.14".into(),
+            master_nodes_updated: "N".into(),
+            ..Default::default()
+        };
+        let b = ClusterData {
+            platform: "aws".into(),
+            master_nodes_updated: "Y".into(),
+            ..Default::default()
+        };
         let m = merge(&[a, b]);
         assert_eq!(
-            (m.release.as_str(), m.platform.as_str(), m.master_nodes_updated.as_str()),
+            (
+                m.release.as_str(),
+                m.platform.as_str(),
+                m.master_nodes_updated.as_str()
+            ),
             ("4.14", "aws", "Y")
         );
     }
@@ -136,10 +161,24 @@ mod tests {
             message(br#"{"Release": 4.14}"#),
             "cluster-data field of the wrong type: invalid type: floating point `4.14`, expected a string"
         );
-        assert_eq!(message(br#"[1, 2]"#), "not a cluster-data file: expected a JSON object");
-        assert_eq!(message(br#"{"foo": 1}"#), "unknown schema: neither `Release` nor `Platform` present");
-        assert_eq!(message(b"{"), "not a cluster-data file: EOF while parsing an object at line 1 column 1");
-        assert!(matches!(parse_cluster_data(br#"{"Release": 4.14}"#), Err(ClusterDataError::WrongType(_))));
-        assert!(matches!(parse_cluster_data(b"{"), Err(ClusterDataError::NotJson(e)) if e.is_eof()));
+        assert_eq!(
+            message(br#"[1, 2]"#),
+            "not a cluster-data file: expected a JSON object"
+        );
+        assert_eq!(
+            message(br#"{"foo": 1}"#),
+            "unknown schema: neither `Release` nor `Platform` present"
+        );
+        assert_eq!(
+            message(b"{"),
+            "not a cluster-data file: EOF while parsing an object at line 1 column 1"
+        );
+        assert!(matches!(
+            parse_cluster_data(br#"{"Release": 4.14}"#),
+            Err(ClusterDataError::WrongType(_))
+        ));
+        assert!(
+            matches!(parse_cluster_data(b"{"), Err(ClusterDataError::NotJson(e)) if e.is_eof())
+        );
     }
 }

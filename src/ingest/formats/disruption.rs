@@ -51,7 +51,10 @@ pub enum DisruptionError {
     #[error("no `BackendDisruptions` object (unknown schema)")]
     UnknownSchema,
     #[error("{backend}: DisruptedDuration {duration}")]
-    BadDuration { backend: String, duration: DurationError },
+    BadDuration {
+        backend: String,
+        duration: DurationError,
+    },
     #[error("{backend}: no DisruptedDuration")]
     NoDuration { backend: String },
     #[error("{backend}: DisruptedDuration is negative")]
@@ -73,7 +76,9 @@ impl DisruptionError {
 /// Parses one file. The error names the backend or field at fault.
 pub fn parse_backend_disruption(bytes: &[u8]) -> Result<Vec<BackendDisruption>, DisruptionError> {
     let body: FileBody = serde_json::from_slice(bytes).map_err(DisruptionError::NotJson)?;
-    let map = body.backend_disruptions.ok_or(DisruptionError::UnknownSchema)?;
+    let map = body
+        .backend_disruptions
+        .ok_or(DisruptionError::UnknownSchema)?;
     let mut out = Vec::with_capacity(map.len());
     for (key, entry) in map {
         let backend = entry.name.filter(|n| !n.is_empty()).unwrap_or(key);
@@ -88,13 +93,21 @@ pub fn parse_backend_disruption(bytes: &[u8]) -> Result<Vec<BackendDisruption>, 
         if seconds < 0.0 || !seconds.is_finite() {
             return Err(DisruptionError::Negative { backend });
         }
-        let connection = match entry.connection_type.as_deref().map(str::to_ascii_lowercase) {
+        let connection = match entry
+            .connection_type
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+        {
             Some(c) if !c.is_empty() => c,
             _ if backend.ends_with("-new-connections") => "new".into(),
             _ if backend.ends_with("-reused-connections") => "reused".into(),
             _ => String::new(),
         };
-        out.push(BackendDisruption { backend, connection, seconds });
+        out.push(BackendDisruption {
+            backend,
+            connection,
+            seconds,
+        });
     }
     Ok(out)
 }
@@ -112,7 +125,9 @@ pub fn per_run_seconds<'a>(
     let mut totals: BTreeMap<String, (String, i64)> = BTreeMap::new();
     for file in files {
         for d in file {
-            let entry = totals.entry(d.backend.clone()).or_insert_with(|| (d.connection.clone(), 0));
+            let entry = totals
+                .entry(d.backend.clone())
+                .or_insert_with(|| (d.connection.clone(), 0));
             // `as` saturates a float (NaN is 0); the sum cannot wrap below the cap
             let seconds = (d.seconds.ceil() as i64).clamp(0, MAX_RUN_SECONDS);
             entry.1 = (entry.1 + seconds).min(MAX_RUN_SECONDS);
@@ -130,11 +145,25 @@ mod tests {
 
     #[test]
     fn absurd_durations_are_held_at_a_day_and_never_wrap() {
-        let huge = BackendDisruption { backend: "b".into(), connection: "new".into(), seconds: 3.6e25 };
-        let negative = BackendDisruption { backend: "c".into(), connection: "new".into(), seconds: -5.0 };
+        let huge = BackendDisruption {
+            backend: "b".into(),
+            connection: "new".into(),
+            seconds: 3.6e25,
+        };
+        let negative = BackendDisruption {
+            backend: "c".into(),
+            connection: "new".into(),
+            seconds: -5.0,
+        };
         let files = [vec![huge.clone(), negative.clone()], vec![huge]];
         let sums = per_run_seconds(files.iter().map(Vec::as_slice));
-        assert_eq!(sums, vec![("b".into(), "new".into(), MAX_RUN_SECONDS), ("c".into(), "new".into(), 0)]);
+        assert_eq!(
+            sums,
+            vec![
+                ("b".into(), "new".into(), MAX_RUN_SECONDS),
+                ("c".into(), "new".into(), 0)
+            ]
+        );
     }
 
     #[test]
@@ -209,9 +238,15 @@ mod tests {
         );
         assert_eq!(err.backend(), None);
         let err = error(b"{\"items\": []}");
-        assert_eq!(err.to_string(), "no `BackendDisruptions` object (unknown schema)");
+        assert_eq!(
+            err.to_string(),
+            "no `BackendDisruptions` object (unknown schema)"
+        );
         let err = error(br#"{"BackendDisruptions": {"x": {"DisruptedDuration": "12 parsecs"}}}"#);
-        assert_eq!(err.to_string(), "x: DisruptedDuration `12 parsecs` is not a Go duration: unknown unit");
+        assert_eq!(
+            err.to_string(),
+            "x: DisruptedDuration `12 parsecs` is not a Go duration: unknown unit"
+        );
         assert!(
             matches!(&err, DisruptionError::BadDuration { backend, duration } if backend == "x" && duration.text == "12 parsecs")
         );
@@ -221,6 +256,9 @@ mod tests {
             ("x: DisruptedDuration is negative", Some("x"))
         );
         let err = error(br#"{"BackendDisruptions": {"k": {"Name": "x"}}}"#);
-        assert_eq!((err.to_string().as_str(), err.backend()), ("x: no DisruptedDuration", Some("x")));
+        assert_eq!(
+            (err.to_string().as_str(), err.backend()),
+            ("x: no DisruptedDuration", Some("x"))
+        );
     }
 }

@@ -29,7 +29,10 @@ pub enum DurationProblem {
 /// the only unitless value Go accepts.
 pub fn parse_go_duration(text: &str) -> Result<f64, DurationError> {
     let s = text.trim();
-    let error = |problem| DurationError { text: text.to_string(), problem };
+    let error = |problem| DurationError {
+        text: text.to_string(),
+        problem,
+    };
     let fail = |problem| Err(error(problem));
     let (negative, mut rest) = match s.strip_prefix('-') {
         Some(r) => (true, r),
@@ -43,14 +46,20 @@ pub fn parse_go_duration(text: &str) -> Result<f64, DurationError> {
     }
     let mut total = 0.0f64;
     while !rest.is_empty() {
-        let number_len = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
         let number = &rest[..number_len];
         if number.is_empty() || number == "." || number.matches('.').count() > 1 {
             return fail(DurationProblem::NoNumber);
         }
-        let value: f64 = number.parse().map_err(|_| error(DurationProblem::BadNumber))?;
+        let value: f64 = number
+            .parse()
+            .map_err(|_| error(DurationProblem::BadNumber))?;
         rest = &rest[number_len..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
         let scale = match &rest[..unit_len] {
             "h" => 3600.0,
             "m" => 60.0,
@@ -114,9 +123,21 @@ mod tests {
     fn a_duration_error_reads_as_before_and_names_its_problem() {
         for (bad, problem, message) in [
             ("", DurationProblem::Empty, "`` is not a Go duration: empty"),
-            (" s", DurationProblem::NoNumber, "` s` is not a Go duration: expected a number"),
-            ("12", DurationProblem::MissingUnit, "`12` is not a Go duration: missing unit"),
-            ("1x", DurationProblem::UnknownUnit, "`1x` is not a Go duration: unknown unit"),
+            (
+                " s",
+                DurationProblem::NoNumber,
+                "` s` is not a Go duration: expected a number",
+            ),
+            (
+                "12",
+                DurationProblem::MissingUnit,
+                "`12` is not a Go duration: missing unit",
+            ),
+            (
+                "1x",
+                DurationProblem::UnknownUnit,
+                "`1x` is not a Go duration: unknown unit",
+            ),
         ] {
             let err = parse_go_duration(bad).unwrap_err();
             assert_eq!((err.text.as_str(), err.problem), (bad, problem));

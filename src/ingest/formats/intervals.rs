@@ -42,7 +42,9 @@ pub(crate) struct Watch {
 
 impl Default for Watch {
     fn default() -> Watch {
-        Watch { namespaces: DEFAULT_NAMESPACES.iter().map(|s| s.to_string()).collect() }
+        Watch {
+            namespaces: DEFAULT_NAMESPACES.iter().map(|s| s.to_string()).collect(),
+        }
     }
 }
 
@@ -68,7 +70,10 @@ pub enum IntervalsError {
     NotJson(serde_json::Error),
     /// An item's `from` or `to` is not a time; `json` says so and where, as the decoder saw it.
     #[error("not an interval file: {json}")]
-    BadTime { time: BadTime, json: serde_json::Error },
+    BadTime {
+        time: BadTime,
+        json: serde_json::Error,
+    },
     #[error("trailing data after the interval file: {0}")]
     Trailing(serde_json::Error),
     #[error("unknown schema: no `items` array")]
@@ -110,8 +115,14 @@ pub(crate) fn read_intervals(
         nul: NulScan::default(),
     };
     let mut de = serde_json::Deserializer::from_reader(&mut metered);
-    let mut collector = Collector { namespaces: watch.namespaces.clone(), ..Collector::default() };
-    let parsed = match de.deserialize_map(FileVisitor { collector: &mut collector, meter: &meter }) {
+    let mut collector = Collector {
+        namespaces: watch.namespaces.clone(),
+        ..Collector::default()
+    };
+    let parsed = match de.deserialize_map(FileVisitor {
+        collector: &mut collector,
+        meter: &meter,
+    }) {
         Ok(()) => de.end().map_err(IntervalsError::Trailing),
         Err(json) => Err(match collector.bad_time.take() {
             Some(time) => IntervalsError::BadTime { time, json },
@@ -237,7 +248,11 @@ impl Collector {
         let outages = self
             .outages
             .into_iter()
-            .map(|(backend, from, to)| Outage { backend, from, to: to.unwrap_or(end.max(from)) })
+            .map(|(backend, from, to)| Outage {
+                backend,
+                from,
+                to: to.unwrap_or(end.max(from)),
+            })
             .collect();
         let conditions = self
             .conditions
@@ -266,7 +281,12 @@ impl Collector {
                 t
             })
             .collect();
-        IntervalEvidence { outages, conditions, timeline, items: self.items }
+        IntervalEvidence {
+            outages,
+            conditions,
+            timeline,
+            items: self.items,
+        }
     }
 
     fn keep(
@@ -277,8 +297,18 @@ impl Collector {
         from: DateTime<Utc>,
         to: Option<DateTime<Utc>>,
     ) {
-        let at = IntervalRef { file: String::new(), item: (self.items - 1) as u32 };
-        let span = TimelineSpan { kind, subject, node, from, to: to.unwrap_or(from), at };
+        let at = IntervalRef {
+            file: String::new(),
+            item: (self.items - 1) as u32,
+        };
+        let span = TimelineSpan {
+            kind,
+            subject,
+            node,
+            from,
+            to: to.unwrap_or(from),
+            at,
+        };
         self.timeline.push((span, to.is_none()));
     }
 
@@ -299,7 +329,11 @@ impl Collector {
         if let Some(t) = to {
             self.see(t);
         }
-        let source = item.source.or(item.temp_source).map(raw_str).unwrap_or_default();
+        let source = item
+            .source
+            .or(item.temp_source)
+            .map(raw_str)
+            .unwrap_or_default();
         let candidate = match source.as_str() {
             "Disruption"
             | "OperatorState"
@@ -308,7 +342,11 @@ impl Collector {
             | "EtcdLeadership"
             | "OnPremKeepalivedMonitor" => true,
             "PodState" => {
-                let raw = item.locator.or(item.temp_locator).map(RawValue::get).unwrap_or_default();
+                let raw = item
+                    .locator
+                    .or(item.temp_locator)
+                    .map(RawValue::get)
+                    .unwrap_or_default();
                 self.namespaces.iter().any(|ns| raw.contains(ns.as_str()))
             }
             _ => {
@@ -340,7 +378,11 @@ impl Collector {
         }
         let level = item.level.map(raw_str).unwrap_or_default();
         let reason = if message.reason.is_empty() {
-            message.annotations.get("reason").cloned().unwrap_or_default()
+            message
+                .annotations
+                .get("reason")
+                .cloned()
+                .unwrap_or_default()
         } else {
             message.reason.clone()
         };
@@ -368,15 +410,38 @@ impl Collector {
         from: DateTime<Utc>,
         to: Option<DateTime<Utc>>,
     ) {
-        let key =
-            |k: &str| locator.keys.get(k).or_else(|| message.annotations.get(k)).cloned().unwrap_or_default();
-        let namespace = locator.keys.get("namespace").or_else(|| locator.keys.get("ns"));
+        let key = |k: &str| {
+            locator
+                .keys
+                .get(k)
+                .or_else(|| message.annotations.get(k))
+                .cloned()
+                .unwrap_or_default()
+        };
+        let namespace = locator
+            .keys
+            .get("namespace")
+            .or_else(|| locator.keys.get("ns"));
         if reason == "OnPremLBTookVIP" {
-            let vip = message.annotations.get("vip").cloned().unwrap_or_else(|| key("onprem-keepalived"));
+            let vip = message
+                .annotations
+                .get("vip")
+                .cloned()
+                .unwrap_or_else(|| key("onprem-keepalived"));
             self.keep(SpanKind::VipMoved, vip, key("node"), from, to);
         } else if let Some(leader) = message.annotations.get("leader").filter(|l| !l.is_empty()) {
-            if message.annotations.get("prev-leader").is_none_or(|p| p != leader) {
-                self.keep(SpanKind::EtcdLeaderChange, key("etcd-member"), leader.clone(), from, to);
+            if message
+                .annotations
+                .get("prev-leader")
+                .is_none_or(|p| p != leader)
+            {
+                self.keep(
+                    SpanKind::EtcdLeaderChange,
+                    key("etcd-member"),
+                    leader.clone(),
+                    from,
+                    to,
+                );
             }
         } else if let (Some(ns), Some(pod)) = (namespace, locator.keys.get("pod")) {
             if !self.namespaces.iter().any(|n| n == ns) {
@@ -387,19 +452,27 @@ impl Collector {
             if !node.is_empty() {
                 self.pod_nodes.insert(subject.clone(), node.clone());
             }
-            let ready =
-                if locator.keys.contains_key("container") { reason == "Ready" } else { reason == "PodReady" };
+            let ready = if locator.keys.contains_key("container") {
+                reason == "Ready"
+            } else {
+                reason == "PodReady"
+            };
             if ready {
                 self.keep(SpanKind::PodReady, subject, node, from, to);
             }
         } else if let Some(node) = locator.keys.get("node") {
-            let phase = message.annotations.get("phase").map(String::as_str).unwrap_or_default();
+            let phase = message
+                .annotations
+                .get("phase")
+                .map(String::as_str)
+                .unwrap_or_default();
             let kind = match (reason, phase) {
                 (_, "Drain") => Some(SpanKind::NodeDrain),
                 (_, "OperatingSystemUpdate" | "Reboot") => Some(SpanKind::NodeDown),
-                ("NotReady" | "Unreachable" | "UnexpectedNotReady" | "UnexpectedUnreachable", _) => {
-                    Some(SpanKind::NodeDown)
-                }
+                (
+                    "NotReady" | "Unreachable" | "UnexpectedNotReady" | "UnexpectedUnreachable",
+                    _,
+                ) => Some(SpanKind::NodeDown),
                 _ => None,
             };
             if let Some(kind) = kind {
@@ -418,8 +491,16 @@ impl Collector {
         to: Option<DateTime<Utc>>,
     ) {
         if let Some(operator) = locator.keys.get("clusteroperator") {
-            let condition = message.annotations.get("condition").cloned().unwrap_or_default();
-            let status = message.annotations.get("status").cloned().unwrap_or_default();
+            let condition = message
+                .annotations
+                .get("condition")
+                .cloned()
+                .unwrap_or_default();
+            let status = message
+                .annotations
+                .get("status")
+                .cloned()
+                .unwrap_or_default();
             let bad = match condition.as_str() {
                 "Available" => !status.is_empty() && status != "True",
                 "Degraded" | "Progressing" => status == "True",
@@ -453,7 +534,12 @@ fn parse_time(
     let text = raw_str(raw);
     match DateTime::parse_from_rfc3339(&text) {
         Ok(t) => Ok(Some(t.with_timezone(&Utc))),
-        Err(why) => Err(BadTime { item, field, text, why }),
+        Err(why) => Err(BadTime {
+            item,
+            field,
+            text,
+            why,
+        }),
     }
 }
 
@@ -466,7 +552,11 @@ fn raw_str(raw: &RawValue) -> String {
         }
         return serde_json::from_str::<String>(text).unwrap_or_default();
     }
-    if text == "null" { String::new() } else { text.to_string() }
+    if text == "null" {
+        String::new()
+    } else {
+        text.to_string()
+    }
 }
 
 #[derive(Default)]
@@ -506,11 +596,17 @@ fn value_text(v: serde_json::Value) -> String {
 /// A locator's keys, made plain where they are read: what a run says reaches the terminal,
 /// Slack and Jira.
 fn parse_locator(raw: Option<&RawValue>) -> Locator {
-    let Some(raw) = raw else { return Locator::default() };
+    let Some(raw) = raw else {
+        return Locator::default();
+    };
     if raw.get().starts_with('{') {
         let s: StructuredLocator = serde_json::from_str(raw.get()).unwrap_or_default();
         return Locator {
-            keys: s.keys.into_iter().map(|(k, v)| (plain_text(k), plain_text(value_text(v)))).collect(),
+            keys: s
+                .keys
+                .into_iter()
+                .map(|(k, v)| (plain_text(k), plain_text(value_text(v))))
+                .collect(),
         };
     }
     let (keys, _) = key_value_prefix(&plain_text(raw_str(raw)));
@@ -518,7 +614,9 @@ fn parse_locator(raw: Option<&RawValue>) -> Locator {
 }
 
 fn parse_message(raw: Option<&RawValue>) -> Message {
-    let Some(raw) = raw else { return Message::default() };
+    let Some(raw) = raw else {
+        return Message::default();
+    };
     if raw.get().starts_with('{') {
         let s: StructuredMessage = serde_json::from_str(raw.get()).unwrap_or_default();
         return Message {
@@ -532,7 +630,11 @@ fn parse_message(raw: Option<&RawValue>) -> Message {
         };
     }
     let (annotations, human) = key_value_prefix(&plain_text(raw_str(raw)));
-    Message { reason: annotations.get("reason").cloned().unwrap_or_default(), human, annotations }
+    Message {
+        reason: annotations.get("reason").cloned().unwrap_or_default(),
+        human,
+        annotations,
+    }
 }
 
 /// `key/value key/value free text…` → the pairs and the free text. A token is a pair when its
@@ -543,8 +645,14 @@ fn key_value_prefix(text: &str) -> (BTreeMap<String, String>, String) {
     while !rest.is_empty() {
         let token_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
         let token = &rest[..token_end];
-        let Some((k, v)) = token.split_once('/') else { break };
-        if k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.') {
+        let Some((k, v)) = token.split_once('/') else {
+            break;
+        };
+        if k.is_empty()
+            || !k
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        {
             break;
         }
         keys.insert(k.to_string(), v.to_string());
@@ -669,7 +777,9 @@ impl<'de> Visitor<'de> for ItemsVisitor<'_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         loop {
-            self.meter.item.set(Some((self.meter.read.get(), self.collector.items + 1)));
+            self.meter
+                .item
+                .set(Some((self.meter.read.get(), self.collector.items + 1)));
             let item = seq.next_element_seed(ItemSeed);
             self.meter.item.set(None);
             let Some(item) = item? else { break };
@@ -702,7 +812,10 @@ impl<'de> de::DeserializeSeed<'de> for ItemsSeed<'_> {
     type Value = ();
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(ItemsVisitor { collector: self.collector, meter: self.meter })
+        d.deserialize_seq(ItemsVisitor {
+            collector: self.collector,
+            meter: self.meter,
+        })
     }
 }
 
@@ -722,7 +835,10 @@ impl<'de> Visitor<'de> for FileVisitor<'_> {
         while let Some(key) = map.next_key::<String>()? {
             if key == "items" {
                 self.collector.saw_items = true;
-                map.next_value_seed(ItemsSeed { collector: &mut *self.collector, meter: self.meter })?;
+                map.next_value_seed(ItemsSeed {
+                    collector: &mut *self.collector,
+                    meter: self.meter,
+                })?;
             } else {
                 map.next_value::<IgnoredAny>()?;
             }
@@ -762,18 +878,34 @@ mod tests {
                 let path = e.unwrap().path();
                 if path.is_dir() {
                     stack.push(path);
-                } else if path.file_name().unwrap().to_string_lossy().starts_with("e2e-events_") {
+                } else if path
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("e2e-events_")
+                {
                     files.push(std::fs::read(path).unwrap());
                 }
             }
         }
-        let holds =
-            |needle: &str| files.iter().filter(|f| String::from_utf8_lossy(f).contains(needle)).count();
+        let holds = |needle: &str| {
+            files
+                .iter()
+                .filter(|f| String::from_utf8_lossy(f).contains(needle))
+                .count()
+        };
         assert!(holds("\"tempStructuredLocator\"") > 0, "transitional files");
-        assert!(holds("\"locator\": \"") > 0 || holds("\"locator\":\"") > 0, "string-era files");
+        assert!(
+            holds("\"locator\": \"") > 0 || holds("\"locator\":\"") > 0,
+            "string-era files"
+        );
         assert!(holds("\"source\"") > 0, "structured files");
-        let watches =
-            [Watch::default(), Watch { namespaces: vec!["openshift-etcd".into(), "e2e-test".into()] }];
+        let watches = [
+            Watch::default(),
+            Watch {
+                namespaces: vec!["openshift-etcd".into(), "e2e-test".into()],
+            },
+        ];
         let (mut kept, mut compared) = (0, 0);
         for bytes in &files {
             for watch in &watches {
@@ -783,11 +915,19 @@ mod tests {
                 kept += whole.outages.len() + whole.conditions.len() + whole.timeline.len();
                 compared += 1;
             }
-            for cut in [1, bytes.len() / 3, bytes.len() / 2, bytes.len().saturating_sub(3)] {
+            for cut in [
+                1,
+                bytes.len() / 3,
+                bytes.len() / 2,
+                bytes.len().saturating_sub(3),
+            ] {
                 assert!(read_intervals(&bytes[..cut], u64::MAX, &Watch::default()).is_err());
             }
         }
-        assert!(compared > 20 && kept > 100, "{compared} files, {kept} spans kept");
+        assert!(
+            compared > 20 && kept > 100,
+            "{compared} files, {kept} spans kept"
+        );
     }
 
     /// A file as long as `items` real-looking items, of which none is kept.
@@ -800,11 +940,20 @@ mod tests {
     fn the_size_limit_counts_the_bytes_read() {
         let file = noise(1_000);
         let len = file.len() as u64;
-        assert_eq!(read_intervals(file.as_slice(), len, &Watch::default()).unwrap().items, 1_000);
+        assert_eq!(
+            read_intervals(file.as_slice(), len, &Watch::default())
+                .unwrap()
+                .items,
+            1_000
+        );
         let err = read_intervals(file.as_slice(), len - 1, &Watch::default()).unwrap_err();
         assert_eq!(
             err.to_string(),
-            format!("over {} bytes, larger than the {}-byte limit; skipped", len - 1, len - 1)
+            format!(
+                "over {} bytes, larger than the {}-byte limit; skipped",
+                len - 1,
+                len - 1
+            )
         );
         assert!(matches!(err, IntervalsError::Stopped(Stop::TooLarge(max)) if max == len - 1));
     }
@@ -816,8 +965,14 @@ mod tests {
             r#"{{"items": [{{"source": "Disruption", "from": "2026-11-20T10:00:00Z"}}, {{"message": "{big}"}}]}}"#
         );
         let err = read_intervals(file.as_bytes(), u64::MAX, &Watch::default()).unwrap_err();
-        assert_eq!(err.to_string(), "item 2 is over 4194304 bytes, more than one interval can take");
-        assert!(matches!(err, IntervalsError::Stopped(Stop::ItemTooLarge(2))));
+        assert_eq!(
+            err.to_string(),
+            "item 2 is over 4194304 bytes, more than one interval can take"
+        );
+        assert!(matches!(
+            err,
+            IntervalsError::Stopped(Stop::ItemTooLarge(2))
+        ));
         // outside the items, a long value is only skipped
         let file = format!(r#"{{"note": "{big}", "items": []}}"#);
         assert!(read_intervals(file.as_bytes(), u64::MAX, &Watch::default()).is_ok());
@@ -837,12 +992,18 @@ mod tests {
                 read_intervals(OneByte(text.as_bytes()), u64::MAX, &Watch::default()),
             ] {
                 match reader {
-                    Err(e) if refused => assert_eq!(e.to_string(), super::super::NUL_REFUSED, "{text}"),
+                    Err(e) if refused => {
+                        assert_eq!(e.to_string(), super::super::NUL_REFUSED, "{text}")
+                    }
                     Ok(_) if !refused => {}
                     other => panic!("{text}: {other:?}"),
                 }
             }
-            assert_eq!(super::super::refused_text(text.as_bytes()).is_some(), refused, "{text}");
+            assert_eq!(
+                super::super::refused_text(text.as_bytes()).is_some(),
+                refused,
+                "{text}"
+            );
         }
     }
 
@@ -851,7 +1012,9 @@ mod tests {
 
     impl Read for OneByte<'_> {
         fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            let Some((first, rest)) = self.0.split_first() else { return Ok(0) };
+            let Some((first, rest)) = self.0.split_first() else {
+                return Ok(0);
+            };
             match buf.first_mut() {
                 Some(b) => *b = *first,
                 None => return Ok(0),
@@ -870,7 +1033,10 @@ mod tests {
 
     #[test]
     fn duplicate_keys_take_the_last_value() {
-        let ev = parse_intervals(&fixture("origin_timelineserializer_render_test_01_skip_e2e.json")).unwrap();
+        let ev = parse_intervals(&fixture(
+            "origin_timelineserializer_render_test_01_skip_e2e.json",
+        ))
+        .unwrap();
         assert_eq!(ev.items, 2);
     }
 
@@ -894,7 +1060,11 @@ mod tests {
     fn string_era_outages_and_conditions() {
         let ev = parse_intervals(STRING_ERA.as_bytes()).unwrap();
         assert_eq!(ev.items, 6);
-        assert_eq!(ev.outages.len(), 1, "the sampler's own outage is not counted");
+        assert_eq!(
+            ev.outages.len(),
+            1,
+            "the sampler's own outage is not counted"
+        );
         assert_eq!(ev.outages[0].backend, "image-registry-new-connections");
         assert_eq!((ev.outages[0].to - ev.outages[0].from).num_seconds(), 31);
         assert_eq!(ev.conditions.len(), 2);
@@ -906,11 +1076,22 @@ mod tests {
                 registry.status.as_str(),
                 registry.reason.as_str()
             ),
-            ("image-registry", "Available", "False", "NoReplicasAvailable")
+            (
+                "image-registry",
+                "Available",
+                "False",
+                "NoReplicasAvailable"
+            )
         );
-        assert_eq!(registry.message, "The deployment does not have available replicas");
+        assert_eq!(
+            registry.message,
+            "The deployment does not have available replicas"
+        );
         // `to: null` runs to the last time the file mentions.
-        assert_eq!(ev.conditions[1].to.to_rfc3339(), "2023-05-01T10:20:00+00:00");
+        assert_eq!(
+            ev.conditions[1].to.to_rfc3339(),
+            "2023-05-01T10:20:00+00:00"
+        );
     }
 
     #[test]
@@ -935,9 +1116,16 @@ mod tests {
             assert_eq!(ev.conditions.len(), 1, "{text}");
             let c = &ev.conditions[0];
             for field in [&c.operator, &c.condition, &c.status, &c.reason, &c.message] {
-                assert!(!field.chars().any(crate::render::is_hostile_char), "{field:?} in {text}");
+                assert!(
+                    !field.chars().any(crate::render::is_hostile_char),
+                    "{field:?} in {text}"
+                );
             }
-            assert!(c.message.starts_with("gone  [2J h1. PWNED"), "{:?}", c.message);
+            assert!(
+                c.message.starts_with("gone  [2J h1. PWNED"),
+                "{:?}",
+                c.message
+            );
             assert!(c.operator.starts_with("image-registry"), "{:?}", c.operator);
         }
     }
@@ -985,7 +1173,11 @@ mod tests {
             assert_eq!(ev.conditions[0], s.conditions[0]);
         }
         let ev = parse_intervals(structured.as_bytes()).unwrap();
-        assert_eq!(ev.conditions.len(), 2, "span and instant, the decoy skipped");
+        assert_eq!(
+            ev.conditions.len(),
+            2,
+            "span and instant, the decoy skipped"
+        );
         assert_eq!(ev.conditions[1].from, ev.conditions[1].to);
     }
 
@@ -996,7 +1188,10 @@ mod tests {
             message(b"{\"items\": [{\"level\": \"Error\""),
             "not an interval file: EOF while parsing an object at line 1 column 28"
         );
-        assert_eq!(message(b"{\"BackendDisruptions\": {}}"), "unknown schema: no `items` array");
+        assert_eq!(
+            message(b"{\"BackendDisruptions\": {}}"),
+            "unknown schema: no `items` array"
+        );
         assert!(parse_intervals(b"[]").is_err());
         assert!(parse_intervals(b"").is_err());
         assert!(parse_intervals(b"{\"items\": {}}").is_err());
@@ -1015,8 +1210,13 @@ mod tests {
             "not an interval file: item 2: to `yesterday` is not an RFC 3339 time: \
              premature end of input at line 1 column 89"
         );
-        let IntervalsError::BadTime { time, .. } = err else { panic!("{err:?}") };
-        assert_eq!((time.item, time.field, time.text.as_str()), (2, "to", "yesterday"));
+        let IntervalsError::BadTime { time, .. } = err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(
+            (time.item, time.field, time.text.as_str()),
+            (2, "to", "yesterday")
+        );
     }
 
     /// origin's pod-lifecycle constructor: the node on the pod's `Scheduled` interval, readiness
@@ -1039,12 +1239,20 @@ mod tests {
            "message": {"reason": "OnPremLBTookVIP", "annotations": {"reason": "OnPremLBTookVIP", "vip": "192.168.111.5"}}, "from": "2026-11-20T10:20:00Z", "to": "2026-11-20T10:20:00Z"}
         ]}"#;
         let ev = parse_intervals(structured.as_bytes()).unwrap();
-        let got: Vec<(SpanKind, &str, &str, u32)> =
-            ev.timeline.iter().map(|t| (t.kind, t.subject.as_str(), t.node.as_str(), t.at.item)).collect();
+        let got: Vec<(SpanKind, &str, &str, u32)> = ev
+            .timeline
+            .iter()
+            .map(|t| (t.kind, t.subject.as_str(), t.node.as_str(), t.at.item))
+            .collect();
         assert_eq!(
             got,
             vec![
-                (SpanKind::PodReady, "openshift-image-registry/image-registry-1", "worker-1", 1),
+                (
+                    SpanKind::PodReady,
+                    "openshift-image-registry/image-registry-1",
+                    "worker-1",
+                    1
+                ),
                 (SpanKind::NodeDrain, "worker-1", "worker-1", 3),
                 (SpanKind::EtcdLeaderChange, "master-1", "master-1", 4),
                 (SpanKind::VipMoved, "192.168.111.5", "master-2", 5),
@@ -1057,12 +1265,19 @@ mod tests {
           {"level": "Info", "locator": "node/worker-1", "message": "constructed/node-lifecycle-constructor phase/Drain reason/NodeUpdate roles/worker drained", "from": "2026-11-20T10:29:58Z", "to": "2026-11-20T10:31:00Z"}
         ]}"#;
         let ev = parse_intervals(legacy.as_bytes()).unwrap();
-        let got: Vec<(SpanKind, &str, &str)> =
-            ev.timeline.iter().map(|t| (t.kind, t.subject.as_str(), t.node.as_str())).collect();
+        let got: Vec<(SpanKind, &str, &str)> = ev
+            .timeline
+            .iter()
+            .map(|t| (t.kind, t.subject.as_str(), t.node.as_str()))
+            .collect();
         assert_eq!(
             got,
             vec![
-                (SpanKind::PodReady, "openshift-image-registry/image-registry-1", "worker-1"),
+                (
+                    SpanKind::PodReady,
+                    "openshift-image-registry/image-registry-1",
+                    "worker-1"
+                ),
                 (SpanKind::NodeDrain, "worker-1", "worker-1"),
             ]
         );

@@ -25,7 +25,13 @@ pub(crate) fn null_as_empty<'de, D: serde::Deserializer<'de>>(d: D) -> Result<St
 pub(crate) fn refused_text(bytes: &[u8]) -> Option<&'static str> {
     let escaped_nul = memchr::memmem::find_iter(bytes, b"u0000").any(|at| {
         // a `\u0000` escape, not the text `\\u0000` (an escaped backslash, then "u0000")
-        bytes[..at].iter().rev().take_while(|b| **b == b'\\').count() % 2 == 1
+        bytes[..at]
+            .iter()
+            .rev()
+            .take_while(|b| **b == b'\\')
+            .count()
+            % 2
+            == 1
     });
     escaped_nul.then_some(NUL_REFUSED)
 }

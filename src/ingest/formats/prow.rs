@@ -71,8 +71,10 @@ struct RawEnv {
 /// when it has one that looks like a version; a digest (`@sha256:…`) names no tag.
 pub(crate) fn tag_of_pull_spec(spec: &str) -> Option<&str> {
     let (repo, tag) = spec.rsplit_once(':')?;
-    (!repo.ends_with("@sha256") && tag.starts_with(|c: char| c.is_ascii_digit()) && !tag.contains('/'))
-        .then_some(tag)
+    (!repo.ends_with("@sha256")
+        && tag.starts_with(|c: char| c.is_ascii_digit())
+        && !tag.contains('/'))
+    .then_some(tag)
 }
 
 #[derive(Deserialize, Default)]
@@ -109,13 +111,23 @@ struct RawStatus {
 pub enum ProwError {
     /// `file` is the file's usual name, `prowjob.json`.
     #[error("not a {file}: {json}")]
-    NotJson { file: &'static str, json: serde_json::Error },
+    NotJson {
+        file: &'static str,
+        json: serde_json::Error,
+    },
     #[error("unknown schema: no spec.job")]
     NoJob,
     #[error("{field} `{text}` is not an RFC 3339 time: {why}")]
-    NotRfc3339 { field: &'static str, text: String, why: chrono::ParseError },
+    NotRfc3339 {
+        field: &'static str,
+        text: String,
+        why: chrono::ParseError,
+    },
     #[error("{field} is not epoch seconds: {value}")]
-    NotEpochSeconds { field: &'static str, value: serde_json::Value },
+    NotEpochSeconds {
+        field: &'static str,
+        value: serde_json::Value,
+    },
     #[error("{field} {seconds} is out of range")]
     OutOfRange { field: &'static str, seconds: i64 },
 }
@@ -142,17 +154,24 @@ pub fn parse_prowjob(bytes: &[u8]) -> Result<ProwJob, ProwError> {
     if raw.spec.job.is_empty() {
         return Err(ProwError::NoJob);
     }
-    let time = |t: Option<String>, field: &'static str| -> Result<Option<DateTime<Utc>>, ProwError> {
-        match t.filter(|s| !s.is_empty()) {
-            None => Ok(None),
-            Some(text) => match DateTime::parse_from_rfc3339(&text) {
-                Ok(d) => Ok(Some(d.with_timezone(&Utc))),
-                Err(why) => Err(ProwError::NotRfc3339 { field, text, why }),
-            },
-        }
+    let time =
+        |t: Option<String>, field: &'static str| -> Result<Option<DateTime<Utc>>, ProwError> {
+            match t.filter(|s| !s.is_empty()) {
+                None => Ok(None),
+                Some(text) => match DateTime::parse_from_rfc3339(&text) {
+                    Ok(d) => Ok(Some(d.with_timezone(&Utc))),
+                    Err(why) => Err(ProwError::NotRfc3339 { field, text, why }),
+                },
+            }
+        };
+    let annotation = |k: &str| {
+        raw.metadata
+            .annotations
+            .get(k)
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_string()
     };
-    let annotation =
-        |k: &str| raw.metadata.annotations.get(k).and_then(|v| v.as_str()).unwrap_or_default().to_string();
     let env_release_tag = raw
         .spec
         .pod_spec
@@ -217,19 +236,28 @@ fn epoch(v: &serde_json::Value, field: &'static str) -> Result<DateTime<Utc>, Pr
         serde_json::Value::String(s) => s.trim().parse::<i64>().ok(),
         _ => None,
     }
-    .ok_or_else(|| ProwError::NotEpochSeconds { field, value: v.clone() })?;
+    .ok_or_else(|| ProwError::NotEpochSeconds {
+        field,
+        value: v.clone(),
+    })?;
     DateTime::from_timestamp(seconds, 0).ok_or(ProwError::OutOfRange { field, seconds })
 }
 
 pub fn parse_started(bytes: &[u8]) -> Result<Started, ProwError> {
     let raw: RawStarted = json(bytes, "started.json")?;
-    Ok(Started { timestamp: epoch(&raw.timestamp, "timestamp")? })
+    Ok(Started {
+        timestamp: epoch(&raw.timestamp, "timestamp")?,
+    })
 }
 
 pub fn parse_finished(bytes: &[u8]) -> Result<Finished, ProwError> {
     let raw: RawFinished = json(bytes, "finished.json")?;
     Ok(Finished {
-        timestamp: raw.timestamp.as_ref().map(|t| epoch(t, "timestamp")).transpose()?,
+        timestamp: raw
+            .timestamp
+            .as_ref()
+            .map(|t| epoch(t, "timestamp"))
+            .transpose()?,
         passed: raw.passed,
         result: raw.result.unwrap_or_default(),
     })
@@ -253,14 +281,22 @@ mod tests {
         assert_eq!(p.state, "success");
         assert_eq!(p.build_id, "1697412112345678848");
         assert_eq!(p.release_tag, "4.14.0-0.nightly-2023-09-01-000000");
-        assert_eq!(p.completion_time.unwrap().to_rfc3339(), "2023-09-01T13:01:02+00:00");
+        assert_eq!(
+            p.completion_time.unwrap().to_rfc3339(),
+            "2023-09-01T13:01:02+00:00"
+        );
     }
 
     #[test]
     fn a_pending_prowjob_with_null_fields_still_parses() {
         let p = parse_prowjob(br#"{"spec": {"job": "j", "type": null}, "status": {"state": "pending", "url": null, "build_id": null, "startTime": null}}"#).unwrap();
         assert_eq!(
-            (p.job.as_str(), p.job_type.as_str(), p.url.as_str(), p.build_id.as_str()),
+            (
+                p.job.as_str(),
+                p.job_type.as_str(),
+                p.url.as_str(),
+                p.build_id.as_str()
+            ),
             ("j", "", "", "")
         );
         assert_eq!(p.start_time, None);
@@ -268,7 +304,13 @@ mod tests {
 
     #[test]
     fn started_and_finished() {
-        assert_eq!(parse_started(br#"{"timestamp": 1693562400}"#).unwrap().timestamp.timestamp(), 1693562400);
+        assert_eq!(
+            parse_started(br#"{"timestamp": 1693562400}"#)
+                .unwrap()
+                .timestamp
+                .timestamp(),
+            1693562400
+        );
         let f = parse_finished(br#"{"timestamp": 1693573262, "passed": false, "result": "FAILURE", "metadata": {"work-namespace": "ci-op-x"}}"#).unwrap();
         assert_eq!((f.passed, f.result.as_str()), (Some(false), "FAILURE"));
     }
@@ -278,17 +320,23 @@ mod tests {
         let err = parse_started(br#"{"timestamp": "soon"}"#).unwrap_err();
         assert_eq!(
             (err.to_string().as_str(), err.field()),
-            (r#"timestamp is not epoch seconds: "soon""#, Some("timestamp"))
+            (
+                r#"timestamp is not epoch seconds: "soon""#,
+                Some("timestamp")
+            )
         );
         let err = parse_finished(br#"{"timestamp": 99999999999999999}"#).unwrap_err();
-        assert_eq!(err.to_string(), "timestamp 99999999999999999 is out of range");
+        assert_eq!(
+            err.to_string(),
+            "timestamp 99999999999999999 is out of range"
+        );
         let err = parse_prowjob(br#"{"spec": {}}"#).unwrap_err();
         assert_eq!(
             (err.to_string().as_str(), err.field()),
             ("unknown schema: no spec.job", Some("spec.job"))
         );
-        let err =
-            parse_prowjob(br#"{"spec": {"job": "j"}, "status": {"startTime": "yesterday"}}"#).unwrap_err();
+        let err = parse_prowjob(br#"{"spec": {"job": "j"}, "status": {"startTime": "yesterday"}}"#)
+            .unwrap_err();
         assert_eq!(
             err.to_string(),
             "status.startTime `yesterday` is not an RFC 3339 time: premature end of input"
@@ -302,7 +350,10 @@ mod tests {
         ];
         for (parse, file) in parsers {
             let err = parse(b"[").unwrap_err();
-            assert_eq!(err.to_string(), format!("not a {file}: EOF while parsing a list at line 1 column 1"));
+            assert_eq!(
+                err.to_string(),
+                format!("not a {file}: EOF while parsing a list at line 1 column 1")
+            );
             assert!(matches!(err, ProwError::NotJson { file: f, .. } if f == file));
             assert_eq!(err.field(), None);
         }

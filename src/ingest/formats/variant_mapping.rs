@@ -37,7 +37,10 @@ mod tests {
         let rows = parse_variant_mapping(&std::fs::read(path).unwrap()).unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(
-            (rows[0].variant_value.as_str(), rows[0].jira_component.as_str()),
+            (
+                rows[0].variant_value.as_str(),
+                rows[0].jira_component.as_str()
+            ),
             ("metal", "Bare Metal Hardware Provisioning")
         );
         assert_eq!(rows[1].jira_component, "Cloud Compute / vSphere Provider");

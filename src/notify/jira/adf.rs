@@ -22,7 +22,10 @@ pub enum Node {
     Heading(String),
     Para(Vec<Inline>),
     Bullets(Vec<Vec<Inline>>),
-    Table { header: Vec<String>, rows: Vec<Vec<String>> },
+    Table {
+        header: Vec<String>,
+        rows: Vec<Vec<String>>,
+    },
 }
 
 fn text(s: impl Into<String>) -> Inline {
@@ -35,7 +38,10 @@ pub fn to_wiki(doc: &[Node]) -> String {
         let mut out = String::with_capacity(s.len());
         for c in s.chars() {
             // `!url!` embeds an image fetched from anywhere by everyone who opens the issue
-            if matches!(c, '[' | ']' | '{' | '}' | '|' | '*' | '_' | '^' | '~' | '+' | '!') {
+            if matches!(
+                c,
+                '[' | ']' | '{' | '}' | '|' | '*' | '_' | '^' | '~' | '+' | '!'
+            ) {
                 out.push('\\');
             }
             out.push(c);
@@ -60,13 +66,23 @@ pub fn to_wiki(doc: &[Node]) -> String {
         match n {
             Node::Heading(t) => out.push(format!("h3. {}", esc(t))),
             Node::Para(p) => out.push(inline(p)),
-            Node::Bullets(items) => {
-                out.push(items.iter().map(|i| format!("* {}", inline(i))).collect::<Vec<_>>().join("\n"))
-            }
+            Node::Bullets(items) => out.push(
+                items
+                    .iter()
+                    .map(|i| format!("* {}", inline(i)))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
             Node::Table { header, rows } => {
-                let mut t = format!("||{}||", header.iter().map(|h| esc(h)).collect::<Vec<_>>().join("||"));
+                let mut t = format!(
+                    "||{}||",
+                    header.iter().map(|h| esc(h)).collect::<Vec<_>>().join("||")
+                );
                 for r in rows {
-                    t.push_str(&format!("\n|{}|", r.iter().map(|c| esc(c)).collect::<Vec<_>>().join("|")));
+                    t.push_str(&format!(
+                        "\n|{}|",
+                        r.iter().map(|c| esc(c)).collect::<Vec<_>>().join("|")
+                    ));
                 }
                 out.push(t);
             }
@@ -158,7 +174,9 @@ fn ask(s: &crate::incidents::Snapshot) -> String {
         let harness = a
             .harness
             .as_deref()
-            .map_or("the platform's CI harness".to_string(), |h| format!("the CI harness {h}"));
+            .map_or("the platform's CI harness".to_string(), |h| {
+                format!("the CI harness {h}")
+            });
         return format!(
             "Ask: maintainers of {harness}, {then} The cause is how the CI cluster is set up, not the product: {} is consulted, not blamed.",
             s.component
@@ -178,7 +196,11 @@ fn measures(family: &str, backends: &[String]) -> String {
         (false, true) => "over one kept-open connection",
         (false, false) => "",
     };
-    let how = if how.is_empty() { String::new() } else { format!(" {how}") };
+    let how = if how.is_empty() {
+        String::new()
+    } else {
+        format!(" {how}")
+    };
     format!(
         "{family} disruption is the number of seconds in one CI run (most often an upgrade) during which a client \
          polling {family}{how} got no answer; a healthy run stays near 0 s."
@@ -191,13 +213,22 @@ fn suspect_changes(r: &crate::model::RegressionReport, doc: &mut Vec<Node>) {
         .suspect_changes
         .iter()
         .take(crate::render::SUSPECTS_SHOWN)
-        .map(|c| vec![Inline::Link { text: crate::render::suspect(c), url: c.url.clone() }])
+        .map(|c| {
+            vec![Inline::Link {
+                text: crate::render::suspect(c),
+                url: c.url.clone(),
+            }]
+        })
         .collect();
     if suspects.is_empty() {
         return;
     }
     doc.push(Node::Heading("Suspect changes".into()));
-    let window = r.onset.as_ref().and_then(|o| o.payload_words()).unwrap_or_default();
+    let window = r
+        .onset
+        .as_ref()
+        .and_then(|o| o.payload_words())
+        .unwrap_or_default();
     doc.push(Node::Para(vec![text(format!(
         "Pull requests that entered in the payload window ({window}) and commits outside the payload merged in the onset window, ranked by the regression's scope:"
     ))]));
@@ -227,7 +258,10 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
     );
     let mut where_ = format!("Where: {} {}", s.release, s.scope.describe());
     if !r.not_specific_to.is_empty() {
-        where_.push_str(&format!(", whatever the {}", r.not_specific_to.join(" or ")));
+        where_.push_str(&format!(
+            ", whatever the {}",
+            r.not_specific_to.join(" or ")
+        ));
     }
     if let Some(o) = &onset {
         where_.push_str(&format!("; {}", crate::render::onset(o)));
@@ -244,12 +278,20 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
             c.healthy_runs,
             r.job_runs
         ),
-        None => format!("Evidence: {} runs judged; {} {} in them.", r.job_runs, s.percentile, secs(now)),
+        None => format!(
+            "Evidence: {} runs judged; {} {} in them.",
+            r.job_runs,
+            s.percentile,
+            secs(now)
+        ),
     };
     let mut ask = vec![text(ask(s))];
     if let Some(c) = r.suspect_changes.first() {
         ask.push(text(" First suspect: "));
-        ask.push(Inline::Link { text: crate::render::suspect(c), url: c.url.clone() });
+        ask.push(Inline::Link {
+            text: crate::render::suspect(c),
+            url: c.url.clone(),
+        });
         ask.push(text("."));
     }
     doc.push(Node::Para(vec![text(broke)]));
@@ -275,7 +317,10 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
     if let Some(j) = worst {
         // sheriff has no page of a run's timeline: the link opens the run itself
         about.push(text(" The worst run: "));
-        about.push(Inline::Link { text: format!("the run ({}s, {})", j.seconds, j.job), url: j.url.clone() });
+        about.push(Inline::Link {
+            text: format!("the run ({}s, {})", j.seconds, j.job),
+            url: j.url.clone(),
+        });
         about.push(text("."));
     }
     doc.push(Node::Para(about));
@@ -289,7 +334,12 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
             c.runs
         ))]);
     }
-    contrast.extend(r.attribution.independence.iter().map(|t| vec![text(t.clone())]));
+    contrast.extend(
+        r.attribution
+            .independence
+            .iter()
+            .map(|t| vec![text(t.clone())]),
+    );
     if !contrast.is_empty() {
         doc.push(Node::Heading("What stayed healthy".into()));
         doc.push(Node::Bullets(contrast));
@@ -302,12 +352,17 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
         .map(|c| {
             vec![
                 Inline::Code(c.label()),
-                text(format!(" {} — in {} of {} regressed runs", c.reason, c.runs_with, c.runs)),
+                text(format!(
+                    " {} — in {} of {} regressed runs",
+                    c.reason, c.runs_with, c.runs
+                )),
             ]
         })
         .collect();
     if !conditions.is_empty() {
-        doc.push(Node::Heading("Correlated ClusterOperator conditions".into()));
+        doc.push(Node::Heading(
+            "Correlated ClusterOperator conditions".into(),
+        ));
         doc.push(Node::Bullets(conditions));
     }
     suspect_changes(r, &mut doc);
@@ -316,9 +371,16 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
         .iter()
         .take(10)
         .map(|j| {
-            let variant = if j.variant.is_empty() { String::new() } else { format!(", {}", j.variant) };
+            let variant = if j.variant.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", j.variant)
+            };
             vec![
-                Inline::Link { text: format!("{} #{}", j.job, j.build_id), url: j.url.clone() },
+                Inline::Link {
+                    text: format!("{} #{}", j.job, j.build_id),
+                    url: j.url.clone(),
+                },
                 text(format!(" — {}s ({}{variant})", j.seconds, j.kind)),
             ]
         })
@@ -334,7 +396,12 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
         .map(|row| vec![row.percentile, row.now, row.allowed, row.reference])
         .collect();
     doc.push(Node::Table {
-        header: vec!["percentile".into(), "now".into(), "allowed".into(), "reference".into()],
+        header: vec![
+            "percentile".into(),
+            "now".into(),
+            "allowed".into(),
+            "reference".into(),
+        ],
         rows,
     });
     let evidence: Vec<Vec<Inline>> = r
@@ -353,11 +420,22 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
         r.p_value, r.q_value, r.baseline_runs
     ))]));
     if !r.groups.is_empty() {
-        let groups = r.groups.iter().take(20).map(|g| vec![Inline::Code(g.clone())]).collect();
-        doc.push(Node::Heading(format!("Affected groups ({})", r.groups.len())));
+        let groups = r
+            .groups
+            .iter()
+            .take(20)
+            .map(|g| vec![Inline::Code(g.clone())])
+            .collect();
+        doc.push(Node::Heading(format!(
+            "Affected groups ({})",
+            r.groups.len()
+        )));
         doc.push(Node::Bullets(groups));
     }
-    let mut back = vec![text("Filed by sheriff for incident "), Inline::Code(i.fingerprint.clone())];
+    let mut back = vec![
+        text("Filed by sheriff for incident "),
+        Inline::Code(i.fingerprint.clone()),
+    ];
     if !public_url.is_empty() {
         back.push(text(" — "));
         back.push(Inline::Link {
@@ -396,7 +474,10 @@ mod tests {
             Node::Para(vec![
                 text("a [b] |c|"),
                 Inline::Code("x".into()),
-                Inline::Link { text: "job".into(), url: "https://x/y".into() },
+                Inline::Link {
+                    text: "job".into(),
+                    url: "https://x/y".into(),
+                },
             ]),
             Node::Table {
                 header: vec!["p".into(), "now".into()],
@@ -411,7 +492,10 @@ mod tests {
         let adf = to_adf(&doc);
         assert_eq!(adf["type"], "doc");
         assert_eq!(adf["content"][2]["type"], "table");
-        assert_eq!(adf["content"][1]["content"][2]["marks"][0]["attrs"]["href"], "https://x/y");
+        assert_eq!(
+            adf["content"][1]["content"][2]["marks"][0]["attrs"]["href"],
+            "https://x/y"
+        );
     }
 
     #[test]
@@ -429,23 +513,39 @@ mod tests {
     #[test]
     fn a_link_to_anything_but_a_web_address_is_text_and_a_bracket_cannot_end_a_wiki_link() {
         let doc = vec![Node::Para(vec![
-            Inline::Link { text: "run".into(), url: "javascript:alert('url')//https://x".into() },
+            Inline::Link {
+                text: "run".into(),
+                url: "javascript:alert('url')//https://x".into(),
+            },
             text(" "),
-            Inline::Link { text: "pr".into(), url: "https://x/a]*bold*[b|c".into() },
+            Inline::Link {
+                text: "pr".into(),
+                url: "https://x/a]*bold*[b|c".into(),
+            },
         ])];
         assert_eq!(to_wiki(&doc), "run [pr|https://x/a%5D*bold*%5Bb%7Cc]");
         let adf = to_adf(&doc);
-        assert!(adf["content"][0]["content"][0].get("marks").is_none(), "{adf}");
-        assert_eq!(adf["content"][0]["content"][2]["marks"][0]["attrs"]["href"], "https://x/a]*bold*[b|c");
+        assert!(
+            adf["content"][0]["content"][0].get("marks").is_none(),
+            "{adf}"
+        );
+        assert_eq!(
+            adf["content"][0]["content"][2]["marks"][0]["attrs"]["href"],
+            "https://x/a]*bold*[b|c"
+        );
     }
 
     #[test]
     fn the_description_opens_with_what_broke_where_the_evidence_and_the_ask() {
         use crate::model::{Dimension, SampleJob, SampleKind, Scope};
-        let mut r = crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 22.0, 0.0);
+        let mut r =
+            crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 22.0, 0.0);
         r.allowed_seconds = 5.0;
-        r.attribution.summary = "image-registry regressed on metal 4.14. File against Image Registry.".into();
-        r.attribution.evidence.push("File against Image Registry; Bare Metal is the platform's owner".into());
+        r.attribution.summary =
+            "image-registry regressed on metal 4.14. File against Image Registry.".into();
+        r.attribution
+            .evidence
+            .push("File against Image Registry; Bare Metal is the platform's owner".into());
         r.sample_jobs.push(SampleJob {
             url: "https://prow.ci.openshift.org/view/gs/test-platform-results/logs/job/99".into(),
             job: "periodic-metal-upgrade".into(),
@@ -455,18 +555,31 @@ mod tests {
             ci_infrastructure_trouble: false,
             variant: "ovn · micro".into(),
         });
-        let i = Incident::new(1, "sheriff-00000000000000aa", crate::incidents::Snapshot::from_report(&r));
+        let i = Incident::new(
+            1,
+            "sheriff-00000000000000aa",
+            crate::incidents::Snapshot::from_report(&r),
+        );
         let doc = description(&i, "https://sheriff.example.com");
         let wiki = to_wiki(&doc);
         let lines: Vec<&str> = wiki.split("\n\n").collect();
-        for (line, label) in lines.iter().zip(["What broke: ", "Where: ", "Evidence: ", "Ask: "]) {
+        for (line, label) in lines
+            .iter()
+            .zip(["What broke: ", "Where: ", "Evidence: ", "Ask: "])
+        {
             assert!(line.starts_with(label), "{label}: {wiki}");
         }
         assert!(lines[0].contains("(was 0s, allowed 5s)"), "{}", lines[0]);
         assert!(lines[1].contains("metal"), "{}", lines[1]);
-        assert!(wiki.contains("disruption is the number of seconds"), "{wiki}");
+        assert!(
+            wiki.contains("disruption is the number of seconds"),
+            "{wiki}"
+        );
         assert!(wiki.contains("[the run (43s, periodic-metal-upgrade)|https://prow.ci.openshift.org/view/gs/test-platform-results/logs/job/99]"), "{wiki}");
-        assert!(!wiki.contains("File against"), "never in an issue filed against it: {wiki}");
+        assert!(
+            !wiki.contains("File against"),
+            "never in an issue filed against it: {wiki}"
+        );
         let statistics = wiki.find("h3. Statistics").unwrap();
         assert!(
             statistics > wiki.find("h3. What this measures").unwrap()
@@ -481,7 +594,8 @@ mod tests {
     /// The seed case: one registry replica, evicted by each drain, on metal only.
     fn harness_incident() -> Incident {
         use crate::model::{FileAgainst, Mechanism, MechanismKind, PlatformContrast, Scope};
-        let mut r = crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 22.0, 0.0);
+        let mut r =
+            crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 22.0, 0.0);
         let a = &mut r.attribution;
         a.file_against = FileAgainst::TestEnvironment;
         a.harness = Some("openshift-metal3/dev-scripts".into());
@@ -502,9 +616,18 @@ mod tests {
             others: Vec::new(),
         });
         a.contrast = ["aws", "azure", "gcp", "vsphere"]
-            .map(|p| PlatformContrast { platform: p.into(), seconds: 0.0, runs: 30, same_payloads: true })
+            .map(|p| PlatformContrast {
+                platform: p.into(),
+                seconds: 0.0,
+                runs: 30,
+                same_payloads: true,
+            })
             .into();
-        Incident::new(1, "sheriff-00000000000000bb", crate::incidents::Snapshot::from_report(&r))
+        Incident::new(
+            1,
+            "sheriff-00000000000000bb",
+            crate::incidents::Snapshot::from_report(&r),
+        )
     }
 
     #[test]
@@ -519,12 +642,19 @@ mod tests {
             ),
             "{wiki}"
         );
-        assert!(lines[3].contains("Image Registry is consulted, not blamed"), "{}", lines[3]);
+        assert!(
+            lines[3].contains("Image Registry is consulted, not blamed"),
+            "{}",
+            lines[3]
+        );
         assert!(!lines[3].starts_with("Ask: Image Registry"), "{}", lines[3]);
         // a regression of the product itself still asks its component
         let mut product = i.clone();
         product.snapshot.report.attribution.file_against = crate::model::FileAgainst::Backend;
-        assert!(to_wiki(&description(&product, "")).contains("\n\nAsk: Image Registry, please find why"));
+        assert!(
+            to_wiki(&description(&product, ""))
+                .contains("\n\nAsk: Image Registry, please find why")
+        );
     }
 
     #[test]
@@ -533,7 +663,10 @@ mod tests {
         let doc = description(&i, "");
         let wiki = to_wiki(&doc);
         let lines: Vec<&str> = wiki.split("\n\n").collect();
-        for (line, label) in lines.iter().zip(["What broke: ", "Where: ", "Evidence: ", "Ask: "]) {
+        for (line, label) in lines
+            .iter()
+            .zip(["What broke: ", "Where: ", "Evidence: ", "Ask: "])
+        {
             assert!(line.starts_with(label), "{label}: {wiki}");
         }
         assert!(

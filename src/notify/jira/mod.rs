@@ -42,7 +42,13 @@ impl JiraSink {
 
     /// Creates the incident's issue unless an open one with its label exists; the key.
     pub async fn file(&self, i: &Incident, link_to: Option<&str>) -> Result<String, DeliveryError> {
-        if let Some(found) = self.client.search(&i.fingerprint, true).await?.into_iter().next() {
+        if let Some(found) = self
+            .client
+            .search(&i.fingerprint, true)
+            .await?
+            .into_iter()
+            .next()
+        {
             tracing::info!(key = %found.key, fingerprint = %i.fingerprint, "Jira issue already exists");
             return Ok(found.key);
         }
@@ -80,7 +86,9 @@ impl JiraSink {
         if retried && self.client.has_comment(key, idem).await? {
             return Ok(());
         }
-        self.client.add_comment(key, &adf::render(self.settings.api, text), idem).await
+        self.client
+            .add_comment(key, &adf::render(self.settings.api, text), idem)
+            .await
     }
 
     /// Delivers one Jira outbox entry for incident `i`.
@@ -92,28 +100,46 @@ impl JiraSink {
     ) -> Result<DeliveryResult, DeliveryError> {
         let idem = entry.idempotency_key.as_str();
         let retried = entry.attempts > 1;
-        let key =
-            || i.jira_key.clone().ok_or_else(|| DeliveryError::permanent("the incident has no Jira issue"));
+        let key = || {
+            i.jira_key
+                .clone()
+                .ok_or_else(|| DeliveryError::permanent("the incident has no Jira issue"))
+        };
         match effect {
-            Effect::JiraCreate => Ok(DeliveryResult::JiraFiled { key: self.file(i, None).await? }),
+            Effect::JiraCreate => Ok(DeliveryResult::JiraFiled {
+                key: self.file(i, None).await?,
+            }),
             Effect::JiraComment { text } => {
                 let key = key()?;
-                self.comment(&key, &adf::comment(i, text), idem, retried).await?;
-                Ok(DeliveryResult::Done { note: format!("commented on {key}") })
+                self.comment(&key, &adf::comment(i, text), idem, retried)
+                    .await?;
+                Ok(DeliveryResult::Done {
+                    note: format!("commented on {key}"),
+                })
             }
             Effect::JiraResolve { text } => {
                 let key = key()?;
-                self.comment(&key, &adf::comment(i, text), idem, retried).await?;
-                self.client.transition(&key, &self.settings.resolve_transition).await?;
-                Ok(DeliveryResult::Done { note: format!("resolved {key}") })
+                self.comment(&key, &adf::comment(i, text), idem, retried)
+                    .await?;
+                self.client
+                    .transition(&key, &self.settings.resolve_transition)
+                    .await?;
+                Ok(DeliveryResult::Done {
+                    note: format!("resolved {key}"),
+                })
             }
             Effect::JiraReopen { text } => self.reopen(i, &key()?, text, idem, retried).await,
             Effect::JiraTransition { name } => {
                 let key = key()?;
                 self.client.transition(&key, name).await?;
-                Ok(DeliveryResult::Done { note: format!("{key}: transition {name} asked") })
+                Ok(DeliveryResult::Done {
+                    note: format!("{key}: transition {name} asked"),
+                })
             }
-            other => Err(DeliveryError::permanent(format!("{} is not a Jira effect", other.kind()))),
+            other => Err(DeliveryError::permanent(format!(
+                "{} is not a Jira effect",
+                other.kind()
+            ))),
         }
     }
 
@@ -131,29 +157,46 @@ impl JiraSink {
         let comment = adf::comment(i, text);
         if !issue.done {
             self.comment(key, &comment, idem, retried).await?;
-            return Ok(DeliveryResult::Done { note: format!("{key} still open; commented") });
+            return Ok(DeliveryResult::Done {
+                note: format!("{key} still open; commented"),
+            });
         }
-        let never = issue
-            .resolution
-            .as_deref()
-            .is_some_and(|r| self.settings.never_reopen.iter().any(|n| n.eq_ignore_ascii_case(r)));
+        let never = issue.resolution.as_deref().is_some_and(|r| {
+            self.settings
+                .never_reopen
+                .iter()
+                .any(|n| n.eq_ignore_ascii_case(r))
+        });
         if never && !self.settings.file_after_never_reopen {
             return Ok(DeliveryResult::Done {
-                note: format!("{key} closed as {}; left alone", issue.resolution.unwrap_or_default()),
+                note: format!(
+                    "{key} closed as {}; left alone",
+                    issue.resolution.unwrap_or_default()
+                ),
             });
         }
         let window = chrono::Duration::days(i64::from(self.settings.reopen_window_days));
-        let recent = issue.resolved_at.is_some_and(|t| chrono::Utc::now() - t <= window);
+        let recent = issue
+            .resolved_at
+            .is_some_and(|t| chrono::Utc::now() - t <= window);
         if !never && recent && !self.settings.reopen_transition.is_empty() {
             self.comment(key, &comment, idem, retried).await?;
-            self.client.transition(key, &self.settings.reopen_transition).await?;
-            return Ok(DeliveryResult::Done { note: format!("reopened {key}") });
+            self.client
+                .transition(key, &self.settings.reopen_transition)
+                .await?;
+            return Ok(DeliveryResult::Done {
+                note: format!("reopened {key}"),
+            });
         }
         if !never && recent {
             self.comment(key, &comment, idem, retried).await?;
-            return Ok(DeliveryResult::Done { note: format!("commented on closed {key}") });
+            return Ok(DeliveryResult::Done {
+                note: format!("commented on closed {key}"),
+            });
         }
-        Ok(DeliveryResult::JiraFiled { key: self.file(i, Some(key)).await? })
+        Ok(DeliveryResult::JiraFiled {
+            key: self.file(i, Some(key)).await?,
+        })
     }
 }
 
@@ -179,16 +222,28 @@ mod tests {
     #[test]
     fn a_cause_in_the_ci_harness_never_takes_the_product_s_component() {
         use crate::model::{Dimension, FileAgainst, Scope};
-        let r = crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 22.0, 0.0);
+        let r =
+            crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 22.0, 0.0);
         let mut s = crate::incidents::Snapshot::from_report(&r);
         let mut settings = JiraSettings::default();
         assert_eq!(component(&settings, &s), Some("Image Registry"));
         s.report.attribution.file_against = FileAgainst::TestEnvironment;
-        assert_eq!(component(&settings, &s), None, "unset: the project's default");
+        assert_eq!(
+            component(&settings, &s),
+            None,
+            "unset: the project's default"
+        );
         settings.harness_component = Some("Installer / openshift-metal3".into());
-        assert_eq!(component(&settings, &s), Some("Installer / openshift-metal3"));
+        assert_eq!(
+            component(&settings, &s),
+            Some("Installer / openshift-metal3")
+        );
         settings.set_component = false;
-        assert_eq!(component(&settings, &s), Some("Installer / openshift-metal3"), "set explicitly");
+        assert_eq!(
+            component(&settings, &s),
+            Some("Installer / openshift-metal3"),
+            "set explicitly"
+        );
         s.report.attribution.file_against = FileAgainst::Backend;
         assert_eq!(component(&settings, &s), None);
     }

@@ -39,8 +39,13 @@ impl Links {
     /// Where an incident's thread is: its permalink when the workspace is known and the parent
     /// was posted to Slack, else its full view.
     pub fn thread(&self, i: &Incident) -> Option<String> {
-        let posted = i.slack_channel.as_deref().filter(|c| !c.is_empty()).zip(i.slack_ts.as_deref());
-        match posted.filter(|(_, ts)| !self.workspace_url.is_empty() && !ts.starts_with("console-")) {
+        let posted = i
+            .slack_channel
+            .as_deref()
+            .filter(|c| !c.is_empty())
+            .zip(i.slack_ts.as_deref());
+        match posted.filter(|(_, ts)| !self.workspace_url.is_empty() && !ts.starts_with("console-"))
+        {
             Some((channel, ts)) => Some(format!(
                 "{}/archives/{channel}/p{}",
                 self.workspace_url.trim_end_matches('/'),
@@ -55,7 +60,10 @@ impl Links {
         let link = match id {
             Some(id) => format!("*<{}|Full view>*", self.incident(id)?),
             None if self.public_url.is_empty() => return None,
-            None => format!("*<{}/incidents|All incidents>*", self.public_url.trim_end_matches('/')),
+            None => format!(
+                "*<{}/incidents|All incidents>*",
+                self.public_url.trim_end_matches('/')
+            ),
         };
         Some(context(&[link]))
     }
@@ -68,7 +76,10 @@ impl Links {
         if self.jira_url.is_empty() {
             key.to_string()
         } else {
-            format!("<{}/browse/{key}|{key}>", self.jira_url.trim_end_matches('/'))
+            format!(
+                "<{}/browse/{key}|{key}>",
+                self.jira_url.trim_end_matches('/')
+            )
         }
     }
 }
@@ -76,13 +87,17 @@ impl Links {
 /// A person in mrkdwn: a real mention (`<@U012AB>`) for a Slack user, else their readable
 /// name, escaped.
 pub fn mention(actor: &str) -> String {
-    crate::render::slack_user(actor)
-        .map_or_else(|| escape(&crate::render::person(actor)), |id| format!("<@{id}>"))
+    crate::render::slack_user(actor).map_or_else(
+        || escape(&crate::render::person(actor)),
+        |id| format!("<@{id}>"),
+    )
 }
 
 /// Escapes the three characters Slack's mrkdwn treats as control characters.
 pub fn escape(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 pub fn section(text: &str) -> Value {
@@ -138,7 +153,11 @@ fn button(label: &str, action_id: &str, value: &str, style: Option<&str>) -> Val
 
 /// Joins lines into section texts of at most 3,000 characters each, at most `max_sections`;
 /// what is left is counted in a last line.
-pub fn sections_of_lines(lines: &[String], max_sections: usize, more_link: Option<&str>) -> Vec<Value> {
+pub fn sections_of_lines(
+    lines: &[String],
+    max_sections: usize,
+    more_link: Option<&str>,
+) -> Vec<Value> {
     let mut out = Vec::new();
     let mut current = String::new();
     let mut used = 0;
@@ -160,7 +179,10 @@ pub fn sections_of_lines(lines: &[String], max_sections: usize, more_link: Optio
     if used < lines.len() {
         let more = match more_link {
             Some(l) => format!("\n… and {} more: <{l}|full view>", lines.len() - used),
-            None => format!("\n… and {} more (`sheriff incidents list` has them all)", lines.len() - used),
+            None => format!(
+                "\n… and {} more (`sheriff incidents list` has them all)",
+                lines.len() - used
+            ),
         };
         current.push_str(&more);
     }
@@ -192,8 +214,15 @@ fn state_text(i: &Incident, since: &str) -> String {
         _ => format!("{} (opened {since})", i.state),
     };
     if let Some(c) = &i.fix {
-        let last = c.verdicts.last().map_or("verdict pending", |v| v.verdict.as_str());
-        s.push_str(&format!("\nFix claimed: {} {} ({last})", escape(&c.key), escape(&c.status)));
+        let last = c
+            .verdicts
+            .last()
+            .map_or("verdict pending", |v| v.verdict.as_str());
+        s.push_str(&format!(
+            "\nFix claimed: {} {} ({last})",
+            escape(&c.key),
+            escape(&c.status)
+        ));
     }
     if let Some(a) = &i.allowance {
         s.push_str(&format!("\nAccepted: {}", escape(&a.level())));
@@ -212,7 +241,15 @@ fn incident_fields(i: &Incident, links: &Links) -> Value {
     let (now, reference) = s.now_and_reference();
     let f = vec![
         ("State", state),
-        ("Scope", escape(&format!("{} {} · {}", s.release, s.scope.describe(), s.component))),
+        (
+            "Scope",
+            escape(&format!(
+                "{} {} · {}",
+                s.release,
+                s.scope.describe(),
+                s.component
+            )),
+        ),
         (
             "Now / reference",
             format!(
@@ -229,7 +266,12 @@ fn incident_fields(i: &Incident, links: &Links) -> Value {
                 .or_else(|| s.report.onset.clone())
                 .map_or("not known".into(), |o| crate::render::onset(&o)),
         ),
-        ("Jira", i.jira_key.as_deref().map_or("not filed".into(), |k| links.jira(k))),
+        (
+            "Jira",
+            i.jira_key
+                .as_deref()
+                .map_or("not filed".into(), |k| links.jira(k)),
+        ),
     ];
     fields(&f)
 }
@@ -322,7 +364,11 @@ pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Messag
     }
     footer.push(format!("#{} · {}", i.id, i.fingerprint));
     if let Some(last) = events.iter().rev().find(|e| e.actor != "sheriff") {
-        footer.push(format!("last action: {} by {}", escape(&last.kind), mention(&last.actor)));
+        footer.push(format!(
+            "last action: {} by {}",
+            escape(&last.kind),
+            mention(&last.actor)
+        ));
     }
     blocks.push(context(&footer));
     Message {
@@ -346,18 +392,29 @@ pub fn details_message(i: &Incident, links: &Links) -> Message {
     }
     table.push_str("```");
     blocks.push(section(&table));
-    let evidence: Vec<String> = r.attribution.evidence.iter().map(|e| format!("• {}", escape(e))).collect();
+    let evidence: Vec<String> = r
+        .attribution
+        .evidence
+        .iter()
+        .map(|e| format!("• {}", escape(e)))
+        .collect();
     if !evidence.is_empty() {
         blocks.extend(sections_of_lines(&evidence, 2, full.as_deref()));
     }
-    let groups: Vec<String> = r.groups.iter().map(|g| format!("`{}`", escape(g))).collect();
+    let groups: Vec<String> = r
+        .groups
+        .iter()
+        .map(|g| format!("`{}`", escape(g)))
+        .collect();
     if groups.len() > 1 {
         let mut lines = vec![format!("*Affected groups ({})*", groups.len())];
         lines.extend(groups);
         blocks.extend(sections_of_lines(&lines, 2, full.as_deref()));
     }
-    let mut f =
-        vec![("Component", escape(&s.component)), ("Confidence", r.attribution.confidence.to_string())];
+    let mut f = vec![
+        ("Component", escape(&s.component)),
+        ("Confidence", r.attribution.confidence.to_string()),
+    ];
     if let Some(list) = suspects_field(i) {
         f.push(("Suspect changes", list));
     }
@@ -367,11 +424,18 @@ pub fn details_message(i: &Incident, links: &Links) -> Message {
         .iter()
         .map(|j| {
             let words = format!("{} #{}", j.kind, escape(&j.build_id));
-            let variant =
-                if j.variant.is_empty() { String::new() } else { format!(" ({})", escape(&j.variant)) };
+            let variant = if j.variant.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", escape(&j.variant))
+            };
             match crate::render::web_link(&j.url) {
                 Some(url) => {
-                    format!("<{}|{words}> {}s{variant}", escape(&crate::render::link_target(url)), j.seconds)
+                    format!(
+                        "<{}|{words}> {}s{variant}",
+                        escape(&crate::render::link_target(url)),
+                        j.seconds
+                    )
                 }
                 None => format!("{words} {}s{variant}", j.seconds),
             }
@@ -383,7 +447,10 @@ pub fn details_message(i: &Incident, links: &Links) -> Message {
     blocks.truncate(MAX_BLOCKS - 1);
     blocks.extend(links.footer(Some(i.id)));
     Message {
-        text: truncate(&format!("{} {}: {}", s.family, s.release, s.summary), MAX_MESSAGE_TEXT),
+        text: truncate(
+            &format!("{} {}: {}", s.family, s.release, s.summary),
+            MAX_MESSAGE_TEXT,
+        ),
         blocks: Value::Array(blocks),
     }
 }
@@ -400,7 +467,10 @@ pub fn reply_message(i: &Incident, change: &str, links: &Links) -> Message {
     );
     let mut blocks = vec![section(&escape(&text))];
     blocks.extend(links.footer(Some(i.id)));
-    Message { text: truncate(&text, MAX_MESSAGE_TEXT), blocks: Value::Array(blocks) }
+    Message {
+        text: truncate(&text, MAX_MESSAGE_TEXT),
+        blocks: Value::Array(blocks),
+    }
 }
 
 /// A cycle's summary line as Slack shows it (escaped), with the emoji of what happened and a
@@ -408,7 +478,11 @@ pub fn reply_message(i: &Incident, change: &str, links: &Links) -> Message {
 fn summary_line(line: &SummaryLine, threads: &HashMap<String, Incident>, links: &Links) -> String {
     match line {
         SummaryLine::Text(t) => escape(t),
-        SummaryLine::Line { what, text, fingerprint } => {
+        SummaryLine::Line {
+            what,
+            text,
+            fingerprint,
+        } => {
             let (emoji, word) = match what {
                 Happened::New => (":rotating_light:", "new: "),
                 Happened::Changed => (":arrows_counterclockwise:", "changed: "),
@@ -433,12 +507,19 @@ fn summary_line(line: &SummaryLine, threads: &HashMap<String, Incident>, links: 
 
 /// A cycle's summary for one channel; `threads` holds the incidents its lines name, by
 /// fingerprint, for links to their threads.
-pub fn summary_message(lines: &[SummaryLine], threads: &HashMap<String, Incident>, links: &Links) -> Message {
+pub fn summary_message(
+    lines: &[SummaryLine],
+    threads: &HashMap<String, Incident>,
+    links: &Links,
+) -> Message {
     let title = format!("sheriff: {} incident change(s)", lines.len());
     let mut blocks = vec![header(&title)];
     let full = (!links.public_url.is_empty())
         .then(|| format!("{}/incidents", links.public_url.trim_end_matches('/')));
-    let shown: Vec<String> = lines.iter().map(|l| summary_line(l, threads, links)).collect();
+    let shown: Vec<String> = lines
+        .iter()
+        .map(|l| summary_line(l, threads, links))
+        .collect();
     blocks.extend(sections_of_lines(&shown, MAX_BLOCKS - 2, full.as_deref()));
     blocks.extend(links.footer(None));
     let plain: Vec<&str> = lines
@@ -460,8 +541,11 @@ pub fn to_text(m: &Message) -> String {
         if let Some(t) = b["text"]["text"].as_str() {
             out.push(t.to_string());
         }
-        for f in
-            b["fields"].as_array().into_iter().flatten().chain(b["elements"].as_array().into_iter().flatten())
+        for f in b["fields"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .chain(b["elements"].as_array().into_iter().flatten())
         {
             if let Some(t) = f["text"].as_str() {
                 out.push(t.replace('\n', ": "));
@@ -495,11 +579,14 @@ fn check_limits(m: &Message) -> Result<(), String> {
             if f.len() > MAX_FIELDS {
                 return Err("too many fields".into());
             }
-            if f.iter().any(|x| x["text"].as_str().map_or(0, |t| t.chars().count()) > MAX_FIELD_TEXT) {
+            if f.iter()
+                .any(|x| x["text"].as_str().map_or(0, |t| t.chars().count()) > MAX_FIELD_TEXT)
+            {
                 return Err("field too long".into());
             }
         }
-        if kind == "context" && b["elements"].as_array().map_or(0, Vec::len) > MAX_CONTEXT_ELEMENTS {
+        if kind == "context" && b["elements"].as_array().map_or(0, Vec::len) > MAX_CONTEXT_ELEMENTS
+        {
             return Err("too many context elements".into());
         }
     }
@@ -512,7 +599,8 @@ mod tests {
 
     pub(crate) fn big_incident(cells: usize) -> Incident {
         use crate::model::{Dimension, SampleJob, SampleKind, Scope};
-        let mut r = crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 31.0, 4.0);
+        let mut r =
+            crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 31.0, 4.0);
         r.groups = (0..cells)
             .map(|n| {
                 format!("image-registry-new-connections release=4.14 platform=metal network=ovn variant={n}")
@@ -529,12 +617,16 @@ mod tests {
                 variant: "ovn · micro".into(),
             })
             .collect();
-        r.attribution.evidence =
-            (0..60).map(|n| format!("evidence line {n} <with> & {}", "x".repeat(200))).collect();
+        r.attribution.evidence = (0..60)
+            .map(|n| format!("evidence line {n} <with> & {}", "x".repeat(200)))
+            .collect();
         r.attribution.summary = "x".repeat(5000);
         r.weekly = vec![Some(2.0), Some(3.0), None, Some(30.0), Some(31.0)];
-        let mut i =
-            Incident::new(12, "sheriff-0123456789abcdef", crate::incidents::Snapshot::from_report(&r));
+        let mut i = Incident::new(
+            12,
+            "sheriff-0123456789abcdef",
+            crate::incidents::Snapshot::from_report(&r),
+        );
         i.revision = 1;
         i.opened_at = 1_700_000_000;
         i.acked_by = Some("U123".into());
@@ -558,8 +650,14 @@ mod tests {
         assert_eq!(kinds, ["header", "section", "actions", "context"]);
         assert_eq!(blocks[1]["fields"].as_array().unwrap().len(), 5);
         let parent = serde_json::to_string(&m.blocks).unwrap();
-        assert!(parent.contains("<https://sheriff.example.com/incidents/12|Full view>"), "{parent}");
-        assert!(!parent.contains("evidence line"), "the evidence goes to the thread");
+        assert!(
+            parent.contains("<https://sheriff.example.com/incidents/12|Full view>"),
+            "{parent}"
+        );
+        assert!(
+            !parent.contains("evidence line"),
+            "the evidence goes to the thread"
+        );
         // the first thread reply carries the detail, within the limits too
         let d = details_message(&i, &links);
         check_limits(&d).unwrap();
@@ -586,9 +684,11 @@ mod tests {
         };
         let mut i = big_incident(1);
         let full = "<https://sheriff.example.com/incidents/12|Full view>";
-        for m in
-            [incident_message(&i, &[], &links), details_message(&i, &links), reply_message(&i, "x", &links)]
-        {
+        for m in [
+            incident_message(&i, &[], &links),
+            details_message(&i, &links),
+            reply_message(&i, "x", &links),
+        ] {
             check_limits(&m).unwrap();
             let text = m.blocks.to_string();
             assert!(text.contains(full), "{text}");
@@ -609,19 +709,33 @@ mod tests {
         let summary = summary_message(&[line(&i.fingerprint), line("unknown")], &threads, &links);
         check_limits(&summary).unwrap();
         let text = summary.blocks.to_string();
-        assert!(text.contains("<https://trt.slack.com/archives/C0TRT/p1700000001000100|thread>"), "{text}");
-        assert!(text.contains("<https://sheriff.example.com/incidents|All incidents>"), "{text}");
+        assert!(
+            text.contains("<https://trt.slack.com/archives/C0TRT/p1700000001000100|thread>"),
+            "{text}"
+        );
+        assert!(
+            text.contains("<https://sheriff.example.com/incidents|All incidents>"),
+            "{text}"
+        );
         // not posted to Slack (the console): the thread link is the full view
         i.slack_ts = Some("console-slack_post:12".into());
-        assert_eq!(links.thread(&i).as_deref(), Some("https://sheriff.example.com/incidents/12"));
+        assert_eq!(
+            links.thread(&i).as_deref(),
+            Some("https://sheriff.example.com/incidents/12")
+        );
     }
 
     #[test]
     fn the_header_says_how_it_was_resolved_and_only_a_recovery_is_no_longer_observed() {
         let links = Links::default();
         let mut i = big_incident(1);
-        let header = |i: &Incident| incident_message(i, &[], &links).blocks[0]["text"]["text"].to_string();
-        assert!(header(&i).contains("disruption regressed: 4.14"), "{}", header(&i));
+        let header =
+            |i: &Incident| incident_message(i, &[], &links).blocks[0]["text"]["text"].to_string();
+        assert!(
+            header(&i).contains("disruption regressed: 4.14"),
+            "{}",
+            header(&i)
+        );
         i.state = State::Resolved;
         for (how, says) in [
             ("not_a_regression", "marked not a regression"),
@@ -631,7 +745,11 @@ mod tests {
         ] {
             i.resolution = Some(how.into());
             assert!(header(&i).contains(says), "{how}: {}", header(&i));
-            assert_eq!(header(&i).contains("no longer observed"), how == "recovered", "{how}");
+            assert_eq!(
+                header(&i).contains("no longer observed"),
+                how == "recovered",
+                "{how}"
+            );
         }
         (i.resolution, i.merged_into) = (Some("merged".into()), Some(3));
         assert!(header(&i).contains("merged into #3"));
@@ -648,7 +766,10 @@ mod tests {
         let text = serde_json::to_string(&details_message(&i, &links).blocks).unwrap();
         assert!(!text.contains("javascript:"), "{text}");
         assert!(text.contains("worst #0"), "the run is still named: {text}");
-        assert!(text.contains("<https://prow.example/a%7Cb|worst #1>"), "a `|` would end the URL: {text}");
+        assert!(
+            text.contains("<https://prow.example/a%7Cb|worst #1>"),
+            "a `|` would end the URL: {text}"
+        );
     }
 
     #[test]
@@ -656,13 +777,20 @@ mod tests {
         let links = Links::default();
         let mut i = big_incident(1);
         assert!(
-            serde_json::to_string(&incident_message(&i, &[], &links).blocks).unwrap().contains("not known")
+            serde_json::to_string(&incident_message(&i, &[], &links).blocks)
+                .unwrap()
+                .contains("not known")
         );
-        let onset = crate::model::Onset::from_secs(1_754_316_000, 1_754_290_000, 1_754_330_000).unwrap();
-        i.episodes = vec![crate::model::Episode { onset, recovered_at: None }];
+        let onset =
+            crate::model::Onset::from_secs(1_754_316_000, 1_754_290_000, 1_754_330_000).unwrap();
+        i.episodes = vec![crate::model::Episode {
+            onset,
+            recovered_at: None,
+        }];
         let blocks = serde_json::to_string(&incident_message(&i, &[], &links).blocks).unwrap();
         assert!(blocks.contains("since Aug 4 14:00 UTC, between Aug 4 06:46 and 17:53"));
-        let wiki = crate::notify::jira::adf::to_wiki(&crate::notify::jira::adf::description(&i, ""));
+        let wiki =
+            crate::notify::jira::adf::to_wiki(&crate::notify::jira::adf::description(&i, ""));
         assert!(wiki.contains("; since Aug 4 14:00 UTC"), "{wiki}");
     }
 
@@ -670,10 +798,14 @@ mod tests {
     fn the_payload_window_and_the_suspect_changes_are_shown_with_links() {
         let links = Links::default();
         let mut i = big_incident(1);
-        let mut onset = crate::model::Onset::from_secs(1_754_316_000, 1_754_290_000, 1_754_330_000).unwrap();
+        let mut onset =
+            crate::model::Onset::from_secs(1_754_316_000, 1_754_290_000, 1_754_330_000).unwrap();
         onset.last_good_payload = Some("4.14.0-0.nightly-2025-08-04-040000".into());
         onset.first_bad_payload = Some("4.14.0-0.nightly-2025-08-04-080000".into());
-        i.episodes = vec![crate::model::Episode { onset: onset.clone(), recovered_at: None }];
+        i.episodes = vec![crate::model::Episode {
+            onset: onset.clone(),
+            recovered_at: None,
+        }];
         i.snapshot.report.onset = Some(onset);
         let change = |repo: &str, n: u64, url: &str, m: bool| crate::model::SuspectChange {
             repository: repo.into(),
@@ -695,11 +827,21 @@ mod tests {
             change("openshift/console", 7, "javascript:alert(1)|x", false),
         ];
         let blocks = serde_json::to_string(&incident_message(&i, &[], &links).blocks).unwrap();
-        assert!(blocks.contains("began between 4.14.0-0.nightly-2025-08-04-040000 (last good)"), "{blocks}");
+        assert!(
+            blocks.contains("began between 4.14.0-0.nightly-2025-08-04-040000 (last good)"),
+            "{blocks}"
+        );
         let blocks = serde_json::to_string(&details_message(&i, &links).blocks).unwrap();
         assert!(blocks.contains("<https://github.com/openshift/cluster-image-registry-operator/pull/912|openshift/cluster-image-registry-operator#912 Scale &lt;down&gt; &amp; drain"), "{blocks}");
-        assert!(!blocks.contains("javascript:"), "only plain https links: {blocks}");
-        let wiki = crate::notify::jira::adf::to_wiki(&crate::notify::jira::adf::description(&i, ""));
-        assert!(wiki.contains("h3. Suspect changes") && wiki.contains("pull/912"), "{wiki}");
+        assert!(
+            !blocks.contains("javascript:"),
+            "only plain https links: {blocks}"
+        );
+        let wiki =
+            crate::notify::jira::adf::to_wiki(&crate::notify::jira::adf::description(&i, ""));
+        assert!(
+            wiki.contains("h3. Suspect changes") && wiki.contains("pull/912"),
+            "{wiki}"
+        );
     }
 }

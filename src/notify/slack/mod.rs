@@ -28,7 +28,11 @@ impl SlackSink {
     pub fn from_settings(settings: &crate::config::Settings) -> Result<SlackSink> {
         let s = &settings.slack;
         Ok(SlackSink {
-            api: s.bot_token.is_some().then(|| SlackClient::new(s)).transpose()?,
+            api: s
+                .bot_token
+                .is_some()
+                .then(|| SlackClient::new(s))
+                .transpose()?,
             links: blocks::Links {
                 public_url: settings.server.public_url.clone(),
                 jira_url: settings.jira.url.clone(),
@@ -61,30 +65,58 @@ impl SlackSink {
         }
         let thread = |i: &Incident| match (&i.slack_channel, &i.slack_ts) {
             (Some(c), Some(ts)) => Ok((c.clone(), ts.clone())),
-            _ => Err(DeliveryError::permanent("the incident's parent message was never posted")),
+            _ => Err(DeliveryError::permanent(
+                "the incident's parent message was never posted",
+            )),
         };
         match effect {
             Effect::SlackPost { channel } => {
                 let i = need(incident)?;
-                self.post(channel, None, &parent(i).await?, key, retried, entry.created_at).await
+                self.post(
+                    channel,
+                    None,
+                    &parent(i).await?,
+                    key,
+                    retried,
+                    entry.created_at,
+                )
+                .await
             }
             Effect::SlackUpdate => {
                 let i = need(incident)?;
                 let (channel, ts) = thread(i)?;
                 self.update(&channel, &ts, &parent(i).await?).await?;
-                Ok(DeliveryResult::Done { note: format!("edited {ts}") })
+                Ok(DeliveryResult::Done {
+                    note: format!("edited {ts}"),
+                })
             }
             Effect::SlackDetails => {
                 let i = need(incident)?;
                 let (channel, ts) = thread(i)?;
                 let message = blocks::details_message(i, &self.links);
-                self.post(&channel, Some(&ts), &message, key, retried, entry.created_at).await
+                self.post(
+                    &channel,
+                    Some(&ts),
+                    &message,
+                    key,
+                    retried,
+                    entry.created_at,
+                )
+                .await
             }
             Effect::SlackReply { text } => {
                 let i = need(incident)?;
                 let (channel, ts) = thread(i)?;
                 let message = blocks::reply_message(i, text, &self.links);
-                self.post(&channel, Some(&ts), &message, key, retried, entry.created_at).await
+                self.post(
+                    &channel,
+                    Some(&ts),
+                    &message,
+                    key,
+                    retried,
+                    entry.created_at,
+                )
+                .await
             }
             Effect::SlackSummary { channel, lines } => {
                 let mut threads = HashMap::new();
@@ -101,9 +133,13 @@ impl SlackSink {
                     }
                 }
                 let message = blocks::summary_message(lines, &threads, &self.links);
-                self.post(channel, None, &message, key, retried, entry.created_at).await
+                self.post(channel, None, &message, key, retried, entry.created_at)
+                    .await
             }
-            other => Err(DeliveryError::permanent(format!("{} is not a Slack effect", other.kind()))),
+            other => Err(DeliveryError::permanent(format!(
+                "{} is not a Slack effect",
+                other.kind()
+            ))),
         }
     }
 
@@ -118,30 +154,55 @@ impl SlackSink {
     ) -> Result<DeliveryResult, DeliveryError> {
         match &self.api {
             Some(client) => {
-                if retried && let Some(ts) = client.find_by_key(channel, thread_ts, key, since - 300).await? {
+                if retried
+                    && let Some(ts) = client
+                        .find_by_key(channel, thread_ts, key, since - 300)
+                        .await?
+                {
                     tracing::info!(key, ts, "found the message an earlier attempt posted");
-                    return Ok(DeliveryResult::SlackPosted { channel: channel.into(), ts });
+                    return Ok(DeliveryResult::SlackPosted {
+                        channel: channel.into(),
+                        ts,
+                    });
                 }
-                let (channel, ts) = client.post_message(channel, thread_ts, message, key).await?;
+                let (channel, ts) = client
+                    .post_message(channel, thread_ts, message, key)
+                    .await?;
                 Ok(DeliveryResult::SlackPosted { channel, ts })
             }
             None => {
                 let place = thread_ts.map_or(String::new(), |t| format!(" (thread {t})"));
                 eprintln!(
                     "── Slack message for {}{place} (no bot token: shown, not posted) ──\n{}\n",
-                    if channel.is_empty() { "the default channel" } else { channel },
+                    if channel.is_empty() {
+                        "the default channel"
+                    } else {
+                        channel
+                    },
                     blocks::to_text(message)
                 );
-                Ok(DeliveryResult::SlackPosted { channel: channel.into(), ts: format!("console-{key}") })
+                Ok(DeliveryResult::SlackPosted {
+                    channel: channel.into(),
+                    ts: format!("console-{key}"),
+                })
             }
         }
     }
 
-    async fn update(&self, channel: &str, ts: &str, message: &Message) -> Result<(), DeliveryError> {
+    async fn update(
+        &self,
+        channel: &str,
+        ts: &str,
+        message: &Message,
+    ) -> Result<(), DeliveryError> {
         match &self.api {
             Some(client) => Ok(client.update_message(channel, ts, message).await?),
             None => {
-                let place = if channel.is_empty() { "the default channel" } else { channel };
+                let place = if channel.is_empty() {
+                    "the default channel"
+                } else {
+                    channel
+                };
                 eprintln!(
                     "── Slack edit of {ts} in {place} (no bot token: shown, not posted) ──\n{}\n",
                     blocks::to_text(message)

@@ -8,7 +8,12 @@ use crate::synth::example_report;
 use crate::synth::world::{WorldSpec, build};
 
 fn world(classes: &[Class]) -> World {
-    build(&WorldSpec::new(3, crate::synth::day(2026, 11, 29), classes.to_vec())).unwrap()
+    build(&WorldSpec::new(
+        3,
+        crate::synth::day(2026, 11, 29),
+        classes.to_vec(),
+    ))
+    .unwrap()
 }
 
 fn scope(pairs: &[(Dimension, &[&str])]) -> Scope {
@@ -20,7 +25,10 @@ fn scope(pairs: &[(Dimension, &[&str])]) -> Scope {
 }
 
 fn metal_415() -> Scope {
-    scope(&[(Dimension::Release, &["4.15"]), (Dimension::Platform, &["metal"])])
+    scope(&[
+        (Dimension::Release, &["4.15"]),
+        (Dimension::Platform, &["metal"]),
+    ])
 }
 
 /// A report of `family` on `scope`, listing `samples` as its sample runs.
@@ -45,11 +53,20 @@ fn report(family: &str, scope: Scope, samples: &[&RunTruth]) -> RegressionReport
 
 /// Cycles every 6 hours from `from` to the world's end, each reporting `reports` (or nothing
 /// after `until`).
-fn cycles(w: &World, from: DateTime<Utc>, until: DateTime<Utc>, reports: &[RegressionReport]) -> Observed {
+fn cycles(
+    w: &World,
+    from: DateTime<Utc>,
+    until: DateTime<Utc>,
+    reports: &[RegressionReport],
+) -> Observed {
     let mut at = w.spec.start() + Duration::days(14);
     let mut out = Observed::default();
     while at < w.spec.end {
-        let now = if at >= from && at < until { reports.to_vec() } else { Vec::new() };
+        let now = if at >= from && at < until {
+            reports.to_vec()
+        } else {
+            Vec::new()
+        };
         out.cycles.push((at, now));
         at += Duration::hours(6);
     }
@@ -57,7 +74,11 @@ fn cycles(w: &World, from: DateTime<Utc>, until: DateTime<Utc>, reports: &[Regre
 }
 
 fn hit_runs(w: &World, plant: usize) -> Vec<&RunTruth> {
-    w.truth.iter().filter(|t| t.plant == Some(plant) && t.ci_trouble.is_none()).take(3).collect()
+    w.truth
+        .iter()
+        .filter(|t| t.plant == Some(plant) && t.ci_trouble.is_none())
+        .take(3)
+        .collect()
 }
 
 #[test]
@@ -73,7 +94,10 @@ fn the_seed_case_reported_on_metal_is_detected_with_exact_scope_and_pure_samples
     assert!((0.8..1.1).contains(&d), "{d}");
     assert_eq!((s.samples, s.pure_samples), (3, 3));
     let ws = score_world(&w, &observed);
-    assert_eq!((ws.reported, ws.matched, ws.false_regressions.len()), (1, 1, 0));
+    assert_eq!(
+        (ws.reported, ws.matched, ws.false_regressions.len()),
+        (1, 1, 0)
+    );
 }
 
 #[test]
@@ -83,14 +107,36 @@ fn a_scope_naming_every_network_is_the_same_scope_and_a_narrower_one_is_not_exac
     let onset = p.parts[0].onset_at.unwrap();
     let mut both = metal_415();
     both.set(Dimension::Network, ["ovn", "sdn"]);
-    let exact = score_plant(&w, p, &cycles(&w, onset, w.spec.end, &[report("image-registry", both, &[])]));
+    let exact = score_plant(
+        &w,
+        p,
+        &cycles(
+            &w,
+            onset,
+            w.spec.end,
+            &[report("image-registry", both, &[])],
+        ),
+    );
     assert!(exact.exact_scope, "{exact:?}");
     let mut ovn = metal_415();
     ovn.set(Dimension::Network, ["ovn"]);
-    let narrow = score_plant(&w, p, &cycles(&w, onset, w.spec.end, &[report("image-registry", ovn, &[])]));
+    let narrow = score_plant(
+        &w,
+        p,
+        &cycles(&w, onset, w.spec.end, &[report("image-registry", ovn, &[])]),
+    );
     assert!(narrow.detected && !narrow.exact_scope);
     let wide = scope(&[(Dimension::Release, &["4.15"])]);
-    let too_wide = score_plant(&w, p, &cycles(&w, onset, w.spec.end, &[report("image-registry", wide, &[])]));
+    let too_wide = score_plant(
+        &w,
+        p,
+        &cycles(
+            &w,
+            onset,
+            w.spec.end,
+            &[report("image-registry", wide, &[])],
+        ),
+    );
     assert!(too_wide.detected && !too_wide.exact_scope);
 }
 
@@ -100,30 +146,49 @@ fn another_family_or_platform_is_not_a_match_and_counts_as_a_false_regression() 
     let p = &w.plants[0];
     let variants = family_variants(&w, "image-registry");
     let console = report("ingress-to-console", metal_415(), &[]);
-    assert!(!matches(&console, p, &family_variants(&w, "ingress-to-console")));
+    assert!(!matches(
+        &console,
+        p,
+        &family_variants(&w, "ingress-to-console")
+    ));
     let aws = report(
         "image-registry",
-        scope(&[(Dimension::Release, &["4.15"]), (Dimension::Platform, &["aws"])]),
+        scope(&[
+            (Dimension::Release, &["4.15"]),
+            (Dimension::Platform, &["aws"]),
+        ]),
         &[],
     );
     assert!(!matches(&aws, p, &variants));
     let arm = report(
         "kube-api",
-        scope(&[(Dimension::Release, &["4.15"]), (Dimension::Architecture, &["arm64"])]),
+        scope(&[
+            (Dimension::Release, &["4.15"]),
+            (Dimension::Architecture, &["arm64"]),
+        ]),
         &[],
     );
     let observed = cycles(&w, w.spec.end - Duration::days(1), w.spec.end, &[aws, arm]);
     let ws = score_world(&w, &observed);
     assert_eq!(ws.matched, 0);
     let classes: Vec<Option<Class>> = ws.false_regressions.iter().map(|f| f.class).collect();
-    assert_eq!(classes, vec![None, Some(Class::NewJob)], "{:?}", ws.false_regressions);
+    assert_eq!(
+        classes,
+        vec![None, Some(Class::NewJob)],
+        "{:?}",
+        ws.false_regressions
+    );
 }
 
 #[test]
 fn samples_that_were_not_hit_or_had_ci_trouble_are_impure() {
     let w = world(&[Class::SeedCase, Class::CiInfra]);
     let p = &w.plants[0];
-    let clean_miss = w.truth.iter().find(|t| t.dims.platform == "metal" && t.plant.is_none()).unwrap();
+    let clean_miss = w
+        .truth
+        .iter()
+        .find(|t| t.dims.platform == "metal" && t.plant.is_none())
+        .unwrap();
     assert!(!pure_sample(Some(clean_miss), p));
     assert!(!pure_sample(None, p));
     let hit = hit_runs(&w, p.id)[0];
@@ -151,17 +216,32 @@ fn the_payload_window_holds_the_truth_and_counts_only_tested_payloads() {
     let mut onset = Onset::from_secs(0, 0, 0).unwrap();
     onset.last_good_payload = Some("p1".into());
     onset.first_bad_payload = Some("p4".into());
-    onset.payloads = ["p1", "p2", "p3", "p4"].iter().map(|s| s.to_string()).collect();
+    onset.payloads = ["p1", "p2", "p3", "p4"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     r.onset = Some(onset);
     // p2b was built between p2 and p3 and no run tested it: no store can list it
     let order = ["p0", "p1", "p2", "p2b", "p3", "p4", "p5"];
     let tested: BTreeSet<&str> = ["p1", "p2", "p4", "p5"].into();
     assert_eq!(payload_window(&r, "p3", &order, &tested), Some((true, 2)));
-    assert_eq!(payload_window(&r, "p2b", &order, &tested), Some((true, 2)), "inside, though not listed");
-    assert_eq!(payload_window(&r, "p1", &order, &tested), Some((false, 2)), "the last good is outside");
+    assert_eq!(
+        payload_window(&r, "p2b", &order, &tested),
+        Some((true, 2)),
+        "inside, though not listed"
+    );
+    assert_eq!(
+        payload_window(&r, "p1", &order, &tested),
+        Some((false, 2)),
+        "the last good is outside"
+    );
     assert_eq!(payload_window(&r, "p0", &order, &tested), Some((false, 2)));
     assert_eq!(payload_window(&r, "p5", &order, &tested), Some((false, 2)));
-    assert_eq!(payload_window(&r, "p3", &[], &tested), Some((true, 2)), "no order: the listed payloads");
+    assert_eq!(
+        payload_window(&r, "p3", &[], &tested),
+        Some((true, 2)),
+        "no order: the listed payloads"
+    );
     assert_eq!(payload_window(&r, "p2b", &[], &tested), Some((false, 2)));
     r.onset = None;
     assert_eq!(payload_window(&r, "p3", &order, &tested), None);
@@ -174,12 +254,23 @@ fn a_growing_regression_is_exact_only_when_both_parts_are_covered_and_counts_its
     let variants = family_variants(&w, "image-registry");
     let first = p.parts[0].onset_at.unwrap();
     let before_sdn = p.parts[1].onset_at.unwrap() - Duration::hours(1);
-    assert_eq!(affected(p, &variants, before_sdn).len(), covered(&p.parts[0].scope, "4.14", &variants).len());
-    let metal_414 = scope(&[(Dimension::Release, &["4.14"]), (Dimension::Platform, &["metal"])]);
+    assert_eq!(
+        affected(p, &variants, before_sdn).len(),
+        covered(&p.parts[0].scope, "4.14", &variants).len()
+    );
+    let metal_414 = scope(&[
+        (Dimension::Release, &["4.14"]),
+        (Dimension::Platform, &["metal"]),
+    ]);
     let s = score_plant(
         &w,
         p,
-        &cycles(&w, first, w.spec.end, &[report("image-registry", metal_414.clone(), &[])]),
+        &cycles(
+            &w,
+            first,
+            w.spec.end,
+            &[report("image-registry", metal_414.clone(), &[])],
+        ),
     );
     assert!(s.exact_scope, "{s:?}");
     let story = |scope: Scope| Story {
@@ -194,7 +285,12 @@ fn a_growing_regression_is_exact_only_when_both_parts_are_covered_and_counts_its
         states: Vec::new(),
         notifications: Default::default(),
     };
-    let mut observed = cycles(&w, first, w.spec.end, &[report("image-registry", metal_414.clone(), &[])]);
+    let mut observed = cycles(
+        &w,
+        first,
+        w.spec.end,
+        &[report("image-registry", metal_414.clone(), &[])],
+    );
     observed.incidents = vec![story(metal_414.clone())];
     assert_eq!(score_plant(&w, p, &observed).incidents, 1);
     let mut sdn = metal_414;
@@ -206,11 +302,25 @@ fn a_growing_regression_is_exact_only_when_both_parts_are_covered_and_counts_its
 #[test]
 fn every_regression_of_a_quiet_world_is_false_and_resolved_reports_are_not_counted() {
     let w = world(&[Class::Quiet]);
-    let active =
-        report("kube-api", scope(&[(Dimension::Release, &["4.14"]), (Dimension::Platform, &["gcp"])]), &[]);
+    let active = report(
+        "kube-api",
+        scope(&[
+            (Dimension::Release, &["4.14"]),
+            (Dimension::Platform, &["gcp"]),
+        ]),
+        &[],
+    );
     let mut resolved = report("openshift-api", metal_415(), &[]);
     resolved.status = Status::Resolved;
-    let ws = score_world(&w, &cycles(&w, w.spec.end - Duration::days(2), w.spec.end, &[active, resolved]));
+    let ws = score_world(
+        &w,
+        &cycles(
+            &w,
+            w.spec.end - Duration::days(2),
+            w.spec.end,
+            &[active, resolved],
+        ),
+    );
     assert_eq!(ws.reported, 1);
     assert_eq!(ws.false_regressions[0].class, Some(Class::Quiet));
 }
@@ -227,7 +337,11 @@ fn a_narrow_scope_named_in_other_dimensions_of_the_same_runs_is_exact() {
         (Dimension::NetworkStack, &["ipv4"]),
     ]);
     let onset = p.parts[0].onset_at.unwrap();
-    let s = score_plant(&w, p, &cycles(&w, onset, w.spec.end, &[report("kube-api", reported, &[])]));
+    let s = score_plant(
+        &w,
+        p,
+        &cycles(&w, onset, w.spec.end, &[report("kube-api", reported, &[])]),
+    );
     let variants = family_variants(&w, "kube-api");
     let want = affected(p, &variants, w.spec.end);
     eprintln!("{want:#?}");

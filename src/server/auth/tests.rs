@@ -21,7 +21,9 @@ async fn state(tweak: impl FnOnce(&mut Settings)) -> (AppState, tempfile::TempDi
     crate::init_crypto();
     let dir = tempfile::tempdir().unwrap();
     let database = crate::config::DatabaseSettings {
-        url: format!("sqlite://{}", dir.path().join("auth.db").display()).parse().unwrap(),
+        url: format!("sqlite://{}", dir.path().join("auth.db").display())
+            .parse()
+            .unwrap(),
         ..Default::default()
     };
     let store = crate::store::Store::open(&database).await.unwrap();
@@ -29,12 +31,24 @@ async fn state(tweak: impl FnOnce(&mut Settings)) -> (AppState, tempfile::TempDi
     settings.slack.signing_secret = Some(Secret::new(SECRET));
     settings.ingest.push_token = Some(Secret::new(TOKEN));
     tweak(&mut settings);
-    (AppState::new(Arc::new(store), Arc::new(crate::warm::Warm::new()), Arc::new(settings)), dir)
+    (
+        AppState::new(
+            Arc::new(store),
+            Arc::new(crate::warm::Warm::new()),
+            Arc::new(settings),
+        ),
+        dir,
+    )
 }
 
 /// A new Slack route, as a handler that only has to take `SlackSigned`.
 fn new_slack_route(state: AppState) -> Router {
-    Router::new().route("/slack/new", post(|SlackSigned(_): SlackSigned| async { "ran" })).with_state(state)
+    Router::new()
+        .route(
+            "/slack/new",
+            post(|SlackSigned(_): SlackSigned| async { "ran" }),
+        )
+        .with_state(state)
 }
 
 /// A new route under the push API's layer, its handler checking nothing.
@@ -46,7 +60,9 @@ fn new_push_route(state: AppState) -> Router {
 async fn call(app: Router, request: Request<Body>) -> (StatusCode, String) {
     let response = app.oneshot(request).await.unwrap();
     let status = response.status();
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 16).await.unwrap();
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 16)
+        .await
+        .unwrap();
     (status, String::from_utf8_lossy(&bytes).into_owned())
 }
 
@@ -68,9 +84,16 @@ async fn a_new_slack_route_runs_only_on_a_signed_request() {
     let (status, body) = call(new_slack_route(state.clone()), slack_request(None)).await;
     assert_eq!(
         (status, body.as_str()),
-        (StatusCode::UNAUTHORIZED, "the X-Slack-Signature or X-Slack-Request-Timestamp header is missing\n")
+        (
+            StatusCode::UNAUTHORIZED,
+            "the X-Slack-Signature or X-Slack-Request-Timestamp header is missing\n"
+        )
     );
-    let (status, _) = call(new_slack_route(state.clone()), slack_request(Some("a-forged-secret"))).await;
+    let (status, _) = call(
+        new_slack_route(state.clone()),
+        slack_request(Some("a-forged-secret")),
+    )
+    .await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     let (status, body) = call(new_slack_route(state), slack_request(Some(SECRET))).await;
     assert_eq!((status, body.as_str()), (StatusCode::OK, "ran"));
@@ -80,7 +103,13 @@ async fn a_new_slack_route_runs_only_on_a_signed_request() {
 async fn an_empty_signing_secret_signs_nothing() {
     let (state, _dir) = state(|s| s.slack.signing_secret = Some(Secret::new(""))).await;
     let (status, body) = call(new_slack_route(state), slack_request(Some(""))).await;
-    assert_eq!((status, body.as_str()), (StatusCode::UNAUTHORIZED, "no signing secret is configured\n"));
+    assert_eq!(
+        (status, body.as_str()),
+        (
+            StatusCode::UNAUTHORIZED,
+            "no signing secret is configured\n"
+        )
+    );
 }
 
 fn push_request(token: Option<&str>) -> Request<Body> {
@@ -119,12 +148,17 @@ async fn without_a_push_token_the_push_layer_is_off_and_an_empty_one_takes_nothi
 #[tokio::test]
 async fn the_push_handler_served_without_the_push_layer_does_no_work() {
     let (state, _dir) = state(|_| {}).await;
-    let app = Router::new().route("/api/v1/runs", post(crate::server::push::push_run)).with_state(state);
+    let app = Router::new()
+        .route("/api/v1/runs", post(crate::server::push::push_run))
+        .with_state(state);
     let request = Request::post("/api/v1/runs")
         .header("authorization", format!("Bearer {TOKEN}"))
         .body(Body::from(r#"{"path": "logs/job/1", "files": {}}"#))
         .unwrap();
     let (status, body) = call(app, request).await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
-    assert!(!body.contains("push token"), "the cause stays in the log: {body}");
+    assert!(
+        !body.contains("push token"),
+        "the cause stays in the log: {body}"
+    );
 }

@@ -87,11 +87,20 @@ fn nice_top(max: f64) -> f64 {
 /// The days the chart spans: from the first day any of its series has runs to the end of the
 /// last such day. A chart with no runs at all spans the days it was given.
 pub fn domain(c: &Chart<'_>) -> (i64, i64) {
-    let all = || c.series.iter().copied().chain(c.control).flat_map(|s| s.days.iter());
+    let all = || {
+        c.series
+            .iter()
+            .copied()
+            .chain(c.control)
+            .flat_map(|s| s.days.iter())
+    };
     let with_runs = all().filter(|d| d.runs > 0).map(|d| d.day);
     match (with_runs.clone().min(), with_runs.max()) {
         (Some(a), Some(b)) => (a, b + DAY),
-        _ => (all().map(|d| d.day).min().unwrap_or(0), all().map(|d| d.day + DAY).max().unwrap_or(DAY)),
+        _ => (
+            all().map(|d| d.day).min().unwrap_or(0),
+            all().map(|d| d.day + DAY).max().unwrap_or(DAY),
+        ),
     }
 }
 
@@ -141,7 +150,11 @@ impl Scale {
 fn path(s: &Series, scale: &Scale, value: impl Fn(&DayPoint) -> Option<f64>) -> String {
     let mut d = String::new();
     let mut pen_down = false;
-    for p in s.days.iter().filter(|p| p.day >= scale.t0 && p.day < scale.t1) {
+    for p in s
+        .days
+        .iter()
+        .filter(|p| p.day >= scale.t0 && p.day < scale.t1)
+    {
         match value(p) {
             Some(v) => {
                 let cmd = if pen_down { 'L' } else { 'M' };
@@ -178,7 +191,10 @@ fn date_step(span_days: i64, max: i64) -> i64 {
 fn axes(scale: &Scale, size: Size) -> Markup {
     let ticks: Vec<f64> = (0..=4).map(|k| scale.top * f64::from(k) / 4.0).collect();
     let step = date_step((scale.t1 - scale.t0) / DAY, size.max_dates()) * DAY;
-    let dates: Vec<i64> = (0..).map(|k| scale.t0 + k * step).take_while(|t| *t < scale.t1).collect();
+    let dates: Vec<i64> = (0..)
+        .map(|k| scale.t0 + k * step)
+        .take_while(|t| *t < scale.t1)
+        .collect();
     let below = scale.height - 10.0;
     html! {
         g class="axes" {
@@ -224,10 +240,20 @@ pub fn svg(c: &Chart<'_>) -> Markup {
         .iter()
         .copied()
         .chain(c.control)
-        .flat_map(|s| s.days.iter().filter(|d| d.day >= t0 && d.day < t1).filter_map(|d| d.p95.or(d.p50)))
+        .flat_map(|s| {
+            s.days
+                .iter()
+                .filter(|d| d.day >= t0 && d.day < t1)
+                .filter_map(|d| d.p95.or(d.p50))
+        })
         .chain(c.marks.accepted.as_ref().map(|a| a.0))
         .fold(0.0, f64::max);
-    let scale = Scale { t0, t1, top: nice_top(max * 1.1), height: c.size.height() };
+    let scale = Scale {
+        t0,
+        t1,
+        top: nice_top(max * 1.1),
+        height: c.size.height(),
+    };
     let shown = |p: &&DayPoint| p.day >= t0 && p.day < t1;
     let bar_w = 70.0 / ((t1 - t0) / DAY).max(1) as f64;
     let size = match c.size {
@@ -325,23 +351,45 @@ mod tests {
                 disrupted: v.map(|_| 0.5),
             })
             .collect();
-        Series { backend: backend.into(), label: String::new(), variants: 1, days }
+        Series {
+            backend: backend.into(),
+            label: String::new(),
+            variants: 1,
+            days,
+        }
     }
 
     fn chart<'a>(series: Vec<&'a Series>, marks: &'a Marks, size: Size) -> Chart<'a> {
-        Chart { title: "t", series, control: None, marks, size }
+        Chart {
+            title: "t",
+            series,
+            control: None,
+            marks,
+            size,
+        }
     }
 
     /// The `d` of the first path with this class.
     fn path_of<'a>(svg: &'a str, class: &str) -> &'a str {
-        let after =
-            svg.split(&format!("class=\"{class}\"")).nth(1).unwrap_or_else(|| panic!("{class} missing"));
-        after.split("d=\"").nth(1).unwrap().split('"').next().unwrap()
+        let after = svg
+            .split(&format!("class=\"{class}\""))
+            .nth(1)
+            .unwrap_or_else(|| panic!("{class} missing"));
+        after
+            .split("d=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap()
     }
 
     #[test]
     fn a_chart_draws_its_series_breaks_them_at_gaps_and_marks_what_it_is_given() {
-        let mut s = series("image-registry-new-connections", &[Some(2.0), Some(3.0), Some(0.0), Some(30.0)]);
+        let mut s = series(
+            "image-registry-new-connections",
+            &[Some(2.0), Some(3.0), Some(0.0), Some(30.0)],
+        );
         s.days[2].p50 = None;
         let marks = Marks {
             window: Some((2 * DAY, 4 * DAY)),
@@ -350,9 +398,18 @@ mod tests {
             fix: Some((3 * DAY, "fix payload <x>".into())),
             accepted: Some((25.0, "accepted P50 ≤ 25s".into())),
         };
-        let c = Chart { title: "t & <t>", series: vec![&s], control: None, marks: &marks, size: Size::Main };
+        let c = Chart {
+            title: "t & <t>",
+            series: vec![&s],
+            control: None,
+            marks: &marks,
+            size: Size::Main,
+        };
         let out = svg(&c).into_string();
-        assert!(out.starts_with("<div class=\"chart-box main\"><svg class=\"chart\""), "{out}");
+        assert!(
+            out.starts_with("<div class=\"chart-box main\"><svg class=\"chart\""),
+            "{out}"
+        );
         for class in [
             "series p50 b0",
             "series p95 b0",
@@ -364,7 +421,10 @@ mod tests {
             "fix",
             "accepted",
         ] {
-            assert!(out.contains(&format!("class=\"{class}\"")), "{class} missing");
+            assert!(
+                out.contains(&format!("class=\"{class}\"")),
+                "{class} missing"
+            );
         }
         let p50 = path_of(&out, "series p50 b0");
         assert_eq!(p50.matches('M').count(), 2, "a gap breaks the line: {p50}");
@@ -379,19 +439,38 @@ mod tests {
         let marks = Marks::default();
         for size in [Size::Main, Size::Small] {
             let out = svg(&chart(vec![&s], &marks, size)).into_string();
-            let texts: Vec<&str> =
-                out.split("<text ").skip(1).map(|t| t.split('>').next().unwrap()).collect();
+            let texts: Vec<&str> = out
+                .split("<text ")
+                .skip(1)
+                .map(|t| t.split('>').next().unwrap())
+                .collect();
             assert!(texts.len() >= 8, "{size:?}: {} labels", texts.len());
             for t in &texts {
-                let px: u32 =
-                    t.split("font-size=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+                let px: u32 = t
+                    .split("font-size=\"")
+                    .nth(1)
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
                 assert!(px >= 11, "{size:?}: a {px} px label: {t}");
             }
             // a viewBox would scale what it holds with the width: only the lines' inner SVG has
             // one, and it holds no text; nothing is transformed
             assert_eq!(out.matches("viewBox").count(), 1, "{out}");
-            let plot = out.split("<svg class=\"plot\"").nth(1).unwrap().split("</svg>").next().unwrap();
-            assert!(plot.contains("viewBox") && !plot.contains("<text"), "{plot}");
+            let plot = out
+                .split("<svg class=\"plot\"")
+                .nth(1)
+                .unwrap()
+                .split("</svg>")
+                .next()
+                .unwrap();
+            assert!(
+                plot.contains("viewBox") && !plot.contains("<text"),
+                "{plot}"
+            );
             assert!(!out.contains("transform"), "{out}");
             assert_eq!(
                 plot.matches("<path ").count(),
@@ -403,9 +482,14 @@ mod tests {
     #[test]
     fn the_x_axis_spans_the_days_with_runs_and_no_more() {
         // 56 days asked for, runs on days 20 to 40 only
-        let values: Vec<Option<f64>> = (0..56).map(|d| (20..=40).contains(&d).then_some(2.0)).collect();
+        let values: Vec<Option<f64>> = (0..56)
+            .map(|d| (20..=40).contains(&d).then_some(2.0))
+            .collect();
         let s = series("b", &values);
-        let marks = Marks { reference: Some((0, 30 * DAY)), ..Marks::default() };
+        let marks = Marks {
+            reference: Some((0, 30 * DAY)),
+            ..Marks::default()
+        };
         let c = chart(vec![&s], &marks, Size::Main);
         assert_eq!(domain(&c), (20 * DAY, 41 * DAY));
         assert_eq!(span_words(&c), "Jan 21 – Feb 10");
@@ -415,26 +499,47 @@ mod tests {
             .skip(1)
             .map(|t| t.split('<').next().unwrap())
             .collect();
-        assert_eq!(dates, ["Jan 21", "Jan 28", "Feb 4"], "weekly from the first day with runs");
+        assert_eq!(
+            dates,
+            ["Jan 21", "Jan 28", "Feb 4"],
+            "weekly from the first day with runs"
+        );
         assert!(
             out.contains("x=\"0.00%\" y=\"14\" width=\"47.62%\""),
             "the reference band starts at the axis: {out}"
         );
         // the lines run from the first day's centre to the last one's, over the whole plot
         let p50 = path_of(&out, "series p50 b0");
-        let y = Scale { t0: 0, t1: DAY, top: 5.0, height: Size::Main.height() }.y(2.0) - TOP;
+        let y = Scale {
+            t0: 0,
+            t1: DAY,
+            top: 5.0,
+            height: Size::Main.height(),
+        }
+        .y(2.0)
+            - TOP;
         assert!(
             p50.starts_with(&format!("M23.8,{y:.1}")) && p50.ends_with(&format!("L976.2,{y:.1}")),
             "{p50}"
         );
         // a control with runs earlier widens the axis to its days too
-        let control =
-            series("control", &(0..56).map(|d| (10..=40).contains(&d).then_some(0.0)).collect::<Vec<_>>());
-        let with_control = Chart { control: Some(&control), ..chart(vec![&s], &marks, Size::Main) };
+        let control = series(
+            "control",
+            &(0..56)
+                .map(|d| (10..=40).contains(&d).then_some(0.0))
+                .collect::<Vec<_>>(),
+        );
+        let with_control = Chart {
+            control: Some(&control),
+            ..chart(vec![&s], &marks, Size::Main)
+        };
         assert_eq!(domain(&with_control), (10 * DAY, 41 * DAY));
         // no runs at all: the days given
         let empty = series("b", &[None, None, None]);
-        assert_eq!(domain(&chart(vec![&empty], &marks, Size::Small)), (0, 3 * DAY));
+        assert_eq!(
+            domain(&chart(vec![&empty], &marks, Size::Small)),
+            (0, 3 * DAY)
+        );
     }
 
     #[test]
@@ -450,20 +555,37 @@ mod tests {
     #[test]
     fn every_backend_is_drawn_in_its_own_colour_and_named_in_the_legend() {
         let new = series("image-registry-new-connections", &[Some(2.0), Some(30.0)]);
-        let reused = series("image-registry-reused-connections", &[Some(1.0), Some(20.0)]);
+        let reused = series(
+            "image-registry-reused-connections",
+            &[Some(1.0), Some(20.0)],
+        );
         let marks = Marks::default();
         let c = chart(vec![&new, &reused], &marks, Size::Main);
         let out = svg(&c).into_string();
         for (k, b) in [(0, &new), (1, &reused)] {
             for p in ["p50", "p95"] {
                 let d = path_of(&out, &format!("series {p} b{k}"));
-                assert!(d.starts_with('M') && d.contains('L'), "{p} of {}: {d}", b.backend);
+                assert!(
+                    d.starts_with('M') && d.contains('L'),
+                    "{p} of {}: {d}",
+                    b.backend
+                );
             }
-            assert!(out.contains(&format!("<title>{} P50</title>", b.backend)), "{}", b.backend);
+            assert!(
+                out.contains(&format!("<title>{} P50</title>", b.backend)),
+                "{}",
+                b.backend
+            );
         }
         let legend = legend(&c).into_string();
-        assert!(legend.contains("<code>image-registry-new-connections</code>"), "{legend}");
-        assert!(legend.contains("<code>image-registry-reused-connections</code>"), "{legend}");
+        assert!(
+            legend.contains("<code>image-registry-new-connections</code>"),
+            "{legend}"
+        );
+        assert!(
+            legend.contains("<code>image-registry-reused-connections</code>"),
+            "{legend}"
+        );
         assert!(
             legend.contains("share of runs disrupted, image-registry-new-connections"),
             "the bars say whose"

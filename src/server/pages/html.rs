@@ -80,7 +80,11 @@ pub fn layout(title: &str, body: &Markup) -> Markup {
 }
 
 fn state_cell(i: &Incident) -> Markup {
-    let how = i.resolution.as_deref().filter(|_| !i.state.is_open()).map(|r| r.replace('_', " "));
+    let how = i
+        .resolution
+        .as_deref()
+        .filter(|_| !i.state.is_open())
+        .map(|r| r.replace('_', " "));
     html! {
         span class=(format!("state {}", i.state.as_str())) { (i.state.as_str()) }
         @if let Some(how) = how { " " span class="muted" { "(" (how) ")" } }
@@ -91,12 +95,21 @@ fn state_cell(i: &Incident) -> Markup {
 pub fn now_vs_reference(i: &Incident) -> String {
     let s = &i.snapshot;
     let (now, reference) = s.now_and_reference();
-    format!("{} {} / reference {}", s.percentile, secs(now), secs_or_dash(reference))
+    format!(
+        "{} {} / reference {}",
+        s.percentile,
+        secs(now),
+        secs_or_dash(reference)
+    )
 }
 
 fn age(seconds: i64) -> String {
     let h = seconds.max(0) / HOUR;
-    if h >= 48 { format!("{}d", h / 24) } else { format!("{h}h") }
+    if h >= 48 {
+        format!("{}d", h / 24)
+    } else {
+        format!("{h}h")
+    }
 }
 
 fn links(row: &IncidentRow) -> Markup {
@@ -171,8 +184,16 @@ pub fn index(
 }
 
 fn chart_of(c: &ChartData, size: Size) -> Chart<'_> {
-    let series = std::iter::once(&c.series).chain(&c.other_backends).collect();
-    Chart { title: &c.title, series, control: c.control.as_ref(), marks: &c.marks, size }
+    let series = std::iter::once(&c.series)
+        .chain(&c.other_backends)
+        .collect();
+    Chart {
+        title: &c.title,
+        series,
+        control: c.control.as_ref(),
+        marks: &c.marks,
+        size,
+    }
 }
 
 /// A chart with its legend under it.
@@ -219,7 +240,9 @@ pub fn incident(row: &IncidentRow, events: &[Event], charts: &[ChartData]) -> Ma
     let i = &row.incident;
     let s = &i.snapshot;
     let r = &s.report;
-    let (main_chart, parts) = charts.split_first().map_or((None, &[][..]), |(a, b)| (Some(a), b));
+    let (main_chart, parts) = charts
+        .split_first()
+        .map_or((None, &[][..]), |(a, b)| (Some(a), b));
     layout(
         &format!("#{} {}", i.id, s.family),
         &html! {
@@ -293,7 +316,11 @@ pub fn explore(
     chart: Option<&ChartData>,
     error: Option<&str>,
 ) -> Markup {
-    let value = |k: &str| form.iter().find(|(f, _)| f == k).map_or("", |(_, v)| v.as_str());
+    let value = |k: &str| {
+        form.iter()
+            .find(|(f, _)| f == k)
+            .map_or("", |(_, v)| v.as_str())
+    };
     layout(
         "Explore",
         &html! {
@@ -328,5 +355,8 @@ pub fn explore(
 
 /// A page for a request sheriff cannot answer: the status and a plain reason.
 pub fn problem(title: &str, reason: &str) -> Markup {
-    layout(title, &html! { h1 { (title) } p { (reason) } p { a href="/" { "All incidents" } } })
+    layout(
+        title,
+        &html! { h1 { (title) } p { (reason) } p { a href="/" { "All incidents" } } },
+    )
 }

@@ -49,11 +49,19 @@ impl IncidentRow {
         let channel = incident.slack_channel.as_ref().filter(|c| !c.is_empty());
         let slack_url = channel.map(|c| match (&incident.slack_ts, workspace.is_empty()) {
             (Some(ts), false) => {
-                format!("{}/archives/{c}/p{}", workspace.trim_end_matches('/'), ts.replace('.', ""))
+                format!(
+                    "{}/archives/{c}/p{}",
+                    workspace.trim_end_matches('/'),
+                    ts.replace('.', "")
+                )
             }
             _ => format!("https://slack.com/app_redirect?channel={c}"),
         });
-        IncidentRow { incident, jira_url, slack_url }
+        IncidentRow {
+            incident,
+            jira_url,
+            slack_url,
+        }
     }
 }
 
@@ -82,7 +90,10 @@ pub struct IndexFilter {
 impl IndexFilter {
     fn tidy(mut self) -> IndexFilter {
         for f in [&mut self.component, &mut self.release, &mut self.state] {
-            *f = f.take().map(|v| v.trim().chars().take(100).collect::<String>()).filter(|v| !v.is_empty());
+            *f = f
+                .take()
+                .map(|v| v.trim().chars().take(100).collect::<String>())
+                .filter(|v| !v.is_empty());
         }
         self
     }
@@ -98,8 +109,14 @@ impl IndexFilter {
         };
         state
             && i.merged_into.is_none()
-            && self.component.as_ref().is_none_or(|c| *c == i.snapshot.component)
-            && self.release.as_ref().is_none_or(|r| *r == i.snapshot.release)
+            && self
+                .component
+                .as_ref()
+                .is_none_or(|c| *c == i.snapshot.component)
+            && self
+                .release
+                .as_ref()
+                .is_none_or(|r| *r == i.snapshot.release)
     }
 }
 
@@ -129,17 +146,26 @@ fn internal(e: &anyhow::Error, json: bool) -> Response {
     tracing::error!(reference, "a page failed: {e:#}");
     let reason = format!("Something went wrong on sheriff's side (reference {reference}).");
     if json {
-        (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(serde_json::json!({ "error": reason })))
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            axum::Json(serde_json::json!({ "error": reason })),
+        )
             .into_response()
     } else {
-        (StatusCode::INTERNAL_SERVER_ERROR, Html(html::problem("Sorry", &reason).into_string()))
+        (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Html(html::problem("Sorry", &reason).into_string()),
+        )
             .into_response()
     }
 }
 
 fn not_found(what: &str, json: bool) -> Response {
     if json {
-        (StatusCode::NOT_FOUND, axum::Json(serde_json::json!({ "error": format!("no {what}") })))
+        (
+            StatusCode::NOT_FOUND,
+            axum::Json(serde_json::json!({ "error": format!("no {what}") })),
+        )
             .into_response()
     } else {
         let page = html::problem("Not found", &format!("There is no {what}."));
@@ -149,14 +175,26 @@ fn not_found(what: &str, json: bool) -> Response {
 
 /// Asks for `server.pages_token` when one is set: a bearer token, or any user with it as the
 /// password of basic auth (what a browser can send). Compared in constant time.
-pub async fn require_token(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let Some(token) = &state.settings.server.pages_token else { return next.run(request).await };
+pub async fn require_token(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(token) = &state.settings.server.pages_token else {
+        return next.run(request).await;
+    };
     if token.matches(given_token(request.headers()).as_deref()) {
         return next.run(request).await;
     }
-    let mut r = (StatusCode::UNAUTHORIZED, "sheriff's pages need the pages token\n").into_response();
-    r.headers_mut()
-        .insert(header::WWW_AUTHENTICATE, axum::http::HeaderValue::from_static("Basic realm=\"sheriff\""));
+    let mut r = (
+        StatusCode::UNAUTHORIZED,
+        "sheriff's pages need the pages token\n",
+    )
+        .into_response();
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        axum::http::HeaderValue::from_static("Basic realm=\"sheriff\""),
+    );
     r
 }
 
@@ -171,7 +209,8 @@ fn given_token(headers: &HeaderMap) -> Option<String> {
     }
     let decoded = base64_decode(encoded.trim())?;
     let text = String::from_utf8(decoded).ok()?;
-    text.split_once(':').map(|(_, password)| password.to_string())
+    text.split_once(':')
+        .map(|(_, password)| password.to_string())
 }
 
 fn base64_decode(s: &str) -> Option<Vec<u8>> {
@@ -187,7 +226,10 @@ fn base64_decode(s: &str) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
     for chunk in bytes.chunks(4) {
         let v: Vec<u8> = chunk.iter().map(|c| value(*c)).collect::<Option<_>>()?;
-        let n = v.iter().enumerate().fold(0u32, |n, (k, x)| n | (u32::from(*x) << (18 - 6 * k)));
+        let n = v
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (k, x)| n | (u32::from(*x) << (18 - 6 * k)));
         out.extend((0..v.len().saturating_sub(1)).map(|k| (n >> (16 - 8 * k)) as u8));
     }
     Some(out)
@@ -203,8 +245,15 @@ async fn rows(
     let releases: BTreeSet<String> = all.iter().map(|i| i.snapshot.release.clone()).collect();
     let mut kept: Vec<Incident> = all.into_iter().filter(|i| filter.keeps(i, now)).collect();
     kept.sort_by_key(|i| (!i.state.is_open(), std::cmp::Reverse(i.opened_at)));
-    let rows = kept.into_iter().map(|i| IncidentRow::new(state, i)).collect();
-    Ok((rows, components.into_iter().collect(), releases.into_iter().collect()))
+    let rows = kept
+        .into_iter()
+        .map(|i| IncidentRow::new(state, i))
+        .collect();
+    Ok((
+        rows,
+        components.into_iter().collect(),
+        releases.into_iter().collect(),
+    ))
 }
 
 /// `GET /`.
@@ -213,19 +262,25 @@ pub async fn index(State(state): State<AppState>, Query(filter): Query<IndexFilt
     let filter = filter.tidy();
     match rows(&state, &filter, now).await {
         Ok((rows, components, releases)) => {
-            Html(html::index(&rows, &filter, &components, &releases, now).into_string()).into_response()
+            Html(html::index(&rows, &filter, &components, &releases, now).into_string())
+                .into_response()
         }
         Err(e) => internal(&e, false),
     }
 }
 
 /// `GET /api/v1/incidents`: the same list, in the `incidents list` JSON contract.
-pub async fn index_json(State(state): State<AppState>, Query(filter): Query<IndexFilter>) -> Response {
+pub async fn index_json(
+    State(state): State<AppState>,
+    Query(filter): Query<IndexFilter>,
+) -> Response {
     let now = chrono::Utc::now().timestamp();
     match rows(&state, &filter.tidy(), now).await {
         Ok((rows, _, _)) => {
-            let list: Vec<serde_json::Value> =
-                rows.iter().map(|r| crate::board::incident_json(&r.incident)).collect();
+            let list: Vec<serde_json::Value> = rows
+                .iter()
+                .map(|r| crate::board::incident_json(&r.incident))
+                .collect();
             axum::Json(serde_json::json!({ "incidents": list })).into_response()
         }
         Err(e) => internal(&e, true),
@@ -235,22 +290,40 @@ pub async fn index_json(State(state): State<AppState>, Query(filter): Query<Inde
 /// The marks of an incident's charts.
 fn marks_of(state: &AppState, i: &Incident, now: i64) -> Marks {
     let es = &state.settings.evaluate;
-    let (window, baseline) = (i64::from(es.window_days) * DAY, i64::from(es.baseline_days) * DAY);
+    let (window, baseline) = (
+        i64::from(es.window_days) * DAY,
+        i64::from(es.baseline_days) * DAY,
+    );
     let onset = i.onset().or_else(|| i.snapshot.report.onset.clone());
-    let end = if i.state.is_open() { now } else { i.resolved_at.unwrap_or(now) };
-    let reference_end = onset.as_ref().map_or(end - window, |o| o.earliest.timestamp());
+    let end = if i.state.is_open() {
+        now
+    } else {
+        i.resolved_at.unwrap_or(now)
+    };
+    let reference_end = onset
+        .as_ref()
+        .map_or(end - window, |o| o.earliest.timestamp());
     Marks {
         window: Some((end - window, end)),
         reference: Some((reference_end - baseline, reference_end)),
-        onset: onset.map(|o| (o.earliest.timestamp(), o.at.timestamp(), o.latest.timestamp())),
+        onset: onset.map(|o| {
+            (
+                o.earliest.timestamp(),
+                o.at.timestamp(),
+                o.latest.timestamp(),
+            )
+        }),
         fix: i.fix.as_ref().and_then(|c| {
-            let label = c
-                .payload
-                .as_ref()
-                .map_or_else(|| format!("fix claimed in {}", c.key), |p| format!("fix payload {p}"));
+            let label = c.payload.as_ref().map_or_else(
+                || format!("fix claimed in {}", c.key),
+                |p| format!("fix payload {p}"),
+            );
             Some((c.fix_point()?, label))
         }),
-        accepted: i.allowance.as_ref().map(|a| (a.seconds, format!("accepted {}", a.level()))),
+        accepted: i
+            .allowance
+            .as_ref()
+            .map(|a| (a.seconds, format!("accepted {}", a.level()))),
     }
 }
 
@@ -262,36 +335,65 @@ fn marks_of(state: &AppState, i: &Incident, now: i64) -> Marks {
 async fn charts_of(state: &AppState, i: &Incident, now: i64) -> anyhow::Result<Vec<ChartData>> {
     let s = &i.snapshot;
     let r = &s.report;
-    let mut backends = r.backend.iter().chain(&s.backends).fold(Vec::new(), |mut seen, b| {
-        if !seen.contains(b) {
-            seen.push(b.clone());
-        }
-        seen
-    });
+    let mut backends = r
+        .backend
+        .iter()
+        .chain(&s.backends)
+        .fold(Vec::new(), |mut seen, b| {
+            if !seen.contains(b) {
+                seen.push(b.clone());
+            }
+            seen
+        });
     if backends.is_empty() {
         return Ok(Vec::new());
     }
     let backend = backends.remove(0);
     let variants = state.store.variants().await?;
-    let in_scope: Vec<&(i64, crate::model::Dimensions)> =
-        variants.iter().filter(|(_, d)| s.scope.contains(d)).collect();
+    let in_scope: Vec<&(i64, crate::model::Dimensions)> = variants
+        .iter()
+        .filter(|(_, d)| s.scope.contains(d))
+        .collect();
     let ids: HashSet<i64> = in_scope.iter().map(|(id, _)| *id).collect();
     let store = &state.store;
     let label = format!("{} {}", s.release, s.scope.describe());
-    let main = series::daily(store, &state.warm.queries, &backend, &label, &ids, CHART_DAYS, now).await?;
+    let main = series::daily(
+        store,
+        &state.warm.queries,
+        &backend,
+        &label,
+        &ids,
+        CHART_DAYS,
+        now,
+    )
+    .await?;
     let mut other_backends = Vec::new();
     for b in &backends {
-        other_backends
-            .push(series::daily(store, &state.warm.queries, b, &label, &ids, CHART_DAYS, now).await?);
+        other_backends.push(
+            series::daily(store, &state.warm.queries, b, &label, &ids, CHART_DAYS, now).await?,
+        );
     }
     let control = match &r.attribution.control {
-        Some(c) => {
-            Some(series::daily(store, &state.warm.queries, &c.backend, &label, &ids, CHART_DAYS, now).await?)
-        }
+        Some(c) => Some(
+            series::daily(
+                store,
+                &state.warm.queries,
+                &c.backend,
+                &label,
+                &ids,
+                CHART_DAYS,
+                now,
+            )
+            .await?,
+        ),
         None => None,
     };
     let marks = marks_of(state, i, now);
-    let title = std::iter::once(&backend).chain(&backends).cloned().collect::<Vec<_>>().join(", ");
+    let title = std::iter::once(&backend)
+        .chain(&backends)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
     let mut out = vec![ChartData {
         title: format!("{title} — {label}"),
         series: main,
@@ -301,8 +403,16 @@ async fn charts_of(state: &AppState, i: &Incident, now: i64) -> anyhow::Result<V
     }];
     for (ids, titles) in part_variants(&r.not_specific_to, &in_scope, &ids) {
         let part = titles.join(", ");
-        let series =
-            series::daily(store, &state.warm.queries, &backend, &part, &ids, CHART_DAYS, now).await?;
+        let series = series::daily(
+            store,
+            &state.warm.queries,
+            &backend,
+            &part,
+            &ids,
+            CHART_DAYS,
+            now,
+        )
+        .await?;
         out.push(ChartData {
             title: part,
             series,
@@ -327,7 +437,11 @@ fn part_variants(
         for (id, dims) in in_scope {
             by.entry(dims.get(d).to_string()).or_default().insert(*id);
         }
-        for (value, ids) in by.into_iter().take(PART_CHARTS).filter(|(_, ids)| ids != scope) {
+        for (value, ids) in by
+            .into_iter()
+            .take(PART_CHARTS)
+            .filter(|(_, ids)| ids != scope)
+        {
             let title = format!("{d}={value}");
             match parts.iter_mut().find(|(seen, _)| *seen == ids) {
                 Some((_, titles)) => titles.push(title),
@@ -343,8 +457,12 @@ async fn one(
     id: &str,
     now: i64,
 ) -> anyhow::Result<Option<(IncidentRow, Vec<crate::incidents::Event>, Vec<ChartData>)>> {
-    let Ok(n) = id.trim_start_matches('#').parse::<i64>() else { return Ok(None) };
-    let Some(i) = state.store.incidents().find(&n.to_string()).await? else { return Ok(None) };
+    let Ok(n) = id.trim_start_matches('#').parse::<i64>() else {
+        return Ok(None);
+    };
+    let Some(i) = state.store.incidents().find(&n.to_string()).await? else {
+        return Ok(None);
+    };
     let events = state.store.incidents().events(i.id).await?;
     let charts = charts_of(state, &i, now).await?;
     Ok(Some((IncidentRow::new(state, i), events, charts)))
@@ -387,7 +505,10 @@ fn query_words(form: &[(String, String)]) -> Option<Vec<String>> {
         .map(|(_, v)| v.trim().to_string())
         .filter(|b| !b.is_empty())?;
     let mut words = vec![backend];
-    for (k, v) in form.iter().filter(|(k, v)| k != "backend" && !v.trim().is_empty()) {
+    for (k, v) in form
+        .iter()
+        .filter(|(k, v)| k != "backend" && !v.trim().is_empty())
+    {
         words.push(format!("{k}={}", v.trim()));
     }
     Some(words)
@@ -399,20 +520,38 @@ async fn explored(
     form: &[(String, String)],
     now: i64,
 ) -> anyhow::Result<Result<Option<(crate::query::QueryAnswer, ChartData)>, String>> {
-    let Some(words) = query_words(form) else { return Ok(Ok(None)) };
-    let owned: Vec<String> = words.iter().map(|w| w.chars().take(200).collect()).collect();
+    let Some(words) = query_words(form) else {
+        return Ok(Ok(None));
+    };
+    let owned: Vec<String> = words
+        .iter()
+        .map(|w| w.chars().take(200).collect())
+        .collect();
     let words: Vec<&str> = owned.iter().map(String::as_str).collect();
     let q = match crate::server::slack::command::parse_query(&words) {
         Ok(q) => q,
         Err(e) => return Ok(Err(e)),
     };
-    let answer =
-        crate::query::answer(&state.store, &state.warm.queries, &state.settings.evaluate, &q, now).await?;
+    let answer = crate::query::answer(
+        &state.store,
+        &state.warm.queries,
+        &state.settings.evaluate,
+        &q,
+        now,
+    )
+    .await?;
     let ids = crate::query::variants_of(&state.store, &q).await?;
     let label: Vec<String> = q.filters.iter().map(|(d, v)| format!("{d}={v}")).collect();
-    let series =
-        series::daily(&state.store, &state.warm.queries, &q.backend, &label.join(" "), &ids, CHART_DAYS, now)
-            .await?;
+    let series = series::daily(
+        &state.store,
+        &state.warm.queries,
+        &q.backend,
+        &label.join(" "),
+        &ids,
+        CHART_DAYS,
+        now,
+    )
+    .await?;
     let window = q.window_days * DAY;
     let marks = Marks {
         window: Some((now - window, now)),
@@ -423,21 +562,35 @@ async fn explored(
         ..Marks::default()
     };
     let title = format!("{} {}", q.backend, label.join(" "));
-    Ok(Ok(Some((answer, ChartData { title, series, other_backends: Vec::new(), control: None, marks }))))
+    Ok(Ok(Some((
+        answer,
+        ChartData {
+            title,
+            series,
+            other_backends: Vec::new(),
+            control: None,
+            marks,
+        },
+    ))))
 }
 
 /// `GET /explore?backend=…&release=…&platform=…`.
-pub async fn explore(State(state): State<AppState>, Query(form): Query<Vec<(String, String)>>) -> Response {
+pub async fn explore(
+    State(state): State<AppState>,
+    Query(form): Query<Vec<(String, String)>>,
+) -> Response {
     let now = chrono::Utc::now().timestamp();
     match explored(&state, &form, now).await {
         Ok(Ok(Some((answer, chart)))) => {
-            Html(html::explore(&form, Some(&answer), Some(&chart), None).into_string()).into_response()
-        }
-        Ok(Ok(None)) => Html(html::explore(&form, None, None, None).into_string()).into_response(),
-        Ok(Err(reason)) => {
-            (StatusCode::BAD_REQUEST, Html(html::explore(&form, None, None, Some(&reason)).into_string()))
+            Html(html::explore(&form, Some(&answer), Some(&chart), None).into_string())
                 .into_response()
         }
+        Ok(Ok(None)) => Html(html::explore(&form, None, None, None).into_string()).into_response(),
+        Ok(Err(reason)) => (
+            StatusCode::BAD_REQUEST,
+            Html(html::explore(&form, None, None, Some(&reason)).into_string()),
+        )
+            .into_response(),
         Err(e) => internal(&e, false),
     }
 }
@@ -452,13 +605,16 @@ pub async fn series_json(
         Ok(Ok(Some((answer, chart)))) => {
             axum::Json(serde_json::json!({ "answer": answer, "chart": chart })).into_response()
         }
-        Ok(Ok(None)) => {
-            (StatusCode::BAD_REQUEST, axum::Json(serde_json::json!({ "error": "backend= is needed" })))
-                .into_response()
-        }
-        Ok(Err(reason)) => {
-            (StatusCode::BAD_REQUEST, axum::Json(serde_json::json!({ "error": reason }))).into_response()
-        }
+        Ok(Ok(None)) => (
+            StatusCode::BAD_REQUEST,
+            axum::Json(serde_json::json!({ "error": "backend= is needed" })),
+        )
+            .into_response(),
+        Ok(Err(reason)) => (
+            StatusCode::BAD_REQUEST,
+            axum::Json(serde_json::json!({ "error": reason })),
+        )
+            .into_response(),
         Err(e) => internal(&e, true),
     }
 }

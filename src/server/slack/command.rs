@@ -23,7 +23,11 @@ pub enum Command {
     Status,
     Query(Query),
     Explain(String),
-    Silence { target: Target, seconds: i64, reason: String },
+    Silence {
+        target: Target,
+        seconds: i64,
+        reason: String,
+    },
     Unsilence(String),
     Ack(String),
     Evaluate,
@@ -32,7 +36,10 @@ pub enum Command {
 impl Command {
     /// Changes something: only configured people may run it.
     pub(crate) fn is_mutating(&self) -> bool {
-        matches!(self, Command::Silence { .. } | Command::Unsilence(_) | Command::Ack(_) | Command::Evaluate)
+        matches!(
+            self,
+            Command::Silence { .. } | Command::Unsilence(_) | Command::Ack(_) | Command::Evaluate
+        )
     }
 }
 
@@ -70,9 +77,10 @@ pub fn parse(text: &str) -> Result<Command, String> {
     };
     match verb.to_ascii_lowercase().as_str() {
         "help" | "?" => Ok(Command::Help),
-        "status" | "list" | "evaluate" if !rest.is_empty() => {
-            Err(format!("`{verb}` takes nothing after it; `{verb} {}` is not a command", rest.join(" ")))
-        }
+        "status" | "list" | "evaluate" if !rest.is_empty() => Err(format!(
+            "`{verb}` takes nothing after it; `{verb} {}` is not a command",
+            rest.join(" ")
+        )),
         "status" | "list" => Ok(Command::Status),
         "evaluate" => Ok(Command::Evaluate),
         "explain" | "show" => one("an incident (its number or fingerprint)").map(Command::Explain),
@@ -88,7 +96,11 @@ pub fn parse(text: &str) -> Result<Command, String> {
             if seconds > 90 * DAY {
                 return Err("a silence lasts at most 90d".into());
             }
-            Ok(Command::Silence { target, seconds, reason: rest[at + 1..].join(" ") })
+            Ok(Command::Silence {
+                target,
+                seconds,
+                reason: rest[at + 1..].join(" "),
+            })
         }
         other => Err(format!("unknown command `{other}`. Try `help`.")),
     }
@@ -98,13 +110,18 @@ pub fn parse(text: &str) -> Result<Command, String> {
 pub(crate) fn parse_query(words: &[&str]) -> Result<Query, String> {
     let Some((backend, filters)) = words.split_first() else {
         return Err(
-            "`query` needs a backend, e.g. `query image-registry-new-connections platform=metal`".into()
+            "`query` needs a backend, e.g. `query image-registry-new-connections platform=metal`"
+                .into(),
         );
     };
     if backend.contains('=') {
         return Err("`query` needs the backend first, then key=value filters".into());
     }
-    let mut q = Query { backend: backend.to_string(), filters: BTreeMap::new(), window_days: 7 };
+    let mut q = Query {
+        backend: backend.to_string(),
+        filters: BTreeMap::new(),
+        window_days: 7,
+    };
     for f in filters {
         let Some((k, v)) = f.split_once('=') else {
             return Err(format!("`{f}` is not key=value"));
@@ -115,7 +132,9 @@ pub(crate) fn parse_query(words: &[&str]) -> Result<Query, String> {
         if k == "window" {
             let secs = parse_span(v)
                 .filter(|s| s % DAY == 0 && *s <= 90 * DAY)
-                .ok_or(format!("window must be whole days up to 90, like `7d` or `2w`; not `{v}`"))?;
+                .ok_or(format!(
+                    "window must be whole days up to 90, like `7d` or `2w`; not `{v}`"
+                ))?;
             q.window_days = secs / DAY;
             continue;
         }
@@ -138,7 +157,10 @@ mod tests {
         assert_eq!(parse("status"), Ok(Command::Status));
         assert_eq!(parse("evaluate"), Ok(Command::Evaluate));
         assert_eq!(parse("explain #12"), Ok(Command::Explain("12".into())));
-        assert_eq!(parse("ack sheriff-00ff"), Ok(Command::Ack("sheriff-00ff".into())));
+        assert_eq!(
+            parse("ack sheriff-00ff"),
+            Ok(Command::Ack("sheriff-00ff".into()))
+        );
         assert_eq!(parse("unsilence 3"), Ok(Command::Unsilence("3".into())));
         let Ok(Command::Query(q)) = parse(
             "query image-registry-new-connections release=4.14 platform=metal upgrade=micro arch=amd64 window=14d",
@@ -149,30 +171,67 @@ mod tests {
         assert_eq!(q.window_days, 14);
         assert_eq!(q.filters[&Dimension::UpgradeType], "micro");
         assert_eq!(q.filters[&Dimension::Architecture], "amd64");
-        let Ok(Command::Silence { target, seconds, reason }) =
-            parse("silence backend=image-registry-* platform=metal 24h known metal outage")
+        let Ok(Command::Silence {
+            target,
+            seconds,
+            reason,
+        }) = parse("silence backend=image-registry-* platform=metal 24h known metal outage")
         else {
             panic!()
         };
         assert_eq!(target.backend.as_deref(), Some("image-registry-*"));
         assert_eq!(seconds, 86_400);
         assert_eq!(reason, "known metal outage");
-        assert!(matches!(parse("silence 12 7d"), Ok(Command::Silence { seconds: 604_800, .. })));
+        assert!(matches!(
+            parse("silence 12 7d"),
+            Ok(Command::Silence {
+                seconds: 604_800,
+                ..
+            })
+        ));
     }
 
     #[test]
     fn mistakes_get_short_helpful_answers() {
-        assert!(parse("frobnicate").unwrap_err().contains("unknown command `frobnicate`"));
+        assert!(
+            parse("frobnicate")
+                .unwrap_err()
+                .contains("unknown command `frobnicate`")
+        );
         assert!(parse("query").unwrap_err().contains("needs a backend"));
-        assert!(parse("query x colour=red").unwrap_err().contains("unknown filter `colour`"));
-        assert!(parse("query x window=3h").unwrap_err().contains("whole days"));
-        assert!(parse("query x platform").unwrap_err().contains("not key=value"));
-        assert!(parse("silence 12").unwrap_err().contains("needs a duration"));
-        assert!(parse("silence 12 365d").unwrap_err().contains("at most 90d"));
+        assert!(
+            parse("query x colour=red")
+                .unwrap_err()
+                .contains("unknown filter `colour`")
+        );
+        assert!(
+            parse("query x window=3h")
+                .unwrap_err()
+                .contains("whole days")
+        );
+        assert!(
+            parse("query x platform")
+                .unwrap_err()
+                .contains("not key=value")
+        );
+        assert!(
+            parse("silence 12")
+                .unwrap_err()
+                .contains("needs a duration")
+        );
+        assert!(
+            parse("silence 12 365d")
+                .unwrap_err()
+                .contains("at most 90d")
+        );
         assert!(parse("ack").unwrap_err().contains("needs an incident"));
         assert!(parse("ack 1 2").unwrap_err().contains("takes just"));
         // Extra words are a mistake to point out, not to ignore (`evaluate now please`).
-        assert!(parse("evaluate now please").unwrap_err().contains("`evaluate` takes nothing after it"));
+        assert!(
+            parse("evaluate now please")
+                .unwrap_err()
+                .contains("`evaluate` takes nothing after it")
+        );
         assert!(parse("status open").unwrap_err().contains("takes nothing"));
         assert_eq!(parse("  EVALUATE  "), Ok(Command::Evaluate));
     }

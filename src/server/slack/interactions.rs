@@ -105,9 +105,21 @@ impl Button {
 /// A verified interaction, normalised.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Interaction {
-    Pressed { button: Button, incident: String, trigger: String },
-    NotARegressionSubmitted { incident: String, reason: String },
-    AcceptSubmitted { incident: String, level: String, until: String, reason: String },
+    Pressed {
+        button: Button,
+        incident: String,
+        trigger: String,
+    },
+    NotARegressionSubmitted {
+        incident: String,
+        reason: String,
+    },
+    AcceptSubmitted {
+        incident: String,
+        level: String,
+        until: String,
+        reason: String,
+    },
     Ignored,
 }
 
@@ -123,8 +135,9 @@ impl Payload {
                 None => Interaction::Ignored,
             },
             "view_submission" if self.view.callback_id == "not_a_regression" => {
-                let reason =
-                    self.view.state["values"]["reason"]["reason"]["value"].as_str().unwrap_or_default();
+                let reason = self.view.state["values"]["reason"]["reason"]["value"]
+                    .as_str()
+                    .unwrap_or_default();
                 Interaction::NotARegressionSubmitted {
                     incident: self.view.private_metadata.clone(),
                     reason: reason.trim().to_string(),
@@ -160,12 +173,16 @@ async fn accept_submitted(
     reason: String,
 ) -> Response {
     let errors = |block: &str, text: &str| {
-        axum::Json(json!({ "response_action": "errors", "errors": { block: text } })).into_response()
+        axum::Json(json!({ "response_action": "errors", "errors": { block: text } }))
+            .into_response()
     };
     match resolved(&state.store, incident).await {
         Ok(None) => {}
         Ok(Some(id)) => {
-            return errors("reason", &format!("Incident #{id} is resolved already; nothing was changed."));
+            return errors(
+                "reason",
+                &format!("Incident #{id} is resolved already; nothing was changed."),
+            );
         }
         Err(e) => return errors("reason", &e.for_people()),
     }
@@ -181,7 +198,12 @@ async fn accept_submitted(
     if let Err(e) = crate::model::Allowance::parse_level(&level) {
         return errors("level", &e.to_string());
     }
-    let a = crate::incidents::manual::Accept { level, until, reason, jira_key: None };
+    let a = crate::incidents::manual::Accept {
+        level,
+        until,
+        reason,
+        jira_key: None,
+    };
     match crate::actions::accept(&state.store, incident, &a, operator.actor(), now).await {
         Ok(_) => axum::Json(json!({ "response_action": "clear" })).into_response(),
         Err(e) => errors("reason", &e.for_people()),
@@ -189,7 +211,8 @@ async fn accept_submitted(
 }
 
 fn dialog_error(reason: &str) -> Response {
-    axum::Json(json!({ "response_action": "errors", "errors": { "reason": reason } })).into_response()
+    axum::Json(json!({ "response_action": "errors", "errors": { "reason": reason } }))
+        .into_response()
 }
 
 /// An interaction request's body as who did what, and where the answer goes.
@@ -213,21 +236,42 @@ pub fn decode_interaction(body: &[u8]) -> Result<Decoded, &'static str> {
         interaction: payload.interaction(),
         actor: crate::render::slack_actor(
             &payload.user.id,
-            if payload.user.username.is_empty() { &payload.user.name } else { &payload.user.username },
+            if payload.user.username.is_empty() {
+                &payload.user.name
+            } else {
+                &payload.user.username
+            },
         ),
         user: payload.user.id,
         response_url: payload.response_url,
     })
 }
 
-pub async fn interactions(State(state): State<AppState>, SlackSigned(body): SlackSigned) -> Response {
-    let Ok(Decoded { user, actor, response_url, interaction }) = decode_interaction(&body) else {
-        return (StatusCode::BAD_REQUEST, "the payload field is not an interaction payload\n")
+pub async fn interactions(
+    State(state): State<AppState>,
+    SlackSigned(body): SlackSigned,
+) -> Response {
+    let Ok(Decoded {
+        user,
+        actor,
+        response_url,
+        interaction,
+    }) = decode_interaction(&body)
+    else {
+        return (
+            StatusCode::BAD_REQUEST,
+            "the payload field is not an interaction payload\n",
+        )
             .into_response();
     };
     match interaction {
-        Interaction::Pressed { button, incident, trigger } => {
-            metrics::counter!("sheriff_slack_actions_total", "action" => button.label()).increment(1);
+        Interaction::Pressed {
+            button,
+            incident,
+            trigger,
+        } => {
+            metrics::counter!("sheriff_slack_actions_total", "action" => button.label())
+                .increment(1);
             let m = match Operator::authorize(&state, &user, &actor).await {
                 Some(operator) => pressed(&state, &operator, &button, &incident, &trigger)
                     .await
@@ -243,7 +287,12 @@ pub async fn interactions(State(state): State<AppState>, SlackSigned(body): Slac
             };
             not_a_regression_submitted(&state, &operator, &incident, &reason).await
         }
-        Interaction::AcceptSubmitted { incident, level, until, reason } => {
+        Interaction::AcceptSubmitted {
+            incident,
+            level,
+            until,
+            reason,
+        } => {
             let Some(operator) = Operator::authorize(&state, &user, &actor).await else {
                 return dialog_error(NOT_ALLOWED);
             };
@@ -263,7 +312,9 @@ async fn not_a_regression_submitted(
     match resolved(&state.store, incident).await {
         Ok(None) => {}
         Ok(Some(id)) => {
-            return dialog_error(&format!("Incident #{id} is resolved already; nothing was changed."));
+            return dialog_error(&format!(
+                "Incident #{id} is resolved already; nothing was changed."
+            ));
         }
         Err(e) => return dialog_error(&e.for_people()),
     }
@@ -303,10 +354,19 @@ async fn pressed(
     Ok(match button {
         Button::Acknowledge => acknowledged(store, incident, operator, now).await?,
         Button::Silence24h => {
-            let target = Target { fingerprint: Some(incident.to_string()), ..Default::default() };
-            let made =
-                crate::actions::silence(store, &target, DAY, "silenced for 24 h from Slack", actor, now)
-                    .await?;
+            let target = Target {
+                fingerprint: Some(incident.to_string()),
+                ..Default::default()
+            };
+            let made = crate::actions::silence(
+                store,
+                &target,
+                DAY,
+                "silenced for 24 h from Slack",
+                actor,
+                now,
+            )
+            .await?;
             text_message(&format!(
                 "Silence #{}: incident #{} for 24 h by <@{}>.",
                 made.id,
@@ -348,6 +408,8 @@ async fn pressed(
                 .map_err(|e| ActionError::Internal(anyhow::anyhow!("opening the dialog: {e}")))?;
             text_message("Set the accepted level in the dialog.")
         }
-        Button::Unknown(other) => text_message(&format!("Unknown action `{}`.", blocks::escape(other))),
+        Button::Unknown(other) => {
+            text_message(&format!("Unknown action `{}`.", blocks::escape(other)))
+        }
     })
 }

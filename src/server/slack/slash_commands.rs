@@ -30,7 +30,11 @@ pub async fn commands(State(state): State<AppState>, SlackSigned(body): SlackSig
     let form: CommandForm = match serde_urlencoded::from_bytes(&body) {
         Ok(f) => f,
         Err(e) => {
-            return (StatusCode::BAD_REQUEST, format!("not a slash-command form: {e}\n")).into_response();
+            return (
+                StatusCode::BAD_REQUEST,
+                format!("not a slash-command form: {e}\n"),
+            )
+                .into_response();
         }
     };
     metrics::counter!("sheriff_slack_commands_total").increment(1);
@@ -43,7 +47,10 @@ pub async fn commands(State(state): State<AppState>, SlackSigned(body): SlackSig
         return match parsed {
             Command::Help => ephemeral(&text_message(HELP)),
             other => {
-                within_slack_time(state.http.clone(), url, async move { answer(&state, other).await }).await
+                within_slack_time(state.http.clone(), url, async move {
+                    answer(&state, other).await
+                })
+                .await
             }
         };
     }
@@ -61,18 +68,30 @@ pub async fn commands(State(state): State<AppState>, SlackSigned(body): SlackSig
             ephemeral(&text_message("Evaluating now; the result follows here."))
         }
         other => {
-            within_slack_time(state.http.clone(), url, async move { change(&state, &operator, other).await })
-                .await
+            within_slack_time(state.http.clone(), url, async move {
+                change(&state, &operator, other).await
+            })
+            .await
         }
     }
 }
 
 async fn evaluate_now(state: &AppState, operator: &Operator) -> Message {
-    let options = crate::cycle::CycleOptions { at: chrono::Utc::now(), dry_run: false };
-    tracing::info!(user = operator.user(), "evaluation cycle asked for from Slack");
+    let options = crate::cycle::CycleOptions {
+        at: chrono::Utc::now(),
+        dry_run: false,
+    };
+    tracing::info!(
+        user = operator.user(),
+        "evaluation cycle asked for from Slack"
+    );
     match crate::cycle::run_cycle(&state.store, &state.warm, &state.settings, options).await {
         Ok(r) => {
-            let active = r.regressions.iter().filter(|x| x.status.is_active()).count();
+            let active = r
+                .regressions
+                .iter()
+                .filter(|x| x.status.is_active())
+                .count();
             let c = &r.incidents;
             text_message(&format!(
                 "Cycle done: {} groups judged, {active} regression(s); incidents {} opened, {} changed, {} resolved.",
@@ -85,7 +104,9 @@ async fn evaluate_now(state: &AppState, operator: &Operator) -> Message {
 
 /// Answers a command that changes nothing (`status`, `query`, `explain`); open to everyone.
 async fn answer(state: &AppState, c: Command) -> Message {
-    answer_inner(state, c).await.unwrap_or_else(|e| text_message(&e.for_people()))
+    answer_inner(state, c)
+        .await
+        .unwrap_or_else(|e| text_message(&e.for_people()))
 }
 
 async fn answer_inner(state: &AppState, c: Command) -> Result<Message, ActionError> {
@@ -94,17 +115,28 @@ async fn answer_inner(state: &AppState, c: Command) -> Result<Message, ActionErr
     Ok(match c {
         Command::Status => status_message(&crate::board::status(store, now).await?),
         Command::Query(q) => {
-            let a =
-                crate::query::answer(store, &state.warm.queries, &state.settings.evaluate, &q, now).await?;
+            let a = crate::query::answer(
+                store,
+                &state.warm.queries,
+                &state.settings.evaluate,
+                &q,
+                now,
+            )
+            .await?;
             let (title, table) = crate::query::render(&a);
             let mut parts = vec![blocks::plain_section(&title)];
             if !table.is_empty() {
                 parts.push(blocks::section(&format!("```\n{table}\n```")));
             }
-            Message { text: title.clone(), blocks: json!(parts) }
+            Message {
+                text: title.clone(),
+                blocks: json!(parts),
+            }
         }
         Command::Explain(reference) => match crate::board::explain(store, &reference).await? {
-            None => text_message(&format!("No incident {reference}. `status` lists the open ones.")),
+            None => text_message(&format!(
+                "No incident {reference}. `status` lists the open ones."
+            )),
             Some(e) => lines_message(&crate::board::render_explain(&e)),
         },
         _ => text_message(HELP),
@@ -114,17 +146,32 @@ async fn answer_inner(state: &AppState, c: Command) -> Result<Message, ActionErr
 /// Carries out a command that changes something (`silence`, `unsilence`, `ack`; not
 /// `evaluate`) for `operator`.
 async fn change(state: &AppState, operator: &Operator, c: Command) -> Message {
-    change_inner(state, operator, c).await.unwrap_or_else(|e| text_message(&e.for_people()))
+    change_inner(state, operator, c)
+        .await
+        .unwrap_or_else(|e| text_message(&e.for_people()))
 }
 
-async fn change_inner(state: &AppState, operator: &Operator, c: Command) -> Result<Message, ActionError> {
+async fn change_inner(
+    state: &AppState,
+    operator: &Operator,
+    c: Command,
+) -> Result<Message, ActionError> {
     let store = &state.store;
     let actor = operator.actor();
     let now = chrono::Utc::now().timestamp();
     Ok(match c {
-        Command::Silence { target, seconds, reason } => {
-            let reason = if reason.is_empty() { "silenced from Slack".to_string() } else { reason };
-            let made = crate::actions::silence(store, &target, seconds, &reason, actor, now).await?;
+        Command::Silence {
+            target,
+            seconds,
+            reason,
+        } => {
+            let reason = if reason.is_empty() {
+                "silenced from Slack".to_string()
+            } else {
+                reason
+            };
+            let made =
+                crate::actions::silence(store, &target, seconds, &reason, actor, now).await?;
             text_message(&format!(
                 "Silence #{}: {} for {} by <@{}>: {}{}",
                 made.id,
@@ -136,7 +183,8 @@ async fn change_inner(state: &AppState, operator: &Operator, c: Command) -> Resu
             ))
         }
         Command::Unsilence(reference) => {
-            let n = crate::actions::unsilence(store, &state.settings, &reference, actor, now).await?;
+            let n =
+                crate::actions::unsilence(store, &state.settings, &reference, actor, now).await?;
             text_message(&format!("Ended {n} silence(s)."))
         }
         Command::Ack(reference) => acknowledged(store, &reference, operator, now).await?,
@@ -145,16 +193,25 @@ async fn change_inner(state: &AppState, operator: &Operator, c: Command) -> Resu
 }
 
 fn status_message(s: &crate::board::Status) -> Message {
-    let mut lines = vec![format!("*{} open incident(s)*, newest first", s.incidents.len())];
-    lines
-        .extend(s.incidents.iter().map(|i| format!("• {}", blocks::escape(&crate::board::incident_line(i)))));
+    let mut lines = vec![format!(
+        "*{} open incident(s)*, newest first",
+        s.incidents.len()
+    )];
+    lines.extend(
+        s.incidents
+            .iter()
+            .map(|i| format!("• {}", blocks::escape(&crate::board::incident_line(i)))),
+    );
     lines.push(format!(
         "silences: {} · outbox: {} pending, {} dead",
         s.silences.len(),
         s.outbox.pending,
         s.outbox.dead
     ));
-    Message { text: lines[0].clone(), blocks: Value::Array(blocks::sections_of_lines(&lines, 10, None)) }
+    Message {
+        text: lines[0].clone(),
+        blocks: Value::Array(blocks::sections_of_lines(&lines, 10, None)),
+    }
 }
 
 fn lines_message(text: &str) -> Message {

@@ -21,8 +21,7 @@ pub struct WorldJob {
 
 /// The arm64 job the `new_job` decoy adds: a cell no other job has, joining the coarser group
 /// of 4.15 arm64 ovn upgrades.
-pub const NEW_ARM64_JOB: &str =
-    "periodic-ci-openshift-release-master-nightly-4.15-upgrade-from-stable-4.14-e2e-gcp-ovn-upgrade-arm64";
+pub const NEW_ARM64_JOB: &str = "periodic-ci-openshift-release-master-nightly-4.15-upgrade-from-stable-4.14-e2e-gcp-ovn-upgrade-arm64";
 
 const P: &str = "periodic-ci-openshift-release-master";
 
@@ -30,7 +29,8 @@ const P: &str = "periodic-ci-openshift-release-master";
 fn names(release: &str, prev: &str) -> Vec<String> {
     let ci = |t: &str| format!("{P}-ci-{release}-{t}");
     let nightly = |t: &str| format!("{P}-nightly-{release}-{t}");
-    let minor = |kind: &str, t: &str| format!("{P}-{kind}-{release}-upgrade-from-stable-{prev}-{t}");
+    let minor =
+        |kind: &str, t: &str| format!("{P}-{kind}-{release}-upgrade-from-stable-{prev}-{t}");
     let mut out = vec![
         ci("e2e-aws-ovn-upgrade"),
         ci("e2e-gcp-ovn-upgrade"),
@@ -71,14 +71,21 @@ fn names(release: &str, prev: &str) -> Vec<String> {
 pub fn stored_dimensions(job: &str) -> Dimensions {
     let mut d = dimensions_from_job_name(job);
     let has_cluster_data = parse_release(&d.release).is_some_and(|r| r >= (4, 14));
-    d.master_nodes_updated =
-        if has_cluster_data && d.upgrade_type != "none" { "Y".into() } else { String::new() };
+    d.master_nodes_updated = if has_cluster_data && d.upgrade_type != "none" {
+        "Y".into()
+    } else {
+        String::new()
+    };
     d
 }
 
 /// Runs a day of a cell in real CI: its `kube-api-new-connections` row's JobRuns over a month.
 fn table_rate(table: &Table, dims: &Dimensions) -> f64 {
-    table.nearest("kube-api-new-connections", dims).and_then(|r| r.job_runs).unwrap_or(4) as f64 / 30.0
+    table
+        .nearest("kube-api-new-connections", dims)
+        .and_then(|r| r.job_runs)
+        .unwrap_or(4) as f64
+        / 30.0
 }
 
 /// The world's jobs. Rates come from the table times `spec.scale`; the metal jobs of a release
@@ -92,10 +99,22 @@ pub fn jobs(spec: &WorldSpec, table: &Table, dense_metal: &[&str]) -> Vec<WorldJ
         for name in names(release, prev) {
             let dims = stored_dimensions(&name);
             let per_day = table_rate(table, &dims) * spec.scale;
-            let from_day = if name.contains("4.14-e2e-vsphere") { days.saturating_sub(9) } else { 0 };
-            let until_day =
-                name.contains("4.13-upgrade-from-stable-4.12-e2e-aws-sdn").then(|| days.saturating_sub(10));
-            out.push(WorldJob { name, dims, per_day, from_day, until_day, max_runs: None });
+            let from_day = if name.contains("4.14-e2e-vsphere") {
+                days.saturating_sub(9)
+            } else {
+                0
+            };
+            let until_day = name
+                .contains("4.13-upgrade-from-stable-4.12-e2e-aws-sdn")
+                .then(|| days.saturating_sub(10));
+            out.push(WorldJob {
+                name,
+                dims,
+                per_day,
+                from_day,
+                until_day,
+                max_runs: None,
+            });
         }
     }
     for release in dense_metal {
@@ -118,7 +137,13 @@ pub fn jobs(spec: &WorldSpec, table: &Table, dense_metal: &[&str]) -> Vec<WorldJ
 /// their proportions (the IPv6 and dual-stack jobs stay the sparse ones).
 fn densify_metal(jobs: &mut [WorldJob], release: &str, per_day: f64) {
     let of_scope = |j: &WorldJob| j.dims.platform == "metal" && j.dims.release == release;
-    let weight = |j: &WorldJob| if j.dims.network_stack == "ipv4" { j.per_day } else { j.per_day * 0.5 };
+    let weight = |j: &WorldJob| {
+        if j.dims.network_stack == "ipv4" {
+            j.per_day
+        } else {
+            j.per_day * 0.5
+        }
+    };
     let total: f64 = jobs.iter().filter(|j| of_scope(j)).map(weight).sum();
     if total <= 0.0 {
         return;
@@ -141,10 +166,17 @@ mod tests {
         let has = |f: &dyn Fn(&Dimensions) -> bool| jobs.iter().any(|j| f(&j.dims));
         assert!(has(&|d| d.platform == "metal" && d.network_stack == "ipv6"));
         assert!(has(&|d| d.platform == "metal" && d.network_stack == "dual"));
-        assert!(has(&|d| d.architecture == "arm64" && d.upgrade_type == "minor"));
+        assert!(has(
+            &|d| d.architecture == "arm64" && d.upgrade_type == "minor"
+        ));
         assert!(has(&|d| d.topology == "single"));
-        assert!(has(&|d| d.release == "4.13" && d.master_nodes_updated.is_empty()));
-        assert!(jobs.iter().all(|j| ["micro", "minor"].contains(&j.dims.upgrade_type.as_str())));
+        assert!(has(
+            &|d| d.release == "4.13" && d.master_nodes_updated.is_empty()
+        ));
+        assert!(
+            jobs.iter()
+                .all(|j| ["micro", "minor"].contains(&j.dims.upgrade_type.as_str()))
+        );
         let metal: f64 = jobs
             .iter()
             .filter(|j| j.dims.platform == "metal" && j.dims.release == "4.15")
@@ -152,6 +184,9 @@ mod tests {
             .sum();
         assert!((metal - spec.density).abs() < 1e-9);
         let new = jobs.iter().find(|j| j.name == NEW_ARM64_JOB).unwrap();
-        assert_eq!((new.dims.release.as_str(), new.dims.architecture.as_str()), ("4.15", "arm64"));
+        assert_eq!(
+            (new.dims.release.as_str(), new.dims.architecture.as_str()),
+            ("4.15", "arm64")
+        );
     }
 }

@@ -139,7 +139,11 @@ pub fn build(spec: &WorldSpec) -> Result<World, EmbeddedTableError> {
         .map(|r| (r.to_string(), payloads::stream(r, start, end, &mut rng)))
         .collect();
     let mut plants = scenarios::plants(spec, &payloads, &mut rng);
-    let dense: Vec<&str> = plants.iter().filter(|p| p.density > 0.0).map(|p| p.release.as_str()).collect();
+    let dense: Vec<&str> = plants
+        .iter()
+        .filter(|p| p.density > 0.0)
+        .map(|p| p.release.as_str())
+        .collect();
     let jobs = jobs::jobs(spec, &table, &dense);
     let spells = scenarios::spells(spec, &mut rng);
     let generator = runs::Generator::new(spec, &table, &jobs, &payloads, &plants, &spells);
@@ -147,7 +151,10 @@ pub fn build(spec: &WorldSpec) -> Result<World, EmbeddedTableError> {
     let mut truth = Vec::new();
     for (k, started) in schedule(spec, &jobs, &mut rng) {
         let n = records.len() as u64;
-        let build_id = format!("{}", 1_900_000_000_000_000_000u64 + (spec.seed % 100_000) * 100_000 + n);
+        let build_id = format!(
+            "{}",
+            1_900_000_000_000_000_000u64 + (spec.seed % 100_000) * 100_000 + n
+        );
         let mut run_rng = Rng::new(spec.seed ^ n.wrapping_mul(0x2545_f491_4f6c_dd1d));
         let (r, t) = generator.run(&jobs, k, started, build_id, &mut run_rng);
         records.push(r);
@@ -155,7 +162,16 @@ pub fn build(spec: &WorldSpec) -> Result<World, EmbeddedTableError> {
     }
     fill_plant_truth(&mut plants, &truth);
     let decoys = scenarios::decoys(spec);
-    Ok(World { spec: spec.clone(), jobs, records, truth, plants, decoys, spells, payloads })
+    Ok(World {
+        spec: spec.clone(),
+        jobs,
+        records,
+        truth,
+        plants,
+        decoys,
+        spells,
+        payloads,
+    })
 }
 
 /// Every run's job and start, in start order: each job runs `per_day` times a day (the
@@ -184,7 +200,11 @@ fn schedule(spec: &WorldSpec, jobs: &[WorldJob], rng: &mut Rng) -> Vec<(usize, D
 /// Each plant part's first bad run and the first run of the fix, from the runs' truth.
 fn fill_plant_truth(plants: &mut [Plant], truth: &[RunTruth]) {
     for p in plants.iter_mut() {
-        let of_release = || truth.iter().filter(|t| t.dims.release == p.release && !t.install_failure);
+        let of_release = || {
+            truth
+                .iter()
+                .filter(|t| t.dims.release == p.release && !t.install_failure)
+        };
         for part in &mut p.parts {
             let bad = |t: &&RunTruth| {
                 part.scope.contains(&t.dims)

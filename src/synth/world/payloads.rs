@@ -18,12 +18,21 @@ pub struct Payload {
 }
 
 /// A release's nightlies from three days before `start` to `end`, 3–6 hours apart.
-pub fn stream(release: &str, start: DateTime<Utc>, end: DateTime<Utc>, rng: &mut Rng) -> Vec<Payload> {
+pub fn stream(
+    release: &str,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+    rng: &mut Rng,
+) -> Vec<Payload> {
     let mut out = Vec::new();
     let mut t = start - Duration::days(3) + Duration::seconds(rng.between(0, 3 * HOUR));
     while t < end {
         let tag = format!("{release}.0-0.nightly-{}", t.format("%Y-%m-%d-%H%M%S"));
-        out.push(Payload { tag, built: t, index: out.len() });
+        out.push(Payload {
+            tag,
+            built: t,
+            index: out.len(),
+        });
         t += Duration::seconds(rng.between(3 * HOUR, 6 * HOUR));
     }
     out
@@ -33,7 +42,9 @@ pub fn stream(release: &str, start: DateTime<Utc>, end: DateTime<Utc>, rng: &mut
 /// payload is taken up once accepted), with a chance of 12% the one before it and 3% the one
 /// before that (a job that picked up a payload late). None before the first payload.
 pub fn tested(stream: &[Payload], started: DateTime<Utc>, rng: &mut Rng) -> Option<usize> {
-    let newest = stream.partition_point(|p| p.built <= started - Duration::hours(1)).checked_sub(1)?;
+    let newest = stream
+        .partition_point(|p| p.built <= started - Duration::hours(1))
+        .checked_sub(1)?;
     let u = rng.unit();
     let back = if u < 0.03 {
         2
@@ -61,10 +72,19 @@ mod tests {
         let mut rng = Rng::new(5);
         let s = stream("4.15", start, end, &mut rng);
         assert!((31 * 4..=31 * 8).contains(&s.len()), "{}", s.len());
-        assert!(s.windows(2).all(|w| (w[1].built - w[0].built).num_hours() >= 3));
-        assert!(crate::model::payload_time(&s[0].tag).is_some(), "{}", s[0].tag);
+        assert!(
+            s.windows(2)
+                .all(|w| (w[1].built - w[0].built).num_hours() >= 3)
+        );
+        assert!(
+            crate::model::payload_time(&s[0].tag).is_some(),
+            "{}",
+            s[0].tag
+        );
         let at = start + Duration::days(10);
-        let picks: Vec<usize> = (0..1000).map(|_| tested(&s, at, &mut rng).unwrap()).collect();
+        let picks: Vec<usize> = (0..1000)
+            .map(|_| tested(&s, at, &mut rng).unwrap())
+            .collect();
         let newest = picks.iter().max().unwrap();
         let share_newest = picks.iter().filter(|p| *p == newest).count() as f64 / 1000.0;
         assert!((0.8..0.9).contains(&share_newest), "{share_newest}");

@@ -50,11 +50,21 @@ impl<'a> Generator<'a> {
             .map(|j| {
                 backends
                     .iter()
-                    .filter_map(|b| table.nearest(b, &j.dims).map(|row| (b.clone(), Fit::of(row))))
+                    .filter_map(|b| {
+                        table
+                            .nearest(b, &j.dims)
+                            .map(|row| (b.clone(), Fit::of(row)))
+                    })
                     .collect()
             })
             .collect();
-        Generator { spec, streams, plants, spells, fits }
+        Generator {
+            spec,
+            streams,
+            plants,
+            spells,
+            fits,
+        }
     }
 
     /// The payload a run of `job` starting at `started` tests (its index in the release's
@@ -62,8 +72,15 @@ impl<'a> Generator<'a> {
     fn payload(&self, job: &WorldJob, started: DateTime<Utc>, rng: &mut Rng) -> usize {
         let stream = &self.streams[&job.dims.release];
         let mut index = tested(stream, started, rng).unwrap_or(0);
-        for p in self.plants.iter().filter(|p| p.skip_onset && p.release == job.dims.release) {
-            if p.parts.iter().any(|part| part.scope.contains(&job.dims) && part.first_bad.index == index) {
+        for p in self
+            .plants
+            .iter()
+            .filter(|p| p.skip_onset && p.release == job.dims.release)
+        {
+            if p.parts
+                .iter()
+                .any(|part| part.scope.contains(&job.dims) && part.first_bad.index == index)
+            {
                 index = index.saturating_sub(1);
             }
         }
@@ -79,10 +96,18 @@ impl<'a> Generator<'a> {
         let mut out = BTreeMap::new();
         for (backend, fit) in &self.fits[job] {
             let family = backend_family(backend).to_string();
-            let f = *family_draw
-                .entry(family)
-                .or_insert_with(|| if rng.chance(RUN_CORRELATION) { common } else { rng.unit() });
-            let u = if rng.chance(FAMILY_CORRELATION) { f } else { rng.unit() };
+            let f = *family_draw.entry(family).or_insert_with(|| {
+                if rng.chance(RUN_CORRELATION) {
+                    common
+                } else {
+                    rng.unit()
+                }
+            });
+            let u = if rng.chance(FAMILY_CORRELATION) {
+                f
+            } else {
+                rng.unit()
+            };
             out.insert(backend.clone(), fit.at(u, rng));
         }
         out
@@ -97,7 +122,13 @@ impl<'a> Generator<'a> {
         rng: &mut Rng,
     ) -> Option<usize> {
         for p in self.plants.iter().filter(|p| p.release == job.dims.release) {
-            let Some(part) = p.parts.iter().position(|part| part.scope.contains(&job.dims)) else { continue };
+            let Some(part) = p
+                .parts
+                .iter()
+                .position(|part| part.scope.contains(&job.dims))
+            else {
+                continue;
+            };
             if !rng.chance(p.hit_share(part, index)) {
                 continue;
             }
@@ -111,12 +142,21 @@ impl<'a> Generator<'a> {
     }
 
     /// The decoys that disturb this run (the new arm64 job's high runs, the stationary tail).
-    fn decoy(&self, job: &WorldJob, seconds: &mut BTreeMap<String, i64>, rng: &mut Rng) -> Option<Class> {
+    fn decoy(
+        &self,
+        job: &WorldJob,
+        seconds: &mut BTreeMap<String, i64>,
+        rng: &mut Rng,
+    ) -> Option<Class> {
         let classes = &self.spec.classes;
         if job.name == NEW_ARM64_JOB {
             let s = rng.between(25, 70);
             raise(seconds, "kube-api-new-connections", s);
-            raise(seconds, "kube-api-reused-connections", s - rng.between(0, 5));
+            raise(
+                seconds,
+                "kube-api-reused-connections",
+                s - rng.between(0, 5),
+            );
             return Some(Class::NewJob);
         }
         let d = &job.dims;
@@ -124,7 +164,11 @@ impl<'a> Generator<'a> {
         if classes.contains(&Class::HeavyTail) && tail_cell && rng.chance(HEAVY_TAIL_SHARE) {
             let s = rng.between(12, 60);
             raise(seconds, "openshift-api-new-connections", s);
-            raise(seconds, "openshift-api-reused-connections", (s - rng.between(0, 3)).max(1));
+            raise(
+                seconds,
+                "openshift-api-reused-connections",
+                (s - rng.between(0, 3)).max(1),
+            );
             return Some(Class::HeavyTail);
         }
         None
@@ -140,10 +184,14 @@ impl<'a> Generator<'a> {
         rng: &mut Rng,
     ) -> Option<String> {
         let spell = self.spells.iter().find(|s| {
-            started >= s.from && started < s.from + Duration::hours(s.hours) && s.scope.contains(&job.dims)
+            started >= s.from
+                && started < s.from + Duration::hours(s.hours)
+                && s.scope.contains(&job.dims)
         });
         let why = match spell {
-            Some(s) if rng.chance(s.share) => format!("CI network lost (spell on {})", s.scope.describe()),
+            Some(s) if rng.chance(s.share) => {
+                format!("CI network lost (spell on {})", s.scope.describe())
+            }
             _ if rng.chance(BACKGROUND_TROUBLE_SHARE) => "CI network lost (one run)".to_string(),
             _ => return None,
         };
@@ -167,7 +215,10 @@ impl<'a> Generator<'a> {
     ) -> (RunRecord, RunTruth) {
         let j = &jobs[job];
         let index = self.payload(j, started, rng);
-        let payload = self.streams[&j.dims.release].get(index).map(|p| p.tag.clone()).unwrap_or_default();
+        let payload = self.streams[&j.dims.release]
+            .get(index)
+            .map(|p| p.tag.clone())
+            .unwrap_or_default();
         let install_failure = rng.chance(INSTALL_FAILURE_SHARE);
         let mut seconds = BTreeMap::new();
         let (mut plant, mut decoy, mut ci_trouble) = (None, None, None);
@@ -177,7 +228,11 @@ impl<'a> Generator<'a> {
             decoy = self.decoy(j, &mut seconds, rng);
             ci_trouble = self.ci_trouble(j, started, &mut seconds, rng);
         }
-        let minutes = if install_failure { rng.between(30, 50) } else { rng.between(90, 150) };
+        let minutes = if install_failure {
+            rng.between(30, 50)
+        } else {
+            rng.between(90, 150)
+        };
         let record = record(
             j,
             &build_id,
@@ -236,7 +291,11 @@ fn record(
             job_type: "periodic".into(),
             started_at: started,
             finished_at: Some(finished),
-            state: if install_failure { "failure".into() } else { "success".into() },
+            state: if install_failure {
+                "failure".into()
+            } else {
+                "success".into()
+            },
             dimensions,
             payload: payload.to_string(),
             from_payload: String::new(),
@@ -245,7 +304,11 @@ fn record(
             .iter()
             .map(|(b, s)| Sample {
                 backend: b.clone(),
-                connection: if b.contains("-reused-") { "reused".into() } else { "new".into() },
+                connection: if b.contains("-reused-") {
+                    "reused".into()
+                } else {
+                    "new".into()
+                },
                 seconds: *s,
             })
             .collect(),

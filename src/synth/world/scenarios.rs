@@ -68,7 +68,11 @@ impl Class {
     pub fn is_planted(self) -> bool {
         matches!(
             self,
-            Class::SeedCase | Class::NarrowScope | Class::OnsetFix | Class::Growing | Class::UntestedOnset
+            Class::SeedCase
+                | Class::NarrowScope
+                | Class::OnsetFix
+                | Class::Growing
+                | Class::UntestedOnset
         )
     }
 }
@@ -78,14 +82,34 @@ impl Class {
 pub fn mixes(selected: &[Class]) -> Vec<(Vec<Class>, f64)> {
     use Class::*;
     let all: [(&[Class], f64); 4] = [
-        (&[SeedCase, Growing, NarrowScope, HeavyTail, NewJob, CiInfra], 12.0),
-        (&[OnsetFix, UntestedOnset, NarrowScope, HeavyTail, NewJob, CiInfra], 12.0),
-        (&[OnsetFix, Growing, UntestedOnset, HeavyTail, NewJob, CiInfra], 6.0),
+        (
+            &[SeedCase, Growing, NarrowScope, HeavyTail, NewJob, CiInfra],
+            12.0,
+        ),
+        (
+            &[
+                OnsetFix,
+                UntestedOnset,
+                NarrowScope,
+                HeavyTail,
+                NewJob,
+                CiInfra,
+            ],
+            12.0,
+        ),
+        (
+            &[OnsetFix, Growing, UntestedOnset, HeavyTail, NewJob, CiInfra],
+            6.0,
+        ),
         (&[Quiet], 12.0),
     ];
     let mut out: Vec<(Vec<Class>, f64)> = Vec::new();
     for (classes, density) in all {
-        let kept: Vec<Class> = classes.iter().copied().filter(|c| selected.contains(c)).collect();
+        let kept: Vec<Class> = classes
+            .iter()
+            .copied()
+            .filter(|c| selected.contains(c))
+            .collect();
         if !kept.is_empty() && !out.iter().any(|(c, d)| *c == kept && *d == density) {
             out.push((kept, density));
         }
@@ -130,7 +154,10 @@ pub struct Plant {
 
 impl Plant {
     pub fn backends(&self) -> [String; 2] {
-        [format!("{}-new-connections", self.family), format!("{}-reused-connections", self.family)]
+        [
+            format!("{}-new-connections", self.family),
+            format!("{}-reused-connections", self.family),
+        ]
     }
 
     /// The share of runs a payload `index` of the release hits in part `part`.
@@ -224,7 +251,11 @@ fn plant(
             "4.15",
             "kube-api",
             last.saturating_sub(9),
-            vec![scope(&[(Release, "4.15"), (Platform, "azure"), (UpgradeType, "minor")])],
+            vec![scope(&[
+                (Release, "4.15"),
+                (Platform, "azure"),
+                (UpgradeType, "minor"),
+            ])],
         ),
         _ => return None,
     };
@@ -234,12 +265,20 @@ fn plant(
     for (k, s) in parts.into_iter().enumerate() {
         // A growing regression reaches its next part three days after the first.
         let at = onset + Duration::days(3 * k as i64);
-        built.push(Part { scope: s, first_bad: first_from(stream, at)?.clone(), onset_at: None });
+        built.push(Part {
+            scope: s,
+            first_bad: first_from(stream, at)?.clone(),
+            onset_at: None,
+        });
     }
     let fix = match class {
-        Class::OnsetFix => {
-            Some(first_from(stream, onset + Duration::days(4) + Duration::hours(rng.between(0, 12)))?.clone())
-        }
+        Class::OnsetFix => Some(
+            first_from(
+                stream,
+                onset + Duration::days(4) + Duration::hours(rng.between(0, 12)),
+            )?
+            .clone(),
+        ),
         _ => None,
     };
     Some(Plant {
@@ -253,7 +292,11 @@ fn plant(
         seconds: (12, 45),
         ramp: if class == Class::Growing { 2 } else { 0 },
         skip_onset: class == Class::UntestedOnset,
-        density: if class == Class::NarrowScope { 0.0 } else { spec.density },
+        density: if class == Class::NarrowScope {
+            0.0
+        } else {
+            spec.density
+        },
         fix_first_run: None,
         mechanism: spec.mechanism.unwrap_or(if family == "image-registry" {
             MechanismKind::SingleReplicaDrained
@@ -298,7 +341,12 @@ pub fn decoys(spec: &WorldSpec) -> Vec<Decoy> {
             }),
             Class::CiInfra => {
                 for (s, what) in ci_spell_scopes() {
-                    out.push(Decoy { class: *class, family: None, scope: s, what: what.into() });
+                    out.push(Decoy {
+                        class: *class,
+                        family: None,
+                        scope: s,
+                        what: what.into(),
+                    });
                 }
             }
             _ => {}
@@ -311,9 +359,18 @@ pub fn decoys(spec: &WorldSpec) -> Vec<Decoy> {
 fn ci_spell_scopes() -> [(Scope, &'static str); 3] {
     use Dimension::*;
     [
-        (scope(&[(Architecture, "arm64")]), "CI network lost for 6 hours on the arm64 jobs"),
-        (scope(&[(Platform, "vsphere")]), "CI network lost for 8 hours on the vsphere jobs"),
-        (scope(&[(Release, "4.14"), (Platform, "metal")]), "CI network lost for 3 hours on metal 4.14"),
+        (
+            scope(&[(Architecture, "arm64")]),
+            "CI network lost for 6 hours on the arm64 jobs",
+        ),
+        (
+            scope(&[(Platform, "vsphere")]),
+            "CI network lost for 8 hours on the vsphere jobs",
+        ),
+        (
+            scope(&[(Release, "4.14"), (Platform, "metal")]),
+            "CI network lost for 3 hours on metal 4.14",
+        ),
     ]
 }
 
@@ -368,23 +425,45 @@ mod tests {
             assert_eq!(Class::parse(c.as_str()), Some(c));
         }
         for (m, _) in &mixes {
-            assert!(!(m.contains(&Class::SeedCase) && m.contains(&Class::OnsetFix)), "same slot");
+            assert!(
+                !(m.contains(&Class::SeedCase) && m.contains(&Class::OnsetFix)),
+                "same slot"
+            );
             assert!(!m.contains(&Class::Quiet) || m.len() == 1, "quiet is alone");
         }
-        assert!(mixes.iter().any(|(m, d)| m.contains(&Class::OnsetFix) && *d == 6.0));
-        assert!(mixes.iter().any(|(m, d)| m.contains(&Class::OnsetFix) && *d == 12.0));
-        assert_eq!(super::mixes(&[Class::Quiet]), vec![(vec![Class::Quiet], 12.0)]);
+        assert!(
+            mixes
+                .iter()
+                .any(|(m, d)| m.contains(&Class::OnsetFix) && *d == 6.0)
+        );
+        assert!(
+            mixes
+                .iter()
+                .any(|(m, d)| m.contains(&Class::OnsetFix) && *d == 12.0)
+        );
+        assert_eq!(
+            super::mixes(&[Class::Quiet]),
+            vec![(vec![Class::Quiet], 12.0)]
+        );
     }
 
     #[test]
     fn a_ramp_and_a_fix_shape_the_hit_share() {
-        let p = |index| Payload { tag: String::new(), built: crate::synth::day(2026, 11, 1), index };
+        let p = |index| Payload {
+            tag: String::new(),
+            built: crate::synth::day(2026, 11, 1),
+            index,
+        };
         let mut plant = Plant {
             id: 0,
             class: Class::OnsetFix,
             family: "image-registry".into(),
             release: "4.15".into(),
-            parts: vec![Part { scope: Scope::new(), first_bad: p(10), onset_at: None }],
+            parts: vec![Part {
+                scope: Scope::new(),
+                first_bad: p(10),
+                onset_at: None,
+            }],
             fix: Some(p(20)),
             share: 0.85,
             seconds: (12, 45),

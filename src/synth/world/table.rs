@@ -55,13 +55,15 @@ impl Table {
             return None;
         }
         let micro = cell.upgrade_type != "minor";
-        of_backend().filter(|r| r.platform == cell.platform).min_by_key(|r| {
-            let cost = 8 * u32::from(r.architecture != cell.architecture)
-                + 4 * u32::from(r.topology != cell.topology)
-                + 2 * u32::from((r.from_release == r.release) != micro)
-                + u32::from(r.network != cell.network);
-            (cost, std::cmp::Reverse(r.job_runs.unwrap_or(0)))
-        })
+        of_backend()
+            .filter(|r| r.platform == cell.platform)
+            .min_by_key(|r| {
+                let cost = 8 * u32::from(r.architecture != cell.architecture)
+                    + 4 * u32::from(r.topology != cell.topology)
+                    + 2 * u32::from((r.from_release == r.release) != micro)
+                    + u32::from(r.network != cell.network);
+                (cost, std::cmp::Reverse(r.job_runs.unwrap_or(0)))
+            })
     }
 }
 
@@ -81,8 +83,19 @@ impl Fit {
         let p = |v: Option<f64>| v.unwrap_or(0.0).max(0.0);
         let (p50, p95, p99) = (p(row.p50), p(row.p95), p(row.p99));
         let p75 = row.p75.map_or((p50 + p95) / 2.0, |v| v.max(0.0));
-        let tail = if p99 <= 0.0 { 0.0 } else { (2.0 * p99).max(p99 + 2.0 * (p99 - p95)) };
-        let mut knots = [(0.0, 0.0), (0.5, p50), (0.75, p75), (0.95, p95), (0.99, p99), (1.0, tail)];
+        let tail = if p99 <= 0.0 {
+            0.0
+        } else {
+            (2.0 * p99).max(p99 + 2.0 * (p99 - p95))
+        };
+        let mut knots = [
+            (0.0, 0.0),
+            (0.5, p50),
+            (0.75, p75),
+            (0.95, p95),
+            (0.99, p99),
+            (1.0, tail),
+        ];
         for k in 1..knots.len() {
             knots[k].1 = knots[k].1.max(knots[k - 1].1);
         }
@@ -96,9 +109,18 @@ impl Fit {
             return (v * (0.6 + 0.6 * rng.unit())).round() as i64;
         }
         let u = u.clamp(0.0, 1.0);
-        let k = self.knots.iter().position(|(q, _)| *q >= u).unwrap_or(self.knots.len() - 1).max(1);
+        let k = self
+            .knots
+            .iter()
+            .position(|(q, _)| *q >= u)
+            .unwrap_or(self.knots.len() - 1)
+            .max(1);
         let ((q0, v0), (q1, v1)) = (self.knots[k - 1], self.knots[k]);
-        let v = if q1 > q0 { v0 + (v1 - v0) * (u - q0) / (q1 - q0) } else { v1 };
+        let v = if q1 > q0 {
+            v0 + (v1 - v0) * (u - q0) / (q1 - q0)
+        } else {
+            v1
+        };
         v.round() as i64
     }
 }
@@ -123,7 +145,11 @@ mod tests {
         let t = table();
         assert_eq!(t.rows().len(), 598);
         assert_eq!(t.backends().len(), 24);
-        assert!(t.rows().iter().all(|r| r.p50.is_some() && r.p75.is_some() && r.job_runs.is_some()));
+        assert!(
+            t.rows()
+                .iter()
+                .all(|r| r.p50.is_some() && r.p75.is_some() && r.job_runs.is_some())
+        );
     }
 
     #[test]
@@ -137,7 +163,10 @@ mod tests {
             // The row's P50 (P95) is the generated P49–P51 (P94–P96), to the second: a steep
             // tail moves a percentile by many seconds within one percent.
             for (q, want) in [(0.5, row.p50.unwrap()), (0.95, row.p95.unwrap())] {
-                let (lo, hi) = (percentile(&runs, q - 0.01) - 1.0, percentile(&runs, q + 0.01) + 1.0);
+                let (lo, hi) = (
+                    percentile(&runs, q - 0.01) - 1.0,
+                    percentile(&runs, q + 0.01) + 1.0,
+                );
                 assert!(
                     lo <= want && want <= hi,
                     "{} {} {}: P{} {lo}..{hi} against the table's {want}",
@@ -153,15 +182,20 @@ mod tests {
     #[test]
     fn a_p99_far_above_p95_keeps_its_tail() {
         let t = table();
-        let cell =
-            dimensions_from_job_name("periodic-ci-openshift-release-master-ci-4.15-e2e-gcp-ovn-upgrade");
+        let cell = dimensions_from_job_name(
+            "periodic-ci-openshift-release-master-ci-4.15-e2e-gcp-ovn-upgrade",
+        );
         let row = t.nearest("kube-api-new-connections", &cell).unwrap();
         assert_eq!((row.p95, row.p99), (Some(2.0), Some(77.52)));
         let fit = Fit::of(row);
         let mut rng = Rng::new(3);
         let mut runs: Vec<i64> = (0..50_000).map(|_| fit.at(rng.unit(), &mut rng)).collect();
         runs.sort_unstable();
-        assert!(percentile(&runs, 0.99) > 60.0, "{}", percentile(&runs, 0.99));
+        assert!(
+            percentile(&runs, 0.99) > 60.0,
+            "{}",
+            percentile(&runs, 0.99)
+        );
         assert!(*runs.last().unwrap() > 100, "a tail beyond P99");
     }
 
@@ -171,18 +205,35 @@ mod tests {
         let metal = dimensions_from_job_name(
             "periodic-ci-openshift-release-master-nightly-4.15-e2e-metal-ipi-ovn-upgrade",
         );
-        let probe = t.nearest("gcp-network-liveness-new-connections", &metal).unwrap();
+        let probe = t
+            .nearest("gcp-network-liveness-new-connections", &metal)
+            .unwrap();
         let mut rng = Rng::new(1);
         assert!((0..100).all(|_| Fit::of(probe).at(rng.unit(), &mut rng) > 1000));
         let vsphere = dimensions_from_job_name(
             "periodic-ci-openshift-release-master-nightly-4.15-e2e-vsphere-ovn-upgrade",
         );
-        assert!(t.nearest("image-registry-new-connections", &vsphere).is_none());
-        assert!(t.nearest("service-load-balancer-with-pdb-new-connections", &metal).is_none());
+        assert!(
+            t.nearest("image-registry-new-connections", &vsphere)
+                .is_none()
+        );
+        assert!(
+            t.nearest("service-load-balancer-with-pdb-new-connections", &metal)
+                .is_none()
+        );
         let single = dimensions_from_job_name(
             "periodic-ci-openshift-release-master-nightly-4.15-e2e-aws-ovn-upgrade-single-node",
         );
-        assert!(t.nearest("image-registry-new-connections", &single).is_none());
-        assert!(t.nearest("kube-api-new-connections", &single).unwrap().p50.unwrap() > 200.0);
+        assert!(
+            t.nearest("image-registry-new-connections", &single)
+                .is_none()
+        );
+        assert!(
+            t.nearest("kube-api-new-connections", &single)
+                .unwrap()
+                .p50
+                .unwrap()
+                > 200.0
+        );
     }
 }

@@ -13,12 +13,20 @@ pub(super) fn write(world: &World, root: &Path) -> std::io::Result<u64> {
     let mut scenario = Scenario::month(world.spec.seed, world.spec.end);
     scenario.bucket = super::BUCKET.into();
     scenario.noise_intervals = 5;
-    let specs: Vec<JobSpec> = world.jobs.iter().map(|j| JobSpec::new(&j.name, j.per_day)).collect();
+    let specs: Vec<JobSpec> = world
+        .jobs
+        .iter()
+        .map(|j| JobSpec::new(&j.name, j.per_day))
+        .collect();
     let mut rng = Rng::new(world.spec.seed ^ 0x7ee5);
     let mut files = 0;
     for (record, truth) in world.records.iter().zip(&world.truth) {
-        let Some(job) = specs.iter().find(|j| j.name == record.run.job_name) else { continue };
-        let plant = truth.plant.and_then(|id| world.plants.iter().find(|p| p.id == id));
+        let Some(job) = specs.iter().find(|j| j.name == record.run.job_name) else {
+            continue;
+        };
+        let plant = truth
+            .plant
+            .and_then(|id| world.plants.iter().find(|p| p.id == id));
         let regressed = plant.map(|p| (p.family.as_str(), p.mechanism));
         let mut plan = RunPlan::from_record(job, record, regressed, truth.ci_trouble.is_some());
         plan.pod_intervals = world.spec.pod_intervals;

@@ -16,7 +16,9 @@ pub struct TestApp {
 /// Builds and starts the app with `settings`, listening on a port of its own.
 pub async fn spawn_app(mut settings: Settings) -> TestApp {
     // boxed: the settings and the app's start make a future too large to move around
-    Box::pin(try_spawn_app(std::mem::take(&mut settings))).await.expect("the app starts")
+    Box::pin(try_spawn_app(std::mem::take(&mut settings)))
+        .await
+        .expect("the app starts")
 }
 
 /// As [`spawn_app`], or the reason the app refused to start.
@@ -29,7 +31,11 @@ pub async fn try_spawn_app(mut settings: Settings) -> anyhow::Result<TestApp> {
     let running = tokio::spawn(app.run_until_stopped(async move {
         let _ = stopped.await;
     }));
-    Ok(TestApp { address, stop: Some(stop), running: Some(running) })
+    Ok(TestApp {
+        address,
+        stop: Some(stop),
+        running: Some(running),
+    })
 }
 
 impl TestApp {
@@ -44,7 +50,10 @@ impl TestApp {
             let _ = stop.send(());
         }
         if let Some(running) = self.running.take() {
-            running.await.expect("the app task").expect("the app stops cleanly");
+            running
+                .await
+                .expect("the app task")
+                .expect("the app stops cleanly");
         }
         started.elapsed()
     }

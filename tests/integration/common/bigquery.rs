@@ -63,36 +63,77 @@ impl Emulator {
             return None;
         }
         sheriff::init_crypto();
-        let port = StdListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = StdListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         let child = Command::new("crucible")
-            .args(["serve", "--dialect", "bigquery", "--host", "127.0.0.1", "--port", &port.to_string()])
+            .args([
+                "serve",
+                "--dialect",
+                "bigquery",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("start crucible");
         let url = format!("http://127.0.0.1:{port}");
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(120)).build().unwrap();
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(120))
+            .build()
+            .unwrap();
         let emulator = Emulator { url, child, http };
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
-            let health = emulator.http.get(format!("{}/_crucible/health", emulator.url)).send().await;
+            let health = emulator
+                .http
+                .get(format!("{}/_crucible/health", emulator.url))
+                .send()
+                .await;
             if health.is_ok_and(|r| r.status().is_success()) {
                 break;
             }
-            assert!(Instant::now() < deadline, "the BigQuery emulator did not start within 60 s");
+            assert!(
+                Instant::now() < deadline,
+                "the BigQuery emulator did not start within 60 s"
+            );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
         let dataset = json!({"datasetReference": {"projectId": PROJECT, "datasetId": DATASET}});
-        emulator.post(&format!("/bigquery/v2/projects/{PROJECT}/datasets"), dataset).await;
+        emulator
+            .post(
+                &format!("/bigquery/v2/projects/{PROJECT}/datasets"),
+                dataset,
+            )
+            .await;
         for (table, fields) in TABLES {
-            let columns: Vec<String> = fields.iter().map(|(name, kind)| format!("{name} {kind}")).collect();
-            emulator.run(&format!("CREATE TABLE {DATASET}.{table} ({})", columns.join(", "))).await;
+            let columns: Vec<String> = fields
+                .iter()
+                .map(|(name, kind)| format!("{name} {kind}"))
+                .collect();
+            emulator
+                .run(&format!(
+                    "CREATE TABLE {DATASET}.{table} ({})",
+                    columns.join(", ")
+                ))
+                .await;
         }
         Some(emulator)
     }
 
     async fn post(&self, path: &str, body: Value) -> Value {
-        let r = self.http.post(format!("{}{path}", self.url)).json(&body).send().await.unwrap();
+        let r = self
+            .http
+            .post(format!("{}{path}", self.url))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
         let status = r.status();
         let answer: Value = r.json().await.unwrap();
         assert!(status.is_success(), "{path}: {status} {answer}");
@@ -102,13 +143,16 @@ impl Emulator {
     /// Runs one statement in the emulator (setting up, not sheriff's queries).
     pub async fn run(&self, sql: &str) {
         let body = json!({"query": sql, "useLegacySql": false});
-        self.post(&format!("/bigquery/v2/projects/{PROJECT}/queries"), body).await;
+        self.post(&format!("/bigquery/v2/projects/{PROJECT}/queries"), body)
+            .await;
     }
 
     /// Appends rows to `table` with a CSV load job (a multipart upload), as the CI's uploader
     /// loads them; None is NULL. Much faster in the emulator than INSERT statements.
     pub async fn load(&self, table: &str, rows: &[Vec<Option<String>>]) {
-        let Some((_, fields)) = TABLES.iter().find(|(t, _)| *t == table) else { panic!("no table {table}") };
+        let Some((_, fields)) = TABLES.iter().find(|(t, _)| *t == table) else {
+            panic!("no table {table}")
+        };
         if fields.iter().any(|(_, kind)| *kind == "JSON") {
             return self.load_through_text(table, fields, rows).await;
         }
@@ -117,20 +161,36 @@ impl Emulator {
 
     /// The emulator loads no CSV into a JSON column: the rows go to a table of the same columns
     /// with the JSON as text, then into `table` through `PARSE_JSON`, as BigQuery converts them.
-    async fn load_through_text(&self, table: &str, fields: &[(&str, &str)], rows: &[Vec<Option<String>>]) {
+    async fn load_through_text(
+        &self,
+        table: &str,
+        fields: &[(&str, &str)],
+        rows: &[Vec<Option<String>>],
+    ) {
         let staging = format!("{table}_as_text");
         let as_text: Vec<(&str, &str)> = fields
             .iter()
             .map(|(name, kind)| (*name, if *kind == "JSON" { "STRING" } else { *kind }))
             .collect();
-        let columns: Vec<String> = as_text.iter().map(|(name, kind)| format!("{name} {kind}")).collect();
-        self.run(&format!("CREATE TABLE {DATASET}.{staging} ({})", columns.join(", "))).await;
+        let columns: Vec<String> = as_text
+            .iter()
+            .map(|(name, kind)| format!("{name} {kind}"))
+            .collect();
+        self.run(&format!(
+            "CREATE TABLE {DATASET}.{staging} ({})",
+            columns.join(", ")
+        ))
+        .await;
         self.load_csv(&staging, &as_text, rows).await;
         let values: Vec<String> = fields
             .iter()
-            .map(
-                |(name, kind)| if *kind == "JSON" { format!("PARSE_JSON({name})") } else { name.to_string() },
-            )
+            .map(|(name, kind)| {
+                if *kind == "JSON" {
+                    format!("PARSE_JSON({name})")
+                } else {
+                    name.to_string()
+                }
+            })
             .collect();
         self.run(&format!(
             "INSERT INTO {DATASET}.{table} SELECT {} FROM {DATASET}.{staging}",
@@ -141,8 +201,10 @@ impl Emulator {
     }
 
     async fn load_csv(&self, table: &str, fields: &[(&str, &str)], rows: &[Vec<Option<String>>]) {
-        let schema: Vec<Value> =
-            fields.iter().map(|(name, kind)| json!({"name": name, "type": kind})).collect();
+        let schema: Vec<Value> = fields
+            .iter()
+            .map(|(name, kind)| json!({"name": name, "type": kind}))
+            .collect();
         let metadata = json!({"configuration": {"load": {
             "destinationTable": {"projectId": PROJECT, "datasetId": DATASET, "tableId": table},
             "sourceFormat": "CSV", "writeDisposition": "WRITE_APPEND", "schema": {"fields": schema}}}});
@@ -169,8 +231,14 @@ impl Emulator {
         );
         let r = self
             .http
-            .post(format!("{}/upload/bigquery/v2/projects/{PROJECT}/jobs?uploadType=multipart", self.url))
-            .header("content-type", format!("multipart/related; boundary={boundary}"))
+            .post(format!(
+                "{}/upload/bigquery/v2/projects/{PROJECT}/jobs?uploadType=multipart",
+                self.url
+            ))
+            .header(
+                "content-type",
+                format!("multipart/related; boundary={boundary}"),
+            )
             .body(body)
             .send()
             .await
@@ -250,7 +318,12 @@ pub const TABLES: [(&str, &[(&str, &str)]); 4] = [
 
 /// A timestamp value for a load (RFC 3339, UTC).
 pub fn ts(seconds: i64) -> Option<String> {
-    Some(chrono::DateTime::from_timestamp(seconds, 0).unwrap().format("%Y-%m-%dT%H:%M:%SZ").to_string())
+    Some(
+        chrono::DateTime::from_timestamp(seconds, 0)
+            .unwrap()
+            .format("%Y-%m-%dT%H:%M:%SZ")
+            .to_string(),
+    )
 }
 
 /// A GoogleSQL string literal, for binding a STRING parameter the way BigQuery would.
@@ -308,7 +381,10 @@ impl BigQueryFront {
     pub async fn start(upstream: &str, scan_bytes: u64) -> BigQueryFront {
         let front = Front {
             upstream: upstream.to_string(),
-            http: reqwest::Client::builder().timeout(Duration::from_secs(120)).build().unwrap(),
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(120))
+                .build()
+                .unwrap(),
             scan_bytes,
             faults: Arc::default(),
             log: Arc::default(),
@@ -351,8 +427,11 @@ async fn handle(
     let path = uri.path().to_string();
     let is_query = method == Method::POST && path.ends_with("/queries");
     let is_results = method == Method::GET && path.contains("/queries/");
-    let mut request: Value =
-        if is_query { serde_json::from_slice(&body).unwrap_or(Value::Null) } else { Value::Null };
+    let mut request: Value = if is_query {
+        serde_json::from_slice(&body).unwrap_or(Value::Null)
+    } else {
+        Value::Null
+    };
     let dry_run = request["dryRun"].as_bool().unwrap_or(false);
     let mut entry = Logged {
         call: if dry_run {
@@ -362,11 +441,16 @@ async fn handle(
         } else {
             "results"
         },
-        label: request["labels"]["query"].as_str().unwrap_or_default().to_string(),
+        label: request["labels"]["query"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
         labels: request["labels"].clone(),
         sql: request["query"].as_str().unwrap_or_default().to_string(),
         params: request["queryParameters"].clone(),
-        max_bytes_billed: request["maximumBytesBilled"].as_str().and_then(|b| b.parse().ok()),
+        max_bytes_billed: request["maximumBytesBilled"]
+            .as_str()
+            .and_then(|b| b.parse().ok()),
         authorization: headers
             .get("authorization")
             .and_then(|v| v.to_str().ok())
@@ -375,8 +459,16 @@ async fn handle(
         status: 200,
         rows: 0,
     };
-    let answer =
-        answer(&front, &method, &uri, is_query || is_results, dry_run, &mut request, &mut entry).await;
+    let answer = answer(
+        &front,
+        &method,
+        &uri,
+        is_query || is_results,
+        dry_run,
+        &mut request,
+        &mut entry,
+    )
+    .await;
     entry.status = answer.status().as_u16();
     front.log.lock().unwrap().push(entry);
     answer
@@ -393,8 +485,10 @@ async fn answer(
 ) -> Response {
     if dry_run {
         // BigQuery's dry run: the estimate, no job, no rows
-        return axum::Json(json!({"kind": "bigquery#queryResponse", "jobComplete": true,
-            "totalBytesProcessed": front.scan_bytes.to_string(), "cacheHit": false}))
+        return axum::Json(
+            json!({"kind": "bigquery#queryResponse", "jobComplete": true,
+            "totalBytesProcessed": front.scan_bytes.to_string(), "cacheHit": false}),
+        )
         .into_response();
     }
     if counted && let Some(fault) = front.faults.lock().unwrap().pop_front() {
@@ -406,7 +500,8 @@ async fn answer(
                     "RESOURCE_EXHAUSTED",
                     "Exceeded rate limits: too many api requests per user per method for this user_method.",
                 );
-                r.headers_mut().insert("retry-after", retry_after.to_string().parse().unwrap());
+                r.headers_mut()
+                    .insert("retry-after", retry_after.to_string().parse().unwrap());
                 r
             }
             Fault::Internal => error(
@@ -418,9 +513,16 @@ async fn answer(
         };
     }
     if let Some(cap) = entry.max_bytes_billed.filter(|cap| *cap < front.scan_bytes) {
-        let message =
-            format!("Query exceeded limit for bytes billed: {cap}. {} or higher required.", front.scan_bytes);
-        return error(StatusCode::BAD_REQUEST, "bytesBilledLimitExceeded", "INVALID_ARGUMENT", &message);
+        let message = format!(
+            "Query exceeded limit for bytes billed: {cap}. {} or higher required.",
+            front.scan_bytes
+        );
+        return error(
+            StatusCode::BAD_REQUEST,
+            "bytesBilledLimitExceeded",
+            "INVALID_ARGUMENT",
+            &message,
+        );
     }
     let body = if request.is_object() {
         bind_parameters(request);
@@ -428,7 +530,11 @@ async fn answer(
     } else {
         None
     };
-    let url = format!("{}{}", front.upstream, uri.path_and_query().map(|p| p.as_str()).unwrap_or("/"));
+    let url = format!(
+        "{}{}",
+        front.upstream,
+        uri.path_and_query().map(|p| p.as_str()).unwrap_or("/")
+    );
     let mut call = front.http.request(method.clone(), url);
     if let Some(b) = body {
         call = call.header("content-type", "application/json").body(b);
@@ -445,18 +551,29 @@ async fn answer(
 /// Replaces each `@name` with its parameter as a typed literal and drops the fields the
 /// emulator refuses, as BigQuery binds them.
 fn bind_parameters(request: &mut Value) {
-    let Some(params) = request.get("queryParameters").and_then(Value::as_array).cloned() else { return };
+    let Some(params) = request
+        .get("queryParameters")
+        .and_then(Value::as_array)
+        .cloned()
+    else {
+        return;
+    };
     let mut sql = request["query"].as_str().unwrap_or_default().to_string();
     for p in params {
         let name = p["name"].as_str().unwrap();
         let value = p["parameterValue"]["value"].as_str().unwrap();
         let literal = match p["parameterType"]["type"].as_str().unwrap() {
-            "INT64" => value.parse::<i64>().expect("an INT64 parameter").to_string(),
+            "INT64" => value
+                .parse::<i64>()
+                .expect("an INT64 parameter")
+                .to_string(),
             "STRING" => lit(value),
             other => panic!("the front binds INT64 and STRING parameters, not {other}"),
         };
         let pattern = regex::Regex::new(&format!(r"@{name}\b")).unwrap();
-        sql = pattern.replace_all(&sql, regex::NoExpand(&literal)).into_owned();
+        sql = pattern
+            .replace_all(&sql, regex::NoExpand(&literal))
+            .into_owned();
     }
     request["query"] = Value::String(sql);
     let object = request.as_object_mut().unwrap();

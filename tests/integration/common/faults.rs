@@ -38,7 +38,9 @@ impl Faults {
     }
 
     pub fn seeded(seed: u64, rate: f64) -> Faults {
-        Faults { inner: Arc::new(Mutex::new((sheriff::synth::Rng::new(seed), rate))) }
+        Faults {
+            inner: Arc::new(Mutex::new((sheriff::synth::Rng::new(seed), rate))),
+        }
     }
 
     pub fn next(&self) -> Fault {
@@ -64,10 +66,15 @@ pub fn refuse(fault: Fault, error_body: &str) -> Option<Response> {
         Fault::ServerError => {
             Some((StatusCode::INTERNAL_SERVER_ERROR, error_body.to_string()).into_response())
         }
-        Fault::Unavailable => Some((StatusCode::SERVICE_UNAVAILABLE, "upstream unavailable").into_response()),
+        Fault::Unavailable => {
+            Some((StatusCode::SERVICE_UNAVAILABLE, "upstream unavailable").into_response())
+        }
         Fault::RateLimited(secs) => {
             let mut r = (StatusCode::TOO_MANY_REQUESTS, error_body.to_string()).into_response();
-            r.headers_mut().insert("retry-after", HeaderValue::from_str(&secs.to_string()).unwrap());
+            r.headers_mut().insert(
+                "retry-after",
+                HeaderValue::from_str(&secs.to_string()).unwrap(),
+            );
             Some(r)
         }
         Fault::ResetBefore => Some(broken()),
@@ -91,9 +98,13 @@ pub async fn spoil(fault: Fault, answer: Response) -> Response {
 fn broken() -> Response {
     let stream = futures::stream::iter(vec![
         Ok::<_, std::io::Error>(axum::body::Bytes::from_static(b"{\"ok\":")),
-        Err(std::io::Error::new(std::io::ErrorKind::ConnectionReset, "connection reset")),
+        Err(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "connection reset",
+        )),
     ]);
     let mut r = Response::new(Body::from_stream(stream));
-    r.headers_mut().insert("content-type", HeaderValue::from_static("application/json"));
+    r.headers_mut()
+        .insert("content-type", HeaderValue::from_static("application/json"));
     r
 }

@@ -53,8 +53,11 @@ impl FakeGcs {
             downloaded: Arc::default(),
             listed: Arc::default(),
         };
-        let (failures, downloads, downloaded) =
-            (fake.failures.clone(), fake.downloads.clone(), fake.downloaded.clone());
+        let (failures, downloads, downloaded) = (
+            fake.failures.clone(),
+            fake.downloads.clone(),
+            fake.downloaded.clone(),
+        );
         let app = Router::new()
             .route("/storage/v1/b/{bucket}/o", get(list))
             .route("/storage/v1/b/{bucket}/o/{*object}", get(media))
@@ -62,7 +65,12 @@ impl FakeGcs {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        FakeGcs { url, failures, downloads, downloaded }
+        FakeGcs {
+            url,
+            failures,
+            downloads,
+            downloaded,
+        }
     }
 
     /// The objects downloaded so far (name, bytes), in order.
@@ -81,7 +89,12 @@ impl FakeGcs {
 fn error(status: StatusCode, message: &str) -> Response {
     let body = serde_json::json!({"error": {"code": status.as_u16(), "message": message,
         "errors": [{"message": message, "domain": "global", "reason": if status == StatusCode::NOT_FOUND { "notFound" } else { "backendError" }}]}});
-    (status, [("content-type", "application/json; charset=UTF-8")], body.to_string()).into_response()
+    (
+        status,
+        [("content-type", "application/json; charset=UTF-8")],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 impl Fake {
@@ -105,7 +118,10 @@ impl Fake {
 
     fn objects(&self, bucket: &str) -> Arc<BTreeMap<String, u64>> {
         let mut listed = self.listed.lock().unwrap();
-        listed.entry(bucket.to_string()).or_insert_with(|| Arc::new(self.walk(bucket))).clone()
+        listed
+            .entry(bucket.to_string())
+            .or_insert_with(|| Arc::new(self.walk(bucket)))
+            .clone()
     }
 
     fn walk(&self, bucket: &str) -> BTreeMap<String, u64> {
@@ -113,13 +129,19 @@ impl Fake {
         let base = self.root.join(bucket);
         let mut stack = vec![base.clone()];
         while let Some(dir) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
             for e in entries.flatten() {
                 let p = e.path();
                 if p.is_dir() {
                     stack.push(p);
                 } else {
-                    let name = p.strip_prefix(&base).unwrap().to_string_lossy().replace('\\', "/");
+                    let name = p
+                        .strip_prefix(&base)
+                        .unwrap()
+                        .to_string_lossy()
+                        .replace('\\', "/");
                     out.insert(name, e.metadata().map(|m| m.len()).unwrap_or(0));
                 }
             }
@@ -137,13 +159,23 @@ async fn list(
         return r;
     }
     if !fake.root.join(&bucket).is_dir() {
-        return error(StatusCode::NOT_FOUND, "The specified bucket does not exist.");
+        return error(
+            StatusCode::NOT_FOUND,
+            "The specified bucket does not exist.",
+        );
     }
     let prefix = q.get("prefix").cloned().unwrap_or_default();
     let delimiter = q.get("delimiter").cloned().filter(|d| !d.is_empty());
-    let max: usize = q.get("maxResults").and_then(|m| m.parse().ok()).unwrap_or(1000).clamp(1, 1000);
-    let start: usize =
-        q.get("pageToken").and_then(|t| t.strip_prefix("page-")).and_then(|t| t.parse().ok()).unwrap_or(0);
+    let max: usize = q
+        .get("maxResults")
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(1000)
+        .clamp(1, 1000);
+    let start: usize = q
+        .get("pageToken")
+        .and_then(|t| t.strip_prefix("page-"))
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0);
     // Results in name order, objects and prefixes together, as the API pages them.
     let mut results: Vec<(String, Option<u64>)> = Vec::new();
     let mut seen_prefixes = std::collections::BTreeSet::new();
@@ -167,7 +199,11 @@ async fn list(
         .iter()
         .filter_map(|(n, s)| s.map(|s| serde_json::json!({"kind": "storage#object", "name": n, "bucket": bucket, "size": s.to_string()})))
         .collect();
-    let prefixes: Vec<_> = page.iter().filter(|(_, s)| s.is_none()).map(|(n, _)| n.clone()).collect();
+    let prefixes: Vec<_> = page
+        .iter()
+        .filter(|(_, s)| s.is_none())
+        .map(|(n, _)| n.clone())
+        .collect();
     let mut body = serde_json::json!({"kind": "storage#objects"});
     if !items.is_empty() {
         body["items"] = serde_json::json!(items);
@@ -199,9 +235,20 @@ async fn media(
     match std::fs::read(fake.root.join(&bucket).join(&object)) {
         Ok(bytes) => {
             fake.downloads.fetch_add(1, Ordering::Relaxed);
-            fake.downloaded.lock().unwrap().push((object.clone(), bytes.len() as u64));
-            (StatusCode::OK, [("content-type", "application/octet-stream")], bytes).into_response()
+            fake.downloaded
+                .lock()
+                .unwrap()
+                .push((object.clone(), bytes.len() as u64));
+            (
+                StatusCode::OK,
+                [("content-type", "application/octet-stream")],
+                bytes,
+            )
+                .into_response()
         }
-        Err(_) => error(StatusCode::NOT_FOUND, &format!("No such object: {bucket}/{object}")),
+        Err(_) => error(
+            StatusCode::NOT_FOUND,
+            &format!("No such object: {bucket}/{object}"),
+        ),
     }
 }

@@ -77,7 +77,11 @@ impl FakeGitHub {
     pub async fn start(page_size: usize) -> FakeGitHub {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
-        let fake = Fake { url: url.clone(), page_size, data: Arc::default() };
+        let fake = Fake {
+            url: url.clone(),
+            page_size,
+            data: Arc::default(),
+        };
         let data = fake.data.clone();
         let app = Router::new()
             .route("/repos/{owner}/{repo}/commits", get(list_commits))
@@ -88,7 +92,14 @@ impl FakeGitHub {
         FakeGitHub { url, data }
     }
 
-    pub fn add_commit(&self, repository: &str, sha: &str, message: &str, at: DateTime<Utc>, files: &[&str]) {
+    pub fn add_commit(
+        &self,
+        repository: &str,
+        sha: &str,
+        message: &str,
+        at: DateTime<Utc>,
+        files: &[&str],
+    ) {
         self.data.lock().unwrap().commits.push(FakeCommit {
             repository: repository.into(),
             sha: sha.into(),
@@ -99,7 +110,11 @@ impl FakeGitHub {
     }
 
     pub fn add_pull(&self, repository: &str, number: u64, merged_at: Option<DateTime<Utc>>) {
-        self.data.lock().unwrap().pulls.insert((repository.into(), number), merged_at);
+        self.data
+            .lock()
+            .unwrap()
+            .pulls
+            .insert((repository.into(), number), merged_at);
     }
 
     pub fn set_mode(&self, mode: Mode) {
@@ -135,14 +150,30 @@ fn not_found(documentation: &str) -> Response {
 }
 
 /// Records the request and answers per the mode: None to go on normally.
-fn gate(fake: &Fake, path: String, query: &HashMap<String, String>, headers: &HeaderMap) -> Option<Response> {
+fn gate(
+    fake: &Fake,
+    path: String,
+    query: &HashMap<String, String>,
+    headers: &HeaderMap,
+) -> Option<Response> {
     let mut data = fake.data.lock().unwrap();
-    let authorization = headers.get("authorization").and_then(|v| v.to_str().ok()).map(str::to_string);
-    data.requests.push(Request { path, query: query.clone(), authorization });
+    let authorization = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    data.requests.push(Request {
+        path,
+        query: query.clone(),
+        authorization,
+    });
     match data.mode.unwrap_or(Mode::Normal) {
         Mode::Normal => None,
         Mode::Down => Some(
-            (StatusCode::BAD_GATEWAY, "<html><body><h1>502 Bad Gateway</h1></body></html>").into_response(),
+            (
+                StatusCode::BAD_GATEWAY,
+                "<html><body><h1>502 Bad Gateway</h1></body></html>",
+            )
+                .into_response(),
         ),
         Mode::RateLimited => {
             let reset = (Utc::now().timestamp() + 3_600).to_string();
@@ -160,12 +191,23 @@ fn gate(fake: &Fake, path: String, query: &HashMap<String, String>, headers: &He
             Some((StatusCode::FORBIDDEN, headers, axum::Json(body)).into_response())
         }
         Mode::TooMany(n) => {
-            data.mode = Some(if n > 1 { Mode::TooMany(n - 1) } else { Mode::Normal });
+            data.mode = Some(if n > 1 {
+                Mode::TooMany(n - 1)
+            } else {
+                Mode::Normal
+            });
             let body = json!({
                 "message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
                 "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits",
             });
-            Some((StatusCode::TOO_MANY_REQUESTS, [("retry-after", "1")], axum::Json(body)).into_response())
+            Some(
+                (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    [("retry-after", "1")],
+                    axum::Json(body),
+                )
+                    .into_response(),
+            )
         }
     }
 }
@@ -180,8 +222,11 @@ async fn list_commits(
     if let Some(r) = gate(&fake, format!("/repos/{repository}/commits"), &q, &headers) {
         return r;
     }
-    let time =
-        |k: &str| q.get(k).and_then(|v| DateTime::parse_from_rfc3339(v).ok()).map(|t| t.with_timezone(&Utc));
+    let time = |k: &str| {
+        q.get(k)
+            .and_then(|v| DateTime::parse_from_rfc3339(v).ok())
+            .map(|t| t.with_timezone(&Utc))
+    };
     let (since, until) = (time("since"), time("until"));
     let path = q.get("path").cloned().unwrap_or_default();
     let data = fake.data.lock().unwrap();
@@ -194,24 +239,45 @@ async fn list_commits(
         .filter(|c| c.repository == repository)
         .filter(|c| since.is_none_or(|s| c.at >= s) && until.is_none_or(|u| c.at <= u))
         .filter(|c| {
-            path.is_empty() || c.files.iter().any(|f| f == &path || f.starts_with(&format!("{path}/")))
+            path.is_empty()
+                || c.files
+                    .iter()
+                    .any(|f| f == &path || f.starts_with(&format!("{path}/")))
         })
         .collect();
     matching.sort_by_key(|c| std::cmp::Reverse(c.at));
-    let per_page = q.get("per_page").and_then(|v| v.parse::<usize>().ok()).unwrap_or(30).clamp(1, 100);
+    let per_page = q
+        .get("per_page")
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(30)
+        .clamp(1, 100);
     let size = per_page.min(fake.page_size);
-    let page = q.get("page").and_then(|v| v.parse::<usize>().ok()).unwrap_or(1).max(1);
+    let page = q
+        .get("page")
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(1)
+        .max(1);
     let last = matching.len().div_ceil(size).max(1);
-    let items: Vec<Value> =
-        matching.iter().skip((page - 1) * size).take(size).map(|c| commit_json(&fake.url, c)).collect();
+    let items: Vec<Value> = matching
+        .iter()
+        .skip((page - 1) * size)
+        .take(size)
+        .map(|c| commit_json(&fake.url, c))
+        .collect();
     let page_url = |n: usize| {
-        let mut params: Vec<(String, String)> =
-            q.iter().filter(|(k, _)| *k != "page").map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut params: Vec<(String, String)> = q
+            .iter()
+            .filter(|(k, _)| *k != "page")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         params.sort();
         params.push(("page".into(), n.to_string()));
-        reqwest::Url::parse_with_params(&format!("{}/repos/{repository}/commits", fake.url), &params)
-            .unwrap()
-            .to_string()
+        reqwest::Url::parse_with_params(
+            &format!("{}/repos/{repository}/commits", fake.url),
+            &params,
+        )
+        .unwrap()
+        .to_string()
     };
     let mut links = Vec::new();
     if page < last {
@@ -224,7 +290,9 @@ async fn list_commits(
     }
     let mut response = axum::Json(Value::Array(items)).into_response();
     if !links.is_empty() {
-        response.headers_mut().insert("link", links.join(", ").parse().unwrap());
+        response
+            .headers_mut()
+            .insert("link", links.join(", ").parse().unwrap());
     }
     response
 }
@@ -236,11 +304,20 @@ async fn one_commit(
     headers: HeaderMap,
 ) -> Response {
     let repository = format!("{owner}/{repo}");
-    if let Some(r) = gate(&fake, format!("/repos/{repository}/commits/{sha}"), &q, &headers) {
+    if let Some(r) = gate(
+        &fake,
+        format!("/repos/{repository}/commits/{sha}"),
+        &q,
+        &headers,
+    ) {
         return r;
     }
     let data = fake.data.lock().unwrap();
-    match data.commits.iter().find(|c| c.repository == repository && c.sha.starts_with(&sha)) {
+    match data
+        .commits
+        .iter()
+        .find(|c| c.repository == repository && c.sha.starts_with(&sha))
+    {
         Some(c) => axum::Json(commit_json(&fake.url, c)).into_response(),
         None => not_found("https://docs.github.com/rest/commits/commits#get-a-commit"),
     }
@@ -253,7 +330,12 @@ async fn pull(
     headers: HeaderMap,
 ) -> Response {
     let repository = format!("{owner}/{repo}");
-    if let Some(r) = gate(&fake, format!("/repos/{repository}/pulls/{number}"), &q, &headers) {
+    if let Some(r) = gate(
+        &fake,
+        format!("/repos/{repository}/pulls/{number}"),
+        &q,
+        &headers,
+    ) {
         return r;
     }
     let data = fake.data.lock().unwrap();

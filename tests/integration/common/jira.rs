@@ -63,19 +63,30 @@ pub struct FakeJira {
 
 impl FakeJira {
     pub async fn start(name: &str, faults: Faults) -> FakeJira {
-        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../sheriff-recorded/jira");
+        let dir =
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../sheriff-recorded/jira");
         std::fs::create_dir_all(&dir).unwrap();
         let record = dir.join(format!("{name}.jsonl"));
         let _ = std::fs::remove_file(&record);
         let inner = Arc::new(Mutex::new(Inner::default()));
-        let fake = Fake { inner: inner.clone(), faults: faults.clone(), record };
+        let fake = Fake {
+            inner: inner.clone(),
+            faults: faults.clone(),
+            record,
+        };
         let app = Router::new()
             .route("/rest/api/{v}/search", get(search))
             .route("/rest/api/{v}/search/jql", get(search))
             .route("/rest/api/{v}/issue", post(create))
             .route("/rest/api/{v}/issue/{key}", get(issue))
-            .route("/rest/api/{v}/issue/{key}/comment", get(comments).post(add_comment))
-            .route("/rest/api/{v}/issue/{key}/transitions", get(transitions).post(transition))
+            .route(
+                "/rest/api/{v}/issue/{key}/comment",
+                get(comments).post(add_comment),
+            )
+            .route(
+                "/rest/api/{v}/issue/{key}/transitions",
+                get(transitions).post(transition),
+            )
             .route("/rest/api/{v}/issue/{key}/remotelink", get(remote_links))
             .route("/rest/api/{v}/issueLink", post(link))
             .with_state(fake);
@@ -145,7 +156,13 @@ impl FakeJira {
 
     /// Requests the fake answered, by what they asked (`search`, `remote links`, …).
     pub fn requests(&self, what: &str) -> usize {
-        self.inner.lock().unwrap().requests.get(what).copied().unwrap_or(0)
+        self.inner
+            .lock()
+            .unwrap()
+            .requests
+            .get(what)
+            .copied()
+            .unwrap_or(0)
     }
 
     pub fn fail_next(&self, statuses: &[u16]) {
@@ -154,12 +171,19 @@ impl FakeJira {
 }
 
 fn jira_error(status: StatusCode, message: &str) -> Response {
-    (status, axum::Json(json!({ "errorMessages": [message], "errors": {} }))).into_response()
+    (
+        status,
+        axum::Json(json!({ "errorMessages": [message], "errors": {} })),
+    )
+        .into_response()
 }
 
 /// Jira's 404 for an issue key it does not know (or will not show).
 fn no_such_issue() -> Response {
-    jira_error(StatusCode::NOT_FOUND, "Issue does not exist or you do not have permission to see it.")
+    jira_error(
+        StatusCode::NOT_FOUND,
+        "Issue does not exist or you do not have permission to see it.",
+    )
 }
 
 fn gate(fake: &Fake, headers: &HeaderMap, what: &str) -> (super::faults::Fault, Option<Response>) {
@@ -176,11 +200,20 @@ fn gate(fake: &Fake, headers: &HeaderMap, what: &str) -> (super::faults::Fault, 
     }
     drop(inner);
     let fault = fake.faults.next();
-    if let Some(r) = refuse(fault, "{\"errorMessages\":[\"Internal server error\"],\"errors\":{}}") {
+    if let Some(r) = refuse(
+        fault,
+        "{\"errorMessages\":[\"Internal server error\"],\"errors\":{}}",
+    ) {
         return (fault, Some(r));
     }
-    let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or_default();
-    let basic = format!("Basic {}", base64_encode(&format!("bot@example.com:{TOKEN}")));
+    let auth = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let basic = format!(
+        "Basic {}",
+        base64_encode(&format!("bot@example.com:{TOKEN}"))
+    );
     if auth != format!("Bearer {TOKEN}") && auth != basic {
         return (
             fault,
@@ -213,7 +246,11 @@ fn base64_encode(s: &str) -> String {
 }
 
 fn record(fake: &Fake, body: &Value) {
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&fake.record).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&fake.record)
+        .unwrap();
     writeln!(f, "{body}").unwrap();
 }
 
@@ -232,7 +269,13 @@ fn issue_json(i: &Issue) -> Value {
         "resolution": i.resolution.as_ref().map(|r| json!({ "name": r })),
         "resolutiondate": i.resolved_at,
     });
-    for (k, v) in i.fields.as_object().into_iter().flatten().filter(|(k, _)| k.starts_with("customfield_")) {
+    for (k, v) in i
+        .fields
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.starts_with("customfield_"))
+    {
         fields[k.as_str()] = v.clone();
     }
     json!({ "id": i.key.trim_start_matches("OCPBUGS-"), "key": i.key, "fields": fields })
@@ -251,14 +294,22 @@ fn listed(i: &Issue, changelog: bool) -> Value {
 fn keys_of(jql: &str) -> Option<Vec<String>> {
     let rest = jql.split("key in (").nth(1)?;
     let list = rest.split(')').next()?;
-    Some(list.split(',').map(|k| k.trim().trim_matches('"').to_string()).filter(|k| !k.is_empty()).collect())
+    Some(
+        list.split(',')
+            .map(|k| k.trim().trim_matches('"').to_string())
+            .filter(|k| !k.is_empty())
+            .collect(),
+    )
 }
 
 /// A `key in (…)` search: v2 pages by `startAt` and refuses unknown keys unless
 /// `validateQuery=warn`; v3 (`/search/jql`) pages by `nextPageToken` and leaves them out.
 fn key_search(fake: &Fake, v3: bool, keys: &[String], q: &HashMap<String, String>) -> Response {
     let inner = fake.inner.lock().unwrap();
-    let unknown: Vec<&String> = keys.iter().filter(|k| !inner.issues.iter().any(|i| &i.key == *k)).collect();
+    let unknown: Vec<&String> = keys
+        .iter()
+        .filter(|k| !inner.issues.iter().any(|i| &i.key == *k))
+        .collect();
     let warn = q.get("validateQuery").is_some_and(|v| v == "warn");
     if !v3
         && !warn
@@ -270,14 +321,26 @@ fn key_search(fake: &Fake, v3: bool, keys: &[String], q: &HashMap<String, String
         );
     }
     let changelog = q.get("expand").is_some_and(|e| e.contains("changelog"));
-    let mut found: Vec<&Issue> = inner.issues.iter().filter(|i| keys.contains(&i.key)).collect();
+    let mut found: Vec<&Issue> = inner
+        .issues
+        .iter()
+        .filter(|i| keys.contains(&i.key))
+        .collect();
     found.sort_by(|a, b| a.key.cmp(&b.key));
     let start: usize = if v3 {
-        q.get("nextPageToken").and_then(|t| t.strip_prefix("page-")).and_then(|t| t.parse().ok()).unwrap_or(0)
+        q.get("nextPageToken")
+            .and_then(|t| t.strip_prefix("page-"))
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(0)
     } else {
         q.get("startAt").and_then(|s| s.parse().ok()).unwrap_or(0)
     };
-    let page: Vec<Value> = found.iter().skip(start).take(KEY_PAGE).map(|i| listed(i, changelog)).collect();
+    let page: Vec<Value> = found
+        .iter()
+        .skip(start)
+        .take(KEY_PAGE)
+        .map(|i| listed(i, changelog))
+        .collect();
     let next = start + page.len();
     let body = if v3 {
         let mut b = json!({ "issues": page, "isLast": next >= found.len() });
@@ -323,9 +386,17 @@ async fn search(
     }
     let jql = q.get("jql").cloned().unwrap_or_default();
     if let Some(keys) = keys_of(&jql) {
-        return spoil(fault, key_search(&fake, uri.path().ends_with("/jql"), &keys, &q)).await;
+        return spoil(
+            fault,
+            key_search(&fake, uri.path().ends_with("/jql"), &keys, &q),
+        )
+        .await;
     }
-    let Some(label) = jql.split("labels = \"").nth(1).and_then(|s| s.split('"').next()) else {
+    let Some(label) = jql
+        .split("labels = \"")
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+    else {
         return jira_error(StatusCode::BAD_REQUEST, "Error in the JQL Query");
     };
     let open_only = jql.contains("statusCategory != Done");
@@ -363,19 +434,34 @@ async fn create(
     };
     let f = &body["fields"];
     let mut errors = serde_json::Map::new();
-    if f["summary"].as_str().is_none_or(|s| s.is_empty() || s.chars().count() > 255) {
-        errors.insert("summary".into(), json!("You must specify a summary of the issue."));
+    if f["summary"]
+        .as_str()
+        .is_none_or(|s| s.is_empty() || s.chars().count() > 255)
+    {
+        errors.insert(
+            "summary".into(),
+            json!("You must specify a summary of the issue."),
+        );
     }
-    let description_ok =
-        if v == "3" { f["description"]["type"] == "doc" } else { f["description"].is_string() };
+    let description_ok = if v == "3" {
+        f["description"]["type"] == "doc"
+    } else {
+        f["description"].is_string()
+    };
     if !description_ok {
-        errors.insert("description".into(), json!("Operation value must be a string"));
+        errors.insert(
+            "description".into(),
+            json!("Operation value must be a string"),
+        );
     }
     if f["project"]["key"].as_str().is_none_or(str::is_empty) {
         errors.insert("project".into(), json!("project is required"));
     }
     if !errors.is_empty() {
-        return (StatusCode::BAD_REQUEST, axum::Json(json!({ "errorMessages": [], "errors": errors })))
+        return (
+            StatusCode::BAD_REQUEST,
+            axum::Json(json!({ "errorMessages": [], "errors": errors })),
+        )
             .into_response();
     }
     record(&fake, &body);
@@ -458,8 +544,10 @@ async fn comments(
             c
         })
         .collect();
-    axum::Json(json!({ "comments": page, "startAt": start, "maxResults": 2, "total": i.comments.len() }))
-        .into_response()
+    axum::Json(
+        json!({ "comments": page, "startAt": start, "maxResults": 2, "total": i.comments.len() }),
+    )
+    .into_response()
 }
 
 async fn add_comment(
@@ -475,7 +563,11 @@ async fn add_comment(
     let Ok(body) = serde_json::from_slice::<Value>(&body) else {
         return jira_error(StatusCode::BAD_REQUEST, "Unexpected character");
     };
-    let ok = if v == "3" { body["body"]["type"] == "doc" } else { body["body"].is_string() };
+    let ok = if v == "3" {
+        body["body"]["type"] == "doc"
+    } else {
+        body["body"].is_string()
+    };
     if !ok {
         return (
             StatusCode::BAD_REQUEST,
@@ -492,10 +584,15 @@ async fn add_comment(
             return no_such_issue();
         };
         let id = format!("{}{}", i.key.len(), i.comments.len() + 1);
-        i.comments.push(json!({ "id": id, "body": body["body"], "properties": body["properties"] }));
+        i.comments
+            .push(json!({ "id": id, "body": body["body"], "properties": body["properties"] }));
         id
     };
-    spoil(fault, (StatusCode::CREATED, axum::Json(json!({ "id": id }))).into_response()).await
+    spoil(
+        fault,
+        (StatusCode::CREATED, axum::Json(json!({ "id": id }))).into_response(),
+    )
+    .await
 }
 
 async fn transitions(
@@ -570,8 +667,14 @@ async fn link(State(fake): State<Fake>, headers: HeaderMap, body: axum::body::By
     let body: Value = serde_json::from_slice(&body).unwrap_or_default();
     let mut inner = fake.inner.lock().unwrap();
     let (a, b) = (
-        body["inwardIssue"]["key"].as_str().unwrap_or_default().to_string(),
-        body["outwardIssue"]["key"].as_str().unwrap_or_default().to_string(),
+        body["inwardIssue"]["key"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        body["outwardIssue"]["key"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
     );
     if let Some(i) = find(&mut inner, &a) {
         i.links.push(b);

@@ -35,9 +35,19 @@ impl TestDb {
         sheriff::init_crypto();
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("sqlite://{}", dir.path().join("sheriff.db").display());
-        let settings = DatabaseSettings { url: DatabaseUrl::from_str(&url).unwrap(), ..Default::default() };
-        let store = Store::open(&settings).await.expect("open SQLite test database");
-        TestDb { settings, store, _dir: Some(dir), postgres: None }
+        let settings = DatabaseSettings {
+            url: DatabaseUrl::from_str(&url).unwrap(),
+            ..Default::default()
+        };
+        let store = Store::open(&settings)
+            .await
+            .expect("open SQLite test database");
+        TestDb {
+            settings,
+            store,
+            _dir: Some(dir),
+            postgres: None,
+        }
     }
 
     /// `None` when `SHERIFF_TEST_POSTGRES_URL` is not set; a panic naming the server when it is
@@ -52,7 +62,9 @@ impl TestDb {
             COUNTER.fetch_add(1, Ordering::Relaxed)
         );
         let admin = sqlx::PgPool::connect(&admin_url).await.unwrap_or_else(|e| {
-            panic!("{POSTGRES_ENV} is set to {admin_url} but PostgreSQL cannot be reached there: {e}")
+            panic!(
+                "{POSTGRES_ENV} is set to {admin_url} but PostgreSQL cannot be reached there: {e}"
+            )
         });
         sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
             .execute(&admin)
@@ -60,9 +72,19 @@ impl TestDb {
             .unwrap_or_else(|e| panic!("cannot create test database {name}: {e}"));
         admin.close().await;
         let url = replace_database(&admin_url, &name);
-        let settings = DatabaseSettings { url: DatabaseUrl::from_str(&url).unwrap(), ..Default::default() };
-        let store = Store::open(&settings).await.expect("open PostgreSQL test database");
-        Some(TestDb { settings, store, _dir: None, postgres: Some((admin_url, name)) })
+        let settings = DatabaseSettings {
+            url: DatabaseUrl::from_str(&url).unwrap(),
+            ..Default::default()
+        };
+        let store = Store::open(&settings)
+            .await
+            .expect("open PostgreSQL test database");
+        Some(TestDb {
+            settings,
+            store,
+            _dir: None,
+            postgres: Some((admin_url, name)),
+        })
     }
 
     /// A database URL for a child process (`sheriff …` run as a command).
@@ -76,7 +98,10 @@ impl Drop for TestDb {
         if let Some((admin_url, name)) = self.postgres.take() {
             // Drop runs outside async context; a short-lived runtime on its own thread does it.
             let _ = std::thread::spawn(move || {
-                let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .unwrap();
                 rt.block_on(async {
                     if let Ok(admin) = sqlx::PgPool::connect(&admin_url).await {
                         let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
@@ -97,7 +122,9 @@ impl Drop for TestDb {
 /// its last week, written as a bulk load writes them (ingest has tests of its own).
 pub async fn load_metal_regression(store: &Store, seed: u64, end: chrono::DateTime<chrono::Utc>) {
     let mut scenario = sheriff::synth::Scenario::month(seed, end);
-    scenario.planted.push(sheriff::synth::metal_registry_regression(21));
+    scenario
+        .planted
+        .push(sheriff::synth::metal_registry_regression(21));
     for chunk in sheriff::synth::run_records(&scenario).chunks(500) {
         store.runs().write_runs(chunk, false).await.unwrap();
     }
@@ -120,8 +147,10 @@ pub fn replace_database(url: &str, database: &str) -> String {
 /// The package cargo is testing now: its run-time `CARGO_MANIFEST_DIR`, not the folder a
 /// cached test binary was built in (CI builds clones at two paths with one build cache).
 pub fn manifest_dir() -> std::path::PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR")
-        .map_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")), std::path::PathBuf::from)
+    std::env::var_os("CARGO_MANIFEST_DIR").map_or_else(
+        || std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")),
+        std::path::PathBuf::from,
+    )
 }
 
 /// Defines each test twice, as `<name>::sqlite` and `<name>::postgres`, with `$db` a fresh
@@ -156,9 +185,15 @@ macro_rules! on_both_engines {
 /// The cycle's one active regression, on metal: the planted one (the evidence tests' worlds hold
 /// exactly one).
 pub fn planted(report: &sheriff::cycle::CycleReport) -> &sheriff::model::RegressionReport {
-    let active: Vec<&sheriff::model::RegressionReport> =
-        report.regressions.iter().filter(|r| r.status.is_active()).collect();
+    let active: Vec<&sheriff::model::RegressionReport> = report
+        .regressions
+        .iter()
+        .filter(|r| r.status.is_active())
+        .collect();
     assert_eq!(active.len(), 1, "{active:#?}");
-    assert_eq!(active[0].scope.single(sheriff::model::Dimension::Platform), Some("metal"));
+    assert_eq!(
+        active[0].scope.single(sheriff::model::Dimension::Platform),
+        Some("metal")
+    );
     active[0]
 }

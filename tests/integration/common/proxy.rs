@@ -22,7 +22,9 @@ impl Proxy {
         let is_down = down.clone();
         tokio::spawn(async move {
             loop {
-                let Ok((inbound, _)) = listener.accept().await else { return };
+                let Ok((inbound, _)) = listener.accept().await else {
+                    return;
+                };
                 if is_down.load(Ordering::SeqCst) {
                     drop(inbound);
                     continue;
@@ -30,7 +32,9 @@ impl Proxy {
                 let mut cuts = cuts.clone();
                 cuts.borrow_and_update();
                 tokio::spawn(async move {
-                    let Ok(mut outbound) = TcpStream::connect(target).await else { return };
+                    let Ok(mut outbound) = TcpStream::connect(target).await else {
+                        return;
+                    };
                     let mut inbound = inbound;
                     tokio::select! {
                         _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}

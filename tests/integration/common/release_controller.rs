@@ -44,11 +44,17 @@ impl FakeReleaseController {
             requests: Arc::default(),
         };
         let (mode, requests) = (fake.mode.clone(), fake.requests.clone());
-        let app = Router::new().route("/changelog", get(changelog)).with_state(fake);
+        let app = Router::new()
+            .route("/changelog", get(changelog))
+            .with_state(fake);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        FakeReleaseController { url, mode, requests }
+        FakeReleaseController {
+            url,
+            mode,
+            requests,
+        }
     }
 
     pub fn set_mode(&self, mode: Mode) {
@@ -84,7 +90,11 @@ async fn changelog(
     match q.get("format").map(String::as_str) {
         Some("json") => {}
         Some("html" | "markdown" | "") | None => {
-            return (StatusCode::OK, "## Changes\n(only the JSON form is faked)\n").into_response();
+            return (
+                StatusCode::OK,
+                "## Changes\n(only the JSON form is faked)\n",
+            )
+                .into_response();
         }
         Some(_) => {
             return (

@@ -57,12 +57,20 @@ pub struct FakeSlack {
 impl FakeSlack {
     /// Starts the fake; messages are recorded under `sheriff-recorded/slack/<name>.jsonl`.
     pub async fn start(name: &str, faults: Faults) -> FakeSlack {
-        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../sheriff-recorded/slack");
+        let dir =
+            std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("../sheriff-recorded/slack");
         std::fs::create_dir_all(&dir).unwrap();
         let record = dir.join(format!("{name}.jsonl"));
         let _ = std::fs::remove_file(&record);
-        let inner = Arc::new(Mutex::new(Inner { next_ts: 1, ..Default::default() }));
-        let fake = Fake { inner: inner.clone(), faults: faults.clone(), record: Some(record) };
+        let inner = Arc::new(Mutex::new(Inner {
+            next_ts: 1,
+            ..Default::default()
+        }));
+        let fake = Fake {
+            inner: inner.clone(),
+            faults: faults.clone(),
+            record: Some(record),
+        };
         let app = Router::new()
             .route("/api/chat.postMessage", post(post_message))
             .route("/api/chat.update", post(update))
@@ -95,7 +103,11 @@ impl FakeSlack {
     }
 
     pub fn set_group(&self, group: &str, users: &[&str]) {
-        self.inner.lock().unwrap().groups.insert(group.into(), users.iter().map(|u| u.to_string()).collect());
+        self.inner
+            .lock()
+            .unwrap()
+            .groups
+            .insert(group.into(), users.iter().map(|u| u.to_string()).collect());
     }
 
     /// The next `n` requests get 429 with `Retry-After: <secs>`.
@@ -132,7 +144,10 @@ fn gate(fake: &Fake, headers: &HeaderMap) -> (super::faults::Fault, Option<Respo
         if inner.rate_limit_next > 0 {
             inner.rate_limit_next -= 1;
             let fault = super::faults::Fault::RateLimited(inner.retry_after);
-            return (fault, refuse(fault, "{\"ok\":false,\"error\":\"ratelimited\"}"));
+            return (
+                fault,
+                refuse(fault, "{\"ok\":false,\"error\":\"ratelimited\"}"),
+            );
         }
     }
     let fault = fake.faults.next();
@@ -146,15 +161,25 @@ fn gate(fake: &Fake, headers: &HeaderMap) -> (super::faults::Fault, Option<Respo
 }
 
 fn check_blocks(blocks: &Value) -> Result<(), &'static str> {
-    let Some(list) = blocks.as_array() else { return Ok(()) };
+    let Some(list) = blocks.as_array() else {
+        return Ok(());
+    };
     if list.len() > 50 {
         return Err("invalid_blocks");
     }
     for b in list {
-        if b["type"] == "section" && b["text"]["text"].as_str().is_some_and(|t| t.chars().count() > 3000) {
+        if b["type"] == "section"
+            && b["text"]["text"]
+                .as_str()
+                .is_some_and(|t| t.chars().count() > 3000)
+        {
             return Err("invalid_blocks");
         }
-        if b["type"] == "header" && b["text"]["text"].as_str().is_some_and(|t| t.chars().count() > 150) {
+        if b["type"] == "header"
+            && b["text"]["text"]
+                .as_str()
+                .is_some_and(|t| t.chars().count() > 150)
+        {
             return Err("invalid_blocks");
         }
     }
@@ -163,17 +188,27 @@ fn check_blocks(blocks: &Value) -> Result<(), &'static str> {
 
 fn record(fake: &Fake, body: &Value) {
     if let Some(path) = &fake.record {
-        let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
         writeln!(f, "{body}").unwrap();
     }
 }
 
-async fn post_message(State(fake): State<Fake>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+async fn post_message(
+    State(fake): State<Fake>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
     let (fault, stop) = gate(&fake, &headers);
     if let Some(r) = stop {
         return r;
     }
-    let Ok(body) = serde_json::from_slice::<Value>(&body) else { return error("invalid_json") };
+    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
+        return error("invalid_json");
+    };
     let channel = body["channel"].as_str().unwrap_or_default().to_string();
     if channel.is_empty() {
         return error("channel_not_found");
@@ -198,7 +233,9 @@ async fn post_message(State(fake): State<Fake>, headers: HeaderMap, body: axum::
             thread_ts,
             text: body["text"].as_str().unwrap_or_default().to_string(),
             blocks: body["blocks"].clone(),
-            key: body["metadata"]["event_payload"]["key"].as_str().map(str::to_string),
+            key: body["metadata"]["event_payload"]["key"]
+                .as_str()
+                .map(str::to_string),
             edits: 0,
         });
         ts
@@ -216,7 +253,9 @@ async fn update(State(fake): State<Fake>, headers: HeaderMap, body: axum::body::
     if let Some(r) = stop {
         return r;
     }
-    let Ok(body) = serde_json::from_slice::<Value>(&body) else { return error("invalid_json") };
+    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
+        return error("invalid_json");
+    };
     if let Err(e) = check_blocks(&body["blocks"]) {
         return error(e);
     }
@@ -237,7 +276,8 @@ async fn update(State(fake): State<Fake>, headers: HeaderMap, body: axum::body::
     }
     spoil(
         fault,
-        axum::Json(json!({ "ok": true, "channel": body["channel"], "ts": body["ts"] })).into_response(),
+        axum::Json(json!({ "ok": true, "channel": body["channel"], "ts": body["ts"] }))
+            .into_response(),
     )
     .await
 }
@@ -252,7 +292,8 @@ fn page(messages: &[&Posted], cursor: Option<&String>, with_metadata: bool) -> V
         .map(|m| {
             let mut v = json!({ "type": "message", "ts": m.ts, "text": m.text });
             if with_metadata && let Some(k) = &m.key {
-                v["metadata"] = json!({ "event_type": "sheriff_effect", "event_payload": { "key": k } });
+                v["metadata"] =
+                    json!({ "event_type": "sheriff_effect", "event_payload": { "key": k } });
             }
             v
         })
@@ -277,11 +318,18 @@ async fn history(
     }
     let inner = fake.inner.lock().unwrap();
     let channel = q.get("channel").cloned().unwrap_or_default();
-    let mut list: Vec<&Posted> =
-        inner.messages.iter().filter(|m| m.channel == channel && m.thread_ts.is_none()).collect();
+    let mut list: Vec<&Posted> = inner
+        .messages
+        .iter()
+        .filter(|m| m.channel == channel && m.thread_ts.is_none())
+        .collect();
     list.reverse();
-    axum::Json(page(&list, q.get("cursor"), q.get("include_all_metadata").is_some_and(|v| v == "true")))
-        .into_response()
+    axum::Json(page(
+        &list,
+        q.get("cursor"),
+        q.get("include_all_metadata").is_some_and(|v| v == "true"),
+    ))
+    .into_response()
 }
 
 async fn replies(
@@ -298,10 +346,17 @@ async fn replies(
     if !inner.messages.iter().any(|m| m.ts == ts) {
         return error("thread_not_found");
     }
-    let list: Vec<&Posted> =
-        inner.messages.iter().filter(|m| m.ts == ts || m.thread_ts.as_deref() == Some(ts.as_str())).collect();
-    axum::Json(page(&list, q.get("cursor"), q.get("include_all_metadata").is_some_and(|v| v == "true")))
-        .into_response()
+    let list: Vec<&Posted> = inner
+        .messages
+        .iter()
+        .filter(|m| m.ts == ts || m.thread_ts.as_deref() == Some(ts.as_str()))
+        .collect();
+    axum::Json(page(
+        &list,
+        q.get("cursor"),
+        q.get("include_all_metadata").is_some_and(|v| v == "true"),
+    ))
+    .into_response()
 }
 
 async fn group_users(
@@ -313,17 +368,26 @@ async fn group_users(
         return error("invalid_auth");
     }
     let inner = fake.inner.lock().unwrap();
-    match inner.groups.get(q.get("usergroup").map(String::as_str).unwrap_or_default()) {
+    match inner
+        .groups
+        .get(q.get("usergroup").map(String::as_str).unwrap_or_default())
+    {
         Some(users) => axum::Json(json!({ "ok": true, "users": users })).into_response(),
         None => error("no_such_subteam"),
     }
 }
 
-async fn views_open(State(fake): State<Fake>, headers: HeaderMap, body: axum::body::Bytes) -> Response {
+async fn views_open(
+    State(fake): State<Fake>,
+    headers: HeaderMap,
+    body: axum::body::Bytes,
+) -> Response {
     if !authorized(&headers) {
         return error("invalid_auth");
     }
-    let Ok(body) = serde_json::from_slice::<Value>(&body) else { return error("invalid_json") };
+    let Ok(body) = serde_json::from_slice::<Value>(&body) else {
+        return error("invalid_json");
+    };
     record(&fake, &json!({ "blocks": body["view"]["blocks"] }));
     fake.inner.lock().unwrap().views.push(body);
     axum::Json(json!({ "ok": true, "view": { "id": "V1" } })).into_response()
