@@ -196,88 +196,24 @@ impl Scheduler {
                 async move { cycle_at_start(&store, &warm, &settings, &id, shutdown).await },
             );
         }
-        {
-            let (
-                Shared {
-                    store,
-                    warm,
-                    settings,
-                    id,
-                },
-                shutdown,
-            ) = (self.shared.clone(), shutdown.clone());
-            let evaluate = self.evaluate;
-            tasks.spawn(async move {
-                on_schedule(&evaluate, "evaluate", &store, &id, shutdown, || async {
-                    let options = crate::cycle::CycleOptions {
-                        at: Utc::now(),
-                        dry_run: false,
-                    };
-                    crate::cycle::run_cycle(&store, &warm, &settings, options)
-                        .await
-                        .map(|_| ())
-                })
-                .await;
-            });
-        }
-        {
-            let (
-                Shared {
-                    store,
-                    settings,
-                    id,
-                    ..
-                },
-                shutdown,
-            ) = (self.shared.clone(), shutdown.clone());
-            let prune = self.prune;
-            tasks.spawn(async move {
-                on_schedule(&prune, "prune", &store, &id, shutdown, || async {
-                    Box::pin(self::prune(
-                        &store,
-                        &settings,
-                        Utc::now().timestamp(),
-                        false,
-                    ))
-                    .await
-                    .map(|_| ())
-                })
-                .await;
-            });
-        }
+        tasks.spawn(evaluate_on_schedule(
+            self.shared.clone(),
+            self.evaluate,
+            shutdown.clone(),
+        ));
+        tasks.spawn(prune_on_schedule(
+            self.shared.clone(),
+            self.prune,
+            shutdown.clone(),
+        ));
         for job in self.ingests {
-            let (
-                Shared {
-                    store,
-                    settings,
-                    id,
-                    ..
-                },
-                shutdown,
-            ) = (self.shared.clone(), shutdown.clone());
-            tasks.spawn(async move {
-                on_schedule(&job.schedule, &job.name, &store, &id, shutdown, || async {
-                    let since = Utc::now() - chrono::Duration::days(i64::from(job.since_days));
-                    let options = IngestOptions {
-                        since: Some(since),
-                        ..Default::default()
-                    };
-                    let summary =
-                        crate::ingest::ingest(&store, &settings.ingest, &job.source, &options)
-                            .await?;
-                    summary.count("schedule");
-                    // runs sheriff could not store make the job a failure, as they make
-                    // `sheriff ingest` exit 2; the next tick stores them
-                    anyhow::ensure!(
-                        summary.storage_failed == 0,
-                        "{} run(s) could not be stored (sheriff's own storage failed)",
-                        summary.storage_failed
-                    );
-                    Ok(())
-                })
-                .await;
-            });
+            tasks.spawn(ingest_on_schedule(
+                self.shared.clone(),
+                job,
+                shutdown.clone(),
+            ));
         }
+
         let Shared { store, id, .. } = self.shared;
         if store.engine() == Engine::Sqlite {
             tasks.spawn(keep_sqlite_lease(store.clone(), id, shutdown.clone()));
@@ -285,6 +221,71 @@ impl Scheduler {
         tasks.spawn(record_unrecorded_cycles(store, shutdown.clone()));
         while tasks.join_next().await.is_some() {}
     }
+}
+
+/// Evaluation cycles, on their schedule.
+async fn evaluate_on_schedule(shared: Shared, schedule: Schedule, shutdown: watch::Receiver<bool>) {
+    let Shared {
+        store,
+        warm,
+        settings,
+        id,
+    } = shared;
+    on_schedule(&schedule, "evaluate", &store, &id, shutdown, || async {
+        let options = crate::cycle::CycleOptions {
+            at: Utc::now(),
+            dry_run: false,
+        };
+        crate::cycle::run_cycle(&store, &warm, &settings, options)
+            .await
+            .map(|_| ())
+    })
+    .await;
+}
+
+/// Pruning, on its schedule.
+async fn prune_on_schedule(shared: Shared, schedule: Schedule, shutdown: watch::Receiver<bool>) {
+    let Shared {
+        store,
+        settings,
+        id,
+        ..
+    } = shared;
+    on_schedule(&schedule, "prune", &store, &id, shutdown, || async {
+        Box::pin(prune(&store, &settings, Utc::now().timestamp(), false))
+            .await
+            .map(|_| ())
+    })
+    .await;
+}
+
+/// One ingest `job`, on its schedule.
+async fn ingest_on_schedule(shared: Shared, job: IngestJob, shutdown: watch::Receiver<bool>) {
+    let Shared {
+        store,
+        settings,
+        id,
+        ..
+    } = shared;
+    on_schedule(&job.schedule, &job.name, &store, &id, shutdown, || async {
+        let since = Utc::now() - chrono::Duration::days(i64::from(job.since_days));
+        let options = IngestOptions {
+            since: Some(since),
+            ..Default::default()
+        };
+        let summary =
+            crate::ingest::ingest(&store, &settings.ingest, &job.source, &options).await?;
+        summary.count("schedule");
+        // runs sheriff could not store make the job a failure, as they make
+        // `sheriff ingest` exit 2; the next tick stores them
+        anyhow::ensure!(
+            summary.storage_failed == 0,
+            "{} run(s) could not be stored (sheriff's own storage failed)",
+            summary.storage_failed
+        );
+        Ok(())
+    })
+    .await;
 }
 
 /// The cycle `serve --cycle-now` runs at start, under a lease so that replicas started

@@ -52,12 +52,34 @@ pub fn correlate(regressed: &[RunIntervals], healthy: &[RunIntervals]) -> Vec<Co
         .flat_map(|r| &r.outages)
         .map(|o| (o.to - o.from).num_seconds().max(0))
         .sum();
-    #[derive(Default)]
-    struct Tally {
-        covered: i64,
-        runs_with: usize,
-        reasons: BTreeMap<(String, String), usize>,
-    }
+
+    let tallies = tally_regressed(regressed);
+
+    let mut out: Vec<ConditionEvidence> = tallies
+        .into_iter()
+        .filter(|(_, t)| t.runs_with > 0)
+        .map(|(k, t)| evidence_of(k, t, total_outage, regressed.len(), healthy))
+        .collect();
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(b.runs_with.cmp(&a.runs_with))
+            .then(a.operator.cmp(&b.operator))
+    });
+    out
+}
+
+/// What the regressed runs say about one (operator, condition, status).
+#[derive(Default)]
+struct Tally {
+    covered: i64,
+    runs_with: usize,
+    reasons: BTreeMap<(String, String), usize>,
+}
+
+/// Counts, per condition, the outage seconds its spans cover in the regressed runs, the runs
+/// where it overlapped an outage, and the reasons it gave there.
+fn tally_regressed(regressed: &[RunIntervals]) -> BTreeMap<Key, Tally> {
     let mut tallies: BTreeMap<Key, Tally> = BTreeMap::new();
     for run in regressed {
         let mut by_key: BTreeMap<Key, Vec<&ConditionSpan>> = BTreeMap::new();
@@ -94,55 +116,53 @@ pub fn correlate(regressed: &[RunIntervals], healthy: &[RunIntervals]) -> Vec<Co
             }
         }
     }
-    let mut out: Vec<ConditionEvidence> = tallies
-        .into_iter()
-        .filter(|(_, t)| t.runs_with > 0)
-        .map(|((operator, condition, status), t)| {
-            let healthy_with = healthy
+    tallies
+}
+
+/// Scores one condition's tally against the healthy runs that show it too.
+fn evidence_of(
+    (operator, condition, status): Key,
+    t: Tally,
+    total_outage: i64,
+    runs: usize,
+    healthy: &[RunIntervals],
+) -> ConditionEvidence {
+    let healthy_with = healthy
+        .iter()
+        .filter(|h| {
+            h.conditions
                 .iter()
-                .filter(|h| {
-                    h.conditions.iter().any(|c| {
-                        c.operator == operator && c.condition == condition && c.status == status
-                    })
-                })
-                .count();
-            let covered_share = if total_outage > 0 {
-                t.covered as f64 / total_outage as f64
-            } else {
-                0.0
-            };
-            let healthy_share = if healthy.is_empty() {
-                0.0
-            } else {
-                healthy_with as f64 / healthy.len() as f64
-            };
-            let ((reason, message), _) = t
-                .reasons
-                .into_iter()
-                .max_by_key(|(_, n)| *n)
-                .unwrap_or_default();
-            ConditionEvidence {
-                operator,
-                condition,
-                status,
-                reason,
-                message,
-                covered_share,
-                runs_with: t.runs_with,
-                runs: regressed.len(),
-                healthy_with,
-                healthy_runs: healthy.len(),
-                score: covered_share * (1.0 - healthy_share),
-            }
+                .any(|c| c.operator == operator && c.condition == condition && c.status == status)
         })
-        .collect();
-    out.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then(b.runs_with.cmp(&a.runs_with))
-            .then(a.operator.cmp(&b.operator))
-    });
-    out
+        .count();
+    let covered_share = if total_outage > 0 {
+        t.covered as f64 / total_outage as f64
+    } else {
+        0.0
+    };
+    let healthy_share = if healthy.is_empty() {
+        0.0
+    } else {
+        healthy_with as f64 / healthy.len() as f64
+    };
+    let ((reason, message), _) = t
+        .reasons
+        .into_iter()
+        .max_by_key(|(_, n)| *n)
+        .unwrap_or_default();
+    ConditionEvidence {
+        operator,
+        condition,
+        status,
+        reason,
+        message,
+        covered_share,
+        runs_with: t.runs_with,
+        runs,
+        healthy_with,
+        healthy_runs: healthy.len(),
+        score: covered_share * (1.0 - healthy_share),
+    }
 }
 
 #[cfg(test)]

@@ -360,25 +360,7 @@ fn median(mut xs: Vec<usize>) -> Option<f64> {
 
 /// The mechanism of `case`, or None when no sample run was read at all.
 pub fn explain(case: &Case<'_>) -> Mechanism {
-    // A probe down in most healthy runs of these jobs is broken for them (it cannot reach its
-    // target from these clusters): being down with an outage says nothing.
-    let working: Vec<String> = case
-        .probes
-        .iter()
-        .filter(|p| {
-            let down = case
-                .healthy
-                .iter()
-                .filter(|h| {
-                    h.spans
-                        .iter()
-                        .any(|s| s.kind == SpanKind::Outage && &s.subject == *p)
-                })
-                .count();
-            case.healthy.is_empty() || down * 2 < case.healthy.len()
-        })
-        .cloned()
-        .collect();
+    let working = working_probes(case);
     let case = &Case {
         probes: &working,
         ..*case
@@ -396,86 +378,139 @@ pub fn explain(case: &Case<'_>) -> Mechanism {
         .map(|r| Reading::new(r, case))
         .collect();
     let examined = regressed.len();
-    let mut scored: Vec<(MechanismKind, usize, usize, Vec<MechanismClaim>)> =
-        MechanismKind::CANDIDATES
-            .into_iter()
-            .map(|kind| {
-                let claims: Vec<MechanismClaim> = regressed
-                    .iter()
-                    .filter_map(|r| {
-                        let clauses = r.explained_by(kind, case)?;
-                        Some(clauses.into_iter().map(|(text, intervals)| MechanismClaim {
-                            run: r.run.run.clone(),
-                            text,
-                            intervals,
-                        }))
-                    })
-                    .flatten()
-                    .collect();
-                let explained = claims.iter().map(|c| &c.run).collect::<BTreeSet<_>>().len();
-                let healthy_explained = healthy
-                    .iter()
-                    .filter(|h| h.explained_by(kind, case).is_some())
-                    .count();
-                (kind, explained, healthy_explained, claims)
-            })
-            .collect();
+
+    let mut scored = score_candidates(&regressed, &healthy, case);
     let lift = |explained: usize, healthy_explained: usize| {
         explained as f64 / examined.max(1) as f64
             - healthy_explained as f64 / healthy.len().max(1) as f64
     };
     scored.sort_by(|a, b| {
-        b.1.cmp(&a.1)
-            .then(lift(b.1, b.2).total_cmp(&lift(a.1, a.2)))
+        b.explained.cmp(&a.explained).then(
+            lift(b.explained, b.healthy_explained)
+                .total_cmp(&lift(a.explained, a.healthy_explained)),
+        )
     });
     let others = scored
         .iter()
         .skip(1)
-        .filter(|s| s.1 > 0)
-        .map(|s| (s.0, s.1))
+        .filter(|s| s.explained > 0)
+        .map(|s| (s.kind, s.explained))
         .collect();
-    let replicas_regressed = median(
-        regressed
-            .iter()
-            .filter_map(Reading::replicas_at_drain)
-            .collect(),
-    );
-    let replicas_healthy = median(
-        healthy
-            .iter()
-            .filter_map(Reading::replicas_at_drain)
-            .collect(),
-    );
-    let (kind, explained, healthy_explained, claims) = scored.swap_remove(0);
+
+    let best = scored.swap_remove(0);
     let accepted = examined > 0
-        && explained as f64 >= MIN_EXPLAINED * examined as f64
-        && lift(explained, healthy_explained) >= MIN_LIFT;
+        && best.explained as f64 >= MIN_EXPLAINED * examined as f64
+        && lift(best.explained, best.healthy_explained) >= MIN_LIFT;
     let mut m = Mechanism {
-        kind,
+        kind: best.kind,
         summary: String::new(),
         unknown_because: None,
-        runs_explained: explained,
+        runs_explained: best.explained,
         runs_examined: examined,
-        healthy_explained,
+        healthy_explained: best.healthy_explained,
         healthy_examined: healthy.len(),
-        replicas_regressed,
-        replicas_healthy,
-        claims: claims.into_iter().take(MAX_CLAIMS * 4).collect(),
+        replicas_regressed: median_replicas_at_drain(&regressed),
+        replicas_healthy: median_replicas_at_drain(&healthy),
+        claims: best.claims.into_iter().take(MAX_CLAIMS * 4).collect(),
         others,
     };
     if !accepted {
-        let with_pods = regressed.iter().filter(|r| !r.pods.is_empty()).count();
-        let because = if examined == 0 {
-            UnknownBecause::NoTimelines
-        } else if with_pods * 2 < examined {
-            UnknownBecause::NoPodIntervals
-        } else {
-            UnknownBecause::WeakLift
-        };
-        unknown(&mut m, because);
+        unknown(&mut m, why_unknown(&regressed));
     }
     m.summary = summary(&m, case.family);
     m
+}
+
+/// The probes of `case` that work for its jobs.
+///
+/// A probe down in most healthy runs of these jobs is broken for them (it cannot reach its
+/// target from these clusters): being down with an outage says nothing.
+fn working_probes(case: &Case<'_>) -> Vec<String> {
+    case.probes
+        .iter()
+        .filter(|p| {
+            let down = case
+                .healthy
+                .iter()
+                .filter(|h| {
+                    h.spans
+                        .iter()
+                        .any(|s| s.kind == SpanKind::Outage && &s.subject == *p)
+                })
+                .count();
+            case.healthy.is_empty() || down * 2 < case.healthy.len()
+        })
+        .cloned()
+        .collect()
+}
+
+/// One candidate mechanism and how many runs it explains.
+struct Candidate {
+    kind: MechanismKind,
+    /// Regressed runs it explains.
+    explained: usize,
+    /// Healthy runs it would explain too.
+    healthy_explained: usize,
+    claims: Vec<MechanismClaim>,
+}
+
+/// Every candidate mechanism tried on the regressed and the healthy readings, in
+/// `MechanismKind::CANDIDATES` order.
+fn score_candidates(
+    regressed: &[Reading<'_>],
+    healthy: &[Reading<'_>],
+    case: &Case<'_>,
+) -> Vec<Candidate> {
+    MechanismKind::CANDIDATES
+        .into_iter()
+        .map(|kind| {
+            let claims: Vec<MechanismClaim> = regressed
+                .iter()
+                .filter_map(|r| {
+                    let clauses = r.explained_by(kind, case)?;
+                    Some(clauses.into_iter().map(|(text, intervals)| MechanismClaim {
+                        run: r.run.run.clone(),
+                        text,
+                        intervals,
+                    }))
+                })
+                .flatten()
+                .collect();
+            let explained = claims.iter().map(|c| &c.run).collect::<BTreeSet<_>>().len();
+            let healthy_explained = healthy
+                .iter()
+                .filter(|h| h.explained_by(kind, case).is_some())
+                .count();
+            Candidate {
+                kind,
+                explained,
+                healthy_explained,
+                claims,
+            }
+        })
+        .collect()
+}
+
+fn median_replicas_at_drain(readings: &[Reading<'_>]) -> Option<f64> {
+    median(
+        readings
+            .iter()
+            .filter_map(Reading::replicas_at_drain)
+            .collect(),
+    )
+}
+
+/// Why no candidate was accepted for the `regressed` readings.
+fn why_unknown(regressed: &[Reading<'_>]) -> UnknownBecause {
+    let examined = regressed.len();
+    let with_pods = regressed.iter().filter(|r| !r.pods.is_empty()).count();
+    if examined == 0 {
+        UnknownBecause::NoTimelines
+    } else if with_pods * 2 < examined {
+        UnknownBecause::NoPodIntervals
+    } else {
+        UnknownBecause::WeakLift
+    }
 }
 
 /// `m` turned `unknown`: its best candidate kept among the others, its claims dropped.

@@ -351,6 +351,35 @@ pub(super) fn onset_of(runs: &[CellRun]) -> Option<Onset> {
     }
 }
 
+/// Whether a new regression is held back: its runs show no change of level, and they were
+/// not regressed as far back as they go either.
+fn held_back(cluster: &Cluster<'_>, scope: &Scope, runs: &[CellRun], stats: &ScopeStats) -> bool {
+    let as_old_as_the_data = regressed_throughout(runs, stats.check.allowed);
+    if status_of(cluster) == Status::New && !changed(runs).unwrap_or(true) && !as_old_as_the_data {
+        tracing::debug!(
+            family = %cluster.family,
+            scope = %scope.describe(),
+            runs = runs.len(),
+            q = stats.check.q_value,
+            "held back: its runs show no change of level"
+        );
+        return true;
+    }
+    false
+}
+
+/// Adds to `report`'s attribution the platforms that stayed healthy, and a sentence saying so.
+fn add_contrast(
+    report: &mut RegressionReport,
+    contrast: Vec<crate::model::PlatformContrast>,
+    percentile: Percentile,
+) {
+    let sentence = words::contrast_sentence(&contrast, &report.family, &report.release, percentile);
+    report.attribution.summary.push(' ');
+    report.attribution.summary.push_str(&sentence);
+    report.attribution.contrast = contrast;
+}
+
 impl<S: RunSource> Context<'_, S> {
     /// The onset with its payload window: the same runs read on payload order, and every payload
     /// of the release from the last good to the first bad.
@@ -500,6 +529,7 @@ impl<S: RunSource> Context<'_, S> {
             stats.check.q_value = (stats.check.p_value * check.q_value / check.p_value).min(1.0);
         }
         stats.check.discovery = true;
+
         let runs = self
             .runs_of(
                 &lead.key.backend,
@@ -507,20 +537,10 @@ impl<S: RunSource> Context<'_, S> {
                 search_from.max(self.baseline.from.timestamp()),
             )
             .await?;
-        let as_old_as_the_data = regressed_throughout(&runs, stats.check.allowed);
-        if status_of(cluster) == Status::New
-            && !changed(&runs).unwrap_or(true)
-            && !as_old_as_the_data
-        {
-            tracing::debug!(
-                family = %cluster.family,
-                scope = %scope.describe(),
-                runs = runs.len(),
-                q = stats.check.q_value,
-                "held back: its runs show no change of level"
-            );
+        if held_back(cluster, &scope, &runs, &stats) {
             return Ok(None);
         }
+
         let release = scope
             .single(Dimension::Release)
             .unwrap_or_default()
@@ -528,6 +548,7 @@ impl<S: RunSource> Context<'_, S> {
         let onset = self
             .with_payloads(onset_of(&runs), &runs, (&release, stats.check.allowed))
             .await?;
+
         let finding = if narrowed {
             finding_of(&scope)
         } else {
@@ -550,6 +571,7 @@ impl<S: RunSource> Context<'_, S> {
             backends: &backends,
             groups: &groups,
         };
+
         let judged = (stats.check.percentile, stats.check.allowed);
         let contrast = self
             .contrast(&lead.key.backend, &scope, &runs, onset.as_ref(), judged)
@@ -563,15 +585,7 @@ impl<S: RunSource> Context<'_, S> {
             onset,
         );
         if !contrast.is_empty() {
-            let sentence = words::contrast_sentence(
-                &contrast,
-                &report.family,
-                &report.release,
-                stats.check.percentile,
-            );
-            report.attribution.summary.push(' ');
-            report.attribution.summary.push_str(&sentence);
-            report.attribution.contrast = contrast;
+            add_contrast(&mut report, contrast, stats.check.percentile);
         }
         Ok(Some(Described { report, stats }))
     }

@@ -65,6 +65,29 @@ fn back_since(runs: &[CellRun], allowed: f64) -> Option<i64> {
     }
 }
 
+/// The incident's backends and those of this cycle's detections of it, of its family only.
+fn followed_backends(incident: &Incident, detections: &[&Described]) -> Vec<String> {
+    let mut backends: Vec<String> = incident.snapshot.backends.clone();
+    backends.extend(
+        detections
+            .iter()
+            .flat_map(|d| d.report.backends.iter().cloned()),
+    );
+    backends.retain(|b| backend_family(b) == incident.snapshot.family);
+    backends.sort();
+    backends.dedup();
+    backends
+}
+
+/// The incident's percentile and those of this cycle's detections of it.
+fn followed_percentiles(incident: &Incident, detections: &[&Described]) -> Vec<Percentile> {
+    let mut percentiles = vec![incident.snapshot.percentile];
+    percentiles.extend(detections.iter().map(|d| d.stats.check.percentile));
+    percentiles.sort();
+    percentiles.dedup();
+    percentiles
+}
+
 /// A recovered report's "now" is the runs since the recovery: what they say, not the window's.
 fn since_recovery(report: &mut RegressionReport, runs: &[CellRun], at: i64) {
     let mut post = Histogram::new();
@@ -247,94 +270,44 @@ impl<S: RunSource> Context<'_, S> {
         let strongest = detections
             .iter()
             .min_by(|a, b| a.stats.check.p_value.total_cmp(&b.stats.check.p_value));
-        // A cycle that judges part of the scope is no news: the scope is joined with it (and
-        // narrows below only where the scope's own runs show a part healthy).
-        let scope = detections
-            .iter()
-            .fold(incident.snapshot.scope.clone(), |a, d| {
-                a.joined_over(&d.report.scope, &self.index.data.variants)
-            })
-            .simplified(&self.index.data.variants);
-        let mut backends: Vec<String> = incident.snapshot.backends.clone();
-        backends.extend(
-            detections
-                .iter()
-                .flat_map(|d| d.report.backends.iter().cloned()),
-        );
-        backends.retain(|b| backend_family(b) == incident.snapshot.family);
-        backends.sort();
-        backends.dedup();
-        let mut percentiles = vec![incident.snapshot.percentile];
-        percentiles.extend(detections.iter().map(|d| d.stats.check.percentile));
-        percentiles.sort();
-        percentiles.dedup();
+        let scope = self.joined_scope(incident, detections);
+        let backends = followed_backends(incident, detections);
+        let percentiles = followed_percentiles(incident, detections);
+
         if let Some(gone) = self
             .vanished(incident, &backends, &scope, prior_streak)
             .await?
         {
             return Ok(gone);
         }
+
         let stale = Followed {
             verdict: Verdict::Stale,
             report: None,
             clean_streak: prior_streak,
         };
-        let onset_at = incident.onset().map(|o| o.at.timestamp());
-        let Some((stats, regressed_now)) =
-            self.worst_stats(&backends, &scope, &percentiles, onset_at)
+        let Some((scope, stats, regressed_now)) =
+            self.judged(incident, &backends, scope, &percentiles, detections)
         else {
             return Ok(stale);
         };
-        let (scope, (stats, regressed_now)) =
-            match self.narrowed(scope.clone(), stats.clone(), detections) {
-                Some(narrow) if narrow != scope => {
-                    let Some(found) = self.worst_stats(&backends, &narrow, &percentiles, onset_at)
-                    else {
-                        return Ok(stale);
-                    };
-                    (narrow, found)
-                }
-                _ => (scope, (stats, regressed_now)),
-            };
         if !stats.enough(self.settings) {
             return Ok(stale);
         }
-        let from = incident.onset().map_or(self.window.from.timestamp(), |o| {
-            o.earliest.timestamp().min(self.window.from.timestamp())
-        }) - i64::from(self.settings.baseline_days) * DAY;
-        let all = self.runs_of_many(&backends, &scope, from).await?;
-        let runs: Vec<CellRun> = all
-            .iter()
-            .filter(|r| *r.backend == *stats.backend)
-            .cloned()
-            .collect();
-        let onset = self.refined_onset(incident, &backends, &all);
-        let at_onset = onset_variants(&runs, onset.as_ref(), stats.check.allowed);
-        let onset = self
-            .with_payloads(
-                onset,
-                &at_onset,
-                (&incident.snapshot.report.release, stats.check.allowed),
-            )
+
+        let (runs, onset) = self
+            .runs_and_onset(incident, &backends, &scope, &stats)
             .await?;
+
         let clean_streak = if regressed_now { 0 } else { prior_streak + 1 };
-        let verdict = match self.recovery(&runs, onset.as_ref(), &stats) {
-            Some(at) => Verdict::Recovered { at },
-            None if clean_streak >= self.settings.clear_after => Verdict::Recovered {
-                at: back_since(&runs, stats.check.allowed).unwrap_or(self.window.from.timestamp()),
-            },
-            None => Verdict::Ongoing,
-        };
-        let verification = incident
-            .fix
-            .as_ref()
-            .map(|c| self.verify(c, &runs, &stats, onset.as_ref()));
-        let verdict = with_verdict_of_fix(verdict, incident.fix.as_ref(), verification.as_ref());
+        let (verdict, verification) =
+            self.judge_recovery(incident, &runs, onset.as_ref(), &stats, clean_streak);
         let status = if matches!(verdict, Verdict::Recovered { .. }) {
             Status::Resolved
         } else {
             Status::Ongoing
         };
+
         let base = strongest.map_or(&incident.snapshot.report, |d| &d.report);
         let mut report = self.refreshed(base, &stats, &runs, onset, status).await?;
         report.scope = scope;
@@ -351,6 +324,96 @@ impl<S: RunSource> Context<'_, S> {
             report: Some(report),
             clean_streak,
         })
+    }
+
+    /// The incident's scope joined with the scopes of this cycle's detections of it.
+    ///
+    /// A cycle that judges part of the scope is no news: the scope is joined with it (and
+    /// narrows below only where the scope's own runs show a part healthy).
+    fn joined_scope(&self, incident: &Incident, detections: &[&Described]) -> Scope {
+        detections
+            .iter()
+            .fold(incident.snapshot.scope.clone(), |a, d| {
+                a.joined_over(&d.report.scope, &self.index.data.variants)
+            })
+            .simplified(&self.index.data.variants)
+    }
+
+    /// The incident's scope, narrowed where its own runs show a part healthy, with its worst
+    /// numbers there and whether they are regressed now. None when too few runs tell.
+    fn judged(
+        &self,
+        incident: &Incident,
+        backends: &[String],
+        scope: Scope,
+        percentiles: &[Percentile],
+        detections: &[&Described],
+    ) -> Option<(Scope, ScopeStats, bool)> {
+        let onset_at = incident.onset().map(|o| o.at.timestamp());
+        let (stats, regressed_now) = self.worst_stats(backends, &scope, percentiles, onset_at)?;
+        match self.narrowed(scope.clone(), stats.clone(), detections) {
+            Some(narrow) if narrow != scope => {
+                let (stats, regressed_now) =
+                    self.worst_stats(backends, &narrow, percentiles, onset_at)?;
+                Some((narrow, stats, regressed_now))
+            }
+            _ => Some((scope, stats, regressed_now)),
+        }
+    }
+
+    /// The runs of the worst backend in `scope` since a baseline before the onset, and the
+    /// incident's onset refined over the runs of all its backends.
+    async fn runs_and_onset(
+        &self,
+        incident: &Incident,
+        backends: &[String],
+        scope: &Scope,
+        stats: &ScopeStats,
+    ) -> Result<(Vec<CellRun>, Option<Onset>)> {
+        let from = incident.onset().map_or(self.window.from.timestamp(), |o| {
+            o.earliest.timestamp().min(self.window.from.timestamp())
+        }) - i64::from(self.settings.baseline_days) * DAY;
+        let all = self.runs_of_many(backends, scope, from).await?;
+        let runs: Vec<CellRun> = all
+            .iter()
+            .filter(|r| *r.backend == *stats.backend)
+            .cloned()
+            .collect();
+        let onset = self.refined_onset(incident, backends, &all);
+        let at_onset = onset_variants(&runs, onset.as_ref(), stats.check.allowed);
+        let onset = self
+            .with_payloads(
+                onset,
+                &at_onset,
+                (&incident.snapshot.report.release, stats.check.allowed),
+            )
+            .await?;
+        Ok((runs, onset))
+    }
+
+    /// Whether the incident recovered over `runs` (by a change for the better, `clear_after`
+    /// clean cycles, or its claimed fix verified), and the verification of that fix.
+    fn judge_recovery(
+        &self,
+        incident: &Incident,
+        runs: &[CellRun],
+        onset: Option<&Onset>,
+        stats: &ScopeStats,
+        clean_streak: u32,
+    ) -> (Verdict, Option<Verification>) {
+        let verdict = match self.recovery(runs, onset, stats) {
+            Some(at) => Verdict::Recovered { at },
+            None if clean_streak >= self.settings.clear_after => Verdict::Recovered {
+                at: back_since(runs, stats.check.allowed).unwrap_or(self.window.from.timestamp()),
+            },
+            None => Verdict::Ongoing,
+        };
+        let verification = incident
+            .fix
+            .as_ref()
+            .map(|c| self.verify(c, runs, stats, onset));
+        let verdict = with_verdict_of_fix(verdict, incident.fix.as_ref(), verification.as_ref());
+        (verdict, verification)
     }
 
     /// An incident whose scope's runs go on (its control backend reports them) while the last

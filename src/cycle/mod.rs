@@ -256,6 +256,7 @@ pub async fn run_cycle_on<S: RunSource>(
     let outcome = if result.is_ok() { "ok" } else { "failed" };
     metrics::histogram!("sheriff_cycle_seconds", "outcome" => outcome).record(seconds);
     metrics::counter!("sheriff_cycles_total", "outcome" => outcome).increment(1);
+
     let mut record = CycleRecord {
         started_at,
         finished_at: Utc::now().timestamp(),
@@ -275,25 +276,14 @@ pub async fn run_cycle_on<S: RunSource>(
             return Err(e);
         }
     };
+
     let Evaluated {
         mut report,
         states,
         merges,
     } = evaluated;
-    crate::releases::attach_changes(
-        state,
-        &settings.release_controller,
-        &mut report.regressions,
-        options.dry_run,
-    )
-    .await;
-    crate::releases::outside::attach_outside_changes(
-        state,
-        &settings.github,
-        &mut report.regressions,
-        options.dry_run,
-    )
-    .await;
+    attach_changes(state, settings, &mut report.regressions, options.dry_run).await;
+
     let active = report
         .regressions
         .iter()
@@ -314,6 +304,7 @@ pub async fn run_cycle_on<S: RunSource>(
             .await?;
         report.incidents = IncidentCounts::of(&plan);
     }
+
     // Debug here: a backtest replays dozens of cycles; `run_cycle` logs the live one at info.
     tracing::debug!(
         evaluated_at = %options.at,
@@ -323,6 +314,20 @@ pub async fn run_cycle_on<S: RunSource>(
         "replayed cycle finished"
     );
     Ok(report)
+}
+
+/// Attaches to each regression the release controller's changes and the outside changes
+/// that may explain it.
+async fn attach_changes(
+    state: &Store,
+    settings: &Settings,
+    regressions: &mut [RegressionReport],
+    dry_run: bool,
+) {
+    crate::releases::attach_changes(state, &settings.release_controller, regressions, dry_run)
+        .await;
+    crate::releases::outside::attach_outside_changes(state, &settings.github, regressions, dry_run)
+        .await;
 }
 
 type States = Vec<(String, evaluate::GroupState)>;
@@ -417,38 +422,101 @@ async fn evaluate_at<S: RunSource>(
     let at = options.at;
     let now = at.timestamp();
     let (window, baseline) = Window::of_cycle(at, es);
-    let Inputs {
-        data,
-        incidents,
-        prior,
-        historical,
-        young,
-    } = read_inputs(source, state, es, window, baseline, now).await?;
+    let inputs = read_inputs(source, state, es, window, baseline, now).await?;
+
+    let evaluation = evaluate_inputs(&inputs, es, now);
+
+    let found = find_regressions(
+        source,
+        settings,
+        options,
+        &inputs,
+        &evaluation,
+        (window, baseline),
+    )
+    .await?;
+
+    let data_quality = data_quality(source, window).await?;
+
+    let data = &inputs.data;
+    let report = CycleReport {
+        evaluated_at: at,
+        window,
+        baseline,
+        cells_evaluated: data.cells.iter().filter(|c| !c.current.is_empty()).count(),
+        groups_evaluated: evaluation
+            .groups
+            .iter()
+            .filter(|g| g.status != GroupStatus::InsufficientData)
+            .count(),
+        tests: evaluation.tests,
+        regressions: found.regressions,
+        insufficient_data: found.insufficient_data,
+        ci_trouble: ci_trouble_of(data),
+        data_quality,
+        dry_run: options.dry_run,
+        seconds: 0.0,
+        incidents: IncidentCounts::default(),
+        delivery: None,
+    };
+    Ok(Evaluated {
+        report,
+        states: found.states,
+        merges: found.merges,
+    })
+}
+
+/// Judges every group of the cycle's windows.
+fn evaluate_inputs(inputs: &Inputs, es: &EvaluateSettings, now: i64) -> evaluate::Evaluation {
     let phase = Instant::now();
     let input = EvalInput {
-        backends: &data.backends,
-        variants: &data.variants,
-        cells: &data.cells,
-        prior: &prior,
+        backends: &inputs.data.backends,
+        variants: &inputs.data.variants,
+        cells: &inputs.data.cells,
+        prior: &inputs.prior,
         now,
-        young: &young,
+        young: &inputs.young,
     };
     // On a thread of its own, nicer than the requests `serve` answers meanwhile.
-    let evaluation = crate::process::in_background(|| evaluate::evaluate(&input, es, &historical));
+    let evaluation =
+        crate::process::in_background(|| evaluate::evaluate(&input, es, &inputs.historical));
     tracing::debug!(
         seconds = phase.elapsed().as_secs_f64(),
         groups = evaluation.groups.len(),
         "cycle: evaluated"
     );
+    evaluation
+}
+
+/// What a cycle found in its evaluation, described.
+struct Findings {
+    regressions: Vec<RegressionReport>,
+    /// Open incidents found to be one problem: (the younger, the older it merges into).
+    merges: Vec<(i64, i64)>,
+    states: States,
+    insufficient_data: Vec<InsufficientReport>,
+}
+
+/// Describes the regressions of `evaluation` (matched against the open incidents they
+/// continue) and the cells it could not judge for want of runs.
+async fn find_regressions<S: RunSource>(
+    source: &S,
+    settings: &Settings,
+    options: CycleOptions,
+    inputs: &Inputs,
+    evaluation: &evaluate::Evaluation,
+    (window, baseline): (Window, Window),
+) -> Result<Findings> {
     let phase = Instant::now();
+    let es = &settings.evaluate;
     let components = ComponentTable::from_settings(&settings.attribute);
-    let index = describe::Index::new(&evaluation, &data);
-    let mut states = states_to_keep(&index, &prior);
+    let index = describe::Index::new(evaluation, &inputs.data);
+    let mut states = states_to_keep(&index, &inputs.prior);
     let judging = scoped::Judging {
-        data: &data,
+        data: &inputs.data,
         settings: es,
-        historical: &historical,
-        young: &young,
+        historical: &inputs.historical,
+        young: &inputs.young,
     };
     // kept where the runs are (a backtest's state is a scratch store)
     let fetcher = crate::ingest::evidence::EvidenceFetcher::new(
@@ -465,17 +533,36 @@ async fn evaluate_at<S: RunSource>(
         judging: &judging,
         window,
         baseline,
-        now,
+        now: options.at.timestamp(),
         records: Default::default(),
         evidence: &fetcher,
     };
-    let (regressions, merges) =
-        regressions_of(&cx, &evaluation, &incidents, &prior, &mut states).await?;
-    let insufficient_data = insufficient(source, &data, &evaluation.groups, window).await?;
+    let (regressions, merges) = regressions_of(
+        &cx,
+        evaluation,
+        &inputs.incidents,
+        &inputs.prior,
+        &mut states,
+    )
+    .await?;
+    let insufficient_data = insufficient(source, &inputs.data, &evaluation.groups, window).await?;
     tracing::debug!(
         seconds = phase.elapsed().as_secs_f64(),
         "cycle: described the regressions"
     );
+    Ok(Findings {
+        regressions,
+        merges,
+        states,
+        insufficient_data,
+    })
+}
+
+/// The cycle's probes that are broken and its jobs that are new.
+async fn data_quality<S: RunSource>(
+    source: &S,
+    window: Window,
+) -> Result<crate::model::DataQuality> {
     let phase = Instant::now();
     let data_quality = crate::model::DataQuality {
         broken_probes: source.broken_probes(window.secs()).await?,
@@ -485,31 +572,7 @@ async fn evaluate_at<S: RunSource>(
         seconds = phase.elapsed().as_secs_f64(),
         "cycle: data quality"
     );
-    let report = CycleReport {
-        evaluated_at: at,
-        window,
-        baseline,
-        cells_evaluated: data.cells.iter().filter(|c| !c.current.is_empty()).count(),
-        groups_evaluated: evaluation
-            .groups
-            .iter()
-            .filter(|g| g.status != GroupStatus::InsufficientData)
-            .count(),
-        tests: evaluation.tests,
-        regressions,
-        insufficient_data,
-        ci_trouble: ci_trouble_of(&data),
-        data_quality,
-        dry_run: options.dry_run,
-        seconds: 0.0,
-        incidents: IncidentCounts::default(),
-        delivery: None,
-    };
-    Ok(Evaluated {
-        report,
-        states,
-        merges,
-    })
+    Ok(data_quality)
 }
 
 /// The cycle's regressions, in report order (active first), and the merges it found: every

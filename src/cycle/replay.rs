@@ -211,87 +211,121 @@ fn first_starts(
     by_release
 }
 
+/// Each row's position in `rows`, by its id.
+fn positions<T>(rows: &[(i64, T)]) -> HashMap<i64, usize> {
+    rows.iter()
+        .enumerate()
+        .map(|(i, (id, _))| (*id, i))
+        .collect()
+}
+
+/// The stored runs a backtest replays, and where each went.
+struct ReadRuns {
+    /// Each kept run's position in `runs`, by its id.
+    position: HashMap<i64, u32>,
+    runs: Vec<RunMeta>,
+    troubled: Vec<Troubled>,
+}
+
+/// The runs of `run_rows` whose variant is known (by `variant_index`), the CI-troubled ones
+/// among them apart too.
+fn read_runs(run_rows: Vec<ReplayRun>, variant_index: &HashMap<i64, usize>) -> ReadRuns {
+    let mut position: HashMap<i64, u32> = HashMap::with_capacity(run_rows.len());
+    let mut runs = Vec::with_capacity(run_rows.len());
+    let mut troubled = Vec::new();
+    for ReplayRun {
+        id,
+        job_name: job,
+        build_id,
+        url,
+        started_at: started,
+        finished_at: finished,
+        variant_id,
+        ci_troubled: ci_trouble,
+        payload,
+    } in run_rows
+    {
+        let Some(&variant) = variant_index.get(&variant_id) else {
+            continue;
+        };
+        if ci_trouble != 0 {
+            troubled.push(Troubled {
+                started,
+                finished: finished.unwrap_or(started),
+                variant,
+            });
+        }
+        position.insert(id, runs.len() as u32);
+        runs.push(RunMeta {
+            job: job.into(),
+            build_id: build_id.into(),
+            url: url.into(),
+            started,
+            finished: finished.unwrap_or(started),
+            variant,
+            payload_at: crate::model::payload_time(&payload).map(|t| t.timestamp()),
+            payload: payload.into(),
+        });
+    }
+    ReadRuns {
+        position,
+        runs,
+        troubled,
+    }
+}
+
+/// Each cell's series of samples (by start) and its days, from the samples of the runs read.
+fn cells_of(
+    sample_rows: Vec<(i64, String)>,
+    run_index: &HashMap<i64, u32>,
+    runs: &[RunMeta],
+    backend_index: &HashMap<i64, usize>,
+) -> Result<BTreeMap<(usize, usize), Series>> {
+    let mut cells: BTreeMap<(usize, usize), Series> = BTreeMap::new();
+    for (run_id, pairs) in sample_rows {
+        let Some(&run) = run_index.get(&run_id) else {
+            continue;
+        };
+        let meta = &runs[run as usize];
+        for (backend_id, seconds) in parse_pairs(&pairs)? {
+            let Some(&backend) = backend_index.get(&backend_id) else {
+                continue;
+            };
+            let series = cells.entry((backend, meta.variant)).or_default();
+            series.points.push(Point {
+                started: meta.started,
+                finished: meta.finished,
+                seconds,
+                run,
+            });
+            let day = series.days.entry(meta.started.div_euclid(DAY)).or_default();
+            day.histogram.add(seconds, 1);
+            day.finished_by = day.finished_by.max(meta.finished);
+        }
+    }
+    for s in cells.values_mut() {
+        s.points.sort_by_key(|p| (p.started, p.run));
+    }
+    Ok(cells)
+}
+
 impl Replay {
     /// Reads every run that started in `[from, to)` with its samples.
     pub async fn load(store: Arc<Store>, from: i64, to: i64) -> Result<Replay> {
         let variants: Vec<(i64, Dimensions)> = store.variants().await?.as_ref().clone();
-        let variant_index: HashMap<i64, usize> = variants
-            .iter()
-            .enumerate()
-            .map(|(i, (id, _))| (*id, i))
-            .collect();
         let ReplayRows {
             backends: backend_rows,
             runs: run_rows,
             samples: sample_rows,
         } = store.runs().replay_rows(from, to).await?;
-        let backend_index: HashMap<i64, usize> = backend_rows
-            .iter()
-            .enumerate()
-            .map(|(i, (id, _))| (*id, i))
-            .collect();
-        let mut run_index: HashMap<i64, u32> = HashMap::with_capacity(run_rows.len());
-        let mut runs = Vec::with_capacity(run_rows.len());
-        let mut troubled = Vec::new();
-        for ReplayRun {
-            id,
-            job_name: job,
-            build_id,
-            url,
-            started_at: started,
-            finished_at: finished,
-            variant_id,
-            ci_troubled: ci_trouble,
-            payload,
-        } in run_rows
-        {
-            let Some(&variant) = variant_index.get(&variant_id) else {
-                continue;
-            };
-            if ci_trouble != 0 {
-                troubled.push(Troubled {
-                    started,
-                    finished: finished.unwrap_or(started),
-                    variant,
-                });
-            }
-            run_index.insert(id, runs.len() as u32);
-            runs.push(RunMeta {
-                job: job.into(),
-                build_id: build_id.into(),
-                url: url.into(),
-                started,
-                finished: finished.unwrap_or(started),
-                variant,
-                payload_at: crate::model::payload_time(&payload).map(|t| t.timestamp()),
-                payload: payload.into(),
-            });
-        }
-        let mut cells: BTreeMap<(usize, usize), Series> = BTreeMap::new();
-        for (run_id, pairs) in sample_rows {
-            let Some(&run) = run_index.get(&run_id) else {
-                continue;
-            };
-            let meta = &runs[run as usize];
-            for (backend_id, seconds) in parse_pairs(&pairs)? {
-                let Some(&backend) = backend_index.get(&backend_id) else {
-                    continue;
-                };
-                let series = cells.entry((backend, meta.variant)).or_default();
-                series.points.push(Point {
-                    started: meta.started,
-                    finished: meta.finished,
-                    seconds,
-                    run,
-                });
-                let day = series.days.entry(meta.started.div_euclid(DAY)).or_default();
-                day.histogram.add(seconds, 1);
-                day.finished_by = day.finished_by.max(meta.finished);
-            }
-        }
-        for s in cells.values_mut() {
-            s.points.sort_by_key(|p| (p.started, p.run));
-        }
+
+        let ReadRuns {
+            position,
+            runs,
+            troubled,
+        } = read_runs(run_rows, &positions(&variants));
+        let cells = cells_of(sample_rows, &position, &runs, &positions(&backend_rows))?;
+
         let historical = store.evaluations().historical_thresholds().await?;
         let first_starts = first_starts(&runs, &variants);
         let mut runs_of_variant = vec![Vec::new(); variants.len()];

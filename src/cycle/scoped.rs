@@ -81,6 +81,16 @@ pub(super) struct Judging<'a> {
 }
 
 /// The group key a scope's single-valued dimensions make.
+/// The runs of `scope` in the window left out for CI-infrastructure trouble.
+fn troubled_in(data: &WindowData, scope: &Scope) -> u64 {
+    data.variants
+        .iter()
+        .zip(&data.troubled)
+        .filter(|(v, _)| scope.contains(v))
+        .map(|(_, n)| *n)
+        .sum()
+}
+
 fn key_of(backend: &str, scope: &Scope) -> GroupKey {
     GroupKey {
         backend: backend.into(),
@@ -138,6 +148,7 @@ impl Judging<'_> {
         if current.is_empty() || current.count() < least {
             return None;
         }
+
         let previous = self.previous_runs(backend, scope);
         let cell_dims: Vec<&Dimensions> = cells
             .iter()
@@ -172,6 +183,7 @@ impl Judging<'_> {
             settings,
         );
         check.q_value = check.p_value;
+
         // the numbers are those of the runs judged: the common cells' against a baseline
         let judged = if own_baseline {
             &*common.current
@@ -181,13 +193,7 @@ impl Judging<'_> {
         Some(ScopeStats {
             backend: backend.to_string(),
             runs: judged.count(),
-            troubled: data
-                .variants
-                .iter()
-                .zip(&data.troubled)
-                .filter(|(v, _)| scope.contains(v))
-                .map(|(_, n)| *n)
-                .sum(),
+            troubled: troubled_in(data, scope),
             reference_runs: reference_histogram.as_ref().map_or(0, Histogram::count),
             current: percentiles_of(judged),
             reference: reference_histogram

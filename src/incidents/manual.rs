@@ -268,25 +268,7 @@ pub fn accept(
     words: Words,
 ) -> Result<Plan, Refusal> {
     use crate::model::Allowance;
-    if a.reason.trim().is_empty() {
-        return Err(Refusal::BadInput(
-            "Say why this level is accepted (--reason).".into(),
-        ));
-    }
-    let (percentile, seconds) =
-        Allowance::parse_level(&a.level).map_err(|e| Refusal::BadInput(e.to_string()))?;
-    if let Some(until) = a.until {
-        if until <= now {
-            return Err(Refusal::BadInput(
-                "an accepted level ends in the future (--until)".into(),
-            ));
-        }
-        if until - now > MAX_ALLOWANCE_SECS {
-            return Err(Refusal::BadInput(
-                "an accepted level lasts at most 180 days".into(),
-            ));
-        }
-    }
+    let (percentile, seconds) = accepted_level(a, now)?;
     let i = find(&known.incidents, reference)?;
     if !i.state.is_open() {
         return Err(Refusal::Conflict(format!(
@@ -294,6 +276,7 @@ pub fn accept(
             i.id
         )));
     }
+
     let allowance = Allowance {
         percentile,
         seconds,
@@ -318,6 +301,7 @@ pub fn accept(
     if same {
         return Ok(Plan::default());
     }
+
     let text = words(&Told::Accepted {
         allowance: &allowance,
     });
@@ -343,6 +327,30 @@ pub fn accept(
         event: None,
     });
     Ok(plan)
+}
+
+/// The level `a` accepts, once its reason and end are found sound at `now`.
+fn accepted_level(a: &Accept, now: i64) -> Result<(crate::model::Percentile, f64), Refusal> {
+    if a.reason.trim().is_empty() {
+        return Err(Refusal::BadInput(
+            "Say why this level is accepted (--reason).".into(),
+        ));
+    }
+    let level = crate::model::Allowance::parse_level(&a.level)
+        .map_err(|e| Refusal::BadInput(e.to_string()))?;
+    if let Some(until) = a.until {
+        if until <= now {
+            return Err(Refusal::BadInput(
+                "an accepted level ends in the future (--until)".into(),
+            ));
+        }
+        if until - now > MAX_ALLOWANCE_SECS {
+            return Err(Refusal::BadInput(
+                "an accepted level lasts at most 180 days".into(),
+            ));
+        }
+    }
+    Ok(level)
 }
 
 /// A new silence of an incident or a matcher, for `seconds` (at most 90 days). The silence's

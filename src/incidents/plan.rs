@@ -376,26 +376,8 @@ pub fn plan(
 ) -> Plan {
     let incidents = &known.incidents;
     let mut used: HashSet<i64> = HashSet::new();
-    let mut steps: Vec<Step> = Vec::new();
-    for &(id, into) in merges {
-        if incidents.iter().any(|i| i.id == id && i.state.is_open())
-            && incidents.iter().any(|i| i.id == into)
-        {
-            used.insert(id);
-            let action = Action::Resolve {
-                id,
-                snapshot: None,
-                how: Resolution::Merged { into },
-                episodes: None,
-            };
-            steps.push(Step {
-                action,
-                effects: Vec::new(),
-                silenced_by: None,
-                held: None,
-            });
-        }
-    }
+    let mut steps = merge_steps(merges, incidents, &mut used);
+
     let active: Vec<&RegressionReport> = regressions
         .iter()
         .filter(|r| r.status.is_active())
@@ -414,26 +396,10 @@ pub fn plan(
     for r in resolved {
         if let Some(i) = match_resolved(r, incidents, &used) {
             used.insert(i.id);
-            let how = match &r.verification {
-                Some(v) if v.verdict == FixVerdict::Fixed => Resolution::Fixed {
-                    text: (policy.words)(&Told::Verdict(v)),
-                },
-                _ => Resolution::Recovered,
-            };
-            let action = Action::Resolve {
-                id: i.id,
-                snapshot: Some(Snapshot::from_report(r)),
-                how,
-                episodes: Some(episodes_after(Some(i), r, false)),
-            };
-            steps.push(Step {
-                action,
-                effects: Vec::new(),
-                silenced_by: None,
-                held: None,
-            });
+            steps.push(Step::undecided(resolution_of(r, i, policy.words)));
         }
     }
+
     for i in incidents
         .iter()
         .filter(|i| !used.contains(&i.id) && i.state.is_open())
@@ -443,25 +409,16 @@ pub fn plan(
         } else {
             Action::Stale { id: i.id }
         };
-        steps.push(Step {
-            action,
-            effects: Vec::new(),
-            silenced_by: None,
-            held: None,
-        });
+        steps.push(Step::undecided(action));
     }
     // what a silence held of a resolved incident is told once the silence ends
     for i in incidents
         .iter()
         .filter(|i| !used.contains(&i.id) && !i.state.is_open() && !i.held.is_empty())
     {
-        steps.push(Step {
-            action: Action::CatchUp { id: i.id },
-            effects: Vec::new(),
-            silenced_by: None,
-            held: None,
-        });
+        steps.push(Step::undecided(Action::CatchUp { id: i.id }));
     }
+
     with_effects(
         now,
         steps,
@@ -470,6 +427,57 @@ pub fn plan(
         &known.delivered,
         policy,
     )
+}
+
+impl Step {
+    /// A step doing `action`, its side effects not decided yet (`with_effects` decides them).
+    fn undecided(action: Action) -> Step {
+        Step {
+            action,
+            effects: Vec::new(),
+            silenced_by: None,
+            held: None,
+        }
+    }
+}
+
+/// The steps resolving the open incidents that `merges` merge into another, each marked used.
+fn merge_steps(
+    merges: &[(i64, i64)],
+    incidents: &[Incident],
+    used: &mut HashSet<i64>,
+) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for &(id, into) in merges {
+        if incidents.iter().any(|i| i.id == id && i.state.is_open())
+            && incidents.iter().any(|i| i.id == into)
+        {
+            used.insert(id);
+            steps.push(Step::undecided(Action::Resolve {
+                id,
+                snapshot: None,
+                how: Resolution::Merged { into },
+                episodes: None,
+            }));
+        }
+    }
+    steps
+}
+
+/// Incident `i` resolved by its recovered regression `r`: fixed when `r` verified its fix.
+fn resolution_of(r: &RegressionReport, i: &Incident, words: Words) -> Action {
+    let how = match &r.verification {
+        Some(v) if v.verdict == FixVerdict::Fixed => Resolution::Fixed {
+            text: words(&Told::Verdict(v)),
+        },
+        _ => Resolution::Recovered,
+    };
+    Action::Resolve {
+        id: i.id,
+        snapshot: Some(Snapshot::from_report(r)),
+        how,
+        episodes: Some(episodes_after(Some(i), r, false)),
+    }
 }
 
 /// The incident each active regression belongs to: its fingerprint's first, so an overlap never
@@ -552,12 +560,7 @@ fn seen_again(r: &RegressionReport, incident: Option<&Incident>, words: Words) -
             }
         }
     };
-    Step {
-        action,
-        effects: Vec::new(),
-        silenced_by: None,
-        held: None,
-    }
+    Step::undecided(action)
 }
 
 /// A verdict on the incident's claimed fix not told yet for this claim (fixed resolves, and is

@@ -130,6 +130,39 @@ impl WindowFrame {
 /// Cells with their current and baseline histograms.
 type Decoded = Vec<((usize, usize), (Histogram, Histogram))>;
 
+/// Decodes each part of the window query on a thread of its own, and merges them by cell.
+fn decode_on_every_core(
+    index: &Indexes,
+    fetched: Vec<Vec<WholeDaysRow>>,
+) -> Result<HashMap<(usize, usize), (Histogram, Histogram)>> {
+    let decoded: Vec<Result<Decoded>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = fetched
+            .into_iter()
+            .map(|rows| scope.spawn(move || decode(index, rows)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(StoreError::malformed(
+                        "cell_days",
+                        "a decoding thread panicked",
+                    ))
+                })
+            })
+            .collect()
+    });
+    let mut cells: HashMap<(usize, usize), (Histogram, Histogram)> = HashMap::new();
+    for part in decoded {
+        for (key, (current, baseline)) in part? {
+            let entry = cells.entry(key).or_default();
+            entry.0.merge(&current);
+            entry.1.merge(&baseline);
+        }
+    }
+    Ok(cells)
+}
+
 /// Decodes the rows of one part of the whole-days query.
 fn decode(index: &Indexes, rows: Vec<WholeDaysRow>) -> Result<Decoded> {
     let histogram = |runs: Option<i64>, hist: Option<String>| -> Result<Histogram> {
@@ -481,6 +514,7 @@ impl Evaluations<'_> {
         } else {
             baseline_days
         };
+
         let started = std::time::Instant::now();
         let parts = std::thread::available_parallelism()
             .map_or(1, |n| n.get())
@@ -517,32 +551,8 @@ impl Evaluations<'_> {
             seconds = started.elapsed().as_secs_f64(),
             "window query"
         );
-        let decoded: Vec<Result<Decoded>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = fetched
-                .into_iter()
-                .map(|rows| scope.spawn(move || decode(index, rows)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(StoreError::malformed(
-                            "cell_days",
-                            "a decoding thread panicked",
-                        ))
-                    })
-                })
-                .collect()
-        });
-        let mut cells: HashMap<(usize, usize), (Histogram, Histogram)> = HashMap::new();
-        for part in decoded {
-            for (key, (current, baseline)) in part? {
-                let entry = cells.entry(key).or_default();
-                entry.0.merge(&current);
-                entry.1.merge(&baseline);
-            }
-        }
-        Ok(cells)
+
+        decode_on_every_core(index, fetched)
     }
 
     /// Each release's first run started by `visible_at` (Unix seconds). Read per variant, which

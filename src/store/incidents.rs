@@ -364,20 +364,7 @@ impl Applying<'_> {
                 fingerprint,
                 snapshot,
                 episodes,
-            } => {
-                let q = sql("INSERT INTO incidents (fingerprint, family, release, backends, component, scope, state, \
-                         percentile, observed_seconds, threshold_seconds, tier, evidence, summary, snapshot, revision, \
-                         opened_at, updated_at, last_seen_at, episodes) \
-                         VALUES ($1, $2, $3, $4, $5, $6, 'new', $7, $8, $9, $10, $11, $12, $13, 1, $14, $14, $14, $15) \
-                         RETURNING id")
-                .bind(fingerprint);
-                let q = bind_all(q, snapshot_args(snapshot)?)
-                    .bind(now)
-                    .bind(serde_json::to_string(episodes)?);
-                let id: i64 = c.scalar(q).await?;
-                insert_event(c, id, now, actor, "opened", &snapshot.summary).await?;
-                Ok((id, 1))
-            }
+            } => self.open(c, fingerprint, snapshot, episodes).await,
             Action::Update {
                 id,
                 state,
@@ -397,20 +384,7 @@ impl Applying<'_> {
                     .bind(now)
                     .bind(serde_json::to_string(episodes)?);
                 c.execute(q).await?;
-                for change in changes {
-                    insert_event(
-                        c,
-                        *id,
-                        now,
-                        actor,
-                        change.kind(),
-                        &(self.words)(&Told::Change(change)),
-                    )
-                    .await?;
-                    if let Change::Verdict { verdict, text } = change {
-                        self.record_verdict(c, *id, *verdict, text).await?;
-                    }
-                }
+                self.record_changes(c, *id, changes).await?;
                 Ok((*id, revision))
             }
             Action::Resolve {
@@ -456,6 +430,48 @@ impl Applying<'_> {
                 Ok((*id, self.stored(*id)?.revision))
             }
         }
+    }
+
+    /// Inserts a new incident and its first line of history; its id and revision (1).
+    async fn open(
+        &self,
+        c: &mut Conn<'_>,
+        fingerprint: &str,
+        snapshot: &Snapshot,
+        episodes: &[crate::model::Episode],
+    ) -> Result<(i64, i64)> {
+        let (now, actor) = (self.now, self.actor);
+        let q = sql("INSERT INTO incidents (fingerprint, family, release, backends, component, scope, state, \
+                 percentile, observed_seconds, threshold_seconds, tier, evidence, summary, snapshot, revision, \
+                 opened_at, updated_at, last_seen_at, episodes) \
+                 VALUES ($1, $2, $3, $4, $5, $6, 'new', $7, $8, $9, $10, $11, $12, $13, 1, $14, $14, $14, $15) \
+                 RETURNING id")
+        .bind(fingerprint);
+        let q = bind_all(q, snapshot_args(snapshot)?)
+            .bind(now)
+            .bind(serde_json::to_string(episodes)?);
+        let id: i64 = c.scalar(q).await?;
+        insert_event(c, id, now, actor, "opened", &snapshot.summary).await?;
+        Ok((id, 1))
+    }
+
+    /// One line of history for each of an incident's `changes`, and the verdicts among them.
+    async fn record_changes(&self, c: &mut Conn<'_>, id: i64, changes: &[Change]) -> Result<()> {
+        for change in changes {
+            insert_event(
+                c,
+                id,
+                self.now,
+                self.actor,
+                change.kind(),
+                &(self.words)(&Told::Change(change)),
+            )
+            .await?;
+            if let Change::Verdict { verdict, text } = change {
+                self.record_verdict(c, id, *verdict, text).await?;
+            }
+        }
+        Ok(())
     }
 
     async fn resolve(

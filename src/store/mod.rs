@@ -233,78 +233,9 @@ impl Store {
 
     /// Opens the database (creating a SQLite file and its folder on first use). Does not migrate.
     pub async fn connect(settings: &DatabaseSettings) -> Result<Store> {
-        let acquire = Duration::from_secs(settings.acquire_timeout_secs);
         let pool = match settings.url.engine() {
-            Engine::Sqlite => {
-                let options = SqliteConnectOptions::from_str(settings.url.expose())
-                    .map_err(|e| open(format!("invalid sqlite URL {}", settings.url), e))?
-                    .create_if_missing(true)
-                    .journal_mode(SqliteJournalMode::Wal)
-                    // Pruning frees pages that `PRAGMA incremental_vacuum` hands back (takes
-                    // effect on databases created with it; an older one needs one VACUUM).
-                    .auto_vacuum(sqlx::sqlite::SqliteAutoVacuum::Incremental)
-                    .synchronous(SqliteSynchronous::Normal)
-                    .busy_timeout(Duration::from_secs(30))
-                    .foreign_keys(true)
-                    // 32 MiB of page cache and in-memory temporary tables: aggregations stay in RAM.
-                    .pragma("cache_size", "-32768")
-                    .pragma("temp_store", "memory");
-                if let Some(parent) = options.get_filename().parent()
-                    && !parent.as_os_str().is_empty()
-                {
-                    std::fs::create_dir_all(parent).map_err(|e| {
-                        open(
-                            format!(
-                                "cannot create the folder of the SQLite file {}",
-                                parent.display()
-                            ),
-                            e,
-                        )
-                    })?;
-                }
-                let pool = SqlitePoolOptions::new()
-                    .max_connections(settings.max_connections)
-                    .acquire_timeout(acquire)
-                    // After a disk-full or I/O error SQLite rolls a transaction back by itself,
-                    // the driver's own ROLLBACK then fails, and the connection would go on
-                    // believing it is inside a transaction, failing every later one. A queued
-                    // rollback runs before the ping; one still "in a transaction" after it is
-                    // closed instead of reused.
-                    .before_acquire(|conn, _| {
-                        Box::pin(async move {
-                            conn.ping().await?;
-                            Ok(!conn.is_in_transaction())
-                        })
-                    })
-                    .connect_with(options)
-                    .await
-                    .map_err(|e| {
-                        open(format!("cannot open SQLite database {}", settings.url), e)
-                    })?;
-                Pool::Sqlite(pool)
-            }
-            Engine::Postgres => {
-                let mut options = PgConnectOptions::from_str(settings.url.expose())
-                    .map_err(|e| open(format!("invalid postgres URL {}", settings.url), e))?;
-                if let Some(password) = &settings.password {
-                    options = options.password(password.expose());
-                }
-                // a statement held up (a lock, a hung server) fails as a storage error (57014)
-                let statement_timeout = format!("{}s", settings.statement_timeout_secs);
-                options = options.options([("statement_timeout", statement_timeout.as_str())]);
-                let pool = PgPoolOptions::new()
-                    .max_connections(settings.max_connections)
-                    .acquire_timeout(acquire)
-                    .connect_with(options)
-                    .await
-                    .map_err(|e| {
-                        open(
-                            format!("cannot connect to PostgreSQL at {}", settings.url),
-                            e,
-                        )
-                    })?;
-                Pool::Postgres(pool)
-            }
+            Engine::Sqlite => Pool::Sqlite(connect_sqlite(settings).await?),
+            Engine::Postgres => Pool::Postgres(connect_postgres(settings).await?),
         };
         Ok(Store {
             pool,
@@ -511,6 +442,78 @@ impl Store {
 }
 
 /// The database could not be opened, `doing` saying what was tried.
+/// Opens a pool on the SQLite file of `settings` (creating the file and its folder on first use).
+async fn connect_sqlite(settings: &DatabaseSettings) -> Result<SqlitePool> {
+    let acquire = Duration::from_secs(settings.acquire_timeout_secs);
+    let options = SqliteConnectOptions::from_str(settings.url.expose())
+        .map_err(|e| open(format!("invalid sqlite URL {}", settings.url), e))?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        // Pruning frees pages that `PRAGMA incremental_vacuum` hands back (takes
+        // effect on databases created with it; an older one needs one VACUUM).
+        .auto_vacuum(sqlx::sqlite::SqliteAutoVacuum::Incremental)
+        .synchronous(SqliteSynchronous::Normal)
+        .busy_timeout(Duration::from_secs(30))
+        .foreign_keys(true)
+        // 32 MiB of page cache and in-memory temporary tables: aggregations stay in RAM.
+        .pragma("cache_size", "-32768")
+        .pragma("temp_store", "memory");
+    if let Some(parent) = options.get_filename().parent()
+        && !parent.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            open(
+                format!(
+                    "cannot create the folder of the SQLite file {}",
+                    parent.display()
+                ),
+                e,
+            )
+        })?;
+    }
+    SqlitePoolOptions::new()
+        .max_connections(settings.max_connections)
+        .acquire_timeout(acquire)
+        // After a disk-full or I/O error SQLite rolls a transaction back by itself,
+        // the driver's own ROLLBACK then fails, and the connection would go on
+        // believing it is inside a transaction, failing every later one. A queued
+        // rollback runs before the ping; one still "in a transaction" after it is
+        // closed instead of reused.
+        .before_acquire(|conn, _| {
+            Box::pin(async move {
+                conn.ping().await?;
+                Ok(!conn.is_in_transaction())
+            })
+        })
+        .connect_with(options)
+        .await
+        .map_err(|e| open(format!("cannot open SQLite database {}", settings.url), e))
+}
+
+/// Opens a pool on the PostgreSQL database of `settings`.
+async fn connect_postgres(settings: &DatabaseSettings) -> Result<PgPool> {
+    let acquire = Duration::from_secs(settings.acquire_timeout_secs);
+    let mut options = PgConnectOptions::from_str(settings.url.expose())
+        .map_err(|e| open(format!("invalid postgres URL {}", settings.url), e))?;
+    if let Some(password) = &settings.password {
+        options = options.password(password.expose());
+    }
+    // a statement held up (a lock, a hung server) fails as a storage error (57014)
+    let statement_timeout = format!("{}s", settings.statement_timeout_secs);
+    options = options.options([("statement_timeout", statement_timeout.as_str())]);
+    PgPoolOptions::new()
+        .max_connections(settings.max_connections)
+        .acquire_timeout(acquire)
+        .connect_with(options)
+        .await
+        .map_err(|e| {
+            open(
+                format!("cannot connect to PostgreSQL at {}", settings.url),
+                e,
+            )
+        })
+}
+
 fn open(doing: String, e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
     StoreError::Open {
         doing,

@@ -748,102 +748,43 @@ async fn read_run_contents(c: &mut Conn<'_>, ids: &[i64], records: &mut [RunReco
         at.get(&id).copied().ok_or_else(stray)
     };
     let listed = |text: &'static str, order: &str| sql(text).list(ids.iter().copied()).push(order);
-    for SampleRow {
-        run_id: id,
-        backend,
-        connection,
-        seconds,
-    } in c
+
+    for row in c
         .fetch_all::<SampleRow>(listed(SELECT_SAMPLES, SAMPLES_ORDER))
         .await?
     {
-        records[of(id)?].samples.push(Sample {
-            backend,
-            connection,
-            seconds,
-        });
+        records[of(row.run_id)?].samples.push(row.into_sample());
     }
-    for OutageRow {
-        run_id: id,
-        backend,
-        from_at: from,
-        to_at: to,
-    } in c
+    for row in c
         .fetch_all::<OutageRow>(listed(SELECT_OUTAGES, OUTAGES_ORDER))
         .await?
     {
-        records[of(id)?].outages.push(Outage {
-            backend,
-            from: from_secs(from),
-            to: from_secs(to),
-        });
+        records[of(row.run_id)?].outages.push(row.into_outage());
     }
-    for ConditionRow {
-        run_id: id,
-        operator,
-        condition,
-        status,
-        reason,
-        message,
-        from_at: from,
-        to_at: to,
-    } in c
+    for row in c
         .fetch_all::<ConditionRow>(listed(SELECT_CONDITIONS, CONDITIONS_ORDER))
         .await?
     {
-        let span = ConditionSpan {
-            operator,
-            condition,
-            status,
-            reason,
-            message,
-            from: from_secs(from),
-            to: from_secs(to),
-        };
-        records[of(id)?].conditions.push(span);
+        records[of(row.run_id)?].conditions.push(row.into_span());
     }
-    for TimelineRow {
-        run_id: id,
-        kind,
-        subject,
-        node,
-        from_at: from,
-        to_at: to,
-        file,
-        item,
-    } in c
+    for row in c
         .fetch_all::<TimelineRow>(listed(SELECT_TIMELINE, TIMELINE_ORDER))
         .await?
     {
-        let Some(kind) = SpanKind::parse(&kind) else {
+        let id = row.run_id;
+        // a kind this sheriff does not know is left out
+        let Some(span) = row.into_span() else {
             continue;
-        };
-        let at = IntervalRef {
-            file,
-            item: item.clamp(0, i64::from(u32::MAX)) as u32,
-        };
-        let span = TimelineSpan {
-            kind,
-            subject,
-            node,
-            from: from_secs(from),
-            to: from_secs(to),
-            at,
         };
         records[of(id)?].timeline.push(span);
     }
-    for IntervalFileRow {
-        run_id: id,
-        location,
-        size,
-    } in c
+    for row in c
         .fetch_all::<IntervalFileRow>(listed(SELECT_INTERVAL_FILES, INTERVAL_FILES_ORDER))
         .await?
     {
-        records[of(id)?].interval_files.push(IntervalFile {
-            location,
-            size: size.max(0) as u64,
-        });
+        records[of(row.run_id)?]
+            .interval_files
+            .push(row.into_file());
     }
     Ok(())
 }
@@ -897,6 +838,16 @@ struct SampleRow {
     seconds: i64,
 }
 
+impl SampleRow {
+    fn into_sample(self) -> Sample {
+        Sample {
+            backend: self.backend,
+            connection: self.connection,
+            seconds: self.seconds,
+        }
+    }
+}
+
 /// An outage of a run, as [`SELECT_OUTAGES`] reads it (Unix seconds).
 #[derive(sqlx::FromRow)]
 struct OutageRow {
@@ -905,6 +856,16 @@ struct OutageRow {
     backend: String,
     from_at: i64,
     to_at: i64,
+}
+
+impl OutageRow {
+    fn into_outage(self) -> Outage {
+        Outage {
+            backend: self.backend,
+            from: from_secs(self.from_at),
+            to: from_secs(self.to_at),
+        }
+    }
 }
 
 /// A row of `condition_spans` (Unix seconds).
@@ -918,6 +879,20 @@ struct ConditionRow {
     message: String,
     from_at: i64,
     to_at: i64,
+}
+
+impl ConditionRow {
+    fn into_span(self) -> ConditionSpan {
+        ConditionSpan {
+            operator: self.operator,
+            condition: self.condition,
+            status: self.status,
+            reason: self.reason,
+            message: self.message,
+            from: from_secs(self.from_at),
+            to: from_secs(self.to_at),
+        }
+    }
 }
 
 /// A row of `timeline_spans` (Unix seconds).
@@ -935,6 +910,25 @@ struct TimelineRow {
     item: i64,
 }
 
+impl TimelineRow {
+    /// The span, or None when its kind is not one this sheriff knows.
+    fn into_span(self) -> Option<TimelineSpan> {
+        let kind = SpanKind::parse(&self.kind)?;
+        let at = IntervalRef {
+            file: self.file,
+            item: self.item.clamp(0, i64::from(u32::MAX)) as u32,
+        };
+        Some(TimelineSpan {
+            kind,
+            subject: self.subject,
+            node: self.node,
+            from: from_secs(self.from_at),
+            to: from_secs(self.to_at),
+            at,
+        })
+    }
+}
+
 /// A row of `interval_files`.
 #[derive(sqlx::FromRow)]
 struct IntervalFileRow {
@@ -942,6 +936,15 @@ struct IntervalFileRow {
     location: String,
     /// Bytes.
     size: i64,
+}
+
+impl IntervalFileRow {
+    fn into_file(self) -> IntervalFile {
+        IntervalFile {
+            location: self.location,
+            size: self.size.max(0) as u64,
+        }
+    }
 }
 
 /// A row of `job_runs`, as [`SELECT_RUNS`] reads it.

@@ -254,15 +254,38 @@ fn windows_of(cache: &WindowCache, want: &WindowDays) -> CellWindows {
             },
         )
     }));
-    let mut at: Option<FastMap<CellId, usize>> = None;
-    let mut slot = |out: &mut CellWindows, id: CellId| -> usize {
-        let at = at.get_or_insert_with(|| {
+
+    let mut cells = Slots {
+        out,
+        at: None,
+        spans,
+    };
+    add_edge_samples(&mut cells, cache, want);
+    add_recent_samples(&mut cells, cache, want);
+    cells.out
+}
+
+/// The cells' windows being built, each found by its id.
+struct Slots {
+    out: CellWindows,
+    /// Each cell's position in `out`, made when first needed.
+    at: Option<FastMap<CellId, usize>>,
+    /// How many recent spans a window has.
+    spans: usize,
+}
+
+impl Slots {
+    /// The window of cell `id`, added empty when it has none yet.
+    fn of(&mut self, id: CellId) -> &mut CellWindow {
+        let out = &mut self.out;
+        let at = self.at.get_or_insert_with(|| {
             out.iter()
                 .enumerate()
                 .map(|(i, (id, _))| (*id, i))
                 .collect()
         });
-        *at.entry(id).or_insert_with(|| {
+        let spans = self.spans;
+        let i = *at.entry(id).or_insert_with(|| {
             out.push((
                 id,
                 CellWindow {
@@ -271,8 +294,13 @@ fn windows_of(cache: &WindowCache, want: &WindowDays) -> CellWindows {
                 },
             ));
             out.len() - 1
-        })
-    };
+        });
+        &mut out[i].1
+    }
+}
+
+/// Adds the samples of the windows' partial edge days to the current or the baseline window.
+fn add_edge_samples(cells: &mut Slots, cache: &WindowCache, want: &WindowDays) {
     for &((from, to), is_current) in &want.edges {
         let Some(samples) = cache.edges.get(&from.div_euclid(DAY)) else {
             continue;
@@ -288,8 +316,7 @@ fn windows_of(cache: &WindowCache, want: &WindowDays) -> CellWindows {
             if started < from || started >= to || visible > want.visible_at {
                 continue;
             }
-            let i = slot(&mut out, (backend_id, variant_id));
-            let entry = &mut out[i].1;
+            let entry = cells.of((backend_id, variant_id));
             if is_current {
                 entry.current.add(seconds, 1)
             } else {
@@ -297,8 +324,12 @@ fn windows_of(cache: &WindowCache, want: &WindowDays) -> CellWindows {
             }
         }
     }
+}
+
+/// Adds the samples of the recent spans' days to each span they started in.
+fn add_recent_samples(cells: &mut Slots, cache: &WindowCache, want: &WindowDays) {
     let Some(&first) = want.recent.iter().min() else {
-        return out;
+        return;
     };
     for day in first.div_euclid(DAY)..=(want.recent_to - 1).div_euclid(DAY) {
         let Some(samples) = cache.edges.get(&day) else {
@@ -315,8 +346,7 @@ fn windows_of(cache: &WindowCache, want: &WindowDays) -> CellWindows {
             if started < first || started >= want.recent_to || visible > want.visible_at {
                 continue;
             }
-            let i = slot(&mut out, (backend_id, variant_id));
-            let entry = &mut out[i].1;
+            let entry = cells.of((backend_id, variant_id));
             for (k, start) in want.recent.iter().enumerate() {
                 if started >= *start {
                     entry.recent[k].add(seconds, 1);
@@ -324,5 +354,4 @@ fn windows_of(cache: &WindowCache, want: &WindowDays) -> CellWindows {
             }
         }
     }
-    out
 }

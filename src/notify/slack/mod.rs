@@ -51,31 +51,13 @@ impl SlackSink {
     ) -> Result<DeliveryResult, DeliveryError> {
         let key = entry.idempotency_key.as_str();
         let retried = entry.attempts > 1;
-        // The parent message shows the last action, so it needs the incident's history.
-        let parent = async |i: &Incident| -> Result<Message, DeliveryError> {
-            let events = store
-                .incidents()
-                .events(i.id)
-                .await
-                .map_err(|e| DeliveryError::transient(format!("{e:#}")))?;
-            Ok(blocks::incident_message(i, &events, &self.links))
-        };
-        fn need(i: Option<&Incident>) -> Result<&Incident, DeliveryError> {
-            i.ok_or_else(|| DeliveryError::permanent("the entry names no incident"))
-        }
-        let thread = |i: &Incident| match (&i.slack_channel, &i.slack_ts) {
-            (Some(c), Some(ts)) => Ok((c.clone(), ts.clone())),
-            _ => Err(DeliveryError::permanent(
-                "the incident's parent message was never posted",
-            )),
-        };
         match effect {
             Effect::SlackPost { channel } => {
                 let i = need(incident)?;
                 self.post(
                     channel,
                     None,
-                    &parent(i).await?,
+                    &self.parent_message(store, i).await?,
                     key,
                     retried,
                     entry.created_at,
@@ -85,7 +67,8 @@ impl SlackSink {
             Effect::SlackUpdate => {
                 let i = need(incident)?;
                 let (channel, ts) = thread(i)?;
-                self.update(&channel, &ts, &parent(i).await?).await?;
+                self.update(&channel, &ts, &self.parent_message(store, i).await?)
+                    .await?;
                 Ok(DeliveryResult::Done {
                     note: format!("edited {ts}"),
                 })
@@ -119,19 +102,7 @@ impl SlackSink {
                 .await
             }
             Effect::SlackSummary { channel, lines } => {
-                let mut threads = HashMap::new();
-                for line in lines {
-                    if let SummaryLine::Line { fingerprint, .. } = line
-                        && !fingerprint.is_empty()
-                        && let Some(i) = store
-                            .incidents()
-                            .find(fingerprint)
-                            .await
-                            .map_err(|e| DeliveryError::transient(format!("{e:#}")))?
-                    {
-                        threads.insert(fingerprint.clone(), i);
-                    }
-                }
+                let threads = summary_threads(store, lines).await?;
                 let message = blocks::summary_message(lines, &threads, &self.links);
                 self.post(channel, None, &message, key, retried, entry.created_at)
                     .await
@@ -141,6 +112,17 @@ impl SlackSink {
                 other.kind()
             ))),
         }
+    }
+
+    /// The incident's parent message. It shows the last action, so it needs the incident's
+    /// history.
+    async fn parent_message(&self, store: &Store, i: &Incident) -> Result<Message, DeliveryError> {
+        let events = store
+            .incidents()
+            .events(i.id)
+            .await
+            .map_err(|e| DeliveryError::transient(format!("{e:#}")))?;
+        Ok(blocks::incident_message(i, &events, &self.links))
     }
 
     async fn post(
@@ -211,4 +193,40 @@ impl SlackSink {
             }
         }
     }
+}
+
+/// The incident the entry names, which its effect needs.
+fn need(i: Option<&Incident>) -> Result<&Incident, DeliveryError> {
+    i.ok_or_else(|| DeliveryError::permanent("the entry names no incident"))
+}
+
+/// The channel and timestamp of the incident's parent message.
+fn thread(i: &Incident) -> Result<(String, String), DeliveryError> {
+    match (&i.slack_channel, &i.slack_ts) {
+        (Some(c), Some(ts)) => Ok((c.clone(), ts.clone())),
+        _ => Err(DeliveryError::permanent(
+            "the incident's parent message was never posted",
+        )),
+    }
+}
+
+/// The incidents a summary's lines name, by fingerprint, for links to their threads.
+async fn summary_threads(
+    store: &Store,
+    lines: &[SummaryLine],
+) -> Result<HashMap<String, Incident>, DeliveryError> {
+    let mut threads = HashMap::new();
+    for line in lines {
+        if let SummaryLine::Line { fingerprint, .. } = line
+            && !fingerprint.is_empty()
+            && let Some(i) = store
+                .incidents()
+                .find(fingerprint)
+                .await
+                .map_err(|e| DeliveryError::transient(format!("{e:#}")))?
+        {
+            threads.insert(fingerprint.clone(), i);
+        }
+    }
+    Ok(threads)
 }
