@@ -394,7 +394,6 @@ pub async fn ingest(
         .map(|listing| read_run(store, settings, source, options, listing))
         .buffer_unordered(settings.concurrency);
     while let Some(outcome) = outcomes.next().await {
-        progress.done += 1;
         record_outcome(
             store,
             &source_name,
@@ -407,7 +406,7 @@ pub async fn ingest(
         if log.len() >= 500 {
             flush_log(store, &mut log).await;
         }
-        progress.show(&summary);
+        progress.one_more(&summary);
     }
 
     flush_log(store, &mut log).await;
@@ -437,6 +436,7 @@ struct Progress {
 }
 
 impl Progress {
+    /// A bar when `bar` is asked for and stderr is a terminal.
     fn new(bar: bool, total: usize) -> Progress {
         let bar = (bar && std::io::stderr().is_terminal()).then(|| {
             let bar = indicatif::ProgressBar::new(total as u64);
@@ -456,7 +456,9 @@ impl Progress {
         }
     }
 
-    fn show(&mut self, summary: &IngestSummary) {
+    /// Counts one more run done, and shows how far the ingest is.
+    fn one_more(&mut self, summary: &IngestSummary) {
+        self.done += 1;
         if let Some(bar) = &self.bar {
             bar.set_position(self.done as u64);
             bar.set_message(format!(
@@ -476,6 +478,7 @@ impl Progress {
         }
     }
 
+    /// Clears the bar, if any.
     fn finish(self) {
         if let Some(bar) = self.bar {
             bar.finish_and_clear();
