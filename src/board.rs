@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::incidents::silence::Silence;
 use crate::incidents::{Event, Incident};
-use crate::model::secs;
+use crate::model::{RegressionReport, secs};
 use crate::store::Store;
 use crate::store::outbox::{OutboxCounts, OutboxEntry};
 
@@ -295,6 +295,36 @@ pub(crate) fn render_explain(e: &Explain) -> String {
         when(i.updated_at)
     );
     let _ = writeln!(out, "{}", s.summary);
+
+    write_lifecycle(&mut out, i);
+    write_evidence(&mut out, r);
+
+    if let Some(ts) = &i.slack_ts {
+        let _ = match i.slack_channel.as_deref().filter(|c| !c.is_empty()) {
+            _ if ts.starts_with("console-") => {
+                writeln!(out, "Slack: console only (no bot token), never posted")
+            }
+            Some(channel) => writeln!(out, "Slack: {channel} {ts}"),
+            None => writeln!(out, "Slack: {ts}"),
+        };
+    }
+
+    let _ = writeln!(out, "history:");
+    for ev in &e.events {
+        let _ = writeln!(
+            out,
+            "  {} {:<10} {:<12} {}",
+            when(ev.at),
+            crate::render::person(&ev.actor),
+            ev.kind,
+            ev.detail
+        );
+    }
+    out
+}
+
+/// An incident's episodes, merge, claimed fix and accepted level.
+fn write_lifecycle(out: &mut String, i: &Incident) {
     for (n, ep) in i.episodes.iter().enumerate() {
         let recovered = ep.recovered_at.map_or("still regressed".into(), |t| {
             format!("recovered {}", when(t.timestamp()))
@@ -321,6 +351,11 @@ pub(crate) fn render_explain(e: &Explain) -> String {
     if let Some(a) = &i.allowance {
         let _ = writeln!(out, "{}", crate::words::accepted_level(a));
     }
+}
+
+/// What a report holds as evidence: the attribution's lines, the payload window, the suspect
+/// changes and sample jobs.
+fn write_evidence(out: &mut String, r: &RegressionReport) {
     for line in &r.attribution.evidence {
         let _ = writeln!(out, "  - {line}");
     }
@@ -345,27 +380,6 @@ pub(crate) fn render_explain(e: &Explain) -> String {
     for j in r.sample_jobs.iter().take(6) {
         let _ = writeln!(out, "  {} {}s {}", j.kind, j.seconds, j.url);
     }
-    if let Some(ts) = &i.slack_ts {
-        let _ = match i.slack_channel.as_deref().filter(|c| !c.is_empty()) {
-            _ if ts.starts_with("console-") => {
-                writeln!(out, "Slack: console only (no bot token), never posted")
-            }
-            Some(channel) => writeln!(out, "Slack: {channel} {ts}"),
-            None => writeln!(out, "Slack: {ts}"),
-        };
-    }
-    let _ = writeln!(out, "history:");
-    for ev in &e.events {
-        let _ = writeln!(
-            out,
-            "  {} {:<10} {:<12} {}",
-            when(ev.at),
-            crate::render::person(&ev.actor),
-            ev.kind,
-            ev.detail
-        );
-    }
-    out
 }
 
 #[cfg(test)]

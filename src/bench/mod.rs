@@ -6,6 +6,7 @@
 mod args;
 mod measure;
 
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -22,21 +23,7 @@ pub async fn run(what: BenchCommand) -> Result<ExitCode> {
             noise,
             database_url,
             keep,
-        } => {
-            let result = measure::ingest(runs, noise, database_url.as_deref(), keep).await?;
-            println!(
-                "ingest: {} runs, {:.1} MB of interval files, in {:.2} s on {}: {:.0} runs/s, {:.1} MB/s (generating took {:.1} s)",
-                result.runs,
-                result.interval_mb,
-                result.ingest_seconds,
-                result.engine,
-                result.runs_per_second,
-                result.interval_mb_per_second,
-                result.generate_seconds
-            );
-            println!("{}", serde_json::to_string(&result).unwrap_or_default());
-            Ok(ExitCode::SUCCESS)
-        }
+        } => ingest(runs, noise, database_url.as_deref(), keep).await,
         BenchCommand::Evaluate {
             data,
             days,
@@ -54,57 +41,19 @@ pub async fn run(what: BenchCommand) -> Result<ExitCode> {
                 sqlite: sqlite.as_deref(),
                 duckdb,
             };
-            let points = measure::evaluate(&shape, &days).await?;
-            for r in &points {
-                print_evaluate_bench(r, repeat);
-            }
-            print_history_ratio(&points);
-            Ok(ExitCode::SUCCESS)
+            evaluate(&shape, &days).await
         }
         BenchCommand::Page {
             data,
             repeat,
             sqlite,
-        } => {
-            let r = measure::page(
-                data.runs,
-                data.variants,
-                data.backends,
-                repeat,
-                sqlite.as_deref(),
-            )
-            .await?;
-            print_page_bench(&r);
-            Ok(ExitCode::SUCCESS)
-        }
+        } => page(data, repeat, sqlite.as_deref()).await,
         BenchCommand::Backtest {
             runs_per_28_days,
             days,
             peer_cycles,
             sqlite,
-        } => {
-            let r =
-                measure::backtest(runs_per_28_days, days, peer_cycles, sqlite.as_deref()).await?;
-            println!(
-                "backtest: {} runs, {} samples over {} days; {} cycles over the last {} days",
-                r.runs, r.samples, r.stored_days, r.cycles, r.replayed_days
-            );
-            if let Some(s) = r.load_seconds {
-                println!("  load into sqlite: {s:.1} s");
-            }
-            println!(
-                "  backtest: {:.1} s in all, {:.1} ms a cycle, {} incident(s)",
-                r.backtest_seconds, r.ms_per_cycle, r.incidents
-            );
-            println!(
-                "  the same cycles reading the database: {:.1} ms a cycle (over {}), {:.1}x the backtest's",
-                r.peer_ms_per_cycle,
-                r.peer_cycles,
-                r.peer_ms_per_cycle / r.ms_per_cycle
-            );
-            println!("{}", serde_json::to_string(&r).unwrap_or_default());
-            Ok(ExitCode::SUCCESS)
-        }
+        } => backtest(runs_per_28_days, days, peer_cycles, sqlite.as_deref()).await,
         BenchCommand::Quality {
             seeds,
             first,
@@ -139,15 +88,88 @@ pub async fn run(what: BenchCommand) -> Result<ExitCode> {
                 concurrency,
                 write_every_ms,
             };
-            let r = measure::query(&shape, database_url.as_deref()).await?;
-            print_query_bench(&r);
-            Ok(if r.errors == 0 {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            })
+            query(&shape, database_url.as_deref()).await
         }
     }
+}
+
+/// `sheriff bench ingest`: runs ingested a second, and interval megabytes.
+async fn ingest(
+    runs: usize,
+    noise: usize,
+    database_url: Option<&str>,
+    keep: Option<PathBuf>,
+) -> Result<ExitCode> {
+    let result = measure::ingest(runs, noise, database_url, keep).await?;
+    println!(
+        "ingest: {} runs, {:.1} MB of interval files, in {:.2} s on {}: {:.0} runs/s, {:.1} MB/s (generating took {:.1} s)",
+        result.runs,
+        result.interval_mb,
+        result.ingest_seconds,
+        result.engine,
+        result.runs_per_second,
+        result.interval_mb_per_second,
+        result.generate_seconds
+    );
+    println!("{}", serde_json::to_string(&result).unwrap_or_default());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sheriff bench evaluate`: a cycle's time at each length of history.
+async fn evaluate(shape: &measure::EvaluateShape<'_>, days: &[u32]) -> Result<ExitCode> {
+    let points = measure::evaluate(shape, days).await?;
+    for r in &points {
+        print_evaluate_bench(r, shape.repeat);
+    }
+    print_history_ratio(&points);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sheriff bench page`: the pages' server time.
+async fn page(data: BenchData, repeat: usize, sqlite: Option<&Path>) -> Result<ExitCode> {
+    let r = measure::page(data.runs, data.variants, data.backends, repeat, sqlite).await?;
+    print_page_bench(&r);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sheriff bench backtest`: a replayed cycle's time, beside the same cycle reading the database.
+async fn backtest(
+    runs_per_28_days: usize,
+    days: u32,
+    peer_cycles: usize,
+    sqlite: Option<&Path>,
+) -> Result<ExitCode> {
+    let r = measure::backtest(runs_per_28_days, days, peer_cycles, sqlite).await?;
+    println!(
+        "backtest: {} runs, {} samples over {} days; {} cycles over the last {} days",
+        r.runs, r.samples, r.stored_days, r.cycles, r.replayed_days
+    );
+    if let Some(s) = r.load_seconds {
+        println!("  load into sqlite: {s:.1} s");
+    }
+    println!(
+        "  backtest: {:.1} s in all, {:.1} ms a cycle, {} incident(s)",
+        r.backtest_seconds, r.ms_per_cycle, r.incidents
+    );
+    println!(
+        "  the same cycles reading the database: {:.1} ms a cycle (over {}), {:.1}x the backtest's",
+        r.peer_ms_per_cycle,
+        r.peer_cycles,
+        r.peer_ms_per_cycle / r.ms_per_cycle
+    );
+    println!("{}", serde_json::to_string(&r).unwrap_or_default());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `sheriff bench query`: the API under concurrent requests; exit 1 when any failed.
+async fn query(shape: &measure::QueryShape, database_url: Option<&str>) -> Result<ExitCode> {
+    let r = measure::query(shape, database_url).await?;
+    print_query_bench(&r);
+    Ok(if r.errors == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// `sheriff bench quality`: the scorecard, and with `check` exit 1 below the floors.

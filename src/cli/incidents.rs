@@ -78,6 +78,48 @@ fn reason_given_or_asked(given: Option<String>) -> Result<String> {
     Ok(reason.to_string())
 }
 
+/// `incidents show`: one incident with its events and report.
+async fn show(store: &Store, incident: &str, format: Format) -> Result<()> {
+    let e = board::explain(store, incident)
+        .await?
+        .with_context(|| format!("no incident {incident}"))?;
+    match format {
+        Format::Json => {
+            let mut v = incident_json(&e.incident);
+            v["events"] = serde_json::to_value(&e.events)?;
+            v["report"] = serde_json::to_value(&e.incident.snapshot.report)?;
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        }
+        Format::Text => print!("{}", board::render_explain(&e)),
+    }
+    Ok(())
+}
+
+/// `incidents silence`: an incident or a matcher kept quiet for `duration`.
+async fn silence(
+    store: &Store,
+    target: &[String],
+    duration: &str,
+    reason: &str,
+    now: i64,
+) -> Result<()> {
+    let words: Vec<&str> = target.iter().map(String::as_str).collect();
+    let target = crate::incidents::silence::Target::parse(&words).map_err(anyhow::Error::msg)?;
+    let secs = crate::model::parse_span(duration)
+        .with_context(|| format!("`--for {duration}`: use a duration like 90m, 24h, 7d or 2w"))?;
+    let made = crate::actions::silence(store, &target, secs, reason, &cli_actor(), now).await?;
+    let what = match &target.fingerprint {
+        Some(reference) => format!("incident {reference}"),
+        None => format!("matcher {}", target.describe()),
+    };
+    println!(
+        "silence #{}: {what} for {duration}{}",
+        made.id,
+        made.holds_words()
+    );
+    Ok(())
+}
+
 pub(super) async fn incidents_on(
     store: &Store,
     action: IncidentsAction,
@@ -86,20 +128,7 @@ pub(super) async fn incidents_on(
     let now = Utc::now().timestamp();
     match action {
         IncidentsAction::List { state, format } => list_incidents(store, state, format).await?,
-        IncidentsAction::Show { incident, format } => {
-            let e = board::explain(store, &incident)
-                .await?
-                .with_context(|| format!("no incident {incident}"))?;
-            match format {
-                Format::Json => {
-                    let mut v = incident_json(&e.incident);
-                    v["events"] = serde_json::to_value(&e.events)?;
-                    v["report"] = serde_json::to_value(&e.incident.snapshot.report)?;
-                    println!("{}", serde_json::to_string_pretty(&v)?);
-                }
-                Format::Text => print!("{}", board::render_explain(&e)),
-            }
-        }
+        IncidentsAction::Show { incident, format } => show(store, &incident, format).await?,
         IncidentsAction::Resolve { incident, reason } => {
             let reason = reason_given_or_asked(reason)?;
             let i = crate::actions::resolve(store, settings, &incident, &reason, &cli_actor(), now)
@@ -125,25 +154,7 @@ pub(super) async fn incidents_on(
             target,
             duration,
             reason,
-        } => {
-            let words: Vec<&str> = target.iter().map(String::as_str).collect();
-            let target =
-                crate::incidents::silence::Target::parse(&words).map_err(anyhow::Error::msg)?;
-            let secs = crate::model::parse_span(&duration).with_context(|| {
-                format!("`--for {duration}`: use a duration like 90m, 24h, 7d or 2w")
-            })?;
-            let made =
-                crate::actions::silence(store, &target, secs, &reason, &cli_actor(), now).await?;
-            let what = match &target.fingerprint {
-                Some(reference) => format!("incident {reference}"),
-                None => format!("matcher {}", target.describe()),
-            };
-            println!(
-                "silence #{}: {what} for {duration}{}",
-                made.id,
-                made.holds_words()
-            );
-        }
+        } => silence(store, &target, &duration, &reason, now).await?,
         IncidentsAction::Unsilence { reference } => {
             let n =
                 crate::actions::unsilence(store, settings, &reference, &cli_actor(), now).await?;

@@ -7,8 +7,31 @@ use chrono::{DateTime, Utc};
 
 use super::{Format, with_store};
 use crate::config::Settings;
-use crate::ingest::{IngestSummary, Source};
+use crate::ingest::{IngestOptions, IngestSummary, Source};
 use crate::model::{DAY, HOUR};
+
+/// `ingest`: the runs of `source` not stored yet; exit 2 when some could not be stored for
+/// sheriff's own reasons.
+pub(super) async fn ingest_runs(
+    settings: &Settings,
+    source: &str,
+    options: &IngestOptions,
+    format: Format,
+) -> Result<ExitCode> {
+    let source = Source::parse(source, settings)?;
+    let summary = with_store(settings, async |store| {
+        crate::ingest::ingest(store, &settings.ingest, &source, options).await
+    })
+    .await?;
+    print_ingest_summary(&summary, format);
+    // 2: some runs could not be stored for sheriff's own reasons (a retry may store them);
+    // runs refused for bad files are reported, not an exit status.
+    Ok(if summary.storage_failed > 0 {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
 
 /// `ingest bq://… --backfill`: the day histograms of `from..to` from BigQuery's counts.
 pub(super) async fn backfill(
@@ -75,7 +98,7 @@ pub(super) async fn import_thresholds(
     Ok(ExitCode::SUCCESS)
 }
 
-pub(super) fn print_ingest_summary(summary: &IngestSummary, format: Format) {
+fn print_ingest_summary(summary: &IngestSummary, format: Format) {
     match format {
         Format::Json => println!("{}", serde_json::to_string(summary).unwrap_or_default()),
         Format::Text => {

@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 
 use crate::board;
 use crate::config::Settings;
-use crate::ingest::{IngestOptions, Source};
+use crate::ingest::IngestOptions;
 use crate::store::Store;
 
 mod args;
@@ -30,7 +30,7 @@ pub use args::{
 };
 use evaluation::{backtest, evaluate};
 use incidents::incidents_on;
-use ingest::{backfill, import_thresholds, print_ingest_summary};
+use ingest::{backfill, import_thresholds, ingest_runs};
 use outbox::outbox;
 use service::{config_check, healthcheck, migrate, serve};
 
@@ -114,25 +114,13 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
             format,
             ..
         } => {
-            let source = Source::parse(&source, &settings)?;
             let options = IngestOptions {
                 since,
                 job,
                 force,
                 progress: format == Format::Text,
             };
-            let summary = with_store(&settings, async |store| {
-                crate::ingest::ingest(store, &settings.ingest, &source, &options).await
-            })
-            .await?;
-            print_ingest_summary(&summary, format);
-            // 2: some runs could not be stored for sheriff's own reasons (a retry may store them);
-            // runs refused for bad files are reported, not an exit status.
-            Ok(if summary.storage_failed > 0 {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            })
+            ingest_runs(&settings, &source, &options, format).await
         }
         Command::Serve { cycle_now } => serve(settings, cycle_now).await,
         Command::Healthcheck { url } => healthcheck(&settings, url).await,
@@ -159,61 +147,20 @@ pub async fn run(command: Command, settings: Settings) -> Result<ExitCode> {
             )
             .await
         }
-        Command::Prune { dry_run, format } => {
-            let now = Utc::now().timestamp();
-            let prune =
-                async |store: &Store| crate::scheduler::prune(store, &settings, now, dry_run).await;
-            let r = with_store(&settings, prune).await?;
-            match format {
-                Format::Json => println!("{}", serde_json::to_string_pretty(&r)?),
-                Format::Text => println!(
-                    "{} {} runs ({} samples) and {} day histograms older than {} days; interval evidence of {} runs older than {} days; kept {} old runs that open incidents name",
-                    if dry_run { "would delete" } else { "deleted" },
-                    r.runs,
-                    r.samples,
-                    r.cell_days,
-                    settings.retention.samples_days,
-                    r.interval_runs,
-                    settings.retention.intervals_days,
-                    r.kept_for_incidents
-                ),
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Prune { dry_run, format } => prune(&settings, dry_run, format).await,
         Command::Incidents { action } => {
             with_store(&settings, async |store| {
                 incidents_on(store, action, &settings).await
             })
             .await
         }
-        Command::Status { format } => {
-            let status = with_store(&settings, async |store| {
-                board::status(store, Utc::now().timestamp()).await
-            })
-            .await?;
-            match format {
-                Format::Json => println!("{}", serde_json::to_string_pretty(&status)?),
-                Format::Text => print!("{}", board::render_status(&status)),
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Status { format } => status(&settings, format).await,
         Command::Outbox { action } => outbox(action, &settings).await,
         Command::Query { words, format } => query(&settings, &words, format).await,
         Command::Thresholds {
             action: ThresholdsAction::Import { file },
         } => import_thresholds(&settings, &file).await,
-        Command::Demo { dir, serve, world } => {
-            let mut stdout = std::io::stdout();
-            let mut settings = settings;
-            if serve && settings.server.public_url.is_empty() {
-                settings.server.public_url = format!("http://{}", settings.server.listen);
-            }
-            crate::demo::run(&dir, &settings, world.as_deref(), &mut stdout).await?;
-            if serve {
-                crate::demo::serve(&dir, &settings, crate::shutdown::signal()).await?;
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Demo { dir, serve, world } => demo(settings, &dir, serve, world.as_deref()).await,
     }
 }
 
@@ -226,6 +173,60 @@ async fn with_store<T>(
     let result = work(&store).await;
     store.close().await;
     result
+}
+
+/// `prune`: deletes (or with `dry_run` counts) what is older than the retention settings.
+async fn prune(settings: &Settings, dry_run: bool, format: Format) -> Result<ExitCode> {
+    let now = Utc::now().timestamp();
+    let prune = async |store: &Store| crate::scheduler::prune(store, settings, now, dry_run).await;
+    let r = with_store(settings, prune).await?;
+    match format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&r)?),
+        Format::Text => println!(
+            "{} {} runs ({} samples) and {} day histograms older than {} days; interval evidence of {} runs older than {} days; kept {} old runs that open incidents name",
+            if dry_run { "would delete" } else { "deleted" },
+            r.runs,
+            r.samples,
+            r.cell_days,
+            settings.retention.samples_days,
+            r.interval_runs,
+            settings.retention.intervals_days,
+            r.kept_for_incidents
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `status`: open incidents, silences and the outbox at a glance.
+async fn status(settings: &Settings, format: Format) -> Result<ExitCode> {
+    let status = with_store(settings, async |store| {
+        board::status(store, Utc::now().timestamp()).await
+    })
+    .await?;
+    match format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&status)?),
+        Format::Text => print!("{}", board::render_status(&status)),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `demo`: a generated month (or `world`) ingested and evaluated in `dir`, then with `serve`
+/// its pages.
+async fn demo(
+    mut settings: Settings,
+    dir: &std::path::Path,
+    serve: bool,
+    world: Option<&[crate::synth::world::Class]>,
+) -> Result<ExitCode> {
+    let mut stdout = std::io::stdout();
+    if serve && settings.server.public_url.is_empty() {
+        settings.server.public_url = format!("http://{}", settings.server.listen);
+    }
+    crate::demo::run(dir, &settings, world, &mut stdout).await?;
+    if serve {
+        crate::demo::serve(dir, &settings, crate::shutdown::signal()).await?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn query(settings: &Settings, words: &[String], format: Format) -> Result<ExitCode> {

@@ -25,80 +25,82 @@ pub struct ComponentRepositories {
     pub repositories: Vec<String>,
 }
 
+/// The default `repositories`: a component, and the repositories its pull requests come from.
+const DEFAULT_REPOSITORIES: [(&str, &[&str]); 9] = [
+    (
+        "Image Registry",
+        &[
+            "openshift/cluster-image-registry-operator",
+            "openshift/image-registry",
+            "openshift/docker-distribution",
+        ],
+    ),
+    (
+        "Bare Metal Hardware Provisioning",
+        &[
+            "openshift/cluster-baremetal-operator",
+            "openshift/baremetal-operator",
+            "openshift/ironic-image",
+            "openshift/machine-config-operator",
+            "openshift/baremetal-runtimecfg",
+        ],
+    ),
+    (
+        "Networking / router",
+        &["openshift/router", "openshift/cluster-ingress-operator"],
+    ),
+    (
+        "kube-apiserver",
+        &[
+            "openshift/kubernetes",
+            "openshift/cluster-kube-apiserver-operator",
+        ],
+    ),
+    (
+        "openshift-apiserver",
+        &[
+            "openshift/openshift-apiserver",
+            "openshift/cluster-openshift-apiserver-operator",
+        ],
+    ),
+    (
+        "oauth-apiserver",
+        &[
+            "openshift/oauth-apiserver",
+            "openshift/oauth-server",
+            "openshift/cluster-authentication-operator",
+        ],
+    ),
+    (
+        "Cloud Compute / Cloud Controller Manager",
+        &[
+            "openshift/cloud-provider-aws",
+            "openshift/cloud-provider-gcp",
+            "openshift/cluster-cloud-controller-manager-operator",
+        ],
+    ),
+    (
+        "Cloud Compute / vSphere Provider",
+        &[
+            "openshift/cloud-provider-vsphere",
+            "openshift/machine-api-operator",
+        ],
+    ),
+    (
+        "Networking / ovn-kubernetes",
+        &[
+            "openshift/ovn-kubernetes",
+            "openshift/cluster-network-operator",
+        ],
+    ),
+];
+
 impl Default for ReleaseControllerSettings {
     fn default() -> Self {
-        let rows: [(&str, &[&str]); 9] = [
-            (
-                "Image Registry",
-                &[
-                    "openshift/cluster-image-registry-operator",
-                    "openshift/image-registry",
-                    "openshift/docker-distribution",
-                ],
-            ),
-            (
-                "Bare Metal Hardware Provisioning",
-                &[
-                    "openshift/cluster-baremetal-operator",
-                    "openshift/baremetal-operator",
-                    "openshift/ironic-image",
-                    "openshift/machine-config-operator",
-                    "openshift/baremetal-runtimecfg",
-                ],
-            ),
-            (
-                "Networking / router",
-                &["openshift/router", "openshift/cluster-ingress-operator"],
-            ),
-            (
-                "kube-apiserver",
-                &[
-                    "openshift/kubernetes",
-                    "openshift/cluster-kube-apiserver-operator",
-                ],
-            ),
-            (
-                "openshift-apiserver",
-                &[
-                    "openshift/openshift-apiserver",
-                    "openshift/cluster-openshift-apiserver-operator",
-                ],
-            ),
-            (
-                "oauth-apiserver",
-                &[
-                    "openshift/oauth-apiserver",
-                    "openshift/oauth-server",
-                    "openshift/cluster-authentication-operator",
-                ],
-            ),
-            (
-                "Cloud Compute / Cloud Controller Manager",
-                &[
-                    "openshift/cloud-provider-aws",
-                    "openshift/cloud-provider-gcp",
-                    "openshift/cluster-cloud-controller-manager-operator",
-                ],
-            ),
-            (
-                "Cloud Compute / vSphere Provider",
-                &[
-                    "openshift/cloud-provider-vsphere",
-                    "openshift/machine-api-operator",
-                ],
-            ),
-            (
-                "Networking / ovn-kubernetes",
-                &[
-                    "openshift/ovn-kubernetes",
-                    "openshift/cluster-network-operator",
-                ],
-            ),
-        ];
         ReleaseControllerSettings {
             urls: std::collections::BTreeMap::new(),
             timeout_secs: 10,
-            repositories: rows
+            repositories: DEFAULT_REPOSITORIES
                 .iter()
                 .map(|(c, r)| ComponentRepositories {
                     component: (*c).into(),

@@ -3,6 +3,11 @@
 
 use super::{ConfigError, DAY, HOUR, JiraApi, Secret, Settings};
 
+/// The error for a setting `key` that is wrong, and why.
+fn invalid(key: &str, why: &str) -> Result<(), ConfigError> {
+    Err(ConfigError::Invalid(format!("`{key}`: {why}")))
+}
+
 impl Settings {
     /// Every number within a range sheriff works with: a value that passes here never makes
     /// a date, a timer or an allocation overflow later.
@@ -317,13 +322,27 @@ impl Settings {
     /// Checks what types alone cannot. The first problem found is the error, so the order of
     /// the checks is part of what `config check` says.
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        let invalid = |key: &str, why: &str| Err(ConfigError::Invalid(format!("`{key}`: {why}")));
         if let Err(why) = crate::cron::Schedule::parse("0 0 * * *", &self.schedule.timezone) {
             return invalid("schedule.timezone", &why.to_string());
         }
         self.validate_ranges()?;
         self.evaluate.validate_trouble_and_limits()?;
         self.validate_urls()?;
+        self.validate_services()?;
+        self.retention
+            .validate(&self.evaluate, &self.schedule.timezone)?;
+        self.github.validate()?;
+        self.bigquery.validate_intervals_table()?;
+        self.validate_evaluation()?;
+        self.validate_schedules()?;
+        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
+            return invalid("log.level", &format!("not a tracing filter: {e}"));
+        }
+        Ok(())
+    }
+
+    /// The database, the server, the ingest and GCS, Jira, the outbox and Slack's routes.
+    fn validate_services(&self) -> Result<(), ConfigError> {
         if self.database.max_connections == 0 {
             return invalid("database.max_connections", "must be at least 1");
         }
@@ -359,10 +378,11 @@ impl Settings {
         if self.slack.routes.iter().any(|r| r.channel.is_empty()) {
             return invalid("slack.routes", "every route needs a channel");
         }
-        self.retention
-            .validate(&self.evaluate, &self.schedule.timezone)?;
-        self.github.validate()?;
-        self.bigquery.validate_intervals_table()?;
+        Ok(())
+    }
+
+    /// The evaluation's windows, false discovery rate, effect, percentiles and runs.
+    fn validate_evaluation(&self) -> Result<(), ConfigError> {
         let e = &self.evaluate;
         if e.window_days == 0 || e.baseline_days == 0 {
             return invalid("evaluate.window_days", "windows must be at least one day");
@@ -386,6 +406,11 @@ impl Settings {
         if e.min_job_runs == 0 {
             return invalid("evaluate.min_job_runs", "must be at least 1");
         }
+        Ok(())
+    }
+
+    /// The cron strings of the evaluation and of each ingest.
+    fn validate_schedules(&self) -> Result<(), ConfigError> {
         if let Err(why) =
             crate::cron::Schedule::parse(&self.schedule.evaluate, &self.schedule.timezone)
         {
@@ -399,9 +424,6 @@ impl Settings {
             if let Err(why) = crate::cron::Schedule::parse(&i.cron, &self.schedule.timezone) {
                 return invalid("schedule.ingest.cron", &format!("{}: {why}", i.source));
             }
-        }
-        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&self.log.level) {
-            return invalid("log.level", &format!("not a tracing filter: {e}"));
         }
         Ok(())
     }

@@ -30,9 +30,9 @@ use self::parse_error::{ParseError, Problem};
 use self::run::{Assembly, Content, FileProblem, RunFile, RunFiles};
 use crate::clients::gcs::{self, GcsClient};
 use crate::config::{IngestSettings, Settings};
-use crate::store::Store;
 use crate::store::ingest_log::IngestLogEntry;
 use crate::store::runs::WriteOutcome;
+use crate::store::{Store, StoreError};
 
 /// A run folder found in a source, with the files under it.
 #[derive(Debug, Clone)]
@@ -386,27 +386,14 @@ pub async fn ingest(
     let source_name = source.describe();
     tracing::info!(source = %source_name, runs = listings.len(), "found run folders");
 
-    let progress = (options.progress && std::io::stderr().is_terminal()).then(|| {
-        let bar = indicatif::ProgressBar::new(listings.len() as u64);
-        bar.set_style(
-            indicatif::ProgressStyle::with_template(
-                "{bar:40} {pos}/{len} runs  {per_sec}  eta {eta}  {msg}",
-            )
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        bar
-    });
-    let total = listings.len();
+    let mut progress = Progress::new(options.progress, listings.len());
     let mut summary = IngestSummary::default();
     let mut log = Vec::new();
-    let mut last_report = Instant::now();
-    let mut done = 0usize;
 
     let mut outcomes = futures::stream::iter(listings)
         .map(|listing| read_run(store, settings, source, options, listing))
         .buffer_unordered(settings.concurrency);
     while let Some(outcome) = outcomes.next().await {
-        done += 1;
         record_outcome(
             store,
             &source_name,
@@ -419,33 +406,16 @@ pub async fn ingest(
         if log.len() >= 500 {
             flush_log(store, &mut log).await;
         }
-        if let Some(bar) = &progress {
-            bar.set_position(done as u64);
-            bar.set_message(format!(
-                "{} new, {} failed",
-                summary.ingested, summary.failed
-            ));
-        } else if last_report.elapsed() >= Duration::from_secs(5) {
-            last_report = Instant::now();
-            tracing::info!(
-                done,
-                total,
-                ingested = summary.ingested,
-                skipped = summary.skipped,
-                failed = summary.failed,
-                "ingest progress"
-            );
-        }
+        progress.one_more(&summary);
     }
+
     flush_log(store, &mut log).await;
     if summary.ingested > 100
         && let Err(e) = store.checkpoint().await
     {
         tracing::warn!("cannot checkpoint the database after the ingest: {e:#}");
     }
-    if let Some(bar) = progress {
-        bar.finish_and_clear();
-    }
+    progress.finish();
     tracing::info!(
         source = %source_name,
         ingested = summary.ingested,
@@ -455,6 +425,65 @@ pub async fn ingest(
         "ingest finished"
     );
     Ok(summary)
+}
+
+/// How far an ingest is: a bar on a terminal when asked for, else a log line every five seconds.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+    total: usize,
+    done: usize,
+    last_report: Instant,
+}
+
+impl Progress {
+    /// A bar when `bar` is asked for and stderr is a terminal.
+    fn new(bar: bool, total: usize) -> Progress {
+        let bar = (bar && std::io::stderr().is_terminal()).then(|| {
+            let bar = indicatif::ProgressBar::new(total as u64);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{bar:40} {pos}/{len} runs  {per_sec}  eta {eta}  {msg}",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar
+        });
+        Progress {
+            bar,
+            total,
+            done: 0,
+            last_report: Instant::now(),
+        }
+    }
+
+    /// Counts one more run done, and shows how far the ingest is.
+    fn one_more(&mut self, summary: &IngestSummary) {
+        self.done += 1;
+        if let Some(bar) = &self.bar {
+            bar.set_position(self.done as u64);
+            bar.set_message(format!(
+                "{} new, {} failed",
+                summary.ingested, summary.failed
+            ));
+        } else if self.last_report.elapsed() >= Duration::from_secs(5) {
+            self.last_report = Instant::now();
+            tracing::info!(
+                done = self.done,
+                total = self.total,
+                ingested = summary.ingested,
+                skipped = summary.skipped,
+                failed = summary.failed,
+                "ingest progress"
+            );
+        }
+    }
+
+    /// Clears the bar, if any.
+    fn finish(self) {
+        if let Some(bar) = self.bar {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 async fn flush_log(store: &Store, log: &mut Vec<IngestLogEntry>) {
@@ -520,6 +549,8 @@ async fn differs(store: &Store, record: &crate::model::RunRecord) -> Option<Stri
     (changed > 0).then(|| format!("{changed} backend(s) with other seconds"))
 }
 
+/// Records what became of one run: counted in the summary, logged, and a line of the ingest log;
+/// a run read whole is written first.
 async fn record_outcome(
     store: &Store,
     source: &str,
@@ -551,17 +582,9 @@ async fn record_outcome(
             build,
             problems,
         } => {
-            summary.failed += 1;
-            for p in &problems {
-                tracing::warn!(run = %path, file = %p.file, "run not ingested: {}", p.error);
-                summary.errors.push(IngestError {
-                    run: path.clone(),
-                    file: p.file.clone(),
-                    error: p.error.clone(),
-                    severity: "failed",
-                });
-                log.push(entry(&path, &job, &build, &p.file, "failed", &p.error));
-            }
+            let logged =
+                |file: &str, error: &str| entry(&path, &job, &build, file, "failed", error);
+            record_failure(&problems, &path, summary, log, logged);
         }
         RunOutcome::StorageFailed {
             path,
@@ -598,33 +621,61 @@ async fn record_outcome(
                     };
                     record_warnings(warnings, &path, summary, log, logged);
                 }
-                Err(e) if e.refused_value() => {
-                    // the same content fails every time: a bad run, not one to retry
-                    let error = format!("the database refused a value of the run: {e:#}");
-                    tracing::warn!(run = %path, "run not ingested: {error}");
-                    summary.failed += 1;
-                    log.push(entry(&path, &job, &build, "", "failed", &error));
-                    let e = IngestError {
-                        run: path,
-                        file: String::new(),
-                        error,
-                        severity: "failed",
-                    };
-                    summary.errors.push(e);
-                }
                 Err(e) => {
-                    let error = format!("storing the run failed: {e:#}");
-                    storage_failed(
-                        summary,
-                        log,
-                        entry(&path, &job, &build, "", "failed", &error),
-                        &path,
-                        error,
-                    );
+                    let logged = |error: &str| entry(&path, &job, &build, "", "failed", error);
+                    write_failed(&e, &path, summary, log, logged);
                 }
             }
         }
     }
+}
+
+/// The problems of a run that failed: logged, in the ingest log and in the summary.
+fn record_failure(
+    problems: &[FileProblem],
+    path: &str,
+    summary: &mut IngestSummary,
+    log: &mut Vec<IngestLogEntry>,
+    logged: impl Fn(&str, &str) -> IngestLogEntry,
+) {
+    summary.failed += 1;
+    for p in problems {
+        tracing::warn!(run = %path, file = %p.file, "run not ingested: {}", p.error);
+        summary.errors.push(IngestError {
+            run: path.to_string(),
+            file: p.file.clone(),
+            error: p.error.clone(),
+            severity: "failed",
+        });
+        log.push(logged(&p.file, &p.error));
+    }
+}
+
+/// A run the database did not take: one whose content it refused counts as failed, any other
+/// error as sheriff's own (see [`storage_failed`]); logged, in the ingest log and the summary.
+fn write_failed(
+    e: &StoreError,
+    path: &str,
+    summary: &mut IngestSummary,
+    log: &mut Vec<IngestLogEntry>,
+    logged: impl Fn(&str) -> IngestLogEntry,
+) {
+    if !e.refused_value() {
+        let error = format!("storing the run failed: {e:#}");
+        storage_failed(summary, log, logged(&error), path, error);
+        return;
+    }
+    // the same content fails every time: a bad run, not one to retry
+    let error = format!("the database refused a value of the run: {e:#}");
+    tracing::warn!(run = %path, "run not ingested: {error}");
+    summary.failed += 1;
+    log.push(logged(&error));
+    summary.errors.push(IngestError {
+        run: path.to_string(),
+        file: String::new(),
+        error,
+        severity: "failed",
+    });
 }
 
 /// The warnings of a stored run: logged, in the ingest log and in the summary.
@@ -676,58 +727,12 @@ async fn read_run(
     options: &IngestOptions,
     listing: RunListing,
 ) -> RunOutcome {
+    if let Some(outcome) = decided_unread(store, settings, source, options, &listing).await {
+        return outcome;
+    }
+
     let (job, build) = layout::job_and_build(&listing.path);
     let path = listing.path.clone();
-    if !options.force {
-        match store.runs().has_run(&job, &build).await {
-            Ok(true) => {
-                return RunOutcome::Skipped {
-                    path,
-                    why: "already stored",
-                };
-            }
-            Ok(false) => {}
-            Err(e) => {
-                let error = format!("cannot tell whether the run is stored already: {e:#}");
-                return RunOutcome::StorageFailed {
-                    path,
-                    job,
-                    build,
-                    error,
-                };
-            }
-        }
-    }
-    if let Some(why) = listing.unlisted {
-        let error = format!("its files cannot all be listed, so it is not read: {why}");
-        return RunOutcome::Failed {
-            path,
-            job,
-            build,
-            problems: vec![FileProblem {
-                file: String::new(),
-                error,
-            }],
-        };
-    }
-    if !listing.files.iter().any(|f| f.name == "finished.json") {
-        return RunOutcome::Skipped {
-            path,
-            why: "still running (no finished.json)",
-        };
-    }
-    // With --since, a run that started earlier is skipped before its artifacts are read.
-    if let Some(since) = options.since
-        && let Some(started) = listing.files.iter().find(|f| f.name == "started.json")
-        && let Ok(bytes) = source.read(started, settings.max_file_bytes).await
-        && let Ok(s) = formats::prow::parse_started(&bytes)
-        && s.timestamp < since
-    {
-        return RunOutcome::Skipped {
-            path,
-            why: "started before --since",
-        };
-    }
     let (files, left) = read_files(settings, source, &listing).await;
     let run_files = RunFiles {
         bucket: listing.bucket.clone(),
@@ -776,6 +781,70 @@ async fn read_run(
             }],
         },
     }
+}
+
+/// What becomes of a run before its artifacts are read, if that is decided already: stored
+/// (without `force`), not wholly listed, still running, or started before `--since`.
+async fn decided_unread(
+    store: &Store,
+    settings: &IngestSettings,
+    source: &Source,
+    options: &IngestOptions,
+    listing: &RunListing,
+) -> Option<RunOutcome> {
+    let (job, build) = layout::job_and_build(&listing.path);
+    let path = listing.path.clone();
+    if !options.force {
+        match store.runs().has_run(&job, &build).await {
+            Ok(true) => {
+                return Some(RunOutcome::Skipped {
+                    path,
+                    why: "already stored",
+                });
+            }
+            Ok(false) => {}
+            Err(e) => {
+                let error = format!("cannot tell whether the run is stored already: {e:#}");
+                return Some(RunOutcome::StorageFailed {
+                    path,
+                    job,
+                    build,
+                    error,
+                });
+            }
+        }
+    }
+    if let Some(why) = &listing.unlisted {
+        let error = format!("its files cannot all be listed, so it is not read: {why}");
+        return Some(RunOutcome::Failed {
+            path,
+            job,
+            build,
+            problems: vec![FileProblem {
+                file: String::new(),
+                error,
+            }],
+        });
+    }
+    if !listing.files.iter().any(|f| f.name == "finished.json") {
+        return Some(RunOutcome::Skipped {
+            path,
+            why: "still running (no finished.json)",
+        });
+    }
+    // With --since, a run that started earlier is skipped before its artifacts are read.
+    if let Some(since) = options.since
+        && let Some(started) = listing.files.iter().find(|f| f.name == "started.json")
+        && let Ok(bytes) = source.read(started, settings.max_file_bytes).await
+        && let Ok(s) = formats::prow::parse_started(&bytes)
+        && s.timestamp < since
+    {
+        return Some(RunOutcome::Skipped {
+            path,
+            why: "started before --since",
+        });
+    }
+    None
 }
 
 /// The files of a run that ingest reads (the interval files of one view only), and, on

@@ -239,50 +239,16 @@ pub fn assemble(run: &RunFiles) -> Assembly {
     if !parsed.finished_present {
         return Assembly::StillRunning;
     }
-    let prowjob = parsed.prowjob.as_ref();
-    let (path_job, path_build) = super::layout::job_and_build(&run.path);
-    let job_name = prowjob
-        .map(|p| p.job.clone())
-        .filter(|j| !j.is_empty())
-        .unwrap_or(path_job);
-    let build_id = prowjob
-        .map(|p| p.build_id.clone())
-        .filter(|b| !b.is_empty())
-        .unwrap_or(path_build);
-    if job_name.is_empty() || build_id.is_empty() {
-        let why =
-            "cannot tell the job name and build id (no prowjob.json and no <job>/<build> path)";
-        parsed.failures.insert(0, problem("", why));
-    }
-    let started_at: Option<DateTime<Utc>> = parsed
-        .started
-        .as_ref()
-        .map(|s| s.timestamp)
-        .or_else(|| prowjob.and_then(|p| p.start_time));
-    if started_at.is_none() {
-        let why = "no start time: started.json is missing or unreadable and prowjob.json has none";
-        parsed.failures.insert(0, problem("started.json", why));
-    }
+
+    let (job_name, build_id) = parsed.job_and_build(run);
     let latest = Utc::now() + chrono::Duration::seconds(MAX_CLOCK_SKEW_SECS);
-    if let Some(t) = started_at.filter(|t| *t > latest) {
-        let why = format!(
-            "timestamp: the start time {} is in the future (more than a day from now); a run is stored once it has happened",
-            t.to_rfc3339()
-        );
-        parsed.failures.insert(0, problem("started.json", why));
-    }
-    if let Some(t) = started_at.filter(|t| t.timestamp() < EARLIEST_START_SECS) {
-        let why = format!(
-            "timestamp: the start time {} is before the year 2000",
-            t.to_rfc3339()
-        );
-        parsed.failures.insert(0, problem("started.json", why));
-    }
+    let started_at = parsed.start_time(latest);
     if !parsed.failures.is_empty() {
         let mut problems = std::mem::take(&mut parsed.failures);
         problems.extend(parsed.warnings);
         return Assembly::Failed { problems };
     }
+
     let mut job = job_run(
         run,
         &parsed,
@@ -290,47 +256,16 @@ pub fn assemble(run: &RunFiles) -> Assembly {
         build_id,
         started_at.unwrap_or_default(),
     );
-    if let Some(f) = job
-        .finished_at
-        .filter(|f| *f < job.started_at || *f > latest)
-    {
-        let why = format!(
-            "timestamp: finished at {}, {} it started ({}); taken as finished when it started",
-            f.to_rfc3339(),
-            if f < job.started_at {
-                "before"
-            } else {
-                "more than a day after now, long after"
-            },
-            job.started_at.to_rfc3339()
-        );
-        parsed.warnings.push(problem("finished.json", why));
-        job.finished_at = Some(job.started_at);
-    }
-    if parsed.disruption_files.is_empty() {
-        let why = "no backend-disruption_*.json files: the run has no disruption data and is stored without samples";
-        parsed
-            .warnings
-            .push(problem("backend-disruption_*.json", why));
-    }
-    let samples: Vec<Sample> =
-        disruption::per_run_seconds(parsed.disruption_files.iter().map(Vec::as_slice))
-            .into_iter()
-            .map(|(backend, connection, seconds)| Sample {
-                backend,
-                connection,
-                seconds,
-            })
-            .collect();
-    if samples.len() > MAX_BACKENDS_PER_RUN {
-        let why = format!(
-            "{} backends in the disruption files, more than the {MAX_BACKENDS_PER_RUN} a run can hold (real runs have a few dozen)",
-            samples.len()
-        );
-        return Assembly::Failed {
-            problems: vec![problem("backend-disruption_*.json", why)],
-        };
-    }
+    parsed.clamp_finish(&mut job, latest);
+    let samples = match parsed.samples() {
+        Ok(samples) => samples,
+        Err(too_many) => {
+            return Assembly::Failed {
+                problems: vec![too_many],
+            };
+        }
+    };
+
     let read = interval_evidence(&parsed.interval_files, &mut parsed.warnings);
     let record = RunRecord {
         run: job,
@@ -343,6 +278,107 @@ pub fn assemble(run: &RunFiles) -> Assembly {
     Assembly::Ready {
         record: Box::new(record),
         warnings: parsed.warnings,
+    }
+}
+
+impl Parsed<'_> {
+    /// The run's job name and build id, from prowjob.json or else its path; a failure when
+    /// neither tells.
+    fn job_and_build(&mut self, run: &RunFiles) -> (String, String) {
+        let prowjob = self.prowjob.as_ref();
+        let (path_job, path_build) = super::layout::job_and_build(&run.path);
+        let job_name = prowjob
+            .map(|p| p.job.clone())
+            .filter(|j| !j.is_empty())
+            .unwrap_or(path_job);
+        let build_id = prowjob
+            .map(|p| p.build_id.clone())
+            .filter(|b| !b.is_empty())
+            .unwrap_or(path_build);
+        if job_name.is_empty() || build_id.is_empty() {
+            let why =
+                "cannot tell the job name and build id (no prowjob.json and no <job>/<build> path)";
+            self.failures.insert(0, problem("", why));
+        }
+        (job_name, build_id)
+    }
+
+    /// When the run started; a failure when no file tells, or when it is later than `latest`
+    /// or before the year 2000.
+    fn start_time(&mut self, latest: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let started_at: Option<DateTime<Utc>> = self
+            .started
+            .as_ref()
+            .map(|s| s.timestamp)
+            .or_else(|| self.prowjob.as_ref().and_then(|p| p.start_time));
+        if started_at.is_none() {
+            let why =
+                "no start time: started.json is missing or unreadable and prowjob.json has none";
+            self.failures.insert(0, problem("started.json", why));
+        }
+        if let Some(t) = started_at.filter(|t| *t > latest) {
+            let why = format!(
+                "timestamp: the start time {} is in the future (more than a day from now); a run is stored once it has happened",
+                t.to_rfc3339()
+            );
+            self.failures.insert(0, problem("started.json", why));
+        }
+        if let Some(t) = started_at.filter(|t| t.timestamp() < EARLIEST_START_SECS) {
+            let why = format!(
+                "timestamp: the start time {} is before the year 2000",
+                t.to_rfc3339()
+            );
+            self.failures.insert(0, problem("started.json", why));
+        }
+        started_at
+    }
+
+    /// A finish before the start or after `latest` is taken as the start, with a warning.
+    fn clamp_finish(&mut self, job: &mut JobRun, latest: DateTime<Utc>) {
+        if let Some(f) = job
+            .finished_at
+            .filter(|f| *f < job.started_at || *f > latest)
+        {
+            let why = format!(
+                "timestamp: finished at {}, {} it started ({}); taken as finished when it started",
+                f.to_rfc3339(),
+                if f < job.started_at {
+                    "before"
+                } else {
+                    "more than a day after now, long after"
+                },
+                job.started_at.to_rfc3339()
+            );
+            self.warnings.push(problem("finished.json", why));
+            job.finished_at = Some(job.started_at);
+        }
+    }
+
+    /// The run's disruption seconds per backend and connection; the problem that fails the run
+    /// when there are more backends than a run can hold.
+    fn samples(&mut self) -> Result<Vec<Sample>, FileProblem> {
+        if self.disruption_files.is_empty() {
+            let why = "no backend-disruption_*.json files: the run has no disruption data and is stored without samples";
+            self.warnings
+                .push(problem("backend-disruption_*.json", why));
+        }
+        let samples: Vec<Sample> =
+            disruption::per_run_seconds(self.disruption_files.iter().map(Vec::as_slice))
+                .into_iter()
+                .map(|(backend, connection, seconds)| Sample {
+                    backend,
+                    connection,
+                    seconds,
+                })
+                .collect();
+        if samples.len() > MAX_BACKENDS_PER_RUN {
+            let why = format!(
+                "{} backends in the disruption files, more than the {MAX_BACKENDS_PER_RUN} a run can hold (real runs have a few dozen)",
+                samples.len()
+            );
+            return Err(problem("backend-disruption_*.json", why));
+        }
+        Ok(samples)
     }
 }
 

@@ -328,116 +328,149 @@ pub fn scorecard(worlds: Vec<WorldScore>, seeds: usize, runs: usize, seconds: f6
 
 /// Every floor the scorecard is below, in words.
 fn below_floors(card: &Scorecard, floors: &Floors) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut below = Below::default();
     let o = &card.overall;
-    let mut below = |failed: bool, what: String| {
-        if failed {
-            out.push(what);
-        }
-    };
-    let pct = |x: Option<f64>| x.map_or("-".into(), |x| format!("{:.0}%", 100.0 * x));
-    below(
-        o.recall_exact.is_some_and(|r| r < floors.recall_exact),
-        format!(
-            "recall with exact scope {} < {}",
-            pct(o.recall_exact),
-            pct(Some(floors.recall_exact))
-        ),
-    );
-    below(
-        o.false_regressions > floors.false_regressions,
-        format!(
-            "{} false regressions > {}",
-            o.false_regressions, floors.false_regressions
-        ),
-    );
-    below(
-        o.purity.is_some_and(|p| p < floors.sample_purity),
-        format!(
-            "sample purity {} < {}",
-            pct(o.purity),
-            pct(Some(floors.sample_purity))
-        ),
-    );
+    below.overall(o, floors);
+
     let plants: Vec<&PlantScore> = card.worlds.iter().flat_map(|w| &w.plants).collect();
-    let latency = |dense: bool| -> Vec<f64> {
-        plants
+    below.latency(&plants, o, floors);
+    below.growing(&plants, floors);
+
+    below.window(o, floors);
+    below.0
+}
+
+/// The floors a scorecard is below, in words, in the order they are checked.
+#[derive(Default)]
+struct Below(Vec<String>);
+
+impl Below {
+    fn check(&mut self, failed: bool, what: String) {
+        if failed {
+            self.0.push(what);
+        }
+    }
+
+    /// Recall with the exact scope, false regressions and sample purity.
+    fn overall(&mut self, o: &ClassSummary, floors: &Floors) {
+        self.check(
+            o.recall_exact.is_some_and(|r| r < floors.recall_exact),
+            format!(
+                "recall with exact scope {} < {}",
+                pct(o.recall_exact),
+                pct(Some(floors.recall_exact))
+            ),
+        );
+        self.check(
+            o.false_regressions > floors.false_regressions,
+            format!(
+                "{} false regressions > {}",
+                o.false_regressions, floors.false_regressions
+            ),
+        );
+        self.check(
+            o.purity.is_some_and(|p| p < floors.sample_purity),
+            format!(
+                "sample purity {} < {}",
+                pct(o.purity),
+                pct(Some(floors.sample_purity))
+            ),
+        );
+    }
+
+    /// Days to detect, at 12 runs a day and at 6, and days to recover.
+    fn latency(&mut self, plants: &[&PlantScore], o: &ClassSummary, floors: &Floors) {
+        let latency = |dense: bool| -> Vec<f64> {
+            plants
+                .iter()
+                .filter(|p| (density_label(p) == "12/day") == dense)
+                .filter_map(|p| p.detection_days)
+                .collect()
+        };
+        let dense = latency(true);
+        let worst = dense.iter().copied().reduce(f64::max);
+        self.check(
+            median(dense).is_some_and(|m| m > floors.detection_median_days_dense),
+            format!(
+                "detection median at 12/day above {} days",
+                floors.detection_median_days_dense
+            ),
+        );
+        self.check(
+            worst.is_some_and(|w| w > floors.detection_worst_days_dense),
+            format!(
+                "detection worst at 12/day above {} days",
+                floors.detection_worst_days_dense
+            ),
+        );
+        self.check(
+            median(latency(false)).is_some_and(|m| m > floors.detection_median_days_sparse),
+            format!(
+                "detection median at 6/day above {} days",
+                floors.detection_median_days_sparse
+            ),
+        );
+        self.check(
+            o.not_recovered > 0
+                || o.recovery_worst_days
+                    .is_some_and(|w| w > floors.recovery_worst_days),
+            format!(
+                "recovery worst above {} days ({} never resolved)",
+                floors.recovery_worst_days, o.not_recovered
+            ),
+        );
+    }
+
+    /// A growing regression: its first part detected in time, and one incident for all parts.
+    fn growing(&mut self, plants: &[&PlantScore], floors: &Floors) {
+        let growing: Vec<&&PlantScore> = plants
             .iter()
-            .filter(|p| (density_label(p) == "12/day") == dense)
-            .filter_map(|p| p.detection_days)
-            .collect()
-    };
-    let dense = latency(true);
-    let worst = dense.iter().copied().reduce(f64::max);
-    below(
-        median(dense).is_some_and(|m| m > floors.detection_median_days_dense),
-        format!(
-            "detection median at 12/day above {} days",
-            floors.detection_median_days_dense
-        ),
-    );
-    below(
-        worst.is_some_and(|w| w > floors.detection_worst_days_dense),
-        format!(
-            "detection worst at 12/day above {} days",
-            floors.detection_worst_days_dense
-        ),
-    );
-    below(
-        median(latency(false)).is_some_and(|m| m > floors.detection_median_days_sparse),
-        format!(
-            "detection median at 6/day above {} days",
-            floors.detection_median_days_sparse
-        ),
-    );
-    below(
-        o.not_recovered > 0
-            || o.recovery_worst_days
-                .is_some_and(|w| w > floors.recovery_worst_days),
-        format!(
-            "recovery worst above {} days ({} never resolved)",
-            floors.recovery_worst_days, o.not_recovered
-        ),
-    );
-    let growing: Vec<&&PlantScore> = plants
-        .iter()
-        .filter(|p| p.class == Class::Growing)
-        .collect();
-    below(
-        growing.iter().any(|p| {
-            p.detection_days
-                .is_none_or(|d| d > floors.growing_first_part_days)
-        }),
-        format!(
-            "growing: first part not detected within {} days",
-            floors.growing_first_part_days
-        ),
-    );
-    below(
-        growing
-            .iter()
-            .any(|p| p.incidents > floors.growing_incidents),
-        "growing: more than one incident".into(),
-    );
-    below(
-        ratio(o.window_hits, o.windows).is_some_and(|r| r < floors.window_hit)
-            || (o.windows == 0 && o.planted > 0),
-        format!(
-            "payload window holds the truth {} < {}",
-            pct(ratio(o.window_hits, o.windows)),
-            pct(Some(floors.window_hit))
-        ),
-    );
-    below(
-        ratio(o.window_narrow, o.windows).is_some_and(|r| r < floors.window_narrow),
-        format!(
-            "payload window within {} tested payloads {} < {}",
-            floors.window_payloads,
-            pct(ratio(o.window_narrow, o.windows)),
-            pct(Some(floors.window_narrow))
-        ),
-    );
-    out
+            .filter(|p| p.class == Class::Growing)
+            .collect();
+        self.check(
+            growing.iter().any(|p| {
+                p.detection_days
+                    .is_none_or(|d| d > floors.growing_first_part_days)
+            }),
+            format!(
+                "growing: first part not detected within {} days",
+                floors.growing_first_part_days
+            ),
+        );
+        self.check(
+            growing
+                .iter()
+                .any(|p| p.incidents > floors.growing_incidents),
+            "growing: more than one incident".into(),
+        );
+    }
+
+    /// The payload window: that it holds the truth, and that it is narrow.
+    fn window(&mut self, o: &ClassSummary, floors: &Floors) {
+        self.check(
+            ratio(o.window_hits, o.windows).is_some_and(|r| r < floors.window_hit)
+                || (o.windows == 0 && o.planted > 0),
+            format!(
+                "payload window holds the truth {} < {}",
+                pct(ratio(o.window_hits, o.windows)),
+                pct(Some(floors.window_hit))
+            ),
+        );
+        self.check(
+            ratio(o.window_narrow, o.windows).is_some_and(|r| r < floors.window_narrow),
+            format!(
+                "payload window within {} tested payloads {} < {}",
+                floors.window_payloads,
+                pct(ratio(o.window_narrow, o.windows)),
+                pct(Some(floors.window_narrow))
+            ),
+        );
+    }
+}
+
+/// A share as a whole percentage, `-` when there is none.
+fn pct(x: Option<f64>) -> String {
+    x.map_or("-".into(), |x| format!("{:.0}%", 100.0 * x))
 }
 
 /// The readable scorecard: one table row per class, overall, the false regressions, the floors.
@@ -511,7 +544,6 @@ pub fn render_text(card: &Scorecard) -> String {
 
 fn render_row(s: &mut String, row: &ClassSummary) {
     let name = row.class.map_or("overall", Class::as_str);
-    let pct = |x: Option<f64>| x.map_or("-".into(), |x| format!("{:.0}%", 100.0 * x));
     let pair = |a: Option<f64>, b: Option<f64>| match (a, b) {
         (Some(a), Some(b)) => format!("{a:.2}/{b:.2}"),
         _ => "-".into(),

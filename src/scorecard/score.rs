@@ -217,26 +217,7 @@ fn score_plant(world: &World, plant: &Plant, observed: &Observed) -> PlantScore 
         .iter()
         .rev()
         .find(|(at, m)| *at < end_of_truth && !m.is_empty());
-    let (exact, reported_scope, counts) = match last {
-        Some((at, m)) => {
-            let want = affected(plant, &variants, *at);
-            let got: BTreeSet<&Dimensions> = m
-                .iter()
-                .flat_map(|r| covered(&r.scope, &r.release, &variants))
-                .collect();
-            let text = m
-                .iter()
-                .map(|r| r.scope.describe())
-                .collect::<Vec<_>>()
-                .join(" + ");
-            (
-                m.len() == 1 && got == want,
-                Some(text),
-                (want.len(), got.len()),
-            )
-        }
-        None => (false, None, (0, 0)),
-    };
+    let (exact, reported_scope, counts) = last_scope(plant, &variants, last);
     let recovery = plant
         .fix_first_run
         .filter(|_| first.is_some())
@@ -247,15 +228,8 @@ fn score_plant(world: &World, plant: &Plant, observed: &Observed) -> PlantScore 
                 .map(|(at, _)| days(*at - fix))
         });
     let (samples, pure_samples) = purity(world, plant, &cycles);
-    let window = last.and_then(|(_, m)| {
-        let order: Vec<&str> = world
-            .payloads
-            .get(&plant.release)
-            .map_or(Vec::new(), |s| s.iter().map(|p| p.tag.as_str()).collect());
-        let tested = tested_by(world, plant);
-        m.iter()
-            .find_map(|r| payload_window(r, &plant.parts[0].first_bad.tag, &order, &tested))
-    });
+    let window = last_window(world, plant, last);
+
     PlantScore {
         class: plant.class,
         family: plant.family.clone(),
@@ -280,19 +254,74 @@ fn score_plant(world: &World, plant: &Plant, observed: &Observed) -> PlantScore 
         pure_samples,
         window_hit: window.map(|w| w.0),
         window_width: window.map(|w| w.1),
-        window: last
-            .and_then(|(_, m)| m.iter().find_map(|r| r.onset.as_ref()))
-            .map(|o| {
-                format!(
-                    "{} .. {} (onset {}), truth {} first run {}",
-                    o.last_good_payload.as_deref().unwrap_or("-"),
-                    o.first_bad_payload.as_deref().unwrap_or("-"),
-                    o.at.format("%m-%d %H:%M"),
-                    plant.parts[0].first_bad.tag,
-                    onset.map_or("-".to_string(), |t| t.format("%m-%d %H:%M").to_string()),
-                )
-            }),
+        window: onset_text(plant, last, onset),
     }
+}
+
+/// How the last matching cycle before the truth ends reported the plant's scope: whether
+/// exactly (one report covering the affected variants), in words, and how many variants are
+/// affected and reported.
+fn last_scope(
+    plant: &Plant,
+    variants: &[Dimensions],
+    last: Option<&(DateTime<Utc>, Vec<&RegressionReport>)>,
+) -> (bool, Option<String>, (usize, usize)) {
+    match last {
+        Some((at, m)) => {
+            let want = affected(plant, variants, *at);
+            let got: BTreeSet<&Dimensions> = m
+                .iter()
+                .flat_map(|r| covered(&r.scope, &r.release, variants))
+                .collect();
+            let text = m
+                .iter()
+                .map(|r| r.scope.describe())
+                .collect::<Vec<_>>()
+                .join(" + ");
+            (
+                m.len() == 1 && got == want,
+                Some(text),
+                (want.len(), got.len()),
+            )
+        }
+        None => (false, None, (0, 0)),
+    }
+}
+
+/// Whether the payload window the last matching cycle reported holds the truth, and its width.
+fn last_window(
+    world: &World,
+    plant: &Plant,
+    last: Option<&(DateTime<Utc>, Vec<&RegressionReport>)>,
+) -> Option<(bool, usize)> {
+    last.and_then(|(_, m)| {
+        let order: Vec<&str> = world
+            .payloads
+            .get(&plant.release)
+            .map_or(Vec::new(), |s| s.iter().map(|p| p.tag.as_str()).collect());
+        let tested = tested_by(world, plant);
+        m.iter()
+            .find_map(|r| payload_window(r, &plant.parts[0].first_bad.tag, &order, &tested))
+    })
+}
+
+/// The payload window and onset the last matching cycle reported, beside the truth, in words.
+fn onset_text(
+    plant: &Plant,
+    last: Option<&(DateTime<Utc>, Vec<&RegressionReport>)>,
+    onset: Option<DateTime<Utc>>,
+) -> Option<String> {
+    last.and_then(|(_, m)| m.iter().find_map(|r| r.onset.as_ref()))
+        .map(|o| {
+            format!(
+                "{} .. {} (onset {}), truth {} first run {}",
+                o.last_good_payload.as_deref().unwrap_or("-"),
+                o.first_bad_payload.as_deref().unwrap_or("-"),
+                o.at.format("%m-%d %H:%M"),
+                plant.parts[0].first_bad.tag,
+                onset.map_or("-".to_string(), |t| t.format("%m-%d %H:%M").to_string()),
+            )
+        })
 }
 
 /// Sample runs listed by the plant's reports (each counted once), and the pure ones.

@@ -176,15 +176,8 @@ async fn accept_next(
     }
 }
 
-/// Accepts and serves connections with `router` until `shutdown`, then lets open ones finish
-/// (up to `grace`).
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    router: axum::Router,
-    limits: Limits,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-    grace: Duration,
-) {
+/// HTTP/1 and HTTP/2 with the header timeout and keep-alive of `limits`.
+fn http_builder(limits: Limits) -> Builder<TokioExecutor> {
     let mut builder = Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -195,6 +188,54 @@ pub async fn serve(
         .http2()
         .timer(TokioTimer::new())
         .keep_alive_interval(Some(limits.idle / 2));
+    builder
+}
+
+/// Waits on a connection until it ends by itself (None), or until it must close: why, in
+/// words (sheriff shutting down, the connection too old, or no request for too long).
+async fn reason_to_close<F, E>(
+    mut conn: Pin<&mut F>,
+    stop: &mut tokio::sync::watch::Receiver<bool>,
+    activity: &Activity,
+    limits: Limits,
+) -> Option<&'static str>
+where
+    F: std::future::Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
+{
+    let opened = tokio::time::Instant::now();
+    let mut check = tokio::time::interval((limits.idle / 4).max(Duration::from_millis(100)));
+    loop {
+        tokio::select! {
+            ended = conn.as_mut() => {
+                if let Err(e) = ended {
+                    tracing::debug!("connection ended: {e}");
+                }
+                return None;
+            }
+            _ = stop.wait_for(|s| *s) => return Some("shutting down"),
+            _ = check.tick() => {
+                if opened.elapsed() >= limits.max_age {
+                    return Some("it is older than server.max_connection_secs");
+                }
+                if activity.idle_for(limits.idle, opened) {
+                    return Some("no request for server.idle_timeout_secs");
+                }
+            }
+        }
+    }
+}
+
+/// Accepts and serves connections with `router` until `shutdown`, then lets open ones finish
+/// (up to `grace`).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: axum::Router,
+    limits: Limits,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    grace: Duration,
+) {
+    let builder = http_builder(limits);
     let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
     let (stopping, stop) = tokio::sync::watch::channel(false);
     let mut shutdown = std::pin::pin!(shutdown);
@@ -221,28 +262,10 @@ pub async fn serve(
         let mut stop = stop.clone();
         tokio::spawn(async move {
             let _slot = slot;
-            let opened = tokio::time::Instant::now();
             let mut conn = std::pin::pin!(conn);
-            let mut check =
-                tokio::time::interval((limits.idle / 4).max(Duration::from_millis(100)));
-            let why = loop {
-                tokio::select! {
-                    ended = conn.as_mut() => {
-                        if let Err(e) = ended {
-                            tracing::debug!("connection ended: {e}");
-                        }
-                        return;
-                    }
-                    _ = stop.wait_for(|s| *s) => break "shutting down",
-                    _ = check.tick() => {
-                        if opened.elapsed() >= limits.max_age {
-                            break "it is older than server.max_connection_secs";
-                        }
-                        if activity.idle_for(limits.idle, opened) {
-                            break "no request for server.idle_timeout_secs";
-                        }
-                    }
-                }
+            let Some(why) = reason_to_close(conn.as_mut(), &mut stop, &activity, limits).await
+            else {
+                return;
             };
             tracing::debug!("closing a connection: {why}");
             conn.as_mut().graceful_shutdown();

@@ -89,7 +89,13 @@ pub(crate) fn metrics_handle() -> Option<metrics_exporter_prometheus::Prometheus
 /// The HELP text and unit of every metric sheriff records (Prometheus' conventions: counters
 /// end in `_total`, durations are seconds).
 fn describe_metrics() {
-    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counters();
+    describe_gauges();
+    describe_histograms();
+}
+
+fn describe_counters() {
+    use metrics::{Unit, describe_counter};
     describe_counter!(
         "sheriff_cycles_total",
         "Evaluation cycles run, by outcome (ok, failed)."
@@ -128,6 +134,10 @@ fn describe_metrics() {
         "sheriff_slack_requests_refused_total",
         "Slack requests refused before any work (bad or stale signature)."
     );
+}
+
+fn describe_gauges() {
+    use metrics::{Unit, describe_gauge};
     describe_gauge!(
         "sheriff_data_age_seconds",
         Unit::Seconds,
@@ -151,6 +161,10 @@ fn describe_metrics() {
         "sheriff_regressions",
         "Active regressions found by the last cycle."
     );
+}
+
+fn describe_histograms() {
+    use metrics::{Unit, describe_histogram};
     describe_histogram!(
         "sheriff_cycle_seconds",
         Unit::Seconds,

@@ -88,6 +88,47 @@ fn baseline_seconds(backend: &str, dims: &Dimensions, rng: &mut Rng) -> i64 {
     }
 }
 
+impl Era {
+    /// The schema generation a release wrote (4.14 when the release cannot be read).
+    fn of(release: &str) -> Era {
+        let release = parse_release(release).unwrap_or((4, 14));
+        if release <= (4, 13) {
+            Era::Strings
+        } else if release == (4, 14) {
+            Era::Transitional
+        } else {
+            Era::Structured
+        }
+    }
+}
+
+/// The day a run's changes count from. With payloads built on a schedule, a regression ships in
+/// a payload: it hits the runs of that payload and later ones, whenever they ran.
+fn change_day(scenario: &Scenario, payload: &str, day_index: u32) -> u32 {
+    match crate::model::payload_time(payload) {
+        Some(at) if scenario.payload_every_hours > 0 => {
+            (at - scenario.start).num_seconds().div_euclid(DAY).max(0) as u32
+        }
+        _ => day_index,
+    }
+}
+
+/// A planted regression's seconds on the backends it hits: one draw for the run, a reused
+/// connection up to three seconds less.
+fn plant_seconds(p: &super::Planted, seconds: &mut BTreeMap<String, i64>, rng: &mut Rng) {
+    let base = rng.between(p.seconds.0, p.seconds.1);
+    for (b, s) in seconds.iter_mut() {
+        if b.starts_with(&p.backend_prefix) {
+            let jitter = if b.contains("-reused-") {
+                rng.between(-3, 0)
+            } else {
+                0
+            };
+            *s = (base + jitter).max(1);
+        }
+    }
+}
+
 impl<'a> RunPlan<'a> {
     pub(super) fn new(scenario: &Scenario, slot: RunSlot<'a>, rng: &mut Rng) -> RunPlan<'a> {
         let RunSlot {
@@ -98,14 +139,7 @@ impl<'a> RunPlan<'a> {
             started,
             build_id,
         } = slot;
-        let release = parse_release(&name_dims.release).unwrap_or((4, 14));
-        let era = if release <= (4, 13) {
-            Era::Strings
-        } else if release == (4, 14) {
-            Era::Transitional
-        } else {
-            Era::Structured
-        };
+        let era = Era::of(&name_dims.release);
         let mut dims = name_dims.clone();
         if era != Era::Strings {
             // What cluster-data will say.
@@ -115,6 +149,7 @@ impl<'a> RunPlan<'a> {
                 "Y".into()
             };
         }
+
         let mut seconds = BTreeMap::new();
         for b in &scenario.backends {
             seconds.insert(b.clone(), baseline_seconds(b, &dims, rng));
@@ -124,31 +159,14 @@ impl<'a> RunPlan<'a> {
         let mut regressed_prefix = String::new();
         let mut mechanism = None;
         let payload = payload_of(scenario, &dims, started, &build_id);
-        // With payloads built on a schedule, a regression ships in a payload: it hits the runs of
-        // that payload and later ones, whenever they ran.
-        let change_day = match crate::model::payload_time(&payload) {
-            Some(at) if scenario.payload_every_hours > 0 => {
-                (at - scenario.start).num_seconds().div_euclid(DAY).max(0) as u32
-            }
-            _ => day_index,
-        };
+        let change_day = change_day(scenario, &payload, day_index);
         for p in &scenario.planted {
             let applies = change_day >= p.from_day
                 && p.until_day.is_none_or(|u| change_day < u)
                 && p.matches.iter().all(|(d, v)| dims.get(*d) == v);
             if applies && rng.chance(p.share) {
                 regressed = true;
-                let base = rng.between(p.seconds.0, p.seconds.1);
-                for (b, s) in seconds.iter_mut() {
-                    if b.starts_with(&p.backend_prefix) {
-                        let jitter = if b.contains("-reused-") {
-                            rng.between(-3, 0)
-                        } else {
-                            0
-                        };
-                        *s = (base + jitter).max(1);
-                    }
-                }
+                plant_seconds(p, &mut seconds, rng);
                 regressed_condition.clone_from(&p.condition);
                 regressed_prefix.clone_from(&p.backend_prefix);
                 mechanism = Some(if p.backend_prefix.starts_with("image-registry") {
@@ -158,12 +176,14 @@ impl<'a> RunPlan<'a> {
                 });
             }
         }
+
         for o in &scenario.outliers {
             if o.job == job.name && o.nth == nth {
                 seconds.insert(o.backend.clone(), o.seconds);
             }
         }
         let ci_troubled = ci_trouble(scenario, &dims, started, &build_id, &mut seconds);
+
         RunPlan {
             job,
             dims,
@@ -192,14 +212,7 @@ impl<'a> RunPlan<'a> {
         ci_troubled: bool,
     ) -> RunPlan<'a> {
         let regressed_prefix = regressed.map(|(p, _)| p);
-        let release = parse_release(&record.run.dimensions.release).unwrap_or((4, 14));
-        let era = if release <= (4, 13) {
-            Era::Strings
-        } else if release == (4, 14) {
-            Era::Transitional
-        } else {
-            Era::Structured
-        };
+        let era = Era::of(&record.run.dimensions.release);
         let registry = regressed_prefix.is_some_and(|p| p.starts_with("image-registry"));
         RunPlan {
             job,
@@ -532,45 +545,70 @@ fn intervals(
             continue;
         }
         if family(backend) && !cluster.outages.is_empty() {
-            // the family's outages where the mechanism put them, its seconds in proportion
-            let mut left = secs;
-            for (k, (from, len)) in cluster.outages.iter().enumerate() {
-                let share = if k + 1 == cluster.outages.len() {
-                    left
-                } else {
-                    (len * secs / family_seconds.max(1)).clamp(1, left.max(1))
-                };
-                left -= share;
-                if share > 0 {
-                    items.extend(outage_at(plan, backend, *from, share));
-                }
-            }
+            items.extend(family_outages(
+                plan,
+                backend,
+                secs,
+                family_seconds,
+                &cluster.outages,
+            ));
         } else {
             let from = window_start + Duration::seconds(rng.between(0, 1800));
             items.extend(outage_at(plan, backend, from, secs));
         }
     }
     items.extend(cluster.items);
-    if rng.chance(0.05) {
-        let from = window_start + Duration::seconds(rng.between(0, 1800));
-        items.push(Interval {
-            level: "Warning",
-            source: "Disruption",
-            locator_type: "Disruption",
-            keys: vec![
-                ("backend-disruption-name", "kube-api-new-connections".into()),
-                ("connection", "new".into()),
-            ],
-            reason: "DisruptionSamplerOutageBegan".into(),
-            message: "the disruption sampler itself stopped responding".into(),
-            annotations: vec![("reason", "DisruptionSamplerOutageBegan".into())],
-            from,
-            to: Some(from + Duration::seconds(5)),
-        });
-    }
+    items.extend(sampler_outage(window_start, rng));
     items.extend((0..scenario.noise_intervals).map(|n| pod_noise(plan, n, rng)));
     items.sort_by_key(|i| i.from);
     items
+}
+
+/// A regressed family's outages where the mechanism put them (`outages`: from and length), a
+/// backend's `secs` shared among them in proportion to their lengths.
+fn family_outages(
+    plan: &RunPlan<'_>,
+    backend: &str,
+    secs: i64,
+    family_seconds: i64,
+    outages: &[(DateTime<Utc>, i64)],
+) -> Vec<Interval> {
+    let mut items = Vec::new();
+    let mut left = secs;
+    for (k, (from, len)) in outages.iter().enumerate() {
+        let share = if k + 1 == outages.len() {
+            left
+        } else {
+            (len * secs / family_seconds.max(1)).clamp(1, left.max(1))
+        };
+        left -= share;
+        if share > 0 {
+            items.extend(outage_at(plan, backend, *from, share));
+        }
+    }
+    items
+}
+
+/// Now and then, the disruption sampler itself stops responding for five seconds.
+fn sampler_outage(window_start: DateTime<Utc>, rng: &mut Rng) -> Option<Interval> {
+    if !rng.chance(0.05) {
+        return None;
+    }
+    let from = window_start + Duration::seconds(rng.between(0, 1800));
+    Some(Interval {
+        level: "Warning",
+        source: "Disruption",
+        locator_type: "Disruption",
+        keys: vec![
+            ("backend-disruption-name", "kube-api-new-connections".into()),
+            ("connection", "new".into()),
+        ],
+        reason: "DisruptionSamplerOutageBegan".into(),
+        message: "the disruption sampler itself stopped responding".into(),
+        annotations: vec![("reason", "DisruptionSamplerOutageBegan".into())],
+        from,
+        to: Some(from + Duration::seconds(5)),
+    })
 }
 
 /// Every operator progresses during an upgrade (noise that correlates with everything), and
@@ -850,13 +888,48 @@ fn cluster_data_file(plan: &RunPlan<'_>, first_phase: bool) -> String {
     cd.to_string()
 }
 
+/// Where the run's test step writes its junit artifacts.
+fn junit_dir(plan: &RunPlan<'_>, dir: &Path) -> std::path::PathBuf {
+    let job = &plan.job.name;
+    let target = format!("e2e-{}", job.rsplit_once("-e2e-").map_or("e2e", |(_, t)| t));
+    let step = if plan.dims.platform == "metal" {
+        "baremetalds-e2e-test"
+    } else {
+        "openshift-e2e-test"
+    };
+    dir.join("artifacts")
+        .join(&target)
+        .join(step)
+        .join("artifacts/junit")
+}
+
+/// Every backend's seconds split over the phases: most in the first (the upgrade).
+fn split_seconds<'p>(
+    plan: &'p RunPlan<'_>,
+    phases: usize,
+    rng: &mut Rng,
+) -> Vec<BTreeMap<&'p str, i64>> {
+    let mut split: Vec<BTreeMap<&str, i64>> = vec![BTreeMap::new(); phases];
+    for (b, &s) in &plan.seconds {
+        let second = if phases > 1 && s > 0 {
+            rng.between(0, s.min(2))
+        } else {
+            0
+        };
+        split[0].insert(b, s - second);
+        if phases > 1 {
+            split[1].insert(b, second);
+        }
+    }
+    split
+}
+
 pub(super) fn write_run(
     scenario: &Scenario,
     plan: &RunPlan<'_>,
     root: &Path,
     rng: &mut Rng,
 ) -> std::io::Result<Written> {
-    let job = &plan.job.name;
     let path = plan.path();
     let dir = root.join(&scenario.bucket).join(&path);
     let mut files = 0;
@@ -868,17 +941,8 @@ pub(super) fn write_run(
             files,
         });
     }
-    let target = format!("e2e-{}", job.rsplit_once("-e2e-").map_or("e2e", |(_, t)| t));
-    let step = if plan.dims.platform == "metal" {
-        "baremetalds-e2e-test"
-    } else {
-        "openshift-e2e-test"
-    };
-    let junit = dir
-        .join("artifacts")
-        .join(&target)
-        .join(step)
-        .join("artifacts/junit");
+
+    let junit = junit_dir(plan, &dir);
     let phases: Vec<DateTime<Utc>> = if plan.dims.upgrade_type != "none" {
         vec![
             plan.started + Duration::seconds(1800),
@@ -887,19 +951,8 @@ pub(super) fn write_run(
     } else {
         vec![plan.started + Duration::seconds(1800)]
     };
-    // Split every backend's seconds over the phases: most in the first (the upgrade).
-    let mut split: Vec<BTreeMap<&str, i64>> = vec![BTreeMap::new(); phases.len()];
-    for (b, &s) in &plan.seconds {
-        let second = if phases.len() > 1 && s > 0 {
-            rng.between(0, s.min(2))
-        } else {
-            0
-        };
-        split[0].insert(b, s - second);
-        if phases.len() > 1 {
-            split[1].insert(b, second);
-        }
-    }
+    let split = split_seconds(plan, phases.len(), rng);
+
     let mut interval_bytes = 0;
     for (n, phase_start) in phases.iter().enumerate() {
         let ts = stamp(*phase_start);

@@ -163,23 +163,7 @@ pub async fn ingest(
 ) -> Result<IngestSummary> {
     let started = Instant::now();
     let source = dataset.describe();
-    let watermark = if options.force {
-        None
-    } else {
-        store.ingest_log().watermark(&source).await?
-    };
-    let overlap = i64::from(dataset.overlap_hours) * HOUR;
-    let since = [
-        watermark.map(|w| w - overlap),
-        options.since.map(|s| s.timestamp()),
-    ]
-    .into_iter()
-    .flatten()
-    .max()
-    .unwrap_or(0);
-    // runs of backfilled days were counted, not stored: they are not read again
-    let since = store.backfills().past_backfilled_days(since).await?;
-    tracing::info!(source = %source, since, watermark, "reading runs from BigQuery");
+    let since = read_since(store, dataset, options, &source).await?;
     let query = dataset.runs_query(since);
     let mut pages = dataset.client.query(&query).await?;
     if pages.columns() != COLUMNS {
@@ -188,6 +172,7 @@ pub async fn ingest(
             pages.columns()
         );
     }
+
     let mut summary = IngestSummary::default();
     let mut log = Vec::new();
     let mut progress = Progress::default();
@@ -229,14 +214,9 @@ pub async fn ingest(
         .await;
     }
     super::flush_log(store, &mut log).await;
-    // Runs of other jobs were read but not taken under --job, and a run not stored for
-    // sheriff's own reasons must be read again: the watermark stays before them.
-    let next = match (progress.latest_start, progress.earliest_unstored) {
-        (Some(latest), Some(unstored)) => Some(latest.min(unstored - 1)),
-        (latest, None) => latest,
-        (None, Some(_)) => None,
-    };
-    if let Some(next) = next.filter(|_| options.job.is_none()) {
+
+    // Runs of other jobs were read but not taken under --job: the watermark stays before them.
+    if let Some(next) = progress.next_watermark().filter(|_| options.job.is_none()) {
         store
             .ingest_log()
             .advance_watermark(&source, next, Utc::now().timestamp())
@@ -255,6 +235,34 @@ pub async fn ingest(
     Ok(summary)
 }
 
+/// The start from which `dataset`'s runs are read: its watermark minus the overlap (none with
+/// `force`), or `--since` when later, moved past the days already backfilled.
+async fn read_since(
+    store: &Store,
+    dataset: &Dataset,
+    options: &IngestOptions,
+    source: &str,
+) -> Result<i64> {
+    let watermark = if options.force {
+        None
+    } else {
+        store.ingest_log().watermark(source).await?
+    };
+    let overlap = i64::from(dataset.overlap_hours) * HOUR;
+    let since = [
+        watermark.map(|w| w - overlap),
+        options.since.map(|s| s.timestamp()),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .unwrap_or(0);
+    // runs of backfilled days were counted, not stored: they are not read again
+    let since = store.backfills().past_backfilled_days(since).await?;
+    tracing::info!(source = %source, since, watermark, "reading runs from BigQuery");
+    Ok(since)
+}
+
 /// What the rows read tell the next watermark.
 #[derive(Default)]
 struct Progress {
@@ -262,6 +270,18 @@ struct Progress {
     latest_start: Option<i64>,
     /// The earliest start of a run sheriff could not store for its own reasons.
     earliest_unstored: Option<i64>,
+}
+
+impl Progress {
+    /// The watermark to move to, if any: the latest start read, but before the earliest run
+    /// not stored for sheriff's own reasons, which must be read again.
+    fn next_watermark(&self) -> Option<i64> {
+        match (self.latest_start, self.earliest_unstored) {
+            (Some(latest), Some(unstored)) => Some(latest.min(unstored - 1)),
+            (latest, None) => latest,
+            (None, Some(_)) => None,
+        }
+    }
 }
 
 /// One run's rows: skipped when stored already, else assembled and stored like a bucket run

@@ -329,12 +329,42 @@ impl Collector {
         if let Some(t) = to {
             self.see(t);
         }
+
+        if !self.is_candidate(item) {
+            return Ok(());
+        }
+        let Some(from) = from else { return Ok(()) };
+
+        // Structured forms win over the string forms they duplicate.
+        let locator = parse_locator(item.temp_locator.or(item.locator));
+        let message = merged_message(item);
+        let level = item.level.map(raw_str).unwrap_or_default();
+        let reason = reason_of(&message);
+
+        if let Some(backend) = locator.keys.get("backend-disruption-name") {
+            if level == "Error" && (reason == "DisruptionBegan" || reason.is_empty()) {
+                self.outages.push((backend.clone(), from, to));
+                self.keep(SpanKind::Outage, backend.clone(), String::new(), from, to);
+            }
+            return Ok(());
+        }
+        if locator.keys.contains_key("clusteroperator") {
+            self.take_condition(&locator, message, reason, from, to);
+        } else {
+            self.take_timeline(&locator, &message, &reason, from, to);
+        }
+        Ok(())
+    }
+
+    /// Whether an item is one sheriff reads: an outage, an operator's condition, a node's or a
+    /// watched pod's state, a VIP or an etcd leader.
+    fn is_candidate(&self, item: Fields<'_>) -> bool {
         let source = item
             .source
             .or(item.temp_source)
             .map(raw_str)
             .unwrap_or_default();
-        let candidate = match source.as_str() {
+        match source.as_str() {
             "Disruption"
             | "OperatorState"
             | "ClusterOperatorMonitor"
@@ -360,45 +390,7 @@ impl Collector {
                     || message.contains("OnPremLBTookVIP")
                     || message.contains("prev-leader")
             }
-        };
-        if !candidate {
-            return Ok(());
         }
-        let Some(from) = from else { return Ok(()) };
-        // Structured forms win over the string forms they duplicate.
-        let locator = parse_locator(item.temp_locator.or(item.locator));
-        let mut message = parse_message(item.temp_message.or(item.message));
-        if item.temp_message.is_some()
-            && let Some(string_form) = item.message.filter(|m| m.get().starts_with('"'))
-        {
-            // The string message may carry annotations the structured one lacks.
-            for (k, v) in parse_message(Some(string_form)).annotations {
-                message.annotations.entry(k).or_insert(v);
-            }
-        }
-        let level = item.level.map(raw_str).unwrap_or_default();
-        let reason = if message.reason.is_empty() {
-            message
-                .annotations
-                .get("reason")
-                .cloned()
-                .unwrap_or_default()
-        } else {
-            message.reason.clone()
-        };
-        if let Some(backend) = locator.keys.get("backend-disruption-name") {
-            if level == "Error" && (reason == "DisruptionBegan" || reason.is_empty()) {
-                self.outages.push((backend.clone(), from, to));
-                self.keep(SpanKind::Outage, backend.clone(), String::new(), from, to);
-            }
-            return Ok(());
-        }
-        if locator.keys.contains_key("clusteroperator") {
-            self.take_condition(&locator, message, reason, from, to);
-        } else {
-            self.take_timeline(&locator, &message, &reason, from, to);
-        }
-        Ok(())
     }
 
     /// A node's phase, a watched pod while ready, a VIP taken, an etcd leader elected.
@@ -634,6 +626,33 @@ fn parse_message(raw: Option<&RawValue>) -> Message {
         reason: annotations.get("reason").cloned().unwrap_or_default(),
         human,
         annotations,
+    }
+}
+
+/// An item's message; structured forms win over the string forms they duplicate.
+fn merged_message(item: Fields<'_>) -> Message {
+    let mut message = parse_message(item.temp_message.or(item.message));
+    if item.temp_message.is_some()
+        && let Some(string_form) = item.message.filter(|m| m.get().starts_with('"'))
+    {
+        // The string message may carry annotations the structured one lacks.
+        for (k, v) in parse_message(Some(string_form)).annotations {
+            message.annotations.entry(k).or_insert(v);
+        }
+    }
+    message
+}
+
+/// A message's reason, or its `reason` annotation when it names none.
+fn reason_of(message: &Message) -> String {
+    if message.reason.is_empty() {
+        message
+            .annotations
+            .get("reason")
+            .cloned()
+            .unwrap_or_default()
+    } else {
+        message.reason.clone()
     }
 }
 

@@ -335,16 +335,7 @@ fn marks_of(state: &AppState, i: &Incident, now: i64) -> Marks {
 async fn charts_of(state: &AppState, i: &Incident, now: i64) -> anyhow::Result<Vec<ChartData>> {
     let s = &i.snapshot;
     let r = &s.report;
-    let mut backends = r
-        .backend
-        .iter()
-        .chain(&s.backends)
-        .fold(Vec::new(), |mut seen, b| {
-            if !seen.contains(b) {
-                seen.push(b.clone());
-            }
-            seen
-        });
+    let mut backends = backends_of(i);
     if backends.is_empty() {
         return Ok(Vec::new());
     }
@@ -355,37 +346,20 @@ async fn charts_of(state: &AppState, i: &Incident, now: i64) -> anyhow::Result<V
         .filter(|(_, d)| s.scope.contains(d))
         .collect();
     let ids: HashSet<i64> = in_scope.iter().map(|(id, _)| *id).collect();
-    let store = &state.store;
+
+    // A chart's series: one backend's days over some variants.
+    let daily = async |backend: &str, label: &str, ids: &HashSet<i64>| {
+        let kept = &state.warm.queries;
+        series::daily(&state.store, kept, backend, label, ids, CHART_DAYS, now).await
+    };
     let label = format!("{} {}", s.release, s.scope.describe());
-    let main = series::daily(
-        store,
-        &state.warm.queries,
-        &backend,
-        &label,
-        &ids,
-        CHART_DAYS,
-        now,
-    )
-    .await?;
+    let main = daily(&backend, &label, &ids).await?;
     let mut other_backends = Vec::new();
     for b in &backends {
-        other_backends.push(
-            series::daily(store, &state.warm.queries, b, &label, &ids, CHART_DAYS, now).await?,
-        );
+        other_backends.push(daily(b, &label, &ids).await?);
     }
     let control = match &r.attribution.control {
-        Some(c) => Some(
-            series::daily(
-                store,
-                &state.warm.queries,
-                &c.backend,
-                &label,
-                &ids,
-                CHART_DAYS,
-                now,
-            )
-            .await?,
-        ),
+        Some(c) => Some(daily(&c.backend, &label, &ids).await?),
         None => None,
     };
     let marks = marks_of(state, i, now);
@@ -403,16 +377,7 @@ async fn charts_of(state: &AppState, i: &Incident, now: i64) -> anyhow::Result<V
     }];
     for (ids, titles) in part_variants(&r.not_specific_to, &in_scope, &ids) {
         let part = titles.join(", ");
-        let series = series::daily(
-            store,
-            &state.warm.queries,
-            &backend,
-            &part,
-            &ids,
-            CHART_DAYS,
-            now,
-        )
-        .await?;
+        let series = daily(&backend, &part, &ids).await?;
         out.push(ChartData {
             title: part,
             series,
@@ -422,6 +387,21 @@ async fn charts_of(state: &AppState, i: &Incident, now: i64) -> anyhow::Result<V
         });
     }
     Ok(out)
+}
+
+/// The incident's backends, the report's first, each once.
+fn backends_of(i: &Incident) -> Vec<String> {
+    let s = &i.snapshot;
+    s.report
+        .backend
+        .iter()
+        .chain(&s.backends)
+        .fold(Vec::new(), |mut seen, b| {
+            if !seen.contains(b) {
+                seen.push(b.clone());
+            }
+            seen
+        })
 }
 
 /// The variants of each small chart and its titles (`network=ovn`), one chart per distinct set

@@ -207,6 +207,62 @@ fn day_at(start: DateTime<Utc>, day: u32, rng: &mut Rng) -> DateTime<Utc> {
     start + Duration::days(i64::from(day)) + Duration::seconds(rng.between(0, 12 * HOUR))
 }
 
+/// What a plant of a class is: the release and backend family it hits, the day it starts, and
+/// the parts of its scope, one after another.
+struct Shape {
+    release: &'static str,
+    family: &'static str,
+    onset_day: u32,
+    parts: Vec<Scope>,
+}
+
+impl Shape {
+    /// The shape of a plant of `class` in a world of `last` days; None for a class not planted.
+    fn of(class: Class, last: u32) -> Option<Shape> {
+        use Dimension::*;
+        Some(match class {
+            Class::SeedCase => Shape {
+                release: "4.15",
+                family: "image-registry",
+                onset_day: last.saturating_sub(7),
+                parts: vec![scope(&[(Release, "4.15"), (Platform, "metal")])],
+            },
+            Class::OnsetFix => Shape {
+                release: "4.15",
+                family: "image-registry",
+                onset_day: last.saturating_sub(11),
+                parts: vec![scope(&[(Release, "4.15"), (Platform, "metal")])],
+            },
+            Class::Growing => Shape {
+                release: "4.14",
+                family: "image-registry",
+                onset_day: last.saturating_sub(10),
+                parts: vec![
+                    scope(&[(Release, "4.14"), (Platform, "metal"), (Network, "ovn")]),
+                    scope(&[(Release, "4.14"), (Platform, "metal"), (Network, "sdn")]),
+                ],
+            },
+            Class::UntestedOnset => Shape {
+                release: "4.13",
+                family: "image-registry",
+                onset_day: last.saturating_sub(9),
+                parts: vec![scope(&[(Release, "4.13"), (Platform, "metal")])],
+            },
+            Class::NarrowScope => Shape {
+                release: "4.15",
+                family: "kube-api",
+                onset_day: last.saturating_sub(9),
+                parts: vec![scope(&[
+                    (Release, "4.15"),
+                    (Platform, "azure"),
+                    (UpgradeType, "minor"),
+                ])],
+            },
+            _ => return None,
+        })
+    }
+}
+
 /// Builds one plant of `class` on the streams of the world, or None if its payloads fall out of
 /// the world.
 fn plant(
@@ -216,49 +272,15 @@ fn plant(
     streams: &std::collections::BTreeMap<String, Vec<Payload>>,
     rng: &mut Rng,
 ) -> Option<Plant> {
-    use Dimension::*;
     let start = spec.start();
     let last = spec.days;
-    let (release, family, onset_day, parts): (&str, &str, u32, Vec<Scope>) = match class {
-        Class::SeedCase => (
-            "4.15",
-            "image-registry",
-            last.saturating_sub(7),
-            vec![scope(&[(Release, "4.15"), (Platform, "metal")])],
-        ),
-        Class::OnsetFix => (
-            "4.15",
-            "image-registry",
-            last.saturating_sub(11),
-            vec![scope(&[(Release, "4.15"), (Platform, "metal")])],
-        ),
-        Class::Growing => (
-            "4.14",
-            "image-registry",
-            last.saturating_sub(10),
-            vec![
-                scope(&[(Release, "4.14"), (Platform, "metal"), (Network, "ovn")]),
-                scope(&[(Release, "4.14"), (Platform, "metal"), (Network, "sdn")]),
-            ],
-        ),
-        Class::UntestedOnset => (
-            "4.13",
-            "image-registry",
-            last.saturating_sub(9),
-            vec![scope(&[(Release, "4.13"), (Platform, "metal")])],
-        ),
-        Class::NarrowScope => (
-            "4.15",
-            "kube-api",
-            last.saturating_sub(9),
-            vec![scope(&[
-                (Release, "4.15"),
-                (Platform, "azure"),
-                (UpgradeType, "minor"),
-            ])],
-        ),
-        _ => return None,
-    };
+    let Shape {
+        release,
+        family,
+        onset_day,
+        parts,
+    } = Shape::of(class, last)?;
+
     let stream = streams.get(release)?;
     let onset = day_at(start, onset_day, rng);
     let mut built = Vec::new();
