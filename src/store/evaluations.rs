@@ -525,10 +525,10 @@ impl Evaluations<'_> {
             handles
                 .into_iter()
                 .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(StoreError::malformed(
-                            "cell_days",
-                            "a decoding thread panicked",
+                    h.join().unwrap_or_else(|payload| {
+                        Err(StoreError::panicked(
+                            "a cell_days decoding thread",
+                            &*payload,
                         ))
                     })
                 })
