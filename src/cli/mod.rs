@@ -230,8 +230,7 @@ async fn demo(
 }
 
 async fn query(settings: &Settings, words: &[String], format: Format) -> Result<ExitCode> {
-    let command = crate::server::slack::command::parse(&format!("query {}", words.join(" ")))
-        .map_err(anyhow::Error::msg)?;
+    let command = crate::server::slack::command::parse(&format!("query {}", words.join(" ")))?;
     let crate::server::slack::command::Command::Query(q) = command else {
         anyhow::bail!("not a query");
     };

@@ -14,12 +14,83 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::SetupError;
 use crate::config::{GitHubSettings, Secret};
+use crate::http::{BodyError, with_sources};
 use crate::model::DAY;
+
+type Result<T, E = GitHubError> = std::result::Result<T, E>;
+
+/// A GitHub call that did not give sheriff what it asked for.
+#[derive(Debug, thiserror::Error)]
+pub enum GitHubError {
+    /// A repository or path that makes no URL.
+    #[error("a commits URL: {0}")]
+    Url(String),
+    /// A next page outside the API URL, not asked: the token would go there.
+    #[error("GitHub sent a next page outside {api_url}: {url}")]
+    ForeignPage { api_url: String, url: String },
+    /// GitHub's rate limit is spent for longer than sheriff waits (`github.max_wait_secs`),
+    /// `again` after one wait: the caller asks nothing more this cycle.
+    #[error("GitHub {url}{}: GitHub rate limit: {}", if *again { ", again" } else { "" }, retry_words(*wait))]
+    RateLimited {
+        url: String,
+        /// How long GitHub asked to wait.
+        wait: Duration,
+        again: bool,
+    },
+    /// GitHub answered `url` with an error status other than a rate limit, and this reason.
+    #[error("GitHub {url} answered {}: {reason}", super::status_line(*status))]
+    Status {
+        url: String,
+        status: u16,
+        reason: String,
+    },
+    /// The call to `url` got no usable answer.
+    #[error("GitHub {url}: {failure}")]
+    Call { url: String, failure: Failure },
+}
+
+/// Why a GitHub call got no usable answer.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    /// The request got no answer (connection, timeout), with the transport's reasons.
+    #[error("{0}")]
+    Transport(String),
+    /// The answer could not be read whole (too large, or cut off).
+    #[error(transparent)]
+    Body(BodyError),
+    /// An answer that is not what was asked for (`a list of commits`).
+    #[error("not {what}: {error}")]
+    Unreadable {
+        what: &'static str,
+        error: serde_json::Error,
+    },
+    #[error("a commit without a date")]
+    Undated,
+}
+
+impl GitHubError {
+    /// Whether GitHub's rate limit is spent: nothing more should be asked this cycle.
+    pub fn is_rate_limited(&self) -> bool {
+        matches!(self, GitHubError::RateLimited { .. })
+    }
+}
+
+/// The body of `url`'s answer read as `what`.
+fn read_json<T: serde::de::DeserializeOwned>(
+    url: &str,
+    body: &[u8],
+    what: &'static str,
+) -> Result<T> {
+    serde_json::from_slice(body).map_err(|error| GitHubError::Call {
+        url: url.to_string(),
+        failure: Failure::Unreadable { what, error },
+    })
+}
 
 /// One commit on a repository's default branch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,9 +179,10 @@ struct Page {
 }
 
 impl GitHub {
-    pub fn new(settings: &GitHubSettings) -> Result<GitHub> {
+    pub fn new(settings: &GitHubSettings) -> Result<GitHub, SetupError> {
         let http = crate::http::client_builder(Duration::from_secs(settings.timeout_secs.max(1)))
-            .build()?;
+            .build()
+            .map_err(|e| SetupError::http("GitHub", &e))?;
         Ok(GitHub {
             http,
             api_url: settings.api_url.trim_end_matches('/').to_string(),
@@ -147,14 +219,13 @@ impl GitHub {
             &format!("{}/repos/{repository}/commits", self.api_url),
             &query,
         )
-        .context("a commits URL")?;
+        .map_err(|e| GitHubError::Url(e.to_string()))?;
         let mut url = Some(first.to_string());
         let mut out = Vec::new();
         for _ in 0..self.max_pages {
             let Some(u) = url.take() else { break };
             let page = self.get(&u).await?;
-            let wire: Vec<WireCommit> = serde_json::from_slice(&page.body)
-                .with_context(|| format!("GitHub {u}: not a list of commits"))?;
+            let wire: Vec<WireCommit> = read_json(&u, &page.body, "a list of commits")?;
             out.extend(wire.into_iter().filter_map(|c| c.into_commit(repository)));
             url = page.next;
         }
@@ -172,8 +243,7 @@ impl GitHub {
     pub async fn pull_merged_at(&self, repository: &str, number: u64) -> Result<Option<i64>> {
         let url = format!("{}/repos/{repository}/pulls/{number}", self.api_url);
         let page = self.get(&url).await?;
-        let pull: WirePull = serde_json::from_slice(&page.body)
-            .with_context(|| format!("GitHub {url}: not a pull request"))?;
+        let pull: WirePull = read_json(&url, &page.body, "a pull request")?;
         Ok(pull.merged_at.map(|t| t.timestamp()))
     }
 
@@ -181,12 +251,12 @@ impl GitHub {
     pub async fn commit_at(&self, repository: &str, sha: &str) -> Result<i64> {
         let url = format!("{}/repos/{repository}/commits/{sha}", self.api_url);
         let page = self.get(&url).await?;
-        let wire: WireCommit = serde_json::from_slice(&page.body)
-            .with_context(|| format!("GitHub {url}: not a commit"))?;
-        Ok(wire
-            .into_commit(repository)
-            .with_context(|| format!("GitHub {url}: a commit without a date"))?
-            .at)
+        let wire: WireCommit = read_json(&url, &page.body, "a commit")?;
+        let commit = wire.into_commit(repository).ok_or(GitHubError::Call {
+            url,
+            failure: Failure::Undated,
+        })?;
+        Ok(commit.at)
     }
 
     /// One page, sitting out one short rate-limit wait.
@@ -198,19 +268,33 @@ impl GitHub {
                 tokio::time::sleep(wait).await;
                 match self.get_once(url).await? {
                     Answer::Page(p) => Ok(p),
-                    Answer::RateLimited(wait) => {
-                        Err(RateLimited { wait }).context(format!("GitHub {url}, again"))
-                    }
+                    Answer::RateLimited(wait) => Err(GitHubError::RateLimited {
+                        url: url.to_string(),
+                        wait,
+                        again: true,
+                    }),
                 }
             }
-            Answer::RateLimited(wait) => Err(RateLimited { wait }).context(format!("GitHub {url}")),
+            Answer::RateLimited(wait) => Err(GitHubError::RateLimited {
+                url: url.to_string(),
+                wait,
+                again: false,
+            }),
         }
     }
 
     async fn get_once(&self, url: &str) -> Result<Answer> {
         if !url.starts_with(&format!("{}/", self.api_url)) {
-            bail!("GitHub sent a next page outside {}: {url}", self.api_url); // no token elsewhere
+            // no token elsewhere
+            return Err(GitHubError::ForeignPage {
+                api_url: self.api_url.clone(),
+                url: url.to_string(),
+            });
         }
+        let failed = |failure| GitHubError::Call {
+            url: url.to_string(),
+            failure,
+        };
         let mut request = self
             .http
             .get(url)
@@ -222,12 +306,12 @@ impl GitHub {
         let response = request
             .send()
             .await
-            .with_context(|| format!("GitHub {url}"))?;
+            .map_err(|e| failed(Failure::Transport(with_sources(&e))))?;
         let status = response.status();
         let headers = response.headers().clone();
         let body = crate::http::read_limited(response, "github.max_response_bytes", self.max_bytes)
             .await
-            .with_context(|| format!("GitHub {url}"))?;
+            .map_err(|e| failed(Failure::Body(e)))?;
         if status.is_success() {
             return Ok(Answer::Page(Page {
                 body,
@@ -249,17 +333,12 @@ impl GitHub {
         } else {
             message.chars().take(200).collect()
         };
-        bail!("GitHub {url} answered {status}: {reason}")
+        Err(GitHubError::Status {
+            url: url.to_string(),
+            status: status.as_u16(),
+            reason,
+        })
     }
-}
-
-/// GitHub's rate limit is spent for longer than sheriff waits (`github.max_wait_secs`): the
-/// caller asks nothing more this cycle.
-#[derive(Debug, thiserror::Error)]
-#[error("GitHub rate limit: {}", retry_words(*.wait))]
-pub struct RateLimited {
-    /// How long GitHub asked to wait.
-    pub wait: Duration,
 }
 
 enum Answer {

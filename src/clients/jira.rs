@@ -9,12 +9,11 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
 use serde::de::{DeserializeOwned, IgnoredAny};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::CallError;
+use super::{CallError, SetupError};
 use crate::config::{JiraApi, JiraSettings, Secret};
 
 /// An issue as the outbox needs to know it.
@@ -347,11 +346,11 @@ pub struct JiraClient {
 }
 
 impl JiraClient {
-    pub fn new(settings: &JiraSettings) -> Result<JiraClient> {
+    pub fn new(settings: &JiraSettings) -> Result<JiraClient, SetupError> {
         let http =
             crate::http::client_builder(Duration::from_secs_f64(settings.timeout_secs.max(0.05)))
                 .build()
-                .context("building the Jira client")?;
+                .map_err(|e| SetupError::http("Jira", &e))?;
         Ok(JiraClient {
             http,
             settings: settings.clone(),

@@ -18,6 +18,34 @@ pub mod slack;
 
 use std::time::Duration;
 
+/// A client that could not be built from its settings.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// A setting the client cannot work without is not set: its key.
+    #[error("{0} is not set")]
+    Unset(&'static str),
+    /// The HTTP client could not be built, with reqwest's reasons.
+    #[error("building the {client} client: {reason}")]
+    Http {
+        client: &'static str,
+        reason: String,
+    },
+}
+
+impl SetupError {
+    fn http(client: &'static str, error: &reqwest::Error) -> SetupError {
+        SetupError::Http {
+            client,
+            reason: crate::http::with_sources(error),
+        }
+    }
+}
+
+/// An HTTP status as reqwest shows it: `404 Not Found`.
+fn status_line(status: u16) -> String {
+    reqwest::StatusCode::from_u16(status).map_or_else(|_| status.to_string(), |s| s.to_string())
+}
+
 /// A call Slack or Jira did not carry out, and whether asking again can help.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message}")]

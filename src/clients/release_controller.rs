@@ -8,10 +8,36 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
+use super::SetupError;
 use crate::config::ReleaseControllerSettings;
+use crate::http::{BodyError, with_sources};
+
+type Result<T, E = ReleaseControllerError> = std::result::Result<T, E>;
+
+/// A changelog sheriff could not get or read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReleaseControllerError {
+    /// The request to `url` got no answer (connection, timeout), with the transport's reasons.
+    #[error("release controller {url}: {reason}")]
+    Transport { url: String, reason: String },
+    /// The answer of `url` could not be read whole (too large, or cut off).
+    #[error("release controller {url}: reading the body: {error}")]
+    Body { url: String, error: BodyError },
+    /// The release controller answered `url` with an error status (`400` for an unknown tag),
+    /// and this reason.
+    #[error("release controller {url} answered {}: {reason}", super::status_line(*status))]
+    Status {
+        url: String,
+        status: u16,
+        reason: String,
+    },
+    #[error("the changelog is not UTF-8: {0}")]
+    NotUtf8(std::string::FromUtf8Error),
+    #[error("the changelog is not the release controller's JSON: {0}")]
+    NotJson(serde_json::Error),
+}
 
 /// Bytes of a changelog read at most.
 const MAX_BODY: usize = 8 << 20;
@@ -68,8 +94,7 @@ fn repository_of(path: &str) -> String {
 /// commit without a pull request is left out, and a pull request several images of one
 /// repository list is there once.
 pub fn pull_requests(body: &str) -> Result<Vec<ChangedPull>> {
-    let log: ChangeLog =
-        serde_json::from_str(body).context("the changelog is not the release controller's JSON")?;
+    let log: ChangeLog = serde_json::from_str(body).map_err(ReleaseControllerError::NotJson)?;
     let mut out: Vec<ChangedPull> = Vec::new();
     for image in log.updated_images.iter().chain(&log.new_images) {
         let repository = if image.path.is_empty() {
@@ -104,9 +129,10 @@ pub struct ReleaseController {
 }
 
 impl ReleaseController {
-    pub fn new(settings: &ReleaseControllerSettings) -> Result<ReleaseController> {
+    pub fn new(settings: &ReleaseControllerSettings) -> Result<ReleaseController, SetupError> {
         let http = crate::http::client_builder(Duration::from_secs(settings.timeout_secs.max(1)))
-            .build()?;
+            .build()
+            .map_err(|e| SetupError::http("release controller", &e))?;
         Ok(ReleaseController { http })
     }
 
@@ -119,19 +145,29 @@ impl ReleaseController {
             .query(&[("from", from), ("to", to), ("format", "json")])
             .send()
             .await
-            .with_context(|| format!("release controller {url}"))?;
+            .map_err(|e| ReleaseControllerError::Transport {
+                url: url.clone(),
+                reason: with_sources(&e),
+            })?;
         let status = response.status();
         // stopped at the limit as it arrives: a body without end holds no more than that
         let body = crate::http::read_limited(response, "the changelog limit", MAX_BODY as u64)
             .await
-            .with_context(|| format!("release controller {url}: reading the body"))?;
+            .map_err(|error| ReleaseControllerError::Body {
+                url: url.clone(),
+                error,
+            })?;
         if !status.is_success() {
             let reason: String = String::from_utf8_lossy(&body[..body.len().min(200)])
                 .trim()
                 .to_string();
-            bail!("release controller {url} answered {status}: {reason}");
+            return Err(ReleaseControllerError::Status {
+                url,
+                status: status.as_u16(),
+                reason,
+            });
         }
-        String::from_utf8(body).context("the changelog is not UTF-8")
+        String::from_utf8(body).map_err(ReleaseControllerError::NotUtf8)
     }
 }
 

@@ -167,17 +167,35 @@ impl Effect {
 
     /// The effect of a stored entry. Payloads written before they carried their `kind` read
     /// by the entry's own `kind` column.
-    pub(crate) fn from_entry(kind: &str, payload: &str) -> Result<Effect, String> {
+    pub(crate) fn from_entry(kind: &str, payload: &str) -> Result<Effect, EntryError> {
         let mut value: serde_json::Value =
-            serde_json::from_str(payload).map_err(|e| format!("unreadable payload: {e}"))?;
+            serde_json::from_str(payload).map_err(EntryError::Unreadable)?;
         match value.as_object_mut() {
             Some(fields) => {
                 fields.insert("kind".into(), kind.into());
             }
-            None => return Err("the payload is not an object".into()),
+            None => return Err(EntryError::NotAnObject),
         }
-        serde_json::from_value(value).map_err(|e| format!("not a {kind} payload: {e}"))
+        serde_json::from_value(value).map_err(|error| EntryError::NotOfKind {
+            kind: kind.to_string(),
+            error,
+        })
     }
+}
+
+/// Why a stored outbox entry is no effect sheriff can deliver; asking again will not change it.
+#[derive(Debug, thiserror::Error)]
+pub enum EntryError {
+    #[error("unreadable payload: {0}")]
+    Unreadable(serde_json::Error),
+    #[error("the payload is not an object")]
+    NotAnObject,
+    /// The payload does not hold what its `kind` column says.
+    #[error("not a {kind} payload: {error}")]
+    NotOfKind {
+        kind: String,
+        error: serde_json::Error,
+    },
 }
 
 /// What an incident's thread hears once its Jira issue is filed as `key` (by a cycle, a person,

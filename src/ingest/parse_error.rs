@@ -1,5 +1,6 @@
 //! The one error of reading a run's artifacts: which file (or source), which field when one is at
-//! fault, and what was expected against what was found.
+//! fault, and what was expected against what was found ([`ParseError::field`] and
+//! [`ParseError::expected`] give the two apart from the text, which says both).
 //!
 //! Its text is what a run's problem stores and the ingest log shows; the file is kept beside it
 //! (the log names the file in its own column), and a caller adds what follows from it ("; its
@@ -63,6 +64,23 @@ impl ParseError {
         match &self.problem {
             Problem::Prow(e) => e.field(),
             Problem::Disruption(e) => e.backend(),
+            Problem::Intervals(IntervalsError::BadTime { time, .. }) => Some(time.field),
+            _ => None,
+        }
+    }
+
+    /// What the field should have held (`an RFC 3339 time`, `a JSON object`), when the parser
+    /// knows it. The text says it too: "status.startTime `yesterday` is not an RFC 3339 time".
+    pub fn expected(&self) -> Option<&'static str> {
+        match &self.problem {
+            Problem::Prow(e) => e.expected(),
+            Problem::Disruption(e) => e.expected(),
+            Problem::ClusterData(ClusterDataError::NotAnObject) => {
+                Some(super::formats::JSON_OBJECT)
+            }
+            Problem::Intervals(IntervalsError::BadTime { .. }) => {
+                Some(super::formats::RFC3339_TIME)
+            }
             _ => None,
         }
     }
@@ -80,6 +98,27 @@ mod tests {
         assert_eq!(e.file, "prowjob.json");
         assert_eq!(e.field(), Some("spec.job"));
         assert_eq!(e.to_string(), "unknown schema: no spec.job");
+        assert_eq!(e.expected(), None);
+    }
+
+    #[test]
+    fn a_time_that_is_not_one_says_what_was_expected_in_its_text_and_apart() {
+        let e =
+            prow::parse_prowjob(br#"{"spec": {"job": "j"}, "status": {"startTime": "yesterday"}}"#)
+                .unwrap_err();
+        let e = ParseError::new("prowjob.json", e);
+        assert_eq!(
+            (e.field(), e.expected()),
+            (Some("status.startTime"), Some("an RFC 3339 time"))
+        );
+        assert!(e.to_string().contains("is not an RFC 3339 time"), "{e}");
+        let e = crate::ingest::formats::cluster_data::parse_cluster_data(b"[1]").unwrap_err();
+        let e = ParseError::new("cluster-data.json", e);
+        assert_eq!(e.expected(), Some("a JSON object"));
+        assert_eq!(
+            e.to_string(),
+            "not a cluster-data file: expected a JSON object"
+        );
     }
 
     #[test]

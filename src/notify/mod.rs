@@ -94,8 +94,8 @@ impl Sinks {
         store: &Store,
         entry: &OutboxEntry,
     ) -> Result<DeliveryResult, DeliveryError> {
-        let effect =
-            Effect::from_entry(&entry.kind, &entry.payload).map_err(DeliveryError::permanent)?;
+        let effect = Effect::from_entry(&entry.kind, &entry.payload)
+            .map_err(|e| DeliveryError::permanent(e.to_string()))?;
         let incident = match entry.incident_id {
             Some(id) => Some(
                 store

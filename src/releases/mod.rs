@@ -184,8 +184,8 @@ pub async fn attach_changes(
         };
         let body = match store.releases().changelog(&arch, &from, &to).await {
             Ok(Some(body)) => Ok(body),
-            Ok(None) => client.changelog(base, &from, &to).await,
-            Err(e) => Err(e.into()),
+            Ok(None) => client.changelog(base, &from, &to).await.map_err(Into::into),
+            Err(e) => Err(anyhow::Error::from(e)),
         };
         match body.and_then(|b| suspects(&b, &favoured(settings, r)).map(|s| (b, s))) {
             Ok((body, list)) => {

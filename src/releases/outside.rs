@@ -202,8 +202,8 @@ pub async fn attach_outside_changes(
                     tracing::warn!(fingerprint = %r.fingerprint, repository = %repo.repository, "commits outside the payload not read yet: {e:#}");
                     // over the rate limit: ask nothing more this cycle, as GitHub asks
                     rate_limited |= e
-                        .downcast_ref::<crate::clients::github::RateLimited>()
-                        .is_some();
+                        .downcast_ref::<crate::clients::github::GitHubError>()
+                        .is_some_and(|e| e.is_rate_limited());
                     pending = true;
                 }
             }

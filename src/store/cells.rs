@@ -492,7 +492,7 @@ impl Cells<'_> {
             sql("SELECT b.name, c.day, c.variant_id, c.runs, c.hist FROM json_each($1) p \
                  CROSS JOIN backends b CROSS JOIN cell_days c WHERE c.backend_id = b.id \
                  AND c.variant_id = json_extract(p.value, '$[0]') AND c.day = json_extract(p.value, '$[1]')")
-            .bind(serde_json::to_string(cells)?)
+            .bind(serde_json::to_string(cells).map_err(StoreError::Encode)?)
         };
         let rows: Vec<CellRow> = self.store.fetch_all(q).await?;
         Ok(rows)
@@ -506,7 +506,7 @@ impl Cells<'_> {
         variants: &[i64],
         days: std::ops::Range<i64>,
     ) -> Result<BTreeMap<i64, Histogram>> {
-        let ids = serde_json::to_string(variants)?;
+        let ids = serde_json::to_string(variants).map_err(StoreError::Encode)?;
         let text = if self.store.engine() == crate::config::Engine::Postgres {
             DAYS_POSTGRES
         } else {

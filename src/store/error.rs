@@ -55,9 +55,17 @@ pub enum StoreError {
     /// days already counted), or a question this database cannot answer.
     #[error("{0}")]
     Refused(String),
-    /// A value could not be written as JSON.
+    /// A value could not be written as JSON. Made at the call that encodes (no `From`), so a
+    /// serde error from elsewhere never passes for the store's own.
     #[error(transparent)]
-    Encode(#[from] serde_json::Error),
+    Encode(serde_json::Error),
+    /// A thread of the store's own panicked (`thread` says which, `message` what it said): a bug
+    /// in sheriff, not bad data, and asking again runs the same code.
+    #[error("{thread} panicked: {message}")]
+    Panicked {
+        thread: &'static str,
+        message: String,
+    },
     /// A failed cycle that could not be recorded: kept in memory, recorded later.
     #[error("kept, to be recorded once the database takes writes again: {0}")]
     Unrecorded(Box<StoreError>),
@@ -101,7 +109,8 @@ impl StoreError {
             | StoreError::NotFound { .. }
             | StoreError::Corrupt { .. }
             | StoreError::Refused(_)
-            | StoreError::Encode(_) => false,
+            | StoreError::Encode(_)
+            | StoreError::Panicked { .. } => false,
         }
     }
 
@@ -117,6 +126,21 @@ impl StoreError {
     }
 }
 
+impl StoreError {
+    /// The panic of the store's thread `thread`, with its message when it is text.
+    pub(crate) fn panicked(
+        thread: &'static str,
+        payload: &(dyn std::any::Any + Send),
+    ) -> StoreError {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".into());
+        StoreError::Panicked { thread, message }
+    }
+}
+
 impl From<crate::model::histogram::HistogramError> for StoreError {
     /// Every histogram the store decodes is a stored one.
     fn from(e: crate::model::histogram::HistogramError) -> StoreError {
@@ -128,6 +152,20 @@ impl From<crate::model::histogram::HistogramError> for StoreError {
 mod tests {
     use super::StoreError;
     use crate::store::{Store, is_storage_error, sql};
+
+    #[test]
+    fn a_panicked_store_thread_is_a_bug_not_corrupt_data_and_not_retried() {
+        let payload = std::thread::spawn(|| panic!("index out of bounds"))
+            .join()
+            .unwrap_err();
+        let e = StoreError::panicked("a cell_days decoding thread", &*payload);
+        assert!(matches!(e, StoreError::Panicked { .. }), "{e:?}");
+        assert!(!e.retryable());
+        assert_eq!(
+            e.to_string(),
+            "a cell_days decoding thread panicked: index out of bounds"
+        );
+    }
 
     async fn store(dir: &tempfile::TempDir) -> Store {
         let settings = crate::config::DatabaseSettings {

@@ -143,10 +143,10 @@ fn decode_on_every_core(
         handles
             .into_iter()
             .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(StoreError::malformed(
-                        "cell_days",
-                        "a decoding thread panicked",
+                h.join().unwrap_or_else(|payload| {
+                    Err(StoreError::panicked(
+                        "a cell_days decoding thread",
+                        &*payload,
                     ))
                 })
             })

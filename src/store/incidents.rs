@@ -311,11 +311,13 @@ pub(super) async fn enqueue(c: &mut Conn<'_>, queued_at: i64, e: &NewEntry) -> R
 
 /// A snapshot's columns, `family` to `snapshot`, in table order.
 fn snapshot_args(s: &Snapshot) -> Result<Vec<Arg>> {
-    let whole = serde_json::to_value(s)?;
+    let whole = serde_json::to_value(s).map_err(StoreError::Encode)?;
     Ok(vec![
         (&s.family).into(),
         (&s.release).into(),
-        serde_json::to_string(&s.backends)?.into(),
+        serde_json::to_string(&s.backends)
+            .map_err(StoreError::Encode)?
+            .into(),
         (&s.component).into(),
         whole["scope"].to_string().into(),
         s.percentile.to_string().into(),
@@ -382,7 +384,7 @@ impl Applying<'_> {
                 let q = bind_all(q, snapshot_args(snapshot)?)
                     .bind(revision)
                     .bind(now)
-                    .bind(serde_json::to_string(episodes)?);
+                    .bind(serde_json::to_string(episodes).map_err(StoreError::Encode)?);
                 c.execute(q).await?;
                 self.record_changes(c, *id, changes).await?;
                 Ok((*id, revision))
@@ -449,7 +451,7 @@ impl Applying<'_> {
         .bind(fingerprint);
         let q = bind_all(q, snapshot_args(snapshot)?)
             .bind(now)
-            .bind(serde_json::to_string(episodes)?);
+            .bind(serde_json::to_string(episodes).map_err(StoreError::Encode)?);
         let id: i64 = c.scalar(q).await?;
         insert_event(c, id, now, actor, "opened", &snapshot.summary).await?;
         Ok((id, 1))
@@ -487,14 +489,14 @@ impl Applying<'_> {
         if let Some(episodes) = episodes {
             let q = sql("UPDATE incidents SET episodes = $2 WHERE id = $1")
                 .bind(id)
-                .bind(serde_json::to_string(episodes)?);
+                .bind(serde_json::to_string(episodes).map_err(StoreError::Encode)?);
             c.execute(q).await?;
         }
         if let Some(snapshot) = snapshot {
             let q =
                 sql("UPDATE incidents SET snapshot = $2, summary = $3, observed_seconds = $4 WHERE id = $1")
                     .bind(id)
-                    .bind(serde_json::to_string(snapshot)?)
+                    .bind(serde_json::to_string(snapshot).map_err(StoreError::Encode)?)
                     .bind(&snapshot.summary)
                     .bind(snapshot.observed_seconds);
             c.execute(q).await?;
@@ -547,7 +549,7 @@ impl Applying<'_> {
         });
         let q = sql("UPDATE incidents SET fix = $2 WHERE id = $1")
             .bind(id)
-            .bind(serde_json::to_string(&claim)?);
+            .bind(serde_json::to_string(&claim).map_err(StoreError::Encode)?);
         c.execute(q).await.map(|_| ())
     }
 
@@ -592,7 +594,8 @@ impl Applying<'_> {
         if let Some(held) = &step.held {
             let value = (!held.is_empty())
                 .then(|| serde_json::to_string(held))
-                .transpose()?;
+                .transpose()
+                .map_err(StoreError::Encode)?;
             c.execute(
                 sql("UPDATE incidents SET held = $2 WHERE id = $1")
                     .bind(id)
@@ -628,7 +631,7 @@ async fn insert_silence(
     )
     .bind(&s.target.fingerprint)
     .bind(&s.target.backend)
-    .bind(serde_json::to_string(&s.target.dimensions)?)
+    .bind(serde_json::to_string(&s.target.dimensions).map_err(StoreError::Encode)?)
     .bind(&s.reason)
     .bind(actor)
     .bind(now)
@@ -685,7 +688,8 @@ async fn apply_plan(
             .allowance
             .as_ref()
             .map(serde_json::to_string)
-            .transpose()?;
+            .transpose()
+            .map_err(StoreError::Encode)?;
         c.execute(
             sql("UPDATE incidents SET allowance = $2 WHERE id = $1")
                 .bind(a.incident)
@@ -855,7 +859,10 @@ impl Incidents<'_> {
         let result: Result<()> = async {
             let mut tx = self.store.begin_write().await?;
             let mut c = tx.conn();
-            let value = claim.map(serde_json::to_string).transpose()?;
+            let value = claim
+                .map(serde_json::to_string)
+                .transpose()
+                .map_err(StoreError::Encode)?;
             c.execute(
                 sql("UPDATE incidents SET fix = $2 WHERE id = $1")
                     .bind(incident)

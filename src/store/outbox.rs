@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::incidents::{NewEntry, enqueue};
-use super::{Result, Sql, Store, row_by_position, sql};
+use super::{Result, Sql, Store, StoreError, row_by_position, sql};
 use crate::incidents::plan::Effect;
 
 /// An entry a worker has claimed.
@@ -122,7 +122,7 @@ impl Outbox<'_> {
                 .bind(entry.id)
                 .bind(worker)
                 .bind(now)
-                .bind(serde_json::to_string(result)?);
+                .bind(serde_json::to_string(result).map_err(StoreError::Encode)?);
             let updated = c.execute(q).await?;
             if let Some(incident) = entry.incident_id {
                 match result {

@@ -77,7 +77,9 @@ pub(super) async fn note_change(
         ))
         .await?;
     let listed = match cells {
-        Some(cells) if cells.len() <= LISTED_CELLS => Some(serde_json::to_string(cells)?),
+        Some(cells) if cells.len() <= LISTED_CELLS => {
+            Some(serde_json::to_string(cells).map_err(StoreError::Encode)?)
+        }
         _ => None,
     };
     c.execute(

@@ -2,8 +2,8 @@
 //! or through others, one that imports it back), each sits in a layer and imports only the
 //! layers below it that [`MAY_IMPORT`] allows, no function runs over 80 lines without a
 //! comment saying why, no `too_many_arguments` allowance is left, no public function of the
-//! store returns a tuple wider than two (a row gets a named struct), the store does not use
-//! `anyhow` (it returns its own `StoreError`), no type has more than 40 methods in its inherent
+//! store returns a tuple wider than two (a row gets a named struct), the store and the clients
+//! do not use `anyhow` (they return their own typed errors), no type has more than 40 methods in its inherent
 //! `impl` blocks, and `lib.rs` makes public only the modules listed in [`PUBLIC_MODULES`]. Test code (`#[cfg(test)]` items and `tests.rs` files) is left out,
 //! as the rules are about the product.
 //!
@@ -1011,17 +1011,38 @@ fn anyhow_uses(file: &str, code: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// The files of the library's top-level module `module` that name `anyhow`.
+fn anyhow_uses_in(module: &str) -> Vec<String> {
+    sources()
+        .iter()
+        .filter(|s| !s.binary && s.module.first().is_some_and(|m| m == module))
+        .flat_map(|s| anyhow_uses(&format!("src/{}", s.file.display()), &s.code))
+        .collect()
+}
+
 #[test]
 fn the_store_returns_its_own_error_and_never_anyhow() {
-    let found: Vec<String> = sources()
-        .iter()
-        .filter(|s| s.module.first().is_some_and(|m| m == "store"))
-        .flat_map(|s| anyhow_uses(&format!("src/{}", s.file.display()), &s.code))
-        .collect();
+    let found = anyhow_uses_in("store");
     assert!(
         found.is_empty(),
         "the store uses anyhow (return a store::StoreError variant instead):\n{}",
         found.join("\n")
+    );
+}
+
+#[test]
+fn the_clients_return_their_own_errors_and_never_anyhow() {
+    let found = anyhow_uses_in("clients");
+    assert!(
+        found.is_empty(),
+        "a client uses anyhow (return the client's own error type instead):\n{}",
+        found.join("\n")
+    );
+    assert!(
+        sources()
+            .iter()
+            .any(|s| s.file == Path::new("clients/github.rs")),
+        "the clients are not where this check looks"
     );
 }
 

@@ -80,7 +80,9 @@ fn targets() -> Vec<Target> {
             Ok(())
         }),
         ("slash command", |b| {
-            sheriff::server::slack::command::parse(&text(b)).map(|_| ())
+            sheriff::server::slack::command::parse(&text(b))
+                .map(|_| ())
+                .map_err(|e| e.to_string())
         }),
         ("interaction payload", |b| {
             sheriff::server::slack::decode_interaction(b)

@@ -19,7 +19,6 @@ pub mod signature;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -27,7 +26,7 @@ use slack_morphism::api::SlackApiUserGroupsUsersListResponse;
 use slack_morphism::prelude::SlackResponseMetadata;
 use tokio::sync::Mutex;
 
-use super::CallError;
+use super::{CallError, SetupError};
 use crate::config::SlackSettings;
 
 /// The metadata event type sheriff marks its messages with.
@@ -183,10 +182,14 @@ pub struct SlackClient {
 }
 
 impl SlackClient {
-    pub fn new(s: &SlackSettings) -> Result<SlackClient> {
-        let token = s.bot_token.clone().context("slack.bot_token is not set")?;
+    pub fn new(s: &SlackSettings) -> Result<SlackClient, SetupError> {
+        let token = s
+            .bot_token
+            .clone()
+            .ok_or(SetupError::Unset("slack.bot_token"))?;
         let http = crate::http::client_builder(Duration::from_secs_f64(s.timeout_secs.max(0.05)))
-            .build()?;
+            .build()
+            .map_err(|e| SetupError::http("Slack", &e))?;
         Ok(SlackClient {
             http,
             api_url: s.api_url.trim_end_matches('/').to_string(),

@@ -47,7 +47,7 @@ fn versions<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Er
 pub enum ClusterDataError {
     #[error("not a cluster-data file: {0}")]
     NotJson(serde_json::Error),
-    #[error("not a cluster-data file: expected a JSON object")]
+    #[error("not a cluster-data file: expected {}", super::JSON_OBJECT)]
     NotAnObject,
     #[error("unknown schema: neither `Release` nor `Platform` present")]
     UnknownSchema,

@@ -71,6 +71,17 @@ impl DisruptionError {
             | DisruptionError::Negative { backend } => Some(backend),
         }
     }
+
+    /// What the backend's `DisruptedDuration` should have held, when it is at fault.
+    pub fn expected(&self) -> Option<&'static str> {
+        match self {
+            DisruptionError::BadDuration { .. } => Some(super::GO_DURATION),
+            DisruptionError::NoDuration { .. }
+            | DisruptionError::Negative { .. }
+            | DisruptionError::NotJson(_)
+            | DisruptionError::UnknownSchema => None,
+        }
+    }
 }
 
 /// Parses one file. The error names the backend or field at fault.

@@ -2,7 +2,7 @@
 
 /// Why a text is not a Go duration; it reads "`1x` is not a Go duration: unknown unit".
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{text}` is not a Go duration: {problem}")]
+#[error("`{text}` is not {}: {problem}", super::GO_DURATION)]
 pub struct DurationError {
     /// The text as given, untrimmed.
     pub text: String,

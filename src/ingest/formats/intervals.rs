@@ -85,7 +85,7 @@ pub enum IntervalsError {
 
 /// An item's time that is not RFC 3339.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("item {item}: {field} `{text}` is not an RFC 3339 time: {why}")]
+#[error("item {item}: {field} `{text}` is not {}: {why}", super::RFC3339_TIME)]
 pub struct BadTime {
     /// The item's number, counted from 1.
     pub item: usize,

@@ -117,13 +117,13 @@ pub enum ProwError {
     },
     #[error("unknown schema: no spec.job")]
     NoJob,
-    #[error("{field} `{text}` is not an RFC 3339 time: {why}")]
+    #[error("{field} `{text}` is not {}: {why}", super::RFC3339_TIME)]
     NotRfc3339 {
         field: &'static str,
         text: String,
         why: chrono::ParseError,
     },
-    #[error("{field} is not epoch seconds: {value}")]
+    #[error("{field} is not {}: {value}", super::EPOCH_SECONDS)]
     NotEpochSeconds {
         field: &'static str,
         value: serde_json::Value,
@@ -141,6 +141,15 @@ impl ProwError {
             ProwError::NotRfc3339 { field, .. }
             | ProwError::NotEpochSeconds { field, .. }
             | ProwError::OutOfRange { field, .. } => Some(field),
+        }
+    }
+
+    /// What the field should have held, when the error is about its value.
+    pub fn expected(&self) -> Option<&'static str> {
+        match self {
+            ProwError::NotRfc3339 { .. } => Some(super::RFC3339_TIME),
+            ProwError::NotEpochSeconds { .. } => Some(super::EPOCH_SECONDS),
+            ProwError::NotJson { .. } | ProwError::NoJob | ProwError::OutOfRange { .. } => None,
         }
     }
 }

@@ -510,7 +510,7 @@ async fn explored(
     let words: Vec<&str> = owned.iter().map(String::as_str).collect();
     let q = match crate::server::slack::command::parse_query(&words) {
         Ok(q) => q,
-        Err(e) => return Ok(Err(e)),
+        Err(e) => return Ok(Err(e.to_string())),
     };
     let answer = crate::query::answer(
         &state.store,

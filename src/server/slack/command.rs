@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::incidents::silence::Target;
+use crate::incidents::silence::{Target, TargetError};
 pub use crate::model::Query;
 use crate::model::{DAY, Dimension, parse_span};
 
@@ -52,6 +52,44 @@ pub const HELP: &str = "*sheriff* answers:\n\
 • `ack <incident>` — acknowledge\n\
 • `evaluate` — run an evaluation cycle now";
 
+/// Why the words typed are not a command; the text is the reply to whoever typed them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    #[error("unknown command `{0}`. Try `help`.")]
+    Unknown(String),
+    /// `verb` takes one word, `what`, and got none.
+    #[error("`{verb}` needs {what}")]
+    Missing { verb: String, what: &'static str },
+    /// `verb` takes one word, `what`, and got more.
+    #[error("`{verb}` takes just {what}")]
+    TooMany { verb: String, what: &'static str },
+    /// `verb` takes no words and got `rest`.
+    #[error("`{verb}` takes nothing after it; `{verb} {rest}` is not a command")]
+    Trailing { verb: String, rest: String },
+    #[error(
+        "`silence` needs a duration such as `24h` or `7d`: `silence 12 24h known metal outage`"
+    )]
+    NoDuration,
+    #[error("a silence lasts at most 90d")]
+    TooLong,
+    #[error(transparent)]
+    Target(#[from] TargetError),
+    #[error("`query` needs a backend, e.g. `query image-registry-new-connections platform=metal`")]
+    NoBackend,
+    #[error("`query` needs the backend first, then key=value filters")]
+    FiltersFirst,
+    #[error("`{0}` is not key=value")]
+    NotKeyValue(String),
+    #[error("`{0}=` needs a value")]
+    NoValue(String),
+    #[error("window must be whole days up to 90, like `7d` or `2w`; not `{0}`")]
+    Window(String),
+    #[error(
+        "unknown filter `{0}`: use release, platform, network, upgrade, topology, arch, window"
+    )]
+    UnknownFilter(String),
+}
+
 fn query_key(k: &str) -> Option<Dimension> {
     match k {
         "upgrade" => Some(Dimension::UpgradeType),
@@ -63,24 +101,25 @@ fn query_key(k: &str) -> Option<Dimension> {
 }
 
 /// Parses the text after the command name. Errors are short answers for the user.
-pub fn parse(text: &str) -> Result<Command, String> {
+pub fn parse(text: &str) -> Result<Command, CommandError> {
     let words: Vec<&str> = text.split_whitespace().collect();
     let Some((verb, rest)) = words.split_first() else {
         return Ok(Command::Help);
     };
-    let one = |what: &str| -> Result<String, String> {
+    let one = |what: &'static str| -> Result<String, CommandError> {
+        let verb = verb.to_string();
         match rest {
             [x] => Ok(x.trim_start_matches('#').to_string()),
-            [] => Err(format!("`{verb}` needs {what}")),
-            _ => Err(format!("`{verb}` takes just {what}")),
+            [] => Err(CommandError::Missing { verb, what }),
+            _ => Err(CommandError::TooMany { verb, what }),
         }
     };
     match verb.to_ascii_lowercase().as_str() {
         "help" | "?" => Ok(Command::Help),
-        "status" | "list" | "evaluate" if !rest.is_empty() => Err(format!(
-            "`{verb}` takes nothing after it; `{verb} {}` is not a command",
-            rest.join(" ")
-        )),
+        "status" | "list" | "evaluate" if !rest.is_empty() => Err(CommandError::Trailing {
+            verb: verb.to_string(),
+            rest: rest.join(" "),
+        }),
         "status" | "list" => Ok(Command::Status),
         "evaluate" => Ok(Command::Evaluate),
         "explain" | "show" => one("an incident (its number or fingerprint)").map(Command::Explain),
@@ -88,13 +127,14 @@ pub fn parse(text: &str) -> Result<Command, String> {
         "unsilence" => one("a silence number or an incident").map(Command::Unsilence),
         "query" => parse_query(rest).map(Command::Query),
         "silence" => {
-            let at = rest.iter().position(|w| parse_span(w).is_some()).ok_or(
-                "`silence` needs a duration such as `24h` or `7d`: `silence 12 24h known metal outage`",
-            )?;
-            let target = Target::parse(&rest[..at]).map_err(|e| e.to_string())?;
+            let at = rest
+                .iter()
+                .position(|w| parse_span(w).is_some())
+                .ok_or(CommandError::NoDuration)?;
+            let target = Target::parse(&rest[..at])?;
             let seconds = parse_span(rest[at]).unwrap_or_default();
             if seconds > 90 * DAY {
-                return Err("a silence lasts at most 90d".into());
+                return Err(CommandError::TooLong);
             }
             Ok(Command::Silence {
                 target,
@@ -102,20 +142,17 @@ pub fn parse(text: &str) -> Result<Command, String> {
                 reason: rest[at + 1..].join(" "),
             })
         }
-        other => Err(format!("unknown command `{other}`. Try `help`.")),
+        other => Err(CommandError::Unknown(other.to_string())),
     }
 }
 
 /// `BACKEND [key=value…]`, the words of `query`.
-pub(crate) fn parse_query(words: &[&str]) -> Result<Query, String> {
+pub(crate) fn parse_query(words: &[&str]) -> Result<Query, CommandError> {
     let Some((backend, filters)) = words.split_first() else {
-        return Err(
-            "`query` needs a backend, e.g. `query image-registry-new-connections platform=metal`"
-                .into(),
-        );
+        return Err(CommandError::NoBackend);
     };
     if backend.contains('=') {
-        return Err("`query` needs the backend first, then key=value filters".into());
+        return Err(CommandError::FiltersFirst);
     }
     let mut q = Query {
         backend: backend.to_string(),
@@ -124,23 +161,19 @@ pub(crate) fn parse_query(words: &[&str]) -> Result<Query, String> {
     };
     for f in filters {
         let Some((k, v)) = f.split_once('=') else {
-            return Err(format!("`{f}` is not key=value"));
+            return Err(CommandError::NotKeyValue(f.to_string()));
         };
         if v.is_empty() {
-            return Err(format!("`{k}=` needs a value"));
+            return Err(CommandError::NoValue(k.to_string()));
         }
         if k == "window" {
             let secs = parse_span(v)
                 .filter(|s| s % DAY == 0 && *s <= 90 * DAY)
-                .ok_or(format!(
-                    "window must be whole days up to 90, like `7d` or `2w`; not `{v}`"
-                ))?;
+                .ok_or_else(|| CommandError::Window(v.to_string()))?;
             q.window_days = secs / DAY;
             continue;
         }
-        let d = query_key(k).ok_or_else(|| {
-            format!("unknown filter `{k}`: use release, platform, network, upgrade, topology, arch, window")
-        })?;
+        let d = query_key(k).ok_or_else(|| CommandError::UnknownFilter(k.to_string()))?;
         q.filters.insert(d, v.to_string());
     }
     Ok(q)
@@ -196,43 +229,66 @@ mod tests {
         assert!(
             parse("frobnicate")
                 .unwrap_err()
+                .to_string()
                 .contains("unknown command `frobnicate`")
         );
-        assert!(parse("query").unwrap_err().contains("needs a backend"));
+        assert!(
+            parse("query")
+                .unwrap_err()
+                .to_string()
+                .contains("needs a backend")
+        );
         assert!(
             parse("query x colour=red")
                 .unwrap_err()
+                .to_string()
                 .contains("unknown filter `colour`")
         );
         assert!(
             parse("query x window=3h")
                 .unwrap_err()
+                .to_string()
                 .contains("whole days")
         );
         assert!(
             parse("query x platform")
                 .unwrap_err()
+                .to_string()
                 .contains("not key=value")
         );
         assert!(
             parse("silence 12")
                 .unwrap_err()
+                .to_string()
                 .contains("needs a duration")
         );
         assert!(
             parse("silence 12 365d")
                 .unwrap_err()
+                .to_string()
                 .contains("at most 90d")
         );
-        assert!(parse("ack").unwrap_err().contains("needs an incident"));
-        assert!(parse("ack 1 2").unwrap_err().contains("takes just"));
+        assert_eq!(
+            parse("ack").unwrap_err().to_string(),
+            "`ack` needs an incident (its number or fingerprint)"
+        );
+        assert!(
+            parse("ack 1 2")
+                .unwrap_err()
+                .to_string()
+                .contains("takes just")
+        );
         // Extra words are a mistake to point out, not to ignore (`evaluate now please`).
         assert!(
             parse("evaluate now please")
                 .unwrap_err()
+                .to_string()
                 .contains("`evaluate` takes nothing after it")
         );
-        assert!(parse("status open").unwrap_err().contains("takes nothing"));
+        assert_eq!(
+            parse("status open").unwrap_err().to_string(),
+            "`status` takes nothing after it; `status open` is not a command"
+        );
         assert_eq!(parse("  EVALUATE  "), Ok(Command::Evaluate));
     }
 

@@ -40,7 +40,7 @@ pub async fn commands(State(state): State<AppState>, SlackSigned(body): SlackSig
     metrics::counter!("sheriff_slack_commands_total").increment(1);
     let parsed = match command::parse(&form.text) {
         Ok(c) => c,
-        Err(why) => return ephemeral(&text_message(&why)),
+        Err(why) => return ephemeral(&text_message(&why.to_string())),
     };
     let url = form.response_url.clone();
     if !parsed.is_mutating() {
