@@ -159,7 +159,7 @@ pub(crate) async fn backtest_observed(
     })
     .await?;
     // Everything a cycle would send is counted, whether or not this configuration can send it.
-    let mut policy = Policy::from_settings(settings, crate::words::told);
+    let mut policy = Policy::from_settings(settings, crate::words::line);
     policy.jira = true;
     let times = cadence.times(from, to);
     for (k, at) in times.iter().enumerate() {

@@ -89,11 +89,7 @@ pub mod store;
 pub mod synth;
 mod telemetry;
 pub mod warm;
-mod words;
-
-/// The text of what incidents tell ([`incidents::told::Words`]), for those that plan or apply
-/// plans themselves: the benchmarks and the tests.
-pub use words::told as incident_text;
+pub mod words;
 
 /// Installs ring as the process's one rustls crypto provider. Every entry point (the binary,
 /// each test binary) calls it before any TLS client is built.

@@ -2,7 +2,7 @@
 //! planner and the store, as the text an incident's history keeps and its thread, issue and
 //! channel summary are told. The same line goes to every output; Slack's blocks and Jira's ADF
 //! frame it (`notify`). The domain and the store never import this module: the application
-//! hands them [`told`] as their [`Words`](crate::incidents::told::Words).
+//! hands them [`line`] as their [`Wording`](crate::incidents::told::Wording).
 
 use crate::incidents::Change;
 use crate::incidents::plan::Resolution;
@@ -12,7 +12,7 @@ use crate::model::{
 };
 
 /// The text of one [`Told`].
-pub fn told(t: &Told<'_>) -> String {
+pub fn line(t: &Told<'_>) -> String {
     match *t {
         Told::Change(c) => change(c),
         Told::Changes(changes) => changes.iter().map(change).collect::<Vec<_>>().join("; "),
@@ -68,7 +68,7 @@ pub fn told(t: &Told<'_>) -> String {
             format!("{} {} ({})", s.family, s.release, s.scope.describe())
         }
         Told::Headline { snapshot, news } => {
-            format!("{} — {news}", told(&Told::Label { snapshot }))
+            format!("{} — {news}", line(&Told::Label { snapshot }))
         }
         Told::NotFiled { cap, labels } => {
             format!(
@@ -221,11 +221,11 @@ mod tests {
     #[test]
     fn what_people_did_and_what_a_silence_held_name_who_and_which_silence() {
         assert_eq!(
-            told(&Told::Acknowledged { by: "cli:alice" }),
+            line(&Told::Acknowledged { by: "cli:alice" }),
             format!("acknowledged by {}", person("cli:alice"))
         );
         assert_eq!(
-            told(&Told::Held { silence: 4 }),
+            line(&Told::Held { silence: 4 }),
             "notifications held by silence #4"
         );
         let silence = NewSilence {
@@ -239,7 +239,7 @@ mod tests {
             incident: Some(1),
         };
         assert_eq!(
-            told(&Told::Silenced {
+            line(&Told::Silenced {
                 silence: &silence,
                 id: 7
             }),
@@ -253,7 +253,7 @@ mod tests {
             "severity changed: x → y".to_string(),
         ];
         assert_eq!(
-            told(&Told::WhileSilenced { told: &held }),
+            line(&Told::WhileSilenced { told: &held }),
             "while silenced: scope grew: a → b; severity changed: x → y"
         );
     }
@@ -268,7 +268,7 @@ mod tests {
             },
         ];
         assert_eq!(
-            told(&Told::Changes(&changes)),
+            line(&Told::Changes(&changes)),
             "regressed again after it was resolved; strongest evidence changed: none → outages"
         );
         let by = "cli:bob".to_string();
@@ -281,16 +281,16 @@ mod tests {
             by,
         };
         assert_eq!(
-            told(&Told::Resolved(&bare)),
+            line(&Told::Resolved(&bare)),
             format!("resolved by hand by {}", person("cli:bob"))
         );
         assert_eq!(
-            told(&Told::Resolved(&why)),
+            line(&Told::Resolved(&why)),
             format!("resolved by hand by {}: reverted", person("cli:bob"))
         );
         assert_eq!(
-            told(&Told::Resolved(&Resolution::Recovered)),
-            told(&Told::Change(&Change::Resolved))
+            line(&Told::Resolved(&Resolution::Recovered)),
+            line(&Told::Change(&Change::Resolved))
         );
     }
 }

@@ -842,7 +842,7 @@ pub async fn backtest(
     let step = (ticks.len() / peer_cycles.max(1)).max(1);
     std::fs::create_dir_all(tmp.path().join("peer"))?;
     let scratch = bench_store(None, &tmp.path().join("peer")).await?;
-    let policy = sheriff::incidents::plan::Policy::from_settings(&settings, sheriff::incident_text);
+    let policy = sheriff::incidents::plan::Policy::from_settings(&settings, sheriff::words::line);
     let started = Instant::now();
     let mut timed: u32 = 0;
     let warm = Warm::new();

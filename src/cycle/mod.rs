@@ -211,7 +211,7 @@ pub async fn run_cycle(
     settings: &Settings,
     options: CycleOptions,
 ) -> Result<CycleReport> {
-    let policy = Policy::from_settings(settings, crate::words::told);
+    let policy = Policy::from_settings(settings, crate::words::line);
     if !options.dry_run && settings.jira.enabled() {
         // What Jira says of claimed fixes, before the cycle judges them; Jira being away
         // leaves the claims as they were.
@@ -300,7 +300,7 @@ pub async fn run_cycle_on<S: RunSource>(
         let planner = |known: &Known| plan::plan(now, regressions, &merges, known, policy);
         let (_, plan) = state
             .incidents()
-            .finish_cycle(&states, &record, planner, crate::words::told)
+            .finish_cycle(&states, &record, planner, crate::words::line)
             .await?;
         report.incidents = IncidentCounts::of(&plan);
     }

@@ -12,7 +12,7 @@ use super::plan::{
     Action, Effect, Known, NewSilence, Plan, Policy, Resolution, Step, with_effects,
 };
 use super::silence::{Silence, Target};
-use super::told::{Told, Words};
+use super::told::{Told, Wording};
 use super::{Incident, State};
 use crate::model::DAY;
 
@@ -177,7 +177,7 @@ pub fn not_a_regression(
     let i = find(&known.incidents, reference)?;
     let reason = reason.trim();
     // the silence's reason and the history's line; the resolution's reason without the words
-    let said = |reason| (policy.words)(&Told::NotARegression { reason });
+    let said = |reason| (policy.wording)(&Told::NotARegression { reason });
     let resolution_reason = reason.trim_start_matches(&said("")).to_string();
     let reason = said(reason);
     let silenced = known
@@ -265,7 +265,7 @@ pub fn accept(
     a: &Accept,
     actor: &str,
     now: i64,
-    words: Words,
+    wording: Wording,
 ) -> Result<Plan, Refusal> {
     use crate::model::Allowance;
     let (percentile, seconds) = accepted_level(a, now)?;
@@ -302,7 +302,7 @@ pub fn accept(
         return Ok(Plan::default());
     }
 
-    let text = words(&Told::Accepted {
+    let text = wording(&Told::Accepted {
         allowance: &allowance,
     });
     let mut effects = Vec::new();
@@ -503,7 +503,7 @@ mod tests {
             reopen_window_secs: 0,
             failed_fix_transition: String::new(),
             min_effect_seconds: 5.0,
-            words: crate::words::told,
+            wording: crate::words::line,
         }
     }
 
@@ -538,7 +538,7 @@ mod tests {
             panic!("{plan:?}")
         };
         assert_eq!(
-            crate::words::told(&Told::Resolved(how)),
+            crate::words::line(&Told::Resolved(how)),
             "resolved as not a regression: a test change"
         );
         assert_eq!(plan.silences[0].expires_at, 100 + NOT_A_REGRESSION_SECS);

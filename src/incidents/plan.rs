@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use super::silence::{Silence, Target};
-use super::told::{Told, Words};
+use super::told::{Told, Wording};
 use super::{Change, Incident, Snapshot, State, material_changes};
 use crate::model::{Allowance, Dimension, Episode, FixVerdict, RegressionReport};
 use crate::model::{DAY, glob_match};
@@ -37,11 +37,11 @@ pub struct Policy {
     pub min_effect_seconds: f64,
     /// The text of what the plan tells ([`Told`]): the words layer's, handed over by the
     /// application.
-    pub words: Words,
+    pub wording: Wording,
 }
 
 impl Policy {
-    pub fn from_settings(s: &crate::config::Settings, words: Words) -> Policy {
+    pub fn from_settings(s: &crate::config::Settings, wording: Wording) -> Policy {
         Policy {
             routes: s.slack.routes.clone(),
             default_channel: s.slack.channel.clone(),
@@ -51,7 +51,7 @@ impl Policy {
             reopen_window_secs: i64::from(s.jira.reopen_window_days) * DAY,
             failed_fix_transition: s.jira.failed_fix_transition.clone(),
             min_effect_seconds: s.evaluate.min_effect_seconds,
-            words,
+            wording,
         }
     }
 
@@ -202,11 +202,11 @@ pub enum EntryError {
 /// or a recurrence filed anew): the parent, edited to show the key, and a line saying so. Queued
 /// by the delivery that filed it, so the parent never says "not filed" about an issue that
 /// exists.
-pub(crate) fn after_filing(key: &str, words: Words) -> Vec<Effect> {
+pub(crate) fn after_filing(key: &str, wording: Wording) -> Vec<Effect> {
     vec![
         Effect::SlackUpdate,
         Effect::SlackReply {
-            text: words(&Told::FiledInJira { key }),
+            text: wording(&Told::FiledInJira { key }),
         },
     ]
 }
@@ -409,12 +409,12 @@ pub fn plan(
         active
             .iter()
             .zip(matched)
-            .map(|(r, slot)| seen_again(r, slot, policy.words)),
+            .map(|(r, slot)| seen_again(r, slot, policy.wording)),
     );
     for r in resolved {
         if let Some(i) = match_resolved(r, incidents, &used) {
             used.insert(i.id);
-            steps.push(Step::undecided(resolution_of(r, i, policy.words)));
+            steps.push(Step::undecided(resolution_of(r, i, policy.wording)));
         }
     }
 
@@ -483,10 +483,10 @@ fn merge_steps(
 }
 
 /// Incident `i` resolved by its recovered regression `r`: fixed when `r` verified its fix.
-fn resolution_of(r: &RegressionReport, i: &Incident, words: Words) -> Action {
+fn resolution_of(r: &RegressionReport, i: &Incident, wording: Wording) -> Action {
     let how = match &r.verification {
         Some(v) if v.verdict == FixVerdict::Fixed => Resolution::Fixed {
-            text: words(&Told::Verdict(v)),
+            text: wording(&Told::Verdict(v)),
         },
         _ => Resolution::Recovered,
     };
@@ -545,7 +545,7 @@ fn match_active<'a>(
 
 /// A regression seen: a new incident, or its incident updated (reopened after a resolution,
 /// back after a data gap) with the material changes.
-fn seen_again(r: &RegressionReport, incident: Option<&Incident>, words: Words) -> Step {
+fn seen_again(r: &RegressionReport, incident: Option<&Incident>, wording: Wording) -> Step {
     let snapshot = Snapshot::from_report(r);
     let action = match incident {
         None => Action::Open {
@@ -567,7 +567,7 @@ fn seen_again(r: &RegressionReport, incident: Option<&Incident>, words: Words) -
                 _ => State::Ongoing,
             };
             changes.extend(material_changes(&i.snapshot, &snapshot));
-            changes.extend(verdict_change(i, r, words));
+            changes.extend(verdict_change(i, r, wording));
             let episodes = episodes_after(Some(i), r, state == State::Reopened);
             Action::Update {
                 id: i.id,
@@ -583,12 +583,12 @@ fn seen_again(r: &RegressionReport, incident: Option<&Incident>, words: Words) -
 
 /// A verdict on the incident's claimed fix not told yet for this claim (fixed resolves, and is
 /// told by the resolution).
-fn verdict_change(i: &Incident, r: &RegressionReport, words: Words) -> Option<Change> {
+fn verdict_change(i: &Incident, r: &RegressionReport, wording: Wording) -> Option<Change> {
     let v = r.verification.as_ref()?;
     let claim = i.fix.as_ref().filter(|c| c.key == v.key)?;
     (v.verdict != FixVerdict::Fixed && !claim.told(v.verdict)).then(|| Change::Verdict {
         verdict: v.verdict,
-        text: words(&Told::Verdict(v)),
+        text: wording(&Told::Verdict(v)),
     })
 }
 
@@ -708,7 +708,7 @@ struct Telling<'a> {
 
 impl Telling<'_> {
     fn changed(&self, changes: &[Change], effects: &mut Vec<Effect>) -> (Happened, String) {
-        let text = (self.policy.words)(&Told::Changes(changes));
+        let text = (self.policy.wording)(&Told::Changes(changes));
         if self.posted {
             effects.push(Effect::SlackUpdate);
             effects.push(Effect::SlackReply { text: text.clone() });
@@ -748,7 +748,7 @@ impl Telling<'_> {
     }
 
     fn resolved(&self, how: &Resolution, effects: &mut Vec<Effect>) {
-        let text = (self.policy.words)(&Told::Resolved(how));
+        let text = (self.policy.wording)(&Told::Resolved(how));
         if self.posted {
             effects.push(Effect::SlackUpdate);
             effects.push(Effect::SlackReply { text: text.clone() });
@@ -825,7 +825,7 @@ impl Effects<'_> {
             self.allowances.push(AllowanceChange {
                 incident: i.id,
                 allowance: None,
-                event: Some(("allowance_ended".into(), (self.policy.words)(&ended))),
+                event: Some(("allowance_ended".into(), (self.policy.wording)(&ended))),
             });
             return false;
         }
@@ -841,7 +841,7 @@ impl Effects<'_> {
         let mut next = a.clone();
         // Once, when it first goes above.
         let told = above.filter(|_| !a.above).map(|v| {
-            (self.policy.words)(&Told::AboveAccepted {
+            (self.policy.wording)(&Told::AboveAccepted {
                 allowance: a,
                 level: v,
             })
@@ -872,7 +872,7 @@ impl Effects<'_> {
                 allowance: a,
                 incident: i.id,
             };
-            add_reply(&mut step.effects, &(self.policy.words)(&lapsing));
+            add_reply(&mut step.effects, &(self.policy.wording)(&lapsing));
         }
         if next != *a {
             let event = told.map(|t| ("above_accepted".to_string(), t));
@@ -921,8 +921,8 @@ impl Effects<'_> {
         let channel = existing
             .and_then(|i| i.slack_channel.clone())
             .unwrap_or_else(|| self.policy.channel_for(&snapshot));
-        let words = self.policy.words;
-        let label = words(&Told::Label {
+        let wording = self.policy.wording;
+        let label = wording(&Told::Label {
             snapshot: &snapshot,
         });
         // open once this step is applied
@@ -950,7 +950,7 @@ impl Effects<'_> {
         let mut line = match &step.action {
             Action::Open { .. } => Some((
                 Happened::New,
-                words(&Told::Headline {
+                wording(&Told::Headline {
                     snapshot: &snapshot,
                     news: &snapshot.summary,
                 }),
@@ -959,7 +959,7 @@ impl Effects<'_> {
                 let (what, text) = t.changed(changes, &mut effects);
                 Some((
                     what,
-                    words(&Told::Headline {
+                    wording(&Told::Headline {
                         snapshot: &snapshot,
                         news: &text,
                     }),
@@ -991,7 +991,7 @@ impl Effects<'_> {
             line = None;
         } else if let Some(i) = existing.filter(|i| !i.held.is_empty() && holder.is_none()) {
             let to = (t.posted, t.filed && self.policy.jira);
-            add_owed(&mut step.effects, &i.held, to, open, words);
+            add_owed(&mut step.effects, &i.held, to, open, wording);
             step.held = Some(Vec::new());
         }
         line.map(|(what, text)| (channel, SummaryLine::new(what, text, &fingerprint)))
@@ -1018,7 +1018,7 @@ fn add_owed(
     held: &[Effect],
     (posted, filed): (bool, bool),
     open: bool,
-    words: Words,
+    wording: Wording,
 ) {
     let texts =
         |f: fn(&Effect) -> Option<&String>| held.iter().filter_map(f).cloned().collect::<Vec<_>>();
@@ -1027,7 +1027,7 @@ fn add_owed(
         _ => None,
     });
     if posted && !slack.is_empty() {
-        add_reply(effects, &words(&Told::WhileSilenced { told: &slack }));
+        add_reply(effects, &wording(&Told::WhileSilenced { told: &slack }));
     }
     let jira = texts(|e| match e {
         Effect::JiraComment { text }
@@ -1038,7 +1038,7 @@ fn add_owed(
     if !filed || jira.is_empty() {
         return;
     }
-    let said = words(&Told::WhileSilenced { told: &jira });
+    let said = wording(&Told::WhileSilenced { told: &jira });
     let own = effects.iter_mut().find_map(|e| match e {
         Effect::JiraComment { text }
         | Effect::JiraResolve { text }
@@ -1099,7 +1099,7 @@ pub fn with_effects(
     let mut summaries: Vec<Effect> = Vec::new();
     for (channel, mut lines) in lines {
         if channel == policy.default_channel && !not_filed.is_empty() {
-            let text = (policy.words)(&Told::NotFiled {
+            let text = (policy.wording)(&Told::NotFiled {
                 cap: policy.jira_cap,
                 labels: &not_filed,
             });

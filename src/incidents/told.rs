@@ -2,7 +2,7 @@
 //! history, thread, issue or a channel summary carries, with no words of their own.
 //!
 //! The planner and the store say what happened with a [`Told`]; the words layer (`crate::words`)
-//! turns it into text, and the application hands that function over as [`Words`], so the domain
+//! turns it into text, and the application hands that function over as [`Wording`], so the domain
 //! and the store never import the words.
 
 use super::plan::{NewSilence, Resolution};
@@ -65,4 +65,4 @@ pub enum Told<'a> {
 
 /// The function that turns a [`Told`] into its text: the words layer's, handed over by the
 /// application (in [`super::plan::Policy`], and to the store when it applies a plan).
-pub type Words = for<'a, 'b> fn(&'b Told<'a>) -> String;
+pub type Wording = for<'a, 'b> fn(&'b Told<'a>) -> String;

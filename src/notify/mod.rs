@@ -209,7 +209,7 @@ impl Worker {
                 }
                 let then = match &done {
                     DeliveryResult::JiraFiled { key } => {
-                        crate::incidents::plan::after_filing(key, crate::words::told)
+                        crate::incidents::plan::after_filing(key, crate::words::line)
                     }
                     _ => Vec::new(),
                 };

@@ -6,7 +6,7 @@ use super::{Arg, Conn, Result, Store, StoreError, sql};
 use crate::incidents::manual::Refusal;
 use crate::incidents::plan::{Action, Delivered, Effect, Known, NewSilence, Plan, Step};
 use crate::incidents::silence::{Patterns, Silence};
-use crate::incidents::told::{Told, Words};
+use crate::incidents::told::{Told, Wording};
 use crate::incidents::{Change, Event, Incident, Snapshot, State};
 
 const INCIDENT_COLUMNS: &str = "id, fingerprint, state, snapshot, revision, opened_at, updated_at, \
@@ -343,7 +343,7 @@ struct Applying<'a> {
     actor: &'a str,
     incidents: &'a [Incident],
     /// The text of the history's lines.
-    words: Words,
+    wording: Wording,
 }
 
 impl Applying<'_> {
@@ -406,7 +406,7 @@ impl Applying<'_> {
                     now,
                     actor,
                     "stale",
-                    &(self.words)(&Told::Change(&Change::Stale)),
+                    &(self.wording)(&Told::Change(&Change::Stale)),
                 )
                 .await?;
                 Ok((*id, self.stored(*id)?.revision + 1))
@@ -418,12 +418,12 @@ impl Applying<'_> {
                     .bind(by)
                     .bind(now);
                 c.execute(q).await?;
-                let detail = (self.words)(&Told::Acknowledged { by });
+                let detail = (self.wording)(&Told::Acknowledged { by });
                 insert_event(c, *id, now, actor, "ack", &detail).await?;
                 Ok((*id, self.stored(*id)?.revision + 1))
             }
             Action::FileJira { id } => {
-                let detail = (self.words)(&Told::AskedForJira { by: actor });
+                let detail = (self.wording)(&Told::AskedForJira { by: actor });
                 insert_event(c, *id, now, actor, "file_jira", &detail).await?;
                 Ok((*id, self.stored(*id)?.revision))
             }
@@ -466,7 +466,7 @@ impl Applying<'_> {
                 self.now,
                 self.actor,
                 change.kind(),
-                &(self.words)(&Told::Change(change)),
+                &(self.wording)(&Told::Change(change)),
             )
             .await?;
             if let Change::Verdict { verdict, text } = change {
@@ -525,7 +525,7 @@ impl Applying<'_> {
             now,
             self.actor,
             "resolved",
-            &(self.words)(&Told::Resolved(how)),
+            &(self.wording)(&Told::Resolved(how)),
         )
         .await?;
         Ok((id, self.stored(id)?.revision + 1))
@@ -588,7 +588,7 @@ impl Applying<'_> {
         if let Some(silence) = step.silenced_by
             && !matches!(step.action, Action::CatchUp { .. })
         {
-            let detail = (self.words)(&Told::Held { silence });
+            let detail = (self.wording)(&Told::Held { silence });
             insert_event(c, id, self.now, self.actor, "held", &detail).await?;
         }
         if let Some(held) = &step.held {
@@ -623,7 +623,7 @@ async fn insert_silence(
     now: i64,
     actor: &str,
     s: &NewSilence,
-    words: Words,
+    wording: Wording,
 ) -> Result<i64> {
     let q = sql(
         "INSERT INTO silences (fingerprint, backend, dimensions, reason, created_by, created_at, expires_at) \
@@ -638,7 +638,7 @@ async fn insert_silence(
     .bind(s.expires_at);
     let id: i64 = c.scalar(q).await?;
     if let Some(incident) = s.incident {
-        let detail = words(&Told::Silenced { silence: s, id });
+        let detail = wording(&Told::Silenced { silence: s, id });
         insert_event(c, incident, now, actor, "silenced", &detail).await?;
     }
     Ok(id)
@@ -659,7 +659,7 @@ async fn apply_plan(
     actor: &str,
     plan: &Plan,
     known: &Known,
-    words: Words,
+    wording: Wording,
 ) -> Result<Applied> {
     // Outbox entries are due by the wall clock, whatever time the cycle evaluated.
     let queued_at = chrono::Utc::now().timestamp();
@@ -669,13 +669,13 @@ async fn apply_plan(
     for s in &plan.silences {
         applied
             .silences
-            .push(insert_silence(c, now, actor, s, words).await?);
+            .push(insert_silence(c, now, actor, s, wording).await?);
     }
     let applying = Applying {
         now,
         actor,
         incidents: &known.incidents,
-        words,
+        wording,
     };
     for step in &plan.steps {
         applying.apply(c, step, queued_at).await?;
@@ -726,7 +726,7 @@ impl Incidents<'_> {
         states: &[(String, crate::evaluate::GroupState)],
         cycle: &super::evaluations::CycleRecord,
         planner: impl FnOnce(&Known) -> Plan,
-        words: Words,
+        wording: Wording,
     ) -> Result<(i64, Plan)> {
         let result: Result<(i64, Plan)> = async {
             let now = cycle.evaluated_at;
@@ -742,7 +742,7 @@ impl Incidents<'_> {
                 "sheriff",
                 &plan,
                 &known,
-                words,
+                wording,
             )
             .await?;
             tx.commit().await?;
@@ -771,7 +771,7 @@ impl Incidents<'_> {
         now: i64,
         actor: &str,
         planner: impl FnOnce(&Known) -> Result<(Plan, T), Refusal>,
-        words: Words,
+        wording: Wording,
     ) -> Result<Result<(Applied, T), Refusal>> {
         let result: Result<Result<(Applied, T), Refusal>> = async {
             let mut tx = self.store.begin_write().await?;
@@ -791,7 +791,7 @@ impl Incidents<'_> {
                 actor,
                 &plan,
                 &known,
-                words,
+                wording,
             )
             .await?;
             tx.commit().await?;

@@ -428,6 +428,7 @@ const PUBLIC_MODULES: &[&str] = &[
     "store",
     "synth",
     "warm",
+    "words",
 ];
 
 /// The modules `src/lib.rs` declares `pub mod`.

@@ -347,7 +347,7 @@ on_both_engines! {
         let (t0, first) = &verdicts[0];
         assert_eq!(*t0, claim_at);
         assert_eq!((first.verdict, first.runs, first.needed), (FixVerdict::Inconclusive, 0, 10));
-        assert!(sheriff::incident_text(&Told::Verdict(first)).contains("10 more needed"), "{}", sheriff::incident_text(&Told::Verdict(first)));
+        assert!(sheriff::words::line(&Told::Verdict(first)).contains("10 more needed"), "{}", sheriff::words::line(&Told::Verdict(first)));
         let last = &verdicts.last().unwrap().1;
         assert_eq!(last.verdict, FixVerdict::Fixed, "{verdicts:#?}");
         let replies = w.thread_replies();
@@ -481,7 +481,7 @@ on_both_engines! {
         }
         let (fixed_at, fixed) = verdicts.iter().find(|(_, v)| v.verdict == FixVerdict::Fixed).expect("a fixed verdict");
         assert!(fixed.runs >= 10 && w.metal_runs_started_after(merged, *fixed_at) >= 10);
-        assert!(sheriff::incident_text(&Told::Verdict(fixed)).contains("started after the fix merged outside the payload"), "{}", sheriff::incident_text(&Told::Verdict(fixed)));
+        assert!(sheriff::words::line(&Told::Verdict(fixed)).contains("started after the fix merged outside the payload"), "{}", sheriff::words::line(&Told::Verdict(fixed)));
         let i = w.incident().await;
         assert_eq!((i.state, i.resolution.as_deref()), (sheriff::incidents::State::Resolved, Some("fixed")));
         let claim = i.fix.unwrap();

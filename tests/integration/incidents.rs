@@ -210,7 +210,7 @@ fn policy() -> Policy {
         reopen_window_secs: 14 * 86_400,
         failed_fix_transition: String::new(),
         min_effect_seconds: 5.0,
-        words: sheriff::incident_text,
+        wording: sheriff::words::line,
     }
 }
 
@@ -239,7 +239,7 @@ async fn apply(store: &Store, steps: Vec<Step>) -> plan::Plan {
         };
         match store
             .incidents()
-            .finish_cycle(&[], &record, planner, sheriff::incident_text)
+            .finish_cycle(&[], &record, planner, sheriff::words::line)
             .await
         {
             Ok((_, plan)) => return plan,
@@ -666,8 +666,8 @@ on_both_engines! {
         let metal = incidents.iter().find(|i| i.snapshot.family == "image-registry").expect("the metal incident");
         assert!(metal.snapshot.scope.get(Dimension::Architecture).is_none(), "its scope does not name the architecture");
         let now = chrono::Utc::now().timestamp();
-        let words = ["backend=image-registry-*", "platform=metal", "arch=amd64"];
-        let target = sheriff::incidents::silence::Target::parse(&words).unwrap();
+        let wording = ["backend=image-registry-*", "platform=metal", "arch=amd64"];
+        let target = sheriff::incidents::silence::Target::parse(&wording).unwrap();
         let made = sheriff::actions::silence(&store, &target, 7_200, "known", "cli:me", now).await.unwrap();
         assert_eq!(made.holds, vec![metal.id]);
         let silence = store.incidents().silences(now).await.unwrap().into_iter().find(|s| s.id == made.id).unwrap();
@@ -787,7 +787,7 @@ on_both_engines! {
         sheriff::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
         let lines = thread_lines(&slack);
         assert_eq!(lines.len(), before + 2, "{lines:#?}");
-        let held = format!("while silenced: {}", sheriff::incident_text(&sheriff::incidents::told::Told::Change(&tier)));
+        let held = format!("while silenced: {}", sheriff::words::line(&sheriff::incidents::told::Told::Change(&tier)));
         assert!(lines.last().unwrap().contains(&held), "{lines:#?}");
         let issue = &jira.issues()[0];
         assert_eq!(issue.comments.len(), 2, "{:#?}", issue.comments);
@@ -798,7 +798,7 @@ on_both_engines! {
         assert!(quiet.steps.is_empty());
         let record = CycleRecord { outcome: "ok".into(), evaluated_at: now + 60, ..Default::default() };
         let known_planner = |k: &plan::Known| plan::plan(now + 60, &[], &[], k, &policy());
-        store.incidents().finish_cycle(&[], &record, known_planner, sheriff::incident_text).await.unwrap();
+        store.incidents().finish_cycle(&[], &record, known_planner, sheriff::words::line).await.unwrap();
         assert_eq!(store.outbox().counts(0).await.unwrap().pending, 0, "told once");
         assert!(store.incidents().find("1").await.unwrap().unwrap().held.is_empty());
     }

@@ -49,13 +49,13 @@ fn policy() -> Policy {
         reopen_window_secs: 14 * 86_400,
         failed_fix_transition: String::new(),
         min_effect_seconds: 5.0,
-        words: crate::words::told,
+        wording: crate::words::line,
     }
 }
 
 /// The text of a line, as the application renders it.
 fn describe(t: Told<'_>) -> String {
-    crate::words::told(&t)
+    crate::words::line(&t)
 }
 
 /// Applies a plan the way the store does, enough to feed the next cycle.
