@@ -25,7 +25,7 @@ use anyhow::{Result, bail};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::{Dataset, cluster_data_of};
+use super::{Dataset, RowError, cluster_data_of};
 use crate::clients::bigquery::{Param, Query, Row};
 use crate::ingest::formats::disruption::MAX_RUN_SECONDS;
 use crate::ingest::run::MAX_BACKENDS_PER_RUN;
@@ -157,12 +157,7 @@ async fn job_variants(
     days: &std::ops::Range<i64>,
 ) -> Result<(Vec<Dimensions>, String, u64)> {
     let mut pages = dataset.client.query(&dataset.jobs_query(days)).await?;
-    if pages.columns() != JOB_COLUMNS {
-        bail!(
-            "query `backfill_jobs`: BigQuery answered the columns {:?}, not {JOB_COLUMNS:?}",
-            pages.columns()
-        );
-    }
+    super::check_columns("backfill_jobs", pages.columns(), &JOB_COLUMNS)?;
     let mut variants: Vec<Dimensions> = Vec::new();
     let mut index: HashMap<Dimensions, usize> = HashMap::new();
     let mut map = Vec::new();
@@ -225,12 +220,7 @@ pub async fn backfill(
     let (variants, map, job_rows) = job_variants(dataset, &days).await?;
     let query = dataset.counts_query(&days, &store.trouble().rules(), map);
     let mut pages = dataset.client.query(&query).await?;
-    if pages.columns() != COLUMNS {
-        bail!(
-            "query `backfill`: BigQuery answered the columns {:?}, not {COLUMNS:?}",
-            pages.columns()
-        );
-    }
+    super::check_columns("backfill", pages.columns(), &COLUMNS)?;
     let mut counts = Vec::new();
     while let Some(page) = pages.next_page().await? {
         for row in page {
@@ -270,7 +260,7 @@ pub async fn backfill(
 
 /// One row of the jobs query: the job and its variant, as a run of it gets it (the job-name
 /// rules giving what `Jobs` lacks), its updated masters aside.
-fn job_variant(row: &Row) -> Result<(String, Dimensions)> {
+fn job_variant(row: &Row) -> Result<(String, Dimensions), RowError> {
     let text = |name: &'static str| {
         let i = JOB_COLUMNS
             .iter()
@@ -280,9 +270,7 @@ fn job_variant(row: &Row) -> Result<(String, Dimensions)> {
     };
     let job = text("JobName");
     if job.contains([';', '=']) {
-        bail!(
-            "query `backfill_jobs`: the job name `{job}` holds `;` or `=`, which the backfill's job list cannot"
-        );
+        return Err(RowError::JobName(job.to_string()));
     }
     let (cluster_data, has_job) = cluster_data_of(text);
     Ok((
@@ -293,22 +281,21 @@ fn job_variant(row: &Row) -> Result<(String, Dimensions)> {
 
 /// One row of the counts query as the count it is, with its variant (of `variants`, the run's
 /// updated masters added).
-fn count_of(row: &Row, variants: &[Dimensions]) -> Result<CellCount> {
+fn count_of(row: &Row, variants: &[Dimensions]) -> Result<CellCount, RowError> {
     let text = |name: &'static str| column(row, name);
-    let number = |name: &'static str| -> Result<i64> {
-        text(name)
-            .parse()
-            .map_err(|_| anyhow::anyhow!("query `backfill`: {name} is not a number: {row:?}"))
+    let number = |name: &'static str| -> Result<i64, RowError> {
+        text(name).parse().map_err(|_| RowError::NotANumber {
+            query: "backfill",
+            column: name,
+            row: row.clone(),
+        })
     };
     let Some(variant) = text("Variant")
         .parse::<usize>()
         .ok()
         .and_then(|n| variants.get(n))
     else {
-        bail!(
-            "query `backfill`: runs of the job `{}` came in after its jobs were listed; backfill again",
-            text("Job")
-        );
+        return Err(RowError::UnlistedJob(text("Job").to_string()));
     };
     let mut dimensions = variant.clone();
     dimensions.master_nodes_updated = text("MasterNodesUpdated").to_string();

@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 
 use crate::clients::bigquery::{BigQueryClient, Param, Query, Row};
 use crate::ingest::layout::{Classified, FileKind, classify};
@@ -109,12 +109,7 @@ pub async fn read(
     let mut pages = client
         .query(&query(&project, &dataset, &table, run, max_rows))
         .await?;
-    if pages.columns() != COLUMNS {
-        bail!(
-            "query `intervals`: BigQuery answered the columns {:?}, not {COLUMNS:?}",
-            pages.columns()
-        );
-    }
+    super::check_columns("intervals", pages.columns(), &COLUMNS)?;
     let mut files = Files::new(max_rows, max_bytes);
     while let Some(page) = pages.next_page().await? {
         for row in page {

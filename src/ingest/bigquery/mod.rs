@@ -143,6 +143,52 @@ const COLUMNS: [&str; 17] = [
 ];
 
 /// A column's index in [`COLUMNS`].
+/// Rows BigQuery sent that sheriff cannot read as its query's: the same answer fails the same
+/// way every time.
+#[derive(Debug, thiserror::Error)]
+pub enum RowError {
+    /// The answer's columns are not the ones `query` asks for.
+    #[error("query `{query}`: BigQuery answered the columns {found:?}, not {expected:?}")]
+    Columns {
+        query: &'static str,
+        found: Vec<String>,
+        expected: &'static [&'static str],
+    },
+    /// `column` of a row of `query` should hold a whole number; the row as it came.
+    #[error("query `{query}`: {column} is not a number: {row:?}")]
+    NotANumber {
+        query: &'static str,
+        column: &'static str,
+        row: Row,
+    },
+    /// A job name the backfill's job list cannot hold.
+    #[error(
+        "query `backfill_jobs`: the job name `{0}` holds `;` or `=`, which the backfill's job list cannot"
+    )]
+    JobName(String),
+    /// Runs of a job that was not listed when the jobs were read.
+    #[error(
+        "query `backfill`: runs of the job `{0}` came in after its jobs were listed; backfill again"
+    )]
+    UnlistedJob(String),
+}
+
+/// Whether the answer to `query` has the columns it asks for.
+fn check_columns(
+    query: &'static str,
+    found: &[String],
+    expected: &'static [&'static str],
+) -> Result<(), RowError> {
+    if found == expected {
+        return Ok(());
+    }
+    Err(RowError::Columns {
+        query,
+        found: found.to_vec(),
+        expected,
+    })
+}
+
 fn col(name: &str) -> usize {
     COLUMNS
         .iter()
@@ -166,12 +212,7 @@ pub async fn ingest(
     let since = read_since(store, dataset, options, &source).await?;
     let query = dataset.runs_query(since);
     let mut pages = dataset.client.query(&query).await?;
-    if pages.columns() != COLUMNS {
-        bail!(
-            "query `runs`: BigQuery answered the columns {:?}, not {COLUMNS:?}",
-            pages.columns()
-        );
-    }
+    check_columns("runs", pages.columns(), &COLUMNS)?;
 
     let mut summary = IngestSummary::default();
     let mut log = Vec::new();
@@ -658,6 +699,17 @@ mod tests {
         let mut r = row(Some("a"), "1");
         r[col("StartTime")] = Some((Utc::now().timestamp() + 3 * 86_400).to_string());
         assert!(assemble(&[r]).is_err());
+    }
+
+    #[test]
+    fn other_columns_are_refused_naming_the_query_and_both_lists() {
+        let found = vec!["JobName".to_string()];
+        let e = check_columns("runs", &found, &["JobName", "Name"]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"query `runs`: BigQuery answered the columns ["JobName"], not ["JobName", "Name"]"#
+        );
+        assert!(check_columns("runs", &found, &["JobName"]).is_ok());
     }
 
     #[test]
