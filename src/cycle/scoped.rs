@@ -80,7 +80,6 @@ pub(super) struct Judging<'a> {
     pub young: &'a std::collections::HashSet<String>,
 }
 
-/// The group key a scope's single-valued dimensions make.
 /// The runs of `scope` in the window left out for CI-infrastructure trouble.
 fn troubled_in(data: &WindowData, scope: &Scope) -> u64 {
     data.variants
@@ -91,6 +90,7 @@ fn troubled_in(data: &WindowData, scope: &Scope) -> u64 {
         .sum()
 }
 
+/// The group key a scope's single-valued dimensions make.
 fn key_of(backend: &str, scope: &Scope) -> GroupKey {
     GroupKey {
         backend: backend.into(),

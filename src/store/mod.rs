@@ -441,7 +441,6 @@ impl Store {
     }
 }
 
-/// The database could not be opened, `doing` saying what was tried.
 /// Opens a pool on the SQLite file of `settings` (creating the file and its folder on first use).
 async fn connect_sqlite(settings: &DatabaseSettings) -> Result<SqlitePool> {
     let acquire = Duration::from_secs(settings.acquire_timeout_secs);
@@ -514,6 +513,7 @@ async fn connect_postgres(settings: &DatabaseSettings) -> Result<PgPool> {
         })
 }
 
+/// The database could not be opened, `doing` saying what was tried.
 fn open(doing: String, e: impl std::error::Error + Send + Sync + 'static) -> StoreError {
     StoreError::Open {
         doing,

@@ -142,7 +142,6 @@ const COLUMNS: [&str; 17] = [
     "DisruptionSeconds",
 ];
 
-/// A column's index in [`COLUMNS`].
 /// Rows BigQuery sent that sheriff cannot read as its query's: the same answer fails the same
 /// way every time.
 #[derive(Debug, thiserror::Error)]
@@ -189,6 +188,7 @@ fn check_columns(
     })
 }
 
+/// A column's index in [`COLUMNS`].
 fn col(name: &str) -> usize {
     COLUMNS
         .iter()

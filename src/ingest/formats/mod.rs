@@ -36,7 +36,6 @@ pub(crate) fn refused_text(bytes: &[u8]) -> Option<&'static str> {
     escaped_nul.then_some(NUL_REFUSED)
 }
 
-/// What [`refused_text`] says.
 /// What a field should have held, as the parsers' errors say it ("`soon` is not an RFC 3339
 /// time") and [`ParseError::expected`](super::parse_error::ParseError::expected) gives it.
 pub const RFC3339_TIME: &str = "an RFC 3339 time";
@@ -44,6 +43,7 @@ pub const EPOCH_SECONDS: &str = "epoch seconds";
 pub const GO_DURATION: &str = "a Go duration";
 pub const JSON_OBJECT: &str = "a JSON object";
 
+/// What [`refused_text`] says.
 pub(crate) const NUL_REFUSED: &str =
     "holds a NUL character (\\u0000) in its text, which sheriff does not store";
 
