@@ -164,7 +164,7 @@ pub async fn attach_changes(
     }
     let client = match ReleaseController::new(settings) {
         Ok(c) => c,
-        Err(e) => return tracing::warn!("release controller client: {e:#}"),
+        Err(e) => return tracing::warn!("payload changes not read: {e:#}"),
     };
     for r in regressions.iter_mut().filter(|r| r.status.is_active()) {
         let Some(onset) = &r.onset else { continue };

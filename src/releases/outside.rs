@@ -174,7 +174,7 @@ pub async fn attach_outside_changes(
     }
     let client = match GitHub::new(settings) {
         Ok(c) => c,
-        Err(e) => return tracing::warn!("GitHub client: {e:#}"),
+        Err(e) => return tracing::warn!("outside commits not read: {e:#}"),
     };
     let mut rate_limited = false;
     for r in regressions.iter_mut().filter(|r| r.status.is_active()) {

@@ -49,7 +49,7 @@ impl AppState {
     pub fn new(store: Arc<Store>, warm: Arc<Warm>, settings: Arc<Settings>) -> AppState {
         let slack = settings.slack.bot_token.as_ref().and_then(|_| {
             crate::clients::slack::SlackClient::new(&settings.slack)
-                .map_err(|e| tracing::error!("cannot build the Slack client: {e:#}"))
+                .map_err(|e| tracing::error!("{e:#}"))
                 .ok()
                 .map(Arc::new)
         });
