@@ -11,7 +11,7 @@ use crate::incidents::manual::{self, Refusal};
 use crate::incidents::plan::{Policy, Resolution};
 use crate::incidents::silence::Target;
 use crate::store::Store;
-use crate::words::line as wording;
+use crate::words;
 
 /// Why an action did not happen.
 #[derive(Debug)]
@@ -98,7 +98,7 @@ pub(crate) async fn acknowledge(
             now,
             actor,
             |k| manual::acknowledge(k, reference, actor),
-            wording,
+            words::line,
         )
         .await??;
     Ok((reread(store, id_of(store, reference).await?).await?, fresh))
@@ -145,7 +145,7 @@ pub async fn silence(
                 manual::silence(k, target, seconds, reason, actor, now)
                     .map(|(plan, same)| (plan, (same, holds)))
             },
-            wording,
+            words::line,
         )
         .await??;
     let id = same
@@ -162,7 +162,7 @@ pub async fn unsilence(
     actor: &str,
     now: i64,
 ) -> Result<usize, ActionError> {
-    let policy = Policy::from_settings(settings, wording);
+    let policy = Policy::from_settings(settings, words::line);
     let (_, n) = store
         .incidents()
         .apply_manual(
@@ -173,7 +173,7 @@ pub async fn unsilence(
                 let n = plan.unsilence.len();
                 Ok((plan, n))
             },
-            wording,
+            words::line,
         )
         .await??;
     Ok(n)
@@ -188,7 +188,7 @@ pub async fn resolve(
     actor: &str,
     now: i64,
 ) -> Result<Incident, ActionError> {
-    let policy = Policy::from_settings(settings, wording);
+    let policy = Policy::from_settings(settings, words::line);
     let how = Resolution::ByHand {
         reason: reason.to_string(),
         by: actor.to_string(),
@@ -199,7 +199,7 @@ pub async fn resolve(
             now,
             actor,
             |k| Ok((manual::resolve(k, reference, how, &policy, now)?, ())),
-            wording,
+            words::line,
         )
         .await??;
     reread(store, id_of(store, reference).await?).await
@@ -214,7 +214,7 @@ pub async fn not_a_regression(
     actor: &str,
     now: i64,
 ) -> Result<Incident, ActionError> {
-    let policy = Policy::from_settings(settings, wording);
+    let policy = Policy::from_settings(settings, words::line);
     store
         .incidents()
         .apply_manual(
@@ -226,7 +226,7 @@ pub async fn not_a_regression(
                     (),
                 ))
             },
-            wording,
+            words::line,
         )
         .await??;
     reread(store, id_of(store, reference).await?).await
@@ -245,8 +245,13 @@ pub async fn accept(
         .apply_manual(
             now,
             actor,
-            |k| Ok((manual::accept(k, reference, a, actor, now, wording)?, ())),
-            wording,
+            |k| {
+                Ok((
+                    manual::accept(k, reference, a, actor, now, words::line)?,
+                    (),
+                ))
+            },
+            words::line,
         )
         .await??;
     reread(store, id_of(store, reference).await?).await
@@ -267,7 +272,7 @@ pub(crate) async fn file_now(
             now,
             actor,
             |k| Ok((manual::file_now(k, reference, enabled)?, ())),
-            wording,
+            words::line,
         )
         .await??;
     reread(store, id_of(store, reference).await?).await

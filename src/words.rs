@@ -29,7 +29,7 @@ pub fn line(t: &Told<'_>) -> String {
         }
         Told::Held { silence } => format!("notifications held by silence #{silence}"),
         Told::FiledInJira { key } => format!("filed in Jira as {key}"),
-        Told::WhileSilenced { told } => format!("while silenced: {}", told.join("; ")),
+        Told::WhileSilenced { lines } => format!("while silenced: {}", lines.join("; ")),
         Told::NotARegression { reason } => format!("not a regression: {reason}"),
         Told::Accepted { allowance } => format!(
             "{}; sheriff stays quiet while it holds, and says so if the level goes above it",
@@ -253,7 +253,7 @@ mod tests {
             "severity changed: x → y".to_string(),
         ];
         assert_eq!(
-            line(&Told::WhileSilenced { told: &held }),
+            line(&Told::WhileSilenced { lines: &held }),
             "while silenced: scope grew: a → b; severity changed: x → y"
         );
     }

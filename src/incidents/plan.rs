@@ -1027,7 +1027,7 @@ fn add_owed(
         _ => None,
     });
     if posted && !slack.is_empty() {
-        add_reply(effects, &wording(&Told::WhileSilenced { told: &slack }));
+        add_reply(effects, &wording(&Told::WhileSilenced { lines: &slack }));
     }
     let jira = texts(|e| match e {
         Effect::JiraComment { text }
@@ -1038,7 +1038,7 @@ fn add_owed(
     if !filed || jira.is_empty() {
         return;
     }
-    let said = wording(&Told::WhileSilenced { told: &jira });
+    let said = wording(&Told::WhileSilenced { lines: &jira });
     let own = effects.iter_mut().find_map(|e| match e {
         Effect::JiraComment { text }
         | Effect::JiraResolve { text }

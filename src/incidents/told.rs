@@ -31,7 +31,7 @@ pub enum Told<'a> {
     /// The incident's Jira issue was filed as `key`.
     FiledInJira { key: &'a str },
     /// What a silence held, as it was told then (each an earlier rendered line).
-    WhileSilenced { told: &'a [String] },
+    WhileSilenced { lines: &'a [String] },
     /// A person said the incident is not a regression, for a reason.
     NotARegression { reason: &'a str },
     /// A person accepted the incident's level.
