@@ -2,7 +2,7 @@
 //! planner and the store, as the text an incident's history keeps and its thread, issue and
 //! channel summary are told. The same line goes to every output; Slack's blocks and Jira's ADF
 //! frame it (`notify`). The domain and the store never import this module: the application
-//! hands them [`line`] as their [`Wording`](crate::incidents::told::Wording).
+//! hands them [`line()`] as their [`Wording`](crate::incidents::told::Wording).
 
 use crate::incidents::Change;
 use crate::incidents::plan::Resolution;
