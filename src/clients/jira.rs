@@ -391,13 +391,13 @@ impl JiraClient {
             .map_or("error".to_string(), |r| r.status().as_u16().to_string());
         metrics::histogram!("sheriff_jira_request_seconds", "call" => what.to_string(), "status" => label)
             .record(started.elapsed().as_secs_f64());
-        let response = response.map_err(|e| CallError::transient(format!("Jira {what}: {e}")))?;
+        let response = response.map_err(|e| CallError::retryable(format!("Jira {what}: {e}")))?;
         let status = response.status();
         let retry_after = crate::http::retry_after(response.headers());
         let body = response
             .text()
             .await
-            .map_err(|e| CallError::transient(format!("Jira {what}: {e}")))?;
+            .map_err(|e| CallError::retryable(format!("Jira {what}: {e}")))?;
         if status.is_success() {
             let json = if body.trim().is_empty() {
                 "null"
@@ -405,18 +405,18 @@ impl JiraClient {
                 body.as_str()
             };
             return serde_json::from_str(json)
-                .map_err(|e| CallError::transient(format!("Jira {what}: bad JSON: {e}")));
+                .map_err(|e| CallError::retryable(format!("Jira {what}: bad JSON: {e}")));
         }
         let message = format!("Jira {what}: HTTP {status}: {}", error_detail(&body));
         Err(match status.as_u16() {
             429 => CallError {
                 message,
-                transient: true,
+                retryable: true,
                 retry_after: retry_after.or(Some(Duration::from_secs(5))),
             },
             500..=599 => CallError {
                 message,
-                transient: true,
+                retryable: true,
                 retry_after,
             },
             _ => CallError::permanent(message),
@@ -489,7 +489,7 @@ impl JiraClient {
         let created: Created = self.call("create issue", request).await?;
         created
             .key
-            .ok_or_else(|| CallError::transient("Jira create issue: no key in the answer"))
+            .ok_or_else(|| CallError::retryable("Jira create issue: no key in the answer"))
     }
 
     /// Links issue `new` to issue `old` as related.

@@ -52,23 +52,23 @@ fn status_line(status: u16) -> String {
 pub struct CallError {
     pub message: String,
     /// False when retrying cannot help (a refused request, a missing channel).
-    pub transient: bool,
+    pub retryable: bool,
     /// The remote side's `Retry-After`.
     pub retry_after: Option<Duration>,
 }
 
 impl CallError {
-    pub fn transient(message: impl Into<String>) -> Self {
+    pub fn retryable(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
-            transient: true,
+            retryable: true,
             retry_after: None,
         }
     }
     pub(crate) fn permanent(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
-            transient: false,
+            retryable: false,
             retry_after: None,
         }
     }

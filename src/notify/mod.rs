@@ -20,15 +20,12 @@ use std::time::Duration;
 
 use anyhow::Result;
 
+use crate::clients::CallError;
 use crate::config::OutboxSettings;
 use crate::incidents::plan::{Effect, Sink};
 use crate::store::Store;
 pub use crate::store::outbox::DrainReport;
 use crate::store::outbox::{DeliveryResult, OutboxEntry};
-
-/// Why a delivery failed, and whether to try again: the failed call to Slack or Jira that was to
-/// carry it out, or a failure of the same kind found before any call.
-pub use crate::clients::CallError as DeliveryError;
 
 /// Wall-clock seconds; with the `testing` feature, plus an offset tests move forward instead of
 /// sleeping.
@@ -93,17 +90,17 @@ impl Sinks {
         &self,
         store: &Store,
         entry: &OutboxEntry,
-    ) -> Result<DeliveryResult, DeliveryError> {
+    ) -> Result<DeliveryResult, CallError> {
         let effect = Effect::from_entry(&entry.kind, &entry.payload)
-            .map_err(|e| DeliveryError::permanent(e.to_string()))?;
+            .map_err(|e| CallError::permanent(e.to_string()))?;
         let incident = match entry.incident_id {
             Some(id) => Some(
                 store
                     .incidents()
                     .find(&id.to_string())
                     .await
-                    .map_err(|e| DeliveryError::transient(format!("{e:#}")))?
-                    .ok_or_else(|| DeliveryError::permanent(format!("incident {id} is gone")))?,
+                    .map_err(|e| store_failure(&e))?
+                    .ok_or_else(|| CallError::permanent(format!("incident {id} is gone")))?,
             ),
             None => None,
         };
@@ -114,11 +111,22 @@ impl Sinks {
                 .await;
         }
         let (Some(jira), Some(incident)) = (&self.jira, incident.as_ref()) else {
-            return Err(DeliveryError::permanent(
+            return Err(CallError::permanent(
                 "Jira is not configured; the entry cannot be delivered",
             ));
         };
         jira.deliver(entry, incident, &effect).await
+    }
+}
+
+/// A delivery the store failed: tried again when the store's failure may pass (a lost
+/// connection, a busy database), a dead letter when it cannot (a row that does not decode).
+fn store_failure(e: &crate::store::StoreError) -> CallError {
+    let message = format!("reading the incident: {e}");
+    if e.retryable() {
+        CallError::retryable(message)
+    } else {
+        CallError::permanent(message)
     }
 }
 
@@ -194,7 +202,7 @@ impl Worker {
         };
         let outcome = match &result {
             Ok(_) => "ok",
-            Err(e) if e.transient => "retry",
+            Err(e) if e.retryable => "retry",
             Err(_) => "failed",
         };
         metrics::histogram!("sheriff_delivery_seconds", "sink" => sink, "outcome" => outcome)
@@ -226,7 +234,7 @@ impl Worker {
             }
             Err(e) => {
                 let last = entry.attempts >= i64::from(self.settings.max_attempts);
-                if !e.transient || last {
+                if !e.retryable || last {
                     tracing::error!(entry = entry.id, kind = %entry.kind, attempts = entry.attempts, "dead letter: {e}");
                     self.store
                         .outbox()
@@ -333,12 +341,22 @@ pub async fn deliver_for_a_while(
 
 #[cfg(test)]
 mod tests {
-    use super::DeliveryError;
+    use super::{CallError, store_failure};
+    use crate::store::StoreError;
+
+    #[test]
+    fn a_store_failure_is_tried_again_only_when_the_store_may_recover() {
+        let lost = store_failure(&StoreError::Connection(sqlx::Error::PoolTimedOut));
+        assert!(lost.retryable, "{lost:?}");
+        let corrupt = store_failure(&StoreError::malformed("incidents", "snapshot: not JSON"));
+        assert!(!corrupt.retryable, "{corrupt:?}");
+        assert_eq!(corrupt.message, "reading the incident: snapshot: not JSON");
+    }
 
     #[test]
     fn a_delivery_error_is_an_error_that_reads_as_its_message() {
         let e: Box<dyn std::error::Error> =
-            Box::new(DeliveryError::permanent("Slack chat.postMessage: {x}"));
+            Box::new(CallError::permanent("Slack chat.postMessage: {x}"));
         assert_eq!(e.to_string(), "Slack chat.postMessage: {x}");
         assert!(e.source().is_none());
     }

@@ -227,22 +227,22 @@ impl SlackClient {
         metrics::histogram!("sheriff_slack_request_seconds", "method" => method.to_string(), "status" => status_label)
             .record(started.elapsed().as_secs_f64());
         let response =
-            response.map_err(|e| CallError::transient(format!("Slack {method}: {e}")))?;
+            response.map_err(|e| CallError::retryable(format!("Slack {method}: {e}")))?;
         let status = response.status();
         let retry_after = crate::http::retry_after(response.headers());
         let body = response
             .text()
             .await
-            .map_err(|e| CallError::transient(format!("Slack {method}: {e}")))?;
+            .map_err(|e| CallError::retryable(format!("Slack {method}: {e}")))?;
         if status.as_u16() == 429 {
             return Err(CallError {
                 message: format!("Slack {method}: rate limited"),
-                transient: true,
+                retryable: true,
                 retry_after: retry_after.or(Some(Duration::from_secs(1))),
             });
         }
         if status.is_server_error() {
-            return Err(CallError::transient(format!(
+            return Err(CallError::retryable(format!(
                 "Slack {method}: HTTP {status}"
             )));
         }
@@ -252,18 +252,18 @@ impl SlackClient {
                 body.chars().take(200).collect::<String>()
             );
             if status.is_success() {
-                CallError::transient(e)
+                CallError::retryable(e)
             } else {
                 CallError::permanent(e)
             }
         })?;
         if answer.ok {
             return serde_json::from_str(&body).map_err(|e| {
-                CallError::transient(format!("Slack {method}: an answer not as documented: {e}"))
+                CallError::retryable(format!("Slack {method}: an answer not as documented: {e}"))
             });
         }
         let error = answer.error.unwrap_or_else(|| "unknown_error".into());
-        let transient = matches!(
+        let retryable = matches!(
             error.as_str(),
             "ratelimited"
                 | "internal_error"
@@ -274,7 +274,7 @@ impl SlackClient {
         );
         Err(CallError {
             message: format!("Slack {method}: {error}"),
-            transient,
+            retryable,
             retry_after,
         })
     }
@@ -307,7 +307,7 @@ impl SlackClient {
             .await?;
         let ts = posted
             .ts
-            .ok_or_else(|| CallError::transient("chat.postMessage: no ts"))?;
+            .ok_or_else(|| CallError::retryable("chat.postMessage: no ts"))?;
         Ok((posted.channel.unwrap_or_else(|| channel.to_string()), ts))
     }
 
@@ -411,9 +411,9 @@ pub async fn respond(
         .json(&body)
         .send()
         .await
-        .map_err(|e| CallError::transient(format!("response_url: {e}")))?;
+        .map_err(|e| CallError::retryable(format!("response_url: {e}")))?;
     if !response.status().is_success() {
-        return Err(CallError::transient(format!(
+        return Err(CallError::retryable(format!(
             "response_url: HTTP {}",
             response.status()
         )));

@@ -10,7 +10,7 @@ pub(crate) mod adf;
 
 use anyhow::Result;
 
-use super::DeliveryError;
+use crate::clients::CallError;
 use crate::clients::jira::{JiraClient, NewIssue};
 use crate::config::JiraSettings;
 use crate::incidents::Incident;
@@ -41,7 +41,7 @@ impl JiraSink {
     }
 
     /// Creates the incident's issue unless an open one with its label exists; the key.
-    pub async fn file(&self, i: &Incident, link_to: Option<&str>) -> Result<String, DeliveryError> {
+    pub async fn file(&self, i: &Incident, link_to: Option<&str>) -> Result<String, CallError> {
         if let Some(found) = self
             .client
             .search(&i.fingerprint, true)
@@ -82,7 +82,7 @@ impl JiraSink {
         text: &[adf::Node],
         idem: &str,
         retried: bool,
-    ) -> Result<(), DeliveryError> {
+    ) -> Result<(), CallError> {
         if retried && self.client.has_comment(key, idem).await? {
             return Ok(());
         }
@@ -97,13 +97,13 @@ impl JiraSink {
         entry: &OutboxEntry,
         i: &Incident,
         effect: &Effect,
-    ) -> Result<DeliveryResult, DeliveryError> {
+    ) -> Result<DeliveryResult, CallError> {
         let idem = entry.idempotency_key.as_str();
         let retried = entry.attempts > 1;
         let key = || {
             i.jira_key
                 .clone()
-                .ok_or_else(|| DeliveryError::permanent("the incident has no Jira issue"))
+                .ok_or_else(|| CallError::permanent("the incident has no Jira issue"))
         };
         match effect {
             Effect::JiraCreate => Ok(DeliveryResult::JiraFiled {
@@ -136,7 +136,7 @@ impl JiraSink {
                     note: format!("{key}: transition {name} asked"),
                 })
             }
-            other => Err(DeliveryError::permanent(format!(
+            other => Err(CallError::permanent(format!(
                 "{} is not a Jira effect",
                 other.kind()
             ))),
@@ -152,7 +152,7 @@ impl JiraSink {
         text: &str,
         idem: &str,
         retried: bool,
-    ) -> Result<DeliveryResult, DeliveryError> {
+    ) -> Result<DeliveryResult, CallError> {
         let issue = self.client.issue(key).await?;
         let comment = adf::comment(i, text);
         if !issue.done {

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use anyhow::Result;
 
-use super::DeliveryError;
+use crate::clients::CallError;
 use crate::clients::slack::{Message, SlackClient};
 use crate::incidents::Incident;
 use crate::incidents::plan::{Effect, SummaryLine};
@@ -48,7 +48,7 @@ impl SlackSink {
         entry: &OutboxEntry,
         incident: Option<&Incident>,
         effect: &Effect,
-    ) -> Result<DeliveryResult, DeliveryError> {
+    ) -> Result<DeliveryResult, CallError> {
         let key = entry.idempotency_key.as_str();
         let retried = entry.attempts > 1;
         match effect {
@@ -107,7 +107,7 @@ impl SlackSink {
                 self.post(channel, None, &message, key, retried, entry.created_at)
                     .await
             }
-            other => Err(DeliveryError::permanent(format!(
+            other => Err(CallError::permanent(format!(
                 "{} is not a Slack effect",
                 other.kind()
             ))),
@@ -116,12 +116,12 @@ impl SlackSink {
 
     /// The incident's parent message. It shows the last action, so it needs the incident's
     /// history.
-    async fn parent_message(&self, store: &Store, i: &Incident) -> Result<Message, DeliveryError> {
+    async fn parent_message(&self, store: &Store, i: &Incident) -> Result<Message, CallError> {
         let events = store
             .incidents()
             .events(i.id)
             .await
-            .map_err(|e| DeliveryError::transient(format!("{e:#}")))?;
+            .map_err(|e| CallError::retryable(format!("{e:#}")))?;
         Ok(blocks::incident_message(i, &events, &self.links))
     }
 
@@ -133,7 +133,7 @@ impl SlackSink {
         key: &str,
         retried: bool,
         since: i64,
-    ) -> Result<DeliveryResult, DeliveryError> {
+    ) -> Result<DeliveryResult, CallError> {
         match &self.api {
             Some(client) => {
                 if retried
@@ -171,12 +171,7 @@ impl SlackSink {
         }
     }
 
-    async fn update(
-        &self,
-        channel: &str,
-        ts: &str,
-        message: &Message,
-    ) -> Result<(), DeliveryError> {
+    async fn update(&self, channel: &str, ts: &str, message: &Message) -> Result<(), CallError> {
         match &self.api {
             Some(client) => Ok(client.update_message(channel, ts, message).await?),
             None => {
@@ -196,15 +191,15 @@ impl SlackSink {
 }
 
 /// The incident the entry names, which its effect needs.
-fn need(i: Option<&Incident>) -> Result<&Incident, DeliveryError> {
-    i.ok_or_else(|| DeliveryError::permanent("the entry names no incident"))
+fn need(i: Option<&Incident>) -> Result<&Incident, CallError> {
+    i.ok_or_else(|| CallError::permanent("the entry names no incident"))
 }
 
 /// The channel and timestamp of the incident's parent message.
-fn thread(i: &Incident) -> Result<(String, String), DeliveryError> {
+fn thread(i: &Incident) -> Result<(String, String), CallError> {
     match (&i.slack_channel, &i.slack_ts) {
         (Some(c), Some(ts)) => Ok((c.clone(), ts.clone())),
-        _ => Err(DeliveryError::permanent(
+        _ => Err(CallError::permanent(
             "the incident's parent message was never posted",
         )),
     }
@@ -214,7 +209,7 @@ fn thread(i: &Incident) -> Result<(String, String), DeliveryError> {
 async fn summary_threads(
     store: &Store,
     lines: &[SummaryLine],
-) -> Result<HashMap<String, Incident>, DeliveryError> {
+) -> Result<HashMap<String, Incident>, CallError> {
     let mut threads = HashMap::new();
     for line in lines {
         if let SummaryLine::Line { fingerprint, .. } = line
@@ -223,7 +218,7 @@ async fn summary_threads(
                 .incidents()
                 .find(fingerprint)
                 .await
-                .map_err(|e| DeliveryError::transient(format!("{e:#}")))?
+                .map_err(|e| CallError::retryable(format!("{e:#}")))?
         {
             threads.insert(fingerprint.clone(), i);
         }
