@@ -216,7 +216,7 @@ pub async fn ingest(
 
     let mut summary = IngestSummary::default();
     let mut log = Vec::new();
-    let mut progress = Progress::default();
+    let mut read = ReadSoFar::default();
     let mut pending: Vec<Row> = Vec::new();
     while let Some(page) = pages.next_page().await? {
         for row in page {
@@ -232,7 +232,7 @@ pub async fn ingest(
                     &run,
                     &mut summary,
                     &mut log,
-                    &mut progress,
+                    &mut read,
                 )
                 .await;
             }
@@ -250,14 +250,14 @@ pub async fn ingest(
             &pending,
             &mut summary,
             &mut log,
-            &mut progress,
+            &mut read,
         )
         .await;
     }
     super::flush_log(store, &mut log).await;
 
     // Runs of other jobs were read but not taken under --job: the watermark stays before them.
-    if let Some(next) = progress.next_watermark().filter(|_| options.job.is_none()) {
+    if let Some(next) = read.next_watermark().filter(|_| options.job.is_none()) {
         store
             .ingest_log()
             .advance_watermark(&source, next, Utc::now().timestamp())
@@ -306,14 +306,14 @@ async fn read_since(
 
 /// What the rows read tell the next watermark.
 #[derive(Default)]
-struct Progress {
+struct ReadSoFar {
     /// The latest start of a run read and taken (stored, already stored, or refused for its data).
     latest_start: Option<i64>,
     /// The earliest start of a run sheriff could not store for its own reasons.
     earliest_unstored: Option<i64>,
 }
 
-impl Progress {
+impl ReadSoFar {
     /// The watermark to move to, if any: the latest start read, but before the earliest run
     /// not stored for sheriff's own reasons, which must be read again.
     fn next_watermark(&self) -> Option<i64> {
@@ -334,7 +334,7 @@ async fn take_run(
     rows: &[Row],
     summary: &mut IngestSummary,
     log: &mut Vec<crate::store::ingest_log::IngestLogEntry>,
-    progress: &mut Progress,
+    read: &mut ReadSoFar,
 ) {
     let (job, build) = (
         text(&rows[0], "JobName").to_string(),
@@ -398,10 +398,9 @@ async fn take_run(
     .await;
     if let Some(start) = start {
         if summary.storage_failed > storage_failed_before {
-            progress.earliest_unstored =
-                Some(progress.earliest_unstored.map_or(start, |e| e.min(start)));
+            read.earliest_unstored = Some(read.earliest_unstored.map_or(start, |e| e.min(start)));
         } else {
-            progress.latest_start = Some(progress.latest_start.map_or(start, |l| l.max(start)));
+            read.latest_start = Some(read.latest_start.map_or(start, |l| l.max(start)));
         }
     }
 }
