@@ -9,7 +9,8 @@
 //! This file holds [`Settings`], its loading and the environment's layering over the file. Each
 //! section (`[database]`, `[slack]`, …) has a file with its struct, its defaults and the checks
 //! of its own values; `secret.rs` the secrets, `error.rs` the error text, `validate.rs` the
-//! checks across sections and their order.
+//! checks across sections and their order; `cron.rs` the cron expressions the schedules name,
+//! in their time zone.
 
 use std::path::{Path, PathBuf};
 
