@@ -9,7 +9,7 @@ use std::process::ExitCode;
 #[derive(Debug, clap::Subcommand)]
 enum Command {
     #[command(flatten)]
-    Product(sheriff::cli::Command),
+    Product(sheriff::edge::cli::Command),
     /// Measure sheriff on generated data (use a release build).
     Bench {
         #[command(subcommand)]
@@ -18,9 +18,9 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    sheriff::cli::main(async |command, settings| match command {
+    sheriff::edge::cli::main(async |command, settings| match command {
         // Boxed: the future of any of the product's commands is some 20 kB.
-        Command::Product(command) => Box::pin(sheriff::cli::run(command, settings)).await,
+        Command::Product(command) => Box::pin(sheriff::edge::cli::run(command, settings)).await,
         Command::Bench { what } => bench::run(what).await,
     })
 }

@@ -2,11 +2,11 @@
 //! planner and the store, as the text an incident's history keeps and its thread, issue and
 //! channel summary are told. The same line goes to every output; Slack's blocks and Jira's ADF
 //! frame it (`notify`). The domain and the store never import this module: the application
-//! hands them [`line()`] as their [`Wording`](crate::incidents::told::Wording).
+//! hands them [`line()`] as their [`Wording`](crate::domain::incidents::told::Wording).
 
-use crate::incidents::Change;
-use crate::incidents::plan::Resolution;
-use crate::incidents::told::Told;
+use crate::domain::incidents::Change;
+use crate::domain::incidents::plan::Resolution;
+use crate::domain::incidents::told::Told;
 use crate::model::{
     Allowance, FixClaim, FixVerdict, Verification, actor::person, secs, utc_minute,
 };
@@ -215,8 +215,8 @@ fn resolution(how: &Resolution) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::incidents::plan::NewSilence;
-    use crate::incidents::silence::Target;
+    use crate::domain::incidents::plan::NewSilence;
+    use crate::domain::incidents::silence::Target;
 
     #[test]
     fn what_people_did_and_what_a_silence_held_name_who_and_which_silence() {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Subcommand;
-use sheriff::cli::{Format, parse_class};
+use sheriff::edge::cli::{Format, parse_class};
 use sheriff::synth::world::Class;
 
 /// The generated month a benchmark measures: about a million samples by default.

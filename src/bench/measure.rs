@@ -8,12 +8,12 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use chrono::Utc;
 
+use sheriff::adapters::ingest::{IngestOptions, Source};
+use sheriff::application::warm::Warm;
 use sheriff::config::{DatabaseSettings, DatabaseUrl, IngestSettings};
-use sheriff::ingest::{IngestOptions, Source};
 use sheriff::model::HOUR;
 use sheriff::store::Store;
 use sheriff::synth::{self, Scenario};
-use sheriff::warm::Warm;
 
 /// Where a benchmark keeps its database: a fresh SQLite file in a temporary folder, or the URL
 /// given (which should point at an empty database).
@@ -64,7 +64,7 @@ pub async fn ingest(
     let store = bench_store(database_url, tmp.path()).await?;
     let settings = IngestSettings::default();
     let started = Instant::now();
-    let summary = sheriff::ingest::ingest(
+    let summary = sheriff::adapters::ingest::ingest(
         &store,
         &settings,
         &Source::Local(root.clone()),
@@ -194,7 +194,7 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
         points.push(Point::load(shape, *d, i == 0).await?);
     }
     let settings = sheriff::config::Settings::default();
-    let options = sheriff::cycle::CycleOptions {
+    let options = sheriff::application::cycle::CycleOptions {
         at: bench_end(),
         dry_run: true,
     };
@@ -258,10 +258,10 @@ async fn timed_cycle(
     store: &Store,
     warm: &Warm,
     settings: &sheriff::config::Settings,
-    options: sheriff::cycle::CycleOptions,
-) -> Result<(f64, sheriff::cycle::CycleReport)> {
+    options: sheriff::application::cycle::CycleOptions,
+) -> Result<(f64, sheriff::application::cycle::CycleReport)> {
     let started = Instant::now();
-    let report = sheriff::cycle::run_cycle(store, warm, settings, options).await?;
+    let report = sheriff::application::cycle::run_cycle(store, warm, settings, options).await?;
     Ok((started.elapsed().as_secs_f64(), report))
 }
 
@@ -595,14 +595,14 @@ pub async fn query(shape: &QueryShape, database_url: Option<&str>) -> Result<Que
     let (stop, stopped) = tokio::sync::watch::channel(false);
     // `serve`'s first cycle reads every day of the windows; the load runs beside the ones after.
     let first = Instant::now();
-    let options = sheriff::cycle::CycleOptions {
+    let options = sheriff::application::cycle::CycleOptions {
         at: Utc::now(),
         dry_run: false,
     };
-    sheriff::cycle::run_cycle(&store, &warm, &settings, options).await?;
+    sheriff::application::cycle::run_cycle(&store, &warm, &settings, options).await?;
     let first_cycle_seconds = first.elapsed().as_secs_f64();
-    let state = sheriff::server::AppState::new(store.clone(), warm.clone(), settings.clone());
-    let server = tokio::spawn(sheriff::server::serve(listener, state, async move {
+    let state = sheriff::edge::server::AppState::new(store.clone(), warm.clone(), settings.clone());
+    let server = tokio::spawn(sheriff::edge::server::serve(listener, state, async move {
         let mut stopped = stopped;
         let _ = stopped.wait_for(|s| *s).await;
     }));
@@ -648,7 +648,7 @@ pub async fn query(shape: &QueryShape, database_url: Option<&str>) -> Result<Que
 /// the next ones come from the per-day cache.
 async fn direct_answers(
     store: &sheriff::store::Store,
-    kept: &sheriff::warm::Queries,
+    kept: &sheriff::application::warm::Queries,
     settings: &sheriff::config::Settings,
     texts: &[String],
 ) -> Result<(Latency, Latency)> {
@@ -658,13 +658,20 @@ async fn direct_answers(
         if n == texts.len() {
             cold = std::mem::take(&mut timings);
         }
-        let Ok(sheriff::server::slack::command::Command::Query(q)) =
-            sheriff::server::slack::command::parse(text)
+        let Ok(sheriff::edge::server::slack::command::Command::Query(q)) =
+            sheriff::edge::server::slack::command::parse(text)
         else {
             anyhow::bail!("the benchmark's query `{text}` does not parse");
         };
         let started = Instant::now();
-        sheriff::query::answer(store, kept, &settings.evaluate, &q, Utc::now().timestamp()).await?;
+        sheriff::application::query::answer(
+            store,
+            kept,
+            &settings.evaluate,
+            &q,
+            Utc::now().timestamp(),
+        )
+        .await?;
         timings.push(started.elapsed().as_secs_f64());
     }
     Ok((Latency::of(cold), Latency::of(timings)))
@@ -679,11 +686,13 @@ async fn cycles_until(
 ) -> usize {
     let mut n = 0;
     while !*stop.borrow_and_update() {
-        let options = sheriff::cycle::CycleOptions {
+        let options = sheriff::application::cycle::CycleOptions {
             at: Utc::now(),
             dry_run: false,
         };
-        if let Err(e) = sheriff::cycle::run_cycle(&store, &warm, &settings, options).await {
+        if let Err(e) =
+            sheriff::application::cycle::run_cycle(&store, &warm, &settings, options).await
+        {
             tracing::error!("a cycle during the load failed: {e:#}");
         }
         n += 1;
@@ -723,7 +732,7 @@ async fn http_load(
     concurrency: usize,
 ) -> Result<(Vec<f64>, usize)> {
     use std::sync::Arc;
-    let client = sheriff::http::client_builder(std::time::Duration::from_secs(10))
+    let client = sheriff::support::http::client_builder(std::time::Duration::from_secs(10))
         .pool_max_idle_per_host(concurrency)
         .build()?;
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -834,28 +843,32 @@ pub async fn backtest(
     let load_seconds = load(&store, &records).await?;
     drop(records);
     let from = end - chrono::Duration::days(i64::from(replayed_days));
-    let cadence = sheriff::backtest::Cadence::Every(6 * HOUR);
+    let cadence = sheriff::application::backtest::Cadence::Every(6 * HOUR);
     let started = Instant::now();
-    let result = sheriff::backtest::backtest(store.clone(), &settings, from, end, &cadence).await?;
+    let result =
+        sheriff::application::backtest::backtest(store.clone(), &settings, from, end, &cadence)
+            .await?;
     let backtest_seconds = started.elapsed().as_secs_f64();
     let ticks = cadence.times(from, end);
     let step = (ticks.len() / peer_cycles.max(1)).max(1);
     std::fs::create_dir_all(tmp.path().join("peer"))?;
     let scratch = bench_store(None, &tmp.path().join("peer")).await?;
-    let policy = sheriff::incidents::plan::Policy::from_settings(&settings, sheriff::words::line);
+    let policy =
+        sheriff::domain::incidents::plan::Policy::from_settings(&settings, sheriff::words::line);
     let started = Instant::now();
     let mut timed: u32 = 0;
     let warm = Warm::new();
-    let live = sheriff::cycle::source::Live {
+    let live = sheriff::application::cycle::source::Live {
         store: &store,
         warm: &warm,
     };
     for at in ticks.iter().step_by(step).take(peer_cycles.max(1)) {
-        let options = sheriff::cycle::CycleOptions {
+        let options = sheriff::application::cycle::CycleOptions {
             at: *at,
             dry_run: true,
         };
-        sheriff::cycle::run_cycle_on(&live, &scratch, &settings, &policy, options).await?;
+        sheriff::application::cycle::run_cycle_on(&live, &scratch, &settings, &policy, options)
+            .await?;
         timed += 1;
     }
     let peer_ms_per_cycle = started.elapsed().as_secs_f64() * 1000.0 / f64::from(timed);
@@ -913,11 +926,11 @@ pub async fn page(
     settings.slack.channel = "#bench".into();
     let warm = std::sync::Arc::new(Warm::new());
     if store.incidents().all().await?.is_empty() {
-        let options = sheriff::cycle::CycleOptions {
+        let options = sheriff::application::cycle::CycleOptions {
             at: end,
             dry_run: false,
         };
-        sheriff::cycle::run_cycle(&store, &warm, &settings, options).await?;
+        sheriff::application::cycle::run_cycle(&store, &warm, &settings, options).await?;
     }
     let incident = store
         .incidents()
@@ -927,13 +940,16 @@ pub async fn page(
         .max_by_key(|i| i.snapshot.report.not_specific_to.len())
         .map(|i| i.id)
         .context("the benchmark's data raised no incident")?;
-    let state = sheriff::server::AppState::new(store.clone(), warm, std::sync::Arc::new(settings));
+    let state =
+        sheriff::edge::server::AppState::new(store.clone(), warm, std::sync::Arc::new(settings));
     let time = |path: String| {
         let state = state.clone();
         async move {
             let started = Instant::now();
             let request = axum::http::Request::get(path.as_str()).body(axum::body::Body::empty())?;
-            let response = sheriff::server::router(state).oneshot(request).await?;
+            let response = sheriff::edge::server::router(state)
+                .oneshot(request)
+                .await?;
             anyhow::ensure!(
                 response.status() == 200,
                 "{path} answered {}",

@@ -1,7 +1,7 @@
 //! `sheriff bench`: the benchmarks run, and their results printed as lines for people and one
 //! JSON line. They are the binary's own, no part of the product library: the timing harness is
 //! [`measure`], the command line [`args`]; `bench quality` prints the library's quality
-//! scorecard ([`sheriff::scorecard`]), which the integration tests use too.
+//! scorecard ([`sheriff::edge::scorecard`]), which the integration tests use too.
 
 mod args;
 mod measure;
@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Result;
-use sheriff::cli::Format;
+use sheriff::edge::cli::Format;
 
 pub use args::BenchCommand;
 use args::BenchData;
@@ -61,7 +61,7 @@ pub async fn run(what: BenchCommand) -> Result<ExitCode> {
             format,
             check,
         } => {
-            let options = sheriff::scorecard::QualityOptions {
+            let options = sheriff::edge::scorecard::QualityOptions {
                 seeds,
                 first,
                 classes: scenarios,
@@ -174,13 +174,13 @@ async fn query(shape: &measure::QueryShape, database_url: Option<&str>) -> Resul
 
 /// `sheriff bench quality`: the scorecard, and with `check` exit 1 below the floors.
 async fn quality(
-    options: &sheriff::scorecard::QualityOptions,
+    options: &sheriff::edge::scorecard::QualityOptions,
     format: Format,
     check: bool,
 ) -> Result<ExitCode> {
-    let card = sheriff::scorecard::quality(options).await?;
+    let card = sheriff::edge::scorecard::quality(options).await?;
     match format {
-        Format::Text => print!("{}", sheriff::scorecard::render_text(&card)),
+        Format::Text => print!("{}", sheriff::edge::scorecard::render_text(&card)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&card)?),
     }
     Ok(if check && !card.below_floors.is_empty() {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::config::{GcsSettings, Secret};
-use crate::http::with_sources;
+use crate::support::http::with_sources;
 
 /// A small client for the two calls sheriff needs.
 #[derive(Clone)]
@@ -148,7 +148,7 @@ struct ErrorDetail {
 
 impl GcsClient {
     pub fn new(settings: &GcsSettings) -> Result<GcsClient, GcsError> {
-        let http = crate::http::client_builder(Duration::from_secs(settings.timeout_secs))
+        let http = crate::support::http::client_builder(Duration::from_secs(settings.timeout_secs))
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| GcsError {
@@ -271,7 +271,7 @@ impl GcsClient {
             let (error, retry_after) = match request.send().await {
                 Ok(response) => {
                     let status = response.status();
-                    let retry_after = crate::http::retry_after(response.headers());
+                    let retry_after = crate::support::http::retry_after(response.headers());
                     if status.is_success() {
                         return Ok(response);
                     }

@@ -19,8 +19,8 @@ use serde::{Deserialize, Serialize};
 
 use super::SetupError;
 use crate::config::{GitHubSettings, Secret};
-use crate::http::{BodyError, with_sources};
 use crate::model::DAY;
+use crate::support::http::{BodyError, with_sources};
 
 type Result<T, E = GitHubError> = std::result::Result<T, E>;
 
@@ -180,9 +180,10 @@ struct Page {
 
 impl GitHub {
     pub fn new(settings: &GitHubSettings) -> Result<GitHub, SetupError> {
-        let http = crate::http::client_builder(Duration::from_secs(settings.timeout_secs.max(1)))
-            .build()
-            .map_err(|e| SetupError::http("GitHub", &e))?;
+        let http =
+            crate::support::http::client_builder(Duration::from_secs(settings.timeout_secs.max(1)))
+                .build()
+                .map_err(|e| SetupError::http("GitHub", &e))?;
         Ok(GitHub {
             http,
             api_url: settings.api_url.trim_end_matches('/').to_string(),
@@ -309,9 +310,13 @@ impl GitHub {
             .map_err(|e| failed(Failure::Transport(with_sources(&e))))?;
         let status = response.status();
         let headers = response.headers().clone();
-        let body = crate::http::read_limited(response, "github.max_response_bytes", self.max_bytes)
-            .await
-            .map_err(|e| failed(Failure::Body(e)))?;
+        let body = crate::support::http::read_limited(
+            response,
+            "github.max_response_bytes",
+            self.max_bytes,
+        )
+        .await
+        .map_err(|e| failed(Failure::Body(e)))?;
         if status.is_success() {
             return Ok(Answer::Page(Page {
                 body,
@@ -368,7 +373,7 @@ fn rate_limit_wait(
     if status != 403 && status != 429 {
         return None;
     }
-    if let Some(wait) = crate::http::retry_after(headers) {
+    if let Some(wait) = crate::support::http::retry_after(headers) {
         return Some(wait);
     }
     let header = |name: &str| {

@@ -347,10 +347,11 @@ pub struct JiraClient {
 
 impl JiraClient {
     pub fn new(settings: &JiraSettings) -> Result<JiraClient, SetupError> {
-        let http =
-            crate::http::client_builder(Duration::from_secs_f64(settings.timeout_secs.max(0.05)))
-                .build()
-                .map_err(|e| SetupError::http("Jira", &e))?;
+        let http = crate::support::http::client_builder(Duration::from_secs_f64(
+            settings.timeout_secs.max(0.05),
+        ))
+        .build()
+        .map_err(|e| SetupError::http("Jira", &e))?;
         Ok(JiraClient {
             http,
             settings: settings.clone(),
@@ -393,7 +394,7 @@ impl JiraClient {
             .record(started.elapsed().as_secs_f64());
         let response = response.map_err(|e| CallError::retryable(format!("Jira {what}: {e}")))?;
         let status = response.status();
-        let retry_after = crate::http::retry_after(response.headers());
+        let retry_after = crate::support::http::retry_after(response.headers());
         let body = response
             .text()
             .await

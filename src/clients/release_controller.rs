@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use super::SetupError;
 use crate::config::ReleaseControllerSettings;
-use crate::http::{BodyError, with_sources};
+use crate::support::http::{BodyError, with_sources};
 
 type Result<T, E = ReleaseControllerError> = std::result::Result<T, E>;
 
@@ -104,7 +104,7 @@ pub fn pull_requests(body: &str) -> Result<Vec<ChangedPull>> {
         };
         for c in image.commits.iter().filter(|c| c.pull_id > 0) {
             // the changelog's link only when it is a plain web address
-            let url = match crate::render::web_link(&c.pull_url) {
+            let url = match crate::support::render::web_link(&c.pull_url) {
                 Some(u) => u.to_string(),
                 None => format!("https://github.com/{repository}/pull/{}", c.pull_id),
             };
@@ -130,9 +130,10 @@ pub struct ReleaseController {
 
 impl ReleaseController {
     pub fn new(settings: &ReleaseControllerSettings) -> Result<ReleaseController, SetupError> {
-        let http = crate::http::client_builder(Duration::from_secs(settings.timeout_secs.max(1)))
-            .build()
-            .map_err(|e| SetupError::http("release controller", &e))?;
+        let http =
+            crate::support::http::client_builder(Duration::from_secs(settings.timeout_secs.max(1)))
+                .build()
+                .map_err(|e| SetupError::http("release controller", &e))?;
         Ok(ReleaseController { http })
     }
 
@@ -151,12 +152,13 @@ impl ReleaseController {
             })?;
         let status = response.status();
         // stopped at the limit as it arrives: a body without end holds no more than that
-        let body = crate::http::read_limited(response, "the changelog limit", MAX_BODY as u64)
-            .await
-            .map_err(|error| ReleaseControllerError::Body {
-                url: url.clone(),
-                error,
-            })?;
+        let body =
+            crate::support::http::read_limited(response, "the changelog limit", MAX_BODY as u64)
+                .await
+                .map_err(|error| ReleaseControllerError::Body {
+                    url: url.clone(),
+                    error,
+                })?;
         if !status.is_success() {
             let reason: String = String::from_utf8_lossy(&body[..body.len().min(200)])
                 .trim()

@@ -1,7 +1,7 @@
 //! Settings: `config/sheriff.toml`, then `SHERIFF__SECTION__KEY` environment variables, read once.
 //!
 //! Every other module receives the parts of [`Settings`] it needs; apart from the process's
-//! identity (`HOSTNAME` in [`crate::process`], `USER` for who ran a command), nothing else
+//! identity (`HOSTNAME` in [`crate::support::process`], `USER` for who ran a command), nothing else
 //! reads the environment. Secrets are never accepted from the TOML file: they come from an environment
 //! variable or from a file named by a `*_file` setting (a mounted Kubernetes secret, say), and
 //! they print as `[redacted]` in `Debug`, `Display` and serialized output.
@@ -9,7 +9,8 @@
 //! This file holds [`Settings`], its loading and the environment's layering over the file. Each
 //! section (`[database]`, `[slack]`, …) has a file with its struct, its defaults and the checks
 //! of its own values; `secret.rs` the secrets, `error.rs` the error text, `validate.rs` the
-//! checks across sections and their order.
+//! checks across sections and their order; `cron.rs` the cron expressions the schedules name,
+//! in their time zone.
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 mod attribute;
 mod bigquery;
+pub(crate) mod cron;
 mod database;
 mod error;
 mod evaluate;

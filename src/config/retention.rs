@@ -55,7 +55,7 @@ impl RetentionSettings {
         if !(1..=5_000).contains(&r.batch_runs) {
             return invalid("retention.batch_runs", "must be between 1 and 5000");
         }
-        if let Err(why) = crate::cron::Schedule::parse(&r.schedule, timezone) {
+        if let Err(why) = crate::config::cron::Schedule::parse(&r.schedule, timezone) {
             return invalid("retention.schedule", &why.to_string());
         }
         Ok(())

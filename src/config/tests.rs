@@ -214,17 +214,23 @@ fn secrets_never_print() {
 fn control_backends_follow_the_connection_type_and_never_control_themselves() {
     let a = AttributeSettings::default();
     assert_eq!(
-        crate::attribute::components::control_for(&a.controls, "image-registry-new-connections")
-            .as_deref(),
+        crate::domain::attribute::components::control_for(
+            &a.controls,
+            "image-registry-new-connections"
+        )
+        .as_deref(),
         Some("ingress-to-console-new-connections")
     );
     assert_eq!(
-        crate::attribute::components::control_for(&a.controls, "image-registry-reused-connections")
-            .as_deref(),
+        crate::domain::attribute::components::control_for(
+            &a.controls,
+            "image-registry-reused-connections"
+        )
+        .as_deref(),
         Some("ingress-to-console-reused-connections")
     );
     assert_eq!(
-        crate::attribute::components::control_for(
+        crate::domain::attribute::components::control_for(
             &a.controls,
             "ingress-to-console-new-connections"
         )
@@ -238,7 +244,7 @@ fn control_backends_follow_the_connection_type_and_never_control_themselves() {
     .unwrap();
     assert_eq!(s.attribute.file_against, FileAgainst::Platform);
     assert_eq!(
-        crate::attribute::components::control_for(
+        crate::domain::attribute::components::control_for(
             &s.attribute.controls,
             "ingress-to-console-new-connections"
         ),

@@ -322,7 +322,8 @@ impl Settings {
     /// Checks what types alone cannot. The first problem found is the error, so the order of
     /// the checks is part of what `config check` says.
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        if let Err(why) = crate::cron::Schedule::parse("0 0 * * *", &self.schedule.timezone) {
+        if let Err(why) = crate::config::cron::Schedule::parse("0 0 * * *", &self.schedule.timezone)
+        {
             return invalid("schedule.timezone", &why.to_string());
         }
         self.validate_ranges()?;
@@ -412,16 +413,17 @@ impl Settings {
     /// The cron strings of the evaluation and of each ingest.
     fn validate_schedules(&self) -> Result<(), ConfigError> {
         if let Err(why) =
-            crate::cron::Schedule::parse(&self.schedule.evaluate, &self.schedule.timezone)
+            crate::config::cron::Schedule::parse(&self.schedule.evaluate, &self.schedule.timezone)
         {
             let key = match why {
-                crate::cron::CronError::TimeZone(_) => "schedule.timezone",
+                crate::config::cron::CronError::TimeZone(_) => "schedule.timezone",
                 _ => "schedule.evaluate",
             };
             return invalid(key, &why.to_string());
         }
         for i in &self.schedule.ingest {
-            if let Err(why) = crate::cron::Schedule::parse(&i.cron, &self.schedule.timezone) {
+            if let Err(why) = crate::config::cron::Schedule::parse(&i.cron, &self.schedule.timezone)
+            {
                 return invalid("schedule.ingest.cron", &format!("{}: {why}", i.source));
             }
         }

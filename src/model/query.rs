@@ -1,5 +1,5 @@
 //! A question about one backend's disruption, as the slash command and `sheriff query` put
-//! it; [`crate::query`] answers it from the store.
+//! it; [`crate::application::query`] answers it from the store.
 
 use std::collections::BTreeMap;
 

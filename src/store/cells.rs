@@ -7,7 +7,7 @@
 //!
 //! Every such write bumps `data_version` and records what it changed in `data_changes`
 //! (`runs::note_change`); [`Cells`] reads both, with the day histograms the warm caches
-//! ([`crate::warm`]) and `query` read.
+//! ([`crate::application::warm`]) and `query` read.
 
 use std::collections::{BTreeMap, HashMap};
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use super::window_reads::{CellWindow, WindowDays};
 use super::{Conn, Result, Store, StoreError, row_by_position, sql};
-use crate::evaluate::{CellHistograms, GroupState};
+use crate::domain::evaluate::{CellHistograms, GroupState};
 use crate::model::{DAY, Dimensions, Histogram, HistoricalRow};
 
 /// One cell's whole days of both windows, as [`WHOLE_DAYS_SQLITE`] reads them. The runs and
@@ -283,7 +283,7 @@ impl Evaluations<'_> {
     /// days come from `cell_days`; the partial days at the edges from the samples themselves,
     /// counting only runs finished by `visible_at` (whole days are taken as they are stored: a
     /// replay of the past is exact to the day, as `sheriff backtest`'s own source is to the run).
-    /// The windows kept in memory between cycles (`crate::warm`) give the same, read again only
+    /// The windows kept in memory between cycles (`crate::application::warm`) give the same, read again only
     /// where the stored runs changed.
     ///
     /// Each start of `recent` is a span `[start, current.1)` whose runs each cell also counts

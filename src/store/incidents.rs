@@ -3,11 +3,11 @@
 //! changes and what is sent, and this file writes it.
 
 use super::{Arg, Conn, Result, Store, StoreError, sql};
-use crate::incidents::manual::Refusal;
-use crate::incidents::plan::{Action, Delivered, Effect, Known, NewSilence, Plan, Step};
-use crate::incidents::silence::{Patterns, Silence};
-use crate::incidents::told::{Told, Wording};
-use crate::incidents::{Change, Event, Incident, Snapshot, State};
+use crate::domain::incidents::manual::Refusal;
+use crate::domain::incidents::plan::{Action, Delivered, Effect, Known, NewSilence, Plan, Step};
+use crate::domain::incidents::silence::{Patterns, Silence};
+use crate::domain::incidents::told::{Told, Wording};
+use crate::domain::incidents::{Change, Event, Incident, Snapshot, State};
 
 const INCIDENT_COLUMNS: &str = "id, fingerprint, state, snapshot, revision, opened_at, updated_at, \
     last_seen_at, resolved_at, acked_by, acked_at, slack_channel, slack_ts, jira_key, jira_commented_at, episodes, \
@@ -480,7 +480,7 @@ impl Applying<'_> {
         &self,
         c: &mut Conn<'_>,
         id: i64,
-        how: &crate::incidents::plan::Resolution,
+        how: &crate::domain::incidents::plan::Resolution,
         episodes: Option<&[crate::model::Episode]>,
         snapshot: Option<&Snapshot>,
     ) -> Result<(i64, i64)> {
@@ -501,7 +501,7 @@ impl Applying<'_> {
                     .bind(snapshot.observed_seconds);
             c.execute(q).await?;
         }
-        if let crate::incidents::plan::Resolution::Merged { into } = how {
+        if let crate::domain::incidents::plan::Resolution::Merged { into } = how {
             c.execute(
                 sql("UPDATE incidents SET merged_into = $2 WHERE id = $1")
                     .bind(id)
@@ -515,7 +515,7 @@ impl Applying<'_> {
                 .bind(how.kind()),
         )
         .await?;
-        if let crate::incidents::plan::Resolution::Fixed { text } = how {
+        if let crate::domain::incidents::plan::Resolution::Fixed { text } = how {
             self.record_verdict(c, id, crate::model::FixVerdict::Fixed, text)
                 .await?;
         }
@@ -723,7 +723,7 @@ impl Incidents<'_> {
     /// its outbox entries: all in one transaction. `words` gives the history's lines their text.
     pub async fn finish_cycle(
         self,
-        states: &[(String, crate::evaluate::GroupState)],
+        states: &[(String, crate::domain::evaluate::GroupState)],
         cycle: &super::evaluations::CycleRecord,
         planner: impl FnOnce(&Known) -> Plan,
         wording: Wording,

@@ -7,7 +7,7 @@
 //! ([`Store::runs`], [`Store::cells`], [`Store::incidents`], [`Store::outbox`], …), so that the
 //! store itself keeps only the pool, the id caches and what every table shares. The store
 //! applies what it is told (a run, a plan, an outbox result) and decides nothing about
-//! incidents; what is kept in memory over it between questions and cycles is [`crate::warm`]'s.
+//! incidents; what is kept in memory over it between questions and cycles is [`crate::application::warm`]'s.
 
 pub mod backfills;
 mod db;
@@ -49,7 +49,7 @@ pub(crate) enum Pool {
 }
 
 /// The database, with small caches of the id tables that ingest touches on every run. What is
-/// kept in memory over it between questions and cycles lives in [`crate::warm`].
+/// kept in memory over it between questions and cycles lives in [`crate::application::warm`].
 pub struct Store {
     pub(crate) pool: Pool,
     /// backend name → id; backends are few and never change id.

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::incidents::{NewEntry, enqueue};
 use super::{Result, Sql, Store, StoreError, row_by_position, sql};
-use crate::incidents::plan::Effect;
+use crate::domain::incidents::plan::Effect;
 
 /// An entry a worker has claimed.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -103,7 +103,7 @@ impl Outbox<'_> {
 
     /// Marks a claimed entry delivered and writes what the delivery learned (the Slack `ts`, the
     /// Jira key) to its incident, in one transaction. A filed Jira issue queues `then` (see
-    /// [`crate::incidents::plan::after_filing`]) in the same transaction, when the incident's
+    /// [`crate::domain::incidents::plan::after_filing`]) in the same transaction, when the incident's
     /// parent message is posted or queued. False when the lease was lost meanwhile.
     pub async fn complete(
         self,

@@ -527,7 +527,7 @@ impl Runs<'_> {
             let since = (window.1 - first).max(HOUR) as f64;
             let before = (first - history_from).max(0) as f64;
             // fewer than 3 runs cannot tell a new job from a sparse one whose first run fell here
-            let rate = crate::evaluate::stats::poisson_lower_95(runs.max(0) as u64) / since;
+            let rate = crate::domain::evaluate::stats::poisson_lower_95(runs.max(0) as u64) / since;
             if runs < 3 || rate * before < 4.6 {
                 continue;
             }

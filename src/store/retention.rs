@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use super::{Result, Store, sql};
-use crate::incidents::State;
+use crate::domain::incidents::State;
 use crate::model::DAY;
 
 /// What to prune, as of when.

@@ -1017,7 +1017,7 @@ mod tests {
             ..Default::default()
         };
         let store = crate::store::Store::open(&settings).await.unwrap();
-        let warm = crate::warm::Warm::kept();
+        let warm = crate::application::warm::Warm::kept();
         let kept = warm.windows.as_ref().unwrap();
         let end = crate::synth::day(2026, 11, 29);
         let records = crate::synth::run_records(&crate::synth::Scenario::month(7, end));

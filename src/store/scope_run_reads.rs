@@ -1,6 +1,6 @@
 //! The runs of a few cells one by one (a regression's backend over its scope's variants): what
 //! a cycle describes every regression and follows every open incident from. `sheriff serve`
-//! keeps them in memory from one cycle to the next (`crate::warm`).
+//! keeps them in memory from one cycle to the next (`crate::application::warm`).
 
 use std::collections::HashMap;
 use std::sync::Arc;

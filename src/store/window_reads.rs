@@ -1,5 +1,5 @@
 //! The reads of `cell_days` and of a day's samples that the windows kept in memory between
-//! cycles make ([`crate::warm`]), and the first day changed between two data versions: the
+//! cycles make ([`crate::application::warm`]), and the first day changed between two data versions: the
 //! rows of whole days (all variants, or some of one day) and the samples of the days at a
 //! window's edge.
 

@@ -998,7 +998,7 @@ pub(super) fn write_run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ingest::formats::duration::parse_go_duration;
+    use crate::adapters::ingest::formats::duration::parse_go_duration;
 
     #[test]
     fn phase_durations_round_up_to_the_whole_seconds() {

@@ -370,7 +370,8 @@ pub fn large(
         "nutanix",
     ];
     'outer: for release in ["4.14", "4.15", "4.16", "4.13"] {
-        let prev = crate::evaluate::thresholds::previous_release(release).unwrap_or_default();
+        let prev =
+            crate::domain::evaluate::thresholds::previous_release(release).unwrap_or_default();
         for platform in platforms {
             for network in ["ovn", "sdn"] {
                 for upgrade in ["micro", "minor", "none"] {

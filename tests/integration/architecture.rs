@@ -1,6 +1,6 @@
-//! The shape of `src/`, checked: the top-level modules form a DAG (no module imports, directly
-//! or through others, one that imports it back), each sits in a layer and imports only the
-//! layers below it that [`MAY_IMPORT`] allows, no function runs over 80 lines without a
+//! The shape of `src/`, checked: the modules form a DAG (no module imports, directly or through
+//! others, one that imports it back), each sits in a layer, in the folder of its layer, and
+//! imports only the layers below it that [`MAY_IMPORT`] allows, no function runs over 80 lines without a
 //! comment saying why, no `too_many_arguments` allowance is left, no public function of the
 //! store returns a tuple wider than two (a row gets a named struct), the store and the clients
 //! do not use `anyhow` (they return their own typed errors), no type has more than 40 methods in its inherent
@@ -10,6 +10,10 @@
 //! `src/` holds two crates: the library (`lib.rs`) and the binary (`main.rs`), whose own modules
 //! (`sheriff bench`) name the library `sheriff::`. Both are checked alike; the binary's modules
 //! are top-level modules with a layer of their own.
+//!
+//! A module is what the layer rules speak of: a top-level module of `src/` (`model`, `store`),
+//! or, inside the folder of a layer of several modules ([`LAYER_FOLDERS`]), a module of that
+//! folder (`src/domain/evaluate/` is the module `evaluate` of the Domain layer).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -20,7 +24,8 @@ const MAX_FUNCTION_LINES: usize = 80;
 /// One `.rs` file of the crate, with its test code and comments blanked out.
 struct Source {
     file: PathBuf,
-    /// The module path of the file: `src/cycle/describe.rs` → `["cycle", "describe"]`.
+    /// The module path of the file: `src/application/cycle/describe.rs` →
+    /// `["application", "cycle", "describe"]`.
     module: Vec<String>,
     /// Lines with comments, string contents and test items replaced by spaces.
     code: Vec<String>,
@@ -30,19 +35,63 @@ struct Source {
     binary: bool,
 }
 
-/// The modules a crate root (`src/lib.rs`, `src/main.rs`) declares: its `mod x;` lines.
-fn declared_modules(root: &str) -> BTreeSet<String> {
+/// The modules a file of `src/` (a crate root, `src/lib.rs` or `src/main.rs`, or a layer
+/// folder's `mod.rs`) declares: its `mod x;` lines, public or not.
+fn declared_modules(file: &str) -> BTreeSet<String> {
     let text =
-        std::fs::read_to_string(crate::common::manifest_dir().join("src").join(root)).unwrap();
+        std::fs::read_to_string(crate::common::manifest_dir().join("src").join(file)).unwrap();
     text.lines()
         .filter_map(|l| {
             let l = l.trim();
-            let l = l.strip_prefix("pub ").unwrap_or(l);
+            let l = ["pub ", "pub(crate) "]
+                .iter()
+                .find_map(|p| l.strip_prefix(p))
+                .unwrap_or(l);
             l.strip_prefix("mod ")?
                 .strip_suffix(';')
                 .map(str::to_string)
         })
         .collect()
+}
+
+/// The layers of several modules, each with the folder of `src/` its modules sit in. Every
+/// other layer is one module at the top level of `src/`, and so are the binary's modules.
+const LAYER_FOLDERS: &[(Layer, &str)] = &[
+    (Domain, "domain"),
+    (Support, "support"),
+    (Adapters, "adapters"),
+    (Application, "application"),
+    (Edge, "edge"),
+];
+
+fn is_layer_folder(name: &str) -> bool {
+    LAYER_FOLDERS.iter().any(|(_, folder)| *folder == name)
+}
+
+/// The module a path of the crate is in: its first name, or, in a layer's folder, its second
+/// (`domain::evaluate::stats` → `evaluate`). None for the crate root and a layer folder itself.
+fn module_of(path: &[String]) -> Option<&String> {
+    let first = path.first()?;
+    if is_layer_folder(first) {
+        path.get(1)
+    } else {
+        Some(first)
+    }
+}
+
+/// Every module of the crate ([`module_of`]) and the places under `src/` its files sit in:
+/// `evaluate` → `{"domain/evaluate"}`; a module found in two places has both.
+fn modules(sources: &[Source]) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for s in sources {
+        if let Some(name) = module_of(&s.module) {
+            let depth = if is_layer_folder(&s.module[0]) { 2 } else { 1 };
+            out.entry(name.clone())
+                .or_default()
+                .insert(s.module[..depth].join("/"));
+        }
+    }
+    out
 }
 
 fn sources() -> Vec<Source> {
@@ -199,8 +248,9 @@ fn item_end(lines: &[String], start: usize) -> usize {
     lines.len() - 1
 }
 
-/// The top-level modules a file refers to, each with the line that does.
-fn references(source: &Source, top_level: &BTreeSet<String>) -> Vec<(String, usize)> {
+/// The modules ([`module_of`]) a file refers to, other than its own, each with the line that does.
+fn references(source: &Source, modules: &BTreeSet<String>) -> Vec<(String, usize)> {
+    let own = module_of(&source.module);
     let mut out = Vec::new();
     for (n, line) in source.code.iter().enumerate() {
         let mut rest = line.as_str();
@@ -217,18 +267,20 @@ fn references(source: &Source, top_level: &BTreeSet<String>) -> Vec<(String, usi
                 base.pop();
                 after = more;
             }
-            let names: Vec<String> = if base.is_empty() {
-                if let Some(group) = after.strip_prefix('{') {
-                    group_heads(group, &source.code[n + 1..])
-                } else {
-                    vec![ident(after)]
-                }
+            // Enough of the path for its module: two names from the root, in a layer folder.
+            let wanted = 2usize.saturating_sub(base.len());
+            let tails = if wanted == 0 {
+                vec![Vec::new()]
             } else {
-                vec![base[0].clone()]
+                path_heads(after, &source.code[n + 1..], wanted)
             };
-            for name in names {
-                if top_level.contains(&name) && source.module.first() != Some(&name) {
-                    out.push((name, n + 1));
+            for tail in tails {
+                let path: Vec<String> = base.iter().cloned().chain(tail).collect();
+                if let Some(name) = module_of(&path)
+                    && modules.contains(name)
+                    && own != Some(name)
+                {
+                    out.push((name.clone(), n + 1));
                 }
             }
             rest = &rest[at + head.len()..];
@@ -261,31 +313,69 @@ fn ident(text: &str) -> String {
         .collect()
 }
 
-/// The first name of each entry of a `use crate::{a::b, c}` group (which may span lines).
-fn group_heads(first: &str, later: &[String]) -> Vec<String> {
+/// The first `names` names of each path that the rest of a path (after `crate::`) spells,
+/// its groups opened; a group may span lines. For two names: `a::b::c` → `[a, b]`, and
+/// `{a::b, c::{d, e}}` → `[a, b]`, `[c, d]`, `[c, e]`.
+fn path_heads(first: &str, later: &[String], names: usize) -> Vec<Vec<String>> {
     // Enough of the following lines for any group; parsing stops at the group's own `}`.
     let mut text = first.to_string();
     for line in later.iter().take(40) {
         text.push(' ');
         text.push_str(line);
     }
-    let mut heads = Vec::new();
+    let mut out = Vec::new();
+    heads_into(&text, names, Vec::new(), &mut out);
+    out
+}
+
+/// [`path_heads`] of `text`, each path after `prefix`, pushed to `out`.
+fn heads_into(text: &str, names: usize, prefix: Vec<String>, out: &mut Vec<Vec<String>>) {
+    let text = text.trim_start();
+    if let Some(group) = text.strip_prefix('{') {
+        for entry in group_entries(group) {
+            heads_into(entry, names, prefix.clone(), out);
+        }
+        return;
+    }
+    let name = ident(text);
+    if name.is_empty() {
+        if !prefix.is_empty() {
+            out.push(prefix);
+        }
+        return;
+    }
+    let rest = text[name.len()..].trim_start().strip_prefix("::");
+    let mut path = prefix;
+    path.push(name);
+    match rest {
+        Some(rest) if path.len() < names => heads_into(rest, names, path, out),
+        _ => out.push(path),
+    }
+}
+
+/// The entries of a group, from after its `{` to its own `}`: `a::{b, c}, d} …` →
+/// `a::{b, c}` and ` d`.
+fn group_entries(group: &str) -> Vec<&str> {
+    let mut entries = Vec::new();
     let mut depth = 0;
-    let mut expecting = true;
-    for (i, c) in text.char_indices() {
+    let mut start = 0;
+    for (i, c) in group.char_indices() {
         match c {
             '{' => depth += 1,
-            '}' if depth == 0 => break,
+            '}' if depth == 0 => {
+                entries.push(&group[start..i]);
+                return entries;
+            }
             '}' => depth -= 1,
-            ',' if depth == 0 => expecting = true,
-            c if expecting && (c.is_alphanumeric() || c == '_') => {
-                heads.push(ident(&text[i..]));
-                expecting = false;
+            ',' if depth == 0 => {
+                entries.push(&group[start..i]);
+                start = i + 1;
             }
             _ => {}
         }
     }
-    heads
+    entries.push(&group[start..]);
+    entries
 }
 
 /// Strongly connected components with more than one module (Tarjan).
@@ -348,19 +438,16 @@ fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 }
 
 #[test]
-fn the_top_level_modules_form_a_dag() {
+fn the_modules_form_a_dag() {
     let sources = sources();
-    let top_level: BTreeSet<String> = sources
-        .iter()
-        .filter_map(|s| s.module.first().cloned())
-        .collect();
+    let modules: BTreeSet<String> = modules(&sources).into_keys().collect();
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut evidence: BTreeMap<(String, String), String> = BTreeMap::new();
     for s in &sources {
-        let Some(from) = s.module.first() else {
+        let Some(from) = module_of(&s.module) else {
             continue;
         };
-        for (to, line) in references(s, &top_level) {
+        for (to, line) in references(s, &modules) {
             graph.entry(from.clone()).or_default().insert(to.clone());
             evidence
                 .entry((from.clone(), to))
@@ -403,37 +490,38 @@ fn the_top_level_modules_form_a_dag() {
     );
 }
 
-/// The library's public modules: those the binary (`main.rs`, `bench/`) and the integration
-/// tests reach through `sheriff::`. The rest are private to the crate, so the dead-code lint
-/// sees what nothing uses; a module joins this list only when something outside needs it.
+/// The library's public modules, by path: those the binary (`main.rs`, `bench/`) and the
+/// integration tests reach through `sheriff::`. The rest are private to the crate, so the
+/// dead-code lint sees what nothing uses; a module joins this list only when something outside
+/// needs it. A layer folder is public exactly when a module in it is.
 const PUBLIC_MODULES: &[&str] = &[
-    "actions",
-    "app",
-    "backtest",
-    "board",
-    "cli",
+    "adapters::ingest",
+    "adapters::notify",
+    "application::actions",
+    "application::backtest",
+    "application::board",
+    "application::cycle",
+    "application::query",
+    "application::scheduler",
+    "application::warm",
     "clients",
     "config",
-    "cycle",
-    "http",
-    "incidents",
-    "ingest",
+    "domain::incidents",
+    "edge::app",
+    "edge::cli",
+    "edge::scorecard",
+    "edge::server",
     "model",
-    "notify",
-    "process",
-    "query",
-    "scheduler",
-    "scorecard",
-    "server",
     "store",
+    "support::http",
+    "support::process",
     "synth",
-    "warm",
     "words",
 ];
 
-/// The modules `src/lib.rs` declares `pub mod`.
-fn public_modules(lib: &str) -> BTreeSet<String> {
-    lib.lines()
+/// The modules a file's text declares `pub mod`.
+fn pub_mods(text: &str) -> BTreeSet<String> {
+    text.lines()
         .filter_map(|l| {
             l.trim()
                 .strip_prefix("pub mod ")?
@@ -443,22 +531,53 @@ fn public_modules(lib: &str) -> BTreeSet<String> {
         .collect()
 }
 
+fn read_src(file: &str) -> String {
+    std::fs::read_to_string(crate::common::manifest_dir().join("src").join(file)).unwrap()
+}
+
+/// The modules the library makes public, by path: `src/lib.rs`'s `pub mod` lines, and for a
+/// public layer folder, its `mod.rs`'s (`application::cycle`).
+fn public_modules() -> BTreeSet<String> {
+    let mut public = BTreeSet::new();
+    for m in pub_mods(&read_src("lib.rs")) {
+        if is_layer_folder(&m) {
+            let inner = pub_mods(&read_src(&format!("{m}/mod.rs")));
+            public.extend(inner.into_iter().map(|i| format!("{m}::{i}")));
+        } else {
+            public.insert(m);
+        }
+    }
+    public
+}
+
 #[test]
 fn the_library_makes_public_only_the_modules_the_binary_and_the_tests_use() {
-    let lib = std::fs::read_to_string(crate::common::manifest_dir().join("src/lib.rs")).unwrap();
-    let public = public_modules(&lib);
+    let public = public_modules();
     let listed: BTreeSet<String> = PUBLIC_MODULES.iter().map(|m| m.to_string()).collect();
     let extra: Vec<&String> = public.difference(&listed).collect();
     let gone: Vec<&String> = listed.difference(&public).collect();
     assert!(
         extra.is_empty() && gone.is_empty(),
-        "src/lib.rs declares `pub mod` {extra:?} beyond PUBLIC_MODULES (make it `mod`, or add it to \
-         the list when the binary or the tests need it); listed but not public: {gone:?}"
+        "src/lib.rs or a layer folder's mod.rs declares `pub mod` {extra:?} beyond PUBLIC_MODULES \
+         (make it `mod`, or add it to the list when the binary or the tests need it); listed but \
+         not public: {gone:?}"
     );
-    assert!(
-        declared_modules("lib.rs").len() > public.len(),
-        "some modules are private"
-    );
+    let lib = read_src("lib.rs");
+    let mut declared = 0;
+    for m in declared_modules("lib.rs") {
+        if !is_layer_folder(&m) {
+            declared += 1;
+            continue;
+        }
+        let inner = read_src(&format!("{m}/mod.rs"));
+        declared += declared_modules(&format!("{m}/mod.rs")).len();
+        assert_eq!(
+            pub_mods(&lib).contains(&m),
+            !pub_mods(&inner).is_empty(),
+            "the layer folder {m} is `pub mod` in src/lib.rs exactly when a module in it is public"
+        );
+    }
+    assert!(declared > public.len(), "some modules are private");
 }
 
 /// A file both crate roots declared would be compiled twice, once in each crate.
@@ -491,26 +610,50 @@ fn the_checker_finds_a_cycle_and_reads_use_groups() {
     );
     let code = vec![
         "use crate::{model::{Dimension, Scope}, store::Store,".to_string(),
-        " evaluate};".into(),
+        " domain::{evaluate, incidents::Told}, support::render};".into(),
+        "use super::cycle::Cycle;".into(),
+        "use self::inner::Step;".into(),
+        "fn f() -> crate::domain::attribute::Found { todo!() }".into(),
     ];
     let s = Source {
-        file: "x.rs".into(),
-        module: vec!["x".into()],
+        file: "application/x.rs".into(),
+        module: vec!["application".into(), "x".into()],
         code: code.clone(),
         raw: code,
         binary: false,
     };
-    let top: BTreeSet<String> = ["model", "store", "evaluate", "x"]
-        .iter()
-        .map(|s| s.to_string())
+    let modules: BTreeSet<String> = [
+        "model",
+        "store",
+        "evaluate",
+        "incidents",
+        "attribute",
+        "render",
+        "cycle",
+        "x",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let names: BTreeSet<String> = references(&s, &modules)
+        .into_iter()
+        .map(|(n, _)| n)
         .collect();
-    let names: BTreeSet<String> = references(&s, &top).into_iter().map(|(n, _)| n).collect();
     assert_eq!(
         names,
-        ["evaluate", "model", "store"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
+        [
+            "attribute",
+            "cycle",
+            "evaluate",
+            "incidents",
+            "model",
+            "render",
+            "store"
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        "groups opened inside layer folders, a sibling through `super::`, not the file's own module"
     );
     let tested = blank_tests(&[
         "fn a() {}".into(),
@@ -560,11 +703,10 @@ enum Layer {
 
 use Layer::*;
 
-/// Every top-level module of `src/` and its layer.
+/// Every module of `src/` ([`module_of`]) and its layer.
 const LAYER_OF: &[(&str, Layer)] = &[
     ("model", Model),
     ("config", Settings),
-    ("cron", Settings),
     ("evaluate", Domain),
     ("attribute", Domain),
     ("incidents", Domain),
@@ -644,7 +786,7 @@ const MAY_IMPORT: &[(Layer, &[Layer])] = &[
     ),
 ];
 
-/// Every reference from one top-level module to another that the layer tables do not allow,
+/// Every reference from one module to another that the layer tables do not allow,
 /// as `file:line: from (layer) imports to (layer); from's layer may import …`; and every
 /// module the tables leave out or name without a file.
 fn layer_breaks(
@@ -652,10 +794,7 @@ fn layer_breaks(
     layer_of: &[(&str, Layer)],
     may_import: &[(Layer, &[Layer])],
 ) -> Vec<String> {
-    let top_level: BTreeSet<String> = sources
-        .iter()
-        .filter_map(|s| s.module.first().cloned())
-        .collect();
+    let places = modules(sources);
     let layer = |m: &str| {
         layer_of
             .iter()
@@ -668,25 +807,27 @@ fn layer_breaks(
             .find(|(from, _)| *from == l)
             .map_or(&[][..], |(_, to)| *to)
     };
-    let mut breaks: Vec<String> = top_level
+    let mut breaks: Vec<String> = places
         .iter()
-        .filter(|m| layer(m).is_none())
-        .map(|m| format!("src/{m}: a top-level module with no layer in LAYER_OF"))
+        .filter(|(m, _)| layer(m).is_none())
+        .flat_map(|(_, at)| at.iter())
+        .map(|at| format!("src/{at}: a module with no layer in LAYER_OF"))
         .collect();
     breaks.extend(
         layer_of
             .iter()
-            .filter(|(m, _)| !top_level.contains(*m))
-            .map(|(m, _)| format!("LAYER_OF names `{m}`, which is not a top-level module of src/")),
+            .filter(|(m, _)| !places.contains_key(*m))
+            .map(|(m, _)| format!("LAYER_OF names `{m}`, which is not a module of src/")),
     );
+    let modules: BTreeSet<String> = places.into_keys().collect();
     for s in sources {
-        let Some(from) = s.module.first() else {
+        let Some(from) = module_of(&s.module) else {
             continue;
         };
         let Some(from_layer) = layer(from) else {
             continue;
         };
-        for (to, line) in references(s, &top_level) {
+        for (to, line) in references(s, &modules) {
             let Some(to_layer) = layer(&to) else { continue };
             if !allowed(from_layer).contains(&to_layer) {
                 breaks.push(format!(
@@ -707,6 +848,109 @@ fn every_crate_reference_goes_to_a_layer_its_own_may_import() {
         breaks.is_empty(),
         "imports across layers that MAY_IMPORT does not allow:\n{}",
         breaks.join("\n")
+    );
+}
+
+/// Where a module of `layer` belongs under `src/`: in its layer's folder (`domain/evaluate`),
+/// or at the top level for a layer without one and for the binary's modules.
+fn home(module: &str, layer: Layer, binary: bool) -> String {
+    match LAYER_FOLDERS.iter().find(|(l, _)| *l == layer) {
+        Some((_, folder)) if !binary => format!("{folder}/{module}"),
+        _ => module.to_string(),
+    }
+}
+
+/// Every module that is not at its [`home`], and every layer without a folder that has more
+/// than one module of the library: the tree of `src/` says what [`LAYER_OF`] says.
+fn misplaced(sources: &[Source], layer_of: &[(&str, Layer)]) -> Vec<String> {
+    let of_binary: BTreeSet<&String> = sources
+        .iter()
+        .filter(|s| s.binary)
+        .filter_map(|s| module_of(&s.module))
+        .collect();
+    let mut found = Vec::new();
+    let mut at_top: BTreeMap<Layer, Vec<String>> = BTreeMap::new();
+    for (module, places) in modules(sources) {
+        // A module with no layer is one layer_breaks reports.
+        let Some(layer) = layer_of.iter().find(|(m, _)| *m == module).map(|(_, l)| *l) else {
+            continue;
+        };
+        let binary = of_binary.contains(&module);
+        let home = home(&module, layer, binary);
+        for place in places.iter().filter(|p| **p != home) {
+            found.push(format!(
+                "src/{place}: {module} is a module of {layer:?}, whose place is src/{home}"
+            ));
+        }
+        if !binary && !LAYER_FOLDERS.iter().any(|(l, _)| *l == layer) {
+            at_top.entry(layer).or_default().push(module);
+        }
+    }
+    for (layer, modules) in at_top.into_iter().filter(|(_, m)| m.len() > 1) {
+        found.push(format!(
+            "{layer:?} has {} at the top level of src/: a layer of several modules gets a folder \
+             in LAYER_FOLDERS",
+            modules.join(", ")
+        ));
+    }
+    found
+}
+
+#[test]
+fn every_module_sits_in_the_folder_of_its_layer() {
+    let found = misplaced(&sources(), LAYER_OF);
+    assert!(
+        found.is_empty(),
+        "modules out of their layer's folder:\n{}",
+        found.join("\n")
+    );
+    let library = declared_modules("lib.rs");
+    let missing: Vec<&str> = LAYER_FOLDERS
+        .iter()
+        .map(|(_, folder)| *folder)
+        .filter(|folder| !library.contains(*folder))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "layer folders src/lib.rs does not declare: {missing:?}"
+    );
+}
+
+#[test]
+fn the_folder_checker_finds_a_module_out_of_its_layers_folder() {
+    let source = |module: &[&str], binary: bool| Source {
+        file: format!("{}.rs", module.join("/")).into(),
+        module: module.iter().map(|m| m.to_string()).collect(),
+        code: Vec::new(),
+        raw: Vec::new(),
+        binary,
+    };
+    let sources = vec![
+        source(&["domain"], false),
+        source(&["domain", "evaluate"], false),
+        source(&["domain", "evaluate", "stats"], false),
+        source(&["attribute"], false),
+        source(&["edge", "render"], false),
+        source(&["config"], false),
+        source(&["cron"], false),
+        source(&["bench"], true),
+    ];
+    let layer_of = [
+        ("evaluate", Domain),
+        ("attribute", Domain),
+        ("render", Support),
+        ("config", Settings),
+        ("cron", Settings),
+        ("bench", Edge),
+    ];
+    assert_eq!(
+        misplaced(&sources, &layer_of),
+        [
+            "src/attribute: attribute is a module of Domain, whose place is src/domain/attribute",
+            "src/edge/render: render is a module of Support, whose place is src/support/render",
+            "Settings has config, cron at the top level of src/: a layer of several modules gets \
+             a folder in LAYER_FOLDERS",
+        ]
     );
 }
 
@@ -746,29 +990,34 @@ fn the_layer_checker_names_the_file_and_line_of_a_break() {
     };
     let sources = vec![
         source(
-            "domain.rs",
-            &["domain"],
+            "domain/evaluate.rs",
+            &["domain", "evaluate"],
             &[
                 "//! pure",
                 "use crate::model::Run;",
-                "fn f() -> String { crate::render::time(0) } // crate::store in a comment",
+                "fn f() -> String { crate::support::render::time(0) } // crate::store in a comment",
                 "const S: &str = \"crate::store::Store\";",
                 "#[cfg(test)]",
                 "mod tests { use crate::store::Store; }",
             ],
         ),
+        source("domain/mod.rs", &["domain"], &["mod evaluate;"]),
         source("model.rs", &["model"], &["pub struct Run;"]),
-        source("render.rs", &["render"], &["use crate::model::Run;"]),
+        source(
+            "support/render.rs",
+            &["support", "render"],
+            &["use crate::model::Run;"],
+        ),
         source(
             "store.rs",
             &["store"],
-            &["use crate::{model::Run, domain};"],
+            &["use crate::{model::Run, domain::evaluate};"],
         ),
         source("stray.rs", &["stray"], &["use crate::model::Run;"]),
     ];
     let layer_of = [
         ("model", Model),
-        ("domain", Domain),
+        ("evaluate", Domain),
         ("render", Support),
         ("store", Store),
         ("gone", Edge),
@@ -783,9 +1032,9 @@ fn the_layer_checker_names_the_file_and_line_of_a_break() {
     assert_eq!(
         breaks,
         vec![
-            "src/stray: a top-level module with no layer in LAYER_OF".to_string(),
-            "LAYER_OF names `gone`, which is not a top-level module of src/".into(),
-            "src/domain.rs:3: domain (Domain) imports render (Support); Domain may import only [Model]"
+            "src/stray: a module with no layer in LAYER_OF".to_string(),
+            "LAYER_OF names `gone`, which is not a module of src/".into(),
+            "src/domain/evaluate.rs:3: evaluate (Domain) imports render (Support); Domain may import only [Model]"
                 .into(),
         ]
     );
@@ -1166,10 +1415,13 @@ fn inherent_methods(code: &[String]) -> Vec<(String, usize)> {
 
 #[test]
 fn no_type_has_more_than_40_methods() {
-    // By top-level module and name: a type's impl blocks may sit in several of its module's files.
+    // By module and name: a type's impl blocks may sit in several of its module's files.
     let mut methods: BTreeMap<String, (usize, BTreeSet<String>)> = BTreeMap::new();
     for s in sources() {
-        let module = s.module.first().cloned().unwrap_or_else(|| "lib".into());
+        let module = module_of(&s.module)
+            .or(s.module.first())
+            .cloned()
+            .unwrap_or_else(|| "lib".into());
         for (ty, n) in inherent_methods(&s.code) {
             let entry = methods.entry(format!("{module}::{ty}")).or_default();
             entry.0 += n;

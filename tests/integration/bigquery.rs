@@ -9,9 +9,9 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use common::bigquery::{BigQueryFront, DATASET, Emulator, Fault, PROJECT, ts};
+use sheriff::adapters::ingest::{IngestOptions, IngestSummary, Source, ingest};
+use sheriff::application::cycle::{CycleOptions, run_cycle};
 use sheriff::config::{BigQuerySettings, IngestSettings, IntervalsMode, Settings};
-use sheriff::cycle::{CycleOptions, run_cycle};
-use sheriff::ingest::{IngestOptions, IngestSummary, Source, ingest};
 use sheriff::model::RunRecord;
 use sheriff::store::Store;
 use sheriff::synth::{self, Scenario, Truth};
@@ -192,7 +192,7 @@ fn without_files(r: &RunRecord) -> RunRecord {
 async fn histograms(store: &Store, days: std::ops::Range<i64>) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let variants = store.variants().await.unwrap();
-    let kept = sheriff::warm::Queries::default();
+    let kept = sheriff::application::warm::Queries::default();
     for backend in store.backend_names().await.unwrap() {
         for (id, dims) in variants.iter() {
             let h = kept
@@ -216,7 +216,7 @@ async fn evaluation(store: &Store) -> String {
 pub(crate) async fn evaluation_with(store: &Store, settings: &Settings) -> String {
     let report = run_cycle(
         store,
-        &sheriff::warm::Warm::new(),
+        &sheriff::application::warm::Warm::new(),
         settings,
         CycleOptions {
             at: end(),
@@ -757,13 +757,18 @@ async fn backfill_bq(
     store: &Store,
     settings: &Settings,
     days: std::ops::Range<i64>,
-) -> anyhow::Result<sheriff::ingest::bigquery::backfill::BackfillSummary> {
+) -> anyhow::Result<sheriff::adapters::ingest::bigquery::backfill::BackfillSummary> {
     let Source::BigQuery(dataset) = Source::parse(&source(), settings)? else {
         unreachable!()
     };
     let at = |day: i64| chrono::DateTime::from_timestamp(day * 86_400, 0).unwrap();
-    sheriff::ingest::bigquery::backfill::backfill(store, &dataset, at(days.start), at(days.end))
-        .await
+    sheriff::adapters::ingest::bigquery::backfill::backfill(
+        store,
+        &dataset,
+        at(days.start),
+        at(days.end),
+    )
+    .await
 }
 
 /// The UTC days of the scenario's runs, the end exclusive.
@@ -1048,7 +1053,10 @@ async fn measure_push_down_backfill_against_the_run_by_run_read() {
 /// backfill's summary and a line of rows and times.
 async fn compare_on_world(
     scale: f64,
-) -> Option<(sheriff::ingest::bigquery::backfill::BackfillSummary, String)> {
+) -> Option<(
+    sheriff::adapters::ingest::bigquery::backfill::BackfillSummary,
+    String,
+)> {
     let emulator = Emulator::start().await?;
     let dir = tempfile::tempdir().unwrap();
     let mut spec = synth::world::WorldSpec::new(20231114, end(), Vec::new());

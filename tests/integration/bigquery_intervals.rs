@@ -13,8 +13,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::bigquery::{BigQueryFront, Emulator};
+use sheriff::application::cycle::{CycleOptions, CycleReport, run_cycle};
 use sheriff::config::{IntervalsMode, Settings};
-use sheriff::cycle::{CycleOptions, CycleReport, run_cycle};
 use sheriff::model::RunRecord;
 use sheriff::store::Store;
 use sheriff::synth;
@@ -267,7 +267,7 @@ async fn interval_evidence_from_bigquery_attributes_as_the_interval_files_do() {
 async fn cycle(store: &Store, settings: &Settings) -> CycleReport {
     run_cycle(
         store,
-        &sheriff::warm::Warm::new(),
+        &sheriff::application::warm::Warm::new(),
         settings,
         CycleOptions {
             at: end(),

@@ -5,9 +5,9 @@ use crate::common;
 
 use std::process::Command;
 
+use sheriff::adapters::ingest::{IngestOptions, Source, ingest};
+use sheriff::application::cycle::{CycleOptions, run_cycle};
 use sheriff::config::{IngestSettings, Settings};
-use sheriff::cycle::{CycleOptions, run_cycle};
-use sheriff::ingest::{IngestOptions, Source, ingest};
 use sheriff::synth::{self, JobSpec, Outlier, Scenario};
 
 const OVIRT_JOB: &str = "periodic-ci-openshift-release-master-nightly-4.14-e2e-ovirt-ovn-upgrade";
@@ -158,12 +158,12 @@ on_both_engines! {
         let settings = Settings::default();
         let at = end();
         // Evaluated a week earlier, before the regression started, nothing is found.
-        let before = run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: at - chrono::Duration::days(8), dry_run: true }).await.unwrap();
+        let before = run_cycle(&db.store, &sheriff::application::warm::Warm::new(), &settings, CycleOptions { at: at - chrono::Duration::days(8), dry_run: true }).await.unwrap();
         assert!(before.regressions.is_empty(), "{:#?}", before.regressions);
-        let dry = run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at, dry_run: true }).await.unwrap();
+        let dry = run_cycle(&db.store, &sheriff::application::warm::Warm::new(), &settings, CycleOptions { at, dry_run: true }).await.unwrap();
         assert_eq!(db.store.evaluations().count_cycles().await.unwrap(), 0);
-        let first = run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at, dry_run: false }).await.unwrap();
-        let second = run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at, dry_run: false }).await.unwrap();
+        let first = run_cycle(&db.store, &sheriff::application::warm::Warm::new(), &settings, CycleOptions { at, dry_run: false }).await.unwrap();
+        let second = run_cycle(&db.store, &sheriff::application::warm::Warm::new(), &settings, CycleOptions { at, dry_run: false }).await.unwrap();
         assert_eq!(db.store.evaluations().count_cycles().await.unwrap(), 2);
         assert_eq!(dry.regressions[0].fingerprint, first.regressions[0].fingerprint);
         assert_eq!(first.regressions[0].fingerprint, second.regressions[0].fingerprint);
@@ -223,7 +223,7 @@ on_both_engines! {
 on_both_engines! {
     async fn a_past_evaluation_knows_no_later_incident_and_takes_a_date_like_backtest(db) {
         common::load_metal_regression(&db.store, 7, end()).await;
-        run_cycle(&db.store, &sheriff::warm::Warm::new(), &Settings::default(), CycleOptions { at: end(), dry_run: false }).await.unwrap();
+        run_cycle(&db.store, &sheriff::application::warm::Warm::new(), &Settings::default(), CycleOptions { at: end(), dry_run: false }).await.unwrap();
         assert_eq!(db.store.incidents().all().await.unwrap().len(), 1, "an incident from the end of the month");
         let before = (end() - chrono::Duration::days(10)).format("%Y-%m-%d").to_string();
         let out = Command::new(env!("CARGO_BIN_EXE_sheriff"))

@@ -11,10 +11,10 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
+use sheriff::application::cycle::{CycleOptions, CycleReport, run_cycle};
 use sheriff::config::{Secret, Settings};
-use sheriff::cycle::{CycleOptions, CycleReport, run_cycle};
-use sheriff::incidents::Incident;
-use sheriff::incidents::told::Told;
+use sheriff::domain::incidents::Incident;
+use sheriff::domain::incidents::told::Told;
 use sheriff::model::{FixVerdict, Percentile};
 use sheriff::store::Store;
 use sheriff::synth::{self, JobSpec, Planted, Scenario};
@@ -132,15 +132,16 @@ impl World {
     async fn cycle(&self, at: DateTime<Utc>) -> CycleReport {
         let report = run_cycle(
             &self.store,
-            &sheriff::warm::Warm::new(),
+            &sheriff::application::warm::Warm::new(),
             &self.settings,
             CycleOptions { at, dry_run: false },
         )
         .await
         .unwrap();
-        let drained = sheriff::notify::deliver_for_a_while(self.store.clone(), &self.settings)
-            .await
-            .unwrap();
+        let drained =
+            sheriff::adapters::notify::deliver_for_a_while(self.store.clone(), &self.settings)
+                .await
+                .unwrap();
         assert_eq!(drained.dead, 0, "nothing dead-lettered");
         report
     }
@@ -277,7 +278,7 @@ on_both_engines! {
         let i = w.incident().await;
         let (fixed_at, ten) = (fixed_at.expect("a fixed verdict"), first_with_ten.unwrap());
         assert!(fixed_at <= ten + Duration::hours(6), "fixed at {fixed_at}, 10 runs by {ten}");
-        assert_eq!((i.state, i.resolution.as_deref()), (sheriff::incidents::State::Resolved, Some("fixed")));
+        assert_eq!((i.state, i.resolution.as_deref()), (sheriff::domain::incidents::State::Resolved, Some("fixed")));
         let claim = i.fix.clone().unwrap();
         assert_eq!(claim.claimed_at, claim_at.timestamp(), "the claim time is the changelog's MODIFIED");
         assert_eq!(claim.payload_at, Some(built.timestamp()));
@@ -364,7 +365,7 @@ on_both_engines! {
             w.cycle(t).await;
         }
         let i = w.incident().await;
-        assert_eq!((i.state, i.resolution.as_deref()), (sheriff::incidents::State::Resolved, Some("recovered")));
+        assert_eq!((i.state, i.resolution.as_deref()), (sheriff::domain::incidents::State::Resolved, Some("recovered")));
         let said = w.everything_said(&i).await;
         assert!(said.iter().all(|t| !t.to_lowercase().contains("fixed")), "no fixed wording: {said:#?}");
         assert_eq!(count(&w.thread_replies(), "no fix was verified"), 1);
@@ -382,13 +383,13 @@ on_both_engines! {
         for t in cycles(14) {
             if t == accept_at {
                 let i = w.incident().await;
-                let a = sheriff::incidents::manual::Accept {
+                let a = sheriff::domain::incidents::manual::Accept {
                     level: "P50<=25s".into(),
                     until: Some(until.timestamp()),
                     reason: "a known cost of draining the registry, agreed in OCPBUGS-1".into(),
                     jira_key: Some("OCPBUGS-1".into()),
                 };
-                let done = sheriff::actions::accept(&w.store, &i.id.to_string(), &a, "cli:tester", t.timestamp()).await.unwrap();
+                let done = sheriff::application::actions::accept(&w.store, &i.id.to_string(), &a, "cli:tester", t.timestamp()).await.unwrap();
                 assert_eq!(done.allowance.as_ref().unwrap().percentile, Percentile::P50);
             }
             w.cycle(t).await;
@@ -483,7 +484,7 @@ on_both_engines! {
         assert!(fixed.runs >= 10 && w.metal_runs_started_after(merged, *fixed_at) >= 10);
         assert!(sheriff::words::line(&Told::Verdict(fixed)).contains("started after the fix merged outside the payload"), "{}", sheriff::words::line(&Told::Verdict(fixed)));
         let i = w.incident().await;
-        assert_eq!((i.state, i.resolution.as_deref()), (sheriff::incidents::State::Resolved, Some("fixed")));
+        assert_eq!((i.state, i.resolution.as_deref()), (sheriff::domain::incidents::State::Resolved, Some("fixed")));
         let claim = i.fix.unwrap();
         assert_eq!((claim.pull_requests, claim.merged_at), (vec![HARNESS_FIX.to_string()], Some(merged.timestamp())));
         assert_eq!(count(&w.thread_replies(), "fix verified"), 1);

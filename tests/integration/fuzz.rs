@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
-use sheriff::ingest::formats::{
+use sheriff::adapters::ingest::formats::{
     cluster_data, disruption, duration, intervals, job_name, prow, query_results, variant_mapping,
 };
 
@@ -80,19 +80,20 @@ fn targets() -> Vec<Target> {
             Ok(())
         }),
         ("slash command", |b| {
-            sheriff::server::slack::command::parse(&text(b))
+            sheriff::edge::server::slack::command::parse(&text(b))
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         }),
         ("interaction payload", |b| {
-            sheriff::server::slack::decode_interaction(b)
+            sheriff::edge::server::slack::decode_interaction(b)
                 .map(|_| ())
                 .map_err(String::from)
         }),
         ("push body", |b| {
-            let (run, _force) = sheriff::server::push::decode(b).map_err(|e| e.to_string())?;
-            match sheriff::ingest::run::assemble(&run) {
-                sheriff::ingest::run::Assembly::Failed { problems } => {
+            let (run, _force) =
+                sheriff::edge::server::push::decode(b).map_err(|e| e.to_string())?;
+            match sheriff::adapters::ingest::run::assemble(&run) {
+                sheriff::adapters::ingest::run::Assembly::Failed { problems } => {
                     let p = problems.first().ok_or("a failed run without a problem")?;
                     assert!(
                         !p.file.is_empty() && !p.error.is_empty(),
@@ -372,12 +373,12 @@ fn fuzz_every_parser_for_the_long_pass() {
 /// a generated run's push body assembles into a run, the payloads decode to what was pressed.
 #[test]
 fn the_push_and_interaction_seeds_are_real() {
-    use sheriff::ingest::run::{Assembly, assemble};
-    use sheriff::server::slack::{Interaction, decode_interaction};
+    use sheriff::adapters::ingest::run::{Assembly, assemble};
+    use sheriff::edge::server::slack::{Interaction, decode_interaction};
     let seeds = seeds_cached();
     let pushes: Vec<_> = seeds
         .iter()
-        .filter_map(|s| sheriff::server::push::decode(s).ok())
+        .filter_map(|s| sheriff::edge::server::push::decode(s).ok())
         .collect();
     assert!(!pushes.is_empty());
     for (run, _) in &pushes {

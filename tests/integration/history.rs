@@ -9,10 +9,10 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Duration, Utc};
-use sheriff::backtest::{Backtest, Cadence, backtest};
+use sheriff::application::backtest::{Backtest, Cadence, backtest};
+use sheriff::application::cycle::{CycleOptions, run_cycle};
 use sheriff::config::Settings;
-use sheriff::cycle::{CycleOptions, run_cycle};
-use sheriff::incidents::{Event, Incident};
+use sheriff::domain::incidents::{Event, Incident};
 use sheriff::model::Dimension;
 use sheriff::store::Store;
 use sheriff::synth::{self, JobSpec, Planted, Scenario};
@@ -115,7 +115,7 @@ async fn replay(store: &Store, s: &Scenario, from: u32) -> Told {
     while t < end() {
         let report = run_cycle(
             store,
-            &sheriff::warm::Warm::new(),
+            &sheriff::application::warm::Warm::new(),
             &settings,
             CycleOptions {
                 at: t,
@@ -255,7 +255,7 @@ on_both_engines! {
         }
         let onset = i.episodes[0].onset.clone();
         assert!(onset.earliest.timestamp() <= onset_day && onset_day <= onset.latest.timestamp(), "{onset:?}");
-        let shown = sheriff::cli::incident_json(i);
+        let shown = sheriff::edge::cli::incident_json(i);
         assert_eq!(shown["onset"]["at"], serde_json::to_value(onset.at).unwrap(), "{shown}");
         assert!(told.samples_before_onset.is_empty(), "{:#?}", told.samples_before_onset);
         // the reference stayed before the onset: still regressed against 0s at the end

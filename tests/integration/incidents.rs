@@ -12,13 +12,13 @@ use std::sync::Arc;
 use common::faults::Faults;
 use common::jira::FakeJira;
 use common::slack::FakeSlack;
+use sheriff::adapters::ingest::{IngestOptions, Source, ingest};
+use sheriff::adapters::notify::{Clock, KillPoint, Sinks, StepOutcome, Worker};
+use sheriff::application::cycle::{CycleOptions, run_cycle};
 use sheriff::config::{JiraApi, Secret, Settings};
-use sheriff::cycle::{CycleOptions, run_cycle};
-use sheriff::incidents::plan::{self, Action, Policy, Step};
-use sheriff::incidents::{Change, Snapshot};
-use sheriff::ingest::{IngestOptions, Source, ingest};
+use sheriff::domain::incidents::plan::{self, Action, Policy, Step};
+use sheriff::domain::incidents::{Change, Snapshot};
 use sheriff::model::{Dimension, Scope};
-use sheriff::notify::{Clock, KillPoint, Sinks, StepOutcome, Worker};
 use sheriff::store::Store;
 use sheriff::store::evaluations::CycleRecord;
 use sheriff::synth::{self, Scenario};
@@ -63,16 +63,16 @@ async fn cycle(
     store: &Arc<Store>,
     settings: &Settings,
     at: chrono::DateTime<chrono::Utc>,
-) -> sheriff::cycle::CycleReport {
+) -> sheriff::application::cycle::CycleReport {
     let report = run_cycle(
         store,
-        &sheriff::warm::Warm::new(),
+        &sheriff::application::warm::Warm::new(),
         settings,
         CycleOptions { at, dry_run: false },
     )
     .await
     .unwrap();
-    let drained = sheriff::notify::deliver_for_a_while(store.clone(), settings)
+    let drained = sheriff::adapters::notify::deliver_for_a_while(store.clone(), settings)
         .await
         .unwrap();
     assert_eq!(drained.dead, 0, "nothing dead-lettered");
@@ -263,13 +263,20 @@ fn storage_faults(seed: u64, rate: f64) -> sheriff::store::WriteFaultHook {
 /// A silence asked for by a person until it is acknowledged (an error is told, and the person
 /// asks again); its number.
 async fn silence_until_acknowledged(store: &Store, target: &str, now: i64) -> i64 {
-    let target = sheriff::incidents::silence::Target::parse(&[target]).unwrap();
+    let target = sheriff::domain::incidents::silence::Target::parse(&[target]).unwrap();
     loop {
-        match sheriff::actions::silence(store, &target, 3_600, "fault schedule", "cli:ops", now)
-            .await
+        match sheriff::application::actions::silence(
+            store,
+            &target,
+            3_600,
+            "fault schedule",
+            "cli:ops",
+            now,
+        )
+        .await
         {
             Ok(made) => return made.id,
-            Err(sheriff::actions::ActionError::Internal(e)) => {
+            Err(sheriff::application::actions::ActionError::Internal(e)) => {
                 assert!(sheriff::store::is_storage_error(&e), "{e:#}")
             }
             Err(e) => panic!("{e}"),
@@ -430,7 +437,7 @@ async fn fault_schedules(db: &common::TestDb, schedules: u64) {
                 .map(|(id, f)| {
                     step(Action::Update {
                         id: *id,
-                        state: sheriff::incidents::State::Ongoing,
+                        state: sheriff::domain::incidents::State::Ongoing,
                         snapshot: snapshot(f, "metal", 45.0),
                         changes: vec![Change::TierChanged {
                             from: "P50 5-10x".into(),
@@ -566,7 +573,7 @@ on_both_engines! {
         let before = jira.issues()[0].clone();
         apply(&store, vec![step(Action::Update {
             id,
-            state: sheriff::incidents::State::Reopened,
+            state: sheriff::domain::incidents::State::Reopened,
             snapshot: snapshot("wf", "metal", 21.0),
             changes: vec![Change::Reopened],
             episodes: vec![],
@@ -582,7 +589,7 @@ on_both_engines! {
             jira.fail_next(&[status]);
             apply(&store, vec![step(Action::Update {
                 id,
-                state: sheriff::incidents::State::Reopened,
+                state: sheriff::domain::incidents::State::Reopened,
                 snapshot: snapshot("wf", "metal", 21.0),
                 changes: vec![Change::Reopened],
                 episodes: vec![],
@@ -618,7 +625,7 @@ on_both_engines! {
         // exponential backoff would wait minutes; Slack's Retry-After (7 s) must win
         settings.outbox.backoff_base_secs = 600;
         let store = Arc::new(Store::open(&db.settings).await.unwrap());
-        run_cycle(&store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: end, dry_run: false }).await.unwrap();
+        run_cycle(&store, &sheriff::application::warm::Warm::new(), &settings, CycleOptions { at: end, dry_run: false }).await.unwrap();
         let sinks = Arc::new(Sinks::from_settings(&settings).unwrap());
         let mut worker = Worker::new(store.clone(), sinks, settings.outbox.clone());
         let clock = Clock::default();
@@ -661,20 +668,20 @@ on_both_engines! {
         common::load_metal_regression(&db.store, 7, end).await;
         let settings = Settings { database: db.settings.clone(), ..Settings::default() };
         let store = Arc::new(Store::open(&db.settings).await.unwrap());
-        run_cycle(&store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: end, dry_run: false }).await.unwrap();
+        run_cycle(&store, &sheriff::application::warm::Warm::new(), &settings, CycleOptions { at: end, dry_run: false }).await.unwrap();
         let incidents = store.incidents().all().await.unwrap();
         let metal = incidents.iter().find(|i| i.snapshot.family == "image-registry").expect("the metal incident");
         assert!(metal.snapshot.scope.get(Dimension::Architecture).is_none(), "its scope does not name the architecture");
         let now = chrono::Utc::now().timestamp();
         let wording = ["backend=image-registry-*", "platform=metal", "arch=amd64"];
-        let target = sheriff::incidents::silence::Target::parse(&wording).unwrap();
-        let made = sheriff::actions::silence(&store, &target, 7_200, "known", "cli:me", now).await.unwrap();
+        let target = sheriff::domain::incidents::silence::Target::parse(&wording).unwrap();
+        let made = sheriff::application::actions::silence(&store, &target, 7_200, "known", "cli:me", now).await.unwrap();
         assert_eq!(made.holds, vec![metal.id]);
         let silence = store.incidents().silences(now).await.unwrap().into_iter().find(|s| s.id == made.id).unwrap();
         assert!(silence.matches(metal, now), "the stored silence holds it");
 
-        let target = sheriff::incidents::silence::Target::parse(&["backend=image-registry-*", "platform=vsphere"]).unwrap();
-        let made = sheriff::actions::silence(&store, &target, 7_200, "known", "cli:me", now).await.unwrap();
+        let target = sheriff::domain::incidents::silence::Target::parse(&["backend=image-registry-*", "platform=vsphere"]).unwrap();
+        let made = sheriff::application::actions::silence(&store, &target, 7_200, "known", "cli:me", now).await.unwrap();
         assert!(made.holds.is_empty());
         assert!(made.holds_words().contains("matches no open incident"), "{}", made.holds_words());
     }
@@ -741,7 +748,7 @@ on_both_engines! {
         for key in ["slack_update:1:filed-OCPBUGS-1", "slack_reply:1:filed-OCPBUGS-1"] {
             assert!(pending.contains(&key.to_string()), "{key} queued by the filing: {pending:?}");
         }
-        let drained = sheriff::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
+        let drained = sheriff::adapters::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
         assert_eq!(drained.dead, 0);
         let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).unwrap();
         let blocks = parent.blocks.to_string();
@@ -754,16 +761,16 @@ on_both_engines! {
 
     async fn a_resolve_during_a_silence_is_told_once_and_what_the_silence_held_when_it_ends(db) {
         let (store, settings, slack, jira) = opened(&db, "silenced-resolve").await;
-        sheriff::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
+        sheriff::adapters::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
         let before = thread_lines(&slack).len();
         let now = chrono::Utc::now().timestamp();
-        let target = sheriff::incidents::silence::Target::parse(&["1"]).unwrap();
-        sheriff::actions::silence(&store, &target, 86_400, "known metal outage", "cli:ops", now).await.unwrap();
+        let target = sheriff::domain::incidents::silence::Target::parse(&["1"]).unwrap();
+        sheriff::application::actions::silence(&store, &target, 86_400, "known metal outage", "cli:ops", now).await.unwrap();
         // a cycle's change during the silence: held, nothing sent
         let tier = Change::TierChanged { from: "P50 5-10x".into(), to: "P50 >=10x".into() };
         let update = Action::Update {
             id: 1,
-            state: sheriff::incidents::State::Ongoing,
+            state: sheriff::domain::incidents::State::Ongoing,
             snapshot: snapshot("image-registry", "metal", 45.0),
             changes: vec![tier.clone()],
             episodes: vec![],
@@ -772,8 +779,8 @@ on_both_engines! {
         assert_eq!(store.outbox().counts(0).await.unwrap().pending, 0, "held by the silence");
         assert_eq!(store.incidents().find("1").await.unwrap().unwrap().held.len(), 2);
         // a person resolves it during the silence: Slack and Jira hear of it at once
-        sheriff::actions::resolve(&store, &settings, "1", "the metal lab was rewired", "cli:ops", now).await.unwrap();
-        sheriff::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
+        sheriff::application::actions::resolve(&store, &settings, "1", "the metal lab was rewired", "cli:ops", now).await.unwrap();
+        sheriff::adapters::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
         let lines = thread_lines(&slack);
         assert_eq!(lines.len(), before + 1, "{lines:#?}");
         assert!(lines.last().unwrap().contains("resolved by hand by ops (command line): the metal lab was rewired"), "{lines:#?}");
@@ -782,12 +789,12 @@ on_both_engines! {
         assert_eq!(jira.issues()[0].transitions, vec!["Done".to_string()]);
         assert_eq!(jira.issues()[0].comments.len(), 1, "the resolution");
         // the silence ends: what it held is told once, though the incident is resolved
-        let n = sheriff::actions::unsilence(&store, &settings, "1", "cli:ops", now).await.unwrap();
+        let n = sheriff::application::actions::unsilence(&store, &settings, "1", "cli:ops", now).await.unwrap();
         assert_eq!(n, 1);
-        sheriff::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
+        sheriff::adapters::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
         let lines = thread_lines(&slack);
         assert_eq!(lines.len(), before + 2, "{lines:#?}");
-        let held = format!("while silenced: {}", sheriff::words::line(&sheriff::incidents::told::Told::Change(&tier)));
+        let held = format!("while silenced: {}", sheriff::words::line(&sheriff::domain::incidents::told::Told::Change(&tier)));
         assert!(lines.last().unwrap().contains(&held), "{lines:#?}");
         let issue = &jira.issues()[0];
         assert_eq!(issue.comments.len(), 2, "{:#?}", issue.comments);

@@ -5,9 +5,9 @@ use crate::common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use sheriff::adapters::ingest::{IngestOptions, IngestSummary, Source, ingest};
 use sheriff::clients::gcs::GcsClient;
 use sheriff::config::{GcsSettings, IngestSettings, IntervalsMode};
-use sheriff::ingest::{IngestOptions, IngestSummary, Source, ingest};
 use sheriff::store::Store;
 use sheriff::synth::{self, Scenario, Truth};
 

@@ -7,11 +7,11 @@ use std::path::Path;
 use crate::common;
 use common::faults::Faults;
 use common::jira::FakeJira;
-use sheriff::incidents::{Incident, Snapshot};
+use sheriff::domain::incidents::{Incident, Snapshot};
 
+use sheriff::adapters::ingest::{IngestOptions, Source, ingest};
+use sheriff::application::cycle::{CycleOptions, run_cycle};
 use sheriff::config::{IngestSettings, IntervalsMode, Settings};
-use sheriff::cycle::{CycleOptions, run_cycle};
-use sheriff::ingest::{IngestOptions, Source, ingest};
 use sheriff::model::{FileAgainst, MechanismKind, RegressionReport, UnknownBecause};
 use sheriff::synth::world::{Class, Table, World, WorldSpec, build};
 
@@ -55,7 +55,7 @@ async fn evaluated(
     assert_eq!(summary.failed, 0, "{:?}", summary.errors.first());
     let report = run_cycle(
         store,
-        &sheriff::warm::Warm::new(),
+        &sheriff::application::warm::Warm::new(),
         &settings,
         CycleOptions {
             at: world.spec.end,
@@ -142,7 +142,7 @@ async fn filed_against_the_harness(r: &RegressionReport, engine: &str) {
             harness_component: component.map(String::from),
             ..Default::default()
         };
-        let sink = sheriff::notify::jira::JiraSink::new(&settings).unwrap();
+        let sink = sheriff::adapters::notify::jira::JiraSink::new(&settings).unwrap();
         sink.file(&incident, None).await.unwrap();
         let issue = &jira.issues()[0];
         match component {
@@ -273,7 +273,7 @@ async fn a_scope_whose_backend_vanishes_says_no_data_since_and_stays_open() {
     }
     let first = run_cycle(
         &db.store,
-        &sheriff::warm::Warm::new(),
+        &sheriff::application::warm::Warm::new(),
         &settings,
         CycleOptions {
             at: cut,
@@ -294,7 +294,7 @@ async fn a_scope_whose_backend_vanishes_says_no_data_since_and_stays_open() {
         let at = cut + chrono::Duration::days(day);
         run_cycle(
             &db.store,
-            &sheriff::warm::Warm::new(),
+            &sheriff::application::warm::Warm::new(),
             &settings,
             CycleOptions { at, dry_run: false },
         )
@@ -308,7 +308,7 @@ async fn a_scope_whose_backend_vanishes_says_no_data_since_and_stays_open() {
         .unwrap();
     assert_eq!(
         i.state,
-        sheriff::incidents::State::Ongoing,
+        sheriff::domain::incidents::State::Ongoing,
         "{:?}",
         i.snapshot.summary
     );

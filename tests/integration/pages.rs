@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use sheriff::application::cycle::{CycleOptions, run_cycle};
 use sheriff::config::{Secret, Settings};
-use sheriff::cycle::{CycleOptions, run_cycle};
-use sheriff::server::{AppState, router};
+use sheriff::edge::server::{AppState, router};
 use sheriff::synth::{self, Scenario};
 use tower::ServiceExt;
 
@@ -53,13 +53,13 @@ async fn world_from_tree(
     settings.jira.url = "https://issues.example.com".into();
     settings.slack.workspace_url = "https://example.slack.com".into();
     tweak(&mut settings);
-    let source = sheriff::ingest::Source::Local(dir.path().to_path_buf());
-    sheriff::ingest::ingest(&db.store, &settings.ingest, &source, &Default::default())
+    let source = sheriff::adapters::ingest::Source::Local(dir.path().to_path_buf());
+    sheriff::adapters::ingest::ingest(&db.store, &settings.ingest, &source, &Default::default())
         .await
         .unwrap();
     run_cycle(
         &db.store,
-        &sheriff::warm::Warm::new(),
+        &sheriff::application::warm::Warm::new(),
         &settings,
         CycleOptions {
             at: today(),
@@ -71,7 +71,7 @@ async fn world_from_tree(
     let store = sheriff::store::Store::open(&db.settings).await.unwrap();
     AppState::new(
         Arc::new(store),
-        Arc::new(sheriff::warm::Warm::new()),
+        Arc::new(sheriff::application::warm::Warm::new()),
         Arc::new(settings),
     )
 }
@@ -309,12 +309,12 @@ on_both_engines! {
             db.store.runs().write_runs(chunk, false).await.unwrap();
         }
         sheriff::init_crypto();
-        let app = sheriff::app::App::build(s.clone()).await.unwrap();
+        let app = sheriff::edge::app::App::build(s.clone()).await.unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let running = tokio::spawn(app.run_until_stopped(async move { let _ = stopped.await; }));
         let store = Arc::new(sheriff::store::Store::open(&db.settings).await.unwrap());
-        run_cycle(&store, &sheriff::warm::Warm::new(), &s, CycleOptions { at: today(), dry_run: false }).await.unwrap();
-        sheriff::notify::deliver_for_a_while(store.clone(), &s).await.unwrap();
+        run_cycle(&store, &sheriff::application::warm::Warm::new(), &s, CycleOptions { at: today(), dry_run: false }).await.unwrap();
+        sheriff::adapters::notify::deliver_for_a_while(store.clone(), &s).await.unwrap();
         let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).expect("posted");
         let blocks = parent.blocks.to_string();
         let page = format!("http://127.0.0.1:{port}/incidents/1");

@@ -4,8 +4,8 @@
 //! spans at most 3 payloads.
 
 use chrono::{DateTime, Duration, Utc};
+use sheriff::application::cycle::{CycleOptions, run_cycle};
 use sheriff::config::Settings;
-use sheriff::cycle::{CycleOptions, run_cycle};
 use sheriff::model::{Onset, payload_time};
 use sheriff::store::Store;
 use sheriff::synth::{self, Scenario};
@@ -44,7 +44,7 @@ async fn load(store: &Store, s: &Scenario) {
 async fn onset_of(store: &Store) -> Onset {
     let report = run_cycle(
         store,
-        &sheriff::warm::Warm::new(),
+        &sheriff::application::warm::Warm::new(),
         &Settings::default(),
         CycleOptions {
             at: end(),
@@ -154,10 +154,10 @@ async fn registry_report(
     store: &Store,
     settings: &Settings,
     dry_run: bool,
-) -> sheriff::cycle::RegressionReport {
+) -> sheriff::application::cycle::RegressionReport {
     let report = run_cycle(
         store,
-        &sheriff::warm::Warm::new(),
+        &sheriff::application::warm::Warm::new(),
         settings,
         CycleOptions { at: end(), dry_run },
     )

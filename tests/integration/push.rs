@@ -8,7 +8,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use sheriff::config::{Secret, Settings};
-use sheriff::server::{AppState, router};
+use sheriff::edge::server::{AppState, router};
 use sheriff::synth::{self, Scenario};
 use tower::ServiceExt;
 
@@ -26,7 +26,7 @@ fn state_with(settings: Settings) -> AppState {
     // The router holds the store by Arc; tests keep their own handle through a second open.
     AppState::new(
         Arc::new(futures_block(sheriff::store::Store::open(&settings.database)).unwrap()),
-        Arc::new(sheriff::warm::Warm::new()),
+        Arc::new(sheriff::application::warm::Warm::new()),
         Arc::new(settings),
     )
 }

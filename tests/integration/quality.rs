@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Duration, Utc};
+use sheriff::application::cycle::{CycleOptions, CycleReport, run_cycle};
 use sheriff::config::Settings;
-use sheriff::cycle::{CycleOptions, CycleReport, run_cycle};
 use sheriff::model::{Dimension, Dimensions, TroubleRules};
 use sheriff::store::Store;
 use sheriff::synth::{self, JobSpec, Scenario, TroubleSpell};
@@ -66,7 +66,7 @@ fn classified(r: &synth::TruthRun) -> bool {
 async fn cycle(store: &Store) -> CycleReport {
     run_cycle(
         store,
-        &sheriff::warm::Warm::new(),
+        &sheriff::application::warm::Warm::new(),
         &Settings::default(),
         CycleOptions {
             at: end(),
@@ -138,7 +138,7 @@ on_both_engines! {
             report.ci_trouble.iter().any(|t| t.scope.single(Dimension::Platform) == Some("gcp")),
             "the gcp day is said as CI trouble: {:#?}", report.ci_trouble
         );
-        let text = sheriff::cycle::render_text(&report);
+        let text = sheriff::application::cycle::render_text(&report);
         assert!(text.contains("CI-infrastructure trouble (left out of evaluation, not a regression)"), "{text}");
 
         // The same world with the rule off: reclassifying moves the troubled runs back into the

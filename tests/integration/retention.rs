@@ -3,8 +3,8 @@
 //! whatever their age; a second prune deletes nothing; and a cycle run while pruning goes on
 //! (in small batches) judges exactly as one run before it.
 
+use sheriff::application::cycle::{CycleOptions, run_cycle};
 use sheriff::config::Settings;
-use sheriff::cycle::{CycleOptions, run_cycle};
 use sheriff::synth::{self, Scenario};
 
 const DAY: i64 = 86_400;
@@ -14,7 +14,7 @@ fn end() -> chrono::DateTime<chrono::Utc> {
 }
 
 /// What a cycle concluded, comparable across runs.
-fn verdicts(report: &sheriff::cycle::CycleReport) -> Vec<(String, String, u64, u64)> {
+fn verdicts(report: &sheriff::application::cycle::CycleReport) -> Vec<(String, String, u64, u64)> {
     let mut v: Vec<_> = report
         .regressions
         .iter()
@@ -76,7 +76,7 @@ on_both_engines! {
         settings.retention.batch_runs = 50;
 
         // An incident opened 30 days before the end: its sample runs are older than retention.
-        let opened = run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: end() - chrono::Duration::days(30), dry_run: false })
+        let opened = run_cycle(&db.store, &sheriff::application::warm::Warm::new(), &settings, CycleOptions { at: end() - chrono::Duration::days(30), dry_run: false })
             .await
             .unwrap();
         assert!(!opened.regressions.is_empty(), "the planted regression opens an incident");
@@ -90,7 +90,7 @@ on_both_engines! {
             let run = db.store.runs().run(&s.job, &s.build_id).await.unwrap().unwrap();
             assert!(run.run.started_at.timestamp() < cutoff, "a sample run older than retention");
         }
-        let before = run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: end(), dry_run: true }).await.unwrap();
+        let before = run_cycle(&db.store, &sheriff::application::warm::Warm::new(), &settings, CycleOptions { at: end(), dry_run: true }).await.unwrap();
         let runs_before = db.store.runs().count_runs().await.unwrap();
         let (old, middle): (Vec<_>, Vec<_>) = records
             .iter()
@@ -99,14 +99,14 @@ on_both_engines! {
         assert!(middle.iter().any(|r| !r.outages.is_empty() || !r.conditions.is_empty()), "evidence to prune");
 
         // Prune (50 runs a batch) while a cycle runs.
-        let warm = sheriff::warm::Warm::new();
+        let warm = sheriff::application::warm::Warm::new();
         let (pruned, during) = tokio::join!(
-            sheriff::scheduler::prune(&db.store, &settings, now, false),
+            sheriff::application::scheduler::prune(&db.store, &settings, now, false),
             run_cycle(&db.store, &warm, &settings, CycleOptions { at: end(), dry_run: true })
         );
         let pruned = pruned.unwrap();
         assert_eq!(verdicts(&during.unwrap()), verdicts(&before), "a cycle during pruning judges the same");
-        let after = run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, CycleOptions { at: end(), dry_run: true }).await.unwrap();
+        let after = run_cycle(&db.store, &sheriff::application::warm::Warm::new(), &settings, CycleOptions { at: end(), dry_run: true }).await.unwrap();
         assert_eq!(verdicts(&after), verdicts(&before), "and so does one after (the incident's reference is whole)");
 
         // Kept: the sample runs, and the runs of the incident's scope its reference reads.
@@ -136,7 +136,7 @@ on_both_engines! {
         let old_days = db.store.cells().backend_histogram("image-registry-new-connections", 0..cutoff / DAY).await.unwrap();
         assert_eq!(old_days.count(), 0, "the old days' histograms went");
 
-        let again = sheriff::scheduler::prune(&db.store, &settings, now, false).await.unwrap();
+        let again = sheriff::application::scheduler::prune(&db.store, &settings, now, false).await.unwrap();
         assert_eq!((again.runs, again.cell_days, again.interval_runs), (0, 0, 0), "a second prune deletes nothing");
         assert_eq!(again.kept_for_incidents, kept);
     }

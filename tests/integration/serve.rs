@@ -671,7 +671,10 @@ async fn a_second_replica_on_one_sqlite_file_refuses_to_start_and_says_why() {
     assert_eq!(answer.headers()["x-request-id"], "probe-42");
     let own = reqwest::get(first.url("/healthz")).await.unwrap();
     let id = own.headers()["x-request-id"].to_str().unwrap().to_string();
-    assert!(id.starts_with(&sheriff::process::hostname()), "{id}");
+    assert!(
+        id.starts_with(&sheriff::support::process::hostname()),
+        "{id}"
+    );
     let took = first.stop().await;
     assert!(took < Duration::from_secs(10), "{took:?}");
     // and once it has stopped, its lease is given back: a new replica starts at once
@@ -701,13 +704,13 @@ async fn readyz_fails_while_the_database_is_down_and_recovers() {
     settings.url = url.as_str().parse().unwrap();
     settings.acquire_timeout_secs = 1;
     let store = std::sync::Arc::new(Store::open(&settings).await.unwrap());
-    let state = sheriff::server::AppState::new(
+    let state = sheriff::edge::server::AppState::new(
         store,
-        std::sync::Arc::new(sheriff::warm::Warm::new()),
+        std::sync::Arc::new(sheriff::application::warm::Warm::new()),
         std::sync::Arc::new(sheriff::config::Settings::default()),
     );
     let ready = || async {
-        let r = sheriff::server::router(state.clone())
+        let r = sheriff::edge::server::router(state.clone())
             .oneshot(
                 axum::http::Request::get("/readyz")
                     .body(Body::empty())
@@ -730,7 +733,7 @@ async fn readyz_fails_while_the_database_is_down_and_recovers() {
         started.elapsed()
     );
     assert_eq!(ready().await.0, 503, "still down");
-    let health = sheriff::server::router(state.clone())
+    let health = sheriff::edge::server::router(state.clone())
         .oneshot(
             axum::http::Request::get("/healthz")
                 .body(Body::empty())
@@ -892,7 +895,7 @@ async fn a_restart_takes_over_the_sqlite_lease_of_a_dead_process_of_this_host_at
     let mut child = std::process::Command::new("true").spawn().unwrap();
     let dead = child.id();
     child.wait().unwrap();
-    let killed = format!("{}-{dead}", sheriff::process::hostname());
+    let killed = format!("{}-{dead}", sheriff::support::process::hostname());
     assert!(
         db.store
             .leases()
@@ -900,7 +903,7 @@ async fn a_restart_takes_over_the_sqlite_lease_of_a_dead_process_of_this_host_at
             .await
             .unwrap()
     );
-    sheriff::scheduler::claim_sqlite(&db.store, "the-restart")
+    sheriff::application::scheduler::claim_sqlite(&db.store, "the-restart")
         .await
         .expect("takes over from the dead process");
     assert_eq!(
@@ -929,7 +932,7 @@ async fn a_restart_takes_over_the_sqlite_lease_of_a_dead_process_of_this_host_at
     );
     let why = format!(
         "{:#}",
-        sheriff::scheduler::claim_sqlite(&db.store, "the-restart")
+        sheriff::application::scheduler::claim_sqlite(&db.store, "the-restart")
             .await
             .unwrap_err()
     );
@@ -938,7 +941,7 @@ async fn a_restart_takes_over_the_sqlite_lease_of_a_dead_process_of_this_host_at
         "{why}"
     );
     // and so is a live process of this host (this one)
-    let me = sheriff::process::replica_id();
+    let me = sheriff::support::process::replica_id();
     db.store
         .leases()
         .release("sqlite-replica", "another-host-1")
@@ -952,7 +955,7 @@ async fn a_restart_takes_over_the_sqlite_lease_of_a_dead_process_of_this_host_at
             .unwrap()
     );
     assert!(
-        sheriff::scheduler::claim_sqlite(&db.store, "the-restart")
+        sheriff::application::scheduler::claim_sqlite(&db.store, "the-restart")
             .await
             .is_err()
     );

@@ -11,7 +11,7 @@ use common::faults::Faults;
 use common::slack::FakeSlack;
 use sheriff::clients::slack::signature::sign;
 use sheriff::config::{Secret, Settings};
-use sheriff::server::{AppState, router};
+use sheriff::edge::server::{AppState, router};
 use tower::ServiceExt;
 
 const SECRET: &str = "signing-secret-for-tests";
@@ -39,7 +39,7 @@ fn state_with(
     .unwrap();
     AppState::new(
         Arc::new(store),
-        Arc::new(sheriff::warm::Warm::new()),
+        Arc::new(sheriff::application::warm::Warm::new()),
         Arc::new(s),
     )
 }
@@ -116,16 +116,16 @@ fn click(slack: &FakeSlack, user: &str, action: &str, incident: i64) -> serde_js
 
 /// An incident made the way sheriff makes them: a month with the metal registry regression and
 /// one cycle (with Jira off, so that "File Jira now" has something to do).
-async fn one_incident(db: &common::TestDb) -> sheriff::incidents::Incident {
+async fn one_incident(db: &common::TestDb) -> sheriff::domain::incidents::Incident {
     let end = sheriff::synth::day(2026, 11, 29);
     common::load_metal_regression(&db.store, 7, end).await;
-    let options = sheriff::cycle::CycleOptions {
+    let options = sheriff::application::cycle::CycleOptions {
         at: end,
         dry_run: false,
     };
-    sheriff::cycle::run_cycle(
+    sheriff::application::cycle::run_cycle(
         &db.store,
-        &sheriff::warm::Warm::new(),
+        &sheriff::application::warm::Warm::new(),
         &Settings::default(),
         options,
     )
@@ -154,14 +154,14 @@ async fn live_incident(
     });
     let end = sheriff::synth::day(2026, 11, 29);
     common::load_metal_regression(&state.store, 7, end).await;
-    let options = sheriff::cycle::CycleOptions {
+    let options = sheriff::application::cycle::CycleOptions {
         at: end,
         dry_run: false,
     };
-    sheriff::cycle::run_cycle(&state.store, &state.warm, &state.settings, options)
+    sheriff::application::cycle::run_cycle(&state.store, &state.warm, &state.settings, options)
         .await
         .unwrap();
-    sheriff::notify::deliver_for_a_while(state.store.clone(), &state.settings)
+    sheriff::adapters::notify::deliver_for_a_while(state.store.clone(), &state.settings)
         .await
         .unwrap();
     (state, slack, jira)
@@ -433,7 +433,7 @@ on_both_engines! {
         });
         let (_, done) = interaction(&state, submission).await;
         assert_eq!(done["response_action"], "clear", "{done}");
-        sheriff::notify::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
+        sheriff::adapters::notify::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
         let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).unwrap();
         let header = parent.blocks[0]["text"]["text"].as_str().unwrap().to_string();
         assert!(header.contains("marked not a regression") && !header.contains("no longer observed"), "{header}");
@@ -446,7 +446,7 @@ on_both_engines! {
         let mut ack = click(&slack, "UOPS", "ack", 1);
         ack["user"] = serde_json::json!({ "id": "UOPS", "username": "alice" });
         interaction(&state, ack).await;
-        sheriff::notify::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
+        sheriff::adapters::notify::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
         let mut said: Vec<(String, String)> = Vec::new();
         for m in slack.messages() {
             said.push((format!("Slack {:?}", m.key), format!("{} {}", m.text, m.blocks)));
@@ -520,7 +520,7 @@ on_both_engines! {
         });
         let (_, done) = interaction(&state, accept).await;
         assert_eq!(done["response_action"], "clear", "{done}");
-        sheriff::notify::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
+        sheriff::adapters::notify::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
         // Slack: a real mention, never the recorded actor
         let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).unwrap();
         let blocks = parent.blocks.to_string();
@@ -593,8 +593,8 @@ on_both_engines! {
         assert!((14 * 86_400 - 60..=14 * 86_400).contains(&left), "{left}");
         let events = state.store.incidents().events(id).await.unwrap();
         assert!(events.iter().any(|e| e.kind == "accepted" && e.actor == "slack:UOPS"), "{events:#?}");
-        let status = sheriff::board::status(&state.store, chrono::Utc::now().timestamp()).await.unwrap();
-        assert!(sheriff::board::render_status(&status).contains("accepted levels:\n  #1 accepted level P50 ≤ 20s"));
+        let status = sheriff::application::board::status(&state.store, chrono::Utc::now().timestamp()).await.unwrap();
+        assert!(sheriff::application::board::render_status(&status).contains("accepted levels:\n  #1 accepted level P50 ≤ 20s"));
     }
 }
 

@@ -63,8 +63,8 @@ impl Drop for Tiny {
     }
 }
 
-async fn ready(state: &sheriff::server::AppState) -> u16 {
-    let r = sheriff::server::router(state.clone())
+async fn ready(state: &sheriff::edge::server::AppState) -> u16 {
+    let r = sheriff::edge::server::router(state.clone())
         .oneshot(Request::get("/readyz").body(Body::empty()).unwrap())
         .await
         .unwrap();
@@ -93,9 +93,9 @@ async fn a_full_disk_fails_writes_plainly_and_once_it_has_space_every_write_work
         .partition(|r| seen.insert(r.run.dimensions.clone()));
     let records: Vec<_> = before.iter().chain(&rest).cloned().collect();
     store.runs().write_runs(&before, false).await.unwrap();
-    let state = sheriff::server::AppState::new(
+    let state = sheriff::edge::server::AppState::new(
         store.clone(),
-        Arc::new(sheriff::warm::Warm::new()),
+        Arc::new(sheriff::application::warm::Warm::new()),
         Arc::new(Settings::default()),
     );
     assert_eq!(ready(&state).await, 200);
@@ -119,9 +119,12 @@ async fn a_full_disk_fails_writes_plainly_and_once_it_has_space_every_write_work
     assert!(failed > 0, "the full disk made writes fail");
     assert_eq!(ready(&state).await, 503, "not ready while writes fail");
     // a silence asked for now is refused, and nothing of it is kept
-    let target = sheriff::incidents::silence::Target::parse(&["backend=image-registry-*"]).unwrap();
+    let target =
+        sheriff::domain::incidents::silence::Target::parse(&["backend=image-registry-*"]).unwrap();
     let now = chrono::Utc::now().timestamp();
-    let asked = sheriff::actions::silence(&store, &target, 3600, "disk full", "cli:me", now).await;
+    let asked =
+        sheriff::application::actions::silence(&store, &target, 3600, "disk full", "cli:me", now)
+            .await;
     assert!(
         asked.is_err(),
         "a silence is not acknowledged unless stored: {asked:?}"
@@ -137,10 +140,17 @@ async fn a_full_disk_fails_writes_plainly_and_once_it_has_space_every_write_work
             .expect("writes work again once there is space");
     }
     assert_eq!(ready(&state).await, 200, "ready again");
-    let id = sheriff::actions::silence(&store, &target, 3600, "disk fine", "cli:me", now + 1)
-        .await
-        .unwrap()
-        .id;
+    let id = sheriff::application::actions::silence(
+        &store,
+        &target,
+        3600,
+        "disk fine",
+        "cli:me",
+        now + 1,
+    )
+    .await
+    .unwrap()
+    .id;
     let kept = store.incidents().silences(now + 2).await.unwrap();
     assert_eq!(
         kept.iter().map(|s| s.id).collect::<Vec<_>>(),

@@ -1,9 +1,9 @@
 //! The store on both engines: migrations, and runs written and read back exactly once.
 
 use chrono::{TimeZone, Utc};
+use sheriff::application::warm::Queries;
 use sheriff::model::{ConditionSpan, Dimensions, JobRun, Outage, RunRecord, Sample};
 use sheriff::store::runs::WriteOutcome;
-use sheriff::warm::Queries;
 
 fn sample_record(build_id: &str, registry_seconds: i64) -> RunRecord {
     let started = Utc.with_ymd_and_hms(2026, 11, 20, 8, 30, 0).unwrap();

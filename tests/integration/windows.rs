@@ -10,12 +10,12 @@
 use std::collections::HashSet;
 
 use chrono::Duration;
+use sheriff::application::warm::{Queries, Warm};
 use sheriff::config::{EvaluateSettings, RetentionSettings};
 use sheriff::model::{Dimensions, RunRecord, TroubleRules};
 use sheriff::store::Store;
 use sheriff::store::retention::Cutoffs;
 use sheriff::synth::{self, Scenario};
-use sheriff::warm::{Queries, Warm};
 
 const DAY: i64 = 86_400;
 
@@ -246,19 +246,21 @@ async fn serve_keeps_the_windows_in_memory_between_cycles() {
         ..Default::default()
     };
     settings.server.listen = "127.0.0.1:0".into();
-    let app = sheriff::app::App::build(settings).await.unwrap();
-    let options = sheriff::cycle::CycleOptions {
+    let app = sheriff::edge::app::App::build(settings).await.unwrap();
+    let options = sheriff::application::cycle::CycleOptions {
         at: end,
         dry_run: true,
     };
-    let first = sheriff::cycle::run_cycle(&app.store, &app.warm, &app.settings, options)
-        .await
-        .unwrap();
+    let first =
+        sheriff::application::cycle::run_cycle(&app.store, &app.warm, &app.settings, options)
+            .await
+            .unwrap();
     let read = app.warm.window_days_read();
     assert!(read >= 28, "the first cycle read {read} days");
-    let second = sheriff::cycle::run_cycle(&app.store, &app.warm, &app.settings, options)
-        .await
-        .unwrap();
+    let second =
+        sheriff::application::cycle::run_cycle(&app.store, &app.warm, &app.settings, options)
+            .await
+            .unwrap();
     assert_eq!(
         app.warm.window_days_read(),
         read,

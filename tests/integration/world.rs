@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use sheriff::adapters::ingest::{IngestOptions, Source, ingest};
 use sheriff::config::{IngestSettings, IntervalsMode};
-use sheriff::ingest::{IngestOptions, Source, ingest};
 use sheriff::synth::world::{Class, WorldSpec, build};
 
 on_both_engines! {
@@ -43,7 +43,7 @@ on_both_engines! {
 /// scored (what detection reached is not asserted here; `sheriff bench quality --check` does).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_scorecard_replays_a_world_and_scores_its_plants_and_decoys() {
-    use sheriff::scorecard::{QualityOptions, quality, render_text};
+    use sheriff::edge::scorecard::{QualityOptions, quality, render_text};
     let options = QualityOptions {
         seeds: 1,
         first: 0,
@@ -81,7 +81,7 @@ async fn the_scorecard_replays_a_world_and_scores_its_plants_and_decoys() {
 /// the rest shows) left out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_regression_is_scoped_to_the_parts_its_runs_show() {
-    use sheriff::scorecard::{QualityOptions, quality};
+    use sheriff::edge::scorecard::{QualityOptions, quality};
     // worlds 0 and 5 of the full mix: with the rule off, kube-api over azure ipv4 (minor and
     // micro) and image-registry over aws and metal
     let mut worlds = Vec::new();
@@ -93,7 +93,7 @@ async fn a_regression_is_scoped_to_the_parts_its_runs_show() {
         };
         worlds.extend(quality(&options).await.unwrap().worlds);
     }
-    let card = sheriff::scorecard::scorecard(worlds, 2, 0, 0.0);
+    let card = sheriff::edge::scorecard::scorecard(worlds, 2, 0, 0.0);
     let plants: Vec<_> = card
         .worlds
         .iter()
@@ -121,7 +121,7 @@ async fn a_regression_is_scoped_to_the_parts_its_runs_show() {
 /// fewer above the allowed level than the regressed runs before them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fixing_payload_resolves_within_a_day_and_a_half_at_six_runs_a_day() {
-    use sheriff::scorecard::{QualityOptions, quality};
+    use sheriff::edge::scorecard::{QualityOptions, quality};
     let options = QualityOptions {
         seeds: 2,
         first: 0,
@@ -154,7 +154,7 @@ async fn a_fixing_payload_resolves_within_a_day_and_a_half_at_six_runs_a_day() {
 /// World 21 of the calibrated worlds, at 12 runs a day.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_late_run_of_an_old_payload_does_not_hold_a_recovery_back() {
-    use sheriff::scorecard::{QualityOptions, quality};
+    use sheriff::edge::scorecard::{QualityOptions, quality};
     let options = QualityOptions {
         seeds: 1,
         first: 21,
@@ -176,7 +176,7 @@ async fn one_late_run_of_an_old_payload_does_not_hold_a_recovery_back() {
 /// is one the regression hit: never a run it spared, nor one from before its onset.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_sample_run_is_one_the_regression_hit() {
-    use sheriff::scorecard::{QualityOptions, quality};
+    use sheriff::edge::scorecard::{QualityOptions, quality};
     let mut worlds = Vec::new();
     for first in [13, 16] {
         let options = QualityOptions {
@@ -213,8 +213,8 @@ async fn every_sample_run_is_one_the_regression_hit() {
 async fn dry_cycle_over(
     spec: &WorldSpec,
     world: &sheriff::synth::world::World,
-) -> sheriff::cycle::CycleReport {
-    use sheriff::cycle::{CycleOptions, run_cycle};
+) -> sheriff::application::cycle::CycleReport {
+    use sheriff::application::cycle::{CycleOptions, run_cycle};
     let db = crate::common::TestDb::sqlite().await;
     let settings = sheriff::config::Settings::default();
     db.store
@@ -229,9 +229,14 @@ async fn dry_cycle_over(
         at: spec.end,
         dry_run: true,
     };
-    run_cycle(&db.store, &sheriff::warm::Warm::new(), &settings, options)
-        .await
-        .unwrap()
+    run_cycle(
+        &db.store,
+        &sheriff::application::warm::Warm::new(),
+        &settings,
+        options,
+    )
+    .await
+    .unwrap()
 }
 
 /// A job that appeared inside the window has no reference of its own yet: the cycle names it as
@@ -302,7 +307,7 @@ async fn a_probe_down_all_run_on_metal_is_named_broken() {
 async fn a_tail_gathering_held_back_once_is_not_reported_by_the_next_cycles() {
     use std::sync::Arc;
 
-    use sheriff::backtest::{Cadence, backtest};
+    use sheriff::application::backtest::{Cadence, backtest};
     use sheriff::config::Settings;
     use sheriff::synth::world::{Table, mixes};
     // world 14 of the full mix, the one where the gathering happens

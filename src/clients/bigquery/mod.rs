@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::config::{BigQuerySettings, Secret};
-use crate::http::with_sources;
+use crate::support::http::with_sources;
 
 type Result<T, E = BigQueryError> = std::result::Result<T, E>;
 
@@ -133,7 +133,7 @@ pub enum Failure {
     Status(Answer),
     /// The answer could not be read whole (too large, or cut off).
     #[error("reading BigQuery's answer: {0}")]
-    Body(crate::http::BodyError),
+    Body(crate::support::http::BodyError),
     #[error("unexpected answer from BigQuery: {0}")]
     Unreadable(serde_json::Error),
     /// The request got no answer (connection, timeout), with the transport's reasons.
@@ -279,7 +279,7 @@ impl BigQueryClient {
                 "BigQuery needs credentials: set bigquery.credentials_file (a service-account key), bigquery.token_file (a file holding an access token) or SHERIFF__BIGQUERY__TOKEN".into()
             )),
         };
-        let http = crate::http::client_builder(Duration::from_secs(settings.timeout_secs))
+        let http = crate::support::http::client_builder(Duration::from_secs(settings.timeout_secs))
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| BigQueryError::Client(with_sources(&e)))?;
@@ -461,8 +461,8 @@ impl BigQueryClient {
             let (error, retry_after) = match request.send().await {
                 Ok(response) => {
                     let status = response.status();
-                    let retry_after = crate::http::retry_after(response.headers());
-                    let bytes = crate::http::read_limited(
+                    let retry_after = crate::support::http::retry_after(response.headers());
+                    let bytes = crate::support::http::read_limited(
                         response,
                         "bigquery.max_response_bytes",
                         self.max_response_bytes,

@@ -10,8 +10,8 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use serde::Deserialize;
 
 use crate::config::Secret;
-use crate::http::with_sources;
 use crate::model::HOUR;
+use crate::support::http::with_sources;
 
 /// What the access token may do: run queries and read tables.
 const SCOPE: &str = "https://www.googleapis.com/auth/bigquery";

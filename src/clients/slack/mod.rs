@@ -187,9 +187,10 @@ impl SlackClient {
             .bot_token
             .clone()
             .ok_or(SetupError::Unset("slack.bot_token"))?;
-        let http = crate::http::client_builder(Duration::from_secs_f64(s.timeout_secs.max(0.05)))
-            .build()
-            .map_err(|e| SetupError::http("Slack", &e))?;
+        let http =
+            crate::support::http::client_builder(Duration::from_secs_f64(s.timeout_secs.max(0.05)))
+                .build()
+                .map_err(|e| SetupError::http("Slack", &e))?;
         Ok(SlackClient {
             http,
             api_url: s.api_url.trim_end_matches('/').to_string(),
@@ -229,7 +230,7 @@ impl SlackClient {
         let response =
             response.map_err(|e| CallError::retryable(format!("Slack {method}: {e}")))?;
         let status = response.status();
-        let retry_after = crate::http::retry_after(response.headers());
+        let retry_after = crate::support::http::retry_after(response.headers());
         let body = response
             .text()
             .await

@@ -4,8 +4,8 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use sheriff::app::App;
 use sheriff::config::Settings;
+use sheriff::edge::app::App;
 
 pub struct TestApp {
     pub address: SocketAddr,

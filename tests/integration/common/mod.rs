@@ -184,7 +184,9 @@ macro_rules! on_both_engines {
 
 /// The cycle's one active regression, on metal: the planted one (the evidence tests' worlds hold
 /// exactly one).
-pub fn planted(report: &sheriff::cycle::CycleReport) -> &sheriff::model::RegressionReport {
+pub fn planted(
+    report: &sheriff::application::cycle::CycleReport,
+) -> &sheriff::model::RegressionReport {
     let active: Vec<&sheriff::model::RegressionReport> = report
         .regressions
         .iter()

@@ -1,0 +1,696 @@
+//! Jira text: one document model, written as wiki markup (REST v2) or as Atlassian Document
+//! Format (REST v3).
+
+use serde_json::{Value, json};
+
+use crate::config::JiraApi;
+use crate::domain::incidents::Incident;
+use crate::model::{Dimension, secs};
+use crate::support::render::{percentile_table, truncate};
+
+/// A piece of running text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inline {
+    Text(String),
+    Code(String),
+    Link { text: String, url: String },
+}
+
+/// A block of a document.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Node {
+    Heading(String),
+    Para(Vec<Inline>),
+    Bullets(Vec<Vec<Inline>>),
+    Table {
+        header: Vec<String>,
+        rows: Vec<Vec<String>>,
+    },
+}
+
+fn text(s: impl Into<String>) -> Inline {
+    Inline::Text(s.into())
+}
+
+/// Wiki markup (Jira Server / Data Center).
+pub fn to_wiki(doc: &[Node]) -> String {
+    fn esc(s: &str) -> String {
+        let mut out = String::with_capacity(s.len());
+        for c in s.chars() {
+            // `!url!` embeds an image fetched from anywhere by everyone who opens the issue
+            if matches!(
+                c,
+                '[' | ']' | '{' | '}' | '|' | '*' | '_' | '^' | '~' | '+' | '!'
+            ) {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+        out
+    }
+    fn inline(parts: &[Inline]) -> String {
+        parts
+            .iter()
+            .map(|p| match p {
+                Inline::Text(t) => esc(t),
+                Inline::Code(t) => format!("{{{{{}}}}}", esc(t)),
+                Inline::Link { text, url } => match crate::support::render::web_link(url) {
+                    Some(url) => format!(
+                        "[{}|{}]",
+                        esc(text),
+                        crate::support::render::link_target(url)
+                    ),
+                    None => esc(text),
+                },
+            })
+            .collect()
+    }
+    let mut out = Vec::new();
+    for n in doc {
+        match n {
+            Node::Heading(t) => out.push(format!("h3. {}", esc(t))),
+            Node::Para(p) => out.push(inline(p)),
+            Node::Bullets(items) => out.push(
+                items
+                    .iter()
+                    .map(|i| format!("* {}", inline(i)))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            Node::Table { header, rows } => {
+                let mut t = format!(
+                    "||{}||",
+                    header.iter().map(|h| esc(h)).collect::<Vec<_>>().join("||")
+                );
+                for r in rows {
+                    t.push_str(&format!(
+                        "\n|{}|",
+                        r.iter().map(|c| esc(c)).collect::<Vec<_>>().join("|")
+                    ));
+                }
+                out.push(t);
+            }
+        }
+    }
+    out.join("\n\n")
+}
+
+/// Atlassian Document Format (Jira Cloud).
+pub fn to_adf(doc: &[Node]) -> Value {
+    fn inline(parts: &[Inline]) -> Vec<Value> {
+        parts
+            .iter()
+            .filter(|p| !matches!(p, Inline::Text(t) | Inline::Code(t) if t.is_empty()))
+            .map(|p| match p {
+                Inline::Text(t) => json!({ "type": "text", "text": t }),
+                Inline::Code(t) => json!({ "type": "text", "text": t, "marks": [{ "type": "code" }] }),
+                Inline::Link { text, url } => match crate::support::render::web_link(url) {
+                    Some(url) => json!({ "type": "text", "text": if text.is_empty() { url } else { text }, "marks": [{ "type": "link", "attrs": { "href": url } }] }),
+                    None => json!({ "type": "text", "text": if text.is_empty() { url } else { text } }),
+                },
+            })
+            .collect()
+    }
+    fn para(parts: &[Inline]) -> Value {
+        json!({ "type": "paragraph", "content": inline(parts) })
+    }
+    fn cell(kind: &str, t: &str) -> Value {
+        json!({ "type": kind, "content": [para(&[text(t)])] })
+    }
+    let content: Vec<Value> = doc
+        .iter()
+        .map(|n| match n {
+            Node::Heading(t) => json!({ "type": "heading", "attrs": { "level": 3 }, "content": inline(&[text(t.as_str())]) }),
+            Node::Para(p) => para(p),
+            Node::Bullets(items) => json!({
+                "type": "bulletList",
+                "content": items.iter().map(|i| json!({ "type": "listItem", "content": [para(i)] })).collect::<Vec<_>>(),
+            }),
+            Node::Table { header, rows } => {
+                let mut trs = vec![json!({ "type": "tableRow", "content": header.iter().map(|h| cell("tableHeader", h)).collect::<Vec<_>>() })];
+                trs.extend(rows.iter().map(|r| json!({ "type": "tableRow", "content": r.iter().map(|c| cell("tableCell", c)).collect::<Vec<_>>() })));
+                json!({ "type": "table", "content": trs })
+            }
+        })
+        .collect();
+    json!({ "version": 1, "type": "doc", "content": content })
+}
+
+/// A field value in the API's format.
+pub fn render(api: JiraApi, doc: &[Node]) -> Value {
+    match api {
+        JiraApi::V2 => Value::String(to_wiki(doc)),
+        JiraApi::V3 => to_adf(doc),
+    }
+}
+
+/// `image-registry disruption regressed on metal 4.14: P50 31s (was 0s, allowed 5s)`, at most
+/// 255 characters.
+pub fn summary(i: &Incident) -> String {
+    let s = &i.snapshot;
+    let platform = s
+        .scope
+        .get(Dimension::Platform)
+        .map(|v| format!("{} ", v.iter().cloned().collect::<Vec<_>>().join("/")))
+        .unwrap_or_default();
+    let text = format!(
+        "{} disruption regressed on {platform}{}: {} {} ({})",
+        s.family,
+        s.release,
+        s.percentile,
+        secs(s.observed_seconds),
+        was_and_allowed(i)
+    );
+    truncate(&text, 255)
+}
+
+/// `was 0s, allowed 5s`, of an incident's latest report.
+pub fn was_and_allowed(i: &Incident) -> String {
+    crate::support::render::was_and_allowed(&i.snapshot.report)
+}
+
+/// The Ask: who should act. A cause in the test environment is the CI harness's to fix; the
+/// product's component is consulted, not blamed.
+fn ask(s: &crate::domain::incidents::Snapshot) -> String {
+    let then = "please find why and link the fix's pull request here; sheriff checks the runs after it and says whether it worked.";
+    let a = &s.report.attribution;
+    if a.file_against == crate::model::FileAgainst::TestEnvironment {
+        let harness = a
+            .harness
+            .as_deref()
+            .map_or("the platform's CI harness".to_string(), |h| {
+                format!("the CI harness {h}")
+            });
+        return format!(
+            "Ask: maintainers of {harness}, {then} The cause is how the CI cluster is set up, not the product: {} is consulted, not blamed.",
+            s.component
+        );
+    }
+    format!("Ask: {}, {then}", s.component)
+}
+
+/// What a backend family's disruption measures, in one sentence.
+fn measures(family: &str, backends: &[String]) -> String {
+    let how = match (
+        backends.iter().any(|b| b.ends_with("-new-connections")),
+        backends.iter().any(|b| b.ends_with("-reused-connections")),
+    ) {
+        (true, true) => "over a new connection for each request and over one kept-open connection",
+        (true, false) => "over a new connection for each request",
+        (false, true) => "over one kept-open connection",
+        (false, false) => "",
+    };
+    let how = if how.is_empty() {
+        String::new()
+    } else {
+        format!(" {how}")
+    };
+    format!(
+        "{family} disruption is the number of seconds in one CI run (most often an upgrade) during which a client \
+         polling {family}{how} got no answer; a healthy run stays near 0 s."
+    )
+}
+
+/// The top suspect changes of the payload window, with links.
+fn suspect_changes(r: &crate::model::RegressionReport, doc: &mut Vec<Node>) {
+    let suspects: Vec<Vec<Inline>> = r
+        .suspect_changes
+        .iter()
+        .take(crate::support::render::SUSPECTS_SHOWN)
+        .map(|c| {
+            vec![Inline::Link {
+                text: crate::support::render::suspect(c),
+                url: c.url.clone(),
+            }]
+        })
+        .collect();
+    if suspects.is_empty() {
+        return;
+    }
+    doc.push(Node::Heading("Suspect changes".into()));
+    let window = r
+        .onset
+        .as_ref()
+        .and_then(|o| o.payload_words())
+        .unwrap_or_default();
+    doc.push(Node::Para(vec![text(format!(
+        "Pull requests that entered in the payload window ({window}) and commits outside the payload merged in the onset window, ranked by the regression's scope:"
+    ))]));
+    doc.push(Node::Bullets(suspects));
+}
+
+/// The issue description, for the team that receives it: four lines (what broke, where, the
+/// evidence, the ask); how the outages come about and the platforms that stayed healthy; what
+/// the disruption measures, the worst run and what else stayed healthy; then the detail; the
+/// statistics and group keys at the bottom.
+// Long: one document, section by section, in the order the team reads it.
+pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
+    let s = &i.snapshot;
+    let r = &s.report;
+    let (now, _) = s.now_and_reference();
+    let worst = r.sample_jobs.iter().max_by_key(|j| j.seconds);
+    let onset = i.onset().or_else(|| r.onset.clone());
+    let mut doc = Vec::new();
+    // the four lines
+    let broke = format!(
+        "What broke: {} disruption rose to {} {} ({}) on {}.",
+        s.family,
+        s.percentile,
+        secs(now),
+        was_and_allowed(i),
+        s.backends.join(", ")
+    );
+    let mut where_ = format!("Where: {} {}", s.release, s.scope.describe());
+    if !r.not_specific_to.is_empty() {
+        where_.push_str(&format!(
+            ", whatever the {}",
+            r.not_specific_to.join(" or ")
+        ));
+    }
+    if let Some(o) = &onset {
+        where_.push_str(&format!("; {}", crate::support::render::onset(o)));
+    }
+    where_.push('.');
+    let evidence = match r.attribution.conditions.first() {
+        Some(c) => format!(
+            "Evidence: {} ({}) overlapped the outages in {} of {} regressed runs and {} of {} healthy ones; {} runs judged.",
+            c.label(),
+            c.reason,
+            c.runs_with,
+            c.runs,
+            c.healthy_with,
+            c.healthy_runs,
+            r.job_runs
+        ),
+        None => format!(
+            "Evidence: {} runs judged; {} {} in them.",
+            r.job_runs,
+            s.percentile,
+            secs(now)
+        ),
+    };
+    let mut ask = vec![text(ask(s))];
+    if let Some(c) = r.suspect_changes.first() {
+        ask.push(text(" First suspect: "));
+        ask.push(Inline::Link {
+            text: crate::support::render::suspect(c),
+            url: c.url.clone(),
+        });
+        ask.push(text("."));
+    }
+    doc.push(Node::Para(vec![text(broke)]));
+    doc.push(Node::Para(vec![text(where_)]));
+    doc.push(Node::Para(vec![text(evidence)]));
+    doc.push(Node::Para(ask));
+    // how the outages come about, and where the same release stayed healthy
+    if let Some(m) = &r.attribution.mechanism {
+        doc.push(Node::Para(vec![text(m.summary.clone())]));
+    }
+    if !r.attribution.contrast.is_empty() {
+        let sentence = crate::domain::attribute::describe::contrast_sentence(
+            &r.attribution.contrast,
+            &s.family,
+            &s.release,
+            s.percentile,
+        );
+        doc.push(Node::Para(vec![text(sentence)]));
+    }
+    // what it measures, the worst run, the contrast
+    doc.push(Node::Heading("What this measures".into()));
+    let mut about = vec![text(measures(&s.family, &s.backends))];
+    if let Some(j) = worst {
+        // sheriff has no page of a run's timeline: the link opens the run itself
+        about.push(text(" The worst run: "));
+        about.push(Inline::Link {
+            text: format!("the run ({}s, {})", j.seconds, j.job),
+            url: j.url.clone(),
+        });
+        about.push(text("."));
+    }
+    doc.push(Node::Para(about));
+    let mut contrast: Vec<Vec<Inline>> = Vec::new();
+    if let Some(c) = r.attribution.control.as_ref().filter(|c| c.healthy) {
+        contrast.push(vec![text(format!(
+            "On the same runs {} stayed healthy: {} {} over {} runs.",
+            c.backend,
+            c.percentile,
+            crate::model::secs_or_dash(c.now),
+            c.runs
+        ))]);
+    }
+    contrast.extend(
+        r.attribution
+            .independence
+            .iter()
+            .map(|t| vec![text(t.clone())]),
+    );
+    if !contrast.is_empty() {
+        doc.push(Node::Heading("What stayed healthy".into()));
+        doc.push(Node::Bullets(contrast));
+    }
+    let conditions: Vec<Vec<Inline>> = r
+        .attribution
+        .conditions
+        .iter()
+        .take(5)
+        .map(|c| {
+            vec![
+                Inline::Code(c.label()),
+                text(format!(
+                    " {} — in {} of {} regressed runs",
+                    c.reason, c.runs_with, c.runs
+                )),
+            ]
+        })
+        .collect();
+    if !conditions.is_empty() {
+        doc.push(Node::Heading(
+            "Correlated ClusterOperator conditions".into(),
+        ));
+        doc.push(Node::Bullets(conditions));
+    }
+    suspect_changes(r, &mut doc);
+    let jobs: Vec<Vec<Inline>> = r
+        .sample_jobs
+        .iter()
+        .take(10)
+        .map(|j| {
+            let variant = if j.variant.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", j.variant)
+            };
+            vec![
+                Inline::Link {
+                    text: format!("{} #{}", j.job, j.build_id),
+                    url: j.url.clone(),
+                },
+                text(format!(" — {}s ({}{variant})", j.seconds, j.kind)),
+            ]
+        })
+        .collect();
+    if !jobs.is_empty() {
+        doc.push(Node::Heading("Sample job runs".into()));
+        doc.push(Node::Bullets(jobs));
+    }
+    // the statistics and the group keys, for whoever wants to check the numbers
+    doc.push(Node::Heading("Statistics".into()));
+    let rows = percentile_table(r)
+        .into_iter()
+        .map(|row| vec![row.percentile, row.now, row.allowed, row.reference])
+        .collect();
+    doc.push(Node::Table {
+        header: vec![
+            "percentile".into(),
+            "now".into(),
+            "allowed".into(),
+            "reference".into(),
+        ],
+        rows,
+    });
+    let evidence: Vec<Vec<Inline>> = r
+        .attribution
+        .evidence
+        .iter()
+        .filter(|e| !e.contains("File against"))
+        .take(10)
+        .map(|e| vec![text(e.clone())])
+        .collect();
+    if !evidence.is_empty() {
+        doc.push(Node::Bullets(evidence));
+    }
+    doc.push(Node::Para(vec![text(format!(
+        "p = {:.2e}, q = {:.2e} (after adjusting for the many groups tested); {} reference runs.",
+        r.p_value, r.q_value, r.baseline_runs
+    ))]));
+    if !r.groups.is_empty() {
+        let groups = r
+            .groups
+            .iter()
+            .take(20)
+            .map(|g| vec![Inline::Code(g.clone())])
+            .collect();
+        doc.push(Node::Heading(format!(
+            "Affected groups ({})",
+            r.groups.len()
+        )));
+        doc.push(Node::Bullets(groups));
+    }
+    let mut back = vec![
+        text("Filed by sheriff for incident "),
+        Inline::Code(i.fingerprint.clone()),
+    ];
+    if !public_url.is_empty() {
+        back.push(text(" — "));
+        back.push(Inline::Link {
+            text: "full view".into(),
+            url: format!("{}/incidents/{}", public_url.trim_end_matches('/'), i.id),
+        });
+    }
+    doc.push(Node::Para(back));
+    doc
+}
+
+/// A comment on a change.
+pub fn comment(i: &Incident, change: &str) -> Vec<Node> {
+    let s = &i.snapshot;
+    vec![
+        Node::Para(vec![text(format!("sheriff: {change}"))]),
+        Node::Para(vec![text(format!(
+            "Now {} {} ({}); scope {} {}.",
+            s.percentile,
+            secs(s.observed_seconds),
+            was_and_allowed(i),
+            s.release,
+            s.scope.describe()
+        ))]),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wiki_escapes_and_formats() {
+        let doc = vec![
+            Node::Heading("Scope".into()),
+            Node::Para(vec![
+                text("a [b] |c|"),
+                Inline::Code("x".into()),
+                Inline::Link {
+                    text: "job".into(),
+                    url: "https://x/y".into(),
+                },
+            ]),
+            Node::Table {
+                header: vec!["p".into(), "now".into()],
+                rows: vec![vec!["P50".into(), "31s".into()]],
+            },
+            Node::Bullets(vec![vec![text("one")]]),
+        ];
+        assert_eq!(
+            to_wiki(&doc),
+            "h3. Scope\n\na \\[b\\] \\|c\\|{{x}}[job|https://x/y]\n\n||p||now||\n|P50|31s|\n\n* one"
+        );
+        let adf = to_adf(&doc);
+        assert_eq!(adf["type"], "doc");
+        assert_eq!(adf["content"][2]["type"], "table");
+        assert_eq!(
+            adf["content"][1]["content"][2]["marks"][0]["attrs"]["href"],
+            "https://x/y"
+        );
+    }
+
+    #[test]
+    fn artifact_text_cannot_embed_an_image_in_wiki_markup() {
+        let doc = vec![Node::Para(vec![
+            text("The deployment !https://evil.example/p.png! gone"),
+            Inline::Code("!https://evil.example/q.png|width=1!".into()),
+        ])];
+        assert_eq!(
+            to_wiki(&doc),
+            "The deployment \\!https://evil.example/p.png\\! gone{{\\!https://evil.example/q.png\\|width=1\\!}}"
+        );
+    }
+
+    #[test]
+    fn a_link_to_anything_but_a_web_address_is_text_and_a_bracket_cannot_end_a_wiki_link() {
+        let doc = vec![Node::Para(vec![
+            Inline::Link {
+                text: "run".into(),
+                url: "javascript:alert('url')//https://x".into(),
+            },
+            text(" "),
+            Inline::Link {
+                text: "pr".into(),
+                url: "https://x/a]*bold*[b|c".into(),
+            },
+        ])];
+        assert_eq!(to_wiki(&doc), "run [pr|https://x/a%5D*bold*%5Bb%7Cc]");
+        let adf = to_adf(&doc);
+        assert!(
+            adf["content"][0]["content"][0].get("marks").is_none(),
+            "{adf}"
+        );
+        assert_eq!(
+            adf["content"][0]["content"][2]["marks"][0]["attrs"]["href"],
+            "https://x/a]*bold*[b|c"
+        );
+    }
+
+    #[test]
+    fn the_description_opens_with_what_broke_where_the_evidence_and_the_ask() {
+        use crate::model::{Dimension, SampleJob, SampleKind, Scope};
+        let mut r =
+            crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 22.0, 0.0);
+        r.allowed_seconds = 5.0;
+        r.attribution.summary =
+            "image-registry regressed on metal 4.14. File against Image Registry.".into();
+        r.attribution
+            .evidence
+            .push("File against Image Registry; Bare Metal is the platform's owner".into());
+        r.sample_jobs.push(SampleJob {
+            url: "https://prow.ci.openshift.org/view/gs/test-platform-results/logs/job/99".into(),
+            job: "periodic-metal-upgrade".into(),
+            build_id: "99".into(),
+            seconds: 43,
+            kind: SampleKind::Worst,
+            ci_infrastructure_trouble: false,
+            variant: "ovn · micro".into(),
+        });
+        let i = Incident::new(
+            1,
+            "sheriff-00000000000000aa",
+            crate::domain::incidents::Snapshot::from_report(&r),
+        );
+        let doc = description(&i, "https://sheriff.example.com");
+        let wiki = to_wiki(&doc);
+        let lines: Vec<&str> = wiki.split("\n\n").collect();
+        for (line, label) in lines
+            .iter()
+            .zip(["What broke: ", "Where: ", "Evidence: ", "Ask: "])
+        {
+            assert!(line.starts_with(label), "{label}: {wiki}");
+        }
+        assert!(lines[0].contains("(was 0s, allowed 5s)"), "{}", lines[0]);
+        assert!(lines[1].contains("metal"), "{}", lines[1]);
+        assert!(
+            wiki.contains("disruption is the number of seconds"),
+            "{wiki}"
+        );
+        assert!(wiki.contains("[the run (43s, periodic-metal-upgrade)|https://prow.ci.openshift.org/view/gs/test-platform-results/logs/job/99]"), "{wiki}");
+        assert!(
+            !wiki.contains("File against"),
+            "never in an issue filed against it: {wiki}"
+        );
+        let statistics = wiki.find("h3. Statistics").unwrap();
+        assert!(
+            statistics > wiki.find("h3. What this measures").unwrap()
+                && wiki[statistics..].contains("h3. Affected groups")
+        );
+        for word in ["threshold", "baseline", "limit"] {
+            assert!(!wiki.to_lowercase().contains(word), "{word}: {wiki}");
+        }
+        assert_eq!(to_adf(&doc)["content"][0]["type"], "paragraph");
+    }
+
+    /// The seed case: one registry replica, evicted by each drain, on metal only.
+    fn harness_incident() -> Incident {
+        use crate::model::{FileAgainst, Mechanism, MechanismKind, PlatformContrast, Scope};
+        let mut r =
+            crate::synth::example_report(Scope::from([(Dimension::Platform, "metal")]), 22.0, 0.0);
+        let a = &mut r.attribution;
+        a.file_against = FileAgainst::TestEnvironment;
+        a.harness = Some("openshift-metal3/dev-scripts".into());
+        let summary = "In 11 of 12 sample runs image-registry had one ready replica (healthy runs of the same jobs: 2); \
+                       each time the upgrade drained the node it ran on, the drain evicted it and image-registry was \
+                       unreachable until the replacement became ready.";
+        a.mechanism = Some(Mechanism {
+            kind: MechanismKind::SingleReplicaDrained,
+            summary: summary.into(),
+            unknown_because: None,
+            runs_explained: 11,
+            runs_examined: 12,
+            healthy_explained: 0,
+            healthy_examined: 20,
+            replicas_regressed: Some(1.0),
+            replicas_healthy: Some(2.0),
+            claims: Vec::new(),
+            others: Vec::new(),
+        });
+        a.contrast = ["aws", "azure", "gcp", "vsphere"]
+            .map(|p| PlatformContrast {
+                platform: p.into(),
+                seconds: 0.0,
+                runs: 30,
+                same_payloads: true,
+            })
+            .into();
+        Incident::new(
+            1,
+            "sheriff-00000000000000bb",
+            crate::domain::incidents::Snapshot::from_report(&r),
+        )
+    }
+
+    #[test]
+    fn a_cause_in_the_ci_harness_asks_the_harness_and_consults_the_product() {
+        let i = harness_incident();
+        assert_eq!(i.snapshot.component, "Image Registry");
+        let wiki = to_wiki(&description(&i, ""));
+        let lines: Vec<&str> = wiki.split("\n\n").collect();
+        assert!(
+            lines[3].starts_with(
+                "Ask: maintainers of the CI harness openshift-metal3/dev-scripts, please find why"
+            ),
+            "{wiki}"
+        );
+        assert!(
+            lines[3].contains("Image Registry is consulted, not blamed"),
+            "{}",
+            lines[3]
+        );
+        assert!(!lines[3].starts_with("Ask: Image Registry"), "{}", lines[3]);
+        // a regression of the product itself still asks its component
+        let mut product = i.clone();
+        product.snapshot.report.attribution.file_against = crate::model::FileAgainst::Backend;
+        assert!(
+            to_wiki(&description(&product, ""))
+                .contains("\n\nAsk: Image Registry, please find why")
+        );
+    }
+
+    #[test]
+    fn the_mechanism_and_the_healthy_platforms_follow_the_four_lines() {
+        let i = harness_incident();
+        let doc = description(&i, "");
+        let wiki = to_wiki(&doc);
+        let lines: Vec<&str> = wiki.split("\n\n").collect();
+        for (line, label) in lines
+            .iter()
+            .zip(["What broke: ", "Where: ", "Evidence: ", "Ask: "])
+        {
+            assert!(line.starts_with(label), "{label}: {wiki}");
+        }
+        assert!(
+            lines[4].contains("one ready replica") && lines[4].contains("the drain evicted it"),
+            "{wiki}"
+        );
+        assert!(
+            lines[5].starts_with(
+                "Not the release as a whole: aws, azure, gcp and vsphere 4.14 kept image-registry at P50 0s"
+            ),
+            "{wiki}"
+        );
+        let adf = to_adf(&doc);
+        assert_eq!(adf["content"][4]["content"][0]["text"], lines[4]);
+        assert_eq!(adf["content"][5]["type"], "paragraph");
+    }
+
+    #[test]
+    fn empty_text_is_never_an_adf_node() {
+        let adf = to_adf(&[Node::Para(vec![text(""), text("x")])]);
+        assert_eq!(adf["content"][0]["content"].as_array().unwrap().len(), 1);
+    }
+}

@@ -1,0 +1,279 @@
+//! What people do to incidents, from the command line or Slack: acknowledge, silence and
+//! unsilence, resolve, "not a regression", file Jira now. Each is planned by
+//! [`crate::domain::incidents::manual`] from the state inside one transaction and applied by the store;
+//! the answer is given only after the commit.
+
+use std::fmt;
+
+use crate::config::Settings;
+use crate::domain::incidents::Incident;
+use crate::domain::incidents::manual::{self, Refusal};
+use crate::domain::incidents::plan::{Policy, Resolution};
+use crate::domain::incidents::silence::Target;
+use crate::store::Store;
+use crate::words;
+
+/// Why an action did not happen.
+#[derive(Debug)]
+pub enum ActionError {
+    /// The request cannot be carried out as asked: said plainly to the person.
+    Refused(Refusal),
+    /// sheriff's own trouble (the database, say): logged in full, answered generically.
+    Internal(anyhow::Error),
+}
+
+impl ActionError {
+    /// What the person who asked is told. Internal errors are logged with a reference the
+    /// answer names, and their text never reaches the answer.
+    pub(crate) fn for_people(&self) -> String {
+        match self {
+            ActionError::Refused(r) => r.to_string(),
+            ActionError::Internal(e) => {
+                let reference = crate::support::process::random_suffix();
+                tracing::error!(reference, "an action failed: {e:#}");
+                format!(
+                    "Something went wrong on sheriff's side; nothing was changed (reference {reference})."
+                )
+            }
+        }
+    }
+}
+
+impl fmt::Display for ActionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ActionError::Refused(r) => write!(f, "{r}"),
+            ActionError::Internal(e) => write!(f, "{e:#}"),
+        }
+    }
+}
+
+impl std::error::Error for ActionError {}
+
+impl From<anyhow::Error> for ActionError {
+    fn from(e: anyhow::Error) -> ActionError {
+        ActionError::Internal(e)
+    }
+}
+
+impl From<crate::store::StoreError> for ActionError {
+    fn from(e: crate::store::StoreError) -> ActionError {
+        ActionError::Internal(e.into())
+    }
+}
+
+impl From<Refusal> for ActionError {
+    fn from(r: Refusal) -> ActionError {
+        ActionError::Refused(r)
+    }
+}
+
+/// The incident as it is after an action.
+async fn reread(store: &Store, id: i64) -> Result<Incident, ActionError> {
+    store
+        .incidents()
+        .find(&id.to_string())
+        .await?
+        .ok_or_else(|| Refusal::NotFound(format!("no incident {id}")).into())
+}
+
+/// The id of the incident a reference names, as stored now.
+async fn id_of(store: &Store, reference: &str) -> Result<i64, ActionError> {
+    match store.incidents().find(reference).await? {
+        Some(i) => Ok(i.id),
+        None => Err(Refusal::NotFound(format!("no incident {reference}")).into()),
+    }
+}
+
+/// Acknowledges an incident; the bool says whether this person had not already.
+pub(crate) async fn acknowledge(
+    store: &Store,
+    reference: &str,
+    actor: &str,
+    now: i64,
+) -> Result<(Incident, bool), ActionError> {
+    let (_, fresh) = store
+        .incidents()
+        .apply_manual(
+            now,
+            actor,
+            |k| manual::acknowledge(k, reference, actor),
+            words::line,
+        )
+        .await??;
+    Ok((reread(store, id_of(store, reference).await?).await?, fresh))
+}
+
+/// A silence made (or found made moments ago).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SilenceMade {
+    /// The silence's number.
+    pub id: i64,
+    /// The open incidents it holds now, by number; empty when it matches none (yet).
+    pub holds: Vec<i64>,
+}
+
+impl SilenceMade {
+    /// `; it holds #3 and #5` or a warning that it holds no open incident.
+    pub fn holds_words(&self) -> String {
+        if self.holds.is_empty() {
+            return "; it matches no open incident now (it holds any that opens matching it before it ends)"
+                .into();
+        }
+        let ids: Vec<String> = self.holds.iter().map(|id| format!("#{id}")).collect();
+        format!("; it holds incident {}", ids.join(", "))
+    }
+}
+
+/// Silences an incident or a matcher for `seconds`; the silence's number (an equal one made
+/// moments ago by the same person is that one) and the open incidents it holds.
+pub async fn silence(
+    store: &Store,
+    target: &Target,
+    seconds: i64,
+    reason: &str,
+    actor: &str,
+    now: i64,
+) -> Result<SilenceMade, ActionError> {
+    let (applied, (same, holds)) = store
+        .incidents()
+        .apply_manual(
+            now,
+            actor,
+            |k| {
+                let holds = manual::open_incidents_held(k, target);
+                manual::silence(k, target, seconds, reason, actor, now)
+                    .map(|(plan, same)| (plan, (same, holds)))
+            },
+            words::line,
+        )
+        .await??;
+    let id = same
+        .or(applied.silences.first().copied())
+        .ok_or_else(|| ActionError::Internal(anyhow::anyhow!("the silence was not recorded")))?;
+    Ok(SilenceMade { id, holds })
+}
+
+/// Ends silences by number, of an incident, or of a matcher; how many.
+pub async fn unsilence(
+    store: &Store,
+    settings: &Settings,
+    reference: &str,
+    actor: &str,
+    now: i64,
+) -> Result<usize, ActionError> {
+    let policy = Policy::from_settings(settings, words::line);
+    let (_, n) = store
+        .incidents()
+        .apply_manual(
+            now,
+            actor,
+            |k| {
+                let plan = manual::unsilence(k, reference, &policy, now)?;
+                let n = plan.unsilence.len();
+                Ok((plan, n))
+            },
+            words::line,
+        )
+        .await??;
+    Ok(n)
+}
+
+/// Resolves an incident by hand, with a reason.
+pub async fn resolve(
+    store: &Store,
+    settings: &Settings,
+    reference: &str,
+    reason: &str,
+    actor: &str,
+    now: i64,
+) -> Result<Incident, ActionError> {
+    let policy = Policy::from_settings(settings, words::line);
+    let how = Resolution::ByHand {
+        reason: reason.to_string(),
+        by: actor.to_string(),
+    };
+    store
+        .incidents()
+        .apply_manual(
+            now,
+            actor,
+            |k| Ok((manual::resolve(k, reference, how, &policy, now)?, ())),
+            words::line,
+        )
+        .await??;
+    reread(store, id_of(store, reference).await?).await
+}
+
+/// "Not a regression": resolved with the reason and silenced for 30 days.
+pub async fn not_a_regression(
+    store: &Store,
+    settings: &Settings,
+    reference: &str,
+    reason: &str,
+    actor: &str,
+    now: i64,
+) -> Result<Incident, ActionError> {
+    let policy = Policy::from_settings(settings, words::line);
+    store
+        .incidents()
+        .apply_manual(
+            now,
+            actor,
+            |k| {
+                Ok((
+                    manual::not_a_regression(k, reference, reason, &policy, now)?,
+                    (),
+                ))
+            },
+            words::line,
+        )
+        .await??;
+    reread(store, id_of(store, reference).await?).await
+}
+
+/// Accepts a level for an incident (see [`manual::accept`]); the incident as it is after.
+pub async fn accept(
+    store: &Store,
+    reference: &str,
+    a: &manual::Accept,
+    actor: &str,
+    now: i64,
+) -> Result<Incident, ActionError> {
+    store
+        .incidents()
+        .apply_manual(
+            now,
+            actor,
+            |k| {
+                Ok((
+                    manual::accept(k, reference, a, actor, now, words::line)?,
+                    (),
+                ))
+            },
+            words::line,
+        )
+        .await??;
+    reread(store, id_of(store, reference).await?).await
+}
+
+/// Files the incident's Jira issue now, ignoring the per-cycle cap.
+pub(crate) async fn file_now(
+    store: &Store,
+    settings: &Settings,
+    reference: &str,
+    actor: &str,
+    now: i64,
+) -> Result<Incident, ActionError> {
+    let enabled = settings.jira.enabled();
+    store
+        .incidents()
+        .apply_manual(
+            now,
+            actor,
+            |k| Ok((manual::file_now(k, reference, enabled)?, ())),
+            words::line,
+        )
+        .await??;
+    reread(store, id_of(store, reference).await?).await
+}

@@ -1,0 +1,169 @@
+//! Who may call what, decided before a handler acts: [`SlackSigned`] for Slack's requests,
+//! [`Operator`] for the Slack actions that change things, [`require_push_token`] for the push
+//! API (its handlers take the [`PushTokenChecked`] it leaves). The pages' optional token is
+//! `pages::require_token`.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::{ApiError, AppState};
+use crate::clients::slack::signature::{self, VerifyError};
+
+/// A request's body, signed by Slack with the signing secret (or the previous one) within the
+/// last five minutes. A handler that takes one cannot run on an unsigned, forged or stale
+/// request: it is answered 401 (400 when signed but not text), logged and counted first.
+///
+/// The body is read whole before the signature can be checked, so it is bounded: by the
+/// route's `DefaultBodyLimit` (`server.slack_max_body_bytes` on the Slack routes, axum's 2 MB
+/// elsewhere), answered 413 as axum answers it.
+#[derive(Debug)]
+pub struct SlackSigned(pub Bytes);
+
+impl FromRequest<AppState> for SlackSigned {
+    type Rejection = Response;
+
+    async fn from_request(request: Request, state: &AppState) -> Result<SlackSigned, Response> {
+        let headers = request.headers();
+        let header = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let (signature, timestamp) = (
+            header("x-slack-signature"),
+            header("x-slack-request-timestamp"),
+        );
+        let body = Bytes::from_request(request, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let s = &state.settings.slack;
+        // An empty secret signs for anyone who guesses it is empty: it counts as none.
+        let secrets: Vec<&crate::config::Secret> = s
+            .signing_secret
+            .iter()
+            .chain(s.signing_secret_previous.iter())
+            .filter(|secret| !secret.expose().is_empty())
+            .collect();
+        match signature::verify(&secrets, signature.as_deref(), timestamp.as_deref(), &body) {
+            Ok(()) => Ok(SlackSigned(body)),
+            Err(e) => {
+                tracing::warn!("refused a Slack request: {e}");
+                metrics::counter!("sheriff_slack_requests_refused_total").increment(1);
+                let status = if e == VerifyError::NotText {
+                    StatusCode::BAD_REQUEST
+                } else {
+                    StatusCode::UNAUTHORIZED
+                };
+                Err((status, format!("{e}\n")).into_response())
+            }
+        }
+    }
+}
+
+/// A Slack user sheriff lets change things: one of `slack.authorized_users`, or a member of one
+/// of `slack.authorized_groups`. Only [`Operator::authorize`] makes one, so code that takes an
+/// `&Operator` runs for nobody else.
+#[derive(Debug)]
+pub struct Operator {
+    user: String,
+    /// Who they are as the history records them ([`crate::support::render::slack_actor`]).
+    actor: String,
+}
+
+impl Operator {
+    /// `user` (`actor` in the history) as an operator, or None when they are not one (or no
+    /// group could be read).
+    pub async fn authorize(state: &AppState, user: &str, actor: &str) -> Option<Operator> {
+        let s = &state.settings.slack;
+        let operator = || {
+            Some(Operator {
+                user: user.to_string(),
+                actor: actor.to_string(),
+            })
+        };
+        if s.authorized_users.iter().any(|u| u == user) {
+            return operator();
+        }
+        let client = state
+            .slack
+            .as_ref()
+            .filter(|_| !s.authorized_groups.is_empty())?;
+        for g in &s.authorized_groups {
+            match client.group_members(g).await {
+                Ok(members) if members.iter().any(|m| m == user) => return operator(),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(group = %g, "cannot read the user group: {e}"),
+            }
+        }
+        None
+    }
+
+    /// Their Slack user id.
+    pub fn user(&self) -> &str {
+        &self.user
+    }
+
+    /// Who they are in the history: what every change they make is recorded as.
+    pub fn actor(&self) -> &str {
+        &self.actor
+    }
+}
+
+/// The push API's bearer token (`ingest.push_token`), checked before the handler runs and
+/// before any of the body is read: an unauthenticated sender costs nothing but the headers.
+/// No token configured: the push API is off (503). A wrong or missing one: 401.
+pub async fn require_push_token(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(expected) = &state.settings.ingest.push_token else {
+        return ApiError::user(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the push API is off: set SHERIFF__INGEST__PUSH_TOKEN",
+        )
+        .into_response();
+    };
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(crate::support::http::bearer_token);
+    // `matches` never takes an empty token, nor anything for an empty secret
+    if !expected.matches(given) {
+        return ApiError::user(StatusCode::UNAUTHORIZED, "missing or wrong bearer token")
+            .into_response();
+    }
+    let mut request = request;
+    request.extensions_mut().insert(PushTokenChecked(()));
+    next.run(request).await
+}
+
+/// Proof that [`require_push_token`] let this request through: nothing else makes one, so a
+/// handler that takes it answers 500, never its work, when served outside that layer.
+#[derive(Debug, Clone)]
+pub struct PushTokenChecked(());
+
+impl<S: Send + Sync> FromRequestParts<S> for PushTokenChecked {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<PushTokenChecked, ApiError> {
+        parts
+            .extensions
+            .get::<PushTokenChecked>()
+            .cloned()
+            .ok_or_else(|| {
+                ApiError::Internal(anyhow::anyhow!(
+                    "a push route is served without the push token's layer"
+                ))
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,245 @@
+//! `POST /slack/commands`: `/sheriff <text>`, parsed, then answered; changes only for an
+//! [`Operator`].
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::command::{self, Command, HELP};
+use super::{acknowledged, ephemeral, refusal, respond_later, text_message, within_slack_time};
+use crate::adapters::notify::slack::blocks;
+use crate::application::actions::ActionError;
+use crate::clients::slack::Message;
+use crate::edge::server::AppState;
+use crate::edge::server::auth::{Operator, SlackSigned};
+use crate::model::{DAY, HOUR};
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(default)]
+struct CommandForm {
+    user_id: String,
+    /// The user's name, for the history; their id is what authorizes.
+    user_name: String,
+    text: String,
+    response_url: String,
+}
+
+pub async fn commands(State(state): State<AppState>, SlackSigned(body): SlackSigned) -> Response {
+    let form: CommandForm = match serde_urlencoded::from_bytes(&body) {
+        Ok(f) => f,
+        Err(e) => {
+            return (
+                StatusCode::BAD_REQUEST,
+                format!("not a slash-command form: {e}\n"),
+            )
+                .into_response();
+        }
+    };
+    metrics::counter!("sheriff_slack_commands_total").increment(1);
+    let parsed = match command::parse(&form.text) {
+        Ok(c) => c,
+        Err(why) => return ephemeral(&text_message(&why.to_string())),
+    };
+    let url = form.response_url.clone();
+    if !parsed.is_mutating() {
+        return match parsed {
+            Command::Help => ephemeral(&text_message(HELP)),
+            other => {
+                within_slack_time(state.http.clone(), url, async move {
+                    answer(&state, other).await
+                })
+                .await
+            }
+        };
+    }
+    let actor = crate::support::render::slack_actor(&form.user_id, &form.user_name);
+    let Some(operator) = Operator::authorize(&state, &form.user_id, &actor).await else {
+        tracing::info!(user = %form.user_id, "refused a change from an unauthorized user");
+        return ephemeral(&refusal(&form.user_id));
+    };
+    match parsed {
+        Command::Evaluate => {
+            tokio::spawn(async move {
+                let m = evaluate_now(&state, &operator).await;
+                respond_later(&state.http, &url, &m).await;
+            });
+            ephemeral(&text_message("Evaluating now; the result follows here."))
+        }
+        other => {
+            within_slack_time(state.http.clone(), url, async move {
+                change(&state, &operator, other).await
+            })
+            .await
+        }
+    }
+}
+
+async fn evaluate_now(state: &AppState, operator: &Operator) -> Message {
+    let options = crate::application::cycle::CycleOptions {
+        at: chrono::Utc::now(),
+        dry_run: false,
+    };
+    tracing::info!(
+        user = operator.user(),
+        "evaluation cycle asked for from Slack"
+    );
+    match crate::application::cycle::run_cycle(&state.store, &state.warm, &state.settings, options)
+        .await
+    {
+        Ok(r) => {
+            let active = r
+                .regressions
+                .iter()
+                .filter(|x| x.status.is_active())
+                .count();
+            let c = &r.incidents;
+            text_message(&format!(
+                "Cycle done: {} groups judged, {active} regression(s); incidents {} opened, {} changed, {} resolved.",
+                r.groups_evaluated, c.opened, c.changed, c.resolved
+            ))
+        }
+        Err(e) => text_message(&crate::application::actions::ActionError::Internal(e).for_people()),
+    }
+}
+
+/// Answers a command that changes nothing (`status`, `query`, `explain`); open to everyone.
+async fn answer(state: &AppState, c: Command) -> Message {
+    answer_inner(state, c)
+        .await
+        .unwrap_or_else(|e| text_message(&e.for_people()))
+}
+
+async fn answer_inner(state: &AppState, c: Command) -> Result<Message, ActionError> {
+    let store = &state.store;
+    let now = chrono::Utc::now().timestamp();
+    Ok(match c {
+        Command::Status => status_message(&crate::application::board::status(store, now).await?),
+        Command::Query(q) => {
+            let a = crate::application::query::answer(
+                store,
+                &state.warm.queries,
+                &state.settings.evaluate,
+                &q,
+                now,
+            )
+            .await?;
+            let (title, table) = crate::application::query::render(&a);
+            let mut parts = vec![blocks::plain_section(&title)];
+            if !table.is_empty() {
+                parts.push(blocks::section(&format!("```\n{table}\n```")));
+            }
+            Message {
+                text: title.clone(),
+                blocks: json!(parts),
+            }
+        }
+        Command::Explain(reference) => {
+            match crate::application::board::explain(store, &reference).await? {
+                None => text_message(&format!(
+                    "No incident {reference}. `status` lists the open ones."
+                )),
+                Some(e) => lines_message(&crate::application::board::render_explain(&e)),
+            }
+        }
+        _ => text_message(HELP),
+    })
+}
+
+/// Carries out a command that changes something (`silence`, `unsilence`, `ack`; not
+/// `evaluate`) for `operator`.
+async fn change(state: &AppState, operator: &Operator, c: Command) -> Message {
+    change_inner(state, operator, c)
+        .await
+        .unwrap_or_else(|e| text_message(&e.for_people()))
+}
+
+async fn change_inner(
+    state: &AppState,
+    operator: &Operator,
+    c: Command,
+) -> Result<Message, ActionError> {
+    let store = &state.store;
+    let actor = operator.actor();
+    let now = chrono::Utc::now().timestamp();
+    Ok(match c {
+        Command::Silence {
+            target,
+            seconds,
+            reason,
+        } => {
+            let reason = if reason.is_empty() {
+                "silenced from Slack".to_string()
+            } else {
+                reason
+            };
+            let made =
+                crate::application::actions::silence(store, &target, seconds, &reason, actor, now)
+                    .await?;
+            text_message(&format!(
+                "Silence #{}: {} for {} by <@{}>: {}{}",
+                made.id,
+                blocks::code(&target.describe()),
+                span_words(seconds),
+                operator.user(),
+                blocks::escape(&reason),
+                made.holds_words()
+            ))
+        }
+        Command::Unsilence(reference) => {
+            let n = crate::application::actions::unsilence(
+                store,
+                &state.settings,
+                &reference,
+                actor,
+                now,
+            )
+            .await?;
+            text_message(&format!("Ended {n} silence(s)."))
+        }
+        Command::Ack(reference) => acknowledged(store, &reference, operator, now).await?,
+        _ => text_message(HELP),
+    })
+}
+
+fn status_message(s: &crate::application::board::Status) -> Message {
+    let mut lines = vec![format!(
+        "*{} open incident(s)*, newest first",
+        s.incidents.len()
+    )];
+    lines.extend(s.incidents.iter().map(|i| {
+        format!(
+            "• {}",
+            blocks::escape(&crate::application::board::incident_line(i))
+        )
+    }));
+    lines.push(format!(
+        "silences: {} · outbox: {} pending, {} dead",
+        s.silences.len(),
+        s.outbox.pending,
+        s.outbox.dead
+    ));
+    Message {
+        text: lines[0].clone(),
+        blocks: Value::Array(blocks::sections_of_lines(&lines, 10, None)),
+    }
+}
+
+fn lines_message(text: &str) -> Message {
+    let lines: Vec<String> = text.lines().map(blocks::escape).collect();
+    Message {
+        text: lines.first().cloned().unwrap_or_default(),
+        blocks: Value::Array(blocks::sections_of_lines(&lines, 10, None)),
+    }
+}
+
+/// `30m`, `24h`, `3d`: a silence's length as people read it.
+fn span_words(seconds: i64) -> String {
+    match seconds {
+        s if s % DAY == 0 => format!("{}d", s / DAY),
+        s if s % HOUR == 0 => format!("{}h", s / HOUR),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
