@@ -18,14 +18,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use anyhow::Result;
-
-use crate::clients::CallError;
+use crate::clients::{CallError, SetupError};
 use crate::config::OutboxSettings;
 use crate::domain::incidents::plan::{Effect, Sink};
-use crate::store::Store;
 pub use crate::store::outbox::DrainReport;
 use crate::store::outbox::{DeliveryResult, OutboxEntry};
+use crate::store::{Store, StoreError};
 
 /// Wall-clock seconds; with the `testing` feature, plus an offset tests move forward instead of
 /// sleeping.
@@ -72,7 +70,7 @@ pub struct Sinks {
 }
 
 impl Sinks {
-    pub fn from_settings(settings: &crate::config::Settings) -> Result<Sinks> {
+    pub fn from_settings(settings: &crate::config::Settings) -> Result<Sinks, SetupError> {
         Ok(Sinks {
             slack: slack::SlackSink::from_settings(settings)?,
             jira: if settings.jira.enabled() {
@@ -179,7 +177,7 @@ impl Worker {
     }
 
     /// Claims and delivers one entry.
-    pub async fn step(&self) -> Result<StepOutcome> {
+    pub async fn step(&self) -> Result<StepOutcome, StoreError> {
         let now = self.clock.now();
         let Some(entry) = self
             .store
@@ -270,7 +268,7 @@ impl Worker {
     }
 
     /// Delivers what is due until nothing is, or until `deadline`.
-    pub async fn drain(&self, deadline: tokio::time::Instant) -> Result<DrainReport> {
+    pub async fn drain(&self, deadline: tokio::time::Instant) -> Result<DrainReport, StoreError> {
         let mut report = DrainReport::default();
         while tokio::time::Instant::now() < deadline {
             match tokio::time::timeout_at(deadline, self.step()).await {
@@ -331,12 +329,23 @@ impl Worker {
 pub async fn deliver_for_a_while(
     store: Arc<Store>,
     settings: &crate::config::Settings,
-) -> Result<DrainReport> {
+) -> Result<DrainReport, OutboxError> {
     let sinks = Arc::new(Sinks::from_settings(settings)?);
     let worker = Worker::new(store, sinks, settings.outbox.clone());
     let deadline = tokio::time::Instant::now()
         + std::time::Duration::from_secs(settings.outbox.evaluate_timeout_secs);
-    worker.drain(deadline).await
+    Ok(worker.drain(deadline).await?)
+}
+
+/// Why the outbox could not be delivered by hand: a sink could not be set up from the
+/// settings, or the store failed (an entry's own failure is no error: it is retried or kept
+/// as a dead letter).
+#[derive(Debug, thiserror::Error)]
+pub enum OutboxError {
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 #[cfg(test)]

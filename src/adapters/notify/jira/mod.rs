@@ -8,10 +8,8 @@
 
 pub(crate) mod adf;
 
-use anyhow::Result;
-
-use crate::clients::CallError;
 use crate::clients::jira::{JiraClient, NewIssue};
+use crate::clients::{CallError, SetupError};
 use crate::config::JiraSettings;
 use crate::domain::incidents::Incident;
 use crate::domain::incidents::plan::Effect;
@@ -26,7 +24,7 @@ pub struct JiraSink {
 }
 
 impl JiraSink {
-    pub fn new(settings: &JiraSettings) -> Result<JiraSink> {
+    pub fn new(settings: &JiraSettings) -> Result<JiraSink, SetupError> {
         Ok(JiraSink {
             client: JiraClient::new(settings)?,
             settings: settings.clone(),

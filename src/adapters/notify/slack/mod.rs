@@ -9,10 +9,8 @@ pub mod blocks;
 
 use std::collections::HashMap;
 
-use anyhow::Result;
-
-use crate::clients::CallError;
 use crate::clients::slack::{Message, SlackClient};
+use crate::clients::{CallError, SetupError};
 use crate::domain::incidents::Incident;
 use crate::domain::incidents::plan::{Effect, SummaryLine};
 use crate::store::Store;
@@ -25,7 +23,7 @@ pub struct SlackSink {
 }
 
 impl SlackSink {
-    pub fn from_settings(settings: &crate::config::Settings) -> Result<SlackSink> {
+    pub fn from_settings(settings: &crate::config::Settings) -> Result<SlackSink, SetupError> {
         let s = &settings.slack;
         Ok(SlackSink {
             api: s
