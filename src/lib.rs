@@ -23,7 +23,7 @@
 //! 5. **notify** ([`adapters::notify`]) delivers the outbox to Slack and Jira through their
 //!    clients ([`clients`]), exactly once at the remote side; `support::render` holds the text
 //!    pieces every output shares.
-//! 6. **serve** ([`edge::app`]) puts the HTTP edge ([`edge::server`]: Slack commands and
+//! 6. **serve** ([`edge::serve`]) puts the HTTP edge ([`edge::server`]: Slack commands and
 //!    buttons, push ingest, health, metrics), the [`application::scheduler`] and the outbox
 //!    worker together; `support::shutdown` stops them in one place.
 //!
@@ -61,7 +61,7 @@
 //!   [`actions`](application::actions), [`scheduler`](application::scheduler),
 //!   [`backtest`](application::backtest), `series`, `fix_watch`, `releases`): the use cases;
 //!   [`warm`](application::warm), the caches they read through.
-//! - **edge** ([`edge`]: [`server`](edge::server), [`cli`](edge::cli), [`app`](edge::app),
+//! - **edge** ([`edge`]: [`server`](edge::server), [`cli`](edge::cli), [`serve`](edge::serve),
 //!   `demo`, [`scorecard`](edge::scorecard)): the entry points; the quality scorecard judges
 //!   detection for `sheriff bench quality` and the integration tests.
 //!

@@ -1,5 +1,5 @@
 //! `sheriff serve`'s scheduled work: evaluation cycles, ingests and the daily prune, beside the HTTP server and
-//! the outbox worker ([`crate::edge::app`] puts them together).
+//! the outbox worker ([`crate::edge::serve`] puts them together).
 //!
 //! Several replicas may run on one PostgreSQL database. Each scheduled tick is claimed through a
 //! lease named after the job and the tick (`evaluate@1764374400`), taken by one replica and never

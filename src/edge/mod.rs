@@ -2,8 +2,8 @@
 //! the demo, the quality scorecard). Its modules may import every layer, the synthetic data
 //! included, and each other; nothing of the library imports them.
 
-pub mod app;
 pub mod cli;
 pub(crate) mod demo;
 pub mod scorecard;
+pub mod serve;
 pub mod server;

@@ -24,8 +24,8 @@ const MAX_FUNCTION_LINES: usize = 80;
 /// One `.rs` file of the crate, with its test code and comments blanked out.
 struct Source {
     file: PathBuf,
-    /// The module path of the file: `src/application/cycle/describe.rs` →
-    /// `["application", "cycle", "describe"]`.
+    /// The module path of the file: `src/application/cycle/attribution.rs` →
+    /// `["application", "cycle", "attribution"]`.
     module: Vec<String>,
     /// Lines with comments, string contents and test items replaced by spaces.
     code: Vec<String>,
@@ -507,9 +507,9 @@ const PUBLIC_MODULES: &[&str] = &[
     "clients",
     "config",
     "domain::incidents",
-    "edge::app",
     "edge::cli",
     "edge::scorecard",
+    "edge::serve",
     "edge::server",
     "model",
     "store",
@@ -733,7 +733,7 @@ const LAYER_OF: &[(&str, Layer)] = &[
     ("warm", Application),
     ("server", Edge),
     ("cli", Edge),
-    ("app", Edge),
+    ("serve", Edge),
     ("demo", Edge),
     ("scorecard", Edge),
     ("bench", Edge),

@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
 use sheriff::adapters::ingest::formats::{
-    cluster_data, disruption, duration, intervals, job_name, prow, query_results, variant_mapping,
+    cluster_data, disruption, duration, interval_files, job_name, prow, query_results,
+    variant_mapping,
 };
 
 /// A parser under test: its name and a call that returns whether it refused.
@@ -61,7 +62,7 @@ fn targets() -> Vec<Target> {
                 .map_err(|e| e.to_string())
         }),
         ("intervals", |b| {
-            intervals::parse_intervals(b)
+            interval_files::parse_intervals(b)
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         }),
@@ -92,8 +93,8 @@ fn targets() -> Vec<Target> {
         ("push body", |b| {
             let (run, _force) =
                 sheriff::edge::server::push::decode(b).map_err(|e| e.to_string())?;
-            match sheriff::adapters::ingest::run::assemble(&run) {
-                sheriff::adapters::ingest::run::Assembly::Failed { problems } => {
+            match sheriff::adapters::ingest::assembly::assemble(&run) {
+                sheriff::adapters::ingest::assembly::Assembly::Failed { problems } => {
                     let p = problems.first().ok_or("a failed run without a problem")?;
                     assert!(
                         !p.file.is_empty() && !p.error.is_empty(),
@@ -373,7 +374,7 @@ fn fuzz_every_parser_for_the_long_pass() {
 /// a generated run's push body assembles into a run, the payloads decode to what was pressed.
 #[test]
 fn the_push_and_interaction_seeds_are_real() {
-    use sheriff::adapters::ingest::run::{Assembly, assemble};
+    use sheriff::adapters::ingest::assembly::{Assembly, assemble};
     use sheriff::edge::server::slack::{Interaction, decode_interaction};
     let seeds = seeds_cached();
     let pushes: Vec<_> = seeds

@@ -309,7 +309,7 @@ on_both_engines! {
             db.store.runs().write_runs(chunk, false).await.unwrap();
         }
         sheriff::init_crypto();
-        let app = sheriff::edge::app::App::build(s.clone()).await.unwrap();
+        let app = sheriff::edge::serve::App::build(s.clone()).await.unwrap();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let running = tokio::spawn(app.run_until_stopped(async move { let _ = stopped.await; }));
         let store = Arc::new(sheriff::store::Store::open(&db.settings).await.unwrap());

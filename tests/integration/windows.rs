@@ -246,7 +246,7 @@ async fn serve_keeps_the_windows_in_memory_between_cycles() {
         ..Default::default()
     };
     settings.server.listen = "127.0.0.1:0".into();
-    let app = sheriff::edge::app::App::build(settings).await.unwrap();
+    let app = sheriff::edge::serve::App::build(settings).await.unwrap();
     let options = sheriff::application::cycle::CycleOptions {
         at: end,
         dry_run: true,

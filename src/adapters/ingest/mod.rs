@@ -7,13 +7,13 @@
 //! a bad file becomes one ingest-log entry naming the run, the file and what was wrong, and
 //! the rest of the batch goes on.
 
+pub mod assembly;
 pub mod bigquery;
-pub(crate) mod evidence;
 pub mod formats;
 pub(crate) mod layout;
 pub(crate) mod local;
+pub(crate) mod on_demand;
 pub mod parse_error;
-pub mod run;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -25,9 +25,9 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde::Serialize;
 
+use self::assembly::{Assembly, Content, FileProblem, RunFile, RunFiles};
 use self::layout::{Classified, FileKind, classify};
 use self::parse_error::{ParseError, Problem};
-use self::run::{Assembly, Content, FileProblem, RunFile, RunFiles};
 use crate::clients::gcs::{self, GcsClient};
 use crate::config::{IngestSettings, Settings};
 use crate::store::ingest_log::IngestLogEntry;
@@ -739,7 +739,7 @@ async fn read_run(
         path: path.clone(),
         files,
     };
-    let assembly = tokio::task::spawn_blocking(move || run::assemble(&run_files)).await;
+    let assembly = tokio::task::spawn_blocking(move || assembly::assemble(&run_files)).await;
     match assembly {
         Ok(Assembly::Ready {
             mut record,
@@ -938,7 +938,7 @@ pub(crate) async fn ingest_pushed_run(
     let mut log = Vec::new();
     let (job, build) = layout::job_and_build(&run.path);
     let path = run.path.clone();
-    let outcome = match tokio::task::spawn_blocking(move || run::assemble(&run)).await? {
+    let outcome = match tokio::task::spawn_blocking(move || assembly::assemble(&run)).await? {
         Assembly::Ready { record, warnings } => RunOutcome::Ready {
             record,
             warnings,

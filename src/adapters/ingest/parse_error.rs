@@ -8,7 +8,7 @@
 
 use super::formats::prow::ProwError;
 use super::formats::{
-    cluster_data::ClusterDataError, disruption::DisruptionError, intervals::IntervalsError,
+    cluster_data::ClusterDataError, disruption::DisruptionError, interval_files::IntervalsError,
 };
 
 /// Why one artifact could not be used.

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use super::describe::Context;
+use super::attribution::Context;
 use super::scoped::ScopeStats;
 use super::source::{CellRun, RunSource};
 use crate::domain::evaluate::stats;

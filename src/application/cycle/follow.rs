@@ -10,7 +10,7 @@
 
 use anyhow::Result;
 
-use super::describe::{Context, Described, onset_of};
+use super::attribution::{Context, Described, onset_of};
 use super::scoped::ScopeStats;
 use super::source::{CellRun, RunSource};
 use crate::domain::evaluate::changepoint::{self, Run};

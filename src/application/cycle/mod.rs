@@ -1,7 +1,7 @@
 //! One evaluation cycle: read the windows from the store, evaluate, attribute and describe the
 //! regressions, record the outcome. This is where the store and the pure evaluator meet.
 
-mod describe;
+mod attribution;
 mod episodes;
 mod fix_verdict;
 mod follow;
@@ -523,7 +523,7 @@ async fn find_regressions<S: RunSource>(
     let phase = Instant::now();
     let es = &settings.evaluate;
     let components = ComponentTable::from_settings(&settings.attribute);
-    let index = describe::Index::new(evaluation, &inputs.data);
+    let index = attribution::Index::new(evaluation, &inputs.data);
     let mut states = states_to_keep(&index, &inputs.prior);
     let judging = scoped::Judging {
         data: &inputs.data,
@@ -532,12 +532,12 @@ async fn find_regressions<S: RunSource>(
         young: &inputs.young,
     };
     // kept where the runs are (a backtest's state is a scratch store)
-    let fetcher = crate::adapters::ingest::evidence::EvidenceFetcher::new(
+    let fetcher = crate::adapters::ingest::on_demand::EvidenceFetcher::new(
         source.runs_store(),
         settings,
         !options.dry_run,
     );
-    let cx = describe::Context {
+    let cx = attribution::Context {
         source,
         settings: es,
         attribute: &settings.attribute,
@@ -591,7 +591,7 @@ async fn data_quality<S: RunSource>(
 /// The cycle's regressions, in report order (active first), and the merges it found: every
 /// cluster described, then matched against the open incidents it continues.
 async fn regressions_of<S: RunSource>(
-    cx: &describe::Context<'_, S>,
+    cx: &attribution::Context<'_, S>,
     evaluation: &evaluate::Evaluation,
     incidents: &[Incident],
     prior: &HashMap<String, evaluate::GroupState>,
@@ -650,7 +650,7 @@ async fn regressions_of<S: RunSource>(
 /// hold over no scope) leaves no state behind: the next cycle judges its groups as new again,
 /// with the same tests. Kept, the state would let the groups stay regressed on their level alone
 /// and be reported as ongoing without ever having passed the tests of a new regression.
-fn forget_unreported(cluster: &describe::Cluster<'_>, states: &mut States) {
+fn forget_unreported(cluster: &attribution::Cluster<'_>, states: &mut States) {
     let new: HashSet<String> = cluster
         .groups
         .iter()
@@ -663,9 +663,9 @@ fn forget_unreported(cluster: &describe::Cluster<'_>, states: &mut States) {
 /// Where a detection's onset may be: the windows' span, but after the last recovery of a
 /// resolved incident it would reopen (a recurrence has an onset of its own).
 fn search_from<S>(
-    cluster: &describe::Cluster<'_>,
+    cluster: &attribution::Cluster<'_>,
     incidents: &[Incident],
-    cx: &describe::Context<'_, S>,
+    cx: &attribution::Context<'_, S>,
 ) -> i64 {
     let release = cluster.scope.single(Dimension::Release).unwrap_or_default();
     let default = cx.baseline.from.timestamp();
@@ -685,9 +685,9 @@ fn search_from<S>(
 /// the rest are new (or recurring) regressions. Open incidents whose scopes now overlap are one
 /// problem: the younger merges into the older.
 async fn follow_all<S: RunSource>(
-    cx: &describe::Context<'_, S>,
+    cx: &attribution::Context<'_, S>,
     incidents: &[Incident],
-    detections: Vec<describe::Described>,
+    detections: Vec<attribution::Described>,
     prior: &HashMap<String, evaluate::GroupState>,
     states: &mut States,
 ) -> Result<(Vec<RegressionReport>, Vec<(i64, i64)>)> {
@@ -705,7 +705,7 @@ async fn follow_all<S: RunSource>(
         for &k in &ks {
             taken[k] = true;
         }
-        let mine: Vec<&describe::Described> = ks.iter().map(|&k| &detections[k]).collect();
+        let mine: Vec<&attribution::Described> = ks.iter().map(|&k| &detections[k]).collect();
         let label = incident_label(i.id);
         let streak = prior.get(&label).map_or(0, |s| s.clean_streak);
         let followed = cx.follow(i, &mine, streak).await?;
@@ -757,7 +757,7 @@ fn merges_of(reports: &[(Option<&Incident>, RegressionReport)]) -> Vec<(i64, i64
 
 /// States to keep: every regressed (or recovering) group, and earlier ones not seen now.
 fn states_to_keep(
-    index: &describe::Index<'_>,
+    index: &attribution::Index<'_>,
     prior: &HashMap<String, evaluate::GroupState>,
 ) -> States {
     let mut states = Vec::new();
@@ -787,10 +787,10 @@ type ClusterKey = (String, Scope);
 /// family whose scopes overlap in one release are one (new and reused connections, one problem
 /// seen at two levels, or a scope the groups see from two sides).
 fn clusters<'a>(
-    index: &describe::Index<'_>,
+    index: &attribution::Index<'_>,
     evaluation: &'a evaluate::Evaluation,
     settings: &EvaluateSettings,
-) -> Vec<describe::Cluster<'a>> {
+) -> Vec<attribution::Cluster<'a>> {
     let reported: Vec<&GroupResult> = evaluation
         .groups
         .iter()
@@ -806,15 +806,15 @@ fn clusters<'a>(
             .flat_map(|o| o.cells.iter().copied())
             .filter(|c| !g.cells.contains(c))
             .collect();
-        let (finding, context) = describe::scope_for(index, g, &others, settings);
-        let key = describe::scope_key(&context, &finding);
+        let (finding, context) = attribution::scope_for(index, g, &others, settings);
+        let key = attribution::scope_key(&context, &finding);
         by_scope
             .entry((backend_family(&g.key.backend).to_string(), key))
             .or_insert_with(|| (finding, Vec::new()))
             .1
             .push(g);
     }
-    let mut merged: Vec<describe::Cluster<'a>> = Vec::new();
+    let mut merged: Vec<attribution::Cluster<'a>> = Vec::new();
     for ((family, scope), (finding, groups)) in by_scope {
         let release = scope.single(Dimension::Release).map(str::to_string);
         let same = merged.iter().position(|c| {
@@ -837,7 +837,7 @@ fn clusters<'a>(
                 c.finding.separates &= finding.separates;
                 c.groups.extend(groups);
             }
-            None => merged.push(describe::Cluster {
+            None => merged.push(attribution::Cluster {
                 family,
                 scope,
                 finding,

@@ -62,7 +62,7 @@ pub(super) async fn serve(settings: Settings, cycle_now: bool) -> Result<ExitCod
         eprint!("{}", incomplete(&missing));
         return Ok(ExitCode::from(EXIT_CONFIG));
     }
-    let mut app = crate::edge::app::App::build(settings).await?;
+    let mut app = crate::edge::serve::App::build(settings).await?;
     if cycle_now {
         app.scheduler.cycle_at_start();
     }

@@ -15,7 +15,7 @@ use serde::Deserialize;
 
 use super::auth::PushTokenChecked;
 use super::{ApiError, AppState};
-use crate::adapters::ingest::run::{Content, RunFile, RunFiles};
+use crate::adapters::ingest::assembly::{Content, RunFile, RunFiles};
 
 /// Segments of a run path, at most (real ones have 3 for periodics, 6 for presubmits).
 const MAX_PATH_SEGMENTS: usize = 12;

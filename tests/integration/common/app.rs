@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use sheriff::config::Settings;
-use sheriff::edge::app::App;
+use sheriff::edge::serve::App;
 
 pub struct TestApp {
     pub address: SocketAddr,

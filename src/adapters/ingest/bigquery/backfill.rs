@@ -26,8 +26,8 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::{Dataset, RowError, cluster_data_of};
+use crate::adapters::ingest::assembly::MAX_BACKENDS_PER_RUN;
 use crate::adapters::ingest::formats::disruption::MAX_RUN_SECONDS;
-use crate::adapters::ingest::run::MAX_BACKENDS_PER_RUN;
 use crate::clients::bigquery::{Param, Query, Row};
 use crate::model::{DAY, Dimensions, HOUR, TroubleRules};
 use crate::store::Store;
@@ -275,7 +275,7 @@ fn job_variant(row: &Row) -> Result<(String, Dimensions), RowError> {
     let (cluster_data, has_job) = cluster_data_of(text);
     Ok((
         job.to_string(),
-        crate::adapters::ingest::run::dimensions(job, &cluster_data, has_job, None),
+        crate::adapters::ingest::assembly::dimensions(job, &cluster_data, has_job, None),
     ))
 }
 

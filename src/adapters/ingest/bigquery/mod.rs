@@ -13,18 +13,20 @@
 //! path, under the same key (job, build id), so a run already stored from the bucket is not
 //! stored again. Interval evidence is not in these tables: runs from BigQuery have none, unless
 //! `ingest.intervals = "bigquery"` has attribution read it from the intervals table
-//! (`intervals`). Older days can instead be backfilled as counts ([`backfill`]).
+//! (`interval_rows`). Older days can instead be backfilled as counts ([`backfill`]).
 
 pub mod backfill;
-pub(crate) mod intervals;
+pub(crate) mod interval_rows;
 
 use std::time::Instant;
 
 use anyhow::{Result, bail};
 use chrono::{DateTime, Utc};
 
+use super::assembly::{
+    EARLIEST_START_SECS, FileProblem, MAX_BACKENDS_PER_RUN, MAX_CLOCK_SKEW_SECS,
+};
 use super::formats::{cluster_data::ClusterData, disruption};
-use super::run::{EARLIEST_START_SECS, FileProblem, MAX_BACKENDS_PER_RUN, MAX_CLOCK_SKEW_SECS};
 use super::{IngestOptions, IngestSummary, RunOutcome};
 use crate::clients::bigquery::{BigQueryClient, Param, Query, Row};
 use crate::config::BigQuerySettings;
@@ -67,7 +69,7 @@ impl Dataset {
 
     /// The dataset whose runs' intervals are read on demand from `bigquery.intervals_table`.
     pub(crate) fn with_intervals(mut self, table: &str) -> Dataset {
-        self.intervals = Some(intervals::location(&self.project, &self.dataset, table));
+        self.intervals = Some(interval_rows::location(&self.project, &self.dataset, table));
         self
     }
 
@@ -491,7 +493,7 @@ fn job_run(
     finished_at: Option<DateTime<Utc>>,
 ) -> JobRun {
     let (variants, has_job) = cluster_data_of(|name| text(first, name));
-    let dimensions = super::run::dimensions(&job_name, &variants, has_job, None);
+    let dimensions = super::assembly::dimensions(&job_name, &variants, has_job, None);
     let bucket = match text(first, "GCSBucketName") {
         "" => DEFAULT_BUCKET.to_string(),
         b => b.to_string(),

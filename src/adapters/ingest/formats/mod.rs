@@ -5,7 +5,7 @@
 pub mod cluster_data;
 pub mod disruption;
 pub mod duration;
-pub mod intervals;
+pub mod interval_files;
 pub mod prow;
 pub mod variant_mapping;
 

@@ -210,7 +210,7 @@ pub(super) struct Context<'a, S> {
     /// Runs read for interval evidence this cycle (a detection and its incident read the same).
     pub records: std::sync::Mutex<HashMap<(String, String), Option<crate::model::RunRecord>>>,
     /// Fetches the interval files of runs ingested with on-demand evidence.
-    pub evidence: &'a crate::adapters::ingest::evidence::EvidenceFetcher<'a>,
+    pub evidence: &'a crate::adapters::ingest::on_demand::EvidenceFetcher<'a>,
 }
 
 /// The groups of one backend family in one release whose scopes overlap: one regression.

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::formats::{cluster_data, disruption, intervals, job_name, prow};
+use super::formats::{cluster_data, disruption, interval_files, job_name, prow};
 use super::layout::{Classified, FileKind, classify};
 use super::parse_error::{ParseError, Problem};
 use crate::model::{DAY, Dimensions, JobRun, RunRecord, Sample};
@@ -59,16 +59,18 @@ impl Content {
     }
 
     /// The interval file `name` this is, read as a stream.
-    fn read_intervals(&self, name: &str) -> Result<intervals::IntervalEvidence, ParseError> {
-        let watch = intervals::Watch::default();
+    fn read_intervals(&self, name: &str) -> Result<interval_files::IntervalEvidence, ParseError> {
+        let watch = interval_files::Watch::default();
         let read = match self {
-            Content::Bytes(bytes) => intervals::read_intervals(bytes.as_slice(), u64::MAX, &watch),
+            Content::Bytes(bytes) => {
+                interval_files::read_intervals(bytes.as_slice(), u64::MAX, &watch)
+            }
             Content::File {
                 path, max_bytes, ..
             } => {
                 let file = std::fs::File::open(path)
                     .map_err(|e| ParseError::new(name, Problem::Unreadable(e)))?;
-                intervals::read_intervals(file, *max_bytes, &watch)
+                interval_files::read_intervals(file, *max_bytes, &watch)
             }
         };
         read.map_err(|e| ParseError::new(name, e))

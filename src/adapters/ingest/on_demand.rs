@@ -8,7 +8,7 @@
 //!
 //! A run ingested from BigQuery with `ingest.intervals = "bigquery"` has, in place of files,
 //! the place of the intervals table (`bq://PROJECT/DATASET/TABLE`): its rows for the run are
-//! read back into the files they were loaded from ([`super::bigquery::intervals`]) and parsed
+//! read back into the files they were loaded from ([`super::bigquery::interval_rows`]) and parsed
 //! the same way. BigQuery unreachable (or refusing the query) leaves the run pending as an
 //! unreachable bucket does; more rows than allowed leave it without evidence.
 
@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use tokio::sync::OnceCell;
 
-use super::bigquery::intervals;
-use super::run::{Content, FileProblem, RunIntervals, parse_interval_files};
+use super::assembly::{Content, FileProblem, RunIntervals, parse_interval_files};
+use super::bigquery::interval_rows;
 use crate::clients::bigquery::BigQueryClient;
 use crate::clients::gcs::{self, GcsClient};
 use crate::config::Settings;
@@ -197,7 +197,7 @@ impl<'a> EvidenceFetcher<'a> {
         location: &str,
         run: &JobRun,
     ) -> Result<Vec<(String, Content, u64)>, Miss> {
-        let Some((project, _, _)) = intervals::parse_location(location) else {
+        let Some((project, _, _)) = interval_rows::parse_location(location) else {
             return Err(Miss::Never(format!(
                 "`{location}` is not a bq://PROJECT/DATASET/TABLE place"
             )));
@@ -206,7 +206,7 @@ impl<'a> EvidenceFetcher<'a> {
             .bigquery_client(&project)
             .map_err(|e| Miss::Later(format!("{e:#}")))?;
         let limits = (self.bigquery.max_interval_rows, self.max_bytes);
-        match intervals::read(&client, location, run, limits).await {
+        match interval_rows::read(&client, location, run, limits).await {
             Ok(files) => Ok(files
                 .into_iter()
                 .map(|(name, bytes)| {
@@ -214,7 +214,7 @@ impl<'a> EvidenceFetcher<'a> {
                     (name, Content::Bytes(bytes), size)
                 })
                 .collect()),
-            Err(e) if e.is::<intervals::Unusable>() => Err(Miss::Never(format!("{e:#}"))),
+            Err(e) if e.is::<interval_rows::Unusable>() => Err(Miss::Never(format!("{e:#}"))),
             Err(e) => Err(Miss::Later(format!("{e:#}"))),
         }
     }
