@@ -3,14 +3,14 @@
 
 use super::{Result, Store, sql};
 
-/// What the release controller and GitHub said, kept: payload changelogs and the commits
-/// outside a payload. Reached through [`Store::releases`].
+/// What the release controller said, kept: the changelogs between payloads. Reached through
+/// [`Store::changelogs`].
 #[derive(Clone, Copy)]
-pub struct Releases<'a> {
+pub struct Changelogs<'a> {
     pub(super) store: &'a Store,
 }
 
-impl Releases<'_> {
+impl Changelogs<'_> {
     /// A kept changelog between two payloads.
     pub async fn changelog(
         self,

@@ -19,6 +19,7 @@ pub mod evaluations;
 pub(crate) mod incidents;
 pub mod ingest_log;
 pub(crate) mod intervals;
+pub(crate) mod leases;
 pub(crate) mod outbox;
 pub(crate) mod outside_commits;
 mod probes;
@@ -202,8 +203,8 @@ impl Store {
     }
 
     /// The leases that keep scheduled work and the SQLite replica to one holder at a time.
-    pub fn leases(&self) -> outbox::Leases<'_> {
-        outbox::Leases { store: self }
+    pub fn leases(&self) -> leases::Leases<'_> {
+        leases::Leases { store: self }
     }
 
     /// Pruning old rows in bounded batches.
@@ -221,9 +222,14 @@ impl Store {
         backfills::Backfills { store: self }
     }
 
-    /// What the release controller and GitHub said, kept.
-    pub fn releases(&self) -> changelogs::Releases<'_> {
-        changelogs::Releases { store: self }
+    /// The release controller's changelogs between payloads, kept.
+    pub fn changelogs(&self) -> changelogs::Changelogs<'_> {
+        changelogs::Changelogs { store: self }
+    }
+
+    /// The commits GitHub listed outside a payload, kept.
+    pub fn outside_commits(&self) -> outside_commits::OutsideCommits<'_> {
+        outside_commits::OutsideCommits { store: self }
     }
 
     /// What ingest did: its log of files read and refused, and each source's watermark.

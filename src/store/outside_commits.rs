@@ -1,12 +1,18 @@
 //! `outside_commits`: the commits of a repository outside the payload in one window, kept once
 //! read from GitHub (a past window's commits do not change).
 
-use super::changelogs::Releases;
-use super::{Result, sql};
+use super::{Result, Store, sql};
 
-impl Releases<'_> {
+/// What GitHub said, kept: the commits outside a payload. Reached through
+/// [`Store::outside_commits`].
+#[derive(Clone, Copy)]
+pub struct OutsideCommits<'a> {
+    pub(super) store: &'a Store,
+}
+
+impl OutsideCommits<'_> {
     /// The kept commits (as JSON) of `repository` under `path` from `since` to `until`.
-    pub async fn outside_commits(
+    pub async fn commits(
         self,
         repository: &str,
         path: &str,
@@ -26,7 +32,7 @@ impl Releases<'_> {
     }
 
     /// Keeps the commits of one window.
-    pub async fn keep_outside_commits(
+    pub async fn keep_commits(
         self,
         repository: &str,
         path: &str,

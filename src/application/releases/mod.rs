@@ -68,12 +68,12 @@ async fn kept_changelog(
     arch: &str,
     (from, to): (&str, &str),
 ) -> Result<String> {
-    if let Some(body) = store.releases().changelog(arch, from, to).await? {
+    if let Some(body) = store.changelogs().changelog(arch, from, to).await? {
         return Ok(body);
     }
     let body = client.changelog(base, from, to).await?;
     store
-        .releases()
+        .changelogs()
         .keep_changelog(arch, from, to, &body)
         .await?;
     Ok(body)
@@ -182,7 +182,7 @@ pub async fn attach_changes(
         let Some(base) = settings.urls.get(&arch) else {
             continue;
         };
-        let body = match store.releases().changelog(&arch, &from, &to).await {
+        let body = match store.changelogs().changelog(&arch, &from, &to).await {
             Ok(Some(body)) => Ok(body),
             Ok(None) => client.changelog(base, &from, &to).await.map_err(Into::into),
             Err(e) => Err(anyhow::Error::from(e)),
@@ -191,7 +191,7 @@ pub async fn attach_changes(
             Ok((body, list)) => {
                 if !dry_run
                     && let Err(e) = store
-                        .releases()
+                        .changelogs()
                         .keep_changelog(&arch, &from, &to, &body)
                         .await
                 {

@@ -123,8 +123,8 @@ async fn kept_commits(
     (since, until): (i64, i64),
 ) -> Result<Option<Vec<Commit>>> {
     match store
-        .releases()
-        .outside_commits(&repo.repository, &repo.path, since, until)
+        .outside_commits()
+        .commits(&repo.repository, &repo.path, since, until)
         .await?
     {
         Some(body) => Ok(Some(
@@ -153,8 +153,8 @@ async fn window_commits(
     if !dry_run {
         let body = serde_json::to_string(&list)?;
         store
-            .releases()
-            .keep_outside_commits(&repo.repository, &repo.path, (since, until), &body)
+            .outside_commits()
+            .keep_commits(&repo.repository, &repo.path, (since, until), &body)
             .await?;
     }
     Ok(list)
