@@ -1478,3 +1478,145 @@ fn the_method_counter_counts_inherent_impls_only_and_their_own_functions() {
         vec![("Store".to_string(), 3), ("Handle".to_string(), 1)]
     );
 }
+
+/// The part of `docs/layout.md` that draws `src/`: from its `src/` line to the next entry at
+/// the top of the tree (a line that does not start with a space).
+fn layout_src_tree(doc: &str) -> String {
+    doc.lines()
+        .skip_while(|l| *l != "src/")
+        .enumerate()
+        .take_while(|(i, l)| *i == 0 || l.starts_with(' '))
+        .map(|(_, l)| l)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// How many times `text` names `name` (`runs.rs`, `world/`) as a whole name: not inside a longer
+/// one (`scope_runs.rs`, `runs.rsx`).
+fn mentions(text: &str, name: &str) -> usize {
+    let part_of_name = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(name)
+        .filter(|(at, _)| {
+            !text[..*at].ends_with(part_of_name)
+                && !text[at + name.len()..].starts_with(part_of_name)
+        })
+        .count()
+}
+
+/// The files (`x.rs`, other than `mod.rs` and `tests.rs`) and folders (`x/`) of `src/` that
+/// `tree` does not name: a name that n of them share is to be named at least n times.
+fn unnamed_in_layout(tree: &str, files: &[PathBuf], folders: &[PathBuf]) -> Vec<String> {
+    let mut wanted: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let entries = files
+        .iter()
+        .map(|f| (f, ""))
+        .chain(folders.iter().map(|f| (f, "/")));
+    for (path, suffix) in entries {
+        let name = path.file_name().unwrap().to_string_lossy();
+        if suffix.is_empty() && (name == "mod.rs" || name == "tests.rs") {
+            continue;
+        }
+        wanted
+            .entry(format!("{name}{suffix}"))
+            .or_default()
+            .push(format!("src/{}{suffix}", path.display()));
+    }
+    wanted
+        .into_iter()
+        .filter(|(name, places)| mentions(tree, name) < places.len())
+        .map(|(name, places)| format!("`{name}` ({})", places.join(", ")))
+        .collect()
+}
+
+/// The `x.rs` names in `doc` that are no file of `src/` or `tests/`.
+fn named_but_missing(doc: &str, existing: &BTreeSet<String>) -> Vec<String> {
+    let rust_file = regex::Regex::new(r"\b[a-z0-9_]+\.rs\b").unwrap();
+    rust_file
+        .find_iter(doc)
+        .map(|m| m.as_str().to_string())
+        .filter(|name| !existing.contains(name))
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect()
+}
+
+/// The folders under `dir`, relative to `root`.
+fn folders(root: &Path, dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.push(path.strip_prefix(root).unwrap().to_path_buf());
+            folders(root, &path, out);
+        }
+    }
+}
+
+#[test]
+fn the_layout_document_names_every_file_of_src() {
+    let root = crate::common::manifest_dir();
+    let doc = std::fs::read_to_string(root.join("docs/layout.md")).unwrap();
+    let src = root.join("src");
+    let mut files = Vec::new();
+    collect(&src, &mut files);
+    let files: Vec<PathBuf> = files
+        .iter()
+        .map(|f| f.strip_prefix(&src).unwrap().to_path_buf())
+        .collect();
+    let mut dirs = Vec::new();
+    folders(&src, &src, &mut dirs);
+    let tree = layout_src_tree(&doc);
+    assert!(tree.lines().count() > 50, "no src/ tree in docs/layout.md");
+    let unnamed = unnamed_in_layout(&tree, &files, &dirs);
+    assert!(
+        unnamed.is_empty(),
+        "files and folders of src/ that docs/layout.md's src/ tree does not name:\n{}",
+        unnamed.join("\n")
+    );
+    let mut existing: BTreeSet<String> = ["main.rs", "lib.rs", "build.rs"].map(String::from).into();
+    for dir in [src, root.join("tests")] {
+        let mut found = Vec::new();
+        collect(&dir, &mut found);
+        existing.extend(
+            found
+                .iter()
+                .map(|f| f.file_name().unwrap().to_string_lossy().into_owned()),
+        );
+    }
+    let missing = named_but_missing(&doc, &existing);
+    assert!(
+        missing.is_empty(),
+        "docs/layout.md names files that are in neither src/ nor tests/: {missing:?}"
+    );
+}
+
+#[test]
+fn the_layout_checker_counts_whole_names_and_each_file_that_shares_one() {
+    let doc = "intro\nsrc/\n  store/  runs.rs, scope_runs.rs\n  cli/    x\ntests/\n  runs.rs\n";
+    let tree = layout_src_tree(doc);
+    assert_eq!(tree, "src/\n  store/  runs.rs, scope_runs.rs\n  cli/    x");
+    assert_eq!(mentions(&tree, "runs.rs"), 1);
+    assert_eq!(mentions(&tree, "store/"), 1);
+    let files: Vec<PathBuf> = [
+        "store/runs.rs",
+        "store/mod.rs",
+        "cli/runs.rs",
+        "cli/gone.rs",
+        "cli/tests.rs",
+    ]
+    .map(PathBuf::from)
+    .into();
+    let folders: Vec<PathBuf> = ["store", "cli", "bench"].map(PathBuf::from).into();
+    assert_eq!(
+        unnamed_in_layout(&tree, &files, &folders),
+        [
+            "`bench/` (src/bench/)",
+            "`gone.rs` (src/cli/gone.rs)",
+            "`runs.rs` (src/store/runs.rs, src/cli/runs.rs)",
+        ]
+    );
+    let existing: BTreeSet<String> = ["runs.rs".to_string()].into();
+    assert_eq!(
+        named_but_missing("runs.rs, gone.rs; `world.rs`'s; a.rsx", &existing),
+        ["gone.rs", "world.rs"]
+    );
+}
