@@ -35,7 +35,9 @@
 //! gives each module its layer, checks that it sits in its layer's folder, checks every
 //! `crate::` path against the layers it may import, and that the modules form a DAG. Lowest
 //! first:
-//! - **model** ([`model`]): plain types and pure readers; imports nothing of the crate.
+//! - **model** ([`model`]): plain types and pure readers; imports nothing of the crate. A
+//!   layer of its own below the domain rather than a folder inside it: the settings, the
+//!   store and the clients speak in its types too, and none of them may import the domain.
 //! - **settings** ([`config`], with its cron schedules, `config::cron`): read once; import the
 //!   model.
 //! - **domain** ([`domain`]: `evaluate`, `attribute`, [`incidents`](domain::incidents)): pure

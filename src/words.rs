@@ -30,7 +30,7 @@ pub fn line(t: &Told<'_>) -> String {
         Told::Held { silence } => format!("notifications held by silence #{silence}"),
         Told::FiledInJira { key } => format!("filed in Jira as {key}"),
         Told::WhileSilenced { lines } => format!("while silenced: {}", lines.join("; ")),
-        Told::NotARegression { reason } => format!("not a regression: {reason}"),
+        Told::NotARegression { reason } => format!("not a regression: {}", own_words(reason)),
         Told::Accepted { allowance } => format!(
             "{}; sheriff stays quiet while it holds, and says so if the level goes above it",
             accepted_level(allowance)
@@ -205,10 +205,22 @@ fn resolution(how: &Resolution) -> String {
         Resolution::ByHand { reason, by } => {
             format!("resolved by hand by {}: {reason}", person(by))
         }
-        Resolution::NotARegression { reason } => format!("resolved as not a regression: {reason}"),
+        Resolution::NotARegression { reason } => {
+            format!("resolved as not a regression: {}", own_words(reason))
+        }
         Resolution::Merged { into } => {
             format!("merged into #{into}: the same problem, followed there")
         }
+    }
+}
+
+/// A reason as a person gave it, without a "not a regression:" they typed in front of it
+/// themselves, so the line does not say it twice.
+fn own_words(reason: &str) -> &str {
+    const SAID: &str = "not a regression:";
+    match reason.get(..SAID.len()) {
+        Some(start) if start.eq_ignore_ascii_case(SAID) => reason[SAID.len()..].trim_start(),
+        _ => reason,
     }
 }
 
@@ -291,6 +303,27 @@ mod tests {
         assert_eq!(
             line(&Told::Resolved(&Resolution::Recovered)),
             line(&Told::Change(&Change::Resolved))
+        );
+    }
+
+    #[test]
+    fn a_reason_that_already_says_not_a_regression_is_not_told_twice() {
+        let typed = "Not a regression: a test change";
+        assert_eq!(
+            line(&Told::NotARegression { reason: typed }),
+            "not a regression: a test change"
+        );
+        assert_eq!(
+            line(&Told::Resolved(&Resolution::NotARegression {
+                reason: typed.into()
+            })),
+            "resolved as not a regression: a test change"
+        );
+        assert_eq!(
+            line(&Told::NotARegression {
+                reason: "a test change"
+            }),
+            "not a regression: a test change"
         );
     }
 }

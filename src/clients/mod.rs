@@ -46,7 +46,9 @@ fn status_line(status: u16) -> String {
     reqwest::StatusCode::from_u16(status).map_or_else(|_| status.to_string(), |s| s.to_string())
 }
 
-/// A call Slack or Jira did not carry out, and whether asking again can help.
+/// A call Slack or Jira did not carry out, or a delivery that failed the same way before any
+/// call (an entry that does not decode, its incident gone or unreadable, Jira not configured),
+/// and whether asking again can help.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{message}")]
 pub struct CallError {
@@ -58,7 +60,7 @@ pub struct CallError {
 }
 
 impl CallError {
-    pub fn retryable(message: impl Into<String>) -> Self {
+    pub(crate) fn retryable(message: impl Into<String>) -> Self {
         Self {
             message: message.into(),
             retryable: true,

@@ -114,6 +114,24 @@ impl StoreError {
         }
     }
 
+    /// Whether asking again can only fail the same way: a stored row that does not decode, a
+    /// value that cannot be encoded, a write or a value refused, a missing row, a panic of the
+    /// store's own code. Unlike [`StoreError::retryable`] (the storage itself failing, what
+    /// readiness reports), a busy or locked database, a serialization failure or a statement
+    /// a newer schema refuses during a rolling deploy are not: they may pass.
+    pub fn fails_every_time(&self) -> bool {
+        match self {
+            StoreError::Corrupt { .. }
+            | StoreError::Encode(_)
+            | StoreError::Refused(_)
+            | StoreError::NotFound { .. }
+            | StoreError::Panicked { .. } => true,
+            StoreError::Storage(_) => self.refused_value(),
+            StoreError::Unrecorded(e) => e.fails_every_time(),
+            StoreError::Connection(_) | StoreError::Open { .. } | StoreError::Migration(_) => false,
+        }
+    }
+
     /// Whether the database refused a value as such (PostgreSQL's class 22, data exception: a
     /// NUL in text, a number out of range; SQLite's TOOBIG): the same value fails every time, so
     /// it is the data's fault, never one a retry gets past.

@@ -251,6 +251,32 @@ fn item_end(lines: &[String], start: usize) -> usize {
 /// The modules ([`module_of`]) a file refers to, other than its own, each with the line that does.
 fn references(source: &Source, modules: &BTreeSet<String>) -> Vec<(String, usize)> {
     let own = module_of(&source.module);
+    paths(source)
+        .into_iter()
+        .filter_map(|(path, line)| {
+            let name = module_of(&path)?;
+            (modules.contains(name) && own != Some(name)).then(|| (name.clone(), line))
+        })
+        .collect()
+}
+
+/// The paths of a file that stop at a layer folder (`use crate::domain;`, `crate::support::*`,
+/// `crate::edge::{self, …}`): what is reached through them later (`support::render::x`) names
+/// no `crate::`, so the layer check would not see it.
+fn paths_to_a_layer_folder(source: &Source) -> Vec<(String, usize)> {
+    paths(source)
+        .into_iter()
+        .filter(|(path, _)| {
+            path.first().is_some_and(|f| is_layer_folder(f))
+                && path.get(1).is_none_or(|m| m == "self")
+        })
+        .map(|(path, line)| (path.join("::"), line))
+        .collect()
+}
+
+/// Every path of a file into the crate, as far as its module (two names from the root, in a
+/// layer folder), each with its line.
+fn paths(source: &Source) -> Vec<(Vec<String>, usize)> {
     let mut out = Vec::new();
     for (n, line) in source.code.iter().enumerate() {
         let mut rest = line.as_str();
@@ -267,7 +293,6 @@ fn references(source: &Source, modules: &BTreeSet<String>) -> Vec<(String, usize
                 base.pop();
                 after = more;
             }
-            // Enough of the path for its module: two names from the root, in a layer folder.
             let wanted = 2usize.saturating_sub(base.len());
             let tails = if wanted == 0 {
                 vec![Vec::new()]
@@ -275,13 +300,7 @@ fn references(source: &Source, modules: &BTreeSet<String>) -> Vec<(String, usize
                 path_heads(after, &source.code[n + 1..], wanted)
             };
             for tail in tails {
-                let path: Vec<String> = base.iter().cloned().chain(tail).collect();
-                if let Some(name) = module_of(&path)
-                    && modules.contains(name)
-                    && own != Some(name)
-                {
-                    out.push((name.clone(), n + 1));
-                }
+                out.push((base.iter().cloned().chain(tail).collect(), n + 1));
             }
             rest = &rest[at + head.len()..];
         }
@@ -743,7 +762,7 @@ const LAYER_OF: &[(&str, Layer)] = &[
 /// each other; the domain's three do not.
 const MAY_IMPORT: &[(Layer, &[Layer])] = &[
     (Model, &[]),
-    (Settings, &[Model, Settings]),
+    (Settings, &[Model]),
     (Domain, &[Model, Settings]),
     (Store, &[Model, Settings, Domain]),
     (Support, &[Model, Settings, Support]),
@@ -913,6 +932,76 @@ fn every_module_sits_in_the_folder_of_its_layer() {
     assert!(
         missing.is_empty(),
         "layer folders src/lib.rs does not declare: {missing:?}"
+    );
+}
+
+#[test]
+fn no_path_stops_at_a_layer_folder() {
+    let found: Vec<String> = sources()
+        .iter()
+        .flat_map(|s| {
+            paths_to_a_layer_folder(s)
+                .into_iter()
+                .map(move |(path, line)| format!("src/{}:{line}: {path}", s.file.display()))
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "paths that stop at a layer folder (name the module inside it, so the layer check \
+         sees what is used):\n{}",
+        found.join("\n")
+    );
+    let code: Vec<String> = vec![
+        "use crate::support;".into(),
+        "use crate::{domain::{self, evaluate}, store};".into(),
+        "use crate::edge::*;".into(),
+        "use crate::domain::evaluate::stats;".into(),
+    ];
+    let s = Source {
+        file: "store/x.rs".into(),
+        module: vec!["store".into(), "x".into()],
+        code: code.clone(),
+        raw: code,
+        binary: false,
+    };
+    let lines: Vec<(String, usize)> = paths_to_a_layer_folder(&s);
+    assert_eq!(
+        lines,
+        [
+            ("support".to_string(), 1),
+            ("domain::self".to_string(), 2),
+            ("edge".to_string(), 3),
+        ],
+        "a folder alone, with `self`, with a glob; not a path that names a module"
+    );
+}
+
+#[test]
+fn the_layer_folders_hold_only_their_modules() {
+    let found: Vec<String> = sources()
+        .iter()
+        .filter(|s| s.module.len() == 1 && is_layer_folder(&s.module[0]))
+        .flat_map(|s| {
+            s.code
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| {
+                    let l = l.trim();
+                    !(l.is_empty()
+                        || l.starts_with("#[")
+                        || ["mod ", "pub mod ", "pub(crate) mod "]
+                            .iter()
+                            .any(|p| l.starts_with(p) && l.ends_with(';')))
+                })
+                .map(|(n, l)| format!("src/{}:{}: {}", s.file.display(), n + 1, l.trim()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        found.is_empty(),
+        "a layer folder's mod.rs declares its modules and nothing else (a `use` or item there \
+         would pass the layer check unseen):\n{}",
+        found.join("\n")
     );
 }
 

@@ -727,7 +727,8 @@ async fn read_run(
     options: &IngestOptions,
     listing: RunListing,
 ) -> RunOutcome {
-    if let Some(outcome) = decided_unread(store, settings, source, options, &listing).await {
+    if let Some(outcome) = outcome_without_reading(store, settings, source, options, &listing).await
+    {
         return outcome;
     }
 
@@ -785,7 +786,7 @@ async fn read_run(
 
 /// What becomes of a run before its artifacts are read, if that is decided already: stored
 /// (without `force`), not wholly listed, still running, or started before `--since`.
-async fn decided_unread(
+async fn outcome_without_reading(
     store: &Store,
     settings: &IngestSettings,
     source: &Source,

@@ -97,7 +97,7 @@ impl Sinks {
                     .incidents()
                     .find(&id.to_string())
                     .await
-                    .map_err(|e| store_failure(&e))?
+                    .map_err(|e| store_failure("reading the incident", &e))?
                     .ok_or_else(|| CallError::permanent(format!("incident {id} is gone")))?,
             ),
             None => None,
@@ -117,14 +117,15 @@ impl Sinks {
     }
 }
 
-/// A delivery the store failed: tried again when the store's failure may pass (a lost
-/// connection, a busy database), a dead letter when it cannot (a row that does not decode).
-fn store_failure(e: &crate::store::StoreError) -> CallError {
-    let message = format!("reading the incident: {e}");
-    if e.retryable() {
-        CallError::retryable(message)
-    } else {
+/// A delivery the store failed while `doing` something: a dead letter when asking again can
+/// only fail the same way (a row that does not decode), else tried again like any failed call
+/// (a lost connection, a busy database), up to `outbox.max_attempts`.
+pub(crate) fn store_failure(doing: &str, e: &StoreError) -> CallError {
+    let message = format!("{doing}: {e}");
+    if e.fails_every_time() {
         CallError::permanent(message)
+    } else {
+        CallError::retryable(message)
     }
 }
 
@@ -355,15 +356,21 @@ mod tests {
 
     #[test]
     fn a_store_failure_is_tried_again_only_when_the_store_may_recover() {
-        let lost = store_failure(&StoreError::Connection(sqlx::Error::PoolTimedOut));
+        let lost = store_failure(
+            "reading the incident",
+            &StoreError::Connection(sqlx::Error::PoolTimedOut),
+        );
         assert!(lost.retryable, "{lost:?}");
-        let corrupt = store_failure(&StoreError::malformed("incidents", "snapshot: not JSON"));
+        let corrupt = store_failure(
+            "reading the incident",
+            &StoreError::malformed("incidents", "snapshot: not JSON"),
+        );
         assert!(!corrupt.retryable, "{corrupt:?}");
         assert_eq!(corrupt.message, "reading the incident: snapshot: not JSON");
     }
 
     #[test]
-    fn a_delivery_error_is_an_error_that_reads_as_its_message() {
+    fn a_call_error_is_an_error_that_reads_as_its_message() {
         let e: Box<dyn std::error::Error> =
             Box::new(CallError::permanent("Slack chat.postMessage: {x}"));
         assert_eq!(e.to_string(), "Slack chat.postMessage: {x}");

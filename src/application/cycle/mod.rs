@@ -326,7 +326,7 @@ async fn attach_changes(
     regressions: &mut [RegressionReport],
     dry_run: bool,
 ) {
-    crate::application::releases::attach_changes(
+    crate::application::releases::attach_payload_changes(
         state,
         &settings.release_controller,
         regressions,

@@ -153,7 +153,7 @@ fn favoured<'a>(
 /// Fills in each active regression's suspect changes from its payload window: from the kept
 /// changelog, else the release controller of its architecture (kept unless `dry_run`). A
 /// failure is logged and leaves `changes_pending`; the cycle goes on.
-pub async fn attach_changes(
+pub async fn attach_payload_changes(
     store: &Store,
     settings: &ReleaseControllerSettings,
     regressions: &mut [RegressionReport],

@@ -176,10 +176,9 @@ pub fn not_a_regression(
     }
     let i = find(&known.incidents, reference)?;
     let reason = reason.trim();
-    // the silence's reason and the history's line; the resolution's reason without the words
-    let said = |reason| (policy.wording)(&Told::NotARegression { reason });
-    let resolution_reason = reason.trim_start_matches(&said("")).to_string();
-    let reason = said(reason);
+    // the silence's reason is the history's line; the resolution keeps the reason as given
+    let resolution_reason = reason.to_string();
+    let reason = (policy.wording)(&Told::NotARegression { reason });
     let silenced = known
         .silences
         .iter()

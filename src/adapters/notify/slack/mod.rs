@@ -119,7 +119,7 @@ impl SlackSink {
             .incidents()
             .events(i.id)
             .await
-            .map_err(|e| CallError::retryable(format!("{e:#}")))?;
+            .map_err(|e| super::store_failure("reading the incident's events", &e))?;
         Ok(blocks::incident_message(i, &events, &self.links))
     }
 
@@ -216,7 +216,7 @@ async fn summary_threads(
                 .incidents()
                 .find(fingerprint)
                 .await
-                .map_err(|e| CallError::retryable(format!("{e:#}")))?
+                .map_err(|e| super::store_failure("reading a summary's incident", &e))?
         {
             threads.insert(fingerprint.clone(), i);
         }
