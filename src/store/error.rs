@@ -114,9 +114,9 @@ impl StoreError {
         }
     }
 
-    /// Whether asking again can only fail the same way: a stored row that does not decode, a
-    /// value that cannot be encoded, a write or a value refused, a missing row, a panic of the
-    /// store's own code. Unlike [`StoreError::retryable`] (the storage itself failing, what
+    /// Whether asking again can only fail the same way: a stored row that does not decode (in
+    /// the store's reading or the database's), a value that cannot be encoded, a write, a value
+    /// or a constraint refused, a missing row or column, a panic of the store's own code. Unlike [`StoreError::retryable`] (the storage itself failing, what
     /// readiness reports), a busy or locked database, a serialization failure or a statement
     /// a newer schema refuses during a rolling deploy are not: they may pass.
     pub fn fails_every_time(&self) -> bool {
@@ -126,7 +126,7 @@ impl StoreError {
             | StoreError::Refused(_)
             | StoreError::NotFound { .. }
             | StoreError::Panicked { .. } => true,
-            StoreError::Storage(_) => self.refused_value(),
+            StoreError::Storage(e) => super::fails_the_same(e),
             StoreError::Unrecorded(e) => e.fails_every_time(),
             StoreError::Connection(_) | StoreError::Open { .. } | StoreError::Migration(_) => false,
         }
@@ -178,7 +178,7 @@ mod tests {
             .unwrap_err();
         let e = StoreError::panicked("a cell_days decoding thread", &*payload);
         assert!(matches!(e, StoreError::Panicked { .. }), "{e:?}");
-        assert!(!e.retryable());
+        assert!(!e.retryable() && e.fails_every_time());
         assert_eq!(
             e.to_string(),
             "a cell_days decoding thread panicked: index out of bounds"
@@ -216,7 +216,7 @@ mod tests {
             ),
             "{e:?}"
         );
-        assert!(!e.retryable());
+        assert!(!e.retryable() && e.fails_every_time());
         let text = e.to_string();
         assert!(
             text.starts_with("the stored CI-trouble rules do not parse: expected"),
@@ -236,6 +236,7 @@ mod tests {
             matches!(e, StoreError::NotFound { what: "row", .. }),
             "{e:?}"
         );
+        assert!(e.fails_every_time());
         let e = store
             .execute(sql("SELECT * FROM no_such_table"))
             .await
@@ -245,6 +246,21 @@ mod tests {
             "{e:?}"
         );
         assert!(!is_storage_error(&e));
+        // not storage trouble, and yet it may pass: a replica that has not migrated yet
+        assert!(!e.fails_every_time(), "{e:?}");
+        store
+            .execute(sql("CREATE TABLE once (id INTEGER PRIMARY KEY)"))
+            .await
+            .unwrap();
+        store
+            .execute(sql("INSERT INTO once (id) VALUES (1)"))
+            .await
+            .unwrap();
+        let e = store
+            .execute(sql("INSERT INTO once (id) VALUES (1)"))
+            .await
+            .unwrap_err();
+        assert!(e.fails_every_time(), "a constraint refused: {e:?}");
     }
 
     /// An application's error that carries a store error.

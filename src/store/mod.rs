@@ -135,6 +135,24 @@ fn is_refused(e: &sqlx::Error) -> bool {
     })
 }
 
+/// Whether a database error comes back the same on every try: a stored value that does not
+/// decode into its type, a column or type that is not there, a constraint refused
+/// (PostgreSQL's class 23, SQLite's CONSTRAINT), or a value refused ([`is_refused`]).
+fn fails_the_same(e: &sqlx::Error) -> bool {
+    matches!(
+        e,
+        sqlx::Error::ColumnDecode { .. }
+            | sqlx::Error::Decode(_)
+            | sqlx::Error::TypeNotFound { .. }
+            | sqlx::Error::ColumnNotFound(_)
+            | sqlx::Error::ColumnIndexOutOfBounds { .. }
+    ) || is_refused(e)
+        || error_code(e).is_some_and(|code| match code {
+            ErrorCode::Sqlite(n) => n == 19,
+            ErrorCode::Postgres(c) => c.starts_with("23"),
+        })
+}
+
 /// The store's error in an error's chain (a [`StoreError`] itself, or an application error
 /// that carries one), if there is one.
 fn store_error<'e>(e: &'e (dyn std::error::Error + 'static)) -> Option<&'e StoreError> {

@@ -345,17 +345,19 @@ pub async fn deliver_for_a_while(
 pub enum OutboxError {
     #[error(transparent)]
     Setup(#[from] SetupError),
-    #[error(transparent)]
+    /// The store's error is this one's source, so the application finds it in the chain
+    /// ([`crate::store::is_storage_error`]).
+    #[error("delivering the outbox")]
     Store(#[from] StoreError),
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{CallError, store_failure};
+    use super::{CallError, OutboxError, store_failure};
     use crate::store::StoreError;
 
     #[test]
-    fn a_store_failure_is_tried_again_only_when_the_store_may_recover() {
+    fn a_store_failure_is_dead_lettered_only_when_it_fails_every_time() {
         let lost = store_failure(
             "reading the incident",
             &StoreError::Connection(sqlx::Error::PoolTimedOut),
@@ -367,6 +369,23 @@ mod tests {
         );
         assert!(!corrupt.retryable, "{corrupt:?}");
         assert_eq!(corrupt.message, "reading the incident: snapshot: not JSON");
+        let undecodable = store_failure(
+            "reading the incident",
+            &StoreError::Storage(sqlx::Error::ColumnNotFound("state".into())),
+        );
+        assert!(!undecodable.retryable, "{undecodable:?}");
+    }
+
+    #[test]
+    fn a_lost_database_is_found_in_a_delivery_by_hand_s_error() {
+        let e = anyhow::Error::from(OutboxError::from(StoreError::Connection(
+            sqlx::Error::PoolTimedOut,
+        )));
+        assert!(crate::store::is_storage_error(&e), "{e:#}");
+        assert_eq!(
+            format!("{e:#}"),
+            "delivering the outbox: no database connection: pool timed out while waiting for an open connection"
+        );
     }
 
     #[test]

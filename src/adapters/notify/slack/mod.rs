@@ -210,15 +210,22 @@ async fn summary_threads(
 ) -> Result<HashMap<String, Incident>, CallError> {
     let mut threads = HashMap::new();
     for line in lines {
-        if let SummaryLine::Line { fingerprint, .. } = line
-            && !fingerprint.is_empty()
-            && let Some(i) = store
-                .incidents()
-                .find(fingerprint)
-                .await
-                .map_err(|e| super::store_failure("reading a summary's incident", &e))?
-        {
-            threads.insert(fingerprint.clone(), i);
+        let SummaryLine::Line { fingerprint, .. } = line else {
+            continue;
+        };
+        if fingerprint.is_empty() {
+            continue;
+        }
+        match store.incidents().find(fingerprint).await {
+            Ok(Some(i)) => {
+                threads.insert(fingerprint.clone(), i);
+            }
+            Ok(None) => {}
+            // the link is all it gives: the summary goes out without it
+            Err(e) if e.fails_every_time() => {
+                tracing::warn!(%fingerprint, "a summary's line goes without its thread link: {e}");
+            }
+            Err(e) => return Err(super::store_failure("reading a summary's incident", &e)),
         }
     }
     Ok(threads)
