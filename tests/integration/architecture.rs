@@ -1,11 +1,14 @@
 //! The shape of `src/`, checked: the modules form a DAG (no module imports, directly or through
 //! others, one that imports it back), each sits in a layer, in the folder of its layer, and
-//! imports only the layers below it that [`MAY_IMPORT`] allows, no function runs over 80 lines without a
-//! comment saying why, no `too_many_arguments` allowance is left, no public function of the
-//! store returns a tuple wider than two (a row gets a named struct), the store and the clients
-//! do not use `anyhow` (they return their own typed errors), no type has more than 40 methods in its inherent
-//! `impl` blocks, and `lib.rs` makes public only the modules listed in [`PUBLIC_MODULES`]. Test code (`#[cfg(test)]` items and `tests.rs` files) is left out,
-//! as the rules are about the product.
+//! imports only the layers below it that [`MAY_IMPORT`] allows; no path stops at a layer folder
+//! and a layer folder's `mod.rs` declares its modules and nothing else (so nothing reaches past
+//! that check); no function runs over 80 lines without a comment saying why, no
+//! `too_many_arguments` allowance is left, no public function of the store returns a tuple
+//! wider than two (a row gets a named struct), the store and the clients do not use `anyhow`
+//! (they return their own typed errors), no type has more than 40 methods in its inherent
+//! `impl` blocks, `lib.rs` makes public only the modules listed in [`PUBLIC_MODULES`], and
+//! `docs/layout.md` names every file and folder of `src/`. Test code (`#[cfg(test)]` items and
+//! `tests.rs` files) is left out, as the rules are about the product.
 //!
 //! `src/` holds two crates: the library (`lib.rs`) and the binary (`main.rs`), whose own modules
 //! (`sheriff bench`) name the library `sheriff::`. Both are checked alike; the binary's modules
@@ -299,6 +302,10 @@ fn paths(source: &Source) -> Vec<(Vec<String>, usize)> {
             } else {
                 path_heads(after, &source.code[n + 1..], wanted)
             };
+            if tails.is_empty() && !base.is_empty() {
+                // `super::*` and the like: the glob reaches the whole of `base`
+                out.push((base.clone(), n + 1));
+            }
             for tail in tails {
                 out.push((base.iter().cloned().chain(tail).collect(), n + 1));
             }
@@ -973,6 +980,19 @@ fn no_path_stops_at_a_layer_folder() {
             ("edge".to_string(), 3),
         ],
         "a folder alone, with `self`, with a glob; not a path that names a module"
+    );
+    let glob = vec!["use super::*;".to_string()];
+    let inside = Source {
+        file: "support/x.rs".into(),
+        module: vec!["support".into(), "x".into()],
+        code: glob.clone(),
+        raw: glob,
+        binary: false,
+    };
+    assert_eq!(
+        paths_to_a_layer_folder(&inside),
+        [("support".to_string(), 1)],
+        "`super::*` from a module in a layer folder reaches its siblings unseen"
     );
 }
 
