@@ -740,8 +740,8 @@ async fn read_run(
         path: path.clone(),
         files,
     };
-    let assembly = tokio::task::spawn_blocking(move || assembly::assemble(&run_files)).await;
-    match assembly {
+    let assembled = tokio::task::spawn_blocking(move || assembly::assemble(&run_files)).await;
+    match assembled {
         Ok(Assembly::Ready {
             mut record,
             warnings,
