@@ -621,6 +621,18 @@ fn the_binary_and_the_library_declare_different_modules() {
     );
 }
 
+/// A file of the library at `module` (`["store", "x"]` is `src/store/x.rs`) holding `code`, as
+/// the checkers' own tests give it.
+fn library_source(module: &[&str], code: Vec<String>) -> Source {
+    Source {
+        file: format!("{}.rs", module.join("/")).into(),
+        module: module.iter().map(|m| m.to_string()).collect(),
+        code: code.clone(),
+        raw: code,
+        binary: false,
+    }
+}
+
 #[test]
 fn the_checker_finds_a_cycle_and_reads_use_groups() {
     let graph: BTreeMap<String, BTreeSet<String>> = [
@@ -641,13 +653,7 @@ fn the_checker_finds_a_cycle_and_reads_use_groups() {
         "use self::inner::Step;".into(),
         "fn f() -> crate::domain::attribute::Found { todo!() }".into(),
     ];
-    let s = Source {
-        file: "application/x.rs".into(),
-        module: vec!["application".into(), "x".into()],
-        code: code.clone(),
-        raw: code,
-        binary: false,
-    };
+    let s = library_source(&["application", "x"], code);
     let modules: BTreeSet<String> = [
         "model",
         "store",
@@ -964,13 +970,7 @@ fn no_path_stops_at_a_layer_folder() {
         "use crate::edge::*;".into(),
         "use crate::domain::evaluate::stats;".into(),
     ];
-    let s = Source {
-        file: "store/x.rs".into(),
-        module: vec!["store".into(), "x".into()],
-        code: code.clone(),
-        raw: code,
-        binary: false,
-    };
+    let s = library_source(&["store", "x"], code);
     let lines: Vec<(String, usize)> = paths_to_a_layer_folder(&s);
     assert_eq!(
         lines,
@@ -982,13 +982,7 @@ fn no_path_stops_at_a_layer_folder() {
         "a folder alone, with `self`, with a glob; not a path that names a module"
     );
     let glob = vec!["use super::*;".to_string()];
-    let inside = Source {
-        file: "support/x.rs".into(),
-        module: vec!["support".into(), "x".into()],
-        code: glob.clone(),
-        raw: glob,
-        binary: false,
-    };
+    let inside = library_source(&["support", "x"], glob);
     assert_eq!(
         paths_to_a_layer_folder(&inside),
         [("support".to_string(), 1)],
