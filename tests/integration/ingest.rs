@@ -25,7 +25,7 @@ fn generate(days: u32, leave_running: bool) -> (tempfile::TempDir, Truth) {
     (dir, truth)
 }
 
-/// Interval files read at ingest, from GCS too (`evidence.rs` tests them on demand).
+/// Interval files read at ingest, from GCS too (`on_demand_evidence.rs` tests them on demand).
 fn settings() -> IngestSettings {
     IngestSettings {
         intervals: IntervalsMode::Eager,

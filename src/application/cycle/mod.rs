@@ -438,7 +438,7 @@ async fn evaluate_at<S: RunSource>(
 
     let evaluation = evaluate_inputs(&inputs, es, now);
 
-    let found = find_regressions(
+    let found = describe_evaluation(
         source,
         settings,
         options,
@@ -502,7 +502,7 @@ fn evaluate_inputs(inputs: &Inputs, es: &EvaluateSettings, now: i64) -> evaluate
 }
 
 /// What a cycle found in its evaluation, described.
-struct Findings {
+struct DescribedEvaluation {
     regressions: Vec<RegressionReport>,
     /// Open incidents found to be one problem: (the younger, the older it merges into).
     merges: Vec<(i64, i64)>,
@@ -512,14 +512,14 @@ struct Findings {
 
 /// Describes the regressions of `evaluation` (matched against the open incidents they
 /// continue) and the cells it could not judge for want of runs.
-async fn find_regressions<S: RunSource>(
+async fn describe_evaluation<S: RunSource>(
     source: &S,
     settings: &Settings,
     options: CycleOptions,
     inputs: &Inputs,
     evaluation: &evaluate::Evaluation,
     (window, baseline): (Window, Window),
-) -> Result<Findings> {
+) -> Result<DescribedEvaluation> {
     let phase = Instant::now();
     let es = &settings.evaluate;
     let components = ComponentTable::from_settings(&settings.attribute);
@@ -563,7 +563,7 @@ async fn find_regressions<S: RunSource>(
         seconds = phase.elapsed().as_secs_f64(),
         "cycle: described the regressions"
     );
-    Ok(Findings {
+    Ok(DescribedEvaluation {
         regressions,
         merges,
         states,

@@ -220,7 +220,7 @@ fn positions<T>(rows: &[(i64, T)]) -> HashMap<i64, usize> {
 }
 
 /// The stored runs a backtest replays, and where each went.
-struct ReadRuns {
+struct KnownRuns {
     /// Each kept run's position in `runs`, by its id.
     position: HashMap<i64, u32>,
     runs: Vec<RunMeta>,
@@ -229,7 +229,7 @@ struct ReadRuns {
 
 /// The runs of `run_rows` whose variant is known (by `variant_index`), the CI-troubled ones
 /// among them apart too.
-fn read_runs(run_rows: Vec<ReplayRun>, variant_index: &HashMap<i64, usize>) -> ReadRuns {
+fn keep_known_runs(run_rows: Vec<ReplayRun>, variant_index: &HashMap<i64, usize>) -> KnownRuns {
     let mut position: HashMap<i64, u32> = HashMap::with_capacity(run_rows.len());
     let mut runs = Vec::with_capacity(run_rows.len());
     let mut troubled = Vec::new();
@@ -267,7 +267,7 @@ fn read_runs(run_rows: Vec<ReplayRun>, variant_index: &HashMap<i64, usize>) -> R
             payload: payload.into(),
         });
     }
-    ReadRuns {
+    KnownRuns {
         position,
         runs,
         troubled,
@@ -319,11 +319,11 @@ impl Replay {
             samples: sample_rows,
         } = store.runs().replay_rows(from, to).await?;
 
-        let ReadRuns {
+        let KnownRuns {
             position,
             runs,
             troubled,
-        } = read_runs(run_rows, &positions(&variants));
+        } = keep_known_runs(run_rows, &positions(&variants));
         let cells = cells_of(sample_rows, &position, &runs, &positions(&backend_rows))?;
 
         let historical = store.evaluations().historical_thresholds().await?;

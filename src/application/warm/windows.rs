@@ -255,7 +255,7 @@ fn windows_of(cache: &WindowCache, want: &WindowDays) -> CellWindows {
         )
     }));
 
-    let mut cells = Slots {
+    let mut cells = WindowSlots {
         out,
         at: None,
         spans,
@@ -266,7 +266,7 @@ fn windows_of(cache: &WindowCache, want: &WindowDays) -> CellWindows {
 }
 
 /// The cells' windows being built, each found by its id.
-struct Slots {
+struct WindowSlots {
     out: CellWindows,
     /// Each cell's position in `out`, made when first needed.
     at: Option<FastMap<CellId, usize>>,
@@ -274,7 +274,7 @@ struct Slots {
     spans: usize,
 }
 
-impl Slots {
+impl WindowSlots {
     /// The window of cell `id`, added empty when it has none yet.
     fn of(&mut self, id: CellId) -> &mut CellWindow {
         let out = &mut self.out;
@@ -300,7 +300,7 @@ impl Slots {
 }
 
 /// Adds the samples of the windows' partial edge days to the current or the baseline window.
-fn add_edge_samples(cells: &mut Slots, cache: &WindowCache, want: &WindowDays) {
+fn add_edge_samples(cells: &mut WindowSlots, cache: &WindowCache, want: &WindowDays) {
     for &((from, to), is_current) in &want.edges {
         let Some(samples) = cache.edges.get(&from.div_euclid(DAY)) else {
             continue;
@@ -327,7 +327,7 @@ fn add_edge_samples(cells: &mut Slots, cache: &WindowCache, want: &WindowDays) {
 }
 
 /// Adds the samples of the recent spans' days to each span they started in.
-fn add_recent_samples(cells: &mut Slots, cache: &WindowCache, want: &WindowDays) {
+fn add_recent_samples(cells: &mut WindowSlots, cache: &WindowCache, want: &WindowDays) {
     let Some(&first) = want.recent.iter().min() else {
         return;
     };

@@ -598,7 +598,7 @@ fn coarse_ids(variants: &[Dimensions]) -> (Vec<Vec<usize>>, Vec<Vec<Fixed>>) {
 
 /// What building the groups of a share of the backends needs: each (backend, level, coarse
 /// group) has a slot, the position of its draft once made.
-struct Slots<'i> {
+struct GroupSlots<'i> {
     coarse: Coarse,
     /// Where each level's slots start within a backend's.
     offsets: Vec<usize>,
@@ -609,14 +609,14 @@ struct Slots<'i> {
     cells: &'i [CellHistograms],
 }
 
-impl<'i> Slots<'i> {
-    fn new(input: &EvalInput<'i>, settings: &EvaluateSettings) -> Slots<'i> {
+impl<'i> GroupSlots<'i> {
+    fn new(input: &EvalInput<'i>, settings: &EvaluateSettings) -> GroupSlots<'i> {
         let coarse = coarse_groups(input.variants);
         let mut offsets = vec![0; LEVELS.len() + 1];
         for level in 0..LEVELS.len() {
             offsets[level + 1] = offsets[level] + coarse.values[level].len();
         }
-        Slots {
+        GroupSlots {
             per_backend: offsets[LEVELS.len()],
             offsets,
             coarse,
@@ -720,7 +720,7 @@ impl<'i> Slots<'i> {
 /// its cell's). Groups never span backends, so they are built on every core, a share of the
 /// backends each.
 fn group<'a>(input: &EvalInput<'a>, settings: &EvaluateSettings) -> (Vec<Meta>, Vec<Windows<'a>>) {
-    let slots = &Slots::new(input, settings);
+    let slots = &GroupSlots::new(input, settings);
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..slots.threads)
             .map(|share| scope.spawn(move || slots.share(share)))
