@@ -7,7 +7,8 @@
 //! wider than two (a row gets a named struct), the store and the clients do not use `anyhow`
 //! (they return their own typed errors), no type has more than 40 methods in its inherent
 //! `impl` blocks, `lib.rs` makes public only the modules listed in [`PUBLIC_MODULES`], and
-//! `docs/layout.md` names every file and folder of `src/`. Test code (`#[cfg(test)]` items and
+//! `docs/layout.md` names every file and folder of `src/`, each within its folder's part of
+//! the tree. Test code (`#[cfg(test)]` items and
 //! `tests.rs` files) is left out, as the rules are about the product.
 //!
 //! `src/` holds two crates: the library (`lib.rs`) and the binary (`main.rs`), whose own modules
@@ -1631,6 +1632,73 @@ fn unnamed_in_layout(tree: &str, files: &[PathBuf], folders: &[PathBuf]) -> Vec<
         .collect()
 }
 
+/// The block of `lines[at]` in a drawn tree: that line and those after it indented deeper.
+fn block<'a, 't>(lines: &'a [&'t str], at: usize) -> &'a [&'t str] {
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let depth = indent(lines[at]);
+    let end = lines[at + 1..]
+        .iter()
+        .position(|l| indent(l) <= depth)
+        .map_or(lines.len(), |k| at + 1 + k);
+    &lines[at..end]
+}
+
+/// The column the descriptions of a drawn tree start at: the most common indentation, as a
+/// description that runs over a line goes on there. An entry of the tree starts left of it.
+fn description_column(tree: &[&str]) -> usize {
+    let mut count: BTreeMap<usize, usize> = BTreeMap::new();
+    for l in tree {
+        *count.entry(l.len() - l.trim_start().len()).or_default() += 1;
+    }
+    count
+        .into_iter()
+        .max_by_key(|&(column, n)| (n, column))
+        .map_or(0, |(column, _)| column)
+}
+
+/// The part of `tree` that draws folder `folder` (`domain/evaluate`): the block of its entry
+/// inside its parent's block, or its parent's block when the folder is named only in the
+/// parent's description (`its tests in mechanism/`).
+fn folder_block<'t>(tree: &[&'t str], folder: &Path) -> Vec<&'t str> {
+    let column = description_column(tree);
+    let is_entry = |l: &str, entry: &str| {
+        l.trim_start().starts_with(entry) && l.len() - l.trim_start().len() < column
+    };
+    let mut part: &[&str] = tree;
+    for name in folder.iter() {
+        let entry = format!("{}/", name.to_string_lossy());
+        let line = part.iter().skip(1).position(|l| is_entry(l, &entry));
+        match line {
+            Some(k) => part = block(part, k + 1),
+            None => break,
+        }
+    }
+    part.to_vec()
+}
+
+/// The files and folders of `src/` that `tree` names, but not within the part that draws
+/// their folder (`store/runs.rs` named only under `cli/`).
+fn misplaced_in_layout(tree: &str, files: &[PathBuf], folders: &[PathBuf]) -> Vec<String> {
+    let lines: Vec<&str> = tree.lines().collect();
+    let entries = files
+        .iter()
+        .map(|f| (f, ""))
+        .chain(folders.iter().map(|f| (f, "/")));
+    let mut misplaced = Vec::new();
+    for (path, suffix) in entries {
+        let name = format!("{}{suffix}", path.file_name().unwrap().to_string_lossy());
+        if name == "mod.rs" || name == "tests.rs" {
+            continue;
+        }
+        let folder = path.parent().unwrap_or(Path::new(""));
+        let part = folder_block(&lines, folder).join("\n");
+        if mentions(&part, &name) == 0 {
+            misplaced.push(format!("src/{}{suffix}", path.display()));
+        }
+    }
+    misplaced
+}
+
 /// The `x.rs` names in `doc` that are no file of `src/` or `tests/`.
 fn named_but_missing(doc: &str, existing: &BTreeSet<String>) -> Vec<String> {
     let rust_file = regex::Regex::new(r"\b[a-z0-9_]+\.rs\b").unwrap();
@@ -1674,6 +1742,12 @@ fn the_layout_document_names_every_file_of_src() {
         unnamed.is_empty(),
         "files and folders of src/ that docs/layout.md's src/ tree does not name:\n{}",
         unnamed.join("\n")
+    );
+    let misplaced = misplaced_in_layout(&tree, &files, &dirs);
+    assert!(
+        misplaced.is_empty(),
+        "files and folders of src/ that docs/layout.md's src/ tree names only outside their folder:\n{}",
+        misplaced.join("\n")
     );
     let mut existing: BTreeSet<String> = ["main.rs", "lib.rs", "build.rs"].map(String::from).into();
     for dir in [src, root.join("tests")] {
@@ -1721,5 +1795,38 @@ fn the_layout_checker_counts_whole_names_and_each_file_that_shares_one() {
     assert_eq!(
         named_but_missing("runs.rs, gone.rs; `world.rs`'s; a.rsx", &existing),
         ["gone.rs", "world.rs"]
+    );
+}
+
+#[test]
+fn the_layout_checker_looks_for_a_file_within_its_folder() {
+    let tree = "src/\n  lib.rs      x\n  store/      the tables\n    runs.rs   runs\n\
+                \x20           and more\n  cli/        commands; its tests in\n\
+                \x20           checks/\n    ops.rs    ops, and gone.rs\n  top.rs      the top\n\
+                \x20           (runs.rs, named in a description)\n\
+                \x20           store/ (a folder named in a description)";
+    let files: Vec<PathBuf> = [
+        "lib.rs",
+        "store/runs.rs",
+        "store/gone.rs",
+        "cli/ops.rs",
+        "cli/runs.rs",
+        "cli/checks/case.rs",
+        "cli/mod.rs",
+        "top.rs",
+    ]
+    .map(PathBuf::from)
+    .into();
+    let folders: Vec<PathBuf> = ["store", "cli", "cli/checks", "bench"]
+        .map(PathBuf::from)
+        .into();
+    assert_eq!(
+        misplaced_in_layout(tree, &files, &folders),
+        [
+            "src/store/gone.rs",
+            "src/cli/runs.rs",
+            "src/cli/checks/case.rs",
+            "src/bench/"
+        ]
     );
 }
