@@ -311,7 +311,7 @@ pub struct IngestSummary {
     /// Of `skipped`, the runs already stored with other content (kept as stored; `--force`
     /// replaces them).
     pub conflicts: u64,
-    pub errors: Vec<IngestError>,
+    pub errors: Vec<IngestProblem>,
 }
 
 impl IngestSummary {
@@ -334,7 +334,7 @@ impl IngestSummary {
 /// One problem: the run, the file (empty for the run as a whole), what was wrong, and whether
 /// the run was stored anyway (`warning`) or not (`failed`).
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct IngestError {
+pub struct IngestProblem {
     pub run: String,
     pub file: String,
     pub error: String,
@@ -507,7 +507,7 @@ async fn conflict(
     );
     tracing::warn!(run = %path, "{error}");
     summary.conflicts += 1;
-    let e = IngestError {
+    let e = IngestProblem {
         run: path.to_string(),
         file: String::new(),
         error: error.clone(),
@@ -641,7 +641,7 @@ fn record_failure(
     summary.failed += 1;
     for p in problems {
         tracing::warn!(run = %path, file = %p.file, "run not ingested: {}", p.error);
-        summary.errors.push(IngestError {
+        summary.errors.push(IngestProblem {
             run: path.to_string(),
             file: p.file.clone(),
             error: p.error.clone(),
@@ -670,7 +670,7 @@ fn write_failed(
     tracing::warn!(run = %path, "run not ingested: {error}");
     summary.failed += 1;
     log.push(logged(&error));
-    summary.errors.push(IngestError {
+    summary.errors.push(IngestProblem {
         run: path.to_string(),
         file: String::new(),
         error,
@@ -689,7 +689,7 @@ fn record_warnings(
     for w in warnings {
         tracing::warn!(run = %path, file = %w.file, "{}", w.error);
         log.push(logged(&w.file, &w.error));
-        summary.errors.push(IngestError {
+        summary.errors.push(IngestProblem {
             run: path.to_string(),
             file: w.file,
             error: w.error,
@@ -711,7 +711,7 @@ fn storage_failed(
     summary.failed += 1;
     summary.storage_failed += 1;
     log.push(entry);
-    summary.errors.push(IngestError {
+    summary.errors.push(IngestProblem {
         run: path.to_string(),
         file: String::new(),
         error,
