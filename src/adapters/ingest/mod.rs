@@ -9,6 +9,7 @@
 
 pub mod assembly;
 pub mod bigquery;
+pub mod error;
 pub mod formats;
 pub(crate) mod layout;
 pub(crate) mod local;
@@ -20,12 +21,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde::Serialize;
 
 use self::assembly::{Assembly, Content, FileProblem, RunFile, RunFiles};
+use self::error::{IngestError, Result};
 use self::layout::{Classified, FileKind, classify};
 use self::parse_error::{ParseError, Problem};
 use crate::clients::gcs::{self, GcsClient};
@@ -84,7 +85,7 @@ impl Source {
         let gcs = &settings.gcs;
         if spec.starts_with("gs://") {
             let Some((bucket, prefix)) = gcs::parse_gs_url(spec) else {
-                bail!("`{spec}` is not a gs://BUCKET/PREFIX URL");
+                return Err(IngestError::NotAGcsUrl(spec.to_string()));
             };
             return Ok(Source::Gcs {
                 client: GcsClient::new(gcs)?,
@@ -94,7 +95,7 @@ impl Source {
         }
         let path = PathBuf::from(spec);
         if !path.is_dir() {
-            bail!("`{spec}` is neither a gs:// or bq:// URL nor a directory");
+            return Err(IngestError::NotASource(spec.to_string()));
         }
         Ok(Source::Local(path))
     }
@@ -109,14 +110,14 @@ impl Source {
                 let dir = dir.clone();
                 tokio::task::spawn_blocking(move || local::discover(&dir, &*keep_job))
                     .await?
-                    .with_context(|| "walking the source directory")
+                    .map_err(IngestError::Walk)
             }
             Source::Gcs {
                 client,
                 bucket,
                 prefix,
             } => discover_gcs(client, bucket, prefix, keep_job, concurrency).await,
-            Source::BigQuery(_) => bail!("a BigQuery dataset holds rows, not run folders"),
+            Source::BigQuery(_) => Err(IngestError::RowsNotFolders),
         }
     }
 
