@@ -69,7 +69,7 @@ pub(crate) fn settings(url: &str, dir: &Path) -> Settings {
 
 pub(crate) async fn ingest_bq(store: &Store, settings: &Settings) -> anyhow::Result<IngestSummary> {
     let source = Source::parse(&source(), settings)?;
-    ingest(store, &settings.ingest, &source, &IngestOptions::default()).await
+    Ok(ingest(store, &settings.ingest, &source, &IngestOptions::default()).await?)
 }
 
 pub(crate) async fn ingest_dir(store: &Store, dir: &Path) -> IngestSummary {
@@ -762,13 +762,14 @@ async fn backfill_bq(
         unreachable!()
     };
     let at = |day: i64| chrono::DateTime::from_timestamp(day * 86_400, 0).unwrap();
-    sheriff::adapters::ingest::bigquery::backfill::backfill(
+    let summary = sheriff::adapters::ingest::bigquery::backfill::backfill(
         store,
         &dataset,
         at(days.start),
         at(days.end),
     )
-    .await
+    .await?;
+    Ok(summary)
 }
 
 /// The UTC days of the scenario's runs, the end exclusive.

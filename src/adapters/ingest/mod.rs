@@ -9,6 +9,7 @@
 
 pub mod assembly;
 pub mod bigquery;
+pub mod error;
 pub mod formats;
 pub(crate) mod layout;
 pub(crate) mod local;
@@ -20,12 +21,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde::Serialize;
 
 use self::assembly::{Assembly, Content, FileProblem, RunFile, RunFiles};
+use self::error::{IngestError, Result};
 use self::layout::{Classified, FileKind, classify};
 use self::parse_error::{ParseError, Problem};
 use crate::clients::gcs::{self, GcsClient};
@@ -84,7 +85,7 @@ impl Source {
         let gcs = &settings.gcs;
         if spec.starts_with("gs://") {
             let Some((bucket, prefix)) = gcs::parse_gs_url(spec) else {
-                bail!("`{spec}` is not a gs://BUCKET/PREFIX URL");
+                return Err(IngestError::NotAGcsUrl(spec.to_string()));
             };
             return Ok(Source::Gcs {
                 client: GcsClient::new(gcs)?,
@@ -94,7 +95,7 @@ impl Source {
         }
         let path = PathBuf::from(spec);
         if !path.is_dir() {
-            bail!("`{spec}` is neither a gs:// or bq:// URL nor a directory");
+            return Err(IngestError::NotASource(spec.to_string()));
         }
         Ok(Source::Local(path))
     }
@@ -109,14 +110,14 @@ impl Source {
                 let dir = dir.clone();
                 tokio::task::spawn_blocking(move || local::discover(&dir, &*keep_job))
                     .await?
-                    .with_context(|| "walking the source directory")
+                    .map_err(IngestError::Walk)
             }
             Source::Gcs {
                 client,
                 bucket,
                 prefix,
             } => discover_gcs(client, bucket, prefix, keep_job, concurrency).await,
-            Source::BigQuery(_) => bail!("a BigQuery dataset holds rows, not run folders"),
+            Source::BigQuery(_) => Err(IngestError::RowsNotFolders),
         }
     }
 
@@ -311,7 +312,7 @@ pub struct IngestSummary {
     /// Of `skipped`, the runs already stored with other content (kept as stored; `--force`
     /// replaces them).
     pub conflicts: u64,
-    pub errors: Vec<IngestError>,
+    pub errors: Vec<IngestProblem>,
 }
 
 impl IngestSummary {
@@ -334,7 +335,7 @@ impl IngestSummary {
 /// One problem: the run, the file (empty for the run as a whole), what was wrong, and whether
 /// the run was stored anyway (`warning`) or not (`failed`).
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct IngestError {
+pub struct IngestProblem {
     pub run: String,
     pub file: String,
     pub error: String,
@@ -507,7 +508,7 @@ async fn conflict(
     );
     tracing::warn!(run = %path, "{error}");
     summary.conflicts += 1;
-    let e = IngestError {
+    let e = IngestProblem {
         run: path.to_string(),
         file: String::new(),
         error: error.clone(),
@@ -641,7 +642,7 @@ fn record_failure(
     summary.failed += 1;
     for p in problems {
         tracing::warn!(run = %path, file = %p.file, "run not ingested: {}", p.error);
-        summary.errors.push(IngestError {
+        summary.errors.push(IngestProblem {
             run: path.to_string(),
             file: p.file.clone(),
             error: p.error.clone(),
@@ -670,7 +671,7 @@ fn write_failed(
     tracing::warn!(run = %path, "run not ingested: {error}");
     summary.failed += 1;
     log.push(logged(&error));
-    summary.errors.push(IngestError {
+    summary.errors.push(IngestProblem {
         run: path.to_string(),
         file: String::new(),
         error,
@@ -689,7 +690,7 @@ fn record_warnings(
     for w in warnings {
         tracing::warn!(run = %path, file = %w.file, "{}", w.error);
         log.push(logged(&w.file, &w.error));
-        summary.errors.push(IngestError {
+        summary.errors.push(IngestProblem {
             run: path.to_string(),
             file: w.file,
             error: w.error,
@@ -711,7 +712,7 @@ fn storage_failed(
     summary.failed += 1;
     summary.storage_failed += 1;
     log.push(entry);
-    summary.errors.push(IngestError {
+    summary.errors.push(IngestProblem {
         run: path.to_string(),
         file: String::new(),
         error,

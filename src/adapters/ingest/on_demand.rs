@@ -19,12 +19,14 @@ use tokio::sync::OnceCell;
 
 use super::assembly::{Content, FileProblem, RunIntervals, parse_interval_files};
 use super::bigquery::interval_rows;
-use crate::clients::bigquery::BigQueryClient;
+use super::error::IngestError;
+use crate::clients::bigquery::{BigQueryClient, BigQueryError};
 use crate::clients::gcs::{self, GcsClient};
 use crate::config::Settings;
 use crate::model::{IntervalFile, JobRun, RunRecord};
 use crate::store::Store;
 use crate::store::ingest_log::IngestLogEntry;
+use crate::support::http::with_sources;
 
 /// Fetches the interval files of the runs a cycle uses.
 pub struct EvidenceFetcher<'a> {
@@ -204,7 +206,7 @@ impl<'a> EvidenceFetcher<'a> {
         };
         let client = self
             .bigquery_client(&project)
-            .map_err(|e| Miss::Later(format!("{e:#}")))?;
+            .map_err(|e| Miss::Later(with_sources(&e)))?;
         let limits = (self.bigquery.max_interval_rows, self.max_bytes);
         match interval_rows::read(&client, location, run, limits).await {
             Ok(files) => Ok(files
@@ -214,12 +216,12 @@ impl<'a> EvidenceFetcher<'a> {
                     (name, Content::Bytes(bytes), size)
                 })
                 .collect()),
-            Err(e) if e.is::<interval_rows::Unusable>() => Err(Miss::Never(format!("{e:#}"))),
-            Err(e) => Err(Miss::Later(format!("{e:#}"))),
+            Err(e @ IngestError::Unusable(_)) => Err(Miss::Never(with_sources(&e))),
+            Err(e) => Err(Miss::Later(with_sources(&e))),
         }
     }
 
-    fn bigquery_client(&self, project: &str) -> anyhow::Result<BigQueryClient> {
+    fn bigquery_client(&self, project: &str) -> Result<BigQueryClient, BigQueryError> {
         let mut clients = self.bigquery_clients.lock().expect("clients lock");
         if let Some(client) = clients.get(project) {
             return Ok(client.clone());

@@ -20,7 +20,7 @@ pub(super) async fn ingest_runs(
 ) -> Result<ExitCode> {
     let source = Source::parse(source, settings)?;
     let summary = with_store(settings, async |store| {
-        crate::adapters::ingest::ingest(store, &settings.ingest, &source, options).await
+        Ok(crate::adapters::ingest::ingest(store, &settings.ingest, &source, options).await?)
     })
     .await?;
     print_ingest_summary(&summary, format);
@@ -49,7 +49,10 @@ pub(super) async fn backfill(
         DateTime::from_timestamp(end.div_euclid(DAY) * DAY, 0).unwrap_or_default()
     });
     let summary = with_store(settings, async |store| {
-        crate::adapters::ingest::bigquery::backfill::backfill(store, &dataset, from, to).await
+        let summary =
+            crate::adapters::ingest::bigquery::backfill::backfill(store, &dataset, from, to)
+                .await?;
+        Ok(summary)
     })
     .await?;
     match format {

@@ -175,7 +175,9 @@ pub(crate) async fn push_run(
     let store_timeout =
         std::time::Duration::from_secs(state.settings.ingest.push_store_timeout_secs);
     let summary =
-        crate::adapters::ingest::ingest_pushed_run(&state.store, run, force, store_timeout).await?;
+        crate::adapters::ingest::ingest_pushed_run(&state.store, run, force, store_timeout)
+            .await
+            .map_err(|e| ApiError::Internal(e.into()))?;
     summary.count("push");
     let (status, outcome) = if summary.ingested > 0 {
         (StatusCode::CREATED, "ingested")

@@ -21,12 +21,12 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use anyhow::{Result, bail};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::{Dataset, RowError, cluster_data_of};
 use crate::adapters::ingest::assembly::MAX_BACKENDS_PER_RUN;
+use crate::adapters::ingest::error::{IngestError, Result};
 use crate::adapters::ingest::formats::disruption::MAX_RUN_SECONDS;
 use crate::clients::bigquery::{Param, Query, Row};
 use crate::model::{DAY, Dimensions, HOUR, TroubleRules};
@@ -205,15 +205,14 @@ pub async fn backfill(
     let latest_end =
         (Utc::now().timestamp() - i64::from(dataset.overlap_hours) * HOUR).div_euclid(DAY);
     if days.is_empty() {
-        bail!("--to must be a later day than --from");
+        return Err(IngestError::EmptyRange);
     }
     if days.end > latest_end {
-        bail!(
-            "--to {}: a backfill ends at least bigquery.overlap_hours ({}) before now (by {}), so that no row of its days is still to be loaded",
-            day_name(days.end),
-            dataset.overlap_hours,
-            day_name(latest_end)
-        );
+        return Err(IngestError::TooRecent {
+            to: day_name(days.end),
+            overlap_hours: dataset.overlap_hours,
+            latest: day_name(latest_end),
+        });
     }
     let source = dataset.describe();
     tracing::info!(source = %source, from = %day_name(days.start), to = %day_name(days.end), "backfilling day histograms from BigQuery");

@@ -17,8 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::Result;
-
+use crate::adapters::ingest::error::Result;
 use crate::adapters::ingest::layout::{Classified, FileKind, classify};
 use crate::adapters::ingest::parse_error::Problem;
 use crate::clients::bigquery::{BigQueryClient, Param, Query, Row};
@@ -91,8 +90,9 @@ pub fn query(project: &str, dataset: &str, table: &str, run: &JobRun, max_rows: 
 }
 
 /// The run's intervals at `location`, as the files they were loaded from: (file name, content)
-/// for each file of the view ingest would read. An [`Unusable`] error when there are more
-/// than `max_rows` rows or `max_bytes` of items; any other error may pass (BigQuery
+/// for each file of the view ingest would read. An [`Unusable`] error
+/// ([`IngestError::Unusable`](crate::adapters::ingest::error::IngestError::Unusable)) when there
+/// are more than `max_rows` rows or `max_bytes` of items; any other error may pass (BigQuery
 /// unreachable, a refused query).
 pub async fn read(
     client: &BigQueryClient,

@@ -20,12 +20,12 @@ pub(crate) mod interval_rows;
 
 use std::time::Instant;
 
-use anyhow::{Result, bail};
 use chrono::{DateTime, Utc};
 
 use super::assembly::{
     EARLIEST_START_SECS, FileProblem, MAX_BACKENDS_PER_RUN, MAX_CLOCK_SKEW_SECS,
 };
+use super::error::{IngestError, Result};
 use super::formats::{cluster_data::ClusterData, disruption};
 use super::{IngestOptions, IngestSummary, RunOutcome};
 use crate::clients::bigquery::{BigQueryClient, Param, Query, Row};
@@ -54,9 +54,7 @@ impl Dataset {
     /// query parameters), so only BigQuery's own characters for them are accepted.
     pub fn parse(spec: &str, settings: &BigQuerySettings) -> Result<Dataset> {
         let Some((project, dataset)) = parse_bq_url(spec) else {
-            bail!(
-                "`{spec}` is not a bq://PROJECT/DATASET URL (a project id of letters, digits, `-`, `.` or `:`; a dataset of letters, digits and `_`)"
-            );
+            return Err(IngestError::NotABigQueryUrl(spec.to_string()));
         };
         Ok(Dataset {
             client: BigQueryClient::new(settings, &project)?,
