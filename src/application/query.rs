@@ -5,7 +5,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
-use anyhow::Result;
+use crate::store::StoreError;
+type Result<T, E = StoreError> = std::result::Result<T, E>;
 use serde::Serialize;
 
 use crate::application::warm::Queries;

@@ -3,7 +3,8 @@
 
 use std::collections::HashSet;
 
-use anyhow::Result;
+use crate::store::StoreError;
+type Result<T, E = StoreError> = std::result::Result<T, E>;
 use serde::Serialize;
 
 use crate::application::warm::Queries;

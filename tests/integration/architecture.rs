@@ -4,8 +4,9 @@
 //! and a layer folder's `mod.rs` declares its modules and nothing else (so nothing reaches past
 //! that check); no function runs over 80 lines without a comment saying why, no
 //! `too_many_arguments` allowance is left, no public function of the store returns a tuple
-//! wider than two (a row gets a named struct), the store, the clients and the ingest adapter do
-//! not use `anyhow` (they return their own typed errors), no type has more than 40 methods in
+//! wider than two (a row gets a named struct), the store, the clients, the ingest adapter and
+//! the reads of the warm caches and read models do not use `anyhow` (they return their own
+//! typed errors, or the store's), no type has more than 40 methods in
 //! its inherent `impl` blocks, `lib.rs` makes public only the modules listed in
 //! [`PUBLIC_MODULES`], and `docs/layout.md` names every file and folder of `src/`, each within
 //! its folder's part of the tree. Test code (`#[cfg(test)]` items and `tests.rs` files) is left
@@ -1399,6 +1400,24 @@ fn the_clients_return_their_own_errors_and_never_anyhow() {
             .iter()
             .any(|s| s.file == Path::new("clients/github.rs")),
         "the clients are not where this check looks"
+    );
+}
+
+#[test]
+fn the_warm_caches_and_the_read_models_return_the_stores_error_and_never_anyhow() {
+    // They only read: what fails is the store, and its error (busy, gone, corrupt) is what the
+    // pages, the slash command and readiness tell apart.
+    let modules: [&[&str]; 4] = [
+        &["application", "warm"],
+        &["application", "query"],
+        &["application", "board"],
+        &["application", "series"],
+    ];
+    let found: Vec<String> = modules.iter().flat_map(|m| anyhow_uses_in(m)).collect();
+    assert!(
+        found.is_empty(),
+        "a read of the warm caches or the read models uses anyhow (return the StoreError):\n{}",
+        found.join("\n")
     );
 }
 

@@ -120,10 +120,9 @@ impl RunSource for Live<'_> {
         visible_at: i64,
     ) -> Result<WindowData> {
         match &self.warm.windows {
-            Some(kept) => {
-                kept.window_data(self.store, current, baseline, recent, visible_at)
-                    .await
-            }
+            Some(kept) => Ok(kept
+                .window_data(self.store, current, baseline, recent, visible_at)
+                .await?),
             None => Ok(self
                 .store
                 .evaluations()
@@ -140,10 +139,9 @@ impl RunSource for Live<'_> {
         visible_at: i64,
     ) -> Result<Vec<CellRun>> {
         match &self.warm.scope_runs {
-            Some(kept) => {
-                kept.cell_runs(self.store, backends, variant_ids, range, visible_at)
-                    .await
-            }
+            Some(kept) => Ok(kept
+                .cell_runs(self.store, backends, variant_ids, range, visible_at)
+                .await?),
             None => Ok(self
                 .store
                 .cells()

@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use anyhow::Result;
+use crate::store::StoreError;
+type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 use crate::model::Histogram;
 use crate::store::Store;

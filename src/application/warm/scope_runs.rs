@@ -10,7 +10,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use anyhow::Result;
+use crate::store::StoreError;
+type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 use crate::model::{CellRun, DAY};
 use crate::store::Store;

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use anyhow::Result;
+use crate::store::StoreError;
+type Result<T, E = StoreError> = std::result::Result<T, E>;
 // Keyed by cell, tens of thousands of entries, looked up at every change: a fast hash.
 use foldhash::HashMap as FastMap;
 
@@ -163,10 +164,10 @@ impl Windows {
             .into_iter()
             .filter_map(|((b, v), h)| Some((frame.cell(b, v)?, h)))
             .collect();
-        Ok(store
+        store
             .evaluations()
             .window_data_of(frame, list, current, visible_at)
-            .await?)
+            .await
     }
 
     /// Each cell's histograms of the windows in `want`, from the cache brought up to date.

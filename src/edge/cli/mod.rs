@@ -202,7 +202,7 @@ async fn prune(settings: &Settings, dry_run: bool, format: Format) -> Result<Exi
 /// `status`: open incidents, silences and the outbox at a glance.
 async fn status(settings: &Settings, format: Format) -> Result<ExitCode> {
     let status = with_store(settings, async |store| {
-        board::status(store, Utc::now().timestamp()).await
+        Ok(board::status(store, Utc::now().timestamp()).await?)
     })
     .await?;
     match format {
@@ -239,14 +239,15 @@ async fn query(settings: &Settings, words: &[String], format: Format) -> Result<
     };
     let answer = with_store(settings, async |store| {
         let kept = crate::application::warm::Queries::default();
-        crate::application::query::answer(
+        let answer = crate::application::query::answer(
             store,
             &kept,
             &settings.evaluate,
             &q,
             Utc::now().timestamp(),
         )
-        .await
+        .await?;
+        Ok(answer)
     })
     .await?;
     match format {
