@@ -1405,8 +1405,7 @@ fn the_clients_return_their_own_errors_and_never_anyhow() {
 
 #[test]
 fn the_warm_caches_and_the_read_models_return_the_stores_error_and_never_anyhow() {
-    // They only read: what fails is the store, and its error (busy, gone, corrupt) is what the
-    // pages, the slash command and readiness tell apart.
+    // They only read the store, so the store's error is theirs: one error style per layer.
     let modules: [&[&str]; 4] = [
         &["application", "warm"],
         &["application", "query"],
@@ -1419,6 +1418,13 @@ fn the_warm_caches_and_the_read_models_return_the_stores_error_and_never_anyhow(
         "a read of the warm caches or the read models uses anyhow (return the StoreError):\n{}",
         found.join("\n")
     );
+    for module in modules {
+        let module: Vec<String> = module.iter().map(|m| m.to_string()).collect();
+        assert!(
+            sources().iter().any(|s| s.module.starts_with(&module)),
+            "no source file is in {module:?}: this check looks in the wrong place"
+        );
+    }
 }
 
 #[test]
@@ -1429,10 +1435,11 @@ fn the_ingest_adapter_returns_its_own_error_and_never_anyhow() {
         "the ingest adapter uses anyhow (return an IngestError variant instead):\n{}",
         found.join("\n")
     );
+    let ingest = ["adapters", "ingest"].map(String::from);
     assert!(
         sources()
             .iter()
-            .any(|s| s.file == Path::new("adapters/ingest/bigquery/backfill.rs")),
+            .any(|s| s.module.starts_with(&ingest) && s.file.ends_with("bigquery/backfill.rs")),
         "the ingest adapter is not where this check looks"
     );
 }
@@ -1680,37 +1687,100 @@ fn block<'a, 't>(lines: &'a [&'t str], at: usize) -> &'a [&'t str] {
     &lines[at..end]
 }
 
-/// The column the descriptions of a drawn tree start at: the most common indentation, as a
-/// description that runs over a line goes on there. An entry of the tree starts left of it.
+/// The column the descriptions of a drawn tree start at: where the first entry's description
+/// starts (`  main.rs   the binary…`). A description that runs over a line goes on there; an
+/// entry of the tree starts left of it.
 fn description_column(tree: &[&str]) -> usize {
-    let mut count: BTreeMap<usize, usize> = BTreeMap::new();
-    for l in tree {
-        *count.entry(l.len() - l.trim_start().len()).or_default() += 1;
-    }
-    count
-        .into_iter()
-        .max_by_key(|&(column, n)| (n, column))
-        .map_or(0, |(column, _)| column)
+    let first = tree
+        .iter()
+        .skip(1)
+        .find(|l| l.trim().contains("  "))
+        .expect("a tree entry with its description");
+    let indent = first.len() - first.trim_start().len();
+    let name_end = indent + first.trim_start().find("  ").unwrap();
+    let gap = &first[name_end..];
+    name_end + gap.len() - gap.trim_start().len()
 }
 
-/// The part of `tree` that draws folder `folder` (`domain/evaluate`): the block of its entry
-/// inside its parent's block, or its parent's block when the folder is named only in the
-/// parent's description (`its tests in mechanism/`).
-fn folder_block<'t>(tree: &[&'t str], folder: &Path) -> Vec<&'t str> {
-    let column = description_column(tree);
-    let is_entry = |l: &str, entry: &str| {
-        l.trim_start().starts_with(entry) && l.len() - l.trim_start().len() < column
-    };
-    let mut part: &[&str] = tree;
-    for name in folder.iter() {
-        let entry = format!("{}/", name.to_string_lossy());
-        let line = part.iter().skip(1).position(|l| is_entry(l, &entry));
-        match line {
-            Some(k) => part = block(part, k + 1),
-            None => break,
+/// Whether `line` is an entry of the tree (left of the descriptions) naming a folder.
+fn is_folder_entry(line: &str, column: usize) -> bool {
+    line.len() - line.trim_start().len() < column
+        && line
+            .split_whitespace()
+            .next()
+            .is_some_and(|w| w.ends_with('/'))
+}
+
+/// A folder's own part of the tree, from its entry's block: the folders drawn under it only by
+/// their names, so that a file named in a deeper folder is not counted as named in this one.
+fn own_part(block_lines: &[&str], column: usize) -> String {
+    let mut out = vec![block_lines[0]];
+    let mut k = 1;
+    while k < block_lines.len() {
+        if is_folder_entry(block_lines[k], column) {
+            out.push(block_lines[k].split_whitespace().next().unwrap());
+            k += block(block_lines, k).len();
+        } else {
+            out.push(block_lines[k]);
+            k += 1;
         }
     }
-    part.to_vec()
+    out.join("\n")
+}
+
+/// What follows `name/` in brackets in `text` (`slack/ (the Web API … signature.rs)`): the
+/// files of a folder named in its parent's description. Empty when no brackets follow it.
+fn bracketed_after(text: &str, name: &str) -> String {
+    let opening = format!("{name} (");
+    let part_of_name = |c: char| c.is_alphanumeric() || c == '_';
+    let Some((at, _)) = text
+        .match_indices(&opening)
+        .find(|(at, _)| !text[..*at].ends_with(part_of_name))
+    else {
+        return String::new();
+    };
+    let rest = &text[at + opening.len()..];
+    let mut depth = 1;
+    for (k, c) in rest.char_indices() {
+        depth += match c {
+            '(' => 1,
+            ')' => -1,
+            _ => 0,
+        };
+        if depth == 0 {
+            return rest[..k].to_string();
+        }
+    }
+    rest.to_string()
+}
+
+/// The part of `tree` that draws folder `folder` (`domain/evaluate`): its entry's own part
+/// inside its parent's, or, for a folder named only in its parent's description, the brackets
+/// after its name there (`slack/ (… signature.rs)`).
+fn folder_part(tree: &[&str], folder: &Path) -> String {
+    let column = description_column(tree);
+    let mut part: &[&str] = tree;
+    let names: Vec<String> = folder
+        .iter()
+        .map(|n| format!("{}/", n.to_string_lossy()))
+        .collect();
+    for (depth, entry) in names.iter().enumerate() {
+        let line = part
+            .iter()
+            .skip(1)
+            .position(|l| is_folder_entry(l, column) && l.trim_start().starts_with(entry.as_str()));
+        match line {
+            Some(k) => part = block(part, k + 1),
+            None => {
+                let mut text = bracketed_after(&own_part(part, column), entry);
+                for deeper in &names[depth + 1..] {
+                    text = bracketed_after(&text, deeper);
+                }
+                return text;
+            }
+        }
+    }
+    own_part(part, column)
 }
 
 /// The files and folders of `src/` that `tree` names, but not within the part that draws
@@ -1728,7 +1798,7 @@ fn misplaced_in_layout(tree: &str, files: &[PathBuf], folders: &[PathBuf]) -> Ve
             continue;
         }
         let folder = path.parent().unwrap_or(Path::new(""));
-        let part = folder_block(&lines, folder).join("\n");
+        let part = folder_part(&lines, folder);
         if mentions(&part, &name) == 0 {
             misplaced.push(format!("src/{}{suffix}", path.display()));
         }
@@ -1837,11 +1907,21 @@ fn the_layout_checker_counts_whole_names_and_each_file_that_shares_one() {
 
 #[test]
 fn the_layout_checker_looks_for_a_file_within_its_folder() {
-    let tree = "src/\n  lib.rs      x\n  store/      the tables\n    runs.rs   runs\n\
-                \x20           and more\n  cli/        commands; its tests in\n\
-                \x20           checks/\n    ops.rs    ops, and gone.rs\n  top.rs      the top\n\
-                \x20           (runs.rs, named in a description)\n\
-                \x20           store/ (a folder named in a description)";
+    let tree = [
+        "src/",
+        "  lib.rs      x",
+        "  store/      the tables",
+        "    runs.rs   runs",
+        "              and more",
+        "  cli/        commands; its tests in checks/; clients in",
+        "              api/ (signature.rs) and hooks/ (none yet)",
+        "    ops.rs    ops, and gone.rs",
+        "    deep/     deeper",
+        "      leaf.rs a leaf",
+        "  top.rs      the top",
+        "              (runs.rs, named in a description)",
+    ]
+    .join("\n");
     let files: Vec<PathBuf> = [
         "lib.rs",
         "store/runs.rs",
@@ -1849,21 +1929,34 @@ fn the_layout_checker_looks_for_a_file_within_its_folder() {
         "cli/ops.rs",
         "cli/runs.rs",
         "cli/checks/case.rs",
+        "cli/api/signature.rs",
+        "cli/hooks/signature.rs",
+        "cli/leaf.rs",
+        "cli/deep/leaf.rs",
         "cli/mod.rs",
         "top.rs",
+        "ops.rs",
     ]
     .map(PathBuf::from)
     .into();
-    let folders: Vec<PathBuf> = ["store", "cli", "cli/checks", "bench"]
+    let folders: Vec<PathBuf> = ["store", "cli", "cli/checks", "cli/api", "cli/deep", "bench"]
         .map(PathBuf::from)
         .into();
     assert_eq!(
-        misplaced_in_layout(tree, &files, &folders),
+        misplaced_in_layout(&tree, &files, &folders),
         [
+            // named in another folder's part
             "src/store/gone.rs",
+            // named in another folder and in a description at the top
             "src/cli/runs.rs",
+            // its folder named in a description without its files
             "src/cli/checks/case.rs",
-            "src/bench/"
+            // in the sibling of the folder named with it
+            "src/cli/hooks/signature.rs",
+            // a level above where it is named
+            "src/cli/leaf.rs",
+            "src/ops.rs",
+            "src/bench/",
         ]
     );
 }
