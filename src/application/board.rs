@@ -3,8 +3,7 @@
 
 use std::fmt::Write as _;
 
-use crate::store::StoreError;
-type Result<T, E = StoreError> = std::result::Result<T, E>;
+use crate::store::Result;
 use serde::Serialize;
 
 use crate::domain::incidents::silence::Silence;

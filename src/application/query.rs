@@ -5,8 +5,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 
-use crate::store::StoreError;
-type Result<T, E = StoreError> = std::result::Result<T, E>;
+use crate::store::Result;
 use serde::Serialize;
 
 use crate::application::warm::Queries;

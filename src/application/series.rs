@@ -3,8 +3,7 @@
 
 use std::collections::HashSet;
 
-use crate::store::StoreError;
-type Result<T, E = StoreError> = std::result::Result<T, E>;
+use crate::store::Result;
 use serde::Serialize;
 
 use crate::application::warm::Queries;

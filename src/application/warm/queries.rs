@@ -5,8 +5,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::store::StoreError;
-type Result<T, E = StoreError> = std::result::Result<T, E>;
+use crate::store::Result;
 
 use crate::model::Histogram;
 use crate::store::Store;

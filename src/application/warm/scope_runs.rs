@@ -10,8 +10,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::store::StoreError;
-type Result<T, E = StoreError> = std::result::Result<T, E>;
+use crate::store::Result;
 
 use crate::model::{CellRun, DAY};
 use crate::store::Store;

@@ -9,8 +9,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::store::StoreError;
-type Result<T, E = StoreError> = std::result::Result<T, E>;
+use crate::store::Result;
 // Keyed by cell, tens of thousands of entries, looked up at every change: a fast hash.
 use foldhash::HashMap as FastMap;
 

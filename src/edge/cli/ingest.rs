@@ -49,10 +49,10 @@ pub(super) async fn backfill(
         DateTime::from_timestamp(end.div_euclid(DAY) * DAY, 0).unwrap_or_default()
     });
     let summary = with_store(settings, async |store| {
-        let summary =
+        Ok(
             crate::adapters::ingest::bigquery::backfill::backfill(store, &dataset, from, to)
-                .await?;
-        Ok(summary)
+                .await?,
+        )
     })
     .await?;
     match format {

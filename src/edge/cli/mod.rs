@@ -239,15 +239,14 @@ async fn query(settings: &Settings, words: &[String], format: Format) -> Result<
     };
     let answer = with_store(settings, async |store| {
         let kept = crate::application::warm::Queries::default();
-        let answer = crate::application::query::answer(
+        Ok(crate::application::query::answer(
             store,
             &kept,
             &settings.evaluate,
             &q,
             Utc::now().timestamp(),
         )
-        .await?;
-        Ok(answer)
+        .await?)
     })
     .await?;
     match format {
