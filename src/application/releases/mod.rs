@@ -6,20 +6,24 @@
 //! `changelogs`; one that could not be read leaves the report's `changes_pending` set, and a
 //! later cycle tries again.
 
-use anyhow::{Context, Result};
-
 use crate::clients::release_controller::{self, ReleaseController};
 use crate::config::ReleaseControllerSettings;
 use crate::model::{DAY, Dimension, RegressionReport, SuspectChange};
 use crate::store::Store;
+use crate::support::http::with_sources;
 
+pub mod error;
 pub mod outside;
+
+pub use self::error::ReleaseError;
+use self::error::Result;
 
 /// The pull requests of a changelog body, ranked: those of `favoured` repositories first, in
 /// the order `favoured` lists them (the component's before the platform's), then by repository
 /// and number. A commit without a pull request is left out.
 pub fn suspects(body: &str, favoured: &[&str]) -> Result<Vec<SuspectChange>> {
-    let mut ranked: Vec<(usize, SuspectChange)> = release_controller::pull_requests(body)?
+    let mut ranked: Vec<(usize, SuspectChange)> = release_controller::pull_requests(body)
+        .map_err(ReleaseError::Changelog)?
         .into_iter()
         .map(|p| {
             let rank = favoured
@@ -100,7 +104,7 @@ pub async fn fix_payload(
     let base = settings
         .urls
         .get(arch)
-        .with_context(|| format!("no release controller for {arch}"))?;
+        .ok_or_else(|| ReleaseError::NoReleaseController { arch: arch.into() })?;
     let client = ReleaseController::new(settings)?;
     let payloads = store
         .runs()
@@ -185,7 +189,7 @@ pub async fn attach_payload_changes(
         let body = match store.changelogs().changelog(&arch, &from, &to).await {
             Ok(Some(body)) => Ok(body),
             Ok(None) => client.changelog(base, &from, &to).await.map_err(Into::into),
-            Err(e) => Err(anyhow::Error::from(e)),
+            Err(e) => Err(ReleaseError::from(e)),
         };
         match body.and_then(|b| suspects(&b, &favoured(settings, r)).map(|s| (b, s))) {
             Ok((body, list)) => {
@@ -201,7 +205,7 @@ pub async fn attach_payload_changes(
                 r.changes_pending = false;
             }
             Err(e) => {
-                tracing::warn!(fingerprint = %r.fingerprint, "changes between {from} and {to} not read yet: {e:#}");
+                tracing::warn!(fingerprint = %r.fingerprint, "changes between {from} and {to} not read yet: {}", with_sources(&e));
                 r.changes_pending = true;
             }
         }

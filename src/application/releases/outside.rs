@@ -16,12 +16,12 @@
 //! (`outside_commits`); GitHub unreachable leaves the report's `outside_pending` set and a
 //! later cycle asks again.
 
-use anyhow::{Context, Result};
-
+use super::error::{ReleaseError, Result};
 use crate::clients::github::{Commit, GitHub};
 use crate::config::{GitHubSettings, OutsideRepository};
 use crate::model::{Dimension, RegressionReport, SuspectChange};
 use crate::store::Store;
+use crate::support::http::with_sources;
 
 /// Commits kept per repository and window, those nearest the onset: a busy repository (the step
 /// registry merges dozens a day) must not bury the rest.
@@ -128,7 +128,7 @@ async fn kept_commits(
         .await?
     {
         Some(body) => Ok(Some(
-            serde_json::from_str(&body).context("kept commits outside the payload")?,
+            serde_json::from_str(&body).map_err(ReleaseError::KeptCommits)?,
         )),
         None => Ok(None),
     }
@@ -151,7 +151,7 @@ async fn window_commits(
         .await?;
     list.retain(|c| (since..=until).contains(&c.at));
     if !dry_run {
-        let body = serde_json::to_string(&list)?;
+        let body = serde_json::to_string(&list).map_err(ReleaseError::Encode)?;
         store
             .outside_commits()
             .keep_commits(&repo.repository, &repo.path, (since, until), &body)
@@ -189,7 +189,7 @@ pub async fn attach_outside_changes(
             let read = if rate_limited {
                 kept_commits(store, repo, window)
                     .await
-                    .and_then(|k| k.context("GitHub's rate limit is spent"))
+                    .and_then(|k| k.ok_or(ReleaseError::RateLimitSpent))
             } else {
                 window_commits(store, &client, repo, window, dry_run).await
             };
@@ -199,11 +199,9 @@ pub async fn attach_outside_changes(
                     outside.extend(list.into_iter().take(PER_REPOSITORY).map(|c| (repo, c)));
                 }
                 Err(e) => {
-                    tracing::warn!(fingerprint = %r.fingerprint, repository = %repo.repository, "commits outside the payload not read yet: {e:#}");
+                    tracing::warn!(fingerprint = %r.fingerprint, repository = %repo.repository, "commits outside the payload not read yet: {}", with_sources(&e));
                     // over the rate limit: ask nothing more this cycle, as GitHub asks
-                    rate_limited |= e
-                        .downcast_ref::<crate::clients::github::GitHubError>()
-                        .is_some_and(|e| e.is_rate_limited());
+                    rate_limited |= e.is_rate_limited();
                     pending = true;
                 }
             }
@@ -258,10 +256,9 @@ pub fn is_outside(settings: &GitHubSettings, url: &str) -> bool {
 /// When the last of `urls` (pull requests and commits outside the payload) merged; None while
 /// one is not merged yet.
 pub async fn merged_at(settings: &GitHubSettings, urls: &[String]) -> Result<Option<i64>> {
-    anyhow::ensure!(
-        settings.enabled,
-        "GitHub is not read (github.enabled is off)"
-    );
+    if !settings.enabled {
+        return Err(ReleaseError::GitHubOff);
+    }
     let client = GitHub::new(settings)?;
     let mut last = None;
     for url in urls {
