@@ -10,14 +10,34 @@
 //! while the claim is the same one (same time, same pull requests, same fix payload); a new
 //! claim is judged afresh.
 
-use anyhow::Result;
-
 use crate::application::releases::{FixPayload, fix_payload};
 use crate::clients::jira::{JiraClient, WatchedIssue};
+use crate::clients::{CallError, SetupError};
 use crate::config::Settings;
 use crate::domain::incidents::Incident;
 use crate::model::{Dimension, FixClaim};
-use crate::store::Store;
+use crate::store::{Store, StoreError};
+use crate::support::http::with_sources;
+
+/// The result of the fix watch's functions.
+pub type Result<T, E = FixWatchError> = std::result::Result<T, E>;
+
+/// Why a watch stopped: its text is what the cycle logs. Each variant says the wrapped error's
+/// text as its own and hands on that error's sources, so the chain (`{:#}`) reads as the wrapped
+/// error's. The release controller or GitHub failing stops no watch: the claim stays pending, and
+/// is logged.
+#[derive(Debug, thiserror::Error)]
+pub enum FixWatchError {
+    /// The Jira client could not be built from its settings.
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    /// Jira did not answer the search for the open incidents' issues (its message).
+    #[error(transparent)]
+    Jira(#[from] CallError),
+    /// The store failed: reading the incidents, or recording a claim.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
 
 /// What one watch found.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -57,10 +77,7 @@ pub async fn watch(store: &Store, settings: &Settings, now: i64) -> Result<Watch
     }
     let client = JiraClient::new(&settings.jira)?;
     let keys: Vec<String> = open.iter().filter_map(|i| i.jira_key.clone()).collect();
-    let issues = client
-        .watch(&keys)
-        .await
-        .map_err(|e| anyhow::anyhow!("{}", e.message))?;
+    let issues = client.watch(&keys).await?;
     let mut watched = Watched {
         issues: issues.len(),
         ..Watched::default()
@@ -128,7 +145,7 @@ async fn merge_point(settings: &Settings, i: &Incident, outside: &[String], clai
         Ok(Some(t)) => claim.merged_at = Some(t),
         Ok(None) => claim.pending = Some("the fix outside the payload is not merged yet".into()),
         Err(e) => {
-            tracing::warn!(key = %claim.key, "when the fix merged is not known yet: {e:#}");
+            tracing::warn!(key = %claim.key, "when the fix merged is not known yet: {}", with_sources(&e));
             claim.pending = Some(
                 "GitHub did not answer; when the fix merged outside the payload is not known yet"
                     .into(),
@@ -204,11 +221,25 @@ async fn claim_of(
         }
         Ok(FixPayload::NotYet(why)) => claim.pending = claim.pending.take().or(Some(why)),
         Err(e) => {
-            tracing::warn!(key = %issue.key, "fix payload not known yet: {e:#}");
+            tracing::warn!(key = %issue.key, "fix payload not known yet: {}", with_sources(&e));
             claim.pending = Some(
                 "the release controller did not answer; the fix payload is not known yet".into(),
             );
         }
     }
     Ok(claim)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jira_not_answering_says_jira_s_message_alone() {
+        let e = FixWatchError::from(CallError::retryable("Jira search: 503 Service Unavailable"));
+        assert_eq!(
+            format!("{:#}", anyhow::Error::from(e)),
+            "Jira search: 503 Service Unavailable"
+        );
+    }
 }

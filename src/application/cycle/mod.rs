@@ -218,6 +218,7 @@ pub async fn run_cycle(
         if let Err(e) =
             crate::application::fix_watch::watch(store, settings, options.at.timestamp()).await
         {
+            let e = anyhow::Error::from(e); // its sources, too
             tracing::warn!("reading the incidents' Jira issues: {e:#}");
         }
     }
