@@ -1433,6 +1433,17 @@ fn the_ingest_adapter_returns_its_own_error_and_never_anyhow() {
 }
 
 #[test]
+fn the_releases_and_the_fix_watch_return_their_own_errors_and_never_anyhow() {
+    let modules: [&[&str]; 2] = [&["application", "releases"], &["application", "fix_watch"]];
+    let found: Vec<String> = modules.iter().flat_map(|m| anyhow_uses_in(m)).collect();
+    assert!(
+        found.is_empty(),
+        "the releases or the fix watch use anyhow (return a ReleaseError or FixWatchError variant instead):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
 fn the_anyhow_checker_reads_code_not_comments_or_strings() {
     let raw: Vec<String> = [
         "// anyhow is not used",
