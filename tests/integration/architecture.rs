@@ -1884,6 +1884,64 @@ fn the_layout_document_names_every_file_of_src() {
     );
 }
 
+/// The README's layout tree: the first code block after `## Layout`.
+fn readme_layout_tree(readme: &str) -> &str {
+    let section = readme
+        .split_once("\n## Layout\n")
+        .map_or("", |(_, after)| after);
+    let block = section.split_once("```\n").map_or("", |(_, after)| after);
+    block.split_once("```").map_or("", |(tree, _)| tree)
+}
+
+/// The names the README's layout tree gives under `src/` (the lines indented once, up to the
+/// next unindented line) and at the top level (its unindented lines), each without a trailing
+/// `/` and with any path after the first folder dropped (`data/origin/` is `data`).
+fn readme_layout_names(tree: &str) -> (BTreeSet<String>, BTreeSet<String>) {
+    let (mut in_src, mut top) = (BTreeSet::new(), BTreeSet::new());
+    let mut inside_src = false;
+    for line in tree.lines().filter(|l| !l.trim().is_empty()) {
+        let name = line.split_whitespace().next().unwrap_or_default();
+        let first = name.split('/').next().unwrap_or_default().to_string();
+        if !line.starts_with(' ') {
+            inside_src = first == "src";
+            top.insert(first);
+        } else if inside_src && line.starts_with("  ") && !line.starts_with("   ") {
+            in_src.insert(first);
+        }
+    }
+    (in_src, top)
+}
+
+#[test]
+fn the_readme_layout_names_every_entry_of_src_and_nothing_else() {
+    let root = crate::common::manifest_dir();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let (named, top) = readme_layout_names(readme_layout_tree(&readme));
+    let entries: BTreeSet<String> = std::fs::read_dir(root.join("src"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        named, entries,
+        "the README's layout tree (## Layout) must name each entry of src/, and only those"
+    );
+    let missing: Vec<&String> = top.iter().filter(|t| !root.join(t).exists()).collect();
+    assert!(top.contains("src"), "no src/ in the README's layout tree");
+    assert!(
+        missing.is_empty(),
+        "the README's layout tree names what is not in the repository: {missing:?}"
+    );
+}
+
+#[test]
+fn the_readme_layout_reader_keeps_the_first_level_of_src_and_the_top_level() {
+    let readme = "intro\n## Layout\n\ntext\n```\nsrc/\n  model/   types\n           \
+                  more words\n  lib.rs   the layers\ndata/origin/  table\n```\n## Next\n";
+    let (in_src, top) = readme_layout_names(readme_layout_tree(readme));
+    assert_eq!(in_src, ["lib.rs", "model"].map(String::from).into());
+    assert_eq!(top, ["data", "src"].map(String::from).into());
+}
+
 #[test]
 fn the_layout_checker_counts_whole_names_and_each_file_that_shares_one() {
     let doc = "intro\nsrc/\n  store/  runs.rs, scope_runs.rs\n  cli/    x\ntests/\n  runs.rs\n";
