@@ -3,12 +3,16 @@
 //! channel summary are told. The same line goes to every output; Slack's blocks and Jira's ADF
 //! frame it (`notify`). The domain and the store never import this module: the application
 //! hands them [`line()`] as their [`Wording`](crate::domain::incidents::told::Wording).
+//! A request people made that was not carried out ([`Refusal`]) is said here too.
+
+use std::fmt;
 
 use crate::domain::incidents::Change;
+use crate::domain::incidents::manual::{MAX_ALLOWANCE_SECS, MAX_SILENCE_SECS, Refusal};
 use crate::domain::incidents::plan::Resolution;
 use crate::domain::incidents::told::Told;
 use crate::model::{
-    Allowance, FixClaim, FixVerdict, Verification, actor::person, secs, utc_minute,
+    Allowance, DAY, FixClaim, FixVerdict, Verification, actor::person, secs, utc_minute,
 };
 
 /// The text of one [`Told`].
@@ -214,6 +218,53 @@ fn resolution(how: &Resolution) -> String {
     }
 }
 
+/// Why a request was not carried out, as the person who made it is told (Slack's reply, the
+/// command line's error).
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::NoIncident { reference } => write!(f, "no incident {reference}"),
+            Refusal::NoActiveSilence { reference } => {
+                write!(f, "no active silence matches {reference}")
+            }
+            Refusal::JiraOff => f.write_str("Jira is not configured for sheriff."),
+            Refusal::JiraFiled { id, key } => write!(f, "incident #{id} already has {key}"),
+            Refusal::JiraBeingFiled { id } => {
+                write!(f, "incident #{id}'s Jira issue is being filed")
+            }
+            Refusal::AlreadyResolved { id } => write!(f, "incident #{id} is already resolved"),
+            Refusal::NothingToAccept { id } => {
+                write!(f, "incident #{id} is resolved; nothing to accept")
+            }
+            Refusal::NotARegressionWithoutReason => f.write_str("Say why it is not a regression."),
+            Refusal::AcceptedWithoutReason => {
+                f.write_str("Say why this level is accepted (--reason).")
+            }
+            Refusal::BadLevel(e) => write!(f, "{e}"),
+            Refusal::BadUntil { text } => write!(
+                f,
+                "--until {:?}: use a date (2026-12-15), a time (2026-12-15T12:00:00Z) or a span (14d)",
+                text.chars().take(40).collect::<String>()
+            ),
+            Refusal::UntilNotInFuture => {
+                f.write_str("an accepted level ends in the future (--until)")
+            }
+            Refusal::AcceptedTooLong => write!(
+                f,
+                "an accepted level lasts at most {} days",
+                MAX_ALLOWANCE_SECS / DAY
+            ),
+            Refusal::NoSilenceDuration => {
+                f.write_str("a silence needs a duration such as 24h or 7d")
+            }
+            Refusal::SilenceTooLong => {
+                write!(f, "a silence lasts at most {}d", MAX_SILENCE_SECS / DAY)
+            }
+            Refusal::DurationTooLong => f.write_str("that duration is too long"),
+        }
+    }
+}
+
 /// A reason as a person gave it, without a "not a regression:" they typed in front of it
 /// themselves, so the line does not say it twice.
 fn own_words(reason: &str) -> &str {
@@ -229,6 +280,37 @@ mod tests {
     use super::*;
     use crate::domain::incidents::plan::NewSilence;
     use crate::domain::incidents::silence::Target;
+
+    #[test]
+    fn a_refusal_says_what_was_asked_and_why_not() {
+        let said = |r: Refusal| r.to_string();
+        assert_eq!(
+            said(Refusal::NoIncident {
+                reference: "#12".into()
+            }),
+            "no incident #12"
+        );
+        assert_eq!(
+            said(Refusal::JiraFiled {
+                id: 3,
+                key: "OCPBUGS-1".into()
+            }),
+            "incident #3 already has OCPBUGS-1"
+        );
+        assert_eq!(
+            said(Refusal::AcceptedTooLong),
+            "an accepted level lasts at most 180 days"
+        );
+        assert_eq!(said(Refusal::SilenceTooLong), "a silence lasts at most 90d");
+        let long = "x".repeat(100);
+        assert_eq!(
+            said(Refusal::BadUntil { text: long }),
+            format!(
+                "--until {:?}: use a date (2026-12-15), a time (2026-12-15T12:00:00Z) or a span (14d)",
+                "x".repeat(40)
+            )
+        );
+    }
 
     #[test]
     fn what_people_did_and_what_a_silence_held_name_who_and_which_silence() {

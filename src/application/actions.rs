@@ -74,14 +74,14 @@ async fn reread(store: &Store, id: i64) -> Result<Incident, ActionError> {
         .incidents()
         .find(&id.to_string())
         .await?
-        .ok_or_else(|| Refusal::NotFound(format!("no incident {id}")).into())
+        .ok_or_else(|| Refusal::no_incident(&id).into())
 }
 
 /// The id of the incident a reference names, as stored now.
 async fn id_of(store: &Store, reference: &str) -> Result<i64, ActionError> {
     match store.incidents().find(reference).await? {
         Some(i) => Ok(i.id),
-        None => Err(Refusal::NotFound(format!("no incident {reference}")).into()),
+        None => Err(Refusal::no_incident(reference).into()),
     }
 }
 

@@ -26,7 +26,9 @@ pub use evaluation::{
     percentiles_of,
 };
 pub use findings::{BrokenProbe, DataQuality, NewJob};
-pub use fix::{Allowance, FixClaim, FixVerdict, PartVerdict, ToldVerdict, Verification};
+pub use fix::{
+    Allowance, FixClaim, FixVerdict, LevelError, PartVerdict, ToldVerdict, Verification,
+};
 pub use glob::glob_match;
 pub use histogram::Histogram;
 pub use historical::HistoricalRow;

@@ -6,8 +6,6 @@
 //! an incident acknowledged by the same person, a silence just like one made in the last
 //! minutes, a "not a regression" on an incident already resolved and silenced that way.
 
-use std::fmt;
-
 use super::plan::{
     Action, Effect, Known, NewSilence, Plan, Policy, Resolution, Step, with_effects,
 };
@@ -16,23 +14,49 @@ use super::told::{Told, Wording};
 use super::{Incident, State};
 use crate::model::DAY;
 
-/// Why a request was not carried out, said to the person who made it.
+/// Why a request was not carried out, as typed values: `words` says each to the person who
+/// made it (its `Display`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
-    NotFound(String),
-    NotAllowed(String),
-    BadInput(String),
-    /// Already so, or in the way of something that is.
-    Conflict(String),
+    /// No incident has this number or fingerprint (as the person wrote it).
+    NoIncident { reference: String },
+    /// No active silence matches this silence id, incident or fingerprint.
+    NoActiveSilence { reference: String },
+    /// "File Jira now" while Jira is not configured.
+    JiraOff,
+    /// The incident has its Jira issue already.
+    JiraFiled { id: i64, key: String },
+    /// The incident's Jira issue is in the outbox, being filed.
+    JiraBeingFiled { id: i64 },
+    /// Resolving an incident that is resolved.
+    AlreadyResolved { id: i64 },
+    /// Accepting a level on an incident that is resolved.
+    NothingToAccept { id: i64 },
+    /// "Not a regression" without a reason.
+    NotARegressionWithoutReason,
+    /// An accepted level without a reason.
+    AcceptedWithoutReason,
+    /// An accepted level that cannot be read (`P50<=10s`).
+    BadLevel(crate::model::LevelError),
+    /// An accepted level's end that is neither a date, a time nor a span (as typed, trimmed).
+    BadUntil { text: String },
+    /// An accepted level's end that is not in the future.
+    UntilNotInFuture,
+    /// An accepted level longer than 180 days (`MAX_ALLOWANCE_SECS`).
+    AcceptedTooLong,
+    /// A silence of no duration.
+    NoSilenceDuration,
+    /// A silence longer than 90 days (`MAX_SILENCE_SECS`).
+    SilenceTooLong,
+    /// A duration that overflows the clock.
+    DurationTooLong,
 }
 
-impl fmt::Display for Refusal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Refusal::NotFound(m)
-            | Refusal::NotAllowed(m)
-            | Refusal::BadInput(m)
-            | Refusal::Conflict(m) => f.write_str(m),
+impl Refusal {
+    /// No incident has `reference` (a number or fingerprint, as the person wrote it).
+    pub fn no_incident(reference: &(impl ToString + ?Sized)) -> Refusal {
+        Refusal::NoIncident {
+            reference: reference.to_string(),
         }
     }
 }
@@ -52,7 +76,7 @@ pub fn find<'a>(incidents: &'a [Incident], reference: &str) -> Result<&'a Incide
     incidents
         .iter()
         .find(|i| i.fingerprint == r || r.parse::<i64>().is_ok_and(|n| n == i.id))
-        .ok_or_else(|| Refusal::NotFound(format!("no incident {reference}")))
+        .ok_or_else(|| Refusal::no_incident(reference))
 }
 
 fn single(action: Action, effects: Vec<Effect>) -> Plan {
@@ -102,22 +126,17 @@ pub(crate) fn file_now(
     jira_enabled: bool,
 ) -> Result<Plan, Refusal> {
     if !jira_enabled {
-        return Err(Refusal::NotAllowed(
-            "Jira is not configured for sheriff.".into(),
-        ));
+        return Err(Refusal::JiraOff);
     }
     let i = find(&known.incidents, reference)?;
     if let Some(key) = &i.jira_key {
-        return Err(Refusal::Conflict(format!(
-            "incident #{} already has {key}",
-            i.id
-        )));
+        return Err(Refusal::JiraFiled {
+            id: i.id,
+            key: key.clone(),
+        });
     }
     if known.delivered.jira_filed.contains(&i.id) {
-        return Err(Refusal::Conflict(format!(
-            "incident #{}'s Jira issue is being filed",
-            i.id
-        )));
+        return Err(Refusal::JiraBeingFiled { id: i.id });
     }
     Ok(single(
         Action::FileJira { id: i.id },
@@ -136,10 +155,7 @@ pub fn resolve(
 ) -> Result<Plan, Refusal> {
     let i = find(&known.incidents, reference)?;
     if !i.state.is_open() {
-        return Err(Refusal::Conflict(format!(
-            "incident #{} is already resolved",
-            i.id
-        )));
+        return Err(Refusal::AlreadyResolved { id: i.id });
     }
     let step = Step {
         action: Action::Resolve {
@@ -172,7 +188,7 @@ pub fn not_a_regression(
     now: i64,
 ) -> Result<Plan, Refusal> {
     if reason.trim().is_empty() {
-        return Err(Refusal::BadInput("Say why it is not a regression.".into()));
+        return Err(Refusal::NotARegressionWithoutReason);
     }
     let i = find(&known.incidents, reference)?;
     let reason = reason.trim();
@@ -229,21 +245,18 @@ pub(crate) const MAX_ALLOWANCE_SECS: i64 = 180 * DAY;
 pub(crate) fn parse_until(text: &str, now: i64) -> Result<i64, Refusal> {
     let t = text.trim();
     if let Some(span) = crate::model::parse_span(t) {
-        return now
-            .checked_add(span)
-            .ok_or_else(|| Refusal::BadInput("that duration is too long".into()));
+        return now.checked_add(span).ok_or(Refusal::DurationTooLong);
     }
     if let Ok(d) = chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d") {
         return Ok(d
             .and_hms_opt(0, 0, 0)
             .map_or(0, |d| d.and_utc().timestamp()));
     }
-    chrono::DateTime::parse_from_rfc3339(t).map(|d| d.timestamp()).map_err(|_| {
-        Refusal::BadInput(format!(
-            "--until {:?}: use a date (2026-12-15), a time (2026-12-15T12:00:00Z) or a span (14d)",
-            t.chars().take(40).collect::<String>()
-        ))
-    })
+    chrono::DateTime::parse_from_rfc3339(t)
+        .map(|d| d.timestamp())
+        .map_err(|_| Refusal::BadUntil {
+            text: t.to_string(),
+        })
 }
 
 /// What a person accepts: a level, until when, why, and the Jira issue that says so.
@@ -270,10 +283,7 @@ pub fn accept(
     let (percentile, seconds) = accepted_level(a, now)?;
     let i = find(&known.incidents, reference)?;
     if !i.state.is_open() {
-        return Err(Refusal::Conflict(format!(
-            "incident #{} is resolved; nothing to accept",
-            i.id
-        )));
+        return Err(Refusal::NothingToAccept { id: i.id });
     }
 
     let allowance = Allowance {
@@ -331,22 +341,15 @@ pub fn accept(
 /// The level `a` accepts, once its reason and end are found sound at `now`.
 fn accepted_level(a: &Accept, now: i64) -> Result<(crate::model::Percentile, f64), Refusal> {
     if a.reason.trim().is_empty() {
-        return Err(Refusal::BadInput(
-            "Say why this level is accepted (--reason).".into(),
-        ));
+        return Err(Refusal::AcceptedWithoutReason);
     }
-    let level = crate::model::Allowance::parse_level(&a.level)
-        .map_err(|e| Refusal::BadInput(e.to_string()))?;
+    let level = crate::model::Allowance::parse_level(&a.level).map_err(Refusal::BadLevel)?;
     if let Some(until) = a.until {
         if until <= now {
-            return Err(Refusal::BadInput(
-                "an accepted level ends in the future (--until)".into(),
-            ));
+            return Err(Refusal::UntilNotInFuture);
         }
         if until - now > MAX_ALLOWANCE_SECS {
-            return Err(Refusal::BadInput(
-                "an accepted level lasts at most 180 days".into(),
-            ));
+            return Err(Refusal::AcceptedTooLong);
         }
     }
     Ok(level)
@@ -364,12 +367,10 @@ pub fn silence(
     now: i64,
 ) -> Result<(Plan, Option<i64>), Refusal> {
     if seconds <= 0 {
-        return Err(Refusal::BadInput(
-            "a silence needs a duration such as 24h or 7d".into(),
-        ));
+        return Err(Refusal::NoSilenceDuration);
     }
     if seconds > MAX_SILENCE_SECS {
-        return Err(Refusal::BadInput("a silence lasts at most 90d".into()));
+        return Err(Refusal::SilenceTooLong);
     }
     let mut target = target.clone();
     let mut incident = None;
@@ -378,9 +379,7 @@ pub fn silence(
         target.fingerprint = Some(i.fingerprint.clone());
         incident = Some(i.id);
     }
-    let expires_at = now
-        .checked_add(seconds)
-        .ok_or_else(|| Refusal::BadInput("that duration is too long".into()))?;
+    let expires_at = now.checked_add(seconds).ok_or(Refusal::DurationTooLong)?;
     let same = |s: &&Silence| {
         s.target() == target
             && s.reason == reason
@@ -441,9 +440,9 @@ pub fn unsilence(
         .map(|s| s.id)
         .collect();
     if wanted.is_empty() {
-        return Err(Refusal::NotFound(format!(
-            "no active silence matches {reference}"
-        )));
+        return Err(Refusal::NoActiveSilence {
+            reference: reference.to_string(),
+        });
     }
     let left: Vec<Silence> = known
         .silences
@@ -517,7 +516,7 @@ mod tests {
         assert!(!new && again.steps.is_empty());
         assert!(matches!(
             acknowledge(&k, "9", "x"),
-            Err(Refusal::NotFound(_))
+            Err(Refusal::NoIncident { .. })
         ));
     }
 
@@ -558,7 +557,7 @@ mod tests {
         assert!(again.steps.is_empty() && again.silences.is_empty());
         assert!(matches!(
             not_a_regression(&k, "3", "  ", &policy(), 160),
-            Err(Refusal::BadInput(_))
+            Err(Refusal::NotARegressionWithoutReason)
         ));
     }
 
@@ -588,11 +587,11 @@ mod tests {
         assert_eq!((again.silences.len(), same), (0, Some(4)));
         assert!(matches!(
             silence(&k, &t, 91 * 86_400, "x", "U1", 0),
-            Err(Refusal::BadInput(_))
+            Err(Refusal::SilenceTooLong)
         ));
         assert!(matches!(
             silence(&k, &t, i64::MAX, "x", "U1", 5),
-            Err(Refusal::BadInput(_))
+            Err(Refusal::SilenceTooLong)
         ));
         assert_eq!(
             unsilence(&k, "#4", &policy(), 1_100).unwrap().unsilence,
@@ -600,22 +599,22 @@ mod tests {
         );
         assert!(matches!(
             unsilence(&k, "77", &policy(), 1_100),
-            Err(Refusal::NotFound(_))
+            Err(Refusal::NoActiveSilence { .. })
         ));
     }
 
     #[test]
     fn filing_needs_jira_and_no_issue_yet() {
         let mut k = known();
-        assert!(matches!(
-            file_now(&k, "3", false),
-            Err(Refusal::NotAllowed(_))
-        ));
+        assert!(matches!(file_now(&k, "3", false), Err(Refusal::JiraOff)));
         assert_eq!(
             file_now(&k, "3", true).unwrap().steps[0].effects,
             vec![Effect::JiraCreate]
         );
         k.incidents[0].jira_key = Some("OCPBUGS-1".into());
-        assert!(matches!(file_now(&k, "3", true), Err(Refusal::Conflict(_))));
+        assert!(matches!(
+            file_now(&k, "3", true),
+            Err(Refusal::JiraFiled { .. })
+        ));
     }
 }

@@ -385,7 +385,7 @@ async fn pressed(
                 ));
             };
             let Some(i) = store.incidents().find(incident).await? else {
-                return Err(Refusal::NotFound(format!("no incident {incident}")).into());
+                return Err(Refusal::no_incident(incident).into());
             };
             client
                 .open_view(trigger, &not_a_regression_view(&i.id.to_string()))
@@ -400,7 +400,7 @@ async fn pressed(
                 ));
             };
             let Some(i) = store.incidents().find(incident).await? else {
-                return Err(Refusal::NotFound(format!("no incident {incident}")).into());
+                return Err(Refusal::no_incident(incident).into());
             };
             client
                 .open_view(trigger, &accept_level_view(&i))
