@@ -8,17 +8,51 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::application::cycle::replay::Replay;
-use crate::application::cycle::{CycleOptions, Window, run_cycle_on};
+use crate::application::cycle::{CycleError, CycleOptions, Window, run_cycle_on};
 use crate::config::cron::Schedule;
-use crate::config::{DatabaseSettings, DatabaseUrl, Settings};
+use crate::config::{DatabaseSettings, DatabaseUrl, DatabaseUrlError, Settings};
 use crate::domain::incidents::plan::Policy;
 use crate::model::{DAY, HOUR, Onset, Scope};
-use crate::store::Store;
+use crate::store::{Store, StoreError};
+
+/// The result of the backtest's functions.
+pub type Result<T, E = BacktestError> = std::result::Result<T, E>;
+
+/// Why a backtest stopped: its text is what `sheriff backtest` prints. A variant that wraps the
+/// store's or the replay's error says that error's text as its own and hands on its sources; one
+/// with words of its own hands the error it wraps on as its source: the chain (`{:#}`) tells the
+/// words, then why.
+#[derive(Debug, thiserror::Error)]
+pub enum BacktestError {
+    /// The span to replay is empty or backwards.
+    #[error("--from must be before --to")]
+    Span,
+    /// The runs to replay could not be read into memory.
+    #[error(transparent)]
+    Replay(#[from] CycleError),
+    /// No temporary folder could be made for the backtest's own store.
+    #[error("a folder for the backtest's own store")]
+    ScratchFolder(#[source] std::io::Error),
+    /// The backtest's own store's address is not one the store takes.
+    #[error(transparent)]
+    ScratchUrl(#[from] DatabaseUrlError),
+    /// The store failed: opening the backtest's own, or reading its incidents and outbox.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A replayed cycle failed.
+    #[error("the cycle at {at}")]
+    Cycle {
+        /// The time the cycle was replayed at.
+        at: DateTime<Utc>,
+        /// Why it failed.
+        #[source]
+        source: CycleError,
+    },
+}
 
 /// When the replayed cycles run.
 #[derive(Debug, Clone)]
@@ -140,7 +174,7 @@ pub(crate) async fn backtest_observed(
     observe: &mut (dyn FnMut(&crate::application::cycle::CycleReport) + Send),
 ) -> Result<Backtest> {
     if from >= to {
-        bail!("--from must be before --to");
+        return Err(BacktestError::Span);
     }
     let started = Instant::now();
     let es = &settings.evaluate;
@@ -148,7 +182,7 @@ pub(crate) async fn backtest_observed(
         .max(i64::from(es.reference_lookback_days))
         * DAY;
     let replay = Arc::new(Replay::load(store, from.timestamp() - reach, to.timestamp()).await?);
-    let scratch_dir = tempfile::tempdir().context("a folder for the backtest's own store")?;
+    let scratch_dir = tempfile::tempdir().map_err(BacktestError::ScratchFolder)?;
     let url = format!(
         "sqlite://{}",
         scratch_dir.path().join("backtest.db").display()
@@ -179,7 +213,7 @@ pub(crate) async fn backtest_observed(
             },
         )
         .await
-        .with_context(|| format!("the cycle at {at}"))?;
+        .map_err(|source| BacktestError::Cycle { at: *at, source })?;
         observe(&report);
     }
     let incidents = stories(&scratch).await?;
@@ -424,5 +458,35 @@ mod tests {
         let ticks = Cadence::Cron(Box::new(cron)).times(from, to);
         assert_eq!(ticks.len(), 4);
         assert_eq!(ticks[0], from, "a tick at the start counts");
+    }
+
+    #[test]
+    fn a_failed_cycle_says_when_before_why() {
+        let at = crate::synth::day(2026, 11, 1);
+        let e = BacktestError::Cycle {
+            at,
+            source: CycleError::WindowsPanicked,
+        };
+        assert_eq!(
+            crate::support::http::with_sources(&e),
+            "the cycle at 2026-11-01 00:00:00 UTC: computing the windows panicked"
+        );
+        assert_eq!(
+            format!("{:#}", anyhow::Error::from(e)),
+            "the cycle at 2026-11-01 00:00:00 UTC: computing the windows panicked"
+        );
+    }
+
+    #[test]
+    fn a_refused_span_and_a_missing_folder_say_so() {
+        assert_eq!(
+            BacktestError::Span.to_string(),
+            "--from must be before --to"
+        );
+        let e = BacktestError::ScratchFolder(std::io::Error::other("no space left"));
+        assert_eq!(
+            format!("{:#}", anyhow::Error::from(e)),
+            "a folder for the backtest's own store: no space left"
+        );
     }
 }

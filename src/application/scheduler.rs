@@ -236,9 +236,8 @@ async fn evaluate_on_schedule(shared: Shared, schedule: Schedule, shutdown: watc
             at: Utc::now(),
             dry_run: false,
         };
-        crate::application::cycle::run_cycle(&store, &warm, &settings, options)
-            .await
-            .map(|_| ())
+        crate::application::cycle::run_cycle(&store, &warm, &settings, options).await?;
+        Ok(())
     })
     .await;
 }
@@ -338,6 +337,7 @@ async fn cycle_at_start(
             "ok"
         }
         Some(Err(e)) => {
+            let e = anyhow::Error::from(e); // its sources, too
             tracing::error!(job = "evaluate", "the cycle at start failed: {e:#}");
             "failed"
         }

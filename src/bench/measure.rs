@@ -693,6 +693,7 @@ async fn cycles_until(
         if let Err(e) =
             sheriff::application::cycle::run_cycle(&store, &warm, &settings, options).await
         {
+            let e = anyhow::Error::from(e); // its sources, too
             tracing::error!("a cycle during the load failed: {e:#}");
         }
         n += 1;

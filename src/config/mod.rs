@@ -43,7 +43,7 @@ use secret::{SECRET_KEYS, check_no_secrets_in_file};
 
 pub use attribute::{AttributeSettings, ComponentSetting, ControlRule, FileAgainst};
 pub use bigquery::BigQuerySettings;
-pub use database::{DatabaseSettings, DatabaseUrl, Engine};
+pub use database::{DatabaseSettings, DatabaseUrl, DatabaseUrlError, Engine};
 pub use error::ConfigError;
 pub use evaluate::{EvaluateSettings, LimitRule};
 pub use gcs::GcsSettings;

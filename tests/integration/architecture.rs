@@ -1444,6 +1444,17 @@ fn the_releases_and_the_fix_watch_return_their_own_errors_and_never_anyhow() {
 }
 
 #[test]
+fn the_cycle_and_the_backtest_return_their_own_errors_and_never_anyhow() {
+    let modules: [&[&str]; 2] = [&["application", "cycle"], &["application", "backtest"]];
+    let found: Vec<String> = modules.iter().flat_map(|m| anyhow_uses_in(m)).collect();
+    assert!(
+        found.is_empty(),
+        "the cycle or the backtest use anyhow (return a CycleError or BacktestError variant instead):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
 fn the_anyhow_checker_reads_code_not_comments_or_strings() {
     let raw: Vec<String> = [
         "// anyhow is not used",

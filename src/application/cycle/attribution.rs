@@ -4,9 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use anyhow::Result;
 use chrono::DateTime;
 
+use super::error::Result;
 use super::scoped::{Judging, ScopeStats};
 use super::source::{CellRun, RunSource};
 use super::{Attribution, PercentilePair, RegressionReport, SampleJob, Window};

@@ -11,9 +11,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use anyhow::Result;
-
 use super::Window;
+use super::error::Result;
 use super::source::{CellRun, RunSource};
 use crate::domain::evaluate::CellHistograms;
 use crate::domain::incidents::Incident;

@@ -8,9 +8,8 @@
 //! to empty of regressed runs. Without such a change the incident resolves only after
 //! `clear_after` cycles in a row whose window is back within the reference.
 
-use anyhow::Result;
-
 use super::attribution::{Context, Described, onset_of};
+use super::error::Result;
 use super::scoped::ScopeStats;
 use super::source::{CellRun, RunSource};
 use crate::domain::evaluate::changepoint::{self, Run};

@@ -3,6 +3,7 @@
 
 mod attribution;
 mod episodes;
+pub mod error;
 mod fix_verdict;
 mod follow;
 pub(crate) mod replay;
@@ -13,7 +14,6 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
 use std::time::Instant;
 
-use anyhow::Result;
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
@@ -28,6 +28,9 @@ pub use crate::model::{Attribution, PercentilePair, RegressionReport, SampleJob}
 use crate::model::{DAY, Dimension, Scope, backend_family, secs, secs_or_dash};
 use crate::store::Store;
 use crate::store::evaluations::CycleRecord;
+use crate::support::http::with_sources;
+pub use error::CycleError;
+use error::Result;
 use source::RunSource;
 
 /// `[from, to)`.
@@ -218,8 +221,7 @@ pub async fn run_cycle(
         if let Err(e) =
             crate::application::fix_watch::watch(store, settings, options.at.timestamp()).await
         {
-            let e = anyhow::Error::from(e); // its sources, too
-            tracing::warn!("reading the incidents' Jira issues: {e:#}");
+            tracing::warn!("reading the incidents' Jira issues: {}", with_sources(&e));
         }
     }
     let report = run_cycle_on(
@@ -270,7 +272,7 @@ pub async fn run_cycle_on<S: RunSource>(
     let evaluated = match result {
         Ok(e) => e,
         Err(e) => {
-            record.error = format!("{e:#}");
+            record.error = with_sources(&e);
             if !options.dry_run
                 && let Err(log_error) = state.evaluations().record_failed_cycle(&record).await
             {

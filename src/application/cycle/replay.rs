@@ -7,8 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
-
+use super::error::{CycleError, Result};
 use super::source::{CellRun, RunSource, weekly_query};
 use crate::domain::evaluate::CellHistograms;
 use crate::model::{
@@ -160,7 +159,7 @@ fn parse_pairs(text: &str) -> Result<Vec<(i64, i64)>> {
         .map(|pair| {
             let (b, s) = pair
                 .split_once(':')
-                .with_context(|| format!("a sample `{pair}` without `:`"))?;
+                .ok_or_else(|| CycleError::SampleWithoutColon { pair: pair.into() })?;
             Ok((b.parse()?, s.parse()?))
         })
         .collect()
@@ -467,9 +466,7 @@ impl RunSource for Replay {
             at.map(|i| pending.remove(i).1)
         };
         match ready {
-            Some(handle) => handle
-                .join()
-                .map_err(|_| anyhow::anyhow!("computing the windows panicked")),
+            Some(handle) => handle.join().map_err(|_| CycleError::WindowsPanicked),
             None => Ok(self.window_data(&key)),
         }
     }

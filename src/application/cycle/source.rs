@@ -5,14 +5,15 @@
 //! Two sources implement it: the store read through the process's caches ([`Live`]: a live
 //! cycle, or `evaluate --at` in the past), and a replay held in memory (`super::replay`),
 //! which `sheriff backtest` moves through time, showing each cycle only the runs that had
-//! finished by then.
+//! finished by then. Both fail with the cycle's error ([`super::CycleError`]): the store's, or
+//! the replay's own.
 
 use std::collections::HashMap;
 use std::future::Future;
 
-use anyhow::Result;
 use futures::TryFutureExt as _;
 
+use super::error::Result;
 use crate::application::warm::Warm;
 pub use crate::model::CellRun;
 use crate::model::{HistoricalRow, Percentile, RegressionReport, RunRecord};

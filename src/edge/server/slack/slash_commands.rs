@@ -100,7 +100,9 @@ async fn evaluate_now(state: &AppState, operator: &Operator) -> Message {
                 r.groups_evaluated, c.opened, c.changed, c.resolved
             ))
         }
-        Err(e) => text_message(&crate::application::actions::ActionError::Internal(e).for_people()),
+        Err(e) => {
+            text_message(&crate::application::actions::ActionError::Internal(e.into()).for_people())
+        }
     }
 }
 

@@ -1,0 +1,64 @@
+//! The error of an evaluation cycle: why it could not read, judge or record.
+//!
+//! Its text is what the store records of a failed cycle and what the commands print. A variant
+//! that wraps the store's error says that error's text as its own and hands on that error's
+//! sources, so the chain (`{:#}`, or `with_sources`) reads as the store's; the others say what
+//! went wrong in words of their own.
+
+use crate::store::StoreError;
+
+/// The result of the cycle's functions and of the runs it reads ([`super::source::RunSource`]).
+pub type Result<T, E = CycleError> = std::result::Result<T, E>;
+
+/// Why a cycle, or the replay a backtest's cycles read, failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CycleError {
+    /// The store failed: reading the windows, runs, incidents or group states, or recording
+    /// the cycle's outcome.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The thread computing a replayed cycle's windows ahead of it panicked.
+    #[error("computing the windows panicked")]
+    WindowsPanicked,
+    /// A stored run's samples, as the store joins them (`backend:seconds` pairs), hold a pair
+    /// without its `:`.
+    #[error("a sample `{pair}` without `:`")]
+    SampleWithoutColon {
+        /// The pair as read.
+        pair: String,
+    },
+    /// A stored run's samples hold a backend id or a number of seconds that is not a number.
+    #[error(transparent)]
+    SampleNumber(#[from] std::num::ParseIntError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::support::http::with_sources;
+
+    #[test]
+    fn a_replay_s_own_failures_say_what_went_wrong() {
+        assert_eq!(
+            with_sources(&CycleError::WindowsPanicked),
+            "computing the windows panicked"
+        );
+        let e = CycleError::SampleWithoutColon { pair: "7".into() };
+        assert_eq!(with_sources(&e), "a sample `7` without `:`");
+        let e = CycleError::from("x".parse::<i64>().unwrap_err());
+        assert_eq!(with_sources(&e), "invalid digit found in string");
+    }
+
+    #[test]
+    fn a_store_failure_reads_as_the_store_s() {
+        let refused = || StoreError::Refused("the days are backfilled already".into());
+        assert_eq!(
+            with_sources(&CycleError::from(refused())),
+            format!("{:#}", anyhow::Error::from(refused()))
+        );
+        assert_eq!(
+            format!("{:#}", anyhow::Error::from(CycleError::from(refused()))),
+            format!("{:#}", anyhow::Error::from(refused()))
+        );
+    }
+}
