@@ -12,7 +12,7 @@
 //! CI-trouble rules need it: on its probes' rows (their counts per job and day tell which probes
 //! are broken for the job) and on the rows of runs with a probe down (troubled unless that probe
 //! is broken). sheriff then leaves the troubled runs out and adds the counts to the day
-//! histograms, sealing the days (see [`crate::store::backfills`]).
+//! histograms, sealing the days (see [`crate::store::Store::backfills`]).
 //!
 //! What a backfill does not store: the runs themselves (`job_runs`, their samples, payloads and
 //! links), so no run of those days can be a sample in evidence, a payload in a changelog or a
