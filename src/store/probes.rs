@@ -445,13 +445,14 @@ pub(super) async fn rebuild(
     c.execute(
         sql(
             "INSERT INTO probe_days (job_name, backend_id, day, runs, down) \
-             SELECT r.job_name, s.backend_id, r.started_at / 86400, COUNT(*), \
-             SUM(CASE WHEN s.seconds > $1 THEN 1 ELSE 0 END) \
+             SELECT r.job_name, s.backend_id, r.started_at / $1, COUNT(*), \
+             SUM(CASE WHEN s.seconds > $2 THEN 1 ELSE 0 END) \
              FROM samples s JOIN job_runs r ON r.id = s.run_id WHERE s.backend_id IN (",
         )
+        .bind(DAY)
         .bind(rules.liveness_allowance_seconds)
         .list(probes)
-        .push(") GROUP BY r.job_name, s.backend_id, r.started_at / 86400"),
+        .push(") GROUP BY r.job_name, s.backend_id, r.started_at / $1"),
     )
     .await?;
     let jobs: Vec<(String,)> = c
