@@ -778,7 +778,7 @@ async fn signed_query(client: &reqwest::Client, url: &str, text: &str) -> bool {
     ])
     .unwrap_or_default();
     let ts = Utc::now().timestamp();
-    let signature = sheriff::clients::slack::signature::sign(BENCH_SECRET, ts, body.as_bytes());
+    let signature = sheriff::clients::slack::sign(BENCH_SECRET, ts, body.as_bytes());
     let answer = client
         .post(url)
         .header("content-type", "application/x-www-form-urlencoded")

@@ -144,7 +144,7 @@ impl EvaluateSettings {
             .find(|l| !(0.0..=DAY as f64).contains(&l.seconds))
         {
             return Err(ConfigError::Invalid(format!(
-                "`evaluate.limits.seconds`: {}: must be between 0 and 86400",
+                "`evaluate.limits.seconds`: {}: must be between 0 and {DAY}",
                 l.backend
             )));
         }

@@ -14,6 +14,7 @@ use std::ops::Range;
 use serde::Serialize;
 
 use super::cells::{ChangedCells, RunsAt};
+use super::probes::ProbeCount;
 use super::runs::Minted;
 use super::{Conn, Result, Store, StoreError, sql};
 use crate::model::{DAY, Dimensions};
@@ -300,9 +301,14 @@ async fn count_probes<'a>(
     }
     let mut broken = HashMap::with_capacity(by_job.len());
     for (job, days) in by_job {
-        let rows: Vec<(i64, i64, i64, i64)> = days
+        let rows: Vec<ProbeCount> = days
             .into_iter()
-            .map(|((b, d), (r, n))| (b, d, r, n))
+            .map(|((backend_id, day), (runs, down))| ProbeCount {
+                backend_id,
+                day,
+                runs,
+                down,
+            })
             .collect();
         super::probes::add_probe_counts(c, job, &rows).await?;
         broken.insert(

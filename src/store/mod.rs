@@ -9,22 +9,22 @@
 //! applies what it is told (a run, a plan, an outbox result) and decides nothing about
 //! incidents; what is kept in memory over it between questions and cycles is [`crate::application::warm`]'s.
 
-pub mod backfills;
 mod db;
 mod error;
 
+pub(crate) mod backfills;
 pub(crate) mod cells;
 pub(crate) mod changelogs;
-pub mod evaluations;
+pub(crate) mod evaluations;
 pub(crate) mod incidents;
-pub mod ingest_log;
+pub(crate) mod ingest_log;
 pub(crate) mod intervals;
 pub(crate) mod leases;
 pub(crate) mod outbox;
 pub(crate) mod outside_commits;
 mod probes;
-pub mod retention;
-pub mod runs;
+pub(crate) mod retention;
+pub(crate) mod runs;
 pub(crate) mod scope_run_reads;
 pub(crate) mod trouble;
 pub(crate) mod watermarks;
@@ -39,8 +39,13 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Connection, PgPool, SqlitePool};
 
+pub use self::backfills::{Backfill, CellCount};
 pub(crate) use self::db::{Arg, Conn, Pooled, Row, Sql, Tx, row_by_position, sql};
 pub use self::error::{Result, StoreError};
+pub use self::evaluations::CycleRecord;
+pub use self::ingest_log::IngestLogEntry;
+pub use self::retention::Cutoffs;
+pub use self::runs::WriteOutcome;
 use crate::config::{DatabaseSettings, Engine};
 
 #[derive(Clone)]

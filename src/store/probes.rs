@@ -112,15 +112,33 @@ pub(super) struct StoredSample {
     pub seconds: i64,
 }
 
+/// One sample of a run as it is being counted: its backend's id and name, and its seconds.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct NamedSample<'a> {
+    pub backend_id: i64,
+    pub backend: &'a str,
+    pub seconds: i64,
+}
+
+/// A job's counted reports of one probe on one day (a push-down backfill's): the runs that had
+/// the probe, and how many of them had it down.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct ProbeCount {
+    pub backend_id: i64,
+    pub day: i64,
+    pub runs: i64,
+    pub down: i64,
+}
+
 /// The liveness samples of a run: `(backend id, seconds)`.
 pub(super) fn probes_of<'a>(
     rules: &TroubleRules,
-    samples: impl IntoIterator<Item = (i64, &'a str, i64)>,
+    samples: impl IntoIterator<Item = NamedSample<'a>>,
 ) -> Vec<(i64, i64)> {
     samples
         .into_iter()
-        .filter(|(_, name, _)| rules.is_liveness(name))
-        .map(|(id, _, s)| (id, s))
+        .filter(|s| rules.is_liveness(s.backend))
+        .map(|s| (s.backend_id, s.seconds))
         .collect()
 }
 
@@ -168,18 +186,18 @@ pub(super) async fn count_probes(
     Ok(())
 }
 
-/// Adds counted probe reports of a job, `(backend id, day, runs, runs down)`, to its days (a
-/// push-down backfill, which reads counts rather than runs).
+/// Adds counted probe reports of a job to its days (a push-down backfill, which reads counts
+/// rather than runs).
 pub(super) async fn add_probe_counts(
     c: &mut Conn<'_>,
     job: &str,
-    counts: &[(i64, i64, i64, i64)],
+    counts: &[ProbeCount],
 ) -> Result<()> {
     for chunk in counts.chunks(500) {
         c.execute(
             sql("INSERT INTO probe_days (job_name, backend_id, day, runs, down)")
-                .values(chunk, |(backend_id, day, runs, down)| {
-                    vec![job.into(), (*backend_id).into(), (*day).into(), (*runs).into(), (*down).into()]
+                .values(chunk, |n| {
+                    vec![job.into(), n.backend_id.into(), n.day.into(), n.runs.into(), n.down.into()]
                 })
                 .push(
                     " ON CONFLICT (job_name, backend_id, day) DO UPDATE SET \
@@ -427,13 +445,14 @@ pub(super) async fn rebuild(
     c.execute(
         sql(
             "INSERT INTO probe_days (job_name, backend_id, day, runs, down) \
-             SELECT r.job_name, s.backend_id, r.started_at / 86400, COUNT(*), \
-             SUM(CASE WHEN s.seconds > $1 THEN 1 ELSE 0 END) \
+             SELECT r.job_name, s.backend_id, r.started_at / $1, COUNT(*), \
+             SUM(CASE WHEN s.seconds > $2 THEN 1 ELSE 0 END) \
              FROM samples s JOIN job_runs r ON r.id = s.run_id WHERE s.backend_id IN (",
         )
+        .bind(DAY)
         .bind(rules.liveness_allowance_seconds)
         .list(probes)
-        .push(") GROUP BY r.job_name, s.backend_id, r.started_at / 86400"),
+        .push(") GROUP BY r.job_name, s.backend_id, r.started_at / $1"),
     )
     .await?;
     let jobs: Vec<(String,)> = c
@@ -486,8 +505,11 @@ pub(super) async fn forget_probes(
     };
     let probes = probes_of(
         rules,
-        rows.iter()
-            .map(|r| (r.backend_id, r.backend.as_str(), r.seconds)),
+        rows.iter().map(|r| NamedSample {
+            backend_id: r.backend_id,
+            backend: r.backend.as_str(),
+            seconds: r.seconds,
+        }),
     );
     count_probes(c, &job, started.div_euclid(DAY), &probes, rules, false).await?;
     Ok((!probes.is_empty()).then_some(job))

@@ -163,7 +163,11 @@ async fn write_prepared(
             .backend_ids
             .iter()
             .zip(&prepared.record.samples)
-            .map(|(id, s)| (*id, s.backend.as_str(), s.seconds))
+            .map(|(id, s)| super::probes::NamedSample {
+                backend_id: *id,
+                backend: s.backend.as_str(),
+                seconds: s.seconds,
+            })
     };
     let probes = super::probes::probes_of(rules, named());
     let broken = if probes.is_empty() && outcome == WriteOutcome::Inserted {
@@ -173,8 +177,8 @@ async fn write_prepared(
         super::probes::refresh_job(c, &run.job_name, rules, changed).await?
     };
     let ignored: std::collections::BTreeSet<&str> = named()
-        .filter(|(id, ..)| broken.contains(id))
-        .map(|(_, name, _)| name)
+        .filter(|s| broken.contains(&s.backend_id))
+        .map(|s| s.backend)
         .collect();
     prepared.ci_trouble = rules.classify_with(
         prepared

@@ -93,8 +93,8 @@ fn targets() -> Vec<Target> {
         ("push body", |b| {
             let (run, _force) =
                 sheriff::edge::server::push::decode(b).map_err(|e| e.to_string())?;
-            match sheriff::adapters::ingest::assembly::assemble(&run) {
-                sheriff::adapters::ingest::assembly::Assembly::Failed { problems } => {
+            match sheriff::adapters::ingest::assemble(&run) {
+                sheriff::adapters::ingest::Assembly::Failed { problems } => {
                     let p = problems.first().ok_or("a failed run without a problem")?;
                     assert!(
                         !p.file.is_empty() && !p.error.is_empty(),
@@ -374,7 +374,7 @@ fn fuzz_every_parser_for_the_long_pass() {
 /// a generated run's push body assembles into a run, the payloads decode to what was pressed.
 #[test]
 fn the_push_and_interaction_seeds_are_real() {
-    use sheriff::adapters::ingest::assembly::{Assembly, assemble};
+    use sheriff::adapters::ingest::{Assembly, assemble};
     use sheriff::edge::server::slack::{Interaction, decode_interaction};
     let seeds = seeds_cached();
     let pushes: Vec<_> = seeds

@@ -19,8 +19,8 @@ use sheriff::config::{JiraApi, Secret, Settings};
 use sheriff::domain::incidents::plan::{self, Action, Policy, Step};
 use sheriff::domain::incidents::{Change, Snapshot};
 use sheriff::model::{Dimension, Scope};
+use sheriff::store::CycleRecord;
 use sheriff::store::Store;
-use sheriff::store::evaluations::CycleRecord;
 use sheriff::synth::{self, Scenario};
 
 fn settings(slack: &FakeSlack, jira: &FakeJira, api: JiraApi) -> Settings {

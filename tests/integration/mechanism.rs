@@ -142,7 +142,7 @@ async fn filed_against_the_harness(r: &RegressionReport, engine: &str) {
             harness_component: component.map(String::from),
             ..Default::default()
         };
-        let sink = sheriff::adapters::notify::jira::JiraSink::new(&settings).unwrap();
+        let sink = sheriff::adapters::notify::JiraSink::new(&settings).unwrap();
         sink.file(&incident, None).await.unwrap();
         let issue = &jira.issues()[0];
         match component {

@@ -9,7 +9,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use common::faults::Faults;
 use common::slack::FakeSlack;
-use sheriff::clients::slack::signature::sign;
+use sheriff::clients::slack::sign;
 use sheriff::config::{Secret, Settings};
 use sheriff::edge::server::{AppState, router};
 use tower::ServiceExt;

@@ -162,7 +162,7 @@ async fn a_full_disk_fails_writes_plainly_and_once_it_has_space_every_write_work
     assert!(
         outcomes
             .iter()
-            .any(|o| matches!(o, sheriff::store::runs::WriteOutcome::Inserted))
+            .any(|o| matches!(o, sheriff::store::WriteOutcome::Inserted))
     );
     assert_eq!(
         store.runs().count_runs().await.unwrap() as usize,
@@ -195,7 +195,7 @@ async fn run_sql(db: &crate::common::TestDb, statement: &str) {
 
 on_both_engines! {
     async fn a_failed_cycle_that_cannot_be_recorded_is_recorded_once_the_database_takes_writes_again(db) {
-        use sheriff::store::evaluations::CycleRecord;
+        use sheriff::store::CycleRecord;
         let failed = CycleRecord {
             started_at: 1_700_000_000,
             finished_at: 1_700_000_001,

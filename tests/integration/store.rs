@@ -3,7 +3,7 @@
 use chrono::{TimeZone, Utc};
 use sheriff::application::warm::Queries;
 use sheriff::model::{ConditionSpan, Dimensions, JobRun, Outage, RunRecord, Sample};
-use sheriff::store::runs::WriteOutcome;
+use sheriff::store::WriteOutcome;
 
 fn sample_record(build_id: &str, registry_seconds: i64) -> RunRecord {
     let started = Utc.with_ymd_and_hms(2026, 11, 20, 8, 30, 0).unwrap();
@@ -140,7 +140,7 @@ on_both_engines! {
     }
 
     async fn the_ingest_log_keeps_entries_newest_first(db) {
-        use sheriff::store::ingest_log::IngestLogEntry;
+        use sheriff::store::IngestLogEntry;
         let entry = |file: &str, outcome: &str| IngestLogEntry {
             logged_at: Utc::now(),
             source: "/data".into(),
@@ -301,9 +301,9 @@ fn count(
     seconds: i64,
     runs: u64,
     down_probes: &[&str],
-) -> sheriff::store::backfills::CellCount {
+) -> sheriff::store::CellCount {
     let record = sample_record("0", 0);
-    sheriff::store::backfills::CellCount {
+    sheriff::store::CellCount {
         job: record.run.job_name.clone(),
         dimensions: record.run.dimensions.clone(),
         day: record.run.started_at.timestamp().div_euclid(86_400),
@@ -317,7 +317,7 @@ fn count(
 
 on_both_engines! {
     async fn a_backfill_adds_its_clean_counts_and_a_run_of_its_days_is_not_stored_after(db) {
-        use sheriff::store::backfills::Backfill;
+        use sheriff::store::Backfill;
         let probe = "ci-cluster-network-liveness-new-connections";
         let counts = [
             count("image-registry-new-connections", 0, 3, &[]),
@@ -346,7 +346,7 @@ on_both_engines! {
         // an adjacent backfill: a read starting in the first goes past both
         let next: Vec<_> = counts
             .iter()
-            .map(|c| sheriff::store::backfills::CellCount { day: day + 1, ..c.clone() })
+            .map(|c| sheriff::store::CellCount { day: day + 1, ..c.clone() })
             .collect();
         let backfill = Backfill { source: "bq://p/d", days: day + 1..day + 2, rows_read: 5, counts: &next };
         db.store.backfills().write_backfill(&backfill).await.unwrap();
@@ -359,7 +359,7 @@ on_both_engines! {
         let counts = [count("image-registry-new-connections", 0, 3, &[])];
         let day = counts[0].day;
         let days = day..day + 1;
-        let backfill = sheriff::store::backfills::Backfill { source: "bq://p/d", days, rows_read: 1, counts: &counts };
+        let backfill = sheriff::store::Backfill { source: "bq://p/d", days, rows_read: 1, counts: &counts };
         let e = format!("{:#}", db.store.backfills().write_backfill(&backfill).await.unwrap_err());
         assert!(e.contains("all_backends_share"), "{e}");
         assert!(db.store.backfills().backfilled_days().await.unwrap().is_empty());

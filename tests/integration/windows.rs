@@ -13,8 +13,8 @@ use chrono::Duration;
 use sheriff::application::warm::{Queries, Warm};
 use sheriff::config::{EvaluateSettings, RetentionSettings};
 use sheriff::model::{Dimensions, RunRecord, TroubleRules};
+use sheriff::store::Cutoffs;
 use sheriff::store::Store;
-use sheriff::store::retention::Cutoffs;
 use sheriff::synth::{self, Scenario};
 
 const DAY: i64 = 86_400;

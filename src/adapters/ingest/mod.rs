@@ -7,14 +7,14 @@
 //! a bad file becomes one ingest-log entry naming the run, the file and what was wrong, and
 //! the rest of the batch goes on.
 
-pub mod assembly;
+pub(crate) mod assembly;
 pub mod bigquery;
-pub mod error;
+mod error;
 pub mod formats;
 pub(crate) mod layout;
 pub(crate) mod local;
 pub(crate) mod on_demand;
-pub mod parse_error;
+mod parse_error;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -25,10 +25,11 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde::Serialize;
 
-use self::assembly::{Assembly, Content, FileProblem, RunFile, RunFiles};
-use self::error::{IngestError, Result};
+pub use self::assembly::{Assembly, assemble};
+use self::assembly::{Content, FileProblem, RunFile, RunFiles};
+pub use self::error::{IngestError, Result};
 use self::layout::{Classified, FileKind, classify};
-use self::parse_error::{ParseError, Problem};
+pub use self::parse_error::{ParseError, Problem};
 use crate::clients::gcs::{self, GcsClient};
 use crate::config::{IngestSettings, Settings};
 use crate::store::ingest_log::IngestLogEntry;

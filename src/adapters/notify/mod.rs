@@ -1,5 +1,5 @@
 //! Delivering the outbox: Slack and Jira side effects, exactly once at the remote side, through
-//! the sinks `slack` and [`jira`] (which build the messages and call the clients of
+//! the sinks `slack` and `jira` (which build the messages and call the clients of
 //! [`crate::clients`]).
 //!
 //! A [`Worker`] claims one entry at a time under a lease (counting the attempt first), delivers
@@ -10,7 +10,7 @@
 //! before it acts: a Slack post is found again by the idempotency key in its message metadata, a
 //! Jira issue by the fingerprint label, a Jira comment by its comment property.
 
-pub mod jira;
+pub(crate) mod jira;
 pub(crate) mod slack;
 
 use std::sync::Arc;
@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
+pub use self::jira::JiraSink;
 use crate::clients::{CallError, SetupError};
 use crate::config::OutboxSettings;
 use crate::domain::incidents::plan::{Effect, Sink};

@@ -146,7 +146,7 @@ impl Windows {
         self.cache.try_lock().map_or(0, |c| c.days_read)
     }
 
-    /// What [`crate::store::evaluations::Evaluations::window_data`] reads, from the days kept
+    /// What `store.evaluations().window_data(…)` reads, from the days kept
     /// here brought up to date.
     pub async fn window_data(
         &self,

@@ -1,5 +1,5 @@
 //! Slack: the Web API client, answers through a `response_url`, and request verification
-//! ([`signature`]).
+//! (`signature`; [`sign`] signs a request as Slack does).
 //!
 //! Every call goes to `slack.api_url` (a local fake in tests). Posts carry message metadata
 //! (`event_type` `sheriff_effect`, the outbox idempotency key in its payload), so a retried post
@@ -14,7 +14,7 @@
 //! not know would fail a whole page, and `SlackMessageMetadata` takes only string payloads. Those
 //! are small private structs here.
 
-pub mod signature;
+pub(crate) mod signature;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -26,6 +26,7 @@ use slack_morphism::api::SlackApiUserGroupsUsersListResponse;
 use slack_morphism::prelude::SlackResponseMetadata;
 use tokio::sync::Mutex;
 
+pub use self::signature::sign;
 use super::{CallError, SetupError};
 use crate::config::SlackSettings;
 

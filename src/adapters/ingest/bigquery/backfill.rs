@@ -12,7 +12,7 @@
 //! CI-trouble rules need it: on its probes' rows (their counts per job and day tell which probes
 //! are broken for the job) and on the rows of runs with a probe down (troubled unless that probe
 //! is broken). sheriff then leaves the troubled runs out and adds the counts to the day
-//! histograms, sealing the days (see [`crate::store::backfills`]).
+//! histograms, sealing the days (see [`crate::store::Store::backfills`]).
 //!
 //! What a backfill does not store: the runs themselves (`job_runs`, their samples, payloads and
 //! links), so no run of those days can be a sample in evidence, a payload in a changelog or a
@@ -124,7 +124,7 @@ impl Dataset {
              FROM samples GROUP BY JobName, Name) \
              SELECT v.Variant, IF(v.Variant IS NULL OR d.DownProbes IS NOT NULL \
              OR REGEXP_CONTAINS(s.BackendName, @liveness), s.JobName, NULL) AS Job, s.MasterNodesUpdated, \
-             DIV(s.Start, 86400) AS Day, d.DownProbes, s.BackendName, \
+             DIV(s.Start, @day) AS Day, d.DownProbes, s.BackendName, \
              LEAST(GREATEST(s.MaxSeconds, 0), @max_seconds) AS Seconds, COUNT(*) AS Runs, MIN(s.Start) AS FirstStart \
              FROM samples AS s JOIN down AS d ON d.JobName = s.JobName AND d.Name = s.Name \
              LEFT JOIN variants AS v ON v.JobName = s.JobName \
@@ -137,6 +137,7 @@ impl Dataset {
             ("variants", Param::Text(variants)),
             ("from", Param::Int(days.start * DAY)),
             ("to", Param::Int(days.end * DAY)),
+            ("day", Param::Int(DAY)),
             ("liveness", Param::Text(liveness_pattern(&rules.liveness))),
             ("allowance", Param::Int(rules.liveness_allowance_seconds)),
             ("max_seconds", Param::Int(MAX_RUN_SECONDS)),

@@ -91,7 +91,7 @@ pub fn query(project: &str, dataset: &str, table: &str, run: &JobRun, max_rows: 
 
 /// The run's intervals at `location`, as the files they were loaded from: (file name, content)
 /// for each file of the view ingest would read. An [`Unusable`] error
-/// ([`IngestError::Unusable`](crate::adapters::ingest::error::IngestError::Unusable)) when there
+/// ([`IngestError::Unusable`](crate::adapters::ingest::IngestError::Unusable)) when there
 /// are more than `max_rows` rows or `max_bytes` of items; any other error may pass (BigQuery
 /// unreachable, a refused query).
 pub async fn read(

@@ -37,7 +37,7 @@ pub(crate) fn refused_text(bytes: &[u8]) -> Option<&'static str> {
 }
 
 /// What a field should have held, as the parsers' errors say it ("`soon` is not an RFC 3339
-/// time") and [`ParseError::expected`](super::parse_error::ParseError::expected) gives it.
+/// time") and [`ParseError::expected`](super::ParseError::expected) gives it.
 pub const RFC3339_TIME: &str = "an RFC 3339 time";
 pub const EPOCH_SECONDS: &str = "epoch seconds";
 pub const GO_DURATION: &str = "a Go duration";
