@@ -3,7 +3,7 @@
 
 mod attribution;
 mod episodes;
-pub mod error;
+mod error;
 mod fix_verdict;
 mod follow;
 pub(crate) mod replay;

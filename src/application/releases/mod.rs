@@ -12,7 +12,7 @@ use crate::model::{DAY, Dimension, RegressionReport, SuspectChange};
 use crate::store::Store;
 use crate::support::http::with_sources;
 
-pub mod error;
+mod error;
 pub mod outside;
 
 pub use self::error::ReleaseError;
