@@ -243,8 +243,7 @@ impl fmt::Display for Refusal {
             Refusal::BadLevel(e) => write!(f, "{e}"),
             Refusal::BadUntil { text } => write!(
                 f,
-                "--until {:?}: use a date (2026-12-15), a time (2026-12-15T12:00:00Z) or a span (14d)",
-                text.chars().take(40).collect::<String>()
+                "--until {text:?}: use a date (2026-12-15), a time (2026-12-15T12:00:00Z) or a span (14d)"
             ),
             Refusal::UntilNotInFuture => {
                 f.write_str("an accepted level ends in the future (--until)")
@@ -265,6 +264,9 @@ impl fmt::Display for Refusal {
     }
 }
 
+/// A refusal is the error of an action refused; its `Display` (above) is what the person reads.
+impl std::error::Error for Refusal {}
+
 /// A reason as a person gave it, without a "not a regression:" they typed in front of it
 /// themselves, so the line does not say it twice.
 fn own_words(reason: &str) -> &str {
@@ -281,35 +283,74 @@ mod tests {
     use crate::domain::incidents::plan::NewSilence;
     use crate::domain::incidents::silence::Target;
 
+    /// Every refusal's text, as the person who asked reads it (word for word what the planner
+    /// wrote before the refusals were typed).
     #[test]
     fn a_refusal_says_what_was_asked_and_why_not() {
-        let said = |r: Refusal| r.to_string();
-        assert_eq!(
-            said(Refusal::NoIncident {
-                reference: "#12".into()
-            }),
-            "no incident #12"
+        use crate::domain::incidents::manual::parse_until;
+        let level = crate::model::Allowance::parse_level("P50=3").unwrap_err();
+        let level_text = level.to_string();
+        let too_long = parse_until(&"x".repeat(100), 0).unwrap_err();
+        let cut = format!(
+            "--until {:?}: use a date (2026-12-15), a time (2026-12-15T12:00:00Z) or a span (14d)",
+            "x".repeat(40)
         );
-        assert_eq!(
-            said(Refusal::JiraFiled {
-                id: 3,
-                key: "OCPBUGS-1".into()
-            }),
-            "incident #3 already has OCPBUGS-1"
-        );
-        assert_eq!(
-            said(Refusal::AcceptedTooLong),
-            "an accepted level lasts at most 180 days"
-        );
-        assert_eq!(said(Refusal::SilenceTooLong), "a silence lasts at most 90d");
-        let long = "x".repeat(100);
-        assert_eq!(
-            said(Refusal::BadUntil { text: long }),
-            format!(
-                "--until {:?}: use a date (2026-12-15), a time (2026-12-15T12:00:00Z) or a span (14d)",
-                "x".repeat(40)
-            )
-        );
+        let cases: Vec<(Refusal, &str)> = vec![
+            (Refusal::no_incident("#12"), "no incident #12"),
+            (
+                Refusal::NoActiveSilence {
+                    reference: "7".into(),
+                },
+                "no active silence matches 7",
+            ),
+            (Refusal::JiraOff, "Jira is not configured for sheriff."),
+            (
+                Refusal::JiraFiled {
+                    id: 3,
+                    key: "OCPBUGS-1".into(),
+                },
+                "incident #3 already has OCPBUGS-1",
+            ),
+            (
+                Refusal::JiraBeingFiled { id: 3 },
+                "incident #3's Jira issue is being filed",
+            ),
+            (
+                Refusal::AlreadyResolved { id: 3 },
+                "incident #3 is already resolved",
+            ),
+            (
+                Refusal::NothingToAccept { id: 3 },
+                "incident #3 is resolved; nothing to accept",
+            ),
+            (
+                Refusal::NotARegressionWithoutReason,
+                "Say why it is not a regression.",
+            ),
+            (
+                Refusal::AcceptedWithoutReason,
+                "Say why this level is accepted (--reason).",
+            ),
+            (Refusal::BadLevel(level), &level_text),
+            (too_long, &cut),
+            (
+                Refusal::UntilNotInFuture,
+                "an accepted level ends in the future (--until)",
+            ),
+            (
+                Refusal::AcceptedTooLong,
+                "an accepted level lasts at most 180 days",
+            ),
+            (
+                Refusal::NoSilenceDuration,
+                "a silence needs a duration such as 24h or 7d",
+            ),
+            (Refusal::SilenceTooLong, "a silence lasts at most 90d"),
+            (Refusal::DurationTooLong, "that duration is too long"),
+        ];
+        for (refusal, text) in cases {
+            assert_eq!(refusal.to_string(), text, "{refusal:?}");
+        }
     }
 
     #[test]

@@ -38,7 +38,8 @@ pub enum Refusal {
     AcceptedWithoutReason,
     /// An accepted level that cannot be read (`P50<=10s`).
     BadLevel(crate::model::LevelError),
-    /// An accepted level's end that is neither a date, a time nor a span (as typed, trimmed).
+    /// An accepted level's end that is neither a date, a time nor a span: as typed, trimmed
+    /// and cut at 40 characters.
     BadUntil { text: String },
     /// An accepted level's end that is not in the future.
     UntilNotInFuture,
@@ -60,8 +61,6 @@ impl Refusal {
         }
     }
 }
-
-impl std::error::Error for Refusal {}
 
 /// A silence made again this soon, by the same person and the same way, is the same silence.
 pub(crate) const SAME_SILENCE_WITHIN_SECS: i64 = 600;
@@ -255,7 +254,7 @@ pub(crate) fn parse_until(text: &str, now: i64) -> Result<i64, Refusal> {
     chrono::DateTime::parse_from_rfc3339(t)
         .map(|d| d.timestamp())
         .map_err(|_| Refusal::BadUntil {
-            text: t.to_string(),
+            text: t.chars().take(40).collect(),
         })
 }
 
