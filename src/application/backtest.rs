@@ -33,7 +33,7 @@ pub enum BacktestError {
     Span,
     /// The runs to replay could not be read into memory.
     #[error(transparent)]
-    Replay(#[from] CycleError),
+    Replay(CycleError),
     /// No temporary folder could be made for the backtest's own store.
     #[error("a folder for the backtest's own store")]
     ScratchFolder(#[source] std::io::Error),
@@ -181,7 +181,10 @@ pub(crate) async fn backtest_observed(
     let reach = i64::from(es.window_days + es.baseline_days)
         .max(i64::from(es.reference_lookback_days))
         * DAY;
-    let replay = Arc::new(Replay::load(store, from.timestamp() - reach, to.timestamp()).await?);
+    let replay = Replay::load(store, from.timestamp() - reach, to.timestamp())
+        .await
+        .map_err(BacktestError::Replay)?;
+    let replay = Arc::new(replay);
     let scratch_dir = tempfile::tempdir().map_err(BacktestError::ScratchFolder)?;
     let url = format!(
         "sqlite://{}",
