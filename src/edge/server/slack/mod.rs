@@ -1,8 +1,8 @@
 //! `POST /slack/commands` and `POST /slack/interactions`: the slash command (its grammar in
 //! [`command`], also what `sheriff query` reads) and the buttons.
 //!
-//! Every handler takes a `SlackSigned` body (`server::auth`): an unsigned request is answered 401
-//! before any of this runs, and nothing changes. Changes need an `Operator`. Answers come within Slack's
+//! Every route is behind Slack's signature (`server::auth`), its handler taking the `SlackSigned`
+//! body: an unsigned request is answered 401 before any of this runs, and nothing changes. Changes need an `Operator`. Answers come within Slack's
 //! 3 seconds: quick work answers in the response itself; work that may take longer (an
 //! evaluation cycle, or anything slower than 2.5 s) is acknowledged at once and answered
 //! through the request's `response_url`.
