@@ -1,7 +1,8 @@
 //! Who may call what, decided before a handler acts: [`require_slack_signature`] for Slack's
-//! requests (their handlers take the [`SlackSigned`] body it leaves), [`Operator`] for the Slack
-//! actions that change things, [`require_push_token`] for the push API (its handlers take the
-//! [`PushTokenChecked`] it leaves). The pages' optional token is `pages::require_token`.
+//! requests (their handlers take the [`SlackSigned`] body it leaves), [`require_push_token`] for
+//! the push API (its handlers take the [`PushTokenChecked`] it leaves). The pages' optional
+//! token is `pages::require_token`. Changes need an operator, which only
+//! [`crate::application::actions::Operator::authorize`] makes for a Slack user.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request, State};
@@ -89,55 +90,6 @@ impl<S: Send + Sync> FromRequestParts<S> for SlackSigned {
                 "a Slack route is served without the signature's layer"
             ))
         })
-    }
-}
-
-/// A Slack user sheriff lets change things: one of `slack.authorized_users`, or a member of one
-/// of `slack.authorized_groups`. Only [`Operator::authorize`] makes one, so code that takes an
-/// `&Operator` runs for nobody else.
-#[derive(Debug)]
-pub struct Operator {
-    user: String,
-    /// Who they are as the history records them ([`crate::support::render::slack_actor`]).
-    actor: String,
-}
-
-impl Operator {
-    /// `user` (`actor` in the history) as an operator, or None when they are not one (or no
-    /// group could be read).
-    pub async fn authorize(state: &AppState, user: &str, actor: &str) -> Option<Operator> {
-        let s = &state.settings.slack;
-        let operator = || {
-            Some(Operator {
-                user: user.to_string(),
-                actor: actor.to_string(),
-            })
-        };
-        if s.authorized_users.iter().any(|u| u == user) {
-            return operator();
-        }
-        let client = state
-            .slack
-            .as_ref()
-            .filter(|_| !s.authorized_groups.is_empty())?;
-        for g in &s.authorized_groups {
-            match client.group_members(g).await {
-                Ok(members) if members.iter().any(|m| m == user) => return operator(),
-                Ok(_) => {}
-                Err(e) => tracing::warn!(group = %g, "cannot read the user group: {e}"),
-            }
-        }
-        None
-    }
-
-    /// Their Slack user id.
-    pub fn user(&self) -> &str {
-        &self.user
-    }
-
-    /// Who they are in the history: what every change they make is recorded as.
-    pub fn actor(&self) -> &str {
-        &self.actor
     }
 }
 

@@ -21,9 +21,9 @@ pub use dialogs::{accept_level_view, not_a_regression_view};
 pub use interactions::{Button, Decoded, Interaction, decode_interaction, interactions};
 pub use slash_commands::commands;
 
-use super::auth::Operator;
+use super::AppState;
 use crate::adapters::notify::slack::blocks;
-use crate::application::actions::ActionError;
+use crate::application::actions::{ActionError, Operator};
 use crate::clients::slack::Message;
 
 /// How long a request may work before it answers "working on it" and goes on in the background.
@@ -39,6 +39,11 @@ fn text_message(text: &str) -> Message {
         text: blocks::truncate(text, blocks::MAX_MESSAGE_TEXT),
         blocks: json!([blocks::section(&blocks::escape(text))]),
     }
+}
+
+/// `user` (`actor` in the history) as an [`Operator`], or None.
+async fn operator(state: &AppState, user: &str, actor: &str) -> Option<Operator> {
+    Operator::authorize(&state.settings.slack, state.slack.as_deref(), user, actor).await
 }
 
 /// The answer to someone who is not an [`Operator`] asking for a change.
@@ -88,7 +93,7 @@ async fn acknowledged(
 ) -> Result<Message, ActionError> {
     let user = operator.user();
     let (i, fresh) =
-        crate::application::actions::acknowledge(store, reference, operator.actor(), now).await?;
+        crate::application::actions::acknowledge(store, reference, operator, now).await?;
     Ok(text_message(&if fresh {
         format!("Incident #{} acknowledged by <@{user}>.", i.id)
     } else {
