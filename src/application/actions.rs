@@ -1,11 +1,13 @@
 //! What people do to incidents, from the command line or Slack: acknowledge, silence and
 //! unsilence, resolve, "not a regression", file Jira now. Each is planned by
 //! [`crate::domain::incidents::manual`] from the state inside one transaction and applied by the store;
-//! the answer is given only after the commit.
+//! the answer is given only after the commit. Each takes the [`Operator`] it is done for, so none
+//! runs without the check.
 
 use std::fmt;
 
-use crate::config::Settings;
+use crate::clients::slack::SlackClient;
+use crate::config::{Settings, SlackSettings};
 use crate::domain::incidents::Incident;
 use crate::domain::incidents::manual::{self, Refusal};
 use crate::domain::incidents::plan::{Policy, Resolution};
@@ -68,6 +70,73 @@ impl From<Refusal> for ActionError {
     }
 }
 
+/// Someone sheriff lets change incidents: a Slack user who is one of `slack.authorized_users`
+/// or a member of one of `slack.authorized_groups` ([`Operator::authorize`]), or the local user
+/// of the command line ([`Operator::local`], [`Operator::local_named`]). Nothing else makes one,
+/// and every action that changes something takes one, so no change is made for anybody else.
+#[derive(Debug)]
+pub struct Operator {
+    user: String,
+    /// Who they are as the history records them: [`crate::support::render::slack_actor`] for
+    /// a Slack user, `cli:<name>` for the local one.
+    actor: String,
+}
+
+impl Operator {
+    /// Slack's `user` (`actor` in the history) as an operator, or None when they are not one
+    /// (or no group could be read through `client`).
+    pub async fn authorize(
+        slack: &SlackSettings,
+        client: Option<&SlackClient>,
+        user: &str,
+        actor: &str,
+    ) -> Option<Operator> {
+        let operator = || {
+            Some(Operator {
+                user: user.to_string(),
+                actor: actor.to_string(),
+            })
+        };
+        if slack.authorized_users.iter().any(|u| u == user) {
+            return operator();
+        }
+        let client = client.filter(|_| !slack.authorized_groups.is_empty())?;
+        for g in &slack.authorized_groups {
+            match client.group_members(g).await {
+                Ok(members) if members.iter().any(|m| m == user) => return operator(),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(group = %g, "cannot read the user group: {e}"),
+            }
+        }
+        None
+    }
+
+    /// The local user of the command line, who may change anything the database lets them:
+    /// recorded as `cli:$USER`, else `cli:<host name>`.
+    pub fn local() -> Operator {
+        let user = std::env::var("USER").ok().filter(|u| !u.trim().is_empty());
+        Operator::local_named(&user.unwrap_or_else(crate::support::process::hostname))
+    }
+
+    /// The command line's local user known as `name`: recorded as `cli:<name>`.
+    pub fn local_named(name: &str) -> Operator {
+        Operator {
+            user: name.to_string(),
+            actor: format!("cli:{name}"),
+        }
+    }
+
+    /// Their Slack user id, or the local user's name.
+    pub fn user(&self) -> &str {
+        &self.user
+    }
+
+    /// Who they are in the history: what every change they make is recorded as.
+    pub fn actor(&self) -> &str {
+        &self.actor
+    }
+}
+
 /// The incident as it is after an action.
 async fn reread(store: &Store, id: i64) -> Result<Incident, ActionError> {
     store
@@ -89,9 +158,10 @@ async fn id_of(store: &Store, reference: &str) -> Result<i64, ActionError> {
 pub(crate) async fn acknowledge(
     store: &Store,
     reference: &str,
-    actor: &str,
+    operator: &Operator,
     now: i64,
 ) -> Result<(Incident, bool), ActionError> {
+    let actor = operator.actor();
     let (_, fresh) = store
         .incidents()
         .apply_manual(
@@ -132,9 +202,10 @@ pub async fn silence(
     target: &Target,
     seconds: i64,
     reason: &str,
-    actor: &str,
+    operator: &Operator,
     now: i64,
 ) -> Result<SilenceMade, ActionError> {
+    let actor = operator.actor();
     let (applied, (same, holds)) = store
         .incidents()
         .apply_manual(
@@ -159,9 +230,10 @@ pub async fn unsilence(
     store: &Store,
     settings: &Settings,
     reference: &str,
-    actor: &str,
+    operator: &Operator,
     now: i64,
 ) -> Result<usize, ActionError> {
+    let actor = operator.actor();
     let policy = Policy::from_settings(settings, words::line);
     let (_, n) = store
         .incidents()
@@ -185,9 +257,10 @@ pub async fn resolve(
     settings: &Settings,
     reference: &str,
     reason: &str,
-    actor: &str,
+    operator: &Operator,
     now: i64,
 ) -> Result<Incident, ActionError> {
+    let actor = operator.actor();
     let policy = Policy::from_settings(settings, words::line);
     let how = Resolution::ByHand {
         reason: reason.to_string(),
@@ -211,9 +284,10 @@ pub async fn not_a_regression(
     settings: &Settings,
     reference: &str,
     reason: &str,
-    actor: &str,
+    operator: &Operator,
     now: i64,
 ) -> Result<Incident, ActionError> {
+    let actor = operator.actor();
     let policy = Policy::from_settings(settings, words::line);
     store
         .incidents()
@@ -237,9 +311,10 @@ pub async fn accept(
     store: &Store,
     reference: &str,
     a: &manual::Accept,
-    actor: &str,
+    operator: &Operator,
     now: i64,
 ) -> Result<Incident, ActionError> {
+    let actor = operator.actor();
     store
         .incidents()
         .apply_manual(
@@ -262,9 +337,10 @@ pub(crate) async fn file_now(
     store: &Store,
     settings: &Settings,
     reference: &str,
-    actor: &str,
+    operator: &Operator,
     now: i64,
 ) -> Result<Incident, ActionError> {
+    let actor = operator.actor();
     let enabled = settings.jira.enabled();
     store
         .incidents()

@@ -389,7 +389,7 @@ on_both_engines! {
                     reason: "a known cost of draining the registry, agreed in OCPBUGS-1".into(),
                     jira_key: Some("OCPBUGS-1".into()),
                 };
-                let done = sheriff::application::actions::accept(&w.store, &i.id.to_string(), &a, "cli:tester", t.timestamp()).await.unwrap();
+                let done = sheriff::application::actions::accept(&w.store, &i.id.to_string(), &a, &sheriff::application::actions::Operator::local_named("tester"), t.timestamp()).await.unwrap();
                 assert_eq!(done.allowance.as_ref().unwrap().percentile, Percentile::P50);
             }
             w.cycle(t).await;

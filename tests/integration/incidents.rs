@@ -270,7 +270,7 @@ async fn silence_until_acknowledged(store: &Store, target: &str, now: i64) -> i6
             &target,
             3_600,
             "fault schedule",
-            "cli:ops",
+            &sheriff::application::actions::Operator::local_named("ops"),
             now,
         )
         .await
@@ -675,13 +675,13 @@ on_both_engines! {
         let now = chrono::Utc::now().timestamp();
         let wording = ["backend=image-registry-*", "platform=metal", "arch=amd64"];
         let target = sheriff::domain::incidents::silence::Target::parse(&wording).unwrap();
-        let made = sheriff::application::actions::silence(&store, &target, 7_200, "known", "cli:me", now).await.unwrap();
+        let made = sheriff::application::actions::silence(&store, &target, 7_200, "known", &sheriff::application::actions::Operator::local_named("me"), now).await.unwrap();
         assert_eq!(made.holds, vec![metal.id]);
         let silence = store.incidents().silences(now).await.unwrap().into_iter().find(|s| s.id == made.id).unwrap();
         assert!(silence.matches(metal, now), "the stored silence holds it");
 
         let target = sheriff::domain::incidents::silence::Target::parse(&["backend=image-registry-*", "platform=vsphere"]).unwrap();
-        let made = sheriff::application::actions::silence(&store, &target, 7_200, "known", "cli:me", now).await.unwrap();
+        let made = sheriff::application::actions::silence(&store, &target, 7_200, "known", &sheriff::application::actions::Operator::local_named("me"), now).await.unwrap();
         assert!(made.holds.is_empty());
         assert!(made.holds_words().contains("matches no open incident"), "{}", made.holds_words());
     }
@@ -765,7 +765,7 @@ on_both_engines! {
         let before = thread_lines(&slack).len();
         let now = chrono::Utc::now().timestamp();
         let target = sheriff::domain::incidents::silence::Target::parse(&["1"]).unwrap();
-        sheriff::application::actions::silence(&store, &target, 86_400, "known metal outage", "cli:ops", now).await.unwrap();
+        sheriff::application::actions::silence(&store, &target, 86_400, "known metal outage", &sheriff::application::actions::Operator::local_named("ops"), now).await.unwrap();
         // a cycle's change during the silence: held, nothing sent
         let tier = Change::TierChanged { from: "P50 5-10x".into(), to: "P50 >=10x".into() };
         let update = Action::Update {
@@ -779,7 +779,7 @@ on_both_engines! {
         assert_eq!(store.outbox().counts(0).await.unwrap().pending, 0, "held by the silence");
         assert_eq!(store.incidents().find("1").await.unwrap().unwrap().held.len(), 2);
         // a person resolves it during the silence: Slack and Jira hear of it at once
-        sheriff::application::actions::resolve(&store, &settings, "1", "the metal lab was rewired", "cli:ops", now).await.unwrap();
+        sheriff::application::actions::resolve(&store, &settings, "1", "the metal lab was rewired", &sheriff::application::actions::Operator::local_named("ops"), now).await.unwrap();
         sheriff::adapters::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
         let lines = thread_lines(&slack);
         assert_eq!(lines.len(), before + 1, "{lines:#?}");
@@ -789,7 +789,7 @@ on_both_engines! {
         assert_eq!(jira.issues()[0].transitions, vec!["Done".to_string()]);
         assert_eq!(jira.issues()[0].comments.len(), 1, "the resolution");
         // the silence ends: what it held is told once, though the incident is resolved
-        let n = sheriff::application::actions::unsilence(&store, &settings, "1", "cli:ops", now).await.unwrap();
+        let n = sheriff::application::actions::unsilence(&store, &settings, "1", &sheriff::application::actions::Operator::local_named("ops"), now).await.unwrap();
         assert_eq!(n, 1);
         sheriff::adapters::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
         let lines = thread_lines(&slack);

@@ -122,9 +122,15 @@ async fn a_full_disk_fails_writes_plainly_and_once_it_has_space_every_write_work
     let target =
         sheriff::domain::incidents::silence::Target::parse(&["backend=image-registry-*"]).unwrap();
     let now = chrono::Utc::now().timestamp();
-    let asked =
-        sheriff::application::actions::silence(&store, &target, 3600, "disk full", "cli:me", now)
-            .await;
+    let asked = sheriff::application::actions::silence(
+        &store,
+        &target,
+        3600,
+        "disk full",
+        &sheriff::application::actions::Operator::local_named("me"),
+        now,
+    )
+    .await;
     assert!(
         asked.is_err(),
         "a silence is not acknowledged unless stored: {asked:?}"
@@ -145,7 +151,7 @@ async fn a_full_disk_fails_writes_plainly_and_once_it_has_space_every_write_work
         &target,
         3600,
         "disk fine",
-        "cli:me",
+        &sheriff::application::actions::Operator::local_named("me"),
         now + 1,
     )
     .await

@@ -7,19 +7,10 @@ use anyhow::{Context, Result};
 use chrono::Utc;
 
 use super::{Format, IncidentsAction};
-use crate::application::actions;
+use crate::application::actions::{self, Operator};
 use crate::application::board::{self, incident_json};
 use crate::config::Settings;
 use crate::store::Store;
-
-/// Who a command-line action is recorded as: `cli:$USER`, else `cli:<host name>`.
-fn cli_actor() -> String {
-    let user = std::env::var("USER").ok().filter(|u| !u.trim().is_empty());
-    format!(
-        "cli:{}",
-        user.unwrap_or_else(crate::support::process::hostname)
-    )
-}
 
 /// `sheriff incidents list`: every incident, or those in one state, newest first.
 async fn list_incidents(store: &Store, state: Option<String>, format: Format) -> Result<()> {
@@ -112,7 +103,7 @@ async fn silence(
         crate::domain::incidents::silence::Target::parse(&words).map_err(anyhow::Error::msg)?;
     let secs = crate::model::parse_span(duration)
         .with_context(|| format!("`--for {duration}`: use a duration like 90m, 24h, 7d or 2w"))?;
-    let made = actions::silence(store, &target, secs, reason, &cli_actor(), now).await?;
+    let made = actions::silence(store, &target, secs, reason, &Operator::local(), now).await?;
     let what = match &target.fingerprint {
         Some(reference) => format!("incident {reference}"),
         None => format!("matcher {}", target.describe()),
@@ -136,14 +127,20 @@ pub(super) async fn incidents_on(
         IncidentsAction::Show { incident, format } => show(store, &incident, format).await?,
         IncidentsAction::Resolve { incident, reason } => {
             let reason = reason_given_or_asked(reason)?;
-            let i =
-                actions::resolve(store, settings, &incident, &reason, &cli_actor(), now).await?;
+            let i = actions::resolve(store, settings, &incident, &reason, &Operator::local(), now)
+                .await?;
             print!("{}", board::resolved_words(&i, &reason));
         }
         IncidentsAction::NotARegression { incident, reason } => {
-            let i =
-                actions::not_a_regression(store, settings, &incident, &reason, &cli_actor(), now)
-                    .await?;
+            let i = actions::not_a_regression(
+                store,
+                settings,
+                &incident,
+                &reason,
+                &Operator::local(),
+                now,
+            )
+            .await?;
             println!(
                 "#{} marked not a regression: resolved, and its fingerprint silenced for 30 days",
                 i.id
@@ -155,7 +152,8 @@ pub(super) async fn incidents_on(
             reason,
         } => silence(store, &target, &duration, &reason, now).await?,
         IncidentsAction::Unsilence { reference } => {
-            let n = actions::unsilence(store, settings, &reference, &cli_actor(), now).await?;
+            let n =
+                actions::unsilence(store, settings, &reference, &Operator::local(), now).await?;
             println!("ended {n} silence(s)");
         }
         IncidentsAction::Accept {
@@ -174,7 +172,7 @@ pub(super) async fn incidents_on(
                 reason,
                 jira_key: jira,
             };
-            let i = actions::accept(store, &incident, &a, &cli_actor(), now).await?;
+            let i = actions::accept(store, &incident, &a, &Operator::local(), now).await?;
             let told = i
                 .allowance
                 .as_ref()
@@ -182,7 +180,8 @@ pub(super) async fn incidents_on(
             println!("#{}: {told}", i.id);
         }
         IncidentsAction::Ack { incident } => {
-            let (i, fresh) = actions::acknowledge(store, &incident, &cli_actor(), now).await?;
+            let (i, fresh) =
+                actions::acknowledge(store, &incident, &Operator::local(), now).await?;
             let already = if fresh { "" } else { " (already)" };
             println!("acknowledged #{} ({}){already}", i.id, i.fingerprint);
         }

@@ -1,116 +1,95 @@
-//! Who may call what, decided before a handler acts: [`SlackSigned`] for Slack's requests,
-//! [`Operator`] for the Slack actions that change things, [`require_push_token`] for the push
-//! API (its handlers take the [`PushTokenChecked`] it leaves). The pages' optional token is
-//! `pages::require_token`.
+//! Who may call what, decided before a handler acts: [`require_slack_signature`] for Slack's
+//! requests (their handlers take the [`SlackSigned`] body it leaves), [`require_push_token`] for
+//! the push API (its handlers take the [`PushTokenChecked`] it leaves). The pages' optional
+//! token is `pages::require_token`. Changes need an operator, which only
+//! [`crate::application::actions::Operator::authorize`] makes for a Slack user.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request, State};
 use axum::http::request::Parts;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use super::{ApiError, AppState};
 use crate::clients::slack::signature::{self, VerifyError};
 
-/// A request's body, signed by Slack with the signing secret (or the previous one) within the
-/// last five minutes. A handler that takes one cannot run on an unsigned, forged or stale
-/// request: it is answered 401 (400 when signed but not text), logged and counted first.
+/// Slack's signature, checked before the handler runs: the body, signed with the signing
+/// secret (or the previous one) within the last five minutes, goes on to the handler (as the
+/// body and as [`SlackSigned`]); an unsigned, forged or stale request is answered 401 (400 when
+/// signed but not text), logged and counted, and nothing else runs.
 ///
 /// The body is read whole before the signature can be checked, so it is bounded: by the
 /// route's `DefaultBodyLimit` (`server.slack_max_body_bytes` on the Slack routes, axum's 2 MB
 /// elsewhere), answered 413 as axum answers it.
-#[derive(Debug)]
+pub async fn require_slack_signature(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let (mut parts, body) = request.into_parts();
+    let mut reading = Request::new(body);
+    *reading.headers_mut() = parts.headers.clone();
+    // the body limit travels in the extensions
+    *reading.extensions_mut() = parts.extensions.clone();
+    let body = match Bytes::from_request(reading, &state).await {
+        Ok(body) => body,
+        Err(rejection) => return rejection.into_response(),
+    };
+    if let Err(e) = verify_slack(&state, &parts.headers, &body) {
+        return unsigned(&e);
+    }
+    parts.extensions.insert(SlackSigned(body.clone()));
+    next.run(Request::from_parts(parts, axum::body::Body::from(body)))
+        .await
+}
+
+/// Ok when `body` carries Slack's signature in `headers`.
+fn verify_slack(state: &AppState, headers: &HeaderMap, body: &[u8]) -> Result<(), VerifyError> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let s = &state.settings.slack;
+    // An empty secret signs for anyone who guesses it is empty: it counts as none.
+    let secrets: Vec<&crate::config::Secret> = s
+        .signing_secret
+        .iter()
+        .chain(s.signing_secret_previous.iter())
+        .filter(|secret| !secret.expose().is_empty())
+        .collect();
+    signature::verify(
+        &secrets,
+        header("x-slack-signature"),
+        header("x-slack-request-timestamp"),
+        body,
+    )
+}
+
+/// The answer to a request Slack did not sign (`e` says why), logged and counted.
+fn unsigned(e: &VerifyError) -> Response {
+    tracing::warn!("refused a Slack request: {e}");
+    metrics::counter!("sheriff_slack_requests_refused_total").increment(1);
+    let status = if *e == VerifyError::NotText {
+        StatusCode::BAD_REQUEST
+    } else {
+        StatusCode::UNAUTHORIZED
+    };
+    (status, format!("{e}\n")).into_response()
+}
+
+/// A request's body, signed by Slack: left in the request by [`require_slack_signature`] and
+/// by nothing else, so a handler that takes one answers 500, never its work, when served
+/// outside that layer.
+#[derive(Debug, Clone)]
 pub struct SlackSigned(pub Bytes);
 
-impl FromRequest<AppState> for SlackSigned {
-    type Rejection = Response;
+impl<S: Send + Sync> FromRequestParts<S> for SlackSigned {
+    type Rejection = ApiError;
 
-    async fn from_request(request: Request, state: &AppState) -> Result<SlackSigned, Response> {
-        let headers = request.headers();
-        let header = |name: &str| {
-            headers
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        };
-        let (signature, timestamp) = (
-            header("x-slack-signature"),
-            header("x-slack-request-timestamp"),
-        );
-        let body = Bytes::from_request(request, state)
-            .await
-            .map_err(IntoResponse::into_response)?;
-        let s = &state.settings.slack;
-        // An empty secret signs for anyone who guesses it is empty: it counts as none.
-        let secrets: Vec<&crate::config::Secret> = s
-            .signing_secret
-            .iter()
-            .chain(s.signing_secret_previous.iter())
-            .filter(|secret| !secret.expose().is_empty())
-            .collect();
-        match signature::verify(&secrets, signature.as_deref(), timestamp.as_deref(), &body) {
-            Ok(()) => Ok(SlackSigned(body)),
-            Err(e) => {
-                tracing::warn!("refused a Slack request: {e}");
-                metrics::counter!("sheriff_slack_requests_refused_total").increment(1);
-                let status = if e == VerifyError::NotText {
-                    StatusCode::BAD_REQUEST
-                } else {
-                    StatusCode::UNAUTHORIZED
-                };
-                Err((status, format!("{e}\n")).into_response())
-            }
-        }
-    }
-}
-
-/// A Slack user sheriff lets change things: one of `slack.authorized_users`, or a member of one
-/// of `slack.authorized_groups`. Only [`Operator::authorize`] makes one, so code that takes an
-/// `&Operator` runs for nobody else.
-#[derive(Debug)]
-pub struct Operator {
-    user: String,
-    /// Who they are as the history records them ([`crate::support::render::slack_actor`]).
-    actor: String,
-}
-
-impl Operator {
-    /// `user` (`actor` in the history) as an operator, or None when they are not one (or no
-    /// group could be read).
-    pub async fn authorize(state: &AppState, user: &str, actor: &str) -> Option<Operator> {
-        let s = &state.settings.slack;
-        let operator = || {
-            Some(Operator {
-                user: user.to_string(),
-                actor: actor.to_string(),
-            })
-        };
-        if s.authorized_users.iter().any(|u| u == user) {
-            return operator();
-        }
-        let client = state
-            .slack
-            .as_ref()
-            .filter(|_| !s.authorized_groups.is_empty())?;
-        for g in &s.authorized_groups {
-            match client.group_members(g).await {
-                Ok(members) if members.iter().any(|m| m == user) => return operator(),
-                Ok(_) => {}
-                Err(e) => tracing::warn!(group = %g, "cannot read the user group: {e}"),
-            }
-        }
-        None
-    }
-
-    /// Their Slack user id.
-    pub fn user(&self) -> &str {
-        &self.user
-    }
-
-    /// Who they are in the history: what every change they make is recorded as.
-    pub fn actor(&self) -> &str {
-        &self.actor
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<SlackSigned, ApiError> {
+        parts.extensions.remove::<SlackSigned>().ok_or_else(|| {
+            ApiError::Internal(anyhow::anyhow!(
+                "a Slack route is served without the signature's layer"
+            ))
+        })
     }
 }
 

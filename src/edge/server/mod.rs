@@ -211,6 +211,15 @@ fn push_token_required(routes: Router<AppState>, state: &AppState) -> Router<App
     ))
 }
 
+/// `routes` refused without Slack's signature (`slack.signing_secret`): every route here needs
+/// it, whether or not its handler takes the signed body.
+fn slack_signature_required(routes: Router<AppState>, state: &AppState) -> Router<AppState> {
+    routes.route_layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        auth::require_slack_signature,
+    ))
+}
+
 /// Every route sheriff serves.
 pub fn router(state: AppState) -> Router {
     let body_limit_push = state.settings.server.max_body_bytes;
@@ -235,11 +244,13 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(metrics_text))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz));
-    // Every Slack handler takes `SlackSigned`: the signature is checked once the body is read,
-    // so the body is kept small
-    let slack = Router::new()
-        .route("/slack/commands", post(slack::commands))
-        .route("/slack/interactions", post(slack::interactions));
+    // The signature is checked once the body is read, so the body is kept small
+    let slack = slack_signature_required(
+        Router::new()
+            .route("/slack/commands", post(slack::commands))
+            .route("/slack/interactions", post(slack::interactions)),
+        &state,
+    );
     let push = push_token_required(
         Router::new().route("/api/v1/runs", post(push::push_run)),
         &state,

@@ -1,5 +1,5 @@
-//! Router tests without a socket: a route put under the Slack extractor or the push layer is
-//! refused without the signature or the token, whatever it does itself.
+//! Router tests without a socket: a route put under the Slack signature's layer or the push
+//! layer is refused without the signature or the token, whatever it does itself.
 
 use std::sync::Arc;
 
@@ -41,14 +41,10 @@ async fn state(tweak: impl FnOnce(&mut Settings)) -> (AppState, tempfile::TempDi
     )
 }
 
-/// A new Slack route, as a handler that only has to take `SlackSigned`.
+/// A new route among the Slack routes, its handler checking nothing.
 fn new_slack_route(state: AppState) -> Router {
-    Router::new()
-        .route(
-            "/slack/new",
-            post(|SlackSigned(_): SlackSigned| async { "ran" }),
-        )
-        .with_state(state)
+    let routes = Router::new().route("/slack/new", post(|| async { "ran" }));
+    crate::edge::server::slack_signature_required(routes, &state).with_state(state)
 }
 
 /// A new route under the push API's layer, its handler checking nothing.
@@ -97,6 +93,39 @@ async fn a_new_slack_route_runs_only_on_a_signed_request() {
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     let (status, body) = call(new_slack_route(state), slack_request(Some(SECRET))).await;
     assert_eq!((status, body.as_str()), (StatusCode::OK, "ran"));
+}
+
+#[tokio::test]
+async fn a_slack_handler_gets_the_signed_body_as_sent() {
+    let (state, _dir) = state(|_| {}).await;
+    let routes = Router::new().route(
+        "/slack/new",
+        post(
+            |SlackSigned(signed): SlackSigned, body: String| async move {
+                format!("{}|{body}", String::from_utf8_lossy(&signed))
+            },
+        ),
+    );
+    let app = crate::edge::server::slack_signature_required(routes, &state).with_state(state);
+    let (status, body) = call(app, slack_request(Some(SECRET))).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (StatusCode::OK, "user_id=U1&text=help|user_id=U1&text=help")
+    );
+}
+
+#[tokio::test]
+async fn a_slack_handler_served_without_the_signature_layer_does_no_work() {
+    let (state, _dir) = state(|_| {}).await;
+    let app = Router::new()
+        .route("/slack/new", post(crate::edge::server::slack::commands))
+        .with_state(state);
+    let (status, body) = call(app, slack_request(Some(SECRET))).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert!(
+        !body.contains("signature"),
+        "the cause stays in the log: {body}"
+    );
 }
 
 #[tokio::test]

@@ -8,14 +8,14 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::dialogs::{accept_level_view, not_a_regression_view};
-use super::{acknowledged, refusal, resolved, respond_later, text_message};
+use super::{acknowledged, operator, refusal, resolved, respond_later, text_message};
 use crate::adapters::notify::slack::blocks;
-use crate::application::actions::{self, ActionError};
+use crate::application::actions::{self, ActionError, Operator};
 use crate::clients::slack::Message;
 use crate::domain::incidents::manual::Refusal;
 use crate::domain::incidents::silence::Target;
 use crate::edge::server::AppState;
-use crate::edge::server::auth::{Operator, SlackSigned};
+use crate::edge::server::auth::SlackSigned;
 use crate::model::DAY;
 
 /// What a dialog says to someone who is not an [`Operator`].
@@ -204,7 +204,7 @@ async fn accept_submitted(
         reason,
         jira_key: None,
     };
-    match actions::accept(&state.store, incident, &a, operator.actor(), now).await {
+    match actions::accept(&state.store, incident, &a, operator, now).await {
         Ok(_) => axum::Json(json!({ "response_action": "clear" })).into_response(),
         Err(e) => errors("reason", &e.for_people()),
     }
@@ -272,7 +272,7 @@ pub async fn interactions(
         } => {
             metrics::counter!("sheriff_slack_actions_total", "action" => button.label())
                 .increment(1);
-            let m = match Operator::authorize(&state, &user, &actor).await {
+            let m = match operator(&state, &user, &actor).await {
                 Some(operator) => pressed(&state, &operator, &button, &incident, &trigger)
                     .await
                     .unwrap_or_else(|e| text_message(&e.for_people())),
@@ -282,7 +282,7 @@ pub async fn interactions(
             StatusCode::OK.into_response()
         }
         Interaction::NotARegressionSubmitted { incident, reason } => {
-            let Some(operator) = Operator::authorize(&state, &user, &actor).await else {
+            let Some(operator) = operator(&state, &user, &actor).await else {
                 return dialog_error(NOT_ALLOWED);
             };
             not_a_regression_submitted(&state, &operator, &incident, &reason).await
@@ -293,7 +293,7 @@ pub async fn interactions(
             until,
             reason,
         } => {
-            let Some(operator) = Operator::authorize(&state, &user, &actor).await else {
+            let Some(operator) = operator(&state, &user, &actor).await else {
                 return dialog_error(NOT_ALLOWED);
             };
             accept_submitted(&state, &operator, &incident, level, &until, reason).await
@@ -324,7 +324,7 @@ async fn not_a_regression_submitted(
         &state.settings,
         incident,
         reason,
-        operator.actor(),
+        operator,
         now,
     )
     .await
@@ -342,7 +342,6 @@ async fn pressed(
     trigger: &str,
 ) -> Result<Message, ActionError> {
     let store = &state.store;
-    let actor = operator.actor();
     let now = chrono::Utc::now().timestamp();
     if !matches!(button, Button::Unknown(_))
         && let Some(id) = resolved(store, incident).await?
@@ -363,7 +362,7 @@ async fn pressed(
                 &target,
                 DAY,
                 "silenced for 24 h from Slack",
-                actor,
+                operator,
                 now,
             )
             .await?;
@@ -375,7 +374,7 @@ async fn pressed(
             ))
         }
         Button::FileJira => {
-            let i = actions::file_now(store, &state.settings, incident, actor, now).await?;
+            let i = actions::file_now(store, &state.settings, incident, operator, now).await?;
             text_message(&format!("Filing a Jira issue for #{} now.", i.id))
         }
         Button::NotARegression => {

@@ -1,8 +1,8 @@
 //! `POST /slack/commands` and `POST /slack/interactions`: the slash command (its grammar in
 //! [`command`], also what `sheriff query` reads) and the buttons.
 //!
-//! Every handler takes a `SlackSigned` body (`server::auth`): an unsigned request is answered 401
-//! before any of this runs, and nothing changes. Changes need an `Operator`. Answers come within Slack's
+//! Every route is behind Slack's signature (`server::auth`), its handler taking the `SlackSigned`
+//! body: an unsigned request is answered 401 before any of this runs, and nothing changes. Changes need an `Operator`. Answers come within Slack's
 //! 3 seconds: quick work answers in the response itself; work that may take longer (an
 //! evaluation cycle, or anything slower than 2.5 s) is acknowledged at once and answered
 //! through the request's `response_url`.
@@ -21,9 +21,9 @@ pub use dialogs::{accept_level_view, not_a_regression_view};
 pub use interactions::{Button, Decoded, Interaction, decode_interaction, interactions};
 pub use slash_commands::commands;
 
-use super::auth::Operator;
+use super::AppState;
 use crate::adapters::notify::slack::blocks;
-use crate::application::actions::ActionError;
+use crate::application::actions::{ActionError, Operator};
 use crate::clients::slack::Message;
 
 /// How long a request may work before it answers "working on it" and goes on in the background.
@@ -39,6 +39,11 @@ fn text_message(text: &str) -> Message {
         text: blocks::truncate(text, blocks::MAX_MESSAGE_TEXT),
         blocks: json!([blocks::section(&blocks::escape(text))]),
     }
+}
+
+/// `user` (`actor` in the history) as an [`Operator`], or None.
+async fn operator(state: &AppState, user: &str, actor: &str) -> Option<Operator> {
+    Operator::authorize(&state.settings.slack, state.slack.as_deref(), user, actor).await
 }
 
 /// The answer to someone who is not an [`Operator`] asking for a change.
@@ -88,7 +93,7 @@ async fn acknowledged(
 ) -> Result<Message, ActionError> {
     let user = operator.user();
     let (i, fresh) =
-        crate::application::actions::acknowledge(store, reference, operator.actor(), now).await?;
+        crate::application::actions::acknowledge(store, reference, operator, now).await?;
     Ok(text_message(&if fresh {
         format!("Incident #{} acknowledged by <@{user}>.", i.id)
     } else {

@@ -8,12 +8,14 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::command::{self, Command, HELP};
-use super::{acknowledged, ephemeral, refusal, respond_later, text_message, within_slack_time};
+use super::{
+    acknowledged, ephemeral, operator, refusal, respond_later, text_message, within_slack_time,
+};
 use crate::adapters::notify::slack::blocks;
-use crate::application::actions::ActionError;
+use crate::application::actions::{ActionError, Operator};
 use crate::clients::slack::Message;
 use crate::edge::server::AppState;
-use crate::edge::server::auth::{Operator, SlackSigned};
+use crate::edge::server::auth::SlackSigned;
 use crate::model::{DAY, HOUR};
 
 #[derive(Debug, Deserialize, Default)]
@@ -55,7 +57,7 @@ pub async fn commands(State(state): State<AppState>, SlackSigned(body): SlackSig
         };
     }
     let actor = crate::support::render::slack_actor(&form.user_id, &form.user_name);
-    let Some(operator) = Operator::authorize(&state, &form.user_id, &actor).await else {
+    let Some(operator) = operator(&state, &form.user_id, &actor).await else {
         tracing::info!(user = %form.user_id, "refused a change from an unauthorized user");
         return ephemeral(&refusal(&form.user_id));
     };
@@ -163,7 +165,6 @@ async fn change_inner(
     c: Command,
 ) -> Result<Message, ActionError> {
     let store = &state.store;
-    let actor = operator.actor();
     let now = chrono::Utc::now().timestamp();
     Ok(match c {
         Command::Silence {
@@ -176,9 +177,10 @@ async fn change_inner(
             } else {
                 reason
             };
-            let made =
-                crate::application::actions::silence(store, &target, seconds, &reason, actor, now)
-                    .await?;
+            let made = crate::application::actions::silence(
+                store, &target, seconds, &reason, operator, now,
+            )
+            .await?;
             text_message(&format!(
                 "Silence #{}: {} for {} by <@{}>: {}{}",
                 made.id,
@@ -194,7 +196,7 @@ async fn change_inner(
                 store,
                 &state.settings,
                 &reference,
-                actor,
+                operator,
                 now,
             )
             .await?;
