@@ -1486,24 +1486,27 @@ fn the_ingest_adapter_returns_its_own_error_and_never_anyhow() {
     );
 }
 
-#[test]
-fn the_releases_and_the_fix_watch_return_their_own_errors_and_never_anyhow() {
-    let modules: [&[&str]; 2] = [&["application", "releases"], &["application", "fix_watch"]];
-    let found: Vec<String> = modules.iter().flat_map(|m| anyhow_uses_in(m)).collect();
-    assert!(
-        found.is_empty(),
-        "the releases or the fix watch use anyhow (return a ReleaseError or FixWatchError variant instead):\n{}",
-        found.join("\n")
-    );
-}
+/// The application's modules that return an error of their own, and its name.
+const OWN_ERRORS: [(&[&str], &str); 4] = [
+    (&["application", "releases"], "ReleaseError"),
+    (&["application", "fix_watch"], "FixWatchError"),
+    (&["application", "cycle"], "CycleError"),
+    (&["application", "backtest"], "BacktestError"),
+];
 
 #[test]
-fn the_cycle_and_the_backtest_return_their_own_errors_and_never_anyhow() {
-    let modules: [&[&str]; 2] = [&["application", "cycle"], &["application", "backtest"]];
-    let found: Vec<String> = modules.iter().flat_map(|m| anyhow_uses_in(m)).collect();
+fn the_releases_the_fix_watch_the_cycle_and_the_backtest_return_their_own_errors_never_anyhow() {
+    let found: Vec<String> = OWN_ERRORS
+        .iter()
+        .flat_map(|(module, error)| {
+            anyhow_uses_in(module)
+                .into_iter()
+                .map(move |at| format!("{at} (return a {error} variant instead)"))
+        })
+        .collect();
     assert!(
         found.is_empty(),
-        "the cycle or the backtest use anyhow (return a CycleError or BacktestError variant instead):\n{}",
+        "a module with an error of its own uses anyhow:\n{}",
         found.join("\n")
     );
 }
