@@ -47,7 +47,7 @@
 //! - **store** ([`store`]): keeps what the domain decided; imports the domain, no text or I/O
 //!   helpers: the lines it records are given their words by a function the application hands
 //!   it.
-//! - **support** ([`support`]: `render`, [`http`](support::http),
+//! - **support** ([`support`]: `render`, `error`, [`http`](support::http),
 //!   [`process`](support::process), `shutdown`, `telemetry`): what the layers above share.
 //! - **words** ([`words`]): the domain's typed values as the text people read; the application
 //!   hands its functions to the domain and the store.

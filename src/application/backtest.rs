@@ -471,7 +471,7 @@ mod tests {
             source: CycleError::WindowsPanicked,
         };
         assert_eq!(
-            crate::support::http::with_sources(&e),
+            crate::support::error::with_sources(&e),
             "the cycle at 2026-11-01 00:00:00 UTC: computing the windows panicked"
         );
         assert_eq!(

@@ -17,7 +17,7 @@ use crate::config::Settings;
 use crate::domain::incidents::Incident;
 use crate::model::{Dimension, FixClaim};
 use crate::store::{Store, StoreError};
-use crate::support::http::with_sources;
+use crate::support::error::with_sources;
 
 /// The result of the fix watch's functions.
 pub type Result<T, E = FixWatchError> = std::result::Result<T, E>;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use crate::config::{GcsSettings, Secret};
-use crate::support::http::with_sources;
+use crate::support::error::with_sources;
 
 /// A small client for the two calls sheriff needs.
 #[derive(Clone)]

@@ -20,7 +20,8 @@ use serde::{Deserialize, Serialize};
 use super::SetupError;
 use crate::config::{GitHubSettings, Secret};
 use crate::model::DAY;
-use crate::support::http::{BodyError, with_sources};
+use crate::support::error::with_sources;
+use crate::support::http::BodyError;
 
 type Result<T, E = GitHubError> = std::result::Result<T, E>;
 

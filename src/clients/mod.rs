@@ -36,7 +36,7 @@ impl SetupError {
     fn http(client: &'static str, error: &reqwest::Error) -> SetupError {
         SetupError::Http {
             client,
-            reason: crate::support::http::with_sources(error),
+            reason: crate::support::error::with_sources(error),
         }
     }
 }

@@ -12,7 +12,8 @@ use serde::Deserialize;
 
 use super::SetupError;
 use crate::config::ReleaseControllerSettings;
-use crate::support::http::{BodyError, with_sources};
+use crate::support::error::with_sources;
+use crate::support::http::BodyError;
 
 type Result<T, E = ReleaseControllerError> = std::result::Result<T, E>;
 

@@ -22,7 +22,7 @@ pub(crate) async fn read_limited(
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| BodyError::Read(with_sources(&e)))?;
+        let chunk = chunk.map_err(|e| BodyError::Read(super::error::with_sources(&e)))?;
         if body.len() as u64 + chunk.len() as u64 > max {
             return Err(BodyError::TooLarge { setting, max });
         }
@@ -40,17 +40,6 @@ pub enum BodyError {
     /// The connection failed while it arrived, with the transport's reasons.
     #[error("reading the response body: {0}")]
     Read(String),
-}
-
-/// An error and its sources, as one line (`a: b: c`), as a log or an ingest entry shows it.
-pub(crate) fn with_sources(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(e) = source {
-        text = format!("{text}: {e}");
-        source = e.source();
-    }
-    text
 }
 
 /// The `Retry-After` header in seconds, when an answer carries one.

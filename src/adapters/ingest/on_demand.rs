@@ -26,7 +26,7 @@ use crate::config::Settings;
 use crate::model::{IntervalFile, JobRun, RunRecord};
 use crate::store::Store;
 use crate::store::ingest_log::IngestLogEntry;
-use crate::support::http::with_sources;
+use crate::support::error::with_sources;
 
 /// Fetches the interval files of the runs a cycle uses.
 pub struct EvidenceFetcher<'a> {

@@ -35,7 +35,7 @@ pub enum CycleError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::support::http::with_sources;
+    use crate::support::error::with_sources;
 
     #[test]
     fn a_replay_s_own_failures_say_what_went_wrong() {

@@ -28,7 +28,7 @@ pub use crate::model::{Attribution, PercentilePair, RegressionReport, SampleJob}
 use crate::model::{DAY, Dimension, Scope, backend_family, secs, secs_or_dash};
 use crate::store::Store;
 use crate::store::evaluations::CycleRecord;
-use crate::support::http::with_sources;
+use crate::support::error::with_sources;
 pub use error::CycleError;
 use error::Result;
 use source::RunSource;

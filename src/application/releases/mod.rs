@@ -10,7 +10,7 @@ use crate::clients::release_controller::{self, ReleaseController};
 use crate::config::ReleaseControllerSettings;
 use crate::model::{DAY, Dimension, RegressionReport, SuspectChange};
 use crate::store::Store;
-use crate::support::http::with_sources;
+use crate::support::error::with_sources;
 
 mod error;
 pub mod outside;
@@ -168,7 +168,7 @@ pub async fn attach_payload_changes(
     }
     let client = match ReleaseController::new(settings) {
         Ok(c) => c,
-        Err(e) => return tracing::warn!("payload changes not read: {e:#}"),
+        Err(e) => return tracing::warn!("payload changes not read: {}", with_sources(&e)),
     };
     for r in regressions.iter_mut().filter(|r| r.status.is_active()) {
         let Some(onset) = &r.onset else { continue };
@@ -199,7 +199,10 @@ pub async fn attach_payload_changes(
                         .keep_changelog(&arch, &from, &to, &body)
                         .await
                 {
-                    tracing::warn!("cannot keep the changelog {from}..{to}: {e:#}");
+                    tracing::warn!(
+                        "cannot keep the changelog {from}..{to}: {}",
+                        with_sources(&e)
+                    );
                 }
                 r.suspect_changes = list;
                 r.changes_pending = false;

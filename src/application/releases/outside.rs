@@ -21,7 +21,7 @@ use crate::clients::github::{Commit, GitHub};
 use crate::config::{GitHubSettings, OutsideRepository};
 use crate::model::{Dimension, RegressionReport, SuspectChange};
 use crate::store::Store;
-use crate::support::http::with_sources;
+use crate::support::error::with_sources;
 
 /// Commits kept per repository and window, those nearest the onset: a busy repository (the step
 /// registry merges dozens a day) must not bury the rest.
@@ -174,7 +174,7 @@ pub async fn attach_outside_changes(
     }
     let client = match GitHub::new(settings) {
         Ok(c) => c,
-        Err(e) => return tracing::warn!("outside commits not read: {e:#}"),
+        Err(e) => return tracing::warn!("outside commits not read: {}", with_sources(&e)),
     };
     let mut rate_limited = false;
     for r in regressions.iter_mut().filter(|r| r.status.is_active()) {

@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::config::{BigQuerySettings, Secret};
-use crate::support::http::with_sources;
+use crate::support::error::with_sources;
 
 type Result<T, E = BigQueryError> = std::result::Result<T, E>;
 

@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use crate::config::Secret;
 use crate::model::HOUR;
-use crate::support::http::with_sources;
+use crate::support::error::with_sources;
 
 /// What the access token may do: run queries and read tables.
 const SCOPE: &str = "https://www.googleapis.com/auth/bigquery";
