@@ -1512,6 +1512,35 @@ fn the_releases_the_fix_watch_the_cycle_and_the_backtest_return_their_own_errors
     );
 }
 
+/// Only the command line makes a local operator (`Operator::local`, `local_named`): the server
+/// gets its operators from Slack's authorization (`Operator::authorize`), so no handler can act
+/// as the local user. `actions`, which defines them, is the one other place they are named.
+#[test]
+fn only_the_command_line_makes_a_local_operator() {
+    let makes = |line: &str| line.contains("Operator::local") || line.contains("local_named(");
+    let mut in_cli = 0;
+    let mut elsewhere = Vec::new();
+    for s in sources().iter().filter(|s| !s.binary) {
+        let module: Vec<&str> = s.module.iter().map(String::as_str).collect();
+        for (i, _) in s.code.iter().enumerate().filter(|(_, l)| makes(l)) {
+            match module.as_slice() {
+                ["edge", "cli", ..] => in_cli += 1,
+                ["application", "actions"] => {}
+                _ => elsewhere.push(format!("src/{}:{}", s.file.display(), i + 1)),
+            }
+        }
+    }
+    assert!(
+        in_cli > 0,
+        "the command line makes no local operator: this check looks in the wrong place"
+    );
+    assert!(
+        elsewhere.is_empty(),
+        "a local operator made outside the command line (take an authorized Operator instead):\n{}",
+        elsewhere.join("\n")
+    );
+}
+
 #[test]
 fn the_anyhow_checker_reads_code_not_comments_or_strings() {
     let raw: Vec<String> = [

@@ -2,8 +2,8 @@
 //! [`command`], also what `sheriff query` reads) and the buttons.
 //!
 //! Every route is behind Slack's signature (`server::auth`), its handler taking the `SlackSigned`
-//! body: an unsigned request is answered 401 before any of this runs, and nothing changes. Changes need an `Operator`. Answers come within Slack's
-//! 3 seconds: quick work answers in the response itself; work that may take longer (an
+//! body: an unsigned request is answered 401 before any of this runs, and nothing changes.
+//! Changes need an `Operator`. Answers come within Slack's 3 seconds: quick work answers in the response itself; work that may take longer (an
 //! evaluation cycle, or anything slower than 2.5 s) is acknowledged at once and answered
 //! through the request's `response_url`.
 
