@@ -337,8 +337,8 @@ async fn cycle_at_start(
             "ok"
         }
         Some(Err(e)) => {
-            let e = anyhow::Error::from(e); // its sources, too
-            tracing::error!(job = "evaluate", "the cycle at start failed: {e:#}");
+            let e = crate::support::error::with_sources(&e);
+            tracing::error!(job = "evaluate", "the cycle at start failed: {e}");
             "failed"
         }
         None => "abandoned",
