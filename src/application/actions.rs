@@ -77,24 +77,26 @@ impl From<Refusal> for ActionError {
 #[derive(Debug)]
 pub struct Operator {
     user: String,
-    /// Who they are as the history records them: [`crate::support::render::slack_actor`] for
+    /// Who they are as the history records them: [`crate::model::actor::slack_actor`] for
     /// a Slack user, `cli:<name>` for the local one.
     actor: String,
 }
 
 impl Operator {
-    /// Slack's `user` (`actor` in the history) as an operator, or None when they are not one
-    /// (or no group could be read through `client`).
+    /// Slack's `user`, whom Slack calls `name`, as an operator, or None when they are not one
+    /// (or no group could be read through `client`). The history records them as
+    /// [`slack_actor`](crate::model::actor::slack_actor) makes them, from the same two values,
+    /// so no caller words who did a change.
     pub async fn authorize(
         slack: &SlackSettings,
         client: Option<&SlackClient>,
         user: &str,
-        actor: &str,
+        name: &str,
     ) -> Option<Operator> {
         let operator = || {
             Some(Operator {
                 user: user.to_string(),
-                actor: actor.to_string(),
+                actor: crate::model::actor::slack_actor(user, name),
             })
         };
         if slack.authorized_users.iter().any(|u| u == user) {
@@ -352,4 +354,35 @@ pub(crate) async fn file_now(
         )
         .await??;
     reread(store, id_of(store, reference).await?).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Operator;
+    use crate::config::SlackSettings;
+
+    #[tokio::test]
+    async fn a_slack_operator_is_recorded_by_their_id_and_name_and_no_one_else_is_one() {
+        let slack = SlackSettings {
+            authorized_users: vec!["UOPS".into()],
+            ..Default::default()
+        };
+
+        let op = Operator::authorize(&slack, None, "UOPS", "alice.smith")
+            .await
+            .expect("a configured user is an operator");
+        assert_eq!(op.user(), "UOPS");
+        assert_eq!(op.actor(), "slack:UOPS (alice.smith)");
+        let nameless = Operator::authorize(&slack, None, "UOPS", " ")
+            .await
+            .unwrap();
+        assert_eq!(nameless.actor(), "slack:UOPS");
+
+        assert!(
+            Operator::authorize(&slack, None, "UOTHER", "alice.smith")
+                .await
+                .is_none()
+        );
+        assert_eq!(Operator::local_named("bob").actor(), "cli:bob");
+    }
 }

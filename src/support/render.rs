@@ -1,7 +1,7 @@
 //! Text pieces every output shares (the terminal, Slack, Jira, the pages): cutting text to a
 //! limit, times, sparklines and the percentile table of a report. Pure.
 
-pub use crate::model::actor::{person, slack_actor, slack_user};
+pub use crate::model::actor::{person, slack_user};
 use crate::model::{RegressionReport, secs, secs_or_dash};
 
 /// Cuts `s` to at most `max` characters, ending in "…" when cut.

@@ -219,8 +219,9 @@ fn dialog_error(reason: &str) -> Response {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decoded {
     pub user: String,
-    /// Who the user is as the history records them (`crate::support::render::slack_actor`).
-    pub actor: String,
+    /// The user's name as Slack gives it (their username, else their name): with `user`, what
+    /// the history records them as.
+    pub name: String,
     pub response_url: String,
     pub interaction: Interaction,
 }
@@ -234,14 +235,11 @@ pub fn decode_interaction(body: &[u8]) -> Result<Decoded, &'static str> {
         .map_err(|_| "the payload field is not JSON of an interaction")?;
     Ok(Decoded {
         interaction: payload.interaction(),
-        actor: crate::support::render::slack_actor(
-            &payload.user.id,
-            if payload.user.username.is_empty() {
-                &payload.user.name
-            } else {
-                &payload.user.username
-            },
-        ),
+        name: if payload.user.username.is_empty() {
+            payload.user.name
+        } else {
+            payload.user.username
+        },
         user: payload.user.id,
         response_url: payload.response_url,
     })
@@ -253,7 +251,7 @@ pub async fn interactions(
 ) -> Response {
     let Ok(Decoded {
         user,
-        actor,
+        name,
         response_url,
         interaction,
     }) = decode_interaction(&body)
@@ -272,7 +270,7 @@ pub async fn interactions(
         } => {
             metrics::counter!("sheriff_slack_actions_total", "action" => button.label())
                 .increment(1);
-            let m = match operator(&state, &user, &actor).await {
+            let m = match operator(&state, &user, &name).await {
                 Some(operator) => pressed(&state, &operator, &button, &incident, &trigger)
                     .await
                     .unwrap_or_else(|e| text_message(&e.for_people())),
@@ -282,7 +280,7 @@ pub async fn interactions(
             StatusCode::OK.into_response()
         }
         Interaction::NotARegressionSubmitted { incident, reason } => {
-            let Some(operator) = operator(&state, &user, &actor).await else {
+            let Some(operator) = operator(&state, &user, &name).await else {
                 return dialog_error(NOT_ALLOWED);
             };
             not_a_regression_submitted(&state, &operator, &incident, &reason).await
@@ -293,7 +291,7 @@ pub async fn interactions(
             until,
             reason,
         } => {
-            let Some(operator) = operator(&state, &user, &actor).await else {
+            let Some(operator) = operator(&state, &user, &name).await else {
                 return dialog_error(NOT_ALLOWED);
             };
             accept_submitted(&state, &operator, &incident, level, &until, reason).await

@@ -41,9 +41,9 @@ fn text_message(text: &str) -> Message {
     }
 }
 
-/// `user` (`actor` in the history) as an [`Operator`], or None.
-async fn operator(state: &AppState, user: &str, actor: &str) -> Option<Operator> {
-    Operator::authorize(&state.settings.slack, state.slack.as_deref(), user, actor).await
+/// Slack's `user`, named `name`, as an [`Operator`], or None.
+async fn operator(state: &AppState, user: &str, name: &str) -> Option<Operator> {
+    Operator::authorize(&state.settings.slack, state.slack.as_deref(), user, name).await
 }
 
 /// The answer to someone who is not an [`Operator`] asking for a change.

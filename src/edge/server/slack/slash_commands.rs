@@ -56,8 +56,7 @@ pub async fn commands(State(state): State<AppState>, SlackSigned(body): SlackSig
             }
         };
     }
-    let actor = crate::support::render::slack_actor(&form.user_id, &form.user_name);
-    let Some(operator) = operator(&state, &form.user_id, &actor).await else {
+    let Some(operator) = operator(&state, &form.user_id, &form.user_name).await else {
         tracing::info!(user = %form.user_id, "refused a change from an unauthorized user");
         return ephemeral(&refusal(&form.user_id));
     };
