@@ -43,7 +43,7 @@
 //! - **domain** ([`domain`]: `evaluate`, `attribute`, [`incidents`](domain::incidents)): pure
 //!   decisions; import only the model and the settings, not each other, and write no text
 //!   through `render`: the incident planner says what it tells as typed values
-//!   ([`domain::incidents::told::Told`]).
+//!   ([`domain::incidents::Told`]).
 //! - **store** ([`store`]): keeps what the domain decided; imports the domain, no text or I/O
 //!   helpers: the lines it records are given their words by a function the application hands
 //!   it.

@@ -2,15 +2,16 @@
 //! planner and the store, as the text an incident's history keeps and its thread, issue and
 //! channel summary are told. The same line goes to every output; Slack's blocks and Jira's ADF
 //! frame it (`notify`). The domain and the store never import this module: the application
-//! hands them [`line()`] as their [`Wording`](crate::domain::incidents::told::Wording).
+//! hands them [`line()`] as their [`Wording`](crate::domain::incidents::Wording).
 //! A request people made that was not carried out ([`Refusal`]) is said here too.
 
 use std::fmt;
 
 use crate::domain::incidents::Change;
-use crate::domain::incidents::manual::{MAX_ALLOWANCE_SECS, MAX_SILENCE_SECS, Refusal};
+use crate::domain::incidents::Refusal;
+use crate::domain::incidents::Told;
+use crate::domain::incidents::manual::{MAX_ALLOWANCE_SECS, MAX_SILENCE_SECS};
 use crate::domain::incidents::plan::Resolution;
-use crate::domain::incidents::told::Told;
 use crate::model::{
     Allowance, DAY, FixClaim, FixVerdict, Verification, actor::person, secs, utc_minute,
 };

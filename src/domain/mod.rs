@@ -1,8 +1,8 @@
 //! The domain layer: pure decisions over the model (evaluation, attribution, incident
 //! planning), no I/O. Its modules import only the model and the settings, not each other,
 //! and write no text through `render`: the incident planner says what it tells as typed
-//! values ([`incidents::told::Told`]), and a person's request refused as a typed
-//! [`Refusal`](incidents::manual::Refusal), which `words` gives their words; attribution still
+//! values ([`incidents::Told`]), and a person's request refused as a typed
+//! [`Refusal`](incidents::Refusal), which `words` gives their words; attribution still
 //! words its own findings (`attribute::describe`: a regression's summary and evidence).
 
 pub(crate) mod attribute;

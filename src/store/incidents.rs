@@ -3,11 +3,11 @@
 //! changes and what is sent, and this file writes it.
 
 use super::{Arg, Conn, Result, Store, StoreError, sql};
-use crate::domain::incidents::manual::Refusal;
+use crate::domain::incidents::Refusal;
 use crate::domain::incidents::plan::{Action, Delivered, Effect, Known, NewSilence, Plan, Step};
 use crate::domain::incidents::silence::{Patterns, Silence};
-use crate::domain::incidents::told::{Told, Wording};
 use crate::domain::incidents::{Change, Event, Incident, Snapshot, State};
+use crate::domain::incidents::{Told, Wording};
 
 const INCIDENT_COLUMNS: &str = "id, fingerprint, state, snapshot, revision, opened_at, updated_at, \
     last_seen_at, resolved_at, acked_by, acked_at, slack_channel, slack_ts, jira_key, jira_commented_at, episodes, \

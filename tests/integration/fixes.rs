@@ -14,7 +14,7 @@ use serde_json::Value;
 use sheriff::application::cycle::{CycleOptions, CycleReport, run_cycle};
 use sheriff::config::{Secret, Settings};
 use sheriff::domain::incidents::Incident;
-use sheriff::domain::incidents::told::Told;
+use sheriff::domain::incidents::Told;
 use sheriff::model::{FixVerdict, Percentile};
 use sheriff::store::Store;
 use sheriff::synth::{self, JobSpec, Planted, Scenario};
@@ -383,7 +383,7 @@ on_both_engines! {
         for t in cycles(14) {
             if t == accept_at {
                 let i = w.incident().await;
-                let a = sheriff::domain::incidents::manual::Accept {
+                let a = sheriff::domain::incidents::Accept {
                     level: "P50<=25s".into(),
                     until: Some(until.timestamp()),
                     reason: "a known cost of draining the registry, agreed in OCPBUGS-1".into(),

@@ -794,7 +794,7 @@ on_both_engines! {
         sheriff::adapters::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
         let lines = thread_lines(&slack);
         assert_eq!(lines.len(), before + 2, "{lines:#?}");
-        let held = format!("while silenced: {}", sheriff::words::line(&sheriff::domain::incidents::told::Told::Change(&tier)));
+        let held = format!("while silenced: {}", sheriff::words::line(&sheriff::domain::incidents::Told::Change(&tier)));
         assert!(lines.last().unwrap().contains(&held), "{lines:#?}");
         let issue = &jira.issues()[0];
         assert_eq!(issue.comments.len(), 2, "{:#?}", issue.comments);

@@ -15,10 +15,13 @@
 //! that no regression of the cycle matches, resolved or not, is `stale`: its groups had no
 //! verdict (too few runs, no runs at all), and a data gap is not a fix.
 
-pub mod manual;
+pub(crate) mod manual;
 pub mod plan;
 pub mod silence;
-pub mod told;
+mod told;
+
+pub use manual::{Accept, Refusal};
+pub use told::{Told, Wording};
 
 use std::fmt;
 

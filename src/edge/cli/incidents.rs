@@ -166,7 +166,7 @@ pub(super) async fn incidents_on(
             let until = until
                 .map(|u| crate::domain::incidents::manual::parse_until(&u, now))
                 .transpose()?;
-            let a = crate::domain::incidents::manual::Accept {
+            let a = crate::domain::incidents::Accept {
                 level,
                 until,
                 reason,

@@ -12,7 +12,7 @@ use super::{acknowledged, operator, refusal, resolved, respond_later, text_messa
 use crate::adapters::notify::slack::blocks;
 use crate::application::actions::{self, ActionError, Operator};
 use crate::clients::slack::Message;
-use crate::domain::incidents::manual::Refusal;
+use crate::domain::incidents::Refusal;
 use crate::domain::incidents::silence::Target;
 use crate::edge::server::AppState;
 use crate::edge::server::auth::SlackSigned;
@@ -198,7 +198,7 @@ async fn accept_submitted(
     if let Err(e) = crate::model::Allowance::parse_level(&level) {
         return errors("level", &e.to_string());
     }
-    let a = crate::domain::incidents::manual::Accept {
+    let a = crate::domain::incidents::Accept {
         level,
         until,
         reason,
