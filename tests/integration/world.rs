@@ -354,3 +354,62 @@ async fn a_tail_gathering_held_back_once_is_not_reported_by_the_next_cycles() {
         told.incidents
     );
 }
+
+/// Failure class "a regression seen through a pool": world 21 of the full mix plants a kube-api
+/// regression on 4.15 azure minor upgrades. From 11-22 its new-connections runs on ovn regress
+/// only as a pool of every platform's ovn runs (no part regressed on its own: azure's ovn runs
+/// are few, and metal's heavy tail is its normal). Such a pool has no found scope but its own
+/// key; joined to the azure regression it widened that to `platform=azure,metal`, and metal's
+/// heavy-tailed runs became its sample runs. It joins the azure regression without widening it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_of_platforms_joins_a_narrow_regression_without_widening_it() {
+    use std::sync::Arc;
+
+    use sheriff::application::backtest::{Cadence, backtest};
+    use sheriff::config::Settings;
+    use sheriff::model::Dimension;
+    use sheriff::synth::world::{Table, mixes};
+    let (classes, density) = mixes(&Class::ALL)[21 % 4].clone();
+    let mut spec = WorldSpec::new(1021, sheriff::synth::day(2026, 11, 29), classes);
+    spec.density = density;
+    let world = build(&spec).unwrap();
+    let db = crate::common::TestDb::sqlite().await;
+    let settings = Settings::default();
+    db.store
+        .trouble()
+        .apply(&settings.evaluate.ci_trouble)
+        .await
+        .unwrap();
+    let table = Table::embedded().unwrap();
+    db.store
+        .evaluations()
+        .import_thresholds(table.rows(), "data/origin/query_results_upgrades.json")
+        .await
+        .unwrap();
+    for chunk in world.records.chunks(1000) {
+        db.store.runs().write_runs(chunk, false).await.unwrap();
+    }
+    let store = Arc::new(sheriff::store::Store::open(&db.settings).await.unwrap());
+    let (from, to) = (
+        sheriff::synth::day(2026, 11, 15),
+        sheriff::synth::day(2026, 11, 23),
+    );
+    let told = backtest(store, &settings, from, to, &Cadence::Every(6 * 3_600))
+        .await
+        .unwrap();
+    let kube: Vec<_> = told
+        .incidents
+        .iter()
+        .filter(|s| s.family == "kube-api" && s.release == "4.15")
+        .collect();
+    assert!(!kube.is_empty(), "the planted regression stands: {told:#?}");
+    for s in kube {
+        let platforms = s.scope.get(Dimension::Platform);
+        assert!(
+            platforms.is_some_and(|p| p.iter().all(|p| p == "azure")),
+            "the azure regression stays on azure: {:?}\n{:#?}",
+            s.scope,
+            s.states
+        );
+    }
+}

@@ -112,13 +112,15 @@ impl<'a> Index<'a> {
     }
 }
 
-/// The found scope of one reported group: its cells' verdicts, then the smallest description.
+/// The found scope of one reported group: its cells' verdicts, then the smallest description;
+/// and whether any of its cells is regressed on its own evidence (false: every part of the
+/// group looks healthy alone, and the finding falls back to the group's own key).
 pub(super) fn scope_for(
     index: &Index<'_>,
     lead: &GroupResult,
     other_regressed: &BTreeSet<usize>,
     settings: &EvaluateSettings,
-) -> (ScopeFinding, BTreeMap<Dimension, String>) {
+) -> (ScopeFinding, BTreeMap<Dimension, String>, bool) {
     let context: BTreeMap<Dimension, String> = CONTEXT
         .iter()
         .filter_map(|d| lead.key.get(*d).map(|v| (*d, v.to_string())))
@@ -165,6 +167,7 @@ pub(super) fn scope_for(
             verdict,
         });
     }
+    let placed = cells.iter().any(|c| c.verdict == Verdict::Regressed);
     let finding = scope::smallest_scope(&cells, &scope::SEARCHABLE).unwrap_or(ScopeFinding {
         constraints: lead
             .key
@@ -176,7 +179,7 @@ pub(super) fn scope_for(
         spans: BTreeMap::new(),
         separates: false,
     });
-    (finding, context)
+    (finding, context, placed)
 }
 
 /// The scope: the context dimensions and the finding's constraints.

@@ -789,6 +789,11 @@ type ClusterKey = (String, Scope);
 /// The reported groups, each with its found scope, grouped into regressions: groups of one
 /// family whose scopes overlap in one release are one (new and reused connections, one problem
 /// seen at two levels, or a scope the groups see from two sides).
+///
+/// A group none of whose parts is regressed on its own evidence (a pool across platforms,
+/// say, significant only as a whole) has no found scope but its own key. Where it overlaps a
+/// regression whose scope was found, it is that regression seen through a pool: it joins it
+/// without widening its scope to the whole pool. Alone, it is a regression of the whole pool.
 fn clusters<'a>(
     index: &attribution::Index<'_>,
     evaluation: &'a evaluate::Evaluation,
@@ -801,7 +806,8 @@ fn clusters<'a>(
             g.reported && matches!(g.status, GroupStatus::Regressed | GroupStatus::Resolved)
         })
         .collect();
-    let mut by_scope: BTreeMap<ClusterKey, (ScopeFinding, Vec<&GroupResult>)> = BTreeMap::new();
+    let mut by_scope: BTreeMap<ClusterKey, (ScopeFinding, bool, Vec<&GroupResult>)> =
+        BTreeMap::new();
     for g in &reported {
         let others: std::collections::BTreeSet<usize> = reported
             .iter()
@@ -809,16 +815,25 @@ fn clusters<'a>(
             .flat_map(|o| o.cells.iter().copied())
             .filter(|c| !g.cells.contains(c))
             .collect();
-        let (finding, context) = attribution::scope_for(index, g, &others, settings);
+        let (finding, context, placed) = attribution::scope_for(index, g, &others, settings);
         let key = attribution::scope_key(&context, &finding);
-        by_scope
+        let entry = by_scope
             .entry((backend_family(&g.key.backend).to_string(), key))
-            .or_insert_with(|| (finding, Vec::new()))
-            .1
-            .push(g);
+            .or_insert_with(|| (finding, false, Vec::new()));
+        entry.1 |= placed;
+        entry.2.push(g);
     }
+    let (placed, unplaced): (Vec<_>, Vec<_>) = by_scope.into_iter().partition(|(_, v)| v.1);
+    let placed_count = placed.len();
     let mut merged: Vec<attribution::Cluster<'a>> = Vec::new();
-    for ((family, scope), (finding, groups)) in by_scope {
+    // Clusters made of found scopes, before any pool joins them.
+    let mut found_clusters = 0;
+    for (i, ((family, scope), (finding, _, groups))) in
+        placed.into_iter().chain(unplaced).enumerate()
+    {
+        if i == placed_count {
+            found_clusters = merged.len();
+        }
         let release = scope.single(Dimension::Release).map(str::to_string);
         let same = merged.iter().position(|c| {
             c.family == family
@@ -826,6 +841,9 @@ fn clusters<'a>(
                 && c.scope.same_problem(&scope)
         });
         match same {
+            Some(k) if i >= placed_count && k < found_clusters => {
+                merged[k].groups.extend(groups);
+            }
             Some(k) => {
                 let c = &mut merged[k];
                 c.scope = c.scope.joined_over(&scope, &index.data.variants);
