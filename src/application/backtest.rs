@@ -165,7 +165,7 @@ pub async fn backtest(
 
 /// [`backtest`], handing each replayed cycle's report to `observe` as it finishes (the quality
 /// scorecard judges every cycle's regressions, not only the incidents they leave).
-pub(crate) async fn backtest_observed(
+pub async fn backtest_observed(
     store: Arc<Store>,
     settings: &Settings,
     from: DateTime<Utc>,

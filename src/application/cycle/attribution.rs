@@ -113,8 +113,9 @@ impl<'a> Index<'a> {
 }
 
 /// The found scope of one reported group: its cells' verdicts, then the smallest description;
-/// and whether any of its cells is regressed on its own evidence (false: every part of the
-/// group looks healthy alone, and the finding falls back to the group's own key).
+/// and whether the group is regressed only as a whole: each of its cells is shown healthy by a
+/// finer group with enough runs that is not significant this cycle (the group regressed now, or
+/// is still held regressed from before), and the finding falls back to the group's own key.
 pub(super) fn scope_for(
     index: &Index<'_>,
     lead: &GroupResult,
@@ -167,7 +168,7 @@ pub(super) fn scope_for(
             verdict,
         });
     }
-    let placed = cells.iter().any(|c| c.verdict == Verdict::Regressed);
+    let whole_only = !cells.iter().any(|c| c.verdict == Verdict::Regressed);
     let finding = scope::smallest_scope(&cells, &scope::SEARCHABLE).unwrap_or(ScopeFinding {
         constraints: lead
             .key
@@ -179,7 +180,7 @@ pub(super) fn scope_for(
         spans: BTreeMap::new(),
         separates: false,
     });
-    (finding, context, placed)
+    (finding, context, whole_only)
 }
 
 /// The scope: the context dimensions and the finding's constraints.
@@ -222,6 +223,21 @@ pub(super) struct Cluster<'a> {
     pub scope: Scope,
     pub finding: ScopeFinding,
     pub groups: Vec<&'a GroupResult>,
+    /// Pools that regressed only as a whole and hold some of this regression's cells: the same
+    /// problem seen through them. Listed with its groups; never its lead, its backends or its
+    /// scope.
+    pub seen_through: Vec<&'a GroupResult>,
+}
+
+impl Cluster<'_> {
+    /// The labels of its groups, then of the pools it is seen through.
+    fn labels(&self) -> Vec<String> {
+        self.groups
+            .iter()
+            .chain(&self.seen_through)
+            .map(|g| g.key.label())
+            .collect()
+    }
 }
 
 /// A described regression: its report and the numbers over its scope.
@@ -565,7 +581,7 @@ impl<S: RunSource> Context<'_, S> {
         let evidence = self
             .run_evidence(&runs, onset.as_ref(), &backends, stats.check.allowed)
             .await?;
-        let groups: Vec<String> = cluster.groups.iter().map(|g| g.key.label()).collect();
+        let groups = cluster.labels();
         let facts = FactsOf {
             family: &cluster.family,
             scope: &scope,

@@ -790,10 +790,12 @@ type ClusterKey = (String, Scope);
 /// family whose scopes overlap in one release are one (new and reused connections, one problem
 /// seen at two levels, or a scope the groups see from two sides).
 ///
-/// A group none of whose parts is regressed on its own evidence (a pool across platforms,
-/// say, significant only as a whole) has no found scope but its own key. Where it overlaps a
-/// regression whose scope was found, it is that regression seen through a pool: it joins it
-/// without widening its scope to the whole pool. Alone, it is a regression of the whole pool.
+/// A group regressed only as a whole (a pool of every platform's ovn runs, say, regressed
+/// while a finer group with enough runs shows each of its cells healthy) has no found scope
+/// but its own key. When a regression of the same family and release, made of found scopes,
+/// holds some of its cells, it is that regression seen through the pool: it is listed with it
+/// ([`attribution::Cluster::seen_through`]) and does not widen its scope, lead it or add to
+/// its backends. Otherwise it is a regression of its own, merged like any other.
 fn clusters<'a>(
     index: &attribution::Index<'_>,
     evaluation: &'a evaluate::Evaluation,
@@ -806,8 +808,8 @@ fn clusters<'a>(
             g.reported && matches!(g.status, GroupStatus::Regressed | GroupStatus::Resolved)
         })
         .collect();
-    let mut by_scope: BTreeMap<ClusterKey, (ScopeFinding, bool, Vec<&GroupResult>)> =
-        BTreeMap::new();
+    let mut by_scope: BTreeMap<ClusterKey, (ScopeFinding, Vec<&GroupResult>)> = BTreeMap::new();
+    let mut pools: Vec<(ClusterKey, ScopeFinding, &GroupResult)> = Vec::new();
     for g in &reported {
         let others: std::collections::BTreeSet<usize> = reported
             .iter()
@@ -815,61 +817,84 @@ fn clusters<'a>(
             .flat_map(|o| o.cells.iter().copied())
             .filter(|c| !g.cells.contains(c))
             .collect();
-        let (finding, context, placed) = attribution::scope_for(index, g, &others, settings);
-        let key = attribution::scope_key(&context, &finding);
-        let entry = by_scope
-            .entry((backend_family(&g.key.backend).to_string(), key))
-            .or_insert_with(|| (finding, false, Vec::new()));
-        entry.1 |= placed;
-        entry.2.push(g);
-    }
-    let (placed, unplaced): (Vec<_>, Vec<_>) = by_scope.into_iter().partition(|(_, v)| v.1);
-    let placed_count = placed.len();
-    let mut merged: Vec<attribution::Cluster<'a>> = Vec::new();
-    // Clusters made of found scopes, before any pool joins them.
-    let mut found_clusters = 0;
-    for (i, ((family, scope), (finding, _, groups))) in
-        placed.into_iter().chain(unplaced).enumerate()
-    {
-        if i == placed_count {
-            found_clusters = merged.len();
+        let (finding, context, whole_only) = attribution::scope_for(index, g, &others, settings);
+        let key = (
+            backend_family(&g.key.backend).to_string(),
+            attribution::scope_key(&context, &finding),
+        );
+        if whole_only {
+            pools.push((key, finding, g));
+        } else {
+            by_scope
+                .entry(key)
+                .or_insert_with(|| (finding, Vec::new()))
+                .1
+                .push(g);
         }
-        let release = scope.single(Dimension::Release).map(str::to_string);
-        let same = merged.iter().position(|c| {
-            c.family == family
-                && c.scope.single(Dimension::Release).map(str::to_string) == release
-                && c.scope.same_problem(&scope)
-        });
-        match same {
-            Some(k) if i >= placed_count && k < found_clusters => {
-                merged[k].groups.extend(groups);
-            }
-            Some(k) => {
-                let c = &mut merged[k];
-                c.scope = c.scope.joined_over(&scope, &index.data.variants);
-                let kept = c.scope.clone();
-                c.finding.constraints.retain(|d, _| kept.get(*d).is_some());
-                for (d, values) in c.finding.constraints.iter_mut() {
-                    values.extend(scope.get(*d).into_iter().flatten().cloned());
-                }
-                for (d, values) in finding.spans {
-                    c.finding.spans.entry(d).or_default().extend(values);
-                }
-                c.finding.separates &= finding.separates;
-                c.groups.extend(groups);
-            }
-            None => merged.push(attribution::Cluster {
-                family,
-                scope,
-                finding,
-                groups,
-            }),
+    }
+    let mut merged: Vec<attribution::Cluster<'a>> = Vec::new();
+    for (key, (finding, groups)) in by_scope {
+        merge_cluster(&mut merged, key, finding, groups, &index.data.variants);
+    }
+    let found_scopes = merged.len();
+    for (key, finding, pool) in pools {
+        let holds_a_cell = |c: &attribution::Cluster<'_>| {
+            c.family == key.0
+                && c.scope.single(Dimension::Release) == key.1.single(Dimension::Release)
+                && pool.cells.iter().any(|&cell| {
+                    let data = index.data;
+                    c.scope.contains(&data.variants[data.cells[cell].variant])
+                })
+        };
+        let found = merged[..found_scopes].iter().position(holds_a_cell);
+        match found {
+            Some(k) => merged[k].seen_through.push(pool),
+            None => merge_cluster(&mut merged, key, finding, vec![pool], &index.data.variants),
         }
     }
     for c in &mut merged {
         c.scope = c.scope.simplified(&index.data.variants);
     }
     merged
+}
+
+/// Adds the groups of one found scope to the regression whose scope it overlaps (joining the
+/// two scopes), or as a regression of its own.
+fn merge_cluster<'a>(
+    merged: &mut Vec<attribution::Cluster<'a>>,
+    (family, scope): ClusterKey,
+    finding: ScopeFinding,
+    groups: Vec<&'a GroupResult>,
+    variants: &[crate::model::Dimensions],
+) {
+    let release = scope.single(Dimension::Release).map(str::to_string);
+    let same = merged.iter().position(|c| {
+        c.family == family
+            && c.scope.single(Dimension::Release).map(str::to_string) == release
+            && c.scope.same_problem(&scope)
+    });
+    let Some(k) = same else {
+        merged.push(attribution::Cluster {
+            family,
+            scope,
+            finding,
+            groups,
+            seen_through: Vec::new(),
+        });
+        return;
+    };
+    let c = &mut merged[k];
+    c.scope = c.scope.joined_over(&scope, variants);
+    let kept = c.scope.clone();
+    c.finding.constraints.retain(|d, _| kept.get(*d).is_some());
+    for (d, values) in c.finding.constraints.iter_mut() {
+        values.extend(scope.get(*d).into_iter().flatten().cloned());
+    }
+    for (d, values) in finding.spans {
+        c.finding.spans.entry(d).or_default().extend(values);
+    }
+    c.finding.separates &= finding.separates;
+    c.groups.extend(groups);
 }
 
 /// Variants with runs in the window that no group keeping their platform could judge.
