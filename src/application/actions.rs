@@ -1,8 +1,8 @@
 //! What people do to incidents, from the command line or Slack: acknowledge, silence and
-//! unsilence, resolve, "not a regression", file Jira now. Each is planned by
-//! [`crate::domain::incidents::manual`] from the state inside one transaction and applied by the store;
-//! the answer is given only after the commit. Each takes the [`Operator`] it is done for, so none
-//! runs without the check.
+//! unsilence, resolve, "not a regression", file Jira now. Each is planned by the incidents'
+//! manual plans (`domain::incidents::manual`) from the state inside one transaction and applied
+//! by the store; the answer is given only after the commit. Each takes the [`Operator`] it is
+//! done for, so none runs without the check.
 
 use std::fmt;
 
@@ -78,7 +78,7 @@ impl From<Refusal> for ActionError {
 #[derive(Debug)]
 pub struct Operator {
     user: String,
-    /// Who they are as the history records them: [`crate::model::actor::slack_actor`] for
+    /// Who they are as the history records them: `slack:<user> (<name>)` for
     /// a Slack user, `cli:<name>` for the local one.
     actor: String,
 }
@@ -86,7 +86,7 @@ pub struct Operator {
 impl Operator {
     /// Slack's `user`, whom Slack calls `name`, as an operator, or None when they are not one
     /// (or no group could be read through `client`). The history records them as
-    /// [`slack_actor`](crate::model::actor::slack_actor) makes them, from the same two values,
+    /// `slack:<user> (<name>)`, made here from the same two values,
     /// so no caller words who did a change.
     pub async fn authorize(
         slack: &SlackSettings,
@@ -309,7 +309,7 @@ pub async fn not_a_regression(
     reread(store, id_of(store, reference).await?).await
 }
 
-/// Accepts a level for an incident (see [`manual::accept`]); the incident as it is after.
+/// Accepts a level for an incident (planned by `manual::accept`); the incident as it is after.
 pub async fn accept(
     store: &Store,
     reference: &str,

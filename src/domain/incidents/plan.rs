@@ -3,7 +3,7 @@
 //! [`plan`] is pure: it takes the incidents and silences as stored and the cycle's regressions,
 //! and returns [`Step`]s. The store applies them, with their outbox entries, in the transaction
 //! that records the cycle, so a change and the notifications it causes are never separated.
-//! What people do to incidents is planned the same way ([`super::manual`]): only a plan
+//! What people do to incidents is planned the same way (`manual`): only a plan
 //! produces effects.
 
 use std::collections::{BTreeMap, HashSet};
