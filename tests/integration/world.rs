@@ -305,33 +305,11 @@ async fn a_probe_down_all_run_on_metal_is_named_broken() {
 /// (its test no longer within the false-discovery rate) and be reported as ongoing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tail_gathering_held_back_once_is_not_reported_by_the_next_cycles() {
-    use std::sync::Arc;
-
     use sheriff::application::backtest::{Cadence, backtest};
     use sheriff::config::Settings;
-    use sheriff::synth::world::{Table, mixes};
     // world 14 of the full mix, the one where the gathering happens
-    let (classes, density) = mixes(&Class::ALL)[14 % 4].clone();
-    let mut spec = WorldSpec::new(1014, sheriff::synth::day(2026, 11, 29), classes);
-    spec.density = density;
-    let world = build(&spec).unwrap();
-    let db = crate::common::TestDb::sqlite().await;
+    let (_db, store) = scored_world(14).await;
     let settings = Settings::default();
-    db.store
-        .trouble()
-        .apply(&settings.evaluate.ci_trouble)
-        .await
-        .unwrap();
-    let table = Table::embedded().unwrap();
-    db.store
-        .evaluations()
-        .import_thresholds(table.rows(), "data/origin/query_results_upgrades.json")
-        .await
-        .unwrap();
-    for chunk in world.records.chunks(1000) {
-        db.store.runs().write_runs(chunk, false).await.unwrap();
-    }
-    let store = Arc::new(sheriff::store::Store::open(&db.settings).await.unwrap());
     let (from, to) = (
         sheriff::synth::day(2026, 11, 22),
         sheriff::synth::day(2026, 11, 24),
@@ -364,33 +342,11 @@ async fn a_tail_gathering_held_back_once_is_not_reported_by_the_next_cycles() {
 /// report stays on azure with azure's runs as samples, and lists the pool among its groups.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pool_of_platforms_joins_a_narrow_regression_without_widening_it() {
-    use std::sync::Arc;
-
     use sheriff::application::backtest::{Cadence, backtest_observed};
     use sheriff::config::Settings;
     use sheriff::model::Dimension;
-    use sheriff::synth::world::{Table, mixes};
-    let (classes, density) = mixes(&Class::ALL)[21 % 4].clone();
-    let mut spec = WorldSpec::new(1021, sheriff::synth::day(2026, 11, 29), classes);
-    spec.density = density;
-    let world = build(&spec).unwrap();
-    let db = crate::common::TestDb::sqlite().await;
+    let (_db, store) = scored_world(21).await;
     let settings = Settings::default();
-    db.store
-        .trouble()
-        .apply(&settings.evaluate.ci_trouble)
-        .await
-        .unwrap();
-    let table = Table::embedded().unwrap();
-    db.store
-        .evaluations()
-        .import_thresholds(table.rows(), "data/origin/query_results_upgrades.json")
-        .await
-        .unwrap();
-    for chunk in world.records.chunks(1000) {
-        db.store.runs().write_runs(chunk, false).await.unwrap();
-    }
-    let store = Arc::new(sheriff::store::Store::open(&db.settings).await.unwrap());
     let (from, to) = (
         sheriff::synth::day(2026, 11, 15),
         sheriff::synth::day(2026, 11, 23),
@@ -431,4 +387,33 @@ async fn a_pool_of_platforms_joins_a_narrow_regression_without_widening_it() {
             .any(|(_, r)| r.groups.iter().any(|g| g == pool)),
         "the pool is listed with the regression it is seen through"
     );
+}
+
+/// World `i` of the scorecard's full mix (seed 1000 + i), stored as the scorecard stores it:
+/// the CI-trouble rules applied, origin's table imported, every run written. The database is
+/// kept alive by the first value.
+async fn scored_world(i: usize) -> (crate::common::TestDb, std::sync::Arc<sheriff::store::Store>) {
+    use sheriff::synth::world::{Table, mixes};
+    let (classes, density) = mixes(&Class::ALL)[i % 4].clone();
+    let mut spec = WorldSpec::new(1000 + i as u64, sheriff::synth::day(2026, 11, 29), classes);
+    spec.density = density;
+    let world = build(&spec).unwrap();
+    let db = crate::common::TestDb::sqlite().await;
+    let settings = sheriff::config::Settings::default();
+    db.store
+        .trouble()
+        .apply(&settings.evaluate.ci_trouble)
+        .await
+        .unwrap();
+    let table = Table::embedded().unwrap();
+    db.store
+        .evaluations()
+        .import_thresholds(table.rows(), "data/origin/query_results_upgrades.json")
+        .await
+        .unwrap();
+    for chunk in world.records.chunks(1000) {
+        db.store.runs().write_runs(chunk, false).await.unwrap();
+    }
+    let store = sheriff::store::Store::open(&db.settings).await.unwrap();
+    (db, std::sync::Arc::new(store))
 }
