@@ -78,16 +78,17 @@ impl From<Refusal> for ActionError {
 #[derive(Debug)]
 pub struct Operator {
     user: String,
-    /// Who they are as the history records them: `slack:<user> (<name>)` for
-    /// a Slack user, `cli:<name>` for the local one.
+    /// Who they are as the history records them: `slack:<user> (<name>)` for a Slack user
+    /// (`slack:<user>` when their name holds nothing a name is made of), `cli:<name>` for the
+    /// local one.
     actor: String,
 }
 
 impl Operator {
     /// Slack's `user`, whom Slack calls `name`, as an operator, or None when they are not one
     /// (or no group could be read through `client`). The history records them as
-    /// `slack:<user> (<name>)`, made here from the same two values,
-    /// so no caller words who did a change.
+    /// `slack:<user> (<name>)`, the name cut to the characters a name is made of (`slack:<user>`
+    /// when none is left); made here, so no caller words who did a change.
     pub async fn authorize(
         slack: &SlackSettings,
         client: Option<&SlackClient>,

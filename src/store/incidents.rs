@@ -766,7 +766,7 @@ impl Incidents<'_> {
     /// Applies a plan a person asked for, attributed to `actor`, made from the state inside
     /// the transaction; a refusal changes nothing. Returns only after the commit. `words` gives
     /// the history's lines their text.
-    pub async fn apply_manual<T>(
+    pub(crate) async fn apply_manual<T>(
         self,
         now: i64,
         actor: &str,

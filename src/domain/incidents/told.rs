@@ -20,7 +20,7 @@ pub enum Told<'a> {
     Verdict(&'a Verification),
     /// How the incident was resolved.
     Resolved(&'a Resolution),
-    /// A person (`by`, as recorded: `cli:alice`, a Slack user id) acknowledged the incident.
+    /// A person (`by`, as recorded: `cli:alice`, `slack:U012AB (alice)`) acknowledged the incident.
     Acknowledged { by: &'a str },
     /// A person (`by`, as recorded) asked for the incident's Jira issue now.
     AskedForJira { by: &'a str },
