@@ -224,19 +224,20 @@ pub(super) struct Cluster<'a> {
     pub finding: ScopeFinding,
     pub groups: Vec<&'a GroupResult>,
     /// Pools that regressed only as a whole and hold some of this regression's cells: the same
-    /// problem seen through them. Listed with its groups; never its lead, its backends or its
-    /// scope.
+    /// problem seen through them. Listed with its groups; never its lead, its backends, its
+    /// status or its scope.
     pub seen_through: Vec<&'a GroupResult>,
 }
 
-impl Cluster<'_> {
-    /// The labels of its groups, then of the pools it is seen through.
+impl<'a> Cluster<'a> {
+    /// Its groups, then the pools it is seen through.
+    pub fn all_groups(&self) -> impl Iterator<Item = &'a GroupResult> + '_ {
+        self.groups.iter().chain(&self.seen_through).copied()
+    }
+
+    /// The labels of [`Cluster::all_groups`].
     fn labels(&self) -> Vec<String> {
-        self.groups
-            .iter()
-            .chain(&self.seen_through)
-            .map(|g| g.key.label())
-            .collect()
+        self.all_groups().map(|g| g.key.label()).collect()
     }
 }
 

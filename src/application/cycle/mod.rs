@@ -655,8 +655,7 @@ async fn regressions_of<S: RunSource>(
 /// and be reported as ongoing without ever having passed the tests of a new regression.
 fn forget_unreported(cluster: &attribution::Cluster<'_>, states: &mut States) {
     let new: HashSet<String> = cluster
-        .groups
-        .iter()
+        .all_groups()
         .filter(|g| g.is_new)
         .map(|g| g.key.label())
         .collect();
