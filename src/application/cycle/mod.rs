@@ -793,8 +793,8 @@ type ClusterKey = (String, Scope);
 /// while a finer group with enough runs shows each of its cells healthy) has no found scope
 /// but its own key. When a regression of the same family and release, made of found scopes,
 /// holds some of its cells, it is that regression seen through the pool: it is listed with it
-/// ([`attribution::Cluster::seen_through`]) and does not widen its scope, lead it or add to
-/// its backends. Otherwise it is a regression of its own, merged like any other.
+/// ([`attribution::Cluster::seen_through`]) and does not widen its scope, lead it, set its
+/// status or add to its backends. Otherwise it is a regression of its own, merged like any other.
 fn clusters<'a>(
     index: &attribution::Index<'_>,
     evaluation: &'a evaluate::Evaluation,
@@ -836,14 +836,15 @@ fn clusters<'a>(
         merge_cluster(&mut merged, key, finding, groups, &index.data.variants);
     }
     let found_scopes = merged.len();
+    let data = index.data;
     for (key, finding, pool) in pools {
         let holds_a_cell = |c: &attribution::Cluster<'_>| {
             c.family == key.0
                 && c.scope.single(Dimension::Release) == key.1.single(Dimension::Release)
-                && pool.cells.iter().any(|&cell| {
-                    let data = index.data;
-                    c.scope.contains(&data.variants[data.cells[cell].variant])
-                })
+                && pool
+                    .cells
+                    .iter()
+                    .any(|&cell| c.scope.contains(&data.variants[data.cells[cell].variant]))
         };
         let found = merged[..found_scopes].iter().position(holds_a_cell);
         match found {
@@ -857,8 +858,8 @@ fn clusters<'a>(
     merged
 }
 
-/// Adds the groups of one found scope to the regression whose scope it overlaps (joining the
-/// two scopes), or as a regression of its own.
+/// Adds groups that share one scope to the regression whose scope overlaps it (joining the two
+/// scopes), or as a regression of its own.
 fn merge_cluster<'a>(
     merged: &mut Vec<attribution::Cluster<'a>>,
     (family, scope): ClusterKey,
