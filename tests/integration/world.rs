@@ -389,6 +389,56 @@ async fn a_pool_of_platforms_joins_a_narrow_regression_without_widening_it() {
     );
 }
 
+/// A thin cell of a pool is not regressed on the pool's word alone. In world 1042, metal 4.13's
+/// image-registry regressed, and so did the pool of every platform's ovn runs, through its metal
+/// cells. The pool's aws and azure ovn cells had too few runs for a finer group of their own, and
+/// every one of their runs (0 of 8 above the allowed level, 0 of 9) was as clean as their
+/// reference; they were called regressed anyway, the pool's found scope became `aws,azure,metal`,
+/// and from 11-27 18:00 on the metal incident read `platform=aws,metal`. Every cycle's report
+/// stays on metal and lists the pool among its groups.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thin_cell_whose_runs_stay_clean_does_not_widen_a_regression_through_a_pool() {
+    use sheriff::application::backtest::{Cadence, backtest_observed};
+    use sheriff::config::Settings;
+    use sheriff::model::Dimension;
+    let (_db, store) = scored_world(42).await;
+    let settings = Settings::default();
+    let (from, to) = (
+        sheriff::synth::day(2026, 11, 26),
+        sheriff::synth::day(2026, 11, 29),
+    );
+    let mut reports = Vec::new();
+    let mut observe = |r: &sheriff::application::cycle::CycleReport| {
+        for g in r.regressions.iter() {
+            if g.family == "image-registry" && g.release == "4.13" {
+                reports.push((r.evaluated_at, g.clone()));
+            }
+        }
+    };
+    let cadence = Cadence::Every(6 * 3_600);
+    backtest_observed(store, &settings, from, to, &cadence, &mut observe)
+        .await
+        .unwrap();
+
+    assert!(!reports.is_empty(), "the planted regression stands");
+    for (at, r) in &reports {
+        let platforms = r.scope.get(Dimension::Platform);
+        assert!(
+            platforms.is_some_and(|p| p.iter().all(|p| p == "metal")),
+            "{at}: the metal regression stays on metal: {:?}",
+            r.scope
+        );
+    }
+    let pool =
+        "image-registry-new-connections release=4.13 architecture=amd64 network=ovn topology=ha";
+    assert!(
+        reports
+            .iter()
+            .any(|(_, r)| r.groups.iter().any(|g| g == pool)),
+        "the pool is listed with the regression it is seen through"
+    );
+}
+
 /// World `i` of the scorecard's full mix (seed 1000 + i), stored as the scorecard stores it:
 /// the CI-trouble rules applied, origin's table imported, every run written. The database is
 /// kept alive by the first value.

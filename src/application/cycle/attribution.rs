@@ -95,6 +95,16 @@ impl<'a> Index<'a> {
         g.runs >= settings.min_job_runs
     }
 
+    /// Whether more of a cell's window runs are above `allowed` than of its reference runs
+    /// (any run above it, when the cell has no reference runs): its own runs are worse than
+    /// its own normal at the bar its group is judged at.
+    fn worse_than_before(&self, cell: usize, allowed: f64) -> bool {
+        let c = &self.data.cells[cell];
+        let (x1, n1) = (c.current.count_above(allowed), c.current.count());
+        let (x2, n2) = (c.baseline.count_above(allowed), c.baseline.count());
+        x1 > 0 && (n2 == 0 || x1 * n2 > x2 * n1)
+    }
+
     /// Whether a cell is healthy on evidence of its own: its cell, or a platform-keeping group
     /// around it, had enough runs and did not regress — and holds none of `regressed` cells.
     fn healthy(
@@ -113,9 +123,13 @@ impl<'a> Index<'a> {
 }
 
 /// The found scope of one reported group: its cells' verdicts, then the smallest description;
-/// and whether the group is regressed only as a whole: each of its cells is shown healthy by a
-/// finer group with enough runs that is not significant this cycle (the group regressed now, or
-/// is still held regressed from before), and the finding falls back to the group's own key.
+/// and whether the group is regressed only as a whole (no cell of it is regressed: the group
+/// regressed now, or is still held regressed from before, and the finding falls back to the
+/// group's own key). A cell of the group is regressed when a finer group with enough runs
+/// holding it regressed, or when no such group holds it and its own runs are worse than its
+/// reference at the group's allowed level; healthy when the finer groups with enough runs that
+/// hold it all stayed healthy; otherwise unknown: only the group speaks for it, through its
+/// other cells.
 pub(super) fn scope_for(
     index: &Index<'_>,
     lead: &GroupResult,
@@ -127,6 +141,7 @@ pub(super) fn scope_for(
         .filter_map(|d| lead.key.get(*d).map(|v| (*d, v.to_string())))
         .collect();
     let mine: BTreeSet<usize> = lead.cells.iter().copied().collect();
+    let allowed = lead.leading_check().map(|k| k.allowed);
     let mut cells = Vec::new();
     for g in index
         .evaluation
@@ -153,8 +168,12 @@ pub(super) fn scope_for(
             let regressed_inside = index.groups_of(c).filter(finer).any(|f| f.significant);
             if healthy_inside && !regressed_inside {
                 Verdict::Healthy
-            } else {
+            } else if regressed_inside || allowed.is_none_or(|a| index.worse_than_before(c, a)) {
                 Verdict::Regressed
+            } else {
+                // too thin for a finer group, and its runs no worse than its own reference:
+                // only the group says it regressed, through its other cells
+                Verdict::Unknown
             }
         } else if other_regressed.contains(&c) {
             Verdict::Unknown
