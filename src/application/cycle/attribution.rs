@@ -95,14 +95,10 @@ impl<'a> Index<'a> {
         g.runs >= settings.min_job_runs
     }
 
-    /// Whether more of a cell's window runs are above `allowed` than of its reference runs
-    /// (any run above it, when the cell has no reference runs): its own runs are worse than
-    /// its own normal at the bar its group is judged at.
-    fn worse_than_before(&self, cell: usize, allowed: f64) -> bool {
-        let c = &self.data.cells[cell];
-        let (x1, n1) = (c.current.count_above(allowed), c.current.count());
-        let (x2, n2) = (c.baseline.count_above(allowed), c.baseline.count());
-        x1 > 0 && (n2 == 0 || x1 * n2 > x2 * n1)
+    /// Whether any of a cell's window runs is above `bar`: a sign of its own, however thin,
+    /// that it shares its group's regression.
+    fn shows_any_above(&self, cell: usize, bar: f64) -> bool {
+        self.data.cells[cell].current.count_above(bar) > 0
     }
 
     /// Whether a cell is healthy on evidence of its own: its cell, or a platform-keeping group
@@ -126,10 +122,10 @@ impl<'a> Index<'a> {
 /// and whether the group is regressed only as a whole (no cell of it is regressed: the group
 /// regressed now, or is still held regressed from before, and the finding falls back to the
 /// group's own key). A cell of the group is regressed when a finer group with enough runs
-/// holding it regressed, or when no such group holds it and its own runs are worse than its
-/// reference at the group's allowed level; healthy when the finer groups with enough runs that
-/// hold it all stayed healthy; otherwise unknown: only the group speaks for it, through its
-/// other cells.
+/// holding it regressed, or when no such group holds it and at least one of its window runs is
+/// above the group's lowest bar ([`lowest_bar`]; every such cell when the group has no check);
+/// healthy when the finer groups with enough runs that hold it all stayed healthy; otherwise
+/// unknown: only the group speaks for it, through its other cells.
 pub(super) fn scope_for(
     index: &Index<'_>,
     lead: &GroupResult,
@@ -141,7 +137,7 @@ pub(super) fn scope_for(
         .filter_map(|d| lead.key.get(*d).map(|v| (*d, v.to_string())))
         .collect();
     let mine: BTreeSet<usize> = lead.cells.iter().copied().collect();
-    let allowed = lead.leading_check().map(|k| k.allowed);
+    let bar = lowest_bar(lead);
     let mut cells = Vec::new();
     for g in index
         .evaluation
@@ -168,11 +164,11 @@ pub(super) fn scope_for(
             let regressed_inside = index.groups_of(c).filter(finer).any(|f| f.significant);
             if healthy_inside && !regressed_inside {
                 Verdict::Healthy
-            } else if regressed_inside || allowed.is_none_or(|a| index.worse_than_before(c, a)) {
+            } else if regressed_inside || bar.is_none_or(|b| index.shows_any_above(c, b)) {
                 Verdict::Regressed
             } else {
-                // too thin for a finer group, and its runs no worse than its own reference:
-                // only the group says it regressed, through its other cells
+                // too thin for a finer group, and not one of its runs above the bar: only the
+                // group says it regressed, through its other cells
                 Verdict::Unknown
             }
         } else if other_regressed.contains(&c) {
@@ -200,6 +196,17 @@ pub(super) fn scope_for(
         separates: false,
     });
     (finding, context, whole_only)
+}
+
+/// The lowest allowed level a group is judged above: over its checks above their allowed
+/// level, else its leading check's (a group held regressed from before); None without checks.
+fn lowest_bar(g: &GroupResult) -> Option<f64> {
+    g.checks
+        .iter()
+        .filter(|c| c.exceeds)
+        .map(|c| c.allowed)
+        .reduce(f64::min)
+        .or_else(|| g.leading_check().map(|c| c.allowed))
 }
 
 /// The scope: the context dimensions and the finding's constraints.

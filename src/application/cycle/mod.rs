@@ -789,9 +789,10 @@ type ClusterKey = (String, Scope);
 /// family whose scopes overlap in one release are one (new and reused connections, one problem
 /// seen at two levels, or a scope the groups see from two sides).
 ///
-/// A group regressed only as a whole (a pool of every platform's ovn runs, say, regressed
-/// while a finer group with enough runs shows each of its cells healthy) has no found scope
-/// but its own key. When a regression of the same family and release, made of found scopes,
+/// A group regressed only as a whole (no cell of it regressed: a pool of every platform's ovn
+/// runs, say, regressed while finer groups with enough runs show each of its cells healthy, or
+/// its thin cells have no run above the bar; see [`attribution::scope_for`]) has no found
+/// scope but its own key. When a regression of the same family and release, made of found scopes,
 /// holds some of its cells, it is that regression seen through the pool: it is listed with it
 /// ([`attribution::Cluster::seen_through`]) and does not widen its scope, lead it, set its
 /// status or add to its backends. Otherwise it is a regression of its own, merged like any other.
