@@ -342,50 +342,11 @@ async fn a_tail_gathering_held_back_once_is_not_reported_by_the_next_cycles() {
 /// report stays on azure with azure's runs as samples, and lists the pool among its groups.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pool_of_platforms_joins_a_narrow_regression_without_widening_it() {
-    use sheriff::application::backtest::{Cadence, backtest_observed};
-    use sheriff::config::Settings;
-    use sheriff::model::Dimension;
-    let (_db, store) = scored_world(21).await;
-    let settings = Settings::default();
-    let (from, to) = (
-        sheriff::synth::day(2026, 11, 15),
-        sheriff::synth::day(2026, 11, 23),
-    );
-    let mut reports = Vec::new();
-    let mut observe = |r: &sheriff::application::cycle::CycleReport| {
-        for g in r.regressions.iter() {
-            if g.family == "kube-api" && g.release == "4.15" {
-                reports.push((r.evaluated_at, g.clone()));
-            }
-        }
-    };
-    let cadence = Cadence::Every(6 * 3_600);
-    backtest_observed(store, &settings, from, to, &cadence, &mut observe)
-        .await
-        .unwrap();
-
-    assert!(!reports.is_empty(), "the planted regression stands");
-    for (at, r) in &reports {
-        let platforms = r.scope.get(Dimension::Platform);
-        assert!(
-            platforms.is_some_and(|p| p.iter().all(|p| p == "azure")),
-            "{at}: the azure regression stays on azure: {:?}",
-            r.scope
-        );
-        for s in &r.sample_jobs {
-            assert!(
-                s.job.contains("-azure-"),
-                "{at}: a sample run off azure: {}",
-                s.job
-            );
-        }
-    }
-    let pool = "kube-api-new-connections release=4.15 architecture=amd64 network=ovn topology=ha";
-    assert!(
-        reports
-            .iter()
-            .any(|(_, r)| r.groups.iter().any(|g| g == pool)),
-        "the pool is listed with the regression it is seen through"
+    let reports = reports_of(21, ("kube-api", "4.15"), (15, 23)).await;
+    stays_on(
+        &reports,
+        "azure",
+        "kube-api-new-connections release=4.15 architecture=amd64 network=ovn topology=ha",
     );
 }
 
@@ -398,19 +359,35 @@ async fn a_pool_of_platforms_joins_a_narrow_regression_without_widening_it() {
 /// on metal, with metal's runs as samples, and lists the pool among its groups.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thin_cell_whose_runs_stay_clean_does_not_widen_a_regression_through_a_pool() {
+    let reports = reports_of(42, ("image-registry", "4.13"), (26, 29)).await;
+    stays_on(
+        &reports,
+        "metal",
+        "image-registry-new-connections release=4.13 architecture=amd64 network=ovn topology=ha",
+    );
+}
+
+/// Every report of `family` and `release` in world `i` ([`scored_world`]), cycle by cycle
+/// every 6 hours over the November `days`.
+async fn reports_of(
+    i: usize,
+    (family, release): (&str, &str),
+    days: (u32, u32),
+) -> Vec<(
+    chrono::DateTime<chrono::Utc>,
+    sheriff::model::RegressionReport,
+)> {
     use sheriff::application::backtest::{Cadence, backtest_observed};
-    use sheriff::config::Settings;
-    use sheriff::model::Dimension;
-    let (_db, store) = scored_world(42).await;
-    let settings = Settings::default();
+    let (_db, store) = scored_world(i).await;
+    let settings = sheriff::config::Settings::default();
     let (from, to) = (
-        sheriff::synth::day(2026, 11, 26),
-        sheriff::synth::day(2026, 11, 29),
+        sheriff::synth::day(2026, 11, days.0),
+        sheriff::synth::day(2026, 11, days.1),
     );
     let mut reports = Vec::new();
     let mut observe = |r: &sheriff::application::cycle::CycleReport| {
         for g in r.regressions.iter() {
-            if g.family == "image-registry" && g.release == "4.13" {
+            if g.family == family && g.release == release {
                 reports.push((r.evaluated_at, g.clone()));
             }
         }
@@ -419,25 +396,35 @@ async fn a_thin_cell_whose_runs_stay_clean_does_not_widen_a_regression_through_a
     backtest_observed(store, &settings, from, to, &cadence, &mut observe)
         .await
         .unwrap();
+    reports
+}
 
+/// Every report's scope is on `platform` alone, every sample run is one of its jobs, and some
+/// report lists `pool` among its groups.
+fn stays_on(
+    reports: &[(
+        chrono::DateTime<chrono::Utc>,
+        sheriff::model::RegressionReport,
+    )],
+    platform: &str,
+    pool: &str,
+) {
     assert!(!reports.is_empty(), "the planted regression stands");
-    for (at, r) in &reports {
-        let platforms = r.scope.get(Dimension::Platform);
+    for (at, r) in reports {
+        let platforms = r.scope.get(sheriff::model::Dimension::Platform);
         assert!(
-            platforms.is_some_and(|p| p.iter().all(|p| p == "metal")),
-            "{at}: the metal regression stays on metal: {:?}",
+            platforms.is_some_and(|p| p.iter().all(|p| p == platform)),
+            "{at}: the {platform} regression stays on {platform}: {:?}",
             r.scope
         );
         for s in &r.sample_jobs {
             assert!(
-                s.job.contains("-metal"),
-                "{at}: a sample run off metal: {}",
+                s.job.contains(&format!("-{platform}")),
+                "{at}: a sample run off {platform}: {}",
                 s.job
             );
         }
     }
-    let pool =
-        "image-registry-new-connections release=4.13 architecture=amd64 network=ovn topology=ha";
     assert!(
         reports
             .iter()
