@@ -215,16 +215,8 @@ async fn dry_cycle_over(
     world: &sheriff::synth::world::World,
 ) -> sheriff::application::cycle::CycleReport {
     use sheriff::application::cycle::{CycleOptions, run_cycle};
-    let db = crate::common::TestDb::sqlite().await;
     let settings = sheriff::config::Settings::default();
-    db.store
-        .trouble()
-        .apply(&settings.evaluate.ci_trouble)
-        .await
-        .unwrap();
-    for chunk in world.records.chunks(1000) {
-        db.store.runs().write_runs(chunk, false).await.unwrap();
-    }
+    let db = stored(world, None).await;
     let options = CycleOptions {
         at: spec.end,
         dry_run: true,
@@ -442,6 +434,17 @@ async fn scored_world(i: usize) -> (crate::common::TestDb, std::sync::Arc<sherif
     let mut spec = WorldSpec::new(1000 + i as u64, sheriff::synth::day(2026, 11, 29), classes);
     spec.density = density;
     let world = build(&spec).unwrap();
+    let db = stored(&world, Some(&Table::embedded().unwrap())).await;
+    let store = sheriff::store::Store::open(&db.settings).await.unwrap();
+    (db, std::sync::Arc::new(store))
+}
+
+/// A fresh SQLite store holding `world`'s runs, with the default CI-trouble rules applied and,
+/// when given, origin's `table` imported before the runs (as a deployment imports it).
+async fn stored(
+    world: &sheriff::synth::world::World,
+    table: Option<&sheriff::synth::world::Table>,
+) -> crate::common::TestDb {
     let db = crate::common::TestDb::sqlite().await;
     let settings = sheriff::config::Settings::default();
     db.store
@@ -449,15 +452,15 @@ async fn scored_world(i: usize) -> (crate::common::TestDb, std::sync::Arc<sherif
         .apply(&settings.evaluate.ci_trouble)
         .await
         .unwrap();
-    let table = Table::embedded().unwrap();
-    db.store
-        .evaluations()
-        .import_thresholds(table.rows(), "data/origin/query_results_upgrades.json")
-        .await
-        .unwrap();
+    if let Some(table) = table {
+        db.store
+            .evaluations()
+            .import_thresholds(table.rows(), "data/origin/query_results_upgrades.json")
+            .await
+            .unwrap();
+    }
     for chunk in world.records.chunks(1000) {
         db.store.runs().write_runs(chunk, false).await.unwrap();
     }
-    let store = sheriff::store::Store::open(&db.settings).await.unwrap();
-    (db, std::sync::Arc::new(store))
+    db
 }

@@ -850,7 +850,7 @@ fn clusters<'a>(
         let found = merged[..found_scopes].iter().position(holds_a_cell);
         match found {
             Some(k) => merged[k].seen_through.push(pool),
-            None => merge_cluster(&mut merged, key, finding, vec![pool], &index.data.variants),
+            None => merge_cluster(&mut merged, key, finding, vec![pool], &data.variants),
         }
     }
     for c in &mut merged {
@@ -868,10 +868,10 @@ fn merge_cluster<'a>(
     groups: Vec<&'a GroupResult>,
     variants: &[crate::model::Dimensions],
 ) {
-    let release = scope.single(Dimension::Release).map(str::to_string);
+    let release = scope.single(Dimension::Release);
     let same = merged.iter().position(|c| {
         c.family == family
-            && c.scope.single(Dimension::Release).map(str::to_string) == release
+            && c.scope.single(Dimension::Release) == release
             && c.scope.same_problem(&scope)
     });
     let Some(k) = same else {
