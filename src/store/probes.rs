@@ -532,13 +532,23 @@ impl Runs<'_> {
         let rows: Vec<FirstRuns> = self
             .store
             .fetch_all(
-                // The window's jobs, then one index probe each for a run before it: a scan
-                // of every stored run would grow with the history.
+                // Every job name, one index probe each (a skip scan of `(job_name,
+                // started_at)`), then the jobs without a run before the window, their runs in
+                // it counted from the same index: a few hundred probes, where grouping the
+                // window's runs reads thousands of rows and a scan of every stored run would
+                // grow with the history.
                 sql(
-                    "SELECT job_name, first, runs FROM (SELECT job_name, MIN(started_at) AS first, \
-                     COUNT(*) AS runs FROM job_runs WHERE started_at >= $1 AND started_at < $2 \
-                     GROUP BY job_name) w WHERE NOT EXISTS (SELECT 1 FROM job_runs e \
-                     WHERE e.job_name = w.job_name AND e.started_at < $1) ORDER BY job_name",
+                    "WITH RECURSIVE jobs (job_name) AS (SELECT MIN(job_name) FROM job_runs \
+                     UNION ALL SELECT (SELECT MIN(n.job_name) FROM job_runs n \
+                     WHERE n.job_name > jobs.job_name) FROM jobs WHERE jobs.job_name IS NOT NULL) \
+                     SELECT job_name, first, runs FROM (SELECT j.job_name, \
+                     (SELECT MIN(e.started_at) FROM job_runs e WHERE e.job_name = j.job_name \
+                     AND e.started_at >= $1 AND e.started_at < $2) AS first, \
+                     (SELECT COUNT(*) FROM job_runs e WHERE e.job_name = j.job_name \
+                     AND e.started_at >= $1 AND e.started_at < $2) AS runs \
+                     FROM jobs j WHERE j.job_name IS NOT NULL AND NOT EXISTS (SELECT 1 \
+                     FROM job_runs e WHERE e.job_name = j.job_name AND e.started_at < $1)) w \
+                     WHERE first IS NOT NULL ORDER BY job_name",
                 )
                 .bind(window.0)
                 .bind(window.1),

@@ -365,3 +365,62 @@ on_both_engines! {
         assert!(db.store.backfills().backfilled_days().await.unwrap().is_empty());
     }
 }
+
+/// A run of `job` started `hours` after 2026-11-01 00:00 UTC, on `platform`.
+fn run_at(job: &str, hours: i64, platform: &str) -> RunRecord {
+    let mut r = sample_record(&format!("{}", 1_790_000_000_000_000_000i64 + hours), 12);
+    let started =
+        Utc.with_ymd_and_hms(2026, 11, 1, 0, 0, 0).unwrap() + chrono::Duration::hours(hours);
+    r.run.job_name = job.into();
+    r.run.path = format!("logs/{job}/{}", r.run.build_id);
+    r.run.url = JobRun::prow_url("test-platform-results", &r.run.path);
+    r.run.started_at = started;
+    r.run.finished_at = Some(started + chrono::Duration::hours(2));
+    r.run.dimensions.platform = platform.into();
+    for o in &mut r.outages {
+        o.from = started + chrono::Duration::seconds(1800);
+        o.to = o.from + chrono::Duration::seconds(12);
+    }
+    for c in &mut r.conditions {
+        c.from = started + chrono::Duration::seconds(1790);
+        c.to = c.from + chrono::Duration::seconds(60);
+    }
+    r
+}
+
+on_both_engines! {
+    async fn a_job_whose_first_run_is_in_the_window_is_new_unless_too_few_runs_say_so(db) {
+        let day = 24;
+        let window = (
+            Utc.with_ymd_and_hms(2026, 11, 15, 0, 0, 0).unwrap().timestamp(),
+            Utc.with_ymd_and_hms(2026, 11, 22, 0, 0, 0).unwrap().timestamp(),
+        );
+        let mut runs = Vec::new();
+        // a job running every day since the history began
+        runs.extend((0..21).map(|d| run_at("job-old", d * day + 3, "aws")));
+        // a new job: first run on the 16th, then four a day; its latest run is on gcp
+        runs.extend((0..24).map(|i| run_at("job-new", 15 * day + 6 * i + 1, if i == 23 { "gcp" } else { "metal" })));
+        // a sparse job: one run long before the window, then two in it
+        runs.extend([2 * day, 16 * day, 18 * day].map(|h| run_at("job-sparse", h + 5, "aws")));
+        // a job too new to tell from a sparse one: two runs
+        runs.extend([20 * day, 20 * day + 6].map(|h| run_at("job-two", h + 7, "aws")));
+        // a job that stopped before the window, and runs after it
+        runs.extend((0..5).map(|d| run_at("job-gone", d * day + 9, "aws")));
+        runs.push(run_at("job-later", 23 * day, "aws"));
+        for r in &runs {
+            db.store.runs().write_run(r, false).await.unwrap();
+        }
+        let new = db.store.runs().new_jobs_in(window).await.unwrap();
+        assert_eq!(new.len(), 1, "{new:?}");
+        assert_eq!(new[0].job, "job-new");
+        assert_eq!(new[0].runs, 24);
+        assert!(new[0].first_run.starts_with("2026-11-16T01:00:00"), "{}", new[0].first_run);
+        assert_eq!(new[0].scope.single(sheriff::model::Dimension::Platform), Some("gcp"));
+        // a window holding every run: no job has a run before it, and only the new one has
+        // history before its first run to be told apart from a sparse one
+        let all = (window.0 - 30 * 86_400, window.1 + 30 * 86_400);
+        let jobs: Vec<String> = db.store.runs().new_jobs_in(all).await.unwrap().into_iter().map(|j| j.job).collect();
+        assert_eq!(jobs, ["job-new"]);
+        assert!(db.store.runs().new_jobs_in((window.1 + 40 * 86_400, window.1 + 41 * 86_400)).await.unwrap().is_empty());
+    }
+}
