@@ -534,9 +534,10 @@ impl Runs<'_> {
             .fetch_all(
                 // Every job name, one index probe each (a skip scan of `(job_name,
                 // started_at)`), then the jobs without a run before the window, their runs in
-                // it counted from the same index: a few hundred probes, where grouping the
-                // window's runs reads thousands of rows and a scan of every stored run would
-                // grow with the history.
+                // it counted from the same index: a few probes per job name kept (a few
+                // hundred names; retention drops the runs of jobs that stopped), where grouping
+                // the window's runs reads thousands of rows and a scan of every stored run
+                // would grow with the history.
                 sql(
                     "WITH RECURSIVE jobs (job_name) AS (SELECT MIN(job_name) FROM job_runs \
                      UNION ALL SELECT (SELECT MIN(n.job_name) FROM job_runs n \

@@ -400,6 +400,11 @@ on_both_engines! {
         runs.extend((0..21).map(|d| run_at("job-old", d * day + 3, "aws")));
         // a new job: first run on the 16th, then four a day; its latest run is on gcp
         runs.extend((0..24).map(|i| run_at("job-new", 15 * day + 6 * i + 1, if i == 23 { "gcp" } else { "metal" })));
+        // ... and one run starting as the window ends, neither counted nor its scope
+        runs.push(run_at("job-new", 21 * day, "aws"));
+        // a new job whose first run starts as the window does, twice a day, and runs after it
+        runs.extend((0..12).map(|i| run_at("job-edge", 14 * day + 12 * i, "aws")));
+        runs.extend([21 * day, 21 * day + 6, 22 * day].map(|h| run_at("job-edge", h, "aws")));
         // a sparse job: one run long before the window, then two in it
         runs.extend([2 * day, 16 * day, 18 * day].map(|h| run_at("job-sparse", h + 5, "aws")));
         // a job too new to tell from a sparse one: two runs
@@ -411,13 +416,14 @@ on_both_engines! {
             db.store.runs().write_run(r, false).await.unwrap();
         }
         let new = db.store.runs().new_jobs_in(window).await.unwrap();
-        assert_eq!(new.len(), 1, "{new:?}");
-        assert_eq!(new[0].job, "job-new");
-        assert_eq!(new[0].runs, 24);
-        assert!(new[0].first_run.starts_with("2026-11-16T01:00:00"), "{}", new[0].first_run);
-        assert_eq!(new[0].scope.single(sheriff::model::Dimension::Platform), Some("gcp"));
-        // a window holding every run: no job has a run before it, and only the new one has
-        // history before its first run to be told apart from a sparse one
+        assert_eq!(new.len(), 2, "{new:?}");
+        assert_eq!((new[0].job.as_str(), new[0].runs), ("job-edge", 12));
+        assert!(new[0].first_run.starts_with("2026-11-15T00:00:00"), "{}", new[0].first_run);
+        assert_eq!((new[1].job.as_str(), new[1].runs), ("job-new", 24));
+        assert!(new[1].first_run.starts_with("2026-11-16T01:00:00"), "{}", new[1].first_run);
+        assert_eq!(new[1].scope.single(sheriff::model::Dimension::Platform), Some("gcp"));
+        // a window holding every run: no job has a run before it, and only the new one ran
+        // often enough, against the history before its first run, to be told from a sparse one
         let all = (window.0 - 30 * 86_400, window.1 + 30 * 86_400);
         let jobs: Vec<String> = db.store.runs().new_jobs_in(all).await.unwrap().into_iter().map(|j| j.job).collect();
         assert_eq!(jobs, ["job-new"]);
