@@ -515,6 +515,24 @@ pub(super) async fn forget_probes(
     Ok((!probes.is_empty()).then_some(job))
 }
 
+/// The jobs with runs in `[$1, $2)` and none before, with their first run and their runs there:
+/// every job name, one index probe each (a skip scan of `(job_name, started_at)`), then for the
+/// jobs without a run before the window, their runs in it counted from the same index. A few
+/// probes per job name kept (a few hundred; retention drops the runs of jobs that stopped),
+/// where grouping the window's runs reads thousands of rows and a scan of every stored run
+/// would grow with the history.
+const NEW_JOBS: &str = "WITH RECURSIVE jobs (job_name) AS (SELECT MIN(job_name) FROM job_runs \
+    UNION ALL SELECT (SELECT MIN(n.job_name) FROM job_runs n \
+    WHERE n.job_name > jobs.job_name) FROM jobs WHERE jobs.job_name IS NOT NULL) \
+    SELECT job_name, first, runs FROM (SELECT j.job_name, \
+    (SELECT MIN(e.started_at) FROM job_runs e WHERE e.job_name = j.job_name \
+    AND e.started_at >= $1 AND e.started_at < $2) AS first, \
+    (SELECT COUNT(*) FROM job_runs e WHERE e.job_name = j.job_name \
+    AND e.started_at >= $1 AND e.started_at < $2) AS runs \
+    FROM jobs j WHERE j.job_name IS NOT NULL AND NOT EXISTS (SELECT 1 \
+    FROM job_runs e WHERE e.job_name = j.job_name AND e.started_at < $1)) w \
+    WHERE first IS NOT NULL ORDER BY job_name";
+
 impl Runs<'_> {
     /// The probes broken for jobs with runs in `window` (`[from, to)` Unix seconds), one
     /// finding per probe family, release, platform and architecture.
@@ -531,29 +549,7 @@ impl Runs<'_> {
         let history_from = history_from.unwrap_or(window.0);
         let rows: Vec<FirstRuns> = self
             .store
-            .fetch_all(
-                // Every job name, one index probe each (a skip scan of `(job_name,
-                // started_at)`), then the jobs without a run before the window, their runs in
-                // it counted from the same index: a few probes per job name kept (a few
-                // hundred names; retention drops the runs of jobs that stopped), where grouping
-                // the window's runs reads thousands of rows and a scan of every stored run
-                // would grow with the history.
-                sql(
-                    "WITH RECURSIVE jobs (job_name) AS (SELECT MIN(job_name) FROM job_runs \
-                     UNION ALL SELECT (SELECT MIN(n.job_name) FROM job_runs n \
-                     WHERE n.job_name > jobs.job_name) FROM jobs WHERE jobs.job_name IS NOT NULL) \
-                     SELECT job_name, first, runs FROM (SELECT j.job_name, \
-                     (SELECT MIN(e.started_at) FROM job_runs e WHERE e.job_name = j.job_name \
-                     AND e.started_at >= $1 AND e.started_at < $2) AS first, \
-                     (SELECT COUNT(*) FROM job_runs e WHERE e.job_name = j.job_name \
-                     AND e.started_at >= $1 AND e.started_at < $2) AS runs \
-                     FROM jobs j WHERE j.job_name IS NOT NULL AND NOT EXISTS (SELECT 1 \
-                     FROM job_runs e WHERE e.job_name = j.job_name AND e.started_at < $1)) w \
-                     WHERE first IS NOT NULL ORDER BY job_name",
-                )
-                .bind(window.0)
-                .bind(window.1),
-            )
+            .fetch_all(sql(NEW_JOBS).bind(window.0).bind(window.1))
             .await?;
         let mut out = Vec::with_capacity(rows.len());
         for FirstRuns { job, first, runs } in rows {
