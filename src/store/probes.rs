@@ -515,31 +515,26 @@ pub(super) async fn forget_probes(
     Ok((!probes.is_empty()).then_some(job))
 }
 
-/// The jobs with runs in `[$1, $2)` and none before, with their first run and their runs there:
-/// every job name, one index probe each (a skip scan of `(job_name, started_at)`), then for the
-/// jobs without a run before the window, their runs in it counted from the same index. A few
-/// probes per job name kept (a few hundred; retention drops the runs of jobs that stopped),
-/// where grouping the window's runs reads thousands of rows and a scan of every stored run
-/// would grow with the history.
+/// The jobs whose first stored run started in `[$1, $2)`, with that run's start and their runs
+/// there: every job name, one index probe each (a skip scan of `(job_name, started_at)`), its
+/// first run and its runs in the window read from the same index. A few probes per job name kept
+/// (a few hundred; retention drops the runs of jobs that stopped), where grouping the window's
+/// runs reads thousands of rows and a scan of every stored run would grow with the history.
 const NEW_JOBS: &str = "WITH RECURSIVE jobs (job_name) AS (SELECT MIN(job_name) FROM job_runs \
     UNION ALL SELECT (SELECT MIN(n.job_name) FROM job_runs n \
     WHERE n.job_name > jobs.job_name) FROM jobs WHERE jobs.job_name IS NOT NULL) \
-    SELECT job_name, first, runs FROM (SELECT j.job_name, \
-    (SELECT MIN(e.started_at) FROM job_runs e WHERE e.job_name = j.job_name \
-    AND e.started_at >= $1 AND e.started_at < $2) AS first, \
-    (SELECT COUNT(*) FROM job_runs e WHERE e.job_name = j.job_name \
+    SELECT job_name, first, (SELECT COUNT(*) FROM job_runs e WHERE e.job_name = w.job_name \
     AND e.started_at >= $1 AND e.started_at < $2) AS runs \
-    FROM jobs j WHERE j.job_name IS NOT NULL AND NOT EXISTS (SELECT 1 \
-    FROM job_runs e WHERE e.job_name = j.job_name AND e.started_at < $1)) w \
-    WHERE first IS NOT NULL ORDER BY job_name";
+    FROM (SELECT j.job_name, (SELECT MIN(e.started_at) FROM job_runs e \
+    WHERE e.job_name = j.job_name) AS first FROM jobs j WHERE j.job_name IS NOT NULL) w \
+    WHERE first >= $1 AND first < $2 ORDER BY job_name";
 
 impl Runs<'_> {
-    /// The probes broken for jobs with runs in `window` (`[from, to)` Unix seconds), one
-    /// finding per probe family, release, platform and architecture.
     /// Jobs whose first stored run started in `window` and that are new, not sparse: at least 3
     /// runs, and at the rate they have run since (its 95% lower bound) the store's history
-    /// before their first run would have held one of their runs with 99% probability. With their runs there and the
-    /// dimensions of their latest run (release, platform, architecture, network, upgrade).
+    /// before their first run would have held one of their runs with 99% probability. With their
+    /// runs there and the dimensions of their latest run (release, platform, architecture,
+    /// network, upgrade).
     pub async fn new_jobs_in(self, window: (i64, i64)) -> Result<Vec<crate::model::NewJob>> {
         use crate::model::Dimension;
         let (history_from,): (Option<i64>,) = self
@@ -602,6 +597,8 @@ impl Runs<'_> {
         Ok(out)
     }
 
+    /// The probes broken for jobs with runs in `window` (`[from, to)` Unix seconds), one
+    /// finding per probe family, release, platform and architecture.
     pub async fn broken_probes_in(
         self,
         window: (i64, i64),
