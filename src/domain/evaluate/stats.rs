@@ -346,10 +346,12 @@ fn benjamini_hochberg(p_values: &[f64], q: f64) -> Vec<bool> {
 
 /// Simes' combination of p-values: the p-value of "none of these hypotheses is false",
 /// `min over i of n·p₍ᵢ₎ / i` (valid under independence and positive dependence). 1 for none.
+/// The p-values of 1 (most of a cycle's: its untested checks) come last, where `n·1 / i` is
+/// at least 1: they never lower the minimum, so they are counted in `n` but not sorted.
 pub fn simes(p_values: &[f64]) -> f64 {
-    let mut sorted: Vec<f64> = p_values.to_vec();
+    let n = p_values.len() as f64;
+    let mut sorted: Vec<f64> = p_values.iter().copied().filter(|p| *p < 1.0).collect();
     sorted.sort_unstable_by(f64::total_cmp);
-    let n = sorted.len() as f64;
     sorted
         .iter()
         .enumerate()
@@ -357,15 +359,18 @@ pub fn simes(p_values: &[f64]) -> f64 {
         .fold(1.0f64, f64::min)
 }
 
-/// Benjamini–Hochberg adjusted p-values (q-values), for reporting.
+/// Benjamini–Hochberg adjusted p-values (q-values), for reporting. A p-value of 1 (most of a
+/// cycle's: its untested checks) ranks among the largest, where its q-value is 1 and leaves
+/// the running minimum at 1: only the others are sorted, ranked below them.
 pub fn bh_adjusted(p_values: &[f64]) -> Vec<f64> {
     let m = p_values.len();
-    let mut order: Vec<usize> = (0..m).collect();
+    let mut order: Vec<usize> = (0..m).filter(|&i| p_values[i] < 1.0).collect();
     order.sort_unstable_by(|&a, &b| p_values[b].total_cmp(&p_values[a]));
+    let ones = m - order.len();
     let mut out = vec![1.0; m];
     let mut running = 1.0f64;
     for (k, &i) in order.iter().enumerate() {
-        let rank = m - k;
+        let rank = m - ones - k;
         running = running.min(p_values[i] * m as f64 / rank as f64);
         out[i] = running.min(1.0);
     }
@@ -519,6 +524,48 @@ mod tests {
         assert!(close(simes(&[0.01, 0.5, 0.9]), 0.03, 1e-12));
         // two small ones among four: 4 × 0.02 / 2
         assert!(close(simes(&[0.02, 0.9, 0.015, 0.7]), 0.04, 1e-12));
+    }
+
+    /// Simes and the q-values by their definitions, every p-value sorted.
+    fn by_definition(ps: &[f64]) -> (f64, Vec<f64>) {
+        let n = ps.len();
+        let mut sorted = ps.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let simes = (0..n).fold(1.0f64, |s, i| s.min(n as f64 * sorted[i] / (i + 1) as f64));
+        let q = ps
+            .iter()
+            .map(|&p| {
+                // the smallest of m·p₍ⱼ₎ / j over the p-values at least as large as p
+                (0..n)
+                    .filter(|&j| sorted[j] >= p)
+                    .map(|j| (n as f64 * sorted[j] / (j + 1) as f64).min(1.0))
+                    .fold(1.0f64, f64::min)
+            })
+            .collect();
+        (simes, q)
+    }
+
+    #[test]
+    fn p_values_of_one_left_unsorted_change_neither_simes_nor_the_q_values() {
+        let mut rng = fastrand::Rng::with_seed(11);
+        for round in 0..300 {
+            let ps: Vec<f64> = (0..rng.usize(0..200))
+                .map(|_| match rng.u8(0..4) {
+                    0 => rng.f64().powi(6),
+                    1 => rng.f64(),
+                    _ => 1.0,
+                })
+                .collect();
+            let (simes_all, q_all) = by_definition(&ps);
+            assert_eq!(simes(&ps), simes_all, "round {round}: {ps:?}");
+            let q = bh_adjusted(&ps);
+            for (a, b) in q.iter().zip(&q_all) {
+                assert!(
+                    close(*a, *b, 1e-12),
+                    "round {round}: {q:?} against {q_all:?}"
+                );
+            }
+        }
     }
 
     #[test]
