@@ -265,8 +265,6 @@ struct Windows<'a> {
     baseline: Cow<'a, Histogram>,
     /// P50, P75, P95 and P99 of the current window, then of the baseline.
     percentiles: [[Option<f64>; 4]; 2],
-    /// The recent spans, merged like the window.
-    recent: Vec<Cow<'a, Histogram>>,
 }
 
 /// The reference a check compares with: a threshold and, for history-based thresholds, the
@@ -687,7 +685,6 @@ impl<'i> GroupSlots<'i> {
                         current: Cow::Borrowed(&cell.current),
                         baseline: Cow::Borrowed(&cell.baseline),
                         percentiles: [[None; 4]; 2],
-                        recent: cell.recent.iter().map(Cow::Borrowed).collect(),
                     });
                 }
                 metas[index[at]].cells.push(ci);
@@ -705,10 +702,6 @@ impl<'i> GroupSlots<'i> {
                 };
                 let (current, baseline) = (of(|c| &c.current), of(|c| &c.baseline));
                 (w.current, w.baseline) = (Cow::Owned(current), Cow::Owned(baseline));
-                for (k, span) in w.recent.iter_mut().enumerate() {
-                    let cells = m.cells.iter().filter_map(|&c| self.cells[c].recent.get(k));
-                    *span = Cow::Owned(Histogram::sum_of(cells, &mut scratch));
-                }
             }
             w.percentiles = [percentiles_of(&w.current), percentiles_of(&w.baseline)];
         }
@@ -752,6 +745,7 @@ fn check_group(
     input: &EvalInput<'_>,
     settings: &EvaluateSettings,
     historical: &HistoricalTable,
+    scratch: &mut Vec<u64>,
 ) -> Vec<Check> {
     if w.current.count() < settings.min_job_runs {
         return Vec::new();
@@ -779,10 +773,10 @@ fn check_group(
         settings,
         historical,
     };
-    let mut checks = group.of_span(Span::Window, &[]);
+    let mut checks = group.of_span(Span::Window, &[], scratch);
     let window = checks.clone();
     for span in spans(settings).skip(1) {
-        checks.extend(group.of_span(span, &window));
+        checks.extend(group.of_span(span, &window, scratch));
     }
     checks
 }
@@ -799,18 +793,49 @@ struct GroupChecks<'g, 'a> {
     historical: &'g HistoricalTable,
 }
 
-impl GroupChecks<'_, '_> {
+impl<'a> GroupChecks<'_, 'a> {
+    /// The group's runs of recent span `index`, when it has at least the runs a recent span is
+    /// judged from and a window check to hold them to (without one, a recent span has none).
+    fn recent_runs(
+        &self,
+        index: usize,
+        window: &[Check],
+        scratch: &mut Vec<u64>,
+    ) -> Option<Cow<'a, Histogram>> {
+        let cells: &'a [CellHistograms] = self.input.cells;
+        let parts = || {
+            self.meta
+                .cells
+                .iter()
+                .filter_map(move |&c| cells[c].recent.get(index))
+        };
+        let runs: u64 = parts().map(Histogram::count).sum();
+        if window.is_empty() || runs < self.settings.min_recent_runs {
+            return None;
+        }
+        Some(match self.meta.cells[..] {
+            [one] => Cow::Borrowed(&cells[one].recent[index]),
+            _ => Cow::Owned(Histogram::sum_of(parts(), scratch)),
+        })
+    }
+
     /// The checks of one span. A recent span is tested only where its percentile is above the
     /// window's threshold (`window`, the window's checks): elsewhere it cannot regress, and most
-    /// groups are there. Such a check still counts, untested, among the cycle's tests.
-    fn of_span(&self, span: Span, window: &[Check]) -> Vec<Check> {
+    /// groups are there. Such a check still counts, untested, among the cycle's tests. A recent
+    /// span's runs are merged here, only for the groups that have a window check to hold them
+    /// to and enough runs in the span (`scratch` as [`Histogram::sum_of`] keeps it).
+    fn of_span(&self, span: Span, window: &[Check], scratch: &mut Vec<u64>) -> Vec<Check> {
         let (w, settings) = (self.windows, self.settings);
+        let recent;
         let runs = match span {
             Span::Window => &*w.current,
-            Span::Recent { index, .. } => match w.recent.get(index) {
-                Some(h) if h.count() >= settings.min_recent_runs => h,
-                _ => return Vec::new(),
-            },
+            Span::Recent { index, .. } => {
+                match self.recent_runs(index, window, scratch) {
+                    Some(h) => recent = h,
+                    None => return Vec::new(),
+                }
+                &*recent
+            }
         };
         let whole = if span == Span::Window {
             w.percentiles[0]
@@ -935,7 +960,7 @@ fn check_all(
     settings: &EvaluateSettings,
     historical: &HistoricalTable,
 ) -> Vec<Vec<Check>> {
-    let one = |i: usize| {
+    let one = |i: usize, scratch: &mut Vec<u64>| {
         let previous = metas[i].previous.map(|p| {
             (
                 metas[p].key.get(Dimension::Release).unwrap_or_default(),
@@ -949,6 +974,7 @@ fn check_all(
             input,
             settings,
             historical,
+            scratch,
         )
     };
     let threads = threads();
@@ -960,8 +986,9 @@ fn check_all(
             .map(|start| {
                 let one = &one;
                 scope.spawn(move || {
+                    let mut scratch = Vec::new();
                     (start..(start + chunk).min(total))
-                        .map(one)
+                        .map(|i| one(i, &mut scratch))
                         .collect::<Vec<_>>()
                 })
             })
