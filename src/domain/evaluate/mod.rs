@@ -803,6 +803,11 @@ impl<'a> GroupChecks<'_, 'a> {
         scratch: &mut Vec<u64>,
     ) -> Option<Cow<'a, Histogram>> {
         let cells: &'a [CellHistograms] = self.input.cells;
+        // a group has as many recent spans as its first cell (a cycle gives every cell them all)
+        let first = &cells[*self.meta.cells.first()?];
+        if window.is_empty() || first.recent.len() <= index {
+            return None;
+        }
         let parts = || {
             self.meta
                 .cells
@@ -810,11 +815,11 @@ impl<'a> GroupChecks<'_, 'a> {
                 .filter_map(move |&c| cells[c].recent.get(index))
         };
         let runs: u64 = parts().map(Histogram::count).sum();
-        if window.is_empty() || runs < self.settings.min_recent_runs {
+        if runs < self.settings.min_recent_runs {
             return None;
         }
         Some(match self.meta.cells[..] {
-            [one] => Cow::Borrowed(&cells[one].recent[index]),
+            [_] => Cow::Borrowed(&first.recent[index]),
             _ => Cow::Owned(Histogram::sum_of(parts(), scratch)),
         })
     }
@@ -822,8 +827,9 @@ impl<'a> GroupChecks<'_, 'a> {
     /// The checks of one span. A recent span is tested only where its percentile is above the
     /// window's threshold (`window`, the window's checks): elsewhere it cannot regress, and most
     /// groups are there. Such a check still counts, untested, among the cycle's tests. A recent
-    /// span's runs are merged here, only for the groups that have a window check to hold them
-    /// to and enough runs in the span (`scratch` as [`Histogram::sum_of`] keeps it).
+    /// span's runs are merged here (a group of one cell borrows its cell's), only for the groups
+    /// that have a window check to hold them to and enough runs in the span (`scratch` as
+    /// [`Histogram::sum_of`] keeps it).
     fn of_span(&self, span: Span, window: &[Check], scratch: &mut Vec<u64>) -> Vec<Check> {
         let (w, settings) = (self.windows, self.settings);
         let recent;
