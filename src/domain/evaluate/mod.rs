@@ -836,10 +836,10 @@ impl<'a> GroupChecks<'_, 'a> {
         let runs = match span {
             Span::Window => &*w.current,
             Span::Recent { index, .. } => {
-                match self.recent_runs(index, window, scratch) {
-                    Some(h) => recent = h,
-                    None => return Vec::new(),
-                }
+                let Some(h) = self.recent_runs(index, window, scratch) else {
+                    return Vec::new();
+                };
+                recent = h;
                 &*recent
             }
         };
