@@ -472,8 +472,8 @@ impl<S: RunSource> Context<'_, S> {
         }))
     }
 
-    /// The incident's scope without the parts its own runs now show healthy (see
-    /// [`super::scoped::Judging::without_healthy_parts`]), joined again with this cycle's
+    /// The incident's scope without the parts its own runs show spared, now and over the window
+    /// (see [`super::scoped::Judging::without_parts_spared_throughout`]), joined again with this cycle's
     /// detections: a first detection wider than the numbers narrows as runs arrive, and a
     /// scope that grows keeps what is detected now. None when the scope's numbers do not hold.
     fn narrowed(
@@ -489,9 +489,9 @@ impl<S: RunSource> Context<'_, S> {
             return None;
         }
         let backend = stats.backend.clone();
-        let (narrow, _) = self
-            .judging
-            .without_healthy_parts(&backend, (scope, stats), holds);
+        let (narrow, _) =
+            self.judging
+                .without_parts_spared_throughout(&backend, (scope, stats), holds);
         let variants = &self.index.data.variants;
         Some(
             detections
