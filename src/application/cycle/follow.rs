@@ -331,7 +331,7 @@ impl<S: RunSource> Context<'_, S> {
     /// The incident's scope joined with the scopes of this cycle's detections of it.
     ///
     /// A cycle that judges part of the scope is no news: the scope is joined with it (and
-    /// narrows below only where the scope's own runs show a part healthy).
+    /// narrows below only where the scope's own runs show a part spared).
     fn joined_scope(&self, incident: &Incident, detections: &[&Described]) -> Scope {
         detections
             .iter()
@@ -341,7 +341,20 @@ impl<S: RunSource> Context<'_, S> {
             .simplified(&self.index.data.variants)
     }
 
-    /// The incident's scope, narrowed where its own runs show a part healthy, with its worst
+    /// The shortest span a cycle judges that reaches back to the incident's onset (the start
+    /// of its interval): a recent span, or the window.
+    fn since_onset(&self, incident: &Incident) -> Span {
+        let Some(earliest) = incident.onset().map(|o| o.earliest.timestamp()) else {
+            return Span::Window;
+        };
+        crate::domain::evaluate::spans(self.settings)
+            .filter_map(|s| Some((s, s.days()?)))
+            .filter(|(_, days)| self.now - i64::from(*days) * DAY <= earliest)
+            .min_by_key(|(_, days)| *days)
+            .map_or(Span::Window, |(s, _)| s)
+    }
+
+    /// The incident's scope, narrowed where its own runs show a part spared, with its worst
     /// numbers there and whether they are regressed now. None when too few runs tell.
     fn judged(
         &self,
@@ -353,7 +366,8 @@ impl<S: RunSource> Context<'_, S> {
     ) -> Option<(Scope, ScopeStats, bool)> {
         let onset_at = incident.onset().map(|o| o.at.timestamp());
         let (stats, regressed_now) = self.worst_stats(backends, &scope, percentiles, onset_at)?;
-        match self.narrowed(scope.clone(), stats.clone(), detections) {
+        let since = self.since_onset(incident);
+        match self.narrowed(scope.clone(), stats.clone(), detections, since) {
             Some(narrow) if narrow != scope => {
                 let (stats, regressed_now) =
                     self.worst_stats(backends, &narrow, percentiles, onset_at)?;
@@ -472,8 +486,8 @@ impl<S: RunSource> Context<'_, S> {
         }))
     }
 
-    /// The incident's scope without the parts its own runs show spared, now and over the window
-    /// (see [`super::scoped::Judging::without_parts_spared_throughout`]), joined again with this cycle's
+    /// The incident's scope without the parts its own runs show spared, now and `since` its
+    /// onset (see [`super::scoped::Judging::without_parts_spared_since`]), joined again with this cycle's
     /// detections: a first detection wider than the numbers narrows as runs arrive, and a
     /// scope that grows keeps what is detected now. None when the scope's numbers do not hold.
     fn narrowed(
@@ -481,6 +495,7 @@ impl<S: RunSource> Context<'_, S> {
         scope: Scope,
         stats: ScopeStats,
         detections: &[&Described],
+        since: Span,
     ) -> Option<Scope> {
         let fdr = self.settings.false_discovery_rate;
         let holds =
@@ -491,7 +506,7 @@ impl<S: RunSource> Context<'_, S> {
         let backend = stats.backend.clone();
         let (narrow, _) =
             self.judging
-                .without_parts_spared_throughout(&backend, (scope, stats), holds);
+                .without_parts_spared_since(&backend, (scope, stats), holds, since);
         let variants = &self.index.data.variants;
         Some(
             detections

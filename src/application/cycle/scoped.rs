@@ -205,12 +205,26 @@ impl Judging<'_> {
     }
 }
 
-/// Whether a part must have been spared over the whole window too, not only over the judged
-/// span.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Throughout {
-    Yes,
-    No,
+/// One dimension's values in a scope being narrowed: the scope, the dimension, and its values
+/// with runs in the judged span.
+struct Parts<'s> {
+    scope: &'s Scope,
+    dimension: Dimension,
+    values: &'s std::collections::BTreeSet<String>,
+}
+
+impl Parts<'_> {
+    /// The scope with the dimension set to `values`.
+    fn with<'v>(&self, values: impl IntoIterator<Item = &'v String>) -> Scope {
+        let mut out = self.scope.clone();
+        out.set(self.dimension, values.into_iter().cloned());
+        out
+    }
+
+    /// The scope without `value`.
+    fn without(&self, value: &str) -> Scope {
+        self.with(self.values.iter().filter(|v| *v != value))
+    }
 }
 
 impl Judging<'_> {
@@ -224,21 +238,22 @@ impl Judging<'_> {
         (scope, stats): (Scope, ScopeStats),
         holds: impl Fn(&ScopeStats) -> bool,
     ) -> (Scope, ScopeStats) {
-        self.without_parts(backend, (scope, stats), holds, Throughout::No)
+        self.without_parts(backend, (scope, stats), holds, None)
     }
 
-    /// An open incident's scope without the parts spared both over the judged span and over the
-    /// whole window: a part that was in the regression and recovered first (a fixing payload
-    /// reaches its jobs sooner) is still in it. Narrowed to the rest, the incident would forget
-    /// the part, and once it resolved, the part's regressed runs, no longer covered by it, would
-    /// be reported again as a second incident.
-    pub fn without_parts_spared_throughout(
+    /// An open incident's scope without the parts spared over the judged span and also over
+    /// `since`, the shortest span that reaches back to its onset: a part that was in the
+    /// regression and recovered first (a fixing payload reaches its jobs sooner) is still in it.
+    /// Narrowed to the rest, the incident would forget the part, and once it resolved, the part's
+    /// regressed runs, no longer covered by it, would be reported again as a second incident.
+    pub fn without_parts_spared_since(
         &self,
         backend: &str,
         (scope, stats): (Scope, ScopeStats),
         holds: impl Fn(&ScopeStats) -> bool,
+        since: Span,
     ) -> (Scope, ScopeStats) {
-        self.without_parts(backend, (scope, stats), holds, Throughout::Yes)
+        self.without_parts(backend, (scope, stats), holds, Some(since))
     }
 
     fn without_parts(
@@ -246,35 +261,41 @@ impl Judging<'_> {
         backend: &str,
         (scope, stats): (Scope, ScopeStats),
         holds: impl Fn(&ScopeStats) -> bool,
-        throughout: Throughout,
+        since: Option<Span>,
     ) -> (Scope, ScopeStats) {
         let (percentile, span) = (stats.check.percentile, stats.check.span);
+        let length = |s: Span| s.days().unwrap_or(u32::MAX);
+        let since = since.filter(|s| length(*s) > length(span));
         let (mut scope, mut stats) = (scope, stats);
         'again: loop {
-            for d in Dimension::ALL
+            for dimension in Dimension::ALL
                 .into_iter()
                 .filter(|d| *d != Dimension::Release)
             {
-                let values = self.values_with_runs(backend, &scope, d, span);
+                let values = self.values_with_runs(backend, &scope, dimension, span);
                 if values.len() < 2 {
                     continue;
                 }
+                let parts = Parts {
+                    scope: &scope,
+                    dimension,
+                    values: &values,
+                };
+                let judged = self.judged_parts(backend, &parts, (percentile, span));
                 for v in &values {
-                    let mut part = scope.clone();
-                    part.set(d, [v.clone()]);
-                    let mut rest = scope.clone();
-                    rest.set(d, values.iter().filter(|x| *x != v).cloned());
+                    let rest = parts.without(v);
                     let Some(r) = self.stats(backend, &rest, percentile, span).filter(&holds)
                     else {
                         continue;
                     };
-                    let window = || {
-                        self.stats(backend, &rest, percentile, Span::Window)
-                            .is_some_and(|w| self.spared(backend, (&part, &rest), &w, values.len()))
+                    let also = || {
+                        since.is_none_or(|s| {
+                            let judged = self.judged_parts(backend, &parts, (percentile, s));
+                            self.stats(backend, &rest, percentile, s)
+                                .is_some_and(|r| self.spared(backend, (&parts, v), &judged, &r))
+                        })
                     };
-                    let spared = self.spared(backend, (&part, &rest), &r, values.len())
-                        && (throughout == Throughout::No || span == Span::Window || window());
-                    if spared {
+                    if self.spared(backend, (&parts, v), &judged, &r) && also() {
                         (scope, stats) = (rest, r);
                         continue 'again;
                     }
@@ -284,30 +305,48 @@ impl Judging<'_> {
         }
     }
 
-    /// Whether `part` was spared what the rest of the scope shows (`r`, one of the `parts`
-    /// values of its dimension): its runs' percentile within what it allows, and its runs above
-    /// that level fewer than the rest's above the rest's, significantly (one-sided Fisher at the
-    /// false discovery rate shared among the parts).
+    /// Each part's own numbers over `span`, where it has enough runs to judge.
+    fn judged_parts(
+        &self,
+        backend: &str,
+        parts: &Parts,
+        (percentile, span): (Percentile, Span),
+    ) -> std::collections::BTreeMap<String, ScopeStats> {
+        parts
+            .values
+            .iter()
+            .filter_map(|v| {
+                let own = self.stats(backend, &parts.with([v]), percentile, span)?;
+                own.enough(self.settings).then(|| (v.clone(), own))
+            })
+            .collect()
+    }
+
+    /// Whether the part `value` was spared what the rest of the scope shows (`r`): its runs'
+    /// percentile within what it allows, and its runs above that level fewer than the
+    /// regressed rest's above the rest's level, significantly (one-sided Fisher at the false
+    /// discovery rate, Bonferroni over the dimension's values).
     ///
-    /// A part with enough runs to judge is held to its own allowed level, so a part noisy in its
-    /// own normal is not kept for the noise it always had; a part too thin to judge (six clean
-    /// runs of a sparse job beside a platform disrupted in most runs) to the rest's. The
-    /// percentile alone is not enough: a regression that hits 85% of runs spares three runs of
-    /// four about once in 80, and every cycle looks at every part of every scope.
+    /// A part with enough runs to judge is held to its own allowed level (`judged`), so a part
+    /// noisy in its own normal is not kept for the noise it always had; a part too thin to
+    /// judge (six clean runs of a sparse job beside a platform disrupted in most runs) to the
+    /// rest's. It is compared with the other parts that are not within their own level
+    /// themselves (all of the rest when every one is), so that seven clean platforms do not
+    /// dilute the one that regressed. The percentile alone is not enough: a regression that
+    /// hits 85% of runs spares three runs of four about once in 80, and every cycle looks at
+    /// every part of every scope.
     fn spared(
         &self,
         backend: &str,
-        (part, rest): (&Scope, &Scope),
+        (parts, value): (&Parts, &String),
+        judged: &std::collections::BTreeMap<String, ScopeStats>,
         r: &ScopeStats,
-        parts: usize,
     ) -> bool {
         let span = r.check.span;
-        let runs = self.runs_in(backend, part, span);
-        let own = self
-            .stats(backend, part, r.check.percentile, span)
-            .filter(|p| p.enough(self.settings));
-        let (within, level) = match own {
-            Some(p) => (p.check.observed <= p.check.allowed, p.check.allowed),
+        let within_own = |p: &ScopeStats| p.check.observed <= p.check.allowed;
+        let runs = self.runs_in(backend, &parts.with([value]), span);
+        let (within, level) = match judged.get(value) {
+            Some(p) => (within_own(p), p.check.allowed),
             None => (
                 runs.percentile(r.check.percentile.fraction())
                     .is_some_and(|x| x <= r.check.allowed),
@@ -317,14 +356,24 @@ impl Judging<'_> {
         if !within {
             return false;
         }
-        let others = self.runs_in(backend, rest, span);
+        let regressed: Vec<&String> = parts
+            .values
+            .iter()
+            .filter(|v| *v != value && !judged.get(*v).is_some_and(within_own))
+            .collect();
+        let others = if regressed.is_empty() {
+            parts.without(value)
+        } else {
+            parts.with(regressed)
+        };
+        let others = self.runs_in(backend, &others, span);
         let fewer = crate::domain::evaluate::stats::fisher_greater(
             others.count_above(r.check.allowed),
             others.count(),
             runs.count_above(level),
             runs.count(),
         );
-        fewer <= self.settings.false_discovery_rate / parts.max(1) as f64
+        fewer <= self.settings.false_discovery_rate / parts.values.len() as f64
     }
 
     /// The runs of `backend` in `scope` over `span`, every cell's together.
@@ -432,15 +481,15 @@ mod tests {
 
     /// The scope `without_healthy_parts` leaves of metal 4.15 judged on `percentile` over a
     /// recent span, and the stats of each stack on its own (to check what a case stands on).
-    fn narrowed(parts: &[Part], percentile: Percentile) -> (Scope, Vec<ScopeStats>) {
-        narrowed_as(parts, percentile, Throughout::No)
+    fn narrowed(parts: &[Part], percentile: Percentile) -> (Scope, Vec<Option<ScopeStats>>) {
+        narrowed_as(parts, percentile, None)
     }
 
     fn narrowed_as(
         parts: &[Part],
         percentile: Percentile,
-        throughout: Throughout,
-    ) -> (Scope, Vec<ScopeStats>) {
+        since: Option<Span>,
+    ) -> (Scope, Vec<Option<ScopeStats>>) {
         let data = data(parts);
         let settings = EvaluateSettings::default();
         let historical = HistoricalTable::new(Vec::new(), settings.historical_min_runs);
@@ -463,7 +512,7 @@ mod tests {
             .map(|p| {
                 let mut s = scope.clone();
                 s.set(Dimension::NetworkStack, [p.stack]);
-                judging.stats(BACKEND, &s, percentile, span).unwrap()
+                judging.stats(BACKEND, &s, percentile, span)
             })
             .collect();
         let holds = |s: &ScopeStats| {
@@ -472,7 +521,7 @@ mod tests {
                 && s.check.p_value <= settings.false_discovery_rate
         };
         assert!(holds(&stats), "the scope is regressed: {:?}", stats.check);
-        let (narrow, _) = judging.without_parts(BACKEND, (scope, stats), holds, throughout);
+        let (narrow, _) = judging.without_parts(BACKEND, (scope, stats), holds, since);
         (narrow, own)
     }
 
@@ -484,7 +533,8 @@ mod tests {
 
     /// Seed 1121: metal's ipv6 job ran 4 times in the span, {0, 24, 0, 0}, beside the rest of
     /// metal at 28 of 34 runs above what it allows. Its P50 of 0 is within its level, but a
-    /// regression at that rate spares three runs of four about once in 50: it says nothing.
+    /// regression at that rate spares three runs of four about once in 50: too often to tell,
+    /// with each of the dimension's values tested every cycle.
     #[test]
     fn a_part_whose_few_runs_the_regression_could_have_spared_stays_in_the_scope() {
         let (scope, own) = narrowed(
@@ -504,8 +554,9 @@ mod tests {
             ],
             Percentile::P50,
         );
-        assert!(own[1].enough(&EvaluateSettings::default()));
-        assert!(own[1].check.observed <= own[1].check.allowed);
+        let ipv6 = own[1].as_ref().expect("enough runs to judge");
+        assert!(ipv6.enough(&EvaluateSettings::default()));
+        assert!(ipv6.check.observed <= ipv6.check.allowed);
         assert_eq!(stacks(&scope), None, "{scope:?}");
     }
 
@@ -526,8 +577,8 @@ mod tests {
                 before: quiet(20),
             },
         ];
-        for throughout in [Throughout::No, Throughout::Yes] {
-            let (scope, _) = narrowed_as(&parts, Percentile::P50, throughout);
+        for since in [None, Some(Span::Window)] {
+            let (scope, _) = narrowed_as(&parts, Percentile::P50, since);
             assert_eq!(stacks(&scope), Some(vec!["ipv4".to_string()]));
         }
     }
@@ -557,9 +608,9 @@ mod tests {
         // what the case stands on: the noisy part's runs are mostly above the rest's level
         let above = noisy(16)
             .iter()
-            .filter(|&&s| s as f64 > own[1].check.allowed.min(own[0].check.allowed))
+            .filter(|&&s| s as f64 > own[0].as_ref().unwrap().check.allowed)
             .count();
-        assert!(above >= 10, "{above} of 16 above {}", own[0].check.allowed);
+        assert!(above >= 10, "{above} of 16 above the rest's level");
         assert_eq!(stacks(&scope), Some(vec!["ipv4".to_string()]));
     }
 
@@ -587,8 +638,8 @@ mod tests {
     }
 
     /// Seed 1134: after the fixing payload, ovn's runs in the span are clean while sdn, with
-    /// fewer runs a day, still shows the regression. The open incident keeps ovn: its window
-    /// holds the regressed runs from before the fix.
+    /// fewer runs a day, still shows the regression. The open incident, its onset before the
+    /// span, keeps ovn: its runs since the onset hold the regressed ones from before the fix.
     #[test]
     fn an_open_incident_keeps_a_part_that_recovered_first() {
         let parts = [
@@ -605,9 +656,55 @@ mod tests {
                 before: [at(30, 17), quiet(3)].concat(),
             },
         ];
-        let (first, _) = narrowed_as(&parts, Percentile::P50, Throughout::No);
+        let (first, _) = narrowed_as(&parts, Percentile::P50, None);
         assert_eq!(stacks(&first), Some(vec!["ipv4".to_string()]));
-        let (open, _) = narrowed_as(&parts, Percentile::P50, Throughout::Yes);
+        let (open, _) = narrowed_as(&parts, Percentile::P50, Some(Span::Window));
         assert_eq!(stacks(&open), None, "{open:?}");
+    }
+
+    /// Seven clean parts of a dimension do not keep each other in the scope: each is compared
+    /// with the part that regressed, not with the rest diluted by the six others.
+    #[test]
+    fn clean_parts_leave_a_scope_of_many_values_together() {
+        let names: Vec<String> = (0..8).map(|i| format!("stack{i}")).collect();
+        let mut parts = vec![Part {
+            stack: &names[0],
+            baseline: quiet(40),
+            runs: [at(30, 36), quiet(4)].concat(),
+            ..Default::default()
+        }];
+        parts.extend(names[1..].iter().map(|n| Part {
+            stack: n,
+            baseline: quiet(40),
+            runs: quiet(4),
+            ..Default::default()
+        }));
+        let (scope, _) = narrowed(&parts, Percentile::P50);
+        assert_eq!(stacks(&scope), Some(vec!["stack0".to_string()]));
+    }
+
+    /// A part too thin to judge on its own (3 runs, 4 needed) is held to the rest's level: three
+    /// clean runs beside 28 of 34 above it leave.
+    #[test]
+    fn a_thin_part_spared_what_the_rest_shows_leaves_the_scope() {
+        let (scope, own) = narrowed(
+            &[
+                Part {
+                    stack: "ipv4",
+                    baseline: quiet(40),
+                    runs: [at(30, 28), quiet(6)].concat(),
+                    ..Default::default()
+                },
+                Part {
+                    stack: "ipv6",
+                    baseline: quiet(40),
+                    runs: quiet(3),
+                    ..Default::default()
+                },
+            ],
+            Percentile::P50,
+        );
+        assert!(own[1].is_none(), "too thin to judge");
+        assert_eq!(stacks(&scope), Some(vec!["ipv4".to_string()]));
     }
 }
