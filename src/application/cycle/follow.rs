@@ -341,15 +341,15 @@ impl<S: RunSource> Context<'_, S> {
             .simplified(&self.index.data.variants)
     }
 
-    /// The shortest span a cycle judges that reaches back to the incident's onset (the start
-    /// of its interval): a recent span, or the window.
+    /// The shortest span a cycle judges that reaches back to the incident's onset (its point
+    /// estimate, as the incident is judged): a recent span, or the window.
     fn since_onset(&self, incident: &Incident) -> Span {
-        let Some(earliest) = incident.onset().map(|o| o.earliest.timestamp()) else {
+        let Some(onset) = incident.onset().map(|o| o.at.timestamp()) else {
             return Span::Window;
         };
         crate::domain::evaluate::spans(self.settings)
             .filter_map(|s| Some((s, s.days()?)))
-            .filter(|(_, days)| self.now - i64::from(*days) * DAY <= earliest)
+            .filter(|(_, days)| self.now - i64::from(*days) * DAY <= onset)
             .min_by_key(|(_, days)| *days)
             .map_or(Span::Window, |(s, _)| s)
     }

@@ -282,6 +282,7 @@ impl Judging<'_> {
                     values: &values,
                 };
                 let judged = self.judged_parts(backend, &parts, (percentile, span));
+                let judged_since = std::cell::OnceCell::new();
                 for v in &values {
                     let rest = parts.without(v);
                     let Some(r) = self.stats(backend, &rest, percentile, span).filter(&holds)
@@ -290,9 +291,11 @@ impl Judging<'_> {
                     };
                     let also = || {
                         since.is_none_or(|s| {
-                            let judged = self.judged_parts(backend, &parts, (percentile, s));
+                            let judged = judged_since.get_or_init(|| {
+                                self.judged_parts(backend, &parts, (percentile, s))
+                            });
                             self.stats(backend, &rest, percentile, s)
-                                .is_some_and(|r| self.spared(backend, (&parts, v), &judged, &r))
+                                .is_some_and(|r| self.spared(backend, (&parts, v), judged, &r))
                         })
                     };
                     if self.spared(backend, (&parts, v), &judged, &r) && also() {
@@ -325,14 +328,14 @@ impl Judging<'_> {
     /// Whether the part `value` was spared what the rest of the scope shows (`r`): its runs'
     /// percentile within what it allows, and its runs above that level fewer than the
     /// regressed rest's above the rest's level, significantly (one-sided Fisher at the false
-    /// discovery rate, Bonferroni over the dimension's values).
+    /// discovery rate divided by the number of the dimension's values, a Bonferroni bound).
     ///
     /// A part with enough runs to judge is held to its own allowed level (`judged`), so a part
     /// noisy in its own normal is not kept for the noise it always had; a part too thin to
     /// judge (six clean runs of a sparse job beside a platform disrupted in most runs) to the
-    /// rest's. It is compared with the other parts that are not within their own level
-    /// themselves (all of the rest when every one is), so that seven clean platforms do not
-    /// dilute the one that regressed. The percentile alone is not enough: a regression that
+    /// rest's. It is compared with the other parts not within their level themselves, each held
+    /// to its level the same way (all of the rest when every one is), so that seven clean
+    /// platforms do not dilute the one that regressed. The percentile alone is not enough: a regression that
     /// hits 85% of runs spares three runs of four about once in 80, and every cycle looks at
     /// every part of every scope.
     fn spared(
@@ -356,10 +359,18 @@ impl Judging<'_> {
         if !within {
             return false;
         }
+        // a sibling is held to its level as this part is: its own when judged, else the rest's
+        let within_level = |v: &String| match judged.get(v) {
+            Some(p) => within_own(p),
+            None => self
+                .runs_in(backend, &parts.with([v]), span)
+                .percentile(r.check.percentile.fraction())
+                .is_some_and(|x| x <= r.check.allowed),
+        };
         let regressed: Vec<&String> = parts
             .values
             .iter()
-            .filter(|v| *v != value && !judged.get(*v).is_some_and(within_own))
+            .filter(|v| *v != value && !within_level(v))
             .collect();
         let others = if regressed.is_empty() {
             parts.without(value)
@@ -706,5 +717,35 @@ mod tests {
         );
         assert!(own[1].is_none(), "too thin to judge");
         assert_eq!(stacks(&scope), Some(vec!["ipv4".to_string()]));
+    }
+
+    /// Thin clean siblings (3 runs each, 4 needed to judge) are held to the rest's level, as a
+    /// thin part is: they do not count as regressed and dilute the comparison, and they leave
+    /// with the clean part that has enough runs.
+    #[test]
+    fn thin_clean_siblings_neither_dilute_nor_stay() {
+        let names: Vec<String> = (0..9).map(|i| format!("stack{i}")).collect();
+        let mut parts = vec![
+            Part {
+                stack: &names[0],
+                baseline: quiet(40),
+                runs: [at(30, 36), quiet(4)].concat(),
+                ..Default::default()
+            },
+            Part {
+                stack: &names[1],
+                baseline: quiet(40),
+                runs: quiet(4),
+                ..Default::default()
+            },
+        ];
+        parts.extend(names[2..].iter().map(|n| Part {
+            stack: n,
+            baseline: quiet(40),
+            runs: quiet(3),
+            ..Default::default()
+        }));
+        let (scope, _) = narrowed(&parts, Percentile::P50);
+        assert_eq!(stacks(&scope), Some(vec!["stack0".to_string()]));
     }
 }
