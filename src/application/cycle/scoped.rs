@@ -490,6 +490,21 @@ mod tests {
         (0..n).map(|i| (i % 3) as i64).collect()
     }
 
+    /// A part of quiet normal whose runs in the span are `runs`.
+    fn part(stack: &str, runs: Vec<i64>) -> Part<'_> {
+        Part {
+            stack,
+            baseline: quiet(40),
+            runs,
+            ..Default::default()
+        }
+    }
+
+    /// A part of quiet normal at 30 s in `hit` of its runs in the span, quiet in `spared`.
+    fn regressed(stack: &str, hit: usize, spared: usize) -> Part<'_> {
+        part(stack, [at(30, hit), quiet(spared)].concat())
+    }
+
     /// The scope `without_healthy_parts` leaves of metal 4.15 judged on `percentile` over a
     /// recent span, and the stats of each stack on its own (to check what a case stands on).
     fn narrowed(parts: &[Part], percentile: Percentile) -> (Scope, Vec<Option<ScopeStats>>) {
@@ -549,20 +564,7 @@ mod tests {
     #[test]
     fn a_part_whose_few_runs_the_regression_could_have_spared_stays_in_the_scope() {
         let (scope, own) = narrowed(
-            &[
-                Part {
-                    stack: "ipv4",
-                    baseline: quiet(40),
-                    runs: [at(30, 28), quiet(6)].concat(),
-                    ..Default::default()
-                },
-                Part {
-                    stack: "ipv6",
-                    baseline: quiet(40),
-                    runs: vec![0, 24, 0, 0],
-                    ..Default::default()
-                },
-            ],
+            &[regressed("ipv4", 28, 6), part("ipv6", vec![0, 24, 0, 0])],
             Percentile::P50,
         );
         let ipv6 = own[1].as_ref().expect("enough runs to judge");
@@ -601,12 +603,7 @@ mod tests {
         let noisy = |n: usize| (0..n).map(|i| 6 + (i % 6) as i64).collect::<Vec<i64>>();
         let (scope, own) = narrowed(
             &[
-                Part {
-                    stack: "ipv4",
-                    baseline: quiet(40),
-                    runs: [at(30, 28), quiet(6)].concat(),
-                    ..Default::default()
-                },
+                regressed("ipv4", 28, 6),
                 Part {
                     stack: "dual",
                     baseline: noisy(40),
@@ -678,18 +675,8 @@ mod tests {
     #[test]
     fn clean_parts_leave_a_scope_of_many_values_together() {
         let names: Vec<String> = (0..8).map(|i| format!("stack{i}")).collect();
-        let mut parts = vec![Part {
-            stack: &names[0],
-            baseline: quiet(40),
-            runs: [at(30, 36), quiet(4)].concat(),
-            ..Default::default()
-        }];
-        parts.extend(names[1..].iter().map(|n| Part {
-            stack: n,
-            baseline: quiet(40),
-            runs: quiet(4),
-            ..Default::default()
-        }));
+        let mut parts = vec![regressed(&names[0], 36, 4)];
+        parts.extend(names[1..].iter().map(|n| part(n, quiet(4))));
         let (scope, _) = narrowed(&parts, Percentile::P50);
         assert_eq!(stacks(&scope), Some(vec!["stack0".to_string()]));
     }
@@ -699,20 +686,7 @@ mod tests {
     #[test]
     fn a_thin_part_spared_what_the_rest_shows_leaves_the_scope() {
         let (scope, own) = narrowed(
-            &[
-                Part {
-                    stack: "ipv4",
-                    baseline: quiet(40),
-                    runs: [at(30, 28), quiet(6)].concat(),
-                    ..Default::default()
-                },
-                Part {
-                    stack: "ipv6",
-                    baseline: quiet(40),
-                    runs: quiet(3),
-                    ..Default::default()
-                },
-            ],
+            &[regressed("ipv4", 28, 6), part("ipv6", quiet(3))],
             Percentile::P50,
         );
         assert!(own[1].is_none(), "too thin to judge");
@@ -725,26 +699,8 @@ mod tests {
     #[test]
     fn thin_clean_siblings_neither_dilute_nor_stay() {
         let names: Vec<String> = (0..9).map(|i| format!("stack{i}")).collect();
-        let mut parts = vec![
-            Part {
-                stack: &names[0],
-                baseline: quiet(40),
-                runs: [at(30, 36), quiet(4)].concat(),
-                ..Default::default()
-            },
-            Part {
-                stack: &names[1],
-                baseline: quiet(40),
-                runs: quiet(4),
-                ..Default::default()
-            },
-        ];
-        parts.extend(names[2..].iter().map(|n| Part {
-            stack: n,
-            baseline: quiet(40),
-            runs: quiet(3),
-            ..Default::default()
-        }));
+        let mut parts = vec![regressed(&names[0], 36, 4), part(&names[1], quiet(4))];
+        parts.extend(names[2..].iter().map(|n| part(n, quiet(3))));
         let (scope, _) = narrowed(&parts, Percentile::P50);
         assert_eq!(stacks(&scope), Some(vec!["stack0".to_string()]));
     }
