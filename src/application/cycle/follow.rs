@@ -157,10 +157,7 @@ impl<S: RunSource> Context<'_, S> {
             .filter(|s| s.enough(self.settings))
             .collect();
         let regressed_now = all.iter().any(significant);
-        let start = |span: Span| match span {
-            Span::Window => self.window.from.timestamp(),
-            Span::Recent { days, .. } => self.now - i64::from(days) * DAY,
-        };
+        let start = |span: Span| self.start_of(span);
         let available: Vec<Span> = crate::domain::evaluate::spans(self.settings)
             .filter(|span| all.iter().any(|s| s.check.span == *span))
             .collect();
@@ -348,10 +345,17 @@ impl<S: RunSource> Context<'_, S> {
             return Span::Window;
         };
         crate::domain::evaluate::spans(self.settings)
-            .filter_map(|s| Some((s, s.days()?)))
-            .filter(|(_, days)| self.now - i64::from(*days) * DAY <= onset)
-            .min_by_key(|(_, days)| *days)
-            .map_or(Span::Window, |(s, _)| s)
+            .filter(|s| self.start_of(*s) <= onset)
+            .max_by_key(|s| self.start_of(*s))
+            .unwrap_or(Span::Window)
+    }
+
+    /// When a span this cycle judges starts (each ends now).
+    fn start_of(&self, span: Span) -> i64 {
+        match span {
+            Span::Window => self.window.from.timestamp(),
+            Span::Recent { days, .. } => self.now - i64::from(days) * DAY,
+        }
     }
 
     /// The incident's scope, narrowed where its own runs show a part spared, with its worst
@@ -487,9 +491,9 @@ impl<S: RunSource> Context<'_, S> {
     }
 
     /// The incident's scope without the parts its own runs show spared, now and `since` its
-    /// onset (see [`super::scoped::Judging::without_parts_spared_since`]), joined again with this cycle's
-    /// detections: a first detection wider than the numbers narrows as runs arrive, and a
-    /// scope that grows keeps what is detected now. None when the scope's numbers do not hold.
+    /// onset (see [`super::scoped::Judging::without_parts_spared_since`]), joined again with
+    /// this cycle's detections: a first detection wider than the numbers narrows as runs
+    /// arrive, and a scope that grows keeps what is detected now. None when the scope's numbers do not hold.
     fn narrowed(
         &self,
         scope: Scope,

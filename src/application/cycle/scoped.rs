@@ -281,8 +281,9 @@ impl Judging<'_> {
                     dimension,
                     values: &values,
                 };
-                let judged = self.judged_parts(backend, &parts, (percentile, span));
-                let judged_since = std::cell::OnceCell::new();
+                // each part's own numbers, worked out once a rest holds
+                let (judged, judged_since) =
+                    (std::cell::OnceCell::new(), std::cell::OnceCell::new());
                 for v in &values {
                     let rest = parts.without(v);
                     let Some(r) = self.stats(backend, &rest, percentile, span).filter(&holds)
@@ -298,7 +299,9 @@ impl Judging<'_> {
                                 .is_some_and(|r| self.spared(backend, (&parts, v), judged, &r))
                         })
                     };
-                    if self.spared(backend, (&parts, v), &judged, &r) && also() {
+                    let judged = judged
+                        .get_or_init(|| self.judged_parts(backend, &parts, (percentile, span)));
+                    if self.spared(backend, (&parts, v), judged, &r) && also() {
                         (scope, stats) = (rest, r);
                         continue 'again;
                     }
@@ -335,9 +338,9 @@ impl Judging<'_> {
     /// judge (six clean runs of a sparse job beside a platform disrupted in most runs) to the
     /// rest's. It is compared with the other parts not within their level themselves, each held
     /// to its level the same way (all of the rest when every one is), so that seven clean
-    /// platforms do not dilute the one that regressed. The percentile alone is not enough: a regression that
-    /// hits 85% of runs spares three runs of four about once in 80, and every cycle looks at
-    /// every part of every scope.
+    /// platforms do not dilute the one that regressed. The percentile alone is not enough: a
+    /// regression that hits 85% of runs spares three runs of four about once in 80, and every
+    /// cycle looks at every part of every scope.
     fn spared(
         &self,
         backend: &str,
@@ -346,32 +349,26 @@ impl Judging<'_> {
         r: &ScopeStats,
     ) -> bool {
         let span = r.check.span;
-        let within_own = |p: &ScopeStats| p.check.observed <= p.check.allowed;
-        let runs = self.runs_in(backend, &parts.with([value]), span);
-        let (within, level) = match judged.get(value) {
-            Some(p) => (within_own(p), p.check.allowed),
+        // a part's level, and whether it is within it: its own when judged, else the rest's
+        let held = |v: &String| match judged.get(v) {
+            Some(p) => (p.check.observed <= p.check.allowed, p.check.allowed),
             None => (
-                runs.percentile(r.check.percentile.fraction())
+                self.runs_in(backend, &parts.with([v]), span)
+                    .percentile(r.check.percentile.fraction())
                     .is_some_and(|x| x <= r.check.allowed),
                 r.check.allowed,
             ),
         };
+        let (within, level) = held(value);
         if !within {
             return false;
         }
-        // a sibling is held to its level as this part is: its own when judged, else the rest's
-        let within_level = |v: &String| match judged.get(v) {
-            Some(p) => within_own(p),
-            None => self
-                .runs_in(backend, &parts.with([v]), span)
-                .percentile(r.check.percentile.fraction())
-                .is_some_and(|x| x <= r.check.allowed),
-        };
         let regressed: Vec<&String> = parts
             .values
             .iter()
-            .filter(|v| *v != value && !within_level(v))
+            .filter(|v| *v != value && !held(v).0)
             .collect();
+        let runs = self.runs_in(backend, &parts.with([value]), span);
         let others = if regressed.is_empty() {
             parts.without(value)
         } else {
