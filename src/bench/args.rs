@@ -105,6 +105,10 @@ pub enum BenchCommand {
         /// Exit 1 when the scorecard is below the floors.
         #[arg(long)]
         check: bool,
+        /// Keep each world's store and its runs' truth in this folder (`world-<seed>.db`,
+        /// `world-<seed>.truth.jsonl`), to look into a result with `sheriff query` or SQL.
+        #[arg(long, value_name = "DIR")]
+        keep: Option<std::path::PathBuf>,
     },
     /// `/sheriff query` over about a million samples: direct answers, then signed HTTP requests
     /// from concurrent clients on 127.0.0.1 while evaluation cycles run; p50/p99 and errors.

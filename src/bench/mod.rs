@@ -60,11 +60,13 @@ pub async fn run(what: BenchCommand) -> Result<ExitCode> {
             scenarios,
             format,
             check,
+            keep,
         } => {
             let options = sheriff::edge::scorecard::QualityOptions {
                 seeds,
                 first,
                 classes: scenarios,
+                keep,
             };
             quality(&options, format, check).await
         }

@@ -48,6 +48,7 @@ async fn the_scorecard_replays_a_world_and_scores_its_plants_and_decoys() {
         seeds: 1,
         first: 0,
         classes: vec![Class::NarrowScope, Class::NewJob],
+        keep: None,
     };
     let card = quality(&options).await.unwrap();
     assert_eq!((card.seeds, card.worlds.len()), (1, 1));
@@ -90,6 +91,7 @@ async fn a_regression_is_scoped_to_the_parts_its_runs_show() {
             seeds: 1,
             first,
             classes: Vec::new(),
+            keep: None,
         };
         worlds.extend(quality(&options).await.unwrap().worlds);
     }
@@ -126,6 +128,7 @@ async fn a_fixing_payload_resolves_within_a_day_and_a_half_at_six_runs_a_day() {
         seeds: 2,
         first: 0,
         classes: vec![Class::OnsetFix],
+        keep: None,
     };
     let card = quality(&options).await.unwrap();
     let fixed: Vec<_> = card
@@ -159,6 +162,7 @@ async fn one_late_run_of_an_old_payload_does_not_hold_a_recovery_back() {
         seeds: 1,
         first: 21,
         classes: Vec::new(),
+        keep: None,
     };
     let card = quality(&options).await.unwrap();
     let fixed: Vec<_> = card
@@ -183,6 +187,7 @@ async fn every_sample_run_is_one_the_regression_hit() {
             seeds: 1,
             first,
             classes: Vec::new(),
+            keep: None,
         };
         worlds.extend(quality(&options).await.unwrap().worlds);
     }

@@ -8,6 +8,7 @@
 mod score;
 
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -73,6 +74,9 @@ pub struct QualityOptions {
     pub first: usize,
     /// The failure classes (all when empty).
     pub classes: Vec<Class>,
+    /// A folder to keep each world's store (`world-<seed>.db`) and its runs' truth
+    /// (`world-<seed>.truth.jsonl`) in, to look into what a cycle saw; None keeps nothing.
+    pub keep: Option<std::path::PathBuf>,
 }
 
 /// One row of the scorecard: a failure class (planted ones split by the scope's density).
@@ -143,7 +147,7 @@ pub async fn quality(options: &QualityOptions) -> Result<Scorecard> {
         spec.density = density;
         let world = build(&spec)?;
         runs += world.records.len();
-        let observed = replay(&world, &settings)
+        let observed = replay(&world, &settings, options.keep.as_deref())
             .await
             .with_context(|| format!("replaying seed {}", spec.seed))?;
         let score = score_world(&world, &observed);
@@ -165,9 +169,14 @@ pub async fn quality(options: &QualityOptions) -> Result<Scorecard> {
 
 /// Replays cycles every 6 hours from the world's fifteenth day to its end over a fresh SQLite
 /// store holding its runs and origin's table (as a deployment imports it), with `settings`.
-async fn replay(world: &World, settings: &Settings) -> Result<Observed> {
-    let dir = tempfile::tempdir().context("a folder for the world's store")?;
-    let url = format!("sqlite://{}", dir.path().join("world.db").display());
+/// With `keep`, the store stays in that folder beside its runs' truth.
+async fn replay(world: &World, settings: &Settings, keep: Option<&Path>) -> Result<Observed> {
+    let scratch = tempfile::tempdir().context("a folder for the world's store")?;
+    let path = match keep {
+        Some(dir) => kept_world(dir, world)?,
+        None => scratch.path().join("world.db"),
+    };
+    let url = format!("sqlite://{}", path.display());
     let store = crate::store::Store::open(&DatabaseSettings {
         url: url.parse::<DatabaseUrl>().map_err(anyhow::Error::msg)?,
         ..Default::default()
@@ -203,6 +212,35 @@ async fn replay(world: &World, settings: &Settings) -> Result<Observed> {
         cycles,
         incidents: backtest.incidents,
     })
+}
+
+/// Where a kept world's store goes in `dir` (an older one of the same seed removed), with its
+/// runs' truth written beside it, one JSON object a line.
+fn kept_world(dir: &Path, world: &World) -> Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("making {}", dir.display()))?;
+    let seed = world.spec.seed;
+    let db = dir.join(format!("world-{seed}.db"));
+    for stale in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{stale}", db.display()));
+    }
+    let mut lines = String::new();
+    for t in &world.truth {
+        let line = serde_json::json!({
+            "build_id": t.build_id,
+            "job": t.job,
+            "started": t.started,
+            "payload": t.payload,
+            "payload_index": t.payload_index,
+            "plant": t.plant,
+            "decoy": t.decoy.map(|c| c.as_str()),
+            "ci_trouble": t.ci_trouble,
+            "install_failure": t.install_failure,
+        });
+        writeln!(lines, "{line}")?;
+    }
+    let truth = dir.join(format!("world-{seed}.truth.jsonl"));
+    std::fs::write(&truth, lines).with_context(|| format!("writing {}", truth.display()))?;
+    Ok(db)
 }
 
 fn median(mut xs: Vec<f64>) -> Option<f64> {
