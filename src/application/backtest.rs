@@ -23,9 +23,9 @@ use crate::store::{Store, StoreError};
 pub type Result<T, E = BacktestError> = std::result::Result<T, E>;
 
 /// Why a backtest stopped: its text is what `sheriff backtest` prints. A variant that wraps the
-/// store's or the replay's error says that error's text as its own and hands on its sources; one
-/// with words of its own hands the error it wraps on as its source: the chain (`{:#}`) tells the
-/// words, then why.
+/// replay's error says that error's text as its own and hands on its sources; one with words of
+/// its own (the store's, so that [`crate::store::is_storage_error`] finds it) hands the error it
+/// wraps on as its source: the chain (`{:#}`) tells the words, then why.
 #[derive(Debug, thiserror::Error)]
 pub enum BacktestError {
     /// The span to replay is empty or backwards.
@@ -40,8 +40,9 @@ pub enum BacktestError {
     /// The backtest's own store's address is not one the store takes.
     #[error(transparent)]
     ScratchUrl(#[from] DatabaseUrlError),
-    /// The store failed: opening the backtest's own, or reading its incidents and outbox.
-    #[error(transparent)]
+    /// The store failed: opening the backtest's own, or reading its incidents and outbox. The
+    /// store's error is this one's source ([`crate::store::is_storage_error`] finds it).
+    #[error("the backtest's own store")]
     Store(#[from] StoreError),
     /// A replayed cycle failed.
     #[error("the cycle at {at}")]

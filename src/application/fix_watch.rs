@@ -22,9 +22,9 @@ use crate::support::error::with_sources;
 /// The result of the fix watch's functions.
 pub type Result<T, E = FixWatchError> = std::result::Result<T, E>;
 
-/// Why a watch stopped: its text is what the cycle logs. Each variant says the wrapped error's
-/// text as its own and hands on that error's sources, so the chain (`{:#}`) reads as the wrapped
-/// error's. The release controller or GitHub failing stops no watch: the claim stays pending, and
+/// Why a watch stopped: its text is what the cycle logs. A client's error is said as its own
+/// text, with its sources; the store's is handed on as the source of words of its own, so that
+/// [`crate::store::is_storage_error`] finds it: the chain (`{:#}`) tells the words, then why. The release controller or GitHub failing stops no watch: the claim stays pending, and
 /// is logged.
 #[derive(Debug, thiserror::Error)]
 pub enum FixWatchError {
@@ -34,8 +34,9 @@ pub enum FixWatchError {
     /// Jira did not answer the search for the open incidents' issues (its message).
     #[error(transparent)]
     Jira(#[from] CallError),
-    /// The store failed: reading the incidents, or recording a claim.
-    #[error(transparent)]
+    /// The store failed: reading the incidents, or recording a claim. The store's error is
+    /// this one's source ([`crate::store::is_storage_error`] finds it).
+    #[error("watching the claimed fixes")]
     Store(#[from] StoreError),
 }
 
@@ -240,6 +241,18 @@ mod tests {
         assert_eq!(
             format!("{:#}", anyhow::Error::from(e)),
             "Jira search: 503 Service Unavailable"
+        );
+    }
+
+    #[test]
+    fn a_lost_database_is_a_storage_failure_in_the_chain() {
+        let e = anyhow::Error::from(FixWatchError::from(StoreError::Connection(
+            sqlx::Error::PoolTimedOut,
+        )));
+        assert!(crate::store::is_storage_error(&e), "{e:#}");
+        assert_eq!(
+            format!("{e:#}"),
+            "watching the claimed fixes: no database connection: pool timed out while waiting for an open connection"
         );
     }
 }

@@ -1409,6 +1409,46 @@ fn no_public_store_function_returns_a_tuple_wider_than_a_pair() {
     );
 }
 
+/// The variants in `code` that wrap the store's error under `#[error(transparent)]`: such a
+/// variant hands on the store error's sources instead of the store error, so
+/// `store::is_storage_error` cannot find it in the chain (`file:line`).
+fn transparent_store_errors(file: &str, code: &[String]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (i, line) in code.iter().enumerate() {
+        if !line.contains("#[error(transparent)]") {
+            continue;
+        }
+        let variant = code[i + 1..]
+            .iter()
+            .map(|l| l.trim())
+            .find(|l| !l.is_empty() && !l.starts_with("#["));
+        if variant.is_some_and(|v| v.contains("StoreError")) {
+            found.push(format!("{file}:{}", i + 1));
+        }
+    }
+    found
+}
+
+#[test]
+fn every_error_that_carries_the_stores_hands_it_on_as_its_source() {
+    let found: Vec<String> = sources()
+        .iter()
+        .filter(|s| s.module.first().is_none_or(|m| m != "store"))
+        .flat_map(|s| transparent_store_errors(&format!("src/{}", s.file.display()), &s.code))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "a variant wraps StoreError transparently, so a storage failure is not found in its chain \
+         (give it words of its own, `#[error(\"doing what\")] Store(#[from] StoreError)`):\n{}",
+        found.join("\n")
+    );
+    let sample = [
+        "    #[error(transparent)]".to_string(),
+        "    Store(#[from] StoreError),".to_string(),
+    ];
+    assert_eq!(transparent_store_errors("x.rs", &sample), ["x.rs:1"]);
+}
+
 /// The lines of `code` that name `anyhow` (comments and strings are blanked already):
 /// `file:line`.
 fn anyhow_uses(file: &str, code: &[String]) -> Vec<String> {

@@ -3,8 +3,9 @@
 //! problem in the summary and the ingest log ([`super::IngestProblem`]), and the rest go on.
 //!
 //! Its text is what `sheriff ingest` prints and a scheduled ingest logs. A variant that wraps a
-//! client's or the store's error says that error's text as its own, and hands on that error's
-//! sources, so the chain (`{:#}`) reads as the wrapped error's.
+//! client's error says that error's text as its own, and hands on that error's sources, so the
+//! chain (`{:#}`) reads as the wrapped error's. The store's error is handed on as the source of
+//! words of their own, so that [`crate::store::is_storage_error`] finds it in the chain.
 
 use super::bigquery::RowError;
 use super::bigquery::interval_rows::Unusable;
@@ -47,8 +48,9 @@ pub enum IngestError {
     /// A run's interval rows that will not be usable however often they are asked for.
     #[error(transparent)]
     Unusable(#[from] Unusable),
-    /// The store failed: reading or moving a watermark, or writing a backfill.
-    #[error(transparent)]
+    /// The store failed: reading or moving a watermark, or writing a backfill. The store's
+    /// error is this one's source ([`crate::store::is_storage_error`] finds it).
+    #[error("keeping the ingest's watermarks and backfills")]
     Store(#[from] StoreError),
     /// A backfill whose `--to` is not after its `--from`.
     #[error("--to must be a later day than --from")]
@@ -88,12 +90,14 @@ mod tests {
     }
 
     #[test]
-    fn a_wrapped_error_reads_as_its_own() {
+    fn a_wrapped_error_reads_as_its_own_and_a_store_error_stays_in_the_chain() {
         let refused = || StoreError::Refused("the days are backfilled already".into());
         assert_eq!(
             chain(IngestError::from(refused())),
-            format!("{:#}", anyhow::Error::from(refused()))
+            "keeping the ingest's watermarks and backfills: the days are backfilled already"
         );
+        let lost = IngestError::from(StoreError::Connection(sqlx::Error::PoolTimedOut));
+        assert!(crate::store::is_storage_error(&anyhow::Error::from(lost)));
         let e = IngestError::from(Unusable("more than 2 interval rows".into()));
         assert_eq!(chain(e), "more than 2 interval rows");
     }

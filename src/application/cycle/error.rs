@@ -1,9 +1,10 @@
 //! The error of an evaluation cycle: why it could not read, judge or record.
 //!
-//! Its text is what the store records of a failed cycle and what the commands print. A variant
-//! that wraps the store's error says that error's text as its own and hands on that error's
-//! sources, so the chain (`{:#}`, or `with_sources`) reads as the store's; the others say what
-//! went wrong in words of their own.
+//! Its text is what the store records of a failed cycle and what the commands print. The store's
+//! error is the source of [`CycleError::Store`], so the chain (`{:#}`, or `with_sources`) says
+//! the cycle failed, then the store's words, and [`crate::store::is_storage_error`] finds it; a
+//! number that does not parse is said in its own words; the others say what went wrong in words
+//! of their own.
 
 use crate::store::StoreError;
 
@@ -14,8 +15,9 @@ pub type Result<T, E = CycleError> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 pub enum CycleError {
     /// The store failed: reading the windows, runs, incidents or group states, or recording
-    /// the cycle's outcome.
-    #[error(transparent)]
+    /// the cycle's outcome. The store's error is this one's source, so the scheduler and the
+    /// commands find it in the chain ([`crate::store::is_storage_error`]).
+    #[error("running the cycle")]
     Store(#[from] StoreError),
     /// The thread computing a replayed cycle's windows ahead of it panicked.
     #[error("computing the windows panicked")]
@@ -50,15 +52,18 @@ mod tests {
     }
 
     #[test]
-    fn a_store_failure_reads_as_the_store_s() {
+    fn a_store_failure_says_the_cycle_failed_and_stays_a_storage_failure() {
         let refused = || StoreError::Refused("the days are backfilled already".into());
         assert_eq!(
             with_sources(&CycleError::from(refused())),
-            format!("{:#}", anyhow::Error::from(refused()))
+            "running the cycle: the days are backfilled already"
         );
-        assert_eq!(
-            format!("{:#}", anyhow::Error::from(CycleError::from(refused()))),
-            format!("{:#}", anyhow::Error::from(refused()))
-        );
+        let lost = anyhow::Error::from(CycleError::from(StoreError::Connection(
+            sqlx::Error::PoolTimedOut,
+        )));
+        assert!(crate::store::is_storage_error(&lost), "{lost:#}");
+        assert!(!crate::store::is_storage_error(&anyhow::Error::from(
+            CycleError::from(refused())
+        )));
     }
 }

@@ -2,9 +2,10 @@
 //! shipped: why the release controller, GitHub or the store did not tell.
 //!
 //! Its text is what the cycle logs for a changelog or a window's commits not read yet, and for a
-//! fix payload or merge time not known yet. A variant that wraps a client's or the store's error
-//! says that error's text as its own and hands on that error's sources; one with words of its
-//! own hands the error it wraps on as its source: the chain (`{:#}`) tells the words, then why.
+//! fix payload or merge time not known yet. A variant that wraps a client's error says that
+//! error's text as its own and hands on that error's sources; one with words of its own (the
+//! store's, so that [`crate::store::is_storage_error`] finds it) hands the error it wraps on as
+//! its source: the chain (`{:#}`) tells the words, then why.
 
 use crate::clients::SetupError;
 use crate::clients::github::GitHubError;
@@ -50,7 +51,8 @@ pub enum ReleaseError {
     #[error(transparent)]
     Encode(serde_json::Error),
     /// The store failed: reading or keeping a changelog or commits, or the payloads runs tested.
-    #[error(transparent)]
+    /// The store's error is this one's source ([`crate::store::is_storage_error`] finds it).
+    #[error("reading or keeping changelogs, commits and payloads")]
     Store(#[from] StoreError),
 }
 
@@ -93,12 +95,14 @@ mod tests {
     }
 
     #[test]
-    fn a_wrapped_error_reads_as_its_own() {
+    fn a_client_error_reads_as_its_own_and_a_store_error_stays_in_the_chain() {
         let refused = || StoreError::Refused("the days are backfilled already".into());
         assert_eq!(
             chain(ReleaseError::from(refused())),
-            format!("{:#}", anyhow::Error::from(refused()))
+            "reading or keeping changelogs, commits and payloads: the days are backfilled already"
         );
+        let lost = ReleaseError::from(StoreError::Connection(sqlx::Error::PoolTimedOut));
+        assert!(crate::store::is_storage_error(&anyhow::Error::from(lost)));
         let body = || crate::clients::release_controller::pull_requests("<html>").unwrap_err();
         assert_eq!(
             chain(ReleaseError::Changelog(body())),
