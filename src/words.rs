@@ -86,7 +86,7 @@ pub fn line(t: &Told<'_>) -> String {
 
 /// "accepted level P50 ≤ 25s (until …, set by …: reason)": an incident's accepted level, in its
 /// lines, on the board and on its page.
-pub fn accepted_level(a: &Allowance) -> String {
+pub(crate) fn accepted_level(a: &Allowance) -> String {
     let until = a
         .until
         .map_or_else(String::new, |u| format!("until {}, ", utc_minute(u)));
@@ -100,7 +100,7 @@ pub fn accepted_level(a: &Allowance) -> String {
 
 /// "OCPBUGS-7 moved to ON_QA, 1 pull request, first in payload …": a claimed fix, in the
 /// incident's history, on the board and on its page.
-pub fn fix_claim(c: &FixClaim) -> String {
+pub(crate) fn fix_claim(c: &FixClaim) -> String {
     let mut s = format!("{} moved to {}", c.key, c.status);
     if let Some(r) = &c.resolution {
         s.push_str(&format!(" ({r})"));

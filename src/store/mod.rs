@@ -246,12 +246,12 @@ impl Store {
     }
 
     /// The release controller's changelogs between payloads, kept.
-    pub fn changelogs(&self) -> changelogs::Changelogs<'_> {
+    pub(crate) fn changelogs(&self) -> changelogs::Changelogs<'_> {
         changelogs::Changelogs { store: self }
     }
 
     /// The commits GitHub listed outside a payload, kept.
-    pub fn outside_commits(&self) -> outside_commits::OutsideCommits<'_> {
+    pub(crate) fn outside_commits(&self) -> outside_commits::OutsideCommits<'_> {
         outside_commits::OutsideCommits { store: self }
     }
 

@@ -4,6 +4,7 @@
 //! bucket and BigQuery mixed; and the bytes cap, 429 and 500 as BigQuery answers them.
 
 use crate::common;
+use sheriff::model::DAY;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -290,8 +291,7 @@ async fn a_bigquery_ingest_stores_what_the_bucket_ingest_stores() {
         assert_eq!(without_files(&from_bq[path]), without_files(b), "{path}");
     }
     // the same day histograms
-    let days =
-        (end() - chrono::Duration::days(60)).timestamp() / 86_400..end().timestamp() / 86_400 + 1;
+    let days = (end() - chrono::Duration::days(60)).timestamp() / DAY..end().timestamp() / DAY + 1;
     let (a, b) = (
         histograms(&bucket_db.store, days.clone()).await,
         histograms(&bq_db.store, days).await,
@@ -761,7 +761,7 @@ async fn backfill_bq(
     let Source::BigQuery(dataset) = Source::parse(&source(), settings)? else {
         unreachable!()
     };
-    let at = |day: i64| chrono::DateTime::from_timestamp(day * 86_400, 0).unwrap();
+    let at = |day: i64| chrono::DateTime::from_timestamp(day * DAY, 0).unwrap();
     let summary = sheriff::adapters::ingest::bigquery::backfill::backfill(
         store,
         &dataset,
@@ -774,7 +774,7 @@ async fn backfill_bq(
 
 /// The UTC days of the scenario's runs, the end exclusive.
 fn scenario_days(runs: &[&RunRecord]) -> std::ops::Range<i64> {
-    let day = |r: &&RunRecord| r.run.started_at.timestamp().div_euclid(86_400);
+    let day = |r: &&RunRecord| r.run.started_at.timestamp().div_euclid(DAY);
     runs.iter().map(day).min().unwrap()..runs.iter().map(day).max().unwrap() + 1
 }
 
@@ -936,7 +936,7 @@ on_both_engines! {
         settings.bigquery.overlap_hours = 24;
         let days = scenario_days(&runs);
         let mid = (days.start + days.end) / 2;
-        let before_mid = runs.iter().filter(|r| r.run.started_at.timestamp() < mid * 86_400).count();
+        let before_mid = runs.iter().filter(|r| r.run.started_at.timestamp() < mid * DAY).count();
         assert!(before_mid > 20 && before_mid < runs.len() - 20, "{before_mid} of {} runs", runs.len());
 
         // the first days as counts, then BigQuery run by run: it reads from the sealed days' end
@@ -945,7 +945,7 @@ on_both_engines! {
         let s = ingest_bq(&db.store, &settings).await.unwrap();
         assert_eq!((s.ingested, s.failed), ((runs.len() - before_mid) as u64, 0), "{:?}", s.errors);
         let query = front.log().into_iter().find(|l| l.call == "query").unwrap();
-        assert_eq!(query.params[0]["parameterValue"]["value"], (mid * 86_400).to_string().as_str());
+        assert_eq!(query.params[0]["parameterValue"]["value"], (mid * DAY).to_string().as_str());
         // then the whole bucket: its runs of the sealed days are not stored, the others are stored already
         let s = ingest_dir(&db.store, dir.path()).await;
         assert_eq!(s.ingested, 0, "{:?}", s.errors);

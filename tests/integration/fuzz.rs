@@ -6,6 +6,7 @@
 //! pass is time-bounded: `SHERIFF_FUZZ_SECS=600 cargo test --release -- --ignored fuzz` runs
 //! every parser in turn until the time is spent and prints how many inputs each took.
 
+use sheriff::model::DAY;
 use std::time::{Duration, Instant};
 
 use proptest::prelude::*;
@@ -36,7 +37,7 @@ fn targets() -> Vec<Target> {
         ("per-run seconds", |b| {
             let file = disruption::parse_backend_disruption(b).map_err(|e| e.to_string())?;
             let sums = disruption::per_run_seconds([file.as_slice(), file.as_slice()]);
-            match sums.iter().find(|(_, _, s)| *s < 0 || *s > 86_400) {
+            match sums.iter().find(|(_, _, s)| *s < 0 || *s > DAY) {
                 Some(bad) => panic!("a per-run value out of bounds: {bad:?}"),
                 None => Ok(()),
             }

@@ -17,7 +17,7 @@ use sheriff::model::Dimension;
 use sheriff::store::Store;
 use sheriff::synth::{self, JobSpec, Planted, Scenario};
 
-const DAY: i64 = 86_400;
+use sheriff::model::DAY;
 
 fn end() -> DateTime<Utc> {
     synth::day(2026, 10, 1)

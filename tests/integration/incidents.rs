@@ -6,6 +6,7 @@
 //! exactly once and every acknowledged silence stored.
 
 use crate::common;
+use sheriff::model::DAY;
 
 use std::sync::Arc;
 
@@ -206,8 +207,8 @@ fn policy() -> Policy {
         default_channel: "C0DISRUPT".into(),
         jira: true,
         jira_cap: 10,
-        jira_comment_interval_secs: 86_400,
-        reopen_window_secs: 14 * 86_400,
+        jira_comment_interval_secs: DAY,
+        reopen_window_secs: 14 * DAY,
         failed_fix_transition: String::new(),
         min_effect_seconds: 5.0,
         wording: sheriff::words::line,
@@ -765,7 +766,7 @@ on_both_engines! {
         let before = thread_lines(&slack).len();
         let now = chrono::Utc::now().timestamp();
         let target = sheriff::domain::incidents::silence::Target::parse(&["1"]).unwrap();
-        sheriff::application::actions::silence(&store, &target, 86_400, "known metal outage", &sheriff::application::actions::Operator::local_named("ops"), now).await.unwrap();
+        sheriff::application::actions::silence(&store, &target, DAY, "known metal outage", &sheriff::application::actions::Operator::local_named("ops"), now).await.unwrap();
         // a cycle's change during the silence: held, nothing sent
         let tier = Change::TierChanged { from: "P50 5-10x".into(), to: "P50 >=10x".into() };
         let update = Action::Update {

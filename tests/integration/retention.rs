@@ -7,7 +7,7 @@ use sheriff::application::cycle::{CycleOptions, run_cycle};
 use sheriff::config::Settings;
 use sheriff::synth::{self, Scenario};
 
-const DAY: i64 = 86_400;
+use sheriff::model::DAY;
 
 fn end() -> chrono::DateTime<chrono::Utc> {
     synth::day(2026, 11, 29)

@@ -2,6 +2,7 @@
 //! command and the buttons; and `/metrics`.
 
 use crate::common;
+use sheriff::model::DAY;
 
 use std::sync::Arc;
 
@@ -358,7 +359,7 @@ on_both_engines! {
         assert_eq!(silences.len(), 1);
         assert_eq!(silences[0].fingerprint.as_deref(), Some(incident.fingerprint.as_str()));
         let left = silences[0].expires_at - chrono::Utc::now().timestamp();
-        assert!((86_300..=86_400).contains(&left), "{left}");
+        assert!((DAY - 100..=DAY).contains(&left), "{left}");
 
         interaction(&state, click(&slack, "UOPS", "file_jira", id)).await;
         let pending = state.store.outbox().entries("pending", 100).await.unwrap();
@@ -394,7 +395,7 @@ on_both_engines! {
         assert_eq!(resolved.state.as_str(), "resolved");
         let silences = state.store.incidents().silences(chrono::Utc::now().timestamp()).await.unwrap();
         assert!(silences.iter().any(|s| s.reason.contains("the metal lab was being rewired")
-            && s.expires_at > chrono::Utc::now().timestamp() + 29 * 86_400));
+            && s.expires_at > chrono::Utc::now().timestamp() + 29 * DAY));
 
         // resolved now: its buttons and dialogs act no more, and say so
         let silenced = state.store.incidents().silences(chrono::Utc::now().timestamp()).await.unwrap().len();
@@ -590,7 +591,7 @@ on_both_engines! {
         let a = state.store.incidents().find("1").await.unwrap().unwrap().allowance.unwrap();
         assert_eq!((a.seconds, a.by.as_str()), (20.0, "slack:UOPS"));
         let left = a.until.unwrap() - chrono::Utc::now().timestamp();
-        assert!((14 * 86_400 - 60..=14 * 86_400).contains(&left), "{left}");
+        assert!((14 * DAY - 60..=14 * DAY).contains(&left), "{left}");
         let events = state.store.incidents().events(id).await.unwrap();
         assert!(events.iter().any(|e| e.kind == "accepted" && e.actor == "slack:UOPS"), "{events:#?}");
         let status = sheriff::application::board::status(&state.store, chrono::Utc::now().timestamp()).await.unwrap();

@@ -2,6 +2,7 @@
 
 use chrono::{TimeZone, Utc};
 use sheriff::application::warm::Queries;
+use sheriff::model::DAY;
 use sheriff::model::{ConditionSpan, Dimensions, JobRun, Outage, RunRecord, Sample};
 use sheriff::store::WriteOutcome;
 
@@ -188,8 +189,8 @@ on_both_engines! {
         let records = spread_records();
         db.store.runs().write_runs(&records, false).await.unwrap();
         let t = |h: u32, m: u32| Utc.with_ymd_and_hms(2026, 11, 10, h, m, 0).unwrap().timestamp();
-        let current = (t(7, 13), t(7, 13) + 5 * 86_400 + 3_600);
-        let baseline = (current.0 - 6 * 86_400 - 17, current.0);
+        let current = (t(7, 13), t(7, 13) + 5 * DAY + 3_600);
+        let baseline = (current.0 - 6 * DAY - 17, current.0);
         let data = db.store.evaluations().window_data(current, baseline, &[], i64::MAX).await.unwrap();
         for (window, pick) in [(current, true), (baseline, false)] {
             for network in ["ovn", "sdn"] {
@@ -230,7 +231,7 @@ async fn days_of_every_variant(
 
 on_both_engines! {
     async fn query_days_follow_every_write_whichever_process_made_it(db) {
-        let day = Utc.with_ymd_and_hms(2026, 11, 20, 0, 0, 0).unwrap().timestamp() / 86_400;
+        let day = Utc.with_ymd_and_hms(2026, 11, 20, 0, 0, 0).unwrap().timestamp() / DAY;
         let backend = "image-registry-new-connections";
         let kept = Queries::default();
         db.store.runs().write_run(&sample_record("1790000000000000101", 40), false).await.unwrap();
@@ -306,7 +307,7 @@ fn count(
     sheriff::store::CellCount {
         job: record.run.job_name.clone(),
         dimensions: record.run.dimensions.clone(),
-        day: record.run.started_at.timestamp().div_euclid(86_400),
+        day: record.run.started_at.timestamp().div_euclid(DAY),
         down_probes: down_probes.iter().map(|p| p.to_string()).collect(),
         backend: backend.into(),
         seconds,
@@ -341,8 +342,8 @@ on_both_engines! {
         let outcome = db.store.runs().write_run(&sample_record("1", 12), false).await.unwrap();
         assert_eq!(outcome, WriteOutcome::AlreadyStored);
         assert_eq!(db.store.runs().count_runs().await.unwrap(), 0);
-        assert_eq!(db.store.backfills().past_backfilled_days(day * 86_400 + 5).await.unwrap(), (day + 1) * 86_400);
-        assert_eq!(db.store.backfills().past_backfilled_days(day * 86_400 - 1).await.unwrap(), day * 86_400 - 1);
+        assert_eq!(db.store.backfills().past_backfilled_days(day * DAY + 5).await.unwrap(), (day + 1) * DAY);
+        assert_eq!(db.store.backfills().past_backfilled_days(day * DAY - 1).await.unwrap(), day * DAY - 1);
         // an adjacent backfill: a read starting in the first goes past both
         let next: Vec<_> = counts
             .iter()
@@ -350,7 +351,7 @@ on_both_engines! {
             .collect();
         let backfill = Backfill { source: "bq://p/d", days: day + 1..day + 2, rows_read: 5, counts: &next };
         db.store.backfills().write_backfill(&backfill).await.unwrap();
-        assert_eq!(db.store.backfills().past_backfilled_days(day * 86_400).await.unwrap(), (day + 2) * 86_400);
+        assert_eq!(db.store.backfills().past_backfilled_days(day * DAY).await.unwrap(), (day + 2) * DAY);
     }
 
     async fn a_backfill_is_refused_when_a_rule_needs_every_sample_of_a_run(db) {
@@ -424,9 +425,9 @@ on_both_engines! {
         assert_eq!(new[1].scope.single(sheriff::model::Dimension::Platform), Some("gcp"));
         // a window holding every run: no job has a run before it, and only the new one ran
         // often enough, against the history before its first run, to be told from a sparse one
-        let all = (window.0 - 30 * 86_400, window.1 + 30 * 86_400);
+        let all = (window.0 - 30 * DAY, window.1 + 30 * DAY);
         let jobs: Vec<String> = db.store.runs().new_jobs_in(all).await.unwrap().into_iter().map(|j| j.job).collect();
         assert_eq!(jobs, ["job-new"]);
-        assert!(db.store.runs().new_jobs_in((window.1 + 40 * 86_400, window.1 + 41 * 86_400)).await.unwrap().is_empty());
+        assert!(db.store.runs().new_jobs_in((window.1 + 40 * DAY, window.1 + 41 * DAY)).await.unwrap().is_empty());
     }
 }

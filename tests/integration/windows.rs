@@ -17,7 +17,7 @@ use sheriff::store::Cutoffs;
 use sheriff::store::Store;
 use sheriff::synth::{self, Scenario};
 
-const DAY: i64 = 86_400;
+use sheriff::model::DAY;
 
 fn visible(r: &RunRecord) -> i64 {
     r.run.finished_at.unwrap_or(r.run.started_at).timestamp()
@@ -26,7 +26,7 @@ fn visible(r: &RunRecord) -> i64 {
 /// Windows of a cycle at `t`: the week before it and the three weeks before that.
 /// The recent spans a cycle at `t` counts apart: its last 1, 2 and 3 days.
 fn recent(t: i64) -> Vec<i64> {
-    (1..=3).map(|d| t - d * 86_400).collect()
+    (1..=3).map(|d| t - d * DAY).collect()
 }
 
 fn windows(t: i64) -> ((i64, i64), (i64, i64)) {

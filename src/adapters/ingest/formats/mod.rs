@@ -38,10 +38,10 @@ pub(crate) fn refused_text(bytes: &[u8]) -> Option<&'static str> {
 
 /// What a field should have held, as the parsers' errors say it ("`soon` is not an RFC 3339
 /// time") and [`ParseError::expected`](super::ParseError::expected) gives it.
-pub const RFC3339_TIME: &str = "an RFC 3339 time";
-pub const EPOCH_SECONDS: &str = "epoch seconds";
-pub const GO_DURATION: &str = "a Go duration";
-pub const JSON_OBJECT: &str = "a JSON object";
+pub(crate) const RFC3339_TIME: &str = "an RFC 3339 time";
+pub(crate) const EPOCH_SECONDS: &str = "epoch seconds";
+pub(crate) const GO_DURATION: &str = "a Go duration";
+pub(crate) const JSON_OBJECT: &str = "a JSON object";
 
 /// What [`refused_text`] says.
 pub(crate) const NUL_REFUSED: &str =
