@@ -24,8 +24,9 @@ pub type Result<T, E = FixWatchError> = std::result::Result<T, E>;
 
 /// Why a watch stopped: its text is what the cycle logs. A client's error is said as its own
 /// text, with its sources; the store's is handed on as the source of words of its own, so that
-/// [`crate::store::is_storage_error`] finds it: the chain (`{:#}`) tells the words, then why. The release controller or GitHub failing stops no watch: the claim stays pending, and
-/// is logged.
+/// [`crate::store::is_storage_error`] finds it: the chain (`{:#}`) tells the words, then why.
+/// The release controller or GitHub failing stops no watch: the claim stays pending, and is
+/// logged.
 #[derive(Debug, thiserror::Error)]
 pub enum FixWatchError {
     /// The Jira client could not be built from its settings.

@@ -76,7 +76,7 @@ pub struct QualityOptions {
     pub classes: Vec<Class>,
     /// A folder to keep each world's store (`world-<seed>.db`) and its runs' truth
     /// (`world-<seed>.truth.jsonl`) in, to look into what a cycle saw; None keeps nothing.
-    pub keep: Option<std::path::PathBuf>,
+    pub keep: Option<PathBuf>,
 }
 
 /// One row of the scorecard: a failure class (planted ones split by the scope's density).
@@ -171,10 +171,13 @@ pub async fn quality(options: &QualityOptions) -> Result<Scorecard> {
 /// store holding its runs and origin's table (as a deployment imports it), with `settings`.
 /// With `keep`, the store stays in that folder beside its runs' truth.
 async fn replay(world: &World, settings: &Settings, keep: Option<&Path>) -> Result<Observed> {
-    let scratch = tempfile::tempdir().context("a folder for the world's store")?;
+    let scratch;
     let path = match keep {
         Some(dir) => kept_world(dir, world)?,
-        None => scratch.path().join("world.db"),
+        None => {
+            scratch = tempfile::tempdir().context("a folder for the world's store")?;
+            scratch.path().join("world.db")
+        }
     };
     let url = format!("sqlite://{}", path.display());
     let store = crate::store::Store::open(&DatabaseSettings {
@@ -225,18 +228,7 @@ fn kept_world(dir: &Path, world: &World) -> Result<PathBuf> {
     }
     let mut lines = String::new();
     for t in &world.truth {
-        let line = serde_json::json!({
-            "build_id": t.build_id,
-            "job": t.job,
-            "started": t.started,
-            "payload": t.payload,
-            "payload_index": t.payload_index,
-            "plant": t.plant,
-            "decoy": t.decoy.map(|c| c.as_str()),
-            "ci_trouble": t.ci_trouble,
-            "install_failure": t.install_failure,
-        });
-        writeln!(lines, "{line}")?;
+        writeln!(lines, "{}", serde_json::to_string(t)?)?;
     }
     let truth = dir.join(format!("world-{seed}.truth.jsonl"));
     std::fs::write(&truth, lines).with_context(|| format!("writing {}", truth.display()))?;

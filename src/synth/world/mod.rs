@@ -95,7 +95,7 @@ impl WorldSpec {
 }
 
 /// The truth of one run.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct RunTruth {
     pub job: String,
     pub build_id: String,
