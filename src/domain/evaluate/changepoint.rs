@@ -317,8 +317,9 @@ const SPARED_BY_CHANCE: f64 = 0.05;
 /// The last good payload: stepping back from the payloads before `before` (the earliest
 /// plausible first bad), the newest whose runs, together with those of the payloads stepped
 /// over, are clean in numbers a regression hitting as often as it does after the change
-/// (`after`) would spare all of with less than [`SPARED_BY_CHANCE`]. One clean run of a
-/// payload is no proof against a regression that spares one run in six: that payload may
+/// (`after`, read up to the last run it hits: clean runs after that may already test a fix)
+/// would spare all of with less than [`SPARED_BY_CHANCE`]. One clean run of a payload is no
+/// proof against a regression that spares one run in six: that payload may
 /// already carry it, and the window keeps it. The oldest payload when the runs before never
 /// make the case; None when there are none.
 fn clearly_good<'r, 't>(
@@ -327,8 +328,10 @@ fn clearly_good<'r, 't>(
     before: i64,
     allowed: f64,
 ) -> Option<&'r &'r Tested<'t>> {
-    let hit = after.iter().filter(|r| r.seconds as f64 > allowed).count() as f64
-        / after.len().max(1) as f64;
+    let hit_run = |r: &Run| r.seconds as f64 > allowed;
+    // clean runs after the last hit may already test a fix: the share is read up to it
+    let upto = after.iter().rposition(hit_run).map_or(0, |i| i + 1);
+    let hit = after[..upto].iter().filter(|r| hit_run(r)).count() as f64 / upto.max(1) as f64;
     let spared = (1.0 - hit).clamp(0.0, 1.0);
     let mut clean = 0i32;
     let mut good: Option<&'r &'r Tested<'t>> = None;
@@ -452,7 +455,12 @@ mod payload_tests {
             (0..20)
                 .map(|i| Run {
                     at: i,
-                    seconds: if i < hits { 30 } else { 0 },
+                    // hits spread evenly, the last run hit
+                    seconds: if i * hits / 20 != (i + 1) * hits / 20 {
+                        30
+                    } else {
+                        0
+                    },
                 })
                 .collect()
         };
@@ -466,6 +474,32 @@ mod payload_tests {
         // one that hits half the runs needs more clean runs than the series has: the oldest
         let good = clearly_good(&before, &after_with(10), 21 * 14_400, 5.0).unwrap();
         assert_eq!(at(good), 18);
+    }
+
+    #[test]
+    fn clean_runs_after_the_last_hit_do_not_water_down_the_share() {
+        // one clean run each of payloads 17-20, the change before 21; after it 17 of 20 runs
+        // hit, then 8 clean ones that test a fix
+        let tags: Vec<String> = (0..24).map(tag).collect();
+        let before: Vec<Tested<'_>> = (17..=20)
+            .map(|n| Tested {
+                payload: &tags[n],
+                built: n as i64 * 14_400,
+                started: n as i64 * 14_400,
+                seconds: 0,
+            })
+            .collect();
+        let before: Vec<&Tested<'_>> = before.iter().collect();
+        let after: Vec<Run> = (0..28)
+            .map(|i| Run {
+                at: i,
+                seconds: if i < 20 && i % 7 != 3 { 30 } else { 0 },
+            })
+            .collect();
+        // read up to the last hit the regression spares one run in six (0.15 x 0.15 < 5%);
+        // over all 28 runs it would seem to spare two in five, and the window reach back to 17
+        let good = clearly_good(&before, &after, 21 * 14_400, 5.0).unwrap();
+        assert_eq!(good.payload, tags[19]);
     }
 
     #[test]
