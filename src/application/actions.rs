@@ -11,7 +11,7 @@ use crate::config::{Settings, SlackSettings};
 use crate::domain::incidents::Incident;
 use crate::domain::incidents::Refusal;
 use crate::domain::incidents::manual;
-use crate::domain::incidents::plan::{Policy, Resolution};
+use crate::domain::incidents::plan::{Known, Plan, Policy, Resolution};
 use crate::domain::incidents::silence::Target;
 use crate::store::Store;
 use crate::words;
@@ -270,14 +270,23 @@ pub async fn resolve(
         reason: reason.to_string(),
         by: actor.to_string(),
     };
+    plan_and_reread(store, reference, (actor, now), |k| {
+        manual::resolve(k, reference, how, &policy, now)
+    })
+    .await
+}
+
+/// Applies the plan one action makes of the incident `reference` names; the incident as it is
+/// after.
+async fn plan_and_reread(
+    store: &Store,
+    reference: &str,
+    (actor, now): (&str, i64),
+    planner: impl FnOnce(&Known) -> Result<Plan, Refusal>,
+) -> Result<Incident, ActionError> {
     store
         .incidents()
-        .apply_manual(
-            now,
-            actor,
-            |k| Ok((manual::resolve(k, reference, how, &policy, now)?, ())),
-            words::line,
-        )
+        .apply_manual(now, actor, |k| Ok((planner(k)?, ())), words::line)
         .await??;
     reread(store, id_of(store, reference).await?).await
 }
@@ -293,21 +302,10 @@ pub async fn not_a_regression(
 ) -> Result<Incident, ActionError> {
     let actor = operator.actor();
     let policy = Policy::from_settings(settings, words::line);
-    store
-        .incidents()
-        .apply_manual(
-            now,
-            actor,
-            |k| {
-                Ok((
-                    manual::not_a_regression(k, reference, reason, &policy, now)?,
-                    (),
-                ))
-            },
-            words::line,
-        )
-        .await??;
-    reread(store, id_of(store, reference).await?).await
+    plan_and_reread(store, reference, (actor, now), |k| {
+        manual::not_a_regression(k, reference, reason, &policy, now)
+    })
+    .await
 }
 
 /// Accepts a level for an incident (planned by `manual::accept`); the incident as it is after.
@@ -319,21 +317,10 @@ pub async fn accept(
     now: i64,
 ) -> Result<Incident, ActionError> {
     let actor = operator.actor();
-    store
-        .incidents()
-        .apply_manual(
-            now,
-            actor,
-            |k| {
-                Ok((
-                    manual::accept(k, reference, a, actor, now, words::line)?,
-                    (),
-                ))
-            },
-            words::line,
-        )
-        .await??;
-    reread(store, id_of(store, reference).await?).await
+    plan_and_reread(store, reference, (actor, now), |k| {
+        manual::accept(k, reference, a, actor, now, words::line)
+    })
+    .await
 }
 
 /// Files the incident's Jira issue now, ignoring the per-cycle cap.
@@ -346,16 +333,10 @@ pub(crate) async fn file_now(
 ) -> Result<Incident, ActionError> {
     let actor = operator.actor();
     let enabled = settings.jira.enabled();
-    store
-        .incidents()
-        .apply_manual(
-            now,
-            actor,
-            |k| Ok((manual::file_now(k, reference, enabled)?, ())),
-            words::line,
-        )
-        .await??;
-    reread(store, id_of(store, reference).await?).await
+    plan_and_reread(store, reference, (actor, now), |k| {
+        manual::file_now(k, reference, enabled)
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use super::google::ErrorBody;
 use crate::config::{GcsSettings, Secret};
 use crate::support::error::with_sources;
 
@@ -133,17 +134,6 @@ fn canonical_reason(status: u16) -> &'static str {
         .ok()
         .and_then(|s| s.canonical_reason())
         .unwrap_or_default()
-}
-
-#[derive(Deserialize)]
-struct ErrorBody {
-    error: ErrorDetail,
-}
-
-#[derive(Deserialize)]
-struct ErrorDetail {
-    #[serde(default)]
-    message: String,
 }
 
 impl GcsClient {

@@ -12,6 +12,7 @@
 pub(crate) mod bigquery;
 pub mod gcs;
 pub(crate) mod github;
+mod google;
 pub(crate) mod jira;
 pub(crate) mod release_controller;
 pub mod slack;

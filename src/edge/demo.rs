@@ -83,7 +83,7 @@ pub async fn run(
     writeln!(out)?;
     write!(out, "{}", crate::application::cycle::render_text(&report))?;
     writeln!(out, "\n── Slack ({}) ──", slack_heading(settings))?;
-    let delivery = crate::adapters::notify::deliver_for_a_while(store.clone(), &local).await?;
+    let delivery = crate::application::outbox::deliver_for_a_while(store.clone(), &local).await?;
     writeln!(out, "{} Slack message(s) rendered", delivery.delivered)?;
     show_jira_issues(&store, &local, settings.jira.enabled(), out).await?;
     store.close().await;
@@ -124,17 +124,23 @@ pub async fn serve(
     Ok(())
 }
 
+/// `folder/bucket`, made empty: where a generated tree goes (replacing an earlier one).
+fn fresh_tree(folder: &Path) -> Result<PathBuf> {
+    std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
+    let tree = folder.join("bucket");
+    if tree.exists() {
+        std::fs::remove_dir_all(&tree).with_context(|| format!("clearing {}", tree.display()))?;
+    }
+    Ok(tree)
+}
+
 /// Writes the demo month into `folder/bucket` (replacing an earlier one); the tree's path.
 fn generate(
     folder: &Path,
     end: chrono::DateTime<Utc>,
     out: &mut impl std::io::Write,
 ) -> Result<PathBuf> {
-    std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
-    let tree = folder.join("bucket");
-    if tree.exists() {
-        std::fs::remove_dir_all(&tree).with_context(|| format!("clearing {}", tree.display()))?;
-    }
+    let tree = fresh_tree(folder)?;
     let scenario = demo_scenario(end);
     let truth = synth::write_tree(&scenario, &tree)?;
     writeln!(
@@ -161,11 +167,7 @@ fn generate_world(
     classes: &[Class],
     out: &mut impl std::io::Write,
 ) -> Result<PathBuf> {
-    std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
-    let tree = folder.join("bucket");
-    if tree.exists() {
-        std::fs::remove_dir_all(&tree).with_context(|| format!("clearing {}", tree.display()))?;
-    }
+    let tree = fresh_tree(folder)?;
     let classes = if classes.is_empty() {
         vec![Class::SeedCase]
     } else {

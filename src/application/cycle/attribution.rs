@@ -355,15 +355,19 @@ pub(super) fn variants_in(data: &WindowData, scope: &Scope) -> Vec<i64> {
 /// now and then across a cycle's thousands of tests and a week of cycles, but they are no change
 /// of level.
 fn changed(runs: &[CellRun]) -> Option<bool> {
-    let series: Vec<Run> = runs
-        .iter()
+    let series = by_start(runs);
+    changepoint::most_likely_change(&series, 3, 3)
+        .map(|c| c.worse_after && c.is_real(changepoint::SCAN_THRESHOLD))
+}
+
+/// A scope's runs as the change-point series: by start, with their seconds.
+fn by_start(runs: &[CellRun]) -> Vec<Run> {
+    runs.iter()
         .map(|r| Run {
             at: r.started,
             seconds: r.seconds,
         })
-        .collect();
-    changepoint::most_likely_change(&series, 3, 3)
-        .map(|c| c.worse_after && c.is_real(changepoint::SCAN_THRESHOLD))
+        .collect()
 }
 
 /// Whether a scope's runs sat above `allowed` from the first stored on (at their median): a
@@ -380,13 +384,7 @@ fn regressed_throughout(runs: &[CellRun], allowed: f64) -> bool {
 /// When a series of runs (by start) turned worse: the most likely change point and its
 /// interval; the series' start when it was regressed from its first run on.
 pub(super) fn onset_of(runs: &[CellRun]) -> Option<Onset> {
-    let series: Vec<Run> = runs
-        .iter()
-        .map(|r| Run {
-            at: r.started,
-            seconds: r.seconds,
-        })
-        .collect();
+    let series = by_start(runs);
     let first = series.first()?.at;
     match changepoint::most_likely_change(&series, 3, 3) {
         Some(c) if c.worse_after => {

@@ -88,6 +88,17 @@ type StoredCell = (i64, i64, std::sync::Arc<str>);
 /// Every cell's rows of some days, by backend name, then day; each day's rows by variant id.
 type SharedRows = HashMap<String, std::collections::BTreeMap<i64, std::sync::Arc<Vec<StoredCell>>>>;
 
+/// The rows of `backend` on `day`, made empty when there are none yet.
+fn row_slot(by_backend: &mut SharedRows, backend: String, day: i64) -> &mut Vec<StoredCell> {
+    std::sync::Arc::make_mut(
+        by_backend
+            .entry(backend)
+            .or_default()
+            .entry(day)
+            .or_default(),
+    )
+}
+
 /// Every cell's rows of the days in `days`, as of `version` (or newer, cell by cell).
 #[derive(Debug)]
 struct RecentRows {
@@ -98,36 +109,14 @@ struct RecentRows {
 
 impl RecentRows {
     fn from_rows(version: i64, days: (i64, i64), rows: Vec<CellRow>) -> RecentRows {
-        let mut by_day: HashMap<String, std::collections::BTreeMap<i64, Vec<StoredCell>>> =
-            HashMap::new();
-        for CellRow {
-            backend,
-            day,
-            variant_id,
-            runs,
-            hist,
-        } in rows
-        {
-            by_day
-                .entry(backend)
-                .or_default()
-                .entry(day)
-                .or_default()
-                .push((variant_id, runs, hist.into()));
+        let mut by_backend = SharedRows::new();
+        for r in rows {
+            let hist = r.hist.into();
+            row_slot(&mut by_backend, r.backend, r.day).push((r.variant_id, r.runs, hist));
         }
-        let by_backend = by_day
-            .into_iter()
-            .map(|(b, days)| {
-                let days = days
-                    .into_iter()
-                    .map(|(d, mut rows)| {
-                        rows.sort_unstable_by_key(|r| r.0);
-                        (d, std::sync::Arc::new(rows))
-                    })
-                    .collect();
-                (b, days)
-            })
-            .collect();
+        for rows in by_backend.values_mut().flat_map(|days| days.values_mut()) {
+            std::sync::Arc::make_mut(rows).sort_unstable_by_key(|r| r.0);
+        }
         RecentRows {
             version,
             days,
@@ -147,23 +136,10 @@ impl RecentRows {
                 }
             }
         }
-        for CellRow {
-            backend,
-            day,
-            variant_id,
-            runs,
-            hist,
-        } in fresh
-        {
-            let rows = std::sync::Arc::make_mut(
-                by_backend
-                    .entry(backend)
-                    .or_default()
-                    .entry(day)
-                    .or_default(),
-            );
-            let at = rows.partition_point(|r| r.0 < variant_id);
-            rows.insert(at, (variant_id, runs, hist.into()));
+        for r in fresh {
+            let rows = row_slot(&mut by_backend, r.backend, r.day);
+            let at = rows.partition_point(|row| row.0 < r.variant_id);
+            rows.insert(at, (r.variant_id, r.runs, r.hist.into()));
         }
         RecentRows {
             version,

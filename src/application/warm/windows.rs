@@ -301,26 +301,13 @@ impl WindowSlots {
 
 /// Adds the samples of the windows' partial edge days to the current or the baseline window.
 fn add_edge_samples(cells: &mut WindowSlots, cache: &WindowCache, want: &WindowDays) {
-    for &((from, to), is_current) in &want.edges {
-        let Some(samples) = cache.edges.get(&from.div_euclid(DAY)) else {
-            continue;
-        };
-        for &EdgeSample {
-            backend_id,
-            variant_id,
-            started,
-            visible,
-            seconds,
-        } in samples.iter()
-        {
-            if started < from || started >= to || visible > want.visible_at {
-                continue;
-            }
-            let entry = cells.of((backend_id, variant_id));
+    for &(span, is_current) in &want.edges {
+        for s in samples_seen(cache, span, want.visible_at) {
+            let entry = cells.of((s.backend_id, s.variant_id));
             if is_current {
-                entry.current.add(seconds, 1)
+                entry.current.add(s.seconds, 1)
             } else {
-                entry.baseline.add(seconds, 1)
+                entry.baseline.add(s.seconds, 1)
             }
         }
     }
@@ -331,27 +318,24 @@ fn add_recent_samples(cells: &mut WindowSlots, cache: &WindowCache, want: &Windo
     let Some(&first) = want.recent.iter().min() else {
         return;
     };
-    for day in first.div_euclid(DAY)..=(want.recent_to - 1).div_euclid(DAY) {
-        let Some(samples) = cache.edges.get(&day) else {
-            continue;
-        };
-        for &EdgeSample {
-            backend_id,
-            variant_id,
-            started,
-            visible,
-            seconds,
-        } in samples.iter()
-        {
-            if started < first || started >= want.recent_to || visible > want.visible_at {
-                continue;
-            }
-            let entry = cells.of((backend_id, variant_id));
-            for (k, start) in want.recent.iter().enumerate() {
-                if started >= *start {
-                    entry.recent[k].add(seconds, 1);
-                }
+    for s in samples_seen(cache, (first, want.recent_to), want.visible_at) {
+        let entry = cells.of((s.backend_id, s.variant_id));
+        for (k, start) in want.recent.iter().enumerate() {
+            if s.started >= *start {
+                entry.recent[k].add(s.seconds, 1);
             }
         }
     }
+}
+
+/// The cached samples of runs started in `[from, to)` and visible by `visible_at`.
+fn samples_seen(
+    cache: &WindowCache,
+    (from, to): (i64, i64),
+    visible_at: i64,
+) -> impl Iterator<Item = &EdgeSample> {
+    (from.div_euclid(DAY)..=(to - 1).div_euclid(DAY))
+        .filter_map(|day| cache.edges.get(&day))
+        .flat_map(|samples| samples.iter())
+        .filter(move |s| s.started >= from && s.started < to && s.visible <= visible_at)
 }

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::google::{ErrorBody, ErrorItem};
 use crate::config::{BigQuerySettings, Secret};
 use crate::support::error::with_sources;
 
@@ -157,27 +158,6 @@ impl Answer {
     fn retryable(&self) -> bool {
         self.status == 429 || self.status >= 500 || self.reason == "rateLimitExceeded"
     }
-}
-
-#[derive(Deserialize)]
-struct ErrorBody {
-    error: ErrorDetail,
-}
-
-#[derive(Deserialize)]
-struct ErrorDetail {
-    #[serde(default)]
-    message: String,
-    #[serde(default)]
-    errors: Vec<ErrorItem>,
-    #[serde(default)]
-    status: String,
-}
-
-#[derive(Deserialize)]
-struct ErrorItem {
-    #[serde(default)]
-    reason: String,
 }
 
 /// The fields of a `jobs.query` or `getQueryResults` answer sheriff reads.

@@ -71,24 +71,13 @@ impl SlackSink {
                     note: format!("edited {ts}"),
                 })
             }
-            Effect::SlackDetails => {
+            Effect::SlackDetails | Effect::SlackReply { .. } => {
                 let i = need(incident)?;
                 let (channel, ts) = thread(i)?;
-                let message = blocks::details_message(i, &self.links);
-                self.post(
-                    &channel,
-                    Some(&ts),
-                    &message,
-                    key,
-                    retried,
-                    entry.created_at,
-                )
-                .await
-            }
-            Effect::SlackReply { text } => {
-                let i = need(incident)?;
-                let (channel, ts) = thread(i)?;
-                let message = blocks::reply_message(i, text, &self.links);
+                let message = match effect {
+                    Effect::SlackReply { text } => blocks::reply_message(i, text, &self.links),
+                    _ => blocks::details_message(i, &self.links),
+                };
                 self.post(
                     &channel,
                     Some(&ts),
