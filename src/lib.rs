@@ -20,9 +20,9 @@
 //!    known and plan what changes and what to tell; people's actions
 //!    ([`application::actions`]: acknowledge, silence, resolve, …) are planned the same way.
 //!    The store applies a plan and its outbox entries in one transaction.
-//! 5. **notify** ([`adapters::notify`]) delivers the outbox to Slack and Jira through their
-//!    clients ([`clients`]), exactly once at the remote side; `support::render` holds the text
-//!    pieces every output shares.
+//! 5. **outbox** ([`application::outbox`]) delivers the outbox to Slack and Jira through the
+//!    sinks ([`adapters::notify`]) and their clients ([`clients`]), exactly once at the remote
+//!    side; `support::render` holds the text pieces every output shares.
 //! 6. **serve** ([`edge::serve`]) puts the HTTP edge ([`edge::server`]: Slack commands and
 //!    buttons, push ingest, health, metrics), the [`application::scheduler`] and the outbox
 //!    worker together; `support::shutdown` stops them in one place.
@@ -60,7 +60,8 @@
 //!   the artifact sources and parsers, and the outbox's sinks with the messages they send.
 //! - **application** ([`application`]: [`cycle`](application::cycle),
 //!   [`query`](application::query), [`board`](application::board),
-//!   [`actions`](application::actions), [`scheduler`](application::scheduler),
+//!   [`actions`](application::actions), [`outbox`](application::outbox),
+//!   [`scheduler`](application::scheduler),
 //!   [`backtest`](application::backtest), `series`, `fix_watch`, `releases`): the use cases;
 //!   [`warm`](application::warm), the caches they read through.
 //! - **edge** ([`edge`]: [`server`](edge::server), [`cli`](edge::cli), [`serve`](edge::serve),

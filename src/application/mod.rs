@@ -8,6 +8,7 @@ pub mod backtest;
 pub mod board;
 pub mod cycle;
 pub(crate) mod fix_watch;
+pub mod outbox;
 pub mod query;
 pub(crate) mod releases;
 pub mod scheduler;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use tokio::net::TcpListener;
 
-use crate::adapters::notify::{Sinks, Worker};
+use crate::application::outbox::{Sinks, Worker};
 use crate::application::scheduler::Scheduler;
 use crate::application::warm::Warm;
 use crate::config::Settings;

@@ -53,7 +53,7 @@ pub enum DeliveryResult {
     Done { note: String },
 }
 
-/// What a worker's drain (`notify::Worker::drain`) did.
+/// What a worker's drain (`application::outbox::Worker::drain`) did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct DrainReport {
     pub delivered: usize,

@@ -139,7 +139,7 @@ impl World {
         .await
         .unwrap();
         let drained =
-            sheriff::adapters::notify::deliver_for_a_while(self.store.clone(), &self.settings)
+            sheriff::application::outbox::deliver_for_a_while(self.store.clone(), &self.settings)
                 .await
                 .unwrap();
         assert_eq!(drained.dead, 0, "nothing dead-lettered");

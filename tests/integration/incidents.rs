@@ -14,8 +14,8 @@ use common::faults::Faults;
 use common::jira::FakeJira;
 use common::slack::FakeSlack;
 use sheriff::adapters::ingest::{IngestOptions, Source, ingest};
-use sheriff::adapters::notify::{Clock, KillPoint, Sinks, StepOutcome, Worker};
 use sheriff::application::cycle::{CycleOptions, run_cycle};
+use sheriff::application::outbox::{Clock, KillPoint, Sinks, StepOutcome, Worker};
 use sheriff::config::{JiraApi, Secret, Settings};
 use sheriff::domain::incidents::plan::{self, Action, Policy, Step};
 use sheriff::domain::incidents::{Change, Snapshot};
@@ -73,7 +73,7 @@ async fn cycle(
     )
     .await
     .unwrap();
-    let drained = sheriff::adapters::notify::deliver_for_a_while(store.clone(), settings)
+    let drained = sheriff::application::outbox::deliver_for_a_while(store.clone(), settings)
         .await
         .unwrap();
     assert_eq!(drained.dead, 0, "nothing dead-lettered");
@@ -749,7 +749,7 @@ on_both_engines! {
         for key in ["slack_update:1:filed-OCPBUGS-1", "slack_reply:1:filed-OCPBUGS-1"] {
             assert!(pending.contains(&key.to_string()), "{key} queued by the filing: {pending:?}");
         }
-        let drained = sheriff::adapters::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
+        let drained = sheriff::application::outbox::deliver_for_a_while(store.clone(), &settings).await.unwrap();
         assert_eq!(drained.dead, 0);
         let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).unwrap();
         let blocks = parent.blocks.to_string();
@@ -762,7 +762,7 @@ on_both_engines! {
 
     async fn a_resolve_during_a_silence_is_told_once_and_what_the_silence_held_when_it_ends(db) {
         let (store, settings, slack, jira) = opened(&db, "silenced-resolve").await;
-        sheriff::adapters::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
+        sheriff::application::outbox::deliver_for_a_while(store.clone(), &settings).await.unwrap();
         let before = thread_lines(&slack).len();
         let now = chrono::Utc::now().timestamp();
         let target = sheriff::domain::incidents::silence::Target::parse(&["1"]).unwrap();
@@ -781,7 +781,7 @@ on_both_engines! {
         assert_eq!(store.incidents().find("1").await.unwrap().unwrap().held.len(), 2);
         // a person resolves it during the silence: Slack and Jira hear of it at once
         sheriff::application::actions::resolve(&store, &settings, "1", "the metal lab was rewired", &sheriff::application::actions::Operator::local_named("ops"), now).await.unwrap();
-        sheriff::adapters::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
+        sheriff::application::outbox::deliver_for_a_while(store.clone(), &settings).await.unwrap();
         let lines = thread_lines(&slack);
         assert_eq!(lines.len(), before + 1, "{lines:#?}");
         assert!(lines.last().unwrap().contains("resolved by hand by ops (command line): the metal lab was rewired"), "{lines:#?}");
@@ -792,7 +792,7 @@ on_both_engines! {
         // the silence ends: what it held is told once, though the incident is resolved
         let n = sheriff::application::actions::unsilence(&store, &settings, "1", &sheriff::application::actions::Operator::local_named("ops"), now).await.unwrap();
         assert_eq!(n, 1);
-        sheriff::adapters::notify::deliver_for_a_while(store.clone(), &settings).await.unwrap();
+        sheriff::application::outbox::deliver_for_a_while(store.clone(), &settings).await.unwrap();
         let lines = thread_lines(&slack);
         assert_eq!(lines.len(), before + 2, "{lines:#?}");
         let held = format!("while silenced: {}", sheriff::words::line(&sheriff::domain::incidents::Told::Change(&tier)));

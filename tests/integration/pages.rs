@@ -314,7 +314,7 @@ on_both_engines! {
         let running = tokio::spawn(app.run_until_stopped(async move { let _ = stopped.await; }));
         let store = Arc::new(sheriff::store::Store::open(&db.settings).await.unwrap());
         run_cycle(&store, &sheriff::application::warm::Warm::new(), &s, CycleOptions { at: today(), dry_run: false }).await.unwrap();
-        sheriff::adapters::notify::deliver_for_a_while(store.clone(), &s).await.unwrap();
+        sheriff::application::outbox::deliver_for_a_while(store.clone(), &s).await.unwrap();
         let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).expect("posted");
         let blocks = parent.blocks.to_string();
         let page = format!("http://127.0.0.1:{port}/incidents/1");

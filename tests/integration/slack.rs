@@ -162,7 +162,7 @@ async fn live_incident(
     sheriff::application::cycle::run_cycle(&state.store, &state.warm, &state.settings, options)
         .await
         .unwrap();
-    sheriff::adapters::notify::deliver_for_a_while(state.store.clone(), &state.settings)
+    sheriff::application::outbox::deliver_for_a_while(state.store.clone(), &state.settings)
         .await
         .unwrap();
     (state, slack, jira)
@@ -434,7 +434,7 @@ on_both_engines! {
         });
         let (_, done) = interaction(&state, submission).await;
         assert_eq!(done["response_action"], "clear", "{done}");
-        sheriff::adapters::notify::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
+        sheriff::application::outbox::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
         let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).unwrap();
         let header = parent.blocks[0]["text"]["text"].as_str().unwrap().to_string();
         assert!(header.contains("marked not a regression") && !header.contains("no longer observed"), "{header}");
@@ -447,7 +447,7 @@ on_both_engines! {
         let mut ack = click(&slack, "UOPS", "ack", 1);
         ack["user"] = serde_json::json!({ "id": "UOPS", "username": "alice" });
         interaction(&state, ack).await;
-        sheriff::adapters::notify::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
+        sheriff::application::outbox::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
         let mut said: Vec<(String, String)> = Vec::new();
         for m in slack.messages() {
             said.push((format!("Slack {:?}", m.key), format!("{} {}", m.text, m.blocks)));
@@ -521,7 +521,7 @@ on_both_engines! {
         });
         let (_, done) = interaction(&state, accept).await;
         assert_eq!(done["response_action"], "clear", "{done}");
-        sheriff::adapters::notify::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
+        sheriff::application::outbox::deliver_for_a_while(state.store.clone(), &state.settings).await.unwrap();
         // Slack: a real mention, never the recorded actor
         let parent = slack.messages().into_iter().find(|m| m.key.as_deref() == Some("slack_post:1")).unwrap();
         let blocks = parent.blocks.to_string();

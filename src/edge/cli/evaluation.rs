@@ -31,8 +31,9 @@ pub(super) async fn evaluate(
         )
         .await?;
         if !dry_run {
-            report.delivery =
-                Some(crate::adapters::notify::deliver_for_a_while(store.clone(), settings).await?);
+            report.delivery = Some(
+                crate::application::outbox::deliver_for_a_while(store.clone(), settings).await?,
+            );
         }
         anyhow::Ok(report)
     }

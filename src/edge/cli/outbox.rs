@@ -45,8 +45,8 @@ pub(super) async fn outbox(action: OutboxAction, settings: &Settings) -> Result<
                 );
             }
             OutboxAction::Deliver => {
-                let r =
-                    crate::adapters::notify::deliver_for_a_while(store.clone(), settings).await?;
+                let r = crate::application::outbox::deliver_for_a_while(store.clone(), settings)
+                    .await?;
                 println!(
                     "delivered {}, retrying {}, dead {}",
                     r.delivered, r.retrying, r.dead
