@@ -337,9 +337,9 @@ async fn cycle_at_start(
             "ok"
         }
         Some(Err(e)) => {
-            let e = crate::support::error::with_sources(&e);
-            tracing::error!(job = "evaluate", "the cycle at start failed: {e}");
-            "failed"
+            let e = anyhow::Error::from(e);
+            tracing::error!(job = "evaluate", "the cycle at start failed: {e:#}");
+            failed(&e)
         }
         None => "abandoned",
     };
@@ -388,6 +388,16 @@ async fn record_unrecorded_cycles(store: Arc<Store>, mut shutdown: watch::Receiv
 }
 
 /// The job a schedule's name stands for, in metrics.
+/// A failed job's outcome in `sheriff_jobs_total`: `storage_failed` when sheriff's own storage
+/// failed it (the next tick may succeed), `failed` for anything else.
+fn failed(e: &anyhow::Error) -> &'static str {
+    if crate::store::is_storage_error(e) {
+        "storage_failed"
+    } else {
+        "failed"
+    }
+}
+
 fn job_kind(name: &str) -> &'static str {
     match name {
         n if n.starts_with("ingest") => "ingest",
@@ -457,7 +467,7 @@ async fn on_schedule<F, Fut>(
             Some(Ok(())) => "ok",
             Some(Err(e)) => {
                 tracing::error!(job = name, "scheduled job failed: {e:#}");
-                "failed"
+                failed(&e)
             }
             None => {
                 tracing::warn!(job = name, tick = %next, "stopping: the job did not finish in time and wrote nothing");
@@ -501,6 +511,17 @@ pub async fn prune(
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    #[test]
+    fn a_job_failed_by_the_store_is_counted_apart() {
+        let lost = crate::store::StoreError::Connection(sqlx::Error::PoolTimedOut);
+        let cycle = crate::application::cycle::CycleError::from(lost);
+        assert_eq!(failed(&anyhow::Error::from(cycle)), "storage_failed");
+        // a row that does not decode fails every time: no retry helps, it is no outage
+        let corrupt = crate::store::StoreError::malformed("incidents", "snapshot: not JSON");
+        assert_eq!(failed(&anyhow::Error::from(corrupt)), "failed");
+        assert_eq!(failed(&anyhow::anyhow!("no such bucket")), "failed");
+    }
 
     #[test]
     fn the_plan_names_every_job_with_its_next_tick_from_a_fixed_instant() {

@@ -119,7 +119,7 @@ fn describe_counters() {
     );
     describe_counter!(
         "sheriff_jobs_total",
-        "Scheduled jobs run, by job and outcome."
+        "Scheduled jobs run, by job and outcome (ok, failed, storage_failed: sheriff's own storage, abandoned at shutdown)."
     );
     describe_counter!(
         "sheriff_ticks_skipped_total",
