@@ -317,8 +317,9 @@ const SPARED_BY_CHANCE: f64 = 0.05;
 /// The last good payload: stepping back from the payloads before `before` (the earliest
 /// plausible first bad), the newest whose runs, together with those of the payloads stepped
 /// over, are clean in numbers a regression hitting as often as it does after the change
-/// (`after`, read up to the last run it hits: clean runs after that may already test a fix)
-/// would spare all of with less than [`SPARED_BY_CHANCE`]. One clean run of a payload is no
+/// (`after`; read up to the last run it hits when the clean runs after that are more than it
+/// spares by chance: they already test a fix) would spare all of with less than
+/// [`SPARED_BY_CHANCE`]. One clean run of a payload is no
 /// proof against a regression that spares one run in six: that payload may
 /// already carry it, and the window keeps it. The oldest payload when the runs before never
 /// make the case; None when there are none.
@@ -329,9 +330,14 @@ fn clearly_good<'r, 't>(
     allowed: f64,
 ) -> Option<&'r &'r Tested<'t>> {
     let hit_run = |r: &Run| r.seconds as f64 > allowed;
-    // clean runs after the last hit may already test a fix: the share is read up to it
-    let upto = after.iter().rposition(hit_run).map_or(0, |i| i + 1);
-    let hit = after[..upto].iter().filter(|r| hit_run(r)).count() as f64 / upto.max(1) as f64;
+    let share =
+        |runs: &[Run]| runs.iter().filter(|r| hit_run(r)).count() as f64 / runs.len().max(1) as f64;
+    // clean runs after the last hit, more than the share spares by chance, already test a fix:
+    // the share is read up to that hit
+    let last_hit = after.iter().rposition(hit_run).map_or(0, |i| i + 1);
+    let tail = (after.len() - last_hit) as i32;
+    let fixed = (1.0 - share(after)).powi(tail) < SPARED_BY_CHANCE;
+    let hit = share(if fixed { &after[..last_hit] } else { after });
     let spared = (1.0 - hit).clamp(0.0, 1.0);
     let mut clean = 0i32;
     let mut good: Option<&'r &'r Tested<'t>> = None;
@@ -500,6 +506,16 @@ mod payload_tests {
         // over all 28 runs it would seem to spare two in five, and the window reach back to 17
         let good = clearly_good(&before, &after, 21 * 14_400, 5.0).unwrap();
         assert_eq!(good.payload, tags[19]);
+        // a clean tail a regression of that share spares by chance is no fix: one hit, then
+        // five clean runs, is a regression sparing five runs in six, and no run proves 17-20 good
+        let rare: Vec<Run> = (0..6)
+            .map(|i| Run {
+                at: i,
+                seconds: if i == 0 { 30 } else { 0 },
+            })
+            .collect();
+        let good = clearly_good(&before, &rare, 21 * 14_400, 5.0).unwrap();
+        assert_eq!(good.payload, tags[17]);
     }
 
     #[test]
