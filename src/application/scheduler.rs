@@ -278,11 +278,9 @@ async fn ingest_on_schedule(shared: Shared, job: IngestJob, shutdown: watch::Rec
         summary.count("schedule");
         // runs sheriff could not store make the job a failure, as they make
         // `sheriff ingest` exit 2; the next tick stores them
-        anyhow::ensure!(
-            summary.storage_failed == 0,
-            "{} run(s) could not be stored (sheriff's own storage failed)",
-            summary.storage_failed
-        );
+        if summary.storage_failed > 0 {
+            return Err(RunsNotStored(summary.storage_failed).into());
+        }
         Ok(())
     })
     .await;
@@ -387,17 +385,23 @@ async fn record_unrecorded_cycles(store: Arc<Store>, mut shutdown: watch::Receiv
     }
 }
 
-/// The job a schedule's name stands for, in metrics.
-/// A failed job's outcome in `sheriff_jobs_total`: `storage_failed` when sheriff's own storage
-/// failed it (the next tick may succeed), `failed` for anything else.
+/// An ingest tick that could not store some runs: sheriff's own storage failed them.
+#[derive(Debug, thiserror::Error)]
+#[error("{0} run(s) could not be stored (sheriff's own storage failed)")]
+struct RunsNotStored(u64);
+
+/// A failed job's outcome in `sheriff_jobs_total`: `storage_failed` when the storage itself
+/// failed it (a lost connection, a full disk, runs an ingest could not store: the next tick may
+/// succeed), `failed` for anything else.
 fn failed(e: &anyhow::Error) -> &'static str {
-    if crate::store::is_storage_error(e) {
+    if crate::store::is_storage_error(e) || e.downcast_ref::<RunsNotStored>().is_some() {
         "storage_failed"
     } else {
         "failed"
     }
 }
 
+/// The job a schedule's name stands for, in metrics.
 fn job_kind(name: &str) -> &'static str {
     match name {
         n if n.starts_with("ingest") => "ingest",
@@ -521,6 +525,12 @@ mod tests {
         let corrupt = crate::store::StoreError::malformed("incidents", "snapshot: not JSON");
         assert_eq!(failed(&anyhow::Error::from(corrupt)), "failed");
         assert_eq!(failed(&anyhow::anyhow!("no such bucket")), "failed");
+        let ingest = anyhow::Error::from(RunsNotStored(3));
+        assert_eq!(failed(&ingest), "storage_failed");
+        assert_eq!(
+            ingest.to_string(),
+            "3 run(s) could not be stored (sheriff's own storage failed)"
+        );
     }
 
     #[test]
