@@ -208,11 +208,17 @@ pub struct WindowData {
     pub troubled: Vec<u64>,
 }
 
-/// `[from, to)` in Unix seconds, split into whole UTC days and the partial days at its edges.
+/// `[from, to)` in Unix seconds, split into whole UTC days and the partial days at its edges,
+/// each edge within one day (a span of less than two days with no whole day in it is cut at
+/// midnight: the warm windows read each edge's samples from its day).
 pub(super) fn split(from: i64, to: i64) -> (std::ops::Range<i64>, Vec<(i64, i64)>) {
     let first_full = (from + DAY - 1).div_euclid(DAY);
     let last_full_end = to.div_euclid(DAY);
     if first_full >= last_full_end {
+        let midnight = first_full * DAY;
+        if from < midnight && midnight < to {
+            return (0..0, vec![(from, midnight), (midnight, to)]);
+        }
         return (0..0, vec![(from, to)]);
     }
     let mut edges = Vec::new();
@@ -847,6 +853,12 @@ mod tests {
         );
         assert_eq!(split(10, 20), (0..0, vec![(10, 20)]));
         assert_eq!(split(d + 5, 2 * d - 5), (0..0, vec![(d + 5, 2 * d - 5)]));
+        // a one-day window from midday: no whole day, two edges, each within its own day
+        assert_eq!(
+            split(d / 2, d + d / 2),
+            (0..0, vec![(d / 2, d), (d, d + d / 2)])
+        );
+        assert_eq!(split(d, 2 * d), (1..2, vec![]));
     }
 
     /// SQLite reads a cycle's windows by key, starting at the first needed day of each cell:
