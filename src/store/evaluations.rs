@@ -214,11 +214,8 @@ pub struct WindowData {
 pub(super) fn split(from: i64, to: i64) -> (std::ops::Range<i64>, Vec<(i64, i64)>) {
     let first_full = (from + DAY - 1).div_euclid(DAY);
     let last_full_end = to.div_euclid(DAY);
-    if first_full >= last_full_end {
-        let midnight = first_full * DAY;
-        if from < midnight && midnight < to {
-            return (0..0, vec![(from, midnight), (midnight, to)]);
-        }
+    if first_full > last_full_end {
+        // no midnight inside: one edge
         return (0..0, vec![(from, to)]);
     }
     let mut edges = Vec::new();
@@ -228,7 +225,12 @@ pub(super) fn split(from: i64, to: i64) -> (std::ops::Range<i64>, Vec<(i64, i64)
     if last_full_end * DAY < to {
         edges.push((last_full_end * DAY, to));
     }
-    (first_full..last_full_end, edges)
+    let days = if first_full < last_full_end {
+        first_full..last_full_end
+    } else {
+        0..0
+    };
+    (days, edges)
 }
 
 const INSERT_CYCLE: &str = "INSERT INTO eval_cycles \

@@ -302,8 +302,7 @@ impl WindowSlots {
 /// Adds the samples of the windows' partial edge days to the current or the baseline window.
 fn add_edge_samples(cells: &mut WindowSlots, cache: &WindowCache, want: &WindowDays) {
     for &(span, is_current) in &want.edges {
-        let day = span.0.div_euclid(DAY);
-        for s in samples_seen(cache, day..=day, span, want.visible_at) {
+        for s in samples_seen(cache, span, want.visible_at) {
             let entry = cells.of((s.backend_id, s.variant_id));
             if is_current {
                 entry.current.add(s.seconds, 1)
@@ -319,8 +318,7 @@ fn add_recent_samples(cells: &mut WindowSlots, cache: &WindowCache, want: &Windo
     let Some(&first) = want.recent.iter().min() else {
         return;
     };
-    let days = first.div_euclid(DAY)..=(want.recent_to - 1).div_euclid(DAY);
-    for s in samples_seen(cache, days, (first, want.recent_to), want.visible_at) {
+    for s in samples_seen(cache, (first, want.recent_to), want.visible_at) {
         let entry = cells.of((s.backend_id, s.variant_id));
         for (k, start) in want.recent.iter().enumerate() {
             if s.started >= *start {
@@ -330,14 +328,15 @@ fn add_recent_samples(cells: &mut WindowSlots, cache: &WindowCache, want: &Windo
     }
 }
 
-/// The samples cached for `days` of runs started in `[from, to)` and visible by `visible_at`.
+/// The cached samples of runs started in `[from, to)` and visible by `visible_at`, from the
+/// days of that span (an edge's is one: [`WindowDays`] keeps each within its day).
 fn samples_seen(
     cache: &WindowCache,
-    days: std::ops::RangeInclusive<i64>,
     (from, to): (i64, i64),
     visible_at: i64,
 ) -> impl Iterator<Item = &EdgeSample> {
-    days.filter_map(|day| cache.edges.get(&day))
+    (from.div_euclid(DAY)..=(to - 1).div_euclid(DAY))
+        .filter_map(|day| cache.edges.get(&day))
         .flat_map(|samples| samples.iter())
         .filter(move |s| s.started >= from && s.started < to && s.visible <= visible_at)
 }

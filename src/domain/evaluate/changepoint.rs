@@ -319,9 +319,8 @@ const SPARED_BY_CHANCE: f64 = 0.05;
 /// over, are clean in numbers a regression hitting as often as it does after the change
 /// (`after`; read up to the last run it hits when the clean runs after that are more than it
 /// spares by chance: they already test a fix) would spare all of with less than
-/// [`SPARED_BY_CHANCE`]. One clean run of a payload is no
-/// proof against a regression that spares one run in six: that payload may
-/// already carry it, and the window keeps it. The oldest payload when the runs before never
+/// [`SPARED_BY_CHANCE`]. One clean run of a payload is no proof against a regression that
+/// spares one run in six: that payload may already carry it, and the window keeps it. The oldest payload when the runs before never
 /// make the case; None when there are none.
 fn clearly_good<'r, 't>(
     before_change: &'r [&'r Tested<'t>],
@@ -330,14 +329,14 @@ fn clearly_good<'r, 't>(
     allowed: f64,
 ) -> Option<&'r &'r Tested<'t>> {
     let hit_run = |r: &Run| r.seconds as f64 > allowed;
-    let share =
-        |runs: &[Run]| runs.iter().filter(|r| hit_run(r)).count() as f64 / runs.len().max(1) as f64;
+    let hits = after.iter().filter(|r| hit_run(r)).count() as f64;
     // clean runs after the last hit, more than the share spares by chance, already test a fix:
     // the share is read up to that hit
     let last_hit = after.iter().rposition(hit_run).map_or(0, |i| i + 1);
     let tail = (after.len() - last_hit) as i32;
-    let fixed = (1.0 - share(after)).powi(tail) < SPARED_BY_CHANCE;
-    let hit = share(if fixed { &after[..last_hit] } else { after });
+    let fixed = (1.0 - hits / after.len().max(1) as f64).powi(tail) < SPARED_BY_CHANCE;
+    let read = if fixed { last_hit } else { after.len() };
+    let hit = hits / read.max(1) as f64;
     let spared = (1.0 - hit).clamp(0.0, 1.0);
     let mut clean = 0i32;
     let mut good: Option<&'r &'r Tested<'t>> = None;
