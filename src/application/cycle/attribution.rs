@@ -12,8 +12,8 @@ use super::source::{CellRun, RunSource};
 use super::{Attribution, PercentilePair, RegressionReport, SampleJob, Window};
 use crate::config::{AttributeSettings, EvaluateSettings, FileAgainst};
 use crate::domain::attribute::components::{ComponentTable, control_for};
-use crate::domain::attribute::describe::{self as words, Facts, Owners, PendingRuns};
 use crate::domain::attribute::evidence::{self, ConditionEvidence, RunIntervals};
+use crate::domain::attribute::facts::{self, Facts, Owners, PendingRuns};
 use crate::domain::attribute::mechanism::{self, RunTimeline};
 use crate::domain::attribute::scope::{self, CellEvidence, ScopeFinding, ValueEvidence, Verdict};
 use crate::domain::evaluate::changepoint::{self, Run};
@@ -23,6 +23,7 @@ use crate::model::{
     SpanKind, Status, fingerprint,
 };
 use crate::store::evaluations::WindowData;
+use crate::words::regression as words;
 
 /// The context dimensions every group of one cluster shares: never merged over.
 const CONTEXT: [Dimension; 3] = [
@@ -832,7 +833,7 @@ impl<S: RunSource> Context<'_, S> {
             thin_evidence: thin,
             control: control.clone(),
             conditions: evidence.conditions.clone(),
-            confidence: words::confidence(&facts),
+            confidence: facts::confidence(&facts),
             evidence: words::evidence(&facts),
             evidence_pending: evidence.pending.unfetched,
             mechanism: None,
@@ -952,7 +953,7 @@ impl<S: RunSource> Context<'_, S> {
             regressed,
             healthy,
         };
-        Some(mechanism::explain(&case))
+        Some(mechanism::explain(&case, crate::words::mechanism::WORDING))
     }
 
     /// The intervals of the disrupted runs (the family's outages) and of the healthy ones (their
@@ -1217,7 +1218,7 @@ fn independence<S>(
             }
             evidence.insert(v.clone(), e);
         }
-        independence.extend(scope::describe_independence(d, &evidence));
+        independence.extend(words::independence(d, &evidence));
     }
     (independence, thin)
 }

@@ -102,7 +102,7 @@ fn since_recovery(report: &mut RegressionReport, runs: &[CellRun], at: i64) {
     }
     report.observed_seconds = round(post.percentile(report.percentile.fraction()).unwrap_or(0.0));
     report.job_runs = post.count();
-    report.attribution.summary = crate::domain::attribute::describe::restated(
+    report.attribution.summary = crate::words::regression::restated(
         &report.attribution.summary,
         &report.family,
         report.percentile,

@@ -80,8 +80,62 @@ impl Window {
     }
 }
 
+/// One clause of what a run shows, as typed values (`words::mechanism` says it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Clause {
+    /// The pods lost as the outage began were the family's only ready replicas, on `node`.
+    Replicas {
+        pods: Vec<String>,
+        family: String,
+        node: String,
+    },
+    /// The node was drained (or down) from `from` to `to`.
+    NodeOut {
+        node: String,
+        drained: bool,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    },
+    /// The family was unreachable from `from` to `to`.
+    Outage {
+        family: String,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    },
+    /// A replacement pod became ready as the outage ended (`node` empty when unnamed).
+    Replacement {
+        pod: String,
+        node: String,
+        at: DateTime<Utc>,
+    },
+    /// A node took the VIP as the outage began.
+    VipTaken {
+        node: String,
+        vip: String,
+        at: DateTime<Utc>,
+    },
+    /// etcd elected a new leader as the outage began.
+    EtcdLeader { node: String, at: DateTime<Utc> },
+    /// The CI's own network probe was down with the outage.
+    ProbeDown {
+        probe: String,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    },
+}
+
+/// How mechanisms are said: the application hands over `words::mechanism::WORDING`, so the
+/// domain finds the mechanism and never words it.
+#[derive(Debug, Clone, Copy)]
+pub struct Wording {
+    /// One clause of a claim.
+    pub clause: fn(&Clause) -> String,
+    /// The mechanism in one sentence, given its family.
+    pub summary: fn(&Mechanism, &str) -> String,
+}
+
 /// What one candidate says about one outage: its clauses, each with its intervals.
-type Clauses = Vec<(String, Vec<IntervalRef>)>;
+type Clauses = Vec<(Clause, Vec<IntervalRef>)>;
 
 /// One run read for a case.
 struct Reading<'r> {
@@ -199,29 +253,27 @@ impl<'r> Reading<'r> {
                 let vip = self
                     .spans(SpanKind::VipMoved)
                     .find(|v| began_with(v.from, w))?;
-                let text = format!(
-                    "{} took the VIP {} at {}",
-                    or_unnamed(&vip.node),
-                    vip.subject,
-                    hms(vip.from)
-                );
+                let clause = Clause::VipTaken {
+                    node: vip.node.clone(),
+                    vip: vip.subject.clone(),
+                    at: vip.from,
+                };
                 Some(vec![
                     outage_clause(case.family, w),
-                    (text, vec![vip.at.clone()]),
+                    (clause, vec![vip.at.clone()]),
                 ])
             }
             MechanismKind::EtcdLeaderChange => {
                 let change = self
                     .spans(SpanKind::EtcdLeaderChange)
                     .find(|e| began_with(e.from, w))?;
-                let text = format!(
-                    "etcd elected {} its leader at {}",
-                    or_unnamed(&change.node),
-                    hms(change.from)
-                );
+                let clause = Clause::EtcdLeader {
+                    node: change.node.clone(),
+                    at: change.from,
+                };
                 Some(vec![
                     outage_clause(case.family, w),
-                    (text, vec![change.at.clone()]),
+                    (clause, vec![change.at.clone()]),
                 ])
             }
             MechanismKind::CiNetwork => {
@@ -231,15 +283,14 @@ impl<'r> Reading<'r> {
                         && o.from <= w.to + near
                         && o.to + near >= w.from
                 })?;
-                let text = format!(
-                    "the CI's probe {} was down from {} to {}",
-                    probe.subject,
-                    hms(probe.from),
-                    hms(probe.to)
-                );
+                let clause = Clause::ProbeDown {
+                    probe: probe.subject.clone(),
+                    from: probe.from,
+                    to: probe.to,
+                };
                 Some(vec![
                     outage_clause(case.family, w),
-                    (text, vec![probe.at.clone()]),
+                    (clause, vec![probe.at.clone()]),
                 ])
             }
             MechanismKind::Unknown => None,
@@ -258,42 +309,34 @@ impl<'r> Reading<'r> {
         }
         let out = self.node_out(node, lost[0].to)?;
         let replacement = self.replacement(w, &lost)?;
-        let pods = lost
-            .iter()
-            .map(|p| pod_name(&p.subject))
-            .collect::<Vec<_>>()
-            .join(" and ");
-        let first = if lost.len() == 1 {
-            format!("{pods} was the only ready replica of {family}, on {node}")
-        } else {
-            format!(
-                "all {} ready replicas of {family} ({pods}) ran on {node}",
-                lost.len()
-            )
-        };
-        let action = if out.kind == SpanKind::NodeDrain {
-            "drained"
-        } else {
-            "down"
-        };
         Some(vec![
-            (first, lost.iter().map(|p| p.at.clone()).collect()),
             (
-                format!(
-                    "{node} was {action} from {} to {}",
-                    hms(out.from),
-                    hms(out.to)
-                ),
+                Clause::Replicas {
+                    pods: lost
+                        .iter()
+                        .map(|p| pod_name(&p.subject).to_string())
+                        .collect(),
+                    family: family.to_string(),
+                    node: node.clone(),
+                },
+                lost.iter().map(|p| p.at.clone()).collect(),
+            ),
+            (
+                Clause::NodeOut {
+                    node: node.clone(),
+                    drained: out.kind == SpanKind::NodeDrain,
+                    from: out.from,
+                    to: out.to,
+                },
                 vec![out.at.clone()],
             ),
             outage_clause(family, w),
             (
-                format!(
-                    "the replacement {} became ready on {} at {}, as the outage ended",
-                    pod_name(&replacement.subject),
-                    or_unnamed(&replacement.node),
-                    hms(replacement.from)
-                ),
+                Clause::Replacement {
+                    pod: pod_name(&replacement.subject).to_string(),
+                    node: replacement.node.clone(),
+                    at: replacement.from,
+                },
                 vec![replacement.at.clone()],
             ),
         ])
@@ -321,24 +364,15 @@ fn began_with(t: DateTime<Utc>, w: &Window) -> bool {
     t >= w.from - Duration::seconds(SLACK) && t <= w.from + Duration::seconds(5)
 }
 
-fn outage_clause(family: &str, w: &Window) -> (String, Vec<IntervalRef>) {
+fn outage_clause(family: &str, w: &Window) -> (Clause, Vec<IntervalRef>) {
     (
-        format!(
-            "{family} was unreachable from {} to {} ({} s)",
-            hms(w.from),
-            hms(w.to),
-            w.seconds()
-        ),
+        Clause::Outage {
+            family: family.to_string(),
+            from: w.from,
+            to: w.to,
+        },
         w.refs.clone(),
     )
-}
-
-fn hms(t: DateTime<Utc>) -> String {
-    t.format("%H:%M:%S").to_string()
-}
-
-fn or_unnamed(node: &str) -> &str {
-    if node.is_empty() { "a node" } else { node }
 }
 
 fn pod_name(subject: &str) -> &str {
@@ -359,7 +393,7 @@ fn median(mut xs: Vec<usize>) -> Option<f64> {
 }
 
 /// The mechanism of `case`, or None when no sample run was read at all.
-pub fn explain(case: &Case<'_>) -> Mechanism {
+pub fn explain(case: &Case<'_>, wording: Wording) -> Mechanism {
     let working = working_probes(case);
     let case = &Case {
         probes: &working,
@@ -379,7 +413,7 @@ pub fn explain(case: &Case<'_>) -> Mechanism {
         .collect();
     let examined = regressed.len();
 
-    let mut scored = score_candidates(&regressed, &healthy, case);
+    let mut scored = score_candidates(&regressed, &healthy, case, wording);
     let lift = |explained: usize, healthy_explained: usize| {
         explained as f64 / examined.max(1) as f64
             - healthy_explained as f64 / healthy.len().max(1) as f64
@@ -417,7 +451,7 @@ pub fn explain(case: &Case<'_>) -> Mechanism {
     if !accepted {
         unknown(&mut m, why_unknown(&regressed));
     }
-    m.summary = summary(&m, case.family);
+    m.summary = (wording.summary)(&m, case.family);
     m
 }
 
@@ -460,6 +494,7 @@ fn score_candidates(
     regressed: &[Reading<'_>],
     healthy: &[Reading<'_>],
     case: &Case<'_>,
+    wording: Wording,
 ) -> Vec<Candidate> {
     MechanismKind::CANDIDATES
         .into_iter()
@@ -468,11 +503,15 @@ fn score_candidates(
                 .iter()
                 .filter_map(|r| {
                     let clauses = r.explained_by(kind, case)?;
-                    Some(clauses.into_iter().map(|(text, intervals)| MechanismClaim {
-                        run: r.run.run.clone(),
-                        text,
-                        intervals,
-                    }))
+                    Some(
+                        clauses
+                            .into_iter()
+                            .map(|(clause, intervals)| MechanismClaim {
+                                run: r.run.run.clone(),
+                                text: (wording.clause)(&clause),
+                                intervals,
+                            }),
+                    )
                 })
                 .flatten()
                 .collect();
@@ -522,68 +561,6 @@ fn unknown(m: &mut Mechanism, because: UnknownBecause) {
     m.runs_explained = 0;
     m.healthy_explained = 0;
     m.claims.clear();
-}
-
-/// The mechanism in one sentence.
-pub fn summary(m: &Mechanism, family: &str) -> String {
-    let (e, n) = (m.runs_explained, m.runs_examined);
-    let healthy_replicas = m.replicas_healthy.map_or(String::new(), |h| {
-        format!(
-            " (healthy runs of the same jobs: {})",
-            if h.fract() == 0.0 {
-                format!("{h:.0}")
-            } else {
-                format!("{h:.1}")
-            }
-        )
-    });
-    match m.kind {
-        MechanismKind::SingleReplicaDrained => format!(
-            "In {e} of {n} sample runs {family} had one ready replica{healthy_replicas}; each time the upgrade drained \
-             the node it ran on, the drain evicted it and {family} was unreachable until the replacement became ready."
-        ),
-        MechanismKind::ReplicasOnOneNode => format!(
-            "In {e} of {n} sample runs every ready replica of {family} ran on one node; when the upgrade drained that \
-             node, {family} was unreachable until a replacement became ready elsewhere."
-        ),
-        MechanismKind::VipMoved => {
-            format!(
-                "In {e} of {n} sample runs the outage of {family} began as a node took the VIP."
-            )
-        }
-        MechanismKind::EtcdLeaderChange => {
-            format!(
-                "In {e} of {n} sample runs the outage of {family} began as etcd elected a new leader."
-            )
-        }
-        MechanismKind::CiNetwork => format!(
-            "In {e} of {n} sample runs the CI's own network probe was down with {family}: the test cluster was \
-             unreachable from CI, not necessarily broken."
-        ),
-        MechanismKind::Unknown => {
-            let best = m.others.first().map_or(String::new(), |(k, runs)| {
-                format!(
-                    " The best candidate, {}, explains {runs} of {n} sample runs.",
-                    k.as_str()
-                )
-            });
-            match m.unknown_because {
-                Some(UnknownBecause::NoPodIntervals) => format!(
-                    "No mechanism is known: the sample runs hold no pod intervals of {}, so the replicas of {family} \
-                     could not be followed.{best}",
-                    namespace_of(family).unwrap_or("its namespace")
-                ),
-                Some(UnknownBecause::NoTimelines) => {
-                    "No mechanism is known: no sample run had a timeline of its outages."
-                        .to_string()
-                }
-                _ => format!(
-                    "No mechanism is known: nothing in the timelines lines up with enough of the outages, or \
-                     healthy runs show it as often.{best}"
-                ),
-            }
-        }
-    }
 }
 
 #[cfg(test)]

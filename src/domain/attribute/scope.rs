@@ -141,62 +141,6 @@ pub enum ValueEvidence {
     Thin,
 }
 
-/// "not specific to a network plugin: ovn and sdn both regressed" and its kin.
-pub fn describe_independence(
-    d: Dimension,
-    evidence: &BTreeMap<String, ValueEvidence>,
-) -> Option<String> {
-    if evidence.len() < 2 {
-        return None;
-    }
-    let noun = match d {
-        Dimension::Network => "a network plugin",
-        Dimension::UpgradeType => "an upgrade type",
-        Dimension::Platform => "a platform",
-        Dimension::NetworkStack => "a network stack",
-        Dimension::FromRelease => "the release upgraded from",
-        Dimension::MasterNodesUpdated => "whether control-plane nodes were updated",
-        _ => return None,
-    };
-    let named = |want: ValueEvidence| -> Vec<&str> {
-        evidence
-            .iter()
-            .filter(|(_, e)| **e == want)
-            .map(|(v, _)| if v.is_empty() { "(unset)" } else { v.as_str() })
-            .collect()
-    };
-    let (regressed, thin) = (named(ValueEvidence::Regressed), named(ValueEvidence::Thin));
-    // No value regressed, or was too thin to tell, on its own: the pooled runs are the only
-    // evidence, and there is nothing to say about the dimension.
-    if regressed.is_empty() && thin.is_empty() {
-        return None;
-    }
-    let list = |v: &[&str]| match v.len() {
-        0 => String::new(),
-        1 => v[0].to_string(),
-        2 => format!("{} and {}", v[0], v[1]),
-        _ => format!("{} and {}", v[..v.len() - 1].join(", "), v[v.len() - 1]),
-    };
-    Some(if thin.is_empty() {
-        let all = if regressed.len() == 2 { "both" } else { "all" };
-        format!(
-            "not specific to {noun}: {} {all} regressed",
-            list(&regressed)
-        )
-    } else if regressed.is_empty() {
-        format!(
-            "{d}: {} each have too few runs on their own to tell (thin evidence)",
-            list(&thin)
-        )
-    } else {
-        format!(
-            "probably not specific to {noun}: {} regressed on its own; {} had too few runs to tell (thin evidence)",
-            list(&regressed),
-            list(&thin)
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,42 +265,5 @@ mod tests {
         let f = smallest_scope(&cells, &SEARCHABLE).unwrap();
         assert_eq!(f.constraints.len(), 1);
         assert_eq!(constraint(&f, Dimension::Platform), Some(vec!["metal"]));
-    }
-
-    #[test]
-    fn independence_is_said_in_words() {
-        let both: BTreeMap<String, ValueEvidence> = [
-            ("ovn".into(), ValueEvidence::Regressed),
-            ("sdn".into(), ValueEvidence::Regressed),
-        ]
-        .into();
-        assert_eq!(
-            describe_independence(Dimension::Network, &both).unwrap(),
-            "not specific to a network plugin: ovn and sdn both regressed"
-        );
-        let thin: BTreeMap<String, ValueEvidence> = [
-            ("micro".into(), ValueEvidence::Regressed),
-            ("minor".into(), ValueEvidence::Thin),
-        ]
-        .into();
-        assert!(
-            describe_independence(Dimension::UpgradeType, &thin)
-                .unwrap()
-                .contains("thin evidence")
-        );
-        assert!(
-            describe_independence(
-                Dimension::Network,
-                &[("ovn".into(), ValueEvidence::Regressed)].into()
-            )
-            .is_none()
-        );
-        // healthy one by one, regressed only pooled: nothing to say, and no empty list
-        let pooled: BTreeMap<String, ValueEvidence> = [
-            ("micro".into(), ValueEvidence::Healthy),
-            ("minor".into(), ValueEvidence::Healthy),
-        ]
-        .into();
-        assert_eq!(describe_independence(Dimension::UpgradeType, &pooled), None);
     }
 }

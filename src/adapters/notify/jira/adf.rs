@@ -307,7 +307,7 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
         doc.push(Node::Para(vec![text(m.summary.clone())]));
     }
     if !r.attribution.contrast.is_empty() {
-        let sentence = crate::domain::attribute::describe::contrast_sentence(
+        let sentence = crate::words::regression::contrast_sentence(
             &r.attribution.contrast,
             &s.family,
             &s.release,

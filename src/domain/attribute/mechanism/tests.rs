@@ -1,6 +1,7 @@
 use chrono::TimeZone;
 
 use super::*;
+use crate::words::mechanism::WORDING;
 
 fn t(s: i64) -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 20, 10, 0, 0).unwrap() + Duration::seconds(s)
@@ -129,7 +130,7 @@ fn a_lone_replica_evicted_by_a_drain_is_the_mechanism_and_every_clause_names_its
     let backends: Vec<String> = BACKENDS.map(String::from).to_vec();
     let regressed: Vec<RunTimeline> = (0..10).map(|i| single_replica(i, true)).collect();
     let healthy: Vec<RunTimeline> = (0..10).map(two_replicas).collect();
-    let m = explain(&case(&backends, &regressed, &healthy));
+    let m = explain(&case(&backends, &regressed, &healthy), WORDING);
     assert_eq!(m.kind, MechanismKind::SingleReplicaDrained, "{m:#?}");
     assert_eq!(
         (m.runs_explained, m.runs_examined, m.healthy_explained),
@@ -168,7 +169,7 @@ fn without_pod_intervals_the_mechanism_is_unknown_and_says_why() {
     let backends: Vec<String> = BACKENDS.map(String::from).to_vec();
     let regressed: Vec<RunTimeline> = (0..10).map(|i| single_replica(i, false)).collect();
     let healthy: Vec<RunTimeline> = (0..10).map(two_replicas).collect();
-    let m = explain(&case(&backends, &regressed, &healthy));
+    let m = explain(&case(&backends, &regressed, &healthy), WORDING);
     assert_eq!(
         (m.kind, m.unknown_because),
         (MechanismKind::Unknown, Some(UnknownBecause::NoPodIntervals))
@@ -196,7 +197,7 @@ fn decoys_that_never_line_up_explain_nothing() {
                 .done(i)
         })
         .collect();
-    let m = explain(&case(&backends, &regressed, &[]));
+    let m = explain(&case(&backends, &regressed, &[]), WORDING);
     assert_eq!(
         (m.kind, m.unknown_because),
         (MechanismKind::Unknown, Some(UnknownBecause::WeakLift)),
@@ -220,7 +221,7 @@ fn an_outage_that_begins_as_the_vip_moves_is_put_down_to_the_vip() {
         })
         .collect();
     let healthy: Vec<RunTimeline> = (0..10).map(two_replicas).collect();
-    let m = explain(&case(&backends, &regressed, &healthy));
+    let m = explain(&case(&backends, &regressed, &healthy), WORDING);
     assert_eq!(
         (m.kind, m.runs_explained, m.runs_examined),
         (MechanismKind::VipMoved, 9, 10),
@@ -234,7 +235,7 @@ fn a_mechanism_healthy_runs_show_as_often_has_no_lift() {
     let regressed: Vec<RunTimeline> = (0..10).map(|i| single_replica(i, true)).collect();
     // the healthy runs had the same lone replica and the same outages: it is not what changed
     let healthy: Vec<RunTimeline> = (0..10).map(|i| single_replica(i, true)).collect();
-    let m = explain(&case(&backends, &regressed, &healthy));
+    let m = explain(&case(&backends, &regressed, &healthy), WORDING);
     assert_eq!(
         (m.kind, m.unknown_because),
         (MechanismKind::Unknown, Some(UnknownBecause::WeakLift)),
@@ -292,7 +293,7 @@ fn a_probe_down_in_every_run_explains_nothing() {
         regressed: &regressed,
         healthy: &healthy,
     };
-    let m = explain(&case);
+    let m = explain(&case, WORDING);
     assert_eq!(
         (m.kind, m.unknown_because),
         (MechanismKind::Unknown, Some(UnknownBecause::NoPodIntervals)),
@@ -316,5 +317,5 @@ fn a_probe_down_in_every_run_explains_nothing() {
         regressed: &regressed,
         ..case
     };
-    assert_eq!(explain(&case).kind, MechanismKind::CiNetwork);
+    assert_eq!(explain(&case, WORDING).kind, MechanismKind::CiNetwork);
 }

@@ -4,6 +4,12 @@
 //! frame it (`notify`). The domain and the store never import this module: the application
 //! hands them [`line()`] as their [`Wording`](crate::domain::incidents::Wording).
 //! A request people made that was not carried out ([`Refusal`]) is said here too.
+//!
+//! A regression's own account is said in [`regression`] (its summary and evidence lines) and
+//! [`mechanism`] (what its sample runs show), from the facts the attribution found.
+
+pub(crate) mod mechanism;
+pub(crate) mod regression;
 
 use std::fmt;
 

@@ -1,67 +1,12 @@
 //! A regression in words: the summary a person reads first, the evidence lines behind it, and
-//! how confident the attribution is. Pure: the cycle gathers the facts, this says them.
+//! what it does not depend on. The domain gathers the facts and judges the confidence
+//! (`domain::attribute::facts`); this says them.
 
-use crate::model::{ConditionEvidence, Confidence, ControlEvidence, FileAgainst, Percentile, secs};
+use std::collections::BTreeMap;
 
-/// Whom it belongs to.
-#[derive(Debug, Clone)]
-pub struct Owners {
-    /// The component it is filed against.
-    pub component: String,
-    /// The backend's own component.
-    pub backend_component: String,
-    /// The platform's component, for a regression specific to one platform.
-    pub platform_component: Option<String>,
-    pub file_against: FileAgainst,
-}
-
-/// Everything the words are made of.
-#[derive(Debug, Clone)]
-pub struct Facts<'a> {
-    pub family: &'a str,
-    /// "metal 4.14", "4.14, every platform, network=ovn".
-    pub scope_words: &'a str,
-    /// Still regressed (or back).
-    pub regressed: bool,
-    pub percentile: Percentile,
-    pub observed: f64,
-    pub threshold: f64,
-    pub allowed: f64,
-    /// Where the threshold came from, in words.
-    pub source: &'a str,
-    pub p_value: f64,
-    pub q_value: f64,
-    pub runs: u64,
-    /// The runs judged are those of the last so many days (a regression that began inside the
-    /// window), not the whole window's.
-    pub span_days: Option<u32>,
-    /// The percentile in the reference, and the reference's runs.
-    pub reference: Option<(f64, u64)>,
-    pub independence: &'a [String],
-    /// Values with too few runs of their own.
-    pub thin: usize,
-    /// The scope separates the regressed cells from every healthy one.
-    pub separates: bool,
-    pub backends: &'a [String],
-    pub control: Option<&'a ControlEvidence>,
-    pub conditions: &'a [ConditionEvidence],
-    /// Runs whose interval evidence is not fetched yet, of those the conditions were read from.
-    pub evidence_pending: PendingRuns,
-    /// Runs of the scope left out for CI-infrastructure trouble (not among `runs`).
-    pub left_out: u64,
-    pub owners: &'a Owners,
-}
-
-/// Of the runs whose interval files were read for a regression, how many could not be fetched
-/// yet: they are left out of the evidence (rather than counted as having none) until a later
-/// cycle fetches them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PendingRuns {
-    /// Runs whose interval files could not be fetched yet.
-    pub unfetched: usize,
-    /// Runs read, the unfetched among them.
-    pub read: usize,
-}
+use crate::domain::attribute::facts::{Facts, PendingRuns, confidence_of, explained};
+use crate::domain::attribute::scope::ValueEvidence;
+use crate::model::{ConditionEvidence, Confidence, Dimension, FileAgainst, Percentile, secs};
 
 /// The plain-language account: what, where, how much, what it does not depend on, the control,
 /// the condition behind it, whom to file against.
@@ -332,36 +277,64 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
     lines
 }
 
-/// High when the test is decisive, the scope separates, no value is thin, and either the
-/// outages have an operator condition behind them or the control stayed healthy.
-pub fn confidence(f: &Facts<'_>) -> Confidence {
-    confidence_of(
-        f.p_value,
-        f.separates,
-        f.thin,
-        explained(f.conditions, f.control),
-    )
-}
-
-/// Whether something explains the outages: an operator condition covering most of them, or a
-/// healthy control.
-fn explained(conditions: &[ConditionEvidence], control: Option<&ControlEvidence>) -> bool {
-    conditions.first().is_some_and(|c| c.covered_share >= 0.5) || control.is_some_and(|c| c.healthy)
-}
-
-fn confidence_of(p_value: f64, separates: bool, thin: usize, explained: bool) -> Confidence {
-    if p_value < 1e-6 && separates && thin == 0 && explained {
-        Confidence::High
-    } else if p_value < 1e-3 && separates {
-        Confidence::Medium
-    } else {
-        Confidence::Low
+/// "not specific to a network plugin: ovn and sdn both regressed" and its kin.
+pub fn independence(d: Dimension, evidence: &BTreeMap<String, ValueEvidence>) -> Option<String> {
+    if evidence.len() < 2 {
+        return None;
     }
+    let noun = match d {
+        Dimension::Network => "a network plugin",
+        Dimension::UpgradeType => "an upgrade type",
+        Dimension::Platform => "a platform",
+        Dimension::NetworkStack => "a network stack",
+        Dimension::FromRelease => "the release upgraded from",
+        Dimension::MasterNodesUpdated => "whether control-plane nodes were updated",
+        _ => return None,
+    };
+    let named = |want: ValueEvidence| -> Vec<&str> {
+        evidence
+            .iter()
+            .filter(|(_, e)| **e == want)
+            .map(|(v, _)| if v.is_empty() { "(unset)" } else { v.as_str() })
+            .collect()
+    };
+    let (regressed, thin) = (named(ValueEvidence::Regressed), named(ValueEvidence::Thin));
+    // No value regressed, or was too thin to tell, on its own: the pooled runs are the only
+    // evidence, and there is nothing to say about the dimension.
+    if regressed.is_empty() && thin.is_empty() {
+        return None;
+    }
+    let list = |v: &[&str]| match v.len() {
+        0 => String::new(),
+        1 => v[0].to_string(),
+        2 => format!("{} and {}", v[0], v[1]),
+        _ => format!("{} and {}", v[..v.len() - 1].join(", "), v[v.len() - 1]),
+    };
+    Some(if thin.is_empty() {
+        let all = if regressed.len() == 2 { "both" } else { "all" };
+        format!(
+            "not specific to {noun}: {} {all} regressed",
+            list(&regressed)
+        )
+    } else if regressed.is_empty() {
+        format!(
+            "{d}: {} each have too few runs on their own to tell (thin evidence)",
+            list(&thin)
+        )
+    } else {
+        format!(
+            "probably not specific to {noun}: {} regressed on its own; {} had too few runs to tell (thin evidence)",
+            list(&regressed),
+            list(&thin)
+        )
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::attribute::facts::{Owners, confidence};
+    use crate::model::ControlEvidence;
 
     fn metal_owners() -> Owners {
         Owners {
@@ -568,5 +541,42 @@ mod tests {
         };
         assert_eq!(a.summary, summary(&known));
         assert_eq!(a.evidence, evidence(&known));
+    }
+
+    #[test]
+    fn independence_is_said_in_words() {
+        let both: BTreeMap<String, ValueEvidence> = [
+            ("ovn".into(), ValueEvidence::Regressed),
+            ("sdn".into(), ValueEvidence::Regressed),
+        ]
+        .into();
+        assert_eq!(
+            independence(Dimension::Network, &both).unwrap(),
+            "not specific to a network plugin: ovn and sdn both regressed"
+        );
+        let thin: BTreeMap<String, ValueEvidence> = [
+            ("micro".into(), ValueEvidence::Regressed),
+            ("minor".into(), ValueEvidence::Thin),
+        ]
+        .into();
+        assert!(
+            independence(Dimension::UpgradeType, &thin)
+                .unwrap()
+                .contains("thin evidence")
+        );
+        assert!(
+            independence(
+                Dimension::Network,
+                &[("ovn".into(), ValueEvidence::Regressed)].into()
+            )
+            .is_none()
+        );
+        // healthy one by one, regressed only pooled: nothing to say, and no empty list
+        let pooled: BTreeMap<String, ValueEvidence> = [
+            ("micro".into(), ValueEvidence::Healthy),
+            ("minor".into(), ValueEvidence::Healthy),
+        ]
+        .into();
+        assert_eq!(independence(Dimension::UpgradeType, &pooled), None);
     }
 }
