@@ -448,7 +448,11 @@ impl<S: RunSource> Context<'_, S> {
                 })
             })
             .collect();
-        if let Some(w) = changepoint::payload_change(&tested, allowed) {
+        if let Some(w) = changepoint::payload_change(
+            &tested,
+            allowed,
+            Some((onset.earliest.timestamp(), onset.latest.timestamp())),
+        ) {
             let from = w.last_good.as_ref().map_or(w.first_bad.1, |g| g.1);
             // every payload of the release built in the window, and which of them this scope ran
             onset.payloads = self

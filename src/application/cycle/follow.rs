@@ -626,7 +626,7 @@ mod tests {
                 seconds: r.seconds,
             })
             .collect();
-        let w = payload_change(&tested, 5.0).expect("a change");
+        let w = payload_change(&tested, 5.0, None).expect("a change");
         (w.last_good.map(|g| g.0).unwrap_or_default(), w.first_bad.0)
     }
 

@@ -273,8 +273,15 @@ pub struct PayloadWindow {
 /// both sides) that its runs show clearly good ([`clearly_good`], judged against `allowed`) to
 /// the payload of the run at the interval's end: it holds the true first bad payload whenever
 /// the interval holds the change, and narrows to one step only when the runs pin it there.
-/// None when too few runs name a payload, or nothing got worse.
-pub fn payload_change(runs: &[Tested<'_>], allowed: f64) -> Option<PayloadWindow> {
+/// `onset` is the run order's onset interval (the earliest and latest start of the change):
+/// when a run started inside it was hit on a payload no newer than the last good, the payload
+/// order placed the change too late, and the last good is the one tested by runs started by
+/// the interval's start. None when too few runs name a payload, or nothing got worse.
+pub fn payload_change(
+    runs: &[Tested<'_>],
+    allowed: f64,
+    onset: Option<(i64, i64)>,
+) -> Option<PayloadWindow> {
     let mut order: Vec<&Tested<'_>> = runs.iter().filter(|r| !r.payload.is_empty()).collect();
     order.sort_by(|a, b| (a.built, a.started, a.payload).cmp(&(b.built, b.started, b.payload)));
     let series: Vec<Run> = order
@@ -288,12 +295,23 @@ pub fn payload_change(runs: &[Tested<'_>], allowed: f64) -> Option<PayloadWindow
     let change = change_between(&series, 3, 3, boundary).filter(|c| c.worse_after)?;
     let earliest_bad = order[change.first];
     let bad = order[change.last.max(change.index)];
-    let good = clearly_good(
-        &order[..change.first],
-        &series[change.index..],
-        earliest_bad.built,
-        allowed,
-    );
+    let after = &series[change.index..];
+    let mut good = clearly_good(&order[..change.first], after, earliest_bad.built, allowed);
+    if let (Some(g), Some((earliest, latest))) = (good, onset) {
+        let hit_on_good = runs.iter().any(|r| {
+            (earliest..=latest).contains(&r.started)
+                && r.seconds as f64 > allowed
+                && r.built <= g.built
+        });
+        if hit_on_good {
+            let by_onset: Vec<&Tested<'_>> = order[..change.first]
+                .iter()
+                .copied()
+                .filter(|r| r.started <= earliest)
+                .collect();
+            good = clearly_good(&by_onset, after, earliest_bad.built, allowed);
+        }
+    }
     let from = good.map_or(earliest_bad.built, |g| g.built);
     let mut tested: Vec<String> = Vec::new();
     for r in order
@@ -320,14 +338,14 @@ const SPARED_BY_CHANCE: f64 = 0.05;
 /// (`after`; read up to the last run it hits when the clean runs after that are more than it
 /// spares by chance: they already test a fix) would spare all of with less than
 /// [`SPARED_BY_CHANCE`]. One clean run of a payload is no proof against a regression that
-/// spares one run in six: that payload may already carry it, and the window keeps it. The oldest payload when the runs before never
-/// make the case; None when there are none.
-fn clearly_good<'r, 't>(
-    before_change: &'r [&'r Tested<'t>],
+/// spares one run in six: that payload may already carry it, and the window keeps it. The
+/// oldest payload when the runs before never make the case; None when there are none.
+fn clearly_good<'t>(
+    before_change: &[&Tested<'t>],
     after: &[Run],
     before: i64,
     allowed: f64,
-) -> Option<&'r &'r Tested<'t>> {
+) -> Option<Tested<'t>> {
     let hit_run = |r: &Run| r.seconds as f64 > allowed;
     let hits = after.iter().filter(|r| hit_run(r)).count() as f64;
     // clean runs after the last hit, more than the share spares by chance, already test a fix:
@@ -339,13 +357,13 @@ fn clearly_good<'r, 't>(
     let hit = hits / read.max(1) as f64;
     let spared = (1.0 - hit).clamp(0.0, 1.0);
     let mut clean = 0i32;
-    let mut good: Option<&'r &'r Tested<'t>> = None;
+    let mut good: Option<Tested<'t>> = None;
     for r in before_change.iter().rev().filter(|r| r.built < before) {
         if good.is_some_and(|g| g.built != r.built) && spared.powi(clean) <= SPARED_BY_CHANCE {
             break;
         }
         if good.is_none_or(|g| g.built != r.built) {
-            good = Some(r);
+            good = Some(**r);
         }
         if r.seconds as f64 <= allowed {
             clean += 1;
@@ -392,10 +410,41 @@ mod payload_tests {
                 });
             }
         }
-        let w = payload_change(&runs, 5.0).expect("a change");
+        let w = payload_change(&runs, 5.0, None).expect("a change");
         assert_eq!(w.first_bad.0, tags[20], "pinned to one step: {w:?}");
         assert_eq!(w.last_good.unwrap().0, tags[19]);
         assert_eq!(w.tested, vec![tags[19].clone(), tags[20].clone()]);
+    }
+
+    #[test]
+    fn a_hit_inside_the_onset_interval_on_an_older_payload_widens_the_window_back() {
+        // payloads every 4 hours, 2 runs each; payload 18 carries the change but spares one of
+        // its runs, 19 spares both, 20 on are hit: the payload order alone says 19..20
+        let tags: Vec<String> = (0..40).map(tag).collect();
+        let start = |n: i64, k: i64| n * 14_400 + 3_600 * (k + 1);
+        let mut runs = Vec::new();
+        for (n, t) in tags.iter().enumerate() {
+            let n = n as i64;
+            for k in 0..2i64 {
+                let hit = n >= 20 || (n == 18 && k == 0);
+                runs.push(Tested {
+                    payload: t,
+                    built: n * 14_400,
+                    started: start(n, k),
+                    seconds: if hit { 20 + k * 9 } else { (n + k) % 4 },
+                });
+            }
+        }
+        let alone = payload_change(&runs, 5.0, None).expect("a change");
+        assert_eq!(alone.last_good.as_ref().unwrap().0, tags[19], "{alone:?}");
+        // the run order's onset interval holds payload 18's hit run: back to what ran by its start
+        let w = payload_change(&runs, 5.0, Some((start(17, 0), start(20, 0)))).expect("a change");
+        assert_eq!(w.last_good.as_ref().unwrap().0, tags[17], "{w:?}");
+        assert_eq!(w.first_bad.0, tags[20]);
+        assert_eq!(w.tested, tags[17..=20].to_vec());
+        // an interval holding no such hit leaves the window as the payload order has it
+        let w = payload_change(&runs, 5.0, Some((start(19, 1), start(20, 0)))).expect("a change");
+        assert_eq!(w, alone);
     }
 
     #[test]
@@ -429,7 +478,7 @@ mod payload_tests {
                 });
             }
         }
-        let w = payload_change(&runs, 5.0).expect("a change");
+        let w = payload_change(&runs, 5.0, None).expect("a change");
         let built = |t: &str| tags.iter().position(|x| x == t).unwrap();
         let (good, bad) = (
             built(&w.last_good.clone().unwrap().0),
@@ -472,13 +521,13 @@ mod payload_tests {
         // a regression that hits 17 runs in 20 spares one in six: one clean run of payload 20
         // is no proof it was good, with 19's two clean runs it is
         let good = clearly_good(&before, &after_with(17), 21 * 14_400, 5.0).unwrap();
-        assert_eq!(at(good), 19);
+        assert_eq!(at(&good), 19);
         // one that hits every run is disproved by a single clean run
         let good = clearly_good(&before, &after_with(20), 21 * 14_400, 5.0).unwrap();
-        assert_eq!(at(good), 20);
+        assert_eq!(at(&good), 20);
         // one that hits half the runs needs more clean runs than the series has: the oldest
         let good = clearly_good(&before, &after_with(10), 21 * 14_400, 5.0).unwrap();
-        assert_eq!(at(good), 18);
+        assert_eq!(at(&good), 18);
     }
 
     #[test]
@@ -527,7 +576,7 @@ mod payload_tests {
                 seconds: if n > 15 { 30 } else { 0 },
             })
             .collect();
-        assert_eq!(payload_change(&runs, 5.0), None);
+        assert_eq!(payload_change(&runs, 5.0, None), None);
         let t = tag(1);
         let flat: Vec<Tested<'_>> = (0..30)
             .map(|n| Tested {
@@ -537,6 +586,6 @@ mod payload_tests {
                 seconds: 0,
             })
             .collect();
-        assert_eq!(payload_change(&flat, 5.0), None);
+        assert_eq!(payload_change(&flat, 5.0, None), None);
     }
 }
