@@ -273,10 +273,11 @@ pub struct PayloadWindow {
 /// both sides) that its runs show clearly good ([`clearly_good`], judged against `allowed`) to
 /// the payload of the run at the interval's end: it holds the true first bad payload whenever
 /// the interval holds the change, and narrows to one step only when the runs pin it there.
-/// `onset` is the run order's onset interval (the earliest and latest start of the change):
-/// when a run started inside it was hit on a payload no newer than the last good, the payload
-/// order placed the change too late, and the last good is the one tested by runs started by
-/// the interval's start. None when too few runs name a payload, or nothing got worse.
+/// `onset` is the run order's onset interval (the start of the last run before the change, and
+/// of the latest plausible first run after it): when a run inside it was hit on a payload no
+/// newer than the last good, the two orders disagree, and the last good is taken again from
+/// the payloads older than that one, among the runs started by the interval's start (kept as
+/// it was when none did). None when too few runs name a payload, or nothing got worse.
 pub fn payload_change(
     runs: &[Tested<'_>],
     allowed: f64,
@@ -295,22 +296,17 @@ pub fn payload_change(
     let change = change_between(&series, 3, 3, boundary).filter(|c| c.worse_after)?;
     let earliest_bad = order[change.first];
     let bad = order[change.last.max(change.index)];
-    let after = &series[change.index..];
-    let mut good = clearly_good(&order[..change.first], after, earliest_bad.built, allowed);
-    if let (Some(g), Some((earliest, latest))) = (good, onset) {
-        let hit_on_good = runs.iter().any(|r| {
-            (earliest..=latest).contains(&r.started)
-                && r.seconds as f64 > allowed
-                && r.built <= g.built
-        });
-        if hit_on_good {
-            let by_onset: Vec<&Tested<'_>> = order[..change.first]
-                .iter()
-                .copied()
-                .filter(|r| r.started <= earliest)
-                .collect();
-            good = clearly_good(&by_onset, after, earliest_bad.built, allowed);
-        }
+    let (before_change, after) = (&order[..change.first], &series[change.index..]);
+    let mut good = clearly_good(before_change, after, earliest_bad.built, allowed);
+    if let (Some(g), Some((earliest, latest))) = (good, onset)
+        && let Some(hit) = hit_inside(before_change, g.built, (earliest, latest), allowed)
+    {
+        let by_onset: Vec<&Tested<'_>> = before_change
+            .iter()
+            .copied()
+            .filter(|r| r.started <= earliest)
+            .collect();
+        good = clearly_good(&by_onset, after, hit, allowed).or(good);
     }
     let from = good.map_or(earliest_bad.built, |g| g.built);
     let mut tested: Vec<String> = Vec::new();
@@ -327,6 +323,24 @@ pub fn payload_change(
         first_bad: (bad.payload.to_string(), bad.built),
         tested,
     })
+}
+
+/// The newest payload, built no later than `good`, that a run inside the run order's onset
+/// interval (started after its start, by its end) was hit on: the run order saw it bad
+/// already. None when there is none, or the interval is a point (the run order found no
+/// change).
+fn hit_inside(
+    before_change: &[&Tested<'_>],
+    good: i64,
+    (earliest, latest): (i64, i64),
+    allowed: f64,
+) -> Option<i64> {
+    before_change
+        .iter()
+        .filter(|r| r.started > earliest && r.started <= latest)
+        .filter(|r| r.built <= good && r.seconds as f64 > allowed)
+        .map(|r| r.built)
+        .max()
 }
 
 /// A payload counts as good when it is unlikely that its runs were all spared by chance.
@@ -442,9 +456,17 @@ mod payload_tests {
         assert_eq!(w.last_good.as_ref().unwrap().0, tags[17], "{w:?}");
         assert_eq!(w.first_bad.0, tags[20]);
         assert_eq!(w.tested, tags[17..=20].to_vec());
-        // an interval holding no such hit leaves the window as the payload order has it
-        let w = payload_change(&runs, 5.0, Some((start(19, 1), start(20, 0)))).expect("a change");
-        assert_eq!(w, alone);
+        // an interval holding no such hit leaves the window as the payload order has it; the
+        // interval's start is the last run before the change, not inside it; a point is no
+        // change on the run order
+        for onset in [
+            (start(19, 1), start(20, 0)),
+            (start(18, 0), start(20, 0)),
+            (start(18, 0), start(18, 0)),
+        ] {
+            let w = payload_change(&runs, 5.0, Some(onset)).expect("a change");
+            assert_eq!(w, alone, "{onset:?}");
+        }
     }
 
     #[test]
