@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::domain::attribute::facts::{Facts, PendingRuns, confidence_of, explained};
+use crate::domain::attribute::facts::{Facts, PendingRuns};
 use crate::domain::attribute::scope::ValueEvidence;
-use crate::model::{ConditionEvidence, Confidence, Dimension, FileAgainst, Percentile, secs};
+use crate::model::{ConditionEvidence, Dimension, FileAgainst, Percentile, secs};
 
 /// The plain-language account: what, where, how much, what it does not depend on, the control,
 /// the condition behind it, whom to file against.
@@ -126,12 +126,12 @@ fn pending_line(PendingRuns { unfetched, read }: PendingRuns) -> String {
 
 /// An attribution made while some of its runs' interval evidence was pending, brought up to
 /// date with the conditions read now: the summary's condition sentence, the condition and
-/// pending evidence lines, and the confidence (which the conditions may raise).
+/// pending evidence lines. The confidence they may raise is the domain's
+/// (`facts::with_conditions`).
 pub fn with_conditions(
     a: &mut crate::model::Attribution,
     conditions: Vec<ConditionEvidence>,
     pending: PendingRuns,
-    p_value: f64,
 ) {
     let old: Vec<String> = a.conditions.iter().map(ConditionEvidence::quote).collect();
     let first = a
@@ -158,23 +158,18 @@ pub fn with_conditions(
         let at = a.summary.find(" File against").unwrap_or(a.summary.len());
         a.summary.insert_str(at, &condition_sentence(top));
     }
-    // the conditions may raise it (never lower it: the rest of the case is as it was)
-    let separates = !a.evidence.iter().any(|l| l.starts_with(NOT_SEPARATED));
-    let now = confidence_of(
-        p_value,
-        separates,
-        a.thin_evidence.len(),
-        explained(&conditions, a.control.as_ref()),
-    );
-    if now == Confidence::High {
-        a.confidence = Confidence::High;
-    }
     a.conditions = conditions;
     a.evidence_pending = pending.unfetched;
 }
 
 /// How the evidence line of a scope that separates nothing starts.
 const NOT_SEPARATED: &str = "no description in dimension values separates";
+
+/// Whether an attribution's scope separates the regressed cells from every healthy one, as its
+/// evidence lines say.
+pub fn separates(evidence: &[String]) -> bool {
+    !evidence.iter().any(|l| l.starts_with(NOT_SEPARATED))
+}
 
 /// A summary again with today's numbers: its first sentence said anew, the rest kept.
 pub fn restated(
@@ -334,7 +329,7 @@ pub fn independence(d: Dimension, evidence: &BTreeMap<String, ValueEvidence>) ->
 mod tests {
     use super::*;
     use crate::domain::attribute::facts::{Owners, confidence};
-    use crate::model::ControlEvidence;
+    use crate::model::{Confidence, ControlEvidence};
 
     fn metal_owners() -> Owners {
         Owners {
@@ -502,6 +497,12 @@ mod tests {
             healthy_runs: 10,
             score: 0.9,
         };
+        a.confidence = crate::domain::attribute::facts::with_conditions(
+            a.confidence,
+            (1e-9, separates(&a.evidence), a.thin_evidence.len()),
+            std::slice::from_ref(&found),
+            a.control.as_ref(),
+        );
         with_conditions(
             &mut a,
             vec![found.clone()],
@@ -509,7 +510,6 @@ mod tests {
                 unfetched: 0,
                 read: 20,
             },
-            1e-9,
         );
         assert_eq!(a.evidence_pending, 0);
         assert!(

@@ -1046,12 +1046,19 @@ impl<S: RunSource> Context<'_, S> {
         r.onset = onset;
         if r.attribution.evidence_pending > 0 {
             // detected while some interval files could not be fetched: filled in as they come
-            words::with_conditions(
-                &mut r.attribution,
-                evidence.conditions,
-                evidence.pending,
+            let a = &mut r.attribution;
+            let case = (
                 stats.check.p_value,
+                words::separates(&a.evidence),
+                a.thin_evidence.len(),
             );
+            a.confidence = facts::with_conditions(
+                a.confidence,
+                case,
+                &evidence.conditions,
+                a.control.as_ref(),
+            );
+            words::with_conditions(a, evidence.conditions, evidence.pending);
         }
         r.sample_jobs = evidence.sample_jobs;
         if evidence.mechanism.is_some() {

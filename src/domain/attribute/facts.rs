@@ -76,16 +76,32 @@ pub fn confidence(f: &Facts<'_>) -> Confidence {
 
 /// Whether something explains the outages: an operator condition covering most of them, or a
 /// healthy control.
-pub fn explained(conditions: &[ConditionEvidence], control: Option<&ControlEvidence>) -> bool {
+fn explained(conditions: &[ConditionEvidence], control: Option<&ControlEvidence>) -> bool {
     conditions.first().is_some_and(|c| c.covered_share >= 0.5) || control.is_some_and(|c| c.healthy)
 }
 
-pub fn confidence_of(p_value: f64, separates: bool, thin: usize, explained: bool) -> Confidence {
+fn confidence_of(p_value: f64, separates: bool, thin: usize, explained: bool) -> Confidence {
     if p_value < 1e-6 && separates && thin == 0 && explained {
         Confidence::High
     } else if p_value < 1e-3 && separates {
         Confidence::Medium
     } else {
         Confidence::Low
+    }
+}
+
+/// The confidence of an attribution made while some of its interval evidence was pending, once
+/// the `conditions` are read: High when they now make the case, otherwise `current` (never
+/// lowered: the rest of the case is as it was), given the test's p-value, whether the
+/// scope separates, and how many values are thin.
+pub fn with_conditions(
+    current: Confidence,
+    (p_value, separates, thin): (f64, bool, usize),
+    conditions: &[ConditionEvidence],
+    control: Option<&ControlEvidence>,
+) -> Confidence {
+    match confidence_of(p_value, separates, thin, explained(conditions, control)) {
+        Confidence::High => Confidence::High,
+        _ => current,
     }
 }
