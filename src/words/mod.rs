@@ -5,8 +5,8 @@
 //! hands them [`line()`] as their [`Wording`](crate::domain::incidents::Wording).
 //! A request people made that was not carried out ([`Refusal`]) is said here too.
 //!
-//! A regression's own account is said in [`regression`] (its summary and evidence lines) and
-//! [`mechanism`] (what its sample runs show), from the facts the attribution found.
+//! A regression's own account is said in `regression` (its summary and evidence lines) and
+//! `mechanism` (what its sample runs show), from the facts the attribution found.
 
 pub(crate) mod mechanism;
 pub(crate) mod regression;
