@@ -70,11 +70,7 @@ pub fn contrast_sentence(
     percentile: crate::model::Percentile,
 ) -> String {
     let names: Vec<&str> = contrast.iter().map(|c| c.platform.as_str()).collect();
-    let names = match names.as_slice() {
-        [one] => one.to_string(),
-        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
-        [] => String::new(),
-    };
+    let names = listed(&names);
     let worst = contrast.iter().map(|c| c.seconds).fold(0.0, f64::max);
     let runs: usize = contrast.iter().map(|c| c.runs).sum();
     let of = if contrast.iter().all(|c| c.same_payloads) {
@@ -299,30 +295,33 @@ pub fn independence(d: Dimension, evidence: &BTreeMap<String, ValueEvidence>) ->
     if regressed.is_empty() && thin.is_empty() {
         return None;
     }
-    let list = |v: &[&str]| match v.len() {
-        0 => String::new(),
-        1 => v[0].to_string(),
-        2 => format!("{} and {}", v[0], v[1]),
-        _ => format!("{} and {}", v[..v.len() - 1].join(", "), v[v.len() - 1]),
-    };
     Some(if thin.is_empty() {
         let all = if regressed.len() == 2 { "both" } else { "all" };
         format!(
             "not specific to {noun}: {} {all} regressed",
-            list(&regressed)
+            listed(&regressed)
         )
     } else if regressed.is_empty() {
         format!(
             "{d}: {} each have too few runs on their own to tell (thin evidence)",
-            list(&thin)
+            listed(&thin)
         )
     } else {
         format!(
             "probably not specific to {noun}: {} regressed on its own; {} had too few runs to tell (thin evidence)",
-            list(&regressed),
-            list(&thin)
+            listed(&regressed),
+            listed(&thin)
         )
     })
+}
+
+/// "aws", "aws and gcp", "aws, gcp and azure".
+fn listed(names: &[&str]) -> String {
+    match names {
+        [] => String::new(),
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 #[cfg(test)]
@@ -499,7 +498,9 @@ mod tests {
         };
         a.confidence = crate::domain::attribute::facts::with_conditions(
             a.confidence,
-            (1e-9, separates(&a.evidence), a.thin_evidence.len()),
+            1e-9,
+            separates(&a.evidence),
+            a.thin_evidence.len(),
             std::slice::from_ref(&found),
             a.control.as_ref(),
         );

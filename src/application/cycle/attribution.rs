@@ -1047,14 +1047,11 @@ impl<S: RunSource> Context<'_, S> {
         if r.attribution.evidence_pending > 0 {
             // detected while some interval files could not be fetched: filled in as they come
             let a = &mut r.attribution;
-            let case = (
+            a.confidence = facts::with_conditions(
+                a.confidence,
                 stats.check.p_value,
                 words::separates(&a.evidence),
                 a.thin_evidence.len(),
-            );
-            a.confidence = facts::with_conditions(
-                a.confidence,
-                case,
                 &evidence.conditions,
                 a.control.as_ref(),
             );

@@ -92,11 +92,12 @@ fn confidence_of(p_value: f64, separates: bool, thin: usize, explained: bool) ->
 
 /// The confidence of an attribution made while some of its interval evidence was pending, once
 /// the `conditions` are read: High when they now make the case, otherwise `current` (never
-/// lowered: the rest of the case is as it was), given the test's p-value, whether the
-/// scope separates, and how many values are thin.
+/// lowered: the rest of the case is as it was).
 pub fn with_conditions(
     current: Confidence,
-    (p_value, separates, thin): (f64, bool, usize),
+    p_value: f64,
+    separates: bool,
+    thin: usize,
     conditions: &[ConditionEvidence],
     control: Option<&ControlEvidence>,
 ) -> Confidence {

@@ -298,13 +298,13 @@ pub fn payload_change(
     let bad = order[change.last.max(change.index)];
     let (before_change, after) = (&order[..change.first], &series[change.index..]);
     let mut good = clearly_good(before_change, after, earliest_bad.built, allowed);
-    if let (Some(g), Some((earliest, latest))) = (good, onset)
-        && let Some(hit) = hit_inside(before_change, g.built, (earliest, latest), allowed)
+    if let (Some(g), Some(onset)) = (good, onset)
+        && let Some(hit) = hit_inside(before_change, g.built, onset, allowed)
     {
         let by_onset: Vec<&Tested<'_>> = before_change
             .iter()
             .copied()
-            .filter(|r| r.started <= earliest)
+            .filter(|r| r.started <= onset.0)
             .collect();
         good = clearly_good(&by_onset, after, hit, allowed).or(good);
     }
