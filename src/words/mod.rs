@@ -6,10 +6,12 @@
 //! A request people made that was not carried out ([`Refusal`]) is said here too.
 //!
 //! A regression's own account is said in `regression` (its summary and evidence lines) and
-//! `mechanism` (what its sample runs show), from the facts the attribution found.
+//! `mechanism` (what its sample runs show), from the facts the attribution found. What sheriff
+//! answers people in Slack (its slash command, buttons and dialogs) is said in `slack`.
 
 pub(crate) mod mechanism;
 pub(crate) mod regression;
+pub(crate) mod slack;
 
 use std::fmt;
 

@@ -6,7 +6,33 @@ use std::collections::BTreeMap;
 
 use crate::domain::attribute::facts::{Facts, PendingRuns};
 use crate::domain::attribute::scope::ValueEvidence;
-use crate::model::{ConditionEvidence, Dimension, FileAgainst, Percentile, secs};
+use crate::model::{ConditionEvidence, Dimension, FileAgainst, Percentile, Scope, secs};
+
+/// "metal 4.14", "4.14, every platform, network=ovn", …: the dimensions the scope itself limits
+/// (once simplified, a dimension whose every value it covers is not named), past the `context`
+/// every group of its cluster shares.
+pub fn scope(
+    scope: &Scope,
+    platform: Option<&str>,
+    release: &str,
+    context: &[Dimension],
+) -> String {
+    let mut words = match platform {
+        Some(p) => format!("{p} {release}"),
+        None if scope.get(Dimension::Platform).is_some() => release.to_string(),
+        None => format!("{release}, every platform"),
+    };
+    for (d, values) in scope.iter().filter(|(d, _)| !context.contains(d)) {
+        if d == Dimension::Platform && platform.is_some() {
+            continue;
+        }
+        words.push_str(&format!(
+            ", {d}={}",
+            values.iter().cloned().collect::<Vec<_>>().join("|")
+        ));
+    }
+    words
+}
 
 /// The plain-language account: what, where, how much, what it does not depend on, the control,
 /// the condition behind it, whom to file against.

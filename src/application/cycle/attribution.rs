@@ -796,7 +796,7 @@ impl<S: RunSource> Context<'_, S> {
         let percentile = f.stats.check.percentile;
         let pi = percentile.index();
         let control = control(self, lead, percentile, pi);
-        let scope_words = describe_scope(f.scope, platform.as_deref(), &release);
+        let scope_words = words::scope(f.scope, platform.as_deref(), &release, &CONTEXT);
         let source = f.stats.check.threshold.source.describe();
         let c = &f.stats.check;
         let facts = Facts {
@@ -1249,26 +1249,6 @@ fn control<S>(
         runs: g.runs,
         healthy: !g.significant && g.status != GroupStatus::Regressed,
     })
-}
-
-/// "metal 4.14", "4.14, every platform, network=ovn", …: the dimensions the scope itself limits
-/// (once simplified, a dimension whose every value it covers is not named).
-fn describe_scope(scope: &Scope, platform: Option<&str>, release: &str) -> String {
-    let mut words = match platform {
-        Some(p) => format!("{p} {release}"),
-        None if scope.get(Dimension::Platform).is_some() => release.to_string(),
-        None => format!("{release}, every platform"),
-    };
-    for (d, values) in scope.iter().filter(|(d, _)| !CONTEXT.contains(d)) {
-        if d == Dimension::Platform && platform.is_some() {
-            continue;
-        }
-        words.push_str(&format!(
-            ", {d}={}",
-            values.iter().cloned().collect::<Vec<_>>().join("|")
-        ));
-    }
-    words
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::adapters::notify::slack::blocks;
+use crate::words::slack as words;
 
 /// The dialog that asks which level to accept, until when and why.
 pub fn accept_level_view(i: &crate::domain::incidents::Incident) -> Value {
@@ -26,11 +27,10 @@ pub fn accept_level_view(i: &crate::domain::incidents::Incident) -> Value {
         "submit": { "type": "plain_text", "text": "Accept" },
         "close": { "type": "plain_text", "text": "Cancel" },
         "blocks": [
-            blocks::section(&format!(
-                "Incident #{} is at {} {} now. sheriff stays quiet while it stays within the level you accept, and says so once it goes above. The reference is not raised.",
+            blocks::section(&words::accept_level_intro(
                 i.id,
-                s.percentile,
-                crate::model::secs(now)
+                &s.percentile.to_string(),
+                &crate::model::secs(now),
             )),
             input("level", "Accepted level", "e.g. P50<=20s", false, false),
             input("until", "Until", "a date (2026-12-15) or a span (14d); empty: no end", true, false),
@@ -49,7 +49,7 @@ pub fn not_a_regression_view(incident: &str) -> Value {
         "submit": { "type": "plain_text", "text": "Resolve" },
         "close": { "type": "plain_text", "text": "Cancel" },
         "blocks": [
-            blocks::section(&format!("Resolve incident #{} as not a regression, and keep it quiet for 30 days.", blocks::escape(incident))),
+            blocks::section(&words::not_a_regression_intro(&blocks::escape(incident))),
             {
                 "type": "input",
                 "block_id": "reason",

@@ -17,9 +17,7 @@ use crate::domain::incidents::silence::Target;
 use crate::edge::server::AppState;
 use crate::edge::server::auth::SlackSigned;
 use crate::model::DAY;
-
-/// What a dialog says to someone who is not an [`Operator`].
-const NOT_ALLOWED: &str = "You are not allowed to change incidents.";
+use crate::words::slack as words;
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
@@ -179,10 +177,7 @@ async fn accept_submitted(
     match resolved(&state.store, incident).await {
         Ok(None) => {}
         Ok(Some(id)) => {
-            return errors(
-                "reason",
-                &format!("Incident #{id} is resolved already; nothing was changed."),
-            );
+            return errors("reason", &words::resolved_already(id));
         }
         Err(e) => return errors("reason", &e.for_people()),
     }
@@ -281,7 +276,7 @@ pub async fn interactions(
         }
         Interaction::NotARegressionSubmitted { incident, reason } => {
             let Some(operator) = operator(&state, &user, &name).await else {
-                return dialog_error(NOT_ALLOWED);
+                return dialog_error(words::NOT_AN_OPERATOR_IN_A_DIALOG);
             };
             not_a_regression_submitted(&state, &operator, &incident, &reason).await
         }
@@ -292,7 +287,7 @@ pub async fn interactions(
             reason,
         } => {
             let Some(operator) = operator(&state, &user, &name).await else {
-                return dialog_error(NOT_ALLOWED);
+                return dialog_error(words::NOT_AN_OPERATOR_IN_A_DIALOG);
             };
             accept_submitted(&state, &operator, &incident, level, &until, reason).await
         }
@@ -310,9 +305,7 @@ async fn not_a_regression_submitted(
     match resolved(&state.store, incident).await {
         Ok(None) => {}
         Ok(Some(id)) => {
-            return dialog_error(&format!(
-                "Incident #{id} is resolved already; nothing was changed."
-            ));
+            return dialog_error(&words::resolved_already(id));
         }
         Err(e) => return dialog_error(&e.for_people()),
     }
@@ -344,9 +337,7 @@ async fn pressed(
     if !matches!(button, Button::Unknown(_))
         && let Some(id) = resolved(store, incident).await?
     {
-        return Ok(text_message(&format!(
-            "Incident #{id} is resolved; its buttons no longer act. Nothing was changed."
-        )));
+        return Ok(text_message(&words::buttons_no_longer_act(id)));
     }
     Ok(match button {
         Button::Acknowledge => acknowledged(store, incident, operator, now).await?,
@@ -364,22 +355,21 @@ async fn pressed(
                 now,
             )
             .await?;
-            text_message(&format!(
-                "Silence #{}: incident #{} for 24 h by <@{}>.",
+            text_message(&words::silenced_for_a_day(
                 made.id,
-                blocks::escape(incident),
-                operator.user()
+                &blocks::escape(incident),
+                operator.user(),
             ))
         }
         Button::FileJira => {
             let i = actions::file_now(store, &state.settings, incident, operator, now).await?;
-            text_message(&format!("Filing a Jira issue for #{} now.", i.id))
+            text_message(&words::filing_in_jira(i.id))
         }
         Button::NotARegression => {
             let Some(client) = &state.slack else {
-                return Ok(text_message(
-                    "Slack's API is not configured; use `sheriff incidents resolve --reason`.",
-                ));
+                return Ok(text_message(&words::no_slack_api(
+                    "sheriff incidents resolve --reason",
+                )));
             };
             let Some(i) = store.incidents().find(incident).await? else {
                 return Err(Refusal::no_incident(incident).into());
@@ -388,13 +378,13 @@ async fn pressed(
                 .open_view(trigger, &not_a_regression_view(&i.id.to_string()))
                 .await
                 .map_err(|e| ActionError::Internal(anyhow::anyhow!("opening the dialog: {e}")))?;
-            text_message("Tell sheriff why in the dialog.")
+            text_message(words::TELL_WHY_IN_THE_DIALOG)
         }
         Button::AcceptLevel => {
             let Some(client) = &state.slack else {
-                return Ok(text_message(
-                    "Slack's API is not configured; use `sheriff incidents accept --level`.",
-                ));
+                return Ok(text_message(&words::no_slack_api(
+                    "sheriff incidents accept --level",
+                )));
             };
             let Some(i) = store.incidents().find(incident).await? else {
                 return Err(Refusal::no_incident(incident).into());
@@ -403,10 +393,8 @@ async fn pressed(
                 .open_view(trigger, &accept_level_view(&i))
                 .await
                 .map_err(|e| ActionError::Internal(anyhow::anyhow!("opening the dialog: {e}")))?;
-            text_message("Set the accepted level in the dialog.")
+            text_message(words::SET_THE_LEVEL_IN_THE_DIALOG)
         }
-        Button::Unknown(other) => {
-            text_message(&format!("Unknown action `{}`.", blocks::escape(other)))
-        }
+        Button::Unknown(other) => text_message(&words::unknown_button(&blocks::escape(other))),
     })
 }

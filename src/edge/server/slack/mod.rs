@@ -25,6 +25,7 @@ use super::AppState;
 use crate::adapters::notify::slack::blocks;
 use crate::application::actions::{ActionError, Operator};
 use crate::clients::slack::Message;
+use crate::words::slack as words;
 
 /// How long a request may work before it answers "working on it" and goes on in the background.
 const QUICK: Duration = Duration::from_millis(2500);
@@ -48,10 +49,7 @@ async fn operator(state: &AppState, user: &str, name: &str) -> Option<Operator> 
 
 /// The answer to someone who is not an [`Operator`] asking for a change.
 fn refusal(user: &str) -> Message {
-    text_message(&format!(
-        "Sorry <@{user}>, only the people configured as sheriff's operators can change incidents or run cycles. \
-         `help`, `status`, `query` and `explain` are open to everyone."
-    ))
+    text_message(&words::not_an_operator(user))
 }
 
 /// Sends `m` to the `response_url` (when there is one).
@@ -80,7 +78,7 @@ async fn within_slack_time(
     });
     match tokio::time::timeout(QUICK, rx).await {
         Ok(Ok(m)) => ephemeral(&m),
-        _ => ephemeral(&text_message("Working on it; the answer follows here.")),
+        _ => ephemeral(&text_message(words::WORKING)),
     }
 }
 
@@ -94,11 +92,7 @@ async fn acknowledged(
     let user = operator.user();
     let (i, fresh) =
         crate::application::actions::acknowledge(store, reference, operator, now).await?;
-    Ok(text_message(&if fresh {
-        format!("Incident #{} acknowledged by <@{user}>.", i.id)
-    } else {
-        format!("Incident #{} was already acknowledged by <@{user}>.", i.id)
-    }))
+    Ok(text_message(&words::acknowledged(i.id, user, fresh)))
 }
 
 /// The number of the incident `reference` names when it is resolved: the buttons and dialogs

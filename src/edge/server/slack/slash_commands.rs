@@ -16,7 +16,7 @@ use crate::application::actions::{ActionError, Operator};
 use crate::clients::slack::Message;
 use crate::edge::server::AppState;
 use crate::edge::server::auth::SlackSigned;
-use crate::model::{DAY, HOUR};
+use crate::words::slack as words;
 
 #[derive(Debug, Deserialize, Default)]
 #[serde(default)]
@@ -66,7 +66,7 @@ pub async fn commands(State(state): State<AppState>, SlackSigned(body): SlackSig
                 let m = evaluate_now(&state, &operator).await;
                 respond_later(&state.http, &url, &m).await;
             });
-            ephemeral(&text_message("Evaluating now; the result follows here."))
+            ephemeral(&text_message(words::EVALUATING))
         }
         other => {
             within_slack_time(state.http.clone(), url, async move {
@@ -96,9 +96,12 @@ async fn evaluate_now(state: &AppState, operator: &Operator) -> Message {
                 .filter(|x| x.status.is_active())
                 .count();
             let c = &r.incidents;
-            text_message(&format!(
-                "Cycle done: {} groups judged, {active} regression(s); incidents {} opened, {} changed, {} resolved.",
-                r.groups_evaluated, c.opened, c.changed, c.resolved
+            text_message(&words::cycle_done(
+                r.groups_evaluated,
+                active,
+                c.opened,
+                c.changed,
+                c.resolved,
             ))
         }
         Err(e) => {
@@ -140,9 +143,7 @@ async fn answer_inner(state: &AppState, c: Command) -> Result<Message, ActionErr
         }
         Command::Explain(reference) => {
             match crate::application::board::explain(store, &reference).await? {
-                None => text_message(&format!(
-                    "No incident {reference}. `status` lists the open ones."
-                )),
+                None => text_message(&words::no_such_incident(&reference)),
                 Some(e) => lines_message(&crate::application::board::render_explain(&e)),
             }
         }
@@ -180,14 +181,13 @@ async fn change_inner(
                 store, &target, seconds, &reason, operator, now,
             )
             .await?;
-            text_message(&format!(
-                "Silence #{}: {} for {} by <@{}>: {}{}",
+            text_message(&words::silence_made(
                 made.id,
-                blocks::code(&target.describe()),
-                span_words(seconds),
+                &blocks::code(&target.describe()),
+                seconds,
                 operator.user(),
-                blocks::escape(&reason),
-                made.holds_words()
+                &blocks::escape(&reason),
+                &made.holds_words(),
             ))
         }
         Command::Unsilence(reference) => {
@@ -199,7 +199,7 @@ async fn change_inner(
                 now,
             )
             .await?;
-            text_message(&format!("Ended {n} silence(s)."))
+            text_message(&words::silences_ended(n))
         }
         Command::Ack(reference) => acknowledged(store, &reference, operator, now).await?,
         _ => text_message(HELP),
@@ -207,21 +207,17 @@ async fn change_inner(
 }
 
 fn status_message(s: &crate::application::board::Status) -> Message {
-    let mut lines = vec![format!(
-        "*{} open incident(s)*, newest first",
-        s.incidents.len()
-    )];
+    let mut lines = vec![words::open_incidents(s.incidents.len())];
     lines.extend(s.incidents.iter().map(|i| {
         format!(
             "• {}",
             blocks::escape(&crate::application::board::incident_line(i))
         )
     }));
-    lines.push(format!(
-        "silences: {} · outbox: {} pending, {} dead",
+    lines.push(words::silences_and_outbox(
         s.silences.len(),
         s.outbox.pending,
-        s.outbox.dead
+        s.outbox.dead,
     ));
     Message {
         text: lines[0].clone(),
@@ -234,15 +230,5 @@ fn lines_message(text: &str) -> Message {
     Message {
         text: lines.first().cloned().unwrap_or_default(),
         blocks: Value::Array(blocks::sections_of_lines(&lines, 10, None)),
-    }
-}
-
-/// `30m`, `24h`, `3d`: a silence's length as people read it.
-fn span_words(seconds: i64) -> String {
-    match seconds {
-        s if s % DAY == 0 => format!("{}d", s / DAY),
-        s if s % HOUR == 0 => format!("{}h", s / HOUR),
-        s if s % 60 == 0 => format!("{}m", s / 60),
-        s => format!("{s}s"),
     }
 }
