@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::application::cycle::replay::Replay;
-use crate::application::cycle::{CycleError, CycleOptions, Window, run_cycle_on};
+use crate::application::cycle::{CycleError, CycleOptions, Unrecorded, Window, run_cycle_on};
 use crate::config::cron::Schedule;
 use crate::config::{DatabaseSettings, DatabaseUrl, DatabaseUrlError, Settings};
 use crate::domain::incidents::plan::Policy;
@@ -199,6 +199,8 @@ pub async fn backtest_observed(
     // Everything a cycle would send is counted, whether or not this configuration can send it.
     let mut policy = Policy::from_settings(settings, crate::words::line);
     policy.jira = true;
+    // the scratch store is the backtest's own: a cycle it cannot record fails the backtest
+    let unrecorded = Unrecorded::default();
     let times = cadence.times(from, to);
     for (k, at) in times.iter().enumerate() {
         if let Some(next) = times.get(k + 1) {
@@ -209,6 +211,7 @@ pub async fn backtest_observed(
         let report = run_cycle_on(
             &*replay,
             &scratch,
+            &unrecorded,
             settings,
             &policy,
             CycleOptions {

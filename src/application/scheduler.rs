@@ -16,6 +16,7 @@ use chrono::Utc;
 use tokio::sync::watch;
 
 use crate::adapters::ingest::{IngestOptions, Source};
+use crate::application::cycle::Unrecorded;
 use crate::application::warm::Warm;
 use crate::config::cron::Schedule;
 use crate::config::{Engine, Settings};
@@ -90,6 +91,9 @@ struct Shared {
     store: Arc<Store>,
     /// The caches its cycles read through, shared with the HTTP edge's questions.
     warm: Arc<Warm>,
+    /// The failed cycles and skipped ticks not recorded yet, shared with the HTTP edge's
+    /// cycles.
+    unrecorded: Arc<Unrecorded>,
     settings: Arc<Settings>,
     /// This replica's name in tick leases.
     id: String,
@@ -138,6 +142,7 @@ impl Scheduler {
     pub fn new(
         store: Arc<Store>,
         warm: Arc<Warm>,
+        unrecorded: Arc<Unrecorded>,
         settings: Arc<Settings>,
         id: String,
     ) -> Result<Scheduler> {
@@ -156,6 +161,7 @@ impl Scheduler {
         let shared = Shared {
             store,
             warm,
+            unrecorded,
             settings,
             id,
         };
@@ -183,18 +189,8 @@ impl Scheduler {
     pub async fn run(self, shutdown: watch::Receiver<bool>) {
         let mut tasks = tokio::task::JoinSet::new();
         if self.cycle_at_start {
-            let (
-                Shared {
-                    store,
-                    warm,
-                    settings,
-                    id,
-                },
-                shutdown,
-            ) = (self.shared.clone(), shutdown.clone());
-            tasks.spawn(
-                async move { cycle_at_start(&store, &warm, &settings, &id, shutdown).await },
-            );
+            let (shared, shutdown) = (self.shared.clone(), shutdown.clone());
+            tasks.spawn(async move { cycle_at_start(&shared, shutdown).await });
         }
         tasks.spawn(evaluate_on_schedule(
             self.shared.clone(),
@@ -214,11 +210,20 @@ impl Scheduler {
             ));
         }
 
-        let Shared { store, id, .. } = self.shared;
+        let Shared {
+            store,
+            unrecorded,
+            id,
+            ..
+        } = self.shared;
         if store.engine() == Engine::Sqlite {
             tasks.spawn(keep_sqlite_lease(store.clone(), id, shutdown.clone()));
         }
-        tasks.spawn(record_unrecorded_cycles(store, shutdown.clone()));
+        tasks.spawn(record_unrecorded_cycles(
+            store,
+            unrecorded,
+            shutdown.clone(),
+        ));
         while tasks.join_next().await.is_some() {}
     }
 }
@@ -228,15 +233,17 @@ async fn evaluate_on_schedule(shared: Shared, schedule: Schedule, shutdown: watc
     let Shared {
         store,
         warm,
+        unrecorded,
         settings,
-        id,
-    } = shared;
-    on_schedule(&schedule, "evaluate", &store, &id, shutdown, || async {
+        ..
+    } = &shared;
+    on_schedule(&schedule, "evaluate", &shared, shutdown, || async {
         let options = crate::application::cycle::CycleOptions {
             at: Utc::now(),
             dry_run: false,
         };
-        crate::application::cycle::run_cycle(&store, &warm, &settings, options).await?;
+        crate::application::cycle::run_cycle_keeping(store, warm, unrecorded, settings, options)
+            .await?;
         Ok(())
     })
     .await;
@@ -245,13 +252,10 @@ async fn evaluate_on_schedule(shared: Shared, schedule: Schedule, shutdown: watc
 /// Pruning, on its schedule.
 async fn prune_on_schedule(shared: Shared, schedule: Schedule, shutdown: watch::Receiver<bool>) {
     let Shared {
-        store,
-        settings,
-        id,
-        ..
-    } = shared;
-    on_schedule(&schedule, "prune", &store, &id, shutdown, || async {
-        Box::pin(prune(&store, &settings, Utc::now().timestamp(), false))
+        store, settings, ..
+    } = &shared;
+    on_schedule(&schedule, "prune", &shared, shutdown, || async {
+        Box::pin(prune(store, settings, Utc::now().timestamp(), false))
             .await
             .map(|_| ())
     })
@@ -261,20 +265,16 @@ async fn prune_on_schedule(shared: Shared, schedule: Schedule, shutdown: watch::
 /// One ingest `job`, on its schedule.
 async fn ingest_on_schedule(shared: Shared, job: IngestJob, shutdown: watch::Receiver<bool>) {
     let Shared {
-        store,
-        settings,
-        id,
-        ..
-    } = shared;
-    on_schedule(&job.schedule, &job.name, &store, &id, shutdown, || async {
+        store, settings, ..
+    } = &shared;
+    on_schedule(&job.schedule, &job.name, &shared, shutdown, || async {
         let since = Utc::now() - chrono::Duration::days(i64::from(job.since_days));
         let options = IngestOptions {
             since: Some(since),
             ..Default::default()
         };
         let summary =
-            crate::adapters::ingest::ingest(&store, &settings.ingest, &job.source, &options)
-                .await?;
+            crate::adapters::ingest::ingest(store, &settings.ingest, &job.source, &options).await?;
         summary.count("schedule");
         // runs sheriff could not store make the job a failure, as they make
         // `sheriff ingest` exit 2; the next tick stores them
@@ -289,13 +289,14 @@ async fn ingest_on_schedule(shared: Shared, job: IngestJob, shutdown: watch::Rec
 /// The cycle `serve --cycle-now` runs at start, under a lease so that replicas started
 /// together (a rollout) run one between them. It is named apart from the ticks' leases
 /// (`evaluate@<tick>`): a tick that comes while it runs is still taken.
-async fn cycle_at_start(
-    store: &Store,
-    warm: &Warm,
-    settings: &Settings,
-    id: &str,
-    mut shutdown: watch::Receiver<bool>,
-) {
+async fn cycle_at_start(shared: &Shared, mut shutdown: watch::Receiver<bool>) {
+    let Shared {
+        store,
+        warm,
+        unrecorded,
+        settings,
+        id,
+    } = shared;
     let now = Utc::now();
     match store
         .leases()
@@ -321,7 +322,7 @@ async fn cycle_at_start(
         dry_run: false,
     };
     let outcome = match finish_or_abandon(
-        crate::application::cycle::run_cycle(store, warm, settings, options),
+        crate::application::cycle::run_cycle_keeping(store, warm, unrecorded, settings, options),
         &mut shutdown,
     )
     .await
@@ -365,14 +366,18 @@ async fn keep_sqlite_lease(store: Arc<Store>, id: String, mut shutdown: watch::R
 
 /// Every 10 s, records the failed cycles and skipped ticks kept while the database was down,
 /// once it takes writes again.
-async fn record_unrecorded_cycles(store: Arc<Store>, mut shutdown: watch::Receiver<bool>) {
+async fn record_unrecorded_cycles(
+    store: Arc<Store>,
+    unrecorded: Arc<Unrecorded>,
+    mut shutdown: watch::Receiver<bool>,
+) {
     loop {
         tokio::select! {
             biased;
             () = stopping(&mut shutdown) => return,
             _ = tokio::time::sleep(Duration::from_secs(10)) => {}
         }
-        match store.evaluations().record_unrecorded_cycles().await {
+        match unrecorded.record_kept(&store).await {
             Ok(0) => {}
             Ok(n) => {
                 tracing::info!(
@@ -414,8 +419,7 @@ fn job_kind(name: &str) -> &'static str {
 async fn on_schedule<F, Fut>(
     schedule: &Schedule,
     name: &str,
-    store: &Store,
-    id: &str,
+    shared: &Shared,
     mut shutdown: watch::Receiver<bool>,
     job: F,
 ) where
@@ -433,9 +437,10 @@ async fn on_schedule<F, Fut>(
             _ = tokio::time::sleep(wait) => {}
         }
         let lease = format!("{name}@{}", next.timestamp());
-        match store
+        match shared
+            .store
             .leases()
-            .take(&lease, id, Utc::now().timestamp(), TICK_LEASE_SECS)
+            .take(&lease, &shared.id, Utc::now().timestamp(), TICK_LEASE_SECS)
             .await
         {
             Ok(true) => {}
@@ -451,16 +456,16 @@ async fn on_schedule<F, Fut>(
                     .increment(1);
                 if job_kind(name) == "evaluate" {
                     let now = Utc::now().timestamp();
-                    store.evaluations().keep_unrecorded_cycle(
-                        crate::store::evaluations::CycleRecord {
+                    shared
+                        .unrecorded
+                        .keep(crate::store::evaluations::CycleRecord {
                             started_at: now,
                             finished_at: now,
                             evaluated_at: next.timestamp(),
                             outcome: "failed".into(),
                             error: format!("tick skipped: cannot take its lease: {e:#}"),
                             ..Default::default()
-                        },
-                    );
+                        });
                 }
                 continue;
             }

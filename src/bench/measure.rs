@@ -868,8 +868,15 @@ pub async fn backtest(
             at: *at,
             dry_run: true,
         };
-        sheriff::application::cycle::run_cycle_on(&live, &scratch, &settings, &policy, options)
-            .await?;
+        sheriff::application::cycle::run_cycle_on(
+            &live,
+            &scratch,
+            &sheriff::application::cycle::Unrecorded::default(),
+            &settings,
+            &policy,
+            options,
+        )
+        .await?;
         timed += 1;
     }
     let peer_ms_per_cycle = started.elapsed().as_secs_f64() * 1000.0 / f64::from(timed);

@@ -63,13 +63,15 @@ impl App {
         let sinks = Arc::new(Sinks::from_settings(&settings)?);
         let mut worker = Worker::new(store.clone(), sinks, settings.outbox.clone());
         worker.id.clone_from(&replica);
+        let state = AppState::new(store.clone(), warm.clone(), settings.clone());
+        // one keeper of unrecorded cycles: the scheduler records those of the Slack edge too
         let scheduler = Scheduler::new(
             store.clone(),
             warm.clone(),
+            state.unrecorded.clone(),
             settings.clone(),
             replica.clone(),
         )?;
-        let state = AppState::new(store.clone(), warm.clone(), settings.clone());
         Ok(App {
             store,
             warm,

@@ -66,9 +66,6 @@ pub enum StoreError {
         thread: &'static str,
         message: String,
     },
-    /// A failed cycle that could not be recorded: kept in memory, recorded later.
-    #[error("kept, to be recorded once the database takes writes again: {0}")]
-    Unrecorded(Box<StoreError>),
 }
 
 impl StoreError {
@@ -104,7 +101,6 @@ impl StoreError {
                 sqlx::migrate::MigrateError::Execute(e)
                 | sqlx::migrate::MigrateError::ExecuteMigration(e, _),
             ) => super::is_storage_failure(e),
-            StoreError::Unrecorded(e) => e.retryable(),
             StoreError::Migration(_)
             | StoreError::NotFound { .. }
             | StoreError::Corrupt { .. }
@@ -127,7 +123,6 @@ impl StoreError {
             | StoreError::NotFound { .. }
             | StoreError::Panicked { .. } => true,
             StoreError::Storage(e) => super::fails_the_same(e),
-            StoreError::Unrecorded(e) => e.fails_every_time(),
             StoreError::Connection(_) | StoreError::Open { .. } | StoreError::Migration(_) => false,
         }
     }
@@ -138,7 +133,6 @@ impl StoreError {
     pub(crate) fn refused_value(&self) -> bool {
         match self {
             StoreError::Storage(e) => super::is_refused(e),
-            StoreError::Unrecorded(e) => e.refused_value(),
             _ => false,
         }
     }

@@ -639,64 +639,11 @@ impl Evaluations<'_> {
             .collect())
     }
 
-    /// Records a cycle that failed before it could finish. When that fails too (the database
-    /// is down), the record is kept and written by [`Evaluations::record_unrecorded_cycles`]
-    /// once the database takes writes again.
-    pub async fn record_failed_cycle(self, cycle: &CycleRecord) -> Result<()> {
-        let written =
-            async { insert_cycle(&mut self.store.acquire().await?.conn(), cycle).await }.await;
-        if let Err(e) = written {
-            self.keep_unrecorded_cycle(cycle.clone());
-            return Err(StoreError::Unrecorded(Box::new(e)));
-        }
+    /// Records a cycle that did not finish (it failed, or its tick was skipped); the
+    /// application keeps what it cannot record yet (`application::cycle::Unrecorded`).
+    pub async fn record_cycle(self, cycle: &CycleRecord) -> Result<()> {
+        insert_cycle(&mut self.store.acquire().await?.conn(), cycle).await?;
         Ok(())
-    }
-
-    /// Keeps a failed cycle or a skipped tick that cannot be recorded now (the newest
-    /// `MAX_UNRECORDED_CYCLES`).
-    pub(crate) fn keep_unrecorded_cycle(self, cycle: CycleRecord) {
-        let mut kept = self
-            .store
-            .unrecorded_cycles
-            .lock()
-            .expect("unrecorded cycles lock");
-        if kept.len() >= MAX_UNRECORDED_CYCLES {
-            tracing::warn!(
-                "more than {MAX_UNRECORDED_CYCLES} cycles wait to be recorded; the oldest is dropped"
-            );
-            kept.remove(0);
-        }
-        kept.push(cycle);
-    }
-
-    /// Records the failed cycles and skipped ticks kept while the database was down, oldest
-    /// first; how many. Those it cannot record yet are kept for the next call.
-    pub async fn record_unrecorded_cycles(self) -> Result<usize> {
-        let waiting = std::mem::take(
-            &mut *self
-                .store
-                .unrecorded_cycles
-                .lock()
-                .expect("unrecorded cycles lock"),
-        );
-        let mut written = 0;
-        for (n, cycle) in waiting.iter().enumerate() {
-            let result =
-                async { insert_cycle(&mut self.store.acquire().await?.conn(), cycle).await }.await;
-            if let Err(e) = result {
-                let mut kept = self
-                    .store
-                    .unrecorded_cycles
-                    .lock()
-                    .expect("unrecorded cycles lock");
-                let newer = std::mem::take(&mut *kept);
-                kept.extend(waiting[n..].iter().cloned());
-                kept.extend(newer);
-                return Err(e);
-            }
-            written += 1;
-        }
-        Ok(written)
     }
 
     pub async fn count_cycles(self) -> Result<i64> {
@@ -787,9 +734,6 @@ impl HistoricalRowRead {
         }
     }
 }
-
-/// Failed cycles kept in memory at most while the database is down.
-const MAX_UNRECORDED_CYCLES: usize = 1_000;
 
 /// One cycle as recorded.
 #[derive(Debug, Clone, Default)]

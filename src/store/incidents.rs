@@ -720,7 +720,8 @@ pub struct Incidents<'a> {
 
 impl Incidents<'_> {
     /// Replaces the stored group states, records the cycle, and applies the incident plan with
-    /// its outbox entries: all in one transaction. `words` gives the history's lines their text.
+    /// its outbox entries: all in one transaction (when it fails, nothing of the cycle is
+    /// recorded; the caller records it as failed). `words` gives the history's lines their text.
     pub async fn finish_cycle(
         self,
         states: &[(String, crate::domain::evaluate::GroupState)],
@@ -749,17 +750,6 @@ impl Incidents<'_> {
             Ok((cycle_id, plan))
         }
         .await;
-        if let Err(e) = &result {
-            // the cycle's own record went with the transaction: it is kept as failed instead
-            let failed = super::evaluations::CycleRecord {
-                outcome: "failed".into(),
-                error: format!("storing the cycle failed: {e:#}"),
-                ..cycle.clone()
-            };
-            if let Err(e) = self.store.evaluations().record_failed_cycle(&failed).await {
-                tracing::error!("cannot record the failed cycle: {e:#}");
-            }
-        }
         self.store.tracked(result)
     }
 

@@ -73,9 +73,6 @@ pub struct Store {
     /// Injected storage faults (tests only; see `Store::inject_write_faults`).
     #[cfg(feature = "testing")]
     write_faults: Mutex<Option<WriteFaultHook>>,
-    /// Failed cycles and skipped ticks that could not be recorded in `eval_cycles` when they
-    /// happened (the database was down): recorded once it takes writes again, oldest first.
-    unrecorded_cycles: Mutex<Vec<evaluations::CycleRecord>>,
 }
 
 /// Says, for each write transaction, whether its commit fails.
@@ -275,7 +272,6 @@ impl Store {
             write_failing_since: Mutex::default(),
             #[cfg(feature = "testing")]
             write_faults: Mutex::default(),
-            unrecorded_cycles: Mutex::default(),
         })
     }
 

@@ -177,24 +177,26 @@ async fn a_full_disk_fails_writes_plainly_and_once_it_has_space_every_write_work
     store.close().await;
 }
 
-/// Runs one statement on the test database, whichever engine it is.
-async fn run_sql(db: &crate::common::TestDb, statement: &str) {
+/// Runs one statement on the test database, whichever engine it is; the rows it changed.
+async fn run_sql(db: &crate::common::TestDb, statement: &str) -> u64 {
     match db.store.engine() {
         sheriff::config::Engine::Sqlite => {
             let pool = sqlx::SqlitePool::connect(db.url().as_str()).await.unwrap();
-            sqlx::query(sqlx::AssertSqlSafe(statement.to_string()))
+            let done = sqlx::query(sqlx::AssertSqlSafe(statement.to_string()))
                 .execute(&pool)
                 .await
                 .unwrap();
             pool.close().await;
+            done.rows_affected()
         }
         sheriff::config::Engine::Postgres => {
             let pool = sqlx::PgPool::connect(db.url().as_str()).await.unwrap();
-            sqlx::query(sqlx::AssertSqlSafe(statement.to_string()))
+            let done = sqlx::query(sqlx::AssertSqlSafe(statement.to_string()))
                 .execute(&pool)
                 .await
                 .unwrap();
             pool.close().await;
+            done.rows_affected()
         }
     }
 }
@@ -212,11 +214,32 @@ on_both_engines! {
         };
         // the cycles' table cannot be written (as with the database down)
         run_sql(&db, "ALTER TABLE eval_cycles RENAME TO eval_cycles_away").await;
-        assert!(db.store.evaluations().record_failed_cycle(&failed).await.is_err());
-        assert!(db.store.evaluations().record_unrecorded_cycles().await.is_err(), "still cannot write");
+        let unrecorded = sheriff::application::cycle::Unrecorded::default();
+        assert!(unrecorded.record(&db.store, &failed).await.is_err());
+        assert!(unrecorded.record_kept(&db.store).await.is_err(), "still cannot write");
         run_sql(&db, "ALTER TABLE eval_cycles_away RENAME TO eval_cycles").await;
-        assert_eq!(db.store.evaluations().record_unrecorded_cycles().await.unwrap(), 1, "recorded once writes work");
-        assert_eq!(db.store.evaluations().record_unrecorded_cycles().await.unwrap(), 0, "and only once");
+        assert_eq!(unrecorded.record_kept(&db.store).await.unwrap(), 1, "recorded once writes work");
+        assert_eq!(unrecorded.record_kept(&db.store).await.unwrap(), 0, "and only once");
         assert_eq!(db.store.evaluations().count_cycles().await.unwrap(), 1);
+    }
+}
+
+on_both_engines! {
+    async fn a_cycle_whose_outcome_cannot_be_committed_is_recorded_as_failed(db) {
+        use sheriff::application::cycle::{CycleOptions, Unrecorded, run_cycle_keeping};
+        let warm = sheriff::application::warm::Warm::new();
+        let unrecorded = Unrecorded::default();
+        let at = chrono::DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        let options = CycleOptions { at, dry_run: false };
+        // every write transaction fails at its commit; a plain write still works
+        db.store.inject_write_faults(Some(Arc::new(|| true)));
+        let failed = run_cycle_keeping(&db.store, &warm, &unrecorded, &Settings::default(), options).await;
+        db.store.inject_write_faults(None);
+        let e = failed.expect_err("the cycle's transaction could not commit");
+        assert!(sheriff::store::is_storage_error(&anyhow::Error::from(e)));
+        assert_eq!(db.store.evaluations().count_cycles().await.unwrap(), 1);
+        let failed = "UPDATE eval_cycles SET error = error WHERE outcome = 'failed' AND error LIKE 'storing the cycle failed%'";
+        assert_eq!(run_sql(&db, failed).await, 1, "recorded as failed, saying why");
+        assert_eq!(unrecorded.record_kept(&db.store).await.unwrap(), 0, "nothing kept: it was recorded");
     }
 }

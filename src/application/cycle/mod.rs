@@ -9,6 +9,7 @@ mod follow;
 pub(crate) mod replay;
 mod scoped;
 pub mod source;
+mod unrecorded;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Write as _;
@@ -32,6 +33,7 @@ use crate::support::error::with_sources;
 pub use error::CycleError;
 use error::Result;
 use source::RunSource;
+pub use unrecorded::Unrecorded;
 
 /// `[from, to)`.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
@@ -207,10 +209,23 @@ pub struct CycleOptions {
 }
 
 /// Runs one evaluation cycle at `options.at` on the store's runs (read through `warm`),
-/// recording into it.
+/// recording into it: for a process that runs one cycle and ends, where a failed cycle that
+/// cannot be recorded has no later to be recorded in (it is logged).
 pub async fn run_cycle(
     store: &Store,
     warm: &crate::application::warm::Warm,
+    settings: &Settings,
+    options: CycleOptions,
+) -> Result<CycleReport> {
+    run_cycle_keeping(store, warm, &Unrecorded::default(), settings, options).await
+}
+
+/// [`run_cycle`] in a process that goes on (`sheriff serve`): a failed cycle that cannot be
+/// recorded is kept in `unrecorded`, to be recorded once the database takes writes again.
+pub async fn run_cycle_keeping(
+    store: &Store,
+    warm: &crate::application::warm::Warm,
+    unrecorded: &Unrecorded,
     settings: &Settings,
     options: CycleOptions,
 ) -> Result<CycleReport> {
@@ -227,6 +242,7 @@ pub async fn run_cycle(
     let report = run_cycle_on(
         &source::Live { store, warm },
         store,
+        unrecorded,
         settings,
         &policy,
         options,
@@ -245,10 +261,12 @@ pub async fn run_cycle(
 
 /// One cycle reading runs from `source` and recording its outcome (group states, incidents,
 /// the outbox) into `state`: the same store, except in a backtest, which replays into a store
-/// of its own.
+/// of its own. A cycle that fails is recorded as failed, or kept in `unrecorded` while the
+/// store takes no writes.
 pub async fn run_cycle_on<S: RunSource>(
     source: &S,
     state: &Store,
+    unrecorded: &Unrecorded,
     settings: &Settings,
     policy: &Policy,
     options: CycleOptions,
@@ -273,10 +291,8 @@ pub async fn run_cycle_on<S: RunSource>(
         Ok(e) => e,
         Err(e) => {
             record.error = with_sources(&e);
-            if !options.dry_run
-                && let Err(log_error) = state.evaluations().record_failed_cycle(&record).await
-            {
-                tracing::error!("cannot record the failed cycle: {log_error:#}");
+            if !options.dry_run {
+                record_failed(state, unrecorded, &record).await;
             }
             return Err(e);
         }
@@ -303,10 +319,11 @@ pub async fn run_cycle_on<S: RunSource>(
         let now = options.at.timestamp();
         let regressions = &report.regressions;
         let planner = |known: &Known| plan::plan(now, regressions, &merges, known, policy);
-        let (_, plan) = state
+        let finished = state
             .incidents()
             .finish_cycle(&states, &record, planner, crate::words::line)
-            .await?;
+            .await;
+        let plan = applied_or_failed(state, unrecorded, finished, record).await?;
         report.incidents = IncidentCounts::of(&plan);
     }
 
@@ -319,6 +336,34 @@ pub async fn run_cycle_on<S: RunSource>(
         "replayed cycle finished"
     );
     Ok(report)
+}
+
+/// The plan a cycle's transaction applied; when the transaction failed, the cycle's own record
+/// went with it, and the cycle is recorded as failed instead.
+async fn applied_or_failed(
+    state: &Store,
+    unrecorded: &Unrecorded,
+    finished: crate::store::Result<(i64, plan::Plan)>,
+    mut record: CycleRecord,
+) -> Result<plan::Plan> {
+    match finished {
+        Ok((_, plan)) => Ok(plan),
+        Err(e) => {
+            record.outcome = "failed".into();
+            record.error = format!("storing the cycle failed: {e:#}");
+            record_failed(state, unrecorded, &record).await;
+            Err(e.into())
+        }
+    }
+}
+
+/// Records a cycle that failed, or keeps it in `unrecorded` when the store takes no writes.
+async fn record_failed(state: &Store, unrecorded: &Unrecorded, record: &CycleRecord) {
+    if let Err(e) = unrecorded.record(state, record).await {
+        tracing::error!(
+            "cannot record the failed cycle; kept, to be recorded once the database takes writes again: {e:#}"
+        );
+    }
 }
 
 /// Attaches to each regression the release controller's changes and the outside changes

@@ -33,6 +33,9 @@ pub struct AppState {
     pub store: Arc<Store>,
     /// The caches questions and cycles read through (shared with the scheduler in `serve`).
     pub warm: Arc<Warm>,
+    /// The failed cycles not recorded yet (shared with the scheduler in `serve`, which records
+    /// them once the database takes writes again).
+    pub unrecorded: Arc<crate::application::cycle::Unrecorded>,
     pub settings: Arc<Settings>,
     /// The process's Prometheus recorder, rendered by `/metrics`.
     pub metrics: Option<metrics_exporter_prometheus::PrometheusHandle>,
@@ -46,6 +49,8 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// The state of an edge whose cycles keep what they cannot record in a keeper of its own
+    /// (`serve` hands the same keeper to its scheduler).
     pub fn new(store: Arc<Store>, warm: Arc<Warm>, settings: Arc<Settings>) -> AppState {
         let slack = settings.slack.bot_token.as_ref().and_then(|_| {
             crate::clients::slack::SlackClient::new(&settings.slack)
@@ -62,6 +67,7 @@ impl AppState {
         AppState {
             store,
             warm,
+            unrecorded: Arc::default(),
             settings,
             metrics: metrics_handle(),
             slack,

@@ -86,9 +86,14 @@ async fn evaluate_now(state: &AppState, operator: &Operator) -> Message {
         user = operator.user(),
         "evaluation cycle asked for from Slack"
     );
-    match crate::application::cycle::run_cycle(&state.store, &state.warm, &state.settings, options)
-        .await
-    {
+    let cycle = crate::application::cycle::run_cycle_keeping(
+        &state.store,
+        &state.warm,
+        &state.unrecorded,
+        &state.settings,
+        options,
+    );
+    match cycle.await {
         Ok(r) => {
             let active = r
                 .regressions
