@@ -177,25 +177,30 @@ pub async fn backtest_observed(
     if from >= to {
         return Err(BacktestError::Span);
     }
+
     let started = Instant::now();
     let es = &settings.evaluate;
     let reach = i64::from(es.window_days + es.baseline_days)
         .max(i64::from(es.reference_lookback_days))
         * DAY;
+
     let replay = Replay::load(store, from.timestamp() - reach, to.timestamp())
         .await
         .map_err(BacktestError::Replay)?;
+
     let replay = Arc::new(replay);
     let scratch_dir = tempfile::tempdir().map_err(BacktestError::ScratchFolder)?;
     let url = format!(
         "sqlite://{}",
         scratch_dir.path().join("backtest.db").display()
     );
+
     let scratch = Store::open(&DatabaseSettings {
         url: url.parse::<DatabaseUrl>()?,
         ..Default::default()
     })
     .await?;
+
     // Everything a cycle would send is counted, whether or not this configuration can send it.
     let mut policy = Policy::from_settings(settings, crate::words::line);
     policy.jira = true;
@@ -223,6 +228,7 @@ pub async fn backtest_observed(
         .map_err(|source| BacktestError::Cycle { at: *at, source })?;
         observe(&report);
     }
+
     let incidents = stories(&scratch).await?;
     scratch.close().await;
     let summary = summarize(&incidents, from, to);
@@ -256,6 +262,7 @@ async fn stories(scratch: &Store) -> Result<Vec<Story>> {
             }
         }
     }
+
     let time = |t: i64| DateTime::from_timestamp(t, 0).unwrap_or_default();
     let mut out = Vec::new();
     for i in scratch.incidents().all().await? {
@@ -287,6 +294,7 @@ async fn stories(scratch: &Store) -> Result<Vec<Story>> {
             notifications: by_incident.remove(&i.id).unwrap_or_default(),
         });
     }
+
     Ok(out)
 }
 
@@ -404,6 +412,7 @@ pub fn render_text(b: &Backtest) -> String {
         b.samples,
         b.seconds
     );
+
     for i in &b.incidents {
         let onset = i.onset.as_ref().map_or("-".to_string(), |o| o.describe());
         let resolved = i.resolved_at.map_or("still open".to_string(), |t| {
@@ -438,6 +447,7 @@ pub fn render_text(b: &Backtest) -> String {
             n.jira_transitions
         );
     }
+
     let m = &b.summary;
     let _ = writeln!(
         s,
@@ -449,6 +459,7 @@ pub fn render_text(b: &Backtest) -> String {
         m.median_hours_onset_to_opened
             .map_or("-".into(), |h| format!("{h:.1} h"))
     );
+
     s
 }
 

@@ -213,6 +213,7 @@ pub fn render_status(s: &Status) -> String {
             );
         }
     }
+
     if !s.allowances.is_empty() {
         let _ = writeln!(out, "accepted levels:");
         for (id, a) in &s.allowances {
@@ -232,6 +233,7 @@ pub fn render_status(s: &Status) -> String {
             );
         }
     }
+
     let (pending, failed) = s.evidence_pending;
     if failed > 0 {
         // only worth a line when fetching has failed: unfetched runs are the normal state
@@ -252,6 +254,7 @@ pub fn render_status(s: &Status) -> String {
         o.dead,
         o.done
     );
+
     for d in &s.dead {
         let _ = writeln!(
             out,
@@ -263,6 +266,7 @@ pub fn render_status(s: &Status) -> String {
             d.id
         );
     }
+
     out
 }
 

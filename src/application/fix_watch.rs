@@ -74,9 +74,11 @@ pub async fn watch(store: &Store, settings: &Settings, now: i64) -> Result<Watch
         .into_iter()
         .filter(|i| i.state.is_open() && i.merged_into.is_none() && i.jira_key.is_some())
         .collect();
+
     if open.is_empty() || !settings.jira.enabled() {
         return Ok(Watched::default());
     }
+
     let client = JiraClient::new(&settings.jira)?;
     let keys: Vec<String> = open.iter().filter_map(|i| i.jira_key.clone()).collect();
     let issues = client.watch(&keys).await?;
@@ -84,6 +86,7 @@ pub async fn watch(store: &Store, settings: &Settings, now: i64) -> Result<Watch
         issues: issues.len(),
         ..Watched::default()
     };
+
     for i in &open {
         let Some(issue) = issues.iter().find(|x| Some(&x.key) == i.jira_key.as_ref()) else {
             continue;
@@ -128,6 +131,7 @@ pub async fn watch(store: &Store, settings: &Settings, now: i64) -> Result<Watch
             .record_fix(i.id, claim.as_ref(), now, event)
             .await?;
     }
+
     Ok(watched)
 }
 
@@ -171,12 +175,14 @@ async fn claim_of(
         Ok(linked) => pulls.extend(linked),
         Err(e) => tracing::warn!(key = %issue.key, "remote links not read: {}", e.message),
     }
+
     pulls.sort();
     pulls.dedup();
     let claimed_at = i.fix.as_ref().map_or_else(
         || issue.status_since.unwrap_or(now).min(now),
         |c| c.claimed_at,
     );
+
     let mut claim = FixClaim {
         key: issue.key.clone(),
         status: issue.status.clone(),
@@ -189,17 +195,20 @@ async fn claim_of(
         pending: None,
         verdicts: Vec::new(),
     };
+
     let (outside, inside): (Vec<String>, Vec<String>) = claim
         .pull_requests
         .iter()
         .cloned()
         .partition(|u| crate::application::releases::outside::is_outside(&settings.github, u));
+
     if !outside.is_empty() {
         merge_point(settings, i, &outside, &mut claim).await;
         if inside.is_empty() {
             return Ok(claim); // verified by time alone
         }
     }
+
     if settings.release_controller.urls.is_empty() {
         return Ok(claim);
     }
@@ -213,6 +222,7 @@ async fn claim_of(
         claim.payload_at = old.payload_at;
         return Ok(claim);
     }
+
     let s = &i.snapshot;
     let arch = s.scope.single(Dimension::Architecture).unwrap_or("amd64");
     let rc = &settings.release_controller;
@@ -229,6 +239,7 @@ async fn claim_of(
             );
         }
     }
+
     Ok(claim)
 }
 

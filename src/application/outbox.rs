@@ -111,10 +111,12 @@ impl Worker {
         else {
             return Ok(StepOutcome::Idle);
         };
+
         #[cfg(feature = "testing")]
         if self.killed(KillPoint::Claimed, &entry) {
             return Ok(StepOutcome::Killed(entry.id));
         }
+
         let started = std::time::Instant::now();
         let result = self.sinks.deliver(&self.store, &entry).await;
         let sink = if entry.kind.starts_with("jira") {
@@ -122,15 +124,19 @@ impl Worker {
         } else {
             "slack"
         };
+
         let outcome = match &result {
             Ok(_) => "ok",
             Err(e) if e.retryable => "retry",
             Err(_) => "failed",
         };
+
         metrics::histogram!("sheriff_delivery_seconds", "sink" => sink, "outcome" => outcome)
             .record(started.elapsed().as_secs_f64());
+
         metrics::counter!("sheriff_deliveries_total", "sink" => sink, "outcome" => outcome)
             .increment(1);
+
         match result {
             Ok(done) => {
                 #[cfg(feature = "testing")]

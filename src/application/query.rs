@@ -73,11 +73,13 @@ pub async fn answer(
     let days = kept
         .daily_histograms_at(store, catalog.version, &q.backend, &variants, first..today)
         .await?;
+
     // Each span's days summed in one counting pass (a question sums 11 spans of up to 8 weeks).
     let mut scratch = Vec::new();
     let mut merge = |range: std::ops::Range<i64>| {
         Histogram::sum_of(days.range(range).map(|(_, d)| d), &mut scratch)
     };
+
     let current = merge(today - window..today);
     let base = merge(today - window - i64::from(settings.baseline_days)..today - window);
     let pct = |h: &Histogram| Percentile::ALL.into_iter().zip(percentiles_of(h)).collect();
@@ -85,6 +87,7 @@ pub async fn answer(
         backend: q.backend.as_str().into(),
         fixed: q.filters.iter().map(|(d, v)| (*d, v.as_str())).collect(),
     };
+
     let thresholds = Percentile::ALL
         .iter()
         .filter_map(|p| {
@@ -92,6 +95,7 @@ pub async fn answer(
                 .map(|t| (*p, t.seconds))
         })
         .collect();
+
     // P50 and P95 of each week, oldest first, from one sum per week.
     let (weekly_p50, weekly_p95) = (0..WEEKS)
         .rev()
@@ -102,10 +106,12 @@ pub async fn answer(
             (p50, p95)
         })
         .unzip();
+
     let names = &catalog.backend_names;
     // a glob (`*`, `image-registry-*`) is known when it matches a stored backend
     let known_backend =
         names.binary_search(&q.backend).is_ok() || names.iter().any(|n| glob_match(&q.backend, n));
+
     Ok(QueryAnswer {
         similar: if known_backend {
             Vec::new()
@@ -174,6 +180,7 @@ pub fn render(a: &QueryAnswer) -> (String, String) {
             String::new(),
         );
     }
+
     let filters: Vec<String> = a.filters.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let title = format!(
         "{} {} — last {} days: {} runs ({} disrupted){}",
@@ -192,6 +199,7 @@ pub fn render(a: &QueryAnswer) -> (String, String) {
             String::new()
         }
     );
+
     let mut table = String::from("      now      reference  before (raw)\n");
     for p in Percentile::ALL {
         let _ = writeln!(
@@ -203,11 +211,13 @@ pub fn render(a: &QueryAnswer) -> (String, String) {
             secs_or_dash(a.baseline[&p])
         );
     }
+
     let _ = writeln!(
         table,
         "before: {} runs, known episodes included (raw)",
         a.baseline_runs
     );
+
     let _ = writeln!(table, "P50 by week: {}", sparkline(&a.weekly_p50));
     let _ = write!(table, "P95 by week: {}", sparkline(&a.weekly_p95));
     (title, table)

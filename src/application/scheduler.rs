@@ -297,6 +297,7 @@ async fn cycle_at_start(shared: &Shared, mut shutdown: watch::Receiver<bool>) {
         settings,
         id,
     } = shared;
+
     let now = Utc::now();
     match store
         .leases()
@@ -315,12 +316,14 @@ async fn cycle_at_start(shared: &Shared, mut shutdown: watch::Receiver<bool>) {
             return;
         }
     }
+
     tracing::info!("running a first cycle at start (--cycle-now)");
     let started = std::time::Instant::now();
     let options = crate::application::cycle::CycleOptions {
         at: now,
         dry_run: false,
     };
+
     let outcome = match finish_or_abandon(
         crate::application::cycle::run_cycle_keeping(store, warm, unrecorded, settings, options),
         &mut shutdown,
@@ -342,6 +345,7 @@ async fn cycle_at_start(shared: &Shared, mut shutdown: watch::Receiver<bool>) {
         }
         None => "abandoned",
     };
+
     metrics::counter!("sheriff_jobs_total", "job" => "evaluate", "outcome" => outcome).increment(1);
 }
 

@@ -193,11 +193,13 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
     for (i, d) in days.iter().enumerate() {
         points.push(Point::load(shape, *d, i == 0).await?);
     }
+
     let settings = sheriff::config::Settings::default();
     let options = sheriff::application::cycle::CycleOptions {
         at: bench_end(),
         dry_run: true,
     };
+
     // Plain cycles, reading the windows from the database.
     for _ in 0..shape.repeat.max(1) {
         for p in &mut points {
@@ -211,6 +213,7 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
             }
         }
     }
+
     // As `serve` runs them: the windows kept in memory from the first cycle on.
     for p in &mut points {
         for (k, (_, store)) in p.stores.iter().enumerate() {
@@ -224,6 +227,7 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
                 .map(|(b, a)| a.saturating_sub(b));
         }
     }
+
     for _ in 0..shape.repeat.max(1) {
         for p in &mut points {
             for (k, (_, store)) in p.stores.iter().enumerate() {
@@ -234,6 +238,7 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
             }
         }
     }
+
     let mut out = Vec::new();
     for mut p in points {
         for (k, (_, store)) in p.stores.iter().enumerate() {
@@ -250,6 +255,7 @@ pub async fn evaluate(shape: &EvaluateShape<'_>, days: &[u32]) -> Result<Vec<Eva
         }
         out.push(p.peers(shape).await?);
     }
+
     Ok(out)
 }
 
@@ -311,16 +317,19 @@ impl Point {
         let sqlite_url = shape
             .sqlite
             .map(|p| format!("sqlite://{}-{days}d.db", p.display()));
+
         let mut stores = vec![(
             "sqlite".to_string(),
             bench_store(sqlite_url.as_deref(), tmp.path()).await?,
         )];
+
         if let Some(url) = shape.postgres_url.filter(|_| with_postgres) {
             stores.push((
                 "postgres".to_string(),
                 bench_store(Some(url), tmp.path()).await?,
             ));
         }
+
         let mut out = EvaluateBench {
             days,
             runs: records.len(),
@@ -349,12 +358,14 @@ impl Point {
             duckdb_seconds: Err("not asked for (--duckdb)".into()),
             regressions: 0,
         };
+
         for (engine, store) in &stores {
             if let Some(seconds) = load(store, &records).await? {
                 out.load_seconds.push((engine.clone(), seconds));
             }
             out.samples = store.runs().count_samples().await?;
         }
+
         let warm = stores.iter().map(|_| Warm::new()).collect();
         Ok(Point {
             records,
@@ -428,6 +439,7 @@ fn duckdb_quantiles(
         }
         f.flush()
     };
+
     write().map_err(|e| format!("writing {}: {e}", csv.display()))?;
     let script = format!(
         "import duckdb, time\n\
@@ -449,10 +461,12 @@ fn duckdb_quantiles(
         current = w.1,
         to = w.2,
     );
+
     let output = std::process::Command::new("python3")
         .args(["-c", &script])
         .output()
         .map_err(|e| format!("python3 could not be run ({e}); DuckDB is `pip install duckdb`"))?;
+
     if !output.status.success() {
         let err = String::from_utf8_lossy(&output.stderr);
         let last = err.lines().last().unwrap_or_default().to_string();
@@ -460,6 +474,7 @@ fn duckdb_quantiles(
             "DuckDB did not run ({last}); it is `pip install duckdb`"
         ));
     }
+
     // the timing is the last line (a large read may print progress before it)
     let out = String::from_utf8_lossy(&output.stdout);
     let last = out
@@ -468,6 +483,7 @@ fn duckdb_quantiles(
         .find(|l| !l.trim().is_empty())
         .unwrap_or_default()
         .trim();
+
     last.parse::<f64>().map_err(|e| {
         format!(
             "DuckDB's answer `{}`: {e}",
@@ -574,6 +590,7 @@ pub async fn query(shape: &QueryShape, database_url: Option<&str>) -> Result<Que
         .and_hms_opt(0, 0, 0)
         .unwrap_or_default()
         .and_utc();
+
     let scenario = synth::large(shape.runs, shape.variants, shape.backends, 28, today);
     let records = synth::run_records(&scenario);
     let tmp = tempfile::tempdir()?;
@@ -606,12 +623,14 @@ pub async fn query(shape: &QueryShape, database_url: Option<&str>) -> Result<Que
         let mut stopped = stopped;
         let _ = stopped.wait_for(|s| *s).await;
     }));
+
     let cycles = tokio::spawn(cycles_until(
         store.clone(),
         warm,
         settings.clone(),
         stop.subscribe(),
     ));
+
     let fresh: Vec<sheriff::model::RunRecord> = records.iter().rev().take(2_000).cloned().collect();
     let writes = tokio::spawn(writes_until(
         store.clone(),
@@ -619,6 +638,7 @@ pub async fn query(shape: &QueryShape, database_url: Option<&str>) -> Result<Que
         shape.write_every_ms,
         stop.subscribe(),
     ));
+
     let started = Instant::now();
     let (timings, errors) = http_load(&url, texts, shape.requests, shape.concurrency).await?;
     let elapsed = started.elapsed().as_secs_f64();
@@ -736,6 +756,7 @@ async fn http_load(
     let client = sheriff::support::http::client_builder(std::time::Duration::from_secs(10))
         .pool_max_idle_per_host(concurrency)
         .build()?;
+
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let texts = Arc::new(texts);
     let mut clients = tokio::task::JoinSet::new();
@@ -758,6 +779,7 @@ async fn http_load(
             (timings, errors)
         });
     }
+
     let mut timings = Vec::with_capacity(requests);
     let mut errors = 0;
     while let Some(done) = clients.join_next().await {
@@ -765,6 +787,7 @@ async fn http_load(
         timings.extend(t);
         errors += e;
     }
+
     Ok((timings, errors))
 }
 
@@ -849,6 +872,7 @@ pub async fn backtest(
     let result =
         sheriff::application::backtest::backtest(store.clone(), &settings, from, end, &cadence)
             .await?;
+
     let backtest_seconds = started.elapsed().as_secs_f64();
     let ticks = cadence.times(from, end);
     let step = (ticks.len() / peer_cycles.max(1)).max(1);
@@ -856,6 +880,7 @@ pub async fn backtest(
     let scratch = bench_store(None, &tmp.path().join("peer")).await?;
     let policy =
         sheriff::domain::incidents::plan::Policy::from_settings(&settings, sheriff::words::line);
+
     let started = Instant::now();
     let mut timed: u32 = 0;
     let warm = Warm::new();
@@ -863,6 +888,7 @@ pub async fn backtest(
         store: &store,
         warm: &warm,
     };
+
     for at in ticks.iter().step_by(step).take(peer_cycles.max(1)) {
         let options = sheriff::application::cycle::CycleOptions {
             at: *at,
@@ -879,6 +905,7 @@ pub async fn backtest(
         .await?;
         timed += 1;
     }
+
     let peer_ms_per_cycle = started.elapsed().as_secs_f64() * 1000.0 / f64::from(timed);
     scratch.close().await;
     store.close().await;
@@ -967,6 +994,7 @@ pub async fn page(
             Ok::<_, anyhow::Error>((started.elapsed().as_secs_f64(), body))
         }
     };
+
     let (first, _) = time(format!("/incidents/{incident}")).await?;
     let measure = async |path: String| -> Result<Latency> {
         let mut seconds = Vec::new();

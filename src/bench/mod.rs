@@ -213,12 +213,15 @@ fn print_evaluate_bench(r: &measure::EvaluateBench, repeat: usize) {
         "evaluate, {} days of history: {} runs, {} samples, {} cells with runs, {} groups judged, {} regression(s) found",
         r.days, r.runs, r.samples, r.cells, r.groups, r.regressions
     );
+
     for (engine, s) in &r.load_seconds {
         println!("  load into {engine}: {s:.1} s");
     }
+
     for (engine, s) in &r.cycle_seconds {
         println!("  one evaluation cycle on {engine}: {s:.3} s (best of {repeat})");
     }
+
     for (engine, k) in &r.kept_in_memory {
         println!(
             "  windows kept in memory on {engine} (as serve runs): first cycle {:.3} s, then {:.3} s (best of {repeat}), {:.3} s after {} new runs; resident memory +{:.0} MB over the first",
@@ -229,6 +232,7 @@ fn print_evaluate_bench(r: &measure::EvaluateBench, repeat: usize) {
             k.resident_growth_bytes.unwrap_or(0) as f64 / 1e6
         );
     }
+
     if let Some(pg) = r.postgres_percentile_cont_seconds {
         println!("  PostgreSQL percentile_cont GROUP BY over the raw samples: {pg:.3} s");
         for (engine, s) in &r.cycle_seconds {
@@ -238,6 +242,7 @@ fn print_evaluate_bench(r: &measure::EvaluateBench, repeat: usize) {
             );
         }
     }
+
     match &r.duckdb_seconds {
         Ok(d) => {
             println!(
@@ -255,6 +260,7 @@ fn print_evaluate_bench(r: &measure::EvaluateBench, repeat: usize) {
         }
         Err(why) => println!("  DuckDB: {why}"),
     }
+
     println!("{}", serde_json::to_string(r).unwrap_or_default());
 }
 
@@ -273,10 +279,12 @@ fn print_history_ratio(points: &[measure::EvaluateBench]) {
                 .clone(),
         ))
     };
+
     let warm = |r: &measure::EvaluateBench| {
         let k = &r.kept_in_memory.iter().find(|(e, _)| e == "sqlite")?.1;
         Some((k.warm, k.warm_rounds.clone()))
     };
+
     let Some(first) = points.first() else { return };
     for p in &points[1..] {
         let mut parts = Vec::new();

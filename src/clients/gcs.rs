@@ -164,6 +164,7 @@ impl GcsClient {
             call: format!("listing gs://{bucket}/{prefix}"),
             failure,
         };
+
         let mut listing = Listing::default();
         let mut page_token: Option<String> = None;
         loop {
@@ -193,6 +194,7 @@ impl GcsClient {
                 None => break,
             }
         }
+
         Ok(listing)
     }
 

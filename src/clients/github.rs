@@ -209,19 +209,23 @@ impl GitHub {
                 .unwrap_or_default()
                 .to_rfc3339_opts(SecondsFormat::Secs, true)
         };
+
         let mut query = vec![
             ("since", iso(since)),
             ("until", iso(until)),
             ("per_page", "100".to_string()),
         ];
+
         if !path.is_empty() {
             query.push(("path", path.to_string()));
         }
+
         let first = reqwest::Url::parse_with_params(
             &format!("{}/repos/{repository}/commits", self.api_url),
             &query,
         )
         .map_err(|e| GitHubError::Url(e.to_string()))?;
+
         let mut url = Some(first.to_string());
         let mut out = Vec::new();
         for _ in 0..self.max_pages {
@@ -231,6 +235,7 @@ impl GitHub {
             out.extend(wire.into_iter().filter_map(|c| c.into_commit(repository)));
             url = page.next;
         }
+
         if url.is_some() {
             tracing::warn!(
                 repository,
@@ -238,6 +243,7 @@ impl GitHub {
                 self.max_pages
             );
         }
+
         Ok(out)
     }
 
@@ -293,22 +299,27 @@ impl GitHub {
                 url: url.to_string(),
             });
         }
+
         let failed = |failure| GitHubError::Call {
             url: url.to_string(),
             failure,
         };
+
         let mut request = self
             .http
             .get(url)
             .header(reqwest::header::ACCEPT, "application/vnd.github+json")
             .header("X-GitHub-Api-Version", "2022-11-28");
+
         if let Some(token) = &self.token {
             request = request.bearer_auth(token.expose());
         }
+
         let response = request
             .send()
             .await
             .map_err(|e| failed(Failure::Transport(with_sources(&e))))?;
+
         let status = response.status();
         let headers = response.headers().clone();
         let body = crate::support::http::read_limited(
@@ -318,20 +329,24 @@ impl GitHub {
         )
         .await
         .map_err(|e| failed(Failure::Body(e)))?;
+
         if status.is_success() {
             return Ok(Answer::Page(Page {
                 body,
                 next: next_link(&headers),
             }));
         }
+
         let message = serde_json::from_slice::<WireError>(&body)
             .unwrap_or_default()
             .message;
+
         if let Some(wait) =
             rate_limit_wait(status.as_u16(), &headers, &message, Utc::now().timestamp())
         {
             return Ok(Answer::RateLimited(wait));
         }
+
         let reason = if message.is_empty() {
             String::from_utf8_lossy(&body[..body.len().min(200)])
                 .trim()
@@ -339,6 +354,7 @@ impl GitHub {
         } else {
             message.chars().take(200).collect()
         };
+
         Err(GitHubError::Status {
             url: url.to_string(),
             status: status.as_u16(),

@@ -387,11 +387,14 @@ impl JiraClient {
             .header("Accept", "application/json")
             .send()
             .await;
+
         let label = response
             .as_ref()
             .map_or("error".to_string(), |r| r.status().as_u16().to_string());
+
         metrics::histogram!("sheriff_jira_request_seconds", "call" => what.to_string(), "status" => label)
             .record(started.elapsed().as_secs_f64());
+
         let response = response.map_err(|e| CallError::retryable(format!("Jira {what}: {e}")))?;
         let status = response.status();
         let retry_after = crate::support::http::retry_after(response.headers());
@@ -399,6 +402,7 @@ impl JiraClient {
             .text()
             .await
             .map_err(|e| CallError::retryable(format!("Jira {what}: {e}")))?;
+
         if status.is_success() {
             let json = if body.trim().is_empty() {
                 "null"
@@ -408,6 +412,7 @@ impl JiraClient {
             return serde_json::from_str(json)
                 .map_err(|e| CallError::retryable(format!("Jira {what}: bad JSON: {e}")));
         }
+
         let message = format!("Jira {what}: HTTP {status}: {}", error_detail(&body));
         Err(match status.as_u16() {
             429 => CallError {

@@ -118,6 +118,7 @@ impl EvaluateSettings {
                 3_660,
             ),
         ];
+
         for (key, value, min, max) in whole {
             if !(min..=max).contains(&value) {
                 return Err(ConfigError::Invalid(format!(
@@ -125,6 +126,7 @@ impl EvaluateSettings {
                 )));
             }
         }
+
         let shares = [
             (
                 "evaluate.ci_trouble.all_backends_share",
@@ -132,12 +134,14 @@ impl EvaluateSettings {
             ),
             ("evaluate.ci_trouble.broken_share", t.broken_share),
         ];
+
         // NaN is in no range
         if let Some((key, _)) = shares.iter().find(|(_, v)| !(0.0..=1.0).contains(v)) {
             return Err(ConfigError::Invalid(format!(
                 "`{key}`: must be between 0 and 1"
             )));
         }
+
         if let Some(l) = self
             .limits
             .iter()
@@ -148,6 +152,7 @@ impl EvaluateSettings {
                 l.backend
             )));
         }
+
         Ok(())
     }
 }

@@ -100,6 +100,7 @@ impl GitHubSettings {
             ),
             ("github.max_wait_secs", gh.max_wait_secs, 0, 600),
         ];
+
         if let Some((key, _, min, max)) = ranges
             .iter()
             .find(|(_, v, min, max)| !(min..=max).contains(&v))
@@ -108,11 +109,13 @@ impl GitHubSettings {
                 "`{key}`: must be between {min} and {max}"
             )));
         }
+
         let plain = |s: &str| {
             !s.is_empty()
                 && s.chars()
                     .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
         };
+
         for r in &self.repositories {
             let named = r
                 .repository
@@ -135,6 +138,7 @@ impl GitHubSettings {
                 r.repository
             )));
         }
+
         Ok(())
     }
 }

@@ -96,6 +96,7 @@ impl Settings {
             }
             Ok(())
         }
+
         resolve(
             "database.password",
             &mut self.database.password,
@@ -107,38 +108,45 @@ impl Settings {
             &mut self.bigquery.token,
             &self.bigquery.token_file,
         )?;
+
         resolve(
             "ingest.push_token",
             &mut self.ingest.push_token,
             &self.ingest.push_token_file,
         )?;
+
         resolve(
             "server.pages_token",
             &mut self.server.pages_token,
             &self.server.pages_token_file,
         )?;
+
         resolve(
             "slack.bot_token",
             &mut self.slack.bot_token,
             &self.slack.bot_token_file,
         )?;
+
         resolve(
             "slack.signing_secret",
             &mut self.slack.signing_secret,
             &self.slack.signing_secret_file,
         )?;
+
         let previous = &mut self.slack.signing_secret_previous;
         resolve(
             "slack.signing_secret_previous",
             previous,
             &self.slack.signing_secret_previous_file,
         )?;
+
         resolve("jira.token", &mut self.jira.token, &self.jira.token_file)?;
         resolve(
             "github.token",
             &mut self.github.token,
             &self.github.token_file,
         )?;
+
         Ok(())
     }
 }

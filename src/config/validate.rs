@@ -212,6 +212,7 @@ impl Settings {
                 DAY,
             ),
         ];
+
         for (key, value, min, max) in whole {
             if !(min..=max).contains(&value) {
                 return Err(ConfigError::Invalid(format!(
@@ -219,6 +220,7 @@ impl Settings {
                 )));
             }
         }
+
         let seconds: [(&str, f64, f64, f64); 4] = [
             ("slack.timeout_secs", self.slack.timeout_secs, 0.01, 600.0),
             ("jira.timeout_secs", self.jira.timeout_secs, 0.01, 600.0),
@@ -235,6 +237,7 @@ impl Settings {
                 1_000.0,
             ),
         ];
+
         for (key, value, min, max) in seconds {
             // NaN is in no range
             if !(min..=max).contains(&value) {
@@ -243,6 +246,7 @@ impl Settings {
                 )));
             }
         }
+
         if let Some(d) = self
             .schedule
             .ingest
@@ -254,6 +258,7 @@ impl Settings {
                 d.source
             )));
         }
+
         Ok(())
     }
 
@@ -307,6 +312,7 @@ impl Settings {
             )
         }))
         .collect();
+
         let optional = ["jira.url", "server.public_url", "slack.workspace_url"];
         for (key, url, secret) in urls {
             if url.is_empty() && optional.contains(&key.as_str()) {
@@ -316,6 +322,7 @@ impl Settings {
                 return Err(ConfigError::Invalid(format!("`{key}`: {why}")));
             }
         }
+
         Ok(())
     }
 
@@ -440,6 +447,7 @@ impl Settings {
         let mut need = |key: &str, how: &str, because: &str| {
             missing.push(format!("`{key}` is missing ({how}): {because}"));
         };
+
         let token = slack.bot_token.is_some();
         let channel = !slack.channel.is_empty() || !slack.routes.is_empty();
         let signing = slack.signing_secret.is_some();
@@ -450,6 +458,7 @@ impl Settings {
                 "a Slack bot token is set, but no channel to post incidents to",
             );
         }
+
         if !token && (channel || signing) {
             let given = if channel {
                 "a Slack channel"
@@ -462,6 +471,7 @@ impl Settings {
                 &format!("{given} is set, but without a bot token nothing is posted"),
             );
         }
+
         if token && !signing {
             need(
                 "slack.signing_secret",
@@ -470,6 +480,7 @@ impl Settings {
                  but refuses every request it cannot verify",
             );
         }
+
         let url = !jira.url.is_empty();
         if !url && (!jira.project.is_empty() || jira.token.is_some()) {
             let given = if jira.token.is_some() {
@@ -483,6 +494,7 @@ impl Settings {
                 &format!("{given} is set, but no Jira to file in"),
             );
         }
+
         if url && jira.token.is_none() {
             need(
                 "jira.token",
@@ -490,6 +502,7 @@ impl Settings {
                 "jira.url is set, but without a token no issue can be filed",
             );
         }
+
         if url && jira.api == JiraApi::V3 && jira.user.trim().is_empty() {
             need(
                 "jira.user",
@@ -497,6 +510,7 @@ impl Settings {
                 "jira.api is \"v3\" (Jira Cloud), which takes the token with the account's email only",
             );
         }
+
         missing
     }
 }

@@ -61,6 +61,7 @@ pub async fn run(
         summary.skipped,
         summary.failed
     )?;
+
     // The demo never reaches out: Slack messages go to the console, Jira issues are shown.
     let mut local = settings.clone();
     local.slack.bot_token = None;
@@ -80,6 +81,7 @@ pub async fn run(
         },
     )
     .await?;
+
     writeln!(out)?;
     write!(out, "{}", crate::application::cycle::render_text(&report))?;
     writeln!(out, "\n── Slack ({}) ──", slack_heading(settings))?;
@@ -94,6 +96,7 @@ pub async fn run(
         db_path.display(),
         end.to_rfc3339()
     )?;
+
     write!(out, "{}", going_live(&db_path, end))?;
     Ok(())
 }

@@ -120,6 +120,7 @@ impl App {
             listener,
             ..
         } = self;
+
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let mut background = tokio::task::JoinSet::new();
         background.spawn(scheduler.run(stopped.clone()));
@@ -127,10 +128,12 @@ impl App {
             let stopped = stopped.clone();
             background.spawn(async move { worker.run(stopped).await });
         }
+
         let mut http_stop = stopped.clone();
         let server = tokio::spawn(crate::edge::server::serve(listener, state, async move {
             let _ = http_stop.wait_for(|s| *s).await;
         }));
+
         shutdown.await;
         let _ = stop.send(true);
         let grace = SHUTDOWN_GRACE + std::time::Duration::from_secs(1);
@@ -139,15 +142,18 @@ impl App {
             tokio::time::timeout(grace, server),
             tokio::time::timeout(grace, all_background)
         );
+
         match server {
             Err(_) => tracing::warn!("stopping with HTTP requests still in flight"),
             Ok(Ok(Err(e))) => tracing::error!("HTTP server: {e:#}"),
             Ok(Err(e)) => tracing::error!("HTTP server: {e}"),
             Ok(Ok(Ok(()))) => {}
         }
+
         if background.is_err() {
             tracing::warn!("stopping with background work still running");
         }
+
         store.close().await;
         tracing::info!("stopped");
         Ok(())
@@ -214,6 +220,7 @@ pub fn integrations(settings: &Settings) -> Vec<Integration> {
         ),
         None => "no bot token: messages are shown on the console, not posted".into(),
     };
+
     let jira_on = jira.enabled() && jira.token.is_some();
     let jira_detail = if jira_on {
         let api = match jira.api {
@@ -224,18 +231,21 @@ pub fn integrations(settings: &Settings) -> Vec<Integration> {
     } else {
         "no jira.url: no issues are filed".into()
     };
+
     let pages_on = settings.server.pages_token.is_some();
     let pages_detail = if pages_on {
         "the pages and their JSON need the pages token".into()
     } else {
         "the pages are open to anyone who reaches them (no server.pages_token)".into()
     };
+
     let push_on = settings.ingest.push_token.is_some();
     let push_detail = if push_on {
         "POST /api/v1/runs takes runs"
     } else {
         "off (no ingest.push_token)"
     };
+
     vec![
         Integration {
             name: "slack",
@@ -277,6 +287,7 @@ fn announce(report: &StartReport) {
             report.timezone
         );
     }
+
     if report.cycle_at_start {
         tracing::info!(
             cycle_at_start = true,
@@ -289,6 +300,7 @@ fn announce(report: &StartReport) {
             next.to_rfc3339()
         );
     }
+
     let on_off = |i: &Integration| format!("{} {}", i.name, if i.on { "on" } else { "off" });
     let summary: Vec<String> = report.integrations.iter().map(on_off).collect();
     let field = |name: &str| report.integrations.iter().any(|i| i.name == name && i.on);
@@ -300,6 +312,7 @@ fn announce(report: &StartReport) {
         "integrations: {}",
         summary.join(", ")
     );
+
     for i in &report.integrations {
         tracing::info!(integration = i.name, on = i.on, "{}: {}", i.name, i.detail);
     }

@@ -73,11 +73,13 @@ impl Histogram {
         if other.bins.is_empty() {
             return;
         }
+
         self.count += other.count;
         if self.bins.is_empty() {
             self.bins.clone_from(&other.bins);
             return;
         }
+
         // In place: count the values `other` adds, grow once, then merge from the back.
         let (a, b) = (&self.bins, &other.bins);
         let (mut i, mut added) = (0, 0);
@@ -91,6 +93,7 @@ impl Histogram {
                 added += 1;
             }
         }
+
         let old = self.bins.len();
         self.bins.resize(old + added, (0, 0));
         let (mut i, mut j, mut k) = (old, b.len(), old + added);
@@ -126,9 +129,11 @@ impl Histogram {
                 highest = highest.max(last.0);
             }
         }
+
         if pairs == 0 {
             return Histogram::new();
         }
+
         let span = usize::try_from(highest).unwrap_or(usize::MAX);
         if lowest < 0 || span > DENSE_VALUES || span > 4 * pairs {
             let mut sum = Histogram::new();
@@ -137,9 +142,11 @@ impl Histogram {
             }
             return sum;
         }
+
         if scratch.len() <= span {
             scratch.resize(span + 1, 0);
         }
+
         let mut count = 0;
         for p in parts {
             for &(v, c) in &p.bins {
@@ -147,12 +154,14 @@ impl Histogram {
             }
             count += p.count;
         }
+
         let mut bins = Vec::with_capacity(pairs.min(span + 1));
         for (v, c) in scratch[..=span].iter_mut().enumerate() {
             if *c > 0 {
                 bins.push((v as i64, std::mem::take(c)));
             }
         }
+
         Histogram { bins, count }
     }
 

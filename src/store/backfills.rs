@@ -241,6 +241,7 @@ async fn refuse_counted_days(c: &mut Conn<'_>, days: &Range<i64>) -> Result<()> 
             days.start, days.end
         )));
     }
+
     let overlapping: Option<BackfilledDays> = c
         .fetch_optional(
             sql("SELECT from_day, to_day, source FROM backfills WHERE from_day < $2 AND to_day > $1 \
@@ -249,6 +250,7 @@ async fn refuse_counted_days(c: &mut Conn<'_>, days: &Range<i64>) -> Result<()> 
             .bind(days.end),
         )
         .await?;
+
     if let Some(BackfilledDays {
         from_day,
         to_day,
@@ -261,6 +263,7 @@ async fn refuse_counted_days(c: &mut Conn<'_>, days: &Range<i64>) -> Result<()> 
             day_name(to_day - 1)
         )));
     }
+
     let (stored, first): (i64, Option<i64>) = c
         .fetch_one(
             sql("SELECT COUNT(*), MIN(started_at) FROM job_runs WHERE started_at >= $1 AND started_at < $2")
@@ -268,12 +271,14 @@ async fn refuse_counted_days(c: &mut Conn<'_>, days: &Range<i64>) -> Result<()> 
                 .bind(days.end * DAY),
         )
         .await?;
+
     if stored > 0 {
         return Err(StoreError::Refused(format!(
             "{stored} runs that started on these days are stored already (the first on {}): a backfill fills only days with no stored run, or it would count them twice; end the backfill before that day",
             day_name(first.unwrap_or_default().div_euclid(DAY))
         )));
     }
+
     Ok(())
 }
 

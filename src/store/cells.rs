@@ -141,6 +141,7 @@ async fn apply_change(
     if cells.is_empty() {
         return Ok(());
     }
+
     c.execute(
         sql("INSERT INTO cell_days (day, backend_id, variant_id, runs, hist)")
             .values(cells, |cell| {
@@ -155,6 +156,7 @@ async fn apply_change(
             .push(" ON CONFLICT (backend_id, variant_id, day) DO NOTHING"),
     )
     .await?;
+
     let mut q = sql(
         "SELECT backend_id, runs, hist FROM cell_days WHERE variant_id = $1 AND day = $2 AND backend_id IN (",
     )
@@ -162,9 +164,11 @@ async fn apply_change(
     .bind(day)
     .list(cells.iter().map(|cell| cell.backend_id))
     .push(") ORDER BY backend_id");
+
     if c.is_postgres() {
         q = q.push(" FOR UPDATE");
     }
+
     let rows: Vec<CellDay> = c.fetch_all(q).await?;
     let updated = updated_histograms(rows, cells, change)?;
     c.execute(
@@ -175,6 +179,7 @@ async fn apply_change(
             .push(" ON CONFLICT (backend_id, variant_id, day) DO UPDATE SET runs = excluded.runs, hist = excluded.hist"),
     )
     .await?;
+
     Ok(())
 }
 

@@ -361,6 +361,7 @@ impl Evaluations<'_> {
             variants,
             index,
         } = frame;
+
         // each cell once: no order among equals to keep
         list.sort_unstable_by_key(|(k, _)| *k);
         let mut troubled = vec![0; variants.len()];
@@ -373,11 +374,13 @@ impl Evaluations<'_> {
                 .bind(visible_at),
             )
             .await?;
+
         for (variant_id, n) in counts {
             if let Some(&v) = index.variants.get(&variant_id) {
                 troubled[v] = n as u64;
             }
         }
+
         Ok(WindowData {
             troubled,
             backends: backends.into_iter().map(|(_, n)| n).collect(),
@@ -420,6 +423,7 @@ impl Evaluations<'_> {
                 )
             })
             .collect();
+
         for &((from, to), is_current) in edges {
             let rows: Vec<CellSample> = self.store
                 .fetch_all(
@@ -448,6 +452,7 @@ impl Evaluations<'_> {
                 }
             }
         }
+
         Ok(cells)
     }
 
@@ -464,9 +469,11 @@ impl Evaluations<'_> {
         for cell in cells.values_mut() {
             cell.recent = vec![Histogram::new(); recent.len()];
         }
+
         let Some(&first) = recent.iter().min() else {
             return Ok(());
         };
+
         let rows: Vec<StartedCellSample> = self
             .store
             .fetch_all(
@@ -478,6 +485,7 @@ impl Evaluations<'_> {
                 .bind(visible_at),
             )
             .await?;
+
         for StartedCellSample {
             backend_id,
             variant_id,
@@ -498,6 +506,7 @@ impl Evaluations<'_> {
                 }
             }
         }
+
         Ok(())
     }
 

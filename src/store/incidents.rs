@@ -50,6 +50,7 @@ impl IncidentRow {
                 e,
             )
         })?;
+
         Ok(Incident {
             id: self.id,
             fingerprint: self.fingerprint,
@@ -492,6 +493,7 @@ impl Applying<'_> {
                 .bind(serde_json::to_string(episodes).map_err(StoreError::Encode)?);
             c.execute(q).await?;
         }
+
         if let Some(snapshot) = snapshot {
             let q =
                 sql("UPDATE incidents SET snapshot = $2, summary = $3, observed_seconds = $4 WHERE id = $1")
@@ -501,6 +503,7 @@ impl Applying<'_> {
                     .bind(snapshot.observed_seconds);
             c.execute(q).await?;
         }
+
         if let crate::domain::incidents::plan::Resolution::Merged { into } = how {
             c.execute(
                 sql("UPDATE incidents SET merged_into = $2 WHERE id = $1")
@@ -509,16 +512,19 @@ impl Applying<'_> {
             )
             .await?;
         }
+
         c.execute(
             sql("UPDATE incidents SET resolution = $2 WHERE id = $1")
                 .bind(id)
                 .bind(how.kind()),
         )
         .await?;
+
         if let crate::domain::incidents::plan::Resolution::Fixed { text } = how {
             self.record_verdict(c, id, crate::model::FixVerdict::Fixed, text)
                 .await?;
         }
+
         insert_event(
             c,
             id,
@@ -528,6 +534,7 @@ impl Applying<'_> {
             &(self.wording)(&Told::Resolved(how)),
         )
         .await?;
+
         Ok((id, self.stored(id)?.revision + 1))
     }
 
@@ -585,12 +592,14 @@ impl Applying<'_> {
                 .await?;
             revision += 1;
         }
+
         if let Some(silence) = step.silenced_by
             && !matches!(step.action, Action::CatchUp { .. })
         {
             let detail = (self.wording)(&Told::Held { silence });
             insert_event(c, id, self.now, self.actor, "held", &detail).await?;
         }
+
         if let Some(held) = &step.held {
             let value = (!held.is_empty())
                 .then(|| serde_json::to_string(held))
@@ -603,6 +612,7 @@ impl Applying<'_> {
             )
             .await?;
         }
+
         for effect in &step.effects {
             enqueue(c, queued_at, &NewEntry::for_incident(effect, id, revision)).await?;
             if matches!(effect, Effect::JiraComment { .. }) {
@@ -614,6 +624,7 @@ impl Applying<'_> {
                 .await?;
             }
         }
+
         Ok(())
     }
 }
@@ -671,18 +682,22 @@ async fn apply_plan(
             .silences
             .push(insert_silence(c, now, actor, s, wording).await?);
     }
+
     let applying = Applying {
         now,
         actor,
         incidents: &known.incidents,
         wording,
     };
+
     for step in &plan.steps {
         applying.apply(c, step, queued_at).await?;
     }
+
     for summary in &plan.summaries {
         enqueue(c, queued_at, &NewEntry::summary(summary, cycle)).await?;
     }
+
     for a in &plan.allowances {
         let value = a
             .allowance
@@ -700,6 +715,7 @@ async fn apply_plan(
             insert_event(c, a.incident, now, actor, kind, detail).await?;
         }
     }
+
     for id in &plan.unsilence {
         let q =
             sql("UPDATE silences SET removed_at = $2, removed_by = $3 WHERE id = $1 AND removed_at IS NULL")
@@ -708,6 +724,7 @@ async fn apply_plan(
                 .bind(actor);
         c.execute(q).await?;
     }
+
     Ok(applied)
 }
 

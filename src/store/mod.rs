@@ -482,6 +482,7 @@ async fn connect_sqlite(settings: &DatabaseSettings) -> Result<SqlitePool> {
         // 32 MiB of page cache and in-memory temporary tables: aggregations stay in RAM.
         .pragma("cache_size", "-32768")
         .pragma("temp_store", "memory");
+
     if let Some(parent) = options.get_filename().parent()
         && !parent.as_os_str().is_empty()
     {
@@ -495,6 +496,7 @@ async fn connect_sqlite(settings: &DatabaseSettings) -> Result<SqlitePool> {
             )
         })?;
     }
+
     SqlitePoolOptions::new()
         .max_connections(settings.max_connections)
         .acquire_timeout(acquire)

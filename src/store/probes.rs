@@ -154,6 +154,7 @@ pub(super) async fn count_probes(
     if probes.is_empty() {
         return Ok(());
     }
+
     let sign: i64 = if add { 1 } else { -1 };
     let mut probes = probes.to_vec();
     probes.sort_unstable();
@@ -175,6 +176,7 @@ pub(super) async fn count_probes(
             ),
     )
     .await?;
+
     if !add {
         c.execute(
             sql("DELETE FROM probe_days WHERE job_name = $1 AND day = $2 AND runs <= 0")
@@ -183,6 +185,7 @@ pub(super) async fn count_probes(
         )
         .await?;
     }
+
     Ok(())
 }
 
@@ -267,11 +270,14 @@ pub(super) async fn refresh_job(
         .filter(|(_, h)| rules.is_broken(*h))
         .map(|(b, _)| b)
         .collect();
+
     if now == stored_broken(c, job).await? {
         return Ok(now);
     }
+
     c.execute(sql("DELETE FROM broken_probes WHERE job_name = $1").bind(job))
         .await?;
+
     if !now.is_empty() {
         let rows: Vec<i64> = now.iter().copied().collect();
         c.execute(
@@ -280,6 +286,7 @@ pub(super) async fn refresh_job(
         )
         .await?;
     }
+
     let mut after = i64::MIN;
     loop {
         let runs = job_runs_after(c, job, after).await?;
@@ -289,6 +296,7 @@ pub(super) async fn refresh_job(
         reclassify_on(c, &runs, |r| classify(rules, r, &now), changed).await?;
         after = last;
     }
+
     if !now.is_empty() {
         tracing::info!(
             job,
@@ -296,6 +304,7 @@ pub(super) async fn refresh_job(
             "CI network probes broken for a job: not used to judge its runs"
         );
     }
+
     Ok(now)
 }
 
@@ -413,6 +422,7 @@ pub(super) async fn reclassify_on(
         }
         moved_runs += 1;
     }
+
     Ok(moved_runs)
 }
 
@@ -429,6 +439,7 @@ pub(super) async fn rebuild(
         ))
         .await?;
     }
+
     c.execute(sql("DELETE FROM broken_probes")).await?;
     c.execute(sql("DELETE FROM probe_days")).await?;
     let backends: Vec<(i64, String)> = c.fetch_all(sql("SELECT id, name FROM backends")).await?;
@@ -437,11 +448,14 @@ pub(super) async fn rebuild(
         .filter(|(_, n)| rules.is_liveness(n))
         .map(|(id, _)| id)
         .collect();
+
     let mut broken: std::collections::HashMap<String, BTreeSet<i64>> =
         std::collections::HashMap::new();
+
     if probes.is_empty() {
         return Ok(broken);
     }
+
     c.execute(
         sql(
             "INSERT INTO probe_days (job_name, backend_id, day, runs, down) \
@@ -541,11 +555,13 @@ impl Runs<'_> {
             .store
             .fetch_one(sql("SELECT MIN(started_at) FROM job_runs"))
             .await?;
+
         let history_from = history_from.unwrap_or(window.0);
         let rows: Vec<FirstRuns> = self
             .store
             .fetch_all(sql(NEW_JOBS).bind(window.0).bind(window.1))
             .await?;
+
         let mut out = Vec::with_capacity(rows.len());
         for FirstRuns { job, first, runs } in rows {
             let since = (window.1 - first).max(HOUR) as f64;
@@ -594,6 +610,7 @@ impl Runs<'_> {
                 first_run,
             });
         }
+
         Ok(out)
     }
 
@@ -619,6 +636,7 @@ impl Runs<'_> {
                 .bind(window.1),
             )
             .await?;
+
         type Key = (String, String, String, String);
         // per finding: its jobs, and each run's worst probe of the family (new and reused
         // connections are one probe)
@@ -642,6 +660,7 @@ impl Runs<'_> {
             let worst = e.1.entry(run).or_insert(seconds);
             *worst = (*worst).max(seconds);
         }
+
         Ok(by
             .into_iter()
             .map(|((probe, release, platform, architecture), (jobs, runs))| {

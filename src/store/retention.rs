@@ -74,9 +74,11 @@ impl Retention<'_> {
         if !dry_run {
             self.remember_first_seen().await?;
         }
+
         // Runs that started before the cutoff, oldest first, but those incidents need.
         let q = sql("SELECT id FROM job_runs WHERE started_at < $1 ORDER BY started_at, id")
             .bind(cutoffs.runs_before_day * DAY);
+
         let (old_runs, kept) = self.unkept(q, &keep).await?;
         report.kept_for_incidents = kept;
         for batch in old_runs.chunks(cutoffs.batch) {
@@ -88,24 +90,29 @@ impl Retention<'_> {
             report.batches += 1;
             tokio::task::yield_now().await;
         }
+
         let cutoff_day = cutoffs.runs_before_day;
         let (old_days,): (i64,) = self
             .store
             .fetch_one(sql("SELECT COUNT(*) FROM cell_days WHERE day < $1").bind(cutoff_day))
             .await?;
+
         report.cell_days = old_days as u64;
         if !dry_run && old_days > 0 {
             self.delete_old_days(cutoff_day, cutoffs.batch).await?;
         }
+
         if !dry_run {
             // a job's probes are judged on its recent days only: older counts say nothing
             self.store
                 .execute(sql("DELETE FROM probe_days WHERE day < $1").bind(cutoff_day))
                 .await?;
         }
+
         let evidence = self
             .runs_with_intervals_before(cutoffs.intervals_before_day * DAY, &keep)
             .await?;
+
         for batch in evidence.chunks(cutoffs.batch) {
             if !dry_run {
                 self.delete_intervals(batch).await?;
@@ -114,6 +121,7 @@ impl Retention<'_> {
             report.batches += 1;
             tokio::task::yield_now().await;
         }
+
         if !dry_run && self.store.engine() == crate::config::Engine::Sqlite {
             // Hands the freed pages back to the file system a bounded step at a time (the
             // database is created with auto_vacuum = INCREMENTAL); PostgreSQL's autovacuum
@@ -122,6 +130,7 @@ impl Retention<'_> {
                 .execute(sql("PRAGMA incremental_vacuum(10000)"))
                 .await?;
         }
+
         Ok(report)
     }
 
@@ -196,6 +205,7 @@ impl Retention<'_> {
             let ids: Vec<(i64,)> = self.store.fetch_all(q).await?;
             keep.extend(ids.into_iter().map(|(id,)| id));
         }
+
         Ok(keep)
     }
 

@@ -144,6 +144,7 @@ async fn write_prepared(
         // a backfill counted the day's runs: stored, this one would count twice
         return Ok(None);
     }
+
     let existing: Option<(i64,)> = c
         .fetch_optional(sql(SELECT_RUN_ID).bind(&run.job_name).bind(&run.build_id))
         .await?;
@@ -158,6 +159,7 @@ async fn write_prepared(
         }
         None => WriteOutcome::Inserted,
     };
+
     let named = || {
         prepared
             .backend_ids
@@ -169,6 +171,7 @@ async fn write_prepared(
                 seconds: s.seconds,
             })
     };
+
     let probes = super::probes::probes_of(rules, named());
     let broken = if probes.is_empty() && outcome == WriteOutcome::Inserted {
         std::collections::BTreeSet::new()
@@ -176,10 +179,12 @@ async fn write_prepared(
         super::probes::count_probes(c, &run.job_name, day, &probes, rules, true).await?;
         super::probes::refresh_job(c, &run.job_name, rules, changed).await?
     };
+
     let ignored: std::collections::BTreeSet<&str> = named()
         .filter(|s| broken.contains(&s.backend_id))
         .map(|s| s.backend)
         .collect();
+
     prepared.ci_trouble = rules.classify_with(
         prepared
             .record
@@ -188,17 +193,20 @@ async fn write_prepared(
             .map(|s| (s.backend.as_str(), s.seconds)),
         |b| ignored.contains(b),
     );
+
     let run_id = insert_run(c, prepared, now).await?;
     insert_details(c, run_id, prepared).await?;
     if prepared.ci_trouble.is_some() {
         return Ok(Some(outcome)); // kept, but out of every histogram
     }
+
     let cells: Vec<(i64, i64)> = prepared
         .backend_ids
         .iter()
         .copied()
         .zip(prepared.record.samples.iter().map(|s| s.seconds))
         .collect();
+
     super::cells::change_samples(c, day, prepared.variant_id, &cells, true, changed).await?;
     Ok(Some(outcome))
 }
@@ -245,6 +253,7 @@ async fn insert_details(c: &mut Conn<'_>, run_id: i64, prepared: &PreparedRun<'_
         .copied()
         .zip(&record.samples)
         .collect();
+
     for chunk in rows.chunks(BATCH) {
         c.execute(
             sql("INSERT INTO samples (run_id, backend_id, connection, seconds)").values(
@@ -261,11 +270,13 @@ async fn insert_details(c: &mut Conn<'_>, run_id: i64, prepared: &PreparedRun<'_
         )
         .await?;
     }
+
     let intervals = Intervals {
         outages: &record.outages,
         conditions: &record.conditions,
         timeline: &record.timeline,
     };
+
     insert_intervals(c, run_id, &prepared.outage_backends, intervals).await?;
     for chunk in record.interval_files.chunks(BATCH) {
         c.execute(
@@ -279,6 +290,7 @@ async fn insert_details(c: &mut Conn<'_>, run_id: i64, prepared: &PreparedRun<'_
         )
         .await?;
     }
+
     Ok(())
 }
 
@@ -301,6 +313,7 @@ pub(super) async fn insert_intervals(
         conditions,
         timeline,
     } = intervals;
+
     let rows: Vec<(i64, &Outage)> = outage_backends.iter().copied().zip(outages).collect();
     for chunk in rows.chunks(BATCH) {
         c.execute(
@@ -318,6 +331,7 @@ pub(super) async fn insert_intervals(
         )
         .await?;
     }
+
     for chunk in conditions.chunks(BATCH) {
         let q = sql("INSERT INTO condition_spans (run_id, operator, condition, status, reason, message, from_at, to_at)")
             .values(chunk, |s| {
@@ -334,6 +348,7 @@ pub(super) async fn insert_intervals(
             });
         c.execute(q).await?;
     }
+
     for chunk in timeline.chunks(BATCH) {
         let q = sql(
             "INSERT INTO timeline_spans (run_id, kind, subject, node, from_at, to_at, file, item)",
@@ -352,6 +367,7 @@ pub(super) async fn insert_intervals(
         });
         c.execute(q).await?;
     }
+
     Ok(())
 }
 

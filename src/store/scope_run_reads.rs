@@ -88,11 +88,13 @@ impl Cells<'_> {
             .push(") AND r.variant_id IN (")
             .list(variants.iter().copied())
             .push(")");
+
         if let Some(visible_at) = visible_at {
             q = q
                 .push(" AND COALESCE(r.finished_at, r.started_at) <= ")
                 .list([visible_at]);
         }
+
         let rows: Vec<RunRow> = self.store.fetch_all(q).await?;
         // Backend names are few: each one string, shared by its rows.
         let mut names: HashMap<String, Arc<str>> = HashMap::new();
@@ -121,6 +123,7 @@ impl Cells<'_> {
                 }
             })
             .collect();
+
         by_start(&mut runs);
         Ok(runs)
     }

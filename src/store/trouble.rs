@@ -55,12 +55,14 @@ impl Trouble<'_> {
         if self.stored().await?.as_ref() == Some(rules) {
             return Ok(0);
         }
+
         let broken = {
             let mut tx = self.store.begin_write().await?;
             let broken = probes::rebuild(&mut tx.conn(), rules).await?;
             tx.commit().await?;
             broken
         };
+
         let none = BTreeSet::new();
         let mut changed = 0;
         let mut after = i64::MIN;
@@ -74,6 +76,7 @@ impl Trouble<'_> {
             changed += self.reclassify(&runs, class_of).await?;
             after = last;
         }
+
         let fingerprint = rules.fingerprint();
         let mut tx = self.store.begin_write().await?;
         let mut c = tx.conn();
@@ -84,6 +87,7 @@ impl Trouble<'_> {
             .bind(&fingerprint),
         )
         .await?;
+
         tx.commit().await?;
         if changed > 0 {
             tracing::info!(
@@ -91,6 +95,7 @@ impl Trouble<'_> {
                 "runs reclassified for CI-infrastructure trouble"
             );
         }
+
         Ok(changed)
     }
 

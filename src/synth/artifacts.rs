@@ -422,14 +422,17 @@ fn write_interval(out: &mut String, era: Era, i: &Interval) {
         .map(|(k, v)| format!("{k}/{v}"))
         .collect::<Vec<_>>()
         .join(" ");
+
     let mut message_string: Vec<String> = i
         .annotations
         .iter()
         .map(|(k, v)| format!("{k}/{v}"))
         .collect();
+
     if !i.message.is_empty() {
         message_string.push(i.message.clone());
     }
+
     let message_string = message_string.join(" ");
     let keys_json = i
         .keys
@@ -437,21 +440,25 @@ fn write_interval(out: &mut String, era: Era, i: &Interval) {
         .map(|(k, v)| format!("{}: {}", json_str(k), json_str(v)))
         .collect::<Vec<_>>()
         .join(", ");
+
     let annotations_json = i
         .annotations
         .iter()
         .map(|(k, v)| format!("{}: {}", json_str(k), json_str(v)))
         .collect::<Vec<_>>()
         .join(", ");
+
     let locator_obj = format!(
         "{{\"type\": {}, \"keys\": {{{keys_json}}}}}",
         json_str(i.locator_type)
     );
+
     let message_obj = format!(
         "{{\"reason\": {}, \"cause\": \"\", \"humanMessage\": {}, \"annotations\": {{{annotations_json}}}}}",
         json_str(&i.reason),
         json_str(&i.message)
     );
+
     let to =
         i.to.map_or_else(|| "null".to_string(), |t| json_str(&rfc3339(t)));
     let from = json_str(&rfc3339(i.from));
@@ -511,6 +518,7 @@ fn intervals(
     let family = |b: &str| {
         plan.regressed && !plan.regressed_prefix.is_empty() && b.starts_with(&plan.regressed_prefix)
     };
+
     let family_seconds = plan
         .seconds
         .iter()
@@ -518,6 +526,7 @@ fn intervals(
         .map(|(_, s)| *s)
         .max()
         .unwrap_or(0);
+
     let probe = plan
         .seconds
         .keys()
@@ -526,6 +535,7 @@ fn intervals(
             "ci-cluster-network-liveness-new-connections",
             String::as_str,
         );
+
     let setting = timeline::Setting {
         started: plan.started,
         upgrade_start,
@@ -539,6 +549,7 @@ fn intervals(
         family_seconds,
         probe,
     };
+
     let cluster = timeline::timeline(&setting, rng);
     for (backend, &secs) in &plan.seconds {
         if secs <= 0 {
@@ -557,6 +568,7 @@ fn intervals(
             items.extend(outage_at(plan, backend, from, secs));
         }
     }
+
     items.extend(cluster.items);
     items.extend(sampler_outage(window_start, rng));
     items.extend((0..scenario.noise_intervals).map(|n| pod_noise(plan, n, rng)));
@@ -785,6 +797,7 @@ fn write_prow_files(
         "https://prow.ci.openshift.org/view/gs/{}/{path}",
         scenario.bucket
     );
+
     let prowjob = serde_json::json!({
         "kind": "ProwJob",
         "apiVersion": "prow.k8s.io/v1",
@@ -798,15 +811,18 @@ fn write_prow_files(
         "status": {"startTime": rfc3339(plan.started), "completionTime": rfc3339(finished),
             "state": if passed { "success" } else { "failure" }, "url": url, "build_id": plan.build_id},
     });
+
     write(
         &dir.join("prowjob.json"),
         &serde_json::to_string_pretty(&prowjob).unwrap_or_default(),
         files,
     )?;
+
     let started = format!(
         "{{\"timestamp\": {}, \"repos\": {{}}}}",
         plan.started.timestamp()
     );
+
     write(&dir.join("started.json"), &started, files)?;
     let finished_json = format!(
         "{{\"timestamp\": {}, \"passed\": {passed}, \"result\": \"{}\", \"revision\": \"master\", \"metadata\": {{\"work-namespace\": \"ci-op-{:x}\"}}}}",
@@ -814,6 +830,7 @@ fn write_prow_files(
         if passed { "SUCCESS" } else { "FAILURE" },
         rng.below(1 << 20)
     );
+
     write(&dir.join("finished.json"), &finished_json, files)?;
     write(
         &dir.join("build-log.txt"),

@@ -369,6 +369,7 @@ pub fn large(
         "ovirt",
         "nutanix",
     ];
+
     'outer: for release in ["4.14", "4.15", "4.16", "4.13"] {
         let prev =
             crate::domain::evaluate::thresholds::previous_release(release).unwrap_or_default();
@@ -398,10 +399,12 @@ pub fn large(
             }
         }
     }
+
     let per_job = runs as f64 / jobs.len() as f64 / f64::from(days);
     for j in &mut jobs {
         j.runs_per_day = per_job;
     }
+
     let mut names = standard_backends();
     let mut extra = 0;
     while names.len() < backends {
@@ -409,6 +412,7 @@ pub fn large(
         names.push(format!("extra-backend-{extra}-reused-connections"));
         extra += 1;
     }
+
     names.truncate(backends);
     Scenario {
         seed: 1_000_000,
@@ -466,20 +470,24 @@ pub fn example_report(
         Attribution, Confidence, Dimension, FileAgainst, Percentile, PercentilePair,
         RegressionReport, SampleJob, SampleKind, Status, fingerprint,
     };
+
     let release = scope
         .single(Dimension::Release)
         .unwrap_or("4.14")
         .to_string();
+
     let platform = scope.single(Dimension::Platform).map(str::to_string);
     let words = format!(
         "{} {release}",
         platform.as_deref().unwrap_or("every platform")
     );
+
     let summary = format!(
         "image-registry disruption regressed on {words}: P50 {} against {} over 28 runs.",
         crate::model::secs(observed),
         crate::model::secs(threshold)
     );
+
     let job = "periodic-ci-openshift-release-master-nightly-4.14-e2e-metal-ipi-ovn-upgrade";
     RegressionReport {
         fingerprint: fingerprint("image-registry", &release, &scope.joined()),
@@ -623,15 +631,18 @@ pub fn release_changelog(
             .position(|(x, _)| x == t)
             .ok_or_else(|| UnknownTag(t.to_string()))
     };
+
     let (a, b) = (index(from)?, index(to)?);
     let culprit = scenario
         .planted
         .first()
         .map(|p| scenario.start + Duration::days(i64::from(p.from_day)));
+
     let fix = scenario
         .planted
         .first()
         .and_then(|p| Some(scenario.start + Duration::days(i64::from(p.until_day?))));
+
     let mut images: BTreeMap<String, Vec<serde_json::Value>> = BTreeMap::new();
     for (n, (tag, built)) in tags.iter().enumerate().take(b + 1).skip(a + 1) {
         let mut rng = Rng::new(scenario.seed ^ (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
@@ -655,6 +666,7 @@ pub fn release_changelog(
                 "pullURL": format!("https://github.com/{repo}/pull/{FIX_PR}"), "commitID": "f1xed"}));
         }
     }
+
     let updated: Vec<serde_json::Value> = images
         .into_iter()
         .map(|(repo, commits)| {
@@ -662,6 +674,7 @@ pub fn release_changelog(
             serde_json::json!({"name": name, "path": format!("https://github.com/{repo}"), "commits": commits})
         })
         .collect();
+
     let info = |i: usize| serde_json::json!({"name": tags[i].0, "created": tags[i].1.to_rfc3339(), "digest": "sha256:0"});
     Ok(
         serde_json::json!({"from": info(a), "to": info(b), "components": [], "updatedImages": updated}),

@@ -55,6 +55,7 @@ pub(super) fn timeline(s: &Setting<'_>, rng: &mut Rng) -> Timeline {
     } else {
         Vec::new()
     };
+
     let mut items: Vec<Interval> = turns.iter().flat_map(node_items).collect();
     let secs = s.family_seconds;
     let mechanism = s.mechanism.filter(|_| secs > 0);
@@ -63,15 +64,18 @@ pub(super) fn timeline(s: &Setting<'_>, rng: &mut Rng) -> Timeline {
         Some(MechanismKind::ReplicasOnOneNode) if s.upgrading => vec![1, 1],
         _ => vec![1, 2],
     };
+
     let start_worker = rng.below(WORKERS.len() as u64) as usize;
     let placed: Vec<usize> = replicas
         .iter()
         .map(|r| (start_worker + r) % WORKERS.len())
         .collect();
+
     let (pod_items, mut outages) = registry(s, &turns, &placed, secs, rng);
     if s.pods {
         items.extend(pod_items);
     }
+
     let window = |rng: &mut Rng| s.upgrade_start + Duration::seconds(600 + rng.between(0, 1800));
     match mechanism {
         Some(MechanismKind::VipMoved) => {
@@ -95,6 +99,7 @@ pub(super) fn timeline(s: &Setting<'_>, rng: &mut Rng) -> Timeline {
         }
         _ => {}
     }
+
     // decoys: the masters' reboots move etcd's leadership and (on-prem) the VIP
     for (i, t) in turns
         .iter()
@@ -114,6 +119,7 @@ pub(super) fn timeline(s: &Setting<'_>, rng: &mut Rng) -> Timeline {
             items.push(vip(at + Duration::seconds(rng.between(2, 10)), next));
         }
     }
+
     Timeline { items, outages }
 }
 
@@ -197,6 +203,7 @@ fn registry(
             )
         })
         .collect();
+
     let mut items = Vec::new();
     for m in &moves {
         let len = if m.lone {
@@ -218,10 +225,12 @@ fn registry(
             pods[i] = (pod_name(rng), to, m.at + Duration::seconds(gap));
         }
     }
+
     let end = s.upgrade_start + Duration::seconds(7200);
     for (name, node, since) in &pods {
         items.push(ready(name, WORKERS[*node], *since, end));
     }
+
     (items, outages)
 }
 

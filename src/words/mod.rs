@@ -175,6 +175,7 @@ fn verdict(v: &Verification) -> String {
         (None, Some(t)) => format!("since the fix was claimed ({})", utc_minute(t)),
         (None, None) => String::new(),
     };
+
     let level = format!(
         "{} {} on {} runs {since}, reference {} (allowed {})",
         v.percentile,
@@ -183,6 +184,7 @@ fn verdict(v: &Verification) -> String {
         v.reference.map_or_else(|| "-".into(), secs),
         secs(v.allowed)
     );
+
     match v.verdict {
         FixVerdict::Fixed => format!("fix verified for {}: fixed — {level}", v.key),
         FixVerdict::FailedFix => {

@@ -42,6 +42,7 @@ pub fn summary(f: &Facts<'_>) -> String {
     } else {
         "recovered"
     };
+
     let mut s = format!(
         "{} disruption {verb} on {}: {} {} against {} over {} runs.",
         f.family,
@@ -51,9 +52,11 @@ pub fn summary(f: &Facts<'_>) -> String {
         secs(f.threshold),
         f.runs
     );
+
     if !f.independence.is_empty() {
         s.push_str(&format!(" It is {}.", f.independence.join("; ")));
     }
+
     if let Some(c) = f.control {
         if c.healthy {
             s.push_str(&format!(
@@ -69,9 +72,11 @@ pub fn summary(f: &Facts<'_>) -> String {
             ));
         }
     }
+
     if let Some(top) = f.conditions.first() {
         s.push_str(&condition_sentence(top));
     }
+
     let o = f.owners;
     s.push_str(&format!(" File against {}", o.component));
     match (&o.platform_component, o.file_against) {
@@ -84,6 +89,7 @@ pub fn summary(f: &Facts<'_>) -> String {
         )),
         (Some(_), FileAgainst::TestEnvironment) | (None, _) => s.push('.'),
     }
+
     s
 }
 
@@ -232,6 +238,7 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
             f.p_value, f.q_value, f.runs
         ),
     ];
+
     if let Some(days) = f.span_days {
         let days = if days == 1 {
             "day".to_string()
@@ -242,6 +249,7 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
             "judged on the runs of the last {days}: it began inside the window"
         ));
     }
+
     if let Some((value, runs)) = f.reference {
         lines.push(format!(
             "{p} in the reference window was {} over {runs} runs",
@@ -274,6 +282,7 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
             }
         ));
     }
+
     lines.extend(f.conditions.iter().map(ConditionEvidence::quote));
     if f.evidence_pending.unfetched > 0 {
         lines.push(pending_line(f.evidence_pending));
@@ -285,6 +294,7 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
             f.runs + f.left_out
         ));
     }
+
     if let Some(pc) = &f.owners.platform_component {
         lines.push(format!(
             "platform-specific: owners {} (backend) and {pc} (platform)",
@@ -299,6 +309,7 @@ pub fn independence(d: Dimension, evidence: &BTreeMap<String, ValueEvidence>) ->
     if evidence.len() < 2 {
         return None;
     }
+
     let noun = match d {
         Dimension::Network => "a network plugin",
         Dimension::UpgradeType => "an upgrade type",
@@ -308,6 +319,7 @@ pub fn independence(d: Dimension, evidence: &BTreeMap<String, ValueEvidence>) ->
         Dimension::MasterNodesUpdated => "whether control-plane nodes were updated",
         _ => return None,
     };
+
     let named = |want: ValueEvidence| -> Vec<&str> {
         evidence
             .iter()
@@ -315,12 +327,14 @@ pub fn independence(d: Dimension, evidence: &BTreeMap<String, ValueEvidence>) ->
             .map(|(v, _)| if v.is_empty() { "(unset)" } else { v.as_str() })
             .collect()
     };
+
     let (regressed, thin) = (named(ValueEvidence::Regressed), named(ValueEvidence::Thin));
     // No value regressed, or was too thin to tell, on its own: the pooled runs are the only
     // evidence, and there is nothing to say about the dimension.
     if regressed.is_empty() && thin.is_empty() {
         return None;
     }
+
     Some(if thin.is_empty() {
         let all = if regressed.len() == 2 { "both" } else { "all" };
         format!(

@@ -161,14 +161,17 @@ impl<'a> Parsed<'a> {
         ) {
             return self.interval_files.push((f, kind));
         }
+
         let bytes = match content.bytes(&f.name) {
             Ok(bytes) => bytes,
             Err(e) => return self.unusable(kind, e.into()),
         };
+
         let bytes = bytes.as_ref();
         if super::formats::refused_text(bytes).is_some() {
             return self.unusable(kind, ParseError::new(&f.name, Problem::Nul).into());
         }
+
         let error = |e: Problem| ParseError::new(&f.name, e);
         match kind {
             FileKind::ProwJob => match prow::parse_prowjob(bytes) {
@@ -397,6 +400,7 @@ fn job_run(
     let finished_at = finished
         .and_then(|f| f.timestamp)
         .or_else(|| prowjob.and_then(|p| p.completion_time));
+
     let state = prowjob
         .map(|p| p.state.to_ascii_lowercase())
         .filter(|s| !s.is_empty())
@@ -411,6 +415,7 @@ fn job_run(
                 .map(|p| if p { "success" } else { "failure" }.to_string())
         })
         .unwrap_or_else(|| "unknown".into());
+
     let bucket = prowjob
         .map(|p| p.bucket.clone())
         .filter(|b| !b.is_empty())
@@ -421,11 +426,13 @@ fn job_run(
                 run.bucket.clone()
             }
         });
+
     // the artifact's link only when it is a plain web address: it is shown as "the Prow run"
     let url = prowjob
         .and_then(|p| crate::support::render::web_link(&p.url))
         .map(str::to_string)
         .unwrap_or_else(|| JobRun::prow_url(&bucket, &run.path));
+
     let job_type = prowjob
         .map(|p| p.job_type.clone())
         .filter(|t| !t.is_empty())
@@ -436,6 +443,7 @@ fn job_run(
                 "periodic".into()
             }
         });
+
     let cluster = cluster_data::merge(&parsed.cluster_files);
     let dimensions = dimensions(
         &job_name,
@@ -443,6 +451,7 @@ fn job_run(
         !parsed.cluster_files.is_empty(),
         prowjob,
     );
+
     let (payload, from_payload) = payloads(&cluster, prowjob);
     JobRun {
         payload,
@@ -570,6 +579,7 @@ pub(crate) fn dimensions(
     let release = release_of(&cd.release)
         .or_else(|| prowjob.and_then(|p| release_of(&p.release_tag)))
         .unwrap_or_else(|| from_name.release.clone());
+
     let is_upgrade_job = from_name.upgrade_type != "none";
     let from_release = if !has_cluster_data {
         from_name.from_release.clone()
@@ -578,6 +588,7 @@ pub(crate) fn dimensions(
             .or_else(|| prowjob.and_then(|p| release_of(&p.from_tag)))
             .unwrap_or_default()
     };
+
     let upgrade_type = if from_name.upgrade_type == "micro-downgrade" {
         "micro-downgrade".to_string()
     } else if from_release.is_empty() {
@@ -595,6 +606,7 @@ pub(crate) fn dimensions(
             _ => from_name.upgrade_type.clone(),
         }
     };
+
     let or = |v: String, fallback: &str| {
         if v.is_empty() {
             fallback.to_string()
@@ -602,10 +614,12 @@ pub(crate) fn dimensions(
             v
         }
     };
+
     let stack = match lower(&cd.network_stack).as_str() {
         "" => from_name.network_stack.clone(),
         s => s.to_string(),
     };
+
     Dimensions {
         release,
         from_release,

@@ -61,6 +61,7 @@ fn walk(
             is_run = true;
         }
     }
+
     if is_run {
         let (bucket, path) = bucket_and_path(dir);
         let (job, _) = job_and_build(&path);
@@ -88,6 +89,7 @@ fn walk(
         }
         return Ok(());
     }
+
     subdirs.sort();
     for sub in subdirs {
         if depth + 1 > MAX_DEPTH {
@@ -110,6 +112,7 @@ fn walk(
             }
         }
     }
+
     Ok(())
 }
 

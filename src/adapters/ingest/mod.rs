@@ -222,6 +222,7 @@ async fn discover_gcs(
     } else {
         format!("{prefix}/")
     };
+
     let mut frontier = vec![start];
     let mut run_prefixes = Vec::new();
     while !frontier.is_empty() {
@@ -259,6 +260,7 @@ async fn discover_gcs(
             }
         }
     }
+
     let listings: Vec<Result<RunListing>> = futures::stream::iter(run_prefixes)
         .map(|p| async move {
             let listing = client.list_objects(bucket, &p, None).await?;
@@ -283,6 +285,7 @@ async fn discover_gcs(
         .buffer_unordered(concurrency)
         .collect()
         .await;
+
     let mut runs = listings.into_iter().collect::<Result<Vec<_>>>()?;
     runs.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(runs)
@@ -573,6 +576,7 @@ async fn record_outcome(
             error: error.to_string(),
         }
     };
+
     match outcome {
         RunOutcome::Skipped { path, why } => {
             tracing::debug!(run = %path, "skipped: {why}");
@@ -817,6 +821,7 @@ async fn outcome_without_reading(
             }
         }
     }
+
     if let Some(why) = &listing.unlisted {
         let error = format!("its files cannot all be listed, so it is not read: {why}");
         return Some(RunOutcome::Failed {
@@ -829,12 +834,14 @@ async fn outcome_without_reading(
             }],
         });
     }
+
     if !listing.files.iter().any(|f| f.name == "finished.json") {
         return Some(RunOutcome::Skipped {
             path,
             why: "still running (no finished.json)",
         });
     }
+
     // With --since, a run that started earlier is skipped before its artifacts are read.
     if let Some(since) = options.since
         && let Some(started) = listing.files.iter().find(|f| f.name == "started.json")
@@ -847,6 +854,7 @@ async fn outcome_without_reading(
             why: "started before --since",
         });
     }
+
     None
 }
 
@@ -861,6 +869,7 @@ async fn read_files(
     let on_demand = settings
         .intervals
         .on_demand(matches!(source, Source::Gcs { .. }));
+
     let mut files = Vec::new();
     let mut left = Vec::new();
     for f in &listing.files {
@@ -905,6 +914,7 @@ async fn read_files(
             content,
         });
     }
+
     (files, left)
 }
 
@@ -963,17 +973,20 @@ pub(crate) async fn ingest_pushed_run(
             problems,
         },
     };
+
     let (job, build) = match &outcome {
         RunOutcome::Ready { record, .. } => {
             (record.run.job_name.clone(), record.run.build_id.clone())
         }
         _ => (job, build),
     };
+
     let stored = tokio::time::timeout(store_timeout, async {
         record_outcome(store, "push", force, outcome, &mut summary, &mut log).await;
         flush_log(store, &mut log).await;
     })
     .await;
+
     if stored.is_err() {
         let error = format!(
             "storage unavailable, retry later: the database did not answer within {}s",
@@ -993,5 +1006,6 @@ pub(crate) async fn ingest_pushed_run(
         // the entry is not written: the database is what does not answer
         storage_failed(&mut summary, &mut Vec::new(), entry, &path, error);
     }
+
     Ok(summary)
 }

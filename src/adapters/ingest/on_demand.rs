@@ -72,11 +72,13 @@ impl<'a> EvidenceFetcher<'a> {
         if record.interval_files.is_empty() {
             return;
         }
+
         if self.down.lock().expect("down lock").is_some() {
             metrics::counter!("sheriff_evidence_fetches_total", "outcome" => "pending")
                 .increment(1);
             return;
         }
+
         let (job, build) = (record.run.job_name.clone(), record.run.build_id.clone());
         let mut read = Vec::new();
         let mut problems = Vec::new();
@@ -110,6 +112,7 @@ impl<'a> EvidenceFetcher<'a> {
                 }
             }
         }
+
         let parse = tokio::task::spawn_blocking(move || {
             let parsed = parse_interval_files(
                 read.iter().map(|(name, content)| (name.as_str(), content)),
@@ -117,6 +120,7 @@ impl<'a> EvidenceFetcher<'a> {
             );
             (parsed, problems)
         });
+
         let (parsed, problems) = match parse.await {
             Ok(done) => done,
             Err(e) => {
@@ -124,10 +128,12 @@ impl<'a> EvidenceFetcher<'a> {
                 return;
             }
         };
+
         metrics::counter!("sheriff_evidence_fetches_total", "outcome" => "fetched").increment(1);
         if self.keep {
             self.keep_filled(record, &parsed, &problems).await;
         }
+
         record.outages = parsed.outages;
         record.conditions = parsed.conditions;
         record.timeline = parsed.timeline;
@@ -158,6 +164,7 @@ impl<'a> EvidenceFetcher<'a> {
             tracing::warn!(run = %run.path, "cannot store the fetched interval evidence: {e:#}");
             return;
         }
+
         let entries: Vec<IngestLogEntry> = problems
             .iter()
             .map(|p| {
@@ -174,6 +181,7 @@ impl<'a> EvidenceFetcher<'a> {
                 }
             })
             .collect();
+
         if let Err(e) = self.store.ingest_log().log_ingest(&entries).await {
             tracing::warn!("cannot write the ingest log: {e:#}");
         }
@@ -236,6 +244,7 @@ impl<'a> EvidenceFetcher<'a> {
         if file.size > self.max_bytes {
             return Err(Miss::Never(too_large(file.size, self.max_bytes)));
         }
+
         let (path, spool) = match gcs::parse_gs_url(&file.location) {
             Some((bucket, object)) => {
                 let client = self
@@ -257,6 +266,7 @@ impl<'a> EvidenceFetcher<'a> {
             }
             None => (PathBuf::from(&file.location), None),
         };
+
         let size = match tokio::fs::metadata(&path).await {
             Ok(m) => m.len(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -264,10 +274,12 @@ impl<'a> EvidenceFetcher<'a> {
             }
             Err(e) => return Err(Miss::Later(format!("cannot read: {e}"))),
         };
+
         // it may have grown since it was listed; reading stops at the limit all the same
         if size > self.max_bytes {
             return Err(Miss::Never(too_large(size, self.max_bytes)));
         }
+
         Ok((
             Content::File {
                 path,

@@ -137,6 +137,7 @@ pub(super) fn scope_for(
         .iter()
         .filter_map(|d| lead.key.get(*d).map(|v| (*d, v.to_string())))
         .collect();
+
     let mine: BTreeSet<usize> = lead.cells.iter().copied().collect();
     let bar = lowest_bar(lead);
     let mut cells = Vec::new();
@@ -184,6 +185,7 @@ pub(super) fn scope_for(
             verdict,
         });
     }
+
     let whole_only = !cells.iter().any(|c| c.verdict == Verdict::Regressed);
     let finding = scope::smallest_scope(&cells, &scope::SEARCHABLE).unwrap_or(ScopeFinding {
         constraints: lead
@@ -196,6 +198,7 @@ pub(super) fn scope_for(
         spans: BTreeMap::new(),
         separates: false,
     });
+
     (finding, context, whole_only)
 }
 
@@ -437,6 +440,7 @@ impl<S: RunSource> Context<'_, S> {
         let Some(mut onset) = onset else {
             return Ok(None);
         };
+
         let tested: Vec<changepoint::Tested<'_>> = runs
             .iter()
             .filter_map(|r| {
@@ -448,6 +452,7 @@ impl<S: RunSource> Context<'_, S> {
                 })
             })
             .collect();
+
         if let Some(w) = changepoint::payload_change(
             &tested,
             allowed,
@@ -471,6 +476,7 @@ impl<S: RunSource> Context<'_, S> {
             onset.last_good_payload = w.last_good.map(|g| g.0);
             onset.first_bad_payload = Some(w.first_bad.0);
         }
+
         Ok(Some(onset))
     }
 
@@ -653,17 +659,20 @@ impl<S: RunSource> Context<'_, S> {
         let Some(platform) = scope.single(Dimension::Platform) else {
             return Ok(Vec::new());
         };
+
         let after = onset.map_or(self.window.from.timestamp(), |o| o.at.timestamp());
         let payloads: BTreeSet<&str> = mine
             .iter()
             .filter(|r| r.started >= after && !r.payload.is_empty())
             .map(|r| &*r.payload)
             .collect();
+
         let mut others = scope.clone();
         others.remove(Dimension::Platform);
         let runs = self
             .runs_of_many(&[backend.to_string()], &others, after)
             .await?;
+
         let data = self.index.data;
         let platform_of: HashMap<i64, &str> = data
             .variant_ids
@@ -671,6 +680,7 @@ impl<S: RunSource> Context<'_, S> {
             .zip(&data.variants)
             .map(|(id, d)| (*id, d.platform.as_str()))
             .collect();
+
         let mut by: BTreeMap<&str, (Vec<i64>, Vec<i64>)> = BTreeMap::new();
         for r in &runs {
             let Some(p) = platform_of
@@ -686,6 +696,7 @@ impl<S: RunSource> Context<'_, S> {
                 slot.0.push(r.seconds);
             }
         }
+
         let percentile = |xs: &[i64]| {
             let mut h = crate::model::Histogram::new();
             for x in xs {
@@ -693,6 +704,7 @@ impl<S: RunSource> Context<'_, S> {
             }
             h.percentile(percentile.fraction()).unwrap_or(0.0)
         };
+
         Ok(by
             .into_iter()
             .filter_map(|(p, (same, all))| {
@@ -727,6 +739,7 @@ impl<S: RunSource> Context<'_, S> {
             .single(Dimension::Release)
             .unwrap_or_default()
             .to_string();
+
         let attribution = self.attribution(f, lead, found, &evidence, status);
         let mut r = RegressionReport {
             fingerprint: fingerprint(f.family, &release, &f.scope.joined()),
@@ -773,6 +786,7 @@ impl<S: RunSource> Context<'_, S> {
             recovered_at: None,
             no_data_since: None,
         };
+
         set_numbers(&mut r, f.stats);
         r
     }
@@ -791,6 +805,7 @@ impl<S: RunSource> Context<'_, S> {
             .single(Dimension::Release)
             .unwrap_or_default()
             .to_string();
+
         let platform = f.scope.single(Dimension::Platform).map(str::to_string);
         let owners = owners(self, &f.stats.backend, platform.as_deref());
         let percentile = f.stats.check.percentile;
@@ -823,6 +838,7 @@ impl<S: RunSource> Context<'_, S> {
             left_out: f.stats.troubled,
             owners: &owners,
         };
+
         let mut a = Attribution {
             component: owners.component.clone(),
             platform,
@@ -844,11 +860,13 @@ impl<S: RunSource> Context<'_, S> {
             harness: None,
             contrast: Vec::new(),
         };
+
         with_mechanism(
             &mut a,
             evidence.mechanism.clone(),
             &self.attribute.harnesses,
         );
+
         a
     }
 
@@ -879,6 +897,7 @@ impl<S: RunSource> Context<'_, S> {
                 .collect();
             Some(words.join(" · "))
         };
+
         let sample = |r: &CellRun, kind| SampleJob {
             url: r.url.to_string(),
             job: r.job.to_string(),
@@ -888,12 +907,14 @@ impl<S: RunSource> Context<'_, S> {
             ci_infrastructure_trouble: false,
             variant: variant(r.variant_id).unwrap_or_default(),
         };
+
         let mut sample_jobs: Vec<SampleJob> = mine
             .iter()
             .filter(|r| r.seconds > 0)
             .take(settings.sample_worst)
             .map(|r| sample(r, SampleKind::Worst))
             .collect();
+
         // typical of the regression: the middle of the runs above the allowed level (a run the
         // regression spared is no example of it)
         let above: Vec<&&CellRun> = mine.iter().filter(|r| r.seconds as f64 > allowed).collect();
@@ -908,18 +929,21 @@ impl<S: RunSource> Context<'_, S> {
             .filter(|r| r.seconds > 0)
             .take(self.attribute.evidence_runs)
             .collect();
+
         let healthy: Vec<&CellRun> = runs
             .iter()
             .rev()
             .filter(|r| r.started < before)
             .take(self.attribute.evidence_runs)
             .collect();
+
         let read = self.intervals_of(&disrupted, &healthy, backends).await?;
         let conditions = evidence::correlate(&read.regressed, &read.healthy)
             .into_iter()
             .filter(|e| e.score > 0.0)
             .take(3)
             .collect();
+
         let mechanism = self.mechanism_of(backends, &read.timelines);
         Ok(RunEvidence {
             sample_jobs,
@@ -978,6 +1002,7 @@ impl<S: RunSource> Context<'_, S> {
             .map(|r| **r)
             .chain(healthy.iter().copied())
             .collect();
+
         let mut records = self.records(&wanted).await?.into_iter();
         for _ in disrupted {
             if let Some(record) = records.next().flatten() {
@@ -1002,6 +1027,7 @@ impl<S: RunSource> Context<'_, S> {
                 });
             }
         }
+
         let mut healthy_intervals = Vec::new();
         for record in records.flatten() {
             pending.read += 1;
@@ -1019,6 +1045,7 @@ impl<S: RunSource> Context<'_, S> {
                 spans: record.timeline,
             });
         }
+
         Ok(ReadIntervals {
             regressed,
             healthy: healthy_intervals,
@@ -1043,6 +1070,7 @@ impl<S: RunSource> Context<'_, S> {
         let evidence = self
             .run_evidence(runs, onset.as_ref(), &r.backends, stats.check.allowed)
             .await?;
+
         r.onset = onset;
         if r.attribution.evidence_pending > 0 {
             // detected while some interval files could not be fetched: filled in as they come
@@ -1057,6 +1085,7 @@ impl<S: RunSource> Context<'_, S> {
             );
             words::with_conditions(a, evidence.conditions, evidence.pending);
         }
+
         r.sample_jobs = evidence.sample_jobs;
         if evidence.mechanism.is_some() {
             with_mechanism(
@@ -1065,6 +1094,7 @@ impl<S: RunSource> Context<'_, S> {
                 &self.attribute.harnesses,
             );
         }
+
         let c = &stats.check;
         r.attribution.summary = words::restated(
             &r.attribution.summary,
@@ -1075,6 +1105,7 @@ impl<S: RunSource> Context<'_, S> {
             stats.runs,
             status.is_active(),
         );
+
         Ok(r)
     }
 }
@@ -1094,11 +1125,13 @@ fn with_mechanism(
             .summary
             .replace(&format!(" {}", words::harness_sentence(a)), "");
     }
+
     let harness = a
         .platform
         .as_ref()
         .and_then(|p| harnesses.get(p))
         .filter(|_| m.kind.is_test_environment());
+
     if let Some(h) = harness {
         a.file_against = FileAgainst::TestEnvironment;
         a.harness = Some(h.clone());
@@ -1106,6 +1139,7 @@ fn with_mechanism(
         a.file_against = FileAgainst::Backend;
         a.harness = None;
     }
+
     a.summary.push(' ');
     a.summary.push_str(&m.summary);
     a.mechanism = Some(m);

@@ -160,9 +160,11 @@ pub(super) async fn apply(
             variant_ids.insert(data.variant_ids[v]);
         }
     }
+
     let Some(start) = periods_of.values().map(Periods::earliest).min() else {
         return Ok(HashMap::new());
     };
+
     let backends: Vec<String> = backends.into_iter().collect();
     let variant_ids: Vec<i64> = variant_ids.into_iter().collect();
     let runs = source
@@ -173,6 +175,7 @@ pub(super) async fn apply(
             visible_at,
         )
         .await?;
+
     let mut covered: CoveredRuns = HashMap::new();
     for r in runs {
         covered
@@ -180,6 +183,7 @@ pub(super) async fn apply(
             .or_default()
             .push(r);
     }
+
     rebuild(data, &periods_of, &covered, recent);
     Ok(covered)
 }
@@ -197,6 +201,7 @@ fn rebuild(
         .enumerate()
         .map(|(i, c)| ((c.backend, c.variant), i))
         .collect();
+
     let inside = |t: i64, ps: &[(i64, i64)]| ps.iter().any(|&(a, b)| a <= t && t < b);
     for (&(b, v), p) in periods_of {
         let runs = covered
@@ -235,6 +240,7 @@ fn rebuild(
             None => {}
         }
     }
+
     data.cells.sort_by_key(|c| (c.backend, c.variant));
 }
 

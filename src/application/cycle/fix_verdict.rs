@@ -101,6 +101,7 @@ impl<S: RunSource> Context<'_, S> {
             parts: Vec::new(),
             reason: String::new(),
         };
+
         let Some(point) = claim.fix_point() else {
             v.reason = claim
                 .pending
@@ -108,17 +109,20 @@ impl<S: RunSource> Context<'_, S> {
                 .unwrap_or_else(|| "the fix is in no payload yet".into());
             return v;
         };
+
         let post: Vec<&CellRun> = runs.iter().filter(|r| after_fix(r, claim, point)).collect();
         let onset_at = onset.map_or(i64::MIN, |o| o.at.timestamp());
         let regressed = histogram(
             runs.iter()
                 .filter(|r| r.started >= onset_at && !after_fix(r, claim, point)),
         );
+
         let whole = histogram(post.iter().copied());
         v.runs = whole.count();
         v.observed = whole
             .percentile(v.percentile.fraction())
             .map(|x| (x * 100.0).round() / 100.0);
+
         if v.runs < needed {
             v.needed = needed - v.runs;
             v.reason = format!(
@@ -127,17 +131,20 @@ impl<S: RunSource> Context<'_, S> {
             );
             return v;
         }
+
         v.needed = 0;
         let judge = Judge {
             stats,
             regressed: &regressed,
             fdr: self.settings.false_discovery_rate,
         };
+
         if let Some(parts) = self.partial(&post, &judge, needed) {
             v.verdict = FixVerdict::PartiallyFixed;
             v.parts = parts;
             return v;
         }
+
         match judge.verdict(&whole) {
             Some(verdict) => v.verdict = verdict,
             None => {
@@ -147,6 +154,7 @@ impl<S: RunSource> Context<'_, S> {
                 )
             }
         }
+
         v
     }
 
@@ -167,6 +175,7 @@ impl<S: RunSource> Context<'_, S> {
             .copied()
             .zip(&self.index.data.variants)
             .collect();
+
         for d in PART_DIMENSIONS {
             let mut split: BTreeMap<String, Vec<&CellRun>> = BTreeMap::new();
             for r in post {
@@ -194,6 +203,7 @@ impl<S: RunSource> Context<'_, S> {
                 return Some(parts);
             }
         }
+
         None
     }
 }

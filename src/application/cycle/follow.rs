@@ -156,18 +156,22 @@ impl<S: RunSource> Context<'_, S> {
             .filter_map(|(b, p, span)| self.judging.stats(b, scope, p, span))
             .filter(|s| s.enough(self.settings))
             .collect();
+
         let regressed_now = all.iter().any(significant);
         let start = |span: Span| self.start_of(span);
         let available: Vec<Span> = crate::domain::evaluate::spans(self.settings)
             .filter(|span| all.iter().any(|s| s.check.span == *span))
             .collect();
+
         let after_onset = available
             .iter()
             .copied()
             .filter(|span| onset.is_none_or(|o| start(*span) >= o));
+
         let chosen = after_onset
             .min_by_key(|span| start(*span))
             .or_else(|| available.iter().copied().max_by_key(|span| start(*span)))?;
+
         let key = |s: &ScopeStats| (significant(s), s.check.observed / s.check.allowed.max(1.0));
         let stats = all
             .into_iter()
@@ -178,6 +182,7 @@ impl<S: RunSource> Context<'_, S> {
                     .then(ka.1.total_cmp(&kb.1))
                     .then(b.backend.cmp(&a.backend))
             })?;
+
         Some((stats, regressed_now))
     }
 
@@ -193,6 +198,7 @@ impl<S: RunSource> Context<'_, S> {
                 seconds: r.seconds,
             })
             .collect();
+
         let needed = self.settings.recovery_min_runs.max(3);
         let change = changepoint::most_likely_change(&series, 3, needed)?;
         if change.worse_after
@@ -209,12 +215,14 @@ impl<S: RunSource> Context<'_, S> {
             );
             return None;
         }
+
         // Dated late in its interval: every run before it stays out of the windows from now on,
         // and none of the regression's own may be left in.
         let mut post = Histogram::new();
         for r in &since[change.index..] {
             post.add(r.seconds, 1);
         }
+
         // back within what is allowed, judged as a regression is: a percentile above the bar
         // that rests on a run or two is not (one late run of an old payload after the fix is
         // the regression's, not the fix's failure)
@@ -223,9 +231,11 @@ impl<S: RunSource> Context<'_, S> {
             v <= allowed
                 || !crate::domain::evaluate::supported(&post, p.fraction(), allowed, self.settings)
         });
+
         let not_worse = stats.reference_histogram.as_ref().is_none_or(|reference| {
             stats::two_part_greater(&post, reference).p > self.settings.false_discovery_rate
         });
+
         tracing::debug!(
             backend = %stats.backend,
             runs = series.len(),
@@ -235,6 +245,7 @@ impl<S: RunSource> Context<'_, S> {
             not_worse,
             "an early recovery"
         );
+
         (post.count() as usize >= needed && within && not_worse).then_some(change.times(&series).2)
     }
 
@@ -451,6 +462,7 @@ impl<S: RunSource> Context<'_, S> {
         let Some(last) = mine.iter().map(|r| r.started).max() else {
             return Ok(None);
         };
+
         let controls: Vec<String> = backends
             .iter()
             .filter_map(|b| {
@@ -460,6 +472,7 @@ impl<S: RunSource> Context<'_, S> {
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
+
         // runs of the jobs that reported the backends before: a job that never did says nothing
         let jobs: std::collections::BTreeSet<&str> = mine.iter().map(|r| &*r.job).collect();
         let since: Vec<CellRun> = self.runs_of_many(&controls, scope, last + 1).await?;
@@ -468,9 +481,11 @@ impl<S: RunSource> Context<'_, S> {
             .filter(|r| jobs.contains(&*r.job))
             .map(|r| (&*r.job, &*r.build_id))
             .collect();
+
         if runs.len() < self.settings.recovery_min_runs {
             return Ok(None);
         }
+
         let mut r = incident.snapshot.report.clone();
         let at = chrono::DateTime::from_timestamp(last, 0);
         if r.no_data_since.is_none() {
@@ -481,6 +496,7 @@ impl<S: RunSource> Context<'_, S> {
                 r.family
             ));
         }
+
         r.no_data_since = at;
         r.status = Status::Ongoing;
         Ok(Some(Followed {

@@ -433,19 +433,23 @@ async fn read_inputs<S: RunSource>(
         .into_iter()
         .filter(|i| i.opened_at <= now)
         .collect();
+
     let recent = Window::recent_starts(window.to, es);
     let mut data = source
         .windows(window.secs(), baseline.secs(), &recent, now)
         .await?;
+
     tracing::debug!(
         seconds = phase.elapsed().as_secs_f64(),
         "cycle: the windows' histograms"
     );
+
     let masks = episodes::masks(
         &incidents,
         now,
         i64::from(es.window_days + es.baseline_days) * DAY,
     );
+
     let oldest = now - i64::from(es.reference_lookback_days) * DAY;
     let reference = (i64::from(es.baseline_days) * DAY, oldest);
     episodes::apply(source, &mut data, &masks, window, reference, &recent, now).await?;
@@ -458,11 +462,13 @@ async fn read_inputs<S: RunSource>(
         .filter(|(_, first)| *first > now - i64::from(es.min_history_days) * DAY)
         .map(|(release, _)| release)
         .collect();
+
     tracing::debug!(
         seconds = phase.elapsed().as_secs_f64(),
         cells = data.cells.len(),
         "cycle: read the windows"
     );
+
     Ok(Inputs {
         data,
         incidents,
@@ -579,12 +585,14 @@ async fn describe_evaluation<S: RunSource>(
         historical: &inputs.historical,
         young: &inputs.young,
     };
+
     // kept where the runs are (a backtest's state is a scratch store)
     let fetcher = crate::adapters::ingest::on_demand::EvidenceFetcher::new(
         source.runs_store(),
         settings,
         !options.dry_run,
     );
+
     let cx = attribution::Context {
         source,
         settings: es,
@@ -598,6 +606,7 @@ async fn describe_evaluation<S: RunSource>(
         records: Default::default(),
         evidence: &fetcher,
     };
+
     let (regressions, merges) = regressions_of(
         &cx,
         evaluation,
@@ -606,11 +615,13 @@ async fn describe_evaluation<S: RunSource>(
         &mut states,
     )
     .await?;
+
     let insufficient_data = insufficient(source, &inputs.data, &evaluation.groups, window).await?;
     tracing::debug!(
         seconds = phase.elapsed().as_secs_f64(),
         "cycle: described the regressions"
     );
+
     Ok(DescribedEvaluation {
         regressions,
         merges,
@@ -653,6 +664,7 @@ async fn regressions_of<S: RunSource>(
         clusters = clusters.len(),
         "cycle: clustered"
     );
+
     let phase = Instant::now();
     for cluster in &clusters {
         match cx
@@ -663,16 +675,19 @@ async fn regressions_of<S: RunSource>(
             None => forget_unreported(cluster, states),
         }
     }
+
     tracing::debug!(
         seconds = phase.elapsed().as_secs_f64(),
         "cycle: described the clusters"
     );
+
     let phase = Instant::now();
     let (mut regressions, merges) = follow_all(cx, incidents, detections, prior, states).await?;
     tracing::debug!(
         seconds = phase.elapsed().as_secs_f64(),
         "cycle: followed the open incidents"
     );
+
     let phase = Instant::now();
     for r in &mut regressions {
         r.weekly = cx
@@ -680,10 +695,12 @@ async fn regressions_of<S: RunSource>(
             .weekly(r, i64::from(cx.settings.window_days), cx.now)
             .await?;
     }
+
     tracing::debug!(
         seconds = phase.elapsed().as_secs_f64(),
         "cycle: weekly series"
     );
+
     regressions.sort_by(|a, b| {
         (!a.status.is_active(), &a.family, &a.release).cmp(&(
             !b.status.is_active(),
@@ -691,6 +708,7 @@ async fn regressions_of<S: RunSource>(
             &b.release,
         ))
     });
+
     Ok((regressions, merges))
 }
 
@@ -742,6 +760,7 @@ async fn follow_all<S: RunSource>(
         .iter()
         .filter(|i| i.state.is_open() && i.merged_into.is_none())
         .collect();
+
     open.sort_by_key(|i| (i.opened_at, i.id));
     let mut taken = vec![false; detections.len()];
     let mut reports: Vec<(Option<&Incident>, RegressionReport)> = Vec::new();
@@ -770,6 +789,7 @@ async fn follow_all<S: RunSource>(
             reports.push((Some(*i), r));
         }
     }
+
     let merges = merges_of(&reports);
     reports.retain(|(i, _)| i.is_none_or(|i| !merges.iter().any(|(from, _)| *from == i.id)));
     let mut out: Vec<RegressionReport> = reports.into_iter().map(|(_, r)| r).collect();
@@ -780,6 +800,7 @@ async fn follow_all<S: RunSource>(
             .filter(|(_, t)| !t)
             .map(|(d, _)| d.report),
     );
+
     Ok((out, merges))
 }
 
@@ -853,6 +874,7 @@ fn clusters<'a>(
             g.reported && matches!(g.status, GroupStatus::Regressed | GroupStatus::Resolved)
         })
         .collect();
+
     let mut by_scope: BTreeMap<ClusterKey, (ScopeFinding, Vec<&GroupResult>)> = BTreeMap::new();
     let mut pools: Vec<(ClusterKey, ScopeFinding, &GroupResult)> = Vec::new();
     for g in &reported {
@@ -877,10 +899,12 @@ fn clusters<'a>(
                 .push(g);
         }
     }
+
     let mut merged: Vec<attribution::Cluster<'a>> = Vec::new();
     for (key, (finding, groups)) in by_scope {
         merge_cluster(&mut merged, key, finding, groups, &index.data.variants);
     }
+
     let found_scopes = merged.len();
     let data = index.data;
     for (key, finding, pool) in pools {
@@ -898,9 +922,11 @@ fn clusters<'a>(
             None => merge_cluster(&mut merged, key, finding, vec![pool], &data.variants),
         }
     }
+
     for c in &mut merged {
         c.scope = c.scope.simplified(&index.data.variants);
     }
+
     merged
 }
 
@@ -959,6 +985,7 @@ async fn insufficient<S: RunSource>(
             judged[c] = true;
         }
     }
+
     // Per variant with runs: its busiest cell's runs, and whether any of its cells was judged.
     let mut by_variant: Vec<Option<(u64, bool)>> = vec![None; data.variants.len()];
     for g in groups.iter().filter(|g| g.level.is_cell()) {
@@ -972,12 +999,14 @@ async fn insufficient<S: RunSource>(
             e.1 |= judged[c];
         }
     }
+
     let mut out = Vec::new();
     let mut list: Vec<_> = by_variant
         .into_iter()
         .enumerate()
         .filter_map(|(v, e)| e.filter(|(_, judged)| !judged).map(|e| (v, e)))
         .collect();
+
     list.sort_by_key(|(v, (runs, _))| (std::cmp::Reverse(*runs), *v));
     for (v, (runs, _)) in list.into_iter().take(50) {
         let dims = &data.variants[v];
@@ -994,6 +1023,7 @@ async fn insufficient<S: RunSource>(
             jobs,
         });
     }
+
     Ok(out)
 }
 
@@ -1008,6 +1038,7 @@ pub fn render_text(report: &CycleReport) -> String {
         report.window.to.format("%Y-%m-%d %H:%M"),
         report.baseline.from.format("%Y-%m-%d %H:%M"),
     );
+
     let _ = writeln!(
         s,
         "{} cells with runs, {} groups judged, {} tests{}",
@@ -1020,11 +1051,13 @@ pub fn render_text(report: &CycleReport) -> String {
             ""
         }
     );
+
     let active: Vec<&RegressionReport> = report
         .regressions
         .iter()
         .filter(|r| r.status.is_active())
         .collect();
+
     if active.is_empty() {
         let _ = writeln!(s, "\nno regressions");
     } else {
@@ -1033,17 +1066,20 @@ pub fn render_text(report: &CycleReport) -> String {
             render_regression(&mut s, r);
         }
     }
+
     let resolved: Vec<&RegressionReport> = report
         .regressions
         .iter()
         .filter(|r| !r.status.is_active())
         .collect();
+
     if !resolved.is_empty() {
         let _ = writeln!(s, "\nresolved:");
         for r in resolved {
             let _ = writeln!(s, "  {} [{}]", r.attribution.summary, r.fingerprint);
         }
     }
+
     render_outcome(&mut s, report);
     s
 }
@@ -1086,10 +1122,12 @@ fn render_regression(s: &mut String, r: &RegressionReport) {
         "\n  [{}] {} — confidence {}",
         r.fingerprint, r.attribution.scope, r.attribution.confidence
     );
+
     let _ = writeln!(s, "  {}", r.attribution.summary);
     for e in &r.attribution.evidence {
         let _ = writeln!(s, "    - {e}");
     }
+
     let _ = writeln!(s, "    percentiles now / reference:");
     for (p, pair) in &r.percentiles {
         let _ = writeln!(
@@ -1099,6 +1137,7 @@ fn render_regression(s: &mut String, r: &RegressionReport) {
             secs_or_dash(pair.baseline)
         );
     }
+
     for j in &r.sample_jobs {
         let ci = if j.ci_infrastructure_trouble {
             "  (CI liveness lost too)"
@@ -1113,9 +1152,11 @@ fn render_regression(s: &mut String, r: &RegressionReport) {
             j.url
         );
     }
+
     if let Some(o) = &r.onset {
         let _ = writeln!(s, "    regressed {}", crate::support::render::onset(o));
     }
+
     for c in r
         .suspect_changes
         .iter()
@@ -1128,12 +1169,14 @@ fn render_regression(s: &mut String, r: &RegressionReport) {
             c.url
         );
     }
+
     if r.changes_pending {
         let _ = writeln!(
             s,
             "    suspect changes: not read yet (the release controller did not answer)"
         );
     }
+
     if r.outside_pending {
         let _ = writeln!(s, "    {}", crate::support::render::OUTSIDE_PENDING);
     }
@@ -1159,6 +1202,7 @@ fn render_outcome(s: &mut String, report: &CycleReport) {
             }
         );
     }
+
     if let Some(d) = &report.delivery {
         let _ = writeln!(
             s,
@@ -1166,6 +1210,7 @@ fn render_outcome(s: &mut String, report: &CycleReport) {
             d.delivered, d.retrying, d.dead
         );
     }
+
     if !report.ci_trouble.is_empty() {
         let _ = writeln!(
             s,
@@ -1180,6 +1225,7 @@ fn render_outcome(s: &mut String, report: &CycleReport) {
             );
         }
     }
+
     if !report.data_quality.is_empty() {
         let _ = writeln!(s, "\ndata quality (not regressions):");
         for p in report.data_quality.broken_probes.iter().take(10) {
@@ -1189,6 +1235,7 @@ fn render_outcome(s: &mut String, report: &CycleReport) {
             let _ = writeln!(s, "  {}", j.summary());
         }
     }
+
     if !report.insufficient_data.is_empty() {
         let _ = writeln!(
             s,

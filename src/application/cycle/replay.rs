@@ -266,6 +266,7 @@ fn keep_known_runs(run_rows: Vec<ReplayRun>, variant_index: &HashMap<i64, usize>
             payload: payload.into(),
         });
     }
+
     KnownRuns {
         position,
         runs,
@@ -503,6 +504,7 @@ impl RunSource for Replay {
                 });
             }
         }
+
         out.sort_by(|a, b| {
             (a.started, &a.job, &a.build_id, &a.backend).cmp(&(
                 b.started,
@@ -511,6 +513,7 @@ impl RunSource for Replay {
                 &b.backend,
             ))
         });
+
         Ok(out)
     }
 

@@ -359,21 +359,25 @@ impl Judging<'_> {
                 r.check.allowed,
             ),
         };
+
         let (within, level) = held(value);
         if !within {
             return false;
         }
+
         let regressed: Vec<&String> = parts
             .values
             .iter()
             .filter(|v| *v != value && !held(v).0)
             .collect();
+
         let runs = self.runs_in(backend, &parts.with([value]), span);
         let others = if regressed.is_empty() {
             parts.without(value)
         } else {
             parts.with(regressed)
         };
+
         let others = self.runs_in(backend, &others, span);
         let fewer = crate::domain::evaluate::stats::fisher_greater(
             others.count_above(r.check.allowed),
@@ -381,6 +385,7 @@ impl Judging<'_> {
             runs.count_above(level),
             runs.count(),
         );
+
         fewer <= self.settings.false_discovery_rate / parts.values.len() as f64
     }
 
@@ -453,6 +458,7 @@ mod tests {
                 d
             })
             .collect();
+
         let cells = parts
             .iter()
             .enumerate()
@@ -468,6 +474,7 @@ mod tests {
                 }
             })
             .collect();
+
         WindowData {
             backends: vec![BACKEND.into()],
             variant_ids: (0..parts.len() as i64).collect(),

@@ -101,15 +101,18 @@ pub async fn fix_payload(
             "no pull request is linked to the issue".into(),
         ));
     }
+
     let base = settings
         .urls
         .get(arch)
         .ok_or_else(|| ReleaseError::NoReleaseController { arch: arch.into() })?;
+
     let client = ReleaseController::new(settings)?;
     let payloads = store
         .runs()
         .payloads_built(release, claimed_at - FIX_LOOKBACK_SECS, now)
         .await?;
+
     let mut missing: Vec<&String> = pulls.iter().collect();
     let mut last = None;
     for pair in payloads.windows(2).take(FIX_CHANGELOGS) {
@@ -122,6 +125,7 @@ pub async fn fix_payload(
             break;
         }
     }
+
     Ok(match last {
         Some((payload, built)) => FixPayload::In { payload, built },
         None => FixPayload::NotYet(format!(
@@ -166,10 +170,12 @@ pub async fn attach_payload_changes(
     if settings.urls.is_empty() {
         return;
     }
+
     let client = match ReleaseController::new(settings) {
         Ok(c) => c,
         Err(e) => return tracing::warn!("payload changes not read: {}", with_sources(&e)),
     };
+
     for r in regressions.iter_mut().filter(|r| r.status.is_active()) {
         let Some(onset) = &r.onset else { continue };
         let (Some(from), Some(to)) = (

@@ -172,10 +172,12 @@ pub async fn attach_outside_changes(
     if !settings.enabled || settings.repositories.is_empty() {
         return;
     }
+
     let client = match GitHub::new(settings) {
         Ok(c) => c,
         Err(e) => return tracing::warn!("outside commits not read: {}", with_sources(&e)),
     };
+
     let mut rate_limited = false;
     for r in regressions.iter_mut().filter(|r| r.status.is_active()) {
         let Some(onset) = &r.onset else { continue };

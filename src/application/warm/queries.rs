@@ -361,9 +361,11 @@ impl Queries {
         else {
             return read_days(store, key, key.days.0, key.days.1).await;
         };
+
         let changes = changes
             .get_or_try_init(|| self.changes_between(store, since, version, share_rows, rows))
             .await?;
+
         // The first and last of the key's days touched.
         let touched = match (&changes.cells, changes.first_day) {
             (Some(cells), _) => cells
@@ -380,14 +382,17 @@ impl Queries {
             }
             (None, None) => return read_days(store, key, key.days.0, key.days.1).await,
         };
+
         let Some((low, high)) = touched else {
             return Ok(older);
         };
+
         let mut days: std::collections::BTreeMap<i64, Histogram> = older
             .iter()
             .filter(|(d, _)| !(low..=high).contains(*d))
             .map(|(d, h)| (*d, h.clone()))
             .collect();
+
         match &changes.rows {
             Some(rows) if rows.holds(low) && rows.holds(high) => {
                 for day in low..=high {
@@ -403,6 +408,7 @@ impl Queries {
                     .map(|(d, h)| (*d, h.clone())),
             ),
         }
+
         Ok(std::sync::Arc::new(days))
     }
 
@@ -436,6 +442,7 @@ impl Queries {
                 ),
             )
         };
+
         let mut kept = match rows {
             Some(r) if r.version == version => Some(r),
             Some(r) => match summary(&log, r.version, version).1 {
@@ -449,6 +456,7 @@ impl Queries {
             },
             None => None,
         };
+
         // The span to hold: to the newest day changed, or from the first when not listed. Kept
         // rows move only to a newer day: a late run's older day is read by the answers it
         // touches (moving back and forth would read every cell at each turn).
@@ -460,6 +468,7 @@ impl Queries {
                 .map(|d| (d + 1 - SHARED_DAYS, d + 1)),
             (None, first) => first.map(|d| (d, d.saturating_add(SHARED_DAYS))),
         };
+
         let share_rows = share_rows && store.engine() == crate::config::Engine::Postgres;
         if let Some(span) =
             span.filter(|s| share_rows && kept.as_ref().is_none_or(|r| s.1 > r.days.1))
@@ -469,9 +478,11 @@ impl Queries {
                 version, span, rows,
             )));
         }
+
         if let Some(rows) = &kept {
             self.days.lock().expect("cache lock").keep_rows(rows);
         }
+
         Ok(Changes {
             first_day,
             cells,

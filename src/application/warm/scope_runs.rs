@@ -69,11 +69,13 @@ impl ScopeRuns {
         if backends.is_empty() || variant_ids.is_empty() || range.0 >= range.1 {
             return Ok(Vec::new());
         }
+
         let cache = &self.cache;
         let mut key = ScopeKey {
             backends: backends.to_vec(),
             variants: variant_ids.to_vec(),
         };
+
         key.backends.sort();
         key.backends.dedup();
         key.variants.sort_unstable();
@@ -85,12 +87,14 @@ impl ScopeRuns {
             Some(old) => bring_up_to_date(store, &key, old, version, range).await?,
             None => read_scope(store, &key, version, range).await?,
         };
+
         let answer = kept
             .rows
             .iter()
             .filter(|r| (range.0..range.1).contains(&r.run.started) && r.visible <= visible_at)
             .map(|r| r.run.clone())
             .collect();
+
         let mut cache = cache.lock().expect("cache lock");
         cache.rows_read += read;
         cache.answers += 1;
@@ -105,6 +109,7 @@ impl ScopeRuns {
         {
             cache.kept.remove(&oldest);
         }
+
         Ok(answer)
     }
 
@@ -166,6 +171,7 @@ async fn bring_up_to_date(
         }
         kept.version = version;
     }
+
     if range.0 < kept.from {
         let earlier = store
             .cells()
@@ -175,6 +181,7 @@ async fn bring_up_to_date(
         kept.rows.extend(earlier);
         kept.from = range.0;
     }
+
     if range.1 > kept.to {
         let later = store
             .cells()
@@ -184,6 +191,7 @@ async fn bring_up_to_date(
         kept.rows.extend(later);
         kept.to = range.1;
     }
+
     // What is before the range is not asked for again (a cycle's range moves on with time).
     kept.rows.retain(|r| r.run.started >= range.0);
     kept.from = kept.from.max(range.0);

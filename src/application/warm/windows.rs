@@ -184,6 +184,7 @@ impl Windows {
             },
             None => cache.forget_from(None),
         }
+
         // Only the days asked for are kept.
         let ranges = [&want.current, &want.baseline];
         let asked = ranges.iter().filter(|r| !r.is_empty());
@@ -196,9 +197,11 @@ impl Windows {
             .sums
             .as_ref()
             .is_some_and(|s| s.current == want.current && s.baseline == want.baseline);
+
         if !sums_fit {
             cache.sums = None;
         }
+
         for (day, cells) in store.cells().read_missing_days(&cache.days, lo..hi).await? {
             cache.days_read += 1;
             if let Some(sums) = cache.sums.as_mut() {
@@ -206,6 +209,7 @@ impl Windows {
             }
             cache.days.insert(day, cells);
         }
+
         for (day, variants) in partial {
             if !cache.days.contains_key(&day) {
                 continue;
@@ -219,6 +223,7 @@ impl Windows {
                 Arc::make_mut(kept).extend(fresh);
             }
         }
+
         if cache.sums.is_none() {
             cache.sums = Some(Sums::new(
                 want.current.clone(),
@@ -226,12 +231,14 @@ impl Windows {
                 &cache.days,
             ));
         }
+
         for day in edge_days {
             if let std::collections::btree_map::Entry::Vacant(slot) = cache.edges.entry(day) {
                 slot.insert(Arc::new(store.cells().read_day_samples(day).await?));
                 cache.days_read += 1;
             }
         }
+
         cache.version = Some(version);
         Ok(windows_of(&cache, want))
     }

@@ -288,6 +288,7 @@ impl BigQueryClient {
                 "no byte estimate (the dry run failed): {e:#}"
             ),
         }
+
         let mut body = self.body(query);
         body["maxResults"] = json!(self.page_rows);
         body["timeoutMs"] = json!(POLL_MS);
@@ -295,9 +296,11 @@ impl BigQueryClient {
             "{}/bigquery/v2/projects/{}/queries",
             self.api_url, self.project
         );
+
         let mut page: QueryResponse = self
             .send(query, reqwest::Method::POST, &url, Some(&body))
             .await?;
+
         let started = Instant::now();
         while !page.job_complete {
             let Some(job) = page.job_reference.clone() else {
@@ -311,21 +314,25 @@ impl BigQueryClient {
             }
             page = self.results(query.name, &job, None).await?;
         }
+
         if let Some(reason) = page.errors.first().map(|e| e.reason.clone()) {
             return Err(BigQueryError::Failed {
                 query: query.name,
                 reason,
             });
         }
+
         let columns: Vec<String> = page
             .schema
             .map(|s| s.fields.into_iter().map(|f| f.name).collect())
             .unwrap_or_default();
+
         tracing::info!(
             query = query.name,
             bytes_processed = page.total_bytes_processed.as_deref().unwrap_or("unknown"),
             "BigQuery ran the query"
         );
+
         let first = rows_of(page.rows, columns.len())?;
         Ok(Pages {
             client: self,
@@ -427,6 +434,7 @@ impl BigQueryClient {
             query: query.name,
             failure,
         };
+
         let mut attempt = 0;
         loop {
             attempt += 1;

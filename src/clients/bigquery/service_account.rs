@@ -132,11 +132,13 @@ impl ServiceAccount {
         {
             return Ok(token.clone());
         }
+
         let assertion = self.assertion(chrono::Utc::now().timestamp())?;
         let form = [
             ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
             ("assertion", &assertion),
         ];
+
         let response = http
             .post(&self.token_uri)
             .form(&form)
@@ -146,11 +148,13 @@ impl ServiceAccount {
                 uri: self.token_uri.clone(),
                 why: with_sources(&e),
             })?;
+
         let status = response.status();
         let body = response
             .bytes()
             .await
             .map_err(|e| KeyError::Body(with_sources(&e)))?;
+
         if !status.is_success() {
             // the answer names the error (invalid_grant, …); it holds no secret
             let why: String = String::from_utf8_lossy(&body).chars().take(300).collect();
@@ -162,12 +166,14 @@ impl ServiceAccount {
                 why,
             });
         }
+
         let answer: TokenAnswer = serde_json::from_slice(&body).map_err(KeyError::Unexpected)?;
         if answer.access_token.is_empty() {
             return Err(KeyError::EmptyToken {
                 uri: self.token_uri.clone(),
             });
         }
+
         let token = Secret::new(answer.access_token);
         let until = Instant::now() + Duration::from_secs(answer.expires_in.max(60));
         *cached = Some((token.clone(), until));

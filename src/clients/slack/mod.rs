@@ -226,16 +226,20 @@ impl SlackClient {
             Ok(r) => r.status().as_u16().to_string(),
             Err(_) => "error".into(),
         };
+
         metrics::histogram!("sheriff_slack_request_seconds", "method" => method.to_string(), "status" => status_label)
             .record(started.elapsed().as_secs_f64());
+
         let response =
             response.map_err(|e| CallError::retryable(format!("Slack {method}: {e}")))?;
+
         let status = response.status();
         let retry_after = crate::support::http::retry_after(response.headers());
         let body = response
             .text()
             .await
             .map_err(|e| CallError::retryable(format!("Slack {method}: {e}")))?;
+
         if status.as_u16() == 429 {
             return Err(CallError {
                 message: format!("Slack {method}: rate limited"),
@@ -243,11 +247,13 @@ impl SlackClient {
                 retry_after: retry_after.or(Some(Duration::from_secs(1))),
             });
         }
+
         if status.is_server_error() {
             return Err(CallError::retryable(format!(
                 "Slack {method}: HTTP {status}"
             )));
         }
+
         let answer: Status = serde_json::from_str(&body).map_err(|_| {
             let e = format!(
                 "Slack {method}: HTTP {status}, not JSON: {}",
@@ -259,11 +265,13 @@ impl SlackClient {
                 CallError::permanent(e)
             }
         })?;
+
         if answer.ok {
             return serde_json::from_str(&body).map_err(|e| {
                 CallError::retryable(format!("Slack {method}: an answer not as documented: {e}"))
             });
         }
+
         let error = answer.error.unwrap_or_else(|| "unknown_error".into());
         let retryable = matches!(
             error.as_str(),
@@ -274,6 +282,7 @@ impl SlackClient {
                 | "request_timeout"
                 | "team_added_to_org"
         );
+
         Err(CallError {
             message: format!("Slack {method}: {error}"),
             retryable,
@@ -358,6 +367,7 @@ impl SlackClient {
                 },
             ),
         };
+
         for _ in 0..50 {
             let url = format!("{}/{method}", self.api_url);
             let page: History = self.call(method, self.http.get(url).query(&query)).await?;
@@ -373,6 +383,7 @@ impl SlackClient {
                 break;
             }
         }
+
         Ok(None)
     }
 

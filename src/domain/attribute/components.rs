@@ -27,6 +27,7 @@ impl Default for ComponentTable {
             component: component.into(),
             operator: operator.into(),
         };
+
         ComponentTable {
             rules: vec![
                 rule(

@@ -135,21 +135,25 @@ fn evidence_of(
                 .any(|c| c.operator == operator && c.condition == condition && c.status == status)
         })
         .count();
+
     let covered_share = if total_outage > 0 {
         t.covered as f64 / total_outage as f64
     } else {
         0.0
     };
+
     let healthy_share = if healthy.is_empty() {
         0.0
     } else {
         healthy_with as f64 / healthy.len() as f64
     };
+
     let ((reason, message), _) = t
         .reasons
         .into_iter()
         .max_by_key(|(_, n)| *n)
         .unwrap_or_default();
+
     ConditionEvidence {
         operator,
         condition,

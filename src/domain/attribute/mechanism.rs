@@ -304,9 +304,11 @@ impl<'r> Reading<'r> {
             MechanismKind::SingleReplicaDrained => lost.len() == 1,
             _ => lost.len() >= 2 && lost.iter().all(|p| p.node == *node),
         };
+
         if !fits || others_ready || node.is_empty() {
             return None;
         }
+
         let out = self.node_out(node, lost[0].to)?;
         let replacement = self.replacement(w, &lost)?;
         Some(vec![

@@ -79,14 +79,17 @@ pub fn smallest_scope(cells: &[CellEvidence], dims: &[Dimension]) -> Option<Scop
         .filter(|c| c.verdict == Verdict::Regressed)
         .map(|c| &c.dims)
         .collect();
+
     if regressed.is_empty() {
         return None;
     }
+
     let healthy: Vec<&Dimensions> = cells
         .iter()
         .filter(|c| c.verdict == Verdict::Healthy)
         .map(|c| &c.dims)
         .collect();
+
     let values: BTreeMap<Dimension, BTreeSet<String>> = dims
         .iter()
         .map(|d| {
@@ -96,6 +99,7 @@ pub fn smallest_scope(cells: &[CellEvidence], dims: &[Dimension]) -> Option<Scop
             )
         })
         .collect();
+
     // Subsets of the dimensions by size, then by the order of `dims`: the first that excludes
     // every healthy cell is the smallest description.
     let n = dims.len();
@@ -113,16 +117,19 @@ pub fn smallest_scope(cells: &[CellEvidence], dims: &[Dimension]) -> Option<Scop
             break;
         }
     }
+
     let separates = chosen.is_some();
     let mask = chosen.unwrap_or((1u32 << n) - 1);
     let constraints = (0..n)
         .filter(|i| mask & (1 << i) != 0)
         .map(|i| (dims[i], values[&dims[i]].clone()))
         .collect();
+
     let spans = (0..n)
         .filter(|i| mask & (1 << i) == 0)
         .map(|i| (dims[i], values[&dims[i]].clone()))
         .collect();
+
     Some(ScopeFinding {
         constraints,
         spans,

@@ -292,6 +292,7 @@ pub fn payload_change(
             seconds: r.seconds,
         })
         .collect();
+
     let boundary = |k: usize| order[k - 1].built != order[k].built;
     let change = change_between(&series, 3, 3, boundary).filter(|c| c.worse_after)?;
     let earliest_bad = order[change.first];
@@ -308,6 +309,7 @@ pub fn payload_change(
             .collect();
         good = clearly_good(&by_onset, after, hit, allowed).or(good);
     }
+
     let from = good.map_or(earliest_bad.built, |g| g.built);
     let mut tested: Vec<String> = Vec::new();
     for r in order
@@ -318,6 +320,7 @@ pub fn payload_change(
             tested.push(r.payload.to_string());
         }
     }
+
     Some(PayloadWindow {
         last_good: good.map(|g| (g.payload.to_string(), g.built)),
         first_bad: (bad.payload.to_string(), bad.built),

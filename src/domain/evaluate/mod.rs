@@ -305,12 +305,14 @@ pub fn reference<'a>(
             against: None,
         });
     }
+
     if let Some(t) = historical.threshold(&c.key.backend, c.cell_dims, percentile) {
         return Some(Reference {
             threshold: t,
             against: None,
         });
     }
+
     let q = percentile.fraction();
     let previous = || {
         let (release, h) = c
@@ -329,11 +331,13 @@ pub fn reference<'a>(
             against: Some(h),
         })
     };
+
     if c.young
         && let Some(p) = previous()
     {
         return Some(p);
     }
+
     if c.baseline.count() >= settings.min_job_runs {
         let seconds = c.baseline_percentiles[percentile.index()]?;
         let source = ThresholdSource::Baseline {
@@ -348,6 +352,7 @@ pub fn reference<'a>(
             against: Some(c.baseline),
         });
     }
+
     previous()
 }
 
@@ -487,6 +492,7 @@ pub fn evaluate(
         groups = metas.len(),
         "evaluate: grouped"
     );
+
     let t0 = std::time::Instant::now();
     let mut checks = check_all(&metas, &windows, input, settings, historical);
     tracing::debug!(seconds = t0.elapsed().as_secs_f64(), "evaluate: tested");
@@ -495,24 +501,29 @@ pub fn evaluate(
     for (r, cutoff) in results.iter_mut().zip(cutoffs) {
         r.cutoff = cutoff;
     }
+
     tracing::debug!(
         seconds = t0.elapsed().as_secs_f64(),
         "evaluate: tested and judged"
     );
+
     let t0 = std::time::Instant::now();
     let previous_runs = |gi: usize| {
         metas[gi]
             .previous
             .map(|p| previous_runs(&windows[p], settings))
     };
+
     explain_away(&mut results, previous_runs, input, settings);
     for r in &mut results {
         apply_hysteresis(r, settings, input.now);
     }
+
     tracing::debug!(
         seconds = t0.elapsed().as_secs_f64(),
         "evaluate: explained away and hysteresis"
     );
+
     Evaluation {
         groups: results,
         tests,
@@ -661,6 +672,7 @@ impl<'i> GroupSlots<'i> {
                 sizes[self.slot(cell, level, self.coarse.of[level.index()][cell.variant])] += 1;
             }
         }
+
         let groups = sizes.iter().filter(|n| **n > 0).count();
         let mut index: Vec<usize> = vec![usize::MAX; slots];
         let (mut metas, mut windows) = (Vec::with_capacity(groups), Vec::with_capacity(groups));
@@ -690,6 +702,7 @@ impl<'i> GroupSlots<'i> {
                 metas[index[at]].cells.push(ci);
             }
         }
+
         let mut scratch = Vec::new();
         for (m, w) in metas.iter_mut().zip(&mut windows) {
             m.previous = m.previous.map(|at| index[at]).filter(|&i| i != usize::MAX);
@@ -705,6 +718,7 @@ impl<'i> GroupSlots<'i> {
             }
             w.percentiles = [percentiles_of(&w.current), percentiles_of(&w.baseline)];
         }
+
         (metas, windows)
     }
 }
@@ -750,6 +764,7 @@ fn check_group(
     if w.current.count() < settings.min_job_runs {
         return Vec::new();
     }
+
     // Only the historical table reads them; most installations have none.
     let cell_dims: Vec<&Dimensions> = if historical.is_empty() {
         Vec::new()
@@ -760,6 +775,7 @@ fn check_group(
             .map(|&c| &input.variants[input.cells[c].variant])
             .collect()
     };
+
     let group = GroupChecks {
         meta: d,
         windows: w,
@@ -773,11 +789,13 @@ fn check_group(
         settings,
         historical,
     };
+
     let mut checks = group.of_span(Span::Window, &[], scratch);
     let window = checks.clone();
     for span in spans(settings).skip(1) {
         checks.extend(group.of_span(span, &window, scratch));
     }
+
     checks
 }
 
@@ -843,11 +861,13 @@ impl<'a> GroupChecks<'_, 'a> {
                 &*recent
             }
         };
+
         let whole = if span == Span::Window {
             w.percentiles[0]
         } else {
             percentiles_of(runs)
         };
+
         let mut out = Vec::with_capacity(settings.percentiles.len());
         let mut tested = Vec::with_capacity(settings.percentiles.len());
         for &p in &settings.percentiles {
@@ -866,9 +886,11 @@ impl<'a> GroupChecks<'_, 'a> {
                 _ => tested.push(p),
             }
         }
+
         if tested.is_empty() {
             return out;
         }
+
         let cells = self.input.cells;
         let common = Common::of(
             &self.meta.cells,
@@ -877,6 +899,7 @@ impl<'a> GroupChecks<'_, 'a> {
             (runs, &w.baseline),
             [whole, w.percentiles[1]],
         );
+
         let candidates = Candidates {
             key: &self.meta.key,
             baseline: &common.baseline,
@@ -885,6 +908,7 @@ impl<'a> GroupChecks<'_, 'a> {
             cell_dims: self.cell_dims,
             young: self.young,
         };
+
         let previous = self.previous.map(|p| p.1);
         out.extend(tested.into_iter().filter_map(|p| {
             let r = reference(&candidates, p, settings, self.historical)?;
@@ -898,6 +922,7 @@ impl<'a> GroupChecks<'_, 'a> {
                 settings,
             ))
         }));
+
         out
     }
 }
@@ -919,6 +944,7 @@ pub fn judge_check(
     } else {
         (whole.0, whole.1[p.index()])
     };
+
     let observed = observed.unwrap_or(0.0);
     let allowed = allowed(r.threshold.seconds, settings);
     let exceeds = observed > allowed && supported(current, p.fraction(), allowed, settings);
@@ -935,6 +961,7 @@ pub fn judge_check(
     } else {
         1.0
     };
+
     Check {
         span,
         percentile: p,
@@ -983,6 +1010,7 @@ fn check_all(
             scratch,
         )
     };
+
     let threads = threads();
     let chunk = metas.len().div_ceil(threads).max(1);
     let total = metas.len();
@@ -1033,11 +1061,13 @@ fn adjust_for_multiple_tests(
             *family_of.entry(key).or_insert(next)
         })
         .collect();
+
     let families = family_of.len();
     let mut p_of: Vec<Vec<f64>> = vec![Vec::new(); families];
     for (gi, group_checks) in checks.iter().enumerate() {
         p_of[group_family[gi]].extend(group_checks.iter().map(|c| c.p_value));
     }
+
     let simes: Vec<f64> = p_of.iter().map(|ps| stats::simes(ps)).collect();
     let selected = stats::bh_adjusted(&simes);
     let rate = settings.false_discovery_rate;
@@ -1059,6 +1089,7 @@ fn adjust_for_multiple_tests(
             }
         }
     }
+
     let tests = p_of.iter().map(Vec::len).sum();
     (
         tests,
@@ -1080,6 +1111,7 @@ fn judge(
         .iter()
         .filter_map(|(label, s)| GroupKey::parse_label(label).map(|k| (k, s)))
         .collect();
+
     let one = |d: &mut Meta, w: &Windows, checks: Vec<Check>| {
         let prior = prior_by_key
             .get(&d.key)
@@ -1114,6 +1146,7 @@ fn judge(
             cells: std::mem::take(&mut d.cells),
         }
     };
+
     // On every core, a share of the groups each.
     let total = metas.len();
     let chunk = total.div_ceil(threads()).max(1);
@@ -1156,6 +1189,7 @@ fn holds_without(
     for &c in remaining {
         window.merge(&input.cells[c].current);
     }
+
     window.count() >= settings.min_job_runs
         && checks.iter().filter(|c| c.exceeds).any(|c| {
             let (mut current, mut baseline) = (Histogram::new(), Histogram::new());
@@ -1209,6 +1243,7 @@ fn explain_away<'w>(
     let mut order: Vec<usize> = (0..results.len())
         .filter(|&i| results[i].status == GroupStatus::Regressed)
         .collect();
+
     // Groups that hold a healthy part of their own come after those that do not: pooling a
     // regression with healthy cells can make a test more significant than the regression's
     // own, but never a better explanation of it.
@@ -1225,6 +1260,7 @@ fn explain_away<'w>(
             .then(ra.level.cmp(&rb.level))
             .then(ra.key.cmp(&rb.key))
     });
+
     let mut covered: FastSet<usize> = FastSet::default();
     for gi in order {
         let r = &results[gi];
@@ -1271,10 +1307,12 @@ fn mixed_groups(
     if regressed.is_empty() {
         return out;
     }
+
     let regressed_cells: FastSet<usize> = regressed
         .iter()
         .flat_map(|&gi| results[gi].cells.iter().copied())
         .collect();
+
     let mut groups_of_cell: FastMap<usize, Vec<usize>> = FastMap::new();
     for (gi, g) in results.iter().enumerate() {
         let healthy = g.runs >= settings.min_job_runs
@@ -1287,6 +1325,7 @@ fn mixed_groups(
             }
         }
     }
+
     for &gi in regressed {
         let g = &results[gi];
         let cells: FastSet<usize> = g.cells.iter().copied().collect();
@@ -1305,6 +1344,7 @@ fn mixed_groups(
             out.insert(gi);
         }
     }
+
     out
 }
 

@@ -119,6 +119,7 @@ fn mann_whitney_bins(a: &[(i64, u64)], b: &[(i64, u64)]) -> f64 {
     if na == 0.0 || nb == 0.0 {
         return 1.0;
     }
+
     let n = na + nb;
     // Walk both in value order: average rank of each distinct value, and the tie term.
     let (mut i, mut j) = (0, 0);
@@ -147,12 +148,14 @@ fn mann_whitney_bins(a: &[(i64, u64)], b: &[(i64, u64)]) -> f64 {
         ties += t * t * t - t;
         below += t;
     }
+
     let u = rank_sum_a - na * (na + 1.0) / 2.0;
     let mean = na * nb / 2.0;
     let variance = na * nb / 12.0 * ((n + 1.0) - ties / (n * (n - 1.0)).max(1.0));
     if variance <= 0.0 {
         return 1.0;
     }
+
     normal_sf((u - mean - 0.5) / variance.sqrt())
 }
 
@@ -255,25 +258,31 @@ pub fn stratified_greater(strata: &[Stratum]) -> f64 {
         .iter()
         .filter(|s| s.n1 > 0 && s.n2 > 0 && s.x1 + s.x2 > 0)
         .collect();
+
     let observed: u64 = informative.iter().map(|s| s.x1).sum();
     if observed == 0 {
         return 1.0;
     }
+
     if let [one] = informative.as_slice() {
         return fisher_greater(one.x1, one.n1, one.x2, one.n2);
     }
+
     let bounds = |s: &Stratum| {
         let k = s.x1 + s.x2;
         (k.saturating_sub(s.n2), k.min(s.n1))
     };
+
     let support: u64 = informative.iter().map(|s| bounds(s).1 - bounds(s).0).sum();
     if support > EXACT_SUPPORT {
         return cmh_greater(&informative, observed);
     }
+
     let base: u64 = informative.iter().map(|s| bounds(s).0).sum();
     if observed < base {
         return 1.0;
     }
+
     // pmf of (total − base), one stratum convolved in at a time
     let mut total = vec![1.0f64];
     for s in &informative {
@@ -290,6 +299,7 @@ pub fn stratified_greater(strata: &[Stratum]) -> f64 {
         }
         total = next;
     }
+
     let from = usize::try_from(observed - base).unwrap_or(usize::MAX);
     total.iter().skip(from).sum::<f64>().clamp(0.0, 1.0)
 }

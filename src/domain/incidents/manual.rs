@@ -189,6 +189,7 @@ pub fn not_a_regression(
     if reason.trim().is_empty() {
         return Err(Refusal::NotARegressionWithoutReason);
     }
+
     let i = find(&known.incidents, reference)?;
     let reason = reason.trim();
     // the silence's reason is the history's line; the resolution keeps the reason as given
@@ -198,9 +199,11 @@ pub fn not_a_regression(
         .silences
         .iter()
         .any(|s| s.fingerprint.as_deref() == Some(&i.fingerprint) && s.reason == reason);
+
     if i.state == State::Resolved && silenced {
         return Ok(Plan::default());
     }
+
     let mut plan = if i.state.is_open() {
         let how = Resolution::NotARegression {
             reason: resolution_reason,
@@ -209,6 +212,7 @@ pub fn not_a_regression(
     } else {
         Plan::default()
     };
+
     plan.steps.insert(
         0,
         Step {
@@ -222,6 +226,7 @@ pub fn not_a_regression(
             held: None,
         },
     );
+
     if !silenced {
         plan.silences.push(NewSilence {
             target: Target {
@@ -233,6 +238,7 @@ pub fn not_a_regression(
             incident: Some(i.id),
         });
     }
+
     Ok(plan)
 }
 
@@ -368,9 +374,11 @@ pub fn silence(
     if seconds <= 0 {
         return Err(Refusal::NoSilenceDuration);
     }
+
     if seconds > MAX_SILENCE_SECS {
         return Err(Refusal::SilenceTooLong);
     }
+
     let mut target = target.clone();
     let mut incident = None;
     if let Some(reference) = &target.fingerprint {
@@ -378,6 +386,7 @@ pub fn silence(
         target.fingerprint = Some(i.fingerprint.clone());
         incident = Some(i.id);
     }
+
     let expires_at = now.checked_add(seconds).ok_or(Refusal::DurationTooLong)?;
     let same = |s: &&Silence| {
         s.target() == target
@@ -386,9 +395,11 @@ pub fn silence(
             && now - s.created_at <= SAME_SILENCE_WITHIN_SECS
             && (s.expires_at - expires_at).abs() <= SAME_SILENCE_WITHIN_SECS
     };
+
     if let Some(s) = known.silences.iter().find(same) {
         return Ok((Plan::default(), Some(s.id)));
     }
+
     let plan = Plan {
         silences: vec![NewSilence {
             target,
@@ -398,6 +409,7 @@ pub fn silence(
         }],
         ..Plan::default()
     };
+
     Ok((plan, None))
 }
 
@@ -438,17 +450,20 @@ pub fn unsilence(
         })
         .map(|s| s.id)
         .collect();
+
     if wanted.is_empty() {
         return Err(Refusal::NoActiveSilence {
             reference: reference.to_string(),
         });
     }
+
     let left: Vec<Silence> = known
         .silences
         .iter()
         .filter(|s| !wanted.contains(&s.id))
         .cloned()
         .collect();
+
     let owed = known
         .incidents
         .iter()
@@ -459,6 +474,7 @@ pub fn unsilence(
             silenced_by: None,
             held: None,
         });
+
     let mut plan = with_effects(
         now,
         owed.collect(),
@@ -467,6 +483,7 @@ pub fn unsilence(
         &known.delivered,
         policy,
     );
+
     plan.unsilence = wanted;
     Ok(plan)
 }

@@ -518,6 +518,7 @@ fn match_active<'a>(
             hit
         })
         .collect();
+
     for (r, slot) in active.iter().zip(matched.iter_mut()) {
         if slot.is_some() {
             continue;
@@ -540,6 +541,7 @@ fn match_active<'a>(
             used.insert(i.id);
         }
     }
+
     matched
 }
 
@@ -829,6 +831,7 @@ impl Effects<'_> {
             });
             return false;
         }
+
         let level = match step.action {
             Action::Update { .. } => snapshot
                 .report
@@ -837,6 +840,7 @@ impl Effects<'_> {
                 .and_then(|p| p.now),
             _ => None,
         };
+
         let above = level.filter(|v| *v > a.seconds + self.policy.min_effect_seconds);
         let mut next = a.clone();
         // Once, when it first goes above.
@@ -866,6 +870,7 @@ impl Effects<'_> {
                 add_comment(&mut step.effects, text);
             }
         }
+
         next.reminded |= remind;
         if remind && posted {
             let lapsing = Told::AcceptedLapsing {
@@ -874,6 +879,7 @@ impl Effects<'_> {
             };
             add_reply(&mut step.effects, &(self.policy.wording)(&lapsing));
         }
+
         if next != *a {
             let event = told.map(|t| ("above_accepted".to_string(), t));
             self.allowances.push(AllowanceChange {
@@ -882,6 +888,7 @@ impl Effects<'_> {
                 event,
             });
         }
+
         held
     }
 
@@ -895,6 +902,7 @@ impl Effects<'_> {
         ) {
             return None; // people's steps carry their effects
         }
+
         let (existing, snapshot) = subject(step, &self.by_id)?;
         let fingerprint = match (&step.action, existing) {
             (Action::Open { fingerprint, .. }, _) => fingerprint.as_str(),
@@ -907,6 +915,7 @@ impl Effects<'_> {
             .iter()
             .find(|s| s.holds(&fingerprint, &snapshot, self.now))
             .map(|s| s.id);
+
         // what a person did is told whatever a silence holds: the others need to know
         let silence = holder.filter(|_| !by_a_person(&step.action));
         let id = existing.map(|i| i.id);
@@ -918,19 +927,23 @@ impl Effects<'_> {
             filed: id.is_some_and(|id| self.delivered.jira_filed.contains(&id)),
             filing: false,
         };
+
         let channel = existing
             .and_then(|i| i.slack_channel.clone())
             .unwrap_or_else(|| self.policy.channel_for(&snapshot));
+
         let wording = self.policy.wording;
         let label = wording(&Told::Label {
             snapshot: &snapshot,
         });
+
         // open once this step is applied
         let open = match step.action {
             Action::Resolve { .. } => false,
             Action::CatchUp { .. } => existing.is_none_or(|i| i.state.is_open()),
             _ => true,
         };
+
         let mut effects = Vec::new();
         if !t.posted && open && silence.is_none() {
             effects.push(Effect::SlackPost {
@@ -938,6 +951,7 @@ impl Effects<'_> {
             });
             effects.push(Effect::SlackDetails);
         }
+
         if self.policy.jira && !t.filed && open && silence.is_none() {
             if self.created < self.policy.jira_cap {
                 self.created += 1;
@@ -947,6 +961,7 @@ impl Effects<'_> {
                 self.not_filed.push(label.clone());
             }
         }
+
         let mut line = match &step.action {
             Action::Open { .. } => Some((
                 Happened::New,
@@ -975,6 +990,7 @@ impl Effects<'_> {
             }
             _ => None,
         };
+
         if let Some(silence) = silence {
             // held, and owed: told once the silence ends
             step.silenced_by = Some(silence);
@@ -984,6 +1000,7 @@ impl Effects<'_> {
             }
             return None;
         }
+
         step.effects = effects;
         if let Some((i, a)) = existing.and_then(|i| Some((i, i.allowance.as_ref()?)))
             && self.accepted_level(step, i, a, &snapshot)
@@ -994,6 +1011,7 @@ impl Effects<'_> {
             add_owed(&mut step.effects, &i.held, to, open, wording);
             step.held = Some(Vec::new());
         }
+
         line.map(|(what, text)| (channel, SummaryLine::new(what, text, &fingerprint)))
     }
 }
@@ -1022,22 +1040,27 @@ fn add_owed(
 ) {
     let texts =
         |f: fn(&Effect) -> Option<&String>| held.iter().filter_map(f).cloned().collect::<Vec<_>>();
+
     let slack = texts(|e| match e {
         Effect::SlackReply { text } => Some(text),
         _ => None,
     });
+
     if posted && !slack.is_empty() {
         add_reply(effects, &wording(&Told::WhileSilenced { lines: &slack }));
     }
+
     let jira = texts(|e| match e {
         Effect::JiraComment { text }
         | Effect::JiraResolve { text }
         | Effect::JiraReopen { text } => Some(text),
         _ => None,
     });
+
     if !filed || jira.is_empty() {
         return;
     }
+
     let said = wording(&Told::WhileSilenced { lines: &jira });
     let own = effects.iter_mut().find_map(|e| match e {
         Effect::JiraComment { text }
@@ -1045,6 +1068,7 @@ fn add_owed(
         | Effect::JiraReopen { text } => Some(text),
         _ => None,
     });
+
     if let Some(text) = own {
         *text = format!("{said}; {text}");
     } else if !open && held.iter().any(|e| matches!(e, Effect::JiraResolve { .. })) {
@@ -1054,10 +1078,12 @@ fn add_owed(
     } else {
         effects.push(Effect::JiraComment { text: said });
     }
+
     let transition = held
         .iter()
         .rev()
         .find(|e| matches!(e, Effect::JiraTransition { .. }));
+
     if let Some(t) = transition.filter(|_| {
         !effects
             .iter()
@@ -1089,12 +1115,14 @@ pub fn with_effects(
         allowances: Vec::new(),
         accepted: Vec::new(),
     };
+
     let mut lines: BTreeMap<String, Vec<SummaryLine>> = BTreeMap::new();
     for step in &mut steps {
         if let Some((channel, line)) = e.decide(step) {
             lines.entry(channel).or_default().push(line);
         }
     }
+
     let (not_filed, allowances, accepted) = (e.not_filed, e.allowances, e.accepted);
     let mut summaries: Vec<Effect> = Vec::new();
     for (channel, mut lines) in lines {
@@ -1113,6 +1141,7 @@ pub fn with_effects(
             summaries.push(Effect::SlackSummary { channel, lines });
         }
     }
+
     Plan {
         steps,
         summaries,

@@ -124,5 +124,6 @@ pub(super) async fn backtest(
             }
         }
     }
+
     Ok(ExitCode::SUCCESS)
 }

@@ -186,5 +186,6 @@ pub(super) async fn incidents_on(
             println!("acknowledged #{} ({}){already}", i.id, i.fingerprint);
         }
     }
+
     Ok(ExitCode::SUCCESS)
 }

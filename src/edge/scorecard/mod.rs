@@ -179,21 +179,25 @@ async fn replay(world: &World, settings: &Settings, keep: Option<&Path>) -> Resu
             scratch.path().join("world.db")
         }
     };
+
     let url = format!("sqlite://{}", path.display());
     let store = crate::store::Store::open(&DatabaseSettings {
         url: url.parse::<DatabaseUrl>().map_err(anyhow::Error::msg)?,
         ..Default::default()
     })
     .await?;
+
     store.trouble().apply(&settings.evaluate.ci_trouble).await?;
     let table = Table::embedded()?;
     store
         .evaluations()
         .import_thresholds(table.rows(), "data/origin/query_results_upgrades.json")
         .await?;
+
     for chunk in world.records.chunks(1000) {
         store.runs().write_runs(chunk, false).await?;
     }
+
     let store = Arc::new(store);
     let from = world.spec.start() + Duration::days(14);
     let cadence = crate::application::backtest::Cadence::Every(6 * HOUR);
@@ -201,6 +205,7 @@ async fn replay(world: &World, settings: &Settings, keep: Option<&Path>) -> Resu
     let mut observe = |r: &crate::application::cycle::CycleReport| {
         cycles.push((r.evaluated_at, r.regressions.clone()))
     };
+
     let backtest = crate::application::backtest::backtest_observed(
         store.clone(),
         settings,
@@ -210,6 +215,7 @@ async fn replay(world: &World, settings: &Settings, keep: Option<&Path>) -> Resu
         &mut observe,
     )
     .await?;
+
     store.close().await;
     Ok(Observed {
         cycles,
@@ -332,10 +338,12 @@ pub fn scorecard(worlds: Vec<WorldScore>, seeds: usize, runs: usize, seconds: f6
             classes.push(row);
         }
     }
+
     let mut overall = ClassSummary {
         worlds: worlds.len(),
         ..Default::default()
     };
+
     summarize(&mut overall, all_plants());
     overall.false_regressions = worlds.iter().map(|w| w.false_regressions.len()).sum();
     let reported = worlds.iter().map(|w| w.reported).sum();
@@ -353,6 +361,7 @@ pub fn scorecard(worlds: Vec<WorldScore>, seeds: usize, runs: usize, seconds: f6
         floors: FLOORS,
         below_floors: Vec::new(),
     };
+
     card.below_floors = below_floors(&card, &FLOORS);
     card
 }
@@ -418,6 +427,7 @@ impl Below {
                 .filter_map(|p| p.detection_days)
                 .collect()
         };
+
         let dense = latency(true);
         let worst = dense.iter().copied().reduce(f64::max);
         self.check(
@@ -427,6 +437,7 @@ impl Below {
                 floors.detection_median_days_dense
             ),
         );
+
         self.check(
             worst.is_some_and(|w| w > floors.detection_worst_days_dense),
             format!(
@@ -434,6 +445,7 @@ impl Below {
                 floors.detection_worst_days_dense
             ),
         );
+
         self.check(
             median(latency(false)).is_some_and(|m| m > floors.detection_median_days_sparse),
             format!(
@@ -441,6 +453,7 @@ impl Below {
                 floors.detection_median_days_sparse
             ),
         );
+
         self.check(
             o.not_recovered > 0
                 || o.recovery_worst_days
@@ -512,6 +525,7 @@ pub fn render_text(card: &Scorecard) -> String {
         "quality over {} seeds ({} runs) in {:.1} s, sheriff's default settings, a cycle every 6 h\n",
         card.seeds, card.runs, card.seconds
     );
+
     let _ = writeln!(
         s,
         "{:<15} {:>7} {:>6} {:>8} {:>11} {:>11} {:>11} {:>8} {:>9} {:>9} {:>7}",
@@ -527,19 +541,23 @@ pub fn render_text(card: &Scorecard) -> String {
         "window<=3",
         "false"
     );
+
     for row in card.classes.iter().chain(std::iter::once(&card.overall)) {
         render_row(&mut s, row);
     }
+
     let _ = writeln!(
         s,
         "\nprecision: {} of {} reported regressions match a planted one",
         card.matched, card.reported
     );
+
     let falses: Vec<_> = card
         .worlds
         .iter()
         .flat_map(|w| w.false_regressions.iter().map(move |f| (w.seed, f)))
         .collect();
+
     if !falses.is_empty() {
         let _ = writeln!(s, "\nfalse regressions ({}):", falses.len());
         for (seed, f) in falses.iter().take(40) {
@@ -562,6 +580,7 @@ pub fn render_text(card: &Scorecard) -> String {
             );
         }
     }
+
     if card.below_floors.is_empty() {
         let _ = writeln!(s, "\nall floors met");
     } else {
@@ -570,6 +589,7 @@ pub fn render_text(card: &Scorecard) -> String {
             let _ = writeln!(s, "  - {b}");
         }
     }
+
     s
 }
 

@@ -470,12 +470,14 @@ pub(super) fn score_world(world: &World, observed: &Observed) -> WorldScore {
         .iter()
         .map(|p| score_plant(world, p, observed))
         .collect();
+
     let mut first: BTreeMap<&str, (DateTime<Utc>, &RegressionReport)> = BTreeMap::new();
     for (at, reports) in &observed.cycles {
         for r in reports.iter().filter(|r| r.status.is_active()) {
             first.entry(r.fingerprint.as_str()).or_insert((*at, r));
         }
     }
+
     let mut false_regressions = Vec::new();
     let mut matched = 0;
     for (fingerprint, (at, r)) in &first {
@@ -495,6 +497,7 @@ pub(super) fn score_world(world: &World, observed: &Observed) -> WorldScore {
             numbers: format!("{}; samples: {}", numbers(r), samples_truth(r, world)),
         });
     }
+
     WorldScore {
         seed: world.spec.seed,
         classes: world.spec.classes.clone(),

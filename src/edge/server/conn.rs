@@ -274,6 +274,7 @@ pub async fn serve(
             }
         });
     }
+
     drop(listener);
     let _ = stopping.send(true);
     let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);

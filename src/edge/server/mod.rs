@@ -106,35 +106,43 @@ fn describe_counters() {
         "sheriff_cycles_total",
         "Evaluation cycles run, by outcome (ok, failed)."
     );
+
     describe_counter!(
         "sheriff_deliveries_total",
         "Outbox deliveries attempted, by sink and outcome."
     );
+
     describe_counter!(
         "sheriff_evidence_bytes_total",
         Unit::Bytes,
         "Bytes of interval files fetched on demand for attribution."
     );
+
     describe_counter!(
         "sheriff_evidence_fetches_total",
         "Runs whose interval files attribution fetched on demand, by outcome (fetched, pending)."
     );
+
     describe_counter!(
         "sheriff_ingest_runs_total",
         "Job runs seen by ingest, by way in (local, gcs, push) and outcome (ingested, skipped, failed: a bad file, storage_failed: sheriff's own storage)."
     );
+
     describe_counter!(
         "sheriff_jobs_total",
         "Scheduled jobs run, by job and outcome (ok, failed, storage_failed: sheriff's own storage, abandoned at shutdown)."
     );
+
     describe_counter!(
         "sheriff_ticks_skipped_total",
         "Scheduled ticks skipped because their lease could not be taken (the database failing), by job."
     );
+
     describe_counter!(
         "sheriff_slack_actions_total",
         "Slack button presses, by action."
     );
+
     describe_counter!("sheriff_slack_commands_total", "Slash commands received.");
     describe_counter!(
         "sheriff_slack_requests_refused_total",
@@ -232,6 +240,7 @@ pub fn router(state: AppState) -> Router {
     let body_limit_slack = state.settings.server.slack_max_body_bytes;
     let request_timeout =
         std::time::Duration::from_secs(state.settings.server.request_timeout_secs.max(1));
+
     let pages = Router::new()
         .route("/", get(pages::index))
         .route("/incidents", get(pages::index))
@@ -245,11 +254,13 @@ pub fn router(state: AppState) -> Router {
             pages::require_token,
         ))
         .route_layer(axum::middleware::from_fn(pages::secure_headers));
+
     let small = Router::new()
         .merge(pages)
         .route("/metrics", get(metrics_text))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz));
+
     // The signature is checked once the body is read, so the body is kept small
     let slack = slack_signature_required(
         Router::new()
@@ -257,10 +268,12 @@ pub fn router(state: AppState) -> Router {
             .route("/slack/interactions", post(slack::interactions)),
         &state,
     );
+
     let push = push_token_required(
         Router::new().route("/api/v1/runs", post(push::push_run)),
         &state,
     );
+
     Router::new()
         .merge(body_limit(small, SMALL_BODY_BYTES))
         .merge(body_limit(slack, body_limit_slack))

@@ -160,6 +160,7 @@ pub(crate) async fn push_run(
             state.settings.ingest.push_concurrency
         )));
     };
+
     let limit = state.settings.server.max_body_bytes;
     let bytes = axum::body::to_bytes(request.into_body(), limit)
         .await
@@ -169,15 +170,19 @@ pub(crate) async fn push_run(
                 format!("the body is over {limit} bytes or broken: {e}"),
             )
         })?;
+
     let (run, force) =
         decode(&bytes).map_err(|why| ApiError::user(StatusCode::BAD_REQUEST, why.to_string()))?;
+
     let path = run.path.clone();
     let store_timeout =
         std::time::Duration::from_secs(state.settings.ingest.push_store_timeout_secs);
+
     let summary =
         crate::adapters::ingest::ingest_pushed_run(&state.store, run, force, store_timeout)
             .await
             .map_err(|e| ApiError::Internal(e.into()))?;
+
     summary.count("push");
     let (status, outcome) = if summary.ingested > 0 {
         (StatusCode::CREATED, "ingested")
@@ -195,6 +200,7 @@ pub(crate) async fn push_run(
     } else {
         (StatusCode::OK, "already stored")
     };
+
     Ok((
         status,
         Json(serde_json::json!({ "run": path, "outcome": outcome, "errors": summary.errors })),

@@ -117,9 +117,11 @@ pub fn jobs(spec: &WorldSpec, table: &Table, dense_metal: &[&str]) -> Vec<WorldJ
             });
         }
     }
+
     for release in dense_metal {
         densify_metal(&mut out, release, spec.density);
     }
+
     if spec.classes.contains(&Class::NewJob) {
         out.push(WorldJob {
             name: NEW_ARM64_JOB.into(),
@@ -130,6 +132,7 @@ pub fn jobs(spec: &WorldSpec, table: &Table, dense_metal: &[&str]) -> Vec<WorldJ
             max_runs: Some(5),
         });
     }
+
     out
 }
 

@@ -138,12 +138,14 @@ pub fn build(spec: &WorldSpec) -> Result<World, EmbeddedTableError> {
         .iter()
         .map(|r| (r.to_string(), payloads::stream(r, start, end, &mut rng)))
         .collect();
+
     let mut plants = scenarios::plants(spec, &payloads, &mut rng);
     let dense: Vec<&str> = plants
         .iter()
         .filter(|p| p.density > 0.0)
         .map(|p| p.release.as_str())
         .collect();
+
     let jobs = jobs::jobs(spec, &table, &dense);
     let spells = scenarios::spells(spec, &mut rng);
     let generator = runs::Generator::new(spec, &table, &jobs, &payloads, &plants, &spells);
@@ -160,6 +162,7 @@ pub fn build(spec: &WorldSpec) -> Result<World, EmbeddedTableError> {
         records.push(r);
         truth.push(t);
     }
+
     fill_plant_truth(&mut plants, &truth);
     let decoys = scenarios::decoys(spec);
     Ok(World {

@@ -219,6 +219,7 @@ impl<'a> Generator<'a> {
             .get(index)
             .map(|p| p.tag.clone())
             .unwrap_or_default();
+
         let install_failure = rng.chance(INSTALL_FAILURE_SHARE);
         let mut seconds = BTreeMap::new();
         let (mut plant, mut decoy, mut ci_trouble) = (None, None, None);
@@ -228,11 +229,13 @@ impl<'a> Generator<'a> {
             decoy = self.decoy(j, &mut seconds, rng);
             ci_trouble = self.ci_trouble(j, started, &mut seconds, rng);
         }
+
         let minutes = if install_failure {
             rng.between(30, 50)
         } else {
             rng.between(90, 150)
         };
+
         let record = record(
             j,
             &build_id,
@@ -242,6 +245,7 @@ impl<'a> Generator<'a> {
             &payload,
             &seconds,
         );
+
         let truth = RunTruth {
             job: j.name.clone(),
             build_id,
@@ -254,6 +258,7 @@ impl<'a> Generator<'a> {
             ci_trouble,
             install_failure,
         };
+
         (record, truth)
     }
 }
@@ -281,6 +286,7 @@ fn record(
         // No cluster came up, so no cluster-data file says whether the masters were updated.
         dimensions.master_nodes_updated.clear();
     }
+
     RunRecord {
         run: JobRun {
             job_name: job.name.clone(),

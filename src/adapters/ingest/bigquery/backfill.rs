@@ -133,6 +133,7 @@ impl Dataset {
             runs = self.table("BackendDisruption_JobRuns"),
             backends = self.table("BackendDisruption"),
         );
+
         let params = vec![
             ("variants", Param::Text(variants)),
             ("from", Param::Int(days.start * DAY)),
@@ -143,6 +144,7 @@ impl Dataset {
             ("max_seconds", Param::Int(MAX_RUN_SECONDS)),
             ("max_backends", Param::Int(MAX_BACKENDS_PER_RUN as i64)),
         ];
+
         Query {
             name: "backfill",
             sql,
@@ -205,9 +207,11 @@ pub async fn backfill(
     let days = from.timestamp().div_euclid(DAY)..to.timestamp().div_euclid(DAY);
     let latest_end =
         (Utc::now().timestamp() - i64::from(dataset.overlap_hours) * HOUR).div_euclid(DAY);
+
     if days.is_empty() {
         return Err(IngestError::EmptyRange);
     }
+
     if days.end > latest_end {
         return Err(IngestError::TooRecent {
             to: day_name(days.end),
@@ -215,6 +219,7 @@ pub async fn backfill(
             latest: day_name(latest_end),
         });
     }
+
     let source = dataset.describe();
     tracing::info!(source = %source, from = %day_name(days.start), to = %day_name(days.end), "backfilling day histograms from BigQuery");
     let (variants, map, job_rows) = job_variants(dataset, &days).await?;
@@ -227,6 +232,7 @@ pub async fn backfill(
             counts.push(count_of(&row, &variants)?);
         }
     }
+
     let rows = job_rows + pages.rows_read;
     let backfill = Backfill {
         source: &source,
@@ -234,11 +240,13 @@ pub async fn backfill(
         rows_read: rows,
         counts: &counts,
     };
+
     let report = store.backfills().write_backfill(&backfill).await?;
     store
         .ingest_log()
         .advance_watermark(&source, days.end * DAY - 1, Utc::now().timestamp())
         .await?;
+
     let summary = BackfillSummary {
         source,
         from: day_name(days.start),
@@ -247,6 +255,7 @@ pub async fn backfill(
         report,
         seconds: started.elapsed().as_secs_f64(),
     };
+
     tracing::info!(
         source = %summary.source,
         rows = summary.rows,
@@ -255,6 +264,7 @@ pub async fn backfill(
         seconds = summary.seconds,
         "backfill finished"
     );
+
     Ok(summary)
 }
 

@@ -350,6 +350,7 @@ async fn take_run(
     } else {
         store.runs().has_run(&job, &build).await
     };
+
     let outcome = match stored {
         Ok(true) => RunOutcome::Skipped {
             path,
@@ -386,6 +387,7 @@ async fn take_run(
             },
         },
     };
+
     let storage_failed_before = summary.storage_failed;
     super::record_outcome(
         store,
@@ -396,6 +398,7 @@ async fn take_run(
         log,
     )
     .await;
+
     if let Some(start) = start {
         if summary.storage_failed > storage_failed_before {
             read.earliest_unstored = Some(read.earliest_unstored.map_or(start, |e| e.min(start)));
@@ -421,16 +424,19 @@ pub(crate) fn assemble(rows: &[Row]) -> Result<(RunRecord, Vec<FileProblem>), Ve
         file: file.to_string(),
         error,
     };
+
     let (job_name, build_id) = (
         text(first, "JobName").to_string(),
         text(first, "Name").to_string(),
     );
+
     if job_name.is_empty() || build_id.is_empty() {
         return Err(vec![problem(
             "",
             "a BackendDisruption_JobRuns row without JobName or Name".into(),
         )]);
     }
+
     let seconds_of = |name: &str| text(first, name).parse::<i64>().ok();
     let Some(start) = seconds_of("StartTime") else {
         return Err(vec![problem(
@@ -438,12 +444,14 @@ pub(crate) fn assemble(rows: &[Row]) -> Result<(RunRecord, Vec<FileProblem>), Ve
             "the run has no start time".into(),
         )]);
     };
+
     let latest = Utc::now().timestamp() + MAX_CLOCK_SKEW_SECS;
     if !(EARLIEST_START_SECS..=latest).contains(&start) {
         let why =
             format!("the start time {start} is before the year 2000 or more than a day from now");
         return Err(vec![problem("StartTime", why)]);
     }
+
     let started_at = at(start);
     let mut warnings = Vec::new();
     let finished_at = match seconds_of("EndTime") {
@@ -458,6 +466,7 @@ pub(crate) fn assemble(rows: &[Row]) -> Result<(RunRecord, Vec<FileProblem>), Ve
         }
         end => end.map(at),
     };
+
     let samples = samples(rows, &mut warnings);
     if samples.len() > MAX_BACKENDS_PER_RUN {
         let why = format!(
@@ -466,10 +475,12 @@ pub(crate) fn assemble(rows: &[Row]) -> Result<(RunRecord, Vec<FileProblem>), Ve
         );
         return Err(vec![problem("BackendDisruption", why)]);
     }
+
     if samples.is_empty() {
         let why = "no BackendDisruption rows: the run has no disruption data and is stored without samples";
         warnings.push(problem("BackendDisruption", why.into()));
     }
+
     let run = job_run(first, job_name, build_id, started_at, finished_at);
     let record = RunRecord {
         run,
@@ -479,6 +490,7 @@ pub(crate) fn assemble(rows: &[Row]) -> Result<(RunRecord, Vec<FileProblem>), Ve
         interval_files: Vec::new(),
         timeline: Vec::new(),
     };
+
     Ok((record, warnings))
 }
 

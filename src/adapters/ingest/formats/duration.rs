@@ -33,17 +33,21 @@ pub fn parse_go_duration(text: &str) -> Result<f64, DurationError> {
         text: text.to_string(),
         problem,
     };
+
     let fail = |problem| Err(error(problem));
     let (negative, mut rest) = match s.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, s.strip_prefix('+').unwrap_or(s)),
     };
+
     if rest == "0" {
         return Ok(0.0);
     }
+
     if rest.is_empty() {
         return fail(DurationProblem::Empty);
     }
+
     let mut total = 0.0f64;
     while !rest.is_empty() {
         let number_len = rest
@@ -73,6 +77,7 @@ pub fn parse_go_duration(text: &str) -> Result<f64, DurationError> {
         total += value * scale;
         rest = &rest[unit_len..];
     }
+
     Ok(if negative { -total } else { total })
 }
 

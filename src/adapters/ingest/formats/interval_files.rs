@@ -254,6 +254,7 @@ impl Collector {
                 to: to.unwrap_or(end.max(from)),
             })
             .collect();
+
         let conditions = self
             .conditions
             .into_iter()
@@ -264,6 +265,7 @@ impl Collector {
                 c
             })
             .collect();
+
         let pod_nodes = self.pod_nodes;
         let timeline = self
             .timeline
@@ -281,6 +283,7 @@ impl Collector {
                 t
             })
             .collect();
+
         IntervalEvidence {
             outages,
             conditions,
@@ -410,10 +413,12 @@ impl Collector {
                 .cloned()
                 .unwrap_or_default()
         };
+
         let namespace = locator
             .keys
             .get("namespace")
             .or_else(|| locator.keys.get("ns"));
+
         if reason == "OnPremLBTookVIP" {
             let vip = message
                 .annotations

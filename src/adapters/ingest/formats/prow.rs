@@ -163,6 +163,7 @@ pub fn parse_prowjob(bytes: &[u8]) -> Result<ProwJob, ProwError> {
     if raw.spec.job.is_empty() {
         return Err(ProwError::NoJob);
     }
+
     let time =
         |t: Option<String>, field: &'static str| -> Result<Option<DateTime<Utc>>, ProwError> {
             match t.filter(|s| !s.is_empty()) {
@@ -173,6 +174,7 @@ pub fn parse_prowjob(bytes: &[u8]) -> Result<ProwJob, ProwError> {
                 },
             }
         };
+
     let annotation = |k: &str| {
         raw.metadata
             .annotations
@@ -181,6 +183,7 @@ pub fn parse_prowjob(bytes: &[u8]) -> Result<ProwJob, ProwError> {
             .unwrap_or_default()
             .to_string()
     };
+
     let env_release_tag = raw
         .spec
         .pod_spec
@@ -191,6 +194,7 @@ pub fn parse_prowjob(bytes: &[u8]) -> Result<ProwJob, ProwError> {
         .and_then(|e| tag_of_pull_spec(&e.value))
         .unwrap_or_default()
         .to_string();
+
     Ok(ProwJob {
         env_release_tag,
         release_tag: annotation("release.openshift.io/tag"),

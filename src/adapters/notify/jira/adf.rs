@@ -48,6 +48,7 @@ pub fn to_wiki(doc: &[Node]) -> String {
         }
         out
     }
+
     fn inline(parts: &[Inline]) -> String {
         parts
             .iter()
@@ -65,6 +66,7 @@ pub fn to_wiki(doc: &[Node]) -> String {
             })
             .collect()
     }
+
     let mut out = Vec::new();
     for n in doc {
         match n {
@@ -92,6 +94,7 @@ pub fn to_wiki(doc: &[Node]) -> String {
             }
         }
     }
+
     out.join("\n\n")
 }
 
@@ -260,6 +263,7 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
         was_and_allowed(i),
         s.backends.join(", ")
     );
+
     let mut where_ = format!("Where: {} {}", s.release, s.scope.describe());
     if !r.not_specific_to.is_empty() {
         where_.push_str(&format!(
@@ -267,9 +271,11 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
             r.not_specific_to.join(" or ")
         ));
     }
+
     if let Some(o) = &onset {
         where_.push_str(&format!("; {}", crate::support::render::onset(o)));
     }
+
     where_.push('.');
     let evidence = match r.attribution.conditions.first() {
         Some(c) => format!(
@@ -289,6 +295,7 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
             secs(now)
         ),
     };
+
     let mut ask = vec![text(ask(s))];
     if let Some(c) = r.suspect_changes.first() {
         ask.push(text(" First suspect: "));
@@ -298,6 +305,7 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
         });
         ask.push(text("."));
     }
+
     doc.push(Node::Para(vec![text(broke)]));
     doc.push(Node::Para(vec![text(where_)]));
     doc.push(Node::Para(vec![text(evidence)]));
@@ -306,6 +314,7 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
     if let Some(m) = &r.attribution.mechanism {
         doc.push(Node::Para(vec![text(m.summary.clone())]));
     }
+
     if !r.attribution.contrast.is_empty() {
         let sentence = crate::words::regression::contrast_sentence(
             &r.attribution.contrast,
@@ -315,6 +324,7 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
         );
         doc.push(Node::Para(vec![text(sentence)]));
     }
+
     // what it measures, the worst run, the contrast
     doc.push(Node::Heading("What this measures".into()));
     let mut about = vec![text(measures(&s.family, &s.backends))];
@@ -327,6 +337,7 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
         });
         about.push(text("."));
     }
+
     doc.push(Node::Para(about));
     let mut contrast: Vec<Vec<Inline>> = Vec::new();
     if let Some(c) = r.attribution.control.as_ref().filter(|c| c.healthy) {
@@ -338,16 +349,19 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
             c.runs
         ))]);
     }
+
     contrast.extend(
         r.attribution
             .independence
             .iter()
             .map(|t| vec![text(t.clone())]),
     );
+
     if !contrast.is_empty() {
         doc.push(Node::Heading("What stayed healthy".into()));
         doc.push(Node::Bullets(contrast));
     }
+
     let conditions: Vec<Vec<Inline>> = r
         .attribution
         .conditions
@@ -363,12 +377,14 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
             ]
         })
         .collect();
+
     if !conditions.is_empty() {
         doc.push(Node::Heading(
             "Correlated ClusterOperator conditions".into(),
         ));
         doc.push(Node::Bullets(conditions));
     }
+
     suspect_changes(r, &mut doc);
     let jobs: Vec<Vec<Inline>> = r
         .sample_jobs
@@ -389,16 +405,19 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
             ]
         })
         .collect();
+
     if !jobs.is_empty() {
         doc.push(Node::Heading("Sample job runs".into()));
         doc.push(Node::Bullets(jobs));
     }
+
     // the statistics and the group keys, for whoever wants to check the numbers
     doc.push(Node::Heading("Statistics".into()));
     let rows = percentile_table(r)
         .into_iter()
         .map(|row| vec![row.percentile, row.now, row.allowed, row.reference])
         .collect();
+
     doc.push(Node::Table {
         header: vec![
             "percentile".into(),
@@ -408,6 +427,7 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
         ],
         rows,
     });
+
     let evidence: Vec<Vec<Inline>> = r
         .attribution
         .evidence
@@ -416,13 +436,16 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
         .take(10)
         .map(|e| vec![text(e.clone())])
         .collect();
+
     if !evidence.is_empty() {
         doc.push(Node::Bullets(evidence));
     }
+
     doc.push(Node::Para(vec![text(format!(
         "p = {:.2e}, q = {:.2e} (after adjusting for the many groups tested); {} reference runs.",
         r.p_value, r.q_value, r.baseline_runs
     ))]));
+
     if !r.groups.is_empty() {
         let groups = r
             .groups
@@ -436,10 +459,12 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
         )));
         doc.push(Node::Bullets(groups));
     }
+
     let mut back = vec![
         text("Filed by sheriff for incident "),
         Inline::Code(i.fingerprint.clone()),
     ];
+
     if !public_url.is_empty() {
         back.push(text(" — "));
         back.push(Inline::Link {
@@ -447,6 +472,7 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
             url: format!("{}/incidents/{}", public_url.trim_end_matches('/'), i.id),
         });
     }
+
     doc.push(Node::Para(back));
     doc
 }

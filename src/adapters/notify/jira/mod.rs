@@ -103,6 +103,7 @@ impl JiraSink {
                 .clone()
                 .ok_or_else(|| CallError::permanent("the incident has no Jira issue"))
         };
+
         match effect {
             Effect::JiraCreate => Ok(DeliveryResult::JiraFiled {
                 key: self.file(i, None).await?,
@@ -159,12 +160,14 @@ impl JiraSink {
                 note: format!("{key} still open; commented"),
             });
         }
+
         let never = issue.resolution.as_deref().is_some_and(|r| {
             self.settings
                 .never_reopen
                 .iter()
                 .any(|n| n.eq_ignore_ascii_case(r))
         });
+
         if never && !self.settings.file_after_never_reopen {
             return Ok(DeliveryResult::Done {
                 note: format!(
@@ -173,10 +176,12 @@ impl JiraSink {
                 ),
             });
         }
+
         let window = chrono::Duration::days(i64::from(self.settings.reopen_window_days));
         let recent = issue
             .resolved_at
             .is_some_and(|t| chrono::Utc::now() - t <= window);
+
         if !never && recent && !self.settings.reopen_transition.is_empty() {
             self.comment(key, &comment, idem, retried).await?;
             self.client
@@ -186,12 +191,14 @@ impl JiraSink {
                 note: format!("reopened {key}"),
             });
         }
+
         if !never && recent {
             self.comment(key, &comment, idem, retried).await?;
             return Ok(DeliveryResult::Done {
                 note: format!("commented on closed {key}"),
             });
         }
+
         Ok(DeliveryResult::JiraFiled {
             key: self.file(i, Some(key)).await?,
         })

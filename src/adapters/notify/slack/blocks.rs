@@ -238,6 +238,7 @@ fn incident_fields(i: &Incident, links: &Links) -> Value {
     if let Some(by) = &i.acked_by {
         state.push_str(&format!("\nAcknowledged by {}", mention(by)));
     }
+
     let (now, reference) = s.now_and_reference();
     let f = vec![
         ("State", state),
@@ -273,6 +274,7 @@ fn incident_fields(i: &Incident, links: &Links) -> Value {
                 .map_or("not filed".into(), |k| links.jira(k)),
         ),
     ];
+
     fields(&f)
 }
 
@@ -401,6 +403,7 @@ pub fn details_message(i: &Incident, links: &Links) -> Message {
         .iter()
         .map(|e| format!("• {}", escape(e)))
         .collect();
+
     if !evidence.is_empty() {
         blocks.extend(sections_of_lines(&evidence, 2, full.as_deref()));
     }
@@ -409,15 +412,18 @@ pub fn details_message(i: &Incident, links: &Links) -> Message {
         .iter()
         .map(|g| format!("`{}`", escape(g)))
         .collect();
+
     if groups.len() > 1 {
         let mut lines = vec![format!("*Affected groups ({})*", groups.len())];
         lines.extend(groups);
         blocks.extend(sections_of_lines(&lines, 2, full.as_deref()));
     }
+
     let mut f = vec![
         ("Component", escape(&s.component)),
         ("Confidence", r.attribution.confidence.to_string()),
     ];
+
     if let Some(list) = suspects_field(i) {
         f.push(("Suspect changes", list));
     }
@@ -444,6 +450,7 @@ pub fn details_message(i: &Incident, links: &Links) -> Message {
             }
         })
         .collect();
+
     if !jobs.is_empty() {
         blocks.push(context(&jobs));
     }

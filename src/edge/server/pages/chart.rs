@@ -248,18 +248,21 @@ pub fn svg(c: &Chart<'_>) -> Markup {
         })
         .chain(c.marks.accepted.as_ref().map(|a| a.0))
         .fold(0.0, f64::max);
+
     let scale = Scale {
         t0,
         t1,
         top: nice_top(max * 1.1),
         height: c.size.height(),
     };
+
     let shown = |p: &&DayPoint| p.day >= t0 && p.day < t1;
     let bar_w = 70.0 / ((t1 - t0) / DAY).max(1) as f64;
     let size = match c.size {
         Size::Main => "main",
         Size::Small => "small",
     };
+
     html! {
         div class=(format!("chart-box {size}")) {
         svg class="chart" width="100%" height=(scale.height) role="img" aria-label=(c.title) data-series="p50 p95 disrupted" {

@@ -140,6 +140,7 @@ pub fn index(
 ) -> Markup {
     let (open, resolved): (Vec<&IncidentRow>, Vec<&IncidentRow>) =
         rows.iter().partition(|r| r.incident.state.is_open());
+
     let states = ["open", "resolved", "all"].map(String::from);
     let table = |list: &[&IncidentRow]| {
         html! {
@@ -164,6 +165,7 @@ pub fn index(
             } }
         }
     };
+
     layout(
         "Incidents",
         &html! {
@@ -243,6 +245,7 @@ pub fn incident(row: &IncidentRow, events: &[Event], charts: &[ChartData]) -> Ma
     let (main_chart, parts) = charts
         .split_first()
         .map_or((None, &[][..]), |(a, b)| (Some(a), b));
+
     layout(
         &format!("#{} {}", i.id, s.family),
         &html! {
@@ -321,6 +324,7 @@ pub fn explore(
             .find(|(f, _)| f == k)
             .map_or("", |(_, v)| v.as_str())
     };
+
     layout(
         "Explore",
         &html! {

@@ -509,15 +509,18 @@ async fn explored(
     let Some(words) = query_words(form) else {
         return Ok(Ok(None));
     };
+
     let owned: Vec<String> = words
         .iter()
         .map(|w| w.chars().take(200).collect())
         .collect();
+
     let words: Vec<&str> = owned.iter().map(String::as_str).collect();
     let q = match crate::edge::server::slack::command::parse_query(&words) {
         Ok(q) => q,
         Err(e) => return Ok(Err(e.to_string())),
     };
+
     let answer = crate::application::query::answer(
         &state.store,
         &state.warm.queries,
@@ -526,6 +529,7 @@ async fn explored(
         now,
     )
     .await?;
+
     let ids = crate::application::query::variants_of(&state.store, &q).await?;
     let label: Vec<String> = q.filters.iter().map(|(d, v)| format!("{d}={v}")).collect();
     let series = series::daily(
@@ -538,6 +542,7 @@ async fn explored(
         now,
     )
     .await?;
+
     let window = q.window_days * DAY;
     let marks = Marks {
         window: Some((now - window, now)),
@@ -547,6 +552,7 @@ async fn explored(
         )),
         ..Marks::default()
     };
+
     let title = format!("{} {}", q.backend, label.join(" "));
     Ok(Ok(Some((
         answer,

@@ -106,6 +106,7 @@ pub fn parse(text: &str) -> Result<Command, CommandError> {
     let Some((verb, rest)) = words.split_first() else {
         return Ok(Command::Help);
     };
+
     let one = |what: &'static str| -> Result<String, CommandError> {
         let verb = verb.to_string();
         match rest {
@@ -114,6 +115,7 @@ pub fn parse(text: &str) -> Result<Command, CommandError> {
             _ => Err(CommandError::TooMany { verb, what }),
         }
     };
+
     match verb.to_ascii_lowercase().as_str() {
         "help" | "?" => Ok(Command::Help),
         "status" | "list" | "evaluate" if !rest.is_empty() => Err(CommandError::Trailing {

@@ -174,6 +174,7 @@ async fn accept_submitted(
         axum::Json(json!({ "response_action": "errors", "errors": { block: text } }))
             .into_response()
     };
+
     match resolved(&state.store, incident).await {
         Ok(None) => {}
         Ok(Some(id)) => {
@@ -181,6 +182,7 @@ async fn accept_submitted(
         }
         Err(e) => return errors("reason", &e.for_people()),
     }
+
     let now = chrono::Utc::now().timestamp();
     let until = if until.is_empty() {
         None
@@ -190,15 +192,18 @@ async fn accept_submitted(
             Err(e) => return errors("until", &e.to_string()),
         }
     };
+
     if let Err(e) = crate::model::Allowance::parse_level(&level) {
         return errors("level", &e.to_string());
     }
+
     let a = crate::domain::incidents::Accept {
         level,
         until,
         reason,
         jira_key: None,
     };
+
     match actions::accept(&state.store, incident, &a, operator, now).await {
         Ok(_) => axum::Json(json!({ "response_action": "clear" })).into_response(),
         Err(e) => errors("reason", &e.for_people()),
@@ -257,6 +262,7 @@ pub async fn interactions(
         )
             .into_response();
     };
+
     match interaction {
         Interaction::Pressed {
             button,
@@ -339,6 +345,7 @@ async fn pressed(
     {
         return Ok(text_message(&words::buttons_no_longer_act(id)));
     }
+
     Ok(match button {
         Button::Acknowledge => acknowledged(store, incident, operator, now).await?,
         Button::Silence24h => {

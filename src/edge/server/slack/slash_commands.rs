@@ -39,11 +39,13 @@ pub async fn commands(State(state): State<AppState>, SlackSigned(body): SlackSig
                 .into_response();
         }
     };
+
     metrics::counter!("sheriff_slack_commands_total").increment(1);
     let parsed = match command::parse(&form.text) {
         Ok(c) => c,
         Err(why) => return ephemeral(&text_message(&why.to_string())),
     };
+
     let url = form.response_url.clone();
     if !parsed.is_mutating() {
         return match parsed {
@@ -56,10 +58,12 @@ pub async fn commands(State(state): State<AppState>, SlackSigned(body): SlackSig
             }
         };
     }
+
     let Some(operator) = operator(&state, &form.user_id, &form.user_name).await else {
         tracing::info!(user = %form.user_id, "refused a change from an unauthorized user");
         return ephemeral(&refusal(&form.user_id));
     };
+
     match parsed {
         Command::Evaluate => {
             tokio::spawn(async move {
