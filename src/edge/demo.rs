@@ -83,7 +83,7 @@ pub async fn run(
     .await?;
 
     writeln!(out)?;
-    write!(out, "{}", crate::application::cycle::render_text(&report))?;
+    write!(out, "{}", crate::edge::text::cycle_report(&report))?;
     writeln!(out, "\n── Slack ({}) ──", slack_heading(settings))?;
     let delivery = crate::application::outbox::deliver_for_a_while(store.clone(), &local).await?;
     writeln!(out, "{} Slack message(s) rendered", delivery.delivered)?;

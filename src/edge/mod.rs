@@ -7,3 +7,4 @@ pub(crate) mod demo;
 pub mod scorecard;
 pub mod serve;
 pub mod server;
+pub mod text;

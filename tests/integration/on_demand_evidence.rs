@@ -196,7 +196,7 @@ on_both_engines! {
         assert_eq!(r.component, "Image Registry", "the backend names the owner without the files");
         let (pending, failed) = db.store.runs().pending_interval_runs().await.unwrap();
         assert!(failed >= 1 && failed < pending, "one failed fetch stops the cycle's others: {failed} of {pending}");
-        let status = sheriff::application::board::render_status(&sheriff::application::board::status(&db.store, end().timestamp()).await.unwrap());
+        let status = sheriff::edge::text::status(&sheriff::application::board::status(&db.store, end().timestamp()).await.unwrap());
         assert!(status.contains(&format!("interval evidence: {failed} run(s) whose files could not be fetched yet")), "{status}");
 
         // Back: the next cycle fetches them and fills the incident's attribution in.
@@ -214,7 +214,7 @@ on_both_engines! {
         assert_eq!(incidents.len(), 1, "one incident, kept: {incidents:#?}");
         assert_eq!(incidents[0].snapshot.report.attribution.evidence_pending, 0);
         assert_eq!(incidents[0].snapshot.evidence, "image-registry Available=False", "the incident's evidence too");
-        let status = sheriff::application::board::render_status(&sheriff::application::board::status(&db.store, end().timestamp()).await.unwrap());
+        let status = sheriff::edge::text::status(&sheriff::application::board::status(&db.store, end().timestamp()).await.unwrap());
         assert!(!status.contains("interval evidence:"), "{status}");
     }
 }

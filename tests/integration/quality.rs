@@ -138,7 +138,7 @@ on_both_engines! {
             report.ci_trouble.iter().any(|t| t.scope.single(Dimension::Platform) == Some("gcp")),
             "the gcp day is said as CI trouble: {:#?}", report.ci_trouble
         );
-        let text = sheriff::application::cycle::render_text(&report);
+        let text = sheriff::edge::text::cycle_report(&report);
         assert!(text.contains("CI-infrastructure trouble (left out of evaluation, not a regression)"), "{text}");
 
         // The same world with the rule off: reclassifying moves the troubled runs back into the

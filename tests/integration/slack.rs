@@ -595,7 +595,7 @@ on_both_engines! {
         let events = state.store.incidents().events(id).await.unwrap();
         assert!(events.iter().any(|e| e.kind == "accepted" && e.actor == "slack:UOPS"), "{events:#?}");
         let status = sheriff::application::board::status(&state.store, chrono::Utc::now().timestamp()).await.unwrap();
-        assert!(sheriff::application::board::render_status(&status).contains("accepted levels:\n  #1 accepted level P50 ≤ 20s"));
+        assert!(sheriff::edge::text::status(&status).contains("accepted levels:\n  #1 accepted level P50 ≤ 20s"));
     }
 }
 

@@ -42,7 +42,7 @@ pub(super) async fn evaluate(
     let report = report?;
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-        Format::Text => print!("{}", crate::application::cycle::render_text(&report)),
+        Format::Text => print!("{}", crate::edge::text::cycle_report(&report)),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -95,10 +95,10 @@ pub(super) async fn backtest(
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
         Format::Text => {
-            print!("{}", backtest::render_text(&a));
+            print!("{}", crate::edge::text::backtest(&a));
             if let (Some(b), Some(d)) = (&b, &difference) {
                 println!("\n── against the other configuration ──");
-                print!("{}", backtest::render_text(b));
+                print!("{}", crate::edge::text::backtest(b));
                 println!(
                     "\nonly in the first: {}",
                     if d.only_in_a.is_empty() {

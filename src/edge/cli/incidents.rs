@@ -43,7 +43,7 @@ async fn list_incidents(store: &Store, state: Option<String>, format: Format) ->
             );
         }
         Format::Text if list.is_empty() => println!("no incidents"),
-        Format::Text => print!("{}", board::incident_table(&list)),
+        Format::Text => print!("{}", crate::edge::text::incident_table(&list)),
     }
     Ok(())
 }
@@ -85,7 +85,7 @@ async fn show(store: &Store, incident: &str, format: Format) -> Result<()> {
             v["report"] = serde_json::to_value(&e.incident.snapshot.report)?;
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
-        Format::Text => print!("{}", board::render_explain(&e)),
+        Format::Text => print!("{}", crate::edge::text::explain(&e)),
     }
     Ok(())
 }
@@ -129,7 +129,7 @@ pub(super) async fn incidents_on(
             let reason = reason_given_or_asked(reason)?;
             let i = actions::resolve(store, settings, &incident, &reason, &Operator::local(), now)
                 .await?;
-            print!("{}", board::resolved_words(&i, &reason));
+            print!("{}", crate::edge::text::resolved_words(&i, &reason));
         }
         IncidentsAction::NotARegression { incident, reason } => {
             let i = actions::not_a_regression(

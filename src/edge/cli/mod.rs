@@ -207,7 +207,7 @@ async fn status(settings: &Settings, format: Format) -> Result<ExitCode> {
     .await?;
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&status)?),
-        Format::Text => print!("{}", board::render_status(&status)),
+        Format::Text => print!("{}", crate::edge::text::status(&status)),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -252,11 +252,11 @@ async fn query(settings: &Settings, words: &[String], format: Format) -> Result<
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&answer)?),
         Format::Text if !answer.known_backend => {
-            eprintln!("sheriff: {}", crate::application::query::render(&answer).0);
+            eprintln!("sheriff: {}", crate::edge::text::query_answer(&answer).0);
             return Ok(ExitCode::FAILURE);
         }
         Format::Text => {
-            let (title, table) = crate::application::query::render(&answer);
+            let (title, table) = crate::edge::text::query_answer(&answer);
             println!("{title}\n{table}");
         }
     }

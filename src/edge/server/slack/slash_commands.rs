@@ -140,7 +140,7 @@ async fn answer_inner(state: &AppState, c: Command) -> Result<Message, ActionErr
                 now,
             )
             .await?;
-            let (title, table) = crate::application::query::render(&a);
+            let (title, table) = crate::edge::text::query_answer(&a);
             let mut parts = vec![blocks::plain_section(&title)];
             if !table.is_empty() {
                 parts.push(blocks::section(&format!("```\n{table}\n```")));
@@ -153,7 +153,7 @@ async fn answer_inner(state: &AppState, c: Command) -> Result<Message, ActionErr
         Command::Explain(reference) => {
             match crate::application::board::explain(store, &reference).await? {
                 None => text_message(&words::no_such_incident(&reference)),
-                Some(e) => lines_message(&crate::application::board::render_explain(&e)),
+                Some(e) => lines_message(&crate::edge::text::explain(&e)),
             }
         }
         _ => text_message(HELP),
@@ -217,12 +217,11 @@ async fn change_inner(
 
 fn status_message(s: &crate::application::board::Status) -> Message {
     let mut lines = vec![words::open_incidents(s.incidents.len())];
-    lines.extend(s.incidents.iter().map(|i| {
-        format!(
-            "• {}",
-            blocks::escape(&crate::application::board::incident_line(i))
-        )
-    }));
+    lines.extend(
+        s.incidents
+            .iter()
+            .map(|i| format!("• {}", blocks::escape(&crate::edge::text::incident_line(i)))),
+    );
     lines.push(words::silences_and_outbox(
         s.silences.len(),
         s.outbox.pending,
