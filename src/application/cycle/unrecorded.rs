@@ -10,8 +10,8 @@ use crate::store::{CycleRecord, Result, Store};
 /// Cycles kept in memory at most while the database is down; past it, the oldest is dropped.
 const MAX_KEPT: usize = 1_000;
 
-/// The cycles waiting to be recorded. One process keeps one, in its [`Warm`]
-/// (`crate::application::warm::Warm`), shared by the scheduler and the HTTP edge.
+/// The cycles waiting to be recorded. `sheriff serve` keeps one, shared by its scheduler (which
+/// records them) and its HTTP edge; a command that runs one cycle keeps none past it.
 #[derive(Debug, Default)]
 pub struct Unrecorded {
     kept: Mutex<Vec<CycleRecord>>,
@@ -28,7 +28,7 @@ impl Unrecorded {
         written
     }
 
-    /// Keeps a cycle that cannot be recorded now (the newest [`MAX_KEPT`]).
+    /// Keeps a cycle that cannot be recorded now (the newest thousand are kept).
     pub fn keep(&self, cycle: CycleRecord) {
         let mut kept = self.kept.lock().expect("unrecorded cycles lock");
         if kept.len() >= MAX_KEPT {
