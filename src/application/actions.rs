@@ -34,9 +34,7 @@ impl ActionError {
             ActionError::Internal(e) => {
                 let reference = crate::support::process::random_suffix();
                 tracing::error!(reference, "an action failed: {e:#}");
-                format!(
-                    "Something went wrong on sheriff's side; nothing was changed (reference {reference})."
-                )
+                crate::words::failed_on_our_side(&reference)
             }
         }
     }
@@ -190,12 +188,7 @@ pub struct SilenceMade {
 impl SilenceMade {
     /// `; it holds #3 and #5` or a warning that it holds no open incident.
     pub fn holds_words(&self) -> String {
-        if self.holds.is_empty() {
-            return "; it matches no open incident now (it holds any that opens matching it before it ends)"
-                .into();
-        }
-        let ids: Vec<String> = self.holds.iter().map(|id| format!("#{id}")).collect();
-        format!("; it holds incident {}", ids.join(", "))
+        crate::words::silence_holds(&self.holds)
     }
 }
 

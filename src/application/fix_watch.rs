@@ -113,16 +113,13 @@ pub async fn watch(store: &Store, settings: &Settings, now: i64) -> Result<Watch
         let event = match &claim {
             Some(c) => {
                 watched.claimed += 1;
-                ("fix_claimed", crate::words::fix_claim(c))
+                ("fix_claimed", crate::words::fix::claim(c))
             }
             None => {
                 watched.withdrawn += 1;
                 (
                     "fix_withdrawn",
-                    format!(
-                        "{} moved to {}: no fix claimed any more",
-                        issue.key, issue.status
-                    ),
+                    crate::words::fix::withdrawn(&issue.key, &issue.status),
                 )
             }
         };
@@ -149,13 +146,10 @@ async fn merge_point(settings: &Settings, i: &Incident, outside: &[String], clai
     }
     match crate::application::releases::outside::merged_at(&settings.github, outside).await {
         Ok(Some(t)) => claim.merged_at = Some(t),
-        Ok(None) => claim.pending = Some("the fix outside the payload is not merged yet".into()),
+        Ok(None) => claim.pending = Some(crate::words::fix::NOT_MERGED_YET.into()),
         Err(e) => {
             tracing::warn!(key = %claim.key, "when the fix merged is not known yet: {}", with_sources(&e));
-            claim.pending = Some(
-                "GitHub did not answer; when the fix merged outside the payload is not known yet"
-                    .into(),
-            );
+            claim.pending = Some(crate::words::fix::GITHUB_SILENT.into());
         }
     }
 }
@@ -234,9 +228,7 @@ async fn claim_of(
         Ok(FixPayload::NotYet(why)) => claim.pending = claim.pending.take().or(Some(why)),
         Err(e) => {
             tracing::warn!(key = %issue.key, "fix payload not known yet: {}", with_sources(&e));
-            claim.pending = Some(
-                "the release controller did not answer; the fix payload is not known yet".into(),
-            );
+            claim.pending = Some(crate::words::fix::RELEASE_CONTROLLER_SILENT.into());
         }
     }
 

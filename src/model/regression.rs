@@ -247,42 +247,6 @@ impl Onset {
             untested_payloads: Vec::new(),
         })
     }
-
-    /// "began between 4.14.0-0.nightly-…-040000 (last good) and …-120000 (first bad)", when
-    /// the payloads are known, and why the window is as wide as it is.
-    pub fn payload_words(&self) -> Option<String> {
-        let mut words = match (&self.last_good_payload, &self.first_bad_payload) {
-            (Some(good), Some(bad)) => {
-                format!("began between {good} (last good) and {bad} (first bad)")
-            }
-            (None, Some(bad)) => format!("began with {bad} (first bad) or before it"),
-            _ => return None,
-        };
-        let n = self.payloads.len();
-        if n > 2 {
-            let ran = n - self.untested_payloads.len().min(n);
-            words.push_str(&format!(
-                "; the scope ran {ran} of the {n} payloads from the last good to the first bad, so the change is in one of the {} after the last good",
-                n - 1
-            ));
-        }
-        Some(words)
-    }
-
-    /// "Aug 4 10:00, between Aug 4 04:00 and Aug 4 16:00" (UTC).
-    pub fn describe(&self) -> String {
-        let t = |d: &DateTime<Utc>| d.format("%b %-d %H:%M").to_string();
-        if self.earliest == self.latest {
-            format!("{} UTC", t(&self.at))
-        } else {
-            format!(
-                "{} UTC, between {} and {}",
-                t(&self.at),
-                t(&self.earliest),
-                t(&self.latest)
-            )
-        }
-    }
 }
 
 /// A change that may have caused a regression: a pull request that entered between its last

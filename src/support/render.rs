@@ -78,48 +78,6 @@ pub fn time(t: i64) -> String {
 /// Suspect changes shown in Slack and Jira; `incidents show` lists them all.
 pub const SUSPECTS_SHOWN: usize = 3;
 
-/// `openshift/image-registry#912 Scale the registry down…`, or for a commit outside the
-/// payload `openshift-metal3/dev-scripts@1a2b3c4 Use RWX storage… (outside the payload: …)` (no
-/// link: each output adds its own).
-pub fn suspect(s: &crate::model::SuspectChange) -> String {
-    let star = if s.component_match {
-        " (component's repository)"
-    } else {
-        ""
-    };
-    let why = if s.commit.is_some() && !s.why.is_empty() {
-        format!(" (outside the payload: {})", truncate(&s.why, 160))
-    } else {
-        String::new()
-    };
-    format!("{} {}{star}{why}", s.reference(), truncate(&s.title, 80))
-}
-
-/// Why the commits outside the payload are missing from a report's suspects, when they are.
-pub const OUTSIDE_PENDING: &str =
-    "commits outside the payload: not read yet (GitHub did not answer)";
-
-pub fn onset(o: &crate::model::Onset) -> String {
-    let day = |t: chrono::DateTime<chrono::Utc>| t.format("%b %-d").to_string();
-    let clock = |t: chrono::DateTime<chrono::Utc>| t.format("%H:%M").to_string();
-    let latest = if day(o.latest) == day(o.earliest) {
-        clock(o.latest)
-    } else {
-        format!("{} {}", day(o.latest), clock(o.latest))
-    };
-    let when = format!(
-        "since {} {} UTC, between {} {} and {latest}",
-        day(o.at),
-        clock(o.at),
-        day(o.earliest),
-        clock(o.earliest)
-    );
-    match o.payload_words() {
-        Some(words) => format!("{when}; {words}"),
-        None => when,
-    }
-}
-
 /// `▁▂▅█`: one character a value (none: a space), scaled to the largest.
 pub fn sparkline(values: &[Option<f64>]) -> String {
     const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -262,51 +220,5 @@ mod tests {
         assert_eq!(rows[2].allowed, "-");
         assert!(percentile_text(&r).starts_with("      now"));
         assert_eq!(time(0), "1970-01-01 00:00 UTC");
-    }
-
-    #[test]
-    fn an_onset_reads_as_a_day_and_an_interval() {
-        let at = 1_754_316_000; // 2025-08-04 14:00 UTC
-        let o = crate::model::Onset::from_secs(at, at - 8 * 3600, at + 6 * 3600).unwrap();
-        assert_eq!(
-            onset(&o),
-            "since Aug 4 14:00 UTC, between Aug 4 06:00 and 20:00"
-        );
-        let mut o = crate::model::Onset::from_secs(at, at - 8 * 3600, at + 16 * 3600).unwrap();
-        assert_eq!(
-            onset(&o),
-            "since Aug 4 14:00 UTC, between Aug 4 06:00 and Aug 5 06:00"
-        );
-        o.last_good_payload = Some("4.14.0-0.nightly-2025-08-04-040000".into());
-        o.first_bad_payload = Some("4.14.0-0.nightly-2025-08-04-120000".into());
-        assert_eq!(
-            onset(&o),
-            "since Aug 4 14:00 UTC, between Aug 4 06:00 and Aug 5 06:00; began between \
-             4.14.0-0.nightly-2025-08-04-040000 (last good) and 4.14.0-0.nightly-2025-08-04-120000 (first bad)"
-        );
-    }
-
-    #[test]
-    fn a_commit_outside_the_payload_reads_with_its_short_sha_and_why() {
-        let mut c = crate::model::SuspectChange {
-            repository: "openshift-metal3/dev-scripts".into(),
-            number: 0,
-            url: "https://github.com/openshift-metal3/dev-scripts/commit/d5e1a5d0cafe".into(),
-            title: "Run the registry with one replica".into(),
-            component_match: false,
-            commit: Some("d5e1a5d0cafe".into()),
-            merged_at: Some(0),
-            why: "it reaches only metal's clusters".into(),
-        };
-        assert_eq!(
-            suspect(&c),
-            "openshift-metal3/dev-scripts@d5e1a5d Run the registry with one replica \
-             (outside the payload: it reaches only metal's clusters)"
-        );
-        (c.commit, c.number, c.why) = (None, 12, String::new());
-        assert_eq!(
-            suspect(&c),
-            "openshift-metal3/dev-scripts#12 Run the registry with one replica"
-        );
     }
 }

@@ -5,10 +5,14 @@
 //! hands them [`line()`] as their [`Wording`](crate::domain::incidents::Wording).
 //! A request people made that was not carried out ([`Refusal`]) is said here too.
 //!
-//! A regression's own account is said in `regression` (its summary and evidence lines) and
-//! `mechanism` (what its sample runs show), from the facts the attribution found. What sheriff
-//! answers people in Slack (its slash command, buttons and dialogs) is said in `slack`.
+//! A regression's own account is said in `regression` (its summary, evidence lines, onset and
+//! suspects) and `mechanism` (what its sample runs show), from the facts the attribution found.
+//! A claimed fix and why it waits are said in `fix`; what a cycle saw in the data that is not a
+//! regression, in `findings`. What sheriff answers people in Slack (its slash command, buttons
+//! and dialogs) is said in `slack`.
 
+pub(crate) mod findings;
+pub(crate) mod fix;
 pub(crate) mod mechanism;
 pub(crate) mod regression;
 pub(crate) mod slack;
@@ -20,9 +24,7 @@ use crate::domain::incidents::Refusal;
 use crate::domain::incidents::Told;
 use crate::domain::incidents::manual::{MAX_ALLOWANCE_SECS, MAX_SILENCE_SECS};
 use crate::domain::incidents::plan::Resolution;
-use crate::model::{
-    Allowance, DAY, FixClaim, FixVerdict, Verification, actor::person, secs, utc_minute,
-};
+use crate::model::{Allowance, DAY, FixVerdict, Verification, actor::person, secs, utc_minute};
 
 /// The text of one [`Told`].
 pub fn line(t: &Told<'_>) -> String {
@@ -104,29 +106,6 @@ pub(crate) fn accepted_level(a: &Allowance) -> String {
         person(&a.by),
         a.reason
     )
-}
-
-/// "OCPBUGS-7 moved to ON_QA, 1 pull request, first in payload …": a claimed fix, in the
-/// incident's history, on the board and on its page.
-pub(crate) fn fix_claim(c: &FixClaim) -> String {
-    let mut s = format!("{} moved to {}", c.key, c.status);
-    if let Some(r) = &c.resolution {
-        s.push_str(&format!(" ({r})"));
-    }
-    match c.pull_requests.len() {
-        0 => s.push_str(", no linked pull request"),
-        1 => s.push_str(&format!(", pull request {}", c.pull_requests[0])),
-        n => s.push_str(&format!(", {n} pull requests")),
-    }
-    match (&c.payload, &c.pending) {
-        (Some(p), _) => s.push_str(&format!(", first in payload {p}")),
-        (None, Some(why)) => s.push_str(&format!(", {why}")),
-        (None, None) => {}
-    }
-    if let (Some(t), None) = (c.merged_at, &c.pending) {
-        s.push_str(&format!(", merged outside the payload {}", utc_minute(t)));
-    }
-    s
 }
 
 /// One material change, for a thread reply, a comment or the history.
@@ -231,6 +210,22 @@ fn resolution(how: &Resolution) -> String {
 
 /// Why a request was not carried out, as the person who made it is told (Slack's reply, the
 /// command line's error).
+/// What a person is told when their request failed on sheriff's side: nothing changed, and the
+/// reference the log names it by.
+pub fn failed_on_our_side(reference: &str) -> String {
+    format!("Something went wrong on sheriff's side; nothing was changed (reference {reference}).")
+}
+
+/// `; it holds incident #3, #5`, or a warning that a new silence holds no open incident.
+pub fn silence_holds(incidents: &[i64]) -> String {
+    if incidents.is_empty() {
+        return "; it matches no open incident now (it holds any that opens matching it before it ends)"
+            .into();
+    }
+    let ids: Vec<String> = incidents.iter().map(|id| format!("#{id}")).collect();
+    format!("; it holds incident {}", ids.join(", "))
+}
+
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -6,7 +6,10 @@ use std::collections::BTreeMap;
 
 use crate::domain::attribute::facts::{Facts, PendingRuns};
 use crate::domain::attribute::scope::ValueEvidence;
-use crate::model::{ConditionEvidence, Dimension, FileAgainst, Percentile, Scope, secs};
+use crate::model::{
+    ConditionEvidence, Dimension, FileAgainst, Onset, Percentile, Scope, SuspectChange, secs,
+};
+use crate::support::render::truncate;
 
 /// "metal 4.14", "4.14, every platform, network=ovn", …: the dimensions the scope itself limits
 /// (once simplified, a dimension whose every value it covers is not named), past the `context`
@@ -364,6 +367,98 @@ fn listed(names: &[&str]) -> String {
     }
 }
 
+/// `openshift/image-registry#912 Scale the registry down…`, or for a commit outside the
+/// payload `openshift-metal3/dev-scripts@1a2b3c4 Use RWX storage… (outside the payload: …)` (no
+/// link: each output adds its own).
+pub fn suspect(s: &SuspectChange) -> String {
+    let star = if s.component_match {
+        " (component's repository)"
+    } else {
+        ""
+    };
+    let why = if s.commit.is_some() && !s.why.is_empty() {
+        format!(" (outside the payload: {})", truncate(&s.why, 160))
+    } else {
+        String::new()
+    };
+    format!("{} {}{star}{why}", s.reference(), truncate(&s.title, 80))
+}
+
+/// Why the commits outside the payload are missing from a report's suspects, when they are.
+pub const OUTSIDE_PENDING: &str =
+    "commits outside the payload: not read yet (GitHub did not answer)";
+
+/// "since Aug 4 14:00 UTC, between Aug 4 06:00 and 20:00", and the payload window when known.
+pub fn onset(o: &Onset) -> String {
+    let day = |t: chrono::DateTime<chrono::Utc>| t.format("%b %-d").to_string();
+    let clock = |t: chrono::DateTime<chrono::Utc>| t.format("%H:%M").to_string();
+    let latest = if day(o.latest) == day(o.earliest) {
+        clock(o.latest)
+    } else {
+        format!("{} {}", day(o.latest), clock(o.latest))
+    };
+    let when = format!(
+        "since {} {} UTC, between {} {} and {latest}",
+        day(o.at),
+        clock(o.at),
+        day(o.earliest),
+        clock(o.earliest)
+    );
+    match payload_window(o) {
+        Some(words) => format!("{when}; {words}"),
+        None => when,
+    }
+}
+
+/// "began between 4.14.0-0.nightly-…-040000 (last good) and …-120000 (first bad)", when
+/// the payloads are known, and why the window is as wide as it is.
+pub fn payload_window(o: &Onset) -> Option<String> {
+    let mut words = match (&o.last_good_payload, &o.first_bad_payload) {
+        (Some(good), Some(bad)) => {
+            format!("began between {good} (last good) and {bad} (first bad)")
+        }
+        (None, Some(bad)) => format!("began with {bad} (first bad) or before it"),
+        _ => return None,
+    };
+    let n = o.payloads.len();
+    if n > 2 {
+        let ran = n - o.untested_payloads.len().min(n);
+        words.push_str(&format!(
+            "; the scope ran {ran} of the {n} payloads from the last good to the first bad, so the change is in one of the {} after the last good",
+            n - 1
+        ));
+    }
+    Some(words)
+}
+
+/// "Aug 4 10:00, between Aug 4 04:00 and Aug 4 16:00" (UTC).
+pub fn onset_moment(o: &Onset) -> String {
+    let t = |d: &chrono::DateTime<chrono::Utc>| d.format("%b %-d %H:%M").to_string();
+    if o.earliest == o.latest {
+        format!("{} UTC", t(&o.at))
+    } else {
+        format!(
+            "{} UTC, between {} and {}",
+            t(&o.at),
+            t(&o.earliest),
+            t(&o.latest)
+        )
+    }
+}
+
+/// " No data since Aug 4 10:00 UTC: the 14 runs of the scope since then no longer report
+/// image-registry; that is not a recovery." (a sentence added to a regression's summary).
+pub fn no_data_since(
+    since: Option<chrono::DateTime<chrono::Utc>>,
+    runs: usize,
+    family: &str,
+) -> String {
+    let when = since.map_or_else(String::new, |t| t.format("%b %-d %H:%M UTC").to_string());
+    format!(
+        " No data since {when}: the {runs} runs of the scope since then no longer report {family}; that is not a recovery."
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -619,5 +714,51 @@ mod tests {
         ]
         .into();
         assert_eq!(independence(Dimension::UpgradeType, &pooled), None);
+    }
+
+    #[test]
+    fn an_onset_reads_as_a_day_and_an_interval() {
+        let at = 1_754_316_000; // 2025-08-04 14:00 UTC
+        let o = Onset::from_secs(at, at - 8 * 3600, at + 6 * 3600).unwrap();
+        assert_eq!(
+            onset(&o),
+            "since Aug 4 14:00 UTC, between Aug 4 06:00 and 20:00"
+        );
+        let mut o = Onset::from_secs(at, at - 8 * 3600, at + 16 * 3600).unwrap();
+        assert_eq!(
+            onset(&o),
+            "since Aug 4 14:00 UTC, between Aug 4 06:00 and Aug 5 06:00"
+        );
+        o.last_good_payload = Some("4.14.0-0.nightly-2025-08-04-040000".into());
+        o.first_bad_payload = Some("4.14.0-0.nightly-2025-08-04-120000".into());
+        assert_eq!(
+            onset(&o),
+            "since Aug 4 14:00 UTC, between Aug 4 06:00 and Aug 5 06:00; began between \
+             4.14.0-0.nightly-2025-08-04-040000 (last good) and 4.14.0-0.nightly-2025-08-04-120000 (first bad)"
+        );
+    }
+
+    #[test]
+    fn a_commit_outside_the_payload_reads_with_its_short_sha_and_why() {
+        let mut c = SuspectChange {
+            repository: "openshift-metal3/dev-scripts".into(),
+            number: 0,
+            url: "https://github.com/openshift-metal3/dev-scripts/commit/d5e1a5d0cafe".into(),
+            title: "Run the registry with one replica".into(),
+            component_match: false,
+            commit: Some("d5e1a5d0cafe".into()),
+            merged_at: Some(0),
+            why: "it reaches only metal's clusters".into(),
+        };
+        assert_eq!(
+            suspect(&c),
+            "openshift-metal3/dev-scripts@d5e1a5d Run the registry with one replica \
+             (outside the payload: it reaches only metal's clusters)"
+        );
+        (c.commit, c.number, c.why) = (None, 12, String::new());
+        assert_eq!(
+            suspect(&c),
+            "openshift-metal3/dev-scripts#12 Run the registry with one replica"
+        );
     }
 }

@@ -106,7 +106,7 @@ impl<S: RunSource> Context<'_, S> {
             v.reason = claim
                 .pending
                 .clone()
-                .unwrap_or_else(|| "the fix is in no payload yet".into());
+                .unwrap_or_else(|| crate::words::fix::IN_NO_PAYLOAD_YET.into());
             return v;
         };
 
@@ -125,10 +125,7 @@ impl<S: RunSource> Context<'_, S> {
 
         if v.runs < needed {
             v.needed = needed - v.runs;
-            v.reason = format!(
-                "{} of the {needed} runs a verdict needs since the fix; {} more needed",
-                v.runs, v.needed
-            );
+            v.reason = crate::words::fix::runs_needed(v.runs, needed);
             return v;
         }
 
@@ -147,12 +144,7 @@ impl<S: RunSource> Context<'_, S> {
 
         match judge.verdict(&whole) {
             Some(verdict) => v.verdict = verdict,
-            None => {
-                v.reason = format!(
-                    "neither back at the reference nor clearly regressed on {} runs yet",
-                    v.runs
-                )
-            }
+            None => v.reason = crate::words::fix::unclear(v.runs),
         }
 
         v

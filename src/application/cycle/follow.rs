@@ -489,12 +489,8 @@ impl<S: RunSource> Context<'_, S> {
         let mut r = incident.snapshot.report.clone();
         let at = chrono::DateTime::from_timestamp(last, 0);
         if r.no_data_since.is_none() {
-            let when = at.map_or_else(String::new, |t| t.format("%b %-d %H:%M UTC").to_string());
-            r.attribution.summary.push_str(&format!(
-                " No data since {when}: the {} runs of the scope since then no longer report {}; that is not a recovery.",
-                runs.len(),
-                r.family
-            ));
+            let said = crate::words::regression::no_data_since(at, runs.len(), &r.family);
+            r.attribution.summary.push_str(&said);
         }
 
         r.no_data_since = at;

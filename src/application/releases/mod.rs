@@ -98,7 +98,7 @@ pub async fn fix_payload(
 ) -> Result<FixPayload> {
     if pulls.is_empty() {
         return Ok(FixPayload::NotYet(
-            "no pull request is linked to the issue".into(),
+            crate::words::fix::NO_PULL_REQUEST.into(),
         ));
     }
 
@@ -128,10 +128,10 @@ pub async fn fix_payload(
 
     Ok(match last {
         Some((payload, built)) => FixPayload::In { payload, built },
-        None => FixPayload::NotYet(format!(
-            "the fix is in no payload yet ({} of {} pull requests not shipped in {release})",
+        None => FixPayload::NotYet(crate::words::fix::not_shipped(
             missing.len(),
-            pulls.len()
+            pulls.len(),
+            release,
         )),
     })
 }

@@ -18,7 +18,10 @@ pub fn backtest(b: &Backtest) -> String {
     );
 
     for i in &b.incidents {
-        let onset = i.onset.as_ref().map_or("-".to_string(), |o| o.describe());
+        let onset = i
+            .onset
+            .as_ref()
+            .map_or("-".to_string(), crate::words::regression::onset_moment);
         let resolved = i.resolved_at.map_or("still open".to_string(), |t| {
             format!("resolved {}", t.format("%Y-%m-%d %H:%M"))
         });

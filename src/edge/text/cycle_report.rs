@@ -131,7 +131,7 @@ fn render_regression(s: &mut String, r: &RegressionReport) {
     }
 
     if let Some(o) = &r.onset {
-        let _ = writeln!(s, "    regressed {}", crate::support::render::onset(o));
+        let _ = writeln!(s, "    regressed {}", crate::words::regression::onset(o));
     }
 
     for c in r
@@ -142,7 +142,7 @@ fn render_regression(s: &mut String, r: &RegressionReport) {
         let _ = writeln!(
             s,
             "    suspect change: {}  {}",
-            crate::support::render::suspect(c),
+            crate::words::regression::suspect(c),
             c.url
         );
     }
@@ -155,7 +155,7 @@ fn render_regression(s: &mut String, r: &RegressionReport) {
     }
 
     if r.outside_pending {
-        let _ = writeln!(s, "    {}", crate::support::render::OUTSIDE_PENDING);
+        let _ = writeln!(s, "    {}", crate::words::regression::OUTSIDE_PENDING);
     }
 }
 
@@ -206,10 +206,10 @@ fn render_outcome(s: &mut String, report: &CycleReport) {
     if !report.data_quality.is_empty() {
         let _ = writeln!(s, "\ndata quality (not regressions):");
         for p in report.data_quality.broken_probes.iter().take(10) {
-            let _ = writeln!(s, "  {}", p.summary());
+            let _ = writeln!(s, "  {}", crate::words::findings::broken_probe(p));
         }
         for j in report.data_quality.new_jobs.iter().take(10) {
-            let _ = writeln!(s, "  {}", j.summary());
+            let _ = writeln!(s, "  {}", crate::words::findings::new_job(j));
         }
     }
 

@@ -239,7 +239,7 @@ fn write_lifecycle(out: &mut String, i: &Incident) {
         let recovered = ep.recovered_at.map_or("still regressed".into(), |t| {
             format!("recovered {}", when(t.timestamp()))
         });
-        let onset = crate::support::render::onset(&ep.onset);
+        let onset = crate::words::regression::onset(&ep.onset);
         // "since Nov 27 14:00 UTC, between …" reads "began Nov 27 14:00 UTC, between …" here
         let when = onset.strip_prefix("since ").unwrap_or(&onset);
         let _ = writeln!(out, "episode {}: began {when}; {recovered}", n + 1);
@@ -252,7 +252,7 @@ fn write_lifecycle(out: &mut String, i: &Incident) {
             out,
             "fix claimed {}: {}",
             when(c.claimed_at),
-            crate::words::fix_claim(c)
+            crate::words::fix::claim(c)
         );
         for v in &c.verdicts {
             let _ = writeln!(out, "  verdict {}: {}", when(v.at), v.text);
@@ -269,7 +269,11 @@ fn write_evidence(out: &mut String, r: &RegressionReport) {
     for line in &r.attribution.evidence {
         let _ = writeln!(out, "  - {line}");
     }
-    if let Some(words) = r.onset.as_ref().and_then(|o| o.payload_words()) {
+    if let Some(words) = r
+        .onset
+        .as_ref()
+        .and_then(crate::words::regression::payload_window)
+    {
         let _ = writeln!(out, "payloads: {words}");
         if let Some(o) = &r.onset {
             let _ = writeln!(out, "  window: {}", o.payloads.join(" → "));
@@ -282,13 +286,13 @@ fn write_evidence(out: &mut String, r: &RegressionReport) {
         );
     }
     if r.outside_pending {
-        let _ = writeln!(out, "{}", crate::support::render::OUTSIDE_PENDING);
+        let _ = writeln!(out, "{}", crate::words::regression::OUTSIDE_PENDING);
     }
     for c in &r.suspect_changes {
         let _ = writeln!(
             out,
             "  suspect: {} {}",
-            crate::support::render::suspect(c),
+            crate::words::regression::suspect(c),
             c.url
         );
     }

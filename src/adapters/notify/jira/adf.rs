@@ -222,7 +222,7 @@ fn suspect_changes(r: &crate::model::RegressionReport, doc: &mut Vec<Node>) {
         .take(crate::support::render::SUSPECTS_SHOWN)
         .map(|c| {
             vec![Inline::Link {
-                text: crate::support::render::suspect(c),
+                text: crate::words::regression::suspect(c),
                 url: c.url.clone(),
             }]
         })
@@ -234,7 +234,7 @@ fn suspect_changes(r: &crate::model::RegressionReport, doc: &mut Vec<Node>) {
     let window = r
         .onset
         .as_ref()
-        .and_then(|o| o.payload_words())
+        .and_then(crate::words::regression::payload_window)
         .unwrap_or_default();
     doc.push(Node::Para(vec![text(format!(
         "Pull requests that entered in the payload window ({window}) and commits outside the payload merged in the onset window, ranked by the regression's scope:"
@@ -273,7 +273,7 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
     }
 
     if let Some(o) = &onset {
-        where_.push_str(&format!("; {}", crate::support::render::onset(o)));
+        where_.push_str(&format!("; {}", crate::words::regression::onset(o)));
     }
 
     where_.push('.');
@@ -300,7 +300,7 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
     if let Some(c) = r.suspect_changes.first() {
         ask.push(text(" First suspect: "));
         ask.push(Inline::Link {
-            text: crate::support::render::suspect(c),
+            text: crate::words::regression::suspect(c),
             url: c.url.clone(),
         });
         ask.push(text("."));

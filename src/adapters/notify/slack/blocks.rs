@@ -265,7 +265,7 @@ fn incident_fields(i: &Incident, links: &Links) -> Value {
             "Regressed",
             i.onset()
                 .or_else(|| s.report.onset.clone())
-                .map_or("not known".into(), |o| crate::support::render::onset(&o)),
+                .map_or("not known".into(), |o| crate::words::regression::onset(&o)),
         ),
         (
             "Jira",
@@ -288,7 +288,7 @@ fn suspects_field(i: &Incident) -> Option<String> {
             .iter()
             .take(crate::support::render::SUSPECTS_SHOWN)
             .map(|c| {
-                let words = escape(&crate::support::render::suspect(c));
+                let words = escape(&crate::words::regression::suspect(c));
                 // a link only to a plain web address: it comes from the changelog
                 match crate::support::render::web_link(&c.url) {
                     Some(url) => format!(

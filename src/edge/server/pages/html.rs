@@ -155,7 +155,7 @@ pub fn index(
                             td data-label="component" { (i.snapshot.component) }
                             td data-label="backend" { (i.snapshot.family) " " (i.snapshot.release) }
                             td data-label="scope" { (i.snapshot.scope.describe()) }
-                            td data-label="onset" { (i.onset().map_or_else(|| "not known".to_string(), |o| crate::support::render::onset(&o))) }
+                            td data-label="onset" { (i.onset().map_or_else(|| "not known".to_string(), |o| crate::words::regression::onset(&o))) }
                             td data-label="age" { (age(now - i.opened_at)) }
                             td data-label="now / reference" class="mono" { (now_vs_reference(i)) }
                             td data-label="links" { (links(r)) }
@@ -260,9 +260,9 @@ pub fn incident(row: &IncidentRow, events: &[Event], charts: &[ChartData]) -> Ma
                 @if !r.attribution.independence.is_empty() { dt { "independent of" } dd { (r.attribution.independence.join("; ")) } }
                 dt { "scope" } dd { (s.release) " " (s.scope.describe()) }
                 dt { "now / reference" } dd class="mono" { (now_vs_reference(i)) }
-                dt { "regressed" } dd { (i.onset().map_or_else(|| "not known".to_string(), |o| crate::support::render::onset(&o))) }
-                @if let Some(w) = r.onset.as_ref().and_then(|o| o.payload_words()) { dt { "payloads" } dd { (w) } }
-                @if let Some(c) = &i.fix { dt { "fix" } dd { (crate::words::fix_claim(c)) @for v in &c.verdicts { br; (v.text) } } }
+                dt { "regressed" } dd { (i.onset().map_or_else(|| "not known".to_string(), |o| crate::words::regression::onset(&o))) }
+                @if let Some(w) = r.onset.as_ref().and_then(crate::words::regression::payload_window) { dt { "payloads" } dd { (w) } }
+                @if let Some(c) = &i.fix { dt { "fix" } dd { (crate::words::fix::claim(c)) @for v in &c.verdicts { br; (v.text) } } }
                 @if let Some(a) = &i.allowance { dt { "accepted" } dd { (crate::words::accepted_level(a)) } }
                 @if row.jira_url.is_some() || row.slack_url.is_some() { dt { "links" } dd { (links(row)) } }
             }
@@ -295,7 +295,7 @@ pub fn incident(row: &IncidentRow, events: &[Event], charts: &[ChartData]) -> Ma
                     @if !c.why.is_empty() { " — " (c.why) }
                 } } }
             }
-            @if r.outside_pending { p { (crate::support::render::OUTSIDE_PENDING) } }
+            @if r.outside_pending { p { (crate::words::regression::OUTSIDE_PENDING) } }
             h2 { "Sample runs" }
             div class="scroll" { table class="cards" {
                 thead { tr { th { "kind" } th { "seconds" } th { "variant" } th { "job" } th { "run" } } }
