@@ -460,16 +460,14 @@ async fn on_schedule<F, Fut>(
                     .increment(1);
                 if job_kind(name) == "evaluate" {
                     let now = Utc::now().timestamp();
-                    shared
-                        .unrecorded
-                        .keep(crate::store::evaluations::CycleRecord {
-                            started_at: now,
-                            finished_at: now,
-                            evaluated_at: next.timestamp(),
-                            outcome: "failed".into(),
-                            error: format!("tick skipped: cannot take its lease: {e:#}"),
-                            ..Default::default()
-                        });
+                    shared.unrecorded.keep(crate::store::CycleRecord {
+                        started_at: now,
+                        finished_at: now,
+                        evaluated_at: next.timestamp(),
+                        outcome: crate::store::CycleOutcome::Failed,
+                        error: format!("tick skipped: cannot take its lease: {e:#}"),
+                        ..Default::default()
+                    });
                 }
                 continue;
             }

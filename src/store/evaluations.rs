@@ -246,7 +246,7 @@ pub(crate) async fn insert_cycle(c: &mut Conn<'_>, cycle: &CycleRecord) -> Resul
             .bind(cycle.evaluated_at)
             .bind(cycle.groups)
             .bind(cycle.regressions)
-            .bind(&cycle.outcome)
+            .bind(cycle.outcome.as_str())
             .bind(&cycle.error),
     )
     .await
@@ -752,9 +752,28 @@ pub struct CycleRecord {
     pub evaluated_at: i64,
     pub groups: i64,
     pub regressions: i64,
-    /// `ok` or `failed`.
-    pub outcome: String,
+    pub outcome: CycleOutcome,
     pub error: String,
+}
+
+/// How a cycle ended, as `eval_cycles.outcome` and the `outcome` label of the cycle metrics
+/// keep it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CycleOutcome {
+    /// Evaluated, and what it decided is stored.
+    #[default]
+    Ok,
+    /// Not evaluated, or what it decided could not be stored; `error` says why.
+    Failed,
+}
+
+impl CycleOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CycleOutcome::Ok => "ok",
+            CycleOutcome::Failed => "failed",
+        }
+    }
 }
 
 impl Evaluations<'_> {

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use super::{Result, Store, from_secs, sql};
+use super::{Result, Store, StoreError, from_secs, sql};
 
 /// One line of the ingest log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -16,9 +16,50 @@ pub struct IngestLogEntry {
     pub build_id: String,
     /// The file at fault, relative to the run folder; empty for the run as a whole.
     pub file: String,
-    /// `ingested`, `skipped`, `failed` or `warning`.
-    pub outcome: String,
+    pub outcome: LogOutcome,
     pub error: String,
+}
+
+/// What became of a run or a file, as `ingest_log.outcome` keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogOutcome {
+    /// The run is stored.
+    Ingested,
+    /// The run is stored, but one of its files could not be read; `error` says which and why.
+    Warning,
+    /// The run is not stored: a file it needs is bad; `error` says which and why.
+    Failed,
+    /// The run is not stored: the same job and build id is stored with other samples.
+    Conflict,
+}
+
+impl LogOutcome {
+    const ALL: [LogOutcome; 4] = [
+        LogOutcome::Ingested,
+        LogOutcome::Warning,
+        LogOutcome::Failed,
+        LogOutcome::Conflict,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogOutcome::Ingested => "ingested",
+            LogOutcome::Warning => "warning",
+            LogOutcome::Failed => "failed",
+            LogOutcome::Conflict => "conflict",
+        }
+    }
+
+    fn stored(text: &str) -> Result<LogOutcome> {
+        LogOutcome::ALL
+            .into_iter()
+            .find(|o| o.as_str() == text)
+            .ok_or_else(|| StoreError::Corrupt {
+                table: "ingest_log",
+                detail: format!("ingest_log: unknown outcome `{text}`"),
+            })
+    }
 }
 
 /// What ingest did: its log of files read and refused, and each source's watermark.
@@ -45,7 +86,7 @@ impl IngestLog<'_> {
                         (&e.job_name).into(),
                         (&e.build_id).into(),
                         (&e.file).into(),
-                        (&e.outcome).into(),
+                        e.outcome.as_str().into(),
                         (&e.error).into(),
                     ]
                 });
@@ -55,28 +96,33 @@ impl IngestLog<'_> {
     }
 
     /// The newest log entries, newest first; `outcome` filters when given.
-    pub async fn recent(self, outcome: Option<&str>, limit: i64) -> Result<Vec<IngestLogEntry>> {
+    pub async fn recent(
+        self,
+        outcome: Option<LogOutcome>,
+        limit: i64,
+    ) -> Result<Vec<IngestLogEntry>> {
         let rows: Vec<LogRow> = self.store
             .fetch_all(
                 sql("SELECT logged_at, source, run_path, job_name, build_id, file, outcome, error FROM ingest_log \
                      WHERE ($1 = '' OR outcome = $1) ORDER BY id DESC LIMIT $2")
-                .bind(outcome.unwrap_or(""))
+                .bind(outcome.map_or("", LogOutcome::as_str))
                 .bind(limit),
             )
             .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| IngestLogEntry {
-                logged_at: from_secs(r.logged_at),
-                source: r.source,
-                run_path: r.run_path,
-                job_name: r.job_name,
-                build_id: r.build_id,
-                file: r.file,
-                outcome: r.outcome,
-                error: r.error,
+        rows.into_iter()
+            .map(|r| {
+                Ok(IngestLogEntry {
+                    logged_at: from_secs(r.logged_at),
+                    source: r.source,
+                    run_path: r.run_path,
+                    job_name: r.job_name,
+                    build_id: r.build_id,
+                    file: r.file,
+                    outcome: LogOutcome::stored(&r.outcome)?,
+                    error: r.error,
+                })
             })
-            .collect())
+            .collect()
     }
 }
 

@@ -20,8 +20,8 @@ use sheriff::config::{JiraApi, Secret, Settings};
 use sheriff::domain::incidents::plan::{self, Action, Policy, Step};
 use sheriff::domain::incidents::{Change, Snapshot};
 use sheriff::model::{Dimension, Scope};
-use sheriff::store::CycleRecord;
 use sheriff::store::Store;
+use sheriff::store::{CycleOutcome, CycleRecord};
 use sheriff::synth::{self, Scenario};
 
 fn settings(slack: &FakeSlack, jira: &FakeJira, api: JiraApi) -> Settings {
@@ -224,7 +224,7 @@ async fn apply(store: &Store, steps: Vec<Step>) -> plan::Plan {
             started_at: now,
             finished_at: now,
             evaluated_at: now,
-            outcome: "ok".into(),
+            outcome: CycleOutcome::Ok,
             ..Default::default()
         };
         let steps = steps.clone();
@@ -804,7 +804,7 @@ on_both_engines! {
         // later cycles say nothing more
         let quiet = apply(&store, vec![]).await;
         assert!(quiet.steps.is_empty());
-        let record = CycleRecord { outcome: "ok".into(), evaluated_at: now + 60, ..Default::default() };
+        let record = CycleRecord { outcome: CycleOutcome::Ok, evaluated_at: now + 60, ..Default::default() };
         let known_planner = |k: &plan::Known| plan::plan(now + 60, &[], &[], k, &policy());
         store.incidents().finish_cycle(&[], &record, known_planner, sheriff::words::line).await.unwrap();
         assert_eq!(store.outbox().counts(0).await.unwrap().pending, 0, "told once");

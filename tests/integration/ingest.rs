@@ -141,7 +141,7 @@ on_both_engines! {
         assert_eq!(s.errors.len(), 1, "{:?}", s.errors);
         assert_eq!(s.errors[0].run, run.path);
         assert!(s.errors[0].error.contains("cannot all be listed"), "{:?}", s.errors);
-        let log = db.store.ingest_log().recent(Some("failed"), 10).await.unwrap();
+        let log = db.store.ingest_log().recent(Some(sheriff::store::LogOutcome::Failed), 10).await.unwrap();
         assert!(log.iter().any(|e| e.run_path == run.path && e.error.contains("cannot all be listed")), "{log:?}");
     }
 
@@ -219,7 +219,7 @@ on_both_engines! {
         assert_eq!(snapshot(&db.store, &truth).await, before);
         assert_eq!(db.store.runs().count_runs().await.unwrap() as u64, good + expected_stored);
         // And the failures are in the ingest log, naming run and file.
-        let logged = db.store.ingest_log().recent(Some("failed"), 100).await.unwrap();
+        let logged = db.store.ingest_log().recent(Some(sheriff::store::LogOutcome::Failed), 100).await.unwrap();
         assert!(logged.len() as u64 >= expected_failed);
         assert!(logged.iter().all(|e| !e.run_path.is_empty() && !e.error.is_empty()));
     }

@@ -112,7 +112,7 @@ on_both_engines! {
         assert_eq!(status, StatusCode::CONFLICT, "{answer}");
         assert!(answer["errors"][0]["error"].as_str().unwrap().contains("already stored with other content"), "{answer}");
         assert_eq!(db.store.runs().run(&job, &build).await.unwrap().unwrap().samples, before.samples, "kept as stored");
-        let log = db.store.ingest_log().recent(Some("conflict"), 10).await.unwrap();
+        let log = db.store.ingest_log().recent(Some(sheriff::store::LogOutcome::Conflict), 10).await.unwrap();
         assert_eq!(log.len(), 1, "the conflict is in the ingest log");
         // with force it replaces; the lower-case bearer scheme is the same token
         body["force"] = serde_json::json!(true);

@@ -203,12 +203,12 @@ async fn run_sql(db: &crate::common::TestDb, statement: &str) -> u64 {
 
 on_both_engines! {
     async fn a_failed_cycle_that_cannot_be_recorded_is_recorded_once_the_database_takes_writes_again(db) {
-        use sheriff::store::CycleRecord;
+        use sheriff::store::{CycleOutcome, CycleRecord};
         let failed = CycleRecord {
             started_at: 1_700_000_000,
             finished_at: 1_700_000_001,
             evaluated_at: 1_700_000_000,
-            outcome: "failed".into(),
+            outcome: CycleOutcome::Failed,
             error: "the database went away".into(),
             ..Default::default()
         };

@@ -141,22 +141,24 @@ on_both_engines! {
     }
 
     async fn the_ingest_log_keeps_entries_newest_first(db) {
-        use sheriff::store::IngestLogEntry;
-        let entry = |file: &str, outcome: &str| IngestLogEntry {
+        use sheriff::store::{IngestLogEntry, LogOutcome};
+        let entry = |file: &str, outcome: LogOutcome| IngestLogEntry {
             logged_at: Utc::now(),
             source: "/data".into(),
             run_path: "logs/job/1".into(),
             job_name: "job".into(),
             build_id: "1".into(),
             file: file.into(),
-            outcome: outcome.into(),
-            error: if outcome == "failed" { "truncated JSON at line 3".into() } else { String::new() },
+            outcome,
+            error: if outcome == LogOutcome::Failed { "truncated JSON at line 3".into() } else { String::new() },
         };
-        db.store.ingest_log().log_ingest(&[entry("a.json", "ingested"), entry("b.json", "failed")]).await.unwrap();
-        let failed = db.store.ingest_log().recent(Some("failed"), 10).await.unwrap();
+        db.store.ingest_log().log_ingest(&[entry("a.json", LogOutcome::Ingested), entry("b.json", LogOutcome::Failed)]).await.unwrap();
+        let failed = db.store.ingest_log().recent(Some(LogOutcome::Failed), 10).await.unwrap();
         assert_eq!(failed.len(), 1);
-        assert_eq!(failed[0].file, "b.json");
-        assert_eq!(db.store.ingest_log().recent(None, 10).await.unwrap().len(), 2);
+        assert_eq!((failed[0].file.as_str(), failed[0].outcome), ("b.json", LogOutcome::Failed));
+        let all = db.store.ingest_log().recent(None, 10).await.unwrap();
+        assert_eq!(all.iter().map(|e| e.outcome).collect::<Vec<_>>(), [LogOutcome::Failed, LogOutcome::Ingested]);
+        assert_eq!(serde_json::to_value(&all[0]).unwrap()["outcome"], "failed");
     }
 }
 

@@ -32,7 +32,7 @@ use self::layout::{Classified, FileKind, classify};
 pub use self::parse_error::{ParseError, Problem};
 use crate::clients::gcs::{self, GcsClient};
 use crate::config::{IngestSettings, Settings};
-use crate::store::ingest_log::IngestLogEntry;
+use crate::store::ingest_log::{IngestLogEntry, LogOutcome};
 use crate::store::runs::WriteOutcome;
 use crate::store::{Store, StoreError};
 
@@ -564,18 +564,17 @@ async fn record_outcome(
     summary: &mut IngestSummary,
     log: &mut Vec<IngestLogEntry>,
 ) {
-    let entry = |path: &str, job: &str, build: &str, file: &str, outcome: &str, error: &str| {
-        IngestLogEntry {
+    let entry =
+        |path: &str, job: &str, build: &str, file: &str, outcome, error: &str| IngestLogEntry {
             logged_at: Utc::now(),
             source: source.to_string(),
             run_path: path.to_string(),
             job_name: job.to_string(),
             build_id: build.to_string(),
             file: file.to_string(),
-            outcome: outcome.to_string(),
+            outcome,
             error: error.to_string(),
-        }
-    };
+        };
 
     match outcome {
         RunOutcome::Skipped { path, why } => {
@@ -588,8 +587,9 @@ async fn record_outcome(
             build,
             problems,
         } => {
-            let logged =
-                |file: &str, error: &str| entry(&path, &job, &build, file, "failed", error);
+            let logged = |file: &str, error: &str| {
+                entry(&path, &job, &build, file, LogOutcome::Failed, error)
+            };
             record_failure(&problems, &path, summary, log, logged);
         }
         RunOutcome::StorageFailed {
@@ -601,7 +601,7 @@ async fn record_outcome(
             storage_failed(
                 summary,
                 log,
-                entry(&path, &job, &build, "", "failed", &error),
+                entry(&path, &job, &build, "", LogOutcome::Failed, &error),
                 &path,
                 error,
             );
@@ -616,19 +616,20 @@ async fn record_outcome(
                 Ok(WriteOutcome::AlreadyStored) => {
                     summary.skipped += 1;
                     if let Some(error) = conflict(store, &record, &path, summary).await {
-                        log.push(entry(&path, &job, &build, "", "conflict", &error));
+                        log.push(entry(&path, &job, &build, "", LogOutcome::Conflict, &error));
                     }
                 }
                 Ok(WriteOutcome::Inserted | WriteOutcome::Replaced) => {
                     summary.ingested += 1;
-                    log.push(entry(&path, &job, &build, "", "ingested", ""));
+                    log.push(entry(&path, &job, &build, "", LogOutcome::Ingested, ""));
                     let logged = |file: &str, error: &str| {
-                        entry(&path, &job, &build, file, "warning", error)
+                        entry(&path, &job, &build, file, LogOutcome::Warning, error)
                     };
                     record_warnings(warnings, &path, summary, log, logged);
                 }
                 Err(e) => {
-                    let logged = |error: &str| entry(&path, &job, &build, "", "failed", error);
+                    let logged =
+                        |error: &str| entry(&path, &job, &build, "", LogOutcome::Failed, error);
                     write_failed(&e, &path, summary, log, logged);
                 }
             }
@@ -1000,7 +1001,7 @@ pub(crate) async fn ingest_pushed_run(
             job_name: job,
             build_id: build,
             file: String::new(),
-            outcome: "failed".into(),
+            outcome: LogOutcome::Failed,
             error: error.clone(),
         };
         // the entry is not written: the database is what does not answer

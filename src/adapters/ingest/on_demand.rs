@@ -25,7 +25,7 @@ use crate::clients::gcs::{self, GcsClient};
 use crate::config::Settings;
 use crate::model::{IntervalFile, JobRun, RunRecord};
 use crate::store::Store;
-use crate::store::ingest_log::IngestLogEntry;
+use crate::store::ingest_log::{IngestLogEntry, LogOutcome};
 use crate::support::error::with_sources;
 
 /// Fetches the interval files of the runs a cycle uses.
@@ -176,7 +176,7 @@ impl<'a> EvidenceFetcher<'a> {
                     job_name: run.job_name.clone(),
                     build_id: run.build_id.clone(),
                     file: p.file.clone(),
-                    outcome: "warning".into(),
+                    outcome: LogOutcome::Warning,
                     error: p.error.clone(),
                 }
             })

@@ -27,7 +27,7 @@ use crate::domain::incidents::plan::{self, Known, Policy};
 pub use crate::model::{Attribution, PercentilePair, RegressionReport, SampleJob};
 use crate::model::{DAY, Dimension, Scope, backend_family};
 use crate::store::Store;
-use crate::store::evaluations::CycleRecord;
+use crate::store::evaluations::{CycleOutcome, CycleRecord};
 use crate::support::error::with_sources;
 pub use error::CycleError;
 use error::Result;
@@ -275,15 +275,19 @@ pub async fn run_cycle_on<S: RunSource>(
     // Boxed: the evaluation's state machine is large and callers hold it across awaits.
     let result = Box::pin(evaluate_at(source, state, settings, options)).await;
     let seconds = started.elapsed().as_secs_f64();
-    let outcome = if result.is_ok() { "ok" } else { "failed" };
-    metrics::histogram!("sheriff_cycle_seconds", "outcome" => outcome).record(seconds);
-    metrics::counter!("sheriff_cycles_total", "outcome" => outcome).increment(1);
+    let outcome = if result.is_ok() {
+        CycleOutcome::Ok
+    } else {
+        CycleOutcome::Failed
+    };
+    metrics::histogram!("sheriff_cycle_seconds", "outcome" => outcome.as_str()).record(seconds);
+    metrics::counter!("sheriff_cycles_total", "outcome" => outcome.as_str()).increment(1);
 
     let mut record = CycleRecord {
         started_at,
         finished_at: Utc::now().timestamp(),
         evaluated_at: options.at.timestamp(),
-        outcome: outcome.into(),
+        outcome,
         ..Default::default()
     };
     let evaluated = match result {
@@ -348,7 +352,7 @@ async fn applied_or_failed(
     match finished {
         Ok((_, plan)) => Ok(plan),
         Err(e) => {
-            record.outcome = "failed".into();
+            record.outcome = CycleOutcome::Failed;
             record.error = format!("storing the cycle failed: {e:#}");
             record_failed(state, unrecorded, &record).await;
             Err(e.into())
