@@ -1,8 +1,15 @@
 //! Who may call what, decided before a handler acts: [`require_slack_signature`] for Slack's
 //! requests (their handlers take the [`SlackSigned`] body it leaves), [`require_push_token`] for
 //! the push API (its handlers take the [`PushTokenChecked`] it leaves). The pages' optional
-//! token is `pages::require_token`. Changes need an operator, which only
-//! [`crate::application::actions::Operator::authorize`] makes for a Slack user.
+//! token is `pages::require_token`.
+//!
+//! Changes need an operator, and the guard is the type: every action that changes anything
+//! takes an [`Operator`](crate::application::actions::Operator), which only
+//! [`Operator::authorize`](crate::application::actions::Operator::authorize) makes for a Slack
+//! user (the architecture test keeps the command line's own operator to the command line), so
+//! a handler that forgot the check would not compile. It is asked for in the handler, once the
+//! request is known to change something, not in an extractor: anyone in the channel may ask
+//! what is open, and authorizing may ask Slack for a user group's members.
 
 use axum::body::Bytes;
 use axum::extract::{FromRequest, FromRequestParts, Request, State};
