@@ -220,22 +220,6 @@ pub enum ThresholdSource {
     PreviousRelease { release: String, runs: u64 },
 }
 
-impl ThresholdSource {
-    pub fn describe(&self) -> String {
-        match self {
-            ThresholdSource::Configured { rule } => format!("configured level ({rule})"),
-            ThresholdSource::Historical { job_runs: Some(n) } => {
-                format!("historical table ({n} runs)")
-            }
-            ThresholdSource::Historical { job_runs: None } => "historical table".into(),
-            ThresholdSource::Baseline { runs } => format!("reference window ({runs} runs)"),
-            ThresholdSource::PreviousRelease { release, runs } => {
-                format!("previous release {release} ({runs} runs)")
-            }
-        }
-    }
-}
-
 /// The allowed value of one percentile for one group.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Threshold {

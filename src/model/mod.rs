@@ -21,15 +21,13 @@ pub(crate) mod time;
 pub(crate) mod trouble;
 
 pub use dimensions::{Dimension, Dimensions};
-pub use evaluation::{
-    Fixed, GroupKey, Percentile, Span, Threshold, ThresholdSource, backend_family, fingerprint,
-    percentiles_of,
-};
+pub use evaluation::{Fixed, GroupKey, Percentile, Span, Threshold, ThresholdSource, fingerprint};
+pub(crate) use evaluation::{backend_family, percentiles_of};
 pub use findings::{BrokenProbe, DataQuality, NewJob};
 pub use fix::{
     Allowance, FixClaim, FixVerdict, LevelError, PartVerdict, ToldVerdict, Verification,
 };
-pub use glob::glob_match;
+pub(crate) use glob::glob_match;
 pub use histogram::Histogram;
 pub use historical::HistoricalRow;
 pub use query::Query;
@@ -43,7 +41,7 @@ pub use run::{
     TimelineSpan, payload_time,
 };
 pub use scope::Scope;
-pub use span::parse_span;
+pub(crate) use span::parse_span;
 pub use time::{DAY, HOUR};
 pub use trouble::{ProbeHealth, TroubleRules};
 

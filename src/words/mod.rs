@@ -120,7 +120,7 @@ fn change(c: &Change) -> String {
             format!("strongest evidence changed: {from} → {to}")
         }
         Change::Resolved => {
-            "recovered: no longer observed; no fix was verified (back within its reference)".into()
+            format!("recovered: {NO_LONGER_OBSERVED} (back within its reference)")
         }
         Change::Reopened => "regressed again after it was resolved".into(),
         Change::Stale => {
@@ -210,6 +210,9 @@ fn resolution(how: &Resolution) -> String {
 
 /// Why a request was not carried out, as the person who made it is told (Slack's reply, the
 /// command line's error).
+/// A regression that recovered with no fix verified, wherever its resolution is said.
+pub const NO_LONGER_OBSERVED: &str = "no longer observed; no fix was verified";
+
 /// What a person is told when their request failed on sheriff's side: nothing changed, and the
 /// reference the log names it by.
 pub fn failed_on_our_side(reference: &str) -> String {

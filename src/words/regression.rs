@@ -4,10 +4,12 @@
 
 use std::collections::BTreeMap;
 
+use crate::config::OutsideRepository;
 use crate::domain::attribute::facts::{Facts, PendingRuns};
 use crate::domain::attribute::scope::ValueEvidence;
 use crate::model::{
-    ConditionEvidence, Dimension, FileAgainst, Onset, Percentile, Scope, SuspectChange, secs,
+    ConditionEvidence, Dimension, FileAgainst, Onset, Percentile, RegressionReport, Scope,
+    SuspectChange, ThresholdSource, secs,
 };
 use crate::support::render::truncate;
 
@@ -388,6 +390,9 @@ pub fn suspect(s: &SuspectChange) -> String {
 pub const OUTSIDE_PENDING: &str =
     "commits outside the payload: not read yet (GitHub did not answer)";
 
+/// Why a report has no suspect changes from its payloads yet, after "suspect changes: ".
+pub const CHANGES_PENDING: &str = "not read yet (the release controller did not answer)";
+
 /// "since Aug 4 14:00 UTC, between Aug 4 06:00 and 20:00", and the payload window when known.
 pub fn onset(o: &Onset) -> String {
     let day = |t: chrono::DateTime<chrono::Utc>| t.format("%b %-d").to_string();
@@ -457,6 +462,60 @@ pub fn no_data_since(
     format!(
         " No data since {when}: the {runs} runs of the scope since then no longer report {family}; that is not a recovery."
     )
+}
+
+/// Why a commit outside the payload, in `repo`, is a suspect of `report`: the platforms its
+/// CI reaches against the regressed ones, and whether the mechanism points there too.
+pub fn why_outside(repo: &OutsideRepository, report: &RegressionReport) -> String {
+    if repo.for_one_platform() {
+        let platforms: Vec<&str> = report
+            .scope
+            .get(Dimension::Platform)
+            .map(|p| p.iter().map(String::as_str).collect())
+            .unwrap_or_default();
+        let regressed = if platforms == [repo.platform.as_str()] {
+            format!("only {} regressed", repo.platform)
+        } else {
+            format!("the regression is limited to {}", platforms.join(" and "))
+        };
+        let harness = report.attribution.harness.as_deref().is_some_and(|h| {
+            h == repo.repository || h.starts_with(&format!("{} ", repo.repository))
+        });
+        let mechanism = if harness {
+            "; the mechanism points at the test environment too"
+        } else {
+            ""
+        };
+        format!(
+            "merged in the onset window into {}'s own CI ({}): it reaches only {}'s clusters, and {regressed}{mechanism}",
+            repo.platform, repo.repository, repo.platform
+        )
+    } else {
+        let under = if repo.path.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", repo.path)
+        };
+        format!(
+            "merged in the onset window into {}{under}, which every platform's CI runs",
+            repo.repository
+        )
+    }
+}
+
+/// Where a threshold came from: "reference window (212 runs)", "historical table", ….
+pub fn threshold_source(source: &ThresholdSource) -> String {
+    match source {
+        ThresholdSource::Configured { rule } => format!("configured level ({rule})"),
+        ThresholdSource::Historical { job_runs: Some(n) } => {
+            format!("historical table ({n} runs)")
+        }
+        ThresholdSource::Historical { job_runs: None } => "historical table".into(),
+        ThresholdSource::Baseline { runs } => format!("reference window ({runs} runs)"),
+        ThresholdSource::PreviousRelease { release, runs } => {
+            format!("previous release {release} ({runs} runs)")
+        }
+    }
 }
 
 #[cfg(test)]

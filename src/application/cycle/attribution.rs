@@ -812,7 +812,7 @@ impl<S: RunSource> Context<'_, S> {
         let pi = percentile.index();
         let control = control(self, lead, percentile, pi);
         let scope_words = words::scope(f.scope, platform.as_deref(), &release, &CONTEXT);
-        let source = f.stats.check.threshold.source.describe();
+        let source = crate::words::regression::threshold_source(&f.stats.check.threshold.source);
         let c = &f.stats.check;
         let facts = Facts {
             family: f.family,
@@ -1174,7 +1174,7 @@ fn set_numbers(r: &mut RegressionReport, stats: &ScopeStats) {
     r.percentile = c.percentile;
     r.observed_seconds = round(c.observed);
     r.threshold_seconds = round(c.threshold.seconds);
-    r.threshold_source = c.threshold.source.describe();
+    r.threshold_source = crate::words::regression::threshold_source(&c.threshold.source);
     r.allowed_seconds = round(c.allowed);
     r.baseline_seconds = stats.reference[pi].map(round);
     r.job_runs = stats.runs;

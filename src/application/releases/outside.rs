@@ -41,44 +41,6 @@ pub fn repositories_for<'a>(
         .collect()
 }
 
-/// Why a commit of `repo` is a suspect of `report`, in words.
-fn why(repo: &OutsideRepository, report: &RegressionReport) -> String {
-    if repo.for_one_platform() {
-        let platforms: Vec<&str> = report
-            .scope
-            .get(Dimension::Platform)
-            .map(|p| p.iter().map(String::as_str).collect())
-            .unwrap_or_default();
-        let regressed = if platforms == [repo.platform.as_str()] {
-            format!("only {} regressed", repo.platform)
-        } else {
-            format!("the regression is limited to {}", platforms.join(" and "))
-        };
-        let harness = report.attribution.harness.as_deref().is_some_and(|h| {
-            h == repo.repository || h.starts_with(&format!("{} ", repo.repository))
-        });
-        let mechanism = if harness {
-            "; the mechanism points at the test environment too"
-        } else {
-            ""
-        };
-        format!(
-            "merged in the onset window into {}'s own CI ({}): it reaches only {}'s clusters, and {regressed}{mechanism}",
-            repo.platform, repo.repository, repo.platform
-        )
-    } else {
-        let under = if repo.path.is_empty() {
-            String::new()
-        } else {
-            format!(" {}", repo.path)
-        };
-        format!(
-            "merged in the onset window into {}{under}, which every platform's CI runs",
-            repo.repository
-        )
-    }
-}
-
 /// The payload's pull requests (in the changelog's order, the favoured repositories' marked)
 /// and the commits outside the payload, ranked together by `report`'s scope (see the module).
 pub fn rank(
@@ -102,7 +64,7 @@ pub fn rank(
             component_match: false,
             commit: Some(commit.sha),
             merged_at: Some(commit.at),
-            why: why(repo, report),
+            why: crate::words::regression::why_outside(repo, report),
         };
         ranked.push((tier, (commit.at - onset).abs(), change));
     }

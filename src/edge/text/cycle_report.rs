@@ -150,7 +150,8 @@ fn render_regression(s: &mut String, r: &RegressionReport) {
     if r.changes_pending {
         let _ = writeln!(
             s,
-            "    suspect changes: not read yet (the release controller did not answer)"
+            "    suspect changes: {}",
+            crate::words::regression::CHANGES_PENDING
         );
     }
 

@@ -11,5 +11,6 @@ mod status;
 
 pub use backtest_report::backtest;
 pub use cycle_report::cycle_report;
-pub use query_answer::query_answer;
-pub use status::{explain, incident_line, incident_table, resolved_words, status};
+pub(crate) use query_answer::query_answer;
+pub use status::{explain, status};
+pub(crate) use status::{incident_line, incident_table, resolved_words};

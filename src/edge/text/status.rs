@@ -282,7 +282,8 @@ fn write_evidence(out: &mut String, r: &RegressionReport) {
     if r.changes_pending {
         let _ = writeln!(
             out,
-            "suspect changes: not read yet (the release controller did not answer)"
+            "suspect changes: {}",
+            crate::words::regression::CHANGES_PENDING
         );
     }
     if r.outside_pending {

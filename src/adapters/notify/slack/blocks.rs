@@ -206,7 +206,10 @@ fn state_emoji(state: State) -> &'static str {
 fn state_text(i: &Incident, since: &str) -> String {
     let mut s = match i.resolution.as_deref() {
         Some("recovered") if i.state == State::Resolved => {
-            format!("resolved: no longer observed, no fix verified (opened {since})")
+            format!(
+                "resolved: {} (opened {since})",
+                crate::words::NO_LONGER_OBSERVED
+            )
         }
         Some(how) if i.state == State::Resolved => {
             format!("resolved: {} (opened {since})", how.replace('_', " "))
@@ -300,15 +303,15 @@ fn suspects_field(i: &Incident) -> Option<String> {
             })
             .collect();
         let pending = if s.report.outside_pending {
-            "\ncommits outside the payload not read yet (GitHub unreachable)"
+            format!("\n{}", crate::words::regression::OUTSIDE_PENDING)
         } else {
-            ""
+            String::new()
         };
         Some(format!("{}{pending}", list.join("\n")))
     } else if s.report.changes_pending {
-        Some("not read yet (release controller unreachable)".into())
+        Some(crate::words::regression::CHANGES_PENDING.into())
     } else if s.report.outside_pending {
-        Some("commits outside the payload not read yet (GitHub unreachable)".into())
+        Some(crate::words::regression::OUTSIDE_PENDING.into())
     } else {
         None
     }

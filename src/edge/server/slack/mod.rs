@@ -17,7 +17,6 @@ use std::time::Duration;
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-pub use dialogs::{accept_level_view, not_a_regression_view};
 pub use interactions::{Button, Decoded, Interaction, decode_interaction, interactions};
 pub use slash_commands::commands;
 
