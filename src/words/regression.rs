@@ -451,7 +451,7 @@ pub fn onset_moment(o: &Onset) -> String {
     }
 }
 
-/// " No data since Aug 4 10:00 UTC: the 14 runs of the scope since then no longer report
+/// "No data since Aug 4 10:00 UTC: the 14 runs of the scope since then no longer report
 /// image-registry; that is not a recovery." (a sentence added to a regression's summary).
 pub fn no_data_since(
     since: Option<chrono::DateTime<chrono::Utc>>,
@@ -460,7 +460,7 @@ pub fn no_data_since(
 ) -> String {
     let when = since.map_or_else(String::new, |t| t.format("%b %-d %H:%M UTC").to_string());
     format!(
-        " No data since {when}: the {runs} runs of the scope since then no longer report {family}; that is not a recovery."
+        "No data since {when}: the {runs} runs of the scope since then no longer report {family}; that is not a recovery."
     )
 }
 

@@ -490,6 +490,7 @@ impl<S: RunSource> Context<'_, S> {
         let at = chrono::DateTime::from_timestamp(last, 0);
         if r.no_data_since.is_none() {
             let said = crate::words::regression::no_data_since(at, runs.len(), &r.family);
+            r.attribution.summary.push(' ');
             r.attribution.summary.push_str(&said);
         }
 
