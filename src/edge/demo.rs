@@ -319,13 +319,12 @@ async fn show_jira_issues(
         .iter()
         .filter(|i| i.state.is_open())
     {
-        let doc =
-            crate::adapters::notify::jira::adf::description(incident, &settings.server.public_url);
+        let doc = crate::words::issue::description(incident, &settings.server.public_url);
         writeln!(out, "\n── {heading} ──")?;
         writeln!(
             out,
             "summary: {}",
-            crate::adapters::notify::jira::adf::summary(incident)
+            crate::adapters::notify::jira::summary(incident)
         )?;
         writeln!(out, "labels: sheriff, {}", incident.fingerprint)?;
         writeln!(out, "component: {}\n", incident.snapshot.component)?;

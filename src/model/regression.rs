@@ -339,36 +339,6 @@ impl ConditionEvidence {
     pub fn label(&self) -> String {
         format!("{} {}={}", self.operator, self.condition, self.status)
     }
-
-    /// `image-registry Available=False (NoReplicasAvailable): The deployment … — covers 94% of
-    /// outage seconds in 9 of 10 sample runs (seen in 0 of 10 healthy runs)`
-    pub fn quote(&self) -> String {
-        let reason = if self.reason.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", self.reason)
-        };
-        let message = if self.message.is_empty() {
-            String::new()
-        } else {
-            format!(": {}", self.message)
-        };
-        let healthy = if self.healthy_runs == 0 {
-            String::new()
-        } else {
-            format!(
-                " (seen in {} of {} healthy runs)",
-                self.healthy_with, self.healthy_runs
-            )
-        };
-        format!(
-            "{}{reason}{message} — covers {:.0}% of outage seconds in {} of {} sample runs{healthy}",
-            self.label(),
-            self.covered_share * 100.0,
-            self.runs_with,
-            self.runs
-        )
-    }
 }
 
 /// Whom a regression belongs to, and why.

@@ -6,7 +6,7 @@ use super::{Arg, Conn, Result, Store, StoreError, sql};
 use crate::domain::incidents::Refusal;
 use crate::domain::incidents::plan::{Action, Delivered, Effect, Known, NewSilence, Plan, Step};
 use crate::domain::incidents::silence::{Patterns, Silence};
-use crate::domain::incidents::{Change, Event, Incident, Snapshot, State};
+use crate::domain::incidents::{Change, Event, Incident, ResolvedAs, Snapshot, State};
 use crate::domain::incidents::{Told, Wording};
 
 const INCIDENT_COLUMNS: &str = "id, fingerprint, state, snapshot, revision, opened_at, updated_at, \
@@ -80,7 +80,15 @@ impl IncidentRow {
                 )
             })?,
             merged_into: self.merged_into,
-            resolution: self.resolution,
+            resolution: match self.resolution.as_deref() {
+                None => None,
+                Some(how) => Some(ResolvedAs::parse(how).ok_or_else(|| {
+                    StoreError::malformed(
+                        "incidents",
+                        format!("incident {}: unknown resolution `{how}`", self.id),
+                    )
+                })?),
+            },
             fix: json_column(self.fix.as_deref(), self.id, "fix claim"),
             allowance: json_column(self.allowance.as_deref(), self.id, "accepted level"),
             held: json_column(self.held.as_deref(), self.id, "held notifications")
@@ -516,7 +524,7 @@ impl Applying<'_> {
         c.execute(
             sql("UPDATE incidents SET resolution = $2 WHERE id = $1")
                 .bind(id)
-                .bind(how.kind()),
+                .bind(how.kind().as_str()),
         )
         .await?;
 

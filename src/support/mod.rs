@@ -2,6 +2,7 @@
 //! process's identity, shutdown, logging). Its modules import the model, the settings and
 //! each other; neither the domain nor the store uses them.
 
+pub(crate) mod document;
 pub(crate) mod error;
 pub mod http;
 pub mod process;

@@ -1,5 +1,6 @@
 //! Text pieces every output shares (the terminal, Slack, Jira, the pages): cutting text to a
-//! limit, times, sparklines and the percentile table of a report. Pure.
+//! limit, times, sparklines and the rows of a report's percentile table. Pure; the words
+//! around them are `words`'.
 
 pub use crate::model::actor::{person, slack_user};
 use crate::model::{RegressionReport, secs, secs_or_dash};
@@ -73,8 +74,6 @@ pub fn time(t: i64) -> String {
     crate::model::utc_minute(t)
 }
 
-/// "since Aug 4 14:00 UTC, between Aug 4 06:00 and 20:00": when a regression began, with
-/// the interval its change point holds the true onset in.
 /// Suspect changes shown in Slack and Jira; `incidents show` lists them all.
 pub const SUSPECTS_SHOWN: usize = 3;
 
@@ -112,14 +111,6 @@ pub fn allowed(r: &RegressionReport) -> f64 {
     }
 }
 
-/// `was 0s, allowed 5s`: the judged percentile's reference level and the bar it crossed.
-pub fn was_and_allowed(r: &RegressionReport) -> String {
-    match r.percentiles.get(&r.percentile).and_then(|p| p.baseline) {
-        Some(reference) => format!("was {}, allowed {}", secs(reference), secs(allowed(r))),
-        None => format!("allowed {}", secs(allowed(r))),
-    }
-}
-
 /// The table of a report's percentiles, P50 first.
 pub fn percentile_table(r: &RegressionReport) -> Vec<PercentileRow> {
     let mut rows: Vec<PercentileRow> = r
@@ -145,23 +136,6 @@ pub fn percentile_table(r: &RegressionReport) -> Vec<PercentileRow> {
         });
     }
     rows
-}
-
-/// The percentile table in monospace, with a header line.
-pub fn percentile_text(r: &RegressionReport) -> String {
-    let mut out = String::from("      now      allowed    reference\n");
-    for row in percentile_table(r) {
-        out.push_str(&format!(
-            "{:<5} {:<8} {:<10} {}\n",
-            row.percentile, row.now, row.allowed, row.reference
-        ));
-    }
-    out
-}
-
-/// `P50 by week: ▁▁▂█` for the report's percentile, when it has a trend.
-pub fn weekly_line(r: &RegressionReport) -> Option<String> {
-    (!r.weekly.is_empty()).then(|| format!("{} by week: {}", r.percentile, sparkline(&r.weekly)))
 }
 
 #[cfg(test)]
@@ -218,7 +192,6 @@ mod tests {
             ("P50", "9s")
         );
         assert_eq!(rows[2].allowed, "-");
-        assert!(percentile_text(&r).starts_with("      now"));
         assert_eq!(time(0), "1970-01-01 00:00 UTC");
     }
 }

@@ -9,10 +9,12 @@
 //! suspects) and `mechanism` (what its sample runs show), from the facts the attribution found.
 //! A claimed fix and why it waits are said in `fix`; what a cycle saw in the data that is not a
 //! regression, in `findings`. What sheriff answers people in Slack (its slash command, buttons
-//! and dialogs) is said in `slack`.
+//! and dialogs) is said in `slack`; a Jira issue (its summary, its description as a document, a
+//! comment on a change), in `issue`.
 
 pub(crate) mod findings;
 pub(crate) mod fix;
+pub(crate) mod issue;
 pub(crate) mod mechanism;
 pub(crate) mod regression;
 pub(crate) mod slack;
@@ -21,6 +23,7 @@ use std::fmt;
 
 use crate::domain::incidents::Change;
 use crate::domain::incidents::Refusal;
+use crate::domain::incidents::ResolvedAs;
 use crate::domain::incidents::Told;
 use crate::domain::incidents::manual::{MAX_ALLOWANCE_SECS, MAX_SILENCE_SECS};
 use crate::domain::incidents::plan::Resolution;
@@ -205,6 +208,18 @@ fn resolution(how: &Resolution) -> String {
         Resolution::Merged { into } => {
             format!("merged into #{into}: the same problem, followed there")
         }
+    }
+}
+
+/// How an incident was resolved, in a word or two: "recovered", "fixed", "by hand", "not a
+/// regression", "merged".
+pub fn resolved_as(how: ResolvedAs) -> &'static str {
+    match how {
+        ResolvedAs::Recovered => "recovered",
+        ResolvedAs::Fixed => "fixed",
+        ResolvedAs::ByHand => "by hand",
+        ResolvedAs::NotARegression => "not a regression",
+        ResolvedAs::Merged => "merged",
     }
 }
 

@@ -11,7 +11,7 @@ use crate::model::{
     ConditionEvidence, Dimension, FileAgainst, Onset, Percentile, RegressionReport, Scope,
     SuspectChange, ThresholdSource, secs,
 };
-use crate::support::render::truncate;
+use crate::support::render::{allowed, percentile_table, sparkline, truncate};
 
 /// "metal 4.14", "4.14, every platform, network=ovn", …: the dimensions the scope itself limits
 /// (once simplified, a dimension whose every value it covers is not named), past the `context`
@@ -166,7 +166,7 @@ pub fn with_conditions(
     conditions: Vec<ConditionEvidence>,
     pending: PendingRuns,
 ) {
-    let old: Vec<String> = a.conditions.iter().map(ConditionEvidence::quote).collect();
+    let old: Vec<String> = a.conditions.iter().map(condition).collect();
     let first = a
         .evidence
         .iter()
@@ -179,7 +179,7 @@ pub fn with_conditions(
             .position(|l| l.starts_with("platform-specific:"))
             .unwrap_or(a.evidence.len())
     });
-    let mut lines: Vec<String> = conditions.iter().map(ConditionEvidence::quote).collect();
+    let mut lines: Vec<String> = conditions.iter().map(condition).collect();
     if pending.unfetched > 0 {
         lines.push(pending_line(pending));
     }
@@ -288,7 +288,7 @@ pub fn evidence(f: &Facts<'_>) -> Vec<String> {
         ));
     }
 
-    lines.extend(f.conditions.iter().map(ConditionEvidence::quote));
+    lines.extend(f.conditions.iter().map(condition));
     if f.evidence_pending.unfetched > 0 {
         lines.push(pending_line(f.evidence_pending));
     }
@@ -503,6 +503,66 @@ pub fn why_outside(repo: &OutsideRepository, report: &RegressionReport) -> Strin
     }
 }
 
+/// `image-registry Available=False (NoReplicasAvailable): The deployment … — covers 94% of
+/// outage seconds in 9 of 10 sample runs (seen in 0 of 10 healthy runs)`: a condition that
+/// overlapped the outages, as an evidence line says it.
+pub fn condition(c: &ConditionEvidence) -> String {
+    let reason = if c.reason.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", c.reason)
+    };
+    let message = if c.message.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", c.message)
+    };
+    let healthy = if c.healthy_runs == 0 {
+        String::new()
+    } else {
+        format!(
+            " (seen in {} of {} healthy runs)",
+            c.healthy_with, c.healthy_runs
+        )
+    };
+    format!(
+        "{}{reason}{message} — covers {:.0}% of outage seconds in {} of {} sample runs{healthy}",
+        c.label(),
+        c.covered_share * 100.0,
+        c.runs_with,
+        c.runs
+    )
+}
+
+/// `was 0s, allowed 5s`: the judged percentile's reference level and the bar it crossed.
+pub fn was_and_allowed(r: &RegressionReport) -> String {
+    match r.percentiles.get(&r.percentile).and_then(|p| p.baseline) {
+        Some(reference) => format!("was {}, allowed {}", secs(reference), secs(allowed(r))),
+        None => format!("allowed {}", secs(allowed(r))),
+    }
+}
+
+/// The columns of a report's percentile table ([`percentile_table`]'s rows).
+pub const PERCENTILE_COLUMNS: [&str; 4] = ["percentile", "now", "allowed", "reference"];
+
+/// The percentile table in monospace, with a header line.
+pub fn percentile_text(r: &RegressionReport) -> String {
+    let [_, now, allowed, reference] = PERCENTILE_COLUMNS;
+    let mut out = format!("      {now:<8} {allowed:<10} {reference}\n");
+    for row in percentile_table(r) {
+        out.push_str(&format!(
+            "{:<5} {:<8} {:<10} {}\n",
+            row.percentile, row.now, row.allowed, row.reference
+        ));
+    }
+    out
+}
+
+/// `P50 by week: ▁▁▂█` for the report's percentile, when it has a trend.
+pub fn weekly_line(r: &RegressionReport) -> Option<String> {
+    (!r.weekly.is_empty()).then(|| format!("{} by week: {}", r.percentile, sparkline(&r.weekly)))
+}
+
 /// Where a threshold came from: "reference window (212 runs)", "historical table", ….
 pub fn threshold_source(source: &ThresholdSource) -> String {
     match source {
@@ -523,6 +583,32 @@ mod tests {
     use super::*;
     use crate::domain::attribute::facts::{Owners, confidence};
     use crate::model::{Confidence, ControlEvidence};
+
+    #[test]
+    fn a_condition_says_what_it_covers_and_how_often_healthy_runs_show_it() {
+        let mut c = ConditionEvidence {
+            operator: "image-registry".into(),
+            condition: "Available".into(),
+            status: "False".into(),
+            reason: "NoReplicasAvailable".into(),
+            message: "image-registry says NoReplicasAvailable".into(),
+            covered_share: 0.9,
+            runs_with: 9,
+            runs: 10,
+            healthy_with: 0,
+            healthy_runs: 10,
+            score: 0.9,
+        };
+        assert_eq!(
+            condition(&c),
+            "image-registry Available=False (NoReplicasAvailable): image-registry says NoReplicasAvailable — covers 90% of outage seconds in 9 of 10 sample runs (seen in 0 of 10 healthy runs)"
+        );
+        (c.reason, c.message, c.healthy_runs) = (String::new(), String::new(), 0);
+        assert_eq!(
+            condition(&c),
+            "image-registry Available=False — covers 90% of outage seconds in 9 of 10 sample runs"
+        );
+    }
 
     fn metal_owners() -> Owners {
         Owners {
@@ -713,7 +799,11 @@ mod tests {
             a.evidence
         );
         let at = lines.iter().position(|l| l == pending).unwrap();
-        assert_eq!(a.evidence[at], found.quote(), "in the pending line's place");
+        assert_eq!(
+            a.evidence[at],
+            condition(&found),
+            "in the pending line's place"
+        );
         assert_eq!(a.evidence.len(), lines.len());
         assert!(
             a.summary

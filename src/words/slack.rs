@@ -1,8 +1,173 @@
-//! What sheriff answers people in Slack: the replies to its slash command and to an incident
-//! message's buttons, and the sentences of its dialogs. The edge (`edge::server::slack`) frames
-//! them as messages, escapes what came from people, and sends them.
+//! What sheriff says in Slack: an incident's message (its headline, fields and buttons), its
+//! thread's replies and a cycle's summary, which the Slack sink frames as Block Kit
+//! (`notify::slack::blocks`); and the replies to its slash command and to an incident
+//! message's buttons, and the sentences of its dialogs, which the edge
+//! (`edge::server::slack`) frames and sends. Both escape what came from people and artifacts.
 
-use crate::model::{DAY, HOUR};
+use crate::domain::incidents::{Incident, ResolvedAs, State};
+use crate::model::{DAY, HOUR, Percentile};
+
+/// The labels of an incident message's buttons, by action: acknowledge, silence for a day, file
+/// in Jira, accept a level, not a regression.
+pub const BUTTONS: [&str; 5] = [
+    "Acknowledge",
+    "Silence 24 h",
+    "File Jira now",
+    "Accept level",
+    "Not a regression",
+];
+
+/// The labels of an incident message's five fields.
+pub const FIELDS: [&str; 5] = ["State", "Scope", "Now / reference", "Regressed", "Jira"];
+
+/// The labels of the details reply's fields.
+pub const DETAIL_FIELDS: [&str; 3] = ["Component", "Confidence", "Suspect changes"];
+
+/// What the Regressed field says without an onset.
+pub const ONSET_NOT_KNOWN: &str = "not known";
+
+/// What the Jira field says before an issue is filed.
+pub const NOT_FILED: &str = "not filed";
+
+/// The link to an incident's page.
+pub const FULL_VIEW: &str = "Full view";
+
+/// The link to the incidents page.
+pub const ALL_INCIDENTS: &str = "All incidents";
+
+/// The link from a summary's line to its incident's thread.
+pub const THREAD: &str = "thread";
+
+/// What the header says of an incident (after its family's "disruption"): how it was resolved
+/// (only a recovery is "no longer observed"), or that it regressed, with an accepted level or
+/// too few runs for a verdict.
+pub fn headline(i: &Incident) -> String {
+    match (i.state, i.resolution) {
+        (State::Resolved, Some(ResolvedAs::Fixed)) => "fixed".into(),
+        (State::Resolved, Some(ResolvedAs::NotARegression)) => "marked not a regression".into(),
+        (State::Resolved, Some(ResolvedAs::ByHand)) => "resolved by hand".into(),
+        (State::Resolved, Some(ResolvedAs::Merged)) => match i.merged_into {
+            Some(into) => format!("merged into #{into}"),
+            None => "merged".into(),
+        },
+        (State::Resolved, _) => "no longer observed".into(),
+        (State::Stale, _) => "regressed, too few runs to judge now".into(),
+        _ if i.allowance.is_some() => "regressed, within an accepted level".into(),
+        _ => "regressed".into(),
+    }
+}
+
+/// The header: `image-registry disruption regressed: 4.14 metal` (after the state's emoji).
+pub fn title(i: &Incident) -> String {
+    let s = &i.snapshot;
+    format!(
+        "{} disruption {}: {} {}",
+        s.family,
+        headline(i),
+        s.release,
+        s.scope.describe()
+    )
+}
+
+/// The State field's first line: the state, or how it was resolved, and when it opened.
+pub fn state(i: &Incident, opened: &str) -> String {
+    match i.resolution {
+        Some(ResolvedAs::Recovered) if i.state == State::Resolved => {
+            format!("resolved: {} (opened {opened})", super::NO_LONGER_OBSERVED)
+        }
+        Some(how) if i.state == State::Resolved => {
+            format!("resolved: {} (opened {opened})", super::resolved_as(how))
+        }
+        _ => format!("{} (opened {opened})", i.state),
+    }
+}
+
+/// The State field's line on a claimed fix: its issue, its status and its last verdict (none:
+/// pending).
+pub fn fix_claimed(key: &str, status: &str, verdict: Option<&str>) -> String {
+    format!(
+        "Fix claimed: {key} {status} ({})",
+        verdict.unwrap_or("verdict pending")
+    )
+}
+
+/// The State field's line on an accepted level.
+pub fn accepted(level: &str) -> String {
+    format!("Accepted: {level}")
+}
+
+/// The State field's line on who acknowledged it (`who` as the message shows a person).
+pub fn acknowledged_by(who: &str) -> String {
+    format!("Acknowledged by {who}")
+}
+
+/// The Now / reference field: `P50 31s / 2s (allowed 5s)`.
+pub fn now_and_reference(
+    percentile: Percentile,
+    now: &str,
+    reference: &str,
+    allowed: &str,
+) -> String {
+    format!("{percentile} {now} / {reference} (allowed {allowed})")
+}
+
+/// The footer's note of the last thing a person did (`who` as the message shows a person).
+pub fn last_action(kind: &str, who: &str) -> String {
+    format!("last action: {kind} by {who}")
+}
+
+/// The heading of the details reply's list of groups.
+pub fn affected_groups(n: usize) -> String {
+    format!("Affected groups ({n})")
+}
+
+/// The last line of a list cut short, before the link to the rest.
+pub fn and_more(n: usize) -> String {
+    format!("… and {n} more")
+}
+
+/// The link after [`and_more`] to the page that has the rest.
+pub const THE_REST: &str = "full view";
+
+/// Where the rest of a list cut short is, without sheriff's address.
+pub const THE_REST_IN_THE_LIST: &str = "(`sheriff incidents list` has them all)";
+
+/// A thread reply on a change: `image-registry: changed … (P50 now 31s)` (after the state's
+/// emoji).
+pub fn change_reply(family: &str, change: &str, percentile: Percentile, now: &str) -> String {
+    format!("{family}: {change} ({percentile} now {now})")
+}
+
+/// A cycle summary's header.
+pub fn summary_title(changes: usize) -> String {
+    format!("sheriff: {changes} incident change(s)")
+}
+
+/// What a cycle summary's line says happened, before the line: "new: ", "changed: ", ….
+pub fn happened(what: crate::domain::incidents::plan::Happened) -> &'static str {
+    use crate::domain::incidents::plan::Happened;
+    match what {
+        Happened::New => "new: ",
+        Happened::Changed | Happened::Reopened => "changed: ",
+        Happened::Resolved => "resolved: ",
+        Happened::NotFiled => "",
+    }
+}
+
+/// Where a message the console shows in Slack's place was for (`channel` empty: the default
+/// channel), and that it was not posted: no bot token is set.
+pub fn shown_not_posted(edit_of: Option<&str>, channel: &str, thread: Option<&str>) -> String {
+    let channel = if channel.is_empty() {
+        "the default channel"
+    } else {
+        channel
+    };
+    let thread = thread.map_or(String::new(), |t| format!(" (thread {t})"));
+    match edit_of {
+        Some(ts) => format!("Slack edit of {ts} in {channel} (no bot token: shown, not posted)"),
+        None => format!("Slack message for {channel}{thread} (no bot token: shown, not posted)"),
+    }
+}
 
 /// To someone who is not an operator asking for a change (`user` is their Slack id).
 pub fn not_an_operator(user: &str) -> String {

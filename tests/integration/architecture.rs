@@ -800,6 +800,7 @@ const LAYER_OF: &[(&str, Layer)] = &[
     ("incidents", Domain),
     ("store", Store),
     ("render", Support),
+    ("document", Support),
     ("error", Support),
     ("http", Support),
     ("process", Support),

@@ -278,7 +278,7 @@ on_both_engines! {
         let i = w.incident().await;
         let (fixed_at, ten) = (fixed_at.expect("a fixed verdict"), first_with_ten.unwrap());
         assert!(fixed_at <= ten + Duration::hours(6), "fixed at {fixed_at}, 10 runs by {ten}");
-        assert_eq!((i.state, i.resolution.as_deref()), (sheriff::domain::incidents::State::Resolved, Some("fixed")));
+        assert_eq!((i.state, i.resolution), (sheriff::domain::incidents::State::Resolved, Some(sheriff::domain::incidents::ResolvedAs::Fixed)));
         let claim = i.fix.clone().unwrap();
         assert_eq!(claim.claimed_at, claim_at.timestamp(), "the claim time is the changelog's MODIFIED");
         assert_eq!(claim.payload_at, Some(built.timestamp()));
@@ -354,7 +354,7 @@ on_both_engines! {
         let replies = w.thread_replies();
         assert_eq!(count(&replies, "inconclusive"), 1, "told once: {replies:#?}");
         assert_eq!(count(&replies, "fix verified"), 1);
-        assert_eq!(w.incident().await.resolution.as_deref(), Some("fixed"));
+        assert_eq!(w.incident().await.resolution, Some(sheriff::domain::incidents::ResolvedAs::Fixed));
         drop(w.db);
     }
 
@@ -365,7 +365,7 @@ on_both_engines! {
             w.cycle(t).await;
         }
         let i = w.incident().await;
-        assert_eq!((i.state, i.resolution.as_deref()), (sheriff::domain::incidents::State::Resolved, Some("recovered")));
+        assert_eq!((i.state, i.resolution), (sheriff::domain::incidents::State::Resolved, Some(sheriff::domain::incidents::ResolvedAs::Recovered)));
         let said = w.everything_said(&i).await;
         assert!(said.iter().all(|t| !t.to_lowercase().contains("fixed")), "no fixed wording: {said:#?}");
         assert_eq!(count(&w.thread_replies(), "no fix was verified"), 1);
@@ -484,7 +484,7 @@ on_both_engines! {
         assert!(fixed.runs >= 10 && w.metal_runs_started_after(merged, *fixed_at) >= 10);
         assert!(sheriff::words::line(&Told::Verdict(fixed)).contains("started after the fix merged outside the payload"), "{}", sheriff::words::line(&Told::Verdict(fixed)));
         let i = w.incident().await;
-        assert_eq!((i.state, i.resolution.as_deref()), (sheriff::domain::incidents::State::Resolved, Some("fixed")));
+        assert_eq!((i.state, i.resolution), (sheriff::domain::incidents::State::Resolved, Some(sheriff::domain::incidents::ResolvedAs::Fixed)));
         let claim = i.fix.unwrap();
         assert_eq!((claim.pull_requests, claim.merged_at), (vec![HARNESS_FIX.to_string()], Some(merged.timestamp())));
         assert_eq!(count(&w.thread_replies(), "fix verified"), 1);

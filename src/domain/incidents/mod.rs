@@ -74,6 +74,45 @@ impl fmt::Display for State {
     }
 }
 
+/// How an incident was resolved last, as it keeps it ([`plan::Resolution`] without its
+/// details).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum ResolvedAs {
+    /// No longer observed, no fix verified.
+    Recovered,
+    /// A claimed fix verified.
+    Fixed,
+    ByHand,
+    NotARegression,
+    Merged,
+}
+
+impl ResolvedAs {
+    pub const ALL: [ResolvedAs; 5] = [
+        ResolvedAs::Recovered,
+        ResolvedAs::Fixed,
+        ResolvedAs::ByHand,
+        ResolvedAs::NotARegression,
+        ResolvedAs::Merged,
+    ];
+
+    /// Its name in the store and the JSON API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResolvedAs::Recovered => "recovered",
+            ResolvedAs::Fixed => "fixed",
+            ResolvedAs::ByHand => "by_hand",
+            ResolvedAs::NotARegression => "not_a_regression",
+            ResolvedAs::Merged => "merged",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ResolvedAs> {
+        ResolvedAs::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+}
+
 /// What an incident remembers of its latest regression.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {
@@ -290,9 +329,8 @@ pub struct Incident {
     pub episodes: Vec<crate::model::Episode>,
     /// The incident this one was merged into (one problem seen twice).
     pub merged_into: Option<i64>,
-    /// How it was resolved last: `recovered` (no longer observed, no fix verified), `fixed`
-    /// (a claimed fix verified), `by_hand`, `not_a_regression` or `merged`.
-    pub resolution: Option<String>,
+    /// How it was resolved last.
+    pub resolution: Option<ResolvedAs>,
     /// The fix claimed on its Jira issue, with the verdicts told.
     pub fix: Option<crate::model::FixClaim>,
     /// A level people accepted on purpose.

@@ -244,14 +244,15 @@ pub enum Resolution {
 }
 
 impl Resolution {
-    /// Its name in the incident's `resolution`.
-    pub fn kind(&self) -> &'static str {
+    /// What the incident keeps of it.
+    pub fn kind(&self) -> super::ResolvedAs {
+        use super::ResolvedAs;
         match self {
-            Resolution::Recovered => "recovered",
-            Resolution::Fixed { .. } => "fixed",
-            Resolution::ByHand { .. } => "by_hand",
-            Resolution::NotARegression { .. } => "not_a_regression",
-            Resolution::Merged { .. } => "merged",
+            Resolution::Recovered => ResolvedAs::Recovered,
+            Resolution::Fixed { .. } => ResolvedAs::Fixed,
+            Resolution::ByHand { .. } => ResolvedAs::ByHand,
+            Resolution::NotARegression { .. } => ResolvedAs::NotARegression,
+            Resolution::Merged { .. } => ResolvedAs::Merged,
         }
     }
 }

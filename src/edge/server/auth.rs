@@ -1,7 +1,7 @@
 //! Who may call what, decided before a handler acts: [`require_slack_signature`] for Slack's
 //! requests (their handlers take the [`SlackSigned`] body it leaves), [`require_push_token`] for
-//! the push API (its handlers take the [`PushTokenChecked`] it leaves). The pages' optional
-//! token is `pages::require_token`.
+//! the push API (its handlers take the [`PushTokenChecked`] it leaves), [`require_pages_token`]
+//! for the pages and their JSON (their handlers take the [`PagesAllowed`] it leaves).
 //!
 //! Changes need an operator, and the guard is the type: every action that changes anything
 //! takes an [`Operator`](crate::application::actions::Operator), which only
@@ -146,6 +146,94 @@ impl<S: Send + Sync> FromRequestParts<S> for PushTokenChecked {
             .ok_or_else(|| {
                 ApiError::Internal(anyhow::anyhow!(
                     "a push route is served without the push token's layer"
+                ))
+            })
+    }
+}
+
+/// The pages' token (`server.pages_token`), asked for when one is set, before the handler runs:
+/// a bearer token, or any user with it as the password of basic auth (what a browser can send),
+/// compared in constant time. A wrong or missing one: 401, with the basic-auth challenge. No
+/// token set: the pages are open, for running behind an authenticating proxy.
+pub async fn require_pages_token(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let allowed = match &state.settings.server.pages_token {
+        None => true,
+        Some(token) => token.matches(given_token(request.headers()).as_deref()),
+    };
+    if allowed {
+        let mut request = request;
+        request.extensions_mut().insert(PagesAllowed(()));
+        return next.run(request).await;
+    }
+    let mut r = (
+        StatusCode::UNAUTHORIZED,
+        "sheriff's pages need the pages token\n",
+    )
+        .into_response();
+    r.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        axum::http::HeaderValue::from_static("Basic realm=\"sheriff\""),
+    );
+    r
+}
+
+fn given_token(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    if let Some(t) = crate::support::http::bearer_token(value) {
+        return Some(t.to_string());
+    }
+    let (scheme, encoded) = value.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64_decode(encoded.trim())?;
+    let text = String::from_utf8(decoded).ok()?;
+    text.split_once(':')
+        .map(|(_, password)| password.to_string())
+}
+
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let bytes: Vec<u8> = s.bytes().filter(|c| *c != b'=').collect();
+    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
+    for chunk in bytes.chunks(4) {
+        let v: Vec<u8> = chunk.iter().map(|c| value(*c)).collect::<Option<_>>()?;
+        let n = v
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (k, x)| n | (u32::from(*x) << (18 - 6 * k)));
+        out.extend((0..v.len().saturating_sub(1)).map(|k| (n >> (16 - 8 * k)) as u8));
+    }
+    Some(out)
+}
+
+/// Proof that [`require_pages_token`] let this request through: nothing else makes one, so a
+/// page that takes it answers 500, never its content, when served outside that layer.
+#[derive(Debug, Clone)]
+pub struct PagesAllowed(());
+
+impl<S: Send + Sync> FromRequestParts<S> for PagesAllowed {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<PagesAllowed, ApiError> {
+        parts
+            .extensions
+            .get::<PagesAllowed>()
+            .cloned()
+            .ok_or_else(|| {
+                ApiError::Internal(anyhow::anyhow!(
+                    "a page is served without the pages token's layer"
                 ))
             })
     }

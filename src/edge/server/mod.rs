@@ -251,7 +251,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/series", get(pages::series_json))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            pages::require_token,
+            auth::require_pages_token,
         ))
         .route_layer(axum::middleware::from_fn(pages::secure_headers));
 

@@ -38,8 +38,8 @@ fn incident_cells(i: &Incident) -> [String; 6] {
             .map_or("verdict pending", |v| v.verdict.as_str());
         let _ = write!(notes, " (fix claimed in {}: {last})", c.key);
     }
-    if let Some(r) = &i.resolution {
-        let _ = write!(notes, " ({})", r.replace('_', " "));
+    if let Some(r) = i.resolution {
+        let _ = write!(notes, " ({})", crate::words::resolved_as(r));
     }
     [
         format!("#{}", i.id),
@@ -49,7 +49,7 @@ fn incident_cells(i: &Incident) -> [String; 6] {
             "{} {} ({})",
             s.percentile,
             secs(s.observed_seconds),
-            crate::support::render::was_and_allowed(&s.report)
+            crate::words::regression::was_and_allowed(&s.report)
         ),
         s.component.clone(),
         notes.trim_start().to_string(),

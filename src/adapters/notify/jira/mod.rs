@@ -1,5 +1,6 @@
 //! Jira as an outbox sink: issues filed once per incident and kept current, through the REST
-//! client (`crate::clients::jira`); the wiki and ADF text is built in `render`.
+//! client (`crate::clients::jira`); `words::issue` writes the text, `adf` writes it in the API's
+//! markup.
 //!
 //! Before creating, sheriff searches (JQL) for an open issue carrying the incident's
 //! fingerprint label, so an issue created just before a crash is found instead of filed again.
@@ -14,6 +15,16 @@ use crate::config::JiraSettings;
 use crate::domain::incidents::Incident;
 use crate::domain::incidents::plan::Effect;
 use crate::store::outbox::{DeliveryResult, OutboxEntry};
+use crate::support::document::Node;
+use crate::support::render::truncate;
+
+/// The longest summary Jira takes.
+const MAX_SUMMARY: usize = 255;
+
+/// An incident's issue summary, as Jira takes it.
+pub fn summary(i: &Incident) -> String {
+    truncate(&crate::words::issue::summary(i), MAX_SUMMARY)
+}
 
 /// Delivers Jira effects: files, comments on, resolves and reopens an incident's issue.
 pub struct JiraSink {
@@ -53,8 +64,11 @@ impl JiraSink {
         let s = &i.snapshot;
         let band = s.tier.split_once(' ').map_or("", |(_, b)| b);
         let new = NewIssue {
-            summary: adf::summary(i),
-            description: adf::render(self.settings.api, &adf::description(i, &self.public_url)),
+            summary: summary(i),
+            description: adf::render(
+                self.settings.api,
+                &crate::words::issue::description(i, &self.public_url),
+            ),
             labels: vec![i.fingerprint.clone()],
             component: component(&self.settings, s).map(str::to_string),
             affects_version: self
@@ -77,7 +91,7 @@ impl JiraSink {
     async fn comment(
         &self,
         key: &str,
-        text: &[adf::Node],
+        text: &[Node],
         idem: &str,
         retried: bool,
     ) -> Result<(), CallError> {
@@ -110,7 +124,7 @@ impl JiraSink {
             }),
             Effect::JiraComment { text } => {
                 let key = key()?;
-                self.comment(&key, &adf::comment(i, text), idem, retried)
+                self.comment(&key, &crate::words::issue::comment(i, text), idem, retried)
                     .await?;
                 Ok(DeliveryResult::Done {
                     note: format!("commented on {key}"),
@@ -118,7 +132,7 @@ impl JiraSink {
             }
             Effect::JiraResolve { text } => {
                 let key = key()?;
-                self.comment(&key, &adf::comment(i, text), idem, retried)
+                self.comment(&key, &crate::words::issue::comment(i, text), idem, retried)
                     .await?;
                 self.client
                     .transition(&key, &self.settings.resolve_transition)
@@ -153,7 +167,7 @@ impl JiraSink {
         retried: bool,
     ) -> Result<DeliveryResult, CallError> {
         let issue = self.client.issue(key).await?;
-        let comment = adf::comment(i, text);
+        let comment = crate::words::issue::comment(i, text);
         if !issue.done {
             self.comment(key, &comment, idem, retried).await?;
             return Ok(DeliveryResult::Done {

@@ -12,7 +12,8 @@ use crate::domain::incidents::plan::{Happened, SummaryLine};
 use crate::domain::incidents::{Event, Incident, State};
 use crate::model::secs;
 pub use crate::support::render::truncate;
-use crate::support::render::{percentile_text, weekly_line};
+use crate::words::regression::{percentile_text, weekly_line};
+use crate::words::slack as words;
 
 pub const MAX_BLOCKS: usize = 50;
 pub const MAX_SECTION_TEXT: usize = 3000;
@@ -58,11 +59,12 @@ impl Links {
     /// The context block every message ends with: the link to the full view, when there is one.
     pub fn footer(&self, id: Option<i64>) -> Option<Value> {
         let link = match id {
-            Some(id) => format!("*<{}|Full view>*", self.incident(id)?),
+            Some(id) => format!("*<{}|{}>*", self.incident(id)?, words::FULL_VIEW),
             None if self.public_url.is_empty() => return None,
             None => format!(
-                "*<{}/incidents|All incidents>*",
-                self.public_url.trim_end_matches('/')
+                "*<{}/incidents|{}>*",
+                self.public_url.trim_end_matches('/'),
+                words::ALL_INCIDENTS
             ),
         };
         Some(context(&[link]))
@@ -177,12 +179,10 @@ pub fn sections_of_lines(
         used = n + 1;
     }
     if used < lines.len() {
+        let more = words::and_more(lines.len() - used);
         let more = match more_link {
-            Some(l) => format!("\n… and {} more: <{l}|full view>", lines.len() - used),
-            None => format!(
-                "\n… and {} more (`sheriff incidents list` has them all)",
-                lines.len() - used
-            ),
+            Some(l) => format!("\n{more}: <{l}|{}>", words::THE_REST),
+            None => format!("\n{more} {}", words::THE_REST_IN_THE_LIST),
         };
         current.push_str(&more);
     }
@@ -202,51 +202,32 @@ fn state_emoji(state: State) -> &'static str {
 }
 
 /// The state field: the state, how it was resolved, the fix claimed and its last verdict, the
-/// accepted level.
-fn state_text(i: &Incident, since: &str) -> String {
-    let mut s = match i.resolution.as_deref() {
-        Some("recovered") if i.state == State::Resolved => {
-            format!(
-                "resolved: {} (opened {since})",
-                crate::words::NO_LONGER_OBSERVED
-            )
-        }
-        Some(how) if i.state == State::Resolved => {
-            format!("resolved: {} (opened {since})", how.replace('_', " "))
-        }
-        _ => format!("{} (opened {since})", i.state),
-    };
+/// accepted level, who acknowledged it.
+fn state_text(i: &Incident) -> String {
+    let opened = crate::support::render::time(i.opened_at);
+    let mut lines = vec![words::state(i, &opened)];
     if let Some(c) = &i.fix {
-        let last = c
-            .verdicts
-            .last()
-            .map_or("verdict pending", |v| v.verdict.as_str());
-        s.push_str(&format!(
-            "\nFix claimed: {} {} ({last})",
-            escape(&c.key),
-            escape(&c.status)
-        ));
+        let last = c.verdicts.last().map(|v| v.verdict.as_str());
+        lines.push(escape(&words::fix_claimed(&c.key, &c.status, last)));
     }
     if let Some(a) = &i.allowance {
-        s.push_str(&format!("\nAccepted: {}", escape(&a.level())));
+        lines.push(escape(&words::accepted(&a.level())));
     }
-    s
+    if let Some(by) = &i.acked_by {
+        lines.push(words::acknowledged_by(&mention(by)));
+    }
+    lines.join("\n")
 }
 
 /// The five fields of the parent message: state, scope, now against the reference, onset, Jira.
 fn incident_fields(i: &Incident, links: &Links) -> Value {
     let s = &i.snapshot;
-    let since = crate::support::render::time(i.opened_at);
-    let mut state = state_text(i, &since);
-    if let Some(by) = &i.acked_by {
-        state.push_str(&format!("\nAcknowledged by {}", mention(by)));
-    }
-
     let (now, reference) = s.now_and_reference();
+    let [state, scope, levels, regressed, jira] = words::FIELDS;
     let f = vec![
-        ("State", state),
+        (state, state_text(i)),
         (
-            "Scope",
+            scope,
             escape(&format!(
                 "{} {} · {}",
                 s.release,
@@ -255,26 +236,27 @@ fn incident_fields(i: &Incident, links: &Links) -> Value {
             )),
         ),
         (
-            "Now / reference",
-            format!(
-                "{} {} / {} (allowed {})",
+            levels,
+            words::now_and_reference(
                 s.percentile,
-                secs(now),
-                crate::model::secs_or_dash(reference),
-                secs(crate::support::render::allowed(&s.report))
+                &secs(now),
+                &crate::model::secs_or_dash(reference),
+                &secs(crate::support::render::allowed(&s.report)),
             ),
         ),
         (
-            "Regressed",
+            regressed,
             i.onset()
                 .or_else(|| s.report.onset.clone())
-                .map_or("not known".into(), |o| crate::words::regression::onset(&o)),
+                .map_or(words::ONSET_NOT_KNOWN.into(), |o| {
+                    crate::words::regression::onset(&o)
+                }),
         ),
         (
-            "Jira",
+            jira,
             i.jira_key
                 .as_deref()
-                .map_or("not filed".into(), |k| links.jira(k)),
+                .map_or(words::NOT_FILED.into(), |k| links.jira(k)),
         ),
     ];
 
@@ -320,62 +302,37 @@ fn suspects_field(i: &Incident) -> Option<String> {
 /// The buttons of an open incident.
 fn incident_buttons(i: &Incident) -> Value {
     let id = i.id.to_string();
+    let [ack, silence, file, accept, not_a_regression] = words::BUTTONS;
     json!({
         "type": "actions",
         "block_id": format!("incident-{}", i.id),
         "elements": [
-            button("Acknowledge", "ack", &id, Some("primary")),
-            button("Silence 24 h", "silence_24h", &id, None),
-            button("File Jira now", "file_jira", &id, None),
-            button("Accept level", "accept_level", &id, None),
-            button("Not a regression", "not_a_regression", &id, Some("danger")),
+            button(ack, "ack", &id, Some("primary")),
+            button(silence, "silence_24h", &id, None),
+            button(file, "file_jira", &id, None),
+            button(accept, "accept_level", &id, None),
+            button(not_a_regression, "not_a_regression", &id, Some("danger")),
         ],
     })
-}
-
-/// What the header says of an incident: how it was resolved (only a recovery is "no longer
-/// observed"), or that it regressed, with an accepted level or a missing verdict.
-fn headline(i: &Incident) -> String {
-    match (i.state, i.resolution.as_deref()) {
-        (State::Resolved, Some("fixed")) => "fixed".into(),
-        (State::Resolved, Some("not_a_regression")) => "marked not a regression".into(),
-        (State::Resolved, Some("by_hand")) => "resolved by hand".into(),
-        (State::Resolved, Some("merged")) => match i.merged_into {
-            Some(into) => format!("merged into #{into}"),
-            None => "merged".into(),
-        },
-        (State::Resolved, _) => "no longer observed".into(),
-        (State::Stale, _) => "regressed, too few runs to judge now".into(),
-        _ if i.allowance.is_some() => "regressed, within an accepted level".into(),
-        _ => "regressed".into(),
-    }
 }
 
 /// The incident's parent message, edited in place as it changes.
 pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Message {
     let s = &i.snapshot;
-    let title = format!(
-        "{} {} disruption {}: {} {}",
-        state_emoji(i.state),
-        s.family,
-        headline(i),
-        s.release,
-        s.scope.describe()
-    );
+    let title = format!("{} {}", state_emoji(i.state), words::title(i));
     let mut blocks = vec![header(&title), incident_fields(i, links)];
     if i.state.is_open() {
         blocks.push(incident_buttons(i));
     }
     let mut footer = Vec::new();
     if let Some(link) = links.incident(i.id) {
-        footer.push(format!("*<{link}|Full view>*"));
+        footer.push(format!("*<{link}|{}>*", words::FULL_VIEW));
     }
     footer.push(format!("#{} · {}", i.id, i.fingerprint));
     if let Some(last) = events.iter().rev().find(|e| e.actor != "sheriff") {
-        footer.push(format!(
-            "last action: {} by {}",
-            escape(&last.kind),
-            mention(&last.actor)
+        footer.push(words::last_action(
+            &escape(&last.kind),
+            &mention(&last.actor),
         ));
     }
     blocks.push(context(&footer));
@@ -417,18 +374,19 @@ pub fn details_message(i: &Incident, links: &Links) -> Message {
         .collect();
 
     if groups.len() > 1 {
-        let mut lines = vec![format!("*Affected groups ({})*", groups.len())];
+        let mut lines = vec![format!("*{}*", words::affected_groups(groups.len()))];
         lines.extend(groups);
         blocks.extend(sections_of_lines(&lines, 2, full.as_deref()));
     }
 
+    let [component, confidence, suspects] = words::DETAIL_FIELDS;
     let mut f = vec![
-        ("Component", escape(&s.component)),
-        ("Confidence", r.attribution.confidence.to_string()),
+        (component, escape(&s.component)),
+        (confidence, r.attribution.confidence.to_string()),
     ];
 
     if let Some(list) = suspects_field(i) {
-        f.push(("Suspect changes", list));
+        f.push((suspects, list));
     }
     blocks.push(fields(&f));
     let jobs: Vec<String> = r
@@ -470,13 +428,11 @@ pub fn details_message(i: &Incident, links: &Links) -> Message {
 
 /// A thread reply on a material change, with the link to the full view.
 pub fn reply_message(i: &Incident, change: &str, links: &Links) -> Message {
+    let s = &i.snapshot;
     let text = format!(
-        "{} {}: {} ({} now {})",
+        "{} {}",
         state_emoji(i.state),
-        i.snapshot.family,
-        change,
-        i.snapshot.percentile,
-        secs(i.snapshot.observed_seconds)
+        words::change_reply(&s.family, change, s.percentile, &secs(s.observed_seconds))
     );
     let mut blocks = vec![section(&escape(&text))];
     blocks.extend(links.footer(Some(i.id)));
@@ -496,20 +452,22 @@ fn summary_line(line: &SummaryLine, threads: &HashMap<String, Incident>, links: 
             text,
             fingerprint,
         } => {
-            let (emoji, word) = match what {
-                Happened::New => (":rotating_light:", "new: "),
-                Happened::Changed => (":arrows_counterclockwise:", "changed: "),
-                Happened::Reopened => (":repeat:", "changed: "),
-                Happened::Resolved => (":white_check_mark:", "resolved: "),
-                Happened::NotFiled => (":no_entry:", ""),
+            let emoji = match what {
+                Happened::New => ":rotating_light:",
+                Happened::Changed => ":arrows_counterclockwise:",
+                Happened::Reopened => ":repeat:",
+                Happened::Resolved => ":white_check_mark:",
+                Happened::NotFiled => ":no_entry:",
             };
+            let word = words::happened(*what);
             let thread = threads.get(fingerprint).and_then(|i| links.thread(i));
             match thread.as_deref().and_then(crate::support::render::web_link) {
                 Some(url) => {
                     format!(
-                        "{emoji} {word}{} <{}|thread>",
+                        "{emoji} {word}{} <{}|{}>",
                         escape(text),
-                        escape(&crate::support::render::link_target(url))
+                        escape(&crate::support::render::link_target(url)),
+                        words::THREAD
                     )
                 }
                 None => format!("{emoji} {word}{}", escape(text)),
@@ -525,7 +483,7 @@ pub fn summary_message(
     threads: &HashMap<String, Incident>,
     links: &Links,
 ) -> Message {
-    let title = format!("sheriff: {} incident change(s)", lines.len());
+    let title = words::summary_title(lines.len());
     let mut blocks = vec![header(&title)];
     let full = (!links.public_url.is_empty())
         .then(|| format!("{}/incidents", links.public_url.trim_end_matches('/')));
@@ -750,21 +708,22 @@ mod tests {
             header(&i)
         );
         i.state = State::Resolved;
+        use crate::domain::incidents::ResolvedAs;
         for (how, says) in [
-            ("not_a_regression", "marked not a regression"),
-            ("by_hand", "resolved by hand"),
-            ("fixed", "fixed"),
-            ("recovered", "no longer observed"),
+            (ResolvedAs::NotARegression, "marked not a regression"),
+            (ResolvedAs::ByHand, "resolved by hand"),
+            (ResolvedAs::Fixed, "fixed"),
+            (ResolvedAs::Recovered, "no longer observed"),
         ] {
-            i.resolution = Some(how.into());
-            assert!(header(&i).contains(says), "{how}: {}", header(&i));
+            i.resolution = Some(how);
+            assert!(header(&i).contains(says), "{how:?}: {}", header(&i));
             assert_eq!(
                 header(&i).contains("no longer observed"),
-                how == "recovered",
-                "{how}"
+                how == ResolvedAs::Recovered,
+                "{how:?}"
             );
         }
-        (i.resolution, i.merged_into) = (Some("merged".into()), Some(3));
+        (i.resolution, i.merged_into) = (Some(ResolvedAs::Merged), Some(3));
         assert!(header(&i).contains("merged into #3"));
         i.state = State::Stale;
         assert!(header(&i).contains("too few runs to judge"));
@@ -802,9 +761,8 @@ mod tests {
         }];
         let blocks = serde_json::to_string(&incident_message(&i, &[], &links).blocks).unwrap();
         assert!(blocks.contains("since Aug 4 14:00 UTC, between Aug 4 06:46 and 17:53"));
-        let wiki = crate::adapters::notify::jira::adf::to_wiki(
-            &crate::adapters::notify::jira::adf::description(&i, ""),
-        );
+        let wiki =
+            crate::adapters::notify::jira::adf::to_wiki(&crate::words::issue::description(&i, ""));
         assert!(wiki.contains("; since Aug 4 14:00 UTC"), "{wiki}");
     }
 
@@ -851,9 +809,8 @@ mod tests {
             !blocks.contains("javascript:"),
             "only plain https links: {blocks}"
         );
-        let wiki = crate::adapters::notify::jira::adf::to_wiki(
-            &crate::adapters::notify::jira::adf::description(&i, ""),
-        );
+        let wiki =
+            crate::adapters::notify::jira::adf::to_wiki(&crate::words::issue::description(&i, ""));
         assert!(
             wiki.contains("h3. Suspect changes") && wiki.contains("pull/912"),
             "{wiki}"

@@ -140,14 +140,9 @@ impl SlackSink {
                 Ok(DeliveryResult::SlackPosted { channel, ts })
             }
             None => {
-                let place = thread_ts.map_or(String::new(), |t| format!(" (thread {t})"));
                 eprintln!(
-                    "── Slack message for {}{place} (no bot token: shown, not posted) ──\n{}\n",
-                    if channel.is_empty() {
-                        "the default channel"
-                    } else {
-                        channel
-                    },
+                    "── {} ──\n{}\n",
+                    crate::words::slack::shown_not_posted(None, channel, thread_ts),
                     blocks::to_text(message)
                 );
                 Ok(DeliveryResult::SlackPosted {
@@ -162,13 +157,9 @@ impl SlackSink {
         match &self.api {
             Some(client) => Ok(client.update_message(channel, ts, message).await?),
             None => {
-                let place = if channel.is_empty() {
-                    "the default channel"
-                } else {
-                    channel
-                };
                 eprintln!(
-                    "── Slack edit of {ts} in {place} (no bot token: shown, not posted) ──\n{}\n",
+                    "── {} ──\n{}\n",
+                    crate::words::slack::shown_not_posted(Some(ts), channel, None),
                     blocks::to_text(message)
                 );
                 Ok(())

@@ -529,7 +529,7 @@ fn a_verdict_is_told_once_per_claim_in_the_thread_and_jira_and_fixed_resolves() 
     let Action::Resolve { how, .. } = &fixed.steps[0].action else {
         panic!("{:?}", fixed.steps)
     };
-    assert_eq!(how.kind(), "fixed");
+    assert_eq!(how.kind(), crate::domain::incidents::ResolvedAs::Fixed);
     assert!(describe(Told::Resolved(how)).starts_with("fix verified for OCPBUGS-7: fixed"));
     // recovered with no claim is not "fixed"
     incidents[0].fix = None;
@@ -545,7 +545,7 @@ fn a_verdict_is_told_once_per_claim_in_the_thread_and_jira_and_fixed_resolves() 
     let Action::Resolve { how, .. } = &recovered.steps[0].action else {
         panic!()
     };
-    assert_eq!(how.kind(), "recovered");
+    assert_eq!(how.kind(), crate::domain::incidents::ResolvedAs::Recovered);
     assert!(
         !describe(Told::Resolved(how)).contains("fixed")
             && describe(Told::Resolved(how)).contains("no fix was verified")

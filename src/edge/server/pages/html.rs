@@ -82,9 +82,8 @@ pub fn layout(title: &str, body: &Markup) -> Markup {
 fn state_cell(i: &Incident) -> Markup {
     let how = i
         .resolution
-        .as_deref()
         .filter(|_| !i.state.is_open())
-        .map(|r| r.replace('_', " "));
+        .map(crate::words::resolved_as);
     html! {
         span class=(format!("state {}", i.state.as_str())) { (i.state.as_str()) }
         @if let Some(how) = how { " " span class="muted" { "(" (how) ")" } }
@@ -249,7 +248,7 @@ pub fn incident(row: &IncidentRow, events: &[Event], charts: &[ChartData]) -> Ma
     layout(
         &format!("#{} {}", i.id, s.family),
         &html! {
-            h1 { "#" (i.id) " " (crate::adapters::notify::jira::adf::summary(i)) }
+            h1 { "#" (i.id) " " (crate::words::issue::summary(i)) }
             p { (s.summary) }
             dl class="fields" {
                 dt { "state" } dd { (state_cell(i)) }

@@ -12,7 +12,7 @@ mod html;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use axum::extract::{Path, Query, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Response};
 use serde::{Deserialize, Serialize};
@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 pub use chart::Marks;
 
 use super::AppState;
+use super::auth::PagesAllowed;
 use crate::application::series::{self, Series};
 use crate::domain::incidents::Incident;
 use crate::model::{DAY, Dimension};
@@ -173,68 +174,6 @@ fn not_found(what: &str, json: bool) -> Response {
     }
 }
 
-/// Asks for `server.pages_token` when one is set: a bearer token, or any user with it as the
-/// password of basic auth (what a browser can send). Compared in constant time.
-pub async fn require_token(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let Some(token) = &state.settings.server.pages_token else {
-        return next.run(request).await;
-    };
-    if token.matches(given_token(request.headers()).as_deref()) {
-        return next.run(request).await;
-    }
-    let mut r = (
-        StatusCode::UNAUTHORIZED,
-        "sheriff's pages need the pages token\n",
-    )
-        .into_response();
-    r.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        axum::http::HeaderValue::from_static("Basic realm=\"sheriff\""),
-    );
-    r
-}
-
-fn given_token(headers: &HeaderMap) -> Option<String> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    if let Some(t) = crate::support::http::bearer_token(value) {
-        return Some(t.to_string());
-    }
-    let (scheme, encoded) = value.trim().split_once(' ')?;
-    if !scheme.eq_ignore_ascii_case("basic") {
-        return None;
-    }
-    let decoded = base64_decode(encoded.trim())?;
-    let text = String::from_utf8(decoded).ok()?;
-    text.split_once(':')
-        .map(|(_, password)| password.to_string())
-}
-
-fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => Some(c - b'A'),
-        b'a'..=b'z' => Some(c - b'a' + 26),
-        b'0'..=b'9' => Some(c - b'0' + 52),
-        b'+' => Some(62),
-        b'/' => Some(63),
-        _ => None,
-    };
-    let bytes: Vec<u8> = s.bytes().filter(|c| *c != b'=').collect();
-    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
-    for chunk in bytes.chunks(4) {
-        let v: Vec<u8> = chunk.iter().map(|c| value(*c)).collect::<Option<_>>()?;
-        let n = v
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (k, x)| n | (u32::from(*x) << (18 - 6 * k)));
-        out.extend((0..v.len().saturating_sub(1)).map(|k| (n >> (16 - 8 * k)) as u8));
-    }
-    Some(out)
-}
-
 async fn rows(
     state: &AppState,
     filter: &IndexFilter,
@@ -257,7 +196,11 @@ async fn rows(
 }
 
 /// `GET /`.
-pub async fn index(State(state): State<AppState>, Query(filter): Query<IndexFilter>) -> Response {
+pub async fn index(
+    _: PagesAllowed,
+    State(state): State<AppState>,
+    Query(filter): Query<IndexFilter>,
+) -> Response {
     let now = chrono::Utc::now().timestamp();
     let filter = filter.tidy();
     match rows(&state, &filter, now).await {
@@ -271,6 +214,7 @@ pub async fn index(State(state): State<AppState>, Query(filter): Query<IndexFilt
 
 /// `GET /api/v1/incidents`: the same list, in the `incidents list` JSON contract.
 pub async fn index_json(
+    _: PagesAllowed,
     State(state): State<AppState>,
     Query(filter): Query<IndexFilter>,
 ) -> Response {
@@ -455,7 +399,11 @@ async fn one(
 }
 
 /// `GET /incidents/{id}`.
-pub async fn incident(State(state): State<AppState>, Path(id): Path<String>) -> Response {
+pub async fn incident(
+    _: PagesAllowed,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Response {
     let now = chrono::Utc::now().timestamp();
     match one(&state, &id, now).await {
         Ok(Some((row, events, charts))) => {
@@ -467,7 +415,11 @@ pub async fn incident(State(state): State<AppState>, Path(id): Path<String>) -> 
 }
 
 /// `GET /api/v1/incidents/{id}`: the incident, its history and its charts' data.
-pub async fn incident_json(State(state): State<AppState>, Path(id): Path<String>) -> Response {
+pub async fn incident_json(
+    _: PagesAllowed,
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Response {
     let now = chrono::Utc::now().timestamp();
     match one(&state, &id, now).await {
         Ok(Some((row, events, charts))) => {
@@ -568,6 +520,7 @@ async fn explored(
 
 /// `GET /explore?backend=…&release=…&platform=…`.
 pub async fn explore(
+    _: PagesAllowed,
     State(state): State<AppState>,
     Query(form): Query<Vec<(String, String)>>,
 ) -> Response {
@@ -589,6 +542,7 @@ pub async fn explore(
 
 /// `GET /api/v1/series?backend=…&…`: the answer and the daily series.
 pub async fn series_json(
+    _: PagesAllowed,
     State(state): State<AppState>,
     Query(form): Query<Vec<(String, String)>>,
 ) -> Response {
