@@ -15,8 +15,9 @@ use crate::application::cycle::replay::Replay;
 use crate::application::cycle::{CycleError, CycleOptions, Unrecorded, Window, run_cycle_on};
 use crate::config::cron::Schedule;
 use crate::config::{DatabaseSettings, DatabaseUrl, DatabaseUrlError, Settings};
-use crate::domain::incidents::plan::Policy;
+use crate::domain::incidents::plan::{EffectKind, Policy};
 use crate::model::{DAY, HOUR, Onset, Scope};
+use crate::store::outbox::EntryState;
 use crate::store::{Store, StoreError};
 
 /// The result of the backtest's functions.
@@ -247,17 +248,17 @@ pub async fn backtest_observed(
 /// Each incident of the backtest's store, with its history and its outbox.
 async fn stories(scratch: &Store) -> Result<Vec<Story>> {
     let mut by_incident: BTreeMap<i64, Notifications> = BTreeMap::new();
-    for state in ["pending", "dead", "done"] {
+    for state in EntryState::ALL {
         for e in scratch.outbox().entries(state, i64::MAX).await? {
             let Some(id) = e.incident_id else { continue };
             let n = by_incident.entry(id).or_default();
-            match e.kind.as_str() {
-                "slack_post" => n.slack_posts += 1,
-                "slack_reply" => n.slack_replies += 1,
-                "slack_update" => n.slack_updates += 1,
-                "jira_create" => n.jira_creates += 1,
-                "jira_comment" => n.jira_comments += 1,
-                "jira_resolve" | "jira_reopen" => n.jira_transitions += 1,
+            match e.effect_kind() {
+                Some(EffectKind::SlackPost) => n.slack_posts += 1,
+                Some(EffectKind::SlackReply) => n.slack_replies += 1,
+                Some(EffectKind::SlackUpdate) => n.slack_updates += 1,
+                Some(EffectKind::JiraCreate) => n.jira_creates += 1,
+                Some(EffectKind::JiraComment) => n.jira_comments += 1,
+                Some(EffectKind::JiraResolve | EffectKind::JiraReopen) => n.jira_transitions += 1,
                 _ => {}
             }
         }

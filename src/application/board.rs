@@ -42,7 +42,10 @@ pub async fn status(store: &Store, now: i64) -> Result<Status> {
         incidents,
         silences: store.incidents().silences(now).await?,
         outbox: store.outbox().counts(now).await?,
-        dead: store.outbox().entries("dead", 20).await?,
+        dead: store
+            .outbox()
+            .entries(crate::store::outbox::EntryState::Dead, 20)
+            .await?,
         evidence_pending: store.runs().pending_interval_runs().await?,
     })
 }

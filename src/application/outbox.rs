@@ -119,11 +119,8 @@ impl Worker {
 
         let started = std::time::Instant::now();
         let result = self.sinks.deliver(&self.store, &entry).await;
-        let sink = if entry.kind.starts_with("jira") {
-            "jira"
-        } else {
-            "slack"
-        };
+        // an entry of a kind this version does not know dead-letters, and counts as Slack's
+        let sink = entry.effect_kind().map_or("slack", |k| k.sink().as_str());
 
         let outcome = match &result {
             Ok(_) => "ok",

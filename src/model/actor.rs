@@ -1,4 +1,4 @@
-//! Who did something: the actor an action is recorded as, and how people read it. Pure.
+//! Who did something: the actor an action is recorded as (how people read it is `words`'). Pure.
 
 /// The actor a Slack user's action is recorded as: `slack:<id>`, and their name when Slack
 /// sent one (`slack:U012AB (alice)`), cut to what a name is made of.
@@ -20,47 +20,22 @@ pub fn slack_user(actor: &str) -> Option<&str> {
     (!id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric())).then_some(id)
 }
 
-/// An actor as people read it: a Slack user by name (`alice`, or `Slack user U012AB` when no
-/// name was sent), a command-line user by login (`bob (command line)`), anyone else as
-/// recorded (`sheriff`, `jira`).
-pub fn person(actor: &str) -> String {
-    if let Some(id) = slack_user(actor) {
-        let name = actor
-            .split_once(" (")
-            .map(|(_, n)| n.trim_end_matches(')'))
-            .filter(|n| !n.is_empty());
-        return name.map_or_else(|| format!("Slack user {id}"), str::to_string);
-    }
-    match actor.strip_prefix("cli:") {
-        Some(login) => format!("{login} (command line)"),
-        None => actor.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn actors_read_as_people_and_slack_users_keep_their_id() {
+    fn a_slack_actor_keeps_its_id_and_a_clean_name() {
         let alice = slack_actor("UTRT1", "alice.smith");
         assert_eq!(alice, "slack:UTRT1 (alice.smith)");
-        assert_eq!(
-            (slack_user(&alice), person(&alice).as_str()),
-            (Some("UTRT1"), "alice.smith")
-        );
+        assert_eq!(slack_user(&alice), Some("UTRT1"));
         assert_eq!(slack_actor("UTRT1", "  "), "slack:UTRT1");
-        assert_eq!(person("slack:UTRT1"), "Slack user UTRT1");
         assert_eq!(
             slack_actor("U1", "<@U2> (x)\n"),
             "slack:U1 (U2 x)",
             "no markup or brackets in a name"
         );
-        assert_eq!(person("cli:bob"), "bob (command line)");
-        assert_eq!(
-            (slack_user("cli:bob"), person("sheriff").as_str()),
-            (None, "sheriff")
-        );
+        assert_eq!(slack_user("cli:bob"), None);
         assert_eq!(slack_user("slack:<!here>"), None);
     }
 }

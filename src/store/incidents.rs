@@ -4,7 +4,9 @@
 
 use super::{Arg, Conn, Result, Store, StoreError, sql};
 use crate::domain::incidents::Refusal;
-use crate::domain::incidents::plan::{Action, Delivered, Effect, Known, NewSilence, Plan, Step};
+use crate::domain::incidents::plan::{
+    Action, Delivered, Effect, EffectKind, Known, NewSilence, Plan, Step,
+};
 use crate::domain::incidents::silence::{Patterns, Silence};
 use crate::domain::incidents::{Change, Event, Incident, ResolvedAs, Snapshot, State};
 use crate::domain::incidents::{Told, Wording};
@@ -195,9 +197,11 @@ async fn load_silences(c: &mut Conn<'_>, now: i64) -> Result<Vec<Silence>> {
 /// What the outbox already holds for incidents: parent posts and Jira creations.
 async fn load_delivered(c: &mut Conn<'_>, incidents: &[Incident]) -> Result<Delivered> {
     let rows: Vec<(Option<i64>, String)> = c
-        .fetch_all(sql(
-            "SELECT incident_id, kind FROM outbox WHERE kind IN ('slack_post', 'jira_create')",
-        ))
+        .fetch_all(
+            sql("SELECT incident_id, kind FROM outbox WHERE kind IN ($1, $2)")
+                .bind(EffectKind::SlackPost.as_str())
+                .bind(EffectKind::JiraCreate.as_str()),
+        )
         .await?;
     let mut d = Delivered::default();
     d.slack_posted.extend(
@@ -208,7 +212,7 @@ async fn load_delivered(c: &mut Conn<'_>, incidents: &[Incident]) -> Result<Deli
     );
     for (id, kind) in rows {
         let Some(id) = id else { continue };
-        if kind == "slack_post" {
+        if EffectKind::parse(&kind) == Some(EffectKind::SlackPost) {
             d.slack_posted.insert(id);
         } else {
             d.jira_filed.insert(id);
@@ -275,7 +279,7 @@ impl NewEntry {
         NewEntry {
             key,
             lane: format!("{}:{id}", effect.sink().as_str()),
-            kind,
+            kind: kind.as_str(),
             incident_id: Some(id),
             payload: effect.payload(),
         }
@@ -298,7 +302,7 @@ impl NewEntry {
         NewEntry {
             key: format!("slack_summary:{cycle}:{channel}"),
             lane: format!("summary:{channel}"),
-            kind: effect.kind(),
+            kind: effect.kind().as_str(),
             incident_id: None,
             payload: effect.payload(),
         }

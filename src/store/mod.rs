@@ -44,6 +44,7 @@ pub(crate) use self::db::{Arg, Conn, Pooled, Row, Sql, Tx, row_by_position, sql}
 pub use self::error::{Result, StoreError};
 pub use self::evaluations::{CycleOutcome, CycleRecord};
 pub use self::ingest_log::{IngestLogEntry, LogOutcome};
+pub use self::outbox::EntryState;
 pub use self::retention::Cutoffs;
 pub use self::runs::WriteOutcome;
 use crate::config::{DatabaseSettings, Engine};

@@ -5,7 +5,52 @@ use serde::Serialize;
 
 use super::incidents::{NewEntry, enqueue};
 use super::{Result, Sql, Store, StoreError, row_by_position, sql};
-use crate::domain::incidents::plan::Effect;
+use crate::domain::incidents::plan::{Effect, EffectKind};
+
+/// Where an entry is: waiting (or being delivered), given up on, delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryState {
+    Pending,
+    Dead,
+    Done,
+}
+
+impl EntryState {
+    pub const ALL: [EntryState; 3] = [EntryState::Pending, EntryState::Dead, EntryState::Done];
+
+    /// Its name in the outbox table.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EntryState::Pending => "pending",
+            EntryState::Dead => "dead",
+            EntryState::Done => "done",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<EntryState> {
+        EntryState::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for EntryState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A state the outbox table holds that is none of [`EntryState`]'s.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown outbox entry state `{0}`")]
+pub struct UnknownState(String);
+
+impl TryFrom<String> for EntryState {
+    type Error = UnknownState;
+
+    fn try_from(s: String) -> std::result::Result<EntryState, UnknownState> {
+        EntryState::parse(&s).ok_or(UnknownState(s))
+    }
+}
 
 /// An entry a worker has claimed.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
@@ -13,16 +58,26 @@ pub struct OutboxEntry {
     pub id: i64,
     pub idempotency_key: String,
     pub lane: String,
+    /// The effect's kind as stored: a kind this version does not know is still read, and dead
+    /// letters when delivered ([`OutboxEntry::effect_kind`] is None).
     pub kind: String,
     pub incident_id: Option<i64>,
     pub payload: String,
-    pub state: String,
+    #[sqlx(try_from = "String")]
+    pub state: EntryState,
     /// Attempts so far, this one included once claimed.
     pub attempts: i64,
     pub next_attempt_at: i64,
     pub last_error: Option<String>,
     pub created_at: i64,
     pub delivered_at: Option<i64>,
+}
+
+impl OutboxEntry {
+    /// The kind of effect it holds, when this version knows it.
+    pub fn effect_kind(&self) -> Option<EffectKind> {
+        EffectKind::parse(&self.kind)
+    }
 }
 
 const ENTRY_COLUMNS: &str = "id, idempotency_key, lane, kind, incident_id, payload, state, attempts, \
@@ -126,7 +181,9 @@ impl Outbox<'_> {
             let updated = c.execute(q).await?;
             if let Some(incident) = entry.incident_id {
                 match result {
-                    DeliveryResult::SlackPosted { channel, ts } if entry.kind == "slack_post" => {
+                    DeliveryResult::SlackPosted { channel, ts }
+                        if entry.effect_kind() == Some(EffectKind::SlackPost) =>
+                    {
                         let q = sql("UPDATE incidents SET slack_channel = $2, slack_ts = $3 WHERE id = $1")
                             .bind(incident)
                             .bind(channel)
@@ -172,8 +229,8 @@ impl Outbox<'_> {
         retry_at: Option<i64>,
     ) -> Result<()> {
         let (state, next) = match retry_at {
-            Some(t) => ("pending", t),
-            None => ("dead", entry.next_attempt_at),
+            Some(t) => (EntryState::Pending, t),
+            None => (EntryState::Dead, entry.next_attempt_at),
         };
         let q = sql(
             "UPDATE outbox SET state = $3, next_attempt_at = $4, last_error = $5, locked_until = 0 \
@@ -181,7 +238,7 @@ impl Outbox<'_> {
         )
         .bind(entry.id)
         .bind(worker)
-        .bind(state)
+        .bind(state.as_str())
         .bind(next)
         .bind(error);
         self.store.execute(q).await.map(|_| ())
@@ -220,26 +277,26 @@ impl Outbox<'_> {
             oldest,
         } in rows
         {
-            match state.as_str() {
-                "pending" => {
+            match EntryState::parse(&state) {
+                Some(EntryState::Pending) => {
                     c.pending = n;
                     c.retrying = retried;
                     c.oldest_pending_age_secs = oldest.map(|t| (now - t).max(0));
                 }
-                "dead" => c.dead = n,
-                "done" => c.done = n,
-                _ => {}
+                Some(EntryState::Dead) => c.dead = n,
+                Some(EntryState::Done) => c.done = n,
+                None => {}
             }
         }
         Ok(c)
     }
 
-    /// Entries in `state` (`pending`, `dead`, `done`), oldest first, at most `limit`.
-    pub async fn entries(self, state: &str, limit: i64) -> Result<Vec<OutboxEntry>> {
+    /// Entries in `state`, oldest first, at most `limit`.
+    pub async fn entries(self, state: EntryState, limit: i64) -> Result<Vec<OutboxEntry>> {
         let q = Sql::built(format!(
             "SELECT {ENTRY_COLUMNS} FROM outbox WHERE state = $1 ORDER BY id LIMIT $2"
         ))
-        .bind(state)
+        .bind(state.as_str())
         .bind(limit);
         self.store.fetch_all(q).await
     }

@@ -2,7 +2,7 @@
 //! limit, times, sparklines and the rows of a report's percentile table. Pure; the words
 //! around them are `words`'.
 
-pub use crate::model::actor::{person, slack_user};
+pub use crate::model::actor::slack_user;
 use crate::model::{RegressionReport, secs, secs_or_dash};
 
 /// Cuts `s` to at most `max` characters, ending in "…" when cut.

@@ -318,7 +318,7 @@ pub fn description(i: &Incident, public_url: &str) -> Vec<Node> {
     if !public_url.is_empty() {
         back.push(text(" — "));
         back.push(Inline::Link {
-            text: "full view".into(),
+            text: super::FULL_VIEW.into(),
             url: format!("{}/incidents/{}", public_url.trim_end_matches('/'), i.id),
         });
     }

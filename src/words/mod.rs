@@ -27,7 +27,8 @@ use crate::domain::incidents::ResolvedAs;
 use crate::domain::incidents::Told;
 use crate::domain::incidents::manual::{MAX_ALLOWANCE_SECS, MAX_SILENCE_SECS};
 use crate::domain::incidents::plan::Resolution;
-use crate::model::{Allowance, DAY, FixVerdict, Verification, actor::person, secs, utc_minute};
+use crate::model::actor::slack_user;
+use crate::model::{Allowance, DAY, FixVerdict, Verification, secs, utc_minute};
 
 /// The text of one [`Told`].
 pub fn line(t: &Told<'_>) -> String {
@@ -211,6 +212,23 @@ fn resolution(how: &Resolution) -> String {
     }
 }
 
+/// An actor as people read it: a Slack user by name (`alice`, or `Slack user U012AB` when no
+/// name was sent), a command-line user by login (`bob (command line)`), anyone else as
+/// recorded (`sheriff`, `jira`).
+pub fn person(actor: &str) -> String {
+    if let Some(id) = slack_user(actor) {
+        let name = actor
+            .split_once(" (")
+            .map(|(_, n)| n.trim_end_matches(')'))
+            .filter(|n| !n.is_empty());
+        return name.map_or_else(|| format!("Slack user {id}"), str::to_string);
+    }
+    match actor.strip_prefix("cli:") {
+        Some(login) => format!("{login} (command line)"),
+        None => actor.to_string(),
+    }
+}
+
 /// How an incident was resolved, in a word or two: "recovered", "fixed", "by hand", "not a
 /// regression", "merged".
 pub fn resolved_as(how: ResolvedAs) -> &'static str {
@@ -223,10 +241,14 @@ pub fn resolved_as(how: ResolvedAs) -> &'static str {
     }
 }
 
-/// Why a request was not carried out, as the person who made it is told (Slack's reply, the
-/// command line's error).
 /// A regression that recovered with no fix verified, wherever its resolution is said.
 pub const NO_LONGER_OBSERVED: &str = "no longer observed; no fix was verified";
+
+/// A claimed fix whose first verdict is still to come.
+pub const VERDICT_PENDING: &str = "verdict pending";
+
+/// The link to an incident's page from the end of a message or an issue.
+pub const FULL_VIEW: &str = "full view";
 
 /// What a person is told when their request failed on sheriff's side: nothing changed, and the
 /// reference the log names it by.
@@ -244,6 +266,8 @@ pub fn silence_holds(incidents: &[i64]) -> String {
     format!("; it holds incident {}", ids.join(", "))
 }
 
+/// Why a request was not carried out, as the person who made it is told (Slack's reply, the
+/// command line's error).
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -304,6 +328,15 @@ fn own_words(reason: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn actors_read_as_people() {
+        let alice = crate::model::actor::slack_actor("UTRT1", "alice.smith");
+        assert_eq!(person(&alice), "alice.smith");
+        assert_eq!(person("slack:UTRT1"), "Slack user UTRT1");
+        assert_eq!(person("cli:bob"), "bob (command line)");
+        assert_eq!(person("sheriff"), "sheriff");
+    }
     use crate::domain::incidents::plan::NewSilence;
     use crate::domain::incidents::silence::Target;
 

@@ -87,7 +87,7 @@ pub fn state(i: &Incident, opened: &str) -> String {
 pub fn fix_claimed(key: &str, status: &str, verdict: Option<&str>) -> String {
     format!(
         "Fix claimed: {key} {status} ({})",
-        verdict.unwrap_or("verdict pending")
+        verdict.unwrap_or(super::VERDICT_PENDING)
     )
 }
 
@@ -111,9 +111,10 @@ pub fn now_and_reference(
     format!("{percentile} {now} / {reference} (allowed {allowed})")
 }
 
-/// The footer's note of the last thing a person did (`who` as the message shows a person).
+/// The footer's note of the last thing a person did (`kind` as the history records it, `who`
+/// as the message shows a person).
 pub fn last_action(kind: &str, who: &str) -> String {
-    format!("last action: {kind} by {who}")
+    format!("last action: {} by {who}", kind.replace('_', " "))
 }
 
 /// The heading of the details reply's list of groups.
@@ -125,9 +126,6 @@ pub fn affected_groups(n: usize) -> String {
 pub fn and_more(n: usize) -> String {
     format!("… and {n} more")
 }
-
-/// The link after [`and_more`] to the page that has the rest.
-pub const THE_REST: &str = "full view";
 
 /// Where the rest of a list cut short is, without sheriff's address.
 pub const THE_REST_IN_THE_LIST: &str = "(`sheriff incidents list` has them all)";

@@ -144,7 +144,12 @@ async fn replay(store: &Store, s: &Scenario, from: u32) -> Told {
         incidents.push((i, events));
     }
     let mut replies = Vec::new();
-    for e in store.outbox().entries("pending", i64::MAX).await.unwrap() {
+    for e in store
+        .outbox()
+        .entries(sheriff::store::EntryState::Pending, i64::MAX)
+        .await
+        .unwrap()
+    {
         if e.kind == "slack_reply" {
             let v: serde_json::Value = serde_json::from_str(&e.payload).unwrap();
             replies.push(v["text"].as_str().unwrap_or_default().to_string());

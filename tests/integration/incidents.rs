@@ -606,7 +606,7 @@ on_both_engines! {
                 }
             }
             assert_eq!(dead, 1, "HTTP {status} dead-letters its entry");
-            let entry = store.outbox().entries("dead", 10).await.unwrap().pop().unwrap();
+            let entry = store.outbox().entries(sheriff::store::EntryState::Dead, 10).await.unwrap().pop().unwrap();
             assert!(entry.last_error.unwrap().contains(&format!("HTTP {status}")));
             assert_eq!(store.outbox().retry(Some(entry.id), clock.now()).await.unwrap(), 1);
             drain_with_kills(&store, &sinks, &settings, &clock, &none).await;
@@ -634,7 +634,7 @@ on_both_engines! {
 
         slack.rate_limit_next(1, 7);
         let StepOutcome::Retrying(id) = worker.step().await.unwrap() else { panic!("the 429 was not a retry") };
-        let entry = store.outbox().entries("pending", 100).await.unwrap().into_iter().find(|e| e.id == id).unwrap();
+        let entry = store.outbox().entries(sheriff::store::EntryState::Pending, 100).await.unwrap().into_iter().find(|e| e.id == id).unwrap();
         // (a wall-clock second may pass between the step and this read)
         let wait = entry.next_attempt_at - clock.now();
         assert!((6..=7).contains(&wait), "Retry-After: 7 decides the wait, not {wait} s");
@@ -654,7 +654,7 @@ on_both_engines! {
                 other => panic!("{other:?}"),
             }
         }
-        let done = store.outbox().entries("done", 100).await.unwrap().into_iter().find(|e| e.id == id).unwrap();
+        let done = store.outbox().entries(sheriff::store::EntryState::Done, 100).await.unwrap().into_iter().find(|e| e.id == id).unwrap();
         assert_eq!(done.attempts, 2);
         for (key, n) in slack.count_by_key() {
             assert_eq!(n, 1, "{key}");
@@ -728,7 +728,7 @@ on_both_engines! {
         // deliver up to and including the Jira issue
         loop {
             let StepOutcome::Delivered(id) = worker.step().await.unwrap() else { panic!("nothing more to deliver") };
-            let done = store.outbox().entries("done", 100).await.unwrap();
+            let done = store.outbox().entries(sheriff::store::EntryState::Done, 100).await.unwrap();
             if done.iter().any(|e| e.id == id && e.kind == "jira_create") {
                 break;
             }
@@ -745,7 +745,7 @@ on_both_engines! {
         assert!(lines[0].contains("allowed") && !description.contains("File against"), "{description}");
         assert_eq!(jira.issues()[0].fields["versions"][0]["name"], "4.14", "Affects Version, as configured");
         let pending: Vec<String> =
-            store.outbox().entries("pending", 100).await.unwrap().into_iter().map(|e| e.idempotency_key).collect();
+            store.outbox().entries(sheriff::store::EntryState::Pending, 100).await.unwrap().into_iter().map(|e| e.idempotency_key).collect();
         for key in ["slack_update:1:filed-OCPBUGS-1", "slack_reply:1:filed-OCPBUGS-1"] {
             assert!(pending.contains(&key.to_string()), "{key} queued by the filing: {pending:?}");
         }

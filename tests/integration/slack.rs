@@ -362,11 +362,11 @@ on_both_engines! {
         assert!((DAY - 100..=DAY).contains(&left), "{left}");
 
         interaction(&state, click(&slack, "UOPS", "file_jira", id)).await;
-        let pending = state.store.outbox().entries("pending", 100).await.unwrap();
+        let pending = state.store.outbox().entries(sheriff::store::EntryState::Pending, 100).await.unwrap();
         assert!(pending.iter().any(|e| e.idempotency_key == format!("jira_create:{id}")), "{pending:#?}");
         // a second click does not file twice
         interaction(&state, click(&slack, "UOPS", "file_jira", id)).await;
-        let again = state.store.outbox().entries("pending", 100).await.unwrap();
+        let again = state.store.outbox().entries(sheriff::store::EntryState::Pending, 100).await.unwrap();
         assert_eq!(again.iter().filter(|e| e.kind == "jira_create").count(), 1);
 
         // "Not a regression" opens a dialog; its submission needs a reason

@@ -116,18 +116,18 @@ pub enum Effect {
 }
 
 impl Effect {
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> EffectKind {
         match self {
-            Effect::SlackPost { .. } => "slack_post",
-            Effect::SlackUpdate => "slack_update",
-            Effect::SlackDetails => "slack_details",
-            Effect::SlackReply { .. } => "slack_reply",
-            Effect::SlackSummary { .. } => "slack_summary",
-            Effect::JiraCreate => "jira_create",
-            Effect::JiraComment { .. } => "jira_comment",
-            Effect::JiraResolve { .. } => "jira_resolve",
-            Effect::JiraReopen { .. } => "jira_reopen",
-            Effect::JiraTransition { .. } => "jira_transition",
+            Effect::SlackPost { .. } => EffectKind::SlackPost,
+            Effect::SlackUpdate => EffectKind::SlackUpdate,
+            Effect::SlackDetails => EffectKind::SlackDetails,
+            Effect::SlackReply { .. } => EffectKind::SlackReply,
+            Effect::SlackSummary { .. } => EffectKind::SlackSummary,
+            Effect::JiraCreate => EffectKind::JiraCreate,
+            Effect::JiraComment { .. } => EffectKind::JiraComment,
+            Effect::JiraResolve { .. } => EffectKind::JiraResolve,
+            Effect::JiraReopen { .. } => EffectKind::JiraReopen,
+            Effect::JiraTransition { .. } => EffectKind::JiraTransition,
         }
     }
 
@@ -146,18 +146,7 @@ impl Effect {
 
     /// Where it is delivered.
     pub fn sink(&self) -> Sink {
-        match self {
-            Effect::SlackPost { .. }
-            | Effect::SlackUpdate
-            | Effect::SlackDetails
-            | Effect::SlackReply { .. }
-            | Effect::SlackSummary { .. } => Sink::Slack,
-            Effect::JiraCreate
-            | Effect::JiraComment { .. }
-            | Effect::JiraResolve { .. }
-            | Effect::JiraReopen { .. }
-            | Effect::JiraTransition { .. } => Sink::Jira,
-        }
+        self.kind().sink()
     }
 
     /// The payload stored with the entry.
@@ -209,6 +198,79 @@ pub(crate) fn after_filing(key: &str, wording: Wording) -> Vec<Effect> {
             text: wording(&Told::FiledInJira { key }),
         },
     ]
+}
+
+/// What an effect is, without what it says: an outbox entry's `kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EffectKind {
+    SlackPost,
+    SlackUpdate,
+    SlackDetails,
+    SlackReply,
+    SlackSummary,
+    JiraCreate,
+    JiraComment,
+    JiraResolve,
+    JiraReopen,
+    JiraTransition,
+}
+
+impl EffectKind {
+    pub const ALL: [EffectKind; 10] = [
+        EffectKind::SlackPost,
+        EffectKind::SlackUpdate,
+        EffectKind::SlackDetails,
+        EffectKind::SlackReply,
+        EffectKind::SlackSummary,
+        EffectKind::JiraCreate,
+        EffectKind::JiraComment,
+        EffectKind::JiraResolve,
+        EffectKind::JiraReopen,
+        EffectKind::JiraTransition,
+    ];
+
+    /// Its name in the outbox (the effect's serde tag).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EffectKind::SlackPost => "slack_post",
+            EffectKind::SlackUpdate => "slack_update",
+            EffectKind::SlackDetails => "slack_details",
+            EffectKind::SlackReply => "slack_reply",
+            EffectKind::SlackSummary => "slack_summary",
+            EffectKind::JiraCreate => "jira_create",
+            EffectKind::JiraComment => "jira_comment",
+            EffectKind::JiraResolve => "jira_resolve",
+            EffectKind::JiraReopen => "jira_reopen",
+            EffectKind::JiraTransition => "jira_transition",
+        }
+    }
+
+    /// None: a kind this version does not know (an entry it cannot deliver).
+    pub fn parse(s: &str) -> Option<EffectKind> {
+        EffectKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
+    /// Where an effect of this kind is delivered.
+    pub fn sink(self) -> Sink {
+        match self {
+            EffectKind::SlackPost
+            | EffectKind::SlackUpdate
+            | EffectKind::SlackDetails
+            | EffectKind::SlackReply
+            | EffectKind::SlackSummary => Sink::Slack,
+            EffectKind::JiraCreate
+            | EffectKind::JiraComment
+            | EffectKind::JiraResolve
+            | EffectKind::JiraReopen
+            | EffectKind::JiraTransition => Sink::Jira,
+        }
+    }
+}
+
+impl std::fmt::Display for EffectKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// The systems effects go to.

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use chrono::{DateTime, Utc};
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::store::outbox::EntryState;
+
 /// The whole command line: the options every command takes, and the command, which is the
 /// binary's: the product's [`Command`]s and what the binary adds (`sheriff bench`).
 #[derive(Debug, Parser)]
@@ -235,8 +237,8 @@ pub enum IncidentsAction {
 pub enum OutboxAction {
     /// Entries in a state: pending, dead or done.
     List {
-        #[arg(long, default_value = "dead")]
-        state: String,
+        #[arg(long, default_value = "dead", value_parser = parse_entry_state)]
+        state: EntryState,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
@@ -266,6 +268,17 @@ pub fn parse_class(text: &str) -> Result<crate::synth::world::Class, String> {
             .collect();
         format!(
             "`{text}` is not a failure class; one of: {}",
+            names.join(", ")
+        )
+    })
+}
+
+/// An outbox entry's state, by name. A clap value parser.
+fn parse_entry_state(text: &str) -> Result<EntryState, String> {
+    EntryState::parse(text).ok_or_else(|| {
+        let names: Vec<&str> = EntryState::ALL.iter().map(|s| s.as_str()).collect();
+        format!(
+            "`{text}` is not an entry state; one of: {}",
             names.join(", ")
         )
     })

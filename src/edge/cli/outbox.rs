@@ -15,7 +15,7 @@ pub(super) async fn outbox(action: OutboxAction, settings: &Settings) -> Result<
     let result: Result<()> = async {
         match action {
             OutboxAction::List { state, format } => {
-                let entries = store.outbox().entries(&state, 500).await?;
+                let entries = store.outbox().entries(state, 500).await?;
                 match format {
                     Format::Json => println!("{}", serde_json::to_string_pretty(&entries)?),
                     Format::Text => {

@@ -29,13 +29,13 @@ fn incident_cells(i: &Incident) -> [String; 6] {
         let _ = write!(notes, " [{k}]");
     }
     if let Some(by) = &i.acked_by {
-        let _ = write!(notes, " (acked by {})", crate::support::render::person(by));
+        let _ = write!(notes, " (acked by {})", crate::words::person(by));
     }
     if let Some(c) = &i.fix {
         let last = c
             .verdicts
             .last()
-            .map_or("verdict pending", |v| v.verdict.as_str());
+            .map_or(crate::words::VERDICT_PENDING, |v| v.verdict.as_str());
         let _ = write!(notes, " (fix claimed in {}: {last})", c.key);
     }
     if let Some(r) = i.resolution {
@@ -129,7 +129,7 @@ pub fn status(s: &Status) -> String {
                 x.id,
                 x.target().describe(),
                 when(x.expires_at),
-                crate::support::render::person(&x.created_by),
+                crate::words::person(&x.created_by),
                 x.reason
             );
         }
@@ -225,7 +225,7 @@ pub fn explain(e: &Explain) -> String {
             out,
             "  {} {:<10} {:<12} {}",
             when(ev.at),
-            crate::support::render::person(&ev.actor),
+            crate::words::person(&ev.actor),
             ev.kind,
             ev.detail
         );

@@ -90,7 +90,7 @@ impl Links {
 /// name, escaped.
 pub fn mention(actor: &str) -> String {
     crate::support::render::slack_user(actor).map_or_else(
-        || escape(&crate::support::render::person(actor)),
+        || escape(&crate::words::person(actor)),
         |id| format!("<@{id}>"),
     )
 }
@@ -181,7 +181,7 @@ pub fn sections_of_lines(
     if used < lines.len() {
         let more = words::and_more(lines.len() - used);
         let more = match more_link {
-            Some(l) => format!("\n{more}: <{l}|{}>", words::THE_REST),
+            Some(l) => format!("\n{more}: <{l}|{}>", crate::words::FULL_VIEW),
             None => format!("\n{more} {}", words::THE_REST_IN_THE_LIST),
         };
         current.push_str(&more);
@@ -342,6 +342,31 @@ pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Messag
     }
 }
 
+/// The details reply's sample runs, each linked to its run, with its seconds and variant.
+fn sample_runs(r: &crate::model::RegressionReport) -> Vec<String> {
+    r.sample_jobs
+        .iter()
+        .map(|j| {
+            let words = format!("{} #{}", j.kind, escape(&j.build_id));
+            let variant = if j.variant.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", escape(&j.variant))
+            };
+            match crate::support::render::web_link(&j.url) {
+                Some(url) => {
+                    format!(
+                        "<{}|{words}> {}s{variant}",
+                        escape(&crate::support::render::link_target(url)),
+                        j.seconds
+                    )
+                }
+                None => format!("{words} {}s{variant}", j.seconds),
+            }
+        })
+        .collect()
+}
+
 /// The first reply in an incident's thread: the account, the percentiles and the weekly trend,
 /// the evidence, the groups, the suspect changes and the sample runs.
 pub fn details_message(i: &Incident, links: &Links) -> Message {
@@ -389,28 +414,7 @@ pub fn details_message(i: &Incident, links: &Links) -> Message {
         f.push((suspects, list));
     }
     blocks.push(fields(&f));
-    let jobs: Vec<String> = r
-        .sample_jobs
-        .iter()
-        .map(|j| {
-            let words = format!("{} #{}", j.kind, escape(&j.build_id));
-            let variant = if j.variant.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", escape(&j.variant))
-            };
-            match crate::support::render::web_link(&j.url) {
-                Some(url) => {
-                    format!(
-                        "<{}|{words}> {}s{variant}",
-                        escape(&crate::support::render::link_target(url)),
-                        j.seconds
-                    )
-                }
-                None => format!("{words} {}s{variant}", j.seconds),
-            }
-        })
-        .collect();
+    let jobs = sample_runs(r);
 
     if !jobs.is_empty() {
         blocks.push(context(&jobs));

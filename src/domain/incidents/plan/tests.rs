@@ -114,7 +114,7 @@ fn apply(now: i64, plan: &Plan, incidents: &mut Vec<Incident>, delivered: &mut D
 fn kinds(plan: &Plan) -> Vec<&'static str> {
     plan.steps
         .iter()
-        .flat_map(|s| s.effects.iter().map(Effect::kind))
+        .flat_map(|s| s.effects.iter().map(|e| e.kind().as_str()))
         .collect()
 }
 
@@ -697,7 +697,7 @@ fn a_persons_resolution_is_told_during_a_silence_and_what_it_held_once_it_ends()
     assert_eq!((kinds(&p), p.steps[0].silenced_by), (vec![], Some(9)));
     let held = p.steps[0].held.clone().expect("the change is owed");
     assert_eq!(
-        held.iter().map(Effect::kind).collect::<Vec<_>>(),
+        held.iter().map(|e| e.kind().as_str()).collect::<Vec<_>>(),
         ["slack_reply", "jira_comment"]
     );
     known.incidents[0].held = held;

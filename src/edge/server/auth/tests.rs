@@ -1,12 +1,13 @@
-//! Router tests without a socket: a route put under the Slack signature's layer or the push
-//! layer is refused without the signature or the token, whatever it does itself.
+//! Router tests without a socket: a route put under the Slack signature's layer, the push
+//! layer or the pages layer is refused without the signature or the token, whatever it does
+//! itself; a handler served outside its layer does no work.
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
-use axum::routing::post;
+use axum::routing::{get, post};
 use tower::ServiceExt;
 
 use super::SlackSigned;
@@ -190,4 +191,58 @@ async fn the_push_handler_served_without_the_push_layer_does_no_work() {
         !body.contains("push token"),
         "the cause stays in the log: {body}"
     );
+}
+
+/// A page's route, under the pages token's layer.
+fn pages_route(state: AppState) -> Router {
+    Router::new()
+        .route(
+            "/api/v1/incidents",
+            get(crate::edge::server::pages::index_json),
+        )
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            super::require_pages_token,
+        ))
+        .with_state(state)
+}
+
+fn page_request(authorization: Option<&str>) -> Request<Body> {
+    let mut r = Request::get("/api/v1/incidents");
+    if let Some(a) = authorization {
+        r = r.header("authorization", a);
+    }
+    r.body(Body::empty()).unwrap()
+}
+
+#[tokio::test]
+async fn a_page_asks_for_the_pages_token_when_one_is_set_and_is_open_when_none_is() {
+    let (open, _dir) = state(|s| s.server.pages_token = None).await;
+    let (status, body) = call(pages_route(open), page_request(None)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    let (guarded, _dir) = state(|s| s.server.pages_token = Some(Secret::new("pages"))).await;
+    for wrong in [None, Some("Bearer nope"), Some("Basic dTpub3Bl")] {
+        let (status, _) = call(pages_route(guarded.clone()), page_request(wrong)).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{wrong:?}");
+    }
+    // `u:pages` in basic auth, as a browser sends it, and the bearer token
+    for right in ["Basic dTpwYWdlcw==", "Bearer pages"] {
+        let (status, body) = call(pages_route(guarded.clone()), page_request(Some(right))).await;
+        assert_eq!(status, StatusCode::OK, "{right}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn a_page_served_without_the_pages_layer_shows_nothing() {
+    let (state, _dir) = state(|s| s.server.pages_token = None).await;
+    let app = Router::new()
+        .route(
+            "/api/v1/incidents",
+            get(crate::edge::server::pages::index_json),
+        )
+        .with_state(state);
+    let (status, body) = call(app, page_request(None)).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR, "{body}");
+    assert!(!body.contains("incidents\""), "{body}");
 }

@@ -229,7 +229,7 @@ fn history(events: &[Event]) -> Markup {
         div class="scroll" { table class="cards" {
             thead { tr { th { "when" } th { "who" } th { "what" } th { "detail" } } }
             tbody { @for e in events.iter().rev() { tr {
-                td data-label="when" class="mono" { (when(e.at)) } td data-label="who" { (crate::support::render::person(&e.actor)) }
+                td data-label="when" class="mono" { (when(e.at)) } td data-label="who" { (crate::words::person(&e.actor)) }
                 td data-label="what" { (e.kind) } td data-label="detail" { (e.detail) }
             } } }
         } }
