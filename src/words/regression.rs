@@ -122,12 +122,40 @@ pub fn contrast_sentence(
 }
 
 /// The summary's sentence on whom to file a cause in the test environment against.
-pub fn harness_sentence(a: &crate::model::Attribution) -> String {
+fn harness_sentence(a: &crate::model::Attribution) -> String {
     format!(
         "The cause is how the CI cluster is set up, not the product: file against the CI harness {}, and consult {} rather than blame it.",
         a.harness.as_deref().unwrap_or("of the platform"),
         a.component
     )
+}
+
+/// A summary without its mechanism's sentence and the harness sentence that came with it,
+/// before the attribution's mechanism (and whom to file against) is decided anew.
+pub fn without_mechanism(a: &mut crate::model::Attribution) {
+    if let Some(old) = &a.mechanism {
+        a.summary = a.summary.replace(&format!(" {}", old.summary), "");
+        a.summary = a.summary.replace(&format!(" {}", harness_sentence(a)), "");
+    }
+}
+
+/// A summary with the attribution's mechanism said; when the cause is filed against a CI
+/// harness, its sentence replaces the one filing against the product's component.
+pub fn with_mechanism(a: &mut crate::model::Attribution) {
+    let Some(m) = &a.mechanism else { return };
+    a.summary.push(' ');
+    a.summary.push_str(&m.summary);
+    if a.harness.is_some() {
+        if let Some(at) = a.summary.find(" File against ") {
+            let end = a.summary[at + 1..]
+                .find(". ")
+                .map_or(a.summary.len(), |e| at + 1 + e + 1);
+            a.summary.replace_range(at..end.min(a.summary.len()), "");
+        }
+        let sentence = harness_sentence(a);
+        a.summary.push(' ');
+        a.summary.push_str(&sentence);
+    }
 }
 
 /// The summary's sentence on the condition behind the outages.

@@ -1119,12 +1119,7 @@ fn with_mechanism(
     harnesses: &std::collections::BTreeMap<String, String>,
 ) {
     let Some(m) = mechanism else { return };
-    if let Some(old) = &a.mechanism {
-        a.summary = a.summary.replace(&format!(" {}", old.summary), "");
-        a.summary = a
-            .summary
-            .replace(&format!(" {}", words::harness_sentence(a)), "");
-    }
+    words::without_mechanism(a);
 
     let harness = a
         .platform
@@ -1140,21 +1135,8 @@ fn with_mechanism(
         a.harness = None;
     }
 
-    a.summary.push(' ');
-    a.summary.push_str(&m.summary);
     a.mechanism = Some(m);
-    if a.harness.is_some() {
-        // the harness is who to file against now, not the product's component
-        if let Some(at) = a.summary.find(" File against ") {
-            let end = a.summary[at + 1..]
-                .find(". ")
-                .map_or(a.summary.len(), |e| at + 1 + e + 1);
-            a.summary.replace_range(at..end.min(a.summary.len()), "");
-        }
-        let sentence = words::harness_sentence(a);
-        a.summary.push(' ');
-        a.summary.push_str(&sentence);
-    }
+    words::with_mechanism(a);
 }
 
 /// What a report is made of besides the context.

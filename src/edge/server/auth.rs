@@ -139,15 +139,10 @@ impl<S: Send + Sync> FromRequestParts<S> for PushTokenChecked {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<PushTokenChecked, ApiError> {
-        parts
-            .extensions
-            .get::<PushTokenChecked>()
-            .cloned()
-            .ok_or_else(|| {
-                ApiError::Internal(anyhow::anyhow!(
-                    "a push route is served without the push token's layer"
-                ))
-            })
+        proof(
+            parts,
+            "a push route is served without the push token's layer",
+        )
     }
 }
 
@@ -227,16 +222,21 @@ impl<S: Send + Sync> FromRequestParts<S> for PagesAllowed {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<PagesAllowed, ApiError> {
-        parts
-            .extensions
-            .get::<PagesAllowed>()
-            .cloned()
-            .ok_or_else(|| {
-                ApiError::Internal(anyhow::anyhow!(
-                    "a page is served without the pages token's layer"
-                ))
-            })
+        proof(parts, "a page is served without the pages token's layer")
     }
+}
+
+/// The proof a layer left in the request; without it, a 500 saying which layer is missing (in
+/// the log only: the caller sees a reference).
+fn proof<T: Clone + Send + Sync + 'static>(
+    parts: &Parts,
+    missing: &'static str,
+) -> Result<T, ApiError> {
+    parts
+        .extensions
+        .get::<T>()
+        .cloned()
+        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!(missing)))
 }
 
 #[cfg(test)]
