@@ -10,8 +10,6 @@
 //! incident while the observed level stays within it plus the minimum effect, and never raises
 //! the reference.
 
-use std::fmt;
-
 use serde::{Deserialize, Serialize};
 
 use super::{DAY, Percentile, secs};
@@ -28,23 +26,6 @@ pub enum FixVerdict {
     PartiallyFixed,
     /// Too few runs after the fix, the fix in no payload yet, or no clear answer yet.
     Inconclusive,
-}
-
-impl FixVerdict {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FixVerdict::Fixed => "fixed",
-            FixVerdict::FailedFix => "failed fix",
-            FixVerdict::PartiallyFixed => "partially fixed",
-            FixVerdict::Inconclusive => "inconclusive",
-        }
-    }
-}
-
-impl fmt::Display for FixVerdict {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// A verdict as it was told (Slack thread, Jira comment, history).

@@ -1,7 +1,17 @@
 //! A claimed fix in words: the claim as an incident's history keeps it, why it is not placed
 //! yet (not merged, in no payload, an outside system silent) and why its verdict waits.
 
-use crate::model::{FixClaim, utc_minute};
+use crate::model::{FixClaim, FixVerdict, utc_minute};
+
+/// A verdict in a word or two: "fixed", "failed fix", "partially fixed", "inconclusive".
+pub fn verdict(v: FixVerdict) -> &'static str {
+    match v {
+        FixVerdict::Fixed => "fixed",
+        FixVerdict::FailedFix => "failed fix",
+        FixVerdict::PartiallyFixed => "partially fixed",
+        FixVerdict::Inconclusive => "inconclusive",
+    }
+}
 
 /// "OCPBUGS-7 moved to ON_QA, 1 pull request, first in payload …": a claimed fix, in the
 /// incident's history, on the board and on its page.

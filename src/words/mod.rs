@@ -180,7 +180,7 @@ fn verdict(v: &Verification) -> String {
             let parts: Vec<String> = v
                 .parts
                 .iter()
-                .map(|p| format!("{} {}", p.part, p.verdict.as_str()))
+                .map(|p| format!("{} {}", p.part, fix::verdict(p.verdict)))
                 .collect();
             format!(
                 "partially fixed for {}: {} — {level}",

@@ -35,7 +35,9 @@ fn incident_cells(i: &Incident) -> [String; 6] {
         let last = c
             .verdicts
             .last()
-            .map_or(crate::words::VERDICT_PENDING, |v| v.verdict.as_str());
+            .map_or(crate::words::VERDICT_PENDING, |v| {
+                crate::words::fix::verdict(v.verdict)
+            });
         let _ = write!(notes, " (fix claimed in {}: {last})", c.key);
     }
     if let Some(r) = i.resolution {

@@ -207,7 +207,10 @@ fn state_text(i: &Incident) -> String {
     let opened = crate::support::render::time(i.opened_at);
     let mut lines = vec![words::state(i, &opened)];
     if let Some(c) = &i.fix {
-        let last = c.verdicts.last().map(|v| v.verdict.as_str());
+        let last = c
+            .verdicts
+            .last()
+            .map(|v| crate::words::fix::verdict(v.verdict));
         lines.push(escape(&words::fix_claimed(&c.key, &c.status, last)));
     }
     if let Some(a) = &i.allowance {
