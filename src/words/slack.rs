@@ -4,6 +4,7 @@
 //! message's buttons, and the sentences of its dialogs, which the edge
 //! (`edge::server::slack`) frames and sends. Both escape what came from people and artifacts.
 
+use crate::domain::incidents::plan::Happened;
 use crate::domain::incidents::{Incident, ResolvedAs, State};
 use crate::model::{DAY, HOUR, Percentile};
 
@@ -142,8 +143,7 @@ pub fn summary_title(changes: usize) -> String {
 }
 
 /// What a cycle summary's line says happened, before the line: "new: ", "changed: ", ….
-pub fn happened(what: crate::domain::incidents::plan::Happened) -> &'static str {
-    use crate::domain::incidents::plan::Happened;
+pub fn happened(what: Happened) -> &'static str {
     match what {
         Happened::New => "new: ",
         Happened::Changed | Happened::Reopened => "changed: ",
