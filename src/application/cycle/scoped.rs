@@ -13,12 +13,12 @@ use crate::store::evaluations::WindowData;
 
 /// The cells of `backend` inside `scope` with runs in either window (indices into the cells).
 pub(super) fn cells_in(data: &WindowData, backend: &str, scope: &Scope) -> Vec<usize> {
+    // the name compared once per backend, not once per cell: a cycle asks this many times
+    let named: Vec<bool> = data.backends.iter().map(|b| b == backend).collect();
     data.cells
         .iter()
         .enumerate()
-        .filter(|(_, c)| {
-            data.backends[c.backend] == backend && scope.contains(&data.variants[c.variant])
-        })
+        .filter(|(_, c)| named[c.backend] && scope.contains(&data.variants[c.variant]))
         .map(|(i, _)| i)
         .collect()
 }
