@@ -119,8 +119,8 @@ impl Worker {
 
         let started = std::time::Instant::now();
         let result = self.sinks.deliver(&self.store, &entry).await;
-        // an entry of a kind this version does not know dead-letters, and counts as Slack's
-        let sink = entry.effect_kind().map_or("slack", |k| k.sink().as_str());
+        // an entry of a kind this version does not know dead-letters, counted under no sink
+        let sink = entry.effect_kind().map_or("unknown", |k| k.sink().as_str());
 
         let outcome = match &result {
             Ok(_) => "ok",

@@ -615,6 +615,104 @@ on_both_engines! {
     }
 }
 
+/// An entry of a kind this version does not know (written by a newer sheriff sharing the
+/// database, say) is read, dead-letters on its first delivery with the kind named, and holds
+/// up nothing: the entries after it in its lane are delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_of_an_unknown_kind_dead_letters_and_its_lane_goes_on() {
+    let db = common::TestDb::sqlite().await;
+    let store = Arc::new(Store::open(&db.settings).await.unwrap());
+    let slack = FakeSlack::start("unknown-kind", Faults::none()).await;
+    let jira = FakeJira::start("unknown-kind", Faults::none()).await;
+    let settings = settings(&slack, &jira, JiraApi::V3);
+    let sinks = Arc::new(Sinks::from_settings(&settings).unwrap());
+    let clock = Clock::default();
+    let none = Faults::none();
+    apply(
+        &store,
+        vec![step(Action::Open {
+            fingerprint: "sheriff-unknown".into(),
+            snapshot: snapshot("uk", "metal", 21.0),
+            episodes: vec![],
+        })],
+    )
+    .await;
+    drain_with_kills(&store, &sinks, &settings, &clock, &none).await;
+    let id = store
+        .incidents()
+        .find("sheriff-unknown")
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    // posts and edits: a change reaches Slack as a reply or an edit of the parent
+    let seen = || slack.messages().iter().map(|m| 1 + m.edits).sum::<usize>();
+    let posted = seen();
+
+    let update = || {
+        step(Action::Update {
+            id,
+            state: sheriff::domain::incidents::State::Reopened,
+            snapshot: snapshot("uk", "metal", 30.0),
+            changes: vec![Change::Reopened],
+            episodes: vec![],
+        })
+    };
+    apply(&store, vec![update()]).await;
+    let pending = store
+        .outbox()
+        .entries(sheriff::store::EntryState::Pending, 10)
+        .await
+        .unwrap();
+    let slack_entry = pending
+        .iter()
+        .find(|e| e.kind.starts_with("slack"))
+        .expect("a Slack entry is due");
+    let pool = sqlx::SqlitePool::connect(db.url().as_str()).await.unwrap();
+    sqlx::query("UPDATE outbox SET kind = 'slack_hologram' WHERE id = $1")
+        .bind(slack_entry.id)
+        .execute(&pool)
+        .await
+        .unwrap();
+    apply(&store, vec![update()]).await;
+
+    let mut worker = Worker::new(store.clone(), sinks.clone(), settings.outbox.clone());
+    worker.clock = clock.clone();
+    let mut dead = Vec::new();
+    for _ in 0..50 {
+        match worker.step().await.unwrap() {
+            StepOutcome::Dead(entry) => dead.push(entry),
+            StepOutcome::Idle => break,
+            _ => {}
+        }
+    }
+    assert_eq!(
+        dead,
+        vec![slack_entry.id],
+        "only the unknown kind dead-letters"
+    );
+    let entry = store
+        .outbox()
+        .entries(sheriff::store::EntryState::Dead, 10)
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    assert_eq!(entry.kind, "slack_hologram", "kept as written");
+    assert!(entry.effect_kind().is_none());
+    assert!(
+        entry.last_error.unwrap().contains("slack_hologram"),
+        "the error names the kind"
+    );
+    let counts = store.outbox().counts(clock.now()).await.unwrap();
+    assert_eq!(
+        (counts.pending, counts.dead),
+        (0, 1),
+        "the lane went on past it"
+    );
+    assert!(seen() > posted, "the later update reached Slack");
+}
+
 on_both_engines! {
     async fn a_rate_limited_post_waits_for_retry_after_then_posts_once(db) {
         let end = synth::day(2026, 11, 29);

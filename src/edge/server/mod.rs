@@ -109,7 +109,7 @@ fn describe_counters() {
 
     describe_counter!(
         "sheriff_deliveries_total",
-        "Outbox deliveries attempted, by sink and outcome."
+        "Outbox deliveries attempted, by sink (slack, jira; unknown for a kind this version does not know) and outcome."
     );
 
     describe_counter!(
