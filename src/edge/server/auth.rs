@@ -85,8 +85,16 @@ fn unsigned(e: &VerifyError) -> Response {
 /// A request's body, signed by Slack: left in the request by [`require_slack_signature`] and
 /// by nothing else, so a handler that takes one answers 500, never its work, when served
 /// outside that layer.
+/// Only that layer makes one: its body is read, never set.
 #[derive(Debug, Clone)]
-pub struct SlackSigned(pub Bytes);
+pub struct SlackSigned(Bytes);
+
+impl SlackSigned {
+    /// The signed body.
+    pub fn into_body(self) -> Bytes {
+        self.0
+    }
+}
 
 impl<S: Send + Sync> FromRequestParts<S> for SlackSigned {
     type Rejection = ApiError;

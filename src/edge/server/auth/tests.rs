@@ -101,11 +101,10 @@ async fn a_slack_handler_gets_the_signed_body_as_sent() {
     let (state, _dir) = state(|_| {}).await;
     let routes = Router::new().route(
         "/slack/new",
-        post(
-            |SlackSigned(signed): SlackSigned, body: String| async move {
-                format!("{}|{body}", String::from_utf8_lossy(&signed))
-            },
-        ),
+        post(|signed: SlackSigned, body: String| async move {
+            let signed = signed.into_body();
+            format!("{}|{body}", String::from_utf8_lossy(&signed))
+        }),
     );
     let app = crate::edge::server::slack_signature_required(routes, &state).with_state(state);
     let (status, body) = call(app, slack_request(Some(SECRET))).await;

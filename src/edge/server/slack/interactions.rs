@@ -245,10 +245,8 @@ pub fn decode_interaction(body: &[u8]) -> Result<Decoded, &'static str> {
     })
 }
 
-pub async fn interactions(
-    State(state): State<AppState>,
-    SlackSigned(body): SlackSigned,
-) -> Response {
+pub async fn interactions(State(state): State<AppState>, signed: SlackSigned) -> Response {
+    let body = signed.into_body();
     let Ok(Decoded {
         user,
         name,

@@ -28,7 +28,8 @@ struct CommandForm {
     response_url: String,
 }
 
-pub async fn commands(State(state): State<AppState>, SlackSigned(body): SlackSigned) -> Response {
+pub async fn commands(State(state): State<AppState>, signed: SlackSigned) -> Response {
+    let body = signed.into_body();
     let form: CommandForm = match serde_urlencoded::from_bytes(&body) {
         Ok(f) => f,
         Err(e) => {
