@@ -84,8 +84,7 @@ fn unsigned(e: &VerifyError) -> Response {
 
 /// A request's body, signed by Slack: left in the request by [`require_slack_signature`] and
 /// by nothing else, so a handler that takes one answers 500, never its work, when served
-/// outside that layer.
-/// Only that layer makes one: its body is read, never set.
+/// outside that layer. Its body is read, never set.
 #[derive(Debug, Clone)]
 pub struct SlackSigned(Bytes);
 
