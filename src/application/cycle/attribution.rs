@@ -390,12 +390,12 @@ fn regressed_throughout(runs: &[CellRun], allowed: f64) -> bool {
 pub(super) fn onset_of(runs: &[CellRun]) -> Option<Onset> {
     let series = by_start(runs);
     let first = series.first()?.at;
-    match changepoint::most_likely_change(&series, 3, 3) {
-        Some(c) if c.worse_after => {
+    match changepoint::most_likely_onset(&series, 3, 3) {
+        Some(c) => {
             let (at, earliest, latest) = c.times(&series);
             Onset::from_secs(at, earliest, latest)
         }
-        _ => Onset::from_secs(first, first, first),
+        None => Onset::from_secs(first, first, first),
     }
 }
 

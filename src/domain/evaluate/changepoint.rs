@@ -122,6 +122,15 @@ pub fn most_likely_change(runs: &[Run], before: usize, after: usize) -> Option<C
     change_between(runs, before, after, |_| true)
 }
 
+/// The most likely change for the worse in `runs` (ordered by time), read on the runs before
+/// its fix when they show one ([`fixed_at`]): a fix that outweighs the regression would
+/// otherwise be the series' most likely change, and its clean runs blur the onset's interval.
+/// None when the most likely change there is for the better, or the series is too short.
+pub fn most_likely_onset(runs: &[Run], before: usize, after: usize) -> Option<Change> {
+    let runs = &runs[..fixed_at(runs, |_| true)];
+    most_likely_change(runs, before, after).filter(|c| c.worse_after)
+}
+
 /// [`most_likely_change`] with the change allowed only before the runs `k` for which
 /// `allowed(k)` holds (a change of payload lies between two payloads, never among one's runs).
 fn change_between(
@@ -226,6 +235,37 @@ mod tests {
     }
 
     #[test]
+    fn an_onset_is_read_on_the_runs_before_its_fix() {
+        // 60 quiet runs, 20 regressed, then a fix and 100 quiet runs: the fix is the series'
+        // most likely change, and the onset lies before it
+        let mut runs = series(11, 60, 20);
+        runs.extend(
+            series(12, 100, 0)
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| Run {
+                    at: (80 + i as i64) * 21_600,
+                    ..r
+                }),
+        );
+        let whole = most_likely_change(&runs, 3, 3).unwrap();
+        assert!(
+            !whole.worse_after && (78..=82).contains(&whole.index),
+            "{whole:?}"
+        );
+        let onset = most_likely_onset(&runs, 3, 3).unwrap();
+        assert!(onset.is_real(SCAN_THRESHOLD), "{onset:?}");
+        assert!(onset.first <= 60 && 60 <= onset.last, "{onset:?}");
+        assert!(onset.last - onset.first <= 4, "narrow: {onset:?}");
+        // with no fix, the onset is the most likely change
+        let open = series(11, 60, 20);
+        assert_eq!(
+            most_likely_onset(&open, 3, 3),
+            most_likely_change(&open, 3, 3)
+        );
+    }
+
+    #[test]
     fn a_recovery_is_a_change_for_the_better() {
         let mut runs = series(7, 0, 60);
         runs.extend(series(8, 12, 0).into_iter().enumerate().map(|(i, r)| Run {
@@ -267,7 +307,8 @@ pub struct PayloadWindow {
 }
 
 /// A change read on payload order: runs ordered by the build time of the payload they tested
-/// (then by start), the most likely change of that series, worse after it, and the interval
+/// (then by start), the most likely change of that series (read on the runs before its fix when
+/// they show one: [`fixed_at`]), worse after it, and the interval
 /// that holds its position with about 99% probability ([`INTERVAL_CHI2`]). The window runs from
 /// the newest payload before the interval (stepping back past a payload whose runs fall on
 /// both sides) that its runs show clearly good ([`clearly_good`], judged against `allowed`) to
@@ -294,7 +335,10 @@ pub fn payload_change(
         .collect();
 
     let boundary = |k: usize| order[k - 1].built != order[k].built;
-    let change = change_between(&series, 3, 3, boundary).filter(|c| c.worse_after)?;
+    // a fix's clean runs after the regression are a second change: the onset is read on the
+    // runs before it
+    let series = &series[..fixed_at(&series, boundary)];
+    let change = change_between(series, 3, 3, boundary).filter(|c| c.worse_after)?;
     let earliest_bad = order[change.first];
     let bad = order[change.last.max(change.index)];
     let (before_change, after) = (&order[..change.first], &series[change.index..]);
@@ -326,6 +370,27 @@ pub fn payload_change(
         first_bad: (bad.payload.to_string(), bad.built),
         tested,
     })
+}
+
+/// Where a regression in `series` was fixed: a real change for the better among the runs after
+/// its most likely onset (the series' most likely change when that is for the worse, else the
+/// most likely change before it, which a fix outweighing the regression hides); the series' end
+/// when there is none.
+fn fixed_at(series: &[Run], boundary: impl Fn(usize) -> bool + Copy) -> usize {
+    let Some(change) = change_between(series, 3, 3, boundary) else {
+        return series.len();
+    };
+    let onset = if change.worse_after {
+        Some(change)
+    } else {
+        change_between(&series[..change.index], 3, 3, boundary).filter(|c| c.worse_after)
+    };
+    let Some(start) = onset.map(|c| c.index) else {
+        return series.len();
+    };
+    change_between(&series[start..], 3, 3, |k| boundary(start + k))
+        .filter(|c| !c.worse_after && c.is_real(SCAN_THRESHOLD))
+        .map_or(series.len(), |c| start + c.index)
 }
 
 /// The newest payload, built no later than `good`, that a run inside the run order's onset
@@ -431,6 +496,31 @@ mod payload_tests {
         assert_eq!(w.first_bad.0, tags[20], "pinned to one step: {w:?}");
         assert_eq!(w.last_good.unwrap().0, tags[19]);
         assert_eq!(w.tested, vec![tags[19].clone(), tags[20].clone()]);
+    }
+
+    #[test]
+    fn a_fix_after_the_regression_does_not_blur_its_onset() {
+        // payloads every 4 hours, 2 runs each; 20 to 29 carry the regression (one run in six
+        // spared), 30 on carry the fix: two weeks of clean runs after it
+        let tags: Vec<String> = (0..110).map(tag).collect();
+        let mut runs = Vec::new();
+        for (n, t) in tags.iter().enumerate() {
+            let n = n as i64;
+            for k in 0..2i64 {
+                let hit = (20..30).contains(&n) && (n * 2 + k) % 6 != 5;
+                runs.push(Tested {
+                    payload: t,
+                    built: n * 14_400,
+                    started: n * 14_400 + 3_600 * (k + 1),
+                    seconds: if hit { 20 + k * 9 } else { (n + k) % 3 },
+                });
+            }
+        }
+        let before_fix = payload_change(&runs[..60], 5.0, None).expect("a change");
+        let w = payload_change(&runs, 5.0, None).expect("a change");
+        assert_eq!(w, before_fix, "the fix's runs leave the window as it was");
+        assert_eq!(w.first_bad.0, tags[20], "{w:?}");
+        assert_eq!(w.last_good.as_ref().unwrap().0, tags[19], "{w:?}");
     }
 
     #[test]
