@@ -385,12 +385,13 @@ fn regressed_throughout(runs: &[CellRun], allowed: f64) -> bool {
         .is_some_and(|&median| median as f64 > allowed)
 }
 
-/// When a series of runs (by start) turned worse: the most likely change point and its
-/// interval; the series' start when it was regressed from its first run on.
+/// When a series of runs (by start) turned worse: the most likely change point for the worse
+/// (read on the runs before its fix, when they show one) and its interval; the series' start
+/// when it was regressed from its first run on.
 pub(super) fn onset_of(runs: &[CellRun]) -> Option<Onset> {
     let series = by_start(runs);
     let first = series.first()?.at;
-    match changepoint::most_likely_onset(&series, 3, 3) {
+    match changepoint::onset_before_fix(&series, 3, 3) {
         Some(c) => {
             let (at, earliest, latest) = c.times(&series);
             Onset::from_secs(at, earliest, latest)

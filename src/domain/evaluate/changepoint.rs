@@ -123,11 +123,11 @@ pub fn most_likely_change(runs: &[Run], before: usize, after: usize) -> Option<C
 }
 
 /// The most likely change for the worse in `runs` (ordered by time), read on the runs before
-/// its fix when they show one ([`fixed_at`]): a fix that outweighs the regression would
+/// its fix when they show one ([`runs_before_fix`]): a fix that outweighs the regression would
 /// otherwise be the series' most likely change, and its clean runs blur the onset's interval.
 /// None when the most likely change there is for the better, or the series is too short.
-pub fn most_likely_onset(runs: &[Run], before: usize, after: usize) -> Option<Change> {
-    let runs = &runs[..fixed_at(runs, |_| true)];
+pub fn onset_before_fix(runs: &[Run], before: usize, after: usize) -> Option<Change> {
+    let runs = &runs[..runs_before_fix(runs, |_| true)];
     most_likely_change(runs, before, after).filter(|c| c.worse_after)
 }
 
@@ -231,6 +231,7 @@ mod tests {
             }
             let c = most_likely_change(&runs, 3, 3).unwrap();
             assert!(!c.is_real(SCAN_THRESHOLD), "seed {seed}: {c:?}");
+            assert_eq!(runs_before_fix(&runs, |_| true), runs.len(), "seed {seed}");
         }
     }
 
@@ -253,16 +254,48 @@ mod tests {
             !whole.worse_after && (78..=82).contains(&whole.index),
             "{whole:?}"
         );
-        let onset = most_likely_onset(&runs, 3, 3).unwrap();
+        let onset = onset_before_fix(&runs, 3, 3).unwrap();
         assert!(onset.is_real(SCAN_THRESHOLD), "{onset:?}");
         assert!(onset.first <= 60 && 60 <= onset.last, "{onset:?}");
         assert!(onset.last - onset.first <= 4, "narrow: {onset:?}");
         // with no fix, the onset is the most likely change
         let open = series(11, 60, 20);
         assert_eq!(
-            most_likely_onset(&open, 3, 3),
+            onset_before_fix(&open, 3, 3),
             most_likely_change(&open, 3, 3)
         );
+    }
+
+    /// One run per value of `parts`: `(seconds, runs)`, a run every 6 hours.
+    fn runs_of(parts: &[(i64, usize)]) -> Vec<Run> {
+        parts
+            .iter()
+            .flat_map(|&(seconds, n)| std::iter::repeat_n(seconds, n))
+            .enumerate()
+            .map(|(i, seconds)| Run {
+                at: i as i64 * 21_600,
+                seconds,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_regression_that_came_back_is_not_cut_at_its_first_fix() {
+        // regressed, fixed, and regressed again: the onset to read is not the first episode's
+        let runs = runs_of(&[(0, 10), (30, 40), (0, 30), (30, 10)]);
+        assert_eq!(runs_before_fix(&runs, |_| true), runs.len());
+        assert_eq!(
+            onset_before_fix(&runs, 3, 3),
+            most_likely_change(&runs, 3, 3).filter(|c| c.worse_after)
+        );
+    }
+
+    #[test]
+    fn a_series_regressed_from_its_first_run_then_fixed_has_no_onset_inside_it() {
+        // loud from the first run (a louder stretch is no onset), then fixed
+        let runs = runs_of(&[(12, 10), (30, 10), (0, 100)]);
+        assert_eq!(runs_before_fix(&runs, |_| true), runs.len());
+        assert_eq!(onset_before_fix(&runs, 3, 3), None, "from its first run on");
     }
 
     #[test]
@@ -308,7 +341,7 @@ pub struct PayloadWindow {
 
 /// A change read on payload order: runs ordered by the build time of the payload they tested
 /// (then by start), the most likely change of that series (read on the runs before its fix when
-/// they show one: [`fixed_at`]), worse after it, and the interval
+/// they show one: [`runs_before_fix`]), worse after it, and the interval
 /// that holds its position with about 99% probability ([`INTERVAL_CHI2`]). The window runs from
 /// the newest payload before the interval (stepping back past a payload whose runs fall on
 /// both sides) that its runs show clearly good ([`clearly_good`], judged against `allowed`) to
@@ -337,7 +370,7 @@ pub fn payload_change(
     let boundary = |k: usize| order[k - 1].built != order[k].built;
     // a fix's clean runs after the regression are a second change: the onset is read on the
     // runs before it
-    let series = &series[..fixed_at(&series, boundary)];
+    let series = &series[..runs_before_fix(&series, boundary)];
     let change = change_between(series, 3, 3, boundary).filter(|c| c.worse_after)?;
     let earliest_bad = order[change.first];
     let bad = order[change.last.max(change.index)];
@@ -372,25 +405,34 @@ pub fn payload_change(
     })
 }
 
-/// Where a regression in `series` was fixed: a real change for the better among the runs after
-/// its most likely onset (the series' most likely change when that is for the worse, else the
-/// most likely change before it, which a fix outweighing the regression hides); the series' end
-/// when there is none.
-fn fixed_at(series: &[Run], boundary: impl Fn(usize) -> bool + Copy) -> usize {
+/// How many runs of `series` come before its regression's fix: the position of a real change
+/// for the better after a real onset (the series' most likely change when that is for the
+/// worse, else the most likely change before it, which a fix outweighing the regression hides).
+/// The series' length when there is no such fix, or when the runs turn worse again for real
+/// after it: a regression that came back is read on all of its runs, as before.
+fn runs_before_fix(series: &[Run], boundary: impl Fn(usize) -> bool + Copy) -> usize {
+    let real = |c: &Change| c.is_real(SCAN_THRESHOLD);
+    let whole = series.len();
     let Some(change) = change_between(series, 3, 3, boundary) else {
-        return series.len();
+        return whole;
     };
     let onset = if change.worse_after {
         Some(change)
     } else {
         change_between(&series[..change.index], 3, 3, boundary).filter(|c| c.worse_after)
     };
-    let Some(start) = onset.map(|c| c.index) else {
-        return series.len();
+    let Some(start) = onset.filter(real).map(|c| c.index) else {
+        return whole;
     };
-    change_between(&series[start..], 3, 3, |k| boundary(start + k))
-        .filter(|c| !c.worse_after && c.is_real(SCAN_THRESHOLD))
-        .map_or(series.len(), |c| start + c.index)
+    let Some(fix) = change_between(&series[start..], 3, 3, |k| boundary(start + k))
+        .filter(|c| !c.worse_after && real(c))
+        .map(|c| start + c.index)
+    else {
+        return whole;
+    };
+    let again = change_between(&series[fix..], 3, 3, |k| boundary(fix + k))
+        .is_some_and(|c| c.worse_after && real(&c));
+    if again { whole } else { fix }
 }
 
 /// The newest payload, built no later than `good`, that a run inside the run order's onset
