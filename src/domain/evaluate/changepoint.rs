@@ -508,6 +508,27 @@ mod payload_tests {
         )
     }
 
+    /// When run `k` of payload `n` starts in [`two_runs_each`]'s runs.
+    fn start(n: i64, k: i64) -> i64 {
+        n * 14_400 + 3_600 * (k + 1)
+    }
+
+    /// Two runs of each of `tags`, a payload built every 4 hours and its runs started one and
+    /// two hours later; run `k` of payload `n` reads `seconds(n, k)`.
+    fn two_runs_each(tags: &[String], seconds: impl Fn(i64, i64) -> i64) -> Vec<Tested<'_>> {
+        let runs = tags.iter().enumerate().flat_map(|(n, t)| {
+            let n = n as i64;
+            (0..2i64).map(move |k| (t, n, k))
+        });
+        runs.map(|(t, n, k)| Tested {
+            payload: t,
+            built: n * 14_400,
+            started: start(n, k),
+            seconds: seconds(n, k),
+        })
+        .collect()
+    }
+
     #[test]
     fn the_change_lands_on_the_payload_that_shipped_it_whatever_the_run_order() {
         // payloads every 4 hours, 3 runs each, each run taking up a payload up to 8 hours late;
@@ -545,19 +566,10 @@ mod payload_tests {
         // payloads every 4 hours, 2 runs each; 20 to 29 carry the regression (one run in six
         // spared), 30 on carry the fix: two weeks of clean runs after it
         let tags: Vec<String> = (0..110).map(tag).collect();
-        let mut runs = Vec::new();
-        for (n, t) in tags.iter().enumerate() {
-            let n = n as i64;
-            for k in 0..2i64 {
-                let hit = (20..30).contains(&n) && (n * 2 + k) % 6 != 5;
-                runs.push(Tested {
-                    payload: t,
-                    built: n * 14_400,
-                    started: n * 14_400 + 3_600 * (k + 1),
-                    seconds: if hit { 20 + k * 9 } else { (n + k) % 3 },
-                });
-            }
-        }
+        let runs = two_runs_each(&tags, |n, k| {
+            let hit = (20..30).contains(&n) && (n * 2 + k) % 6 != 5;
+            if hit { 20 + k * 9 } else { (n + k) % 3 }
+        });
         let before_fix = payload_change(&runs[..60], 5.0, None).expect("a change");
         let w = payload_change(&runs, 5.0, None).expect("a change");
         assert_eq!(w, before_fix, "the fix's runs leave the window as it was");
@@ -570,20 +582,10 @@ mod payload_tests {
         // payloads every 4 hours, 2 runs each; payload 18 carries the change but spares one of
         // its runs, 19 spares both, 20 on are hit: the payload order alone says 19..20
         let tags: Vec<String> = (0..40).map(tag).collect();
-        let start = |n: i64, k: i64| n * 14_400 + 3_600 * (k + 1);
-        let mut runs = Vec::new();
-        for (n, t) in tags.iter().enumerate() {
-            let n = n as i64;
-            for k in 0..2i64 {
-                let hit = n >= 20 || (n == 18 && k == 0);
-                runs.push(Tested {
-                    payload: t,
-                    built: n * 14_400,
-                    started: start(n, k),
-                    seconds: if hit { 20 + k * 9 } else { (n + k) % 4 },
-                });
-            }
-        }
+        let runs = two_runs_each(&tags, |n, k| {
+            let hit = n >= 20 || (n == 18 && k == 0);
+            if hit { 20 + k * 9 } else { (n + k) % 4 }
+        });
         let alone = payload_change(&runs, 5.0, None).expect("a change");
         assert_eq!(alone.last_good.as_ref().unwrap().0, tags[19], "{alone:?}");
         // the run order's onset interval holds payload 18's hit run: back to what ran by its start
