@@ -167,6 +167,11 @@ on_both_engines! {
         assert_eq!(jira.issues().len(), 1);
         assert_eq!(issue.transitions, vec!["Done".to_string(), "Reopen".to_string()]);
         assert_eq!(issue.comments.len(), 2);
+        // the recurrence's payload window is its own, after the first episode's fix
+        let onset = incidents[0].onset().expect("an onset");
+        let built_by = |day: i64| format!("4.14.0-0.nightly-{}", s_start_plus(end, day).format("%Y-%m-%d"));
+        assert!(onset.first_bad_payload.as_deref().is_some_and(|p| *p >= *built_by(33)), "{onset:?}");
+        assert!(onset.last_good_payload.as_deref().is_none_or(|p| *p >= *built_by(28)), "{onset:?}");
         let events = store.incidents().events(1).await.unwrap();
         let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
         assert!(kinds.starts_with(&["opened"]) && kinds.contains(&"resolved") && kinds.contains(&"reopened"), "{kinds:?}");

@@ -411,7 +411,14 @@ impl<S: RunSource> Context<'_, S> {
             .cloned()
             .collect();
         let onset = self.refined_onset(incident, backends, &all);
-        let at_onset = onset_variants(&runs, onset.as_ref(), stats.check.allowed);
+        // a recurrence's payload window is read on its own runs, not on the episode before
+        let since = previous_recovery(incident);
+        let own: Vec<CellRun> = runs
+            .iter()
+            .filter(|r| r.started >= since)
+            .cloned()
+            .collect();
+        let at_onset = onset_variants(&own, onset.as_ref(), stats.check.allowed);
         let onset = self
             .with_payloads(
                 onset,
@@ -548,13 +555,7 @@ impl<S: RunSource> Context<'_, S> {
         }
         let since = incident.opened_at
             - i64::from(self.settings.window_days + self.settings.baseline_days) * DAY;
-        let previous = incident
-            .episodes
-            .iter()
-            .rev()
-            .nth(1)
-            .and_then(|e| e.recovered_at);
-        let since = since.max(previous.map_or(i64::MIN, |t| t.timestamp()));
+        let since = since.max(previous_recovery(incident));
         backends
             .iter()
             .filter_map(|b| {
@@ -568,6 +569,18 @@ impl<S: RunSource> Context<'_, S> {
             .min_by_key(|o| o.at)
             .or(onset_now)
     }
+}
+
+/// When the incident's previous episode recovered (`i64::MIN` in its first episode): the runs
+/// before it belong to that episode.
+fn previous_recovery(incident: &Incident) -> i64 {
+    incident
+        .episodes
+        .iter()
+        .rev()
+        .nth(1)
+        .and_then(|e| e.recovered_at)
+        .map_or(i64::MIN, |t| t.timestamp())
 }
 
 /// The runs an incident's payload window is read from: those of the variants already worse than
