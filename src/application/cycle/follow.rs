@@ -411,14 +411,8 @@ impl<S: RunSource> Context<'_, S> {
             .cloned()
             .collect();
         let onset = self.refined_onset(incident, backends, &all);
-        // a recurrence's payload window is read on its own runs, not on the episode before
         let since = previous_recovery(incident);
-        let own: Vec<CellRun> = runs
-            .iter()
-            .filter(|r| r.started >= since)
-            .cloned()
-            .collect();
-        let at_onset = onset_variants(&own, onset.as_ref(), stats.check.allowed);
+        let at_onset = onset_variants(&runs, since, onset.as_ref(), stats.check.allowed);
         let onset = self
             .with_payloads(
                 onset,
@@ -583,26 +577,32 @@ fn previous_recovery(incident: &Incident) -> i64 {
         .map_or(i64::MIN, |t| t.timestamp())
 }
 
-/// The runs an incident's payload window is read from: those of the variants already worse than
-/// `allowed` within a day of its onset. A part of the scope that turned worse days later (a
-/// growing scope) is a second change on the payload order; read together, the two blur the
-/// first one, which is the incident's onset. All the runs when no variant qualifies.
-fn onset_variants(runs: &[CellRun], onset: Option<&Onset>, allowed: f64) -> Vec<CellRun> {
-    let Some(o) = onset else { return runs.to_vec() };
+/// The runs an incident's payload window is read from: those started `since` (the previous
+/// episode's recovery: a recurrence is read on its own runs, not on the episode before), of the
+/// variants already worse than `allowed` within a day of its onset. A part of the scope that
+/// turned worse days later (a growing scope) is a second change on the payload order; read
+/// together, the two blur the first one, which is the incident's onset. All the runs since
+/// when no variant qualifies.
+fn onset_variants(
+    runs: &[CellRun],
+    since: i64,
+    onset: Option<&Onset>,
+    allowed: f64,
+) -> Vec<CellRun> {
+    let own = runs.iter().filter(|r| r.started >= since);
+    let Some(o) = onset else {
+        return own.cloned().collect();
+    };
     let (from, until) = (
         o.earliest.timestamp(),
         o.latest.timestamp() + ONSET_VARIANT_SECS,
     );
-    let early: std::collections::HashSet<i64> = runs
-        .iter()
+    let early: std::collections::HashSet<i64> = own
+        .clone()
         .filter(|r| r.started >= from && r.started <= until && r.seconds as f64 > allowed)
         .map(|r| r.variant_id)
         .collect();
-    if early.is_empty() {
-        return runs.to_vec();
-    }
-    runs.iter()
-        .filter(|r| early.contains(&r.variant_id))
+    own.filter(|r| early.is_empty() || early.contains(&r.variant_id))
         .cloned()
         .collect()
 }
@@ -661,7 +661,7 @@ mod tests {
         let runs = growing();
         let onset =
             Onset::from_secs(20 * 14_400 + 3_600, 19 * 14_400, 20 * 14_400 + 7_200).unwrap();
-        let first = onset_variants(&runs, Some(&onset), 5.0);
+        let first = onset_variants(&runs, i64::MIN, Some(&onset), 5.0);
         assert!(
             first.iter().all(|r| r.variant_id == 1),
             "only the part worse at the onset"
@@ -676,7 +676,7 @@ mod tests {
             "at most three payloads: {good}..{bad}"
         );
         assert_eq!(
-            onset_variants(&runs, None, 5.0).len(),
+            onset_variants(&runs, i64::MIN, None, 5.0).len(),
             runs.len(),
             "no onset: every run"
         );

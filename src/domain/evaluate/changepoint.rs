@@ -127,8 +127,25 @@ pub fn most_likely_change(runs: &[Run], before: usize, after: usize) -> Option<C
 /// otherwise be the series' most likely change, and its clean runs blur the onset's interval.
 /// None when the most likely change there is for the better, or the series is too short.
 pub fn onset_before_fix(runs: &[Run], before: usize, after: usize) -> Option<Change> {
-    let runs = &runs[..runs_before_fix(runs, |_| true)];
-    most_likely_change(runs, before, after).filter(|c| c.worse_after)
+    onset_between(runs, before, after, |_| true).map(|(change, _)| change)
+}
+
+/// [`onset_before_fix`] with the change allowed only before the runs `k` for which `allowed(k)`
+/// holds; with the change, how many runs it was read on (all, or those before the fix).
+fn onset_between(
+    runs: &[Run],
+    before: usize,
+    after: usize,
+    allowed: impl Fn(usize) -> bool + Copy,
+) -> Option<(Change, usize)> {
+    let whole = change_between(runs, before, after, allowed)?;
+    let read = runs_before_fix(runs, &whole, (before, after), allowed);
+    let change = if read == runs.len() {
+        whole
+    } else {
+        change_between(&runs[..read], before, after, allowed)?
+    };
+    change.worse_after.then_some((change, read))
 }
 
 /// [`most_likely_change`] with the change allowed only before the runs `k` for which
@@ -231,7 +248,7 @@ mod tests {
             }
             let c = most_likely_change(&runs, 3, 3).unwrap();
             assert!(!c.is_real(SCAN_THRESHOLD), "seed {seed}: {c:?}");
-            assert_eq!(runs_before_fix(&runs, |_| true), runs.len(), "seed {seed}");
+            assert_eq!(cut(&runs), runs.len(), "seed {seed}");
         }
     }
 
@@ -266,6 +283,12 @@ mod tests {
         );
     }
 
+    /// How many runs [`runs_before_fix`] keeps of `runs`, changes allowed anywhere.
+    fn cut(runs: &[Run]) -> usize {
+        let whole = most_likely_change(runs, 3, 3).unwrap();
+        runs_before_fix(runs, &whole, (3, 3), |_| true)
+    }
+
     /// One run per value of `parts`: `(seconds, runs)`, a run every 6 hours.
     fn runs_of(parts: &[(i64, usize)]) -> Vec<Run> {
         parts
@@ -283,7 +306,7 @@ mod tests {
     fn a_regression_that_came_back_is_not_cut_at_its_first_fix() {
         // regressed, fixed, and regressed again: the onset to read is not the first episode's
         let runs = runs_of(&[(0, 10), (30, 40), (0, 30), (30, 10)]);
-        assert_eq!(runs_before_fix(&runs, |_| true), runs.len());
+        assert_eq!(cut(&runs), runs.len());
         assert_eq!(
             onset_before_fix(&runs, 3, 3),
             most_likely_change(&runs, 3, 3).filter(|c| c.worse_after)
@@ -294,7 +317,7 @@ mod tests {
     fn a_series_regressed_from_its_first_run_then_fixed_has_no_onset_inside_it() {
         // loud from the first run (a louder stretch is no onset), then fixed
         let runs = runs_of(&[(12, 10), (30, 10), (0, 100)]);
-        assert_eq!(runs_before_fix(&runs, |_| true), runs.len());
+        assert_eq!(cut(&runs), runs.len());
         assert_eq!(onset_before_fix(&runs, 3, 3), None, "from its first run on");
     }
 
@@ -370,8 +393,8 @@ pub fn payload_change(
     let boundary = |k: usize| order[k - 1].built != order[k].built;
     // a fix's clean runs after the regression are a second change: the onset is read on the
     // runs before it
-    let series = &series[..runs_before_fix(&series, boundary)];
-    let change = change_between(series, 3, 3, boundary).filter(|c| c.worse_after)?;
+    let (change, read) = onset_between(&series, 3, 3, boundary)?;
+    let series = &series[..read];
     let earliest_bad = order[change.first];
     let bad = order[change.last.max(change.index)];
     let (before_change, after) = (&order[..change.first], &series[change.index..]);
@@ -406,32 +429,39 @@ pub fn payload_change(
 }
 
 /// How many runs of `series` come before its regression's fix: the position of a real change
-/// for the better after a real onset (the series' most likely change when that is for the
-/// worse, else the most likely change before it, which a fix outweighing the regression hides).
-/// The series' length when there is no such fix, or when the runs turn worse again for real
-/// after it: a regression that came back is read on all of its runs, as before.
-fn runs_before_fix(series: &[Run], boundary: impl Fn(usize) -> bool + Copy) -> usize {
+/// for the better after a real onset (`change`, the series' most likely change, when that is
+/// for the worse, else the most likely change before it, which a fix outweighing the regression
+/// hides). The series' length when there is no such fix, or when the runs turn worse again for
+/// real after it: a regression that came back is read on all of its runs, as before. Each
+/// change keeps `(before, after)` runs on its sides.
+fn runs_before_fix(
+    series: &[Run],
+    change: &Change,
+    (before, after): (usize, usize),
+    boundary: impl Fn(usize) -> bool + Copy,
+) -> usize {
     let real = |c: &Change| c.is_real(SCAN_THRESHOLD);
     let whole = series.len();
-    let Some(change) = change_between(series, 3, 3, boundary) else {
-        return whole;
+    let from = |start: usize| {
+        change_between(&series[start..], before, after, move |k| {
+            boundary(start + k)
+        })
     };
     let onset = if change.worse_after {
-        Some(change)
+        Some(*change)
     } else {
-        change_between(&series[..change.index], 3, 3, boundary).filter(|c| c.worse_after)
+        change_between(&series[..change.index], before, after, boundary).filter(|c| c.worse_after)
     };
     let Some(start) = onset.filter(real).map(|c| c.index) else {
         return whole;
     };
-    let Some(fix) = change_between(&series[start..], 3, 3, |k| boundary(start + k))
+    let Some(fix) = from(start)
         .filter(|c| !c.worse_after && real(c))
         .map(|c| start + c.index)
     else {
         return whole;
     };
-    let again = change_between(&series[fix..], 3, 3, |k| boundary(fix + k))
-        .is_some_and(|c| c.worse_after && real(&c));
+    let again = from(fix).is_some_and(|c| c.worse_after && real(&c));
     if again { whole } else { fix }
 }
 
