@@ -19,7 +19,7 @@ pub struct ServerSettings {
     /// when they say their length. Other routes take no body worth speaking of (64 KiB).
     pub slack_max_body_bytes: usize,
     /// sheriff's own address as people reach it (e.g. `https://sheriff.example.com`), for
-    /// "full view" links in Slack and Jira; empty: no links.
+    /// "Full view" links in Slack and Jira; empty: no links.
     pub public_url: String,
     /// When set, the pages and their JSON (`/`, `/incidents/…`, `/explore`, `GET /api/v1/…`)
     /// require it, as a bearer token or as the password of basic auth. Environment or file

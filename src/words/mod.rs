@@ -248,7 +248,7 @@ pub const NO_LONGER_OBSERVED: &str = "no longer observed; no fix was verified";
 pub const VERDICT_PENDING: &str = "verdict pending";
 
 /// The link to an incident's page from the end of a message or an issue.
-pub const FULL_VIEW: &str = "full view";
+pub const FULL_VIEW: &str = "Full view";
 
 /// What a person is told when their request failed on sheriff's side: nothing changed, and the
 /// reference the log names it by.

@@ -30,9 +30,6 @@ pub const ONSET_NOT_KNOWN: &str = "not known";
 /// What the Jira field says before an issue is filed.
 pub const NOT_FILED: &str = "not filed";
 
-/// The link to an incident's page.
-pub const FULL_VIEW: &str = "Full view";
-
 /// The link to the incidents page.
 pub const ALL_INCIDENTS: &str = "All incidents";
 

@@ -59,7 +59,7 @@ impl Links {
     /// The context block every message ends with: the link to the full view, when there is one.
     pub fn footer(&self, id: Option<i64>) -> Option<Value> {
         let link = match id {
-            Some(id) => format!("*<{}|{}>*", self.incident(id)?, words::FULL_VIEW),
+            Some(id) => format!("*<{}|{}>*", self.incident(id)?, crate::words::FULL_VIEW),
             None if self.public_url.is_empty() => return None,
             None => format!(
                 "*<{}/incidents|{}>*",
@@ -329,7 +329,7 @@ pub fn incident_message(i: &Incident, events: &[Event], links: &Links) -> Messag
     }
     let mut footer = Vec::new();
     if let Some(link) = links.incident(i.id) {
-        footer.push(format!("*<{link}|{}>*", words::FULL_VIEW));
+        footer.push(format!("*<{link}|{}>*", crate::words::FULL_VIEW));
     }
     footer.push(format!("#{} · {}", i.id, i.fingerprint));
     if let Some(last) = events.iter().rev().find(|e| e.actor != "sheriff") {
@@ -640,7 +640,7 @@ mod tests {
         let d = details_message(&i, &links);
         check_limits(&d).unwrap();
         let text = serde_json::to_string(&d.blocks).unwrap();
-        assert!(text.contains("more: <https://sheriff.example.com/incidents/12|full view>"));
+        assert!(text.contains("more: <https://sheriff.example.com/incidents/12|Full view>"));
         assert!(text.contains("&lt;with&gt; &amp;"));
         let lines: Vec<SummaryLine> = (0..500)
             .map(|n| SummaryLine::Line {
