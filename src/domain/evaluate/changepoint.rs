@@ -368,8 +368,9 @@ pub struct PayloadWindow {
 /// that holds its position with about 99% probability ([`INTERVAL_CHI2`]). The window runs from
 /// the newest payload before the interval (stepping back past a payload whose runs fall on
 /// both sides) that its runs show clearly good ([`clearly_good`], judged against `allowed`) to
-/// the payload of the run at the interval's end: it holds the true first bad payload whenever
-/// the interval holds the change, and narrows to one step only when the runs pin it there.
+/// the payload of the run at the interval's end (the interval's own clean runs count toward
+/// that proof): it holds the true first bad payload whenever the interval holds the change,
+/// and narrows to one step only when the runs pin it there.
 /// `onset` is the run order's onset interval (the start of the last run before the change, and
 /// of the latest plausible first run after it): when a run inside it was hit on a payload no
 /// newer than the last good, the two orders disagree, and the last good is taken again from
@@ -398,7 +399,11 @@ pub fn payload_change(
     let earliest_bad = order[change.first];
     let bad = order[change.last.max(change.index)];
     let (before_change, after) = (&order[..change.first], &series[change.index..]);
-    let mut good = clearly_good(before_change, after, earliest_bad.built, allowed);
+    let spared = order[change.first..change.index]
+        .iter()
+        .filter(|r| r.seconds as f64 <= allowed)
+        .count() as i32;
+    let mut good = clearly_good(before_change, after, earliest_bad.built, allowed, spared);
     if let (Some(g), Some(onset)) = (good, onset)
         && let Some(hit) = hit_inside(before_change, g.built, onset, allowed)
     {
@@ -407,7 +412,7 @@ pub fn payload_change(
             .copied()
             .filter(|r| r.started <= onset.0)
             .collect();
-        good = clearly_good(&by_onset, after, hit, allowed).or(good);
+        good = clearly_good(&by_onset, after, hit, allowed, spared).or(good);
     }
 
     let from = good.map_or(earliest_bad.built, |g| g.built);
@@ -488,17 +493,21 @@ const SPARED_BY_CHANCE: f64 = 0.05;
 
 /// The last good payload: stepping back from the payloads before `before` (the earliest
 /// plausible first bad), the newest whose runs, together with those of the payloads stepped
-/// over, are clean in numbers a regression hitting as often as it does after the change
-/// (`after`; read up to the last run it hits when the clean runs after that are more than it
-/// spares by chance: they already test a fix) would spare all of with less than
-/// [`SPARED_BY_CHANCE`]. One clean run of a payload is no proof against a regression that
-/// spares one run in six: that payload may already carry it, and the window keeps it. The
-/// oldest payload when the runs before never make the case; None when there are none.
+/// over and the `spared_inside` clean runs inside the change's interval, are clean in numbers
+/// a regression would spare all of with less than [`SPARED_BY_CHANCE`]. The regression's share
+/// of hit runs is the lowest its runs after the change support ([`lowest_share`]; read up to
+/// the last run it hits when the clean runs after that are more than it spares by chance: they
+/// already test a fix), not their average: a regression may hit fewer runs at first than
+/// later. The interval's clean runs count because a change before the interval would have
+/// spared them too. One clean run of a payload is no proof against a regression that spares
+/// one run in three: that payload may already carry it, and the window keeps it. The oldest
+/// payload when the runs before never make the case; None when there are none.
 fn clearly_good<'t>(
     before_change: &[&Tested<'t>],
     after: &[Run],
     before: i64,
     allowed: f64,
+    spared_inside: i32,
 ) -> Option<Tested<'t>> {
     let hit_run = |r: &Run| r.seconds as f64 > allowed;
     let hits = after.iter().filter(|r| hit_run(r)).count() as f64;
@@ -508,9 +517,9 @@ fn clearly_good<'t>(
     let tail = (after.len() - last_hit) as i32;
     let fixed = (1.0 - hits / after.len().max(1) as f64).powi(tail) < SPARED_BY_CHANCE;
     let read = if fixed { last_hit } else { after.len() };
-    let hit = hits / read.max(1) as f64;
+    let hit = lowest_share(hits as u64, read as u64, SPARED_BY_CHANCE);
     let spared = (1.0 - hit).clamp(0.0, 1.0);
-    let mut clean = 0i32;
+    let mut clean = spared_inside;
     let mut good: Option<Tested<'t>> = None;
     for r in before_change.iter().rev().filter(|r| r.built < before) {
         if good.is_some_and(|g| g.built != r.built) && spared.powi(clean) <= SPARED_BY_CHANCE {
@@ -524,6 +533,39 @@ fn clearly_good<'t>(
         }
     }
     good
+}
+
+/// The lowest share of runs a regression may hit and still hit `hits` of `runs` or more with
+/// probability `level`: the exact (Clopper-Pearson) one-sided lower bound on its share.
+fn lowest_share(hits: u64, runs: u64, level: f64) -> f64 {
+    if hits == 0 || runs == 0 {
+        return 0.0;
+    }
+    let at_least = |h: f64| -> f64 {
+        // P(X >= hits) for X ~ Binomial(runs, h), summed in log space
+        let (lh, lm) = (h.ln(), (1.0 - h).ln());
+        let mut ln_choose = 0.0;
+        let mut total = 0.0;
+        for k in 0..=runs {
+            if k > 0 {
+                ln_choose += ((runs - k + 1) as f64).ln() - (k as f64).ln();
+            }
+            if k >= hits {
+                total += (ln_choose + k as f64 * lh + (runs - k) as f64 * lm).exp();
+            }
+        }
+        total
+    };
+    let (mut lo, mut hi) = (0.0f64, hits as f64 / runs as f64);
+    for _ in 0..40 {
+        let mid = (lo + hi) / 2.0;
+        if at_least(mid) >= level {
+            hi = mid
+        } else {
+            lo = mid
+        }
+    }
+    hi
 }
 
 #[cfg(test)]
@@ -594,7 +636,8 @@ mod payload_tests {
     #[test]
     fn a_fix_after_the_regression_does_not_blur_its_onset() {
         // payloads every 4 hours, 2 runs each; 20 to 29 carry the regression (one run in six
-        // spared), 30 on carry the fix: two weeks of clean runs after it
+        // spared), 30 on carry the fix: two weeks of clean runs after it. 17 hits in 20 runs
+        // support a share as low as 2 in 3: it takes three clean runs to prove a payload good
         let tags: Vec<String> = (0..110).map(tag).collect();
         let runs = two_runs_each(&tags, |n, k| {
             let hit = (20..30).contains(&n) && (n * 2 + k) % 6 != 5;
@@ -604,7 +647,7 @@ mod payload_tests {
         let w = payload_change(&runs, 5.0, None).expect("a change");
         assert_eq!(w, before_fix, "the fix's runs leave the window as it was");
         assert_eq!(w.first_bad.0, tags[20], "{w:?}");
-        assert_eq!(w.last_good.as_ref().unwrap().0, tags[19], "{w:?}");
+        assert_eq!(w.last_good.as_ref().unwrap().0, tags[18], "{w:?}");
     }
 
     #[test]
@@ -618,11 +661,13 @@ mod payload_tests {
         });
         let alone = payload_change(&runs, 5.0, None).expect("a change");
         assert_eq!(alone.last_good.as_ref().unwrap().0, tags[19], "{alone:?}");
-        // the run order's onset interval holds payload 18's hit run: back to what ran by its start
+        // the run order's onset interval holds payload 18's hit run: back to what ran by its
+        // start, where one clean run of 17 is no proof against a regression hitting 40 runs of
+        // 40 (a share as low as 93%), and 16's make it
         let w = payload_change(&runs, 5.0, Some((start(17, 0), start(20, 0)))).expect("a change");
-        assert_eq!(w.last_good.as_ref().unwrap().0, tags[17], "{w:?}");
+        assert_eq!(w.last_good.as_ref().unwrap().0, tags[16], "{w:?}");
         assert_eq!(w.first_bad.0, tags[20]);
-        assert_eq!(w.tested, tags[17..=20].to_vec());
+        assert_eq!(w.tested, tags[16..=20].to_vec());
         // an interval holding no such hit leaves the window as the payload order has it; the
         // interval's start is the last run before the change, not inside it; a point is no
         // change on the run order
@@ -694,12 +739,12 @@ mod payload_tests {
             vec![run(18, 0), run(18, 1), run(19, 0), run(19, 2), run(20, 0)];
         let before: Vec<&Tested<'_>> = before.iter().collect();
         let at = |t: &Tested<'_>| tags.iter().position(|x| x == t.payload).unwrap();
-        let after_with = |hits: i64| -> Vec<Run> {
-            (0..20)
+        let after_with = |hits: i64, runs: i64| -> Vec<Run> {
+            (0..runs)
                 .map(|i| Run {
                     at: i,
                     // hits spread evenly, the last run hit
-                    seconds: if i * hits / 20 != (i + 1) * hits / 20 {
+                    seconds: if i * hits / runs != (i + 1) * hits / runs {
                         30
                     } else {
                         0
@@ -707,15 +752,21 @@ mod payload_tests {
                 })
                 .collect()
         };
-        // a regression that hits 17 runs in 20 spares one in six: one clean run of payload 20
-        // is no proof it was good, with 19's two clean runs it is
-        let good = clearly_good(&before, &after_with(17), 21 * 14_400, 5.0).unwrap();
+        // a regression that hits 17 runs in 20 may spare one in three (the lowest share those
+        // hits support): one clean run of payload 20 is no proof it was good, with 19's two
+        // clean runs it is
+        let good = clearly_good(&before, &after_with(17, 20), 21 * 14_400, 5.0, 0).unwrap();
         assert_eq!(at(&good), 19);
-        // one that hits every run is disproved by a single clean run
-        let good = clearly_good(&before, &after_with(20), 21 * 14_400, 5.0).unwrap();
+        // so it is when the change's interval already holds two clean runs
+        let good = clearly_good(&before, &after_with(17, 20), 21 * 14_400, 5.0, 2).unwrap();
         assert_eq!(at(&good), 20);
+        // one that hit all of 60 runs is disproved by a single clean run; all of 20, not yet
+        let good = clearly_good(&before, &after_with(60, 60), 21 * 14_400, 5.0, 0).unwrap();
+        assert_eq!(at(&good), 20);
+        let good = clearly_good(&before, &after_with(20, 20), 21 * 14_400, 5.0, 0).unwrap();
+        assert_eq!(at(&good), 19);
         // one that hits half the runs needs more clean runs than the series has: the oldest
-        let good = clearly_good(&before, &after_with(10), 21 * 14_400, 5.0).unwrap();
+        let good = clearly_good(&before, &after_with(10, 20), 21 * 14_400, 5.0, 0).unwrap();
         assert_eq!(at(&good), 18);
     }
 
@@ -739,10 +790,11 @@ mod payload_tests {
                 seconds: if i < 20 && i % 7 != 3 { 30 } else { 0 },
             })
             .collect();
-        // read up to the last hit the regression spares one run in six (0.15 x 0.15 < 5%);
-        // over all 28 runs it would seem to spare two in five, and the window reach back to 17
-        let good = clearly_good(&before, &after, 21 * 14_400, 5.0).unwrap();
-        assert_eq!(good.payload, tags[19]);
+        // read up to the last hit the regression may spare one run in three (three clean runs
+        // prove a payload good: 0.34^3 < 5%); over all 28 runs it would seem to spare more than
+        // half, and the window reach back to 17
+        let good = clearly_good(&before, &after, 21 * 14_400, 5.0, 0).unwrap();
+        assert_eq!(good.payload, tags[18]);
         // a clean tail a regression of that share spares by chance is no fix: one hit, then
         // five clean runs, is a regression sparing five runs in six, and no run proves 17-20 good
         let rare: Vec<Run> = (0..6)
@@ -751,8 +803,55 @@ mod payload_tests {
                 seconds: if i == 0 { 30 } else { 0 },
             })
             .collect();
-        let good = clearly_good(&before, &rare, 21 * 14_400, 5.0).unwrap();
+        let good = clearly_good(&before, &rare, 21 * 14_400, 5.0, 0).unwrap();
         assert_eq!(good.payload, tags[17]);
+    }
+
+    #[test]
+    fn the_intervals_own_clean_runs_count_toward_a_good_payload() {
+        // payloads every 4 hours, 2 runs each; from 20 on, one run in three spared. The
+        // change's interval holds clean runs that a regression of that share would have spared
+        // had it come earlier: they count toward proving the payloads before it good, so that
+        // the step back does not pay for the same doubt a second time (17..20 without them)
+        let tags: Vec<String> = (0..60).map(tag).collect();
+        let runs = two_runs_each(&tags, |n, k| {
+            let hit = n >= 20 && (n * 2 + k) % 3 != 0;
+            if hit { 20 + k * 9 } else { (n + k) % 3 }
+        });
+        let w = payload_change(&runs, 5.0, None).expect("a change");
+        assert_eq!(w.tested, tags[18..=20].to_vec(), "{w:?}");
+    }
+
+    #[test]
+    fn a_regression_that_ramps_up_keeps_its_first_payload_in_the_window() {
+        // payloads every 4 hours, 2 runs each; the regression ships in 20 and hits one run in
+        // three at first: 20 spares both of its runs, 21 hits one, then five runs in six are
+        // hit. Its average share would call 20's two clean runs proof (20..21 then)
+        let tags: Vec<String> = (0..60).map(tag).collect();
+        let runs = two_runs_each(&tags, |n, k| {
+            let hit = match n {
+                ..=20 => false,
+                21 => k == 1,
+                _ => (n * 2 + k) % 6 != 0,
+            };
+            if hit { 20 + k * 9 } else { (n + k) % 3 }
+        });
+        let w = payload_change(&runs, 5.0, None).expect("a change");
+        let good = w.last_good.as_ref().expect("a last good payload");
+        assert_eq!(good.0, tags[19], "{w:?}");
+        assert!(w.tested.contains(&tags[20]), "{w:?}");
+    }
+
+    #[test]
+    fn the_lowest_share_is_the_one_sided_bound_on_the_hits() {
+        // every run of 20 hit: 5% = h^20
+        assert!((lowest_share(20, 20, 0.05) - 0.05f64.powf(1.0 / 20.0)).abs() < 1e-6);
+        // 17 of 20: the exact (Clopper-Pearson) one-sided bound is 0.656
+        assert!((lowest_share(17, 20, 0.05) - 0.656).abs() < 0.002);
+        assert_eq!(lowest_share(0, 20, 0.05), 0.0);
+        assert_eq!(lowest_share(0, 0, 0.05), 0.0);
+        let more = lowest_share(170, 200, 0.05);
+        assert!(more > lowest_share(17, 20, 0.05) && more < 0.85, "{more}");
     }
 
     #[test]
