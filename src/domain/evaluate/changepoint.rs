@@ -636,8 +636,8 @@ mod payload_tests {
     #[test]
     fn a_fix_after_the_regression_does_not_blur_its_onset() {
         // payloads every 4 hours, 2 runs each; 20 to 29 carry the regression (one run in six
-        // spared), 30 on carry the fix: two weeks of clean runs after it. 17 hits in 20 runs
-        // support a share as low as 2 in 3: it takes three clean runs to prove a payload good
+        // spared), 30 on carry the fix: two weeks of clean runs after it. 16 hits in 20 runs
+        // support a share as low as 0.6: it takes four clean runs to prove a payload good
         let tags: Vec<String> = (0..110).map(tag).collect();
         let runs = two_runs_each(&tags, |n, k| {
             let hit = (20..30).contains(&n) && (n * 2 + k) % 6 != 5;
