@@ -399,11 +399,17 @@ pub fn payload_change(
     let earliest_bad = order[change.first];
     let bad = order[change.last.max(change.index)];
     let (before_change, after) = (&order[..change.first], &series[change.index..]);
-    let spared = order[change.first..change.index]
+    let spared_inside = order[change.first..change.index]
         .iter()
         .filter(|r| r.seconds as f64 <= allowed)
         .count() as i32;
-    let mut good = clearly_good(before_change, after, earliest_bad.built, allowed, spared);
+    let mut good = clearly_good(
+        before_change,
+        after,
+        earliest_bad.built,
+        allowed,
+        spared_inside,
+    );
     if let (Some(g), Some(onset)) = (good, onset)
         && let Some(hit) = hit_inside(before_change, g.built, onset, allowed)
     {
@@ -412,7 +418,7 @@ pub fn payload_change(
             .copied()
             .filter(|r| r.started <= onset.0)
             .collect();
-        good = clearly_good(&by_onset, after, hit, allowed, spared).or(good);
+        good = clearly_good(&by_onset, after, hit, allowed, spared_inside).or(good);
     }
 
     let from = good.map_or(earliest_bad.built, |g| g.built);
@@ -541,25 +547,10 @@ fn lowest_share(hits: u64, runs: u64, level: f64) -> f64 {
     if hits == 0 || runs == 0 {
         return 0.0;
     }
-    let at_least = |h: f64| -> f64 {
-        // P(X >= hits) for X ~ Binomial(runs, h), summed in log space
-        let (lh, lm) = (h.ln(), (1.0 - h).ln());
-        let mut ln_choose = 0.0;
-        let mut total = 0.0;
-        for k in 0..=runs {
-            if k > 0 {
-                ln_choose += ((runs - k + 1) as f64).ln() - (k as f64).ln();
-            }
-            if k >= hits {
-                total += (ln_choose + k as f64 * lh + (runs - k) as f64 * lm).exp();
-            }
-        }
-        total
-    };
     let (mut lo, mut hi) = (0.0f64, hits as f64 / runs as f64);
     for _ in 0..40 {
         let mid = (lo + hi) / 2.0;
-        if at_least(mid) >= level {
+        if super::stats::binomial_sf(hits, runs, mid) >= level {
             hi = mid
         } else {
             lo = mid
