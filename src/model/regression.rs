@@ -355,7 +355,8 @@ pub struct Attribution {
     pub file_against: FileAgainst,
     /// The scope in words: "metal 4.14", "4.14, every platform, network=ovn".
     pub scope: String,
-    /// A short plain-language account.
+    /// A short plain-language account, said from the report
+    /// (`words::regression::summary`).
     pub summary: String,
     /// What it does not depend on: "not specific to a network plugin: ovn and sdn both regressed".
     pub independence: Vec<String>,
@@ -366,11 +367,20 @@ pub struct Attribution {
     /// Operator conditions that covered the outages, strongest first.
     pub conditions: Vec<ConditionEvidence>,
     pub confidence: Confidence,
+    /// Whether the scope separates the regressed cells from every healthy one (else it is as
+    /// narrow as the data allow). None in attributions stored before it was kept, whose
+    /// evidence lines say it: read it with [`Attribution::separates`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub separates: Option<bool>,
+    /// The evidence lines, said from the report (`words::regression::evidence`).
     pub evidence: Vec<String>,
     /// Runs whose interval evidence could not be fetched yet (on-demand evidence): the
     /// conditions are filled in by a later cycle.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub evidence_pending: usize,
+    /// Runs whose interval files were read for the conditions, the pending among them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub evidence_read: usize,
     /// How the outages come about, from the sample runs' timelines (None before any was read).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mechanism: Option<Mechanism>,
@@ -381,6 +391,21 @@ pub struct Attribution {
     /// same days), for a platform-specific regression.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub contrast: Vec<PlatformContrast>,
+}
+
+impl Attribution {
+    /// Whether the scope separates the regressed cells from every healthy one. An attribution
+    /// stored before the answer was kept said it only in an evidence line, in these words
+    /// (frozen here: they are what older reports hold, whatever the words say now).
+    pub fn separates(&self) -> bool {
+        const STORED_NOT_SEPARATED: &str = "no description in dimension values separates";
+        self.separates.unwrap_or_else(|| {
+            !self
+                .evidence
+                .iter()
+                .any(|l| l.starts_with(STORED_NOT_SEPARATED))
+        })
+    }
 }
 
 /// One platform that did not regress: its judged percentile over its runs of the same
@@ -469,6 +494,9 @@ pub struct RegressionReport {
     /// longer do (origin skips a monitor it cannot judge): not a recovery, nor a data gap.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_data_since: Option<DateTime<Utc>>,
+    /// The runs of the scope since `no_data_since` that no longer report its backends.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub no_data_runs: usize,
     /// The pull requests between the last good and first bad payloads, the component's first.
     #[serde(default)]
     pub suspect_changes: Vec<SuspectChange>,

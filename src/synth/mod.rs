@@ -458,6 +458,55 @@ pub fn truth_of(scenario: &Scenario) -> Vec<TruthRun> {
     out
 }
 
+/// A mechanism of `kind` that explains 9 of 10 sample runs and no healthy run, one replica
+/// ready when drained against two in healthy runs, with no sentence yet: for tests of what
+/// says or files it.
+pub fn example_mechanism(kind: crate::model::MechanismKind) -> crate::model::Mechanism {
+    crate::model::Mechanism {
+        kind,
+        summary: String::new(),
+        unknown_because: None,
+        runs_explained: 9,
+        runs_examined: 10,
+        healthy_explained: 0,
+        healthy_examined: 10,
+        replicas_regressed: Some(1.0),
+        replicas_healthy: Some(2.0),
+        claims: Vec::new(),
+        others: Vec::new(),
+    }
+}
+
+/// The registry's `Available=False` (`NoReplicasAvailable`) over 90% of the outage seconds of
+/// 9 of 10 sample runs and in no healthy run: for tests of what says or weighs a condition.
+pub fn example_condition() -> crate::model::ConditionEvidence {
+    crate::model::ConditionEvidence {
+        operator: "image-registry".into(),
+        condition: "Available".into(),
+        status: "False".into(),
+        reason: "NoReplicasAvailable".into(),
+        message: "The deployment does not have available replicas".into(),
+        covered_share: 0.9,
+        runs_with: 9,
+        runs: 10,
+        healthy_with: 0,
+        healthy_runs: 10,
+        score: 0.9,
+    }
+}
+
+/// The console route as a healthy control: P50 0 s now and in the reference, over 28 runs.
+pub fn example_control() -> crate::model::ControlEvidence {
+    crate::model::ControlEvidence {
+        backend: "ingress-to-console-new-connections".into(),
+        percentile: crate::model::Percentile::P50,
+        now: Some(0.0),
+        baseline: Some(0.0),
+        runs: 28,
+        healthy: true,
+    }
+}
+
 /// A complete regression report of image-registry on `scope`, as a cycle would write it: for
 /// tests of what reads reports (incidents, messages, pages) without running a cycle.
 // Long: one literal that sets every field of a report, so a new field cannot be missed
@@ -544,11 +593,13 @@ pub fn example_report(
             control: None,
             conditions: Vec::new(),
             confidence: Confidence::High,
+            separates: Some(true),
             evidence: vec![format!(
                 "P50 is {} against a reference of {}",
                 observed, threshold
             )],
             evidence_pending: 0,
+            evidence_read: 0,
             mechanism: None,
             harness: None,
             contrast: Vec::new(),
@@ -571,6 +622,7 @@ pub fn example_report(
         onset: None,
         recovered_at: None,
         no_data_since: None,
+        no_data_runs: 0,
     }
 }
 

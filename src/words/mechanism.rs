@@ -196,17 +196,8 @@ mod tests {
 
     fn mechanism(kind: MechanismKind, because: Option<UnknownBecause>) -> Mechanism {
         Mechanism {
-            kind,
-            summary: String::new(),
             unknown_because: because,
-            runs_explained: 9,
-            runs_examined: 10,
-            healthy_explained: 0,
-            healthy_examined: 10,
-            replicas_regressed: Some(1.0),
-            replicas_healthy: Some(2.0),
-            claims: Vec::new(),
-            others: Vec::new(),
+            ..crate::synth::example_mechanism(kind)
         }
     }
 

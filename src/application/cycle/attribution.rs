@@ -13,7 +13,7 @@ use super::{Attribution, PercentilePair, RegressionReport, SampleJob, Window};
 use crate::config::{AttributeSettings, EvaluateSettings, FileAgainst};
 use crate::domain::attribute::components::{ComponentTable, control_for};
 use crate::domain::attribute::evidence::{self, ConditionEvidence, RunIntervals};
-use crate::domain::attribute::facts::{self, Facts, Owners, PendingRuns};
+use crate::domain::attribute::facts::{self, Owners, PendingRuns};
 use crate::domain::attribute::mechanism::{self, RunTimeline};
 use crate::domain::attribute::scope::{self, CellEvidence, ScopeFinding, ValueEvidence, Verdict};
 use crate::domain::evaluate::changepoint::{self, Run};
@@ -417,18 +417,6 @@ fn held_back(cluster: &Cluster<'_>, scope: &Scope, runs: &[CellRun], stats: &Sco
     false
 }
 
-/// Adds to `report`'s attribution the platforms that stayed healthy, and a sentence saying so.
-fn add_contrast(
-    report: &mut RegressionReport,
-    contrast: Vec<crate::model::PlatformContrast>,
-    percentile: Percentile,
-) {
-    let sentence = words::contrast_sentence(&contrast, &report.family, &report.release, percentile);
-    report.attribution.summary.push(' ');
-    report.attribution.summary.push_str(&sentence);
-    report.attribution.contrast = contrast;
-}
-
 impl<S: RunSource> Context<'_, S> {
     /// The onset with its payload window: the same runs read on payload order, and every payload
     /// of the release from the last good to the first bad.
@@ -641,7 +629,8 @@ impl<S: RunSource> Context<'_, S> {
             onset,
         );
         if !contrast.is_empty() {
-            add_contrast(&mut report, contrast, stats.check.percentile);
+            report.attribution.contrast = contrast;
+            words::said(&mut report);
         }
         Ok(Some(Described { report, stats }))
     }
@@ -741,7 +730,7 @@ impl<S: RunSource> Context<'_, S> {
             .unwrap_or_default()
             .to_string();
 
-        let attribution = self.attribution(f, lead, found, &evidence, status);
+        let attribution = self.attribution(f, lead, found, &evidence);
         let mut r = RegressionReport {
             fingerprint: fingerprint(f.family, &release, &f.scope.joined()),
             backend: (f.backends.len() == 1).then(|| f.backends[0].clone()),
@@ -786,20 +775,22 @@ impl<S: RunSource> Context<'_, S> {
             onset,
             recovered_at: None,
             no_data_since: None,
+            no_data_runs: 0,
         };
 
         set_numbers(&mut r, f.stats);
+        words::said(&mut r);
         r
     }
 
-    /// Whom it belongs to and why, in words.
+    /// Whom it belongs to and why: the attribution's typed parts, and its confidence in them
+    /// (the report's words are said once its numbers are set).
     fn attribution(
         &self,
         f: &FactsOf<'_>,
         lead: &GroupResult,
         (independence, thin): (Vec<String>, Vec<String>),
         evidence: &RunEvidence,
-        status: Status,
     ) -> Attribution {
         let release = f
             .scope
@@ -810,35 +801,8 @@ impl<S: RunSource> Context<'_, S> {
         let platform = f.scope.single(Dimension::Platform).map(str::to_string);
         let owners = owners(self, &f.stats.backend, platform.as_deref());
         let percentile = f.stats.check.percentile;
-        let pi = percentile.index();
-        let control = control(self, lead, percentile, pi);
+        let control = control(self, lead, percentile, percentile.index());
         let scope_words = words::scope(f.scope, platform.as_deref(), &release, &CONTEXT);
-        let source = crate::words::regression::threshold_source(&f.stats.check.threshold.source);
-        let c = &f.stats.check;
-        let facts = Facts {
-            family: f.family,
-            scope_words: &scope_words,
-            regressed: status.is_active(),
-            percentile,
-            observed: c.observed,
-            threshold: c.threshold.seconds,
-            allowed: c.allowed,
-            source: &source,
-            p_value: c.p_value,
-            q_value: c.q_value,
-            runs: f.stats.runs,
-            span_days: f.stats.check.span.days(),
-            reference: f.stats.reference[pi].map(|b| (b, f.stats.reference_runs)),
-            independence: &independence,
-            thin: thin.len(),
-            separates: f.finding.separates,
-            backends: f.backends,
-            control: control.as_ref(),
-            conditions: &evidence.conditions,
-            evidence_pending: evidence.pending,
-            left_out: f.stats.troubled,
-            owners: &owners,
-        };
 
         let mut a = Attribution {
             component: owners.component.clone(),
@@ -848,19 +812,22 @@ impl<S: RunSource> Context<'_, S> {
                 .chain(owners.platform_component.clone())
                 .collect(),
             file_against: owners.file_against,
-            scope: scope_words.clone(),
-            summary: words::summary(&facts),
-            independence: independence.clone(),
+            scope: scope_words,
+            summary: String::new(),
+            independence,
             thin_evidence: thin,
-            control: control.clone(),
+            control,
             conditions: evidence.conditions.clone(),
-            confidence: facts::confidence(&facts),
-            evidence: words::evidence(&facts),
+            confidence: crate::model::Confidence::Low,
+            separates: Some(f.finding.separates),
+            evidence: Vec::new(),
             evidence_pending: evidence.pending.unfetched,
+            evidence_read: evidence.pending.read,
             mechanism: None,
             harness: None,
             contrast: Vec::new(),
         };
+        a.confidence = facts::confidence(&a, f.stats.check.p_value);
 
         with_mechanism(
             &mut a,
@@ -1076,15 +1043,10 @@ impl<S: RunSource> Context<'_, S> {
         if r.attribution.evidence_pending > 0 {
             // detected while some interval files could not be fetched: filled in as they come
             let a = &mut r.attribution;
-            a.confidence = facts::with_conditions(
-                a.confidence,
-                stats.check.p_value,
-                words::separates(&a.evidence),
-                a.thin_evidence.len(),
-                &evidence.conditions,
-                a.control.as_ref(),
-            );
-            words::with_conditions(a, evidence.conditions, evidence.pending);
+            a.conditions = evidence.conditions;
+            a.evidence_pending = evidence.pending.unfetched;
+            a.evidence_read = evidence.pending.read;
+            a.confidence = facts::with_conditions(a, stats.check.p_value);
         }
 
         r.sample_jobs = evidence.sample_jobs;
@@ -1096,31 +1058,20 @@ impl<S: RunSource> Context<'_, S> {
             );
         }
 
-        let c = &stats.check;
-        r.attribution.summary = words::restated(
-            &r.attribution.summary,
-            &r.family,
-            c.percentile,
-            c.observed,
-            c.threshold.seconds,
-            stats.runs,
-            status.is_active(),
-        );
-
+        words::said(&mut r);
         Ok(r)
     }
 }
 
 /// Sets the attribution's mechanism, and files a cause in the test environment against the
-/// platform's harness, naming the product's component to consult. The summary gains the
-/// mechanism's sentence (once).
+/// platform's harness, naming the product's component to consult (the report's words say them
+/// once said anew).
 fn with_mechanism(
     a: &mut Attribution,
     mechanism: Option<Mechanism>,
     harnesses: &std::collections::BTreeMap<String, String>,
 ) {
     let Some(m) = mechanism else { return };
-    words::without_mechanism(a);
 
     let harness = a
         .platform
@@ -1132,12 +1083,16 @@ fn with_mechanism(
         a.file_against = FileAgainst::TestEnvironment;
         a.harness = Some(h.clone());
     } else if a.file_against == FileAgainst::TestEnvironment {
-        a.file_against = FileAgainst::Backend;
+        // back to the owner it was filed against before: the backend's, or the platform's
+        a.file_against = if a.owners.first() == Some(&a.component) {
+            FileAgainst::Backend
+        } else {
+            FileAgainst::Platform
+        };
         a.harness = None;
     }
 
     a.mechanism = Some(m);
-    words::with_mechanism(a);
 }
 
 /// What a report is made of besides the context.
@@ -1323,5 +1278,35 @@ mod tests {
             );
         }
         assert_eq!(changed(&[]), None, "no runs stored: nothing to scan");
+    }
+
+    #[test]
+    fn a_mechanism_outside_the_test_environment_files_it_back_against_its_owner() {
+        let mut scope = crate::model::Scope::new();
+        scope.set(Dimension::Platform, ["metal"]);
+        let harnesses: BTreeMap<String, String> =
+            [("metal".into(), "openshift-metal3/dev-scripts".into())].into();
+        let mechanism = crate::synth::example_mechanism;
+        let drained = crate::model::MechanismKind::SingleReplicaDrained;
+        let leader = crate::model::MechanismKind::EtcdLeaderChange;
+        assert!(drained.is_test_environment() && !leader.is_test_environment());
+
+        for filed in [FileAgainst::Backend, FileAgainst::Platform] {
+            let mut a = crate::synth::example_report(scope.clone(), 30.0, 0.0).attribution;
+            a.platform_component = Some("Bare Metal Hardware Provisioning".into());
+            a.owners.push("Bare Metal Hardware Provisioning".into());
+            a.file_against = filed;
+            if filed == FileAgainst::Platform {
+                a.component = "Bare Metal Hardware Provisioning".into();
+            }
+
+            with_mechanism(&mut a, Some(mechanism(drained)), &harnesses);
+            assert_eq!(a.file_against, FileAgainst::TestEnvironment);
+            assert_eq!(a.harness.as_deref(), Some("openshift-metal3/dev-scripts"));
+
+            with_mechanism(&mut a, Some(mechanism(leader)), &harnesses);
+            assert_eq!(a.file_against, filed, "back to whom it was filed against");
+            assert_eq!(a.harness, None);
+        }
     }
 }

@@ -102,15 +102,8 @@ fn since_recovery(report: &mut RegressionReport, runs: &[CellRun], at: i64) {
     }
     report.observed_seconds = round(post.percentile(report.percentile.fraction()).unwrap_or(0.0));
     report.job_runs = post.count();
-    report.attribution.summary = crate::words::regression::restated(
-        &report.attribution.summary,
-        &report.family,
-        report.percentile,
-        report.observed_seconds,
-        report.threshold_seconds,
-        report.job_runs,
-        false,
-    );
+    // the summary says the runs since; the evidence keeps the window's test it was judged by
+    report.attribution.summary = crate::words::regression::summary(report);
 }
 
 /// An incident with a claimed fix at a known fix point resolves only by its verdict: fixed
@@ -324,6 +317,7 @@ impl<S: RunSource> Context<'_, S> {
         report.fingerprint.clone_from(&incident.fingerprint);
         report.backends = backends;
         report.backend = (report.backends.len() == 1).then(|| report.backends[0].clone());
+        crate::words::regression::said(&mut report);
         if let Verdict::Recovered { at } = verdict {
             report.recovered_at = chrono::DateTime::from_timestamp(at, 0);
             since_recovery(&mut report, &runs, at);
@@ -488,15 +482,10 @@ impl<S: RunSource> Context<'_, S> {
         }
 
         let mut r = incident.snapshot.report.clone();
-        let at = chrono::DateTime::from_timestamp(last, 0);
-        if r.no_data_since.is_none() {
-            let said = crate::words::regression::no_data_since(at, runs.len(), &r.family);
-            r.attribution.summary.push(' ');
-            r.attribution.summary.push_str(&said);
-        }
-
-        r.no_data_since = at;
+        r.no_data_runs = runs.len();
+        r.no_data_since = chrono::DateTime::from_timestamp(last, 0);
         r.status = Status::Ongoing;
+        crate::words::regression::said(&mut r);
         Ok(Some(Followed {
             verdict: Verdict::Ongoing,
             report: Some(r),

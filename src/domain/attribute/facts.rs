@@ -1,7 +1,8 @@
-//! What the attribution found about a regression, as the facts its words are made of
-//! (`words::regression` says them), and how confident it is. Pure.
+//! What the attribution found about a regression beyond its report's typed parts: whom it
+//! belongs to, the interval evidence still pending, and how confident it is. Pure;
+//! `words::regression` says the report.
 
-use crate::model::{ConditionEvidence, Confidence, ControlEvidence, FileAgainst, Percentile};
+use crate::model::{Attribution, ConditionEvidence, Confidence, ControlEvidence, FileAgainst};
 
 /// Whom it belongs to.
 #[derive(Debug, Clone)]
@@ -15,43 +16,6 @@ pub struct Owners {
     pub file_against: FileAgainst,
 }
 
-/// Everything the words are made of.
-#[derive(Debug, Clone)]
-pub struct Facts<'a> {
-    pub family: &'a str,
-    /// "metal 4.14", "4.14, every platform, network=ovn".
-    pub scope_words: &'a str,
-    /// Still regressed (or back).
-    pub regressed: bool,
-    pub percentile: Percentile,
-    pub observed: f64,
-    pub threshold: f64,
-    pub allowed: f64,
-    /// Where the threshold came from, in words.
-    pub source: &'a str,
-    pub p_value: f64,
-    pub q_value: f64,
-    pub runs: u64,
-    /// The runs judged are those of the last so many days (a regression that began inside the
-    /// window), not the whole window's.
-    pub span_days: Option<u32>,
-    /// The percentile in the reference, and the reference's runs.
-    pub reference: Option<(f64, u64)>,
-    pub independence: &'a [String],
-    /// Values with too few runs of their own.
-    pub thin: usize,
-    /// The scope separates the regressed cells from every healthy one.
-    pub separates: bool,
-    pub backends: &'a [String],
-    pub control: Option<&'a ControlEvidence>,
-    pub conditions: &'a [ConditionEvidence],
-    /// Runs whose interval evidence is not fetched yet, of those the conditions were read from.
-    pub evidence_pending: PendingRuns,
-    /// Runs of the scope left out for CI-infrastructure trouble (not among `runs`).
-    pub left_out: u64,
-    pub owners: &'a Owners,
-}
-
 /// Of the runs whose interval files were read for a regression, how many could not be fetched
 /// yet: they are left out of the evidence (rather than counted as having none) until a later
 /// cycle fetches them.
@@ -63,15 +27,17 @@ pub struct PendingRuns {
     pub read: usize,
 }
 
-/// High when the test is decisive, the scope separates, no value is thin, and either the
-/// outages have an operator condition behind them or the control stayed healthy.
-pub fn confidence(f: &Facts<'_>) -> Confidence {
-    confidence_of(
-        f.p_value,
-        f.separates,
-        f.thin,
-        explained(f.conditions, f.control),
-    )
+/// High when the test (`p_value`) is decisive, the scope separates, no value is thin, and
+/// either the outages have an operator condition behind them or the control stayed healthy.
+pub fn confidence(a: &Attribution, p_value: f64) -> Confidence {
+    let explained = explained(&a.conditions, a.control.as_ref());
+    if p_value < 1e-6 && a.separates() && a.thin_evidence.is_empty() && explained {
+        Confidence::High
+    } else if p_value < 1e-3 && a.separates() {
+        Confidence::Medium
+    } else {
+        Confidence::Low
+    }
 }
 
 /// Whether something explains the outages: an operator condition covering most of them, or a
@@ -80,29 +46,79 @@ fn explained(conditions: &[ConditionEvidence], control: Option<&ControlEvidence>
     conditions.first().is_some_and(|c| c.covered_share >= 0.5) || control.is_some_and(|c| c.healthy)
 }
 
-fn confidence_of(p_value: f64, separates: bool, thin: usize, explained: bool) -> Confidence {
-    if p_value < 1e-6 && separates && thin == 0 && explained {
-        Confidence::High
-    } else if p_value < 1e-3 && separates {
-        Confidence::Medium
-    } else {
-        Confidence::Low
+/// The confidence of an attribution made while some of its interval evidence was pending, once
+/// its conditions are read: High when they now make the case, otherwise its confidence as it
+/// was (never lowered: the rest of the case is as it was).
+pub fn with_conditions(a: &Attribution, p_value: f64) -> Confidence {
+    match confidence(a, p_value) {
+        Confidence::High => Confidence::High,
+        _ => a.confidence,
     }
 }
 
-/// The confidence of an attribution made while some of its interval evidence was pending, once
-/// the `conditions` are read: High when they now make the case, otherwise `current` (never
-/// lowered: the rest of the case is as it was).
-pub fn with_conditions(
-    current: Confidence,
-    p_value: f64,
-    separates: bool,
-    thin: usize,
-    conditions: &[ConditionEvidence],
-    control: Option<&ControlEvidence>,
-) -> Confidence {
-    match confidence_of(p_value, separates, thin, explained(conditions, control)) {
-        Confidence::High => Confidence::High,
-        _ => current,
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attribution() -> Attribution {
+        Attribution {
+            component: "Image Registry".into(),
+            platform: Some("metal".into()),
+            platform_component: None,
+            owners: vec!["Image Registry".into()],
+            file_against: FileAgainst::Backend,
+            scope: "metal 4.14".into(),
+            summary: String::new(),
+            independence: Vec::new(),
+            thin_evidence: Vec::new(),
+            control: None,
+            conditions: Vec::new(),
+            confidence: Confidence::Low,
+            separates: Some(true),
+            evidence: Vec::new(),
+            evidence_pending: 0,
+            evidence_read: 0,
+            mechanism: None,
+            harness: None,
+            contrast: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn confidence_needs_a_decisive_test_a_separating_scope_and_an_explanation() {
+        let mut a = attribution();
+        assert_eq!(
+            confidence(&a, 1e-9),
+            Confidence::Medium,
+            "nothing explains it"
+        );
+        a.control = Some(crate::synth::example_control());
+        assert_eq!(
+            confidence(&a, 1e-9),
+            Confidence::High,
+            "a healthy control explains it"
+        );
+        assert_eq!(confidence(&a, 1e-4), Confidence::Medium);
+        a.separates = Some(false);
+        assert_eq!(
+            confidence(&a, 1e-9),
+            Confidence::Low,
+            "a scope that separates nothing"
+        );
+        a.separates = Some(true);
+        a.thin_evidence = vec!["upgrade_type=minor".into()];
+        assert_eq!(confidence(&a, 1e-9), Confidence::Medium, "a thin value");
+    }
+
+    #[test]
+    fn conditions_read_later_raise_the_confidence_but_never_lower_it() {
+        let mut a = attribution();
+        a.confidence = Confidence::Medium;
+        assert_eq!(with_conditions(&a, 1e-9), Confidence::Medium);
+        a.conditions = vec![crate::synth::example_condition()];
+        assert_eq!(with_conditions(&a, 1e-9), Confidence::High);
+        a.confidence = Confidence::High;
+        a.conditions.clear();
+        assert_eq!(with_conditions(&a, 1e-9), Confidence::High, "never lowered");
     }
 }

@@ -264,17 +264,11 @@ mod tests {
                        each time the upgrade drained the node it ran on, the drain evicted it and image-registry was \
                        unreachable until the replacement became ready.";
         a.mechanism = Some(Mechanism {
-            kind: MechanismKind::SingleReplicaDrained,
             summary: summary.into(),
-            unknown_because: None,
             runs_explained: 11,
             runs_examined: 12,
-            healthy_explained: 0,
             healthy_examined: 20,
-            replicas_regressed: Some(1.0),
-            replicas_healthy: Some(2.0),
-            claims: Vec::new(),
-            others: Vec::new(),
+            ..crate::synth::example_mechanism(MechanismKind::SingleReplicaDrained)
         });
         a.contrast = ["aws", "azure", "gcp", "vsphere"]
             .map(|p| PlatformContrast {
