@@ -1023,7 +1023,8 @@ impl<S: RunSource> Context<'_, S> {
     }
 
     /// An incident's report brought up to date without a fresh detection: the numbers over its
-    /// scope now, its onset, samples from its own runs; the attribution it had.
+    /// scope now, its onset, samples from its own runs; the attribution it had. Its words are
+    /// the caller's to say ([`words::said`]) once its scope and backends are final.
     pub async fn refreshed(
         &self,
         old: &RegressionReport,
@@ -1058,7 +1059,6 @@ impl<S: RunSource> Context<'_, S> {
             );
         }
 
-        words::said(&mut r);
         Ok(r)
     }
 }
