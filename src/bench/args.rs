@@ -109,6 +109,11 @@ pub enum BenchCommand {
         /// `world-<seed>.truth.jsonl`), to look into a result with `sheriff query` or SQL.
         #[arg(long, value_name = "DIR")]
         keep: Option<std::path::PathBuf>,
+        /// Score the `[evaluate]` section of this configuration file instead of sheriff's
+        /// defaults, to see a setting's effect before changing it (its other sections and the
+        /// environment are not read).
+        #[arg(long, value_name = "FILE")]
+        config: Option<std::path::PathBuf>,
     },
     /// `/sheriff query` over about a million samples: direct answers, then signed HTTP requests
     /// from concurrent clients on 127.0.0.1 while evaluation cycles run; p50/p99 and errors.

@@ -9,7 +9,7 @@ mod measure;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use sheriff::edge::cli::Format;
 
 pub use args::BenchCommand;
@@ -61,14 +61,16 @@ pub async fn run(what: BenchCommand) -> Result<ExitCode> {
             format,
             check,
             keep,
+            config,
         } => {
             let options = sheriff::edge::scorecard::QualityOptions {
                 seeds,
                 first,
                 classes: scenarios,
                 keep,
+                evaluate: None,
             };
-            quality(&options, format, check).await
+            quality(options, config.as_deref(), format, check).await
         }
         BenchCommand::Query {
             data,
@@ -174,13 +176,19 @@ async fn query(shape: &measure::QueryShape, database_url: Option<&str>) -> Resul
     })
 }
 
-/// `sheriff bench quality`: the scorecard, and with `check` exit 1 below the floors.
+/// `sheriff bench quality`: the scorecard, with the `[evaluate]` settings of `config` when
+/// given, and with `check` exit 1 below the floors.
 async fn quality(
-    options: &sheriff::edge::scorecard::QualityOptions,
+    mut options: sheriff::edge::scorecard::QualityOptions,
+    config: Option<&Path>,
     format: Format,
     check: bool,
 ) -> Result<ExitCode> {
-    let card = sheriff::edge::scorecard::quality(options).await?;
+    if let Some(path) = config {
+        let evaluate = sheriff::config::Settings::evaluate_from(path);
+        options.evaluate = Some(evaluate.context("--config")?);
+    }
+    let card = sheriff::edge::scorecard::quality(&options).await?;
     match format {
         Format::Text => print!("{}", sheriff::edge::scorecard::render_text(&card)),
         Format::Json => println!("{}", serde_json::to_string_pretty(&card)?),

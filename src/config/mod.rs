@@ -132,6 +132,36 @@ impl Settings {
         Ok(settings)
     }
 
+    /// The `[evaluate]` section of the file at `path` over the defaults, checked as `config
+    /// check` checks it (an unknown key or a value out of range is named). The file's other
+    /// sections are not read: a deployment's file names secret files and services that scoring
+    /// a trial of the evaluation settings has no use for.
+    pub fn evaluate_from(path: &Path) -> Result<EvaluateSettings, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let file: toml::Table = toml::from_str(&text)
+            .map_err(|e| ConfigError::Invalid(format!("{}: {e}", path.display())))?;
+        let mut only = toml::Table::new();
+        if let Some(evaluate) = file.get("evaluate") {
+            only.insert("evaluate".into(), evaluate.clone());
+        }
+        let settings: Settings = Figment::from(Serialized::defaults(Settings::default()))
+            .merge(Serialized::defaults(only))
+            .extract()
+            .map_err(|e| {
+                ConfigError::Invalid(
+                    e.into_iter()
+                        .map(|e| describe_figment_error(&e, path, &[]))
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                )
+            })?;
+        settings.validate()?;
+        Ok(settings.evaluate)
+    }
+
     /// The effective configuration as TOML, every secret shown as `[redacted]`.
     pub(crate) fn to_redacted_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render settings: {e}\n"))

@@ -634,3 +634,27 @@ fn github_takes_its_token_from_the_environment_or_a_file_over_https_and_checks_i
         assert!(err.contains("github.repositories"), "{bad}: {err}");
     }
 }
+
+#[test]
+fn a_trial_of_evaluation_settings_reads_only_the_evaluate_section() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trial.toml");
+    std::fs::write(
+        &file,
+        "[slack]\nbot_token_file = \"/nowhere/token\"\n[evaluate]\nmin_recent_runs = 3\n",
+    )
+    .unwrap();
+    let evaluate = Settings::evaluate_from(&file).unwrap();
+    assert_eq!(evaluate.min_recent_runs, 3);
+    assert_eq!(
+        evaluate.recent_days,
+        EvaluateSettings::default().recent_days,
+        "the rest stays at the defaults"
+    );
+    std::fs::write(&file, "[slack]\nchannel = \"#ci\"\n").unwrap();
+    assert_eq!(
+        Settings::evaluate_from(&file).unwrap().min_recent_runs,
+        EvaluateSettings::default().min_recent_runs,
+        "no [evaluate]: the defaults"
+    );
+}

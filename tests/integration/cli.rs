@@ -67,6 +67,40 @@ fn config_check_rejects_an_unknown_key_naming_it() {
     assert!(text(&out).contains("slack.chanel"), "{}", text(&out));
 }
 
+/// `bench quality --config` scores a file's `[evaluate]` settings: one `config check` would
+/// refuse is named, and no world is replayed with it.
+#[test]
+fn the_scorecard_refuses_evaluate_settings_that_config_check_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("trial.toml");
+    std::fs::write(&file, "[evaluate]\nmin_recent_runs = 0\n").unwrap();
+    let args = ["bench", "quality", "--seeds", "1", "--config"];
+    let out = sheriff(&[&args[..], &[file.to_str().unwrap()]].concat(), &[]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let shown = text(&out);
+    assert!(shown.contains("evaluate.min_recent_runs"), "{shown}");
+    // a deployment's other sections are not read; a misspelt evaluation key is named
+    std::fs::write(
+        &file,
+        "[slack]\nbot_token_file = \"/nowhere/token\"\n[evaluate]\nmin_recnt_runs = 3\n",
+    )
+    .unwrap();
+    let out = sheriff(&[&args[..], &[file.to_str().unwrap()]].concat(), &[]);
+    assert!(!out.status.success(), "{}", text(&out));
+    let shown = text(&out);
+    assert!(
+        shown.contains("min_recnt_runs") && !shown.contains("/nowhere"),
+        "{shown}"
+    );
+    let missing = dir.path().join("missing.toml");
+    let out = sheriff(&[&args[..], &[missing.to_str().unwrap()]].concat(), &[]);
+    assert!(
+        !out.status.success() && text(&out).contains("missing.toml"),
+        "{}",
+        text(&out)
+    );
+}
+
 #[test]
 fn config_check_rejects_an_invalid_database_url_naming_it() {
     let out = sheriff(

@@ -49,6 +49,7 @@ async fn the_scorecard_replays_a_world_and_scores_its_plants_and_decoys() {
         first: 0,
         classes: vec![Class::NarrowScope, Class::NewJob],
         keep: None,
+        evaluate: None,
     };
     let card = quality(&options).await.unwrap();
     assert_eq!((card.seeds, card.worlds.len()), (1, 1));
@@ -92,6 +93,7 @@ async fn a_regression_is_scoped_to_the_parts_its_runs_show() {
             first,
             classes: Vec::new(),
             keep: None,
+            evaluate: None,
         };
         worlds.extend(quality(&options).await.unwrap().worlds);
     }
@@ -129,6 +131,7 @@ async fn a_fixing_payload_resolves_within_a_day_and_a_half_at_six_runs_a_day() {
         first: 0,
         classes: vec![Class::OnsetFix],
         keep: None,
+        evaluate: None,
     };
     let card = quality(&options).await.unwrap();
     let fixed: Vec<_> = card
@@ -163,6 +166,7 @@ async fn one_late_run_of_an_old_payload_does_not_hold_a_recovery_back() {
         first: 21,
         classes: Vec::new(),
         keep: None,
+        evaluate: None,
     };
     let card = quality(&options).await.unwrap();
     let fixed: Vec<_> = card
@@ -188,6 +192,7 @@ async fn every_sample_run_is_one_the_regression_hit() {
             first,
             classes: Vec::new(),
             keep: None,
+            evaluate: None,
         };
         worlds.extend(quality(&options).await.unwrap().worlds);
     }

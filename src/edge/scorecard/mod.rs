@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 use chrono::Duration;
 use serde::Serialize;
 
-use crate::config::{DatabaseSettings, DatabaseUrl, Settings};
+use crate::config::{DatabaseSettings, DatabaseUrl, EvaluateSettings, Settings};
 use crate::model::HOUR;
 use crate::synth::world::{Class, Table, World, WorldSpec, build, mixes};
 pub use score::{FalseRegression, PlantScore, WorldScore};
@@ -77,6 +77,8 @@ pub struct QualityOptions {
     /// A folder to keep each world's store (`world-<seed>.db`) and its runs' truth
     /// (`world-<seed>.truth.jsonl`) in, to look into what a cycle saw; None keeps nothing.
     pub keep: Option<PathBuf>,
+    /// The evaluation settings to score; sheriff's defaults when None.
+    pub evaluate: Option<EvaluateSettings>,
 }
 
 /// One row of the scorecard: a failure class (planted ones split by the scope's density).
@@ -138,7 +140,10 @@ pub async fn quality(options: &QualityOptions) -> Result<Scorecard> {
     };
     let mixes = mixes(&selected);
     anyhow::ensure!(!mixes.is_empty(), "no failure class selected");
-    let settings = Settings::default();
+    let mut settings = Settings::default();
+    if let Some(evaluate) = &options.evaluate {
+        settings.evaluate = evaluate.clone();
+    }
     let mut worlds = Vec::new();
     let mut runs = 0;
     for i in options.first..options.first + options.seeds {
