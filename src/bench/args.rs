@@ -88,7 +88,7 @@ pub enum BenchCommand {
     /// Detection quality on worlds calibrated from origin's real disruption table: precision and
     /// false regressions, recall with exact scope, detection and recovery latency, sample
     /// purity and the onset payload window, per failure class and overall, with sheriff's
-    /// default settings. `--check` exits 1 when below the floors.
+    /// default settings (or `--config`'s). `--check` exits 1 when below the floors.
     Quality {
         /// Worlds to build and replay (seed i holds mix i of the selected classes).
         #[arg(long, default_value_t = 20)]

@@ -1,7 +1,8 @@
 //! The quality scorecard (`sheriff bench quality`, and the integration tests' judge of
 //! detection). Replays cycles every 6 hours over worlds calibrated from origin's real
-//! disruption table (`synth::world`), with sheriff's default settings, and scores what they
-//! reported against the worlds' truth, per failure class and overall.
+//! disruption table (`synth::world`), with sheriff's default settings (or the `[evaluate]`
+//! settings given), and scores what they reported against the worlds' truth, per failure class
+//! and overall.
 //!
 //! The floors (`FLOORS`) are the targets detection must reach; `--check` fails below them.
 
@@ -111,6 +112,9 @@ pub struct ClassSummary {
 /// The whole scorecard.
 #[derive(Debug, Clone, Serialize)]
 pub struct Scorecard {
+    /// The `[evaluate]` settings scored were sheriff's defaults (`bench quality --config` scores
+    /// a file's).
+    pub default_settings: bool,
     pub seeds: usize,
     pub runs: usize,
     pub seconds: f64,
@@ -164,12 +168,9 @@ pub async fn quality(options: &QualityOptions) -> Result<Scorecard> {
         );
         worlds.push(score);
     }
-    Ok(scorecard(
-        worlds,
-        options.seeds,
-        runs,
-        started.elapsed().as_secs_f64(),
-    ))
+    let mut card = scorecard(worlds, options.seeds, runs, started.elapsed().as_secs_f64());
+    card.default_settings = options.evaluate.is_none();
+    Ok(card)
 }
 
 /// Replays cycles every 6 hours from the world's fifteenth day to its end over a fresh SQLite
@@ -354,6 +355,7 @@ pub fn scorecard(worlds: Vec<WorldScore>, seeds: usize, runs: usize, seconds: f6
     let reported = worlds.iter().map(|w| w.reported).sum();
     let matched = worlds.iter().map(|w| w.matched).sum();
     let mut card = Scorecard {
+        default_settings: true,
         seeds,
         runs,
         seconds,
@@ -527,8 +529,15 @@ pub fn render_text(card: &Scorecard) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "quality over {} seeds ({} runs) in {:.1} s, sheriff's default settings, a cycle every 6 h\n",
-        card.seeds, card.runs, card.seconds
+        "quality over {} seeds ({} runs) in {:.1} s, {}, a cycle every 6 h\n",
+        card.seeds,
+        card.runs,
+        card.seconds,
+        if card.default_settings {
+            "sheriff's default settings"
+        } else {
+            "the [evaluate] settings given (--config)"
+        }
     );
 
     let _ = writeln!(
