@@ -129,6 +129,17 @@ pub struct Scorecard {
     pub below_floors: Vec<String>,
 }
 
+impl Scorecard {
+    /// Which `[evaluate]` settings it scored, in words.
+    pub fn settings_scored(&self) -> &'static str {
+        if self.default_settings {
+            "sheriff's default settings"
+        } else {
+            "the [evaluate] settings given (--config)"
+        }
+    }
+}
+
 /// The day every scored world ends (fixed, so a seed is the same world on every run).
 fn world_end() -> chrono::DateTime<chrono::Utc> {
     crate::synth::day(2026, 11, 29)
@@ -533,11 +544,7 @@ pub fn render_text(card: &Scorecard) -> String {
         card.seeds,
         card.runs,
         card.seconds,
-        if card.default_settings {
-            "sheriff's default settings"
-        } else {
-            "the [evaluate] settings given (--config)"
-        }
+        card.settings_scored()
     );
 
     let _ = writeln!(
