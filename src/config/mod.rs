@@ -119,14 +119,9 @@ impl Settings {
             .collect();
         let env_keys: Vec<String> = env_pairs.iter().map(|(k, _)| k.clone()).collect();
         figment = figment.merge(env_provider(env_pairs));
-        let mut settings: Settings = figment.extract().map_err(|e| {
-            ConfigError::Invalid(
-                e.into_iter()
-                    .map(|e| describe_figment_error(&e, &file, &env_keys))
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            )
-        })?;
+        let mut settings: Settings = figment
+            .extract()
+            .map_err(|e| invalid(e, &file, &env_keys))?;
         settings.resolve_secret_files()?;
         settings.validate()?;
         Ok(settings)
@@ -150,14 +145,7 @@ impl Settings {
         let settings: Settings = Figment::from(Serialized::defaults(Settings::default()))
             .merge(Serialized::defaults(only))
             .extract()
-            .map_err(|e| {
-                ConfigError::Invalid(
-                    e.into_iter()
-                        .map(|e| describe_figment_error(&e, path, &[]))
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                )
-            })?;
+            .map_err(|e| invalid(e, path, &[]))?;
         settings.validate()?;
         Ok(settings.evaluate)
     }
@@ -166,6 +154,16 @@ impl Settings {
     pub(crate) fn to_redacted_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render settings: {e}\n"))
     }
+}
+
+/// Every error of reading settings from `file` and the environment's `env_keys`, on one line.
+fn invalid(e: figment::Error, file: &Path, env_keys: &[String]) -> ConfigError {
+    ConfigError::Invalid(
+        e.into_iter()
+            .map(|e| describe_figment_error(&e, file, env_keys))
+            .collect::<Vec<_>>()
+            .join("; "),
+    )
 }
 
 /// `SHERIFF__SLACK__BOT_TOKEN=x` becomes `slack.bot_token = "x"`. A value that reads as a TOML
