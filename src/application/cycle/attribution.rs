@@ -353,15 +353,14 @@ pub(super) fn variants_in(data: &WindowData, scope: &Scope) -> Vec<i64> {
 }
 
 /// Whether a series of runs (by start) turned worse at some point, beyond what a scan of a
-/// healthy series finds ([`changepoint::SCAN_THRESHOLD`]); None when there are too few runs to
+/// healthy series finds ([`changepoint::SCAN_LEVEL`]); None when there are too few runs to
 /// scan (a store holding only a backfill's day counts has none: the counts decide). A new
 /// regression needs it: a few days in which a heavy tail's chance runs gather pass a span's test
 /// now and then across a cycle's thousands of tests and a week of cycles, but they are no change
 /// of level.
 fn changed(runs: &[CellRun]) -> Option<bool> {
     let series = by_start(runs);
-    changepoint::most_likely_change(&series, 3, 3)
-        .map(|c| c.worse_after && c.is_real(changepoint::SCAN_THRESHOLD))
+    changepoint::most_likely_change(&series, 3, 3).map(|c| c.worse_after && c.is_real())
 }
 
 /// A scope's runs as the change-point series: by start, with their seconds.

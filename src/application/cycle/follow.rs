@@ -195,8 +195,7 @@ impl<S: RunSource> Context<'_, S> {
         let needed = self.settings.recovery_min_runs.max(3);
         let change = changepoint::most_likely_change(&series, 3, needed)?;
         if change.worse_after
-            || !(change.is_real(changepoint::SCAN_THRESHOLD)
-                || self.fewer_after(&series, change.index, stats))
+            || !(change.is_real() || self.fewer_after(&series, change.index, stats))
         {
             tracing::debug!(
                 backend = %stats.backend,
@@ -246,8 +245,8 @@ impl<S: RunSource> Context<'_, S> {
     /// regressed runs before it: one-sided Fisher, Bonferroni-adjusted for the positions the
     /// change could have taken, at the false discovery rate. Six clean runs after a stretch
     /// disrupted in most runs are a recovery; six after a stretch disrupted in half are not.
-    /// The scan threshold, calibrated for finding a change anywhere in a long quiet series,
-    /// asks for more runs than a return from a known regressed level needs.
+    /// The scan's level, set for finding a change anywhere in a series that has none, asks for
+    /// more runs than a return from a known regressed level needs.
     fn fewer_after(&self, series: &[Run], index: usize, stats: &ScopeStats) -> bool {
         let allowed = stats.check.allowed;
         let above =

@@ -7,8 +7,12 @@
 //! its own band probabilities; `ℓ(k)` is the log-likelihood at their maximum. Bands rather than
 //! a normal law for the seconds keep one wild run (every backend has a few) from looking like a
 //! change of its own. The most likely change maximises `ℓ(k)`; it is real when the likelihood
-//! ratio `2(ℓ(k̂) − ℓ₀)` against no change at all passes a threshold set for the scan over
-//! every `k` (a plain χ² quantile would be too lenient for a maximum over many positions). The
+//! ratio `2(ℓ(k̂) − ℓ₀)` against no change at all is one a scan of the same series without a
+//! change would reach with probability at most [`SCAN_LEVEL`]: the tail of the maximum over
+//! every candidate `k` (a plain χ² quantile would be too lenient for a maximum over many
+//! positions), with as many degrees of freedom as the bands the series' runs occupy, less one.
+//! Each series is so judged against its own spread: a series of zeros and one band of noise
+//! needs less than one spread over every band, where chance alone splits more ways. The
 //! interval is every `k` whose `ℓ(k)` is within `χ²₁,0.99 / 2` of the best: the
 //! profile-likelihood interval of the change's position (Hinkley).
 
@@ -29,14 +33,18 @@ pub struct Change {
     pub last: usize,
     /// `2(ℓ(k̂) − ℓ₀)`: how much better two segments explain the series than one.
     pub statistic: f64,
+    /// How often a scan of a series without a change would find a ratio at least as large
+    /// ([`scan_p_value`]); at most 1.
+    pub p_value: f64,
     /// The runs after the change are more disrupted than the runs before.
     pub worse_after: bool,
 }
 
 impl Change {
-    /// Whether the change is real at `threshold` (see [`SCAN_THRESHOLD`]).
-    pub fn is_real(&self, threshold: f64) -> bool {
-        self.statistic >= threshold
+    /// Whether the change is beyond what chance finds in a scan of the series: its p-value is
+    /// at most [`SCAN_LEVEL`].
+    pub fn is_real(&self) -> bool {
+        self.p_value <= SCAN_LEVEL
     }
 
     /// `(at, earliest, latest)` in Unix seconds: the first run after the change, the last run
@@ -48,10 +56,36 @@ impl Change {
     }
 }
 
-/// The likelihood ratio a change must reach over a whole scan. Measured on series of 200
-/// healthy runs with every backend's heavy tail (0.5% of runs 15–90 s), the largest of 500
-/// scans was 25.8; five runs of a metal-registry-like regression after 100 quiet ones reach 40.
-pub const SCAN_THRESHOLD: f64 = 30.0;
+/// How often a scan of a series without a change may find a real one: once in a thousand.
+/// Over every band (five degrees of freedom) and 60–200 runs it asks the likelihood ratio of
+/// about 30, what healthy series of 200 runs with every backend's heavy tail never reached in
+/// 500 scans (25.8 at most); a series of zeros and one band of noise asks about 19.
+pub const SCAN_LEVEL: f64 = 1e-3;
+
+/// The chance that a scan of `n` runs without a change finds a likelihood ratio of at least
+/// `statistic` at some position from `before` to `n − after`, for `df` degrees of freedom: the
+/// approximation of James, James and Siegmund (1992, for a change in a `df`-dimensional mean) to
+/// the tail of the maximum, `f(x)·x·[(1 − df/x)·ln(t₁(1 − t₀) / (t₀(1 − t₁))) + 4/x]` with `f`
+/// the χ² density and `t₀`, `t₁` the first and last position as shares of the series. It is
+/// meant for the far tail: a ratio no larger than `df` (or not a number) gives 1, and the result
+/// is clamped to 1.
+pub fn scan_p_value(statistic: f64, df: usize, n: usize, before: usize, after: usize) -> f64 {
+    let (x, d) = (statistic, df.max(1) as f64);
+    if n == 0 || before + after > n || x.is_nan() || x <= d {
+        return 1.0;
+    }
+    let t0 = before.max(1) as f64 / n as f64;
+    let t1 = (n - after.max(1)) as f64 / n as f64;
+    let span = if t1 > t0 {
+        (t1 * (1.0 - t0) / (t0 * (1.0 - t1))).ln()
+    } else {
+        0.0
+    };
+    let density_times_x =
+        ((d / 2.0) * x.ln() - x / 2.0 - (d / 2.0) * 2f64.ln() - super::stats::ln_gamma(d / 2.0))
+            .exp();
+    (density_times_x * ((1.0 - d / x) * span + 4.0 / x)).clamp(0.0, 1.0)
+}
 
 /// `χ²₁` at 0.99: the interval holds the true position with about 99% probability.
 pub const INTERVAL_CHI2: f64 = 6.635;
@@ -178,11 +212,19 @@ fn change_between(
         .map(|(k, _)| *k)
         .collect();
     let worse_after = whole.minus(sums[index]).level() > sums[index].level();
+    let statistic = 2.0 * (best - null);
+    let df = whole
+        .bands
+        .iter()
+        .filter(|&&c| c > 0.0)
+        .count()
+        .saturating_sub(1);
     Some(Change {
         index,
         first: near.first().copied().unwrap_or(index),
         last: near.last().copied().unwrap_or(index),
-        statistic: 2.0 * (best - null),
+        statistic,
+        p_value: scan_p_value(statistic, df, n, before, after),
         worse_after,
     })
 }
@@ -221,7 +263,7 @@ mod tests {
         for seed in 0..20 {
             let runs = series(seed, 80, 40);
             let c = most_likely_change(&runs, 3, 3).unwrap();
-            assert!(c.is_real(SCAN_THRESHOLD), "seed {seed}: {c:?}");
+            assert!(c.is_real(), "seed {seed}: {c:?}");
             assert!(c.worse_after);
             assert!(
                 c.first <= 80 && 80 <= c.last,
@@ -247,7 +289,7 @@ mod tests {
                 }
             }
             let c = most_likely_change(&runs, 3, 3).unwrap();
-            assert!(!c.is_real(SCAN_THRESHOLD), "seed {seed}: {c:?}");
+            assert!(!c.is_real(), "seed {seed}: {c:?}");
             assert_eq!(cut(&runs), runs.len(), "seed {seed}");
         }
     }
@@ -272,7 +314,7 @@ mod tests {
             "{whole:?}"
         );
         let onset = onset_before_fix(&runs, 3, 3).unwrap();
-        assert!(onset.is_real(SCAN_THRESHOLD), "{onset:?}");
+        assert!(onset.is_real(), "{onset:?}");
         assert!(onset.first <= 60 && 60 <= onset.last, "{onset:?}");
         assert!(onset.last - onset.first <= 4, "narrow: {onset:?}");
         // with no fix, the onset is the most likely change
@@ -315,8 +357,16 @@ mod tests {
 
     #[test]
     fn a_series_regressed_from_its_first_run_then_fixed_has_no_onset_inside_it() {
-        // loud from the first run (a louder stretch is no onset), then fixed
-        let runs = runs_of(&[(12, 10), (30, 10), (0, 100)]);
+        // loud from the first run (12-45 s, as a regression's runs vary), then fixed
+        let runs = runs_of(&[
+            (12, 3),
+            (30, 2),
+            (45, 3),
+            (14, 2),
+            (33, 4),
+            (19, 6),
+            (0, 100),
+        ]);
         assert_eq!(cut(&runs), runs.len());
         assert_eq!(onset_before_fix(&runs, 3, 3), None, "from its first run on");
     }
@@ -329,9 +379,87 @@ mod tests {
             ..r
         }));
         let c = most_likely_change(&runs, 3, 10).unwrap();
-        assert!(c.is_real(SCAN_THRESHOLD) && !c.worse_after, "{c:?}");
+        assert!(c.is_real() && !c.worse_after, "{c:?}");
         assert!((58..=62).contains(&c.index), "{c:?}");
         assert!(most_likely_change(&runs[..5], 3, 3).is_none(), "too short");
+    }
+
+    /// Healthy series of every shape a backend shows, each with its own noise and length.
+    fn healthy(kind: usize, rng: &mut Rng) -> i64 {
+        match kind {
+            // zeros and one band of small noise
+            0 => i64::from(rng.chance(0.3)) * rng.between(1, 2),
+            // zeros, small noise and every backend's few wild runs
+            1 if rng.chance(0.01) => rng.between(15, 90),
+            1 => i64::from(rng.chance(0.2)) * rng.between(1, 4),
+            // disrupted in most runs, as metal's registry is, with a tail
+            2 if rng.chance(0.05) => rng.between(10, 60),
+            2 => i64::from(rng.chance(0.6)) * rng.between(1, 8),
+            // spread over every band
+            _ => match rng.between(0, 99) {
+                0..=49 => 0,
+                50..=69 => rng.between(1, 2),
+                70..=84 => rng.between(3, 6),
+                85..=94 => rng.between(7, 19),
+                95..=98 => rng.between(20, 54),
+                _ => rng.between(55, 200),
+            },
+        }
+    }
+
+    #[test]
+    fn a_scan_of_a_healthy_series_finds_a_change_as_often_as_its_p_value_says() {
+        // the p-value is an approximation: it must hold, and not be so strict it says nothing
+        for kind in 0..4 {
+            for n in [30, 60, 120, 240] {
+                let mut rng = Rng::new((kind * 1000 + n) as u64);
+                let scans = 1000;
+                let (mut at_10, mut at_1) = (0, 0);
+                for _ in 0..scans {
+                    let runs: Vec<Run> = (0..n)
+                        .map(|i| Run {
+                            at: i as i64,
+                            seconds: healthy(kind, &mut rng),
+                        })
+                        .collect();
+                    let c = most_likely_change(&runs, 3, 3).unwrap();
+                    at_10 += usize::from(c.p_value <= 0.1);
+                    at_1 += usize::from(c.p_value <= 0.01);
+                }
+                let case = format!("kind {kind}, {n} runs: {at_10} and {at_1} of {scans}");
+                assert!(at_1 <= 20, "{case}: too lenient at 1%");
+                assert!(at_10 <= 130, "{case}: too lenient at 10%");
+                assert!(at_10 >= 20, "{case}: so strict it says nothing");
+            }
+        }
+    }
+
+    #[test]
+    fn a_change_is_judged_against_the_spread_of_its_own_series() {
+        // 40 runs, then five of six at 27-37 s: beyond chance after zeros and small noise (a
+        // modest ratio, below what a series over every band asks), within it after runs
+        // spread over every band
+        let after = |kind: usize| {
+            let mut rng = Rng::new(5);
+            let mut runs: Vec<Run> = (0..40)
+                .map(|i| Run {
+                    at: i * 21_600,
+                    seconds: healthy(kind, &mut rng),
+                })
+                .collect();
+            for (i, seconds) in [31, 27, 0, 37, 33, 29].into_iter().enumerate() {
+                runs.push(Run {
+                    at: (40 + i as i64) * 21_600,
+                    seconds,
+                });
+            }
+            most_likely_change(&runs, 3, 3).unwrap()
+        };
+        let quiet = after(0);
+        assert!(quiet.worse_after && quiet.is_real(), "{quiet:?}");
+        assert!(quiet.statistic < 30.0, "a modest ratio: {quiet:?}");
+        let spread = after(3);
+        assert!(!spread.is_real(), "{spread:?}");
     }
 }
 
@@ -451,7 +579,7 @@ fn runs_before_fix(
     (before, after): (usize, usize),
     boundary: impl Fn(usize) -> bool + Copy,
 ) -> usize {
-    let real = |c: &Change| c.is_real(SCAN_THRESHOLD);
+    let real = |c: &Change| c.is_real();
     let whole = series.len();
     let from = |start: usize| {
         change_between(&series[start..], before, after, move |k| {
