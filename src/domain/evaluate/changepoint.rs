@@ -57,9 +57,10 @@ impl Change {
 }
 
 /// How often a scan of a series without a change may find a real one: once in a thousand.
-/// Over every band (five degrees of freedom) and 60–200 runs it asks the likelihood ratio of
-/// about 30, what healthy series of 200 runs with every backend's heavy tail never reached in
-/// 500 scans (25.8 at most); a series of zeros and one band of noise asks about 19.
+/// At 60–200 runs that asks a likelihood ratio of about 30 of a series over every band (five
+/// degrees of freedom), about 25 of one over four bands and about 19 of zeros with one band of
+/// noise (`a_scan_of_a_healthy_series_finds_a_change_as_often_as_its_p_value_says` checks that
+/// the level holds).
 pub const SCAN_LEVEL: f64 = 1e-3;
 
 /// The chance that a scan of `n` runs without a change finds a likelihood ratio of at least
