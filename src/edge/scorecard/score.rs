@@ -37,6 +37,10 @@ pub struct PlantScore {
     pub reported_variants: usize,
     /// First cycle reporting it minus its first bad run, in days.
     pub detection_days: Option<f64>,
+    /// Its first disrupted run (one it hit, without CI trouble) minus its first bad run, in
+    /// days: the part of `detection_days` spent waiting while the runs of bad payloads were all
+    /// spared (a share that ramps up, or chance).
+    pub first_disrupted_days: Option<f64>,
     pub fixed: bool,
     /// First cycle with it resolved minus the first run of the fixing payload, in days.
     pub recovery_days: Option<f64>,
@@ -247,6 +251,9 @@ fn score_plant(world: &World, plant: &Plant, observed: &Observed) -> PlantScore 
         affected_variants: counts.0,
         reported_variants: counts.1,
         detection_days: first.zip(onset).map(|(f, o)| days(f - o)),
+        first_disrupted_days: first_disrupted(world, plant)
+            .zip(onset)
+            .map(|(d, o)| days(d - o)),
         fixed: plant.fix.is_some(),
         recovery_days: recovery,
         incidents: incidents_of(plant, &variants, &observed.incidents),
@@ -357,6 +364,16 @@ fn tested_by<'a>(world: &'a World, plant: &Plant) -> BTreeSet<&'a str> {
         .filter(|t| t.dims.release == plant.release && plant.parts[0].scope.contains(&t.dims))
         .map(|t| t.payload.as_str())
         .collect()
+}
+
+/// When the plant first disrupted a run without CI trouble (one it hit that reads regressed).
+fn first_disrupted(world: &World, plant: &Plant) -> Option<DateTime<Utc>> {
+    world
+        .truth
+        .iter()
+        .filter(|t| t.plant == Some(plant.id) && t.ci_trouble.is_none())
+        .map(|t| t.started)
+        .min()
 }
 
 fn runs_per_day(world: &World, plant: &Plant) -> f64 {

@@ -101,6 +101,49 @@ fn the_seed_case_reported_on_metal_is_detected_with_exact_scope_and_pure_samples
 }
 
 #[test]
+fn the_lag_to_the_first_disrupted_run_is_measured_from_the_first_bad_run() {
+    let mut w = world(&[Class::Growing]);
+    let p = w.plants[0].clone();
+    let onset = p.parts[0].onset_at.unwrap();
+    // the plant's hit runs by start; the first one is given CI trouble: it is no longer clean
+    let mut hits: Vec<usize> = (0..w.truth.len())
+        .filter(|&i| w.truth[i].plant == Some(p.id) && w.truth[i].ci_trouble.is_none())
+        .collect();
+    hits.sort_by_key(|&i| w.truth[i].started);
+    assert!(hits.len() > 2, "{}", hits.len());
+    w.truth[hits[0]].ci_trouble = Some("CI network lost (one run)".into());
+    let first_clean_hit = w.truth[hits[1]].started;
+    assert!(
+        first_clean_hit > onset,
+        "the first bad run is never the second hit"
+    );
+
+    let metal_414 = scope(&[
+        (Dimension::Release, &["4.14"]),
+        (Dimension::Platform, &["metal"]),
+    ]);
+    let observed = cycles(
+        &w,
+        first_clean_hit + Duration::hours(12),
+        w.spec.end,
+        &[report("image-registry", metal_414, &[])],
+    );
+    let s = score_plant(&w, &p, &observed);
+    let lag = s.first_disrupted_days.unwrap();
+    assert!(
+        (lag - days(first_clean_hit - onset)).abs() < 1e-9 && lag > 0.0,
+        "{s:?}"
+    );
+    let after = s.detection_days.unwrap() - lag;
+    assert!((0.5..0.75).contains(&after), "{after}");
+
+    let mut row = crate::edge::scorecard::ClassSummary::default();
+    crate::edge::scorecard::summarize(&mut row, std::iter::once(&s));
+    assert_eq!(row.detection_after_disrupted_median_days, Some(after));
+    assert_eq!(row.detection_after_disrupted_worst_days, Some(after));
+}
+
+#[test]
 fn a_scope_naming_every_network_is_the_same_scope_and_a_narrower_one_is_not_exact() {
     let w = world(&[Class::SeedCase]);
     let p = &w.plants[0];
