@@ -366,12 +366,12 @@ fn tested_by<'a>(world: &'a World, plant: &Plant) -> BTreeSet<&'a str> {
         .collect()
 }
 
-/// When the plant first disrupted a run without CI trouble (one it hit that reads regressed).
+/// When the plant first disrupted a run: its first truly regressed, clean run ([`pure_sample`]).
 fn first_disrupted(world: &World, plant: &Plant) -> Option<DateTime<Utc>> {
     world
         .truth
         .iter()
-        .filter(|t| t.plant == Some(plant.id) && t.ci_trouble.is_none())
+        .filter(|t| pure_sample(Some(t), plant))
         .map(|t| t.started)
         .min()
 }

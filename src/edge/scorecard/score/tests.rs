@@ -115,7 +115,7 @@ fn the_lag_to_the_first_disrupted_run_is_measured_from_the_first_bad_run() {
     let first_clean_hit = w.truth[hits[1]].started;
     assert!(
         first_clean_hit > onset,
-        "the first bad run is never the second hit"
+        "a second hit comes after the first bad run"
     );
 
     let metal_414 = scope(&[
