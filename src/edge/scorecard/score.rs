@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::application::backtest::Story;
 use crate::model::{DAY, Dimensions, RegressionReport, Scope};
-use crate::synth::world::{Class, Plant, RunTruth, World};
+use crate::synth::world::{Class, Part, Plant, RunTruth, World};
 
 /// What one world's replay said: each cycle's regressions (active and resolved), and the
 /// incidents they left in the replay's store.
@@ -28,6 +28,9 @@ pub struct PlantScore {
     pub planted_scope: String,
     /// Runs a day of the planted scope (12 or 6 for the metal scopes).
     pub runs_per_day: f64,
+    /// Runs a day of its first part alone: the whole scope's when it has one part; about half
+    /// for a growing regression, whose first part is one network of the scope.
+    pub first_part_runs_per_day: f64,
     pub detected: bool,
     /// The last report before the fix (or the end) covers exactly the affected variants.
     pub exact_scope: bool,
@@ -244,7 +247,8 @@ fn score_plant(world: &World, plant: &Plant, observed: &Observed) -> PlantScore 
             .map(|p| p.scope.describe())
             .collect::<Vec<_>>()
             .join(" then "),
-        runs_per_day: runs_per_day(world, plant),
+        runs_per_day: runs_per_day(world, plant, &plant.parts),
+        first_part_runs_per_day: runs_per_day(world, plant, &plant.parts[..1]),
         detected: first.is_some(),
         exact_scope: exact,
         reported_scope,
@@ -376,12 +380,13 @@ fn first_disrupted(world: &World, plant: &Plant) -> Option<DateTime<Utc>> {
         .min()
 }
 
-fn runs_per_day(world: &World, plant: &Plant) -> f64 {
+/// Runs a day of the plant's release in any of `parts`.
+fn runs_per_day(world: &World, plant: &Plant, parts: &[Part]) -> f64 {
     let n = world
         .truth
         .iter()
         .filter(|t| {
-            t.dims.release == plant.release && plant.parts.iter().any(|p| p.scope.contains(&t.dims))
+            t.dims.release == plant.release && parts.iter().any(|p| p.scope.contains(&t.dims))
         })
         .count();
     n as f64 / f64::from(world.spec.days)

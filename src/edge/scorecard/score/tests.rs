@@ -144,6 +144,39 @@ fn the_lag_to_the_first_disrupted_run_is_measured_from_the_first_bad_run() {
 }
 
 #[test]
+fn a_growing_regressions_first_part_runs_less_often_than_its_whole_scope() {
+    let w = world(&[Class::SeedCase, Class::Growing]);
+    let observed = cycles(&w, w.spec.end, w.spec.end, &[]);
+    let per_day = |p: &Plant, part: &Part| {
+        let n = w
+            .truth
+            .iter()
+            .filter(|t| t.dims.release == p.release && part.scope.contains(&t.dims))
+            .count();
+        n as f64 / f64::from(w.spec.days)
+    };
+    for p in &w.plants {
+        let s = score_plant(&w, p, &observed);
+        assert!(
+            (s.first_part_runs_per_day - per_day(p, &p.parts[0])).abs() < 1e-9,
+            "{s:?}"
+        );
+        if p.class == Class::Growing {
+            // one network of metal: well under the whole scope, which holds both
+            let both = per_day(p, &p.parts[0]) + per_day(p, &p.parts[1]);
+            assert!((s.runs_per_day - both).abs() < 1e-9, "{s:?}");
+            assert!(
+                s.first_part_runs_per_day > 0.0 && s.first_part_runs_per_day < 0.8 * s.runs_per_day,
+                "{s:?}"
+            );
+        } else {
+            assert_eq!(s.first_part_runs_per_day, s.runs_per_day, "{s:?}");
+        }
+    }
+    assert_eq!(w.plants.len(), 2);
+}
+
+#[test]
 fn a_scope_naming_every_network_is_the_same_scope_and_a_narrower_one_is_not_exact() {
     let w = world(&[Class::SeedCase]);
     let p = &w.plants[0];
