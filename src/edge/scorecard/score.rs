@@ -143,11 +143,13 @@ fn matches(report: &RegressionReport, plant: &Plant, variants: &[Dimensions]) ->
 /// Whether a sample run is a truly regressed, clean run of the plant's scope.
 fn pure_sample(truth: Option<&RunTruth>, plant: &Plant) -> bool {
     truth.is_some_and(|t| {
-        t.plant == Some(plant.id)
-            && t.ci_trouble.is_none()
-            && t.dims.release == plant.release
-            && plant.parts.iter().any(|p| p.scope.contains(&t.dims))
+        t.plant == Some(plant.id) && t.ci_trouble.is_none() && in_parts(t, plant, &plant.parts)
     })
+}
+
+/// Whether a run is one of the plant's release in any of `parts`.
+fn in_parts(t: &RunTruth, plant: &Plant, parts: &[Part]) -> bool {
+    t.dims.release == plant.release && parts.iter().any(|p| p.scope.contains(&t.dims))
 }
 
 /// Whether the reported onset holds the true first bad payload, and the width of the window in
@@ -365,7 +367,7 @@ fn tested_by<'a>(world: &'a World, plant: &Plant) -> BTreeSet<&'a str> {
     world
         .truth
         .iter()
-        .filter(|t| t.dims.release == plant.release && plant.parts[0].scope.contains(&t.dims))
+        .filter(|t| in_parts(t, plant, &plant.parts[..1]))
         .map(|t| t.payload.as_str())
         .collect()
 }
@@ -385,9 +387,7 @@ fn runs_per_day(world: &World, plant: &Plant, parts: &[Part]) -> f64 {
     let n = world
         .truth
         .iter()
-        .filter(|t| {
-            t.dims.release == plant.release && parts.iter().any(|p| p.scope.contains(&t.dims))
-        })
+        .filter(|t| in_parts(t, plant, parts))
         .count();
     n as f64 / f64::from(world.spec.days)
 }
