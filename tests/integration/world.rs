@@ -371,19 +371,63 @@ async fn a_thin_cell_whose_runs_stay_clean_does_not_widen_a_regression_through_a
     );
 }
 
+/// World 38 (seed 1038) plants a metal 4.13 image-registry regression whose first bad runs
+/// start on 11-20 at 22:17; at the default false discovery rate it is told over metal from the
+/// 11-21 18:00 cycle on. At a looser rate (0.2) the group of metal's minor upgrades regressed
+/// too, so its micro upgrades, their own group healthy, left the found scope; metal's minor
+/// upgrades alone showed no change of level yet, and the regression was held back until 11-22
+/// 12:00: a looser rate told it 18 hours later. Told over the wider scope of its metal group
+/// instead, it comes at the same cycle, over the same scope, at either rate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finer_group_regressing_too_does_not_hold_back_what_its_platform_shows() {
+    let strict = sheriff::config::Settings::default();
+    let mut loose = sheriff::config::Settings::default();
+    loose.evaluate.false_discovery_rate = 0.2;
+    let first = |reports: &[(
+        chrono::DateTime<chrono::Utc>,
+        sheriff::model::RegressionReport,
+    )]| {
+        let (at, r) = reports.first().expect("the planted regression is told");
+        (*at, r.scope.describe())
+    };
+    let at_strict = first(&reports_with(38, ("image-registry", "4.13"), (20, 23), &strict).await);
+    let at_loose = first(&reports_with(38, ("image-registry", "4.13"), (20, 23), &loose).await);
+    assert_eq!(
+        at_strict.0,
+        sheriff::synth::day(2026, 11, 21) + chrono::Duration::hours(18)
+    );
+    assert_eq!(
+        at_loose, at_strict,
+        "a looser rate tells it no later, over the same scope"
+    );
+}
+
 /// Every report of `family` and `release` in world `i` ([`scored_world`]), cycle by cycle
-/// every 6 hours over the November `days`.
+/// every 6 hours over the November `days`, at the default settings.
 async fn reports_of(
+    i: usize,
+    family_release: (&str, &str),
+    days: (u32, u32),
+) -> Vec<(
+    chrono::DateTime<chrono::Utc>,
+    sheriff::model::RegressionReport,
+)> {
+    let settings = sheriff::config::Settings::default();
+    reports_with(i, family_release, days, &settings).await
+}
+
+/// [`reports_of`] at `settings`.
+async fn reports_with(
     i: usize,
     (family, release): (&str, &str),
     days: (u32, u32),
+    settings: &sheriff::config::Settings,
 ) -> Vec<(
     chrono::DateTime<chrono::Utc>,
     sheriff::model::RegressionReport,
 )> {
     use sheriff::application::backtest::{Cadence, backtest_observed};
     let (_db, store) = scored_world(i).await;
-    let settings = sheriff::config::Settings::default();
     let (from, to) = (
         sheriff::synth::day(2026, 11, days.0),
         sheriff::synth::day(2026, 11, days.1),
@@ -397,7 +441,7 @@ async fn reports_of(
         }
     };
     let cadence = Cadence::Every(6 * 3_600);
-    backtest_observed(store, &settings, from, to, &cadence, &mut observe)
+    backtest_observed(store, settings, from, to, &cadence, &mut observe)
         .await
         .unwrap();
     reports

@@ -271,6 +271,16 @@ impl<'a> Cluster<'a> {
     }
 }
 
+/// What [`Context::describe`] made of a regression.
+pub(super) enum Description {
+    /// Its report and numbers.
+    Told(Box<Described>),
+    /// Its numbers hold over this scope, but its runs there show no change of level.
+    HeldBack(Scope),
+    /// Its lead has no check, or its numbers hold over no scope they can be told for.
+    Untold,
+}
+
 /// A described regression: its report and the numbers over its scope.
 pub(super) struct Described {
     pub report: RegressionReport,
@@ -490,13 +500,26 @@ impl<S: RunSource> Context<'_, S> {
                     .without_healthy_parts(backend, (cluster.scope.clone(), s), holds);
             return Some((scope, s, false));
         }
-        let own = group_scope(&lead.key);
+        let (scope, s) = self.judged_over(lead, group_scope(&lead.key), (percentile, span))?;
+        Some((scope, s, true))
+    }
+
+    /// The numbers of a group's backend over `own`, without its healthy parts; None when they
+    /// do not hold there.
+    fn judged_over(
+        &self,
+        group: &GroupResult,
+        own: Scope,
+        (percentile, span): (Percentile, Span),
+    ) -> Option<(Scope, ScopeStats)> {
+        let (settings, cutoff) = (self.settings, group.cutoff);
+        let backend = &group.key.backend;
+        let holds = |s: &ScopeStats| s.holds(settings, cutoff);
         let s = self
             .judging
             .stats(backend, &own, percentile, span)
             .filter(holds)?;
-        let (scope, s) = self.judging.without_healthy_parts(backend, (own, s), holds);
-        Some((scope, s, true))
+        Some(self.judging.without_healthy_parts(backend, (own, s), holds))
     }
 
     /// Runs with their intervals (None for one no longer stored), each read once a cycle: those
@@ -553,20 +576,94 @@ impl<S: RunSource> Context<'_, S> {
             .await
     }
 
-    /// Everything one regression says, or None when its numbers do not hold over any scope
-    /// they can be told for. `search_from` is where its onset may be looked for.
-    pub async fn describe(
-        &self,
-        cluster: &Cluster<'_>,
-        search_from: i64,
-    ) -> Result<Option<Described>> {
-        let (lead, check, backends) = lead_of(cluster);
-        let Some(check) = check else { return Ok(None) };
-        let Some((scope, mut stats, narrowed)) =
+    /// Everything one regression says; held back when its runs show no change of level; not
+    /// told when its numbers do not hold over any scope they can be told for. `search_from` is
+    /// where its onset may be looked for.
+    pub async fn describe(&self, cluster: &Cluster<'_>, search_from: i64) -> Result<Description> {
+        let (lead, check, _) = lead_of(cluster);
+        let Some(check) = check else {
+            return Ok(Description::Untold);
+        };
+        let Some((scope, stats, narrowed)) =
             self.judged_scope(cluster, lead, (check.percentile, check.span))
         else {
+            return Ok(Description::Untold);
+        };
+        self.describe_over(
+            cluster,
+            (lead, &check),
+            (scope, stats, narrowed),
+            search_from,
+        )
+        .await
+    }
+
+    /// A regression held back over `held` told over a wider scope on the same platform: the
+    /// own scope of one of its groups that keeps that platform and covers `held`, the smallest
+    /// first, when its numbers hold there, its runs show the change, and no regression in
+    /// `taken` (those this cycle already tells) is the same problem. A finer group that
+    /// regressed too must not hide a change the wider scope shows: with it, the found scope
+    /// narrows to its part (metal's minor upgrades), whose runs alone may not show the change
+    /// yet. `search_from` gives where a scope's onset may be looked for.
+    pub async fn describe_wider(
+        &self,
+        cluster: &Cluster<'_>,
+        held: &Scope,
+        search_from: impl Fn(&Scope) -> i64,
+        taken: &[&Scope],
+    ) -> Result<Option<Described>> {
+        let Some(platform) = held.single(Dimension::Platform) else {
             return Ok(None);
         };
+        let data = self.index.data;
+        let p = |g: &GroupResult| g.leading_check().map_or(1.0, |c| c.p_value);
+        let mut candidates: Vec<(usize, f64, &GroupResult, &Check, Scope, ScopeStats)> = Vec::new();
+        for group in cluster.groups.iter().copied() {
+            let Some(check) = group.leading_check() else {
+                continue;
+            };
+            if group.key.get(Dimension::Platform) != Some(platform) {
+                continue;
+            }
+            let own = group_scope(&group.key).simplified(&data.variants);
+            let Some((scope, stats)) = self.judged_over(group, own, (check.percentile, check.span))
+            else {
+                continue;
+            };
+            let wider = scope != *held && scope.covers(held);
+            let seen = candidates.iter().any(|c| c.4 == scope);
+            if !wider || seen || taken.iter().any(|t| t.same_problem(&scope)) {
+                continue;
+            }
+            let size = variants_in(data, &scope).len();
+            candidates.push((size, p(group), group, check, scope, stats));
+        }
+        candidates.sort_by(|a, b| {
+            (a.0.cmp(&b.0))
+                .then(a.1.total_cmp(&b.1))
+                .then(a.2.key.backend.cmp(&b.2.key.backend))
+        });
+        for (_, _, group, check, scope, stats) in candidates {
+            let from = search_from(&scope);
+            let told = self
+                .describe_over(cluster, (group, check), (scope, stats, true), from)
+                .await?;
+            if let Description::Told(d) = told {
+                return Ok(Some(*d));
+            }
+        }
+        Ok(None)
+    }
+
+    /// [`Context::describe`] over a judged scope, with `lead` making the case.
+    async fn describe_over(
+        &self,
+        cluster: &Cluster<'_>,
+        (lead, check): (&GroupResult, &Check),
+        (scope, mut stats, narrowed): (Scope, ScopeStats, bool),
+        search_from: i64,
+    ) -> Result<Description> {
+        let (_, _, backends) = lead_of(cluster);
         // The cycle's adjustment for many tests, carried over to the scope's own test.
         if check.p_value > 0.0 {
             stats.check.q_value = (stats.check.p_value * check.q_value / check.p_value).min(1.0);
@@ -581,7 +678,7 @@ impl<S: RunSource> Context<'_, S> {
             )
             .await?;
         if held_back(cluster, &scope, &runs, &stats) {
-            return Ok(None);
+            return Ok(Description::HeldBack(scope));
         }
 
         let release = scope
@@ -631,7 +728,7 @@ impl<S: RunSource> Context<'_, S> {
             report.attribution.contrast = contrast;
             words::said(&mut report);
         }
-        Ok(Some(Described { report, stats }))
+        Ok(Description::Told(Box::new(Described { report, stats })))
     }
 
     /// For a platform-specific regression: the release's other platforms whose runs of the

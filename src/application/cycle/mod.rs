@@ -29,6 +29,7 @@ use crate::model::{DAY, Dimension, Scope, backend_family};
 use crate::store::Store;
 use crate::store::evaluations::{CycleOutcome, CycleRecord};
 use crate::support::error::with_sources;
+use attribution::Description;
 pub use error::CycleError;
 use error::Result;
 use source::RunSource;
@@ -660,7 +661,6 @@ async fn regressions_of<S: RunSource>(
     states: &mut States,
 ) -> Result<(Vec<RegressionReport>, Vec<(i64, i64)>)> {
     let phase = Instant::now();
-    let mut detections = Vec::new();
     let clusters = clusters(cx.index, evaluation, cx.settings);
     tracing::debug!(
         seconds = phase.elapsed().as_secs_f64(),
@@ -669,16 +669,7 @@ async fn regressions_of<S: RunSource>(
     );
 
     let phase = Instant::now();
-    for cluster in &clusters {
-        match cx
-            .describe(cluster, search_from(cluster, incidents, cx))
-            .await?
-        {
-            Some(d) => detections.push(d),
-            None => forget_unreported(cluster, states),
-        }
-    }
-
+    let detections = described(cx, &clusters, incidents, states).await?;
     tracing::debug!(
         seconds = phase.elapsed().as_secs_f64(),
         "cycle: described the clusters"
@@ -715,6 +706,41 @@ async fn regressions_of<S: RunSource>(
     Ok((regressions, merges))
 }
 
+/// Every cluster described. A held-back regression is then told over a wider scope on its
+/// platform ([`attribution::Context::describe_wider`]) only when no regression told this cycle
+/// is the same problem there, so two held back never both take one scope. A regression left
+/// untold forgets its new groups' states ([`forget_unreported`]).
+async fn described<S: RunSource>(
+    cx: &attribution::Context<'_, S>,
+    clusters: &[attribution::Cluster<'_>],
+    incidents: &[Incident],
+    states: &mut States,
+) -> Result<Vec<attribution::Described>> {
+    let mut detections = Vec::new();
+    let mut held = Vec::new();
+    for cluster in clusters {
+        let from = search_from(&cluster.family, &cluster.scope, incidents, cx);
+        match cx.describe(cluster, from).await? {
+            Description::Told(d) => detections.push(*d),
+            Description::HeldBack(scope) => held.push((cluster, scope)),
+            Description::Untold => forget_unreported(cluster, states),
+        }
+    }
+    for (cluster, scope) in held {
+        let taken: Vec<&Scope> = detections
+            .iter()
+            .filter(|d| d.report.family == cluster.family)
+            .map(|d| &d.report.scope)
+            .collect();
+        let from = |s: &Scope| search_from(&cluster.family, s, incidents, cx);
+        match cx.describe_wider(cluster, &scope, from, &taken).await? {
+            Some(d) => detections.push(d),
+            None => forget_unreported(cluster, states),
+        }
+    }
+    Ok(detections)
+}
+
 /// A new regression the cycle did not report (no change of level in its runs, or numbers that
 /// hold over no scope) leaves no state behind: the next cycle judges its groups as new again,
 /// with the same tests. Kept, the state would let the groups stay regressed on their level alone
@@ -731,20 +757,19 @@ fn forget_unreported(cluster: &attribution::Cluster<'_>, states: &mut States) {
 /// Where a detection's onset may be: the windows' span, but after the last recovery of a
 /// resolved incident it would reopen (a recurrence has an onset of its own).
 fn search_from<S>(
-    cluster: &attribution::Cluster<'_>,
+    family: &str,
+    scope: &Scope,
     incidents: &[Incident],
     cx: &attribution::Context<'_, S>,
 ) -> i64 {
-    let release = cluster.scope.single(Dimension::Release).unwrap_or_default();
+    let release = scope.single(Dimension::Release).unwrap_or_default();
     let default = cx.baseline.from.timestamp();
     incidents
         .iter()
         .filter(|i| {
-            !i.state.is_open()
-                && i.snapshot.family == cluster.family
-                && i.snapshot.release == release
+            !i.state.is_open() && i.snapshot.family == family && i.snapshot.release == release
         })
-        .filter(|i| i.snapshot.scope.same_problem(&cluster.scope))
+        .filter(|i| i.snapshot.scope.same_problem(scope))
         .filter_map(|i| i.episodes.last()?.recovered_at.map(|t| t.timestamp()))
         .fold(default, i64::max)
 }
