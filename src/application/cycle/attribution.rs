@@ -311,15 +311,23 @@ struct ReadIntervals {
 /// The group that makes a cluster's case (the most significant), its leading check, and the
 /// cluster's backends.
 fn lead_of<'a>(cluster: &Cluster<'a>) -> (&'a GroupResult, Option<Check>, Vec<String>) {
-    let p = |g: &GroupResult| g.leading_check().map_or(1.0, |c| c.p_value);
     let lead = *cluster
         .groups
         .iter()
-        .min_by(|a, b| {
-            p(a).total_cmp(&p(b))
-                .then(a.key.backend.cmp(&b.key.backend))
-        })
+        .min_by(|a, b| by_significance(a, b))
         .expect("a cluster has a group");
+    (lead, lead.leading_check().cloned(), backends_of(cluster))
+}
+
+/// Groups by their leading check's p-value (none last), then by backend.
+fn by_significance(a: &GroupResult, b: &GroupResult) -> std::cmp::Ordering {
+    let p = |g: &GroupResult| g.leading_check().map_or(1.0, |c| c.p_value);
+    p(a).total_cmp(&p(b))
+        .then(a.key.backend.cmp(&b.key.backend))
+}
+
+/// A cluster's backends, sorted, each once.
+fn backends_of(cluster: &Cluster<'_>) -> Vec<String> {
     let mut backends: Vec<String> = cluster
         .groups
         .iter()
@@ -327,7 +335,7 @@ fn lead_of<'a>(cluster: &Cluster<'a>) -> (&'a GroupResult, Option<Check>, Vec<St
         .collect();
     backends.sort();
     backends.dedup();
-    (lead, lead.leading_check().cloned(), backends)
+    backends
 }
 
 fn status_of(cluster: &Cluster<'_>) -> Status {
@@ -615,9 +623,15 @@ impl<S: RunSource> Context<'_, S> {
         let Some(platform) = held.single(Dimension::Platform) else {
             return Ok(None);
         };
+        struct Candidate<'g> {
+            variants: usize,
+            group: &'g GroupResult,
+            check: &'g Check,
+            scope: Scope,
+            stats: ScopeStats,
+        }
         let data = self.index.data;
-        let p = |g: &GroupResult| g.leading_check().map_or(1.0, |c| c.p_value);
-        let mut candidates: Vec<(usize, f64, &GroupResult, &Check, Scope, ScopeStats)> = Vec::new();
+        let mut candidates: Vec<Candidate<'_>> = Vec::new();
         for group in cluster.groups.iter().copied() {
             let Some(check) = group.leading_check() else {
                 continue;
@@ -631,22 +645,24 @@ impl<S: RunSource> Context<'_, S> {
                 continue;
             };
             let wider = scope != *held && scope.covers(held);
-            let seen = candidates.iter().any(|c| c.4 == scope);
+            let seen = candidates.iter().any(|c| c.scope == scope);
             if !wider || seen || taken.iter().any(|t| t.same_problem(&scope)) {
                 continue;
             }
-            let size = variants_in(data, &scope).len();
-            candidates.push((size, p(group), group, check, scope, stats));
+            candidates.push(Candidate {
+                variants: variants_in(data, &scope).len(),
+                group,
+                check,
+                scope,
+                stats,
+            });
         }
-        candidates.sort_by(|a, b| {
-            (a.0.cmp(&b.0))
-                .then(a.1.total_cmp(&b.1))
-                .then(a.2.key.backend.cmp(&b.2.key.backend))
-        });
-        for (_, _, group, check, scope, stats) in candidates {
-            let from = search_from(&scope);
+        candidates
+            .sort_by(|a, b| (a.variants.cmp(&b.variants)).then(by_significance(a.group, b.group)));
+        for c in candidates {
+            let from = search_from(&c.scope);
             let told = self
-                .describe_over(cluster, (group, check), (scope, stats, true), from)
+                .describe_over(cluster, (c.group, c.check), (c.scope, c.stats, true), from)
                 .await?;
             if let Description::Told(d) = told {
                 return Ok(Some(*d));
@@ -663,7 +679,7 @@ impl<S: RunSource> Context<'_, S> {
         (scope, mut stats, narrowed): (Scope, ScopeStats, bool),
         search_from: i64,
     ) -> Result<Description> {
-        let (_, _, backends) = lead_of(cluster);
+        let backends = backends_of(cluster);
         // The cycle's adjustment for many tests, carried over to the scope's own test.
         if check.p_value > 0.0 {
             stats.check.q_value = (stats.check.p_value * check.q_value / check.p_value).min(1.0);
