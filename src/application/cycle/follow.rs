@@ -4,8 +4,9 @@
 //!
 //! Recovery is seen the way an onset is: a change point in the incident's runs after its onset,
 //! a change for the better with at least `recovery_min_runs` runs after it, those runs within
-//! what the reference allows and not worse than the reference. It does not wait for the window
-//! to empty of regressed runs. Without such a change the incident resolves only after
+//! what the reference allows and not worse than the reference (the most likely change, else the
+//! one after the last run above what is allowed). It does not wait for the window to empty of
+//! regressed runs. Without such a change the incident resolves only after
 //! `clear_after` cycles in a row whose window is back within the reference.
 
 use super::attribution::{Context, Described, onset_of};
@@ -180,7 +181,11 @@ impl<S: RunSource> Context<'_, S> {
     }
 
     /// An early recovery: a change for the better after the onset, with enough runs after it
-    /// that are within what the reference allows and not worse than it.
+    /// that are within what the reference allows and not worse than it. The series' most likely
+    /// change is tried first; when it is a change for the better but runs above what is allowed
+    /// follow it (the last regressed payloads spared a run or two, which pulled the change back
+    /// before their other runs), the change after the last run above what is allowed is tried
+    /// too, held to the same test and checks.
     fn recovery(&self, runs: &[CellRun], onset: Option<&Onset>, stats: &ScopeStats) -> Option<i64> {
         let after = onset.map_or(i64::MIN, |o| o.at.timestamp());
         let since: Vec<&CellRun> = runs.iter().filter(|r| r.started >= after).collect();
@@ -207,11 +212,38 @@ impl<S: RunSource> Context<'_, S> {
             );
             return None;
         }
+        if self.back_within(&since[change.index..], needed, stats) {
+            // dated late in its interval: every run before it stays out of the windows from
+            // now on, and none of the regression's own may be left in
+            return Some(change.times(&series).2);
+        }
 
-        // Dated late in its interval: every run before it stays out of the windows from now on,
-        // and none of the regression's own may be left in.
+        // a change for the better, but runs above what is allowed follow it: try the change
+        // after the last of them
+        let allowed = stats.check.allowed;
+        let index = series.iter().rposition(|r| r.seconds as f64 > allowed)? + 1;
+        let later = index > change.index
+            && series.len() - index >= needed
+            && self.fewer_after(&series, index, stats)
+            && self.back_within(&since[index..], needed, stats);
+        tracing::debug!(
+            backend = %stats.backend,
+            runs = series.len(),
+            after = series.len() - index,
+            later,
+            "a recovery after the last run above what is allowed"
+        );
+        if !later {
+            return None;
+        }
+        series.get(index).map(|r| r.at)
+    }
+
+    /// Whether the runs after a change are enough (`needed`), back within what the reference
+    /// allows and not significantly worse than it.
+    fn back_within(&self, after: &[&CellRun], needed: usize, stats: &ScopeStats) -> bool {
         let mut post = Histogram::new();
-        for r in &since[change.index..] {
+        for r in after {
             post.add(r.seconds, 1);
         }
 
@@ -230,15 +262,12 @@ impl<S: RunSource> Context<'_, S> {
 
         tracing::debug!(
             backend = %stats.backend,
-            runs = series.len(),
             after = post.count(),
-            statistic = change.statistic,
             within,
             not_worse,
-            "an early recovery"
+            "back within what is allowed"
         );
-
-        (post.count() as usize >= needed && within && not_worse).then_some(change.times(&series).2)
+        post.count() as usize >= needed && within && not_worse
     }
 
     /// Whether the runs after `index` exceed what is allowed significantly less often than the
