@@ -188,9 +188,9 @@ impl<S: RunSource> Context<'_, S> {
     /// too, held to the same test and checks.
     fn recovery(&self, runs: &[CellRun], onset: Option<&Onset>, stats: &ScopeStats) -> Option<i64> {
         let after = onset.map_or(i64::MIN, |o| o.at.timestamp());
-        let since: Vec<&CellRun> = runs.iter().filter(|r| r.started >= after).collect();
-        let series: Vec<Run> = since
+        let series: Vec<Run> = runs
             .iter()
+            .filter(|r| r.started >= after)
             .map(|r| Run {
                 at: r.started,
                 seconds: r.seconds,
@@ -212,7 +212,7 @@ impl<S: RunSource> Context<'_, S> {
             );
             return None;
         }
-        if self.back_within(&since[change.index..], needed, stats) {
+        if self.back_within(&series[change.index..], needed, stats) {
             // dated late in its interval: every run before it stays out of the windows from
             // now on, and none of the regression's own may be left in
             return Some(change.times(&series).2);
@@ -225,7 +225,7 @@ impl<S: RunSource> Context<'_, S> {
         let later = index > change.index
             && series.len() - index >= needed
             && self.fewer_after(&series, index, stats)
-            && self.back_within(&since[index..], needed, stats);
+            && self.back_within(&series[index..], needed, stats);
         tracing::debug!(
             backend = %stats.backend,
             runs = series.len(),
@@ -233,15 +233,12 @@ impl<S: RunSource> Context<'_, S> {
             later,
             "a recovery after the last run above what is allowed"
         );
-        if !later {
-            return None;
-        }
-        series.get(index).map(|r| r.at)
+        later.then(|| series[index].at)
     }
 
     /// Whether the runs after a change are enough (`needed`), back within what the reference
     /// allows and not significantly worse than it.
-    fn back_within(&self, after: &[&CellRun], needed: usize, stats: &ScopeStats) -> bool {
+    fn back_within(&self, after: &[Run], needed: usize, stats: &ScopeStats) -> bool {
         let mut post = Histogram::new();
         for r in after {
             post.add(r.seconds, 1);
