@@ -35,7 +35,8 @@ pub struct EvaluateSettings {
     /// Historical-table rows with fewer job runs are ignored.
     pub historical_min_runs: u64,
     /// A release whose first run is younger than this is judged against the previous
-    /// release's same group: its own few days of history may already hold a regression.
+    /// release's same group, when its first run came a day or more after that release's: its
+    /// own few days of history may already hold a regression.
     pub min_history_days: u32,
     /// Runs after a candidate fix point that must be back at the reference before an incident
     /// resolves early (before its window has emptied of regressed runs).

@@ -459,13 +459,11 @@ async fn read_inputs<S: RunSource>(
     episodes::apply(source, &mut data, &masks, window, reference, &recent, now).await?;
     let prior = state.evaluations().group_states().await?;
     let historical = HistoricalTable::new(source.historical().await?, es.historical_min_runs);
-    let young: HashSet<String> = source
-        .first_seen(now)
-        .await?
-        .into_iter()
-        .filter(|(_, first)| *first > now - i64::from(es.min_history_days) * DAY)
-        .map(|(release, _)| release)
-        .collect();
+    let young = evaluate::thresholds::young_releases(
+        &source.first_seen(now).await?,
+        now,
+        es.min_history_days,
+    );
 
     tracing::debug!(
         seconds = phase.elapsed().as_secs_f64(),

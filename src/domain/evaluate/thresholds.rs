@@ -139,6 +139,32 @@ pub fn previous_release(release: &str) -> Option<String> {
     (minor > 0).then(|| format!("{major}.{}", minor - 1))
 }
 
+/// The releases judged against the previous release's runs at `now`: those whose first run is
+/// younger than `min_history_days` (their own few days may already hold a regression, as a new
+/// release's can) and came a day or more after the previous release's first run. Releases whose
+/// first runs came within a day of each other began together as far as sheriff knows (every
+/// release does when sheriff's history began less than `min_history_days` ago: CI runs each of
+/// them at least daily): comparing one with the other would only tell a difference between
+/// releases that was always there, so each keeps its own history. `first_seen` is each
+/// release's first run.
+pub fn young_releases(
+    first_seen: &HashMap<String, i64>,
+    now: i64,
+    min_history_days: u32,
+) -> std::collections::HashSet<String> {
+    let since = now - i64::from(min_history_days) * crate::model::DAY;
+    first_seen
+        .iter()
+        .filter(|(_, first)| **first > since)
+        .filter(|(release, first)| {
+            previous_release(release)
+                .and_then(|p| first_seen.get(&p))
+                .is_some_and(|previous| *previous <= **first - crate::model::DAY)
+        })
+        .map(|(release, _)| release.clone())
+        .collect()
+}
+
 /// The same group one release earlier (`from_release` shifted too when the group fixes it).
 #[cfg(test)]
 pub(crate) fn previous_release_key(group: &GroupKey) -> Option<GroupKey> {
@@ -163,6 +189,31 @@ pub fn previous_release_values(fixed: &Fixed) -> Option<Fixed> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_release_is_young_only_beside_an_older_one() {
+        let (day, hour) = (crate::model::DAY, crate::model::HOUR);
+        let now = 100 * day;
+        let first: HashMap<String, i64> = [
+            ("4.13".to_string(), 10 * day),
+            ("4.14".to_string(), 95 * day),
+            ("4.15".to_string(), 95 * day + 3 * hour),
+        ]
+        .into();
+        // 4.14 began five days ago beside a 4.13 of ninety days; 4.15 hours after 4.14
+        let young = young_releases(&first, now, 14);
+        assert_eq!(young, ["4.14".to_string()].into());
+
+        // sheriff's history began a little over 14 days ago, with every release within hours:
+        // none is younger than the one before, now or as the first passes 14 days
+        let first: HashMap<String, i64> = [
+            ("4.13".to_string(), 86 * day - hour),
+            ("4.14".to_string(), 86 * day + 3 * hour),
+            ("4.15".to_string(), 86 * day + 9 * hour),
+        ]
+        .into();
+        assert!(young_releases(&first, now, 14).is_empty());
+    }
 
     fn rule(backend: &str, dims: &[(&str, &str)], p: Percentile, seconds: f64) -> LimitRule {
         let mut r = LimitRule {
