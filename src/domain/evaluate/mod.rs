@@ -147,7 +147,8 @@ pub struct EvalInput<'a> {
     pub prior: &'a HashMap<String, GroupState>,
     /// Unix seconds of the evaluation, recorded as `since` of new regressions.
     pub now: i64,
-    /// Releases younger than `min_history_days` at `now`: judged against the previous release.
+    /// The releases judged against the previous release at `now`
+    /// ([`thresholds::young_releases`]).
     pub young: &'a HashSet<String>,
 }
 

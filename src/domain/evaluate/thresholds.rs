@@ -1,12 +1,12 @@
 //! Thresholds from the three sources, most specific first: configured limits, the CI suite's
 //! historical table, and sheriff's own history (a baseline window, or the previous release).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::config::LimitRule;
 use crate::model::{
-    Dimension, Dimensions, Fixed, GroupKey, HistoricalRow, Percentile, Threshold, ThresholdSource,
-    glob_match,
+    DAY, Dimension, Dimensions, Fixed, GroupKey, HistoricalRow, Percentile, Threshold,
+    ThresholdSource, glob_match,
 };
 
 /// The configured limit for a group and percentile: among rules whose backend glob matches and
@@ -151,15 +151,15 @@ pub fn young_releases(
     first_seen: &HashMap<String, i64>,
     now: i64,
     min_history_days: u32,
-) -> std::collections::HashSet<String> {
-    let since = now - i64::from(min_history_days) * crate::model::DAY;
+) -> HashSet<String> {
+    let since = now - i64::from(min_history_days) * DAY;
     first_seen
         .iter()
         .filter(|(_, first)| **first > since)
         .filter(|(release, first)| {
             previous_release(release)
                 .and_then(|p| first_seen.get(&p))
-                .is_some_and(|previous| *previous <= **first - crate::model::DAY)
+                .is_some_and(|previous| *previous <= **first - DAY)
         })
         .map(|(release, _)| release.clone())
         .collect()
@@ -192,7 +192,7 @@ mod tests {
 
     #[test]
     fn a_release_is_young_only_beside_an_older_one() {
-        let (day, hour) = (crate::model::DAY, crate::model::HOUR);
+        let (day, hour) = (DAY, crate::model::HOUR);
         let now = 100 * day;
         let first: HashMap<String, i64> = [
             ("4.13".to_string(), 10 * day),
