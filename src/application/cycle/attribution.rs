@@ -257,6 +257,11 @@ pub(super) struct Cluster<'a> {
     /// problem seen through them. Listed with its groups; never its lead, its backends, its
     /// status or its scope.
     pub seen_through: Vec<&'a GroupResult>,
+    /// Groups of its family and release whose own tests were discoveries, explained away by a
+    /// stronger group holding some of their cells: where the regression may be told when its
+    /// own scope cannot be yet ([`Context::describe_elsewhere`]). Never its lead, its backends,
+    /// its status or its scope.
+    pub explained: Vec<&'a GroupResult>,
 }
 
 impl<'a> Cluster<'a> {
@@ -606,14 +611,19 @@ impl<S: RunSource> Context<'_, S> {
         .await
     }
 
-    /// A regression held back over `held` told over a wider scope on the same platform: the
-    /// own scope of one of its groups that keeps that platform and covers `held`, the smallest
-    /// first, when its numbers hold there, its runs show the change, and no regression in
-    /// `taken` (those this cycle already tells) is the same problem. A finer group that
-    /// regressed too must not hide a change the wider scope shows: with it, the found scope
-    /// narrows to its part (metal's minor upgrades), whose runs alone may not show the change
-    /// yet. `search_from` gives where a scope's onset may be looked for.
-    pub async fn describe_wider(
+    /// A regression held back over `held` told over another scope on the same platform: the
+    /// own scope of one of its groups (or of those it explained away) that keeps that
+    /// platform, when its numbers hold there,
+    /// its runs show the change, and no regression in `taken` (those this cycle already tells)
+    /// is the same problem. The scopes covering `held` come first, the smallest first: a finer
+    /// group that regressed too must not hide a change the wider scope shows (with it, the
+    /// found scope narrows to its part, metal's minor upgrades, whose runs alone may not show
+    /// the change yet). Then the others, the most significant first: a pool can be the
+    /// strongest discovery before its runs show the change (metal's minor upgrades, half of
+    /// them not regressed yet), while a part it explained away already does (metal ovn, where
+    /// the regression began). `search_from` gives where a scope's onset may be
+    /// looked for.
+    pub async fn describe_elsewhere(
         &self,
         cluster: &Cluster<'_>,
         held: &Scope,
@@ -624,6 +634,7 @@ impl<S: RunSource> Context<'_, S> {
             return Ok(None);
         };
         struct Candidate<'g> {
+            wider: bool,
             variants: usize,
             group: &'g GroupResult,
             check: &'g Check,
@@ -632,7 +643,7 @@ impl<S: RunSource> Context<'_, S> {
         }
         let data = self.index.data;
         let mut candidates: Vec<Candidate<'_>> = Vec::new();
-        for group in cluster.groups.iter().copied() {
+        for group in cluster.groups.iter().chain(&cluster.explained).copied() {
             let Some(check) = group.leading_check() else {
                 continue;
             };
@@ -644,12 +655,12 @@ impl<S: RunSource> Context<'_, S> {
             else {
                 continue;
             };
-            let wider = scope != *held && scope.covers(held);
             let seen = candidates.iter().any(|c| c.scope == scope);
-            if !wider || seen || taken.iter().any(|t| t.same_problem(&scope)) {
+            if scope == *held || seen || taken.iter().any(|t| t.same_problem(&scope)) {
                 continue;
             }
             candidates.push(Candidate {
+                wider: scope.covers(held),
                 variants: variants_in(data, &scope).len(),
                 group,
                 check,
@@ -657,8 +668,14 @@ impl<S: RunSource> Context<'_, S> {
                 stats,
             });
         }
-        candidates
-            .sort_by(|a, b| (a.variants.cmp(&b.variants)).then(by_significance(a.group, b.group)));
+        candidates.sort_by(|a, b| {
+            let order = if a.wider {
+                (a.variants.cmp(&b.variants)).then(by_significance(a.group, b.group))
+            } else {
+                by_significance(a.group, b.group).then(a.variants.cmp(&b.variants))
+            };
+            b.wider.cmp(&a.wider).then(order)
+        });
         for c in candidates {
             let from = search_from(&c.scope);
             let told = self

@@ -704,8 +704,8 @@ async fn regressions_of<S: RunSource>(
     Ok((regressions, merges))
 }
 
-/// Every cluster described. A held-back regression is then told over a wider scope on its
-/// platform ([`attribution::Context::describe_wider`]) only when no regression told this cycle
+/// Every cluster described. A held-back regression is then told over another scope on its
+/// platform ([`attribution::Context::describe_elsewhere`]) only when no regression told this cycle
 /// is the same problem there, so two held back never both take one scope. A regression left
 /// untold forgets its new groups' states ([`forget_unreported`]).
 async fn described<S: RunSource>(
@@ -731,7 +731,7 @@ async fn described<S: RunSource>(
             .map(|d| &d.report.scope)
             .collect();
         let from = |s: &Scope| search_from(&cluster.family, s, incidents, cx);
-        match cx.describe_wider(cluster, &scope, from, &taken).await? {
+        match cx.describe_elsewhere(cluster, &scope, from, &taken).await? {
             Some(d) => detections.push(d),
             None => forget_unreported(cluster, states),
         }
@@ -951,9 +951,32 @@ fn clusters<'a>(
 
     for c in &mut merged {
         c.scope = c.scope.simplified(&index.data.variants);
+        c.explained = explained_by(c, evaluation);
     }
 
     merged
+}
+
+/// The groups a cluster's groups explained away: of its family and release, their own tests
+/// discoveries, not reported, holding a cell of the cluster's groups.
+fn explained_by<'a>(
+    cluster: &attribution::Cluster<'a>,
+    evaluation: &'a evaluate::Evaluation,
+) -> Vec<&'a GroupResult> {
+    let release = cluster.scope.single(Dimension::Release);
+    let cells: HashSet<usize> = cluster
+        .groups
+        .iter()
+        .flat_map(|g| g.cells.iter().copied())
+        .collect();
+    evaluation
+        .groups
+        .iter()
+        .filter(|g| g.significant && !g.reported)
+        .filter(|g| backend_family(&g.key.backend) == cluster.family)
+        .filter(|g| g.key.get(Dimension::Release) == release)
+        .filter(|g| g.cells.iter().any(|c| cells.contains(c)))
+        .collect()
 }
 
 /// Adds groups that share one scope to the regression whose scope overlaps it (joining the two
@@ -978,6 +1001,7 @@ fn merge_cluster<'a>(
             finding,
             groups,
             seen_through: Vec::new(),
+            explained: Vec::new(),
         });
         return;
     };

@@ -176,6 +176,10 @@ pub struct Check {
     pub q_value: f64,
     pub exceeds: bool,
     pub discovery: bool,
+    /// Whether the check counts among the cycle's tests: whether its test could give a p-value
+    /// within the false discovery rate with the runs it has ([`could_be_discovery`]).
+    #[serde(skip)]
+    pub counted: bool,
 }
 
 /// A cell without runs in a span.
@@ -843,9 +847,37 @@ impl<'a> GroupChecks<'_, 'a> {
         })
     }
 
+    /// A recent span's check of `runs` left untested, its percentile (`observed`) within the
+    /// window's threshold (`window`, the window's check). It still counts among the cycle's
+    /// tests when its test could be a discovery with the runs it has: judged on all the group's
+    /// runs, a bound on the common cells' that the test would read.
+    fn untested(&self, span: Span, observed: f64, runs: &Histogram, window: &Check) -> Check {
+        let reference = match window.threshold.source {
+            ThresholdSource::Baseline { .. } => Some(&*self.windows.baseline),
+            ThresholdSource::PreviousRelease { .. } => self.previous.map(|p| p.1),
+            ThresholdSource::Configured { .. } | ThresholdSource::Historical { .. } => None,
+        };
+        let counted = could_be_discovery(
+            runs,
+            (&window.threshold.source, reference),
+            (window.percentile, window.allowed),
+            self.settings,
+        );
+        Check {
+            span,
+            observed,
+            p_value: 1.0,
+            q_value: 1.0,
+            exceeds: false,
+            discovery: false,
+            counted,
+            ..window.clone()
+        }
+    }
+
     /// The checks of one span. A recent span is tested only where its percentile is above the
     /// window's threshold (`window`, the window's checks): elsewhere it cannot regress, and most
-    /// groups are there. Such a check still counts, untested, among the cycle's tests. A recent
+    /// groups are there. Such a check may still count, untested, among the cycle's tests. A recent
     /// span's runs are merged here (a group of one cell borrows its cell's), only for the groups
     /// that have a window check to hold them to and enough runs in the span (`scratch` as
     /// [`Histogram::sum_of`] keeps it).
@@ -874,15 +906,9 @@ impl<'a> GroupChecks<'_, 'a> {
         for &p in &settings.percentiles {
             let observed = whole[p.index()].unwrap_or(0.0);
             match window.iter().find(|c| c.percentile == p) {
-                Some(c) if observed <= c.threshold.seconds => out.push(Check {
-                    span,
-                    observed,
-                    p_value: 1.0,
-                    q_value: 1.0,
-                    exceeds: false,
-                    discovery: false,
-                    ..c.clone()
-                }),
+                Some(c) if observed <= c.threshold.seconds => {
+                    out.push(self.untested(span, observed, runs, c));
+                }
                 None if span != Span::Window => {}
                 _ => tested.push(p),
             }
@@ -948,6 +974,17 @@ pub fn judge_check(
 
     let observed = observed.unwrap_or(0.0);
     let allowed = allowed(r.threshold.seconds, settings);
+    let reference = match r.threshold.source {
+        ThresholdSource::Baseline { .. } => Some(&*common.baseline),
+        ThresholdSource::PreviousRelease { .. } => previous,
+        ThresholdSource::Configured { .. } | ThresholdSource::Historical { .. } => None,
+    };
+    let counted = could_be_discovery(
+        current,
+        (&r.threshold.source, reference),
+        (p, allowed),
+        settings,
+    );
     let exceeds = observed > allowed && supported(current, p.fraction(), allowed, settings);
     // a test only where it can matter: most groups are far within what is allowed
     let p_value = if exceeds {
@@ -973,6 +1010,32 @@ pub fn judge_check(
         q_value: 1.0,
         exceeds,
         discovery: false,
+        counted,
+    }
+}
+
+/// Whether a test of `current` at `allowed` could give a p-value within the false discovery
+/// rate with the runs it has, however they fall (Tarone's argument for discrete tests): a
+/// comparison with a reference's runs (`reference`; none when the source is a fixed
+/// threshold) only when a run of either side is above `allowed` (else its exact test gives 1);
+/// a percentile's test against a fixed threshold only when all its runs above `allowed` would
+/// be that unlikely. A check that could not be a discovery does not count among the cycle's
+/// tests, so that it does not raise the bar for those that could.
+fn could_be_discovery(
+    current: &Histogram,
+    (source, reference): (&ThresholdSource, Option<&Histogram>),
+    (p, allowed): (Percentile, f64),
+    settings: &EvaluateSettings,
+) -> bool {
+    let above = |h: &Histogram| h.max().is_some_and(|m| m as f64 > allowed);
+    match source {
+        ThresholdSource::Baseline { .. } | ThresholdSource::PreviousRelease { .. } => {
+            reference.is_some_and(|r| !r.is_empty() && (above(current) || above(r)))
+        }
+        ThresholdSource::Configured { .. } | ThresholdSource::Historical { .. } => {
+            let all_above = (1.0 - p.fraction()).powi(current.count().min(1 << 20) as i32);
+            all_above <= settings.false_discovery_rate
+        }
     }
 }
 
@@ -1043,6 +1106,8 @@ fn check_all(
 /// Benjamini–Hochberg at `rate × R / M`. One regression makes many discoveries (each level, each
 /// span, each percentile, new and reused connections); in a single stage they would lower the
 /// bar for every other backend's tests, here they lower it only within their own family.
+/// Only the checks that could be discoveries with the runs they have count ([`Check::counted`]);
+/// the rest keep a q-value of 1, and a family with none is not among the `M`.
 /// Marks the discoveries and sets the q-values (a discovery has one within the rate); the
 /// number of tests, and each group's family cutoff (its largest discovered p-value).
 fn adjust_for_multiple_tests(
@@ -1063,28 +1128,37 @@ fn adjust_for_multiple_tests(
         })
         .collect();
 
-    let families = family_of.len();
-    let mut p_of: Vec<Vec<f64>> = vec![Vec::new(); families];
+    let mut p_of: Vec<Vec<f64>> = vec![Vec::new(); family_of.len()];
     for (gi, group_checks) in checks.iter().enumerate() {
-        p_of[group_family[gi]].extend(group_checks.iter().map(|c| c.p_value));
+        let counted = group_checks.iter().filter(|c| c.counted);
+        p_of[group_family[gi]].extend(counted.map(|c| c.p_value));
     }
 
-    let simes: Vec<f64> = p_of.iter().map(|ps| stats::simes(ps)).collect();
-    let selected = stats::bh_adjusted(&simes);
+    // a family without a check that could be a discovery is not among those selected from
+    let tested: Vec<usize> = (0..p_of.len()).filter(|&f| !p_of[f].is_empty()).collect();
+    let simes: Vec<f64> = tested.iter().map(|&f| stats::simes(&p_of[f])).collect();
+    let mut selected = vec![1.0; p_of.len()];
+    for (&f, q) in tested.iter().zip(stats::bh_adjusted(&simes)) {
+        selected[f] = q;
+    }
     let rate = settings.false_discovery_rate;
     let chosen = selected.iter().filter(|q| **q <= rate).count().max(1);
     // within-family adjusted p-values, scaled so that a discovery has one within the rate
-    let scale = families as f64 / chosen as f64;
+    let scale = tested.len() as f64 / chosen as f64;
     let within: Vec<Vec<f64>> = p_of.iter().map(|ps| stats::bh_adjusted(ps)).collect();
-    let mut next = vec![0usize; families];
-    let mut cutoffs = vec![0.0f64; families];
+    let mut next = vec![0usize; p_of.len()];
+    let mut cutoffs = vec![0.0f64; p_of.len()];
     for (gi, group_checks) in checks.iter_mut().enumerate() {
         let f = group_family[gi];
         for c in group_checks.iter_mut() {
-            let q = (within[f][next[f]] * scale).min(1.0);
-            next[f] += 1;
+            let q = if c.counted {
+                next[f] += 1;
+                (within[f][next[f] - 1] * scale).min(1.0)
+            } else {
+                1.0
+            };
             c.q_value = q;
-            c.discovery = selected[f] <= rate && q <= rate;
+            c.discovery = c.counted && selected[f] <= rate && q <= rate;
             if c.discovery {
                 cutoffs[f] = cutoffs[f].max(c.p_value);
             }
