@@ -28,7 +28,8 @@ pub struct EvaluateSettings {
     pub min_effect_seconds: f64,
     /// … and by at least this factor: allowed = max(T + seconds, T × ratio).
     pub min_effect_ratio: f64,
-    /// Benjamini–Hochberg false discovery rate across all groups tested in one cycle.
+    /// Benjamini–Hochberg false discovery rate across the tests of one cycle that could be
+    /// discoveries with the runs they have.
     pub false_discovery_rate: f64,
     /// A regressed group is resolved after this many evaluations in a row at or below its threshold.
     pub clear_after: u32,

@@ -612,17 +612,16 @@ impl<S: RunSource> Context<'_, S> {
     }
 
     /// A regression held back over `held` told over another scope on the same platform: the
-    /// own scope of one of its groups (or of those it explained away) that keeps that
-    /// platform, when its numbers hold there,
-    /// its runs show the change, and no regression in `taken` (those this cycle already tells)
-    /// is the same problem. The scopes covering `held` come first, the smallest first: a finer
-    /// group that regressed too must not hide a change the wider scope shows (with it, the
-    /// found scope narrows to its part, metal's minor upgrades, whose runs alone may not show
-    /// the change yet). Then the others, the most significant first: a pool can be the
-    /// strongest discovery before its runs show the change (metal's minor upgrades, half of
-    /// them not regressed yet), while a part it explained away already does (metal ovn, where
-    /// the regression began). `search_from` gives where a scope's onset may be
-    /// looked for.
+    /// own scope of one of its groups (or of those it explained away) that keeps that platform,
+    /// when its numbers hold there, its runs show the change, and no regression in `taken`
+    /// (those this cycle already tells) is the same problem. The scopes covering `held` come
+    /// first, the smallest first: a finer group that regressed too must not hide a change the
+    /// wider scope shows (with it, the found scope narrows to its part, metal's minor upgrades,
+    /// whose runs alone may not show the change yet). Then the others, the most significant
+    /// first: a pool can be the strongest discovery before its runs show the change (metal's
+    /// minor upgrades, half of them not regressed yet), while a part it explained away already
+    /// does (metal ovn, where the regression began). `search_from` gives where a scope's onset
+    /// may be looked for.
     pub async fn describe_elsewhere(
         &self,
         cluster: &Cluster<'_>,

@@ -705,9 +705,9 @@ async fn regressions_of<S: RunSource>(
 }
 
 /// Every cluster described. A held-back regression is then told over another scope on its
-/// platform ([`attribution::Context::describe_elsewhere`]) only when no regression told this cycle
-/// is the same problem there, so two held back never both take one scope. A regression left
-/// untold forgets its new groups' states ([`forget_unreported`]).
+/// platform ([`attribution::Context::describe_elsewhere`]) only when no regression told this
+/// cycle is the same problem there, so two held back never both take one scope. A regression
+/// left untold forgets its new groups' states ([`forget_unreported`]).
 async fn described<S: RunSource>(
     cx: &attribution::Context<'_, S>,
     clusters: &[attribution::Cluster<'_>],

@@ -8,7 +8,8 @@
 //! For each group with at least `min_job_runs` runs in the window and each checked percentile
 //! with a threshold, a regression needs (1) the observed percentile above
 //! `allowed = max(T + min_effect_seconds, T × min_effect_ratio)` and (2) a test that survives
-//! Benjamini–Hochberg at `false_discovery_rate` across every test of the cycle (see [`stats`]).
+//! Benjamini–Hochberg at `false_discovery_rate` across every test of the cycle that could be a
+//! discovery with the runs it has (see [`stats`] and [`Check::counted`]).
 //! Overlapping regressed groups are then explained away in order of strength: a group whose
 //! regression disappears once the cells of a stronger regressed group are taken out is not
 //! reported on its own. Groups already regressed keep priority, so an incident's scope is
@@ -852,14 +853,10 @@ impl<'a> GroupChecks<'_, 'a> {
     /// tests when its test could be a discovery with the runs it has: judged on all the group's
     /// runs, a bound on the common cells' that the test would read.
     fn untested(&self, span: Span, observed: f64, runs: &Histogram, window: &Check) -> Check {
-        let reference = match window.threshold.source {
-            ThresholdSource::Baseline { .. } => Some(&*self.windows.baseline),
-            ThresholdSource::PreviousRelease { .. } => self.previous.map(|p| p.1),
-            ThresholdSource::Configured { .. } | ThresholdSource::Historical { .. } => None,
-        };
         let counted = could_be_discovery(
             runs,
-            (&window.threshold.source, reference),
+            &window.threshold.source,
+            (&self.windows.baseline, self.previous.map(|p| p.1)),
             (window.percentile, window.allowed),
             self.settings,
         );
@@ -974,14 +971,10 @@ pub fn judge_check(
 
     let observed = observed.unwrap_or(0.0);
     let allowed = allowed(r.threshold.seconds, settings);
-    let reference = match r.threshold.source {
-        ThresholdSource::Baseline { .. } => Some(&*common.baseline),
-        ThresholdSource::PreviousRelease { .. } => previous,
-        ThresholdSource::Configured { .. } | ThresholdSource::Historical { .. } => None,
-    };
     let counted = could_be_discovery(
         current,
-        (&r.threshold.source, reference),
+        &r.threshold.source,
+        (&common.baseline, previous),
         (p, allowed),
         settings,
     );
@@ -1014,27 +1007,28 @@ pub fn judge_check(
     }
 }
 
-/// Whether a test of `current` at `allowed` could give a p-value within the false discovery
-/// rate with the runs it has, however they fall (Tarone's argument for discrete tests): a
-/// comparison with a reference's runs (`reference`; none when the source is a fixed
-/// threshold) only when a run of either side is above `allowed` (else its exact test gives 1);
-/// a percentile's test against a fixed threshold only when all its runs above `allowed` would
-/// be that unlikely. A check that could not be a discovery does not count among the cycle's
-/// tests, so that it does not raise the bar for those that could.
+/// Whether a test of `current` at `allowed` against `source` could give a p-value within the
+/// false discovery rate with the runs it has, however they fall (Tarone's argument for discrete
+/// tests): a comparison with the `baseline`'s or the `previous` release's runs only when a run
+/// of either side is above `allowed` (else its exact test gives 1); a percentile's test against
+/// a fixed threshold only when all its runs above `allowed` would be that unlikely. A check
+/// that could not be a discovery does not count among the cycle's tests, so that it does not
+/// raise the bar for those that could.
 fn could_be_discovery(
     current: &Histogram,
-    (source, reference): (&ThresholdSource, Option<&Histogram>),
+    source: &ThresholdSource,
+    (baseline, previous): (&Histogram, Option<&Histogram>),
     (p, allowed): (Percentile, f64),
     settings: &EvaluateSettings,
 ) -> bool {
     let above = |h: &Histogram| h.max().is_some_and(|m| m as f64 > allowed);
+    let against = |r: &Histogram| !r.is_empty() && (above(current) || above(r));
     match source {
-        ThresholdSource::Baseline { .. } | ThresholdSource::PreviousRelease { .. } => {
-            reference.is_some_and(|r| !r.is_empty() && (above(current) || above(r)))
-        }
+        ThresholdSource::Baseline { .. } => against(baseline),
+        ThresholdSource::PreviousRelease { .. } => previous.is_some_and(against),
         ThresholdSource::Configured { .. } | ThresholdSource::Historical { .. } => {
-            let all_above = (1.0 - p.fraction()).powi(current.count().min(1 << 20) as i32);
-            all_above <= settings.false_discovery_rate
+            let runs = i32::try_from(current.count()).unwrap_or(i32::MAX);
+            (1.0 - p.fraction()).powi(runs) <= settings.false_discovery_rate
         }
     }
 }
@@ -1152,8 +1146,9 @@ fn adjust_for_multiple_tests(
         let f = group_family[gi];
         for c in group_checks.iter_mut() {
             let q = if c.counted {
+                let within = within[f][next[f]];
                 next[f] += 1;
-                (within[f][next[f] - 1] * scale).min(1.0)
+                (within * scale).min(1.0)
             } else {
                 1.0
             };
