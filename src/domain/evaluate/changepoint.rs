@@ -708,6 +708,20 @@ mod payload_tests {
         )
     }
 
+    /// A clean run of each payload `payloads` names (by its place in `tags`), started as it
+    /// was built.
+    fn clean_runs(tags: &[String], payloads: impl IntoIterator<Item = usize>) -> Vec<Tested<'_>> {
+        payloads
+            .into_iter()
+            .map(|n| Tested {
+                payload: &tags[n],
+                built: n as i64 * 14_400,
+                started: n as i64 * 14_400,
+                seconds: 0,
+            })
+            .collect()
+    }
+
     /// When run `k` of payload `n` starts in [`two_runs_each`]'s runs.
     fn start(n: i64, k: i64) -> i64 {
         n * 14_400 + 3_600 * (k + 1)
@@ -903,14 +917,7 @@ mod payload_tests {
         // one clean run each of payloads 17-20, the change before 21; after it 17 of 20 runs
         // hit, then 8 clean ones that test a fix
         let tags: Vec<String> = (0..24).map(tag).collect();
-        let before: Vec<Tested<'_>> = (17..=20)
-            .map(|n| Tested {
-                payload: &tags[n],
-                built: n as i64 * 14_400,
-                started: n as i64 * 14_400,
-                seconds: 0,
-            })
-            .collect();
+        let before = clean_runs(&tags, 17..=20);
         let before: Vec<&Tested<'_>> = before.iter().collect();
         let after: Vec<Run> = (0..28)
             .map(|i| Run {
@@ -918,9 +925,9 @@ mod payload_tests {
                 seconds: if i < 20 && i % 7 != 3 { 30 } else { 0 },
             })
             .collect();
-        // read up to the last hit the regression may spare one run in three (three clean runs
-        // prove a payload good: 0.34^3 < 5%); over all 28 runs it would seem to spare more than
-        // half, and the window reach back to 17
+        // read up to the last hit the regression may spare one run in three (two clean runs
+        // are no proof that a payload was good, 0.32^2 > 7.5%, three are); over all 28 runs it
+        // would seem to spare more than half, and the window reach back to 17
         let good = clearly_good(&before, &after, 21 * 14_400, 5.0, 0).unwrap();
         assert_eq!(good.payload, tags[18]);
         // a clean tail a regression of that share spares by chance is no fix: one hit, then
@@ -957,15 +964,7 @@ mod payload_tests {
         // call 20's two clean runs proof (0.22^2 < 7.5%: 20..21 then); the lowest share its hits
         // support (0.70) does not, and 19's two clean runs are needed as well
         let tags: Vec<String> = (0..24).map(tag).collect();
-        let before: Vec<Tested<'_>> = (18..=20)
-            .flat_map(|n| [n, n])
-            .map(|n| Tested {
-                payload: &tags[n],
-                built: n as i64 * 14_400,
-                started: n as i64 * 14_400,
-                seconds: 0,
-            })
-            .collect();
+        let before = clean_runs(&tags, (18..=20).flat_map(|n| [n, n]));
         let before: Vec<&Tested<'_>> = before.iter().collect();
         let after: Vec<Run> = (0..81)
             .map(|i| Run {
