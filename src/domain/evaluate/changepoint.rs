@@ -640,9 +640,9 @@ const FIXED_BY_CHANCE: f64 = 0.05;
 /// a regression would spare all of with less than [`SPARED_BY_CHANCE`]. The regression's share
 /// of hit runs is the lowest its runs after the change support ([`lowest_share`]; read up to
 /// the last run it hits when the clean runs after that are more than it spares by chance
-/// ([`FIXED_BY_CHANCE`]): they already test a fix), not their average: a regression may hit fewer runs at first than
-/// later. The interval's clean runs count because a change before the interval would have
-/// spared them too. One clean run of a payload is no proof against a regression that spares
+/// ([`FIXED_BY_CHANCE`]): they already test a fix), not their average: a regression may hit
+/// fewer runs at first than later. The interval's clean runs count because a change before the
+/// interval would have spared them too. One clean run of a payload is no proof against a regression that spares
 /// one run in three: that payload may already carry it, and the window keeps it. The oldest
 /// payload when the runs before never make the case; None when there are none.
 fn clearly_good<'t>(
@@ -779,7 +779,7 @@ mod payload_tests {
     fn a_fix_after_the_regression_does_not_blur_its_onset() {
         // payloads every 4 hours, 2 runs each; 20 to 29 carry the regression (one run in six
         // spared), 30 on carry the fix: two weeks of clean runs after it. 16 hits in 20 runs
-        // support a share as low as 0.6: it takes four clean runs to prove a payload good
+        // support a share as low as 0.62: it takes three clean runs to prove a payload good
         let tags: Vec<String> = (0..110).map(tag).collect();
         let runs = two_runs_each(&tags, |n, k| {
             let hit = (20..30).contains(&n) && (n * 2 + k) % 6 != 5;
